@@ -1,0 +1,97 @@
+# Makefile - the one entry point: make, make test, make bench, make demo, make install, make clean.
+#
+#   make                 build everything (out of tree, under build/)
+#   make test            install missing dependencies, build, run every test tier
+#   make test SAN=1      the same under AddressSanitizer + UBSan (build/san/)
+#   make bench           run the benchmarks; each prints one JSON line
+#   make demo            a real example run end to end (see README.md)
+#   make install PREFIX=/usr/local
+#   make CUDA=0          never compile CUDA parts, even where nvcc exists
+
+SAN ?= 0
+PREFIX ?= /usr/local
+CC ?= gcc
+NVCC ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard /usr/local/cuda/bin/nvcc))
+ifeq ($(origin CUDA),undefined)
+  CUDA := $(if $(NVCC),1,0)
+endif
+
+ifeq ($(SAN),1)
+  B := build/san
+  SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+else
+  B := build
+  SANFLAGS :=
+endif
+
+# Libraries, through pkg-config (evaluated when first used).
+pc_cflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
+pc_libs = $(shell pkg-config --libs $(1) 2>/dev/null)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-missing-field-initializers
+CFLAGS ?= -O2 -g
+ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) $(SANFLAGS) -fPIC -fvisibility=hidden -I. -D_GNU_SOURCE -MMD -MP
+ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
+HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2
+HARDEN_LD := -Wl,-z,relro,-z,now
+
+.DEFAULT_GOAL := all
+.PHONY: all test check bench demo demo-stop install clean deps format
+.SUFFIXES:
+
+# Each part adds its outputs to these lists in its own fragment.
+ALL_TARGETS :=
+UNIT_TESTS :=
+TEST_TIERS :=
+BENCHES :=
+INSTALL_BIN :=
+INSTALL_LIB :=
+INSTALL_SBIN :=
+
+$(B)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(EXTRA_CFLAGS_$(firstword $(subst /, ,$<))) -c $< -o $@
+
+include common/common.mk
+include agent/agent.mk
+include cli/cli.mk
+-include server/server.mk
+-include kernels/kernels.mk
+-include spank/spank.mk
+-include web/web.mk
+include examples/examples.mk
+include bench/bench.mk
+include tests/tests.mk
+
+all: $(ALL_TARGETS)
+
+deps:
+	@deploy/install-deps.sh
+
+# `make test`: dependencies first, then a fresh make that can see them.
+test: deps
+	@$(MAKE) --no-print-directory -j$$(nproc) all SAN=$(SAN)
+	@$(MAKE) --no-print-directory check SAN=$(SAN)
+
+bench: deps
+	@$(MAKE) --no-print-directory -j$$(nproc) all
+	@$(MAKE) --no-print-directory bench-run
+
+demo: deps
+	@$(MAKE) --no-print-directory -j$$(nproc) all
+	@examples/demo.sh $(B)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(INSTALL_BIN) $(DESTDIR)$(PREFIX)/bin/
+	$(if $(INSTALL_SBIN),install -m 755 $(INSTALL_SBIN) $(DESTDIR)$(PREFIX)/sbin/)
+	install -m 644 $(INSTALL_LIB) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/lockstep.h $(DESTDIR)$(PREFIX)/include/
+
+clean:
+	rm -rf build
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
+
+-include $(shell find build -name '*.d' 2>/dev/null)

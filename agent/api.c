@@ -1,0 +1,367 @@
+/* api.c - the public ls_* functions: configuration, steps, occurrence numbering and recording. */
+#include "include/lockstep.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/occ.h"
+#include "agent/trace.h"
+#include "common/dtype.h"
+#include "common/lsfp1.h"
+#include "common/record.h"
+#include "common/tracespec.h"
+
+enum agent_state { ST_UNINIT = 0, ST_ACTIVE, ST_OFF };
+
+/* Everything below is guarded by `mu`. */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct agent {
+    enum agent_state state;
+    int rank;
+    char run_id[REC_STR_MAX + 1];
+    trace_spec spec;
+    int64_t step;
+    uint64_t seq;
+    occ_table occ;
+    int tracing;          /* a trace file is open */
+    trace_writer trace;
+    int atexit_done;
+} A;
+
+static int warned_write;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void copy_env(char *dst, const char *a, const char *b)
+{
+    const char *v = getenv(a);
+    if ((!v || !*v) && b)
+        v = getenv(b);
+    snprintf(dst, REC_STR_MAX + 1, "%s", v ? v : "");
+}
+
+static void at_exit(void)
+{
+    ls_shutdown();
+}
+
+/* init_locked - ls_init's work, with `mu` held. */
+static int init_locked(void)
+{
+    char why[300];
+    const char *mode = getenv("LOCKSTEP_MODE");
+
+    if (mode && strcmp(mode, "off") == 0) {
+        A.state = ST_OFF;
+        return 0;
+    }
+
+    const char *rank_var;
+    long rank = agent_env_rank(&rank_var);
+    if (rank < 0) {
+        agent_set_error("%s is not a rank number: '%s'", rank_var, getenv(rank_var));
+        return -1;
+    }
+    if (ts_parse(getenv("LOCKSTEP_TRACE"), &A.spec, why, sizeof(why)) < 0) {
+        agent_set_error("LOCKSTEP_TRACE is invalid: %s", why);
+        return -1;
+    }
+    const char *run_id = getenv("LOCKSTEP_RUN_ID");
+    if (run_id && *run_id) {
+        if (strlen(run_id) > REC_STR_MAX) {
+            agent_set_error("LOCKSTEP_RUN_ID is longer than %d bytes", REC_STR_MAX);
+            return -1;
+        }
+        snprintf(A.run_id, sizeof(A.run_id), "%s", run_id);
+    } else {
+        agent_new_uuid(A.run_id);
+    }
+    if (occ_init(&A.occ) < 0) {
+        agent_set_error("out of memory");
+        return -1;
+    }
+    A.rank = (int)rank;
+    A.step = 0;
+    A.seq = 0;
+
+    const char *dir = getenv("LOCKSTEP_TRACE_DIR");
+    if (dir && *dir) {
+        rec_header h;
+        memset(&h, 0, sizeof(h));
+        h.kind = REC_KIND_TRACE;
+        h.rank = (uint32_t)rank;
+        h.created_ns = now_ns();
+        snprintf(h.run_id, sizeof(h.run_id), "%s", A.run_id);
+        copy_env(h.job_id, "LOCKSTEP_JOB_ID", "SLURM_JOB_ID");
+        copy_env(h.step_id, "LOCKSTEP_STEP_ID", "SLURM_STEP_ID");
+        copy_env(h.twin_group, "LOCKSTEP_TWIN_GROUP", NULL);
+        if (gethostname(h.host, sizeof(h.host) - 1) < 0)
+            h.host[0] = 0;
+        snprintf(h.algo, sizeof(h.algo), "%s", FP_ALGO_NAME);
+        if (trace_open(&A.trace, dir, &h, why, sizeof(why)) < 0) {
+            agent_set_error("%s", why);
+            occ_release(&A.occ);
+            return -1;
+        }
+        A.tracing = 1;
+    }
+    if (!A.atexit_done) {
+        atexit(at_exit);
+        A.atexit_done = 1;
+    }
+    A.state = ST_ACTIVE;
+    return 0;
+}
+
+int ls_init(void)
+{
+    pthread_mutex_lock(&mu);
+    int rc = A.state != ST_UNINIT ? 0 : init_locked();
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+void ls_shutdown(void)
+{
+    char why[300];
+    pthread_mutex_lock(&mu);
+    if (A.state == ST_ACTIVE) {
+        if (A.tracing && trace_close(&A.trace, why, sizeof(why)) < 0)
+            agent_warn_once(&warned_write, "%s; the trace is incomplete", why);
+        A.tracing = 0;
+        occ_release(&A.occ);
+    }
+    A.state = ST_UNINIT;
+    pthread_mutex_unlock(&mu);
+}
+
+/* not_active - the error for calls outside ls_init..ls_shutdown. */
+static int not_active(const char *fn)
+{
+    agent_set_error("%s called before ls_init or after ls_shutdown", fn);
+    return -1;
+}
+
+void ls_step_begin(int64_t step)
+{
+    pthread_mutex_lock(&mu);
+    if (A.state == ST_ACTIVE) {
+        A.step = step;
+        occ_reset(&A.occ);
+    } else if (A.state == ST_UNINIT) {
+        not_active("ls_step_begin");
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+void ls_step_end(void)
+{
+    char why[300];
+    pthread_mutex_lock(&mu);
+    if (A.state == ST_ACTIVE) {
+        /* A step is the natural unit to lose on a crash: write it out. */
+        if (A.tracing && trace_flush(&A.trace, why, sizeof(why)) < 0)
+            agent_warn_once(&warned_write, "%s; records are being lost", why);
+    } else if (A.state == ST_UNINIT) {
+        not_active("ls_step_end");
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+static int check_name(const char *name, size_t *len)
+{
+    if (!name) {
+        agent_set_error("record name is NULL");
+        return -1;
+    }
+    size_t n = strnlen(name, LS_NAME_MAX + 1);
+    if (n == 0 || n > LS_NAME_MAX) {
+        agent_set_error("record name must be 1 to %d bytes long", LS_NAME_MAX);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f) {
+            agent_set_error("record name contains a control character at byte %zu", i);
+            return -1;
+        }
+    }
+    *len = n;
+    return 0;
+}
+
+/* emit_locked - number the record (seq, occurrence) and hand it to the
+ * sinks. Returns 0, or -1 with the error set. */
+static int emit_locked(rec_record *r)
+{
+    char why[300];
+    int64_t occ = occ_next(&A.occ, r->name, r->name_len);
+    if (occ < 0) {
+        agent_set_error("out of memory counting occurrences");
+        return -1;
+    }
+    r->occurrence = (uint32_t)occ;
+    r->seq = A.seq++;
+    r->step = A.step;
+    r->rank = (uint32_t)A.rank;
+    if (A.tracing && trace_append(&A.trace, r, why, sizeof(why)) < 0) {
+        agent_warn_once(&warned_write, "%s; records are being lost", why);
+        agent_set_error("%s", why);
+        return -1;
+    }
+    return 0;
+}
+
+/* admit_locked - 1 when the state is active and the trace window keeps a
+ * record of `level`; 0 when it is filtered out or lockstep is off; -1 (with
+ * the error set) outside ls_init..ls_shutdown. */
+static int admit_locked(int level, const char *fn)
+{
+    if (A.state == ST_UNINIT)
+        return not_active(fn);
+    if (A.state == ST_OFF)
+        return 0;
+    return ts_admits(&A.spec, level, A.step, A.rank);
+}
+
+int ls_metric(const char *name, double value)
+{
+    size_t len;
+    if (check_name(name, &len) < 0)
+        return -1;
+
+    rec_record r;
+    memset(&r, 0, sizeof(r));
+    r.name = name;
+    r.name_len = (uint16_t)len;
+    r.level = LS_LEVEL_METRIC;
+    r.dtype = LS_F64;
+    r.nbytes = sizeof(double);
+    memcpy(&r.value, &value, sizeof(double));
+    r.flags = REC_HAS_VALUE;
+    r.fp = fp_lsfp1(&r.value, sizeof(double));
+    r.t_ns = now_ns();
+
+    pthread_mutex_lock(&mu);
+    int rc = admit_locked(LS_LEVEL_METRIC, "ls_metric");
+    if (rc > 0)
+        rc = emit_locked(&r);
+    pthread_mutex_unlock(&mu);
+    return rc < 0 ? -1 : 0;
+}
+
+int ls_enabled(ls_level level)
+{
+    pthread_mutex_lock(&mu);
+    int rc = A.state == ST_ACTIVE && ts_admits(&A.spec, level, A.step, A.rank);
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+int ls_tensor_at(ls_level level, const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, int ndim,
+                 const int64_t *shape)
+{
+    size_t len;
+    if (check_name(name, &len) < 0)
+        return -1;
+    if ((unsigned)level >= LS_LEVEL_COUNT) {
+        agent_set_error("level %d is unknown", (int)level);
+        return -1;
+    }
+    if ((unsigned)dtype >= LS_DTYPE_COUNT) {
+        agent_set_error("dtype %d is unknown", (int)dtype);
+        return -1;
+    }
+    if (ndim < 0 || ndim > LS_MAX_DIMS || (ndim > 0 && !shape)) {
+        agent_set_error("ndim %d is outside 0..%d or shape is NULL", ndim, LS_MAX_DIMS);
+        return -1;
+    }
+    if (!host_data && nbytes) {
+        agent_set_error("%s: data is NULL but nbytes is %zu", name, nbytes);
+        return -1;
+    }
+
+    /* Skip the hashing when the window filters the record out. */
+    pthread_mutex_lock(&mu);
+    int rc = admit_locked(level, "ls_tensor");
+    pthread_mutex_unlock(&mu);
+    if (rc <= 0)
+        return rc;
+
+    rec_record r;
+    memset(&r, 0, sizeof(r));
+    r.name = name;
+    r.name_len = (uint16_t)len;
+    r.level = (uint8_t)level;
+    r.dtype = (uint8_t)dtype;
+    r.ndim = (uint8_t)ndim;
+    for (int i = 0; i < ndim; i++)
+        r.shape[i] = shape[i];
+    r.nbytes = nbytes;
+
+    uint64_t *chunks = NULL;
+    size_t nchunks = fp_chunk_count(nbytes);
+    if (nchunks > 1 && nchunks <= REC_MAX_CHUNKS)
+        chunks = malloc(nchunks * sizeof(uint64_t)); /* without them the record is still whole */
+    if (chunks) {
+        r.fp = fp_lsfp1_chunks(host_data, nbytes, chunks);
+        r.chunks = chunks;
+        r.n_chunks = (uint32_t)nchunks;
+    } else {
+        r.fp = fp_lsfp1(host_data, nbytes);
+    }
+    size_t esz = dtype_size(dtype);
+    if (dtype != LS_BYTES && nbytes == esz && esz <= 8) {
+        memcpy(&r.value, host_data, esz); /* a scalar: keep its exact bits */
+        r.flags |= REC_HAS_VALUE;
+    }
+    r.t_ns = now_ns();
+
+    pthread_mutex_lock(&mu);
+    rc = admit_locked(level, "ls_tensor"); /* the state may have changed meanwhile */
+    if (rc > 0)
+        rc = emit_locked(&r);
+    pthread_mutex_unlock(&mu);
+    free(chunks);
+    return rc < 0 ? -1 : 0;
+}
+
+int ls_tensor(const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, int ndim, const int64_t *shape)
+{
+    return ls_tensor_at(LS_LEVEL_MODULE, name, host_data, nbytes, dtype, ndim, shape);
+}
+
+const char *ls_last_error(void)
+{
+    return agent_last_error();
+}
+
+uint64_t ls_fingerprint(const void *data, size_t nbytes)
+{
+    return fp_lsfp1(data, nbytes);
+}
+
+const char *ls_run_id(void)
+{
+    pthread_mutex_lock(&mu);
+    const char *id = A.state == ST_ACTIVE ? A.run_id : NULL;
+    pthread_mutex_unlock(&mu);
+    return id;
+}
+
+int ls_rank(void)
+{
+    pthread_mutex_lock(&mu);
+    int r = A.state == ST_ACTIVE ? A.rank : -1;
+    pthread_mutex_unlock(&mu);
+    return r;
+}

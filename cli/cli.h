@@ -1,0 +1,23 @@
+/* cli.h - what the lockstep command's subcommands share: entry points, exit codes, error output. */
+#ifndef CLI_CLI_H
+#define CLI_CLI_H
+
+/* Exit codes of every subcommand (documented in `lockstep help`). */
+enum cli_exit {
+    CLI_OK = 0,        /* success; for diff: the runs match */
+    CLI_DIVERGED = 1,  /* diff: the runs diverge */
+    CLI_BAD_INPUT = 2, /* unreadable input, bad usage */
+};
+
+/* cli_error - print "lockstep: FACT" and, when given, indented detail and
+ * hint lines, on stderr. */
+void cli_error(const char *fact, const char *detail, const char *hint);
+
+/* cli_errorf - cli_error with a formatted fact. */
+void cli_errorf(const char *hint, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int cmd_fp(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+
+#endif /* CLI_CLI_H */

@@ -1,0 +1,19 @@
+# cli.mk - the lockstep command; its parts (all but main.c) also form libcli.a for the tests.
+CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
+CLI_OBJS := $(CLI_SRCS:%.c=$(B)/%.o)
+LIBCLI := $(B)/libcli.a
+LOCKSTEP_BIN := $(B)/bin/lockstep
+CLI_LIBS = $(call pc_libs,jansson) -lm
+
+EXTRA_CFLAGS_cli = $(call pc_cflags,jansson)
+
+$(LIBCLI): $(CLI_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(LOCKSTEP_BIN): $(B)/cli/main.o $(LIBCLI) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARDEN_LD) $(CLI_LIBS)
+
+ALL_TARGETS += $(LOCKSTEP_BIN)
+INSTALL_BIN += $(LOCKSTEP_BIN)

@@ -1,0 +1,199 @@
+/* cmd_diff.c - `lockstep diff A B`: where two runs' traces part, for people (text) or machines (--json). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/diff.h"
+#include "cli/recjson.h"
+#include "common/dtype.h"
+
+static void fmt_shape(const rec_record *r, char *out, size_t cap)
+{
+    size_t n = (size_t)snprintf(out, cap, "[");
+    for (unsigned i = 0; i < r->ndim && n < cap; i++)
+        n += (size_t)snprintf(out + n, cap - n, "%s%" PRId64, i ? "," : "", r->shape[i]);
+    if (n < cap)
+        snprintf(out + n, cap - n, "]");
+}
+
+static const char *kind_text(diff_kind k)
+{
+    switch (k) {
+    case DIFF_CONTENT: return "fingerprints differ";
+    case DIFF_DTYPE: return "dtype differs";
+    case DIFF_SHAPE: return "shape or size differs";
+    case DIFF_MISSING: return "record missing in B";
+    case DIFF_EXTRA: return "extra record in B";
+    case DIFF_ONLY_A: return "rank present in A only";
+    case DIFF_ONLY_B: return "rank present in B only";
+    default: return "match";
+    }
+}
+
+static void print_side(const char *label, const rec_record *r)
+{
+    char fp[17], shape[160], val[64];
+    if (!r) {
+        printf("      %s  (absent)\n", label);
+        return;
+    }
+    rec_fp_hex(r->fp, fp);
+    fmt_shape(r, shape, sizeof(shape));
+    printf("      %s  seq %-6" PRIu64 " fp %s  %s %s %s", label, r->seq, fp, level_name(r->level),
+           dtype_name(r->dtype), shape);
+    if (r->flags & REC_HAS_VALUE) {
+        dtype_format_value(r->dtype, r->value, val, sizeof(val));
+        printf("  value %s (0x%llx)", val, (unsigned long long)r->value);
+    }
+    printf("\n");
+}
+
+static void print_rank_notes(const char *label, const td_run *run)
+{
+    for (size_t i = 0; i < run->n_ranks; i++) {
+        const td_rank *r = &run->ranks[i];
+        if (r->status != REC_OK)
+            printf("note: %s rank %u: reading stopped at byte %zu after %zu records (%s: %s)\n", label, r->hdr.rank,
+                   r->err_off, r->n, rec_status_name(r->status), r->err);
+    }
+}
+
+static void print_text(const td_run *a, const td_run *b, const diff_result *res)
+{
+    if (res->diverged)
+        printf("DIVERGED: first divergence at step %" PRId64 "\n", res->first_step);
+    else
+        printf("MATCH: every compared record is bit-identical\n");
+    printf("  A  %s  run %s  %zu ranks  %zu records\n", a->path, a->ranks[0].hdr.run_id, a->n_ranks, a->n_records);
+    printf("  B  %s  run %s  %zu ranks  %zu records\n", b->path, b->ranks[0].hdr.run_id, b->n_ranks, b->n_records);
+    if (res->overlap)
+        printf("  compared steps both runs hold: %" PRId64 "..%" PRId64 "\n", res->overlap_lo, res->overlap_hi);
+    print_rank_notes("A", a);
+    print_rank_notes("B", b);
+    printf("\n");
+    for (size_t i = 0; i < res->n_ranks; i++) {
+        const diff_rank *d = &res->ranks[i];
+        if (d->kind == DIFF_MATCH) {
+            printf("rank %-4u match (%zu records)\n", d->rank, d->compared);
+            continue;
+        }
+        const rec_record *r = d->a ? d->a : d->b;
+        printf("rank %-4u DIVERGED at step %" PRId64 ": %s%s\n", d->rank, d->step, kind_text(d->kind),
+               d->step == res->first_step ? "  <- first" : "");
+        if (r)
+            printf("      record \"%.*s\" occurrence %u\n", (int)r->name_len, r->name, r->occurrence);
+        if (d->kind != DIFF_ONLY_B)
+            print_side("A", d->a);
+        if (d->kind != DIFF_ONLY_A)
+            print_side("B", d->b);
+        if (d->has_ulp) {
+            if (d->ulp == UINT64_MAX)
+                printf("      distance: NaN involved\n");
+            else
+                printf("      distance: %" PRIu64 " ulp\n", d->ulp);
+        }
+        if (d->first_chunk >= 0)
+            printf("      first differing bytes in MiB %" PRId64 " of the tensor\n", d->first_chunk);
+    }
+}
+
+static json_t *run_json(const td_run *r)
+{
+    json_t *notes = json_array();
+    for (size_t i = 0; i < r->n_ranks; i++) {
+        const td_rank *x = &r->ranks[i];
+        if (x->status != REC_OK)
+            json_array_append_new(notes, json_pack("{s:I, s:s, s:I, s:s}", "rank", (json_int_t)x->hdr.rank,
+                                                   "stopped", rec_status_name(x->status), "offset",
+                                                   (json_int_t)x->err_off, "detail", x->err));
+    }
+    return json_pack("{s:s, s:s, s:I, s:I, s:o}", "path", r->path, "run_id", r->ranks[0].hdr.run_id, "ranks",
+                     (json_int_t)r->n_ranks, "records", (json_int_t)r->n_records, "notes", notes);
+}
+
+static int print_json(const td_run *a, const td_run *b, const diff_result *res)
+{
+    json_t *ranks = json_array();
+    for (size_t i = 0; i < res->n_ranks; i++) {
+        const diff_rank *d = &res->ranks[i];
+        json_t *o = json_pack("{s:I, s:s, s:I}", "rank", (json_int_t)d->rank, "status",
+                              d->kind == DIFF_MATCH ? "match" : "diverged", "compared", (json_int_t)d->compared);
+        if (d->kind != DIFF_MATCH) {
+            json_object_set_new(o, "kind", json_string(diff_kind_name(d->kind)));
+            json_object_set_new(o, "step", json_integer(d->step));
+            json_object_set_new(o, "a", d->a ? rec_to_json(d->a) : json_null());
+            json_object_set_new(o, "b", d->b ? rec_to_json(d->b) : json_null());
+            if (d->has_ulp)
+                json_object_set_new(o, "ulp", d->ulp == UINT64_MAX ? json_null() : json_integer((json_int_t)d->ulp));
+            if (d->first_chunk >= 0)
+                json_object_set_new(o, "first_chunk", json_integer(d->first_chunk));
+        }
+        json_array_append_new(ranks, o);
+    }
+    json_t *top = json_pack("{s:b, s:o, s:o, s:o, s:o}", "match", !res->diverged, "first_step",
+                            res->diverged ? json_integer(res->first_step) : json_null(), "a", run_json(a), "b",
+                            run_json(b), "ranks", ranks);
+    if (res->overlap)
+        json_object_set_new(top, "overlap", json_pack("{s:I, s:I}", "from", (json_int_t)res->overlap_lo, "to",
+                                                      (json_int_t)res->overlap_hi));
+    int rc = top ? json_dumpf(top, stdout, JSON_INDENT(2)) : -1;
+    printf("\n");
+    json_decref(top);
+    return rc;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+    int json = 0, overlap = 0;
+    const char *paths[2];
+    int n = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--overlap") == 0) {
+            overlap = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            cli_errorf("usage: lockstep diff [--json] [--overlap] A B", "unknown option '%s'", argv[i]);
+            return CLI_BAD_INPUT;
+        } else if (n < 2) {
+            paths[n++] = argv[i];
+        } else {
+            cli_error("diff takes two runs", NULL, "usage: lockstep diff [--json] [--overlap] A B");
+            return CLI_BAD_INPUT;
+        }
+    }
+    if (n != 2) {
+        cli_error("diff takes two runs", NULL, "usage: lockstep diff [--json] [--overlap] A B");
+        return CLI_BAD_INPUT;
+    }
+
+    td_run a, b;
+    char why[1024];
+    if (td_load(&a, paths[0], why, sizeof(why)) < 0) {
+        cli_error("cannot read run A", why, "pass a trace directory (LOCKSTEP_TRACE_DIR of a run) or a .lstrace file");
+        return CLI_BAD_INPUT;
+    }
+    if (td_load(&b, paths[1], why, sizeof(why)) < 0) {
+        cli_error("cannot read run B", why, "pass a trace directory (LOCKSTEP_TRACE_DIR of a run) or a .lstrace file");
+        td_release(&a);
+        return CLI_BAD_INPUT;
+    }
+    diff_result res;
+    int rc;
+    if (diff_runs(&a, &b, overlap, &res) < 0) {
+        cli_error("out of memory comparing the runs", NULL, NULL);
+        rc = CLI_BAD_INPUT;
+    } else {
+        if (json)
+            print_json(&a, &b, &res);
+        else
+            print_text(&a, &b, &res);
+        rc = res.diverged ? CLI_DIVERGED : CLI_OK;
+        diff_release(&res);
+    }
+    td_release(&a);
+    td_release(&b);
+    return rc;
+}

@@ -1,0 +1,51 @@
+/* diff.h - compare two runs' traces: per rank the first divergence, overall the first step. */
+#ifndef CLI_DIFF_H
+#define CLI_DIFF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli/tracedir.h"
+
+typedef enum diff_kind {
+    DIFF_MATCH = 0,
+    DIFF_CONTENT,     /* same record, different fingerprint */
+    DIFF_DTYPE,       /* same record, different dtype */
+    DIFF_SHAPE,       /* same record, different shape or byte count */
+    DIFF_MISSING,     /* in A, not in B */
+    DIFF_EXTRA,       /* in B, not in A */
+    DIFF_ONLY_A,      /* the whole rank is in A only */
+    DIFF_ONLY_B,      /* the whole rank is in B only */
+} diff_kind;
+
+const char *diff_kind_name(diff_kind k);
+
+/* One rank's verdict. `a` and `b` point into the runs (NULL where absent). */
+typedef struct diff_rank {
+    uint32_t rank;
+    diff_kind kind;
+    int64_t step;              /* step of the first divergence */
+    const rec_record *a, *b;   /* the diverging records */
+    size_t compared;           /* records compared on this rank (of A) */
+    int64_t first_chunk;       /* first differing 1 MiB chunk, or -1 */
+    uint64_t ulp;              /* scalars: distance in ULPs (UINT64_MAX: NaN) */
+    int has_ulp;
+} diff_rank;
+
+typedef struct diff_result {
+    int diverged;
+    int64_t first_step;       /* smallest divergence step over ranks */
+    size_t n_ranks;
+    diff_rank *ranks;         /* sorted by rank */
+    int overlap;
+    int64_t overlap_lo, overlap_hi; /* with --overlap: the steps compared */
+} diff_result;
+
+/* diff_runs - compare runs `a` and `b`, matching records on (rank, step,
+ * name, occurrence). With `overlap`, only the steps both runs have count.
+ * Returns 0, or -1 when out of memory. Free with diff_release. */
+int diff_runs(const td_run *a, const td_run *b, int overlap, diff_result *out);
+
+void diff_release(diff_result *r);
+
+#endif /* CLI_DIFF_H */

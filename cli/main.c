@@ -1,0 +1,41 @@
+/* main.c - the lockstep command: dispatch to subcommands, and help. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *usage;
+} cmds[] = {
+    {"fp", cmd_fp, "fp FILE...            LSFP-1 of each file ('-' reads stdin), like sha256sum"},
+    {"dump", cmd_dump, "dump TRACE            a trace file's records as JSON lines"},
+    {"diff", cmd_diff, "diff [--json] [--overlap] A B\n"
+                       "                        compare two runs' trace directories (or files)"},
+};
+
+static void help(FILE *out)
+{
+    fprintf(out, "usage: lockstep COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        fprintf(out, "  %s\n", cmds[i].usage);
+    fprintf(out, "  help                  this text\n\n"
+                 "exit codes:\n"
+                 "  0  success (diff: the runs match)\n"
+                 "  1  diff: the runs diverge\n"
+                 "  2  unreadable input or bad usage\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        help(argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_BAD_INPUT : CLI_OK;
+    }
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+        if (strcmp(argv[1], cmds[i].name) == 0)
+            return cmds[i].fn(argc - 1, argv + 1);
+    cli_errorf("run 'lockstep help' for the list of commands", "unknown command '%s'", argv[1]);
+    return CLI_BAD_INPUT;
+}

@@ -1,0 +1,18 @@
+/* recjson.h - records as JSON objects, in the field names of the JSON ingest format. */
+#ifndef CLI_RECJSON_H
+#define CLI_RECJSON_H
+
+#include <jansson.h>
+
+#include "common/record.h"
+
+/* rec_to_json - a new object {"rank", "seq", "step", "name", "occ", "level",
+ * "dtype", "shape", "nbytes", "fp", "t_ns"} plus "value" and "value_bits"
+ * for scalars, "inputs" and "chunks" when present. Returns a new reference,
+ * or NULL when out of memory. */
+json_t *rec_to_json(const rec_record *r);
+
+/* rec_fp_hex - a fingerprint as 16 lowercase hex digits in `out` (17 bytes). */
+void rec_fp_hex(uint64_t fp, char out[17]);
+
+#endif /* CLI_RECJSON_H */

@@ -1,0 +1,380 @@
+/* record.c - encode and decode framed records and stream headers. */
+#include "common/record.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/crc32c.h"
+
+static void put16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint16_t get16(const unsigned char *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+    return (uint64_t)get32(p) | ((uint64_t)get32(p + 4) << 32);
+}
+
+static const struct {
+    int key;
+    size_t off;
+} str_fields[] = {
+    {REC_F_RUN_ID, offsetof(rec_header, run_id)},   {REC_F_JOB_ID, offsetof(rec_header, job_id)},
+    {REC_F_STEP_ID, offsetof(rec_header, step_id)}, {REC_F_TWIN_GROUP, offsetof(rec_header, twin_group)},
+    {REC_F_HOST, offsetof(rec_header, host)},       {REC_F_ALGO, offsetof(rec_header, algo)},
+};
+#define N_STR_FIELDS (sizeof(str_fields) / sizeof(str_fields[0]))
+
+static size_t field_len(const rec_header *h, size_t i)
+{
+    const char *s = (const char *)h + str_fields[i].off;
+    return strnlen(s, REC_STR_MAX);
+}
+
+size_t rec_header_size(const rec_header *h)
+{
+    size_t n = REC_HDR_FIXED + 4;
+    for (size_t i = 0; i < N_STR_FIELDS; i++) {
+        size_t len = field_len(h, i);
+        if (len)
+            n += 4 + len;
+    }
+    return n;
+}
+
+size_t rec_header_encode(const rec_header *h, unsigned char *out)
+{
+    size_t n = rec_header_size(h);
+    unsigned char *p = out;
+
+    memcpy(p, REC_MAGIC, 8);
+    put16(p + 8, REC_VERSION);
+    put16(p + 10, h->kind);
+    put32(p + 12, (uint32_t)n);
+    put32(p + 16, h->rank);
+    put32(p + 20, h->flags);
+    put64(p + 24, h->batch_seq);
+    put64(p + 32, (uint64_t)h->created_ns);
+    p += REC_HDR_FIXED;
+    for (size_t i = 0; i < N_STR_FIELDS; i++) {
+        size_t len = field_len(h, i);
+        if (!len)
+            continue;
+        p[0] = (unsigned char)str_fields[i].key;
+        p[1] = 0;
+        put16(p + 2, (uint16_t)len);
+        memcpy(p + 4, (const char *)h + str_fields[i].off, len);
+        p += 4 + len;
+    }
+    put32(p, crc32c(out, n - 4));
+    return n;
+}
+
+int rec_check(const rec_record *r, char *why, size_t cap)
+{
+    if (r->name_len == 0 || r->name_len > LS_NAME_MAX || !r->name) {
+        snprintf(why, cap, "name length %u is outside 1..%d", r->name_len, LS_NAME_MAX);
+        return -1;
+    }
+    if (memchr(r->name, 0, r->name_len)) {
+        snprintf(why, cap, "name contains a NUL byte");
+        return -1;
+    }
+    if (r->ndim > LS_MAX_DIMS) {
+        snprintf(why, cap, "ndim %u exceeds %d", r->ndim, LS_MAX_DIMS);
+        return -1;
+    }
+    if (r->level >= LS_LEVEL_COUNT) {
+        snprintf(why, cap, "level %u is unknown", r->level);
+        return -1;
+    }
+    if (r->dtype >= LS_DTYPE_COUNT) {
+        snprintf(why, cap, "dtype %u is unknown", r->dtype);
+        return -1;
+    }
+    if (r->n_inputs > REC_MAX_INPUTS) {
+        snprintf(why, cap, "%u input fingerprints exceed %d", r->n_inputs, REC_MAX_INPUTS);
+        return -1;
+    }
+    if (r->n_chunks > REC_MAX_CHUNKS) {
+        snprintf(why, cap, "%u chunk partials exceed %u", r->n_chunks, REC_MAX_CHUNKS);
+        return -1;
+    }
+    return 0;
+}
+
+size_t rec_encoded_size(const rec_record *r)
+{
+    return 8 + REC_FIXED + 8 * (size_t)r->ndim + r->name_len + 8 * ((size_t)r->n_inputs + r->n_chunks);
+}
+
+size_t rec_encode(const rec_record *r, unsigned char *out)
+{
+    char why[128];
+    if (rec_check(r, why, sizeof(why)) < 0)
+        return 0;
+
+    size_t total = rec_encoded_size(r);
+    unsigned char *p = out + 8;
+
+    put64(p, r->seq);
+    put64(p + 8, (uint64_t)r->step);
+    put64(p + 16, (uint64_t)r->t_ns);
+    put64(p + 24, r->nbytes);
+    put64(p + 32, r->fp);
+    put64(p + 40, r->value);
+    put32(p + 48, r->occurrence);
+    p[52] = r->level;
+    p[53] = r->dtype;
+    p[54] = r->ndim;
+    p[55] = r->flags;
+    put16(p + 56, r->name_len);
+    put16(p + 58, r->n_inputs);
+    put32(p + 60, r->n_chunks);
+    p += REC_FIXED;
+    for (unsigned i = 0; i < r->ndim; i++, p += 8)
+        put64(p, (uint64_t)r->shape[i]);
+    memcpy(p, r->name, r->name_len);
+    p += r->name_len;
+    for (unsigned i = 0; i < r->n_inputs; i++, p += 8)
+        put64(p, r->inputs[i]);
+    for (unsigned i = 0; i < r->n_chunks; i++, p += 8)
+        put64(p, r->chunks[i]);
+
+    put32(out, (uint32_t)(total - 8));
+    put32(out + 4, crc32c(out + 8, total - 8));
+    return total;
+}
+
+long rec_payload_words(const unsigned char *p, size_t len)
+{
+    if (len < REC_FIXED)
+        return -1;
+    return (long)get16(p + 58) + (long)get32(p + 60);
+}
+
+int rec_decode_payload(const unsigned char *p, size_t len, rec_record *out, uint64_t *scratch, char *why, size_t cap)
+{
+    if (len < REC_FIXED) {
+        snprintf(why, cap, "payload of %zu bytes is shorter than the %d fixed bytes", len, REC_FIXED);
+        return -1;
+    }
+    memset(out, 0, sizeof(*out));
+    out->seq = get64(p);
+    out->step = (int64_t)get64(p + 8);
+    out->t_ns = (int64_t)get64(p + 16);
+    out->nbytes = get64(p + 24);
+    out->fp = get64(p + 32);
+    out->value = get64(p + 40);
+    out->occurrence = get32(p + 48);
+    out->level = p[52];
+    out->dtype = p[53];
+    out->ndim = p[54];
+    out->flags = p[55];
+    out->name_len = get16(p + 56);
+    out->n_inputs = get16(p + 58);
+    out->n_chunks = get32(p + 60);
+    if (out->ndim > LS_MAX_DIMS || out->n_inputs > REC_MAX_INPUTS || out->n_chunks > REC_MAX_CHUNKS ||
+        out->name_len == 0 || out->name_len > LS_NAME_MAX) {
+        snprintf(why, cap, "impossible counts (ndim %u, name %u bytes, %u inputs, %u chunks)", out->ndim,
+                 out->name_len, out->n_inputs, out->n_chunks);
+        return -1;
+    }
+    size_t need = REC_FIXED + 8 * (size_t)out->ndim + out->name_len + 8 * ((size_t)out->n_inputs + out->n_chunks);
+    if (need != len) {
+        snprintf(why, cap, "payload is %zu bytes but its counts need %zu", len, need);
+        return -1;
+    }
+    p += REC_FIXED;
+    for (unsigned i = 0; i < out->ndim; i++, p += 8)
+        out->shape[i] = (int64_t)get64(p);
+    out->name = (const char *)p;
+    p += out->name_len;
+    for (unsigned i = 0; i < (unsigned)out->n_inputs + out->n_chunks; i++, p += 8)
+        scratch[i] = get64(p);
+    out->inputs = out->n_inputs ? scratch : NULL;
+    out->chunks = out->n_chunks ? scratch + out->n_inputs : NULL;
+    char why2[128];
+    if (rec_check(out, why2, sizeof(why2)) < 0) {
+        snprintf(why, cap, "%s", why2);
+        return -1;
+    }
+    return 0;
+}
+
+const char *rec_status_name(rec_status s)
+{
+    switch (s) {
+    case REC_OK: return "ok";
+    case REC_TORN: return "torn";
+    case REC_BAD_CRC: return "bad-crc";
+    case REC_BAD_LENGTH: return "bad-length";
+    case REC_BAD_FIELD: return "bad-field";
+    case REC_BAD_MAGIC: return "bad-magic";
+    case REC_BAD_VERSION: return "bad-version";
+    }
+    return "?";
+}
+
+__attribute__((format(printf, 4, 5))) static int stop(rec_reader *rd, rec_status s, size_t off, const char *fmt, ...)
+{
+    va_list ap;
+    rd->status = s;
+    rd->err_off = off;
+    va_start(ap, fmt);
+    vsnprintf(rd->err, sizeof(rd->err), fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int rec_reader_init(rec_reader *rd, const void *buf, size_t len)
+{
+    const unsigned char *p = buf;
+
+    memset(rd, 0, sizeof(*rd));
+    rd->buf = p;
+    rd->len = len;
+    if (len < 8 || memcmp(p, REC_MAGIC, 8) != 0) {
+        if (len < 8 && memcmp(p, REC_MAGIC, len) == 0)
+            return stop(rd, REC_TORN, 0, "input ends after %zu bytes, inside the header", len);
+        return stop(rd, REC_BAD_MAGIC, 0, "not a Lockstep stream (no LOCKSTEP magic)");
+    }
+    if (len < REC_HDR_FIXED + 4)
+        return stop(rd, REC_TORN, 0, "input ends after %zu bytes, inside the header", len);
+    uint16_t version = get16(p + 8);
+    if (version != REC_VERSION)
+        return stop(rd, REC_BAD_VERSION, 8, "format version %u; this reader knows version %d", version,
+                    REC_VERSION);
+    uint32_t hdr_len = get32(p + 12);
+    if (hdr_len < REC_HDR_FIXED + 4 || hdr_len > REC_HDR_MAX)
+        return stop(rd, REC_BAD_LENGTH, 12, "header length %u is outside %d..%d", hdr_len, REC_HDR_FIXED + 4,
+                    REC_HDR_MAX);
+    if (hdr_len > len)
+        return stop(rd, REC_TORN, 0, "input ends after %zu bytes, inside the %u-byte header", len, hdr_len);
+    uint32_t want = get32(p + hdr_len - 4);
+    uint32_t got = crc32c(p, hdr_len - 4);
+    if (want != got)
+        return stop(rd, REC_BAD_CRC, 0, "header checksum %08x does not match its bytes (%08x)", want, got);
+
+    rec_header *h = &rd->hdr;
+    h->version = version;
+    h->kind = get16(p + 10);
+    h->rank = get32(p + 16);
+    h->flags = get32(p + 20);
+    h->batch_seq = get64(p + 24);
+    h->created_ns = (int64_t)get64(p + 32);
+    size_t off = REC_HDR_FIXED;
+    while (off < hdr_len - 4) {
+        if (off + 4 > hdr_len - 4)
+            return stop(rd, REC_BAD_LENGTH, off, "header field at byte %zu runs past the header", off);
+        unsigned key = p[off];
+        size_t flen = get16(p + off + 2);
+        if (off + 4 + flen > hdr_len - 4)
+            return stop(rd, REC_BAD_LENGTH, off, "header field %u of %zu bytes runs past the header", key, flen);
+        for (size_t i = 0; i < N_STR_FIELDS; i++) {
+            if (str_fields[i].key != (int)key)
+                continue;
+            if (flen > REC_STR_MAX || memchr(p + off + 4, 0, flen))
+                return stop(rd, REC_BAD_FIELD, off, "header field %u is not a string of at most %d bytes", key,
+                            REC_STR_MAX);
+            char *dst = (char *)h + str_fields[i].off;
+            memcpy(dst, p + off + 4, flen);
+            dst[flen] = 0;
+        }
+        off += 4 + flen;
+    }
+    rd->off = hdr_len;
+    return 0;
+}
+
+int rec_reader_next(rec_reader *rd, rec_record *out)
+{
+    if (rd->status != REC_OK || rd->off >= rd->len)
+        return 0;
+
+    const unsigned char *p = rd->buf + rd->off;
+    size_t left = rd->len - rd->off;
+    if (left < 8) {
+        stop(rd, REC_TORN, rd->off, "input ends %zu bytes into a record's frame", left);
+        return 0;
+    }
+    uint32_t plen = get32(p);
+    if (plen < REC_FIXED || plen > REC_MAX_PAYLOAD) {
+        stop(rd, REC_BAD_LENGTH, rd->off, "record length %u is outside %d..%d", plen, REC_FIXED,
+             (int)REC_MAX_PAYLOAD);
+        return 0;
+    }
+    if ((size_t)plen + 8 > left) {
+        stop(rd, REC_TORN, rd->off, "input ends inside a record: %u bytes announced, %zu present", plen,
+             left - 8);
+        return 0;
+    }
+    uint32_t want = get32(p + 4);
+    uint32_t got = crc32c(p + 8, plen);
+    if (want != got) {
+        stop(rd, REC_BAD_CRC, rd->off, "record checksum %08x does not match its bytes (%08x)", want, got);
+        return 0;
+    }
+    long words = rec_payload_words(p + 8, plen);
+    if (words < 0)
+        words = 0;
+    if ((size_t)words > rd->scratch_cap) {
+        uint64_t *s = realloc(rd->scratch, (size_t)words * sizeof(uint64_t));
+        if (!s)
+            return -1;
+        rd->scratch = s;
+        rd->scratch_cap = (size_t)words;
+    }
+    char why[200];
+    if (rec_decode_payload(p + 8, plen, out, rd->scratch, why, sizeof(why)) < 0) {
+        stop(rd, REC_BAD_FIELD, rd->off, "record %llu: %s", (unsigned long long)rd->count, why);
+        return 0;
+    }
+    out->rank = rd->hdr.rank;
+    rd->off += 8 + (size_t)plen;
+    rd->count++;
+    return 1;
+}
+
+void rec_reader_release(rec_reader *rd)
+{
+    free(rd->scratch);
+    rd->scratch = NULL;
+    rd->scratch_cap = 0;
+}
+
+int rec_same_shape(const rec_record *a, const rec_record *b)
+{
+    if (a->ndim != b->ndim)
+        return 0;
+    for (unsigned i = 0; i < a->ndim; i++)
+        if (a->shape[i] != b->shape[i])
+            return 0;
+    return 1;
+}

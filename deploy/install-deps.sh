@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# install-deps.sh - install every Debian package Lockstep needs to build and test (idempotent).
+#
+# Does nothing when everything is present. Run as root (or with sudo available).
+# Usage: deploy/install-deps.sh [--check]   (--check: exit 1 if something is missing, install nothing)
+set -euo pipefail
+
+# Build and unit-test tier.
+PKGS_BUILD=(
+  build-essential pkg-config
+  libcmocka-dev libxxhash-dev
+  libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
+)
+# Integration tiers: real PostgreSQL, Slurm with munge, Open MPI.
+PKGS_SERVICES=(
+  postgresql-15 postgresql-client-15
+  slurmctld slurmd slurm-client munge libslurm-dev
+  libopenmpi-dev openmpi-bin
+)
+
+PKGS=("${PKGS_BUILD[@]}" "${PKGS_SERVICES[@]}")
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${1:-}" = "--check" ]; then
+  [ ${#missing[@]} -eq 0 ] && exit 0
+  echo "missing packages: ${missing[*]}" >&2
+  exit 1
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

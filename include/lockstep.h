@@ -1,0 +1,114 @@
+/* lockstep.h - the public C API a training program includes to fingerprint its run. */
+#ifndef LOCKSTEP_H
+#define LOCKSTEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LS_API __attribute__((visibility("default")))
+
+/* Element types of recorded tensors. The numeric values are part of the
+ * record format: never renumber, only append. */
+typedef enum ls_dtype {
+    LS_BYTES = 0, /* opaque bytes, no element type */
+    LS_F64 = 1,
+    LS_F32 = 2,
+    LS_F16 = 3,
+    LS_BF16 = 4,
+    LS_I64 = 5,
+    LS_I32 = 6,
+    LS_I16 = 7,
+    LS_I8 = 8,
+    LS_U64 = 9,
+    LS_U32 = 10,
+    LS_U16 = 11,
+    LS_U8 = 12,
+    LS_BOOL = 13,
+    LS_F8E4M3 = 14,
+    LS_F8E5M2 = 15,
+    LS_DTYPE_COUNT
+} ls_dtype;
+
+/* Trace levels, coarse to fine. A record is kept only when its level is at
+ * or below the level that LOCKSTEP_TRACE switches on for its step and rank. */
+typedef enum ls_level {
+    LS_LEVEL_METRIC = 0,
+    LS_LEVEL_COLLECTIVE = 1,
+    LS_LEVEL_MODULE = 2,
+    LS_LEVEL_OP = 3,
+    LS_LEVEL_COUNT
+} ls_level;
+
+/* Most dimensions a recorded tensor may have. */
+#define LS_MAX_DIMS 8
+/* Longest record name in bytes, without the terminating NUL. */
+#define LS_NAME_MAX 255
+
+/* ls_init - configure from the environment and open this rank's trace.
+ *
+ * Reads LOCKSTEP_TRACE_DIR, LOCKSTEP_RANK (else SLURM_PROCID,
+ * OMPI_COMM_WORLD_RANK, PMI_RANK, else 0), LOCKSTEP_RUN_ID (else a new
+ * UUID), LOCKSTEP_TRACE (level and window) and LOCKSTEP_MODE (off: do
+ * nothing). Returns 0 on success, also when called again while already
+ * initialized. Returns -1 on error; ls_last_error() says why, and every
+ * later ls_* call fails until ls_init succeeds. After ls_shutdown, ls_init
+ * may be called again to start a new trace. */
+LS_API int ls_init(void);
+
+/* ls_shutdown - flush and close the trace. Safe to call twice, and before
+ * ls_init. */
+LS_API void ls_shutdown(void);
+
+/* ls_step_begin - open step `step`: later records carry it, and occurrence
+ * counts restart. Steps need not be contiguous. */
+LS_API void ls_step_begin(int64_t step);
+
+/* ls_step_end - close the current step. Records made after it and before the
+ * next ls_step_begin keep the closed step's number. */
+LS_API void ls_step_end(void);
+
+/* ls_metric - record a scalar metric (level metric) with its exact IEEE bits.
+ * Returns 0 when recorded or filtered out by the trace window, -1 on error. */
+LS_API int ls_metric(const char *name, double value);
+
+/* ls_tensor - fingerprint `nbytes` bytes at `host_data` (LSFP-1) and record
+ * them at level module. `shape` holds `ndim` extents (ndim <= LS_MAX_DIMS;
+ * may be NULL when ndim is 0). The buffer is read during the call only.
+ * Returns 0 when recorded or filtered out, -1 on error. */
+LS_API int ls_tensor(const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, int ndim,
+                     const int64_t *shape);
+
+/* ls_tensor_at - like ls_tensor, at an explicit level (collective, module or
+ * op). */
+LS_API int ls_tensor_at(ls_level level, const char *name, const void *host_data, size_t nbytes, ls_dtype dtype,
+                        int ndim, const int64_t *shape);
+
+/* ls_enabled - 1 when a record of `level` would be kept at the current step
+ * on this rank, else 0. Lets callers skip work for records that would be
+ * filtered out. */
+LS_API int ls_enabled(ls_level level);
+
+/* ls_last_error - the calling thread's last error message, or "" if none.
+ * The string is owned by the library and valid until the thread's next
+ * ls_* call. */
+LS_API const char *ls_last_error(void);
+
+/* ls_fingerprint - LSFP-1 of a host buffer, as recorded by ls_tensor. */
+LS_API uint64_t ls_fingerprint(const void *data, size_t nbytes);
+
+/* ls_run_id - this process's run id (a UUID string), or NULL before
+ * ls_init. Owned by the library. */
+LS_API const char *ls_run_id(void);
+
+/* ls_rank - this process's rank, or -1 before ls_init. */
+LS_API int ls_rank(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCKSTEP_H */
