@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# up.sh - start a private, loopback-only Slurm cluster (munge, slurmctld, N slurmd "nodes") on this machine.
+#
+# usage: deploy/slurm/up.sh [-d RUN_DIR] [-n NODES] [-c CPUS_PER_NODE] [-p PLUGIN.so] [-a 'PLUGSTACK ARGS']
+#                           [-o optional|required]
+#
+#   -d RUN_DIR   all state, logs, sockets and pid files live here (default: a new /tmp/lockstep-slurm.XXXXXX)
+#   -n NODES     number of slurmd "nodes" n1..nN (default 4)
+#   -c CPUS      CPUs each node advertises (default 4; oversubscription of the real cores is fine)
+#   -p PLUGIN    a SPANK plugin to put in plugstack.conf (default: none)
+#   -a ARGS      arguments for the plugin's plugstack.conf line, e.g. 'server=http://127.0.0.1:8080 secret=/x'
+#   -o KIND      optional (default) or required
+#
+# On success prints RUN_DIR on stdout and writes RUN_DIR/env, a file to source
+# (SLURM_CONF and the munge socket), and RUN_DIR/pids, the pids this script started,
+# which deploy/slurm/down.sh stops (and nothing else). Every daemon listens on
+# 127.0.0.1 only, on ports picked free at start. Needs root (slurmd runs as root).
+set -euo pipefail
+
+run=
+nodes=4
+cpus=4
+plugin=
+plugargs=
+kind=optional
+while getopts "d:n:c:p:a:o:h" o; do
+  case $o in
+    d) run=$OPTARG ;;
+    n) nodes=$OPTARG ;;
+    c) cpus=$OPTARG ;;
+    p) plugin=$OPTARG ;;
+    a) plugargs=$OPTARG ;;
+    o) kind=$OPTARG ;;
+    h) sed -n '2,20p' "$0"; exit 0 ;;
+    *) exit 2 ;;
+  esac
+done
+
+die() { echo "slurm-up: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "must run as root: slurmd starts job steps as their user"
+for b in munged slurmctld slurmd scontrol sinfo; do
+  command -v "$b" >/dev/null || die "$b not found; run deploy/install-deps.sh"
+done
+case $nodes in '' | *[!0-9]*) die "-n wants a number of nodes, got '$nodes'" ;; esac
+[ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || die "-n wants 1 to 64 nodes"
+case $kind in optional | required) ;; *) die "-o wants optional or required, got '$kind'" ;; esac
+if [ -n "$plugin" ]; then
+  [ -f "$plugin" ] || die "plugin '$plugin' does not exist; build it first (make)"
+  plugin=$(readlink -f "$plugin")
+fi
+
+if [ -z "$run" ]; then
+  run=$(mktemp -d /tmp/lockstep-slurm.XXXXXX)
+else
+  mkdir -p "$run"
+fi
+run=$(readlink -f "$run")
+[ -e "$run/pids" ] && die "$run/pids exists: a cluster may still run there; stop it with deploy/slurm/down.sh $run"
+chmod 755 "$run"
+mkdir -p "$run/munge" "$run/state" "$run/log" "$run/spool" "$run/tmp" "$run/pid"
+chmod 755 "$run/munge"
+: >"$run/pids"
+
+# On any failure, stop what was started so far.
+cleanup_on_error() {
+  echo "slurm-up: failed; stopping what was started (logs in $run/log)" >&2
+  "$(dirname "$0")/down.sh" "$run" >&2 || true
+}
+trap cleanup_on_error ERR
+
+# Ports: a block of nodes+1 consecutive free TCP ports (slurmctld, then one per slurmd).
+port_free() { ! ss -Htan "sport = :$1" 2>/dev/null | grep -q .; }
+pick_ports() {
+  local need=$1 tries base i ok
+  for tries in $(seq 1 50); do
+    base=$((20000 + (RANDOM * 7 + tries * 131) % 30000))
+    ok=1
+    for ((i = 0; i < need; i++)); do port_free $((base + i)) || { ok=0; break; }; done
+    [ $ok -eq 1 ] && { echo "$base"; return 0; }
+  done
+  return 1
+}
+base=$(pick_ports $((nodes + 1))) || die "no block of $((nodes + 1)) free ports found"
+ctld_port=$base
+node_port_lo=$((base + 1))
+node_port_hi=$((base + nodes))
+
+# munge: a private key, socket and daemon.
+sock="$run/munge/munge.socket"
+dd if=/dev/urandom of="$run/munge/munge.key" bs=1024 count=1 status=none
+chmod 400 "$run/munge/munge.key"
+munged --force --socket="$sock" --key-file="$run/munge/munge.key" --pid-file="$run/pid/munged.pid" \
+  --log-file="$run/log/munged.log" --seed-file="$run/munge/munged.seed" --num-threads=2
+for _ in $(seq 1 100); do [ -s "$run/pid/munged.pid" ] && [ -S "$sock" ] && break; sleep 0.05; done
+[ -s "$run/pid/munged.pid" ] || die "munged did not start; see $run/log/munged.log"
+cat "$run/pid/munged.pid" >>"$run/pids"
+
+# slurm.conf and plugstack.conf.
+if [ -n "$plugin" ]; then
+  echo "$kind $plugin $plugargs" >"$run/plugstack.conf"
+else
+  : >"$run/plugstack.conf"
+fi
+cat >"$run/slurm.conf" <<EOF
+# slurm.conf - a private test cluster written by deploy/slurm/up.sh; everything under $run.
+ClusterName=lockstep
+SlurmctldHost=localhost
+SlurmctldPort=$ctld_port
+SlurmdPort=$node_port_lo
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$sock
+StateSaveLocation=$run/state
+SlurmdSpoolDir=$run/spool/%n
+TmpFS=$run/tmp/%n
+SlurmctldPidFile=$run/pid/slurmctld.pid
+SlurmdPidFile=$run/pid/slurmd-%n.pid
+SlurmctldLogFile=$run/log/slurmctld.log
+SlurmdLogFile=$run/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+PlugStackConfig=$run/plugstack.conf
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$run/log/jobcomp.txt
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerParameters=batch_sched_delay=0
+MpiDefault=none
+MailProg=/bin/true
+ReturnToService=2
+SlurmdParameters=config_overrides
+SlurmdTimeout=30
+InactiveLimit=0
+KillWait=2
+MinJobAge=60
+NodeName=n[1-$nodes] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port_lo-$node_port_hi] CPUs=$cpus State=UNKNOWN
+PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP
+EOF
+export SLURM_CONF="$run/slurm.conf"
+
+# slurmctld, then one slurmd per node. -i: ignore any state from an earlier run.
+slurmctld -f "$SLURM_CONF" -i
+for _ in $(seq 1 100); do [ -s "$run/pid/slurmctld.pid" ] && break; sleep 0.05; done
+[ -s "$run/pid/slurmctld.pid" ] || die "slurmctld did not start; see $run/log/slurmctld.log"
+cat "$run/pid/slurmctld.pid" >>"$run/pids"
+
+for i in $(seq 1 "$nodes"); do
+  mkdir -p "$run/spool/n$i" "$run/tmp/n$i"
+  slurmd -f "$SLURM_CONF" -N "n$i"
+done
+for i in $(seq 1 "$nodes"); do
+  for _ in $(seq 1 100); do [ -s "$run/pid/slurmd-n$i.pid" ] && break; sleep 0.05; done
+  [ -s "$run/pid/slurmd-n$i.pid" ] || die "slurmd n$i did not start; see $run/log/slurmd-n$i.log"
+  cat "$run/pid/slurmd-n$i.pid" >>"$run/pids"
+done
+
+# Wait until every node is idle (registered with slurmctld).
+ok=0
+for _ in $(seq 1 200); do
+  idle=$(sinfo -h -N -t idle -o '%N' 2>/dev/null | sort -u | wc -l)
+  if [ "$idle" -eq "$nodes" ]; then ok=1; break; fi
+  sleep 0.05
+done
+[ $ok -eq 1 ] || die "only $idle of $nodes nodes came up idle; see $run/log/"
+
+cat >"$run/env" <<EOF
+# Source this to use the cluster in $run.
+export SLURM_CONF=$run/slurm.conf
+export LOCKSTEP_SLURM_RUN=$run
+EOF
+trap - ERR
+echo "$run"
