@@ -78,7 +78,7 @@ static int parse_clause(const char *s, const char *end, ts_clause *c, char *why,
         const char *p = colon + 1;
         colon = memchr(p, ':', (size_t)(end - p));
         const char *oend = colon ? colon : end;
-        if ((size_t)(oend - p) > 6 && strncmp(p, "steps=", 6) == 0) {
+        if ((size_t)(oend - p) >= 6 && strncmp(p, "steps=", 6) == 0) {
             ts_range r;
             if (parse_range(p + 6, oend, &r) < 0) {
                 snprintf(why, cap, "bad step window '%.*s' (use A-B, A, A- or -B)", (int)(oend - p - 6), p + 6);
@@ -86,7 +86,7 @@ static int parse_clause(const char *s, const char *end, ts_clause *c, char *why,
             }
             c->step_lo = r.lo;
             c->step_hi = r.hi;
-        } else if ((size_t)(oend - p) > 6 && strncmp(p, "ranks=", 6) == 0) {
+        } else if ((size_t)(oend - p) >= 6 && strncmp(p, "ranks=", 6) == 0) {
             const char *q = p + 6;
             while (q < oend) {
                 const char *comma = memchr(q, ',', (size_t)(oend - q));

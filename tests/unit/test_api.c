@@ -1,0 +1,317 @@
+/* test_api.c - the public API: misuse, numbering, windows, exact values, and concurrent callers. */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli/tracedir.h"
+#include "common/lsfp1.h"
+#include "include/lockstep.h"
+
+static char dir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/ls-test-api-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    setenv("LOCKSTEP_TRACE_DIR", dir, 1);
+    setenv("LOCKSTEP_RANK", "2", 1);
+    setenv("LOCKSTEP_RUN_ID", "run-under-test", 1);
+    setenv("LOCKSTEP_TRACE", "modules", 1); /* ls_tensor records at module level */
+    unsetenv("LOCKSTEP_MODE");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    ls_shutdown();
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* load - the trace the agent wrote, as a run. */
+static void load(td_run *run)
+{
+    char why[512];
+    if (td_load(run, dir, why, sizeof(why)) < 0)
+        fail_msg("cannot load the trace: %s", why);
+    assert_int_equal(run->n_ranks, 1);
+    assert_int_equal(run->ranks[0].status, REC_OK);
+}
+
+static void test_misuse_before_init(void **state)
+{
+    (void)state;
+    ls_shutdown(); /* safe before init */
+    assert_int_equal(ls_metric("loss", 1.0), -1);
+    assert_non_null(strstr(ls_last_error(), "before ls_init"));
+    double x = 1;
+    assert_int_equal(ls_tensor("w", &x, sizeof(x), LS_F64, 0, NULL), -1);
+    ls_step_begin(3); /* must not crash */
+    ls_step_end();
+    assert_null(ls_run_id());
+    assert_int_equal(ls_rank(), -1);
+}
+
+static void test_misuse_after_shutdown(void **state)
+{
+    (void)state;
+    assert_int_equal(ls_init(), 0);
+    assert_int_equal(ls_init(), 0); /* twice is fine */
+    assert_string_equal(ls_run_id(), "run-under-test");
+    assert_int_equal(ls_rank(), 2);
+    assert_int_equal(ls_metric("loss", 1.0), 0);
+    ls_shutdown();
+    ls_shutdown(); /* twice is fine */
+    assert_int_equal(ls_metric("loss", 1.0), -1);
+    assert_non_null(strstr(ls_last_error(), "after ls_shutdown"));
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    assert_int_equal(ls_init(), 0);
+    char longname[LS_NAME_MAX + 2];
+    memset(longname, 'x', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = 0;
+    float f[4] = {1, 2, 3, 4};
+    int64_t shape[LS_MAX_DIMS + 1] = {4};
+
+    assert_int_equal(ls_metric(NULL, 1.0), -1);
+    assert_int_equal(ls_metric("", 1.0), -1);
+    assert_int_equal(ls_metric(longname, 1.0), -1);
+    assert_int_equal(ls_metric("bad\nname", 1.0), -1);
+    assert_non_null(strstr(ls_last_error(), "control character"));
+    assert_int_equal(ls_tensor("t", NULL, 16, LS_F32, 1, shape), -1);
+    assert_int_equal(ls_tensor("t", f, 16, LS_F32, LS_MAX_DIMS + 1, shape), -1);
+    assert_int_equal(ls_tensor("t", f, 16, LS_F32, 1, NULL), -1);
+    assert_int_equal(ls_tensor("t", f, 16, (ls_dtype)99, 1, shape), -1);
+    assert_int_equal(ls_tensor_at((ls_level)9, "t", f, 16, LS_F32, 1, shape), -1);
+    assert_int_equal(ls_tensor("t", f, 16, LS_F32, 1, shape), 0);
+    ls_shutdown();
+
+    td_run run;
+    load(&run);
+    assert_int_equal(run.n_records, 1); /* only the valid call was recorded */
+    td_release(&run);
+
+    /* A broken configuration fails ls_init with a reason. */
+    setenv("LOCKSTEP_TRACE", "everything", 1);
+    assert_int_equal(ls_init(), -1);
+    assert_non_null(strstr(ls_last_error(), "LOCKSTEP_TRACE"));
+    setenv("LOCKSTEP_TRACE", "metrics", 1);
+    setenv("LOCKSTEP_RANK", "two", 1);
+    assert_int_equal(ls_init(), -1);
+    assert_non_null(strstr(ls_last_error(), "LOCKSTEP_RANK"));
+    assert_int_equal(ls_metric("loss", 1.0), -1);
+}
+
+static void test_records_and_numbering(void **state)
+{
+    (void)state;
+    setenv("LOCKSTEP_TRACE", "modules", 1);
+    assert_int_equal(ls_init(), 0);
+    double neg_zero = -0.0, tiny = 5e-324;
+    float w[6] = {1, 2, 3, 4, 5, 6};
+    int64_t shape[2] = {2, 3};
+    for (int64_t step = 10; step < 13; step++) {
+        ls_step_begin(step);
+        assert_int_equal(ls_metric("loss", step == 11 ? neg_zero : tiny), 0);
+        assert_int_equal(ls_tensor("layer0.w", w, sizeof(w), LS_F32, 2, shape), 0);
+        assert_int_equal(ls_tensor("layer0.w", w, sizeof(w), LS_F32, 2, shape), 0);
+        assert_int_equal(ls_tensor_at(LS_LEVEL_OP, "matmul", w, sizeof(w), LS_F32, 2, shape), 0); /* filtered */
+        ls_step_end();
+    }
+    ls_shutdown();
+
+    td_run run;
+    load(&run);
+    const td_rank *r = &run.ranks[0];
+    assert_int_equal(r->hdr.rank, 2);
+    assert_string_equal(r->hdr.run_id, "run-under-test");
+    assert_string_equal(r->hdr.algo, "lsfp1");
+    assert_int_equal(r->n, 9);
+    for (size_t i = 0; i < r->n; i++) {
+        const rec_record *x = &r->recs[i];
+        assert_int_equal(x->seq, i);
+        assert_int_equal(x->step, 10 + (int64_t)i / 3);
+        if (i % 3 == 0) {
+            double want = x->step == 11 ? neg_zero : tiny, got;
+            assert_true(x->flags & REC_HAS_VALUE);
+            memcpy(&got, &x->value, 8);
+            assert_memory_equal(&got, &want, 8); /* exact bits, -0 included */
+            assert_int_equal(x->level, LS_LEVEL_METRIC);
+            assert_true(x->fp == fp_lsfp1(&want, 8));
+        } else {
+            assert_int_equal(x->occurrence, (i % 3) - 1); /* the repeat is occurrence 1 */
+            assert_int_equal(x->ndim, 2);
+            assert_int_equal(x->shape[1], 3);
+            assert_int_equal(x->nbytes, sizeof(w));
+            assert_true(x->fp == fp_lsfp1(w, sizeof(w)));
+        }
+    }
+    td_release(&run);
+}
+
+static void test_window(void **state)
+{
+    (void)state;
+    setenv("LOCKSTEP_TRACE", "metrics;ops:steps=5-6:ranks=0,2-3", 1);
+    assert_int_equal(ls_init(), 0);
+    float w[2] = {1, 2};
+    for (int64_t step = 0; step < 10; step++) {
+        ls_step_begin(step);
+        ls_metric("loss", (double)step);
+        assert_int_equal(ls_enabled(LS_LEVEL_OP), step == 5 || step == 6);
+        ls_tensor_at(LS_LEVEL_OP, "op", w, sizeof(w), LS_F32, 0, NULL);
+        ls_step_end();
+    }
+    ls_shutdown();
+    td_run run;
+    load(&run);
+    assert_int_equal(run.n_records, 12);
+    td_release(&run);
+
+    /* Rank 2 outside the rank list: ops never recorded. */
+    setenv("LOCKSTEP_TRACE", "ops:ranks=0-1", 1);
+    assert_int_equal(ls_init(), 0);
+    assert_int_equal(ls_enabled(LS_LEVEL_METRIC), 0);
+    ls_metric("loss", 1.0);
+    ls_shutdown();
+    load(&run);
+    assert_int_equal(run.n_records, 0);
+    td_release(&run);
+}
+
+/* The default trace level is collectives: module records are left out. */
+static void test_default_level(void **state)
+{
+    (void)state;
+    unsetenv("LOCKSTEP_TRACE");
+    assert_int_equal(ls_init(), 0);
+    float w[2] = {1, 2};
+    assert_int_equal(ls_enabled(LS_LEVEL_COLLECTIVE), 1);
+    assert_int_equal(ls_enabled(LS_LEVEL_MODULE), 0);
+    assert_int_equal(ls_tensor("w", w, sizeof(w), LS_F32, 0, NULL), 0);
+    assert_int_equal(ls_tensor_at(LS_LEVEL_COLLECTIVE, "allreduce.out", w, sizeof(w), LS_F32, 0, NULL), 0);
+    ls_shutdown();
+    td_run run;
+    load(&run);
+    assert_int_equal(run.n_records, 1);
+    assert_int_equal(run.ranks[0].recs[0].level, LS_LEVEL_COLLECTIVE);
+    td_release(&run);
+}
+
+static void test_mode_off(void **state)
+{
+    (void)state;
+    setenv("LOCKSTEP_MODE", "off", 1);
+    assert_int_equal(ls_init(), 0);
+    assert_int_equal(ls_metric("loss", 1.0), 0);
+    ls_shutdown();
+    unsetenv("LOCKSTEP_MODE");
+    assert_int_equal(access(dir, F_OK), 0);
+    char path[300];
+    snprintf(path, sizeof(path), "%s/rank-00002.lstrace", dir);
+    assert_int_equal(access(path, F_OK), -1); /* nothing written */
+}
+
+/* Chunk partials ride along for tensors over 1 MiB. */
+static void test_large_tensor_chunks(void **state)
+{
+    (void)state;
+    size_t n = 3 * FP_CHUNK_BYTES + 40;
+    unsigned char *buf = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (unsigned char)(i * 13);
+    assert_int_equal(ls_init(), 0);
+    int64_t shape[1] = {(int64_t)n};
+    assert_int_equal(ls_tensor("big", buf, n, LS_U8, 1, shape), 0);
+    ls_shutdown();
+    td_run run;
+    load(&run);
+    const rec_record *x = &run.ranks[0].recs[0];
+    assert_int_equal(x->n_chunks, 4);
+    uint64_t acc = 0;
+    for (unsigned k = 0; k < 4; k++)
+        acc += x->chunks[k];
+    assert_true(fp_finish(acc, n) == x->fp);
+    assert_true(x->fp == fp_lsfp1(buf, n));
+    td_release(&run);
+    free(buf);
+}
+
+#define THREADS 4
+#define PER_THREAD 2000
+
+static void *worker(void *arg)
+{
+    char name[32];
+    snprintf(name, sizeof(name), "thread%ld", (long)(intptr_t)arg);
+    float v[16] = {0};
+    for (int i = 0; i < PER_THREAD; i++) {
+        if (i % 2)
+            ls_metric(name, (double)i);
+        else
+            ls_tensor(name, v, sizeof(v), LS_F32, 0, NULL);
+        if ((intptr_t)arg == 0 && i % 500 == 0)
+            ls_step_end(); /* flushes race with appends */
+    }
+    return NULL;
+}
+
+static void test_concurrent_calls(void **state)
+{
+    (void)state;
+    assert_int_equal(ls_init(), 0);
+    ls_step_begin(1);
+    pthread_t t[THREADS];
+    for (intptr_t i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, worker, (void *)i), 0);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    ls_shutdown();
+
+    td_run run;
+    load(&run);
+    const td_rank *r = &run.ranks[0];
+    assert_int_equal(r->n, THREADS * PER_THREAD);
+    /* seq strictly increasing; each thread's occurrences are 0..PER_THREAD-1 in order */
+    uint32_t next_occ[THREADS] = {0};
+    for (size_t i = 0; i < r->n; i++) {
+        assert_int_equal(r->recs[i].seq, i);
+        int th = r->recs[i].name[6] - '0';
+        assert_true(th >= 0 && th < THREADS);
+        assert_int_equal(r->recs[i].occurrence, next_occ[th]);
+        next_occ[th]++;
+    }
+    td_release(&run);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_misuse_before_init, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_misuse_after_shutdown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_records_and_numbering, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_default_level, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mode_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_tensor_chunks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_calls, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("api", tests, NULL, NULL);
+}
