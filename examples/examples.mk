@@ -7,3 +7,4 @@ $(B)/examples/%: $(B)/examples/%.o $(LIBLOCKSTEP_SO)
 	$(CC) -o $@ $< $(ALL_LDFLAGS) -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../lib' -llockstep -lm
 
 ALL_TARGETS += $(EXAMPLE_BINS)
+EXTRA_CFLAGS_examples = -Iinclude
