@@ -71,7 +71,11 @@ __attribute__((target("avx512f,avx512dq"))) static uint64_t acc_words_avx512(con
         k0 = _mm512_add_epi64(k0, step);
         k1 = _mm512_add_epi64(k1, step);
     }
-    uint64_t acc = (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(a0, a1));
+    /* Not _mm512_reduce_add_epi64: GCC implements it with signed (overflowing) adds. */
+    uint64_t lanes[8], acc = 0;
+    _mm512_storeu_si512((void *)lanes, _mm512_add_epi64(a0, a1));
+    for (int l = 0; l < 8; l++)
+        acc += lanes[l];
     return acc + acc_words_scalar(p, n - i, first + i);
 }
 
