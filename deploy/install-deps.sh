@@ -7,7 +7,7 @@ set -euo pipefail
 
 # Build and unit-test tier.
 PKGS_BUILD=(
-  build-essential pkg-config
+  build-essential pkg-config python3
   libcmocka-dev libxxhash-dev
   libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
 )

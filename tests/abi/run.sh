@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# run.sh - the ABI tier: each shared object exports exactly the symbols its version script lists.
+# usage: tests/abi/run.sh BUILD_DIR      (ends with "N passed, N failed")
+set -u
+build=${1:-build}
+pass=0; fail=0
+
+# exports_match SO MAP: the defined dynamic symbols of SO equal the `global:` names of MAP.
+exports_match() {
+  local so=$1 map=$2
+  [ -f "$so" ] || { echo "FAIL $so is missing"; return 1; }
+  local want got
+  want=$(sed -n '/global:/,/local:/p' "$map" | grep -Eo '^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*;' | tr -d ' ;\t' | sort -u)
+  got=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sed 's/@.*//' | grep -v '^LOCKSTEP_' | sort -u)
+  if [ "$want" = "$got" ]; then
+    echo "ok   $(basename "$so") exports exactly its $(echo "$want" | wc -l) listed symbols"
+    return 0
+  fi
+  echo "FAIL $(basename "$so") exports differ from $map:"
+  diff <(echo "$want") <(echo "$got") | sed 's/^/     /'
+  return 1
+}
+
+for pair in "$build/lib/liblockstep.so:agent/liblockstep.map"; do
+  if exports_match "${pair%%:*}" "${pair#*:}"; then pass=$((pass+1)); else fail=$((fail+1)); fi
+done
+
+# The public header compiles on its own, as C and as C++.
+for lang in c c++; do
+  if echo '#include "lockstep.h"' | ${CC:-cc} -x $lang -Iinclude -fsyntax-only -Wall -Wextra -Werror - 2>/tmp/abi-hdr.$$; then
+    echo "ok   include/lockstep.h compiles alone as $lang"; pass=$((pass+1))
+  else
+    echo "FAIL include/lockstep.h as $lang:"; cat /tmp/abi-hdr.$$; fail=$((fail+1))
+  fi
+  rm -f /tmp/abi-hdr.$$
+done
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
