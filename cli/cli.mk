@@ -3,9 +3,9 @@ CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
 CLI_OBJS := $(CLI_SRCS:%.c=$(B)/%.o)
 LIBCLI := $(B)/libcli.a
 LOCKSTEP_BIN := $(B)/bin/lockstep
-CLI_LIBS = $(call pc_libs,jansson) -lm
+CLI_LIBS = $(call pc_libs,jansson libcurl) -lm
 
-EXTRA_CFLAGS_cli = $(call pc_cflags,jansson)
+EXTRA_CFLAGS_cli = $(call pc_cflags,jansson libcurl)
 
 $(LIBCLI): $(CLI_OBJS)
 	@mkdir -p $(@D)

@@ -1,0 +1,247 @@
+/* client.c - the lockstep command's HTTP client for lockstepd (libcurl + Jansson). */
+#include "cli/client.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* take_flag - remove `--name VALUE` or `--name=VALUE` from argv into `out`. */
+static int take_flag(int *argc, char **argv, const char *name, char *out, size_t cap)
+{
+    size_t n = strlen(name);
+    for (int i = 1; i < *argc; i++) {
+        const char *val = NULL;
+        int used = 0;
+        if (strcmp(argv[i], name) == 0 && i + 1 < *argc)
+            val = argv[i + 1], used = 2;
+        else if (strncmp(argv[i], name, n) == 0 && argv[i][n] == '=')
+            val = argv[i] + n + 1, used = 1;
+        else if (strcmp(argv[i], "--") == 0)
+            break;
+        if (!val)
+            continue;
+        snprintf(out, cap, "%s", val);
+        memmove(argv + i, argv + i + used, (size_t)(*argc - i - used + 1) * sizeof(char *));
+        *argc -= used;
+        return 1;
+    }
+    return 0;
+}
+
+static int take_switch(int *argc, char **argv, const char *name)
+{
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], name) == 0) {
+            memmove(argv + i, argv + i + 1, (size_t)(*argc - i) * sizeof(char *));
+            (*argc)--;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* read_config - fill unset fields from ~/.config/lockstep/config. */
+static void read_config(client_conf *c)
+{
+    const char *home = getenv("HOME");
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    char path[1024];
+    if (xdg && *xdg)
+        snprintf(path, sizeof(path), "%s/lockstep/config", xdg);
+    else if (home && *home)
+        snprintf(path, sizeof(path), "%s/.config/lockstep/config", home);
+    else
+        return;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[1200];
+    while (fgets(line, sizeof(line), f)) {
+        char key[64], val[1100];
+        if (line[0] == '#' || sscanf(line, " %63[a-z_] = %1099[^\n]", key, val) != 2)
+            continue;
+        size_t vn = strlen(val);
+        while (vn && (val[vn - 1] == ' ' || val[vn - 1] == '\r'))
+            val[--vn] = 0;
+        if (strcmp(key, "server") == 0 && !c->server[0])
+            snprintf(c->server, sizeof(c->server), "%s", val);
+        else if (strcmp(key, "token") == 0 && !c->token[0])
+            snprintf(c->token, sizeof(c->token), "%s", val);
+        else if (strcmp(key, "ca_file") == 0 && !c->ca_file[0])
+            snprintf(c->ca_file, sizeof(c->ca_file), "%s", val);
+    }
+    fclose(f);
+}
+
+static int read_token_file(const char *path, char *out, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(out, 1, cap - 1, f);
+    fclose(f);
+    out[n] = 0;
+    while (n && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' '))
+        out[--n] = 0;
+    return 0;
+}
+
+int client_conf_load(client_conf *c, int *argc, char **argv)
+{
+    char token_file[1024] = "";
+    memset(c, 0, sizeof(*c));
+    take_flag(argc, argv, "--server", c->server, sizeof(c->server));
+    take_flag(argc, argv, "--token", c->token, sizeof(c->token));
+    take_flag(argc, argv, "--token-file", token_file, sizeof(token_file));
+    take_flag(argc, argv, "--ca-file", c->ca_file, sizeof(c->ca_file));
+    c->json = take_switch(argc, argv, "--json");
+    if (token_file[0] && read_token_file(token_file, c->token, sizeof(c->token)) < 0) {
+        cli_errorf("check the path given to --token-file", "cannot read token file %s", token_file);
+        return -1;
+    }
+    const char *env;
+    if (!c->server[0] && (env = getenv("LOCKSTEP_SERVER")) && *env)
+        snprintf(c->server, sizeof(c->server), "%s", env);
+    if (!c->token[0] && (env = getenv("LOCKSTEP_ADMIN_TOKEN")) && *env)
+        snprintf(c->token, sizeof(c->token), "%s", env);
+    if (!c->ca_file[0] && (env = getenv("LOCKSTEP_CA_FILE")) && *env)
+        snprintf(c->ca_file, sizeof(c->ca_file), "%s", env);
+    read_config(c);
+    if (!c->server[0]) {
+        cli_error("no server given", "this command talks to lockstepd",
+                  "pass --server http://HOST:PORT, set LOCKSTEP_SERVER, or put 'server = URL' in "
+                  "~/.config/lockstep/config");
+        return -1;
+    }
+    size_t n = strlen(c->server);
+    while (n && c->server[n - 1] == '/')
+        c->server[--n] = 0;
+    return 0;
+}
+
+struct body {
+    char *p;
+    size_t len;
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+    struct body *b = arg;
+    size_t n = size * nmemb;
+    char *np = realloc(b->p, b->len + n + 1);
+    if (!np)
+        return 0;
+    b->p = np;
+    memcpy(b->p + b->len, ptr, n);
+    b->len += n;
+    b->p[b->len] = 0;
+    return n;
+}
+
+long client_request(const client_conf *c, const char *method, const char *path, json_t *body, json_t **reply)
+{
+    char url[4096], auth[600];
+    struct body resp = {0};
+    char *payload = NULL;
+    struct curl_slist *hdrs = NULL;
+    long status = -1;
+
+    *reply = NULL;
+    snprintf(url, sizeof(url), "%s%s", c->server, path);
+    CURL *h = curl_easy_init();
+    if (!h) {
+        cli_error("cannot start an HTTP client", NULL, NULL);
+        return -1;
+    }
+    char errbuf[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    if (c->ca_file[0])
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
+    hdrs = curl_slist_append(hdrs, "Accept: application/json");
+    if (c->token[0]) {
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", c->token);
+        hdrs = curl_slist_append(hdrs, auth);
+    }
+    if (body) {
+        payload = json_dumps(body, JSON_COMPACT);
+        hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload ? payload : "");
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    CURLcode rc = curl_easy_perform(h);
+    if (rc != CURLE_OK) {
+        char fact[1200];
+        snprintf(fact, sizeof(fact), "cannot reach lockstepd at %s", c->server);
+        cli_error(fact, errbuf[0] ? errbuf : curl_easy_strerror(rc),
+                  "is lockstepd running? check --server, LOCKSTEP_SERVER or ~/.config/lockstep/config");
+    } else {
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        if (resp.p)
+            *reply = json_loads(resp.p, 0, NULL);
+    }
+    curl_slist_free_all(hdrs);
+    curl_easy_cleanup(h);
+    free(payload);
+    free(resp.p);
+    return status;
+}
+
+int client_fail(long status, json_t *reply, const char *what)
+{
+    const char *err = json_string_value(json_object_get(reply, "error"));
+    const char *detail = json_string_value(json_object_get(reply, "detail"));
+    const char *hint = json_string_value(json_object_get(reply, "hint"));
+    char fact[1024];
+    snprintf(fact, sizeof(fact), "%s: %s (HTTP %ld)", what, err ? err : "the server refused the request", status);
+    if (!hint && (status == 401 || status == 403))
+        hint = "admin commands need the admin token: --token-file FILE or LOCKSTEP_ADMIN_TOKEN";
+    cli_error(fact, detail, hint);
+    return status == 404 || status == 400 ? CLI_BAD_INPUT : CLI_SERVER_ERROR;
+}
+
+int client_get(const client_conf *c, const char *path, json_t **reply, const char *what)
+{
+    long st = client_request(c, "GET", path, NULL, reply);
+    if (st < 0)
+        return CLI_UNREACHABLE;
+    if (st < 200 || st >= 300) {
+        int rc = client_fail(st, *reply, what);
+        json_decref(*reply);
+        *reply = NULL;
+        return rc;
+    }
+    if (!*reply) {
+        cli_errorf("is --server pointing at lockstepd?", "%s: the server's answer is not JSON", what);
+        return CLI_SERVER_ERROR;
+    }
+    return 0;
+}
+
+void client_escape(const char *s, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (; *s && n + 4 < cap; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || strchr("-_.~", ch)) {
+            out[n++] = (char)ch;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[ch >> 4];
+            out[n++] = hex[ch & 15];
+        }
+    }
+    out[n] = 0;
+}

@@ -1,0 +1,47 @@
+/* client.h - the lockstep command's HTTP client for lockstepd: where the server is, requests, JSON replies. */
+#ifndef CLI_CLIENT_H
+#define CLI_CLIENT_H
+
+#include <jansson.h>
+
+/* Exit codes of the server subcommands, beside those in cli.h. */
+enum client_exit {
+    CLI_UNREACHABLE = 3, /* the server could not be reached */
+    CLI_SERVER_ERROR = 4, /* the server answered with an error */
+};
+
+/* Where to reach lockstepd and with which credentials. */
+typedef struct client_conf {
+    char server[1024];   /* base URL, no trailing slash */
+    char token[512];     /* bearer token (admin or job), may be empty */
+    char ca_file[1024];  /* for https, may be empty */
+    int json;            /* --json: print the server's JSON */
+} client_conf;
+
+/* client_conf_load - resolve the server URL and token: the flags `--server URL`,
+ * `--token T` (or `--token-file F`), `--ca-file F` and `--json`, removed from
+ * argv; else LOCKSTEP_SERVER / LOCKSTEP_ADMIN_TOKEN / LOCKSTEP_CA_FILE; else
+ * the keys server, token, ca_file of ~/.config/lockstep/config (key = value).
+ * Returns 0, or -1 after printing an error. */
+int client_conf_load(client_conf *c, int *argc, char **argv);
+
+/* client_request - send `method` to `path` (e.g. "/api/v1/runs?user=a") with
+ * an optional JSON `body` (borrowed). On an HTTP answer, returns its status
+ * and sets *reply to the parsed JSON (a new reference; NULL when the body is
+ * not JSON). Returns -1 after printing an error when the server cannot be
+ * reached. */
+long client_request(const client_conf *c, const char *method, const char *path, json_t *body, json_t **reply);
+
+/* client_fail - print the server's error reply ({"error","detail","hint"})
+ * for `status` and return CLI_SERVER_ERROR (or CLI_BAD_INPUT for 404 / 400). */
+int client_fail(long status, json_t *reply, const char *what);
+
+/* client_get - client_request("GET") that returns 0 with *reply set on a 2xx,
+ * else the exit code after printing the error. */
+int client_get(const client_conf *c, const char *path, json_t **reply, const char *what);
+
+/* client_escape - `s` percent-encoded for a URL path segment or query value,
+ * into `out`. */
+void client_escape(const char *s, char *out, size_t cap);
+
+#endif /* CLI_CLIENT_H */
