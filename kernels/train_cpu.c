@@ -1,0 +1,299 @@
+/* train_cpu.c - lockstep-train, CPU path: a data-parallel MLP over MPI ranks, fingerprinted through lockstep.h. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <mpi.h>
+
+#include "include/lockstep.h"
+#include "kernels/ckpt.h"
+#include "kernels/mlp.h"
+#include "kernels/reduce_mpi.h"
+#include "kernels/train_opts.h"
+
+/* Everything one rank holds. */
+typedef struct trainer {
+    train_opts o;
+    mlp_layout L;
+    int rank, world;
+    char node[256];
+    float *p, *m, *v;         /* parameters and Adam moments */
+    float *pieces[RED_PIECES]; /* gradients of the two halves of the batch */
+    float *g_local, *g_sum, *tmp, *work;
+    mlp_batch b;
+    int *order;
+    int64_t step;      /* steps done */
+    uint64_t data_pos; /* first sample id of this step's rank-0 share */
+    uint64_t rng_ctr;
+    int64_t adam_t;
+    uint64_t run_seed; /* --nondeterministic: differs between runs */
+    FILE *order_log;
+    double step_ns_total;
+} trainer;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void die(const trainer *t, const char *fact, const char *detail, const char *hint)
+{
+    fprintf(stderr, "lockstep-train: rank %d: %s%s%s%s%s\n", t ? t->rank : -1, fact, detail ? ": " : "",
+            detail ? detail : "", hint ? "\n  hint: " : "", hint ? hint : "");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    exit(1);
+}
+
+static float *alloc_floats(const trainer *t, size_t n)
+{
+    float *a = calloc(n ? n : 1, sizeof(float));
+    if (!a)
+        die(t, "out of memory", NULL, "lower --hidden or --batch");
+    return a;
+}
+
+static void trainer_alloc(trainer *t)
+{
+    size_t n = t->L.n_params, B = (size_t)t->o.batch;
+    t->p = alloc_floats(t, n);
+    t->m = alloc_floats(t, n);
+    t->v = alloc_floats(t, n);
+    for (int k = 0; k < RED_PIECES; k++)
+        t->pieces[k] = alloc_floats(t, n);
+    t->g_local = alloc_floats(t, n);
+    t->g_sum = alloc_floats(t, n);
+    t->tmp = alloc_floats(t, n);
+    t->work = alloc_floats(t, mlp_work_floats(&t->L));
+    t->b.n = t->o.batch;
+    t->b.x = alloc_floats(t, B * (size_t)t->L.d.d_in);
+    t->b.y = alloc_floats(t, B * (size_t)t->L.d.d_out);
+    t->b.tok = calloc(B, sizeof(uint32_t));
+    t->order = calloc((size_t)t->world * RED_PIECES, sizeof(int));
+    if (!t->b.tok || !t->order)
+        die(t, "out of memory", NULL, NULL);
+}
+
+static void trainer_free(trainer *t)
+{
+    free(t->p);
+    free(t->m);
+    free(t->v);
+    for (int k = 0; k < RED_PIECES; k++)
+        free(t->pieces[k]);
+    free(t->g_local);
+    free(t->g_sum);
+    free(t->tmp);
+    free(t->work);
+    free(t->b.x);
+    free(t->b.y);
+    free(t->b.tok);
+    free(t->order);
+}
+
+/* resume - load the newest complete checkpoint of o.resume_dir. */
+static void resume(trainer *t)
+{
+    char why[512];
+    int64_t step = 0;
+    if (t->rank == 0) {
+        step = ckpt_latest(t->o.resume_dir, why, sizeof(why));
+        if (step < 0)
+            die(t, "cannot resume", why, "pass the --checkpoint-dir of an earlier run");
+    }
+    MPI_Bcast(&step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    ckpt_state s;
+    if (ckpt_load(t->o.resume_dir, step, t->rank, &s, why, sizeof(why)) < 0)
+        die(t, "cannot resume", why, "the checkpoint is unreadable; resume from an older one or start over");
+    if (s.world != t->world || memcmp(&s.dims, &t->o.dims, sizeof(s.dims)) != 0 || s.seed != t->o.seed ||
+        s.batch != t->o.batch || s.dataset != t->o.dataset || s.n_params != t->L.n_params) {
+        char d[512];
+        snprintf(d, sizeof(d),
+                 "checkpoint: %d ranks, seed %" PRIu64 ", hidden %d, batch %d, dataset %" PRIu64
+                 "; this run: %d ranks, seed %" PRIu64 ", hidden %d, batch %d, dataset %" PRIu64,
+                 s.world, s.seed, s.dims.hidden, s.batch, s.dataset, t->world, t->o.seed, t->o.dims.hidden,
+                 t->o.batch, t->o.dataset);
+        die(t, "the checkpoint was written by a different configuration", d,
+            "resume with the same -np, --seed, --hidden, --batch and --dataset");
+    }
+    size_t n = t->L.n_params * sizeof(float);
+    memcpy(t->p, s.params, n);
+    memcpy(t->m, s.m, n);
+    memcpy(t->v, s.v, n);
+    free(s.params);
+    free(s.m);
+    free(s.v);
+    t->step = s.step;
+    t->data_pos = s.data_pos;
+    t->rng_ctr = s.rng_ctr;
+    t->adam_t = s.adam_t;
+    if (t->rank == 0 && !t->o.quiet)
+        printf("resumed from %s at step %" PRId64 "\n", t->o.resume_dir, s.step);
+}
+
+static void checkpoint(trainer *t)
+{
+    char why[512];
+    ckpt_state s = {.step = t->step, .rank = t->rank, .world = t->world, .seed = t->o.seed, .dims = t->o.dims,
+                    .batch = t->o.batch, .dataset = t->o.dataset, .data_pos = t->data_pos,
+                    .rng_ctr = t->rng_ctr, .adam_t = t->adam_t, .n_params = t->L.n_params,
+                    .params = t->p, .m = t->m, .v = t->v};
+    if (ckpt_save(t->o.ckpt_dir, &s, why, sizeof(why)) < 0)
+        die(t, "cannot write a checkpoint", why, "check the space and permissions of --checkpoint-dir");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (t->rank == 0 && ckpt_mark_complete(t->o.ckpt_dir, t->step, why, sizeof(why)) < 0)
+        die(t, "cannot write a checkpoint", why, NULL);
+}
+
+static void record_tensors(const trainer *t, const float *base, const char *suffix)
+{
+    char name[LS_NAME_MAX + 1];
+    for (int i = 0; i < MLP_NTENSORS; i++) {
+        const mlp_tensor *x = &t->L.t[i];
+        snprintf(name, sizeof(name), "%s%s", x->name, suffix);
+        ls_tensor(name, base + x->off, x->n * sizeof(float), LS_F32, x->ndim, x->shape);
+    }
+}
+
+/* inject_fault - flip the configured bit of one element of layer1.weight's
+ * gradient (the element moves with step and rank). */
+static void inject_fault(const trainer *t, float *g, int64_t step)
+{
+    const mlp_tensor *x = &t->L.t[MLP_W1];
+    size_t e = x->off + ((size_t)step * 131 + (size_t)t->rank * 7) % x->n;
+    uint32_t w;
+    memcpy(&w, &g[e], 4);
+    w ^= 1u << t->o.fault.bit;
+    memcpy(&g[e], &w, 4);
+    fprintf(stderr, "lockstep-train: injected fault: rank %d node %s step %" PRId64 " bit %d of %s[%zu]\n", t->rank,
+            t->node, step, t->o.fault.bit, x->name, e - x->off);
+}
+
+/* train_step - one step: data, gradient, reduction, update, records. */
+static void train_step(trainer *t, int64_t step)
+{
+    const size_t n = t->L.n_params;
+    const int B = t->o.batch, world = t->world;
+    int64_t t0 = mono_ns();
+
+    ls_step_begin(step);
+    mlp_make_batch(&t->L, t->o.seed, t->data_pos + (uint64_t)t->rank * (uint64_t)B, t->o.dataset, t->rank,
+                   &t->rng_ctr, &t->b);
+    t->data_pos += (uint64_t)world * (uint64_t)B;
+
+    float scale = 1.0f / ((float)world * (float)B * (float)t->L.d.d_out);
+    double sse = 0.0;
+    for (int k = 0; k < RED_PIECES; k++) {
+        memset(t->pieces[k], 0, n * sizeof(float));
+        sse += mlp_grad(&t->L, t->p, &t->b, k * B / RED_PIECES, (k + 1) * B / RED_PIECES, scale, t->pieces[k],
+                        t->work);
+    }
+    if (train_fault_applies(&t->o.fault, step, t->rank, t->node))
+        inject_fault(t, t->pieces[0], step);
+    for (size_t i = 0; i < n; i++)
+        t->g_local[i] = t->pieces[0][i] + t->pieces[1][i];
+
+    /* The loss: every rank adds the ranks' sums in rank order. */
+    double all[world];
+    MPI_Allgather(&sse, 1, MPI_DOUBLE, all, 1, MPI_DOUBLE, MPI_COMM_WORLD);
+    double loss = 0.0;
+    for (int r = 0; r < world; r++)
+        loss += all[r];
+    loss /= (double)world * B * t->L.d.d_out;
+    ls_metric("loss", loss);
+
+    int64_t shape[1] = {(int64_t)n};
+    ls_tensor_at(LS_LEVEL_COLLECTIVE, "allreduce.in", t->g_local, n * sizeof(float), LS_F32, 1, shape);
+    int rc;
+    if (t->o.nondet) {
+        rc = red_sum_arrival(t->pieces, n, t->g_sum, t->tmp, t->run_seed, step, t->order, MPI_COMM_WORLD);
+        if (rc == 0 && t->order_log) {
+            fprintf(t->order_log, "%" PRId64, step);
+            for (int i = 0; i < world * RED_PIECES; i++)
+                fprintf(t->order_log, " %d", t->order[i]);
+            fprintf(t->order_log, "\n");
+        }
+    } else {
+        memcpy(t->g_sum, t->g_local, n * sizeof(float));
+        rc = red_sum_fixed(t->g_sum, n, t->tmp, MPI_COMM_WORLD);
+    }
+    if (rc < 0)
+        die(t, "the gradient reduction failed", NULL, NULL);
+    ls_tensor_at(LS_LEVEL_COLLECTIVE, "allreduce.out", t->g_sum, n * sizeof(float), LS_F32, 1, shape);
+
+    double sq = 0.0;
+    for (size_t i = 0; i < n; i++)
+        sq += (double)t->g_sum[i] * t->g_sum[i];
+    double gnorm = sqrt(sq);
+    ls_metric("grad_norm", gnorm);
+    record_tensors(t, t->g_sum, ".grad");
+
+    mlp_adam_step(&t->o.adam, ++t->adam_t, n, t->p, t->m, t->v, t->g_sum);
+    record_tensors(t, t->p, "");
+    ls_step_end();
+    t->step = step;
+    t->step_ns_total += (double)(mono_ns() - t0);
+
+    if (t->rank == 0 && !t->o.quiet)
+        printf("step %" PRId64 " loss %.9g grad_norm %.9g\n", step, loss, gnorm);
+}
+
+int main(int argc, char **argv)
+{
+    static trainer T;
+    trainer *t = &T;
+    char why[512];
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &t->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &t->world);
+    int prc = train_opts_parse(argc, argv, &t->o, why, sizeof(why));
+    if (prc != 0) {
+        if (prc < 0 && t->rank == 0)
+            fprintf(stderr, "lockstep-train: %s\n", why);
+        MPI_Finalize();
+        return prc < 0 ? 2 : 0;
+    }
+    if (mlp_layout_init(&t->L, &t->o.dims) < 0)
+        die(t, "the model does not fit", NULL, "lower --hidden");
+    if (t->o.batch < RED_PIECES)
+        die(t, "--batch is too small", NULL, "use at least 2");
+    train_node_name(t->node, sizeof(t->node));
+    if (ls_init() < 0)
+        die(t, "lockstep did not start", ls_last_error(), "check LOCKSTEP_TRACE_DIR and LOCKSTEP_TRACE");
+
+    trainer_alloc(t);
+    if (t->o.resume_dir)
+        resume(t);
+    else
+        mlp_init_params(&t->L, t->o.seed, t->p);
+    if (t->o.nondet)
+        t->run_seed = red_run_seed(MPI_COMM_WORLD);
+    if (t->rank == 0 && t->o.order_log && !(t->order_log = fopen(t->o.order_log, "w")))
+        die(t, "cannot write the order log", t->o.order_log, NULL);
+
+    int64_t first = t->step + 1;
+    for (int64_t s = first; s <= t->o.steps; s++) {
+        train_step(t, s);
+        if (t->o.ckpt_every && s % t->o.ckpt_every == 0)
+            checkpoint(t);
+    }
+    int64_t done = t->o.steps >= first ? t->o.steps - first + 1 : 0;
+    double mean_ms = done ? t->step_ns_total / (double)done / 1e6 : 0.0;
+    double max_ms = 0.0;
+    MPI_Reduce(&mean_ms, &max_ms, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (t->rank == 0 && t->o.json)
+        printf("{\"trainer\":\"cpu\",\"ranks\":%d,\"steps\":%" PRId64 ",\"hidden\":%d,\"batch\":%d,"
+               "\"params\":%zu,\"step_ms\":%.6f,\"nondeterministic\":%s}\n",
+               t->world, done, t->o.dims.hidden, t->o.batch, t->L.n_params, max_ms, t->o.nondet ? "true" : "false");
+    if (t->order_log)
+        fclose(t->order_log);
+    ls_shutdown();
+    trainer_free(t);
+    MPI_Finalize();
+    return 0;
+}
