@@ -19,5 +19,9 @@ void cli_errorf(const char *hint, const char *fmt, ...) __attribute__((format(pr
 int cmd_fp(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_runs(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_twins(int argc, char **argv);
+int cmd_manifest_diff(int argc, char **argv);
 
 #endif /* CLI_CLI_H */

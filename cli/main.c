@@ -13,6 +13,11 @@ static const struct {
     {"dump", cmd_dump, "dump TRACE            a trace file's records as JSON lines"},
     {"diff", cmd_diff, "diff [--json] [--overlap] A B\n"
                        "                        compare two runs' trace directories (or files)"},
+    {"runs", cmd_runs, "runs [--user U] [--job J] [--group G] [--status S] [--node N] [--limit N]\n"
+                       "                        list runs on the server"},
+    {"run", cmd_run, "run RUN_ID             one run: job, ranks, nodes, manifests"},
+    {"twins", cmd_twins, "twins GROUP           a twin group: status, runs, first divergence per rank"},
+    {"manifest-diff", cmd_manifest_diff, "manifest-diff GROUP   what differs between the twins' manifests"},
 };
 
 static void help(FILE *out)
@@ -21,10 +26,14 @@ static void help(FILE *out)
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
         fprintf(out, "  %s\n", cmds[i].usage);
     fprintf(out, "  help                  this text\n\n"
+                 "server commands take --server URL (else LOCKSTEP_SERVER, else 'server = URL' in\n"
+                 "~/.config/lockstep/config), --token T or --token-file F (else LOCKSTEP_ADMIN_TOKEN) and --json.\n\n"
                  "exit codes:\n"
-                 "  0  success (diff: the runs match)\n"
-                 "  1  diff: the runs diverge\n"
-                 "  2  unreadable input or bad usage\n");
+                 "  0  success (diff, twins: the runs match)\n"
+                 "  1  diff, twins: the runs diverge\n"
+                 "  2  unreadable input, bad usage, or no such run/group\n"
+                 "  3  the server could not be reached\n"
+                 "  4  the server answered with an error\n");
 }
 
 int main(int argc, char **argv)

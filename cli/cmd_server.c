@@ -1,0 +1,318 @@
+/* cmd_server.c - `lockstep runs|run|twins|manifest-diff`: lockstepd's read API as tables (or --json). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "cli/table.h"
+
+/* str - a JSON member as text for a table cell: strings as they are, numbers
+ * in decimal, null/absent as NULL. `buf` holds the formatted number. */
+static const char *str(json_t *o, const char *key, char *buf, size_t cap)
+{
+    json_t *v = json_object_get(o, key);
+    if (json_is_string(v))
+        return json_string_value(v);
+    if (json_is_integer(v)) {
+        snprintf(buf, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        return buf;
+    }
+    if (json_is_real(v)) {
+        snprintf(buf, cap, "%.17g", json_real_value(v));
+        return buf;
+    }
+    if (json_is_boolean(v))
+        return json_is_true(v) ? "yes" : "no";
+    return NULL;
+}
+
+static void print_json(json_t *j)
+{
+    json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+    fputc('\n', stdout);
+}
+
+/* take_opt - remove `--name VALUE` from argv into `out`; 1 if found. */
+static int take_opt(int *argc, char **argv, const char *name, char *out, size_t cap)
+{
+    for (int i = 1; i + 1 < *argc; i++) {
+        if (strcmp(argv[i], name) != 0)
+            continue;
+        char esc[600];
+        client_escape(argv[i + 1], esc, sizeof(esc));
+        snprintf(out, cap, "%s", esc);
+        memmove(argv + i, argv + i + 2, (size_t)(*argc - i - 1) * sizeof(char *));
+        *argc -= 2;
+        return 1;
+    }
+    return 0;
+}
+
+int cmd_runs(int argc, char **argv)
+{
+    client_conf c;
+    if (client_conf_load(&c, &argc, argv) < 0)
+        return CLI_BAD_INPUT;
+    static const char *const filters[][2] = {{"--user", "user"},   {"--job", "job"},     {"--group", "group"},
+                                             {"--status", "status"}, {"--node", "node"}, {"--limit", "limit"},
+                                             {"--offset", "offset"}};
+    char path[2048] = "/api/v1/runs";
+    char sep = '?';
+    for (size_t i = 0; i < sizeof(filters) / sizeof(filters[0]); i++) {
+        char v[600];
+        if (take_opt(&argc, argv, filters[i][0], v, sizeof(v))) {
+            size_t n = strlen(path);
+            snprintf(path + n, sizeof(path) - n, "%c%s=%s", sep, filters[i][1], v);
+            sep = '&';
+        }
+    }
+    if (argc != 1) {
+        cli_errorf("usage: lockstep runs [--user U] [--job J] [--group G] [--status S] [--node N] [--limit N] "
+                   "[--offset N] [--json]",
+                   "unexpected argument '%s'", argv[1]);
+        return CLI_BAD_INPUT;
+    }
+    json_t *reply;
+    int rc = client_get(&c, path, &reply, "cannot list runs");
+    if (rc)
+        return rc;
+    if (c.json) {
+        print_json(reply);
+        json_decref(reply);
+        return CLI_OK;
+    }
+    json_t *runs = json_is_array(reply) ? reply : json_object_get(reply, "runs");
+    static const char *const head[] = {"RUN", "JOB", "STEP", "USER", "GROUP", "RANKS", "NODES", "STATUS", "STARTED"};
+    table t;
+    table_init(&t, 9, head);
+    size_t i;
+    json_t *r;
+    json_array_foreach(runs, i, r)
+    {
+        char b[9][64];
+        const char *row[9] = {
+            str(r, "run_id", b[0], 64), str(r, "job_id", b[1], 64),     str(r, "step_id", b[2], 64),
+            str(r, "user", b[3], 64),   str(r, "twin_group", b[4], 64), str(r, "ranks", b[5], 64),
+            str(r, "nodes", b[6], 64),  str(r, "status", b[7], 64),     str(r, "created_at", b[8], 64),
+        };
+        table_add(&t, row);
+    }
+    if (t.rows == 0)
+        printf("no runs match (the server holds none yet, or the filters exclude them all)\n");
+    else
+        table_print(&t, stdout);
+    json_t *total = json_object_get(reply, "total");
+    if (json_is_integer(total) && (json_int_t)t.rows < json_integer_value(total))
+        printf("(%zu of %" JSON_INTEGER_FORMAT " runs; use --limit and --offset for more)\n", t.rows,
+               json_integer_value(total));
+    table_free(&t);
+    json_decref(reply);
+    return CLI_OK;
+}
+
+/* one_arg - the single positional argument of a subcommand, or NULL after
+ * printing the usage. */
+static const char *one_arg(int argc, char **argv, const char *usage)
+{
+    if (argc != 2 || argv[1][0] == '-') {
+        cli_error("wrong arguments", NULL, usage);
+        return NULL;
+    }
+    return argv[1];
+}
+
+int cmd_run(int argc, char **argv)
+{
+    client_conf c;
+    if (client_conf_load(&c, &argc, argv) < 0)
+        return CLI_BAD_INPUT;
+    const char *id = one_arg(argc, argv, "usage: lockstep run RUN_ID [--json]");
+    if (!id)
+        return CLI_BAD_INPUT;
+    char path[700], esc[600];
+    client_escape(id, esc, sizeof(esc));
+    snprintf(path, sizeof(path), "/api/v1/runs/%s", esc);
+    json_t *reply;
+    int rc = client_get(&c, path, &reply, "cannot show the run");
+    if (rc)
+        return rc;
+    if (c.json) {
+        print_json(reply);
+        json_decref(reply);
+        return CLI_OK;
+    }
+    json_t *run = json_object_get(reply, "run");
+    if (!run)
+        run = reply;
+    const char *keys[] = {"run_id", "job_id", "step_id", "user", "partition", "twin_group", "mode", "ranks",
+                          "start_step", "nodes", "status", "command", "created_at", "ended_at"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        char b[64];
+        const char *v = str(run, keys[i], b, sizeof(b));
+        if (v)
+            printf("%-11s %s\n", keys[i], v);
+    }
+    json_t *mans = json_object_get(reply, "manifests");
+    if (json_array_size(mans)) {
+        printf("\n");
+        static const char *const head[] = {"RANK", "HOST", "GPU", "GPU UUID", "DRIVER", "CUDA", "NCCL", "MPI"};
+        table t;
+        table_init(&t, 8, head);
+        size_t i;
+        json_t *m;
+        json_array_foreach(mans, i, m)
+        {
+            json_t *body = json_object_get(m, "manifest");
+            if (!body)
+                body = m;
+            char b[8][64];
+            const char *row[8] = {str(m, "rank", b[0], 64),      str(body, "host", b[1], 64),
+                                  str(body, "gpu_name", b[2], 64), str(body, "gpu_uuid", b[3], 64),
+                                  str(body, "driver", b[4], 64),   str(body, "cuda", b[5], 64),
+                                  str(body, "nccl", b[6], 64),     str(body, "mpi", b[7], 64)};
+            table_add(&t, row);
+        }
+        table_print(&t, stdout);
+        table_free(&t);
+    }
+    json_decref(reply);
+    return CLI_OK;
+}
+
+static void print_divergence(json_t *d)
+{
+    char b[4][64];
+    printf("first divergence: step %s, rank %s, record \"%s\" occurrence %s\n", str(d, "step", b[0], 64),
+           str(d, "rank", b[1], 64), str(d, "name", b[2], 64) ? str(d, "name", b[2], 64) : "?",
+           str(d, "occurrence", b[3], 64) ? str(d, "occurrence", b[3], 64) : "0");
+    static const char *const head[] = {"RUN", "FP", "VALUE", ""};
+    table t;
+    table_init(&t, 4, head);
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(d, "runs"), i, r)
+    {
+        char x[4][64];
+        json_t *odd = json_object_get(r, "odd_one_out");
+        const char *row[4] = {str(r, "run_id", x[0], 64), str(r, "fp", x[1], 64), str(r, "value", x[2], 64),
+                              json_is_true(odd) ? "<- odd one out" : ""};
+        table_add(&t, row);
+    }
+    table_print(&t, stdout);
+    table_free(&t);
+}
+
+int cmd_twins(int argc, char **argv)
+{
+    client_conf c;
+    if (client_conf_load(&c, &argc, argv) < 0)
+        return CLI_BAD_INPUT;
+    const char *group = one_arg(argc, argv, "usage: lockstep twins GROUP [--json]");
+    if (!group)
+        return CLI_BAD_INPUT;
+    char path[700], esc[600];
+    client_escape(group, esc, sizeof(esc));
+    snprintf(path, sizeof(path), "/api/v1/twins/%s", esc);
+    json_t *reply;
+    int rc = client_get(&c, path, &reply, "cannot show the twin group");
+    if (rc)
+        return rc;
+    const char *status = json_string_value(json_object_get(reply, "status"));
+    int diverged = status && strcmp(status, "diverged") == 0;
+    if (c.json) {
+        print_json(reply);
+        json_decref(reply);
+        return diverged ? CLI_DIVERGED : CLI_OK;
+    }
+    printf("twin group %s: %s\n\n", group, status ? status : "?");
+    static const char *const head[] = {"RUN", "JOB", "USER", "NODES", "STATUS"};
+    table t;
+    table_init(&t, 5, head);
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(reply, "runs"), i, r)
+    {
+        char b[5][64];
+        const char *row[5] = {str(r, "run_id", b[0], 64), str(r, "job_id", b[1], 64), str(r, "user", b[2], 64),
+                              str(r, "nodes", b[3], 64), str(r, "status", b[4], 64)};
+        table_add(&t, row);
+    }
+    table_print(&t, stdout);
+    table_free(&t);
+    json_t *fd = json_object_get(reply, "first_divergence");
+    if (json_is_object(fd)) {
+        printf("\n");
+        print_divergence(fd);
+    }
+    json_t *per = json_object_get(reply, "per_rank");
+    if (json_array_size(per)) {
+        printf("\n");
+        static const char *const h2[] = {"RANK", "STEP", "SEQ", "RECORD", "OCC", "KIND"};
+        table_init(&t, 6, h2);
+        json_array_foreach(per, i, r)
+        {
+            char b[6][64];
+            const char *row[6] = {str(r, "rank", b[0], 64), str(r, "step", b[1], 64),
+                                  str(r, "seq", b[2], 64),  str(r, "name", b[3], 64),
+                                  str(r, "occurrence", b[4], 64), str(r, "kind", b[5], 64)};
+            table_add(&t, row);
+        }
+        table_print(&t, stdout);
+        table_free(&t);
+    }
+    json_decref(reply);
+    return diverged ? CLI_DIVERGED : CLI_OK;
+}
+
+int cmd_manifest_diff(int argc, char **argv)
+{
+    client_conf c;
+    if (client_conf_load(&c, &argc, argv) < 0)
+        return CLI_BAD_INPUT;
+    const char *group = one_arg(argc, argv, "usage: lockstep manifest-diff GROUP [--json]");
+    if (!group)
+        return CLI_BAD_INPUT;
+    char path[700], esc[600];
+    client_escape(group, esc, sizeof(esc));
+    snprintf(path, sizeof(path), "/api/v1/twins/%s/manifest-diff", esc);
+    json_t *reply;
+    int rc = client_get(&c, path, &reply, "cannot diff the manifests");
+    if (rc)
+        return rc;
+    if (c.json) {
+        print_json(reply);
+        json_decref(reply);
+        return CLI_OK;
+    }
+    json_t *diffs = json_is_array(reply) ? reply : json_object_get(reply, "differences");
+    if (!json_array_size(diffs)) {
+        printf("the twins' manifests agree on every key\n");
+        json_decref(reply);
+        return CLI_OK;
+    }
+    /* Each difference: {"rank", "key", "values": {run_id: value, ...}} */
+    static const char *const head[] = {"RANK", "KEY", "RUN", "VALUE"};
+    table t;
+    table_init(&t, 4, head);
+    size_t i;
+    json_t *d;
+    json_array_foreach(diffs, i, d)
+    {
+        const char *run;
+        json_t *v;
+        char b[2][64];
+        json_object_foreach(json_object_get(d, "values"), run, v)
+        {
+            char *val = json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY);
+            const char *row[4] = {str(d, "rank", b[0], 64), str(d, "key", b[1], 64), run, val};
+            table_add(&t, row);
+            free(val);
+        }
+    }
+    table_print(&t, stdout);
+    table_free(&t);
+    json_decref(reply);
+    return CLI_OK;
+}
