@@ -1,0 +1,41 @@
+# spank.mk - spank_lockstep.so, the SPANK plugin (hardened, exports only SPANK symbols), and its test tiers.
+#
+# The plugin is loaded into srun, sbatch, slurmd and slurmstepd, so it is built without sanitizers even
+# under SAN=1 (its objects go to $(B)/spank/so/); the unit tests link the ordinary (sanitized) objects.
+SPANK_SRCS := $(wildcard spank/*.c)
+SPANK_OBJS := $(SPANK_SRCS:%.c=$(B)/%.o)
+SPANK_LIB_OBJS := $(filter-out $(B)/spank/spank_lockstep.o,$(SPANK_OBJS))
+SPANK_SO := $(B)/lib/spank_lockstep.so
+SPANK_SO_OBJS := $(SPANK_SRCS:spank/%.c=$(B)/spank/so/%.o) $(B)/spank/so/common/tracespec.o $(B)/spank/so/common/dtype.o \
+  $(B)/spank/so/common/crypto/token.o
+SPANK_LIBS = $(call pc_libs,libcurl jansson libcrypto)
+SPANK_AGENT_DEFAULT ?= $(PREFIX)/lib/liblockstep.so
+
+EXTRA_CFLAGS_spank = $(HARDEN) -Wno-format-truncation $(call pc_cflags,libcurl jansson libcrypto) \
+  -DSPANK_DEFAULT_AGENT='"$(SPANK_AGENT_DEFAULT)"'
+
+SPANK_SO_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -Wno-format-truncation $(HARDEN) -fPIC -fvisibility=hidden -I. -D_GNU_SOURCE -MMD -MP \
+  $(call pc_cflags,libcurl jansson libcrypto) -DSPANK_DEFAULT_AGENT='"$(SPANK_AGENT_DEFAULT)"'
+
+$(B)/spank/so/%.o: spank/%.c
+	@mkdir -p $(@D)
+	$(CC) $(SPANK_SO_CFLAGS) -c $< -o $@
+
+$(B)/spank/so/common/%.o: common/%.c
+	@mkdir -p $(@D)
+	$(CC) $(SPANK_SO_CFLAGS) -Wno-comment -c $< -o $@
+
+$(SPANK_SO): $(SPANK_SO_OBJS) spank/spank_lockstep.map
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $(SPANK_SO_OBJS) $(LDFLAGS) $(HARDEN_LD) -Wl,--version-script=spank/spank_lockstep.map \
+	  -Wl,--no-undefined-version $(SPANK_LIBS)
+
+# Unit tests: the plugin's logic and its callbacks against a fake SPANK API.
+TEST_OBJS_test_spank_logic = $(SPANK_LIB_OBJS) $(B)/common/crypto/token.o
+TEST_LIBS_test_spank_logic = $(SPANK_LIBS)
+TEST_OBJS_test_spank_callbacks = $(SPANK_OBJS) $(B)/common/crypto/token.o
+TEST_LIBS_test_spank_callbacks = $(SPANK_LIBS)
+
+ALL_TARGETS += $(SPANK_SO)
+INSTALL_LIB += $(SPANK_SO)
+#TEST_TIERS += tests/slurm/run.sh

@@ -1,0 +1,128 @@
+/* spank_conf.c - parse plugstack.conf arguments and user option values, and decide a step's mode. */
+#include "spank/spank_conf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void spank_conf_defaults(spank_conf *c)
+{
+    memset(c, 0, sizeof(*c));
+    snprintf(c->agent, sizeof(c->agent), "%s", SPANK_DEFAULT_AGENT);
+    c->dflt = SPANK_MODE_OFF;
+    c->enforce = SPANK_MODE_OFF;
+    c->timeout_ms = 3000;
+}
+
+int spank_mode_parse(const char *s, spank_mode *out)
+{
+    if (!s || !*s || !strcasecmp(s, "fp"))
+        *out = SPANK_MODE_FP;
+    else if (!strcasecmp(s, "off"))
+        *out = SPANK_MODE_OFF;
+    else if (!strcasecmp(s, "det"))
+        *out = SPANK_MODE_DET;
+    else
+        return -1;
+    return 0;
+}
+
+const char *spank_mode_name(spank_mode m)
+{
+    switch (m) {
+    case SPANK_MODE_FP:
+        return "fp";
+    case SPANK_MODE_DET:
+        return "det";
+    default:
+        return "off";
+    }
+}
+
+int spank_twin_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 255)
+        return -1;
+    for (const char *p = s; *p; p++) {
+        char ch = *p;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))
+            continue;
+        if (!strchr("._-:/@+", ch))
+            return -1;
+    }
+    return 0;
+}
+
+/* set_str - copy `val` into `dst` (capacity `cap`); -1 when it does not fit or is empty. */
+static int set_str(char *dst, size_t cap, const char *val)
+{
+    size_t n = strlen(val);
+    if (n == 0 || n >= cap)
+        return -1;
+    memcpy(dst, val, n + 1);
+    return 0;
+}
+
+int spank_conf_parse(spank_conf *c, int ac, char **av, char *why, size_t cap)
+{
+    int rv = 0;
+    for (int i = 0; i < ac; i++) {
+        const char *a = av[i];
+        const char *eq = strchr(a, '=');
+        if (!eq) {
+            snprintf(why, cap, "plugstack argument '%s' has no value; write it as key=value "
+                               "(server, secret, agent, default, enforce, spool, timeout_ms)", a);
+            rv = -1;
+            continue;
+        }
+        size_t klen = (size_t)(eq - a);
+        const char *v = eq + 1;
+        int bad = 0;
+        if (klen == 6 && !strncmp(a, "server", 6)) {
+            bad = strncmp(v, "http://", 7) && strncmp(v, "https://", 8);
+            bad = bad || set_str(c->server, sizeof(c->server), v);
+            /* The agent appends /api/v1/...: drop a trailing slash. */
+            size_t n = strlen(c->server);
+            while (!bad && n > 0 && c->server[n - 1] == '/')
+                c->server[--n] = 0;
+        } else if (klen == 6 && !strncmp(a, "secret", 6)) {
+            bad = v[0] != '/' || set_str(c->secret, sizeof(c->secret), v);
+        } else if (klen == 5 && !strncmp(a, "agent", 5)) {
+            bad = v[0] != '/' || set_str(c->agent, sizeof(c->agent), v);
+        } else if (klen == 5 && !strncmp(a, "spool", 5)) {
+            bad = v[0] != '/' || set_str(c->spool, sizeof(c->spool), v);
+        } else if (klen == 7 && !strncmp(a, "default", 7)) {
+            bad = !*v || spank_mode_parse(v, &c->dflt);
+        } else if (klen == 7 && !strncmp(a, "enforce", 7)) {
+            bad = !*v || spank_mode_parse(v, &c->enforce);
+        } else if (klen == 10 && !strncmp(a, "timeout_ms", 10)) {
+            char *end;
+            errno = 0;
+            long t = strtol(v, &end, 10);
+            bad = errno || *end || end == v || t < 1 || t > 60000;
+            if (!bad)
+                c->timeout_ms = (int)t;
+        } else {
+            snprintf(why, cap, "unknown plugstack argument '%s'; known: server=URL secret=FILE agent=PATH "
+                               "default=off|fp|det enforce=off|fp|det spool=DIR timeout_ms=N", a);
+            rv = -1;
+            continue;
+        }
+        if (bad) {
+            snprintf(why, cap, "invalid plugstack argument '%s'; server wants an http(s):// URL, secret, "
+                               "agent and spool an absolute path, default and enforce off|fp|det, "
+                               "timeout_ms 1-60000", a);
+            rv = -1;
+        }
+    }
+    return rv;
+}
+
+spank_mode spank_effective_mode(const spank_conf *c, const spank_request *r)
+{
+    spank_mode m = r->mode_set ? r->mode : c->dflt;
+    return m < c->enforce ? c->enforce : m;
+}

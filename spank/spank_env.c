@@ -1,0 +1,63 @@
+/* spank_env.c - pure helpers for the job environment: LD_PRELOAD joining, exit codes, command lines. */
+#include "spank/spank_env.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/* has_entry - 1 when `agent` is one of the ':'- or blank-separated entries of `list`. */
+static int has_entry(const char *list, const char *agent)
+{
+    size_t alen = strlen(agent);
+    const char *p = list;
+    while (*p) {
+        while (*p == ':' || *p == ' ' || *p == '\t')
+            p++;
+        const char *e = p;
+        while (*e && *e != ':' && *e != ' ' && *e != '\t')
+            e++;
+        if ((size_t)(e - p) == alen && alen && !memcmp(p, agent, alen))
+            return 1;
+        p = e;
+    }
+    return 0;
+}
+
+int spank_preload_join(const char *cur, const char *agent, char *out, size_t cap)
+{
+    int n;
+    if (!cur || !*cur)
+        n = snprintf(out, cap, "%s", agent);
+    else if (has_entry(cur, agent))
+        n = snprintf(out, cap, "%s", cur);
+    else
+        n = snprintf(out, cap, "%s:%s", cur, agent);
+    return (n < 0 || (size_t)n >= cap) ? -1 : 0;
+}
+
+int spank_exit_code(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return status;
+}
+
+size_t spank_argv_join(int argc, char **argv, char *out, size_t cap)
+{
+    size_t len = 0;
+    if (!cap)
+        return 0;
+    out[0] = 0;
+    for (int i = 0; i < argc && argv && argv[i]; i++) {
+        int n = snprintf(out + len, cap - len, "%s%s", i ? " " : "", argv[i]);
+        if (n < 0 || (size_t)n >= cap - len) {
+            len = cap - 1;
+            out[len] = 0;
+            break;
+        }
+        len += (size_t)n;
+    }
+    return len;
+}

@@ -1,0 +1,371 @@
+/* spank_glue.c - what the plugin does to a job step: mode, det runtime, agent, LOCKSTEP_* env, token, registration. */
+#include "spank/spank_glue.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/crypto/token.h"
+#include "common/tracespec.h"
+#include "spank/spank_det.h"
+#include "spank/spank_env.h"
+#include "spank/spank_reg.h"
+
+#define ENV_MAX 8192
+
+int spank_request_check(int which, const char *value, char *why, size_t cap)
+{
+    spank_mode m;
+    trace_spec ts;
+    char tw[256];
+    switch (which) {
+    case SPANK_OPT_MODE:
+        if (spank_mode_parse(value, &m)) {
+            snprintf(why, cap, "--lockstep=%s is not a mode; use --lockstep=off, fp or det", value);
+            return -1;
+        }
+        return 0;
+    case SPANK_OPT_TWIN:
+        if (!value || spank_twin_valid(value)) {
+            snprintf(why, cap, "--lockstep-twin=%s is not a twin group name; use 1-255 letters, digits and . _ - : / @ +",
+                     value ? value : "");
+            return -1;
+        }
+        return 0;
+    case SPANK_OPT_TRACE:
+        if (!value || !*value || strlen(value) >= 512 || ts_parse(value, &ts, tw, sizeof(tw))) {
+            snprintf(why, cap, "--lockstep-trace=%s is not a trace spec (%s); e.g. 'metrics;ops:steps=120-125:ranks=0'",
+                     value ? value : "", value && *value ? tw : "empty");
+            return -1;
+        }
+        return 0;
+    default:
+        snprintf(why, cap, "unknown option");
+        return -1;
+    }
+}
+
+/* read_one - option `which`, else environment variable `var`, into `out`.
+ * Returns 1 when given (value may be NULL for a bare option), 0 when not, -1 on error. */
+static int read_one(const spank_glue_ops *ops, int which, const char *var, char *buf, size_t cap, const char **out)
+{
+    const char *v = NULL;
+    if (ops->option(ops->ctx, which, &v)) {
+        *out = v;
+        return 1;
+    }
+    int g = ops->get(ops->ctx, var, buf, cap);
+    if (g == 1) {
+        *out = buf;
+        return 1;
+    }
+    return g;
+}
+
+int spank_request_read(const spank_glue_ops *ops, spank_request *r, char *why, size_t cap)
+{
+    char buf[512];
+    const char *v;
+    int g;
+    memset(r, 0, sizeof(*r));
+
+    if ((g = read_one(ops, SPANK_OPT_MODE, "SLURM_LOCKSTEP", buf, sizeof(buf), &v)) < 0)
+        goto out_unreadable;
+    if (g == 1) {
+        if (spank_request_check(SPANK_OPT_MODE, v, why, cap))
+            return -1;
+        spank_mode_parse(v, &r->mode);
+        r->mode_set = 1;
+    }
+    if ((g = read_one(ops, SPANK_OPT_TWIN, "SLURM_LOCKSTEP_TWIN", buf, sizeof(buf), &v)) < 0)
+        goto out_unreadable;
+    if (g == 1) {
+        if (spank_request_check(SPANK_OPT_TWIN, v, why, cap))
+            return -1;
+        snprintf(r->twin, sizeof(r->twin), "%s", v);
+    }
+    if ((g = read_one(ops, SPANK_OPT_TRACE, "SLURM_LOCKSTEP_TRACE", buf, sizeof(buf), &v)) < 0)
+        goto out_unreadable;
+    if (g == 1) {
+        if (spank_request_check(SPANK_OPT_TRACE, v, why, cap))
+            return -1;
+        snprintf(r->trace, sizeof(r->trace), "%s", v);
+    }
+    return 0;
+out_unreadable:
+    snprintf(why, cap, "a SLURM_LOCKSTEP* variable could not be read (too long?); unset it or use --lockstep* options");
+    return -1;
+}
+
+/* Environment reads for spank_det_plan_make: a few rotating buffers, since it
+ * holds two values at once. */
+typedef struct env_reader {
+    const spank_glue_ops *ops;
+    char buf[4][512];
+    int next;
+    int failed;
+} env_reader;
+
+static const char *reader_get(void *ctx, const char *name)
+{
+    env_reader *rd = ctx;
+    char *b = rd->buf[rd->next++ % 4];
+    int g = rd->ops->get(rd->ops->ctx, name, b, sizeof(rd->buf[0]));
+    if (g < 0) { /* too long to be one of ours: judge it as it is, a conflict */
+        rd->failed = 1;
+        snprintf(b, sizeof(rd->buf[0]), "(unreadable)");
+        return b;
+    }
+    return g == 1 ? b : NULL;
+}
+
+/* say - format a message and hand it to `fn`. */
+static void say(const spank_glue_ops *ops, void (*fn)(void *, const char *), const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(const spank_glue_ops *ops, void (*fn)(void *, const char *), const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fn(ops->ctx, msg);
+}
+
+/* setv - set one variable, counting failures in *bad. */
+static void setv(const spank_glue_ops *ops, const char *name, const char *value, int *bad)
+{
+    if (ops->set(ops->ctx, name, value))
+        (*bad)++;
+}
+
+/* apply_det - check the user's environment against the det runtime. Under
+ * det set what is missing (or fail on a conflict); under fp record conflicts.
+ * Returns 0, or -1 when a det step must fail. */
+static int apply_det(const spank_glue_ops *ops, spank_mode mode, const spank_job_facts *f, int *bad)
+{
+    env_reader *rd = calloc(1, sizeof(*rd));
+    spank_det_plan *plan = calloc(1, sizeof(*plan));
+    char *text = malloc(ENV_MAX);
+    int rv = -1;
+    if (!rd || !plan || !text) {
+        say(ops, ops->log, "out of memory checking the deterministic runtime");
+        (*bad)++;
+        rv = mode == SPANK_MODE_DET ? -1 : 0;
+        goto out_free;
+    }
+    rd->ops = ops;
+    spank_det_plan_make(reader_get, rd, f->cpus_per_task, plan);
+    if (plan->n_conflict && mode == SPANK_MODE_DET) {
+        spank_det_message(plan, text, ENV_MAX);
+        char *line = text;
+        while (line && *line) {
+            char *nl = strchr(line, '\n');
+            if (nl)
+                *nl = 0;
+            say(ops, ops->user_msg, "%s", line);
+            line = nl ? nl + 1 : NULL;
+        }
+        say(ops, ops->user_msg, "step %u.%u refused: --lockstep=det cannot make it reproducible", f->job_id,
+            f->step_id);
+        goto out_free;
+    }
+    if (plan->n_conflict) {
+        spank_det_conflicts(plan, text, ENV_MAX);
+        setv(ops, "LOCKSTEP_CONFLICTS", text, bad);
+        say(ops, ops->log, "step %u.%u runs under fp with settings that break determinism: %s", f->job_id,
+            f->step_id, text);
+    } else {
+        ops->unset(ops->ctx, "LOCKSTEP_CONFLICTS");
+    }
+    if (mode == SPANK_MODE_DET)
+        for (int i = 0; i < plan->n_set; i++)
+            setv(ops, plan->set[i].name, plan->set[i].value, bad);
+    rv = 0;
+out_free:
+    free(text);
+    free(plan);
+    free(rd);
+    return rv;
+}
+
+/* trouble - lockstep's own problem: fail the step under enforce, else warn and go on. */
+static int trouble(const spank_glue_ops *ops, const spank_conf *c, const char *what)
+{
+    if (c->enforce > SPANK_MODE_OFF) {
+        say(ops, ops->user_msg, "%s; the site enforces --lockstep=%s, so this step cannot run", what,
+            spank_mode_name(c->enforce));
+        return -1;
+    }
+    say(ops, ops->user_msg, "%s; the step runs without fingerprinting", what);
+    return 0;
+}
+
+/* mint_token - the job's token from the site secret, into res->token. */
+static int mint_token(const spank_conf *c, const spank_job_facts *f, spank_step_result *res, char *why, size_t cap)
+{
+    char job[16];
+    size_t len = 0;
+    snprintf(job, sizeof(job), "%u", f->job_id);
+    unsigned char *key = token_load_secret(c->secret, &len);
+    if (!key) {
+        snprintf(why, cap, "cannot read the site secret %s: %s", c->secret,
+                 errno == EINVAL ? "it is empty" : strerror(errno));
+        return -1;
+    }
+    int rc = token_compute(key, len, job, res->token);
+    explicit_bzero(key, len);
+    free(key);
+    if (rc) {
+        snprintf(why, cap, "OpenSSL could not compute the job token");
+        return -1;
+    }
+    return 0;
+}
+
+/* set_identity - LOCKSTEP_* variables that tell the agent who it runs for. */
+static void set_identity(const spank_glue_ops *ops, const spank_conf *c, const spank_request *r,
+                         const spank_job_facts *f, spank_mode mode, char *nodes, char *part, int *bad)
+{
+    char num[32];
+    setv(ops, "LOCKSTEP_MODE", spank_mode_name(mode), bad);
+    snprintf(num, sizeof(num), "%u", f->job_id);
+    setv(ops, "LOCKSTEP_JOB_ID", num, bad);
+    snprintf(num, sizeof(num), "%u", f->step_id);
+    setv(ops, "LOCKSTEP_STEP_ID", num, bad);
+    snprintf(num, sizeof(num), "%u", f->ntasks);
+    setv(ops, "LOCKSTEP_RANKS", num, bad);
+    if (r->twin[0])
+        setv(ops, "LOCKSTEP_TWIN_GROUP", r->twin, bad);
+    if (r->trace[0])
+        setv(ops, "LOCKSTEP_TRACE", r->trace, bad);
+    if (c->server[0])
+        setv(ops, "LOCKSTEP_SERVER", c->server, bad);
+    if (c->spool[0])
+        setv(ops, "LOCKSTEP_SPOOL_DIR", c->spool, bad);
+    if (f->user[0])
+        setv(ops, "LOCKSTEP_USER", f->user, bad);
+    if (ops->get(ops->ctx, "SLURM_STEP_NODELIST", nodes, 1024) == 1 ||
+        ops->get(ops->ctx, "SLURM_JOB_NODELIST", nodes, 1024) == 1)
+        setv(ops, "LOCKSTEP_NODES", nodes, bad);
+    else
+        nodes[0] = 0;
+    if (ops->get(ops->ctx, "SLURM_JOB_PARTITION", part, 256) == 1)
+        setv(ops, "LOCKSTEP_PARTITION", part, bad);
+    else
+        part[0] = 0;
+}
+
+/* add_agent - append the agent to the job's LD_PRELOAD. Returns 0, or -1 with `why`. */
+static int add_agent(const spank_glue_ops *ops, const spank_conf *c, char *why, size_t cap)
+{
+    char *cur = malloc(ENV_MAX), *joined = malloc(ENV_MAX);
+    int rv = -1;
+    if (!cur || !joined) {
+        snprintf(why, cap, "out of memory");
+        goto out_free;
+    }
+    if (access(c->agent, R_OK)) {
+        snprintf(why, cap, "the agent %s cannot be read (%s); check agent= in plugstack.conf", c->agent,
+                 strerror(errno));
+        goto out_free;
+    }
+    int g = ops->get(ops->ctx, "LD_PRELOAD", cur, ENV_MAX);
+    if (g < 0) {
+        snprintf(why, cap, "the job's LD_PRELOAD is too long to extend");
+        goto out_free;
+    }
+    if (spank_preload_join(g == 1 ? cur : NULL, c->agent, joined, ENV_MAX) || ops->set(ops->ctx, "LD_PRELOAD", joined)) {
+        snprintf(why, cap, "cannot set LD_PRELOAD for the agent");
+        goto out_free;
+    }
+    rv = 0;
+out_free:
+    free(joined);
+    free(cur);
+    return rv;
+}
+
+/* do_register - register the step with lockstepd (first node only); on success
+ * the tasks get LOCKSTEP_RUN_ID. Failure is logged, never fatal: the agent
+ * registers the run itself from its spool once the server answers. */
+static void do_register(const spank_glue_ops *ops, const spank_conf *c, const spank_request *r,
+                        const spank_job_facts *f, spank_mode mode, const char *nodes, const char *part,
+                        spank_step_result *res)
+{
+    char job[16], stepid[16], why[600];
+    int bad = 0;
+    snprintf(job, sizeof(job), "%u", f->job_id);
+    snprintf(stepid, sizeof(stepid), "%u", f->step_id);
+    spank_run_info info = {job, stepid, r->twin, (long)f->ntasks, 0, f->user, part, nodes, f->command,
+                           spank_mode_name(mode)};
+    if (spank_reg_register(c->server, res->token, &info, c->timeout_ms, res->run_id, sizeof(res->run_id), why,
+                           sizeof(why))) {
+        res->run_id[0] = 0;
+        say(ops, ops->log, "step %s.%s not registered now (the agent will): %s", job, stepid, why);
+        return;
+    }
+    setv(ops, "LOCKSTEP_RUN_ID", res->run_id, &bad);
+    say(ops, ops->log, "step %s.%s registered as run %s", job, stepid, res->run_id);
+}
+
+int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f,
+                       spank_step_result *res)
+{
+    spank_request r;
+    char why[1024];
+    char *nodes = NULL, *part = NULL;
+    int bad = 0, rv = -1;
+    memset(res, 0, sizeof(*res));
+
+    if (spank_request_read(ops, &r, why, sizeof(why))) {
+        say(ops, ops->user_msg, "%s", why);
+        return -1;
+    }
+    spank_mode mode = spank_effective_mode(c, &r);
+    if (mode == SPANK_MODE_OFF || f->is_special)
+        return 0;
+    if (r.mode_set && r.mode < mode)
+        say(ops, ops->log, "step %u.%u asked for --lockstep=%s; the site enforces %s", f->job_id, f->step_id,
+            spank_mode_name(r.mode), spank_mode_name(mode));
+
+    if (apply_det(ops, mode, f, &bad))
+        return -1;
+    if (f->is_batch) { /* the batch shell gets the runtime; its srun steps get the agent */
+        setv(ops, "LOCKSTEP_MODE", spank_mode_name(mode), &bad);
+        rv = 0;
+        goto out_check;
+    }
+
+    nodes = malloc(1024);
+    part = malloc(256);
+    if (!nodes || !part) {
+        rv = trouble(ops, c, "out of memory");
+        goto out_free;
+    }
+    if (c->secret[0] && mint_token(c, f, res, why, sizeof(why))) {
+        rv = trouble(ops, c, why);
+        goto out_free;
+    }
+    if (add_agent(ops, c, why, sizeof(why))) {
+        rv = trouble(ops, c, why);
+        goto out_free;
+    }
+    set_identity(ops, c, &r, f, mode, nodes, part, &bad);
+    if (res->token[0])
+        setv(ops, "LOCKSTEP_TOKEN", res->token, &bad);
+    res->active = 1;
+    if (c->server[0] && f->node_id == 0)
+        do_register(ops, c, &r, f, mode, nodes, part, res);
+    rv = 0;
+out_check:
+    if (bad && rv == 0)
+        rv = trouble(ops, c, "some LOCKSTEP_* variables could not be set in the job's environment");
+out_free:
+    free(part);
+    free(nodes);
+    return rv;
+}

@@ -1,0 +1,67 @@
+/* spank_glue.h - what the plugin does in a job step, written against a small table of operations so that
+ * it runs the same under slurmstepd and under the unit tests' fake SPANK API. */
+#ifndef SPANK_SPANK_GLUE_H
+#define SPANK_SPANK_GLUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spank/spank_conf.h"
+
+/* The options, by their SPANK `val`. */
+enum { SPANK_OPT_MODE = 1, SPANK_OPT_TWIN = 2, SPANK_OPT_TRACE = 3 };
+
+/* The job environment and the user's options, as the plugin reaches them. */
+typedef struct spank_glue_ops {
+    void *ctx;
+    /* 1 and the value in buf, 0 when unset, -1 on error (also too long). */
+    int (*get)(void *ctx, const char *name, char *buf, size_t cap);
+    int (*set)(void *ctx, const char *name, const char *value); /* 0 or -1 */
+    int (*unset)(void *ctx, const char *name);                  /* 0 or -1 */
+    /* 1 and *value (NULL for a bare flag) when the user gave option `which`, else 0. */
+    int (*option)(void *ctx, int which, const char **value);
+    void (*user_msg)(void *ctx, const char *msg); /* reaches the user and the log */
+    void (*log)(void *ctx, const char *msg);      /* reaches the log only */
+} spank_glue_ops;
+
+/* What slurmstepd knows about the step. */
+typedef struct spank_job_facts {
+    uint32_t job_id, step_id;
+    int is_batch;   /* the batch script's step */
+    int is_special; /* extern, interactive and other non-srun steps */
+    uint32_t ntasks, node_id;
+    long cpus_per_task;
+    char user[64];
+    char command[2048];
+} spank_job_facts;
+
+typedef struct spank_step_result {
+    int active;         /* tasks get the agent */
+    char token[65];     /* the job's token ("" when no secret is configured) */
+    char run_id[128];   /* from lockstepd when registration succeeded, else "" */
+} spank_step_result;
+
+/* spank_request_check - validate one option value (`which` is SPANK_OPT_*).
+ * Returns 0, or -1 with a user-facing reason in `why`. */
+int spank_request_check(int which, const char *value, char *why, size_t cap);
+
+/* spank_request_read - the user's request: each --lockstep* option, else its
+ * SLURM_LOCKSTEP, SLURM_LOCKSTEP_TWIN or SLURM_LOCKSTEP_TRACE variable.
+ * Returns 0, or -1 with a user-facing reason in `why` for an invalid value. */
+int spank_request_read(const spank_glue_ops *ops, spank_request *r, char *why, size_t cap);
+
+/* spank_step_prepare - everything the plugin does to a step before its
+ * tasks start: decide the mode; under det check the user's environment and
+ * set the deterministic runtime (fail closed on a conflict); under fp record
+ * conflicts in LOCKSTEP_CONFLICTS; append the agent to LD_PRELOAD; set
+ * LOCKSTEP_* (never the secret); mint the token; register the step with
+ * lockstepd when one is configured. A batch step gets the runtime and
+ * LOCKSTEP_MODE only (its srun steps get the agent). Returns 0 to let the
+ * step run, -1 to fail it: for the user's own error (a bad value, a det
+ * conflict) or, with `enforce`, for lockstep's trouble; without enforce
+ * lockstep's trouble (agent missing, secret unreadable, server down) is
+ * logged and the step runs. `res` says what happened. */
+int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f,
+                       spank_step_result *res);
+
+#endif /* SPANK_SPANK_GLUE_H */

@@ -1,0 +1,269 @@
+/* spank_lockstep.c - the SPANK plugin: --lockstep options, and in slurmstepd the agent, det runtime and token. */
+#include <errno.h>
+#include <pwd.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/crypto/token.h"
+#include "common/tracespec.h"
+#include "spank/spank_conf.h"
+#include "spank/spank_det.h"
+#include "spank/spank_env.h"
+#include "spank/spank_glue.h"
+#include "spank/spank_reg.h"
+
+#pragma GCC visibility push(default)
+#include <slurm/spank.h>
+SPANK_PLUGIN(lockstep, 1);
+#pragma GCC visibility pop
+
+/* Step ids Slurm uses for steps that are not srun steps (slurm.h). */
+#define STEP_BATCH 0xfffffffbu
+#define STEP_SPECIAL_MIN 0xfffffff0u
+
+static int opt_check(int val, const char *optarg, int remote);
+
+static struct spank_option opt_table[] = {
+    {"lockstep", "[off|fp|det]",
+     "Fingerprint this job with Lockstep (fp, the default), also under a deterministic runtime (det), or not "
+     "(off)",
+     2, SPANK_OPT_MODE, opt_check},
+    {"lockstep-twin", "NAME", "Lockstep twin group: runs that must be bitwise identical", 1, SPANK_OPT_TWIN, opt_check},
+    {"lockstep-trace", "SPEC", "What Lockstep records, e.g. 'metrics;ops:steps=120-125:ranks=0,4-7'", 1, SPANK_OPT_TRACE,
+     opt_check},
+};
+#define N_OPTS (sizeof(opt_table) / sizeof(opt_table[0]))
+
+/* State kept in one slurmstepd between callbacks (one step per process). */
+static struct {
+    int active;          /* this step is under lockstep and tasks get the agent */
+    int refused;         /* init_post_opt refused the step: user_init fails it */
+    char refusal[4096];  /* what the user was told, repeated on the tasks' stderr */
+    spank_conf conf;
+    char token[TOKEN_HEX_LEN + 1];
+    char run_id[128];
+} step;
+
+/* Option values seen by opt_check in this process. In slurmstepd the
+ * callbacks run before init_post_opt, where spank_option_getopt is not
+ * available. */
+static struct {
+    int given;
+    char value[512];
+    int bare;
+} seen[4];
+
+/* opt_check - validate an option value where the user typed it, so that a
+ * typo fails at submission with a clear message; remember it for later. */
+static int opt_check(int val, const char *optarg, int remote)
+{
+    char why[256];
+    (void)remote;
+    if (spank_request_check(val, optarg, why, sizeof(why))) {
+        slurm_error("lockstep: %s", why);
+        return -1;
+    }
+    if (val >= 1 && val <= 3) {
+        seen[val].given = 1;
+        seen[val].bare = optarg == NULL;
+        snprintf(seen[val].value, sizeof(seen[val].value), "%s", optarg ? optarg : "");
+    }
+    return 0;
+}
+
+/* conf_load - the plugstack.conf arguments, parsed again in every callback
+ * (prolog and epilog processes never see slurm_spank_init). Each bad
+ * argument is logged, the others apply. */
+static void conf_load(spank_conf *c, int ac, char **av)
+{
+    char why[512];
+    spank_conf_defaults(c);
+    if (spank_conf_parse(c, ac, av, why, sizeof(why)))
+        slurm_error("lockstep: %s", why);
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+    spank_context_t ctx = spank_context();
+    if (ctx == S_CTX_SLURMD) { /* report bad arguments once, in slurmd's log, at start */
+        spank_conf c;
+        conf_load(&c, ac, av);
+        return 0;
+    }
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
+        return 0;
+    for (size_t i = 0; i < N_OPTS; i++) {
+        spank_err_t rc = spank_option_register(sp, &opt_table[i]);
+        if (rc != ESPANK_SUCCESS)
+            slurm_error("lockstep: cannot register option --%s: %s", opt_table[i].name, spank_strerror(rc));
+    }
+    return 0;
+}
+
+/* Lookups through the SPANK API for the glue (spank_glue.h). */
+static int sp_getenv(void *ctx, const char *name, char *buf, size_t cap)
+{
+    spank_err_t rc = spank_getenv((spank_t)ctx, name, buf, (int)cap);
+    if (rc == ESPANK_SUCCESS)
+        return 1;
+    return rc == ESPANK_ENV_NOEXIST ? 0 : -1;
+}
+
+static int sp_setenv(void *ctx, const char *name, const char *value)
+{
+    return spank_setenv((spank_t)ctx, name, value, 1) == ESPANK_SUCCESS ? 0 : -1;
+}
+
+static int sp_unsetenv(void *ctx, const char *name)
+{
+    return spank_unsetenv((spank_t)ctx, name) == ESPANK_SUCCESS ? 0 : -1;
+}
+
+static int sp_option(void *ctx, int which, const char **value)
+{
+    if (which >= 1 && which <= 3 && seen[which].given) {
+        *value = seen[which].bare ? NULL : seen[which].value;
+        return 1;
+    }
+    for (size_t i = 0; i < N_OPTS; i++) {
+        if (opt_table[i].val != which)
+            continue;
+        char *arg = NULL;
+        if (spank_option_getopt((spank_t)ctx, &opt_table[i], &arg) != ESPANK_SUCCESS)
+            return 0;
+        *value = arg;
+        return 1;
+    }
+    return 0;
+}
+
+static void sp_user_msg(void *ctx, const char *msg)
+{
+    (void)ctx;
+    size_t n = strlen(step.refusal);
+    if (n + 12 < sizeof(step.refusal))
+        snprintf(step.refusal + n, sizeof(step.refusal) - n, "%s%s", n ? "\nlockstep: " : "", msg);
+    slurm_error("lockstep: %s", msg);
+    slurm_spank_log("lockstep: %s", msg);
+}
+
+static void sp_log(void *ctx, const char *msg)
+{
+    (void)ctx;
+    slurm_info("lockstep: %s", msg);
+}
+
+/* job_facts - the step's identity and shape from the SPANK items. */
+static int job_facts(spank_t sp, spank_job_facts *f)
+{
+    uint32_t job = 0, stepid = 0, ntasks = 0, nodeid = 0;
+    uint16_t cpt = 0;
+    uid_t uid = 0;
+    int argc = 0;
+    char **argv = NULL;
+    memset(f, 0, sizeof(*f));
+    if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS)
+        return -1;
+    f->job_id = job;
+    f->step_id = stepid;
+    f->is_batch = stepid == STEP_BATCH;
+    f->is_special = stepid >= STEP_SPECIAL_MIN && stepid != STEP_BATCH;
+    if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) == ESPANK_SUCCESS)
+        f->ntasks = ntasks;
+    if (spank_get_item(sp, S_JOB_NODEID, &nodeid) == ESPANK_SUCCESS)
+        f->node_id = nodeid;
+    f->cpus_per_task = 1;
+    if (spank_get_item(sp, S_STEP_CPUS_PER_TASK, &cpt) == ESPANK_SUCCESS && cpt > 0)
+        f->cpus_per_task = cpt;
+    if (spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS) {
+        struct passwd pw, *res = NULL;
+        char pwbuf[1024];
+        if (getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &res) == 0 && res)
+            snprintf(f->user, sizeof(f->user), "%s", res->pw_name);
+        else
+            snprintf(f->user, sizeof(f->user), "%u", (unsigned)uid);
+    }
+    if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS)
+        spank_argv_join(argc, argv, f->command, sizeof(f->command));
+    return 0;
+}
+
+/* slurm_spank_init_post_opt - in slurmstepd, still as root: decide the mode,
+ * validate and set the runtime, mint the token, register the step. */
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+    if (spank_context() != S_CTX_REMOTE)
+        return 0;
+    conf_load(&step.conf, ac, av);
+    spank_job_facts f;
+    if (job_facts(sp, &f)) {
+        slurm_error("lockstep: cannot read the job and step id; this step runs without lockstep");
+        if (step.conf.enforce > SPANK_MODE_OFF) {
+            step.refused = 1;
+            snprintf(step.refusal, sizeof(step.refusal),
+                     "cannot read the job and step id, and the site enforces lockstep");
+        }
+        return 0;
+    }
+    spank_glue_ops ops = {sp, sp_getenv, sp_setenv, sp_unsetenv, sp_option, sp_user_msg, sp_log};
+    spank_step_result res;
+    int rc = spank_step_prepare(&ops, &step.conf, &f, &res);
+    step.active = res.active;
+    memcpy(step.token, res.token, sizeof(step.token));
+    memcpy(step.run_id, res.run_id, sizeof(step.run_id));
+    explicit_bzero(res.token, sizeof(res.token));
+    /* Under `optional` slurmstepd ignores what init_post_opt returns, under
+     * `required` it fails the launch without telling the user why: the
+     * refusal is carried out in task_init instead. */
+    step.refused = rc != 0;
+    return 0;
+}
+
+/* slurm_spank_task_init - in the task, just before the user's program: when
+ * the step was refused, print the reason on the task's stderr and exit 1
+ * instead of running the program. (slurmstepd ignores init_post_opt's
+ * result; failing user_init under `required` would hide the reason from the
+ * user, and srun would even exit 0.) */
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+    (void)sp;
+    (void)ac;
+    (void)av;
+    if (spank_context() != S_CTX_REMOTE || !step.refused)
+        return 0;
+    dprintf(STDERR_FILENO, "lockstep: %s\n", step.refusal);
+    _exit(1);
+}
+
+/* slurm_spank_task_exit - in slurmstepd: report the task's exit to lockstepd
+ * when the step was registered. */
+int slurm_spank_task_exit(spank_t sp, int ac, char **av)
+{
+    (void)ac;
+    (void)av;
+    if (spank_context() != S_CTX_REMOTE || !step.active || !step.run_id[0] || !step.conf.server[0])
+        return 0;
+    uint32_t rank = 0;
+    int status = 0;
+    char why[512];
+    if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
+        spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS)
+        return 0;
+    if (spank_reg_end(step.conf.server, step.token, step.run_id, (long)rank, spank_exit_code(status),
+                      step.conf.timeout_ms, why, sizeof(why)))
+        slurm_info("lockstep: could not report the exit of rank %u (the agent reports it too): %s", rank, why);
+    return 0;
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+    (void)sp;
+    (void)ac;
+    (void)av;
+    explicit_bzero(step.token, sizeof(step.token));
+    return 0;
+}
