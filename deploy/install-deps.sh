@@ -14,7 +14,7 @@ PKGS_BUILD=(
 # Integration tiers: real PostgreSQL, Slurm with munge, Open MPI.
 PKGS_SERVICES=(
   postgresql-15 postgresql-client-15
-  slurmctld slurmd slurm-client munge libslurm-dev
+  slurmctld slurmd slurm-client munge libslurm-dev openssl
   libopenmpi-dev openmpi-bin
 )
 

@@ -38,4 +38,4 @@ TEST_LIBS_test_spank_callbacks = $(SPANK_LIBS)
 
 ALL_TARGETS += $(SPANK_SO)
 INSTALL_LIB += $(SPANK_SO)
-#TEST_TIERS += tests/slurm/run.sh
+TEST_TIERS += tests/slurm/run.sh

@@ -40,8 +40,9 @@ static struct spank_option opt_table[] = {
 /* State kept in one slurmstepd between callbacks (one step per process). */
 static struct {
     int active;          /* this step is under lockstep and tasks get the agent */
-    int refused;         /* init_post_opt refused the step: user_init fails it */
-    char refusal[4096];  /* what the user was told, repeated on the tasks' stderr */
+    int refused;         /* init_post_opt refused the step: task_init fails its tasks */
+    char note[4096];     /* what the user must be told: printed on the tasks' stderr */
+    uint32_t node_id;    /* this node's index in the step */
     spank_conf conf;
     char token[TOKEN_HEX_LEN + 1];
     char run_id[128];
@@ -143,9 +144,9 @@ static int sp_option(void *ctx, int which, const char **value)
 static void sp_user_msg(void *ctx, const char *msg)
 {
     (void)ctx;
-    size_t n = strlen(step.refusal);
-    if (n + 12 < sizeof(step.refusal))
-        snprintf(step.refusal + n, sizeof(step.refusal) - n, "%s%s", n ? "\nlockstep: " : "", msg);
+    size_t n = strlen(step.note);
+    if (n + 12 < sizeof(step.note))
+        snprintf(step.note + n, sizeof(step.note) - n, "%s%s", n ? "\nlockstep: " : "", msg);
     slurm_error("lockstep: %s", msg);
     slurm_spank_log("lockstep: %s", msg);
 }
@@ -204,11 +205,12 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
         slurm_error("lockstep: cannot read the job and step id; this step runs without lockstep");
         if (step.conf.enforce > SPANK_MODE_OFF) {
             step.refused = 1;
-            snprintf(step.refusal, sizeof(step.refusal),
+            snprintf(step.note, sizeof(step.note),
                      "cannot read the job and step id, and the site enforces lockstep");
         }
         return 0;
     }
+    step.node_id = f.node_id;
     spank_glue_ops ops = {sp, sp_getenv, sp_setenv, sp_unsetenv, sp_option, sp_user_msg, sp_log};
     spank_step_result res;
     int rc = spank_step_prepare(&ops, &step.conf, &f, &res);
@@ -225,18 +227,24 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 
 /* slurm_spank_task_init - in the task, just before the user's program: when
  * the step was refused, print the reason on the task's stderr and exit 1
- * instead of running the program. (slurmstepd ignores init_post_opt's
+ * instead of running the program; print a warning once per step. (slurmstepd ignores init_post_opt's
  * result; failing user_init under `required` would hide the reason from the
  * user, and srun would even exit 0.) */
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
-    (void)sp;
     (void)ac;
     (void)av;
-    if (spank_context() != S_CTX_REMOTE || !step.refused)
+    if (spank_context() != S_CTX_REMOTE || !step.note[0])
         return 0;
-    dprintf(STDERR_FILENO, "lockstep: %s\n", step.refusal);
-    _exit(1);
+    if (step.refused) {
+        dprintf(STDERR_FILENO, "lockstep: %s\n", step.note);
+        _exit(1);
+    }
+    /* A warning: once per step, from the first task of the first node. */
+    int local = -1;
+    if (step.node_id == 0 && spank_get_item(sp, S_TASK_ID, &local) == ESPANK_SUCCESS && local == 0)
+        dprintf(STDERR_FILENO, "lockstep: %s\n", step.note);
+    return 0;
 }
 
 /* slurm_spank_task_exit - in slurmstepd: report the task's exit to lockstepd

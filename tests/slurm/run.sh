@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# run.sh - the Slurm tier: spank_lockstep.so in a real local Slurm (4 slurmd "nodes" on loopback) that it starts and stops.
+# usage: tests/slurm/run.sh BUILD_DIR      (ends with "N passed, N failed")
+set -u
+build=$(readlink -f "${1:-build}")
+src=$(cd "$(dirname "$0")/../.." && pwd)
+plugin=$build/lib/spank_lockstep.so
+agent=$build/lib/liblockstep.so
+lockstepd=$build/bin/lockstepd
+tmp=$(mktemp -d /tmp/ls-slurm-XXXXXX)
+chmod 755 "$tmp"
+run=
+srv_pid=
+pass=0; fail=0; skip=0
+
+cleanup() {
+  [ -n "$srv_pid" ] && stop_pid "$srv_pid"
+  [ -n "$run" ] && "$src/deploy/slurm/down.sh" "$run" >/dev/null 2>&1
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# alive PID / stop_pid PID: a zombie counts as dead; stop only our own pid.
+alive() { local st; st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "$st" != Z ]; }
+stop_pid() {
+  kill -TERM "$1" 2>/dev/null
+  for _ in $(seq 1 50); do alive "$1" || return 0; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null
+}
+
+check() { # check NAME FUNCTION: the function must succeed
+  local name=$1; shift
+  : >"$tmp/out"; : >"$tmp/err"
+  if "$@"; then pass=$((pass+1)); echo "ok   $name"
+  else fail=$((fail+1)); echo "FAIL $name"; sed 's/^/     /' "$tmp/out" "$tmp/err" | head -20; fi
+}
+
+if [ "$(id -u)" -ne 0 ]; then echo "the Slurm tier needs root (slurmd runs job steps as their user)"; echo "0 passed, 1 failed"; exit 1; fi
+for f in "$plugin" "$agent"; do
+  [ -f "$f" ] || { echo "$f is missing; run make first"; echo "0 passed, 1 failed"; exit 1; }
+done
+
+# A sanitized agent (SAN=1) needs the ASan runtime loaded first: the tasks get it as the user's own
+# LD_PRELOAD entry, which the plugin keeps in front of the agent.
+user_preload=
+case $build in */san)
+  user_preload=$(gcc -print-file-name=libasan.so)
+  export ASAN_OPTIONS=detect_leaks=0 ;;
+esac
+
+# Jobs inherit this shell's environment: start from one without lockstep or determinism settings.
+for v in $(compgen -e | grep -E '^(LOCKSTEP_|SLURM_|NCCL_|OMPI_MCA_coll)'); do unset "$v"; done
+unset LD_PRELOAD OMP_NUM_THREADS CUBLAS_WORKSPACE_CONFIG PYTHONHASHSEED MKL_CBWR NVTE_ALLOW_NONDETERMINISTIC_ALGO
+
+# The site secret; a closed port stands for a lockstepd that is down.
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/secret"
+chmod 600 "$tmp/secret"
+secret=$(cat "$tmp/secret")
+free_port() { # a TCP port nothing listens on
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 30000))
+    ss -Htan "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return 0; }
+  done
+  return 1
+}
+dead_port=$(free_port)
+args="agent=$agent secret=$tmp/secret spool=$tmp/spool server=http://127.0.0.1:$dead_port timeout_ms=1500"
+mkdir -p "$tmp/spool" && chmod 1777 "$tmp/spool"
+
+t0=$(date +%s%N)
+run=$("$src/deploy/slurm/up.sh" -d "$tmp/cluster" -n 4 -p "$plugin" -a "$args" -o required 2>"$tmp/up.err") || {
+  echo "the local cluster did not start:"; cat "$tmp/up.err"; run=$tmp/cluster; echo "0 passed, 1 failed"; exit 1; }
+export SLURM_CONF=$run/slurm.conf
+echo "cluster up in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+
+plugstack() { echo "required $plugin $*" >"$run/plugstack.conf"; }
+
+# job ARGS... : srun with a time limit; output in $tmp/out, $tmp/err. Tasks write their env to
+# $tmp/env.RANK (and, if they get that far, touch $tmp/ran.RANK).
+job() {
+  rm -f "$tmp"/env.* "$tmp"/ran.*
+  local exp="ALL"
+  [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload${JOB_PRELOAD:+:$JOB_PRELOAD}"
+  [ -z "$user_preload" ] && [ -n "${JOB_PRELOAD:-}" ] && exp="ALL,LD_PRELOAD=$JOB_PRELOAD"
+  timeout 30 srun --immediate=10 --export="$exp" "$@" \
+    bash -c 'env >'"$tmp"'/env.$SLURM_PROCID; touch '"$tmp"'/ran.$SLURM_PROCID' >"$tmp/out" 2>"$tmp/err"
+}
+envof() { grep "^$2=" "$tmp/env.$1" | head -1 | cut -d= -f2-; } # envof RANK NAME
+want() { # want RANK NAME VALUE
+  local got; got=$(envof "$1" "$2")
+  [ "$got" = "$3" ] || { echo "rank $1: $2='$got', wanted '$3'" >>"$tmp/err"; return 1; }
+}
+absent() { ! grep -q "^$2=" "$tmp/env.$1" || { echo "rank $1: $2 is set: $(grep "^$2=" "$tmp/env.$1")" >>"$tmp/err"; return 1; }; }
+token_of() { printf '%s' "$1" | openssl dgst -sha256 -hmac "$secret" | awk '{print $NF}'; }
+
+# --- the build: exports and hardening
+t_exports() {
+  nm -D --defined-only "$plugin" | awk '{print $3}' | sort >"$tmp/out"
+  printf '%s\n' plugin_name plugin_type plugin_version slurm_spank_exit slurm_spank_init slurm_spank_init_post_opt \
+    slurm_spank_task_exit slurm_spank_task_init spank_plugin_version | sort | diff - "$tmp/out" >"$tmp/err"
+}
+t_hardened() {
+  readelf -d "$plugin" | grep -q 'BIND_NOW' && readelf -l "$plugin" | grep -q GNU_RELRO &&
+    nm -D "$plugin" | grep -q __stack_chk_fail
+}
+
+# --- options
+t_help() { srun --help 2>&1 | grep -q -- '--lockstep=\[off|fp|det\]' && sbatch --help 2>&1 | grep -q -- '--lockstep-twin=NAME'; }
+t_bad_mode() { ! job -N1 --lockstep=bogus && grep -q 'not a mode' "$tmp/err" && [ ! -e "$tmp/ran.0" ]; }
+t_bad_trace() { ! job -N1 --lockstep-trace='bogus:x' && grep -q 'not a trace spec' "$tmp/err"; }
+t_bad_twin() { ! job -N1 --lockstep-twin='a b' && grep -q 'not a twin group' "$tmp/err"; }
+
+# --- det on two nodes: runtime, agent, identity, token, secret
+t_det() {
+  job -N2 --lockstep=det --lockstep-twin=g --lockstep-trace='metrics;ops:steps=3-4' || return 1
+  local jid; jid=$(envof 0 SLURM_JOB_ID)
+  for r in 0 1; do
+    want $r LOCKSTEP_MODE det && want $r LOCKSTEP_TWIN_GROUP g && want $r LOCKSTEP_JOB_ID "$jid" &&
+      want $r LOCKSTEP_STEP_ID "$(envof $r SLURM_STEP_ID)" && want $r LOCKSTEP_RANKS 2 &&
+      want $r LOCKSTEP_NODES 'n[1-2]' && want $r LOCKSTEP_PARTITION debug && want $r LOCKSTEP_USER root &&
+      want $r LOCKSTEP_TRACE 'metrics;ops:steps=3-4' && want $r LOCKSTEP_SPOOL_DIR "$tmp/spool" &&
+      want $r LOCKSTEP_SERVER "http://127.0.0.1:$dead_port" &&
+      want $r NCCL_ALGO Ring && want $r NCCL_PROTO Simple && want $r NCCL_NVLS_ENABLE 0 &&
+      want $r NCCL_COLLNET_ENABLE 0 && want $r NCCL_MIN_NCHANNELS 8 && want $r NCCL_MAX_NCHANNELS 8 &&
+      want $r CUBLAS_WORKSPACE_CONFIG :4096:8 && want $r NVTE_ALLOW_NONDETERMINISTIC_ALGO 0 &&
+      want $r MKL_CBWR COMPATIBLE && want $r PYTHONHASHSEED 0 && want $r OMP_NUM_THREADS 1 &&
+      want $r OMPI_MCA_coll_tuned_use_dynamic_rules 1 && want $r OMPI_MCA_coll_tuned_allreduce_algorithm 4 &&
+      want $r LOCKSTEP_TOKEN "$(token_of "$jid")" || return 1
+    case $(envof $r LD_PRELOAD) in *"$agent") ;; *) echo "rank $r: LD_PRELOAD lacks the agent" >>"$tmp/err"; return 1 ;; esac
+  done
+  [ "$(envof 0 SLURMD_NODENAME)" != "$(envof 1 SLURMD_NODENAME)" ] || { echo "both ranks on one node" >>"$tmp/err"; return 1; }
+}
+t_secret_hidden() {
+  job -N1 --lockstep=det || return 1
+  ! grep -qF "$secret" "$tmp/env.0" && ! grep -qF "$tmp/secret" "$tmp/env.0"
+}
+t_token_per_job() { # two jobs, two different tokens, each the HMAC of its own job id
+  job -N1 --lockstep=fp || return 1
+  local j1 t1; j1=$(envof 0 SLURM_JOB_ID); t1=$(envof 0 LOCKSTEP_TOKEN)
+  job -N1 --lockstep=fp || return 1
+  local j2 t2; j2=$(envof 0 SLURM_JOB_ID); t2=$(envof 0 LOCKSTEP_TOKEN)
+  [ "$j1" != "$j2" ] && [ "$t1" != "$t2" ] && [ "$t1" = "$(token_of "$j1")" ] && [ "$t2" = "$(token_of "$j2")" ]
+}
+t_user_preload_kept() {
+  JOB_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 job -N1 --lockstep=det || return 1
+  local want_pre="/lib/x86_64-linux-gnu/libm.so.6:$agent"
+  [ -n "$user_preload" ] && want_pre="$user_preload:$want_pre"
+  want 0 LD_PRELOAD "$want_pre"
+}
+t_user_values_kept() { # values that keep determinism stay as the user set them
+  OMP_NUM_THREADS=3 CUBLAS_WORKSPACE_CONFIG=:16:8 NCCL_MIN_NCHANNELS=4 job -N1 --lockstep=det &&
+    want 0 OMP_NUM_THREADS 3 && want 0 CUBLAS_WORKSPACE_CONFIG :16:8 && want 0 NCCL_MAX_NCHANNELS 4
+}
+t_det_cpus_per_task() { job -N1 -c 2 --lockstep=det && want 0 OMP_NUM_THREADS 2; }
+
+# --- conflicts: det refuses, fp records
+t_det_conflict() {
+  ! NCCL_ALGO=Tree job -N2 --lockstep=det && [ ! -e "$tmp/ran.0" ] && [ ! -e "$tmp/ran.1" ] &&
+    grep -q 'NCCL_ALGO=Tree breaks --lockstep=det' "$tmp/err" && grep -q 'set NCCL_ALGO=Ring' "$tmp/err"
+}
+t_det_conflicts_all_named() {
+  ! NCCL_PROTO=LL PYTHONHASHSEED=random NCCL_MIN_NCHANNELS=2 NCCL_MAX_NCHANNELS=4 job -N1 --lockstep=det &&
+    grep -q 'NCCL_PROTO=LL' "$tmp/err" && grep -q 'PYTHONHASHSEED=random' "$tmp/err" &&
+    grep -q 'NCCL_MIN_NCHANNELS=2' "$tmp/err"
+}
+t_fp_records() {
+  NCCL_ALGO=Tree job -N1 --lockstep=fp && want 0 LOCKSTEP_MODE fp && want 0 NCCL_ALGO Tree &&
+    want 0 LOCKSTEP_CONFLICTS NCCL_ALGO=Tree && absent 0 CUBLAS_WORKSPACE_CONFIG
+}
+t_bare_is_fp() { job -N1 --lockstep && want 0 LOCKSTEP_MODE fp && absent 0 NCCL_ALGO && absent 0 LOCKSTEP_CONFLICTS; }
+
+# --- off and untouched jobs
+t_off() {
+  JOB_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 job -N1 --lockstep=off || return 1
+  ! grep -q '^LOCKSTEP_' "$tmp/env.0" && absent 0 NCCL_ALGO && ! grep -q "^LD_PRELOAD=.*liblockstep" "$tmp/env.0"
+}
+t_untouched() {
+  job -N2 || return 1
+  for r in 0 1; do
+    ! grep -q '^LOCKSTEP_' "$tmp/env.$r" && absent $r OMP_NUM_THREADS && absent $r NCCL_ALGO || return 1
+    [ "$(envof $r LD_PRELOAD)" = "$user_preload" ] || return 1
+  done
+}
+
+# --- environment fallbacks
+t_env_fallback() {
+  SLURM_LOCKSTEP=det SLURM_LOCKSTEP_TWIN=envgrp SLURM_LOCKSTEP_TRACE=ops job -N1 &&
+    want 0 LOCKSTEP_MODE det && want 0 LOCKSTEP_TWIN_GROUP envgrp && want 0 LOCKSTEP_TRACE ops && want 0 NCCL_ALGO Ring
+}
+t_option_beats_env() { SLURM_LOCKSTEP=det job -N1 --lockstep=fp && want 0 LOCKSTEP_MODE fp; }
+t_env_fallback_bad() { ! SLURM_LOCKSTEP=maybe job -N1 && grep -q 'not a mode' "$tmp/err" && [ ! -e "$tmp/ran.0" ]; }
+
+# --- sbatch: options carry into the steps; the batch shell gets no agent
+t_sbatch_carries() {
+  cat >"$tmp/batch.sh" <<EOF
+#!/bin/bash
+env >$tmp/benv.batch
+srun -N2 bash -c 'env >$tmp/benv.\$SLURM_PROCID'
+export NCCL_ALGO=Tree
+srun -N1 bash -c 'touch $tmp/benv.ran'
+echo "inner=\$?"
+EOF
+  rm -f "$tmp"/benv.*
+  local jid; jid=$(sbatch --parsable -N2 --lockstep=det --lockstep-twin=bt -o "$tmp/batch.out" "$tmp/batch.sh") || return 1
+  for _ in $(seq 1 150); do [ -n "$(squeue -h -j "$jid" 2>/dev/null)" ] || break; sleep 0.1; done
+  cp "$tmp/batch.out" "$tmp/out"
+  for r in 0 1; do
+    grep -q '^LOCKSTEP_MODE=det$' "$tmp/benv.$r" && grep -q '^LOCKSTEP_TWIN_GROUP=bt$' "$tmp/benv.$r" &&
+      grep -q "^LD_PRELOAD=.*$agent$" "$tmp/benv.$r" && grep -q '^NCCL_ALGO=Ring$' "$tmp/benv.$r" || return 1
+  done
+  grep -q '^NCCL_ALGO=Ring$' "$tmp/benv.batch" && ! grep -q "^LD_PRELOAD=.*liblockstep" "$tmp/benv.batch" &&
+    [ ! -e "$tmp/benv.ran" ] && grep -q 'NCCL_ALGO=Tree breaks --lockstep=det' "$tmp/batch.out" &&
+    grep -q 'inner=1' "$tmp/batch.out"
+}
+
+# --- lockstepd down: the job runs, and not slowly
+t_server_down() {
+  local t; t=$(date +%s%N)
+  job -N2 --lockstep=det --lockstep-twin=down || return 1
+  local ms=$(( ($(date +%s%N) - t) / 1000000 ))
+  echo "job with lockstepd down took $ms ms" >>"$tmp/err"
+  [ -e "$tmp/ran.0" ] && [ -e "$tmp/ran.1" ] && [ "$ms" -lt 5000 ]
+}
+
+# --- site policy: enforce, missing agent, unknown arguments
+t_enforce_fp() {
+  plugstack "$args enforce=fp"
+  job -N1 && want 0 LOCKSTEP_MODE fp && job -N1 --lockstep=off && want 0 LOCKSTEP_MODE fp
+}
+t_default_det() { plugstack "$args default=det"; job -N1 && want 0 LOCKSTEP_MODE det && job -N1 --lockstep=off && absent 0 LOCKSTEP_MODE; }
+t_agent_missing_runs() {
+  plugstack "${args/agent=$agent/agent=$tmp/nope.so}"
+  job -N1 --lockstep=fp && [ -e "$tmp/ran.0" ] && grep -q 'runs without fingerprinting' "$tmp/err"
+}
+t_agent_missing_enforced() {
+  plugstack "${args/agent=$agent/agent=$tmp/nope.so} enforce=fp"
+  ! job -N1 && [ ! -e "$tmp/ran.0" ] && grep -q 'enforces --lockstep=fp' "$tmp/err"
+}
+t_unknown_arg() {
+  plugstack "$args colour=blue"
+  job -N1 --lockstep=fp && want 0 LOCKSTEP_MODE fp &&
+    grep -q "unknown plugstack argument 'colour=blue'" "$tmp/err" "$run"/log/slurmd-n*.log
+}
+
+check "exports only SPANK symbols (nm -D)" t_exports
+check "hardened: RELRO, BIND_NOW, stack protector" t_hardened
+check "srun and sbatch list the options" t_help
+check "--lockstep=bogus fails at submission" t_bad_mode
+check "--lockstep-trace checks its spec" t_bad_trace
+check "--lockstep-twin checks its name" t_bad_twin
+check "det on 2 nodes: runtime, agent, LOCKSTEP_*, token" t_det
+check "the secret never reaches the job" t_secret_hidden
+check "each job gets the HMAC token of its own id" t_token_per_job
+check "the user's LD_PRELOAD entries are kept" t_user_preload_kept
+check "det keeps user values that are deterministic" t_user_values_kept
+check "det pins OMP_NUM_THREADS to cpus-per-task" t_det_cpus_per_task
+check "det refuses NCCL_ALGO=Tree with the variable and fix" t_det_conflict
+check "det names every conflicting variable" t_det_conflicts_all_named
+check "fp records the conflict in LOCKSTEP_CONFLICTS" t_fp_records
+check "bare --lockstep means fp" t_bare_is_fp
+check "--lockstep=off does nothing" t_off
+check "a job without --lockstep is untouched" t_untouched
+check "SLURM_LOCKSTEP* fallbacks" t_env_fallback
+check "an option beats its SLURM_LOCKSTEP* variable" t_option_beats_env
+check "a bad SLURM_LOCKSTEP fails the step" t_env_fallback_bad
+check "sbatch options carry into srun steps" t_sbatch_carries
+check "lockstepd down: the job still runs, quickly" t_server_down
+check "enforce=fp raises jobs to fp" t_enforce_fp
+check "default=det applies when the user asks nothing" t_default_det
+check "a missing agent: the job runs, with a warning" t_agent_missing_runs
+check "a missing agent under enforce fails the step" t_agent_missing_enforced
+check "an unknown plugstack argument is logged" t_unknown_arg
+plugstack "$args"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
