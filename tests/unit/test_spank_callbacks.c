@@ -1,0 +1,612 @@
+/* test_spank_callbacks.c - spank_lockstep's callbacks in each SPANK context, against a fake SPANK API (one process per case). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <slurm/spank.h>
+
+#include "common/crypto/token.h"
+
+/* ---- the fake SPANK API: what slurmstepd, srun, sbatch and slurmd provide */
+
+struct spank_handle {
+    int unused;
+};
+
+static struct {
+    spank_context_t ctx;
+    int in_init;
+    struct spank_option *opts[8];
+    int n_opts;
+    const char *given[8][2]; /* option name, value ("" for a bare flag) the user typed */
+    int n_given;
+    char *env[256];
+    uint32_t job_id, step_id, ntasks, node_id, global_id;
+    uint16_t cpt;
+    int task_id, exit_status;
+    char log[16384];
+} F;
+
+static struct spank_handle handle;
+static spank_t sp = &handle;
+
+static void flog(const char *kind, const char *fmt, va_list ap)
+{
+    size_t n = strlen(F.log);
+    n += (size_t)snprintf(F.log + n, sizeof(F.log) - n, "%s: ", kind);
+    if (n < sizeof(F.log))
+        n += (size_t)vsnprintf(F.log + n, sizeof(F.log) - n, fmt, ap);
+    if (n + 1 < sizeof(F.log))
+        strcat(F.log, "\n");
+}
+
+void slurm_info(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    flog("info", fmt, ap);
+    va_end(ap);
+}
+
+void slurm_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    flog("error", fmt, ap);
+    va_end(ap);
+}
+
+void slurm_spank_log(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    flog("user", fmt, ap);
+    va_end(ap);
+}
+
+spank_context_t spank_context(void)
+{
+    return F.ctx;
+}
+
+const char *spank_strerror(spank_err_t err)
+{
+    return err == ESPANK_SUCCESS ? "success" : "error";
+}
+
+spank_err_t spank_option_register(spank_t s, struct spank_option *opt)
+{
+    if (s != sp || !F.in_init || F.n_opts >= 8)
+        return ESPANK_BAD_ARG;
+    F.opts[F.n_opts++] = opt;
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_option_getopt(spank_t s, struct spank_option *opt, char **optarg)
+{
+    (void)s;
+    if (F.ctx == S_CTX_REMOTE && F.in_init)
+        return ESPANK_NOT_AVAIL;
+    for (int i = 0; i < F.n_given; i++)
+        if (!strcmp(F.given[i][0], opt->name)) {
+            *optarg = *F.given[i][1] ? (char *)F.given[i][1] : NULL;
+            return ESPANK_SUCCESS;
+        }
+    return ESPANK_ERROR;
+}
+
+spank_err_t spank_get_item(spank_t s, spank_item_t item, ...)
+{
+    (void)s;
+    if (F.ctx != S_CTX_REMOTE)
+        return ESPANK_NOT_REMOTE;
+    va_list ap;
+    va_start(ap, item);
+    spank_err_t rc = ESPANK_SUCCESS;
+    switch (item) {
+    case S_JOB_ID:
+        *va_arg(ap, uint32_t *) = F.job_id;
+        break;
+    case S_JOB_STEPID:
+        *va_arg(ap, uint32_t *) = F.step_id;
+        break;
+    case S_JOB_TOTAL_TASK_COUNT:
+        *va_arg(ap, uint32_t *) = F.ntasks;
+        break;
+    case S_JOB_NODEID:
+        *va_arg(ap, uint32_t *) = F.node_id;
+        break;
+    case S_STEP_CPUS_PER_TASK:
+        *va_arg(ap, uint16_t *) = F.cpt;
+        break;
+    case S_JOB_UID:
+        *va_arg(ap, uid_t *) = 0;
+        break;
+    case S_JOB_ARGV: {
+        static char *argv[] = {"python", "train.py", NULL};
+        *va_arg(ap, int *) = 2;
+        *va_arg(ap, char ***) = argv;
+        break;
+    }
+    case S_TASK_ID:
+        *va_arg(ap, int *) = F.task_id;
+        break;
+    case S_TASK_GLOBAL_ID:
+        *va_arg(ap, uint32_t *) = F.global_id;
+        break;
+    case S_TASK_EXIT_STATUS:
+        *va_arg(ap, int *) = F.exit_status;
+        break;
+    default:
+        rc = ESPANK_BAD_ARG;
+    }
+    va_end(ap);
+    return rc;
+}
+
+static int env_find(const char *var)
+{
+    size_t n = strlen(var);
+    for (int i = 0; F.env[i]; i++)
+        if (!strncmp(F.env[i], var, n) && F.env[i][n] == '=')
+            return i;
+    return -1;
+}
+
+spank_err_t spank_getenv(spank_t s, const char *var, char *buf, int len)
+{
+    (void)s;
+    if (F.ctx != S_CTX_REMOTE)
+        return ESPANK_NOT_REMOTE;
+    int i = env_find(var);
+    if (i < 0)
+        return ESPANK_ENV_NOEXIST;
+    const char *v = strchr(F.env[i], '=') + 1;
+    if ((int)strlen(v) >= len)
+        return ESPANK_NOSPACE;
+    memcpy(buf, v, strlen(v) + 1);
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_setenv(spank_t s, const char *var, const char *val, int overwrite)
+{
+    (void)s;
+    if (F.ctx != S_CTX_REMOTE)
+        return ESPANK_NOT_REMOTE;
+    int i = env_find(var);
+    if (i >= 0 && !overwrite)
+        return ESPANK_ENV_EXISTS;
+    char *kv = malloc(strlen(var) + strlen(val) + 2);
+    sprintf(kv, "%s=%s", var, val);
+    if (i >= 0) {
+        free(F.env[i]);
+        F.env[i] = kv;
+    } else {
+        int n = 0;
+        while (F.env[n])
+            n++;
+        F.env[n] = kv;
+    }
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_unsetenv(spank_t s, const char *var)
+{
+    (void)s;
+    if (F.ctx != S_CTX_REMOTE)
+        return ESPANK_NOT_REMOTE;
+    int i = env_find(var);
+    if (i < 0)
+        return ESPANK_SUCCESS;
+    free(F.env[i]);
+    while (F.env[i]) {
+        F.env[i] = F.env[i + 1];
+        i++;
+    }
+    return ESPANK_SUCCESS;
+}
+
+/* ---- helpers for one simulated process */
+
+#define CHECK(c)                                                                                                  \
+    do {                                                                                                          \
+        if (!(c)) {                                                                                               \
+            fprintf(stderr, "%s:%d: check failed: %s\nlog:\n%s", __FILE__, __LINE__, #c, F.log);                 \
+            _exit(1);                                                                                             \
+        }                                                                                                         \
+    } while (0)
+
+static char tmpdir[64];
+static char secret_path[128];
+static char agent_path[128];
+
+static void fake_reset(spank_context_t ctx)
+{
+    memset(&F, 0, sizeof(F));
+    F.ctx = ctx;
+    F.job_id = 77;
+    F.step_id = 0;
+    F.ntasks = 4;
+    F.cpt = 2;
+}
+
+static void env_put(const char *kv)
+{
+    char name[128];
+    snprintf(name, sizeof(name), "%.*s", (int)(strchr(kv, '=') - kv), kv);
+    spank_err_t rc = spank_setenv(sp, name, strchr(kv, '=') + 1, 1);
+    CHECK(rc == ESPANK_SUCCESS);
+}
+
+static const char *env_get(const char *var)
+{
+    int i = env_find(var);
+    return i < 0 ? NULL : strchr(F.env[i], '=') + 1;
+}
+
+static void user_gives(const char *name, const char *value)
+{
+    F.given[F.n_given][0] = name;
+    F.given[F.n_given][1] = value;
+    F.n_given++;
+}
+
+/* init_and_options - what Slurm does first: slurm_spank_init, then each
+ * option the user gave through its callback. Returns -1 when a callback
+ * refused a value. */
+static int init_and_options(int ac, char **av)
+{
+    F.in_init = 1;
+    CHECK(slurm_spank_init(sp, ac, av) == 0);
+    F.in_init = 0;
+    for (int i = 0; i < F.n_given; i++)
+        for (int j = 0; j < F.n_opts; j++)
+            if (!strcmp(F.opts[j]->name, F.given[i][0]) &&
+                F.opts[j]->cb(F.opts[j]->val, *F.given[i][1] ? F.given[i][1] : NULL, F.ctx == S_CTX_REMOTE))
+                return -1;
+    return 0;
+}
+
+/* task_init_in_child - run slurm_spank_task_init in a forked task with its
+ * stderr in a file; returns its exit status (0 when it returned 0) and the
+ * stderr text in `err`. */
+static int task_init_in_child(int task_id, char *err, size_t cap)
+{
+    char path[160];
+    snprintf(path, sizeof(path), "%s/task.err", tmpdir);
+    F.task_id = task_id;
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *f = freopen(path, "w", stderr);
+        (void)f;
+        int rc = slurm_spank_task_init(sp, 0, NULL);
+        fflush(stderr);
+        _exit(rc == 0 ? 0 : 99);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(err, 1, cap - 1, f) : 0;
+    err[n] = 0;
+    if (f)
+        fclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* in_child - run `fn` as its own process (the plugin keeps per-process state,
+ * as in slurmstepd) and require that it exits 0. */
+static void in_child(void (*fn)(void))
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        fn();
+        _exit(0);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+static char *remote_args[8];
+static int n_remote_args;
+
+static void args_base(void)
+{
+    static char a1[200], a2[200];
+    snprintf(a1, sizeof(a1), "agent=%s", agent_path);
+    snprintf(a2, sizeof(a2), "secret=%s", secret_path);
+    remote_args[0] = a1;
+    remote_args[1] = a2;
+    remote_args[2] = "server=http://127.0.0.1:1";
+    remote_args[3] = "timeout_ms=200";
+    n_remote_args = 4;
+}
+
+/* ---- the cases */
+
+static void case_local(void)
+{
+    fake_reset(S_CTX_LOCAL);
+    user_gives("lockstep", "det");
+    CHECK(init_and_options(0, NULL) == 0);
+    CHECK(F.n_opts == 3);
+    CHECK(!strcmp(F.opts[0]->name, "lockstep") && F.opts[0]->has_arg == 2);
+    CHECK(!strcmp(F.opts[1]->name, "lockstep-twin") && !strcmp(F.opts[2]->name, "lockstep-trace"));
+    CHECK(slurm_spank_init_post_opt(sp, 0, NULL) == 0);
+    CHECK(slurm_spank_task_exit(sp, 0, NULL) == 0);
+    CHECK(slurm_spank_exit(sp, 0, NULL) == 0);
+    CHECK(F.env[0] == NULL); /* srun's context changes no job environment */
+    /* A typo fails where the user typed it. */
+    fake_reset(S_CTX_LOCAL);
+    user_gives("lockstep", "dett");
+    CHECK(init_and_options(0, NULL) == -1);
+    CHECK(strstr(F.log, "--lockstep=dett is not a mode"));
+    fake_reset(S_CTX_LOCAL);
+    user_gives("lockstep-trace", "ops:steps=x");
+    CHECK(init_and_options(0, NULL) == -1);
+}
+
+static void case_allocator(void)
+{
+    fake_reset(S_CTX_ALLOCATOR);
+    user_gives("lockstep-twin", "grp");
+    CHECK(init_and_options(0, NULL) == 0);
+    CHECK(F.n_opts == 3);
+    CHECK(slurm_spank_init_post_opt(sp, 0, NULL) == 0);
+    CHECK(slurm_spank_exit(sp, 0, NULL) == 0);
+    CHECK(F.log[0] == 0);
+}
+
+static void case_slurmd(void)
+{
+    char *av[] = {"server=http://127.0.0.1:9", "colour=blue"};
+    fake_reset(S_CTX_SLURMD);
+    F.in_init = 1;
+    CHECK(slurm_spank_init(sp, 2, av) == 0);
+    CHECK(F.n_opts == 0);
+    CHECK(strstr(F.log, "error: lockstep: unknown plugstack argument 'colour=blue'"));
+    CHECK(slurm_spank_exit(sp, 2, av) == 0);
+}
+
+static void case_job_script(void)
+{
+    /* Prolog and epilog: slurm_spank_init is not called; nothing else may act. */
+    fake_reset(S_CTX_JOB_SCRIPT);
+    CHECK(slurm_spank_init_post_opt(sp, 0, NULL) == 0);
+    CHECK(slurm_spank_task_exit(sp, 0, NULL) == 0);
+    CHECK(slurm_spank_exit(sp, 0, NULL) == 0);
+    CHECK(F.log[0] == 0);
+}
+
+static void case_remote_det(void)
+{
+    char err[4096], want[TOKEN_HEX_LEN + 1];
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    env_put("LD_PRELOAD=/usr/lib/user.so");
+    env_put("SLURM_STEP_NODELIST=n[1-2]");
+    env_put("SLURM_JOB_PARTITION=gpu");
+    user_gives("lockstep", "det");
+    user_gives("lockstep-twin", "g1");
+    user_gives("lockstep-trace", "metrics");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    char pre[300];
+    snprintf(pre, sizeof(pre), "/usr/lib/user.so:%s", agent_path);
+    CHECK(!strcmp(env_get("LD_PRELOAD"), pre));
+    CHECK(!strcmp(env_get("LOCKSTEP_MODE"), "det"));
+    CHECK(!strcmp(env_get("LOCKSTEP_JOB_ID"), "77"));
+    CHECK(!strcmp(env_get("LOCKSTEP_STEP_ID"), "0"));
+    CHECK(!strcmp(env_get("LOCKSTEP_RANKS"), "4"));
+    CHECK(!strcmp(env_get("LOCKSTEP_TWIN_GROUP"), "g1"));
+    CHECK(!strcmp(env_get("LOCKSTEP_TRACE"), "metrics"));
+    CHECK(!strcmp(env_get("LOCKSTEP_NODES"), "n[1-2]"));
+    CHECK(!strcmp(env_get("LOCKSTEP_PARTITION"), "gpu"));
+    CHECK(!strcmp(env_get("LOCKSTEP_SERVER"), "http://127.0.0.1:1"));
+    CHECK(!strcmp(env_get("NCCL_ALGO"), "Ring"));
+    CHECK(!strcmp(env_get("OMP_NUM_THREADS"), "2")); /* cpus per task */
+    CHECK(env_get("LOCKSTEP_CONFLICTS") == NULL);
+    CHECK(env_get("LOCKSTEP_RUN_ID") == NULL); /* lockstepd is down */
+    CHECK(strstr(F.log, "not registered now"));
+    CHECK(token_compute("s3cret", 6, "77", want) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_TOKEN"), want));
+    for (int i = 0; F.env[i]; i++)
+        CHECK(!strstr(F.env[i], "s3cret") && !strstr(F.env[i], secret_path));
+    CHECK(task_init_in_child(0, err, sizeof(err)) == 0 && err[0] == 0);
+    F.global_id = 3;
+    F.exit_status = 2 << 8;
+    CHECK(slurm_spank_task_exit(sp, 0, NULL) == 0); /* not registered: nothing to report, no error */
+    CHECK(slurm_spank_exit(sp, 0, NULL) == 0);
+}
+
+static void case_remote_det_conflict(void)
+{
+    char err[4096];
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    env_put("NCCL_ALGO=Tree");
+    env_put("MKL_CBWR=AUTO");
+    user_gives("lockstep", "det");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(strstr(F.log, "NCCL_ALGO=Tree breaks --lockstep=det"));
+    /* Every task is stopped before the program, with the reason on its stderr. */
+    for (int t = 0; t < 2; t++) {
+        CHECK(task_init_in_child(t, err, sizeof(err)) == 1);
+        CHECK(strstr(err, "lockstep: NCCL_ALGO=Tree breaks --lockstep=det") && strstr(err, "set NCCL_ALGO=Ring"));
+        CHECK(strstr(err, "MKL_CBWR=AUTO"));
+    }
+    CHECK(env_get("LD_PRELOAD") == NULL); /* nothing injected into a refused step */
+}
+
+static void case_remote_fp_conflict(void)
+{
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    env_put("NCCL_ALGO=Tree");
+    user_gives("lockstep", ""); /* bare --lockstep */
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_MODE"), "fp"));
+    CHECK(!strcmp(env_get("NCCL_ALGO"), "Tree"));
+    CHECK(!strcmp(env_get("LOCKSTEP_CONFLICTS"), "NCCL_ALGO=Tree"));
+    CHECK(env_get("CUBLAS_WORKSPACE_CONFIG") == NULL);
+}
+
+static void case_remote_untouched(void)
+{
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    env_put("LD_PRELOAD=/u.so");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(F.env[1] == NULL && !strcmp(F.env[0], "LD_PRELOAD=/u.so"));
+    fake_reset(S_CTX_REMOTE);
+    user_gives("lockstep", "off");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(F.env[0] == NULL);
+}
+
+static void case_remote_batch_step(void)
+{
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    F.step_id = 0xfffffffbu;
+    user_gives("lockstep", "det");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_MODE"), "det") && !strcmp(env_get("NCCL_ALGO"), "Ring"));
+    CHECK(env_get("LD_PRELOAD") == NULL && env_get("LOCKSTEP_TOKEN") == NULL);
+    /* The extern step is left alone entirely. */
+    fake_reset(S_CTX_REMOTE);
+    F.step_id = 0xfffffffcu;
+    user_gives("lockstep", "det");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(F.env[0] == NULL);
+}
+
+static void case_remote_env_fallback(void)
+{
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    env_put("SLURM_LOCKSTEP=det");
+    env_put("SLURM_LOCKSTEP_TWIN=tw");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_MODE"), "det") && !strcmp(env_get("LOCKSTEP_TWIN_GROUP"), "tw"));
+    /* A bad fallback value refuses the step, as a bad option would. */
+    char err[2048];
+    fake_reset(S_CTX_REMOTE);
+    env_put("SLURM_LOCKSTEP=always");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(task_init_in_child(0, err, sizeof(err)) == 1 && strstr(err, "--lockstep=always is not a mode"));
+}
+
+static void case_remote_agent_missing(void)
+{
+    char err[2048];
+    char *av[] = {"agent=/nonexistent/liblockstep.so", "timeout_ms=100"};
+    fake_reset(S_CTX_REMOTE);
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(2, av) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, 2, av) == 0);
+    CHECK(env_get("LD_PRELOAD") == NULL);
+    /* Warned once per step (first task of the first node), never fatal. */
+    CHECK(task_init_in_child(0, err, sizeof(err)) == 0 && strstr(err, "runs without fingerprinting"));
+    CHECK(task_init_in_child(1, err, sizeof(err)) == 0 && err[0] == 0);
+    /* Under enforce the same trouble stops the step. */
+    char *av2[] = {"agent=/nonexistent/liblockstep.so", "enforce=fp"};
+    fake_reset(S_CTX_REMOTE);
+    CHECK(init_and_options(2, av2) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, 2, av2) == 0);
+    CHECK(task_init_in_child(0, err, sizeof(err)) == 1 && strstr(err, "enforces --lockstep=fp"));
+}
+
+static void case_remote_secret_unreadable(void)
+{
+    char err[2048];
+    static char a1[200];
+    snprintf(a1, sizeof(a1), "agent=%s", agent_path);
+    char *av[] = {a1, "secret=/nonexistent/secret"};
+    fake_reset(S_CTX_REMOTE);
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(2, av) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, 2, av) == 0);
+    CHECK(env_get("LOCKSTEP_TOKEN") == NULL);
+    CHECK(task_init_in_child(0, err, sizeof(err)) == 0 && strstr(err, "cannot read the site secret"));
+}
+
+static void test_local(void **s) { (void)s; in_child(case_local); }
+static void test_allocator(void **s) { (void)s; in_child(case_allocator); }
+static void test_slurmd(void **s) { (void)s; in_child(case_slurmd); }
+static void test_job_script(void **s) { (void)s; in_child(case_job_script); }
+static void test_remote_det(void **s) { (void)s; in_child(case_remote_det); }
+static void test_remote_det_conflict(void **s) { (void)s; in_child(case_remote_det_conflict); }
+static void test_remote_fp_conflict(void **s) { (void)s; in_child(case_remote_fp_conflict); }
+static void test_remote_untouched(void **s) { (void)s; in_child(case_remote_untouched); }
+static void test_remote_batch_step(void **s) { (void)s; in_child(case_remote_batch_step); }
+static void test_remote_env_fallback(void **s) { (void)s; in_child(case_remote_env_fallback); }
+static void test_remote_agent_missing(void **s) { (void)s; in_child(case_remote_agent_missing); }
+static void test_remote_secret_unreadable(void **s) { (void)s; in_child(case_remote_secret_unreadable); }
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/ls-test-spank-XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    snprintf(secret_path, sizeof(secret_path), "%s/secret", tmpdir);
+    snprintf(agent_path, sizeof(agent_path), "%s/liblockstep.so", tmpdir);
+    FILE *f = fopen(secret_path, "w");
+    if (!f)
+        return -1;
+    fputs("s3cret\n\n", f); /* trailing newlines are not part of the key */
+    fclose(f);
+    chmod(secret_path, 0600);
+    f = fopen(agent_path, "w");
+    if (!f)
+        return -1;
+    fclose(f);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_local),
+        cmocka_unit_test(test_allocator),
+        cmocka_unit_test(test_slurmd),
+        cmocka_unit_test(test_job_script),
+        cmocka_unit_test(test_remote_det),
+        cmocka_unit_test(test_remote_det_conflict),
+        cmocka_unit_test(test_remote_fp_conflict),
+        cmocka_unit_test(test_remote_untouched),
+        cmocka_unit_test(test_remote_batch_step),
+        cmocka_unit_test(test_remote_env_fallback),
+        cmocka_unit_test(test_remote_agent_missing),
+        cmocka_unit_test(test_remote_secret_unreadable),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
