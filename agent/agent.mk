@@ -1,9 +1,13 @@
-# agent.mk - liblockstep.so and liblockstep.a: the API, trace files (and later streaming).
+# agent.mk - liblockstep.so/.a (API, trace files, streaming, spool, manifest), liblockstep_mpi.so (PMPI
+# wrappers), the agent's test tier and benchmark, and `lockstep replay`'s link needs.
 AGENT_SRCS := $(wildcard agent/*.c)
 AGENT_OBJS := $(AGENT_SRCS:%.c=$(B)/%.o)
 LIBLOCKSTEP_SO := $(B)/lib/liblockstep.so
 LIBLOCKSTEP_A := $(B)/lib/liblockstep.a
-AGENT_LIBS := -lpthread
+# libcurl is loaded with dlopen when a process first streams, so nothing here links it.
+AGENT_LIBS := -lpthread -ldl
+# Truncating long ids into fixed fields is intended in the agent; xxhash.h is used header-only.
+EXTRA_CFLAGS_agent = -Wno-format-truncation $(call pc_cflags,libcurl libxxhash)
 
 $(LIBLOCKSTEP_SO): $(AGENT_OBJS) $(COMMON_OBJS) agent/liblockstep.map
 	@mkdir -p $(@D)
@@ -17,3 +21,44 @@ $(LIBLOCKSTEP_A): $(AGENT_OBJS) $(COMMON_OBJS)
 
 ALL_TARGETS += $(LIBLOCKSTEP_SO) $(LIBLOCKSTEP_A)
 INSTALL_LIB += $(LIBLOCKSTEP_SO) $(LIBLOCKSTEP_A)
+
+# liblockstep_mpi.so: PMPI wrappers, built against Open MPI's mpi.h. It does not link libmpi (the PMPI_*
+# entry points are found with dlsym at first use), so preloading it into a program without MPI is harmless;
+# it needs liblockstep.so, found beside it.
+MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+ifneq ($(MPI_CFLAGS),)
+LIBLOCKSTEP_MPI_SO := $(B)/lib/liblockstep_mpi.so
+$(B)/agent/mpi/%.o: agent/mpi/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(MPI_CFLAGS) -c $< -o $@
+
+$(LIBLOCKSTEP_MPI_SO): $(B)/agent/mpi/pmpi.o $(B)/common/lsfp1.o $(LIBLOCKSTEP_SO) agent/mpi/liblockstep_mpi.map
+	$(CC) -shared -o $@ $(B)/agent/mpi/pmpi.o $(B)/common/lsfp1.o $(ALL_LDFLAGS) $(HARDEN_LD) \
+	  -Wl,--version-script=agent/mpi/liblockstep_mpi.map -Wl,-soname,liblockstep_mpi.so \
+	  -L$(B)/lib -Wl,-rpath,'$$ORIGIN' -llockstep -ldl
+
+ALL_TARGETS += $(LIBLOCKSTEP_MPI_SO)
+INSTALL_LIB += $(LIBLOCKSTEP_MPI_SO)
+endif
+
+# `lockstep replay` (cli/cmd_replay.c) uses the agent's spool and uplink.
+$(B)/bin/lockstep: $(LIBLOCKSTEP_A)
+
+# Test programs for the agent tier (built, not installed).
+AGENT_TEST_SRCS := $(wildcard tests/agent/*.c)
+AGENT_TEST_BINS := $(AGENT_TEST_SRCS:tests/agent/%.c=$(B)/tests/agent/%)
+$(B)/tests/agent/mpi_%: tests/agent/mpi_%.c
+	@mkdir -p $(@D)
+	mpicc $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) -lm
+$(B)/tests/agent/%: tests/agent/%.c $(LIBLOCKSTEP_SO)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../../lib' -llockstep -lpthread -lm
+ALL_TARGETS += $(AGENT_TEST_BINS)
+TEST_TIERS += tests/agent/run.sh
+
+# bench/agent: an allreduce-heavy MPI program with and without the agent, server up and down.
+$(B)/bench/agent/allreduce: bench/agent/allreduce.c
+	@mkdir -p $(@D)
+	mpicc $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) -lm
+ALL_TARGETS += $(B)/bench/agent/allreduce
+BENCHES += bench/agent/run.sh

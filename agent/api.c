@@ -9,14 +9,18 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/occ.h"
+#include "agent/send.h"
 #include "agent/trace.h"
 #include "common/dtype.h"
 #include "common/lsfp1.h"
 #include "common/record.h"
 #include "common/tracespec.h"
 
-enum agent_state { ST_UNINIT = 0, ST_ACTIVE, ST_OFF };
+/* ST_FORKED: a fork()ed child's copy; it records nothing (its numbering
+ * would collide with the parent's) until ls_shutdown and ls_init. */
+enum agent_state { ST_UNINIT = 0, ST_ACTIVE, ST_OFF, ST_FORKED };
 
 /* Everything below is guarded by `mu`. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -30,10 +34,14 @@ static struct agent {
     occ_table occ;
     int tracing;          /* a trace file is open */
     trace_writer trace;
+    int streaming;        /* the sender is configured */
+    char step_on[LS_NAME_MAX + 1]; /* LOCKSTEP_STEP_ON: this record name opens a step */
+    size_t step_on_len;
     int atexit_done;
+    int atfork_done;
 } A;
 
-static int warned_write;
+static int warned_write, warned_forked, warned_autostart;
 
 static int64_t now_ns(void)
 {
@@ -50,9 +58,42 @@ static void copy_env(char *dst, const char *a, const char *b)
     snprintf(dst, REC_STR_MAX + 1, "%s", v ? v : "");
 }
 
-static void at_exit(void)
+static void shutdown_with(int exit_code);
+
+/* at_exit - on_exit handler: the process's exit status becomes the rank's end. */
+static void at_exit(int status, void *arg)
 {
-    ls_shutdown();
+    (void)arg;
+    shutdown_with(status);
+}
+
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&mu);
+    send_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+    send_atfork_parent();
+    pthread_mutex_unlock(&mu);
+}
+
+/* atfork_child - the child keeps the parent's trace buffer and queue in
+ * memory; writing them would duplicate the parent's records, so drop them. */
+static void atfork_child(void)
+{
+    send_atfork_child();
+    if (A.state == ST_ACTIVE) {
+        A.state = ST_FORKED;
+        if (A.tracing) {
+            A.trace.len = 0;
+            char why[64];
+            trace_close(&A.trace, why, sizeof(why));
+            A.tracing = 0;
+        }
+    }
+    pthread_mutex_unlock(&mu);
 }
 
 /* init_locked - ls_init's work, with `mu` held. */
@@ -93,34 +134,78 @@ static int init_locked(void)
     A.rank = (int)rank;
     A.step = 0;
     A.seq = 0;
+    const char *step_on = getenv("LOCKSTEP_STEP_ON");
+    A.step_on_len = step_on ? strnlen(step_on, LS_NAME_MAX) : 0;
+    memcpy(A.step_on, step_on ? step_on : "", A.step_on_len);
+
+    rec_header h;
+    memset(&h, 0, sizeof(h));
+    h.kind = REC_KIND_TRACE;
+    h.rank = (uint32_t)rank;
+    h.created_ns = now_ns();
+    snprintf(h.run_id, sizeof(h.run_id), "%s", A.run_id);
+    copy_env(h.job_id, "LOCKSTEP_JOB_ID", "SLURM_JOB_ID");
+    copy_env(h.step_id, "LOCKSTEP_STEP_ID", "SLURM_STEP_ID");
+    copy_env(h.twin_group, "LOCKSTEP_TWIN_GROUP", NULL);
+    if (gethostname(h.host, sizeof(h.host) - 1) < 0)
+        h.host[0] = 0;
+    snprintf(h.algo, sizeof(h.algo), "%s", FP_ALGO_NAME);
+
+    send_cfg cfg;
+    int stream = config_stream(&cfg, rank, &h, why, sizeof(why));
+    if (stream < 0) {
+        agent_set_error("%s", why);
+        occ_release(&A.occ);
+        return -1;
+    }
 
     const char *dir = getenv("LOCKSTEP_TRACE_DIR");
     if (dir && *dir) {
-        rec_header h;
-        memset(&h, 0, sizeof(h));
-        h.kind = REC_KIND_TRACE;
-        h.rank = (uint32_t)rank;
-        h.created_ns = now_ns();
-        snprintf(h.run_id, sizeof(h.run_id), "%s", A.run_id);
-        copy_env(h.job_id, "LOCKSTEP_JOB_ID", "SLURM_JOB_ID");
-        copy_env(h.step_id, "LOCKSTEP_STEP_ID", "SLURM_STEP_ID");
-        copy_env(h.twin_group, "LOCKSTEP_TWIN_GROUP", NULL);
-        if (gethostname(h.host, sizeof(h.host) - 1) < 0)
-            h.host[0] = 0;
-        snprintf(h.algo, sizeof(h.algo), "%s", FP_ALGO_NAME);
         if (trace_open(&A.trace, dir, &h, why, sizeof(why)) < 0) {
             agent_set_error("%s", why);
             occ_release(&A.occ);
+            free(cfg.reg_json);
             return -1;
         }
         A.tracing = 1;
     }
+    A.streaming = 0;
+    if (stream > 0) {
+        if (send_start(&cfg, why, sizeof(why)) < 0) {
+            agent_set_error("%s", why);
+            if (A.tracing)
+                trace_close(&A.trace, why, sizeof(why));
+            A.tracing = 0;
+            occ_release(&A.occ);
+            return -1;
+        }
+        A.streaming = 1;
+    }
     if (!A.atexit_done) {
-        atexit(at_exit);
+        on_exit(at_exit, NULL);
         A.atexit_done = 1;
+    }
+    if (!A.atfork_done) {
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+        A.atfork_done = 1;
     }
     A.state = ST_ACTIVE;
     return 0;
+}
+
+/* autostart - under LD_PRELOAD (the program never calls ls_init), start when
+ * LOCKSTEP_SERVER or LOCKSTEP_TRACE_DIR is set; LOCKSTEP_AUTOSTART=1/0
+ * forces it on or off. Trouble is one line on stderr; the program runs on. */
+__attribute__((constructor)) static void autostart(void)
+{
+    const char *force = getenv("LOCKSTEP_AUTOSTART");
+    const char *pre = getenv("LD_PRELOAD");
+    const char *server = getenv("LOCKSTEP_SERVER"), *dir = getenv("LOCKSTEP_TRACE_DIR");
+    int want = force && *force ? strcmp(force, "0") != 0
+                               : pre && strstr(pre, "liblockstep") && ((server && *server) || (dir && *dir));
+    if (want && ls_init() < 0)
+        agent_warn_once(&warned_autostart, "cannot start: %s; the program runs without fingerprinting",
+                        agent_last_error());
 }
 
 int ls_init(void)
@@ -131,18 +216,30 @@ int ls_init(void)
     return rc;
 }
 
-void ls_shutdown(void)
+/* shutdown_with - ls_shutdown, reporting `exit_code` as the rank's end. The
+ * sender's bounded flush runs without `mu`, so other threads never wait on
+ * it. */
+static void shutdown_with(int exit_code)
 {
     char why[300];
     pthread_mutex_lock(&mu);
-    if (A.state == ST_ACTIVE) {
+    int streaming = A.streaming;
+    if (A.state == ST_ACTIVE || A.state == ST_FORKED) {
         if (A.tracing && trace_close(&A.trace, why, sizeof(why)) < 0)
             agent_warn_once(&warned_write, "%s; the trace is incomplete", why);
         A.tracing = 0;
         occ_release(&A.occ);
     }
+    A.streaming = 0;
     A.state = ST_UNINIT;
     pthread_mutex_unlock(&mu);
+    if (streaming)
+        send_stop(exit_code);
+}
+
+void ls_shutdown(void)
+{
+    shutdown_with(0);
 }
 
 /* not_active - the error for calls outside ls_init..ls_shutdown. */
@@ -204,6 +301,10 @@ static int check_name(const char *name, size_t *len)
 static int emit_locked(rec_record *r)
 {
     char why[300];
+    if (A.step_on_len && r->name_len == A.step_on_len && memcmp(r->name, A.step_on, A.step_on_len) == 0) {
+        A.step++; /* LOCKSTEP_STEP_ON: this record opens the next step */
+        occ_reset(&A.occ);
+    }
     int64_t occ = occ_next(&A.occ, r->name, r->name_len);
     if (occ < 0) {
         agent_set_error("out of memory counting occurrences");
@@ -213,6 +314,8 @@ static int emit_locked(rec_record *r)
     r->seq = A.seq++;
     r->step = A.step;
     r->rank = (uint32_t)A.rank;
+    if (A.streaming)
+        send_push(r); /* never waits on the network */
     if (A.tracing && trace_append(&A.trace, r, why, sizeof(why)) < 0) {
         agent_warn_once(&warned_write, "%s; records are being lost", why);
         agent_set_error("%s", why);
@@ -230,6 +333,12 @@ static int admit_locked(int level, const char *fn)
         return not_active(fn);
     if (A.state == ST_OFF)
         return 0;
+    if (A.state == ST_FORKED) {
+        agent_warn_once(&warned_forked, "a fork()ed child (pid %ld) does not record: its records would collide "
+                                        "with its parent's",
+                        (long)getpid());
+        return 0;
+    }
     return ts_admits(&A.spec, level, A.step, A.rank);
 }
 
@@ -332,6 +441,47 @@ int ls_tensor_at(ls_level level, const char *name, const void *host_data, size_t
         rc = emit_locked(&r);
     pthread_mutex_unlock(&mu);
     free(chunks);
+    return rc < 0 ? -1 : 0;
+}
+
+int ls_record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                 const int64_t *shape, int n_inputs, const uint64_t *inputs)
+{
+    size_t len;
+    if (check_name(name, &len) < 0)
+        return -1;
+    if ((unsigned)level >= LS_LEVEL_COUNT || (unsigned)dtype >= LS_DTYPE_COUNT) {
+        agent_set_error("%s: level %d or dtype %d is unknown", name, (int)level, (int)dtype);
+        return -1;
+    }
+    if (ndim < 0 || ndim > LS_MAX_DIMS || (ndim > 0 && !shape)) {
+        agent_set_error("ndim %d is outside 0..%d or shape is NULL", ndim, LS_MAX_DIMS);
+        return -1;
+    }
+    if (n_inputs < 0 || n_inputs > LS_MAX_INPUTS || (n_inputs > 0 && !inputs)) {
+        agent_set_error("n_inputs %d is outside 0..%d or inputs is NULL", n_inputs, LS_MAX_INPUTS);
+        return -1;
+    }
+    rec_record r;
+    memset(&r, 0, sizeof(r));
+    r.name = name;
+    r.name_len = (uint16_t)len;
+    r.level = (uint8_t)level;
+    r.dtype = (uint8_t)dtype;
+    r.ndim = (uint8_t)ndim;
+    for (int i = 0; i < ndim; i++)
+        r.shape[i] = shape[i];
+    r.nbytes = nbytes;
+    r.fp = fp;
+    r.n_inputs = (uint16_t)n_inputs;
+    r.inputs = inputs;
+    r.t_ns = now_ns();
+
+    pthread_mutex_lock(&mu);
+    int rc = admit_locked(level, "ls_record_fp");
+    if (rc > 0)
+        rc = emit_locked(&r);
+    pthread_mutex_unlock(&mu);
     return rc < 0 ? -1 : 0;
 }
 

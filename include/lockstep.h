@@ -87,6 +87,18 @@ LS_API int ls_tensor(const char *name, const void *host_data, size_t nbytes, ls_
 LS_API int ls_tensor_at(ls_level level, const char *name, const void *host_data, size_t nbytes, ls_dtype dtype,
                         int ndim, const int64_t *shape);
 
+/* Most input fingerprints one record may carry. */
+#define LS_MAX_INPUTS 16
+
+/* ls_record_fp - record a fingerprint computed elsewhere (on a device, by an
+ * interposed collective) at `level`, with the fingerprints of the inputs
+ * that produced it (`n_inputs` of them, 0..LS_MAX_INPUTS; `inputs` may be
+ * NULL when 0), so that "the output differs while the inputs matched" can be
+ * told apart from "the inputs already differed". `nbytes` is the size of the
+ * fingerprinted data. Returns 0 when recorded or filtered out, -1 on error. */
+LS_API int ls_record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                        const int64_t *shape, int n_inputs, const uint64_t *inputs);
+
 /* ls_enabled - 1 when a record of `level` would be kept at the current step
  * on this rank, else 0. Lets callers skip work for records that would be
  * filtered out. */
@@ -106,6 +118,22 @@ LS_API const char *ls_run_id(void);
 
 /* ls_rank - this process's rank, or -1 before ls_init. */
 LS_API int ls_rank(void);
+
+#ifdef LOCKSTEP_CUDA
+/* The CUDA runtime's stream type (driver_types.h), so that this header needs
+ * no CUDA headers; repeating an identical typedef is allowed. */
+typedef struct CUstream_st *cudaStream_t;
+
+/* ls_tensor_device - like ls_tensor, for a tensor in GPU memory: LSFP-1 is
+ * computed on the device (bit-identical to ls_tensor on the same bytes), in
+ * `stream` after the work already queued there, and only its result is
+ * copied back; the call waits for that small result. Any alignment and
+ * size. Nothing is launched when the trace window filters the record out.
+ * Programs define LOCKSTEP_CUDA and link -llockstep_cuda -llockstep.
+ * Returns 0 when recorded or filtered out, -1 on error. */
+LS_API int ls_tensor_device(const char *name, const void *dptr, size_t nbytes, ls_dtype dtype, int ndim,
+                            const int64_t *shape, cudaStream_t stream);
+#endif /* LOCKSTEP_CUDA */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,268 @@
+/* manifest.c - what a rank ran on and with: host, GPUs, library versions, determinism environment, binary hashes. */
+#include "agent/manifest.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+extern char **environ;
+
+int manifest_hash_file(const char *path, char out[17])
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -1;
+    }
+    XXH64_hash_t h;
+    if (st.st_size == 0) {
+        h = XXH3_64bits("", 0);
+    } else {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            close(fd);
+            return -1;
+        }
+        h = XXH3_64bits(p, (size_t)st.st_size);
+        munmap(p, (size_t)st.st_size);
+    }
+    close(fd);
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return 0;
+}
+
+static void cpu_model(char *out, size_t cap)
+{
+    out[0] = 0;
+    FILE *f = fopen("/proc/cpuinfo", "re");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "model name", 10) != 0)
+            continue;
+        char *c = strchr(line, ':');
+        if (!c)
+            continue;
+        c++;
+        while (*c == ' ' || *c == '\t')
+            c++;
+        c[strcspn(c, "\n")] = 0;
+        snprintf(out, cap, "%s", c);
+        break;
+    }
+    fclose(f);
+}
+
+static int env_relevant(const char *kv)
+{
+    static const char *const prefixes[] = {"NCCL_", "CUBLAS_", "CUBLASLT_", "OMP_", "MKL_", "NVTE_",
+                                           "LOCKSTEP_", "OMPI_MCA_coll", "CUDA_VISIBLE_DEVICES=",
+                                           "CUDA_LAUNCH_BLOCKING=", "PYTHONHASHSEED=", "TORCH_DETERMINISTIC"};
+    if (strncmp(kv, "LOCKSTEP_TOKEN=", 15) == 0)
+        return 0; /* a credential, not configuration */
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (strncmp(kv, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
+static void add_env(jw *w)
+{
+    jw_key(w, "env");
+    jw_obj_begin(w);
+    for (char **e = environ; e && *e; e++) {
+        if (!env_relevant(*e))
+            continue;
+        const char *eq = strchr(*e, '=');
+        if (!eq)
+            continue;
+        char key[256];
+        size_t n = (size_t)(eq - *e) < sizeof(key) - 1 ? (size_t)(eq - *e) : sizeof(key) - 1;
+        memcpy(key, *e, n);
+        key[n] = 0;
+        jw_kv_str(w, key, eq + 1);
+    }
+    jw_obj_end(w);
+}
+
+/* CUDA driver API, used only when the process has loaded libcuda itself. */
+typedef int (*cu_int_fn)(int *);
+typedef int (*cu_init_fn)(unsigned);
+typedef int (*cu_dev_get_fn)(int *, int);
+typedef int (*cu_name_fn)(char *, int, int);
+typedef int (*cu_uuid_fn)(unsigned char *, int);
+typedef int (*cu_attr_fn)(int *, int, int);
+
+static void add_cuda(jw *w)
+{
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    int (*rt_version)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "cudaRuntimeGetVersion");
+    if (rt_version) {
+        int v = 0;
+        if (rt_version(&v) == 0)
+            jw_kv_int(w, "cuda_runtime", v);
+    }
+    if (!cuda)
+        return;
+    cu_init_fn init = (cu_init_fn)dlsym(cuda, "cuInit");
+    cu_int_fn drv = (cu_int_fn)dlsym(cuda, "cuDriverGetVersion");
+    cu_int_fn count = (cu_int_fn)dlsym(cuda, "cuDeviceGetCount");
+    cu_dev_get_fn get = (cu_dev_get_fn)dlsym(cuda, "cuDeviceGet");
+    cu_name_fn name = (cu_name_fn)dlsym(cuda, "cuDeviceGetName");
+    cu_uuid_fn uuid = (cu_uuid_fn)dlsym(cuda, "cuDeviceGetUuid");
+    cu_attr_fn attr = (cu_attr_fn)dlsym(cuda, "cuDeviceGetAttribute");
+    int v = 0, n = 0;
+    if (drv && drv(&v) == 0)
+        jw_kv_int(w, "cuda_driver", v);
+    if (!init || !count || !get || !name || !attr || init(0) != 0 || count(&n) != 0) {
+        dlclose(cuda);
+        return;
+    }
+    jw_key(w, "gpus");
+    jw_arr_begin(w);
+    for (int i = 0; i < n; i++) {
+        int dev;
+        if (get(&dev, i) != 0)
+            continue;
+        char nm[256] = "";
+        unsigned char u[16];
+        int sm = 0, bus = 0, pdev = 0, dom = 0;
+        name(nm, sizeof(nm), dev);
+        attr(&sm, 16, dev);   /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
+        attr(&bus, 33, dev);  /* CU_DEVICE_ATTRIBUTE_PCI_BUS_ID */
+        attr(&pdev, 34, dev); /* CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID */
+        attr(&dom, 50, dev);  /* CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID */
+        char pci[32], us[48] = "";
+        snprintf(pci, sizeof(pci), "%08x:%02x:%02x.0", dom, bus, pdev);
+        if (uuid && uuid(u, dev) == 0)
+            snprintf(us, sizeof(us), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                     u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+        jw_obj_begin(w);
+        jw_kv_int(w, "index", i);
+        jw_kv_str(w, "name", nm);
+        jw_kv_str(w, "uuid", us);
+        jw_kv_str(w, "pci_bus_id", pci);
+        jw_kv_int(w, "sm_count", sm);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+    dlclose(cuda);
+}
+
+static void add_versions(jw *w)
+{
+    int (*nccl_version)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "ncclGetVersion");
+    if (nccl_version) {
+        int v = 0;
+        if (nccl_version(&v) == 0)
+            jw_kv_int(w, "nccl_version", v);
+    }
+    int (*mpi_version)(char *, int *) = (int (*)(char *, int *))dlsym(RTLD_DEFAULT, "MPI_Get_library_version");
+    if (mpi_version) {
+        char v[8192]; /* MPI_MAX_LIBRARY_VERSION_STRING is at most a few KiB */
+        int n = 0;
+        if (mpi_version(v, &n) == 0 && n > 0 && n < (int)sizeof(v)) {
+            v[n] = 0;
+            v[strcspn(v, "\n")] = 0;
+            jw_kv_str(w, "mpi_version", v);
+        }
+    }
+}
+
+static void add_graph(jw *w)
+{
+    const char *f = getenv("NCCL_GRAPH_DUMP_FILE");
+    if (!f || !*f)
+        return;
+    FILE *fp = fopen(f, "re");
+    if (!fp)
+        return;
+    char *buf = malloc(65536);
+    if (buf) {
+        size_t n = fread(buf, 1, 65535, fp);
+        buf[n] = 0;
+        jw_kv_str(w, "nccl_graph", buf);
+        free(buf);
+    }
+    fclose(fp);
+}
+
+static void add_binaries(jw *w, int hash)
+{
+    char exe[PATH_MAX], hex[17];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        jw_kv_str(w, "exe", exe);
+        if (hash && manifest_hash_file(exe, hex) == 0)
+            jw_kv_str(w, "exe_xxh3", hex);
+    }
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return;
+    jw_key(w, "libraries");
+    jw_arr_begin(w);
+    char line[PATH_MAX + 256], last[PATH_MAX] = "";
+    while (fgets(line, sizeof(line), f)) {
+        char *path = strchr(line, '/');
+        if (!path)
+            continue;
+        path[strcspn(path, "\n")] = 0;
+        if (!strstr(path, ".so") || strcmp(path, last) == 0 || strcmp(path, exe) == 0)
+            continue;
+        snprintf(last, sizeof(last), "%s", path);
+        jw_obj_begin(w);
+        jw_kv_str(w, "path", path);
+        if (hash && manifest_hash_file(path, hex) == 0)
+            jw_kv_str(w, "xxh3", hex);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
+    fclose(f);
+}
+
+void manifest_build(jw *w, long rank)
+{
+    char host[256] = "", cpu[256];
+    struct utsname u;
+    const char *h = getenv("LOCKSTEP_MANIFEST_HASH");
+    int hash = !(h && strcmp(h, "0") == 0);
+
+    jw_obj_begin(w);
+    jw_kv_int(w, "rank", rank);
+    gethostname(host, sizeof(host) - 1);
+    jw_kv_str(w, "host", host);
+    if (uname(&u) == 0) {
+        char k[600];
+        snprintf(k, sizeof(k), "%s %s %s", u.sysname, u.release, u.version);
+        jw_kv_str(w, "kernel", k);
+        jw_kv_str(w, "arch", u.machine);
+    }
+    cpu_model(cpu, sizeof(cpu));
+    jw_kv_str(w, "cpu_model", cpu);
+    jw_kv_int(w, "cpus_online", sysconf(_SC_NPROCESSORS_ONLN));
+    const char *node = getenv("SLURMD_NODENAME");
+    if (node)
+        jw_kv_str(w, "slurm_node", node);
+    add_cuda(w);
+    add_versions(w);
+    add_env(w);
+    add_graph(w);
+    add_binaries(w, hash);
+    jw_kv_str(w, "hash_algo", "xxh3-64");
+    jw_obj_end(w);
+}

@@ -1,0 +1,22 @@
+/* manifest.h - what a rank ran on and with: host, GPUs, library versions, determinism environment, binary hashes. */
+#ifndef AGENT_MANIFEST_H
+#define AGENT_MANIFEST_H
+
+#include "agent/jsonw.h"
+
+/* manifest_build - write rank `rank`'s manifest as one JSON object to `w`:
+ * rank, host, kernel, cpu_model, gpus (only when the process has already
+ * loaded CUDA: the agent never initializes CUDA itself), cuda_driver,
+ * cuda_runtime, nccl_version, mpi_version (when those libraries are loaded),
+ * env (the determinism-relevant variables; LOCKSTEP_TOKEN is left out),
+ * nccl_graph (NCCL_GRAPH_DUMP_FILE's text when present), exe with its XXH3,
+ * and libraries (every mapped shared object with its XXH3). Hashing can be
+ * switched off with LOCKSTEP_MANIFEST_HASH=0. Errors leave fields out; the
+ * caller checks jw_text for allocation failure. */
+void manifest_build(jw *w, long rank);
+
+/* manifest_hash_file - XXH3-64 of a file's bytes as 16 hex digits in `out`
+ * (17 bytes). Returns 0, or -1 when it cannot be read. */
+int manifest_hash_file(const char *path, char out[17]);
+
+#endif /* AGENT_MANIFEST_H */

@@ -1,0 +1,397 @@
+/* pmpi.c - liblockstep_mpi.so: PMPI wrappers that fingerprint the inputs and outputs of MPI collectives. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "common/lsfp1.h"
+#include "include/lockstep.h"
+
+/* The real entry points, found with dlsym so that this library never links
+ * libmpi (it loads into programs without MPI, and into ones that dlopen it). */
+static void *resolve(void **slot, const char *name)
+{
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (f)
+        return f;
+    f = dlsym(RTLD_NEXT, name);
+    if (!f)
+        f = dlsym(RTLD_DEFAULT, name);
+    if (!f) {
+        char msg[200];
+        int n = snprintf(msg, sizeof(msg), "lockstep: %s not found: liblockstep_mpi.so needs an MPI library\n", name);
+        ssize_t w = write(STDERR_FILENO, msg, (size_t)n);
+        (void)w;
+        abort(); /* the program called an MPI function, so MPI must be there: this is a broken install */
+    }
+    __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    return f;
+}
+
+#define REAL(type, name, ...)                                                                                      \
+    static void *slot_##name;                                                                                      \
+    type (*real_##name)(__VA_ARGS__) = (type (*)(__VA_ARGS__))resolve(&slot_##name, "P" #name)
+
+/* --- datatypes ------------------------------------------------------------ */
+
+typedef struct dt_info {
+    int size;       /* bytes of data per element */
+    MPI_Aint extent; /* bytes between elements */
+    int contiguous; /* count elements are size*count bytes from the buffer start */
+    ls_dtype dtype;
+} dt_info;
+
+static const struct {
+    const char *name;
+    ls_dtype dtype;
+} float_types[] = {{"MPI_DOUBLE", LS_F64}, {"MPI_FLOAT", LS_F32}, {"MPI_REAL8", LS_F64}, {"MPI_REAL4", LS_F32},
+                   {"MPI_C_BOOL", LS_BOOL}};
+
+static ls_dtype int_dtype(int size, int is_unsigned)
+{
+    switch (size) {
+    case 1: return is_unsigned ? LS_U8 : LS_I8;
+    case 2: return is_unsigned ? LS_U16 : LS_I16;
+    case 4: return is_unsigned ? LS_U32 : LS_I32;
+    case 8: return is_unsigned ? LS_U64 : LS_I64;
+    }
+    return LS_BYTES;
+}
+
+static int dtype_info(MPI_Datatype dt, dt_info *out)
+{
+    REAL(int, MPI_Type_size, MPI_Datatype, int *);
+    REAL(int, MPI_Type_get_true_extent, MPI_Datatype, MPI_Aint *, MPI_Aint *);
+    REAL(int, MPI_Type_get_extent, MPI_Datatype, MPI_Aint *, MPI_Aint *);
+    REAL(int, MPI_Type_get_name, MPI_Datatype, char *, int *);
+    MPI_Aint lb, tlb, textent;
+    char name[MPI_MAX_OBJECT_NAME] = "";
+    int len = 0;
+    if (real_MPI_Type_size(dt, &out->size) != MPI_SUCCESS ||
+        real_MPI_Type_get_extent(dt, &lb, &out->extent) != MPI_SUCCESS ||
+        real_MPI_Type_get_true_extent(dt, &tlb, &textent) != MPI_SUCCESS)
+        return -1;
+    out->contiguous = tlb == 0 && lb == 0 && textent == out->size && out->extent == out->size;
+    out->dtype = LS_BYTES;
+    real_MPI_Type_get_name(dt, name, &len);
+    for (size_t i = 0; i < sizeof(float_types) / sizeof(float_types[0]); i++)
+        if (strcmp(name, float_types[i].name) == 0)
+            out->dtype = float_types[i].dtype;
+    int is_int = strstr(name, "INT") || strstr(name, "LONG") || strstr(name, "SHORT") || strstr(name, "UNSIGNED") ||
+                 strstr(name, "CHAR");
+    if (out->dtype == LS_BYTES && out->contiguous && is_int) {
+        int uns = strstr(name, "UNSIGNED") || strstr(name, "UINT");
+        out->dtype = int_dtype(out->size, uns);
+    }
+    return 0;
+}
+
+/* fp_add - feed `count` elements of `dt` at `buf` into `s`, packing the
+ * elements first when the type has holes. */
+static void fp_add(fp_stream *s, const void *buf, int count, MPI_Datatype dt, const dt_info *d)
+{
+    if (count <= 0)
+        return;
+    if (d->contiguous) {
+        fp_stream_update(s, buf, (size_t)count * (size_t)d->size);
+        return;
+    }
+    REAL(int, MPI_Pack_size, int, MPI_Datatype, MPI_Comm, int *);
+    REAL(int, MPI_Pack, const void *, int, MPI_Datatype, void *, int, int *, MPI_Comm);
+    int need = 0, pos = 0;
+    if (real_MPI_Pack_size(count, dt, MPI_COMM_SELF, &need) != MPI_SUCCESS)
+        return;
+    void *tmp = malloc((size_t)need);
+    if (!tmp)
+        return;
+    if (real_MPI_Pack(buf, count, dt, tmp, need, &pos, MPI_COMM_SELF) == MPI_SUCCESS)
+        fp_stream_update(s, tmp, (size_t)pos);
+    free(tmp);
+}
+
+static uint64_t fp_of(const void *buf, int count, MPI_Datatype dt, const dt_info *d, uint64_t *nbytes)
+{
+    fp_stream s;
+    fp_stream_init(&s);
+    fp_add(&s, buf, count, dt, d);
+    if (nbytes)
+        *nbytes = s.nbytes;
+    return fp_stream_digest(&s);
+}
+
+/* fp_segments - the fingerprint of `n` segments (counts[i] elements at
+ * displs[i] extents from buf) taken in order, as if packed end to end. */
+static uint64_t fp_segments(const void *buf, int n, const int *counts, const int *displs, MPI_Datatype dt,
+                            const dt_info *d, uint64_t *nbytes, long *elems)
+{
+    fp_stream s;
+    fp_stream_init(&s);
+    *elems = 0;
+    for (int i = 0; i < n; i++) {
+        fp_add(&s, (const char *)buf + (MPI_Aint)(displs ? displs[i] : 0) * d->extent, counts[i], dt, d);
+        *elems += counts[i];
+    }
+    *nbytes = s.nbytes;
+    return fp_stream_digest(&s);
+}
+
+static int comm_size(MPI_Comm comm)
+{
+    REAL(int, MPI_Comm_size, MPI_Comm, int *);
+    int n = 0;
+    real_MPI_Comm_size(comm, &n);
+    return n;
+}
+
+static int comm_rank(MPI_Comm comm)
+{
+    REAL(int, MPI_Comm_rank, MPI_Comm, int *);
+    int r = 0;
+    real_MPI_Comm_rank(comm, &r);
+    return r;
+}
+
+/* emit - one record: shape {communicator size, output elements}. */
+static void emit(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int csize,
+                 long elems, int n_inputs, const uint64_t *inputs)
+{
+    int64_t shape[2] = {csize, elems};
+    ls_record_fp(level, name, fp, nbytes, dtype, 2, shape, n_inputs, inputs);
+}
+
+/* --- collectives ---------------------------------------------------------- */
+
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
+{
+    REAL(int, MPI_Allreduce, const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    dt_info d;
+    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+        return real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
+    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL), nbytes;
+    int rc = real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
+    if (rc == MPI_SUCCESS) {
+        uint64_t out = fp_of(recvbuf, count, dt, &d, &nbytes);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.allreduce", out, nbytes, d.dtype, comm_size(comm), count, 1, &in);
+    }
+    return rc;
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm)
+{
+    REAL(int, MPI_Reduce, const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm);
+    dt_info d;
+    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+        return real_MPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
+    int me = comm_rank(comm);
+    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL), nbytes = 0, out;
+    int rc = real_MPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
+    if (rc == MPI_SUCCESS) {
+        /* Only the root has a result; the others record their input alone. */
+        out = me == root ? fp_of(recvbuf, count, dt, &d, &nbytes) : fp_lsfp1("", 0);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.reduce", out, nbytes, d.dtype, comm_size(comm), me == root ? count : 0, 1,
+             &in);
+    }
+    return rc;
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+{
+    REAL(int, MPI_Bcast, void *, int, MPI_Datatype, int, MPI_Comm);
+    dt_info d;
+    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+        return real_MPI_Bcast(buf, count, dt, root, comm);
+    int me = comm_rank(comm);
+    uint64_t in = me == root ? fp_of(buf, count, dt, &d, NULL) : 0, nbytes;
+    int rc = real_MPI_Bcast(buf, count, dt, root, comm);
+    if (rc == MPI_SUCCESS) {
+        uint64_t out = fp_of(buf, count, dt, &d, &nbytes);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.bcast", out, nbytes, d.dtype, comm_size(comm), count, me == root, &in);
+    }
+    return rc;
+}
+
+int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
+                  MPI_Datatype rtype, MPI_Comm comm)
+{
+    REAL(int, MPI_Allgather, const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+    dt_info ds, dr;
+    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
+        (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
+        return real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
+    int p = comm_size(comm);
+    uint64_t in = sendbuf == MPI_IN_PLACE
+                      ? fp_of((char *)recvbuf + (MPI_Aint)comm_rank(comm) * rcount * dr.extent, rcount, rtype, &dr, NULL)
+                      : fp_of(sendbuf, scount, stype, &ds, NULL);
+    uint64_t nbytes;
+    int rc = real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
+    if (rc == MPI_SUCCESS) {
+        uint64_t out = fp_of(recvbuf, p * rcount, rtype, &dr, &nbytes);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.allgather", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in);
+    }
+    return rc;
+}
+
+int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, const int rcounts[],
+                   const int displs[], MPI_Datatype rtype, MPI_Comm comm)
+{
+    REAL(int, MPI_Allgatherv, const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype,
+         MPI_Comm);
+    dt_info ds, dr;
+    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
+        (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
+        return real_MPI_Allgatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm);
+    int p = comm_size(comm), me = comm_rank(comm);
+    uint64_t in = sendbuf == MPI_IN_PLACE
+                      ? fp_of((char *)recvbuf + (MPI_Aint)displs[me] * dr.extent, rcounts[me], rtype, &dr, NULL)
+                      : fp_of(sendbuf, scount, stype, &ds, NULL);
+    int rc = real_MPI_Allgatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm);
+    if (rc == MPI_SUCCESS) {
+        uint64_t nbytes;
+        long elems;
+        uint64_t out = fp_segments(recvbuf, p, rcounts, displs, rtype, &dr, &nbytes, &elems);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.allgatherv", out, nbytes, dr.dtype, p, elems, 1, &in);
+    }
+    return rc;
+}
+
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int rcounts[], MPI_Datatype dt, MPI_Op op,
+                       MPI_Comm comm)
+{
+    REAL(int, MPI_Reduce_scatter, const void *, void *, const int *, MPI_Datatype, MPI_Op, MPI_Comm);
+    dt_info d;
+    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+        return real_MPI_Reduce_scatter(sendbuf, recvbuf, rcounts, dt, op, comm);
+    int p = comm_size(comm), me = comm_rank(comm);
+    long total = 0;
+    for (int i = 0; i < p; i++)
+        total += rcounts[i];
+    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, (int)total, dt, &d, NULL), nbytes;
+    int rc = real_MPI_Reduce_scatter(sendbuf, recvbuf, rcounts, dt, op, comm);
+    if (rc == MPI_SUCCESS) {
+        uint64_t out = fp_of(recvbuf, rcounts[me], dt, &d, &nbytes);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter", out, nbytes, d.dtype, p, rcounts[me], 1, &in);
+    }
+    return rc;
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int rcount, MPI_Datatype dt, MPI_Op op,
+                             MPI_Comm comm)
+{
+    REAL(int, MPI_Reduce_scatter_block, const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    dt_info d;
+    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+        return real_MPI_Reduce_scatter_block(sendbuf, recvbuf, rcount, dt, op, comm);
+    int p = comm_size(comm);
+    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, p * rcount, dt, &d, NULL), nbytes;
+    int rc = real_MPI_Reduce_scatter_block(sendbuf, recvbuf, rcount, dt, op, comm);
+    if (rc == MPI_SUCCESS) {
+        uint64_t out = fp_of(recvbuf, rcount, dt, &d, &nbytes);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter_block", out, nbytes, d.dtype, p, rcount, 1, &in);
+    }
+    return rc;
+}
+
+int MPI_Alltoall(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount, MPI_Datatype rtype,
+                 MPI_Comm comm)
+{
+    REAL(int, MPI_Alltoall, const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+    dt_info ds, dr;
+    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
+        (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
+        return real_MPI_Alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
+    int p = comm_size(comm);
+    uint64_t in = sendbuf == MPI_IN_PLACE ? fp_of(recvbuf, p * rcount, rtype, &dr, NULL)
+                                          : fp_of(sendbuf, p * scount, stype, &ds, NULL);
+    int rc = real_MPI_Alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
+    if (rc == MPI_SUCCESS) {
+        uint64_t nbytes, out = fp_of(recvbuf, p * rcount, rtype, &dr, &nbytes);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.alltoall", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in);
+    }
+    return rc;
+}
+
+int MPI_Alltoallv(const void *sendbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void *recvbuf,
+                  const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm)
+{
+    REAL(int, MPI_Alltoallv, const void *, const int *, const int *, MPI_Datatype, void *, const int *, const int *,
+         MPI_Datatype, MPI_Comm);
+    dt_info ds, dr;
+    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
+        (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
+        return real_MPI_Alltoallv(sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm);
+    int p = comm_size(comm);
+    uint64_t nbytes, in;
+    long elems;
+    if (sendbuf == MPI_IN_PLACE)
+        in = fp_segments(recvbuf, p, rcounts, rdispls, rtype, &dr, &nbytes, &elems);
+    else
+        in = fp_segments(sendbuf, p, scounts, sdispls, stype, &ds, &nbytes, &elems);
+    int rc = real_MPI_Alltoallv(sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm);
+    if (rc == MPI_SUCCESS) {
+        uint64_t out = fp_segments(recvbuf, p, rcounts, rdispls, rtype, &dr, &nbytes, &elems);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.alltoallv", out, nbytes, dr.dtype, p, elems, 1, &in);
+    }
+    return rc;
+}
+
+/* --- point to point (level op) ----------------------------------------------- */
+
+int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm)
+{
+    REAL(int, MPI_Send, const void *, int, MPI_Datatype, int, int, MPI_Comm);
+    dt_info d;
+    if (ls_enabled(LS_LEVEL_OP) && dtype_info(dt, &d) == 0) {
+        uint64_t nbytes, fp = fp_of(buf, count, dt, &d, &nbytes);
+        emit(LS_LEVEL_OP, "mpi.send", fp, nbytes, d.dtype, comm_size(comm), count, 0, NULL);
+    }
+    return real_MPI_Send(buf, count, dt, dest, tag, comm);
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    REAL(int, MPI_Recv, void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
+    REAL(int, MPI_Get_count, const MPI_Status *, MPI_Datatype, int *);
+    dt_info d;
+    if (!ls_enabled(LS_LEVEL_OP) || dtype_info(dt, &d) < 0)
+        return real_MPI_Recv(buf, count, dt, source, tag, comm, status);
+    MPI_Status st;
+    int rc = real_MPI_Recv(buf, count, dt, source, tag, comm, status == MPI_STATUS_IGNORE ? &st : status);
+    if (rc == MPI_SUCCESS) {
+        int got = count;
+        real_MPI_Get_count(status == MPI_STATUS_IGNORE ? &st : status, dt, &got);
+        if (got == MPI_UNDEFINED || got < 0)
+            got = count;
+        uint64_t nbytes, fp = fp_of(buf, got, dt, &d, &nbytes);
+        emit(LS_LEVEL_OP, "mpi.recv", fp, nbytes, d.dtype, comm_size(comm), got, 0, NULL);
+    }
+    return rc;
+}
+
+int MPI_Sendrecv(const void *sendbuf, int scount, MPI_Datatype stype, int dest, int stag, void *recvbuf, int rcount,
+                 MPI_Datatype rtype, int source, int rtag, MPI_Comm comm, MPI_Status *status)
+{
+    REAL(int, MPI_Sendrecv, const void *, int, MPI_Datatype, int, int, void *, int, MPI_Datatype, int, int, MPI_Comm,
+         MPI_Status *);
+    REAL(int, MPI_Get_count, const MPI_Status *, MPI_Datatype, int *);
+    dt_info ds, dr;
+    if (!ls_enabled(LS_LEVEL_OP) || dtype_info(stype, &ds) < 0 || dtype_info(rtype, &dr) < 0)
+        return real_MPI_Sendrecv(sendbuf, scount, stype, dest, stag, recvbuf, rcount, rtype, source, rtag, comm,
+                                 status);
+    MPI_Status st;
+    MPI_Status *sp = status == MPI_STATUS_IGNORE ? &st : status;
+    uint64_t in = fp_of(sendbuf, scount, stype, &ds, NULL);
+    int rc = real_MPI_Sendrecv(sendbuf, scount, stype, dest, stag, recvbuf, rcount, rtype, source, rtag, comm, sp);
+    if (rc == MPI_SUCCESS) {
+        int got = rcount;
+        real_MPI_Get_count(sp, rtype, &got);
+        if (got == MPI_UNDEFINED || got < 0)
+            got = rcount;
+        uint64_t nbytes, out = fp_of(recvbuf, got, rtype, &dr, &nbytes);
+        emit(LS_LEVEL_OP, "mpi.sendrecv", out, nbytes, dr.dtype, comm_size(comm), got, 1, &in);
+    }
+    return rc;
+}

@@ -1,0 +1,56 @@
+/* send.h - the background sender: records batched in bounded memory, posted to lockstepd, spooled when it is away. */
+#ifndef AGENT_SEND_H
+#define AGENT_SEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/record.h"
+
+typedef struct send_cfg {
+    char server[1024];
+    char token[512];
+    char ca_file[1024];
+    char spool_root[2048];
+    char spool_key[300];   /* ROOT/KEY/rank-N: the job and step, or the local run id */
+    char run_id[256];      /* the server's run id when known in advance (LOCKSTEP_RUN_ID), else "" */
+    char job_id[256];
+    char step_id[256];
+    char *reg_json;        /* owned: the registration body */
+    rec_header hdr;        /* template of every batch header (kind, rank, job, step, group, host, algo) */
+    size_t batch_bytes;    /* cut a batch at this size */
+    long batch_ms;         /* ... or when its first record is this old */
+    size_t mem_cap;        /* most bytes held in memory; beyond it batches go straight to the spool */
+    long flush_ms;         /* how long exit may wait for the server */
+    long http_timeout_ms;  /* per request */
+    int manifest;          /* 1: build and send the manifest */
+} send_cfg;
+
+/* send_start - take over `cfg` (and its reg_json) and prepare streaming.
+ * Nothing touches the network or starts a thread here: the sender thread
+ * starts with the first record. Returns 0, or -1 with a reason in `why`
+ * (cfg->reg_json is freed either way). */
+int send_start(send_cfg *cfg, char *why, size_t cap);
+
+/* send_push - queue one numbered record. Never waits on the network: when
+ * the memory cap is reached the queued batches are written to the spool (or,
+ * without a usable spool, the record is dropped and counted). */
+void send_push(const rec_record *r);
+
+/* send_stop - cut the last batch, let the sender flush for at most the flush
+ * bound, spool whatever is left, report `exit_code` as the rank's end and
+ * stop the thread. Says once on stderr what was left in the spool. Safe when
+ * never started. */
+void send_stop(int exit_code);
+
+/* send_atfork_prepare / parent / child - keep the sender consistent across
+ * fork(): the child has no sender thread, so its copy stops streaming. */
+void send_atfork_prepare(void);
+void send_atfork_parent(void);
+void send_atfork_child(void);
+
+/* send_stats - counters since send_start: records queued, batches posted,
+ * batches spooled, records dropped. Any pointer may be NULL. */
+void send_stats(uint64_t *records, uint64_t *posted, uint64_t *spooled, uint64_t *dropped);
+
+#endif /* AGENT_SEND_H */
