@@ -1,0 +1,325 @@
+/* http.c - lockstepd's HTTP layer on libmicrohttpd: daemon, request bodies, JSON replies, errors, auth. */
+#include "server/http.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/crypto/token.h"
+#include "common/fsutil.h"
+#include "server/log.h"
+#include "server/metrics.h"
+
+srv_state g_srv;
+
+static struct MHD_Daemon *daemon_;
+static atomic_int in_flight;
+static char *tls_key_pem, *tls_cert_pem;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+enum MHD_Result http_reply(http_req *req, int status, const char *ctype, char *body, size_t len)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    if (ctype)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    enum MHD_Result r = MHD_queue_response(req->conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    req->status = status;
+    return r;
+}
+
+enum MHD_Result http_reply_json(http_req *req, int status, json_t *obj)
+{
+    char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    if (!s)
+        return http_reply(req, 500, "text/plain", strdup("out of memory\n"), 14);
+    size_t n = strlen(s);
+    s[n] = '\n'; /* json_dumps leaves room for the NUL we replace; re-terminate below */
+    char *body = realloc(s, n + 2);
+    if (!body) {
+        free(s);
+        return MHD_NO;
+    }
+    body[n + 1] = 0;
+    return http_reply(req, status, "application/json", body, n + 1);
+}
+
+enum MHD_Result http_reply_error(http_req *req, int status, const char *error, const char *detail,
+                                 const char *hint)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s}", "error", error ? error : "", "detail", detail ? detail : "", "hint",
+                          hint ? hint : "");
+    return http_reply_json(req, status, o);
+}
+
+enum MHD_Result http_reply_srv_error(http_req *req, int status, const srv_error *e)
+{
+    return http_reply_error(req, status, e->error, e->detail, e->hint);
+}
+
+const char *http_query(http_req *req, const char *key)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const char *http_header(http_req *req, const char *key)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, key);
+}
+
+/* bearer - the token of "Authorization: Bearer TOKEN", or NULL. */
+static const char *bearer(http_req *req)
+{
+    const char *h = http_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return NULL;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    return *h ? h : NULL;
+}
+
+int http_is_admin(http_req *req)
+{
+    const char *t = bearer(req);
+    return t && g_srv.admin_token[0] && token_equal(t, g_srv.admin_token);
+}
+
+int http_auth_job(http_req *req, const char *job_id)
+{
+    if (!g_srv.secret)
+        return 0;
+    const char *t = bearer(req);
+    if (!t) {
+        http_reply_error(req, 401, "authentication required", "this endpoint needs the job's token",
+                         "send Authorization: Bearer <token>; the SPANK plugin sets LOCKSTEP_TOKEN");
+        return -1;
+    }
+    if (http_is_admin(req))
+        return 0;
+    char want[TOKEN_HEX_LEN + 1];
+    if (token_compute(g_srv.secret, g_srv.secret_len, job_id, want) < 0) {
+        http_reply_error(req, 500, "cannot compute token", "OpenSSL HMAC failed", "see the server log");
+        return -1;
+    }
+    if (!token_equal(t, want)) {
+        char detail[300];
+        snprintf(detail, sizeof(detail), "the token is not the one for job %.200s", job_id);
+        http_reply_error(req, 403, "token does not match the job", detail,
+                         "use the token minted for this job (HMAC-SHA256 of the job id under the site secret)");
+        return -1;
+    }
+    return 0;
+}
+
+int http_auth_read(http_req *req)
+{
+    if (g_srv.cfg.read_open || http_is_admin(req))
+        return 0;
+    if (!bearer(req))
+        http_reply_error(req, 401, "authentication required", "read_access = admin: reads need the admin token",
+                         "send Authorization: Bearer <admin token>");
+    else
+        http_reply_error(req, 403, "admin token required", "read_access = admin: reads need the admin token",
+                         "send the admin token, not a job token");
+    return -1;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    (void)cls;
+    (void)version;
+    http_req *req = *con_cls;
+    if (!req) {
+        req = calloc(1, sizeof(*req));
+        if (!req)
+            return MHD_NO;
+        req->conn = conn;
+        req->url = url;
+        req->method = method;
+        req->route = MR_OTHER;
+        req->t0 = now_s();
+        *con_cls = req;
+        atomic_fetch_add(&in_flight, 1);
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > g_srv.cfg.max_body)
+            req->too_large = 1;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (req->too_large)
+            return MHD_YES;
+        if (req->len + n > g_srv.cfg.max_body) {
+            req->too_large = 1;
+            free(req->body);
+            req->body = NULL;
+            req->len = req->cap = 0;
+            return MHD_YES;
+        }
+        if (req->len + n + 1 > req->cap) {
+            size_t cap = req->cap ? req->cap : 65536;
+            while (cap < req->len + n + 1)
+                cap *= 2;
+            char *b = realloc(req->body, cap);
+            if (!b)
+                return MHD_NO;
+            req->body = b;
+            req->cap = cap;
+        }
+        memcpy(req->body + req->len, upload, n);
+        req->len += n;
+        req->body[req->len] = 0;
+        return MHD_YES;
+    }
+    if (req->too_large) {
+        char detail[128];
+        snprintf(detail, sizeof(detail), "bodies are limited to %zu bytes", g_srv.cfg.max_body);
+        return http_reply_error(req, 413, "request body too large", detail,
+                                "send smaller batches, or raise max_body_mb in lockstepd.conf");
+    }
+    return route_dispatch(req);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    http_req *req = *con_cls;
+    if (!req)
+        return;
+    metrics_request(req->route, req->status ? req->status : 500, now_s() - req->t0);
+    free(req->body);
+    free(req);
+    *con_cls = NULL;
+    atomic_fetch_sub(&in_flight, 1);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof(line), fmt, ap);
+    size_t n = strlen(line);
+    while (n && line[n - 1] == '\n')
+        line[--n] = 0;
+    log_debug("http: %s", line);
+}
+
+static char *load_pem(const char *path)
+{
+    fs_blob b;
+    if (fs_blob_load(&b, path) < 0) {
+        log_error("cannot read %s: %s (hint: check --tls-cert / --tls-key)", path, strerror(errno));
+        return NULL;
+    }
+    char *s = malloc(b.len + 1);
+    if (s) {
+        memcpy(s, b.data, b.len);
+        s[b.len] = 0;
+    }
+    fs_blob_release(&b);
+    return s;
+}
+
+int http_start(int *port)
+{
+    const srv_config *c = &g_srv.cfg;
+    struct addrinfo hints = {0}, *ai = NULL;
+    char portstr[16];
+    snprintf(portstr, sizeof(portstr), "%d", c->listen_port);
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    const char *host = strcmp(c->listen_host, "*") == 0 ? NULL : c->listen_host;
+    int gai = getaddrinfo(host, portstr, &hints, &ai);
+    if (gai != 0) {
+        log_error("cannot resolve listen address %s: %s", c->listen_host, gai_strerror(gai));
+        return -1;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    int tls = c->tls_cert[0] || c->tls_key[0];
+    if (tls) {
+        if (!c->tls_cert[0] || !c->tls_key[0]) {
+            log_error("TLS needs both --tls-cert and --tls-key");
+            freeaddrinfo(ai);
+            return -1;
+        }
+        if (!MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+            log_error("this libmicrohttpd has no TLS support");
+            freeaddrinfo(ai);
+            return -1;
+        }
+        tls_cert_pem = load_pem(c->tls_cert);
+        tls_key_pem = load_pem(c->tls_key);
+        if (!tls_cert_pem || !tls_key_pem) {
+            freeaddrinfo(ai);
+            return -1;
+        }
+        flags |= MHD_USE_TLS;
+    }
+    struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_SOCK_ADDR, 0, ai->ai_addr},
+        {MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)c->threads, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)c->max_connections, NULL},
+        {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)c->connection_timeout_s, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 256 * 1024, NULL},
+        {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL},
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL},
+        {MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL},
+        {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, tls_cert_pem},
+        {tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, tls_key_pem},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    daemon_ = MHD_start_daemon(flags, (uint16_t)c->listen_port, NULL, NULL, on_request, NULL, MHD_OPTION_ARRAY,
+                               opts, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!daemon_) {
+        log_error("cannot listen on %s:%d (hint: is the port in use? pass --listen ADDR:PORT)", c->listen_host,
+                  c->listen_port);
+        return -1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
+    *port = info ? info->port : c->listen_port;
+    return 0;
+}
+
+void http_stop(int grace_s)
+{
+    if (!daemon_)
+        return;
+    MHD_socket s = MHD_quiesce_daemon(daemon_);
+    if (s != MHD_INVALID_SOCKET)
+        close(s);
+    for (int i = 0; i < grace_s * 20 && atomic_load(&in_flight) > 0; i++)
+        usleep(50000);
+    if (atomic_load(&in_flight) > 0)
+        log_warn("%d requests still in flight after %d s; stopping anyway", atomic_load(&in_flight), grace_s);
+    MHD_stop_daemon(daemon_);
+    daemon_ = NULL;
+    free(tls_cert_pem);
+    free(tls_key_pem);
+    tls_cert_pem = tls_key_pem = NULL;
+}

@@ -1,0 +1,205 @@
+/* main.c - lockstepd: settings, embedded or external PostgreSQL, migrations, HTTP service, signals. */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/crypto/token.h"
+#include "server/compare.h"
+#include "server/config.h"
+#include "server/db.h"
+#include "server/http.h"
+#include "server/log.h"
+#include "server/maint.h"
+#include "server/pgembed.h"
+#include "server/read.h"
+#include "server/store.h"
+
+#ifndef LOCKSTEP_SHARE
+#define LOCKSTEP_SHARE "/usr/local/share/lockstep"
+#endif
+
+static int is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* find_web_dir - the configured web directory, else the repo's web/ when
+ * running from the build tree, else the installed share directory. */
+static void find_web_dir(const srv_config *c, char *out, size_t cap)
+{
+    char cand[PATH_MAX], real[PATH_MAX];
+    out[0] = 0;
+    if (c->web_dir[0]) {
+        if (!realpath(c->web_dir, real) || !is_dir(real)) {
+            log_warn("web directory %s is missing; the dashboard is not served (hint: check --web-dir)", c->web_dir);
+            return;
+        }
+        snprintf(out, cap, "%s", real);
+        return;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *dir = dirname(exe); /* .../build/bin or .../build/san/bin */
+        static const char *const ups[] = {"/../../web", "/../../../web"};
+        for (size_t i = 0; i < 2; i++) {
+            snprintf(cand, sizeof(cand), "%s%s", dir, ups[i]);
+            char mk[PATH_MAX + 16];
+            snprintf(mk, sizeof(mk), "%s/../Makefile", cand);
+            if (is_dir(cand) && access(mk, F_OK) == 0 && realpath(cand, real)) {
+                snprintf(out, cap, "%s", real);
+                return;
+            }
+        }
+    }
+    snprintf(cand, sizeof(cand), "%s/web", LOCKSTEP_SHARE);
+    if (is_dir(cand) && realpath(cand, real))
+        snprintf(out, cap, "%s", real);
+}
+
+static int load_admin_token(const char *path, char *out, size_t cap)
+{
+    size_t len;
+    unsigned char *t = token_load_secret(path, &len);
+    if (!t) {
+        log_error("cannot read the admin token file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    while (len && (t[len - 1] == ' ' || t[len - 1] == '\t'))
+        len--;
+    if (len == 0 || len >= cap) {
+        free(t);
+        log_error("the admin token in %s must be 1..%zu bytes", path, cap - 1);
+        return -1;
+    }
+    memcpy(out, t, len);
+    out[len] = 0;
+    free(t);
+    return 0;
+}
+
+static int write_port_file(const char *path, int port)
+{
+    char tmp[1100];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "%d\n", port);
+    if (fclose(f) != 0)
+        return -1;
+    return rename(tmp, path);
+}
+
+int main(int argc, char **argv)
+{
+    char err[1024], conninfo[2048];
+    pg_embed pe = {0};
+    int rc = 1, port = 0;
+
+    cfg_defaults(&g_srv.cfg);
+    int got = cfg_parse_args(&g_srv.cfg, argc, argv, err, sizeof(err));
+    if (got == 1)
+        return 0;
+    if (got < 0) {
+        fprintf(stderr, "lockstepd: bad configuration\n  detail: %s\n  hint: see lockstepd --help\n", err);
+        return 2;
+    }
+    srv_config *c = &g_srv.cfg;
+    log_set_level(c->log_level);
+    if (c->log_file[0] && log_open_file(c->log_file) < 0) {
+        fprintf(stderr, "lockstepd: cannot open log file %s: %s\n", c->log_file, strerror(errno));
+        return 2;
+    }
+
+    if (c->secret_file[0]) {
+        g_srv.secret = token_load_secret(c->secret_file, &g_srv.secret_len);
+        if (!g_srv.secret) {
+            log_error("cannot read the site secret %s: %s (hint: check --secret)", c->secret_file, strerror(errno));
+            return 2;
+        }
+    } else {
+        log_warn("no --secret: ingest is OPEN, any client may write any run");
+    }
+    if (c->admin_token_file[0] && load_admin_token(c->admin_token_file, g_srv.admin_token, sizeof(g_srv.admin_token)) < 0)
+        return 2;
+    find_web_dir(c, g_srv.web_dir, sizeof(g_srv.web_dir));
+    if (g_srv.web_dir[0])
+        log_info("serving the dashboard from %s", g_srv.web_dir);
+
+    /* Signals go to the main thread only (sigwait below); every thread inherits this mask. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (c->db_url[0]) {
+        snprintf(conninfo, sizeof(conninfo), "%s", c->db_url);
+    } else if (pg_embed_start(&pe, c, conninfo, sizeof(conninfo)) < 0) {
+        return 1;
+    }
+    db_init(conninfo);
+    store_register();
+    cmp_register();
+    read_register();
+
+    int migrated = -1;
+    for (int i = 0; i < 60 && migrated < 0; i++) {
+        migrated = db_migrate();
+        if (migrated < 0)
+            sleep(1);
+    }
+    if (migrated < 0) {
+        log_error("cannot prepare the database schema (hint: check --db and that PostgreSQL runs)");
+        goto out_pg;
+    }
+    if (maint_ensure_partitions(err, sizeof(err)) < 0)
+        log_warn("cannot create records partitions: %s", err);
+    if (maint_start(c->retain_days) < 0 || cmp_start() < 0) {
+        log_error("cannot start background threads");
+        goto out_threads;
+    }
+    if (http_start(&port) < 0)
+        goto out_threads;
+    log_info("listening on %s:%d (%s, %d threads)%s", c->listen_host, port,
+             c->tls_cert[0] ? "https" : "http", c->threads, c->db_url[0] ? "" : ", embedded PostgreSQL");
+    if (c->port_file[0] && write_port_file(c->port_file, port) < 0)
+        log_warn("cannot write port file %s: %s", c->port_file, strerror(errno));
+
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            if (log_reopen() < 0)
+                log_error("cannot reopen the log file: %s", strerror(errno));
+            else
+                log_info("SIGHUP: log reopened");
+            continue;
+        }
+        log_info("%s: finishing in-flight requests", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        break;
+    }
+    http_stop(30);
+    rc = 0;
+out_threads:
+    cmp_stop();
+    maint_stop();
+out_pg:
+    pg_embed_stop(&pe);
+    free(g_srv.secret);
+    if (rc == 0)
+        log_info("stopped");
+    return rc;
+}

@@ -1,0 +1,23 @@
+/* maint.h - periodic database upkeep: daily records partitions ahead of time, and retention. */
+#ifndef SERVER_MAINT_H
+#define SERVER_MAINT_H
+
+#include <stddef.h>
+
+/* maint_ensure_partitions - create the records partitions for today and the
+ * next days. Returns 0, or -1 with the reason in `err`. */
+int maint_ensure_partitions(char *err, size_t cap);
+
+/* maint_drop_old - drop records partitions older than `keep_days` days
+ * (runs, digests and divergences stay). Returns how many were dropped, or -1
+ * with the reason in `err`. */
+int maint_drop_old(int keep_days, char *err, size_t cap);
+
+/* maint_start - start the upkeep thread (hourly; retention when
+ * `retain_days` > 0). Returns 0 or -1. */
+int maint_start(int retain_days);
+
+/* maint_stop - stop the upkeep thread. */
+void maint_stop(void);
+
+#endif /* SERVER_MAINT_H */

@@ -1,0 +1,39 @@
+/* metrics.h - lockstepd's counters and latency histograms, served as Prometheus text at /metrics. */
+#ifndef SERVER_METRICS_H
+#define SERVER_METRICS_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+enum metric_route {
+    MR_RUNS_CREATE,
+    MR_MANIFEST,
+    MR_RECORDS,
+    MR_END,
+    MR_READ,
+    MR_HEALTH,
+    MR_METRICS,
+    MR_STATIC,
+    MR_ADMIN,
+    MR_OTHER,
+    MR_COUNT
+};
+
+/* metrics_request - count one finished request on `route` with HTTP
+ * `status`, which took `seconds`. Thread-safe, lock-free. */
+void metrics_request(int route, int status, double seconds);
+
+/* metrics_batch - count one ingested batch of `records` records
+ * (`duplicate`: acknowledged, not stored again). */
+void metrics_batch(uint64_t records, int duplicate);
+
+/* metrics_divergence - count one stored divergence found `seconds` after
+ * the commit of the batch that showed it. */
+void metrics_divergence(double seconds);
+
+/* metrics_render - the Prometheus text exposition of every metric, as a new
+ * malloc'd string (caller frees). */
+char *metrics_render(void);
+
+#endif /* SERVER_METRICS_H */

@@ -1,0 +1,28 @@
+# server.mk - lockstepd (server/), its migrations (sql/), integration and fuzz tests, and bench/ingest.
+SERVER_SRCS := $(filter-out server/main.c,$(wildcard server/*.c))
+SERVER_OBJS := $(SERVER_SRCS:%.c=$(B)/%.o) $(B)/server/migrations.o
+LOCKSTEPD := $(B)/bin/lockstepd
+MIGRATIONS := $(sort $(wildcard sql/[0-9]*.sql))
+
+# The token module (HMAC-SHA256 via OpenSSL) sits apart from common/*.c so that
+# liblockstep.so does not link OpenSSL; the SPANK plugin and CLI link these too.
+TOKEN_OBJS := $(B)/common/crypto/token.o
+TOKEN_LIBS = $(call pc_libs,libcrypto)
+
+SERVER_PKGS := libmicrohttpd jansson libpq libcrypto
+EXTRA_CFLAGS_server = $(call pc_cflags,$(SERVER_PKGS)) -I$(shell pg_config --includedir 2>/dev/null)
+SERVER_LIBS = $(call pc_libs,$(SERVER_PKGS)) -lpthread -lm
+
+$(B)/server/migrations.c: $(MIGRATIONS) server/gen-migrations.sh
+	@mkdir -p $(@D)
+	server/gen-migrations.sh $(MIGRATIONS) > $@
+
+$(B)/server/migrations.o: $(B)/server/migrations.c
+	$(CC) $(ALL_CFLAGS) $(EXTRA_CFLAGS_server) -c $< -o $@
+
+$(LOCKSTEPD): $(B)/server/main.o $(SERVER_OBJS) $(TOKEN_OBJS) $(LIBCOMMON)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARDEN_LD) $(SERVER_LIBS)
+
+ALL_TARGETS += $(LOCKSTEPD)
+INSTALL_SBIN += $(LOCKSTEPD)

@@ -1,0 +1,54 @@
+/* store.h - lockstepd's writes to PostgreSQL: runs, manifests, rank ends, and record batches (COPY, one transaction each). */
+#ifndef SERVER_STORE_H
+#define SERVER_STORE_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "server/batch.h"
+
+/* What ingest needs to know about a run; cached in memory (these fields
+ * never change after registration). */
+typedef struct run_info {
+    int64_t key;
+    char run_id[40];
+    char job_id[256];
+    char group[256]; /* "" when the run has no twin group */
+    int ranks;
+    int64_t start_step;
+} run_info;
+
+/* store_register - register the prepared statements of this module. */
+void store_register(void);
+
+/* store_uuid_valid - 1 when `s` is a UUID in its 36-character text form. */
+int store_uuid_valid(const char *s);
+
+/* store_run_lookup - find run `run_id` (cache first). Returns 1 and fills
+ * `out` when found, 0 when unknown, -1 on a database error (`e` filled). */
+int store_run_lookup(const char *run_id, run_info *out, srv_error *e);
+
+/* store_run_create - register a run from the validated request object `o`
+ * (job_id, step_id, twin_group, ranks, start_step, user, nodes, command,
+ * mode). Returns 0 and fills `out`, or -1 with `e` filled. */
+int store_run_create(const json_t *o, run_info *out, srv_error *e);
+
+/* store_manifest - store (or replace) rank `rank`'s manifest JSON text.
+ * Returns 0, or -1 with `e` filled. */
+int store_manifest(const run_info *run, int rank, const char *json_text, srv_error *e);
+
+/* store_rank_end - record that `rank` ended with `exit_code`; when every
+ * rank has ended the run's status becomes ended (or failed if any exit code
+ * was non-zero). Sets `*run_done` to 1 then. Returns 0, or -1 with `e`. */
+int store_rank_end(const run_info *run, int rank, int exit_code, int *run_done, srv_error *e);
+
+/* store_batch - store batch `b` of `run` in one transaction: the batches
+ * row first (a replay finds it and stores nothing: `*duplicate` = 1), the
+ * records by binary COPY, the per-step digests and the rank's progress; and
+ * commit. Returns 0 only after COMMIT succeeded (or for a duplicate), else
+ * -1 with `e` filled and nothing stored. `*commit_s` gets the wall-clock time
+ * of the commit (seconds since the epoch). */
+int store_batch(const run_info *run, const srv_batch *b, int *duplicate, double *commit_s, srv_error *e);
+
+#endif /* SERVER_STORE_H */
