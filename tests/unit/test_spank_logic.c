@@ -93,6 +93,37 @@ static void test_conf_values(void **state)
     assert_int_equal(c.timeout_ms, 700);
 }
 
+/* The example for sites parses cleanly. */
+static void test_conf_example(void **state)
+{
+    (void)state;
+    const char *src = getenv("LOCKSTEP_SRC");
+    char path[1024], line[4096];
+    snprintf(path, sizeof(path), "%s/deploy/examples/plugstack.conf.d/lockstep.conf", src ? src : ".");
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int found = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        char *av[16], *save = NULL;
+        int ac = 0;
+        for (char *t = strtok_r(line, " \t\n", &save); t && ac < 16; t = strtok_r(NULL, " \t\n", &save))
+            av[ac++] = t;
+        assert_true(ac > 2);
+        assert_string_equal(av[0], "required");
+        spank_conf c;
+        char why[512] = "";
+        spank_conf_defaults(&c);
+        if (spank_conf_parse(&c, ac - 2, av + 2, why, sizeof(why)))
+            fail_msg("%s: %s", path, why);
+        assert_string_equal(c.secret, "/etc/lockstep/secret");
+        found++;
+    }
+    fclose(f);
+    assert_int_equal(found, 1);
+}
+
 static void test_modes(void **state)
 {
     (void)state;
@@ -390,6 +421,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conf_cases),      cmocka_unit_test(test_conf_values),
+        cmocka_unit_test(test_conf_example),
         cmocka_unit_test(test_modes),           cmocka_unit_test(test_det_empty_env),
         cmocka_unit_test(test_det_cases),       cmocka_unit_test(test_det_channels),
         cmocka_unit_test(test_det_conflict_list), cmocka_unit_test(test_preload),
