@@ -7,6 +7,10 @@
 #endif
 #include "include/lockstep.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* lsk_tensor_device_at - ls_tensor_device at an explicit level. The
  * fingerprint is computed on the device, in `stream` (after the work already
  * queued there), and the call waits for that result only (16 bytes come
@@ -16,5 +20,9 @@
  * on stderr says which). */
 LS_API int lsk_tensor_device_at(ls_level level, const char *name, const void *dptr, size_t nbytes, ls_dtype dtype,
                                 int ndim, const int64_t *shape, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* KERNELS_TENSOR_DEVICE_H */
