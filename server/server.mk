@@ -26,3 +26,15 @@ $(LOCKSTEPD): $(B)/server/main.o $(SERVER_OBJS) $(TOKEN_OBJS) $(LIBCOMMON)
 
 ALL_TARGETS += $(LOCKSTEPD)
 INSTALL_SBIN += $(LOCKSTEPD)
+
+# Integration test support shared by the tests and the benchmark.
+HARNESS_OBJS := $(B)/tests/integration/harness.o
+HARNESS_LIBS = $(call pc_libs,libcurl jansson) -lpthread
+
+# bench/ingest: N loopback clients posting binary batches to lockstepd.
+BENCH_INGEST := $(B)/bench/ingest/ingest
+EXTRA_CFLAGS_bench += $(call pc_cflags,libcurl jansson)
+$(BENCH_INGEST): $(B)/bench/ingest/ingest.o $(HARNESS_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARNESS_LIBS) -lm
+ALL_TARGETS += $(BENCH_INGEST)
+BENCHES += $(BENCH_INGEST)
