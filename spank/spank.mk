@@ -40,3 +40,12 @@ TEST_LIBS_test_spank_callbacks = $(SPANK_LIBS)
 ALL_TARGETS += $(SPANK_SO)
 INSTALL_LIB += $(SPANK_SO)
 TEST_TIERS += tests/slurm/run.sh
+
+# The Slurm tier's MPI program, linked like a user's program against liblockstep.so.
+ifneq ($(shell command -v mpicc 2>/dev/null),)
+SLURM_MPI_TWIN := $(B)/tests/slurm/mpi_twin
+$(SLURM_MPI_TWIN): tests/slurm/mpi_twin.c $(LIBLOCKSTEP_SO)
+	@mkdir -p $(@D)
+	mpicc $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../../lib' -llockstep -lm
+ALL_TARGETS += $(SLURM_MPI_TWIN)
+endif

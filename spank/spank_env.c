@@ -25,14 +25,35 @@ static int has_entry(const char *list, const char *agent)
 
 int spank_preload_join(const char *cur, const char *agent, char *out, size_t cap)
 {
-    int n;
-    if (!cur || !*cur)
-        n = snprintf(out, cap, "%s", agent);
-    else if (has_entry(cur, agent))
-        n = snprintf(out, cap, "%s", cur);
-    else
-        n = snprintf(out, cap, "%s:%s", cur, agent);
-    return (n < 0 || (size_t)n >= cap) ? -1 : 0;
+    size_t len = 0;
+    if (!cap)
+        return -1;
+    out[0] = 0;
+    if (cur && *cur) {
+        int n = snprintf(out, cap, "%s", cur);
+        if (n < 0 || (size_t)n >= cap)
+            return -1;
+        len = (size_t)n;
+    }
+    /* Each ':'-separated library of `agent`, unless the user's list has it. */
+    const char *p = agent;
+    while (*p) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char one[4096];
+        if (n >= sizeof(one))
+            return -1;
+        memcpy(one, p, n);
+        one[n] = 0;
+        if (n && !has_entry(out, one)) {
+            int w = snprintf(out + len, cap - len, "%s%s", len ? ":" : "", one);
+            if (w < 0 || (size_t)w >= cap - len)
+                return -1;
+            len += (size_t)w;
+        }
+        p += n + (e ? 1 : 0);
+    }
+    return 0;
 }
 
 int spank_exit_code(int status)

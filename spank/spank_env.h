@@ -4,11 +4,11 @@
 
 #include <stddef.h>
 
-/* spank_preload_join - the LD_PRELOAD value with `agent` appended to the
- * user's `cur` (NULL or "" when unset). The user's entries are kept as they
- * are, in their order; when `agent` is already one of them (separated by ':'
- * or spaces) `cur` is returned unchanged. Returns 0, or -1 when the result
- * does not fit in `cap`. */
+/* spank_preload_join - the LD_PRELOAD value with the libraries of `agent`
+ * (one path, or several separated by ':') appended to the user's `cur` (NULL
+ * or "" when unset). The user's entries are kept as they are, in their
+ * order; a library already among them (separated by ':' or blanks) is not
+ * added twice. Returns 0, or -1 when the result does not fit in `cap`. */
 int spank_preload_join(const char *cur, const char *agent, char *out, size_t cap);
 
 /* spank_exit_code - a shell-style exit code from a wait(2) status: the exit

@@ -268,10 +268,16 @@ static int add_agent(const spank_glue_ops *ops, const spank_conf *c, char *why, 
         snprintf(why, cap, "out of memory");
         goto out_free;
     }
-    if (access(c->agent, R_OK)) {
-        snprintf(why, cap, "the agent %s cannot be read (%s); check agent= in plugstack.conf", c->agent,
-                 strerror(errno));
-        goto out_free;
+    for (const char *p = c->agent; *p;) { /* every library of a ':'-separated list must be readable */
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        snprintf(cur, ENV_MAX, "%.*s", (int)n, p);
+        if (n && access(cur, R_OK)) {
+            snprintf(why, cap, "the agent %s cannot be read (%s); check agent= in plugstack.conf", cur,
+                     strerror(errno));
+            goto out_free;
+        }
+        p += n + (e ? 1 : 0);
     }
     int g = ops->get(ops->ctx, "LD_PRELOAD", cur, ENV_MAX);
     if (g < 0) {

@@ -43,6 +43,8 @@ static struct {
     int refused;         /* init_post_opt refused the step: task_init fails its tasks */
     char note[4096];     /* what the user must be told: printed on the tasks' stderr */
     uint32_t node_id;    /* this node's index in the step */
+    char job_id[16], step_id[16];
+    int looked_up;       /* task_exit asked lockstepd for the run id once */
     spank_conf conf;
     char token[TOKEN_HEX_LEN + 1];
     char run_id[128];
@@ -211,6 +213,8 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
         return 0;
     }
     step.node_id = f.node_id;
+    snprintf(step.job_id, sizeof(step.job_id), "%u", f.job_id);
+    snprintf(step.step_id, sizeof(step.step_id), "%u", f.step_id);
     spank_glue_ops ops = {sp, sp_getenv, sp_setenv, sp_unsetenv, sp_option, sp_user_msg, sp_log};
     spank_step_result res;
     int rc = spank_step_prepare(&ops, &step.conf, &f, &res);
@@ -247,19 +251,29 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     return 0;
 }
 
-/* slurm_spank_task_exit - in slurmstepd: report the task's exit to lockstepd
- * when the step was registered. */
+/* slurm_spank_task_exit - in slurmstepd: report the task's exit to lockstepd.
+ * The first node registered the step and knows its run id; the others look
+ * it up once by job and step id. */
 int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 {
     (void)ac;
     (void)av;
-    if (spank_context() != S_CTX_REMOTE || !step.active || !step.run_id[0] || !step.conf.server[0])
+    if (spank_context() != S_CTX_REMOTE || !step.active || !step.conf.server[0])
         return 0;
     uint32_t rank = 0;
     int status = 0;
     char why[512];
     if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
         spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS)
+        return 0;
+    if (!step.run_id[0] && !step.looked_up) {
+        step.looked_up = 1;
+        if (spank_reg_lookup(step.conf.server, step.token, step.job_id, step.step_id, step.conf.timeout_ms,
+                             step.run_id, sizeof(step.run_id), why, sizeof(why)))
+            slurm_info("lockstep: exits of step %s.%s not reported (the agent reports them): %s", step.job_id,
+                       step.step_id, why);
+    }
+    if (!step.run_id[0])
         return 0;
     if (spank_reg_end(step.conf.server, step.token, step.run_id, (long)rank, spank_exit_code(status),
                       step.conf.timeout_ms, why, sizeof(why)))

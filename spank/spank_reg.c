@@ -25,8 +25,8 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-/* post_json - POST `body` to `url`; the status in *status, the answer in `resp`. Returns 0 when an HTTP
- * answer came (any status), -1 with `why` on a transport error or timeout. */
+/* post_json - POST `body` (GET when NULL) to `url`; the status in *status, the answer in `resp`. Returns 0
+ * when an HTTP answer came (any status), -1 with `why` on a transport error or timeout. */
 static int post_json(const char *url, const char *token, const char *body, int timeout_ms, long *status,
                      reg_buf *resp, char *why, size_t cap)
 {
@@ -53,7 +53,10 @@ static int post_json(const char *url, const char *token, const char *body, int t
     resp->data[0] = 0;
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    if (body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    else
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout_ms < 1000 ? timeout_ms : 1000));
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM inside slurmstepd */
@@ -157,4 +160,40 @@ int spank_reg_end(const char *server, const char *token, const char *run_id, lon
         return -1;
     }
     return 0;
+}
+
+int spank_reg_lookup(const char *server, const char *token, const char *job_id, const char *step_id,
+                     int timeout_ms, char *run_id, size_t run_id_cap, char *why, size_t cap)
+{
+    char url[700];
+    long status = 0;
+    reg_buf resp;
+    int rv = -1;
+    why[0] = 0;
+    snprintf(url, sizeof(url), "%s/api/v1/runs?job=%s&limit=1000", server, job_id);
+    if (post_json(url, token, NULL, timeout_ms, &status, &resp, why, cap))
+        return -1;
+    if (status != 200) {
+        snprintf(why, cap, "%s answered %ld: %.300s", url, status, resp.data);
+        return -1;
+    }
+    json_error_t jerr;
+    json_t *ans = json_loads(resp.data, 0, &jerr);
+    json_t *runs = json_object_get(ans, "runs");
+    size_t i;
+    json_t *r;
+    snprintf(why, cap, "no run of job %s step %s on %s", job_id, step_id, server);
+    json_array_foreach(runs, i, r)
+    {
+        const char *j = json_string_value(json_object_get(r, "job_id"));
+        const char *s = json_string_value(json_object_get(r, "step_id"));
+        const char *id = json_string_value(json_object_get(r, "run_id"));
+        if (j && s && id && !strcmp(j, job_id) && !strcmp(s, step_id) && strlen(id) < run_id_cap) {
+            memcpy(run_id, id, strlen(id) + 1);
+            rv = 0;
+            break;
+        }
+    }
+    json_decref(ans);
+    return rv;
 }

@@ -301,6 +301,11 @@ static void test_preload(void **state)
     assert_int_equal(spank_preload_join("/a/ls.so.1", "/a/ls.so", out, sizeof(out)), 0);
     assert_string_equal(out, "/a/ls.so.1:/a/ls.so");
     assert_int_equal(spank_preload_join("/u/x.so", "/a/ls.so", out, 10), -1);
+    /* Several agent libraries: each appended once, in order. */
+    assert_int_equal(spank_preload_join("/u/x.so", "/a/ls.so:/a/ls_mpi.so", out, sizeof(out)), 0);
+    assert_string_equal(out, "/u/x.so:/a/ls.so:/a/ls_mpi.so");
+    assert_int_equal(spank_preload_join("/a/ls_mpi.so", "/a/ls.so:/a/ls_mpi.so", out, sizeof(out)), 0);
+    assert_string_equal(out, "/a/ls_mpi.so:/a/ls.so");
 }
 
 static void test_exit_code_and_argv(void **state)
