@@ -206,7 +206,9 @@ srun -N1 bash -c 'touch $tmp/benv.ran'
 echo "inner=\$?"
 EOF
   rm -f "$tmp"/benv.*
-  local jid; jid=$(sbatch --parsable -N2 --lockstep=det --lockstep-twin=bt -o "$tmp/batch.out" "$tmp/batch.sh") || return 1
+  local exp="ALL" jid
+  [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload"
+  jid=$(sbatch --parsable --export="$exp" -N2 --lockstep=det --lockstep-twin=bt -o "$tmp/batch.out" "$tmp/batch.sh") || return 1
   for _ in $(seq 1 150); do [ -n "$(squeue -h -j "$jid" 2>/dev/null)" ] || break; sleep 0.1; done
   cp "$tmp/batch.out" "$tmp/out"
   for r in 0 1; do
