@@ -18,7 +18,23 @@ PKGS_SERVICES=(
   libopenmpi-dev openmpi-bin
 )
 
-PKGS=("${PKGS_BUILD[@]}" "${PKGS_SERVICES[@]}")
+# Web dashboard: Node/npm for its libraries and browser tests, Chromium to run them headless.
+# (npm comes with NodeSource's nodejs; Debian's own npm package is added only where npm is absent.)
+PKGS_WEB=(nodejs chromium fonts-dejavu-core)
+command -v npm >/dev/null 2>&1 || PKGS_WEB+=(npm)
+
+PKGS=("${PKGS_BUILD[@]}" "${PKGS_SERVICES[@]}" "${PKGS_WEB[@]}")
+
+# web_npm - install the dashboard's npm libraries (web/package-lock.json) unless web/node_modules is current.
+web_npm() {
+  local web; web="$(cd "$(dirname "$0")/.." && pwd)/web"
+  [ -f "$web/package-lock.json" ] || return 0
+  if [ -f "$web/node_modules/.package-lock.json" ] && [ "$web/node_modules/.package-lock.json" -nt "$web/package-lock.json" ]; then
+    return 0
+  fi
+  echo "install-deps: npm ci in web/" >&2
+  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error) >&2
+}
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -34,6 +50,7 @@ if [ "${1:-}" = "--check" ]; then
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
+  web_npm
   exit 0
 fi
 
@@ -47,3 +64,4 @@ echo "install-deps: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+web_npm

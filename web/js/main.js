@@ -1,0 +1,147 @@
+// main.js - the dashboard shell: hash routes with deep links, the page life cycle, live polling, health.
+import { h, clear } from './dom.js';
+import { apiGet } from './api.js';
+import { errorBox } from './components.js';
+import * as runsPage from './pages/runs.js';
+import * as runPage from './pages/run.js';
+import * as twinPage from './pages/twin.js';
+import * as fleetPage from './pages/fleet.js';
+import * as nodePage from './pages/node.js';
+import * as alertsPage from './pages/alerts.js';
+
+const POLL_MS = 3000;
+
+// [pattern, page module, nav key]; each page exports title(params) and mount(el, params, query, nav).
+const ROUTES = [
+  [/^\/runs\/?$/, runsPage, 'runs'],
+  [/^\/runs\/([^/]+)$/, runPage, 'runs'],
+  [/^\/twins\/([^/]+)$/, twinPage, 'runs'],
+  [/^\/fleet\/?$/, fleetPage, 'fleet'],
+  [/^\/nodes\/([^/]+)$/, nodePage, 'fleet'],
+  [/^\/alerts\/?$/, alertsPage, 'alerts'],
+];
+
+let current = null;      // { page, instance }
+let pollTimer = null;
+let polling = false;
+
+/* parseHash() - '#/twins/g1?step=3' -> { path: '/twins/g1', query: URLSearchParams }. */
+function parseHash() {
+  const raw = location.hash.replace(/^#/, '') || '/runs';
+  const i = raw.indexOf('?');
+  const path = i < 0 ? raw : raw.slice(0, i);
+  const query = new URLSearchParams(i < 0 ? '' : raw.slice(i + 1));
+  return { path: path || '/runs', query };
+}
+
+/* navigate(path, query, replace) - change the route (the hash), which re-renders the page. */
+export function navigate(path, query, replaceState) {
+  const q = query ? new URLSearchParams(Object.entries(query).filter(([, v]) => v !== undefined && v !== null && v !== '')).toString() : '';
+  const hash = '#' + path + (q ? '?' + q : '');
+  if (replaceState) {
+    history.replaceState(null, '', hash);
+    route();
+  } else if (location.hash !== hash) {
+    location.hash = hash;
+  } else {
+    route();
+  }
+}
+
+async function route() {
+  const { path, query } = parseHash();
+  const main = document.getElementById('main');
+  if (current && current.instance && current.instance.destroy) current.instance.destroy();
+  current = null;
+  clear(main);
+  let match = null;
+  for (const [re, page, nav] of ROUTES) {
+    const m = path.match(re);
+    if (m) { match = { page, nav, params: m.slice(1).map(decodeURIComponent) }; break; }
+  }
+  for (const a of document.querySelectorAll('nav.top a')) a.classList.toggle('active', match && a.dataset.nav === match.nav);
+  if (!match) {
+    document.title = 'Not found · Lockstep';
+    main.appendChild(h('div', { class: 'empty' }, h('div', { class: 'empty-title' }, `No page at ${path}`),
+      h('div', { class: 'empty-hint' }, 'The link may be old. Start from the ', h('a', { href: '#/runs' }, 'runs list'), '.')));
+    document.body.dataset.rendered = location.hash;
+    return;
+  }
+  document.title = `${match.page.title(match.params, query)} · Lockstep`;
+  const mine = { page: match.page, instance: null };
+  current = mine;
+  try {
+    const inst = await match.page.mount(main, match.params, query, navigate);
+    if (current === mine) mine.instance = inst;
+    else if (inst && inst.destroy) inst.destroy();
+  } catch (e) {
+    if (current === mine) main.appendChild(errorBox(e, 'This page could not be shown'));
+    console.warn(e);
+  }
+  if (current === mine) document.body.dataset.rendered = location.hash;
+  stamp();
+}
+
+function stamp() {
+  const el = document.getElementById('updated');
+  if (el) el.textContent = 'Updated ' + new Date().toLocaleTimeString('en-GB');
+}
+
+async function tick() {
+  if (polling || document.hidden) return;
+  polling = true;
+  try {
+    if (current && current.instance && current.instance.poll) {
+      await current.instance.poll();
+      stamp();
+    }
+  } catch (e) {
+    console.warn('live update failed', e);
+  } finally {
+    polling = false;
+  }
+}
+
+async function health() {
+  const el = document.getElementById('health');
+  try {
+    const d = await apiGet('/health');
+    const ok = !d || d.status === undefined || d.status === 'ok';
+    el.className = 'health ' + (ok ? 'health-ok' : 'health-bad');
+    el.textContent = ok ? 'Server OK' : `Server: ${d.status}`;
+    el.title = d && d.version ? `lockstepd ${d.version}` : '';
+  } catch (e) {
+    el.className = 'health health-bad';
+    el.textContent = 'Server unreachable';
+    el.title = e.message;
+  }
+}
+
+function goGroup(ev) {
+  ev.preventDefault();
+  const v = ev.target.elements.jump.value.trim();
+  if (v) navigate('/twins/' + encodeURIComponent(v));
+}
+
+function shell() {
+  document.body.appendChild(h('header', { class: 'topbar' },
+    h('a', { class: 'brand', href: '#/runs' }, h('span', { class: 'logo', 'aria-hidden': 'true' }), 'Lockstep'),
+    h('nav', { class: 'top' },
+      h('a', { href: '#/runs', 'data-nav': 'runs' }, 'Runs'),
+      h('a', { href: '#/fleet', 'data-nav': 'fleet' }, 'Fleet'),
+      h('a', { href: '#/alerts', 'data-nav': 'alerts' }, 'Alerts')),
+    h('form', { class: 'jump', onsubmit: goGroup },
+      h('input', { name: 'jump', type: 'search', placeholder: 'Open twin group…', 'aria-label': 'Twin group name' })),
+    h('div', { class: 'status-area' },
+      h('span', { id: 'updated', class: 'updated' }),
+      h('span', { id: 'health', class: 'health' }, '…'))));
+  document.body.appendChild(h('main', { id: 'main' }));
+}
+
+shell();
+window.addEventListener('hashchange', route);
+route();
+health();
+pollTimer = setInterval(() => { tick(); }, POLL_MS);
+setInterval(health, 15000);
+window.lockstepDashboard = { navigate, pollNow: tick, get pollTimer() { return pollTimer; } };

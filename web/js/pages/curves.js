@@ -1,0 +1,101 @@
+// curves.js - loss / grad-norm curves of every run of a twin group overlaid (uPlot), the divergence step marked.
+import { h } from '../dom.js';
+import { apiGet } from '../api.js';
+import { card, emptyState, errorBox, replace, loading } from '../components.js';
+import { shortId } from '../format.js';
+
+const PALETTE = ['#1f5fbf', '#d64545', '#3fa46a', '#8a4fbf', '#e08a26', '#2aa3b5', '#6b6b6b', '#b5478a'];
+
+/* curveChart(title, series, opts) - series: [{label, steps: [], values: []}]; opts.markStep draws a
+ * vertical line there; opts.width in pixels. Returns an element (a chart, or a note when uPlot is missing). */
+export function curveChart(title, series, opts = {}) {
+  const wrap = h('div', { class: 'chart', 'data-chart': title });
+  if (typeof window.uPlot !== 'function') {
+    wrap.appendChild(h('div', { class: 'empty-hint' }, 'The chart library did not load (vendor/uPlot.iife.min.js); run make to vendor it.'));
+    return wrap;
+  }
+  const xs = [...new Set(series.flatMap((s) => s.steps))].sort((a, b) => a - b);
+  const index = new Map(xs.map((x, i) => [x, i]));
+  const data = [xs];
+  for (const s of series) {
+    const ys = new Array(xs.length).fill(null);
+    s.steps.forEach((st, i) => { ys[index.get(st)] = s.values[i]; });
+    data.push(ys);
+  }
+  const mark = opts.markStep;
+  const markPlugin = {
+    hooks: {
+      draw: [(u) => {
+        if (mark === undefined || mark === null) return;
+        const x = u.valToPos(mark, 'x', true);
+        if (!Number.isFinite(x) || x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
+        const ctx = u.ctx;
+        ctx.save();
+        ctx.strokeStyle = '#d64545';
+        ctx.setLineDash([6, 4]);
+        ctx.lineWidth = 2 * devicePixelRatio;
+        ctx.beginPath();
+        ctx.moveTo(x, u.bbox.top);
+        ctx.lineTo(x, u.bbox.top + u.bbox.height);
+        ctx.stroke();
+        ctx.fillStyle = '#d64545';
+        ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
+        ctx.fillText(`first divergence (step ${mark})`, x + 4 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
+        ctx.restore();
+      }],
+    },
+  };
+  const uopts = {
+    title,
+    width: opts.width || 520,
+    height: opts.height || 240,
+    plugins: [markPlugin],
+    scales: { x: { time: false } },
+    axes: [{ label: 'step' }, { size: 70 }],
+    series: [{ label: 'step' }, ...series.map((s, i) => ({
+      label: s.label, stroke: PALETTE[i % PALETTE.length], width: 1.5, spanGaps: true,
+      dash: i > 0 ? [8, 3 + i] : undefined,
+      value: (u, v) => (v === null || v === undefined ? '—' : String(v)),
+    }))],
+  };
+  // uPlot needs the element in the document to measure; create after attach.
+  requestAnimationFrame(() => { wrap.__plot = new window.uPlot(uopts, data, wrap); });
+  return wrap;
+}
+
+const CURVE_NAMES = ['loss', 'grad_norm'];
+const CURVE_LIMIT = 20000;   // records of rank 0 fetched per run
+
+/* curvesSection(box, summary) - fetch rank 0's records of every run of the group (GET
+ * /api/v1/runs/{id}/records?rank=0), keep loss and grad_norm, and draw them overlaid in `box`. */
+export async function curvesSection(box, summary) {
+  replace(box, card('Loss and gradient norm', loading('Loading curves…')));
+  const runs = summary.runs || [];
+  const fd = summary.first_divergence;
+  let answers;
+  try {
+    answers = await Promise.all(runs.map((r) => apiGet('/runs/' + encodeURIComponent(r.run_id) + '/records',
+      { rank: 0, limit: CURVE_LIMIT })));
+  } catch (e) {
+    replace(box, card('Loss and gradient norm', errorBox(e, 'The curves could not be loaded')));
+    return;
+  }
+  const charts = [];
+  let truncated = false;
+  for (const name of CURVE_NAMES) {
+    const series = [];
+    answers.forEach((a, i) => {
+      const recs = (a.records || []);
+      if (recs.length >= CURVE_LIMIT) truncated = true;
+      const pts = recs.filter((r) => r.name === name && r.occ === 0 && typeof r.value === 'number');
+      if (pts.length) series.push({ label: 'run ' + shortId(runs[i].run_id), steps: pts.map((p) => p.step), values: pts.map((p) => p.value) });
+    });
+    if (series.length) charts.push(curveChart(name, series, { markStep: fd ? fd.step : null, width: 560 }));
+  }
+  replace(box, card('Loss and gradient norm', charts.length
+    ? [h('p', { class: 'sub' }, 'Rank 0 of every run, overlaid' + (fd ? '; the dashed red line is the first divergence.' : '.') +
+        (truncated ? ` Only the first ${CURVE_LIMIT.toLocaleString('en-US')} records of each run are read.` : '')),
+      h('div', { class: 'charts' }, charts)]
+    : emptyState('No loss or grad_norm records on rank 0 yet.',
+      'Record them with ls_metric("loss", x) and ls_metric("grad_norm", x) each step; the curves show up here.')));
+}

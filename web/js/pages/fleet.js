@@ -1,0 +1,92 @@
+// fleet.js - the Fleet page: nodes and GPUs with suspect score, state, divergence involvements, last seen; a score chart.
+import { h, link } from '../dom.js';
+import { apiGet } from '../api.js';
+import { badge, card, table, emptyState, errorBox, unavailable, replace, loading } from '../components.js';
+import { fmtAgo, fmtTime } from '../format.js';
+import { listOf } from './shape.js';
+
+export function title() { return 'Fleet'; }
+
+/* mount(el, params, query, navigate) - nodes sorted by query.sort/dir (default: score, descending). */
+export async function mount(el, _params, query, navigate) {
+  const sort = { key: query.get('sort') || 'score', dir: query.get('dir') || 'desc' };
+  el.appendChild(h('div', { class: 'page-head' }, h('h1', null, 'Fleet'),
+    h('p', { class: 'sub' }, 'Nodes and GPUs ranked by how often their runs diverge from their twins beyond the fleet baseline.')));
+  const body = h('div', null, loading('Loading nodes…'));
+  el.appendChild(body);
+  let last = '';
+  async function load() {
+    let d;
+    try {
+      d = await apiGet('/nodes');
+    } catch (e) {
+      last = '';
+      replace(body, card('Nodes', e.missingEndpoint ? unavailable('The fleet view', 'GET /api/v1/nodes') : errorBox(e, 'The nodes could not be loaded')));
+      return;
+    }
+    const key = JSON.stringify(d);
+    if (key === last) return;
+    last = key;
+    const nodes = listOf(d, 'nodes').slice();
+    if (!nodes.length) {
+      replace(body, card('Nodes', emptyState('No node has been seen yet.', 'Nodes appear once runs with manifests arrive; each manifest names its host.')));
+      return;
+    }
+    const dir = sort.dir === 'asc' ? 1 : -1;
+    const val = (n) => (sort.key === 'score' ? scoreOf(n) : sort.key === 'involvements' ? invOf(n) : n[sort.key]);
+    nodes.sort((a, b) => cmp(val(a), val(b)) * dir || cmp(nameOf(a), nameOf(b)));
+    const onSort = (k) => navigate('/fleet', { sort: k, dir: sort.key === k && sort.dir === 'desc' ? 'asc' : 'desc' });
+    const gpus = nodes.flatMap((n) => (n.gpus || []).map((g) => ({ ...g, node: nameOf(n) })));
+    replace(body,
+      card('Suspect scores', scoreChart(nodes)),
+      card('Nodes', table([
+        { key: 'name', label: 'Node', sortable: true, render: (n) => link('/nodes/' + encodeURIComponent(nameOf(n)), nameOf(n)) },
+        { key: 'state', label: 'State', sortable: true, render: (n) => badge(n.state || 'ok') },
+        { key: 'score', label: 'Suspect score', num: true, sortable: true, render: (n) => fmtScore(scoreOf(n)) },
+        { key: 'involvements', label: 'Divergence involvements', num: true, sortable: true, render: (n) => String(invOf(n) ?? '—') },
+        { key: 'runs', label: 'Runs', num: true, sortable: true, render: (n) => String(n.runs ?? n.run_count ?? '—') },
+        { key: 'gpus', label: 'GPUs', num: true, render: (n) => String((n.gpus || []).length || n.gpu_count || '—') },
+        { key: 'last_seen', label: 'Last seen', sortable: true, render: (n) => h('span', { title: fmtTime(n.last_seen) }, fmtAgo(n.last_seen)) },
+      ], nodes, { sort, onSort, rowAttrs: (n) => ({ 'data-node': nameOf(n) }) })),
+      gpus.length ? card('GPUs', table([
+        { key: 'node', label: 'Node', render: (g) => link('/nodes/' + encodeURIComponent(g.node), g.node) },
+        { key: 'uuid', label: 'GPU', render: (g) => h('code', null, g.uuid || g.gpu_uuid || g.index || '—') },
+        { key: 'name', label: 'Model', render: (g) => g.name || g.gpu_name || '—' },
+        { key: 'state', label: 'State', render: (g) => badge(g.state || 'ok') },
+        { key: 'score', label: 'Suspect score', num: true, render: (g) => fmtScore(scoreOf(g)) },
+        { key: 'involvements', label: 'Involvements', num: true, render: (g) => String(invOf(g) ?? '—') },
+      ], gpus.sort((a, b) => cmp(scoreOf(b), scoreOf(a))), { compact: true })) : null);
+  }
+  await load();
+  return { poll: load };
+}
+
+function scoreChart(nodes) {
+  const wrap = h('div', { class: 'chart', 'data-chart': 'scores' });
+  if (typeof window.uPlot !== 'function') return wrap;
+  const top = nodes.slice().sort((a, b) => cmp(scoreOf(b), scoreOf(a))).slice(0, 40);
+  const xs = top.map((_, i) => i);
+  const ys = top.map((n) => scoreOf(n) ?? 0);
+  const bars = window.uPlot.paths && window.uPlot.paths.bars ? window.uPlot.paths.bars({ size: [0.7, 40] }) : undefined;
+  const opts = {
+    width: 900, height: 220,
+    scales: { x: { time: false, range: [-0.5, Math.max(0.5, top.length - 0.5)] }, y: { range: [0, Math.max(1, ...ys)] } },
+    legend: { show: false },
+    axes: [{ values: (u, vals) => vals.map((v) => (Number.isInteger(v) && top[v] ? nameOf(top[v]) : '')), splits: () => xs, gap: 4 },
+      { label: 'suspect score', size: 60 }],
+    series: [{}, { label: 'score', paths: bars, fill: '#d6454599', stroke: '#d64545', points: { show: false } }],
+  };
+  requestAnimationFrame(() => { wrap.__plot = new window.uPlot(opts, [xs, ys], wrap); });
+  return wrap;
+}
+
+export function nameOf(n) { return n.name || n.node || n.host || '?'; }
+export function scoreOf(n) { const s = n.score ?? n.suspect_score; return typeof s === 'number' ? s : null; }
+function invOf(n) { return n.involvements ?? n.divergences ?? n.involvement_count ?? null; }
+export function fmtScore(s) { return s === null || s === undefined ? '—' : Number(s).toFixed(3); }
+function cmp(a, b) {
+  if (a === b) return 0;
+  if (a === null || a === undefined) return -1;
+  if (b === null || b === undefined) return 1;
+  return typeof a === 'number' && typeof b === 'number' ? a - b : String(a).localeCompare(String(b));
+}

@@ -1,0 +1,263 @@
+// twin.js - the Twin group page: status, first divergence, match map, records at a step and rank, curves, runs, manifest diff.
+import { h, link } from '../dom.js';
+import { apiGet } from '../api.js';
+import { badge, card, table, emptyState, errorBox, replace, loading } from '../components.js';
+import { fmtTime, shortId, fmtFp, fmtValue, ulpOf } from '../format.js';
+import { normalizeSteps, matchMap } from './matchmap.js';
+import { curvesSection } from './curves.js';
+import { valText } from './run.js';
+import { recordsSection } from './records.js';
+
+const WINDOW = 500;   // steps shown in the match map at once
+
+export function title(params) { return 'Twin group ' + params[0]; }
+
+/* mount(el, [group], query, navigate) - the whole group page; query: step and rank (the records view),
+ * from (the first step of the match map's window). Every view is reachable by its URL. */
+export async function mount(el, params, query, navigate) {
+  const group = params[0];
+  const gpath = '/twins/' + encodeURIComponent(group);
+  const sel = { step: intOr(query.get('step')), rank: intOr(query.get('rank')) };
+  const from = intOr(query.get('from'));
+  const go = (q) => navigate(gpath, { from, step: sel.step, rank: sel.rank, ...q });
+  const recordsHref = (step, rank) => '#' + gpath + '?' + new URLSearchParams({ step, rank });
+
+  const head = h('div', { class: 'page-head' }, loading('Loading twin group…'));
+  const divergence = h('div');
+  const mapBox = h('div', null, loading('Loading the match map…'));
+  const recBox = h('div', { id: 'records', 'data-section': 'records' });
+  const curvesBox = h('div', { 'data-section': 'curves' });
+  const runsBox = h('div', { 'data-section': 'runs' });
+  const manifestBox = h('div', { id: 'manifest-diff', 'data-section': 'manifest-diff' }, loading('Loading the manifest diff…'));
+  el.append(head, divergence,
+    card('Match map', h('p', { class: 'sub' }, 'One cell per rank and step, comparing every run of the group. Click a cell to see its records.'), mapBox),
+    recBox, curvesBox, runsBox, manifestBox);
+
+  let summary = null, lastSummary = '', lastSteps = '', lastManifest = '', gone = false;
+  let records = null;
+
+  async function loadSummary() {
+    let d;
+    try {
+      d = await apiGet(gpath);
+    } catch (e) {
+      lastSummary = '';
+      replace(head, h('div', { class: 'crumbs' }, h('a', { href: '#/runs' }, 'Runs'), ' / Twin group'),
+        h('h1', null, 'Twin group ', h('span', { class: 'group-name' }, group)),
+        e.status === 404 && !e.missingEndpoint ? emptyState(`No twin group named "${group}".`,
+          'Runs join a group with srun --lockstep-twin=NAME (or LOCKSTEP_TWIN_GROUP). Check the name in the runs list.',
+          h('a', { href: '#/runs' }, 'All runs')) : errorBox(e, 'The twin group could not be loaded'));
+      return false;
+    }
+    const key = JSON.stringify(d);
+    if (key === lastSummary) return true;
+    lastSummary = key;
+    summary = d;
+    renderHead(d);
+    renderDivergence(d);
+    renderRuns(d);
+    return true;
+  }
+
+  function renderHead(d) {
+    const runs = d.runs || [];
+    replace(head, h('div', { class: 'crumbs' }, h('a', { href: '#/runs' }, 'Runs'), ' / Twin group'),
+      h('h1', null, 'Twin group ', h('span', { class: 'group-name' }, d.group || group), ' ', badge(d.status)),
+      h('p', { class: 'sub' }, statusSentence(d, runs.length)));
+  }
+
+  function renderDivergence(d) {
+    const fd = d.first_divergence;
+    if (!fd) { replace(divergence); return; }
+    const cells = fd.runs || [];
+    const ref = cells.find((r) => r.run_id !== fd.odd_run_id && r.present !== false) || cells[0];
+    const rows = cells.map((r) => ({ ...r, ulp: ref && r !== ref ? ulpOf(ref, r, r.dtype || ref.dtype) : null }));
+    replace(divergence, h('section', { class: 'card card-alert', 'data-section': 'first-divergence' },
+      h('h2', null, 'First divergence'),
+      h('p', { class: 'divergence-line' }, 'Step ', h('strong', { 'data-field': 'step' }, String(fd.step)),
+        ', rank ', h('strong', { 'data-field': 'rank' }, String(fd.rank)),
+        ', record ', h('code', { 'data-field': 'name' }, fd.name || '?'), fd.occurrence ? ` (occurrence ${fd.occurrence})` : '',
+        fd.seq !== undefined ? `, seq ${fd.seq}` : '', fd.kind === 'missing' ? ' — missing in a run.' : '.'),
+      fd.detection_ms !== undefined ? h('p', { class: 'sub' }, `Detected ${fmtTime(fd.detected_at)} UTC, ${Math.round(fd.detection_ms)} ms after the batch that showed it was committed.`) : null,
+      table([
+        { key: 'run_id', label: 'Run', render: (r) => [link('/runs/' + encodeURIComponent(r.run_id), h('code', null, shortId(r.run_id))),
+          r.run_id === fd.odd_run_id ? h('span', { class: 'tag tag-bad' }, 'odd one out') : null] },
+        { key: 'fp', label: 'Fingerprint', render: (r) => (r.present === false ? h('em', null, 'missing') : h('code', null, fmtFp(r.fp))) },
+        { key: 'value', label: 'Value', num: true, render: (r) => h('code', null, fmtValue(r.value)) },
+        { key: 'ulp', label: 'ULP distance', num: true, render: (r) => (r.ulp === null || r.ulp === undefined ? '—' : r.ulp.toLocaleString('en-US')) },
+      ], rows, { compact: true, rowAttrs: (r) => ({ 'data-run': r.run_id }) }),
+      h('p', null, h('a', { class: 'btn btn-primary', 'data-action': 'show-divergence', href: recordsHref(fd.step, fd.rank) },
+        `Show every record at step ${fd.step}, rank ${fd.rank}`)),
+      perRankTable(d.per_rank || [])));
+  }
+
+  function perRankTable(per) {
+    if (per.length < 2) return null;
+    return h('details', { class: 'per-rank', open: per.length <= 8 },
+      h('summary', null, `First divergence on each rank (${per.length} ranks)`),
+      table([
+        { key: 'rank', label: 'Rank', num: true },
+        { key: 'step', label: 'Step', num: true },
+        { key: 'seq', label: 'Seq', num: true },
+        { key: 'name', label: 'Record', render: (r) => h('code', null, r.name || '—') },
+        { key: 'occurrence', label: 'Occ.', num: true },
+        { key: 'kind', label: 'Kind', render: (r) => badge(r.kind === 'missing' ? 'missing' : 'diverged') },
+        ...(per.some((r) => r.odd_run_id) ? [{ key: 'odd', label: 'Odd one out', render: (r) => (r.odd_run_id ? h('code', null, shortId(r.odd_run_id)) : '—') }] : []),
+        { key: 'go', label: '', render: (r) => h('a', { href: recordsHref(r.step, r.rank) }, 'records →') },
+      ], per, { compact: true, rowAttrs: (r) => ({ 'data-rank': r.rank }) }));
+  }
+
+  function renderRuns(d) {
+    const runs = d.runs || [];
+    replace(runsBox, card('Runs in this group', table([
+      { key: 'run_id', label: 'Run', render: (r) => [link('/runs/' + encodeURIComponent(r.run_id), h('code', null, shortId(r.run_id))),
+        d.first_divergence && d.first_divergence.odd_run_id === r.run_id ? h('span', { class: 'tag tag-bad' }, 'odd one out') : null] },
+      { key: 'job_id', label: 'Job' },
+      { key: 'user', label: 'User' },
+      { key: 'nodes', label: 'Nodes', render: (r) => valText(r.nodes) },
+      { key: 'ranks', label: 'Ranks', num: true },
+      { key: 'start_step', label: 'Start step', num: true },
+      { key: 'mode', label: 'Mode' },
+      { key: 'status', label: 'Status', render: (r) => badge(r.status) },
+      { key: 'created_at', label: 'Started (UTC)', render: (r) => fmtTime(r.created_at) },
+    ], runs, { compact: true, rowAttrs: (r) => ({ 'data-run': r.run_id }) })));
+  }
+
+  async function loadSteps() {
+    const fd = summary && summary.first_divergence;
+    const center = sel.step !== null ? sel.step : fd ? fd.step : null;
+    let params = {};
+    if (from !== null) params = { from, to: from + WINDOW - 1 };
+    else if (center !== null) {
+      const f = Math.max(0, center - WINDOW / 2);
+      params = { from: f, to: f + WINDOW - 1 };
+    } else params = { from: 0, to: WINDOW - 1 };
+    let d;
+    try {
+      d = await apiGet(gpath + '/steps', params);
+    } catch (e) {
+      lastSteps = '';
+      replace(mapBox, errorBox(e, 'The match map could not be loaded'));
+      return;
+    }
+    const perKey = summary ? JSON.stringify(summary.per_rank) : '';
+    const key = JSON.stringify(d) + JSON.stringify(sel) + perKey;
+    if (key === lastSteps) return;
+    lastSteps = key;
+    const model = normalizeSteps(d);
+    const winFrom = typeof d.from === 'number' ? d.from : params.from;
+    const winTo = typeof d.to === 'number' ? d.to : params.to;
+    const nav = h('div', { class: 'map-nav' },
+      h('button', { class: 'btn', type: 'button', 'data-action': 'earlier', disabled: winFrom <= 0,
+        onclick: () => go({ from: Math.max(0, winFrom - WINDOW) }) }, '← Earlier steps'),
+      h('span', { class: 'map-range' }, model.cells.length
+        ? `Steps ${model.from}–${model.to} of the window ${winFrom}–${winTo}, ${model.ranks} ranks`
+        : `Window ${winFrom}–${winTo}`),
+      h('button', { class: 'btn', type: 'button', 'data-action': 'later', disabled: !model.cells.length || model.to < winTo,
+        onclick: () => go({ from: winTo + 1 }) }, 'Later steps →'));
+    if (!model.cells.length) {
+      replace(mapBox, nav, emptyState('No steps compared in this window yet.', winFrom > 0
+        ? 'The runs have not reached these steps; go to earlier steps.'
+        : 'The map fills in as the twins send records for the same steps; it updates by itself.'));
+      return;
+    }
+    const marks = (summary && summary.per_rank || []).map((p) => ({ step: p.step, rank: p.rank }));
+    replace(mapBox, nav, matchMap(model, { marks, selected: sel, width: el.clientWidth - 40,
+      onPick: (step, rank) => go({ step, rank }) }));
+  }
+
+  async function loadRecords() {
+    if (!records) records = recordsSection(recBox);
+    await records.show(summary, sel);
+  }
+
+  async function loadManifest() {
+    let d;
+    try {
+      d = await apiGet(gpath + '/manifest-diff');
+    } catch (e) {
+      lastManifest = '';
+      replace(manifestBox, card('Manifest diff', errorBox(e, 'The manifest diff could not be loaded')));
+      return;
+    }
+    const key = JSON.stringify(d);
+    if (key === lastManifest) return;
+    lastManifest = key;
+    const diffs = groupRanks((Array.isArray(d) ? d : d.diffs || d.differences || []).map((x) => ({ ...x, byRun: byRun(x.values) })));
+    const runIds = (d.runs && d.runs.length ? d.runs : (summary && summary.runs || []).map((r) => r.run_id)).slice();
+    replace(manifestBox, card('Manifest diff', diffs.length
+      ? [h('p', { class: 'sub' }, 'Environment, versions and hardware that differ between the twins, per rank. A determinism-relevant difference here (NCCL_*, CUBLAS_*, library versions) usually explains a divergence.'),
+        table([
+          { key: 'key', label: 'Key', render: (r) => h('code', null, r.key) },
+          { key: 'ranks', label: 'Ranks', render: (r) => r.rankText },
+          ...runIds.map((id) => ({ key: id, label: 'Run ' + shortId(id), class: 'wrap', render: (r) => (id in r.byRun ? valText(r.byRun[id]) : h('em', null, 'absent')) })),
+        ], diffs, { compact: true, rowAttrs: (r) => ({ 'data-key': r.key }) })]
+      : emptyState('The twins\' manifests agree on every key.', 'Environment, versions and hardware do not explain a divergence here; look at the records.')));
+  }
+
+  const ok = await loadSummary();
+  if (!ok) {
+    replace(mapBox, emptyState('Nothing to map.', 'Open a group that exists.'));
+    replace(manifestBox);
+    return { poll: async () => { if (!gone && await loadSummary()) navigate(gpath, { from, step: sel.step, rank: sel.rank }, true); }, destroy: () => { gone = true; } };
+  }
+  await Promise.all([loadSteps(), loadRecords(), loadManifest()]);
+  curvesSection(curvesBox, summary);
+  if (sel.step !== null) requestAnimationFrame(() => { if (!gone) recBox.scrollIntoView({ block: 'start' }); });
+  return {
+    poll: async () => {
+      if (gone) return;
+      await loadSummary();
+      await Promise.all([loadSteps(), loadRecords(), loadManifest()]);
+    },
+    destroy: () => { gone = true; },
+  };
+}
+
+/* groupRanks(diffs) - one row per key and set of values, naming the ranks where they differ that way. */
+function groupRanks(diffs) {
+  const rows = new Map();
+  for (const x of diffs) {
+    const k = x.key + '\u0000' + JSON.stringify(x.byRun);
+    const row = rows.get(k) || { key: x.key, byRun: x.byRun, ranks: [] };
+    row.ranks.push(x.rank);
+    rows.set(k, row);
+  }
+  for (const row of rows.values()) row.rankText = rangeText(row.ranks.sort((a, b) => a - b));
+  return [...rows.values()].sort((a, b) => a.key.localeCompare(b.key) || a.ranks[0] - b.ranks[0]);
+}
+
+/* rangeText([0,1,2,5]) - "0–2, 5". */
+function rangeText(ns) {
+  const out = [];
+  for (let i = 0; i < ns.length; i++) {
+    let j = i;
+    while (j + 1 < ns.length && ns[j + 1] === ns[j] + 1) j++;
+    out.push(j > i ? `${ns[i]}–${ns[j]}` : String(ns[i]));
+    i = j;
+  }
+  return out.join(', ');
+}
+
+/* byRun(values) - manifest-diff values ([{run_id, value}] or {run_id: value}) as {run_id: value}. */
+function byRun(values) {
+  if (Array.isArray(values)) return Object.fromEntries(values.map((v) => [v.run_id, v.value]));
+  return values || {};
+}
+
+function intOr(v) {
+  if (v === null || v === undefined || v === '') return null;
+  const n = parseInt(v, 10);
+  return Number.isFinite(n) ? n : null;
+}
+
+function statusSentence(d, n) {
+  const runs = `${n} run${n === 1 ? '' : 's'}`;
+  switch (d.status) {
+  case 'match': return `${runs}, bit-identical on every step they share.`;
+  case 'diverged': return `${runs}; they stopped being bit-identical at step ${d.first_divergence ? d.first_divergence.step : '?'}.`;
+  case 'pending': return n < 2 ? `${runs}; a second run with the same twin group is needed to compare.`
+    : `${runs}; comparing as records arrive — no difference so far.`;
+  default: return runs + '.';
+  }
+}
