@@ -80,3 +80,12 @@ ALL_TARGETS += $(LOCKSTEP_TRAIN_CUDA)
 INSTALL_BIN += $(LOCKSTEP_TRAIN_CUDA)
 endif
 endif
+
+# ---- benchmarks (sources in bench/kernels/): bench/kernels/run.sh prints the JSON lines.
+BENCHES += bench/kernels/run.sh
+ifeq ($(CUDA),1)
+$(B)/bench/kernels/gpu_bench: $(B)/bench/kernels/gpu_bench.o $(LIBKCUDA) $(LIBCOMMON)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(KCUDA_LIBS) -lm
+$(B)/bench/kernels/gpu_bench.o: EXTRA_CFLAGS_bench += -isystem $(CUDA_HOME)/include
+ALL_TARGETS += $(B)/bench/kernels/gpu_bench
+endif

@@ -32,6 +32,9 @@ typedef struct trainer {
     uint64_t run_seed; /* --nondeterministic: differs between runs */
     FILE *order_log;
     double step_ns_total;
+    double rec_ns_total; /* time spent inside ls_* recording calls */
+    double *step_ns;     /* per step, for the median */
+    int64_t n_timed;
 } trainer;
 
 static int64_t mono_ns(void)
@@ -74,7 +77,8 @@ static void trainer_alloc(trainer *t)
     t->b.y = alloc_floats(t, B * (size_t)t->L.d.d_out);
     t->b.tok = calloc(B, sizeof(uint32_t));
     t->order = calloc((size_t)t->world * RED_PIECES, sizeof(int));
-    if (!t->b.tok || !t->order)
+    t->step_ns = calloc((size_t)t->o.steps + 1, sizeof(double));
+    if (!t->b.tok || !t->order || !t->step_ns)
         die(t, "out of memory", NULL, NULL);
 }
 
@@ -93,6 +97,33 @@ static void trainer_free(trainer *t)
     free(t->b.y);
     free(t->b.tok);
     free(t->order);
+    free(t->step_ns);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* report - rank 0 prints the --json summary: mean and median step time and
+ * the time spent recording, each the largest over the ranks. */
+static void report(trainer *t, int64_t done)
+{
+    double mine[3] = {0, 0, 0}, worst[3] = {0, 0, 0};
+    if (done > 0) {
+        qsort(t->step_ns, (size_t)t->n_timed, sizeof(double), cmp_double);
+        mine[0] = t->step_ns_total / (double)done / 1e6;
+        mine[1] = t->step_ns[t->n_timed / 2] / 1e6;
+        mine[2] = t->rec_ns_total / (double)done / 1e6;
+    }
+    MPI_Reduce(mine, worst, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (t->rank == 0 && t->o.json)
+        printf("{\"trainer\":\"cpu\",\"ranks\":%d,\"steps\":%" PRId64 ",\"hidden\":%d,\"batch\":%d,"
+               "\"params\":%zu,\"step_ms\":%.6f,\"step_ms_median\":%.6f,\"record_ms\":%.6f,"
+               "\"nondeterministic\":%s}\n",
+               t->world, done, t->o.dims.hidden, t->o.batch, t->L.n_params, worst[0], worst[1], worst[2],
+               t->o.nondet ? "true" : "false");
 }
 
 /* resume - load the newest complete checkpoint of o.resume_dir. */
@@ -204,10 +235,11 @@ static void train_step(trainer *t, int64_t step)
     for (int r = 0; r < world; r++)
         loss += all[r];
     loss /= (double)world * B * t->L.d.d_out;
+    int64_t r0 = mono_ns();
     ls_metric("loss", loss);
-
     int64_t shape[1] = {(int64_t)n};
     ls_tensor_at(LS_LEVEL_COLLECTIVE, "allreduce.in", t->g_local, n * sizeof(float), LS_F32, 1, shape);
+    t->rec_ns_total += (double)(mono_ns() - r0);
     int rc;
     if (t->o.nondet) {
         rc = red_sum_arrival(t->pieces, n, t->g_sum, t->tmp, t->run_seed, step, t->order, MPI_COMM_WORLD);
@@ -223,20 +255,25 @@ static void train_step(trainer *t, int64_t step)
     }
     if (rc < 0)
         die(t, "the gradient reduction failed", NULL, NULL);
-    ls_tensor_at(LS_LEVEL_COLLECTIVE, "allreduce.out", t->g_sum, n * sizeof(float), LS_F32, 1, shape);
-
     double sq = 0.0;
     for (size_t i = 0; i < n; i++)
         sq += (double)t->g_sum[i] * t->g_sum[i];
     double gnorm = sqrt(sq);
+    r0 = mono_ns();
+    ls_tensor_at(LS_LEVEL_COLLECTIVE, "allreduce.out", t->g_sum, n * sizeof(float), LS_F32, 1, shape);
     ls_metric("grad_norm", gnorm);
     record_tensors(t, t->g_sum, ".grad");
+    t->rec_ns_total += (double)(mono_ns() - r0);
 
     mlp_adam_step(&t->o.adam, ++t->adam_t, n, t->p, t->m, t->v, t->g_sum);
+    r0 = mono_ns();
     record_tensors(t, t->p, "");
     ls_step_end();
+    int64_t t1 = mono_ns();
+    t->rec_ns_total += (double)(t1 - r0);
     t->step = step;
-    t->step_ns_total += (double)(mono_ns() - t0);
+    t->step_ns_total += (double)(t1 - t0);
+    t->step_ns[t->n_timed++] = (double)(t1 - t0);
 
     if (t->rank == 0 && !t->o.quiet)
         printf("step %" PRId64 " loss %.9g grad_norm %.9g\n", step, loss, gnorm);
@@ -282,14 +319,7 @@ int main(int argc, char **argv)
         if (t->o.ckpt_every && s % t->o.ckpt_every == 0)
             checkpoint(t);
     }
-    int64_t done = t->o.steps >= first ? t->o.steps - first + 1 : 0;
-    double mean_ms = done ? t->step_ns_total / (double)done / 1e6 : 0.0;
-    double max_ms = 0.0;
-    MPI_Reduce(&mean_ms, &max_ms, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    if (t->rank == 0 && t->o.json)
-        printf("{\"trainer\":\"cpu\",\"ranks\":%d,\"steps\":%" PRId64 ",\"hidden\":%d,\"batch\":%d,"
-               "\"params\":%zu,\"step_ms\":%.6f,\"nondeterministic\":%s}\n",
-               t->world, done, t->o.dims.hidden, t->o.batch, t->L.n_params, max_ms, t->o.nondet ? "true" : "false");
+    report(t, t->o.steps >= first ? t->o.steps - first + 1 : 0);
     if (t->order_log)
         fclose(t->order_log);
     ls_shutdown();

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# run.sh - kernels benchmarks: lockstep-train step time with and without fingerprinting (CPU path, and the
+# CUDA path where a GPU is present), then the GPU kernel figures. One JSON line per figure.
+# usage: bench/kernels/run.sh [BUILD_DIR]
+set -u
+build=${1:-build}
+train=$build/bin/lockstep-train
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
+unset LOCKSTEP_FAULT LOCKSTEP_TRACE LOCKSTEP_MODE
+tmp=$(mktemp -d /tmp/ls-bench-kernels-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# step_ms LAUNCHER... : the best of 3 runs' mean step time (ms), from the trainer's --json line.
+step_ms() {
+  local best=""
+  for i in 1 2 3; do
+    rm -rf "$tmp/trace"
+    local v
+    v=$("$@" --quiet --json | sed -n 's/.*"step_ms":\([0-9.]*\).*/\1/p')
+    [ -n "$v" ] || { echo "bench/kernels: a run failed: $*" >&2; return 1; }
+    best=$(awk -v a="$best" -v b="$v" 'BEGIN { print (a == "" || b < a) ? b : a }')
+  done
+  echo "$best"
+}
+
+# overhead NAME NP LAUNCH...: step time off, at metric+collective level, and at module level.
+overhead() {
+  local name=$1; shift
+  local off col mod
+  off=$(LOCKSTEP_MODE=off step_ms "$@") || return 1
+  col=$(LOCKSTEP_TRACE=collectives LOCKSTEP_TRACE_DIR=$tmp/trace step_ms "$@") || return 1
+  mod=$(LOCKSTEP_TRACE=modules LOCKSTEP_TRACE_DIR=$tmp/trace step_ms "$@") || return 1
+  awk -v n="$name" -v off="$off" -v col="$col" -v mod="$mod" -v args="$*" 'BEGIN {
+    printf "{\"bench\":\"kernels.%s\",\"step_ms_off\":%.4f,\"step_ms_metric_collective\":%.4f,", n, off, col
+    printf "\"overhead_metric_collective_pct\":%.2f,\"step_ms_module\":%.4f,\"overhead_module_pct\":%.2f,", \
+      100 * (col - off) / off, mod, 100 * (mod - off) / off
+    printf "\"target_overhead_pct_max\":0.5,\"command\":\"%s\"}\n", args }'
+}
+
+rc=0
+overhead train_cpu_overhead mpirun --allow-run-as-root --oversubscribe -np 2 "$train" --steps 40 --hidden 256 \
+  --batch 64 || rc=1
+
+if [ -x "$build/bench/kernels/gpu_bench" ] && nvidia-smi -L >/dev/null 2>&1; then
+  "$build/bench/kernels/gpu_bench" || rc=1
+  if [ -x "$build/bin/lockstep-train-cuda" ]; then
+    overhead train_cuda_overhead mpirun --allow-run-as-root -np 1 "$build/bin/lockstep-train-cuda" --steps 60 \
+      --hidden 1024 --batch 256 || rc=1
+  fi
+else
+  echo '{"bench":"kernels.gpu","skipped":"no GPU here (nvidia-smi -L fails) or CUDA=0"}'
+fi
+exit $rc
