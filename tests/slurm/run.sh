@@ -220,6 +220,15 @@ EOF
     grep -q 'inner=1' "$tmp/batch.out"
 }
 
+t_salloc_carries() {
+  local exp="ALL"
+  [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload"
+  rm -f "$tmp"/env.*
+  timeout 30 salloc --immediate=10 -N2 --lockstep=det --lockstep-twin=sa srun --export="$exp" \
+    bash -c 'env >'"$tmp"'/env.$SLURM_PROCID' >"$tmp/out" 2>"$tmp/err" || return 1
+  for r in 0 1; do want $r LOCKSTEP_MODE det && want $r LOCKSTEP_TWIN_GROUP sa && want $r NCCL_ALGO Ring || return 1; done
+}
+
 # --- lockstepd down: the job runs, and not slowly
 t_server_down() {
   local t; t=$(date +%s%N)
@@ -363,6 +372,7 @@ check "SLURM_LOCKSTEP* fallbacks" t_env_fallback
 check "an option beats its SLURM_LOCKSTEP* variable" t_option_beats_env
 check "a bad SLURM_LOCKSTEP fails the step" t_env_fallback_bad
 check "sbatch options carry into srun steps" t_sbatch_carries
+check "salloc options carry into srun steps" t_salloc_carries
 check "lockstepd down: the job still runs, quickly" t_server_down
 check "enforce=fp raises jobs to fp" t_enforce_fp
 check "default=det applies when the user asks nothing" t_default_det
