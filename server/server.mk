@@ -38,3 +38,12 @@ $(BENCH_INGEST): $(B)/bench/ingest/ingest.o $(HARNESS_OBJS) $(LIBCOMMON) | $(LOC
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARNESS_LIBS) -lm
 ALL_TARGETS += $(BENCH_INGEST)
 BENCHES += $(BENCH_INGEST)
+
+# Integration tier: cmocka binaries against a private PostgreSQL and real lockstepd processes.
+IT_SRCS := $(wildcard tests/integration/test_*.c)
+IT_BINS := $(IT_SRCS:tests/integration/%.c=$(B)/tests/integration/%)
+IT_OBJS := $(B)/tests/integration/common.o $(HARNESS_OBJS) $(TOKEN_OBJS)
+$(B)/tests/integration/test_%: $(B)/tests/integration/test_%.o $(IT_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,cmocka) $(HARNESS_LIBS) $(TOKEN_LIBS) -lm
+ALL_TARGETS += $(IT_BINS)
+TEST_TIERS += tests/integration/run.sh

@@ -1,0 +1,41 @@
+/* common.h - helpers the lockstepd integration test binaries share on top of harness.h: JSON calls, runs, batches. */
+#ifndef TESTS_INTEGRATION_COMMON_H
+#define TESTS_INTEGRATION_COMMON_H
+
+#include <jansson.h>
+
+#include "tests/integration/harness.h"
+
+/* it_call - METHOD base+path with a JSON (or NULL) body; the parsed reply in
+ * `*out` when out is given (NULL when not JSON). Returns the HTTP status. */
+long it_call(const h_srv *s, const char *method, const char *path, const char *body, const char *token, json_t **out);
+
+/* it_register - register a run (group may be NULL) and write its id to
+ * `run_id` (40 bytes). Returns 0 or -1. */
+int it_register(const h_srv *s, const char *job, const char *group, int ranks, long long start_step,
+                const char *token, char *run_id);
+
+/* Content of record `i` of a synthetic step; `salt` != 0 changes its fp. */
+typedef struct it_step {
+    int64_t step;
+    int n;        /* records in the step */
+    int flip_at;  /* index whose fp is flipped, -1 for none */
+    int drop_at;  /* index left out, -1 for none */
+} it_step;
+
+/* it_post_steps - post steps [first, first+count) of `rank` as one binary
+ * batch (batch_seq), `per_step` records each (loss scalar + tensors), the
+ * record at index `flip` of step `flip_step` with a flipped fp, `*seq` the
+ * next seq (advanced). Returns the HTTP status. */
+long it_post_steps(const h_srv *s, const char *run_id, int rank, uint64_t batch_seq, int64_t first, int count,
+                   int per_step, int64_t flip_step, int flip, int64_t drop_step, int drop, uint64_t *seq,
+                   const char *token);
+
+/* it_end - end `rank` of run with exit code 0; returns the HTTP status. */
+long it_end(const h_srv *s, const char *run_id, int rank, const char *token);
+
+/* it_wait_group - poll GET /twins/{group} until its status is `want` (or
+ * 10 s pass); returns the last reply (caller decrefs) or NULL. */
+json_t *it_wait_group(const h_srv *s, const char *group, const char *want);
+
+#endif /* TESTS_INTEGRATION_COMMON_H */
