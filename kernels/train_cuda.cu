@@ -4,6 +4,7 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -147,7 +148,9 @@ struct gpu_trainer {
     mlp_batch hb; /* host batch */
     int64_t step, adam_t;
     uint64_t data_pos, rng_ctr;
-    double step_ns;
+    double step_ns, rec_ns; /* all steps; inside ls_* recording calls */
+    double *step_each;
+    int64_t n_timed;
 };
 
 float *dalloc(size_t n)
@@ -186,7 +189,8 @@ void setup(gpu_trainer *t)
     t->hb.x = static_cast<float *>(calloc(B * t->L.d.d_in, sizeof(float)));
     t->hb.y = static_cast<float *>(calloc(B * dout, sizeof(float)));
     t->hb.tok = static_cast<uint32_t *>(calloc(B, sizeof(uint32_t)));
-    if (!t->hb.x || !t->hb.y || !t->hb.tok)
+    t->step_each = static_cast<double *>(calloc((size_t)t->o.steps + 1, sizeof(double)));
+    if (!t->hb.x || !t->hb.y || !t->hb.tok || !t->step_each)
         die(t->rank, "out of memory", nullptr, nullptr);
 }
 
@@ -281,28 +285,36 @@ void train_step(gpu_trainer *t, int64_t step)
     for (int r = 0; r < t->world; r++)
         loss += all[r];
     loss /= (double)t->world * B * dout;
+    int64_t r0 = mono_ns();
     ls_metric("loss", loss);
-
     int64_t shape[1] = {(int64_t)n};
     lsk_tensor_device_at(LS_LEVEL_COLLECTIVE, "allreduce.in", t->g, n * sizeof(float), LS_F32, 1, shape, t->st);
+    t->rec_ns += (double)(mono_ns() - r0);
     nk(ncclAllReduce(t->g, t->g, n, ncclFloat, ncclSum, t->comm, t->st), "ncclAllReduce");
-    lsk_tensor_device_at(LS_LEVEL_COLLECTIVE, "allreduce.out", t->g, n * sizeof(float), LS_F32, 1, shape, t->st);
-
     square_kernel<<<blocks(n), kT, 0, t->st>>>(t->g, n, t->sq);
     double gnorm = std::sqrt(dsum(t, t->sq, n));
+    r0 = mono_ns();
+    lsk_tensor_device_at(LS_LEVEL_COLLECTIVE, "allreduce.out", t->g, n * sizeof(float), LS_F32, 1, shape, t->st);
     ls_metric("grad_norm", gnorm);
     record_tensors(t, t->g, ".grad");
+    t->rec_ns += (double)(mono_ns() - r0);
 
     t->adam_t++;
     const mlp_adam *a = &t->o.adam;
     float c1 = (float)(1.0 / (1.0 - pow(a->beta1, (double)t->adam_t)));
     float c2 = (float)(1.0 / (1.0 - pow(a->beta2, (double)t->adam_t)));
     adam_kernel<<<blocks(n), kT, 0, t->st>>>(n, a->lr, a->beta1, a->beta2, a->eps, c1, c2, t->p, t->m, t->v, t->g);
+    r0 = mono_ns();
     record_tensors(t, t->p, "");
+    t->rec_ns += (double)(mono_ns() - r0);
     ck(cudaStreamSynchronize(t->st), "step");
+    r0 = mono_ns();
     ls_step_end();
+    int64_t t1 = mono_ns();
+    t->rec_ns += (double)(t1 - r0);
     t->step = step;
-    t->step_ns += (double)(mono_ns() - t0);
+    t->step_ns += (double)(t1 - t0);
+    t->step_each[t->n_timed++] = (double)(t1 - t0);
     if (t->rank == 0 && !t->o.quiet)
         printf("step %" PRId64 " loss %.9g grad_norm %.9g\n", step, loss, gnorm);
 }
@@ -435,12 +447,19 @@ int main(int argc, char **argv)
             save(t);
     }
     int64_t done = t->o.steps >= first ? t->o.steps - first + 1 : 0;
-    double mean_ms = done ? t->step_ns / (double)done / 1e6 : 0.0, max_ms = 0.0;
-    MPI_Reduce(&mean_ms, &max_ms, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    double mine[3] = {0, 0, 0}, worst[3] = {0, 0, 0};
+    if (done > 0) {
+        std::sort(t->step_each, t->step_each + t->n_timed);
+        mine[0] = t->step_ns / (double)done / 1e6;
+        mine[1] = t->step_each[t->n_timed / 2] / 1e6;
+        mine[2] = t->rec_ns / (double)done / 1e6;
+    }
+    MPI_Reduce(mine, worst, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (t->rank == 0 && t->o.json)
         printf("{\"trainer\":\"cuda\",\"ranks\":%d,\"steps\":%" PRId64 ",\"hidden\":%d,\"batch\":%d,"
-               "\"params\":%zu,\"step_ms\":%.6f,\"reduce\":\"%s\"}\n",
-               t->world, done, t->o.dims.hidden, t->o.batch, t->L.n_params, max_ms,
+               "\"params\":%zu,\"step_ms\":%.6f,\"step_ms_median\":%.6f,\"record_ms\":%.6f,"
+               "\"reduce\":\"%s\"}\n",
+               t->world, done, t->o.dims.hidden, t->o.batch, t->L.n_params, worst[0], worst[1], worst[2],
                t->mode == LSK_ATOMIC ? "atomic" : "det");
     ls_shutdown();
     ncclCommDestroy(t->comm);

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# gpu-check.sh - every GPU check of the kernels part in one run, for a machine with a GPU: build, device LSFP-1
+# against the CPU (vectors, 1,000 random buffers, every alignment), ls_tensor_device against ls_tensor, the
+# reductions' determinism, GPU twins, nondeterminism, a fault, a bit-exact resume, then the benchmarks.
+# Prints JSON lines (also to $OUT/gpu-check.jsonl when $OUT is set) and ends with "N passed, N failed".
+# usage: kernels/gpu-check.sh [BUILD_DIR]      (from the repository root; about 3 minutes on one H200)
+set -u
+cd "$(dirname "$0")/.."
+B=${1:-build}
+jsonl=${OUT:+$OUT/gpu-check.jsonl}
+tmp=$(mktemp -d /tmp/ls-gpu-check-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+unset LOCKSTEP_FAULT LOCKSTEP_TRACE LOCKSTEP_TRACE_DIR LOCKSTEP_MODE LOCKSTEP_SERVER
+# The deterministic runtime lockstep's det mode sets for NCCL.
+export NCCL_ALGO=Ring NCCL_PROTO=Simple NCCL_NVLS_ENABLE=0 NCCL_COLLNET_ENABLE=0
+export NCCL_MIN_NCHANNELS=4 NCCL_MAX_NCHANNELS=4 CUBLAS_WORKSPACE_CONFIG=:4096:8
+pass=0; fail=0
+
+emit() { echo "$1"; [ -n "$jsonl" ] && echo "$1" >>"$jsonl"; return 0; }
+result() { # result NAME OK(0|1) DETAIL-JSON-FIELDS
+  if [ "$2" = 1 ]; then pass=$((pass+1)); else fail=$((fail+1)); fi
+  emit "{\"check\":\"$1\",\"ok\":$([ "$2" = 1 ] && echo true || echo false)${3:+,$3}}"
+}
+
+emit "{\"check\":\"device\",\"gpus\":\"$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tr '\n"' ';_')\"}"
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+[ "$ngpu" -ge 1 ] || { result gpu_present 0 '"detail":"nvidia-smi -L lists no GPU"'; echo "0 passed, 1 failed"; exit 1; }
+
+# --- build (a carried build/ is used as it is when make cannot run here)
+targets="$B/kernels/gpu_check $B/bin/lockstep-train-cuda $B/bin/lockstep-train $B/bin/lockstep $B/bench/kernels/gpu_bench"
+t0=$(date +%s)
+make -j"$(nproc)" CUDA=1 $targets >"$tmp/build.log" 2>&1; brc=$?
+ok=1; for t in $targets; do [ -x "$t" ] || ok=0; done
+result build $ok "\"make_rc\":$brc,\"seconds\":$(( $(date +%s) - t0 ))"
+[ $ok = 1 ] || { tail -30 "$tmp/build.log" >&2; echo "$pass passed, $fail failed"; exit 1; }
+
+# --- the kernels against the CPU, the reductions' determinism (gpu_check prints its own JSON lines)
+LOCKSTEP_TRACE=modules LOCKSTEP_TRACE_DIR=$tmp/td LOCKSTEP_RANK=0 timeout 300 \
+  "$B/kernels/gpu_check" tests/data/lsfp1-vectors.json 1000 >"$tmp/gc.out" 2>"$tmp/gc.err"; gcrc=$?
+while read -r l; do
+  emit "$l"
+  case "$l" in *'"ok":true'*) pass=$((pass+1)) ;; *) fail=$((fail+1)) ;; esac
+done <"$tmp/gc.out"
+[ $gcrc -eq 0 ] || { result gpu_check_exit 0 "\"rc\":$gcrc"; sed 's/^/  /' "$tmp/gc.err" | tail -20 >&2; }
+# the device record and the host record of the same bytes carry the same fingerprint
+"$B/bin/lockstep" dump "$tmp/td/rank-00000.lstrace" >"$tmp/dump" 2>&1
+python3 - "$tmp/dump" >"$tmp/py" 2>&1 <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{') and '"name"' in l]
+fps = {(r['name'], r.get('occ', 0)): r.get('fp') for r in recs}
+host, dev, col = fps.get(('x', 0)), fps.get(('x', 1)), fps.get(('x.collective', 0))
+print(json.dumps({"host": host, "device": dev, "collective": col}))
+sys.exit(0 if host and host == dev == col else 1)
+PY
+result ls_tensor_device_matches_ls_tensor $([ $? -eq 0 ] && echo 1 || echo 0) "\"fps\":$(tail -1 "$tmp/py" | tr -d '\n' | sed 's/^[^{].*/null/')"
+
+# --- GPU twins, nondeterminism, a fault, resume (one rank per GPU, at most 2)
+np=$(( ngpu >= 2 ? 2 : 1 ))
+train() { # train DIR [ARGS...]
+  local dir=$1; shift
+  LOCKSTEP_TRACE=modules LOCKSTEP_TRACE_DIR=$tmp/$dir timeout 120 mpirun --allow-run-as-root -np $np \
+    "$B/bin/lockstep-train-cuda" --quiet --steps 16 --hidden 256 --batch 64 "$@" >>"$tmp/train.log" 2>&1
+}
+diffrc() { "$B/bin/lockstep" diff --json "$@" >"$tmp/diff.json" 2>>"$tmp/train.log"; echo $?; }
+first() { python3 -c "import json; d=json.load(open('$tmp/diff.json')); print(d['first_step'])" 2>/dev/null; }
+
+train d1 && train d2; rc=$(diffrc "$tmp/d1" "$tmp/d2")
+result gpu_twins_bit_identical $([ "$rc" = 0 ] && echo 1 || echo 0) "\"ranks\":$np,\"diff_rc\":$rc"
+train n1 --nondeterministic && train n2 --nondeterministic; rc=$(diffrc "$tmp/n1" "$tmp/n2")
+result gpu_nondeterministic_diverges $([ "$rc" = 1 ] && echo 1 || echo 0) "\"diff_rc\":$rc,\"first_step\":$(first || echo null)"
+train atw1 --reduce atomic; rc=$(diffrc "$tmp/d1" "$tmp/atw1")
+result gpu_atomic_differs_from_det $([ "$rc" = 1 ] && echo 1 || echo 0) "\"diff_rc\":$rc"
+train f1 --inject-fault=7:0; rc=$(diffrc "$tmp/d1" "$tmp/f1"); fs=$(first || echo null)
+result gpu_fault_at_step_7 $([ "$rc" = 1 ] && [ "$fs" = 7 ] && echo 1 || echo 0) "\"diff_rc\":$rc,\"first_step\":$fs"
+train full --checkpoint-every 4 --checkpoint-dir "$tmp/ckf" && train part --steps 6 --checkpoint-every 4 \
+  --checkpoint-dir "$tmp/ckr" && train res --resume "$tmp/ckr" --checkpoint-every 4
+rc=$(diffrc --overlap "$tmp/full" "$tmp/res")
+a=$(cd "$tmp/ckf/step-00000016" 2>/dev/null && "$OLDPWD/$B/bin/lockstep" fp rank-*.ckpt | tr '\n' ' ')
+b=$(cd "$tmp/ckr/step-00000016" 2>/dev/null && "$OLDPWD/$B/bin/lockstep" fp rank-*.ckpt | tr '\n' ' ')
+result gpu_resume_bit_exact $([ "$rc" = 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] && echo 1 || echo 0) \
+  "\"diff_rc\":$rc,\"final_checkpoints_equal\":$([ -n "$a" ] && [ "$a" = "$b" ] && echo true || echo false)"
+[ "$fail" -eq 0 ] || tail -40 "$tmp/train.log" >&2
+
+# --- benchmarks: CPU and CUDA trainer overhead, device LSFP-1 vs copy, det vs atomic reductions
+timeout 400 bench/kernels/run.sh "$B" >"$tmp/bench.out" 2>"$tmp/bench.err"; rc=$?
+while read -r l; do emit "$l"; done <"$tmp/bench.out"
+result benchmarks $([ $rc -eq 0 ] && echo 1 || echo 0) "\"rc\":$rc"
+[ $rc -eq 0 ] || tail -20 "$tmp/bench.err" >&2
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
