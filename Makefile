@@ -59,6 +59,7 @@ include cli/cli.mk
 -include kernels/kernels.mk
 -include spank/spank.mk
 -include web/web.mk
+-include agent/python/python.mk
 include examples/examples.mk
 include bench/bench.mk
 include tests/tests.mk

@@ -1,0 +1,257 @@
+"""_core.py - the Python face of the C API: init, steps, metrics, tensors, fingerprints."""
+
+import contextlib
+import ctypes
+import os
+import warnings
+
+from . import _lib
+from ._buffers import view_of
+
+
+class LockstepError(RuntimeError):
+    """An ls_* call failed; the message is the library's ls_last_error() plus a hint."""
+
+
+LEVELS = {
+    "metric": _lib.LEVEL_METRIC, "metrics": _lib.LEVEL_METRIC,
+    "collective": _lib.LEVEL_COLLECTIVE, "collectives": _lib.LEVEL_COLLECTIVE,
+    "module": _lib.LEVEL_MODULE, "modules": _lib.LEVEL_MODULE,
+    "op": _lib.LEVEL_OP, "ops": _lib.LEVEL_OP,
+}
+
+# The LOCKSTEP_TRACE this binding sets when the environment names none: Python callers record
+# tensors (level module), which the C default (collectives) would leave out.
+DEFAULT_TRACE = "modules"
+
+
+class _State:
+    def __init__(self):
+        self.initialized = False  # our init() succeeded and shutdown() has not run since
+        self.step = None  # the open step, as this binding last set it
+        self.user_steps = False  # the program calls step()/step_begin() itself
+        self.listeners = []  # callables(event, step), event "begin" or "end"
+
+
+_S = _State()
+
+
+def level_of(level):
+    """The ls_level number of `level`: a name ("metrics", "collectives", "modules", "ops", or
+    the singular) or a number 0..3. Raises ValueError otherwise."""
+    if isinstance(level, str):
+        if level in LEVELS:
+            return LEVELS[level]
+    elif isinstance(level, int) and 0 <= level <= _lib.LEVEL_OP:
+        return level
+    raise ValueError("unknown trace level %r\nhint: one of metrics, collectives, modules, ops" % (level,))
+
+
+def _name(name):
+    if isinstance(name, bytes):
+        return name
+    if not isinstance(name, str):
+        raise TypeError("a record name is a str, not %s" % type(name).__name__)
+    return name.encode("utf-8")
+
+
+def last_error():
+    """The calling thread's last error from the library ("" when none)."""
+    s = _lib.load().ls_last_error()
+    return s.decode("utf-8", "replace") if s else ""
+
+
+def _fail(what, hint=None):
+    msg = "%s failed\ndetail: %s" % (what, last_error() or "no detail from the library")
+    if hint:
+        msg += "\nhint: " + hint
+    raise LockstepError(msg)
+
+
+def init(trace=None, trace_dir=None, rank=None, run_id=None):
+    """Configure from the environment and open this rank's trace (ls_init).
+
+    The keyword arguments, when given, set LOCKSTEP_TRACE, LOCKSTEP_TRACE_DIR, LOCKSTEP_RANK
+    and LOCKSTEP_RUN_ID in os.environ first (so child processes see them too). When
+    LOCKSTEP_TRACE is unset, it is set to DEFAULT_TRACE ("modules"). Calling init again
+    while initialized does nothing. When the agent already started by itself (LD_PRELOAD
+    under the Slurm plugin), its configuration stands and these arguments have no effect.
+    Raises LockstepError with the library's reason on failure."""
+    lib = _lib.load()
+    if trace is not None:
+        os.environ["LOCKSTEP_TRACE"] = trace
+    elif not os.environ.get("LOCKSTEP_TRACE"):
+        os.environ["LOCKSTEP_TRACE"] = DEFAULT_TRACE
+    for var, val in (("LOCKSTEP_TRACE_DIR", trace_dir), ("LOCKSTEP_RANK", rank), ("LOCKSTEP_RUN_ID", run_id)):
+        if val is not None:
+            os.environ[var] = str(val)
+    if lib.ls_init() < 0:
+        _fail("lockstep.init", "check the LOCKSTEP_* variables (docs/api.md)")
+    _S.initialized = True
+
+
+def shutdown():
+    """Flush and close the trace (ls_shutdown). Safe to call twice and before init."""
+    if _S.step is not None:
+        for fn in list(_S.listeners):
+            fn("end", _S.step)
+    _lib.load().ls_shutdown()
+    _S.initialized = False
+    _S.step = None
+
+
+def is_active():
+    """True when the library is initialized and recording (not LOCKSTEP_MODE=off)."""
+    return _lib.load().ls_rank() >= 0
+
+
+def _require(what):
+    if not _S.initialized and not is_active():
+        raise LockstepError("%s called before lockstep.init()\nhint: call lockstep.init() (or "
+                            "lockstep.torch.watch(...), which calls it) first" % what)
+
+
+def _begin(n):
+    _lib.load().ls_step_begin(int(n))
+    _S.step = int(n)
+    for fn in list(_S.listeners):
+        fn("begin", _S.step)
+
+
+def _end():
+    if _S.step is not None:
+        for fn in list(_S.listeners):
+            fn("end", _S.step)
+    _lib.load().ls_step_end()
+
+
+def step_begin(n):
+    """Open step `n` (ls_step_begin): later records carry it and occurrence counts restart."""
+    _require("lockstep.step_begin")
+    _S.user_steps = True
+    _begin(n)
+
+
+def step_end():
+    """Close the current step (ls_step_end), writing its records out."""
+    _require("lockstep.step_end")
+    _S.user_steps = True
+    _end()
+
+
+@contextlib.contextmanager
+def step(n):
+    """Context manager: step_begin(n) on entry, step_end() on exit (also on an exception)."""
+    step_begin(n)
+    try:
+        yield n
+    finally:
+        _end()
+
+
+def current_step():
+    """The step this binding last opened, or None."""
+    return _S.step
+
+
+def metric(name, value):
+    """Record a scalar (level metric) with its exact IEEE double bits. `value` may be anything
+    float() takes (a Python number, a 0-d tensor, a numpy scalar). Raises LockstepError."""
+    if _lib.load().ls_metric(_name(name), float(value)) < 0:
+        _fail("lockstep.metric(%r)" % (name,))
+
+
+def enabled(level="modules"):
+    """True when a record of `level` would be kept at the current step on this rank."""
+    return bool(_lib.load().ls_enabled(level_of(level)))
+
+
+def tensor(name, obj, level="modules"):
+    """Fingerprint `obj` (LSFP-1 of its bytes) and record it at `level` (default module).
+
+    `obj` is a torch tensor (CPU; CUDA hashed on the device through liblockstep_cuda's
+    ls_tensor_device when it is there, else copied to the host with a one-time warning), a
+    numpy array, or any buffer-protocol object. The record keeps the
+    dtype and shape. Returns True when the record was kept, False when the trace window
+    filters it out (then nothing is hashed or copied). Raises LockstepError, TypeError or
+    ValueError on bad input."""
+    lib = _lib.load()
+    lv = level_of(level)
+    bname = _name(name)
+    if _S.initialized and not lib.ls_enabled(lv):
+        return False
+    v = view_of(obj)
+    nd = len(v.shape)
+    shape = (ctypes.c_int64 * nd)(*v.shape) if nd else None
+    if v.device:
+        dev = _lib.load_device()
+        if dev is not None:
+            rc = dev.lsk_tensor_device_at(lv, bname, v.ptr, v.nbytes, v.dtype, nd, shape, v.stream)
+            if rc < 0:
+                _fail("lockstep.tensor(%r) on the device" % (name,))
+            return True
+        _note_host_copy()
+        v = view_of(v.keep.cpu())  # exact bytes; synchronizes with the device
+    rc = lib.ls_tensor_at(lv, bname, v.ptr, v.nbytes, v.dtype, nd, shape)
+    if rc < 0:
+        _fail("lockstep.tensor(%r)" % (name,))
+    return True
+
+
+_noted_host_copy = False
+
+
+def _note_host_copy():
+    global _noted_host_copy
+    if not _noted_host_copy:
+        _noted_host_copy = True
+        warnings.warn("lockstep: CUDA tensors are copied to the host to be fingerprinted (slower, same bits)\n"
+                      "detail: %s\nhint: build with CUDA (`make` where nvcc exists) for device fingerprints"
+                      % _lib.device_note(), RuntimeWarning, stacklevel=3)
+
+
+def fingerprint(obj):
+    """LSFP-1 of `obj`'s bytes (as lockstep.tensor records it), an int. CUDA tensors are
+    copied to the host."""
+    v = view_of(obj)
+    if v.device:
+        v = view_of(v.keep.cpu())
+    return int(_lib.load().ls_fingerprint(v.ptr, v.nbytes))
+
+
+def run_id():
+    """This process's run id (str), or None before init."""
+    s = _lib.load().ls_run_id()
+    return s.decode() if s else None
+
+
+def rank():
+    """This process's rank, or -1 before init."""
+    return int(_lib.load().ls_rank())
+
+
+def add_step_listener(fn):
+    """Call fn(event, step) after each step begins ("begin") and before each ends ("end")."""
+    _S.listeners.append(fn)
+
+
+def remove_step_listener(fn):
+    """Undo add_step_listener (no error when absent)."""
+    if fn in _S.listeners:
+        _S.listeners.remove(fn)
+
+
+def user_steps():
+    """True once the program has called step()/step_begin()/step_end() itself."""
+    return _S.user_steps
+
+
+def auto_step_begin(n):
+    """Open step `n` for an integration that numbers steps by itself (lockstep.torch.watch
+    with an optimizer); unlike step_begin it does not mark the program as numbering steps."""
+    _begin(n)
+
+
+def auto_step_end():
+    """Close the open step for such an integration."""
+    _end()

@@ -1,0 +1,423 @@
+"""torch.py - lockstep.torch.watch: fingerprint a PyTorch model's module outputs, gradients and aten ops, with loss and grad norm.
+
+    import lockstep.torch
+    w = lockstep.torch.watch(model, optimizer, loss_fn=criterion)   # then train as usual
+
+Records (names are the model's qualified module names, "model" for the root):
+  level metric  loss, grad_norm (L2 over every parameter gradient, in float64, before each optimizer step)
+  level module  NAME.out (each module's output), NAME.out.grad (the gradient of that output),
+                PARAM.grad (each parameter's gradient before the optimizer step)
+  level op      CONTEXT/OP (each aten op's result inside the trace window, via TorchDispatchMode):
+                CONTEXT is the innermost module running, or bwd.NAME in the backward pass (the
+                module whose output gradient came last), loss, optimizer or top
+"""
+
+import atexit
+import os
+import platform
+import threading
+import warnings
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from . import _core, _lib, manifest
+
+_tls = threading.local()  # .busy: lockstep's own code is running; the ops mode must not see it
+
+# Ops whose results are uninitialized memory or aliases: fingerprinting them is noise.
+_SKIP_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize_", "set_",
+    "detach", "alias", "lift_fresh",
+})
+
+_LEVEL_NAME = {0: "metrics", 1: "collectives", 2: "modules", 3: "ops"}
+
+
+class _Busy:
+    """Context manager marking lockstep's own tensor work (so the ops mode skips it)."""
+
+    def __enter__(self):
+        self.prev = getattr(_tls, "busy", False)
+        _tls.busy = True
+
+    def __exit__(self, *exc):
+        _tls.busy = self.prev
+
+
+def _tensors(out):
+    return [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+
+
+def determinism_flags():
+    """The torch settings that decide whether kernels are deterministic, as a dict."""
+    f = {
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+        "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "cuda_matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        "cublas_workspace_config": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+    }
+    if hasattr(torch, "is_deterministic_algorithms_warn_only_enabled"):
+        f["deterministic_warn_only"] = torch.is_deterministic_algorithms_warn_only_enabled()
+    return f
+
+
+def deterministic():
+    """Turn on torch's deterministic mode: use_deterministic_algorithms(True), cuDNN
+    deterministic with benchmarking and TF32 off, CUDA matmul TF32 off, and
+    CUBLAS_WORKSPACE_CONFIG=:4096:8 when unset (it must be set before cuBLAS starts: call this
+    before the model goes to the GPU). A conflicting CUBLAS_WORKSPACE_CONFIG raises
+    LockstepError rather than being overridden. Returns determinism_flags()."""
+    cur = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+    if cur is None:
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+    elif cur not in (":4096:8", ":16:8"):
+        raise _core.LockstepError(
+            "CUBLAS_WORKSPACE_CONFIG=%s conflicts with LOCKSTEP_MODE=det\ndetail: deterministic cuBLAS needs "
+            ":4096:8 or :16:8\nhint: unset it, or run without LOCKSTEP_MODE=det" % cur)
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return determinism_flags()
+
+
+def torch_manifest():
+    """What this process's PyTorch runs with, as a dict: versions, thread counts, parallel
+    backend, determinism flags, CUDA devices and the thread-related environment."""
+    info = {
+        "python": platform.python_version(),
+        "torch_version": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "torch_git": getattr(torch.version, "git_version", None),
+        "num_threads": torch.get_num_threads(),
+        "num_interop_threads": torch.get_num_interop_threads(),
+        "parallel_backend": _parallel_backend(),
+        "determinism": determinism_flags(),
+        "lockstep_mode": os.environ.get("LOCKSTEP_MODE", ""),
+        "env": {k: os.environ[k] for k in sorted(os.environ)
+                if k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_CBWR",
+                         "PYTHONHASHSEED", "CUBLAS_WORKSPACE_CONFIG", "LOCKSTEP_TRACE")},
+        "cuda_devices": [],
+    }
+    try:
+        import numpy
+
+        info["numpy_version"] = numpy.__version__
+    except ImportError:
+        pass
+    if torch.cuda.is_available():
+        info["cuda_devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return info
+
+
+def _parallel_backend():
+    for line in torch.__config__.parallel_info().splitlines():
+        if line.startswith("ATen parallel backend:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+_VIEWS = {}
+
+
+def _view_returns(func):
+    """Per return of `func`'s schema: True when it is a view of an input (an alias that is
+    not written to), whose bytes the op that made them was already fingerprinted for.
+    In-place and out= results (written aliases) are recorded."""
+    v = _VIEWS.get(func)
+    if v is None:
+        v = _VIEWS[func] = [r.alias_info is not None and not r.alias_info.is_write for r in func._schema.returns]
+    return v
+
+
+def _wrap_numbers(func, args):
+    """torch 1.13 hands a mode a Python number where the schema wants a Tensor for some ops
+    (`int_tensor ^ 1` reaches bitwise_xor.Tensor with an int, and calling it fails): pass
+    such numbers as 0-d tensors, which promote like the wrapped numbers they stand for."""
+    if not any(isinstance(a, (bool, int, float)) for a in args):
+        return args
+    out = list(args)
+    schema = func._schema.arguments
+    dev = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+    for i, a in enumerate(args):
+        if isinstance(a, (bool, int, float)) and i < len(schema) and str(schema[i].type) == "Tensor":
+            out[i] = torch.tensor(a, device=dev)
+    return tuple(out)
+
+
+class _OpsMode(TorchDispatchMode):
+    """Fingerprints every aten op's tensor results while pushed (inside an ops window)."""
+
+    def __init__(self, watcher):
+        super().__init__()
+        self.w = watcher
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*_wrap_numbers(func, args), **(kwargs or {}))
+        if getattr(_tls, "busy", False) or getattr(func, "namespace", "aten") != "aten":
+            return out  # lockstep's own work, or profiler and other non-aten ops
+        op = func.overloadpacket.__name__
+        if op in _SKIP_OPS:
+            return out
+        views = _view_returns(func)
+        if len(views) == 1:
+            if views[0]:
+                return out
+            ts = _tensors(out)
+        elif isinstance(out, (tuple, list)) and len(out) == len(views):
+            ts = [t for i, r in enumerate(out) if not views[i] for t in _tensors(r)]
+        else:
+            ts = _tensors(out)
+        ctx = self.w._context()
+        with _Busy():
+            for i, t in enumerate(ts):
+                self.w._record("%s/%s%s" % (ctx, op, "#%d" % i if len(ts) > 1 else ""), t, _lib.LEVEL_OP)
+        return out
+
+
+class Watch:
+    """The hooks watch() installed on a model (and optimizer); close() removes them."""
+
+    def __init__(self, model, optimizer, level, loss_fn, name, auto_step):
+        self.model, self.optimizer, self.level = model, optimizer, level
+        self.root = name
+        self.auto_step = auto_step
+        self._handles = []
+        self._stack = []  # qualified names of the modules running forward, innermost last
+        self._phase = "top"  # outside any module: top, loss, bwd.NAME, optimizer
+        self._last_grad = None
+        self._mode = None
+        self._warned = False
+        self._closed = False
+        self._step = 0
+        self.manifest = None
+        self._trace_dir = None
+        names = {m: (n or name) for n, m in model.named_modules()}
+        if level >= _lib.LEVEL_MODULE:
+            for mod, qn in names.items():
+                self._handles.append(mod.register_forward_pre_hook(self._pre_hook(qn)))
+                self._handles.append(mod.register_forward_hook(self._post_hook(qn)))
+        if loss_fn is not None:
+            if not isinstance(loss_fn, torch.nn.Module):
+                raise TypeError("loss_fn must be a torch.nn.Module (e.g. nn.CrossEntropyLoss()); "
+                                "for a function, call watch.loss(value) after computing it")
+            self._handles.append(loss_fn.register_forward_pre_hook(self._loss_pre))
+            self._handles.append(loss_fn.register_forward_hook(self._loss_hook))
+        if optimizer is not None:
+            self._orig_step = optimizer.step
+            optimizer.step = self._optimizer_step
+        _core.add_step_listener(self._on_step)
+
+    # --- recording
+    def _record(self, rec_name, t, level):
+        try:
+            return _core.tensor(rec_name, t, level)
+        except (_core.LockstepError, TypeError, ValueError) as e:
+            self._warn(e)
+            return False
+
+    def _metric(self, rec_name, value):
+        try:
+            _core.metric(rec_name, value)
+        except _core.LockstepError as e:
+            self._warn(e)
+
+    def _warn(self, e):
+        if not self._warned:  # the job goes on: the agent never breaks a training run
+            warnings.warn("lockstep: %s (further errors are not reported)" % e, RuntimeWarning, stacklevel=3)
+            self._warned = True
+
+    def _context(self):
+        return self._stack[-1] if self._stack else self._phase
+
+    # --- module hooks
+    def _pre_hook(self, qn):
+        def hook(mod, inp):
+            self._stack.append(qn)
+        return hook
+
+    def _post_hook(self, qn):
+        def hook(mod, inp, out):
+            if self._stack and self._stack[-1] == qn:
+                self._stack.pop()
+            if not _core.enabled(_lib.LEVEL_MODULE):
+                return
+            with _Busy():
+                ts = _tensors(out)
+                for i, t in enumerate(ts):
+                    suffix = "" if len(ts) == 1 else ".%d" % i
+                    self._record(qn + ".out" + suffix, t, _lib.LEVEL_MODULE)
+                    if t.requires_grad:
+                        t.register_hook(self._grad_hook(qn + ".out" + suffix, qn))
+        return hook
+
+    def _grad_hook(self, rec_name, qn):
+        def hook(g):
+            if g is not self._last_grad:  # one tensor may carry several modules' hooks: keep the innermost
+                self._phase = "bwd." + qn
+                self._last_grad = g
+            with _Busy():
+                self._record(rec_name + ".grad", g, _lib.LEVEL_MODULE)
+        return hook
+
+    def _loss_pre(self, mod, inp):
+        self._phase = "loss"
+
+    def _loss_hook(self, mod, inp, out):
+        if isinstance(out, torch.Tensor):
+            with _Busy():
+                self.loss(out)
+                if out.requires_grad:
+                    out.register_hook(self._loss_grad_hook)
+
+    def _loss_grad_hook(self, g):
+        self._phase = "bwd.loss"
+
+    def loss(self, value):
+        """Record the loss (level metric): a scalar tensor or number; a tensor with more than
+        one element is fingerprinted as the record "loss" at level module instead."""
+        if isinstance(value, torch.Tensor) and value.numel() != 1:
+            with _Busy():
+                self._record("loss", value, _lib.LEVEL_MODULE)
+            return
+        with _Busy():
+            self._metric("loss", float(value.detach()) if isinstance(value, torch.Tensor) else value)
+
+    # --- optimizer
+    def _optimizer_step(self, *args, **kwargs):
+        self._phase = "optimizer"
+        with _Busy():
+            self._before_update()
+        out = self._orig_step(*args, **kwargs)
+        if self.auto_step and not _core.user_steps():
+            _core.auto_step_end()
+            self._step += 1
+            _core.auto_step_begin(self._step)
+        return out
+
+    def _before_update(self):
+        grads = [(n, p.grad) for n, p in self.model.named_parameters() if p.grad is not None]
+        if self.level >= _lib.LEVEL_MODULE and _core.enabled(_lib.LEVEL_MODULE):
+            for n, g in grads:
+                self._record(n + ".grad", g, _lib.LEVEL_MODULE)
+        if grads:
+            with torch.no_grad():
+                sq = torch.zeros((), dtype=torch.float64, device=grads[0][1].device)
+                for _, g in grads:
+                    sq += g.detach().double().pow(2).sum()
+                self._metric("grad_norm", float(sq.sqrt()))
+
+    # --- steps and the ops window
+    def _on_step(self, event, step):
+        if event == "begin":
+            self._stack.clear()
+            self._phase = "top"
+            self._last_grad = None
+            self._step = step
+            if self.level >= _lib.LEVEL_OP and _core.enabled(_lib.LEVEL_OP):
+                self._push_mode()
+            else:
+                self._pop_mode()
+            self._check_threads(step)
+        else:
+            self._pop_mode()
+
+    def _push_mode(self):
+        if self._mode is None:
+            self._mode = _OpsMode(self)
+            self._mode.__enter__()
+
+    def _pop_mode(self):
+        if self._mode is not None:
+            m, self._mode = self._mode, None
+            m.__exit__(None, None, None)
+
+    def _check_threads(self, step):
+        if self.manifest is None:
+            return
+        n = torch.get_num_threads()
+        if n != self.manifest["num_threads"] and n != self.manifest.get("num_threads_final"):
+            self.manifest.setdefault("num_threads_changes", []).append([step, n])
+            self.manifest["num_threads_final"] = n
+            self.write_manifest()
+
+    def write_manifest(self):
+        """(Re)write this rank's Python manifest sidecar in LOCKSTEP_TRACE_DIR, if any."""
+        if self.manifest is None or not self._trace_dir:
+            return None
+        self.manifest["determinism"] = determinism_flags()
+        try:
+            return manifest.write(self.manifest, trace_dir=self._trace_dir, rank=self.manifest["rank"])
+        except OSError as e:
+            self._warn("cannot write the Python manifest: %s" % e)
+            return None
+
+    def close(self):
+        """Remove every hook, restore optimizer.step, leave the ops window and write the
+        manifest a last time. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pop_mode()
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        if self.optimizer is not None and self.optimizer.__dict__.get("step") == self._optimizer_step:
+            del self.optimizer.step
+        _core.remove_step_listener(self._on_step)
+        atexit.unregister(self.write_manifest)
+        self.write_manifest()
+
+
+def _export_env(info):
+    """Put what Python knows into LOCKSTEP_PY_* so the agent's own manifest (which keeps
+    LOCKSTEP_* variables) carries it; only useful before ls_init."""
+    os.environ["LOCKSTEP_PY_TORCH_VERSION"] = str(info["torch_version"])
+    os.environ["LOCKSTEP_PY_NUM_THREADS"] = str(info["num_threads"])
+    os.environ["LOCKSTEP_PY_DETERMINISTIC"] = "1" if info["determinism"]["deterministic_algorithms"] else "0"
+
+
+def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, name="model"):
+    """Fingerprint `model` as it trains; returns a Watch (call .close() to stop).
+
+    `level` is the finest level recorded: "metrics" (loss, grad norm), "modules" (also module
+    outputs, output gradients and parameter gradients) or "ops" (also every aten op inside the
+    LOCKSTEP_TRACE window, through a TorchDispatchMode). LOCKSTEP_TRACE still decides which
+    records are kept at which steps and ranks; when it is unset, watch sets it to `level`.
+    `optimizer`: its step() records the parameter gradients and grad_norm first, and (with
+    auto_step, the default when an optimizer is given and the program never calls
+    lockstep.step itself) each optimizer step closes a lockstep step and opens the next,
+    starting at step 0. `loss_fn`: an nn.Module criterion whose output is recorded as "loss";
+    otherwise call .loss(value). Under LOCKSTEP_MODE=det it first turns on
+    deterministic(). Calls lockstep.init() when needed and writes the Python manifest
+    (rank-NNNNN.python.json: torch version, thread counts, determinism flags) beside the
+    trace. Raises LockstepError when the library cannot start."""
+    lv = _core.level_of(level)
+    if lv == _lib.LEVEL_COLLECTIVE:
+        lv = _lib.LEVEL_METRIC  # PyTorch has no collectives of its own to watch here
+    if os.environ.get("LOCKSTEP_MODE") == "det":
+        deterministic()
+    info = torch_manifest()
+    if not _core.is_active():
+        if not os.environ.get("LOCKSTEP_TRACE"):
+            os.environ["LOCKSTEP_TRACE"] = _LEVEL_NAME[max(lv, _lib.LEVEL_COLLECTIVE)]
+        _export_env(info)
+        info["env"]["LOCKSTEP_TRACE"] = os.environ["LOCKSTEP_TRACE"]
+    _core.init()
+    w = Watch(model, optimizer, lv, loss_fn, name, auto_step if auto_step is not None else optimizer is not None)
+    if _core.is_active():
+        info.update(run_id=_core.run_id(), rank=_core.rank(), pid=os.getpid(), level=_LEVEL_NAME[lv])
+        w.manifest = info
+        w._trace_dir = os.environ.get("LOCKSTEP_TRACE_DIR")
+        w.write_manifest()
+        atexit.register(w.write_manifest)
+    if w.auto_step and not _core.user_steps():
+        _core.auto_step_begin(0)
+    elif _core.current_step() is not None:
+        w._on_step("begin", _core.current_step())
+    return w

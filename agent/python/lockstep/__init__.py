@@ -1,0 +1,44 @@
+"""lockstep - bit-exact fingerprints of a training run, through liblockstep (ctypes; no compiled extension).
+
+    import lockstep
+    lockstep.init()                      # reads LOCKSTEP_* (docs/api.md); trace default "modules"
+    with lockstep.step(i):
+        lockstep.metric("loss", loss)
+        lockstep.tensor("fc1.weight", w)  # torch tensor, numpy array or any buffer
+
+For PyTorch models see lockstep.torch.watch. The library is found through LOCKSTEP_LIB, else
+beside this package in the build tree (build/lib), else on the system library path; an agent
+already in the process (LD_PRELOAD) is always used.
+"""
+
+from ._core import (
+    DEFAULT_TRACE,
+    LEVELS,
+    LockstepError,
+    current_step,
+    enabled,
+    fingerprint,
+    init,
+    is_active,
+    last_error,
+    level_of,
+    metric,
+    rank,
+    run_id,
+    shutdown,
+    step,
+    step_begin,
+    step_end,
+    tensor,
+)
+from ._lib import DTYPES, LibraryNotFound
+from ._lib import where as library
+from .cli import DiffError, diff, first_divergence
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_TRACE", "DTYPES", "LEVELS", "DiffError", "LibraryNotFound", "LockstepError", "current_step",
+    "diff", "enabled", "fingerprint", "first_divergence", "init", "is_active", "last_error", "level_of",
+    "library", "metric", "rank", "run_id", "shutdown", "step", "step_begin", "step_end", "tensor",
+]

@@ -1,0 +1,23 @@
+# python.mk - the Python binding (agent/python: pure ctypes, nothing to compile) and its test tier.
+#
+#   make python-check     byte-compile the package with Debian's interpreter (part of `make`)
+#   make python-install   pip install the package for Debian's python3 (the C library comes from make install)
+PY3 := /usr/bin/python3
+PY_SRCS := $(wildcard agent/python/lockstep/*.py)
+PY_STAMP := $(B)/python/compiled.stamp
+
+# A syntax error in the package fails the build, not only the tier. Nothing is written
+# into the source tree (the bytecode goes under $(B)).
+$(PY_STAMP): $(PY_SRCS)
+	@mkdir -p $(@D)
+	PYTHONPYCACHEPREFIX=$(B)/python/pycache $(PY3) -m py_compile $(PY_SRCS)
+	@touch $@
+
+.PHONY: python-check python-install
+python-check: $(PY_STAMP)
+
+python-install:
+	$(PY3) -m pip install --no-build-isolation --no-deps agent/python
+
+ALL_TARGETS += $(PY_STAMP)
+TEST_TIERS += tests/python/run.sh

@@ -1,0 +1,269 @@
+"""test_torch.py - lockstep.torch on a real PyTorch training loop: twins match; thread count and a perturbed op are named; manifests, windows, det mode."""
+
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from collections import OrderedDict
+
+import torch
+import torch.nn as nn
+
+from helpers import CLI, HERE, SRC, dump, env_for, run_py
+
+sys.path.insert(0, os.path.join(SRC, "agent", "python"))
+import lockstep  # noqa: E402
+import lockstep.torch  # noqa: E402
+
+TRAIN = os.path.join(HERE, "train_mlp.py")
+STEPS = 4
+
+# name -> (train_mlp.py arguments, extra environment)
+RUNS = {
+    "m_a": ([], {}),
+    "m_b": ([], {}),
+    "m_t2": (["--threads", "2"], {}),
+    "m_pert": (["--perturb", "fc1:2"], {}),
+    "m_explicit": (["--explicit-steps"], {}),
+    "o_a": (["--level", "ops"], {}),
+    "o_b": (["--level", "ops"], {}),
+    "o_t2": (["--level", "ops", "--threads", "2"], {}),
+    "o_pert": (["--level", "ops", "--perturb", "fc1:2"], {}),
+    "o_window": (["--level", "ops"], {"LOCKSTEP_TRACE": "metrics;modules:steps=1-2;ops:steps=2"}),
+    "det_a": ([], {"LOCKSTEP_MODE": "det"}),
+    "det_b": ([], {"LOCKSTEP_MODE": "det"}),
+    "coll": ([], {"LOCKSTEP_TRACE": "collectives"}),
+}
+
+
+class TrainingRuns(unittest.TestCase):
+    """Runs every training loop of RUNS once (two at a time), then compares them."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ls-torch-")
+        cls.out = {}
+
+        def one(name):
+            args, extra = RUNS[name]
+            d = os.path.join(cls.tmp, name)
+            env = env_for(LOCKSTEP_TRACE_DIR=d, LOCKSTEP_RUN_ID=name, **extra)
+            return name, run_py([TRAIN, "--steps", str(STEPS)] + args, env)
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
+            for name, p in ex.map(one, sorted(RUNS)):
+                cls.out[name] = p
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def d(self, name):
+        p = self.out[name]
+        self.assertEqual(p.returncode, 0, "%s failed:\n%s" % (name, p.stderr[-3000:]))
+        return os.path.join(self.tmp, name)
+
+    def first(self, a, b):
+        rep = lockstep.diff(self.d(a), self.d(b))
+        self.assertFalse(rep["match"], "%s and %s should diverge" % (a, b))
+        return rep, lockstep.first_divergence(rep)
+
+    # --- the precondition of the thread-count test, checked rather than assumed
+    def test_batchnorm_bits_depend_on_thread_count(self):
+        x = torch.randn(4096, 64, generator=torch.Generator().manual_seed(5))
+        bn = nn.BatchNorm1d(64)
+        saved = torch.get_num_threads()
+        try:
+            torch.set_num_threads(1)
+            one = bn(x)
+            torch.set_num_threads(2)
+            two = bn(x)
+        finally:
+            torch.set_num_threads(saved)
+        self.assertFalse(torch.equal(one, two), "BatchNorm1d no longer changes bits with the thread count")
+        self.assertTrue(torch.allclose(one, two, atol=1e-5))
+
+    # --- twins
+    def test_twins_match(self):
+        rep = lockstep.diff(self.d("m_a"), self.d("m_b"))
+        self.assertTrue(rep["match"], json.dumps(rep)[:2000])
+        recs = dump(self.d("m_a"))
+        names = {r["name"] for r in recs}
+        for n in ("loss", "grad_norm", "fc1.out", "bn.out", "model.out", "fc1.out.grad", "fc1.weight.grad",
+                  "bn.bias.grad"):
+            self.assertIn(n, names)
+        self.assertEqual(sorted({r["step"] for r in recs}), list(range(STEPS)))
+        self.assertEqual(len(recs), len(dump(self.d("m_b"))))
+        p = subprocess.run([CLI, "diff", self.d("m_a"), self.d("m_b")], stdout=subprocess.PIPE, text=True)
+        self.assertEqual(p.returncode, 0)
+
+    def test_ops_twins_match(self):
+        rep = lockstep.diff(self.d("o_a"), self.d("o_b"))
+        self.assertTrue(rep["match"], json.dumps(rep)[:2000])
+        ops = [r for r in dump(self.d("o_a")) if r["level"] == "op"]
+        names = {r["name"] for r in ops}
+        for n in ("fc1/addmm", "bn/native_batch_norm#0", "act/relu", "loss/mse_loss",
+                  "bwd.bn/native_batch_norm_backward#0", "bwd.fc1/mm", "optimizer/add_"):
+            self.assertIn(n, names)
+        self.assertFalse([n for n in names if n.endswith("/t") or n.endswith("/view") or "empty" in n],
+                         "views and uninitialized memory must not be recorded")
+
+    # --- divergences are named
+    def test_thread_count_names_the_module(self):
+        rep, f = self.first("m_a", "m_t2")
+        self.assertEqual((f["step"], f["kind"], f["a"]["name"], f["a"]["level"]), (0, "content", "bn.out", "module"))
+        self.assertEqual(f["a"]["seq"], 1)  # fc1.out (seq 0) still matched
+        p = subprocess.run([CLI, "diff", self.d("m_a"), self.d("m_t2")], stdout=subprocess.PIPE, text=True)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('record "bn.out"', p.stdout)
+
+    def test_thread_count_names_the_op(self):
+        rep, f = self.first("o_a", "o_t2")
+        self.assertEqual((f["step"], f["a"]["name"], f["a"]["level"]), (0, "bn/native_batch_norm#0", "op"))
+
+    def test_perturbed_op_names_module_and_op(self):
+        _, f = self.first("m_a", "m_pert")
+        self.assertEqual((f["step"], f["a"]["name"]), (2, "fc1.out"))
+        _, f = self.first("o_a", "o_pert")
+        self.assertEqual((f["step"], f["a"]["name"], f["a"]["level"]), (2, "fc1/addmm", "op"))
+        # steps before the fault match record for record
+        a = [r for r in dump(self.d("o_a")) if r["step"] < 2]
+        b = [r for r in dump(self.d("o_pert")) if r["step"] < 2]
+        self.assertEqual([(r["name"], r["fp"]) for r in a], [(r["name"], r["fp"]) for r in b])
+
+    # --- manifests
+    def test_manifest_diff_names_the_thread_count(self):
+        env = env_for()
+        p = run_py(["-m", "lockstep", "manifest-diff", "--json", self.d("m_a"), self.d("m_t2")], env)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        diffs = {x["key"]: (x["a"], x["b"]) for x in json.loads(p.stdout)["differences"]}
+        self.assertEqual(diffs.get("num_threads"), (1, 2))
+        p = run_py(["-m", "lockstep", "manifest-diff", self.d("m_a"), self.d("m_t2")], env)
+        self.assertIn("num_threads", p.stdout)
+        p = run_py(["-m", "lockstep", "manifest-diff", self.d("m_a"), self.d("m_b")], env)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        p = run_py(["-m", "lockstep", "manifest-diff", self.d("m_a"), os.path.join(self.tmp, "none")], env)
+        self.assertEqual(p.returncode, 2)
+
+    def test_manifest_contents(self):
+        with open(os.path.join(self.d("m_a"), "rank-00000.python.json")) as f:
+            m = json.load(f)
+        self.assertEqual(m["torch_version"], torch.__version__)
+        self.assertEqual((m["num_threads"], m["run_id"], m["rank"], m["level"]), (1, "m_a", 0, "modules"))
+        self.assertFalse(m["determinism"]["deterministic_algorithms"])
+        self.assertEqual(m["env"]["LOCKSTEP_TRACE"], "modules")
+
+    # --- det mode
+    def test_det_mode(self):
+        with open(os.path.join(self.d("det_a"), "rank-00000.python.json")) as f:
+            m = json.load(f)
+        self.assertTrue(m["determinism"]["deterministic_algorithms"])
+        self.assertTrue(m["determinism"]["cudnn_deterministic"])
+        self.assertFalse(m["determinism"]["cudnn_benchmark"])
+        self.assertEqual(m["determinism"]["cublas_workspace_config"], ":4096:8")
+        self.assertEqual(m["lockstep_mode"], "det")
+        self.assertTrue(lockstep.diff(self.d("det_a"), self.d("det_b"))["match"])
+        p = run_py(["-m", "lockstep", "manifest-diff", "--json", self.d("m_a"), self.d("det_a")], env_for())
+        keys = {x["key"] for x in json.loads(p.stdout)["differences"]}
+        self.assertIn("determinism.deterministic_algorithms", keys)
+
+    # --- windows, levels, steps
+    def test_trace_window(self):
+        recs = dump(self.d("o_window"))
+        steps = lambda lv: sorted({r["step"] for r in recs if r["level"] == lv})  # noqa: E731
+        self.assertEqual(steps("op"), [2])
+        self.assertEqual(steps("module"), [1, 2])
+        self.assertEqual(steps("metric"), list(range(STEPS)))
+        # outside the window the model trains the same: its step-3 loss equals the unwindowed run's
+        loss = lambda d: [r["value_bits"] for r in dump(d) if r["name"] == "loss"]  # noqa: E731
+        self.assertEqual(loss(self.d("o_window")), loss(self.d("m_a")))
+
+    def test_collectives_keeps_only_metrics(self):
+        recs = dump(self.d("coll"))
+        self.assertEqual({r["level"] for r in recs}, {"metric"})
+        self.assertEqual([r["name"] for r in recs], ["loss", "grad_norm"] * STEPS)
+
+    def test_explicit_steps_equal_auto_steps(self):
+        self.assertTrue(lockstep.diff(self.d("m_a"), self.d("m_explicit"))["match"])
+
+    def test_loss_metric_is_the_training_loss(self):
+        losses = [r for r in dump(self.d("m_a")) if r["name"] == "loss"]
+        self.assertEqual(len(losses), STEPS)
+        printed = self.out["m_a"].stdout.split()[-1]
+        self.assertEqual("%.9g" % losses[-1]["value"], printed)
+        norms = [r["value"] for r in dump(self.d("m_a")) if r["name"] == "grad_norm"]
+        self.assertEqual(len(norms), STEPS)
+        self.assertTrue(all(n > 0 for n in norms))
+
+
+class InProcess(unittest.TestCase):
+    """watch() inside this process: it changes no numerics, and close() undoes everything."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ls-torch-ip-")
+        lockstep.shutdown()
+        lockstep.init(trace="ops", trace_dir=self.dir, rank=0, run_id="inproc")
+
+    def tearDown(self):
+        lockstep.shutdown()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @staticmethod
+    def train(watch_level=None, steps=3):
+        torch.manual_seed(7)
+        model = nn.Sequential(OrderedDict(fc1=nn.Linear(8, 16), act=nn.Tanh(), fc2=nn.Linear(16, 2)))
+        opt = torch.optim.Adam(model.parameters(), lr=0.01)
+        crit = nn.CrossEntropyLoss()
+        x = torch.randn(64, 8, generator=torch.Generator().manual_seed(3))
+        y = torch.randint(0, 2, (64,), generator=torch.Generator().manual_seed(4))
+        w = lockstep.torch.watch(model, opt, level=watch_level, loss_fn=crit) if watch_level else None
+        for _ in range(steps):
+            opt.zero_grad()
+            crit(model(x), y).backward()
+            opt.step()
+        return model, opt, w
+
+    def test_watch_changes_no_numerics(self):
+        plain, _, _ = self.train()
+        watched, _, w = self.train("ops")
+        w.close()
+        for (n, p), (_, q) in zip(plain.named_parameters(), watched.named_parameters()):
+            self.assertTrue(torch.equal(p, q), n)
+
+    def test_close_removes_hooks(self):
+        model, opt, w = self.train("ops", steps=1)
+        self.assertIn("step", opt.__dict__)
+        w.close()
+        w.close()
+        self.assertNotIn("step", opt.__dict__)
+        lockstep.shutdown()
+        n = len(dump(self.dir))
+        self.assertGreater(n, 10)
+        lockstep.init(trace="ops", trace_dir=self.dir + "-2", rank=0)
+        try:
+            with lockstep.step(0):
+                model(torch.zeros(2, 8)).sum().backward()
+                opt.step()
+            lockstep.shutdown()
+            self.assertEqual(dump(self.dir + "-2"), [])
+        finally:
+            shutil.rmtree(self.dir + "-2", ignore_errors=True)
+
+    def test_user_ops_unchanged_in_ops_window(self):
+        model, opt, w = self.train("ops", steps=1)
+        try:
+            i = torch.arange(6, dtype=torch.int32)
+            self.assertTrue(torch.equal(i ^ 5, torch.tensor([5, 4, 7, 6, 1, 0], dtype=torch.int32)))
+            self.assertEqual((i ^ 5).dtype, torch.int32)
+            h = torch.ones(3, dtype=torch.float16)
+            self.assertEqual((h + 1.5).dtype, torch.float16)
+        finally:
+            w.close()
+
+
+if __name__ == "__main__":
+    unittest.main()

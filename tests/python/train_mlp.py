@@ -1,0 +1,73 @@
+"""train_mlp.py - a small real PyTorch training loop under lockstep.torch.watch, for the Python tier.
+
+usage: train_mlp.py [--threads N] [--steps N] [--level modules|ops] [--perturb MODULE:STEP]
+                    [--explicit-steps] [--det]
+The trace goes to LOCKSTEP_TRACE_DIR (set by the caller). --perturb flips the lowest mantissa
+bit of one weight of MODULE as STEP's forward starts: a deterministic stand-in for a faulty op.
+"""
+
+import argparse
+import sys
+from collections import OrderedDict
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+import lockstep
+import lockstep.torch
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=4096)
+    ap.add_argument("--level", default="modules")
+    ap.add_argument("--perturb", default=None)
+    ap.add_argument("--explicit-steps", action="store_true")
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1234)
+    # BatchNorm1d's training-mode statistics are a parallel reduction over the batch: with
+    # ATen's OpenMP backend their low bits depend on the thread count (verified by the tier).
+    model = nn.Sequential(OrderedDict(fc1=nn.Linear(16, 64), bn=nn.BatchNorm1d(64), act=nn.ReLU(),
+                                      fc2=nn.Linear(64, 1)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    crit = nn.MSELoss()
+    g = torch.Generator().manual_seed(99)
+    x = torch.randn(args.batch, 16, generator=g)
+    y = (x[:, :1] * 0.5 - x[:, 1:2] ** 2 + 0.1 * torch.randn(args.batch, 1, generator=g))
+
+    if args.perturb:
+        # Flip the lowest mantissa bit of one weight of MODULE as its forward starts at STEP,
+        # through numpy so that no torch op records it: the module's first op then computes
+        # on one wrong bit, like a faulty memory cell under that op.
+        mod_name, at = args.perturb.split(":")
+        target = dict(model.named_modules())[mod_name]
+
+        def flip(mod, inp):
+            if lockstep.current_step() == int(at):
+                mod.weight.detach().numpy().reshape(-1).view(np.int32)[0] ^= 1
+
+        target.register_forward_pre_hook(flip)
+
+    w = lockstep.torch.watch(model, opt, level=args.level, loss_fn=crit)
+    for step in range(args.steps):
+        if args.explicit_steps:
+            lockstep.step_begin(step)
+        opt.zero_grad()
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+        if args.explicit_steps:
+            lockstep.step_end()
+    w.close()
+    lockstep.shutdown()
+    print("final loss %.9g" % loss.item())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
