@@ -43,7 +43,8 @@ BENCHES += $(BENCH_INGEST)
 IT_SRCS := $(wildcard tests/integration/test_*.c)
 IT_BINS := $(IT_SRCS:tests/integration/%.c=$(B)/tests/integration/%)
 IT_OBJS := $(B)/tests/integration/common.o $(HARNESS_OBJS) $(TOKEN_OBJS)
+$(B)/tests/integration/%.o: EXTRA_CFLAGS_tests += $(call pc_cflags,libpq)
 $(B)/tests/integration/test_%: $(B)/tests/integration/test_%.o $(IT_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
-	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,cmocka) $(HARNESS_LIBS) $(TOKEN_LIBS) -lm
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,cmocka libpq) $(HARNESS_LIBS) $(TOKEN_LIBS) -lm
 ALL_TARGETS += $(IT_BINS)
 TEST_TIERS += tests/integration/run.sh

@@ -1,0 +1,293 @@
+/* test_resilience.c - lockstepd integration: kill -9 under concurrent ingest, PostgreSQL restarted under load, two servers on one database, embedded PostgreSQL, TLS. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/integration/common.h"
+
+#define LOADERS 4
+#define MAX_ACKS 100000
+
+static h_pg pg;
+
+static int setup(void **state)
+{
+    (void)state;
+    return h_pg_start(&pg);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_pg_stop(&pg);
+    return 0;
+}
+
+/* A client that posts batch after batch for one rank, retrying each until acknowledged. */
+typedef struct loader {
+    const h_srv *srv;
+    const char *run;
+    int rank;
+    atomic_int *stop;
+    uint64_t acked; /* batches 0..acked-1 were acknowledged */
+    uint64_t retries;
+} loader;
+
+static void *load_main(void *arg)
+{
+    loader *l = arg;
+    uint64_t seq = 0;
+    while (!atomic_load(l->stop)) {
+        uint64_t first_seq = seq;
+        long code = it_post_steps(l->srv, l->run, l->rank, l->acked, (int64_t)l->acked, 1, 10, -1, -1, -1, -1, &seq,
+                                  NULL);
+        if (code == 200) {
+            l->acked++;
+        } else {
+            seq = first_seq; /* the same batch again, byte for byte */
+            l->retries++;
+            usleep(20000);
+        }
+    }
+    return NULL;
+}
+
+/* check_exactly_once - every acknowledged batch is stored once, with its 10 records once. */
+static void check_exactly_once(const char *run, loader *ls)
+{
+    PGconn *c = PQconnectdb(pg.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    for (int r = 0; r < LOADERS; r++) {
+        char rank[16], q[600];
+        snprintf(rank, sizeof(rank), "%d", r);
+        snprintf(q, sizeof(q),
+                 "SELECT (SELECT count(*) FROM batches b WHERE b.run_key = x.k AND b.rank = $2), "
+                 "(SELECT count(*) FROM records d WHERE d.run_key = x.k AND d.rank = $2), "
+                 "(SELECT count(DISTINCT seq) FROM records d WHERE d.run_key = x.k AND d.rank = $2), "
+                 "(SELECT coalesce(max(batch_seq), -1) FROM batches b WHERE b.run_key = x.k AND b.rank = $2) "
+                 "FROM (SELECT run_key AS k FROM runs WHERE run_id = $1::uuid) x");
+        const char *p[] = {run, rank};
+        PGresult *res = PQexecParams(c, q, 2, NULL, p, NULL, NULL, 0);
+        assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+        long batches = atol(PQgetvalue(res, 0, 0)), records = atol(PQgetvalue(res, 0, 1)),
+             distinct = atol(PQgetvalue(res, 0, 2)), max_bseq = atol(PQgetvalue(res, 0, 3));
+        PQclear(res);
+        /* acknowledged ones all there; at most the one in flight at the end beyond them */
+        assert_true((uint64_t)batches >= ls[r].acked && (uint64_t)batches <= ls[r].acked + 1);
+        assert_int_equal(max_bseq + 1, batches); /* no gaps, no doubles */
+        assert_int_equal(records, 10 * batches);
+        assert_int_equal(distinct, records);
+    }
+    PQfinish(c);
+}
+
+static void run_load(const h_srv *srv, const char *run, loader *ls, pthread_t *th, atomic_int *stop)
+{
+    for (int r = 0; r < LOADERS; r++) {
+        ls[r] = (loader){.srv = srv, .run = run, .rank = r, .stop = stop};
+        pthread_create(&th[r], NULL, load_main, &ls[r]);
+    }
+}
+
+static void test_kill9_during_ingest(void **state)
+{
+    (void)state;
+    h_srv srv;
+    const char *args[] = {"--db", pg.conninfo, NULL};
+    assert_int_equal(h_srv_start(&srv, args), 0);
+    char run[40];
+    assert_int_equal(it_register(&srv, "200", NULL, LOADERS, 0, NULL, run), 0);
+    loader ls[LOADERS];
+    pthread_t th[LOADERS];
+    atomic_int stop = 0;
+    run_load(&srv, run, ls, th, &stop);
+    for (int round = 0; round < 3; round++) {
+        usleep(400000);
+        assert_int_equal(h_srv_kill(&srv, SIGKILL), 128 + SIGKILL);
+        usleep(100000);
+        assert_int_equal(h_srv_restart(&srv, args), 0);
+    }
+    usleep(400000);
+    atomic_store(&stop, 1);
+    uint64_t total = 0, retries = 0;
+    for (int r = 0; r < LOADERS; r++) {
+        pthread_join(th[r], NULL);
+        total += ls[r].acked;
+        retries += ls[r].retries;
+    }
+    assert_true(total > 20);
+    assert_true(retries > 0); /* the kills were felt */
+    check_exactly_once(run, ls);
+    assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
+    h_srv_cleanup(&srv);
+}
+
+static void test_pg_restart_under_load(void **state)
+{
+    (void)state;
+    h_srv srv;
+    const char *args[] = {"--db", pg.conninfo, NULL};
+    assert_int_equal(h_srv_start(&srv, args), 0);
+    char run[40];
+    assert_int_equal(it_register(&srv, "201", NULL, LOADERS, 0, NULL, run), 0);
+    loader ls[LOADERS];
+    pthread_t th[LOADERS];
+    atomic_int stop = 0;
+    run_load(&srv, run, ls, th, &stop);
+    usleep(500000);
+    uint64_t before = 0;
+    for (int r = 0; r < LOADERS; r++)
+        before += ls[r].acked;
+    assert_int_equal(h_pg_ctl(&pg, "restart"), 0);
+    /* lockstepd reconnects by itself: batches are acknowledged again */
+    double t0 = h_now();
+    uint64_t after = before;
+    while (h_now() - t0 < 10) {
+        usleep(200000);
+        after = 0;
+        for (int r = 0; r < LOADERS; r++)
+            after += ls[r].acked;
+        if (after > before + 40)
+            break;
+    }
+    atomic_store(&stop, 1);
+    uint64_t retries = 0;
+    for (int r = 0; r < LOADERS; r++) {
+        pthread_join(th[r], NULL);
+        retries += ls[r].retries;
+    }
+    print_message("pg restart: %llu batches before, %llu after, %llu retried\n", (unsigned long long)before,
+                  (unsigned long long)after, (unsigned long long)retries);
+    assert_true(after > before + 40);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/health", NULL, NULL, &o), 200);
+    json_decref(o);
+    check_exactly_once(run, ls);
+    assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
+    h_srv_cleanup(&srv);
+}
+
+typedef struct starter {
+    h_srv srv;
+    const char *const *args;
+    int rc;
+} starter;
+
+static void *start_main(void *arg)
+{
+    starter *s = arg;
+    s->rc = h_srv_start(&s->srv, s->args);
+    return NULL;
+}
+
+static void test_two_servers_one_database(void **state)
+{
+    (void)state;
+    PGconn *c = PQconnectdb(pg.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PQclear(PQexec(c, "CREATE DATABASE twostart"));
+    char ci[600];
+    snprintf(ci, sizeof(ci), "host=127.0.0.1 port=%d dbname=twostart user=lockstep", pg.port);
+    const char *args[] = {"--db", ci, NULL};
+    starter a = {.args = args}, b = {.args = args};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, start_main, &a);
+    pthread_create(&tb, NULL, start_main, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    assert_int_equal(a.rc, 0);
+    assert_int_equal(b.rc, 0);
+    PGconn *t = PQconnectdb(ci);
+    PGresult *r = PQexec(t, "SELECT count(*), count(DISTINCT version), min(version) FROM schema_migrations");
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    assert_string_equal(PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+    assert_string_equal(PQgetvalue(r, 0, 2), "1");
+    PQclear(r);
+    PQfinish(t);
+    /* the same batch through both servers is stored once */
+    char run[40];
+    assert_int_equal(it_register(&a.srv, "300", "two-g", 1, 0, NULL, run), 0);
+    uint64_t seq = 0;
+    assert_int_equal(it_post_steps(&a.srv, run, 0, 0, 0, 3, 4, -1, -1, -1, -1, &seq, NULL), 200);
+    seq = 0;
+    char path[300];
+    json_t *o = NULL;
+    assert_int_equal(it_post_steps(&b.srv, run, 0, 0, 0, 3, 4, -1, -1, -1, -1, &seq, NULL), 200);
+    snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
+    assert_int_equal(it_call(&b.srv, "GET", path, NULL, NULL, &o), 200);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(o, "rank_status"), 0), "records")),
+                     12);
+    json_decref(o);
+    assert_int_equal(h_srv_kill(&a.srv, SIGTERM), 0);
+    assert_int_equal(h_srv_kill(&b.srv, SIGTERM), 0);
+    h_srv_cleanup(&a.srv);
+    h_srv_cleanup(&b.srv);
+    PQfinish(c);
+}
+
+static int pg_running(const char *state_dir)
+{
+    char pid[400];
+    snprintf(pid, sizeof(pid), "%s/pgdata/postmaster.pid", state_dir);
+    return access(pid, F_OK) == 0;
+}
+
+static void test_embedded_postgres(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/lsemb.XXXXXX", sd[64];
+    assert_non_null(mkdtemp(dir));
+    chmod(dir, 0711);
+    snprintf(sd, sizeof(sd), "%s/s", dir);
+    const char *args[] = {"--state-dir", sd, NULL};
+    h_srv srv;
+    assert_int_equal(h_srv_start(&srv, args), 0);
+    assert_true(pg_running(sd));
+    char run[40], path[300];
+    assert_int_equal(it_register(&srv, "400", NULL, 1, 0, NULL, run), 0);
+    uint64_t seq = 0;
+    assert_int_equal(it_post_steps(&srv, run, 0, 0, 0, 2, 3, -1, -1, -1, -1, &seq, NULL), 200);
+    /* SIGTERM: exit 0 and the cluster is stopped */
+    assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
+    assert_false(pg_running(sd));
+    /* the data outlives the restart; kill -9 leaves the cluster, which the next start adopts */
+    assert_int_equal(h_srv_restart(&srv, args), 0);
+    assert_int_equal(h_srv_kill(&srv, SIGKILL), 128 + SIGKILL);
+    assert_true(pg_running(sd));
+    assert_int_equal(h_srv_restart(&srv, args), 0);
+    snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(o, "rank_status"), 0), "records")),
+                     6);
+    json_decref(o);
+    assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
+    assert_false(pg_running(sd));
+    h_srv_cleanup(&srv);
+    char cmd[100];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kill9_during_ingest),
+        cmocka_unit_test(test_pg_restart_under_load),
+        cmocka_unit_test(test_two_servers_one_database),
+        cmocka_unit_test(test_embedded_postgres),
+    };
+    return cmocka_run_group_tests_name("lockstepd resilience", tests, setup, teardown);
+}
