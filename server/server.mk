@@ -48,3 +48,18 @@ $(B)/tests/integration/test_%: $(B)/tests/integration/test_%.o $(IT_OBJS) $(LIBC
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,cmocka libpq) $(HARNESS_LIBS) $(TOKEN_LIBS) -lm
 ALL_TARGETS += $(IT_BINS)
 TEST_TIERS += tests/integration/run.sh
+
+# Fuzz tier: libFuzzer targets for the ingest decoders, built with clang (sanitizers on), run briefly.
+FUZZ_CC ?= $(firstword $(shell command -v clang-14 clang 2>/dev/null))
+FUZZ_SRCS := server/batch.c common/record.c common/crc32c.c common/lsfp1.c common/dtype.c
+ifneq ($(FUZZ_CC),)
+$(B)/tests/fuzz/fuzz_batch: tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) server/batch.h common/record.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  $(call pc_cflags,jansson) tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) -o $@ $(call pc_libs,jansson) -lm
+ALL_TARGETS += $(B)/tests/fuzz/fuzz_batch
+endif
+$(B)/tests/fuzz/seeds: $(B)/tests/fuzz/seeds.o $(LIBCOMMON)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS)
+ALL_TARGETS += $(B)/tests/fuzz/seeds
+TEST_TIERS += tests/fuzz/run.sh
