@@ -11,6 +11,7 @@ PKGS_BUILD=(
   python3-torch python3-numpy python3-pip python3-setuptools python3-wheel  # the Python binding tier (agent/python)
   libcmocka-dev libxxhash-dev
   libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
+  clang-14 libclang-rt-14-dev  # lockstepd's fuzz tier (libFuzzer)
 )
 # Integration tiers: real PostgreSQL, Slurm with munge, Open MPI.
 PKGS_SERVICES=(
