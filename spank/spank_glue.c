@@ -311,6 +311,7 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
     if (spank_reg_register(c->server, res->token, &info, c->timeout_ms, res->run_id, sizeof(res->run_id), why,
                            sizeof(why))) {
         res->run_id[0] = 0;
+        ops->unset(ops->ctx, "LOCKSTEP_RUN_ID"); /* never a run id the user brought along */
         say(ops, ops->log, "step %s.%s not registered now (the agent will): %s", job, stepid, why);
         return;
     }

@@ -88,6 +88,9 @@ static void conf_load(spank_conf *c, int ac, char **av)
         slurm_error("lockstep: %s", why);
 }
 
+/* slurm_spank_init - register the --lockstep* options (srun, sbatch, salloc,
+ * slurmstepd); in slurmd, check the plugstack arguments once and log the bad
+ * ones. Always returns 0: a plugin problem never stops slurmd or a job. */
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
     spank_context_t ctx = spank_context();
@@ -281,6 +284,7 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
     return 0;
 }
 
+/* slurm_spank_exit - wipe the job's token from this process's memory. */
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
     (void)sp;

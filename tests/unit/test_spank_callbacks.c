@@ -397,6 +397,7 @@ static void case_remote_det(void)
     env_put("LD_PRELOAD=/usr/lib/user.so");
     env_put("SLURM_STEP_NODELIST=n[1-2]");
     env_put("SLURM_JOB_PARTITION=gpu");
+    env_put("LOCKSTEP_RUN_ID=someone-elses-run");
     user_gives("lockstep", "det");
     user_gives("lockstep-twin", "g1");
     user_gives("lockstep-trace", "metrics");
