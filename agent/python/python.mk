@@ -16,8 +16,11 @@ $(PY_STAMP): $(PY_SRCS)
 .PHONY: python-check python-install
 python-check: $(PY_STAMP)
 
+# pip builds in the folder it is given: build from a copy under $(B), not in the source tree.
 python-install:
-	$(PY3) -m pip install --no-build-isolation --no-deps agent/python
+	rm -rf $(B)/python/src && mkdir -p $(B)/python/src
+	cp -r agent/python/pyproject.toml agent/python/lockstep $(B)/python/src/
+	$(PY3) -m pip install --no-build-isolation --no-deps $(B)/python/src
 
 ALL_TARGETS += $(PY_STAMP)
 TEST_TIERS += tests/python/run.sh

@@ -279,18 +279,23 @@ class TestLoading(unittest.TestCase):
     def test_pip_install_and_import(self):
         tgt = tempfile.mkdtemp(prefix="ls-pip-")
         try:
+            # pip builds in the folder it is given: hand it a copy, so the source tree stays clean
+            pkg = os.path.join(tgt, "src")
+            shutil.copytree(os.path.join(SRC, "agent", "python"), pkg,
+                            ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+            site = os.path.join(tgt, "site")
             p = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-build-isolation",
-                                "--no-deps", "--no-index", "--target", tgt, os.path.join(SRC, "agent", "python")],
+                                "--no-deps", "--no-index", "--target", site, pkg],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
                                env=dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1"))
             self.assertEqual(p.returncode, 0, p.stdout)
-            self.assertTrue(os.path.exists(os.path.join(tgt, "lockstep", "torch.py")))
+            self.assertTrue(os.path.exists(os.path.join(site, "lockstep", "torch.py")))
             env = env_for(LOCKSTEP_LIB=LIB)
-            env["PYTHONPATH"] = tgt
+            env["PYTHONPATH"] = site
             p = run_py(["-c", "import lockstep, lockstep.torch; print(lockstep.__file__); "
                         "print('%016x' % lockstep.fingerprint(b'lockstep'))"], env)
             self.assertEqual(p.returncode, 0, p.stderr)
-            self.assertTrue(p.stdout.startswith(tgt), p.stdout)
+            self.assertTrue(p.stdout.startswith(site), p.stdout)
             self.assertEqual(p.stdout.split()[-1], "cdda81c2e1be4267")
         finally:
             shutil.rmtree(tgt, ignore_errors=True)
