@@ -129,6 +129,14 @@ t_fault_env_other_node() { # a fault on a node that runs no rank changes nothing
   ! grep -q 'injected' "$tmp/fault.err" && [ "$(diffjson "$tmp/det6" "$tmp/fnone")" = 0 ]
 }
 
+t_fault_env_hostname() { # without SLURMD_NODENAME the host name is the node; rank= narrows it to one rank
+  LOCKSTEP_FAULT=node=$(uname -n),rank=1,step=2,bit=3 run fhost 2 --steps 6 2>"$tmp/fault.err" || return 1
+  [ "$(grep -c 'injected fault' "$tmp/fault.err")" = 1 ] && grep -q "rank 1 node $(uname -n) step 2 bit 3" \
+    "$tmp/fault.err" || { cat "$tmp/fault.err"; return 1; }
+  [ "$(diffjson "$tmp/det6" "$tmp/fhost")" = 1 ] && [ "$(first_div 1)" = "2 allreduce.in" ] &&
+    [ "$(first_div 0)" = "2 allreduce.out" ]
+}
+
 t_fault_env_invalid() {
   LOCKSTEP_FAULT=node=n3 mpirun --allow-run-as-root -np 1 "$train" --steps 1 2>"$tmp/e"
   [ $? -ne 0 ] && grep -q 'step=N is required' "$tmp/e" || return 1
@@ -194,6 +202,7 @@ check "--inject-fault=5:1 diverges at step 5 on rank 1"       t_fault_flag
 check "--inject-fault=3:0:30 flips bit 30 on rank 0"          t_fault_flag_bit
 check "LOCKSTEP_FAULT=node=n3 follows the node"              t_fault_env_node
 check "LOCKSTEP_FAULT on another node changes nothing"        t_fault_env_other_node
+check "LOCKSTEP_FAULT=node=HOSTNAME,rank=1 hits rank 1 only"  t_fault_env_hostname
 check "invalid fault specifications are refused"             t_fault_env_invalid
 check "resume at step 4 matches the uninterrupted run"        t_resume_bit_exact
 check "a changed resumed run is caught at its step"           t_resume_detects_change
