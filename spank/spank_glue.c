@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/crypto/token.h"
+#include "common/fsutil.h"
 #include "common/tracespec.h"
 #include "spank/spank_det.h"
 #include "spank/spank_env.h"
@@ -246,6 +248,13 @@ static void set_identity(const spank_glue_ops *ops, const spank_conf *c, const s
         setv(ops, "LOCKSTEP_SERVER", c->server, bad);
     if (c->spool[0])
         setv(ops, "LOCKSTEP_SPOOL_DIR", c->spool, bad);
+    if (mode == SPANK_MODE_DET && ops->get(ops->ctx, "NCCL_GRAPH_DUMP_FILE", nodes, 1024) == 0) {
+        /* NCCL writes the topology graph it chose here; the agent puts it in the manifest. */
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof(path), "%s/nccl-graph.%u.%u.xml", c->spool[0] ? c->spool : "/tmp", f->job_id,
+                 f->step_id);
+        setv(ops, "NCCL_GRAPH_DUMP_FILE", path, bad);
+    }
     if (f->user[0])
         setv(ops, "LOCKSTEP_USER", f->user, bad);
     if (ops->get(ops->ctx, "SLURM_STEP_NODELIST", nodes, 1024) == 1 ||
@@ -293,6 +302,17 @@ out_free:
     free(joined);
     free(cur);
     return rv;
+}
+
+/* make_spool - create the agents' spool directory (world-writable, sticky, as /tmp) when it is missing.
+ * Failure is logged; the agent then says so itself. */
+static void make_spool(const spank_glue_ops *ops, const spank_conf *c)
+{
+    struct stat st;
+    if (stat(c->spool, &st) == 0 || errno != ENOENT)
+        return;
+    if (fs_mkdir_p(c->spool) || chmod(c->spool, 01777))
+        say(ops, ops->log, "cannot create the spool directory %s: %s", c->spool, strerror(errno));
 }
 
 /* do_register - register the step with lockstepd (first node only); on success
@@ -357,6 +377,8 @@ int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spa
         rv = trouble(ops, c, why);
         goto out_free;
     }
+    if (c->spool[0])
+        make_spool(ops, c);
     if (add_agent(ops, c, why, sizeof(why))) {
         rv = trouble(ops, c, why);
         goto out_free;

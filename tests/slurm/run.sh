@@ -66,7 +66,7 @@ free_port() { # a TCP port nothing listens on
 }
 dead_port=$(free_port)
 args="agent=$agent secret=$tmp/secret spool=$tmp/spool server=http://127.0.0.1:$dead_port timeout_ms=1500"
-mkdir -p "$tmp/spool" && chmod 1777 "$tmp/spool"
+# ($tmp/spool does not exist yet: slurmstepd creates it, sticky and world-writable.)
 
 t0=$(date +%s%N)
 run=$("$src/deploy/slurm/up.sh" -d "$tmp/cluster" -n 4 -p "$plugin" -a "$args" -o required 2>"$tmp/up.err") || {
@@ -130,11 +130,13 @@ t_det() {
       want $r CUBLAS_WORKSPACE_CONFIG :4096:8 && want $r NVTE_ALLOW_NONDETERMINISTIC_ALGO 0 &&
       want $r MKL_CBWR COMPATIBLE && want $r PYTHONHASHSEED 0 && want $r OMP_NUM_THREADS 1 &&
       want $r OMPI_MCA_coll_tuned_use_dynamic_rules 1 && want $r OMPI_MCA_coll_tuned_allreduce_algorithm 4 &&
+      want $r NCCL_GRAPH_DUMP_FILE "$tmp/spool/nccl-graph.$jid.$(envof $r SLURM_STEP_ID).xml" &&
       want $r LOCKSTEP_TOKEN "$(token_of "$jid")" || return 1
     case $(envof $r LD_PRELOAD) in *"$agent") ;; *) echo "rank $r: LD_PRELOAD lacks the agent" >>"$tmp/err"; return 1 ;; esac
   done
   [ "$(envof 0 SLURMD_NODENAME)" != "$(envof 1 SLURMD_NODENAME)" ] || { echo "both ranks on one node" >>"$tmp/err"; return 1; }
 }
+t_spool_made() { [ "$(stat -c %a "$tmp/spool")" = 1777 ]; }
 t_secret_hidden() {
   job -N1 --lockstep=det || return 1
   ! grep -qF "$secret" "$tmp/env.0" && ! grep -qF "$tmp/secret" "$tmp/env.0"
@@ -357,6 +359,7 @@ check "--lockstep=bogus fails at submission" t_bad_mode
 check "--lockstep-trace checks its spec" t_bad_trace
 check "--lockstep-twin checks its name" t_bad_twin
 check "det on 2 nodes: runtime, agent, LOCKSTEP_*, token" t_det
+check "slurmstepd creates the spool directory (1777)" t_spool_made
 check "the secret never reaches the job" t_secret_hidden
 check "each job gets the HMAC token of its own id" t_token_per_job
 check "the user's LD_PRELOAD entries are kept" t_user_preload_kept

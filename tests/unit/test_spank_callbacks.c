@@ -417,6 +417,7 @@ static void case_remote_det(void)
     CHECK(!strcmp(env_get("LOCKSTEP_SERVER"), "http://127.0.0.1:1"));
     CHECK(!strcmp(env_get("NCCL_ALGO"), "Ring"));
     CHECK(!strcmp(env_get("OMP_NUM_THREADS"), "2")); /* cpus per task */
+    CHECK(!strcmp(env_get("NCCL_GRAPH_DUMP_FILE"), "/tmp/nccl-graph.77.0.xml"));
     CHECK(env_get("LOCKSTEP_CONFLICTS") == NULL);
     CHECK(env_get("LOCKSTEP_RUN_ID") == NULL); /* lockstepd is down */
     CHECK(strstr(F.log, "not registered now"));
