@@ -2,8 +2,11 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/client.h"
+#include "cli/remote.h"
 #include "cli/diff.h"
 #include "cli/recjson.h"
 #include "common/dtype.h"
@@ -59,14 +62,20 @@ static void print_rank_notes(const char *label, const td_run *run)
     }
 }
 
+/* run_label - a run's id for the report ("" when it holds no rank). */
+static const char *run_label(const td_run *r)
+{
+    return r->n_ranks ? r->ranks[0].hdr.run_id : "";
+}
+
 static void print_text(const td_run *a, const td_run *b, const diff_result *res)
 {
     if (res->diverged)
         printf("DIVERGED: first divergence at step %" PRId64 "\n", res->first_step);
     else
         printf("MATCH: every compared record is bit-identical\n");
-    printf("  A  %s  run %s  %zu ranks  %zu records\n", a->path, a->ranks[0].hdr.run_id, a->n_ranks, a->n_records);
-    printf("  B  %s  run %s  %zu ranks  %zu records\n", b->path, b->ranks[0].hdr.run_id, b->n_ranks, b->n_records);
+    printf("  A  %s  run %s  %zu ranks  %zu records\n", a->path, run_label(a), a->n_ranks, a->n_records);
+    printf("  B  %s  run %s  %zu ranks  %zu records\n", b->path, run_label(b), b->n_ranks, b->n_records);
     if (res->overlap)
         printf("  compared steps both runs hold: %" PRId64 "..%" PRId64 "\n", res->overlap_lo, res->overlap_hi);
     print_rank_notes("A", a);
@@ -108,7 +117,7 @@ static json_t *run_json(const td_run *r)
                                                    "stopped", rec_status_name(x->status), "offset",
                                                    (json_int_t)x->err_off, "detail", x->err));
     }
-    return json_pack("{s:s, s:s, s:I, s:I, s:o}", "path", r->path, "run_id", r->ranks[0].hdr.run_id, "ranks",
+    return json_pack("{s:s, s:s, s:I, s:I, s:o}", "path", r->path, "run_id", run_label(r), "ranks",
                      (json_int_t)r->n_ranks, "records", (json_int_t)r->n_records, "notes", notes);
 }
 
@@ -143,45 +152,78 @@ static int print_json(const td_run *a, const td_run *b, const diff_result *res)
     return rc;
 }
 
+/* is_path - 1 when `p` names something on this machine. */
+static int is_path(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+/* load_side - load one run: a trace directory or file when the path exists,
+ * else a run id on the server (when one is configured). */
+static int load_side(const char *label, const char *arg, const client_conf *c, td_run *run)
+{
+    char why[1024];
+    if (is_path(arg) || !c) {
+        if (td_load(run, arg, why, sizeof(why)) == 0)
+            return 0;
+        char fact[64];
+        snprintf(fact, sizeof(fact), "cannot read run %s", label);
+        cli_error(fact, why,
+                  "pass a trace directory (LOCKSTEP_TRACE_DIR of a run), a .lstrace file, or a run id with --server");
+        return CLI_BAD_INPUT;
+    }
+    return remote_load_run(c, arg, run);
+}
+
 int cmd_diff(int argc, char **argv)
 {
     int json = 0, overlap = 0;
     const char *paths[2];
     int n = 0;
+    const char *usage = "usage: lockstep diff [--json] [--overlap] A B   (trace directories, or run ids with --server)";
 
+    /* A server is used for arguments that are not local paths. */
+    client_conf conf, *c = NULL;
+    int remote_wanted = getenv("LOCKSTEP_SERVER") != NULL;
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "--server", 8) == 0)
+            remote_wanted = 1;
+    if (remote_wanted) {
+        if (client_conf_load(&conf, &argc, argv) < 0)
+            return CLI_BAD_INPUT;
+        c = &conf;
+        json = conf.json;
+    }
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else if (strcmp(argv[i], "--overlap") == 0) {
             overlap = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            cli_errorf("usage: lockstep diff [--json] [--overlap] A B", "unknown option '%s'", argv[i]);
+            cli_errorf(usage, "unknown option '%s'", argv[i]);
             return CLI_BAD_INPUT;
         } else if (n < 2) {
             paths[n++] = argv[i];
         } else {
-            cli_error("diff takes two runs", NULL, "usage: lockstep diff [--json] [--overlap] A B");
+            cli_error("diff takes two runs", NULL, usage);
             return CLI_BAD_INPUT;
         }
     }
     if (n != 2) {
-        cli_error("diff takes two runs", NULL, "usage: lockstep diff [--json] [--overlap] A B");
+        cli_error("diff takes two runs", NULL, usage);
         return CLI_BAD_INPUT;
     }
 
     td_run a, b;
-    char why[1024];
-    if (td_load(&a, paths[0], why, sizeof(why)) < 0) {
-        cli_error("cannot read run A", why, "pass a trace directory (LOCKSTEP_TRACE_DIR of a run) or a .lstrace file");
-        return CLI_BAD_INPUT;
-    }
-    if (td_load(&b, paths[1], why, sizeof(why)) < 0) {
-        cli_error("cannot read run B", why, "pass a trace directory (LOCKSTEP_TRACE_DIR of a run) or a .lstrace file");
+    int rc = load_side("A", paths[0], c, &a);
+    if (rc)
+        return rc;
+    if ((rc = load_side("B", paths[1], c, &b))) {
         td_release(&a);
-        return CLI_BAD_INPUT;
+        return rc;
     }
     diff_result res;
-    int rc;
     if (diff_runs(&a, &b, overlap, &res) < 0) {
         cli_error("out of memory comparing the runs", NULL, NULL);
         rc = CLI_BAD_INPUT;

@@ -157,7 +157,7 @@ int cmd_run(int argc, char **argv)
     json_t *mans = json_object_get(reply, "manifests");
     if (json_array_size(mans)) {
         printf("\n");
-        static const char *const head[] = {"RANK", "HOST", "GPU", "GPU UUID", "DRIVER", "CUDA", "NCCL", "MPI"};
+        static const char *const head[] = {"RANK", "HOST", "NODE", "GPU", "GPU UUID", "CUDA", "NCCL", "MPI"};
         table t;
         table_init(&t, 8, head);
         size_t i;
@@ -165,13 +165,34 @@ int cmd_run(int argc, char **argv)
         json_array_foreach(mans, i, m)
         {
             json_t *body = json_object_get(m, "manifest");
-            if (!body)
-                body = m;
+            json_t *gpu = json_array_get(json_object_get(body, "gpus"), 0);
             char b[8][64];
-            const char *row[8] = {str(m, "rank", b[0], 64),      str(body, "host", b[1], 64),
-                                  str(body, "gpu_name", b[2], 64), str(body, "gpu_uuid", b[3], 64),
-                                  str(body, "driver", b[4], 64),   str(body, "cuda", b[5], 64),
-                                  str(body, "nccl", b[6], 64),     str(body, "mpi", b[7], 64)};
+            const char *row[8] = {str(m, "rank", b[0], 64),          str(body, "host", b[1], 64),
+                                  str(body, "slurm_node", b[2], 64),  str(gpu, "name", b[3], 64),
+                                  str(gpu, "uuid", b[4], 64),         str(body, "cuda_runtime", b[5], 64),
+                                  str(body, "nccl_version", b[6], 64), str(body, "mpi_version", b[7], 64)};
+            table_add(&t, row);
+        }
+        table_print(&t, stdout);
+        table_free(&t);
+    }
+    json_t *ranks = json_object_get(reply, "rank_status");
+    if (json_array_size(ranks)) {
+        printf("\n");
+        static const char *const head[] = {"RANK", "RECORDS", "STEPS", "LAST SEQ", "EXIT"};
+        table t;
+        table_init(&t, 5, head);
+        size_t i;
+        json_t *r;
+        json_array_foreach(ranks, i, r)
+        {
+            char b[6][64], steps[140];
+            const char *lo = str(r, "min_step", b[2], 64), *hi = str(r, "max_step", b[3], 64);
+            snprintf(steps, sizeof(steps), "%s..%s", lo ? lo : "-", hi ? hi : "-");
+            const char *ex = str(r, "exit_code", b[5], 64);
+            const char *row[5] = {str(r, "rank", b[0], 64), str(r, "records", b[1], 64), steps,
+                                  str(r, "max_seq", b[4], 64),
+                                  ex ? ex : (json_is_true(json_object_get(r, "ended")) ? "ended" : "running")};
             table_add(&t, row);
         }
         table_print(&t, stdout);
@@ -183,21 +204,24 @@ int cmd_run(int argc, char **argv)
 
 static void print_divergence(json_t *d)
 {
-    char b[4][64];
-    printf("first divergence: step %s, rank %s, record \"%s\" occurrence %s\n", str(d, "step", b[0], 64),
-           str(d, "rank", b[1], 64), str(d, "name", b[2], 64) ? str(d, "name", b[2], 64) : "?",
-           str(d, "occurrence", b[3], 64) ? str(d, "occurrence", b[3], 64) : "0");
-    static const char *const head[] = {"RUN", "FP", "VALUE", ""};
+    char b[5][64];
+    const char *kind = str(d, "kind", b[4], 64);
+    printf("first divergence: step %s, rank %s, record \"%s\" occurrence %s (%s)\n", str(d, "step", b[0], 64),
+           str(d, "rank", b[1], 64), str(d, "name", b[2], 64), str(d, "occurrence", b[3], 64),
+           kind && strcmp(kind, "missing") == 0 ? "missing in some run" : "contents differ");
+    const char *odd = json_string_value(json_object_get(d, "odd_run_id"));
+    static const char *const head[] = {"RUN", "SEQ", "FP", "VALUE", ""};
     table t;
-    table_init(&t, 4, head);
+    table_init(&t, 5, head);
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(d, "runs"), i, r)
     {
         char x[4][64];
-        json_t *odd = json_object_get(r, "odd_one_out");
-        const char *row[4] = {str(r, "run_id", x[0], 64), str(r, "fp", x[1], 64), str(r, "value", x[2], 64),
-                              json_is_true(odd) ? "<- odd one out" : ""};
+        const char *id = str(r, "run_id", x[0], 64);
+        int present = !json_is_false(json_object_get(r, "present"));
+        const char *row[5] = {id, str(r, "seq", x[1], 64), present ? str(r, "fp", x[2], 64) : "(absent)",
+                              str(r, "value", x[3], 64), odd && id && strcmp(odd, id) == 0 ? "<- odd one out" : ""};
         table_add(&t, row);
     }
     table_print(&t, stdout);
@@ -249,6 +273,7 @@ int cmd_twins(int argc, char **argv)
     json_t *per = json_object_get(reply, "per_rank");
     if (json_array_size(per)) {
         printf("\n");
+        printf("first divergence per rank:\n");
         static const char *const h2[] = {"RANK", "STEP", "SEQ", "RECORD", "OCC", "KIND"};
         table_init(&t, 6, h2);
         json_array_foreach(per, i, r)
@@ -286,29 +311,30 @@ int cmd_manifest_diff(int argc, char **argv)
         json_decref(reply);
         return CLI_OK;
     }
-    json_t *diffs = json_is_array(reply) ? reply : json_object_get(reply, "differences");
+    json_t *diffs = json_object_get(reply, "diffs");
     if (!json_array_size(diffs)) {
         printf("the twins' manifests agree on every key\n");
         json_decref(reply);
         return CLI_OK;
     }
-    /* Each difference: {"rank", "key", "values": {run_id: value, ...}} */
     static const char *const head[] = {"RANK", "KEY", "RUN", "VALUE"};
     table t;
     table_init(&t, 4, head);
-    size_t i;
-    json_t *d;
+    size_t i, k;
+    json_t *d, *v;
     json_array_foreach(diffs, i, d)
     {
-        const char *run;
-        json_t *v;
-        char b[2][64];
-        json_object_foreach(json_object_get(d, "values"), run, v)
+        json_array_foreach(json_object_get(d, "values"), k, v)
         {
-            char *val = json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_ENCODE_ANY);
-            const char *row[4] = {str(d, "rank", b[0], 64), str(d, "key", b[1], 64), run, val};
+            json_t *val = json_object_get(v, "value");
+            char *txt = json_is_string(val) ? strdup(json_string_value(val))
+                        : val              ? json_dumps(val, JSON_ENCODE_ANY)
+                                           : strdup("(absent)");
+            char b[3][64];
+            const char *row[4] = {k ? "" : str(d, "rank", b[0], 64), k ? "" : str(d, "key", b[1], 64),
+                                  str(v, "run_id", b[2], 64), txt};
             table_add(&t, row);
-            free(val);
+            free(txt);
         }
     }
     table_print(&t, stdout);

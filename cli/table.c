@@ -51,11 +51,13 @@ void table_print(const table *t, FILE *out)
         }
     }
     for (size_t r = 0; r <= t->rows; r++) {
-        for (int c = 0; c < t->ncols; c++) {
-            const char *s = r == 0 ? t->head[c] : t->cells[(r - 1) * (size_t)t->ncols + (size_t)c];
-            if (!s)
-                s = "-";
-            if (c == t->ncols - 1)
+        char *const *row = r ? t->cells + (r - 1) * (size_t)t->ncols : NULL;
+        int last = t->ncols - 1; /* no padding after the last non-empty cell */
+        while (last > 0 && !*(r ? row[last] : t->head[last]))
+            last--;
+        for (int c = 0; c <= last; c++) {
+            const char *s = r ? row[c] : t->head[c];
+            if (c == last)
                 fprintf(out, "%s", s);
             else
                 fprintf(out, "%s%*s  ", s, (int)(w[c] - width(s)), "");

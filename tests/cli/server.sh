@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# server.sh - the CLI-against-lockstepd tier: a real lockstepd (embedded PostgreSQL) fed by real
+# agents streaming twin runs; every server subcommand of `lockstep` is checked on it.
+# usage: tests/cli/server.sh BUILD_DIR      (ends with "N passed, N failed")
+set -u
+build=${1:-build}
+build=$(cd "$build" && pwd)
+ls=$build/bin/lockstep
+toy=$build/examples/toy_train
+tmp=$(mktemp -d /tmp/ls-cli-srv-XXXXXX)
+chmod 755 "$tmp" # the embedded PostgreSQL runs as postgres when we are root
+pid=
+cleanup() {
+  if [ -n "$pid" ]; then
+    kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 100); do
+      st=$(ps -o stat= -p "$pid" 2>/dev/null) || break
+      case $st in Z*) break ;; esac
+      sleep 0.1
+    done
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+pass=0; fail=0
+
+check() {
+  local name=$1; shift
+  if "$@" >"$tmp/out" 2>"$tmp/err"; then pass=$((pass+1)); echo "ok   $name"
+  else fail=$((fail+1)); echo "FAIL $name"; sed 's/^/     /' "$tmp/out" "$tmp/err" | head -30; fi
+}
+exits() {
+  local want=$1; shift
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  [ "$got" -eq "$want" ] || { echo "exit $got, wanted $want: $*"; cat "$tmp/out" "$tmp/err"; return 1; }
+}
+
+"$build/bin/lockstepd" --listen 127.0.0.1:0 --port-file "$tmp/port" --state-dir "$tmp/state" \
+  --web-dir "$tmp" >"$tmp/lockstepd.log" 2>&1 &
+pid=$!
+for _ in $(seq 300); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+if [ ! -s "$tmp/port" ]; then
+  echo "lockstepd did not start:"; cat "$tmp/lockstepd.log"; echo "0 passed, 1 failed"; exit 1
+fi
+S=http://127.0.0.1:$(cat "$tmp/port")
+export LOCKSTEP_SERVER=$S
+
+# run JOB GROUP [toy args]: one two-rank run streamed by the agent
+run() {
+  local job=$1 group=$2; shift 2
+  for rank in 0 1; do
+    local extra=()
+    [ "$rank" = 1 ] && extra=("$@")
+    LOCKSTEP_JOB_ID=$job LOCKSTEP_STEP_ID=0 LOCKSTEP_RANKS=2 LOCKSTEP_RANK=$rank LOCKSTEP_TWIN_GROUP=$group \
+      LOCKSTEP_TRACE=modules "$toy" --steps 12 "${extra[@]}" >/dev/null || return 1
+  done
+}
+run 501 pair-ok && run 502 pair-ok && run 503 trio && run 504 trio && run 505 trio --perturb-step 6 || {
+  echo "the agent could not stream the runs"; echo "0 passed, 1 failed"; exit 1; }
+# The comparison runs as records arrive; give it a moment to settle.
+for _ in $(seq 50); do
+  "$ls" twins trio --json 2>/dev/null | grep -q '"diverged"' && "$ls" twins pair-ok --json | grep -q '"match"' && break
+  sleep 0.2
+done
+runid() { "$ls" runs --job "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["runs"][0]["run_id"])'; }
+
+t_runs_table() {
+  "$ls" runs >"$tmp/o" || return 1
+  head -1 "$tmp/o" | grep -q '^RUN  *JOB  *STEP  *USER  *GROUP' && [ "$(grep -c ' ended ' "$tmp/o")" -eq 5 ]
+}
+t_runs_filter() {
+  "$ls" runs --group trio --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["total"] == 3 and {r["job_id"] for r in d["runs"]} == {"503", "504", "505"}, d'
+}
+t_runs_empty() { "$ls" runs --user nobody-here | grep -q 'no runs match'; }
+t_run_detail() {
+  "$ls" run "$(runid 505)" >"$tmp/o" || return 1
+  grep -q '^job_id  *505$' "$tmp/o" && grep -q '^twin_group  *trio$' "$tmp/o" && grep -q '^RANK  *HOST' "$tmp/o" &&
+    grep -Eq '^1 +[0-9]+ +0\.\.11 ' "$tmp/o"
+}
+t_run_unknown() { exits 2 "$ls" run no-such-run && grep -q 'unknown run' "$tmp/err"; }
+t_twins_match() { exits 0 "$ls" twins pair-ok && grep -q 'twin group pair-ok: match' "$tmp/out"; }
+t_twins_diverged() {
+  exits 1 "$ls" twins trio || return 1
+  grep -q 'first divergence: step 6, rank 1, record "linear.weight"' "$tmp/out" &&
+    [ "$(grep -c 'odd one out' "$tmp/out")" -eq 1 ] && grep 'odd one out' "$tmp/out" | grep -q "$(runid 505)"
+}
+t_twins_json() { exits 1 "$ls" twins trio --json && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["status"] == "diverged" and d["first_divergence"]["step"] == 6, d' "$tmp/out"; }
+t_manifest_diff() { "$ls" manifest-diff pair-ok >"$tmp/o" && grep -Eq 'agree on every key|^RANK +KEY' "$tmp/o"; }
+t_remote_diff() {
+  exits 1 "$ls" diff "$(runid 503)" "$(runid 505)" || return 1
+  grep -q 'first divergence at step 6' "$tmp/out" && grep -q 'rank 1 .*DIVERGED at step 6' "$tmp/out" &&
+    exits 0 "$ls" diff "$(runid 503)" "$(runid 504)"
+}
+t_remote_diff_equals_local() { # the server's report is the file report: same first step and record
+  for r in 0 1; do
+    LOCKSTEP_SERVER= LOCKSTEP_TRACE_DIR=$tmp/la LOCKSTEP_RANK=$r LOCKSTEP_TRACE=modules "$toy" --steps 12 >/dev/null
+    if [ $r = 1 ]; then
+      LOCKSTEP_SERVER= LOCKSTEP_TRACE_DIR=$tmp/lb LOCKSTEP_RANK=$r LOCKSTEP_TRACE=modules "$toy" --steps 12 --perturb-step 6 >/dev/null
+    else
+      LOCKSTEP_SERVER= LOCKSTEP_TRACE_DIR=$tmp/lb LOCKSTEP_RANK=$r LOCKSTEP_TRACE=modules "$toy" --steps 12 >/dev/null
+    fi
+  done
+  "$ls" diff --json "$tmp/la" "$tmp/lb" >"$tmp/local.json"
+  "$ls" diff --json "$(runid 503)" "$(runid 505)" >"$tmp/remote.json"
+  python3 -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+key = lambda d: [(r["rank"], r["status"], r.get("kind"), r.get("step"), (r.get("a") or {}).get("fp"),
+                  (r.get("b") or {}).get("fp"), r["compared"]) for r in d["ranks"]]
+assert key(a) == key(b), (key(a), key(b))' "$tmp/local.json" "$tmp/remote.json"
+}
+t_unreachable() { exits 3 "$ls" runs --server http://127.0.0.1:9 && grep -q 'cannot reach lockstepd' "$tmp/err"; }
+t_no_server() { LOCKSTEP_SERVER= HOME=$tmp/nohome exits 2 "$ls" runs && grep -q 'no server given' "$tmp/err"; }
+t_config_file() {
+  mkdir -p "$tmp/home/.config/lockstep" && printf 'server = %s\n' "$S" >"$tmp/home/.config/lockstep/config"
+  LOCKSTEP_SERVER= HOME=$tmp/home "$ls" runs --group pair-ok | grep -q pair-ok
+}
+
+for t in t_runs_table t_runs_filter t_runs_empty t_run_detail t_run_unknown t_twins_match t_twins_diverged \
+         t_twins_json t_manifest_diff t_remote_diff t_remote_diff_equals_local t_unreachable t_no_server t_config_file; do
+  check "$t" "$t"
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
