@@ -8,6 +8,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -274,14 +275,28 @@ static size_t on_data(char *ptr, size_t size, size_t n, void *ud)
     return size * n;
 }
 
-static __thread CURL *curl;
+static pthread_key_t curl_key;
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_free_handle(void *h)
+{
+    curl_easy_cleanup(h);
+}
+
+static void curl_setup(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    pthread_key_create(&curl_key, curl_free_handle);
+}
 
 long h_http(const char *method, const char *url, const char *ctype, const void *body, size_t len,
             const char *token, char **resp)
 {
+    pthread_once(&curl_once, curl_setup);
+    CURL *curl = pthread_getspecific(curl_key); /* one keep-alive handle per thread, freed at its exit */
     if (!curl) {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
         curl = curl_easy_init();
+        pthread_setspecific(curl_key, curl);
     }
     rbuf b = {NULL, 0};
     struct curl_slist *h = NULL;
