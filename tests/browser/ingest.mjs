@@ -47,8 +47,8 @@ export function stepRecords({ rank, step, seq0, variant, diverge, extraName }) {
   return out;
 }
 
-/* ingestRun(spec) - register a run, send each rank's manifest and records (one batch per `batch` steps),
- * end it unless spec.keepRunning. Returns the run id. */
+/* ingestRun(spec) - register a run, send each rank's manifest and records (spec.steps = [from, to], ten steps a
+ * batch), end it unless spec.keepRunning. spec keeps the batch and record counters for sendSteps. Returns the run id. */
 export async function ingestRun(spec) {
   const reg = await must('POST', '/runs', {
     job_id: String(spec.job), step_id: '0', twin_group: spec.group, ranks: spec.ranks, start_step: spec.startStep || 0,

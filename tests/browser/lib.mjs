@@ -1,6 +1,6 @@
 // lib.mjs - shared helpers of the browser tests: the server under test, the ingest API, a headless Chromium.
 import { createRequire } from 'node:module';
-import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +14,9 @@ const { chromium } = require('playwright-core');
 export const BASE = process.env.LOCKSTEP_URL || 'http://127.0.0.1:8080';
 export const BUILD = process.env.LOCKSTEP_BUILD || 'build';
 export const SHOTS = resolve(process.env.LOCKSTEP_SHOTS || join(BUILD, 'screenshots'));
-export const FIX = process.env.LOCKSTEP_FIXTURES ? JSON.parse(readFileSync(process.env.LOCKSTEP_FIXTURES, 'utf8')) : null;
+// The ids setup.mjs wrote (absent while setup.mjs itself runs).
+export const FIX = process.env.LOCKSTEP_FIXTURES && existsSync(process.env.LOCKSTEP_FIXTURES)
+  ? JSON.parse(readFileSync(process.env.LOCKSTEP_FIXTURES, 'utf8')) : null;
 
 /* api(method, path, body) - call lockstepd; resolves to {status, json}. */
 export async function api(method, path, body) {

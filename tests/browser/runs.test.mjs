@@ -1,6 +1,6 @@
 // runs.test.mjs - the Runs page: content, filters and their deep links, sorting, paging, markup as text.
 import { test, before, after } from 'node:test';
-import { openBrowser, visit, settle, shot, noProblems, texts, assert, FIX, BASE } from './lib.mjs';
+import { openBrowser, visit, settle, shot, noProblems, texts, assert, must, FIX, BASE } from './lib.mjs';
 import { XSS_COMMAND, XSS_USER } from './setup.mjs';
 
 let b;
@@ -9,18 +9,19 @@ after(async () => { await b.close(); });
 
 test('the runs page lists the newest 50 runs with a pager over all of them', async () => {
   const { page } = b;
+  const { total } = await must('GET', '/runs?limit=1');   // other test files may have added runs
   await visit(page, '/runs');
   await shot(page, 'runs');
   assert.equal(await page.title(), 'Runs · Lockstep');
   const rows = await page.$$('table.data tbody tr');
   assert.equal(rows.length, 50);
   const info = await page.textContent('.pager-info');
-  assert.match(info, new RegExp(`^1–50 of ${FIX.total}$`));
+  assert.equal(info, `1–50 of ${total}`);
   await page.click('.pager [data-action=next]');
   await settle(page);
   await page.waitForFunction(() => location.hash.includes('offset=50'));
   await page.waitForFunction(() => /^51–/.test(document.querySelector('.pager-info').textContent));
-  assert.equal((await page.$$('table.data tbody tr')).length, FIX.total - 50);
+  assert.equal((await page.$$('table.data tbody tr')).length, Math.min(50, total - 50));
   noProblems(b);
 });
 

@@ -32,11 +32,26 @@ async function main() {
   await add('xss-group', { job: 4001, ranks: 1, steps: [0, 2], user: XSS_USER, command: XSS_COMMAND, extraName: XSS_RECORD });
   // Enough runs to page through (50 a page).
   for (let i = 0; i < 50; i++) await add('bulk', { job: 5000 + i, ranks: 1, user: 'dave', command: `./sweep.sh --lr ${i}` });
+  // Comparison runs as batches commit; wait until the server has seen what was sent.
+  await settled('pair-match', (t) => t.status === 'match');
+  await settled('pair-diverged', (t) => t.per_rank.length === 4);
+  await settled('trio', (t) => t.per_rank.length === 2);
   fx.divergence = div;
   fx.odd = odd;
   const all = await must('GET', '/runs?limit=1');
   fx.total = all && typeof all.total === 'number' ? all.total : null;
   writeFileSync(process.argv[2], JSON.stringify(fx, null, 2));
+}
+
+/* settled(group, ok) - poll GET /twins/{group} until ok(answer), for at most 15 s. */
+async function settled(group, ok) {
+  let t;
+  for (let i = 0; i < 150; i++) {
+    t = await must('GET', '/twins/' + group);
+    if (ok(t)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`twin group ${group} did not reach the expected state in 15 s: ${JSON.stringify(t).slice(0, 400)}`);
 }
 
 if (process.argv[1] && process.argv[1].endsWith('setup.mjs')) {
