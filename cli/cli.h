@@ -23,5 +23,6 @@ int cmd_runs(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_twins(int argc, char **argv);
 int cmd_manifest_diff(int argc, char **argv);
+int cmd_token(int argc, char **argv);
 
 #endif /* CLI_CLI_H */

@@ -3,7 +3,7 @@ CLI_SRCS := $(filter-out cli/main.c,$(wildcard cli/*.c))
 CLI_OBJS := $(CLI_SRCS:%.c=$(B)/%.o)
 LIBCLI := $(B)/libcli.a
 LOCKSTEP_BIN := $(B)/bin/lockstep
-CLI_LIBS = $(call pc_libs,jansson libcurl) -lm
+CLI_LIBS = $(call pc_libs,jansson libcurl libcrypto) -lm
 
 EXTRA_CFLAGS_cli = $(call pc_cflags,jansson libcurl)
 
@@ -11,7 +11,10 @@ $(LIBCLI): $(CLI_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(LOCKSTEP_BIN): $(B)/cli/main.o $(LIBCLI) $(LIBCOMMON)
+# The job-token module (OpenSSL) is shared with lockstepd and the SPANK plugin.
+CLI_TOKEN_OBJ := $(B)/common/crypto/token.o
+
+$(LOCKSTEP_BIN): $(B)/cli/main.o $(LIBCLI) $(CLI_TOKEN_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARDEN_LD) $(CLI_LIBS)
 

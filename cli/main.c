@@ -18,6 +18,8 @@ static const struct {
     {"run", cmd_run, "run RUN_ID             one run: job, ranks, nodes, manifests"},
     {"twins", cmd_twins, "twins GROUP           a twin group: status, runs, first divergence per rank"},
     {"manifest-diff", cmd_manifest_diff, "manifest-diff GROUP   what differs between the twins' manifests"},
+    {"token", cmd_token, "token JOB [--secret FILE]\n"
+                         "                        a job's ingest token (admin: from the site secret or the server)"},
 };
 
 static void help(FILE *out)

@@ -10,7 +10,7 @@ PKGS_BUILD=(
   build-essential pkg-config python3
   python3-torch python3-numpy python3-pip python3-setuptools python3-wheel  # the Python binding tier (agent/python)
   libcmocka-dev libxxhash-dev
-  libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev
+  libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev curl
   clang-14 libclang-rt-14-dev  # lockstepd's fuzz tier (libFuzzer)
 )
 # Integration tiers: real PostgreSQL, Slurm with munge, Open MPI.

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/admin.h"
 #include "server/http.h"
 #include "server/ingest.h"
 #include "server/metrics.h"
@@ -82,6 +83,10 @@ static enum MHD_Result api(http_req *req, char **s, int n)
             return read_twin_steps(req, s[1]);
         if (n == 3 && !strcmp(s[2], "manifest-diff"))
             return read_manifest_diff(req, s[1]);
+    }
+    if (n == 2 && !strcmp(s[0], "admin") && !strcmp(s[1], "tokens")) {
+        req->route = MR_ADMIN;
+        return post ? admin_mint_token(req) : method_not_allowed(req, "POST");
     }
     if (n == 2 && !strcmp(s[0], "admin") && !strcmp(s[1], "retention")) {
         req->route = MR_ADMIN;

@@ -3,7 +3,7 @@
 # script to TEST_TIERS (each tier ends with a line "N passed, N failed").
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/unit/%)
-TEST_LIBS = $(call pc_libs,cmocka jansson libxxhash libcurl) -lpthread -lm
+TEST_LIBS = $(call pc_libs,cmocka jansson libxxhash libcurl libcrypto) -lpthread -lm
 
 EXTRA_CFLAGS_tests = $(call pc_cflags,cmocka jansson)
 

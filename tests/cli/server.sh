@@ -36,8 +36,10 @@ exits() {
   [ "$got" -eq "$want" ] || { echo "exit $got, wanted $want: $*"; cat "$tmp/out" "$tmp/err"; return 1; }
 }
 
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/secret"
+echo "admin-$$-$RANDOM" >"$tmp/admin"
 "$build/bin/lockstepd" --listen 127.0.0.1:0 --port-file "$tmp/port" --state-dir "$tmp/state" \
-  --web-dir "$tmp" >"$tmp/lockstepd.log" 2>&1 &
+  --secret "$tmp/secret" --admin-token "$tmp/admin" --web-dir "$tmp" >"$tmp/lockstepd.log" 2>&1 &
 pid=$!
 for _ in $(seq 300); do [ -s "$tmp/port" ] && break; sleep 0.1; done
 if [ ! -s "$tmp/port" ]; then
@@ -52,7 +54,7 @@ run() {
   for rank in 0 1; do
     local extra=()
     [ "$rank" = 1 ] && extra=("$@")
-    LOCKSTEP_JOB_ID=$job LOCKSTEP_STEP_ID=0 LOCKSTEP_RANKS=2 LOCKSTEP_RANK=$rank LOCKSTEP_TWIN_GROUP=$group \
+    LOCKSTEP_TOKEN=$("$ls" token "$job" --secret "$tmp/secret") LOCKSTEP_JOB_ID=$job LOCKSTEP_STEP_ID=0 LOCKSTEP_RANKS=2 LOCKSTEP_RANK=$rank LOCKSTEP_TWIN_GROUP=$group \
       LOCKSTEP_TRACE=modules "$toy" --steps 12 "${extra[@]}" >/dev/null || return 1
   done
 }
@@ -116,6 +118,21 @@ key = lambda d: [(r["rank"], r["status"], r.get("kind"), r.get("step"), (r.get("
                   (r.get("b") or {}).get("fp"), r["compared"]) for r in d["ranks"]]
 assert key(a) == key(b), (key(a), key(b))' "$tmp/local.json" "$tmp/remote.json"
 }
+t_token() { # the server mints for admins only, and agrees with the local computation
+  local want
+  want=$("$ls" token 777 --secret "$tmp/secret") && [ ${#want} -eq 64 ] || return 1
+  [ "$("$ls" token 777 --token-file "$tmp/admin")" = "$want" ] || return 1
+  [ "$(printf %s 777 | openssl dgst -sha256 -hmac "$(cat "$tmp/secret")" | sed 's/.* //')" = "$want" ] || return 1
+  exits 4 "$ls" token 777 && grep -q 'HTTP 401' "$tmp/err" &&
+    exits 4 "$ls" token 777 --token wrong && grep -q 'HTTP 403' "$tmp/err" &&
+    exits 2 "$ls" token 12x --secret "$tmp/secret"
+}
+t_job_token_enforced() { # a run of job 501 refuses records under job 502's token
+  local id; id=$(runid 501)
+  curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $("$ls" token 502 --secret "$tmp/secret")" \
+    -H 'Content-Type: application/json' --data '{"rank":0,"batch_seq":99,"records":[]}' \
+    "$S/api/v1/runs/$id/records" | grep -q 403
+}
 t_unreachable() { exits 3 "$ls" runs --server http://127.0.0.1:9 && grep -q 'cannot reach lockstepd' "$tmp/err"; }
 t_no_server() { LOCKSTEP_SERVER= HOME=$tmp/nohome exits 2 "$ls" runs && grep -q 'no server given' "$tmp/err"; }
 t_config_file() {
@@ -124,7 +141,7 @@ t_config_file() {
 }
 
 for t in t_runs_table t_runs_filter t_runs_empty t_run_detail t_run_unknown t_twins_match t_twins_diverged \
-         t_twins_json t_manifest_diff t_remote_diff t_remote_diff_equals_local t_unreachable t_no_server t_config_file; do
+         t_twins_json t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_job_token_enforced t_unreachable t_no_server t_config_file; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"
