@@ -51,6 +51,11 @@ void db_register(const char *name, const char *sql)
     n_statements++;
 }
 
+void db_count_error(void)
+{
+    atomic_fetch_add(&db_errors, 1);
+}
+
 unsigned long db_errors_total(void)
 {
     return atomic_load(&db_errors);

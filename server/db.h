@@ -41,6 +41,9 @@ int db_ok(const PGresult *r);
  * never apply one twice. Returns 0, or -1 after logging. */
 int db_migrate(void);
 
+/* db_count_error - count one database error seen outside db_exec. */
+void db_count_error(void);
+
 /* db_errors_total - how many database errors lockstepd has seen. */
 unsigned long db_errors_total(void);
 

@@ -52,12 +52,12 @@ enum MHD_Result http_reply_json(http_req *req, int status, json_t *obj)
     if (!s)
         return http_reply(req, 500, "text/plain", strdup("out of memory\n"), 14);
     size_t n = strlen(s);
-    s[n] = '\n'; /* json_dumps leaves room for the NUL we replace; re-terminate below */
-    char *body = realloc(s, n + 2);
+    char *body = realloc(s, n + 2); /* room for a trailing newline */
     if (!body) {
         free(s);
         return MHD_NO;
     }
+    body[n] = '\n';
     body[n + 1] = 0;
     return http_reply(req, status, "application/json", body, n + 1);
 }

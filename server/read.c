@@ -25,7 +25,7 @@ void read_register(void)
     db_register("runs_list", "SELECT " RUN_COLS ", count(*) OVER () FROM runs "
                              "WHERE ($1 = '' OR user_name = $1) AND ($2 = '' OR job_id = $2) "
                              "AND ($3 = '' OR twin_group = $3) AND ($4 = '' OR status = $4) "
-                             "ORDER BY run_key DESC LIMIT $5 OFFSET $6");
+                             "AND ($7 = '' OR step_id = $7) ORDER BY run_key DESC LIMIT $5 OFFSET $6");
     db_register("run_one", "SELECT " RUN_COLS ", run_key FROM runs WHERE run_id = $1::uuid");
     db_register("run_manifests", "SELECT rank, manifest::text FROM manifests WHERE run_key = $1 ORDER BY rank");
     db_register("run_ranks",
@@ -117,9 +117,9 @@ enum MHD_Result read_runs(http_req *req)
     snprintf(lim, sizeof(lim), "%lld", limit);
     snprintf(off, sizeof(off), "%lld", offset);
     const char *u = http_query(req, "user"), *j = http_query(req, "job"), *g = http_query(req, "group"),
-               *s = http_query(req, "status");
-    const char *p[] = {u ? u : "", j ? j : "", g ? g : "", s ? s : "", lim, off};
-    PGresult *r = db_exec("runs_list", 6, p, err, sizeof(err));
+               *s = http_query(req, "status"), *st = http_query(req, "step");
+    const char *p[] = {u ? u : "", j ? j : "", g ? g : "", s ? s : "", lim, off, st ? st : ""};
+    PGresult *r = db_exec("runs_list", 7, p, err, sizeof(err));
     if (!r)
         return db_down(req, err);
     json_t *runs = json_array();

@@ -503,6 +503,7 @@ int store_batch(const run_info *run, const srv_batch *bt, int *duplicate, double
             break;
         }
         int broken = PQstatus(c) != CONNECTION_OK;
+        db_count_error();
         db_conn_broken();
         if (!broken)
             break;

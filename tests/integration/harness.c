@@ -228,7 +228,10 @@ int h_srv_start(h_srv *s, const char *const *args)
     chmod(s->dir, 0711);
     snprintf(s->log, sizeof(s->log), "%s/log", s->dir);
     s->port = free_port();
-    snprintf(s->base, sizeof(s->base), "http://127.0.0.1:%d", s->port);
+    int tls = 0;
+    for (int i = 0; args && args[i]; i++)
+        tls |= !strcmp(args[i], "--tls-cert");
+    snprintf(s->base, sizeof(s->base), "%s://127.0.0.1:%d", tls ? "https" : "http", s->port);
     return spawn(s, args);
 }
 
@@ -275,6 +278,13 @@ static size_t on_data(char *ptr, size_t size, size_t n, void *ud)
     return size * n;
 }
 
+static char cainfo[512];
+
+void h_http_cainfo(const char *path)
+{
+    snprintf(cainfo, sizeof(cainfo), "%s", path ? path : "");
+}
+
 static pthread_key_t curl_key;
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 
@@ -316,6 +326,8 @@ long h_http(const char *method, const char *url, const char *ctype, const void *
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT, 60L);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    if (cainfo[0])
+        curl_easy_setopt(curl, CURLOPT_CAINFO, cainfo);
     if (body) {
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);

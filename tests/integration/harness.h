@@ -62,6 +62,10 @@ void h_srv_cleanup(h_srv *s);
 long h_http(const char *method, const char *url, const char *ctype, const void *body, size_t len,
             const char *token, char **resp);
 
+/* h_http_cainfo - verify HTTPS servers against the CA file `path` (NULL:
+ * the system's). */
+void h_http_cainfo(const char *path);
+
 /* h_json_str - the string value of top-level key `key` in JSON `doc`, into
  * `out`; returns 0 or -1. */
 int h_json_str(const char *doc, const char *key, char *out, size_t cap);

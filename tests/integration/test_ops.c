@@ -1,0 +1,181 @@
+/* test_ops.c - lockstepd integration: TLS, retention by partition, SIGHUP log reopening, metrics and run filters. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/fsutil.h"
+#include "tests/integration/common.h"
+
+static h_pg pg;
+static char dir[] = "/tmp/lsops.XXXXXX";
+
+static int setup(void **state)
+{
+    (void)state;
+    if (!mkdtemp(dir))
+        return -1;
+    chmod(dir, 0711);
+    return h_pg_start(&pg);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_pg_stop(&pg);
+    char cmd[100];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_tls(void **state)
+{
+    (void)state;
+    char cmd[1024], cert[200], key[200];
+    snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+    snprintf(key, sizeof(key), "%s/key.pem", dir);
+    snprintf(cmd, sizeof(cmd),
+             "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s -out %s -days 1 -subj /CN=127.0.0.1 "
+             "-addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1",
+             key, cert);
+    if (system(cmd) != 0)
+        skip(); /* no openssl CLI */
+    h_http_cainfo(cert);
+    const char *args[] = {"--db", pg.conninfo, "--tls-cert", cert, "--tls-key", key, NULL};
+    h_srv s;
+    assert_int_equal(h_srv_start(&s, args), 0);
+    assert_non_null(strstr(s.base, "https://"));
+    char run[40];
+    assert_int_equal(it_register(&s, "500", "tls-g", 1, 0, NULL, run), 0);
+    uint64_t seq = 0;
+    assert_int_equal(it_post_steps(&s, run, 0, 0, 0, 2, 3, -1, -1, -1, -1, &seq, NULL), 200);
+    /* plain HTTP to the TLS port gets no answer; HTTPS without the CA is refused by the client */
+    char url[200];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/api/v1/health", s.port);
+    assert_int_not_equal(h_http("GET", url, NULL, NULL, 0, NULL, NULL), 200);
+    h_http_cainfo("/nonexistent-ca.pem");
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d/api/v1/health", s.port);
+    assert_int_equal(h_http("GET", url, NULL, NULL, 0, NULL, NULL), 0);
+    h_http_cainfo(NULL);
+    assert_int_equal(h_srv_kill(&s, SIGTERM), 0);
+    h_srv_cleanup(&s);
+}
+
+static void test_retention(void **state)
+{
+    (void)state;
+    char adm[200];
+    snprintf(adm, sizeof(adm), "%s/admin", dir);
+    FILE *f = fopen(adm, "w");
+    fputs("root-token\n", f);
+    fclose(f);
+    const char *args[] = {"--db", pg.conninfo, "--admin-token", adm, "--retain-days", "30", NULL};
+    h_srv s;
+    assert_int_equal(h_srv_start(&s, args), 0);
+    char run[40];
+    assert_int_equal(it_register(&s, "600", NULL, 1, 0, NULL, run), 0);
+    uint64_t seq = 0;
+    assert_int_equal(it_post_steps(&s, run, 0, 0, 0, 2, 3, -1, -1, -1, -1, &seq, NULL), 200);
+    /* an old day's partition with one record of this run */
+    PGconn *c = PQconnectdb(pg.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PGresult *r = PQexec(c, "CREATE TABLE records_20200101 PARTITION OF records FOR VALUES FROM ('2020-01-01') TO "
+                            "('2020-01-02')");
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    char q[600];
+    snprintf(q, sizeof(q),
+             "INSERT INTO records (run_key, rank, seq, step, name, occ, level, dtype, flags, t_ns, nbytes, fp, shape, "
+             "received_on) SELECT run_key, 0, 999, 99, 'old', 0, 0, 0, 0, 0, 0, 1, '{}', '2020-01-01' FROM runs "
+             "WHERE run_id = '%s'",
+             run);
+    r = PQexec(c, q);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&s, "POST", "/api/v1/admin/retention", NULL, "root-token", &o), 200);
+    assert_int_equal(json_integer_value(json_object_get(o, "dropped_partitions")), 1);
+    assert_int_equal(json_integer_value(json_object_get(o, "retain_days")), 30);
+    json_decref(o);
+    snprintf(q, sizeof(q),
+             "SELECT to_regclass('records_20200101') IS NULL, (SELECT count(*) FROM records d JOIN runs u USING "
+             "(run_key) WHERE u.run_id = '%s'), to_regclass('records_' || to_char(current_date, 'YYYYMMDD')) IS NOT "
+             "NULL",
+             run);
+    r = PQexec(c, q);
+    assert_string_equal(PQgetvalue(r, 0, 0), "t");
+    assert_string_equal(PQgetvalue(r, 0, 1), "6"); /* today's records stay */
+    assert_string_equal(PQgetvalue(r, 0, 2), "t");
+    PQclear(r);
+    PQfinish(c);
+    /* the run itself stays */
+    char path[200];
+    snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
+    assert_int_equal(it_call(&s, "GET", path, NULL, NULL, NULL), 200);
+    assert_int_equal(h_srv_kill(&s, SIGTERM), 0);
+    h_srv_cleanup(&s);
+}
+
+static void test_sighup_and_metrics(void **state)
+{
+    (void)state;
+    char log[200], rotated[220];
+    snprintf(log, sizeof(log), "%s/lockstepd.log", dir);
+    snprintf(rotated, sizeof(rotated), "%s.1", log);
+    const char *args[] = {"--db", pg.conninfo, "--log-file", log, NULL};
+    h_srv s;
+    assert_int_equal(h_srv_start(&s, args), 0);
+    assert_int_equal(rename(log, rotated), 0);
+    kill(s.pid, SIGHUP);
+    for (int i = 0; i < 100 && access(log, F_OK) != 0; i++)
+        usleep(20000);
+    char run[40];
+    assert_int_equal(it_register(&s, "700", NULL, 2, 0, NULL, run), 0);
+    fs_blob b;
+    assert_int_equal(fs_blob_load(&b, log), 0);
+    char *text = strndup(b.data, b.len);
+    fs_blob_release(&b);
+    assert_non_null(strstr(text, run)); /* the registration was logged to the new file */
+    free(text);
+
+    uint64_t seq = 0;
+    assert_int_equal(it_post_steps(&s, run, 1, 0, 0, 4, 5, -1, -1, -1, -1, &seq, NULL), 200);
+    seq = 0;
+    assert_int_equal(it_post_steps(&s, run, 1, 0, 0, 4, 5, -1, -1, -1, -1, &seq, NULL), 200);
+    char url[200], *m = NULL;
+    snprintf(url, sizeof(url), "%s/metrics", s.base);
+    assert_int_equal(h_http("GET", url, NULL, NULL, 0, NULL, &m), 200);
+    assert_non_null(strstr(m, "lockstepd_records_ingested_total 20\n"));
+    assert_non_null(strstr(m, "lockstepd_batches_total{result=\"stored\"} 1\n"));
+    assert_non_null(strstr(m, "lockstepd_batches_total{result=\"duplicate\"} 1\n"));
+    assert_non_null(strstr(m, "lockstepd_http_request_seconds_bucket{route=\"records\",le=\"+Inf\"} 2\n"));
+    free(m);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&s, "GET", "/api/v1/runs?job=700&step=", NULL, NULL, &o), 200);
+    assert_int_equal(json_array_size(json_object_get(o, "runs")), 1);
+    json_decref(o);
+    assert_int_equal(it_call(&s, "GET", "/api/v1/runs?job=700&step=9", NULL, NULL, &o), 200);
+    assert_int_equal(json_array_size(json_object_get(o, "runs")), 0);
+    json_decref(o);
+    assert_int_equal(h_srv_kill(&s, SIGTERM), 0);
+    h_srv_cleanup(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tls),
+        cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_sighup_and_metrics),
+    };
+    return cmocka_run_group_tests_name("lockstepd operations", tests, setup, teardown);
+}
