@@ -240,6 +240,23 @@ t_server_down() {
   [ -e "$tmp/ran.0" ] && [ -e "$tmp/ran.1" ] && [ "$ms" -lt 5000 ]
 }
 
+t_server_hangs() { # a lockstepd that accepts and never answers costs the step at most timeout_ms (1500)
+  local hport; hport=$(free_port)
+  python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(64); time.sleep(60)' "$hport" &
+  local hang=$!
+  for _ in $(seq 1 50); do ss -Hltn "sport = :$hport" | grep -q . && break; sleep 0.05; done
+  plugstack "${args/server=http:\/\/127.0.0.1:$dead_port/server=http://127.0.0.1:$hport}"
+  local t; t=$(date +%s%N)
+  LOCKSTEP_FLUSH_TIMEOUT=1 job -N2 --lockstep=det
+  local rc=$? ms=$(( ($(date +%s%N) - t) / 1000000 ))
+  stop_pid "$hang"
+  plugstack "$args"
+  echo "job against a hung lockstepd took $ms ms" >>"$tmp/err"
+  [ $rc -eq 0 ] && [ -e "$tmp/ran.0" ] && [ -e "$tmp/ran.1" ] && [ "$ms" -ge 1400 ] && [ "$ms" -lt 6000 ] &&
+    grep -q 'not registered now' "$run"/log/slurmd-n1.log
+}
+
 # --- site policy: enforce, missing agent, unknown arguments
 t_enforce_fp() {
   plugstack "$args enforce=fp"
@@ -317,7 +334,12 @@ t_exits_reported() { # ranks on both nodes: the first node's slurmstepd register
   job -N2 --lockstep=fp bash -c 'exit $((SLURM_PROCID + 3))'
   local jid rid; jid=$(envof 0 SLURM_JOB_ID); rid=$(envof 0 LOCKSTEP_RUN_ID)
   [ -n "$rid" ] || return 1
-  api "http://127.0.0.1:$lsd_port/api/v1/runs/$rid" >"$tmp/out" || return 1
+  # srun may return before the other node's slurmstepd has run task_exit: wait for it a little.
+  for _ in $(seq 1 50); do
+    api "http://127.0.0.1:$lsd_port/api/v1/runs/$rid" >"$tmp/out" || return 1
+    [ "$(json 'd["status"]' <"$tmp/out")" != running ] && break
+    sleep 0.1
+  done
   [ "$(json '" ".join(str(r["rank"]) + ":" + str(r["exit_code"]) for r in d["rank_status"])' <"$tmp/out")" = "0:3 1:4" ] &&
     [ "$(json 'd["job_id"] + " " + d["status"]' <"$tmp/out")" = "$jid failed" ]
 }
@@ -377,6 +399,7 @@ check "a bad SLURM_LOCKSTEP fails the step" t_env_fallback_bad
 check "sbatch options carry into srun steps" t_sbatch_carries
 check "salloc options carry into srun steps" t_salloc_carries
 check "lockstepd down: the job still runs, quickly" t_server_down
+check "a hung lockstepd delays the step by timeout_ms at most" t_server_hangs
 check "enforce=fp raises jobs to fp" t_enforce_fp
 check "default=det applies when the user asks nothing" t_default_det
 check "a missing agent: the job runs, with a warning" t_agent_missing_runs
