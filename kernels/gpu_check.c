@@ -132,7 +132,7 @@ static void check_tensor_device(unsigned char *d_buf)
 static void check_reductions(void)
 {
     const size_t n = 10000019;
-    const int rows = 200000, d = 64, vocab = 5000;
+    const int rows = 100000, d = 64, vocab = 5000; /* rows * d <= n: the rows are read from x */
     float *h = malloc(n * sizeof(float));
     int32_t *idx = malloc(rows * sizeof(int32_t));
     if (!h || !idx)
