@@ -170,7 +170,7 @@ int spank_reg_lookup(const char *server, const char *token, const char *job_id, 
     reg_buf resp;
     int rv = -1;
     why[0] = 0;
-    snprintf(url, sizeof(url), "%s/api/v1/runs?job=%s&limit=1000", server, job_id);
+    snprintf(url, sizeof(url), "%s/api/v1/runs?job=%s&step=%s&limit=1000", server, job_id, step_id);
     if (post_json(url, token, NULL, timeout_ms, &status, &resp, why, cap))
         return -1;
     if (status != 200) {
