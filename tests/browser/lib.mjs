@@ -91,6 +91,7 @@ export async function settle(page) {
 /* shot(page, name) - a full-page screenshot under SHOTS. */
 export async function shot(page, name) {
   mkdirSync(SHOTS, { recursive: true });
+  await page.evaluate(() => window.scrollTo(0, 0));   // the sticky top bar stays on top of a full-page shot
   await page.screenshot({ path: join(SHOTS, name + '.png'), fullPage: true });
 }
 

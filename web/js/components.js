@@ -112,3 +112,24 @@ export function replace(el, ...nodes) {
   for (const n of nodes) if (n) el.appendChild(n);
   return el;
 }
+
+const TOKEN_KEY = 'lockstep.adminToken';
+
+/* adminToken() - the admin token this browser tab holds ('' when none). */
+export function adminToken() {
+  return sessionStorage.getItem(TOKEN_KEY) || '';
+}
+
+/* adminTokenForm(purpose) - a small form that keeps the admin token for this tab (sessionStorage, never
+ * sent anywhere but this server's admin endpoints). Returns {el, msg}: msg is a status line to write to. */
+export function adminTokenForm(purpose) {
+  const input = h('input', { type: 'password', name: 'token', placeholder: 'admin token', autocomplete: 'off', value: adminToken() });
+  const msg = h('div', { class: 'form-msg', role: 'status' });
+  const el = h('form', { class: 'token-form', onsubmit: (e) => {
+    e.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+    msg.textContent = input.value.trim() ? 'Admin token kept for this browser tab.' : 'Admin token cleared.';
+  } }, h('label', { class: 'field' }, h('span', null, `Admin token (${purpose})`), input),
+  h('button', { type: 'submit', class: 'btn' }, 'Use token'), msg);
+  return { el, msg, focus: () => input.focus() };
+}

@@ -1,34 +1,31 @@
-// alerts.js - the Alerts page: recent alerts (first divergences, nodes turning suspect) and acknowledging them (admin).
+// alerts.js - the Alerts page: first divergences and nodes turning suspect, their delivery, and acknowledging them (admin).
 import { h, link } from '../dom.js';
 import { apiGet, apiPost } from '../api.js';
-import { badge, card, table, emptyState, errorBox, unavailable, replace, loading } from '../components.js';
+import { badge, card, table, pager, emptyState, errorBox, unavailable, replace, loading, adminToken, adminTokenForm } from '../components.js';
 import { fmtTime } from '../format.js';
-import { listOf } from './shape.js';
+import { listOf, totalOf } from './shape.js';
 
-const TOKEN_KEY = 'lockstep.adminToken';
+const LIMIT = 100;
 
 export function title() { return 'Alerts'; }
 
-/* mount(el) - list alerts; an Acknowledge button per open alert posts with the admin token kept in this browser. */
-export async function mount(el) {
+/* mount(el, params, query, navigate) - list alerts (query: kind, offset); Acknowledge posts with the admin token. */
+export async function mount(el, _params, query, navigate) {
+  const kind = query.get('kind') || '';
+  const offset = Math.max(0, parseInt(query.get('offset') || '0', 10) || 0);
   el.appendChild(h('div', { class: 'page-head' }, h('h1', null, 'Alerts'),
-    h('p', { class: 'sub' }, 'One alert per twin group\'s first divergence and per node turning suspect.')));
-  const tokenInput = h('input', { type: 'password', name: 'token', placeholder: 'admin token', autocomplete: 'off',
-    value: sessionStorage.getItem(TOKEN_KEY) || '' });
-  const msg = h('div', { class: 'form-msg', role: 'status' });
-  el.appendChild(card(null, h('form', { class: 'token-form', onsubmit: (e) => {
-    e.preventDefault();
-    sessionStorage.setItem(TOKEN_KEY, tokenInput.value.trim());
-    msg.textContent = tokenInput.value.trim() ? 'Admin token kept for this browser tab.' : 'Admin token cleared.';
-  } }, h('label', { class: 'field' }, h('span', null, 'Admin token (to acknowledge)'), tokenInput),
-  h('button', { type: 'submit', class: 'btn' }, 'Use token'), msg)));
+    h('p', { class: 'sub' }, 'One alert per twin group\'s first divergence, and one per node turning suspect.')));
+  const token = adminTokenForm('to acknowledge');
+  const kinds = h('div', { class: 'seg' }, [['', 'All'], ['divergence', 'Divergences'], ['suspect', 'Suspect nodes']].map(([k, label]) =>
+    h('a', { class: 'seg-item' + (k === kind ? ' active' : ''), href: '#/alerts' + (k ? '?kind=' + k : '') }, label)));
+  el.appendChild(card(null, h('div', { class: 'alerts-bar' }, kinds, token.el)));
   const body = h('div', null, loading('Loading alerts…'));
   el.appendChild(body);
   let last = '';
   async function load(force) {
     let d;
     try {
-      d = await apiGet('/alerts');
+      d = await apiGet('/alerts', { kind, limit: LIMIT, offset });
     } catch (e) {
       last = '';
       replace(body, card('Alerts', e.missingEndpoint ? unavailable('Alerts', 'GET /api/v1/alerts') : errorBox(e, 'The alerts could not be loaded')));
@@ -38,38 +35,48 @@ export async function mount(el) {
     if (key === last && !force) return;
     last = key;
     const alerts = listOf(d, 'alerts');
-    replace(body, card('Alerts', alerts.length ? table([
-      { key: 'created_at', label: 'When (UTC)', render: (a) => fmtTime(a.created_at || a.at) },
-      { key: 'kind', label: 'Kind', render: (a) => String(a.kind || a.type || 'alert').replace(/_/g, ' ') },
+    replace(body, card('Alerts', alerts.length ? [table([
+      { key: 'created_at', label: 'When (UTC)', render: (a) => fmtTime(a.created_at) },
+      { key: 'kind', label: 'Kind', render: (a) => [String(a.kind || 'alert'), a.classification ? h('div', { class: 'rec-kind' }, a.classification) : null] },
       { key: 'subject', label: 'About', render: subject },
-      { key: 'text', label: 'Message', class: 'wrap', render: (a) => a.summary || a.text || a.message || '—' },
+      { key: 'summary', label: 'What happened', class: 'wrap', render: (a) => h('span', { title: a.text || '' }, a.summary || a.text || '—') },
+      { key: 'delivery', label: 'Delivery', render: deliveryText },
       { key: 'state', label: 'State', render: (a) => badge(isAcked(a) ? 'acknowledged' : (a.state || 'open')) },
-      { key: 'ack', label: '', render: (a) => (isAcked(a) ? (a.acked_by ? `by ${a.acked_by}` : '') : h('button', {
+      { key: 'ack', label: '', render: (a) => (isAcked(a) ? h('span', { class: 'rec-kind' }, a.acked_by ? `by ${a.acked_by}` : '') : h('button', {
         type: 'button', class: 'btn', 'data-action': 'ack', onclick: (ev) => ack(a, ev.target) }, 'Acknowledge')) },
-    ], alerts, { rowAttrs: (a) => ({ 'data-alert': a.id }) }) : emptyState('No alerts.', 'Alerts appear when a twin group first diverges or a node turns suspect.')));
+    ], alerts, { rowAttrs: (a) => ({ 'data-alert': a.id }) }),
+    pager({ offset, limit: LIMIT, total: totalOf(d), count: alerts.length }, (o) => navigate('/alerts', { kind, offset: o || null }))]
+      : emptyState(kind ? `No ${kind} alerts.` : 'No alerts.', 'Alerts appear when a twin group first diverges or a node turns suspect; sinks are configured in lockstepd.conf.')));
   }
   async function ack(a, btn) {
-    const token = sessionStorage.getItem(TOKEN_KEY) || '';
-    if (!token) { msg.textContent = 'Enter the admin token above first (lockstepd --admin-token FILE).'; tokenInput.focus(); return; }
+    const t = adminToken();
+    if (!t) { token.msg.textContent = 'Enter the admin token first (the file given to lockstepd --admin-token).'; token.focus(); return; }
     btn.disabled = true;
     try {
-      await apiPost('/alerts/' + encodeURIComponent(a.id) + '/ack', {}, token);
-      msg.textContent = 'Acknowledged.';
+      await apiPost('/alerts/' + encodeURIComponent(a.id) + '/ack', { actor: 'dashboard' }, t);
+      token.msg.textContent = 'Acknowledged.';
       await load(true);
     } catch (e) {
       btn.disabled = false;
-      msg.textContent = `Not acknowledged: ${e.message}${e.hint ? ' — ' + e.hint : e.status === 401 || e.status === 403 ? ' — check the admin token.' : ''}`;
+      token.msg.textContent = `Not acknowledged: ${e.message}${e.hint ? ' — ' + e.hint : e.status === 401 || e.status === 403 ? ' — check the admin token.' : ''}`;
     }
   }
   await load();
   return { poll: () => load() };
 }
 
-function isAcked(a) { return !!(a.acknowledged || a.acked || a.acked_at || a.state === 'acknowledged'); }
+function isAcked(a) { return !!(a.acked_at || a.state === 'acknowledged'); }
+
+function deliveryText(a) {
+  const ds = a.deliveries || [];
+  if (!ds.length) return '—';
+  return h('div', null, ds.map((x) => h('div', { class: 'rec-kind', title: x.last_error || '' },
+    `${x.sink}: ${x.state}${x.attempts > 1 ? ` (${x.attempts} tries)` : ''}`)));
+}
 
 function subject(a) {
   const parts = [];
-  if (a.group || a.twin_group) parts.push(link('/twins/' + encodeURIComponent(a.group || a.twin_group), a.group || a.twin_group));
+  if (a.group) parts.push(link('/twins/' + encodeURIComponent(a.group), a.group));
   if (a.node) parts.push(link('/nodes/' + encodeURIComponent(a.node), a.node));
   return parts.length ? parts.flatMap((p, i) => (i ? [', ', p] : [p])) : '—';
 }

@@ -37,14 +37,20 @@ export async function mount(el, _params, query, navigate) {
     nodes.sort((a, b) => cmp(val(a), val(b)) * dir || cmp(nameOf(a), nameOf(b)));
     const onSort = (k) => navigate('/fleet', { sort: k, dir: sort.key === k && sort.dir === 'desc' ? 'asc' : 'desc' });
     const gpus = nodes.flatMap((n) => (n.gpus || []).map((g) => ({ ...g, node: nameOf(n) })));
+    const th = d.thresholds || {};
+    const suspects = nodes.filter((n) => n.state === 'suspect').length;
     replace(body,
-      card('Suspect scores', scoreChart(nodes)),
+      card('Suspect scores', h('p', { class: 'sub' }, `${nodes.length} nodes, ${suspects} suspect.` +
+        (typeof d.baseline === 'number' ? ` Fleet baseline: ${(d.baseline * 100).toFixed(1)}% of twin-compared runs involved in a divergence.` : '') +
+        (th.suspect !== undefined ? ` A node turns suspect at score ≥ ${th.suspect} with at least ${th.min_evidence} involvements.` : '')),
+        scoreChart(nodes, th.suspect)),
       card('Nodes', table([
         { key: 'name', label: 'Node', sortable: true, render: (n) => link('/nodes/' + encodeURIComponent(nameOf(n)), nameOf(n)) },
         { key: 'state', label: 'State', sortable: true, render: (n) => badge(n.state || 'ok') },
         { key: 'score', label: 'Suspect score', num: true, sortable: true, render: (n) => fmtScore(scoreOf(n)) },
         { key: 'involvements', label: 'Divergence involvements', num: true, sortable: true, render: (n) => String(invOf(n) ?? '—') },
         { key: 'runs', label: 'Runs', num: true, sortable: true, render: (n) => String(n.runs ?? n.run_count ?? '—') },
+        { key: 'rate', label: 'Rate', num: true, sortable: true, render: (n) => (typeof n.rate === 'number' ? (n.rate * 100).toFixed(1) + '%' : '—') },
         { key: 'gpus', label: 'GPUs', num: true, render: (n) => String((n.gpus || []).length || n.gpu_count || '—') },
         { key: 'last_seen', label: 'Last seen', sortable: true, render: (n) => h('span', { title: fmtTime(n.last_seen) }, fmtAgo(n.last_seen)) },
       ], nodes, { sort, onSort, rowAttrs: (n) => ({ 'data-node': nameOf(n) }) })),
@@ -61,7 +67,7 @@ export async function mount(el, _params, query, navigate) {
   return { poll: load };
 }
 
-function scoreChart(nodes) {
+function scoreChart(nodes, threshold) {
   const wrap = h('div', { class: 'chart', 'data-chart': 'scores' });
   if (typeof window.uPlot !== 'function') return wrap;
   const top = nodes.slice().sort((a, b) => cmp(scoreOf(b), scoreOf(a))).slice(0, 40);
@@ -75,6 +81,22 @@ function scoreChart(nodes) {
     axes: [{ values: (u, vals) => vals.map((v) => (Number.isInteger(v) && top[v] ? nameOf(top[v]) : '')), splits: () => xs, gap: 4 },
       { label: 'suspect score', size: 60 }],
     series: [{}, { label: 'score', paths: bars, fill: '#d6454599', stroke: '#d64545', points: { show: false } }],
+    hooks: { draw: [(u) => {
+      if (typeof threshold !== 'number') return;
+      const y = u.valToPos(threshold, 'y', true), ctx = u.ctx;
+      ctx.save();
+      ctx.strokeStyle = '#9a6a00';
+      ctx.setLineDash([5, 4]);
+      ctx.lineWidth = devicePixelRatio;
+      ctx.beginPath();
+      ctx.moveTo(u.bbox.left, y);
+      ctx.lineTo(u.bbox.left + u.bbox.width, y);
+      ctx.stroke();
+      ctx.fillStyle = '#9a6a00';
+      ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
+      ctx.fillText(`suspect threshold ${threshold}`, u.bbox.left + 6 * devicePixelRatio, y - 4 * devicePixelRatio);
+      ctx.restore();
+    }] },
   };
   requestAnimationFrame(() => { wrap.__plot = new window.uPlot(opts, [xs, ys], wrap); });
   return wrap;
@@ -82,7 +104,7 @@ function scoreChart(nodes) {
 
 export function nameOf(n) { return n.name || n.node || n.host || '?'; }
 export function scoreOf(n) { const s = n.score ?? n.suspect_score; return typeof s === 'number' ? s : null; }
-function invOf(n) { return n.involvements ?? n.divergences ?? n.involvement_count ?? null; }
+export function invOf(n) { return n.involvements ?? n.divergences ?? n.involvement_count ?? null; }
 export function fmtScore(s) { return s === null || s === undefined ? '—' : Number(s).toFixed(3); }
 function cmp(a, b) {
   if (a === b) return 0;
