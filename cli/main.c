@@ -18,6 +18,10 @@ static const struct {
     {"run", cmd_run, "run RUN_ID             one run: job, ranks, nodes, manifests"},
     {"twins", cmd_twins, "twins GROUP           a twin group: status, runs, first divergence per rank"},
     {"manifest-diff", cmd_manifest_diff, "manifest-diff GROUP   what differs between the twins' manifests"},
+    {"twin", cmd_twin, "twin -n N [--spread] [--group NAME] -- sbatch ARGS SCRIPT\n"
+                       "                        submit N copies as one twin group (--spread: on disjoint nodes)"},
+    {"narrow", cmd_narrow, "narrow GROUP [--level modules|ops] [--window K]\n"
+                           "                        re-run a diverged group traced finely; name the first record"},
     {"token", cmd_token, "token JOB [--secret FILE]\n"
                          "                        a job's ingest token (admin: from the site secret or the server)"},
 };

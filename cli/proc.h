@@ -1,0 +1,12 @@
+/* proc.h - run a program from the lockstep command and capture what it prints. */
+#ifndef CLI_PROC_H
+#define CLI_PROC_H
+
+#include <stddef.h>
+
+/* proc_run - run argv[0] (searched in PATH) with `argv`, its stdout captured
+ * into `out` (NUL-terminated, cut at `cap`), stderr passed through. Returns
+ * the exit status (128+signal when killed), or -1 when it cannot start. */
+int proc_run(char *const *argv, char *out, size_t cap);
+
+#endif /* CLI_PROC_H */
