@@ -109,6 +109,16 @@ t_hardened() {
     nm -D "$plugin" | grep -q __stack_chk_fail
 }
 
+# --- the examples for sites are valid
+t_example_lockstepd_conf() { "$lockstepd" --config "$src/deploy/examples/lockstepd.conf" --help >/dev/null 2>"$tmp/err"; }
+t_example_unit() { # systemd-analyze finds nothing wrong but the binary not being installed here
+  grep -q '^ExecStart=/usr/local/sbin/lockstepd --config /etc/lockstep/lockstepd.conf$' "$src/deploy/examples/lockstepd.service" || return 1
+  command -v systemd-analyze >/dev/null || return 0
+  timeout 20 systemd-analyze verify "$src/deploy/examples/lockstepd.service" 2>&1 |
+    grep -v 'Command /usr/local/sbin/lockstepd is not executable' >"$tmp/err"
+  [ ! -s "$tmp/err" ]
+}
+
 # --- options
 t_help() { srun --help 2>&1 | grep -q -- '--lockstep=\[off|fp|det\]' && sbatch --help 2>&1 | grep -q -- '--lockstep-twin=NAME'; }
 t_bad_mode() { ! job -N1 --lockstep=bogus && grep -q 'not a mode' "$tmp/err" && [ ! -e "$tmp/ran.0" ]; }
@@ -376,6 +386,8 @@ t_down_then_back() { # lockstepd away: the job runs; its data arrives once locks
 
 check "exports only SPANK symbols (nm -D)" t_exports
 check "hardened: RELRO, BIND_NOW, stack protector" t_hardened
+[ -x "$lockstepd" ] && check "deploy/examples/lockstepd.conf loads in lockstepd" t_example_lockstepd_conf
+check "deploy/examples/lockstepd.service starts lockstepd with its config" t_example_unit
 check "srun and sbatch list the options" t_help
 check "--lockstep=bogus fails at submission" t_bad_mode
 check "--lockstep-trace checks its spec" t_bad_trace
