@@ -64,7 +64,14 @@ $(KGPU_CHECK): $(B)/kernels/gpu_check.o $(LIBKCUDA) $(LIBKTRAIN) $(LIBLOCKSTEP_C
 	$(CC) -o $@ $(B)/kernels/gpu_check.o $(LIBKCUDA) $(LIBKTRAIN) $(LIBCOMMON) $(ALL_LDFLAGS) -L$(B)/lib \
 	  -Wl,-rpath,'$$ORIGIN/../lib' -llockstep_cuda -llockstep $(call pc_libs,jansson) $(KCUDA_LIBS) -lm
 
-ALL_TARGETS += $(LIBKCUDA) $(LIBLOCKSTEP_CUDA_SO) $(KGPU_CHECK)
+# ls_tensor_device's host logic, run by the kernels tier with or without a GPU.
+KTD_TEST := $(B)/tests/kernels/tensor_device_test
+$(KTD_TEST): tests/kernels/tensor_device_test.c $(LIBLOCKSTEP_CUDA_SO)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -isystem $(CUDA_HOME)/include -o $@ $< $(ALL_LDFLAGS) -L$(B)/lib \
+	  -Wl,-rpath,'$$ORIGIN/../../lib' -llockstep_cuda -llockstep $(KCUDA_LIBS)
+
+ALL_TARGETS += $(LIBKCUDA) $(LIBLOCKSTEP_CUDA_SO) $(KGPU_CHECK) $(KTD_TEST)
 INSTALL_LIB += $(LIBLOCKSTEP_CUDA_SO)
 
 ifneq ($(KCUDA_HAVE_NCCL),)

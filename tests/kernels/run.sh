@@ -13,8 +13,8 @@ pass=0; fail=0
 # MPI stays on loopback, always.
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
-# Open MPI leaks by design: LeakSanitizer would fail every SAN=1 run at exit.
-export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+# Open MPI leaks by design: LeakSanitizer would fail every SAN=1 run at exit; CUDA needs the shadow gap.
+export ASAN_OPTIONS="detect_leaks=0:protect_shadow_gap=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 unset LOCKSTEP_FAULT LOCKSTEP_TRACE LOCKSTEP_TRACE_DIR LOCKSTEP_MODE
 
 check() { # check NAME FUNCTION: the function must succeed
@@ -193,6 +193,35 @@ assert len(names) == 18, len(names)
 PY
 }
 
+# --- CUDA builds (CUDA=1): the parts that run without a GPU
+t_tensor_device_host() {
+  "$build/tests/kernels/tensor_device_test" "$tmp/td" >"$tmp/td.out" 2>"$tmp/td.err" || { cat "$tmp/td.out"; return 1; }
+  grep -q '^gpu 1' "$tmp/td.out" || return 0
+  # with a GPU: the device record and the host record of the same bytes carry the same fingerprint
+  "$ls" dump "$tmp/td/rank-00000.lstrace" | python3 -c "
+import json, sys
+r = [json.loads(l) for l in sys.stdin if '\"name\":\"x\"' in l]
+assert len(r) == 2 and r[0]['fp'] == r[1]['fp'], r"
+}
+
+t_cuda_abi() {
+  local want got
+  want=$(sed -n '/global:/,/local:/p' kernels/liblockstep_cuda.map | grep -Eo '^[[:space:]]*[a-z_]+;' | tr -d ' ;' | sort)
+  got=$(nm -D --defined-only "$build/lib/liblockstep_cuda.so" | awk '$2 == "T" {print $3}' | sed 's/@.*//' | sort)
+  [ -n "$want" ] && [ "$want" = "$got" ] || { echo "exports: $got; map: $want"; return 1; }
+  local lang
+  for lang in c c++; do # the header alone with LOCKSTEP_CUDA, and after the CUDA runtime's own header
+    printf '#define LOCKSTEP_CUDA 1\n#include "lockstep.h"\n' |
+      ${CC:-cc} -x $lang -Iinclude -fsyntax-only -Wall -Wextra -Werror - || return 1
+    printf '#include <cuda_runtime_api.h>\n#define LOCKSTEP_CUDA 1\n#include "lockstep.h"\n' |
+      ${CC:-cc} -x $lang -Iinclude -isystem "${CUDA_HOME:-/usr/local/cuda}/include" -fsyntax-only -Wall -Wextra -Werror - || return 1
+  done
+}
+
+if [ -x "$build/tests/kernels/tensor_device_test" ]; then
+  check "ls_tensor_device: filtered, misuse, no GPU, off"     t_tensor_device_host
+  check "liblockstep_cuda.so exports its map; header with LOCKSTEP_CUDA" t_cuda_abi
+fi
 check "deterministic twins, 2 ranks: bit-identical"          t_twins_np2
 check "deterministic twins, 4 ranks: bit-identical"          t_twins_np4
 check "another seed diverges at step 1"                      t_seed_changes_everything
