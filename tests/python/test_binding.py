@@ -1,6 +1,7 @@
 """test_binding.py - the ctypes binding against the real liblockstep: fingerprints, dtypes, shapes, steps, windows, errors, loading, pip."""
 
 import array
+import ctypes
 import json
 import math
 import os
@@ -259,6 +260,34 @@ class TestLifecycle(unittest.TestCase):
             self.assertEqual([r["name"] for r in dump(d)], ["w"])
         finally:
             shutil.rmtree(d)
+
+
+class TestDeviceLibrary(Traced):
+    """The CUDA helper library: found beside liblockstep when it was built, and its prototype
+    agrees with kernels/tensor_device.h (checked through argument validation, which needs no GPU)."""
+
+    trace = "metrics"
+
+    def test_device_library(self):
+        from lockstep import _lib
+        dev = _lib.load_device()
+        if not os.path.exists(os.path.join(os.path.dirname(LIB), "liblockstep_cuda.so")):
+            self.assertIsNone(dev)
+            self.assertIn("without CUDA", _lib.device_note())
+            return
+        self.assertIsNotNone(dev, _lib.device_note())
+        shape = (ctypes.c_int64 * 1)(4)
+        f32 = lockstep.DTYPES["f32"]
+        with lockstep.step(0):
+            # level module is filtered out by "metrics": nothing is launched, 0 comes back
+            self.assertEqual(dev.lsk_tensor_device_at(2, b"x", None, 0, f32, 1, shape, None), 0)
+            self.assertEqual(dev.lsk_tensor_device_at(9, b"x", None, 0, f32, 1, shape, None), -1)
+            self.assertIn("level 9", lockstep.last_error())
+            self.assertEqual(dev.lsk_tensor_device_at(2, b"bad\x01", None, 0, f32, 1, shape, None), -1)
+            self.assertIn("control character at byte 3", lockstep.last_error())
+            self.assertEqual(dev.lsk_tensor_device_at(2, b"x", None, 0, f32, 9, shape, None), -1)
+            self.assertIn("ndim 9", lockstep.last_error())
+        self.assertEqual(self.records(), [])
 
 
 class TestLoading(unittest.TestCase):

@@ -13,7 +13,7 @@ from collections import OrderedDict
 import torch
 import torch.nn as nn
 
-from helpers import CLI, HERE, SRC, dump, env_for, run_py
+from helpers import CLI, HERE, LIB, SRC, dump, env_for, run_py
 
 sys.path.insert(0, os.path.join(SRC, "agent", "python"))
 import lockstep  # noqa: E402
@@ -37,6 +37,9 @@ RUNS = {
     "det_a": ([], {"LOCKSTEP_MODE": "det"}),
     "det_b": ([], {"LOCKSTEP_MODE": "det"}),
     "coll": ([], {"LOCKSTEP_TRACE": "collectives"}),
+    # the agent preloaded and started by itself, as under the Slurm plugin
+    "pre": ([], {"LD_PRELOAD": ":".join(x for x in (os.environ.get("LD_PRELOAD"), LIB) if x),
+                 "LOCKSTEP_TRACE": "modules"}),
 }
 
 
@@ -187,6 +190,13 @@ class TrainingRuns(unittest.TestCase):
         self.assertEqual({r["level"] for r in recs}, {"metric"})
         self.assertEqual([r["name"] for r in recs], ["loss", "grad_norm"] * STEPS)
 
+    def test_preloaded_agent_is_used_and_matches(self):
+        env = env_for(LD_PRELOAD=RUNS["pre"][1]["LD_PRELOAD"], LOCKSTEP_TRACE_DIR=os.path.join(self.tmp, "pre-where"))
+        p = run_py(["-m", "lockstep", "where"], env)
+        self.assertEqual((p.returncode, p.stdout.split()[0]), (0, "preloaded"), p.stdout + p.stderr)
+        self.assertTrue(lockstep.diff(self.d("m_a"), self.d("pre"))["match"])
+        self.assertTrue(os.path.exists(os.path.join(self.d("pre"), "rank-00000.python.json")))
+
     def test_explicit_steps_equal_auto_steps(self):
         self.assertTrue(lockstep.diff(self.d("m_a"), self.d("m_explicit"))["match"])
 
@@ -252,6 +262,22 @@ class InProcess(unittest.TestCase):
             self.assertEqual(dump(self.dir + "-2"), [])
         finally:
             shutil.rmtree(self.dir + "-2", ignore_errors=True)
+
+    def test_manifest_records_thread_changes(self):
+        saved = torch.get_num_threads()
+        model, opt, w = self.train("modules", steps=1)  # auto step 0 -> step 1
+        try:
+            first = json.load(open(os.path.join(self.dir, "rank-00000.python.json")))
+            self.assertEqual(first["num_threads"], saved)
+            torch.set_num_threads(saved + 1)
+            opt.step()  # opens step 2 with the new count
+            torch.set_num_threads(saved)
+            opt.step()  # step 3: back to the first count
+        finally:
+            torch.set_num_threads(saved)
+            w.close()
+        m = json.load(open(os.path.join(self.dir, "rank-00000.python.json")))
+        self.assertEqual(m["num_threads_changes"], [[2, saved + 1], [3, saved]])
 
     def test_user_ops_unchanged_in_ops_window(self):
         model, opt, w = self.train("ops", steps=1)

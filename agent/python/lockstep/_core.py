@@ -98,6 +98,7 @@ def shutdown():
     _lib.load().ls_shutdown()
     _S.initialized = False
     _S.step = None
+    _S.user_steps = False  # the next init starts a new trace
 
 
 def is_active():

@@ -341,7 +341,7 @@ class Watch:
         if self.manifest is None:
             return
         n = torch.get_num_threads()
-        if n != self.manifest["num_threads"] and n != self.manifest.get("num_threads_final"):
+        if n != self.manifest.get("num_threads_final", self.manifest["num_threads"]):
             self.manifest.setdefault("num_threads_changes", []).append([step, n])
             self.manifest["num_threads_final"] = n
             self.write_manifest()
