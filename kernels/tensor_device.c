@@ -8,6 +8,37 @@
 
 static int warned;
 
+/* Each thread keeps a small device result buffer and a pinned host word
+ * per device, so a record costs three launches, an 8-byte copy and a wait,
+ * and no allocation. They live as long as the thread's process. */
+#define TD_MAX_DEVICES 64
+static __thread struct td_cache {
+    uint64_t *d_out; /* lsk_lsfp1_out_words(n, 0) == 2 words */
+    uint64_t *h_out; /* pinned */
+} cache[TD_MAX_DEVICES];
+
+/* device_fp - LSFP-1 of device memory through the calling thread's cache. */
+static cudaError_t device_fp(const void *dptr, size_t nbytes, cudaStream_t stream, uint64_t *fp)
+{
+    int dev = 0;
+    cudaError_t rc = cudaGetDevice(&dev);
+    if (rc != cudaSuccess)
+        return rc;
+    if (dev < 0 || dev >= TD_MAX_DEVICES) /* an unusual machine: no cache */
+        return lsk_lsfp1_sync(dptr, nbytes, fp, NULL, stream);
+    struct td_cache *c = &cache[dev];
+    if (!c->d_out && (rc = cudaMalloc((void **)&c->d_out, 2 * sizeof(uint64_t))) != cudaSuccess)
+        return rc;
+    if (!c->h_out && (rc = cudaMallocHost((void **)&c->h_out, sizeof(uint64_t))) != cudaSuccess)
+        return rc;
+    if ((rc = lsk_lsfp1_async(dptr, nbytes, 0, c->d_out, stream)) != cudaSuccess ||
+        (rc = cudaMemcpyAsync(c->h_out, c->d_out, sizeof(uint64_t), cudaMemcpyDeviceToHost, stream)) != cudaSuccess ||
+        (rc = cudaStreamSynchronize(stream)) != cudaSuccess)
+        return rc;
+    *fp = *c->h_out;
+    return cudaSuccess;
+}
+
 int lsk_tensor_device_at(ls_level level, const char *name, const void *dptr, size_t nbytes, ls_dtype dtype, int ndim,
                          const int64_t *shape, cudaStream_t stream)
 {
@@ -17,7 +48,7 @@ int lsk_tensor_device_at(ls_level level, const char *name, const void *dptr, siz
     if (!ls_enabled(level) || (!dptr && nbytes))
         return ls_record_fp(level, name, 0, nbytes, dtype, ndim, shape, 0, NULL) < 0 || (!dptr && nbytes) ? -1 : 0;
     uint64_t fp;
-    cudaError_t rc = lsk_lsfp1_sync(dptr, nbytes, &fp, NULL, stream);
+    cudaError_t rc = device_fp(dptr, nbytes, stream, &fp);
     if (rc != cudaSuccess) {
         if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
             fprintf(stderr, "lockstep: cannot fingerprint device tensor %s: CUDA error: %s\n"

@@ -19,6 +19,7 @@ typedef struct lsk_vector {
  * and an array in *out (free with lsk_vectors_free), or -1 with `why`. */
 int lsk_vectors_load(const char *path, lsk_vector **out, char *why, size_t cap);
 
+/* lsk_vectors_free - free the `n` vectors of `v` and the array itself. */
 void lsk_vectors_free(lsk_vector *v, int n);
 
 /* lsk_fill_random - deterministic pseudo-random bytes from `seed`. */
