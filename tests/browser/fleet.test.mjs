@@ -58,10 +58,15 @@ test('the alerts page lists alerts, or says the server has none yet', async () =
     const n = (r.json.alerts || r.json).length;
     assert.equal(await page.locator('tr[data-alert]').count(), n);
   }
-  // Acknowledging without a token asks for it instead of failing silently.
+  // Acknowledging without a token asks for it instead of failing silently; with the token it works.
   if (await page.locator('[data-action=ack]').count()) {
-    await page.click('[data-action=ack] >> nth=0');
+    const id = await page.locator('tr[data-alert]:has([data-action=ack]) >> nth=0').getAttribute('data-alert');
+    await page.click(`tr[data-alert="${id}"] [data-action=ack]`);
     assert.match(await page.textContent('.form-msg'), /admin token/);
+    await page.fill('input[name=token]', process.env.LOCKSTEP_ADMIN_TOKEN);
+    await page.click('.token-form button[type=submit]');
+    await page.click(`tr[data-alert="${id}"] [data-action=ack]`);
+    await page.waitForSelector(`tr[data-alert="${id}"] .badge[data-status=acknowledged]`);
   }
   assert.deepEqual(await texts(page, 'nav.top a.active'), ['Alerts']);
   noProblems(b);

@@ -8,7 +8,7 @@ cd "$SRC"
 fail() { echo "browser: $*" >&2; echo "0 passed, 1 failed"; exit 1; }
 
 [ -x "$B/bin/lockstepd" ] || fail "no $B/bin/lockstepd; run make first"
-[ -f "$B/web/index.html" ] && [ -f "$B/web/vendor/uPlot.iife.min.js" ] || fail "no dashboard in $B/web; run make first"
+[ -f web/vendor/uPlot.iife.min.js ] || fail "uPlot is not vendored into web/vendor; run make first"
 [ -x /usr/bin/chromium ] || fail "no /usr/bin/chromium; run deploy/install-deps.sh"
 [ -d web/node_modules/playwright-core ] || fail "no web/node_modules; run deploy/install-deps.sh (npm ci in web/)"
 
@@ -27,7 +27,10 @@ cleanup() {
 trap cleanup EXIT
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$B/bin/lockstepd" --listen "127.0.0.1:$port" --state-dir "$tmp/state" --web-dir "$B/web" 2>"$tmp/lockstepd.log" &
+export LOCKSTEP_ADMIN_TOKEN="browser-admin-$$-$RANDOM"
+printf '%s\n' "$LOCKSTEP_ADMIN_TOKEN" > "$tmp/admin-token"
+"$B/bin/lockstepd" --listen "127.0.0.1:$port" --state-dir "$tmp/state" --web-dir web \
+  --admin-token "$tmp/admin-token" 2>"$tmp/lockstepd.log" &
 pid=$!
 export LOCKSTEP_URL="http://127.0.0.1:$port"
 up=0
