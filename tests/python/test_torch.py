@@ -37,6 +37,10 @@ RUNS = {
     "det_a": ([], {"LOCKSTEP_MODE": "det"}),
     "det_b": ([], {"LOCKSTEP_MODE": "det"}),
     "coll": ([], {"LOCKSTEP_TRACE": "collectives"}),
+    # streaming to a lockstepd that is not there (nothing listens on port 1): the agent spools
+    # its batches and its own manifest, which must carry what Python knows
+    "spool": ([], {"LOCKSTEP_SERVER": "http://127.0.0.1:1", "LOCKSTEP_FLUSH_TIMEOUT": "200",
+                   "LOCKSTEP_MANIFEST_HASH": "0", "LOCKSTEP_SPOOL_DIR": "{dir}-spool"}),
     # the agent preloaded and started by itself, as under the Slurm plugin
     "pre": ([], {"LD_PRELOAD": ":".join(x for x in (os.environ.get("LD_PRELOAD"), LIB) if x),
                  "LOCKSTEP_TRACE": "modules"}),
@@ -54,6 +58,7 @@ class TrainingRuns(unittest.TestCase):
         def one(name):
             args, extra = RUNS[name]
             d = os.path.join(cls.tmp, name)
+            extra = {k: v.replace("{dir}", d) for k, v in extra.items()}
             env = env_for(LOCKSTEP_TRACE_DIR=d, LOCKSTEP_RUN_ID=name, **extra)
             return name, run_py([TRAIN, "--steps", str(STEPS)] + args, env)
 
@@ -189,6 +194,19 @@ class TrainingRuns(unittest.TestCase):
         recs = dump(self.d("coll"))
         self.assertEqual({r["level"] for r in recs}, {"metric"})
         self.assertEqual([r["name"] for r in recs], ["loss", "grad_norm"] * STEPS)
+
+    def test_agent_manifest_carries_torch_facts(self):
+        self.assertTrue(lockstep.diff(self.d("m_a"), self.d("spool"))["match"])
+        found = []
+        for root, _, files in os.walk(self.d("spool") + "-spool"):
+            if "manifest.json" in files:
+                with open(os.path.join(root, "manifest.json")) as f:
+                    found.append(json.load(f))
+        self.assertEqual(len(found), 1, "one rank, one spooled manifest")
+        env = found[0]["env"]
+        self.assertEqual(env.get("LOCKSTEP_PY_NUM_THREADS"), "1")
+        self.assertEqual(env.get("LOCKSTEP_PY_TORCH_VERSION"), torch.__version__)
+        self.assertEqual(env.get("LOCKSTEP_PY_DETERMINISTIC"), "0")
 
     def test_preloaded_agent_is_used_and_matches(self):
         env = env_for(LD_PRELOAD=RUNS["pre"][1]["LD_PRELOAD"], LOCKSTEP_TRACE_DIR=os.path.join(self.tmp, "pre-where"))
