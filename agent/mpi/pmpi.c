@@ -119,7 +119,7 @@ static uint64_t fp_of(const void *buf, int count, MPI_Datatype dt, const dt_info
     fp_stream_init(&s);
     fp_add(&s, buf, count, dt, d);
     if (nbytes)
-        *nbytes = s.nbytes;
+        *nbytes = s.nbytes + s.tail_len;
     return fp_stream_digest(&s);
 }
 
@@ -135,7 +135,7 @@ static uint64_t fp_segments(const void *buf, int n, const int *counts, const int
         fp_add(&s, (const char *)buf + (MPI_Aint)(displs ? displs[i] : 0) * d->extent, counts[i], dt, d);
         *elems += counts[i];
     }
-    *nbytes = s.nbytes;
+    *nbytes = s.nbytes + s.tail_len;
     return fp_stream_digest(&s);
 }
 

@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# run.sh - the agent tier: streaming to a real lockstepd (embedded PostgreSQL), spool and replay, a server that
+# dies or never answers, fork, LD_PRELOAD self-start, and an unmodified 4-rank Open MPI program under LD_PRELOAD.
+# usage: tests/agent/run.sh BUILD_DIR      (ends with "N passed, N failed")
+set -u
+build=${1:-build}
+B=$(cd "$build" && pwd)
+SRC=$(pwd)
+LS=$B/bin/lockstep
+PROG=$B/tests/agent/agentprog
+MPIPROG=$B/tests/agent/mpi_collectives
+pass=0; fail=0
+ok() { echo "ok   $*"; pass=$((pass+1)); }
+bad() { echo "FAIL $*"; fail=$((fail+1)); }
+
+for f in "$B/bin/lockstepd" "$LS" "$PROG" "$B/lib/liblockstep.so"; do
+  [ -x "$f" ] || [ -f "$f" ] || { echo "FAIL missing $f (build first)"; echo "0 passed, 1 failed"; exit 1; }
+done
+
+T=$(mktemp -d /tmp/ls-agent-tier.XXXXXX)
+chmod 755 "$T"                       # the embedded PostgreSQL runs as postgres under it
+SRV_PID=; HANG_PID=
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+URL=http://127.0.0.1:$PORT
+
+# Under SAN=1 the agent carries ASan: a preloaded ASan library needs the ASan runtime first in LD_PRELOAD.
+PRE=
+if [[ "$B" == */san ]]; then
+  PRE="$(${CC:-gcc} -print-file-name=libasan.so):"
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+fi
+
+start_server() {
+  rm -f "$T/port"
+  "$B/bin/lockstepd" --listen "127.0.0.1:$PORT" --state-dir "$T/state" --port-file "$T/port" \
+    --log-file "$T/lockstepd.log" --threads 2 >>"$T/lockstepd.out" 2>&1 &
+  SRV_PID=$!
+  for _ in $(seq 1 300); do
+    [ -s "$T/port" ] && curl -sf "$URL/api/v1/health" >/dev/null 2>&1 && return 0
+    kill -0 "$SRV_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "lockstepd did not start:"; tail -5 "$T/lockstepd.log" "$T/lockstepd.out" 2>/dev/null
+  return 1
+}
+stop_server() {   # $1: signal
+  [ -n "$SRV_PID" ] || return 0
+  kill "-${1:-TERM}" "$SRV_PID" 2>/dev/null
+  for _ in $(seq 1 300); do
+    st=$(ps -o stat= -p "$SRV_PID" 2>/dev/null | tr -d ' ')
+    { [ -z "$st" ] || [[ "$st" == Z* ]]; } && break
+    sleep 0.1
+  done
+  wait "$SRV_PID" 2>/dev/null
+  SRV_PID=
+}
+cleanup() {
+  stop_server TERM
+  [ -n "$HANG_PID" ] && kill "$HANG_PID" 2>/dev/null
+  # a SIGKILLed lockstepd leaves its embedded PostgreSQL running: stop the one this tier started
+  if [ -f "$T/state/pgdata/postmaster.pid" ]; then
+    su postgres -s /bin/sh -c "/usr/lib/postgresql/15/bin/pg_ctl stop -D '$T/state/pgdata' -m fast -w" >/dev/null 2>&1
+  fi
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+# run_prog NAME JOB [ENV...] -- ARGS: run agentprog as one rank with a trace and a spool; times it.
+run_prog() {
+  local name=$1 job=$2; shift 2
+  local envs=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  local t0; t0=$(date +%s.%N)
+  env LOCKSTEP_SERVER="$URL" LOCKSTEP_JOB_ID="$job" LOCKSTEP_STEP_ID=0 LOCKSTEP_TRACE=collectives \
+      LOCKSTEP_TRACE_DIR="$T/$name/trace" LOCKSTEP_SPOOL_DIR="$T/$name/spool" LOCKSTEP_BATCH_MS=50 "${envs[@]}" \
+      "$PROG" "$@" >"$T/$name.out" 2>"$T/$name.err"
+  local rc=$?
+  ELAPSED=$(python3 -c "import time; print(round(time.time() - $t0, 2))")
+  return $rc
+}
+check() {   # JOB TRACEDIR RANKS
+  python3 "$SRC/tests/agent/check_run.py" "$URL" "$1" "$2" "$3" --lockstep "$LS" >"$T/check.out" 2>&1
+  local rc=$?
+  sed 's/^/     /' "$T/check.out"
+  return $rc
+}
+spooled() { find "$1" -name 'batch-*.lsbatch' 2>/dev/null | wc -l; }
+run_status() {
+  curl -s "$URL/api/v1/runs?job=$1" | python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"]; print(r[0]["status"] if r else "none")'
+}
+
+if ! start_server; then bad "lockstepd starts"; echo "$pass passed, $fail failed"; exit 1; fi
+ok "lockstepd is up on $URL (embedded PostgreSQL)"
+
+# 1. Server up: two ranks stream; the server holds exactly the traces' records, a manifest per rank, both ends.
+mkdir -p "$T/up"
+(run_prog up1 J-up LOCKSTEP_RANK=1 LOCKSTEP_RANKS=2 -- --steps 40) & p1=$!
+run_prog up J-up LOCKSTEP_RANK=0 LOCKSTEP_RANKS=2 -- --steps 40; r0=$?
+wait $p1; r1=$?
+cp "$T/up1/trace/"* "$T/up/trace/" 2>/dev/null
+if [ $r0 -eq 0 ] && [ $r1 -eq 0 ] && check J-up "$T/up/trace" 2 && [ "$(run_status J-up)" = ended ] &&
+   [ "$(spooled "$T/up/spool")" -eq 0 ] && [ ! -s "$T/up.err" ]; then
+  ok "server up: 2 ranks streamed, server records equal the traces, manifests and ends stored, spool empty"
+else bad "server up (stderr: $(head -c 300 "$T/up.err"))"; fi
+
+# 2. Server killed (SIGKILL) and restarted mid-run: nothing lost, nothing doubled.
+run_prog kill J-kill -- --steps 60 --sleep-ms 50 & pk=$!
+sleep 1; stop_server KILL; sleep 1; start_server || bad "lockstepd restarts"
+wait $pk; rk=$?
+if [ $rk -eq 0 ] && check J-kill "$T/kill/trace" 1 && [ "$(run_status J-kill)" = ended ]; then
+  ok "server killed with SIGKILL and restarted mid-run: nothing lost, nothing doubled, run ended"
+else bad "server killed mid-run (rc $rk; stderr: $(head -c 300 "$T/kill.err"))"; fi
+
+# 3. Server absent for the whole run: the job is not slowed, everything is spooled and said once; then
+#    `lockstep replay` (a later process) sends it all.
+stop_server TERM
+run_prog down J-down LOCKSTEP_FLUSH_TIMEOUT=10 -- --steps 30; rd=$?
+n_said=$(grep -c "did not take" "$T/down.err")
+n_spool=$(spooled "$T/down/spool")
+if [ $rd -eq 0 ] && [ "$n_said" -eq 1 ] && [ "$n_spool" -gt 0 ] && python3 -c "exit(0 if $ELAPSED < 3 else 1)"; then
+  ok "server absent: job took ${ELAPSED}s, $n_spool batch(es) spooled, said once on stderr"
+else bad "server absent: rc $rd, ${ELAPSED}s, $n_spool spooled, said $n_said times: $(head -c 300 "$T/down.err")"; fi
+start_server || bad "lockstepd restarts"
+"$LS" replay "$T/down/spool" >"$T/replay.out" 2>&1; rr=$?
+if [ $rr -eq 0 ] && check J-down "$T/down/trace" 1 && [ "$(spooled "$T/down/spool")" -eq 0 ] &&
+   [ "$(run_status J-down)" = ended ]; then
+  ok "lockstep replay: $(tail -1 "$T/replay.out" | cut -c1-80); server equals the trace; spool emptied"
+else bad "lockstep replay (rc $rr): $(cat "$T/replay.out" | head -c 400)"; fi
+"$LS" replay "$T/down/spool" >"$T/replay2.out" 2>&1
+if check J-down "$T/down/trace" 1 >/dev/null; then ok "a second replay doubles nothing"; else bad "second replay"; fi
+
+# 4. Server absent at start, back mid-run: the agent itself replays its spool in order, nothing lost.
+stop_server TERM
+run_prog late J-late -- --steps 60 --sleep-ms 50 & pl=$!
+sleep 0.7; start_server || bad "lockstepd restarts"
+wait $pl; rl=$?
+if [ $rl -eq 0 ] && check J-late "$T/late/trace" 1 && [ "$(spooled "$T/late/spool")" -eq 0 ]; then
+  ok "server back mid-run: the agent replayed its spool itself; server equals the trace"
+else bad "server back mid-run (rc $rl): $(head -c 300 "$T/late.err")"; fi
+
+# 5. A server that accepts connections and never answers: wall time grows by at most the flush bound (2 s
+#    here), memory stays under a small cap (batches go to the spool), and nothing is lost (replayed later).
+HPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -c "
+import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', $HPORT)); s.listen(64); conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)   # accept, read nothing, answer nothing
+" & HANG_PID=$!
+sleep 0.3
+run_prog base J-base LOCKSTEP_SERVER= -- --steps 40 --kib 64 --sleep-ms 20; base=$ELAPSED
+run_prog hang J-hang LOCKSTEP_SERVER="http://127.0.0.1:$HPORT" LOCKSTEP_FLUSH_TIMEOUT=2 LOCKSTEP_MAX_MEM=16K \
+  LOCKSTEP_BATCH_BYTES=4K LOCKSTEP_HTTP_TIMEOUT=30 -- --steps 40 --kib 64 --sleep-ms 20; rh=$?
+kill "$HANG_PID" 2>/dev/null; wait "$HANG_PID" 2>/dev/null; HANG_PID=
+extra=$(python3 -c "print(round($ELAPSED - $base, 2))")
+if [ $rh -eq 0 ] && python3 -c "exit(0 if $extra <= 2 + 1.0 else 1)" && grep -q "did not take" "$T/hang.err"; then
+  ok "server never answers: +${extra}s over ${base}s (flush bound 2 s); the rest was left in the spool"
+else bad "server never answers: rc $rh, +${extra}s over ${base}s: $(head -c 300 "$T/hang.err")"; fi
+"$LS" replay --server "$URL" "$T/hang/spool" >"$T/replay3.out" 2>&1
+if check J-hang "$T/hang/trace" 1; then ok "what the hung server never took is replayed whole"
+else bad "replay after the hung server: $(head -c 300 "$T/replay3.out")"; fi
+
+# 5b. The memory cap: while the sender is stuck in a request that never ends, a burst of records is spilled
+#     to the spool by the caller in bounded memory (many 4K batches), none lost.
+python3 -c "
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', $HPORT)); s.listen(64); conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)
+" & HANG_PID=$!
+sleep 0.3
+run_prog cap J-cap LOCKSTEP_SERVER="http://127.0.0.1:$HPORT" LOCKSTEP_FLUSH_TIMEOUT=1 LOCKSTEP_MAX_MEM=16K \
+  LOCKSTEP_BATCH_BYTES=4K LOCKSTEP_BATCH_MS=100000 LOCKSTEP_HTTP_TIMEOUT=60 -- --steps 3000 --kib 1; rc_cap=$?
+kill "$HANG_PID" 2>/dev/null; wait "$HANG_PID" 2>/dev/null; HANG_PID=
+n_cap=$(spooled "$T/cap/spool")
+"$LS" replay --server "$URL" "$T/cap/spool" >"$T/replay4.out" 2>&1
+if [ $rc_cap -eq 0 ] && [ "$n_cap" -ge 50 ] && check J-cap "$T/cap/trace" 1; then
+  ok "memory cap 16K with a stuck sender: $n_cap batches spilled to the spool, all 9000 records replayed"
+else bad "memory cap: rc $rc_cap, $n_cap spooled: $(head -c 300 "$T/cap.err")"; fi
+
+# 6. fork(): the child records nothing (one warning), its exit does not end the rank or flush twice.
+run_prog fork J-fork -- --steps 10 --fork; rf=$?
+if [ $rf -eq 0 ] && check J-fork "$T/fork/trace" 1 && [ "$(grep -c 'fork' "$T/fork.err")" -eq 1 ] &&
+   ! "$LS" dump "$T/fork/trace/rank-00000.lstrace" | grep -q child.metric && [ "$(run_status J-fork)" = ended ]; then
+  ok "fork: the child's record is dropped with one warning; parent's records whole, once"
+else bad "fork (rc $rf): $(head -c 300 "$T/fork.err")"; fi
+
+# 7. LD_PRELOAD self-start: the program never calls ls_init; its exit code becomes the rank's end.
+run_prog auto J-auto LD_PRELOAD="$PRE$B/lib/liblockstep.so" -- --steps 12 --no-init --exit 3; ra=$?
+if [ $ra -eq 3 ] && check J-auto "$T/auto/trace" 1 && [ "$(run_status J-auto)" = failed ]; then
+  ok "LD_PRELOAD self-start without ls_init: streamed and traced; exit code 3 recorded (run failed)"
+else bad "LD_PRELOAD self-start (rc $ra, status $(run_status J-auto)): $(head -c 300 "$T/auto.err")"; fi
+
+# 8. An unmodified 4-rank Open MPI program under LD_PRELOAD, twice in one twin group: every rank records its
+#    collectives, the two runs' traces match, and lockstepd holds both runs whole.
+if [ -x "$MPIPROG" ] && [ -f "$B/lib/liblockstep_mpi.so" ] && command -v mpirun >/dev/null; then
+  export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
+  mpi_ok=1
+  for r in 1 2; do
+    timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 \
+      -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so" -x LOCKSTEP_SERVER="$URL" -x LOCKSTEP_JOB_ID="J-mpi$r" \
+      -x LOCKSTEP_STEP_ID=0 -x LOCKSTEP_TWIN_GROUP="g-mpi-$$" -x LOCKSTEP_TRACE=collectives \
+      -x LOCKSTEP_TRACE_DIR="$T/mpi$r/trace" -x LOCKSTEP_SPOOL_DIR="$T/mpi$r/spool" -x LOCKSTEP_BATCH_MS=50 \
+      ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$MPIPROG" 3 >"$T/mpi$r.out" 2>&1 || { mpi_ok=0; tail -5 "$T/mpi$r.out"; }
+  done
+  names=$("$LS" dump "$T/mpi1/trace/rank-00003.lstrace" 2>/dev/null | python3 -c '
+import json, sys; print(" ".join(sorted({json.loads(l)["name"] for l in sys.stdin})))')
+  want="mpi.allgather mpi.allgatherv mpi.allreduce mpi.alltoall mpi.alltoallv mpi.bcast mpi.reduce mpi.reduce_scatter mpi.reduce_scatter_block"
+  if [ $mpi_ok -eq 1 ] && [ "$names" = "$want" ] && [ "$(ls "$T/mpi1/trace" | wc -l)" -eq 4 ]; then
+    ok "MPI under LD_PRELOAD: every rank recorded all 9 interposed collectives"
+  else bad "MPI under LD_PRELOAD: ok=$mpi_ok names='$names'"; fi
+  if "$LS" diff "$T/mpi1/trace" "$T/mpi2/trace" >"$T/mpidiff.out" 2>&1; then ok "MPI twins match (lockstep diff)"
+  else bad "MPI twins: $(head -5 "$T/mpidiff.out")"; fi
+  if check J-mpi1 "$T/mpi1/trace" 4 && check J-mpi2 "$T/mpi2/trace" 4; then
+    ok "MPI: lockstepd holds both 4-rank runs whole (rank 0 registered, ranks 1-3 found the run)"
+  else bad "MPI runs on the server"; fi
+  st=none
+  for _ in $(seq 1 50); do
+    st=$(curl -s "$URL/api/v1/twins/g-mpi-$$" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("status"))' 2>/dev/null)
+    [ "$st" = match ] && break; sleep 0.2
+  done
+  if [ "$st" = match ]; then ok "MPI twins match on lockstepd too"; else bad "lockstepd twin status: $st"; fi
+else
+  bad "MPI test programs or mpirun missing"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

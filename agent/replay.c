@@ -1,0 +1,208 @@
+/* replay.c - send what a spool holds to lockstepd: used by `lockstep replay DIR` (a later process). */
+#include "agent/replay.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/http.h"
+#include "agent/spool.h"
+#include "agent/uplink.h"
+#include "common/record.h"
+
+typedef struct dir_list {
+    char **v;
+    size_t n, cap;
+} dir_list;
+
+static int list_add(dir_list *l, const char *path)
+{
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? 2 * l->cap : 16;
+        char **nv = realloc(l->v, nc * sizeof(*nv));
+        if (!nv)
+            return -1;
+        l->v = nv;
+        l->cap = nc;
+    }
+    l->v[l->n] = strdup(path);
+    return l->v[l->n] ? (int)l->n++ * 0 : -1;
+}
+
+/* collect - the rank directories under `dir`, depth first. */
+static void collect(const char *dir, int depth, dir_list *out)
+{
+    char p[4200];
+    snprintf(p, sizeof(p), "%s/" SPOOL_META, dir);
+    if (access(p, F_OK) == 0) {
+        list_add(out, dir);
+        return;
+    }
+    if (depth >= 3)
+        return;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            collect(p, depth + 1, out);
+    }
+    closedir(d);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void say(const replay_opts *o, const char *dir, const char *what)
+{
+    if (o->log)
+        fprintf(o->log, "%s: %s\n", dir, what);
+}
+
+/* replay_one - send one rank directory. Returns 0 when it is gone, -1 when
+ * something is left, 1 when busy. */
+static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
+{
+    spool sp;
+    spool_meta m;
+    uplink up;
+    char why[600], line[900];
+    int busy = 0, rc = -1;
+
+    if (spool_open_dir(&sp, dir, &busy, why, sizeof(why)) < 0) {
+        say(o, dir, busy ? "in use by a running agent; skipped" : why);
+        return busy ? 1 : -1;
+    }
+    if (spool_meta_read(&sp, &m, why, sizeof(why)) <= 0) {
+        say(o, dir, why);
+        goto out_close;
+    }
+    if (o->server)
+        snprintf(m.server, sizeof(m.server), "%s", o->server);
+    if (o->token)
+        snprintf(m.token, sizeof(m.token), "%s", o->token);
+    if (o->ca_file)
+        snprintf(m.ca_file, sizeof(m.ca_file), "%s", o->ca_file);
+    if (uplink_open(&up, &m, o->timeout_ms, why, sizeof(why)) < 0) {
+        say(o, dir, why);
+        goto out_close;
+    }
+
+    int64_t give_up = mono_ns() + (int64_t)o->wait_ms * 1000000;
+    int r;
+    while ((r = uplink_resolve(&up)) == UP_RETRY && up.last_status > 0 && mono_ns() < give_up) {
+        struct timespec ts = {0, 200 * 1000000};
+        nanosleep(&ts, NULL); /* rank 0 of this run may not be registered yet */
+    }
+    if (r != UP_OK) {
+        snprintf(line, sizeof(line), "cannot find or register the run: %s", up.last_error);
+        say(o, dir, line);
+        goto out_uplink;
+    }
+    if (spool_meta_write(&sp, &m, why, sizeof(why)) < 0)
+        say(o, dir, why);
+
+    unsigned char *buf;
+    size_t len;
+    if (spool_get(&sp, SPOOL_MANIFEST, &buf, &len, why, sizeof(why)) > 0) {
+        r = uplink_post_json(&up, "manifest", (const char *)buf);
+        free(buf);
+        if (r == UP_RETRY) {
+            say(o, dir, up.last_error);
+            goto out_uplink;
+        }
+        spool_remove(&sp, SPOOL_MANIFEST);
+    }
+    uint64_t *seqs;
+    long n = spool_batches(&sp, &seqs, why, sizeof(why));
+    for (long i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), SPOOL_BATCH_FMT, (unsigned long long)seqs[i]);
+        if (spool_get(&sp, name, &buf, &len, why, sizeof(why)) <= 0)
+            continue;
+        rec_reader rd;
+        uint64_t count = 0;
+        rec_record rec;
+        if (rec_reader_init(&rd, buf, len) == 0)
+            while (rec_reader_next(&rd, &rec) == 1)
+                count++;
+        rec_reader_release(&rd);
+        r = uplink_post_batch(&up, buf, len);
+        free(buf);
+        if (r == UP_RETRY) {
+            say(o, dir, up.last_error);
+            free(seqs);
+            goto out_uplink;
+        }
+        if (r == UP_REJECT) {
+            snprintf(line, sizeof(line), "batch %llu refused, kept as %s.rejected: %s",
+                     (unsigned long long)seqs[i], name, up.last_error);
+            say(o, dir, line);
+            char from[4200], to[4300];
+            snprintf(from, sizeof(from), "%s/%s", dir, name);
+            snprintf(to, sizeof(to), "%s/%s.rejected", dir, name);
+            rename(from, to);
+            st->rejected++;
+            continue;
+        }
+        spool_remove(&sp, name);
+        st->batches++;
+        st->records += count;
+    }
+    free(seqs);
+    if (spool_get(&sp, SPOOL_END, &buf, &len, why, sizeof(why)) > 0) {
+        r = uplink_post_json(&up, "end", (const char *)buf);
+        free(buf);
+        if (r == UP_RETRY) {
+            say(o, dir, up.last_error);
+            goto out_uplink;
+        }
+        spool_remove(&sp, SPOOL_END);
+    }
+    snprintf(line, sizeof(line), "sent to run %s on %s", m.run_id, m.server);
+    say(o, dir, line);
+    rc = 0;
+
+out_uplink:
+    uplink_close(&up);
+out_close:
+    if (rc == 0 && spool_is_empty(&sp))
+        spool_remove_dir(&sp);
+    else
+        spool_close(&sp);
+    return rc;
+}
+
+int replay_tree(const char *root, const replay_opts *o, replay_stats *st)
+{
+    dir_list l = {0};
+    memset(st, 0, sizeof(*st));
+    collect(root, 0, &l);
+    /* rank-00000 sorts first within its run, so rank 0 registers before the others look */
+    if (l.n)
+        qsort(l.v, l.n, sizeof(*l.v), cmp_str);
+    int rc = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        st->dirs++;
+        int r = replay_one(l.v[i], o, st);
+        if (r == 0)
+            st->dirs_done++;
+        else if (r > 0)
+            st->dirs_busy++, rc = -1;
+        else
+            st->dirs_failed++, rc = -1;
+        free(l.v[i]);
+    }
+    free(l.v);
+    return rc;
+}

@@ -1,0 +1,32 @@
+/* replay.h - send what a spool holds to lockstepd: used by `lockstep replay DIR` (a later process). */
+#ifndef AGENT_REPLAY_H
+#define AGENT_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct replay_opts {
+    const char *server;  /* overrides the spooled server URL when not NULL */
+    const char *token;   /* overrides the spooled token when not NULL */
+    const char *ca_file; /* overrides the spooled CA file when not NULL */
+    long timeout_ms;     /* per request */
+    long wait_ms;        /* how long a rank other than 0 waits for rank 0's run to appear */
+    FILE *log;           /* one line per rank directory, or NULL */
+} replay_opts;
+
+typedef struct replay_stats {
+    unsigned dirs, dirs_done, dirs_busy, dirs_failed;
+    uint64_t batches, records, rejected;
+} replay_stats;
+
+/* replay_tree - find every rank spool under `root` (directories holding
+ * spool.meta, at most three levels down, rank 0 of each run first) and send
+ * each: resolve or register the run, post the manifest, the batches in order
+ * and the end, removing each file once the server has it and the directory
+ * once it is empty. A directory locked by a live agent is skipped. Returns 0
+ * when everything was sent, -1 when something is left (reasons on o->log);
+ * counts in `st`. */
+int replay_tree(const char *root, const replay_opts *o, replay_stats *st);
+
+#endif /* AGENT_REPLAY_H */
