@@ -24,6 +24,7 @@ int cmd_run(int argc, char **argv);
 int cmd_twins(int argc, char **argv);
 int cmd_manifest_diff(int argc, char **argv);
 int cmd_token(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
 int cmd_twin(int argc, char **argv);
 int cmd_narrow(int argc, char **argv);
 

@@ -22,6 +22,7 @@ static const struct {
                        "                        submit N copies as one twin group (--spread: on disjoint nodes)"},
     {"narrow", cmd_narrow, "narrow GROUP [--level modules|ops] [--window K]\n"
                            "                        re-run a diverged group traced finely; name the first record"},
+    {"replay", cmd_replay, "replay [--server URL] DIR  send what agents left in a spool directory to lockstepd"},
     {"token", cmd_token, "token JOB [--secret FILE]\n"
                          "                        a job's ingest token (admin: from the site secret or the server)"},
 };
