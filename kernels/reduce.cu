@@ -116,20 +116,26 @@ __global__ void iota_kernel(int32_t *v, int n)
         v[i] = i;
 }
 
-/* scatter_det_kernel - one thread per (segment start, column): the rows of
- * one index, added in ascending row order. */
-__global__ void scatter_det_kernel(const float *__restrict__ src, int ld, const int32_t *__restrict__ keys,
-                                   const int32_t *__restrict__ rows, int n, int d, float *out)
+/* scatter_det_kernel - one warp per sorted position; the warp at the start
+ * of an index's segment adds that index's rows in ascending row order, its
+ * lanes covering the columns. The other warps return at once. */
+__global__ void __launch_bounds__(kThreads) scatter_det_kernel(const float *__restrict__ src, int ld,
+                                                               const int32_t *__restrict__ keys,
+                                                               const int32_t *__restrict__ rows, int n, int d,
+                                                               float *out)
 {
-    int k = blockIdx.y * blockDim.x + threadIdx.x;
-    int i = blockIdx.x;
-    if (k >= d || (i > 0 && keys[i] == keys[i - 1]))
+    int i = (int)(((size_t)blockIdx.x * kThreads + threadIdx.x) / 32), lane = threadIdx.x & 31;
+    if (i >= n || (i > 0 && keys[i] == keys[i - 1]))
         return;
-    float s = 0.0f;
-    int key = keys[i];
-    for (int j = i; j < n && keys[j] == key; j++)
-        s += src[(size_t)rows[j] * ld + k];
-    out[(size_t)key * d + k] += s;
+    int key = keys[i], end = i + 1;
+    while (end < n && keys[end] == key)
+        end++;
+    for (int k = lane; k < d; k += 32) {
+        float s = 0.0f;
+        for (int j = i; j < end; j++)
+            s += src[(size_t)rows[j] * ld + k];
+        out[(size_t)key * d + k] += s;
+    }
 }
 
 __global__ void scatter_atomic_kernel(const float *__restrict__ src, int ld, const int32_t *__restrict__ idx, int n,
@@ -215,6 +221,42 @@ extern "C" size_t lsk_scatter_ws_bytes(int n, int vocab)
     return 3 * align256((size_t)n * sizeof(int32_t)) + align256(temp);
 }
 
+/* scatter_parts - the workspace's pieces. */
+static void scatter_parts(void *d_ws, int n, int32_t **keys, int32_t **rows_in, int32_t **rows, void **temp)
+{
+    char *ws = static_cast<char *>(d_ws);
+    size_t a = align256((size_t)n * sizeof(int32_t));
+    *keys = reinterpret_cast<int32_t *>(ws);
+    *rows_in = reinterpret_cast<int32_t *>(ws + a);
+    *rows = reinterpret_cast<int32_t *>(ws + 2 * a);
+    *temp = ws + 3 * a;
+}
+
+extern "C" cudaError_t lsk_scatter_sort(const int32_t *idx, int n, int vocab, void *d_ws, cudaStream_t stream)
+{
+    if (n <= 0)
+        return cudaSuccess;
+    int32_t *keys, *rows_in, *rows;
+    void *temp;
+    scatter_parts(d_ws, n, &keys, &rows_in, &rows, &temp);
+    size_t temp_bytes = lsk_scatter_ws_bytes(n, vocab) - 3 * align256((size_t)n * sizeof(int32_t));
+    iota_kernel<<<blocks_for((size_t)n, kThreads), kThreads, 0, stream>>>(rows_in, n);
+    return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, idx, keys, rows_in, rows, n, 0, key_bits(vocab),
+                                           stream);
+}
+
+extern "C" cudaError_t lsk_scatter_add_sorted_f32(const float *src, int ld, int n, int d, float *out, const void *d_ws,
+                                                  cudaStream_t stream)
+{
+    if (n <= 0 || d <= 0)
+        return cudaSuccess;
+    int32_t *keys, *rows_in, *rows;
+    void *temp;
+    scatter_parts(const_cast<void *>(d_ws), n, &keys, &rows_in, &rows, &temp);
+    scatter_det_kernel<<<blocks_for((size_t)n * 32, kThreads), kThreads, 0, stream>>>(src, ld, keys, rows, n, d, out);
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t lsk_scatter_add_f32(lsk_mode mode, const float *src, int ld, const int32_t *idx, int n, int d,
                                            float *out, int vocab, void *d_ws, uint32_t rot, cudaStream_t stream)
 {
@@ -225,19 +267,6 @@ extern "C" cudaError_t lsk_scatter_add_f32(lsk_mode mode, const float *src, int 
                                                                                             rot);
         return cudaGetLastError();
     }
-    char *ws = static_cast<char *>(d_ws);
-    size_t a = align256((size_t)n * sizeof(int32_t));
-    int32_t *keys = reinterpret_cast<int32_t *>(ws), *rows_in = reinterpret_cast<int32_t *>(ws + a),
-            *rows = reinterpret_cast<int32_t *>(ws + 2 * a);
-    void *temp = ws + 3 * a;
-    size_t temp_bytes = lsk_scatter_ws_bytes(n, vocab) - 3 * a;
-    iota_kernel<<<blocks_for((size_t)n, kThreads), kThreads, 0, stream>>>(rows_in, n);
-    cudaError_t rc = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, idx, keys, rows_in, rows, n, 0,
-                                                     key_bits(vocab), stream);
-    if (rc != cudaSuccess)
-        return rc;
-    int tx = d < 128 ? ((d + 31) / 32) * 32 : 128;
-    dim3 grid((unsigned)n, (unsigned)((d + tx - 1) / tx));
-    scatter_det_kernel<<<grid, tx, 0, stream>>>(src, ld, keys, rows, n, d, out);
-    return cudaGetLastError();
+    cudaError_t rc = lsk_scatter_sort(idx, n, vocab, d_ws, stream);
+    return rc != cudaSuccess ? rc : lsk_scatter_add_sorted_f32(src, ld, n, d, out, d_ws, stream);
 }

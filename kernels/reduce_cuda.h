@@ -48,6 +48,18 @@ size_t lsk_scatter_ws_bytes(int n, int vocab);
 cudaError_t lsk_scatter_add_f32(lsk_mode mode, const float *src, int ld, const int32_t *idx, int n, int d,
                                 float *out, int vocab, void *d_ws, uint32_t rot, cudaStream_t stream);
 
+/* lsk_scatter_sort - the first half of the deterministic scatter-add: sort
+ * the row numbers 0..n-1 by idx (stable) into `d_ws`. A caller whose
+ * indices serve several scatter-adds (an embedding's forward pass knows them
+ * before the backward pass) sorts once. */
+cudaError_t lsk_scatter_sort(const int32_t *idx, int n, int vocab, void *d_ws, cudaStream_t stream);
+
+/* lsk_scatter_add_sorted_f32 - the second half: out[idx[j] * d + k] +=
+ * src[j * ld + k], each index's rows added in ascending j, with the order
+ * lsk_scatter_sort left in `d_ws`. No atomics. */
+cudaError_t lsk_scatter_add_sorted_f32(const float *src, int ld, int n, int d, float *out, const void *d_ws,
+                                       cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

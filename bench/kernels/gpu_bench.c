@@ -115,6 +115,11 @@ static void op_scatter_atomic(void *p)
     struct ctx *c = p;
     CK(lsk_scatter_add_f32(LSK_ATOMIC, c->x, c->dim, c->idx, c->rows, c->dim, c->emb, c->vocab, c->sws, 0, 0));
 }
+static void op_scatter_sorted(void *p)
+{
+    struct ctx *c = p;
+    CK(lsk_scatter_add_sorted_f32(c->x, c->dim, c->rows, c->dim, c->emb, c->sws, 0));
+}
 static void op_outer_det(void *p)
 {
     struct ctx *c = p;
@@ -188,6 +193,9 @@ int main(int argc, char **argv)
     snprintf(extra, sizeof(extra), ",\"rows\":%d,\"dim\":%d,\"vocab\":%d,\"target_ratio_max\":1.02", c.rows, c.dim,
              c.vocab);
     print_pair("scatter_add_det_vs_atomic", "det", "atomic", ma, mb, extra);
+    CK(lsk_scatter_sort(c.idx, c.rows, c.vocab, c.sws, 0)); /* the sort once, as an embedding's forward can */
+    time_pair(op_scatter_sorted, op_scatter_atomic, &c, 5, &ma, &mb);
+    print_pair("scatter_add_presorted_det_vs_atomic", "det_presorted", "atomic", ma, mb, extra);
 
     /* A weight gradient as the trainer computes it: batch 256, 1024 x 1024. */
     c.batch = 256;
