@@ -326,7 +326,13 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
     int bad = 0;
     snprintf(job, sizeof(job), "%u", f->job_id);
     snprintf(stepid, sizeof(stepid), "%u", f->step_id);
-    spank_run_info info = {job, stepid, r->twin, (long)f->ntasks, 0, f->user, part, nodes, f->command,
+    /* A run resumed from a checkpoint says where it starts (LOCKSTEP_START_STEP in the job's
+     * environment), so that lockstepd compares it with its twins on the overlap only. */
+    char start[32];
+    long start_step = 0;
+    if (ops->get(ops->ctx, "LOCKSTEP_START_STEP", start, sizeof(start)) == 1)
+        start_step = strtol(start, NULL, 10);
+    spank_run_info info = {job, stepid, r->twin, (long)f->ntasks, start_step, f->user, part, nodes, f->command,
                            spank_mode_name(mode)};
     if (spank_reg_register(c->server, res->token, &info, c->timeout_ms, res->run_id, sizeof(res->run_id), why,
                            sizeof(why))) {

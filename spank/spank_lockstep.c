@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/crypto/token.h"
@@ -270,9 +271,21 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
         spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS)
         return 0;
     if (!step.run_id[0] && !step.looked_up) {
+        /* The first node may not have registered yet when a short task ends here: ask again for up to
+         * timeout_ms while lockstepd answers "no such run". */
         step.looked_up = 1;
-        if (spank_reg_lookup(step.conf.server, step.token, step.job_id, step.step_id, step.conf.timeout_ms,
-                             step.run_id, sizeof(step.run_id), why, sizeof(why)))
+        struct timespec t0, now;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+            int rc = spank_reg_lookup(step.conf.server, step.token, step.job_id, step.step_id,
+                                      step.conf.timeout_ms, step.run_id, sizeof(step.run_id), why, sizeof(why));
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+            if (rc <= 0 || ms + 100 > step.conf.timeout_ms)
+                break;
+            usleep(100 * 1000);
+        }
+        if (!step.run_id[0])
             slurm_info("lockstep: exits of step %s.%s not reported (the agent reports them): %s", step.job_id,
                        step.step_id, why);
     }

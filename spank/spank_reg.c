@@ -171,6 +171,7 @@ int spank_reg_lookup(const char *server, const char *token, const char *job_id, 
     int rv = -1;
     why[0] = 0;
     snprintf(url, sizeof(url), "%s/api/v1/runs?job=%s&step=%s&limit=1000", server, job_id, step_id);
+    /* (rv stays -1 until a matching run is found; a well-formed answer without one returns 1.) */
     if (post_json(url, token, NULL, timeout_ms, &status, &resp, why, cap))
         return -1;
     if (status != 200) {
@@ -195,5 +196,5 @@ int spank_reg_lookup(const char *server, const char *token, const char *job_id, 
         }
     }
     json_decref(ans);
-    return rv;
+    return rv == 0 ? 0 : 1;
 }

@@ -36,8 +36,9 @@ int spank_reg_end(const char *server, const char *token, const char *run_id, lon
                   int timeout_ms, char *why, size_t cap);
 
 /* spank_reg_lookup - find the run of job `job_id`, step `step_id` on
- * lockstepd (GET /api/v1/runs?job=), within `timeout_ms`. Returns 0 with the
- * id in `run_id`, or -1 with `why` (none yet, no read access, server away). */
+ * lockstepd (GET /api/v1/runs?job=&step=), within `timeout_ms`. Returns 0
+ * with the id in `run_id`; 1 when lockstepd answered but has no such run (yet);
+ * -1 with `why` when it could not be asked (away, no read access). */
 int spank_reg_lookup(const char *server, const char *token, const char *job_id, const char *step_id,
                      int timeout_ms, char *run_id, size_t run_id_cap, char *why, size_t cap);
 

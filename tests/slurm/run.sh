@@ -40,6 +40,14 @@ for f in "$plugin" "$agent"; do
   [ -f "$f" ] || { echo "$f is missing; run make first"; echo "0 passed, 1 failed"; exit 1; }
 done
 
+# Work on copies: a concurrent `make` in the shared tree must not swap libraries under a running cluster.
+mkdir -p "$tmp/lib" "$tmp/bin" "$tmp/tests/slurm" && cp "$plugin" "$agent" "$tmp/lib/" || { echo "0 passed, 1 failed"; exit 1; }
+plugin=$tmp/lib/spank_lockstep.so
+agent=$tmp/lib/liblockstep.so
+for f in bin/lockstepd bin/lockstep tests/slurm/mpi_twin; do [ -x "$build/$f" ] && cp "$build/$f" "$tmp/$f"; done
+lockstepd=$tmp/bin/lockstepd
+lockstep_cli=$tmp/bin/lockstep
+
 # A sanitized agent (SAN=1) needs the ASan runtime loaded first: the tasks get it as the user's own
 # LD_PRELOAD entry, which the plugin keeps in front of the agent.
 user_preload=
@@ -288,7 +296,7 @@ t_unknown_arg() {
 }
 
 # --- with a real lockstepd (embedded PostgreSQL): registration, twins, exits, tokens, spool
-mpi_twin=$build/tests/slurm/mpi_twin
+mpi_twin=$tmp/tests/slurm/mpi_twin
 lsd_port=$(free_port)
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
 api() { curl -sS --max-time 10 "$@"; } # api ARGS...: curl against lockstepd
@@ -377,7 +385,7 @@ t_down_then_back() { # lockstepd away: the job runs; its data arrives once locks
   echo "MPI job with lockstepd down took $ms ms" >>"$tmp/err"
   [ "$ms" -lt 15000 ] && grep -q "lockstep replay" "$tmp/err" || return 1
   start_lockstepd || return 1
-  "$build/bin/lockstep" replay "$tmp/spool" >>"$tmp/out" 2>>"$tmp/err" || return 1
+  "$lockstep_cli" replay "$tmp/spool" >>"$tmp/out" 2>>"$tmp/err" || return 1
   api "http://127.0.0.1:$lsd_port/api/v1/runs?job=$jid" >"$tmp/out" || return 1
   local rid; rid=$(json 'd["runs"][0]["run_id"]' <"$tmp/out") || return 1
   api "http://127.0.0.1:$lsd_port/api/v1/runs/$rid" >"$tmp/out" || return 1
@@ -426,7 +434,7 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
     check "two det MPI runs: one twin group, right jobs/nodes/ranks, they match" t_twins_mpi
     check "task exits on every node are reported" t_exits_reported
     check "a job's token cannot write into another job's run" t_token_scope
-    if "$build/bin/lockstep" help 2>&1 | grep -q replay; then
+    if "$lockstep_cli" help 2>&1 | grep -q replay; then
       check "lockstepd down: the job runs, its data arrives later" t_down_then_back
     else
       echo "skip lockstepd down then back: 'lockstep replay' is not built yet"; skip=$((skip+1))
