@@ -403,6 +403,7 @@ static void test_reg_server_down(void **state)
     assert_true(now_ms() - t < 1000);
     assert_non_null(strstr(why, url));
     assert_int_equal(spank_reg_end(url, "tok", "run", 0, 0, 2000, why, sizeof(why)), -1);
+    assert_int_equal(spank_reg_lookup(url, "tok", "1", "0", 2000, id, sizeof(id), why, sizeof(why)), -1);
 }
 
 static void test_reg_server_hangs(void **state)
