@@ -58,6 +58,11 @@ void cmp_register(void)
                 "runs = excluded.runs, committed_at = excluded.committed_at, detected_at = clock_timestamp() "
                 "WHERE (excluded.step, excluded.seq) < (d.step, d.seq) OR ((excluded.step, excluded.seq) = "
                 "(d.step, d.seq) AND excluded.runs IS DISTINCT FROM d.runs) RETURNING 1");
+    db_register("cmp_backlog",
+                "SELECT x.twin_group, x.rank FROM (SELECT r.twin_group, p.rank, max(r.start_step) AS lo, "
+                "min(p.max_step) AS hi, count(*) AS n FROM rank_progress p JOIN runs r USING (run_key) "
+                "WHERE r.twin_group IS NOT NULL GROUP BY 1, 2) x LEFT JOIN group_checks g USING (twin_group, rank) "
+                "WHERE x.n >= 2 AND x.lo <= x.hi AND (g.checked_upto IS NULL OR g.checked_upto < x.hi)");
     db_register("cmp_active",
                 "SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p JOIN runs r USING (run_key) "
                 "WHERE r.twin_group IS NOT NULL AND p.updated_at > now() - $1::interval "
@@ -338,11 +343,15 @@ int cmp_check(const char *group, int rank, double commit_s)
     return rc;
 }
 
-static void sweep(void)
+/* sweep - queue the groups with recent activity; at start (`backlog`), every
+ * group and rank whose shared steps are not all compared yet (work a killed
+ * lockstepd left undone). */
+static void sweep(int backlog)
 {
     char err[256];
     const char *p[] = {"15 seconds"};
-    PGresult *r = db_exec("cmp_active", 1, p, err, sizeof(err));
+    PGresult *r = backlog ? db_exec("cmp_backlog", 0, NULL, err, sizeof(err))
+                          : db_exec("cmp_active", 1, p, err, sizeof(err));
     if (!r)
         return;
     for (int i = 0; i < PQntuples(r); i++)
@@ -355,6 +364,7 @@ static void *cmp_main(void *arg)
     (void)arg;
     struct timespec next;
     clock_gettime(CLOCK_REALTIME, &next);
+    sweep(1);
     for (;;) {
         pthread_mutex_lock(&q_lock);
         while (!q_len && !stopping) {
@@ -385,7 +395,7 @@ static void *cmp_main(void *arg)
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
         if (now.tv_sec >= next.tv_sec) {
-            sweep();
+            sweep(0);
             next.tv_sec = now.tv_sec + SWEEP_S;
         }
     }

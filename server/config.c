@@ -24,6 +24,7 @@ void cfg_defaults(srv_config *c)
     c->max_connections = 1024;
     c->connection_timeout_s = 60;
     c->max_body = 64u << 20;
+    c->max_buffered = (size_t)1 << 30;
     c->read_open = 1;
 }
 
@@ -107,6 +108,13 @@ int cfg_set(srv_config *c, const char *key, const char *v, char *err, size_t cap
         if (set_int(&mb, v, 1, 4096, key, err, cap) < 0)
             return -1;
         c->max_body = (size_t)mb << 20;
+        return 0;
+    }
+    if (strcmp(key, "max_buffered_mb") == 0) {
+        int mb;
+        if (set_int(&mb, v, 1, 1 << 20, key, err, cap) < 0)
+            return -1;
+        c->max_buffered = (size_t)mb << 20;
         return 0;
     }
     if (strcmp(key, "log_level") == 0) {

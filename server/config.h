@@ -23,6 +23,7 @@ typedef struct srv_config {
     int max_connections;
     int connection_timeout_s;
     size_t max_body;         /* bytes */
+    size_t max_buffered;     /* bytes of bodies held at once, all requests together */
     int retain_days;         /* 0: keep records forever */
     int read_open;           /* 1: reads need no token; 0: reads need the admin token */
 } srv_config;

@@ -19,6 +19,7 @@ srv_state g_srv;
 
 static struct MHD_Daemon *daemon_;
 static atomic_int in_flight;
+static atomic_size_t buffered; /* body bytes held by all requests together */
 static char *tls_key_pem, *tls_cert_pem;
 
 static double now_s(void)
@@ -170,8 +171,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_size = 0;
         if (req->too_large)
             return MHD_YES;
-        if (req->len + n > g_srv.cfg.max_body) {
+        if (req->len + n + 1 > req->cap && atomic_load(&buffered) + n > g_srv.cfg.max_buffered) {
+            req->busy = 1;
             req->too_large = 1;
+        }
+        if (req->too_large || req->len + n > g_srv.cfg.max_body) {
+            req->too_large = 1;
+            atomic_fetch_sub(&buffered, req->cap);
             free(req->body);
             req->body = NULL;
             req->len = req->cap = 0;
@@ -184,6 +190,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             char *b = realloc(req->body, cap);
             if (!b)
                 return MHD_NO;
+            atomic_fetch_add(&buffered, cap - req->cap);
             req->body = b;
             req->cap = cap;
         }
@@ -192,6 +199,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->body[req->len] = 0;
         return MHD_YES;
     }
+    if (req->busy)
+        return http_reply_error(req, 503, "server busy", "too many request bodies are being received at once",
+                                "retry in a moment");
     if (req->too_large) {
         char detail[128];
         snprintf(detail, sizeof(detail), "bodies are limited to %zu bytes", g_srv.cfg.max_body);
@@ -210,6 +220,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!req)
         return;
     metrics_request(req->route, req->status ? req->status : 500, now_s() - req->t0);
+    atomic_fetch_sub(&buffered, req->cap);
     free(req->body);
     free(req);
     *con_cls = NULL;

@@ -29,6 +29,7 @@ typedef struct http_req {
     char *body;
     size_t len, cap;
     int too_large;
+    int busy;   /* the server-wide body budget was exhausted */
     int route;  /* metrics route (enum metric_route) */
     int status; /* the status replied */
     double t0;  /* monotonic seconds at arrival */

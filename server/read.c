@@ -44,9 +44,12 @@ enum MHD_Result read_health(http_req *req)
     PGresult *r = db_exec("health", 0, NULL, err, sizeof(err));
     int ok = r != NULL;
     PQclear(r);
-    return http_reply_json(req, ok ? 200 : 503,
-                           json_pack("{s:s, s:s}", "status", ok ? "ok" : "degraded", "database",
-                                     ok ? "ok" : "unreachable"));
+    if (ok)
+        return http_reply_json(req, 200, json_pack("{s:s, s:s}", "status", "ok", "database", "ok"));
+    return http_reply_json(req, 503,
+                           json_pack("{s:s, s:s, s:s, s:s, s:s}", "status", "degraded", "database", "unreachable",
+                                     "error", "database unreachable", "detail", err, "hint",
+                                     "lockstepd reconnects by itself once PostgreSQL is back"));
 }
 
 enum MHD_Result read_metrics(http_req *req)
