@@ -69,8 +69,8 @@ effective_orders() {
 t_nondet_diverges() {
   local np
   for np in 2 3; do
-    run nd${np}a $np --steps 8 --nondeterministic --order-log "$tmp/nd${np}a.order" &&
-      run nd${np}b $np --steps 8 --nondeterministic --order-log "$tmp/nd${np}b.order" || return 1
+    run nd${np}a $np --steps 10 --nondeterministic --order-log "$tmp/nd${np}a.order" &&
+      run nd${np}b $np --steps 10 --nondeterministic --order-log "$tmp/nd${np}b.order" || return 1
     # every piece of every rank is summed exactly once per step
     awk -v n=$((np * 2)) 'NF != n + 1 { exit 1 } { delete s; for (i = 2; i <= NF; i++) s[$i]++;
          if (length(s) != n) exit 1 }' "$tmp/nd${np}a.order" || { echo "bad order log"; return 1; }
