@@ -41,7 +41,7 @@ export async function must(method, path, body, want) {
 
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
-  '--disable-default-apps', '--disable-extensions', '--no-default-browser-check'];
+  '--disable-default-apps', '--disable-dev-shm-usage', '--disable-extensions', '--no-default-browser-check'];
 
 /* openBrowser() - a fresh headless Chromium profile with one page; every console error, page error and
  * failed request is collected in `problems`. close() removes the profile. */

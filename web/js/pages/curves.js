@@ -66,10 +66,11 @@ export function curveChart(title, series, opts = {}) {
 const CURVE_NAMES = ['loss', 'grad_norm'];
 const CURVE_LIMIT = 20000;   // records of rank 0 fetched per run
 
-/* curvesSection(box, summary) - fetch rank 0's records of every run of the group (GET
- * /api/v1/runs/{id}/records?rank=0), keep loss and grad_norm, and draw them overlaid in `box`. */
-export async function curvesSection(box, summary) {
-  replace(box, card('Loss and gradient norm', loading('Loading curves…')));
+/* curvesSection(box, summary, quiet) - fetch rank 0's records of every run of the group (GET
+ * /api/v1/runs/{id}/records?rank=0), keep loss and grad_norm, and draw them overlaid in `box`; quiet: keep
+ * the current charts on screen until the new ones are ready (a live refresh). */
+export async function curvesSection(box, summary, quiet) {
+  if (!quiet) replace(box, card('Loss and gradient norm', loading('Loading curves…')));
   const runs = summary.runs || [];
   const fd = summary.first_divergence;
   let answers;

@@ -204,11 +204,18 @@ export async function mount(el, params, query, navigate) {
   await Promise.all([loadSteps(), loadRecords(), loadManifest()]);
   curvesSection(curvesBox, summary);
   if (sel.step !== null) requestAnimationFrame(() => { if (!gone) recBox.scrollIntoView({ block: 'start' }); });
+  let polls = 0;
   return {
+    // While a run is still running, everything can change; once all have ended only the summary is
+    // re-read (a big group's map is not fetched again and again for nothing).
     poll: async () => {
       if (gone) return;
+      const before = lastSummary;
       await loadSummary();
+      const running = summary && (summary.runs || []).some((r) => r.status === 'running');
+      if (!running && before === lastSummary && lastSteps) return;
       await Promise.all([loadSteps(), loadRecords(), loadManifest()]);
+      if (running ? ++polls % 5 === 0 : before !== lastSummary) curvesSection(curvesBox, summary, true);
     },
     destroy: () => { gone = true; },
   };
