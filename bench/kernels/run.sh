@@ -11,29 +11,30 @@ unset LOCKSTEP_FAULT LOCKSTEP_TRACE LOCKSTEP_MODE
 tmp=$(mktemp -d /tmp/ls-bench-kernels-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-# measure LAUNCHER... : "median_step_ms record_ms" of the run with the lowest median of 3, from the
-# trainer's --json line (the median resists the neighbours' noise on a shared machine).
-measure() {
-  local best="" line
-  for i in 1 2 3; do
-    rm -rf "$tmp/trace"
-    line=$("$@" --quiet --json | sed -n 's/.*"step_ms_median":\([0-9.]*\),"record_ms":\([0-9.]*\).*/\1 \2/p')
-    [ -n "$line" ] || { echo "bench/kernels: a run failed: $*" >&2; return 1; }
-    best=$(awk -v a="$best" -v b="$line" 'BEGIN { split(a, x, " "); split(b, y, " ");
-      print (a == "" || y[1] < x[1]) ? b : a }')
-  done
-  echo "$best"
+# once LAUNCHER... : "median_step_ms record_ms" of one run, from the trainer's --json line.
+once() {
+  rm -rf "$tmp/trace"
+  local line
+  line=$("$@" --quiet --json | sed -n 's/.*"step_ms_median":\([0-9.]*\),"record_ms":\([0-9.]*\).*/\1 \2/p')
+  [ -n "$line" ] || { echo "bench/kernels: a run failed: $*" >&2; return 1; }
+  echo "$line"
 }
 
+# lower A B: the one of two "median record" pairs with the lower median.
+lower() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); print (a == "" || y[1] < x[1]) ? b : a }'; }
+
 # overhead NAME LAUNCH...: step time with lockstep off, at metric+collective level (the default trace
-# level) and at module level (every layer's gradient and parameters too); `record` is the time spent in
-# the ls_* calls themselves, the part of the overhead that the noise of a shared machine cannot hide.
+# level) and at module level (every layer's gradient and parameters too), in 3 interleaved rounds (the
+# best round of each, so a noisy neighbour hurts all three alike); `record` is the time spent in the ls_*
+# calls themselves, the part of the overhead that the noise of a shared machine cannot hide.
 overhead() {
   local name=$1; shift
-  local off col mod
-  off=$(LOCKSTEP_MODE=off measure "$@") || return 1
-  col=$(LOCKSTEP_TRACE=collectives LOCKSTEP_TRACE_DIR=$tmp/trace measure "$@") || return 1
-  mod=$(LOCKSTEP_TRACE=modules LOCKSTEP_TRACE_DIR=$tmp/trace measure "$@") || return 1
+  local off="" col="" mod="" r
+  for round in 1 2 3; do
+    r=$(LOCKSTEP_MODE=off once "$@") || return 1; off=$(lower "$off" "$r")
+    r=$(LOCKSTEP_TRACE=collectives LOCKSTEP_TRACE_DIR=$tmp/trace once "$@") || return 1; col=$(lower "$col" "$r")
+    r=$(LOCKSTEP_TRACE=modules LOCKSTEP_TRACE_DIR=$tmp/trace once "$@") || return 1; mod=$(lower "$mod" "$r")
+  done
   awk -v n="$name" -v off="$off" -v col="$col" -v mod="$mod" -v args="$*" 'BEGIN {
     split(off, o, " "); split(col, c, " "); split(mod, m, " ")
     printf "{\"bench\":\"kernels.%s\",\"step_ms_off\":%.4f,", n, o[1]
