@@ -24,3 +24,4 @@ python-install:
 
 ALL_TARGETS += $(PY_STAMP)
 TEST_TIERS += tests/python/run.sh
+BENCHES += tests/python/bench-watch.sh

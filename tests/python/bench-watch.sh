@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# bench-watch.sh - run bench_watch.py (lockstep.torch overhead by level) with Debian's python3 and the build tree's library.
+src=$(cd "$(dirname "$0")/../.." && pwd)
+export LOCKSTEP_BUILD=${LOCKSTEP_BUILD:-$src/build} PYTHONDONTWRITEBYTECODE=1
+exec /usr/bin/python3 "$src/tests/python/bench_watch.py"
