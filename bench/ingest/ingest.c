@@ -13,25 +13,36 @@
 #include "tests/integration/harness.h"
 
 typedef struct opts {
-    int clients;     /* even: half post to run A, half to run B, one rank each */
+    int clients;     /* even: half post to run A, half to run B */
     double seconds;
     int batch;       /* records per batch */
     int per_step;    /* records per step */
     int64_t diverge_step;
+    int ranks;       /* per run; each client posts for ranks i, i + half, ... in turn */
     const char *db;
 } opts;
+
+#define MAX_RANKS 256
 
 typedef struct client {
     const opts *o;
     const char *base;
     char run_id[40];
-    int rank;
+    int first_rank, n_ranks; /* ranks first_rank + k * stride */
+    int stride;
     int odd; /* run B: flips one record at diverge_step */
     double deadline;
     uint64_t records, batches, failures;
     double *lat;
     size_t n_lat, cap_lat;
 } client;
+
+/* Where one rank of a client stands. */
+typedef struct rank_state {
+    uint64_t seq, bseq;
+    int64_t step;
+    int in_step;
+} rank_state;
 
 static void *client_main(void *arg)
 {
@@ -40,23 +51,23 @@ static void *client_main(void *arg)
     h_batch b = {0};
     char url[256];
     snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", c->base, c->run_id);
-    uint64_t seq = 0, bseq = 0;
-    int64_t step = 0;
-    int in_step = 0;
+    rank_state st[MAX_RANKS] = {0};
     int64_t shape[2] = {1024, 1024};
-    while (h_now() < c->deadline) {
-        h_batch_begin(&b, c->run_id, (uint32_t)c->rank, bseq);
+    for (int turn = 0; h_now() < c->deadline; turn = (turn + 1) % c->n_ranks) {
+        int rank = c->first_rank + turn * c->stride;
+        rank_state *rs = &st[turn], saved = st[turn];
+        h_batch_begin(&b, c->run_id, (uint32_t)rank, rs->bseq);
         for (int i = 0; i < o->batch; i++) {
             char name[64];
-            int len = snprintf(name, sizeof(name), "layer%d.mlp.fc1.out", in_step);
-            uint64_t key[3] = {(uint64_t)c->rank, (uint64_t)step, (uint64_t)in_step};
+            int len = snprintf(name, sizeof(name), "layer%d.mlp.fc1.out", rs->in_step);
+            uint64_t key[3] = {(uint64_t)rank, (uint64_t)rs->step, (uint64_t)rs->in_step};
             rec_record r = {0};
-            r.seq = seq++;
-            r.step = step;
+            r.seq = rs->seq++;
+            r.step = rs->step;
             r.t_ns = (int64_t)(h_now() * 1e9);
             r.nbytes = 4u << 20;
             r.fp = fp_lsfp1(key, sizeof(key));
-            if (c->odd && step == o->diverge_step && in_step == 7)
+            if (c->odd && rs->step == o->diverge_step && rs->in_step == 7)
                 r.fp ^= 1;
             r.level = LS_LEVEL_MODULE;
             r.dtype = LS_F32;
@@ -65,9 +76,9 @@ static void *client_main(void *arg)
             r.name = name;
             r.name_len = (uint16_t)len;
             h_batch_add(&b, &r);
-            if (++in_step == o->per_step) {
-                in_step = 0;
-                step++;
+            if (++rs->in_step == o->per_step) {
+                rs->in_step = 0;
+                rs->step++;
             }
         }
         double t0 = h_now();
@@ -75,11 +86,12 @@ static void *client_main(void *arg)
         double dt = h_now() - t0;
         if (code != 200) {
             c->failures++;
-            continue; /* replay the same batch_seq: the server dedups */
+            *rs = saved; /* replay the same batch later: the server dedups */
+            continue;
         }
         c->records += (uint64_t)o->batch;
         c->batches++;
-        bseq++;
+        rs->bseq++;
         if (c->n_lat == c->cap_lat) {
             c->cap_lat = c->cap_lat ? 2 * c->cap_lat : 1024;
             c->lat = realloc(c->lat, c->cap_lat * sizeof(double));
@@ -106,7 +118,7 @@ static double pct(const double *v, size_t n, double p)
 
 int main(int argc, char **argv)
 {
-    opts o = {.clients = 4, .seconds = 10, .batch = 2000, .per_step = 100, .diverge_step = 30};
+    opts o = {.clients = 4, .seconds = 10, .batch = 2000, .per_step = 100, .diverge_step = 30, .ranks = 8};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--clients"))
             o.clients = atoi(argv[i + 1]);
@@ -114,15 +126,22 @@ int main(int argc, char **argv)
             o.seconds = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--batch"))
             o.batch = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--ranks"))
+            o.ranks = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--db"))
             o.db = argv[i + 1];
         else {
-            fprintf(stderr, "usage: %s [--clients N] [--seconds S] [--batch RECORDS] [--db URL]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--clients N] [--seconds S] [--batch RECORDS] [--ranks N] [--db URL]\n", argv[0]);
             return 2;
         }
     }
+    o.clients &= ~1;
     if (o.clients < 2)
         o.clients = 2;
+    if (o.ranks < o.clients / 2)
+        o.ranks = o.clients / 2;
+    if (o.ranks > MAX_RANKS)
+        o.ranks = MAX_RANKS;
     signal(SIGPIPE, SIG_IGN);
 
     char state[64] = "/tmp/lsbench.XXXXXX";
@@ -147,7 +166,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < 2; k++) {
         char body[256];
         snprintf(body, sizeof(body), "{\"job_id\": \"%d\", \"twin_group\": \"%s\", \"ranks\": %d}", 1000 + k, group,
-                 half);
+                 o.ranks);
         if (h_http("POST", url, NULL, body, strlen(body), NULL, &resp) != 201 ||
             h_json_str(resp, "run_id", run[k], sizeof(run[k])) < 0) {
             fprintf(stderr, "bench/ingest: cannot register a run: %s\n", resp);
@@ -162,8 +181,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.clients; i++) {
         cs[i].o = &o;
         cs[i].base = s.base;
-        snprintf(cs[i].run_id, sizeof(cs[i].run_id), "%s", run[i / half > 1 ? 1 : i / half]);
-        cs[i].rank = i % half;
+        snprintf(cs[i].run_id, sizeof(cs[i].run_id), "%s", run[i < half ? 0 : 1]);
+        cs[i].first_rank = i % half;
+        cs[i].stride = half;
+        cs[i].n_ranks = (o.ranks - cs[i].first_rank + half - 1) / half;
         cs[i].odd = i >= half;
         cs[i].deadline = t0 + o.seconds;
         pthread_create(&th[i], NULL, client_main, &cs[i]);
@@ -201,7 +222,7 @@ int main(int argc, char **argv)
             json_decref(j);
         }
         free(resp);
-        if (n_det >= half)
+        if (n_det >= o.ranks)
             break;
         usleep(100000);
     }
@@ -214,14 +235,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench/ingest: cannot remove %s\n", state);
 
     printf("{\"bench\": \"ingest\", \"clients\": %d, \"batch_records\": %d, \"seconds\": %.1f, "
-           "\"records_per_s\": %.0f, \"batches_per_s\": %.1f, \"batch_p50_ms\": %.2f, \"batch_p99_ms\": %.2f, "
+           "\"ranks\": %d, \"records_per_s\": %.0f, \"batches_per_s\": %.1f, \"batch_p50_ms\": %.2f, \"batch_p99_ms\": %.2f, "
            "\"failed_posts\": %" PRIu64 ", \"divergences_found\": %d, \"divergences_expected\": %d, "
            "\"detect_p50_ms\": %.2f, \"detect_p99_ms\": %.2f}\n",
-           o.clients, o.batch, elapsed, records / elapsed, batches / elapsed, pct(lat, n_lat, 0.5) * 1e3,
-           pct(lat, n_lat, 0.99) * 1e3, failures, n_det, half, pct(det, (size_t)n_det, 0.5),
+           o.clients, o.batch, elapsed, o.ranks, records / elapsed, batches / elapsed, pct(lat, n_lat, 0.5) * 1e3,
+           pct(lat, n_lat, 0.99) * 1e3, failures, n_det, o.ranks, pct(det, (size_t)n_det, 0.5),
            pct(det, (size_t)n_det, 0.99));
     free(lat);
     free(cs);
     free(th);
-    return n_det == half ? 0 : 1;
+    return n_det == o.ranks ? 0 : 1;
 }
