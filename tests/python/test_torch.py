@@ -37,6 +37,7 @@ RUNS = {
     "det_a": ([], {"LOCKSTEP_MODE": "det"}),
     "det_b": ([], {"LOCKSTEP_MODE": "det"}),
     "coll": ([], {"LOCKSTEP_TRACE": "collectives"}),
+    "off": ([], {"LOCKSTEP_MODE": "off"}),
     # streaming to a lockstepd that is not there (nothing listens on port 1): the agent spools
     # its batches and its own manifest, which must carry what Python knows
     "spool": ([], {"LOCKSTEP_SERVER": "http://127.0.0.1:1", "LOCKSTEP_FLUSH_TIMEOUT": "200",
@@ -214,6 +215,10 @@ class TrainingRuns(unittest.TestCase):
         self.assertEqual((p.returncode, p.stdout.split()[0]), (0, "preloaded"), p.stdout + p.stderr)
         self.assertTrue(lockstep.diff(self.d("m_a"), self.d("pre"))["match"])
         self.assertTrue(os.path.exists(os.path.join(self.d("pre"), "rank-00000.python.json")))
+
+    def test_mode_off_records_nothing_and_trains_the_same(self):
+        self.assertFalse(os.path.exists(self.d("off")) and os.listdir(self.d("off")))
+        self.assertEqual(self.out["off"].stdout, self.out["m_a"].stdout)  # the same final loss
 
     def test_explicit_steps_equal_auto_steps(self):
         self.assertTrue(lockstep.diff(self.d("m_a"), self.d("m_explicit"))["match"])

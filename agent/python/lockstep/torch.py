@@ -183,7 +183,7 @@ class _OpsMode(TorchDispatchMode):
 class Watch:
     """The hooks watch() installed on a model (and optimizer); close() removes them."""
 
-    def __init__(self, model, optimizer, level, loss_fn, name, auto_step):
+    def __init__(self, model, optimizer, level, loss_fn, name, auto_step, active=True):
         self.model, self.optimizer, self.level = model, optimizer, level
         self.root = name
         self.auto_step = auto_step
@@ -197,6 +197,10 @@ class Watch:
         self._step = 0
         self.manifest = None
         self._trace_dir = None
+        if not active:  # LOCKSTEP_MODE=off: nothing to record, so nothing is hooked
+            self.optimizer = None
+            self._closed = True
+            return
         names = {m: (n or name) for n, m in model.named_modules()}
         if level >= _lib.LEVEL_MODULE:
             for mod, qn in names.items():
@@ -305,7 +309,7 @@ class Watch:
         if self.level >= _lib.LEVEL_MODULE and _core.enabled(_lib.LEVEL_MODULE):
             for n, g in grads:
                 self._record(n + ".grad", g, _lib.LEVEL_MODULE)
-        if grads:
+        if grads and _core.enabled(_lib.LEVEL_METRIC):
             with torch.no_grad():
                 sq = torch.zeros((), dtype=torch.float64, device=grads[0][1].device)
                 for _, g in grads:
@@ -396,7 +400,8 @@ def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, 
     otherwise call .loss(value). Under LOCKSTEP_MODE=det it first turns on
     deterministic(). Calls lockstep.init() when needed and writes the Python manifest
     (rank-NNNNN.python.json: torch version, thread counts, determinism flags) beside the
-    trace. Raises LockstepError when the library cannot start."""
+    trace. Under LOCKSTEP_MODE=off nothing is hooked at all. Raises LockstepError when the
+    library cannot start."""
     lv = _core.level_of(level)
     if lv == _lib.LEVEL_COLLECTIVE:
         lv = _lib.LEVEL_METRIC  # PyTorch has no collectives of its own to watch here
@@ -409,13 +414,16 @@ def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, 
         _export_env(info)
         info["env"]["LOCKSTEP_TRACE"] = os.environ["LOCKSTEP_TRACE"]
     _core.init()
-    w = Watch(model, optimizer, lv, loss_fn, name, auto_step if auto_step is not None else optimizer is not None)
+    w = Watch(model, optimizer, lv, loss_fn, name, auto_step if auto_step is not None else optimizer is not None,
+              active=_core.is_active())
     if _core.is_active():
         info.update(run_id=_core.run_id(), rank=_core.rank(), pid=os.getpid(), level=_LEVEL_NAME[lv])
         w.manifest = info
         w._trace_dir = os.environ.get("LOCKSTEP_TRACE_DIR")
         w.write_manifest()
         atexit.register(w.write_manifest)
+    if w._closed:
+        return w
     if w.auto_step and not _core.user_steps():
         _core.auto_step_begin(0)
     elif _core.current_step() is not None:
