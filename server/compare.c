@@ -16,6 +16,7 @@
 #include "server/db.h"
 #include "server/log.h"
 #include "server/metrics.h"
+#include "server/suspects.h"
 
 #define MAX_RUNS 64
 #define SWEEP_S 5
@@ -259,6 +260,7 @@ static int find_divergence(const char *group, int rank, int64_t step, int nruns,
         metrics_divergence(lat > 0 ? lat : 0);
         log_info("divergence in group %s rank %d at step %" PRId64 " seq %" PRId64 " (%s, %s occ %d)", group, rank,
                  step, best_seq, missing ? "missing" : "mismatch", any->name, any->occ);
+        susp_notify(group); /* evidence, suspects and the group's alert */
     }
     PQclear(s);
 out_free:

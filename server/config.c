@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "server/hwcfg.h"
 #include "server/log.h"
 
 void cfg_defaults(srv_config *c)
@@ -137,6 +138,9 @@ int cfg_set(srv_config *c, const char *key, const char *v, char *err, size_t cap
         }
         return 0;
     }
+    int hw = hwcfg_set(key, v, err, cap); /* the suspects and alerts keys (server/hwcfg.c) */
+    if (hw <= 0)
+        return hw;
     snprintf(err, cap, "unknown setting \"%s\"", key);
     return -1;
 }

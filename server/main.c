@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/crypto/token.h"
+#include "server/alerts.h"
 #include "server/compare.h"
 #include "server/config.h"
 #include "server/db.h"
@@ -19,6 +20,7 @@
 #include "server/pgembed.h"
 #include "server/read.h"
 #include "server/store.h"
+#include "server/suspects.h"
 
 #ifndef LOCKSTEP_SHARE
 #define LOCKSTEP_SHARE "/usr/local/share/lockstep"
@@ -172,6 +174,10 @@ int main(int argc, char **argv)
     }
     if (http_start(&port) < 0)
         goto out_threads;
+    if (susp_start() < 0 || alert_start(port) < 0) { /* suspects and alert delivery (docs/suspects.md) */
+        log_error("cannot start the suspects and alert threads");
+        goto out_http;
+    }
     log_info("listening on %s:%d (%s, %d threads)%s", c->listen_host, port,
              c->tls_cert[0] ? "https" : "http", c->threads, c->db_url[0] ? "" : ", embedded PostgreSQL");
     if (c->port_file[0] && write_port_file(c->port_file, port) < 0)
@@ -191,8 +197,11 @@ int main(int argc, char **argv)
         log_info("%s: finishing in-flight requests", sig == SIGTERM ? "SIGTERM" : "SIGINT");
         break;
     }
-    http_stop(30);
     rc = 0;
+out_http:
+    http_stop(30);
+    susp_stop();
+    alert_stop();
 out_threads:
     cmp_stop();
     maint_stop();

@@ -4,6 +4,7 @@
 
 #include "server/admin.h"
 #include "server/http.h"
+#include "server/hwapi.h"
 #include "server/ingest.h"
 #include "server/metrics.h"
 #include "server/read.h"
@@ -36,6 +37,24 @@ static enum MHD_Result not_found(http_req *req)
     char detail[300];
     snprintf(detail, sizeof(detail), "no endpoint at %.250s", req->url);
     return http_reply_error(req, 404, "not found", detail, "the API lives under /api/v1; see docs/server.md");
+}
+
+/* route_hw - the nodes and alerts endpoints (server/hwapi.c). */
+static enum MHD_Result route_hw(http_req *req, char **s, int n, int get, int post)
+{
+    int nodes = !strcmp(s[0], "nodes");
+    req->route = post ? MR_ADMIN : MR_READ;
+    if (n == 1)
+        return get ? (nodes ? hw_nodes_list(req) : hw_alerts_list(req)) : method_not_allowed(req, "GET");
+    if (nodes && n == 2)
+        return get ? hw_node_get(req, s[1]) : method_not_allowed(req, "GET");
+    if (nodes && n == 3 && !strcmp(s[2], "history"))
+        return get ? hw_node_history(req, s[1]) : method_not_allowed(req, "GET");
+    if (nodes && n == 3 && !strcmp(s[2], "actions"))
+        return post ? hw_node_action(req, s[1]) : method_not_allowed(req, "POST");
+    if (!nodes && n == 3 && !strcmp(s[2], "ack"))
+        return post ? hw_alert_ack(req, s[1]) : method_not_allowed(req, "POST");
+    return not_found(req);
 }
 
 static enum MHD_Result api(http_req *req, char **s, int n)
@@ -92,6 +111,8 @@ static enum MHD_Result api(http_req *req, char **s, int n)
         req->route = MR_ADMIN;
         return post ? read_admin_retention(req) : method_not_allowed(req, "POST");
     }
+    if (n >= 1 && (!strcmp(s[0], "nodes") || !strcmp(s[0], "alerts"))) /* docs/suspects.md */
+        return route_hw(req, s, n, get, post);
     return not_found(req);
 }
 

@@ -63,3 +63,6 @@ $(B)/tests/fuzz/seeds: $(B)/tests/fuzz/seeds.o $(LIBCOMMON)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS)
 ALL_TARGETS += $(B)/tests/fuzz/seeds
 TEST_TIERS += tests/fuzz/run.sh
+
+# Suspects, alerts and the Slurm action (issue 8): their own fragment.
+-include server/hw.mk

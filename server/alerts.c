@@ -1,0 +1,244 @@
+/* alerts.c - the alert outbox: alerts enqueued in the evaluator's transaction, a delivery thread with retries and exponential backoff (at-least-once). */
+#include "server/alerts.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/http.h"
+#include "server/hwcfg.h"
+#include "server/hwdb.h"
+#include "server/log.h"
+#include "server/sinks.h"
+
+#define LEASE "60 seconds"
+#define CLAIM_MAX "20"
+
+static pthread_mutex_t a_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t a_cond = PTHREAD_COND_INITIALIZER;
+static int a_stopping, a_running, a_kicked;
+static pthread_t a_thread;
+static int bound_port;
+
+char *alert_url(const char *fragment)
+{
+    char base[600];
+    if (g_hw.public_url[0]) {
+        size_t l = strlen(g_hw.public_url);
+        while (l && g_hw.public_url[l - 1] == '/')
+            l--;
+        snprintf(base, sizeof(base), "%.*s", (int)l, g_hw.public_url);
+    } else {
+        const char *h = g_srv.cfg.listen_host;
+        int v6 = strchr(h, ':') != NULL;
+        if (!strcmp(h, "0.0.0.0") || !strcmp(h, "*"))
+            h = "localhost";
+        snprintf(base, sizeof(base), "%s://%s%s%s:%d", g_srv.cfg.tls_cert[0] ? "https" : "http", v6 ? "[" : "", h,
+                 v6 ? "]" : "", bound_port ? bound_port : g_srv.cfg.listen_port);
+    }
+    size_t n = strlen(base) + strlen(fragment) + 4;
+    char *u = malloc(n);
+    if (!u)
+        abort();
+    snprintf(u, n, "%s/#%s", base, fragment);
+    return u;
+}
+
+/* pg_array - a text[] literal of `v` (quoted, with \ and " escaped). */
+static char *pg_array(const char *const *v, int n)
+{
+    size_t cap = 3;
+    for (int i = 0; i < n; i++)
+        cap += 2 * strlen(v[i]) + 3;
+    char *o = malloc(cap), *q = o;
+    if (!o)
+        abort();
+    *q++ = '{';
+    for (int i = 0; i < n; i++) {
+        if (i)
+            *q++ = ',';
+        *q++ = '"';
+        for (const char *c = v[i]; *c; c++) {
+            if (*c == '"' || *c == '\\')
+                *q++ = '\\';
+            *q++ = *c;
+        }
+        *q++ = '"';
+    }
+    *q++ = '}';
+    *q = 0;
+    return o;
+}
+
+long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
+{
+    char *details = a->details ? json_dumps(a->details, JSON_COMPACT) : NULL;
+    char *rcpt = pg_array(a->recipients, a->nrecipients);
+    const char *p[] = {a->dedup_key, a->kind, a->group, a->node, a->severity, a->summary, a->body, a->url,
+                       details ? details : "{}", rcpt};
+    PGresult *r = hw_q("INSERT INTO alerts (dedup_key, kind, twin_group, node, severity, summary, body, url, details, "
+                       "recipients) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::text[]) "
+                       "ON CONFLICT (dedup_key) DO NOTHING RETURNING id",
+                       10, p, err, cap);
+    free(details);
+    free(rcpt);
+    if (!r)
+        return -1;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return 0;
+    }
+    long long id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    char ids[32];
+    snprintf(ids, sizeof(ids), "%lld", id);
+    PQclear(r);
+    const char *sinks[4];
+    int n = 0;
+    if (g_hw.webhook_url[0])
+        sinks[n++] = "webhook";
+    if (g_hw.slack_url[0])
+        sinks[n++] = "slack";
+    if (g_hw.alertmanager_url[0])
+        sinks[n++] = "alertmanager";
+    if (g_hw.mail_program[0] && a->nrecipients > 0)
+        sinks[n++] = "mail";
+    for (int i = 0; i < n; i++) {
+        const char *q[] = {ids, sinks[i]};
+        if (hw_do("INSERT INTO alert_deliveries (alert_id, sink) VALUES ($1, $2)", 2, q, err, cap) < 0)
+            return -1;
+    }
+    log_info("alert %lld (%s): %s", id, a->kind, a->summary);
+    return id;
+}
+
+void alert_notify(void)
+{
+    pthread_mutex_lock(&a_lock);
+    a_kicked = 1;
+    pthread_cond_signal(&a_cond);
+    pthread_mutex_unlock(&a_lock);
+}
+
+/* deliver_one - send alert `id` through `sink`; record the outcome. */
+static void deliver_one(const char *id, const char *sink, int attempts)
+{
+    char err[600] = "";
+    const char *p[] = {id};
+    PGresult *r = hw_q("SELECT id, kind, twin_group, node, severity, summary, body, url, details::text, "
+                       "array_to_string(recipients, ','), to_char(created_at AT TIME ZONE 'UTC', "
+                       "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') FROM alerts WHERE id = $1",
+                       1, p, err, sizeof(err));
+    if (!r || PQntuples(r) != 1) {
+        PQclear(r);
+        return;
+    }
+    json_t *details = json_loads(PQgetvalue(r, 0, 8), 0, NULL);
+    alert_msg m = {.id = strtoll(id, NULL, 10),
+                   .kind = PQgetvalue(r, 0, 1),
+                   .group = PQgetisnull(r, 0, 2) ? NULL : PQgetvalue(r, 0, 2),
+                   .node = PQgetisnull(r, 0, 3) ? NULL : PQgetvalue(r, 0, 3),
+                   .severity = PQgetvalue(r, 0, 4),
+                   .summary = PQgetvalue(r, 0, 5),
+                   .body = PQgetvalue(r, 0, 6),
+                   .url = PQgetvalue(r, 0, 7),
+                   .details = details,
+                   .recipients = PQgetvalue(r, 0, 9),
+                   .created_at = PQgetvalue(r, 0, 10)};
+    int ok = sink_deliver(sink, &m, err, sizeof(err)) == 0;
+    json_decref(details);
+    PQclear(r);
+    char delay[64], e2[256];
+    long long ms = g_hw.alert_retry_ms;
+    for (int i = 1; i < attempts && ms < (long long)g_hw.alert_retry_max_s * 1000; i++)
+        ms *= 2;
+    if (ms > (long long)g_hw.alert_retry_max_s * 1000)
+        ms = (long long)g_hw.alert_retry_max_s * 1000;
+    snprintf(delay, sizeof(delay), "%lld milliseconds", ms);
+    const char *q[] = {id, sink, ok ? NULL : err, delay};
+    if (hw_do(ok ? "UPDATE alert_deliveries SET state = 'delivered', delivered_at = now(), last_error = $3 "
+                   "WHERE alert_id = $1 AND sink = $2 AND $4::interval IS NOT NULL"
+                 : "UPDATE alert_deliveries SET next_at = now() + $4::interval, last_error = $3 "
+                   "WHERE alert_id = $1 AND sink = $2",
+              4, q, e2, sizeof(e2)) < 0)
+        log_warn("alerts: cannot record the delivery of alert %s to %s: %s", id, sink, e2);
+    if (ok)
+        log_info("alert %s delivered to %s (attempt %d)", id, sink, attempts);
+    else
+        log_warn("alert %s not delivered to %s (attempt %d, next in %lld ms): %s", id, sink, attempts, ms, err);
+}
+
+/* deliver_due - claim due deliveries (a lease keeps other lockstepd off
+ * them) and send each. Returns the seconds until the next one is due. */
+static double deliver_due(void)
+{
+    char err[512];
+    PGresult *r = hw_q("UPDATE alert_deliveries d SET next_at = now() + interval '" LEASE "', "
+                       "attempts = d.attempts + 1 FROM (SELECT alert_id, sink FROM alert_deliveries "
+                       "WHERE state = 'pending' AND next_at <= now() ORDER BY next_at LIMIT " CLAIM_MAX
+                       " FOR UPDATE SKIP LOCKED) c WHERE d.alert_id = c.alert_id AND d.sink = c.sink "
+                       "RETURNING d.alert_id, d.sink, d.attempts",
+                       0, NULL, err, sizeof(err));
+    if (!r)
+        return 1.0;
+    int n = PQntuples(r);
+    for (int i = 0; i < n; i++)
+        deliver_one(PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), atoi(PQgetvalue(r, i, 2)));
+    PQclear(r);
+    if (n)
+        return 0;
+    r = hw_q("SELECT extract(epoch FROM min(next_at) - now()) FROM alert_deliveries WHERE state = 'pending'", 0, NULL,
+             err, sizeof(err));
+    double wait = 5.0;
+    if (r && !PQgetisnull(r, 0, 0))
+        wait = atof(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return wait < 0.01 ? 0.01 : wait > 5.0 ? 5.0 : wait;
+}
+
+static void *alert_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        double wait = deliver_due();
+        pthread_mutex_lock(&a_lock);
+        if (!a_kicked && !a_stopping && wait > 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            long long ns = (long long)ts.tv_nsec + (long long)(wait * 1e9);
+            ts.tv_sec += (time_t)(ns / 1000000000LL);
+            ts.tv_nsec = (long)(ns % 1000000000LL);
+            pthread_cond_timedwait(&a_cond, &a_lock, &ts);
+        }
+        a_kicked = 0;
+        int stop = a_stopping;
+        pthread_mutex_unlock(&a_lock);
+        if (stop)
+            break;
+    }
+    return NULL;
+}
+
+int alert_start(int port)
+{
+    bound_port = port;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (pthread_create(&a_thread, NULL, alert_main, NULL) != 0)
+        return -1;
+    a_running = 1;
+    return 0;
+}
+
+void alert_stop(void)
+{
+    if (!a_running)
+        return;
+    pthread_mutex_lock(&a_lock);
+    a_stopping = 1;
+    pthread_cond_signal(&a_cond);
+    pthread_mutex_unlock(&a_lock);
+    pthread_join(a_thread, NULL);
+    a_running = 0;
+}

@@ -1,0 +1,8 @@
+# hw.mk - the suspects, alerts and Slurm-action parts of lockstepd: libcurl for the alert sinks, unit tests of the score and evidence rules, the fleet tier.
+SERVER_PKGS += libcurl
+
+# Unit tests of the pure parts (no database): tests/unit/test_score.c.
+TEST_OBJS_test_score = $(B)/server/score.o $(B)/server/evidence.o $(B)/server/sinks.o $(B)/server/hwcfg.o
+TEST_LIBS_test_score = $(call pc_libs,jansson libcurl) -lm
+$(B)/tests/unit/test_score.o: EXTRA_CFLAGS_tests += $(call pc_cflags,jansson libcurl)
+

@@ -1,0 +1,63 @@
+/* hwdb.c - parameterized SQL on this thread's lockstepd connection for the suspects and alerts parts, and their transactions. */
+#include "server/hwdb.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "server/db.h"
+
+#define SUSPECTS_LOCK "7243105"
+
+PGresult *hw_q(const char *sql, int n, const char *const *params, char *err, size_t cap)
+{
+    PGconn *c = db_conn();
+    if (!c) {
+        if (err)
+            snprintf(err, cap, "the database is unreachable");
+        return NULL;
+    }
+    PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+    if (db_ok(r))
+        return r;
+    if (err)
+        snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+    if (err) {
+        size_t l = strlen(err);
+        while (l && (err[l - 1] == '\n' || err[l - 1] == ' '))
+            err[--l] = 0;
+    }
+    PQclear(r);
+    if (PQstatus(c) != CONNECTION_OK)
+        db_conn_broken();
+    return NULL;
+}
+
+int hw_do(const char *sql, int n, const char *const *params, char *err, size_t cap)
+{
+    PGresult *r = hw_q(sql, n, params, err, cap);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
+int hw_begin(char *err, size_t cap)
+{
+    if (hw_do("BEGIN", 0, NULL, err, cap) < 0)
+        return -1;
+    if (hw_do("SELECT pg_advisory_xact_lock(" SUSPECTS_LOCK ")", 0, NULL, err, cap) < 0) {
+        hw_rollback();
+        return -1;
+    }
+    return 0;
+}
+
+int hw_commit(char *err, size_t cap)
+{
+    return hw_do("COMMIT", 0, NULL, err, cap);
+}
+
+void hw_rollback(void)
+{
+    PGconn *c = db_conn();
+    if (c)
+        PQclear(PQexec(c, "ROLLBACK"));
+}

@@ -1,0 +1,590 @@
+/* test_suspects.c - lockstepd integration: evidence, suspects, node history, admin actions and alerts to real local receivers (webhook, Slack, Alertmanager, mail). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/integration/common.h"
+
+static h_pg pg;
+static h_srv srv;
+static char dir[256], hooklog[300], maillog[300], conf[300], admin_file[300];
+static int rport;
+static pid_t receiver = -1;
+static const char *ADMIN = "admin-secret-token";
+static int job_no = 5000;
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof(a);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || getsockname(fd, (struct sockaddr *)&a, &l) < 0)
+        return -1;
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    chmod(path, mode);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/ls-susp.XXXXXX");
+    if (!mkdtemp(dir) || h_pg_start(&pg) < 0 || (rport = free_port()) < 0)
+        return -1;
+    snprintf(hooklog, sizeof(hooklog), "%s/hooks.jsonl", dir);
+    snprintf(maillog, sizeof(maillog), "%s/mail.txt", dir);
+    snprintf(conf, sizeof(conf), "%s/lockstepd.conf", dir);
+    snprintf(admin_file, sizeof(admin_file), "%s/admin", dir);
+    char script[600], text[2048];
+    snprintf(script, sizeof(script), "%s/capture-mail.sh", dir);
+    /* a sendmail-compatible capture program: arguments and the message, appended */
+    snprintf(text, sizeof(text), "#!/bin/sh\n{ echo \"ARGS: $*\"; cat; echo '=== END'; } >> %s\n", maillog);
+    write_file(script, text, 0755);
+    write_file(admin_file, ADMIN, 0600);
+    snprintf(text, sizeof(text),
+             "alert_webhook_url = http://127.0.0.1:%d/hook\n"
+             "alert_slack_url = http://127.0.0.1:%d/slack\n"
+             "alert_alertmanager_url = http://127.0.0.1:%d/am/\n"
+             "mail_program = %s\nmail_domain = example.org\n"
+             "public_url = https://lockstep.example/\n"
+             "alert_retry_ms = 100\nalert_retry_max_s = 1\nsuspects_interval_ms = 200\n",
+             rport, rport, rport, script);
+    write_file(conf, text, 0644);
+    const char *args[] = {"--db", pg.conninfo, "--config", conf, "--admin-token", admin_file, NULL};
+    return h_srv_start(&srv, args);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (receiver > 0) {
+        kill(receiver, SIGTERM);
+        waitpid(receiver, NULL, 0);
+    }
+    int st = h_srv_kill(&srv, SIGTERM);
+    const char *keep = getenv("IT_KEEP_LOG"); /* a copy of lockstepd's log, for debugging */
+    char cp[700];
+    snprintf(cp, sizeof(cp), "cp %s %s", srv.log, keep ? keep : "");
+    if (keep && system(cp) != 0)
+        fprintf(stderr, "cannot copy the log to %s\n", keep);
+    h_srv_cleanup(&srv);
+    h_pg_stop(&pg);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        return -1;
+    return st == 0 ? 0 : -1;
+}
+
+static void start_receiver(void)
+{
+    char script[600];
+    const char *src = getenv("LOCKSTEP_SRC");
+    snprintf(script, sizeof(script), "%s/tests/integration/receiver.py", src ? src : ".");
+    char port[16];
+    snprintf(port, sizeof(port), "%d", rport);
+    receiver = fork();
+    if (receiver == 0) {
+        execlp("python3", "python3", script, port, hooklog, (char *)NULL);
+        _exit(127);
+    }
+    assert_true(receiver > 0);
+}
+
+/* manifest - post rank `rank`'s manifest: node, one GPU, NCCL_ALGO. */
+static void manifest(const char *run, int rank, const char *node, const char *algo)
+{
+    char body[512], path[128];
+    snprintf(body, sizeof(body),
+             "{\"rank\": %d, \"host\": \"localhost\", \"slurm_node\": \"%s\", \"gpus\": [{\"index\": 0, \"uuid\": "
+             "\"GPU-%s-0\", \"name\": \"TestGPU\", \"sm_count\": 132}], \"env\": {\"NCCL_ALGO\": \"%s\", "
+             "\"LOCKSTEP_RUN_ID\": \"%s\"}}",
+             rank, node, node, algo, run);
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/manifest", run);
+    assert_int_equal(it_call(&srv, "POST", path, body, NULL, NULL), 200);
+}
+
+/* run_rec - a run of `group` on `nranks` ranks with rank r on nodes[r]; record
+ * `rec` (0: loss, 1..3: layerN.out) of step 3 flipped on rank `flip_rank`
+ * (-1: none); 6 steps; ended. Each test flips its own record so that the
+ * spread rule compares only its own groups. */
+static void run_rec(const char *group, int nranks, const char *const *nodes, int flip_rank, int rec,
+                    const char *algo)
+{
+    char id[40], job[16];
+    snprintf(job, sizeof(job), "%d", job_no++);
+    assert_int_equal(it_register(&srv, job, group, nranks, 0, NULL, id), 0);
+    for (int r = 0; r < nranks; r++)
+        manifest(id, r, nodes[r], algo ? algo : "Ring");
+    for (int r = 0; r < nranks; r++) {
+        uint64_t seq = 0;
+        assert_int_equal(it_post_steps(&srv, id, r, 0, 0, 6, 4, r == flip_rank ? 3 : -1, rec, -1, -1, &seq,
+                                       NULL),
+                         200);
+        assert_int_equal(it_end(&srv, id, r, NULL), 200);
+    }
+}
+
+static void run(const char *group, int nranks, const char *const *nodes, int flip_rank, const char *algo)
+{
+    run_rec(group, nranks, nodes, flip_rank, 0, algo);
+}
+
+/* get - GET path; the reply (caller decrefs). */
+static json_t *get(const char *path)
+{
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
+    assert_non_null(o);
+    return o;
+}
+
+/* alert_of - the group's alerts in GET /alerts: how many, and the first (borrowed from *all). */
+static int alerts_of(const char *group, const char *node, json_t **all, json_t **first)
+{
+    *all = get("/api/v1/alerts?limit=1000");
+    int n = 0;
+    size_t i;
+    json_t *a;
+    *first = NULL;
+    json_array_foreach(json_object_get(*all, "alerts"), i, a)
+    {
+        const char *g = json_string_value(json_object_get(a, "group"));
+        const char *nd = json_string_value(json_object_get(a, "node"));
+        if ((group && g && !strcmp(g, group)) || (node && nd && !strcmp(nd, node))) {
+            n++;
+            *first = a;
+        }
+    }
+    return n;
+}
+
+/* wait_alert - poll until the group's (or node's) alert exists and `pred` holds. */
+static json_t *wait_alert(const char *group, const char *node, int (*pred)(json_t *))
+{
+    for (int i = 0; i < 300; i++) {
+        json_t *all, *a;
+        if (alerts_of(group, node, &all, &a) && (!pred || pred(a))) {
+            json_t *c = json_deep_copy(a);
+            json_decref(all);
+            return c;
+        }
+        json_decref(all);
+        usleep(50000);
+    }
+    fail_msg("no alert for %s", group ? group : node);
+    return NULL;
+}
+
+/* retried_and_pending - the three HTTP sinks retried at least twice and still
+ * pending (their receiver is down); mail (a local program) delivered. */
+static int retried_and_pending(json_t *a)
+{
+    json_t *d = json_object_get(a, "deliveries");
+    if (json_array_size(d) != 4)
+        return 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(d, i, x)
+    {
+        const char *sink = json_string_value(json_object_get(x, "sink"));
+        const char *st = json_string_value(json_object_get(x, "state"));
+        if (!strcmp(sink, "mail") ? strcmp(st, "delivered")
+                                  : strcmp(st, "pending") || json_integer_value(json_object_get(x, "attempts")) < 2 ||
+                                        !json_is_string(json_object_get(x, "last_error")))
+            return 0;
+    }
+    return 1;
+}
+
+static int all_delivered(json_t *a)
+{
+    json_t *d = json_object_get(a, "deliveries");
+    size_t i;
+    json_t *x;
+    json_array_foreach(d, i, x) if (strcmp(json_string_value(json_object_get(x, "state")), "delivered")) return 0;
+    return json_array_size(d) > 0;
+}
+
+/* hook_bodies - the receiver's requests on `path` whose body mentions `needle`. */
+static int hook_count(const char *path, const char *needle, json_t **last)
+{
+    FILE *f = fopen(hooklog, "r");
+    int n = 0;
+    char line[65536];
+    if (last)
+        *last = NULL;
+    while (f && fgets(line, sizeof(line), f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        const char *p = json_string_value(json_object_get(o, "path"));
+        const char *b = json_string_value(json_object_get(o, "body"));
+        if (p && b && !strcmp(p, path) && strstr(b, needle)) {
+            n++;
+            if (last) {
+                json_decref(*last);
+                *last = json_loads(b, 0, NULL);
+            }
+        }
+        json_decref(o);
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static const char *str(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static void test_receiver_down_then_up(void **state)
+{
+    (void)state;
+    const char *na[] = {"a1", "a2"}, *nb[] = {"a3", "a4"};
+    run("a-down", 2, na, 0, NULL);
+    run("a-down", 2, nb, -1, NULL);
+    /* the receiver is down: every sink is retried with backoff and stays pending */
+    json_t *a = wait_alert("a-down", NULL, retried_and_pending);
+    const char *text = str(a, "text");
+    assert_non_null(strstr(text, "step 3, rank 0, record loss"));
+    assert_non_null(strstr(text, "value 2.5 "));
+    assert_non_null(strstr(text, "value 2.5000000000000004"));
+    assert_non_null(strstr(text, "https://lockstep.example/#/twins/a-down"));
+    assert_string_equal(str(a, "url"), "https://lockstep.example/#/twins/a-down");
+    assert_string_equal(str(a, "kind"), "divergence");
+    assert_string_equal(str(a, "classification"), "hardware");
+    json_decref(a);
+    assert_int_equal(hook_count("/hook", "a-down", NULL), 0);
+
+    start_receiver();
+    a = wait_alert("a-down", NULL, all_delivered);
+    json_decref(a);
+    json_t *b;
+    assert_int_equal(hook_count("/hook", "a-down", &b), 1);
+    assert_string_equal(str(b, "group"), "a-down");
+    assert_string_equal(str(b, "kind"), "divergence");
+    assert_non_null(strstr(str(b, "text"), "record loss"));
+    json_t *runs = json_object_get(json_object_get(b, "details"), "runs");
+    assert_int_equal(json_array_size(runs), 2);
+    assert_string_not_equal(str(json_array_get(runs, 0), "fp"), str(json_array_get(runs, 1), "fp"));
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(b, "details"), "step")), 3);
+    json_decref(b);
+
+    assert_int_equal(hook_count("/slack", "a-down", &b), 1);
+    assert_non_null(strstr(str(b, "text"), "a-down"));
+    json_t *blocks = json_object_get(b, "blocks");
+    assert_int_equal(json_array_size(blocks), 3);
+    assert_string_equal(str(json_array_get(blocks, 0), "type"), "section");
+    json_t *ctx = json_array_get(json_object_get(json_array_get(blocks, 2), "elements"), 0);
+    assert_string_equal(str(ctx, "text"), "<https://lockstep.example/#/twins/a-down|Open in the Lockstep dashboard>");
+    json_decref(b);
+
+    assert_int_equal(hook_count("/am/api/v2/alerts", "a-down", &b), 1);
+    assert_true(json_is_array(b));
+    json_t *am = json_array_get(b, 0);
+    assert_string_equal(str(json_object_get(am, "labels"), "alertname"), "LockstepTwinDivergence");
+    assert_string_equal(str(json_object_get(am, "labels"), "twin_group"), "a-down");
+    assert_string_equal(str(am, "generatorURL"), "https://lockstep.example/#/twins/a-down");
+    assert_non_null(strstr(str(json_object_get(am, "annotations"), "description"), "record loss"));
+    assert_int_equal(strlen(str(am, "startsAt")), 24);
+    json_decref(b);
+
+    FILE *f = fopen(maillog, "r");
+    assert_non_null(f);
+    char mail[16384];
+    size_t n = fread(mail, 1, sizeof(mail) - 1, f);
+    fclose(f);
+    mail[n] = 0;
+    assert_non_null(strstr(mail, "ARGS: -t -i"));
+    assert_non_null(strstr(mail, "To: alice@example.org\n"));
+    assert_non_null(strstr(mail, "Subject: [lockstep] twin group a-down diverged at step 3 (rank 0, loss)\n"));
+    assert_non_null(strstr(mail, "https://lockstep.example/#/twins/a-down"));
+}
+
+static void test_one_alert_per_group(void **state)
+{
+    (void)state;
+    const char *na[] = {"b1", "b2"}, *nb[] = {"b3", "b4"}, *nc[] = {"b5", "b6"};
+    run("b-once", 2, na, 0, NULL);
+    run("b-once", 2, nb, 1, NULL); /* both ranks diverge */
+    json_t *a = wait_alert("b-once", NULL, all_delivered);
+    json_decref(a);
+    run("b-once", 2, nc, -1, NULL); /* a third run joins: re-evaluated, no second alert */
+    usleep(1500000);
+    json_t *all, *first;
+    assert_int_equal(alerts_of("b-once", NULL, &all, &first), 1);
+    json_decref(all);
+    assert_int_equal(hook_count("/hook", "\"group\":\"b-once\"", NULL), 1);
+    assert_int_equal(hook_count("/slack", "b-once", NULL), 1);
+    assert_int_equal(hook_count("/am/api/v2/alerts", "b-once", NULL), 1);
+}
+
+static int has_state(const char *node, const char *state)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
+    json_t *o = NULL;
+    long code = it_call(&srv, "GET", path, NULL, NULL, &o);
+    int ok = code == 200 && !strcmp(str(json_object_get(o, "node"), "state"), state);
+    json_decref(o);
+    return ok;
+}
+
+/* history_count - the node's history events of `kind` (optionally in `group`). */
+static int history_count(const char *node, const char *kind, const char *group, double *weight)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s/history?limit=1000", node);
+    json_t *o = NULL;
+    long code = it_call(&srv, "GET", path, NULL, NULL, &o);
+    if (code == 404) { /* not seen yet */
+        json_decref(o);
+        return 0;
+    }
+    assert_int_equal(code, 200);
+    int n = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(o, "events"), i, e) if (!strcmp(str(e, "kind"), kind) &&
+                                                                (!group || !strcmp(str(e, "group"), group)))
+    {
+        if (weight && n == 0) /* the newest */
+            *weight = json_number_value(json_object_get(e, "weight"));
+        n++;
+    }
+    json_decref(o);
+    return n;
+}
+
+static void test_fleet_pairs_name_n3(void **state)
+{
+    (void)state;
+    /* 8 pairs: run A has rank 0 on n3 (the faulty node flips a bit there), run B runs on healthy nodes */
+    static const char *pairs[8][4] = {{"n3", "n1", "n2", "n4"}, {"n3", "n2", "n4", "n1"}, {"n3", "n4", "n1", "n2"},
+                                      {"n3", "n1", "n4", "n2"}, {"n3", "n2", "n1", "n4"}, {"n3", "n4", "n2", "n1"},
+                                      {"n3", "n1", "n2", "n4"}, {"n3", "n2", "n4", "n1"}};
+    char group[32];
+    for (int p = 0; p < 8; p++) {
+        snprintf(group, sizeof(group), "fleet-%d", p);
+        run_rec(group, 2, pairs[p], 0, 1, NULL);
+        run_rec(group, 2, pairs[p] + 2, -1, 1, NULL);
+    }
+    for (int i = 0; i < 300 && !(has_state("n3", "suspect") && history_count("n3", "involvement", NULL, NULL) == 8 &&
+                                 history_count("n4", "involvement", "fleet-7", NULL) == 1);
+         i++)
+        usleep(50000);
+    json_t *o = get("/api/v1/nodes");
+    json_t *nodes = json_object_get(o, "nodes");
+    size_t i;
+    json_t *n;
+    int seen = 0;
+    json_array_foreach(nodes, i, n)
+    {
+        const char *name = str(n, "name");
+        if (strlen(name) != 2 || name[0] != 'n')
+            continue;
+        seen++;
+        if (!strcmp(name, "n3")) {
+            assert_string_equal(str(n, "state"), "suspect");
+            assert_true(json_number_value(json_object_get(n, "score")) >= 0.95);
+            assert_true(json_number_value(json_object_get(n, "involvements")) > 6.0);
+            assert_int_equal(json_integer_value(json_object_get(n, "runs")), 8);
+            assert_int_equal(json_array_size(json_object_get(n, "gpus")), 1);
+            assert_string_equal(str(json_array_get(json_object_get(n, "gpus"), 0), "uuid"), "GPU-n3-0");
+        } else {
+            assert_string_equal(str(n, "state"), "ok");
+            assert_true(json_number_value(json_object_get(n, "score")) < 0.5);
+        }
+    }
+    assert_int_equal(seen, 4);
+    assert_string_equal(str(json_array_get(nodes, 0), "name"), "n3"); /* sorted by score */
+    json_decref(o);
+    assert_int_equal(history_count("n3", "involvement", NULL, NULL), 8);
+    assert_int_equal(history_count("n3", "state", NULL, NULL), 2); /* the node and its GPU */
+    assert_true(history_count("n3", "score", NULL, NULL) >= 1);
+    /* one suspect alert for n3, delivered, and none for the healthy nodes */
+    json_t *a = wait_alert(NULL, "n3", all_delivered);
+    assert_string_equal(str(a, "kind"), "suspect");
+    assert_string_equal(str(a, "url"), "https://lockstep.example/#/nodes/n3");
+    json_decref(a);
+    json_t *all, *first;
+    assert_int_equal(alerts_of(NULL, "n1", &all, &first), 0);
+    json_decref(all);
+    assert_int_equal(hook_count("/hook", "\"kind\":\"suspect\"", NULL), 1);
+    assert_int_equal(hook_count("/am/api/v2/alerts", "LockstepHardwareSuspect", NULL), 1);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/nodes/nope", NULL, NULL, NULL), 404);
+}
+
+static void test_software_same_hardware(void **state)
+{
+    (void)state;
+    const char *na[] = {"s1", "s2"}, *nb[] = {"s1", "s3"};
+    run("sw-same", 2, na, 0, NULL);
+    run("sw-same", 2, nb, -1, NULL);
+    json_t *a = wait_alert("sw-same", NULL, NULL);
+    assert_string_equal(str(a, "classification"), "software");
+    assert_non_null(strstr(str(a, "text"), "same hardware (s1"));
+    json_decref(a);
+    assert_int_equal(history_count("s1", "involvement", NULL, NULL), 0);
+    assert_int_equal(history_count("s2", "involvement", NULL, NULL), 0);
+}
+
+static void test_software_manifest(void **state)
+{
+    (void)state;
+    const char *na[] = {"m1", "m2"}, *nb[] = {"m3", "m4"};
+    run("sw-env", 2, na, 0, "Ring");
+    run("sw-env", 2, nb, -1, "Tree");
+    json_t *a = wait_alert("sw-env", NULL, NULL);
+    assert_string_equal(str(a, "classification"), "software");
+    assert_non_null(strstr(str(a, "text"), "env.NCCL_ALGO: Ring vs Tree"));
+    json_decref(a);
+    assert_int_equal(history_count("m1", "involvement", NULL, NULL), 0);
+    assert_int_equal(history_count("m3", "involvement", NULL, NULL), 0);
+}
+
+static void test_three_runs_minority(void **state)
+{
+    (void)state;
+    const char *na[] = {"t1", "t2"}, *nb[] = {"t2", "t3"}, *nc[] = {"t4", "t9"};
+    run_rec("three", 2, na, -1, 3, NULL);
+    run_rec("three", 2, nb, -1, 3, NULL);
+    run_rec("three", 2, nc, 1, 3, NULL); /* rank 1 of the third run, on t9, flips */
+    json_t *a = wait_alert("three", NULL, NULL);
+    json_decref(a);
+    double w = 0;
+    for (int i = 0; i < 200 && history_count("t9", "involvement", "three", &w) == 0; i++)
+        usleep(50000);
+    assert_int_equal(history_count("t9", "involvement", "three", &w), 1);
+    assert_true(w == 1.0); /* strong */
+    assert_int_equal(history_count("t3", "involvement", NULL, NULL), 0);
+    assert_int_equal(history_count("t2", "involvement", NULL, NULL), 0);
+    assert_int_equal(history_count("t4", "involvement", NULL, NULL), 0);
+}
+
+static void test_pair_then_third_run(void **state)
+{
+    (void)state;
+    /* two runs: both weakly blamed; a third run shows which one was odd and the other is withdrawn */
+    const char *na[] = {"w1", "w2"}, *nb[] = {"w3", "w4"}, *nc[] = {"w5", "w6"};
+    run_rec("late-third", 2, na, 0, 3, NULL);
+    run_rec("late-third", 2, nb, -1, 3, NULL);
+    double w = 0;
+    for (int i = 0; i < 200 && history_count("w3", "involvement", "late-third", &w) == 0; i++)
+        usleep(50000);
+    assert_int_equal(history_count("w1", "involvement", "late-third", &w), 1);
+    assert_true(w == 0.5);
+    run_rec("late-third", 2, nc, -1, 3, NULL);
+    for (int i = 0; i < 200 && history_count("w3", "withdrawn", "late-third", NULL) == 0; i++)
+        usleep(50000);
+    assert_int_equal(history_count("w3", "withdrawn", "late-third", NULL), 1);
+    assert_int_equal(history_count("w1", "involvement", "late-third", &w), 2);
+    assert_true(w == 1.0);
+    assert_int_equal(history_count("w1", "withdrawn", "late-third", NULL), 0);
+}
+
+static void test_spread_is_software(void **state)
+{
+    (void)state;
+    /* the same record diverges in pairs on unrelated nodes: no node explains it */
+    static const char *nodes[4][4] = {
+        {"u1", "u2", "u3", "u4"}, {"u5", "u6", "u7", "u8"}, {"u9", "u10", "u11", "u12"}, {"u13", "u14", "u15", "u16"}};
+    char group[32];
+    for (int p = 0; p < 4; p++) {
+        snprintf(group, sizeof(group), "spread-%d", p);
+        run_rec(group, 2, nodes[p], 1, 2, NULL);
+        run_rec(group, 2, nodes[p] + 2, -1, 2, NULL);
+        json_t *a = wait_alert(group, NULL, NULL);
+        json_decref(a);
+    }
+    json_t *a = wait_alert("spread-3", NULL, NULL);
+    assert_string_equal(str(a, "classification"), "software");
+    assert_non_null(strstr(str(a, "text"), "need"));
+    json_decref(a);
+    /* the earlier pairs were taken back */
+    for (int i = 0; i < 200 && history_count("u2", "withdrawn", NULL, NULL) == 0; i++)
+        usleep(50000);
+    assert_int_equal(history_count("u2", "withdrawn", "spread-0", NULL), 1);
+    assert_true(has_state("u2", "ok"));
+}
+
+static void test_admin_actions_and_ack(void **state)
+{
+    (void)state;
+    const char *body = "{\"action\": \"drain\", \"reason\": \"bad ECC\", \"actor\": \"ops\"}";
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/nodes/n3/actions", body, NULL, NULL), 401);
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/nodes/n3/actions", body, "wrong", NULL), 403);
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/nodes/n3/actions", "{\"action\": \"explode\"}", ADMIN, NULL), 400);
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/nodes/zz/actions", body, ADMIN, NULL), 404);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/nodes/n3/actions", NULL, NULL, NULL), 405);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/nodes/n3/actions", body, ADMIN, &o), 200);
+    assert_string_equal(str(json_object_get(o, "node"), "state"), "drained");
+    assert_string_equal(str(json_object_get(o, "event"), "kind"), "action");
+    assert_string_equal(str(json_object_get(o, "event"), "actor"), "ops");
+    assert_string_equal(str(json_object_get(o, "event"), "detail"), "drain: bad ECC");
+    json_decref(o);
+    usleep(500000); /* a rescore pass keeps drained */
+    assert_true(has_state("n3", "drained"));
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/nodes/n3/actions",
+                             "{\"action\": \"repair\", \"reason\": \"GPU replaced\"}", ADMIN, &o),
+                     200);
+    assert_string_equal(str(json_object_get(o, "node"), "state"), "repaired");
+    json_decref(o);
+    usleep(600000);
+    o = get("/api/v1/nodes/n3");
+    assert_string_equal(str(json_object_get(o, "node"), "state"), "repaired");
+    assert_true(json_number_value(json_object_get(json_object_get(o, "node"), "involvements")) == 0.0);
+    json_decref(o);
+    assert_int_equal(history_count("n3", "action", NULL, NULL), 2);
+
+    json_t *all, *first;
+    assert_int_equal(alerts_of("a-down", NULL, &all, &first), 1);
+    char path[64];
+    snprintf(path, sizeof(path), "/api/v1/alerts/%lld/ack", (long long)json_integer_value(json_object_get(first, "id")));
+    json_decref(all);
+    assert_int_equal(it_call(&srv, "POST", path, NULL, NULL, NULL), 401);
+    assert_int_equal(it_call(&srv, "POST", path, "{\"actor\": \"ops\"}", ADMIN, &o), 200);
+    assert_string_equal(str(o, "state"), "acknowledged");
+    assert_string_equal(str(o, "acked_by"), "ops");
+    json_decref(o);
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/alerts/999999/ack", NULL, ADMIN, NULL), 404);
+    o = get("/api/v1/alerts?kind=suspect");
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), 1);
+    json_decref(o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_receiver_down_then_up), cmocka_unit_test(test_one_alert_per_group),
+        cmocka_unit_test(test_fleet_pairs_name_n3),   cmocka_unit_test(test_software_same_hardware),
+        cmocka_unit_test(test_software_manifest),     cmocka_unit_test(test_three_runs_minority),
+        cmocka_unit_test(test_pair_then_third_run),   cmocka_unit_test(test_spread_is_software),
+        cmocka_unit_test(test_admin_actions_and_ack),
+    };
+    return cmocka_run_group_tests_name("lockstepd suspects and alerts", tests, setup, teardown);
+}
