@@ -27,6 +27,11 @@ $(LOCKSTEPD): $(B)/server/main.o $(SERVER_OBJS) $(TOKEN_OBJS) $(LIBCOMMON)
 ALL_TARGETS += $(LOCKSTEPD)
 INSTALL_SBIN += $(LOCKSTEPD)
 
+# Unit tests of server modules (tests/unit/test_batch.c, test_token.c).
+TEST_OBJS_test_batch := $(B)/server/batch.o
+TEST_OBJS_test_token := $(TOKEN_OBJS)
+TEST_LIBS_test_token = $(TOKEN_LIBS)
+
 # Integration test support shared by the tests and the benchmark.
 HARNESS_OBJS := $(B)/tests/integration/harness.o
 HARNESS_LIBS = $(call pc_libs,libcurl jansson) -lpthread
