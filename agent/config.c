@@ -102,9 +102,17 @@ static int get_ms(const char *var, long dflt, long *out, int seconds, char *why,
     *out = dflt;
     if (!v || !*v)
         return 0;
-    int bad = config_seconds_ms(v, out) < 0;
-    if (!bad && !seconds)
-        *out /= 1000; /* the value was milliseconds already */
+    int bad;
+    if (seconds) {
+        bad = config_seconds_ms(v, out) < 0;
+    } else {
+        char *end;
+        errno = 0;
+        long ms = strtol(v, &end, 10);
+        bad = errno || end == v || *end || ms < 0 || ms > 86400000L;
+        if (!bad)
+            *out = ms;
+    }
     if (bad) {
         snprintf(why, cap, "%s='%s' is not a number of %s", var, v, seconds ? "seconds" : "milliseconds");
         return -1;

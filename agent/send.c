@@ -59,11 +59,13 @@ static struct sender {
     int64_t retry_at;
     long backoff_ms;
     int manifest_done, end_done;
+    char *manifest; /* the manifest's text, kept in memory too when there is no spool */
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static int warned_drop, warned_spool, warned_reject, warned_thread;
 
 static void *sender_main(void *arg);
+static void open_spool_locked(void);
 
 static int64_t wall_ns(void)
 {
@@ -177,6 +179,7 @@ void send_push(const rec_record *r)
         goto out_unlock;
     if (!S.started) {
         S.started = 1;
+        open_spool_locked();
         if (pthread_create(&S.th, NULL, sender_main, NULL) != 0) {
             S.started = 0;
             S.configured = 0;
@@ -249,8 +252,10 @@ static void save_meta(void)
         agent_warn_once(&warned_spool, "%s", why);
 }
 
-/* setup - open the spool, write its meta and the manifest, connect. */
-static void setup(void)
+/* open_spool_locked - fill the meta, open and lock the spool and write its
+ * meta file: at the first record, in the caller's thread (disk only), so
+ * that a burst can spill from the start. */
+static void open_spool_locked(void)
 {
     char why[512];
     const send_cfg *c = &S.cfg;
@@ -267,17 +272,13 @@ static void setup(void)
     int busy = 0;
     if (c->spool_root[0] &&
         spool_open(&S.sp, c->spool_root, c->spool_key, c->hdr.rank, &busy, why, sizeof(why)) == 0) {
-        pthread_mutex_lock(&S.mu);
         S.spool_ok = 1;
-        pthread_mutex_unlock(&S.mu);
         uint64_t *seqs;
         long n = spool_batches(&S.sp, &seqs, why, sizeof(why));
         if (n > 0) { /* left by an earlier process of this rank: continue after them */
-            pthread_mutex_lock(&S.mu);
             S.spool_batches = n;
             if (seqs[n - 1] + 1 > S.next_seq)
                 S.next_seq = seqs[n - 1] + 1;
-            pthread_mutex_unlock(&S.mu);
         }
         free(seqs);
         spool_meta m;
@@ -287,7 +288,13 @@ static void setup(void)
     } else if (c->spool_root[0]) {
         agent_warn_once(&warned_spool, "%s; batches the server does not take are lost", why);
     }
+}
 
+/* setup - in the sender thread: the manifest (hashing can take a while), then connect. */
+static void setup(void)
+{
+    char why[512];
+    const send_cfg *c = &S.cfg;
     if (c->manifest) {
         jw w;
         jw_init(&w);
@@ -295,9 +302,11 @@ static void setup(void)
         const char *txt = jw_text(&w);
         if (txt && S.spool_ok && spool_put(&S.sp, SPOOL_MANIFEST, txt, strlen(txt), why, sizeof(why)) < 0)
             agent_warn_once(&warned_spool, "%s", why);
+        free(S.manifest);
+        S.manifest = txt && !S.spool_ok ? strdup(txt) : NULL;
         jw_release(&w);
     }
-    S.manifest_done = !c->manifest || !S.spool_ok;
+    S.manifest_done = !c->manifest;
 
     if (uplink_open(&S.up, &S.meta, c->http_timeout_ms, why, sizeof(why)) == 0) {
         S.up_ok = 1;
@@ -327,7 +336,11 @@ static int resolve(void)
         unsigned char *buf;
         size_t len;
         char why[256];
-        int got = spool_get(&S.sp, SPOOL_MANIFEST, &buf, &len, why, sizeof(why));
+        int got = S.spool_ok ? spool_get(&S.sp, SPOOL_MANIFEST, &buf, &len, why, sizeof(why)) : 0;
+        if (got <= 0 && S.manifest) {
+            buf = (unsigned char *)strdup(S.manifest);
+            got = buf ? 1 : 0;
+        }
         if (got > 0) {
             int rc = uplink_post_json(&S.up, "manifest", (const char *)buf);
             free(buf);
@@ -338,7 +351,10 @@ static int resolve(void)
             if (rc == UP_REJECT)
                 agent_warn_once(&warned_reject, "lockstepd refused the manifest: %s", S.up.last_error);
         }
-        spool_remove(&S.sp, SPOOL_MANIFEST);
+        if (S.spool_ok)
+            spool_remove(&S.sp, SPOOL_MANIFEST);
+        free(S.manifest);
+        S.manifest = NULL;
         S.manifest_done = 1;
     }
     return 1;
@@ -496,7 +512,13 @@ static void *sender_main(void *arg)
     pthread_mutex_unlock(&S.mu);
     /* Stopping: the queue is empty (posted or spooled). A server that was
      * away gets one more chance for the spool, within the flush bound. */
-    if (S.down && mono_ns() < S.abort_at) {
+    if (S.down && mono_ns() < S.abort_at)
+        S.down = 0;
+    /* A rank other than 0 may be here before rank 0 has registered the run:
+     * while the server answers, keep looking until the flush bound. */
+    while (S.up_ok && !S.meta.run_id[0] && !resolve() && S.up.last_status > 0 && mono_ns() < S.abort_at) {
+        struct timespec ts = {0, 100 * 1000000};
+        nanosleep(&ts, NULL);
         S.down = 0;
     }
     if (!S.down && S.spool_batches > 0 && resolve())
@@ -527,9 +549,9 @@ void send_stop(int exit_code)
     pthread_mutex_lock(&S.mu);
     if (S.spool_batches > 0)
         agent_warn_once(&warned_thread,
-                        "lockstepd at %s did not take %ld batch(es) before the %ld ms exit bound; they wait in %s/%s "
-                        "(send them with: lockstep replay %s)",
-                        S.cfg.server, S.spool_batches, S.cfg.flush_ms, S.cfg.spool_root, S.cfg.spool_key,
+                        "lockstepd at %s did not take %ld batch(es) of rank %u (unreachable, or slower than the "
+                        "%.1f s exit bound); they wait in %s (send them with: lockstep replay %s)",
+                        S.cfg.server, S.spool_batches, S.cfg.hdr.rank, S.cfg.flush_ms / 1000.0, S.sp.dir,
                         S.cfg.spool_root);
     if (S.n_dropped)
         agent_warn_once(&warned_drop, "%llu record(s) could not be streamed or spooled and are lost",

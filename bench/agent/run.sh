@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# run.sh - bench/agent: an allreduce-heavy MPI program without the agent, with it streaming to a live lockstepd,
+# and with it while lockstepd is down (spooling), interleaved in one run; prints one JSON line.
+# usage: bench/agent/run.sh [BUILD_DIR]   env: RANKS (2), ITERS (1000), COUNT (65536 floats), REPS (5)
+set -u
+build=${1:-build}
+B=$(cd "$build" && pwd)
+RANKS=${RANKS:-2}; ITERS=${ITERS:-1000}; COUNT=${COUNT:-65536}; REPS=${REPS:-5}
+LOCKSTEPD=${LOCKSTEPD:-$B/bin/lockstepd}
+PROG=$B/bench/agent/allreduce
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
+for f in "$LOCKSTEPD" "$PROG" "$B/lib/liblockstep_mpi.so"; do
+  [ -e "$f" ] || { echo "bench/agent: $f is missing (run make)" >&2; exit 1; }
+done
+
+T=$(mktemp -d /tmp/ls-bench-agent.XXXXXX); chmod 755 "$T"
+SRV=
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cleanup() {
+  [ -n "$SRV" ] && kill "$SRV" 2>/dev/null && wait "$SRV" 2>/dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
+UP=$(port); DOWN=$(port)
+"$LOCKSTEPD" --listen "127.0.0.1:$UP" --state-dir "$T/state" --port-file "$T/port" --log-file "$T/log" &
+SRV=$!
+for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$UP/api/v1/health" >/dev/null 2>&1 && break; sleep 0.1; done
+
+# one MODE REP: the rank-0 seconds of the timed loop
+one() {
+  local agent=()
+  case $1 in
+    up|down)
+      local url=http://127.0.0.1:$UP; [ "$1" = down ] && url=http://127.0.0.1:$DOWN
+      agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_SERVER="$url" -x LOCKSTEP_JOB_ID="bench-$1-$2-$$"
+             -x LOCKSTEP_STEP_ID=0 -x LOCKSTEP_TRACE=collectives -x LOCKSTEP_SPOOL_DIR="$T/spool") ;;
+  esac
+  mpirun --allow-run-as-root --oversubscribe -np "$RANKS" "${agent[@]}" "$PROG" "$ITERS" "$COUNT" 2>>"$T/err" |
+    tail -1
+}
+declare -A times
+for rep in $(seq 1 "$REPS"); do
+  for mode in base up down; do times[$mode]+="$(one $mode $rep) "; done
+done
+python3 - "$RANKS" "$ITERS" "$COUNT" "$REPS" "${times[base]}" "${times[up]}" "${times[down]}" <<'PY'
+import json, statistics, sys
+ranks, iters, count, reps = map(int, sys.argv[1:5])
+base, up, down = ([float(x) for x in a.split()] for a in sys.argv[5:8])
+mb, mu, md = statistics.median(base), statistics.median(up), statistics.median(down)
+print(json.dumps({"bench": "agent", "ranks": ranks, "iters": iters, "count": count, "dtype": "f32",
+                  "reps": reps, "base_s": round(mb, 4), "server_up_s": round(mu, 4), "server_down_s": round(md, 4),
+                  "overhead_up_pct": round(100 * (mu / mb - 1), 2), "overhead_down_pct": round(100 * (md / mb - 1), 2),
+                  "us_per_allreduce_base": round(1e6 * mb / iters, 1),
+                  "base_spread_pct": round(100 * (max(base) - min(base)) / mb, 1)}))
+PY

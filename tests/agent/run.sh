@@ -7,13 +7,14 @@ build=${1:-build}
 B=$(cd "$build" && pwd)
 SRC=$(pwd)
 LS=$B/bin/lockstep
+LOCKSTEPD=${LOCKSTEPD:-$B/bin/lockstepd}   # override to test against another build of the server
 PROG=$B/tests/agent/agentprog
 MPIPROG=$B/tests/agent/mpi_collectives
 pass=0; fail=0
 ok() { echo "ok   $*"; pass=$((pass+1)); }
 bad() { echo "FAIL $*"; fail=$((fail+1)); }
 
-for f in "$B/bin/lockstepd" "$LS" "$PROG" "$B/lib/liblockstep.so"; do
+for f in "$LOCKSTEPD" "$LS" "$PROG" "$B/lib/liblockstep.so"; do
   [ -x "$f" ] || [ -f "$f" ] || { echo "FAIL missing $f (build first)"; echo "0 passed, 1 failed"; exit 1; }
 done
 
@@ -32,7 +33,7 @@ fi
 
 start_server() {
   rm -f "$T/port"
-  "$B/bin/lockstepd" --listen "127.0.0.1:$PORT" --state-dir "$T/state" --port-file "$T/port" \
+  "$LOCKSTEPD" --listen "127.0.0.1:$PORT" --state-dir "$T/state" --port-file "$T/port" \
     --log-file "$T/lockstepd.log" --threads 2 >>"$T/lockstepd.out" 2>&1 &
   SRV_PID=$!
   for _ in $(seq 1 300); do
