@@ -6,7 +6,11 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <libpq-fe.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,12 +174,64 @@ static void test_sighup_and_metrics(void **state)
     h_srv_cleanup(&s);
 }
 
+static void test_config_file(void **state)
+{
+    (void)state;
+    char conf[200], adm[200], bad[200];
+    snprintf(conf, sizeof(conf), "%s/lockstepd.conf", dir);
+    snprintf(adm, sizeof(adm), "%s/admin2", dir);
+    snprintf(bad, sizeof(bad), "%s/bad.conf", dir);
+    FILE *f = fopen(adm, "w");
+    fputs("reader\n", f);
+    fclose(f);
+    f = fopen(conf, "w");
+    fprintf(f, "# lockstepd.conf for the test\nread_access = admin\nadmin_token = %s\n"
+               "connection_timeout = 1   # seconds\nlog_level = debug\nthreads = 3\n",
+            adm);
+    fclose(f);
+    const char *args[] = {"--config", conf, "--db", pg.conninfo, NULL};
+    h_srv s;
+    assert_int_equal(h_srv_start(&s, args), 0);
+    assert_int_equal(it_call(&s, "GET", "/api/v1/runs", NULL, NULL, NULL), 401);
+    assert_int_equal(it_call(&s, "GET", "/api/v1/runs", NULL, "not-it", NULL), 403);
+    assert_int_equal(it_call(&s, "GET", "/api/v1/runs", NULL, "reader", NULL), 200);
+    /* an idle connection is closed after connection_timeout */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s.port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char c;
+    double t0 = h_now();
+    assert_int_equal(recv(fd, &c, 1, 0), 0);
+    assert_true(h_now() - t0 < 4.5);
+    close(fd);
+    assert_int_equal(h_srv_kill(&s, SIGTERM), 0);
+    h_srv_cleanup(&s);
+
+    /* an unknown key stops lockstepd at start with exit status 2 */
+    f = fopen(bad, "w");
+    fputs("listen = 127.0.0.1:0\nno_such_key = 1\n", f);
+    fclose(f);
+    const char *bad_args[] = {"--config", bad, "--db", pg.conninfo, NULL};
+    assert_int_equal(h_srv_start(&s, bad_args), -1);
+    fs_blob b;
+    assert_int_equal(fs_blob_load(&b, s.log), 0);
+    char *text = strndup(b.data, b.len);
+    fs_blob_release(&b);
+    assert_non_null(strstr(text, "unknown setting \"no_such_key\""));
+    free(text);
+    h_srv_cleanup(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tls),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_sighup_and_metrics),
+        cmocka_unit_test(test_config_file),
     };
     return cmocka_run_group_tests_name("lockstepd operations", tests, setup, teardown);
 }
