@@ -4,7 +4,8 @@
 #   make test            install missing dependencies, build, run every test tier
 #   make test SAN=1      the same under AddressSanitizer + UBSan (build/san/)
 #   make bench           run the benchmarks; each prints one JSON line
-#   make demo            a real example run end to end (see README.md)
+#   make demo            lockstepd, a 4-node local Slurm and real twin jobs (see README.md)
+#   make demo-stop       stop what make demo left running
 #   make install PREFIX=/usr/local
 #   make CUDA=0          never compile CUDA parts, even where nvcc exists
 
@@ -36,7 +37,7 @@ HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2
 HARDEN_LD := -Wl,-z,relro,-z,now
 
 .DEFAULT_GOAL := all
-.PHONY: all test check bench demo demo-stop install clean deps format
+.PHONY: all test check bench demo demo-stop demo-offline install clean deps format
 .SUFFIXES:
 
 # Each part adds its outputs to these lists in its own fragment.
@@ -80,6 +81,13 @@ bench: deps
 
 demo: deps
 	@$(MAKE) --no-print-directory -j$$(nproc) all
+	@deploy/demo/demo.sh -b $(B)
+
+demo-stop:
+	@deploy/demo/stop.sh $(B)/demo
+
+# The offline example: no services, two traced runs of examples/toy_train and `lockstep diff`.
+demo-offline: all
 	@examples/demo.sh $(B)
 
 install: all
