@@ -92,7 +92,7 @@ static int dtype_info(MPI_Datatype dt, dt_info *out)
 
 /* fp_add - feed `count` elements of `dt` at `buf` into `s`, packing the
  * elements first when the type has holes. */
-static void fp_add(fp_stream *s, const void *buf, int count, MPI_Datatype dt, const dt_info *d)
+static void fp_add(fp_stream *s, const void *buf, int count, MPI_Datatype dt, const dt_info *d, MPI_Comm comm)
 {
     if (count <= 0)
         return;
@@ -103,21 +103,21 @@ static void fp_add(fp_stream *s, const void *buf, int count, MPI_Datatype dt, co
     REAL(int, MPI_Pack_size, int, MPI_Datatype, MPI_Comm, int *);
     REAL(int, MPI_Pack, const void *, int, MPI_Datatype, void *, int, int *, MPI_Comm);
     int need = 0, pos = 0;
-    if (real_MPI_Pack_size(count, dt, MPI_COMM_SELF, &need) != MPI_SUCCESS)
+    if (real_MPI_Pack_size(count, dt, comm, &need) != MPI_SUCCESS)
         return;
     void *tmp = malloc((size_t)need);
     if (!tmp)
         return;
-    if (real_MPI_Pack(buf, count, dt, tmp, need, &pos, MPI_COMM_SELF) == MPI_SUCCESS)
+    if (real_MPI_Pack(buf, count, dt, tmp, need, &pos, comm) == MPI_SUCCESS)
         fp_stream_update(s, tmp, (size_t)pos);
     free(tmp);
 }
 
-static uint64_t fp_of(const void *buf, int count, MPI_Datatype dt, const dt_info *d, uint64_t *nbytes)
+static uint64_t fp_of(const void *buf, int count, MPI_Datatype dt, const dt_info *d, uint64_t *nbytes, MPI_Comm comm)
 {
     fp_stream s;
     fp_stream_init(&s);
-    fp_add(&s, buf, count, dt, d);
+    fp_add(&s, buf, count, dt, d, comm);
     if (nbytes)
         *nbytes = s.nbytes + s.tail_len;
     return fp_stream_digest(&s);
@@ -126,13 +126,13 @@ static uint64_t fp_of(const void *buf, int count, MPI_Datatype dt, const dt_info
 /* fp_segments - the fingerprint of `n` segments (counts[i] elements at
  * displs[i] extents from buf) taken in order, as if packed end to end. */
 static uint64_t fp_segments(const void *buf, int n, const int *counts, const int *displs, MPI_Datatype dt,
-                            const dt_info *d, uint64_t *nbytes, long *elems)
+                            const dt_info *d, uint64_t *nbytes, long *elems, MPI_Comm comm)
 {
     fp_stream s;
     fp_stream_init(&s);
     *elems = 0;
     for (int i = 0; i < n; i++) {
-        fp_add(&s, (const char *)buf + (MPI_Aint)(displs ? displs[i] : 0) * d->extent, counts[i], dt, d);
+        fp_add(&s, (const char *)buf + (MPI_Aint)(displs ? displs[i] : 0) * d->extent, counts[i], dt, d, comm);
         *elems += counts[i];
     }
     *nbytes = s.nbytes + s.tail_len;
@@ -171,10 +171,10 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt
     dt_info d;
     if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
         return real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
-    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL), nbytes;
+    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL, comm), nbytes;
     int rc = real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
     if (rc == MPI_SUCCESS) {
-        uint64_t out = fp_of(recvbuf, count, dt, &d, &nbytes);
+        uint64_t out = fp_of(recvbuf, count, dt, &d, &nbytes, comm);
         emit(LS_LEVEL_COLLECTIVE, "mpi.allreduce", out, nbytes, d.dtype, comm_size(comm), count, 1, &in);
     }
     return rc;
@@ -187,11 +187,11 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
     if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
         return real_MPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
     int me = comm_rank(comm);
-    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL), nbytes = 0, out;
+    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL, comm), nbytes = 0, out;
     int rc = real_MPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
     if (rc == MPI_SUCCESS) {
         /* Only the root has a result; the others record their input alone. */
-        out = me == root ? fp_of(recvbuf, count, dt, &d, &nbytes) : fp_lsfp1("", 0);
+        out = me == root ? fp_of(recvbuf, count, dt, &d, &nbytes, comm) : fp_lsfp1("", 0);
         emit(LS_LEVEL_COLLECTIVE, "mpi.reduce", out, nbytes, d.dtype, comm_size(comm), me == root ? count : 0, 1,
              &in);
     }
@@ -205,10 +205,10 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
         return real_MPI_Bcast(buf, count, dt, root, comm);
     int me = comm_rank(comm);
-    uint64_t in = me == root ? fp_of(buf, count, dt, &d, NULL) : 0, nbytes;
+    uint64_t in = me == root ? fp_of(buf, count, dt, &d, NULL, comm) : 0, nbytes;
     int rc = real_MPI_Bcast(buf, count, dt, root, comm);
     if (rc == MPI_SUCCESS) {
-        uint64_t out = fp_of(buf, count, dt, &d, &nbytes);
+        uint64_t out = fp_of(buf, count, dt, &d, &nbytes, comm);
         emit(LS_LEVEL_COLLECTIVE, "mpi.bcast", out, nbytes, d.dtype, comm_size(comm), count, me == root, &in);
     }
     return rc;
@@ -224,12 +224,12 @@ int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *rec
         return real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     int p = comm_size(comm);
     uint64_t in = sendbuf == MPI_IN_PLACE
-                      ? fp_of((char *)recvbuf + (MPI_Aint)comm_rank(comm) * rcount * dr.extent, rcount, rtype, &dr, NULL)
-                      : fp_of(sendbuf, scount, stype, &ds, NULL);
+                      ? fp_of((char *)recvbuf + (MPI_Aint)comm_rank(comm) * rcount * dr.extent, rcount, rtype, &dr, NULL, comm)
+                      : fp_of(sendbuf, scount, stype, &ds, NULL, comm);
     uint64_t nbytes;
     int rc = real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     if (rc == MPI_SUCCESS) {
-        uint64_t out = fp_of(recvbuf, p * rcount, rtype, &dr, &nbytes);
+        uint64_t out = fp_of(recvbuf, p * rcount, rtype, &dr, &nbytes, comm);
         emit(LS_LEVEL_COLLECTIVE, "mpi.allgather", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in);
     }
     return rc;
@@ -246,13 +246,13 @@ int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *re
         return real_MPI_Allgatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm);
     int p = comm_size(comm), me = comm_rank(comm);
     uint64_t in = sendbuf == MPI_IN_PLACE
-                      ? fp_of((char *)recvbuf + (MPI_Aint)displs[me] * dr.extent, rcounts[me], rtype, &dr, NULL)
-                      : fp_of(sendbuf, scount, stype, &ds, NULL);
+                      ? fp_of((char *)recvbuf + (MPI_Aint)displs[me] * dr.extent, rcounts[me], rtype, &dr, NULL, comm)
+                      : fp_of(sendbuf, scount, stype, &ds, NULL, comm);
     int rc = real_MPI_Allgatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t nbytes;
         long elems;
-        uint64_t out = fp_segments(recvbuf, p, rcounts, displs, rtype, &dr, &nbytes, &elems);
+        uint64_t out = fp_segments(recvbuf, p, rcounts, displs, rtype, &dr, &nbytes, &elems, comm);
         emit(LS_LEVEL_COLLECTIVE, "mpi.allgatherv", out, nbytes, dr.dtype, p, elems, 1, &in);
     }
     return rc;
@@ -269,10 +269,10 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int rcounts[], 
     long total = 0;
     for (int i = 0; i < p; i++)
         total += rcounts[i];
-    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, (int)total, dt, &d, NULL), nbytes;
+    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, (int)total, dt, &d, NULL, comm), nbytes;
     int rc = real_MPI_Reduce_scatter(sendbuf, recvbuf, rcounts, dt, op, comm);
     if (rc == MPI_SUCCESS) {
-        uint64_t out = fp_of(recvbuf, rcounts[me], dt, &d, &nbytes);
+        uint64_t out = fp_of(recvbuf, rcounts[me], dt, &d, &nbytes, comm);
         emit(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter", out, nbytes, d.dtype, p, rcounts[me], 1, &in);
     }
     return rc;
@@ -286,10 +286,10 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int rcount, MPI
     if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
         return real_MPI_Reduce_scatter_block(sendbuf, recvbuf, rcount, dt, op, comm);
     int p = comm_size(comm);
-    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, p * rcount, dt, &d, NULL), nbytes;
+    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, p * rcount, dt, &d, NULL, comm), nbytes;
     int rc = real_MPI_Reduce_scatter_block(sendbuf, recvbuf, rcount, dt, op, comm);
     if (rc == MPI_SUCCESS) {
-        uint64_t out = fp_of(recvbuf, rcount, dt, &d, &nbytes);
+        uint64_t out = fp_of(recvbuf, rcount, dt, &d, &nbytes, comm);
         emit(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter_block", out, nbytes, d.dtype, p, rcount, 1, &in);
     }
     return rc;
@@ -304,11 +304,11 @@ int MPI_Alltoall(const void *sendbuf, int scount, MPI_Datatype stype, void *recv
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     int p = comm_size(comm);
-    uint64_t in = sendbuf == MPI_IN_PLACE ? fp_of(recvbuf, p * rcount, rtype, &dr, NULL)
-                                          : fp_of(sendbuf, p * scount, stype, &ds, NULL);
+    uint64_t in = sendbuf == MPI_IN_PLACE ? fp_of(recvbuf, p * rcount, rtype, &dr, NULL, comm)
+                                          : fp_of(sendbuf, p * scount, stype, &ds, NULL, comm);
     int rc = real_MPI_Alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     if (rc == MPI_SUCCESS) {
-        uint64_t nbytes, out = fp_of(recvbuf, p * rcount, rtype, &dr, &nbytes);
+        uint64_t nbytes, out = fp_of(recvbuf, p * rcount, rtype, &dr, &nbytes, comm);
         emit(LS_LEVEL_COLLECTIVE, "mpi.alltoall", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in);
     }
     return rc;
@@ -327,12 +327,12 @@ int MPI_Alltoallv(const void *sendbuf, const int scounts[], const int sdispls[],
     uint64_t nbytes, in;
     long elems;
     if (sendbuf == MPI_IN_PLACE)
-        in = fp_segments(recvbuf, p, rcounts, rdispls, rtype, &dr, &nbytes, &elems);
+        in = fp_segments(recvbuf, p, rcounts, rdispls, rtype, &dr, &nbytes, &elems, comm);
     else
-        in = fp_segments(sendbuf, p, scounts, sdispls, stype, &ds, &nbytes, &elems);
+        in = fp_segments(sendbuf, p, scounts, sdispls, stype, &ds, &nbytes, &elems, comm);
     int rc = real_MPI_Alltoallv(sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm);
     if (rc == MPI_SUCCESS) {
-        uint64_t out = fp_segments(recvbuf, p, rcounts, rdispls, rtype, &dr, &nbytes, &elems);
+        uint64_t out = fp_segments(recvbuf, p, rcounts, rdispls, rtype, &dr, &nbytes, &elems, comm);
         emit(LS_LEVEL_COLLECTIVE, "mpi.alltoallv", out, nbytes, dr.dtype, p, elems, 1, &in);
     }
     return rc;
@@ -345,7 +345,7 @@ int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI
     REAL(int, MPI_Send, const void *, int, MPI_Datatype, int, int, MPI_Comm);
     dt_info d;
     if (ls_enabled(LS_LEVEL_OP) && dtype_info(dt, &d) == 0) {
-        uint64_t nbytes, fp = fp_of(buf, count, dt, &d, &nbytes);
+        uint64_t nbytes, fp = fp_of(buf, count, dt, &d, &nbytes, comm);
         emit(LS_LEVEL_OP, "mpi.send", fp, nbytes, d.dtype, comm_size(comm), count, 0, NULL);
     }
     return real_MPI_Send(buf, count, dt, dest, tag, comm);
@@ -365,7 +365,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
         real_MPI_Get_count(status == MPI_STATUS_IGNORE ? &st : status, dt, &got);
         if (got == MPI_UNDEFINED || got < 0)
             got = count;
-        uint64_t nbytes, fp = fp_of(buf, got, dt, &d, &nbytes);
+        uint64_t nbytes, fp = fp_of(buf, got, dt, &d, &nbytes, comm);
         emit(LS_LEVEL_OP, "mpi.recv", fp, nbytes, d.dtype, comm_size(comm), got, 0, NULL);
     }
     return rc;
@@ -383,14 +383,14 @@ int MPI_Sendrecv(const void *sendbuf, int scount, MPI_Datatype stype, int dest, 
                                  status);
     MPI_Status st;
     MPI_Status *sp = status == MPI_STATUS_IGNORE ? &st : status;
-    uint64_t in = fp_of(sendbuf, scount, stype, &ds, NULL);
+    uint64_t in = fp_of(sendbuf, scount, stype, &ds, NULL, comm);
     int rc = real_MPI_Sendrecv(sendbuf, scount, stype, dest, stag, recvbuf, rcount, rtype, source, rtag, comm, sp);
     if (rc == MPI_SUCCESS) {
         int got = rcount;
         real_MPI_Get_count(sp, rtype, &got);
         if (got == MPI_UNDEFINED || got < 0)
             got = rcount;
-        uint64_t nbytes, out = fp_of(recvbuf, got, rtype, &dr, &nbytes);
+        uint64_t nbytes, out = fp_of(recvbuf, got, rtype, &dr, &nbytes, comm);
         emit(LS_LEVEL_OP, "mpi.sendrecv", out, nbytes, dr.dtype, comm_size(comm), got, 1, &in);
     }
     return rc;

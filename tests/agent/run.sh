@@ -195,6 +195,19 @@ if [ $ra -eq 3 ] && check J-auto "$T/auto/trace" 1 && [ "$(run_status J-auto)" =
   ok "LD_PRELOAD self-start without ls_init: streamed and traced; exit code 3 recorded (run failed)"
 else bad "LD_PRELOAD self-start (rc $ra, status $(run_status J-auto)): $(head -c 300 "$T/auto.err")"; fi
 
+# 7b. liblockstep_mpi.so exports exactly the MPI functions it interposes, and preloading it (with the agent)
+#     into a program without MPI is harmless.
+MPI_SO=$B/lib/liblockstep_mpi.so
+want=$(sed -n '/global:/,/local:/p' "$SRC/agent/mpi/liblockstep_mpi.map" | grep -Eo '^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*;' | tr -d ' ;' | sort)
+got=$(nm -D --defined-only "$MPI_SO" 2>/dev/null | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sed 's/@.*//' | grep -v '^LOCKSTEP_' | sort)
+if [ -n "$want" ] && [ "$want" = "$got" ] && ! ldd "$MPI_SO" | grep -q libmpi; then
+  ok "liblockstep_mpi.so exports exactly its $(echo "$want" | wc -l) MPI wrappers and does not link libmpi"
+else bad "liblockstep_mpi.so exports: $(diff <(echo "$want") <(echo "$got") | tr '\n' ' ')"; fi
+run_prog nompi J-nompi LD_PRELOAD="$PRE$MPI_SO" -- --steps 5 --no-init; rn=$?
+if [ $rn -eq 0 ] && check J-nompi "$T/nompi/trace" 1 >/dev/null; then
+  ok "liblockstep_mpi.so preloaded into a program without MPI: harmless, the agent still self-starts"
+else bad "liblockstep_mpi.so in a non-MPI program (rc $rn): $(head -c 300 "$T/nompi.err")"; fi
+
 # 8. An unmodified 4-rank Open MPI program under LD_PRELOAD, twice in one twin group: every rank records its
 #    collectives, the two runs' traces match, and lockstepd holds both runs whole.
 if [ -x "$MPIPROG" ] && [ -f "$B/lib/liblockstep_mpi.so" ] && command -v mpirun >/dev/null; then
