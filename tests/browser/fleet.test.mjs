@@ -41,6 +41,16 @@ test('a node page shows its history, or says the server has none yet', async () 
     dropExpected404s();
   } else {
     assert.ok(await page.locator('ol.timeline, .empty').count() > 0);
+    // An admin note lands in the node's history.
+    const note = 'browser test note ' + Date.now();
+    await page.fill('.actions-form input[name=reason]', note);
+    await page.click('[data-action=note]');
+    assert.match(await page.textContent('.form-msg'), /admin token/);
+    await page.fill('input[name=token]', process.env.LOCKSTEP_ADMIN_TOKEN);
+    await page.click('.token-form button[type=submit]');
+    await page.click('[data-action=note]');
+    await page.waitForFunction((t) => [...document.querySelectorAll('.tl-item[data-kind=action]')].some((li) => li.textContent.includes(t)), note);
+    await shot(page, 'node-note');
   }
   noProblems(b);
 });
@@ -60,6 +70,7 @@ test('the alerts page lists alerts, or says the server has none yet', async () =
   }
   // Acknowledging without a token asks for it instead of failing silently; with the token it works.
   if (await page.locator('[data-action=ack]').count()) {
+    await page.evaluate(() => sessionStorage.clear());   // the node test may have left the admin token in this tab
     const id = await page.locator('tr[data-alert]:has([data-action=ack]) >> nth=0').getAttribute('data-alert');
     await page.click(`tr[data-alert="${id}"] [data-action=ack]`);
     assert.match(await page.textContent('.form-msg'), /admin token/);

@@ -47,14 +47,13 @@ export function stepRecords({ rank, step, seq0, variant, diverge, extraName }) {
   return out;
 }
 
-/* ingestRun(spec) - register a run, send each rank's manifest and records (spec.steps = [from, to], ten steps a
- * batch), end it unless spec.keepRunning. spec keeps the batch and record counters for sendSteps. Returns the run id. */
-export async function ingestRun(spec) {
+/* registerRun(spec) - register a run and send each rank's manifest. Returns the run id (also in spec.id). */
+export async function registerRun(spec) {
   const reg = await must('POST', '/runs', {
     job_id: String(spec.job), step_id: '0', twin_group: spec.group, ranks: spec.ranks, start_step: spec.startStep || 0,
     user: spec.user || 'alice', nodes: spec.nodes || 'n[1-2]', command: spec.command || 'srun --lockstep=det python train.py', mode: 'det',
   });
-  const id = reg.run_id;
+  const id = spec.id = reg.run_id;
   for (let rank = 0; rank < spec.ranks; rank++) {
     await must('POST', `/runs/${id}/manifest`, {
       rank, host: spec.hosts ? spec.hosts[rank] : `n${1 + (rank >> 1)}`, gpu_name: 'NVIDIA H100 80GB HBM3',
@@ -63,8 +62,21 @@ export async function ingestRun(spec) {
       env: { NCCL_ALGO: spec.ncclAlgo || 'Ring', NCCL_PROTO: 'Simple', CUBLAS_WORKSPACE_CONFIG: ':4096:8', OMP_NUM_THREADS: '8', PYTHONHASHSEED: '0' },
     });
   }
-  if (spec.steps) await sendSteps(id, spec, spec.steps[0], spec.steps[1]);
-  if (!spec.keepRunning) await endRun(id, spec.ranks);
+  return id;
+}
+
+/* streamRun(spec) - send spec.steps = [from, to] of a registered run (ten steps a batch) and end it unless
+ * spec.keepRunning. */
+export async function streamRun(spec) {
+  if (spec.steps) await sendSteps(spec.id, spec, spec.steps[0], spec.steps[1]);
+  if (!spec.keepRunning) await endRun(spec.id, spec.ranks);
+}
+
+/* ingestRun(spec) - registerRun then streamRun; spec keeps the batch and record counters for sendSteps.
+ * Returns the run id. */
+export async function ingestRun(spec) {
+  const id = await registerRun(spec);
+  await streamRun(spec);
   return id;
 }
 

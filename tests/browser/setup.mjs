@@ -1,6 +1,6 @@
 // setup.mjs - ingest the browser tests' runs into a fresh lockstepd and write their ids to the file in argv[2].
 import { writeFileSync } from 'node:fs';
-import { ingestRun } from './ingest.mjs';
+import { ingestRun, registerRun, streamRun } from './ingest.mjs';
 import { must } from './lib.mjs';
 
 export const XSS_COMMAND = `python train.py --tag '<img src=x onerror="window.__xss=1">' <script>window.__xss=2</script>`;
@@ -9,29 +9,32 @@ export const XSS_RECORD = '<svg onload=window.__xss=3>';
 
 async function main() {
   const fx = { groups: {} };
-  const add = async (group, spec) => {
-    const id = await ingestRun({ group, ...spec });
-    (fx.groups[group] = fx.groups[group] || []).push(id);
-    return id;
+  // The runs of a twin group start together, as twins do: all register, then all stream records.
+  const group = async (name, specs) => {
+    for (const sp of specs) sp.group = name;
+    for (const sp of specs) await registerRun(sp);
+    for (const sp of specs) await streamRun(sp);
+    fx.groups[name] = specs.map((sp) => sp.id);
   };
   // A matching pair: 2 ranks, 20 steps, bit-identical.
-  await add('pair-match', { job: 1001, ranks: 2, steps: [0, 19], user: 'alice' });
-  await add('pair-match', { job: 1002, ranks: 2, steps: [0, 19], user: 'alice' });
+  await group('pair-match', [{ job: 1001, ranks: 2, steps: [0, 19], user: 'alice' },
+    { job: 1002, ranks: 2, steps: [0, 19], user: 'alice' }]);
   // A diverged pair: 4 ranks, 30 steps; the second run's allreduce.out on rank 2 differs at step 12, and it
   // ran with NCCL_ALGO=Tree on other hosts (the manifest diff explains it).
   const div = { step: 12, rank: 2, name: 'allreduce.out' };
-  await add('pair-diverged', { job: 2001, ranks: 4, steps: [0, 29], user: 'bob', nodes: 'n[1-2]' });
-  await add('pair-diverged', { job: 2002, ranks: 4, steps: [0, 29], user: 'bob', nodes: 'n[3-4]', hosts: ['n3', 'n3', 'n4', 'n4'],
-    variant: 'b', diverge: div, ncclAlgo: 'Tree' });
+  await group('pair-diverged', [{ job: 2001, ranks: 4, steps: [0, 29], user: 'bob', nodes: 'n[1-2]' },
+    { job: 2002, ranks: 4, steps: [0, 29], user: 'bob', nodes: 'n[3-4]', hosts: ['n3', 'n3', 'n4', 'n4'],
+      variant: 'b', diverge: div, ncclAlgo: 'Tree' }]);
   // Three runs; the third is the odd one out from step 7 on rank 1.
   const odd = { step: 7, rank: 1, name: 'layer0.mlp.fc1.out' };
-  await add('trio', { job: 3001, ranks: 2, steps: [0, 14], user: 'carol' });
-  await add('trio', { job: 3002, ranks: 2, steps: [0, 14], user: 'carol' });
-  await add('trio', { job: 3003, ranks: 2, steps: [0, 14], user: 'carol', variant: 'c', diverge: odd, nodes: 'n3' });
+  await group('trio', [{ job: 3001, ranks: 2, steps: [0, 14], user: 'carol' },
+    { job: 3002, ranks: 2, steps: [0, 14], user: 'carol' },
+    { job: 3003, ranks: 2, steps: [0, 14], user: 'carol', variant: 'c', diverge: odd, nodes: 'n3' }]);
   // Markup in the command, the user and a record name must render as text.
-  await add('xss-group', { job: 4001, ranks: 1, steps: [0, 2], user: XSS_USER, command: XSS_COMMAND, extraName: XSS_RECORD });
+  await group('xss-group', [{ job: 4001, ranks: 1, steps: [0, 2], user: XSS_USER, command: XSS_COMMAND, extraName: XSS_RECORD }]);
   // Enough runs to page through (50 a page).
-  for (let i = 0; i < 50; i++) await add('bulk', { job: 5000 + i, ranks: 1, user: 'dave', command: `./sweep.sh --lr ${i}` });
+  fx.groups.bulk = [];
+  for (let i = 0; i < 50; i++) fx.groups.bulk.push(await ingestRun({ group: 'bulk', job: 5000 + i, ranks: 1, user: 'dave', command: `./sweep.sh --lr ${i}` }));
   // Comparison runs as batches commit; wait until the server has seen what was sent.
   await settled('pair-match', (t) => t.status === 'match');
   await settled('pair-diverged', (t) => t.per_rank.length === 4);

@@ -40,6 +40,8 @@ export function curveChart(title, series, opts = {}) {
         ctx.stroke();
         ctx.fillStyle = '#d64545';
         ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
+        ctx.textAlign = 'left';
+        ctx.textBaseline = 'alphabetic';
         ctx.fillText(`first divergence (step ${mark})`, x + 4 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
         ctx.restore();
       }],

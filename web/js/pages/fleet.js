@@ -94,6 +94,8 @@ function scoreChart(nodes, threshold) {
       ctx.stroke();
       ctx.fillStyle = '#9a6a00';
       ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
+      ctx.textAlign = 'left';
+      ctx.textBaseline = 'alphabetic';
       ctx.fillText(`suspect threshold ${threshold}`, u.bbox.left + 6 * devicePixelRatio, y - 4 * devicePixelRatio);
       ctx.restore();
     }] },
