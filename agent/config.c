@@ -186,12 +186,20 @@ int config_stream(send_cfg *cfg, long rank, const rec_header *hdr, char *why, si
     long nranks = strtol(ranks, NULL, 10);
     snprintf(ranks_s, sizeof(ranks_s), "%ld", nranks > 0 ? nranks : 1);
     long start_step = strtol(env_or("LOCKSTEP_START_STEP", NULL, "0"), NULL, 10);
-    struct passwd pw, *pwp = NULL;
-    char pwbuf[2048];
-    if (getpwuid_r(getuid(), &pw, pwbuf, sizeof(pwbuf), &pwp) == 0 && pwp)
-        snprintf(user, sizeof(user), "%s", pw.pw_name);
-    else
-        snprintf(user, sizeof(user), "%s", env_or("USER", NULL, "?"));
+    /* The plugin passes the user; a name-service lookup is the last resort. */
+    const char *u = env_or("LOCKSTEP_USER", "SLURM_JOB_USER", NULL);
+    if (!u)
+        u = env_or("USER", "LOGNAME", NULL);
+    if (u) {
+        scopy(user, sizeof(user), u);
+    } else {
+        struct passwd pw, *pwp = NULL;
+        char pwbuf[2048];
+        if (getpwuid_r(getuid(), &pw, pwbuf, sizeof(pwbuf), &pwp) == 0 && pwp)
+            scopy(user, sizeof(user), pw.pw_name);
+        else
+            snprintf(user, sizeof(user), "uid%ld", (long)getuid());
+    }
     command_line(cmd, sizeof(cmd));
     jw w;
     jw_init(&w);
@@ -201,8 +209,12 @@ int config_stream(send_cfg *cfg, long rank, const rec_header *hdr, char *why, si
     jw_kv_str(&w, "twin_group", env_or("LOCKSTEP_TWIN_GROUP", NULL, ""));
     jw_kv_int(&w, "ranks", atol(ranks_s));
     jw_kv_int(&w, "start_step", start_step);
-    jw_kv_str(&w, "user", env_or("SLURM_JOB_USER", NULL, user));
-    jw_kv_str(&w, "nodes", env_or("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", hdr->host));
+    jw_kv_str(&w, "user", user);
+    const char *nodes = env_or("LOCKSTEP_NODES", "SLURM_STEP_NODELIST", NULL);
+    jw_kv_str(&w, "nodes", nodes ? nodes : env_or("SLURM_JOB_NODELIST", NULL, hdr->host));
+    const char *part = env_or("LOCKSTEP_PARTITION", "SLURM_JOB_PARTITION", NULL);
+    if (part)
+        jw_kv_str(&w, "partition", part);
     jw_kv_str(&w, "command", cmd);
     jw_kv_str(&w, "mode", env_or("LOCKSTEP_MODE", NULL, "fp"));
     jw_obj_end(&w);

@@ -100,6 +100,10 @@ int send_start(send_cfg *cfg, char *why, size_t cap)
     S.started = S.stopping = S.child = 0;
     S.abort_at = 0;
     S.exit_code = 0;
+    S.down = 0;
+    S.backoff_ms = 0;
+    S.retry_at = 0;
+    S.up_ok = 0;
     S.configured = 1;
     rc = 0;
 out_unlock:
