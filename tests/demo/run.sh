@@ -24,5 +24,29 @@ check_line "summary: the nondeterministic pair diverges" '^  demo-nondet +diverg
 check_line "summary: the faulty node is named" '^  demo-faulty +diverged +first divergence at step 8, .*odd one out runs on n3'
 check_line "summary: the resumed run matches on its overlap" '^  demo-resume +match +resumed run compared on its overlap \(from step 11\)'
 check_line "summary: the dashboard URL" '^dashboard: +http://127\.0\.0\.1:[0-9]+/$'
+
+# The services stay up after the demo: narrow its faulty group, and check twin's refusals.
+if [ -f "$tmp/demo/port" ]; then
+  export LOCKSTEP_SERVER=http://127.0.0.1:$(cat "$tmp/demo/port") SLURM_CONF=$tmp/demo/slurm/slurm.conf
+  export LOCKSTEP_DEMO_TRAIN=$build/bin/lockstep-train
+  export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
+  ls=$build/bin/lockstep
+  sub() { # sub NAME EXPECTED_EXIT PATTERN COMMAND...: exit code and a line of output
+    local name=$1 want=$2 pat=$3; shift 3
+    "$@" >"$tmp/o" 2>&1
+    local got=$?
+    if [ "$got" -eq "$want" ] && grep -Eq "$pat" "$tmp/o"; then pass=$((pass+1)); echo "ok   $name"
+    else fail=$((fail+1)); echo "FAIL $name (exit $got, wanted $want; /$pat/)"; sed 's/^/     /' "$tmp/o" | tail -15; fi
+  }
+  # The fault follows node n3 as in the demo, so the re-run reproduces it there.
+  sub "narrow names the faulty rank's collective input at step 8" 0 '^  step 8, rank [01], "allreduce\.in"' \
+    env LOCKSTEP_FAULT=node=n3,step=8,bit=12 timeout 240 "$ls" narrow demo-faulty --timeout 60
+  sub "narrow refuses a group that matches" 2 'nothing to narrow' "$ls" narrow demo-match
+  sub "twin --spread refuses more copies than nodes" 2 'not enough nodes' \
+    "$ls" twin -n 5 --spread -- sbatch -N1 "$src/deploy/demo/train.sh"
+  sub "twin submits only with sbatch" 2 'twin submits with sbatch' "$ls" twin -n 2 -- srun true
+  sub "twin submits N copies in one group" 0 '^twin group tw-check: 2 jobs' \
+    "$ls" twin -n 2 --spread --group tw-check -- sbatch -N1 -n1 --lockstep=fp "$src/deploy/demo/train.sh" --steps 3
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
