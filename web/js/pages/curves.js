@@ -40,9 +40,10 @@ export function curveChart(title, series, opts = {}) {
         ctx.stroke();
         ctx.fillStyle = '#d64545';
         ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
-        ctx.textAlign = 'left';
+        const right = x > u.bbox.left + u.bbox.width * 0.6;   // keep the label inside the plot
+        ctx.textAlign = right ? 'right' : 'left';
         ctx.textBaseline = 'alphabetic';
-        ctx.fillText(`first divergence (step ${mark})`, x + 4 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
+        ctx.fillText(`first divergence (step ${mark})`, x + (right ? -4 : 4) * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
         ctx.restore();
       }],
     },
@@ -53,7 +54,7 @@ export function curveChart(title, series, opts = {}) {
     height: opts.height || 240,
     plugins: [markPlugin],
     scales: { x: { time: false } },
-    axes: [{ label: 'step' }, { size: 70 }],
+    axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000] }, { size: 70 }],
     series: [{ label: 'step' }, ...series.map((s, i) => ({
       label: s.label, stroke: PALETTE[i % PALETTE.length], width: 1.5, spanGaps: true,
       dash: i > 0 ? [8, 3 + i] : undefined,

@@ -151,7 +151,7 @@ export async function mount(el, params, query, navigate) {
       h('button', { class: 'btn', type: 'button', 'data-action': 'earlier', disabled: winFrom <= 0,
         onclick: () => go({ from: Math.max(0, winFrom - WINDOW) }) }, '← Earlier steps'),
       h('span', { class: 'map-range' }, model.cells.length
-        ? `Steps ${model.from}–${model.to} of the window ${winFrom}–${winTo}, ${model.ranks} ranks`
+        ? `${model.ranks} ranks, steps ${model.from}–${model.to} (window ${winFrom}–${winTo})`
         : `Window ${winFrom}–${winTo}`),
       h('button', { class: 'btn', type: 'button', 'data-action': 'later', disabled: !model.cells.length || model.to < winTo,
         onclick: () => go({ from: winTo + 1 }) }, 'Later steps →'));
