@@ -26,6 +26,9 @@ int cmd_manifest_diff(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_twin(int argc, char **argv);
+int cmd_nodes(int argc, char **argv);
+int cmd_node(int argc, char **argv);
+int cmd_alerts(int argc, char **argv);
 int cmd_narrow(int argc, char **argv);
 
 #endif /* CLI_CLI_H */

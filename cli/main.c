@@ -23,6 +23,10 @@ static const struct {
     {"narrow", cmd_narrow, "narrow GROUP [--level modules|ops] [--window K]\n"
                            "                        re-run a diverged group traced finely; name the first record"},
     {"replay", cmd_replay, "replay [--server URL] DIR  send what agents left in a spool directory to lockstepd"},
+    {"nodes", cmd_nodes, "nodes                 nodes and GPUs with their suspect scores and states"},
+    {"node", cmd_node, "node NAME [drain|repair|note REASON]\n"
+                       "                        a node's defect history; admin actions"},
+    {"alerts", cmd_alerts, "alerts [ack ID]       alerts and their deliveries; acknowledge one (admin)"},
     {"token", cmd_token, "token JOB [--secret FILE]\n"
                          "                        a job's ingest token (admin: from the site secret or the server)"},
 };

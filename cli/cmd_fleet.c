@@ -1,0 +1,254 @@
+/* cmd_fleet.c - `lockstep nodes|node NAME|alerts [ack ID]`: hardware suspects, node history and alerts from lockstepd. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "cli/table.h"
+
+/* cell - a JSON member as table text (numbers with `prec` decimals for reals). */
+static const char *cell(json_t *o, const char *key, char *buf, size_t cap)
+{
+    json_t *v = json_object_get(o, key);
+    if (json_is_string(v))
+        return json_string_value(v);
+    if (json_is_integer(v))
+        snprintf(buf, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(buf, cap, "%.3g", json_real_value(v));
+    else
+        return NULL;
+    return buf;
+}
+
+static int dump(json_t *j)
+{
+    json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+    fputc('\n', stdout);
+    json_decref(j);
+    return CLI_OK;
+}
+
+static void node_table(json_t *nodes)
+{
+    static const char *const head[] = {"NODE", "STATE", "SCORE", "INVOLVEMENTS", "RUNS", "RATE", "GPUS", "LAST SEEN"};
+    table t;
+    table_init(&t, 8, head);
+    size_t i;
+    json_t *n;
+    json_array_foreach(nodes, i, n)
+    {
+        char b[8][64];
+        snprintf(b[6], 64, "%zu", json_array_size(json_object_get(n, "gpus")));
+        const char *row[8] = {cell(n, "name", b[0], 64),         cell(n, "state", b[1], 64),
+                              cell(n, "score", b[2], 64),        cell(n, "involvements", b[3], 64),
+                              cell(n, "runs", b[4], 64),         cell(n, "rate", b[5], 64),
+                              b[6],                              cell(n, "last_seen", b[7], 64)};
+        table_add(&t, row);
+    }
+    table_print(&t, stdout);
+    table_free(&t);
+}
+
+int cmd_nodes(int argc, char **argv)
+{
+    client_conf c;
+    if (client_conf_load(&c, &argc, argv) < 0)
+        return CLI_BAD_INPUT;
+    if (argc != 1) {
+        cli_errorf("usage: lockstep nodes [--json]", "unexpected argument '%s'", argv[1]);
+        return CLI_BAD_INPUT;
+    }
+    json_t *reply;
+    int rc = client_get(&c, "/api/v1/nodes", &reply, "cannot list nodes");
+    if (rc)
+        return rc;
+    if (c.json)
+        return dump(reply);
+    json_t *nodes = json_object_get(reply, "nodes");
+    if (!json_array_size(nodes)) {
+        printf("no nodes yet: nodes appear once their runs are compared with twins\n");
+    } else {
+        node_table(nodes);
+        json_t *th = json_object_get(reply, "thresholds");
+        char b[3][64];
+        printf("\nfleet baseline %s; suspect when score >= %s with at least %s involvements\n",
+               cell(reply, "baseline", b[0], 64) ?: "-", cell(th, "suspect", b[1], 64) ?: "-",
+               cell(th, "min_evidence", b[2], 64) ?: "-");
+    }
+    json_decref(reply);
+    return CLI_OK;
+}
+
+int cmd_node(int argc, char **argv)
+{
+    client_conf c;
+    if (client_conf_load(&c, &argc, argv) < 0)
+        return CLI_BAD_INPUT;
+    const char *usage = "usage: lockstep node NAME [--json] | lockstep node NAME drain|repair|note REASON";
+    if (argc != 2 && argc != 4) {
+        cli_error("wrong arguments", NULL, usage);
+        return CLI_BAD_INPUT;
+    }
+    char esc[300], path[600];
+    client_escape(argv[1], esc, sizeof(esc));
+    if (argc == 4) { /* an admin action */
+        const char *act = argv[2];
+        if (strcmp(act, "drain") && strcmp(act, "repair") && strcmp(act, "note")) {
+            cli_errorf(usage, "unknown action '%s'", act);
+            return CLI_BAD_INPUT;
+        }
+        const char *who = getenv("USER");
+        json_t *body = json_pack("{s:s, s:s, s:s}", "action", act, "reason", argv[3], "actor", who ? who : "cli");
+        json_t *reply = NULL;
+        snprintf(path, sizeof(path), "/api/v1/nodes/%s/actions", esc);
+        long st = client_request(&c, "POST", path, body, &reply);
+        json_decref(body);
+        if (st < 0)
+            return CLI_UNREACHABLE;
+        if (st != 200) {
+            int rc = client_fail(st, reply, "the action was refused");
+            json_decref(reply);
+            return rc;
+        }
+        if (c.json)
+            return dump(reply);
+        char b[64];
+        printf("%s: %s (%s)\n", argv[1], cell(json_object_get(reply, "node"), "state", b, sizeof(b)) ?: "?",
+               json_string_value(json_object_get(json_object_get(reply, "event"), "detail")) ?: act);
+        json_decref(reply);
+        return CLI_OK;
+    }
+
+    json_t *node, *hist;
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s", esc);
+    int rc = client_get(&c, path, &node, "cannot show the node");
+    if (rc)
+        return rc;
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s/history?limit=200", esc);
+    if ((rc = client_get(&c, path, &hist, "cannot read the node's history"))) {
+        json_decref(node);
+        return rc;
+    }
+    if (c.json) {
+        json_object_set(node, "history", json_object_get(hist, "events"));
+        json_decref(hist);
+        return dump(node);
+    }
+    json_t *n = json_object_get(node, "node");
+    json_t *arr = json_array();
+    json_array_append(arr, n);
+    node_table(arr);
+    json_decref(arr);
+    json_t *gpus = json_object_get(n, "gpus");
+    if (json_array_size(gpus)) {
+        printf("\n");
+        static const char *const head[] = {"GPU", "NAME", "STATE", "SCORE", "INVOLVEMENTS", "RUNS"};
+        table t;
+        table_init(&t, 6, head);
+        size_t i;
+        json_t *g;
+        json_array_foreach(gpus, i, g)
+        {
+            char b[6][64];
+            const char *row[6] = {cell(g, "uuid", b[0], 64),  cell(g, "name", b[1], 64),
+                                  cell(g, "state", b[2], 64), cell(g, "score", b[3], 64),
+                                  cell(g, "involvements", b[4], 64), cell(g, "runs", b[5], 64)};
+            table_add(&t, row);
+        }
+        table_print(&t, stdout);
+        table_free(&t);
+    }
+    json_t *events = json_object_get(hist, "events");
+    printf("\nhistory (newest first):\n");
+    if (!json_array_size(events))
+        printf("  nothing recorded yet\n");
+    static const char *const head[] = {"WHEN", "KIND", "GROUP", "DETAIL"};
+    table t;
+    table_init(&t, 4, head);
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        char b[4][64];
+        const char *row[4] = {cell(e, "at", b[0], 64), cell(e, "kind", b[1], 64), cell(e, "group", b[2], 64),
+                              cell(e, "detail", b[3], 64)};
+        table_add(&t, row);
+    }
+    if (t.rows)
+        table_print(&t, stdout);
+    table_free(&t);
+    json_decref(hist);
+    json_decref(node);
+    return CLI_OK;
+}
+
+int cmd_alerts(int argc, char **argv)
+{
+    client_conf c;
+    if (client_conf_load(&c, &argc, argv) < 0)
+        return CLI_BAD_INPUT;
+    if (argc == 3 && !strcmp(argv[1], "ack")) {
+        char esc[100], path[300];
+        client_escape(argv[2], esc, sizeof(esc));
+        snprintf(path, sizeof(path), "/api/v1/alerts/%s/ack", esc);
+        const char *who = getenv("USER");
+        json_t *body = json_pack("{s:s}", "actor", who ? who : "cli"), *reply = NULL;
+        long st = client_request(&c, "POST", path, body, &reply);
+        json_decref(body);
+        if (st < 0)
+            return CLI_UNREACHABLE;
+        if (st != 200) {
+            int rc = client_fail(st, reply, "cannot acknowledge the alert");
+            json_decref(reply);
+            return rc;
+        }
+        if (c.json)
+            return dump(reply);
+        printf("alert %s acknowledged\n", argv[2]);
+        json_decref(reply);
+        return CLI_OK;
+    }
+    if (argc != 1) {
+        cli_error("wrong arguments", NULL, "usage: lockstep alerts [--json] | lockstep alerts ack ID");
+        return CLI_BAD_INPUT;
+    }
+    json_t *reply;
+    int rc = client_get(&c, "/api/v1/alerts?limit=100", &reply, "cannot list alerts");
+    if (rc)
+        return rc;
+    if (c.json)
+        return dump(reply);
+    json_t *alerts = json_object_get(reply, "alerts");
+    if (!json_array_size(alerts)) {
+        printf("no alerts: no twin group has diverged and no node has turned suspect\n");
+        json_decref(reply);
+        return CLI_OK;
+    }
+    static const char *const head[] = {"ID", "KIND", "STATE", "CREATED", "DELIVERED", "SUMMARY"};
+    table t;
+    table_init(&t, 6, head);
+    size_t i, k;
+    json_t *a, *d;
+    json_array_foreach(alerts, i, a)
+    {
+        char b[5][64], deliv[128] = "";
+        size_t done = 0, all = 0;
+        json_array_foreach(json_object_get(a, "deliveries"), k, d)
+        {
+            all++;
+            const char *st = json_string_value(json_object_get(d, "state"));
+            done += st && !strcmp(st, "delivered");
+        }
+        snprintf(deliv, sizeof(deliv), "%zu/%zu", done, all);
+        const char *row[6] = {cell(a, "id", b[0], 64),         cell(a, "kind", b[1], 64),
+                              cell(a, "state", b[2], 64),      cell(a, "created_at", b[3], 64),
+                              deliv,                           cell(a, "summary", b[4], 64)};
+        table_add(&t, row);
+    }
+    table_print(&t, stdout);
+    table_free(&t);
+    json_decref(reply);
+    return CLI_OK;
+}
