@@ -46,7 +46,7 @@ if [ -f "$tmp/demo/port" ]; then
     "$ls" twin -n 5 --spread -- sbatch -N1 "$src/deploy/demo/train.sh"
   sub "twin submits only with sbatch" 2 'twin submits with sbatch' "$ls" twin -n 2 -- srun true
   sub "twin submits N copies in one group" 0 '^twin group tw-check: 2 jobs' \
-    "$ls" twin -n 2 --spread --group tw-check -- sbatch -N1 -n1 --lockstep=fp "$src/deploy/demo/train.sh" --steps 3
+    "$ls" twin -n 2 --spread --group tw-check -- sbatch -N1 -n1 --lockstep=fp -o "$tmp/%j.out" "$src/deploy/demo/train.sh" --steps 3
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
