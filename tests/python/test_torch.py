@@ -302,6 +302,18 @@ class InProcess(unittest.TestCase):
         m = json.load(open(os.path.join(self.dir, "rank-00000.python.json")))
         self.assertEqual(m["num_threads_changes"], [[2, saved + 1], [3, saved]])
 
+    def test_ops_after_default_init_warns(self):
+        lockstep.shutdown()
+        saved = os.environ.pop("LOCKSTEP_TRACE", None)
+        try:
+            lockstep.init(trace_dir=self.dir)  # defaults to modules
+            with self.assertWarnsRegex(RuntimeWarning, "call watch\\(\\) first"):
+                _, _, w = self.train("ops", steps=1)
+            w.close()
+        finally:
+            if saved is not None:
+                os.environ["LOCKSTEP_TRACE"] = saved
+
     def test_user_ops_unchanged_in_ops_window(self):
         model, opt, w = self.train("ops", steps=1)
         try:

@@ -31,6 +31,7 @@ class _State:
         self.step = None  # the open step, as this binding last set it
         self.user_steps = False  # the program calls step()/step_begin() itself
         self.listeners = []  # callables(event, step), event "begin" or "end"
+        self.defaulted_trace = False  # init() started the agent with DEFAULT_TRACE, not the user's choice
 
 
 _S = _State()
@@ -82,6 +83,7 @@ def init(trace=None, trace_dir=None, rank=None, run_id=None):
         os.environ["LOCKSTEP_TRACE"] = trace
     elif not os.environ.get("LOCKSTEP_TRACE"):
         os.environ["LOCKSTEP_TRACE"] = DEFAULT_TRACE
+        _S.defaulted_trace = not is_active()
     for var, val in (("LOCKSTEP_TRACE_DIR", trace_dir), ("LOCKSTEP_RANK", rank), ("LOCKSTEP_RUN_ID", run_id)):
         if val is not None:
             os.environ[var] = str(val)
@@ -240,6 +242,11 @@ def remove_step_listener(fn):
     """Undo add_step_listener (no error when absent)."""
     if fn in _S.listeners:
         _S.listeners.remove(fn)
+
+
+def defaulted_trace():
+    """True when init() started the agent with DEFAULT_TRACE because LOCKSTEP_TRACE was unset."""
+    return _S.defaulted_trace and _S.initialized
 
 
 def user_steps():

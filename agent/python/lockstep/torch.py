@@ -408,6 +408,10 @@ def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, 
     if os.environ.get("LOCKSTEP_MODE") == "det":
         deterministic()
     info = torch_manifest()
+    if lv > _lib.LEVEL_MODULE and _core.is_active() and _core.defaulted_trace():
+        warnings.warn("lockstep: watch(level=%r) after lockstep.init() started with LOCKSTEP_TRACE=%s: "
+                      "finer records are filtered out\nhint: call watch() first (it starts lockstep itself), or "
+                      "set LOCKSTEP_TRACE" % (level, os.environ.get("LOCKSTEP_TRACE")), RuntimeWarning, stacklevel=2)
     if not _core.is_active():
         if not os.environ.get("LOCKSTEP_TRACE"):
             os.environ["LOCKSTEP_TRACE"] = _LEVEL_NAME[max(lv, _lib.LEVEL_COLLECTIVE)]
