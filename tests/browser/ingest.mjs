@@ -42,6 +42,12 @@ export function stepRecords({ rank, step, seq0, variant, diverge, extraName }) {
     const fp = fp64(name, step, rank, occ, value === null ? (differs ? variant : 'same') : value);
     const rec = { seq: seq++, step, name, occ, level, dtype, shape, fp };
     if (value !== null) rec.value = value;
+    if (name === 'allreduce.out') {
+      // A 4 MiB output: its input fingerprint differs only once an earlier record did; chunk 2 holds the change.
+      rec.nbytes = 4 << 20;
+      rec.inputs = [fp64('allreduce.in', step, rank, after ? variant : 'same')];
+      rec.chunks = [0, 1, 2, 3].map((c) => fp64('chunk', c, step, rank, differs && c === 2 ? variant : 'same'));
+    }
     out.push(rec);
   }
   return out;

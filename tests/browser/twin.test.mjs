@@ -38,8 +38,11 @@ test('runs -> twin group -> first divergence -> records at that step and rank', 
   const bad = page.locator(`#records tr[data-record="${d.name}"]`);
   assert.equal(await bad.getAttribute('data-status'), 'diverged');
   assert.equal(await page.locator('#records tr[data-record="loss"]').getAttribute('data-status'), 'match');
-  // The fingerprint of the second run is marked as the differing one.
+  // The fingerprint of the second run is marked as the differing one; its inputs matched, so it arose
+  // here, and the chunk partials put the change in the third MiB.
   assert.equal(await bad.locator('code.fp-diff').count(), 1);
+  assert.equal(await bad.locator('[data-ev=inputs]').textContent(), 'inputs matched: it diverged here');
+  assert.equal(await bad.locator('[data-ev=chunk]').textContent(), 'first difference in MiB 2 of 4');
   const heads = await texts(page, '#records thead th');
   assert.ok(heads.includes('Fingerprint ' + runA.slice(0, 8)) && heads.includes('Fingerprint ' + runB.slice(0, 8)), heads.join('|'));
   await shot(page, 'twin-records');
@@ -58,6 +61,8 @@ test('records after the divergence show both values and their ULP distance', asy
   assert.ok(v1 !== v2 && Math.abs(v1 - v2) < 1e-12, `values ${v1} and ${v2}`);
   const gn = await page.locator('#records tr[data-record="grad_norm"] td').allTextContents();
   assert.equal(gn[gn.length - 1], '3');
+  // Later, the collective's inputs differ already: it only carried the divergence on.
+  assert.equal(await page.locator('#records tr[data-record="allreduce.out"] [data-ev=inputs]').textContent(), 'inputs differ');
   noProblems(b);
 });
 

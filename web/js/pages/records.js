@@ -47,7 +47,8 @@ function render(box, sel, runs, answers, fd) {
   const cols = [
     { key: 'seq', label: 'Seq', num: true },
     { key: 'name', label: 'Record', render: (r) => [h('code', null, r.name), r.occ ? h('span', { class: 'occ', title: 'occurrence within the step' }, ` #${r.occ}`) : null,
-      h('div', { class: 'rec-kind' }, `${r.level || ''} · ${r.dtype || ''}${r.shape && r.shape.length ? ` [${r.shape.join('×')}]` : ''}`)] },
+      h('div', { class: 'rec-kind' }, `${r.level || ''} · ${r.dtype || ''}${r.shape && r.shape.length ? ` [${r.shape.join('×')}]` : ''}`),
+      evidence(r, ids)] },
     { key: 'status', label: 'Status', render: (r) => badge(r.status) },
   ];
   ids.forEach((id) => {
@@ -88,6 +89,25 @@ export function merge(ids, lists) {
     row.status = present.length < ids.length ? 'missing' : fps.size > 1 ? 'diverged' : 'match';
   }
   return [...rows.values()].sort((a, b) => a.seq - b.seq || a.name.localeCompare(b.name) || a.occ - b.occ);
+}
+
+/* evidence(row, ids) - what the record's input fingerprints and 1 MiB chunk partials say: a record that
+ * differs while its inputs matched is where the divergence arose; the first differing chunk locates it. */
+function evidence(r, ids) {
+  const cells = ids.map((id) => r.cells[id]).filter(Boolean);
+  const notes = [];
+  if (cells.length >= 2 && cells.every((c) => Array.isArray(c.inputs) && c.inputs.length)) {
+    const same = cells.every((c) => JSON.stringify(c.inputs) === JSON.stringify(cells[0].inputs));
+    notes.push(h('span', { class: 'ev ' + (same ? (r.status === 'diverged' ? 'ev-origin' : 'ev-ok') : 'ev-bad'), 'data-ev': 'inputs' },
+      same ? (r.status === 'diverged' ? 'inputs matched: it diverged here' : 'inputs match') : 'inputs differ'));
+  }
+  if (r.status === 'diverged' && cells.length >= 2 && cells.every((c) => Array.isArray(c.chunks) && c.chunks.length)) {
+    const n = Math.max(...cells.map((c) => c.chunks.length));
+    let first = -1;
+    for (let k = 0; k < n && first < 0; k++) if (cells.some((c) => c.chunks[k] !== cells[0].chunks[k])) first = k;
+    if (first >= 0) notes.push(h('span', { class: 'ev ev-bad', 'data-ev': 'chunk' }, `first difference in MiB ${first} of ${n}`));
+  }
+  return notes.length ? h('div', { class: 'ev-line' }, notes) : null;
 }
 
 function fpCell(r, id, ref) {
