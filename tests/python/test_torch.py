@@ -302,6 +302,24 @@ class InProcess(unittest.TestCase):
         m = json.load(open(os.path.join(self.dir, "rank-00000.python.json")))
         self.assertEqual(m["num_threads_changes"], [[2, saved + 1], [3, saved]])
 
+    def test_sparse_gradients(self):
+        torch.manual_seed(0)
+        model = nn.Sequential(OrderedDict(emb=nn.Embedding(10, 4, sparse=True), fc=nn.Linear(4, 1)))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        w = lockstep.torch.watch(model, opt, level="modules")
+        x = torch.tensor([1, 2, 3, 2])
+        for _ in range(2):
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+        w.close()
+        lockstep.shutdown()
+        recs = {(r["step"], r["name"]): r for r in dump(self.dir)}
+        for s in (0, 1):
+            self.assertEqual(recs[(s, "emb.weight.grad.indices")]["shape"], [1, 3])  # 3 distinct rows
+            self.assertEqual(recs[(s, "emb.weight.grad.values")]["shape"], [3, 4])
+            self.assertIn((s, "grad_norm"), recs)
+
     def test_ops_after_default_init_warns(self):
         lockstep.shutdown()
         saved = os.environ.pop("LOCKSTEP_TRACE", None)

@@ -6,7 +6,8 @@
 Records (names are the model's qualified module names, "model" for the root):
   level metric  loss, grad_norm (L2 over every parameter gradient, in float64, before each optimizer step)
   level module  NAME.out (each module's output), NAME.out.grad (the gradient of that output),
-                PARAM.grad (each parameter's gradient before the optimizer step)
+                PARAM.grad (each parameter's gradient before the optimizer step; a sparse one as
+                PARAM.grad.indices and PARAM.grad.values, coalesced)
   level op      CONTEXT/OP (each aten op's result inside the trace window, via TorchDispatchMode):
                 CONTEXT is the innermost module running, or bwd.NAME in the backward pass (the
                 module whose output gradient came last), loss, optimizer or top
@@ -220,15 +221,19 @@ class Watch:
     # --- recording
     def _record(self, rec_name, t, level):
         try:
+            if t.is_sparse:  # e.g. nn.Embedding(sparse=True) gradients: the coalesced parts
+                c = t.detach().coalesce()
+                _core.tensor(rec_name + ".indices", c.indices(), level)
+                return _core.tensor(rec_name + ".values", c.values(), level)
             return _core.tensor(rec_name, t, level)
-        except (_core.LockstepError, TypeError, ValueError) as e:
+        except Exception as e:  # noqa: BLE001 - a hook must never raise into the training loop
             self._warn(e)
             return False
 
     def _metric(self, rec_name, value):
         try:
             _core.metric(rec_name, value)
-        except _core.LockstepError as e:
+        except Exception as e:  # noqa: BLE001 - (a value float() refuses, too)
             self._warn(e)
 
     def _warn(self, e):
@@ -290,13 +295,16 @@ class Watch:
                 self._record("loss", value, _lib.LEVEL_MODULE)
             return
         with _Busy():
-            self._metric("loss", float(value.detach()) if isinstance(value, torch.Tensor) else value)
+            self._metric("loss", value.detach() if isinstance(value, torch.Tensor) else value)
 
     # --- optimizer
     def _optimizer_step(self, *args, **kwargs):
         self._phase = "optimizer"
         with _Busy():
-            self._before_update()
+            try:
+                self._before_update()
+            except Exception as e:  # noqa: BLE001 - the optimizer step runs whatever happens here
+                self._warn(e)
         out = self._orig_step(*args, **kwargs)
         if self.auto_step and not _core.user_steps():
             _core.auto_step_end()
@@ -313,7 +321,8 @@ class Watch:
             with torch.no_grad():
                 sq = torch.zeros((), dtype=torch.float64, device=grads[0][1].device)
                 for _, g in grads:
-                    sq += g.detach().double().pow(2).sum()
+                    v = g.detach().coalesce().values() if g.is_sparse else g.detach()
+                    sq += v.double().pow(2).sum()
                 self._metric("grad_norm", float(sq.sqrt()))
 
     # --- steps and the ops window
