@@ -225,6 +225,46 @@ static void test_config_file(void **state)
     h_srv_cleanup(&s);
 }
 
+static void test_sigterm_finishes_inflight(void **state)
+{
+    (void)state;
+    const char *args[] = {"--db", pg.conninfo, NULL};
+    h_srv s;
+    assert_int_equal(h_srv_start(&s, args), 0);
+    char run[40];
+    assert_int_equal(it_register(&s, "800", NULL, 1, 0, NULL, run), 0);
+    const char *body = "{\"rank\": 0, \"batch_seq\": 0, \"records\": [{\"seq\": 0, \"step\": 0, \"name\": "
+                       "\"loss\", \"fp\": \"0000000000000001\"}]}";
+    char head[512];
+    int hl = snprintf(head, sizeof(head),
+                      "POST /api/v1/runs/%s/records HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                      run, strlen(body));
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s.port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    size_t half = strlen(body) / 2;
+    assert_int_equal(send(fd, head, (size_t)hl, 0), hl);
+    assert_int_equal(send(fd, body, half, 0), (ssize_t)half);
+    usleep(200000);
+    kill(s.pid, SIGTERM); /* the request is in flight: it must still be answered */
+    usleep(300000);
+    assert_int_equal(send(fd, body + half, strlen(body) - half, 0), (ssize_t)(strlen(body) - half));
+    char reply[2048] = "";
+    size_t got = 0;
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    for (ssize_t n; got < sizeof(reply) - 1 && (n = recv(fd, reply + got, sizeof(reply) - 1 - got, 0)) > 0;)
+        got += (size_t)n;
+    reply[got] = 0;
+    close(fd);
+    assert_non_null(strstr(reply, "HTTP/1.1 200"));
+    assert_non_null(strstr(reply, "\"stored\":1"));
+    assert_int_equal(h_srv_kill(&s, 0), 0); /* reap: it exits 0 by itself */
+    h_srv_cleanup(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_sighup_and_metrics),
         cmocka_unit_test(test_config_file),
+        cmocka_unit_test(test_sigterm_finishes_inflight),
     };
     return cmocka_run_group_tests_name("lockstepd operations", tests, setup, teardown);
 }
