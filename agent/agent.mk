@@ -47,7 +47,7 @@ $(B)/bin/lockstep: $(LIBLOCKSTEP_A)
 $(B)/bin/lockstep: CLI_LIBS += $(LIBLOCKSTEP_A) -lpthread -ldl
 
 # Test programs for the agent tier (built, not installed).
-AGENT_TEST_SRCS := $(wildcard tests/agent/*.c)
+AGENT_TEST_SRCS := $(filter-out tests/agent/nccl_%.c,$(wildcard tests/agent/*.c))
 AGENT_TEST_BINS := $(AGENT_TEST_SRCS:tests/agent/%.c=$(B)/tests/agent/%)
 $(B)/tests/agent/mpi_%: tests/agent/mpi_%.c
 	@mkdir -p $(@D)
@@ -64,3 +64,31 @@ $(B)/bench/agent/allreduce: bench/agent/allreduce.c
 	mpicc $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) -lm
 ALL_TARGETS += $(B)/bench/agent/allreduce
 BENCHES += bench/agent/run.sh
+
+# liblockstep_nccl.so (CUDA=1 and nccl.h present): NCCL wrappers hashing device buffers with the kernels'
+# LSFP-1 (kernels/lsfp1.cu, linked in) on the collective's stream. libnccl is found with dlsym(RTLD_NEXT).
+ifeq ($(CUDA),1)
+AGENT_CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
+AGENT_NCCL_H := $(firstword $(wildcard $(AGENT_CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
+ifneq ($(AGENT_NCCL_H),)
+LIBLOCKSTEP_NCCL_SO := $(B)/lib/liblockstep_nccl.so
+$(B)/agent/nccl/%.o: agent/nccl/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Wno-format-truncation -isystem $(AGENT_CUDA_HOME)/include \
+	  -isystem $(dir $(AGENT_NCCL_H)) -c $< -o $@
+
+$(LIBLOCKSTEP_NCCL_SO): $(B)/agent/nccl/nccl.o $(B)/kernels/lsfp1.cu.o $(LIBLOCKSTEP_SO) agent/nccl/liblockstep_nccl.map
+	$(CC) -shared -o $@ $(B)/agent/nccl/nccl.o $(B)/kernels/lsfp1.cu.o $(ALL_LDFLAGS) $(HARDEN_LD) \
+	  -Wl,--version-script=agent/nccl/liblockstep_nccl.map -Wl,-soname,liblockstep_nccl.so \
+	  -L$(B)/lib -Wl,-rpath,'$$ORIGIN' -llockstep $(KCUDA_LIBS) -ldl
+
+# The GPU check's program (tests/agent/gpu-check-nccl.sh runs it where a GPU is lent): plain NCCL, no Lockstep.
+$(B)/tests/agent/nccl_allreduce: tests/agent/nccl_allreduce.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -isystem $(AGENT_CUDA_HOME)/include -isystem $(dir $(AGENT_NCCL_H)) -o $@ $< $(ALL_LDFLAGS) \
+	  -L$(AGENT_CUDA_HOME)/lib64 -Wl,-rpath,$(AGENT_CUDA_HOME)/lib64 -lnccl -lcudart
+
+ALL_TARGETS += $(LIBLOCKSTEP_NCCL_SO) $(B)/tests/agent/nccl_allreduce
+INSTALL_LIB += $(LIBLOCKSTEP_NCCL_SO)
+endif
+endif

@@ -208,6 +208,19 @@ if [ $rn -eq 0 ] && check J-nompi "$T/nompi/trace" 1 >/dev/null; then
   ok "liblockstep_mpi.so preloaded into a program without MPI: harmless, the agent still self-starts"
 else bad "liblockstep_mpi.so in a non-MPI program (rc $rn): $(head -c 300 "$T/nompi.err")"; fi
 
+# 7c. Where CUDA and NCCL are present, liblockstep_nccl.so is built: it exports exactly its NCCL wrappers and is
+#     harmless in a program without NCCL. (Its GPU behaviour is tests/agent/gpu-check-nccl.sh, run on a GPU.)
+NCCL_SO=$B/lib/liblockstep_nccl.so
+if [ -f "$NCCL_SO" ]; then
+  want=$(sed -n '/global:/,/local:/p' "$SRC/agent/nccl/liblockstep_nccl.map" | grep -Eo '^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*;' | tr -d ' ;' | sort)
+  got=$(nm -D --defined-only "$NCCL_SO" 2>/dev/null | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sed 's/@.*//' | grep -v '^LOCKSTEP_' | sort)
+  run_prog nonccl J-nonccl LD_PRELOAD="$PRE$NCCL_SO" -- --steps 5 --no-init; rn=$?
+  if [ -n "$want" ] && [ "$want" = "$got" ] && ! ldd "$NCCL_SO" | grep -q libnccl && [ $rn -eq 0 ] &&
+     check J-nonccl "$T/nonccl/trace" 1 >/dev/null; then
+    ok "liblockstep_nccl.so exports its $(echo "$want" | wc -l) NCCL wrappers, links no libnccl, is harmless without NCCL"
+  else bad "liblockstep_nccl.so (rc $rn): $(diff <(echo "$want") <(echo "$got") | tr '\n' ' ') $(head -c 200 "$T/nonccl.err")"; fi
+fi
+
 # 8. An unmodified 4-rank Open MPI program under LD_PRELOAD, twice in one twin group: every rank records its
 #    collectives, the two runs' traces match, and lockstepd holds both runs whole.
 if [ -x "$MPIPROG" ] && [ -f "$B/lib/liblockstep_mpi.so" ] && command -v mpirun >/dev/null; then

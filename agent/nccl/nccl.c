@@ -1,0 +1,375 @@
+/* nccl.c - liblockstep_nccl.so: NCCL wrappers that fingerprint device buffers on the collective's own stream.
+ *
+ * Per call: the input is hashed (kernels/lsfp1.cu, lsk_lsfp1_async) into a device slot before the collective
+ * and the output after it, both on the caller's stream; the two words are copied to a pinned host ring and an
+ * event is recorded. Nothing waits: the records are made later, in call order, when their events have
+ * completed (at the next wrapped call, at ncclCommDestroy, at exit). Inside ncclGroupStart/End the output
+ * hashes are enqueued at the outermost ncclGroupEnd, when the collectives are really launched.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "include/lockstep.h"
+#include "kernels/lsfp1_cuda.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define RING 4096   /* pending records; a full ring waits for its oldest entry */
+#define WORDS 4     /* per slot: input fp + scratch, output fp + scratch */
+#define DEFER 1024  /* output hashes waiting for the group's end */
+
+struct pend {
+    char name[40];
+    ls_level level;
+    ls_dtype dtype;
+    int has_in, has_out;
+    int64_t shape[2];
+    uint64_t nbytes;
+    cudaEvent_t ev;
+};
+
+struct deferred {
+    unsigned slot;
+    const void *buf;
+    size_t nbytes;
+    cudaStream_t stream;
+};
+
+static struct {
+    pthread_mutex_t mu;
+    int state; /* 0 untried, 1 ready, -1 off */
+    uint64_t *d_ring, *h_ring;
+    struct pend p[RING];
+    unsigned head, count; /* FIFO of pending slots */
+    int group_depth;
+    struct deferred d[DEFER];
+    unsigned n_deferred;
+} N = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void warn(const char *what, cudaError_t e)
+{
+    char msg[300];
+    int n = snprintf(msg, sizeof(msg), "lockstep: NCCL fingerprints off: %s: %s\n", what, cudaGetErrorString(e));
+    ssize_t w = write(STDERR_FILENO, msg, (size_t)n);
+    (void)w;
+}
+
+static void *real(void **slot, const char *name)
+{
+    void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = dlsym(RTLD_NEXT, name);
+        if (!f) {
+            char msg[200];
+            int n = snprintf(msg, sizeof(msg), "lockstep: %s not found: liblockstep_nccl.so needs libnccl\n", name);
+            ssize_t w = write(STDERR_FILENO, msg, (size_t)n);
+            (void)w;
+            abort(); /* the program called an NCCL function, so NCCL must be there */
+        }
+        __atomic_store_n(slot, f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+#define REAL(ret, name, ...)                                                                                       \
+    static void *slot_##name;                                                                                      \
+    ret (*real_##name)(__VA_ARGS__) = (ret (*)(__VA_ARGS__))real(&slot_##name, #name)
+
+static void drain_locked(int wait);
+
+static void at_exit(void)
+{
+    pthread_mutex_lock(&N.mu);
+    drain_locked(1);
+    pthread_mutex_unlock(&N.mu);
+}
+
+/* ready_locked - allocate the rings once. Returns 1 when fingerprints can be taken. */
+static int ready_locked(void)
+{
+    if (N.state)
+        return N.state > 0;
+    cudaError_t e = cudaMalloc((void **)&N.d_ring, sizeof(uint64_t) * WORDS * RING);
+    if (e == cudaSuccess)
+        e = cudaHostAlloc((void **)&N.h_ring, sizeof(uint64_t) * WORDS * RING, cudaHostAllocDefault);
+    for (unsigned i = 0; e == cudaSuccess && i < RING; i++)
+        e = cudaEventCreateWithFlags(&N.p[i].ev, cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+        warn("cannot allocate the fingerprint ring", e);
+        N.state = -1;
+        return 0;
+    }
+    atexit(at_exit); /* registered after the agent's handler, so it runs first */
+    N.state = 1;
+    return 1;
+}
+
+static ls_dtype dtype_of(ncclDataType_t t)
+{
+    switch (t) {
+    case ncclInt8: return LS_I8;
+    case ncclUint8: return LS_U8;
+    case ncclInt32: return LS_I32;
+    case ncclUint32: return LS_U32;
+    case ncclInt64: return LS_I64;
+    case ncclUint64: return LS_U64;
+    case ncclFloat16: return LS_F16;
+    case ncclFloat32: return LS_F32;
+    case ncclFloat64: return LS_F64;
+    case ncclBfloat16: return LS_BF16;
+#if NCCL_VERSION_CODE >= 22400
+    case ncclFloat8e4m3: return LS_F8E4M3;
+    case ncclFloat8e5m2: return LS_F8E5M2;
+#endif
+    default: return LS_BYTES;
+    }
+}
+
+static size_t dtype_bytes(ncclDataType_t t)
+{
+    switch (t) {
+    case ncclInt8:
+    case ncclUint8: return 1;
+    case ncclFloat16:
+    case ncclBfloat16: return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64: return 8;
+    default: return 1;
+    }
+}
+
+static int comm_count(ncclComm_t comm)
+{
+    REAL(ncclResult_t, ncclCommCount, const ncclComm_t, int *);
+    int n = 0;
+    real_ncclCommCount(comm, &n);
+    return n;
+}
+
+/* emit - make the record of slot i (its event has completed). */
+static void emit(unsigned i)
+{
+    struct pend *p = &N.p[i];
+    uint64_t *w = N.h_ring + (size_t)i * WORDS;
+    ls_record_fp(p->level, p->name, p->has_out ? w[2] : w[0], p->nbytes, p->dtype, 2, p->shape,
+                 p->has_in && p->has_out, &w[0]);
+}
+
+/* drain_locked - make the records whose work is done, oldest first; with
+ * `wait`, wait for all of them. */
+static void drain_locked(int wait)
+{
+    while (N.count) {
+        unsigned i = N.head;
+        cudaError_t e = wait ? cudaEventSynchronize(N.p[i].ev) : cudaEventQuery(N.p[i].ev);
+        if (e == cudaErrorNotReady)
+            return;
+        if (e == cudaSuccess)
+            emit(i);
+        N.head = (N.head + 1) % RING;
+        N.count--;
+    }
+}
+
+/* begin_locked - claim a slot for a call and hash its input (when `in` is not
+ * NULL). Returns the slot, or -1 when fingerprints are off. */
+static int begin_locked(const char *name, ls_level level, ncclDataType_t t, int nranks, size_t out_count,
+                        const void *in, size_t in_bytes, cudaStream_t stream)
+{
+    if (!ready_locked())
+        return -1;
+    drain_locked(0);
+    if (N.count == RING) { /* full: wait for the oldest */
+        cudaEventSynchronize(N.p[N.head].ev);
+        drain_locked(0);
+    }
+    unsigned i = (N.head + N.count) % RING;
+    struct pend *p = &N.p[i];
+    snprintf(p->name, sizeof(p->name), "%s", name);
+    p->level = level;
+    p->dtype = dtype_of(t);
+    p->shape[0] = nranks;
+    p->shape[1] = (int64_t)out_count;
+    p->nbytes = out_count * dtype_bytes(t);
+    p->has_in = in != NULL;
+    p->has_out = 0;
+    uint64_t *d = N.d_ring + (size_t)i * WORDS;
+    if (in) {
+        cudaError_t e = lsk_lsfp1_async(in, in_bytes, 0, d, stream);
+        if (e != cudaSuccess) {
+            warn("hashing an input", e);
+            N.state = -1;
+            return -1;
+        }
+    }
+    N.count++;
+    return (int)i;
+}
+
+/* finish_locked - hash the output of slot i (when `out` is not NULL), copy the
+ * words to the pinned ring and record the event, all on `stream`. */
+static void finish_locked(unsigned i, const void *out, size_t out_bytes, cudaStream_t stream)
+{
+    uint64_t *d = N.d_ring + (size_t)i * WORDS;
+    cudaError_t e = cudaSuccess;
+    if (out) {
+        e = lsk_lsfp1_async(out, out_bytes, 0, d + 2, stream);
+        N.p[i].has_out = 1;
+    }
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(N.h_ring + (size_t)i * WORDS, d, sizeof(uint64_t) * WORDS, cudaMemcpyDeviceToHost,
+                            stream);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(N.p[i].ev, stream);
+    if (e != cudaSuccess) {
+        warn("hashing an output", e);
+        N.state = -1;
+    }
+}
+
+/* after_locked - the collective was issued: finish now, or at the group's end. */
+static void after_locked(int slot, const void *out, size_t out_bytes, cudaStream_t stream)
+{
+    if (slot < 0)
+        return;
+    if (N.group_depth > 0 && N.n_deferred < DEFER) {
+        N.d[N.n_deferred++] = (struct deferred){(unsigned)slot, out, out_bytes, stream};
+        return;
+    }
+    finish_locked((unsigned)slot, out, out_bytes, stream);
+}
+
+/* nccl.h declares these two without a prototype. */
+EXPORT ncclResult_t ncclGroupStart(void);
+EXPORT ncclResult_t ncclGroupEnd(void);
+
+EXPORT ncclResult_t ncclGroupStart(void)
+{
+    REAL(ncclResult_t, ncclGroupStart, void);
+    pthread_mutex_lock(&N.mu);
+    N.group_depth++;
+    pthread_mutex_unlock(&N.mu);
+    return real_ncclGroupStart();
+}
+
+EXPORT ncclResult_t ncclGroupEnd(void)
+{
+    REAL(ncclResult_t, ncclGroupEnd, void);
+    ncclResult_t rc = real_ncclGroupEnd();
+    pthread_mutex_lock(&N.mu);
+    if (N.group_depth > 0 && --N.group_depth == 0) {
+        for (unsigned k = 0; k < N.n_deferred; k++)
+            if (N.state > 0)
+                finish_locked(N.d[k].slot, rc == ncclSuccess ? N.d[k].buf : NULL, N.d[k].nbytes, N.d[k].stream);
+        N.n_deferred = 0;
+    }
+    pthread_mutex_unlock(&N.mu);
+    return rc;
+}
+
+EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
+{
+    REAL(ncclResult_t, ncclCommDestroy, ncclComm_t);
+    pthread_mutex_lock(&N.mu);
+    if (N.state > 0)
+        drain_locked(1); /* the communicator's streams may go with it */
+    pthread_mutex_unlock(&N.mu);
+    return real_ncclCommDestroy(comm);
+}
+
+/* collective - the shared body of the wrapped collectives. */
+#define COLLECTIVE(NAME, LEVEL, IN, IN_BYTES, OUT, OUT_COUNT, CALL)                                               \
+    do {                                                                                                           \
+        int slot_ = -1;                                                                                            \
+        if (ls_enabled(LEVEL)) {                                                                                   \
+            pthread_mutex_lock(&N.mu);                                                                             \
+            slot_ = begin_locked(NAME, LEVEL, datatype, comm_count(comm), OUT_COUNT, IN, IN_BYTES, stream);        \
+            pthread_mutex_unlock(&N.mu);                                                                           \
+        }                                                                                                          \
+        ncclResult_t rc_ = CALL;                                                                                   \
+        if (slot_ >= 0) {                                                                                          \
+            pthread_mutex_lock(&N.mu);                                                                             \
+            after_locked(slot_, rc_ == ncclSuccess ? (OUT) : NULL, (OUT_COUNT) * dtype_bytes(datatype), stream);   \
+            pthread_mutex_unlock(&N.mu);                                                                           \
+        }                                                                                                          \
+        return rc_;                                                                                                \
+    } while (0)
+
+EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+{
+    REAL(ncclResult_t, ncclAllReduce, const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+         cudaStream_t);
+    COLLECTIVE("nccl.allreduce", LS_LEVEL_COLLECTIVE, sendbuff, count * dtype_bytes(datatype), recvbuff, count,
+               real_ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream));
+}
+
+EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                        int root, ncclComm_t comm, cudaStream_t stream)
+{
+    REAL(ncclResult_t, ncclReduce, const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t,
+         cudaStream_t);
+    REAL(ncclResult_t, ncclCommUserRank, const ncclComm_t, int *);
+    int me = -1;
+    real_ncclCommUserRank(comm, &me);
+    /* Only the root's recvbuff holds a result. */
+    COLLECTIVE("nccl.reduce", LS_LEVEL_COLLECTIVE, sendbuff, count * dtype_bytes(datatype),
+               me == root ? recvbuff : NULL, me == root ? count : 0,
+               real_ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream));
+}
+
+EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+                           ncclComm_t comm, cudaStream_t stream)
+{
+    REAL(ncclResult_t, ncclBroadcast, const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+    REAL(ncclResult_t, ncclCommUserRank, const ncclComm_t, int *);
+    int me = -1;
+    real_ncclCommUserRank(comm, &me);
+    COLLECTIVE("nccl.broadcast", LS_LEVEL_COLLECTIVE, me == root ? sendbuff : NULL, count * dtype_bytes(datatype),
+               recvbuff, count, real_ncclBroadcast(sendbuff, recvbuff, count, datatype, root, comm, stream));
+}
+
+EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream)
+{
+    REAL(ncclResult_t, ncclAllGather, const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+    size_t total = sendcount * (size_t)comm_count(comm);
+    COLLECTIVE("nccl.allgather", LS_LEVEL_COLLECTIVE, sendbuff, sendcount * dtype_bytes(datatype), recvbuff, total,
+               real_ncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream));
+}
+
+EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+{
+    REAL(ncclResult_t, ncclReduceScatter, const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+         cudaStream_t);
+    size_t total = recvcount * (size_t)comm_count(comm);
+    COLLECTIVE("nccl.reduce_scatter", LS_LEVEL_COLLECTIVE, sendbuff, total * dtype_bytes(datatype), recvbuff,
+               recvcount, real_ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
+}
+
+EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream)
+{
+    REAL(ncclResult_t, ncclSend, const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+    /* What is sent is the record: its fingerprint travels as the "input" slot. */
+    COLLECTIVE("nccl.send", LS_LEVEL_OP, sendbuff, count * dtype_bytes(datatype), (const void *)NULL, count,
+               real_ncclSend(sendbuff, count, datatype, peer, comm, stream));
+}
+
+EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                      cudaStream_t stream)
+{
+    REAL(ncclResult_t, ncclRecv, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
+    COLLECTIVE("nccl.recv", LS_LEVEL_OP, (const void *)NULL, 0, recvbuff, count,
+               real_ncclRecv(recvbuff, count, datatype, peer, comm, stream));
+}
