@@ -279,28 +279,31 @@ int cmp_check(const char *group, int rank, double commit_s)
         return -1;
     int64_t keys[MAX_RUNS], lo = INT64_MIN, hi = INT64_MAX;
     char ids[MAX_RUNS][40];
-    int nruns = 0;
+    int nruns = 0, with_records = 0;
     for (int i = 0; i < PQntuples(r) && nruns < MAX_RUNS; i++) {
         int ended = PQgetvalue(r, i, 4)[0] == 't';
-        if (PQgetisnull(r, i, 3)) {
-            if (ended)
-                continue; /* ended without records on this rank: nothing to compare */
+        int empty = PQgetisnull(r, i, 3);
+        if (empty && !ended) {
             PQclear(r);
             return 0; /* a twin has not reached this rank yet */
         }
         keys[nruns] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
         snprintf(ids[nruns], sizeof(ids[nruns]), "%s", PQgetvalue(r, i, 1));
         int64_t start = strtoll(PQgetvalue(r, i, 2), NULL, 10);
-        int64_t max_step = strtoll(PQgetvalue(r, i, 3), NULL, 10);
-        int64_t complete = ended ? max_step : max_step - 1;
         if (start > lo)
             lo = start;
-        if (complete < hi)
-            hi = complete;
+        if (!empty) {
+            /* an ended run without records on this rank bounds nothing: all of it is missing */
+            int64_t max_step = strtoll(PQgetvalue(r, i, 3), NULL, 10);
+            int64_t complete = ended ? max_step : max_step - 1;
+            if (complete < hi)
+                hi = complete;
+            with_records++;
+        }
         nruns++;
     }
     PQclear(r);
-    if (nruns < 2 || lo > hi)
+    if (nruns < 2 || with_records < 1 || lo > hi)
         return 0;
 
     r = db_exec("cmp_checked", 2, p, err, sizeof(err));

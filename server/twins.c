@@ -222,9 +222,11 @@ enum MHD_Result read_twin_steps(http_req *req, const char *group)
         for (int k = 0; k < g.n; k++) {
             const prog *pg = find_prog(progs, np, g.keys[k], rank);
             if (!pg) {
-                /* no records on this rank yet: pending unless that run has ended */
+                /* no records on this rank: pending while that run runs, missing once it has ended */
                 if (!strcmp(PQgetvalue(g.res, k, 5), "running"))
                     pending = 1;
+                else if (step >= strtoll(PQgetvalue(g.res, k, 6), NULL, 10))
+                    runs_in++;
                 continue;
             }
             runs_in++;

@@ -207,6 +207,32 @@ static void test_missing_at_end(void **state)
     json_decref(o);
 }
 
+static void test_rank_never_sent(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    assert_int_equal(it_register(&srv, "160", "t-empty", 2, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "161", "t-empty", 2, 0, NULL, b), 0);
+    feed(a, 2, 0, 6, 3, -1, -1, -1, -1, -1, -1);
+    uint64_t seq = 0;
+    assert_int_equal(it_post_steps(&srv, b, 0, 0, 0, 6, 5, -1, -1, -1, -1, &seq, NULL), 200);
+    assert_int_equal(it_end(&srv, b, 0, NULL), 200);
+    assert_int_equal(it_end(&srv, b, 1, NULL), 200); /* rank 1 of b ends without a single record */
+    json_t *o = it_wait_group(&srv, "t-empty", "diverged");
+    json_t *first = json_object_get(o, "first_divergence");
+    assert_int_equal(json_integer_value(json_object_get(first, "rank")), 1);
+    assert_int_equal(json_integer_value(json_object_get(first, "step")), 0);
+    assert_int_equal(json_integer_value(json_object_get(first, "seq")), 0);
+    assert_string_equal(json_string_value(json_object_get(first, "kind")), "missing");
+    assert_int_equal(json_array_size(json_object_get(o, "per_rank")), 1); /* rank 0 matches */
+    json_decref(o);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/t-empty/steps?from=0&to=0", NULL, NULL, &o), 200);
+    json_t *ranks = json_object_get(json_array_get(json_object_get(o, "steps"), 0), "ranks");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ranks, 0), "status")), "match");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ranks, 1), "status")), "missing");
+    json_decref(o);
+}
+
 static void test_manifest_diff(void **state)
 {
     (void)state;
@@ -246,7 +272,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_match),           cmocka_unit_test(test_diverge_at_step_and_rank),
         cmocka_unit_test(test_majority),        cmocka_unit_test(test_resumed_overlap),
-        cmocka_unit_test(test_missing_at_end),  cmocka_unit_test(test_manifest_diff),
+        cmocka_unit_test(test_missing_at_end),  cmocka_unit_test(test_rank_never_sent),
+        cmocka_unit_test(test_manifest_diff),
     };
     return cmocka_run_group_tests_name("lockstepd twins", tests, setup, teardown);
 }
