@@ -79,6 +79,12 @@ class TestFingerprint(unittest.TestCase):
         self.assertEqual(lockstep.fingerprint(torch.tensor(vals, dtype=torch.float32)), want)
         self.assertEqual(lockstep.fingerprint(array.array("f", vals)), want)
         self.assertEqual(lockstep.fingerprint(np.array(vals, dtype=">f4")), want)  # byte order normalized
+
+        class MyTensor(torch.Tensor):  # a subclass from outside torch
+            pass
+
+        self.assertEqual(lockstep.fingerprint(torch.tensor(vals).as_subclass(MyTensor)), want)
+        self.assertEqual(lockstep.fingerprint(torch.nn.Parameter(torch.tensor(vals))), want)
         swapped = lockstep.fingerprint(np.array([2.0, 1.0, 3.0, 4.0], dtype=np.float32))
         self.assertNotEqual(swapped, want)
 

@@ -2,6 +2,7 @@
 
 import ctypes
 import struct
+import sys
 
 from ._lib import DTYPES, MAX_DIMS
 
@@ -119,15 +120,11 @@ def from_buffer(obj):
 def view_of(obj):
     """A View of `obj`: a torch tensor, a numpy array, or any buffer-protocol object. Raises
     TypeError for anything else."""
-    mod = type(obj).__module__ or ""
-    if mod.startswith("torch"):
-        import torch
-
-        if isinstance(obj, torch.Tensor):
-            return from_torch(obj)
-    if mod.startswith("numpy"):
-        import numpy as np
-
+    torch = sys.modules.get("torch")  # a tensor exists only once torch is imported: never import it here
+    if torch is not None and isinstance(obj, torch.Tensor):
+        return from_torch(obj)
+    np = sys.modules.get("numpy")
+    if np is not None:
         if isinstance(obj, np.ndarray):
             return from_numpy(obj)
         if isinstance(obj, np.generic):
