@@ -22,6 +22,7 @@ static h_srv srv;
 static char tok7[TOKEN_HEX_LEN + 1], tok8[TOKEN_HEX_LEN + 1];
 static const char *admin = "adm1n-t0ken";
 static char webdir[300];
+static char dir[] = "/tmp/lsapi.XXXXXX";
 
 static void write_file(const char *path, const char *text)
 {
@@ -36,7 +37,6 @@ static int setup(void **state)
     (void)state;
     if (h_pg_start(&pg) < 0)
         return -1;
-    static char dir[] = "/tmp/lsapi.XXXXXX";
     if (!mkdtemp(dir))
         return -1;
     char secret[300], adm[300];
@@ -71,6 +71,10 @@ static int teardown(void **state)
     int st = h_srv_kill(&srv, SIGTERM);
     h_srv_cleanup(&srv);
     h_pg_stop(&pg);
+    char cmd[100];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        return -1;
     return st == 0 ? 0 : -1;
 }
 
