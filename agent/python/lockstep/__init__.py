@@ -31,11 +31,18 @@ from ._core import (
     step_end,
     tensor,
 )
+from . import _lib
 from ._lib import DTYPES, LibraryNotFound
-from ._lib import where as library
 from .cli import DiffError, diff, first_divergence
 
 __version__ = "0.1.0"
+
+
+def library():
+    """(how, path) of the liblockstep in use, loading it first if needed: how is "preloaded"
+    (path None), "LOCKSTEP_LIB", "build tree" or "system". Raises LibraryNotFound."""
+    _lib.load()
+    return _lib.where()
 
 __all__ = [
     "DEFAULT_TRACE", "DTYPES", "LEVELS", "DiffError", "LibraryNotFound", "LockstepError", "current_step",
