@@ -22,7 +22,7 @@ static h_srv srv;
 static char tok7[TOKEN_HEX_LEN + 1], tok8[TOKEN_HEX_LEN + 1];
 static const char *admin = "adm1n-t0ken";
 static char webdir[300];
-static char dir[] = "/tmp/lsapi.XXXXXX";
+static char tmpdir[] = "/tmp/lsapi.XXXXXX";
 
 static void write_file(const char *path, const char *text)
 {
@@ -37,12 +37,12 @@ static int setup(void **state)
     (void)state;
     if (h_pg_start(&pg) < 0)
         return -1;
-    if (!mkdtemp(dir))
+    if (!mkdtemp(tmpdir))
         return -1;
     char secret[300], adm[300];
-    snprintf(secret, sizeof(secret), "%s/secret", dir);
-    snprintf(adm, sizeof(adm), "%s/admin", dir);
-    snprintf(webdir, sizeof(webdir), "%s/web", dir);
+    snprintf(secret, sizeof(secret), "%s/secret", tmpdir);
+    snprintf(adm, sizeof(adm), "%s/admin", tmpdir);
+    snprintf(webdir, sizeof(webdir), "%s/web", tmpdir);
     write_file(secret, "site-secret\n\n");
     write_file(adm, "adm1n-t0ken\n");
     fs_mkdir_p(webdir);
@@ -51,7 +51,7 @@ static int setup(void **state)
     write_file(p, "<!doctype html><title>lockstep</title>");
     snprintf(p, sizeof(p), "%s/app.js", webdir);
     write_file(p, "console.log(1);");
-    snprintf(p, sizeof(p), "%s/outside.txt", dir);
+    snprintf(p, sizeof(p), "%s/outside.txt", tmpdir);
     write_file(p, "secret outside");
     char link[400];
     snprintf(link, sizeof(link), "%s/leak.txt", webdir);
@@ -72,7 +72,7 @@ static int teardown(void **state)
     h_srv_cleanup(&srv);
     h_pg_stop(&pg);
     char cmd[100];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
     if (system(cmd) != 0)
         return -1;
     return st == 0 ? 0 : -1;
