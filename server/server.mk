@@ -26,6 +26,8 @@ $(LOCKSTEPD): $(B)/server/main.o $(SERVER_OBJS) $(TOKEN_OBJS) $(LIBCOMMON)
 
 ALL_TARGETS += $(LOCKSTEPD)
 INSTALL_SBIN += $(LOCKSTEPD)
+# Installed, lockstepd serves the dashboard from PREFIX/share/lockstep/web (web/web.mk installs it).
+$(B)/server/main.o: EXTRA_CFLAGS_server += -DLOCKSTEP_SHARE='"$(PREFIX)/share/lockstep"' 
 
 # Unit tests of server modules (tests/unit/test_batch.c, test_token.c).
 TEST_OBJS_test_batch := $(B)/server/batch.o
