@@ -6,3 +6,6 @@ TEST_OBJS_test_score = $(B)/server/score.o $(B)/server/evidence.o $(B)/server/si
 TEST_LIBS_test_score = $(call pc_libs,jansson libcurl) -lm
 $(B)/tests/unit/test_score.o: EXTRA_CFLAGS_tests += $(call pc_cflags,jansson libcurl)
 
+
+# The fleet scenario on the local 4-node Slurm: lockstep-train twins, a fault on n3, alerts to real receivers.
+TEST_TIERS += tests/slurm/fleet.sh

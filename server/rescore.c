@@ -115,15 +115,14 @@ static int history(const char *node, const char *gpu, const char *kind, double s
     return 0;
 }
 
-/* next_state - the automatic transitions: ok/repaired -> suspect when the
- * score says so; suspect -> ok when it has clearly fallen back. Admin
- * states (drained) stay. */
+/* next_state - the one automatic transition: ok/repaired -> suspect when
+ * the score says so. A suspect stays one until an admin drains or repairs
+ * it (a score that dips while evidence arrives must not flap the state,
+ * the alerts and the Slurm drain). */
 static const char *next_state(const ent *e)
 {
     if ((!strcmp(e->state, "ok") || !strcmp(e->state, "repaired")) && e->res.suspect)
         return "suspect";
-    if (!strcmp(e->state, "suspect") && !e->res.suspect && e->res.score < g_hw.score.threshold - 0.1)
-        return "ok";
     return e->state;
 }
 

@@ -455,6 +455,25 @@ int susp_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeu
         rc = 0; /* not ready: compared only once it diverged or every run ended */
         goto out_rollback;
     }
+    if (ndivs && !all_ended) {
+        /* Settled? Every rank compared past the first divergence's step (so a
+         * rank whose divergence at that step comes first in the program has
+         * been seen), or the divergence is 30 s old. Until then: not ready. */
+        const char *ps[] = {group, PQgetvalue(divs, 0, 1)};
+        PGresult *s = hw_q("SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
+                           "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "
+                           "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint) = 0 OR "
+                           "(SELECT min(detected_at) FROM divergences WHERE twin_group = $1) < now() - interval '30 s'",
+                           2, ps, err, sizeof(err));
+        if (!s)
+            goto out_rollback;
+        int settled = PQgetvalue(s, 0, 0)[0] == 't';
+        PQclear(s);
+        if (!settled) {
+            rc = 0;
+            goto out_rollback;
+        }
+    }
     for (int i = 0; i < PQntuples(man); i++) {
         int rk = atoi(PQgetvalue(man, i, 1));
         if (rk >= 0 && rk < MAX_RANKS && rk + 1 > g->nranks)

@@ -1,0 +1,190 @@
+/* test_score.c - the suspects' pure parts: the incomplete beta function, the score, blame shares, the spread cover, manifest differences, Slack escaping and alert payloads. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/evidence.h"
+#include "server/hwcfg.h"
+#include "server/score.h"
+#include "server/sinks.h"
+
+static void test_beta_cdf_known_values(void **state)
+{
+    (void)state;
+    /* I_0.5(2, 3) = 11/16; I_x(1, 1) = x; I_x(a, 1) = x^a; arcsine law I_x(1/2, 1/2) = 2/pi asin(sqrt x) */
+    assert_true(fabs(score_beta_cdf(0.5, 2, 3) - 0.6875) < 1e-12);
+    assert_true(fabs(score_beta_cdf(0.3, 1, 1) - 0.3) < 1e-12);
+    assert_true(fabs(score_beta_cdf(0.7, 4, 1) - pow(0.7, 4)) < 1e-12);
+    assert_true(fabs(score_beta_cdf(0.3, 0.5, 0.5) - 2 / M_PI * asin(sqrt(0.3))) < 1e-10);
+    /* symmetry I_x(a, b) = 1 - I_{1-x}(b, a), large parameters */
+    assert_true(fabs(score_beta_cdf(0.4, 30.5, 70.2) + score_beta_cdf(0.6, 70.2, 30.5) - 1.0) < 1e-10);
+    assert_true(score_beta_cdf(0, 2, 2) == 0.0 && score_beta_cdf(1, 2, 2) == 1.0);
+    assert_true(score_beta_cdf(-1, 2, 2) == 0.0 && score_beta_cdf(2, 2, 2) == 1.0);
+}
+
+static void test_score_separates_a_bad_node(void **state)
+{
+    (void)state;
+    score_params p = {.threshold = 0.95, .min_evidence = 2.0, .ratio = 2.0, .prior = 2.0};
+    score_result r;
+    /* the worked example of docs/suspects.md: 7 involvements in 8 runs, the fleet 8.5 in 32 */
+    score_compute(&p, 7, 8, 8.5, 32, &r);
+    assert_true(fabs(r.baseline - 2.0 / 25.0) < 1e-12);
+    assert_true(r.score > 0.999 && r.suspect);
+    /* a healthy node at the baseline */
+    score_compute(&p, 0.5, 8, 8.5, 32, &r);
+    assert_true(r.score < 0.05 && !r.suspect);
+    /* high rate but too little evidence */
+    score_compute(&p, 1, 1, 1, 100, &r);
+    assert_true(r.score > 0.95 && !r.suspect);
+    /* no exposure, no score */
+    score_compute(&p, 0, 0, 5, 50, &r);
+    assert_true(r.score == 0.0 && !r.suspect && r.rate == 0.0);
+}
+
+static void test_share_blame_follows_the_common_node(void **state)
+{
+    (void)state;
+    /* node 0 diverges with partners 1, 2, 3 in turn: it takes the blame */
+    ev_weak w[6] = {{{0, 1}, 2, 1.0}, {{0, 2}, 2, 1.0}, {{0, 3}, 2, 1.0},
+                    {{0, 1}, 2, 1.0}, {{0, 2}, 2, 1.0}, {{0, 3}, 2, 1.0}};
+    double strong[4] = {0}, expo[4] = {6, 6, 6, 6}, k[4];
+    ev_share_blame(w, 6, strong, expo, 4, k);
+    assert_true(k[0] > 5.0);
+    assert_true(k[1] < 0.5 && k[2] < 0.5 && k[3] < 0.5);
+    assert_true(fabs(k[0] + k[1] + k[2] + k[3] - 6.0) < 1e-9); /* the mass is kept */
+    /* one pair alone: split evenly */
+    ev_weak one = {{2, 3}, 2, 1.0};
+    ev_share_blame(&one, 1, strong, expo, 4, k);
+    assert_true(fabs(k[2] - 0.5) < 1e-9 && fabs(k[3] - 0.5) < 1e-9 && k[0] == 0.0);
+}
+
+static void test_cover_size(void **state)
+{
+    (void)state;
+    const char *one_node[] = {"n3,n1", "n3,n2", "n4,n3", "n3"};
+    assert_int_equal(ev_cover_size(one_node, 4), 1);
+    const char *spread[] = {"a,b", "c,d", "e,f", "g,h"};
+    assert_int_equal(ev_cover_size(spread, 4), 4);
+    const char *prefix[] = {"n1", "n10", "n1,n2"}; /* names are compared whole */
+    assert_int_equal(ev_cover_size(prefix, 3), 2);
+    assert_int_equal(ev_cover_size(NULL, 0), 0);
+    const char *empty[] = {""};
+    assert_int_equal(ev_cover_size(empty, 1), 0);
+}
+
+static void test_det_diff(void **state)
+{
+    (void)state;
+    const char *base = "{\"rank\": 0, \"host\": \"n1\", \"slurm_node\": \"n1\", \"exe_xxh3\": \"aa\", "
+                       "\"env\": {\"NCCL_ALGO\": \"Ring\", \"LOCKSTEP_RUN_ID\": \"r1\", \"CUDA_VISIBLE_DEVICES\": \"0\", "
+                       "\"NCCL_GRAPH_DUMP_FILE\": \"/x/1.xml\"}, \"gpus\": [{\"uuid\": \"GPU-1\", \"name\": \"H100\"}], "
+                       "\"libraries\": [{\"path\": \"/l/libnccl.so\", \"xxh3\": \"11\"}]}";
+    json_t *a = json_loads(base, 0, NULL);
+    char why[256];
+    /* per-job and per-host values do not count */
+    json_t *b = json_loads(base, 0, NULL);
+    json_object_set_new(b, "host", json_string("n7"));
+    json_object_set_new(b, "slurm_node", json_string("n7"));
+    json_object_set_new(json_object_get(b, "env"), "LOCKSTEP_RUN_ID", json_string("r2"));
+    json_object_set_new(json_object_get(b, "env"), "CUDA_VISIBLE_DEVICES", json_string("3"));
+    json_object_set_new(json_object_get(b, "env"), "NCCL_GRAPH_DUMP_FILE", json_string("/x/2.xml"));
+    json_object_set_new(json_array_get(json_object_get(b, "gpus"), 0), "uuid", json_string("GPU-2"));
+    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 0);
+    /* the determinism environment does */
+    json_object_set_new(json_object_get(b, "env"), "NCCL_ALGO", json_string("Tree"));
+    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 1);
+    assert_string_equal(why, "env.NCCL_ALGO: Ring vs Tree");
+    json_object_set_new(json_object_get(b, "env"), "NCCL_ALGO", json_string("Ring"));
+    /* a variable set in one run only */
+    json_object_set_new(json_object_get(b, "env"), "OMP_NUM_THREADS", json_string("4"));
+    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 1);
+    assert_string_equal(why, "env.OMP_NUM_THREADS: (unset) vs 4");
+    json_object_del(json_object_get(b, "env"), "OMP_NUM_THREADS");
+    /* the GPU model, a library's hash */
+    json_object_set_new(json_array_get(json_object_get(b, "gpus"), 0), "name", json_string("A100"));
+    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 1);
+    json_object_set_new(json_array_get(json_object_get(b, "gpus"), 0), "name", json_string("H100"));
+    json_object_set_new(json_array_get(json_object_get(b, "libraries"), 0), "xxh3", json_string("22"));
+    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 1);
+    assert_string_equal(why, "library /l/libnccl.so: 11 vs 22");
+    json_decref(a);
+    json_decref(b);
+    assert_true(ev_det_relevant("env.CUBLAS_WORKSPACE_CONFIG") && ev_det_relevant("nccl_version"));
+    assert_false(ev_det_relevant("env.LOCKSTEP_TOKEN") || ev_det_relevant("host") || ev_det_relevant("gpus.0.uuid"));
+}
+
+static void test_slack_escape_and_payloads(void **state)
+{
+    (void)state;
+    char *e = sink_slack_escape("a<b>&c <@here>");
+    assert_string_equal(e, "a&lt;b&gt;&amp;c &lt;@here&gt;");
+    free(e);
+    json_t *d = json_pack("{s:i}", "step", 7);
+    alert_msg m = {.id = 5, .kind = "divergence", .group = "g<1>", .severity = "warning",
+                   .summary = "twin group g<1> diverged at step 7", .body = "value 1 & 2 <x>",
+                   .url = "http://h/#/twins/g%3C1%3E", .created_at = "2026-11-29T12:00:00.000Z", .details = d,
+                   .recipients = "alice,bob\nX-Evil: 1,carol@other.org"};
+    json_t *s = sink_payload("slack", &m);
+    assert_string_equal(json_string_value(json_object_get(s, "text")),
+                        "lockstep: twin group g<1> diverged at step 7 — http://h/#/twins/g%3C1%3E");
+    json_t *blocks = json_object_get(s, "blocks");
+    assert_int_equal(json_array_size(blocks), 3);
+    const char *body = json_string_value(json_object_get(json_object_get(json_array_get(blocks, 1), "text"), "text"));
+    assert_string_equal(body, "value 1 &amp; 2 &lt;x&gt;");
+    json_decref(s);
+    json_t *am = sink_payload("alertmanager", &m);
+    assert_true(json_is_array(am));
+    json_t *labels = json_object_get(json_array_get(am, 0), "labels");
+    assert_string_equal(json_string_value(json_object_get(labels, "alertname")), "LockstepTwinDivergence");
+    assert_string_equal(json_string_value(json_object_get(labels, "twin_group")), "g<1>");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(am, 0), "startsAt")), m.created_at);
+    json_decref(am);
+    json_t *w = sink_payload("webhook", &m);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(w, "details"), "step")), 7);
+    json_decref(w);
+    assert_null(sink_payload("pigeon", &m));
+    /* mail: only clean recipients, the domain appended, no header injection */
+    snprintf(g_hw.mail_domain, sizeof(g_hw.mail_domain), "example.org");
+    char *mail = sink_mail_text(&m);
+    assert_non_null(mail);
+    assert_non_null(strstr(mail, "To: alice@example.org, carol@other.org\n"));
+    assert_null(strstr(mail, "X-Evil"));
+    free(mail);
+    m.recipients = "";
+    assert_null(sink_mail_text(&m));
+    json_decref(d);
+}
+
+static void test_config_keys(void **state)
+{
+    (void)state;
+    char err[256];
+    assert_int_equal(hwcfg_set("suspect_threshold", "0.99", err, sizeof(err)), 0);
+    assert_true(g_hw.score.threshold == 0.99);
+    assert_int_equal(hwcfg_set("suspect_threshold", "2", err, sizeof(err)), -1);
+    assert_int_equal(hwcfg_set("slurm_action", "drain", err, sizeof(err)), 0);
+    assert_int_equal(g_hw.slurm_drain, 1);
+    assert_int_equal(hwcfg_set("slurm_action", "reboot", err, sizeof(err)), -1);
+    assert_int_equal(hwcfg_set("alert_slack_url", "ftp://x", err, sizeof(err)), -1);
+    assert_int_equal(hwcfg_set("alert_retry_ms", "1.5", err, sizeof(err)), -1);
+    assert_int_equal(hwcfg_set("listen", "x", err, sizeof(err)), 1); /* not one of these */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_beta_cdf_known_values), cmocka_unit_test(test_score_separates_a_bad_node),
+        cmocka_unit_test(test_share_blame_follows_the_common_node), cmocka_unit_test(test_cover_size),
+        cmocka_unit_test(test_det_diff), cmocka_unit_test(test_slack_escape_and_payloads),
+        cmocka_unit_test(test_config_keys),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
