@@ -64,7 +64,7 @@ train() { # train DIR [ARGS...]
     "$B/bin/lockstep-train-cuda" --quiet --steps 16 --hidden 256 --batch 64 "$@" >>"$tmp/train.log" 2>&1
 }
 diffrc() { "$B/bin/lockstep" diff --json "$@" >"$tmp/diff.json" 2>>"$tmp/train.log"; echo $?; }
-first() { python3 -c "import json; d=json.load(open('$tmp/diff.json')); print(d['first_step'])" 2>/dev/null; }
+first() { python3 -c "import json; d=json.load(open('$tmp/diff.json')); print(json.dumps(d['first_step']))" 2>/dev/null; }
 
 train d1 && train d2; rc=$(diffrc "$tmp/d1" "$tmp/d2")
 result gpu_twins_bit_identical $([ "$rc" = 0 ] && echo 1 || echo 0) "\"ranks\":$np,\"diff_rc\":$rc"
@@ -77,8 +77,9 @@ result gpu_fault_at_step_7 $([ "$rc" = 1 ] && [ "$fs" = 7 ] && echo 1 || echo 0)
 train full --checkpoint-every 4 --checkpoint-dir "$tmp/ckf" && train part --steps 6 --checkpoint-every 4 \
   --checkpoint-dir "$tmp/ckr" && train res --resume "$tmp/ckr" --checkpoint-every 4
 rc=$(diffrc --overlap "$tmp/full" "$tmp/res")
-a=$(cd "$tmp/ckf/step-00000016" 2>/dev/null && "$OLDPWD/$B/bin/lockstep" fp rank-*.ckpt | tr '\n' ' ')
-b=$(cd "$tmp/ckr/step-00000016" 2>/dev/null && "$OLDPWD/$B/bin/lockstep" fp rank-*.ckpt | tr '\n' ' ')
+lsbin=$(realpath "$B/bin/lockstep")
+a=$(cd "$tmp/ckf/step-00000016" 2>/dev/null && "$lsbin" fp rank-*.ckpt | tr '\n' ' ')
+b=$(cd "$tmp/ckr/step-00000016" 2>/dev/null && "$lsbin" fp rank-*.ckpt | tr '\n' ' ')
 result gpu_resume_bit_exact $([ "$rc" = 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] && echo 1 || echo 0) \
   "\"diff_rc\":$rc,\"final_checkpoints_equal\":$([ -n "$a" ] && [ "$a" = "$b" ] && echo true || echo false)"
 [ "$fail" -eq 0 ] || tail -40 "$tmp/train.log" >&2

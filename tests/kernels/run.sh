@@ -156,8 +156,9 @@ t_resume_bit_exact() {
   # the resumed run holds steps 5..12 only: the compared records are all of them
   [ "$(jget "sum(r['compared'] for r in d['ranks'])")" = "$(jget "d['b']['records']")" ] || return 1
   local a b
-  a=$(cd "$tmp/ck_full/step-00000012" && "$OLDPWD/$ls" fp rank-*.ckpt) || return 1
-  b=$(cd "$tmp/ck_res/step-00000012" && "$OLDPWD/$ls" fp rank-*.ckpt) || return 1
+  local lsbin; lsbin=$(realpath "$ls")
+  a=$(cd "$tmp/ck_full/step-00000012" && "$lsbin" fp rank-*.ckpt) || return 1
+  b=$(cd "$tmp/ck_res/step-00000012" && "$lsbin" fp rank-*.ckpt) || return 1
   [ -n "$a" ] && [ "$a" = "$b" ] || { echo "checkpoints differ:"; echo "$a"; echo "$b"; return 1; }
   # the checkpoint at step 8 was written once by each run: they agree too
   cmp "$tmp/ck_full/step-00000008/rank-00001.ckpt" "$tmp/ck_res/step-00000008/rank-00001.ckpt"
