@@ -20,7 +20,7 @@ done
 
 T=$(mktemp -d /tmp/ls-agent-tier.XXXXXX)
 chmod 755 "$T"                       # the embedded PostgreSQL runs as postgres under it
-SRV_PID=; HANG_PID=
+SRV_PID=; HANG_PID=; TLS_ARGS=()
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 URL=http://127.0.0.1:$PORT
 
@@ -34,10 +34,10 @@ fi
 start_server() {
   rm -f "$T/port"
   "$LOCKSTEPD" --listen "127.0.0.1:$PORT" --state-dir "$T/state" --port-file "$T/port" \
-    --log-file "$T/lockstepd.log" --threads 2 >>"$T/lockstepd.out" 2>&1 &
+    --log-file "$T/lockstepd.log" --threads 2 "${TLS_ARGS[@]}" >>"$T/lockstepd.out" 2>&1 &
   SRV_PID=$!
   for _ in $(seq 1 300); do
-    [ -s "$T/port" ] && curl -sf "$URL/api/v1/health" >/dev/null 2>&1 && return 0
+    [ -s "$T/port" ] && curl -sf ${TLS_ARGS[0]:+--cacert "$T/cert.pem"} "$URL/api/v1/health" >/dev/null 2>&1 && return 0
     kill -0 "$SRV_PID" 2>/dev/null || break
     sleep 0.1
   done
@@ -231,14 +231,19 @@ if [ -x "$MPIPROG" ] && [ -f "$B/lib/liblockstep_mpi.so" ] && command -v mpirun 
       -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so" -x LOCKSTEP_SERVER="$URL" -x LOCKSTEP_JOB_ID="J-mpi$r" \
       -x LOCKSTEP_STEP_ID=0 -x LOCKSTEP_TWIN_GROUP="g-mpi-$$" -x LOCKSTEP_TRACE=collectives \
       -x LOCKSTEP_TRACE_DIR="$T/mpi$r/trace" -x LOCKSTEP_SPOOL_DIR="$T/mpi$r/spool" -x LOCKSTEP_BATCH_MS=50 \
+      -x LOCKSTEP_STEP_ON=mpi.reduce \
       ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$MPIPROG" 3 >"$T/mpi$r.out" 2>&1 || { mpi_ok=0; tail -5 "$T/mpi$r.out"; }
   done
   names=$("$LS" dump "$T/mpi1/trace/rank-00003.lstrace" 2>/dev/null | python3 -c '
 import json, sys; print(" ".join(sorted({json.loads(l)["name"] for l in sys.stdin})))')
+  steps=$("$LS" dump "$T/mpi1/trace/rank-00003.lstrace" 2>/dev/null | python3 -c '
+import json, sys; print(" ".join(map(str, sorted({json.loads(l)["step"] for l in sys.stdin}))))')
   want="mpi.allgather mpi.allgatherv mpi.allreduce mpi.alltoall mpi.alltoallv mpi.bcast mpi.reduce mpi.reduce_scatter mpi.reduce_scatter_block"
   if [ $mpi_ok -eq 1 ] && [ "$names" = "$want" ] && [ "$(ls "$T/mpi1/trace" | wc -l)" -eq 4 ]; then
     ok "MPI under LD_PRELOAD: every rank recorded all 9 interposed collectives"
   else bad "MPI under LD_PRELOAD: ok=$mpi_ok names='$names'"; fi
+  if [ "$steps" = "0 1 2 3" ]; then ok "LOCKSTEP_STEP_ON=mpi.reduce gave the unmodified program steps 0-3"
+  else bad "LOCKSTEP_STEP_ON: steps '$steps', want '0 1 2 3'"; fi
   if "$LS" diff "$T/mpi1/trace" "$T/mpi2/trace" >"$T/mpidiff.out" 2>&1; then ok "MPI twins match (lockstep diff)"
   else bad "MPI twins: $(head -5 "$T/mpidiff.out")"; fi
   if check J-mpi1 "$T/mpi1/trace" 4 && check J-mpi2 "$T/mpi2/trace" 4; then
@@ -252,6 +257,24 @@ import json, sys; print(" ".join(sorted({json.loads(l)["name"] for l in sys.stdi
   if [ "$st" = match ]; then ok "MPI twins match on lockstepd too"; else bad "lockstepd twin status: $st"; fi
 else
   bad "MPI test programs or mpirun missing"
+fi
+
+# 9. https:// with LOCKSTEP_CA_FILE: lockstepd restarted with a self-signed certificate for 127.0.0.1.
+if command -v openssl >/dev/null; then
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+    -keyout "$T/key.pem" -out "$T/cert.pem" >/dev/null 2>&1
+  stop_server TERM
+  TLS_ARGS=(--tls-cert "$T/cert.pem" --tls-key "$T/key.pem")
+  URL=https://127.0.0.1:$PORT
+  export CURL_CA_BUNDLE=$T/cert.pem   # for this script's own curl and python checks
+  export SSL_CERT_FILE=$T/cert.pem
+  if start_server; then
+    run_prog tls J-tls LOCKSTEP_CA_FILE="$T/cert.pem" -- --steps 10; rt=$?
+    run_prog tlsbad J-tlsbad LOCKSTEP_FLUSH_TIMEOUT=2 -- --steps 3; rb=$?   # no CA file: the server is not trusted
+    if [ $rt -eq 0 ] && check J-tls "$T/tls/trace" 1 && [ $rb -eq 0 ] && [ "$(spooled "$T/tlsbad/spool")" -gt 0 ]; then
+      ok "https with LOCKSTEP_CA_FILE streams; without it the unverified server gets nothing (spooled)"
+    else bad "https (rc $rt/$rb): $(head -c 300 "$T/tls.err")"; fi
+  else bad "lockstepd with TLS"; fi
 fi
 
 echo "$pass passed, $fail failed"
