@@ -54,8 +54,8 @@ void susp_notify(const char *group)
 /* Groups whose state changed since they were last evaluated (recent activity only). */
 #define Q_CHANGED                                                                                               \
     "SELECT a.g FROM (SELECT twin_group AS g FROM runs WHERE twin_group IS NOT NULL AND (created_at > now() - " \
-    "interval '1 day' OR ended_at > now() - interval '1 day') UNION SELECT twin_group FROM divergences WHERE "  \
-    "detected_at > now() - interval '1 day') a LEFT JOIN group_evidence e ON e.twin_group = a.g "              \
+    "interval '15 minutes' OR ended_at > now() - interval '15 minutes') UNION SELECT twin_group FROM divergences WHERE "  \
+    "detected_at > now() - interval '15 minutes') a LEFT JOIN group_evidence e ON e.twin_group = a.g "              \
     "WHERE e.signature IS DISTINCT FROM lockstep_group_signature(a.g) LIMIT 10000"
 
 static time_t last_rescore;

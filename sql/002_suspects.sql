@@ -81,3 +81,8 @@ CREATE FUNCTION lockstep_group_signature(g text) RETURNS text LANGUAGE sql STABL
         || '/' || (SELECT count(*) FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = g)
         || '/' || (SELECT count(*) || '/' || coalesce(max(detected_at)::text, '') FROM divergences WHERE twin_group = g)
 $$;
+
+-- The suspects thread looks for groups with recent activity every few seconds.
+CREATE INDEX runs_created_at ON runs (created_at);
+CREATE INDEX runs_ended_at ON runs (ended_at);
+CREATE INDEX divergences_detected_at ON divergences (detected_at);
