@@ -245,3 +245,56 @@ void client_escape(const char *s, char *out, size_t cap)
     }
     out[n] = 0;
 }
+
+int client_post(const client_conf *c, const char *path, json_t *body, json_t **reply, const char *what)
+{
+    long st = client_request(c, "POST", path, body, reply);
+    if (st < 0)
+        return CLI_UNREACHABLE;
+    if (st < 200 || st >= 300) {
+        int rc = client_fail(st, *reply, what);
+        json_decref(*reply);
+        *reply = NULL;
+        return rc;
+    }
+    return 0;
+}
+
+int client_fetch(client_conf *c, int argc, char **argv, const char *usage, const char *fmt, const char *what,
+                 json_t **reply, const char **arg)
+{
+    if (client_conf_load(c, &argc, argv) < 0)
+        return CLI_BAD_INPUT;
+    if (argc != 2 || argv[1][0] == '-') {
+        cli_error("wrong arguments", NULL, usage);
+        return CLI_BAD_INPUT;
+    }
+    char esc[600], path[1400];
+    client_escape(argv[1], esc, sizeof(esc));
+    snprintf(path, sizeof(path), fmt, esc);
+    *arg = argv[1];
+    return client_get(c, path, reply, what);
+}
+
+const char *client_cell(json_t *o, const char *key, int short_reals, char *buf, size_t cap)
+{
+    json_t *v = json_object_get(o, key);
+    if (json_is_string(v))
+        return json_string_value(v);
+    if (json_is_integer(v))
+        snprintf(buf, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (json_is_real(v))
+        snprintf(buf, cap, short_reals ? "%.3g" : "%.17g", json_real_value(v));
+    else if (json_is_boolean(v))
+        snprintf(buf, cap, "%s", json_is_true(v) ? "yes" : "no");
+    else
+        return NULL;
+    return buf;
+}
+
+void client_print_json(json_t *j)
+{
+    json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+    fputc('\n', stdout);
+    json_decref(j);
+}

@@ -40,6 +40,26 @@ int client_fail(long status, json_t *reply, const char *what);
  * else the exit code after printing the error. */
 int client_get(const client_conf *c, const char *path, json_t **reply, const char *what);
 
+/* client_post - client_request("POST") that returns 0 with *reply set on a
+ * 2xx, else the exit code after printing the error. */
+int client_post(const client_conf *c, const char *path, json_t *body, json_t **reply, const char *what);
+
+/* client_fetch - the common shape of a read command: load the configuration
+ * from argv, take exactly one positional argument (printing `usage` when
+ * there is not), GET `fmt` with that argument escaped into its %s, and parse
+ * the reply. Returns 0 with *reply and *arg set, else the exit code. */
+int client_fetch(client_conf *c, int argc, char **argv, const char *usage, const char *fmt, const char *what,
+                 json_t **reply, const char **arg);
+
+/* client_cell - a JSON member as text for a table cell: strings as they
+ * are, integers in decimal, reals with `%.17g` (exact) or `%.3g` (short),
+ * booleans as yes/no; NULL when absent or null. `buf` holds the text. */
+const char *client_cell(json_t *o, const char *key, int short_reals, char *buf, size_t cap);
+
+/* client_print_json - print `j` indented with sorted keys, then drop the
+ * reference. */
+void client_print_json(json_t *j);
+
 /* client_escape - `s` percent-encoded for a URL path segment or query value,
  * into `out`. */
 void client_escape(const char *s, char *out, size_t cap);

@@ -7,26 +7,15 @@
 #include "cli/client.h"
 #include "cli/table.h"
 
-/* cell - a JSON member as table text (numbers with `prec` decimals for reals). */
+/* cell - a JSON member as short text for a table cell (see client_cell). */
 static const char *cell(json_t *o, const char *key, char *buf, size_t cap)
 {
-    json_t *v = json_object_get(o, key);
-    if (json_is_string(v))
-        return json_string_value(v);
-    if (json_is_integer(v))
-        snprintf(buf, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-    else if (json_is_real(v))
-        snprintf(buf, cap, "%.3g", json_real_value(v));
-    else
-        return NULL;
-    return buf;
+    return client_cell(o, key, 1, buf, cap);
 }
 
 static int dump(json_t *j)
 {
-    json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
-    fputc('\n', stdout);
-    json_decref(j);
+    client_print_json(j);
     return CLI_OK;
 }
 
@@ -101,17 +90,12 @@ int cmd_node(int argc, char **argv)
         }
         const char *who = getenv("USER");
         json_t *body = json_pack("{s:s, s:s, s:s}", "action", act, "reason", argv[3], "actor", who ? who : "cli");
-        json_t *reply = NULL;
+        json_t *reply;
         snprintf(path, sizeof(path), "/api/v1/nodes/%s/actions", esc);
-        long st = client_request(&c, "POST", path, body, &reply);
+        int rc = client_post(&c, path, body, &reply, "the action was refused");
         json_decref(body);
-        if (st < 0)
-            return CLI_UNREACHABLE;
-        if (st != 200) {
-            int rc = client_fail(st, reply, "the action was refused");
-            json_decref(reply);
+        if (rc)
             return rc;
-        }
         if (c.json)
             return dump(reply);
         char b[64];
@@ -194,16 +178,11 @@ int cmd_alerts(int argc, char **argv)
         client_escape(argv[2], esc, sizeof(esc));
         snprintf(path, sizeof(path), "/api/v1/alerts/%s/ack", esc);
         const char *who = getenv("USER");
-        json_t *body = json_pack("{s:s}", "actor", who ? who : "cli"), *reply = NULL;
-        long st = client_request(&c, "POST", path, body, &reply);
+        json_t *body = json_pack("{s:s}", "actor", who ? who : "cli"), *reply;
+        int rc = client_post(&c, path, body, &reply, "cannot acknowledge the alert");
         json_decref(body);
-        if (st < 0)
-            return CLI_UNREACHABLE;
-        if (st != 200) {
-            int rc = client_fail(st, reply, "cannot acknowledge the alert");
-            json_decref(reply);
+        if (rc)
             return rc;
-        }
         if (c.json)
             return dump(reply);
         printf("alert %s acknowledged\n", argv[2]);

@@ -8,30 +8,10 @@
 #include "cli/client.h"
 #include "cli/table.h"
 
-/* str - a JSON member as text for a table cell: strings as they are, numbers
- * in decimal, null/absent as NULL. `buf` holds the formatted number. */
+/* str - a JSON member as exact text for a table cell (see client_cell). */
 static const char *str(json_t *o, const char *key, char *buf, size_t cap)
 {
-    json_t *v = json_object_get(o, key);
-    if (json_is_string(v))
-        return json_string_value(v);
-    if (json_is_integer(v)) {
-        snprintf(buf, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        return buf;
-    }
-    if (json_is_real(v)) {
-        snprintf(buf, cap, "%.17g", json_real_value(v));
-        return buf;
-    }
-    if (json_is_boolean(v))
-        return json_is_true(v) ? "yes" : "no";
-    return NULL;
-}
-
-static void print_json(json_t *j)
-{
-    json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
-    fputc('\n', stdout);
+    return client_cell(o, key, 0, buf, cap);
 }
 
 /* take_opt - remove `--name VALUE` from argv into `out`; 1 if found. */
@@ -79,8 +59,7 @@ int cmd_runs(int argc, char **argv)
     if (rc)
         return rc;
     if (c.json) {
-        print_json(reply);
-        json_decref(reply);
+        client_print_json(reply);
         return CLI_OK;
     }
     json_t *runs = json_is_array(reply) ? reply : json_object_get(reply, "runs");
@@ -112,35 +91,17 @@ int cmd_runs(int argc, char **argv)
     return CLI_OK;
 }
 
-/* one_arg - the single positional argument of a subcommand, or NULL after
- * printing the usage. */
-static const char *one_arg(int argc, char **argv, const char *usage)
-{
-    if (argc != 2 || argv[1][0] == '-') {
-        cli_error("wrong arguments", NULL, usage);
-        return NULL;
-    }
-    return argv[1];
-}
-
 int cmd_run(int argc, char **argv)
 {
     client_conf c;
-    if (client_conf_load(&c, &argc, argv) < 0)
-        return CLI_BAD_INPUT;
-    const char *id = one_arg(argc, argv, "usage: lockstep run RUN_ID [--json]");
-    if (!id)
-        return CLI_BAD_INPUT;
-    char path[700], esc[600];
-    client_escape(id, esc, sizeof(esc));
-    snprintf(path, sizeof(path), "/api/v1/runs/%s", esc);
     json_t *reply;
-    int rc = client_get(&c, path, &reply, "cannot show the run");
+    const char *id;
+    int rc = client_fetch(&c, argc, argv, "usage: lockstep run RUN_ID [--json]", "/api/v1/runs/%s",
+                          "cannot show the run", &reply, &id);
     if (rc)
         return rc;
     if (c.json) {
-        print_json(reply);
-        json_decref(reply);
+        client_print_json(reply);
         return CLI_OK;
     }
     json_t *run = json_object_get(reply, "run");
@@ -231,23 +192,16 @@ static void print_divergence(json_t *d)
 int cmd_twins(int argc, char **argv)
 {
     client_conf c;
-    if (client_conf_load(&c, &argc, argv) < 0)
-        return CLI_BAD_INPUT;
-    const char *group = one_arg(argc, argv, "usage: lockstep twins GROUP [--json]");
-    if (!group)
-        return CLI_BAD_INPUT;
-    char path[700], esc[600];
-    client_escape(group, esc, sizeof(esc));
-    snprintf(path, sizeof(path), "/api/v1/twins/%s", esc);
     json_t *reply;
-    int rc = client_get(&c, path, &reply, "cannot show the twin group");
+    const char *group;
+    int rc = client_fetch(&c, argc, argv, "usage: lockstep twins GROUP [--json]", "/api/v1/twins/%s",
+                          "cannot show the twin group", &reply, &group);
     if (rc)
         return rc;
     const char *status = json_string_value(json_object_get(reply, "status"));
     int diverged = status && strcmp(status, "diverged") == 0;
     if (c.json) {
-        print_json(reply);
-        json_decref(reply);
+        client_print_json(reply);
         return diverged ? CLI_DIVERGED : CLI_OK;
     }
     printf("twin group %s: %s\n\n", group, status ? status : "?");
@@ -294,21 +248,14 @@ int cmd_twins(int argc, char **argv)
 int cmd_manifest_diff(int argc, char **argv)
 {
     client_conf c;
-    if (client_conf_load(&c, &argc, argv) < 0)
-        return CLI_BAD_INPUT;
-    const char *group = one_arg(argc, argv, "usage: lockstep manifest-diff GROUP [--json]");
-    if (!group)
-        return CLI_BAD_INPUT;
-    char path[700], esc[600];
-    client_escape(group, esc, sizeof(esc));
-    snprintf(path, sizeof(path), "/api/v1/twins/%s/manifest-diff", esc);
     json_t *reply;
-    int rc = client_get(&c, path, &reply, "cannot diff the manifests");
+    const char *group;
+    int rc = client_fetch(&c, argc, argv, "usage: lockstep manifest-diff GROUP [--json]",
+                          "/api/v1/twins/%s/manifest-diff", "cannot diff the manifests", &reply, &group);
     if (rc)
         return rc;
     if (c.json) {
-        print_json(reply);
-        json_decref(reply);
+        client_print_json(reply);
         return CLI_OK;
     }
     json_t *diffs = json_object_get(reply, "diffs");

@@ -81,17 +81,18 @@ int cmd_token(int argc, char **argv)
         cli_error("token needs one job id (decimal)", NULL, usage);
         return CLI_BAD_INPUT;
     }
-    json_t *body = json_pack("{s:s}", "job_id", argv[1]), *reply = NULL;
-    long st = client_request(&c, "POST", "/api/v1/admin/tokens", body, &reply);
+    json_t *body = json_pack("{s:s}", "job_id", argv[1]), *reply;
+    int rc = client_post(&c, "/api/v1/admin/tokens", body, &reply, "cannot mint the token");
     json_decref(body);
-    if (st < 0)
-        return CLI_UNREACHABLE;
-    int rc = CLI_OK;
+    if (rc)
+        return rc;
     const char *tok = json_string_value(json_object_get(reply, "token"));
-    if (st != 200 || !tok)
-        rc = client_fail(st, reply, "cannot mint the token");
-    else
+    if (tok) {
         print_token(argv[1], tok, c.json);
+    } else {
+        cli_error("the server's answer holds no token", NULL, "is --server pointing at lockstepd?");
+        rc = CLI_SERVER_ERROR;
+    }
     json_decref(reply);
     return rc;
 }
