@@ -7,13 +7,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from collections import OrderedDict
 
 import torch
 import torch.nn as nn
 
-from helpers import CLI, HERE, LIB, SRC, dump, env_for, run_py
+from helpers import CLI, HERE, LIB, SRC, Lockstepd, dump, env_for, run_py
 
 sys.path.insert(0, os.path.join(SRC, "agent", "python"))
 import lockstep  # noqa: E402
@@ -231,6 +232,61 @@ class TrainingRuns(unittest.TestCase):
         norms = [r["value"] for r in dump(self.d("m_a")) if r["name"] == "grad_norm"]
         self.assertEqual(len(norms), STEPS)
         self.assertTrue(all(n > 0 for n in norms))
+
+
+class ThroughLockstepd(unittest.TestCase):
+    """The same loops streamed to a real lockstepd (embedded PostgreSQL): the server compares the
+    twins, names the first diverging module, and its manifest diff names the thread count."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ls-torch-srv-")
+        cls.srv = Lockstepd(cls.tmp)
+        cls.out = {}
+
+        def one(job):
+            group, threads = {"a1": ("py-twins", 1), "a2": ("py-twins", 1), "b1": ("py-threads", 1),
+                              "b2": ("py-threads", 2)}[job]
+            env = env_for(LOCKSTEP_SERVER=cls.srv.url, LOCKSTEP_TWIN_GROUP=group, LOCKSTEP_JOB_ID="py-" + job,
+                          LOCKSTEP_MANIFEST_HASH="0", LOCKSTEP_TRACE="modules",
+                          LOCKSTEP_SPOOL_DIR=os.path.join(cls.tmp, "spool-" + job))
+            return job, run_py([TRAIN, "--steps", str(STEPS), "--threads", str(threads)], env)
+
+        try:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
+                cls.out = dict(ex.map(one, ["a1", "a2", "b1", "b2"]))
+        except BaseException:
+            cls.srv.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def twins(self, group):
+        for job, p in self.out.items():
+            self.assertEqual(p.returncode, 0, "%s: %s" % (job, p.stderr[-2000:]))
+        deadline = time.monotonic() + 20
+        while True:
+            t = self.srv.get("/api/v1/twins/" + group)
+            if t["status"] != "pending" or time.monotonic() > deadline:
+                return t
+            time.sleep(0.2)
+
+    def test_server_twins_match(self):
+        t = self.twins("py-twins")
+        self.assertEqual((t["status"], len(t["runs"])), ("match", 2), json.dumps(t)[:1500])
+
+    def test_server_names_module_and_thread_count(self):
+        t = self.twins("py-threads")
+        self.assertEqual(t["status"], "diverged", json.dumps(t)[:1500])
+        f = t["first_divergence"]
+        self.assertEqual((f["step"], f["rank"], f["name"], f["kind"]), (0, 0, "bn.out", "mismatch"))
+        d = self.srv.get("/api/v1/twins/py-threads/manifest-diff")
+        vals = {x["key"]: [v["value"] for v in x["values"]] for x in d["diffs"]}
+        self.assertEqual(sorted(vals.get("env.LOCKSTEP_PY_NUM_THREADS", [])), ["1", "2"], json.dumps(d)[:1500])
+        self.assertNotIn("env.LOCKSTEP_PY_TORCH_VERSION", vals)
 
 
 class InProcess(unittest.TestCase):
