@@ -227,6 +227,12 @@ check "alerts: one per group, suspect n3 delivered to webhook, Slack, Alertmanag
 check "nondeterministic twins: software, no node blamed" t_nondet_software
 check "repair resumes n3 in Slurm (admin token required)" t_repair_resumes
 check "a three-run group with one faulty run names n3 (strong evidence)" t_three_runs
+t_clean_stop() { # SIGTERM: exit 0, no sanitizer report (SAN=1), nothing left in the outbox
+  get "/alerts?limit=1000" | json "sum(1 for a in d['alerts'] for x in a['deliveries'] if x['state'] != 'delivered')" >"$tmp/out"
+  kill -TERM "$srv_pid"; wait "$srv_pid"; local rc=$?; srv_pid=
+  [ "$rc" = 0 ] && [ "$(cat "$tmp/out")" = 0 ] && ! grep -E 'AddressSanitizer|runtime error|LeakSanitizer' "$tmp/lsd.log" >>"$tmp/err"
+}
+check "lockstepd stops cleanly, every alert delivered" t_clean_stop
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
