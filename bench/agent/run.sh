@@ -26,10 +26,12 @@ UP=$(port); DOWN=$(port)
 SRV=$!
 for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$UP/api/v1/health" >/dev/null 2>&1 && break; sleep 0.1; done
 
-# one MODE REP: the rank-0 seconds of the timed loop
+# one MODE REP: the rank-0 seconds of the timed loop. Modes: base (no agent), hash (the agent fingerprints and
+# numbers every allreduce but has nowhere to send: its own cost), up (streaming to lockstepd), down (spooling).
 one() {
   local agent=()
   case $1 in
+    hash) agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_TRACE=collectives) ;;
     up|down)
       local url=http://127.0.0.1:$UP; [ "$1" = down ] && url=http://127.0.0.1:$DOWN
       agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_SERVER="$url" -x LOCKSTEP_JOB_ID="bench-$1-$2-$$"
@@ -40,16 +42,21 @@ one() {
 }
 declare -A times
 for rep in $(seq 1 "$REPS"); do
-  for mode in base up down; do times[$mode]+="$(one $mode $rep) "; done
+  for mode in base hash up down; do times[$mode]+="$(one $mode $rep) "; done
 done
-python3 - "$RANKS" "$ITERS" "$COUNT" "$REPS" "${times[base]}" "${times[up]}" "${times[down]}" <<'PY'
+python3 - "$RANKS" "$ITERS" "$COUNT" "$REPS" "${times[base]}" "${times[up]}" "${times[down]}" "${times[hash]}" <<'PY'
 import json, statistics, sys
 ranks, iters, count, reps = map(int, sys.argv[1:5])
-base, up, down = ([float(x) for x in a.split()] for a in sys.argv[5:8])
-mb, mu, md = statistics.median(base), statistics.median(up), statistics.median(down)
+base, up, down, hsh = ([float(x) for x in a.split()] for a in sys.argv[5:9])
+mb, mu, md, mh = (statistics.median(x) for x in (base, up, down, hsh))
 print(json.dumps({"bench": "agent", "ranks": ranks, "iters": iters, "count": count, "dtype": "f32",
-                  "reps": reps, "base_s": round(mb, 4), "server_up_s": round(mu, 4), "server_down_s": round(md, 4),
+                  "reps": reps, "base_s": round(mb, 4), "server_up_s": round(mu, 4), "server_down_s": round(md, 4), "hash_only_s": round(mh, 4),
                   "overhead_up_pct": round(100 * (mu / mb - 1), 2), "overhead_down_pct": round(100 * (md / mb - 1), 2),
+                  "overhead_hash_only_pct": round(100 * (mh / mb - 1), 2),
                   "us_per_allreduce_base": round(1e6 * mb / iters, 1),
+                  # the fastest of the repetitions: the least disturbed by other load on a shared machine
+                  "min_overhead_up_pct": round(100 * (min(up) / min(base) - 1), 2),
+                  "min_overhead_down_pct": round(100 * (min(down) / min(base) - 1), 2),
+                  "min_overhead_hash_only_pct": round(100 * (min(hsh) / min(base) - 1), 2),
                   "base_spread_pct": round(100 * (max(base) - min(base)) / mb, 1)}))
 PY
