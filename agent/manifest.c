@@ -1,6 +1,8 @@
 /* manifest.c - what a rank ran on and with: host, GPUs, library versions, determinism environment, binary hashes. */
 #include "agent/manifest.h"
 
+#include "agent/http.h"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -201,8 +203,15 @@ static void add_graph(jw *w)
     fclose(fp);
 }
 
-static void add_binaries(jw *w, int hash)
+static int past(const int64_t *deadline)
 {
+    int64_t at = deadline ? __atomic_load_n(deadline, __ATOMIC_RELAXED) : 0;
+    return at != 0 && mono_ns() >= at;
+}
+
+static void add_binaries(jw *w, int hash, const int64_t *deadline)
+{
+    int cut = 0;
     char exe[PATH_MAX], hex[17];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (n > 0) {
@@ -227,15 +236,19 @@ static void add_binaries(jw *w, int hash)
         snprintf(last, sizeof(last), "%s", path);
         jw_obj_begin(w);
         jw_kv_str(w, "path", path);
-        if (hash && manifest_hash_file(path, hex) == 0)
+        if (hash && !cut && past(deadline))
+            cut = 1; /* the process is exiting: list the rest without hashing them */
+        if (hash && !cut && manifest_hash_file(path, hex) == 0)
             jw_kv_str(w, "xxh3", hex);
         jw_obj_end(w);
     }
     jw_arr_end(w);
     fclose(f);
+    if (cut)
+        jw_kv_int(w, "hashes_incomplete", 1);
 }
 
-void manifest_build(jw *w, long rank)
+void manifest_build(jw *w, long rank, const int64_t *deadline)
 {
     char host[256] = "", cpu[256];
     struct utsname u;
@@ -262,7 +275,7 @@ void manifest_build(jw *w, long rank)
     add_versions(w);
     add_env(w);
     add_graph(w);
-    add_binaries(w, hash);
+    add_binaries(w, hash, deadline);
     jw_kv_str(w, "hash_algo", "xxh3-64");
     jw_obj_end(w);
 }

@@ -2,6 +2,8 @@
 #ifndef AGENT_MANIFEST_H
 #define AGENT_MANIFEST_H
 
+#include <stdint.h>
+
 #include "agent/jsonw.h"
 
 /* manifest_build - write rank `rank`'s manifest as one JSON object to `w`:
@@ -11,9 +13,11 @@
  * env (the determinism-relevant variables; LOCKSTEP_TOKEN is left out),
  * nccl_graph (NCCL_GRAPH_DUMP_FILE's text when present), exe with its XXH3,
  * and libraries (every mapped shared object with its XXH3). Hashing can be
- * switched off with LOCKSTEP_MANIFEST_HASH=0. Errors leave fields out; the
- * caller checks jw_text for allocation failure. */
-void manifest_build(jw *w, long rank);
+ * switched off with LOCKSTEP_MANIFEST_HASH=0. Once CLOCK_MONOTONIC passes
+ * *deadline (read atomically; NULL or 0: never), the remaining libraries are
+ * listed without hashes and "hashes_incomplete" is set. Errors leave fields
+ * out; the caller checks jw_text for allocation failure. */
+void manifest_build(jw *w, long rank, const int64_t *deadline);
 
 /* manifest_hash_file - XXH3-64 of a file's bytes as 16 hex digits in `out`
  * (17 bytes). Returns 0, or -1 when it cannot be read. */

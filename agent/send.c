@@ -302,7 +302,7 @@ static void setup(void)
     if (c->manifest) {
         jw w;
         jw_init(&w);
-        manifest_build(&w, c->hdr.rank);
+        manifest_build(&w, c->hdr.rank, &S.abort_at);
         const char *txt = jw_text(&w);
         if (txt && S.spool_ok && spool_put(&S.sp, SPOOL_MANIFEST, txt, strlen(txt), why, sizeof(why)) < 0)
             agent_warn_once(&warned_spool, "%s", why);
