@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,10 +185,18 @@ void send_push(const rec_record *r)
     if (!S.started) {
         S.started = 1;
         open_spool_locked();
-        if (pthread_create(&S.th, NULL, sender_main, NULL) != 0) {
+        /* The thread takes no signals: the program's handlers run on its own threads. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int err = pthread_create(&S.th, NULL, sender_main, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (err == 0)
+            pthread_setname_np(S.th, "lockstep-send");
+        if (err != 0) {
             S.started = 0;
             S.configured = 0;
-            agent_warn_once(&warned_thread, "cannot start the sender thread: %s; not streaming", strerror(errno));
+            agent_warn_once(&warned_thread, "cannot start the sender thread: %s; not streaming", strerror(err));
             goto out_unlock;
         }
     }
