@@ -43,10 +43,35 @@ RUNS = {
     # its batches and its own manifest, which must carry what Python knows
     "spool": ([], {"LOCKSTEP_SERVER": "http://127.0.0.1:1", "LOCKSTEP_FLUSH_TIMEOUT": "200",
                    "LOCKSTEP_MANIFEST_HASH": "0", "LOCKSTEP_SPOOL_DIR": "{dir}-spool"}),
+    # two ranks under DistributedDataParallel (gloo on loopback), ranks from torchrun's variables
+    "ddp_a": (["--ddp"], {}),
+    "ddp_b": (["--ddp"], {}),
+    "ddp_t2": (["--ddp", "--rank1-threads", "2"], {}),
     # the agent preloaded and started by itself, as under the Slurm plugin
     "pre": ([], {"LD_PRELOAD": ":".join(x for x in (os.environ.get("LD_PRELOAD"), LIB) if x),
                  "LOCKSTEP_TRACE": "modules"}),
 }
+
+
+def run_ranks(args, env, world):
+    """Start `world` ranks of `python3 ARGS...` as torchrun would (RANK, LOCAL_RANK, WORLD_SIZE,
+    MASTER_ADDR/PORT on loopback) and wait for all; one CompletedProcess-like result (the worst
+    exit status, stderr of all, rank 0's stdout)."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    procs = []
+    for r in range(world):
+        e = dict(env, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
+                 MASTER_PORT=str(port), GLOO_SOCKET_IFNAME="lo")
+        procs.append(subprocess.Popen([sys.executable] + args, env=e, cwd=SRC, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    outs = [p.communicate(timeout=120) for p in procs]
+    rc = max(abs(p.returncode) for p in procs)
+    return subprocess.CompletedProcess(args, rc, outs[0][0], "".join(o[1] for o in outs))
 
 
 class TrainingRuns(unittest.TestCase):
@@ -62,6 +87,8 @@ class TrainingRuns(unittest.TestCase):
             d = os.path.join(cls.tmp, name)
             extra = {k: v.replace("{dir}", d) for k, v in extra.items()}
             env = env_for(LOCKSTEP_TRACE_DIR=d, LOCKSTEP_RUN_ID=name, **extra)
+            if "--ddp" in args:
+                return name, run_ranks([TRAIN, "--steps", str(STEPS)] + args, env, 2)
             return name, run_py([TRAIN, "--steps", str(STEPS)] + args, env)
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
@@ -209,6 +236,22 @@ class TrainingRuns(unittest.TestCase):
         self.assertEqual(env.get("LOCKSTEP_PY_NUM_THREADS"), "1")
         self.assertEqual(env.get("LOCKSTEP_PY_TORCH_VERSION"), torch.__version__)
         self.assertEqual(env.get("LOCKSTEP_PY_DETERMINISTIC"), "0")
+
+    def test_ddp_ranks(self):
+        rep = lockstep.diff(self.d("ddp_a"), self.d("ddp_b"))
+        self.assertTrue(rep["match"], json.dumps(rep)[:2000])
+        self.assertEqual(sorted(os.listdir(self.d("ddp_a"))), ["rank-00000.lstrace", "rank-00000.python.json",
+                                                               "rank-00001.lstrace", "rank-00001.python.json"])
+        self.assertEqual([r["rank"] for r in rep["ranks"]], [0, 1])
+        rep = lockstep.diff(self.d("ddp_a"), self.d("ddp_t2"))
+        self.assertFalse(rep["match"])
+        by_rank = {r["rank"]: r for r in rep["ranks"]}
+        # rank 1 ran BatchNorm with 2 threads; rank 0 sees it first in its averaged gradients
+        self.assertEqual((by_rank[1]["step"], by_rank[1]["a"]["name"], by_rank[1]["a"]["seq"]), (0, "module.bn.out", 1))
+        self.assertEqual((by_rank[0]["step"], by_rank[0]["a"]["name"]), (0, "module.fc1.weight.grad"))
+        p = run_py(["-m", "lockstep", "manifest-diff", "--json", self.d("ddp_a"), self.d("ddp_t2")], env_for())
+        diffs = [(x["rank"], x["key"], x["a"], x["b"]) for x in json.loads(p.stdout)["differences"]]
+        self.assertEqual(diffs, [(1, "num_threads", 1, 2)])
 
     def test_preloaded_agent_is_used_and_matches(self):
         env = env_for(LD_PRELOAD=RUNS["pre"][1]["LD_PRELOAD"], LOCKSTEP_TRACE_DIR=os.path.join(self.tmp, "pre-where"))

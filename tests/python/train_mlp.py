@@ -1,7 +1,7 @@
 """train_mlp.py - a small real PyTorch training loop under lockstep.torch.watch, for the Python tier.
 
 usage: train_mlp.py [--threads N] [--steps N] [--level modules|ops] [--perturb MODULE:STEP]
-                    [--explicit-steps] [--det]
+                    [--explicit-steps] [--ddp [--rank1-threads N]]
 The trace goes to LOCKSTEP_TRACE_DIR (set by the caller). --perturb flips the lowest mantissa
 bit of one weight of MODULE as STEP's forward starts: a deterministic stand-in for a faulty op.
 """
@@ -26,9 +26,19 @@ def main():
     ap.add_argument("--level", default="modules")
     ap.add_argument("--perturb", default=None)
     ap.add_argument("--explicit-steps", action="store_true")
+    ap.add_argument("--ddp", action="store_true", help="DistributedDataParallel over gloo (RANK, WORLD_SIZE, "
+                    "MASTER_ADDR, MASTER_PORT from the environment, as torchrun sets them)")
+    ap.add_argument("--rank1-threads", type=int, default=None, help="with --ddp: rank 1's thread count")
     args = ap.parse_args()
 
-    torch.set_num_threads(args.threads)
+    rank = 0
+    if args.ddp:
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo")
+        rank = dist.get_rank()
+    threads = args.rank1_threads if rank == 1 and args.rank1_threads else args.threads
+    torch.set_num_threads(threads)
     torch.manual_seed(1234)
     # BatchNorm1d's training-mode statistics are a parallel reduction over the batch: with
     # ATen's OpenMP backend their low bits depend on the thread count (verified by the tier).
@@ -36,7 +46,7 @@ def main():
                                       fc2=nn.Linear(64, 1)))
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     crit = nn.MSELoss()
-    g = torch.Generator().manual_seed(99)
+    g = torch.Generator().manual_seed(99 + rank)  # each rank its own shard of data
     x = torch.randn(args.batch, 16, generator=g)
     y = (x[:, :1] * 0.5 - x[:, 1:2] ** 2 + 0.1 * torch.randn(args.batch, 1, generator=g))
 
@@ -53,6 +63,10 @@ def main():
 
         target.register_forward_pre_hook(flip)
 
+    if args.ddp:
+        from torch.nn.parallel import DistributedDataParallel
+
+        model = DistributedDataParallel(model)  # gradients are averaged over ranks in backward
     w = lockstep.torch.watch(model, opt, level=args.level, loss_fn=crit)
     for step in range(args.steps):
         if args.explicit_steps:
@@ -65,6 +79,8 @@ def main():
             lockstep.step_end()
     w.close()
     lockstep.shutdown()
+    if args.ddp:
+        dist.destroy_process_group()
     print("final loss %.9g" % loss.item())
     return 0
 

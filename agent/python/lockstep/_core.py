@@ -79,11 +79,17 @@ def init(trace=None, trace_dir=None, rank=None, run_id=None):
     under the Slurm plugin), its configuration stands and these arguments have no effect.
     Raises LockstepError with the library's reason on failure."""
     lib = _lib.load()
+    if is_active():  # started already (by us, or by itself under LD_PRELOAD): its configuration stands
+        _S.initialized = True
+        return
     if trace is not None:
         os.environ["LOCKSTEP_TRACE"] = trace
+        _S.defaulted_trace = False
     elif not os.environ.get("LOCKSTEP_TRACE"):
         os.environ["LOCKSTEP_TRACE"] = DEFAULT_TRACE
-        _S.defaulted_trace = not is_active()
+        _S.defaulted_trace = True
+    else:
+        _S.defaulted_trace = False
     for var, val in (("LOCKSTEP_TRACE_DIR", trace_dir), ("LOCKSTEP_RANK", rank), ("LOCKSTEP_RUN_ID", run_id)):
         if val is not None:
             os.environ[var] = str(val)

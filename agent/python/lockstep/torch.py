@@ -395,6 +395,22 @@ def _export_env(info):
     os.environ["LOCKSTEP_PY_DETERMINISTIC"] = "1" if info["determinism"]["deterministic_algorithms"] else "0"
 
 
+def _distributed_rank():
+    """This process's rank as torch.distributed knows it, for when LOCKSTEP_RANK is unset: the
+    initialized process group's rank, else RANK as torchrun sets it (with LOCAL_RANK, or when no
+    launcher variable the agent reads is set). None when neither says."""
+    if os.environ.get("LOCKSTEP_RANK"):
+        return None
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    r = os.environ.get("RANK", "")
+    launcher = any(os.environ.get(v) for v in ("SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"))
+    if r.isdigit() and (os.environ.get("LOCAL_RANK") is not None or not launcher):
+        return int(r)
+    return None
+
+
 def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, name="model"):
     """Fingerprint `model` as it trains; returns a Watch (call .close() to stop).
 
@@ -406,7 +422,8 @@ def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, 
     auto_step, the default when an optimizer is given and the program never calls
     lockstep.step itself) each optimizer step closes a lockstep step and opens the next,
     starting at step 0. `loss_fn`: an nn.Module criterion whose output is recorded as "loss";
-    otherwise call .loss(value). Under LOCKSTEP_MODE=det it first turns on
+    otherwise call .loss(value). When it starts lockstep and LOCKSTEP_RANK is unset, the rank
+    comes from torch.distributed (or torchrun's RANK). Under LOCKSTEP_MODE=det it first turns on
     deterministic(). Calls lockstep.init() when needed and writes the Python manifest
     (rank-NNNNN.python.json: torch version, thread counts, determinism flags) beside the
     trace. Under LOCKSTEP_MODE=off nothing is hooked at all. Raises LockstepError when the
@@ -422,6 +439,9 @@ def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, 
                       "finer records are filtered out\nhint: call watch() first (it starts lockstep itself), or "
                       "set LOCKSTEP_TRACE" % (level, os.environ.get("LOCKSTEP_TRACE")), RuntimeWarning, stacklevel=2)
     if not _core.is_active():
+        r = _distributed_rank()
+        if r is not None:  # torchrun sets RANK, which the agent does not read: without this every rank is 0
+            os.environ["LOCKSTEP_RANK"] = str(r)
         if not os.environ.get("LOCKSTEP_TRACE"):
             os.environ["LOCKSTEP_TRACE"] = _LEVEL_NAME[max(lv, _lib.LEVEL_COLLECTIVE)]
         _export_env(info)
