@@ -34,7 +34,7 @@ struct batch {
 static struct sender {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int configured, started, stopping, child; /* child: a forked copy, never streams */
+    int configured, started, stopping, child; /* child: a forked copy or a duplicate rank, never streams */
     pthread_t th;
     send_cfg cfg;
     size_t hdr_len;
@@ -66,7 +66,7 @@ static struct sender {
 static int warned_drop, warned_spool, warned_reject, warned_thread;
 
 static void *sender_main(void *arg);
-static void open_spool_locked(void);
+static int open_spool_locked(void);
 
 static int64_t wall_ns(void)
 {
@@ -184,7 +184,11 @@ void send_push(const rec_record *r)
         goto out_unlock;
     if (!S.started) {
         S.started = 1;
-        open_spool_locked();
+        if (open_spool_locked() < 0) {
+            S.started = 0;
+            S.child = 1; /* a duplicate of a live rank: stays silent like a forked child */
+            goto out_unlock;
+        }
         /* The thread takes no signals: the program's handlers run on its own threads. */
         sigset_t all, old;
         sigfillset(&all);
@@ -267,8 +271,10 @@ static void save_meta(void)
 
 /* open_spool_locked - fill the meta, open and lock the spool and write its
  * meta file: at the first record, in the caller's thread (disk only), so
- * that a burst can spill from the start. */
-static void open_spool_locked(void)
+ * that a burst can spill from the start. Returns -1 when another live
+ * process holds this rank's spool: it streams as the same rank, and two
+ * streams with one (run, rank) would collide in batch_seq. */
+static int open_spool_locked(void)
 {
     char why[512];
     const send_cfg *c = &S.cfg;
@@ -298,9 +304,16 @@ static void open_spool_locked(void)
         if (spool_meta_read(&S.sp, &m, why, sizeof(why)) > 0 && !S.meta.run_id[0] && m.run_id[0])
             snprintf(S.meta.run_id, sizeof(S.meta.run_id), "%s", m.run_id);
         save_meta();
+    } else if (busy) {
+        agent_warn_once(&warned_spool,
+                        "another live process already streams as rank %u of job %s step %s (%s is locked); "
+                        "this process (pid %ld) does not stream: set LOCKSTEP_RANK to tell them apart",
+                        c->hdr.rank, c->job_id, c->step_id, S.sp.dir, (long)getpid());
+        return -1;
     } else if (c->spool_root[0]) {
         agent_warn_once(&warned_spool, "%s; batches the server does not take are lost", why);
     }
+    return 0;
 }
 
 /* setup - in the sender thread: the manifest (hashing can take a while), then connect. */

@@ -105,6 +105,16 @@ if [ $r0 -eq 0 ] && [ $r1 -eq 0 ] && check J-up "$T/up/trace" 2 && [ "$(run_stat
   ok "server up: 2 ranks streamed, server records equal the traces, manifests and ends stored, spool empty"
 else bad "server up (stderr: $(head -c 300 "$T/up.err"))"; fi
 
+# 1b. Two live processes claiming one rank of one job: the second says so and does not stream (its batch_seq
+#     would collide with the first's and be taken for replays); the first's data arrive whole.
+run_prog dupA J-dup -- --steps 40 --sleep-ms 25 & pa=$!
+sleep 0.4
+run_prog dupB J-dup LOCKSTEP_SPOOL_DIR="$T/dupA/spool" -- --steps 5; rb=$?
+wait $pa; ra=$?
+if [ $ra -eq 0 ] && [ $rb -eq 0 ] && grep -q "already streams as rank 0" "$T/dupB.err" && check J-dup "$T/dupA/trace" 1; then
+  ok "a second live process with the same rank is refused streaming, with one warning; the first is whole"
+else bad "duplicate rank (rc $ra/$rb): $(head -c 300 "$T/dupB.err")"; fi
+
 # 2. Server killed (SIGKILL) and restarted mid-run: nothing lost, nothing doubled.
 run_prog kill J-kill -- --steps 60 --sleep-ms 50 & pk=$!
 sleep 1; stop_server KILL; sleep 1; start_server || bad "lockstepd restarts"
