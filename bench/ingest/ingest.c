@@ -1,4 +1,5 @@
 /* ingest.c - bench/ingest: N loopback clients post binary batches to a fresh lockstepd (embedded PostgreSQL on this machine); one JSON line of figures. */
+#include <dirent.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -20,6 +21,7 @@ typedef struct opts {
     int64_t diverge_step;
     int ranks;       /* per run; each client posts for ranks i, i + half, ... in turn */
     const char *db;
+    const char *state_dir; /* reuse this embedded cluster instead of a fresh one */
 } opts;
 
 #define MAX_RANKS 256
@@ -102,6 +104,65 @@ static void *client_main(void *arg)
     return NULL;
 }
 
+/* proc_cpu - CPU seconds of process `pid` (with `children`: plus its reaped
+ * children and its live children, as for the PostgreSQL postmaster). */
+static double proc_cpu(pid_t pid, int children)
+{
+    char path[64], buf[1024];
+    double tck = (double)sysconf(_SC_CLK_TCK), total = 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (fgets(buf, sizeof(buf), f)) {
+        char *p = strrchr(buf, ')');
+        unsigned long long v[20] = {0};
+        if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                        &v[3]) == 4)
+            total = (double)(v[0] + v[1] + (children ? v[2] + v[3] : 0)) / tck;
+    }
+    fclose(f);
+    if (!children)
+        return total;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int child = atoi(e->d_name);
+        if (child <= 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/stat", child);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(buf, sizeof(buf), f)) {
+            char *p = strrchr(buf, ')');
+            int ppid = 0;
+            unsigned long long ut = 0, st = 0;
+            if (p && sscanf(p + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ppid, &ut, &st) == 3 &&
+                ppid == pid)
+                total += (double)(ut + st) / tck;
+        }
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return total;
+}
+
+static pid_t postmaster_pid(const char *state_dir)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "%s/pgdata/postmaster.pid", state_dir);
+    FILE *f = fopen(path, "r");
+    int pid = 0;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    return (pid_t)pid;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -130,8 +191,10 @@ int main(int argc, char **argv)
             o.ranks = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--db"))
             o.db = argv[i + 1];
+        else if (!strcmp(argv[i], "--state-dir"))
+            o.state_dir = argv[i + 1];
         else {
-            fprintf(stderr, "usage: %s [--clients N] [--seconds S] [--batch RECORDS] [--ranks N] [--db URL]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--clients N] [--seconds S] [--batch RECORDS] [--ranks N] [--db URL | --state-dir DIR]\n", argv[0]);
             return 2;
         }
     }
@@ -148,8 +211,10 @@ int main(int argc, char **argv)
     if (!mkdtemp(state))
         return 1;
     chmod(state, 0711);
-    char state_dir[128];
-    snprintf(state_dir, sizeof(state_dir), "%s/state", state);
+    char state_dir[300];
+    snprintf(state_dir, sizeof(state_dir), "%s", o.state_dir ? o.state_dir : "");
+    if (!o.state_dir)
+        snprintf(state_dir, sizeof(state_dir), "%s/state", state);
     const char *args_embedded[] = {"--state-dir", state_dir, NULL};
     const char *args_db[] = {"--db", o.db, NULL};
     h_srv s;
@@ -175,6 +240,8 @@ int main(int argc, char **argv)
         free(resp);
     }
 
+    pid_t pm = o.db ? 0 : postmaster_pid(state_dir);
+    double srv_cpu0 = proc_cpu(s.pid, 0), pg_cpu0 = pm ? proc_cpu(pm, 1) : 0;
     client *cs = calloc((size_t)o.clients, sizeof(*cs));
     pthread_t *th = calloc((size_t)o.clients, sizeof(*th));
     double t0 = h_now();
@@ -199,6 +266,7 @@ int main(int argc, char **argv)
         n_lat += cs[i].n_lat;
     }
     double elapsed = h_now() - t0;
+    double srv_cpu = proc_cpu(s.pid, 0) - srv_cpu0, pg_cpu = pm ? proc_cpu(pm, 1) - pg_cpu0 : 0;
     double *lat = malloc((n_lat + 1) * sizeof(double));
     size_t k = 0;
     for (int i = 0; i < o.clients; i++) {
@@ -227,6 +295,9 @@ int main(int argc, char **argv)
         usleep(100000);
     }
     qsort(det, (size_t)n_det, sizeof(double), cmp_d);
+    double load[3] = {0};
+    if (getloadavg(load, 3) < 1)
+        load[0] = -1;
     h_srv_kill(&s, SIGTERM);
     h_srv_cleanup(&s);
     char cmd[200];
@@ -237,10 +308,12 @@ int main(int argc, char **argv)
     printf("{\"bench\": \"ingest\", \"clients\": %d, \"batch_records\": %d, \"seconds\": %.1f, "
            "\"ranks\": %d, \"records_per_s\": %.0f, \"batches_per_s\": %.1f, \"batch_p50_ms\": %.2f, \"batch_p99_ms\": %.2f, "
            "\"failed_posts\": %" PRIu64 ", \"divergences_found\": %d, \"divergences_expected\": %d, "
-           "\"detect_p50_ms\": %.2f, \"detect_p99_ms\": %.2f}\n",
+           "\"detect_p50_ms\": %.2f, \"detect_p99_ms\": %.2f, \"lockstepd_cpu_s\": %.2f, \"postgres_cpu_s\": %.2f, "
+           "\"records_per_server_cpu_s\": %.0f, \"load_avg_1m\": %.2f}\n",
            o.clients, o.batch, elapsed, o.ranks, records / elapsed, batches / elapsed, pct(lat, n_lat, 0.5) * 1e3,
            pct(lat, n_lat, 0.99) * 1e3, failures, n_det, o.ranks, pct(det, (size_t)n_det, 0.5),
-           pct(det, (size_t)n_det, 0.99));
+           pct(det, (size_t)n_det, 0.99), srv_cpu, pg_cpu,
+           srv_cpu + pg_cpu > 0 ? (double)records / (srv_cpu + pg_cpu) : 0, load[0]);
     free(lat);
     free(cs);
     free(th);
