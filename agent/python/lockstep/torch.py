@@ -322,7 +322,7 @@ class Watch:
                 sq = torch.zeros((), dtype=torch.float64, device=grads[0][1].device)
                 for _, g in grads:
                     v = g.detach().coalesce().values() if g.is_sparse else g.detach()
-                    sq += v.double().pow(2).sum()
+                    sq += v.double().pow(2).sum().to(sq.device)  # parameters may sit on several devices
                 self._metric("grad_norm", float(sq.sqrt()))
 
     # --- steps and the ops window
