@@ -76,9 +76,12 @@ say "submitting twin jobs of lockstep-train ($steps steps, 2 ranks each):"
   sed 's/^/  /'
 "$ls" twin -n 2 --spread --group demo-nondet -- sbatch -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" \
   --nondeterministic | sed 's/^/  /'
-# A "GPU" on n3 flips bit 12 of a gradient at step 8 whenever a rank runs there.
-LOCKSTEP_FAULT=node=n3,step=8,bit=12 "$ls" twin -n 3 --spread --group demo-faulty -- \
-  sbatch -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" | sed 's/^/  /'
+# A "GPU" on n3 flips bit 12 of a gradient at step 8 whenever a rank runs there. Three such
+# three-run groups give the fleet enough evidence to turn n3 suspect.
+for g in demo-faulty demo-faulty-2 demo-faulty-3; do
+  LOCKSTEP_FAULT=node=n3,step=8,bit=12 "$ls" twin -n 3 --spread --group "$g" -- \
+    sbatch -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" | sed 's/^/  /'
+done
 # A run checkpointed every 10 steps, then a twin resumed from its step-20 checkpoint.
 resume_at=$((steps * 2 / 3 / 10 * 10)); [ "$resume_at" -ge 10 ] || resume_at=10
 full=$(sbatch --parsable -N1 -n2 -w n4 --lockstep=det --lockstep-twin=demo-resume -o "$dir/%j.out" "$job" \
@@ -103,8 +106,13 @@ wait_jobs 60 || die "the resumed job is still queued after 60 s"
 
 # --- wait for the comparisons to settle, then summarize
 status_of() { "$ls" twins "$1" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>/dev/null; }
-for g in demo-match demo-nondet demo-faulty demo-resume; do
+for g in demo-match demo-nondet demo-faulty demo-faulty-2 demo-faulty-3 demo-resume; do
   for _ in $(seq 100); do [ "$(status_of $g)" != pending ] && break; sleep 0.2; done
+done
+# The suspect scores follow the divergences: give the fleet a moment to settle.
+for _ in $(seq 50); do
+  curl -s "$url/api/v1/nodes" | grep -q '"state": *"suspect"' && break
+  sleep 0.2
 done
 say ""
 say "== what Lockstep found ($(( $(date +%s) - t0 )) s)"
@@ -149,7 +157,8 @@ r = s["demo-resume"]
 line("demo-resume", f"resumed run compared on its overlap (from step {max(r['start_steps'])}): "
      + ("bit-identical" if r["status"] == "match" else "diverged"))
 if s.get("suspects") is not None:
-    print(f"  suspects     {', '.join(s['suspects']) or 'none'}")
+    print(f"  suspects     {', '.join(s['suspects']) or 'none'} (after 3 faulty three-run groups: "
+          "lockstep nodes, lockstep node n3)")
 PY
 say ""
 say "dashboard:  $url/"
@@ -163,7 +172,8 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 ok = (s["demo-match"]["status"] == "match" and s["demo-nondet"]["status"] == "diverged"
       and s["demo-faulty"]["status"] == "diverged" and s["demo-faulty"]["odd_node"] == "n3"
-      and s["demo-faulty"]["step"] == 8 and s["demo-resume"]["status"] == "match")
+      and s["demo-faulty"]["step"] == 8 and s["demo-resume"]["status"] == "match"
+      and s["suspects"] == ["n3"])
 sys.exit(0 if ok else 1)
 PY
 fi

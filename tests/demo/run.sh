@@ -11,7 +11,7 @@ pass=0; fail=0
 case $build in */san) export ASAN_OPTIONS=detect_leaks=0 ;; esac
 
 if "$src/deploy/demo/demo.sh" -q -b "$build" -d "$tmp/demo" -s 12 >"$tmp/out" 2>&1; then
-  pass=$((pass+1)); echo "ok   the demo's expectations hold (match, nondeterministic, faulty n3 at step 8, resume)"
+  pass=$((pass+1)); echo "ok   the demo's expectations hold (match, nondeterministic, faulty n3 at step 8, resume, n3 suspect)"
 else
   fail=$((fail+1)); echo "FAIL the demo"; sed 's/^/     /' "$tmp/out" | tail -40
 fi
@@ -23,6 +23,7 @@ check_line "summary: the deterministic pair matches" '^  demo-match +match +2 de
 check_line "summary: the nondeterministic pair diverges" '^  demo-nondet +diverged +--nondeterministic .*first divergence at step'
 check_line "summary: the faulty node is named" '^  demo-faulty +diverged +first divergence at step 8, .*odd one out runs on n3'
 check_line "summary: the resumed run matches on its overlap" '^  demo-resume +match +resumed run compared on its overlap \(from step 11\)'
+check_line "summary: n3 is the one suspect" '^  suspects +n3 \('
 check_line "summary: the dashboard URL" '^dashboard: +http://127\.0\.0\.1:[0-9]+/$'
 
 # The services stay up after the demo: narrow its faulty group, and check twin's refusals.
@@ -44,6 +45,17 @@ if [ -f "$tmp/demo/port" ]; then
   sub "narrow refuses a group that matches" 2 'nothing to narrow' "$ls" narrow demo-match
   sub "twin --spread refuses more copies than nodes" 2 'not enough nodes' \
     "$ls" twin -n 5 --spread -- sbatch -N1 "$src/deploy/demo/train.sh"
+  sub "nodes lists n3 first, suspect" 0 '^n3 +suspect ' "$ls" nodes
+  sub "node n3 shows its history" 0 'involvement +demo-faulty' "$ls" node n3
+  sub "nodes --json is the server's document" 0 '"baseline"' "$ls" nodes --json
+  sub "alerts list the divergences" 0 'divergence +open .*twin group demo-faulty' "$ls" alerts
+  id=$("$ls" alerts --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["alerts"][0]["id"])')
+  sub "alerts ack needs the admin token" 4 'HTTP 401' "$ls" alerts ack "$id"
+  sub "alerts ack with the admin token" 0 "alert $id acknowledged" \
+    "$ls" alerts ack "$id" --token-file "$tmp/demo/admin-token"
+  sub "node note with the admin token" 0 '^n3: suspect' \
+    "$ls" node n3 note "reseated the GPU" --token-file "$tmp/demo/admin-token"
+  sub "node refuses an unknown action" 2 "unknown action" "$ls" node n3 reboot now
   sub "twin submits only with sbatch" 2 'twin submits with sbatch' "$ls" twin -n 2 -- srun true
   sub "twin submits N copies in one group" 0 '^twin group tw-check: 2 jobs' \
     "$ls" twin -n 2 --spread --group tw-check -- sbatch -N1 -n1 --lockstep=fp -o "$tmp/%j.out" "$src/deploy/demo/train.sh" --steps 3
