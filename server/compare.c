@@ -44,7 +44,11 @@ void cmp_register(void)
                 "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
                 "WHERE r.twin_group = $1 ORDER BY r.run_key");
     db_register("cmp_checked", "SELECT checked_upto FROM group_checks WHERE twin_group = $1 AND rank = $2");
-    db_register("cmp_mark", "INSERT INTO group_checks (twin_group, rank, checked_upto) VALUES ($1, $2, $3) "
+    /* The mark is written only if no run joined the group after the runs this check compared
+     * ($4 = the newest run key seen): a joining run resets the group's checks, and a mark computed
+     * without it must not overwrite that reset, or its early steps would never be compared. */
+    db_register("cmp_mark", "INSERT INTO group_checks (twin_group, rank, checked_upto) SELECT $1, $2, $3 "
+                            "WHERE NOT EXISTS (SELECT 1 FROM runs WHERE twin_group = $1 AND run_key > $4::bigint) "
                             "ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto");
     db_register("cmp_steps", "SELECT step FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                              "AND step BETWEEN $3 AND $4 GROUP BY step HAVING count(*) < $5 "
@@ -277,7 +281,7 @@ int cmp_check(const char *group, int rank, double commit_s)
     PGresult *r = db_exec("cmp_runs", 2, p, err, sizeof(err));
     if (!r)
         return -1;
-    int64_t keys[MAX_RUNS], lo = INT64_MIN, hi = INT64_MAX;
+    int64_t keys[MAX_RUNS], lo = INT64_MIN, hi = INT64_MAX, newest = 0;
     char ids[MAX_RUNS][40];
     int nruns = 0, with_records = 0;
     for (int i = 0; i < PQntuples(r) && nruns < MAX_RUNS; i++) {
@@ -288,6 +292,8 @@ int cmp_check(const char *group, int rank, double commit_s)
             return 0; /* a twin has not reached this rank yet */
         }
         keys[nruns] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        if (keys[nruns] > newest)
+            newest = keys[nruns];
         snprintf(ids[nruns], sizeof(ids[nruns]), "%s", PQgetvalue(r, i, 1));
         int64_t start = strtoll(PQgetvalue(r, i, 2), NULL, 10);
         if (start > lo)
@@ -340,8 +346,10 @@ int cmp_check(const char *group, int rank, double commit_s)
     PQclear(r);
     if (rc < 0)
         return -1;
-    const char *m[] = {group, rk, hi_s};
-    r = db_exec("cmp_mark", 3, m, err, sizeof(err));
+    char newest_s[32];
+    snprintf(newest_s, sizeof(newest_s), "%" PRId64, newest);
+    const char *m[] = {group, rk, hi_s, newest_s};
+    r = db_exec("cmp_mark", 4, m, err, sizeof(err));
     if (!r)
         return -1;
     PQclear(r);

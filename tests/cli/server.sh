@@ -133,6 +133,15 @@ t_job_token_enforced() { # a run of job 501 refuses records under job 502's toke
     -H 'Content-Type: application/json' --data '{"rank":0,"batch_seq":99,"records":[]}' \
     "$S/api/v1/runs/$id/records" | grep -q 403
 }
+t_late_joiner() { # a third run that joins after its twins ended and matched is still compared from the start
+  run 507 late && run 508 late || return 1
+  for _ in $(seq 50); do "$ls" twins late --json | grep -q '"match"' && break; sleep 0.2; done
+  "$ls" twins late --json | grep -q '"status": "match"' || { echo "the pair did not match first"; return 1; }
+  run 509 late --perturb-step 4 || return 1
+  for _ in $(seq 50); do "$ls" twins late --json | grep -q '"diverged"' && break; sleep 0.2; done
+  exits 1 "$ls" twins late && grep -q 'first divergence: step 4, rank 1' "$tmp/out" &&
+    grep 'odd one out' "$tmp/out" | grep -q "$(runid 509)"
+}
 t_unreachable() { exits 3 "$ls" runs --server http://127.0.0.1:9 && grep -q 'cannot reach lockstepd' "$tmp/err"; }
 t_no_server() { LOCKSTEP_SERVER= HOME=$tmp/nohome exits 2 "$ls" runs && grep -q 'no server given' "$tmp/err"; }
 t_config_file() {
@@ -141,7 +150,7 @@ t_config_file() {
 }
 
 for t in t_runs_table t_runs_filter t_runs_empty t_run_detail t_run_unknown t_twins_match t_twins_diverged \
-         t_twins_json t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_job_token_enforced t_unreachable t_no_server t_config_file; do
+         t_twins_json t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_job_token_enforced t_late_joiner t_unreachable t_no_server t_config_file; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"
