@@ -401,6 +401,29 @@ class InProcess(unittest.TestCase):
         m = json.load(open(os.path.join(self.dir, "rank-00000.python.json")))
         self.assertEqual(m["num_threads_changes"], [[2, saved + 1], [3, saved]])
 
+    def test_grad_norm_does_not_depend_on_thread_count(self):
+        grads = [torch.randn(1000, 1000, generator=torch.Generator().manual_seed(1)), torch.randn(77)]
+        saved = torch.get_num_threads()
+        got = {}
+        try:
+            for n in (1, 2, 3):
+                torch.set_num_threads(n)
+                got[n] = lockstep.torch.grad_norm(grads)
+                got["torch-only %d" % n] = lockstep.torch._sum_squares_cpu(grads[0], use_numpy=False)
+            # the premise: torch's own sum does change with the thread count
+            torch.set_num_threads(1)
+            one = grads[0].double().pow(2).sum().item()
+            torch.set_num_threads(2)
+            two = grads[0].double().pow(2).sum().item()
+        finally:
+            torch.set_num_threads(saved)
+        self.assertNotEqual(one, two)
+        self.assertEqual(len({got[n] for n in (1, 2, 3)}), 1, got)
+        self.assertEqual(len({got["torch-only %d" % n] for n in (1, 2, 3)}), 1, got)
+        want = float(torch.cat([g.double().reshape(-1) for g in grads]).norm())
+        self.assertAlmostEqual(got[1], want, delta=want * 1e-12)
+        self.assertAlmostEqual(got["torch-only 1"], one, delta=one * 1e-12)
+
     def test_sparse_gradients(self):
         torch.manual_seed(0)
         model = nn.Sequential(OrderedDict(emb=nn.Embedding(10, 4, sparse=True), fc=nn.Linear(4, 1)))

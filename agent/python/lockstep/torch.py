@@ -4,7 +4,8 @@
     w = lockstep.torch.watch(model, optimizer, loss_fn=criterion)   # then train as usual
 
 Records (names are the model's qualified module names, "model" for the root):
-  level metric  loss, grad_norm (L2 over every parameter gradient, in float64, before each optimizer step)
+  level metric  loss, grad_norm (L2 over every parameter gradient, in float64, before each optimizer step;
+                its bits depend on the gradients only, not on torch's thread count)
   level module  NAME.out (each module's output), NAME.out.grad (the gradient of that output),
                 PARAM.grad (each parameter's gradient before the optimizer step; a sparse one as
                 PARAM.grad.indices and PARAM.grad.values, coalesced)
@@ -14,6 +15,7 @@ Records (names are the model's qualified module names, "model" for the root):
 """
 
 import atexit
+import math
 import os
 import platform
 import threading
@@ -319,11 +321,7 @@ class Watch:
                 self._record(n + ".grad", g, _lib.LEVEL_MODULE)
         if grads and _core.enabled(_lib.LEVEL_METRIC):
             with torch.no_grad():
-                sq = torch.zeros((), dtype=torch.float64, device=grads[0][1].device)
-                for _, g in grads:
-                    v = g.detach().coalesce().values() if g.is_sparse else g.detach()
-                    sq += v.double().pow(2).sum().to(sq.device)  # parameters may sit on several devices
-                self._metric("grad_norm", float(sq.sqrt()))
+                self._metric("grad_norm", grad_norm([g for _, g in grads]))
 
     # --- steps and the ops window
     def _on_step(self, event, step):
@@ -385,6 +383,46 @@ class Watch:
         _core.remove_step_listener(self._on_step)
         atexit.unregister(self.write_manifest)
         self.write_manifest()
+
+
+def _sum_squares_cpu(v, use_numpy=True):
+    """Sum of squares of a CPU tensor in float64 whose bits do not depend on torch's thread
+    count (torch's own sum splits the work by thread, which changes low bits: a grad norm that
+    did so would report a divergence the model never had). numpy's pairwise sum runs on one
+    thread in a fixed order; without numpy, rows of 4096 are reduced (each row by one thread)
+    and the row sums added in order."""
+    np = None
+    if use_numpy:
+        try:
+            import numpy as np
+        except ImportError:
+            pass
+    if np is None:
+        flat = v.double().reshape(-1)
+        rows = torch.nn.functional.pad(flat, (0, (-flat.numel()) % 4096)).reshape(-1, 4096)
+        return math.fsum((rows * rows).sum(dim=1).tolist())
+    a = v.double().contiguous().numpy().reshape(-1)
+    return float(np.add.reduce(a * a))
+
+
+def grad_norm(grads):
+    """L2 norm (float) of the tensors `grads` taken as one vector, in float64, with bits that
+    depend only on the gradients: CPU tensors through _sum_squares_cpu, CUDA tensors on their
+    device, partial sums added in the given order. Sparse tensors count their coalesced values."""
+    total = 0.0
+    dev = {}
+    for g in grads:
+        v = g.detach()
+        if v.is_sparse:
+            v = v.coalesce().values()
+        if v.device.type == "cpu":
+            total += _sum_squares_cpu(v)
+        else:
+            part = v.double().pow(2).sum()
+            dev[v.device] = dev[v.device] + part if v.device in dev else part
+    for d in sorted(dev, key=str):
+        total += float(dev[d])
+    return math.sqrt(total)
 
 
 def _export_env(info):
