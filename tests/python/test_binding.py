@@ -335,6 +335,26 @@ class TestLoading(unittest.TestCase):
         finally:
             shutil.rmtree(tgt, ignore_errors=True)
 
+    def test_make_install_prefix(self):
+        pre = tempfile.mkdtemp(prefix="ls-prefix-")
+        try:
+            p = subprocess.run(["make", "--no-print-directory", "-C", SRC, "python-install", "PREFIX=" + pre,
+                                "B=" + os.path.relpath(BUILD_ABS, SRC)], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stdout)
+            site = os.path.join(pre, "lib", "python%d.%d" % sys.version_info[:2], "dist-packages")
+            os.makedirs(os.path.join(pre, "lib"), exist_ok=True)
+            shutil.copy(LIB, os.path.join(pre, "lib", "liblockstep.so"))  # what make install puts there
+            env = env_for()
+            env["PYTHONPATH"] = site
+            env.pop("LOCKSTEP_BUILD")
+            p = subprocess.run([sys.executable, "-m", "lockstep", "where"], env=env, cwd=pre, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self.assertEqual((p.returncode, p.stdout.strip()),
+                             (0, "install prefix " + os.path.join(pre, "lib", "liblockstep.so")), p.stderr)
+        finally:
+            shutil.rmtree(pre, ignore_errors=True)
+
     def test_diff_helper_uses_the_build_cli(self):
         from lockstep import cli
         self.assertTrue(os.path.samefile(cli.find_cli(), CLI))

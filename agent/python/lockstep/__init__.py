@@ -40,7 +40,7 @@ __version__ = "0.1.0"
 
 def library():
     """(how, path) of the liblockstep in use, loading it first if needed: how is "preloaded"
-    (path None), "LOCKSTEP_LIB", "build tree" or "system". Raises LibraryNotFound."""
+    (path None), "LOCKSTEP_LIB", "build tree", "install prefix" or "system". Raises LibraryNotFound."""
     _lib.load()
     return _lib.where()
 

@@ -49,7 +49,7 @@ def _build_tree_candidates():
 
 def find_library():
     """(how, path) of the library that load() would use; how is one of "preloaded",
-    "LOCKSTEP_LIB", "build tree", "system". Raises LibraryNotFound with a hint when none is
+    "LOCKSTEP_LIB", "build tree", "install prefix", "system". Raises LibraryNotFound with a hint when none is
     found."""
     if _preloaded() is not None:
         return "preloaded", None
@@ -63,6 +63,11 @@ def find_library():
     for p in _build_tree_candidates():
         if os.path.exists(p):
             return "build tree", p
+    # `make python-install` puts the package in PREFIX/lib/python3.X/dist-packages, and
+    # `make install` the library in PREFIX/lib
+    p = os.path.normpath(os.path.join(_PKG_DIR, "..", "..", "..", "liblockstep.so"))
+    if os.path.exists(p):
+        return "install prefix", p
     p = ctypes.util.find_library("lockstep")
     if p:
         return "system", p
