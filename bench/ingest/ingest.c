@@ -22,6 +22,7 @@ typedef struct opts {
     int ranks;       /* per run; each client posts for ranks i, i + half, ... in turn */
     const char *db;
     const char *state_dir; /* reuse this embedded cluster instead of a fresh one */
+    const char *threads;   /* lockstepd --threads; NULL: its default (one per core) */
 } opts;
 
 #define MAX_RANKS 256
@@ -179,7 +180,7 @@ static double pct(const double *v, size_t n, double p)
 
 int main(int argc, char **argv)
 {
-    opts o = {.clients = 4, .seconds = 10, .batch = 2000, .per_step = 100, .diverge_step = 30, .ranks = 8};
+    opts o = {.clients = 8, .seconds = 10, .batch = 2000, .per_step = 100, .diverge_step = 30, .ranks = 8};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--clients"))
             o.clients = atoi(argv[i + 1]);
@@ -193,8 +194,10 @@ int main(int argc, char **argv)
             o.db = argv[i + 1];
         else if (!strcmp(argv[i], "--state-dir"))
             o.state_dir = argv[i + 1];
+        else if (!strcmp(argv[i], "--threads"))
+            o.threads = argv[i + 1];
         else {
-            fprintf(stderr, "usage: %s [--clients N] [--seconds S] [--batch RECORDS] [--ranks N] [--db URL | --state-dir DIR]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--clients N] [--seconds S] [--batch RECORDS] [--ranks N] [--threads N] [--db URL | --state-dir DIR]\n", argv[0]);
             return 2;
         }
     }
@@ -215,8 +218,8 @@ int main(int argc, char **argv)
     snprintf(state_dir, sizeof(state_dir), "%s", o.state_dir ? o.state_dir : "");
     if (!o.state_dir)
         snprintf(state_dir, sizeof(state_dir), "%s/state", state);
-    const char *args_embedded[] = {"--state-dir", state_dir, NULL};
-    const char *args_db[] = {"--db", o.db, NULL};
+    const char *args_embedded[] = {"--state-dir", state_dir, o.threads ? "--threads" : NULL, o.threads, NULL};
+    const char *args_db[] = {"--db", o.db, o.threads ? "--threads" : NULL, o.threads, NULL};
     h_srv s;
     if (h_srv_start(&s, o.db ? args_db : args_embedded) < 0) {
         fprintf(stderr, "bench/ingest: lockstepd did not start\n");
