@@ -166,6 +166,21 @@ class TestRecords(Traced):
         self.assertEqual((r["array"]["dtype"], r["array"]["shape"]), ("f64", [2]))
         self.assertEqual((r["empty"]["nbytes"], r["empty"]["fp"]), (0, "48b78bdb0902dc73"))
 
+    def test_record_fp_with_inputs(self):
+        with lockstep.step(2):
+            lockstep.record_fp("op.out", 0x0123456789ABCDEF, 64, "f32", (4, 4), "ops", [1, 2, 0xFFFFFFFFFFFFFFFF])
+            lockstep.record_fp("coll.out", 7, 8, lockstep.DTYPES["f64"], (), "collectives")
+            with self.assertRaises(ValueError):
+                lockstep.record_fp("x", 1, 8, "u8", (8,), "collectives", list(range(17)))
+        self.assertEqual([x["name"] for x in self.records()], ["coll.out"])  # "modules" leaves the op out
+        lockstep.init(trace="ops", trace_dir=self.dir, rank=0, run_id="py-test")
+        with lockstep.step(2):
+            lockstep.record_fp("op.out", 0x0123456789ABCDEF, 64, "f32", (4, 4), "ops", [1, 2, 0xFFFFFFFFFFFFFFFF])
+        r = self.records()
+        self.assertEqual([(x["name"], x["level"]) for x in r], [("op.out", "op")])
+        self.assertEqual((r[0]["fp"], r[0]["shape"], r[0]["dtype"], r[0]["nbytes"]), ("0123456789abcdef", [4, 4], "f32", 64))
+        self.assertEqual(r[0]["inputs"], ["0000000000000001", "0000000000000002", "ffffffffffffffff"])
+
     def test_occurrences_restart_per_step(self):
         for s in (5, 6):
             with lockstep.step(s):

@@ -161,12 +161,20 @@ class TrainingRuns(unittest.TestCase):
     def test_thread_count_names_the_op(self):
         rep, f = self.first("o_a", "o_t2")
         self.assertEqual((f["step"], f["a"]["name"], f["a"]["level"]), (0, "bn/native_batch_norm#0", "op"))
+        # the op itself changed bits: its inputs (x, weight, bias, running mean, var) matched
+        self.assertEqual(len(f["a"]["inputs"]), 5)
+        self.assertEqual(f["a"]["inputs"], f["b"]["inputs"])
+        self.assertNotEqual(f["a"]["fp"], f["b"]["fp"])
 
     def test_perturbed_op_names_module_and_op(self):
         _, f = self.first("m_a", "m_pert")
         self.assertEqual((f["step"], f["a"]["name"]), (2, "fc1.out"))
         _, f = self.first("o_a", "o_pert")
         self.assertEqual((f["step"], f["a"]["name"], f["a"]["level"]), (2, "fc1/addmm", "op"))
+        # addmm(bias, x, weight.t()): the flipped weight bit is already in its third input,
+        # written outside any op (numpy), which a cache of fingerprints would have hidden
+        ia, ib = f["a"]["inputs"], f["b"]["inputs"]
+        self.assertEqual((len(ia), ia[:2], ia[2] != ib[2]), (3, ib[:2], True))
         # steps before the fault match record for record
         a = [r for r in dump(self.d("o_a")) if r["step"] < 2]
         b = [r for r in dump(self.d("o_pert")) if r["step"] < 2]

@@ -24,6 +24,7 @@ from ._core import (
     level_of,
     metric,
     rank,
+    record_fp,
     run_id,
     shutdown,
     step,
@@ -47,5 +48,5 @@ def library():
 __all__ = [
     "DEFAULT_TRACE", "DTYPES", "LEVELS", "DiffError", "LibraryNotFound", "LockstepError", "current_step",
     "diff", "enabled", "fingerprint", "first_divergence", "init", "is_active", "last_error", "level_of",
-    "library", "metric", "rank", "run_id", "shutdown", "step", "step_begin", "step_end", "tensor",
+    "library", "metric", "rank", "record_fp", "run_id", "shutdown", "step", "step_begin", "step_end", "tensor",
 ]

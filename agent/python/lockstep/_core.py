@@ -219,6 +219,34 @@ def _note_host_copy():
                       % _lib.device_note(), RuntimeWarning, stacklevel=3)
 
 
+def record_fp(name, fp, nbytes, dtype, shape=(), level="ops", inputs=()):
+    """Record a fingerprint computed elsewhere (ls_record_fp): `fp` (int), `nbytes`, `dtype` (an
+    ls_dtype number or name), `shape`, with the fingerprints of the inputs that produced it (at
+    most 16), so that `lockstep narrow` can tell "the output differs while the inputs matched"
+    from "the inputs already differed". Raises LockstepError, ValueError."""
+    lib = _lib.load()
+    if not hasattr(lib, "ls_record_fp"):
+        raise LockstepError("lockstep.record_fp needs ls_record_fp\ndetail: %s predates it\nhint: rebuild "
+                            "liblockstep" % (_lib.where()[1] or "the loaded liblockstep"))
+    if len(inputs) > _lib.MAX_INPUTS:
+        raise ValueError("%d input fingerprints; a record holds at most %d" % (len(inputs), _lib.MAX_INPUTS))
+    dt = _lib.DTYPES[dtype] if isinstance(dtype, str) else int(dtype)
+    nd = len(shape)
+    sh = (ctypes.c_int64 * nd)(*shape) if nd else None
+    ins = (ctypes.c_uint64 * len(inputs))(*inputs) if inputs else None
+    if lib.ls_record_fp(level_of(level), _name(name), fp, nbytes, dt, nd, sh, len(inputs), ins) < 0:
+        _fail("lockstep.record_fp(%r)" % (name,))
+
+
+def host_fingerprint(obj):
+    """(fp, nbytes, dtype, shape) of a host object, as lockstep.tensor would record it; None for
+    a CUDA tensor (which is hashed on its device only when recorded)."""
+    v = view_of(obj)
+    if v.device:
+        return None
+    return int(_lib.load().ls_fingerprint(v.ptr, v.nbytes)), v.nbytes, v.dtype, v.shape
+
+
 def fingerprint(obj):
     """LSFP-1 of `obj`'s bytes (as lockstep.tensor records it), an int. CUDA tensors are
     copied to the host."""

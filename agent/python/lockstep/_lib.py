@@ -14,6 +14,7 @@ DTYPES = {
 
 MAX_DIMS = 8
 NAME_MAX = 255
+MAX_INPUTS = 16
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 # agent/python/lockstep -> the repository root, when the package is imported from the build tree.

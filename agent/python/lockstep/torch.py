@@ -9,7 +9,8 @@ Records (names are the model's qualified module names, "model" for the root):
   level module  NAME.out (each module's output), NAME.out.grad (the gradient of that output),
                 PARAM.grad (each parameter's gradient before the optimizer step; a sparse one as
                 PARAM.grad.indices and PARAM.grad.values, coalesced)
-  level op      CONTEXT/OP (each aten op's result inside the trace window, via TorchDispatchMode):
+  level op      CONTEXT/OP (each aten op's result inside the trace window, via TorchDispatchMode, with
+                the fingerprints of its tensor inputs taken before it ran, for `lockstep narrow`):
                 CONTEXT is the innermost module running, or bwd.NAME in the backward pass (the
                 module whose output gradient came last), loss, optimizer or top
 """
@@ -161,25 +162,24 @@ class _OpsMode(TorchDispatchMode):
         self.w = watcher
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*_wrap_numbers(func, args), **(kwargs or {}))
-        if getattr(_tls, "busy", False) or getattr(func, "namespace", "aten") != "aten":
-            return out  # lockstep's own work, or profiler and other non-aten ops
+        kwargs = kwargs or {}
+        args = _wrap_numbers(func, args)
         op = func.overloadpacket.__name__
-        if op in _SKIP_OPS:
-            return out
+        if (getattr(_tls, "busy", False) or getattr(func, "namespace", "aten") != "aten" or op in _SKIP_OPS
+                or all(_view_returns(func))):
+            return func(*args, **kwargs)  # lockstep's own work, non-aten (profiler) ops, views, empty memory
+        with _Busy():  # before the op runs: an in-place op changes its inputs
+            ins = self.w._input_fps(tree_flatten((args, kwargs))[0])
+        out = func(*args, **kwargs)
         views = _view_returns(func)
-        if len(views) == 1:
-            if views[0]:
-                return out
-            ts = _tensors(out)
-        elif isinstance(out, (tuple, list)) and len(out) == len(views):
+        if len(views) > 1 and isinstance(out, (tuple, list)) and len(out) == len(views):
             ts = [t for i, r in enumerate(out) if not views[i] for t in _tensors(r)]
         else:
             ts = _tensors(out)
         ctx = self.w._context()
         with _Busy():
             for i, t in enumerate(ts):
-                self.w._record("%s/%s%s" % (ctx, op, "#%d" % i if len(ts) > 1 else ""), t, _lib.LEVEL_OP)
+                self.w._record_op("%s/%s%s" % (ctx, op, "#%d" % i if len(ts) > 1 else ""), t, ins)
         return out
 
 
@@ -195,6 +195,7 @@ class Watch:
         self._phase = "top"  # outside any module: top, loss, bwd.NAME, optimizer
         self._last_grad = None
         self._mode = None
+        self._has_record_fp = hasattr(_lib.load(), "ls_record_fp")
         self._warned = False
         self._closed = False
         self._step = 0
@@ -228,6 +229,47 @@ class Watch:
                 _core.tensor(rec_name + ".indices", c.indices(), level)
                 return _core.tensor(rec_name + ".values", c.values(), level)
             return _core.tensor(rec_name, t, level)
+        except Exception as e:  # noqa: BLE001 - a hook must never raise into the training loop
+            self._warn(e)
+            return False
+
+    def _fp(self, t):
+        """(fp, nbytes, dtype, shape) of host tensor `t`, None on a device. Hashed every time, not
+        remembered: a write that torch does not see (numpy, an extension, a bad memory cell)
+        must show up in the next op's input fingerprints."""
+        return _core.host_fingerprint(t)
+
+    def _input_fps(self, flat_args):
+        """Fingerprints of an op's tensor inputs (the first 16), or None when one cannot be
+        taken on the host (a CUDA tensor) or something fails: the record then has no inputs."""
+        try:
+            fps = []
+            for a in flat_args:
+                if isinstance(a, torch.Tensor):
+                    if a.layout != torch.strided:
+                        return None
+                    got = self._fp(a)
+                    if got is None:
+                        return None
+                    fps.append(got[0])
+                    if len(fps) == _lib.MAX_INPUTS:
+                        break
+            return fps
+        except Exception:  # noqa: BLE001 - inputs are an aid; the record goes on without them
+            return None
+
+    def _record_op(self, rec_name, t, inputs):
+        """One op result at level op: with its inputs' fingerprints when they and the result are
+        on the host (ls_record_fp), else as lockstep.tensor records it."""
+        if inputs is None or not self._has_record_fp or t.layout != torch.strided:
+            return self._record(rec_name, t, _lib.LEVEL_OP)
+        try:
+            got = self._fp(t)
+            if got is None:
+                return self._record(rec_name, t, _lib.LEVEL_OP)
+            fp, nbytes, dtype, shape = got
+            _core.record_fp(rec_name, fp, nbytes, dtype, shape, _lib.LEVEL_OP, inputs)
+            return True
         except Exception as e:  # noqa: BLE001 - a hook must never raise into the training loop
             self._warn(e)
             return False
