@@ -44,10 +44,20 @@ declare -A times
 for rep in $(seq 1 "$REPS"); do
   for mode in base hash up down; do times[$mode]+="$(one $mode $rep) "; done
 done
-python3 - "$RANKS" "$ITERS" "$COUNT" "$REPS" "${times[base]}" "${times[up]}" "${times[down]}" "${times[hash]}" <<'PY'
+# The agent's own cost per call, without the network's noise: one rank (the allreduce is a local copy), the
+# fastest of REPS runs with and without the agent.
+np1() {
+  local agent=()
+  [ "$1" = hash ] && agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_TRACE=collectives)
+  mpirun --allow-run-as-root -np 1 "${agent[@]}" "$PROG" 2000 "$COUNT" 2>>"$T/err" | tail -1
+}
+for rep in $(seq 1 "$REPS"); do
+  times[np1base]+="$(np1 base) "; times[np1hash]+="$(np1 hash) "
+done
+python3 - "$RANKS" "$ITERS" "$COUNT" "$REPS" "${times[base]}" "${times[up]}" "${times[down]}" "${times[hash]}" "${times[np1base]}" "${times[np1hash]}" <<'PY'
 import json, statistics, sys
 ranks, iters, count, reps = map(int, sys.argv[1:5])
-base, up, down, hsh = ([float(x) for x in a.split()] for a in sys.argv[5:9])
+base, up, down, hsh, n1b, n1h = ([float(x) for x in a.split()] for a in sys.argv[5:11])
 mb, mu, md, mh = (statistics.median(x) for x in (base, up, down, hsh))
 print(json.dumps({"bench": "agent", "ranks": ranks, "iters": iters, "count": count, "dtype": "f32",
                   "reps": reps, "base_s": round(mb, 4), "server_up_s": round(mu, 4), "server_down_s": round(md, 4), "hash_only_s": round(mh, 4),
@@ -58,5 +68,7 @@ print(json.dumps({"bench": "agent", "ranks": ranks, "iters": iters, "count": cou
                   "min_overhead_up_pct": round(100 * (min(up) / min(base) - 1), 2),
                   "min_overhead_down_pct": round(100 * (min(down) / min(base) - 1), 2),
                   "min_overhead_hash_only_pct": round(100 * (min(hsh) / min(base) - 1), 2),
+                  "agent_us_per_call": round(1e6 * (min(n1h) - min(n1b)) / 2000, 2),
+                  "fingerprinted_bytes_per_call": 2 * 4 * count,
                   "base_spread_pct": round(100 * (max(base) - min(base)) / mb, 1)}))
 PY
