@@ -93,9 +93,30 @@ int h_pg_ctl(h_pg *pg, const char *action)
     return run_as_pg(argv, out);
 }
 
+/* Clusters started and not yet stopped: stopped at exit (a failed group
+ * setup skips its teardown). The h_pg structs must outlive main. */
+static h_pg *live_pg[8];
+
+static void live_pg_stop_all(void)
+{
+    for (int i = 0; i < 8; i++)
+        if (live_pg[i] && live_pg[i]->dir[0])
+            h_pg_stop(live_pg[i]);
+}
+
 int h_pg_start(h_pg *pg)
 {
+    static int registered;
+    if (!registered) {
+        atexit(live_pg_stop_all);
+        registered = 1;
+    }
     memset(pg, 0, sizeof(*pg));
+    for (int i = 0; i < 8; i++)
+        if (!live_pg[i] || live_pg[i] == pg) {
+            live_pg[i] = pg;
+            break;
+        }
     snprintf(pg->dir, sizeof(pg->dir), "/tmp/lspg.XXXXXX");
     if (!mkdtemp(pg->dir))
         return -1;
@@ -173,8 +194,50 @@ const char *h_lockstepd_path(void)
     return "build/bin/lockstepd";
 }
 
+/* Every lockstepd this process started and has not reaped: stopped at exit,
+ * so that a failed assertion leaves no server behind. */
+#define MAX_LIVE 64
+static pid_t live[MAX_LIVE];
+
+static void live_add(pid_t pid)
+{
+    for (int i = 0; i < MAX_LIVE; i++)
+        if (!live[i]) {
+            live[i] = pid;
+            return;
+        }
+}
+
+static void live_del(pid_t pid)
+{
+    for (int i = 0; i < MAX_LIVE; i++)
+        if (live[i] == pid)
+            live[i] = 0;
+}
+
+static void live_stop_all(void)
+{
+    for (int i = 0; i < MAX_LIVE; i++) {
+        if (!live[i])
+            continue;
+        kill(live[i], SIGTERM); /* lets an embedded PostgreSQL stop with it */
+        for (int t = 0; t < 100 && waitpid(live[i], NULL, WNOHANG) == 0; t++)
+            usleep(50000);
+        if (waitpid(live[i], NULL, WNOHANG) == 0) {
+            kill(live[i], SIGKILL);
+            waitpid(live[i], NULL, 0);
+        }
+        live[i] = 0;
+    }
+}
+
 static int spawn(h_srv *s, const char *const *args)
 {
+    static int registered;
+    if (!registered) {
+        atexit(live_stop_all);
+        registered = 1;
+    }
     char listen[64], portfile[300];
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", s->port);
     snprintf(portfile, sizeof(portfile), "%s/port", s->dir);
@@ -202,12 +265,14 @@ static int spawn(h_srv *s, const char *const *args)
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
+    live_add(s->pid);
     char url[200];
     snprintf(url, sizeof(url), "%s/api/v1/health", s->base);
     for (int i = 0; i < 600; i++) {
         int st;
         if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
             fprintf(stderr, "harness: lockstepd exited at start; see %s\n", s->log);
+            live_del(s->pid);
             s->pid = 0;
             return -1;
         }
@@ -248,6 +313,7 @@ int h_srv_kill(h_srv *s, int sig)
     int st = 0;
     while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR)
         ;
+    live_del(s->pid);
     s->pid = 0;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
