@@ -139,6 +139,38 @@ static uint64_t fp_segments(const void *buf, int n, const int *counts, const int
     return fp_stream_digest(&s);
 }
 
+/* inputs_on - 0 when LOCKSTEP_MPI_INPUTS=0 asks for output fingerprints only
+ * (half the hashing, for fabrics faster than memory bandwidth allows). */
+static int inputs_on(void)
+{
+    static int on = -1;
+    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv("LOCKSTEP_MPI_INPUTS");
+        v = !(e && strcmp(e, "0") == 0);
+        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+/* in_of / in_segments - fp_of and fp_segments for an input: 0 without
+ * hashing when inputs are off. */
+static uint64_t in_of(const void *buf, int count, MPI_Datatype dt, const dt_info *d, uint64_t *nbytes,
+                      MPI_Comm comm)
+{
+    return inputs_on() ? fp_of(buf, count, dt, d, nbytes, comm) : 0;
+}
+
+static uint64_t in_segments(const void *buf, int n, const int *counts, const int *displs, MPI_Datatype dt,
+                            const dt_info *d, uint64_t *nbytes, long *elems, MPI_Comm comm)
+{
+    if (inputs_on())
+        return fp_segments(buf, n, counts, displs, dt, d, nbytes, elems, comm);
+    *nbytes = 0;
+    *elems = 0;
+    return 0;
+}
+
 static int comm_size(MPI_Comm comm)
 {
     REAL(int, MPI_Comm_size, MPI_Comm, int *);
@@ -160,7 +192,7 @@ static void emit(ls_level level, const char *name, uint64_t fp, uint64_t nbytes,
                  long elems, int n_inputs, const uint64_t *inputs)
 {
     int64_t shape[2] = {csize, elems};
-    ls_record_fp(level, name, fp, nbytes, dtype, 2, shape, n_inputs, inputs);
+    ls_record_fp(level, name, fp, nbytes, dtype, 2, shape, inputs_on() ? n_inputs : 0, inputs);
 }
 
 /* --- collectives ---------------------------------------------------------- */
@@ -171,7 +203,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt
     dt_info d;
     if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
         return real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
-    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL, comm), nbytes;
+    uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL, comm), nbytes;
     int rc = real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, count, dt, &d, &nbytes, comm);
@@ -187,7 +219,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
     if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
         return real_MPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
     int me = comm_rank(comm);
-    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL, comm), nbytes = 0, out;
+    uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL, comm), nbytes = 0, out;
     int rc = real_MPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
     if (rc == MPI_SUCCESS) {
         /* Only the root has a result; the others record their input alone. */
@@ -205,7 +237,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
         return real_MPI_Bcast(buf, count, dt, root, comm);
     int me = comm_rank(comm);
-    uint64_t in = me == root ? fp_of(buf, count, dt, &d, NULL, comm) : 0, nbytes;
+    uint64_t in = me == root ? in_of(buf, count, dt, &d, NULL, comm) : 0, nbytes;
     int rc = real_MPI_Bcast(buf, count, dt, root, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(buf, count, dt, &d, &nbytes, comm);
@@ -224,8 +256,8 @@ int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *rec
         return real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     int p = comm_size(comm);
     uint64_t in = sendbuf == MPI_IN_PLACE
-                      ? fp_of((char *)recvbuf + (MPI_Aint)comm_rank(comm) * rcount * dr.extent, rcount, rtype, &dr, NULL, comm)
-                      : fp_of(sendbuf, scount, stype, &ds, NULL, comm);
+                      ? in_of((char *)recvbuf + (MPI_Aint)comm_rank(comm) * rcount * dr.extent, rcount, rtype, &dr, NULL, comm)
+                      : in_of(sendbuf, scount, stype, &ds, NULL, comm);
     uint64_t nbytes;
     int rc = real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     if (rc == MPI_SUCCESS) {
@@ -246,8 +278,8 @@ int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *re
         return real_MPI_Allgatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm);
     int p = comm_size(comm), me = comm_rank(comm);
     uint64_t in = sendbuf == MPI_IN_PLACE
-                      ? fp_of((char *)recvbuf + (MPI_Aint)displs[me] * dr.extent, rcounts[me], rtype, &dr, NULL, comm)
-                      : fp_of(sendbuf, scount, stype, &ds, NULL, comm);
+                      ? in_of((char *)recvbuf + (MPI_Aint)displs[me] * dr.extent, rcounts[me], rtype, &dr, NULL, comm)
+                      : in_of(sendbuf, scount, stype, &ds, NULL, comm);
     int rc = real_MPI_Allgatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t nbytes;
@@ -269,7 +301,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int rcounts[], 
     long total = 0;
     for (int i = 0; i < p; i++)
         total += rcounts[i];
-    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, (int)total, dt, &d, NULL, comm), nbytes;
+    uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, (int)total, dt, &d, NULL, comm), nbytes;
     int rc = real_MPI_Reduce_scatter(sendbuf, recvbuf, rcounts, dt, op, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, rcounts[me], dt, &d, &nbytes, comm);
@@ -286,7 +318,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int rcount, MPI
     if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
         return real_MPI_Reduce_scatter_block(sendbuf, recvbuf, rcount, dt, op, comm);
     int p = comm_size(comm);
-    uint64_t in = fp_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, p * rcount, dt, &d, NULL, comm), nbytes;
+    uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, p * rcount, dt, &d, NULL, comm), nbytes;
     int rc = real_MPI_Reduce_scatter_block(sendbuf, recvbuf, rcount, dt, op, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, rcount, dt, &d, &nbytes, comm);
@@ -304,8 +336,8 @@ int MPI_Alltoall(const void *sendbuf, int scount, MPI_Datatype stype, void *recv
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     int p = comm_size(comm);
-    uint64_t in = sendbuf == MPI_IN_PLACE ? fp_of(recvbuf, p * rcount, rtype, &dr, NULL, comm)
-                                          : fp_of(sendbuf, p * scount, stype, &ds, NULL, comm);
+    uint64_t in = sendbuf == MPI_IN_PLACE ? in_of(recvbuf, p * rcount, rtype, &dr, NULL, comm)
+                                          : in_of(sendbuf, p * scount, stype, &ds, NULL, comm);
     int rc = real_MPI_Alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t nbytes, out = fp_of(recvbuf, p * rcount, rtype, &dr, &nbytes, comm);
@@ -327,9 +359,9 @@ int MPI_Alltoallv(const void *sendbuf, const int scounts[], const int sdispls[],
     uint64_t nbytes, in;
     long elems;
     if (sendbuf == MPI_IN_PLACE)
-        in = fp_segments(recvbuf, p, rcounts, rdispls, rtype, &dr, &nbytes, &elems, comm);
+        in = in_segments(recvbuf, p, rcounts, rdispls, rtype, &dr, &nbytes, &elems, comm);
     else
-        in = fp_segments(sendbuf, p, scounts, sdispls, stype, &ds, &nbytes, &elems, comm);
+        in = in_segments(sendbuf, p, scounts, sdispls, stype, &ds, &nbytes, &elems, comm);
     int rc = real_MPI_Alltoallv(sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_segments(recvbuf, p, rcounts, rdispls, rtype, &dr, &nbytes, &elems, comm);
@@ -383,7 +415,7 @@ int MPI_Sendrecv(const void *sendbuf, int scount, MPI_Datatype stype, int dest, 
                                  status);
     MPI_Status st;
     MPI_Status *sp = status == MPI_STATUS_IGNORE ? &st : status;
-    uint64_t in = fp_of(sendbuf, scount, stype, &ds, NULL, comm);
+    uint64_t in = in_of(sendbuf, scount, stype, &ds, NULL, comm);
     int rc = real_MPI_Sendrecv(sendbuf, scount, stype, dest, stag, recvbuf, rcount, rtype, source, rtag, comm, sp);
     if (rc == MPI_SUCCESS) {
         int got = rcount;

@@ -254,6 +254,15 @@ import json, sys; print(" ".join(map(str, sorted({json.loads(l)["step"] for l in
   else bad "MPI under LD_PRELOAD: ok=$mpi_ok names='$names'"; fi
   if [ "$steps" = "0 1 2 3" ]; then ok "LOCKSTEP_STEP_ON=mpi.reduce gave the unmodified program steps 0-3"
   else bad "LOCKSTEP_STEP_ON: steps '$steps', want '0 1 2 3'"; fi
+  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so" \
+    -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_TRACE_DIR="$T/mpinoin" -x LOCKSTEP_MPI_INPUTS=0 \
+    ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$MPIPROG" 1 >"$T/mpinoin.out" 2>&1
+  n_in1=$("$LS" dump "$T/mpi1/trace/rank-00000.lstrace" | grep -c '"inputs"')
+  n_in0=$("$LS" dump "$T/mpinoin/rank-00000.lstrace" 2>/dev/null | grep -c '"inputs"')
+  n_rec0=$("$LS" dump "$T/mpinoin/rank-00000.lstrace" 2>/dev/null | grep -c mpi.allreduce)
+  if [ "$n_in1" -gt 0 ] && [ "$n_in0" -eq 0 ] && [ "$n_rec0" -gt 0 ]; then
+    ok "input fingerprints by default ($n_in1 records); LOCKSTEP_MPI_INPUTS=0 records outputs only"
+  else bad "LOCKSTEP_MPI_INPUTS: $n_in1 with inputs by default, $n_in0 with them off, $n_rec0 records"; fi
   if "$LS" diff "$T/mpi1/trace" "$T/mpi2/trace" >"$T/mpidiff.out" 2>&1; then ok "MPI twins match (lockstep diff)"
   else bad "MPI twins: $(head -5 "$T/mpidiff.out")"; fi
   if check J-mpi1 "$T/mpi1/trace" 4 && check J-mpi2 "$T/mpi2/trace" 4; then
