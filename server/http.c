@@ -131,6 +131,15 @@ int http_auth_job(http_req *req, const char *job_id)
     return 0;
 }
 
+int http_token_is_job(http_req *req, const char *job_id)
+{
+    const char *t = bearer(req);
+    char want[TOKEN_HEX_LEN + 1];
+    if (!t || !g_srv.secret || token_compute(g_srv.secret, g_srv.secret_len, job_id, want) < 0)
+        return 0;
+    return token_equal(t, want);
+}
+
 int http_auth_read(http_req *req)
 {
     if (g_srv.cfg.read_open || http_is_admin(req))

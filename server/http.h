@@ -73,6 +73,10 @@ int http_is_admin(http_req *req);
  * allowed; else replies 401 (no token) or 403 (a wrong one) and returns -1. */
 int http_auth_job(http_req *req, const char *job_id);
 
+/* http_token_is_job - 1 when the request's bearer token is the token of
+ * `job_id` (never with no secret configured); else 0. Replies nothing. */
+int http_token_is_job(http_req *req, const char *job_id);
+
 /* http_auth_read - check read access (open, or the admin token when
  * read_access = admin). Returns 0, else replies 401/403 and returns -1. */
 int http_auth_read(http_req *req);

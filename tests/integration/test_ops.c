@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/crypto/token.h"
 #include "common/fsutil.h"
 #include "tests/integration/common.h"
 
@@ -177,17 +178,21 @@ static void test_sighup_and_metrics(void **state)
 static void test_config_file(void **state)
 {
     (void)state;
-    char conf[200], adm[200], bad[200];
+    char conf[200], adm[200], bad[200], secret[200];
     snprintf(conf, sizeof(conf), "%s/lockstepd.conf", dir);
     snprintf(adm, sizeof(adm), "%s/admin2", dir);
     snprintf(bad, sizeof(bad), "%s/bad.conf", dir);
-    FILE *f = fopen(adm, "w");
+    snprintf(secret, sizeof(secret), "%s/secret", dir);
+    FILE *f = fopen(secret, "w");
+    fputs("s3cret\n", f);
+    fclose(f);
+    f = fopen(adm, "w");
     fputs("reader\n", f);
     fclose(f);
     f = fopen(conf, "w");
-    fprintf(f, "# lockstepd.conf for the test\nread_access = admin\nadmin_token = %s\n"
+    fprintf(f, "# lockstepd.conf for the test\nread_access = admin\nadmin_token = %s\nsecret = %s\n"
                "connection_timeout = 1   # seconds\nlog_level = debug\nthreads = 3\n",
-            adm);
+            adm, secret);
     fclose(f);
     const char *args[] = {"--config", conf, "--db", pg.conninfo, NULL};
     h_srv s;
@@ -195,6 +200,19 @@ static void test_config_file(void **state)
     assert_int_equal(it_call(&s, "GET", "/api/v1/runs", NULL, NULL, NULL), 401);
     assert_int_equal(it_call(&s, "GET", "/api/v1/runs", NULL, "not-it", NULL), 403);
     assert_int_equal(it_call(&s, "GET", "/api/v1/runs", NULL, "reader", NULL), 200);
+    /* a job's own token may list that job's runs (how agents find their run), nothing more */
+    char tok[TOKEN_HEX_LEN + 1], run[40];
+    assert_int_equal(token_compute("s3cret", 6, "900", tok), 0);
+    assert_int_equal(it_register(&s, "900", NULL, 1, 0, tok, run), 0);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&s, "GET", "/api/v1/runs?job=900&step=", NULL, tok, &o), 200);
+    assert_int_equal(json_array_size(json_object_get(o, "runs")), 1);
+    json_decref(o);
+    assert_int_equal(it_call(&s, "GET", "/api/v1/runs?job=901", NULL, tok, NULL), 403);
+    assert_int_equal(it_call(&s, "GET", "/api/v1/runs", NULL, tok, NULL), 403);
+    char path[200];
+    snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
+    assert_int_equal(it_call(&s, "GET", path, NULL, tok, NULL), 403);
     /* an idle connection is closed after connection_timeout */
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s.port)};
