@@ -36,7 +36,7 @@ start_server() {
   "$LOCKSTEPD" --listen "127.0.0.1:$PORT" --state-dir "$T/state" --port-file "$T/port" \
     --log-file "$T/lockstepd.log" --threads 2 "${TLS_ARGS[@]}" >>"$T/lockstepd.out" 2>&1 &
   SRV_PID=$!
-  for _ in $(seq 1 300); do
+  for _ in $(seq 1 600); do   # up to a minute: a loaded machine restarts PostgreSQL slowly
     [ -s "$T/port" ] && curl -sf ${TLS_ARGS[0]:+--cacert "$T/cert.pem"} "$URL/api/v1/health" >/dev/null 2>&1 && return 0
     kill -0 "$SRV_PID" 2>/dev/null || break
     sleep 0.1

@@ -1,0 +1,80 @@
+/* send_int.h - what send.c (the callers' side) and send_thread.c (the sender thread) share; not public. */
+#ifndef AGENT_SEND_INT_H
+#define AGENT_SEND_INT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/send.h"
+#include "agent/spool.h"
+#include "agent/uplink.h"
+
+#define BACKOFF_MIN_MS 200
+#define BACKOFF_MAX_MS 5000
+
+struct batch {
+    struct batch *next;
+    uint64_t seq;
+    size_t len;
+    uint32_t count;
+    unsigned char buf[]; /* header + records */
+};
+
+/* Guarded by S.mu: the current batch, the queue, the counters, the flags.
+ * The thread's own fields (uplink, spool, down, retry_at) are touched only by
+ * the sender thread once it runs. */
+struct sender {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int configured, started, stopping, child; /* child: a forked copy or a duplicate rank, never streams */
+    pthread_t th;
+    send_cfg cfg;
+    size_t hdr_len;
+    /* the batch being filled: hdr_len bytes reserved for its header, then records */
+    unsigned char *cur;
+    size_t cur_len, cur_cap;
+    uint32_t cur_count;
+    int64_t cur_t0;
+    struct batch *head, *tail;
+    size_t mem; /* bytes held: queue + current */
+    uint64_t next_seq;
+    int spool_ok;      /* the spool directory is open and locked */
+    long spool_batches; /* batches waiting in the spool */
+    uint64_t n_records, n_posted, n_spooled, n_dropped;
+    int exit_code;
+    int64_t abort_at; /* monotonic deadline of the exit flush; 0 before */
+    /* sender thread only */
+    spool sp;
+    spool_meta meta;
+    uplink up;
+    int up_ok;
+    int down;
+    int64_t retry_at;
+    long backoff_ms;
+    int manifest_done, end_done;
+    char *manifest; /* the manifest's text, kept in memory too when there is no spool */
+    int warned_drop, warned_spool, warned_reject, warned_thread; /* once per process */
+};
+
+/* The one sender of the process, and its short name in the two files. */
+extern struct sender send_state;
+#define S send_state
+
+/* send_wall_ns - CLOCK_REALTIME in nanoseconds. */
+int64_t send_wall_ns(void);
+
+/* send_cut_locked - close the current batch (S.mu held): write its header and queue it. */
+void send_cut_locked(void);
+
+/* send_spool_batch - write `b` to the spool and free it; `locked` says whether
+ * S.mu is held. Returns 0, or -1 (the batch is lost, counted as dropped). */
+int send_spool_batch(struct batch *b, int locked);
+
+/* send_save_meta - rewrite the spool's meta file (run id known, ...). */
+void send_save_meta(void);
+
+/* send_thread_main - the sender thread: batches out, spool drained, bounded flush at stop. */
+void *send_thread_main(void *arg);
+
+#endif /* AGENT_SEND_INT_H */

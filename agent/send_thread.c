@@ -1,0 +1,279 @@
+/* send_thread.c - the sender thread: posts batches to lockstepd, spools what it cannot, drains the spool in
+ * order, and flushes within the bound at stop. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/http.h"
+#include "agent/jsonw.h"
+#include "agent/manifest.h"
+#include "agent/send_int.h"
+#include "agent/spool.h"
+#include "agent/uplink.h"
+
+static void mark_down(void)
+{
+    S.down = 1;
+    S.backoff_ms = S.backoff_ms ? S.backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (S.backoff_ms > BACKOFF_MAX_MS)
+        S.backoff_ms = BACKOFF_MAX_MS;
+    S.retry_at = mono_ns() + (int64_t)S.backoff_ms * 1000000;
+}
+
+static void mark_up(void)
+{
+    S.down = 0;
+    S.backoff_ms = 0;
+    S.retry_at = 0;
+}
+
+/* setup - in the sender thread: the manifest (hashing can take a while), then connect. */
+static void setup(void)
+{
+    char why[512];
+    const send_cfg *c = &S.cfg;
+    if (c->manifest) {
+        jw w;
+        jw_init(&w);
+        manifest_build(&w, c->hdr.rank, &S.abort_at);
+        const char *txt = jw_text(&w);
+        if (txt && S.spool_ok && spool_put(&S.sp, SPOOL_MANIFEST, txt, strlen(txt), why, sizeof(why)) < 0)
+            agent_warn_once(&S.warned_spool, "%s", why);
+        free(S.manifest);
+        S.manifest = txt && !S.spool_ok ? strdup(txt) : NULL;
+        jw_release(&w);
+    }
+    S.manifest_done = !c->manifest;
+
+    if (uplink_open(&S.up, &S.meta, c->http_timeout_ms, why, sizeof(why)) == 0) {
+        S.up_ok = 1;
+        http_set_abort(S.up.http, &S.abort_at);
+    } else {
+        agent_warn_once(&S.warned_reject, "cannot talk to lockstepd: %s; batches stay in the spool", why);
+    }
+}
+
+/* resolve - know the server's run id, and send the manifest once. Returns 1
+ * when batches can be posted. */
+static int resolve(void)
+{
+    if (!S.up_ok)
+        return 0;
+    if (!S.meta.run_id[0]) {
+        int rc = uplink_resolve(&S.up);
+        if (rc != UP_OK) {
+            if (rc == UP_REJECT)
+                agent_warn_once(&S.warned_reject, "lockstepd refused the run: %s", S.up.last_error);
+            mark_down();
+            return 0;
+        }
+        send_save_meta();
+    }
+    if (!S.manifest_done) {
+        unsigned char *buf;
+        size_t len;
+        char why[256];
+        int got = S.spool_ok ? spool_get(&S.sp, SPOOL_MANIFEST, &buf, &len, why, sizeof(why)) : 0;
+        if (got <= 0 && S.manifest) {
+            buf = (unsigned char *)strdup(S.manifest);
+            got = buf ? 1 : 0;
+        }
+        if (got > 0) {
+            int rc = uplink_post_json(&S.up, "manifest", (const char *)buf);
+            free(buf);
+            if (rc == UP_RETRY) {
+                mark_down();
+                return 0;
+            }
+            if (rc == UP_REJECT)
+                agent_warn_once(&S.warned_reject, "lockstepd refused the manifest: %s", S.up.last_error);
+        }
+        if (S.spool_ok)
+            spool_remove(&S.sp, SPOOL_MANIFEST);
+        free(S.manifest);
+        S.manifest = NULL;
+        S.manifest_done = 1;
+    }
+    return 1;
+}
+
+/* drain - post the spooled batches in order. Returns 1 when the spool is
+ * empty afterwards. */
+static int drain(void)
+{
+    char why[512];
+    uint64_t *seqs;
+    if (!S.spool_ok)
+        return 1;
+    long n = spool_batches(&S.sp, &seqs, why, sizeof(why));
+    if (n < 0)
+        return 0;
+    int ok = 1;
+    for (long i = 0; i < n; i++) {
+        char name[64];
+        unsigned char *buf;
+        size_t len;
+        snprintf(name, sizeof(name), SPOOL_BATCH_FMT, (unsigned long long)seqs[i]);
+        if (spool_get(&S.sp, name, &buf, &len, why, sizeof(why)) <= 0)
+            continue;
+        int rc = uplink_post_batch(&S.up, buf, len);
+        free(buf);
+        if (rc == UP_RETRY) {
+            mark_down();
+            ok = 0;
+            break;
+        }
+        if (rc == UP_REJECT) {
+            agent_warn_once(&S.warned_reject, "lockstepd refused spooled batch %llu: %s", (unsigned long long)seqs[i],
+                            S.up.last_error);
+            char bad[80];
+            snprintf(bad, sizeof(bad), "%s.rejected", name);
+            char from[4200], to[4200];
+            snprintf(from, sizeof(from), "%s/%s", S.sp.dir, name);
+            snprintf(to, sizeof(to), "%s/%s", S.sp.dir, bad);
+            rename(from, to);
+        } else {
+            spool_remove(&S.sp, name);
+        }
+        pthread_mutex_lock(&S.mu);
+        S.spool_batches--;
+        if (rc == UP_OK)
+            S.n_posted++;
+        pthread_mutex_unlock(&S.mu);
+    }
+    free(seqs);
+    if (ok)
+        mark_up();
+    return ok;
+}
+
+/* handle - post one batch, or spool it when the server is away or older
+ * batches wait in the spool (so that batches arrive in order). */
+static void handle(struct batch *b)
+{
+    pthread_mutex_lock(&S.mu);
+    long pending = S.spool_batches;
+    pthread_mutex_unlock(&S.mu);
+    if (S.down || pending > 0 || !resolve()) {
+        send_spool_batch(b, 0);
+        return;
+    }
+    int rc = uplink_post_batch(&S.up, b->buf, b->len);
+    if (rc == UP_OK) {
+        pthread_mutex_lock(&S.mu);
+        S.n_posted++;
+        pthread_mutex_unlock(&S.mu);
+        free(b);
+        return;
+    }
+    if (rc == UP_REJECT) {
+        agent_warn_once(&S.warned_reject, "lockstepd refused a batch: %s", S.up.last_error);
+        pthread_mutex_lock(&S.mu);
+        S.n_dropped += b->count;
+        pthread_mutex_unlock(&S.mu);
+        free(b);
+        return;
+    }
+    mark_down();
+    send_spool_batch(b, 0);
+}
+
+/* finish - the end report, then the spool directory when it is empty. */
+static void finish(int exit_code)
+{
+    char why[512], body[128];
+    snprintf(body, sizeof(body), "{\"rank\":%ld,\"exit_code\":%d}", S.meta.rank, exit_code);
+    if (S.spool_ok)
+        spool_put(&S.sp, SPOOL_END, body, strlen(body), why, sizeof(why));
+    if (!S.down && resolve()) {
+        pthread_mutex_lock(&S.mu);
+        long pending = S.spool_batches;
+        pthread_mutex_unlock(&S.mu);
+        int rc = UP_RETRY;
+        if (pending == 0 || drain())
+            rc = uplink_post_json(&S.up, "end", body);
+        if (rc != UP_RETRY && S.spool_ok)
+            spool_remove(&S.sp, SPOOL_END);
+    }
+    if (S.spool_ok) {
+        if (spool_is_empty(&S.sp))
+            spool_remove_dir(&S.sp);
+        else
+            spool_close(&S.sp);
+    }
+}
+
+void *send_thread_main(void *arg)
+{
+    (void)arg;
+    /* Lowest priority: on a node whose cores the ranks keep busy, the sender
+     * takes what is left rather than time from the job. */
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) < 0) {
+        /* not fatal: the thread just keeps the process's priority */
+    }
+    setup();
+    pthread_mutex_lock(&S.mu);
+    for (;;) {
+        int64_t now = mono_ns();
+        if (S.cur_count && (S.stopping || now - S.cur_t0 >= (int64_t)S.cfg.batch_ms * 1000000))
+            send_cut_locked();
+        if (S.head) {
+            struct batch *b = S.head;
+            S.head = b->next;
+            if (!S.head)
+                S.tail = NULL;
+            S.mem -= sizeof(struct batch) + b->len;
+            pthread_mutex_unlock(&S.mu);
+            handle(b);
+            pthread_mutex_lock(&S.mu);
+            continue;
+        }
+        if (S.stopping)
+            break;
+        if (S.spool_batches > 0 && now >= S.retry_at) {
+            pthread_mutex_unlock(&S.mu);
+            if (resolve())
+                drain();
+            pthread_mutex_lock(&S.mu);
+            continue;
+        }
+        int64_t wake = now + (int64_t)S.cfg.batch_ms * 1000000;
+        if (S.cur_count && S.cur_t0 + (int64_t)S.cfg.batch_ms * 1000000 < wake)
+            wake = S.cur_t0 + (int64_t)S.cfg.batch_ms * 1000000;
+        if (S.spool_batches > 0 && S.retry_at < wake)
+            wake = S.retry_at;
+        /* the condition variable waits on CLOCK_REALTIME: convert the delay */
+        int64_t delay = wake - now;
+        if (delay < 1000000)
+            delay = 1000000;
+        int64_t at = send_wall_ns() + delay;
+        struct timespec ts = {.tv_sec = at / 1000000000, .tv_nsec = at % 1000000000};
+        pthread_cond_timedwait(&S.cv, &S.mu, &ts);
+    }
+    int code = S.exit_code;
+    pthread_mutex_unlock(&S.mu);
+    /* Stopping: the queue is empty (posted or spooled). A server that was
+     * away gets one more chance for the spool, within the flush bound. */
+    if (S.down && mono_ns() < S.abort_at)
+        S.down = 0;
+    /* A rank other than 0 may be here before rank 0 has registered the run:
+     * while the server answers, keep looking until the flush bound. */
+    while (S.up_ok && !S.meta.run_id[0] && !resolve() && S.up.last_status > 0 && mono_ns() < S.abort_at) {
+        struct timespec ts = {0, 100 * 1000000};
+        nanosleep(&ts, NULL);
+        S.down = 0;
+    }
+    if (!S.down && S.spool_batches > 0 && resolve())
+        drain();
+    finish(code);
+    uplink_close(&S.up);
+    S.up_ok = 0;
+    return NULL;
+}
+
