@@ -68,23 +68,30 @@ for v in $(compgen -e | grep -E '^(LOCKSTEP_(TRACE|MODE|RUN_ID|TWIN_GROUP|FAULT|
 export LOCKSTEP_DEMO_TRAIN=$build/bin/lockstep-train
 job=$src/deploy/demo/train.sh
 train=(--steps "$steps" --hidden 32 --batch 32)
+# A sanitized build (make SAN=1) preloads an ASan agent into sanitized tasks: the ASan runtime
+# must come first in their LD_PRELOAD, where the plugin keeps the user's own entries.
+exp=()
+case $build in */san)
+  exp=(--export="ALL,LD_PRELOAD=$(gcc -print-file-name=libasan.so)")
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} ;;
+esac
 
 # --- the jobs
 say ""
 say "submitting twin jobs of lockstep-train ($steps steps, 2 ranks each):"
-"$ls" twin -n 2 --spread --group demo-match -- sbatch -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" |
+"$ls" twin -n 2 --spread --group demo-match -- sbatch "${exp[@]}" -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" |
   sed 's/^/  /'
-"$ls" twin -n 2 --spread --group demo-nondet -- sbatch -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" \
+"$ls" twin -n 2 --spread --group demo-nondet -- sbatch "${exp[@]}" -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" \
   --nondeterministic | sed 's/^/  /'
 # A "GPU" on n3 flips bit 12 of a gradient at step 8 whenever a rank runs there. Three such
 # three-run groups give the fleet enough evidence to turn n3 suspect.
 for g in demo-faulty demo-faulty-2 demo-faulty-3; do
   LOCKSTEP_FAULT=node=n3,step=8,bit=12 "$ls" twin -n 3 --spread --group "$g" -- \
-    sbatch -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" | sed 's/^/  /'
+    sbatch "${exp[@]}" -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" | sed 's/^/  /'
 done
 # A run checkpointed every 10 steps, then a twin resumed from its step-20 checkpoint.
 resume_at=$((steps * 2 / 3 / 10 * 10)); [ "$resume_at" -ge 10 ] || resume_at=10
-full=$(sbatch --parsable -N1 -n2 -w n4 --lockstep=det --lockstep-twin=demo-resume -o "$dir/%j.out" "$job" \
+full=$(sbatch "${exp[@]}" --parsable -N1 -n2 -w n4 --lockstep=det --lockstep-twin=demo-resume -o "$dir/%j.out" "$job" \
   "${train[@]}" --checkpoint-every 10 --checkpoint-dir "$dir/ckpt") || die "sbatch failed"
 say "  job $full (demo-resume: $steps steps, checkpoints every 10 in $dir/ckpt)"
 
@@ -99,7 +106,7 @@ wait_jobs 150 || die "jobs still queued after 150 s: squeue; logs in $dir"
 ckpt=$(printf '%s/ckpt/step-%08d' "$dir" "$resume_at")
 [ -f "$ckpt/COMPLETE" ] || die "no checkpoint at step $resume_at ($ckpt); see $dir/$full.out"
 mkdir -p "$dir/resume" && cp -r "$ckpt" "$dir/resume/"
-resumed=$(LOCKSTEP_START_STEP=$((resume_at + 1)) sbatch --parsable -N1 -n2 -w n4 --lockstep=det \
+resumed=$(LOCKSTEP_START_STEP=$((resume_at + 1)) sbatch "${exp[@]}" --parsable -N1 -n2 -w n4 --lockstep=det \
   --lockstep-twin=demo-resume -o "$dir/%j.out" "$job" "${train[@]}" --resume "$dir/resume") || die "sbatch failed"
 say "  job $resumed (demo-resume: resumed from step $resume_at)"
 wait_jobs 60 || die "the resumed job is still queued after 60 s"

@@ -40,8 +40,11 @@ if [ -f "$tmp/demo/port" ]; then
     else fail=$((fail+1)); echo "FAIL $name (exit $got, wanted $want; /$pat/)"; sed 's/^/     /' "$tmp/o" | tail -15; fi
   }
   # The fault follows node n3 as in the demo, so the re-run reproduces it there.
+  # (narrow's srun passes its environment on: a sanitized build's tasks need the ASan runtime first)
+  asan=
+  case $build in */san) asan=$(gcc -print-file-name=libasan.so) ;; esac
   sub "narrow names the faulty rank's collective input at step 8" 0 '^  step 8, rank [01], "allreduce\.in"' \
-    env LOCKSTEP_FAULT=node=n3,step=8,bit=12 timeout 240 "$ls" narrow demo-faulty --timeout 60
+    env ${asan:+LD_PRELOAD=$asan} LOCKSTEP_FAULT=node=n3,step=8,bit=12 timeout 240 "$ls" narrow demo-faulty --timeout 60
   sub "narrow refuses a group that matches" 2 'nothing to narrow' "$ls" narrow demo-match
   sub "twin --spread refuses more copies than nodes" 2 'not enough nodes' \
     "$ls" twin -n 5 --spread -- sbatch -N1 "$src/deploy/demo/train.sh"
