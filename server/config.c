@@ -22,6 +22,7 @@ void cfg_defaults(srv_config *c)
     c->log_level = LOG_INFO;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     c->threads = n > 0 ? (int)n : 2;
+    c->db_workers = 2 * c->threads;
     c->max_connections = 1024;
     c->connection_timeout_s = 60;
     c->max_body = 64u << 20;
@@ -98,6 +99,8 @@ int cfg_set(srv_config *c, const char *key, const char *v, char *err, size_t cap
         return set_listen(c, v, err, cap);
     if (strcmp(key, "threads") == 0)
         return set_int(&c->threads, v, 1, 256, key, err, cap);
+    if (strcmp(key, "db_workers") == 0)
+        return set_int(&c->db_workers, v, 1, 256, key, err, cap);
     if (strcmp(key, "max_connections") == 0)
         return set_int(&c->max_connections, v, 1, 65536, key, err, cap);
     if (strcmp(key, "connection_timeout") == 0)
@@ -197,6 +200,7 @@ static const struct {
     {"--admin-token", "admin_token"}, {"--web-dir", "web_dir"},
     {"--tls-cert", "tls_cert"},       {"--tls-key", "tls_key"},
     {"--threads", "threads"},         {"--log-level", "log_level"},
+    {"--db-workers", "db_workers"},
     {"--log-file", "log_file"},       {"--port-file", "port_file"},
     {"--retain-days", "retain_days"}, {"--max-body-mb", "max_body_mb"},
     {"--pg-bin", "pg_bin"},           {"--read-access", "read_access"},
@@ -207,7 +211,7 @@ static void usage(void)
 {
     printf("usage: lockstepd [--config FILE] [--listen ADDR:PORT] [--db URL] [--state-dir DIR]\n"
            "                 [--secret FILE] [--admin-token FILE] [--web-dir DIR] [--tls-cert FILE --tls-key FILE]\n"
-           "                 [--threads N] [--log-level LEVEL] [--log-file FILE] [--port-file FILE]\n"
+           "                 [--threads N] [--db-workers N] [--log-level LEVEL] [--log-file FILE] [--port-file FILE]\n"
            "                 [--retain-days N] [--max-body-mb N] [--pg-bin DIR] [--read-access open|admin]\n"
            "Without --db, lockstepd runs its own PostgreSQL under --state-dir. See docs/server.md.\n");
 }

@@ -20,6 +20,7 @@ typedef struct srv_config {
     char port_file[1024];    /* where to write the bound port (tests, scripts) */
     int log_level;
     int threads;             /* HTTP worker threads (one libpq connection each) */
+    int db_workers;          /* threads that store record batches (one libpq connection each) */
     int max_connections;
     int connection_timeout_s;
     size_t max_body;         /* bytes */

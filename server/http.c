@@ -63,12 +63,16 @@ enum MHD_Result http_reply_json(http_req *req, int status, json_t *obj)
     return http_reply(req, status, "application/json", body, n + 1);
 }
 
+json_t *http_error_json(const char *error, const char *detail, const char *hint)
+{
+    return json_pack("{s:s, s:s, s:s}", "error", error ? error : "", "detail", detail ? detail : "", "hint",
+                     hint ? hint : "");
+}
+
 enum MHD_Result http_reply_error(http_req *req, int status, const char *error, const char *detail,
                                  const char *hint)
 {
-    json_t *o = json_pack("{s:s, s:s, s:s}", "error", error ? error : "", "detail", detail ? detail : "", "hint",
-                          hint ? hint : "");
-    return http_reply_json(req, status, o);
+    return http_reply_json(req, status, http_error_json(error, detail, hint));
 }
 
 enum MHD_Result http_reply_srv_error(http_req *req, int status, const srv_error *e)
@@ -208,6 +212,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->body[req->len] = 0;
         return MHD_YES;
     }
+    if (req->reply_status) {
+        json_t *reply = req->reply; /* a database worker finished this request */
+        req->reply = NULL;
+        return http_reply_json(req, req->reply_status, reply);
+    }
     if (req->busy)
         return http_reply_error(req, 503, "server busy", "too many request bodies are being received at once",
                                 "retry in a moment");
@@ -230,6 +239,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         return;
     metrics_request(req->route, req->status ? req->status : 500, now_s() - req->t0);
     atomic_fetch_sub(&buffered, req->cap);
+    json_decref(req->reply);
     free(req->body);
     free(req);
     *con_cls = NULL;
@@ -277,7 +287,8 @@ int http_start(int *port)
         log_error("cannot resolve listen address %s: %s", c->listen_host, gai_strerror(gai));
         return -1;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                     MHD_ALLOW_SUSPEND_RESUME;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     int tls = c->tls_cert[0] || c->tls_key[0];

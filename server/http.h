@@ -33,6 +33,8 @@ typedef struct http_req {
     int route;  /* metrics route (enum metric_route) */
     int status; /* the status replied */
     double t0;  /* monotonic seconds at arrival */
+    int reply_status; /* set by a database worker before it resumes the connection */
+    json_t *reply;
 } http_req;
 
 /* http_start - bind and start the daemon with the settings in g_srv.cfg
@@ -51,6 +53,9 @@ enum MHD_Result http_reply(http_req *req, int status, const char *ctype, char *b
 /* http_reply_json - send `status` with `obj` serialized (the reference is
  * stolen). */
 enum MHD_Result http_reply_json(http_req *req, int status, json_t *obj);
+
+/* http_error_json - a new {"error", "detail", "hint"} object. */
+json_t *http_error_json(const char *error, const char *detail, const char *hint);
 
 /* http_reply_error - send `status` with {"error", "detail", "hint"}. */
 enum MHD_Result http_reply_error(http_req *req, int status, const char *error, const char *detail,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "server/compare.h"
+#include "server/dbq.h"
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/store.h"
@@ -179,6 +180,23 @@ static int content_is(const char *ct, const char *want)
     return ct && strncasecmp(ct, want, n) == 0 && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' ');
 }
 
+json_t *ingest_store(const run_info *run, const srv_batch *b, int *status)
+{
+    int dup = 0;
+    double commit_s = 0;
+    srv_error e;
+    if (store_batch(run, b, &dup, &commit_s, &e) < 0) {
+        *status = 503;
+        return http_error_json(e.error, e.detail, e.hint);
+    }
+    metrics_batch(b->n, dup);
+    if (!dup && b->n)
+        cmp_notify(run->group, (int)b->rank, commit_s);
+    *status = 200;
+    return json_pack("{s:s, s:i, s:I, s:I, s:b}", "run_id", run->run_id, "rank", (int)b->rank, "batch_seq",
+                     (json_int_t)b->batch_seq, "stored", (json_int_t)(dup ? 0 : b->n), "duplicate", dup);
+}
+
 enum MHD_Result ingest_records(http_req *req, const char *run_id)
 {
     run_info run;
@@ -219,19 +237,11 @@ enum MHD_Result ingest_records(http_req *req, const char *run_id)
         res = http_reply_error(req, 400, "batch_seq out of range", "batch_seq must fit in 63 bits", "");
         goto out_release;
     }
-    int dup = 0;
-    double commit_s = 0;
-    if (store_batch(&run, &b, &dup, &commit_s, &e) < 0) {
-        res = http_reply_srv_error(req, 503, &e);
-        goto out_release;
-    }
-    metrics_batch(b.n, dup);
-    if (!dup && b.n)
-        cmp_notify(run.group, (int)b.rank, commit_s);
-    res = http_reply_json(req, 200,
-                          json_pack("{s:s, s:i, s:I, s:I, s:b}", "run_id", run.run_id, "rank", (int)b.rank,
-                                    "batch_seq", (json_int_t)b.batch_seq, "stored", (json_int_t)(dup ? 0 : b.n),
-                                    "duplicate", dup));
+    if (dbq_submit(req, &run, &b) == 0)
+        return MHD_YES; /* a database worker replies once the batch is committed */
+    int status = 0;
+    json_t *reply = ingest_store(&run, &b, &status);
+    res = http_reply_json(req, status, reply);
 out_release:
     batch_release(&b);
     return res;

@@ -14,6 +14,7 @@
 #include "server/compare.h"
 #include "server/config.h"
 #include "server/db.h"
+#include "server/dbq.h"
 #include "server/http.h"
 #include "server/log.h"
 #include "server/maint.h"
@@ -168,7 +169,7 @@ int main(int argc, char **argv)
     }
     if (maint_ensure_partitions(err, sizeof(err)) < 0)
         log_warn("cannot create records partitions: %s", err);
-    if (maint_start(c->retain_days) < 0 || cmp_start() < 0) {
+    if (maint_start(c->retain_days) < 0 || cmp_start() < 0 || dbq_start(c->db_workers) < 0) {
         log_error("cannot start background threads");
         goto out_threads;
     }
@@ -178,8 +179,8 @@ int main(int argc, char **argv)
         log_error("cannot start the suspects and alert threads");
         goto out_http;
     }
-    log_info("listening on %s:%d (%s, %d threads)%s", c->listen_host, port,
-             c->tls_cert[0] ? "https" : "http", c->threads, c->db_url[0] ? "" : ", embedded PostgreSQL");
+    log_info("listening on %s:%d (%s, %d threads, %d database workers)%s", c->listen_host, port,
+             c->tls_cert[0] ? "https" : "http", c->threads, c->db_workers, c->db_url[0] ? "" : ", embedded PostgreSQL");
     if (c->port_file[0] && write_port_file(c->port_file, port) < 0)
         log_warn("cannot write port file %s: %s", c->port_file, strerror(errno));
 
