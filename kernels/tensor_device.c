@@ -6,7 +6,7 @@
 
 #include "kernels/lsfp1_cuda.h"
 
-static int warned;
+static int warned, warned_null;
 
 /* Each thread keeps a small device result buffer and a pinned host word
  * per device, so a record costs three launches, an 8-byte copy and a wait,
@@ -45,8 +45,15 @@ int lsk_tensor_device_at(ls_level level, const char *name, const void *dptr, siz
     /* Filtered out (or lockstep off, or not started): no GPU work. The
      * call below then checks the arguments and returns 0, or -1 outside
      * ls_init..ls_shutdown, without recording. */
-    if (!ls_enabled(level) || (!dptr && nbytes))
-        return ls_record_fp(level, name, 0, nbytes, dtype, ndim, shape, 0, NULL) < 0 || (!dptr && nbytes) ? -1 : 0;
+    if (!dptr && nbytes) { /* refused before anything is recorded */
+        if (!__atomic_exchange_n(&warned_null, 1, __ATOMIC_RELAXED))
+            fprintf(stderr, "lockstep: device tensor %s: NULL pointer with %zu bytes; not recorded\n"
+                            "  hint: pass the tensor's device pointer (or nbytes 0 for an empty tensor)\n",
+                    name ? name : "(null)", nbytes);
+        return -1;
+    }
+    if (!ls_enabled(level))
+        return ls_record_fp(level, name, 0, nbytes, dtype, ndim, shape, 0, NULL) < 0 ? -1 : 0;
     uint64_t fp;
     cudaError_t rc = device_fp(dptr, nbytes, stream, &fp);
     if (rc != cudaSuccess) {

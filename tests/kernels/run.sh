@@ -197,6 +197,8 @@ PY
 # --- CUDA builds (CUDA=1): the parts that run without a GPU
 t_tensor_device_host() {
   "$build/tests/kernels/tensor_device_test" "$tmp/td" >"$tmp/td.out" 2>"$tmp/td.err" || { cat "$tmp/td.out"; return 1; }
+  # a NULL device pointer is refused before anything is recorded
+  if "$ls" dump "$tmp/td/rank-00000.lstrace" | grep -q '"name":"null"'; then echo "a NULL tensor was recorded"; return 1; fi
   grep -q '^gpu 1' "$tmp/td.out" || return 0
   # with a GPU: the device record and the host record of the same bytes carry the same fingerprint
   "$ls" dump "$tmp/td/rank-00000.lstrace" | python3 -c "

@@ -52,6 +52,7 @@ int main(int argc, char **argv)
     setenv("LOCKSTEP_TRACE", "modules", 1);
     expect(ls_init() == 0, "ls_init (modules)");
     ls_step_begin(2);
+    expect(ls_tensor_device("null", NULL, 8, LS_U8, 1, shape, 0) == -1, "NULL data at a kept level: -1");
     int rc = ls_tensor_device("x", dptr, sizeof(host), LS_U8, 1, shape, 0);
     if (have_gpu) {
         expect(rc == 0, "with a GPU: recorded");
