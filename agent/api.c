@@ -59,6 +59,7 @@ static void copy_env(char *dst, const char *a, const char *b)
 }
 
 static void shutdown_with(int exit_code);
+static int init_with(int eager);
 
 /* at_exit - on_exit handler: the process's exit status becomes the rank's end. */
 static void at_exit(int status, void *arg)
@@ -203,17 +204,28 @@ __attribute__((constructor)) static void autostart(void)
     const char *server = getenv("LOCKSTEP_SERVER"), *dir = getenv("LOCKSTEP_TRACE_DIR");
     int want = force && *force ? strcmp(force, "0") != 0
                                : pre && strstr(pre, "liblockstep") && ((server && *server) || (dir && *dir));
-    if (want && ls_init() < 0)
+    if (want && init_with(0) < 0)
         agent_warn_once(&warned_autostart, "cannot start: %s; the program runs without fingerprinting",
                         agent_last_error());
 }
 
-int ls_init(void)
+/* init_with - ls_init; `eager` starts streaming at once (an explicit call by
+ * the program) instead of at the first record (the LD_PRELOAD self-start,
+ * which also runs in shells and launchers that record nothing). */
+static int init_with(int eager)
 {
     pthread_mutex_lock(&mu);
     int rc = A.state != ST_UNINIT ? 0 : init_locked();
+    int begin = rc == 0 && eager && A.state == ST_ACTIVE && A.streaming;
     pthread_mutex_unlock(&mu);
+    if (begin)
+        send_begin();
     return rc;
+}
+
+int ls_init(void)
+{
+    return init_with(1);
 }
 
 /* shutdown_with - ls_shutdown, reporting `exit_code` as the rank's end. The

@@ -130,33 +130,48 @@ static void spill_locked(void)
     }
 }
 
+/* start_locked - open the spool and start the sender thread (S.mu held).
+ * Returns 0, or -1 when this process must not stream (a duplicate rank, no
+ * thread). */
+static int start_locked(void)
+{
+    S.started = 1;
+    if (open_spool_locked() < 0) {
+        S.started = 0;
+        S.child = 1; /* a duplicate of a live rank: stays silent like a forked child */
+        return -1;
+    }
+    /* The thread takes no signals: the program's handlers run on its own threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int err = pthread_create(&S.th, NULL, send_thread_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != 0) {
+        S.started = 0;
+        S.configured = 0;
+        agent_warn_once(&S.warned_thread, "cannot start the sender thread: %s; not streaming", strerror(err));
+        return -1;
+    }
+    pthread_setname_np(S.th, "lockstep-send");
+    return 0;
+}
+
+void send_begin(void)
+{
+    pthread_mutex_lock(&S.mu);
+    if (S.configured && !S.started && !S.child && !S.stopping)
+        start_locked();
+    pthread_mutex_unlock(&S.mu);
+}
+
 void send_push(const rec_record *r)
 {
     pthread_mutex_lock(&S.mu);
     if (!S.configured || S.child || S.stopping)
         goto out_unlock;
-    if (!S.started) {
-        S.started = 1;
-        if (open_spool_locked() < 0) {
-            S.started = 0;
-            S.child = 1; /* a duplicate of a live rank: stays silent like a forked child */
-            goto out_unlock;
-        }
-        /* The thread takes no signals: the program's handlers run on its own threads. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        int err = pthread_create(&S.th, NULL, send_thread_main, NULL);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (err == 0)
-            pthread_setname_np(S.th, "lockstep-send");
-        if (err != 0) {
-            S.started = 0;
-            S.configured = 0;
-            agent_warn_once(&S.warned_thread, "cannot start the sender thread: %s; not streaming", strerror(err));
-            goto out_unlock;
-        }
-    }
+    if (!S.started && start_locked() < 0)
+        goto out_unlock;
     size_t need = rec_encoded_size(r);
     if (S.mem + need > S.cfg.mem_cap)
         spill_locked();

@@ -32,6 +32,12 @@ typedef struct send_cfg {
  * (cfg->reg_json is freed either way). */
 int send_start(send_cfg *cfg, char *why, size_t cap);
 
+/* send_begin - start streaming now rather than at the first record: open
+ * the spool and start the sender thread (which registers the run and sends
+ * the manifest). For programs that call ls_init themselves, so that a rank
+ * that records nothing still registers (rank 0) and reports its end. */
+void send_begin(void);
+
 /* send_push - queue one numbered record. Never waits on the network: when
  * the memory cap is reached the queued batches are written to the spool (or,
  * without a usable spool, the record is dropped and counted). */

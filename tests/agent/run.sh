@@ -105,6 +105,18 @@ if [ $r0 -eq 0 ] && [ $r1 -eq 0 ] && check J-up "$T/up/trace" 2 && [ "$(run_stat
   ok "server up: 2 ranks streamed, server records equal the traces, manifests and ends stored, spool empty"
 else bad "server up (stderr: $(head -c 300 "$T/up.err"))"; fi
 
+# 1a. Rank 0 records nothing (its trace window leaves it out) but called ls_init: it still registers the run,
+#     sends its manifest and its end, so rank 1's records land in a run that ends.
+mkdir -p "$T/quiet/trace"
+(run_prog quiet1 J-quiet LOCKSTEP_RANK=1 LOCKSTEP_RANKS=2 LOCKSTEP_TRACE='collectives:ranks=1' -- --steps 20) & q1=$!
+run_prog quiet J-quiet LOCKSTEP_RANK=0 LOCKSTEP_RANKS=2 LOCKSTEP_TRACE='collectives:ranks=1' -- --steps 20; q0=$?
+wait $q1; q1=$?
+cp "$T/quiet1/trace/"* "$T/quiet/trace/" 2>/dev/null
+if [ $q0 -eq 0 ] && [ $q1 -eq 0 ] && check J-quiet "$T/quiet/trace" 2 && [ "$(run_status J-quiet)" = ended ] &&
+   [ "$(spooled "$T/quiet1/spool")" -eq 0 ]; then
+  ok "a rank 0 that records nothing still registers, sends its manifest and end; the run ends"
+else bad "quiet rank 0 (rc $q0/$q1, status $(run_status J-quiet)): $(head -c 300 "$T/quiet1.err")"; fi
+
 # 1b. Two live processes claiming one rank of one job: the second says so and does not stream (its batch_seq
 #     would collide with the first's and be taken for replays); the first's data arrive whole.
 run_prog dupA J-dup -- --steps 40 --sleep-ms 25 & pa=$!
