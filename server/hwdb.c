@@ -39,25 +39,39 @@ int hw_do(const char *sql, int n, const char *const *params, char *err, size_t c
     return r ? 0 : -1;
 }
 
+/* The session lock is taken before BEGIN so that the transaction's snapshot
+ * (REPEATABLE READ: one snapshot for all its reads) is taken after the
+ * previous holder committed. */
 int hw_begin(char *err, size_t cap)
 {
-    if (hw_do("BEGIN", 0, NULL, err, cap) < 0)
+    if (hw_do("SELECT pg_advisory_lock(" SUSPECTS_LOCK ")", 0, NULL, err, cap) < 0)
         return -1;
-    if (hw_do("SELECT pg_advisory_xact_lock(" SUSPECTS_LOCK ")", 0, NULL, err, cap) < 0) {
+    if (hw_do("BEGIN ISOLATION LEVEL REPEATABLE READ", 0, NULL, err, cap) < 0) {
         hw_rollback();
         return -1;
     }
     return 0;
 }
 
+static void unlock(PGconn *c)
+{
+    PQclear(PQexec(c, "SELECT pg_advisory_unlock(" SUSPECTS_LOCK ")"));
+}
+
 int hw_commit(char *err, size_t cap)
 {
-    return hw_do("COMMIT", 0, NULL, err, cap);
+    int rc = hw_do("COMMIT", 0, NULL, err, cap);
+    PGconn *c = db_conn();
+    if (c)
+        unlock(c);
+    return rc;
 }
 
 void hw_rollback(void)
 {
     PGconn *c = db_conn();
-    if (c)
+    if (c) {
         PQclear(PQexec(c, "ROLLBACK"));
+        unlock(c);
+    }
 }

@@ -16,11 +16,14 @@ PGresult *hw_q(const char *sql, int n, const char *const *params, char *err, siz
 /* hw_do - the same when no rows are wanted. Returns 0 or -1. */
 int hw_do(const char *sql, int n, const char *const *params, char *err, size_t cap);
 
-/* hw_begin - BEGIN and take the suspects' advisory transaction lock (one
- * evaluator at a time across every lockstepd on the database). 0 or -1. */
+/* hw_begin - take the suspects' advisory lock (one evaluator at a time
+ * across every lockstepd on the database), then BEGIN ISOLATION LEVEL
+ * REPEATABLE READ (every read sees one snapshot: a divergence and the
+ * comparison progress that follows it are seen together). 0 or -1. */
 int hw_begin(char *err, size_t cap);
 
-/* hw_commit - COMMIT; hw_rollback - ROLLBACK (errors ignored). */
+/* hw_commit - COMMIT; hw_rollback - ROLLBACK (errors ignored). Both release
+ * the advisory lock. */
 int hw_commit(char *err, size_t cap);
 void hw_rollback(void);
 

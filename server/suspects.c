@@ -455,10 +455,12 @@ int susp_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeu
         rc = 0; /* not ready: compared only once it diverged or every run ended */
         goto out_rollback;
     }
-    if (ndivs && !all_ended) {
+    if (ndivs) {
         /* Settled? Every rank compared past the first divergence's step (so a
          * rank whose divergence at that step comes first in the program has
-         * been seen), or the divergence is 30 s old. Until then: not ready. */
+         * been seen), or the divergence is 30 s old. Until then: not ready.
+         * (Also when every run has ended: their last ranks may still wait in
+         * the comparison queue.) */
         const char *ps[] = {group, PQgetvalue(divs, 0, 1)};
         PGresult *s = hw_q("SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
                            "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "

@@ -27,7 +27,7 @@ cleanup() {
   [ -n "$srv_pid" ] && stop_pid "$srv_pid"
   [ -n "$rcv_pid" ] && stop_pid "$rcv_pid"
   [ -n "$run" ] && "$src/deploy/slurm/down.sh" "$run" >/dev/null 2>&1
-  rm -rf "$tmp"
+  if [ -n "${FLEET_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
 
@@ -42,6 +42,12 @@ bail() { echo "$*"; echo "0 passed, 1 failed"; exit 1; }
 [ "$(id -u)" -eq 0 ] || bail "the fleet tier needs root (slurmd runs job steps as their user)"
 for f in "$plugin" "$agent" "$lockstepd" "$train"; do [ -x "$f" ] || [ -f "$f" ] || bail "$f is missing; run make first"; done
 command -v scontrol >/dev/null || bail "scontrol is missing (deploy/install-deps.sh installs slurm-client)"
+
+# Run private copies: others rebuilding the tree meanwhile must not change the binaries under the jobs (a
+# rewritten liblockstep.so crashes the tasks that map it, and changes the manifests' library hashes).
+mkdir -p "$tmp/bin" "$tmp/lib"
+cp "$plugin" "$agent" "$tmp/lib/" && cp "$train" "$lockstepd" "$tmp/bin/" || bail "cannot copy the binaries"
+plugin=$tmp/lib/${plugin##*/} agent=$tmp/lib/${agent##*/} train=$tmp/bin/${train##*/} lockstepd=$tmp/bin/${lockstepd##*/}
 
 user_preload=
 case $build in */san)
@@ -91,7 +97,7 @@ mail_domain = cluster.test
 slurm_action = drain
 scontrol = $(command -v scontrol)
 slurm_conf = $run/slurm.conf
-suspects_interval_ms = 200
+suspects_interval_ms = 500
 alert_retry_ms = 100
 alert_retry_max_s = 2
 CONF
@@ -104,12 +110,16 @@ echo "cluster and lockstepd up in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 get() { curl -sS --max-time 10 "$api$1"; }
 
+# wait_idle: until the previous job has left the cluster (up to 10 s), so that each job starts on idle nodes.
+wait_idle() { for _ in $(seq 1 100); do [ -z "$(squeue -h 2>/dev/null)" ] && return 0; sleep 0.1; done; }
+
 # train GROUP NODES [ARGS...]: one lockstep-train job step of two ranks on NODES (rank order follows the node
 # names), fingerprinted (--lockstep=det) into twin group GROUP. The fault follows node n3 in every job.
 train() {
   local group=$1 nodes=$2; shift 2
   local exp="ALL"
   [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload"
+  wait_idle
   local t; t=$(date +%s%N)
   LOCKSTEP_FAULT=node=n3,step=2,bit=12 timeout 60 srun --immediate=10 --mpi=pmix --export="$exp" -N2 -n2 -w "$nodes" \
     --lockstep=det --lockstep-twin="$group" "$train" --quiet --steps 3 --hidden 16 --batch 8 "$@" \
@@ -211,8 +221,21 @@ t_repair_resumes() {
   [ "$(json "d['node']['state']" <"$tmp/out")" = repaired ] || return 1
   wait_for 10 bash -c "sinfo -h -n n3 -o '%T' | grep -qv drain" || { sinfo -N >>"$tmp/err"; return 1; }
 }
+# sbatch_train GROUP NODES: the same job as train, submitted with sbatch (the options carry into its srun step);
+# waits for the job to finish.
+sbatch_train() {
+  local exp="ALL" jid
+  [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload"
+  printf '#!/bin/bash\nsrun --mpi=pmix -N2 -n2 %s --quiet --steps 3 --hidden 16 --batch 8\n' "$train" >"$tmp/job.sh"
+  jid=$(LOCKSTEP_FAULT=node=n3,step=2,bit=12 sbatch --parsable --export="$exp" -N2 -w "$2" --lockstep=det \
+        --lockstep-twin="$1" -o "$tmp/sbatch.out" "$tmp/job.sh") || return 1
+  for _ in $(seq 1 600); do [ -n "$(squeue -h -j "$jid" 2>/dev/null)" ] || break; sleep 0.1; done
+  cat "$tmp/sbatch.out" >>"$tmp/err"
+  [ -z "$(squeue -h -j "$jid" 2>/dev/null)" ] && grep -q 'injected fault: rank 0 node n3' "$tmp/sbatch.out"
+}
 t_three_runs() {
-  train three n1,n2 && train three n2,n4 && train three n3,n4 || return 1 # only the third has n3 (rank 0)
+  # only the third run has n3 (its rank 0); it goes through sbatch
+  train three n1,n2 && train three n2,n4 && sbatch_train three n3,n4 || return 1
   wait_for 20 bash -c "[ \"\$(curl -s '$api/nodes/n3/history?limit=1000' | python3 -c \"import json,sys; d=json.load(sys.stdin); print(' '.join(str(e['weight']) for e in d['events'] if e['kind']=='involvement' and e['group']=='three'))\")\" = 1.0 ]" ||
     { get "/nodes/n3/history" >>"$tmp/err"; return 1; }
   local n
@@ -226,7 +249,7 @@ check "lockstepd drains n3 in Slurm with a lockstep: reason" t_n3_drained_in_slu
 check "alerts: one per group, suspect n3 delivered to webhook, Slack, Alertmanager; mail to the user" t_alerts
 check "nondeterministic twins: software, no node blamed" t_nondet_software
 check "repair resumes n3 in Slurm (admin token required)" t_repair_resumes
-check "a three-run group with one faulty run names n3 (strong evidence)" t_three_runs
+check "a three-run group with one faulty run (sbatch) names n3 (strong evidence)" t_three_runs
 t_clean_stop() { # SIGTERM: exit 0, no sanitizer report (SAN=1), nothing left in the outbox
   get "/alerts?limit=1000" | json "sum(1 for a in d['alerts'] for x in a['deliveries'] if x['state'] != 'delivered')" >"$tmp/out"
   kill -TERM "$srv_pid"; wait "$srv_pid"; local rc=$?; srv_pid=
