@@ -77,8 +77,9 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
 {
     char *details = a->details ? json_dumps(a->details, JSON_COMPACT) : NULL;
     char *rcpt = pg_array(a->recipients, a->nrecipients);
-    const char *p[] = {a->dedup_key, a->kind, a->group, a->node, a->severity, a->summary, a->body, a->url,
-                       details ? details : "{}", rcpt};
+    const char *p[] = {
+        a->dedup_key, a->kind, a->group, a->node, a->severity, a->summary, a->body, a->url, details ? details : "{}",
+        rcpt};
     PGresult *r = hw_q("INSERT INTO alerts (dedup_key, kind, twin_group, node, severity, summary, body, url, details, "
                        "recipients) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::text[]) "
                        "ON CONFLICT (dedup_key) DO NOTHING RETURNING id",

@@ -8,15 +8,15 @@
 
 /* What one alert says. Strings are borrowed. */
 typedef struct alert_spec {
-    const char *dedup_key; /* "group:NAME", "suspect:NODE:ID": a second enqueue of one key is a no-op */
-    const char *kind;      /* divergence | suspect */
-    const char *group;     /* or NULL */
-    const char *node;      /* or NULL */
-    const char *severity;  /* warning | critical */
-    const char *summary;   /* one line */
-    const char *body;      /* the full text */
-    const char *url;       /* dashboard deep link */
-    json_t *details;       /* borrowed; may be NULL */
+    const char *dedup_key;         /* "group:NAME", "suspect:NODE:ID": a second enqueue of one key is a no-op */
+    const char *kind;              /* divergence | suspect */
+    const char *group;             /* or NULL */
+    const char *node;              /* or NULL */
+    const char *severity;          /* warning | critical */
+    const char *summary;           /* one line */
+    const char *body;              /* the full text */
+    const char *url;               /* dashboard deep link */
+    json_t *details;               /* borrowed; may be NULL */
     const char *const *recipients; /* job users for mail */
     int nrecipients;
 } alert_spec;

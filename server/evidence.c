@@ -12,8 +12,15 @@ static int has_prefix(const char *s, const char *p)
 
 int ev_det_relevant(const char *key)
 {
-    static const char *const env_pre[] = {"NCCL_", "CUBLAS", "OMP_", "MKL_", "NVTE_", "OMPI_MCA_coll",
-                                          "PYTHONHASHSEED", "TORCH_DETERMINISTIC", "CUDA_LAUNCH_BLOCKING"};
+    static const char *const env_pre[] = {"NCCL_",
+                                          "CUBLAS",
+                                          "OMP_",
+                                          "MKL_",
+                                          "NVTE_",
+                                          "OMPI_MCA_coll",
+                                          "PYTHONHASHSEED",
+                                          "TORCH_DETERMINISTIC",
+                                          "CUDA_LAUNCH_BLOCKING"};
     if (has_prefix(key, "env.")) {
         const char *v = key + 4;
         if (!strcmp(v, "NCCL_GRAPH_DUMP_FILE") || !strcmp(v, "NCCL_DEBUG") || !strcmp(v, "NCCL_DEBUG_FILE"))

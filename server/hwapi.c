@@ -11,9 +11,9 @@
 #include "server/suspects.h"
 
 #define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
-#define NODE_COLS                                                                                                  \
-    "name, state, score, involvements, exposures, baseline, " TS("state_since") ", " TS("first_seen") ", " \
-    TS("last_seen")
+#define NODE_COLS                                                                                                      \
+    "name, state, score, involvements, exposures, baseline, " TS("state_since") ", " TS("first_seen") ", " TS(         \
+        "last_seen")
 
 static enum MHD_Result db_down(http_req *req, const char *err)
 {
@@ -63,8 +63,8 @@ static json_t *node_obj(PGresult *r, int i, PGresult *gpus)
 static json_t *load_nodes(const char *name, char *err, size_t cap)
 {
     const char *p[] = {name ? name : ""};
-    PGresult *r = hw_q("SELECT " NODE_COLS " FROM hw_nodes WHERE $1 = '' OR name = $1 ORDER BY score DESC, name", 1, p,
-                       err, cap);
+    PGresult *r =
+        hw_q("SELECT " NODE_COLS " FROM hw_nodes WHERE $1 = '' OR name = $1 ORDER BY score DESC, name", 1, p, err, cap);
     PGresult *g = r ? hw_q("SELECT uuid, node, name, state, score, involvements, exposures FROM hw_gpus "
                            "WHERE $1 = '' OR node = $1 ORDER BY score DESC, uuid",
                            1, p, err, cap)
@@ -107,8 +107,9 @@ static enum MHD_Result unknown_node(http_req *req, const char *name)
 {
     char d[300];
     snprintf(d, sizeof(d), "no node named \"%.200s\" has been seen", name);
-    return http_reply_error(req, 404, "unknown node", d, "nodes appear once a twin group they ran in is evaluated; "
-                                                         "see GET /api/v1/nodes");
+    return http_reply_error(req, 404, "unknown node", d,
+                            "nodes appear once a twin group they ran in is evaluated; "
+                            "see GET /api/v1/nodes");
 }
 
 enum MHD_Result hw_node_get(http_req *req, const char *name)
@@ -128,16 +129,17 @@ enum MHD_Result hw_node_get(http_req *req, const char *name)
     return http_reply_json(req, 200, o);
 }
 
-#define EVENT_COLS                                                                                                \
-    "h.id, h.kind, " TS("h.at") ", h.twin_group, r.run_id::text, h.gpu, h.step, h.rank, h.weight, h.score, " \
-    "h.state, h.actor, h.detail"
+#define EVENT_COLS                                                                                                     \
+    "h.id, h.kind, " TS("h.at") ", h.twin_group, r.run_id::text, h.gpu, h.step, h.rank, h.weight, h.score, "           \
+                                "h.state, h.actor, h.detail"
 
 static json_t *event_obj(PGresult *r, int i)
 {
     json_t *o = json_pack("{s:I, s:s, s:s, s:o, s:o, s:o}", "id", (json_int_t)strtoll(PQgetvalue(r, i, 0), NULL, 10),
                           "kind", PQgetvalue(r, i, 1), "at", PQgetvalue(r, i, 2), "group", str_or_null(r, i, 3),
                           "run_id", str_or_null(r, i, 4), "gpu", str_or_null(r, i, 5));
-    json_object_set_new(o, "step", PQgetisnull(r, i, 6) ? json_null() : json_integer(strtoll(PQgetvalue(r, i, 6), NULL, 10)));
+    json_object_set_new(o, "step",
+                        PQgetisnull(r, i, 6) ? json_null() : json_integer(strtoll(PQgetvalue(r, i, 6), NULL, 10)));
     json_object_set_new(o, "rank", PQgetisnull(r, i, 7) ? json_null() : json_integer(atoi(PQgetvalue(r, i, 7))));
     json_object_set_new(o, "weight", PQgetisnull(r, i, 8) ? json_null() : num(r, i, 8));
     json_object_set_new(o, "score", PQgetisnull(r, i, 9) ? json_null() : num(r, i, 9));
@@ -176,8 +178,8 @@ enum MHD_Result hw_node_history(http_req *req, const char *name)
     json_t *ev = json_array();
     for (int i = 0; i < PQntuples(r); i++)
         json_array_append_new(ev, event_obj(r, i));
-    json_t *next = PQntuples(r) == limit ? json_integer(strtoll(PQgetvalue(r, PQntuples(r) - 1, 0), NULL, 10))
-                                         : json_null();
+    json_t *next =
+        PQntuples(r) == limit ? json_integer(strtoll(PQgetvalue(r, PQntuples(r) - 1, 0), NULL, 10)) : json_null();
     PQclear(r);
     return http_reply_json(req, 200, json_pack("{s:s, s:o, s:o}", "node", name, "events", ev, "next_before", next));
 }
@@ -192,8 +194,10 @@ enum MHD_Result hw_node_action(http_req *req, const char *name)
     const char *actor = b ? json_string_value(json_object_get(b, "actor")) : NULL;
     if (!action || (strcmp(action, "drain") && strcmp(action, "repair") && strcmp(action, "note"))) {
         json_decref(b);
-        return http_reply_error(req, 400, "bad action", "the body is {\"action\": \"drain\" | \"repair\" | \"note\", "
-                                "\"reason\": TEXT, \"actor\": NAME}", "see docs/suspects.md");
+        return http_reply_error(req, 400, "bad action",
+                                "the body is {\"action\": \"drain\" | \"repair\" | \"note\", "
+                                "\"reason\": TEXT, \"actor\": NAME}",
+                                "see docs/suspects.md");
     }
     char err[512], detail[700];
     snprintf(detail, sizeof(detail), "%s%s%s", action, reason && *reason ? ": " : "", reason ? reason : "");
@@ -235,8 +239,8 @@ enum MHD_Result hw_node_action(http_req *req, const char *name)
         slurm_apply(name, !strcmp(state, "drained"), reason && *reason ? reason : "drained by an admin");
     susp_kick();
     const char *pi[] = {id};
-    r = hw_q("SELECT " EVENT_COLS " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key WHERE h.id = $1", 1,
-             pi, err, sizeof(err));
+    r = hw_q("SELECT " EVENT_COLS " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key WHERE h.id = $1", 1, pi,
+             err, sizeof(err));
     json_t *nodes = r ? load_nodes(name, err, sizeof(err)) : NULL;
     if (!nodes) {
         PQclear(r);
@@ -255,11 +259,15 @@ out_db:
     return res;
 }
 
-#define ALERT_COLS                                                                                                \
-    "a.id, a.kind, a.twin_group, a.node, a.severity, a.summary, a.body, a.url, a.details::text, " TS("a.created_at") \
-    ", " TS("a.acked_at") ", a.acked_by, (SELECT json_agg(json_build_object('sink', d.sink, 'state', d.state, "  \
-    "'attempts', d.attempts, 'last_error', d.last_error, 'delivered_at', " TS("d.delivered_at") ") ORDER BY "    \
-    "d.sink) FROM alert_deliveries d WHERE d.alert_id = a.id)::text"
+#define ALERT_COLS                                                                                                     \
+    "a.id, a.kind, a.twin_group, a.node, a.severity, a.summary, a.body, a.url, a.details::text, " TS(                  \
+        "a.created_at") ", " TS("a.acked_at") ", a.acked_by, (SELECT json_agg(json_build_object('sink', d.sink, "      \
+                                              "'state', d.state, "                                                     \
+                                              "'attempts', d.attempts, 'last_error', d.last_error, "                   \
+                                              "'delivered_at', " TS(                                                   \
+                                                  "d.delivered_at") ") ORDER BY "                                      \
+                                                                    "d.sink) FROM alert_deliveries d WHERE "           \
+                                                                    "d.alert_id = a.id)::text"
 
 static json_t *alert_obj(PGresult *r, int i)
 {
@@ -267,13 +275,12 @@ static json_t *alert_obj(PGresult *r, int i)
     json_t *deliv = PQgetisnull(r, i, 12) ? json_array() : json_loads(PQgetvalue(r, i, 12), 0, NULL);
     const char *cls = json_string_value(json_object_get(details, "classification"));
     json_t *o = json_pack("{s:I, s:s, s:s, s:o, s:o, s:s, s:s, s:s, s:s, s:s?, s:o, s:s, s:o, s:o, s:o}", "id",
-                          (json_int_t)strtoll(PQgetvalue(r, i, 0), NULL, 10), "kind", PQgetvalue(r, i, 1),
-                          "created_at", PQgetvalue(r, i, 9), "group", str_or_null(r, i, 2), "node",
-                          str_or_null(r, i, 3), "severity", PQgetvalue(r, i, 4), "summary", PQgetvalue(r, i, 5),
-                          "text", PQgetvalue(r, i, 6), "url", PQgetvalue(r, i, 7), "classification", cls, "details",
-                          details ? details : json_object(), "state", PQgetisnull(r, i, 10) ? "open" : "acknowledged",
-                          "acked_at", str_or_null(r, i, 10), "acked_by", str_or_null(r, i, 11), "deliveries",
-                          deliv ? deliv : json_array());
+                          (json_int_t)strtoll(PQgetvalue(r, i, 0), NULL, 10), "kind", PQgetvalue(r, i, 1), "created_at",
+                          PQgetvalue(r, i, 9), "group", str_or_null(r, i, 2), "node", str_or_null(r, i, 3), "severity",
+                          PQgetvalue(r, i, 4), "summary", PQgetvalue(r, i, 5), "text", PQgetvalue(r, i, 6), "url",
+                          PQgetvalue(r, i, 7), "classification", cls, "details", details ? details : json_object(),
+                          "state", PQgetisnull(r, i, 10) ? "open" : "acknowledged", "acked_at", str_or_null(r, i, 10),
+                          "acked_by", str_or_null(r, i, 11), "deliveries", deliv ? deliv : json_array());
     return o;
 }
 
@@ -299,8 +306,9 @@ enum MHD_Result hw_alerts_list(http_req *req)
         json_array_append_new(a, alert_obj(r, i));
     long total = PQntuples(r) ? strtol(PQgetvalue(r, 0, 13), NULL, 10) : 0;
     PQclear(r);
-    return http_reply_json(req, 200, json_pack("{s:o, s:i, s:i, s:i}", "alerts", a, "limit", (int)limit, "offset",
-                                               (int)offset, "total", (int)total));
+    return http_reply_json(req, 200,
+                           json_pack("{s:o, s:i, s:i, s:i}", "alerts", a, "limit", (int)limit, "offset", (int)offset,
+                                     "total", (int)total));
 }
 
 enum MHD_Result hw_alert_ack(http_req *req, const char *id)

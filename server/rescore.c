@@ -39,8 +39,14 @@ static ent *load(PGresult *list, PGresult *expo, PGresult *inv, int *nout)
     if (!e)
         abort();
     for (int i = 0; i < n; i++)
-        e[i] = (ent){PQgetvalue(list, i, 0), PQgetvalue(list, i, 1), PQgetvalue(list, i, 2),
-                     atof(PQgetvalue(list, i, 3)), 0, 0, 0, {0}};
+        e[i] = (ent){PQgetvalue(list, i, 0),
+                     PQgetvalue(list, i, 1),
+                     PQgetvalue(list, i, 2),
+                     atof(PQgetvalue(list, i, 3)),
+                     0,
+                     0,
+                     0,
+                     {0}};
     for (int i = 0; i < PQntuples(expo); i++) {
         int j = find_ent(e, n, PQgetvalue(expo, i, 0));
         if (j >= 0)
@@ -137,13 +143,21 @@ static int suspect_alert(const ent *e, const char *hist_id, char *err, size_t ca
              "Node %s turned suspect: its runs were blamed for %.2f divergences in %.0f twin-compared runs "
              "(rate %.3f) against a fleet baseline of %.3f; score %.3f >= %.2f (P(rate > %.1f x baseline)).\n%s"
              "Dashboard: %s\n",
-             e->id, e->k, e->expo, e->res.rate, e->res.baseline, e->res.score, g_hw.score.threshold,
-             g_hw.score.ratio, g_hw.slurm_drain ? "lockstepd drains it in Slurm (slurm_action = drain).\n" : "", url);
-    json_t *d = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "node", e->id, "score", e->res.score, "involvements",
-                          e->k, "runs", e->expo, "rate", e->res.rate, "baseline", e->res.baseline);
+             e->id, e->k, e->expo, e->res.rate, e->res.baseline, e->res.score, g_hw.score.threshold, g_hw.score.ratio,
+             g_hw.slurm_drain ? "lockstepd drains it in Slurm (slurm_action = drain).\n" : "", url);
+    json_t *d = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "node", e->id, "score", e->res.score, "involvements", e->k,
+                          "runs", e->expo, "rate", e->res.rate, "baseline", e->res.baseline);
     const char *admin[] = {g_hw.mail_admin};
-    alert_spec a = {.dedup_key = key, .kind = "suspect", .node = e->id, .severity = "critical", .summary = summary,
-                    .body = body, .url = url, .details = d, .recipients = admin, .nrecipients = g_hw.mail_admin[0] ? 1 : 0};
+    alert_spec a = {.dedup_key = key,
+                    .kind = "suspect",
+                    .node = e->id,
+                    .severity = "critical",
+                    .summary = summary,
+                    .body = body,
+                    .url = url,
+                    .details = d,
+                    .recipients = admin,
+                    .nrecipients = g_hw.mail_admin[0] ? 1 : 0};
     long long id = alert_enqueue(&a, err, cap);
     json_decref(d);
     free(url);
@@ -171,8 +185,8 @@ static int apply(ent *e, int n, int gpus, char turned[][256], int *nturned, char
             return -1;
         const char *gpu = gpus ? e[i].id : NULL;
         if (e[i].res.score - e[i].old_score >= 0.01 || e[i].old_score - e[i].res.score >= 0.01) {
-            snprintf(detail, sizeof(detail), "involvements %.2f of %.0f runs (rate %.3f); fleet baseline %.3f",
-                     e[i].k, e[i].expo, e[i].res.rate, e[i].res.baseline);
+            snprintf(detail, sizeof(detail), "involvements %.2f of %.0f runs (rate %.3f); fleet baseline %.3f", e[i].k,
+                     e[i].expo, e[i].res.rate, e[i].res.baseline);
             if (history(e[i].node, gpu, "score", e[i].res.score, NULL, detail, NULL, 0, err, cap) < 0)
                 return -1;
         }
@@ -206,11 +220,12 @@ int rescore_fleet(void)
                        "ON n.name = e.node WHERE e.at >= n.evidence_since GROUP BY e.node",
                        0, NULL, err, sizeof(err))
                 : NULL;
-    r[2] = r[1] ? hw_q("SELECT e.twin_group, e.node, max(e.weight) FROM hw_exposures e JOIN hw_nodes n ON n.name = "
-                       "e.node WHERE e.weight > 0 AND e.at >= n.evidence_since GROUP BY e.twin_group, e.run_key, e.node "
-                       "ORDER BY e.twin_group",
-                       0, NULL, err, sizeof(err))
-                : NULL;
+    r[2] = r[1]
+               ? hw_q("SELECT e.twin_group, e.node, max(e.weight) FROM hw_exposures e JOIN hw_nodes n ON n.name = "
+                      "e.node WHERE e.weight > 0 AND e.at >= n.evidence_since GROUP BY e.twin_group, e.run_key, e.node "
+                      "ORDER BY e.twin_group",
+                      0, NULL, err, sizeof(err))
+               : NULL;
     r[3] = r[2] ? hw_q("SELECT uuid, node, state, score FROM hw_gpus ORDER BY uuid", 0, NULL, err, sizeof(err)) : NULL;
     r[4] = r[3] ? hw_q("SELECT e.gpu, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
                        "ON n.name = e.node WHERE e.gpu <> '' AND e.at >= n.evidence_since GROUP BY e.gpu",

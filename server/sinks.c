@@ -47,10 +47,10 @@ static json_t *slack_payload(const alert_msg *a)
     snprintf(link, sizeof(link), "<%s|Open in the Lockstep dashboard>", url);
     char fallback[2000];
     snprintf(fallback, sizeof(fallback), "lockstep: %s — %s", a->summary, a->url);
-    json_t *o = json_pack("{s:s, s:[{s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s}}, {s:s, s:[{s:s, s:s}]}]}", "text",
-                          fallback, "blocks", "type", "section", "text", "type", "mrkdwn", "text", head, "type",
-                          "section", "text", "type", "mrkdwn", "text", body, "type", "context", "elements", "type",
-                          "mrkdwn", "text", link);
+    json_t *o =
+        json_pack("{s:s, s:[{s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s}}, {s:s, s:[{s:s, s:s}]}]}", "text", fallback,
+                  "blocks", "type", "section", "text", "type", "mrkdwn", "text", head, "type", "section", "text",
+                  "type", "mrkdwn", "text", body, "type", "context", "elements", "type", "mrkdwn", "text", link);
     free(sum);
     free(body);
     free(url);

@@ -36,8 +36,8 @@ int slurm_set_state(const char *node, int drain, const char *reason, char *out, 
     for (char *c = a_reason; *c; c++)
         if (*c == '\n' || *c == '\r' || *c == '"')
             *c = ' ';
-    size_t o = (size_t)snprintf(out, cap, "%s update %s %s%s%s%s", g_hw.scontrol, a_node, a_state,
-                                drain ? " \"" : "", drain ? a_reason : "", drain ? "\"" : "");
+    size_t o = (size_t)snprintf(out, cap, "%s update %s %s%s%s%s", g_hw.scontrol, a_node, a_state, drain ? " \"" : "",
+                                drain ? a_reason : "", drain ? "\"" : "");
     if (o >= cap)
         o = cap - 1;
     if (!slurm_node_ok(node)) {
@@ -102,8 +102,7 @@ int slurm_set_state(const char *node, int drain, const char *reason, char *out, 
     while (got && (buf[got - 1] == '\n' || buf[got - 1] == ' '))
         buf[--got] = 0;
     int ok = done && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    snprintf(out + o, cap - o, ": %s%s%s", ok ? "ok" : !done ? "timed out after 30 s" : "failed", got ? ": " : "",
-             buf);
+    snprintf(out + o, cap - o, ": %s%s%s", ok ? "ok" : !done ? "timed out after 30 s" : "failed", got ? ": " : "", buf);
     return ok ? 0 : -1;
 }
 

@@ -76,8 +76,8 @@ static int is_minority(json_t *entries, const char *run_id)
 {
     size_t i;
     json_t *e;
-    json_array_foreach(entries, i, e) if (!strcmp(json_string_value(json_object_get(e, "run_id")) ?: "", run_id))
-        return json_is_false(json_object_get(e, "majority"));
+    json_array_foreach(entries, i, e) if (!strcmp(json_string_value(json_object_get(e, "run_id")) ?: "",
+                                                  run_id)) return json_is_false(json_object_get(e, "majority"));
     return 0;
 }
 
@@ -141,8 +141,8 @@ static int classify(grp *g, json_t **entries, const int *origin, int norigin, co
                     v->cls = "software";
                     v->code = "same_hardware";
                     snprintf(v->reason, sizeof(v->reason),
-                             "twins ran rank %d on the same hardware (%s%s%s) and still diverged", origin[o],
-                             sa->node, *sa->gpu ? " " : "", sa->gpu);
+                             "twins ran rank %d on the same hardware (%s%s%s) and still diverged", origin[o], sa->node,
+                             *sa->gpu ? " " : "", sa->gpu);
                     return 0;
                 }
                 json_t *ma = sa->manifest ? json_loads(sa->manifest, 0, NULL) : NULL;
@@ -190,8 +190,8 @@ static int classify(grp *g, json_t **entries, const int *origin, int norigin, co
         v->cls = "software";
         v->code = "spread";
         snprintf(v->reason, sizeof(v->reason),
-                 "record %s diverged in %d groups that need %d different nodes to explain (software_spread = %d)",
-                 name, n + 1, cover, g_hw.software_spread);
+                 "record %s diverged in %d groups that need %d different nodes to explain (software_spread = %d)", name,
+                 n + 1, cover, g_hw.software_spread);
         for (int i = 0; i < n; i++)
             if (strcmp(PQgetvalue(r, i, 2), "spread") && *nrequeue < cap)
                 snprintf(requeue[(*nrequeue)++], 256, "%s", PQgetvalue(r, i, 0));
@@ -207,8 +207,7 @@ static int classify(grp *g, json_t **entries, const int *origin, int norigin, co
             hit |= strong ? is_minority(entries[o], g->runs[a].id) : 1;
         g->runs[a].weight = hit ? (strong ? 1.0 : g_hw.weak_weight) : 0.0;
     }
-    snprintf(v->reason, sizeof(v->reason), "%s evidence against %s: %s", strong ? "strong" : "weak",
-             v->implicated,
+    snprintf(v->reason, sizeof(v->reason), "%s evidence against %s: %s", strong ? "strong" : "weak", v->implicated,
              strong ? "the minority run of the group diverged" : "two runs diverged; either may be at fault");
     return 0;
 }
@@ -224,13 +223,12 @@ static int alert_for_group(const grp *g, PGresult *divs, json_t *entries, const 
     const char *step = PQgetvalue(divs, 0, 1), *rank_s = PQgetvalue(divs, 0, 0), *name = PQgetvalue(divs, 0, 3);
     int rank = atoi(rank_s);
     char summary[600], frag[600], body[8192];
-    snprintf(summary, sizeof(summary), "twin group %s diverged at step %s (rank %s, %s)", g->name, step, rank_s,
-             name);
+    snprintf(summary, sizeof(summary), "twin group %s diverged at step %s (rank %s, %s)", g->name, step, rank_s, name);
     /* the group name is percent-encoded in the link */
     size_t fl = (size_t)snprintf(frag, sizeof(frag), "/twins/");
     for (const unsigned char *c = (const unsigned char *)g->name; *c && fl + 4 < sizeof(frag); c++)
         fl += (size_t)(isalnum(*c) || strchr("-._~", *c) ? snprintf(frag + fl, sizeof(frag) - fl, "%c", *c)
-                                                           : snprintf(frag + fl, sizeof(frag) - fl, "%%%02X", *c));
+                                                         : snprintf(frag + fl, sizeof(frag) - fl, "%%%02X", *c));
     char *url = alert_url(frag);
     size_t bl = (size_t)snprintf(body, sizeof(body),
                                  "Twin group %s diverged: first divergence at step %s, rank %s, record %s "
@@ -243,8 +241,8 @@ static int alert_for_group(const grp *g, PGresult *divs, json_t *entries, const 
     for (int a = 0; a < g->nruns; a++) {
         size_t i;
         json_t *e, *mine = NULL;
-        json_array_foreach(entries, i, e) if (!strcmp(json_string_value(json_object_get(e, "run_id")) ?: "",
-                                                      g->runs[a].id)) mine = e;
+        json_array_foreach(
+            entries, i, e) if (!strcmp(json_string_value(json_object_get(e, "run_id")) ?: "", g->runs[a].id)) mine = e;
         const hw_slot *s = slot_of(g, a, rank);
         json_t *val = mine ? json_object_get(mine, "value") : NULL;
         char vtxt[64] = "none";
@@ -262,10 +260,9 @@ static int alert_for_group(const grp *g, PGresult *divs, json_t *entries, const 
             bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "fp %s, value %s%s%s%s\n", fp ? fp : "?", vtxt,
                                    vb ? " (bits " : "", vb ? vb : "", vb ? ")" : "");
         }
-        json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s?, s:O?, s:s?}", "run_id",
-                                              g->runs[a].id, "job_id", g->runs[a].job, "user", g->runs[a].user,
-                                              "node", s->node, "present", present, "fp", fp, "value", val,
-                                              "value_bits", vb));
+        json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s?, s:O?, s:s?}", "run_id", g->runs[a].id,
+                                              "job_id", g->runs[a].job, "user", g->runs[a].user, "node", s->node,
+                                              "present", present, "fp", fp, "value", val, "value_bits", vb));
         int seen = !*g->runs[a].user;
         for (int u = 0; u < nusers && !seen; u++)
             seen = !strcmp(users[u], g->runs[a].user);
@@ -275,15 +272,22 @@ static int alert_for_group(const grp *g, PGresult *divs, json_t *entries, const 
     if (bl < sizeof(body))
         bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "Classified as %s: %s.\nDashboard: %s\n", v->cls,
                                v->reason, url);
-    json_t *details = json_pack("{s:s, s:I, s:i, s:s, s:i, s:I, s:s, s:s, s:s, s:o}", "group", g->name, "step",
-                                (json_int_t)strtoll(step, NULL, 10), "rank", rank, "record", name, "occurrence",
-                                atoi(PQgetvalue(divs, 0, 4)), "seq", (json_int_t)strtoll(PQgetvalue(divs, 0, 2), NULL, 10),
-                                "kind", PQgetvalue(divs, 0, 5), "classification", v->cls, "reason", v->reason,
-                                "runs", runs);
+    json_t *details =
+        json_pack("{s:s, s:I, s:i, s:s, s:i, s:I, s:s, s:s, s:s, s:o}", "group", g->name, "step",
+                  (json_int_t)strtoll(step, NULL, 10), "rank", rank, "record", name, "occurrence",
+                  atoi(PQgetvalue(divs, 0, 4)), "seq", (json_int_t)strtoll(PQgetvalue(divs, 0, 2), NULL, 10), "kind",
+                  PQgetvalue(divs, 0, 5), "classification", v->cls, "reason", v->reason, "runs", runs);
     char key[300];
     snprintf(key, sizeof(key), "group:%s", g->name);
-    alert_spec a = {.dedup_key = key, .kind = "divergence", .group = g->name, .severity = "warning",
-                    .summary = summary, .body = body, .url = url, .details = details, .recipients = users,
+    alert_spec a = {.dedup_key = key,
+                    .kind = "divergence",
+                    .group = g->name,
+                    .severity = "warning",
+                    .summary = summary,
+                    .body = body,
+                    .url = url,
+                    .details = details,
+                    .recipients = users,
                     .nrecipients = nusers};
     long long id = alert_enqueue(&a, err, cap);
     json_decref(details);
@@ -319,8 +323,8 @@ static int write_exposures(grp *g, const verdict *v, const int *origin, int nori
                            size_t cap)
 {
     const char *p1[] = {g->name};
-    PGresult *old = hw_q("SELECT run_key::text, node, gpu, weight, at::text FROM hw_exposures WHERE twin_group = $1",
-                         1, p1, err, cap);
+    PGresult *old = hw_q("SELECT run_key::text, node, gpu, weight, at::text FROM hw_exposures WHERE twin_group = $1", 1,
+                         p1, err, cap);
     if (!old)
         return -1;
     int rc = -1;
@@ -351,8 +355,8 @@ static int write_exposures(grp *g, const verdict *v, const int *origin, int nori
         const char *pn[] = {x[i].node};
         const char *pg[] = {x[i].gpu, x[i].node, x[i].gpu_name ? x[i].gpu_name : ""};
         const char *pe[] = {g->name, g->runs[x[i].run].key, x[i].node, x[i].gpu, w, since};
-        if (hw_do("INSERT INTO hw_nodes (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET last_seen = now()", 1,
-                  pn, err, cap) < 0 ||
+        if (hw_do("INSERT INTO hw_nodes (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET last_seen = now()", 1, pn,
+                  err, cap) < 0 ||
             (*x[i].gpu && hw_do("INSERT INTO hw_gpus (uuid, node, name) VALUES ($1, $2, $3) ON CONFLICT (uuid) DO "
                                 "UPDATE SET node = excluded.node, name = excluded.name, last_seen = now()",
                                 3, pg, err, cap) < 0) ||
@@ -368,8 +372,9 @@ static int write_exposures(grp *g, const verdict *v, const int *origin, int nori
         if (x[i].weight > 0 && x[i].weight != before) {
             char detail[700];
             snprintf(detail, sizeof(detail), "%s", v->reason);
-            const char *ph[] = {x[i].node, *x[i].gpu ? x[i].gpu : NULL, "involvement", g->name, g->runs[x[i].run].key,
-                                step, rank, w, detail};
+            const char *ph[] = {
+                x[i].node, *x[i].gpu ? x[i].gpu : NULL, "involvement", g->name, g->runs[x[i].run].key, step, rank, w,
+                detail};
             if (hw_do("INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, step, rank, weight, detail) "
                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                       9, ph, err, cap) < 0)
@@ -403,13 +408,13 @@ out_free:
     return rc;
 }
 
-#define Q_MANIFESTS                                                                                              \
-    "SELECT m.run_key::text, m.rank, coalesce(nullif(m.manifest->>'slurm_node', ''), "                         \
-    "nullif(m.manifest->>'node', ''), m.manifest->>'host', ''), "                                                \
-    "coalesce(m.manifest->'gpu'->>'uuid', CASE WHEN jsonb_typeof(m.manifest->'gpus') = 'array' AND "             \
-    "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'uuid' END, ''), "                  \
-    "coalesce(m.manifest->'gpu'->>'name', CASE WHEN jsonb_typeof(m.manifest->'gpus') = 'array' AND "             \
-    "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'name' END, ''), m.manifest::text " \
+#define Q_MANIFESTS                                                                                                    \
+    "SELECT m.run_key::text, m.rank, coalesce(nullif(m.manifest->>'slurm_node', ''), "                                 \
+    "nullif(m.manifest->>'node', ''), m.manifest->>'host', ''), "                                                      \
+    "coalesce(m.manifest->'gpu'->>'uuid', CASE WHEN jsonb_typeof(m.manifest->'gpus') = 'array' AND "                   \
+    "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'uuid' END, ''), "                        \
+    "coalesce(m.manifest->'gpu'->>'name', CASE WHEN jsonb_typeof(m.manifest->'gpus') = 'array' AND "                   \
+    "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'name' END, ''), m.manifest::text "       \
     "FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = $1"
 
 int susp_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeue)
@@ -527,8 +532,16 @@ int susp_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeu
     }
     if (write_exposures(g, &v, origin, norigin, step, err, sizeof(err)) < 0)
         goto out_rollback;
-    const char *pe[] = {group, v.cls, v.reason, v.code, ndivs ? step : NULL, ndivs ? rank0 : NULL,
-                        ndivs ? PQgetvalue(divs, 0, 3) : NULL, v.implicated, PQgetvalue(sig, 0, 0), g->program};
+    const char *pe[] = {group,
+                        v.cls,
+                        v.reason,
+                        v.code,
+                        ndivs ? step : NULL,
+                        ndivs ? rank0 : NULL,
+                        ndivs ? PQgetvalue(divs, 0, 3) : NULL,
+                        v.implicated,
+                        PQgetvalue(sig, 0, 0),
+                        g->program};
     if (hw_do("INSERT INTO group_evidence (twin_group, class, reason, reason_code, step, rank, origin_name, "
               "implicated, signature, program) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
               "ON CONFLICT (twin_group) DO UPDATE SET program = excluded.program, "

@@ -55,12 +55,12 @@ void susp_notify(const char *group)
  * divergence or every run ended) and whose state changed since they were
  * last evaluated. */
 #define RECENT "now() - interval '15 minutes'"
-#define Q_CHANGED                                                                                                  \
-    "SELECT a.g FROM (SELECT twin_group AS g FROM runs WHERE twin_group IS NOT NULL AND (created_at > " RECENT     \
-    " OR ended_at > " RECENT ") UNION SELECT twin_group FROM divergences WHERE detected_at > " RECENT ") a "        \
-    "WHERE (SELECT count(*) FROM runs r WHERE r.twin_group = a.g) >= 2 AND (EXISTS (SELECT 1 FROM divergences d "  \
-    "WHERE d.twin_group = a.g) OR NOT EXISTS (SELECT 1 FROM runs r WHERE r.twin_group = a.g AND r.status = "       \
-    "'running')) AND NOT EXISTS (SELECT 1 FROM group_evidence e WHERE e.twin_group = a.g AND e.signature = "       \
+#define Q_CHANGED                                                                                                      \
+    "SELECT a.g FROM (SELECT twin_group AS g FROM runs WHERE twin_group IS NOT NULL AND (created_at > " RECENT         \
+    " OR ended_at > " RECENT ") UNION SELECT twin_group FROM divergences WHERE detected_at > " RECENT ") a "           \
+    "WHERE (SELECT count(*) FROM runs r WHERE r.twin_group = a.g) >= 2 AND (EXISTS (SELECT 1 FROM divergences d "      \
+    "WHERE d.twin_group = a.g) OR NOT EXISTS (SELECT 1 FROM runs r WHERE r.twin_group = a.g AND r.status = "           \
+    "'running')) AND NOT EXISTS (SELECT 1 FROM group_evidence e WHERE e.twin_group = a.g AND e.signature = "           \
     "lockstep_group_signature(a.g)) LIMIT 10000"
 
 static time_t last_rescore;

@@ -130,8 +130,7 @@ static void manifest(const char *run, int rank, const char *node, const char *al
  * `rec` (0: loss, 1..3: layerN.out) of step 3 flipped on rank `flip_rank`
  * (-1: none); 6 steps; ended. Each test flips its own record so that the
  * spread rule compares only its own groups. */
-static void run_rec(const char *group, int nranks, const char *const *nodes, int flip_rank, int rec,
-                    const char *algo)
+static void run_rec(const char *group, int nranks, const char *const *nodes, int flip_rank, int rec, const char *algo)
 {
     char id[40], job[16];
     snprintf(job, sizeof(job), "%d", job_no++);
@@ -140,9 +139,7 @@ static void run_rec(const char *group, int nranks, const char *const *nodes, int
         manifest(id, r, nodes[r], algo ? algo : "Ring");
     for (int r = 0; r < nranks; r++) {
         uint64_t seq = 0;
-        assert_int_equal(it_post_steps(&srv, id, r, 0, 0, 6, 4, r == flip_rank ? 3 : -1, rec, -1, -1, &seq,
-                                       NULL),
-                         200);
+        assert_int_equal(it_post_steps(&srv, id, r, 0, 0, 6, 4, r == flip_rank ? 3 : -1, rec, -1, -1, &seq, NULL), 200);
         assert_int_equal(it_end(&srv, id, r, NULL), 200);
     }
 }
@@ -368,8 +365,8 @@ static int history_count(const char *node, const char *kind, const char *group, 
     int n = 0;
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(o, "events"), i, e) if (!strcmp(str(e, "kind"), kind) &&
-                                                                (!group || !strcmp(str(e, "group"), group)))
+    json_array_foreach(json_object_get(o, "events"), i,
+                       e) if (!strcmp(str(e, "kind"), kind) && (!group || !strcmp(str(e, "group"), group)))
     {
         if (weight && n == 0) /* the newest */
             *weight = json_number_value(json_object_get(e, "weight"));
@@ -564,7 +561,8 @@ static void test_admin_actions_and_ack(void **state)
     json_t *all, *first;
     assert_int_equal(alerts_of("a-down", NULL, &all, &first), 1);
     char path[64];
-    snprintf(path, sizeof(path), "/api/v1/alerts/%lld/ack", (long long)json_integer_value(json_object_get(first, "id")));
+    snprintf(path, sizeof(path), "/api/v1/alerts/%lld/ack",
+             (long long)json_integer_value(json_object_get(first, "id")));
     json_decref(all);
     assert_int_equal(it_call(&srv, "POST", path, NULL, NULL, NULL), 401);
     assert_int_equal(it_call(&srv, "POST", path, "{\"actor\": \"ops\"}", ADMIN, &o), 200);

@@ -83,10 +83,11 @@ static void test_cover_size(void **state)
 static void test_det_diff(void **state)
 {
     (void)state;
-    const char *base = "{\"rank\": 0, \"host\": \"n1\", \"slurm_node\": \"n1\", \"exe_xxh3\": \"aa\", "
-                       "\"env\": {\"NCCL_ALGO\": \"Ring\", \"LOCKSTEP_RUN_ID\": \"r1\", \"CUDA_VISIBLE_DEVICES\": \"0\", "
-                       "\"NCCL_GRAPH_DUMP_FILE\": \"/x/1.xml\"}, \"gpus\": [{\"uuid\": \"GPU-1\", \"name\": \"H100\"}], "
-                       "\"libraries\": [{\"path\": \"/l/libnccl.so\", \"xxh3\": \"11\"}]}";
+    const char *base =
+        "{\"rank\": 0, \"host\": \"n1\", \"slurm_node\": \"n1\", \"exe_xxh3\": \"aa\", "
+        "\"env\": {\"NCCL_ALGO\": \"Ring\", \"LOCKSTEP_RUN_ID\": \"r1\", \"CUDA_VISIBLE_DEVICES\": \"0\", "
+        "\"NCCL_GRAPH_DUMP_FILE\": \"/x/1.xml\"}, \"gpus\": [{\"uuid\": \"GPU-1\", \"name\": \"H100\"}], "
+        "\"libraries\": [{\"path\": \"/l/libnccl.so\", \"xxh3\": \"11\"}]}";
     json_t *a = json_loads(base, 0, NULL);
     char why[256];
     /* per-job and per-host values do not count */
@@ -128,9 +129,15 @@ static void test_slack_escape_and_payloads(void **state)
     assert_string_equal(e, "a&lt;b&gt;&amp;c &lt;@here&gt;");
     free(e);
     json_t *d = json_pack("{s:i}", "step", 7);
-    alert_msg m = {.id = 5, .kind = "divergence", .group = "g<1>", .severity = "warning",
-                   .summary = "twin group g<1> diverged at step 7", .body = "value 1 & 2 <x>",
-                   .url = "http://h/#/twins/g%3C1%3E", .created_at = "2026-11-29T12:00:00.000Z", .details = d,
+    alert_msg m = {.id = 5,
+                   .kind = "divergence",
+                   .group = "g<1>",
+                   .severity = "warning",
+                   .summary = "twin group g<1> diverged at step 7",
+                   .body = "value 1 & 2 <x>",
+                   .url = "http://h/#/twins/g%3C1%3E",
+                   .created_at = "2026-11-29T12:00:00.000Z",
+                   .details = d,
                    .recipients = "alice,bob\nX-Evil: 1,carol@other.org"};
     json_t *s = sink_payload("slack", &m);
     assert_string_equal(json_string_value(json_object_get(s, "text")),
@@ -181,9 +188,12 @@ static void test_config_keys(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_beta_cdf_known_values), cmocka_unit_test(test_score_separates_a_bad_node),
-        cmocka_unit_test(test_share_blame_follows_the_common_node), cmocka_unit_test(test_cover_size),
-        cmocka_unit_test(test_det_diff), cmocka_unit_test(test_slack_escape_and_payloads),
+        cmocka_unit_test(test_beta_cdf_known_values),
+        cmocka_unit_test(test_score_separates_a_bad_node),
+        cmocka_unit_test(test_share_blame_follows_the_common_node),
+        cmocka_unit_test(test_cover_size),
+        cmocka_unit_test(test_det_diff),
+        cmocka_unit_test(test_slack_escape_and_payloads),
         cmocka_unit_test(test_config_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
