@@ -477,7 +477,7 @@ int susp_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeu
         int settled = PQgetvalue(s, 0, 0)[0] == 't';
         PQclear(s);
         if (!settled) {
-            rc = 0;
+            rc = 2;
             goto out_rollback;
         }
     }

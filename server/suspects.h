@@ -24,7 +24,8 @@ void susp_notify(const char *group);
  * and enqueue its divergence alert (once per group). Groups that the spread
  * rule reclassifies are appended to `requeue` (up to `cap` names of 256
  * bytes; `*nrequeue` counts them). Returns 1 when something changed, 0 when
- * the group is not ready or unchanged, -1 on a database error (rolled back). */
+ * the group is not ready or unchanged, 2 when its divergence has not settled
+ * yet (ask again soon), -1 on a database error (rolled back). */
 int susp_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeue);
 
 /* susp_pass - one full pass: evaluate the notified and changed groups, then

@@ -64,6 +64,7 @@ void susp_notify(const char *group)
     "lockstep_group_signature(a.g)) LIMIT 10000"
 
 static time_t last_rescore;
+static int s_soon; /* a group waits to settle (the thread's own flag) */
 
 int susp_pass(void)
 {
@@ -107,7 +108,9 @@ int susp_pass(void)
             rc = -1;
             susp_notify(all[i]);
         }
-        changed |= e > 0;
+        changed |= e == 1;
+        if (e == 2)
+            s_soon = 1; /* settles within moments: look again in 100 ms, not a whole interval */
         /* groups that the spread rule reclassified: evaluate them again now */
         for (; nreq > 0; nreq--) {
             const char *g = requeue[nreq - 1];
@@ -139,7 +142,8 @@ static void *susp_main(void *arg)
         if (!s_len && !s_stopping && !s_kicked) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            long ms = g_hw.suspects_interval_ms;
+            long ms = s_soon && g_hw.suspects_interval_ms > 100 ? 100 : g_hw.suspects_interval_ms;
+            s_soon = 0;
             ts.tv_sec += ms / 1000;
             ts.tv_nsec += (ms % 1000) * 1000000L;
             if (ts.tv_nsec >= 1000000000L) {

@@ -255,6 +255,25 @@ t_clean_stop() { # SIGTERM: exit 0, no sanitizer report (SAN=1), nothing left in
   kill -TERM "$srv_pid"; wait "$srv_pid"; local rc=$?; srv_pid=
   [ "$rc" = 0 ] && [ "$(cat "$tmp/out")" = 0 ] && ! grep -E 'AddressSanitizer|runtime error|LeakSanitizer' "$tmp/lsd.log" >>"$tmp/err"
 }
+# Figures: divergence stored -> group alert committed -> webhook delivered, over the eight pairs.
+python3 - "$api" <<'PY' || true
+import json, sys, urllib.request, datetime, statistics
+api = sys.argv[1]
+get = lambda p: json.load(urllib.request.urlopen(api + p))
+ts = lambda s: datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+al = {a["group"]: a for a in get("/alerts?kind=divergence&limit=1000")["alerts"]}
+d2a, a2d = [], []
+for i in range(8):
+    g = "pair-%d" % i
+    fd = get("/twins/" + g)["first_divergence"]
+    a = al[g]
+    d2a.append((ts(a["created_at"]) - ts(fd["detected_at"])) * 1000)
+    w = [x for x in a["deliveries"] if x["sink"] == "webhook"][0]
+    a2d.append((ts(w["delivered_at"]) - ts(a["created_at"])) * 1000)
+print('{"bench": "fleet_alerts", "groups": 8, "divergence_to_alert_p50_ms": %.1f, "divergence_to_alert_max_ms": %.1f, '
+      '"alert_to_webhook_p50_ms": %.1f, "alert_to_webhook_max_ms": %.1f}'
+      % (statistics.median(d2a), max(d2a), statistics.median(a2d), max(a2d)))
+PY
 check "lockstepd stops cleanly, every alert delivered" t_clean_stop
 
 echo "$pass passed, $fail failed"
