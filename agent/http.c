@@ -72,7 +72,7 @@ static void load_curl(void)
     SYM(slist_free_all, "curl_slist_free_all");
     SYM(global_init, "curl_global_init");
 #undef SYM
-    /* Without CURL_GLOBAL_SSL? No: ALL initializes TLS once, here, under pthread_once. */
+    /* ALL initializes TLS once, here, under pthread_once. */
     if (cu.global_init(CURL_GLOBAL_ALL) != CURLE_OK) {
         snprintf(cu.why, sizeof(cu.why), "curl_global_init failed");
         cu.loaded = -1;
@@ -81,13 +81,20 @@ static void load_curl(void)
     cu.loaded = 1;
 }
 
-http_client *http_open(const char *base_url, const char *token, const char *ca_file, char *why, size_t cap)
+int http_global_init(char *why, size_t cap)
 {
     pthread_once(&cu_once, load_curl);
     if (cu.loaded < 0) {
         snprintf(why, cap, "%s", cu.why);
-        return NULL;
+        return -1;
     }
+    return 0;
+}
+
+http_client *http_open(const char *base_url, const char *token, const char *ca_file, char *why, size_t cap)
+{
+    if (http_global_init(why, cap) < 0)
+        return NULL;
     if (strncmp(base_url, "http://", 7) != 0 && strncmp(base_url, "https://", 8) != 0) {
         snprintf(why, cap, "server URL '%s' does not start with http:// or https://", base_url);
         return NULL;

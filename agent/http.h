@@ -7,6 +7,12 @@
 
 typedef struct http_client http_client;
 
+/* http_global_init - load libcurl and run curl_global_init, once per process
+ * (later calls return the first result). Call it from a thread that is not
+ * racing exit(): the TLS library it initializes registers its own exit
+ * handler. Returns 0, or -1 with a reason in `why`. */
+int http_global_init(char *why, size_t cap);
+
 /* http_open - a client for `base_url` (http://host:port or https://...,
  * without a trailing path). `token` (may be NULL or "") is sent as
  * "Authorization: Bearer TOKEN"; `ca_file` (may be NULL) verifies an https

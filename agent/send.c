@@ -133,9 +133,27 @@ static void spill_locked(void)
 /* start_locked - open the spool and start the sender thread (S.mu held).
  * Returns 0, or -1 when this process must not stream (a duplicate rank, no
  * thread). */
+/* exit_hook - on_exit handler registered once libcurl (and the TLS library,
+ * which registers its own exit cleanup) is initialized: handlers run in
+ * reverse order, so this one stops the sender before TLS is torn down. */
+static void exit_hook(int status, void *arg)
+{
+    (void)arg;
+    send_stop(status);
+}
+
 static int start_locked(void)
 {
+    char why[256];
     S.started = 1;
+    /* libcurl is initialized here, in the caller's thread, never in the sender
+     * thread where it could race exit(); then the stop is hooked after it. */
+    if (http_global_init(why, sizeof(why)) < 0)
+        agent_warn_once(&S.warned_reject, "%s; batches stay in the spool", why);
+    if (!S.exit_hooked) {
+        on_exit(exit_hook, NULL);
+        S.exit_hooked = 1;
+    }
     if (open_spool_locked() < 0) {
         S.started = 0;
         S.child = 1; /* a duplicate of a live rank: stays silent like a forked child */

@@ -55,6 +55,7 @@ struct sender {
     int manifest_done, end_done;
     char *manifest; /* the manifest's text, kept in memory too when there is no spool */
     int warned_drop, warned_spool, warned_reject, warned_thread; /* once per process */
+    int exit_hooked; /* exit_hook is registered (once per process) */
 };
 
 /* The one sender of the process, and its short name in the two files. */
