@@ -271,8 +271,12 @@ void manifest_build(jw *w, long rank, const int64_t *deadline)
     const char *node = getenv("SLURMD_NODENAME");
     if (node)
         jw_kv_str(w, "slurm_node", node);
-    add_cuda(w);
-    add_versions(w);
+    /* Once the process is exiting, other libraries may be tearing down: do not call into them. */
+    int exiting = deadline && __atomic_load_n(deadline, __ATOMIC_RELAXED) != 0;
+    if (!exiting) {
+        add_cuda(w);
+        add_versions(w);
+    }
     add_env(w);
     add_graph(w);
     add_binaries(w, hash, deadline);
