@@ -104,7 +104,11 @@ static int ready_locked(void)
         N.state = -1;
         return 0;
     }
-    atexit(at_exit); /* registered after the agent's handler, so it runs first */
+    /* Make the agent start streaming now (ls_init on an active agent only does
+     * that), so that its exit handler is registered before ours and ours, which
+     * makes the last records, runs first. */
+    ls_init();
+    atexit(at_exit);
     N.state = 1;
     return 1;
 }
