@@ -113,10 +113,11 @@ static void add_implicated(verdict *v, const char *node)
 }
 
 /* classify - the rules of docs/suspects.md, in order: same hardware,
- * manifest difference, spread over unrelated nodes; else hardware with
- * strong (minority of 3+) or weak (pair) weights set on the runs. */
-static int classify(grp *g, json_t **entries, const int *origin, int norigin, const char *name, verdict *v,
-                    char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
+ * manifest difference, no hardware named, output differs while the inputs
+ * matched, spread over unrelated nodes; else hardware with strong (minority
+ * of 3+) or weak (pair) weights set on the runs. */
+static int classify(grp *g, json_t **entries, const int *origin, int norigin, const char *name, const char *step,
+                    const char *occ, verdict *v, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
 {
     char ka[128], kb[128];
     /* Which runs diverged on the origin ranks, and whether a majority names them. */
@@ -165,6 +166,35 @@ static int classify(grp *g, json_t **entries, const int *origin, int norigin, co
         v->cls = "software";
         v->code = "no_hardware";
         snprintf(v->reason, sizeof(v->reason), "no manifest names the hardware of rank %d", origin[0]);
+        return 0;
+    }
+    /* Output differs while the inputs matched: every run's origin record carries
+     * input fingerprints and they agree on every origin rank - the operation
+     * itself is not deterministic (e.g. a reduction in arrival order). */
+    int inputs_matched = 1;
+    for (int o = 0; o < norigin && inputs_matched; o++) {
+        char keys[MAX_RUNS * 22 + 3], rk[16];
+        size_t kl = (size_t)snprintf(keys, sizeof(keys), "{");
+        for (int a = 0; a < g->nruns; a++)
+            kl += (size_t)snprintf(keys + kl, sizeof(keys) - kl, "%s%s", a ? "," : "", g->runs[a].key);
+        snprintf(keys + kl, sizeof(keys) - kl, "}");
+        snprintf(rk, sizeof(rk), "%d", origin[o]);
+        const char *pi[] = {keys, rk, step, name, occ};
+        PGresult *ri = hw_q("SELECT count(*), count(DISTINCT inputs), bool_and(cardinality(inputs) > 0) FROM records "
+                            "WHERE run_key = ANY($1::bigint[]) AND rank = $2::int AND step = $3::bigint AND name = $4 "
+                            "AND occ = $5::int",
+                            5, pi, err, ecap);
+        if (!ri)
+            return -1;
+        inputs_matched = atoi(PQgetvalue(ri, 0, 0)) == g->nruns && atoi(PQgetvalue(ri, 0, 1)) == 1 &&
+                         PQgetvalue(ri, 0, 2)[0] == 't';
+        PQclear(ri);
+    }
+    if (inputs_matched) {
+        v->cls = "software";
+        v->code = "inputs_matched";
+        snprintf(v->reason, sizeof(v->reason),
+                 "record %s differs while its inputs matched in every run: the operation is not deterministic", name);
         return 0;
     }
     /* Spread: does one record diverge on more unrelated nodes than one fault explains? */
@@ -524,7 +554,8 @@ int susp_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeu
                 entries[norigin] = json_array();
             norigin++;
         }
-        if (classify(g, entries, origin, norigin, PQgetvalue(divs, 0, 3), &v, requeue, cap, nrequeue, err,
+        if (classify(g, entries, origin, norigin, PQgetvalue(divs, 0, 3), step, PQgetvalue(divs, 0, 4), &v, requeue,
+                     cap, nrequeue, err,
                      sizeof(err)) < 0)
             goto out_rollback;
     } else {

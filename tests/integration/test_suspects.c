@@ -463,6 +463,43 @@ static void test_software_manifest(void **state)
     assert_int_equal(history_count("m3", "involvement", NULL, NULL), 0);
 }
 
+/* json_run - a run of `group` on nodes[0..1] whose two ranks record "allreduce.out" with input
+ * fingerprints (`in_salt` changes them) for steps 0..5; `out_salt` != 0 changes the output at step 3. */
+static void json_run(const char *group, const char *const *nodes, int in_salt, int out_salt)
+{
+    char id[40], job[16], path[128], body[4096];
+    snprintf(job, sizeof(job), "%d", job_no++);
+    assert_int_equal(it_register(&srv, job, group, 2, 0, NULL, id), 0);
+    for (int r = 0; r < 2; r++) {
+        manifest(id, r, nodes[r], "Ring");
+        size_t n = (size_t)snprintf(body, sizeof(body), "{\"rank\": %d, \"batch_seq\": 0, \"records\": [", r);
+        for (int s = 0; s < 6; s++)
+            n += (size_t)snprintf(body + n, sizeof(body) - n,
+                                  "%s{\"seq\": %d, \"step\": %d, \"name\": \"allreduce.out\", \"level\": "
+                                  "\"collective\", \"fp\": \"%016x\", \"inputs\": [\"%016x\"]}",
+                                  s ? ", " : "", s, s, 0x1000 + s + (s == 3 ? out_salt : 0), 0x2000 + 16 * s + r + in_salt);
+        snprintf(body + n, sizeof(body) - n, "]}");
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/records", id);
+        assert_int_equal(it_call(&srv, "POST", path, body, NULL, NULL), 200);
+        assert_int_equal(it_end(&srv, id, r, NULL), 200);
+    }
+}
+
+static void test_software_inputs_matched(void **state)
+{
+    (void)state;
+    /* a collective whose output differs on every rank while every input matched: not the hardware */
+    const char *na[] = {"i1", "i2"}, *nb[] = {"i3", "i4"};
+    json_run("sw-inputs", na, 0, 0);
+    json_run("sw-inputs", nb, 0, 7);
+    json_t *a = wait_alert("sw-inputs", NULL, NULL);
+    assert_string_equal(str(a, "classification"), "software");
+    assert_non_null(strstr(str(a, "text"), "differs while its inputs matched"));
+    json_decref(a);
+    assert_int_equal(history_count("i1", "involvement", NULL, NULL), 0);
+    assert_int_equal(history_count("i3", "involvement", NULL, NULL), 0);
+}
+
 static void test_three_runs_minority(void **state)
 {
     (void)state;
@@ -580,7 +617,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_receiver_down_then_up), cmocka_unit_test(test_one_alert_per_group),
         cmocka_unit_test(test_fleet_pairs_name_n3),   cmocka_unit_test(test_software_same_hardware),
-        cmocka_unit_test(test_software_manifest),     cmocka_unit_test(test_three_runs_minority),
+        cmocka_unit_test(test_software_manifest),     cmocka_unit_test(test_software_inputs_matched),
+        cmocka_unit_test(test_three_runs_minority),
         cmocka_unit_test(test_pair_then_third_run),   cmocka_unit_test(test_spread_is_software),
         cmocka_unit_test(test_admin_actions_and_ack),
     };
