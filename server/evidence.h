@@ -17,6 +17,8 @@ int ev_det_relevant(const char *key);
 
 /* ev_det_diff - compare two manifests (borrowed) on the relevant keys.
  * Libraries are compared by path: the same path with another hash differs.
+ * An env variable set in one manifest only differs; any other key missing
+ * from one manifest (not captured there) is not compared.
  * Returns 1 when they differ (the first such key and both values, as
  * "key: A vs B", in `why`), 0 when not. */
 int ev_det_diff(json_t *a, json_t *b, char *why, size_t cap);

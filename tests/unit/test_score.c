@@ -109,6 +109,13 @@ static void test_det_diff(void **state)
     assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 1);
     assert_string_equal(why, "env.OMP_NUM_THREADS: (unset) vs 4");
     json_object_del(json_object_get(b, "env"), "OMP_NUM_THREADS");
+    /* a version one manifest did not capture is not a difference */
+    json_object_set_new(a, "mpi_version", json_string("Open MPI v4.1.4"));
+    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 0);
+    assert_int_equal(ev_det_diff(b, a, why, sizeof(why)), 0);
+    json_object_set_new(b, "mpi_version", json_string("Open MPI v5.0.0"));
+    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 1);
+    json_object_del(b, "mpi_version");
     /* the GPU model, a library's hash */
     json_object_set_new(json_array_get(json_object_get(b, "gpus"), 0), "name", json_string("A100"));
     assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 1);
