@@ -14,9 +14,11 @@ const char *agent_last_error(void);
  * (a static flag owned by the caller); the job goes on. */
 void agent_warn_once(int *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* agent_env_rank - the rank from LOCKSTEP_RANK, SLURM_PROCID,
- * OMPI_COMM_WORLD_RANK or PMI_RANK (first set wins), else 0. Returns -1 when
- * the variable that is set is not a rank number. */
+/* agent_env_rank - the rank from LOCKSTEP_RANK, torchrun's RANK (with
+ * LOCAL_RANK), OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or SLURM_PROCID
+ * (first set wins: the innermost launcher before the Slurm step), else 0.
+ * Returns -1 when the variable that is set is not a rank number; *which
+ * names it. */
 long agent_env_rank(const char **which);
 
 /* agent_new_uuid - a random (version 4) UUID in `out` (37 bytes). */

@@ -48,10 +48,17 @@ void agent_warn_once(int *key, const char *fmt, ...)
 
 long agent_env_rank(const char **which)
 {
-    static const char *const vars[] = {"LOCKSTEP_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
+    /* The innermost launcher's variable first: a launcher started inside a Slurm step
+     * (mpirun in a batch script, torchrun under srun) hands its processes its own rank,
+     * while they all inherit the step's SLURM_PROCID. torchrun's RANK counts only beside
+     * LOCAL_RANK, so that an unrelated RANK variable is not taken for one. */
+    static const char *const vars[] = {"LOCKSTEP_RANK", "RANK",     "OMPI_COMM_WORLD_RANK",
+                                       "PMIX_RANK",     "PMI_RANK", "SLURM_PROCID"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
         const char *v = getenv(vars[i]);
         if (!v || !*v)
+            continue;
+        if (!strcmp(vars[i], "RANK") && !getenv("LOCAL_RANK"))
             continue;
         *which = vars[i];
         char *end;

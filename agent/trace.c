@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
@@ -29,10 +30,26 @@ int trace_open(trace_writer *w, const char *dir, const rec_header *h, char *why,
         snprintf(why, cap, "out of memory for the trace buffer");
         return -1;
     }
-    w->fd = open(w->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* Truncate only once this process holds the file: two live processes that claim one
+     * rank must not write over each other's trace. */
+    w->fd = open(w->path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (w->fd < 0) {
         snprintf(why, cap, "cannot create trace file %s: %s", w->path, strerror(errno));
         goto out_free_buf;
+    }
+    if (flock(w->fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno == EWOULDBLOCK)
+            snprintf(why, cap,
+                     "another live process is writing rank %u's trace %s; give each process its own rank "
+                     "(LOCKSTEP_RANK) or its own LOCKSTEP_TRACE_DIR",
+                     h->rank, w->path);
+        else
+            snprintf(why, cap, "cannot lock trace file %s: %s", w->path, strerror(errno));
+        goto out_close;
+    }
+    if (ftruncate(w->fd, 0) < 0) {
+        snprintf(why, cap, "cannot truncate trace file %s: %s", w->path, strerror(errno));
+        goto out_close;
     }
     w->len = rec_header_encode(h, w->buf);
     if (trace_flush(w, why, cap) < 0)

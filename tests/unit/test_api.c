@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -195,6 +196,79 @@ static void test_window(void **state)
     td_release(&run);
 }
 
+/* The innermost launcher's rank wins over the Slurm step's. */
+static void test_rank_sources(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *env[4][2];
+        int rank;
+    } cases[] = {
+        {{{"SLURM_PROCID", "7"}}, 7},
+        {{{"SLURM_PROCID", "0"}, {"OMPI_COMM_WORLD_RANK", "3"}}, 3}, /* mpirun inside a batch script */
+        {{{"SLURM_PROCID", "0"}, {"PMIX_RANK", "2"}}, 2},
+        {{{"SLURM_PROCID", "1"}, {"RANK", "5"}, {"LOCAL_RANK", "1"}}, 5}, /* torchrun under srun */
+        {{{"SLURM_PROCID", "1"}, {"RANK", "5"}}, 1},                      /* a RANK of something else */
+        {{{"LOCKSTEP_RANK", "4"}, {"RANK", "5"}, {"LOCAL_RANK", "1"}}, 4},
+        {{{"PMI_RANK", "6"}}, 6},
+    };
+    static const char *const all[] = {"LOCKSTEP_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+                                      "PMI_RANK", "RANK", "LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+            unsetenv(all[k]);
+        for (int k = 0; k < 4 && cases[i].env[k][0]; k++)
+            setenv(cases[i].env[k][0], cases[i].env[k][1], 1);
+        assert_int_equal(ls_init(), 0);
+        if (ls_rank() != cases[i].rank)
+            fail_msg("case %zu: rank %d, expected %d", i, ls_rank(), cases[i].rank);
+        ls_shutdown();
+    }
+    for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+        unsetenv(all[k]);
+    setenv("LOCKSTEP_RANK", "2", 1);
+}
+
+/* A second live process claiming the same rank is refused, not allowed to
+ * truncate the first one's trace. */
+static void test_rank_claimed_twice(void **state)
+{
+    (void)state;
+    int up[2], down[2];
+    assert_int_equal(pipe(up), 0);
+    assert_int_equal(pipe(down), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char c = ls_init() == 0 ? 'y' : 'n';
+        ls_metric("loss", 1.0);
+        ls_step_end();
+        if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1)
+            _exit(2);
+        ls_shutdown();
+        _exit(0);
+    }
+    char c;
+    assert_int_equal(read(up[0], &c, 1), 1);
+    assert_int_equal(c, 'y');
+    assert_int_equal(ls_init(), -1);
+    assert_non_null(strstr(ls_last_error(), "another live process"));
+    assert_int_equal(write(down[1], "x", 1), 1);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    td_run run;
+    load(&run); /* the first process's trace is whole */
+    assert_int_equal(run.n_records, 1);
+    td_release(&run);
+    assert_int_equal(ls_init(), 0); /* free again once it exited */
+    ls_shutdown();
+    for (int i = 0; i < 2; i++) {
+        close(up[i]);
+        close(down[i]);
+    }
+}
+
 /* The default trace level is collectives: module records are left out. */
 static void test_default_level(void **state)
 {
@@ -308,6 +382,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_records_and_numbering, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rank_sources, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rank_claimed_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_default_level, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mode_off, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_tensor_chunks, setup, teardown),
