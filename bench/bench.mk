@@ -11,3 +11,13 @@ BENCHES += $(BENCH_BINS)
 
 bench-run: $(BENCHES)
 	@for b in $(BENCHES); do $$b || exit 1; done
+
+# bench/api: the read API behind the twin-group page, on 10,000 steps x 64 ranks
+# (uses the integration harness from server.mk to run a private lockstepd).
+ifneq ($(HARNESS_OBJS),)
+BENCH_API := $(B)/bench/api/api
+$(BENCH_API): $(B)/bench/api/api.o $(HARNESS_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARNESS_LIBS) -lm
+ALL_TARGETS += $(BENCH_API)
+BENCHES += $(BENCH_API)
+endif

@@ -134,7 +134,7 @@ export async function mount(el, params, query, navigate) {
     } else params = { from: 0, to: WINDOW - 1 };
     let d;
     try {
-      d = await apiGet(gpath + '/steps', params);
+      d = await apiGet(gpath + '/steps', { ...params, compact: 1 }); // one status per rank, by index
     } catch (e) {
       lastSteps = '';
       replace(mapBox, errorBox(e, 'The match map could not be loaded'));
