@@ -1,4 +1,5 @@
 /* read.c - the read endpoints: runs, run detail and records, twin groups, manifest diff, health, metrics. */
+#include "server/series.h"
 #include "server/read.h"
 
 #include <inttypes.h>
@@ -36,6 +37,7 @@ void read_register(void)
                                "shape::text, inputs::text, chunks::text FROM records WHERE run_key = $1 "
                                "AND rank = $2 AND step BETWEEN $3 AND $4 ORDER BY step, seq LIMIT $5");
     twins_register();
+    series_register();
 }
 
 enum MHD_Result read_health(http_req *req)

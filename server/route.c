@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/series.h"
 #include "server/admin.h"
 #include "server/http.h"
 #include "server/hwapi.h"
@@ -82,6 +83,10 @@ static enum MHD_Result api(http_req *req, char **s, int n)
             if (post)
                 return ingest_records(req, s[1]);
             return get ? read_run_records(req, s[1]) : method_not_allowed(req, "GET or POST");
+        }
+        if (n == 3 && !strcmp(s[2], "series")) {
+            req->route = MR_READ;
+            return get ? read_run_series(req, s[1]) : method_not_allowed(req, "GET");
         }
         if (n == 3 && !strcmp(s[2], "manifest")) {
             req->route = MR_MANIFEST;

@@ -5,7 +5,7 @@
  * three records per step (loss, allreduce.out, grad_norm; run B's rank 7 diverges from step
  * 6000), ends them, waits for the comparison, then times each call the page makes, repeated:
  * the group summary, the 500-step match map around the divergence, the records at one step and
- * rank of each run, the manifest diff, and the curves (rank 0's records, as the page asks).
+ * rank of each run, the manifest diff, and the curves (rank 0's loss and grad_norm series).
  * Prints one JSON line; target < 100 ms per call.
  *
  * usage: api [--steps N] [--ranks N] [--reps N]
@@ -242,7 +242,7 @@ int main(int argc, char **argv)
     snprintf(paths[3], 512, "/api/v1/runs/%s/records?rank=%d&step=%" PRId64 "&limit=10000", cs[0].run_id[1],
              o.odd_rank, o.odd_step);
     snprintf(paths[4], 512, "/api/v1/twins/%s/manifest-diff", group);
-    snprintf(paths[5], 512, "/api/v1/runs/%s/records?rank=0&limit=20000", cs[0].run_id[0]);
+    snprintf(paths[5], 512, "/api/v1/runs/%s/series?rank=0&name=loss,grad_norm&limit=100000", cs[0].run_id[0]);
     double p50[6], max[6], worst = 0;
     size_t bytes[6];
     for (int i = 0; i < 6; i++) {

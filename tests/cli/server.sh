@@ -142,6 +142,18 @@ t_late_joiner() { # a third run that joins after its twins ended and matched is 
   exits 1 "$ls" twins late && grep -q 'first divergence: step 4, rank 1' "$tmp/out" &&
     grep 'odd one out' "$tmp/out" | grep -q "$(runid 509)"
 }
+t_series() { # the curves' endpoint: compact step/value arrays of named scalars, exact bits beside
+  curl -s "$S/api/v1/runs/$(runid 503)/series?rank=1&name=loss,grad_norm" | python3 -c '
+import json, struct, sys
+d = json.load(sys.stdin)
+s = {x["name"]: x for x in d["series"]}
+assert set(s) == {"loss", "grad_norm"} and s["loss"]["steps"] == list(range(12)), d
+for x in s.values():
+    assert len(x["values"]) == len(x["value_bits"]) == 12
+    assert all(struct.unpack("<d", bytes.fromhex(b)[::-1])[0] == v for v, b in zip(x["values"], x["value_bits"]))' &&
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$S/api/v1/runs/$(runid 503)/series?rank=0")" = 400 ] &&
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$S/api/v1/runs/nope/series?name=loss")" = 404 ]
+}
 t_unreachable() { exits 3 "$ls" runs --server http://127.0.0.1:9 && grep -q 'cannot reach lockstepd' "$tmp/err"; }
 t_no_server() { LOCKSTEP_SERVER= HOME=$tmp/nohome exits 2 "$ls" runs && grep -q 'no server given' "$tmp/err"; }
 t_config_file() {
@@ -150,7 +162,7 @@ t_config_file() {
 }
 
 for t in t_runs_table t_runs_filter t_runs_empty t_run_detail t_run_unknown t_twins_match t_twins_diverged \
-         t_twins_json t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_job_token_enforced t_late_joiner t_unreachable t_no_server t_config_file; do
+         t_twins_json t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_job_token_enforced t_late_joiner t_series t_unreachable t_no_server t_config_file; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"

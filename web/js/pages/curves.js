@@ -67,19 +67,19 @@ export function curveChart(title, series, opts = {}) {
 }
 
 const CURVE_NAMES = ['loss', 'grad_norm'];
-const CURVE_LIMIT = 20000;   // records of rank 0 fetched per run
+const CURVE_LIMIT = 100000;  // points of rank 0 fetched per run (all curves together)
 
-/* curvesSection(box, summary, quiet) - fetch rank 0's records of every run of the group (GET
- * /api/v1/runs/{id}/records?rank=0), keep loss and grad_norm, and draw them overlaid in `box`; quiet: keep
- * the current charts on screen until the new ones are ready (a live refresh). */
+/* curvesSection(box, summary, quiet) - fetch rank 0's loss and grad_norm of every run of the group (GET
+ * /api/v1/runs/{id}/series?rank=0&name=loss,grad_norm: compact step and value arrays) and draw them overlaid
+ * in `box`; quiet: keep the current charts on screen until the new ones are ready (a live refresh). */
 export async function curvesSection(box, summary, quiet) {
   if (!quiet) replace(box, card('Loss and gradient norm', loading('Loading curves…')));
   const runs = summary.runs || [];
   const fd = summary.first_divergence;
   let answers;
   try {
-    answers = await Promise.all(runs.map((r) => apiGet('/runs/' + encodeURIComponent(r.run_id) + '/records',
-      { rank: 0, limit: CURVE_LIMIT })));
+    answers = await Promise.all(runs.map((r) => apiGet('/runs/' + encodeURIComponent(r.run_id) + '/series',
+      { rank: 0, name: CURVE_NAMES.join(','), limit: CURVE_LIMIT })));
   } catch (e) {
     replace(box, card('Loss and gradient norm', errorBox(e, 'The curves could not be loaded')));
     return;
@@ -89,16 +89,21 @@ export async function curvesSection(box, summary, quiet) {
   for (const name of CURVE_NAMES) {
     const series = [];
     answers.forEach((a, i) => {
-      const recs = (a.records || []);
-      if (recs.length >= CURVE_LIMIT) truncated = true;
-      const pts = recs.filter((r) => r.name === name && r.occ === 0 && typeof r.value === 'number');
-      if (pts.length) series.push({ label: 'run ' + shortId(runs[i].run_id), steps: pts.map((p) => p.step), values: pts.map((p) => p.value) });
+      const all = a.series || [];
+      if (all.reduce((n, s) => n + (s.steps || []).length, 0) >= CURVE_LIMIT) truncated = true;
+      const s = all.find((x) => x.name === name);
+      if (!s) return;
+      const steps = [], values = [];
+      s.steps.forEach((st, k) => {
+        if (typeof s.values[k] === 'number') { steps.push(st); values.push(s.values[k]); }
+      });
+      if (steps.length) series.push({ label: 'run ' + shortId(runs[i].run_id), steps, values });
     });
     if (series.length) charts.push(curveChart(name, series, { markStep: fd ? fd.step : null, width: 560 }));
   }
   replace(box, card('Loss and gradient norm', charts.length
     ? [h('p', { class: 'sub' }, 'Rank 0 of every run, overlaid' + (fd ? '; the dashed red line is the first divergence.' : '.') +
-        (truncated ? ` Only the first ${CURVE_LIMIT.toLocaleString('en-US')} records of each run are read.` : '')),
+        (truncated ? ` Only the first ${CURVE_LIMIT.toLocaleString('en-US')} points of each run are read.` : '')),
       h('div', { class: 'charts' }, charts)]
     : emptyState('No loss or grad_norm records on rank 0 yet.',
       'Record them with ls_metric("loss", x) and ls_metric("grad_norm", x) each step; the curves show up here.')));
