@@ -388,6 +388,22 @@ int ls_enabled(ls_level level)
     return rc;
 }
 
+/* record_init - a record with the caller's identity fields set and the rest
+ * zero (numbering and timestamps come later). */
+static void record_init(rec_record *r, ls_level level, const char *name, size_t len, ls_dtype dtype, int ndim,
+                        const int64_t *shape, uint64_t nbytes)
+{
+    memset(r, 0, sizeof(*r));
+    r->name = name;
+    r->name_len = (uint16_t)len;
+    r->level = (uint8_t)level;
+    r->dtype = (uint8_t)dtype;
+    r->ndim = (uint8_t)ndim;
+    for (int i = 0; i < ndim; i++)
+        r->shape[i] = shape[i];
+    r->nbytes = nbytes;
+}
+
 int ls_tensor_at(ls_level level, const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, int ndim,
                  const int64_t *shape)
 {
@@ -419,15 +435,7 @@ int ls_tensor_at(ls_level level, const char *name, const void *host_data, size_t
         return rc;
 
     rec_record r;
-    memset(&r, 0, sizeof(r));
-    r.name = name;
-    r.name_len = (uint16_t)len;
-    r.level = (uint8_t)level;
-    r.dtype = (uint8_t)dtype;
-    r.ndim = (uint8_t)ndim;
-    for (int i = 0; i < ndim; i++)
-        r.shape[i] = shape[i];
-    r.nbytes = nbytes;
+    record_init(&r, level, name, len, dtype, ndim, shape, nbytes);
 
     uint64_t *chunks = NULL;
     size_t nchunks = fp_chunk_count(nbytes);
@@ -475,15 +483,7 @@ int ls_record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes,
         return -1;
     }
     rec_record r;
-    memset(&r, 0, sizeof(r));
-    r.name = name;
-    r.name_len = (uint16_t)len;
-    r.level = (uint8_t)level;
-    r.dtype = (uint8_t)dtype;
-    r.ndim = (uint8_t)ndim;
-    for (int i = 0; i < ndim; i++)
-        r.shape[i] = shape[i];
-    r.nbytes = nbytes;
+    record_init(&r, level, name, len, dtype, ndim, shape, nbytes);
     r.fp = fp;
     r.n_inputs = (uint16_t)n_inputs;
     r.inputs = inputs;
