@@ -240,6 +240,15 @@ static void train_step(trainer *t, int64_t step)
     int64_t shape[1] = {(int64_t)n};
     ls_tensor_at(LS_LEVEL_COLLECTIVE, "allreduce.in", t->g_local, n * sizeof(float), LS_F32, 1, shape);
     t->rec_ns_total += (double)(mono_ns() - r0);
+    /* Every rank learns every rank's input fingerprint (8 bytes each, on every step whatever the trace
+     * window, since all ranks must make the same collectives), so that allreduce.out carries its
+     * inputs: an output that differs while all inputs matched is the reduction's own doing
+     * (nondeterministic order), not a rank's bad gradient. */
+    uint64_t in_fp = ls_fingerprint(t->g_local, n * sizeof(float)), in_fps[world];
+    MPI_Allgather(&in_fp, 1, MPI_UINT64_T, in_fps, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    int n_inputs = world <= LS_MAX_INPUTS ? world : 1;
+    if (world > LS_MAX_INPUTS) /* too many to list: one fingerprint of them all, in rank order */
+        in_fps[0] = ls_fingerprint(in_fps, sizeof(in_fps));
     int rc;
     if (t->o.nondet) {
         rc = red_sum_arrival(t->pieces, n, t->g_sum, t->tmp, t->run_seed, step, t->order, MPI_COMM_WORLD);
@@ -260,7 +269,9 @@ static void train_step(trainer *t, int64_t step)
         sq += (double)t->g_sum[i] * t->g_sum[i];
     double gnorm = sqrt(sq);
     r0 = mono_ns();
-    ls_tensor_at(LS_LEVEL_COLLECTIVE, "allreduce.out", t->g_sum, n * sizeof(float), LS_F32, 1, shape);
+    if (ls_enabled(LS_LEVEL_COLLECTIVE))
+        ls_record_fp(LS_LEVEL_COLLECTIVE, "allreduce.out", ls_fingerprint(t->g_sum, n * sizeof(float)),
+                     n * sizeof(float), LS_F32, 1, shape, n_inputs, in_fps);
     ls_metric("grad_norm", gnorm);
     record_tensors(t, t->g_sum, ".grad");
     t->rec_ns_total += (double)(mono_ns() - r0);
