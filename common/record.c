@@ -341,8 +341,10 @@ int rec_reader_next(rec_reader *rd, rec_record *out)
         stop(rd, REC_BAD_CRC, rd->off, "record checksum %08x does not match its bytes (%08x)", want, got);
         return 0;
     }
+    /* Counts that cannot fit in the payload are refused by the decoder before it
+     * touches the scratch; never size an allocation from them. */
     long words = rec_payload_words(p + 8, plen);
-    if (words < 0)
+    if (words < 0 || (size_t)words > plen / 8)
         words = 0;
     if ((size_t)words > rd->scratch_cap) {
         uint64_t *s = realloc(rd->scratch, (size_t)words * sizeof(uint64_t));
