@@ -100,23 +100,12 @@ static void trainer_free(trainer *t)
     free(t->step_ns);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* report - rank 0 prints the --json summary: mean and median step time and
  * the time spent recording, each the largest over the ranks. */
 static void report(trainer *t, int64_t done)
 {
-    double mine[3] = {0, 0, 0}, worst[3] = {0, 0, 0};
-    if (done > 0) {
-        qsort(t->step_ns, (size_t)t->n_timed, sizeof(double), cmp_double);
-        mine[0] = t->step_ns_total / (double)done / 1e6;
-        mine[1] = t->step_ns[t->n_timed / 2] / 1e6;
-        mine[2] = t->rec_ns_total / (double)done / 1e6;
-    }
+    double mine[3], worst[3] = {0, 0, 0};
+    train_timing(t->step_ns, t->n_timed, t->step_ns_total, t->rec_ns_total, done, mine);
     MPI_Reduce(mine, worst, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (t->rank == 0 && t->o.json)
         printf("{\"trainer\":\"cpu\",\"ranks\":%d,\"steps\":%" PRId64 ",\"hidden\":%d,\"batch\":%d,"

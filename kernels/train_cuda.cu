@@ -4,7 +4,6 @@
 #include <mpi.h>
 #include <nccl.h>
 
-#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -447,13 +446,8 @@ int main(int argc, char **argv)
             save(t);
     }
     int64_t done = t->o.steps >= first ? t->o.steps - first + 1 : 0;
-    double mine[3] = {0, 0, 0}, worst[3] = {0, 0, 0};
-    if (done > 0) {
-        std::sort(t->step_each, t->step_each + t->n_timed);
-        mine[0] = t->step_ns / (double)done / 1e6;
-        mine[1] = t->step_each[t->n_timed / 2] / 1e6;
-        mine[2] = t->rec_ns / (double)done / 1e6;
-    }
+    double mine[3], worst[3] = {0, 0, 0};
+    train_timing(t->step_each, t->n_timed, t->step_ns, t->rec_ns, done, mine);
     MPI_Reduce(mine, worst, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (t->rank == 0 && t->o.json)
         printf("{\"trainer\":\"cuda\",\"ranks\":%d,\"steps\":%" PRId64 ",\"hidden\":%d,\"batch\":%d,"

@@ -245,3 +245,21 @@ int train_opts_parse(int argc, char **argv, train_opts *o, char *why, size_t cap
     }
     return 0;
 }
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void train_timing(double *step_ns, int64_t n_timed, double step_total, double rec_total, int64_t done,
+                  double out[3])
+{
+    out[0] = out[1] = out[2] = 0;
+    if (done <= 0 || n_timed <= 0)
+        return;
+    qsort(step_ns, (size_t)n_timed, sizeof(double), cmp_double);
+    out[0] = step_total / (double)done / 1e6;
+    out[1] = step_ns[n_timed / 2] / 1e6;
+    out[2] = rec_total / (double)done / 1e6;
+}

@@ -59,6 +59,13 @@ int train_fault_applies(const train_fault *f, int64_t step, int rank, const char
  * Writes it to out[cap]. */
 void train_node_name(char *out, size_t cap);
 
+/* train_timing - this rank's timing figures in milliseconds: out[0] the mean
+ * step, out[1] the median step, out[2] the mean time inside recording calls,
+ * from `n_timed` per-step times (sorted in place), their total and the
+ * recording total (all in ns) over `done` steps. Zeros when done is 0. */
+void train_timing(double *step_ns, int64_t n_timed, double step_total, double rec_total, int64_t done,
+                  double out[3]);
+
 /* train_usage - the help text. */
 const char *train_usage(void);
 
