@@ -88,18 +88,36 @@ static json_t *divergence_json(PGresult *r, int i, const group_runs *g)
     return o;
 }
 
+/* open_group - what every group read starts with: read access, then the
+ * group's runs. Returns 1 with `g` loaded (the caller PQclears g->res), or 0
+ * after replying (401/403, 503, or 404 for a group without runs) with MHD's
+ * result in `sent`. */
+static int open_group(http_req *req, const char *group, group_runs *g, enum MHD_Result *sent)
+{
+    char err[512];
+    if (http_auth_read(req) < 0) {
+        *sent = MHD_YES;
+        return 0;
+    }
+    if (load_runs(group, g, err, sizeof(err)) < 0) {
+        *sent = db_down(req, err);
+        return 0;
+    }
+    if (g->n == 0) {
+        PQclear(g->res);
+        *sent = unknown_group(req, group);
+        return 0;
+    }
+    return 1;
+}
+
 enum MHD_Result read_twins(http_req *req, const char *group)
 {
-    if (http_auth_read(req) < 0)
-        return MHD_YES;
     char err[512];
     group_runs g;
-    if (load_runs(group, &g, err, sizeof(err)) < 0)
-        return db_down(req, err);
-    if (g.n == 0) {
-        PQclear(g.res);
-        return unknown_group(req, group);
-    }
+    enum MHD_Result sent;
+    if (!open_group(req, group, &g, &sent))
+        return sent;
     const char *p[] = {group};
     PGresult *d = db_exec("grp_divs", 1, p, err, sizeof(err));
     PGresult *u = d ? db_exec("grp_unchecked", 1, p, err, sizeof(err)) : NULL;
@@ -172,16 +190,11 @@ typedef struct prog {
 
 enum MHD_Result read_twin_steps(http_req *req, const char *group)
 {
-    if (http_auth_read(req) < 0)
-        return MHD_YES;
     char err[512];
     group_runs g;
-    if (load_runs(group, &g, err, sizeof(err)) < 0)
-        return db_down(req, err);
-    if (g.n == 0) {
-        PQclear(g.res);
-        return unknown_group(req, group);
-    }
+    enum MHD_Result sent;
+    if (!open_group(req, group, &g, &sent))
+        return sent;
     int64_t lo = INT64_MIN;
     for (int i = 0; i < g.n; i++) {
         int64_t s = strtoll(PQgetvalue(g.res, i, 6), NULL, 10);
@@ -321,22 +334,16 @@ static void flatten(json_t *out, const char *path, json_t *v)
 
 enum MHD_Result read_manifest_diff(http_req *req, const char *group)
 {
-    if (http_auth_read(req) < 0)
-        return MHD_YES;
     char err[512];
+    group_runs g;
+    enum MHD_Result sent;
+    if (!open_group(req, group, &g, &sent))
+        return sent;
     const char *p[] = {group};
     PGresult *r = db_exec("grp_manifests", 1, p, err, sizeof(err));
-    if (!r)
-        return db_down(req, err);
-    group_runs g;
-    if (load_runs(group, &g, err, sizeof(err)) < 0) {
-        PQclear(r);
-        return db_down(req, err);
-    }
-    if (g.n == 0) {
-        PQclear(r);
+    if (!r) {
         PQclear(g.res);
-        return unknown_group(req, group);
+        return db_down(req, err);
     }
     json_t *diffs = json_array();
     int n = PQntuples(r);
