@@ -217,6 +217,8 @@ int config_stream(send_cfg *cfg, long rank, const rec_header *hdr, char *why, si
         jw_kv_str(&w, "partition", part);
     jw_kv_str(&w, "command", cmd);
     jw_kv_str(&w, "mode", env_or("LOCKSTEP_MODE", NULL, "fp"));
+    /* The same on every attempt and in the spool: lockstepd answers a repeat with the run it registered. */
+    jw_kv_str(&w, "client_id", hdr->run_id);
     jw_obj_end(&w);
     const char *txt = jw_text(&w);
     cfg->reg_json = txt ? strdup(txt) : NULL;

@@ -99,6 +99,11 @@ enum MHD_Result ingest_run_create(http_req *req)
         res = bad_field(req, "twin_group", "a string of at most 255 bytes", 0);
         goto out_decref;
     }
+    json_t *cid = json_object_get(o, "client_id");
+    if (cid && !json_is_null(cid) && (!json_is_string(cid) || strlen(json_string_value(cid)) > 128)) {
+        res = bad_field(req, "client_id", "a string of at most 128 bytes (the same for every attempt)", 0);
+        goto out_decref;
+    }
     json_t *ranks = json_object_get(o, "ranks");
     if (!ranks)
         json_object_set_new(o, "ranks", json_integer(1));
@@ -119,13 +124,17 @@ enum MHD_Result ingest_run_create(http_req *req)
     }
     run_info run;
     srv_error e;
-    if (store_run_create(o, &run, &e) < 0) {
+    int created = 0;
+    if (store_run_create(o, &run, &created, &e) < 0) {
         res = http_reply_srv_error(req, 503, &e);
         goto out_decref;
     }
-    log_info("run %s registered (job %s, group %s, %d ranks)", run.run_id, run.job_id,
-             run.group[0] ? run.group : "-", run.ranks);
-    res = http_reply_json(req, 201, json_pack("{s:s}", "run_id", run.run_id));
+    if (created)
+        log_info("run %s registered (job %s, group %s, %d ranks)", run.run_id, run.job_id,
+                 run.group[0] ? run.group : "-", run.ranks);
+    else
+        log_info("run %s registered again by its client (job %s): the same run", run.run_id, run.job_id);
+    res = http_reply_json(req, created ? 201 : 200, json_pack("{s:s}", "run_id", run.run_id));
 out_decref:
     json_decref(o);
     return res;

@@ -21,9 +21,13 @@ void store_register(void)
 {
     db_register("run_get", "SELECT run_key, run_id, job_id, coalesce(twin_group, ''), ranks, start_step "
                            "FROM runs WHERE run_id = $1::uuid");
+    /* A repeated client_id returns the run it registered (the no-op update makes RETURNING see the row);
+     * xmax = 0 only on a row this statement inserted. */
     db_register("run_ins", "INSERT INTO runs (run_id, job_id, step_id, twin_group, ranks, start_step, user_name, "
-                           "nodes, command, mode) VALUES (gen_random_uuid(), $1, $2, nullif($3, ''), $4, $5, $6, "
-                           "$7, $8, $9) RETURNING run_key, run_id");
+                           "nodes, command, mode, client_id) VALUES (gen_random_uuid(), $1, $2, nullif($3, ''), $4, "
+                           "$5, $6, $7, $8, $9, nullif($10, '')) ON CONFLICT (job_id, client_id) WHERE client_id IS "
+                           "NOT NULL DO UPDATE SET client_id = excluded.client_id RETURNING run_key, run_id, "
+                           "coalesce(twin_group, ''), ranks, start_step, xmax = 0");
     db_register("group_reset", "DELETE FROM group_checks WHERE twin_group = $1");
     db_register("manifest_put", "INSERT INTO manifests (run_key, rank, manifest) VALUES ($1, $2, $3::jsonb) "
                                 "ON CONFLICT (run_key, rank) DO UPDATE SET manifest = excluded.manifest, "
@@ -136,28 +140,31 @@ static const char *str_or(const json_t *o, const char *key, const char *dflt)
     return json_is_string(v) ? json_string_value(v) : dflt;
 }
 
-int store_run_create(const json_t *o, run_info *out, srv_error *e)
+int store_run_create(const json_t *o, run_info *out, int *created, srv_error *e)
 {
     char ranks[32], start[32], err[512];
     snprintf(ranks, sizeof(ranks), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "ranks")));
     snprintf(start, sizeof(start), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "start_step")));
     const char *p[] = {str_or(o, "job_id", ""), str_or(o, "step_id", ""), str_or(o, "twin_group", ""), ranks, start,
-                       str_or(o, "user", ""),   str_or(o, "nodes", ""),   str_or(o, "command", ""),    str_or(o, "mode", "")};
-    PGresult *r = db_exec("run_ins", 9, p, err, sizeof(err));
+                       str_or(o, "user", ""),   str_or(o, "nodes", ""),   str_or(o, "command", ""),    str_or(o, "mode", ""),
+                       str_or(o, "client_id", "")};
+    PGresult *r = db_exec("run_ins", 10, p, err, sizeof(err));
     if (!r) {
         db_fail(e, "registering the run", err);
         return -1;
     }
     memset(out, 0, sizeof(*out));
+    /* What the database holds: on a repeated registration, the first attempt's fields. */
     out->key = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     snprintf(out->run_id, sizeof(out->run_id), "%s", PQgetvalue(r, 0, 1));
     snprintf(out->job_id, sizeof(out->job_id), "%s", p[0]);
-    snprintf(out->group, sizeof(out->group), "%s", p[2]);
-    out->ranks = atoi(ranks);
-    out->start_step = strtoll(start, NULL, 10);
+    snprintf(out->group, sizeof(out->group), "%s", PQgetvalue(r, 0, 2));
+    out->ranks = atoi(PQgetvalue(r, 0, 3));
+    out->start_step = strtoll(PQgetvalue(r, 0, 4), NULL, 10);
+    *created = PQgetvalue(r, 0, 5)[0] == 't';
     PQclear(r);
     cache_put(out);
-    if (out->group[0]) {
+    if (*created && out->group[0]) {
         /* A new twin changes what the group's runs share: compare from the start again. */
         const char *g[] = {out->group};
         r = db_exec("group_reset", 1, g, err, sizeof(err));

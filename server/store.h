@@ -31,8 +31,9 @@ int store_run_lookup(const char *run_id, run_info *out, srv_error *e);
 
 /* store_run_create - register a run from the validated request object `o`
  * (job_id, step_id, twin_group, ranks, start_step, user, nodes, command,
- * mode). Returns 0 and fills `out`, or -1 with `e` filled. */
-int store_run_create(const json_t *o, run_info *out, srv_error *e);
+ * mode, client_id). Returns 0 and fills `out` (*created is 0 when the job
+ * already registered this client_id: `out` is that run), or -1 with `e` filled. */
+int store_run_create(const json_t *o, run_info *out, int *created, srv_error *e);
 
 /* store_manifest - store (or replace) rank `rank`'s manifest JSON text.
  * Returns 0, or -1 with `e` filled. */

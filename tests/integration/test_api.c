@@ -123,6 +123,55 @@ static void test_auth(void **state)
     json_decref(o);
 }
 
+/* A registration repeated with its client_id (an agent whose first answer was lost, or a replay) returns the
+ * run it made; another client id, or the same one under another job, is another run. */
+static void test_register_idempotent(void **state)
+{
+    (void)state;
+    const char *body7 = "{\"job_id\": \"7\", \"step_id\": \"3\", \"twin_group\": \"idem-g\", \"ranks\": 2, "
+                        "\"client_id\": \"c-1\"}";
+    json_t *o = NULL;
+    char first[40], again[40], path[200];
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", body7, tok7, &o), 201);
+    snprintf(first, sizeof(first), "%s", json_string_value(json_object_get(o, "run_id")));
+    json_decref(o);
+    /* the repeat's other fields do not rewrite the run */
+    const char *repeat = "{\"job_id\": \"7\", \"step_id\": \"3\", \"ranks\": 9, \"client_id\": \"c-1\"}";
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", repeat, tok7, &o), 200);
+    snprintf(again, sizeof(again), "%s", json_string_value(json_object_get(o, "run_id")));
+    json_decref(o);
+    assert_string_equal(first, again);
+    snprintf(path, sizeof(path), "/api/v1/runs/%s", first);
+    assert_int_equal(it_call(&srv, "GET", path, NULL, admin, &o), 200);
+    assert_int_equal(json_integer_value(json_object_get(o, "ranks")), 2);
+    assert_string_equal(json_string_value(json_object_get(o, "twin_group")), "idem-g");
+    json_decref(o);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/runs?job=7&step=3", NULL, admin, &o), 200);
+    assert_int_equal(json_array_size(json_object_get(o, "runs")), 1);
+    json_decref(o);
+
+    const char *other = "{\"job_id\": \"7\", \"step_id\": \"3\", \"client_id\": \"c-2\"}";
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", other, tok7, &o), 201);
+    assert_string_not_equal(json_string_value(json_object_get(o, "run_id")), first);
+    json_decref(o);
+    const char *job8 = "{\"job_id\": \"8\", \"step_id\": \"3\", \"client_id\": \"c-1\"}";
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", job8, tok8, &o), 201);
+    assert_string_not_equal(json_string_value(json_object_get(o, "run_id")), first);
+    json_decref(o);
+    /* without a client id every registration is a new run, as before */
+    const char *plain = "{\"job_id\": \"7\", \"step_id\": \"4\"}";
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", plain, tok7, &o), 201);
+    snprintf(first, sizeof(first), "%s", json_string_value(json_object_get(o, "run_id")));
+    json_decref(o);
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", plain, tok7, &o), 201);
+    assert_string_not_equal(json_string_value(json_object_get(o, "run_id")), first);
+    json_decref(o);
+    const char *bad = "{\"job_id\": \"7\", \"client_id\": 12}";
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", bad, tok7, &o), 400);
+    assert_non_null(strstr(json_string_value(json_object_get(o, "detail")), "client_id"));
+    json_decref(o);
+}
+
 static void test_endpoints(void **state)
 {
     (void)state;
@@ -379,6 +428,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_health_and_metrics), cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_register_idempotent),
         cmocka_unit_test(test_endpoints),          cmocka_unit_test(test_body_cap),
         cmocka_unit_test(test_static_files),       cmocka_unit_test(test_bad_inputs),
     };
