@@ -68,6 +68,15 @@ first() { python3 -c "import json; d=json.load(open('$tmp/diff.json')); print(js
 
 train d1 && train d2; rc=$(diffrc "$tmp/d1" "$tmp/d2")
 result gpu_twins_bit_identical $([ "$rc" = 0 ] && echo 1 || echo 0) "\"ranks\":$np,\"diff_rc\":$rc"
+# allreduce.out carries every rank's allreduce.in fingerprint, as on the CPU path
+ins=$("$B/bin/lockstep" dump "$tmp/d1/rank-00000.lstrace" 2>/dev/null | python3 -c '
+import json, sys
+recs = [json.loads(l) for l in sys.stdin]
+ins = {(r["rank"], r["step"]): r["fp"] for r in recs if r["name"] == "allreduce.in"}
+outs = [r for r in recs if r["name"] == "allreduce.out"]
+ok = outs and all(r.get("inputs") and (len(r["inputs"]) > 1 or '"$np"' == 1) and r["inputs"][0] == ins.get((0, r["step"])) for r in outs)
+print(len(outs) if ok else 0)')
+result gpu_allreduce_out_has_inputs $([ "${ins:-0}" -gt 0 ] && echo 1 || echo 0) "\"records\":${ins:-0}"
 train n1 --nondeterministic && train n2 --nondeterministic; rc=$(diffrc "$tmp/n1" "$tmp/n2")
 result gpu_nondeterministic_diverges $([ "$rc" = 1 ] && echo 1 || echo 0) "\"diff_rc\":$rc,\"first_step\":$(first || echo null)"
 train atw1 --reduce atomic; rc=$(diffrc "$tmp/d1" "$tmp/atw1")

@@ -288,12 +288,25 @@ void train_step(gpu_trainer *t, int64_t step)
     ls_metric("loss", loss);
     int64_t shape[1] = {(int64_t)n};
     lsk_tensor_device_at(LS_LEVEL_COLLECTIVE, "allreduce.in", t->g, n * sizeof(float), LS_F32, 1, shape, t->st);
+    /* As the CPU trainer: every rank learns every rank's input fingerprint on every step (all ranks make the
+     * same collectives whatever the trace window), so that allreduce.out carries its inputs. */
+    uint64_t in_fp = 0, in_fps[1024];
+    ck(lsk_lsfp1_sync(t->g, n * sizeof(float), &in_fp, NULL, t->st), "the gradient's fingerprint");
+    MPI_Allgather(&in_fp, 1, MPI_UINT64_T, in_fps, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    int n_inputs = t->world <= LS_MAX_INPUTS ? t->world : 1;
+    if (t->world > LS_MAX_INPUTS) /* too many to list: one fingerprint of them all, in rank order */
+        in_fps[0] = ls_fingerprint(in_fps, (size_t)t->world * sizeof(uint64_t));
     t->rec_ns += (double)(mono_ns() - r0);
     nk(ncclAllReduce(t->g, t->g, n, ncclFloat, ncclSum, t->comm, t->st), "ncclAllReduce");
     square_kernel<<<blocks(n), kT, 0, t->st>>>(t->g, n, t->sq);
     double gnorm = std::sqrt(dsum(t, t->sq, n));
     r0 = mono_ns();
-    lsk_tensor_device_at(LS_LEVEL_COLLECTIVE, "allreduce.out", t->g, n * sizeof(float), LS_F32, 1, shape, t->st);
+    if (ls_enabled(LS_LEVEL_COLLECTIVE)) {
+        uint64_t out_fp = 0;
+        ck(lsk_lsfp1_sync(t->g, n * sizeof(float), &out_fp, NULL, t->st), "the reduced gradient's fingerprint");
+        ls_record_fp(LS_LEVEL_COLLECTIVE, "allreduce.out", out_fp, n * sizeof(float), LS_F32, 1, shape, n_inputs,
+                     in_fps);
+    }
     ls_metric("grad_norm", gnorm);
     record_tensors(t, t->g, ".grad");
     t->rec_ns += (double)(mono_ns() - r0);
