@@ -62,7 +62,10 @@ TEST_TIERS += tests/agent/run.sh
 $(B)/bench/agent/allreduce: bench/agent/allreduce.c
 	@mkdir -p $(@D)
 	mpicc $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) -lm
-ALL_TARGETS += $(B)/bench/agent/allreduce
+$(B)/bench/agent/cg: bench/agent/cg.c
+	@mkdir -p $(@D)
+	mpicc $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) -lm
+ALL_TARGETS += $(B)/bench/agent/allreduce $(B)/bench/agent/cg
 BENCHES += bench/agent/run.sh
 
 # liblockstep_nccl.so (CUDA=1 and nccl.h present): NCCL wrappers hashing device buffers with the kernels'

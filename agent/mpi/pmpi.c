@@ -237,13 +237,30 @@ static void emit(ls_level level, const char *name, uint64_t fp, uint64_t nbytes,
     ls_record_fp(level, name, fp, nbytes, dtype, 2, shape, inputs_on() ? n_inputs : 0, inputs);
 }
 
+/* --- MPI_Pcontrol: the standard switch a program gives its profiling library -------------------------------
+ * MPI_Pcontrol(0) pauses the recording of MPI calls (they pass straight through), any other level resumes it.
+ * A program can leave a phase out of the trace this way; twins that make the same calls stay aligned. */
+static int paused; /* atomic */
+
+static int recording(ls_level level)
+{
+    return !__atomic_load_n(&paused, __ATOMIC_RELAXED) && ls_enabled(level);
+}
+
+int MPI_Pcontrol(const int level, ...)
+{
+    REAL(int, MPI_Pcontrol, const int, ...);
+    __atomic_store_n(&paused, level == 0, __ATOMIC_RELAXED);
+    return real_MPI_Pcontrol(level);
+}
+
 /* --- collectives ---------------------------------------------------------- */
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     REAL(int, MPI_Allreduce, const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
     dt_info d;
-    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
         return real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
     uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL, comm), nbytes;
     int rc = real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
@@ -258,7 +275,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
 {
     REAL(int, MPI_Reduce, const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm);
     dt_info d;
-    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
         return real_MPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
     int me = comm_rank(comm);
     uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL, comm), nbytes = 0, out;
@@ -276,7 +293,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     REAL(int, MPI_Bcast, void *, int, MPI_Datatype, int, MPI_Comm);
     dt_info d;
-    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
         return real_MPI_Bcast(buf, count, dt, root, comm);
     int me = comm_rank(comm);
     uint64_t in = me == root ? in_of(buf, count, dt, &d, NULL, comm) : 0, nbytes;
@@ -293,7 +310,7 @@ int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *rec
 {
     REAL(int, MPI_Allgather, const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
     dt_info ds, dr;
-    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
+    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     int p = comm_size(comm);
@@ -315,7 +332,7 @@ int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *re
     REAL(int, MPI_Allgatherv, const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype,
          MPI_Comm);
     dt_info ds, dr;
-    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
+    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Allgatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm);
     int p = comm_size(comm), me = comm_rank(comm);
@@ -337,7 +354,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int rcounts[], 
 {
     REAL(int, MPI_Reduce_scatter, const void *, void *, const int *, MPI_Datatype, MPI_Op, MPI_Comm);
     dt_info d;
-    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
         return real_MPI_Reduce_scatter(sendbuf, recvbuf, rcounts, dt, op, comm);
     int p = comm_size(comm), me = comm_rank(comm);
     long total = 0;
@@ -357,7 +374,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int rcount, MPI
 {
     REAL(int, MPI_Reduce_scatter_block, const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
     dt_info d;
-    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
         return real_MPI_Reduce_scatter_block(sendbuf, recvbuf, rcount, dt, op, comm);
     int p = comm_size(comm);
     uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, p * rcount, dt, &d, NULL, comm), nbytes;
@@ -374,7 +391,7 @@ int MPI_Alltoall(const void *sendbuf, int scount, MPI_Datatype stype, void *recv
 {
     REAL(int, MPI_Alltoall, const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
     dt_info ds, dr;
-    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
+    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     int p = comm_size(comm);
@@ -394,7 +411,7 @@ int MPI_Alltoallv(const void *sendbuf, const int scounts[], const int sdispls[],
     REAL(int, MPI_Alltoallv, const void *, const int *, const int *, MPI_Datatype, void *, const int *, const int *,
          MPI_Datatype, MPI_Comm);
     dt_info ds, dr;
-    if (!ls_enabled(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
+    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Alltoallv(sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm);
     int p = comm_size(comm);
@@ -418,7 +435,7 @@ int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI
 {
     REAL(int, MPI_Send, const void *, int, MPI_Datatype, int, int, MPI_Comm);
     dt_info d;
-    if (ls_enabled(LS_LEVEL_OP) && dtype_info(dt, &d) == 0) {
+    if (recording(LS_LEVEL_OP) && dtype_info(dt, &d) == 0) {
         uint64_t nbytes, fp = fp_of(buf, count, dt, &d, &nbytes, comm);
         emit(LS_LEVEL_OP, "mpi.send", fp, nbytes, d.dtype, comm_size(comm), count, 0, NULL);
     }
@@ -430,7 +447,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
     REAL(int, MPI_Recv, void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
     REAL(int, MPI_Get_count, const MPI_Status *, MPI_Datatype, int *);
     dt_info d;
-    if (!ls_enabled(LS_LEVEL_OP) || dtype_info(dt, &d) < 0)
+    if (!recording(LS_LEVEL_OP) || dtype_info(dt, &d) < 0)
         return real_MPI_Recv(buf, count, dt, source, tag, comm, status);
     MPI_Status st;
     int rc = real_MPI_Recv(buf, count, dt, source, tag, comm, status == MPI_STATUS_IGNORE ? &st : status);
@@ -452,7 +469,7 @@ int MPI_Sendrecv(const void *sendbuf, int scount, MPI_Datatype stype, int dest, 
          MPI_Status *);
     REAL(int, MPI_Get_count, const MPI_Status *, MPI_Datatype, int *);
     dt_info ds, dr;
-    if (!ls_enabled(LS_LEVEL_OP) || dtype_info(stype, &ds) < 0 || dtype_info(rtype, &dr) < 0)
+    if (!recording(LS_LEVEL_OP) || dtype_info(stype, &ds) < 0 || dtype_info(rtype, &dr) < 0)
         return real_MPI_Sendrecv(sendbuf, scount, stype, dest, stag, recvbuf, rcount, rtype, source, rtag, comm,
                                  status);
     MPI_Status st;

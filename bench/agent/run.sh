@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# run.sh - bench/agent: an allreduce-heavy MPI program without the agent, with it streaming to a live lockstepd,
-# and with it while lockstepd is down (spooling), interleaved in one run; prints one JSON line.
-# Two sizes: COUNT floats per call (a gradient), and one float (a loss or a counter: the agent's fixed cost).
-# usage: bench/agent/run.sh [BUILD_DIR]   env: RANKS (2), ITERS (1000), COUNT (65536 floats), SMALL_ITERS (20000),
-#        REPS (7)
+# run.sh - bench/agent: allreduce-heavy MPI programs without the agent, with it streaming to a live lockstepd, and
+# with it while lockstepd is down (spooling), interleaved in one run; prints one JSON line.
+# Three workloads, all unmodified MPI programs under LD_PRELOAD at collective level:
+#   cg_*     bench/agent/cg: a conjugate-gradient solver (2 one-double allreduces and a halo exchange an iteration)
+#   (plain)  bench/agent/allreduce with COUNT floats per call: nothing but gradient-sized allreduces
+#   small_*  bench/agent/allreduce with one float per call: the agent's fixed cost per record
+# usage: bench/agent/run.sh [BUILD_DIR]
+#   env: RANKS (2), REPS (7), ITERS (1200) and COUNT (65536), SMALL_ITERS (24000), CG_ITERS (4400) and CG_NX (64)
 set -u
 build=${1:-build}
 B=$(cd "$build" && pwd)
-RANKS=${RANKS:-2}; ITERS=${ITERS:-1000}; COUNT=${COUNT:-65536}; SMALL_ITERS=${SMALL_ITERS:-20000}; REPS=${REPS:-7}
+RANKS=${RANKS:-2}; REPS=${REPS:-7}; ITERS=${ITERS:-1200}; COUNT=${COUNT:-65536}; SMALL_ITERS=${SMALL_ITERS:-24000}
+CG_ITERS=${CG_ITERS:-4400}; CG_NX=${CG_NX:-64}
 LOCKSTEPD=${LOCKSTEPD:-$B/bin/lockstepd}
-PROG=$B/bench/agent/allreduce
+AR=$B/bench/agent/allreduce CG=$B/bench/agent/cg
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
-for f in "$LOCKSTEPD" "$PROG" "$B/lib/liblockstep_mpi.so"; do
+for f in "$LOCKSTEPD" "$AR" "$CG" "$B/lib/liblockstep_mpi.so"; do
   [ -e "$f" ] || { echo "bench/agent: $f is missing (run make)" >&2; exit 1; }
 done
 
@@ -28,69 +32,93 @@ UP=$(port); DOWN=$(port)
 SRV=$!
 for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$UP/api/v1/health" >/dev/null 2>&1 && break; sleep 0.1; done
 
-# one MODE REP ITERS COUNT: the rank-0 seconds of the timed loop. Modes: base (no agent), hash (the agent fingerprints and
-# numbers every allreduce but has nowhere to send: its own cost), up (streaming to lockstepd), down (spooling).
+# one MODE TAG PROG ARGS...: rank 0's first output line. Modes: base (no agent), hash (the agent fingerprints
+# and numbers every collective but has nowhere to send: its own cost), up (streaming to lockstepd), down
+# (lockstepd away: spooling).
 one() {
+  local mode=$1 tag=$2 agent=(); shift 2
+  case $mode in
+    hash) agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_TRACE=collectives) ;;
+    up|down)
+      local url=http://127.0.0.1:$UP; [ "$mode" = down ] && url=http://127.0.0.1:$DOWN
+      agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_SERVER="$url" -x LOCKSTEP_JOB_ID="bench-$mode-$tag-$$"
+             -x LOCKSTEP_STEP_ID=0 -x LOCKSTEP_TRACE=collectives -x LOCKSTEP_SPOOL_DIR="$T/spool") ;;
+  esac
+  mpirun --allow-run-as-root --oversubscribe -np "$RANKS" "${agent[@]}" "$@" 2>>"$T/err" | head -1
+}
+
+# Each workload runs its loop in blocks that alternate recording on and off (MPI_Pcontrol), so each overhead
+# is measured within one process, its halves milliseconds apart: on a shared machine whose speed drifts from
+# one run to the next by tens of percent, only that comparison resolves a percent. Without the agent the two
+# halves do the same, and their difference is the noise floor. REPS rounds of the four modes; medians.
+declare -A runs
+measure() { # measure NAME PROG ARGS...
+  local name=$1 rep mode; shift
+  for rep in $(seq 1 "$REPS"); do
+    for mode in base hash up down; do runs[$name.$mode]+="$(one $mode "$name$rep" "$@")"$'\n'; done
+  done
+}
+measure cg "$CG" "$CG_ITERS" "$CG_NX" 100
+measure big "$AR" "$ITERS" "$COUNT" 50
+measure small "$AR" "$SMALL_ITERS" 1 1000
+# The agent's whole cost per call on one rank bound to one core, the allreduce a local copy (no network
+# noise): the fastest of REPS runs with it less the fastest without. lockstepd and PostgreSQL have the other
+# core to themselves, as on a cluster where they run elsewhere, so the up and down figures are what a rank's
+# core pays per record, sender thread included.
+np1() { # np1 MODE TAG ITERS COUNT
   local agent=()
   case $1 in
     hash) agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_TRACE=collectives) ;;
     up|down)
       local url=http://127.0.0.1:$UP; [ "$1" = down ] && url=http://127.0.0.1:$DOWN
-      agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_SERVER="$url" -x LOCKSTEP_JOB_ID="bench-$1-$4-$2-$$"
+      agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_SERVER="$url" -x LOCKSTEP_JOB_ID="bench1-$1-$2-$$"
              -x LOCKSTEP_STEP_ID=0 -x LOCKSTEP_TRACE=collectives -x LOCKSTEP_SPOOL_DIR="$T/spool") ;;
   esac
-  mpirun --allow-run-as-root --oversubscribe -np "$RANKS" "${agent[@]}" "$PROG" "$3" "$4" 2>>"$T/err" |
-    tail -1
-}
-# One size: REPS rounds of the four modes back to back, so each mode's run is paired with the base run of its
-# own round (load on this shared machine drifts between rounds far more than within one).
-declare -A times
-measure() {
-  local count=$1 iters=$2 rep mode
-  for rep in $(seq 1 "$REPS"); do
-    for mode in base hash up down; do times[$count.$mode]+="$(one $mode $rep "$iters" "$count") "; done
-  done
-}
-measure "$COUNT" "$ITERS"
-measure 1 "$SMALL_ITERS"
-# The agent's own cost per call, without the network's noise: one rank (the allreduce is a local copy), the
-# fastest of REPS runs with and without the agent.
-np1() {
-  local agent=()
-  [ "$1" = hash ] && agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_TRACE=collectives)
-  mpirun --allow-run-as-root -np 1 "${agent[@]}" "$PROG" "$2" "$3" 2>>"$T/err" | tail -1
+  mpirun --allow-run-as-root -np 1 --bind-to core "${agent[@]}" "$AR" "$3" "$4" 2>>"$T/err" | head -1
 }
 for rep in $(seq 1 "$REPS"); do
-  times[np1base]+="$(np1 base 2000 "$COUNT") "; times[np1hash]+="$(np1 hash 2000 "$COUNT") "
-  times[np1sbase]+="$(np1 base 200000 1) "; times[np1shash]+="$(np1 hash 200000 1) "
+  for mode in base hash; do runs[np1big.$mode]+="$(np1 $mode "$rep" 2000 "$COUNT")"$'\n'; done
+  for mode in base hash up down; do runs[np1small.$mode]+="$(np1 $mode "$rep" 200000 1)"$'\n'; done
 done
-python3 - "$RANKS" "$ITERS" "$COUNT" "$REPS" "$SMALL_ITERS" "${times[$COUNT.base]}" "${times[$COUNT.hash]}" \
-  "${times[$COUNT.up]}" "${times[$COUNT.down]}" "${times[1.base]}" "${times[1.hash]}" "${times[1.up]}" \
-  "${times[1.down]}" "${times[np1base]}" "${times[np1hash]}" "${times[np1sbase]}" "${times[np1shash]}" <<'PY'
+for k in "${!runs[@]}"; do printf '%s' "${runs[$k]}" >"$T/runs.$k"; done
+python3 - "$T" "$RANKS" "$REPS" "$ITERS" "$COUNT" "$SMALL_ITERS" "$CG_ITERS" "$CG_NX" <<'PY'
 import json, statistics, sys
-ranks, iters, count, reps, small_iters = map(int, sys.argv[1:6])
-big = [[float(x) for x in a.split()] for a in sys.argv[6:10]]
-small = [[float(x) for x in a.split()] for a in sys.argv[10:14]]
-n1b, n1h, n1sb, n1sh = ([float(x) for x in a.split()] for a in sys.argv[14:18])
+d = sys.argv[1]
+ranks, reps, iters, count, small_iters, cg_iters, cg_nx = map(int, sys.argv[2:9])
 
-def pct(mode, base):
-    """median over rounds of the round's mode/base ratio, in percent"""
-    return round(100 * (statistics.median(m / b for m, b in zip(mode, base)) - 1), 2)
+def load(name, mode):
+    return [[float(x) for x in l.split()] for l in open(f"{d}/runs.{name}.{mode}") if l.strip()]
 
-def figures(prefix, runs, n):
-    base, hsh, up, down = runs
-    return {prefix + "us_per_allreduce_base": round(1e6 * statistics.median(base) / n, 1),
-            prefix + "overhead_hash_only_pct": pct(hsh, base), prefix + "overhead_up_pct": pct(up, base),
-            prefix + "overhead_down_pct": pct(down, base),
-            prefix + "base_spread_pct": round(100 * (max(base) - min(base)) / statistics.median(base), 1)}
+def on_off(name, mode):
+    """median over rounds of the recording blocks' time over the paused blocks' time, in percent"""
+    col = 3 if name == "cg" else 1
+    return round(100 * (statistics.median(r[col] / r[col + 1] for r in load(name, mode)) - 1), 2)
 
-out = {"bench": "agent", "ranks": ranks, "iters": iters, "count": count, "dtype": "f32", "reps": reps}
-out.update(figures("", big, iters))
-out["agent_us_per_call"] = round(1e6 * (min(n1h) - min(n1b)) / 2000, 2)
+def figures(prefix, name, per, calls):
+    base = [r[0] for r in load(name, "base")]
+    f = {prefix + "us_per_" + per: round(1e6 * statistics.median(base) / calls, 1)}
+    for mode, key in (("hash", "hash_only"), ("up", "up"), ("down", "down")):
+        f[prefix + "overhead_" + key + "_pct"] = on_off(name, mode)
+    f[prefix + "noise_floor_pct"] = on_off(name, "base")
+    return f
+
+def per_call(name, calls, mode="hash"):
+    """the agent's cost per call in microseconds: fastest run with it less fastest run without"""
+    return (min(r[0] for r in load(name, mode)) - min(r[0] for r in load(name, "base"))) * 1e6 / calls
+
+out = {"bench": "agent", "ranks": ranks, "reps": reps, "cg_iters": cg_iters, "cg_nx": cg_nx}
+out.update(figures("cg_", "cg", "iter", cg_iters))
+out["cg_allreduce_share_pct"] = round(100 * statistics.median(r[1] for r in load("cg", "base")), 1)
+# the agent never changes what the program computes
+out["cg_residuals_equal"] = len({r[2] for m in ("base", "hash", "up", "down") for r in load("cg", m)}) == 1
+out.update({"iters": iters, "count": count, "dtype": "f32"})
+out.update(figures("", "big", "allreduce", iters))
+out["agent_us_per_call"] = round(per_call("np1big", 2000), 2)
 out["fingerprinted_bytes_per_call"] = 2 * 4 * count
-# the same with one float per call (a loss or a counter): the agent's fixed cost per record
 out["small_count"] = 1
-out.update(figures("small_", small, small_iters))
-out["small_agent_us_per_call"] = round(1e6 * (min(n1sh) - min(n1sb)) / 200000, 3)
+out.update(figures("small_", "small", "allreduce", small_iters))
+out["small_agent_us_per_call"] = round(per_call("np1small", 200000), 3)
+out["small_agent_us_per_call_up"] = round(per_call("np1small", 200000, "up"), 3)
+out["small_agent_us_per_call_down"] = round(per_call("np1small", 200000, "down"), 3)
 print(json.dumps(out))
 PY

@@ -1,7 +1,8 @@
 /* mpi_dtypes.c - an unmodified MPI program that frees a derived datatype and builds another, which MPI
  * usually hands the same handle: the agent must fingerprint each call with the type it was given. It prints
  * "expect <occurrence> <fp>" for every MPI_Bcast, from its own packing and its own LSFP-1 (DESIGN.md),
- * which the agent tier compares with the trace. */
+ * which the agent tier compares with the trace. A broadcast between MPI_Pcontrol(0) and MPI_Pcontrol(1) must
+ * leave no record. */
 #include <inttypes.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -72,6 +73,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < 4; i++)
         reused += h[i] == h[i - 1];
     printf("handles reused: %d of 3\n", reused);
+    /* MPI_Pcontrol(0) pauses the recording: this broadcast leaves no record and takes no occurrence */
+    MPI_Pcontrol(0);
+    MPI_Bcast(a, N, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Pcontrol(1);
+    bcast_strided(a, 1, 4);
     MPI_Finalize();
     return 0;
 }
