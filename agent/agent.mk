@@ -59,10 +59,10 @@ ALL_TARGETS += $(AGENT_TEST_BINS)
 TEST_TIERS += tests/agent/run.sh
 
 # bench/agent: an allreduce-heavy MPI program with and without the agent, server up and down.
-$(B)/bench/agent/allreduce: bench/agent/allreduce.c
+$(B)/bench/agent/allreduce: bench/agent/allreduce.c bench/agent/blocks.h
 	@mkdir -p $(@D)
 	mpicc $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) -lm
-$(B)/bench/agent/cg: bench/agent/cg.c
+$(B)/bench/agent/cg: bench/agent/cg.c bench/agent/blocks.h
 	@mkdir -p $(@D)
 	mpicc $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) -lm
 ALL_TARGETS += $(B)/bench/agent/allreduce $(B)/bench/agent/cg

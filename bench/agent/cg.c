@@ -6,43 +6,18 @@
  *
  * usage: cg ITERS NX [BLOCK]
  * prints, on rank 0: "<seconds of the timed loop> <share of it inside MPI_Allreduce> <r.r> <on> <off>", where
- * with BLOCK > 0 the iterations run in blocks alternately with MPI_Pcontrol(1) and (0) and <on> and <off> are
- * the microseconds per iteration in each half, as in allreduce.c. */
+ * with BLOCK > 0 the iterations run in blocks that alternate recording on and off (blocks.h) and <on> and <off>
+ * are the microseconds per iteration in each half. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/agent/blocks.h"
+
 static int nx, rank, size;
 static double t_allreduce;
-
-/* block_on - whether block b records: blocks 0-3 warm up (recording, counted in neither half: the first
- * iterations after the pause run slower, on cold caches), then on, off, off, on repeats every four blocks */
-#define WARM_BLOCKS 4
-static int block_on(int b)
-{
-    return b < WARM_BLOCKS || (b - WARM_BLOCKS) % 4 == 0 || (b - WARM_BLOCKS) % 4 == 3;
-}
-
-/* half - the two halves of the timed loop: seconds and iterations with recording on [1] and off [0] */
-static double half_s[2];
-static long half_n[2];
-
-/* count_block - add block b (n iterations, s seconds) to its half; the warm-up blocks to neither */
-static void count_block(int b, long n, double s)
-{
-    if (b < WARM_BLOCKS)
-        return;
-    half_s[block_on(b)] += s;
-    half_n[block_on(b)] += n;
-}
-
-/* half_us - microseconds per iteration in a half (0 when it had none) */
-static double half_us(int on)
-{
-    return half_n[on] ? 1e6 * half_s[on] / (double)half_n[on] : 0.0;
-}
 
 /* dot - the global dot product of two local vectors (the allreduce this solver is heavy with) */
 static double dot(const double *a, const double *b, int n)
@@ -97,15 +72,10 @@ int main(int argc, char **argv)
     usleep(300000);
     MPI_Barrier(MPI_COMM_WORLD);
     t_allreduce = 0.0;
-    double t0 = MPI_Wtime(), tb = t0;
+    bench_blocks k = {.size = block};
+    double t0 = MPI_Wtime();
     for (int it = 0; it < iters; it++) {
-        if (block > 0 && it % block == 0) { /* on, off, off, on, ...: a drift in speed favours neither */
-            double now = MPI_Wtime();
-            if (it > 0)
-                count_block(it / block - 1, block, now - tb);
-            tb = now;
-            MPI_Pcontrol(block_on(it / block));
-        }
+        blocks_tick(&k, it);
         if (it % 50 == 0) { /* (re)start: x = 0, r = p = b */
             memset(x, 0, sizeof(double) * (size_t)n);
             memcpy(r, b, sizeof(double) * (size_t)n);
@@ -126,11 +96,9 @@ int main(int argc, char **argv)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     double t1 = MPI_Wtime(), t = t1 - t0;
-    if (block > 0 && iters > 0)
-        count_block((iters - 1) / block, iters - (iters - 1) / block * block, t1 - tb);
-    MPI_Pcontrol(1);
+    blocks_end(&k, iters, t1);
     if (rank == 0)
-        printf("%.6f %.4f %.17g %.4f %.4f\n", t, t_allreduce / t, rr, half_us(1), half_us(0));
+        printf("%.6f %.4f %.17g %.4f %.4f\n", t, t_allreduce / t, rr, blocks_us(&k, 1), blocks_us(&k, 0));
     free(x);
     free(r);
     free(p);

@@ -32,19 +32,24 @@ UP=$(port); DOWN=$(port)
 SRV=$!
 for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$UP/api/v1/health" >/dev/null 2>&1 && break; sleep 0.1; done
 
-# one MODE TAG PROG ARGS...: rank 0's first output line. Modes: base (no agent), hash (the agent fingerprints
-# and numbers every collective but has nowhere to send: its own cost), up (streaming to lockstepd), down
-# (lockstepd away: spooling).
-one() {
-  local mode=$1 tag=$2 agent=(); shift 2
-  case $mode in
-    hash) agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_TRACE=collectives) ;;
+# agent_args MODE TAG: the mpirun options of a mode, in the array AGENT. Modes: base (no agent), hash (the
+# agent fingerprints and numbers every collective but has nowhere to send: its own cost), up (streaming to
+# lockstepd), down (lockstepd away: spooling).
+agent_args() {
+  AGENT=()
+  case $1 in
+    hash) AGENT=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_TRACE=collectives) ;;
     up|down)
-      local url=http://127.0.0.1:$UP; [ "$mode" = down ] && url=http://127.0.0.1:$DOWN
-      agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_SERVER="$url" -x LOCKSTEP_JOB_ID="bench-$mode-$tag-$$"
+      local url=http://127.0.0.1:$UP; [ "$1" = down ] && url=http://127.0.0.1:$DOWN
+      AGENT=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_SERVER="$url" -x LOCKSTEP_JOB_ID="bench-$1-$2-$$"
              -x LOCKSTEP_STEP_ID=0 -x LOCKSTEP_TRACE=collectives -x LOCKSTEP_SPOOL_DIR="$T/spool") ;;
   esac
-  mpirun --allow-run-as-root --oversubscribe -np "$RANKS" "${agent[@]}" "$@" 2>>"$T/err" | head -1
+}
+
+# one MODE TAG PROG ARGS...: rank 0's first output line, RANKS ranks.
+one() {
+  agent_args "$1" "$2"; shift 2
+  mpirun --allow-run-as-root --oversubscribe -np "$RANKS" "${AGENT[@]}" "$@" 2>>"$T/err" | head -1
 }
 
 # Each workload runs its loop in blocks that alternate recording on and off (MPI_Pcontrol), so each overhead
@@ -66,15 +71,8 @@ measure small "$AR" "$SMALL_ITERS" 1 1000
 # core to themselves, as on a cluster where they run elsewhere, so the up and down figures are what a rank's
 # core pays per record, sender thread included.
 np1() { # np1 MODE TAG ITERS COUNT
-  local agent=()
-  case $1 in
-    hash) agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_TRACE=collectives) ;;
-    up|down)
-      local url=http://127.0.0.1:$UP; [ "$1" = down ] && url=http://127.0.0.1:$DOWN
-      agent=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_SERVER="$url" -x LOCKSTEP_JOB_ID="bench1-$1-$2-$$"
-             -x LOCKSTEP_STEP_ID=0 -x LOCKSTEP_TRACE=collectives -x LOCKSTEP_SPOOL_DIR="$T/spool") ;;
-  esac
-  mpirun --allow-run-as-root -np 1 --bind-to core "${agent[@]}" "$AR" "$3" "$4" 2>>"$T/err" | head -1
+  agent_args "$1" "1-$2"
+  mpirun --allow-run-as-root -np 1 --bind-to core "${AGENT[@]}" "$AR" "$3" "$4" 2>>"$T/err" | head -1
 }
 for rep in $(seq 1 "$REPS"); do
   for mode in base hash; do runs[np1big.$mode]+="$(np1 $mode "$rep" 2000 "$COUNT")"$'\n'; done
@@ -92,6 +90,8 @@ def load(name, mode):
 def on_off(name, mode):
     """median over rounds of the recording blocks' time over the paused blocks' time, in percent"""
     col = 3 if name == "cg" else 1
+    if any(r[col] == 0 or r[col + 1] == 0 for r in load(name, mode)):
+        sys.exit(f"bench/agent: {name} has too few iterations for 4 warm-up blocks and both halves")
     return round(100 * (statistics.median(r[col] / r[col + 1] for r in load(name, mode)) - 1), 2)
 
 def figures(prefix, name, per, calls):
