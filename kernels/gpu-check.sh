@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # gpu-check.sh - every GPU check of the kernels part in one run, for a machine with a GPU: build, device LSFP-1
 # against the CPU (vectors, 1,000 random buffers, every alignment), ls_tensor_device against ls_tensor, the
-# reductions' determinism, GPU twins, nondeterminism, a fault, a bit-exact resume, then the benchmarks.
+# reductions' determinism, GPU twins, nondeterminism, a fault, a bit-exact resume, the agent's NCCL wrappers
+# (tests/agent/gpu-check-nccl.sh) and the Python binding's device tensors (tests/python/gpu-check.sh), then the
+# benchmarks: every GPU check of the project.
 # Prints JSON lines (also to $OUT/gpu-check.jsonl when $OUT is set) and ends with "N passed, N failed".
 # usage: kernels/gpu-check.sh [BUILD_DIR]      (from the repository root; about 3 minutes on one H200)
 set -u
@@ -29,7 +31,8 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 [ "$ngpu" -ge 1 ] || { result gpu_present 0 '"detail":"nvidia-smi -L lists no GPU"'; echo "0 passed, 1 failed"; exit 1; }
 
 # --- build (a carried build/ is used as it is when make cannot run here)
-targets="$B/kernels/gpu_check $B/bin/lockstep-train-cuda $B/bin/lockstep-train $B/bin/lockstep $B/bench/kernels/gpu_bench"
+targets="$B/kernels/gpu_check $B/bin/lockstep-train-cuda $B/bin/lockstep-train $B/bin/lockstep $B/bench/kernels/gpu_bench
+  $B/lib/liblockstep_nccl.so $B/tests/agent/nccl_allreduce $B/lib/liblockstep_cuda.so"
 t0=$(date +%s)
 make -j"$(nproc)" CUDA=1 $targets >"$tmp/build.log" 2>&1; brc=$?
 ok=1; for t in $targets; do [ -x "$t" ] || ok=0; done
@@ -92,6 +95,19 @@ b=$(cd "$tmp/ckr/step-00000016" 2>/dev/null && "$lsbin" fp rank-*.ckpt | tr '\n'
 result gpu_resume_bit_exact $([ "$rc" = 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] && echo 1 || echo 0) \
   "\"diff_rc\":$rc,\"final_checkpoints_equal\":$([ -n "$a" ] && [ "$a" = "$b" ] && echo true || echo false)"
 [ "$fail" -eq 0 ] || tail -40 "$tmp/train.log" >&2
+
+# --- the other parts' GPU checks, each a script ending "N passed, N failed": the agent's NCCL wrappers (an
+# unmodified NCCL program under LD_PRELOAD) and the Python binding's device tensors
+tier() { # tier NAME SCRIPT
+  timeout 180 "$2" "$B" >"$tmp/$1.out" 2>&1
+  local p f
+  p=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$tmp/$1.out" | tail -1)
+  f=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$tmp/$1.out" | tail -1)
+  result "$1" $([ "${p:-0}" -gt 0 ] && [ "${f:-1}" = 0 ] && echo 1 || echo 0) "\"passed\":${p:-0},\"failed\":${f:-null}"
+  [ "${f:-1}" = 0 ] || sed 's/^/  /' "$tmp/$1.out" | tail -20 >&2
+}
+tier agent_nccl_wrappers tests/agent/gpu-check-nccl.sh
+tier python_device_tensors tests/python/gpu-check.sh
 
 # --- benchmarks: CPU and CUDA trainer overhead, device LSFP-1 vs copy, det vs atomic reductions
 timeout 400 bench/kernels/run.sh "$B" >"$tmp/bench.out" 2>"$tmp/bench.err"; rc=$?

@@ -284,6 +284,21 @@ static int spawn(h_srv *s, const char *const *args)
     return -1;
 }
 
+/* lost_port - whether lockstepd's log says it could not listen: the free port found for it was taken by
+ * another process (anything else on the machine binding port 0) before it bound it. */
+static int lost_port(const char *log)
+{
+    FILE *f = fopen(log, "r");
+    if (!f)
+        return 0;
+    char line[1024];
+    int lost = 0;
+    while (fgets(line, sizeof(line), f))
+        lost |= strstr(line, "cannot listen on") != NULL;
+    fclose(f);
+    return lost;
+}
+
 int h_srv_start(h_srv *s, const char *const *args)
 {
     memset(s, 0, sizeof(*s));
@@ -292,12 +307,19 @@ int h_srv_start(h_srv *s, const char *const *args)
         return -1;
     chmod(s->dir, 0711);
     snprintf(s->log, sizeof(s->log), "%s/log", s->dir);
-    s->port = free_port();
     int tls = 0;
     for (int i = 0; args && args[i]; i++)
         tls |= !strcmp(args[i], "--tls-cert");
-    snprintf(s->base, sizeof(s->base), "%s://127.0.0.1:%d", tls ? "https" : "http", s->port);
-    return spawn(s, args);
+    for (int attempt = 0;; attempt++) {
+        s->port = free_port();
+        snprintf(s->base, sizeof(s->base), "%s://127.0.0.1:%d", tls ? "https" : "http", s->port);
+        if (spawn(s, args) == 0)
+            return 0;
+        if (attempt == 4 || !lost_port(s->log))
+            return -1;
+        fprintf(stderr, "harness: port %d was taken before lockstepd bound it; another port\n", s->port);
+        unlink(s->log);
+    }
 }
 
 int h_srv_restart(h_srv *s, const char *const *args)
