@@ -5,6 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" { /* C++ callers (the CUDA sources) link against the C definitions */
+#endif
+
 #define FP_CHUNK_BYTES ((size_t)1 << 20)
 #define FP_CHUNK_WORDS (FP_CHUNK_BYTES / 8)
 #define FP_WORD_KEY 0x9e3779b97f4a7c15ULL
@@ -58,5 +62,9 @@ typedef struct fp_stream {
 void fp_stream_init(fp_stream *s);
 void fp_stream_update(fp_stream *s, const void *data, size_t n);
 uint64_t fp_stream_digest(const fp_stream *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* COMMON_LSFP1_H */

@@ -295,7 +295,7 @@ void train_step(gpu_trainer *t, int64_t step)
     MPI_Allgather(&in_fp, 1, MPI_UINT64_T, in_fps, 1, MPI_UINT64_T, MPI_COMM_WORLD);
     int n_inputs = t->world <= LS_MAX_INPUTS ? t->world : 1;
     if (t->world > LS_MAX_INPUTS) /* too many to list: one fingerprint of them all, in rank order */
-        in_fps[0] = ls_fingerprint(in_fps, (size_t)t->world * sizeof(uint64_t));
+        in_fps[0] = fp_lsfp1(in_fps, (size_t)t->world * sizeof(uint64_t));
     t->rec_ns += (double)(mono_ns() - r0);
     nk(ncclAllReduce(t->g, t->g, n, ncclFloat, ncclSum, t->comm, t->st), "ncclAllReduce");
     square_kernel<<<blocks(n), kT, 0, t->st>>>(t->g, n, t->sq);
