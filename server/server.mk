@@ -56,7 +56,8 @@ $(B)/tests/integration/test_%: $(B)/tests/integration/test_%.o $(IT_OBJS) $(LIBC
 ALL_TARGETS += $(IT_BINS)
 TEST_TIERS += tests/integration/run.sh
 
-# Fuzz tier: libFuzzer targets for the ingest decoders, built with clang (sanitizers on), run briefly.
+# Fuzz tier: libFuzzer targets for the ingest decoders and the text parsers, built with clang (sanitizers on),
+# run briefly.
 FUZZ_CC ?= $(firstword $(shell command -v clang-14 clang 2>/dev/null))
 FUZZ_SRCS := server/batch.c common/record.c common/crc32c.c common/lsfp1.c common/dtype.c
 ifneq ($(FUZZ_CC),)
@@ -65,6 +66,12 @@ $(B)/tests/fuzz/fuzz_batch: tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) server/batch.h 
 	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(call pc_cflags,jansson) tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) -o $@ $(call pc_libs,jansson) -lm
 ALL_TARGETS += $(B)/tests/fuzz/fuzz_batch
+FUZZ_TEXT_SRCS := common/tracespec.c common/dtype.c kernels/train_opts.c server/config.c server/hwcfg.c server/log.c
+$(B)/tests/fuzz/fuzz_text: tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) common/tracespec.h kernels/train_opts.h server/config.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) -o $@ -lm
+ALL_TARGETS += $(B)/tests/fuzz/fuzz_text
 endif
 $(B)/tests/fuzz/seeds: $(B)/tests/fuzz/seeds.o $(LIBCOMMON)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS)

@@ -1,4 +1,5 @@
-/* seeds.c - write the fuzz seed corpus for fuzz_batch (a valid binary batch, a valid JSON batch) to a directory. */
+/* seeds.c - write a fuzz target's seed corpus to a directory: for fuzz_batch a valid binary batch and a valid JSON
+ * batch; for fuzz_text one valid text for each of its parsers (the first byte picks the parser). */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,12 +16,32 @@ static int put(const char *dir, const char *name, const void *p, size_t n)
     return fclose(f);
 }
 
+static int text_seeds(const char *dir)
+{
+    static const char *const texts[] = {
+        "\x00metrics;ops:steps=120-125:ranks=0,4-7", "\x00collectives:steps=5-:ranks=3", "\x00off",
+        "\x01" "7:0:12", "\x01" "20:3", "\x02node=n3,step=20,bit=12", "\x02rank=1,step=7",
+        "\x03listen = 127.0.0.1:8080", "\x03retain_days = 30", "\x03alert_webhook_url = http://127.0.0.1:9/hook",
+    };
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "text%zu", i);
+        /* a leading "\x00" is the selector byte, not the end of the string */
+        size_t n = texts[i][0] ? strlen(texts[i]) : 1 + strlen(texts[i] + 1);
+        if (put(dir, name, texts[i], n) < 0)
+            return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: seeds DIR\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: seeds DIR [fuzz_batch|fuzz_text]\n");
         return 2;
     }
+    if (argc == 3 && strcmp(argv[2], "fuzz_text") == 0)
+        return text_seeds(argv[1]);
     static unsigned char buf[8192];
     rec_header h = {.kind = REC_KIND_BATCH, .rank = 1, .batch_seq = 7};
     snprintf(h.run_id, sizeof(h.run_id), "3f0c1e2d-0000-4000-8000-000000000001");

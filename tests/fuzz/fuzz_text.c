@@ -1,0 +1,78 @@
+/* fuzz_text.c - libFuzzer target for the text the project parses from users and their environment: byte 0
+ * picks LOCKSTEP_TRACE (ts_parse), --inject-fault (train_fault_parse_flag), LOCKSTEP_FAULT
+ * (train_fault_parse_env) or a lockstepd config line (cfg_set, "key = value"). Every parser must accept or
+ * refuse with a reason, never crash, and what it accepts must behave: a window admits within its bounds. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tracespec.h"
+#include "kernels/train_opts.h"
+#include "server/config.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_trace(const char *s)
+{
+    trace_spec ts;
+    char why[256] = "";
+    if (ts_parse(s, &ts, why, sizeof(why)) < 0) {
+        if (!why[0])
+            __builtin_trap();
+        return;
+    }
+    /* ts_admits is total: any level, step and rank, extremes included */
+    static const int64_t probes[] = {INT64_MIN, -1, 0, 1, 120, 125, 1000000, INT64_MAX};
+    for (int level = -1; level <= 4; level++)
+        for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
+            (void)ts_admits(&ts, level, probes[i], probes[(i + 3) % 8]);
+}
+
+static void check_fault(const char *s, int env)
+{
+    train_fault f;
+    char why[256] = "";
+    int rc = env ? train_fault_parse_env(s, &f, why, sizeof(why)) : train_fault_parse_flag(s, &f, why, sizeof(why));
+    if (rc < 0) {
+        if (!why[0])
+            __builtin_trap();
+        return;
+    }
+    (void)train_fault_applies(&f, 0, 0, "n1");
+    (void)train_fault_applies(&f, INT64_MAX, 1 << 30, "");
+}
+
+static void check_config(char *s)
+{
+    srv_config c;
+    cfg_defaults(&c);
+    char *eq = strchr(s, '=');
+    const char *key = s, *value = "";
+    if (eq) {
+        *eq = 0;
+        value = eq + 1;
+    }
+    char why[512] = "";
+    if (cfg_set(&c, key, value, why, sizeof(why)) < 0 && !why[0])
+        __builtin_trap();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    char *s = malloc(size);
+    if (!s)
+        return 0;
+    memcpy(s, data + 1, size - 1); /* the parsers take C strings: the text ends at the first NUL */
+    s[size - 1] = 0;
+    switch (data[0] % 4) {
+    case 0: check_trace(s); break;
+    case 1: check_fault(s, 0); break;
+    case 2: check_fault(s, 1); break;
+    default: check_config(s); break;
+    }
+    free(s);
+    return 0;
+}
