@@ -141,7 +141,18 @@ int config_stream(send_cfg *cfg, long rank, const rec_header *hdr, char *why, si
     const char *job = env_or("LOCKSTEP_JOB_ID", "SLURM_JOB_ID", NULL);
     if (!job)
         job = env_or("PMIX_NAMESPACE", NULL, local_job);
-    const char *step = env_or("LOCKSTEP_STEP_ID", "SLURM_STEP_ID", "0");
+    /* A requeued job keeps its job id and numbers its steps again: the attempt goes into the step key
+     * ("S.rN", as the SPANK plugin's), so that no rank finds the previous attempt's run. */
+    const char *step = env_or("LOCKSTEP_STEP_ID", NULL, NULL);
+    char slurm_step[300];
+    if (!step) {
+        const char *restarts = env_or("SLURM_RESTART_COUNT", NULL, "0");
+        step = env_or("SLURM_STEP_ID", NULL, "0");
+        if (strtol(restarts, NULL, 10) > 0) {
+            snprintf(slurm_step, sizeof(slurm_step), "%.200s.r%ld", step, strtol(restarts, NULL, 10));
+            step = slurm_step;
+        }
+    }
     scopy(cfg->job_id, sizeof(cfg->job_id), job);
     scopy(cfg->step_id, sizeof(cfg->step_id), step);
     /* A run id given in advance (the SPANK plugin registered the step) is the server's. */

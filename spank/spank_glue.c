@@ -228,6 +228,14 @@ static int mint_token(const spank_conf *c, const spank_job_facts *f, spank_step_
     return 0;
 }
 
+void spank_step_key(const spank_job_facts *f, char *out, size_t cap)
+{
+    if (f->restarts > 0)
+        snprintf(out, cap, "%u.r%u", f->step_id, f->restarts);
+    else
+        snprintf(out, cap, "%u", f->step_id);
+}
+
 /* set_identity - LOCKSTEP_* variables that tell the agent who it runs for. */
 static void set_identity(const spank_glue_ops *ops, const spank_conf *c, const spank_request *r,
                          const spank_job_facts *f, spank_mode mode, char *nodes, char *part, int *bad)
@@ -236,7 +244,7 @@ static void set_identity(const spank_glue_ops *ops, const spank_conf *c, const s
     setv(ops, "LOCKSTEP_MODE", spank_mode_name(mode), bad);
     snprintf(num, sizeof(num), "%u", f->job_id);
     setv(ops, "LOCKSTEP_JOB_ID", num, bad);
-    snprintf(num, sizeof(num), "%u", f->step_id);
+    spank_step_key(f, num, sizeof(num));
     setv(ops, "LOCKSTEP_STEP_ID", num, bad);
     snprintf(num, sizeof(num), "%u", f->ntasks);
     setv(ops, "LOCKSTEP_RANKS", num, bad);
@@ -322,10 +330,10 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
                         const spank_job_facts *f, spank_mode mode, const char *nodes, const char *part,
                         spank_step_result *res)
 {
-    char job[16], stepid[16], why[600];
+    char job[16], stepid[32], why[600];
     int bad = 0;
     snprintf(job, sizeof(job), "%u", f->job_id);
-    snprintf(stepid, sizeof(stepid), "%u", f->step_id);
+    spank_step_key(f, stepid, sizeof(stepid));
     /* A run resumed from a checkpoint says where it starts (LOCKSTEP_START_STEP in the job's
      * environment), so that lockstepd compares it with its twins on the overlap only. */
     char start[32];

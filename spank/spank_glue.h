@@ -30,6 +30,7 @@ typedef struct spank_job_facts {
     int is_batch;   /* the batch script's step */
     int is_special; /* extern, interactive and other non-srun steps */
     uint32_t ntasks, node_id;
+    uint32_t restarts; /* SLURM_RESTART_COUNT: how many times the job was requeued (0: never) */
     long cpus_per_task;
     char user[64];
     char command[2048];
@@ -40,6 +41,12 @@ typedef struct spank_step_result {
     char token[65];     /* the job's token ("" when no secret is configured) */
     char run_id[128];   /* from lockstepd when registration succeeded, else "" */
 } spank_step_result;
+
+/* spank_step_key - the step id lockstepd knows this step by: "S", or "S.rN" in the job's N-th requeue. A
+ * requeued job keeps its job id and numbers its steps from 0 again, so without the suffix a rank of the new
+ * attempt could find, and write into, the previous attempt's run. The agent makes the same key from
+ * SLURM_STEP_ID and SLURM_RESTART_COUNT when the plugin is not there. */
+void spank_step_key(const spank_job_facts *f, char *out, size_t cap);
 
 /* spank_request_check - validate one option value (`which` is SPANK_OPT_*).
  * Returns 0, or -1 with a user-facing reason in `why`. */

@@ -44,7 +44,7 @@ static struct {
     int refused;         /* init_post_opt refused the step: task_init fails its tasks */
     char note[4096];     /* what the user must be told: printed on the tasks' stderr */
     uint32_t node_id;    /* this node's index in the step */
-    char job_id[16], step_id[16];
+    char job_id[16], step_id[32];
     int looked_up;       /* task_exit asked lockstepd for the run id once */
     spank_conf conf;
     char token[TOKEN_HEX_LEN + 1];
@@ -196,6 +196,9 @@ static int job_facts(spank_t sp, spank_job_facts *f)
     }
     if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS)
         spank_argv_join(argc, argv, f->command, sizeof(f->command));
+    char restarts[16];
+    if (spank_getenv(sp, "SLURM_RESTART_COUNT", restarts, sizeof(restarts)) == ESPANK_SUCCESS)
+        f->restarts = (uint32_t)strtoul(restarts, NULL, 10);
     return 0;
 }
 
@@ -218,7 +221,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     }
     step.node_id = f.node_id;
     snprintf(step.job_id, sizeof(step.job_id), "%u", f.job_id);
-    snprintf(step.step_id, sizeof(step.step_id), "%u", f.step_id);
+    spank_step_key(&f, step.step_id, sizeof(step.step_id));
     spank_glue_ops ops = {sp, sp_getenv, sp_setenv, sp_unsetenv, sp_option, sp_user_msg, sp_log};
     spank_step_result res;
     int rc = spank_step_prepare(&ops, &step.conf, &f, &res);

@@ -187,6 +187,21 @@ static void test_stream_config_from_env(void **state)
     assert_non_null(strstr(c.reg_json, "\"twin_group\":\"g\\\"1\""));
     assert_non_null(strstr(c.reg_json, "\"job_id\":\"77\""));
     free(c.reg_json);
+    /* without the plugin: Slurm's step id, and the attempt of a requeued job in the key */
+    unsetenv("LOCKSTEP_STEP_ID");
+    setenv("SLURM_STEP_ID", "3", 1);
+    setenv("SLURM_RESTART_COUNT", "2", 1);
+    assert_int_equal(config_stream(&c, 5, &h, why, sizeof(why)), 1);
+    assert_string_equal(c.step_id, "3.r2");
+    assert_string_equal(c.spool_key, "77.3.r2");
+    assert_non_null(strstr(c.reg_json, "\"step_id\":\"3.r2\""));
+    free(c.reg_json);
+    setenv("SLURM_RESTART_COUNT", "0", 1);
+    assert_int_equal(config_stream(&c, 5, &h, why, sizeof(why)), 1);
+    assert_string_equal(c.step_id, "3");
+    free(c.reg_json);
+    unsetenv("SLURM_STEP_ID");
+    unsetenv("SLURM_RESTART_COUNT");
     setenv("LOCKSTEP_BATCH_MS", "soon", 1);
     assert_int_equal(config_stream(&c, 5, &h, why, sizeof(why)), -1);
     assert_non_null(strstr(why, "LOCKSTEP_BATCH_MS"));

@@ -500,6 +500,27 @@ static void case_remote_batch_step(void)
     CHECK(F.env[0] == NULL);
 }
 
+/* A requeued job (SLURM_RESTART_COUNT) keeps its job id and numbers its steps again: the step key carries the
+ * attempt, so the agent and lockstepd never mix it up with the previous attempt's run. */
+static void case_remote_requeued(void)
+{
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    env_put("SLURM_RESTART_COUNT=2");
+    user_gives("lockstep", "det");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_JOB_ID"), "77"));
+    CHECK(!strcmp(env_get("LOCKSTEP_STEP_ID"), "0.r2"));
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    env_put("SLURM_RESTART_COUNT=0");
+    user_gives("lockstep", "det");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_STEP_ID"), "0"));
+}
+
 static void case_remote_env_fallback(void)
 {
     fake_reset(S_CTX_REMOTE);
@@ -561,6 +582,7 @@ static void test_remote_det_conflict(void **s) { (void)s; in_child(case_remote_d
 static void test_remote_fp_conflict(void **s) { (void)s; in_child(case_remote_fp_conflict); }
 static void test_remote_untouched(void **s) { (void)s; in_child(case_remote_untouched); }
 static void test_remote_batch_step(void **s) { (void)s; in_child(case_remote_batch_step); }
+static void test_remote_requeued(void **s) { (void)s; in_child(case_remote_requeued); }
 static void test_remote_env_fallback(void **s) { (void)s; in_child(case_remote_env_fallback); }
 static void test_remote_agent_missing(void **s) { (void)s; in_child(case_remote_agent_missing); }
 static void test_remote_secret_unreadable(void **s) { (void)s; in_child(case_remote_secret_unreadable); }
@@ -598,6 +620,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_local),
+        cmocka_unit_test(test_remote_requeued),
         cmocka_unit_test(test_allocator),
         cmocka_unit_test(test_slurmd),
         cmocka_unit_test(test_job_script),
