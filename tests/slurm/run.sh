@@ -427,6 +427,50 @@ check "a missing agent under enforce fails the step" t_agent_missing_enforced
 check "an unknown plugstack argument is logged" t_unknown_arg
 plugstack "$args"
 
+# --- a requeued job keeps its job id and numbers its steps again: each attempt is its own run (step "0", then
+# "0.r1"), whole, and no rank of the second attempt writes into the first one's run
+t_requeue() {
+  cat >"$tmp/rq.sh" <<SCRIPT
+#!/bin/bash
+srun --mpi=pmix -N2 -n4 bash -c 'exec $mpi_twin 6'
+[ "\${SLURM_RESTART_COUNT:-0}" = 0 ] && touch $tmp/rq.first && sleep 120
+exit 0
+SCRIPT
+  rm -f "$tmp/rq.first"
+  local exp="ALL" jid got=
+  [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload"
+  jid=$(sbatch --parsable --export="$exp" -N2 -n4 --lockstep=det --lockstep-twin=rq -o "$tmp/rq.out" "$tmp/rq.sh") || return 1
+  for _ in $(seq 1 300); do [ -e "$tmp/rq.first" ] && break; sleep 0.1; done
+  [ -e "$tmp/rq.first" ] || { echo "job $jid: the first attempt did not finish its step" >>"$tmp/err"; return 1; }
+  scontrol requeue "$jid" 2>>"$tmp/err" || return 1
+  # Slurm holds a requeued job back for a while (BeginTime): once it is pending again, let it start now.
+  local st
+  for _ in $(seq 1 300); do
+    st=$(squeue -h -j "$jid" -o '%T %r' 2>/dev/null)
+    case $st in
+      "PENDING BeginTime") scontrol update JobId="$jid" StartTime=now 2>>"$tmp/err" ;;
+      "") break ;;
+    esac
+    sleep 0.2
+  done
+  for _ in $(seq 1 100); do # each attempt's run: its step id and every rank's records (6 steps x 2)
+    got=$(python3 - "http://127.0.0.1:$lsd_port/api/v1/runs" "$jid" 2>>"$tmp/err" <<'PY'
+import json, sys, urllib.request
+base, jid = sys.argv[1], sys.argv[2]
+out = []
+for r in json.load(urllib.request.urlopen(f"{base}?job={jid}", timeout=10))["runs"]:
+    d = json.load(urllib.request.urlopen(f"{base}/{r['run_id']}", timeout=10))
+    out.append(r["step_id"] + " " + " ".join(str(x["records"]) for x in d["rank_status"]))
+print("|".join(sorted(out)))
+PY
+)
+    [ "$got" = "0 12 12 12 12|0.r1 12 12 12 12" ] && return 0
+    sleep 0.2
+  done
+  echo "job $jid runs: '$got', want '0 12 12 12 12|0.r1 12 12 12 12'" >>"$tmp/err"; cat "$tmp/rq.out" >>"$tmp/err"
+  return 1
+}
+
 # The lockstepd part, once lockstepd is built (the server issue); registration against it.
 if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
   if start_lockstepd; then
@@ -434,6 +478,7 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
     check "two det MPI runs: one twin group, right jobs/nodes/ranks, they match" t_twins_mpi
     check "task exits on every node are reported" t_exits_reported
     check "a job's token cannot write into another job's run" t_token_scope
+    check "a requeued job: each attempt its own run (steps 0 and 0.r1), both whole" t_requeue
     if "$lockstep_cli" help 2>&1 | grep -q replay; then
       check "lockstepd down: the job runs, its data arrives later" t_down_then_back
     else
