@@ -12,6 +12,7 @@
 #include "server/hwcfg.h"
 #include "server/hwdb.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/sinks.h"
 
 #define LEASE "60 seconds"
@@ -151,22 +152,34 @@ static void deliver_one(const char *id, const char *sink, int attempts)
     int ok = sink_deliver(sink, &m, err, sizeof(err)) == 0;
     json_decref(details);
     PQclear(r);
-    char delay[64], e2[256];
+    char delay[64], give_up[64], e2[256];
     long long ms = g_hw.alert_retry_ms;
     for (int i = 1; i < attempts && ms < (long long)g_hw.alert_retry_max_s * 1000; i++)
         ms *= 2;
     if (ms > (long long)g_hw.alert_retry_max_s * 1000)
         ms = (long long)g_hw.alert_retry_max_s * 1000;
     snprintf(delay, sizeof(delay), "%lld milliseconds", ms);
-    const char *q[] = {id, sink, ok ? NULL : err, delay};
-    if (hw_do(ok ? "UPDATE alert_deliveries SET state = 'delivered', delivered_at = now(), last_error = $3 "
-                   "WHERE alert_id = $1 AND sink = $2 AND $4::interval IS NOT NULL"
-                 : "UPDATE alert_deliveries SET next_at = now() + $4::interval, last_error = $3 "
-                   "WHERE alert_id = $1 AND sink = $2",
-              4, q, e2, sizeof(e2)) < 0)
+    snprintf(give_up, sizeof(give_up), "%d seconds", g_hw.alert_give_up_s);
+    const char *q[] = {id, sink, ok ? NULL : err, delay, give_up};
+    /* A delivery still failing alert_give_up_s after the alert was raised stops: 'failed', kept with its
+     * last error for the dashboard and the API, and counted in /metrics. */
+    r = hw_q(ok ? "UPDATE alert_deliveries SET state = 'delivered', delivered_at = now(), last_error = $3 "
+                  "WHERE alert_id = $1 AND sink = $2 AND $4::interval IS NOT NULL AND $5::interval IS NOT NULL "
+                  "RETURNING state"
+                : "UPDATE alert_deliveries d SET next_at = now() + $4::interval, last_error = $3, state = CASE WHEN "
+                  "a.created_at < now() - $5::interval THEN 'failed' ELSE 'pending' END FROM alerts a "
+                  "WHERE a.id = d.alert_id AND d.alert_id = $1 AND d.sink = $2 RETURNING d.state",
+             5, q, e2, sizeof(e2));
+    int gave_up = r && PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "failed");
+    if (!r)
         log_warn("alerts: cannot record the delivery of alert %s to %s: %s", id, sink, e2);
+    PQclear(r);
+    metrics_alert_delivery(ok ? MA_DELIVERED : gave_up ? MA_GIVEN_UP : MA_RETRIED);
     if (ok)
         log_info("alert %s delivered to %s (attempt %d)", id, sink, attempts);
+    else if (gave_up)
+        log_error("alert %s not delivered to %s after %d attempts in %d s; given up: %s", id, sink, attempts,
+                  g_hw.alert_give_up_s, err);
     else
         log_warn("alert %s not delivered to %s (attempt %d, next in %lld ms): %s", id, sink, attempts, ms, err);
 }

@@ -15,6 +15,7 @@ hw_config g_hw = {
     .scontrol = "scontrol",
     .alert_retry_ms = 1000,
     .alert_retry_max_s = 300,
+    .alert_give_up_s = 259200,
     .alert_timeout_s = 10,
 };
 
@@ -112,6 +113,8 @@ int hwcfg_set(const char *key, const char *v, char *err, size_t cap)
         return integer(&c->alert_retry_ms, v, 10, 3600000, key, err, cap);
     if (!strcmp(key, "alert_retry_max_s"))
         return integer(&c->alert_retry_max_s, v, 1, 86400, key, err, cap);
+    if (!strcmp(key, "alert_give_up_s"))
+        return integer(&c->alert_give_up_s, v, 1, 31536000, key, err, cap);
     if (!strcmp(key, "alert_timeout_s"))
         return integer(&c->alert_timeout_s, v, 1, 600, key, err, cap);
     return 1;

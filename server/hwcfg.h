@@ -25,6 +25,7 @@ typedef struct hw_config {
     char mail_admin[256];        /* recipient of node alerts ("" = none by mail) */
     int alert_retry_ms;          /* first retry delay (1000), doubled per attempt */
     int alert_retry_max_s;       /* backoff cap (300) */
+    int alert_give_up_s;         /* an alert undelivered this long after it was raised: stop (259200, 3 days) */
     int alert_timeout_s;         /* per delivery attempt (10) */
 } hw_config;
 

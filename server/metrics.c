@@ -56,6 +56,15 @@ void metrics_batch(uint64_t records, int duplicate)
     atomic_fetch_add(&records_total, records);
 }
 
+static atomic_ulong alert_deliveries[MA_COUNT];
+static const char *const alert_outcomes[MA_COUNT] = {"delivered", "retried", "given_up"};
+
+void metrics_alert_delivery(int outcome)
+{
+    if (outcome >= 0 && outcome < MA_COUNT)
+        atomic_fetch_add(&alert_deliveries[outcome], 1);
+}
+
 void metrics_divergence(double seconds)
 {
     atomic_fetch_add(&divergences_total, 1);
@@ -141,5 +150,11 @@ char *metrics_render(void)
         atomic_load(&records_total), atomic_load(&batches_stored), atomic_load(&batches_duplicate),
         atomic_load(&divergences_total), db_errors_total());
     put_histogram(&b, "lockstepd_detection_seconds", "", &detect_seconds);
+    put(&b, "# HELP lockstepd_alert_deliveries_total Attempts to deliver an alert to a sink, by outcome (given_up: "
+            "still failing alert_give_up_s after the alert was raised, no more attempts).\n"
+            "# TYPE lockstepd_alert_deliveries_total counter\n");
+    for (int o = 0; o < MA_COUNT; o++)
+        put(&b, "lockstepd_alert_deliveries_total{outcome=\"%s\"} %lu\n", alert_outcomes[o],
+            atomic_load(&alert_deliveries[o]));
     return b.p;
 }

@@ -32,6 +32,10 @@ void metrics_batch(uint64_t records, int duplicate);
  * the commit of the batch that showed it. */
 void metrics_divergence(double seconds);
 
+/* metrics_alert_delivery - count one attempt to deliver an alert to a sink, by its outcome. */
+enum metric_alert { MA_DELIVERED, MA_RETRIED, MA_GIVEN_UP, MA_COUNT };
+void metrics_alert_delivery(int outcome);
+
 /* metrics_render - the Prometheus text exposition of every metric, as a new
  * malloc'd string (caller frees). */
 char *metrics_render(void);

@@ -69,7 +69,7 @@ static int setup(void **state)
              "alert_alertmanager_url = http://127.0.0.1:%d/am/\n"
              "mail_program = %s\nmail_domain = example.org\n"
              "public_url = https://lockstep.example/\n"
-             "alert_retry_ms = 100\nalert_retry_max_s = 1\nsuspects_interval_ms = 200\n",
+             "alert_retry_ms = 100\nalert_retry_max_s = 1\nsuspects_interval_ms = 200\nalert_give_up_s = 10\n",
              rport, rport, rport, script);
     write_file(conf, text, 0644);
     const char *args[] = {"--db", pg.conninfo, "--config", conf, "--admin-token", admin_file, NULL};
@@ -612,6 +612,67 @@ static void test_admin_actions_and_ack(void **state)
     json_decref(o);
 }
 
+/* http_given_up - the three HTTP sinks stopped ('failed', their last error kept); mail delivered. */
+static int http_given_up(json_t *a)
+{
+    json_t *d = json_object_get(a, "deliveries");
+    if (json_array_size(d) != 4)
+        return 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(d, i, x)
+    {
+        const char *sink = str(x, "sink"), *st = str(x, "state");
+        if (!strcmp(sink, "mail") ? strcmp(st, "delivered") : strcmp(st, "failed") || !*str(x, "last_error"))
+            return 0;
+    }
+    return 1;
+}
+
+/* A receiver that stays away: its deliveries stop alert_give_up_s (10 s here) after the alert was raised,
+ * 'failed' with their last error, and /metrics counts them. (Last: it stops the receiver.) */
+static void test_undeliverable_gives_up(void **state)
+{
+    (void)state;
+    if (receiver > 0) {
+        kill(receiver, SIGTERM);
+        waitpid(receiver, NULL, 0);
+        receiver = 0;
+    }
+    const char *na[] = {"g1", "g2"}, *nb[] = {"g3", "g4"};
+    run("gone", 2, na, 0, NULL);
+    run("gone", 2, nb, -1, NULL);
+    json_t *a = wait_alert("gone", NULL, retried_and_pending);
+    json_decref(a);
+    int done = 0;
+    for (int i = 0; i < 400 && !done; i++) { /* 10 s, then at most one more backoff step (1 s) */
+        json_t *all, *first;
+        done = alerts_of("gone", NULL, &all, &first) && http_given_up(first);
+        json_decref(all);
+        if (!done)
+            usleep(100000);
+    }
+    assert_true(done);
+    char url[200], *text = NULL;
+    snprintf(url, sizeof(url), "%s/metrics", srv.base);
+    assert_int_equal(h_http("GET", url, NULL, NULL, 0, NULL, &text), 200);
+    const char *m = strstr(text, "lockstepd_alert_deliveries_total{outcome=\"given_up\"} ");
+    assert_non_null(m);
+    assert_true(atoi(m + strlen("lockstepd_alert_deliveries_total{outcome=\"given_up\"} ")) >= 3);
+    assert_non_null(strstr(text, "lockstepd_alert_deliveries_total{outcome=\"delivered\"} "));
+    free(text);
+    /* nothing more is attempted: the attempts stay where they stopped */
+    json_t *all, *first;
+    assert_true(alerts_of("gone", NULL, &all, &first));
+    json_t *before = json_deep_copy(json_object_get(first, "deliveries"));
+    json_decref(all);
+    usleep(2500000);
+    assert_true(alerts_of("gone", NULL, &all, &first));
+    assert_true(json_equal(before, json_object_get(first, "deliveries")));
+    json_decref(all);
+    json_decref(before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -620,7 +681,7 @@ int main(void)
         cmocka_unit_test(test_software_manifest),     cmocka_unit_test(test_software_inputs_matched),
         cmocka_unit_test(test_three_runs_minority),
         cmocka_unit_test(test_pair_then_third_run),   cmocka_unit_test(test_spread_is_software),
-        cmocka_unit_test(test_admin_actions_and_ack),
+        cmocka_unit_test(test_admin_actions_and_ack), cmocka_unit_test(test_undeliverable_gives_up),
     };
     return cmocka_run_group_tests_name("lockstepd suspects and alerts", tests, setup, teardown);
 }

@@ -189,6 +189,10 @@ static void test_config_keys(void **state)
     assert_int_equal(hwcfg_set("slurm_action", "reboot", err, sizeof(err)), -1);
     assert_int_equal(hwcfg_set("alert_slack_url", "ftp://x", err, sizeof(err)), -1);
     assert_int_equal(hwcfg_set("alert_retry_ms", "1.5", err, sizeof(err)), -1);
+    assert_int_equal(g_hw.alert_give_up_s, 259200); /* three days unless configured */
+    assert_int_equal(hwcfg_set("alert_give_up_s", "3600", err, sizeof(err)), 0);
+    assert_int_equal(g_hw.alert_give_up_s, 3600);
+    assert_int_equal(hwcfg_set("alert_give_up_s", "0", err, sizeof(err)), -1);
     assert_int_equal(hwcfg_set("listen", "x", err, sizeof(err)), 1); /* not one of these */
 }
 
