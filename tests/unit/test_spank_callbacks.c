@@ -502,23 +502,24 @@ static void case_remote_batch_step(void)
 
 /* A requeued job (SLURM_RESTART_COUNT) keeps its job id and numbers its steps again: the step key carries the
  * attempt, so the agent and lockstepd never mix it up with the previous attempt's run. */
-static void case_remote_requeued(void)
+static void step_with_restarts(const char *restarts, const char *want_step)
 {
+    char var[64];
     fake_reset(S_CTX_REMOTE);
     args_base();
-    env_put("SLURM_RESTART_COUNT=2");
+    snprintf(var, sizeof(var), "SLURM_RESTART_COUNT=%s", restarts);
+    env_put(var);
     user_gives("lockstep", "det");
     CHECK(init_and_options(n_remote_args, remote_args) == 0);
     CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
     CHECK(!strcmp(env_get("LOCKSTEP_JOB_ID"), "77"));
-    CHECK(!strcmp(env_get("LOCKSTEP_STEP_ID"), "0.r2"));
-    fake_reset(S_CTX_REMOTE);
-    args_base();
-    env_put("SLURM_RESTART_COUNT=0");
-    user_gives("lockstep", "det");
-    CHECK(init_and_options(n_remote_args, remote_args) == 0);
-    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
-    CHECK(!strcmp(env_get("LOCKSTEP_STEP_ID"), "0"));
+    CHECK(!strcmp(env_get("LOCKSTEP_STEP_ID"), want_step));
+}
+
+static void case_remote_requeued(void)
+{
+    step_with_restarts("2", "0.r2");
+    step_with_restarts("0", "0");
 }
 
 static void case_remote_env_fallback(void)
