@@ -29,6 +29,7 @@ struct pend {
     ls_level level;
     ls_dtype dtype;
     int has_in, has_out;
+    int armed; /* 1: its words and event are enqueued; 0: not yet (a group's call before ncclGroupEnd); -1: failed */
     int64_t shape[2];
     uint64_t nbytes;
     cudaEvent_t ev;
@@ -169,12 +170,18 @@ static void emit(unsigned i)
 }
 
 /* drain_locked - make the records whose work is done, oldest first; with
- * `wait`, wait for all of them. */
+ * `wait`, wait for all of them. A slot whose event is not recorded yet (a
+ * call inside a group that has not ended) stops the drain: an event never
+ * recorded, or recorded for the slot's previous use, reads as complete. */
 static void drain_locked(int wait)
 {
     while (N.count) {
         unsigned i = N.head;
-        cudaError_t e = wait ? cudaEventSynchronize(N.p[i].ev) : cudaEventQuery(N.p[i].ev);
+        if (N.p[i].armed == 0)
+            return;
+        cudaError_t e = N.p[i].armed < 0 ? cudaErrorInvalidResourceHandle
+                        : wait           ? cudaEventSynchronize(N.p[i].ev)
+                                         : cudaEventQuery(N.p[i].ev);
         if (e == cudaErrorNotReady)
             return;
         if (e == cudaSuccess)
@@ -192,8 +199,19 @@ static int begin_locked(const char *name, ls_level level, ncclDataType_t t, int 
     if (!ready_locked())
         return -1;
     drain_locked(0);
-    if (N.count == RING) { /* full: wait for the oldest */
-        cudaEventSynchronize(N.p[N.head].ev);
+    if (N.count == RING) { /* full: wait for the oldest, unless a group still holds it */
+        if (N.p[N.head].armed == 0) {
+            static int said;
+            if (!said++) {
+                static const char msg[] = "lockstep: an NCCL group of more than 4096 calls: the calls past that "
+                                          "are not fingerprinted\n";
+                ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+                (void)w;
+            }
+            return -1;
+        }
+        if (N.p[N.head].armed > 0)
+            cudaEventSynchronize(N.p[N.head].ev);
         drain_locked(0);
     }
     unsigned i = (N.head + N.count) % RING;
@@ -206,6 +224,7 @@ static int begin_locked(const char *name, ls_level level, ncclDataType_t t, int 
     p->nbytes = out_count * dtype_bytes(t);
     p->has_in = in != NULL;
     p->has_out = 0;
+    p->armed = 0;
     uint64_t *d = N.d_ring + (size_t)i * WORDS;
     if (in) {
         cudaError_t e = lsk_lsfp1_async(in, in_bytes, 0, d, stream);
@@ -234,6 +253,7 @@ static void finish_locked(unsigned i, const void *out, size_t out_bytes, cudaStr
                             stream);
     if (e == cudaSuccess)
         e = cudaEventRecord(N.p[i].ev, stream);
+    N.p[i].armed = e == cudaSuccess ? 1 : -1;
     if (e != cudaSuccess) {
         warn("hashing an output", e);
         N.state = -1;
@@ -245,8 +265,20 @@ static void after_locked(int slot, const void *out, size_t out_bytes, cudaStream
 {
     if (slot < 0)
         return;
-    if (N.group_depth > 0 && N.n_deferred < DEFER) {
-        N.d[N.n_deferred++] = (struct deferred){(unsigned)slot, out, out_bytes, stream};
+    if (N.group_depth > 0) {
+        if (N.n_deferred < DEFER) {
+            N.d[N.n_deferred++] = (struct deferred){(unsigned)slot, out, out_bytes, stream};
+            return;
+        }
+        /* Hashing the output now would run before the group launches the collective: no record instead. */
+        static int said;
+        if (!said++) {
+            static const char msg[] = "lockstep: an NCCL group of more than 1024 calls: the calls past that are "
+                                      "not fingerprinted\n";
+            ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+            (void)w;
+        }
+        N.p[slot].armed = -1;
         return;
     }
     finish_locked((unsigned)slot, out, out_bytes, stream);
