@@ -211,9 +211,11 @@ int client_fail(long status, json_t *reply, const char *what)
     return status == 404 || status == 400 ? CLI_BAD_INPUT : CLI_SERVER_ERROR;
 }
 
-int client_get(const client_conf *c, const char *path, json_t **reply, const char *what)
+/* call - one request whose answer must be 2xx: 0, or the exit code after saying what went wrong. */
+static int call(const client_conf *c, const char *method, const char *path, json_t *body, json_t **reply,
+                const char *what)
 {
-    long st = client_request(c, "GET", path, NULL, reply);
+    long st = client_request(c, method, path, body, reply);
     if (st < 0)
         return CLI_UNREACHABLE;
     if (st < 200 || st >= 300) {
@@ -222,6 +224,14 @@ int client_get(const client_conf *c, const char *path, json_t **reply, const cha
         *reply = NULL;
         return rc;
     }
+    return 0;
+}
+
+int client_get(const client_conf *c, const char *path, json_t **reply, const char *what)
+{
+    int rc = call(c, "GET", path, NULL, reply, what);
+    if (rc)
+        return rc;
     if (!*reply) {
         cli_errorf("is --server pointing at lockstepd?", "%s: the server's answer is not JSON", what);
         return CLI_SERVER_ERROR;
@@ -248,16 +258,7 @@ void client_escape(const char *s, char *out, size_t cap)
 
 int client_post(const client_conf *c, const char *path, json_t *body, json_t **reply, const char *what)
 {
-    long st = client_request(c, "POST", path, body, reply);
-    if (st < 0)
-        return CLI_UNREACHABLE;
-    if (st < 200 || st >= 300) {
-        int rc = client_fail(st, *reply, what);
-        json_decref(*reply);
-        *reply = NULL;
-        return rc;
-    }
-    return 0;
+    return call(c, "POST", path, body, reply, what);
 }
 
 int client_fetch(client_conf *c, int argc, char **argv, const char *usage, const char *fmt, const char *what,

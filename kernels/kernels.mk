@@ -23,6 +23,7 @@ $(LIBKTRAIN): $(KTRAIN_COMMON_OBJS) $(B)/kernels/vectors.o
 
 TEST_OBJS_test_ktrain := $(LIBKTRAIN)
 TEST_OBJS_test_lsfp1_dev := $(LIBKTRAIN)
+TEST_OBJS_test_lsfp1 := $(LIBKTRAIN)
 
 ALL_TARGETS += $(LOCKSTEP_TRAIN) $(LIBKTRAIN)
 INSTALL_BIN += $(LOCKSTEP_TRAIN)

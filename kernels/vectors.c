@@ -9,8 +9,7 @@
 
 #include "common/lsfp1.h"
 
-/* gen_pattern - cases given by formula rather than hex (see their "desc"). */
-static int gen_pattern(const char *name, unsigned char *p, size_t n)
+int lsk_vector_pattern(const char *name, unsigned char *p, size_t n)
 {
     if (strcmp(name, "pattern_4096") == 0) {
         for (size_t i = 0; i < n; i++)
@@ -80,7 +79,7 @@ static int load_case(json_t *c, lsk_vector *v, char *why, size_t cap)
             }
             v->data[k] = (unsigned char)x;
         }
-    } else if (gen_pattern(name, v->data, v->nbytes) < 0) {
+    } else if (lsk_vector_pattern(name, v->data, v->nbytes) < 0) {
         snprintf(why, cap, "vector %s has no hex and no generator here: add one to kernels/vectors.c", name);
         return -1;
     }

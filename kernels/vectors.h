@@ -19,6 +19,10 @@ typedef struct lsk_vector {
  * and an array in *out (free with lsk_vectors_free), or -1 with `why`. */
 int lsk_vectors_load(const char *path, lsk_vector **out, char *why, size_t cap);
 
+/* lsk_vector_pattern - fill p[0..n) for a case given by formula rather than hex ("pattern_4096",
+ * "pattern_3MiB_plus_5": see their "desc"). Returns 0, or -1 for a name it does not know. */
+int lsk_vector_pattern(const char *name, unsigned char *p, size_t n);
+
 /* lsk_vectors_free - free the `n` vectors of `v` and the array itself. */
 void lsk_vectors_free(lsk_vector *v, int n);
 

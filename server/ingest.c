@@ -158,16 +158,27 @@ static int rank_of(http_req *req, const json_t *o, const run_info *run)
     return (int)json_integer_value(v);
 }
 
+/* rank_request - the preamble of a rank's write (manifest, end): the run in the URL, the job's token, the JSON
+ * body and its "rank". Returns the body (the caller decrefs) with *rank >= 0; *rank < 0 when a 400 was sent; NULL
+ * when a reply was sent before there was a body. */
+static json_t *rank_request(http_req *req, const char *run_id, run_info *run, int *rank)
+{
+    if (find_run(req, run_id, run) < 0 || http_auth_job(req, run->job_id) < 0)
+        return NULL;
+    json_t *o = parse_body(req);
+    if (o)
+        *rank = rank_of(req, o, run);
+    return o;
+}
+
 enum MHD_Result ingest_manifest(http_req *req, const char *run_id)
 {
     run_info run;
-    if (find_run(req, run_id, &run) < 0 || http_auth_job(req, run.job_id) < 0)
-        return MHD_YES;
-    json_t *o = parse_body(req);
+    int rank = -1;
+    json_t *o = rank_request(req, run_id, &run, &rank);
     if (!o)
         return MHD_YES;
     enum MHD_Result res = MHD_YES;
-    int rank = rank_of(req, o, &run);
     if (rank >= 0) {
         char *text = json_dumps(o, JSON_COMPACT);
         srv_error e;
@@ -259,13 +270,11 @@ out_release:
 enum MHD_Result ingest_end(http_req *req, const char *run_id)
 {
     run_info run;
-    if (find_run(req, run_id, &run) < 0 || http_auth_job(req, run.job_id) < 0)
-        return MHD_YES;
-    json_t *o = parse_body(req);
+    int rank = -1;
+    json_t *o = rank_request(req, run_id, &run, &rank);
     if (!o)
         return MHD_YES;
     enum MHD_Result res = MHD_YES;
-    int rank = rank_of(req, o, &run);
     if (rank < 0)
         goto out_decref;
     const json_t *code = json_object_get(o, "exit_code");

@@ -218,13 +218,11 @@ static json_t *hex_or_null(PGresult *r, int row, int col)
     return json_string(h);
 }
 
-/* hex_array - "{1,-2}" (a PostgreSQL bigint[] as text) as ["0000000000000001", ...]. */
-static json_t *hex_array(PGresult *r, int row, int col)
+/* pg_int_array - "{1,-2}" (a PostgreSQL bigint[] as text) as a JSON array: of integers, or with `hex` of
+ * 16-digit hex strings of the two's-complement bits (["0000000000000001", "fffffffffffffffe"]). */
+static json_t *pg_int_array(const char *s, int hex)
 {
-    if (PQgetisnull(r, row, col))
-        return json_null();
     json_t *a = json_array();
-    const char *s = PQgetvalue(r, row, col);
     while (*s && *s != '}') {
         if (*s == '{' || *s == ',') {
             s++;
@@ -234,30 +232,22 @@ static json_t *hex_array(PGresult *r, int row, int col)
         long long v = strtoll(s, &end, 10);
         if (end == s)
             break;
-        char h[17];
-        snprintf(h, sizeof(h), "%016" PRIx64, (uint64_t)v);
-        json_array_append_new(a, json_string(h));
+        if (hex) {
+            char h[17];
+            snprintf(h, sizeof(h), "%016" PRIx64, (uint64_t)v);
+            json_array_append_new(a, json_string(h));
+        } else {
+            json_array_append_new(a, json_integer(v));
+        }
         s = end;
     }
     return a;
 }
 
-static json_t *int_array(const char *s)
+/* hex_array - column `col` of `row` as pg_int_array's hex strings, or null. */
+static json_t *hex_array(PGresult *r, int row, int col)
 {
-    json_t *a = json_array();
-    while (*s && *s != '}') {
-        if (*s == '{' || *s == ',') {
-            s++;
-            continue;
-        }
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end == s)
-            break;
-        json_array_append_new(a, json_integer(v));
-        s = end;
-    }
-    return a;
+    return PQgetisnull(r, row, col) ? json_null() : pg_int_array(PQgetvalue(r, row, col), 1);
 }
 
 enum MHD_Result read_run_records(http_req *req, const char *run_id)
@@ -302,7 +292,7 @@ enum MHD_Result read_run_records(http_req *req, const char *run_id)
                               level_name((unsigned)atoi(PQgetvalue(r, i, 5))), "dtype", dtype_name(dtype), "flags",
                               atoi(PQgetvalue(r, i, 7)), "t_ns", (json_int_t)strtoll(PQgetvalue(r, i, 8), NULL, 10),
                               "nbytes", (json_int_t)strtoll(PQgetvalue(r, i, 9), NULL, 10), "fp",
-                              hex_or_null(r, i, 10), "shape", int_array(PQgetvalue(r, i, 12)));
+                              hex_or_null(r, i, 10), "shape", pg_int_array(PQgetvalue(r, i, 12), 0));
         if (!PQgetisnull(r, i, 11)) {
             uint64_t bits = (uint64_t)strtoll(PQgetvalue(r, i, 11), NULL, 10);
             double d = dtype_value_to_double(dtype, bits);

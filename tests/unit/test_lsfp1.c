@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "common/lsfp1.h"
+#include "kernels/vectors.h"
 
 /* The spec, written as plainly as possible: the fast kernels must agree. */
 static uint64_t ref_lsfp1(const unsigned char *p, size_t n, uint64_t *chunks)
@@ -40,22 +41,6 @@ static void fill_random(unsigned char *p, size_t n, uint64_t seed)
 {
     for (size_t i = 0; i < n; i++)
         p[i] = (unsigned char)xorshift(&seed);
-}
-
-/* Generators for vectors given by formula rather than hex. */
-static int gen_pattern(const char *name, unsigned char *p, size_t n)
-{
-    if (strcmp(name, "pattern_4096") == 0) {
-        for (size_t i = 0; i < n; i++)
-            p[i] = (unsigned char)((i * 31 + 7) % 256);
-        return 0;
-    }
-    if (strcmp(name, "pattern_3MiB_plus_5") == 0) {
-        for (size_t i = 0; i < n; i++)
-            p[i] = (unsigned char)((i * 131 + (i >> 8)) % 256);
-        return 0;
-    }
-    return -1;
 }
 
 static json_t *load_vectors(void)
@@ -103,7 +88,7 @@ static void test_vectors(void **state)
                 assert_int_equal(sscanf(hex + 2 * k, "%2x", &x), 1);
                 buf[k] = (unsigned char)x;
             }
-        } else if (gen_pattern(name, buf, n) < 0) {
+        } else if (lsk_vector_pattern(name, buf, n) < 0) { /* kernels/vectors.c: the formulas, once */
             fail_msg("vector %s has no hex and no generator in this test: add one", name);
         }
         uint64_t want = hex64(json_string_value(json_object_get(c, "fp")));
