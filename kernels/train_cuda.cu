@@ -287,11 +287,13 @@ void train_step(gpu_trainer *t, int64_t step)
     int64_t r0 = mono_ns();
     ls_metric("loss", loss);
     int64_t shape[1] = {(int64_t)n};
-    lsk_tensor_device_at(LS_LEVEL_COLLECTIVE, "allreduce.in", t->g, n * sizeof(float), LS_F32, 1, shape, t->st);
     /* As the CPU trainer: every rank learns every rank's input fingerprint on every step (all ranks make the
-     * same collectives whatever the trace window), so that allreduce.out carries its inputs. */
+     * same collectives whatever the trace window), so that allreduce.out carries its inputs. The one device
+     * hash is also the allreduce.in record (what lsk_tensor_device_at would compute and record). */
     uint64_t in_fp = 0, in_fps[1024];
     ck(lsk_lsfp1_sync(t->g, n * sizeof(float), &in_fp, NULL, t->st), "the gradient's fingerprint");
+    if (ls_enabled(LS_LEVEL_COLLECTIVE))
+        ls_record_fp(LS_LEVEL_COLLECTIVE, "allreduce.in", in_fp, n * sizeof(float), LS_F32, 1, shape, 0, NULL);
     MPI_Allgather(&in_fp, 1, MPI_UINT64_T, in_fps, 1, MPI_UINT64_T, MPI_COMM_WORLD);
     int n_inputs = t->world <= LS_MAX_INPUTS ? t->world : 1;
     if (t->world > LS_MAX_INPUTS) /* too many to list: one fingerprint of them all, in rank order */
