@@ -196,9 +196,15 @@ static int job_facts(spank_t sp, spank_job_facts *f)
     }
     if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS)
         spank_argv_join(argc, argv, f->command, sizeof(f->command));
-    char restarts[16];
-    if (spank_getenv(sp, "SLURM_RESTART_COUNT", restarts, sizeof(restarts)) == ESPANK_SUCCESS)
-        f->restarts = (uint32_t)strtoul(restarts, NULL, 10);
+    /* The requeue count: slurmstepd's own, or the environment's if that says more. (With the environment
+     * alone, a requeued step on a loaded machine was once keyed as its first attempt.) */
+    uint32_t restarts = 0;
+    char env_restarts[16];
+    if (spank_get_item(sp, S_SLURM_RESTART_COUNT, &restarts) == ESPANK_SUCCESS)
+        f->restarts = restarts;
+    if (spank_getenv(sp, "SLURM_RESTART_COUNT", env_restarts, sizeof(env_restarts)) == ESPANK_SUCCESS &&
+        strtoul(env_restarts, NULL, 10) > f->restarts)
+        f->restarts = (uint32_t)strtoul(env_restarts, NULL, 10);
     return 0;
 }
 
