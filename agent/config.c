@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/jsonw.h"
+#include "common/wire.h"
 
 #define DEF_MAX_MEM ((size_t)64 << 20)
 #define DEF_BATCH_BYTES ((size_t)256 << 10)
@@ -212,28 +212,22 @@ int config_stream(send_cfg *cfg, long rank, const rec_header *hdr, char *why, si
             snprintf(user, sizeof(user), "uid%ld", (long)getuid());
     }
     command_line(cmd, sizeof(cmd));
-    jw w;
-    jw_init(&w);
-    jw_obj_begin(&w);
-    jw_kv_str(&w, "job_id", job);
-    jw_kv_str(&w, "step_id", step);
-    jw_kv_str(&w, "twin_group", env_or("LOCKSTEP_TWIN_GROUP", NULL, ""));
-    jw_kv_int(&w, "ranks", atol(ranks_s));
-    jw_kv_int(&w, "start_step", start_step);
-    jw_kv_str(&w, "user", user);
     const char *nodes = env_or("LOCKSTEP_NODES", "SLURM_STEP_NODELIST", NULL);
-    jw_kv_str(&w, "nodes", nodes ? nodes : env_or("SLURM_JOB_NODELIST", NULL, hdr->host));
-    const char *part = env_or("LOCKSTEP_PARTITION", "SLURM_JOB_PARTITION", NULL);
-    if (part)
-        jw_kv_str(&w, "partition", part);
-    jw_kv_str(&w, "command", cmd);
-    jw_kv_str(&w, "mode", env_or("LOCKSTEP_MODE", NULL, "fp"));
-    /* The same on every attempt and in the spool: lockstepd answers a repeat with the run it registered. */
-    jw_kv_str(&w, "client_id", hdr->run_id);
-    jw_obj_end(&w);
-    const char *txt = jw_text(&w);
-    cfg->reg_json = txt ? strdup(txt) : NULL;
-    jw_release(&w);
+    wire_run reg = {
+        .job_id = job,
+        .step_id = step,
+        .twin_group = env_or("LOCKSTEP_TWIN_GROUP", NULL, ""),
+        .ranks = atol(ranks_s),
+        .start_step = start_step,
+        .user = user,
+        .partition = env_or("LOCKSTEP_PARTITION", "SLURM_JOB_PARTITION", NULL),
+        .nodes = nodes ? nodes : env_or("SLURM_JOB_NODELIST", NULL, hdr->host),
+        .command = cmd,
+        .mode = env_or("LOCKSTEP_MODE", NULL, "fp"),
+        /* The same on every attempt and in the spool: lockstepd answers a repeat with the run it registered. */
+        .client_id = hdr->run_id,
+    };
+    cfg->reg_json = wire_run_body(&reg);
     if (!cfg->reg_json) {
         snprintf(why, cap, "out of memory");
         return -1;

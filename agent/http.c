@@ -236,32 +236,3 @@ void http_close(http_client *c)
     free(c);
 }
 
-int http_json_string(const char *json, const char *key, char *out, size_t cap)
-{
-    char pat[128];
-    snprintf(pat, sizeof(pat), "\"%s\"", key);
-    const char *p = strstr(json, pat);
-    if (!p)
-        return -1;
-    p += strlen(pat);
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-        p++;
-    if (*p++ != ':')
-        return -1;
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-        p++;
-    if (*p++ != '"')
-        return -1;
-    size_t n = 0;
-    for (; *p && *p != '"'; p++) {
-        if (*p == '\\' && p[1])
-            p++;
-        if (n + 1 >= cap)
-            return -1;
-        out[n++] = *p;
-    }
-    if (*p != '"')
-        return -1;
-    out[n] = 0;
-    return 0;
-}

@@ -37,11 +37,6 @@ long http_request(http_client *c, const char *method, const char *path, const ch
 /* http_close - close the connection and free the client; NULL is fine. */
 void http_close(http_client *c);
 
-/* http_json_string - copy the string value of the first "key": "..." in
- * `json` into `out` (no unescaping beyond \" and \\). Returns 0, or -1 when
- * the key is absent or the value does not fit. Enough for {"run_id": ...}. */
-int http_json_string(const char *json, const char *key, char *out, size_t cap);
-
 /* mono_ns - CLOCK_MONOTONIC in nanoseconds. */
 int64_t mono_ns(void);
 

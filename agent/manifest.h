@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "agent/jsonw.h"
+#include "common/jsonw.h"
 
 /* manifest_build - write rank `rank`'s manifest as one JSON object to `w`:
  * rank, host, kernel, cpu_model, gpus (only when the process has already

@@ -11,7 +11,7 @@
 
 #include "agent/agent.h"
 #include "agent/http.h"
-#include "agent/jsonw.h"
+#include "common/jsonw.h"
 #include "agent/manifest.h"
 #include "agent/send_int.h"
 #include "agent/spool.h"

@@ -55,7 +55,7 @@ int cmd_nodes(int argc, char **argv)
         return rc;
     if (c.json)
         return dump(reply);
-    json_t *nodes = json_object_get(reply, "nodes");
+    json_t *nodes = json_object_get(reply, "items");
     if (!json_array_size(nodes)) {
         printf("no nodes yet: nodes appear once their runs are compared with twins\n");
     } else {
@@ -116,7 +116,7 @@ int cmd_node(int argc, char **argv)
         return rc;
     }
     if (c.json) {
-        json_object_set(node, "history", json_object_get(hist, "events"));
+        json_object_set(node, "history", json_object_get(hist, "items"));
         json_decref(hist);
         return dump(node);
     }
@@ -144,7 +144,7 @@ int cmd_node(int argc, char **argv)
         table_print(&t, stdout);
         table_free(&t);
     }
-    json_t *events = json_object_get(hist, "events");
+    json_t *events = json_object_get(hist, "items");
     printf("\nhistory (newest first):\n");
     if (!json_array_size(events))
         printf("  nothing recorded yet\n");
@@ -199,7 +199,7 @@ int cmd_alerts(int argc, char **argv)
         return rc;
     if (c.json)
         return dump(reply);
-    json_t *alerts = json_object_get(reply, "alerts");
+    json_t *alerts = json_object_get(reply, "items");
     if (!json_array_size(alerts)) {
         printf("no alerts: no twin group has diverged and no node has turned suspect\n");
         json_decref(reply);

@@ -82,7 +82,7 @@ static json_t *find(json_t *recs, const char *name, json_int_t occ)
     json_array_foreach(recs, i, r)
     {
         const char *n = json_string_value(json_object_get(r, "name"));
-        if (n && !strcmp(n, name) && json_integer_value(json_object_get(r, "occ")) == occ)
+        if (n && !strcmp(n, name) && json_integer_value(json_object_get(r, "occurrence")) == occ)
             return r;
     }
     return NULL;
@@ -109,7 +109,7 @@ static void compare_rank(json_t *odd, json_t *ref, verdict *v)
     json_array_foreach(odd, i, r)
     {
         json_t *m = find(ref, json_string_value(json_object_get(r, "name")),
-                         json_integer_value(json_object_get(r, "occ")));
+                         json_integer_value(json_object_get(r, "occurrence")));
         int differs = !m || !same_str(r, m, "fp") || !same_str(r, m, "dtype");
         if (!differs)
             continue;
@@ -130,7 +130,7 @@ static void print_record(const char *label, json_t *r, json_t *ref, long rank)
 {
     printf("%s:\n  step %" JSON_INTEGER_FORMAT ", rank %ld, \"%s\" occurrence %" JSON_INTEGER_FORMAT " (%s %s)\n", label,
            json_integer_value(json_object_get(r, "step")), rank, json_string_value(json_object_get(r, "name")),
-           json_integer_value(json_object_get(r, "occ")), json_string_value(json_object_get(r, "level")),
+           json_integer_value(json_object_get(r, "occurrence")), json_string_value(json_object_get(r, "level")),
            json_string_value(json_object_get(r, "dtype")));
     size_t nin = json_array_size(json_object_get(r, "inputs"));
     if (nin)
@@ -292,7 +292,7 @@ int cmd_narrow(int argc, char **argv)
         json_array_append_new(keep, a);
         json_array_append_new(keep, b);
         verdict v;
-        compare_rank(json_object_get(a, "records"), json_object_get(b, "records"), &v);
+        compare_rank(json_object_get(a, "items"), json_object_get(b, "items"), &v);
         if (v.clean && (!best || json_integer_value(json_object_get(v.clean, "seq")) <
                                      json_integer_value(json_object_get(best, "seq")))) {
             best = v.clean, best_ref = v.clean_ref, best_rank = rank;

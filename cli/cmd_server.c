@@ -62,7 +62,7 @@ int cmd_runs(int argc, char **argv)
         client_print_json(reply);
         return CLI_OK;
     }
-    json_t *runs = json_is_array(reply) ? reply : json_object_get(reply, "runs");
+    json_t *runs = json_object_get(reply, "items");
     static const char *const head[] = {"RUN", "JOB", "STEP", "USER", "GROUP", "RANKS", "NODES", "STATUS", "STARTED"};
     table t;
     table_init(&t, 9, head);

@@ -1,6 +1,7 @@
 /* diff.c - compare two runs' traces: per rank the first divergence, overall the first step.
  *
- * Records are matched on (step, name, occurrence). Up to a rank's first
+ * Records are matched on (step, name, occurrence) and judged by the one rule
+ * every program uses (common/recmatch.h). Up to a rank's first
  * divergence both runs hold the same records in the same order, so the
  * earliest candidate, ordered by (step, position within the step), is the
  * first divergence: the first record of A that B lacks or holds differently,
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "common/dtype.h"
+#include "common/recmatch.h"
 
 const char *diff_kind_name(diff_kind k)
 {
@@ -151,15 +153,9 @@ static int compare_rank(const td_rank *ra, const td_rank *rb, const step_set *ke
             h = (h + 1) & (cap - 1);
         }
         if (!found_a) {
-            diff_kind k = DIFF_MATCH;
-            if (!m)
-                k = DIFF_MISSING;
-            else if (m->dtype != r->dtype)
-                k = DIFF_DTYPE;
-            else if (!rec_same_shape(m, r) || m->nbytes != r->nbytes)
-                k = DIFF_SHAPE;
-            else if (m->fp != r->fp)
-                k = DIFF_CONTENT;
+            static const diff_kind kinds[] = {[REC_SAME] = DIFF_MATCH, [REC_DIFF_DTYPE] = DIFF_DTYPE,
+                                              [REC_DIFF_SHAPE] = DIFF_SHAPE, [REC_DIFF_CONTENT] = DIFF_CONTENT};
+            diff_kind k = m ? kinds[rec_compare(r, m)] : DIFF_MISSING;
             if (k != DIFF_MATCH) {
                 found_a = 1;
                 pa = (pos){r->step, idx};

@@ -31,7 +31,7 @@ json_t *rec_to_json(const rec_record *r)
     rec_fp_hex(r->fp, fp);
     json_t *o = json_pack("{s:I, s:I, s:I, s:s%, s:I, s:s, s:s, s:o, s:I, s:s, s:I}", "rank", (json_int_t)r->rank,
                           "seq", (json_int_t)r->seq, "step", (json_int_t)r->step, "name", r->name,
-                          (size_t)r->name_len, "occ", (json_int_t)r->occurrence, "level", level_name(r->level),
+                          (size_t)r->name_len, "occurrence", (json_int_t)r->occurrence, "level", level_name(r->level),
                           "dtype", dtype_name(r->dtype), "shape", shape, "nbytes", (json_int_t)r->nbytes, "fp", fp,
                           "t_ns", (json_int_t)r->t_ns);
     if (!o)

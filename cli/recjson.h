@@ -6,7 +6,7 @@
 
 #include "common/record.h"
 
-/* rec_to_json - a new object {"rank", "seq", "step", "name", "occ", "level",
+/* rec_to_json - a new object {"rank", "seq", "step", "name", "occurrence", "level",
  * "dtype", "shape", "nbytes", "fp", "t_ns"} plus "value" and "value_bits"
  * for scalars, "inputs" and "chunks" when present. Returns a new reference,
  * or NULL when out of memory. */

@@ -58,7 +58,7 @@ static int add_record(build *b, json_t *o, uint32_t rank)
     r.step = json_integer_value(json_object_get(o, "step"));
     r.t_ns = json_integer_value(json_object_get(o, "t_ns"));
     r.nbytes = (uint64_t)json_integer_value(json_object_get(o, "nbytes"));
-    r.occurrence = (uint32_t)json_integer_value(json_object_get(o, "occ"));
+    r.occurrence = (uint32_t)json_integer_value(json_object_get(o, "occurrence"));
     r.level = (uint8_t)level_parse(level);
     r.dtype = (uint8_t)dtype_parse(dtype);
     r.fp = hex_u64(json_object_get(o, "fp"));
@@ -96,34 +96,20 @@ static int add_record(build *b, json_t *o, uint32_t rank)
     return 0;
 }
 
-/* load_rank - page through one rank's records by step. */
+/* load_rank - page through one rank's records (the list envelope's cursor). */
 static int load_rank(const client_conf *c, const char *esc_id, uint32_t rank, td_rank *out)
 {
     build b = {0};
-    int64_t from = INT64_MIN;
+    char cursor[32] = "0";
     int rc = 0;
     for (;;) {
         char path[900];
-        snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=%u&from=%" PRId64 "&limit=%d", esc_id, rank,
-                 from, PAGE);
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=%u&limit=%d&cursor=%s", esc_id, rank, PAGE, cursor);
         json_t *reply;
         if ((rc = client_get(c, path, &reply, "cannot fetch the run's records")))
             goto out_free;
-        json_t *recs = json_object_get(reply, "records");
-        size_t got = json_array_size(recs);
-        size_t keep = got;
-        int64_t last = got ? json_integer_value(json_object_get(json_array_get(recs, got - 1), "step")) : 0;
-        if (got == PAGE) { /* the last step may continue on the next page: fetch it whole then */
-            while (keep && json_integer_value(json_object_get(json_array_get(recs, keep - 1), "step")) == last)
-                keep--;
-            if (keep == 0) {
-                cli_errorf(NULL, "step %" PRId64 " of rank %u holds more than %d records", last, rank, PAGE);
-                json_decref(reply);
-                rc = CLI_SERVER_ERROR;
-                goto out_free;
-            }
-        }
-        for (size_t i = 0; i < keep; i++) {
+        json_t *recs = json_object_get(reply, "items");
+        for (size_t i = 0; i < json_array_size(recs); i++) {
             if (add_record(&b, json_array_get(recs, i), rank) < 0) {
                 cli_error("the server sent a record this command cannot read", NULL, "are both at one version?");
                 json_decref(reply);
@@ -131,10 +117,13 @@ static int load_rank(const client_conf *c, const char *esc_id, uint32_t rank, td
                 goto out_free;
             }
         }
+        const char *next = json_string_value(json_object_get(reply, "next_cursor"));
+        int more = next && strlen(next) < sizeof(cursor);
+        if (more)
+            snprintf(cursor, sizeof(cursor), "%s", next);
         json_decref(reply);
-        if (got < PAGE)
+        if (!more)
             break;
-        from = last;
     }
     memset(out, 0, sizeof(*out));
     for (size_t i = 0; i < b.n; i++) {

@@ -1,4 +1,9 @@
-/* main.c - lockstepd: settings, embedded or external PostgreSQL, migrations, HTTP service, signals. */
+/* main.c - lockstepd: wires the parts together (settings, PostgreSQL, migrations, the route table, threads) and stops them in order.
+ *
+ * Layers, lowest first (a folder includes only its own and lower ones; tests/layout checks it):
+ *   core/ (settings, state, log, metrics, threads, memory) -> store/ and http/ -> compare/ -> fleet/ -> api/ -> main.c
+ * docs/design.md walks a record from ls_metric to the dashboard through these folders.
+ */
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -10,18 +15,32 @@
 #include <unistd.h>
 
 #include "common/crypto/token.h"
-#include "server/alerts.h"
-#include "server/compare.h"
-#include "server/config.h"
-#include "server/db.h"
-#include "server/dbq.h"
-#include "server/http.h"
-#include "server/log.h"
-#include "server/maint.h"
-#include "server/pgembed.h"
-#include "server/read.h"
-#include "server/store.h"
-#include "server/suspects.h"
+#include "server/api/admin.h"
+#include "server/api/alerts.h"
+#include "server/api/health.h"
+#include "server/api/ingest.h"
+#include "server/api/nodes.h"
+#include "server/api/runs.h"
+#include "server/api/series.h"
+#include "server/api/twin_records.h"
+#include "server/api/twins.h"
+#include "server/compare/compare.h"
+#include "server/core/config.h"
+#include "server/core/log.h"
+#include "server/core/metrics.h"
+#include "server/core/state.h"
+#include "server/core/xalloc.h"
+#include "server/fleet/alerts.h"
+#include "server/fleet/fleet_thread.h"
+#include "server/http/route.h"
+#include "server/http/server.h"
+#include "server/http/static.h"
+#include "server/store/db.h"
+#include "server/store/migrate.h"
+#include "server/store/pgembed.h"
+#include "server/store/retention.h"
+#include "server/store/runs.h"
+#include "server/store/write.h"
 
 #ifndef LOCKSTEP_SHARE
 #define LOCKSTEP_SHARE "/usr/local/share/lockstep"
@@ -108,6 +127,7 @@ int main(int argc, char **argv)
     pg_embed pe = {0};
     int rc = 1, port = 0;
 
+    xalloc_init();
     cfg_defaults(&g_srv.cfg);
     int got = cfg_parse_args(&g_srv.cfg, argc, argv, err, sizeof(err));
     if (got == 1)
@@ -153,13 +173,24 @@ int main(int argc, char **argv)
         return 1;
     }
     db_init(conninfo);
-    store_register();
+    store_runs_register();
+    store_write_register();
     cmp_register();
-    read_register();
+    cmp_on_divergence(fleet_notify); /* evidence, suspects and the group's alert */
+    api_health_register();
+    api_ingest_register();
+    api_runs_register();
+    api_series_register();
+    api_twins_register();
+    api_twin_records_register();
+    api_nodes_register();
+    api_alerts_register();
+    api_admin_register();
+    route_set_fallback(web_serve, MR_STATIC);
 
     int migrated = -1;
     for (int i = 0; i < 60 && migrated < 0; i++) {
-        migrated = db_migrate();
+        migrated = db_migrate(conninfo);
         if (migrated < 0)
             sleep(1);
     }
@@ -167,15 +198,16 @@ int main(int argc, char **argv)
         log_error("cannot prepare the database schema (hint: check --db and that PostgreSQL runs)");
         goto out_pg;
     }
-    if (maint_ensure_partitions(err, sizeof(err)) < 0)
+    if (retention_ensure_partitions(err, sizeof(err)) < 0)
         log_warn("cannot create records partitions: %s", err);
-    if (maint_start(c->retain_days) < 0 || cmp_start() < 0 || dbq_start(c->db_workers) < 0) {
+    if (retention_start(c->retain_days) < 0 || cmp_start() < 0) {
         log_error("cannot start background threads");
         goto out_threads;
     }
     if (http_start(&port) < 0)
-        goto out_threads;
-    if (susp_start() < 0 || alert_start(port) < 0) { /* suspects and alert delivery (docs/suspects.md) */
+        goto out_http;
+    g_srv.port = port;
+    if (fleet_start() < 0 || alert_start() < 0) { /* suspects and alert delivery (docs/suspects.md) */
         log_error("cannot start the suspects and alert threads");
         goto out_http;
     }
@@ -199,13 +231,15 @@ int main(int argc, char **argv)
         break;
     }
     rc = 0;
+    /* In order: no new requests, then the database workers finish theirs (inside http_stop), then the
+     * threads that read what requests wrote, then the database. */
 out_http:
     http_stop(30);
-    susp_stop();
+    fleet_stop();
     alert_stop();
 out_threads:
     cmp_stop();
-    maint_stop();
+    retention_stop();
 out_pg:
     pg_embed_stop(&pe);
     free(g_srv.secret);

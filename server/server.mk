@@ -1,5 +1,5 @@
 # server.mk - lockstepd (server/), its migrations (sql/), integration and fuzz tests, and bench/ingest.
-SERVER_SRCS := $(filter-out server/main.c,$(wildcard server/*.c))
+SERVER_SRCS := $(wildcard server/*/*.c)
 SERVER_OBJS := $(SERVER_SRCS:%.c=$(B)/%.o) $(B)/server/migrations.o
 LOCKSTEPD := $(B)/bin/lockstepd
 MIGRATIONS := $(sort $(wildcard sql/[0-9]*.sql))
@@ -13,9 +13,9 @@ SERVER_PKGS := libmicrohttpd jansson libpq libcrypto
 EXTRA_CFLAGS_server = $(call pc_cflags,$(SERVER_PKGS)) -I$(shell pg_config --includedir 2>/dev/null)
 SERVER_LIBS = $(call pc_libs,$(SERVER_PKGS)) -lpthread -lm
 
-$(B)/server/migrations.c: $(MIGRATIONS) server/gen-migrations.sh
+$(B)/server/migrations.c: $(MIGRATIONS) server/store/gen-migrations.sh
 	@mkdir -p $(@D)
-	server/gen-migrations.sh $(MIGRATIONS) > $@
+	server/store/gen-migrations.sh $(MIGRATIONS) > $@
 
 $(B)/server/migrations.o: $(B)/server/migrations.c
 	$(CC) $(ALL_CFLAGS) $(EXTRA_CFLAGS_server) -c $< -o $@
@@ -29,8 +29,9 @@ INSTALL_SBIN += $(LOCKSTEPD)
 # Installed, lockstepd serves the dashboard from PREFIX/share/lockstep/web (web/web.mk installs it).
 $(B)/server/main.o: EXTRA_CFLAGS_server += -DLOCKSTEP_SHARE='"$(PREFIX)/share/lockstep"' 
 
-# Unit tests of server modules (tests/unit/test_batch.c, test_token.c).
-TEST_OBJS_test_batch := $(B)/server/batch.o
+# Unit tests of server modules (tests/unit/test_batch.c, test_rule.c, test_token.c).
+TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
+TEST_OBJS_test_rule := $(B)/server/compare/rule.o
 TEST_OBJS_test_token := $(TOKEN_OBJS)
 TEST_LIBS_test_token = $(TOKEN_LIBS)
 
@@ -59,15 +60,15 @@ TEST_TIERS += tests/integration/run.sh
 # Fuzz tier: libFuzzer targets for the ingest decoders and the text parsers, built with clang (sanitizers on),
 # run briefly.
 FUZZ_CC ?= $(firstword $(shell command -v clang-14 clang 2>/dev/null))
-FUZZ_SRCS := server/batch.c common/record.c common/crc32c.c common/lsfp1.c common/dtype.c
+FUZZ_SRCS := server/store/batch.c server/core/xalloc.c server/core/error.c common/record.c common/recmatch.c common/crc32c.c common/lsfp1.c common/dtype.c
 ifneq ($(FUZZ_CC),)
-$(B)/tests/fuzz/fuzz_batch: tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) server/batch.h common/record.h
+$(B)/tests/fuzz/fuzz_batch: tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) server/store/batch.h common/record.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(call pc_cflags,jansson) tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) -o $@ $(call pc_libs,jansson) -lm
 ALL_TARGETS += $(B)/tests/fuzz/fuzz_batch
-FUZZ_TEXT_SRCS := common/tracespec.c common/dtype.c kernels/train_opts.c server/config.c server/hwcfg.c server/log.c
-$(B)/tests/fuzz/fuzz_text: tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) common/tracespec.h kernels/train_opts.h server/config.h
+FUZZ_TEXT_SRCS := common/tracespec.c common/dtype.c kernels/train_opts.c server/core/config.c server/core/log.c
+$(B)/tests/fuzz/fuzz_text: tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) common/tracespec.h kernels/train_opts.h server/core/config.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) -o $@ -lm

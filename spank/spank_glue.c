@@ -340,8 +340,21 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
     long start_step = 0;
     if (ops->get(ops->ctx, "LOCKSTEP_START_STEP", start, sizeof(start)) == 1)
         start_step = strtol(start, NULL, 10);
-    spank_run_info info = {job, stepid, r->twin, (long)f->ntasks, start_step, f->user, part, nodes, f->command,
-                           spank_mode_name(mode)};
+    /* The client id names the step (and its requeue attempt): a registration repeated for the same
+     * step gets the run the first one created, never a second. */
+    char client[96];
+    snprintf(client, sizeof(client), "slurm:%s.%s", job, stepid);
+    wire_run info = {.job_id = job,
+                     .step_id = stepid,
+                     .twin_group = r->twin,
+                     .ranks = (long)f->ntasks,
+                     .start_step = start_step,
+                     .user = f->user,
+                     .partition = part,
+                     .nodes = nodes,
+                     .command = f->command,
+                     .mode = spank_mode_name(mode),
+                     .client_id = client};
     if (spank_reg_register(c->server, res->token, &info, c->timeout_ms, res->run_id, sizeof(res->run_id), why,
                            sizeof(why))) {
         res->run_id[0] = 0;

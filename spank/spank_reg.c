@@ -80,36 +80,7 @@ out_cleanup_curl:
     return rv;
 }
 
-/* set_opt_str - add `key: value` to `o` unless value is NULL or "". Returns 0 or -1. */
-static int set_opt_str(json_t *o, const char *key, const char *value)
-{
-    if (!value || !*value)
-        return 0;
-    return json_object_set_new(o, key, json_string(value));
-}
-
-char *spank_reg_body(const spank_run_info *info)
-{
-    char *out = NULL;
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    if (json_object_set_new(o, "job_id", json_string(info->job_id)) ||
-        json_object_set_new(o, "step_id", json_string(info->step_id)) ||
-        set_opt_str(o, "twin_group", info->twin_group) ||
-        json_object_set_new(o, "ranks", json_integer(info->ranks)) ||
-        json_object_set_new(o, "start_step", json_integer(info->start_step)) ||
-        set_opt_str(o, "user", info->user) || set_opt_str(o, "partition", info->partition) ||
-        set_opt_str(o, "nodes", info->nodes) || set_opt_str(o, "command", info->command) ||
-        set_opt_str(o, "mode", info->mode))
-        goto out_free_obj;
-    out = json_dumps(o, JSON_COMPACT);
-out_free_obj:
-    json_decref(o);
-    return out;
-}
-
-int spank_reg_register(const char *server, const char *token, const spank_run_info *info, int timeout_ms,
+int spank_reg_register(const char *server, const char *token, const wire_run *info, int timeout_ms,
                        char *run_id, size_t run_id_cap, char *why, size_t cap)
 {
     int rv = -1;
@@ -118,7 +89,7 @@ int spank_reg_register(const char *server, const char *token, const spank_run_in
     char url[600];
     why[0] = 0;
     snprintf(url, sizeof(url), "%s/api/v1/runs", server);
-    char *body = spank_reg_body(info);
+    char *body = wire_run_body(info);
     if (!body) {
         snprintf(why, cap, "out of memory building the registration");
         return -1;
@@ -165,36 +136,27 @@ int spank_reg_end(const char *server, const char *token, const char *run_id, lon
 int spank_reg_lookup(const char *server, const char *token, const char *job_id, const char *step_id,
                      int timeout_ms, char *run_id, size_t run_id_cap, char *why, size_t cap)
 {
-    char url[700];
+    char url[2200], path[1700];
     long status = 0;
     reg_buf resp;
-    int rv = -1;
     why[0] = 0;
-    snprintf(url, sizeof(url), "%s/api/v1/runs?job=%s&step=%s&limit=1000", server, job_id, step_id);
-    /* (rv stays -1 until a matching run is found; a well-formed answer without one returns 1.) */
+    if (wire_lookup_path(job_id, step_id, path, sizeof(path)) < 0) {
+        snprintf(why, cap, "job %.40s step %.40s: too long to look up", job_id, step_id);
+        return -1;
+    }
+    snprintf(url, sizeof(url), "%s%s", server, path);
     if (post_json(url, token, NULL, timeout_ms, &status, &resp, why, cap))
         return -1;
     if (status != 200) {
         snprintf(why, cap, "%s answered %ld: %.300s", url, status, resp.data);
         return -1;
     }
-    json_error_t jerr;
-    json_t *ans = json_loads(resp.data, 0, &jerr);
-    json_t *runs = json_object_get(ans, "runs");
-    size_t i;
-    json_t *r;
-    snprintf(why, cap, "no run of job %s step %s on %s", job_id, step_id, server);
-    json_array_foreach(runs, i, r)
-    {
-        const char *j = json_string_value(json_object_get(r, "job_id"));
-        const char *s = json_string_value(json_object_get(r, "step_id"));
-        const char *id = json_string_value(json_object_get(r, "run_id"));
-        if (j && s && id && !strcmp(j, job_id) && !strcmp(s, step_id) && strlen(id) < run_id_cap) {
-            memcpy(run_id, id, strlen(id) + 1);
-            rv = 0;
-            break;
-        }
+    int got = wire_lookup_pick(resp.data, job_id, step_id, run_id, run_id_cap);
+    if (got < 0) {
+        snprintf(why, cap, "%s answered with no runs list: %.300s", url, resp.data);
+        return -1;
     }
-    json_decref(ans);
-    return rv == 0 ? 0 : 1;
+    if (got > 0)
+        snprintf(why, cap, "no run of job %s step %s on %s", job_id, step_id, server);
+    return got;
 }

@@ -4,30 +4,15 @@
 
 #include <stddef.h>
 
-/* What lockstepd is told about a step (POST /api/v1/runs). */
-typedef struct spank_run_info {
-    const char *job_id;
-    const char *step_id;
-    const char *twin_group; /* NULL or "" when none */
-    long ranks;
-    long start_step;
-    const char *user;
-    const char *partition;
-    const char *nodes;
-    const char *command;
-    const char *mode;       /* "fp" or "det" */
-} spank_run_info;
+#include "common/wire.h"
 
-/* spank_reg_body - the JSON body of a registration, malloc'd (caller frees),
- * or NULL when out of memory. */
-char *spank_reg_body(const spank_run_info *info);
-
-/* spank_reg_register - POST the step to `server`/api/v1/runs with
+/* spank_reg_register - POST the step (wire_run_body) to `server`/api/v1/runs with
  * `Authorization: Bearer token` (no header when token is NULL or ""), giving
  * up after `timeout_ms` in all. On 201 copies the returned run id into
- * `run_id` and returns 0; otherwise returns -1 with the reason in `why`.
+ * `run_id` and returns 0 (200: the run an earlier attempt with the same
+ * client_id registered); otherwise returns -1 with the reason in `why`.
  * Never waits longer than timeout_ms, never retries. */
-int spank_reg_register(const char *server, const char *token, const spank_run_info *info, int timeout_ms,
+int spank_reg_register(const char *server, const char *token, const wire_run *info, int timeout_ms,
                        char *run_id, size_t run_id_cap, char *why, size_t cap);
 
 /* spank_reg_end - POST {"rank", "exit_code"} to `server`/api/v1/runs/RUN/end,

@@ -130,7 +130,7 @@ curl -s "$url/api/v1/nodes" >"$dir/nodes.json" 2>/dev/null
 python3 - "$dir" "$resume_at" >"$summary" <<'PY'
 import json, os, sys
 d, resume_at = sys.argv[1], int(sys.argv[2])
-runs = {r["run_id"]: r for r in json.load(open(os.path.join(d, "runs.json")))["runs"]}
+runs = {r["run_id"]: r for r in json.load(open(os.path.join(d, "runs.json")))["items"]}
 out = {}
 for g in ("demo-match", "demo-nondet", "demo-faulty", "demo-resume"):
     t = json.load(open(os.path.join(d, g + ".json")))

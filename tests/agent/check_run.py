@@ -18,7 +18,7 @@ def get(url):
 def main():
     server, job, trace_dir, ranks = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     lockstep = sys.argv[sys.argv.index("--lockstep") + 1] if "--lockstep" in sys.argv else "lockstep"
-    runs = [r for r in get(f"{server}/api/v1/runs?job={job}&limit=1000")["runs"] if r["job_id"] == job]
+    runs = [r for r in get(f"{server}/api/v1/runs?job={job}&limit=1000")["items"] if r["job_id"] == job]
     if len(runs) != 1:
         print(f"FAIL job {job}: {len(runs)} runs on the server, want 1")
         return 1
@@ -30,8 +30,8 @@ def main():
         local = subprocess.run([lockstep, "dump", f"{trace_dir}/rank-{rank:05d}.lstrace"], capture_output=True,
                                text=True, check=True).stdout.splitlines()
         want = [json.loads(l) for l in local]
-        got = get(f"{server}/api/v1/runs/{run['run_id']}/records?rank={rank}&limit=100000")["records"]
-        key = lambda r: (r["seq"], r["step"], r["name"], r["occ"], r["fp"], tuple(r.get("shape", [])))
+        got = get(f"{server}/api/v1/runs/{run['run_id']}/records?rank={rank}&limit=100000")["items"]
+        key = lambda r: (r["seq"], r["step"], r["name"], r["occurrence"], r["fp"], tuple(r.get("shape", [])))
         w = sorted(map(key, want))
         g = sorted(map(key, got))
         seqs = [r["seq"] for r in got]

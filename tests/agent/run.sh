@@ -88,7 +88,7 @@ check() {   # JOB TRACEDIR RANKS
 }
 spooled() { find "$1" -name 'batch-*.lsbatch' 2>/dev/null | wc -l; }
 run_status() {
-  curl -s "$URL/api/v1/runs?job=$1" | python3 -c 'import json,sys; r=json.load(sys.stdin)["runs"]; print(r[0]["status"] if r else "none")'
+  curl -s "$URL/api/v1/runs?job=$1" | python3 -c 'import json,sys; r=json.load(sys.stdin)["items"]; print(r[0]["status"] if r else "none")'
 }
 
 if ! start_server; then bad "lockstepd starts"; echo "$pass passed, $fail failed"; exit 1; fi
@@ -283,7 +283,7 @@ import json, sys; print(" ".join(map(str, sorted({json.loads(l)["step"] for l in
 import json, sys
 for l in sys.stdin:
     r = json.loads(l)
-    if r["name"] == "mpi.bcast": print("expect", r["occ"], r["fp"], r["nbytes"])')
+    if r["name"] == "mpi.bcast": print("expect", r["occurrence"], r["fp"], r["nbytes"])')
   dt_want=$(grep '^expect' "$T/mpidt.out")
   if [ -n "$dt_want" ] && [ "$dt_got" = "$dt_want" ]; then
     ok "MPI datatypes freed and rebuilt: each broadcast fingerprinted with its own type ($(grep -o 'reused: .*' "$T/mpidt.out")); none recorded while MPI_Pcontrol(0) paused it"

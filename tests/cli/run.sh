@@ -50,7 +50,7 @@ t_dump() {
   head -1 "$tmp/dump" | python3 -c '
 import json, sys
 r = json.loads(sys.stdin.readline())
-assert r["name"] == "loss" and r["step"] == 0 and r["seq"] == 0 and r["occ"] == 0, r
+assert r["name"] == "loss" and r["step"] == 0 and r["seq"] == 0 and r["occurrence"] == 0, r
 assert r["level"] == "metric" and r["dtype"] == "f64" and len(r["fp"]) == 16 and "value_bits" in r, r'
 }
 t_dump_torn() {

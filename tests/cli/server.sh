@@ -65,7 +65,7 @@ for _ in $(seq 50); do
   "$ls" twins trio --json 2>/dev/null | grep -q '"diverged"' && "$ls" twins pair-ok --json | grep -q '"match"' && break
   sleep 0.2
 done
-runid() { "$ls" runs --job "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["runs"][0]["run_id"])'; }
+runid() { "$ls" runs --job "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][0]["run_id"])'; }
 
 t_runs_table() {
   "$ls" runs >"$tmp/o" || return 1
@@ -75,7 +75,7 @@ t_runs_filter() {
   "$ls" runs --group trio --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-assert d["total"] == 3 and {r["job_id"] for r in d["runs"]} == {"503", "504", "505"}, d'
+assert d["total"] == 3 and {r["job_id"] for r in d["items"]} == {"503", "504", "505"}, d'
 }
 t_runs_empty() { "$ls" runs --user nobody-here | grep -q 'no runs match'; }
 t_run_detail() {

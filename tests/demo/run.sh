@@ -55,7 +55,7 @@ if [ -f "$tmp/demo/port" ]; then
   sub "node n3 shows its history" 0 'involvement +demo-faulty' "$ls" node n3
   sub "nodes --json is the server's document" 0 '"baseline"' "$ls" nodes --json
   sub "alerts list the divergences" 0 'divergence +open .*twin group demo-faulty' "$ls" alerts
-  id=$("$ls" alerts --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["alerts"][0]["id"])')
+  id=$("$ls" alerts --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][0]["id"])')
   sub "alerts ack needs the admin token" 4 'HTTP 401' "$ls" alerts ack "$id"
   sub "alerts ack with the admin token" 0 "alert $id acknowledged" \
     "$ls" alerts ack "$id" --token-file "$tmp/demo/admin-token"

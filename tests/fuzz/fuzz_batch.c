@@ -3,7 +3,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "server/batch.h"
+#include "server/store/batch.h"
+#include "common/recmatch.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -23,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 __builtin_trap();
             if (i && b.recs[i].seq <= b.recs[i - 1].seq)
                 __builtin_trap();
-            (void)batch_record_hash(&b.recs[i]);
+            (void)rec_digest_term(&b.recs[i]);
         }
     } else if (!e.error[0] || !e.hint[0]) {
         __builtin_trap(); /* every rejection says what and what to do */

@@ -9,7 +9,7 @@
 
 #include "common/tracespec.h"
 #include "kernels/train_opts.h"
-#include "server/config.h"
+#include "server/core/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

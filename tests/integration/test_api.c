@@ -147,7 +147,7 @@ static void test_register_idempotent(void **state)
     assert_string_equal(json_string_value(json_object_get(o, "twin_group")), "idem-g");
     json_decref(o);
     assert_int_equal(it_call(&srv, "GET", "/api/v1/runs?job=7&step=3", NULL, admin, &o), 200);
-    assert_int_equal(json_array_size(json_object_get(o, "runs")), 1);
+    assert_int_equal(json_array_size(json_object_get(o, "items")), 1);
     json_decref(o);
 
     const char *other = "{\"job_id\": \"7\", \"step_id\": \"3\", \"client_id\": \"c-2\"}";
@@ -206,13 +206,13 @@ static void test_endpoints(void **state)
 
     snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=1", run);
     assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
-    json_t *recs = json_object_get(o, "records");
+    json_t *recs = json_object_get(o, "items");
     assert_int_equal(json_array_size(recs), 3);
     json_t *r0 = json_array_get(recs, 0), *r1 = json_array_get(recs, 1), *r2 = json_array_get(recs, 2);
     assert_string_equal(json_string_value(json_object_get(r0, "value_bits")), "4004000000000000");
     assert_string_equal(json_string_value(json_object_get(r1, "value_bits")), "000000000000bfc0");
     assert_string_equal(json_string_value(json_object_get(r2, "fp")), "ffffffffffffffff");
-    assert_int_equal(json_integer_value(json_object_get(r2, "occ")), 2);
+    assert_int_equal(json_integer_value(json_object_get(r2, "occurrence")), 2);
     assert_int_equal(json_integer_value(json_object_get(r2, "t_ns")), 123);
     assert_int_equal(json_integer_value(json_object_get(r2, "nbytes")), 512);
     assert_int_equal(json_integer_value(json_array_get(json_object_get(r2, "shape"), 1)), 16);
@@ -243,12 +243,12 @@ static void test_endpoints(void **state)
     json_decref(o);
 
     assert_int_equal(it_call(&srv, "GET", "/api/v1/runs?group=api-g&user=alice&status=ended", NULL, NULL, &o), 200);
-    assert_int_equal(json_array_size(json_object_get(o, "runs")), 1);
+    assert_int_equal(json_array_size(json_object_get(o, "items")), 1);
     assert_int_equal(json_integer_value(json_object_get(o, "total")), 1);
     json_decref(o);
     assert_int_equal(it_call(&srv, "GET", "/api/v1/runs?job=7&limit=1", NULL, NULL, &o), 200);
-    assert_int_equal(json_array_size(json_object_get(o, "runs")), 1);
-    assert_true(json_integer_value(json_object_get(o, "next_offset")) == 1);
+    assert_int_equal(json_array_size(json_object_get(o, "items")), 1);
+    assert_string_equal(json_string_value(json_object_get(o, "next_cursor")), "1");
     json_decref(o);
     assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/api-g", NULL, NULL, &o), 200);
     assert_string_equal(json_string_value(json_object_get(o, "status")), "pending"); /* one run only */

@@ -166,10 +166,10 @@ static void test_sighup_and_metrics(void **state)
     free(m);
     json_t *o = NULL;
     assert_int_equal(it_call(&s, "GET", "/api/v1/runs?job=700&step=", NULL, NULL, &o), 200);
-    assert_int_equal(json_array_size(json_object_get(o, "runs")), 1);
+    assert_int_equal(json_array_size(json_object_get(o, "items")), 1);
     json_decref(o);
     assert_int_equal(it_call(&s, "GET", "/api/v1/runs?job=700&step=9", NULL, NULL, &o), 200);
-    assert_int_equal(json_array_size(json_object_get(o, "runs")), 0);
+    assert_int_equal(json_array_size(json_object_get(o, "items")), 0);
     json_decref(o);
     assert_int_equal(h_srv_kill(&s, SIGTERM), 0);
     h_srv_cleanup(&s);
@@ -206,7 +206,7 @@ static void test_config_file(void **state)
     assert_int_equal(it_register(&s, "900", NULL, 1, 0, tok, run), 0);
     json_t *o = NULL;
     assert_int_equal(it_call(&s, "GET", "/api/v1/runs?job=900&step=", NULL, tok, &o), 200);
-    assert_int_equal(json_array_size(json_object_get(o, "runs")), 1);
+    assert_int_equal(json_array_size(json_object_get(o, "items")), 1);
     json_decref(o);
     assert_int_equal(it_call(&s, "GET", "/api/v1/runs?job=901", NULL, tok, NULL), 403);
     assert_int_equal(it_call(&s, "GET", "/api/v1/runs", NULL, tok, NULL), 403);

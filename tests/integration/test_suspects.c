@@ -166,7 +166,7 @@ static int alerts_of(const char *group, const char *node, json_t **all, json_t *
     size_t i;
     json_t *a;
     *first = NULL;
-    json_array_foreach(json_object_get(*all, "alerts"), i, a)
+    json_array_foreach(json_object_get(*all, "items"), i, a)
     {
         const char *g = json_string_value(json_object_get(a, "group"));
         const char *nd = json_string_value(json_object_get(a, "node"));
@@ -371,7 +371,7 @@ static int history_count(const char *node, const char *kind, const char *group, 
     int n = 0;
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(o, "events"), i,
+    json_array_foreach(json_object_get(o, "items"), i,
                        e) if (!strcmp(str(e, "kind"), kind) && (!group || !strcmp(str(e, "group"), group)))
     {
         if (weight && n == 0) /* the newest */
@@ -400,7 +400,7 @@ static void test_fleet_pairs_name_n3(void **state)
          i++)
         usleep(50000);
     json_t *o = get("/api/v1/nodes");
-    json_t *nodes = json_object_get(o, "nodes");
+    json_t *nodes = json_object_get(o, "items");
     size_t i;
     json_t *n;
     int seen = 0;

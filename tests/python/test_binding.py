@@ -187,7 +187,7 @@ class TestRecords(Traced):
                 for _ in range(3):
                     lockstep.tensor("layer.out", np.zeros(4, dtype=np.float32))
         recs = self.records()
-        self.assertEqual([(r["step"], r["occ"]) for r in recs], [(5, 0), (5, 1), (5, 2), (6, 0), (6, 1), (6, 2)])
+        self.assertEqual([(r["step"], r["occurrence"]) for r in recs], [(5, 0), (5, 1), (5, 2), (6, 0), (6, 1), (6, 2)])
         self.assertEqual([r["seq"] for r in recs], list(range(6)))
 
     def test_levels(self):

@@ -261,7 +261,7 @@ import json, sys, urllib.request, datetime, statistics
 api = sys.argv[1]
 get = lambda p: json.load(urllib.request.urlopen(api + p))
 ts = lambda s: datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
-al = {a["group"]: a for a in get("/alerts?kind=divergence&limit=1000")["alerts"]}
+al = {a["group"]: a for a in get("/alerts?kind=divergence&limit=1000")["items"]}
 d2a, a2d = [], []
 for i in range(8):
     g = "pair-%d" % i

@@ -387,7 +387,7 @@ t_down_then_back() { # lockstepd away: the job runs; its data arrives once locks
   start_lockstepd || return 1
   "$lockstep_cli" replay "$tmp/spool" >>"$tmp/out" 2>>"$tmp/err" || return 1
   api "http://127.0.0.1:$lsd_port/api/v1/runs?job=$jid" >"$tmp/out" || return 1
-  local rid; rid=$(json 'd["runs"][0]["run_id"]' <"$tmp/out") || return 1
+  local rid; rid=$(json 'd["items"][0]["run_id"]' <"$tmp/out") || return 1
   api "http://127.0.0.1:$lsd_port/api/v1/runs/$rid" >"$tmp/out" || return 1
   [ "$(json '" ".join(str(r["records"]) for r in d["rank_status"]) + " " + d["twin_group"]' <"$tmp/out")" = "12 12 12 12 late" ]
 }
@@ -467,7 +467,7 @@ SCRIPT
 import json, sys, urllib.request
 base, jid = sys.argv[1], sys.argv[2]
 out = []
-for r in json.load(urllib.request.urlopen(f"{base}?job={jid}", timeout=10))["runs"]:
+for r in json.load(urllib.request.urlopen(f"{base}?job={jid}", timeout=10))["items"]:
     d = json.load(urllib.request.urlopen(f"{base}/{r['run_id']}", timeout=10))
     out.append(r["step_id"] + " " + " ".join(str(x["records"]) for x in d["rank_status"]))
 print("|".join(sorted(out)))

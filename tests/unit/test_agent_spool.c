@@ -13,7 +13,7 @@
 
 #include "agent/config.h"
 #include "agent/http.h"
-#include "agent/jsonw.h"
+#include "common/jsonw.h"
 #include "agent/spool.h"
 #include "common/record.h"
 
@@ -209,17 +209,6 @@ static void test_stream_config_from_env(void **state)
     unsetenv("LOCKSTEP_SERVER");
 }
 
-static void test_json_string_lookup(void **state)
-{
-    (void)state;
-    char out[64];
-    assert_int_equal(http_json_string("{\"run_id\" : \"abc-1\"}", "run_id", out, sizeof(out)), 0);
-    assert_string_equal(out, "abc-1");
-    assert_int_equal(http_json_string("{\"x\":1}", "run_id", out, sizeof(out)), -1);
-    assert_int_equal(http_json_string("{\"run_id\":5}", "run_id", out, sizeof(out)), -1);
-    assert_int_equal(http_json_string("{\"run_id\":\"unterminated", "run_id", out, sizeof(out)), -1);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,7 +218,6 @@ int main(void)
         cmocka_unit_test(test_jsonw_escapes_and_nests),
         cmocka_unit_test(test_settings_parsers),
         cmocka_unit_test(test_stream_config_from_env),
-        cmocka_unit_test(test_json_string_lookup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

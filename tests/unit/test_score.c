@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/evidence.h"
-#include "server/hwcfg.h"
-#include "server/score.h"
-#include "server/sinks.h"
+#include "server/fleet/evidence.h"
+#include "server/core/state.h"
+#include "server/fleet/score.h"
+#include "server/fleet/sinks.h"
 
 static void test_beta_cdf_known_values(void **state)
 {
@@ -166,7 +166,7 @@ static void test_slack_escape_and_payloads(void **state)
     json_decref(w);
     assert_null(sink_payload("pigeon", &m));
     /* mail: only clean recipients, the domain appended, no header injection */
-    snprintf(g_hw.mail_domain, sizeof(g_hw.mail_domain), "example.org");
+    snprintf(g_srv.cfg.mail_domain, sizeof(g_srv.cfg.mail_domain), "example.org");
     char *mail = sink_mail_text(&m);
     assert_non_null(mail);
     assert_non_null(strstr(mail, "To: alice@example.org, carol@other.org\n"));
@@ -181,19 +181,21 @@ static void test_config_keys(void **state)
 {
     (void)state;
     char err[256];
-    assert_int_equal(hwcfg_set("suspect_threshold", "0.99", err, sizeof(err)), 0);
-    assert_true(g_hw.score.threshold == 0.99);
-    assert_int_equal(hwcfg_set("suspect_threshold", "2", err, sizeof(err)), -1);
-    assert_int_equal(hwcfg_set("slurm_action", "drain", err, sizeof(err)), 0);
-    assert_int_equal(g_hw.slurm_drain, 1);
-    assert_int_equal(hwcfg_set("slurm_action", "reboot", err, sizeof(err)), -1);
-    assert_int_equal(hwcfg_set("alert_slack_url", "ftp://x", err, sizeof(err)), -1);
-    assert_int_equal(hwcfg_set("alert_retry_ms", "1.5", err, sizeof(err)), -1);
-    assert_int_equal(g_hw.alert_give_up_s, 259200); /* three days unless configured */
-    assert_int_equal(hwcfg_set("alert_give_up_s", "3600", err, sizeof(err)), 0);
-    assert_int_equal(g_hw.alert_give_up_s, 3600);
-    assert_int_equal(hwcfg_set("alert_give_up_s", "0", err, sizeof(err)), -1);
-    assert_int_equal(hwcfg_set("listen", "x", err, sizeof(err)), 1); /* not one of these */
+    cfg_defaults(&g_srv.cfg);
+    assert_int_equal(cfg_set(&g_srv.cfg, "suspect_threshold", "0.99", err, sizeof(err)), 0);
+    assert_true(g_srv.cfg.suspect_threshold == 0.99);
+    assert_int_equal(cfg_set(&g_srv.cfg, "suspect_threshold", "2", err, sizeof(err)), -1);
+    assert_int_equal(cfg_set(&g_srv.cfg, "slurm_action", "drain", err, sizeof(err)), 0);
+    assert_int_equal(g_srv.cfg.slurm_drain, 1);
+    assert_int_equal(cfg_set(&g_srv.cfg, "slurm_action", "reboot", err, sizeof(err)), -1);
+    assert_int_equal(cfg_set(&g_srv.cfg, "alert_slack_url", "ftp://x", err, sizeof(err)), -1);
+    assert_int_equal(cfg_set(&g_srv.cfg, "alert_retry_ms", "1.5", err, sizeof(err)), -1);
+    assert_int_equal(g_srv.cfg.alert_give_up_s, 259200); /* three days unless configured */
+    assert_int_equal(cfg_set(&g_srv.cfg, "alert_give_up_s", "3600", err, sizeof(err)), 0);
+    assert_int_equal(g_srv.cfg.alert_give_up_s, 3600);
+    assert_int_equal(cfg_set(&g_srv.cfg, "alert_give_up_s", "0", err, sizeof(err)), -1);
+    assert_int_equal(cfg_set(&g_srv.cfg, "pigeon_rate", "1", err, sizeof(err)), -1); /* unknown key */
+    assert_non_null(strstr(err, "unknown setting"));
 }
 
 int main(void)

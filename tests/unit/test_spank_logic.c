@@ -344,8 +344,8 @@ static void test_request_check(void **state)
 static void test_reg_body(void **state)
 {
     (void)state;
-    spank_run_info info = {"42", "0", "g", 8, 0, "alice", "gpu", "n[1-2]", "python \"t.py\"", "det"};
-    char *body = spank_reg_body(&info);
+    wire_run info = {"42", "0", "g", 8, 0, "alice", "gpu", "n[1-2]", "python \"t.py\"", "det", "slurm:42.0"};
+    char *body = wire_run_body(&info);
     assert_non_null(body);
     json_error_t err;
     json_t *o = json_loads(body, 0, &err);
@@ -359,11 +359,13 @@ static void test_reg_body(void **state)
     assert_string_equal(json_string_value(json_object_get(o, "nodes")), "n[1-2]");
     assert_string_equal(json_string_value(json_object_get(o, "command")), "python \"t.py\"");
     assert_string_equal(json_string_value(json_object_get(o, "mode")), "det");
+    assert_string_equal(json_string_value(json_object_get(o, "partition")), "gpu");
+    assert_string_equal(json_string_value(json_object_get(o, "client_id")), "slurm:42.0");
     json_decref(o);
     free(body);
     /* No twin group: the key is left out. */
     info.twin_group = "";
-    body = spank_reg_body(&info);
+    body = wire_run_body(&info);
     assert_null(strstr(body, "twin_group"));
     free(body);
 }
@@ -397,7 +399,7 @@ static void test_reg_server_down(void **state)
     close(fd); /* now nothing listens there */
     char url[64], id[64], why[512];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
-    spank_run_info info = {"1", "0", NULL, 1, 0, "u", NULL, NULL, "true", "fp"};
+    wire_run info = {"1", "0", NULL, 1, 0, "u", NULL, NULL, "true", "fp", NULL};
     double t = now_ms();
     assert_int_equal(spank_reg_register(url, "tok", &info, 2000, id, sizeof(id), why, sizeof(why)), -1);
     assert_true(now_ms() - t < 1000);
@@ -414,7 +416,7 @@ static void test_reg_server_hangs(void **state)
     assert_true(fd >= 0);
     char url[64], id[64], why[512];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
-    spank_run_info info = {"1", "0", NULL, 1, 0, "u", NULL, NULL, "true", "fp"};
+    wire_run info = {"1", "0", NULL, 1, 0, "u", NULL, NULL, "true", "fp", NULL};
     double t = now_ms();
     assert_int_equal(spank_reg_register(url, NULL, &info, 300, id, sizeof(id), why, sizeof(why)), -1);
     double took = now_ms() - t;

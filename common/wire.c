@@ -1,0 +1,211 @@
+/* wire.c - the requests every client sends lockstepd the same way (common/wire.h). */
+#include "common/wire.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonw.h"
+
+char *wire_run_body(const wire_run *r)
+{
+    jw w;
+    jw_init(&w);
+    jw_obj_begin(&w);
+    jw_kv_str(&w, "job_id", r->job_id ? r->job_id : "");
+    jw_kv_str(&w, "step_id", r->step_id ? r->step_id : "");
+    const struct {
+        const char *key, *value;
+    } opt[] = {{"twin_group", r->twin_group}, {"user", r->user},       {"partition", r->partition},
+               {"nodes", r->nodes},           {"command", r->command}, {"mode", r->mode},
+               {"client_id", r->client_id}};
+    jw_kv_int(&w, "ranks", r->ranks > 0 ? r->ranks : 1);
+    jw_kv_int(&w, "start_step", r->start_step);
+    for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
+        if (opt[i].value && *opt[i].value)
+            jw_kv_str(&w, opt[i].key, opt[i].value);
+    jw_obj_end(&w);
+    const char *t = jw_text(&w);
+    char *out = t ? strdup(t) : NULL;
+    jw_release(&w);
+    return out;
+}
+
+int wire_url_escape(const char *s, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+                    *p == '_' || *p == '.' || *p == '~';
+        if (n + (plain ? 1 : 3) >= cap) {
+            if (cap)
+                out[0] = 0;
+            return -1;
+        }
+        if (plain) {
+            out[n++] = (char)*p;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[*p >> 4];
+            out[n++] = hex[*p & 15];
+        }
+    }
+    if (cap)
+        out[n] = 0;
+    return cap ? 0 : -1;
+}
+
+int wire_lookup_path(const char *job_id, const char *step_id, char *out, size_t cap)
+{
+    char job[768], step[768];
+    if (wire_url_escape(job_id, job, sizeof(job)) < 0 || wire_url_escape(step_id, step, sizeof(step)) < 0)
+        return -1;
+    int n = snprintf(out, cap, "/api/v1/runs?job=%s&step=%s&limit=1000", job, step);
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+static const char *skip_ws(const char *p)
+{
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+        p++;
+    return p;
+}
+
+/* skip_string - past the JSON string starting at p ('"'), or NULL when it does not end. */
+static const char *skip_string(const char *p)
+{
+    for (p++; *p; p++) {
+        if (*p == '\\') {
+            if (!p[1])
+                return NULL;
+            p++;
+        } else if (*p == '"') {
+            return p + 1;
+        }
+    }
+    return NULL;
+}
+
+/* skip_value - past the JSON value at p (strings, objects and arrays balanced), or NULL. */
+static const char *skip_value(const char *p)
+{
+    p = skip_ws(p);
+    if (*p == '"')
+        return skip_string(p);
+    if (*p != '{' && *p != '[') {
+        while (*p && *p != ',' && *p != '}' && *p != ']')
+            p++;
+        return *p ? p : NULL;
+    }
+    int depth = 0;
+    while (*p) {
+        if (*p == '"') {
+            p = skip_string(p);
+            if (!p)
+                return NULL;
+            continue;
+        }
+        if (*p == '{' || *p == '[')
+            depth++;
+        else if ((*p == '}' || *p == ']') && --depth == 0)
+            return p + 1;
+        p++;
+    }
+    return NULL;
+}
+
+/* copy_string - the JSON string at p ('"') unescaped into out. Returns 0 or -1. */
+static int copy_string(const char *p, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (p++; *p && *p != '"'; p++) {
+        char c = *p;
+        if (c == '\\') {
+            p++;
+            switch (*p) {
+            case 'n': c = '\n'; break;
+            case 't': c = '\t'; break;
+            case 'r': c = '\r'; break;
+            case 'b': c = '\b'; break;
+            case 'f': c = '\f'; break;
+            case 'u':
+                c = '?';
+                for (int k = 0; k < 4 && p[1]; k++)
+                    p++;
+                break;
+            case 0: return -1;
+            default: c = *p; break;
+            }
+        }
+        if (n + 1 >= cap)
+            return -1;
+        out[n++] = c;
+    }
+    if (*p != '"')
+        return -1;
+    out[n] = 0;
+    return 0;
+}
+
+/* member - the value of top-level member `key` of the object at p ('{'), or NULL. */
+static const char *member(const char *p, const char *key)
+{
+    p = skip_ws(p);
+    if (*p != '{')
+        return NULL;
+    p = skip_ws(p + 1);
+    size_t kl = strlen(key);
+    while (*p == '"') {
+        const char *k = p + 1, *end = skip_string(p);
+        if (!end)
+            return NULL;
+        int hit = (size_t)(end - 1 - k) == kl && strncmp(k, key, kl) == 0;
+        p = skip_ws(end);
+        if (*p != ':')
+            return NULL;
+        p = skip_ws(p + 1);
+        if (hit)
+            return p;
+        p = skip_value(p);
+        if (!p)
+            return NULL;
+        p = skip_ws(p);
+        if (*p != ',')
+            return NULL;
+        p = skip_ws(p + 1);
+    }
+    return NULL;
+}
+
+int wire_obj_string(const char *obj, const char *key, char *out, size_t cap)
+{
+    const char *v = member(obj, key);
+    if (!v || *v != '"')
+        return -1;
+    return copy_string(v, out, cap);
+}
+
+int wire_lookup_pick(const char *reply, const char *job_id, const char *step_id, char *run_id, size_t cap)
+{
+    const char *p = member(reply, "items");
+    if (!p || *p != '[')
+        return -1;
+    p = skip_ws(p + 1);
+    while (*p == '{') {
+        char job[256], step[256], id[64];
+        if (wire_obj_string(p, "job_id", job, sizeof(job)) == 0 && !strcmp(job, job_id) &&
+            wire_obj_string(p, "step_id", step, sizeof(step)) == 0 && !strcmp(step, step_id) &&
+            wire_obj_string(p, "run_id", id, sizeof(id)) == 0 && strlen(id) < cap) {
+            memcpy(run_id, id, strlen(id) + 1);
+            return 0;
+        }
+        p = skip_value(p);
+        if (!p)
+            return -1;
+        p = skip_ws(p);
+        if (*p == ',')
+            p = skip_ws(p + 1);
+    }
+    return *p == ']' ? 1 : -1;
+}

@@ -1,0 +1,52 @@
+/* wire.h - the requests every client sends lockstepd the same way: a run's registration body, the lookup of a run by job and step, and reading the answer.
+ *
+ * The agent (liblockstep.so, over its dlopen'd libcurl) and the SPANK plugin (in slurmstepd, over libcurl)
+ * both build these here, so lockstepd sees one form. No allocation failure aborts: the callers run inside
+ * users' jobs and slurmstepd, and degrade.
+ */
+#ifndef COMMON_WIRE_H
+#define COMMON_WIRE_H
+
+#include <stddef.h>
+
+/* What lockstepd is told about a run (POST /api/v1/runs; docs/server.md). */
+typedef struct wire_run {
+    const char *job_id;     /* the Slurm job id (required) */
+    const char *step_id;    /* the step key ("0", "0.r1" after a requeue) */
+    const char *twin_group; /* NULL or "" when none */
+    long ranks;
+    long long start_step;
+    const char *user;
+    const char *partition;
+    const char *nodes;
+    const char *command;
+    const char *mode;       /* "fp" or "det" */
+    const char *client_id;  /* the same on every attempt: a repeat gets the run the first one created */
+} wire_run;
+
+/* wire_run_body - the registration body as a malloc'd JSON text (caller
+ * frees); optional strings that are NULL or "" are left out. NULL when out
+ * of memory. */
+char *wire_run_body(const wire_run *r);
+
+/* wire_url_escape - percent-encode `s` for a URL path segment or query value
+ * into `out`. Returns 0, or -1 when it does not fit (out is then ""). */
+int wire_url_escape(const char *s, char *out, size_t cap);
+
+/* wire_lookup_path - "/api/v1/runs?job=J&step=S&limit=1000", both escaped.
+ * Returns 0, or -1 when it does not fit. */
+int wire_lookup_path(const char *job_id, const char *step_id, char *out, size_t cap);
+
+/* wire_lookup_pick - in the text of a runs list (the list envelope, its
+ * "items"), the run_id of the run whose job_id and step_id are those given.
+ * Returns 0 with it in `run_id`; 1 when the list holds no such run; -1 when
+ * the text is not a runs list. */
+int wire_lookup_pick(const char *reply, const char *job_id, const char *step_id, char *run_id, size_t cap);
+
+/* wire_obj_string - the string member `key` of the JSON object whose text
+ * is `obj` (top-level members only; escapes \" \\ \/ \n \t \r \b \f kept as
+ * their characters, \u as '?'). Returns 0, or -1 when absent, not a string
+ * or too long. */
+int wire_obj_string(const char *obj, const char *key, char *out, size_t cap);
+
+#endif /* COMMON_WIRE_H */

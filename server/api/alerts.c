@@ -1,0 +1,104 @@
+/* alerts.c - the alert endpoints: alerts with their deliveries, and acknowledging one. */
+#include "server/api/alerts.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/api/list.h"
+#include "server/api/pgjson.h"
+#include "server/core/metrics.h"
+#include "server/http/reply.h"
+#include "server/http/route.h"
+#include "server/store/sql.h"
+
+#define ALERT_COLS                                                                                                     \
+    "a.id, a.kind, a.twin_group, a.node, a.severity, a.summary, a.body, a.url, a.details::text, " TS(                  \
+        "a.created_at") ", " TS("a.acked_at") ", a.acked_by, (SELECT json_agg(json_build_object('sink', d.sink, "      \
+                                              "'state', d.state, "                                                     \
+                                              "'attempts', d.attempts, 'last_error', d.last_error, "                   \
+                                              "'delivered_at', " TS(                                                   \
+                                                  "d.delivered_at") ") ORDER BY "                                      \
+                                                                    "d.sink) FROM alert_deliveries d WHERE "           \
+                                                                    "d.alert_id = a.id)::text"
+
+static json_t *alert_obj(PGresult *r, int i)
+{
+    json_t *details = json_loads(PQgetvalue(r, i, 8), 0, NULL);
+    json_t *deliv = PQgetisnull(r, i, 12) ? json_array() : json_loads(PQgetvalue(r, i, 12), 0, NULL);
+    const char *cls = json_string_value(json_object_get(details, "classification"));
+    json_t *o = json_pack("{s:I, s:s, s:s, s:o, s:o, s:s, s:s, s:s, s:s, s:s?, s:o, s:s, s:o, s:o, s:o}", "id",
+                          (json_int_t)strtoll(PQgetvalue(r, i, 0), NULL, 10), "kind", PQgetvalue(r, i, 1), "created_at",
+                          PQgetvalue(r, i, 9), "group", pg_str(r, i, 2), "node", pg_str(r, i, 3), "severity",
+                          PQgetvalue(r, i, 4), "summary", PQgetvalue(r, i, 5), "text", PQgetvalue(r, i, 6), "url",
+                          PQgetvalue(r, i, 7), "classification", cls, "details", details ? details : json_object(),
+                          "state", PQgetisnull(r, i, 10) ? "open" : "acknowledged", "acked_at", pg_str(r, i, 10),
+                          "acked_by", pg_str(r, i, 11), "deliveries", deliv ? deliv : json_array());
+    return o;
+}
+
+static enum MHD_Result alerts_list(http_req *req, char **args)
+{
+    (void)args;
+    const char *ks = http_query(req, "kind");
+    long long limit, offset;
+    if (api_page(req, 100, 1000, "offset", 0, &limit, &offset) < 0)
+        return MHD_YES;
+    char lim[24], off[32], err[512];
+    snprintf(lim, sizeof(lim), "%lld", limit);
+    snprintf(off, sizeof(off), "%lld", offset);
+    const char *p[] = {ks ? ks : "", lim, off};
+    PGresult *r = sql_query("SELECT " ALERT_COLS ", count(*) OVER () FROM alerts a WHERE $1 = '' OR a.kind = $1 "
+                       "ORDER BY a.id DESC LIMIT $2::int OFFSET $3::int",
+                       3, p, err, sizeof(err));
+    if (!r)
+        return http_reply_db_down(req, err);
+    json_t *a = json_array();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(a, alert_obj(r, i));
+    int n = PQntuples(r);
+    long long total = n ? strtoll(PQgetvalue(r, 0, 13), NULL, 10) : offset > 0 ? -1 : 0;
+    PQclear(r);
+    return http_reply_json(req, 200, api_list(a, total, limit, total >= 0 && offset + n < total ? offset + n : -1));
+}
+
+static enum MHD_Result alert_ack(http_req *req, char **args)
+{
+    const char *id = args[0];
+    char *end;
+    long long n = strtoll(id, &end, 10);
+    if (*end || n <= 0)
+        return http_reply_error(req, 404, "unknown alert", "alert ids are positive integers", "see GET /api/v1/alerts");
+    json_t *b = req->len ? json_loadb(req->body, req->len, 0, NULL) : NULL;
+    const char *actor = b ? json_string_value(json_object_get(b, "actor")) : NULL;
+    char err[512];
+    const char *p[] = {id, actor ? actor : "admin"};
+    PGresult *r = sql_query("UPDATE alerts SET acked_at = coalesce(acked_at, now()), acked_by = coalesce(acked_by, $2) "
+                       "WHERE id = $1::bigint RETURNING id",
+                       2, p, err, sizeof(err));
+    json_decref(b);
+    if (!r)
+        return http_reply_db_down(req, err);
+    int found = PQntuples(r) > 0;
+    PQclear(r);
+    if (!found)
+        return http_reply_error(req, 404, "unknown alert", "no alert has that id", "see GET /api/v1/alerts");
+    r = sql_query("SELECT " ALERT_COLS " FROM alerts a WHERE a.id = $1::bigint", 1, p, err, sizeof(err));
+    if (!r || PQntuples(r) != 1) {
+        PQclear(r);
+        return http_reply_db_down(req, err);
+    }
+    json_t *o = alert_obj(r, 0);
+    PQclear(r);
+    return http_reply_json(req, 200, o);
+}
+
+static const route ROUTES[] = {
+    {"GET", "/api/v1/alerts", MR_READ, AUTH_READ, alerts_list},
+    {"POST", "/api/v1/alerts/{}/ack", MR_ADMIN, AUTH_ADMIN, alert_ack},
+};
+
+void api_alerts_register(void)
+{
+    route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
+}

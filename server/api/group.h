@@ -1,0 +1,40 @@
+/* group.h - what every twin group read starts with: the group's runs, loaded once per request, and lookups into them. */
+#ifndef SERVER_API_GROUP_H
+#define SERVER_API_GROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <libpq-fe.h>
+#include <microhttpd.h>
+
+#include "server/core/limits.h"
+#include "server/http/server.h"
+
+/* The group's runs: rows of run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode,
+ * created_at, ended_at (in run_key order), at most GROUP_MAX_RUNS of them. */
+typedef struct group_runs {
+    PGresult *res;
+    int n;
+    int64_t keys[GROUP_MAX_RUNS];
+} group_runs;
+
+/* group_register - prepare the statement group_open runs. */
+void group_register(void);
+
+/* group_open - load the runs of `group`. Returns 1 with `g` loaded (the
+ * caller PQclears g->res), or 0 after replying (503, or 404 for a group
+ * without runs) with MHD's result in `sent`. */
+int group_open(http_req *req, const char *group, group_runs *g, enum MHD_Result *sent);
+
+/* group_run_index - the index of run `key` in `g`, or -1. */
+int group_run_index(const group_runs *g, int64_t key);
+
+/* group_run_id - the run id of run `key` (borrowed from g->res), or NULL. */
+const char *group_run_id(const group_runs *g, int64_t key);
+
+/* group_keys - the runs' keys as a PostgreSQL bigint[] literal ("{1,2,3}")
+ * into `out` (GROUP_KEYS_CAP bytes hold any group). */
+#define GROUP_KEYS_CAP (GROUP_MAX_RUNS * 22 + 3)
+void group_keys(const group_runs *g, char *out, size_t cap);
+
+#endif /* SERVER_API_GROUP_H */

@@ -1,0 +1,345 @@
+/* ingest.c - the write endpoints: register a run, manifests, record batches, rank ends. */
+#include "server/api/ingest.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/compare/compare.h"
+#include "server/core/log.h"
+#include "server/core/metrics.h"
+#include "server/core/xalloc.h"
+#include "server/http/auth.h"
+#include "server/http/defer.h"
+#include "server/http/reply.h"
+#include "server/http/route.h"
+#include "server/store/batch.h"
+#include "server/store/runs.h"
+#include "server/store/write.h"
+
+static const char *const JSON_HINT = "send one JSON object; see docs/server.md for the fields";
+
+/* parse_body - the request body as a JSON object, or NULL after replying 400. */
+static json_t *parse_body(http_req *req)
+{
+    json_error_t jerr;
+    if (!req->len) {
+        http_reply_error(req, 400, "empty body", "this endpoint takes a JSON object", JSON_HINT);
+        return NULL;
+    }
+    json_t *o = json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!o) {
+        char detail[300];
+        snprintf(detail, sizeof(detail), "line %d, column %d: %s", jerr.line, jerr.column, jerr.text);
+        http_reply_error(req, 400, "malformed JSON", detail, JSON_HINT);
+        return NULL;
+    }
+    if (!json_is_object(o)) {
+        json_decref(o);
+        http_reply_error(req, 400, "wrong type", "the body is not a JSON object", JSON_HINT);
+        return NULL;
+    }
+    return o;
+}
+
+/* bad_field - reply 400 for field `key` that must be `what`. */
+static enum MHD_Result bad_field(http_req *req, const char *key, const char *what, int missing)
+{
+    char detail[200];
+    snprintf(detail, sizeof(detail), "\"%s\" %s %s", key, missing ? "is missing; it must be" : "must be", what);
+    return http_reply_error(req, 400, missing ? "missing field" : "wrong type", detail, JSON_HINT);
+}
+
+/* find_run - the run named in the URL, or -1 after replying 404/503. */
+static int find_run(http_req *req, const char *run_id, run_info *run)
+{
+    srv_error e;
+    int got = store_run_lookup(run_id, run, &e);
+    if (got < 0) {
+        http_reply_srv_error(req, 503, &e);
+        return -1;
+    }
+    if (got == 0) {
+        char detail[160];
+        snprintf(detail, sizeof(detail), "no run has the id \"%.64s\"", run_id);
+        http_reply_error(req, 404, "unknown run", detail, "register the run first with POST /api/v1/runs");
+        return -1;
+    }
+    return 0;
+}
+
+static enum MHD_Result ingest_run_create(http_req *req, char **args)
+{
+    (void)args;
+    json_t *o = parse_body(req);
+    if (!o)
+        return MHD_YES;
+    enum MHD_Result res;
+    json_t *job = json_object_get(o, "job_id");
+    if (json_is_integer(job) && json_integer_value(job) >= 0) {
+        char s[32];
+        snprintf(s, sizeof(s), "%" JSON_INTEGER_FORMAT, json_integer_value(job));
+        json_object_set_new(o, "job_id", json_string(s));
+        job = json_object_get(o, "job_id");
+    }
+    if (!json_is_string(job) || !*json_string_value(job) || strlen(json_string_value(job)) > 255) {
+        res = bad_field(req, "job_id", "a non-empty string (the Slurm job id)", job == NULL);
+        goto out_decref;
+    }
+    static const char *const strs[] = {"step_id", "twin_group", "user", "partition", "nodes", "command", "mode"};
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+        json_t *v = json_object_get(o, strs[i]);
+        if (json_is_integer(v) && !strcmp(strs[i], "step_id")) {
+            char s[32];
+            snprintf(s, sizeof(s), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            json_object_set_new(o, strs[i], json_string(s));
+            continue;
+        }
+        if (v && !json_is_null(v) && (!json_is_string(v) || strlen(json_string_value(v)) > 65536)) {
+            res = bad_field(req, strs[i], "a string", 0);
+            goto out_decref;
+        }
+    }
+    json_t *tg = json_object_get(o, "twin_group");
+    if (json_is_string(tg) && strlen(json_string_value(tg)) > 255) {
+        res = bad_field(req, "twin_group", "a string of at most 255 bytes", 0);
+        goto out_decref;
+    }
+    json_t *cid = json_object_get(o, "client_id");
+    if (cid && !json_is_null(cid) && (!json_is_string(cid) || strlen(json_string_value(cid)) > 128)) {
+        res = bad_field(req, "client_id", "a string of at most 128 bytes (the same for every attempt)", 0);
+        goto out_decref;
+    }
+    json_t *ranks = json_object_get(o, "ranks");
+    if (!ranks)
+        json_object_set_new(o, "ranks", json_integer(1));
+    else if (!json_is_integer(ranks) || json_integer_value(ranks) < 1 || json_integer_value(ranks) > 10000000) {
+        res = bad_field(req, "ranks", "an integer of at least 1", 0);
+        goto out_decref;
+    }
+    json_t *start = json_object_get(o, "start_step");
+    if (!start)
+        json_object_set_new(o, "start_step", json_integer(0));
+    else if (!json_is_integer(start)) {
+        res = bad_field(req, "start_step", "an integer", 0);
+        goto out_decref;
+    }
+    if (http_auth_job(req, json_string_value(json_object_get(o, "job_id"))) < 0) {
+        res = MHD_YES;
+        goto out_decref;
+    }
+    run_info run;
+    srv_error e;
+    int created = 0;
+    if (store_run_create(o, &run, &created, &e) < 0) {
+        res = http_reply_srv_error(req, 503, &e);
+        goto out_decref;
+    }
+    if (created)
+        log_info("run %s registered (job %s, group %s, %d ranks)", run.run_id, run.job_id,
+                 run.group[0] ? run.group : "-", run.ranks);
+    else
+        log_info("run %s registered again by its client (job %s): the same run", run.run_id, run.job_id);
+    res = http_reply_json(req, created ? 201 : 200, json_pack("{s:s}", "run_id", run.run_id));
+out_decref:
+    json_decref(o);
+    return res;
+}
+
+/* rank_of - the "rank" field of `o`, checked against the run; -1 after replying 400. */
+static int rank_of(http_req *req, const json_t *o, const run_info *run)
+{
+    const json_t *v = json_object_get(o, "rank");
+    if (!json_is_integer(v) || json_integer_value(v) < 0) {
+        bad_field(req, "rank", "a non-negative integer", v == NULL);
+        return -1;
+    }
+    if (json_integer_value(v) >= run->ranks) {
+        char detail[160];
+        snprintf(detail, sizeof(detail), "rank %" JSON_INTEGER_FORMAT " is outside 0..%d of this run",
+                 json_integer_value(v), run->ranks - 1);
+        http_reply_error(req, 400, "rank out of range", detail, "the run was registered with fewer ranks");
+        return -1;
+    }
+    return (int)json_integer_value(v);
+}
+
+/* rank_request - the preamble of a rank's write (manifest, end): the run in the URL, the job's token, the JSON
+ * body and its "rank". Returns the body (the caller decrefs) with *rank >= 0; *rank < 0 when a 400 was sent; NULL
+ * when a reply was sent before there was a body. */
+static json_t *rank_request(http_req *req, const char *run_id, run_info *run, int *rank)
+{
+    if (find_run(req, run_id, run) < 0 || http_auth_job(req, run->job_id) < 0)
+        return NULL;
+    json_t *o = parse_body(req);
+    if (o)
+        *rank = rank_of(req, o, run);
+    return o;
+}
+
+static enum MHD_Result ingest_manifest(http_req *req, char **args)
+{
+    const char *run_id = args[0];
+    run_info run;
+    int rank = -1;
+    json_t *o = rank_request(req, run_id, &run, &rank);
+    if (!o)
+        return MHD_YES;
+    enum MHD_Result res = MHD_YES;
+    if (rank >= 0) {
+        char *text = json_dumps(o, JSON_COMPACT);
+        srv_error e;
+        if (!text)
+            res = http_reply_error(req, 500, "out of memory", "serializing the manifest", "");
+        else if (store_manifest(&run, rank, text, &e) < 0)
+            res = http_reply_srv_error(req, 503, &e);
+        else
+            res = http_reply_json(req, 200, json_pack("{s:s, s:i}", "run_id", run.run_id, "rank", rank));
+        free(text);
+    }
+    json_decref(o);
+    return res;
+}
+
+static int content_is(const char *ct, const char *want)
+{
+    size_t n = strlen(want);
+    return ct && strncasecmp(ct, want, n) == 0 && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' ');
+}
+
+/* A batch on its way to a database worker. */
+typedef struct store_job {
+    run_info run;
+    srv_batch batch;
+} store_job;
+
+/* store_job_run - store the batch (one transaction; see store_batch), count it and queue its comparison.
+ * The reply: 200 once committed or for a replay, 503 with an error object when the database failed. */
+static json_t *store_job_run(void *arg, int *status)
+{
+    store_job *j = arg;
+    const run_info *run = &j->run;
+    const srv_batch *b = &j->batch;
+    int dup = 0;
+    double commit_s = 0;
+    srv_error e;
+    if (store_batch(run, b, &dup, &commit_s, &e) < 0) {
+        *status = 503;
+        return http_error_json(e.error, e.detail, e.hint);
+    }
+    metrics_batch(b->n, dup);
+    if (!dup && b->n)
+        cmp_notify(run->group, (int)b->rank, commit_s);
+    *status = 200;
+    return json_pack("{s:s, s:i, s:I, s:I, s:b}", "run_id", run->run_id, "rank", (int)b->rank, "batch_seq",
+                     (json_int_t)b->batch_seq, "stored", (json_int_t)(dup ? 0 : b->n), "duplicate", dup);
+}
+
+static void store_job_free(void *arg)
+{
+    store_job *j = arg;
+    batch_release(&j->batch);
+    free(j);
+}
+
+static enum MHD_Result ingest_records(http_req *req, char **args)
+{
+    const char *run_id = args[0];
+    store_job *j = xcalloc(1, sizeof(*j));
+    run_info *run = &j->run;
+    srv_batch *b = &j->batch;
+    enum MHD_Result res = MHD_YES;
+    if (find_run(req, run_id, run) < 0 || http_auth_job(req, run->job_id) < 0)
+        goto out_free;
+    const char *ct = http_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+    srv_error e;
+    int rc;
+    if (content_is(ct, "application/x-lockstep"))
+        rc = batch_decode_binary(b, req->body ? req->body : "", req->len, &e);
+    else if (content_is(ct, "application/json"))
+        rc = batch_decode_json(b, req->body ? req->body : "", req->len, &e);
+    else {
+        char detail[200];
+        snprintf(detail, sizeof(detail), "Content-Type \"%.100s\"", ct ? ct : "(none)");
+        res = http_reply_error(req, 415, "unsupported content type", detail,
+                               "send application/x-lockstep (record framing) or application/json");
+        goto out_free;
+    }
+    if (rc < 0) {
+        res = http_reply_srv_error(req, 400, &e);
+        goto out_free;
+    }
+    if (b->run_id[0] && strcasecmp(b->run_id, run->run_id) != 0) {
+        char detail[200];
+        snprintf(detail, sizeof(detail), "the stream header names run %.40s, the URL run %s", b->run_id, run->run_id);
+        res = http_reply_error(req, 400, "run id mismatch", detail, "post each batch to its own run's URL");
+        goto out_free;
+    }
+    if (b->rank >= (uint32_t)run->ranks) {
+        char detail[160];
+        snprintf(detail, sizeof(detail), "rank %u is outside 0..%d of this run", b->rank, run->ranks - 1);
+        res = http_reply_error(req, 400, "rank out of range", detail, "the run was registered with fewer ranks");
+        goto out_free;
+    }
+    if (b->batch_seq > INT64_MAX) {
+        res = http_reply_error(req, 400, "batch_seq out of range", "batch_seq must fit in 63 bits", "");
+        goto out_free;
+    }
+    if (http_defer(req, store_job_run, store_job_free, j) == 0)
+        return MHD_YES; /* a database worker replies once the batch is committed */
+    int status = 0;
+    json_t *reply = store_job_run(j, &status);
+    res = http_reply_json(req, status, reply);
+out_free:
+    store_job_free(j);
+    return res;
+}
+
+static enum MHD_Result ingest_end(http_req *req, char **args)
+{
+    const char *run_id = args[0];
+    run_info run;
+    int rank = -1;
+    json_t *o = rank_request(req, run_id, &run, &rank);
+    if (!o)
+        return MHD_YES;
+    enum MHD_Result res = MHD_YES;
+    if (rank < 0)
+        goto out_decref;
+    const json_t *code = json_object_get(o, "exit_code");
+    if (code && (!json_is_integer(code) || json_integer_value(code) < INT32_MIN ||
+                 json_integer_value(code) > INT32_MAX)) {
+        res = bad_field(req, "exit_code", "an integer", 0);
+        goto out_decref;
+    }
+    int done = 0;
+    srv_error e;
+    if (store_rank_end(&run, rank, code ? (int)json_integer_value(code) : 0, &done, &e) < 0) {
+        res = http_reply_srv_error(req, 503, &e);
+        goto out_decref;
+    }
+    /* Steps a rank's end completes, and records missing at the end, are found now. */
+    cmp_notify(run.group, rank, 0);
+    if (done) {
+        log_info("run %s ended", run.run_id);
+        for (int r = 0; r < run.ranks && r < 65536; r++)
+            cmp_notify(run.group, r, 0);
+    }
+    res = http_reply_json(req, 200, json_pack("{s:s, s:i, s:b}", "run_id", run.run_id, "rank", rank, "run_ended", done));
+out_decref:
+    json_decref(o);
+    return res;
+}
+
+static const route ROUTES[] = {
+    {"POST", "/api/v1/runs", MR_RUNS_CREATE, AUTH_SELF, ingest_run_create},
+    {"POST", "/api/v1/runs/{}/manifest", MR_MANIFEST, AUTH_SELF, ingest_manifest},
+    {"POST", "/api/v1/runs/{}/records", MR_RECORDS, AUTH_SELF, ingest_records},
+    {"POST", "/api/v1/runs/{}/end", MR_END, AUTH_SELF, ingest_end},
+};
+
+void api_ingest_register(void)
+{
+    route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
+}

@@ -1,0 +1,251 @@
+/* nodes.c - the hardware suspects endpoints: nodes with their GPUs and scores, a node's history, admin node actions. */
+#include "server/api/nodes.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/api/list.h"
+#include "server/api/pgjson.h"
+#include "server/core/metrics.h"
+#include "server/core/state.h"
+#include "server/fleet/fleet_thread.h"
+#include "server/fleet/slurm_action.h"
+#include "server/http/reply.h"
+#include "server/http/route.h"
+#include "server/store/sql.h"
+
+#define NODE_COLS                                                                                                      \
+    "name, state, score, involvements, exposures, baseline, " TS("state_since") ", " TS("first_seen") ", " TS(         \
+        "last_seen")
+
+/* node_obj - node row `i` of a NODE_COLS result, with its GPUs from `gpus`. */
+static json_t *node_obj(PGresult *r, int i, PGresult *gpus)
+{
+    double k = atof(PQgetvalue(r, i, 3)), n = atof(PQgetvalue(r, i, 4));
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:f, s:o, s:s, s:s, s:s}", "name", PQgetvalue(r, i, 0), "state",
+                          PQgetvalue(r, i, 1), "score", pg_real(r, i, 2), "involvements", pg_real(r, i, 3), "runs",
+                          (json_int_t)n, "rate", n > 0 ? k / n : 0.0, "baseline", pg_real(r, i, 5), "state_since",
+                          PQgetvalue(r, i, 6), "first_seen", PQgetvalue(r, i, 7), "last_seen", PQgetvalue(r, i, 8));
+    json_t *list = json_array();
+    for (int g = 0; gpus && g < PQntuples(gpus); g++)
+        if (!strcmp(PQgetvalue(gpus, g, 1), PQgetvalue(r, i, 0)))
+            json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:o, s:o, s:I}", "uuid", PQgetvalue(gpus, g, 0),
+                                                  "name", PQgetvalue(gpus, g, 2), "state", PQgetvalue(gpus, g, 3),
+                                                  "score", pg_real(gpus, g, 4), "involvements", pg_real(gpus, g, 5), "runs",
+                                                  (json_int_t)atof(PQgetvalue(gpus, g, 6))));
+    json_object_set_new(o, "gpus", list);
+    return o;
+}
+
+/* load_nodes - nodes (all, or the one named) as JSON; NULL on error. */
+static json_t *load_nodes(const char *name, char *err, size_t cap)
+{
+    const char *p[] = {name ? name : ""};
+    PGresult *r =
+        sql_query("SELECT " NODE_COLS " FROM hw_nodes WHERE $1 = '' OR name = $1 ORDER BY score DESC, name", 1, p, err, cap);
+    PGresult *g = r ? sql_query("SELECT uuid, node, name, state, score, involvements, exposures FROM hw_gpus "
+                           "WHERE $1 = '' OR node = $1 ORDER BY score DESC, uuid",
+                           1, p, err, cap)
+                    : NULL;
+    if (!g) {
+        PQclear(r);
+        return NULL;
+    }
+    json_t *a = json_array();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(a, node_obj(r, i, g));
+    PQclear(r);
+    PQclear(g);
+    return a;
+}
+
+static enum MHD_Result nodes_list(http_req *req, char **args)
+{
+    (void)args;
+    char err[512];
+    json_t *a = load_nodes(NULL, err, sizeof(err));
+    if (!a)
+        return http_reply_db_down(req, err);
+    double k = 0, n = 0;
+    size_t i;
+    json_t *x;
+    json_array_foreach(a, i, x)
+    {
+        k += json_real_value(json_object_get(x, "involvements"));
+        n += (double)json_integer_value(json_object_get(x, "runs"));
+    }
+    long long count = (long long)json_array_size(a);
+    json_t *o = api_list(a, count, count, -1);
+    json_object_set_new(o, "baseline", json_real(n > 0 ? k / n : 0.0));
+    json_object_set_new(o, "thresholds", json_pack("{s:f, s:f, s:f, s:f}", "suspect", g_srv.cfg.suspect_threshold,
+                                                   "min_evidence", g_srv.cfg.suspect_min_evidence, "ratio",
+                                                   g_srv.cfg.suspect_ratio, "prior", g_srv.cfg.suspect_prior));
+    return http_reply_json(req, 200, o);
+}
+
+static enum MHD_Result unknown_node(http_req *req, const char *name)
+{
+    char d[300];
+    snprintf(d, sizeof(d), "no node named \"%.200s\" has been seen", name);
+    return http_reply_error(req, 404, "unknown node", d,
+                            "nodes appear once a twin group they ran in is evaluated; "
+                            "see GET /api/v1/nodes");
+}
+
+static enum MHD_Result node_get(http_req *req, char **args)
+{
+    const char *name = args[0];
+    char err[512];
+    json_t *a = load_nodes(name, err, sizeof(err));
+    if (!a)
+        return http_reply_db_down(req, err);
+    if (!json_array_size(a)) {
+        json_decref(a);
+        return unknown_node(req, name);
+    }
+    json_t *o = json_pack("{s:O}", "node", json_array_get(a, 0));
+    json_decref(a);
+    return http_reply_json(req, 200, o);
+}
+
+#define EVENT_COLS                                                                                                     \
+    "h.id, h.kind, " TS("h.at") ", h.twin_group, r.run_id::text, h.gpu, h.step, h.rank, h.weight, h.score, "           \
+                                "h.state, h.actor, h.detail"
+
+static json_t *event_obj(PGresult *r, int i)
+{
+    json_t *o = json_pack("{s:I, s:s, s:s, s:o, s:o, s:o}", "id", (json_int_t)strtoll(PQgetvalue(r, i, 0), NULL, 10),
+                          "kind", PQgetvalue(r, i, 1), "at", PQgetvalue(r, i, 2), "group", pg_str(r, i, 3),
+                          "run_id", pg_str(r, i, 4), "gpu", pg_str(r, i, 5));
+    json_object_set_new(o, "step",
+                        PQgetisnull(r, i, 6) ? json_null() : json_integer(strtoll(PQgetvalue(r, i, 6), NULL, 10)));
+    json_object_set_new(o, "rank", PQgetisnull(r, i, 7) ? json_null() : json_integer(atoi(PQgetvalue(r, i, 7))));
+    json_object_set_new(o, "weight", PQgetisnull(r, i, 8) ? json_null() : pg_real(r, i, 8));
+    json_object_set_new(o, "score", PQgetisnull(r, i, 9) ? json_null() : pg_real(r, i, 9));
+    json_object_set_new(o, "state", pg_str(r, i, 10));
+    json_object_set_new(o, "actor", pg_str(r, i, 11));
+    json_object_set_new(o, "detail", json_string(PQgetvalue(r, i, 12)));
+    return o;
+}
+
+static enum MHD_Result node_history(http_req *req, char **args)
+{
+    const char *name = args[0];
+    long long limit, cursor;
+    if (api_page(req, 200, 1000, "before", INT64_MAX, &limit, &cursor) < 0)
+        return MHD_YES;
+    char lim[24], before[32];
+    snprintf(lim, sizeof(lim), "%lld", limit);
+    snprintf(before, sizeof(before), "%lld", cursor);
+    char err[512];
+    const char *p1[] = {name};
+    PGresult *e = sql_query("SELECT 1 FROM hw_nodes WHERE name = $1", 1, p1, err, sizeof(err));
+    if (!e)
+        return http_reply_db_down(req, err);
+    int known = PQntuples(e) > 0;
+    PQclear(e);
+    if (!known)
+        return unknown_node(req, name);
+    const char *p[] = {name, before, lim};
+    PGresult *r = sql_query("SELECT " EVENT_COLS " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key "
+                       "WHERE h.node = $1 AND h.id < $2::bigint ORDER BY h.id DESC LIMIT $3::int",
+                       3, p, err, sizeof(err));
+    if (!r)
+        return http_reply_db_down(req, err);
+    json_t *ev = json_array();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(ev, event_obj(r, i));
+    long long next = PQntuples(r) == limit ? strtoll(PQgetvalue(r, PQntuples(r) - 1, 0), NULL, 10) : -1;
+    PQclear(r);
+    json_t *o = api_list(ev, -1, limit, next);
+    json_object_set_new(o, "node", json_string(name));
+    return http_reply_json(req, 200, o);
+}
+
+static enum MHD_Result node_action(http_req *req, char **args)
+{
+    const char *name = args[0];
+    json_t *b = req->len ? json_loadb(req->body, req->len, 0, NULL) : NULL;
+    const char *action = b ? json_string_value(json_object_get(b, "action")) : NULL;
+    const char *reason = b ? json_string_value(json_object_get(b, "reason")) : NULL;
+    const char *actor = b ? json_string_value(json_object_get(b, "actor")) : NULL;
+    if (!action || (strcmp(action, "drain") && strcmp(action, "repair") && strcmp(action, "note"))) {
+        json_decref(b);
+        return http_reply_error(req, 400, "bad action",
+                                "the body is {\"action\": \"drain\" | \"repair\" | \"note\", "
+                                "\"reason\": TEXT, \"actor\": NAME}",
+                                "see docs/suspects.md");
+    }
+    char err[512], detail[700];
+    snprintf(detail, sizeof(detail), "%s%s%s", action, reason && *reason ? ": " : "", reason ? reason : "");
+    const char *state = !strcmp(action, "drain") ? "drained" : !strcmp(action, "repair") ? "repaired" : NULL;
+    const char *p[] = {name, state, actor ? actor : "admin", detail};
+    enum MHD_Result res;
+    if (sql_begin(err, sizeof(err)) < 0)
+        goto out_db;
+    PGresult *r = sql_query("SELECT state FROM hw_nodes WHERE name = $1 FOR UPDATE", 1, p, err, sizeof(err));
+    if (!r)
+        goto out_rollback;
+    int known = PQntuples(r) > 0;
+    PQclear(r);
+    if (!known) {
+        sql_rollback();
+        json_decref(b);
+        return unknown_node(req, name);
+    }
+    if (state && sql_do("UPDATE hw_nodes SET state = $2, state_since = now(), evidence_since = CASE WHEN $2 = "
+                       "'repaired' THEN now() ELSE evidence_since END, score = CASE WHEN $2 = 'repaired' THEN 0 ELSE "
+                       "score END, involvements = CASE WHEN $2 = 'repaired' THEN 0 ELSE involvements END "
+                       "WHERE name = $1",
+                       2, p, err, sizeof(err)) < 0)
+        goto out_rollback;
+    if (state && !strcmp(state, "repaired") &&
+        sql_do("UPDATE hw_gpus SET state = 'ok', score = 0 WHERE node = $1", 1, p, err, sizeof(err)) < 0)
+        goto out_rollback;
+    r = sql_query("INSERT INTO hw_history (node, kind, state, actor, detail) VALUES ($1, 'action', $2, $3, $4) "
+             "RETURNING id",
+             4, p, err, sizeof(err));
+    if (!r)
+        goto out_rollback;
+    char id[32];
+    snprintf(id, sizeof(id), "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if (sql_commit(err, sizeof(err)) < 0)
+        goto out_db;
+    if (state)
+        slurm_apply(name, !strcmp(state, "drained"), reason && *reason ? reason : "drained by an admin");
+    fleet_kick();
+    const char *pi[] = {id};
+    r = sql_query("SELECT " EVENT_COLS " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key WHERE h.id = $1", 1, pi,
+             err, sizeof(err));
+    json_t *nodes = r ? load_nodes(name, err, sizeof(err)) : NULL;
+    if (!nodes) {
+        PQclear(r);
+        goto out_db;
+    }
+    json_t *o = json_pack("{s:O, s:o}", "node", json_array_get(nodes, 0), "event", event_obj(r, 0));
+    json_decref(nodes);
+    PQclear(r);
+    json_decref(b);
+    return http_reply_json(req, 200, o);
+out_rollback:
+    sql_rollback();
+out_db:
+    json_decref(b);
+    res = http_reply_db_down(req, err);
+    return res;
+}
+
+static const route ROUTES[] = {
+    {"GET", "/api/v1/nodes", MR_READ, AUTH_READ, nodes_list},
+    {"GET", "/api/v1/nodes/{}", MR_READ, AUTH_READ, node_get},
+    {"GET", "/api/v1/nodes/{}/history", MR_READ, AUTH_READ, node_history},
+    {"POST", "/api/v1/nodes/{}/actions", MR_ADMIN, AUTH_ADMIN, node_action},
+};
+
+void api_nodes_register(void)
+{
+    route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
+}

@@ -1,0 +1,59 @@
+/* pgjson.c - PostgreSQL result cells as JSON values, the way every read endpoint spells them. */
+#include "server/api/pgjson.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+json_t *pg_str(PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? json_null() : json_string(PQgetvalue(r, row, col));
+}
+
+json_t *pg_int(PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? json_null() : json_integer(strtoll(PQgetvalue(r, row, col), NULL, 10));
+}
+
+json_t *pg_real(PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? json_null() : json_real(atof(PQgetvalue(r, row, col)));
+}
+
+json_t *pg_hex64(PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col))
+        return json_null();
+    char h[17];
+    snprintf(h, sizeof(h), "%016" PRIx64, (uint64_t)strtoll(PQgetvalue(r, row, col), NULL, 10));
+    return json_string(h);
+}
+
+json_t *pg_int_array(const char *s, int hex)
+{
+    json_t *a = json_array();
+    while (*s && *s != '}') {
+        if (*s == '{' || *s == ',') {
+            s++;
+            continue;
+        }
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s)
+            break;
+        if (hex) {
+            char h[17];
+            snprintf(h, sizeof(h), "%016" PRIx64, (uint64_t)v);
+            json_array_append_new(a, json_string(h));
+        } else {
+            json_array_append_new(a, json_integer(v));
+        }
+        s = end;
+    }
+    return a;
+}
+
+json_t *pg_hex_array(PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? json_null() : pg_int_array(PQgetvalue(r, row, col), 1);
+}

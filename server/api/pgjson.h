@@ -1,0 +1,31 @@
+/* pgjson.h - PostgreSQL result cells as JSON values, the way every read endpoint spells them. */
+#ifndef SERVER_API_PGJSON_H
+#define SERVER_API_PGJSON_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+/* TS - a timestamptz column as ISO 8601 UTC text with milliseconds, in SQL. */
+#define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+/* pg_str - the cell as a string, or null for SQL NULL. */
+json_t *pg_str(PGresult *r, int row, int col);
+
+/* pg_int - the cell as an integer, or null for SQL NULL. */
+json_t *pg_int(PGresult *r, int row, int col);
+
+/* pg_real - the cell as a number, or null for SQL NULL. */
+json_t *pg_real(PGresult *r, int row, int col);
+
+/* pg_hex64 - a bigint cell as the 16 hex digits of its two's-complement
+ * bits (fingerprints, value bits), or null. */
+json_t *pg_hex64(PGresult *r, int row, int col);
+
+/* pg_int_array - "{1,-2}" (a bigint[] as text) as a JSON array: of
+ * integers, or with `hex` of 16-digit hex strings ("fffffffffffffffe"). */
+json_t *pg_int_array(const char *text, int hex);
+
+/* pg_hex_array - an int8[] cell as pg_int_array's hex strings, or null. */
+json_t *pg_hex_array(PGresult *r, int row, int col);
+
+#endif /* SERVER_API_PGJSON_H */

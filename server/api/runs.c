@@ -1,0 +1,227 @@
+/* runs.c - the run read endpoints: the runs list, one run with its manifests and ranks, a run's records. */
+#include "server/api/runs.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/dtype.h"
+#include "server/api/list.h"
+#include "server/api/pgjson.h"
+#include "server/core/metrics.h"
+#include "server/core/state.h"
+#include "server/http/auth.h"
+#include "server/http/reply.h"
+#include "server/http/route.h"
+#include "server/store/db.h"
+#include "server/store/runs.h"
+
+#define RUN_COLS                                                                                                \
+    "run_id, job_id, step_id, coalesce(twin_group, ''), ranks, start_step, user_name, nodes, command, mode, " \
+    "status, " TS("created_at") ", " TS("ended_at") ", partition"
+
+
+/* run_json - a run object from the RUN_COLS columns at `row`. */
+static json_t *run_json(PGresult *r, int row)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "run_id", json_string(PQgetvalue(r, row, 0)));
+    json_object_set_new(o, "job_id", json_string(PQgetvalue(r, row, 1)));
+    json_object_set_new(o, "step_id", json_string(PQgetvalue(r, row, 2)));
+    json_object_set_new(o, "twin_group", *PQgetvalue(r, row, 3) ? json_string(PQgetvalue(r, row, 3)) : json_null());
+    json_object_set_new(o, "ranks", json_integer(atoi(PQgetvalue(r, row, 4))));
+    json_object_set_new(o, "start_step", json_integer(strtoll(PQgetvalue(r, row, 5), NULL, 10)));
+    json_object_set_new(o, "user", json_string(PQgetvalue(r, row, 6)));
+    json_object_set_new(o, "nodes", json_string(PQgetvalue(r, row, 7)));
+    json_object_set_new(o, "command", json_string(PQgetvalue(r, row, 8)));
+    json_object_set_new(o, "mode", json_string(PQgetvalue(r, row, 9)));
+    json_object_set_new(o, "status", json_string(PQgetvalue(r, row, 10)));
+    json_object_set_new(o, "created_at", pg_str(r, row, 11));
+    json_object_set_new(o, "ended_at", pg_str(r, row, 12));
+    json_object_set_new(o, "partition", json_string(PQgetvalue(r, row, 13)));
+    return o;
+}
+
+static enum MHD_Result read_runs(http_req *req, char **args)
+{
+    (void)args;
+    /* With read_access = admin, a job's own token may still list that job's
+     * runs (agents look their run up by job and step). */
+    const char *job = http_query(req, "job");
+    int job_ok = !g_srv.cfg.read_open && job && *job && http_token_is_job(req, job);
+    if (!job_ok && http_auth_read(req) < 0)
+        return MHD_YES;
+    long long limit, offset;
+    if (api_page(req, 50, 1000, "offset", 0, &limit, &offset) < 0)
+        return MHD_YES;
+    char lim[32], off[32], err[512];
+    snprintf(lim, sizeof(lim), "%lld", limit);
+    snprintf(off, sizeof(off), "%lld", offset);
+    const char *u = http_query(req, "user"), *j = http_query(req, "job"), *g = http_query(req, "group"),
+               *s = http_query(req, "status"), *st = http_query(req, "step");
+    const char *p[] = {u ? u : "", j ? j : "", g ? g : "", s ? s : "", lim, off, st ? st : ""};
+    PGresult *r = db_exec("runs_list", 7, p, err, sizeof(err));
+    if (!r)
+        return http_reply_db_down(req, err);
+    json_t *runs = json_array();
+    long long total = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_array_append_new(runs, run_json(r, i));
+        total = strtoll(PQgetvalue(r, i, 14), NULL, 10);
+    }
+    int n = PQntuples(r);
+    PQclear(r);
+    if (n == 0 && offset > 0)
+        total = -1; /* unknown past the end */
+    json_t *o = api_list(runs, total, limit, total >= 0 && offset + n < total ? offset + n : -1);
+    return http_reply_json(req, 200, o);
+}
+
+static enum MHD_Result unknown_run(http_req *req, const char *run_id)
+{
+    char detail[160];
+    snprintf(detail, sizeof(detail), "no run has the id \"%.64s\"", run_id);
+    return http_reply_error(req, 404, "unknown run", detail, "list runs with GET /api/v1/runs");
+}
+
+static enum MHD_Result read_run(http_req *req, char **args)
+{
+    const char *run_id = args[0];
+    if (!store_uuid_valid(run_id))
+        return unknown_run(req, run_id);
+    char err[512];
+    const char *p[] = {run_id};
+    PGresult *r = db_exec("run_one", 1, p, err, sizeof(err));
+    if (!r)
+        return http_reply_db_down(req, err);
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        return unknown_run(req, run_id);
+    }
+    json_t *o = run_json(r, 0);
+    char key[32];
+    snprintf(key, sizeof(key), "%s", PQgetvalue(r, 0, 14));
+    PQclear(r);
+    const char *k[] = {key};
+    json_t *manifests = json_array(), *ranks = json_array();
+    r = db_exec("run_manifests", 1, k, err, sizeof(err));
+    if (!r)
+        goto out_down;
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *m = json_loads(PQgetvalue(r, i, 1), 0, NULL);
+        json_array_append_new(manifests, json_pack("{s:i, s:o}", "rank", atoi(PQgetvalue(r, i, 0)), "manifest",
+                                                   m ? m : json_null()));
+    }
+    PQclear(r);
+    r = db_exec("run_ranks", 1, k, err, sizeof(err));
+    if (!r)
+        goto out_down;
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *x = json_pack("{s:i}", "rank", atoi(PQgetvalue(r, i, 0)));
+        static const char *const names[] = {"min_step", "max_step", "max_seq", "records", "exit_code"};
+        for (int c = 1; c <= 5; c++)
+            json_object_set_new(x, names[c - 1],
+                                PQgetisnull(r, i, c) ? json_null()
+                                                     : json_integer(strtoll(PQgetvalue(r, i, c), NULL, 10)));
+        json_object_set_new(x, "ended", json_boolean(!PQgetisnull(r, i, 5)));
+        json_array_append_new(ranks, x);
+    }
+    PQclear(r);
+    json_object_set_new(o, "manifests", manifests);
+    json_object_set_new(o, "rank_status", ranks);
+    return http_reply_json(req, 200, o);
+out_down:
+    json_decref(o);
+    json_decref(manifests);
+    json_decref(ranks);
+    return http_reply_db_down(req, err);
+}
+
+static enum MHD_Result read_run_records(http_req *req, char **args)
+{
+    const char *run_id = args[0];
+    run_info run;
+    srv_error e;
+    int got = store_run_lookup(run_id, &run, &e);
+    if (got < 0)
+        return http_reply_srv_error(req, 503, &e);
+    if (!got)
+        return unknown_run(req, run_id);
+    long long rank, from, to, limit, offset;
+    if (api_int_arg(req, "rank", 0, INT32_MAX, 0, &rank) < 0 ||
+        api_int_arg(req, "from", INT64_MIN, INT64_MAX, INT64_MIN, &from) < 0 ||
+        api_int_arg(req, "to", INT64_MIN, INT64_MAX, INT64_MAX, &to) < 0 ||
+        api_page(req, 1000, 100000, NULL, 0, &limit, &offset) < 0)
+        return MHD_YES;
+    const char *step = http_query(req, "step");
+    if (step && api_int_arg(req, "step", INT64_MIN, INT64_MAX, 0, &from) < 0)
+        return MHD_YES;
+    if (step)
+        to = from;
+    char key[32], rk[16], f[32], t[32], l[32], o_s[32], err[512];
+    snprintf(key, sizeof(key), "%" PRId64, run.key);
+    snprintf(rk, sizeof(rk), "%lld", rank);
+    snprintf(f, sizeof(f), "%lld", from);
+    snprintf(t, sizeof(t), "%lld", to);
+    snprintf(l, sizeof(l), "%lld", limit + 1); /* one more: is there a next page? */
+    snprintf(o_s, sizeof(o_s), "%lld", offset);
+    const char *p[] = {key, rk, f, t, l, o_s};
+    PGresult *r = db_exec("run_records", 6, p, err, sizeof(err));
+    if (!r)
+        return http_reply_db_down(req, err);
+    json_t *recs = json_array();
+    int n = PQntuples(r), more = n > limit;
+    for (int i = 0; i < n && i < limit; i++) {
+        unsigned dtype = (unsigned)atoi(PQgetvalue(r, i, 6));
+        json_t *o = json_pack("{s:i, s:I, s:I, s:s, s:i, s:s, s:s, s:i, s:I, s:I, s:o, s:o}", "rank",
+                              atoi(PQgetvalue(r, i, 0)), "seq", (json_int_t)strtoll(PQgetvalue(r, i, 1), NULL, 10),
+                              "step", (json_int_t)strtoll(PQgetvalue(r, i, 2), NULL, 10), "name",
+                              PQgetvalue(r, i, 3), "occurrence", atoi(PQgetvalue(r, i, 4)), "level",
+                              level_name((unsigned)atoi(PQgetvalue(r, i, 5))), "dtype", dtype_name(dtype), "flags",
+                              atoi(PQgetvalue(r, i, 7)), "t_ns", (json_int_t)strtoll(PQgetvalue(r, i, 8), NULL, 10),
+                              "nbytes", (json_int_t)strtoll(PQgetvalue(r, i, 9), NULL, 10), "fp",
+                              pg_hex64(r, i, 10), "shape", pg_int_array(PQgetvalue(r, i, 12), 0));
+        if (!PQgetisnull(r, i, 11)) {
+            uint64_t bits = (uint64_t)strtoll(PQgetvalue(r, i, 11), NULL, 10);
+            double d = dtype_value_to_double(dtype, bits);
+            json_object_set_new(o, "value", isfinite(d) ? json_real(d) : json_null());
+            json_object_set_new(o, "value_bits", pg_hex64(r, i, 11));
+        }
+        if (!PQgetisnull(r, i, 13))
+            json_object_set_new(o, "inputs", pg_hex_array(r, i, 13));
+        if (!PQgetisnull(r, i, 14))
+            json_object_set_new(o, "chunks", pg_hex_array(r, i, 14));
+        json_array_append_new(recs, o);
+    }
+    PQclear(r);
+    json_t *o = api_list(recs, -1, limit, more ? offset + limit : -1);
+    json_object_set_new(o, "run_id", json_string(run.run_id));
+    json_object_set_new(o, "rank", json_integer(rank));
+    return http_reply_json(req, 200, o);
+}
+
+static const route ROUTES[] = {
+    {"GET", "/api/v1/runs", MR_READ, AUTH_SELF, read_runs},
+    {"GET", "/api/v1/runs/{}", MR_READ, AUTH_READ, read_run},
+    {"GET", "/api/v1/runs/{}/records", MR_READ, AUTH_READ, read_run_records},
+};
+
+void api_runs_register(void)
+{
+    db_register("runs_list", "SELECT " RUN_COLS ", count(*) OVER () FROM runs "
+                             "WHERE ($1 = '' OR user_name = $1) AND ($2 = '' OR job_id = $2) "
+                             "AND ($3 = '' OR twin_group = $3) AND ($4 = '' OR status = $4) "
+                             "AND ($7 = '' OR step_id = $7) ORDER BY run_key DESC LIMIT $5 OFFSET $6");
+    db_register("run_one", "SELECT " RUN_COLS ", run_key FROM runs WHERE run_id = $1::uuid");
+    db_register("run_manifests", "SELECT rank, manifest::text FROM manifests WHERE run_key = $1 ORDER BY rank");
+    db_register("run_ranks",
+                "SELECT coalesce(p.rank, e.rank), p.min_step, p.max_step, p.max_seq, p.n_records, e.exit_code "
+                "FROM (SELECT * FROM rank_progress WHERE run_key = $1) p "
+                "FULL JOIN (SELECT * FROM rank_ends WHERE run_key = $1) e ON p.rank = e.rank ORDER BY 1");
+    db_register("run_records", "SELECT rank, seq, step, name, occ, level, dtype, flags, t_ns, nbytes, fp, value, "
+                               "shape::text, inputs::text, chunks::text FROM records WHERE run_key = $1 "
+                               "AND rank = $2 AND step BETWEEN $3 AND $4 ORDER BY step, seq LIMIT $5 OFFSET $6");
+    route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
+}

@@ -1,0 +1,372 @@
+/* compare.c - twin comparison as records arrive: per-step digests first, then the records of the first differing step. */
+#include "server/compare/compare.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/dtype.h"
+#include "server/compare/rule.h"
+#include "server/core/clock.h"
+#include "server/core/limits.h"
+#include "server/core/log.h"
+#include "server/core/metrics.h"
+#include "server/core/worker.h"
+#include "server/core/xalloc.h"
+#include "server/store/db.h"
+
+#define SWEEP_S 5
+#define STEPS_PER_CHECK 256 /* differing digests whose records match (an older digest version): checked per call */
+
+typedef struct pending {
+    char group[256];
+    int rank;
+    double commit_s;
+} pending;
+
+static void cmp_loop(worker *w);
+static worker thread = WORKER_INIT("comparison", cmp_loop);
+static pending *queue; /* under thread.lock */
+static size_t q_len, q_cap;
+static cmp_divergence_fn on_divergence;
+
+void cmp_on_divergence(cmp_divergence_fn fn)
+{
+    on_divergence = fn;
+}
+
+void cmp_register(void)
+{
+    db_register("cmp_runs",
+                "SELECT r.run_key, r.run_id, r.start_step, p.max_step, "
+                "(e.run_key IS NOT NULL OR r.status <> 'running') AS ended "
+                "FROM runs r LEFT JOIN rank_progress p ON p.run_key = r.run_key AND p.rank = $2 "
+                "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
+                "WHERE r.twin_group = $1 ORDER BY r.run_key");
+    db_register("cmp_checked", "SELECT checked_upto FROM group_checks WHERE twin_group = $1 AND rank = $2");
+    /* The mark is written only if no run joined the group after the runs this check compared
+     * ($4 = the newest run key seen): a joining run resets the group's checks, and a mark computed
+     * without it must not overwrite that reset, or its early steps would never be compared. */
+    db_register("cmp_mark", "INSERT INTO group_checks (twin_group, rank, checked_upto) SELECT $1, $2, $3 "
+                            "WHERE NOT EXISTS (SELECT 1 FROM runs WHERE twin_group = $1 AND run_key > $4::bigint) "
+                            "ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto");
+    db_register("cmp_steps", "SELECT step FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
+                             "AND step BETWEEN $3 AND $4 GROUP BY step HAVING count(*) < $5 "
+                             "OR min(digest) <> max(digest) OR min(n) <> max(n) ORDER BY step LIMIT 1");
+    db_register("cmp_recs", "SELECT run_key, seq, name, occ, fp, value, dtype, shape::text, nbytes FROM records "
+                            "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3 ORDER BY run_key, seq");
+    db_register("cmp_store",
+                "INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, runs, "
+                "committed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10)) "
+                "ON CONFLICT (twin_group, rank) DO UPDATE SET step = excluded.step, seq = excluded.seq, "
+                "name = excluded.name, occ = excluded.occ, kind = excluded.kind, odd_run_key = excluded.odd_run_key, "
+                "runs = excluded.runs, committed_at = excluded.committed_at, detected_at = clock_timestamp() "
+                "WHERE (excluded.step, excluded.seq) < (d.step, d.seq) OR ((excluded.step, excluded.seq) = "
+                "(d.step, d.seq) AND excluded.runs IS DISTINCT FROM d.runs) RETURNING 1");
+    db_register("cmp_backlog",
+                "SELECT x.twin_group, x.rank FROM (SELECT r.twin_group, p.rank, max(r.start_step) AS lo, "
+                "min(p.max_step) AS hi, count(*) AS n FROM rank_progress p JOIN runs r USING (run_key) "
+                "WHERE r.twin_group IS NOT NULL GROUP BY 1, 2) x LEFT JOIN group_checks g USING (twin_group, rank) "
+                "WHERE x.n >= 2 AND x.lo <= x.hi AND (g.checked_upto IS NULL OR g.checked_upto < x.hi)");
+    db_register("cmp_active",
+                "SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p JOIN runs r USING (run_key) "
+                "WHERE r.twin_group IS NOT NULL AND p.updated_at > now() - $1::interval "
+                "UNION SELECT DISTINCT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
+                "WHERE r.twin_group IS NOT NULL AND e.ended_at > now() - $1::interval");
+}
+
+void cmp_notify(const char *group, int rank, double commit_s)
+{
+    if (!group || !*group)
+        return;
+    worker_lock(&thread);
+    size_t i;
+    for (i = 0; i < q_len; i++)
+        if (queue[i].rank == rank && strcmp(queue[i].group, group) == 0)
+            break;
+    if (i < q_len) {
+        if (commit_s > 0 && (queue[i].commit_s == 0 || commit_s < queue[i].commit_s))
+            queue[i].commit_s = commit_s;
+    } else {
+        if (q_len == q_cap) {
+            q_cap = q_cap ? q_cap * 2 : 64;
+            queue = xrealloc(queue, q_cap * sizeof(*queue));
+        }
+        snprintf(queue[q_len].group, sizeof(queue[q_len].group), "%s", group);
+        queue[q_len].rank = rank;
+        queue[q_len].commit_s = commit_s;
+        q_len++;
+    }
+    worker_kick_locked(&thread);
+    worker_unlock(&thread);
+}
+
+/* run_entry - what run `run_id` holds for the divergence, as stored in divergences.runs. */
+static json_t *run_entry(const char *run_id, const cmp_rec *c)
+{
+    if (!c)
+        return json_pack("{s:s, s:b, s:n, s:n, s:n}", "run_id", run_id, "present", 0, "seq", "fp", "value");
+    const rec_record *r = &c->rec;
+    char fp[17], vb[17];
+    snprintf(fp, sizeof(fp), "%016" PRIx64, r->fp);
+    json_t *o = json_pack("{s:s, s:b, s:I, s:s, s:s, s:I}", "run_id", run_id, "present", 1, "seq", (json_int_t)r->seq,
+                          "fp", fp, "dtype", dtype_name(r->dtype), "nbytes", (json_int_t)r->nbytes);
+    if (r->flags & REC_HAS_VALUE) {
+        double d = dtype_value_to_double(r->dtype, r->value);
+        snprintf(vb, sizeof(vb), "%016" PRIx64, r->value);
+        json_object_set_new(o, "value", isfinite(d) ? json_real(d) : json_null());
+        json_object_set_new(o, "value_bits", json_string(vb));
+    } else {
+        json_object_set_new(o, "value", json_null());
+    }
+    return o;
+}
+
+/* load_step - the records of `step` on `rank` of the group's runs, as rule input pointing into `res`.
+ * Returns the count; *out is a new array (caller frees). */
+static size_t load_step(PGresult *res, int nruns, const int64_t *keys, cmp_rec **out)
+{
+    int n = PQntuples(res);
+    cmp_rec *recs = xcalloc((size_t)n + 1, sizeof(*recs));
+    for (int i = 0; i < n; i++) {
+        cmp_rec *c = &recs[i];
+        int64_t key = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+        c->run = 0;
+        while (c->run < nruns && keys[c->run] != key)
+            c->run++;
+        rec_record *r = &c->rec;
+        r->seq = strtoull(PQgetvalue(res, i, 1), NULL, 10);
+        r->name = PQgetvalue(res, i, 2);
+        r->name_len = (uint16_t)PQgetlength(res, i, 2);
+        r->occurrence = (uint32_t)strtoul(PQgetvalue(res, i, 3), NULL, 10);
+        r->fp = (uint64_t)strtoll(PQgetvalue(res, i, 4), NULL, 10);
+        if (!PQgetisnull(res, i, 5)) {
+            r->flags |= REC_HAS_VALUE;
+            r->value = (uint64_t)strtoll(PQgetvalue(res, i, 5), NULL, 10);
+        }
+        r->dtype = (uint8_t)atoi(PQgetvalue(res, i, 6));
+        r->ndim = (uint8_t)db_int_array_parse(PQgetvalue(res, i, 7), r->shape, LS_MAX_DIMS);
+        r->nbytes = strtoull(PQgetvalue(res, i, 8), NULL, 10);
+    }
+    *out = recs;
+    return (size_t)n;
+}
+
+/* find_divergence - apply the rule to the records of `step` on `rank` and store the divergence it finds.
+ * Returns 1 stored (or an earlier one kept), 0 when the records match, -1 on a database error. */
+static int find_divergence(const char *group, int rank, int64_t step, int nruns, const int64_t *keys,
+                           char ids[][40], const char *keyarr, double commit_s)
+{
+    char rk[16], st[32], err[512];
+    snprintf(rk, sizeof(rk), "%d", rank);
+    snprintf(st, sizeof(st), "%" PRId64, step);
+    const char *p[] = {keyarr, rk, st};
+    PGresult *r = db_exec("cmp_recs", 3, p, err, sizeof(err));
+    if (!r)
+        return -1;
+    cmp_rec *recs;
+    size_t n = load_step(r, nruns, keys, &recs);
+    cmp_first f;
+    cmp_rule_first(recs, n, nruns, &f);
+    int rc = 0;
+    if (!f.found)
+        goto out_free;
+
+    json_t *runs = json_array();
+    for (int k = 0; k < nruns; k++) {
+        json_t *e = run_entry(ids[k], f.by_run[k]);
+        if (f.majority >= 0)
+            json_object_set_new(e, "majority", json_boolean(f.agrees[k]));
+        json_array_append_new(runs, e);
+    }
+    const rec_record *any = NULL;
+    for (int k = 0; k < nruns && !any; k++)
+        any = f.by_run[k] ? &f.by_run[k]->rec : NULL;
+    char *runs_text = json_dumps(runs, JSON_COMPACT);
+    json_decref(runs);
+    char seq_s[32], occ_s[16], odd_s[32], commit[48], name[LS_NAME_MAX + 1];
+    snprintf(seq_s, sizeof(seq_s), "%" PRId64, f.seq);
+    snprintf(occ_s, sizeof(occ_s), "%u", any->occurrence);
+    snprintf(odd_s, sizeof(odd_s), "%" PRId64, f.odd >= 0 ? keys[f.odd] : 0);
+    snprintf(commit, sizeof(commit), "%.6f", commit_s > 0 ? commit_s : clock_wall_s());
+    snprintf(name, sizeof(name), "%.*s", (int)any->name_len, any->name);
+    const char *q[] = {group, rk, st, seq_s, name, occ_s, f.missing ? "missing" : "mismatch",
+                       f.odd >= 0 ? odd_s : NULL, runs_text, commit};
+    PGresult *s = db_exec("cmp_store", 10, q, err, sizeof(err));
+    free(runs_text);
+    if (!s) {
+        rc = -1;
+        goto out_free;
+    }
+    rc = 1;
+    if (PQntuples(s) > 0) {
+        double lat = commit_s > 0 ? clock_wall_s() - commit_s : 0;
+        metrics_divergence(lat > 0 ? lat : 0);
+        log_info("divergence in group %s rank %d at step %" PRId64 " seq %" PRId64 " (%s, %s occurrence %u)", group,
+                 rank, step, f.seq, f.missing ? "missing" : "mismatch", name, any->occurrence);
+        if (on_divergence)
+            on_divergence(group); /* evidence, suspects and the group's alert */
+    }
+    PQclear(s);
+out_free:
+    free(recs);
+    PQclear(r);
+    return rc;
+}
+
+int cmp_check(const char *group, int rank, double commit_s)
+{
+    char rk[16], err[512];
+    snprintf(rk, sizeof(rk), "%d", rank);
+    const char *p[] = {group, rk};
+    PGresult *r = db_exec("cmp_runs", 2, p, err, sizeof(err));
+    if (!r)
+        return -1;
+    int64_t keys[GROUP_MAX_RUNS], lo = INT64_MIN, hi = INT64_MAX, newest = 0;
+    char ids[GROUP_MAX_RUNS][40];
+    int nruns = 0, with_records = 0;
+    for (int i = 0; i < PQntuples(r) && nruns < GROUP_MAX_RUNS; i++) {
+        int ended = PQgetvalue(r, i, 4)[0] == 't';
+        int empty = PQgetisnull(r, i, 3);
+        if (empty && !ended) {
+            PQclear(r);
+            return 0; /* a twin has not reached this rank yet */
+        }
+        keys[nruns] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        if (keys[nruns] > newest)
+            newest = keys[nruns];
+        snprintf(ids[nruns], sizeof(ids[nruns]), "%s", PQgetvalue(r, i, 1));
+        int64_t start = strtoll(PQgetvalue(r, i, 2), NULL, 10);
+        if (start > lo)
+            lo = start;
+        if (!empty) {
+            /* an ended run without records on this rank bounds nothing: all of it is missing */
+            int64_t max_step = strtoll(PQgetvalue(r, i, 3), NULL, 10);
+            int64_t complete = ended ? max_step : max_step - 1;
+            if (complete < hi)
+                hi = complete;
+            with_records++;
+        }
+        nruns++;
+    }
+    PQclear(r);
+    if (nruns < 2 || with_records < 1 || lo > hi)
+        return 0;
+
+    r = db_exec("cmp_checked", 2, p, err, sizeof(err));
+    if (!r)
+        return -1;
+    int64_t from = lo;
+    if (PQntuples(r) == 1) {
+        int64_t done = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        if (done >= from)
+            from = done + 1;
+    }
+    PQclear(r);
+    if (from > hi)
+        return 0;
+
+    char keyarr[GROUP_MAX_RUNS * 22 + 3], from_s[32], hi_s[32], n_s[16];
+    size_t len = 0;
+    keyarr[len++] = '{';
+    for (int k = 0; k < nruns; k++)
+        len += (size_t)snprintf(keyarr + len, sizeof(keyarr) - len, "%s%" PRId64, k ? "," : "", keys[k]);
+    snprintf(keyarr + len, sizeof(keyarr) - len, "}");
+    snprintf(from_s, sizeof(from_s), "%" PRId64, from);
+    snprintf(hi_s, sizeof(hi_s), "%" PRId64, hi);
+    snprintf(n_s, sizeof(n_s), "%d", nruns);
+    /* The first step whose digests differ; when its records all match (digests written by an older
+     * digest version), the next one: a step is only ever passed once its records were compared. */
+    int rc = 0;
+    for (int tries = 0; rc == 0 && tries < STEPS_PER_CHECK; tries++) {
+        const char *q[] = {keyarr, rk, from_s, hi_s, n_s};
+        r = db_exec("cmp_steps", 5, q, err, sizeof(err));
+        if (!r)
+            return -1;
+        if (PQntuples(r) != 1) {
+            PQclear(r);
+            break;
+        }
+        int64_t step = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        PQclear(r);
+        rc = find_divergence(group, rank, step, nruns, keys, ids, keyarr, commit_s);
+        if (rc == 0 && tries == STEPS_PER_CHECK - 1) {
+            /* much to compare record by record: mark this far and come back */
+            snprintf(hi_s, sizeof(hi_s), "%" PRId64, step);
+            cmp_notify(group, rank, commit_s);
+        }
+        snprintf(from_s, sizeof(from_s), "%" PRId64, step + 1);
+    }
+    if (rc < 0)
+        return -1;
+    char newest_s[32];
+    snprintf(newest_s, sizeof(newest_s), "%" PRId64, newest);
+    const char *m[] = {group, rk, hi_s, newest_s};
+    r = db_exec("cmp_mark", 4, m, err, sizeof(err));
+    if (!r)
+        return -1;
+    PQclear(r);
+    return rc;
+}
+
+/* sweep - queue the groups with recent activity; at start (`backlog`), every
+ * group and rank whose shared steps are not all compared yet (work a killed
+ * lockstepd left undone). */
+static void sweep(int backlog)
+{
+    char err[256];
+    const char *p[] = {"15 seconds"};
+    PGresult *r = backlog ? db_exec("cmp_backlog", 0, NULL, err, sizeof(err))
+                          : db_exec("cmp_active", 1, p, err, sizeof(err));
+    if (!r)
+        return;
+    for (int i = 0; i < PQntuples(r); i++)
+        cmp_notify(PQgetvalue(r, i, 0), atoi(PQgetvalue(r, i, 1)), 0);
+    PQclear(r);
+}
+
+static void cmp_loop(worker *w)
+{
+    double next = clock_mono_s() + SWEEP_S;
+    sweep(1);
+    for (;;) {
+        worker_lock(w);
+        while (!q_len && !w->stopping && clock_mono_s() < next)
+            worker_wait_locked(w, next - clock_mono_s());
+        pending *work = queue;
+        size_t n = q_len;
+        queue = NULL;
+        q_len = q_cap = 0;
+        worker_unlock(w);
+        int failed = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (cmp_check(work[i].group, work[i].rank, work[i].commit_s) < 0 && !worker_stopping(w)) {
+                cmp_notify(work[i].group, work[i].rank, work[i].commit_s); /* try again shortly */
+                failed = 1;
+            }
+        }
+        free(work);
+        if (worker_stopping(w))
+            return;
+        if (failed)
+            usleep(200000);
+        if (clock_mono_s() >= next) {
+            sweep(0);
+            next = clock_mono_s() + SWEEP_S;
+        }
+    }
+}
+
+int cmp_start(void)
+{
+    return worker_start(&thread, 1);
+}
+
+void cmp_stop(void)
+{
+    worker_stop(&thread);
+}

@@ -1,0 +1,166 @@
+/* metrics.c - lockstepd's counters and latency histograms, served as Prometheus text at /metrics. */
+#include "server/core/metrics.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/core/xalloc.h"
+
+static const double bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+#define N_BOUNDS (sizeof(bounds) / sizeof(bounds[0]))
+
+typedef struct histogram {
+    atomic_ulong buckets[N_BOUNDS + 1];
+    atomic_ulong count;
+    atomic_ulong sum_us;
+} histogram;
+
+static const char *const route_names[MR_COUNT] = {"runs_create", "manifest", "records", "end",   "read",
+                                                 "health",      "metrics",  "static",  "admin", "other"};
+static atomic_ulong requests[MR_COUNT][6]; /* by status class 1xx..5xx, [0] unused */
+static histogram request_seconds[MR_COUNT];
+static histogram detect_seconds;
+static atomic_ulong records_total, batches_stored, batches_duplicate, divergences_total, db_errors;
+
+static void observe(histogram *h, double s)
+{
+    size_t i = 0;
+    while (i < N_BOUNDS && s > bounds[i])
+        i++;
+    atomic_fetch_add(&h->buckets[i], 1);
+    atomic_fetch_add(&h->count, 1);
+    atomic_fetch_add(&h->sum_us, (unsigned long)(s * 1e6));
+}
+
+void metrics_request(int route, int status, double seconds)
+{
+    if (route < 0 || route >= MR_COUNT)
+        route = MR_OTHER;
+    int cls = status / 100;
+    if (cls < 1 || cls > 5)
+        cls = 5;
+    atomic_fetch_add(&requests[route][cls], 1);
+    observe(&request_seconds[route], seconds);
+}
+
+void metrics_batch(uint64_t records, int duplicate)
+{
+    if (duplicate) {
+        atomic_fetch_add(&batches_duplicate, 1);
+        return;
+    }
+    atomic_fetch_add(&batches_stored, 1);
+    atomic_fetch_add(&records_total, records);
+}
+
+static atomic_ulong alert_deliveries[MA_COUNT];
+static const char *const alert_outcomes[MA_COUNT] = {"delivered", "retried", "given_up"};
+
+void metrics_alert_delivery(int outcome)
+{
+    if (outcome >= 0 && outcome < MA_COUNT)
+        atomic_fetch_add(&alert_deliveries[outcome], 1);
+}
+
+void metrics_db_error(void)
+{
+    atomic_fetch_add(&db_errors, 1);
+}
+
+unsigned long metrics_db_errors(void)
+{
+    return atomic_load(&db_errors);
+}
+
+void metrics_divergence(double seconds)
+{
+    atomic_fetch_add(&divergences_total, 1);
+    observe(&detect_seconds, seconds);
+}
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+} sbuf;
+
+__attribute__((format(printf, 2, 3))) static void put(sbuf *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && (size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = b->cap * 2 + (size_t)(n > 0 ? n : 0);
+        b->p = xrealloc(b->p, b->cap);
+    }
+}
+
+static void put_histogram(sbuf *b, const char *name, const char *labels, histogram *h)
+{
+    unsigned long cum = 0;
+    const char *sep = *labels ? "," : "";
+    for (size_t i = 0; i <= N_BOUNDS; i++) {
+        cum += atomic_load(&h->buckets[i]);
+        if (i < N_BOUNDS)
+            put(b, "%s_bucket{%s%sle=\"%g\"} %lu\n", name, labels, sep, bounds[i], cum);
+        else
+            put(b, "%s_bucket{%s%sle=\"+Inf\"} %lu\n", name, labels, sep, cum);
+    }
+    put(b, "%s_sum{%s} %.6f\n", name, labels, atomic_load(&h->sum_us) / 1e6);
+    put(b, "%s_count{%s} %lu\n", name, labels, atomic_load(&h->count));
+}
+
+char *metrics_render(void)
+{
+    sbuf b = {xmalloc(8192), 0, 8192};
+    put(&b, "# HELP lockstepd_http_requests_total HTTP requests by route and status class.\n"
+            "# TYPE lockstepd_http_requests_total counter\n");
+    for (int r = 0; r < MR_COUNT; r++)
+        for (int c = 1; c <= 5; c++) {
+            unsigned long v = atomic_load(&requests[r][c]);
+            if (v)
+                put(&b, "lockstepd_http_requests_total{route=\"%s\",code=\"%dxx\"} %lu\n", route_names[r], c, v);
+        }
+    put(&b, "# HELP lockstepd_http_request_seconds Time from a request's arrival to its response.\n"
+            "# TYPE lockstepd_http_request_seconds histogram\n");
+    for (int r = 0; r < MR_COUNT; r++) {
+        if (!atomic_load(&request_seconds[r].count))
+            continue;
+        char labels[64];
+        snprintf(labels, sizeof(labels), "route=\"%s\"", route_names[r]);
+        put_histogram(&b, "lockstepd_http_request_seconds", labels, &request_seconds[r]);
+    }
+    put(&b,
+        "# HELP lockstepd_records_ingested_total Records stored.\n"
+        "# TYPE lockstepd_records_ingested_total counter\n"
+        "lockstepd_records_ingested_total %lu\n"
+        "# HELP lockstepd_batches_total Batches acknowledged, stored or replayed.\n"
+        "# TYPE lockstepd_batches_total counter\n"
+        "lockstepd_batches_total{result=\"stored\"} %lu\n"
+        "lockstepd_batches_total{result=\"duplicate\"} %lu\n"
+        "# HELP lockstepd_divergences_total Divergences stored (first per group and rank, or an earlier one).\n"
+        "# TYPE lockstepd_divergences_total counter\n"
+        "lockstepd_divergences_total %lu\n"
+        "# HELP lockstepd_db_errors_total Failed database calls and connection attempts.\n"
+        "# TYPE lockstepd_db_errors_total counter\n"
+        "lockstepd_db_errors_total %lu\n"
+        "# HELP lockstepd_detection_seconds From the commit of the batch that shows a divergence to its storage.\n"
+        "# TYPE lockstepd_detection_seconds histogram\n",
+        atomic_load(&records_total), atomic_load(&batches_stored), atomic_load(&batches_duplicate),
+        atomic_load(&divergences_total), atomic_load(&db_errors));
+    put_histogram(&b, "lockstepd_detection_seconds", "", &detect_seconds);
+    put(&b, "# HELP lockstepd_alert_deliveries_total Attempts to deliver an alert to a sink, by outcome (given_up: "
+            "still failing alert_give_up_s after the alert was raised, no more attempts).\n"
+            "# TYPE lockstepd_alert_deliveries_total counter\n");
+    for (int o = 0; o < MA_COUNT; o++)
+        put(&b, "lockstepd_alert_deliveries_total{outcome=\"%s\"} %lu\n", alert_outcomes[o],
+            atomic_load(&alert_deliveries[o]));
+    return b.p;
+}

@@ -1,0 +1,47 @@
+/* metrics.h - lockstepd's counters and latency histograms, served as Prometheus text at /metrics. */
+#ifndef SERVER_CORE_METRICS_H
+#define SERVER_CORE_METRICS_H
+
+#include <stdint.h>
+
+enum metric_route {
+    MR_RUNS_CREATE,
+    MR_MANIFEST,
+    MR_RECORDS,
+    MR_END,
+    MR_READ,
+    MR_HEALTH,
+    MR_METRICS,
+    MR_STATIC,
+    MR_ADMIN,
+    MR_OTHER,
+    MR_COUNT
+};
+
+/* metrics_request - count one finished request on `route` with HTTP
+ * `status`, which took `seconds`. Thread-safe, lock-free. */
+void metrics_request(int route, int status, double seconds);
+
+/* metrics_batch - count one ingested batch of `records` records
+ * (`duplicate`: acknowledged, not stored again). */
+void metrics_batch(uint64_t records, int duplicate);
+
+/* metrics_divergence - count one stored divergence found `seconds` after
+ * the commit of the batch that showed it. */
+void metrics_divergence(double seconds);
+
+/* metrics_alert_delivery - count one attempt to deliver an alert to a sink, by its outcome. */
+enum metric_alert { MA_DELIVERED, MA_RETRIED, MA_GIVEN_UP, MA_COUNT };
+void metrics_alert_delivery(int outcome);
+
+/* metrics_db_error - count one failed database call or connection attempt. */
+void metrics_db_error(void);
+
+/* metrics_db_errors - how many database errors lockstepd has seen. */
+unsigned long metrics_db_errors(void);
+
+/* metrics_render - the Prometheus text exposition of every metric, as a new
+ * malloc'd string (caller frees). */
+char *metrics_render(void);
+
+#endif /* SERVER_CORE_METRICS_H */

@@ -1,0 +1,19 @@
+/* divergence_alert.h - the alert a twin group's first divergence raises: its summary, text, details and recipients. */
+#ifndef SERVER_FLEET_DIVERGENCE_ALERT_H
+#define SERVER_FLEET_DIVERGENCE_ALERT_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "server/fleet/group.h"
+
+/* divergence_alert_enqueue - enqueue group `g`'s first-divergence alert
+ * (once per group: a second call is a no-op) inside the evaluator's open
+ * transaction. `divs` holds the group's divergences (rank, step, seq, name,
+ * occurrence, kind, runs) with the first in row 0, `entries` that first
+ * divergence's per-run entries (borrowed), `v` its classification. Returns 0,
+ * or -1 with the database's message in `err`. */
+int divergence_alert_enqueue(const grp *g, PGresult *divs, json_t *entries, const verdict *v, char *err, size_t cap);
+
+#endif /* SERVER_FLEET_DIVERGENCE_ALERT_H */

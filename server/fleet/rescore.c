@@ -1,0 +1,271 @@
+/* rescore.c - the fleet pass: involvements and exposures per node and GPU, scores, state changes, their history and alerts. */
+#include "server/fleet/rescore.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/core/log.h"
+#include "server/core/state.h"
+#include "server/core/xalloc.h"
+#include "server/fleet/alerts.h"
+#include "server/fleet/evidence.h"
+#include "server/fleet/score.h"
+#include "server/fleet/slurm_action.h"
+#include "server/store/sql.h"
+
+#define MAX_TURNED 64
+
+/* One scored entity (node or GPU). */
+typedef struct ent {
+    const char *id, *node, *state;
+    double old_score, expo, strong, k;
+    score_result res;
+} ent;
+
+static int find_ent(ent *e, int n, const char *id)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(e[i].id, id))
+            return i;
+    return -1;
+}
+
+/* load - entities (`list`: id, node, state, score) with their exposures
+ * (`expo`: id, count) and involvement rows (`inv`: group, id, weight) into a
+ * new array; weak rows become blame shares. */
+static ent *load(PGresult *list, PGresult *expo, PGresult *inv, int *nout)
+{
+    int n = PQntuples(list);
+    ent *e = xcalloc((size_t)n + 1, sizeof(ent));
+    for (int i = 0; i < n; i++)
+        e[i] = (ent){PQgetvalue(list, i, 0),
+                     PQgetvalue(list, i, 1),
+                     PQgetvalue(list, i, 2),
+                     atof(PQgetvalue(list, i, 3)),
+                     0,
+                     0,
+                     0,
+                     {0}};
+    for (int i = 0; i < PQntuples(expo); i++) {
+        int j = find_ent(e, n, PQgetvalue(expo, i, 0));
+        if (j >= 0)
+            e[j].expo = atof(PQgetvalue(expo, i, 1));
+    }
+    int ni = PQntuples(inv), nw = 0;
+    ev_weak *w = xcalloc((size_t)ni + 1, sizeof(ev_weak));
+    for (int i = 0; i < ni;) {
+        const char *grp = PQgetvalue(inv, i, 0);
+        ev_weak *cur = &w[nw];
+        for (; i < ni && !strcmp(PQgetvalue(inv, i, 0), grp); i++) {
+            int j = find_ent(e, n, PQgetvalue(inv, i, 1));
+            double wt = atof(PQgetvalue(inv, i, 2));
+            if (j < 0)
+                continue;
+            if (wt >= 1.0) {
+                e[j].strong += 1.0;
+                continue;
+            }
+            int dup = 0;
+            for (int c = 0; c < cur->ncand; c++)
+                dup |= cur->cand[c] == j;
+            if (!dup && cur->ncand < 8) {
+                cur->cand[cur->ncand++] = j;
+                cur->mass += wt;
+            }
+        }
+        if (cur->ncand)
+            nw++;
+    }
+    double *strong = xcalloc((size_t)n + 1, sizeof(double)), *ex = xcalloc((size_t)n + 1, sizeof(double)),
+           *k = xcalloc((size_t)n + 1, sizeof(double));
+    for (int i = 0; i < n; i++) {
+        strong[i] = e[i].strong;
+        ex[i] = e[i].expo;
+    }
+    ev_share_blame(w, nw, strong, ex, n, k);
+    double fk = 0, fn = 0;
+    for (int i = 0; i < n; i++) {
+        e[i].k = k[i];
+        fk += k[i];
+        fn += e[i].expo;
+    }
+    const score_params params = {g_srv.cfg.suspect_threshold, g_srv.cfg.suspect_min_evidence, g_srv.cfg.suspect_ratio,
+                                 g_srv.cfg.suspect_prior};
+    for (int i = 0; i < n; i++)
+        score_compute(&params, e[i].k, e[i].expo, fk, fn, &e[i].res);
+    free(strong);
+    free(ex);
+    free(k);
+    free(w);
+    *nout = n;
+    return e;
+}
+
+static int history(const char *node, const char *gpu, const char *kind, double score, const char *state,
+                   const char *detail, char *id_out, size_t idcap, char *err, size_t cap)
+{
+    char sc[32];
+    snprintf(sc, sizeof(sc), "%.6f", score);
+    const char *p[] = {node, gpu, kind, sc, state, detail};
+    PGresult *r = sql_query("INSERT INTO hw_history (node, gpu, kind, score, state, detail) VALUES ($1, $2, $3, $4, $5, $6) "
+                       "RETURNING id",
+                       6, p, err, cap);
+    if (!r)
+        return -1;
+    if (id_out)
+        snprintf(id_out, idcap, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return 0;
+}
+
+/* next_state - the one automatic transition: ok/repaired -> suspect when
+ * the score says so. A suspect stays one until an admin drains or repairs
+ * it (a score that dips while evidence arrives must not flap the state,
+ * the alerts and the Slurm drain). */
+static const char *next_state(const ent *e)
+{
+    if ((!strcmp(e->state, "ok") || !strcmp(e->state, "repaired")) && e->res.suspect)
+        return "suspect";
+    return e->state;
+}
+
+static int suspect_alert(const ent *e, const char *hist_id, char *err, size_t cap)
+{
+    char key[300], summary[400], body[2048], frag[300];
+    snprintf(key, sizeof(key), "suspect:%s:%s", e->id, hist_id);
+    snprintf(summary, sizeof(summary), "node %s is a hardware suspect (score %.3f)", e->id, e->res.score);
+    snprintf(frag, sizeof(frag), "/nodes/%s", e->id);
+    char *url = alert_url(frag);
+    snprintf(body, sizeof(body),
+             "Node %s turned suspect: its runs were blamed for %.2f divergences in %.0f twin-compared runs "
+             "(rate %.3f) against a fleet baseline of %.3f; score %.3f >= %.2f (P(rate > %.1f x baseline)).\n%s"
+             "Dashboard: %s\n",
+             e->id, e->k, e->expo, e->res.rate, e->res.baseline, e->res.score, g_srv.cfg.suspect_threshold, g_srv.cfg.suspect_ratio,
+             g_srv.cfg.slurm_drain ? "lockstepd drains it in Slurm (slurm_action = drain).\n" : "", url);
+    json_t *d = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "node", e->id, "score", e->res.score, "involvements", e->k,
+                          "runs", e->expo, "rate", e->res.rate, "baseline", e->res.baseline);
+    const char *admin[] = {g_srv.cfg.mail_admin};
+    alert_spec a = {.dedup_key = key,
+                    .kind = "suspect",
+                    .node = e->id,
+                    .severity = "critical",
+                    .summary = summary,
+                    .body = body,
+                    .url = url,
+                    .details = d,
+                    .recipients = admin,
+                    .nrecipients = g_srv.cfg.mail_admin[0] ? 1 : 0};
+    long long id = alert_enqueue(&a, err, cap);
+    json_decref(d);
+    free(url);
+    return id < 0 ? -1 : 0;
+}
+
+/* apply - write scores and state changes of one kind of entity. `gpus`:
+ * GPU rows (state changes only in history, no alerts or Slurm). */
+static int apply(ent *e, int n, int gpus, char turned[][256], int *nturned, char *err, size_t cap)
+{
+    for (int i = 0; i < n; i++) {
+        char sc[32], k[32], ex[32], base[32], detail[512];
+        snprintf(sc, sizeof(sc), "%.6f", e[i].res.score);
+        snprintf(k, sizeof(k), "%.6f", e[i].k);
+        snprintf(ex, sizeof(ex), "%.0f", e[i].expo);
+        snprintf(base, sizeof(base), "%.6f", e[i].res.baseline);
+        const char *st = next_state(&e[i]);
+        const char *p[] = {e[i].id, sc, k, ex, base, st};
+        if (sql_do(gpus ? "UPDATE hw_gpus SET score = $2, involvements = $3, exposures = $4, state = $6 WHERE uuid = $1 "
+                         "AND $5::float8 >= 0"
+                       : "UPDATE hw_nodes SET score = $2, involvements = $3, exposures = $4, baseline = $5, "
+                         "state_since = CASE WHEN state = $6 THEN state_since ELSE now() END, state = $6 "
+                         "WHERE name = $1",
+                  6, p, err, cap) < 0)
+            return -1;
+        const char *gpu = gpus ? e[i].id : NULL;
+        if (e[i].res.score - e[i].old_score >= 0.01 || e[i].old_score - e[i].res.score >= 0.01) {
+            snprintf(detail, sizeof(detail), "involvements %.2f of %.0f runs (rate %.3f); fleet baseline %.3f", e[i].k,
+                     e[i].expo, e[i].res.rate, e[i].res.baseline);
+            if (history(e[i].node, gpu, "score", e[i].res.score, NULL, detail, NULL, 0, err, cap) < 0)
+                return -1;
+        }
+        if (strcmp(st, e[i].state)) {
+            char hid[32];
+            snprintf(detail, sizeof(detail), "%s -> %s: score %.3f %s %.2f, involvements %.2f (minimum %.2f)",
+                     e[i].state, st, e[i].res.score, e[i].res.suspect ? ">=" : "<", g_srv.cfg.suspect_threshold, e[i].k,
+                     g_srv.cfg.suspect_min_evidence);
+            if (history(e[i].node, gpu, "state", e[i].res.score, st, detail, hid, sizeof(hid), err, cap) < 0)
+                return -1;
+            log_info("suspects: %s %s: %s", gpus ? "GPU" : "node", e[i].id, detail);
+            if (!gpus && !strcmp(st, "suspect")) {
+                if (suspect_alert(&e[i], hid, err, cap) < 0)
+                    return -1;
+                if (*nturned < MAX_TURNED)
+                    snprintf(turned[(*nturned)++], 256, "%s", e[i].id);
+            }
+        }
+    }
+    return 0;
+}
+
+int rescore_fleet(void)
+{
+    char err[512];
+    if (sql_begin(err, sizeof(err)) < 0)
+        goto out_log;
+    PGresult *r[6] = {0};
+    r[0] = sql_query("SELECT name, name, state, score FROM hw_nodes ORDER BY name", 0, NULL, err, sizeof(err));
+    r[1] = r[0] ? sql_query("SELECT e.node, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
+                       "ON n.name = e.node WHERE e.at >= n.evidence_since GROUP BY e.node",
+                       0, NULL, err, sizeof(err))
+                : NULL;
+    r[2] = r[1]
+               ? sql_query("SELECT e.twin_group, e.node, max(e.weight) FROM hw_exposures e JOIN hw_nodes n ON n.name = "
+                      "e.node WHERE e.weight > 0 AND e.at >= n.evidence_since GROUP BY e.twin_group, e.run_key, e.node "
+                      "ORDER BY e.twin_group",
+                      0, NULL, err, sizeof(err))
+               : NULL;
+    r[3] = r[2] ? sql_query("SELECT uuid, node, state, score FROM hw_gpus ORDER BY uuid", 0, NULL, err, sizeof(err)) : NULL;
+    r[4] = r[3] ? sql_query("SELECT e.gpu, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
+                       "ON n.name = e.node WHERE e.gpu <> '' AND e.at >= n.evidence_since GROUP BY e.gpu",
+                       0, NULL, err, sizeof(err))
+                : NULL;
+    r[5] = r[4] ? sql_query("SELECT e.twin_group, e.gpu, max(e.weight) FROM hw_exposures e JOIN hw_nodes n ON n.name = "
+                       "e.node WHERE e.weight > 0 AND e.gpu <> '' AND e.at >= n.evidence_since "
+                       "GROUP BY e.twin_group, e.run_key, e.gpu ORDER BY e.twin_group",
+                       0, NULL, err, sizeof(err))
+                : NULL;
+    int rc = -1, nn = 0, ng = 0, nturned = 0;
+    char turned[MAX_TURNED][256];
+    ent *nodes = NULL, *gpus = NULL;
+    if (!r[5])
+        goto out_rollback;
+    nodes = load(r[0], r[1], r[2], &nn);
+    gpus = load(r[3], r[4], r[5], &ng);
+    if (apply(nodes, nn, 0, turned, &nturned, err, sizeof(err)) < 0 ||
+        apply(gpus, ng, 1, turned, &nturned, err, sizeof(err)) < 0)
+        goto out_rollback;
+    if (sql_commit(err, sizeof(err)) < 0)
+        goto out_free;
+    rc = nturned;
+    goto out_free;
+out_rollback:
+    sql_rollback();
+out_free:
+    free(nodes);
+    free(gpus);
+    for (int i = 0; i < 6; i++)
+        PQclear(r[i]);
+    if (rc < 0)
+        goto out_log;
+    if (nturned)
+        alert_notify();
+    for (int i = 0; i < nturned; i++) {
+        char reason[300];
+        snprintf(reason, sizeof(reason), "hardware suspect (twin divergences), see lockstep node history");
+        slurm_apply(turned[i], 1, reason);
+    }
+    return rc;
+out_log:
+    log_warn("suspects: cannot rescore the fleet: %s (hint: retried on the next pass)", err);
+    return -1;
+}

@@ -1,0 +1,276 @@
+/* sinks.c - alert formats and delivery: generic JSON webhook, Slack incoming webhook, Alertmanager v2, mail through a sendmail-compatible program. */
+#include "server/fleet/sinks.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/core/state.h"
+#include "server/core/xalloc.h"
+
+char *sink_slack_escape(const char *s)
+{
+    size_t n = 0;
+    for (const char *p = s; *p; p++)
+        n += *p == '&' ? 5 : (*p == '<' || *p == '>') ? 4 : 1;
+    char *o = xmalloc(n + 1), *q = o;
+    for (const char *p = s; *p; p++) {
+        const char *rep = *p == '&' ? "&amp;" : *p == '<' ? "&lt;" : *p == '>' ? "&gt;" : NULL;
+        if (rep) {
+            memcpy(q, rep, strlen(rep));
+            q += strlen(rep);
+        } else {
+            *q++ = *p;
+        }
+    }
+    *q = 0;
+    return o;
+}
+
+static json_t *slack_payload(const alert_msg *a)
+{
+    char *sum = sink_slack_escape(a->summary), *body = sink_slack_escape(a->body);
+    char *url = sink_slack_escape(a->url);
+    if (strlen(body) > 2900)
+        strcpy(body + 2890, "\n…");
+    char head[1200], link[1200];
+    snprintf(head, sizeof(head), ":rotating_light: *lockstep: %s*", sum);
+    snprintf(link, sizeof(link), "<%s|Open in the Lockstep dashboard>", url);
+    char fallback[2000];
+    snprintf(fallback, sizeof(fallback), "lockstep: %s — %s", a->summary, a->url);
+    json_t *o =
+        json_pack("{s:s, s:[{s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s}}, {s:s, s:[{s:s, s:s}]}]}", "text", fallback,
+                  "blocks", "type", "section", "text", "type", "mrkdwn", "text", head, "type", "section", "text",
+                  "type", "mrkdwn", "text", body, "type", "context", "elements", "type", "mrkdwn", "text", link);
+    free(sum);
+    free(body);
+    free(url);
+    return o;
+}
+
+json_t *sink_payload(const char *sink, const alert_msg *a)
+{
+    if (!strcmp(sink, "webhook"))
+        return json_pack("{s:I, s:s, s:s, s:s?, s:s?, s:s, s:s, s:s, s:s, s:O}", "id", (json_int_t)a->id, "kind",
+                         a->kind, "created_at", a->created_at, "group", a->group, "node", a->node, "severity",
+                         a->severity, "summary", a->summary, "text", a->body, "url", a->url, "details",
+                         a->details ? a->details : json_null());
+    if (!strcmp(sink, "slack"))
+        return slack_payload(a);
+    if (!strcmp(sink, "alertmanager")) {
+        char id[32];
+        snprintf(id, sizeof(id), "%lld", a->id);
+        json_t *labels = json_pack("{s:s, s:s, s:s, s:s}", "alertname",
+                                   !strcmp(a->kind, "suspect") ? "LockstepHardwareSuspect" : "LockstepTwinDivergence",
+                                   "severity", a->severity, "service", "lockstep", "lockstep_alert_id", id);
+        if (a->group)
+            json_object_set_new(labels, "twin_group", json_string(a->group));
+        if (a->node)
+            json_object_set_new(labels, "node", json_string(a->node));
+        return json_pack("[{s:o, s:{s:s, s:s}, s:s, s:s}]", "labels", labels, "annotations", "summary", a->summary,
+                         "description", a->body, "generatorURL", a->url, "startsAt", a->created_at);
+    }
+    return NULL;
+}
+
+/* valid_user - a recipient we put in a header: letters, digits, . _ - (and one @). */
+static int valid_addr(const char *s, size_t n)
+{
+    int at = 0;
+    if (!n || n > 200)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '@')
+            at++;
+        else if (!isalnum((unsigned char)s[i]) && !strchr("._-+", s[i]))
+            return 0;
+    }
+    return at <= 1;
+}
+
+char *sink_mail_text(const alert_msg *a)
+{
+    char to[4096] = "";
+    size_t tl = 0;
+    for (const char *p = a->recipients ? a->recipients : ""; *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (valid_addr(p, l) && tl + l + 300 < sizeof(to)) {
+            int has_at = memchr(p, '@', l) != NULL;
+            if (has_at || g_srv.cfg.mail_domain[0])
+                tl += (size_t)snprintf(to + tl, sizeof(to) - tl, "%s%.*s%s%s", tl ? ", " : "", (int)l, p,
+                                       has_at ? "" : "@", has_at ? "" : g_srv.cfg.mail_domain);
+        }
+        p += l + (e ? 1 : 0);
+    }
+    if (!tl)
+        return NULL;
+    char from[300], subject[400];
+    if (g_srv.cfg.mail_from[0])
+        snprintf(from, sizeof(from), "%s", g_srv.cfg.mail_from);
+    else
+        snprintf(from, sizeof(from), "lockstep@%s", g_srv.cfg.mail_domain[0] ? g_srv.cfg.mail_domain : "localhost");
+    snprintf(subject, sizeof(subject), "[lockstep] %s", a->summary);
+    for (char *c = subject; *c; c++)
+        if (*c == '\r' || *c == '\n')
+            *c = ' ';
+    for (char *c = from; *c; c++)
+        if (*c == '\r' || *c == '\n')
+            *c = ' ';
+    size_t n = strlen(to) + strlen(from) + strlen(subject) + strlen(a->body) + strlen(a->url) + 512;
+    char *m = xmalloc(n);
+    snprintf(m, n,
+             "To: %s\nFrom: %s\nSubject: %s\nContent-Type: text/plain; charset=utf-8\nAuto-Submitted: auto-generated\n"
+             "X-Lockstep-Alert: %lld\n\n%s\n-- \nlockstepd, %s\n",
+             to, from, subject, a->id, a->body, a->url);
+    return m;
+}
+
+static size_t drop(void *p, size_t s, size_t n, void *u)
+{
+    (void)p;
+    (void)u;
+    return s * n;
+}
+
+static int http_post(const char *url, const char *body, char *err, size_t cap)
+{
+    CURL *c = curl_easy_init();
+    if (!c) {
+        snprintf(err, cap, "curl_easy_init failed");
+        return -1;
+    }
+    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    h = curl_slist_append(h, "User-Agent: lockstepd");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)g_srv.cfg.alert_timeout_s);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, drop);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    CURLcode rc = curl_easy_perform(c);
+    long code = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    if (rc != CURLE_OK) {
+        snprintf(err, cap, "POST %s: %s", url, curl_easy_strerror(rc));
+        return -1;
+    }
+    if (code < 200 || code > 299) {
+        snprintf(err, cap, "POST %s: HTTP %ld", url, code);
+        return -1;
+    }
+    return 0;
+}
+
+/* run_mail - feed `msg` to `mail_program -t -i` (no shell), 30 s at most. */
+static int run_mail(const char *msg, char *err, size_t cap)
+{
+    int fd[2];
+    if (pipe2(fd, O_CLOEXEC) < 0) {
+        snprintf(err, cap, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        snprintf(err, cap, "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fd[0], 0);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execl(g_srv.cfg.mail_program, g_srv.cfg.mail_program, "-t", "-i", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[0]);
+    size_t len = strlen(msg), off = 0;
+    while (off < len) {
+        ssize_t w = write(fd[1], msg + off, len - off);
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    close(fd[1]);
+    int st = 0;
+    for (int i = 0; i < 300; i++) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            goto done;
+        struct timespec ts = {0, 100000000L};
+        nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    snprintf(err, cap, "%s took more than 30 s", g_srv.cfg.mail_program);
+    return -1;
+done:
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    snprintf(err, cap, "%s exited with %d", g_srv.cfg.mail_program, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    return -1;
+}
+
+int sink_deliver(const char *sink, const alert_msg *a, char *err, size_t cap)
+{
+    if (!strcmp(sink, "mail")) {
+        if (!g_srv.cfg.mail_program[0]) {
+            snprintf(err, cap, "mail_program is not configured");
+            return -1;
+        }
+        char *m = sink_mail_text(a);
+        if (!m) {
+            snprintf(err, cap, "no valid recipient (users %s, mail_domain %s)", a->recipients ? a->recipients : "",
+                     g_srv.cfg.mail_domain);
+            return -1;
+        }
+        int rc = run_mail(m, err, cap);
+        free(m);
+        return rc;
+    }
+    const char *base = !strcmp(sink, "webhook")        ? g_srv.cfg.webhook_url
+                       : !strcmp(sink, "slack")        ? g_srv.cfg.slack_url
+                       : !strcmp(sink, "alertmanager") ? g_srv.cfg.alertmanager_url
+                                                       : NULL;
+    if (!base || !*base) {
+        snprintf(err, cap, "sink %s is not configured", sink);
+        return -1;
+    }
+    char url[1200];
+    if (!strcmp(sink, "alertmanager")) {
+        size_t l = strlen(base);
+        while (l && base[l - 1] == '/')
+            l--;
+        snprintf(url, sizeof(url), "%.*s/api/v2/alerts", (int)l, base);
+    } else {
+        snprintf(url, sizeof(url), "%s", base);
+    }
+    json_t *p = sink_payload(sink, a);
+    char *body = p ? json_dumps(p, JSON_COMPACT) : NULL;
+    json_decref(p);
+    if (!body) {
+        snprintf(err, cap, "cannot build the %s payload", sink);
+        return -1;
+    }
+    int rc = http_post(url, body, err, cap);
+    free(body);
+    return rc;
+}

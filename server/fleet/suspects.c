@@ -1,0 +1,487 @@
+/* suspects.c - evidence from twin divergences: the hardware that ran each diverging rank, hardware vs software, the suspects thread. */
+#include "server/fleet/suspects.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/core/log.h"
+#include "server/core/state.h"
+#include "server/core/xalloc.h"
+#include "server/fleet/divergence_alert.h"
+#include "server/fleet/evidence.h"
+#include "server/fleet/group.h"
+#include "server/fleet/rescore.h"
+#include "server/store/sql.h"
+
+#define MAX_ORIGIN 16
+
+/* single_node - `nodes` when it names one node (no list or range), else NULL. */
+static const char *single_node(const char *nodes)
+{
+    return nodes && *nodes && !strpbrk(nodes, "[],") ? nodes : NULL;
+}
+
+/* content_key - what run `run_id` holds for the divergence (entries of its
+ * runs array): fp and value bits, or "missing". */
+static void content_key(json_t *entries, const char *run_id, char *out, size_t cap)
+{
+    size_t i;
+    json_t *e;
+    snprintf(out, cap, "unknown");
+    json_array_foreach(entries, i, e)
+    {
+        if (strcmp(json_string_value(json_object_get(e, "run_id")) ?: "", run_id))
+            continue;
+        if (!json_is_true(json_object_get(e, "present")))
+            snprintf(out, cap, "missing");
+        else
+            snprintf(out, cap, "%s/%s", json_string_value(json_object_get(e, "fp")) ?: "",
+                     json_string_value(json_object_get(e, "value_bits")) ?: "-");
+        return;
+    }
+}
+
+static int is_minority(json_t *entries, const char *run_id)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e) if (!strcmp(json_string_value(json_object_get(e, "run_id")) ?: "",
+                                                  run_id)) return json_is_false(json_object_get(e, "majority"));
+    return 0;
+}
+
+static int has_majority(json_t *entries)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e) if (json_object_get(e, "majority")) return 1;
+    return 0;
+}
+
+static void add_implicated(verdict *v, const char *node)
+{
+    if (!node || !*node)
+        return;
+    size_t l = strlen(node), n = strlen(v->implicated);
+    for (const char *p = v->implicated; *p;) {
+        const char *e = strchr(p, ',');
+        size_t pl = e ? (size_t)(e - p) : strlen(p);
+        if (pl == l && !strncmp(p, node, l))
+            return;
+        p += pl + (e ? 1 : 0);
+    }
+    if (n + l + 2 < sizeof(v->implicated))
+        snprintf(v->implicated + n, sizeof(v->implicated) - n, "%s%s", n ? "," : "", node);
+}
+
+/* classify - the rules of docs/suspects.md, in order: same hardware,
+ * manifest difference, no hardware named, output differs while the inputs
+ * matched, spread over unrelated nodes; else hardware with strong (minority
+ * of 3+) or weak (pair) weights set on the runs. */
+static int classify(grp *g, json_t **entries, const int *origin, int norigin, const char *name, const char *step,
+                    const char *occ, verdict *v, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
+{
+    char ka[128], kb[128];
+    /* Which runs diverged on the origin ranks, and whether a majority names them. */
+    int strong = g->nruns >= 3;
+    for (int o = 0; o < norigin; o++)
+        if (!has_majority(entries[o]))
+            strong = 0;
+    for (int o = 0; o < norigin; o++) {
+        for (int a = 0; a < g->nruns; a++) {
+            const hw_slot *sa = group_slot(g, a, origin[o]);
+            int implicated = strong ? is_minority(entries[o], g->runs[a].id) : 1;
+            if (implicated)
+                add_implicated(v, sa->node);
+            content_key(entries[o], g->runs[a].id, ka, sizeof(ka));
+            for (int b = a + 1; b < g->nruns; b++) {
+                const hw_slot *sb = group_slot(g, b, origin[o]);
+                content_key(entries[o], g->runs[b].id, kb, sizeof(kb));
+                if (!strcmp(ka, kb))
+                    continue;
+                if (sa->node && sb->node && !strcmp(sa->node, sb->node) &&
+                    (!*sa->gpu || !*sb->gpu || !strcmp(sa->gpu, sb->gpu))) {
+                    v->cls = "software";
+                    v->code = "same_hardware";
+                    snprintf(v->reason, sizeof(v->reason),
+                             "twins ran rank %d on the same hardware (%s%s%s) and still diverged", origin[o], sa->node,
+                             *sa->gpu ? " " : "", sa->gpu);
+                    return 0;
+                }
+                json_t *ma = sa->manifest ? json_loads(sa->manifest, 0, NULL) : NULL;
+                json_t *mb = sb->manifest ? json_loads(sb->manifest, 0, NULL) : NULL;
+                char why[400];
+                int d = ma && mb && ev_det_diff(ma, mb, why, sizeof(why));
+                json_decref(ma);
+                json_decref(mb);
+                if (d) {
+                    v->cls = "software";
+                    v->code = "manifest";
+                    snprintf(v->reason, sizeof(v->reason), "the twins' manifests differ on rank %d: %s", origin[o],
+                             why);
+                    return 0;
+                }
+            }
+        }
+    }
+    if (!v->implicated[0]) {
+        v->cls = "software";
+        v->code = "no_hardware";
+        snprintf(v->reason, sizeof(v->reason), "no manifest names the hardware of rank %d", origin[0]);
+        return 0;
+    }
+    /* Output differs while the inputs matched: every run's origin record carries
+     * input fingerprints and they agree on every origin rank - the operation
+     * itself is not deterministic (e.g. a reduction in arrival order). */
+    int inputs_matched = 1;
+    for (int o = 0; o < norigin && inputs_matched; o++) {
+        char keys[GROUP_MAX_RUNS * 22 + 3], rk[16];
+        size_t kl = (size_t)snprintf(keys, sizeof(keys), "{");
+        for (int a = 0; a < g->nruns; a++)
+            kl += (size_t)snprintf(keys + kl, sizeof(keys) - kl, "%s%s", a ? "," : "", g->runs[a].key);
+        snprintf(keys + kl, sizeof(keys) - kl, "}");
+        snprintf(rk, sizeof(rk), "%d", origin[o]);
+        const char *pi[] = {keys, rk, step, name, occ};
+        PGresult *ri = sql_query("SELECT count(*), count(DISTINCT inputs), bool_and(cardinality(inputs) > 0) FROM records "
+                            "WHERE run_key = ANY($1::bigint[]) AND rank = $2::int AND step = $3::bigint AND name = $4 "
+                            "AND occ = $5::int",
+                            5, pi, err, ecap);
+        if (!ri)
+            return -1;
+        inputs_matched = atoi(PQgetvalue(ri, 0, 0)) == g->nruns && atoi(PQgetvalue(ri, 0, 1)) == 1 &&
+                         PQgetvalue(ri, 0, 2)[0] == 't';
+        PQclear(ri);
+    }
+    if (inputs_matched) {
+        v->cls = "software";
+        v->code = "inputs_matched";
+        snprintf(v->reason, sizeof(v->reason),
+                 "record %s differs while its inputs matched in every run: the operation is not deterministic", name);
+        return 0;
+    }
+    /* Spread: does one record diverge on more unrelated nodes than one fault explains? */
+    char win[32];
+    snprintf(win, sizeof(win), "%d days", g_srv.cfg.software_window_days);
+    const char *p[] = {name, g->name, win, g->program};
+    PGresult *r = sql_query("SELECT twin_group, implicated, reason_code FROM group_evidence WHERE origin_name = $1 "
+                       "AND program = $4 AND twin_group <> $2 AND evaluated_at > now() - $3::interval "
+                       "AND reason_code IN ('pair', 'minority', 'spread') AND implicated <> ''",
+                       4, p, err, ecap);
+    if (!r)
+        return -1;
+    int n = PQntuples(r);
+    const char **sets = xcalloc((size_t)n + 1, sizeof(char *));
+    for (int i = 0; i < n; i++)
+        sets[i] = PQgetvalue(r, i, 1);
+    sets[n] = v->implicated;
+    int cover = ev_cover_size(sets, n + 1);
+    free(sets);
+    if (cover >= g_srv.cfg.software_spread) {
+        v->cls = "software";
+        v->code = "spread";
+        snprintf(v->reason, sizeof(v->reason),
+                 "record %s diverged in %d groups that need %d different nodes to explain (software_spread = %d)", name,
+                 n + 1, cover, g_srv.cfg.software_spread);
+        for (int i = 0; i < n; i++)
+            if (strcmp(PQgetvalue(r, i, 2), "spread") && *nrequeue < cap)
+                snprintf(requeue[(*nrequeue)++], 256, "%s", PQgetvalue(r, i, 0));
+        PQclear(r);
+        return 0;
+    }
+    PQclear(r);
+    v->cls = "hardware";
+    v->code = strong ? "minority" : "pair";
+    for (int a = 0; a < g->nruns; a++) {
+        int hit = 0;
+        for (int o = 0; o < norigin; o++)
+            hit |= strong ? is_minority(entries[o], g->runs[a].id) : 1;
+        g->runs[a].weight = hit ? (strong ? 1.0 : g_srv.cfg.weak_weight) : 0.0;
+    }
+    snprintf(v->reason, sizeof(v->reason), "%s evidence against %s: %s", strong ? "strong" : "weak", v->implicated,
+             strong ? "the minority run of the group diverged" : "two runs diverged; either may be at fault");
+    return 0;
+}
+
+static void fail_log(const char *what, const char *group, const char *err)
+{
+    log_warn("suspects: cannot %s group %s: %s (hint: retried on the next pass)", what, group, err);
+}
+
+/* An exposure row: hardware `node`/`gpu` ran part of run `run` with `weight`. */
+typedef struct expo {
+    int run;
+    const char *node, *gpu, *gpu_name;
+    int rank; /* an origin rank when weight > 0 */
+    double weight;
+} expo;
+
+static int add_expo(expo *x, int n, int run, const hw_slot *s, int rank, double w)
+{
+    for (int i = 0; i < n; i++)
+        if (x[i].run == run && !strcmp(x[i].node, s->node) && !strcmp(x[i].gpu, s->gpu)) {
+            if (w > x[i].weight) {
+                x[i].weight = w;
+                x[i].rank = rank;
+            }
+            return n;
+        }
+    x[n] = (expo){run, s->node, s->gpu, s->gpu_name, rank, w};
+    return n + 1;
+}
+
+/* write_exposures - replace the group's exposures; history for each
+ * involvement that appeared, grew or went away. */
+static int write_exposures(grp *g, const verdict *v, const int *origin, int norigin, const char *step, char *err,
+                           size_t cap)
+{
+    const char *p1[] = {g->name};
+    PGresult *old = sql_query("SELECT run_key::text, node, gpu, weight, at::text FROM hw_exposures WHERE twin_group = $1", 1,
+                         p1, err, cap);
+    if (!old)
+        return -1;
+    int rc = -1;
+    const char *since = NULL;
+    for (int i = 0; i < PQntuples(old); i++)
+        if (!since || strcmp(PQgetvalue(old, i, 4), since) < 0)
+            since = PQgetvalue(old, i, 4);
+    expo *x = xcalloc((size_t)g->nruns * (size_t)g->nranks + 1, sizeof(expo));
+    int n = 0;
+    for (int a = 0; a < g->nruns; a++)
+        for (int k = 0; k < g->nranks; k++) {
+            const hw_slot *s = group_slot(g, a, k);
+            if (!s->node || !*s->node)
+                continue;
+            int is_origin = 0;
+            for (int o = 0; o < norigin; o++)
+                is_origin |= origin[o] == k;
+            n = add_expo(x, n, a, s, k, is_origin ? g->runs[a].weight : 0.0);
+        }
+    if (sql_do("DELETE FROM hw_exposures WHERE twin_group = $1", 1, p1, err, cap) < 0)
+        goto out_free;
+    for (int i = 0; i < n; i++) {
+        char w[32], rank[16];
+        snprintf(w, sizeof(w), "%g", x[i].weight);
+        snprintf(rank, sizeof(rank), "%d", x[i].rank);
+        const char *pn[] = {x[i].node};
+        const char *pg[] = {x[i].gpu, x[i].node, x[i].gpu_name ? x[i].gpu_name : ""};
+        const char *pe[] = {g->name, g->runs[x[i].run].key, x[i].node, x[i].gpu, w, since};
+        if (sql_do("INSERT INTO hw_nodes (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET last_seen = now()", 1, pn,
+                  err, cap) < 0 ||
+            (*x[i].gpu && sql_do("INSERT INTO hw_gpus (uuid, node, name) VALUES ($1, $2, $3) ON CONFLICT (uuid) DO "
+                                "UPDATE SET node = excluded.node, name = excluded.name, last_seen = now()",
+                                3, pg, err, cap) < 0) ||
+            sql_do("INSERT INTO hw_exposures (twin_group, run_key, node, gpu, weight, at) VALUES ($1, $2, $3, $4, $5, "
+                  "coalesce($6::timestamptz, now()))",
+                  6, pe, err, cap) < 0)
+            goto out_free;
+        double before = 0;
+        for (int j = 0; j < PQntuples(old); j++)
+            if (!strcmp(PQgetvalue(old, j, 0), g->runs[x[i].run].key) && !strcmp(PQgetvalue(old, j, 1), x[i].node) &&
+                !strcmp(PQgetvalue(old, j, 2), x[i].gpu))
+                before = atof(PQgetvalue(old, j, 3));
+        if (x[i].weight > 0 && x[i].weight != before) {
+            char detail[700];
+            snprintf(detail, sizeof(detail), "%s", v->reason);
+            const char *ph[] = {
+                x[i].node, *x[i].gpu ? x[i].gpu : NULL, "involvement", g->name, g->runs[x[i].run].key, step, rank, w,
+                detail};
+            if (sql_do("INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, step, rank, weight, detail) "
+                      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                      9, ph, err, cap) < 0)
+                goto out_free;
+        }
+    }
+    /* involvements that went away */
+    for (int j = 0; j < PQntuples(old); j++) {
+        double before = atof(PQgetvalue(old, j, 3));
+        if (before <= 0)
+            continue;
+        int still = 0;
+        for (int i = 0; i < n && !still; i++)
+            still = x[i].weight > 0 && !strcmp(PQgetvalue(old, j, 0), g->runs[x[i].run].key) &&
+                    !strcmp(PQgetvalue(old, j, 1), x[i].node) && !strcmp(PQgetvalue(old, j, 2), x[i].gpu);
+        if (still)
+            continue;
+        char detail[700];
+        snprintf(detail, sizeof(detail), "re-evaluated as %s: %s", v->cls, v->reason);
+        const char *gpu = *PQgetvalue(old, j, 2) ? PQgetvalue(old, j, 2) : NULL;
+        const char *ph[] = {PQgetvalue(old, j, 1), gpu, "withdrawn", g->name, PQgetvalue(old, j, 0), "0", detail};
+        if (sql_do("INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, weight, detail) "
+                  "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                  7, ph, err, cap) < 0)
+            goto out_free;
+    }
+    rc = 0;
+out_free:
+    free(x);
+    PQclear(old);
+    return rc;
+}
+
+#define Q_MANIFESTS                                                                                                    \
+    "SELECT m.run_key::text, m.rank, coalesce(nullif(m.manifest->>'slurm_node', ''), "                                 \
+    "nullif(m.manifest->>'node', ''), m.manifest->>'host', ''), "                                                      \
+    "coalesce(m.manifest->'gpu'->>'uuid', CASE WHEN jsonb_typeof(m.manifest->'gpus') = 'array' AND "                   \
+    "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'uuid' END, ''), "                        \
+    "coalesce(m.manifest->'gpu'->>'name', CASE WHEN jsonb_typeof(m.manifest->'gpus') = 'array' AND "                   \
+    "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'name' END, ''), m.manifest::text "       \
+    "FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = $1"
+
+int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeue)
+{
+    char err[512];
+    const char *p1[] = {group};
+    if (sql_begin(err, sizeof(err)) < 0) {
+        fail_log("lock for", group, err);
+        return -1;
+    }
+    PGresult *sig = NULL, *runs = NULL, *man = NULL, *divs = NULL;
+    json_t *entries[MAX_ORIGIN] = {0};
+    int norigin = 0, rc = -1;
+    static const hw_slot none = {0};
+    grp *g = xcalloc(1, sizeof(*g));
+    g->name = group;
+    sig = sql_query("SELECT lockstep_group_signature($1), (SELECT signature FROM group_evidence WHERE twin_group = $1)", 1,
+               p1, err, sizeof(err));
+    if (!sig)
+        goto out_rollback;
+    if (!PQgetisnull(sig, 0, 1) && !strcmp(PQgetvalue(sig, 0, 0), PQgetvalue(sig, 0, 1))) {
+        rc = 0; /* evaluated already, nothing changed */
+        goto out_rollback;
+    }
+    runs = sql_query("SELECT run_key::text, run_id::text, nodes, user_name, job_id, status, command FROM runs "
+                "WHERE twin_group = $1 ORDER BY run_key",
+                1, p1, err, sizeof(err));
+    divs = runs ? sql_query("SELECT rank, step, seq, name, occ, kind, runs::text FROM divergences WHERE twin_group = $1 "
+                       "ORDER BY step, seq, rank",
+                       1, p1, err, sizeof(err))
+                : NULL;
+    man = divs ? sql_query(Q_MANIFESTS, 1, p1, err, sizeof(err)) : NULL;
+    if (!man)
+        goto out_rollback;
+    g->nruns = PQntuples(runs) < GROUP_MAX_RUNS ? PQntuples(runs) : GROUP_MAX_RUNS;
+    g->program = g->nruns ? PQgetvalue(runs, 0, 6) : "";
+    int all_ended = 1, ndivs = PQntuples(divs);
+    for (int a = 0; a < g->nruns; a++)
+        all_ended &= strcmp(PQgetvalue(runs, a, 5), "running") != 0;
+    if (g->nruns < 2 || (!ndivs && !all_ended)) {
+        rc = 0; /* not ready: compared only once it diverged or every run ended */
+        goto out_rollback;
+    }
+    if (ndivs) {
+        /* Settled? Every rank compared past the first divergence's step (so a
+         * rank whose divergence at that step comes first in the program has
+         * been seen), or the divergence is 30 s old. Until then: not ready.
+         * (Also when every run has ended: their last ranks may still wait in
+         * the comparison queue.) */
+        const char *ps[] = {group, PQgetvalue(divs, 0, 1)};
+        PGresult *s = sql_query("SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
+                           "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "
+                           "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint) = 0 OR "
+                           "(SELECT min(detected_at) FROM divergences WHERE twin_group = $1) < now() - interval '30 s'",
+                           2, ps, err, sizeof(err));
+        if (!s)
+            goto out_rollback;
+        int settled = PQgetvalue(s, 0, 0)[0] == 't';
+        PQclear(s);
+        if (!settled) {
+            rc = 2;
+            goto out_rollback;
+        }
+    }
+    for (int i = 0; i < PQntuples(man); i++) {
+        int rk = atoi(PQgetvalue(man, i, 1));
+        if (rk >= 0 && rk < GROUP_MAX_RANKS && rk + 1 > g->nranks)
+            g->nranks = rk + 1;
+    }
+    for (int a = 0; a < g->nruns; a++) {
+        grp_run *r = &g->runs[a];
+        r->key = PQgetvalue(runs, a, 0);
+        r->id = PQgetvalue(runs, a, 1);
+        r->nodes = PQgetvalue(runs, a, 2);
+        r->user = PQgetvalue(runs, a, 3);
+        r->job = PQgetvalue(runs, a, 4);
+        r->ranks = xcalloc((size_t)g->nranks + 1, sizeof(hw_slot));
+        const char *one = single_node(r->nodes);
+        for (int k = 0; k < g->nranks; k++)
+            r->ranks[k] = (hw_slot){one, "", "", NULL};
+    }
+    for (int i = 0; i < PQntuples(man); i++) {
+        int rk = atoi(PQgetvalue(man, i, 1));
+        for (int a = 0; a < g->nruns && rk >= 0 && rk < g->nranks; a++)
+            if (!strcmp(g->runs[a].key, PQgetvalue(man, i, 0)) && *PQgetvalue(man, i, 2))
+                g->runs[a].ranks[rk] = (hw_slot){PQgetvalue(man, i, 2), PQgetvalue(man, i, 3), PQgetvalue(man, i, 4),
+                                                 PQgetvalue(man, i, 5)};
+    }
+    (void)none;
+
+    verdict v = {.cls = "none", .code = "match"};
+    int origin[MAX_ORIGIN];
+    char step[32] = "", rank0[16] = "";
+    if (ndivs) {
+        snprintf(step, sizeof(step), "%s", PQgetvalue(divs, 0, 1));
+        snprintf(rank0, sizeof(rank0), "%s", PQgetvalue(divs, 0, 0));
+        for (int i = 0; i < ndivs && norigin < MAX_ORIGIN; i++) {
+            if (strcmp(PQgetvalue(divs, i, 1), step) || strcmp(PQgetvalue(divs, i, 2), PQgetvalue(divs, 0, 2)))
+                break;
+            origin[norigin] = atoi(PQgetvalue(divs, i, 0));
+            entries[norigin] = json_loads(PQgetvalue(divs, i, 6), 0, NULL);
+            if (!entries[norigin])
+                entries[norigin] = json_array();
+            norigin++;
+        }
+        if (classify(g, entries, origin, norigin, PQgetvalue(divs, 0, 3), step, PQgetvalue(divs, 0, 4), &v, requeue,
+                     cap, nrequeue, err,
+                     sizeof(err)) < 0)
+            goto out_rollback;
+    } else {
+        snprintf(v.reason, sizeof(v.reason), "the %d runs matched on every step they share", g->nruns);
+    }
+    if (write_exposures(g, &v, origin, norigin, step, err, sizeof(err)) < 0)
+        goto out_rollback;
+    const char *pe[] = {group,
+                        v.cls,
+                        v.reason,
+                        v.code,
+                        ndivs ? step : NULL,
+                        ndivs ? rank0 : NULL,
+                        ndivs ? PQgetvalue(divs, 0, 3) : NULL,
+                        v.implicated,
+                        PQgetvalue(sig, 0, 0),
+                        g->program};
+    if (sql_do("INSERT INTO group_evidence (twin_group, class, reason, reason_code, step, rank, origin_name, "
+              "implicated, signature, program) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+              "ON CONFLICT (twin_group) DO UPDATE SET program = excluded.program, "
+              "class = excluded.class, reason = excluded.reason, reason_code = excluded.reason_code, "
+              "step = excluded.step, rank = excluded.rank, origin_name = excluded.origin_name, "
+              "implicated = excluded.implicated, signature = excluded.signature, evaluated_at = now()",
+              10, pe, err, sizeof(err)) < 0)
+        goto out_rollback;
+    if (ndivs && divergence_alert_enqueue(g, divs, entries[0], &v, err, sizeof(err)) < 0)
+        goto out_rollback;
+    if (sql_commit(err, sizeof(err)) < 0)
+        goto out_fail;
+    log_info("suspects: group %s evaluated: %s (%s)", group, v.cls, v.reason);
+    rc = 1;
+    goto out_free;
+out_rollback:
+    sql_rollback();
+out_fail:
+    if (rc < 0)
+        fail_log("evaluate", group, err);
+out_free:
+    for (int o = 0; o < norigin; o++)
+        json_decref(entries[o]);
+    for (int a = 0; a < g->nruns; a++)
+        free(g->runs[a].ranks);
+    free(g);
+    PQclear(sig);
+    PQclear(runs);
+    PQclear(divs);
+    PQclear(man);
+    return rc;
+}

@@ -1,0 +1,33 @@
+/* reply.h - lockstepd's HTTP answers: JSON bodies, and errors as {"error", "detail", "hint"}. */
+#ifndef SERVER_HTTP_REPLY_H
+#define SERVER_HTTP_REPLY_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "server/core/error.h"
+#include "server/http/server.h"
+
+/* http_reply - send `status` with `body` (malloc'd, taken over; may be NULL
+ * with len 0) of `ctype`. Returns MHD's result. */
+enum MHD_Result http_reply(http_req *req, int status, const char *ctype, char *body, size_t len);
+
+/* http_reply_json - send `status` with `obj` serialized (the reference is
+ * stolen). */
+enum MHD_Result http_reply_json(http_req *req, int status, json_t *obj);
+
+/* http_error_json - a new {"error", "detail", "hint"} object. */
+json_t *http_error_json(const char *error, const char *detail, const char *hint);
+
+/* http_reply_error - send `status` with {"error", "detail", "hint"}. */
+enum MHD_Result http_reply_error(http_req *req, int status, const char *error, const char *detail,
+                                 const char *hint);
+
+/* http_reply_srv_error - the same from a filled srv_error. */
+enum MHD_Result http_reply_srv_error(http_req *req, int status, const srv_error *e);
+
+/* http_reply_db_down - 503 for a database call that failed with `err`. */
+enum MHD_Result http_reply_db_down(http_req *req, const char *err);
+
+#endif /* SERVER_HTTP_REPLY_H */

@@ -1,0 +1,48 @@
+/* batch.h - decode an ingest body (binary record framing or JSON) into one validated batch of records. */
+#ifndef SERVER_STORE_BATCH_H
+#define SERVER_STORE_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/record.h"
+#include "server/core/error.h"
+
+/* One decoded batch. Record names, inputs and chunks point into the batch's
+ * own storage, valid until batch_release. */
+typedef struct srv_batch {
+    uint32_t rank;
+    uint64_t batch_seq;
+    char run_id[REC_STR_MAX + 1]; /* from a binary header; "" if absent */
+    size_t n, cap;
+    rec_record *recs;
+    size_t *name_off, *word_off; /* where each record's bytes sit while decoding */
+    char *names;
+    size_t names_len, names_cap;
+    uint64_t *words;
+    size_t words_len, words_cap;
+} srv_batch;
+
+/* batch_decode_binary - decode `len` bytes of record framing (a stream
+ * header of kind REC_KIND_BATCH, then framed records) into `b`. Returns 0,
+ * or -1 with `e` filled (torn or corrupt frames give their byte offset and
+ * reason). `b` must be batch_release'd either way. */
+int batch_decode_binary(srv_batch *b, const void *buf, size_t len, srv_error *e);
+
+/* batch_decode_json - decode the JSON form {"rank", "batch_seq", "records":
+ * [...]} (docs/server.md) into `b`. Returns 0, or -1 with `e` filled. `b`
+ * must be batch_release'd either way. */
+int batch_decode_json(srv_batch *b, const void *buf, size_t len, srv_error *e);
+
+/* batch_release - free what the batch holds; it may be decoded into again. */
+void batch_release(srv_batch *b);
+
+/* batch_parse_hex64 - parse exactly 16 hex digits (either case, an optional
+ * "0x" prefix allowed) into `out`. Returns 0 or -1. */
+int batch_parse_hex64(const char *s, uint64_t *out);
+
+/* batch_utf8_valid - 1 when `n` bytes at `s` are well-formed UTF-8 without
+ * NUL bytes. */
+int batch_utf8_valid(const char *s, size_t n);
+
+#endif /* SERVER_STORE_BATCH_H */

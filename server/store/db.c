@@ -1,0 +1,189 @@
+/* db.c - PostgreSQL access for lockstepd: one libpq connection per thread, prepared statements, reconnects, migrations. */
+#include "server/store/db.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/core/error.h"
+#include "server/core/log.h"
+#include "server/core/metrics.h"
+#include "server/core/xalloc.h"
+
+#define MAX_STATEMENTS 64
+
+static char *conninfo;
+static struct {
+    const char *name, *sql;
+} statements[MAX_STATEMENTS];
+static int n_statements;
+static pthread_key_t conn_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static atomic_long last_complaint;
+
+static void conn_free(void *p)
+{
+    PQfinish(p);
+}
+
+static void key_create(void)
+{
+    pthread_key_create(&conn_key, conn_free);
+}
+
+void db_init(const char *ci)
+{
+    free(conninfo);
+    conninfo = xstrdup(ci);
+    pthread_once(&key_once, key_create);
+}
+
+void db_register(const char *name, const char *sql)
+{
+    if (n_statements >= MAX_STATEMENTS) {
+        log_error("too many prepared statements (%d); raise MAX_STATEMENTS", MAX_STATEMENTS);
+        abort();
+    }
+    statements[n_statements].name = name;
+    statements[n_statements].sql = sql;
+    n_statements++;
+}
+
+/* complain - log a connection failure at most once a second. */
+static void complain(const char *what, const char *msg)
+{
+    long now = (long)time(NULL);
+    long last = atomic_load(&last_complaint);
+    if (now != last && atomic_compare_exchange_strong(&last_complaint, &last, now))
+        log_error("%s: %s", what, msg);
+}
+
+static PGconn *connect_new(void)
+{
+    PGconn *c = PQconnectdb(conninfo);
+    if (PQstatus(c) != CONNECTION_OK) {
+        metrics_db_error();
+        complain("cannot connect to PostgreSQL", PQerrorMessage(c));
+        PQfinish(c);
+        return NULL;
+    }
+    for (int i = 0; i < n_statements; i++) {
+        PGresult *r = PQprepare(c, statements[i].name, statements[i].sql, 0, NULL);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            metrics_db_error();
+            log_error("cannot prepare statement %s: %s", statements[i].name, PQresultErrorMessage(r));
+            PQclear(r);
+            PQfinish(c);
+            return NULL;
+        }
+        PQclear(r);
+    }
+    return c;
+}
+
+PGconn *db_conn(void)
+{
+    pthread_once(&key_once, key_create);
+    PGconn *c = pthread_getspecific(conn_key);
+    if (c && PQstatus(c) == CONNECTION_OK)
+        return c;
+    if (c) {
+        PQfinish(c);
+        pthread_setspecific(conn_key, NULL);
+    }
+    c = connect_new();
+    pthread_setspecific(conn_key, c);
+    return c;
+}
+
+void db_conn_broken(void)
+{
+    PGconn *c = pthread_getspecific(conn_key);
+    if (!c)
+        return;
+    /* A failed transaction leaves the session usable once rolled back. */
+    if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_UNKNOWN) {
+        if (PQtransactionStatus(c) != PQTRANS_IDLE) {
+            PGresult *r = PQexec(c, "ROLLBACK");
+            PQclear(r);
+        }
+        if (PQstatus(c) == CONNECTION_OK)
+            return;
+    }
+    PQfinish(c);
+    pthread_setspecific(conn_key, NULL);
+}
+
+int db_ok(const PGresult *r)
+{
+    ExecStatusType s = PQresultStatus(r);
+    return s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK;
+}
+
+static PGresult *exec_retry(const char *stmt, const char *sql, int n, const char *const *params, char *err,
+                            size_t cap)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        PGconn *c = db_conn();
+        if (!c) {
+            if (err)
+                snprintf(err, cap, "the database is unreachable");
+            return NULL;
+        }
+        PGresult *r = stmt ? PQexecPrepared(c, stmt, n, params, NULL, NULL, 0) : PQexec(c, sql);
+        if (db_ok(r))
+            return r;
+        metrics_db_error();
+        if (err)
+            snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+        int broken = PQstatus(c) != CONNECTION_OK;
+        if (!broken || attempt == 1)
+            log_warn("query %s failed: %s", stmt ? stmt : "(sql)", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+        PQclear(r);
+        db_conn_broken();
+        if (!broken)
+            return NULL;
+    }
+    return NULL;
+}
+
+PGresult *db_exec(const char *stmt, int n, const char *const *params, char *err, size_t cap)
+{
+    return exec_retry(stmt, NULL, n, params, err, cap);
+}
+
+PGresult *db_exec_sql(const char *sql, char *err, size_t cap)
+{
+    return exec_retry(NULL, sql, 0, NULL, err, cap);
+}
+
+int db_int_array_parse(const char *s, int64_t *out, int cap)
+{
+    int n = 0;
+    while (*s && *s != '}') {
+        if (*s == '{' || *s == ',') {
+            s++;
+            continue;
+        }
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s)
+            break;
+        if (n < cap)
+            out[n] = v;
+        n++;
+        s = end;
+    }
+    return n < cap ? n : cap;
+}
+
+int db_fail(srv_error *e, const char *what, const char *msg)
+{
+    char detail[600];
+    snprintf(detail, sizeof(detail), "%s: %s", what, msg);
+    return srv_error_set(e, "database error", detail,
+                         "retry later; if it persists, check PostgreSQL and the lockstepd log");
+}

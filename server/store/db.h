@@ -1,0 +1,50 @@
+/* db.h - PostgreSQL access for lockstepd: one libpq connection per thread, prepared statements, reconnects, migrations. */
+#ifndef SERVER_STORE_DB_H
+#define SERVER_STORE_DB_H
+
+#include <stdint.h>
+#include <libpq-fe.h>
+
+#include "server/core/error.h"
+
+/* db_init - remember the conninfo that every thread connects with. Call
+ * once, before db_register and before any thread uses the database. */
+void db_init(const char *conninfo);
+
+/* db_register - add a prepared statement that every connection prepares
+ * when it connects. `name` and `sql` must stay valid for the program's life.
+ * Call before the first db_conn. */
+void db_register(const char *name, const char *sql);
+
+/* db_conn - this thread's connection, connected (or reconnected after a
+ * failure) with every registered statement prepared. Returns NULL when the
+ * server cannot be reached (logged, rate-limited). The connection belongs to
+ * the thread and is closed when the thread exits. */
+PGconn *db_conn(void);
+
+/* db_conn_broken - call after an error: when the connection is bad it is
+ * closed, so that the next db_conn reconnects. */
+void db_conn_broken(void);
+
+/* db_exec - run prepared statement `stmt` with `n` text parameters (NULL for
+ * SQL NULL). When the connection turns out to be broken, reconnects once
+ * and retries. Returns the result when it succeeded (caller PQclear), else
+ * NULL after logging, with the server's message in `err` when given. */
+PGresult *db_exec(const char *stmt, int n, const char *const *params, char *err, size_t cap);
+
+/* db_exec_sql - the same for plain SQL text without parameters. */
+PGresult *db_exec_sql(const char *sql, char *err, size_t cap);
+
+/* db_int_array_parse - PostgreSQL's text form of an integer array ("{2,3}",
+ * "{}") into up to `cap` values of `out`. Returns how many it held (values
+ * past `cap` are dropped). */
+int db_int_array_parse(const char *text, int64_t *out, int cap);
+
+/* db_fail - fill `e` as "database error" with "WHAT: MSG" as its detail.
+ * Returns -1. */
+int db_fail(srv_error *e, const char *what, const char *msg);
+
+/* db_ok - 1 when `r` is a successful result (tuples or command). */
+int db_ok(const PGresult *r);
+
+#endif /* SERVER_STORE_DB_H */

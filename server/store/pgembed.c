@@ -1,0 +1,245 @@
+/* pgembed.c - the embedded PostgreSQL cluster: initdb + pg_ctl under the state directory, unix socket only. */
+#include "server/store/pgembed.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <libpq-fe.h>
+
+#include "common/fsutil.h"
+#include "server/core/log.h"
+
+/* run_tool - run argv as pe's user with stdout and stderr appended to the
+ * cluster log; returns the exit status, or -1 when it could not run. */
+static int run_tool(const pg_embed *pe, char *const argv[])
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        int fd = open(pe->log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            if (pe->uid != (uid_t)-1 && fchown(fd, pe->uid, pe->gid) < 0) {
+                /* the log stays ours; PostgreSQL's own log goes elsewhere */
+            }
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            close(devnull);
+        }
+        if (pe->uid != (uid_t)-1) {
+            if (setgroups(0, NULL) < 0 || setgid(pe->gid) < 0 || setuid(pe->uid) < 0)
+                _exit(126);
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int own_dir(const pg_embed *pe, const char *dir, mode_t mode)
+{
+    if (fs_mkdir_p(dir) < 0)
+        return -1;
+    if (pe->uid != (uid_t)-1 && chown(dir, pe->uid, pe->gid) < 0)
+        return -1;
+    return chmod(dir, mode);
+}
+
+static int append_conf(const pg_embed *pe)
+{
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/postgresql.conf", pe->data_dir);
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return -1;
+    fprintf(f,
+            "\n# lockstepd: embedded cluster, unix socket only\n"
+            "listen_addresses = ''\n"
+            "unix_socket_directories = '%s'\n"
+            "max_connections = 200\n"
+            "shared_buffers = 256MB\n"
+            "max_wal_size = 4GB\n"
+            "checkpoint_timeout = 15min\n"
+            "wal_buffers = 16MB\n"
+            "logging_collector = off\n",
+            pe->sock_dir);
+    return fclose(f);
+}
+
+static int create_database(const char *sock_dir)
+{
+    char ci[1300];
+    snprintf(ci, sizeof(ci), "host=%s dbname=postgres user=lockstep", sock_dir);
+    PGconn *c = PQconnectdb(ci);
+    int rc = -1;
+    if (PQstatus(c) != CONNECTION_OK) {
+        log_error("cannot connect to the embedded PostgreSQL: %s", PQerrorMessage(c));
+        goto out_finish;
+    }
+    PGresult *r = PQexec(c, "select 1 from pg_database where datname = 'lockstep'");
+    int exists = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    PQclear(r);
+    if (!exists) {
+        r = PQexec(c, "create database lockstep");
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && !strstr(PQresultErrorMessage(r), "already exists")) {
+            log_error("cannot create the lockstep database: %s", PQresultErrorMessage(r));
+            PQclear(r);
+            goto out_finish;
+        }
+        PQclear(r);
+    }
+    rc = 0;
+out_finish:
+    PQfinish(c);
+    return rc;
+}
+
+/* unreachable_parent - -1 (logged) when user `uid` cannot search some
+ * directory above `dir`, which PostgreSQL needs to reach its data. */
+static int unreachable_parent(const char *dir, uid_t uid, gid_t gid)
+{
+    char path[1100];
+    if (!realpath(dir, path))
+        return 0;
+    for (char *slash = strrchr(path, '/'); slash && slash != path; slash = strrchr(path, '/')) {
+        *slash = 0;
+        struct stat st;
+        if (stat(path, &st) < 0)
+            continue;
+        int ok = st.st_uid == uid ? (st.st_mode & S_IXUSR) : st.st_gid == gid ? (st.st_mode & S_IXGRP)
+                                                                              : (st.st_mode & S_IXOTH);
+        if (!ok) {
+            log_error("the embedded PostgreSQL runs as uid %u, which cannot enter %s (hint: chmod o+x %s, or "
+                      "choose another --state-dir)",
+                      (unsigned)uid, path, path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int pg_embed_start(pg_embed *pe, const srv_config *c, char *conninfo, size_t cap)
+{
+    memset(pe, 0, sizeof(*pe));
+    pe->uid = (uid_t)-1;
+    pe->gid = (gid_t)-1;
+    snprintf(pe->data_dir, sizeof(pe->data_dir), "%s/pgdata", c->state_dir);
+    snprintf(pe->sock_dir, sizeof(pe->sock_dir), "%s/pgsock", c->state_dir);
+    snprintf(pe->log_path, sizeof(pe->log_path), "%s/postgresql.log", c->state_dir);
+    snprintf(pe->pg_ctl, sizeof(pe->pg_ctl), "%s/pg_ctl", c->pg_bin);
+    if (strlen(pe->sock_dir) + sizeof("/.s.PGSQL.5432") > 107) {
+        log_error("state directory path is too long for a unix socket: %s (hint: use a shorter --state-dir)",
+                  pe->sock_dir);
+        return -1;
+    }
+    if (access(pe->pg_ctl, X_OK) < 0) {
+        log_error("PostgreSQL server binaries not found: %s (hint: install postgresql-15, set pg_bin, or pass --db)",
+                  pe->pg_ctl);
+        return -1;
+    }
+    if (geteuid() == 0) {
+        struct passwd *pw = getpwnam(c->pg_user);
+        if (!pw) {
+            log_error("PostgreSQL refuses to run as root and user \"%s\" does not exist (hint: set pg_user)",
+                      c->pg_user);
+            return -1;
+        }
+        pe->uid = pw->pw_uid;
+        pe->gid = pw->pw_gid;
+    }
+    if (fs_mkdir_p(c->state_dir) < 0) {
+        log_error("cannot create state directory %s: %s", c->state_dir, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (pe->uid != (uid_t)-1 && stat(c->state_dir, &st) == 0 && !(st.st_mode & S_IXOTH))
+        chmod(c->state_dir, st.st_mode | S_IXOTH); /* let the cluster's user reach its directories */
+    if (pe->uid != (uid_t)-1 && unreachable_parent(c->state_dir, pe->uid, pe->gid) < 0)
+        return -1;
+    int fd = open(pe->log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) {
+        if (pe->uid != (uid_t)-1 && fchown(fd, pe->uid, pe->gid) < 0)
+            log_warn("cannot hand %s to the cluster's user: %s", pe->log_path, strerror(errno));
+        close(fd);
+    }
+    if (own_dir(pe, pe->sock_dir, 0700) < 0) {
+        log_error("cannot prepare %s: %s", pe->sock_dir, strerror(errno));
+        return -1;
+    }
+
+    char version[1200];
+    snprintf(version, sizeof(version), "%s/PG_VERSION", pe->data_dir);
+    if (access(version, F_OK) < 0) {
+        if (own_dir(pe, pe->data_dir, 0700) < 0) {
+            log_error("cannot prepare %s: %s", pe->data_dir, strerror(errno));
+            return -1;
+        }
+        char initdb[1100], dflag[1200];
+        snprintf(initdb, sizeof(initdb), "%s/initdb", c->pg_bin);
+        snprintf(dflag, sizeof(dflag), "--pgdata=%s", pe->data_dir);
+        char *argv[] = {initdb, dflag, "--username=lockstep", "--auth=trust", "--encoding=UTF8",
+                        "--locale=C", NULL};
+        log_info("initializing the embedded PostgreSQL cluster in %s", pe->data_dir);
+        if (run_tool(pe, argv) != 0) {
+            log_error("initdb failed (see %s)", pe->log_path);
+            return -1;
+        }
+        if (append_conf(pe) < 0) {
+            log_error("cannot write %s/postgresql.conf: %s", pe->data_dir, strerror(errno));
+            return -1;
+        }
+    }
+
+    char dflag[1200];
+    snprintf(dflag, sizeof(dflag), "--pgdata=%s", pe->data_dir);
+    char *status_argv[] = {pe->pg_ctl, "status", dflag, NULL};
+    if (run_tool(pe, status_argv) == 0) {
+        log_info("adopting the embedded PostgreSQL already running in %s", pe->data_dir);
+    } else {
+        char lflag[1200];
+        snprintf(lflag, sizeof(lflag), "--log=%s/server.log", pe->data_dir);
+        char *start_argv[] = {pe->pg_ctl, "start", dflag, lflag, "--wait", "--timeout=120", NULL};
+        if (run_tool(pe, start_argv) != 0) {
+            log_error("pg_ctl start failed (see %s/server.log and %s)", pe->data_dir, pe->log_path);
+            return -1;
+        }
+        log_info("embedded PostgreSQL started (socket in %s)", pe->sock_dir);
+    }
+    pe->started = 1;
+    if (create_database(pe->sock_dir) < 0) {
+        pg_embed_stop(pe);
+        return -1;
+    }
+    snprintf(conninfo, cap, "host=%s dbname=lockstep user=lockstep", pe->sock_dir);
+    return 0;
+}
+
+void pg_embed_stop(pg_embed *pe)
+{
+    if (!pe->started)
+        return;
+    char dflag[1200];
+    snprintf(dflag, sizeof(dflag), "--pgdata=%s", pe->data_dir);
+    char *argv[] = {pe->pg_ctl, "stop", dflag, "--mode=fast", "--wait", "--timeout=60", NULL};
+    if (run_tool(pe, argv) != 0)
+        log_warn("pg_ctl stop failed (see %s)", pe->log_path);
+    else
+        log_info("embedded PostgreSQL stopped");
+    pe->started = 0;
+}

@@ -1,0 +1,192 @@
+/* runs.c - runs in PostgreSQL: registration (idempotent per client), lookup through a cache, manifests, rank ends. */
+#include "server/store/runs.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/lsfp1.h"
+#include "server/core/log.h"
+#include "server/core/xalloc.h"
+#include "server/store/db.h"
+
+#define CACHE_SLOTS 4096
+
+static run_info cache[CACHE_SLOTS];
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void store_runs_register(void)
+{
+    db_register("run_get", "SELECT run_key, run_id, job_id, coalesce(twin_group, ''), ranks, start_step "
+                           "FROM runs WHERE run_id = $1::uuid");
+    /* A repeated client_id returns the run it registered (the no-op update makes RETURNING see the row);
+     * xmax = 0 only on a row this statement inserted. */
+    db_register("run_ins", "INSERT INTO runs (run_id, job_id, step_id, twin_group, ranks, start_step, user_name, "
+                           "nodes, command, mode, client_id, partition) VALUES (gen_random_uuid(), $1, $2, "
+                           "nullif($3, ''), $4, $5, $6, $7, $8, $9, nullif($10, ''), $11) "
+                           "ON CONFLICT (job_id, client_id) WHERE client_id IS "
+                           "NOT NULL DO UPDATE SET client_id = excluded.client_id RETURNING run_key, run_id, "
+                           "coalesce(twin_group, ''), ranks, start_step, xmax = 0");
+    db_register("group_reset", "DELETE FROM group_checks WHERE twin_group = $1");
+    db_register("manifest_put", "INSERT INTO manifests (run_key, rank, manifest) VALUES ($1, $2, $3::jsonb) "
+                                "ON CONFLICT (run_key, rank) DO UPDATE SET manifest = excluded.manifest, "
+                                "received_at = now()");
+    db_register("rank_end", "INSERT INTO rank_ends (run_key, rank, exit_code) VALUES ($1, $2, $3) "
+                            "ON CONFLICT (run_key, rank) DO UPDATE SET exit_code = excluded.exit_code");
+    db_register("run_finish",
+                "UPDATE runs SET status = CASE WHEN e.bad > 0 THEN 'failed' ELSE 'ended' END, "
+                "ended_at = coalesce(ended_at, now()) FROM (SELECT count(*) AS n, count(*) FILTER "
+                "(WHERE exit_code <> 0) AS bad FROM rank_ends WHERE run_key = $1) e "
+                "WHERE runs.run_key = $1 AND e.n >= runs.ranks RETURNING runs.status");
+}
+
+int store_uuid_valid(const char *s)
+{
+    if (strlen(s) != 36)
+        return 0;
+    for (int i = 0; i < 36; i++) {
+        char c = s[i];
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (c != '-')
+                return 0;
+        } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+            return 0;
+    }
+    return 1;
+}
+
+static unsigned slot_of(const char *run_id)
+{
+    return (unsigned)(fp_lsfp1(run_id, strlen(run_id)) % CACHE_SLOTS);
+}
+
+static void cache_put(const run_info *r)
+{
+    pthread_mutex_lock(&cache_lock);
+    cache[slot_of(r->run_id)] = *r;
+    pthread_mutex_unlock(&cache_lock);
+}
+
+static void fill_run(PGresult *r, run_info *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->key = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    snprintf(out->run_id, sizeof(out->run_id), "%s", PQgetvalue(r, 0, 1));
+    snprintf(out->job_id, sizeof(out->job_id), "%s", PQgetvalue(r, 0, 2));
+    snprintf(out->group, sizeof(out->group), "%s", PQgetvalue(r, 0, 3));
+    out->ranks = atoi(PQgetvalue(r, 0, 4));
+    out->start_step = strtoll(PQgetvalue(r, 0, 5), NULL, 10);
+}
+
+int store_run_lookup(const char *run_id, run_info *out, srv_error *e)
+{
+    char lower[40];
+    if (!store_uuid_valid(run_id))
+        return 0;
+    for (int i = 0; i < 37; i++)
+        lower[i] = (char)((run_id[i] >= 'A' && run_id[i] <= 'F') ? run_id[i] + 32 : run_id[i]);
+    pthread_mutex_lock(&cache_lock);
+    const run_info *c = &cache[slot_of(lower)];
+    int hit = c->key && strcmp(c->run_id, lower) == 0;
+    if (hit)
+        *out = *c;
+    pthread_mutex_unlock(&cache_lock);
+    if (hit)
+        return 1;
+    char err[512];
+    const char *p[] = {lower};
+    PGresult *r = db_exec("run_get", 1, p, err, sizeof(err));
+    if (!r) {
+        db_fail(e, "looking up the run", err);
+        return -1;
+    }
+    int found = PQntuples(r) == 1;
+    if (found) {
+        fill_run(r, out);
+        cache_put(out);
+    }
+    PQclear(r);
+    return found;
+}
+
+static const char *str_or(const json_t *o, const char *key, const char *dflt)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
+int store_run_create(const json_t *o, run_info *out, int *created, srv_error *e)
+{
+    char ranks[32], start[32], err[512];
+    snprintf(ranks, sizeof(ranks), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "ranks")));
+    snprintf(start, sizeof(start), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "start_step")));
+    const char *p[] = {str_or(o, "job_id", ""), str_or(o, "step_id", ""), str_or(o, "twin_group", ""), ranks, start,
+                       str_or(o, "user", ""),   str_or(o, "nodes", ""),   str_or(o, "command", ""),    str_or(o, "mode", ""),
+                       str_or(o, "client_id", ""), str_or(o, "partition", "")};
+    PGresult *r = db_exec("run_ins", 11, p, err, sizeof(err));
+    if (!r) {
+        db_fail(e, "registering the run", err);
+        return -1;
+    }
+    memset(out, 0, sizeof(*out));
+    /* What the database holds: on a repeated registration, the first attempt's fields. */
+    out->key = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    snprintf(out->run_id, sizeof(out->run_id), "%s", PQgetvalue(r, 0, 1));
+    snprintf(out->job_id, sizeof(out->job_id), "%s", p[0]);
+    snprintf(out->group, sizeof(out->group), "%s", PQgetvalue(r, 0, 2));
+    out->ranks = atoi(PQgetvalue(r, 0, 3));
+    out->start_step = strtoll(PQgetvalue(r, 0, 4), NULL, 10);
+    *created = PQgetvalue(r, 0, 5)[0] == 't';
+    PQclear(r);
+    cache_put(out);
+    if (*created && out->group[0]) {
+        /* A new twin changes what the group's runs share: compare from the start again. */
+        const char *g[] = {out->group};
+        r = db_exec("group_reset", 1, g, err, sizeof(err));
+        if (!r)
+            log_warn("cannot reset the comparison of group %s: %s", out->group, err);
+        PQclear(r);
+    }
+    return 0;
+}
+
+int store_manifest(const run_info *run, int rank, const char *json_text, srv_error *e)
+{
+    char key[32], rk[16], err[512];
+    snprintf(key, sizeof(key), "%" PRId64, run->key);
+    snprintf(rk, sizeof(rk), "%d", rank);
+    const char *p[] = {key, rk, json_text};
+    PGresult *r = db_exec("manifest_put", 3, p, err, sizeof(err));
+    if (!r) {
+        db_fail(e, "storing the manifest", err);
+        return -1;
+    }
+    PQclear(r);
+    return 0;
+}
+
+int store_rank_end(const run_info *run, int rank, int exit_code, int *run_done, srv_error *e)
+{
+    char key[32], rk[16], code[16], err[512];
+    snprintf(key, sizeof(key), "%" PRId64, run->key);
+    snprintf(rk, sizeof(rk), "%d", rank);
+    snprintf(code, sizeof(code), "%d", exit_code);
+    const char *p[] = {key, rk, code};
+    PGresult *r = db_exec("rank_end", 3, p, err, sizeof(err));
+    if (!r) {
+        db_fail(e, "recording the rank's end", err);
+        return -1;
+    }
+    PQclear(r);
+    r = db_exec("run_finish", 1, p, err, sizeof(err));
+    if (!r) {
+        db_fail(e, "updating the run's status", err);
+        return -1;
+    }
+    *run_done = PQntuples(r) > 0;
+    PQclear(r);
+    return 0;
+}

@@ -1,0 +1,46 @@
+/* runs.h - runs in PostgreSQL: registration (idempotent per client), lookup through a cache, manifests, rank ends. */
+#ifndef SERVER_STORE_RUNS_H
+#define SERVER_STORE_RUNS_H
+
+#include <stdint.h>
+#include <jansson.h>
+
+#include "server/core/error.h"
+
+/* What ingest needs to know about a run; cached in memory (these fields
+ * never change after registration). */
+typedef struct run_info {
+    int64_t key;
+    char run_id[40];
+    char job_id[256];
+    char group[256]; /* "" when the run has no twin group */
+    int ranks;
+    int64_t start_step;
+} run_info;
+
+/* store_runs_register - register the prepared statements of this module. */
+void store_runs_register(void);
+
+/* store_uuid_valid - 1 when `s` is a UUID in its 36-character text form. */
+int store_uuid_valid(const char *s);
+
+/* store_run_lookup - find run `run_id` (cache first). Returns 1 and fills
+ * `out` when found, 0 when unknown, -1 on a database error (`e` filled). */
+int store_run_lookup(const char *run_id, run_info *out, srv_error *e);
+
+/* store_run_create - register a run from the validated request object `o`
+ * (job_id, step_id, twin_group, ranks, start_step, user, nodes, command,
+ * mode, client_id, partition). Returns 0 and fills `out` (*created is 0 when the job
+ * already registered this client_id: `out` is that run), or -1 with `e` filled. */
+int store_run_create(const json_t *o, run_info *out, int *created, srv_error *e);
+
+/* store_manifest - store (or replace) rank `rank`'s manifest JSON text.
+ * Returns 0, or -1 with `e` filled. */
+int store_manifest(const run_info *run, int rank, const char *json_text, srv_error *e);
+
+/* store_rank_end - record that `rank` ended with `exit_code`; when every
+ * rank has ended the run's status becomes ended (or failed if any exit code
+ * was non-zero). Sets `*run_done` to 1 then. Returns 0, or -1 with `e`. */
+int store_rank_end(const run_info *run, int rank, int exit_code, int *run_done, srv_error *e);
+
+#endif /* SERVER_STORE_RUNS_H */

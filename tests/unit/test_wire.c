@@ -1,0 +1,93 @@
+/* test_wire.c - the requests the agent and the SPANK plugin send lockstepd the same way (common/wire.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "common/wire.h"
+
+static void test_body(void **state)
+{
+    (void)state;
+    wire_run r = {.job_id = "42", .step_id = "0.r1", .twin_group = "g \"1\"", .ranks = 4, .start_step = 90000,
+                  .user = "alice", .partition = "gpu", .nodes = "n[1-2]", .command = "train --lr 1e-3",
+                  .mode = "det", .client_id = "spank:42.0.r1"};
+    char *b = wire_run_body(&r);
+    assert_non_null(b);
+    json_error_t e;
+    json_t *o = json_loads(b, 0, &e);
+    assert_non_null(o);
+    assert_string_equal(json_string_value(json_object_get(o, "twin_group")), "g \"1\"");
+    assert_string_equal(json_string_value(json_object_get(o, "partition")), "gpu");
+    assert_string_equal(json_string_value(json_object_get(o, "client_id")), "spank:42.0.r1");
+    assert_int_equal(json_integer_value(json_object_get(o, "start_step")), 90000);
+    assert_int_equal(json_integer_value(json_object_get(o, "ranks")), 4);
+    json_decref(o);
+    free(b);
+    /* optional fields that are empty are left out */
+    wire_run m = {.job_id = "7", .step_id = "0", .ranks = 1, .twin_group = ""};
+    b = wire_run_body(&m);
+    o = json_loads(b, 0, &e);
+    assert_null(json_object_get(o, "twin_group"));
+    assert_null(json_object_get(o, "client_id"));
+    json_decref(o);
+    free(b);
+}
+
+static void test_lookup_path(void **state)
+{
+    (void)state;
+    char p[256];
+    assert_int_equal(wire_lookup_path("42", "0.r1", p, sizeof(p)), 0);
+    assert_string_equal(p, "/api/v1/runs?job=42&step=0.r1&limit=1000");
+    assert_int_equal(wire_lookup_path("4&2", "a b", p, sizeof(p)), 0); /* escaped, not a second argument */
+    assert_string_equal(p, "/api/v1/runs?job=4%262&step=a%20b&limit=1000");
+    assert_int_equal(wire_lookup_path("42", "0", p, 10), -1);
+}
+
+static void test_pick(void **state)
+{
+    (void)state;
+    char id[64];
+    const char *list = "{\"items\":[{\"run_id\":\"r-0\",\"job_id\":\"42\",\"step_id\":\"0\",\"command\":\"run_id job_id\"},"
+                       "{\"run_id\":\"r-1\",\"job_id\":\"42\",\"step_id\":\"0.r1\",\"nested\":{\"step_id\":\"x\"}}],"
+                       "\"total\":2,\"limit\":1000,\"next_cursor\":null}";
+    assert_int_equal(wire_lookup_pick(list, "42", "0.r1", id, sizeof(id)), 0);
+    assert_string_equal(id, "r-1");
+    assert_int_equal(wire_lookup_pick(list, "42", "0", id, sizeof(id)), 0);
+    assert_string_equal(id, "r-0");
+    assert_int_equal(wire_lookup_pick(list, "42", "1", id, sizeof(id)), 1);
+    assert_int_equal(wire_lookup_pick("{\"items\":[]}", "42", "0", id, sizeof(id)), 1);
+    assert_int_equal(wire_lookup_pick("{\"error\":\"x\"}", "42", "0", id, sizeof(id)), -1);
+    assert_int_equal(wire_lookup_pick("{\"items\":[{\"run_id\":\"unterminated", "42", "0", id, sizeof(id)), -1);
+}
+
+static void test_obj_string(void **state)
+{
+    (void)state;
+    char out[64];
+    assert_int_equal(wire_obj_string("{\"run_id\" : \"abc-1\"}", "run_id", out, sizeof(out)), 0);
+    assert_string_equal(out, "abc-1");
+    assert_int_equal(wire_obj_string("{\"x\":\"run_id\",\"run_id\":\"b\\\"c\"}", "run_id", out, sizeof(out)), 0);
+    assert_string_equal(out, "b\"c");
+    assert_int_equal(wire_obj_string("{\"x\":1}", "run_id", out, sizeof(out)), -1);
+    assert_int_equal(wire_obj_string("{\"run_id\":5}", "run_id", out, sizeof(out)), -1);
+    assert_int_equal(wire_obj_string("{\"run_id\":\"unterminated", "run_id", out, sizeof(out)), -1);
+    assert_int_equal(wire_obj_string("{\"run_id\":\"toolong\"}", "run_id", out, 4), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_body),
+        cmocka_unit_test(test_lookup_path),
+        cmocka_unit_test(test_pick),
+        cmocka_unit_test(test_obj_string),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
