@@ -52,7 +52,7 @@ done <"$tmp/gc.out"
 python3 - "$tmp/dump" >"$tmp/py" 2>&1 <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{') and '"name"' in l]
-fps = {(r['name'], r.get('occ', 0)): r.get('fp') for r in recs}
+fps = {(r['name'], r.get('occurrence', 0)): r.get('fp') for r in recs}
 host, dev, col = fps.get(('x', 0)), fps.get(('x', 1)), fps.get(('x.collective', 0))
 print(json.dumps({"host": host, "device": dev, "collective": col}))
 sys.exit(0 if host and host == dev == col else 1)

@@ -22,7 +22,7 @@ test('the fleet page lists nodes with scores, or says the server has no fleet vi
     dropExpected404s();
   } else {
     assert.equal(r.status, 200);
-    const nodes = (r.json.nodes || r.json).map((n) => n.name);
+    const nodes = r.json.items.map((n) => n.name);
     const shown = await page.$$eval('tr[data-node]', (trs) => trs.map((t) => t.dataset.node));
     assert.deepEqual(shown.slice().sort(), nodes.slice().sort());
     if (nodes.length) await page.waitForSelector('[data-chart=scores] .uplot');
@@ -65,7 +65,7 @@ test('the alerts page lists alerts, or says the server has none yet', async () =
     dropExpected404s();
   } else {
     assert.equal(r.status, 200);
-    const n = (r.json.alerts || r.json).length;
+    const n = r.json.items.length;
     assert.equal(await page.locator('tr[data-alert]').count(), n);
   }
   // Acknowledging without a token asks for it instead of failing silently; with the token it works.

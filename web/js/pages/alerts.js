@@ -3,7 +3,6 @@ import { h, link } from '../dom.js';
 import { apiGet, apiPost } from '../api.js';
 import { badge, card, table, pager, emptyState, errorBox, unavailable, replace, loading, adminToken, adminTokenForm } from '../components.js';
 import { fmtTime } from '../format.js';
-import { listOf, totalOf } from './shape.js';
 
 const LIMIT = 100;
 
@@ -34,7 +33,7 @@ export async function mount(el, _params, query, navigate) {
     const key = JSON.stringify(d);
     if (key === last && !force) return;
     last = key;
-    const alerts = listOf(d, 'alerts');
+    const alerts = d.items;
     replace(body, card('Alerts', alerts.length ? [table([
       { key: 'created_at', label: 'When (UTC)', render: (a) => fmtTime(a.created_at) },
       { key: 'kind', label: 'Kind', render: (a) => [String(a.kind || 'alert'), a.classification ? h('div', { class: 'rec-kind' }, a.classification) : null] },
@@ -45,7 +44,7 @@ export async function mount(el, _params, query, navigate) {
       { key: 'ack', label: '', render: (a) => (isAcked(a) ? h('span', { class: 'rec-kind' }, a.acked_by ? `by ${a.acked_by}` : '') : h('button', {
         type: 'button', class: 'btn', 'data-action': 'ack', onclick: (ev) => ack(a, ev.target) }, 'Acknowledge')) },
     ], alerts, { rowAttrs: (a) => ({ 'data-alert': a.id }) }),
-    pager({ offset, limit: LIMIT, total: totalOf(d), count: alerts.length }, (o) => navigate('/alerts', { kind, offset: o || null }))]
+    pager({ offset, limit: LIMIT, total: d.total ?? undefined, count: alerts.length }, (o) => navigate('/alerts', { kind, offset: o || null }))]
       : emptyState(kind ? `No ${kind} alerts.` : 'No alerts.', 'Alerts appear when a twin group first diverges or a node turns suspect; sinks are configured in lockstepd.conf.')));
   }
   async function ack(a, btn) {

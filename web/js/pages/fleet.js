@@ -3,7 +3,6 @@ import { h, link } from '../dom.js';
 import { apiGet } from '../api.js';
 import { badge, card, table, emptyState, errorBox, unavailable, replace, loading } from '../components.js';
 import { fmtAgo, fmtTime } from '../format.js';
-import { listOf } from './shape.js';
 
 export function title() { return 'Fleet'; }
 
@@ -27,7 +26,7 @@ export async function mount(el, _params, query, navigate) {
     const key = JSON.stringify(d);
     if (key === last) return;
     last = key;
-    const nodes = listOf(d, 'nodes').slice();
+    const nodes = d.items.slice();
     if (!nodes.length) {
       replace(body, card('Nodes', emptyState('No node has been seen yet.', 'Nodes appear once runs with manifests arrive; each manifest names its host.')));
       return;
@@ -49,9 +48,9 @@ export async function mount(el, _params, query, navigate) {
         { key: 'state', label: 'State', sortable: true, render: (n) => badge(n.state || 'ok') },
         { key: 'score', label: 'Suspect score', num: true, sortable: true, render: (n) => fmtScore(scoreOf(n)) },
         { key: 'involvements', label: 'Divergence involvements', num: true, sortable: true, render: (n) => String(invOf(n) ?? '—') },
-        { key: 'runs', label: 'Runs', num: true, sortable: true, render: (n) => String(n.runs ?? n.run_count ?? '—') },
+        { key: 'runs', label: 'Runs', num: true, sortable: true, render: (n) => String(n.runs) },
         { key: 'rate', label: 'Rate', num: true, sortable: true, render: (n) => (typeof n.rate === 'number' ? (n.rate * 100).toFixed(1) + '%' : '—') },
-        { key: 'gpus', label: 'GPUs', num: true, render: (n) => String((n.gpus || []).length || n.gpu_count || '—') },
+        { key: 'gpus', label: 'GPUs', num: true, render: (n) => String(n.gpus.length || '—') },
         { key: 'last_seen', label: 'Last seen', sortable: true, render: (n) => h('span', { title: fmtTime(n.last_seen) }, fmtAgo(n.last_seen)) },
       ], nodes, { sort, onSort, rowAttrs: (n) => ({ 'data-node': nameOf(n) }) })),
       gpus.length ? card('GPUs', table([
@@ -104,9 +103,9 @@ function scoreChart(nodes, threshold) {
   return wrap;
 }
 
-export function nameOf(n) { return n.name || n.node || n.host || '?'; }
-export function scoreOf(n) { const s = n.score ?? n.suspect_score; return typeof s === 'number' ? s : null; }
-export function invOf(n) { return n.involvements ?? n.divergences ?? n.involvement_count ?? null; }
+export function nameOf(n) { return n.name; }
+export function scoreOf(n) { return typeof n.score === 'number' ? n.score : null; }
+export function invOf(n) { return n.involvements ?? null; }
 export function fmtScore(s) { return s === null || s === undefined ? '—' : Number(s).toFixed(3); }
 function cmp(a, b) {
   if (a === b) return 0;

@@ -4,20 +4,17 @@ import { h } from '../dom.js';
 export const CELL_COLORS = { match: '#3fa46a', diverged: '#d64545', missing: '#e0a526', pending: '#c9ced6' };
 const ORDER = ['match', 'diverged', 'missing', 'pending'];
 
-/* normalizeSteps(data) - the steps endpoint's answer as {cells: [{step, rank, status}], from, to, ranks}.
- * Accepts [{step, rank, status}], {cells: [...]}, or {steps: [{step, ranks: [status | {rank, status}]}]}. */
+/* normalizeSteps(data) - GET /api/v1/twins/G/steps ({steps: [{step, ranks}]}, where ranks holds each rank's
+ * status, null for a rank no run recorded, with ?compact=1, or {rank, status, runs} objects without it) as
+ * {cells: [{step, rank, status}], from, to, ranks}. */
 export function normalizeSteps(data) {
   let cells = [];
-  const src = Array.isArray(data) ? data : (data && (data.cells || data.steps || data.items)) || [];
-  for (const s of src) {
-    if (s && Array.isArray(s.ranks)) {
-      s.ranks.forEach((r, i) => {
-        if (r && typeof r === 'object') cells.push({ step: s.step, rank: r.rank !== undefined ? r.rank : i, status: r.status });
-        else cells.push({ step: s.step, rank: i, status: r });
-      });
-    } else if (s && s.step !== undefined) {
-      cells.push({ step: s.step, rank: s.rank, status: s.status });
-    }
+  for (const s of (data && data.steps) || []) {
+    s.ranks.forEach((r, i) => {
+      if (r === null) return;
+      if (typeof r === 'object') cells.push({ step: s.step, rank: r.rank, status: r.status });
+      else cells.push({ step: s.step, rank: i, status: r });
+    });
   }
   cells = cells.filter((c) => Number.isFinite(Number(c.step)) && Number.isFinite(Number(c.rank)))
     .map((c) => ({ step: Number(c.step), rank: Number(c.rank), status: String(c.status || 'pending') }));

@@ -3,7 +3,6 @@ import { h, link } from '../dom.js';
 import { apiGet, apiPost } from '../api.js';
 import { badge, card, kv, table, emptyState, errorBox, unavailable, replace, loading, adminToken, adminTokenForm } from '../components.js';
 import { fmtTime, fmtAgo, shortId } from '../format.js';
-import { listOf } from './shape.js';
 import { nameOf, scoreOf, fmtScore, invOf } from './fleet.js';
 
 export function title(params) { return 'Node ' + params[0]; }
@@ -40,7 +39,7 @@ export async function mount(el, params) {
     const k = JSON.stringify(n);
     if (k === lastTop) return true;
     lastTop = k;
-    const node = n.node || n;
+    const node = n.node;
     replace(top, h('div', { class: 'grid-2' },
       card('State', kv([
         ['State', badge(node.state || 'ok')],
@@ -73,8 +72,8 @@ export async function mount(el, params) {
     const k = JSON.stringify(d);
     if (k === lastHist) return;
     lastHist = k;
-    if (!older.length) nextBefore = d.next_before ?? null;
-    renderHistory(listOf(d, 'events'));
+    if (!older.length) nextBefore = d.next_cursor ?? null;
+    renderHistory(d.items);
   }
 
   function renderHistory(first) {
@@ -84,9 +83,9 @@ export async function mount(el, params) {
         nextBefore !== null ? h('button', { type: 'button', class: 'btn', 'data-action': 'older', onclick: async (ev) => {
           ev.target.disabled = true;
           try {
-            const d = await apiGet(npath + '/history', { limit: 200, before: nextBefore });
-            older = older.concat(listOf(d, 'events'));
-            nextBefore = d.next_before ?? null;
+            const d = await apiGet(npath + '/history', { limit: 200, cursor: nextBefore });
+            older = older.concat(d.items);
+            nextBefore = d.next_cursor ?? null;
             renderHistory(first);
           } catch (e) { ev.target.disabled = false; hist.appendChild(errorBox(e, 'Older events could not be loaded')); }
         } }, 'Older events') : null]

@@ -3,7 +3,6 @@ import { h, link } from '../dom.js';
 import { apiGet } from '../api.js';
 import { badge, table, pager, emptyState, errorBox, replace, loading } from '../components.js';
 import { fmtTime, shortId, toDate } from '../format.js';
-import { listOf, totalOf } from './shape.js';
 import { expandHostlist } from './hostlist.js';
 
 const LIMIT = 50;
@@ -61,15 +60,15 @@ export async function mount(el, _params, query, navigate) {
     let runs, total, scanned = 0, capped = false;
     try {
       if (!local) {
-        const data = await apiGet('/runs', { ...base, limit: LIMIT, offset });
-        runs = listOf(data, 'runs');
-        total = totalOf(data);
+        const data = await apiGet('/runs', { ...base, limit: LIMIT, cursor: offset });
+        runs = data.items;
+        total = data.total ?? undefined;
       } else {
         // The server filters by user, job, group and status; node and dates are matched here.
         const all = [];
         for (let off = 0; off < SCAN; off += 1000) {
-          const data = await apiGet('/runs', { ...base, limit: 1000, offset: off });
-          const page = listOf(data, 'runs');
+          const data = await apiGet('/runs', { ...base, limit: 1000, cursor: off });
+          const page = data.items;
           scanned += page.length;
           all.push(...page.filter((r) => localMatch(r, f)));
           if (page.length < 1000) break;
@@ -107,7 +106,7 @@ export async function mount(el, _params, query, navigate) {
         ? link('/twins/' + encodeURIComponent(groupOf(r)), groupOf(r)) : '—') },
       { key: 'status', label: 'Status', sortable: true, render: (r) => badge(r.status) },
       { key: 'ranks', label: 'Ranks', num: true, sortable: true },
-      { key: 'nodes', label: 'Nodes', sortable: true, render: (r) => (Array.isArray(r.nodes) ? r.nodes.join(', ') : (r.nodes || '—')) },
+      { key: 'nodes', label: 'Nodes', sortable: true, render: (r) => r.nodes || '—' },
       { key: 'created_at', label: 'Started (UTC)', sortable: true, render: (r) => fmtTime(r.created_at) },
       { key: 'command', label: 'Command', class: 'cmd', render: (r) => h('code', { title: r.command || '' }, r.command || '—') },
     ];
@@ -134,7 +133,7 @@ function field(label, input) {
  * date within since..until (inclusive days, UTC). */
 function localMatch(r, f) {
   if (f.node) {
-    const hosts = expandHostlist(Array.isArray(r.nodes) ? r.nodes.join(',') : r.nodes || '');
+    const hosts = expandHostlist(r.nodes || '');
     if (!hosts.includes(f.node)) return false;
   }
   const d = toDate(r.created_at);

@@ -2,7 +2,7 @@
 import { h, link } from '../dom.js';
 import { apiGet } from '../api.js';
 import { badge, card, table, emptyState, errorBox, replace, loading } from '../components.js';
-import { fmtTime, shortId, fmtFp, fmtValue, ulpOf } from '../format.js';
+import { fmtTime, shortId, fmtFp, fmtValue, fmtCount } from '../format.js';
 import { normalizeSteps, matchMap } from './matchmap.js';
 import { curvesSection } from './curves.js';
 import { valText } from './run.js';
@@ -69,9 +69,7 @@ export async function mount(el, params, query, navigate) {
   function renderDivergence(d) {
     const fd = d.first_divergence;
     if (!fd) { replace(divergence); return; }
-    const cells = fd.runs || [];
-    const ref = cells.find((r) => r.run_id !== fd.odd_run_id && r.present !== false) || cells[0];
-    const rows = cells.map((r) => ({ ...r, ulp: ref && r !== ref ? ulpOf(ref, r, r.dtype || ref.dtype) : null }));
+    const rows = fd.runs || []; // each with its ULP distance from the reference run, computed by lockstepd
     replace(divergence, h('section', { class: 'card card-alert', 'data-section': 'first-divergence' },
       h('h2', null, 'First divergence'),
       h('p', { class: 'divergence-line' }, 'Step ', h('strong', { 'data-field': 'step' }, String(fd.step)),
@@ -84,7 +82,7 @@ export async function mount(el, params, query, navigate) {
           r.run_id === fd.odd_run_id ? h('span', { class: 'tag tag-bad' }, 'odd one out') : null] },
         { key: 'fp', label: 'Fingerprint', render: (r) => (r.present === false ? h('em', null, 'missing') : h('code', null, fmtFp(r.fp))) },
         { key: 'value', label: 'Value', num: true, render: (r) => h('code', null, fmtValue(r.value)) },
-        { key: 'ulp', label: 'ULP distance', num: true, render: (r) => (r.ulp === null || r.ulp === undefined ? '—' : r.ulp.toLocaleString('en-US')) },
+        { key: 'ulp', label: 'ULP distance', num: true, render: (r) => (r.ulp === null || r.ulp === undefined ? '—' : fmtCount(r.ulp)) },
       ], rows, { compact: true, rowAttrs: (r) => ({ 'data-run': r.run_id }) }),
       h('p', null, h('a', { class: 'btn btn-primary', 'data-action': 'show-divergence', href: recordsHref(fd.step, fd.rank) },
         `Show every record at step ${fd.step}, rank ${fd.rank}`)),
@@ -183,7 +181,7 @@ export async function mount(el, params, query, navigate) {
     const key = JSON.stringify(d);
     if (key === lastManifest) return;
     lastManifest = key;
-    const diffs = groupRanks((Array.isArray(d) ? d : d.diffs || d.differences || []).map((x) => ({ ...x, byRun: byRun(x.values) })));
+    const diffs = groupRanks(d.diffs.map((x) => ({ ...x, byRun: byRun(x.values) })));
     const runIds = (d.runs && d.runs.length ? d.runs : (summary && summary.runs || []).map((r) => r.run_id)).slice();
     replace(manifestBox, card('Manifest diff', diffs.length
       ? [h('p', { class: 'sub' }, 'Environment, versions and hardware that differ between the twins, per rank. A determinism-relevant difference here (NCCL_*, CUBLAS_*, library versions) usually explains a divergence.'),
@@ -246,10 +244,9 @@ function rangeText(ns) {
   return out.join(', ');
 }
 
-/* byRun(values) - manifest-diff values ([{run_id, value}] or {run_id: value}) as {run_id: value}. */
+/* byRun(values) - manifest-diff values [{run_id, value}] as {run_id: value}. */
 function byRun(values) {
-  if (Array.isArray(values)) return Object.fromEntries(values.map((v) => [v.run_id, v.value]));
-  return values || {};
+  return Object.fromEntries(values.map((v) => [v.run_id, v.value]));
 }
 
 function intOr(v) {
