@@ -13,7 +13,7 @@ $(B)/tests/unit/%: $(B)/tests/unit/%.o $(LIBCLI) $(LIBLOCKSTEP_A) $$(TEST_OBJS_$
 	$(CC) -o $@ $< $(TEST_OBJS_$*) $(LIBCLI) $(LIBLOCKSTEP_A) $(ALL_LDFLAGS) $(TEST_LIBS) $(TEST_LIBS_$*)
 
 ALL_TARGETS += $(UNIT_BINS)
-TEST_TIERS := tests/abi/run.sh tests/cli/run.sh tests/cli/server.sh $(TEST_TIERS) tests/demo/run.sh
+TEST_TIERS := tests/layout/run.sh tests/abi/run.sh tests/cli/run.sh tests/cli/server.sh $(TEST_TIERS) tests/demo/run.sh
 
 check: all
 	@tests/run-all.sh $(B) $(UNIT_BINS) -- $(TEST_TIERS)

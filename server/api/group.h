@@ -8,7 +8,7 @@
 #include <microhttpd.h>
 
 #include "server/core/limits.h"
-#include "server/http/server.h"
+#include "server/http/request.h"
 
 /* The group's runs: rows of run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode,
  * created_at, ended_at (in run_key order), at most GROUP_MAX_RUNS of them. */

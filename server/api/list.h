@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "server/http/server.h"
+#include "server/http/request.h"
 
 /* api_int_arg - query argument `key` as an integer in lo..hi, `dflt` when
  * absent. Returns 0, or -1 after replying 400 when it is malformed. */

@@ -64,7 +64,7 @@ int divergence_alert_enqueue(const grp *g, PGresult *divs, json_t *entries, cons
                                v->reason, url);
     json_t *details =
         json_pack("{s:s, s:I, s:i, s:s, s:i, s:I, s:s, s:s, s:s, s:o}", "group", g->name, "step",
-                  (json_int_t)strtoll(step, NULL, 10), "rank", rank, "record", name, "occurrence",
+                  (json_int_t)strtoll(step, NULL, 10), "rank", rank, "name", name, "occurrence",
                   atoi(PQgetvalue(divs, 0, 4)), "seq", (json_int_t)strtoll(PQgetvalue(divs, 0, 2), NULL, 10), "kind",
                   PQgetvalue(divs, 0, 5), "classification", v->cls, "reason", v->reason, "runs", runs);
     char key[300];

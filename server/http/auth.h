@@ -2,7 +2,7 @@
 #ifndef SERVER_HTTP_AUTH_H
 #define SERVER_HTTP_AUTH_H
 
-#include "server/http/server.h"
+#include "server/http/request.h"
 
 /* http_is_admin - 1 when the request carries the configured admin token. */
 int http_is_admin(http_req *req);

@@ -4,7 +4,7 @@
 
 #include <jansson.h>
 
-#include "server/http/server.h"
+#include "server/http/request.h"
 
 /* The work deferred: run on a database worker with `arg`; returns the reply
  * (a new reference) and its HTTP status in *status. */

@@ -7,7 +7,7 @@
 #include <microhttpd.h>
 
 #include "server/core/error.h"
-#include "server/http/server.h"
+#include "server/http/request.h"
 
 /* http_reply - send `status` with `body` (malloc'd, taken over; may be NULL
  * with len 0) of `ctype`. Returns MHD's result. */

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <microhttpd.h>
 
-#include "server/http/server.h"
+#include "server/http/request.h"
 
 /* route_fn - handle a fully received request; `args` are the path segments
  * the pattern's "{}" matched, in order. */

@@ -1,4 +1,4 @@
-/* server.c - lockstepd's HTTP transport on libmicrohttpd: the daemon, one request's life, its body and arguments. */
+/* server.c - lockstepd's HTTP transport on libmicrohttpd: the daemon, bodies in bounded memory, orderly shutdown. */
 #include "server/http/server.h"
 
 #include <errno.h>
@@ -24,16 +24,6 @@ static struct MHD_Daemon *daemon_;
 static atomic_int in_flight;
 static atomic_size_t buffered; /* body bytes held by all requests together */
 static char *tls_key_pem, *tls_cert_pem;
-
-const char *http_query(http_req *req, const char *key)
-{
-    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
-}
-
-const char *http_header(http_req *req, const char *key)
-{
-    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, key);
-}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)

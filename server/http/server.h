@@ -1,27 +1,8 @@
-/* server.h - lockstepd's HTTP transport on libmicrohttpd: the daemon, one request's life, its body and arguments. */
+/* server.h - lockstepd's HTTP transport on libmicrohttpd: the daemon, bodies in bounded memory, orderly shutdown. */
 #ifndef SERVER_HTTP_SERVER_H
 #define SERVER_HTTP_SERVER_H
 
-#include <stddef.h>
-#include <jansson.h>
-#include <microhttpd.h>
-
-/* One request while it is being received and handled. */
-typedef struct http_req {
-    struct MHD_Connection *conn;
-    const char *method;
-    const char *url;
-    char *body;
-    size_t len, cap;
-    int too_large;
-    int busy;          /* the server-wide body budget was exhausted */
-    int route;         /* metrics route (enum metric_route) */
-    int status;        /* the status replied */
-    double t0;         /* monotonic seconds at arrival */
-    const char *allow; /* with a 405: the methods the path takes (the Allow header) */
-    int reply_status;  /* set by a database worker before it resumes the connection */
-    json_t *reply;
-} http_req;
+#include "server/http/request.h"
 
 /* http_start - bind and start the daemon with the settings in g_srv.cfg
  * (thread pool, limits, TLS), and the database workers (http_defer). Returns
@@ -34,11 +15,5 @@ int http_start(int *port);
  * queue and replies), then stop the daemon. No request is handled after it
  * returns. */
 void http_stop(int grace_s);
-
-/* http_query - the query argument `key`, or NULL. Borrowed from MHD. */
-const char *http_query(http_req *req, const char *key);
-
-/* http_header - the request header `key`, or NULL. */
-const char *http_header(http_req *req, const char *key);
 
 #endif /* SERVER_HTTP_SERVER_H */

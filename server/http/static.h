@@ -2,7 +2,7 @@
 #ifndef SERVER_HTTP_STATIC_H
 #define SERVER_HTTP_STATIC_H
 
-#include "server/http/server.h"
+#include "server/http/request.h"
 
 /* web_content_type - the Content-Type for a file name by its extension
  * ("application/octet-stream" when unknown). */

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# run.sh - layout tier: lockstepd's folders keep their layers and no module includes its way into a cycle.
+#
+# Layers, lowest first: server/core -> server/store, server/http -> server/compare -> server/fleet -> server/api
+# -> server/main.c. A file may include headers of its own folder and of lower layers only (store and http sit
+# side by side and include neither each other). common/ and include/ are below everything. A module is a .c
+# with its .h; module A depends on B when A.c or A.h includes B.h; the dependency graph has no cycle.
+# usage: run.sh [BUILD_DIR]  (the build dir is not needed; the sources are read). Ends with "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+python3 - "$@" <<'PY'
+import os, re, sys
+
+RANK = {"core": 0, "store": 1, "http": 1, "compare": 2, "fleet": 3, "api": 4, "main": 5}
+inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+passed = failed = 0
+
+def layer(path):
+    """The layer name of a file under server/ (main.c is its own), or None outside server/."""
+    parts = path.split("/")
+    if parts[0] != "server":
+        return None
+    return "main" if len(parts) == 2 else parts[1]
+
+files = []
+for root, _, names in os.walk("server"):
+    for n in names:
+        if n.endswith((".c", ".h")):
+            files.append(os.path.join(root, n))
+
+# 1. every folder is a known layer
+unknown = sorted({layer(f) for f in files} - set(RANK))
+if unknown:
+    print("FAIL server/ holds folders that are no layer: %s (add them to RANK with their place)" % ", ".join(unknown))
+    failed += 1
+else:
+    passed += 1
+    print("ok   every folder of server/ is a layer: %s" % ", ".join(sorted(RANK, key=RANK.get)))
+
+# 2. no include reaches a higher layer, nor a sibling of the same rank
+bad = []
+deps = {}
+for f in files:
+    src = open(f, encoding="utf-8").read()
+    me = layer(f)
+    mod = f[:-2]
+    for h in inc.findall(src):
+        if not h.startswith("server/"):
+            continue
+        if not os.path.exists(h):
+            bad.append("%s includes %s, which does not exist" % (f, h))
+            continue
+        other = layer(h)
+        if other != me and (RANK[other] > RANK[me] or RANK[other] == RANK[me]):
+            bad.append("%s (%s) includes %s (%s)" % (f, me, h, other))
+        if h[:-2] != mod:
+            deps.setdefault(mod, set()).add(h[:-2])
+if bad:
+    failed += 1
+    print("FAIL a lower layer includes a higher one (or a sibling):")
+    for b in bad:
+        print("       " + b)
+else:
+    passed += 1
+    print("ok   no file of server/ includes a higher layer or a sibling layer (%d files)" % len(files))
+
+# 3. no cycle among modules
+state, stack, cycle = {}, [], None
+def visit(m):
+    global cycle
+    state[m] = 1
+    stack.append(m)
+    for d in sorted(deps.get(m, ())):
+        if cycle:
+            return
+        if state.get(d) == 1:
+            cycle = stack[stack.index(d):] + [d]
+            return
+        if not state.get(d):
+            visit(d)
+    stack.pop()
+    state[m] = 2
+for m in sorted(deps):
+    if not state.get(m) and not cycle:
+        visit(m)
+if cycle:
+    failed += 1
+    print("FAIL an include cycle: " + " -> ".join(cycle))
+else:
+    passed += 1
+    print("ok   no include cycle among %d modules" % len({f[:-2] for f in files}))
+
+# 4. the router includes no handler, and nothing outside main.c includes server/api
+leaks = [f for f in files if layer(f) != "api" and layer(f) != "main" and
+         any(h.startswith("server/api/") for h in inc.findall(open(f, encoding="utf-8").read()))]
+if leaks:
+    failed += 1
+    print("FAIL handlers are included below main.c: " + ", ".join(sorted(leaks)))
+else:
+    passed += 1
+    print("ok   only main.c includes the handlers (they register routes in tables)")
+
+# 5. common/ includes nothing of the programs above it
+up = []
+for root, _, names in os.walk("common"):
+    for n in names:
+        if n.endswith((".c", ".h")):
+            p = os.path.join(root, n)
+            for h in inc.findall(open(p, encoding="utf-8").read()):
+                if not h.startswith(("common/", "include/")):
+                    up.append("%s includes %s" % (p, h))
+if up:
+    failed += 1
+    print("FAIL common/ includes a program's header: " + "; ".join(up))
+else:
+    passed += 1
+    print("ok   common/ includes only common/ and include/")
+
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
+PY
