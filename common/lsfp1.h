@@ -1,4 +1,4 @@
-/* lsfp1.h - LSFP-1, the position-dependent, order-free 64-bit fingerprint (DESIGN.md). */
+/* lsfp1.h - LSFP-1, the position-dependent, order-free 64-bit fingerprint (docs/design.md). */
 #ifndef COMMON_LSFP1_H
 #define COMMON_LSFP1_H
 

@@ -26,7 +26,7 @@ typedef struct spank_det_plan {
 } spank_det_plan;
 
 /* spank_det_plan_make - compare the environment read through `get` with the
- * deterministic runtime (DESIGN.md). Absent variables go to p->set (with
+ * deterministic runtime (docs/design.md). Absent variables go to p->set (with
  * OMP_NUM_THREADS set to `omp_threads`, at least 1); user values that keep
  * determinism are left alone; the others go to p->conflict. Never fails. */
 void spank_det_plan_make(spank_getenv_fn get, void *ctx, long omp_threads, spank_det_plan *p);

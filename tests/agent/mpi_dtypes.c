@@ -1,6 +1,6 @@
 /* mpi_dtypes.c - an unmodified MPI program that frees a derived datatype and builds another, which MPI
  * usually hands the same handle: the agent must fingerprint each call with the type it was given. It prints
- * "expect <occurrence> <fp>" for every MPI_Bcast, from its own packing and its own LSFP-1 (DESIGN.md),
+ * "expect <occurrence> <fp>" for every MPI_Bcast, from its own packing and its own LSFP-1 (docs/design.md),
  * which the agent tier compares with the trace. A broadcast between MPI_Pcontrol(0) and MPI_Pcontrol(1) must
  * leave no record. */
 #include <inttypes.h>
