@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/api/run_ref.h"
 #include "server/compare/compare.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
@@ -18,6 +19,7 @@
 #include "server/store/runs.h"
 #include "server/store/write.h"
 
+static const char *const REGISTER_FIRST = "register the run first with POST /api/v1/runs";
 static const char *const JSON_HINT = "send one JSON object; see docs/server.md for the fields";
 
 /* parse_body - the request body as a JSON object, or NULL after replying 400. */
@@ -49,24 +51,6 @@ static enum MHD_Result bad_field(http_req *req, const char *key, const char *wha
     char detail[200];
     snprintf(detail, sizeof(detail), "\"%s\" %s %s", key, missing ? "is missing; it must be" : "must be", what);
     return http_reply_error(req, 400, missing ? "missing field" : "wrong type", detail, JSON_HINT);
-}
-
-/* find_run - the run named in the URL, or -1 after replying 404/503. */
-static int find_run(http_req *req, const char *run_id, run_info *run)
-{
-    srv_error e;
-    int got = store_run_lookup(run_id, run, &e);
-    if (got < 0) {
-        http_reply_srv_error(req, 503, &e);
-        return -1;
-    }
-    if (got == 0) {
-        char detail[160];
-        snprintf(detail, sizeof(detail), "no run has the id \"%.64s\"", run_id);
-        http_reply_error(req, 404, "unknown run", detail, "register the run first with POST /api/v1/runs");
-        return -1;
-    }
-    return 0;
 }
 
 static enum MHD_Result ingest_run_create(http_req *req, char **args)
@@ -170,7 +154,7 @@ static int rank_of(http_req *req, const json_t *o, const run_info *run)
  * when a reply was sent before there was a body. */
 static json_t *rank_request(http_req *req, const char *run_id, run_info *run, int *rank)
 {
-    if (find_run(req, run_id, run) < 0 || http_auth_job(req, run->job_id) < 0)
+    if (api_run_find(req, run_id, run, REGISTER_FIRST) < 0 || http_auth_job(req, run->job_id) < 0)
         return NULL;
     json_t *o = parse_body(req);
     if (o)
@@ -250,7 +234,7 @@ static enum MHD_Result ingest_records(http_req *req, char **args)
     run_info *run = &j->run;
     srv_batch *b = &j->batch;
     enum MHD_Result res = MHD_YES;
-    if (find_run(req, run_id, run) < 0 || http_auth_job(req, run->job_id) < 0)
+    if (api_run_find(req, run_id, run, REGISTER_FIRST) < 0 || http_auth_job(req, run->job_id) < 0)
         goto out_free;
     const char *ct = http_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
     srv_error e;

@@ -4,6 +4,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "server/core/xalloc.h"
+#include "server/store/db.h"
 
 json_t *pg_str(PGresult *r, int row, int col)
 {
@@ -31,25 +35,20 @@ json_t *pg_hex64(PGresult *r, int row, int col)
 
 json_t *pg_int_array(const char *s, int hex)
 {
+    int cap = (int)strlen(s) / 2 + 1; /* "{1,2}": at most one value per two characters */
+    int64_t *v = xmalloc((size_t)cap * sizeof(*v));
+    int n = db_int_array_parse(s, v, cap);
     json_t *a = json_array();
-    while (*s && *s != '}') {
-        if (*s == '{' || *s == ',') {
-            s++;
-            continue;
-        }
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end == s)
-            break;
+    for (int i = 0; i < n; i++) {
         if (hex) {
             char h[17];
-            snprintf(h, sizeof(h), "%016" PRIx64, (uint64_t)v);
+            snprintf(h, sizeof(h), "%016" PRIx64, (uint64_t)v[i]);
             json_array_append_new(a, json_string(h));
         } else {
-            json_array_append_new(a, json_integer(v));
+            json_array_append_new(a, json_integer(v[i]));
         }
-        s = end;
     }
+    free(v);
     return a;
 }
 

@@ -10,6 +10,7 @@
 #include "common/dtype.h"
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
+#include "server/api/run_ref.h"
 #include "server/core/metrics.h"
 #include "server/core/state.h"
 #include "server/http/auth.h"
@@ -43,6 +44,8 @@ static json_t *run_json(PGresult *r, int row)
     json_object_set_new(o, "partition", json_string(PQgetvalue(r, row, 13)));
     return o;
 }
+
+static const char *const LIST_RUNS = "list runs with GET /api/v1/runs";
 
 static enum MHD_Result read_runs(http_req *req, char **args)
 {
@@ -79,18 +82,11 @@ static enum MHD_Result read_runs(http_req *req, char **args)
     return http_reply_json(req, 200, o);
 }
 
-static enum MHD_Result unknown_run(http_req *req, const char *run_id)
-{
-    char detail[160];
-    snprintf(detail, sizeof(detail), "no run has the id \"%.64s\"", run_id);
-    return http_reply_error(req, 404, "unknown run", detail, "list runs with GET /api/v1/runs");
-}
-
 static enum MHD_Result read_run(http_req *req, char **args)
 {
     const char *run_id = args[0];
     if (!store_uuid_valid(run_id))
-        return unknown_run(req, run_id);
+        return api_run_reply_unknown(req, run_id, LIST_RUNS);
     char err[512];
     const char *p[] = {run_id};
     PGresult *r = db_exec("run_one", 1, p, err, sizeof(err));
@@ -98,7 +94,7 @@ static enum MHD_Result read_run(http_req *req, char **args)
         return http_reply_db_down(req, err);
     if (PQntuples(r) != 1) {
         PQclear(r);
-        return unknown_run(req, run_id);
+        return api_run_reply_unknown(req, run_id, LIST_RUNS);
     }
     json_t *o = run_json(r, 0);
     char key[32];
@@ -143,12 +139,8 @@ static enum MHD_Result read_run_records(http_req *req, char **args)
 {
     const char *run_id = args[0];
     run_info run;
-    srv_error e;
-    int got = store_run_lookup(run_id, &run, &e);
-    if (got < 0)
-        return http_reply_srv_error(req, 503, &e);
-    if (!got)
-        return unknown_run(req, run_id);
+    if (api_run_find(req, run_id, &run, LIST_RUNS) < 0)
+        return MHD_YES;
     long long rank, from, to, limit, offset;
     if (api_int_arg(req, "rank", 0, INT32_MAX, 0, &rank) < 0 ||
         api_int_arg(req, "from", INT64_MIN, INT64_MAX, INT64_MIN, &from) < 0 ||

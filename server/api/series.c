@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/dtype.h"
+#include "server/api/run_ref.h"
 #include "server/core/metrics.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
@@ -51,15 +52,8 @@ static enum MHD_Result read_run_series(http_req *req, char **args)
 {
     const char *run_id = args[0];
     run_info run;
-    srv_error e;
-    int got = store_run_lookup(run_id, &run, &e);
-    if (got < 0)
-        return http_reply_srv_error(req, 503, &e);
-    if (!got) {
-        char detail[320];
-        snprintf(detail, sizeof(detail), "no run has the id \"%.255s\"", run_id);
-        return http_reply_error(req, 404, "unknown run", detail, "list runs with GET /api/v1/runs");
-    }
+    if (api_run_find(req, run_id, &run, "list runs with GET /api/v1/runs") < 0)
+        return MHD_YES;
     const char *rs = http_query(req, "rank"), *ns = http_query(req, "name"), *ls = http_query(req, "limit");
     char *end;
     long rank = rs && *rs ? strtol(rs, &end, 10) : 0;
