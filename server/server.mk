@@ -20,7 +20,7 @@ $(B)/server/migrations.c: $(MIGRATIONS) server/store/gen-migrations.sh
 $(B)/server/migrations.o: $(B)/server/migrations.c
 	$(CC) $(ALL_CFLAGS) $(EXTRA_CFLAGS_server) -c $< -o $@
 
-$(LOCKSTEPD): $(B)/server/main.o $(SERVER_OBJS) $(TOKEN_OBJS) $(LIBCOMMON)
+$(LOCKSTEPD): $(B)/server/main.o $(SERVER_OBJS) $(TOKEN_OBJS) $(COMMON_JSON_OBJS) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARDEN_LD) $(SERVER_LIBS)
 
