@@ -185,6 +185,97 @@ static void add_versions(jw *w)
     }
 }
 
+/* add_argv - this process's own arguments (/proc/self/cmdline), so that twins launched with other
+ * arguments (another process grid, another input) are told apart rank by rank. At most 256 arguments. */
+static void add_argv(jw *w)
+{
+    char *buf = malloc(65536);
+    if (!buf)
+        return;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, 65535) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n > 0) {
+        buf[n] = 0;
+        jw_key(w, "argv");
+        jw_arr_begin(w);
+        int count = 0;
+        for (char *p = buf; p < buf + n && count < 256; p += strlen(p) + 1, count++)
+            jw_str(w, p);
+        jw_arr_end(w);
+    }
+    free(buf);
+}
+
+/* add_job - the job's shape as the launcher tells this rank: tasks, nodes, tasks per node, CPUs per task,
+ * threads. Only what is known. */
+static void add_job(jw *w)
+{
+    static const struct {
+        const char *key, *vars[4];
+    } shape[] = {
+        {"tasks", {"SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL}},
+        {"nodes", {"SLURM_NNODES", "SLURM_JOB_NUM_NODES", NULL}},
+        {"tasks_per_node", {"SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE", NULL}},
+        {"cpus_per_task", {"SLURM_CPUS_PER_TASK", NULL}},
+        {"threads", {"OMP_NUM_THREADS", NULL}},
+    };
+    int open_obj = 0;
+    for (size_t i = 0; i < sizeof(shape) / sizeof(shape[0]); i++) {
+        const char *v = NULL;
+        for (int k = 0; shape[i].vars[k] && !v; k++) {
+            v = getenv(shape[i].vars[k]);
+            if (v && !*v)
+                v = NULL;
+        }
+        if (!v)
+            continue;
+        if (!open_obj) {
+            jw_key(w, "job");
+            jw_obj_begin(w);
+            open_obj = 1;
+        }
+        jw_kv_str(w, shape[i].key, v);
+    }
+    if (open_obj)
+        jw_obj_end(w);
+}
+
+/* add_files - files named by the determinism environment (NCCL_TOPO_FILE, a cuBLAS or MKL setting that
+ * is a path, ...), hashed: twins compare them by content, whatever their paths. Not the graph dump (its
+ * text is nccl_graph) nor NCCL's log file. */
+static void add_files(jw *w, int hash)
+{
+    int open_arr = 0;
+    for (char **e = environ; e && *e && hash; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq || eq[1] != '/' || !env_relevant(*e) || !strncmp(*e, "LOCKSTEP_", 9) ||
+            !strncmp(*e, "NCCL_GRAPH_DUMP_FILE=", 21) || !strncmp(*e, "NCCL_DEBUG_FILE=", 16))
+            continue;
+        struct stat st;
+        char hex[17], key[256];
+        if (stat(eq + 1, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (64 << 20) ||
+            manifest_hash_file(eq + 1, hex) < 0)
+            continue;
+        size_t n = (size_t)(eq - *e) < sizeof(key) - 1 ? (size_t)(eq - *e) : sizeof(key) - 1;
+        memcpy(key, *e, n);
+        key[n] = 0;
+        if (!open_arr) {
+            jw_key(w, "files");
+            jw_arr_begin(w);
+            open_arr = 1;
+        }
+        jw_obj_begin(w);
+        jw_kv_str(w, "env", key);
+        jw_kv_str(w, "path", eq + 1);
+        jw_kv_str(w, "xxh3", hex);
+        jw_obj_end(w);
+    }
+    if (open_arr)
+        jw_arr_end(w);
+}
+
 static void add_graph(jw *w)
 {
     const char *f = getenv("NCCL_GRAPH_DUMP_FILE");
@@ -277,7 +368,10 @@ void manifest_build(jw *w, long rank, const int64_t *deadline)
         add_cuda(w);
         add_versions(w);
     }
+    add_argv(w);
+    add_job(w);
     add_env(w);
+    add_files(w, hash);
     add_graph(w);
     add_binaries(w, hash, deadline);
     jw_kv_str(w, "hash_algo", "xxh3-64");
