@@ -284,11 +284,18 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
     if (!recording(LS_LEVEL_COLLECTIVE, "mpi.reduce", RET) || dtype_info(dt, &d) < 0)
         return real_MPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
     int me = comm_rank(comm);
-    uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL, comm), nbytes = 0, out;
+    uint64_t in_bytes = 0;
+    uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, &in_bytes, comm), nbytes = 0, out;
     int rc = real_MPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
     if (rc == MPI_SUCCESS) {
-        /* Only the root has a result; the others record their input alone. */
-        out = me == root ? fp_of(recvbuf, count, dt, &d, &nbytes, comm) : fp_lsfp1("", 0);
+        /* Only the root has a result; each other rank's record holds what it contributed (its input, as NCCL's
+         * non-root ncclReduce records do), so that a rank whose contribution differs diverges there. */
+        if (me == root)
+            out = fp_of(recvbuf, count, dt, &d, &nbytes, comm);
+        else if (inputs_on())
+            out = in, nbytes = in_bytes;
+        else
+            out = fp_lsfp1("", 0);
         emit(LS_LEVEL_COLLECTIVE, "mpi.reduce", out, nbytes, d.dtype, comm_size(comm), me == root ? count : 0, 1,
              &in, RET);
     }

@@ -6,7 +6,7 @@
  * reduces the residual (relax_step: one MPI_Allreduce); every 5th step also reduces a checksum (checksum:
  * MPI_Allreduce). At the end it reduces its timings (MPI_Wtime spans, run-specific by nature) to rank 0
  * (report_timings: MPI_Reduce and MPI_Allreduce). --perturb R:K makes rank R change its share of the
- * residual by one ulp just before the K-th residual allreduce (K counted from 0). --input FILE reads a scale factor from FILE
+ * residual (by a part in 10^9) just before the K-th residual allreduce (K counted from 0). --input FILE reads a scale factor from FILE
  * after broadcasting the parameters, and aborts the job (MPI_Abort) when FILE cannot be read.
  */
 #include <math.h>
@@ -55,8 +55,8 @@ static void exchange(grid *g)
     free(rbuf);
 }
 
-/* relax_step - one Jacobi sweep and the global residual; `perturb`: this rank's share changes by one ulp
- * just before it is reduced (after the halo exchange, so no neighbour sees it first). */
+/* relax_step - one Jacobi sweep and the global residual; `perturb`: this rank's share changes (by a part in
+ * 10^9) just before it is reduced (after the halo exchange, so no neighbour sees it first). */
 NOINLINE static double relax_step(grid *g, int perturb)
 {
     double local = 0, global = 0;
@@ -73,7 +73,7 @@ NOINLINE static double relax_step(grid *g, int perturb)
         for (int j = 1; j <= g->ny; j++)
             AT(g, g->u, i, j) = AT(g, g->v, i, j);
     if (perturb)
-        local = nextafter(local, INFINITY);
+        local *= 1.0 + 1e-9; /* large enough to survive the sum (one ulp of a share is lost in rounding) */
     MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return sqrt(global);
 }
