@@ -16,7 +16,7 @@ int site_pattern_check(const char *pat, size_t len, char *why, size_t cap)
         snprintf(why, cap, "pattern '%.40s...' is longer than %d bytes", pat, SITE_PATTERN_MAX);
         return -1;
     }
-    int only_stars = 1;
+    int only_stars = 1, parens = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)pat[i];
         if (c < 0x20 || c == 0x7f) {
@@ -30,6 +30,12 @@ int site_pattern_check(const char *pat, size_t len, char *why, size_t cap)
         }
         if (c != '*')
             only_stars = 0;
+        if (c == '(')
+            parens++;
+        if (c == ')' && --parens < 0) {
+            snprintf(why, cap, "pattern '%.*s' has a ')' without its '('", (int)len, pat);
+            return -1;
+        }
         if (c == '\\') {
             if (i + 1 == len) {
                 snprintf(why, cap, "pattern '%.*s' ends with a lone '\\'", (int)len, pat);
@@ -51,6 +57,13 @@ int site_pattern_check(const char *pat, size_t len, char *why, size_t cap)
             }
             i = j;
         }
+    }
+    if (parens) {
+        /* "f(int, double)" split at its comma: say so, rather than match two halves of a signature */
+        snprintf(why, cap, "pattern '%.*s' has a '(' without its ')'; commas separate patterns, so match a comma "
+                           "inside a signature with '?'",
+                 (int)len, pat);
+        return -1;
     }
     if (only_stars) {
         snprintf(why, cap, "pattern '%.*s' matches every record; to record nothing use --lockstep=off", (int)len, pat);

@@ -28,6 +28,9 @@ static const struct {
     {"x,**", "matches every record"},
     {"[abc", "without its ']'"},
     {"abc\\", "lone"},
+    {"f(int, double)", "'(' without its ')'"},
+    {"f(int? double)", NULL},
+    {"f)", "')' without"},
     {"a\tb", "control character"},
     {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
