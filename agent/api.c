@@ -275,6 +275,11 @@ void ls_shutdown(void)
     shutdown_with(0);
 }
 
+void ls_shutdown_with(int exit_code)
+{
+    shutdown_with(exit_code);
+}
+
 /* not_active - the error for calls outside ls_init..ls_shutdown. */
 static int not_active(const char *fn)
 {

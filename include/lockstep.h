@@ -63,6 +63,13 @@ LS_API int ls_init(void);
  * ls_init. */
 LS_API void ls_shutdown(void);
 
+/* ls_shutdown_with - ls_shutdown, reporting `exit_code` as this rank's end
+ * (ls_shutdown and a normal exit report the process's own status): for a
+ * program or wrapper about to end the process by other means, e.g. an
+ * interposed MPI_Abort, whose launcher then kills the ranks with a signal.
+ * Waits at most LOCKSTEP_FLUSH_TIMEOUT for the server. */
+LS_API void ls_shutdown_with(int exit_code);
+
 /* ls_step_begin - open step `step`: later records carry it, and occurrence
  * counts restart. Steps need not be contiguous. */
 LS_API void ls_step_begin(int64_t step);

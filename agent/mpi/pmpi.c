@@ -260,6 +260,16 @@ int MPI_Pcontrol(const int level, ...)
     return real_MPI_Pcontrol(level);
 }
 
+/* --- MPI_Abort: the launcher kills every rank with a signal right after it, so the records made so far and
+ * this rank's failure are sent first (within LOCKSTEP_FLUSH_TIMEOUT): twins that abort are then seen as
+ * failed, not as runs that agreed on a handful of records. */
+int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+    REAL(int, MPI_Abort, MPI_Comm, int);
+    ls_shutdown_with(errorcode ? errorcode : 1);
+    return real_MPI_Abort(comm, errorcode);
+}
+
 /* --- collectives ---------------------------------------------------------- */
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)

@@ -20,16 +20,17 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
         snprintf(why, cap, "%d of %d runs still running; they agree so far", f->running, f->nruns);
         return "pending";
     }
+    if (f->failed) {
+        snprintf(why, cap, "%d of %d runs failed (see each run's exit); %s, but a failed run says nothing about "
+                 "the steps it did not reach",
+                 f->failed, f->nruns,
+                 f->unchecked ? "nothing diverged in what could be compared" : "nothing diverged in what they recorded");
+        return "incomplete";
+    }
     if (f->unchecked) {
         snprintf(why, cap, "every run ended; the comparison of %ld rank%s is not finished", f->unchecked,
                  f->unchecked > 1 ? "s" : "");
         return "pending";
-    }
-    if (f->failed) {
-        snprintf(why, cap, "%d of %d runs failed (see each run's exit); what they recorded agrees, but a failed "
-                 "run says nothing about the steps it did not reach",
-                 f->failed, f->nruns);
-        return "incomplete";
     }
     if (f->comparable <= 0) {
         snprintf(why, cap, "every run ended, but they recorded nothing they share to compare (no records, or no "

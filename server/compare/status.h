@@ -3,8 +3,9 @@
  * The statuses, in the order the rule decides them:
  *   pending     fewer than two runs (waiting for a twin), a run still running, or steps not compared yet
  *   diverged    a first divergence was found (whether or not a run also failed)
- *   incomplete  every run ended, nothing diverged, but a run failed (non-zero exit, a rank that never
- *               ended) or the runs recorded nothing they share: nothing says they would have agreed
+ *   incomplete  nothing diverged, but a run failed (a rank's non-zero exit: its other ranks may never
+ *               report, killed by the launcher) or, every run ended, they recorded nothing they share:
+ *               nothing says they would have agreed
  *   match       every run ended with exit 0, the runs share compared records, and every one agreed
  * Tested from a table of cases in tests/unit/test_status.c. Issue 21's rule for runs that share no steps
  * belongs here too: this is the one place a group's status is decided.
@@ -17,8 +18,8 @@
 /* What the status rests on. */
 typedef struct twin_facts {
     int nruns;
-    int running;     /* runs not ended */
-    int failed;      /* ended runs with a non-zero exit on some rank */
+    int running;     /* runs not ended, none of whose ranks failed */
+    int failed;      /* runs with a non-zero exit on some rank (ended or not) */
     int diverged;    /* a first divergence is stored */
     long unchecked;  /* ranks whose shared, complete steps are not all compared yet */
     long comparable; /* ranks on which two runs or more recorded steps they share */

@@ -137,10 +137,12 @@ static void load_runs(PGresult *runs, PGresult *exits, grp_verdict *v, twin_fact
         json_object_set_new(o, "ended_ranks", json_integer(ended));
         json_array_append_new(v->runs, o);
         f->nruns++;
-        if (!strcmp(status, "running"))
-            f->running++;
-        else if (!strcmp(status, "failed") || json_array_size(failed))
+        /* A run with a failed rank has failed, even while its other ranks have not reported (a launcher
+         * that kills them after an MPI_Abort leaves them no time to). */
+        if (!strcmp(status, "failed") || json_array_size(failed))
             f->failed++;
+        else if (!strcmp(status, "running"))
+            f->running++;
     }
 }
 

@@ -22,6 +22,8 @@ static const struct {
     {"three runs agree", {3, 0, 0, 0, 0, 1}, "match"},
     {"both failed at once with a handful of agreeing records", {2, 0, 2, 0, 0, 4}, "incomplete"},
     {"one failed", {2, 0, 1, 0, 0, 4}, "incomplete"},
+    {"both aborted: killed ranks never ended, their steps never compared", {2, 0, 2, 0, 1, 1}, "incomplete"},
+    {"one failed while its twin still runs", {2, 1, 1, 0, 1, 1}, "pending"},
     {"ended without anything in common", {2, 0, 0, 0, 0, 0}, "incomplete"},
     {"diverged while running", {2, 1, 0, 1, 3, 2}, "diverged"},
     {"diverged and failed", {2, 0, 1, 1, 0, 2}, "diverged"},
