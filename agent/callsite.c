@@ -88,7 +88,8 @@ static int name_at(const void *addr, char *module, size_t mcap, uint64_t *offset
 }
 
 /* caller_of - the nearest function up the calling thread's stack, above the frame that returns to `ret`,
- * that a symbol names, into `out`. Returns 1 when found. */
+ * that a symbol names, into `out`. The walk ends at the C library (its start-up code names only
+ * __libc_start_main, which tells a user nothing). Returns 1 when found. */
 static int caller_of(const void *ret, char *out, size_t cap)
 {
     void *frames[FRAMES];
@@ -96,9 +97,12 @@ static int caller_of(const void *ret, char *out, size_t cap)
     while (i < n && frames[i] != ret)
         i++;
     for (int j = i + 1; j < n; j++) {
-        char module[REC_SITE_MODULE_MAX + 1];
+        char module[REC_SITE_MODULE_MAX + 1] = "";
         uint64_t off, fn_off;
-        if (name_at(frames[j], module, sizeof(module), &off, out, cap, &fn_off) == 1)
+        int named = name_at(frames[j], module, sizeof(module), &off, out, cap, &fn_off);
+        if (!strncmp(module, "libc.so", 7) || !strncmp(module, "ld-linux", 8))
+            break;
+        if (named == 1)
             return 1;
     }
     return 0;

@@ -300,7 +300,58 @@ static int past(const int64_t *deadline)
     return at != 0 && mono_ns() >= at;
 }
 
-static void add_binaries(jw *w, int hash, const int64_t *deadline)
+char *manifest_libraries(void)
+{
+    char exe[PATH_MAX] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = 0;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *out = malloc(cap), line[PATH_MAX + 256], last[PATH_MAX] = "";
+    if (!out) {
+        fclose(f);
+        return NULL;
+    }
+    out[0] = 0;
+    while (fgets(line, sizeof(line), f)) {
+        char *path = strchr(line, '/');
+        if (!path)
+            continue;
+        path[strcspn(path, "\n")] = 0;
+        if (!strstr(path, ".so") || strcmp(path, last) == 0 || strcmp(path, exe) == 0)
+            continue;
+        snprintf(last, sizeof(last), "%s", path);
+        size_t pl = strlen(path);
+        /* a library mapped in several places shows once */
+        int seen = 0;
+        for (const char *p = out; *p && !seen;) {
+            const char *e = strchr(p, '\n');
+            seen = (size_t)(e - p) == pl && !memcmp(p, path, pl);
+            p = e + 1;
+        }
+        if (seen)
+            continue;
+        if (len + pl + 2 > cap) {
+            char *t = realloc(out, cap = (len + pl + 2) * 2);
+            if (!t) {
+                free(out);
+                fclose(f);
+                return NULL;
+            }
+            out = t;
+        }
+        memcpy(out + len, path, pl);
+        len += pl;
+        out[len++] = '\n';
+        out[len] = 0;
+    }
+    fclose(f);
+    return out;
+}
+
+static void add_binaries(jw *w, int hash, const int64_t *deadline, const char *libs)
 {
     int cut = 0;
     char exe[PATH_MAX], hex[17];
@@ -311,20 +362,18 @@ static void add_binaries(jw *w, int hash, const int64_t *deadline)
         if (hash && manifest_hash_file(exe, hex) == 0)
             jw_kv_str(w, "exe_xxh3", hex);
     }
-    FILE *f = fopen("/proc/self/maps", "re");
-    if (!f)
+    char *now = libs ? NULL : manifest_libraries();
+    const char *list = libs ? libs : now;
+    if (!list)
         return;
     jw_key(w, "libraries");
     jw_arr_begin(w);
-    char line[PATH_MAX + 256], last[PATH_MAX] = "";
-    while (fgets(line, sizeof(line), f)) {
-        char *path = strchr(line, '/');
-        if (!path)
-            continue;
-        path[strcspn(path, "\n")] = 0;
-        if (!strstr(path, ".so") || strcmp(path, last) == 0 || strcmp(path, exe) == 0)
-            continue;
-        snprintf(last, sizeof(last), "%s", path);
+    char path[PATH_MAX];
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t pl = e ? (size_t)(e - p) : strlen(p);
+        snprintf(path, sizeof(path), "%.*s", (int)pl, p);
+        p += pl + (e ? 1 : 0);
         jw_obj_begin(w);
         jw_kv_str(w, "path", path);
         if (hash && !cut && past(deadline))
@@ -334,12 +383,12 @@ static void add_binaries(jw *w, int hash, const int64_t *deadline)
         jw_obj_end(w);
     }
     jw_arr_end(w);
-    fclose(f);
+    free(now);
     if (cut)
         jw_kv_int(w, "hashes_incomplete", 1);
 }
 
-void manifest_build(jw *w, long rank, const int64_t *deadline)
+void manifest_build(jw *w, long rank, const int64_t *deadline, const char *libs)
 {
     char host[256] = "", cpu[256];
     struct utsname u;
@@ -373,7 +422,7 @@ void manifest_build(jw *w, long rank, const int64_t *deadline)
     add_env(w);
     add_files(w, hash);
     add_graph(w);
-    add_binaries(w, hash, deadline);
+    add_binaries(w, hash, deadline, libs);
     jw_kv_str(w, "hash_algo", "xxh3-64");
     jw_obj_end(w);
 }
