@@ -9,6 +9,12 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
         snprintf(why, cap, "%s: waiting for a twin to compare with", f->nruns ? "one run" : "no run");
         return "pending";
     }
+    if (f->diverged && f->failed && f->missing) {
+        snprintf(why, cap, "%d of %d runs failed (see each run's exit); the first difference is a record some run "
+                 "lacks, which the failure explains: nothing diverged before it",
+                 f->failed, f->nruns);
+        return "incomplete";
+    }
     if (f->diverged) {
         if (f->failed)
             snprintf(why, cap, "the runs diverged (and %d of them failed)", f->failed);

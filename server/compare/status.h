@@ -2,8 +2,9 @@
  *
  * The statuses, in the order the rule decides them:
  *   pending     fewer than two runs (waiting for a twin), a run still running, or steps not compared yet
- *   diverged    a first divergence was found (whether or not a run also failed)
- *   incomplete  nothing diverged, but a run failed (a rank's non-zero exit: its other ranks may never
+ *   diverged    a first divergence was found (whether or not a run also failed; but see incomplete)
+ *   incomplete  nothing diverged (or, a run having failed, the first divergence is a record some run lacks:
+ *               what the failure cut short), but a run failed (a rank's non-zero exit: its other ranks may never
  *               report, killed by the launcher) or, every run ended, they recorded nothing they share:
  *               nothing says they would have agreed
  *   match       every run ended with exit 0, the runs share compared records, and every one agreed
@@ -21,6 +22,7 @@ typedef struct twin_facts {
     int running;     /* runs not ended, none of whose ranks failed */
     int failed;      /* runs with a non-zero exit on some rank (ended or not) */
     int diverged;    /* a first divergence is stored */
+    int missing;     /* the group's first divergence is a record some run lacks (cause missing) */
     long unchecked;  /* ranks whose shared, complete steps are not all compared yet */
     long comparable; /* ranks on which two runs or more recorded steps they share */
 } twin_facts;

@@ -255,7 +255,6 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     f.comparable = strtol(PQgetvalue(prog, 0, 1), NULL, 10);
     v->nranks = atoi(PQgetvalue(prog, 0, 2));
     f.diverged = PQntuples(divs) > 0;
-    v->status = twin_status(&f, v->status_why, sizeof(v->status_why));
 
     /* The per-rank divergences, as stored, each with its call site. */
     v->per_rank = json_array();
@@ -282,6 +281,8 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     }
     v->mdiff = load_mdiff(runs, man);
     judge(v);
+    f.missing = v->cause == CAUSE_MISSING;
+    v->status = twin_status(&f, v->status_why, sizeof(v->status_why));
     PQclear(runs);
     PQclear(exits);
     PQclear(divs);

@@ -344,7 +344,9 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         goto out_rollback;
     g->nruns = PQntuples(runs) < GROUP_MAX_RUNS ? PQntuples(runs) : GROUP_MAX_RUNS;
     g->program = g->nruns ? PQgetvalue(runs, 0, 6) : "";
-    int all_ended = 1, ndivs = (int)json_array_size(vd.per_rank);
+    /* A group whose runs failed is incomplete even with a record some run lacks (the failure cut it short):
+     * no divergence to weigh, no alert. */
+    int all_ended = 1, ndivs = strcmp(vd.status, "diverged") ? 0 : (int)json_array_size(vd.per_rank);
     char step[32] = "", rank0[16] = "";
     if (ndivs) {
         snprintf(step, sizeof(step), "%lld", (long long)json_integer_value(json_object_get(vd.first, "step")));

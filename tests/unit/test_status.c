@@ -11,22 +11,24 @@
 
 static const struct {
     const char *what;
-    twin_facts f; /* nruns, running, failed, diverged, unchecked, comparable */
+    twin_facts f; /* nruns, running, failed, diverged, missing, unchecked, comparable */
     const char *status;
 } CASES[] = {
-    {"no run", {0, 0, 0, 0, 0, 0}, "pending"},
-    {"a lone run waits for its twin", {1, 0, 0, 0, 0, 1}, "pending"},
-    {"twins still running", {2, 1, 0, 0, 0, 2}, "pending"},
-    {"ended, comparison not finished", {2, 0, 0, 0, 1, 2}, "pending"},
-    {"ended, compared, agreed", {2, 0, 0, 0, 0, 4}, "match"},
-    {"three runs agree", {3, 0, 0, 0, 0, 1}, "match"},
-    {"both failed at once with a handful of agreeing records", {2, 0, 2, 0, 0, 4}, "incomplete"},
-    {"one failed", {2, 0, 1, 0, 0, 4}, "incomplete"},
-    {"both aborted: killed ranks never ended, their steps never compared", {2, 0, 2, 0, 1, 1}, "incomplete"},
-    {"one failed while its twin still runs", {2, 1, 1, 0, 1, 1}, "pending"},
-    {"ended without anything in common", {2, 0, 0, 0, 0, 0}, "incomplete"},
-    {"diverged while running", {2, 1, 0, 1, 3, 2}, "diverged"},
-    {"diverged and failed", {2, 0, 1, 1, 0, 2}, "diverged"},
+    {"no run", {0, 0, 0, 0, 0, 0, 0}, "pending"},
+    {"a lone run waits for its twin", {1, 0, 0, 0, 0, 0, 1}, "pending"},
+    {"twins still running", {2, 1, 0, 0, 0, 0, 2}, "pending"},
+    {"ended, comparison not finished", {2, 0, 0, 0, 0, 1, 2}, "pending"},
+    {"ended, compared, agreed", {2, 0, 0, 0, 0, 0, 4}, "match"},
+    {"three runs agree", {3, 0, 0, 0, 0, 0, 1}, "match"},
+    {"both failed at once with a handful of agreeing records", {2, 0, 2, 0, 0, 0, 4}, "incomplete"},
+    {"one failed", {2, 0, 1, 0, 0, 0, 4}, "incomplete"},
+    {"both aborted: killed ranks never ended, their steps never compared", {2, 0, 2, 0, 0, 1, 1}, "incomplete"},
+    {"one failed while its twin still runs", {2, 1, 1, 0, 0, 1, 1}, "pending"},
+    {"ended without anything in common", {2, 0, 0, 0, 0, 0, 0}, "incomplete"},
+    {"diverged while running", {2, 1, 0, 1, 0, 3, 2}, "diverged"},
+    {"diverged and failed", {2, 0, 1, 1, 0, 0, 2}, "diverged"},
+    {"failed, and a run lacks records the other holds: the failure cut them short", {2, 0, 2, 1, 1, 0, 2}, "incomplete"},
+    {"a record missing without a failure is a divergence", {2, 0, 0, 1, 1, 0, 2}, "diverged"},
 };
 
 static void test_cases(void **state)
