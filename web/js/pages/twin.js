@@ -196,10 +196,10 @@ export async function mount(el, params, query, navigate) {
     lastManifest = key;
     const diffs = groupRanks((Array.isArray(d) ? d : d.diffs || d.differences || []).map((x) => ({ ...x, byRun: byRun(x.values) })));
     const runIds = (d.runs && d.runs.length ? d.runs : (summary && summary.runs || []).map((r) => r.run_id)).slice();
-    const ids = groupRanks((d.identities || []).map((x) => ({ ...x, byRun: byRun(x.values) })));
+    const ids = [...new Set((d.identities || []).map((x) => x.key))].sort();
     const identities = ids.length ? h('details', { class: 'identities', 'data-section': 'identities' },
       h('summary', null, `Identities (${ids.length}): they differ between runs by nature and explain nothing`),
-      h('p', null, ids.map((r) => h('code', { 'data-key': r.key }, r.key + ' ')))) : null;
+      h('p', null, ids.map((k) => h('code', { 'data-key': k }, k + ' ')))) : null;
     replace(manifestBox, card('Manifest diff', diffs.length
       ? [h('p', { class: 'sub', 'data-field': 'summary' }, d.summary || 'Environment, versions, libraries and command lines that differ between the twins.'),
         table([
