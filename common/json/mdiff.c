@@ -315,9 +315,12 @@ static void compare_rank(acc *a, acc *ids, const md_run *runs, int n, int rank, 
     }
 }
 
-/* node_count - how many distinct nodes a run's manifests name (0 when none). */
+/* node_count - how many distinct nodes a run's manifests name; 0 (unknown) when the run has fewer manifests
+ * than ranks: ranks killed before they sent one (a failed run) would make the count a guess. */
 static json_int_t node_count(const md_run *r)
 {
+    if (r->ranks > 0 && (long)json_array_size(r->manifests) < r->ranks)
+        return 0;
     json_t *seen = json_object(), *e;
     size_t i;
     json_array_foreach(r->manifests, i, e)

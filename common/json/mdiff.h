@@ -7,7 +7,8 @@
  *   files         files named by the environment are compared by their content (the file's hash), their
  *                 paths kept apart as identities; the NCCL graph dump by its text, not its file name
  *   command, argv the launch's command line and each rank's own arguments
- *   shape         ranks and nodes of each run; each rank's job.* (tasks, nodes, cpus per task, threads)
+ *   shape         ranks and nodes of each run (nodes: those its manifests name, when every rank sent one);
+ *                 each rank's job.* (tasks, nodes, cpus per task, threads)
  *   identities    job and step ids, users, node and host names, GPU uuids and bus ids, per-run paths
  *                 (trace and spool directories, the graph dump's path): listed apart, never an explanation
  *

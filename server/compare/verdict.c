@@ -201,6 +201,7 @@ static void judge(grp_verdict *v)
     memcpy(v->origin, cv.origin, sizeof(cv.origin));
     snprintf(v->cause_why, sizeof(v->cause_why), "%s", cv.why);
     v->first_rank = cv.first ? cv.first->rank : -1;
+    v->first_missing = cv.first && cv.first->missing;
     size_t at = cv.first ? (size_t)(cv.first - cr) : 0;
     json_t *first = json_deep_copy(json_array_get(v->per_rank, at));
     json_t *origin = json_array();
@@ -281,7 +282,7 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     }
     v->mdiff = load_mdiff(runs, man);
     judge(v);
-    f.missing = v->cause == CAUSE_MISSING;
+    f.missing = v->first_missing;
     v->status = twin_status(&f, v->status_why, sizeof(v->status_why));
     PQclear(runs);
     PQclear(exits);

@@ -30,6 +30,7 @@ typedef struct grp_verdict {
     cause_kind cause;      /* CAUSE_NONE when nothing diverged */
     int origin[CAUSE_MAX_ORIGIN], norigin;
     int first_rank;        /* the rank standing for the group, -1 when none */
+    int first_missing;     /* its first divergence is a record some run lacks */
     int nranks;            /* ranks the runs recorded */
     char suggest[300];     /* every-rank: the ignore pattern for the first divergence's call site, else "" */
     char cause_why[768];
