@@ -105,6 +105,7 @@ static int caller_of(const void *ret, char *out, size_t cap)
         if (named == 1)
             return 1;
     }
+    out[0] = 0; /* name_at may have written a name it then did not keep */
     return 0;
 }
 

@@ -163,8 +163,15 @@ int site_patterns_match(const site_patterns *p, const char *name, size_t name_le
         return 1;
     if (!site)
         return 0;
-    return matches_function(p, site->function, site->function_len) ||
-           matches_function(p, site->caller, site->caller_len);
+    if (matches_function(p, site->function, site->function_len) || matches_function(p, site->caller, site->caller_len))
+        return 1;
+    /* A call from code no symbol names (a stripped program): its place, MODULE+0xOFFSET, is the handle. */
+    if (site->module_len) {
+        char where[REC_SITE_MODULE_MAX + 24];
+        int n = snprintf(where, sizeof(where), "%.*s+0x%" PRIx64, (int)site->module_len, site->module, site->offset);
+        return n > 0 && matches(p, where, (size_t)n);
+    }
+    return 0;
 }
 
 size_t site_format(const rec_site *s, char *out, size_t cap)
@@ -204,6 +211,8 @@ size_t site_suggest_ignore(const rec_site *s, const char *name, size_t name_len,
         n = site_base_name(s->function, s->function_len, raw, sizeof(raw));
     else if (s && s->caller_len)
         n = site_base_name(s->caller, s->caller_len, raw, sizeof(raw));
+    else if (s && s->module_len)
+        n = (size_t)snprintf(raw, sizeof(raw), "%.*s+0x%" PRIx64, (int)s->module_len, s->module, s->offset);
     else {
         n = name_len < sizeof(raw) - 1 ? name_len : sizeof(raw) - 1;
         memcpy(raw, name, n);

@@ -5,7 +5,8 @@
  * ignore rules with it. A pattern is a shell glob (fnmatch(3), no flags: '*' also matches '/', '.', ':')
  * matched against the record's name and every function its call site names: the function, the caller,
  * and each of those without its parameter list ("Solver::report_timings" for
- * "Solver::report_timings(int) const"), so a user need not know the signature.
+ * "Solver::report_timings(int) const"), so a user need not know the signature; and against the site's place,
+ * "MODULE+0xOFFSET" ("hpcc+0x157a4"), the one handle on a call from a stripped program.
  */
 #ifndef COMMON_SITE_H
 #define COMMON_SITE_H
@@ -55,7 +56,7 @@ size_t site_base_name(const char *fn, size_t len, char *out, size_t cap);
 size_t site_format(const rec_site *s, char *out, size_t cap);
 
 /* site_suggest_ignore - the pattern that would ignore records from this call
- * site (the function's base name, else the caller's, else `name`), into
+ * site (the function's base name, else the caller's, else MODULE+0xOFFSET, else `name`), into
  * `out` (always NUL-terminated). Commas, which cannot appear in a pattern,
  * become '?'. Returns the length written. */
 size_t site_suggest_ignore(const rec_site *s, const char *name, size_t name_len, char *out, size_t cap);

@@ -77,6 +77,8 @@ static const struct {
     {"ns::f<int>", "x", "ns::f<int>(std::vector<int, std::allocator<int> > const&)", NULL, 1},
     {"(anonymous namespace)::helper", "x", "(anonymous namespace)::helper(int)", NULL, 1},
     {"", "mpi.reduce", "anything", NULL, 0},
+    {"libsolver.so.2+0x41a3", "mpi.allreduce", NULL, NULL, 1},
+    {"libsolver.so.2+0x41a4", "mpi.allreduce", NULL, NULL, 0},
 };
 
 static rec_site make_site(const char *fn, const char *caller)
@@ -145,6 +147,9 @@ static void test_suggest(void **state)
     assert_string_equal(out, "Solver::finish");
     site_suggest_ignore(NULL, "mpi.reduce", 10, out, sizeof(out));
     assert_string_equal(out, "mpi.reduce");
+    s = make_site(NULL, NULL); /* a stripped program: no function, no named caller */
+    site_suggest_ignore(&s, "mpi.allreduce", 13, out, sizeof(out));
+    assert_string_equal(out, "libsolver.so.2+0x41a3");
     s = make_site("Vec::operator*(Vec const&)", NULL);
     site_suggest_ignore(&s, "x", 1, out, sizeof(out));
     assert_string_equal(out, "Vec::operator\\*");
