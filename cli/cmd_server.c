@@ -255,8 +255,7 @@ int cmd_twins(int argc, char **argv)
                : !strcmp(status, "pending") ? CLI_PENDING
                                             : CLI_DIVERGED;
     if (c.json) {
-        client_print_json(reply);
-        json_decref(reply);
+        client_print_json(reply); /* takes the reply */
         return code;
     }
     printf("twin group %s: %s", group, status ? status : "?");
@@ -363,8 +362,7 @@ int cmd_manifest_diff(int argc, char **argv)
     if (rc)
         return rc;
     if (c.json) {
-        client_print_json(reply);
-        json_decref(reply);
+        client_print_json(reply); /* takes the reply */
         return CLI_OK;
     }
     json_t *diffs = json_object_get(reply, "diffs"), *ids = json_object_get(reply, "identities");
