@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh - the agent tier: streaming to a real lockstepd (embedded PostgreSQL), spool and replay, a server that
-# dies or never answers, fork, LD_PRELOAD self-start, and an unmodified 4-rank Open MPI program under LD_PRELOAD.
+# dies or never answers, fork, LD_PRELOAD self-start, an unmodified 4-rank Open MPI program under LD_PRELOAD, and
+# real programs (tests/apps: C and C++ over a stripped library) judged by lockstepd: call sites, causes, ignore rules.
 # usage: tests/agent/run.sh BUILD_DIR      (ends with "N passed, N failed")
 set -u
 build=${1:-build}
