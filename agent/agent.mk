@@ -58,6 +58,25 @@ $(B)/tests/agent/%: tests/agent/%.c $(LIBLOCKSTEP_SO)
 ALL_TARGETS += $(AGENT_TEST_BINS)
 TEST_TIERS += tests/agent/run.sh
 
+# tests/apps: unmodified MPI programs (no Lockstep calls) that the agent and Slurm tiers run under LD_PRELOAD:
+# heat (C, a process grid, ends by reducing its timings) and solver (C++, over libsolver.so, a library shipped
+# stripped whose timing report runs in a file-static helper). The library keeps default visibility: its
+# methods must stay in the dynamic symbol table, as an installed library's do.
+# (The C API only: Open MPI's C++ bindings do not build with -Werror.)
+APPS_CXXFLAGS := -std=gnu++17 $(CFLAGS) -Wall -Wextra -Werror $(SANFLAGS) -DOMPI_SKIP_MPICXX=1
+$(B)/tests/apps/heat: tests/apps/heat.c
+	@mkdir -p $(@D)
+	mpicc -std=gnu11 $(CFLAGS) $(WARN) $(SANFLAGS) -o $@ $< $(ALL_LDFLAGS) -lm
+$(B)/tests/apps/libsolver.so: tests/apps/libsolver.cpp tests/apps/solver.h
+	@mkdir -p $(@D)
+	mpicxx $(APPS_CXXFLAGS) -fPIC -shared -o $@ $< $(ALL_LDFLAGS)
+	strip --strip-unneeded $@
+$(B)/tests/apps/solver: tests/apps/solver.cpp tests/apps/solver.h $(B)/tests/apps/libsolver.so
+	mpicxx $(APPS_CXXFLAGS) -o $@ $< $(ALL_LDFLAGS) -L$(B)/tests/apps -lsolver -Wl,-rpath,'$$ORIGIN'
+ifneq ($(MPI_CFLAGS),)
+ALL_TARGETS += $(B)/tests/apps/heat $(B)/tests/apps/libsolver.so $(B)/tests/apps/solver
+endif
+
 # bench/agent: an allreduce-heavy MPI program with and without the agent, server up and down.
 $(B)/bench/agent/allreduce: bench/agent/allreduce.c bench/agent/blocks.h
 	@mkdir -p $(@D)

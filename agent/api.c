@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/callsite.h"
 #include "agent/config.h"
 #include "agent/occ.h"
 #include "agent/send.h"
@@ -16,6 +17,7 @@
 #include "common/dtype.h"
 #include "common/lsfp1.h"
 #include "common/record.h"
+#include "common/site.h"
 #include "common/tracespec.h"
 
 /* ST_FORKED: a fork()ed child's copy; it records nothing (its numbering
@@ -35,8 +37,11 @@ static struct agent {
     int tracing;          /* a trace file is open */
     trace_writer trace;
     int streaming;        /* the sender is configured */
-    char step_on[LS_NAME_MAX + 1]; /* LOCKSTEP_STEP_ON: this record name opens a step */
+    site_patterns ignore; /* LOCKSTEP_IGNORE: records whose name or call site matches are not made */
+    char step_on[SITE_PATTERN_MAX + 1]; /* LOCKSTEP_STEP_ON: a record of this name, or matching this pattern */
     size_t step_on_len;
+    site_patterns step_glob; /* LOCKSTEP_STEP_ON as a pattern (empty when it is not a valid one) */
+    uint32_t gen;         /* bumped at each ls_init: the call sites' cached decisions are of this generation */
     int atexit_done;
     int atfork_done;
 } A;
@@ -132,12 +137,28 @@ static int init_locked(void)
         agent_set_error("out of memory");
         return -1;
     }
+    if (site_patterns_parse(getenv("LOCKSTEP_IGNORE"), &A.ignore, why, sizeof(why)) < 0) {
+        agent_set_error("LOCKSTEP_IGNORE is invalid: %s (patterns are globs separated by commas, e.g. "
+                        "'report_timings,mpi.reduce')",
+                        why);
+        occ_release(&A.occ);
+        return -1;
+    }
     A.rank = (int)rank;
     A.step = 0;
     A.seq = 0;
+    A.gen++;
+    /* LOCKSTEP_STEP_ON: a record name (exactly), or a pattern matched like LOCKSTEP_IGNORE's, e.g. the
+     * function whose collectives open the steps. A value that is no valid pattern is a name only. */
     const char *step_on = getenv("LOCKSTEP_STEP_ON");
-    A.step_on_len = step_on ? strnlen(step_on, LS_NAME_MAX) : 0;
+    A.step_on_len = step_on ? strnlen(step_on, SITE_PATTERN_MAX) : 0;
     memcpy(A.step_on, step_on ? step_on : "", A.step_on_len);
+    A.step_on[A.step_on_len] = 0;
+    A.step_glob.n = 0;
+    if (A.step_on_len && site_pattern_check(A.step_on, A.step_on_len, why, sizeof(why)) == 0) {
+        A.step_glob.n = 1;
+        memcpy(A.step_glob.pat[0], A.step_on, A.step_on_len + 1);
+    }
 
     rec_header h;
     memset(&h, 0, sizeof(h));
@@ -254,6 +275,11 @@ void ls_shutdown(void)
     shutdown_with(0);
 }
 
+void ls_shutdown_with(int exit_code)
+{
+    shutdown_with(exit_code);
+}
+
 /* not_active - the error for calls outside ls_init..ls_shutdown. */
 static int not_active(const char *fn)
 {
@@ -308,12 +334,47 @@ static int check_name(const char *name, size_t *len)
     return 0;
 }
 
+static uint64_t name_hash(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+    return h ^ n;
+}
+
+/* decide_locked - whether LOCKSTEP_IGNORE drops a record `name` (`len` bytes) with call site `site` (NULL:
+ * none), and whether LOCKSTEP_STEP_ON makes it open a step. With a call site entry `e`, the decisions are
+ * kept in it for the next record of the same name and configuration, so that the patterns are matched
+ * once per site, not once per call. */
+static void decide_locked(const char *name, size_t len, const rec_site *site, cs_entry *e, int *ignored, int *steps)
+{
+    *ignored = *steps = 0;
+    if (!A.ignore.n && !A.step_on_len)
+        return;
+    uint64_t h = e ? name_hash(name, len) : 0;
+    if (e && e->gen == A.gen && e->name_hash == h) {
+        *ignored = e->ignored;
+        *steps = e->steps;
+        return;
+    }
+    *ignored = site_patterns_match(&A.ignore, name, len, site);
+    *steps = A.step_on_len && ((len == A.step_on_len && memcmp(name, A.step_on, len) == 0) ||
+                               site_patterns_match(&A.step_glob, name, len, site));
+    if (e) {
+        e->gen = A.gen;
+        e->name_hash = h; /* a hash, not a pointer: names may live in reused buffers */
+        e->ignored = (uint8_t)*ignored;
+        e->steps = (uint8_t)*steps;
+    }
+}
+
 /* emit_locked - number the record (seq, occurrence) and hand it to the
- * sinks. Returns 0, or -1 with the error set. */
-static int emit_locked(rec_record *r)
+ * sinks; `steps`: it opens the next step first (LOCKSTEP_STEP_ON). Returns
+ * 0, or -1 with the error set. */
+static int emit_locked(rec_record *r, int steps)
 {
     char why[300];
-    if (A.step_on_len && r->name_len == A.step_on_len && memcmp(r->name, A.step_on, A.step_on_len) == 0) {
+    if (steps) {
         A.step++; /* LOCKSTEP_STEP_ON: this record opens the next step */
         occ_reset(&A.occ);
     }
@@ -354,6 +415,20 @@ static int admit_locked(int level, const char *fn)
     return ts_admits(&A.spec, level, A.step, A.rank);
 }
 
+/* record_locked - admit `r` (trace window), apply LOCKSTEP_IGNORE and LOCKSTEP_STEP_ON (decisions kept in
+ * call site entry `e` when there is one) and emit it. Returns 1 recorded, 0 left out, -1 error. */
+static int record_locked(rec_record *r, const char *fn, cs_entry *e)
+{
+    int rc = admit_locked(r->level, fn);
+    if (rc <= 0)
+        return rc;
+    int ignored, steps;
+    decide_locked(r->name, r->name_len, rec_has_site(r) ? &r->site : NULL, e, &ignored, &steps);
+    if (ignored)
+        return 0;
+    return emit_locked(r, steps) < 0 ? -1 : 1;
+}
+
 int ls_metric(const char *name, double value)
 {
     size_t len;
@@ -373,9 +448,7 @@ int ls_metric(const char *name, double value)
     r.t_ns = now_ns();
 
     pthread_mutex_lock(&mu);
-    int rc = admit_locked(LS_LEVEL_METRIC, "ls_metric");
-    if (rc > 0)
-        rc = emit_locked(&r);
+    int rc = record_locked(&r, "ls_metric", NULL);
     pthread_mutex_unlock(&mu);
     return rc < 0 ? -1 : 0;
 }
@@ -427,9 +500,14 @@ int ls_tensor_at(ls_level level, const char *name, const void *host_data, size_t
         return -1;
     }
 
-    /* Skip the hashing when the window filters the record out. */
+    /* Skip the hashing when the window filters the record out, or LOCKSTEP_IGNORE does. */
     pthread_mutex_lock(&mu);
     int rc = admit_locked(level, "ls_tensor");
+    if (rc > 0) {
+        int ignored, steps;
+        decide_locked(name, len, NULL, NULL, &ignored, &steps);
+        rc = !ignored;
+    }
     pthread_mutex_unlock(&mu);
     if (rc <= 0)
         return rc;
@@ -456,16 +534,29 @@ int ls_tensor_at(ls_level level, const char *name, const void *host_data, size_t
     r.t_ns = now_ns();
 
     pthread_mutex_lock(&mu);
-    rc = admit_locked(level, "ls_tensor"); /* the state may have changed meanwhile */
-    if (rc > 0)
-        rc = emit_locked(&r);
+    rc = record_locked(&r, "ls_tensor", NULL); /* the state may have changed meanwhile */
     pthread_mutex_unlock(&mu);
     free(chunks);
     return rc < 0 ? -1 : 0;
 }
 
-int ls_record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
-                 const int64_t *shape, int n_inputs, const uint64_t *inputs)
+/* site_from - a caller's own site into `out` (strings borrowed, cut to the framing's limits). */
+static void site_from(const ls_site *s, rec_site *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->offset = s->offset;
+    out->function_offset = s->function_offset;
+    out->module = s->module;
+    out->module_len = (uint16_t)(s->module ? strnlen(s->module, REC_SITE_MODULE_MAX) : 0);
+    out->function = s->function;
+    out->function_len = (uint16_t)(s->function ? strnlen(s->function, REC_SITE_NAME_MAX) : 0);
+    out->caller = s->caller;
+    out->caller_len = (uint16_t)(s->caller ? strnlen(s->caller, REC_SITE_NAME_MAX) : 0);
+}
+
+int ls_record_fp_at(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                    const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
+                    const ls_site *site)
 {
     size_t len;
     if (check_name(name, &len) < 0)
@@ -488,13 +579,45 @@ int ls_record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes,
     r.n_inputs = (uint16_t)n_inputs;
     r.inputs = inputs;
     r.t_ns = now_ns();
+    cs_entry *e = NULL;
+    if (site)
+        site_from(site, &r.site);
+    else if (return_address && (e = callsite_get(return_address)))
+        r.site = e->site;
 
     pthread_mutex_lock(&mu);
-    int rc = admit_locked(level, "ls_record_fp");
-    if (rc > 0)
-        rc = emit_locked(&r);
+    int rc = record_locked(&r, "ls_record_fp", e);
     pthread_mutex_unlock(&mu);
     return rc < 0 ? -1 : 0;
+}
+
+int ls_record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                 const int64_t *shape, int n_inputs, const uint64_t *inputs)
+{
+    return ls_record_fp_at(level, name, fp, nbytes, dtype, ndim, shape, n_inputs, inputs, NULL, NULL);
+}
+
+int ls_enabled_at(ls_level level, const char *name, const void *return_address)
+{
+    pthread_mutex_lock(&mu);
+    int rc = A.state == ST_ACTIVE && ts_admits(&A.spec, level, A.step, A.rank);
+    int rules = A.ignore.n || A.step_on_len;
+    pthread_mutex_unlock(&mu);
+    if (!rc || !name)
+        return rc;
+    /* Resolve the call site now, in the thread that issued the call (its stack names the callers). */
+    cs_entry *e = callsite_get(return_address);
+    if (!rules)
+        return 1;
+    size_t len = strnlen(name, LS_NAME_MAX + 1);
+    if (len == 0 || len > LS_NAME_MAX)
+        return 0;
+    pthread_mutex_lock(&mu);
+    int ignored = 0, steps;
+    if (A.state == ST_ACTIVE)
+        decide_locked(name, len, e ? &e->site : NULL, e, &ignored, &steps);
+    pthread_mutex_unlock(&mu);
+    return !ignored;
 }
 
 int ls_tensor(const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, int ndim, const int64_t *shape)

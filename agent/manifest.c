@@ -185,6 +185,97 @@ static void add_versions(jw *w)
     }
 }
 
+/* add_argv - this process's own arguments (/proc/self/cmdline), so that twins launched with other
+ * arguments (another process grid, another input) are told apart rank by rank. At most 256 arguments. */
+static void add_argv(jw *w)
+{
+    char *buf = malloc(65536);
+    if (!buf)
+        return;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, 65535) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n > 0) {
+        buf[n] = 0;
+        jw_key(w, "argv");
+        jw_arr_begin(w);
+        int count = 0;
+        for (char *p = buf; p < buf + n && count < 256; p += strlen(p) + 1, count++)
+            jw_str(w, p);
+        jw_arr_end(w);
+    }
+    free(buf);
+}
+
+/* add_job - the job's shape as the launcher tells this rank: tasks, nodes, tasks per node, CPUs per task,
+ * threads. Only what is known. */
+static void add_job(jw *w)
+{
+    static const struct {
+        const char *key, *vars[4];
+    } shape[] = {
+        {"tasks", {"SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL}},
+        {"nodes", {"SLURM_NNODES", "SLURM_JOB_NUM_NODES", NULL}},
+        {"tasks_per_node", {"SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE", NULL}},
+        {"cpus_per_task", {"SLURM_CPUS_PER_TASK", NULL}},
+        {"threads", {"OMP_NUM_THREADS", NULL}},
+    };
+    int open_obj = 0;
+    for (size_t i = 0; i < sizeof(shape) / sizeof(shape[0]); i++) {
+        const char *v = NULL;
+        for (int k = 0; shape[i].vars[k] && !v; k++) {
+            v = getenv(shape[i].vars[k]);
+            if (v && !*v)
+                v = NULL;
+        }
+        if (!v)
+            continue;
+        if (!open_obj) {
+            jw_key(w, "job");
+            jw_obj_begin(w);
+            open_obj = 1;
+        }
+        jw_kv_str(w, shape[i].key, v);
+    }
+    if (open_obj)
+        jw_obj_end(w);
+}
+
+/* add_files - files named by the determinism environment (NCCL_TOPO_FILE, a cuBLAS or MKL setting that
+ * is a path, ...), hashed: twins compare them by content, whatever their paths. Not the graph dump (its
+ * text is nccl_graph) nor NCCL's log file. */
+static void add_files(jw *w, int hash)
+{
+    int open_arr = 0;
+    for (char **e = environ; e && *e && hash; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq || eq[1] != '/' || !env_relevant(*e) || !strncmp(*e, "LOCKSTEP_", 9) ||
+            !strncmp(*e, "NCCL_GRAPH_DUMP_FILE=", 21) || !strncmp(*e, "NCCL_DEBUG_FILE=", 16))
+            continue;
+        struct stat st;
+        char hex[17], key[256];
+        if (stat(eq + 1, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (64 << 20) ||
+            manifest_hash_file(eq + 1, hex) < 0)
+            continue;
+        size_t n = (size_t)(eq - *e) < sizeof(key) - 1 ? (size_t)(eq - *e) : sizeof(key) - 1;
+        memcpy(key, *e, n);
+        key[n] = 0;
+        if (!open_arr) {
+            jw_key(w, "files");
+            jw_arr_begin(w);
+            open_arr = 1;
+        }
+        jw_obj_begin(w);
+        jw_kv_str(w, "env", key);
+        jw_kv_str(w, "path", eq + 1);
+        jw_kv_str(w, "xxh3", hex);
+        jw_obj_end(w);
+    }
+    if (open_arr)
+        jw_arr_end(w);
+}
+
 static void add_graph(jw *w)
 {
     const char *f = getenv("NCCL_GRAPH_DUMP_FILE");
@@ -209,7 +300,58 @@ static int past(const int64_t *deadline)
     return at != 0 && mono_ns() >= at;
 }
 
-static void add_binaries(jw *w, int hash, const int64_t *deadline)
+char *manifest_libraries(void)
+{
+    char exe[PATH_MAX] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = 0;
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, len = 0;
+    char *out = malloc(cap), line[PATH_MAX + 256], last[PATH_MAX] = "";
+    if (!out) {
+        fclose(f);
+        return NULL;
+    }
+    out[0] = 0;
+    while (fgets(line, sizeof(line), f)) {
+        char *path = strchr(line, '/');
+        if (!path)
+            continue;
+        path[strcspn(path, "\n")] = 0;
+        if (!strstr(path, ".so") || strcmp(path, last) == 0 || strcmp(path, exe) == 0)
+            continue;
+        snprintf(last, sizeof(last), "%s", path);
+        size_t pl = strlen(path);
+        /* a library mapped in several places shows once */
+        int seen = 0;
+        for (const char *p = out; *p && !seen;) {
+            const char *e = strchr(p, '\n');
+            seen = (size_t)(e - p) == pl && !memcmp(p, path, pl);
+            p = e + 1;
+        }
+        if (seen)
+            continue;
+        if (len + pl + 2 > cap) {
+            char *t = realloc(out, cap = (len + pl + 2) * 2);
+            if (!t) {
+                free(out);
+                fclose(f);
+                return NULL;
+            }
+            out = t;
+        }
+        memcpy(out + len, path, pl);
+        len += pl;
+        out[len++] = '\n';
+        out[len] = 0;
+    }
+    fclose(f);
+    return out;
+}
+
+static void add_binaries(jw *w, int hash, const int64_t *deadline, const char *libs)
 {
     int cut = 0;
     char exe[PATH_MAX], hex[17];
@@ -220,20 +362,18 @@ static void add_binaries(jw *w, int hash, const int64_t *deadline)
         if (hash && manifest_hash_file(exe, hex) == 0)
             jw_kv_str(w, "exe_xxh3", hex);
     }
-    FILE *f = fopen("/proc/self/maps", "re");
-    if (!f)
+    char *now = libs ? NULL : manifest_libraries();
+    const char *list = libs ? libs : now;
+    if (!list)
         return;
     jw_key(w, "libraries");
     jw_arr_begin(w);
-    char line[PATH_MAX + 256], last[PATH_MAX] = "";
-    while (fgets(line, sizeof(line), f)) {
-        char *path = strchr(line, '/');
-        if (!path)
-            continue;
-        path[strcspn(path, "\n")] = 0;
-        if (!strstr(path, ".so") || strcmp(path, last) == 0 || strcmp(path, exe) == 0)
-            continue;
-        snprintf(last, sizeof(last), "%s", path);
+    char path[PATH_MAX];
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t pl = e ? (size_t)(e - p) : strlen(p);
+        snprintf(path, sizeof(path), "%.*s", (int)pl, p);
+        p += pl + (e ? 1 : 0);
         jw_obj_begin(w);
         jw_kv_str(w, "path", path);
         if (hash && !cut && past(deadline))
@@ -243,12 +383,12 @@ static void add_binaries(jw *w, int hash, const int64_t *deadline)
         jw_obj_end(w);
     }
     jw_arr_end(w);
-    fclose(f);
+    free(now);
     if (cut)
         jw_kv_int(w, "hashes_incomplete", 1);
 }
 
-void manifest_build(jw *w, long rank, const int64_t *deadline)
+void manifest_build(jw *w, long rank, const int64_t *deadline, const char *libs)
 {
     char host[256] = "", cpu[256];
     struct utsname u;
@@ -277,9 +417,12 @@ void manifest_build(jw *w, long rank, const int64_t *deadline)
         add_cuda(w);
         add_versions(w);
     }
+    add_argv(w);
+    add_job(w);
     add_env(w);
+    add_files(w, hash);
     add_graph(w);
-    add_binaries(w, hash, deadline);
+    add_binaries(w, hash, deadline, libs);
     jw_kv_str(w, "hash_algo", "xxh3-64");
     jw_obj_end(w);
 }

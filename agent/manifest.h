@@ -12,12 +12,19 @@
  * cuda_runtime, nccl_version, mpi_version (when those libraries are loaded),
  * env (the determinism-relevant variables; LOCKSTEP_TOKEN is left out),
  * nccl_graph (NCCL_GRAPH_DUMP_FILE's text when present), exe with its XXH3,
- * and libraries (every mapped shared object with its XXH3). Hashing can be
+ * and libraries (every mapped shared object with its XXH3: those of `libs`
+ * when not NULL, else those mapped now), argv, job (the launcher's shape),
+ * files (files named by the determinism environment, hashed). Hashing can be
  * switched off with LOCKSTEP_MANIFEST_HASH=0. Once CLOCK_MONOTONIC passes
  * *deadline (read atomically; NULL or 0: never), the remaining libraries are
  * listed without hashes and "hashes_incomplete" is set. Errors leave fields
  * out; the caller checks jw_text for allocation failure. */
-void manifest_build(jw *w, long rank, const int64_t *deadline);
+void manifest_build(jw *w, long rank, const int64_t *deadline, const char *libs);
+
+/* manifest_libraries - the shared objects mapped now (/proc/self/maps, the executable left out, each once,
+ * in map order), one path a line, as a new string (caller frees), or NULL when it cannot be read or memory
+ * runs out. manifest_build lists these (`libs`) instead of reading the maps itself when given them. */
+char *manifest_libraries(void);
 
 /* manifest_hash_file - XXH3-64 of a file's bytes as 16 hex digits in `out`
  * (17 bytes). Returns 0, or -1 when it cannot be read. */

@@ -1,6 +1,7 @@
 /* send.c - the callers' side of the sender: records batched in bounded memory, spilled to the spool at the cap,
  * the bounded stop, fork handling. The thread that posts them is send_thread.c. */
 #include "agent/send.h"
+#include "agent/manifest.h"
 #include "agent/send_int.h"
 
 #include <errno.h>
@@ -58,6 +59,8 @@ int send_start(send_cfg *cfg, char *why, size_t cap)
     S.backoff_ms = 0;
     S.retry_at = 0;
     S.up_ok = 0;
+    free(S.libs); /* an earlier ls_init's */
+    S.libs = NULL;
     S.configured = 1;
     rc = 0;
 out_unlock:
@@ -190,6 +193,11 @@ void send_push(const rec_record *r)
         goto out_unlock;
     if (!S.started && start_locked() < 0)
         goto out_unlock;
+    /* The manifest lists the libraries mapped at the first record, taken here in the program's own thread:
+     * a point of the program, the same in twins, not a moment the sender thread happens to be scheduled at
+     * (runtimes such as Open MPI load and unload plugins as they go, MPI_Finalize unloads them all). */
+    if (!S.libs && S.cfg.manifest)
+        S.libs = manifest_libraries();
     size_t need = rec_encoded_size(r);
     if (S.mem + need > S.cfg.mem_cap)
         spill_locked();

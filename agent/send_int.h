@@ -54,6 +54,7 @@ struct sender {
     long backoff_ms;
     int manifest_done, end_done;
     char *manifest; /* the manifest's text, kept in memory too when there is no spool */
+    char *libs;     /* the mapped libraries at the first record (manifest_libraries), for the manifest */
     int warned_drop, warned_spool, warned_reject, warned_thread; /* once per process */
     int exit_hooked; /* exit_hook is registered (once per process) */
 };

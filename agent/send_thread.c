@@ -41,7 +41,11 @@ static void setup(void)
     if (c->manifest) {
         jw w;
         jw_init(&w);
-        manifest_build(&w, c->hdr.rank, &S.abort_at);
+        pthread_mutex_lock(&S.mu);
+        char *libs = S.libs ? strdup(S.libs) : NULL;
+        pthread_mutex_unlock(&S.mu);
+        manifest_build(&w, c->hdr.rank, &S.abort_at, libs);
+        free(libs);
         const char *txt = jw_text(&w);
         if (txt && S.spool_ok && spool_put(&S.sp, SPOOL_MANIFEST, txt, strlen(txt), why, sizeof(why)) < 0)
             agent_warn_once(&S.warned_spool, "%s", why);

@@ -4,9 +4,10 @@
 
 /* Exit codes of every subcommand (documented in `lockstep help`). */
 enum cli_exit {
-    CLI_OK = 0,        /* success; for diff: the runs match */
-    CLI_DIVERGED = 1,  /* diff: the runs diverge */
+    CLI_OK = 0,        /* success; for diff and twins: the runs match */
+    CLI_DIVERGED = 1,  /* diff, twins: the runs do not match (they diverged, or nothing comparable: incomplete) */
     CLI_BAD_INPUT = 2, /* unreadable input, bad usage */
+    CLI_PENDING = 5,   /* twins: not decided yet (runs still running, or a twin still missing) */
 };
 
 /* cli_error - print "lockstep: FACT" and, when given, indented detail and

@@ -7,7 +7,7 @@ CLI_LIBS = $(call pc_libs,jansson libcurl libcrypto) -lm
 
 EXTRA_CFLAGS_cli = $(call pc_cflags,jansson libcurl)
 
-$(LIBCLI): $(CLI_OBJS)
+$(LIBCLI): $(CLI_OBJS) $(COMMON_JSON_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 

@@ -168,8 +168,33 @@ static void print_divergence(json_t *d)
     char b[5][64];
     const char *kind = str(d, "kind", b[4], 64);
     printf("first divergence: step %s, rank %s, record \"%s\" occurrence %s (%s)\n", str(d, "step", b[0], 64),
-           str(d, "rank", b[1], 64), str(d, "name", b[2], 64), str(d, "occurrence", b[3], 64),
+           str(d, "rank", b[1], 64), json_string_value(json_object_get(d, "name")) ?: "?",
+           str(d, "occurrence", b[3], 64),
            kind && strcmp(kind, "missing") == 0 ? "missing in some run" : "contents differ");
+    const char *cause = json_string_value(json_object_get(d, "cause"));
+    if (cause)
+        printf("  cause: %s: %s\n", cause, json_string_value(json_object_get(d, "cause_detail")) ?: "");
+    json_t *origin = json_object_get(d, "origin_ranks");
+    if (json_array_size(origin)) {
+        printf("  origin rank%s:", json_array_size(origin) > 1 ? "s" : "");
+        size_t i;
+        json_t *x;
+        json_array_foreach(origin, i, x) printf(" %lld", (long long)json_integer_value(x));
+        printf("\n");
+    }
+    const char *site = json_string_value(json_object_get(json_object_get(d, "site"), "text"));
+    if (site)
+        printf("  call site: %s\n", site);
+    const char *ignore = json_string_value(json_object_get(d, "suggest_ignore"));
+    if (ignore)
+        printf("  if these are run-specific values (timings, process ids), leave them out: --lockstep-ignore='%s' "
+               "(LOCKSTEP_IGNORE='%s' outside Slurm)\n",
+               ignore, ignore);
+    const char *config = json_string_value(json_object_get(d, "configuration"));
+    if (config)
+        printf("  configuration: %s (lockstep manifest-diff shows every difference)\n", config);
+    if (json_is_true(json_object_get(d, "thin_evidence")))
+        printf("  (the records cannot tell more: they carry no input fingerprints)\n");
     const char *odd = json_string_value(json_object_get(d, "odd_run_id"));
     static const char *const head[] = {"RUN", "SEQ", "FP", "VALUE", ""};
     table t;
@@ -189,6 +214,31 @@ static void print_divergence(json_t *d)
     table_free(&t);
 }
 
+/* exit_text - a run's exit as the twins table shows it: "0", "3 (ranks 0, 1)", or "-" while none ended. */
+static void exit_text(json_t *run, char *out, size_t cap)
+{
+    json_t *code = json_object_get(run, "exit_code"), *failed = json_object_get(run, "failed_ranks");
+    if (!json_is_integer(code)) {
+        snprintf(out, cap, "-");
+        return;
+    }
+    size_t n = (size_t)snprintf(out, cap, "%lld", (long long)json_integer_value(code));
+    size_t i;
+    json_t *x;
+    json_array_foreach(failed, i, x)
+    {
+        if (n >= cap)
+            break;
+        if (i == 4) {
+            n += (size_t)snprintf(out + n, cap - n, ", ...");
+            break;
+        }
+        n += (size_t)snprintf(out + n, cap - n, "%s%lld", i ? ", " : " (rank ", (long long)json_integer_value(x));
+    }
+    if (json_array_size(failed) && n < cap)
+        snprintf(out + n, cap - n, ")");
+}
+
 int cmd_twins(int argc, char **argv)
 {
     client_conf c;
@@ -199,22 +249,29 @@ int cmd_twins(int argc, char **argv)
     if (rc)
         return rc;
     const char *status = json_string_value(json_object_get(reply, "status"));
-    int diverged = status && strcmp(status, "diverged") == 0;
+    /* 0 only for a match: a group that diverged or is incomplete is 1, one still pending 5 */
+    int code = !status ? CLI_SERVER_ERROR
+               : !strcmp(status, "match") ? CLI_OK
+               : !strcmp(status, "pending") ? CLI_PENDING
+                                            : CLI_DIVERGED;
     if (c.json) {
-        client_print_json(reply);
-        return diverged ? CLI_DIVERGED : CLI_OK;
+        client_print_json(reply); /* takes the reply */
+        return code;
     }
-    printf("twin group %s: %s\n\n", group, status ? status : "?");
-    static const char *const head[] = {"RUN", "JOB", "USER", "NODES", "STATUS"};
+    printf("twin group %s: %s", group, status ? status : "?");
+    const char *why = json_string_value(json_object_get(reply, "status_reason"));
+    printf("%s%s\n\n", why ? ": " : "", why ? why : "");
+    static const char *const head[] = {"RUN", "JOB", "USER", "NODES", "STATUS", "EXIT"};
     table t;
-    table_init(&t, 5, head);
+    table_init(&t, 6, head);
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(reply, "runs"), i, r)
     {
-        char b[5][64];
-        const char *row[5] = {str(r, "run_id", b[0], 64), str(r, "job_id", b[1], 64), str(r, "user", b[2], 64),
-                              str(r, "nodes", b[3], 64), str(r, "status", b[4], 64)};
+        char b[6][64];
+        exit_text(r, b[5], 64);
+        const char *row[6] = {str(r, "run_id", b[0], 64), str(r, "job_id", b[1], 64), str(r, "user", b[2], 64),
+                              str(r, "nodes", b[3], 64),  str(r, "status", b[4], 64), b[5]};
         table_add(&t, row);
     }
     table_print(&t, stdout);
@@ -228,21 +285,71 @@ int cmd_twins(int argc, char **argv)
     if (json_array_size(per)) {
         printf("\n");
         printf("first divergence per rank:\n");
-        static const char *const h2[] = {"RANK", "STEP", "SEQ", "RECORD", "OCC", "KIND"};
-        table_init(&t, 6, h2);
+        static const char *const h2[] = {"RANK", "STEP", "SEQ", "RECORD", "OCC", "KIND", "CALL SITE"};
+        table_init(&t, 7, h2);
         json_array_foreach(per, i, r)
         {
-            char b[6][64];
-            const char *row[6] = {str(r, "rank", b[0], 64), str(r, "step", b[1], 64),
-                                  str(r, "seq", b[2], 64),  str(r, "name", b[3], 64),
-                                  str(r, "occurrence", b[4], 64), str(r, "kind", b[5], 64)};
+            char b[6][64], site[128];
+            const char *st = json_string_value(json_object_get(json_object_get(r, "site"), "text"));
+            snprintf(site, sizeof(site), "%s", st ? st : "");
+            const char *row[7] = {str(r, "rank", b[0], 64),       str(r, "step", b[1], 64),
+                                  str(r, "seq", b[2], 64),        str(r, "name", b[3], 64),
+                                  str(r, "occurrence", b[4], 64), str(r, "kind", b[5], 64),
+                                  site};
             table_add(&t, row);
         }
         table_print(&t, stdout);
         table_free(&t);
     }
     json_decref(reply);
-    return diverged ? CLI_DIVERGED : CLI_OK;
+    return code;
+}
+
+/* print_entries - a manifest diff's entries (differences or identities) as a table. */
+static void print_entries(json_t *entries, int with_class)
+{
+    static const char *const head[] = {"RANKS", "KEY", "CLASS", "RUN", "VALUE"};
+    static const char *const head2[] = {"RANKS", "KEY", "RUN", "VALUE"};
+    table t;
+    table_init(&t, with_class ? 5 : 4, with_class ? head : head2);
+    size_t i, k;
+    json_t *d, *v;
+    json_array_foreach(entries, i, d)
+    {
+        char ranks[64] = "run", key[300];
+        json_t *rk = json_object_get(d, "ranks");
+        if (json_is_array(rk)) {
+            size_t n = json_array_size(rk);
+            long long lo = json_integer_value(json_array_get(rk, 0)), hi = json_integer_value(json_array_get(rk, n - 1));
+            if (n == 1)
+                snprintf(ranks, sizeof(ranks), "%lld", lo);
+            else if (hi - lo + 1 == (long long)n)
+                snprintf(ranks, sizeof(ranks), "%lld-%lld", lo, hi);
+            else
+                snprintf(ranks, sizeof(ranks), "%lld,... (%zu)", lo, n);
+        }
+        const char *change = json_string_value(json_object_get(d, "change"));
+        snprintf(key, sizeof(key), "%s%s%s%s", json_string_value(json_object_get(d, "key")) ?: "?", change ? " (" : "",
+                 change ? change : "", change ? ")" : "");
+        json_array_foreach(json_object_get(d, "values"), k, v)
+        {
+            json_t *val = json_object_get(v, "value");
+            char *txt = json_is_string(val) ? strdup(json_string_value(val))
+                        : json_is_null(val) || !val ? strdup("(absent)")
+                                                     : json_dumps(val, JSON_ENCODE_ANY);
+            if (txt && strlen(txt) > 120)
+                strcpy(txt + 117, "...");
+            char b[64];
+            const char *cls = json_string_value(json_object_get(d, "class"));
+            const char *row5[5] = {k ? "" : ranks, k ? "" : key, k ? "" : cls ? cls : "", str(v, "run_id", b, 64),
+                                   txt ? txt : "?"};
+            const char *row4[4] = {k ? "" : ranks, k ? "" : key, str(v, "run_id", b, 64), txt ? txt : "?"};
+            table_add(&t, with_class ? row5 : row4);
+            free(txt);
+        }
+    }
+    table_print(&t, stdout);
+    table_free(&t);
 }
 
 int cmd_manifest_diff(int argc, char **argv)
@@ -255,37 +362,22 @@ int cmd_manifest_diff(int argc, char **argv)
     if (rc)
         return rc;
     if (c.json) {
-        client_print_json(reply);
+        client_print_json(reply); /* takes the reply */
         return CLI_OK;
     }
-    json_t *diffs = json_object_get(reply, "diffs");
-    if (!json_array_size(diffs)) {
-        printf("the twins' manifests agree on every key\n");
-        json_decref(reply);
-        return CLI_OK;
+    json_t *diffs = json_object_get(reply, "diffs"), *ids = json_object_get(reply, "identities");
+    printf("%s%s\n", json_is_true(json_object_get(reply, "explains")) ? "the configurations differ where it can change "
+                                                                       "results: "
+                                                                     : "",
+           json_string_value(json_object_get(reply, "summary")) ?: "");
+    if (json_array_size(diffs)) {
+        printf("\n");
+        print_entries(diffs, 1);
     }
-    static const char *const head[] = {"RANK", "KEY", "RUN", "VALUE"};
-    table t;
-    table_init(&t, 4, head);
-    size_t i, k;
-    json_t *d, *v;
-    json_array_foreach(diffs, i, d)
-    {
-        json_array_foreach(json_object_get(d, "values"), k, v)
-        {
-            json_t *val = json_object_get(v, "value");
-            char *txt = json_is_string(val) ? strdup(json_string_value(val))
-                        : val              ? json_dumps(val, JSON_ENCODE_ANY)
-                                           : strdup("(absent)");
-            char b[3][64];
-            const char *row[4] = {k ? "" : str(d, "rank", b[0], 64), k ? "" : str(d, "key", b[1], 64),
-                                  str(v, "run_id", b[2], 64), txt};
-            table_add(&t, row);
-            free(txt);
-        }
+    if (json_array_size(ids)) {
+        printf("\nidentities (they differ between runs by nature and explain nothing):\n");
+        print_entries(ids, 0);
     }
-    table_print(&t, stdout);
-    table_free(&t);
     json_decref(reply);
     return CLI_OK;
 }

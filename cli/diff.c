@@ -266,6 +266,7 @@ int diff_runs(const td_run *a, const td_run *b, int overlap, diff_result *out)
             i++;
             k++;
         }
+        out->compared += d->compared;
         if (d->kind != DIFF_MATCH) {
             out->diverged = 1;
             if (d->step < out->first_step)
@@ -285,6 +286,47 @@ out_free:
 void diff_release(diff_result *r)
 {
     free(r->ranks);
+    free(r->cause_ranks);
     r->ranks = NULL;
+    r->cause_ranks = NULL;
     r->n_ranks = 0;
+}
+
+const diff_rank *diff_rank_of(const diff_result *res, uint32_t rank)
+{
+    for (size_t i = 0; i < res->n_ranks; i++)
+        if (res->ranks[i].rank == rank)
+            return &res->ranks[i];
+    return NULL;
+}
+
+int diff_cause(diff_result *res, int configuration)
+{
+    free(res->cause_ranks);
+    res->cause_ranks = calloc(res->n_ranks + 1, sizeof(cause_rank));
+    if (!res->cause_ranks)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < res->n_ranks; i++) {
+        const diff_rank *d = &res->ranks[i];
+        if (d->kind == DIFF_MATCH)
+            continue;
+        const rec_record *r = d->a ? d->a : d->b;
+        cause_rank *c = &res->cause_ranks[n++];
+        c->rank = (int)d->rank;
+        c->step = d->step;
+        c->seq = r ? (int64_t)r->seq : 0;
+        c->name = r ? r->name : "";
+        c->name_len = r ? r->name_len : 0;
+        c->occurrence = r ? r->occurrence : 0;
+        c->missing = !d->a || !d->b;
+        if (d->a && d->b) {
+            const uint64_t *lists[2] = {d->a->inputs, d->b->inputs};
+            int counts[2] = {d->a->n_inputs, d->b->n_inputs};
+            c->inputs = cause_inputs_of(lists, counts, 2);
+        }
+    }
+    cause_facts f = {res->cause_ranks, n, (int)res->n_ranks, configuration};
+    cause_judge(&f, &res->cause);
+    return 0;
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "cli/tracedir.h"
+#include "common/cause.h"
 
 typedef enum diff_kind {
     DIFF_MATCH = 0,
@@ -39,6 +40,9 @@ typedef struct diff_result {
     diff_rank *ranks;         /* sorted by rank */
     int overlap;
     int64_t overlap_lo, overlap_hi; /* with --overlap: the steps compared */
+    size_t compared;          /* records compared, over all ranks both runs hold */
+    cause_verdict cause;      /* diff_cause's verdict (kind CAUSE_NONE before it, or when nothing diverged) */
+    cause_rank *cause_ranks;  /* what cause.first points into */
 } diff_result;
 
 /* diff_runs - compare runs `a` and `b`, matching records on (rank, step,
@@ -47,5 +51,16 @@ typedef struct diff_result {
 int diff_runs(const td_run *a, const td_run *b, int overlap, diff_result *out);
 
 void diff_release(diff_result *r);
+
+/* diff_cause - the cause and origin ranks of the runs' first divergence, by
+ * the rule lockstepd applies (common/cause.h), into res->cause: each diverged
+ * rank's first divergence, its input fingerprints in A and B compared;
+ * `configuration` says whether the runs' configurations differ where it can
+ * change results (their manifest diff, when the manifests are known). Returns
+ * 0, or -1 when out of memory. */
+int diff_cause(diff_result *res, int configuration);
+
+/* diff_rank_of - the verdict of rank `rank`, or NULL. */
+const diff_rank *diff_rank_of(const diff_result *res, uint32_t rank);
 
 #endif /* CLI_DIFF_H */

@@ -41,10 +41,11 @@ static void help(FILE *out)
                  "~/.config/lockstep/config), --token T or --token-file F (else LOCKSTEP_ADMIN_TOKEN) and --json.\n\n"
                  "exit codes:\n"
                  "  0  success (diff, twins: the runs match)\n"
-                 "  1  diff, twins: the runs diverge\n"
+                 "  1  diff, twins: the runs do not match (diverged, or incomplete: failed runs or nothing in common)\n"
                  "  2  unreadable input, bad usage, or no such run/group\n"
                  "  3  the server could not be reached\n"
-                 "  4  the server answered with an error\n");
+                 "  4  the server answered with an error\n"
+                 "  5  twins: not decided yet (pending)\n");
 }
 
 int main(int argc, char **argv)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "common/dtype.h"
+#include "common/site.h"
 
 void rec_fp_hex(uint64_t fp, char out[17])
 {
@@ -20,6 +21,18 @@ static json_t *hex_array(const uint64_t *v, size_t n)
         json_array_append_new(a, json_string(h));
     }
     return a;
+}
+
+json_t *rec_site_json(const rec_site *s)
+{
+    char text[SITE_TEXT_MAX];
+    site_format(s, text, sizeof(text));
+    json_t *o = json_pack("{s:s%, s:I, s:s%, s:I, s:s%, s:s}", "module", s->module ? s->module : "",
+                          (size_t)s->module_len, "offset", (json_int_t)s->offset, "function",
+                          s->function ? s->function : "", (size_t)s->function_len, "function_offset",
+                          (json_int_t)s->function_offset, "caller", s->caller ? s->caller : "",
+                          (size_t)s->caller_len, "text", text);
+    return o;
 }
 
 json_t *rec_to_json(const rec_record *r)
@@ -48,5 +61,7 @@ json_t *rec_to_json(const rec_record *r)
         json_object_set_new(o, "inputs", hex_array(r->inputs, r->n_inputs));
     if (r->n_chunks)
         json_object_set_new(o, "chunks", hex_array(r->chunks, r->n_chunks));
+    if (rec_has_site(r))
+        json_object_set_new(o, "site", rec_site_json(&r->site));
     return o;
 }

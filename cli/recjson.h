@@ -8,9 +8,14 @@
 
 /* rec_to_json - a new object {"rank", "seq", "step", "name", "occurrence", "level",
  * "dtype", "shape", "nbytes", "fp", "t_ns"} plus "value" and "value_bits"
- * for scalars, "inputs" and "chunks" when present. Returns a new reference,
+ * for scalars, "inputs" and "chunks" when present, "site" when it has a call
+ * site (rec_site_json). Returns a new reference,
  * or NULL when out of memory. */
 json_t *rec_to_json(const rec_record *r);
+
+/* rec_site_json - a call site as the API spells it: {"module", "offset", "function", "function_offset",
+ * "caller", "text"} (text: common/site.h's site_format), as a new object. */
+json_t *rec_site_json(const rec_site *s);
 
 /* rec_fp_hex - a fingerprint as 16 lowercase hex digits in `out` (17 bytes). */
 void rec_fp_hex(uint64_t fp, char out[17]);

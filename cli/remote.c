@@ -78,14 +78,36 @@ static int add_record(build *b, json_t *o, uint32_t rank)
     size_t len = strlen(name);
     if (len == 0 || len > LS_NAME_MAX)
         return -1;
+    /* The call site's strings follow the name in the arena. */
+    json_t *site = json_object_get(o, "site");
+    const char *parts[3] = {json_string_value(json_object_get(site, "module")),
+                            json_string_value(json_object_get(site, "function")),
+                            json_string_value(json_object_get(site, "caller"))};
+    size_t lens[3], max[3] = {REC_SITE_MODULE_MAX, REC_SITE_NAME_MAX, REC_SITE_NAME_MAX}, site_len = 0;
+    for (int k = 0; k < 3; k++) {
+        lens[k] = parts[k] ? strnlen(parts[k], max[k]) : 0;
+        site_len += lens[k];
+    }
     if (grow((void **)&b->recs, &b->cap, b->n + 1, sizeof(rec_record)) < 0 ||
-        grow((void **)&b->names, &b->names_cap, b->names_len + len, 1) < 0 ||
+        grow((void **)&b->names, &b->names_cap, b->names_len + len + site_len, 1) < 0 ||
         grow((void **)&b->words, &b->words_cap, b->n_words + r.n_inputs + r.n_chunks, sizeof(uint64_t)) < 0)
         return -1;
     memcpy(b->names + b->names_len, name, len);
     r.name = (const char *)(uintptr_t)b->names_len;
     r.name_len = (uint16_t)len;
     b->names_len += len;
+    if (json_is_object(site)) {
+        r.site.offset = (uint64_t)json_integer_value(json_object_get(site, "offset"));
+        r.site.function_offset = (uint64_t)json_integer_value(json_object_get(site, "function_offset"));
+        r.site.module_len = (uint16_t)lens[0];
+        r.site.function_len = (uint16_t)lens[1];
+        r.site.caller_len = (uint16_t)lens[2];
+        for (int k = 0; k < 3; k++) {
+            if (lens[k])
+                memcpy(b->names + b->names_len, parts[k], lens[k]);
+            b->names_len += lens[k];
+        }
+    }
     r.inputs = (const uint64_t *)(uintptr_t)b->n_words;
     for (unsigned i = 0; i < r.n_inputs; i++)
         b->words[b->n_words++] = hex_u64(json_array_get(in, i));
@@ -129,6 +151,9 @@ static int load_rank(const client_conf *c, const char *esc_id, uint32_t rank, td
     for (size_t i = 0; i < b.n; i++) {
         rec_record *x = &b.recs[i];
         x->name = b.names + (uintptr_t)x->name;
+        x->site.module = x->name + x->name_len;
+        x->site.function = x->site.module + x->site.module_len;
+        x->site.caller = x->site.function + x->site.function_len;
         x->inputs = x->n_inputs ? b.words + (uintptr_t)x->inputs : NULL;
         x->chunks = x->n_chunks ? b.words + (uintptr_t)x->chunks : NULL;
     }
@@ -153,7 +178,7 @@ static int by_rank(const void *a, const void *b)
     return x->hdr.rank < y->hdr.rank ? -1 : x->hdr.rank > y->hdr.rank;
 }
 
-int remote_load_run(const client_conf *c, const char *run_id, td_run *run)
+int remote_load_run(const client_conf *c, const char *run_id, td_run *run, json_t **info_out)
 {
     char esc[600], path[700];
     client_escape(run_id, esc, sizeof(esc));
@@ -192,7 +217,10 @@ int remote_load_run(const client_conf *c, const char *run_id, td_run *run)
         run->n_records += tr->n;
         run->n_ranks++;
     }
-    json_decref(info);
+    if (info_out)
+        *info_out = info;
+    else
+        json_decref(info);
     qsort(run->ranks, run->n_ranks, sizeof(td_rank), by_rank);
     return 0;
 }

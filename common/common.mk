@@ -6,3 +6,9 @@ LIBCOMMON := $(B)/libcommon.a
 $(LIBCOMMON): $(COMMON_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
+
+# common/json/: shared code that needs Jansson (the manifest diff). Linked by lockstepd and the CLI, never by
+# liblockstep.so, which links nothing but libc.
+COMMON_JSON_SRCS := $(wildcard common/json/*.c)
+COMMON_JSON_OBJS := $(COMMON_JSON_SRCS:%.c=$(B)/%.o)
+EXTRA_CFLAGS_common += $(call pc_cflags,jansson)

@@ -96,6 +96,32 @@ size_t rec_header_encode(const rec_header *h, unsigned char *out)
     return n;
 }
 
+/* site_check - 0 when the site's strings fit and hold no NUL byte. */
+static int site_check(const rec_site *st, char *why, size_t cap)
+{
+    if (st->module_len > REC_SITE_MODULE_MAX || st->function_len > REC_SITE_NAME_MAX ||
+        st->caller_len > REC_SITE_NAME_MAX) {
+        snprintf(why, cap, "call site strings of %u, %u and %u bytes exceed %d, %d and %d", st->module_len,
+                 st->function_len, st->caller_len, REC_SITE_MODULE_MAX, REC_SITE_NAME_MAX, REC_SITE_NAME_MAX);
+        return -1;
+    }
+    if ((st->module_len && (!st->module || memchr(st->module, 0, st->module_len))) ||
+        (st->function_len && (!st->function || memchr(st->function, 0, st->function_len))) ||
+        (st->caller_len && (!st->caller || memchr(st->caller, 0, st->caller_len)))) {
+        snprintf(why, cap, "a call site string is NULL or contains a NUL byte");
+        return -1;
+    }
+    return 0;
+}
+
+/* ext_size - bytes of the extension block (its length word included), 0 when the record has none. */
+static size_t ext_size(const rec_record *r)
+{
+    if (!rec_has_site(r))
+        return 0;
+    return 2 + 4 + REC_SITE_FIXED + (size_t)r->site.module_len + r->site.function_len + r->site.caller_len;
+}
+
 int rec_check(const rec_record *r, char *why, size_t cap)
 {
     if (r->name_len == 0 || r->name_len > LS_NAME_MAX || !r->name) {
@@ -126,12 +152,12 @@ int rec_check(const rec_record *r, char *why, size_t cap)
         snprintf(why, cap, "%u chunk partials exceed %u", r->n_chunks, REC_MAX_CHUNKS);
         return -1;
     }
-    return 0;
+    return site_check(&r->site, why, cap);
 }
 
 size_t rec_encoded_size(const rec_record *r)
 {
-    return 8 + REC_FIXED + 8 * (size_t)r->ndim + r->name_len + 8 * ((size_t)r->n_inputs + r->n_chunks);
+    return 8 + REC_FIXED + 8 * (size_t)r->ndim + r->name_len + 8 * ((size_t)r->n_inputs + r->n_chunks) + ext_size(r);
 }
 
 size_t rec_encode(const rec_record *r, unsigned char *out)
@@ -153,7 +179,8 @@ size_t rec_encode(const rec_record *r, unsigned char *out)
     p[52] = r->level;
     p[53] = r->dtype;
     p[54] = r->ndim;
-    p[55] = r->flags;
+    size_t ext = ext_size(r);
+    p[55] = (uint8_t)((r->flags & ~REC_HAS_EXT) | (ext ? REC_HAS_EXT : 0));
     put16(p + 56, r->name_len);
     put16(p + 58, r->n_inputs);
     put32(p + 60, r->n_chunks);
@@ -166,6 +193,28 @@ size_t rec_encode(const rec_record *r, unsigned char *out)
         put64(p, r->inputs[i]);
     for (unsigned i = 0; i < r->n_chunks; i++, p += 8)
         put64(p, r->chunks[i]);
+    if (ext) {
+        const rec_site *st = &r->site;
+        put16(p, (uint16_t)(ext - 2));
+        p[2] = REC_X_SITE;
+        p[3] = 0;
+        put16(p + 4, (uint16_t)(ext - 6));
+        p += 6;
+        put64(p, st->offset);
+        put64(p + 8, st->function_offset);
+        put16(p + 16, st->module_len);
+        put16(p + 18, st->function_len);
+        put16(p + 20, st->caller_len);
+        p += REC_SITE_FIXED;
+        if (st->module_len)
+            memcpy(p, st->module, st->module_len);
+        p += st->module_len;
+        if (st->function_len)
+            memcpy(p, st->function, st->function_len);
+        p += st->function_len;
+        if (st->caller_len)
+            memcpy(p, st->caller, st->caller_len);
+    }
 
     put32(out, (uint32_t)(total - 8));
     put32(out + 4, crc32c(out + 8, total - 8));
@@ -177,6 +226,49 @@ long rec_payload_words(const unsigned char *p, size_t len)
     if (len < REC_FIXED)
         return -1;
     return (long)get16(p + 58) + (long)get32(p + 60);
+}
+
+/* decode_ext - the extension fields of a payload (`len` bytes at `p`) into `out`; unknown keys are skipped.
+ * Returns 0, or -1 with a reason in `why`. */
+static int decode_ext(const unsigned char *p, size_t len, rec_record *out, char *why, size_t cap)
+{
+    size_t off = 0;
+    while (off < len) {
+        if (off + 4 > len) {
+            snprintf(why, cap, "extension field at byte %zu runs past the extension block", off);
+            return -1;
+        }
+        unsigned key = p[off];
+        size_t flen = get16(p + off + 2);
+        if (off + 4 + flen > len) {
+            snprintf(why, cap, "extension field %u of %zu bytes runs past the extension block", key, flen);
+            return -1;
+        }
+        const unsigned char *f = p + off + 4;
+        if (key == REC_X_SITE) {
+            rec_site *st = &out->site;
+            if (flen < REC_SITE_FIXED) {
+                snprintf(why, cap, "call site field of %zu bytes is shorter than its %d fixed bytes", flen,
+                         REC_SITE_FIXED);
+                return -1;
+            }
+            st->offset = get64(f);
+            st->function_offset = get64(f + 8);
+            st->module_len = get16(f + 16);
+            st->function_len = get16(f + 18);
+            st->caller_len = get16(f + 20);
+            if (REC_SITE_FIXED + (size_t)st->module_len + st->function_len + st->caller_len != flen) {
+                snprintf(why, cap, "call site field is %zu bytes but its lengths need %zu", flen,
+                         REC_SITE_FIXED + (size_t)st->module_len + st->function_len + st->caller_len);
+                return -1;
+            }
+            st->module = (const char *)f + REC_SITE_FIXED;
+            st->function = st->module + st->module_len;
+            st->caller = st->function + st->function_len;
+        }
+        off += 4 + flen;
+    }
+    return 0;
 }
 
 int rec_decode_payload(const unsigned char *p, size_t len, rec_record *out, uint64_t *scratch, char *why, size_t cap)
@@ -206,9 +298,18 @@ int rec_decode_payload(const unsigned char *p, size_t len, rec_record *out, uint
                  out->name_len, out->n_inputs, out->n_chunks);
         return -1;
     }
+    int has_ext = (out->flags & REC_HAS_EXT) != 0;
+    out->flags &= (uint8_t)~REC_HAS_EXT;
     size_t need = REC_FIXED + 8 * (size_t)out->ndim + out->name_len + 8 * ((size_t)out->n_inputs + out->n_chunks);
-    if (need != len) {
-        snprintf(why, cap, "payload is %zu bytes but its counts need %zu", len, need);
+    if (has_ext ? need + 2 > len : need != len) {
+        snprintf(why, cap, "payload is %zu bytes but its counts need %zu", len, need + (has_ext ? 2 : 0));
+        return -1;
+    }
+    const unsigned char *ext = p + need;
+    size_t ext_len = has_ext ? get16(ext) : 0;
+    if (has_ext && need + 2 + ext_len != len) {
+        snprintf(why, cap, "payload is %zu bytes but its counts and %zu extension bytes need %zu", len, ext_len,
+                 need + 2 + ext_len);
         return -1;
     }
     p += REC_FIXED;
@@ -220,6 +321,8 @@ int rec_decode_payload(const unsigned char *p, size_t len, rec_record *out, uint
         scratch[i] = get64(p);
     out->inputs = out->n_inputs ? scratch : NULL;
     out->chunks = out->n_chunks ? scratch + out->n_inputs : NULL;
+    if (ext_len && decode_ext(ext + 2, ext_len, out, why, cap) < 0)
+        return -1;
     char why2[128];
     if (rec_check(out, why2, sizeof(why2)) < 0) {
         snprintf(why, cap, "%s", why2);

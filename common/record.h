@@ -9,10 +9,15 @@
  *   payload  u64 seq, i64 step, i64 t_ns, u64 nbytes, u64 fp, u64 value,
  *            u32 occurrence, u8 level, u8 dtype, u8 ndim, u8 flags,
  *            u16 name_len, u16 n_inputs, u32 n_chunks,
- *            i64 shape[ndim], name, u64 inputs[n_inputs], u64 chunks[n_chunks]
+ *            i64 shape[ndim], name, u64 inputs[n_inputs], u64 chunks[n_chunks],
+ *            and when flags has REC_HAS_EXT: u16 ext_len, then ext_len bytes of
+ *            fields (u8 key, u8 0, u16 len, bytes)
+ *   site     (extension field 1) u64 offset, u64 function_offset, u16 module_len,
+ *            u16 function_len, u16 caller_len, module, function, caller
  *
- * Unknown header field keys are skipped, so fields can be added without a new
- * version. A reader returns every complete record before a torn or corrupt
+ * Unknown header and extension field keys are skipped, so fields can be added
+ * without a new version; a record without extension fields is encoded exactly
+ * as before they existed, so every older stream still reads. A reader returns every complete record before a torn or corrupt
  * tail and says where and why it stopped.
  */
 #ifndef COMMON_RECORD_H
@@ -30,7 +35,12 @@
 #define REC_FIXED 64                 /* payload bytes before shape */
 #define REC_MAX_INPUTS 16
 #define REC_MAX_CHUNKS (1u << 20)    /* 1 TiB of 1 MiB chunks */
-#define REC_MAX_PAYLOAD (REC_FIXED + 8 * LS_MAX_DIMS + LS_NAME_MAX + 8 * REC_MAX_INPUTS + 8 * REC_MAX_CHUNKS)
+#define REC_SITE_MODULE_MAX 255      /* longest module name of a call site */
+#define REC_SITE_NAME_MAX 1023       /* longest function or caller name of a call site */
+#define REC_SITE_FIXED 22            /* site field bytes before its strings */
+#define REC_EXT_MAX (2 + 4 + REC_SITE_FIXED + REC_SITE_MODULE_MAX + 2 * REC_SITE_NAME_MAX)
+#define REC_MAX_PAYLOAD                                                                                          \
+    (REC_FIXED + 8 * LS_MAX_DIMS + LS_NAME_MAX + 8 * REC_MAX_INPUTS + 8 * REC_MAX_CHUNKS + REC_EXT_MAX)
 #define REC_STR_MAX 255              /* longest string header field */
 
 enum rec_kind { REC_KIND_TRACE = 1, REC_KIND_SPOOL = 2, REC_KIND_BATCH = 3 };
@@ -47,6 +57,26 @@ enum rec_field {
 
 /* Record flags. */
 #define REC_HAS_VALUE 0x01 /* `value` holds the scalar's raw bits */
+#define REC_HAS_EXT 0x02   /* framing only: an extension block follows the chunks (the codec sets and clears it) */
+
+/* Extension field keys. */
+enum rec_ext { REC_X_SITE = 1 };
+
+/* The call site of a record made on behalf of other code (an interposed MPI
+ * or NCCL call): where in the application the call was issued. `offset` is
+ * the call's return address in `module` (a file name without its directory),
+ * relative to the module's own addresses, so twins of the same binary agree
+ * whatever the load addresses; `function` is the demangled function that
+ * holds it (with `function_offset` into it), empty when no symbol table
+ * names it; `caller` is then the nearest function up the stack that has a
+ * name. Strings are borrowed and need not be NUL-terminated; a site whose
+ * three lengths are 0 is no site. */
+typedef struct rec_site {
+    uint64_t offset;
+    uint64_t function_offset;
+    const char *module, *function, *caller;
+    uint16_t module_len, function_len, caller_len;
+} rec_site;
 
 typedef struct rec_header {
     uint16_t version;
@@ -86,7 +116,14 @@ typedef struct rec_record {
     uint32_t n_chunks;
     const uint64_t *inputs;
     const uint64_t *chunks;
+    rec_site site; /* all zero: none */
 } rec_record;
+
+/* rec_has_site - 1 when `r` carries a call site. */
+static inline int rec_has_site(const rec_record *r)
+{
+    return r->site.module_len || r->site.function_len || r->site.caller_len;
+}
 
 /* rec_header_size - encoded size of `h`. */
 size_t rec_header_size(const rec_header *h);

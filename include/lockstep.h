@@ -63,6 +63,13 @@ LS_API int ls_init(void);
  * ls_init. */
 LS_API void ls_shutdown(void);
 
+/* ls_shutdown_with - ls_shutdown, reporting `exit_code` as this rank's end
+ * (ls_shutdown and a normal exit report the process's own status): for a
+ * program or wrapper about to end the process by other means, e.g. an
+ * interposed MPI_Abort, whose launcher then kills the ranks with a signal.
+ * Waits at most LOCKSTEP_FLUSH_TIMEOUT for the server. */
+LS_API void ls_shutdown_with(int exit_code);
+
 /* ls_step_begin - open step `step`: later records carry it, and occurrence
  * counts restart. Steps need not be contiguous. */
 LS_API void ls_step_begin(int64_t step);
@@ -103,6 +110,35 @@ LS_API int ls_record_fp(ls_level level, const char *name, uint64_t fp, uint64_t 
  * on this rank, else 0. Lets callers skip work for records that would be
  * filtered out. */
 LS_API int ls_enabled(ls_level level);
+
+/* The call site of a record made on behalf of other code (an interposed
+ * collective, a framework's own wrapper): where the application issued the
+ * call. Every field may be NULL or 0 when unknown. */
+typedef struct ls_site {
+    const char *module;       /* the module's file name, e.g. "libsolver.so.2" */
+    uint64_t offset;          /* the call's return address in the module, as an offset from its base */
+    const char *function;     /* the (demangled) function that made the call, e.g. "Solver::run(int)" */
+    uint64_t function_offset; /* the return address's offset into `function` */
+    const char *caller;       /* when `function` is unknown: the nearest named function up the stack */
+} ls_site;
+
+/* ls_enabled_at - ls_enabled for a record `name` made on behalf of the code
+ * that the caller returns to at `return_address` (__builtin_return_address(0)
+ * in a wrapper; NULL for none): 0 also when LOCKSTEP_IGNORE matches the name
+ * or a function of that call site. The first call for an address resolves
+ * its call site (module, offset, function, named caller) from the calling
+ * thread's stack, so call it in the thread that issued the call; later calls
+ * for the address cost a table lookup. */
+LS_API int ls_enabled_at(ls_level level, const char *name, const void *return_address);
+
+/* ls_record_fp_at - ls_record_fp with the record's call site: `site` when
+ * not NULL (the caller's own, strings read during the call only), else the
+ * site of `return_address` as ls_enabled_at resolves it, else none.
+ * LOCKSTEP_IGNORE and LOCKSTEP_STEP_ON see the site. Returns 0 when recorded
+ * or left out, -1 on error. */
+LS_API int ls_record_fp_at(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                           const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
+                           const ls_site *site);
 
 /* ls_last_error - the calling thread's last error message, or "" if none.
  * The string is owned by the library and valid until the thread's next

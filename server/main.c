@@ -25,6 +25,7 @@
 #include "server/api/twin_records.h"
 #include "server/api/twins.h"
 #include "server/compare/compare.h"
+#include "server/compare/verdict.h"
 #include "server/core/config.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
@@ -176,6 +177,7 @@ int main(int argc, char **argv)
     store_runs_register();
     store_write_register();
     cmp_register();
+    verdict_register();
     cmp_on_divergence(fleet_notify); /* evidence, suspects and the group's alert */
     api_health_register();
     api_ingest_register();

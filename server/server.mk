@@ -20,7 +20,7 @@ $(B)/server/migrations.c: $(MIGRATIONS) server/store/gen-migrations.sh
 $(B)/server/migrations.o: $(B)/server/migrations.c
 	$(CC) $(ALL_CFLAGS) $(EXTRA_CFLAGS_server) -c $< -o $@
 
-$(LOCKSTEPD): $(B)/server/main.o $(SERVER_OBJS) $(TOKEN_OBJS) $(LIBCOMMON)
+$(LOCKSTEPD): $(B)/server/main.o $(SERVER_OBJS) $(TOKEN_OBJS) $(COMMON_JSON_OBJS) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARDEN_LD) $(SERVER_LIBS)
 
@@ -32,6 +32,7 @@ $(B)/server/main.o: EXTRA_CFLAGS_server += -DLOCKSTEP_SHARE='"$(PREFIX)/share/lo
 # Unit tests of server modules (tests/unit/test_batch.c, test_rule.c, test_token.c).
 TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
 TEST_OBJS_test_rule := $(B)/server/compare/rule.o
+TEST_OBJS_test_status := $(B)/server/compare/status.o
 TEST_OBJS_test_token := $(TOKEN_OBJS)
 TEST_LIBS_test_token = $(TOKEN_LIBS)
 

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/site.h"
+
 void spank_conf_defaults(spank_conf *c)
 {
     memset(c, 0, sizeof(*c));
@@ -74,7 +76,7 @@ int spank_conf_parse(spank_conf *c, int ac, char **av, char *why, size_t cap)
         const char *eq = strchr(a, '=');
         if (!eq) {
             snprintf(why, cap, "plugstack argument '%s' has no value; write it as key=value "
-                               "(server, secret, agent, default, enforce, spool, timeout_ms)", a);
+                               "(server, secret, agent, default, enforce, spool, timeout_ms, ignore)", a);
             rv = -1;
             continue;
         }
@@ -98,6 +100,17 @@ int spank_conf_parse(spank_conf *c, int ac, char **av, char *why, size_t cap)
             bad = !*v || spank_mode_parse(v, &c->dflt);
         } else if (klen == 7 && !strncmp(a, "enforce", 7)) {
             bad = !*v || spank_mode_parse(v, &c->enforce);
+        } else if (klen == 6 && !strncmp(a, "ignore", 6)) {
+            site_patterns p;
+            char pwhy[600];
+            if (strlen(v) >= sizeof(c->ignore) || site_patterns_parse(v, &p, pwhy, sizeof(pwhy)) < 0) {
+                snprintf(why, cap, "invalid plugstack argument '%s': %s; ignore= takes glob patterns separated by "
+                                   "commas, e.g. ignore=report_timings,MPI_Wtime",
+                         a, strlen(v) >= sizeof(c->ignore) ? "too long" : pwhy);
+                rv = -1;
+                continue;
+            }
+            snprintf(c->ignore, sizeof(c->ignore), "%s", v);
         } else if (klen == 10 && !strncmp(a, "timeout_ms", 10)) {
             char *end;
             errno = 0;
@@ -107,7 +120,7 @@ int spank_conf_parse(spank_conf *c, int ac, char **av, char *why, size_t cap)
                 c->timeout_ms = (int)t;
         } else {
             snprintf(why, cap, "unknown plugstack argument '%s'; known: server=URL secret=FILE agent=PATH "
-                               "default=off|fp|det enforce=off|fp|det spool=DIR timeout_ms=N", a);
+                               "default=off|fp|det enforce=off|fp|det spool=DIR timeout_ms=N ignore=GLOB[,GLOB...]", a);
             rv = -1;
             continue;
         }

@@ -12,7 +12,7 @@ typedef enum spank_mode { SPANK_MODE_OFF = 0, SPANK_MODE_FP = 1, SPANK_MODE_DET 
 #define SPANK_DEFAULT_AGENT "/usr/local/lib/liblockstep.so"
 #endif
 
-/* What plugstack.conf says: `server=URL secret=FILE agent=PATH default=MODE enforce=MODE spool=DIR`. */
+/* What plugstack.conf says: `server=URL secret=FILE agent=PATH default=MODE enforce=MODE spool=DIR ignore=GLOBS`. */
 typedef struct spank_conf {
     char server[512];       /* lockstepd base URL, "" when none */
     char secret[PATH_MAX];  /* site secret file, read by slurmstepd only, "" when none */
@@ -21,6 +21,7 @@ typedef struct spank_conf {
     spank_mode dflt;        /* mode of a job that asks for nothing */
     spank_mode enforce;     /* minimum mode the site imposes */
     int timeout_ms;         /* registration time limit (timeout_ms=) */
+    char ignore[2048];      /* ignore=: the site's default LOCKSTEP_IGNORE patterns, "" when none */
 } spank_conf;
 
 /* A user's request: from --lockstep* options, else SLURM_LOCKSTEP* variables. */
@@ -29,6 +30,8 @@ typedef struct spank_request {
     spank_mode mode;
     char twin[256];          /* twin group, "" when none */
     char trace[512];         /* LOCKSTEP_TRACE spec, "" when none */
+    int ignore_set;          /* 1 when the user gave ignore patterns (possibly none: "" drops the site's) */
+    char ignore[2048];       /* LOCKSTEP_IGNORE patterns */
 } spank_request;
 
 /* spank_conf_defaults - fill `c` with the built-in defaults (mode off, the

@@ -11,6 +11,7 @@
 
 #include "common/crypto/token.h"
 #include "common/fsutil.h"
+#include "common/site.h"
 #include "common/tracespec.h"
 #include "spank/spank_det.h"
 #include "spank/spank_env.h"
@@ -44,6 +45,20 @@ int spank_request_check(int which, const char *value, char *why, size_t cap)
             return -1;
         }
         return 0;
+    case SPANK_OPT_IGNORE: {
+        site_patterns p;
+        char pwhy[600];
+        if (!value || strlen(value) >= sizeof(((spank_request *)0)->ignore) ||
+            site_patterns_parse(value, &p, pwhy, sizeof(pwhy))) {
+            snprintf(why, cap,
+                     "--lockstep-ignore=%.200s is not a list of patterns (%s); give glob patterns separated by commas, "
+                     "matched against record names and the functions of their call sites, e.g. "
+                     "--lockstep-ignore=report_timings,'Solver::finish*'",
+                     value ? value : "", !value ? "no value" : strlen(value) >= 2048 ? "too long" : pwhy);
+            return -1;
+        }
+        return 0;
+    }
     default:
         snprintf(why, cap, "unknown option");
         return -1;
@@ -69,7 +84,7 @@ static int read_one(const spank_glue_ops *ops, int which, const char *var, char 
 
 int spank_request_read(const spank_glue_ops *ops, spank_request *r, char *why, size_t cap)
 {
-    char buf[512];
+    char buf[2048];
     const char *v;
     int g;
     memset(r, 0, sizeof(*r));
@@ -95,6 +110,18 @@ int spank_request_read(const spank_glue_ops *ops, spank_request *r, char *why, s
         if (spank_request_check(SPANK_OPT_TRACE, v, why, cap))
             return -1;
         snprintf(r->trace, sizeof(r->trace), "%s", v);
+    }
+    if ((g = read_one(ops, SPANK_OPT_IGNORE, "SLURM_LOCKSTEP_IGNORE", buf, sizeof(buf), &v)) < 0)
+        goto out_unreadable;
+    if (g == 0 && (g = ops->get(ops->ctx, "LOCKSTEP_IGNORE", buf, sizeof(buf))) == 1)
+        v = buf; /* the agent's own variable, set in the job's environment */
+    if (g < 0)
+        goto out_unreadable;
+    if (g == 1) {
+        if (spank_request_check(SPANK_OPT_IGNORE, v, why, cap))
+            return -1;
+        snprintf(r->ignore, sizeof(r->ignore), "%s", v ? v : "");
+        r->ignore_set = 1;
     }
     return 0;
 out_unreadable:
@@ -252,6 +279,12 @@ static void set_identity(const spank_glue_ops *ops, const spank_conf *c, const s
         setv(ops, "LOCKSTEP_TWIN_GROUP", r->twin, bad);
     if (r->trace[0])
         setv(ops, "LOCKSTEP_TRACE", r->trace, bad);
+    /* The user's ignore patterns, else the site's default (ignore=); "" from the user drops the default. */
+    const char *ignore = r->ignore_set ? r->ignore : c->ignore;
+    if (ignore[0])
+        setv(ops, "LOCKSTEP_IGNORE", ignore, bad);
+    else
+        ops->unset(ops->ctx, "LOCKSTEP_IGNORE");
     if (c->server[0])
         setv(ops, "LOCKSTEP_SERVER", c->server, bad);
     if (c->spool[0])

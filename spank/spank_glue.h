@@ -9,7 +9,7 @@
 #include "spank/spank_conf.h"
 
 /* The options, by their SPANK `val`. */
-enum { SPANK_OPT_MODE = 1, SPANK_OPT_TWIN = 2, SPANK_OPT_TRACE = 3 };
+enum { SPANK_OPT_MODE = 1, SPANK_OPT_TWIN = 2, SPANK_OPT_TRACE = 3, SPANK_OPT_IGNORE = 4 };
 
 /* The job environment and the user's options, as the plugin reaches them. */
 typedef struct spank_glue_ops {
@@ -53,7 +53,9 @@ void spank_step_key(const spank_job_facts *f, char *out, size_t cap);
 int spank_request_check(int which, const char *value, char *why, size_t cap);
 
 /* spank_request_read - the user's request: each --lockstep* option, else its
- * SLURM_LOCKSTEP, SLURM_LOCKSTEP_TWIN or SLURM_LOCKSTEP_TRACE variable.
+ * SLURM_LOCKSTEP, SLURM_LOCKSTEP_TWIN, SLURM_LOCKSTEP_TRACE or
+ * SLURM_LOCKSTEP_IGNORE variable (ignore patterns also from the job's own
+ * LOCKSTEP_IGNORE, the agent's variable, when neither is given).
  * Returns 0, or -1 with a user-facing reason in `why` for an invalid value. */
 int spank_request_read(const spank_glue_ops *ops, spank_request *r, char *why, size_t cap);
 

@@ -35,6 +35,10 @@ static struct spank_option opt_table[] = {
     {"lockstep-twin", "NAME", "Lockstep twin group: runs that must be bitwise identical", 1, SPANK_OPT_TWIN, opt_check},
     {"lockstep-trace", "SPEC", "What Lockstep records, e.g. 'metrics;ops:steps=120-125:ranks=0,4-7'", 1, SPANK_OPT_TRACE,
      opt_check},
+    {"lockstep-ignore", "GLOB[,GLOB...]",
+     "Records Lockstep does not make: patterns matched against record names and the functions of their call sites, "
+     "e.g. report_timings for a closing reduction of timings",
+     1, SPANK_OPT_IGNORE, opt_check},
 };
 #define N_OPTS (sizeof(opt_table) / sizeof(opt_table[0]))
 
@@ -56,9 +60,9 @@ static struct {
  * available. */
 static struct {
     int given;
-    char value[512];
+    char value[2048];
     int bare;
-} seen[4];
+} seen[5];
 
 /* opt_check - validate an option value where the user typed it, so that a
  * typo fails at submission with a clear message; remember it for later. */
@@ -70,7 +74,7 @@ static int opt_check(int val, const char *optarg, int remote)
         slurm_error("lockstep: %s", why);
         return -1;
     }
-    if (val >= 1 && val <= 3) {
+    if (val >= 1 && val <= 4) {
         seen[val].given = 1;
         seen[val].bare = optarg == NULL;
         snprintf(seen[val].value, sizeof(seen[val].value), "%s", optarg ? optarg : "");
@@ -131,7 +135,7 @@ static int sp_unsetenv(void *ctx, const char *name)
 
 static int sp_option(void *ctx, int which, const char **value)
 {
-    if (which >= 1 && which <= 3 && seen[which].given) {
+    if (which >= 1 && which <= 4 && seen[which].given) {
         *value = seen[which].bare ? NULL : seen[which].value;
         return 1;
     }

@@ -229,12 +229,12 @@ static int comm_rank(MPI_Comm comm)
     return r;
 }
 
-/* emit - one record: shape {communicator size, output elements}. */
+/* emit - one record: shape {communicator size, output elements}, and the call site the wrapper returns to. */
 static void emit(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int csize,
-                 long elems, int n_inputs, const uint64_t *inputs)
+                 long elems, int n_inputs, const uint64_t *inputs, const void *ret)
 {
     int64_t shape[2] = {csize, elems};
-    ls_record_fp(level, name, fp, nbytes, dtype, 2, shape, inputs_on() ? n_inputs : 0, inputs);
+    ls_record_fp_at(level, name, fp, nbytes, dtype, 2, shape, inputs_on() ? n_inputs : 0, inputs, ret, NULL);
 }
 
 /* --- MPI_Pcontrol: the standard switch a program gives its profiling library -------------------------------
@@ -242,10 +242,16 @@ static void emit(ls_level level, const char *name, uint64_t fp, uint64_t nbytes,
  * A program can leave a phase out of the trace this way; twins that make the same calls stay aligned. */
 static int paused; /* atomic */
 
-static int recording(ls_level level)
+/* recording - 1 when the call is recorded: not paused, inside the trace window, and not left out by
+ * LOCKSTEP_IGNORE (which matches `name` and the functions of the call site at `ret`, the wrapper's return
+ * address in the application). The first call from a site resolves it, in this thread. */
+static int recording(ls_level level, const char *name, const void *ret)
 {
-    return !__atomic_load_n(&paused, __ATOMIC_RELAXED) && ls_enabled(level);
+    return !__atomic_load_n(&paused, __ATOMIC_RELAXED) && ls_enabled_at(level, name, ret);
 }
+
+/* RET - where the application called the wrapper this expands in. */
+#define RET __builtin_return_address(0)
 
 int MPI_Pcontrol(const int level, ...)
 {
@@ -254,19 +260,29 @@ int MPI_Pcontrol(const int level, ...)
     return real_MPI_Pcontrol(level);
 }
 
+/* --- MPI_Abort: the launcher kills every rank with a signal right after it, so the records made so far and
+ * this rank's failure are sent first (within LOCKSTEP_FLUSH_TIMEOUT): twins that abort are then seen as
+ * failed, not as runs that agreed on a handful of records. */
+int MPI_Abort(MPI_Comm comm, int errorcode)
+{
+    REAL(int, MPI_Abort, MPI_Comm, int);
+    ls_shutdown_with(errorcode ? errorcode : 1);
+    return real_MPI_Abort(comm, errorcode);
+}
+
 /* --- collectives ---------------------------------------------------------- */
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     REAL(int, MPI_Allreduce, const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
     dt_info d;
-    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+    if (!recording(LS_LEVEL_COLLECTIVE, "mpi.allreduce", RET) || dtype_info(dt, &d) < 0)
         return real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
     uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL, comm), nbytes;
     int rc = real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, count, dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.allreduce", out, nbytes, d.dtype, comm_size(comm), count, 1, &in);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.allreduce", out, nbytes, d.dtype, comm_size(comm), count, 1, &in, RET);
     }
     return rc;
 }
@@ -275,16 +291,23 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
 {
     REAL(int, MPI_Reduce, const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm);
     dt_info d;
-    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+    if (!recording(LS_LEVEL_COLLECTIVE, "mpi.reduce", RET) || dtype_info(dt, &d) < 0)
         return real_MPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
     int me = comm_rank(comm);
-    uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL, comm), nbytes = 0, out;
+    uint64_t in_bytes = 0;
+    uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, &in_bytes, comm), nbytes = 0, out;
     int rc = real_MPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
     if (rc == MPI_SUCCESS) {
-        /* Only the root has a result; the others record their input alone. */
-        out = me == root ? fp_of(recvbuf, count, dt, &d, &nbytes, comm) : fp_lsfp1("", 0);
+        /* Only the root has a result; each other rank's record holds what it contributed (its input, as NCCL's
+         * non-root ncclReduce records do), so that a rank whose contribution differs diverges there. */
+        if (me == root)
+            out = fp_of(recvbuf, count, dt, &d, &nbytes, comm);
+        else if (inputs_on())
+            out = in, nbytes = in_bytes;
+        else
+            out = fp_lsfp1("", 0);
         emit(LS_LEVEL_COLLECTIVE, "mpi.reduce", out, nbytes, d.dtype, comm_size(comm), me == root ? count : 0, 1,
-             &in);
+             &in, RET);
     }
     return rc;
 }
@@ -293,14 +316,14 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     REAL(int, MPI_Bcast, void *, int, MPI_Datatype, int, MPI_Comm);
     dt_info d;
-    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+    if (!recording(LS_LEVEL_COLLECTIVE, "mpi.bcast", RET) || dtype_info(dt, &d) < 0)
         return real_MPI_Bcast(buf, count, dt, root, comm);
     int me = comm_rank(comm);
     uint64_t in = me == root ? in_of(buf, count, dt, &d, NULL, comm) : 0, nbytes;
     int rc = real_MPI_Bcast(buf, count, dt, root, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(buf, count, dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.bcast", out, nbytes, d.dtype, comm_size(comm), count, me == root, &in);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.bcast", out, nbytes, d.dtype, comm_size(comm), count, me == root, &in, RET);
     }
     return rc;
 }
@@ -310,7 +333,7 @@ int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *rec
 {
     REAL(int, MPI_Allgather, const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
     dt_info ds, dr;
-    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
+    if (!recording(LS_LEVEL_COLLECTIVE, "mpi.allgather", RET) || dtype_info(rtype, &dr) < 0 ||
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     int p = comm_size(comm);
@@ -321,7 +344,7 @@ int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *rec
     int rc = real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, p * rcount, rtype, &dr, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.allgather", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.allgather", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in, RET);
     }
     return rc;
 }
@@ -332,7 +355,7 @@ int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *re
     REAL(int, MPI_Allgatherv, const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype,
          MPI_Comm);
     dt_info ds, dr;
-    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
+    if (!recording(LS_LEVEL_COLLECTIVE, "mpi.allgatherv", RET) || dtype_info(rtype, &dr) < 0 ||
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Allgatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm);
     int p = comm_size(comm), me = comm_rank(comm);
@@ -344,7 +367,7 @@ int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *re
         uint64_t nbytes;
         long elems;
         uint64_t out = fp_segments(recvbuf, p, rcounts, displs, rtype, &dr, &nbytes, &elems, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.allgatherv", out, nbytes, dr.dtype, p, elems, 1, &in);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.allgatherv", out, nbytes, dr.dtype, p, elems, 1, &in, RET);
     }
     return rc;
 }
@@ -354,7 +377,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int rcounts[], 
 {
     REAL(int, MPI_Reduce_scatter, const void *, void *, const int *, MPI_Datatype, MPI_Op, MPI_Comm);
     dt_info d;
-    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+    if (!recording(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter", RET) || dtype_info(dt, &d) < 0)
         return real_MPI_Reduce_scatter(sendbuf, recvbuf, rcounts, dt, op, comm);
     int p = comm_size(comm), me = comm_rank(comm);
     long total = 0;
@@ -364,7 +387,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int rcounts[], 
     int rc = real_MPI_Reduce_scatter(sendbuf, recvbuf, rcounts, dt, op, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, rcounts[me], dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter", out, nbytes, d.dtype, p, rcounts[me], 1, &in);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter", out, nbytes, d.dtype, p, rcounts[me], 1, &in, RET);
     }
     return rc;
 }
@@ -374,14 +397,14 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int rcount, MPI
 {
     REAL(int, MPI_Reduce_scatter_block, const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
     dt_info d;
-    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(dt, &d) < 0)
+    if (!recording(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter_block", RET) || dtype_info(dt, &d) < 0)
         return real_MPI_Reduce_scatter_block(sendbuf, recvbuf, rcount, dt, op, comm);
     int p = comm_size(comm);
     uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, p * rcount, dt, &d, NULL, comm), nbytes;
     int rc = real_MPI_Reduce_scatter_block(sendbuf, recvbuf, rcount, dt, op, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, rcount, dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter_block", out, nbytes, d.dtype, p, rcount, 1, &in);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter_block", out, nbytes, d.dtype, p, rcount, 1, &in, RET);
     }
     return rc;
 }
@@ -391,7 +414,7 @@ int MPI_Alltoall(const void *sendbuf, int scount, MPI_Datatype stype, void *recv
 {
     REAL(int, MPI_Alltoall, const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
     dt_info ds, dr;
-    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
+    if (!recording(LS_LEVEL_COLLECTIVE, "mpi.alltoall", RET) || dtype_info(rtype, &dr) < 0 ||
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     int p = comm_size(comm);
@@ -400,7 +423,7 @@ int MPI_Alltoall(const void *sendbuf, int scount, MPI_Datatype stype, void *recv
     int rc = real_MPI_Alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t nbytes, out = fp_of(recvbuf, p * rcount, rtype, &dr, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.alltoall", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.alltoall", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in, RET);
     }
     return rc;
 }
@@ -411,7 +434,7 @@ int MPI_Alltoallv(const void *sendbuf, const int scounts[], const int sdispls[],
     REAL(int, MPI_Alltoallv, const void *, const int *, const int *, MPI_Datatype, void *, const int *, const int *,
          MPI_Datatype, MPI_Comm);
     dt_info ds, dr;
-    if (!recording(LS_LEVEL_COLLECTIVE) || dtype_info(rtype, &dr) < 0 ||
+    if (!recording(LS_LEVEL_COLLECTIVE, "mpi.alltoallv", RET) || dtype_info(rtype, &dr) < 0 ||
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Alltoallv(sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm);
     int p = comm_size(comm);
@@ -424,7 +447,7 @@ int MPI_Alltoallv(const void *sendbuf, const int scounts[], const int sdispls[],
     int rc = real_MPI_Alltoallv(sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_segments(recvbuf, p, rcounts, rdispls, rtype, &dr, &nbytes, &elems, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.alltoallv", out, nbytes, dr.dtype, p, elems, 1, &in);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.alltoallv", out, nbytes, dr.dtype, p, elems, 1, &in, RET);
     }
     return rc;
 }
@@ -435,9 +458,9 @@ int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI
 {
     REAL(int, MPI_Send, const void *, int, MPI_Datatype, int, int, MPI_Comm);
     dt_info d;
-    if (recording(LS_LEVEL_OP) && dtype_info(dt, &d) == 0) {
+    if (recording(LS_LEVEL_OP, "mpi.send", RET) && dtype_info(dt, &d) == 0) {
         uint64_t nbytes, fp = fp_of(buf, count, dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_OP, "mpi.send", fp, nbytes, d.dtype, comm_size(comm), count, 0, NULL);
+        emit(LS_LEVEL_OP, "mpi.send", fp, nbytes, d.dtype, comm_size(comm), count, 0, NULL, RET);
     }
     return real_MPI_Send(buf, count, dt, dest, tag, comm);
 }
@@ -447,7 +470,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
     REAL(int, MPI_Recv, void *, int, MPI_Datatype, int, int, MPI_Comm, MPI_Status *);
     REAL(int, MPI_Get_count, const MPI_Status *, MPI_Datatype, int *);
     dt_info d;
-    if (!recording(LS_LEVEL_OP) || dtype_info(dt, &d) < 0)
+    if (!recording(LS_LEVEL_OP, "mpi.recv", RET) || dtype_info(dt, &d) < 0)
         return real_MPI_Recv(buf, count, dt, source, tag, comm, status);
     MPI_Status st;
     int rc = real_MPI_Recv(buf, count, dt, source, tag, comm, status == MPI_STATUS_IGNORE ? &st : status);
@@ -457,7 +480,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
         if (got == MPI_UNDEFINED || got < 0)
             got = count;
         uint64_t nbytes, fp = fp_of(buf, got, dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_OP, "mpi.recv", fp, nbytes, d.dtype, comm_size(comm), got, 0, NULL);
+        emit(LS_LEVEL_OP, "mpi.recv", fp, nbytes, d.dtype, comm_size(comm), got, 0, NULL, RET);
     }
     return rc;
 }
@@ -469,7 +492,7 @@ int MPI_Sendrecv(const void *sendbuf, int scount, MPI_Datatype stype, int dest, 
          MPI_Status *);
     REAL(int, MPI_Get_count, const MPI_Status *, MPI_Datatype, int *);
     dt_info ds, dr;
-    if (!recording(LS_LEVEL_OP) || dtype_info(stype, &ds) < 0 || dtype_info(rtype, &dr) < 0)
+    if (!recording(LS_LEVEL_OP, "mpi.sendrecv", RET) || dtype_info(stype, &ds) < 0 || dtype_info(rtype, &dr) < 0)
         return real_MPI_Sendrecv(sendbuf, scount, stype, dest, stag, recvbuf, rcount, rtype, source, rtag, comm,
                                  status);
     MPI_Status st;
@@ -482,7 +505,7 @@ int MPI_Sendrecv(const void *sendbuf, int scount, MPI_Datatype stype, int dest, 
         if (got == MPI_UNDEFINED || got < 0)
             got = rcount;
         uint64_t nbytes, out = fp_of(recvbuf, got, rtype, &dr, &nbytes, comm);
-        emit(LS_LEVEL_OP, "mpi.sendrecv", out, nbytes, dr.dtype, comm_size(comm), got, 1, &in);
+        emit(LS_LEVEL_OP, "mpi.sendrecv", out, nbytes, dr.dtype, comm_size(comm), got, 1, &in, RET);
     }
     return rc;
 }

@@ -26,6 +26,7 @@
 
 struct pend {
     char name[40];
+    const void *ret; /* where the application called the wrapper: the record's call site */
     ls_level level;
     ls_dtype dtype;
     int has_in, has_out;
@@ -165,8 +166,8 @@ static void emit(unsigned i)
 {
     struct pend *p = &N.p[i];
     uint64_t *w = N.h_ring + (size_t)i * WORDS;
-    ls_record_fp(p->level, p->name, p->has_out ? w[2] : w[0], p->nbytes, p->dtype, 2, p->shape,
-                 p->has_in && p->has_out, &w[0]);
+    ls_record_fp_at(p->level, p->name, p->has_out ? w[2] : w[0], p->nbytes, p->dtype, 2, p->shape,
+                    p->has_in && p->has_out, &w[0], p->ret, NULL);
 }
 
 /* drain_locked - make the records whose work is done, oldest first; with
@@ -193,8 +194,8 @@ static void drain_locked(int wait)
 
 /* begin_locked - claim a slot for a call and hash its input (when `in` is not
  * NULL). Returns the slot, or -1 when fingerprints are off. */
-static int begin_locked(const char *name, ls_level level, ncclDataType_t t, int nranks, size_t out_count,
-                        const void *in, size_t in_bytes, cudaStream_t stream)
+static int begin_locked(const char *name, const void *ret, ls_level level, ncclDataType_t t, int nranks,
+                        size_t out_count, const void *in, size_t in_bytes, cudaStream_t stream)
 {
     if (!ready_locked())
         return -1;
@@ -217,6 +218,7 @@ static int begin_locked(const char *name, ls_level level, ncclDataType_t t, int 
     unsigned i = (N.head + N.count) % RING;
     struct pend *p = &N.p[i];
     snprintf(p->name, sizeof(p->name), "%s", name);
+    p->ret = ret;
     p->level = level;
     p->dtype = dtype_of(t);
     p->shape[0] = nranks;
@@ -322,13 +324,16 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
     return real_ncclCommDestroy(comm);
 }
 
-/* collective - the shared body of the wrapped collectives. */
+/* collective - the shared body of the wrapped collectives. The call site is resolved (ls_enabled_at) in the
+ * calling thread, now; the record, made later, names it by the same return address. LOCKSTEP_IGNORE
+ * leaves the call alone: nothing is hashed. */
 #define COLLECTIVE(NAME, LEVEL, IN, IN_BYTES, OUT, OUT_COUNT, CALL)                                               \
     do {                                                                                                           \
         int slot_ = -1;                                                                                            \
-        if (ls_enabled(LEVEL)) {                                                                                   \
+        const void *ret_ = __builtin_return_address(0);                                                            \
+        if (ls_enabled_at(LEVEL, NAME, ret_)) {                                                                    \
             pthread_mutex_lock(&N.mu);                                                                             \
-            slot_ = begin_locked(NAME, LEVEL, datatype, comm_count(comm), OUT_COUNT, IN, IN_BYTES, stream);        \
+            slot_ = begin_locked(NAME, ret_, LEVEL, datatype, comm_count(comm), OUT_COUNT, IN, IN_BYTES, stream);  \
             pthread_mutex_unlock(&N.mu);                                                                           \
         }                                                                                                          \
         ncclResult_t rc_ = CALL;                                                                                   \

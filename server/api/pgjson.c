@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/site.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
 
@@ -55,4 +56,24 @@ json_t *pg_int_array(const char *s, int hex)
 json_t *pg_hex_array(PGresult *r, int row, int col)
 {
     return PQgetisnull(r, row, col) ? json_null() : pg_int_array(PQgetvalue(r, row, col), 1);
+}
+
+json_t *pg_site(PGresult *r, int row, int col)
+{
+    if (PQgetisnull(r, row, col) && PQgetisnull(r, row, col + 2) && PQgetisnull(r, row, col + 4))
+        return json_null();
+    rec_site s;
+    memset(&s, 0, sizeof(s));
+    s.module = PQgetvalue(r, row, col);
+    s.module_len = (uint16_t)PQgetlength(r, row, col);
+    s.offset = (uint64_t)strtoll(PQgetvalue(r, row, col + 1), NULL, 10);
+    s.function = PQgetvalue(r, row, col + 2);
+    s.function_len = (uint16_t)PQgetlength(r, row, col + 2);
+    s.function_offset = (uint64_t)strtoll(PQgetvalue(r, row, col + 3), NULL, 10);
+    s.caller = PQgetvalue(r, row, col + 4);
+    s.caller_len = (uint16_t)PQgetlength(r, row, col + 4);
+    char text[SITE_TEXT_MAX];
+    site_format(&s, text, sizeof(text));
+    return json_pack("{s:s, s:I, s:s, s:I, s:s, s:s}", "module", s.module, "offset", (json_int_t)s.offset, "function",
+                     s.function, "function_offset", (json_int_t)s.function_offset, "caller", s.caller, "text", text);
 }

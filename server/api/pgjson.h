@@ -5,8 +5,10 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-/* TS - a timestamptz column as ISO 8601 UTC text with milliseconds, in SQL. */
-#define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+#include "server/store/db.h"
+
+/* TS - a timestamptz column as ISO 8601 UTC text with milliseconds, in SQL (DB_TS). */
+#define TS(col) DB_TS(col)
 
 /* pg_str - the cell as a string, or null for SQL NULL. */
 json_t *pg_str(PGresult *r, int row, int col);
@@ -27,5 +29,13 @@ json_t *pg_int_array(const char *text, int hex);
 
 /* pg_hex_array - an int8[] cell as pg_int_array's hex strings, or null. */
 json_t *pg_hex_array(PGresult *r, int row, int col);
+
+/* SITE_COLS - a record's call site columns, in the order pg_site reads them. */
+#define SITE_COLS "site_module, site_offset, site_function, site_function_offset, site_caller"
+
+/* pg_site - the call site in the five columns from `col` (SITE_COLS) as {"module", "offset", "function",
+ * "function_offset", "caller", "text"} (text as people read it: common/site.h), or null when the record has
+ * none. */
+json_t *pg_site(PGresult *r, int row, int col);
 
 #endif /* SERVER_API_PGJSON_H */

@@ -115,6 +115,7 @@ static json_t *row_json(const grow *w, int nruns, const group_runs *g, PGresult 
         if (all_inputs && strcmp(PQgetvalue(r, i, 11), PQgetvalue(r, w->cell[ref]->row, 11)))
             inputs_same = 0;
         all_chunks &= !PQgetisnull(r, i, 12);
+        json_object_set_new(o, "site", pg_site(r, i, 13));
         json_object_set_new(cells, PQgetvalue(g->res, k, 1), o);
     }
     const char *status = missing ? "missing" : differs ? "diverged" : "match";
@@ -152,6 +153,7 @@ static json_t *row_json(const grow *w, int nruns, const group_runs *g, PGresult 
         free(b);
     }
     json_object_set_new(o, "first_chunk", chunk);
+    json_object_set_new(o, "site", pg_site(r, w->cell[ref]->row, 13)); /* the reference run's */
     return o;
 }
 
@@ -260,7 +262,7 @@ static const route ROUTES[] = {
 void api_twin_records_register(void)
 {
     db_register("grp_records", "SELECT run_key, seq, name, occ, level, dtype, flags, nbytes, fp, value, shape::text, "
-                               "inputs::text, chunks::text FROM records WHERE run_key = ANY($1::bigint[]) "
+                               "inputs::text, chunks::text, " SITE_COLS " FROM records WHERE run_key = ANY($1::bigint[]) "
                                "AND rank = $2 AND step = $3 LIMIT $4");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

@@ -11,6 +11,7 @@
 #include "common/recmatch.h"
 #include "server/api/group.h"
 #include "server/api/pgjson.h"
+#include "server/compare/verdict.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
@@ -49,66 +50,31 @@ static void add_ulps(json_t *runs)
     }
 }
 
-static json_t *divergence_json(PGresult *r, int i, const group_runs *g)
-{
-    json_t *runs = json_loads(PQgetvalue(r, i, 7), 0, NULL);
-    if (runs)
-        add_ulps(runs);
-    const char *odd = PQgetisnull(r, i, 6) ? NULL : group_run_id(g, strtoll(PQgetvalue(r, i, 6), NULL, 10));
-    json_t *o = json_pack("{s:I, s:i, s:s, s:i, s:I, s:s, s:o, s:s, s:s, s:f}", "step",
-                          (json_int_t)strtoll(PQgetvalue(r, i, 1), NULL, 10), "rank", atoi(PQgetvalue(r, i, 0)),
-                          "name", PQgetvalue(r, i, 3), "occurrence", atoi(PQgetvalue(r, i, 4)), "seq",
-                          (json_int_t)strtoll(PQgetvalue(r, i, 2), NULL, 10), "kind", PQgetvalue(r, i, 5), "runs",
-                          runs ? runs : json_array(), "committed_at", PQgetvalue(r, i, 8), "detected_at",
-                          PQgetvalue(r, i, 9), "detection_ms", atof(PQgetvalue(r, i, 10)));
-    json_object_set_new(o, "odd_run_id", odd ? json_string(odd) : json_null());
-    return o;
-}
-
+/* read_twins - GET /api/v1/twins/{group}: the group's status (with why), its runs and their exits, its first
+ * divergence with cause, origin ranks and call site, and each rank's first divergence (server/compare/verdict.h). */
 static enum MHD_Result read_twins(http_req *req, char **args)
 {
     const char *group = args[0];
     char err[512];
-    group_runs g;
-    enum MHD_Result sent;
-    if (!group_open(req, group, &g, &sent))
-        return sent;
-    const char *p[] = {group};
-    PGresult *d = db_exec("grp_divs", 1, p, err, sizeof(err));
-    PGresult *u = d ? db_exec("grp_unchecked", 1, p, err, sizeof(err)) : NULL;
-    if (!d || !u) {
-        PQclear(d);
-        PQclear(g.res);
+    grp_verdict v;
+    int got = verdict_load(group, &v, err, sizeof(err));
+    if (got < 0)
         return http_reply_db_down(req, err);
+    if (got == 0) {
+        char detail[320];
+        snprintf(detail, sizeof(detail), "no run belongs to twin group \"%.255s\"", group);
+        return http_reply_error(req, 404, "unknown twin group", detail, "list runs with GET /api/v1/runs?group=NAME");
     }
-    int all_ended = 1;
-    json_t *runs = json_array();
-    for (int i = 0; i < g.n; i++) {
-        PGresult *r = g.res;
-        const char *status = PQgetvalue(r, i, 5);
-        if (!strcmp(status, "running"))
-            all_ended = 0;
-        json_array_append_new(
-            runs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:s, s:s, s:o}", "run_id", PQgetvalue(r, i, 1),
-                            "job_id", PQgetvalue(r, i, 2), "user", PQgetvalue(r, i, 3), "nodes", PQgetvalue(r, i, 4),
-                            "status", status, "start_step", (json_int_t)strtoll(PQgetvalue(r, i, 6), NULL, 10),
-                            "ranks", atoi(PQgetvalue(r, i, 7)), "mode", PQgetvalue(r, i, 8), "created_at",
-                            PQgetvalue(r, i, 9), "ended_at",
-                            PQgetisnull(r, i, 10) ? json_null() : json_string(PQgetvalue(r, i, 10))));
-    }
-    json_t *per_rank = json_array();
-    for (int i = 0; i < PQntuples(d); i++)
-        json_array_append_new(per_rank, divergence_json(d, i, &g));
-    long unchecked = strtol(PQgetvalue(u, 0, 0), NULL, 10);
-    const char *status = PQntuples(d) > 0                            ? "diverged"
-                         : g.n >= 2 && all_ended && unchecked == 0 ? "match"
-                                                                    : "pending";
-    json_t *first = json_array_size(per_rank) ? json_incref(json_array_get(per_rank, 0)) : json_null();
-    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o}", "group", group, "status", status, "runs", runs,
-                          "first_divergence", first, "per_rank", per_rank);
-    PQclear(u);
-    PQclear(d);
-    PQclear(g.res);
+    size_t i;
+    json_t *d;
+    json_array_foreach(v.per_rank, i, d) add_ulps(json_object_get(d, "runs"));
+    if (json_is_object(v.first))
+        add_ulps(json_object_get(v.first, "runs"));
+    json_t *o = json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:{s:O, s:O}}", "group", group, "status", v.status,
+                          "status_reason", v.status_why, "runs", v.runs, "first_divergence", v.first, "per_rank",
+                          v.per_rank, "manifest_diff", "explains", json_object_get(v.mdiff, "explains"), "summary",
+                          json_object_get(v.mdiff, "summary"));
+    verdict_release(&v);
     return http_reply_json(req, 200, o);
 }
 
@@ -255,93 +221,28 @@ static enum MHD_Result read_twin_steps(http_req *req, char **args)
                                      (json_int_t)to, "ranks", nranks, "steps", steps));
 }
 
-/* flatten - add every leaf of `v` under `path` to `out` (path -> value). */
-static void flatten(json_t *out, const char *path, json_t *v)
-{
-    if (json_is_object(v) && json_object_size(v)) {
-        const char *k;
-        json_t *x;
-        json_object_foreach(v, k, x)
-        {
-            char sub[1024];
-            snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "." : "", k);
-            flatten(out, sub, x);
-        }
-        return;
-    }
-    json_object_set(out, path, v);
-}
-
+/* read_manifest_diff - GET /api/v1/twins/{group}/manifest-diff: common/json/mdiff.h over the group's runs. */
 static enum MHD_Result read_manifest_diff(http_req *req, char **args)
 {
     const char *group = args[0];
     char err[512];
-    group_runs g;
-    enum MHD_Result sent;
-    if (!group_open(req, group, &g, &sent))
-        return sent;
-    const char *p[] = {group};
-    PGresult *r = db_exec("grp_manifests", 1, p, err, sizeof(err));
-    if (!r) {
-        PQclear(g.res);
+    grp_verdict v;
+    int got = verdict_load(group, &v, err, sizeof(err));
+    if (got < 0)
         return http_reply_db_down(req, err);
+    if (got == 0) {
+        char detail[320];
+        snprintf(detail, sizeof(detail), "no run belongs to twin group \"%.255s\"", group);
+        return http_reply_error(req, 404, "unknown twin group", detail, "list runs with GET /api/v1/runs?group=NAME");
     }
-    json_t *diffs = json_array();
-    int n = PQntuples(r);
-    for (int i = 0; i < n;) {
-        int rank = atoi(PQgetvalue(r, i, 1));
-        int j = i;
-        json_t *flat[GROUP_MAX_RUNS];
-        const char *ids[GROUP_MAX_RUNS];
-        int m = 0;
-        while (j < n && atoi(PQgetvalue(r, j, 1)) == rank) {
-            if (m < GROUP_MAX_RUNS) {
-                json_t *doc = json_loads(PQgetvalue(r, j, 2), 0, NULL);
-                flat[m] = json_object();
-                flatten(flat[m], "", doc);
-                json_decref(doc);
-                ids[m] = PQgetvalue(r, j, 0);
-                m++;
-            }
-            j++;
-        }
-        json_t *keys = json_object();
-        for (int k = 0; k < m; k++) {
-            const char *key;
-            json_t *v;
-            json_object_foreach(flat[k], key, v) json_object_set_new(keys, key, json_true());
-        }
-        const char *key;
-        json_t *unused;
-        json_object_foreach(keys, key, unused)
-        {
-            if (!strcmp(key, "rank"))
-                continue;
-            int same = 1;
-            for (int k = 1; k < m && same; k++) {
-                json_t *a = json_object_get(flat[0], key), *b = json_object_get(flat[k], key);
-                same = (a && b) ? json_equal(a, b) : (!a && !b);
-            }
-            if (same)
-                continue;
-            json_t *vals = json_array();
-            for (int k = 0; k < m; k++) {
-                json_t *v = json_object_get(flat[k], key);
-                json_array_append_new(vals, json_pack("{s:s, s:O}", "run_id", ids[k], "value", v ? v : json_null()));
-            }
-            json_array_append_new(diffs, json_pack("{s:i, s:s, s:o}", "rank", rank, "key", key, "values", vals));
-        }
-        json_decref(keys);
-        for (int k = 0; k < m; k++)
-            json_decref(flat[k]);
-        i = j;
-    }
-    json_t *run_ids = json_array();
-    for (int i = 0; i < g.n; i++)
-        json_array_append_new(run_ids, json_string(PQgetvalue(g.res, i, 1)));
-    PQclear(r);
-    PQclear(g.res);
-    return http_reply_json(req, 200, json_pack("{s:s, s:o, s:o}", "group", group, "runs", run_ids, "diffs", diffs));
+    json_t *ids = json_array(), *r;
+    size_t i;
+    json_array_foreach(v.runs, i, r) json_array_append(ids, json_object_get(r, "run_id"));
+    json_t *o = json_deep_copy(v.mdiff);
+    json_object_set_new(o, "group", json_string(group));
+    json_object_set_new(o, "runs", ids);
+    verdict_release(&v);
+    return http_reply_json(req, 200, o);
 }
 
 static const route ROUTES[] = {
@@ -353,14 +254,6 @@ static const route ROUTES[] = {
 void api_twins_register(void)
 {
     group_register();
-    db_register("grp_divs", "SELECT rank, step, seq, name, occ, kind, odd_run_key, runs::text, " TS("committed_at")
-                            ", " TS("detected_at") ", extract(epoch FROM detected_at - committed_at) * 1000 "
-                            "FROM divergences WHERE twin_group = $1 ORDER BY step, rank");
-    db_register("grp_unchecked",
-                "SELECT count(*) FROM (SELECT p.rank, max(r.start_step) AS lo, min(p.max_step) AS hi "
-                "FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group = $1 GROUP BY p.rank) x "
-                "LEFT JOIN group_checks g ON g.twin_group = $1 AND g.rank = x.rank "
-                "WHERE x.lo <= x.hi AND (g.checked_upto IS NULL OR g.checked_upto < x.hi)");
     db_register("grp_progress", "SELECT p.run_key, p.rank, p.max_step, e.run_key IS NOT NULL OR r.status <> 'running' "
                                 "FROM rank_progress p JOIN runs r USING (run_key) LEFT JOIN rank_ends e "
                                 "ON e.run_key = p.run_key AND e.rank = p.rank WHERE r.twin_group = $1");
@@ -368,7 +261,5 @@ void api_twins_register(void)
      * 500-step x 64-rank window (see bench/api). */
     db_register("grp_steps", "SELECT run_key, rank, step, n, digest FROM step_digests "
                              "WHERE run_key = ANY($1::bigint[]) AND step BETWEEN $2 AND $3");
-    db_register("grp_manifests", "SELECT r.run_id, m.rank, m.manifest::text FROM manifests m JOIN runs r "
-                                 "USING (run_key) WHERE r.twin_group = $1 ORDER BY m.rank, r.run_key");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

@@ -57,7 +57,8 @@ void cmp_register(void)
     db_register("cmp_steps", "SELECT step FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                              "AND step BETWEEN $3 AND $4 GROUP BY step HAVING count(*) < $5 "
                              "OR min(digest) <> max(digest) OR min(n) <> max(n) ORDER BY step LIMIT 1");
-    db_register("cmp_recs", "SELECT run_key, seq, name, occ, fp, value, dtype, shape::text, nbytes FROM records "
+    db_register("cmp_recs", "SELECT run_key, seq, name, occ, fp, value, dtype, shape::text, nbytes, inputs::text, "
+                            "site_module, site_offset, site_function, site_function_offset, site_caller FROM records "
                             "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3 ORDER BY run_key, seq");
     db_register("cmp_store",
                 "INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, runs, "
@@ -105,8 +106,37 @@ void cmp_notify(const char *group, int rank, double commit_s)
     worker_unlock(&thread);
 }
 
-/* run_entry - what run `run_id` holds for the divergence, as stored in divergences.runs. */
-static json_t *run_entry(const char *run_id, const cmp_rec *c)
+/* site_of - the call site in columns 10..14 of a cmp_recs row, as stored with a divergence (null: none). */
+static json_t *site_of(PGresult *res, int row)
+{
+    if (PQgetisnull(res, row, 10) && PQgetisnull(res, row, 12) && PQgetisnull(res, row, 14))
+        return json_null();
+    return json_pack("{s:s, s:I, s:s, s:I, s:s}", "module", PQgetvalue(res, row, 10), "offset",
+                     (json_int_t)strtoll(PQgetvalue(res, row, 11), NULL, 10), "function", PQgetvalue(res, row, 12),
+                     "function_offset", (json_int_t)strtoll(PQgetvalue(res, row, 13), NULL, 10), "caller",
+                     PQgetvalue(res, row, 14));
+}
+
+/* inputs_of - the input fingerprints in column 9 of a cmp_recs row as 16-hex strings (null: none). */
+static json_t *inputs_of(PGresult *res, int row)
+{
+    if (PQgetisnull(res, row, 9))
+        return json_null();
+    const char *t = PQgetvalue(res, row, 9);
+    int64_t v[REC_MAX_INPUTS];
+    int n = db_int_array_parse(t, v, REC_MAX_INPUTS);
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) {
+        char h[17];
+        snprintf(h, sizeof(h), "%016" PRIx64, (uint64_t)v[i]);
+        json_array_append_new(a, json_string(h));
+    }
+    return a;
+}
+
+/* run_entry - what run `run_id` holds for the divergence, as stored in divergences.runs: its seq, fp, dtype,
+ * size and value, its input fingerprints (what the cause rule reads, common/cause.h) and its call site. */
+static json_t *run_entry(const char *run_id, const cmp_rec *c, PGresult *res)
 {
     if (!c)
         return json_pack("{s:s, s:b, s:n, s:n, s:n}", "run_id", run_id, "present", 0, "seq", "fp", "value");
@@ -123,6 +153,8 @@ static json_t *run_entry(const char *run_id, const cmp_rec *c)
     } else {
         json_object_set_new(o, "value", json_null());
     }
+    json_object_set_new(o, "inputs", inputs_of(res, c->row));
+    json_object_set_new(o, "site", site_of(res, c->row));
     return o;
 }
 
@@ -134,6 +166,7 @@ static size_t load_step(PGresult *res, int nruns, const int64_t *keys, cmp_rec *
     cmp_rec *recs = xcalloc((size_t)n + 1, sizeof(*recs));
     for (int i = 0; i < n; i++) {
         cmp_rec *c = &recs[i];
+        c->row = i;
         int64_t key = strtoll(PQgetvalue(res, i, 0), NULL, 10);
         c->run = 0;
         while (c->run < nruns && keys[c->run] != key)
@@ -178,7 +211,7 @@ static int find_divergence(const char *group, int rank, int64_t step, int nruns,
 
     json_t *runs = json_array();
     for (int k = 0; k < nruns; k++) {
-        json_t *e = run_entry(ids[k], f.by_run[k]);
+        json_t *e = run_entry(ids[k], f.by_run[k], r);
         if (f.majority >= 0)
             json_object_set_new(e, "majority", json_boolean(f.agrees[k]));
         json_array_append_new(runs, e);

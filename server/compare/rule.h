@@ -20,6 +20,7 @@
 typedef struct cmp_rec {
     int run;
     rec_record rec; /* name and shape borrowed from the caller */
+    int row;        /* the caller's own index of the record (the rule ignores it) */
 } cmp_rec;
 
 /* The verdict for one step and rank. */

@@ -6,14 +6,16 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "server/compare/verdict.h"
 #include "server/fleet/group.h"
 
 /* divergence_alert_enqueue - enqueue group `g`'s first-divergence alert
  * (once per group: a second call is a no-op) inside the evaluator's open
- * transaction. `divs` holds the group's divergences (rank, step, seq, name,
- * occurrence, kind, runs) with the first in row 0, `entries` that first
- * divergence's per-run entries (borrowed), `v` its classification. Returns 0,
- * or -1 with the database's message in `err`. */
-int divergence_alert_enqueue(const grp *g, PGresult *divs, json_t *entries, const verdict *v, char *err, size_t cap);
+ * transaction: where and how the runs parted (the verdict's first divergence,
+ * with its cause, origin ranks, call site, and the ignore rule when every
+ * rank's inputs differed), each run's values and exit, the group's status,
+ * and `v`, the hardware-or-software classification. Returns 0, or -1 with
+ * the database's message in `err`. */
+int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict *v, char *err, size_t cap);
 
 #endif /* SERVER_FLEET_DIVERGENCE_ALERT_H */

@@ -37,7 +37,7 @@ static inline const hw_slot *group_slot(const grp *g, int run, int rank)
 /* Classification of the group's first divergence. */
 typedef struct verdict {
     const char *cls, *code;
-    char reason[512];
+    char reason[1024];
     char implicated[1024];
 } verdict;
 

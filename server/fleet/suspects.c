@@ -10,6 +10,7 @@
 
 #include "server/core/log.h"
 #include "server/core/state.h"
+#include "server/compare/verdict.h"
 #include "server/core/xalloc.h"
 #include "server/fleet/divergence_alert.h"
 #include "server/fleet/evidence.h"
@@ -78,14 +79,34 @@ static void add_implicated(verdict *v, const char *node)
         snprintf(v->implicated + n, sizeof(v->implicated) - n, "%s%s", n ? "," : "", node);
 }
 
-/* classify - the rules of docs/suspects.md, in order: same hardware,
- * manifest difference, no hardware named, output differs while the inputs
- * matched, spread over unrelated nodes; else hardware with strong (minority
- * of 3+) or weak (pair) weights set on the runs. */
-static int classify(grp *g, json_t **entries, const int *origin, int norigin, const char *name, const char *step,
-                    const char *occ, verdict *v, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
+/* classify - the rules of docs/suspects.md, in order: the cause (common/cause.h, through the group's
+ * verdict) when it is software by nature (configuration, every-rank, operation); then, on the origin
+ * ranks only, the same hardware and no hardware named; then the spread over unrelated nodes; else
+ * hardware, with strong (minority of 3+) or weak (pair) weights set on the runs. */
+static int classify(grp *g, const grp_verdict *vd, json_t **entries, const int *origin, int norigin, const char *name,
+                    verdict *v, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
 {
     char ka[128], kb[128];
+    switch (vd->cause) {
+    case CAUSE_CONFIGURATION:
+        v->cls = "software";
+        v->code = "configuration";
+        snprintf(v->reason, sizeof(v->reason), "the twins' configurations differ: %s",
+                 json_string_value(json_object_get(vd->mdiff, "summary")));
+        return 0;
+    case CAUSE_EVERY_RANK:
+        v->cls = "software";
+        v->code = "every_rank";
+        snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
+        return 0;
+    case CAUSE_OPERATION:
+        v->cls = "software";
+        v->code = "operation";
+        snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
+        return 0;
+    default:
+        break;
+    }
     /* Which runs diverged on the origin ranks, and whether a majority names them. */
     int strong = g->nruns >= 3;
     for (int o = 0; o < norigin; o++)
@@ -112,55 +133,13 @@ static int classify(grp *g, json_t **entries, const int *origin, int norigin, co
                              *sa->gpu ? " " : "", sa->gpu);
                     return 0;
                 }
-                json_t *ma = sa->manifest ? json_loads(sa->manifest, 0, NULL) : NULL;
-                json_t *mb = sb->manifest ? json_loads(sb->manifest, 0, NULL) : NULL;
-                char why[400];
-                int d = ma && mb && ev_det_diff(ma, mb, why, sizeof(why));
-                json_decref(ma);
-                json_decref(mb);
-                if (d) {
-                    v->cls = "software";
-                    v->code = "manifest";
-                    snprintf(v->reason, sizeof(v->reason), "the twins' manifests differ on rank %d: %s", origin[o],
-                             why);
-                    return 0;
-                }
             }
         }
     }
     if (!v->implicated[0]) {
         v->cls = "software";
         v->code = "no_hardware";
-        snprintf(v->reason, sizeof(v->reason), "no manifest names the hardware of rank %d", origin[0]);
-        return 0;
-    }
-    /* Output differs while the inputs matched: every run's origin record carries
-     * input fingerprints and they agree on every origin rank - the operation
-     * itself is not deterministic (e.g. a reduction in arrival order). */
-    int inputs_matched = 1;
-    for (int o = 0; o < norigin && inputs_matched; o++) {
-        char keys[GROUP_MAX_RUNS * 22 + 3], rk[16];
-        size_t kl = (size_t)snprintf(keys, sizeof(keys), "{");
-        for (int a = 0; a < g->nruns; a++)
-            kl += (size_t)snprintf(keys + kl, sizeof(keys) - kl, "%s%s", a ? "," : "", g->runs[a].key);
-        snprintf(keys + kl, sizeof(keys) - kl, "}");
-        snprintf(rk, sizeof(rk), "%d", origin[o]);
-        const char *pi[] = {keys, rk, step, name, occ};
-        PGresult *ri = sql_query("SELECT count(*), count(DISTINCT inputs), bool_and(cardinality(inputs) > 0) FROM records "
-                            "WHERE run_key = ANY($1::bigint[]) AND rank = $2::int AND step = $3::bigint AND name = $4 "
-                            "AND occ = $5::int",
-                            5, pi, err, ecap);
-        if (!ri)
-            return -1;
-        inputs_matched = atoi(PQgetvalue(ri, 0, 0)) == g->nruns && atoi(PQgetvalue(ri, 0, 1)) == 1 &&
-                         PQgetvalue(ri, 0, 2)[0] == 't';
-        PQclear(ri);
-    }
-    if (inputs_matched) {
-        v->cls = "software";
-        v->code = "inputs_matched";
-        snprintf(v->reason, sizeof(v->reason),
-                 "record %s differs while its inputs matched in every run: the operation is not deterministic", name);
+        snprintf(v->reason, sizeof(v->reason), "no manifest names the hardware of rank %d", norigin ? origin[0] : 0);
         return 0;
     }
     /* Spread: does one record diverge on more unrelated nodes than one fault explains? */
@@ -201,8 +180,9 @@ static int classify(grp *g, json_t **entries, const int *origin, int norigin, co
             hit |= strong ? is_minority(entries[o], g->runs[a].id) : 1;
         g->runs[a].weight = hit ? (strong ? 1.0 : g_srv.cfg.weak_weight) : 0.0;
     }
-    snprintf(v->reason, sizeof(v->reason), "%s evidence against %s: %s", strong ? "strong" : "weak", v->implicated,
-             strong ? "the minority run of the group diverged" : "two runs diverged; either may be at fault");
+    snprintf(v->reason, sizeof(v->reason), "%s evidence against %s: %s (%s: %s)", strong ? "strong" : "weak",
+             v->implicated, strong ? "the minority run of the group diverged" : "two runs diverged; either may be at fault",
+             cause_name(vd->cause), vd->cause_why);
     return 0;
 }
 
@@ -233,10 +213,10 @@ static int add_expo(expo *x, int n, int run, const hw_slot *s, int rank, double 
     return n + 1;
 }
 
-/* write_exposures - replace the group's exposures; history for each
- * involvement that appeared, grew or went away. */
-static int write_exposures(grp *g, const verdict *v, const int *origin, int norigin, const char *step, char *err,
-                           size_t cap)
+/* write_exposures - replace the group's exposures (none unless `exposed`: a group whose runs failed tells
+ * nothing); history for each involvement that appeared, grew or went away. */
+static int write_exposures(grp *g, const verdict *v, const int *origin, int norigin, int exposed, const char *step,
+                           char *err, size_t cap)
 {
     const char *p1[] = {g->name};
     PGresult *old = sql_query("SELECT run_key::text, node, gpu, weight, at::text FROM hw_exposures WHERE twin_group = $1", 1,
@@ -250,7 +230,7 @@ static int write_exposures(grp *g, const verdict *v, const int *origin, int nori
             since = PQgetvalue(old, i, 4);
     expo *x = xcalloc((size_t)g->nruns * (size_t)g->nranks + 1, sizeof(expo));
     int n = 0;
-    for (int a = 0; a < g->nruns; a++)
+    for (int a = 0; a < g->nruns && exposed; a++)
         for (int k = 0; k < g->nranks; k++) {
             const hw_slot *s = group_slot(g, a, k);
             if (!s->node || !*s->node)
@@ -284,7 +264,7 @@ static int write_exposures(grp *g, const verdict *v, const int *origin, int nori
                 !strcmp(PQgetvalue(old, j, 2), x[i].gpu))
                 before = atof(PQgetvalue(old, j, 3));
         if (x[i].weight > 0 && x[i].weight != before) {
-            char detail[700];
+            char detail[1200];
             snprintf(detail, sizeof(detail), "%s", v->reason);
             const char *ph[] = {
                 x[i].node, *x[i].gpu ? x[i].gpu : NULL, "involvement", g->name, g->runs[x[i].run].key, step, rank, w,
@@ -306,7 +286,7 @@ static int write_exposures(grp *g, const verdict *v, const int *origin, int nori
                     !strcmp(PQgetvalue(old, j, 1), x[i].node) && !strcmp(PQgetvalue(old, j, 2), x[i].gpu);
         if (still)
             continue;
-        char detail[700];
+        char detail[1200];
         snprintf(detail, sizeof(detail), "re-evaluated as %s: %s", v->cls, v->reason);
         const char *gpu = *PQgetvalue(old, j, 2) ? PQgetvalue(old, j, 2) : NULL;
         const char *ph[] = {PQgetvalue(old, j, 1), gpu, "withdrawn", g->name, PQgetvalue(old, j, 0), "0", detail};
@@ -339,10 +319,11 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         fail_log("lock for", group, err);
         return -1;
     }
-    PGresult *sig = NULL, *runs = NULL, *man = NULL, *divs = NULL;
+    PGresult *sig = NULL, *runs = NULL, *man = NULL;
     json_t *entries[MAX_ORIGIN] = {0};
     int norigin = 0, rc = -1;
-    static const hw_slot none = {0};
+    grp_verdict vd;
+    memset(&vd, 0, sizeof(vd));
     grp *g = xcalloc(1, sizeof(*g));
     g->name = group;
     sig = sql_query("SELECT lockstep_group_signature($1), (SELECT signature FROM group_evidence WHERE twin_group = $1)", 1,
@@ -356,16 +337,21 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
     runs = sql_query("SELECT run_key::text, run_id::text, nodes, user_name, job_id, status, command FROM runs "
                 "WHERE twin_group = $1 ORDER BY run_key",
                 1, p1, err, sizeof(err));
-    divs = runs ? sql_query("SELECT rank, step, seq, name, occ, kind, runs::text FROM divergences WHERE twin_group = $1 "
-                       "ORDER BY step, seq, rank",
-                       1, p1, err, sizeof(err))
-                : NULL;
-    man = divs ? sql_query(Q_MANIFESTS, 1, p1, err, sizeof(err)) : NULL;
-    if (!man)
+    man = runs ? sql_query(Q_MANIFESTS, 1, p1, err, sizeof(err)) : NULL;
+    /* The group's verdict, in this transaction's snapshot: status, cause and origin ranks of its first
+     * divergence (the same verdict the twin API shows). */
+    if (!man || verdict_load(group, &vd, err, sizeof(err)) < 0)
         goto out_rollback;
     g->nruns = PQntuples(runs) < GROUP_MAX_RUNS ? PQntuples(runs) : GROUP_MAX_RUNS;
     g->program = g->nruns ? PQgetvalue(runs, 0, 6) : "";
-    int all_ended = 1, ndivs = PQntuples(divs);
+    /* A group whose runs failed is incomplete even with a record some run lacks (the failure cut it short):
+     * no divergence to weigh, no alert. */
+    int all_ended = 1, ndivs = strcmp(vd.status, "diverged") ? 0 : (int)json_array_size(vd.per_rank);
+    char step[32] = "", rank0[16] = "";
+    if (ndivs) {
+        snprintf(step, sizeof(step), "%lld", (long long)json_integer_value(json_object_get(vd.first, "step")));
+        snprintf(rank0, sizeof(rank0), "%d", vd.first_rank);
+    }
     for (int a = 0; a < g->nruns; a++)
         all_ended &= strcmp(PQgetvalue(runs, a, 5), "running") != 0;
     if (g->nruns < 2 || (!ndivs && !all_ended)) {
@@ -378,7 +364,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
          * been seen), or the divergence is 30 s old. Until then: not ready.
          * (Also when every run has ended: their last ranks may still wait in
          * the comparison queue.) */
-        const char *ps[] = {group, PQgetvalue(divs, 0, 1)};
+        const char *ps[] = {group, step};
         PGresult *s = sql_query("SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
                            "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "
                            "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint) = 0 OR "
@@ -417,31 +403,33 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
                 g->runs[a].ranks[rk] = (hw_slot){PQgetvalue(man, i, 2), PQgetvalue(man, i, 3), PQgetvalue(man, i, 4),
                                                  PQgetvalue(man, i, 5)};
     }
-    (void)none;
-
     verdict v = {.cls = "none", .code = "match"};
-    int origin[MAX_ORIGIN];
-    char step[32] = "", rank0[16] = "";
+    int origin[MAX_ORIGIN], exposed = 1;
+    const char *origin_name = ndivs ? json_string_value(json_object_get(vd.first, "name")) : NULL;
     if (ndivs) {
-        snprintf(step, sizeof(step), "%s", PQgetvalue(divs, 0, 1));
-        snprintf(rank0, sizeof(rank0), "%s", PQgetvalue(divs, 0, 0));
-        for (int i = 0; i < ndivs && norigin < MAX_ORIGIN; i++) {
-            if (strcmp(PQgetvalue(divs, i, 1), step) || strcmp(PQgetvalue(divs, i, 2), PQgetvalue(divs, 0, 2)))
+        /* Hardware evidence goes to the origin ranks only: the ranks where the change began, not those
+         * that received it through a collective. */
+        for (int o = 0; o < vd.norigin && norigin < MAX_ORIGIN; o++) {
+            size_t i;
+            json_t *d;
+            json_array_foreach(vd.per_rank, i, d) if (json_integer_value(json_object_get(d, "rank")) == vd.origin[o])
+            {
+                origin[norigin] = vd.origin[o];
+                entries[norigin++] = json_incref(json_object_get(d, "runs"));
                 break;
-            origin[norigin] = atoi(PQgetvalue(divs, i, 0));
-            entries[norigin] = json_loads(PQgetvalue(divs, i, 6), 0, NULL);
-            if (!entries[norigin])
-                entries[norigin] = json_array();
-            norigin++;
+            }
         }
-        if (classify(g, entries, origin, norigin, PQgetvalue(divs, 0, 3), step, PQgetvalue(divs, 0, 4), &v, requeue,
-                     cap, nrequeue, err,
-                     sizeof(err)) < 0)
+        if (classify(g, &vd, entries, origin, norigin, origin_name, &v, requeue, cap, nrequeue, err, sizeof(err)) < 0)
             goto out_rollback;
+    } else if (strcmp(vd.status, "match")) {
+        /* Runs that failed or recorded nothing in common tell nothing about their hardware. */
+        v.code = "incomplete";
+        exposed = 0;
+        snprintf(v.reason, sizeof(v.reason), "%s", vd.status_why);
     } else {
         snprintf(v.reason, sizeof(v.reason), "the %d runs matched on every step they share", g->nruns);
     }
-    if (write_exposures(g, &v, origin, norigin, step, err, sizeof(err)) < 0)
+    if (write_exposures(g, &v, origin, norigin, exposed, step, err, sizeof(err)) < 0)
         goto out_rollback;
     const char *pe[] = {group,
                         v.cls,
@@ -449,7 +437,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
                         v.code,
                         ndivs ? step : NULL,
                         ndivs ? rank0 : NULL,
-                        ndivs ? PQgetvalue(divs, 0, 3) : NULL,
+                        origin_name,
                         v.implicated,
                         PQgetvalue(sig, 0, 0),
                         g->program};
@@ -461,7 +449,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
               "implicated = excluded.implicated, signature = excluded.signature, evaluated_at = now()",
               10, pe, err, sizeof(err)) < 0)
         goto out_rollback;
-    if (ndivs && divergence_alert_enqueue(g, divs, entries[0], &v, err, sizeof(err)) < 0)
+    if (ndivs && divergence_alert_enqueue(g, &vd, &v, err, sizeof(err)) < 0)
         goto out_rollback;
     if (sql_commit(err, sizeof(err)) < 0)
         goto out_fail;
@@ -481,7 +469,7 @@ out_free:
     free(g);
     PQclear(sig);
     PQclear(runs);
-    PQclear(divs);
     PQclear(man);
+    verdict_release(&vd);
     return rc;
 }

@@ -44,8 +44,9 @@ static void add_record(srv_batch *b, const rec_record *r)
         b->name_off = xrealloc(b->name_off, b->cap * sizeof(size_t));
         b->word_off = xrealloc(b->word_off, b->cap * sizeof(size_t));
     }
-    if (b->names_len + r->name_len > b->names_cap) {
-        while (b->names_len + r->name_len > b->names_cap)
+    size_t strs = (size_t)r->name_len + r->site.module_len + r->site.function_len + r->site.caller_len;
+    if (b->names_len + strs > b->names_cap) {
+        while (b->names_len + strs > b->names_cap)
             b->names_cap = b->names_cap ? b->names_cap * 2 : 16384;
         b->names = xrealloc(b->names, b->names_cap);
     }
@@ -60,6 +61,20 @@ static void add_record(srv_batch *b, const rec_record *r)
     b->word_off[b->n] = b->words_len;
     memcpy(b->names + b->names_len, r->name, r->name_len);
     b->names_len += r->name_len;
+    /* The call site's strings follow the name; bytes that are not UTF-8 (a module's file name may hold
+     * any) become '?': PostgreSQL text is UTF-8, and a site is never a reason to refuse an agent's batch. */
+    const char *parts[3] = {r->site.module, r->site.function, r->site.caller};
+    uint16_t lens[3] = {r->site.module_len, r->site.function_len, r->site.caller_len};
+    for (int k = 0; k < 3; k++) {
+        char *dst = b->names + b->names_len;
+        if (lens[k])
+            memcpy(dst, parts[k], lens[k]);
+        if (!batch_utf8_valid(dst, lens[k]))
+            for (unsigned j = 0; j < lens[k]; j++)
+                if ((unsigned char)dst[j] >= 0x80 || dst[j] == 0)
+                    dst[j] = '?';
+        b->names_len += lens[k];
+    }
     if (r->n_inputs)
         memcpy(b->words + b->words_len, r->inputs, r->n_inputs * sizeof(uint64_t));
     if (r->n_chunks)
@@ -74,6 +89,9 @@ static void fix_pointers(srv_batch *b)
     for (size_t i = 0; i < b->n; i++) {
         rec_record *r = &b->recs[i];
         r->name = b->names + b->name_off[i];
+        r->site.module = r->name + r->name_len;
+        r->site.function = r->site.module + r->site.module_len;
+        r->site.caller = r->site.function + r->site.function_len;
         r->inputs = r->n_inputs ? b->words + b->word_off[i] : NULL;
         r->chunks = r->n_chunks ? b->words + b->word_off[i] + r->n_inputs : NULL;
     }
@@ -314,6 +332,48 @@ static int str_field(const json_t *o, const char *key, const char **out, size_t 
     return 0;
 }
 
+/* site_str - one string of a call site: UTF-8 (jansson's strings are), at most `max` bytes. */
+static int site_str(const json_t *o, const char *key, size_t max, const char **out, uint16_t *len, size_t i,
+                    srv_error *e)
+{
+    const json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v) || json_string_length(v) > max || memchr(json_string_value(v), 0, json_string_length(v)))
+        return fail(e, "bad call site", "site strings are text: module up to 255 bytes, function and caller up to 1023",
+                    "record %zu: site \"%s\" is not a string of at most %zu bytes", i, key, max);
+    *out = json_string_value(v);
+    *len = (uint16_t)json_string_length(v);
+    return 0;
+}
+
+/* json_site - a client's own call site: a string (the function, as the client names it, e.g.
+ * "train.py:84 step"), or {"module", "offset", "function", "function_offset", "caller"}. */
+static int json_site(const json_t *v, size_t i, rec_site *out, srv_error *e)
+{
+    if (json_is_string(v)) {
+        if (json_string_length(v) > REC_SITE_NAME_MAX || memchr(json_string_value(v), 0, json_string_length(v)))
+            return fail(e, "bad call site", "a site given as a string names the function, up to 1023 bytes",
+                        "record %zu: a site string of %zu bytes", i, json_string_length(v));
+        out->function = json_string_value(v);
+        out->function_len = (uint16_t)json_string_length(v);
+        return 0;
+    }
+    if (!json_is_object(v))
+        return fail(e, "wrong type in record", "site is a string or an object (see docs/server.md)",
+                    "record %zu: \"site\" is neither", i);
+    long long off = 0, foff = 0;
+    if (site_str(v, "module", REC_SITE_MODULE_MAX, &out->module, &out->module_len, i, e) < 0 ||
+        site_str(v, "function", REC_SITE_NAME_MAX, &out->function, &out->function_len, i, e) < 0 ||
+        site_str(v, "caller", REC_SITE_NAME_MAX, &out->caller, &out->caller_len, i, e) < 0 ||
+        int_field(v, "offset", 0, 0, INT64_MAX, &off, i, e) < 0 ||
+        int_field(v, "function_offset", 0, 0, INT64_MAX, &foff, i, e) < 0)
+        return -1;
+    out->offset = (uint64_t)off;
+    out->function_offset = (uint64_t)foff;
+    return 0;
+}
+
 /* json_record - one record object to `r` (inputs and chunks in the scratch lists). */
 static int json_record(const json_t *o, size_t i, rec_record *r, uint64_t **in, uint64_t **ch, srv_error *e)
 {
@@ -401,6 +461,9 @@ static int json_record(const json_t *o, size_t i, rec_record *r, uint64_t **in, 
         r->n_chunks = (uint32_t)n;
         r->chunks = *ch;
     }
+    const json_t *site = json_object_get(o, "site");
+    if (site && !json_is_null(site) && json_site(site, i, &r->site, e) < 0)
+        return -1;
     char why[160];
     if (rec_check(r, why, sizeof(why)) < 0)
         return fail(e, "invalid record", "see the JSON ingest form in docs/server.md", "record %zu: %s", i, why);

@@ -7,6 +7,9 @@
 
 #include "server/core/error.h"
 
+/* DB_TS - a timestamptz column as ISO 8601 UTC text with milliseconds, in SQL: how every reader spells times. */
+#define DB_TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
 /* db_init - remember the conninfo that every thread connects with. Call
  * once, before db_register and before any thread uses the database. */
 void db_init(const char *conninfo);

@@ -87,6 +87,15 @@ static void f_null(cbuf *b)
     be32(grow(b, 4), 0xffffffffu);
 }
 
+/* f_text - a text field (`len` bytes, no NUL; the framing guarantees it). */
+static void f_text(cbuf *b, const char *s, size_t len)
+{
+    unsigned char *p = grow(b, 4 + len);
+    be32(p, (uint32_t)len);
+    if (len)
+        memcpy(p + 4, s, len);
+}
+
 /* f_int8_array - a one-dimensional int8[] in PostgreSQL's binary array form. */
 static void f_int8_array(cbuf *b, const uint64_t *v, size_t n)
 {
@@ -116,7 +125,7 @@ static void copy_rows(cbuf *b, int64_t run_key, const srv_batch *bt)
     be32(p + 15, 0);
     for (size_t i = 0; i < bt->n; i++) {
         const rec_record *r = &bt->recs[i];
-        be16(grow(b, 2), 16);
+        be16(grow(b, 2), 21);
         f_int(b, (uint64_t)run_key, 8);
         f_int(b, bt->rank, 4);
         f_int(b, r->seq, 8);
@@ -147,6 +156,17 @@ static void copy_rows(cbuf *b, int64_t run_key, const srv_batch *bt)
             f_int8_array(b, r->chunks, r->n_chunks);
         else
             f_null(b);
+        if (rec_has_site(r)) {
+            const rec_site *st = &r->site;
+            f_text(b, st->module, st->module_len);
+            f_int(b, st->offset, 8);
+            f_text(b, st->function, st->function_len);
+            f_int(b, st->function_offset, 8);
+            f_text(b, st->caller, st->caller_len);
+        } else {
+            for (int k = 0; k < 5; k++)
+                f_null(b);
+        }
     }
     be16(grow(b, 2), 0xffff);
 }
@@ -242,7 +262,8 @@ static int batch_txn(PGconn *c, const run_info *run, const srv_batch *bt, const 
     PQclear(r);
     if (bt->n) {
         r = PQexec(c, "COPY records (run_key, rank, seq, step, name, occ, level, dtype, flags, t_ns, nbytes, fp, "
-                      "value, shape, inputs, chunks) FROM STDIN (FORMAT binary)");
+                      "value, shape, inputs, chunks, site_module, site_offset, site_function, site_function_offset, "
+                      "site_caller) FROM STDIN (FORMAT binary)");
         if (PQresultStatus(r) != PGRES_COPY_IN)
             goto out_clear;
         PQclear(r);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu-check-nccl.sh - the agent's NCCL check, for a machine with a GPU: an unmodified NCCL program under
-# LD_PRELOAD=liblockstep_nccl.so records every collective; two runs match; the recorded allreduce fingerprint
-# equals the CPU LSFP-1 of the same bytes (`lockstep fp`).
+# LD_PRELOAD=liblockstep_nccl.so records every collective, each with its call site (main, in the program); two
+# runs match, sites and all; the recorded allreduce fingerprint equals the CPU LSFP-1 of the same bytes
+# (`lockstep fp`); LOCKSTEP_IGNORE leaves a collective out.
 # usage: tests/agent/gpu-check-nccl.sh [BUILD_DIR]      (ends with "N passed, N failed")
 set -u
 B=$(cd "${1:-build}" && pwd)
@@ -32,5 +33,22 @@ n = max(r["shape"][0] for r in recs)     # one record per GPU per call; the last
 print(" ".join(r["fp"] for r in recs[-n:]))')
 case " $got " in *" $want "*) ok "recorded allreduce fingerprint equals the CPU LSFP-1 ($want)" ;;
   *) bad "allreduce fingerprint: CPU $want, recorded $got" ;; esac
+# Call sites: every record names main (the program calls NCCL from main), the same in both runs.
+sites() { "$B/bin/lockstep" dump "$1" | python3 -c '
+import json, sys
+print(" ".join(sorted({(json.loads(l).get("site") or {}).get("text", "none") for l in sys.stdin})))'; }
+s1=$(sites "$T/run1/rank-00000.lstrace"); s2=$(sites "$T/run2/rank-00000.lstrace")
+case "$s1" in
+  *none*|"") bad "a record without a call site: '$s1'" ;;
+  main+0x*) [ "$s1" = "$s2" ] && ok "call sites: $s1 (equal in both runs)" || bad "call sites differ: '$s1' vs '$s2'" ;;
+  *) bad "call sites: '$s1', want main+0x... (nccl_allreduce+0x...)" ;;
+esac
+# LOCKSTEP_IGNORE: no broadcast record is made (nothing hashed for it), the rest is.
+LD_PRELOAD="$B/lib/liblockstep_nccl.so" LOCKSTEP_TRACE_DIR="$T/run3" LOCKSTEP_TRACE=ops LOCKSTEP_AUTOSTART=1 \
+  LOCKSTEP_IGNORE=nccl.broadcast "$PROG" "$T/out3.bin" 3 >"$T/run3.log" 2>&1
+n_b=$("$B/bin/lockstep" dump "$T/run3/rank-00000.lstrace" | grep -c '"nccl.broadcast"')
+n_a=$("$B/bin/lockstep" dump "$T/run3/rank-00000.lstrace" | grep -c '"nccl.allreduce"')
+if [ "$n_b" -eq 0 ] && [ "$n_a" -gt 0 ]; then ok "LOCKSTEP_IGNORE=nccl.broadcast: none made, $n_a allreduces kept"
+else bad "LOCKSTEP_IGNORE: $n_b broadcasts, $n_a allreduces"; fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

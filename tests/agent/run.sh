@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh - the agent tier: streaming to a real lockstepd (embedded PostgreSQL), spool and replay, a server that
-# dies or never answers, fork, LD_PRELOAD self-start, and an unmodified 4-rank Open MPI program under LD_PRELOAD.
+# dies or never answers, fork, LD_PRELOAD self-start, an unmodified 4-rank Open MPI program under LD_PRELOAD, and
+# real programs (tests/apps: C and C++ over a stripped library) judged by lockstepd: call sites, causes, ignore rules.
 # usage: tests/agent/run.sh BUILD_DIR      (ends with "N passed, N failed")
 set -u
 build=${1:-build}
@@ -301,6 +302,146 @@ for l in sys.stdin:
   if [ "$st" = match ]; then ok "MPI twins match on lockstepd too"; else bad "lockstepd twin status: $st"; fi
 else
   bad "MPI test programs or mpirun missing"
+fi
+
+# 10. Real programs, unmodified, under LD_PRELOAD (tests/apps): call sites, causes, the ignore rule, configuration,
+#     failures. heat (C) reduces its residual each step from relax_step and ends by reducing its timings from
+#     report_timings; solver (C++) calls MPI from Solver::iterate and, at the end, from a static helper inside the
+#     stripped libsolver.so. Every verdict below is lockstepd's (tests/agent/verdict.py), read like a user would.
+HEAT=$B/tests/apps/heat
+SOLVER=$B/tests/apps/solver
+# app NAME GROUP PROGRAM [ENV=V...] -- ARGS: PROGRAM on 4 ranks under the agent, traced and streamed, twin group GROUP.
+app() {
+  local name=$1 group=$2 prog=$3; shift 3
+  local envs=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
+  shift
+  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so" \
+    -x LOCKSTEP_SERVER="${APP_SERVER:-$URL}" -x LOCKSTEP_JOB_ID="J-$name" -x LOCKSTEP_STEP_ID=0 -x LOCKSTEP_TWIN_GROUP="$group" \
+    -x LOCKSTEP_TRACE_DIR="$T/app-$name/trace" -x LOCKSTEP_SPOOL_DIR="$T/app-$name/spool" -x LOCKSTEP_BATCH_MS=50 \
+    "${envs[@]}" ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$prog" "$@" >"$T/app-$name.out" 2>&1
+}
+verdict() { python3 "$SRC/tests/agent/verdict.py" "$URL" "$1" 4 --timeout 40; } # GROUP: one JSON line
+field() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d[sys.argv[2]])" "$1" "$2"; }
+
+if [ -x "$HEAT" ] && [ -x "$SOLVER" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; then
+  export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
+
+  # 10a. Rank 3 alone changes its share before the 22nd allreduce (18th residual): every rank's output of that
+  #      collective differs, but the inputs differed on rank 3 only. lockstepd names rank 3 and relax_step.
+  g=g-origin-$$
+  app oa "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings -- --steps 30
+  app ob "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings HEAT_PERTURB=3:18 -- --steps 30
+  v=$(verdict "$g")
+  if [ "$(field "$v" status)" = diverged ] && [ "$(field "$v" cause)" = origin ] && [ "$(field "$v" origin_ranks)" = "[3]" ] &&
+     [ "$(field "$v" rank)" = 3 ] && [ "$(field "$v" function)" = relax_step ] && [ "$(field "$v" per_rank)" = 4 ]; then
+    ok "origin: rank 3 named (not rank 0), at $(field "$v" site)"
+  else bad "origin: $v"; fi
+  "$LS" diff "$T/app-oa/trace" "$T/app-ob/trace" >"$T/origin-diff.out" 2>&1
+  if grep -q '^  cause: origin: the inputs of mpi.allreduce (occurrence 21) at step 0 differed on rank 3 only' "$T/origin-diff.out" &&
+     grep -q '^rank 3 .*<- origin' "$T/origin-diff.out" && grep -q 'at relax_step+0x' "$T/origin-diff.out"; then
+    ok "origin from the trace files too (lockstep diff): rank 3, relax_step"
+  else bad "lockstep diff origin: $(head -8 "$T/origin-diff.out")"; fi
+  # The same twin, lockstepd away: spooled, replayed later; the verdict is the same.
+  g=g-replay-$$
+  app ra "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings -- --steps 30
+  APP_SERVER=http://127.0.0.1:1 app rb "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings LOCKSTEP_FLUSH_TIMEOUT=1 HEAT_PERTURB=3:18 -- --steps 30
+  "$LS" replay --server "$URL" "$T/app-rb/spool" >"$T/replay-app.out" 2>&1
+  v=$(verdict "$g")
+  if [ "$(field "$v" cause)" = origin ] && [ "$(field "$v" origin_ranks)" = "[3]" ] && [ "$(field "$v" function)" = relax_step ]; then
+    ok "origin after a spool replay: rank 3, relax_step"
+  else bad "origin after replay: $v ($(tail -2 "$T/replay-app.out"))"; fi
+
+  # 10b. The closing reduction of timings: every rank's input differs at once, at report_timings: every-rank,
+  #      software (no node scored), and the report gives the ignore rule; with it the twins match.
+  g=g-timings-$$
+  app ta "$g" "$HEAT" -- --steps 12
+  app tb "$g" "$HEAT" -- --steps 12
+  v=$(verdict "$g")
+  if [ "$(field "$v" cause)" = every-rank ] && [ "$(field "$v" origin_ranks)" = "[]" ] &&
+     [ "$(field "$v" function)" = report_timings ] && [ "$(field "$v" suggest_ignore)" = report_timings ]; then
+    ok "closing timings: every-rank at $(field "$v" site), ignore rule report_timings"
+  else bad "closing timings: $v"; fi
+  "$LS" twins "$g" --server "$URL" >"$T/twins-timings.out" 2>&1; rc_tw=$?
+  scored=
+  for _ in $(seq 1 50); do
+    scored=$(curl -s "$URL/api/v1/alerts?kind=divergence" | python3 -c "import json,sys; print(' '.join(a['classification'] for a in json.load(sys.stdin)['items'] if a['group']=='$g'))")
+    [ -n "$scored" ] && break; sleep 0.2
+  done
+  involved=$(curl -s "$URL/api/v1/nodes" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(n["involvements"] for n in d["items"]))')
+  if [ $rc_tw -eq 1 ] && grep -q "lockstep-ignore='report_timings'" "$T/twins-timings.out" && [ "$scored" = software ] &&
+     python3 -c "exit(0 if float('$involved') == 0 else 1)"; then
+    ok "closing timings: software, no node scored ($involved involvements); lockstep twins gives the rule"
+  else bad "closing timings: exit $rc_tw, classification '$scored', involvements '$involved': $(head -12 "$T/twins-timings.out")"; fi
+  g=g-timings-ign-$$
+  app tia "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings -- --steps 12
+  app tib "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings -- --steps 12
+  v=$(verdict "$g")
+  n_red=$("$LS" dump "$T/app-tia/trace/rank-00000.lstrace" | grep -c '"mpi.reduce"')
+  if [ "$(field "$v" status)" = match ] && [ "$n_red" -eq 0 ]; then ok "LOCKSTEP_IGNORE=report_timings: no such record is made; the twins match"
+  else bad "with the ignore rule: $v, $n_red reduce records"; fi
+
+  # 10c. C++ over a stripped library: the helper that reduces the timings has no symbol; its site names the
+  #      nearest caller that has one, Solver::finish(), and a pattern on that caller covers the helper.
+  g=g-solver-$$
+  app sa "$g" "$SOLVER" -- 8
+  app sb "$g" "$SOLVER" -- 8
+  v=$(verdict "$g")
+  if [ "$(field "$v" cause)" = every-rank ] && [ "$(field "$v" caller)" = "Solver::finish()" ] &&
+     [ "$(field "$v" function)" = "" ] && [ "$(field "$v" suggest_ignore)" = "Solver::finish" ] &&
+     echo "$(field "$v" site)" | grep -q '^libsolver.so+0x[0-9a-f]* (no symbol), called from Solver::finish()$'; then
+    ok "stripped library: $(field "$v" site); every-rank, rule Solver::finish"
+  else bad "stripped library: $v"; fi
+  site_a=$("$LS" dump "$T/app-sa/trace/rank-00002.lstrace" | python3 -c 'import json,sys; print([json.loads(l)["site"]["text"] for l in sys.stdin][0])')
+  site_b=$("$LS" dump "$T/app-sb/trace/rank-00002.lstrace" | python3 -c 'import json,sys; print([json.loads(l)["site"]["text"] for l in sys.stdin][0])')
+  if [ "$site_a" = "$site_b" ] && echo "$site_a" | grep -q '^Solver::iterate(int)+0x[0-9a-f]* (libsolver.so+0x[0-9a-f]*)$'; then
+    ok "C++ sites demangled and equal in both twins: $site_a"
+  else bad "C++ sites: '$site_a' vs '$site_b'"; fi
+  g=g-solver-ign-$$
+  app sia "$g" "$SOLVER" LOCKSTEP_IGNORE=Solver::finish -- 8
+  app sib "$g" "$SOLVER" LOCKSTEP_IGNORE=Solver::finish -- 8
+  v=$(verdict "$g")
+  if [ "$(field "$v" status)" = match ]; then ok "LOCKSTEP_IGNORE=Solver::finish covers its symbol-less helper: match"
+  else bad "solver with the ignore rule: $v"; fi
+
+  # 10d. Another process grid: configuration, with the command line in the manifest diff and no library noise.
+  g=g-grid-$$
+  app ga "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings -- --steps 6 --grid 2x2
+  app gb "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings -- --steps 6 --grid 4x1
+  v=$(verdict "$g")
+  "$LS" manifest-diff "$g" --server "$URL" >"$T/grid-md.out" 2>&1
+  curl -s "$URL/api/v1/twins/$g/manifest-diff" >"$T/grid-md.json"
+  keys=$(python3 -c 'import json,sys; print(" ".join(sorted({d["key"] for d in json.load(open(sys.argv[1]))["diffs"] if d["class"] == "configuration"})))' "$T/grid-md.json")
+  if [ "$(field "$v" cause)" = configuration ] && echo "$(field "$v" configuration)" | grep -q 'argv' &&
+     [ "$keys" = "argv command" ] && ! grep -q 'library:' "$T/grid-md.out" && grep -q -- '--grid' "$T/grid-md.out"; then
+    ok "process grid: configuration; the manifest diff shows argv and no library"
+  else bad "process grid: $v; configuration keys '$keys'"; fi
+
+  # 10e. Twins that both fail at once (a missing input file, MPI_Abort) after a handful of records: not a match.
+  g=g-fail-$$
+  app fa "$g" "$HEAT" -- --input "$T/no-such-deck"; rfa=$?
+  app fb "$g" "$HEAT" -- --input "$T/no-such-deck"; rfb=$?
+  v=$(verdict "$g")
+  "$LS" twins "$g" --server "$URL" >"$T/twins-fail.out" 2>&1; rc_tw=$?
+  if [ $rfa -ne 0 ] && [ $rfb -ne 0 ] && [ "$(field "$v" status)" = incomplete ] && [ "$(field "$v" exits)" = "[3, 3]" ] &&
+     [ $rc_tw -eq 1 ] && grep -q 'incomplete: 2 of 2 runs failed' "$T/twins-fail.out"; then
+    ok "failed twins (MPI_Abort): incomplete, each run's exit 3, not a match"
+  else bad "failed twins: rc $rfa/$rfb, $v, twins exit $rc_tw"; fi
+
+  # 10f. LOCKSTEP_STEP_ON as a call-site pattern: each residual reduction issued from relax_step opens a step.
+  app step "g-step-$$" "$HEAT" LOCKSTEP_STEP_ON=relax_step LOCKSTEP_IGNORE=report_timings -- --steps 9
+  steps=$("$LS" dump "$T/app-step/trace/rank-00001.lstrace" | python3 -c 'import json,sys; print(" ".join(map(str, sorted({json.loads(l)["step"] for l in sys.stdin}))))')
+  if [ "$steps" = "0 1 2 3 4 5 6 7 8 9" ]; then ok "LOCKSTEP_STEP_ON=relax_step (a function): steps 0-9"
+  else bad "LOCKSTEP_STEP_ON=relax_step: steps '$steps'"; fi
+
+  # 10g. An invalid ignore pattern is said, not ignored: the agent does not start, with the reason, once.
+  app bad "g-bad-$$" "$HEAT" "LOCKSTEP_IGNORE=report_timings,[x" -- --steps 2
+  if grep -q "LOCKSTEP_IGNORE is invalid: pattern '\[x' has a '\[' without its '\]'" "$T/app-bad.out" &&
+     [ ! -e "$T/app-bad/trace" ]; then
+    ok "an invalid LOCKSTEP_IGNORE is refused with the reason; nothing is recorded"
+  else bad "invalid LOCKSTEP_IGNORE: $(grep lockstep "$T/app-bad.out" | head -2)"; fi
+else
+  bad "tests/apps (heat, solver) or liblockstep_mpi.so missing"
 fi
 
 # 9. https:// with LOCKSTEP_CA_FILE: lockstepd restarted with a self-signed certificate for 127.0.0.1.

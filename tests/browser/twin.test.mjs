@@ -129,9 +129,13 @@ test('the manifest diff names what differs between the twins', async () => {
   await visit(page, '/twins/pair-diverged');
   const algo = page.locator('#manifest-diff tr[data-key="env.NCCL_ALGO"]');
   const cells = await algo.locator('td').allTextContents();
-  assert.deepEqual(cells, ['env.NCCL_ALGO', '0–3', 'Ring', 'Tree']);
+  assert.deepEqual(cells, ['env.NCCL_ALGO', '0–3', 'yes', 'Ring', 'Tree']);
   const keys = await page.$$eval('#manifest-diff tbody tr', (trs) => [...new Set(trs.map((t) => t.dataset.key))].sort());
-  assert.deepEqual(keys, ['env.NCCL_ALGO', 'gpu_uuid', 'host']);
+  assert.deepEqual(keys, ['env.NCCL_ALGO', 'gpu_uuid']);
+  // host names differ by nature: kept apart as identities, never an explanation
+  assert.equal(await page.locator('#manifest-diff [data-section=identities] code[data-key=host]').count(), 1);
+  // NCCL_ALGO explains the divergence: its cause is the configuration
+  assert.equal(await page.textContent('[data-section=first-divergence] [data-field=cause]'), 'configuration');
   await page.locator('#manifest-diff').scrollIntoViewIfNeeded();
   noProblems(b);
 });

@@ -55,12 +55,19 @@ int main(int argc, char **argv)
                     .shape = {4, 8}, .name = "layer1.out", .name_len = 10, .n_inputs = 2, .inputs = in,
                     .n_chunks = 1, .chunks = ch};
     n += rec_encode(&t, buf + n);
+    rec_record u = {.seq = 6, .step = 2, .fp = 0x77, .dtype = LS_F64, .level = LS_LEVEL_COLLECTIVE, .name = "mpi.reduce",
+                    .name_len = 10, .n_inputs = 1, .inputs = in,
+                    .site = {.offset = 0x41a3, .module = "libsolver.so", .module_len = 12, .caller = "Solver::finish()",
+                             .caller_len = 16}}; /* a call site: the framing's extension block */
+    n += rec_encode(&u, buf + n);
     if (put(argv[1], "binary", buf, n) < 0)
         return 1;
     const char *json = "\x01{\"rank\": 0, \"batch_seq\": 7, \"records\": [{\"seq\": 0, \"step\": 1, \"name\": \"loss\", "
                        "\"occ\": 0, \"level\": \"metric\", \"dtype\": \"f64\", \"shape\": [], \"fp\": "
                        "\"3ff4000000000000\", \"value\": 2.5}, {\"seq\": 1, \"step\": 1, \"name\": \"h\", \"dtype\": "
                        "\"bf16\", \"shape\": [2, 3], \"value_bits\": \"000000000000bfc0\", \"fp\": \"00000000000000ff\", "
-                       "\"inputs\": [\"0123456789abcdef\"], \"chunks\": [\"8000000000000000\"]}]}";
+                       "\"inputs\": [\"0123456789abcdef\"], \"chunks\": [\"8000000000000000\"], \"site\": {\"module\": \"a.so\", "
+                       "\"offset\": 16, \"function\": \"f(int)\", \"function_offset\": 3}}, {\"seq\": 2, \"step\": 1, "
+                       "\"name\": \"g\", \"fp\": \"0000000000000001\", \"site\": \"train.py:84 step\"}]}";
     return put(argv[1], "json", json, strlen(json)) < 0;
 }

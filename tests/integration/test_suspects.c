@@ -323,7 +323,7 @@ static void test_receiver_down_then_up(void **state)
     mail[n] = 0;
     assert_non_null(strstr(mail, "ARGS: -t -i"));
     assert_non_null(strstr(mail, "To: alice@example.org\n"));
-    assert_non_null(strstr(mail, "Subject: [lockstep] twin group a-down diverged at step 3 (rank 0, loss)\n"));
+    assert_non_null(strstr(mail, "Subject: [lockstep] twin group a-down diverged at step 3 (rank 0, loss): "));
     assert_non_null(strstr(mail, "https://lockstep.example/#/twins/a-down"));
 }
 
@@ -463,7 +463,9 @@ static void test_software_manifest(void **state)
     run("sw-env", 2, nb, -1, "Tree");
     json_t *a = wait_alert("sw-env", NULL, NULL);
     assert_string_equal(str(a, "classification"), "software");
-    assert_non_null(strstr(str(a, "text"), "env.NCCL_ALGO: Ring vs Tree"));
+    assert_non_null(strstr(str(a, "text"), "env.NCCL_ALGO differs"));
+    assert_non_null(strstr(str(a, "text"), "'Ring' vs 'Tree'"));
+    assert_non_null(strstr(str(a, "text"), "Cause: configuration"));
     json_decref(a);
     assert_int_equal(history_count("m1", "involvement", NULL, NULL), 0);
     assert_int_equal(history_count("m3", "involvement", NULL, NULL), 0);
@@ -500,7 +502,8 @@ static void test_software_inputs_matched(void **state)
     json_run("sw-inputs", nb, 0, 7);
     json_t *a = wait_alert("sw-inputs", NULL, NULL);
     assert_string_equal(str(a, "classification"), "software");
-    assert_non_null(strstr(str(a, "text"), "differs while its inputs matched"));
+    assert_non_null(strstr(str(a, "text"), "matched in every run and its output differs"));
+    assert_non_null(strstr(str(a, "text"), "Cause: operation"));
     json_decref(a);
     assert_int_equal(history_count("i1", "involvement", NULL, NULL), 0);
     assert_int_equal(history_count("i3", "involvement", NULL, NULL), 0);
@@ -662,6 +665,76 @@ static void test_undeliverable_gives_up(void **state)
     json_decref(before);
 }
 
+/* collective_run - a run of `group` on 4 ranks, rank r on nodes[r], each making 10 "mpi.allreduce" records
+ * with input fingerprints; the 7th call's input differs on `in_rank` (-1: on every rank, -2: nowhere), and
+ * then every rank's output of it differs. Ended. */
+static void collective_run(const char *group, const char *const *nodes, int in_rank, const char *rec_name)
+{
+    char id[40], job[16], path[128], body[8192];
+    snprintf(job, sizeof(job), "%d", job_no++);
+    assert_int_equal(it_register(&srv, job, group, 4, 0, NULL, id), 0);
+    for (int r = 0; r < 4; r++)
+        manifest(id, r, nodes[r], "Ring");
+    for (int r = 0; r < 4; r++) {
+        size_t n = (size_t)snprintf(body, sizeof(body), "{\"rank\": %d, \"batch_seq\": 0, \"records\": [", r);
+        for (int k = 0; k < 10; k++) {
+            int in = k == 6 && (in_rank == -1 || in_rank == r), out = k == 6 && in_rank != -2;
+            n += (size_t)snprintf(body + n, sizeof(body) - n,
+                                  "%s{\"seq\": %d, \"step\": 0, \"name\": \"%s\", \"occurrence\": %d, \"level\": "
+                                  "\"collective\", \"fp\": \"%016x\", \"inputs\": [\"%016x\"], \"site\": "
+                                  "{\"module\": \"app\", \"offset\": 4096, \"function\": \"finish_run(int)\"}}",
+                                  k ? ", " : "", k, rec_name, k, 0x1000 + k + (out ? 0x700 : 0),
+                                  0x2000 + 16 * k + r + (in ? 0x700 : 0));
+        }
+        snprintf(body + n, sizeof(body) - n, "]}");
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/records", id);
+        assert_int_equal(it_call(&srv, "POST", path, body, NULL, NULL), 200);
+        assert_int_equal(it_end(&srv, id, r, NULL), 200);
+    }
+}
+
+/* Every rank's output of a collective differs when one rank fed it another input: the evidence goes to
+ * that rank's hardware only, in both runs, never to the nodes that received the change. */
+static void test_origin_rank_only(void **state)
+{
+    (void)state;
+    const char *na[] = {"or1", "or2", "or3", "or4"}, *nb[] = {"or5", "or6", "or7", "or8"};
+    collective_run("origin", na, -2, "mpi.allreduce.o");
+    collective_run("origin", nb, 3, "mpi.allreduce.o");
+    json_t *a = wait_alert("origin", NULL, NULL);
+    assert_string_equal(str(a, "classification"), "hardware");
+    assert_string_equal(str(json_object_get(a, "details"), "cause"), "origin");
+    assert_non_null(strstr(str(a, "text"), "Cause: origin"));
+    assert_non_null(strstr(str(a, "text"), "finish_run(int)"));
+    json_decref(a);
+    double w = 0;
+    for (int i = 0; i < 200 && history_count("or8", "involvement", "origin", &w) == 0; i++)
+        usleep(50000);
+    assert_int_equal(history_count("or4", "involvement", "origin", NULL), 1);
+    assert_int_equal(history_count("or8", "involvement", "origin", NULL), 1);
+    const char *receivers[] = {"or1", "or2", "or3", "or5", "or6", "or7"};
+    for (size_t i = 0; i < sizeof(receivers) / sizeof(receivers[0]); i++)
+        assert_int_equal(history_count(receivers[i], "involvement", NULL, NULL), 0);
+}
+
+/* A closing reduction of run-specific values: every rank's input differs at once. Software: no node is
+ * blamed, and the alert says which ignore rule leaves the call out. */
+static void test_every_rank_blames_no_node(void **state)
+{
+    (void)state;
+    const char *na[] = {"er1", "er2", "er3", "er4"}, *nb[] = {"er5", "er6", "er7", "er8"};
+    collective_run("timings", na, -2, "mpi.reduce.t");
+    collective_run("timings", nb, -1, "mpi.reduce.t");
+    json_t *a = wait_alert("timings", NULL, NULL);
+    assert_string_equal(str(a, "classification"), "software");
+    assert_string_equal(str(json_object_get(a, "details"), "cause"), "every-rank");
+    assert_string_equal(str(json_object_get(a, "details"), "suggest_ignore"), "finish_run");
+    assert_non_null(strstr(str(a, "text"), "--lockstep-ignore='finish_run'"));
+    json_decref(a);
+    for (int n = 0; n < 8; n++)
+        assert_int_equal(history_count(n < 4 ? na[n] : nb[n - 4], "involvement", NULL, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -671,6 +744,7 @@ int main(void)
         cmocka_unit_test(test_three_runs_minority),
         cmocka_unit_test(test_pair_then_third_run),   cmocka_unit_test(test_spread_is_software),
         cmocka_unit_test(test_admin_actions_and_ack), cmocka_unit_test(test_undeliverable_gives_up),
+        cmocka_unit_test(test_origin_rank_only),      cmocka_unit_test(test_every_rank_blames_no_node),
     };
     return cmocka_run_group_tests_name("lockstepd suspects and alerts", tests, setup, teardown);
 }

@@ -251,19 +251,195 @@ static void test_manifest_diff(void **state)
                      200);
     json_t *o = NULL;
     assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/t-man/manifest-diff", NULL, NULL, &o), 200);
+    /* The host differs by nature: an identity, kept apart; NCCL_ALGO is a difference that explains. */
     json_t *diffs = json_object_get(o, "diffs");
-    assert_int_equal(json_array_size(diffs), 2);
-    int saw_algo = 0;
-    for (size_t i = 0; i < 2; i++) {
-        json_t *d = json_array_get(diffs, i);
-        if (!strcmp(json_string_value(json_object_get(d, "key")), "env.NCCL_ALGO")) {
-            saw_algo = 1;
-            json_t *v = json_object_get(d, "values");
-            assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "value")), "Ring");
-            assert_string_equal(json_string_value(json_object_get(json_array_get(v, 1), "value")), "Tree");
+    assert_int_equal(json_array_size(diffs), 1);
+    json_t *d = json_array_get(diffs, 0);
+    assert_string_equal(json_string_value(json_object_get(d, "key")), "env.NCCL_ALGO");
+    assert_string_equal(json_string_value(json_object_get(d, "class")), "configuration");
+    json_t *v = json_object_get(d, "values");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(v, 0), "value")), "Ring");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(v, 1), "value")), "Tree");
+    assert_true(json_is_true(json_object_get(o, "explains")));
+    json_t *ids = json_object_get(o, "identities");
+    int saw_host = 0;
+    for (size_t i = 0; i < json_array_size(ids); i++)
+        saw_host |= !strcmp(json_string_value(json_object_get(json_array_get(ids, i), "key")), "host");
+    assert_true(saw_host);
+    json_decref(o);
+}
+
+/* post_json - one JSON batch of records on `rank` of `run`; `recs` is the records array's text. */
+static void post_json(const char *run, int rank, int bseq, const char *recs)
+{
+    char path[300], *body = malloc(strlen(recs) + 100);
+    sprintf(body, "{\"rank\": %d, \"batch_seq\": %d, \"records\": [%s]}", rank, bseq, recs);
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/records", run);
+    assert_int_equal(it_call(&srv, "POST", path, body, NULL, NULL), 200);
+    free(body);
+}
+
+static void end_with(const char *run, int rank, int code)
+{
+    char path[300], body[80];
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/end", run);
+    snprintf(body, sizeof(body), "{\"rank\": %d, \"exit_code\": %d}", rank, code);
+    assert_int_equal(it_call(&srv, "POST", path, body, NULL, NULL), 200);
+}
+
+/* collective_run - 20 allreduces on each of `ranks` ranks (records with input fingerprints and a call site);
+ * in_rank/in_at: that rank's input of the in_at-th call differs (-1: every rank's, -2: none), and every
+ * rank's output of it then differs too (`diverge`). */
+static void collective_run(const char *run, int ranks, int in_rank, int in_at, int diverge, const char *site)
+{
+    for (int r = 0; r < ranks; r++) {
+        char *recs = calloc(1, 20 * 400);
+        for (int k = 0; k < 20; k++) {
+            int in_differs = k == in_at && (in_rank == -1 || in_rank == r);
+            int out_differs = k == in_at && diverge;
+            char rec[400];
+            snprintf(rec, sizeof(rec),
+                     "%s{\"seq\": %d, \"step\": 0, \"name\": \"mpi.allreduce\", \"occurrence\": %d, "
+                     "\"level\": \"collective\", \"dtype\": \"f64\", \"shape\": [%d, 1], \"nbytes\": 8, "
+                     "\"fp\": \"%016x\", \"inputs\": [\"%016x\"], \"site\": %s}",
+                     k ? ", " : "", k, k, ranks, 0x1000 + k + (out_differs ? 0x7000 : 0),
+                     0x2000 + 16 * r + k + (in_differs ? 0x7000 : 0), site);
+            strcat(recs, rec);
         }
+        post_json(run, r, 0, recs);
+        free(recs);
+        end_with(run, r, 0);
     }
-    assert_true(saw_algo);
+}
+
+/* wait_settled - the group's verdict once `ranks` ranks have their divergence. */
+static json_t *wait_settled(const char *group, int ranks)
+{
+    json_t *o = it_wait_group(&srv, group, "diverged");
+    for (int i = 0; i < 200 && (int)json_array_size(json_object_get(o, "per_rank")) < ranks; i++) {
+        json_decref(o);
+        usleep(50000);
+        o = it_wait_group(&srv, group, "diverged");
+    }
+    assert_int_equal(json_array_size(json_object_get(o, "per_rank")), ranks);
+    return o;
+}
+
+static void test_cause_origin(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    static const char site[] = "{\"module\": \"heat\", \"offset\": 7891, \"function\": \"relax_step\", "
+                               "\"function_offset\": 1003}";
+    assert_int_equal(it_register(&srv, "160", "t-origin", 4, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "161", "t-origin", 4, 0, NULL, b), 0);
+    collective_run(a, 4, -2, -1, 0, site);
+    collective_run(b, 4, 3, 18, 1, site); /* rank 3 alone fed the 19th allreduce another input */
+    json_t *o = wait_settled("t-origin", 4);
+    json_t *first = json_object_get(o, "first_divergence");
+    assert_string_equal(json_string_value(json_object_get(first, "cause")), "origin");
+    assert_int_equal(json_array_size(json_object_get(first, "origin_ranks")), 1);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(first, "origin_ranks"), 0)), 3);
+    assert_int_equal(json_integer_value(json_object_get(first, "rank")), 3); /* not rank 0, the lowest */
+    assert_int_equal(json_integer_value(json_object_get(first, "occurrence")), 18);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(first, "site"), "text")),
+                        "relax_step+0x3eb (heat+0x1ed3)");
+    assert_non_null(strstr(json_string_value(json_object_get(first, "cause_detail")), "rank 3"));
+    assert_true(json_is_null(json_object_get(first, "suggest_ignore")));
+    json_decref(o);
+    /* The records endpoint gives the call site back, with its text. */
+    char path[300];
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=3&limit=1", b);
+    assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
+    json_t *site0 = json_object_get(json_array_get(json_object_get(o, "items"), 0), "site");
+    assert_string_equal(json_string_value(json_object_get(site0, "function")), "relax_step");
+    assert_int_equal(json_integer_value(json_object_get(site0, "offset")), 7891);
+    json_decref(o);
+}
+
+static void test_cause_every_rank(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    static const char site[] = "{\"module\": \"heat\", \"offset\": 8198, \"function\": "
+                               "\"report_timings(grid const*, double)\", \"function_offset\": 102}";
+    assert_int_equal(it_register(&srv, "170", "t-every", 4, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "171", "t-every", 4, 0, NULL, b), 0);
+    collective_run(a, 4, -2, -1, 0, site);
+    collective_run(b, 4, -1, 19, 1, site); /* the last call: every rank's input differs (timings) */
+    json_t *o = wait_settled("t-every", 4);
+    json_t *first = json_object_get(o, "first_divergence");
+    assert_string_equal(json_string_value(json_object_get(first, "cause")), "every-rank");
+    assert_int_equal(json_array_size(json_object_get(first, "origin_ranks")), 0);
+    assert_string_equal(json_string_value(json_object_get(first, "suggest_ignore")), "report_timings");
+    json_decref(o);
+}
+
+static void test_cause_operation_and_configuration(void **state)
+{
+    (void)state;
+    char a[40], b[40], c[40], d[40], path[300];
+    static const char site[] = "\"train.py:84 step\""; /* a client's own site: a function name */
+    assert_int_equal(it_register(&srv, "180", "t-op", 2, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "181", "t-op", 2, 0, NULL, b), 0);
+    collective_run(a, 2, -2, -1, 0, site);
+    collective_run(b, 2, -2, 5, 1, site); /* inputs match, outputs differ */
+    json_t *o = wait_settled("t-op", 2);
+    json_t *first = json_object_get(o, "first_divergence");
+    assert_string_equal(json_string_value(json_object_get(first, "cause")), "operation");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(first, "site"), "text")), "train.py:84 step");
+    json_decref(o);
+    /* The same divergence with another command line: configuration explains it. */
+    assert_int_equal(it_register(&srv, "182", "t-conf", 2, 0, NULL, c), 0);
+    assert_int_equal(it_register(&srv, "183", "t-conf", 2, 0, NULL, d), 0);
+    for (int r = 0; r < 2; r++) {
+        char body[200];
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/manifest", c);
+        snprintf(body, sizeof(body), "{\"rank\": %d, \"argv\": [\"heat\", \"--grid\", \"2x1\"]}", r);
+        assert_int_equal(it_call(&srv, "POST", path, body, NULL, NULL), 200);
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/manifest", d);
+        snprintf(body, sizeof(body), "{\"rank\": %d, \"argv\": [\"heat\", \"--grid\", \"1x2\"]}", r);
+        assert_int_equal(it_call(&srv, "POST", path, body, NULL, NULL), 200);
+    }
+    collective_run(c, 2, -2, -1, 0, site);
+    collective_run(d, 2, 1, 5, 1, site);
+    o = wait_settled("t-conf", 2);
+    first = json_object_get(o, "first_divergence");
+    assert_string_equal(json_string_value(json_object_get(first, "cause")), "configuration");
+    assert_non_null(strstr(json_string_value(json_object_get(first, "configuration")), "argv"));
+    assert_true(json_is_true(json_object_get(json_object_get(o, "manifest_diff"), "explains")));
+    json_decref(o);
+}
+
+/* Twins that both failed at once, with a handful of agreeing records, are not a match; nor twins that
+ * recorded nothing they share. */
+static void test_incomplete(void **state)
+{
+    (void)state;
+    char a[40], b[40], c[40], d[40];
+    assert_int_equal(it_register(&srv, "190", "t-failed", 2, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "191", "t-failed", 2, 0, NULL, b), 0);
+    static const char rec[] = "{\"seq\": 0, \"step\": 0, \"name\": \"mpi.bcast\", \"fp\": \"00000000000000aa\"}";
+    for (int r = 0; r < 2; r++) {
+        post_json(a, r, 0, rec);
+        post_json(b, r, 0, rec);
+        end_with(a, r, r == 0 ? 3 : 143);
+        end_with(b, r, r == 0 ? 3 : 143);
+    }
+    json_t *o = it_wait_group(&srv, "t-failed", "incomplete");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "incomplete");
+    json_t *run0 = json_array_get(json_object_get(o, "runs"), 0);
+    assert_int_equal(json_integer_value(json_object_get(run0, "exit_code")), 3);
+    assert_int_equal(json_array_size(json_object_get(run0, "failed_ranks")), 2);
+    assert_non_null(strstr(json_string_value(json_object_get(o, "status_reason")), "failed"));
+    json_decref(o);
+    assert_int_equal(it_register(&srv, "192", "t-nothing", 1, 0, NULL, c), 0);
+    assert_int_equal(it_register(&srv, "193", "t-nothing", 1, 0, NULL, d), 0);
+    end_with(c, 0, 0);
+    end_with(d, 0, 0);
+    o = it_wait_group(&srv, "t-nothing", "incomplete");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "incomplete");
+    assert_non_null(strstr(json_string_value(json_object_get(o, "status_reason")), "nothing"));
     json_decref(o);
 }
 
@@ -273,7 +449,9 @@ int main(void)
         cmocka_unit_test(test_match),           cmocka_unit_test(test_diverge_at_step_and_rank),
         cmocka_unit_test(test_majority),        cmocka_unit_test(test_resumed_overlap),
         cmocka_unit_test(test_missing_at_end),  cmocka_unit_test(test_rank_never_sent),
-        cmocka_unit_test(test_manifest_diff),
+        cmocka_unit_test(test_manifest_diff),   cmocka_unit_test(test_cause_origin),
+        cmocka_unit_test(test_cause_every_rank), cmocka_unit_test(test_cause_operation_and_configuration),
+        cmocka_unit_test(test_incomplete),
     };
     return cmocka_run_group_tests_name("lockstepd twins", tests, setup, teardown);
 }

@@ -45,6 +45,10 @@ mkdir -p "$tmp/lib" "$tmp/bin" "$tmp/tests/slurm" && cp "$plugin" "$agent" "$tmp
 plugin=$tmp/lib/spank_lockstep.so
 agent=$tmp/lib/liblockstep.so
 for f in bin/lockstepd bin/lockstep tests/slurm/mpi_twin; do [ -x "$build/$f" ] && cp "$build/$f" "$tmp/$f"; done
+# The MPI wrappers and the real programs of tests/apps (the stripped library beside its program).
+[ -f "$build/lib/liblockstep_mpi.so" ] && cp "$build/lib/liblockstep_mpi.so" "$tmp/lib/"
+mkdir -p "$tmp/tests/apps"
+for f in heat solver libsolver.so; do [ -f "$build/tests/apps/$f" ] && cp "$build/tests/apps/$f" "$tmp/tests/apps/"; done
 lockstepd=$tmp/bin/lockstepd
 lockstep_cli=$tmp/bin/lockstep
 
@@ -392,6 +396,93 @@ t_down_then_back() { # lockstepd away: the job runs; its data arrives once locks
   [ "$(json '" ".join(str(r["records"]) for r in d["rank_status"]) + " " + d["twin_group"]' <"$tmp/out")" = "12 12 12 12 late" ]
 }
 
+
+# --- real programs under the agent and its MPI wrappers (agent=liblockstep.so:liblockstep_mpi.so): causes, origin
+# ranks and call sites, the ignore rule, configuration, failed twins; hardware evidence only where it began.
+apps=$tmp/tests/apps
+mpi_args() { echo "${args/server=http:\/\/127.0.0.1:$dead_port/server=http://127.0.0.1:$lsd_port}" | sed "s|agent=$agent|agent=$agent:$tmp/lib/liblockstep_mpi.so|"; }
+# ajob SRUN_OPTS... -- PROGRAM ARGS: a real program on 4 ranks (2 nodes) under the plugin.
+ajob() {
+  local opts=() exp="ALL"
+  while [ "$1" != "--" ]; do opts+=("$1"); shift; done; shift
+  [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload"
+  timeout 90 srun --immediate=10 --mpi=pmix --export="$exp" -N2 -n4 "${opts[@]}" "$@" >"$tmp/out" 2>"$tmp/err"
+}
+verdict_of() { python3 "$src/tests/agent/verdict.py" "http://127.0.0.1:$lsd_port" "$1" 4 --timeout 40; }
+vfield() { python3 -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
+# involved NODE GROUP: how many involvements the node's history holds for the group.
+involved() {
+  api "http://127.0.0.1:$lsd_port/api/v1/nodes/$1/history?limit=1000" 2>/dev/null | python3 -c '
+import json, sys
+try: d = json.load(sys.stdin)
+except Exception: print(0); sys.exit()
+print(sum(1 for e in d["items"] if e["kind"] == "involvement" and e.get("group") == sys.argv[1]))' "$2"
+}
+# group_class GROUP: the classification of the group's divergence alert, once it has one.
+group_class() {
+  local c=
+  for _ in $(seq 1 100); do
+    c=$(api "http://127.0.0.1:$lsd_port/api/v1/alerts?kind=divergence&limit=1000" | python3 -c '
+import json, sys
+print(" ".join(a["classification"] for a in json.load(sys.stdin)["items"] if a["group"] == sys.argv[1]))' "$1")
+    [ -n "$c" ] && break; sleep 0.1
+  done
+  echo "$c"
+}
+
+t_ignore_bad_pattern() { # a pattern that cannot be one fails at submission, never silently
+  ! ajob --lockstep=fp "--lockstep-ignore=report_timings,[x" -- true && grep -q 'is not a list of patterns' "$tmp/err" &&
+    ! sbatch --wrap true --lockstep=fp --lockstep-ignore='f(int, double)' 2>"$tmp/err2" && grep -q "without its ')'" "$tmp/err2"
+}
+t_slurm_origin() { # rank 3 alone changes its input: rank 3 named, evidence on rank 3's nodes only
+  ajob --nodelist=n1,n2 --lockstep=det --lockstep-twin=s-origin --lockstep-ignore=report_timings -- "$apps/heat" --steps 30 || return 1
+  HEAT_PERTURB=3:18 ajob --nodelist=n3,n4 --lockstep=det --lockstep-twin=s-origin --lockstep-ignore=report_timings -- \
+    "$apps/heat" --steps 30 || return 1
+  local v; v=$(verdict_of s-origin)
+  echo "$v" >>"$tmp/err"
+  [ "$(vfield "$v" cause)" = origin ] && [ "$(vfield "$v" origin_ranks)" = "[3]" ] && [ "$(vfield "$v" rank)" = 3 ] &&
+    [ "$(vfield "$v" function)" = relax_step ] && [ "$(group_class s-origin)" = hardware ] || return 1
+  local n2=0 n4=0
+  for _ in $(seq 1 50); do n2=$(involved n2 s-origin); n4=$(involved n4 s-origin); [ "$n2" -ge 1 ] && [ "$n4" -ge 1 ] && break; sleep 0.1; done
+  echo "involvements: n1 $(involved n1 s-origin) n2 $n2 n3 $(involved n3 s-origin) n4 $n4" >>"$tmp/err"
+  [ "$n2" -ge 1 ] && [ "$n4" -ge 1 ] && [ "$(involved n1 s-origin)" = 0 ] && [ "$(involved n3 s-origin)" = 0 ]
+}
+t_slurm_timings() { # a closing reduction of timings inside a stripped library: every-rank, software, no node scored
+  ajob --nodelist=n1,n2 --lockstep=det --lockstep-twin=s-timings -- "$apps/solver" 8 || return 1
+  ajob --nodelist=n3,n4 --lockstep=det --lockstep-twin=s-timings -- "$apps/solver" 8 || return 1
+  local v; v=$(verdict_of s-timings)
+  echo "$v" >>"$tmp/err"
+  [ "$(vfield "$v" cause)" = every-rank ] && [ "$(vfield "$v" caller)" = "Solver::finish()" ] &&
+    [ "$(vfield "$v" suggest_ignore)" = Solver::finish ] && [ "$(group_class s-timings)" = software ] || return 1
+  for n in n1 n2 n3 n4; do [ "$(involved $n s-timings)" = 0 ] || { echo "$n was blamed" >>"$tmp/err"; return 1; }; done
+  "$lockstep_cli" twins s-timings --server "http://127.0.0.1:$lsd_port" >"$tmp/out" 2>&1
+  grep -q "lockstep-ignore='Solver::finish'" "$tmp/out" || return 1
+  # with the rule the suggestion gives, the twins match
+  ajob --nodelist=n1,n2 --lockstep=det --lockstep-twin=s-timings-ign --lockstep-ignore=Solver::finish -- "$apps/solver" 8 || return 1
+  ajob --nodelist=n3,n4 --lockstep=det --lockstep-twin=s-timings-ign --lockstep-ignore=Solver::finish -- "$apps/solver" 8 || return 1
+  v=$(verdict_of s-timings-ign)
+  echo "$v" >>"$tmp/err"
+  [ "$(vfield "$v" status)" = match ]
+}
+t_slurm_grid() { # another process grid: configuration, the command line in the manifest diff, no library noise
+  ajob --lockstep=det --lockstep-twin=s-grid --lockstep-ignore=report_timings -- "$apps/heat" --steps 6 --grid 2x2 || return 1
+  ajob --lockstep=det --lockstep-twin=s-grid --lockstep-ignore=report_timings -- "$apps/heat" --steps 6 --grid 4x1 || return 1
+  local v; v=$(verdict_of s-grid)
+  echo "$v" >>"$tmp/err"
+  api "http://127.0.0.1:$lsd_port/api/v1/twins/s-grid/manifest-diff" >"$tmp/out" || return 1
+  local keys; keys=$(json '" ".join(sorted({x["key"] for x in d["diffs"] if x["class"] == "configuration"}))' <"$tmp/out")
+  echo "configuration keys: $keys" >>"$tmp/err"
+  [ "$(vfield "$v" cause)" = configuration ] && [ "$keys" = "argv command" ] && [ "$(group_class s-grid)" = software ]
+}
+t_slurm_failed() { # twins that both abort at once: incomplete, each run's exit, not a match
+  ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
+  ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
+  local v st=
+  for _ in 1 2 3; do v=$(verdict_of s-failed); st=$(vfield "$v" status); [ "$st" != pending ] && break; done
+  echo "$v" >>"$tmp/err"
+  [ "$st" = incomplete ] && python3 -c 'import json,sys; e=json.loads(sys.argv[1])["exits"]; sys.exit(0 if len(e) == 2 and all(x not in (0, None) for x in e) else 1)' "$v"
+}
+
 check "exports only SPANK symbols (nm -D)" t_exports
 check "hardened: RELRO, BIND_NOW, stack protector" t_hardened
 [ -x "$lockstepd" ] && check "deploy/examples/lockstepd.conf loads in lockstepd" t_example_lockstepd_conf
@@ -495,6 +586,17 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
     check "task exits on every node are reported" t_exits_reported
     check "a job's token cannot write into another job's run" t_token_scope
     check "a requeued job: each attempt its own run (steps 0 and 0.r1), both whole" t_requeue
+    if [ -x "$apps/heat" ] && [ -x "$apps/solver" ] && [ -f "$tmp/lib/liblockstep_mpi.so" ]; then
+      plugstack "$(mpi_args)"
+      check "--lockstep-ignore with a bad pattern fails at submission" t_ignore_bad_pattern
+      check "origin: rank 3 named; evidence on its nodes only (n2, n4), not n1, n3" t_slurm_origin
+      check "closing timings in a stripped library: every-rank, software, no node scored; the ignore rule matches" t_slurm_timings
+      check "another process grid: configuration, argv and command, no library noise" t_slurm_grid
+      check "twins that abort at once: incomplete, not a match" t_slurm_failed
+      plugstack "${args/server=http:\/\/127.0.0.1:$dead_port/server=http://127.0.0.1:$lsd_port}"
+    else
+      fail=$((fail+1)); echo "FAIL tests/apps or liblockstep_mpi.so is not built"
+    fi
     if "$lockstep_cli" help 2>&1 | grep -q replay; then
       check "lockstepd down: the job runs, its data arrives later" t_down_then_back
     else

@@ -52,6 +52,77 @@ static void load(td_run *run)
     assert_int_equal(run->ranks[0].status, REC_OK);
 }
 
+/* A wrapper, as the MPI and NCCL libraries are: it records on behalf of its caller, naming the return address. */
+__attribute__((noinline)) static void wrapper(const char *name, uint64_t fp)
+{
+    int64_t shape[1] = {1};
+    uint64_t in = fp ^ 1;
+    if (ls_enabled_at(LS_LEVEL_COLLECTIVE, name, __builtin_return_address(0)))
+        ls_record_fp_at(LS_LEVEL_COLLECTIVE, name, fp, 8, LS_F64, 1, shape, 1, &in, __builtin_return_address(0), NULL);
+    __asm__ volatile("" ::: "memory"); /* no tail call: the wrapper's frame stays */
+}
+
+/* Two call sites in static functions of this test program: a symbol only its .symtab holds (dladdr would not
+ * know it). */
+__attribute__((noinline)) static void solver_report_timings(uint64_t fp)
+{
+    wrapper("mpi.reduce", fp);
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void integrator_run(uint64_t fp)
+{
+    wrapper("mpi.allreduce", fp);
+    __asm__ volatile("" ::: "memory");
+}
+
+static void test_call_sites(void **state)
+{
+    (void)state;
+    setenv("LOCKSTEP_TRACE", "collectives", 1);
+    setenv("LOCKSTEP_STEP_ON", "integrator_run", 1);    /* a call-site pattern: each call opens a step */
+    setenv("LOCKSTEP_IGNORE", "solver_report_t?mings", 1); /* by function: never made */
+    assert_int_equal(ls_init(), 0);
+    for (int i = 0; i < 3; i++) {
+        integrator_run(100 + (uint64_t)i);
+        solver_report_timings(200 + (uint64_t)i);
+    }
+    ls_site own = {"train.py", 0, "step", 0, NULL};
+    int64_t shape[1] = {1};
+    assert_int_equal(ls_record_fp_at(LS_LEVEL_COLLECTIVE, "client", 7, 8, LS_F64, 1, shape, 0, NULL, NULL, &own), 0);
+    ls_shutdown();
+    unsetenv("LOCKSTEP_STEP_ON");
+    unsetenv("LOCKSTEP_IGNORE");
+
+    td_run run;
+    load(&run);
+    const td_rank *r = &run.ranks[0];
+    assert_int_equal(r->n, 4); /* three allreduces and the client's record; no reduce */
+    uint64_t off0 = 0;
+    for (size_t i = 0; i < 3; i++) {
+        const rec_record *x = &r->recs[i];
+        assert_int_equal(x->name_len, 13);
+        assert_int_equal(x->step, (int64_t)i + 1); /* steps opened by the call site */
+        assert_true(rec_has_site(x));
+        assert_int_equal(x->site.function_len, strlen("integrator_run"));
+        assert_memory_equal(x->site.function, "integrator_run", x->site.function_len);
+        assert_memory_equal(x->site.module, "test_api", x->site.module_len);
+        assert_true(x->site.function_offset > 0 && x->site.function_offset < 4096);
+        if (i == 0)
+            off0 = x->site.offset;
+        assert_true(x->site.offset == off0); /* one call site, one offset */
+    }
+    const rec_record *c = &r->recs[3];
+    assert_memory_equal(c->site.function, "step", c->site.function_len);
+    assert_memory_equal(c->site.module, "train.py", c->site.module_len);
+    td_release(&run);
+    /* An invalid pattern is an error with its reason, not a silent no-op. */
+    setenv("LOCKSTEP_IGNORE", "report,[x", 1);
+    assert_int_equal(ls_init(), -1);
+    assert_non_null(strstr(ls_last_error(), "LOCKSTEP_IGNORE is invalid: pattern '[x'"));
+    unsetenv("LOCKSTEP_IGNORE");
+}
+
 static void test_misuse_before_init(void **state)
 {
     (void)state;
@@ -387,6 +458,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_default_level, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mode_off, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_tensor_chunks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_call_sites, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_calls, setup, teardown),
     };
     return cmocka_run_group_tests_name("api", tests, NULL, NULL);

@@ -62,6 +62,19 @@ static void make_record(size_t i, rec_record *r, uint64_t *inputs, uint64_t *chu
         r->chunks = chunks;
         r->n_chunks = 3;
     }
+    if (i % 4 == 2) { /* a call site: with a function (i = 2, 10, ...), or a named caller only (i = 6, ...) */
+        r->site.module = "libsolver.so.2";
+        r->site.module_len = 14;
+        r->site.offset = 0x41a3 + i;
+        if (i % 8 == 2) {
+            r->site.function = "Solver::report_timings(int)";
+            r->site.function_len = 27;
+            r->site.function_offset = 0x1a3;
+        } else {
+            r->site.caller = "Solver::finish()";
+            r->site.caller_len = 16;
+        }
+    }
 }
 
 static void make_stream(stream *s, size_t n)
@@ -129,6 +142,14 @@ static void test_round_trip(void **state)
             assert_true(got.inputs[k] == want.inputs[k]);
         for (unsigned k = 0; k < got.n_chunks; k++)
             assert_true(got.chunks[k] == want.chunks[k]);
+        assert_int_equal(rec_has_site(&got), rec_has_site(&want));
+        assert_true(got.site.offset == want.site.offset && got.site.function_offset == want.site.function_offset);
+        assert_int_equal(got.site.module_len, want.site.module_len);
+        assert_int_equal(got.site.function_len, want.site.function_len);
+        assert_int_equal(got.site.caller_len, want.site.caller_len);
+        assert_memory_equal(got.site.module, want.site.module, want.site.module_len);
+        assert_memory_equal(got.site.function, want.site.function, want.site.function_len);
+        assert_memory_equal(got.site.caller, want.site.caller, want.site.caller_len);
     }
     assert_int_equal(rec_reader_next(&rd, &got), 0);
     assert_int_equal(rd.status, REC_OK);
@@ -159,6 +180,38 @@ static void test_encode_refuses(void **state)
     r.name = "a\0b";
     r.name_len = 3;
     assert_int_equal(rec_encode(&r, buf), 0);
+    make_record(2, &r, in, ch);
+    r.site.function_len = REC_SITE_NAME_MAX + 1;
+    assert_int_equal(rec_check(&r, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "call site"));
+    make_record(2, &r, in, ch);
+    r.site.module = "lib\0x.so";
+    r.site.module_len = 8;
+    assert_int_equal(rec_encode(&r, buf), 0);
+}
+
+/* A record without a call site is framed exactly as before sites existed (older readers and streams agree):
+ * no extension block, no flag; with one, the flag byte says so and the reader clears it again. */
+static void test_site_framing(void **state)
+{
+    (void)state;
+    unsigned char a[1024], b[1024];
+    rec_record r;
+    uint64_t in[2], ch[3];
+    make_record(1, &r, in, ch);
+    size_t na = rec_encode(&r, a);
+    assert_int_equal(na, 8 + REC_FIXED + 16 + r.name_len);
+    assert_int_equal(a[8 + 55], r.flags);
+    make_record(2, &r, in, ch);
+    size_t nb = rec_encode(&r, b);
+    assert_int_equal(nb, 8 + REC_FIXED + 16 + r.name_len + 2 + 4 + REC_SITE_FIXED + 14 + 27);
+    assert_int_equal(b[8 + 55], REC_HAS_EXT);
+    rec_record got;
+    uint64_t scratch[8];
+    char why[200];
+    assert_int_equal(rec_decode_payload(b + 8, nb - 8, &got, scratch, why, sizeof(why)), 0);
+    assert_int_equal(got.flags, 0);
+    assert_int_equal(got.site.function_len, 27);
 }
 
 /* position - resolve "N", "hdr+N", "recK+N" or "end-N" in stream `s`. */
@@ -272,6 +325,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_encode_refuses),
+        cmocka_unit_test(test_site_framing),
         cmocka_unit_test(test_damaged_streams),
     };
     return cmocka_run_group_tests_name("record", tests, NULL, NULL);

@@ -80,55 +80,6 @@ static void test_cover_size(void **state)
     assert_int_equal(ev_cover_size(empty, 1), 0);
 }
 
-static void test_det_diff(void **state)
-{
-    (void)state;
-    const char *base =
-        "{\"rank\": 0, \"host\": \"n1\", \"slurm_node\": \"n1\", \"exe_xxh3\": \"aa\", "
-        "\"env\": {\"NCCL_ALGO\": \"Ring\", \"LOCKSTEP_RUN_ID\": \"r1\", \"CUDA_VISIBLE_DEVICES\": \"0\", "
-        "\"NCCL_GRAPH_DUMP_FILE\": \"/x/1.xml\"}, \"gpus\": [{\"uuid\": \"GPU-1\", \"name\": \"H100\"}], "
-        "\"libraries\": [{\"path\": \"/l/libnccl.so\", \"xxh3\": \"11\"}]}";
-    json_t *a = json_loads(base, 0, NULL);
-    char why[256];
-    /* per-job and per-host values do not count */
-    json_t *b = json_loads(base, 0, NULL);
-    json_object_set_new(b, "host", json_string("n7"));
-    json_object_set_new(b, "slurm_node", json_string("n7"));
-    json_object_set_new(json_object_get(b, "env"), "LOCKSTEP_RUN_ID", json_string("r2"));
-    json_object_set_new(json_object_get(b, "env"), "CUDA_VISIBLE_DEVICES", json_string("3"));
-    json_object_set_new(json_object_get(b, "env"), "NCCL_GRAPH_DUMP_FILE", json_string("/x/2.xml"));
-    json_object_set_new(json_array_get(json_object_get(b, "gpus"), 0), "uuid", json_string("GPU-2"));
-    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 0);
-    /* the determinism environment does */
-    json_object_set_new(json_object_get(b, "env"), "NCCL_ALGO", json_string("Tree"));
-    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 1);
-    assert_string_equal(why, "env.NCCL_ALGO: Ring vs Tree");
-    json_object_set_new(json_object_get(b, "env"), "NCCL_ALGO", json_string("Ring"));
-    /* a variable set in one run only */
-    json_object_set_new(json_object_get(b, "env"), "OMP_NUM_THREADS", json_string("4"));
-    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 1);
-    assert_string_equal(why, "env.OMP_NUM_THREADS: (unset) vs 4");
-    json_object_del(json_object_get(b, "env"), "OMP_NUM_THREADS");
-    /* a version one manifest did not capture is not a difference */
-    json_object_set_new(a, "mpi_version", json_string("Open MPI v4.1.4"));
-    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 0);
-    assert_int_equal(ev_det_diff(b, a, why, sizeof(why)), 0);
-    json_object_set_new(b, "mpi_version", json_string("Open MPI v5.0.0"));
-    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 1);
-    json_object_del(b, "mpi_version");
-    /* the GPU model, a library's hash */
-    json_object_set_new(json_array_get(json_object_get(b, "gpus"), 0), "name", json_string("A100"));
-    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 1);
-    json_object_set_new(json_array_get(json_object_get(b, "gpus"), 0), "name", json_string("H100"));
-    json_object_set_new(json_array_get(json_object_get(b, "libraries"), 0), "xxh3", json_string("22"));
-    assert_int_equal(ev_det_diff(a, b, why, sizeof(why)), 1);
-    assert_string_equal(why, "library /l/libnccl.so: 11 vs 22");
-    json_decref(a);
-    json_decref(b);
-    assert_true(ev_det_relevant("env.CUBLAS_WORKSPACE_CONFIG") && ev_det_relevant("nccl_version"));
-    assert_false(ev_det_relevant("env.LOCKSTEP_TOKEN") || ev_det_relevant("host") || ev_det_relevant("gpus.0.uuid"));
-}
-
 static void test_slack_escape_and_payloads(void **state)
 {
     (void)state;
@@ -205,7 +156,6 @@ int main(void)
         cmocka_unit_test(test_score_separates_a_bad_node),
         cmocka_unit_test(test_share_blame_follows_the_common_node),
         cmocka_unit_test(test_cover_size),
-        cmocka_unit_test(test_det_diff),
         cmocka_unit_test(test_slack_escape_and_payloads),
         cmocka_unit_test(test_config_keys),
     };

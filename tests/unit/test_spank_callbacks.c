@@ -340,9 +340,10 @@ static void case_local(void)
     fake_reset(S_CTX_LOCAL);
     user_gives("lockstep", "det");
     CHECK(init_and_options(0, NULL) == 0);
-    CHECK(F.n_opts == 3);
+    CHECK(F.n_opts == 4);
     CHECK(!strcmp(F.opts[0]->name, "lockstep") && F.opts[0]->has_arg == 2);
     CHECK(!strcmp(F.opts[1]->name, "lockstep-twin") && !strcmp(F.opts[2]->name, "lockstep-trace"));
+    CHECK(!strcmp(F.opts[3]->name, "lockstep-ignore") && F.opts[3]->has_arg == 1);
     CHECK(slurm_spank_init_post_opt(sp, 0, NULL) == 0);
     CHECK(slurm_spank_task_exit(sp, 0, NULL) == 0);
     CHECK(slurm_spank_exit(sp, 0, NULL) == 0);
@@ -355,6 +356,11 @@ static void case_local(void)
     fake_reset(S_CTX_LOCAL);
     user_gives("lockstep-trace", "ops:steps=x");
     CHECK(init_and_options(0, NULL) == -1);
+    /* An ignore pattern that cannot be one fails at submission too, never silently. */
+    fake_reset(S_CTX_LOCAL);
+    user_gives("lockstep-ignore", "report_timings,[x");
+    CHECK(init_and_options(0, NULL) == -1);
+    CHECK(strstr(F.log, "--lockstep-ignore=report_timings,[x is not a list of patterns"));
 }
 
 static void case_allocator(void)
@@ -362,7 +368,7 @@ static void case_allocator(void)
     fake_reset(S_CTX_ALLOCATOR);
     user_gives("lockstep-twin", "grp");
     CHECK(init_and_options(0, NULL) == 0);
-    CHECK(F.n_opts == 3);
+    CHECK(F.n_opts == 4);
     CHECK(slurm_spank_init_post_opt(sp, 0, NULL) == 0);
     CHECK(slurm_spank_exit(sp, 0, NULL) == 0);
     CHECK(F.log[0] == 0);
@@ -540,6 +546,72 @@ static void case_remote_env_fallback(void)
     CHECK(task_init_in_child(0, err, sizeof(err)) == 1 && strstr(err, "--lockstep=always is not a mode"));
 }
 
+/* Ignore patterns: the option, else SLURM_LOCKSTEP_IGNORE, else the job's own LOCKSTEP_IGNORE, else the site's
+ * ignore= default; "" drops the default; a bad value refuses the step. (One slurmstepd a case: the plugin keeps
+ * what its option callbacks saw.) */
+static char *ignore_av[6];
+static int ignore_ac;
+
+static void ignore_step(void)
+{
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    memcpy(ignore_av, remote_args, sizeof(char *) * (size_t)n_remote_args);
+    ignore_av[n_remote_args] = "ignore=MPI_Wtime*";
+    ignore_ac = n_remote_args + 1;
+}
+
+static void case_ignore_default(void)
+{
+    ignore_step();
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(ignore_ac, ignore_av) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, ignore_ac, ignore_av) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_IGNORE"), "MPI_Wtime*"));
+}
+
+static void case_ignore_option(void)
+{
+    ignore_step();
+    user_gives("lockstep", "fp");
+    user_gives("lockstep-ignore", "report_timings,Solver::finish");
+    CHECK(init_and_options(ignore_ac, ignore_av) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, ignore_ac, ignore_av) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_IGNORE"), "report_timings,Solver::finish"));
+}
+
+static void case_ignore_env_empty(void)
+{
+    ignore_step();
+    env_put("SLURM_LOCKSTEP=fp");
+    env_put("SLURM_LOCKSTEP_IGNORE=");
+    env_put("LOCKSTEP_IGNORE=stale");
+    CHECK(init_and_options(ignore_ac, ignore_av) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, ignore_ac, ignore_av) == 0);
+    CHECK(env_get("LOCKSTEP_IGNORE") == NULL);
+}
+
+static void case_ignore_job_env(void)
+{
+    ignore_step();
+    env_put("SLURM_LOCKSTEP=fp");
+    env_put("LOCKSTEP_IGNORE=checksum");
+    CHECK(init_and_options(ignore_ac, ignore_av) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, ignore_ac, ignore_av) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_IGNORE"), "checksum"));
+}
+
+static void case_ignore_bad_env(void)
+{
+    char err[2048];
+    ignore_step();
+    env_put("SLURM_LOCKSTEP=fp");
+    env_put("SLURM_LOCKSTEP_IGNORE=**");
+    CHECK(init_and_options(ignore_ac, ignore_av) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, ignore_ac, ignore_av) == 0);
+    CHECK(task_init_in_child(0, err, sizeof(err)) == 1 && strstr(err, "matches every record"));
+}
+
 static void case_remote_agent_missing(void)
 {
     char err[2048];
@@ -586,6 +658,15 @@ static void test_remote_batch_step(void **s) { (void)s; in_child(case_remote_bat
 static void test_remote_requeued(void **s) { (void)s; in_child(case_remote_requeued); }
 static void test_remote_env_fallback(void **s) { (void)s; in_child(case_remote_env_fallback); }
 static void test_remote_agent_missing(void **s) { (void)s; in_child(case_remote_agent_missing); }
+static void test_remote_ignore(void **s)
+{
+    (void)s;
+    in_child(case_ignore_default);
+    in_child(case_ignore_option);
+    in_child(case_ignore_env_empty);
+    in_child(case_ignore_job_env);
+    in_child(case_ignore_bad_env);
+}
 static void test_remote_secret_unreadable(void **s) { (void)s; in_child(case_remote_secret_unreadable); }
 
 static int setup(void **state)
@@ -632,6 +713,7 @@ int main(void)
         cmocka_unit_test(test_remote_batch_step),
         cmocka_unit_test(test_remote_env_fallback),
         cmocka_unit_test(test_remote_agent_missing),
+        cmocka_unit_test(test_remote_ignore),
         cmocka_unit_test(test_remote_secret_unreadable),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -50,6 +50,11 @@ static const arg_case arg_cases[] = {
     {"timeout_ms=250", 1, NULL},
     {"timeout_ms=0", 0, "1-60000"},
     {"timeout_ms=9x", 0, "1-60000"},
+    {"ignore=report_timings,MPI_Wtime*", 1, NULL},
+    {"ignore=", 1, NULL},
+    {"ignore=a,,b", 0, "empty pattern"},
+    {"ignore=*", 0, "matches every record"},
+    {"ignore=[abc", 0, "without its ']'"},
     {"colour=blue", 0, "unknown plugstack argument 'colour=blue'"},
     {"verbose", 0, "has no value"},
 };
@@ -337,6 +342,16 @@ static void test_request_check(void **state)
     assert_int_equal(spank_request_check(SPANK_OPT_TRACE, "", why, sizeof(why)), -1);
     assert_int_equal(spank_request_check(SPANK_OPT_TWIN, "g1", why, sizeof(why)), 0);
     assert_int_equal(spank_request_check(SPANK_OPT_TWIN, NULL, why, sizeof(why)), -1);
+    /* --lockstep-ignore: glob patterns, checked where the user typed them; "" drops the site's default */
+    char long_why[1024];
+    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "report_timings,Solver::finish*", long_why,
+                                         sizeof(long_why)),
+                     0);
+    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "", long_why, sizeof(long_why)), 0);
+    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "report_timings,", long_why, sizeof(long_why)), -1);
+    assert_non_null(strstr(long_why, "--lockstep-ignore=report_timings, is not a list of patterns (an empty pattern"));
+    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "f(int, double)", long_why, sizeof(long_why)), -1);
+    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, NULL, long_why, sizeof(long_why)), -1);
 }
 
 /* --- lockstepd calls: the body, and time limits against real sockets */

@@ -76,6 +76,14 @@ export async function mount(el, params, query, navigate) {
         ', rank ', h('strong', { 'data-field': 'rank' }, String(fd.rank)),
         ', record ', h('code', { 'data-field': 'name' }, fd.name || '?'), fd.occurrence ? ` (occurrence ${fd.occurrence})` : '',
         fd.seq !== undefined ? `, seq ${fd.seq}` : '', fd.kind === 'missing' ? ' — missing in a run.' : '.'),
+      fd.cause ? h('p', { class: 'divergence-cause' }, 'Cause: ', h('strong', { 'data-field': 'cause' }, fd.cause),
+        fd.origin_ranks && fd.origin_ranks.length ? [' on rank', fd.origin_ranks.length > 1 ? 's ' : ' ',
+          h('strong', { 'data-field': 'origin' }, fd.origin_ranks.join(', '))] : null,
+        ' — ', fd.cause_detail || '', fd.thin_evidence ? ' (the records cannot tell more)' : '') : null,
+      fd.site && fd.site.text ? h('p', null, 'Call site: ', h('code', { 'data-field': 'site' }, fd.site.text)) : null,
+      fd.suggest_ignore ? h('p', { class: 'sub', 'data-field': 'suggest-ignore' }, 'If these are run-specific values (timings, process ids), leave them out: ',
+        h('code', null, `--lockstep-ignore='${fd.suggest_ignore}'`), ' (LOCKSTEP_IGNORE outside Slurm).') : null,
+      fd.configuration ? h('p', { class: 'sub', 'data-field': 'configuration' }, 'Configuration: ', fd.configuration) : null,
       fd.detection_ms !== undefined ? h('p', { class: 'sub' }, `Detected ${fmtTime(fd.detected_at)} UTC, ${Math.round(fd.detection_ms)} ms after the batch that showed it was committed.`) : null,
       table([
         { key: 'run_id', label: 'Run', render: (r) => [link('/runs/' + encodeURIComponent(r.run_id), h('code', null, shortId(r.run_id))),
@@ -100,6 +108,7 @@ export async function mount(el, params, query, navigate) {
         { key: 'name', label: 'Record', render: (r) => h('code', null, r.name || '—') },
         { key: 'occurrence', label: 'Occ.', num: true },
         { key: 'kind', label: 'Kind', render: (r) => badge(r.kind === 'missing' ? 'missing' : 'diverged') },
+        { key: 'site', label: 'Call site', render: (r) => (r.site && r.site.text ? h('code', null, r.site.text) : '—') },
         ...(per.some((r) => r.odd_run_id) ? [{ key: 'odd', label: 'Odd one out', render: (r) => (r.odd_run_id ? h('code', null, shortId(r.odd_run_id)) : '—') }] : []),
         { key: 'go', label: '', render: (r) => h('a', { href: recordsHref(r.step, r.rank) }, 'records →') },
       ], per, { compact: true, rowAttrs: (r) => ({ 'data-rank': r.rank }) }));
@@ -117,6 +126,8 @@ export async function mount(el, params, query, navigate) {
       { key: 'start_step', label: 'Start step', num: true },
       { key: 'mode', label: 'Mode' },
       { key: 'status', label: 'Status', render: (r) => badge(r.status) },
+      { key: 'exit_code', label: 'Exit', num: true, render: (r) => (r.exit_code === null || r.exit_code === undefined ? '—'
+        : String(r.exit_code) + (r.failed_ranks && r.failed_ranks.length ? ` (rank ${r.failed_ranks.join(', ')})` : '')) },
       { key: 'created_at', label: 'Started (UTC)', render: (r) => fmtTime(r.created_at) },
     ], runs, { compact: true, rowAttrs: (r) => ({ 'data-run': r.run_id }) })));
   }
@@ -183,14 +194,19 @@ export async function mount(el, params, query, navigate) {
     lastManifest = key;
     const diffs = groupRanks(d.diffs.map((x) => ({ ...x, byRun: byRun(x.values) })));
     const runIds = (d.runs && d.runs.length ? d.runs : (summary && summary.runs || []).map((r) => r.run_id)).slice();
+    const ids = [...new Set((d.identities || []).map((x) => x.key))].sort();
+    const identities = ids.length ? h('details', { class: 'identities', 'data-section': 'identities' },
+      h('summary', null, `Identities (${ids.length}): they differ between runs by nature and explain nothing`),
+      h('p', null, ids.map((k) => h('code', { 'data-key': k }, k + ' ')))) : null;
     replace(manifestBox, card('Manifest diff', diffs.length
-      ? [h('p', { class: 'sub' }, 'Environment, versions and hardware that differ between the twins, per rank. A determinism-relevant difference here (NCCL_*, CUBLAS_*, library versions) usually explains a divergence.'),
+      ? [h('p', { class: 'sub', 'data-field': 'summary' }, d.summary || 'Environment, versions, libraries and command lines that differ between the twins.'),
         table([
-          { key: 'key', label: 'Key', render: (r) => h('code', null, r.key) },
+          { key: 'key', label: 'Key', render: (r) => [h('code', null, r.key), r.change ? h('span', { class: 'tag' }, r.change) : null] },
           { key: 'ranks', label: 'Ranks', render: (r) => r.rankText },
+          { key: 'class', label: 'Can change results', render: (r) => (r.class === 'configuration' ? 'yes' : r.class ? 'no' : '—') },
           ...runIds.map((id) => ({ key: id, label: 'Run ' + shortId(id), class: 'wrap', render: (r) => (id in r.byRun ? valText(r.byRun[id]) : h('em', null, 'absent')) })),
-        ], diffs, { compact: true, rowAttrs: (r) => ({ 'data-key': r.key }) })]
-      : emptyState('The twins\' manifests agree on every key.', 'Environment, versions and hardware do not explain a divergence here; look at the records.')));
+        ], diffs, { compact: true, rowAttrs: (r) => ({ 'data-key': r.key }) }), identities]
+      : [emptyState('Nothing that can change results differs between the twins\' configurations.', 'Environment, versions, libraries and command lines do not explain a divergence here; look at the records.'), identities]));
   }
 
   const ok = await loadSummary();
@@ -224,12 +240,12 @@ function groupRanks(diffs) {
   const rows = new Map();
   for (const x of diffs) {
     const k = x.key + '\u0000' + JSON.stringify(x.byRun);
-    const row = rows.get(k) || { key: x.key, byRun: x.byRun, ranks: [] };
-    row.ranks.push(x.rank);
+    const row = rows.get(k) || { key: x.key, byRun: x.byRun, ranks: [], class: x.class, change: x.change };
+    if (Array.isArray(x.ranks)) row.ranks.push(...x.ranks); else if (x.rank !== null && x.rank !== undefined) row.ranks.push(x.rank);
     rows.set(k, row);
   }
-  for (const row of rows.values()) row.rankText = rangeText(row.ranks.sort((a, b) => a - b));
-  return [...rows.values()].sort((a, b) => a.key.localeCompare(b.key) || a.ranks[0] - b.ranks[0]);
+  for (const row of rows.values()) row.rankText = row.ranks.length ? rangeText(row.ranks.sort((a, b) => a - b)) : 'run';
+  return [...rows.values()].sort((a, b) => a.key.localeCompare(b.key) || (a.ranks[0] || 0) - (b.ranks[0] || 0));
 }
 
 /* rangeText([0,1,2,5]) - "0–2, 5". */
@@ -262,6 +278,7 @@ function statusSentence(d, n) {
   case 'diverged': return `${runs}; they stopped being bit-identical at step ${d.first_divergence ? d.first_divergence.step : '?'}.`;
   case 'pending': return n < 2 ? `${runs}; a second run with the same twin group is needed to compare.`
     : `${runs}; comparing as records arrive — no difference so far.`;
-  default: return runs + '.';
+  case 'incomplete': return `${runs}; not a match: ${d.status_reason || 'a run failed, or they share nothing to compare'}.`;
+  default: return runs + (d.status_reason ? `: ${d.status_reason}.` : '.');
   }
 }

@@ -1,0 +1,188 @@
+/* cause.c - the cause and origin ranks of a first divergence (common/cause.h): pure, tested from a table of cases. */
+#include "common/cause.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *cause_name(cause_kind k)
+{
+    switch (k) {
+    case CAUSE_ORIGIN: return "origin";
+    case CAUSE_EVERY_RANK: return "every-rank";
+    case CAUSE_OPERATION: return "operation";
+    case CAUSE_CONFIGURATION: return "configuration";
+    case CAUSE_MISSING: return "missing";
+    case CAUSE_CONTENT: return "content";
+    case CAUSE_NONE: break;
+    }
+    return "none";
+}
+
+cause_inputs cause_inputs_of(const uint64_t *const *lists, const int *counts, int n)
+{
+    if (n <= 0)
+        return CAUSE_IN_UNKNOWN;
+    for (int i = 0; i < n; i++)
+        if (counts[i] <= 0 || !lists[i])
+            return CAUSE_IN_UNKNOWN;
+    for (int i = 1; i < n; i++)
+        if (counts[i] != counts[0] || memcmp(lists[i], lists[0], (size_t)counts[0] * sizeof(uint64_t)) != 0)
+            return CAUSE_IN_DIFF;
+    return CAUSE_IN_SAME;
+}
+
+static int same_key(const cause_rank *a, const cause_rank *b)
+{
+    return a->occurrence == b->occurrence && a->name_len == b->name_len &&
+           (a->name_len == 0 || memcmp(a->name, b->name, a->name_len) == 0);
+}
+
+/* add_origin - append `rank` to the verdict's origin ranks, kept ascending. */
+static void add_origin(cause_verdict *v, int rank)
+{
+    if (v->norigin == CAUSE_MAX_ORIGIN)
+        return;
+    int i = v->norigin++;
+    while (i > 0 && v->origin[i - 1] > rank) {
+        v->origin[i] = v->origin[i - 1];
+        i--;
+    }
+    v->origin[i] = rank;
+}
+
+/* rank_list - "3", "1 and 3", "0, 1 and 3" (at most a dozen named). */
+static void rank_list(const int *r, int n, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; i < n && len < cap; i++) {
+        if (i == 12) {
+            snprintf(out + len, cap - len, " and %d more", n - 12);
+            return;
+        }
+        const char *sep = i == 0 ? "" : i == n - 1 ? " and " : ", ";
+        len += (size_t)snprintf(out + len, cap - len, "%s%d", sep, r[i]);
+    }
+}
+
+void cause_judge(const cause_facts *f, cause_verdict *v)
+{
+    memset(v, 0, sizeof(*v));
+    if (!f->n)
+        return;
+
+    /* The first diverging step, and the earliest divergence in it (smallest seq, then lowest rank). */
+    const cause_rank *e0 = NULL;
+    for (size_t i = 0; i < f->n; i++) {
+        const cause_rank *c = &f->ranks[i];
+        if (!e0 || c->step < e0->step || (c->step == e0->step && (c->seq < e0->seq ||
+                                                                 (c->seq == e0->seq && c->rank < e0->rank))))
+            e0 = c;
+    }
+    v->step = e0->step;
+
+    /* The earliest point: ranks at that step with that seq or that record. */
+    const cause_rank *early[CAUSE_MAX_ORIGIN * 4];
+    int ne = 0, n_diff = 0, n_unknown = 0, n_missing = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        const cause_rank *c = &f->ranks[i];
+        if (c->step != v->step)
+            continue;
+        if (c->seq != e0->seq && !same_key(c, e0))
+            continue;
+        if (ne < (int)(sizeof(early) / sizeof(early[0])))
+            early[ne++] = c;
+        if (c->missing)
+            n_missing++;
+        else if (c->inputs == CAUSE_IN_DIFF)
+            n_diff++;
+        else if (c->inputs == CAUSE_IN_UNKNOWN)
+            n_unknown++;
+    }
+    int all = f->nranks > 0 ? f->nranks : (int)f->n;
+    char who[160], rec[300];
+    snprintf(rec, sizeof(rec), "%.*s (occurrence %u) at step %lld", (int)(e0->name_len > 200 ? 200 : e0->name_len),
+             e0->name ? e0->name : "", e0->occurrence, (long long)v->step);
+
+    if (f->configuration) {
+        v->kind = CAUSE_CONFIGURATION;
+        v->first = e0;
+        snprintf(v->why, sizeof(v->why),
+                 "the runs' configuration differs where it can change results (see the manifest diff); that "
+                 "explains the divergence at %s",
+                 rec);
+        return;
+    }
+    if (n_missing) {
+        v->kind = CAUSE_MISSING;
+        for (int i = 0; i < ne; i++)
+            if (early[i]->missing)
+                add_origin(v, early[i]->rank);
+        rank_list(v->origin, v->norigin, who, sizeof(who));
+        snprintf(v->why, sizeof(v->why),
+                 "a run lacks record %s on rank%s %s that its twins hold: the runs did different work (an early "
+                 "exit, a different code path or a crash)",
+                 rec, v->norigin > 1 ? "s" : "", who);
+    } else if (n_diff) {
+        for (int i = 0; i < ne; i++)
+            if (early[i]->inputs == CAUSE_IN_DIFF)
+                add_origin(v, early[i]->rank);
+        rank_list(v->origin, v->norigin, who, sizeof(who));
+        if (n_diff >= all && all >= 2) {
+            v->kind = CAUSE_EVERY_RANK;
+            snprintf(v->why, sizeof(v->why),
+                     "the inputs of %s differed on every rank at once, with nothing diverging before: run-specific "
+                     "values (timings, process ids, host names) or nondeterministic computation on every rank, "
+                     "not one faulty node",
+                     rec);
+            v->norigin = 0;
+        } else {
+            v->kind = CAUSE_ORIGIN;
+            size_t n = (size_t)snprintf(v->why, sizeof(v->why),
+                                        "the inputs of %s differed on rank%s %s only; the other ranks received the "
+                                        "change through the collective",
+                                        rec, v->norigin > 1 ? "s" : "", who);
+            if (all == 1 && n < sizeof(v->why)) {
+                v->thin = 1;
+                snprintf(v->why + n, sizeof(v->why) - n,
+                         " (a single rank: a run-specific value and a local fault look alike)");
+            } else if (n_unknown && n < sizeof(v->why)) {
+                snprintf(v->why + n, sizeof(v->why) - n, " (%d rank%s recorded no input fingerprints there)",
+                         n_unknown, n_unknown > 1 ? "s" : "");
+            }
+        }
+    } else if (!n_unknown) {
+        v->kind = CAUSE_OPERATION;
+        snprintf(v->why, sizeof(v->why),
+                 "the inputs of %s matched in every run and its output differs: the operation itself is not "
+                 "deterministic (e.g. a reduction in arrival order)",
+                 rec);
+    } else if (ne < all) {
+        v->kind = CAUSE_ORIGIN;
+        for (int i = 0; i < ne; i++)
+            if (early[i]->inputs == CAUSE_IN_UNKNOWN)
+                add_origin(v, early[i]->rank);
+        rank_list(v->origin, v->norigin, who, sizeof(who));
+        int later = (int)f->n - ne;
+        snprintf(v->why, sizeof(v->why),
+                 "rank%s %s diverged first, at %s; %s (the record carries no input fingerprints: the order of "
+                 "records is the evidence)",
+                 v->norigin > 1 ? "s" : "", who, rec,
+                 later > 0 ? "the other ranks diverged after it" : "no other rank diverged");
+    } else {
+        v->kind = CAUSE_CONTENT;
+        v->thin = 1;
+        for (int i = 0; i < ne; i++)
+            add_origin(v, early[i]->rank);
+        snprintf(v->why, sizeof(v->why),
+                 "every rank diverged at %s and its records carry no input fingerprints: the records cannot tell "
+                 "where the change began (record the inputs, e.g. ls_record_fp with input fingerprints, to tell)",
+                 rec);
+    }
+
+    /* The divergence that stands for the group: the lowest origin rank's, else the earliest. */
+    v->first = e0;
+    for (int i = 0; v->norigin && i < ne; i++)
+        if (early[i]->rank == v->origin[0])
+            v->first = early[i];
+}

@@ -1,0 +1,87 @@
+/* cause.h - why twins parted: the cause and origin ranks of a first divergence, one rule for lockstepd and `lockstep diff`.
+ *
+ * Pure: no database, no JSON, no files. The input is each rank's first divergence (step, seq, record key,
+ * whether a run lacks the record, whether the runs' input fingerprints of that record agree) and whether a
+ * determinism-relevant configuration difference was found (common/judge/mdiff.h). The rule, in order:
+ *
+ *   configuration  the runs' configuration differs where it can change bits: that explains the divergence.
+ *   missing        at the earliest point a run lacks the record the others hold.
+ *   origin         the inputs of the earliest diverging record differed on some ranks only: those are the
+ *                  origin ranks; the others received the change through the collective. Also, without input
+ *                  fingerprints, the ranks that diverged first in program order while others diverged later
+ *                  or not at all.
+ *   every-rank     the inputs differed on every rank at once (two ranks or more): run-specific values (timings,
+ *                  process ids, host names) or nondeterministic computation on every rank; software.
+ *   operation      the inputs matched everywhere and the output differs: the operation itself.
+ *   content        every rank diverged at the same record and no input fingerprints tell where it began.
+ *
+ * "The earliest point": the group's first divergence is at the smallest step S; among the ranks that diverge
+ * at S, the earliest are those at the smallest seq and those whose diverging record has the same key (name,
+ * occurrence) as that one (the same collective call, whatever records a rank made before it). Tested from a
+ * table of cases in tests/unit/test_cause.c.
+ */
+#ifndef COMMON_CAUSE_H
+#define COMMON_CAUSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CAUSE_MAX_ORIGIN 64 /* origin ranks reported (the rest are counted) */
+
+typedef enum cause_kind {
+    CAUSE_NONE = 0, /* nothing diverged */
+    CAUSE_ORIGIN,
+    CAUSE_EVERY_RANK,
+    CAUSE_OPERATION,
+    CAUSE_CONFIGURATION,
+    CAUSE_MISSING,
+    CAUSE_CONTENT,
+} cause_kind;
+
+/* cause_name - "origin", "every-rank", "operation", "configuration", "missing", "content" ("none"). */
+const char *cause_name(cause_kind k);
+
+/* What the runs' input fingerprints of one diverging record say. */
+typedef enum cause_inputs {
+    CAUSE_IN_UNKNOWN = 0, /* some run's record carries none */
+    CAUSE_IN_SAME,        /* every run carries them and they agree */
+    CAUSE_IN_DIFF,        /* every run carries them and they differ */
+} cause_inputs;
+
+/* cause_inputs_of - compare `n` runs' input fingerprint lists (counts[i] words at lists[i]; a list may be
+ * NULL with count 0). */
+cause_inputs cause_inputs_of(const uint64_t *const *lists, const int *counts, int n);
+
+/* One rank's first divergence. */
+typedef struct cause_rank {
+    int rank;
+    int64_t step, seq;
+    const char *name; /* borrowed; need not be NUL-terminated */
+    size_t name_len;
+    uint32_t occurrence;
+    int missing; /* some run lacks the record */
+    cause_inputs inputs;
+} cause_rank;
+
+typedef struct cause_facts {
+    const cause_rank *ranks; /* every rank's first divergence, in any order */
+    size_t n;
+    int nranks;        /* ranks the runs recorded, diverged or not */
+    int configuration; /* 1: a determinism-relevant configuration difference was found */
+} cause_facts;
+
+typedef struct cause_verdict {
+    cause_kind kind;
+    int64_t step;                   /* the group's first diverging step */
+    const cause_rank *first;        /* the divergence that stands for the group (points into the facts) */
+    int origin[CAUSE_MAX_ORIGIN];   /* origin ranks, ascending (origin; also missing and content: where seen first) */
+    int norigin;
+    int thin;                       /* 1: the records cannot tell (no input fingerprints, a single rank) */
+    char why[768];                  /* one or two sentences for people */
+} cause_verdict;
+
+/* cause_judge - apply the rule to `f` into `out`. With no divergence the
+ * kind is CAUSE_NONE and `first` is NULL. Never fails. */
+void cause_judge(const cause_facts *f, cause_verdict *out);
+
+#endif /* COMMON_CAUSE_H */

@@ -1,0 +1,48 @@
+/* status.c - a twin group's status (server/compare/status.h): pure, tested from a table of cases. */
+#include "server/compare/status.h"
+
+#include <stdio.h>
+
+const char *twin_status(const twin_facts *f, char *why, size_t cap)
+{
+    if (f->nruns < 2) {
+        snprintf(why, cap, "%s: waiting for a twin to compare with", f->nruns ? "one run" : "no run");
+        return "pending";
+    }
+    if (f->diverged && f->failed && f->missing) {
+        snprintf(why, cap, "%d of %d runs failed (see each run's exit); the first difference is a record some run "
+                 "lacks, which the failure explains: nothing diverged before it",
+                 f->failed, f->nruns);
+        return "incomplete";
+    }
+    if (f->diverged) {
+        if (f->failed)
+            snprintf(why, cap, "the runs diverged (and %d of them failed)", f->failed);
+        else
+            snprintf(why, cap, "the runs diverged");
+        return "diverged";
+    }
+    if (f->running) {
+        snprintf(why, cap, "%d of %d runs still running; they agree so far", f->running, f->nruns);
+        return "pending";
+    }
+    if (f->failed) {
+        snprintf(why, cap, "%d of %d runs failed (see each run's exit); %s, but a failed run says nothing about "
+                 "the steps it did not reach",
+                 f->failed, f->nruns,
+                 f->unchecked ? "nothing diverged in what could be compared" : "nothing diverged in what they recorded");
+        return "incomplete";
+    }
+    if (f->unchecked) {
+        snprintf(why, cap, "every run ended; the comparison of %ld rank%s is not finished", f->unchecked,
+                 f->unchecked > 1 ? "s" : "");
+        return "pending";
+    }
+    if (f->comparable <= 0) {
+        snprintf(why, cap, "every run ended, but they recorded nothing they share to compare (no records, or no "
+                 "steps in common)");
+        return "incomplete";
+    }
+    snprintf(why, cap, "every run ended with exit 0 and agreed on every record of the steps they share");
+    return "match";
+}

@@ -1,0 +1,302 @@
+/* verdict.c - a twin group's status, cause, origin ranks, call site and manifest diff, read from PostgreSQL and judged by the pure rules (server/compare/verdict.h). */
+#include "server/compare/verdict.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json/mdiff.h"
+#include "common/site.h"
+#include "server/compare/status.h"
+#include "server/core/limits.h"
+#include "server/core/xalloc.h"
+#include "server/store/db.h"
+
+void verdict_register(void)
+{
+    db_register("vd_runs", "SELECT run_key, run_id, job_id, step_id, user_name, nodes, command, ranks, status, "
+                           "start_step, mode, " DB_TS("created_at") ", " DB_TS("ended_at") " FROM runs "
+                           "WHERE twin_group = $1 ORDER BY run_key");
+    db_register("vd_exits", "SELECT e.run_key, count(*), (array_agg(e.rank ORDER BY e.rank) FILTER "
+                            "(WHERE e.exit_code <> 0))::text, (array_agg(e.exit_code ORDER BY e.rank) FILTER "
+                            "(WHERE e.exit_code <> 0))[1] FROM rank_ends e JOIN runs r USING (run_key) "
+                            "WHERE r.twin_group = $1 GROUP BY e.run_key");
+    db_register("vd_divs", "SELECT rank, step, seq, name, occ, kind, odd_run_key, runs::text, " DB_TS("committed_at")
+                           ", " DB_TS("detected_at") ", extract(epoch FROM detected_at - committed_at) * 1000 "
+                           "FROM divergences WHERE twin_group = $1 ORDER BY step, rank");
+    db_register("vd_manifests", "SELECT m.run_key, m.rank, m.manifest::text FROM manifests m JOIN runs r "
+                                "USING (run_key) WHERE r.twin_group = $1 ORDER BY m.run_key, m.rank");
+    /* Per rank: how far the runs' shared steps are compared (unchecked), whether two runs or more recorded
+     * steps they share (comparable), and how many ranks recorded at all. */
+    db_register("vd_progress",
+                "SELECT count(*) FILTER (WHERE x.lo <= x.hi AND (g.checked_upto IS NULL OR g.checked_upto < x.hi)), "
+                "count(*) FILTER (WHERE x.n >= 2 AND x.lo <= x.hi), count(*) "
+                "FROM (SELECT p.rank, max(r.start_step) AS lo, min(p.max_step) AS hi, count(*) AS n "
+                "FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group = $1 GROUP BY p.rank) x "
+                "LEFT JOIN group_checks g ON g.twin_group = $1 AND g.rank = x.rank");
+}
+
+static json_t *str_or_null(PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col) ? json_null() : json_string(PQgetvalue(r, row, col));
+}
+
+/* site_from_json - a stored site object as a rec_site (strings borrowed from `o`); 0 when `o` is no site. */
+static int site_from_json(json_t *o, rec_site *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (!json_is_object(o))
+        return 0;
+    const char *m = json_string_value(json_object_get(o, "module")), *f = json_string_value(json_object_get(o, "function")),
+               *c = json_string_value(json_object_get(o, "caller"));
+    s->module = m;
+    s->module_len = (uint16_t)(m ? strnlen(m, REC_SITE_MODULE_MAX) : 0);
+    s->function = f;
+    s->function_len = (uint16_t)(f ? strnlen(f, REC_SITE_NAME_MAX) : 0);
+    s->caller = c;
+    s->caller_len = (uint16_t)(c ? strnlen(c, REC_SITE_NAME_MAX) : 0);
+    s->offset = (uint64_t)json_integer_value(json_object_get(o, "offset"));
+    s->function_offset = (uint64_t)json_integer_value(json_object_get(o, "function_offset"));
+    return rec_has_site(&(rec_record){.site = *s});
+}
+
+/* site_out - a stored site object with its "text", as the API shows it (a new reference), or null. */
+static json_t *site_out(json_t *o)
+{
+    rec_site s;
+    if (!site_from_json(o, &s))
+        return json_null();
+    char text[SITE_TEXT_MAX];
+    site_format(&s, text, sizeof(text));
+    json_t *c = json_deep_copy(o);
+    json_object_set_new(c, "text", json_string(text));
+    return c;
+}
+
+/* entry_site - the site of a divergence: the first run's that holds the record. */
+static json_t *entry_site(json_t *runs)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(runs, i, e) if (json_is_object(json_object_get(e, "site"))) return json_object_get(e, "site");
+    return NULL;
+}
+
+/* inputs_state - what the runs' input fingerprints of a divergence say (common/cause.h). */
+static cause_inputs inputs_state(json_t *runs)
+{
+    size_t i, n = json_array_size(runs);
+    json_t *e, *first = NULL;
+    if (n < 2)
+        return CAUSE_IN_UNKNOWN;
+    int differ = 0;
+    json_array_foreach(runs, i, e)
+    {
+        json_t *in = json_object_get(e, "inputs");
+        if (!json_is_true(json_object_get(e, "present")) || !json_is_array(in) || !json_array_size(in))
+            return CAUSE_IN_UNKNOWN;
+        if (!first)
+            first = in;
+        else if (!json_equal(first, in))
+            differ = 1;
+    }
+    return differ ? CAUSE_IN_DIFF : CAUSE_IN_SAME;
+}
+
+/* load_runs - the runs and their exits into v->runs and the md_run table; counts for the status. */
+static void load_runs(PGresult *runs, PGresult *exits, grp_verdict *v, twin_facts *f)
+{
+    v->runs = json_array();
+    for (int i = 0; i < PQntuples(runs) && i < GROUP_MAX_RUNS; i++) {
+        const char *key = PQgetvalue(runs, i, 0), *status = PQgetvalue(runs, i, 8);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:s, s:s, s:o}", "run_id",
+                              PQgetvalue(runs, i, 1), "job_id", PQgetvalue(runs, i, 2), "step_id",
+                              PQgetvalue(runs, i, 3), "user", PQgetvalue(runs, i, 4), "nodes", PQgetvalue(runs, i, 5),
+                              "command", PQgetvalue(runs, i, 6), "status", status, "start_step",
+                              (json_int_t)strtoll(PQgetvalue(runs, i, 9), NULL, 10), "ranks",
+                              atoi(PQgetvalue(runs, i, 7)), "mode", PQgetvalue(runs, i, 10), "created_at",
+                              PQgetvalue(runs, i, 11), "ended_at", str_or_null(runs, i, 12));
+        json_t *code = json_null(), *failed = json_array();
+        int ended = 0;
+        for (int k = 0; k < PQntuples(exits); k++) {
+            if (strcmp(PQgetvalue(exits, k, 0), key))
+                continue;
+            ended = atoi(PQgetvalue(exits, k, 1));
+            json_decref(code);
+            code = PQgetisnull(exits, k, 3) ? json_integer(0) : json_integer(atoi(PQgetvalue(exits, k, 3)));
+            if (!PQgetisnull(exits, k, 2)) {
+                int64_t rk[64];
+                int n = db_int_array_parse(PQgetvalue(exits, k, 2), rk, 64);
+                for (int j = 0; j < n; j++)
+                    json_array_append_new(failed, json_integer(rk[j]));
+            }
+        }
+        json_object_set_new(o, "exit_code", code);
+        json_object_set_new(o, "failed_ranks", failed);
+        json_object_set_new(o, "ended_ranks", json_integer(ended));
+        json_array_append_new(v->runs, o);
+        f->nruns++;
+        /* A run with a failed rank has failed, even while its other ranks have not reported (a launcher
+         * that kills them after an MPI_Abort leaves them no time to). */
+        if (!strcmp(status, "failed") || json_array_size(failed))
+            f->failed++;
+        else if (!strcmp(status, "running"))
+            f->running++;
+    }
+}
+
+/* load_mdiff - the manifest diff of the group's runs. */
+static json_t *load_mdiff(PGresult *runs, PGresult *man)
+{
+    int n = PQntuples(runs) < GROUP_MAX_RUNS ? PQntuples(runs) : GROUP_MAX_RUNS;
+    md_run rs[GROUP_MAX_RUNS];
+    for (int i = 0; i < n; i++) {
+        rs[i] = (md_run){PQgetvalue(runs, i, 1), PQgetvalue(runs, i, 2), PQgetvalue(runs, i, 3),
+                         PQgetvalue(runs, i, 4), PQgetvalue(runs, i, 5), PQgetvalue(runs, i, 6),
+                         atol(PQgetvalue(runs, i, 7)), json_array()};
+        for (int k = 0; k < PQntuples(man); k++) {
+            if (strcmp(PQgetvalue(man, k, 0), PQgetvalue(runs, i, 0)))
+                continue;
+            json_t *doc = json_loads(PQgetvalue(man, k, 2), 0, NULL);
+            if (doc)
+                json_array_append_new(rs[i].manifests, json_pack("{s:i, s:o}", "rank", atoi(PQgetvalue(man, k, 1)),
+                                                                 "manifest", doc));
+        }
+    }
+    json_t *d = md_diff(rs, n);
+    for (int i = 0; i < n; i++)
+        json_decref(rs[i].manifests);
+    return d ? d : json_pack("{s:b, s:s, s:[], s:[]}", "explains", 0, "summary", "", "diffs", "identities");
+}
+
+/* judge - the cause of the first divergence over the per-rank divergences; fills v->first. */
+static void judge(grp_verdict *v)
+{
+    size_t n = json_array_size(v->per_rank), i;
+    if (!n) {
+        v->first = json_null();
+        return;
+    }
+    cause_rank *cr = xcalloc(n, sizeof(*cr));
+    json_t *d;
+    json_array_foreach(v->per_rank, i, d)
+    {
+        const char *name = json_string_value(json_object_get(d, "name"));
+        json_t *rr = json_object_get(d, "runs");
+        cr[i].rank = (int)json_integer_value(json_object_get(d, "rank"));
+        cr[i].step = json_integer_value(json_object_get(d, "step"));
+        cr[i].seq = json_integer_value(json_object_get(d, "seq"));
+        cr[i].name = name;
+        cr[i].name_len = name ? strlen(name) : 0;
+        cr[i].occurrence = (uint32_t)json_integer_value(json_object_get(d, "occurrence"));
+        cr[i].missing = !strcmp(json_string_value(json_object_get(d, "kind")) ?: "", "missing");
+        cr[i].inputs = inputs_state(rr);
+    }
+    cause_facts f = {cr, n, v->nranks, json_is_true(json_object_get(v->mdiff, "explains"))};
+    cause_verdict cv;
+    cause_judge(&f, &cv);
+    v->cause = cv.kind;
+    v->norigin = cv.norigin;
+    memcpy(v->origin, cv.origin, sizeof(cv.origin));
+    snprintf(v->cause_why, sizeof(v->cause_why), "%s", cv.why);
+    v->first_rank = cv.first ? cv.first->rank : -1;
+    v->first_missing = cv.first && cv.first->missing;
+    size_t at = cv.first ? (size_t)(cv.first - cr) : 0;
+    json_t *first = json_deep_copy(json_array_get(v->per_rank, at));
+    json_t *origin = json_array();
+    for (int k = 0; k < cv.norigin; k++)
+        json_array_append_new(origin, json_integer(cv.origin[k]));
+    json_object_set_new(first, "cause", json_string(cause_name(cv.kind)));
+    json_object_set_new(first, "cause_detail", json_string(cv.why));
+    json_object_set_new(first, "origin_ranks", origin);
+    json_object_set_new(first, "thin_evidence", json_boolean(cv.thin));
+    json_object_set_new(first, "configuration", cv.kind == CAUSE_CONFIGURATION
+                                                    ? json_incref(json_object_get(v->mdiff, "summary"))
+                                                    : json_null());
+    rec_site s;
+    int has_site = site_from_json(entry_site(json_object_get(first, "runs")), &s);
+    if (cv.kind == CAUSE_EVERY_RANK) {
+        site_suggest_ignore(has_site ? &s : NULL, cv.first->name, cv.first->name_len, v->suggest, sizeof(v->suggest));
+        json_object_set_new(first, "suggest_ignore", json_string(v->suggest));
+    } else {
+        json_object_set_new(first, "suggest_ignore", json_null());
+    }
+    v->first = first;
+    free(cr);
+}
+
+int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
+{
+    memset(v, 0, sizeof(*v));
+    v->first_rank = -1;
+    v->status = "pending";
+    const char *p[] = {group};
+    PGresult *runs = db_exec("vd_runs", 1, p, err, cap);
+    if (!runs)
+        return -1;
+    if (PQntuples(runs) == 0) {
+        PQclear(runs);
+        return 0;
+    }
+    PGresult *exits = db_exec("vd_exits", 1, p, err, cap);
+    PGresult *divs = exits ? db_exec("vd_divs", 1, p, err, cap) : NULL;
+    PGresult *man = divs ? db_exec("vd_manifests", 1, p, err, cap) : NULL;
+    PGresult *prog = man ? db_exec("vd_progress", 1, p, err, cap) : NULL;
+    if (!prog) {
+        PQclear(runs);
+        PQclear(exits);
+        PQclear(divs);
+        PQclear(man);
+        return -1;
+    }
+    twin_facts f = {0};
+    load_runs(runs, exits, v, &f);
+    f.unchecked = strtol(PQgetvalue(prog, 0, 0), NULL, 10);
+    f.comparable = strtol(PQgetvalue(prog, 0, 1), NULL, 10);
+    v->nranks = atoi(PQgetvalue(prog, 0, 2));
+    f.diverged = PQntuples(divs) > 0;
+
+    /* The per-rank divergences, as stored, each with its call site. */
+    v->per_rank = json_array();
+    for (int i = 0; i < PQntuples(divs); i++) {
+        json_t *rr = json_loads(PQgetvalue(divs, i, 7), 0, NULL);
+        if (!rr)
+            rr = json_array();
+        const char *odd = NULL;
+        if (!PQgetisnull(divs, i, 6))
+            for (int k = 0; k < PQntuples(runs); k++)
+                if (!strcmp(PQgetvalue(runs, k, 0), PQgetvalue(divs, i, 6)))
+                    odd = PQgetvalue(runs, k, 1);
+        json_t *o = json_pack("{s:I, s:i, s:s, s:i, s:I, s:s, s:s?, s:O, s:s, s:s, s:f}", "step",
+                              (json_int_t)strtoll(PQgetvalue(divs, i, 1), NULL, 10), "rank", atoi(PQgetvalue(divs, i, 0)),
+                              "name", PQgetvalue(divs, i, 3), "occurrence", atoi(PQgetvalue(divs, i, 4)), "seq",
+                              (json_int_t)strtoll(PQgetvalue(divs, i, 2), NULL, 10), "kind", PQgetvalue(divs, i, 5),
+                              "odd_run_id", odd, "runs", rr, "committed_at", PQgetvalue(divs, i, 8), "detected_at",
+                              PQgetvalue(divs, i, 9), "detection_ms", atof(PQgetvalue(divs, i, 10)));
+        if (!odd)
+            json_object_set_new(o, "odd_run_id", json_null());
+        json_object_set_new(o, "site", site_out(entry_site(rr)));
+        json_decref(rr);
+        json_array_append_new(v->per_rank, o);
+    }
+    v->mdiff = load_mdiff(runs, man);
+    judge(v);
+    f.missing = v->first_missing;
+    v->status = twin_status(&f, v->status_why, sizeof(v->status_why));
+    PQclear(runs);
+    PQclear(exits);
+    PQclear(divs);
+    PQclear(man);
+    PQclear(prog);
+    return 1;
+}
+
+void verdict_release(grp_verdict *v)
+{
+    json_decref(v->runs);
+    json_decref(v->per_rank);
+    json_decref(v->first);
+    json_decref(v->mdiff);
+    v->runs = v->per_rank = v->first = v->mdiff = NULL;
+}

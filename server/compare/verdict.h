@@ -1,0 +1,52 @@
+/* verdict.h - what lockstepd says of a twin group: its status, and for a diverged group the cause, origin ranks and call site of its first divergence, with the manifest diff that may explain it.
+ *
+ * One function for every reader: the twin API (and through it the CLI and the dashboard), the group's
+ * alert and the suspects rules all call verdict_load, so they cannot tell different stories. The rules
+ * themselves are pure and live apart: the status in server/compare/status.h, the cause in common/cause.h,
+ * the manifest diff in common/json/mdiff.h; this module reads what they need from PostgreSQL.
+ */
+#ifndef SERVER_COMPARE_VERDICT_H
+#define SERVER_COMPARE_VERDICT_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+#include "common/cause.h"
+
+typedef struct grp_verdict {
+    const char *status;    /* twin_status: pending, diverged, incomplete, match */
+    char status_why[512];
+    json_t *runs;          /* [{"run_id", "job_id", "step_id", "user", "nodes", "command", "status", "start_step",
+                              "ranks", "mode", "created_at", "ended_at", "exit_code", "failed_ranks",
+                              "ended_ranks"}] in run order; exit_code: the first failing rank's, 0 when every
+                              ended rank exited 0, null while none ended */
+    json_t *per_rank;      /* every rank's first divergence, by step and rank: {"step", "rank", "name",
+                              "occurrence", "seq", "kind", "odd_run_id", "runs", "committed_at", "detected_at",
+                              "detection_ms", "site"} */
+    json_t *first;         /* the group's first divergence (the per_rank entry that stands for it) with "cause",
+                              "cause_detail", "origin_ranks", "site", "suggest_ignore", "thin_evidence",
+                              "configuration"; JSON null when nothing diverged */
+    json_t *mdiff;         /* common/json/mdiff.h's diff of the group's runs */
+    cause_kind cause;      /* CAUSE_NONE when nothing diverged */
+    int origin[CAUSE_MAX_ORIGIN], norigin;
+    int first_rank;        /* the rank standing for the group, -1 when none */
+    int first_missing;     /* its first divergence is a record some run lacks */
+    int nranks;            /* ranks the runs recorded */
+    char suggest[300];     /* every-rank: the ignore pattern for the first divergence's call site, else "" */
+    char cause_why[768];
+} grp_verdict;
+
+/* verdict_register - prepare the statements verdict_load runs. */
+void verdict_register(void);
+
+/* verdict_load - the verdict of twin group `group` into `v` (the caller
+ * releases it with verdict_release). Runs on this thread's connection, so
+ * inside a caller's transaction its reads are the transaction's. Returns 1
+ * loaded, 0 when no run belongs to the group (v is then empty), -1 on a
+ * database error (`err`). */
+int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap);
+
+/* verdict_release - drop what verdict_load made; safe on an empty verdict. */
+void verdict_release(grp_verdict *v);
+
+#endif /* SERVER_COMPARE_VERDICT_H */

@@ -1,0 +1,51 @@
+/* test_status.c - a twin group's status (server/compare/status.h), from a table of cases. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "server/compare/status.h"
+
+static const struct {
+    const char *what;
+    twin_facts f; /* nruns, running, failed, diverged, missing, unchecked, comparable */
+    const char *status;
+} CASES[] = {
+    {"no run", {0, 0, 0, 0, 0, 0, 0}, "pending"},
+    {"a lone run waits for its twin", {1, 0, 0, 0, 0, 0, 1}, "pending"},
+    {"twins still running", {2, 1, 0, 0, 0, 0, 2}, "pending"},
+    {"ended, comparison not finished", {2, 0, 0, 0, 0, 1, 2}, "pending"},
+    {"ended, compared, agreed", {2, 0, 0, 0, 0, 0, 4}, "match"},
+    {"three runs agree", {3, 0, 0, 0, 0, 0, 1}, "match"},
+    {"both failed at once with a handful of agreeing records", {2, 0, 2, 0, 0, 0, 4}, "incomplete"},
+    {"one failed", {2, 0, 1, 0, 0, 0, 4}, "incomplete"},
+    {"both aborted: killed ranks never ended, their steps never compared", {2, 0, 2, 0, 0, 1, 1}, "incomplete"},
+    {"one failed while its twin still runs", {2, 1, 1, 0, 0, 1, 1}, "pending"},
+    {"ended without anything in common", {2, 0, 0, 0, 0, 0, 0}, "incomplete"},
+    {"diverged while running", {2, 1, 0, 1, 0, 3, 2}, "diverged"},
+    {"diverged and failed", {2, 0, 1, 1, 0, 0, 2}, "diverged"},
+    {"failed, and a run lacks records the other holds: the failure cut them short", {2, 0, 2, 1, 1, 0, 2}, "incomplete"},
+    {"a record missing without a failure is a divergence", {2, 0, 0, 1, 1, 0, 2}, "diverged"},
+};
+
+static void test_cases(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+        char why[300] = "";
+        const char *got = twin_status(&CASES[i].f, why, sizeof(why));
+        if (strcmp(got, CASES[i].status))
+            fail_msg("case \"%s\": %s (%s), want %s", CASES[i].what, got, why, CASES[i].status);
+        if (!why[0])
+            fail_msg("case \"%s\": no reason", CASES[i].what);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cases)};
+    return cmocka_run_group_tests_name("status", tests, NULL, NULL);
+}
