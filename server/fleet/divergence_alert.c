@@ -1,4 +1,4 @@
-/* divergence_alert.c - the alert a twin group's first divergence raises: its summary, text, details and recipients. */
+/* divergence_alert.c - the alert a twin group's first divergence raises: its summary, text, details, recipients and Alertmanager labels; a new one when a re-evaluation changes what it reports, which supersedes the old. */
 #include "server/fleet/divergence_alert.h"
 
 #include <ctype.h>
@@ -7,6 +7,58 @@
 #include <string.h>
 
 #include "server/fleet/alerts.h"
+#include "server/store/sql.h"
+
+/* add_unique - append `v` to the ','-separated list `out` unless it is empty or there already. */
+static void add_unique(char *out, size_t cap, const char *v)
+{
+    if (!v || !*v)
+        return;
+    size_t l = strlen(v);
+    for (const char *p = out; *p;) {
+        const char *e = strchr(p, ',');
+        size_t pl = e ? (size_t)(e - p) : strlen(p);
+        if (pl == l && !strncmp(p, v, l))
+            return;
+        p += pl + (e ? 1 : 0);
+    }
+    size_t n = strlen(out);
+    if (n + l + 2 < cap)
+        snprintf(out + n, cap - n, "%s%s", n ? "," : "", v);
+}
+
+/* entry_of - run `id`'s entry in the first divergence's per-run entries, or NULL. */
+static json_t *entry_of(json_t *entries, const char *id)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e) if (!strcmp(json_string_value(json_object_get(e, "run_id")) ?: "", id)) return e;
+    return NULL;
+}
+
+/* earlier_alerts - the group's earlier divergence alerts: when one already reports `facts`, nothing is raised
+ * (returns 1); else returns 0 with how many there are in *count and the open ones' ids in `open` (at most
+ * `cap`, *nopen of them), which the new alert supersedes. -1 on a database error. */
+static int earlier_alerts(const char *group, const char *facts, int *count, long long *open, int cap, int *nopen,
+                          char *err, size_t ecap)
+{
+    const char *p[] = {group};
+    PGresult *r = sql_query("SELECT id, facts, resolved_at IS NULL FROM alerts WHERE kind = 'divergence' "
+                            "AND twin_group = $1 ORDER BY id",
+                            1, p, err, ecap);
+    if (!r)
+        return -1;
+    *count = PQntuples(r);
+    *nopen = 0;
+    int same = 0;
+    for (int i = 0; i < *count; i++) {
+        same |= !strcmp(PQgetvalue(r, i, 1), facts);
+        if (PQgetvalue(r, i, 2)[0] == 't' && *nopen < cap)
+            open[(*nopen)++] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+    }
+    PQclear(r);
+    return same;
+}
 
 int divergence_alert_enqueue(const grp *g, PGresult *divs, json_t *entries, const verdict *v, char *err, size_t cap)
 {
@@ -67,8 +119,50 @@ int divergence_alert_enqueue(const grp *g, PGresult *divs, json_t *entries, cons
                   (json_int_t)strtoll(step, NULL, 10), "rank", rank, "name", name, "occurrence",
                   atoi(PQgetvalue(divs, 0, 4)), "seq", (json_int_t)strtoll(PQgetvalue(divs, 0, 2), NULL, 10), "kind",
                   PQgetvalue(divs, 0, 5), "classification", v->cls, "reason", v->reason, "runs", runs);
+    /* Who diverged: the odd run out when a majority names one, else every run. Their node, GPU and job on
+     * the first divergence's rank are the alert's identifying labels. */
+    int with_majority = 0;
+    for (int a = 0; a < g->nruns; a++)
+        with_majority |= json_is_true(json_object_get(entry_of(entries, g->runs[a].id), "majority"));
+    char nodes[512] = "", gpus[512] = "", jobs[512] = "";
+    for (int a = 0; a < g->nruns; a++) {
+        if (with_majority && !json_is_false(json_object_get(entry_of(entries, g->runs[a].id), "majority")))
+            continue;
+        const hw_slot *s = group_slot(g, a, rank);
+        add_unique(nodes, sizeof(nodes), s->node);
+        add_unique(gpus, sizeof(gpus), s->gpu);
+        add_unique(jobs, sizeof(jobs), g->runs[a].job);
+    }
+    const char *blames[64];
+    int nblames = 0;
+    char implicated[sizeof(v->implicated)];
+    snprintf(implicated, sizeof(implicated), "%s", v->implicated);
+    if (!strcmp(v->cls, "hardware"))
+        for (char *save = NULL, *t = strtok_r(implicated, ",", &save); t && nblames < 64; t = strtok_r(NULL, ",", &save))
+            blames[nblames++] = t;
+    char facts[2048];
+    snprintf(facts, sizeof(facts), "step %s|rank %s|%s#%s|%s|%s|%s|%s|%s", step, rank_s, name, PQgetvalue(divs, 0, 4),
+             v->cls, v->implicated, nodes, gpus, jobs);
+    long long open[16];
+    int count = 0, nopen = 0;
+    int same = earlier_alerts(g->name, facts, &count, open, 16, &nopen, err, cap);
+    if (same != 0) { /* reported already (1), or a database error (-1) */
+        json_decref(details);
+        free(url);
+        return same < 0 ? -1 : 0;
+    }
     char key[300];
-    snprintf(key, sizeof(key), "group:%s", g->name);
+    if (count == 0)
+        snprintf(key, sizeof(key), "group:%s", g->name);
+    else
+        snprintf(key, sizeof(key), "group:%s#%d", g->name, count + 1);
+    char record[600];
+    snprintf(record, sizeof(record), "%s (occurrence %s, seq %s, %s)", name, PQgetvalue(divs, 0, 4),
+             PQgetvalue(divs, 0, 2), PQgetvalue(divs, 0, 5));
+    json_t *labels = json_pack("{s:s, s:s, s:s, s:s}", "twin_group", g->name, "node", nodes, "gpu_uuid", gpus,
+                               "job_id", jobs);
+    json_t *ann = json_pack("{s:s, s:s, s:s, s:s, s:s}", "first_step", step, "rank", rank_s, "record", record,
+                            "cause", v->reason, "verdict", v->cls);
     alert_spec a = {.dedup_key = key,
                     .kind = "divergence",
                     .group = g->name,
@@ -78,10 +172,20 @@ int divergence_alert_enqueue(const grp *g, PGresult *divs, json_t *entries, cons
                     .url = url,
                     .details = details,
                     .recipients = users,
-                    .nrecipients = nusers};
+                    .nrecipients = nusers,
+                    .labels = labels,
+                    .annotations = ann,
+                    .blames = blames,
+                    .nblames = nblames,
+                    .facts = facts};
     long long id = alert_enqueue(&a, err, cap);
     json_decref(details);
+    json_decref(labels);
+    json_decref(ann);
     free(url);
+    for (int i = 0; id > 0 && i < nopen; i++)
+        if (alert_resolve(open[i], "superseded", NULL, id, err, cap) < 0)
+            return -1;
     return id < 0 ? -1 : 0;
 }
 
