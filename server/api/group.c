@@ -4,13 +4,60 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
 
 #include "server/api/pgjson.h"
 #include "server/http/reply.h"
 #include "server/store/db.h"
 
+const char *const GROUP_STATUSES[] = {"diverged", "match", "pending", NULL};
+
+const char *group_status(const group_facts *f)
+{
+    if (f->divergences > 0)
+        return "diverged";
+    if (f->runs >= 2 && f->running == 0 && f->unchecked == 0)
+        return "match";
+    return "pending";
+}
+
+/* The facts of a set of groups ($1: a JSON array of names), in the order given: runs, running runs, ranks that
+ * diverged, ranks not compared to the end of their shared steps. */
+#define FACTS_SQL                                                                                                          "SELECT g.name, (SELECT count(*) FROM runs r WHERE r.twin_group = g.name), "                                          "(SELECT count(*) FROM runs r WHERE r.twin_group = g.name AND r.status = 'running'), "                                 "(SELECT count(*) FROM divergences d WHERE d.twin_group = g.name), "                                                   "(SELECT count(*) FROM (SELECT p.rank, max(r.start_step) AS lo, min(p.max_step) AS hi FROM rank_progress p "           "JOIN runs r USING (run_key) WHERE r.twin_group = g.name GROUP BY p.rank) x LEFT JOIN group_checks c "                 "ON c.twin_group = g.name AND c.rank = x.rank WHERE x.lo <= x.hi AND (c.checked_upto IS NULL "                         "OR c.checked_upto < x.hi)) FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS g(name, i) ORDER BY g.i"
+
+char *group_names_json(const char *const *names, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_string(names[i]));
+    char *s = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    return s;
+}
+
+int group_facts_load(const char *const *names, int n, group_facts *out, char *err, size_t cap)
+{
+    memset(out, 0, (size_t)n * sizeof(*out));
+    if (n <= 0)
+        return 0;
+    char *arr = group_names_json(names, n);
+    const char *p[] = {arr};
+    PGresult *r = db_exec("grp_facts", 1, p, err, cap);
+    free(arr);
+    if (!r)
+        return -1;
+    for (int i = 0; i < PQntuples(r) && i < n; i++)
+        out[i] = (group_facts){atoi(PQgetvalue(r, i, 1)), atoi(PQgetvalue(r, i, 2)), atoi(PQgetvalue(r, i, 3)),
+                               strtol(PQgetvalue(r, i, 4), NULL, 10)};
+    PQclear(r);
+    return 0;
+}
+
 void group_register(void)
 {
+    db_register("grp_facts", FACTS_SQL);
     db_register("grp_runs", "SELECT run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode, "
                             TS("created_at") ", " TS("ended_at") " FROM runs WHERE twin_group = $1 ORDER BY run_key");
 }

@@ -26,6 +26,31 @@ void group_register(void);
  * without runs) with MHD's result in `sent`. */
 int group_open(http_req *req, const char *group, group_runs *g, enum MHD_Result *sent);
 
+/* The facts a twin group's status is decided from (group_facts_load reads them). */
+typedef struct group_facts {
+    int runs;        /* runs in the group */
+    int running;     /* of them, still running */
+    int divergences; /* ranks with a stored first divergence */
+    long unchecked;  /* ranks whose shared steps are not all compared yet */
+} group_facts;
+
+/* group_status - THE rule for a twin group's status, used by every endpoint that shows one (GET /twins/G,
+ * the twin-group list and its status filter, the runs list): "diverged" when any rank diverged; "match" when
+ * there are two runs or more, all ended, and every shared step was compared; else "pending". The string is
+ * static. */
+const char *group_status(const group_facts *f);
+
+/* Every value group_status returns, NULL-terminated (the list's ?status= accepts these). */
+extern const char *const GROUP_STATUSES[];
+
+/* group_facts_load - the facts of the `n` groups named in `names`, into out[0..n-1] in that order (a group
+ * without runs gets zeros). Returns 0, or -1 with the database's message in `err`. */
+int group_facts_load(const char *const *names, int n, group_facts *out, char *err, size_t cap);
+
+/* group_names_json - `n` group names as a JSON array text (the $1 of the statements that take a set of
+ * groups), as a new string (caller frees). */
+char *group_names_json(const char *const *names, int n);
+
 /* group_run_index - the index of run `key` in `g`, or -1. */
 int group_run_index(const group_runs *g, int64_t key);
 

@@ -1,4 +1,4 @@
-/* twins.c - the twin group read endpoints: group status and divergences, per-step map, manifest diff. */
+/* twins.c - the twin group read endpoints: the list of groups, one group's status, divergences and verdict, per-step map, manifest diff. */
 #include "server/api/twins.h"
 
 #include <inttypes.h>
@@ -10,6 +10,7 @@
 #include "common/dtype.h"
 #include "common/recmatch.h"
 #include "server/api/group.h"
+#include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
@@ -49,12 +50,13 @@ static void add_ulps(json_t *runs)
     }
 }
 
-static json_t *divergence_json(PGresult *r, int i, const group_runs *g)
+/* divergence_json - divergence row `i` (the DIV_COLS columns) as the API shows it; `odd` is the odd run's id
+ * (or NULL). */
+static json_t *divergence_json(PGresult *r, int i, const char *odd)
 {
     json_t *runs = json_loads(PQgetvalue(r, i, 7), 0, NULL);
     if (runs)
         add_ulps(runs);
-    const char *odd = PQgetisnull(r, i, 6) ? NULL : group_run_id(g, strtoll(PQgetvalue(r, i, 6), NULL, 10));
     json_t *o = json_pack("{s:I, s:i, s:s, s:i, s:I, s:s, s:o, s:s, s:s, s:f}", "step",
                           (json_int_t)strtoll(PQgetvalue(r, i, 1), NULL, 10), "rank", atoi(PQgetvalue(r, i, 0)),
                           "name", PQgetvalue(r, i, 3), "occurrence", atoi(PQgetvalue(r, i, 4)), "seq",
@@ -63,6 +65,22 @@ static json_t *divergence_json(PGresult *r, int i, const group_runs *g)
                           PQgetvalue(r, i, 9), "detection_ms", atof(PQgetvalue(r, i, 10)));
     json_object_set_new(o, "odd_run_id", odd ? json_string(odd) : json_null());
     return o;
+}
+
+/* verdict_set - the group's verdict (hardware, software, or none when it matched; null until the fleet has
+ * evaluated it) and its cause ({"code", "text"}: why, in words) from row `i` of a VERDICT_COLS result (-1:
+ * none), into `o`. */
+#define VERDICT_COLS "class, reason_code, reason, " TS("evaluated_at")
+static void verdict_set(json_t *o, PGresult *r, int i)
+{
+    if (i < 0) {
+        json_object_set_new(o, "verdict", json_null());
+        json_object_set_new(o, "cause", json_null());
+        return;
+    }
+    json_object_set_new(o, "verdict", json_string(PQgetvalue(r, i, 0)));
+    json_object_set_new(o, "cause", json_pack("{s:s, s:s, s:s}", "code", PQgetvalue(r, i, 1), "text",
+                                              PQgetvalue(r, i, 2), "evaluated_at", PQgetvalue(r, i, 3)));
 }
 
 static enum MHD_Result read_twins(http_req *req, char **args)
@@ -74,20 +92,19 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     if (!group_open(req, group, &g, &sent))
         return sent;
     const char *p[] = {group};
+    group_facts facts;
     PGresult *d = db_exec("grp_divs", 1, p, err, sizeof(err));
-    PGresult *u = d ? db_exec("grp_unchecked", 1, p, err, sizeof(err)) : NULL;
-    if (!d || !u) {
+    PGresult *v = d ? db_exec("grp_verdict", 1, p, err, sizeof(err)) : NULL;
+    if (!d || !v || group_facts_load(&group, 1, &facts, err, sizeof(err)) < 0) {
         PQclear(d);
+        PQclear(v);
         PQclear(g.res);
         return http_reply_db_down(req, err);
     }
-    int all_ended = 1;
     json_t *runs = json_array();
     for (int i = 0; i < g.n; i++) {
         PGresult *r = g.res;
         const char *status = PQgetvalue(r, i, 5);
-        if (!strcmp(status, "running"))
-            all_ended = 0;
         json_array_append_new(
             runs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:s, s:s, s:o}", "run_id", PQgetvalue(r, i, 1),
                             "job_id", PQgetvalue(r, i, 2), "user", PQgetvalue(r, i, 3), "nodes", PQgetvalue(r, i, 4),
@@ -98,18 +115,195 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     }
     json_t *per_rank = json_array();
     for (int i = 0; i < PQntuples(d); i++)
-        json_array_append_new(per_rank, divergence_json(d, i, &g));
-    long unchecked = strtol(PQgetvalue(u, 0, 0), NULL, 10);
-    const char *status = PQntuples(d) > 0                            ? "diverged"
-                         : g.n >= 2 && all_ended && unchecked == 0 ? "match"
-                                                                    : "pending";
+        json_array_append_new(
+            per_rank, divergence_json(d, i,
+                                      PQgetisnull(d, i, 6) ? NULL
+                                                           : group_run_id(&g, strtoll(PQgetvalue(d, i, 6), NULL, 10))));
     json_t *first = json_array_size(per_rank) ? json_incref(json_array_get(per_rank, 0)) : json_null();
-    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o}", "group", group, "status", status, "runs", runs,
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o}", "group", group, "status", group_status(&facts), "runs", runs,
                           "first_divergence", first, "per_rank", per_rank);
-    PQclear(u);
+    verdict_set(o, v, PQntuples(v) ? 0 : -1);
+    PQclear(v);
     PQclear(d);
     PQclear(g.res);
     return http_reply_json(req, 200, o);
+}
+
+/* The twin-group list: candidates are read newest first (by their newest run) with the SQL filters applied;
+ * a status filter is applied to them with group_status, LIST_SCAN_CHUNK at a time, looking at most at
+ * LIST_SCAN_MAX candidates per request. The cursor is a position among the candidates. */
+#define LIST_SCAN_CHUNK 200
+#define LIST_SCAN_MAX 5000
+#define LIST_MAX 500
+
+/* One group of the page being built. */
+typedef struct list_group {
+    char *name;
+    group_facts facts;
+} list_group;
+
+/* list_item - the page's JSON item of group `lg`, with its runs, first divergence and verdict filled in later. */
+static json_t *list_item(const list_group *lg)
+{
+    json_t *o = json_pack("{s:s, s:s, s:i, s:[], s:[], s:n, s:n, s:n}", "group", lg->name, "status",
+                          group_status(&lg->facts), "run_count", lg->facts.runs, "runs", "users", "created_at",
+                          "last_run_at", "first_divergence");
+    verdict_set(o, NULL, -1);
+    return o;
+}
+
+/* fill_items - runs, users, times, first divergence, verdict and cause of every item of `items` (an object
+ * keyed by group name). Returns 0, or -1 with the database's message. */
+static int fill_items(json_t *items, const char *names_json, char *err, size_t cap)
+{
+    const char *p[] = {names_json};
+    PGresult *r = db_exec("twins_runs", 1, p, err, cap);
+    PGresult *d = r ? db_exec("twins_first", 1, p, err, cap) : NULL;
+    PGresult *v = d ? db_exec("twins_verdicts", 1, p, err, cap) : NULL;
+    if (!v) {
+        PQclear(r);
+        PQclear(d);
+        return -1;
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *it = json_object_get(items, PQgetvalue(r, i, 0));
+        if (!it)
+            continue;
+        json_t *runs = json_object_get(it, "runs"), *users = json_object_get(it, "users");
+        const char *created = PQgetvalue(r, i, 7), *user = PQgetvalue(r, i, 4);
+        if (json_array_size(runs) < GROUP_MAX_RUNS)
+            json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "run_id",
+                                                  PQgetvalue(r, i, 1), "job_id", PQgetvalue(r, i, 2), "step_id",
+                                                  PQgetvalue(r, i, 3), "user", user, "nodes", PQgetvalue(r, i, 5),
+                                                  "status", PQgetvalue(r, i, 6), "created_at", created, "ended_at",
+                                                  pg_str(r, i, 8)));
+        int seen = !*user;
+        size_t k;
+        json_t *u;
+        json_array_foreach(users, k, u) seen |= !strcmp(json_string_value(u), user);
+        if (!seen)
+            json_array_append_new(users, json_string(user));
+        if (json_is_null(json_object_get(it, "created_at")))
+            json_object_set_new(it, "created_at", json_string(created));
+        json_object_set_new(it, "last_run_at", json_string(created)); /* rows in run order: the newest last */
+    }
+    for (int i = 0; i < PQntuples(d); i++) {
+        json_t *it = json_object_get(items, PQgetvalue(d, i, 11));
+        if (it)
+            json_object_set_new(it, "first_divergence", divergence_json(d, i, PQgetisnull(d, i, 6) ? NULL : PQgetvalue(d, i, 6)));
+    }
+    for (int i = 0; i < PQntuples(v); i++) {
+        json_t *it = json_object_get(items, PQgetvalue(v, i, 4));
+        if (it)
+            verdict_set(it, v, i);
+    }
+    PQclear(r);
+    PQclear(d);
+    PQclear(v);
+    return 0;
+}
+
+static enum MHD_Result read_twins_list(http_req *req, char **args)
+{
+    (void)args;
+    long long limit, cursor;
+    char since[64], err[512];
+    if (api_page(req, 50, LIST_MAX, "offset", 0, &limit, &cursor) < 0 || api_time_arg(req, "since", since, sizeof(since)) < 0)
+        return MHD_YES;
+    const char *want = http_query(req, "status"), *user = http_query(req, "user"), *node = http_query(req, "node");
+    if (want && *want) {
+        int known = 0;
+        for (int i = 0; GROUP_STATUSES[i]; i++)
+            known |= !strcmp(GROUP_STATUSES[i], want);
+        if (!known) {
+            char detail[300];
+            size_t n = (size_t)snprintf(detail, sizeof(detail), "?status=%.40s is not a group status; one of", want);
+            for (int i = 0; GROUP_STATUSES[i] && n < sizeof(detail); i++)
+                n += (size_t)snprintf(detail + n, sizeof(detail) - n, "%s %s", i ? "," : "", GROUP_STATUSES[i]);
+            return http_reply_error(req, 400, "bad query argument", detail, "see docs/server.md");
+        }
+    } else {
+        want = NULL;
+    }
+    list_group *page = xcalloc((size_t)limit + 1, sizeof(*page));
+    int n = 0, end = 0, more = 0;
+    long long pos = cursor, total = -1, next = -1, candidates = -1, scanned = 0;
+    while (!end && !more && scanned < LIST_SCAN_MAX) {
+        long long chunk = want ? LIST_SCAN_CHUNK : limit;
+        char lim[32], off[32];
+        snprintf(lim, sizeof(lim), "%lld", chunk);
+        snprintf(off, sizeof(off), "%lld", pos);
+        const char *p[] = {user ? user : "", node ? node : "", since, lim, off};
+        PGresult *r = db_exec("twins_list", 5, p, err, sizeof(err));
+        if (!r)
+            goto out_down;
+        int rows = PQntuples(r);
+        if (rows)
+            candidates = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+        const char **names = xcalloc((size_t)rows + 1, sizeof(char *));
+        group_facts *facts = xcalloc((size_t)rows + 1, sizeof(group_facts));
+        for (int j = 0; j < rows; j++)
+            names[j] = PQgetvalue(r, j, 0);
+        if (group_facts_load(names, rows, facts, err, sizeof(err)) < 0) {
+            free(names);
+            free(facts);
+            PQclear(r);
+            goto out_down;
+        }
+        int j = 0;
+        for (; j < rows; j++) {
+            if (want && strcmp(group_status(&facts[j]), want))
+                continue;
+            if (n == limit) { /* a further match: the next page starts with it */
+                more = 1;
+                break;
+            }
+            page[n].name = xstrdup(names[j]);
+            page[n++].facts = facts[j];
+        }
+        free(names);
+        free(facts);
+        PQclear(r);
+        scanned += j;
+        pos += j;
+        end = rows < chunk || (candidates >= 0 && pos >= candidates);
+        if (!want || n == limit)
+            break; /* without a status filter a page is one read; with one, a full page ends at its chunk */
+    }
+    if (!want) {
+        total = n || cursor == 0 ? (candidates >= 0 ? candidates : 0) : -1;
+        next = total >= 0 && cursor + n < total ? cursor + n : -1;
+    } else {
+        if (cursor == 0 && end && !more)
+            total = n; /* every candidate was looked at */
+        next = more ? pos : end ? -1 : pos;
+    }
+    json_t *byname = json_object(), *items = json_array();
+    const char **names = xcalloc((size_t)n + 1, sizeof(char *));
+    for (int i = 0; i < n; i++) {
+        json_t *it = list_item(&page[i]);
+        json_object_set(byname, page[i].name, it);
+        json_array_append_new(items, it);
+        names[i] = page[i].name;
+    }
+    char *arr = group_names_json(names, n);
+    free(names);
+    int rc = n ? fill_items(byname, arr, err, sizeof(err)) : 0;
+    free(arr);
+    json_decref(byname);
+    for (int i = 0; i < n; i++)
+        free(page[i].name);
+    free(page);
+    if (rc < 0) {
+        json_decref(items);
+        return http_reply_db_down(req, err);
+    }
+    return http_reply_json(req, 200, api_list(items, total, limit, next));
+out_down:
+    for (int i = 0; i < n; i++)
+        free(page[i].name);
+    free(page);
+    return http_reply_db_down(req, err);
 }
 
 /* Progress of one run on one rank. */
@@ -345,6 +539,7 @@ static enum MHD_Result read_manifest_diff(http_req *req, char **args)
 }
 
 static const route ROUTES[] = {
+    {"GET", "/api/v1/twins", MR_READ, AUTH_READ, read_twins_list},
     {"GET", "/api/v1/twins/{}", MR_READ, AUTH_READ, read_twins},
     {"GET", "/api/v1/twins/{}/steps", MR_READ, AUTH_READ, read_twin_steps},
     {"GET", "/api/v1/twins/{}/manifest-diff", MR_READ, AUTH_READ, read_manifest_diff},
@@ -356,11 +551,24 @@ void api_twins_register(void)
     db_register("grp_divs", "SELECT rank, step, seq, name, occ, kind, odd_run_key, runs::text, " TS("committed_at")
                             ", " TS("detected_at") ", extract(epoch FROM detected_at - committed_at) * 1000 "
                             "FROM divergences WHERE twin_group = $1 ORDER BY step, rank");
-    db_register("grp_unchecked",
-                "SELECT count(*) FROM (SELECT p.rank, max(r.start_step) AS lo, min(p.max_step) AS hi "
-                "FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group = $1 GROUP BY p.rank) x "
-                "LEFT JOIN group_checks g ON g.twin_group = $1 AND g.rank = x.rank "
-                "WHERE x.lo <= x.hi AND (g.checked_upto IS NULL OR g.checked_upto < x.hi)");
+    db_register("grp_verdict", "SELECT " VERDICT_COLS " FROM group_evidence WHERE twin_group = $1");
+    /* The list: groups newest first (by their newest run), filtered by a run's user, a node one of their runs
+     * ran on (its hostlist or a rank's manifest, lockstep_run_on_node), and their newest run's start. */
+    db_register("twins_list", "SELECT twin_group, count(*) OVER () FROM runs WHERE twin_group IS NOT NULL "
+                              "AND twin_group <> '' GROUP BY twin_group HAVING ($1 = '' OR bool_or(user_name = $1)) "
+                              "AND ($2 = '' OR bool_or(lockstep_run_on_node(run_key, nodes, $2))) "
+                              "AND max(created_at) >= coalesce(nullif($3, '')::timestamptz, '-infinity') "
+                              "ORDER BY max(run_key) DESC, twin_group LIMIT $4 OFFSET $5");
+    db_register("twins_runs", "SELECT twin_group, run_id, job_id, step_id, user_name, nodes, status, " TS("created_at")
+                              ", " TS("ended_at") " FROM runs WHERE twin_group IN "
+                              "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY twin_group, run_key");
+    db_register("twins_first", "SELECT DISTINCT ON (d.twin_group) d.rank, d.step, d.seq, d.name, d.occ, d.kind, "
+                               "o.run_id::text, d.runs::text, " TS("d.committed_at") ", " TS("d.detected_at")
+                               ", extract(epoch FROM d.detected_at - d.committed_at) * 1000, d.twin_group "
+                               "FROM divergences d LEFT JOIN runs o ON o.run_key = d.odd_run_key WHERE d.twin_group IN "
+                               "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY d.twin_group, d.step, d.rank");
+    db_register("twins_verdicts", "SELECT " VERDICT_COLS ", twin_group FROM group_evidence WHERE twin_group IN "
+                                  "(SELECT jsonb_array_elements_text($1::jsonb))");
     db_register("grp_progress", "SELECT p.run_key, p.rank, p.max_step, e.run_key IS NOT NULL OR r.status <> 'running' "
                                 "FROM rank_progress p JOIN runs r USING (run_key) LEFT JOIN rank_ends e "
                                 "ON e.run_key = p.run_key AND e.rank = p.rank WHERE r.twin_group = $1");
