@@ -48,17 +48,22 @@ static json_t *alert_obj(PGresult *r, int i)
 static enum MHD_Result alerts_list(http_req *req, char **args)
 {
     (void)args;
-    const char *ks = http_query(req, "kind");
+    const char *ks = http_query(req, "kind"), *st = http_query(req, "state");
+    if (st && *st && strcmp(st, "open") && strcmp(st, "acknowledged") && strcmp(st, "resolved"))
+        return http_reply_error(req, 400, "bad query argument", "?state= is open, acknowledged or resolved",
+                                "see docs/suspects.md");
     long long limit, offset;
     if (api_page(req, 100, 1000, "offset", 0, &limit, &offset) < 0)
         return MHD_YES;
     char lim[24], off[32], err[512];
     snprintf(lim, sizeof(lim), "%lld", limit);
     snprintf(off, sizeof(off), "%lld", offset);
-    const char *p[] = {ks ? ks : "", lim, off};
-    PGresult *r = sql_query("SELECT " ALERT_COLS ", count(*) OVER () FROM alerts a WHERE $1 = '' OR a.kind = $1 "
-                       "ORDER BY a.id DESC LIMIT $2::int OFFSET $3::int",
-                       3, p, err, sizeof(err));
+    const char *p[] = {ks ? ks : "", lim, off, st ? st : ""};
+    PGresult *r = sql_query("SELECT " ALERT_COLS ", count(*) OVER () FROM alerts a WHERE ($1 = '' OR a.kind = $1) "
+                            "AND ($4 = '' OR $4 = CASE WHEN a.acked_at IS NOT NULL THEN 'acknowledged' "
+                            "WHEN a.resolved_at IS NOT NULL THEN 'resolved' ELSE 'open' END) "
+                            "ORDER BY a.id DESC LIMIT $2::int OFFSET $3::int",
+                            4, p, err, sizeof(err));
     if (!r)
         return http_reply_db_down(req, err);
     json_t *a = json_array();

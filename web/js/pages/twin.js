@@ -42,11 +42,11 @@ export async function mount(el, params, query, navigate) {
       d = await apiGet(gpath);
     } catch (e) {
       lastSummary = '';
-      replace(head, h('div', { class: 'crumbs' }, h('a', { href: '#/runs' }, 'Runs'), ' / Twin group'),
+      replace(head, h('div', { class: 'crumbs' }, h('a', { href: '#/twins' }, 'Twin groups'), ' / Twin group'),
         h('h1', null, 'Twin group ', h('span', { class: 'group-name' }, group)),
         e.status === 404 && !e.missingEndpoint ? emptyState(`No twin group named "${group}".`,
-          'Runs join a group with srun --lockstep-twin=NAME (or LOCKSTEP_TWIN_GROUP). Check the name in the runs list.',
-          h('a', { href: '#/runs' }, 'All runs')) : errorBox(e, 'The twin group could not be loaded'));
+          'Runs join a group with srun --lockstep-twin=NAME (or LOCKSTEP_TWIN_GROUP). Check the name in the twin-group list.',
+          h('a', { href: '#/twins' }, 'All twin groups')) : errorBox(e, 'The twin group could not be loaded'));
       return false;
     }
     const key = JSON.stringify(d);
@@ -61,9 +61,12 @@ export async function mount(el, params, query, navigate) {
 
   function renderHead(d) {
     const runs = d.runs || [];
-    replace(head, h('div', { class: 'crumbs' }, h('a', { href: '#/runs' }, 'Runs'), ' / Twin group'),
-      h('h1', null, 'Twin group ', h('span', { class: 'group-name' }, d.group || group), ' ', badge(d.status)),
-      h('p', { class: 'sub' }, statusSentence(d, runs.length)));
+    replace(head, h('div', { class: 'crumbs' }, h('a', { href: '#/twins' }, 'Twin groups'), ' / Twin group'),
+      h('h1', null, 'Twin group ', h('span', { class: 'group-name' }, d.group), ' ', badge(d.status)),
+      h('p', { class: 'sub' }, statusSentence(d, runs.length)),
+      d.verdict && d.verdict !== 'none' ? h('p', { class: 'verdict-line', 'data-section': 'verdict' }, 'Verdict: ',
+        h('span', { class: `verdict verdict-${d.verdict}`, 'data-field': 'verdict' }, d.verdict),
+        d.cause ? [' — ', h('span', { 'data-field': 'cause' }, d.cause.text)] : null) : null);
   }
 
   function renderDivergence(d) {
