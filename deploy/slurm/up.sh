@@ -2,7 +2,7 @@
 # up.sh - start a private, loopback-only Slurm cluster (munge, slurmctld, N slurmd "nodes") on this machine.
 #
 # usage: deploy/slurm/up.sh [-d RUN_DIR] [-n NODES] [-c CPUS_PER_NODE] [-p PLUGIN.so] [-a 'PLUGSTACK ARGS']
-#                           [-o optional|required]
+#                           [-o optional|required] [-e EPILOG]
 #
 #   -d RUN_DIR   all state, logs, sockets and pid files live here (default: a new /tmp/lockstep-slurm.XXXXXX)
 #   -n NODES     number of slurmd "nodes" n1..nN (default 4)
@@ -10,6 +10,7 @@
 #   -p PLUGIN    a SPANK plugin to put in plugstack.conf (default: none)
 #   -a ARGS      arguments for the plugin's plugstack.conf line, e.g. 'server=http://127.0.0.1:8080 secret=/x'
 #   -o KIND      optional (default) or required
+#   -e EPILOG    a slurmctld epilog (EpilogSlurmctld), e.g. deploy/slurm/epilog-lockstep.sh
 #
 # On success prints RUN_DIR on stdout and writes RUN_DIR/env, a file to source
 # (SLURM_CONF and the munge socket), and RUN_DIR/pids, the pids this script started,
@@ -23,7 +24,8 @@ cpus=4
 plugin=
 plugargs=
 kind=optional
-while getopts "d:n:c:p:a:o:h" o; do
+epilog=
+while getopts "d:n:c:p:a:o:e:h" o; do
   case $o in
     d) run=$OPTARG ;;
     n) nodes=$OPTARG ;;
@@ -31,6 +33,7 @@ while getopts "d:n:c:p:a:o:h" o; do
     p) plugin=$OPTARG ;;
     a) plugargs=$OPTARG ;;
     o) kind=$OPTARG ;;
+    e) epilog=$OPTARG ;;
     h) sed -n '2,20p' "$0"; exit 0 ;;
     *) exit 2 ;;
   esac
@@ -48,6 +51,10 @@ case $kind in optional | required) ;; *) die "-o wants optional or required, got
 if [ -n "$plugin" ]; then
   [ -f "$plugin" ] || die "plugin '$plugin' does not exist; build it first (make)"
   plugin=$(readlink -f "$plugin")
+fi
+if [ -n "$epilog" ]; then
+  [ -x "$epilog" ] || die "epilog '$epilog' is not an executable file"
+  epilog=$(readlink -f "$epilog")
 fi
 
 if [ -z "$run" ]; then
@@ -140,7 +147,8 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=2
 MinJobAge=60
-NodeName=n[1-$nodes] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port_lo-$node_port_hi] CPUs=$cpus State=UNKNOWN
+${epilog:+EpilogSlurmctld=$epilog
+}NodeName=n[1-$nodes] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port_lo-$node_port_hi] CPUs=$cpus State=UNKNOWN
 PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP
 EOF
 export SLURM_CONF="$run/slurm.conf"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fleet.sh - the fleet tier: lockstep-train twins on a real local 4-node Slurm with the SPANK plugin and a real
 # lockstepd; a fault that follows node n3 makes n3 a suspect (drained by scontrol), nondeterministic twins are
-# software, a three-run group names the faulty node, and alerts reach real local receivers and a mail program.
+# software, a three-run group names the faulty node, alerts reach real local receivers and a mail program (and end
+# when n3 is repaired), and the slurmctld epilog writes each job's outcome into its AdminComment.
 # usage: tests/slurm/fleet.sh BUILD_DIR      (ends with "N passed, N failed")
 set -u
 build=$(readlink -f "${1:-build}")
@@ -45,8 +46,9 @@ command -v scontrol >/dev/null || bail "scontrol is missing (deploy/install-deps
 
 # Run private copies: others rebuilding the tree meanwhile must not change the binaries under the jobs (a
 # rewritten liblockstep.so crashes the tasks that map it, and changes the manifests' library hashes).
-mkdir -p "$tmp/bin" "$tmp/lib"
-cp "$plugin" "$agent" "$tmp/lib/" && cp "$train" "$lockstepd" "$tmp/bin/" || bail "cannot copy the binaries"
+mkdir -p "$tmp/bin" "$tmp/lib" "$tmp/epilog"
+cp "$plugin" "$agent" "$tmp/lib/" && cp "$train" "$lockstepd" "$build/bin/lockstep" "$tmp/bin/" &&
+  cp "$src/deploy/slurm/epilog-lockstep.sh" "$tmp/epilog/" || bail "cannot copy the binaries"
 plugin=$tmp/lib/${plugin##*/} agent=$tmp/lib/${agent##*/} train=$tmp/bin/${train##*/} lockstepd=$tmp/bin/${lockstepd##*/}
 
 user_preload=
@@ -77,9 +79,19 @@ rcv_pid=$!
 printf '#!/bin/sh\n{ echo "ARGS: $*"; cat; echo "=== END"; } >> %s/mail.txt\n' "$tmp" >"$tmp/mail.sh"
 chmod 755 "$tmp/mail.sh"
 
+# The slurmctld epilog (deploy/slurm/epilog-lockstep.sh), configured by the file beside it.
+cat >"$tmp/epilog/epilog-lockstep.conf" <<CONF
+LOCKSTEP_SERVER=http://127.0.0.1:$lsd_port
+LOCKSTEP_CLI=$tmp/bin/lockstep
+SLURM_CONF=$tmp/cluster/slurm.conf
+LOCKSTEP_EPILOG_LOG=$tmp/epilog.log
+CONF
+[ -n "$user_preload" ] && echo "export ASAN_OPTIONS=detect_leaks=0" >>"$tmp/epilog/epilog-lockstep.conf"
+
 t0=$(date +%s%N)
 args="agent=$agent secret=$tmp/secret spool=$tmp/spool server=http://127.0.0.1:$lsd_port timeout_ms=3000"
-run=$("$src/deploy/slurm/up.sh" -d "$tmp/cluster" -n 4 -p "$plugin" -a "$args" -o required 2>"$tmp/up.err") || {
+run=$("$src/deploy/slurm/up.sh" -d "$tmp/cluster" -n 4 -p "$plugin" -a "$args" -o required \
+      -e "$tmp/epilog/epilog-lockstep.sh" 2>"$tmp/up.err") || {
   cat "$tmp/up.err"; run=$tmp/cluster; bail "the local cluster did not start"; }
 export SLURM_CONF=$run/slurm.conf
 
@@ -100,6 +112,8 @@ slurm_conf = $run/slurm.conf
 suspects_interval_ms = 500
 alert_retry_ms = 100
 alert_retry_max_s = 2
+alert_resend_s = 5
+cluster = fleet-test
 CONF
 "$lockstepd" --config "$tmp/lockstepd.conf" --port-file "$tmp/lsd.port" >>"$tmp/lsd.log" 2>&1 &
 srv_pid=$!
@@ -179,17 +193,28 @@ suspect_alert_delivered() {
   get "/alerts?kind=suspect" | json "[(a['node'], sorted((x['sink'], x['state']) for x in a['deliveries'])) for a in d['items']]" |
     grep -qx "\[('n3', \[('alertmanager', 'delivered'), ('slack', 'delivered'), ('webhook', 'delivered')\])\]"
 }
-hooks() { # hooks GROUP: "PATH=COUNT ..." of the receiver's requests about GROUP's divergence
-  python3 -c "
-import json,sys,collections
-c=collections.Counter()
-for line in open('$tmp/hooks.jsonl'):
-    r=json.loads(line); b=json.loads(r['body'])
-    if r['path']=='/hook': g=b.get('group') if b.get('kind')=='divergence' else None
-    elif r['path']=='/slack': g='$1' if 'twin group $1 diverged' in b['text'] else None
-    else: g=b[0]['labels'].get('twin_group')
-    if g=='$1': c[r['path']]+=1
-print(' '.join('%s=%d' % kv for kv in sorted(c.items())))"
+hooks() { # hooks GROUP [resolved]: "PATH=COUNT ..." of the receiver's firing (or resolution) messages about GROUP's
+  # divergence; Alertmanager's re-sends of one alert (every alert_resend_s) count once
+  python3 - "$tmp/hooks.jsonl" "$1" "${2:-}" <<'PY'
+import json, sys, collections, datetime
+log, group, resolved = sys.argv[1], sys.argv[2], sys.argv[3] == "resolved"
+ts = lambda s: datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+c, am = collections.Counter(), set()
+for line in open(log):
+    r = json.loads(line); b = json.loads(r["body"])
+    if r["path"] == "/hook":
+        if b.get("kind") == "divergence" and b.get("group") == group and (b.get("status") == "resolved") == resolved:
+            c["/hook"] += 1
+    elif r["path"] == "/slack":
+        if f"twin group {group} diverged" in b["text"] and b["text"].startswith("lockstep: resolved") == resolved:
+            c["/slack"] += 1
+    else:
+        for a in b:
+            if a["labels"].get("twin_group") == group and (ts(a["endsAt"]) <= r["at"]) == resolved:
+                am.add(a["labels"]["lockstep_alert_id"] + a["endsAt"] * resolved)
+c["/api/v2/alerts"] = len(am)
+print(" ".join("%s=%d" % kv for kv in sorted(c.items()) if kv[1]))
+PY
 }
 t_alerts() {
   wait_for 10 suspect_alert_delivered || { get "/alerts?kind=suspect" >>"$tmp/err"; return 1; }
@@ -203,7 +228,46 @@ t_alerts() {
   grep -q 'step 2, rank 1, record allreduce.in' "$tmp/out" && grep -q 'node n3): fp ' "$tmp/out" &&
     grep -q 'http://dashboard.test:8080/#/twins/pair-0' "$tmp/out" &&
     grep -q '"path": "/api/v2/alerts"' "$tmp/hooks.jsonl" && grep -q '"path": "/slack"' "$tmp/hooks.jsonl" &&
-    grep -q 'To: root@cluster.test' "$tmp/mail.txt"
+    grep -q 'To: root@cluster.test' "$tmp/mail.txt" || return 1
+  # Alertmanager's labels: the pair's diverging rank ran on n3 (job A) and n4 (job B); the cluster's name
+  python3 - "$tmp/hooks.jsonl" "$(get /twins/pair-0 | json "','.join(r['job_id'] for r in d['runs'])")" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["path"] != "/api/v2/alerts":
+        continue
+    for a in json.loads(r["body"]):
+        l = a["labels"]
+        if l.get("twin_group") == "pair-0":
+            want = {"alertname": "LockstepTwinDivergence", "twin_group": "pair-0", "node": "n3,n4", "job_id": sys.argv[2],
+                    "severity": "warning", "cluster": "fleet-test", "service": "lockstep"}
+            assert {k: l.get(k) for k in want} == want, l
+            assert a["annotations"]["verdict"] == "hardware" and a["annotations"]["first_step"] == "2", a["annotations"]
+            sys.exit(0)
+sys.exit("no Alertmanager alert for pair-0")
+PY
+}
+# The slurmctld epilog: the last pair's jobs carry the group's outcome in their AdminComment (job A's written first
+# as pending, then again by job B's epilog), the same line `lockstep job --summary` prints.
+t_epilog_comments() {
+  get "/twins/pair-7" >"$tmp/out" || return 1
+  local ja jb want got
+  ja=$(json "d['runs'][0]['job_id']" <"$tmp/out"); jb=$(json "d['runs'][1]['job_id']" <"$tmp/out")
+  want="lockstep: pair-7 diverged at step 2, rank 1 (allreduce.in), hardware http://127.0.0.1:$lsd_port/#/twins/pair-7"
+  comment() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p'; }
+  for j in "$jb" "$ja"; do
+    for _ in $(seq 1 100); do [ "$(comment "$j")" = "$want" ] && break; sleep 0.2; done
+    got=$(comment "$j")
+    [ "$got" = "$want" ] || { echo "job $j: AdminComment='$got', want '$want'" >>"$tmp/err"; cat "$tmp/epilog.log" >>"$tmp/err"; return 1; }
+  done
+  grep -q "job $ja: AdminComment: lockstep: pair-7 pending" "$tmp/epilog.log" ||
+    { echo "job $ja was not first written as pending:" >>"$tmp/err"; cat "$tmp/epilog.log" >>"$tmp/err"; return 1; }
+  [ "$(LOCKSTEP_SERVER=http://127.0.0.1:$lsd_port "$tmp/bin/lockstep" job "$jb" --summary)" = "$want" ] || return 1
+  LOCKSTEP_SERVER=http://127.0.0.1:$lsd_port "$tmp/bin/lockstep" job "$jb" >"$tmp/out"; [ $? = 1 ] || return 1
+  grep -q "pair-7 *diverged" "$tmp/out" || return 1
+  # What this cluster's accounting keeps: no slurmdbd here; jobcomp/filetxt records the job, not its AdminComment.
+  { echo "sacct -c (jobcomp/filetxt) for job $jb:"; sacct -c -j "$jb" -o JobID,State,AdminComment 2>&1; } >>"$tmp/err"
+  sacct -c -j "$jb" -o JobID,State 2>/dev/null | grep -q "^$jb .*COMPLETED"
 }
 t_nondet_software() {
   : >"$tmp/err"
@@ -220,6 +284,18 @@ t_repair_resumes() {
   curl -sS -H "Authorization: Bearer fleet-admin-token" -d "$body" "$api/nodes/n3/actions" >"$tmp/out" || return 1
   [ "$(json "d['node']['state']" <"$tmp/out")" = repaired ] || return 1
   wait_for 10 bash -c "sinfo -h -n n3 -o '%T' | grep -qv drain" || { sinfo -N >>"$tmp/err"; return 1; }
+}
+resolved_everywhere() { [ "$(hooks "$1" resolved)" = "/api/v2/alerts=1 /hook=1 /slack=1" ]; }
+t_repair_resolves() { # the repair ended every alert that blamed n3: each sink heard it once more
+  local i
+  [ "$(get "/alerts?kind=suspect" | json "[(a['node'], a['state'], a['resolved_reason']) for a in d['items']]")" = \
+    "[('n3', 'resolved', 'repaired')]" ] || { get "/alerts?kind=suspect" >>"$tmp/err"; return 1; }
+  for i in "${!A[@]}"; do
+    [ "$(group_alert "pair-$i" "a['state'] + ' ' + a['resolved_reason']")" = "resolved repaired" ] || return 1
+    wait_for 10 resolved_everywhere "pair-$i" || { echo "pair-$i resolutions: $(hooks "pair-$i" resolved)" >>"$tmp/err"; return 1; }
+  done
+  # the software group blamed no node: still open, and Alertmanager still hears of it
+  [ "$(group_alert nd "a['state']")" = open ]
 }
 # sbatch_train GROUP NODES: the same job as train, submitted with sbatch (the options carry into its srun step);
 # waits for the job to finish.
@@ -244,11 +320,13 @@ t_three_runs() {
 }
 
 check "16 lockstep-train jobs: 8 twin pairs, the fault fires on n3" t_pairs_run
+check "the slurmctld epilog writes each job's outcome into its AdminComment" t_epilog_comments
 check "n3 turns suspect (score >= 0.95); n1, n2, n4 stay ok" t_n3_suspect
 check "lockstepd drains n3 in Slurm with a lockstep: reason" t_n3_drained_in_slurm
 check "alerts: one per group, suspect n3 delivered to webhook, Slack, Alertmanager; mail to the user" t_alerts
 check "nondeterministic twins: software, no node blamed" t_nondet_software
 check "repair resumes n3 in Slurm (admin token required)" t_repair_resumes
+check "the repair resolves n3's alerts: a resolution to webhook, Slack and Alertmanager each" t_repair_resolves
 check "a three-run group with one faulty run (sbatch) names n3 (strong evidence)" t_three_runs
 t_clean_stop() { # SIGTERM: exit 0, no sanitizer report (SAN=1), nothing left in the outbox
   get "/alerts?limit=1000" | json "sum(1 for a in d['items'] for x in a['deliveries'] if x['state'] != 'delivered')" >"$tmp/out"
