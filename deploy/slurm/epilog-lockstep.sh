@@ -7,10 +7,15 @@
 #
 # The comment is one line from `lockstep job JOBID --summary`, e.g.
 #   lockstep: g1 diverged at step 57, rank 3 (grad_norm), hardware https://lockstep.example/#/twins/g1
-# Jobs that ran nothing under --lockstep get no comment. A job whose twin has not run yet reads "pending"; when the
-# twin's own epilog runs, it rewrites the comments of the group's other jobs too (LOCKSTEP_EPILOG_TWINS), so each
-# job ends up with its group's final status while slurmctld still holds it (MinJobAge). Text that another tool
-# put in the AdminComment before "lockstep:" is kept.
+# Jobs that ran nothing under --lockstep get no comment.
+#
+# Where it lands: Slurm refuses to change a job that has ended (scontrol update: "Job has already finished"), and
+# the epilog runs once it has. So the job's own comment goes into the accounting database (sacctmgr update job, as
+# jobstats does) and `sacct -o AdminComment` shows it - which needs slurmdbd. The comments of the job's twins
+# (the other jobs of its twin groups, LOCKSTEP_EPILOG_TWINS) are rewritten too: a twin that still runs gets it in
+# slurmctld, where `scontrol show job` shows it (and slurmdbd records it when the twin ends); a twin that ended
+# earlier (and read "pending" then) gets the final status in accounting. A comment another tool wrote (jobstats'
+# JS1:...) is left alone. Without slurmdbd only twins that still run can be written.
 #
 # Settings, as shell assignments, from epilog-lockstep.conf beside this script, else /etc/lockstep/epilog.conf
 # (slurmctld gives its epilog no environment of its own but SLURM_JOB_*):
@@ -65,20 +70,39 @@ summary() {
   printf '%s\n' "$out" | head -1
 }
 
-# write JOB LINE: set the job's AdminComment to LINE, keeping what another tool wrote before "lockstep:".
+# Where Slurm keeps an AdminComment: slurmctld takes one only for a job that has not ended (scontrol update of an
+# ended job is refused, "Job has already finished", in every Slurm up to the current one); after that only the
+# accounting database can take it (sacctmgr update job, as jobstats does), and only where slurmdbd runs.
+dbd=0
+scontrol show config 2>/dev/null | grep -q '^AccountingStorageType *= *accounting_storage/slurmdbd' && dbd=1
+
+# current JOB: the job's AdminComment now (slurmctld's, else the accounting database's).
+current() {
+  local c
+  c=$(scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | head -1)
+  [ -z "$c" ] && [ "$dbd" = 1 ] && c=$(sacct -n -X -P -j "$1" -o AdminComment 2>/dev/null | head -1)
+  printf '%s' "${c%"${c##*[![:space:]]}"}"
+}
+
+# write JOB LINE: make LINE the job's AdminComment: in slurmctld while the job has not ended, else in the
+# accounting database. A comment another tool wrote (jobstats' JS1:…) is left alone.
 write() {
-  local old keep new
-  old=$(scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | head -1)
-  keep=${old%%lockstep:*}
-  keep=${keep%"${keep##*[![:space:]]}"}  # trailing blanks
-  keep=${keep%|}
-  keep=${keep%"${keep##*[![:space:]]}"}
-  new=${keep:+$keep | }$2
-  if scontrol update "JobId=$1" "AdminComment=$new" 2>/dev/null; then
-    log "AdminComment: $new"
-  else
-    log "scontrol could not set the AdminComment of job $1 (gone from slurmctld, or not an operator)"
+  local old where
+  old=$(current "$1")
+  if [ -n "$old" ] && [ "${old#lockstep:}" = "$old" ]; then
+    log "job $1: its AdminComment holds another tool's text; left alone"
+    return
   fi
+  [ "$old" = "$2" ] && return
+  if scontrol update "JobId=$1" "AdminComment=$2" 2>/dev/null; then
+    where=slurmctld
+  elif [ "$dbd" = 1 ] && timeout 30 sacctmgr -i update job where "jobid=$1" set "AdminComment=$2" >/dev/null 2>&1; then
+    where=accounting
+  else
+    log "job $1: nowhere to write '$2': the job has ended, and without slurmdbd Slurm keeps no AdminComment set after that"
+    return
+  fi
+  log "job $1: AdminComment ($where): $2"
 }
 
 line=$(summary "$job" "$LOCKSTEP_EPILOG_WAIT") || exit 0
@@ -87,7 +111,6 @@ write "$job" "$line"
 if [ "$LOCKSTEP_EPILOG_TWINS" = 1 ]; then
   for twin in $(timeout 30 "$LOCKSTEP_CLI" job "$job" --twin-jobs 2>/dev/null); do
     case $twin in *[!0-9_]*) continue ;; esac
-    scontrol show job "$twin" >/dev/null 2>&1 || continue  # only jobs slurmctld still holds
     tline=$(summary "$twin" 0) && write "$twin" "$tline"
   done
 fi

@@ -90,7 +90,11 @@ CONF
 
 t0=$(date +%s%N)
 args="agent=$agent secret=$tmp/secret spool=$tmp/spool server=http://127.0.0.1:$lsd_port timeout_ms=3000"
-run=$("$src/deploy/slurm/up.sh" -d "$tmp/cluster" -n 4 -p "$plugin" -a "$args" -o required \
+# Accounting through slurmdbd (up.sh -A) where slurmdbd and MariaDB are installed: the epilog's comments then
+# reach `sacct -o AdminComment`; without them the cluster has accounting_storage/none and jobcomp/filetxt.
+acct=
+command -v slurmdbd >/dev/null && command -v mariadbd >/dev/null && command -v my_print_defaults >/dev/null && acct=-A
+run=$("$src/deploy/slurm/up.sh" -d "$tmp/cluster" -n 4 -p "$plugin" -a "$args" -o required $acct \
       -e "$tmp/epilog/epilog-lockstep.sh" 2>"$tmp/up.err") || {
   cat "$tmp/up.err"; run=$tmp/cluster; bail "the local cluster did not start"; }
 export SLURM_CONF=$run/slurm.conf
@@ -119,7 +123,7 @@ CONF
 srv_pid=$!
 for _ in $(seq 1 300); do [ -s "$tmp/lsd.port" ] && break; alive "$srv_pid" || break; sleep 0.1; done
 [ -s "$tmp/lsd.port" ] || { tail -20 "$tmp/lsd.log"; bail "lockstepd did not start"; }
-echo "cluster and lockstepd up in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+echo "cluster and lockstepd up in $(( ($(date +%s%N) - t0) / 1000000 )) ms (accounting: ${acct:+slurmdbd}${acct:-none, jobcomp/filetxt})"
 
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 get() { curl -sS --max-time 10 "$api$1"; }
@@ -247,27 +251,60 @@ for line in open(sys.argv[1]):
 sys.exit("no Alertmanager alert for pair-0")
 PY
 }
-# The slurmctld epilog: the last pair's jobs carry the group's outcome in their AdminComment (job A's written first
-# as pending, then again by job B's epilog), the same line `lockstep job --summary` prints.
+# The slurmctld epilog. Slurm refuses to change a job that has ended, so a job's own comment can only go to the
+# accounting database: with slurmdbd, the last pair's jobs carry the group's outcome in `sacct -o AdminComment`
+# (job A's written first as pending, then again by job B's epilog), the line `lockstep job --summary` prints;
+# without it, the epilog says there is nowhere to write, and `sacct -c` (jobcomp/filetxt) keeps no comment.
+comment() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }
+acct_comment() { sacct -n -X -P -j "$1" -o AdminComment 2>/dev/null | head -1; }
 t_epilog_comments() {
   get "/twins/pair-7" >"$tmp/out" || return 1
   local ja jb want got
   ja=$(json "d['runs'][0]['job_id']" <"$tmp/out"); jb=$(json "d['runs'][1]['job_id']" <"$tmp/out")
   want="lockstep: pair-7 diverged at step 2, rank 1 (allreduce.in), hardware http://127.0.0.1:$lsd_port/#/twins/pair-7"
-  comment() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p'; }
-  for j in "$jb" "$ja"; do
-    for _ in $(seq 1 100); do [ "$(comment "$j")" = "$want" ] && break; sleep 0.2; done
-    got=$(comment "$j")
-    [ "$got" = "$want" ] || { echo "job $j: AdminComment='$got', want '$want'" >>"$tmp/err"; cat "$tmp/epilog.log" >>"$tmp/err"; return 1; }
-  done
-  grep -q "job $ja: AdminComment: lockstep: pair-7 pending" "$tmp/epilog.log" ||
-    { echo "job $ja was not first written as pending:" >>"$tmp/err"; cat "$tmp/epilog.log" >>"$tmp/err"; return 1; }
   [ "$(LOCKSTEP_SERVER=http://127.0.0.1:$lsd_port "$tmp/bin/lockstep" job "$jb" --summary)" = "$want" ] || return 1
   LOCKSTEP_SERVER=http://127.0.0.1:$lsd_port "$tmp/bin/lockstep" job "$jb" >"$tmp/out"; [ $? = 1 ] || return 1
   grep -q "pair-7 *diverged" "$tmp/out" || return 1
-  # What this cluster's accounting keeps: no slurmdbd here; jobcomp/filetxt records the job, not its AdminComment.
-  { echo "sacct -c (jobcomp/filetxt) for job $jb:"; sacct -c -j "$jb" -o JobID,State,AdminComment 2>&1; } >>"$tmp/err"
-  sacct -c -j "$jb" -o JobID,State 2>/dev/null | grep -q "^$jb .*COMPLETED"
+  if [ -z "$acct" ]; then
+    wait_for 20 grep -q "job $jb: nowhere to write 'lockstep: pair-7 diverged" "$tmp/epilog.log" || { cat "$tmp/epilog.log" >>"$tmp/err"; return 1; }
+    { echo "no slurmdbd: sacct -c (jobcomp/filetxt) for job $jb:"; sacct -c -j "$jb" -o JobID,State,AdminComment 2>&1; } >>"$tmp/err"
+    sacct -c -j "$jb" -o JobID,State 2>/dev/null | grep -q "^$jb .*COMPLETED"
+    return
+  fi
+  for j in "$jb" "$ja"; do
+    for _ in $(seq 1 100); do [ "$(acct_comment "$j")" = "$want" ] && break; sleep 0.2; done
+    got=$(acct_comment "$j")
+    [ "$got" = "$want" ] || { echo "job $j: sacct AdminComment='$got', want '$want'" >>"$tmp/err"; cat "$tmp/epilog.log" >>"$tmp/err"; return 1; }
+  done
+  grep -q "job $ja: AdminComment (accounting): lockstep: pair-7 pending" "$tmp/epilog.log" ||
+    { echo "job $ja was not first written as pending:" >>"$tmp/err"; cat "$tmp/epilog.log" >>"$tmp/err"; return 1; }
+  echo "sacct -j $ja,$jb -o JobID,State,AdminComment:" >>"$tmp/err"; sacct -X -j "$ja,$jb" -o JobID,State,AdminComment%120 >>"$tmp/err" 2>&1
+}
+# A twin that still runs when its group's outcome is known gets it in slurmctld: `scontrol show job` shows it.
+# Job A (sbatch: lockstep-train, then a sleep) has ended its run when job B (srun, other nodes) ends; B's epilog
+# writes A's comment while A still runs.
+t_epilog_running_twin() {
+  local exp="ALL" ja jb want
+  [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload"
+  printf '#!/bin/bash\nsrun --mpi=pmix -N2 -n2 %s --quiet --steps 3 --hidden 16 --batch 8\nsleep 30\n' "$train" >"$tmp/job-live.sh"
+  wait_idle
+  ja=$(sbatch --parsable --export="$exp" -N2 -w n1,n2 --lockstep=det --lockstep-twin=ep-live -o "$tmp/live.out" \
+       "$tmp/job-live.sh") || return 1
+  wait_for 60 bash -c "curl -s '$api/runs?job=$ja' | grep -q '\"status\": *\"ended\"'" || { cat "$tmp/live.out" >>"$tmp/err"; return 1; }
+  timeout 60 srun --immediate=10 --mpi=pmix --export="$exp" -N2 -n2 -w n3,n4 --lockstep=det --lockstep-twin=ep-live \
+    "$train" --quiet --steps 3 --hidden 16 --batch 8 >>"$tmp/out" 2>>"$tmp/err" || return 1
+  want="lockstep: ep-live match"
+  wait_for 20 bash -c "[ \"\$(scontrol show job $ja | sed -n 's/^ *AdminComment=//p' | sed 's/ *\$//')\" = '$want' ]" ||
+    { echo "job $ja: AdminComment='$(comment "$ja")'"; cat "$tmp/epilog.log"; } >>"$tmp/err"
+  [ "$(comment "$ja")" = "$want" ] || return 1
+  squeue -h -j "$ja" -o %T | grep -q RUNNING || { echo "job $ja no longer ran when its comment was written" >>"$tmp/err"; return 1; }
+  scancel "$ja"
+  if [ -n "$acct" ]; then # and the accounting database has it, for A from slurmctld, for B from its own epilog
+    jb=$(get "/twins/ep-live" | json "[r['job_id'] for r in d['runs'] if r['job_id'] != '$ja'][0]")
+    wait_for 20 bash -c "[ \"\$(sacct -n -X -P -j $jb -o AdminComment | head -1)\" = '$want' ]" &&
+      wait_for 20 bash -c "[ \"\$(sacct -n -X -P -j $ja -o AdminComment | head -1)\" = '$want' ]" ||
+      { sacct -X -j "$ja,$jb" -o JobID,State,AdminComment%60 >>"$tmp/err" 2>&1; return 1; }
+  fi
 }
 t_nondet_software() {
   : >"$tmp/err"
@@ -320,13 +357,14 @@ t_three_runs() {
 }
 
 check "16 lockstep-train jobs: 8 twin pairs, the fault fires on n3" t_pairs_run
-check "the slurmctld epilog writes each job's outcome into its AdminComment" t_epilog_comments
+check "the slurmctld epilog writes each job's outcome into its AdminComment (sacct, with slurmdbd)" t_epilog_comments
 check "n3 turns suspect (score >= 0.95); n1, n2, n4 stay ok" t_n3_suspect
 check "lockstepd drains n3 in Slurm with a lockstep: reason" t_n3_drained_in_slurm
 check "alerts: one per group, suspect n3 delivered to webhook, Slack, Alertmanager; mail to the user" t_alerts
 check "nondeterministic twins: software, no node blamed" t_nondet_software
 check "repair resumes n3 in Slurm (admin token required)" t_repair_resumes
 check "the repair resolves n3's alerts: a resolution to webhook, Slack and Alertmanager each" t_repair_resolves
+check "the epilog writes a twin that still runs: scontrol show job shows its group's outcome" t_epilog_running_twin
 check "a three-run group with one faulty run (sbatch) names n3 (strong evidence)" t_three_runs
 t_clean_stop() { # SIGTERM: exit 0, no sanitizer report (SAN=1), nothing left in the outbox
   get "/alerts?limit=1000" | json "sum(1 for a in d['items'] for x in a['deliveries'] if x['state'] != 'delivered')" >"$tmp/out"
