@@ -17,7 +17,7 @@
     "a.id, a.kind, a.twin_group, a.node, a.severity, a.summary, a.body, a.url, a.details::text, " TS("a.created_at")   \
     ", " TS("a.acked_at") ", a.acked_by, (SELECT json_agg(json_build_object('sink', d.sink, 'phase', d.phase, "        \
     "'state', d.state, 'attempts', d.attempts, 'last_error', d.last_error, 'delivered_at', " TS("d.delivered_at")     \
-    ") ORDER BY d.sink, d.phase DESC) FROM alert_deliveries d WHERE d.alert_id = a.id)::text, " TS("a.resolved_at")   \
+    ") ORDER BY d.sink, d.phase) FROM alert_deliveries d WHERE d.alert_id = a.id)::text, " TS("a.resolved_at")   \
     ", a.resolved_reason, a.resolved_by, a.superseded_by, a.labels::text, a.annotations::text"
 #define ALERT_NCOLS 19
 

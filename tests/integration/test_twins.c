@@ -1,4 +1,4 @@
-/* test_twins.c - lockstepd integration: twin groups that match, diverge at a chosen step and rank, vote 2 to 1, resume, and miss records. */
+/* test_twins.c - lockstepd integration: twin groups that match, diverge at a chosen step and rank, vote 2 to 1, resume, and miss records; the twin-group list and its filters. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -267,13 +267,180 @@ static void test_manifest_diff(void **state)
     json_decref(o);
 }
 
+
+/* reg - register a run of `group` for `user` on `nodes` (ranks 2); its id into `id`. */
+static void reg(const char *job, const char *group, const char *user, const char *nodes, char *id)
+{
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"job_id\": \"%s\", \"twin_group\": \"%s\", \"ranks\": 2, \"user\": \"%s\", \"nodes\": \"%s\", "
+             "\"command\": \"train\", \"mode\": \"det\"}",
+             job, group, user, nodes);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", body, NULL, &o), 201);
+    snprintf(id, 40, "%s", json_string_value(json_object_get(o, "run_id")));
+    json_decref(o);
+}
+
+/* groups - GET path: the groups of its items, space-separated, into `out`; the reply (caller decrefs). */
+static json_t *groups(const char *path, char *out, size_t cap)
+{
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
+    size_t i, n = 0;
+    json_t *g;
+    out[0] = 0;
+    json_array_foreach(json_object_get(o, "items"), i, g) n +=
+        (size_t)snprintf(out + n, cap - n, "%s%s", i ? " " : "", json_string_value(json_object_get(g, "group")));
+    return o;
+}
+
+static const char *next_of(json_t *o)
+{
+    const char *c = json_string_value(json_object_get(o, "next_cursor"));
+    return c ? c : "null";
+}
+
+/* GET /api/v1/twins: every group with its status (the one rule), run count, users, first divergence, verdict;
+ * filtered by status, user, node (hostlist or manifest) and since; paged by cursor with and without a status
+ * filter. And the runs list's group_status. */
+static void test_group_list(void **state)
+{
+    (void)state;
+    char m1[40], m2[40], d1[40], d2[40], p1[40], p2[40], p3[40], x1[40], x2[40];
+    reg("900", "L-match", "lu1", "gpu[01-02]", m1);
+    reg("901", "L-match", "lu1", "gpu[01-02]", m2);
+    reg("902", "L-div", "lu1", "gpu[03-04]", d1);
+    reg("903", "L-div", "lu1", "gpu[03-04]", d2);
+    reg("904", "L-pend1", "lu2", "x7", p1);
+    reg("905", "L-pend2", "lu2", "x8", p2);
+    reg("906", "L-pend3", "lu2", "x9", p3);
+    reg("907", "L-manifest", "lu3", "", x1);
+    reg("908", "L-manifest", "lu3", "", x2);
+    /* a node named only by a rank's manifest */
+    char path[200];
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/manifest", x1);
+    assert_int_equal(it_call(&srv, "POST", path, "{\"rank\": 1, \"slurm_node\": \"mnode9\"}", NULL, NULL), 200);
+    feed(m1, 2, 0, 6, 3, -1, -1, -1, -1, -1, -1);
+    feed(m2, 2, 0, 6, 3, -1, -1, -1, -1, -1, -1);
+    feed(d1, 2, 0, 6, 3, -1, -1, -1, -1, -1, -1);
+    feed(d2, 2, 0, 6, 3, 1, 4, 2, -1, -1, -1); /* rank 1, step 4, record 2 */
+    json_decref(it_wait_group(&srv, "L-match", "match"));
+    json_t *dv = it_wait_group(&srv, "L-div", "diverged");
+    json_decref(dv);
+    /* the fleet's verdict, once it has evaluated the group */
+    json_t *t = NULL;
+    for (int i = 0; i < 100; i++) {
+        json_decref(t);
+        assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/L-div", NULL, NULL, &t), 200);
+        if (json_is_string(json_object_get(t, "verdict")))
+            break;
+        usleep(100000);
+    }
+    assert_true(json_is_string(json_object_get(t, "verdict")));
+
+    char got[512];
+    json_t *o = groups("/api/v1/twins?user=lu1", got, sizeof(got));
+    assert_string_equal(got, "L-div L-match"); /* newest first */
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), 2);
+    assert_string_equal(next_of(o), "null");
+    json_t *it = json_array_get(json_object_get(o, "items"), 0);
+    assert_string_equal(json_string_value(json_object_get(it, "status")), "diverged");
+    assert_int_equal(json_integer_value(json_object_get(it, "run_count")), 2);
+    assert_int_equal(json_array_size(json_object_get(it, "runs")), 2);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(it, "users"), 0)), "lu1");
+    json_t *fd = json_object_get(it, "first_divergence");
+    assert_true(json_equal(fd, json_object_get(t, "first_divergence"))); /* the same object as the group's */
+    assert_int_equal(json_integer_value(json_object_get(fd, "step")), 4);
+    assert_int_equal(json_integer_value(json_object_get(fd, "rank")), 1);
+    assert_true(json_equal(json_object_get(it, "verdict"), json_object_get(t, "verdict")));
+    assert_true(json_equal(json_object_get(it, "cause"), json_object_get(t, "cause")));
+    it = json_array_get(json_object_get(o, "items"), 1);
+    assert_string_equal(json_string_value(json_object_get(it, "status")), "match");
+    assert_true(json_is_null(json_object_get(it, "first_divergence")));
+    json_decref(o);
+    json_decref(t);
+
+    /* the status filter applies the same rule */
+    json_decref(groups("/api/v1/twins?user=lu1&status=diverged", got, sizeof(got)));
+    assert_string_equal(got, "L-div");
+    o = groups("/api/v1/twins?user=lu1&status=match&limit=1", got, sizeof(got));
+    assert_string_equal(got, "L-match");
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), 1);
+    assert_string_equal(next_of(o), "null");
+    json_decref(o);
+    /* node: the hostlist (zero padding kept) or a rank's manifest */
+    json_decref(groups("/api/v1/twins?node=gpu02", got, sizeof(got)));
+    assert_string_equal(got, "L-match");
+    json_decref(groups("/api/v1/twins?node=gpu2", got, sizeof(got)));
+    assert_string_equal(got, "");
+    json_decref(groups("/api/v1/twins?node=mnode9", got, sizeof(got)));
+    assert_string_equal(got, "L-manifest");
+    json_decref(groups("/api/v1/twins?node=x8&status=pending", got, sizeof(got)));
+    assert_string_equal(got, "L-pend2");
+    /* since */
+    o = groups("/api/v1/twins?since=2099-01-01", got, sizeof(got));
+    assert_string_equal(got, "");
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), 0);
+    json_decref(o);
+    json_decref(groups("/api/v1/twins?user=lu1&since=2000-01-01T00:00:00Z", got, sizeof(got)));
+    assert_string_equal(got, "L-div L-match");
+
+    /* paging: without a status filter the cursor is an offset and total counts them all */
+    o = groups("/api/v1/twins?user=lu2&limit=2", got, sizeof(got));
+    assert_string_equal(got, "L-pend3 L-pend2");
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), 3);
+    assert_string_equal(next_of(o), "2");
+    json_decref(o);
+    o = groups("/api/v1/twins?user=lu2&limit=2&cursor=2", got, sizeof(got));
+    assert_string_equal(got, "L-pend1");
+    assert_string_equal(next_of(o), "null");
+    json_decref(o);
+    /* with one, a page ends at a further match; total only when the first page saw every group */
+    o = groups("/api/v1/twins?status=pending&user=lu2&limit=2", got, sizeof(got));
+    assert_string_equal(got, "L-pend3 L-pend2");
+    assert_string_equal(next_of(o), "2");
+    assert_true(json_is_null(json_object_get(o, "total")));
+    json_decref(o);
+    o = groups("/api/v1/twins?status=pending&user=lu2&limit=2&cursor=2", got, sizeof(got));
+    assert_string_equal(got, "L-pend1");
+    assert_string_equal(next_of(o), "null");
+    json_decref(o);
+    o = groups("/api/v1/twins?status=pending&user=lu2", got, sizeof(got));
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), 3);
+    json_decref(o);
+
+    /* bad arguments */
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins?status=bogus", NULL, NULL, &o), 400);
+    assert_non_null(strstr(json_string_value(json_object_get(o, "detail")), "diverged, match, pending"));
+    json_decref(o);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins?since=yesterday", NULL, NULL, NULL), 400);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins?since=2026-13-01", NULL, NULL, NULL), 400);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins?limit=0", NULL, NULL, NULL), 400);
+
+    /* the runs list: each run with its group's status */
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/runs?job=903", NULL, NULL, &o), 200);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "items"), 0), "group_status")),
+                        "diverged");
+    json_decref(o);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/runs?job=904", NULL, NULL, &o), 200);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "items"), 0), "group_status")),
+                        "pending");
+    json_decref(o);
+    char solo[40];
+    assert_int_equal(it_register(&srv, "909", NULL, 1, 0, NULL, solo), 0);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/runs?job=909", NULL, NULL, &o), 200);
+    assert_true(json_is_null(json_object_get(json_array_get(json_object_get(o, "items"), 0), "group_status")));
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_match),           cmocka_unit_test(test_diverge_at_step_and_rank),
         cmocka_unit_test(test_majority),        cmocka_unit_test(test_resumed_overlap),
         cmocka_unit_test(test_missing_at_end),  cmocka_unit_test(test_rank_never_sent),
-        cmocka_unit_test(test_manifest_diff),
+        cmocka_unit_test(test_manifest_diff),   cmocka_unit_test(test_group_list),
     };
     return cmocka_run_group_tests_name("lockstepd twins", tests, setup, teardown);
 }
