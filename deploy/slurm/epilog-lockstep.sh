@@ -44,11 +44,11 @@ export LOCKSTEP_SERVER LOCKSTEP_CA_FILE
 
 log() {
   if [ -n "${LOCKSTEP_EPILOG_LOG:-}" ]; then
-    echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) epilog-lockstep job ${SLURM_JOB_ID:-?}: $*" >>"$LOCKSTEP_EPILOG_LOG"
+    echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) epilog-lockstep (job ${SLURM_JOB_ID:-?} ended): $*" >>"$LOCKSTEP_EPILOG_LOG"
   elif command -v logger >/dev/null; then
-    logger -t epilog-lockstep "job ${SLURM_JOB_ID:-?}: $*"
+    logger -t epilog-lockstep "(job ${SLURM_JOB_ID:-?} ended) $*"
   else
-    echo "epilog-lockstep job ${SLURM_JOB_ID:-?}: $*" >&2
+    echo "epilog-lockstep (job ${SLURM_JOB_ID:-?} ended): $*" >&2
   fi
 }
 
