@@ -23,6 +23,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_runs(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_twins(int argc, char **argv);
+int cmd_job(int argc, char **argv);
 int cmd_manifest_diff(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_replay(int argc, char **argv);

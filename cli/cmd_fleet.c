@@ -221,8 +221,13 @@ int cmd_alerts(int argc, char **argv)
             done += st && !strcmp(st, "delivered");
         }
         snprintf(deliv, sizeof(deliv), "%zu/%zu", done, all);
+        /* how it ended: "resolved (repaired)", "resolved (superseded)" */
+        char state[96];
+        const char *st = cell(a, "state", b[2], 64), *why = json_string_value(json_object_get(a, "resolved_reason"));
+        snprintf(state, sizeof(state), "%s%s%s%s", st ? st : "?", why && st && strcmp(st, why) ? " (" : "",
+                 why && st && strcmp(st, why) ? why : "", why && st && strcmp(st, why) ? ")" : "");
         const char *row[6] = {cell(a, "id", b[0], 64),         cell(a, "kind", b[1], 64),
-                              cell(a, "state", b[2], 64),      cell(a, "created_at", b[3], 64),
+                              state,                           cell(a, "created_at", b[3], 64),
                               deliv,                           cell(a, "summary", b[4], 64)};
         table_add(&t, row);
     }

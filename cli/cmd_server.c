@@ -239,13 +239,106 @@ static void exit_text(json_t *run, char *out, size_t cap)
         snprintf(out + n, cap - n, ")");
 }
 
+/* first_divergence_text - "step S, rank R, NAME" of a group's first divergence (or "-") into `out`. */
+static const char *first_divergence_text(json_t *fd, char *out, size_t cap)
+{
+    if (!json_is_object(fd))
+        return "-";
+    char b[3][64];
+    snprintf(out, cap, "step %s, rank %s, %s", str(fd, "step", b[0], 64), str(fd, "rank", b[1], 64),
+             str(fd, "name", b[2], 64));
+    return out;
+}
+
+/* twins_list - `lockstep twins` without a group: the server's twin groups, newest first, with their status. */
+static int twins_list(client_conf *c, int argc, char **argv)
+{
+    static const char *const filters[][2] = {{"--status", "status"}, {"--user", "user"},   {"--node", "node"},
+                                             {"--since", "since"},   {"--limit", "limit"}, {"--cursor", "cursor"}};
+    char path[2048] = "/api/v1/twins";
+    char sep = '?';
+    for (size_t i = 0; i < sizeof(filters) / sizeof(filters[0]); i++) {
+        char v[600];
+        if (take_opt(&argc, argv, filters[i][0], v, sizeof(v))) {
+            size_t n = strlen(path);
+            snprintf(path + n, sizeof(path) - n, "%c%s=%s", sep, filters[i][1], v);
+            sep = '&';
+        }
+    }
+    if (argc != 1) {
+        cli_errorf("usage: lockstep twins [GROUP] [--status S] [--user U] [--node N] [--since DAY] [--limit N] "
+                   "[--cursor C] [--json]",
+                   "unexpected argument '%s'", argv[1]);
+        return CLI_BAD_INPUT;
+    }
+    json_t *reply;
+    int rc = client_get(c, path, &reply, "cannot list the twin groups");
+    if (rc)
+        return rc;
+    if (c->json) {
+        client_print_json(reply);
+        return CLI_OK;
+    }
+    static const char *const head[] = {"GROUP", "STATUS", "RUNS",  "USERS",
+                                       "FIRST DIVERGENCE", "CAUSE", "CLASS", "LAST RUN"};
+    table t;
+    table_init(&t, 8, head);
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(reply, "items"), i, g)
+    {
+        char b[4][64], users[256] = "", fd[200];
+        size_t k, ul = 0;
+        json_t *u;
+        json_array_foreach(json_object_get(g, "users"), k, u) ul +=
+            (size_t)snprintf(users + ul, ul < sizeof(users) ? sizeof(users) - ul : 0, "%s%s", k ? "," : "",
+                             json_string_value(u));
+        json_t *first = json_object_get(g, "first_divergence");
+        /* the fleet's classification (hardware, software; none when it matched), "-" until evaluated */
+        const char *klass = json_string_value(json_object_get(json_object_get(g, "classification"), "class"));
+        const char *row[8] = {str(g, "group", b[0], 64),
+                              str(g, "status", b[1], 64),
+                              str(g, "run_count", b[2], 64),
+                              users,
+                              first_divergence_text(first, fd, sizeof(fd)),
+                              json_is_object(first) ? str(first, "cause", b[3], 64) : "-",
+                              klass ? klass : "-",
+                              json_string_value(json_object_get(g, "last_run_at"))};
+        table_add(&t, row);
+    }
+    if (t.rows == 0)
+        printf("no twin group matches (runs join one with srun --lockstep-twin=NAME, or the filters exclude them all)\n");
+    else
+        table_print(&t, stdout);
+    json_t *total = json_object_get(reply, "total");
+    const char *next = json_string_value(json_object_get(reply, "next_cursor"));
+    if (next && json_is_integer(total))
+        printf("(%zu of %" JSON_INTEGER_FORMAT " groups; the next page: --cursor %s)\n", t.rows,
+               json_integer_value(total), next);
+    else if (next)
+        printf("(more groups may match: the next page is --cursor %s)\n", next);
+    table_free(&t);
+    json_decref(reply);
+    return CLI_OK;
+}
+
 int cmd_twins(int argc, char **argv)
 {
-    client_conf c;
+    client_conf conf, *c = &conf;
+    if (client_conf_load(c, &argc, argv) < 0)
+        return CLI_BAD_INPUT;
+    if (argc == 1 || argv[1][0] == '-')
+        return twins_list(c, argc, argv);
+    if (argc != 2) {
+        cli_error("wrong arguments", NULL, "usage: lockstep twins [GROUP] [--json]");
+        return CLI_BAD_INPUT;
+    }
     json_t *reply;
-    const char *group;
-    int rc = client_fetch(&c, argc, argv, "usage: lockstep twins GROUP [--json]", "/api/v1/twins/%s",
-                          "cannot show the twin group", &reply, &group);
+    const char *group = argv[1];
+    char esc[600], path[700];
+    client_escape(group, esc, sizeof(esc));
+    snprintf(path, sizeof(path), "/api/v1/twins/%s", esc);
+    int rc = client_get(c, path, &reply, "cannot show the twin group");
     if (rc)
         return rc;
     const char *status = json_string_value(json_object_get(reply, "status"));
@@ -254,13 +347,19 @@ int cmd_twins(int argc, char **argv)
                : !strcmp(status, "match") ? CLI_OK
                : !strcmp(status, "pending") ? CLI_PENDING
                                             : CLI_DIVERGED;
-    if (c.json) {
+    if (c->json) {
         client_print_json(reply); /* takes the reply */
         return code;
     }
     printf("twin group %s: %s", group, status ? status : "?");
     const char *why = json_string_value(json_object_get(reply, "status_reason"));
-    printf("%s%s\n\n", why ? ": " : "", why ? why : "");
+    printf("%s%s\n", why ? ": " : "", why ? why : "");
+    /* what the fleet concluded (hardware or software) and why: the classification, null until evaluated */
+    json_t *cls = json_object_get(reply, "classification");
+    const char *klass = json_string_value(json_object_get(cls, "class"));
+    if (klass && strcmp(klass, "none"))
+        printf("classification: %s: %s\n", klass, json_string_value(json_object_get(cls, "reason")) ?: "");
+    printf("\n");
     static const char *const head[] = {"RUN", "JOB", "USER", "NODES", "STATUS", "EXIT"};
     table t;
     table_init(&t, 6, head);

@@ -16,7 +16,11 @@ static const struct {
     {"runs", cmd_runs, "runs [--user U] [--job J] [--group G] [--status S] [--node N] [--limit N]\n"
                        "                        list runs on the server"},
     {"run", cmd_run, "run RUN_ID             one run: job, ranks, nodes, manifests"},
-    {"twins", cmd_twins, "twins GROUP           a twin group: status, runs, first divergence per rank"},
+    {"twins", cmd_twins, "twins [GROUP]         without GROUP: the twin groups, newest first (--status S --user U\n"
+                         "                        --node N --since DAY --limit N --cursor C); with it: its status and\n"
+                         "                        classification, runs, first divergence (cause, call site), per rank"},
+    {"job", cmd_job, "job JOBID [--summary]  a Slurm job's outcome: every step's run and its twin group's status\n"
+                     "                        (--summary: one line, as the slurmctld epilog writes it to AdminComment)"},
     {"manifest-diff", cmd_manifest_diff, "manifest-diff GROUP   what differs between the twins' manifests"},
     {"twin", cmd_twin, "twin -n N [--spread] [--group NAME] -- sbatch ARGS SCRIPT\n"
                        "                        submit N copies as one twin group (--spread: on disjoint nodes)"},
@@ -40,8 +44,9 @@ static void help(FILE *out)
                  "server commands take --server URL (else LOCKSTEP_SERVER, else 'server = URL' in\n"
                  "~/.config/lockstep/config), --token T or --token-file F (else LOCKSTEP_ADMIN_TOKEN) and --json.\n\n"
                  "exit codes:\n"
-                 "  0  success (diff, twins: the runs match)\n"
-                 "  1  diff, twins: the runs do not match (diverged, or incomplete: failed runs or nothing in common)\n"
+                 "  0  success (diff, twins GROUP: the runs match; job: none of its twin groups failed to match)\n"
+                 "  1  diff, twins GROUP, job: the runs do not match (diverged, or incomplete: failed runs or\n"
+                 "     nothing in common)\n"
                  "  2  unreadable input, bad usage, or no such run/group\n"
                  "  3  the server could not be reached\n"
                  "  4  the server answered with an error\n"

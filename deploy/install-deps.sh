@@ -17,6 +17,7 @@ PKGS_BUILD=(
 PKGS_SERVICES=(
   postgresql-15 postgresql-client-15
   slurmctld slurmd slurm-client munge libslurm-dev openssl
+  slurmdbd mariadb-server-core mariadb-client-core  # accounting in the local Slurm (deploy/slurm/up.sh -A): sacct
   libopenmpi-dev openmpi-bin
 )
 

@@ -2,7 +2,7 @@
 # up.sh - start a private, loopback-only Slurm cluster (munge, slurmctld, N slurmd "nodes") on this machine.
 #
 # usage: deploy/slurm/up.sh [-d RUN_DIR] [-n NODES] [-c CPUS_PER_NODE] [-p PLUGIN.so] [-a 'PLUGSTACK ARGS']
-#                           [-o optional|required]
+#                           [-o optional|required] [-e EPILOG] [-A]
 #
 #   -d RUN_DIR   all state, logs, sockets and pid files live here (default: a new /tmp/lockstep-slurm.XXXXXX)
 #   -n NODES     number of slurmd "nodes" n1..nN (default 4)
@@ -10,6 +10,10 @@
 #   -p PLUGIN    a SPANK plugin to put in plugstack.conf (default: none)
 #   -a ARGS      arguments for the plugin's plugstack.conf line, e.g. 'server=http://127.0.0.1:8080 secret=/x'
 #   -o KIND      optional (default) or required
+#   -e EPILOG    a slurmctld epilog (EpilogSlurmctld), e.g. deploy/slurm/epilog-lockstep.sh
+#   -A           accounting through slurmdbd, on a private MariaDB (needs slurmdbd and mariadb-server-core):
+#                sacct and sacctmgr work as on a production cluster. Without -A: no slurmdbd,
+#                AccountingStorageType=accounting_storage/none with JobCompType=jobcomp/filetxt (`sacct -c`).
 #
 # On success prints RUN_DIR on stdout and writes RUN_DIR/env, a file to source
 # (SLURM_CONF and the munge socket), and RUN_DIR/pids, the pids this script started,
@@ -23,7 +27,9 @@ cpus=4
 plugin=
 plugargs=
 kind=optional
-while getopts "d:n:c:p:a:o:h" o; do
+epilog=
+accounting=0
+while getopts "d:n:c:p:a:o:e:Ah" o; do
   case $o in
     d) run=$OPTARG ;;
     n) nodes=$OPTARG ;;
@@ -31,12 +37,22 @@ while getopts "d:n:c:p:a:o:h" o; do
     p) plugin=$OPTARG ;;
     a) plugargs=$OPTARG ;;
     o) kind=$OPTARG ;;
-    h) sed -n '2,20p' "$0"; exit 0 ;;
+    e) epilog=$OPTARG ;;
+    A) accounting=1 ;;
+    h) sed -n '2,24p' "$0"; exit 0 ;;
     *) exit 2 ;;
   esac
 done
 
-die() { echo "slurm-up: $*" >&2; exit 1; }
+# die MESSAGE: fail; once daemons were started, stop them (deploy/slurm/down.sh -k: the logs stay in $run/log).
+die() {
+  echo "slurm-up: $*" >&2
+  if [ -n "${run:-}" ] && [ -s "$run/pids" ]; then
+    trap - ERR
+    "$(dirname "$0")/down.sh" -k "$run" >&2 || true
+  fi
+  exit 1
+}
 
 [ "$(id -u)" -eq 0 ] || die "must run as root: slurmd starts job steps as their user"
 for b in munged slurmctld slurmd scontrol sinfo; do
@@ -44,10 +60,19 @@ for b in munged slurmctld slurmd scontrol sinfo; do
 done
 case $nodes in '' | *[!0-9]*) die "-n wants a number of nodes, got '$nodes'" ;; esac
 [ "$nodes" -ge 1 ] && [ "$nodes" -le 64 ] || die "-n wants 1 to 64 nodes"
+if [ "$accounting" = 1 ]; then
+  for b in slurmdbd mariadbd mariadb-install-db sacctmgr; do
+    command -v "$b" >/dev/null || die "-A needs $b (apt-get install slurmdbd mariadb-server-core)"
+  done
+fi
 case $kind in optional | required) ;; *) die "-o wants optional or required, got '$kind'" ;; esac
 if [ -n "$plugin" ]; then
   [ -f "$plugin" ] || die "plugin '$plugin' does not exist; build it first (make)"
   plugin=$(readlink -f "$plugin")
+fi
+if [ -n "$epilog" ]; then
+  [ -x "$epilog" ] || die "epilog '$epilog' is not an executable file"
+  epilog=$(readlink -f "$epilog")
 fi
 
 if [ -z "$run" ]; then
@@ -96,6 +121,70 @@ for _ in $(seq 1 100); do [ -s "$run/pid/munged.pid" ] && [ -S "$sock" ] && brea
 [ -s "$run/pid/munged.pid" ] || die "munged did not start; see $run/log/munged.log"
 cat "$run/pid/munged.pid" >>"$run/pids"
 
+# Accounting (-A): a private MariaDB on loopback, then slurmdbd, both under $run.
+acct_conf="AccountingStorageType=accounting_storage/none"
+if [ "$accounting" = 1 ]; then
+  # other_port USED...: a free port outside Slurm's block and not among USED
+  other_port() {
+    local p u ok
+    for _ in $(seq 1 50); do
+      p=$(pick_ports 1) || return 1
+      ok=1
+      [ "$p" -ge "$base" ] && [ "$p" -le "$((base + nodes))" ] && ok=0
+      for u in "$@"; do [ "$p" = "$u" ] && ok=0; done
+      [ $ok = 1 ] && { echo "$p"; return 0; }
+    done
+    return 1
+  }
+  db_port=$(other_port) || die "no free port for MariaDB"
+  dbd_port=$(other_port "$db_port") || die "no free port for slurmdbd"
+  mkdir -p "$run/mysql" "$run/bin"
+  mariadb-install-db --no-defaults --datadir="$run/mysql/data" --user=root --auth-root-authentication-method=normal \
+    >"$run/log/mariadb-install.log" 2>&1 || die "mariadb-install-db failed; see $run/log/mariadb-install.log"
+  printf '%s\n' "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'lockstep-test';" \
+    "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" "FLUSH PRIVILEGES;" >"$run/mysql/init.sql"
+  mariadbd --no-defaults --datadir="$run/mysql/data" --socket="$run/mysql/sock" --port="$db_port" \
+    --bind-address=127.0.0.1 --skip-name-resolve --user=root --pid-file="$run/pid/mariadbd.pid" \
+    --log-error="$run/log/mariadbd.log" --init-file="$run/mysql/init.sql" --innodb-buffer-pool-size=32M \
+    >/dev/null 2>&1 &
+  for _ in $(seq 1 200); do [ -s "$run/pid/mariadbd.pid" ] && [ -S "$run/mysql/sock" ] && break; sleep 0.1; done
+  [ -s "$run/pid/mariadbd.pid" ] || die "mariadbd did not start; see $run/log/mariadbd.log"
+  cat "$run/pid/mariadbd.pid" >>"$run/pids"
+  # slurmdbd reads slurmdbd.conf from SLURM_CONF's directory; it runs through a link under $run so that down.sh
+  # knows it for this cluster's.
+  {
+    echo "# slurmdbd.conf - accounting for the private test cluster in $run (deploy/slurm/up.sh -A)."
+    echo "AuthType=auth/munge"
+    echo "AuthInfo=socket=$sock"
+    echo "DbdAddr=127.0.0.1"
+    echo "DbdHost=localhost"
+    echo "DbdPort=$dbd_port"
+    echo "SlurmUser=root"
+    echo "PidFile=$run/pid/slurmdbd.pid"
+    echo "LogFile=$run/log/slurmdbd.log"
+    echo "StorageType=accounting_storage/mysql"
+    echo "StorageHost=127.0.0.1"
+    echo "StoragePort=$db_port"
+    echo "StorageUser=slurm"
+    echo "StoragePass=lockstep-test"
+    echo "StorageLoc=slurm_acct_db"
+  } >"$run/slurmdbd.conf"
+  chmod 600 "$run/slurmdbd.conf"
+  ln -sf "$(command -v slurmdbd)" "$run/bin/slurmdbd"
+  SLURM_CONF="$run/slurm.conf" "$run/bin/slurmdbd"
+  for _ in $(seq 1 300); do
+    [ -s "$run/pid/slurmdbd.pid" ] && ss -Htln "sport = :$dbd_port" 2>/dev/null | grep -q . && break
+    sleep 0.1
+  done
+  [ -s "$run/pid/slurmdbd.pid" ] || die "slurmdbd did not start; see $run/log/slurmdbd.log"
+  cat "$run/pid/slurmdbd.pid" >>"$run/pids"
+  # AccountingStoragePass names the munge socket that slurmctld and the clients authenticate to slurmdbd with.
+  acct_conf="AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$dbd_port
+AccountingStoragePass=$sock"
+fi
+
 # slurm.conf and plugstack.conf.
 if [ -n "$plugin" ]; then
   echo "$kind $plugin $plugargs" >"$run/plugstack.conf"
@@ -126,7 +215,7 @@ PlugStackConfig=$run/plugstack.conf
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+$acct_conf
 JobCompType=jobcomp/filetxt
 JobCompLoc=$run/log/jobcomp.txt
 SelectType=select/cons_tres
@@ -140,10 +229,15 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=2
 MinJobAge=60
-NodeName=n[1-$nodes] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port_lo-$node_port_hi] CPUs=$cpus State=UNKNOWN
+${epilog:+EpilogSlurmctld=$epilog
+}NodeName=n[1-$nodes] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port_lo-$node_port_hi] CPUs=$cpus State=UNKNOWN
 PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP
 EOF
 export SLURM_CONF="$run/slurm.conf"
+if [ "$accounting" = 1 ]; then # the cluster must exist in the accounting database before slurmctld registers
+  timeout 30 sacctmgr -i add cluster lockstep >"$run/log/sacctmgr.log" 2>&1 ||
+    die "sacctmgr could not add the cluster; see $run/log/sacctmgr.log and $run/log/slurmdbd.log"
+fi
 
 # slurmctld, then one slurmd per node. -i: ignore any state from an earlier run.
 slurmctld -f "$SLURM_CONF" -i

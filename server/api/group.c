@@ -4,10 +4,23 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
 
 #include "server/api/pgjson.h"
 #include "server/http/reply.h"
 #include "server/store/db.h"
+
+char *group_names_json(const char *const *names, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_string(names[i]));
+    char *s = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    return s;
+}
 
 void group_register(void)
 {

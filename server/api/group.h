@@ -26,6 +26,10 @@ void group_register(void);
  * without runs) with MHD's result in `sent`. */
 int group_open(http_req *req, const char *group, group_runs *g, enum MHD_Result *sent);
 
+/* group_names_json - `n` group names as a JSON array text (the $1 of the statements that take a set of
+ * groups), as a new string (caller frees). */
+char *group_names_json(const char *const *names, int n);
+
 /* group_run_index - the index of run `key` in `g`, or -1. */
 int group_run_index(const group_runs *g, int64_t key);
 

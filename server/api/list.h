@@ -23,6 +23,11 @@ int api_int_arg(http_req *req, const char *key, long long lo, long long hi, long
 int api_page(http_req *req, long long dflt, long long max, const char *legacy, long long first, long long *limit,
              long long *cursor);
 
+/* api_time_arg - query argument `key` as a UTC time for SQL: "YYYY-MM-DD" (that day's start), or
+ * "YYYY-MM-DDTHH:MM[:SS[.frac]]" with an optional "Z" or "+HH:MM" (UTC when none), normalized into `out`
+ * ("" when absent). Returns 0, or -1 after replying 400. */
+int api_time_arg(http_req *req, const char *key, char *out, size_t cap);
+
 /* api_list - the envelope around `items` (stolen): total (< 0: unknown, null),
  * the limit, and the next cursor (< 0: none, null). */
 json_t *api_list(json_t *items, long long total, long long limit, long long next_cursor);

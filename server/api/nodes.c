@@ -10,6 +10,7 @@
 #include "server/api/pgjson.h"
 #include "server/core/metrics.h"
 #include "server/core/state.h"
+#include "server/fleet/alerts.h"
 #include "server/fleet/fleet_thread.h"
 #include "server/fleet/slurm_action.h"
 #include "server/http/reply.h"
@@ -204,6 +205,10 @@ static enum MHD_Result node_action(http_req *req, char **args)
     if (state && !strcmp(state, "repaired") &&
         sql_do("UPDATE hw_gpus SET state = 'ok', score = 0 WHERE node = $1", 1, p, err, sizeof(err)) < 0)
         goto out_rollback;
+    /* A repair ends the alerts that blame the node (its suspect alert, hardware divergences it ran). */
+    int resolved = state && !strcmp(state, "repaired") ? alert_resolve_blaming(name, err, sizeof(err)) : 0;
+    if (resolved < 0)
+        goto out_rollback;
     r = sql_query("INSERT INTO hw_history (node, kind, state, actor, detail) VALUES ($1, 'action', $2, $3, $4) "
              "RETURNING id",
              4, p, err, sizeof(err));
@@ -216,6 +221,8 @@ static enum MHD_Result node_action(http_req *req, char **args)
         goto out_db;
     if (state)
         slurm_apply(name, !strcmp(state, "drained"), reason && *reason ? reason : "drained by an admin");
+    if (resolved)
+        alert_notify();
     fleet_kick();
     const char *pi[] = {id};
     r = sql_query("SELECT " EVENT_COLS " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key WHERE h.id = $1", 1, pi,

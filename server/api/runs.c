@@ -11,8 +11,10 @@
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/api/run_ref.h"
+#include "server/compare/verdict.h"
 #include "server/core/metrics.h"
 #include "server/core/state.h"
+#include "server/core/xalloc.h"
 #include "server/http/auth.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
@@ -47,6 +49,40 @@ static json_t *run_json(PGresult *r, int row)
 
 static const char *const LIST_RUNS = "list runs with GET /api/v1/runs";
 
+/* set_group_status - give each run of `runs` its twin group's status ("group_status": twin_status over the
+ * group's facts from verdict_facts, as GET /twins/G says it; null for a run outside any group). Returns 0, or -1 with the database's message. */
+static int set_group_status(json_t *runs, char *err, size_t cap)
+{
+    size_t n = json_array_size(runs), i, k;
+    const char **names = xcalloc(n + 1, sizeof(char *));
+    int m = 0;
+    json_t *r;
+    json_array_foreach(runs, i, r)
+    {
+        const char *g = json_string_value(json_object_get(r, "twin_group"));
+        int seen = !g;
+        for (k = 0; k < (size_t)m && !seen; k++)
+            seen = !strcmp(names[k], g);
+        if (!seen)
+            names[m++] = g;
+    }
+    twin_facts *facts = xcalloc((size_t)m + 1, sizeof(twin_facts));
+    int rc = verdict_facts(names, m, facts, err, cap);
+    json_array_foreach(runs, i, r)
+    {
+        const char *g = json_string_value(json_object_get(r, "twin_group"));
+        const char *st = NULL;
+        char why[512];
+        for (k = 0; g && rc == 0 && k < (size_t)m && !st; k++)
+            if (!strcmp(names[k], g))
+                st = twin_status(&facts[k], why, sizeof(why));
+        json_object_set_new(r, "group_status", st ? json_string(st) : json_null());
+    }
+    free(names);
+    free(facts);
+    return rc;
+}
+
 static enum MHD_Result read_runs(http_req *req, char **args)
 {
     (void)args;
@@ -78,6 +114,10 @@ static enum MHD_Result read_runs(http_req *req, char **args)
     PQclear(r);
     if (n == 0 && offset > 0)
         total = -1; /* unknown past the end */
+    if (set_group_status(runs, err, sizeof(err)) < 0) {
+        json_decref(runs);
+        return http_reply_db_down(req, err);
+    }
     json_t *o = api_list(runs, total, limit, total >= 0 && offset + n < total ? offset + n : -1);
     return http_reply_json(req, 200, o);
 }

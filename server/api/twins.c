@@ -1,4 +1,4 @@
-/* twins.c - the twin group read endpoints: group status and divergences, per-step map, manifest diff. */
+/* twins.c - the twin group read endpoints: the list of groups, one group's status, first divergence and classification, per-step map, manifest diff. */
 #include "server/api/twins.h"
 
 #include <inttypes.h>
@@ -10,6 +10,7 @@
 #include "common/dtype.h"
 #include "common/recmatch.h"
 #include "server/api/group.h"
+#include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/compare/verdict.h"
 #include "server/core/limits.h"
@@ -50,8 +51,23 @@ static void add_ulps(json_t *runs)
     }
 }
 
+/* classification_of - what the fleet concluded of a group (docs/suspects.md) from row `i` of a CLASS_COLS
+ * result: {"class": hardware | software | none, "code": the rule that decided it, "reason": why, in words,
+ * "evaluated_at"}; JSON null when i < 0 (not evaluated yet: it has not diverged and settled, nor have all its
+ * runs ended). Not to be confused with the first divergence's "cause" (where and how the runs parted) nor
+ * with a replay's verdict. */
+#define CLASS_COLS "class, reason_code, reason, " TS("evaluated_at")
+static json_t *classification_of(PGresult *r, int i)
+{
+    if (i < 0)
+        return json_null();
+    return json_pack("{s:s, s:s, s:s, s:s}", "class", PQgetvalue(r, i, 0), "code", PQgetvalue(r, i, 1), "reason",
+                     PQgetvalue(r, i, 2), "evaluated_at", PQgetvalue(r, i, 3));
+}
+
 /* read_twins - GET /api/v1/twins/{group}: the group's status (with why), its runs and their exits, its first
- * divergence with cause, origin ranks and call site, and each rank's first divergence (server/compare/verdict.h). */
+ * divergence with cause, origin ranks and call site, each rank's first divergence (server/compare/verdict.h),
+ * and the fleet's classification. */
 static enum MHD_Result read_twins(http_req *req, char **args)
 {
     const char *group = args[0];
@@ -63,19 +79,217 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     if (got == 0) {
         char detail[320];
         snprintf(detail, sizeof(detail), "no run belongs to twin group \"%.255s\"", group);
-        return http_reply_error(req, 404, "unknown twin group", detail, "list runs with GET /api/v1/runs?group=NAME");
+        return http_reply_error(req, 404, "unknown twin group", detail, "list the twin groups with GET /api/v1/twins");
+    }
+    const char *p[] = {group};
+    PGresult *c = db_exec("grp_classification", 1, p, err, sizeof(err));
+    if (!c) {
+        verdict_release(&v);
+        return http_reply_db_down(req, err);
     }
     size_t i;
     json_t *d;
     json_array_foreach(v.per_rank, i, d) add_ulps(json_object_get(d, "runs"));
     if (json_is_object(v.first))
         add_ulps(json_object_get(v.first, "runs"));
-    json_t *o = json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:{s:O, s:O}}", "group", group, "status", v.status,
+    json_t *o = json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:{s:O, s:O}, s:o}", "group", group, "status", v.status,
                           "status_reason", v.status_why, "runs", v.runs, "first_divergence", v.first, "per_rank",
                           v.per_rank, "manifest_diff", "explains", json_object_get(v.mdiff, "explains"), "summary",
-                          json_object_get(v.mdiff, "summary"));
+                          json_object_get(v.mdiff, "summary"), "classification",
+                          classification_of(c, PQntuples(c) ? 0 : -1));
+    PQclear(c);
     verdict_release(&v);
     return http_reply_json(req, 200, o);
+}
+
+/* The twin-group list: candidates are read newest first (by their newest run) with the SQL filters applied;
+ * a status filter is applied to them with twin_status (the facts of LIST_SCAN_CHUNK candidates at a time from
+ * verdict_facts), looking at most at LIST_SCAN_MAX candidates per request. The cursor is a position among the
+ * candidates. */
+#define LIST_SCAN_CHUNK 200
+#define LIST_SCAN_MAX 5000
+#define LIST_MAX 500
+
+/* One group of the page being built. */
+typedef struct list_group {
+    char *name;
+    twin_facts facts;
+} list_group;
+
+/* list_item - the page's JSON item of group `lg`: its status by the one rule; runs, users, times, first
+ * divergence and classification are filled in later. */
+static json_t *list_item(const list_group *lg)
+{
+    char why[512];
+    const char *status = twin_status(&lg->facts, why, sizeof(why));
+    return json_pack("{s:s, s:s, s:s, s:i, s:[], s:[], s:n, s:n, s:n, s:n}", "group", lg->name, "status", status,
+                     "status_reason", why, "run_count", 0, "runs", "users", "created_at", "last_run_at",
+                     "first_divergence", "classification");
+}
+
+/* fill_items - runs, users, times and classification of every item of `items` (an object keyed by group
+ * name), from batched reads; the first divergence (the object GET /twins/G shows, with its cause, origin
+ * ranks and call site) of every group of `page` that holds one, from verdict_load. Returns 0, or -1 with the
+ * database's message. */
+static int fill_items(json_t *items, const char *names_json, const list_group *page, int n, char *err, size_t cap)
+{
+    const char *p[] = {names_json};
+    PGresult *r = db_exec("twins_runs", 1, p, err, cap);
+    PGresult *v = r ? db_exec("twins_classes", 1, p, err, cap) : NULL;
+    if (!v) {
+        PQclear(r);
+        return -1;
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *it = json_object_get(items, PQgetvalue(r, i, 0));
+        if (!it)
+            continue;
+        json_t *runs = json_object_get(it, "runs"), *users = json_object_get(it, "users");
+        const char *created = PQgetvalue(r, i, 7), *user = PQgetvalue(r, i, 4);
+        json_object_set_new(it, "run_count", json_integer(json_integer_value(json_object_get(it, "run_count")) + 1));
+        if (json_array_size(runs) < GROUP_MAX_RUNS)
+            json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "run_id",
+                                                  PQgetvalue(r, i, 1), "job_id", PQgetvalue(r, i, 2), "step_id",
+                                                  PQgetvalue(r, i, 3), "user", user, "nodes", PQgetvalue(r, i, 5),
+                                                  "status", PQgetvalue(r, i, 6), "created_at", created, "ended_at",
+                                                  pg_str(r, i, 8)));
+        int seen = !*user;
+        size_t k;
+        json_t *u;
+        json_array_foreach(users, k, u) seen |= !strcmp(json_string_value(u), user);
+        if (!seen)
+            json_array_append_new(users, json_string(user));
+        if (json_is_null(json_object_get(it, "created_at")))
+            json_object_set_new(it, "created_at", json_string(created));
+        json_object_set_new(it, "last_run_at", json_string(created)); /* rows in run order: the newest last */
+    }
+    for (int i = 0; i < PQntuples(v); i++) {
+        json_t *it = json_object_get(items, PQgetvalue(v, i, 4));
+        if (it)
+            json_object_set_new(it, "classification", classification_of(v, i));
+    }
+    PQclear(r);
+    PQclear(v);
+    for (int i = 0; i < n; i++) {
+        if (!page[i].facts.diverged)
+            continue;
+        grp_verdict vd;
+        int got = verdict_load(page[i].name, &vd, err, cap);
+        if (got < 0)
+            return -1;
+        if (got > 0 && json_is_object(vd.first)) {
+            add_ulps(json_object_get(vd.first, "runs"));
+            json_object_set(json_object_get(items, page[i].name), "first_divergence", vd.first);
+        }
+        verdict_release(&vd);
+    }
+    return 0;
+}
+
+/* read_twins_list - GET /api/v1/twins: the twin groups, newest first, filtered by status (the one rule),
+ * user, node and time, in the list envelope. */
+static enum MHD_Result read_twins_list(http_req *req, char **args)
+{
+    (void)args;
+    long long limit, cursor;
+    char since[64], err[512];
+    if (api_page(req, 50, LIST_MAX, "offset", 0, &limit, &cursor) < 0 || api_time_arg(req, "since", since, sizeof(since)) < 0)
+        return MHD_YES;
+    const char *want = http_query(req, "status"), *user = http_query(req, "user"), *node = http_query(req, "node");
+    if (want && *want) {
+        int known = 0;
+        for (int i = 0; TWIN_STATUSES[i]; i++)
+            known |= !strcmp(TWIN_STATUSES[i], want);
+        if (!known) {
+            char detail[300];
+            size_t n = (size_t)snprintf(detail, sizeof(detail), "?status=%.40s is not a group status; one of", want);
+            for (int i = 0; TWIN_STATUSES[i] && n < sizeof(detail); i++)
+                n += (size_t)snprintf(detail + n, sizeof(detail) - n, "%s %s", i ? "," : "", TWIN_STATUSES[i]);
+            return http_reply_error(req, 400, "bad query argument", detail, "see docs/server.md");
+        }
+    } else {
+        want = NULL;
+    }
+    list_group *page = xcalloc((size_t)limit + 1, sizeof(*page));
+    int n = 0, end = 0, more = 0;
+    long long pos = cursor, total = -1, next = -1, candidates = -1, scanned = 0;
+    while (!end && !more && scanned < LIST_SCAN_MAX) {
+        long long chunk = want ? LIST_SCAN_CHUNK : limit;
+        char lim[32], off[32];
+        snprintf(lim, sizeof(lim), "%lld", chunk);
+        snprintf(off, sizeof(off), "%lld", pos);
+        const char *p[] = {user ? user : "", node ? node : "", since, lim, off};
+        PGresult *r = db_exec("twins_list", 5, p, err, sizeof(err));
+        if (!r)
+            goto out_down;
+        int rows = PQntuples(r);
+        if (rows)
+            candidates = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+        const char **names = xcalloc((size_t)rows + 1, sizeof(char *));
+        twin_facts *facts = xcalloc((size_t)rows + 1, sizeof(twin_facts));
+        for (int j = 0; j < rows; j++)
+            names[j] = PQgetvalue(r, j, 0);
+        if (verdict_facts(names, rows, facts, err, sizeof(err)) < 0) {
+            free(names);
+            free(facts);
+            PQclear(r);
+            goto out_down;
+        }
+        int j = 0;
+        for (; j < rows; j++) {
+            char why[512];
+            if (want && strcmp(twin_status(&facts[j], why, sizeof(why)), want))
+                continue;
+            if (n == limit) { /* a further match: the next page starts with it */
+                more = 1;
+                break;
+            }
+            page[n].name = xstrdup(names[j]);
+            page[n++].facts = facts[j];
+        }
+        free(names);
+        free(facts);
+        PQclear(r);
+        scanned += j;
+        pos += j;
+        end = rows < chunk || (candidates >= 0 && pos >= candidates);
+        if (!want || n == limit)
+            break; /* without a status filter a page is one read; with one, a full page ends at its chunk */
+    }
+    if (!want) {
+        total = n || cursor == 0 ? (candidates >= 0 ? candidates : 0) : -1;
+        next = total >= 0 && cursor + n < total ? cursor + n : -1;
+    } else {
+        if (cursor == 0 && end && !more)
+            total = n; /* every candidate was looked at */
+        next = more ? pos : end ? -1 : pos;
+    }
+    json_t *byname = json_object(), *items = json_array();
+    const char **names = xcalloc((size_t)n + 1, sizeof(char *));
+    for (int i = 0; i < n; i++) {
+        json_t *it = list_item(&page[i]);
+        json_object_set(byname, page[i].name, it);
+        json_array_append_new(items, it);
+        names[i] = page[i].name;
+    }
+    char *arr = group_names_json(names, n);
+    free(names);
+    int rc = n ? fill_items(byname, arr, page, n, err, sizeof(err)) : 0;
+    free(arr);
+    json_decref(byname);
+    for (int i = 0; i < n; i++)
+        free(page[i].name);
+    free(page);
+    if (rc < 0) {
+        json_decref(items);
+        return http_reply_db_down(req, err);
+    }
+    return http_reply_json(req, 200, api_list(items, total, limit, next));
+out_down:
+    for (int i = 0; i < n; i++)
+        free(page[i].name);
+    free(page);
+    return http_reply_db_down(req, err);
 }
 
 /* Progress of one run on one rank. */
@@ -246,6 +460,7 @@ static enum MHD_Result read_manifest_diff(http_req *req, char **args)
 }
 
 static const route ROUTES[] = {
+    {"GET", "/api/v1/twins", MR_READ, AUTH_READ, read_twins_list},
     {"GET", "/api/v1/twins/{}", MR_READ, AUTH_READ, read_twins},
     {"GET", "/api/v1/twins/{}/steps", MR_READ, AUTH_READ, read_twin_steps},
     {"GET", "/api/v1/twins/{}/manifest-diff", MR_READ, AUTH_READ, read_manifest_diff},
@@ -254,6 +469,19 @@ static const route ROUTES[] = {
 void api_twins_register(void)
 {
     group_register();
+    db_register("grp_classification", "SELECT " CLASS_COLS " FROM group_evidence WHERE twin_group = $1");
+    /* The list: groups newest first (by their newest run), filtered by a run's user, a node one of their runs
+     * ran on (its hostlist or a rank's manifest, lockstep_run_on_node), and their newest run's start. */
+    db_register("twins_list", "SELECT twin_group, count(*) OVER () FROM runs WHERE twin_group IS NOT NULL "
+                              "AND twin_group <> '' GROUP BY twin_group HAVING ($1 = '' OR bool_or(user_name = $1)) "
+                              "AND ($2 = '' OR bool_or(lockstep_run_on_node(run_key, nodes, $2))) "
+                              "AND max(created_at) >= coalesce(nullif($3, '')::timestamptz, '-infinity') "
+                              "ORDER BY max(run_key) DESC, twin_group LIMIT $4 OFFSET $5");
+    db_register("twins_runs", "SELECT twin_group, run_id, job_id, step_id, user_name, nodes, status, " TS("created_at")
+                              ", " TS("ended_at") " FROM runs WHERE twin_group IN "
+                              "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY twin_group, run_key");
+    db_register("twins_classes", "SELECT " CLASS_COLS ", twin_group FROM group_evidence WHERE twin_group IN "
+                                 "(SELECT jsonb_array_elements_text($1::jsonb))");
     db_register("grp_progress", "SELECT p.run_key, p.rank, p.max_step, e.run_key IS NOT NULL OR r.status <> 'running' "
                                 "FROM rank_progress p JOIN runs r USING (run_key) LEFT JOIN rank_ends e "
                                 "ON e.run_key = p.run_key AND e.rank = p.rank WHERE r.twin_group = $1");

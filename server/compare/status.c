@@ -3,6 +3,8 @@
 
 #include <stdio.h>
 
+const char *const TWIN_STATUSES[] = {"pending", "diverged", "incomplete", "match", NULL};
+
 const char *twin_status(const twin_facts *f, char *why, size_t cap)
 {
     if (f->nruns < 2) {

@@ -27,6 +27,9 @@ typedef struct twin_facts {
     long comparable; /* ranks on which two runs or more recorded steps they share */
 } twin_facts;
 
+/* Every value twin_status returns, NULL-terminated (GET /api/v1/twins?status= accepts these). */
+extern const char *const TWIN_STATUSES[];
+
 /* twin_status - "pending", "diverged", "incomplete" or "match" for `f`, with
  * why in `why` (one sentence for people). Never fails. */
 const char *twin_status(const twin_facts *f, char *why, size_t cap);

@@ -35,6 +35,39 @@ void verdict_register(void)
                 "FROM (SELECT p.rank, max(r.start_step) AS lo, min(p.max_step) AS hi, count(*) AS n "
                 "FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group = $1 GROUP BY p.rank) x "
                 "LEFT JOIN group_checks g ON g.twin_group = $1 AND g.rank = x.rank");
+    /* verdict_facts: the same facts for a set of groups ($1: a JSON array of names; $2: GROUP_MAX_RUNS), in
+     * the order given. Per group: runs (the first $2 by run_key), failed ones (status failed, or a rank's
+     * non-zero exit), running ones (not failed); the progress per rank as vd_progress; whether a divergence
+     * is stored; and, at the cause rule's earliest point (the first diverging step, the smallest seq there,
+     * then the lowest rank: e0; with it every rank at that step at the same seq or the same record), whether
+     * some or e0 lacks the record, and how many ranks it holds. */
+    db_register("vd_facts",
+                "WITH g AS (SELECT name, i FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS t(name, i)), "
+                "rr AS (SELECT r.twin_group, r.status, row_number() OVER (PARTITION BY r.twin_group ORDER BY r.run_key) "
+                "AS k, EXISTS (SELECT 1 FROM rank_ends e WHERE e.run_key = r.run_key AND e.exit_code <> 0) AS bad "
+                "FROM runs r WHERE r.twin_group IN (SELECT name FROM g)), "
+                "ru AS (SELECT twin_group, count(*) AS nruns, count(*) FILTER (WHERE status = 'failed' OR bad) AS failed, "
+                "count(*) FILTER (WHERE NOT (status = 'failed' OR bad) AND status = 'running') AS running "
+                "FROM rr WHERE k <= $2::int GROUP BY twin_group), "
+                "px AS (SELECT r.twin_group, p.rank, max(r.start_step) AS lo, min(p.max_step) AS hi, count(*) AS n "
+                "FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group IN (SELECT name FROM g) "
+                "GROUP BY r.twin_group, p.rank), "
+                "pr AS (SELECT x.twin_group, count(*) FILTER (WHERE x.lo <= x.hi AND (c.checked_upto IS NULL OR "
+                "c.checked_upto < x.hi)) AS unchecked, count(*) FILTER (WHERE x.n >= 2 AND x.lo <= x.hi) AS comparable "
+                "FROM px x LEFT JOIN group_checks c ON c.twin_group = x.twin_group AND c.rank = x.rank "
+                "GROUP BY x.twin_group), "
+                "dd AS (SELECT twin_group, rank, step, seq, name, occ, kind = 'missing' AS miss FROM divergences "
+                "WHERE twin_group IN (SELECT name FROM g)), "
+                "e0 AS (SELECT DISTINCT ON (twin_group) twin_group, step, seq, name, occ, miss FROM dd "
+                "ORDER BY twin_group, step, seq, rank), "
+                "dv AS (SELECT e0.twin_group, e0.miss AS e0_miss, bool_or(d.miss) AS early_miss, count(*) AS early "
+                "FROM e0 JOIN dd d ON d.twin_group = e0.twin_group AND d.step = e0.step AND (d.seq = e0.seq OR "
+                "(d.name = e0.name AND d.occ = e0.occ)) GROUP BY e0.twin_group, e0.miss) "
+                "SELECT g.name, coalesce(ru.nruns, 0), coalesce(ru.running, 0), coalesce(ru.failed, 0), "
+                "dv.twin_group IS NOT NULL, coalesce(dv.early_miss, false), coalesce(dv.e0_miss, false), "
+                "coalesce(dv.early, 0), coalesce(pr.unchecked, 0), coalesce(pr.comparable, 0) FROM g "
+                "LEFT JOIN ru ON ru.twin_group = g.name LEFT JOIN pr ON pr.twin_group = g.name "
+                "LEFT JOIN dv ON dv.twin_group = g.name ORDER BY g.i");
 }
 
 static json_t *str_or_null(PGresult *r, int row, int col)
@@ -290,6 +323,52 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     PQclear(man);
     PQclear(prog);
     return 1;
+}
+
+int verdict_facts(const char *const *names, int n, twin_facts *out, char *err, size_t cap)
+{
+    memset(out, 0, (size_t)(n > 0 ? n : 0) * sizeof(*out));
+    if (n <= 0)
+        return 0;
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_string(names[i]));
+    char *arr = json_dumps(a, JSON_COMPACT), maxruns[16];
+    json_decref(a);
+    snprintf(maxruns, sizeof(maxruns), "%d", GROUP_MAX_RUNS);
+    const char *p[] = {arr, maxruns};
+    PGresult *r = db_exec("vd_facts", 2, p, err, cap);
+    free(arr);
+    if (!r)
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < PQntuples(r) && i < n; i++) {
+        twin_facts *f = &out[i];
+        f->nruns = atoi(PQgetvalue(r, i, 1));
+        f->running = atoi(PQgetvalue(r, i, 2));
+        f->failed = atoi(PQgetvalue(r, i, 3));
+        f->diverged = PQgetvalue(r, i, 4)[0] == 't';
+        int early_miss = PQgetvalue(r, i, 5)[0] == 't', e0_miss = PQgetvalue(r, i, 6)[0] == 't';
+        long early = strtol(PQgetvalue(r, i, 7), NULL, 10);
+        f->unchecked = strtol(PQgetvalue(r, i, 8), NULL, 10);
+        f->comparable = strtol(PQgetvalue(r, i, 9), NULL, 10);
+        /* The cause rule's first divergence lacks a record when one at the earliest point does, unless the
+         * cause is configuration (then it is e0 itself), or the earliest point holds more ranks than the rule
+         * looks at (common/cause.c). Both need the whole verdict; asked for only where the status turns on it. */
+        f->missing = early_miss;
+        if (f->diverged && f->failed && (early_miss != e0_miss || early > CAUSE_MAX_ORIGIN * 4)) {
+            grp_verdict v;
+            int got = verdict_load(names[i], &v, err, cap);
+            if (got < 0) {
+                rc = -1;
+                break;
+            }
+            f->missing = got > 0 && v.first_missing;
+            verdict_release(&v);
+        }
+    }
+    PQclear(r);
+    return rc;
 }
 
 void verdict_release(grp_verdict *v)

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "common/cause.h"
+#include "server/compare/status.h"
 
 typedef struct grp_verdict {
     const char *status;    /* twin_status: pending, diverged, incomplete, match */
@@ -45,6 +46,16 @@ void verdict_register(void);
  * loaded, 0 when no run belongs to the group (v is then empty), -1 on a
  * database error (`err`). */
 int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap);
+
+/* verdict_facts - the facts twin_status decides from for `n` groups at once (names[i] into out[i]; a group
+ * without runs gets zeros, hence "pending"): one query with the same meaning as what verdict_load reads for
+ * one group (at most GROUP_MAX_RUNS runs counted, in run order; a run with a failed rank counts as failed;
+ * the same progress per rank; `missing` as the cause rule's first divergence says it). Only where the cause
+ * rule would need the manifest diff to tell `missing` (a configuration cause when the earliest point mixes
+ * missing and present records) and it matters (a diverged group with a failed run) does it ask verdict_load
+ * for that group. For the twin-group list and its status filter, and the runs list's group status.
+ * Returns 0, or -1 with the database's message in `err`. */
+int verdict_facts(const char *const *names, int n, twin_facts *out, char *err, size_t cap);
 
 /* verdict_release - drop what verdict_load made; safe on an empty verdict. */
 void verdict_release(grp_verdict *v);

@@ -81,6 +81,8 @@ static const cfg_key KEYS[] = {
     {"alert_retry_max_s", NULL, CFG_INT, F(alert_retry_max_s), 1, 86400, NULL},
     {"alert_give_up_s", NULL, CFG_INT, F(alert_give_up_s), 1, 31536000, NULL},
     {"alert_timeout_s", NULL, CFG_INT, F(alert_timeout_s), 1, 600, NULL},
+    {"alert_resend_s", NULL, CFG_INT, F(alert_resend_s), 1, 86400, NULL},
+    {"cluster", NULL, CFG_STR, F(cluster), 0, 0, NULL},
 };
 #undef F
 #define N_KEYS (sizeof(KEYS) / sizeof(KEYS[0]))
@@ -116,6 +118,7 @@ void cfg_defaults(srv_config *c)
     c->alert_retry_max_s = 300;
     c->alert_give_up_s = 259200;
     c->alert_timeout_s = 10;
+    c->alert_resend_s = 60;
 }
 
 /* parse_number - `v` as a number in lo..hi (an integer when `integer`). Returns 0, or -1 with a reason. */

@@ -60,6 +60,8 @@ typedef struct srv_config {
     int alert_retry_max_s;       /* backoff cap (300) */
     int alert_give_up_s;         /* an alert undelivered this long after it was raised: stop (259200, 3 days) */
     int alert_timeout_s;         /* per delivery attempt (10) */
+    int alert_resend_s;          /* an open alert is re-sent to Alertmanager this often (60) */
+    char cluster[128];           /* the `cluster` label of every alert ("" = none) */
 } srv_config;
 
 /* cfg_defaults - fill `c` with the built-in defaults. */

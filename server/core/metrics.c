@@ -65,6 +65,13 @@ void metrics_alert_delivery(int outcome)
         atomic_fetch_add(&alert_deliveries[outcome], 1);
 }
 
+static atomic_ulong alert_resends[2]; /* [0] failed, [1] sent */
+
+void metrics_alert_resends(int ok, unsigned long n)
+{
+    atomic_fetch_add(&alert_resends[ok ? 1 : 0], n);
+}
+
 void metrics_db_error(void)
 {
     atomic_fetch_add(&db_errors, 1);
@@ -162,5 +169,11 @@ char *metrics_render(void)
     for (int o = 0; o < MA_COUNT; o++)
         put(&b, "lockstepd_alert_deliveries_total{outcome=\"%s\"} %lu\n", alert_outcomes[o],
             atomic_load(&alert_deliveries[o]));
+    put(&b,
+        "# HELP lockstepd_alert_resends_total Open alerts re-sent to Alertmanager (every alert_resend_s), by outcome.\n"
+        "# TYPE lockstepd_alert_resends_total counter\n"
+        "lockstepd_alert_resends_total{outcome=\"sent\"} %lu\n"
+        "lockstepd_alert_resends_total{outcome=\"failed\"} %lu\n",
+        atomic_load(&alert_resends[1]), atomic_load(&alert_resends[0]));
     return b.p;
 }

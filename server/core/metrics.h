@@ -34,6 +34,9 @@ void metrics_divergence(double seconds);
 enum metric_alert { MA_DELIVERED, MA_RETRIED, MA_GIVEN_UP, MA_COUNT };
 void metrics_alert_delivery(int outcome);
 
+/* metrics_alert_resends - count `n` open alerts re-sent to Alertmanager in one request, sent (`ok`) or not. */
+void metrics_alert_resends(int ok, unsigned long n);
+
 /* metrics_db_error - count one failed database call or connection attempt. */
 void metrics_db_error(void);
 

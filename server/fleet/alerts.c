@@ -1,4 +1,4 @@
-/* alerts.c - the alert outbox: alerts enqueued in the evaluator's transaction, a delivery thread with retries and exponential backoff (at-least-once). */
+/* alerts.c - the alert outbox: alerts enqueued in the evaluator's transaction, resolved when acknowledged, repaired or superseded; a delivery thread with retries and exponential backoff (at-least-once) that re-sends open alerts to Alertmanager. */
 #include "server/fleet/alerts.h"
 
 #include <curl/curl.h>
@@ -17,6 +17,8 @@
 
 #define LEASE "60 seconds"
 #define CLAIM_MAX "20"
+#define STR(x) #x
+#define XSTR(x) STR(x)
 
 static void alert_loop(worker *w);
 static worker thread = WORKER_INIT("alert delivery", alert_loop);
@@ -67,19 +69,53 @@ static char *pg_array(const char *const *v, int n)
     return o;
 }
 
+/* labels_of - every alert's Alertmanager labels (alertname, severity, service, cluster) and the alert's own
+ * identifying ones, empty values left out, as a new object. */
+static json_t *labels_of(const alert_spec *a)
+{
+    json_t *l = json_pack("{s:s, s:s, s:s}", "alertname",
+                          !strcmp(a->kind, "suspect") ? "LockstepHardwareSuspect" : "LockstepTwinDivergence",
+                          "severity", a->severity, "service", "lockstep");
+    if (g_srv.cfg.cluster[0])
+        json_object_set_new(l, "cluster", json_string(g_srv.cfg.cluster));
+    const char *k;
+    json_t *v;
+    json_object_foreach(a->labels, k, v) if (json_is_string(v) && *json_string_value(v)) json_object_set(l, k, v);
+    return l;
+}
+
+/* annotations_of - summary and description, then the alert's own annotations (empty strings left out). */
+static json_t *annotations_of(const alert_spec *a)
+{
+    json_t *o = json_pack("{s:s, s:s}", "summary", a->summary, "description", a->body);
+    const char *k;
+    json_t *v;
+    json_object_foreach(a->annotations, k, v) if (json_is_string(v) && *json_string_value(v)) json_object_set(o, k, v);
+    return o;
+}
+
 long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
 {
     char *details = a->details ? json_dumps(a->details, JSON_COMPACT) : NULL;
     char *rcpt = pg_array(a->recipients, a->nrecipients);
+    char *blames = pg_array(a->blames, a->nblames);
+    json_t *lj = labels_of(a), *aj = annotations_of(a);
+    char *labels = json_dumps(lj, JSON_COMPACT), *ann = json_dumps(aj, JSON_COMPACT);
+    json_decref(lj);
+    json_decref(aj);
     const char *p[] = {
         a->dedup_key, a->kind, a->group, a->node, a->severity, a->summary, a->body, a->url, details ? details : "{}",
-        rcpt};
+        rcpt, labels, ann, blames, a->facts ? a->facts : ""};
     PGresult *r = sql_query("INSERT INTO alerts (dedup_key, kind, twin_group, node, severity, summary, body, url, details, "
-                       "recipients) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::text[]) "
-                       "ON CONFLICT (dedup_key) DO NOTHING RETURNING id",
-                       10, p, err, cap);
+                            "recipients, labels, annotations, blames, facts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+                            "$9::jsonb, $10::text[], $11::jsonb, $12::jsonb, $13::text[], $14) "
+                            "ON CONFLICT (dedup_key) DO NOTHING RETURNING id",
+                            14, p, err, cap);
     free(details);
     free(rcpt);
+    free(blames);
+    free(labels);
+    free(ann);
     if (!r)
         return -1;
     if (PQntuples(r) == 0) {
@@ -90,6 +126,11 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
     char ids[32];
     snprintf(ids, sizeof(ids), "%lld", id);
     PQclear(r);
+    const char *pi[] = {ids};
+    /* the alert's own id is a label too: a superseding alert never shares its label set */
+    if (sql_do("UPDATE alerts SET labels = labels || jsonb_build_object('lockstep_alert_id', id::text) WHERE id = $1",
+               1, pi, err, cap) < 0)
+        return -1;
     const char *sinks[4];
     int n = 0;
     if (g_srv.cfg.webhook_url[0])
@@ -109,40 +150,127 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
     return id;
 }
 
+/* Ending alerts: resolved_at and why, and a 'resolved' delivery for every HTTP sink the alert went to. $1 picks
+ * the alerts (RESOLVE_WHERE), $2 the reason, $3 who, $4 the superseding alert. */
+#define RESOLVE_SQL(where)                                                                                             \
+    "WITH r AS (UPDATE alerts SET resolved_at = now(), resolved_reason = $2, resolved_by = $3, "                       \
+    "superseded_by = $4::bigint WHERE resolved_at IS NULL AND " where " RETURNING id), "                               \
+    "d AS (INSERT INTO alert_deliveries (alert_id, sink, phase) SELECT x.alert_id, x.sink, 'resolved' "                \
+    "FROM alert_deliveries x JOIN r ON r.id = x.alert_id WHERE x.phase = 'firing' "                                    \
+    "AND x.sink IN ('webhook', 'slack', 'alertmanager') ON CONFLICT DO NOTHING RETURNING 1) "                          \
+    "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM d), (SELECT string_agg(id::text, ',') FROM r)"
+
+static int resolve(const char *sql, const char *arg, const char *reason, const char *by, long long superseded_by,
+                   char *err, size_t cap)
+{
+    char sup[32];
+    snprintf(sup, sizeof(sup), "%lld", superseded_by);
+    const char *p[] = {arg, reason, by, superseded_by > 0 ? sup : NULL};
+    PGresult *r = sql_query(sql, 4, p, err, cap);
+    if (!r)
+        return -1;
+    int n = atoi(PQgetvalue(r, 0, 0));
+    if (n)
+        log_info("alerts %s ended (%s%s%s); %s resolution messages queued", PQgetvalue(r, 0, 2), reason,
+                 by ? " by " : "", by ? by : "", PQgetvalue(r, 0, 1));
+    PQclear(r);
+    return n;
+}
+
+int alert_resolve(long long id, const char *reason, const char *by, long long superseded_by, char *err, size_t cap)
+{
+    char ids[32];
+    snprintf(ids, sizeof(ids), "%lld", id);
+    return resolve(RESOLVE_SQL("id = $1::bigint"), ids, reason, by, superseded_by, err, cap);
+}
+
+int alert_resolve_blaming(const char *node, char *err, size_t cap)
+{
+    return resolve(RESOLVE_SQL("$1 = ANY (blames)"), node, "repaired", node, 0, err, cap);
+}
+
 void alert_notify(void)
 {
     worker_kick(&thread);
 }
 
-/* deliver_one - send alert `id` through `sink`; record the outcome. */
-static void deliver_one(const char *id, const char *sink, int attempts)
+/* iso_in - the UTC time `seconds` from now as Alertmanager's timestamps ("2026-11-29T12:00:00.000Z"). */
+static void iso_in(double seconds, char *out, size_t cap)
 {
-    char err[600] = "";
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    time_t t = ts.tv_sec + (time_t)seconds;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char base[64];
+    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, cap, "%.40s.%03dZ", base, (int)(ts.tv_nsec / 1000000) % 1000);
+}
+
+/* Alertmanager resolves a firing alert it has not heard of by its endsAt: four re-send periods ahead (as
+ * Prometheus does), so that a lost re-send or two does not end it, and a lockstepd that is gone does. */
+#define AM_LAPSE_PERIODS 4
+
+#define ALERT_COLS                                                                                                     \
+    "id, kind, twin_group, node, severity, summary, body, url, details::text, array_to_string(recipients, ','), "      \
+    "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), labels::text, annotations::text, " \
+    "to_char(resolved_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), resolved_reason, resolved_by, "    \
+    "superseded_by"
+
+/* msg_of - row `i` of an ALERT_COLS result as the sinks see it in `phase` (JSON members owned by the caller:
+ * msg_free). */
+static void msg_of(PGresult *r, int i, int resolved, char *ends_at, size_t ecap, alert_msg *m)
+{
+    const char *resolved_at = PQgetisnull(r, i, 13) ? NULL : PQgetvalue(r, i, 13);
+    if (resolved && resolved_at)
+        snprintf(ends_at, ecap, "%s", resolved_at);
+    else
+        iso_in((double)AM_LAPSE_PERIODS * g_srv.cfg.alert_resend_s, ends_at, ecap);
+    *m = (alert_msg){.id = strtoll(PQgetvalue(r, i, 0), NULL, 10),
+                     .kind = PQgetvalue(r, i, 1),
+                     .group = PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2),
+                     .node = PQgetisnull(r, i, 3) ? NULL : PQgetvalue(r, i, 3),
+                     .severity = PQgetvalue(r, i, 4),
+                     .summary = PQgetvalue(r, i, 5),
+                     .body = PQgetvalue(r, i, 6),
+                     .url = PQgetvalue(r, i, 7),
+                     .details = json_loads(PQgetvalue(r, i, 8), 0, NULL),
+                     .recipients = PQgetvalue(r, i, 9),
+                     .created_at = PQgetvalue(r, i, 10),
+                     .labels = json_loads(PQgetvalue(r, i, 11), 0, NULL),
+                     .annotations = json_loads(PQgetvalue(r, i, 12), 0, NULL),
+                     .resolved = resolved,
+                     .ends_at = ends_at,
+                     .resolved_at = resolved_at,
+                     .resolved_reason = PQgetisnull(r, i, 14) ? NULL : PQgetvalue(r, i, 14),
+                     .resolved_by = PQgetisnull(r, i, 15) ? NULL : PQgetvalue(r, i, 15),
+                     .superseded_by = PQgetisnull(r, i, 16) ? 0 : strtoll(PQgetvalue(r, i, 16), NULL, 10)};
+}
+
+static void msg_free(alert_msg *m)
+{
+    json_decref(m->details);
+    json_decref(m->labels);
+    json_decref(m->annotations);
+}
+
+/* deliver_one - send `phase` ("firing" or "resolved") of alert `id` through `sink`; record the outcome. */
+static void deliver_one(const char *id, const char *sink, const char *phase, int attempts)
+{
+    char err[600] = "", ends_at[64];
     const char *p[] = {id};
-    PGresult *r = sql_query("SELECT id, kind, twin_group, node, severity, summary, body, url, details::text, "
-                       "array_to_string(recipients, ','), to_char(created_at AT TIME ZONE 'UTC', "
-                       "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') FROM alerts WHERE id = $1",
-                       1, p, err, sizeof(err));
+    PGresult *r = sql_query("SELECT " ALERT_COLS " FROM alerts WHERE id = $1", 1, p, err, sizeof(err));
     if (!r || PQntuples(r) != 1) {
         PQclear(r);
         return;
     }
-    json_t *details = json_loads(PQgetvalue(r, 0, 8), 0, NULL);
-    alert_msg m = {.id = strtoll(id, NULL, 10),
-                   .kind = PQgetvalue(r, 0, 1),
-                   .group = PQgetisnull(r, 0, 2) ? NULL : PQgetvalue(r, 0, 2),
-                   .node = PQgetisnull(r, 0, 3) ? NULL : PQgetvalue(r, 0, 3),
-                   .severity = PQgetvalue(r, 0, 4),
-                   .summary = PQgetvalue(r, 0, 5),
-                   .body = PQgetvalue(r, 0, 6),
-                   .url = PQgetvalue(r, 0, 7),
-                   .details = details,
-                   .recipients = PQgetvalue(r, 0, 9),
-                   .created_at = PQgetvalue(r, 0, 10)};
+    int resolved = !strcmp(phase, "resolved");
+    alert_msg m;
+    msg_of(r, 0, resolved, ends_at, sizeof(ends_at), &m);
     int ok = sink_deliver(sink, &m, err, sizeof(err)) == 0;
-    json_decref(details);
+    msg_free(&m);
     PQclear(r);
-    char delay[64], give_up[64], e2[256];
+    char delay[64], give_up[64], resend[64], e2[256];
     long long ms = g_srv.cfg.alert_retry_ms;
     for (int i = 1; i < attempts && ms < (long long)g_srv.cfg.alert_retry_max_s * 1000; i++)
         ms *= 2;
@@ -150,29 +278,45 @@ static void deliver_one(const char *id, const char *sink, int attempts)
         ms = (long long)g_srv.cfg.alert_retry_max_s * 1000;
     snprintf(delay, sizeof(delay), "%lld milliseconds", ms);
     snprintf(give_up, sizeof(give_up), "%d seconds", g_srv.cfg.alert_give_up_s);
-    const char *q[] = {id, sink, ok ? NULL : err, delay, give_up};
-    /* A delivery still failing alert_give_up_s after the alert was raised stops: 'failed', kept with its
-     * last error for the dashboard and the API, and counted in /metrics. */
-    r = sql_query(ok ? "UPDATE alert_deliveries SET state = 'delivered', delivered_at = now(), last_error = $3 "
-                  "WHERE alert_id = $1 AND sink = $2 AND $4::interval IS NOT NULL AND $5::interval IS NOT NULL "
-                  "RETURNING state"
-                : "UPDATE alert_deliveries d SET next_at = now() + $4::interval, last_error = $3, state = CASE WHEN "
-                  "a.created_at < now() - $5::interval THEN 'failed' ELSE 'pending' END FROM alerts a "
-                  "WHERE a.id = d.alert_id AND d.alert_id = $1 AND d.sink = $2 RETURNING d.state",
-             5, q, e2, sizeof(e2));
+    snprintf(resend, sizeof(resend), "%d seconds", g_srv.cfg.alert_resend_s);
+    const char *q[] = {id, sink, ok ? NULL : err, delay, give_up, phase, resend};
+    /* A delivery still failing alert_give_up_s after the alert was raised (its resolution: after it ended)
+     * stops: 'failed', kept with its last error for the dashboard and the API, and counted in /metrics. Once
+     * Alertmanager has a firing alert, it hears of it again every alert_resend_s while it is open. */
+    r = sql_query(ok ? "WITH u AS (UPDATE alert_deliveries SET state = 'delivered', delivered_at = now(), last_error = $3 "
+                       "WHERE alert_id = $1 AND sink = $2 AND phase = $6 AND $4::interval IS NOT NULL "
+                       "AND $5::interval IS NOT NULL RETURNING state), "
+                       "a AS (UPDATE alerts SET resend_at = now() + $7::interval WHERE id = $1 AND $2 = 'alertmanager' "
+                       "AND $6 = 'firing' AND resolved_at IS NULL RETURNING 1) SELECT state FROM u"
+                     : "UPDATE alert_deliveries d SET next_at = now() + $4::interval, last_error = $3, state = CASE "
+                       "WHEN (CASE WHEN d.phase = 'resolved' THEN a.resolved_at ELSE a.created_at END) "
+                       "< now() - $5::interval THEN 'failed' ELSE 'pending' END FROM alerts a "
+                       "WHERE a.id = d.alert_id AND d.alert_id = $1 AND d.sink = $2 AND d.phase = $6 "
+                       "AND $7::interval IS NOT NULL RETURNING d.state",
+                  7, q, e2, sizeof(e2));
     int gave_up = r && PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "failed");
     if (!r)
         log_warn("alerts: cannot record the delivery of alert %s to %s: %s", id, sink, e2);
     PQclear(r);
     metrics_alert_delivery(ok ? MA_DELIVERED : gave_up ? MA_GIVEN_UP : MA_RETRIED);
     if (ok)
-        log_info("alert %s delivered to %s (attempt %d)", id, sink, attempts);
+        log_info("alert %s%s delivered to %s (attempt %d)", id, resolved ? " resolution" : "", sink, attempts);
     else if (gave_up)
-        log_error("alert %s not delivered to %s after %d attempts in %d s; given up: %s", id, sink, attempts,
-                  g_srv.cfg.alert_give_up_s, err);
+        log_error("alert %s %snot delivered to %s after %d attempts in %d s; given up: %s", id,
+                  resolved ? "resolution " : "", sink, attempts, g_srv.cfg.alert_give_up_s, err);
     else
-        log_warn("alert %s not delivered to %s (attempt %d, next in %lld ms): %s", id, sink, attempts, ms, err);
+        log_warn("alert %s %snot delivered to %s (attempt %d, next in %lld ms): %s", id, resolved ? "resolution " : "",
+                 sink, attempts, ms, err);
 }
+
+/* What may be sent now: a firing message when due; a resolution when due, once its sink's firing message is no
+ * longer pending (messages arrive in order) and, for Alertmanager, no re-send of the alert is in flight (the
+ * resolution is the last word). */
+#define CLAIMABLE                                                                                                      \
+    "x.state = 'pending' AND (x.phase = 'firing' OR (NOT EXISTS (SELECT 1 FROM alert_deliveries f "                 \
+    "WHERE f.alert_id = x.alert_id AND f.sink = x.sink AND f.phase = 'firing' AND f.state = 'pending') AND "          \
+    "(x.sink <> 'alertmanager' OR NOT EXISTS (SELECT 1 FROM alerts a WHERE a.id = x.alert_id "                       \
+    "AND a.resend_busy_until > now()))))"
 
 /* deliver_due - claim due deliveries (a lease keeps other lockstepd off
  * them) and send each. Returns the seconds until the next one is due. */
@@ -180,21 +324,22 @@ static double deliver_due(void)
 {
     char err[512];
     PGresult *r = sql_query("UPDATE alert_deliveries d SET next_at = now() + interval '" LEASE "', "
-                       "attempts = d.attempts + 1 FROM (SELECT alert_id, sink FROM alert_deliveries "
-                       "WHERE state = 'pending' AND next_at <= now() ORDER BY next_at LIMIT " CLAIM_MAX
-                       " FOR UPDATE SKIP LOCKED) c WHERE d.alert_id = c.alert_id AND d.sink = c.sink "
-                       "RETURNING d.alert_id, d.sink, d.attempts",
-                       0, NULL, err, sizeof(err));
+                            "attempts = d.attempts + 1 FROM (SELECT x.alert_id, x.sink, x.phase FROM alert_deliveries x "
+                            "WHERE " CLAIMABLE " AND x.next_at <= now() ORDER BY x.next_at LIMIT " CLAIM_MAX
+                            " FOR UPDATE SKIP LOCKED) c WHERE d.alert_id = c.alert_id AND d.sink = c.sink "
+                            "AND d.phase = c.phase RETURNING d.alert_id, d.sink, d.phase, d.attempts",
+                            0, NULL, err, sizeof(err));
     if (!r)
         return 1.0;
     int n = PQntuples(r);
     for (int i = 0; i < n; i++)
-        deliver_one(PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), atoi(PQgetvalue(r, i, 2)));
+        deliver_one(PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), atoi(PQgetvalue(r, i, 3)));
     PQclear(r);
     if (n)
         return 0;
-    r = sql_query("SELECT extract(epoch FROM min(next_at) - now()) FROM alert_deliveries WHERE state = 'pending'", 0, NULL,
-             err, sizeof(err));
+    r = sql_query("SELECT extract(epoch FROM least((SELECT min(x.next_at) FROM alert_deliveries x WHERE " CLAIMABLE
+                  "), (SELECT min(resend_at) FROM alerts WHERE resolved_at IS NULL AND $1)) - now())",
+                  1, (const char *[]){g_srv.cfg.alertmanager_url[0] ? "true" : "false"}, err, sizeof(err));
     double wait = 5.0;
     if (r && !PQgetisnull(r, 0, 0))
         wait = atof(PQgetvalue(r, 0, 0));
@@ -202,10 +347,71 @@ static double deliver_due(void)
     return wait < 0.01 ? 0.01 : wait > 5.0 ? 5.0 : wait;
 }
 
+#define RESEND_MAX 500 /* alerts in one POST */
+
+/* resend_due - post every open alert whose re-send is due to Alertmanager again, in one request, with the labels
+ * it was raised with; claimed with a lease so that one lockstepd sends each. Returns how many it sent. */
+static int resend_due(void)
+{
+    if (!g_srv.cfg.alertmanager_url[0])
+        return 0;
+    char err[600], resend[64], busy[64];
+    snprintf(resend, sizeof(resend), "%d seconds", g_srv.cfg.alert_resend_s);
+    snprintf(busy, sizeof(busy), "%d seconds", g_srv.cfg.alert_timeout_s + 5);
+    const char *p[] = {resend, busy};
+    PGresult *r = sql_query("UPDATE alerts SET resend_at = now() + $1::interval, resend_busy_until = now() + $2::interval "
+                            "WHERE id IN (SELECT id FROM alerts WHERE resolved_at IS NULL AND resend_at <= now() "
+                            "ORDER BY resend_at LIMIT " XSTR(RESEND_MAX) " FOR UPDATE SKIP LOCKED) RETURNING " ALERT_COLS,
+                            2, p, err, sizeof(err));
+    if (!r) {
+        log_warn("alerts: cannot claim the Alertmanager re-sends: %s (hint: retried in a moment)", err);
+        return 0;
+    }
+    int n = PQntuples(r);
+    if (!n) {
+        PQclear(r);
+        return 0;
+    }
+    json_t *arr = json_array();
+    char ids[RESEND_MAX * 21 + 3];
+    size_t il = (size_t)snprintf(ids, sizeof(ids), "{");
+    for (int i = 0; i < n; i++) {
+        char ends_at[64];
+        alert_msg m;
+        msg_of(r, i, 0, ends_at, sizeof(ends_at), &m);
+        json_array_append_new(arr, sink_am_alert(&m));
+        msg_free(&m);
+        il += (size_t)snprintf(ids + il, sizeof(ids) - il, "%s%s", i ? "," : "", PQgetvalue(r, i, 0));
+    }
+    snprintf(ids + il, sizeof(ids) - il, "}");
+    PQclear(r);
+    char url[1200];
+    sink_am_url(url, sizeof(url));
+    char *body = json_dumps(arr, JSON_COMPACT);
+    json_decref(arr);
+    int ok = body && sink_post(url, body, err, sizeof(err)) == 0;
+    free(body);
+    /* A failed re-send is tried again at the next period, as Prometheus does: Alertmanager keeps a firing
+     * alert for AM_LAPSE_PERIODS periods, so a few failures in a row end nothing. */
+    char e2[256];
+    const char *q[] = {ids};
+    if (sql_do("UPDATE alerts SET resend_busy_until = NULL WHERE id = ANY ($1::bigint[])", 1, q, e2, sizeof(e2)) < 0)
+        log_warn("alerts: cannot record the Alertmanager re-send: %s", e2);
+    metrics_alert_resends(ok, (unsigned long)n);
+    if (ok)
+        log_debug("alerts: %d open alerts re-sent to Alertmanager", n);
+    else
+        log_warn("alerts: re-sending %d open alerts to Alertmanager failed (next try in %d s): %s", n,
+                 g_srv.cfg.alert_resend_s, err);
+    return n;
+}
+
 static void alert_loop(worker *w)
 {
     for (;;) {
         double wait = deliver_due();
+        if (resend_due() > 0)
+            wait = 0;
         worker_lock(w);
         int stop = worker_wait_locked(w, wait);
         worker_unlock(w);

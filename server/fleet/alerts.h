@@ -1,4 +1,4 @@
-/* alerts.h - the alert outbox: alerts enqueued in the evaluator's transaction, a delivery thread with retries and exponential backoff (at-least-once). */
+/* alerts.h - the alert outbox: alerts enqueued in the evaluator's transaction, resolved when acknowledged, repaired or superseded; a delivery thread with retries and exponential backoff (at-least-once) that re-sends open alerts to Alertmanager. */
 #ifndef SERVER_FLEET_ALERTS_H
 #define SERVER_FLEET_ALERTS_H
 
@@ -18,6 +18,13 @@ typedef struct alert_spec {
     json_t *details;               /* borrowed; may be NULL */
     const char *const *recipients; /* job users for mail */
     int nrecipients;
+    json_t *labels;                /* borrowed; identifying Alertmanager labels beside the ones every alert has
+                                    * (alertname, severity, service, cluster, lockstep_alert_id); empty values
+                                    * are left out. May be NULL. */
+    json_t *annotations;           /* borrowed; Alertmanager annotations (summary and description are added) */
+    const char *const *blames;     /* nodes the alert blames: repairing one resolves it */
+    int nblames;
+    const char *facts;             /* what the alert reports, as a comparable string (or NULL) */
 } alert_spec;
 
 /* alert_enqueue - insert the alert and one pending delivery per configured
@@ -26,6 +33,16 @@ typedef struct alert_spec {
  * the new alert's id, 0 when an alert with that dedup key already exists,
  * -1 on a database error (message in `err`). */
 long long alert_enqueue(const alert_spec *a, char *err, size_t cap);
+
+/* alert_resolve - end alert `id` if it is still open, inside the caller's open transaction: set resolved_at,
+ * `reason` ("acknowledged", "superseded"), `by` (who acknowledged; may be NULL) and `superseded_by` (0: none),
+ * and queue one resolution delivery for each HTTP sink (webhook, Slack, Alertmanager) that had the alert.
+ * Returns 1 when it ended the alert, 0 when it was not open, -1 on a database error (message in `err`). */
+int alert_resolve(long long id, const char *reason, const char *by, long long superseded_by, char *err, size_t cap);
+
+/* alert_resolve_blaming - end every open alert that blames `node` (reason "repaired"), the same way, inside
+ * the caller's open transaction. Returns how many it ended, or -1. */
+int alert_resolve_blaming(const char *node, char *err, size_t cap);
 
 /* alert_url - the dashboard link for `fragment` (e.g. "/twins/g1"; the
  * name is percent-encoded by the caller), from public_url or the listen

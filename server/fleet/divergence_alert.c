@@ -1,4 +1,4 @@
-/* divergence_alert.c - the alert a twin group's first divergence raises: its summary, text, details and recipients. */
+/* divergence_alert.c - the alert a twin group's first divergence raises: its summary, text, details, recipients and Alertmanager labels; a new one when a re-evaluation changes what it reports, which supersedes the old. */
 #include "server/fleet/divergence_alert.h"
 
 #include <ctype.h>
@@ -7,6 +7,58 @@
 #include <string.h>
 
 #include "server/fleet/alerts.h"
+#include "server/store/sql.h"
+
+/* add_unique - append `v` to the ','-separated list `out` unless it is empty or there already. */
+static void add_unique(char *out, size_t cap, const char *v)
+{
+    if (!v || !*v)
+        return;
+    size_t l = strlen(v);
+    for (const char *p = out; *p;) {
+        const char *e = strchr(p, ',');
+        size_t pl = e ? (size_t)(e - p) : strlen(p);
+        if (pl == l && !strncmp(p, v, l))
+            return;
+        p += pl + (e ? 1 : 0);
+    }
+    size_t n = strlen(out);
+    if (n + l + 2 < cap)
+        snprintf(out + n, cap - n, "%s%s", n ? "," : "", v);
+}
+
+/* entry_of - run `id`'s entry in the first divergence's per-run entries, or NULL. */
+static json_t *entry_of(json_t *entries, const char *id)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e) if (!strcmp(json_string_value(json_object_get(e, "run_id")) ?: "", id)) return e;
+    return NULL;
+}
+
+/* earlier_alerts - the group's earlier divergence alerts: when one already reports `facts`, nothing is raised
+ * (returns 1); else returns 0 with how many there are in *count and the open ones' ids in `open` (at most
+ * `cap`, *nopen of them), which the new alert supersedes. -1 on a database error. */
+static int earlier_alerts(const char *group, const char *facts, int *count, long long *open, int cap, int *nopen,
+                          char *err, size_t ecap)
+{
+    const char *p[] = {group};
+    PGresult *r = sql_query("SELECT id, facts, resolved_at IS NULL FROM alerts WHERE kind = 'divergence' "
+                            "AND twin_group = $1 ORDER BY id",
+                            1, p, err, ecap);
+    if (!r)
+        return -1;
+    *count = PQntuples(r);
+    *nopen = 0;
+    int same = 0;
+    for (int i = 0; i < *count; i++) {
+        same |= !strcmp(PQgetvalue(r, i, 1), facts);
+        if (PQgetvalue(r, i, 2)[0] == 't' && *nopen < cap)
+            open[(*nopen)++] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+    }
+    PQclear(r);
+    return same;
+}
 
 /* run_of - the verdict's entry of run `id` (its exit), or NULL. */
 static json_t *run_of(const grp_verdict *vd, const char *id)
@@ -20,17 +72,54 @@ static json_t *run_of(const grp_verdict *vd, const char *id)
 int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict *v, char *err, size_t cap)
 {
     json_t *first = vd->first, *entries = json_object_get(first, "runs");
+    if (!json_is_object(first))
+        return 0; /* nothing diverged: nothing to report */
+    int diverged = !strcmp(vd->status, "diverged");
     const char *name = json_string_value(json_object_get(first, "name")) ?: "";
     const char *kind = json_string_value(json_object_get(first, "kind")) ?: "";
     const char *cause = json_string_value(json_object_get(first, "cause")) ?: "";
     json_int_t step = json_integer_value(json_object_get(first, "step"));
+    json_int_t occ = json_integer_value(json_object_get(first, "occurrence"));
+    json_int_t seq = json_integer_value(json_object_get(first, "seq"));
     int rank = (int)json_integer_value(json_object_get(first, "rank"));
     json_t *site = json_object_get(first, "site");
     const char *site_text = json_string_value(json_object_get(site, "text"));
+
+    /* Who diverged: the odd run out when a majority names one, else every run. Their node, GPU and job on
+     * the first divergence's rank are the alert's identifying labels. */
+    int with_majority = 0;
+    for (int a = 0; a < g->nruns; a++)
+        with_majority |= json_is_true(json_object_get(entry_of(entries, g->runs[a].id), "majority"));
+    char nodes[512] = "", gpus[512] = "", jobs[512] = "";
+    for (int a = 0; a < g->nruns; a++) {
+        if (with_majority && !json_is_false(json_object_get(entry_of(entries, g->runs[a].id), "majority")))
+            continue;
+        const hw_slot *s = group_slot(g, a, rank);
+        add_unique(nodes, sizeof(nodes), s->node);
+        add_unique(gpus, sizeof(gpus), s->gpu);
+        add_unique(jobs, sizeof(jobs), g->runs[a].job);
+    }
+    /* What the alert reports: a re-evaluation that changes any of it raises a new alert, which supersedes the
+     * open one (a third run naming the odd one, the spread rule turning hardware into software, a cause that
+     * changed, a group found incomplete after all). */
+    char facts[2048];
+    snprintf(facts, sizeof(facts), "step %lld|rank %d|%s#%lld|%s|%s|%s|%s|%s|%s|%s", (long long)step, rank, name,
+             (long long)occ, vd->status, cause, v->cls, v->implicated, nodes, gpus, jobs);
+    long long open[16];
+    int count = 0, nopen = 0;
+    int same = earlier_alerts(g->name, facts, &count, open, 16, &nopen, err, cap);
+    if (same != 0) /* reported already (1), or a database error (-1) */
+        return same < 0 ? -1 : 0;
+    if (!diverged && count == 0)
+        return 0; /* an incomplete group raises no alert of its own; it only corrects one raised before */
+
     char summary[600], frag[600], body[8192];
-    size_t i;
-    snprintf(summary, sizeof(summary), "twin group %s diverged at step %lld (rank %d, %s): %s", g->name,
-             (long long)step, rank, name, cause);
+    if (diverged)
+        snprintf(summary, sizeof(summary), "twin group %s diverged at step %lld (rank %d, %s): %s", g->name,
+                 (long long)step, rank, name, cause);
+    else
+        snprintf(summary, sizeof(summary), "twin group %s is %s after all (runs failed; first difference at step "
+                 "%lld, rank %d, %s: %s)", g->name, vd->status, (long long)step, rank, name, cause);
     /* the group name is percent-encoded in the link */
     size_t fl = (size_t)snprintf(frag, sizeof(frag), "/twins/");
     for (const unsigned char *c = (const unsigned char *)g->name; *c && fl + 4 < sizeof(frag); c++)
@@ -38,13 +127,12 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
                                                          : snprintf(frag + fl, sizeof(frag) - fl, "%%%02X", *c));
     char *url = alert_url(frag);
     size_t bl = (size_t)snprintf(body, sizeof(body),
-                                 "Twin group %s diverged: first divergence at step %lld, rank %d, record %s "
+                                 "Twin group %s %s: first divergence at step %lld, rank %d, record %s "
                                  "(occurrence %lld, seq %lld, %s)%s%s.\n"
                                  "Cause: %s: %s.\n",
-                                 g->name, (long long)step, rank, name,
-                                 (long long)json_integer_value(json_object_get(first, "occurrence")),
-                                 (long long)json_integer_value(json_object_get(first, "seq")), kind,
-                                 site_text ? ", called at " : "", site_text ? site_text : "", cause, vd->cause_why);
+                                 g->name, diverged ? "diverged" : "is incomplete", (long long)step, rank, name,
+                                 (long long)occ, (long long)seq, kind, site_text ? ", called at " : "",
+                                 site_text ? site_text : "", cause, vd->cause_why);
     if (vd->suggest[0] && bl < sizeof(body))
         bl += (size_t)snprintf(body + bl, sizeof(body) - bl,
                                "If these are run-specific values (timings, process ids), leave them out: "
@@ -54,9 +142,7 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
     const char *users[GROUP_MAX_RUNS];
     int nusers = 0;
     for (int a = 0; a < g->nruns; a++) {
-        json_t *e, *mine = NULL;
-        json_array_foreach(
-            entries, i, e) if (!strcmp(json_string_value(json_object_get(e, "run_id")) ?: "", g->runs[a].id)) mine = e;
+        json_t *mine = entry_of(entries, g->runs[a].id);
         const hw_slot *s = group_slot(g, a, rank);
         json_t *val = mine ? json_object_get(mine, "value") : NULL;
         char vtxt[64] = "none", exit_txt[48] = "running";
@@ -92,13 +178,34 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
                                vd->status, vd->status_why, v->cls, v->reason, url);
     json_t *details = json_pack(
         "{s:s, s:I, s:i, s:s, s:I, s:I, s:s, s:s, s:s, s:O, s:O, s:s?, s:s, s:s, s:s, s:o}", "group", g->name, "step",
-        step, "rank", rank, "name", name, "occurrence", json_integer_value(json_object_get(first, "occurrence")),
-        "seq", json_integer_value(json_object_get(first, "seq")), "kind", kind, "cause", cause, "cause_detail",
+        step, "rank", rank, "name", name, "occurrence", occ, "seq", seq, "kind", kind, "cause", cause, "cause_detail",
         vd->cause_why, "origin_ranks", json_object_get(first, "origin_ranks"), "site", site ? site : json_null(),
         "suggest_ignore", vd->suggest[0] ? vd->suggest : NULL, "status", vd->status, "classification", v->cls, "reason",
         v->reason, "runs", runs);
+    /* The nodes it blames (a repair of one resolves it): those of a hardware classification only. */
+    const char *blames[64];
+    int nblames = 0;
+    char implicated[sizeof(v->implicated)];
+    snprintf(implicated, sizeof(implicated), "%s", v->implicated);
+    if (!strcmp(v->cls, "hardware"))
+        for (char *save = NULL, *t = strtok_r(implicated, ",", &save); t && nblames < 64; t = strtok_r(NULL, ",", &save))
+            blames[nblames++] = t;
     char key[300];
-    snprintf(key, sizeof(key), "group:%s", g->name);
+    if (count == 0)
+        snprintf(key, sizeof(key), "group:%s", g->name);
+    else
+        snprintf(key, sizeof(key), "group:%s#%d", g->name, count + 1);
+    char step_s[32], rank_s[16], record[600];
+    snprintf(step_s, sizeof(step_s), "%lld", (long long)step);
+    snprintf(rank_s, sizeof(rank_s), "%d", rank);
+    snprintf(record, sizeof(record), "%s (occurrence %lld, seq %lld, %s)", name, (long long)occ, (long long)seq, kind);
+    json_t *labels = json_pack("{s:s, s:s, s:s, s:s}", "twin_group", g->name, "node", nodes, "gpu_uuid", gpus,
+                               "job_id", jobs);
+    /* Annotations (empty ones are left out): where (first step, rank, record, call site), how (the cause, in a
+     * word and in sentences), the group's status, and the fleet's classification. */
+    json_t *ann = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "first_step", step_s, "rank", rank_s,
+                            "record", record, "site", site_text ? site_text : "", "cause", cause, "cause_detail",
+                            vd->cause_why, "status", vd->status, "classification", v->cls);
     alert_spec a = {.dedup_key = key,
                     .kind = "divergence",
                     .group = g->name,
@@ -108,9 +215,19 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
                     .url = url,
                     .details = details,
                     .recipients = users,
-                    .nrecipients = nusers};
+                    .nrecipients = nusers,
+                    .labels = labels,
+                    .annotations = ann,
+                    .blames = blames,
+                    .nblames = nblames,
+                    .facts = facts};
     long long id = alert_enqueue(&a, err, cap);
     json_decref(details);
+    json_decref(labels);
+    json_decref(ann);
     free(url);
+    for (int k = 0; id > 0 && k < nopen; k++)
+        if (alert_resolve(open[k], "superseded", NULL, id, err, cap) < 0)
+            return -1;
     return id < 0 ? -1 : 0;
 }

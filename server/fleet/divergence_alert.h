@@ -1,4 +1,4 @@
-/* divergence_alert.h - the alert a twin group's first divergence raises: its summary, text, details and recipients. */
+/* divergence_alert.h - the alert a twin group's first divergence raises: its summary, text, details, recipients and Alertmanager labels; a new one when a re-evaluation changes what it reports, which supersedes the old. */
 #ifndef SERVER_FLEET_DIVERGENCE_ALERT_H
 #define SERVER_FLEET_DIVERGENCE_ALERT_H
 
@@ -10,12 +10,18 @@
 #include "server/fleet/group.h"
 
 /* divergence_alert_enqueue - enqueue group `g`'s first-divergence alert
- * (once per group: a second call is a no-op) inside the evaluator's open
- * transaction: where and how the runs parted (the verdict's first divergence,
- * with its cause, origin ranks, call site, and the ignore rule when every
- * rank's inputs differed), each run's values and exit, the group's status,
- * and `v`, the hardware-or-software classification. Returns 0, or -1 with
- * the database's message in `err`. */
+ * inside the evaluator's open transaction: where and how the runs parted (the
+ * verdict's first divergence, with its cause, origin ranks, call site, and the
+ * ignore rule when every rank's inputs differed), each run's values and exit,
+ * the group's status, and `v`, the hardware-or-software classification, with
+ * Alertmanager labels naming the diverging runs' nodes, GPUs and jobs. Once
+ * for what it reports (a call that reports the same again is a no-op): when a
+ * re-evaluation changes that (the first divergence, its cause, the group's
+ * status, the classification, the implicated hardware or the diverging runs),
+ * a new alert is raised and the group's open one is resolved as superseded by
+ * it. A group that is not "diverged" (incomplete: its runs failed) raises
+ * nothing unless it was alerted before; then the new alert says so. Returns 0,
+ * or -1 with the database's message in `err`. */
 int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict *v, char *err, size_t cap);
 
 #endif /* SERVER_FLEET_DIVERGENCE_ALERT_H */

@@ -51,13 +51,15 @@ void fleet_notify(const char *group)
     worker_unlock(&thread);
 }
 
-/* Groups with recent activity that are ready (two runs or more, and a
- * divergence or every run ended) and whose state changed since they were
- * last evaluated. */
+/* Groups with recent activity (a run started or ended, a divergence, a rank
+ * that failed) that are ready (two runs or more, and a divergence or every
+ * run ended) and whose state changed since they were last evaluated. */
 #define RECENT "now() - interval '15 minutes'"
 #define Q_CHANGED                                                                                                      \
     "SELECT a.g FROM (SELECT twin_group AS g FROM runs WHERE twin_group IS NOT NULL AND (created_at > " RECENT         \
-    " OR ended_at > " RECENT ") UNION SELECT twin_group FROM divergences WHERE detected_at > " RECENT ") a "           \
+    " OR ended_at > " RECENT ") UNION SELECT twin_group FROM divergences WHERE detected_at > " RECENT                \
+    " UNION SELECT r.twin_group FROM rank_ends e JOIN runs r USING (run_key) WHERE r.twin_group IS NOT NULL AND "   \
+    "e.exit_code <> 0 AND e.ended_at > " RECENT ") a "                                                                 \
     "WHERE (SELECT count(*) FROM runs r WHERE r.twin_group = a.g) >= 2 AND (EXISTS (SELECT 1 FROM divergences d "      \
     "WHERE d.twin_group = a.g) OR NOT EXISTS (SELECT 1 FROM runs r WHERE r.twin_group = a.g AND r.status = "           \
     "'running')) AND NOT EXISTS (SELECT 1 FROM group_evidence e WHERE e.twin_group = a.g AND e.signature = "           \

@@ -146,6 +146,13 @@ static int suspect_alert(const ent *e, const char *hist_id, char *err, size_t ca
     json_t *d = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "node", e->id, "score", e->res.score, "involvements", e->k,
                           "runs", e->expo, "rate", e->res.rate, "baseline", e->res.baseline);
     const char *admin[] = {g_srv.cfg.mail_admin};
+    const char *blames[] = {e->id};
+    char score[32], inv[64];
+    snprintf(score, sizeof(score), "%.3f", e->res.score);
+    snprintf(inv, sizeof(inv), "%.2f in %.0f runs (rate %.3f, fleet baseline %.3f)", e->k, e->expo, e->res.rate,
+             e->res.baseline);
+    json_t *labels = json_pack("{s:s}", "node", e->id);
+    json_t *ann = json_pack("{s:s, s:s, s:s}", "score", score, "involvements", inv, "classification", "hardware");
     alert_spec a = {.dedup_key = key,
                     .kind = "suspect",
                     .node = e->id,
@@ -155,9 +162,15 @@ static int suspect_alert(const ent *e, const char *hist_id, char *err, size_t ca
                     .url = url,
                     .details = d,
                     .recipients = admin,
-                    .nrecipients = g_srv.cfg.mail_admin[0] ? 1 : 0};
+                    .nrecipients = g_srv.cfg.mail_admin[0] ? 1 : 0,
+                    .labels = labels,
+                    .annotations = ann,
+                    .blames = blames,
+                    .nblames = 1};
     long long id = alert_enqueue(&a, err, cap);
     json_decref(d);
+    json_decref(labels);
+    json_decref(ann);
     free(url);
     return id < 0 ? -1 : 0;
 }

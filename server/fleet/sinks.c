@@ -35,17 +35,43 @@ char *sink_slack_escape(const char *s)
     return o;
 }
 
+void sink_resolution_text(const alert_msg *a, char *out, size_t cap)
+{
+    const char *why = a->resolved_reason ? a->resolved_reason : "";
+    const char *by = a->resolved_by && *a->resolved_by ? a->resolved_by : NULL;
+    if (!strcmp(why, "acknowledged"))
+        snprintf(out, cap, "acknowledged%s%s", by ? " by " : "", by ? by : "");
+    else if (!strcmp(why, "repaired"))
+        snprintf(out, cap, "node %s repaired", by ? by : "?");
+    else if (!strcmp(why, "superseded") && a->superseded_by > 0)
+        snprintf(out, cap, "superseded by alert %lld (the group was evaluated again and its report changed)",
+                 a->superseded_by);
+    else
+        snprintf(out, cap, "%s", *why ? why : "resolved");
+}
+
 static json_t *slack_payload(const alert_msg *a)
 {
     char *sum = sink_slack_escape(a->summary), *body = sink_slack_escape(a->body);
     char *url = sink_slack_escape(a->url);
     if (strlen(body) > 2900)
         strcpy(body + 2890, "\n…");
-    char head[1200], link[1200];
-    snprintf(head, sizeof(head), ":rotating_light: *lockstep: %s*", sum);
+    char head[1200], link[1200], fallback[2000], why[400];
     snprintf(link, sizeof(link), "<%s|Open in the Lockstep dashboard>", url);
-    char fallback[2000];
-    snprintf(fallback, sizeof(fallback), "lockstep: %s — %s", a->summary, a->url);
+    if (a->resolved) {
+        sink_resolution_text(a, why, sizeof(why));
+        char *w = sink_slack_escape(why);
+        snprintf(head, sizeof(head), ":white_check_mark: *lockstep: resolved — %s*", sum);
+        snprintf(fallback, sizeof(fallback), "lockstep: resolved (%s): %s — %s", why, a->summary, a->url);
+        free(body);
+        size_t n = strlen(w) + 64;
+        body = xmalloc(n);
+        snprintf(body, n, "Resolved: %s.", w);
+        free(w);
+    } else {
+        snprintf(head, sizeof(head), ":rotating_light: *lockstep: %s*", sum);
+        snprintf(fallback, sizeof(fallback), "lockstep: %s — %s", a->summary, a->url);
+    }
     json_t *o =
         json_pack("{s:s, s:[{s:s, s:{s:s, s:s}}, {s:s, s:{s:s, s:s}}, {s:s, s:[{s:s, s:s}]}]}", "text", fallback,
                   "blocks", "type", "section", "text", "type", "mrkdwn", "text", head, "type", "section", "text",
@@ -56,27 +82,51 @@ static json_t *slack_payload(const alert_msg *a)
     return o;
 }
 
+json_t *sink_am_alert(const alert_msg *a)
+{
+    json_t *labels = a->labels && json_object_size(a->labels) ? json_deep_copy(a->labels) : json_object();
+    if (!json_object_size(labels)) { /* never without an identity: the alert's own id and kind */
+        char id[32];
+        snprintf(id, sizeof(id), "%lld", a->id);
+        json_object_set_new(labels, "alertname", json_string(!strcmp(a->kind, "suspect") ? "LockstepHardwareSuspect"
+                                                                                           : "LockstepTwinDivergence"));
+        json_object_set_new(labels, "lockstep_alert_id", json_string(id));
+    }
+    json_t *ann = a->annotations && json_object_size(a->annotations)
+                      ? json_deep_copy(a->annotations)
+                      : json_pack("{s:s, s:s}", "summary", a->summary, "description", a->body);
+    json_t *o = json_pack("{s:o, s:o, s:s, s:s}", "labels", labels, "annotations", ann, "generatorURL", a->url,
+                          "startsAt", a->created_at);
+    if (a->ends_at)
+        json_object_set_new(o, "endsAt", json_string(a->ends_at));
+    return o;
+}
+
 json_t *sink_payload(const char *sink, const alert_msg *a)
 {
-    if (!strcmp(sink, "webhook"))
-        return json_pack("{s:I, s:s, s:s, s:s?, s:s?, s:s, s:s, s:s, s:s, s:O}", "id", (json_int_t)a->id, "kind",
-                         a->kind, "created_at", a->created_at, "group", a->group, "node", a->node, "severity",
-                         a->severity, "summary", a->summary, "text", a->body, "url", a->url, "details",
-                         a->details ? a->details : json_null());
+    if (!strcmp(sink, "webhook")) {
+        json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:s?, s:s?, s:s, s:s, s:s, s:s, s:O}", "id", (json_int_t)a->id,
+                              "kind", a->kind, "status", a->resolved ? "resolved" : "firing", "created_at",
+                              a->created_at, "group", a->group, "node", a->node, "severity", a->severity, "summary",
+                              a->summary, "text", a->body, "url", a->url, "details",
+                              a->details ? a->details : json_null());
+        if (a->resolved) {
+            char why[400];
+            sink_resolution_text(a, why, sizeof(why));
+            json_object_set_new(o, "resolved_at", a->resolved_at ? json_string(a->resolved_at) : json_null());
+            json_object_set_new(o, "resolved_reason", a->resolved_reason ? json_string(a->resolved_reason) : json_null());
+            json_object_set_new(o, "resolved_by", a->resolved_by ? json_string(a->resolved_by) : json_null());
+            json_object_set_new(o, "superseded_by", a->superseded_by > 0 ? json_integer(a->superseded_by) : json_null());
+            json_object_set_new(o, "resolution", json_string(why));
+        }
+        return o;
+    }
     if (!strcmp(sink, "slack"))
         return slack_payload(a);
     if (!strcmp(sink, "alertmanager")) {
-        char id[32];
-        snprintf(id, sizeof(id), "%lld", a->id);
-        json_t *labels = json_pack("{s:s, s:s, s:s, s:s}", "alertname",
-                                   !strcmp(a->kind, "suspect") ? "LockstepHardwareSuspect" : "LockstepTwinDivergence",
-                                   "severity", a->severity, "service", "lockstep", "lockstep_alert_id", id);
-        if (a->group)
-            json_object_set_new(labels, "twin_group", json_string(a->group));
-        if (a->node)
-            json_object_set_new(labels, "node", json_string(a->node));
-        return json_pack("[{s:o, s:{s:s, s:s}, s:s, s:s}]", "labels", labels, "annotations", "summary", a->summary,
-                         "description", a->body, "generatorURL", a->url, "startsAt", a->created_at);
+        json_t *arr = json_array();
+        json_array_append_new(arr, sink_am_alert(a));
+        return arr;
     }
     return NULL;
 }
@@ -141,7 +191,7 @@ static size_t drop(void *p, size_t s, size_t n, void *u)
     return s * n;
 }
 
-static int http_post(const char *url, const char *body, char *err, size_t cap)
+int sink_post(const char *url, const char *body, char *err, size_t cap)
 {
     CURL *c = curl_easy_init();
     if (!c) {
@@ -229,9 +279,22 @@ done:
     return -1;
 }
 
+void sink_am_url(char *out, size_t cap)
+{
+    const char *base = g_srv.cfg.alertmanager_url;
+    size_t l = strlen(base);
+    while (l && base[l - 1] == '/')
+        l--;
+    snprintf(out, cap, "%.*s/api/v2/alerts", (int)l, base);
+}
+
 int sink_deliver(const char *sink, const alert_msg *a, char *err, size_t cap)
 {
     if (!strcmp(sink, "mail")) {
+        if (a->resolved) {
+            snprintf(err, cap, "mail carries no resolution message");
+            return -1;
+        }
         if (!g_srv.cfg.mail_program[0]) {
             snprintf(err, cap, "mail_program is not configured");
             return -1;
@@ -255,14 +318,10 @@ int sink_deliver(const char *sink, const alert_msg *a, char *err, size_t cap)
         return -1;
     }
     char url[1200];
-    if (!strcmp(sink, "alertmanager")) {
-        size_t l = strlen(base);
-        while (l && base[l - 1] == '/')
-            l--;
-        snprintf(url, sizeof(url), "%.*s/api/v2/alerts", (int)l, base);
-    } else {
+    if (!strcmp(sink, "alertmanager"))
+        sink_am_url(url, sizeof(url));
+    else
         snprintf(url, sizeof(url), "%s", base);
-    }
     json_t *p = sink_payload(sink, a);
     char *body = p ? json_dumps(p, JSON_COMPACT) : NULL;
     json_decref(p);
@@ -270,7 +329,7 @@ int sink_deliver(const char *sink, const alert_msg *a, char *err, size_t cap)
         snprintf(err, cap, "cannot build the %s payload", sink);
         return -1;
     }
-    int rc = http_post(url, body, err, cap);
+    int rc = sink_post(url, body, err, cap);
     free(body);
     return rc;
 }

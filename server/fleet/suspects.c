@@ -354,8 +354,11 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
     }
     for (int a = 0; a < g->nruns; a++)
         all_ended &= strcmp(PQgetvalue(runs, a, 5), "running") != 0;
-    if (g->nruns < 2 || (!ndivs && !all_ended)) {
-        rc = 0; /* not ready: compared only once it diverged or every run ended */
+    /* An incomplete group with a first difference (a failure explains it) is decided too, even while the
+     * launcher's killed ranks never report: an alert raised when it looked diverged must say so. */
+    int explained = json_is_object(vd.first) && !strcmp(vd.status, "incomplete");
+    if (g->nruns < 2 || (!ndivs && !all_ended && !explained)) {
+        rc = 0; /* not ready: compared only once it diverged, a failure explains its difference, or every run ended */
         goto out_rollback;
     }
     if (ndivs) {
@@ -449,7 +452,9 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
               "implicated = excluded.implicated, signature = excluded.signature, evaluated_at = now()",
               10, pe, err, sizeof(err)) < 0)
         goto out_rollback;
-    if (ndivs && divergence_alert_enqueue(g, &vd, &v, err, sizeof(err)) < 0)
+    /* The alert: raised for a diverged group; for an incomplete one with a first difference, only to correct
+     * an alert raised before (divergence_alert.h). */
+    if ((ndivs || json_is_object(vd.first)) && divergence_alert_enqueue(g, &vd, &v, err, sizeof(err)) < 0)
         goto out_rollback;
     if (sql_commit(err, sizeof(err)) < 0)
         goto out_fail;

@@ -32,6 +32,14 @@ async function main() {
     { job: 3003, ranks: 2, steps: [0, 14], user: 'carol', variant: 'c', diverge: odd, nodes: 'n3' }]);
   // Markup in the command, the user and a record name must render as text.
   await group('xss-group', [{ job: 4001, ranks: 1, steps: [0, 2], user: XSS_USER, command: XSS_COMMAND, extraName: XSS_RECORD }]);
+  // A faulty node: in three three-run groups the odd run ran on n9 (every rank), the others on n1; n9's
+  // record differs from step 5 on rank 0. Three strong involvements make n9 a hardware suspect.
+  const faulty = { step: 5, rank: 0, name: 'layer0.mlp.fc1.out' };
+  for (let g = 0; g < 3; g++) {
+    await group(`faulty-${g}`, [{ job: 6000 + 10 * g, ranks: 2, steps: [0, 9], user: 'grace', nodes: 'n1' },
+      { job: 6001 + 10 * g, ranks: 2, steps: [0, 9], user: 'grace', nodes: 'n1' },
+      { job: 6002 + 10 * g, ranks: 2, steps: [0, 9], user: 'grace', nodes: 'n9', hosts: ['n9', 'n9'], variant: 'f', diverge: faulty }]);
+  }
   // Enough runs to page through (50 a page).
   fx.groups.bulk = [];
   for (let i = 0; i < 50; i++) fx.groups.bulk.push(await ingestRun({ group: 'bulk', job: 5000 + i, ranks: 1, user: 'dave', command: `./sweep.sh --lr ${i}` }));
@@ -39,11 +47,23 @@ async function main() {
   await settled('pair-match', (t) => t.status === 'match');
   await settled('pair-diverged', (t) => t.per_rank.length === 4);
   await settled('trio', (t) => t.per_rank.length === 2);
+  for (let g = 0; g < 3; g++) await settled(`faulty-${g}`, (t) => t.classification && t.classification.class === 'hardware');
+  await until('node n9 turns suspect', async () => (await must('GET', '/nodes')).items.some((n) => n.name === 'n9' && n.state === 'suspect'));
   fx.divergence = div;
   fx.odd = odd;
+  fx.faulty = faulty;
   const all = await must('GET', '/runs?limit=1');
   fx.total = all && typeof all.total === 'number' ? all.total : null;
   writeFileSync(process.argv[2], JSON.stringify(fx, null, 2));
+}
+
+/* until(what, ok) - poll ok() until it is true, for at most 15 s. */
+async function until(what, ok) {
+  for (let i = 0; i < 150; i++) {
+    if (await ok()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what}: not within 15 s`);
 }
 
 /* settled(group, ok) - poll GET /twins/{group} until ok(answer), for at most 15 s. */

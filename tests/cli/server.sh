@@ -93,7 +93,37 @@ t_twins_diverged() {
 t_twins_json() { exits 1 "$ls" twins trio --json && python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["status"] == "diverged" and d["first_divergence"]["step"] == 6, d' "$tmp/out"; }
+assert d["status"] == "diverged" and d["first_divergence"]["step"] == 6, d
+assert "classification" in d and "verdict" not in d and "cause" not in d, d' "$tmp/out"; }
+cause_of() { "$ls" twins "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["first_divergence"]["cause"])'; }
+t_twins_list() { # without a group: every group, newest first, with its status, first divergence and its cause
+  local cause; cause=$(cause_of trio) && [ -n "$cause" ] || return 1
+  exits 0 "$ls" twins || return 1
+  head -1 "$tmp/out" | grep -q '^GROUP  *STATUS  *RUNS  *USERS  *FIRST DIVERGENCE  *CAUSE  *CLASS  *LAST RUN' &&
+    grep -Eq "^trio +diverged +3 .*step 6, rank 1, linear\.weight +$cause " "$tmp/out" && grep -Eq '^pair-ok +match +2 ' "$tmp/out" &&
+    [ "$(sed -n 2p "$tmp/out" | awk '{print $1}')" = trio ] || return 1
+  exits 0 "$ls" twins --status match && grep -q '^pair-ok ' "$tmp/out" && ! grep -q '^trio ' "$tmp/out" || return 1
+  exits 0 "$ls" twins --limit 1 && grep -q 'the next page: --cursor 1' "$tmp/out" || return 1
+  exits 0 "$ls" twins --limit 1 --cursor 1 && grep -q '^pair-ok ' "$tmp/out" || return 1
+  exits 0 "$ls" twins --json && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [g["group"] for g in d["items"]] == ["trio", "pair-ok"] and d["total"] == 2, d' "$tmp/out" || return 1
+  exits 2 "$ls" twins --status nonsense && grep -q "not a group status" "$tmp/err"
+}
+t_job() { # a job's runs and its group's status; --summary: the one line for AdminComment
+  local cause; cause=$(cause_of trio) && [ -n "$cause" ] || return 1
+  exits 1 "$ls" job 505 || return 1
+  grep -q '^job 505: 1 run under lockstep, 1 twin group, diverged' "$tmp/out" &&
+    grep -Eq '^0 +[0-9a-f-]{36} +ended +2 .* trio +diverged$' "$tmp/out" &&
+    grep -q "^trio diverged at step 6, rank 1 (linear.weight): $cause" "$tmp/out" || return 1
+  exits 0 "$ls" job 501 --summary && [ "$(cat "$tmp/out")" = "lockstep: pair-ok match" ] || return 1
+  exits 1 "$ls" job 505 --summary || return 1
+  case $(cat "$tmp/out") in "lockstep: trio diverged at step 6, rank 1 (linear.weight): $cause"*" $S/#/twins/trio") ;; *) return 1 ;; esac
+  exits 0 "$ls" job 503 --twin-jobs && [ "$(sort "$tmp/out" | tr '\n' ' ')" = "504 505 " ] || return 1
+  exits 2 "$ls" job 999999 && grep -q 'job 999999 has no run on this server' "$tmp/err" || return 1
+  exits 0 "$ls" job 999999 --summary && [ "$(cat "$tmp/out")" = "lockstep: no run" ]
+}
 t_manifest_diff() { # twins of one program: nothing that explains, and their ids apart as identities
   "$ls" manifest-diff pair-ok >"$tmp/o" && grep -q 'nothing that can change results differs' "$tmp/o" &&
     grep -q '^identities' "$tmp/o" && grep -Eq '^run +job_id' "$tmp/o" || { cat "$tmp/o"; return 1; }
@@ -165,7 +195,7 @@ t_config_file() {
 }
 
 for t in t_runs_table t_runs_filter t_runs_empty t_run_detail t_run_unknown t_twins_match t_twins_diverged \
-         t_twins_json t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_job_token_enforced t_late_joiner t_series t_unreachable t_no_server t_config_file; do
+         t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_job_token_enforced t_late_joiner t_series t_unreachable t_no_server t_config_file; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"

@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
-# receiver.py - a real HTTP receiver for alert tests: logs every POST (path, content type, body) as one JSON line.
+# receiver.py - a real HTTP receiver for alert tests: logs every POST (path, content type, body, and when it
+# arrived: "at", epoch seconds) as one JSON line.
 # usage: receiver.py PORT LOGFILE   (listens on 127.0.0.1:PORT; answers 200 {"ok": true})
 import json
 import sys
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+LOCK = threading.Lock()  # one line per request, never interleaved
 
 
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n).decode("utf-8", "replace")
-        with open(sys.argv[2], "a", encoding="utf-8") as f:
-            f.write(json.dumps({"path": self.path, "ctype": self.headers.get("Content-Type"), "body": body}) + "\n")
+        with LOCK, open(sys.argv[2], "a", encoding="utf-8") as f:
+            f.write(json.dumps({"path": self.path, "ctype": self.headers.get("Content-Type"), "body": body,
+                                "at": time.time()}) + "\n")
         out = b'{"ok": true}'
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

@@ -1,4 +1,4 @@
-/* test_twins.c - lockstepd integration: twin groups that match, diverge at a chosen step and rank, vote 2 to 1, resume, and miss records. */
+/* test_twins.c - lockstepd integration: twin groups that match, diverge at a chosen step and rank, vote 2 to 1, resume, and miss records; the twin-group list and its filters. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include "tests/integration/common.h"
+
+/* the statuses GET /api/v1/twins?status= takes (server/compare/status.h) */
+static const char *const TWIN_STATUS_NAMES[] = {"pending", "diverged", "incomplete", "match", NULL};
 
 static h_pg pg;
 static h_srv srv;
@@ -443,6 +446,359 @@ static void test_incomplete(void **state)
     json_decref(o);
 }
 
+
+/* reg - register a run of `group` for `user` on `nodes` (ranks 2); its id into `id`. */
+static void reg(const char *job, const char *group, const char *user, const char *nodes, char *id)
+{
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"job_id\": \"%s\", \"twin_group\": \"%s\", \"ranks\": 2, \"user\": \"%s\", \"nodes\": \"%s\", "
+             "\"command\": \"train\", \"mode\": \"det\"}",
+             job, group, user, nodes);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", body, NULL, &o), 201);
+    snprintf(id, 40, "%s", json_string_value(json_object_get(o, "run_id")));
+    json_decref(o);
+}
+
+/* groups - GET path: the groups of its items, space-separated, into `out`; the reply (caller decrefs). */
+static json_t *groups(const char *path, char *out, size_t cap)
+{
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
+    size_t i, n = 0;
+    json_t *g;
+    out[0] = 0;
+    json_array_foreach(json_object_get(o, "items"), i, g) n +=
+        (size_t)snprintf(out + n, cap - n, "%s%s", i ? " " : "", json_string_value(json_object_get(g, "group")));
+    return o;
+}
+
+static const char *next_of(json_t *o)
+{
+    const char *c = json_string_value(json_object_get(o, "next_cursor"));
+    return c ? c : "null";
+}
+
+/* GET /api/v1/twins: every group with its status (the one rule), run count, users, first divergence, classification;
+ * filtered by status, user, node (hostlist or manifest) and since; paged by cursor with and without a status
+ * filter. And the runs list's group_status. */
+static void test_group_list(void **state)
+{
+    (void)state;
+    char m1[40], m2[40], d1[40], d2[40], p1[40], p2[40], p3[40], x1[40], x2[40];
+    reg("900", "L-match", "lu1", "gpu[01-02]", m1);
+    reg("901", "L-match", "lu1", "gpu[01-02]", m2);
+    reg("902", "L-div", "lu1", "gpu[03-04]", d1);
+    reg("903", "L-div", "lu1", "gpu[03-04]", d2);
+    reg("904", "L-pend1", "lu2", "x7", p1);
+    reg("905", "L-pend2", "lu2", "x8", p2);
+    reg("906", "L-pend3", "lu2", "x9", p3);
+    reg("907", "L-manifest", "lu3", "", x1);
+    reg("908", "L-manifest", "lu3", "", x2);
+    /* a node named only by a rank's manifest */
+    char path[200];
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/manifest", x1);
+    assert_int_equal(it_call(&srv, "POST", path, "{\"rank\": 1, \"slurm_node\": \"mnode9\"}", NULL, NULL), 200);
+    feed(m1, 2, 0, 6, 3, -1, -1, -1, -1, -1, -1);
+    feed(m2, 2, 0, 6, 3, -1, -1, -1, -1, -1, -1);
+    feed(d1, 2, 0, 6, 3, -1, -1, -1, -1, -1, -1);
+    feed(d2, 2, 0, 6, 3, 1, 4, 2, -1, -1, -1); /* rank 1, step 4, record 2 */
+    json_decref(it_wait_group(&srv, "L-match", "match"));
+    json_t *dv = it_wait_group(&srv, "L-div", "diverged");
+    json_decref(dv);
+    /* the fleet's classification, once it has evaluated the group */
+    json_t *t = NULL;
+    for (int i = 0; i < 100; i++) {
+        json_decref(t);
+        assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/L-div", NULL, NULL, &t), 200);
+        if (json_is_object(json_object_get(t, "classification")))
+            break;
+        usleep(100000);
+    }
+    json_t *cls = json_object_get(t, "classification");
+    assert_true(json_is_object(cls));
+    assert_non_null(json_string_value(json_object_get(cls, "class")));
+    assert_non_null(json_string_value(json_object_get(cls, "code")));
+    assert_non_null(json_string_value(json_object_get(cls, "reason")));
+    assert_non_null(json_string_value(json_object_get(cls, "evaluated_at")));
+    assert_null(json_object_get(t, "verdict")); /* the word is the replay's */
+
+    char got[512];
+    json_t *o = groups("/api/v1/twins?user=lu1", got, sizeof(got));
+    assert_string_equal(got, "L-div L-match"); /* newest first */
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), 2);
+    assert_string_equal(next_of(o), "null");
+    json_t *it = json_array_get(json_object_get(o, "items"), 0);
+    assert_string_equal(json_string_value(json_object_get(it, "status")), "diverged");
+    assert_int_equal(json_integer_value(json_object_get(it, "run_count")), 2);
+    assert_int_equal(json_array_size(json_object_get(it, "runs")), 2);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(it, "users"), 0)), "lu1");
+    json_t *fd = json_object_get(it, "first_divergence");
+    assert_true(json_equal(fd, json_object_get(t, "first_divergence"))); /* the same object as the group's */
+    assert_int_equal(json_integer_value(json_object_get(fd, "step")), 4);
+    assert_int_equal(json_integer_value(json_object_get(fd, "rank")), 1);
+    assert_non_null(json_string_value(json_object_get(fd, "cause"))); /* issue 22's cause, as GET /twins/G has it */
+    assert_true(json_equal(json_object_get(it, "classification"), json_object_get(t, "classification")));
+    assert_string_equal(json_string_value(json_object_get(it, "status_reason")),
+                        json_string_value(json_object_get(t, "status_reason")));
+    assert_null(json_object_get(it, "verdict"));
+    assert_null(json_object_get(it, "cause"));
+    it = json_array_get(json_object_get(o, "items"), 1);
+    assert_string_equal(json_string_value(json_object_get(it, "status")), "match");
+    assert_true(json_is_null(json_object_get(it, "first_divergence")));
+    json_decref(o);
+    json_decref(t);
+
+    /* the status filter applies the same rule */
+    json_decref(groups("/api/v1/twins?user=lu1&status=diverged", got, sizeof(got)));
+    assert_string_equal(got, "L-div");
+    o = groups("/api/v1/twins?user=lu1&status=match&limit=1", got, sizeof(got));
+    assert_string_equal(got, "L-match");
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), 1);
+    assert_string_equal(next_of(o), "null");
+    json_decref(o);
+    /* node: the hostlist (zero padding kept) or a rank's manifest */
+    json_decref(groups("/api/v1/twins?node=gpu02", got, sizeof(got)));
+    assert_string_equal(got, "L-match");
+    json_decref(groups("/api/v1/twins?node=gpu2", got, sizeof(got)));
+    assert_string_equal(got, "");
+    json_decref(groups("/api/v1/twins?node=mnode9", got, sizeof(got)));
+    assert_string_equal(got, "L-manifest");
+    json_decref(groups("/api/v1/twins?node=x8&status=pending", got, sizeof(got)));
+    assert_string_equal(got, "L-pend2");
+    /* since */
+    o = groups("/api/v1/twins?since=2099-01-01", got, sizeof(got));
+    assert_string_equal(got, "");
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), 0);
+    json_decref(o);
+    json_decref(groups("/api/v1/twins?user=lu1&since=2000-01-01T00:00:00Z", got, sizeof(got)));
+    assert_string_equal(got, "L-div L-match");
+
+    /* paging: without a status filter the cursor is an offset and total counts them all */
+    o = groups("/api/v1/twins?user=lu2&limit=2", got, sizeof(got));
+    assert_string_equal(got, "L-pend3 L-pend2");
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), 3);
+    assert_string_equal(next_of(o), "2");
+    json_decref(o);
+    o = groups("/api/v1/twins?user=lu2&limit=2&cursor=2", got, sizeof(got));
+    assert_string_equal(got, "L-pend1");
+    assert_string_equal(next_of(o), "null");
+    json_decref(o);
+    /* with one, a page ends at a further match; total only when the first page saw every group */
+    o = groups("/api/v1/twins?status=pending&user=lu2&limit=2", got, sizeof(got));
+    assert_string_equal(got, "L-pend3 L-pend2");
+    assert_string_equal(next_of(o), "2");
+    assert_true(json_is_null(json_object_get(o, "total")));
+    json_decref(o);
+    o = groups("/api/v1/twins?status=pending&user=lu2&limit=2&cursor=2", got, sizeof(got));
+    assert_string_equal(got, "L-pend1");
+    assert_string_equal(next_of(o), "null");
+    json_decref(o);
+    o = groups("/api/v1/twins?status=pending&user=lu2", got, sizeof(got));
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), 3);
+    json_decref(o);
+
+    /* bad arguments */
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins?status=bogus", NULL, NULL, &o), 400);
+    assert_non_null(strstr(json_string_value(json_object_get(o, "detail")), "pending, diverged, incomplete, match"));
+    json_decref(o);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins?since=yesterday", NULL, NULL, NULL), 400);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins?since=2026-13-01", NULL, NULL, NULL), 400);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins?limit=0", NULL, NULL, NULL), 400);
+
+    /* the runs list: each run with its group's status */
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/runs?job=903", NULL, NULL, &o), 200);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "items"), 0), "group_status")),
+                        "diverged");
+    json_decref(o);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/runs?job=904", NULL, NULL, &o), 200);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "items"), 0), "group_status")),
+                        "pending");
+    json_decref(o);
+    char solo[40];
+    assert_int_equal(it_register(&srv, "909", NULL, 1, 0, NULL, solo), 0);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/runs?job=909", NULL, NULL, &o), 200);
+    assert_true(json_is_null(json_object_get(json_array_get(json_object_get(o, "items"), 0), "group_status")));
+    json_decref(o);
+}
+
+/* mix_recs - `n` records of step 0 on one rank: name "x" (occurrence 0) then "r1", "r2", ...; record k's
+ * fingerprint is 0xa0 + k, plus `bump` for record `at` (-1: none); name "y" instead of "x" when `other`. */
+static void mix_recs(char *out, size_t cap, int n, int at, int bump, int other)
+{
+    size_t l = 0;
+    out[0] = 0;
+    for (int k = 0; k < n && l < cap; k++) {
+        char name[16];
+        snprintf(name, sizeof(name), k == 0 ? (other ? "y" : "x") : "r%d", k);
+        l += (size_t)snprintf(out + l, cap - l, "%s{\"seq\": %d, \"step\": 0, \"name\": \"%s\", \"fp\": \"%016x\"}",
+                              k ? ", " : "", k, name, 0xa0 + k + (k == at ? bump : 0));
+    }
+}
+
+/* mix_run - one run of group `group` (user "mix", 2 ranks): rank r posts nrec[r] records (mix_recs with
+ * at[r]/bump, other[r]) and, when `ended`, ends with exits[r]. */
+static void mix_run(const char *job, const char *group, const int *nrec, const int *at, int bump, const int *other,
+                    int ended, const int *exits, char *id)
+{
+    reg(job, group, "mix", "", id);
+    for (int r = 0; r < 2; r++) {
+        char recs[1024];
+        if (nrec[r] > 0) {
+            mix_recs(recs, sizeof(recs), nrec[r], at ? at[r] : -1, bump, other ? other[r] : 0);
+            post_json(id, r, 0, recs);
+        }
+        if (ended)
+            end_with(id, r, exits ? exits[r] : 0);
+    }
+}
+
+/* settle - wait for group `g`'s status `want` with `ranks` per-rank divergences. */
+static void settle(const char *g, const char *want, int ranks)
+{
+    json_t *o = NULL;
+    for (int i = 0; i < 200; i++) {
+        json_decref(o);
+        o = it_wait_group(&srv, g, want);
+        if ((int)json_array_size(json_object_get(o, "per_rank")) == ranks)
+            break;
+        usleep(50000);
+    }
+    if (strcmp(json_string_value(json_object_get(o, "status")) ?: "", want) ||
+        (int)json_array_size(json_object_get(o, "per_rank")) != ranks)
+        fail_msg("group %s: %s with %zu divergences, want %s with %d", g,
+                 json_string_value(json_object_get(o, "status")), json_array_size(json_object_get(o, "per_rank")),
+                 want, ranks);
+    json_decref(o);
+}
+
+/* The list's status (from verdict_facts, batched) is GET /twins/G's (from verdict_load) for every group of a
+ * mixed set: match, diverged, diverged with a failed run, pending (one run; a run still running), incomplete
+ * (failed runs; nothing in common; a missing record the failure explains), and the two cases where the cause
+ * rule's first divergence decides whether the failure explains it (the earliest point mixes a missing and a
+ * differing record: incomplete; the same with a configuration cause: diverged). So do the status filter and
+ * the runs list's group_status. */
+static void test_list_status_is_the_groups(void **state)
+{
+    (void)state;
+    char id[16][40];
+    static const int two[] = {2, 2}, three[] = {3, 3}, at1[] = {1, 1}, fail1[] = {0, 1}, fail_all[] = {3, 143},
+                     none[] = {0, 0}, one_only[] = {3, 2}, y1[] = {0, 1};
+    mix_run("950", "M-match", two, NULL, 0, NULL, 1, NULL, id[0]);
+    mix_run("951", "M-match", two, NULL, 0, NULL, 1, NULL, id[1]);
+    mix_run("952", "M-div", three, NULL, 0, NULL, 1, NULL, id[2]);
+    mix_run("953", "M-div", three, at1, 0x100, NULL, 1, NULL, id[3]);
+    mix_run("954", "M-div-failed", three, NULL, 0, NULL, 1, NULL, id[4]);
+    mix_run("955", "M-div-failed", three, at1, 0x100, NULL, 1, fail1, id[5]);
+    mix_run("956", "M-one", two, NULL, 0, NULL, 1, NULL, id[6]);
+    mix_run("957", "M-running", two, NULL, 0, NULL, 1, NULL, id[7]);
+    mix_run("958", "M-running", two, NULL, 0, NULL, 0, NULL, id[8]);
+    mix_run("959", "M-failed", two, NULL, 0, NULL, 1, fail_all, id[9]);
+    mix_run("960", "M-failed", two, NULL, 0, NULL, 1, fail_all, id[10]);
+    mix_run("961", "M-nothing", none, NULL, 0, NULL, 1, NULL, id[11]);
+    mix_run("962", "M-nothing", none, NULL, 0, NULL, 1, NULL, id[12]);
+    /* the failed run lacks the last record of rank 1 (what its failure cut short) */
+    mix_run("963", "M-cut", three, NULL, 0, NULL, 1, NULL, id[13]);
+    mix_run("964", "M-cut", one_only, NULL, 0, NULL, 1, fail1, id[14]);
+    /* rank 0's record 0 differs; rank 1's run B holds "y" where A holds "x": at the earliest point (seq 0)
+     * rank 0 differs (e0) and rank 1 lacks a record; B failed */
+    char e0a[40], e0b[40], cfa[40], cfb[40];
+    static const int at0[] = {0, -1};
+    mix_run("965", "M-early", two, NULL, 0, NULL, 1, NULL, e0a);
+    mix_run("966", "M-early", two, at0, 0x100, y1, 1, fail1, e0b);
+    /* the same with another command line: the cause is configuration, which stands on e0 (not missing) */
+    reg("967", "M-early-conf", "mix", "", cfa);
+    reg("968", "M-early-conf", "mix", "", cfb);
+    for (int r = 0; r < 2; r++) {
+        char path[300], body[200], recs[1024];
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/manifest", cfa);
+        snprintf(body, sizeof(body), "{\"rank\": %d, \"argv\": [\"train\", \"--grid\", \"2x1\"]}", r);
+        assert_int_equal(it_call(&srv, "POST", path, body, NULL, NULL), 200);
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/manifest", cfb);
+        snprintf(body, sizeof(body), "{\"rank\": %d, \"argv\": [\"train\", \"--grid\", \"1x2\"]}", r);
+        assert_int_equal(it_call(&srv, "POST", path, body, NULL, NULL), 200);
+        mix_recs(recs, sizeof(recs), 2, -1, 0, 0);
+        post_json(cfa, r, 0, recs);
+        end_with(cfa, r, 0);
+        mix_recs(recs, sizeof(recs), 2, at0[r], 0x100, y1[r]);
+        post_json(cfb, r, 0, recs);
+        end_with(cfb, r, fail1[r]);
+    }
+
+    static const struct {
+        const char *group, *status;
+        int divs;
+    } want[] = {{"M-match", "match", 0},          {"M-div", "diverged", 2},         {"M-div-failed", "diverged", 2},
+                {"M-one", "pending", 0},          {"M-running", "pending", 0},      {"M-failed", "incomplete", 0},
+                {"M-nothing", "incomplete", 0},   {"M-cut", "incomplete", 1},       {"M-early", "incomplete", 2},
+                {"M-early-conf", "diverged", 2}};
+    size_t nwant = sizeof(want) / sizeof(want[0]);
+    for (size_t i = 0; i < nwant; i++)
+        settle(want[i].group, want[i].status, want[i].divs);
+
+    char got[1024];
+    json_t *o = groups("/api/v1/twins?user=mix&limit=100", got, sizeof(got));
+    assert_int_equal(json_array_size(json_object_get(o, "items")), nwant);
+    size_t i;
+    json_t *it;
+    json_array_foreach(json_object_get(o, "items"), i, it)
+    {
+        const char *g = json_string_value(json_object_get(it, "group"));
+        char path[300];
+        json_t *t = NULL;
+        snprintf(path, sizeof(path), "/api/v1/twins/%s", g);
+        assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &t), 200);
+        if (strcmp(json_string_value(json_object_get(it, "status")), json_string_value(json_object_get(t, "status"))))
+            fail_msg("group %s: the list says %s (%s), GET /twins/G %s (%s)", g,
+                     json_string_value(json_object_get(it, "status")),
+                     json_string_value(json_object_get(it, "status_reason")),
+                     json_string_value(json_object_get(t, "status")),
+                     json_string_value(json_object_get(t, "status_reason")));
+        assert_string_equal(json_string_value(json_object_get(it, "status_reason")),
+                            json_string_value(json_object_get(t, "status_reason")));
+        assert_true(json_equal(json_object_get(it, "first_divergence"), json_object_get(t, "first_divergence")));
+        for (size_t k = 0; k < nwant; k++)
+            if (!strcmp(want[k].group, g))
+                assert_string_equal(json_string_value(json_object_get(t, "status")), want[k].status);
+        json_decref(t);
+    }
+    json_decref(o);
+    /* the cause rule decided the two close cases */
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/M-early", NULL, NULL, &o), 200);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "first_divergence"), "cause")), "missing");
+    json_decref(o);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/M-early-conf", NULL, NULL, &o), 200);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "first_divergence"), "cause")),
+                        "configuration");
+    json_decref(o);
+
+    /* the status filter: exactly the groups with that status, for every status */
+    for (int s = 0; TWIN_STATUS_NAMES[s]; s++) {
+        char path[200], expect[1024] = "";
+        size_t l = 0;
+        for (size_t k = nwant; k-- > 0;) /* newest first */
+            if (!strcmp(want[k].status, TWIN_STATUS_NAMES[s]))
+                l += (size_t)snprintf(expect + l, sizeof(expect) - l, "%s%s", l ? " " : "", want[k].group);
+        snprintf(path, sizeof(path), "/api/v1/twins?user=mix&status=%s", TWIN_STATUS_NAMES[s]);
+        json_decref(groups(path, got, sizeof(got)));
+        if (strcmp(got, expect))
+            fail_msg("?status=%s: %s, want %s", TWIN_STATUS_NAMES[s], got, expect);
+    }
+
+    /* the runs list: each run with its group's status */
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/runs?user=mix&limit=100", NULL, NULL, &o), 200);
+    assert_int_equal(json_array_size(json_object_get(o, "items")), 19);
+    json_array_foreach(json_object_get(o, "items"), i, it)
+    {
+        const char *g = json_string_value(json_object_get(it, "twin_group"));
+        for (size_t k = 0; k < nwant; k++)
+            if (!strcmp(want[k].group, g))
+                assert_string_equal(json_string_value(json_object_get(it, "group_status")), want[k].status);
+    }
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -451,7 +807,8 @@ int main(void)
         cmocka_unit_test(test_missing_at_end),  cmocka_unit_test(test_rank_never_sent),
         cmocka_unit_test(test_manifest_diff),   cmocka_unit_test(test_cause_origin),
         cmocka_unit_test(test_cause_every_rank), cmocka_unit_test(test_cause_operation_and_configuration),
-        cmocka_unit_test(test_incomplete),
+        cmocka_unit_test(test_incomplete),      cmocka_unit_test(test_group_list),
+        cmocka_unit_test(test_list_status_is_the_groups),
     };
     return cmocka_run_group_tests_name("lockstepd twins", tests, setup, teardown);
 }

@@ -105,16 +105,63 @@ static void test_slack_escape_and_payloads(void **state)
     const char *body = json_string_value(json_object_get(json_object_get(json_array_get(blocks, 1), "text"), "text"));
     assert_string_equal(body, "value 1 &amp; 2 &lt;x&gt;");
     json_decref(s);
+    /* Alertmanager: the labels and annotations fixed when the alert was raised, endsAt as given */
+    m.labels = json_pack("{s:s, s:s, s:s}", "alertname", "LockstepTwinDivergence", "twin_group", "g<1>", "node", "n3");
+    m.annotations = json_pack("{s:s, s:s}", "summary", m.summary, "classification", "hardware");
+    m.ends_at = "2026-11-29T12:04:00.000Z";
     json_t *am = sink_payload("alertmanager", &m);
     assert_true(json_is_array(am));
     json_t *labels = json_object_get(json_array_get(am, 0), "labels");
-    assert_string_equal(json_string_value(json_object_get(labels, "alertname")), "LockstepTwinDivergence");
-    assert_string_equal(json_string_value(json_object_get(labels, "twin_group")), "g<1>");
+    assert_true(json_equal(labels, m.labels));
+    assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(am, 0), "annotations"), "classification")),
+                        "hardware");
     assert_string_equal(json_string_value(json_object_get(json_array_get(am, 0), "startsAt")), m.created_at);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(am, 0), "endsAt")), m.ends_at);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(am, 0), "generatorURL")), m.url);
     json_decref(am);
     json_t *w = sink_payload("webhook", &m);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(w, "details"), "step")), 7);
+    assert_string_equal(json_string_value(json_object_get(w, "status")), "firing");
+    assert_null(json_object_get(w, "resolved_at"));
     json_decref(w);
+
+    /* the resolution messages: webhook and Slack say how it ended, Alertmanager gets endsAt = resolved_at */
+    alert_msg r = m;
+    r.resolved = 1;
+    r.resolved_at = r.ends_at = "2026-11-29T12:01:00.000Z";
+    r.resolved_reason = "acknowledged";
+    r.resolved_by = "ops";
+    w = sink_payload("webhook", &r);
+    assert_string_equal(json_string_value(json_object_get(w, "status")), "resolved");
+    assert_string_equal(json_string_value(json_object_get(w, "resolution")), "acknowledged by ops");
+    assert_string_equal(json_string_value(json_object_get(w, "resolved_at")), r.resolved_at);
+    assert_true(json_is_null(json_object_get(w, "superseded_by")));
+    json_decref(w);
+    s = sink_payload("slack", &r);
+    assert_string_equal(json_string_value(json_object_get(s, "text")),
+                        "lockstep: resolved (acknowledged by ops): twin group g<1> diverged at step 7 — http://h/#/twins/g%3C1%3E");
+    body = json_string_value(json_object_get(json_object_get(json_array_get(json_object_get(s, "blocks"), 1), "text"), "text"));
+    assert_string_equal(body, "Resolved: acknowledged by ops.");
+    json_decref(s);
+    am = sink_payload("alertmanager", &r);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(am, 0), "endsAt")), r.resolved_at);
+    assert_true(json_equal(json_object_get(json_array_get(am, 0), "labels"), m.labels)); /* the same alert */
+    json_decref(am);
+    char why[200];
+    r.resolved_reason = "repaired";
+    r.resolved_by = "n3";
+    sink_resolution_text(&r, why, sizeof(why));
+    assert_string_equal(why, "node n3 repaired");
+    r.resolved_reason = "superseded";
+    r.superseded_by = 12;
+    sink_resolution_text(&r, why, sizeof(why));
+    assert_string_equal(why, "superseded by alert 12 (the group was evaluated again and its report changed)");
+    char err[200];
+    assert_int_equal(sink_deliver("mail", &r, err, sizeof(err)), -1); /* mail carries no resolution */
+    assert_string_equal(err, "mail carries no resolution message");
+    json_decref(m.labels);
+    json_decref(m.annotations);
+    m.labels = m.annotations = NULL;
     assert_null(sink_payload("pigeon", &m));
     /* mail: only clean recipients, the domain appended, no header injection */
     snprintf(g_srv.cfg.mail_domain, sizeof(g_srv.cfg.mail_domain), "example.org");
@@ -147,6 +194,12 @@ static void test_config_keys(void **state)
     assert_int_equal(cfg_set(&g_srv.cfg, "alert_give_up_s", "0", err, sizeof(err)), -1);
     assert_int_equal(cfg_set(&g_srv.cfg, "pigeon_rate", "1", err, sizeof(err)), -1); /* unknown key */
     assert_non_null(strstr(err, "unknown setting"));
+    assert_int_equal(g_srv.cfg.alert_resend_s, 60); /* Alertmanager hears of an open alert every minute */
+    assert_int_equal(cfg_set(&g_srv.cfg, "alert_resend_s", "0", err, sizeof(err)), -1);
+    assert_int_equal(cfg_set(&g_srv.cfg, "alert_resend_s", "30", err, sizeof(err)), 0);
+    assert_int_equal(g_srv.cfg.alert_resend_s, 30);
+    assert_int_equal(cfg_set(&g_srv.cfg, "cluster", "della", err, sizeof(err)), 0);
+    assert_string_equal(g_srv.cfg.cluster, "della");
 }
 
 int main(void)

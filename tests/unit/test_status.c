@@ -44,8 +44,31 @@ static void test_cases(void **state)
     }
 }
 
+/* TWIN_STATUSES (what GET /api/v1/twins?status= accepts) is exactly the set the rule returns. */
+static void test_statuses_listed(void **state)
+{
+    (void)state;
+    int seen[8] = {0}, n = 0;
+    while (TWIN_STATUSES[n])
+        n++;
+    assert_int_equal(n, 4);
+    for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+        char why[300];
+        const char *got = twin_status(&CASES[i].f, why, sizeof(why));
+        int k = 0;
+        while (TWIN_STATUSES[k] && strcmp(TWIN_STATUSES[k], got))
+            k++;
+        if (!TWIN_STATUSES[k])
+            fail_msg("case \"%s\": %s is not in TWIN_STATUSES", CASES[i].what, got);
+        seen[k] = 1;
+    }
+    for (int k = 0; k < n; k++)
+        if (!seen[k])
+            fail_msg("no case gives %s", TWIN_STATUSES[k]);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cases)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cases), cmocka_unit_test(test_statuses_listed)};
     return cmocka_run_group_tests_name("status", tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
 import { h, clear } from './dom.js';
 import { apiGet } from './api.js';
 import { errorBox } from './components.js';
+import * as groupsPage from './pages/groups.js';
 import * as runsPage from './pages/runs.js';
 import * as runPage from './pages/run.js';
 import * as twinPage from './pages/twin.js';
@@ -13,9 +14,10 @@ const POLL_MS = 3000;
 
 // [pattern, page module, nav key]; each page exports title(params) and mount(el, params, query, nav).
 const ROUTES = [
+  [/^\/twins\/?$/, groupsPage, 'twins'],
   [/^\/runs\/?$/, runsPage, 'runs'],
   [/^\/runs\/([^/]+)$/, runPage, 'runs'],
-  [/^\/twins\/([^/]+)$/, twinPage, 'runs'],
+  [/^\/twins\/([^/]+)$/, twinPage, 'twins'],
   [/^\/fleet\/?$/, fleetPage, 'fleet'],
   [/^\/nodes\/([^/]+)$/, nodePage, 'fleet'],
   [/^\/alerts\/?$/, alertsPage, 'alerts'],
@@ -25,13 +27,15 @@ let current = null;      // { page, instance }
 let pollTimer = null;
 let polling = false;
 
-/* parseHash() - '#/twins/g1?step=3' -> { path: '/twins/g1', query: URLSearchParams }. */
+const HOME = '/twins';   // the front page: the twin-group index
+
+/* parseHash() - '#/twins/g1?step=3' -> { path: '/twins/g1', query: URLSearchParams }; no route is the front page. */
 function parseHash() {
-  const raw = location.hash.replace(/^#/, '') || '/runs';
+  const raw = location.hash.replace(/^#/, '') || HOME;
   const i = raw.indexOf('?');
   const path = i < 0 ? raw : raw.slice(0, i);
   const query = new URLSearchParams(i < 0 ? '' : raw.slice(i + 1));
-  return { path: path || '/runs', query };
+  return { path: path && path !== '/' ? path : HOME, query };
 }
 
 /* navigate(path, query, replace) - change the route (the hash), which re-renders the page. */
@@ -63,7 +67,8 @@ async function route() {
   if (!match) {
     document.title = 'Not found · Lockstep';
     main.appendChild(h('div', { class: 'empty' }, h('div', { class: 'empty-title' }, `No page at ${path}`),
-      h('div', { class: 'empty-hint' }, 'The link may be old. Start from the ', h('a', { href: '#/runs' }, 'runs list'), '.')));
+      h('div', { class: 'empty-hint' }, 'The link may be old. Start from the ', h('a', { href: '#/twins' }, 'twin groups'), ' or the ',
+        h('a', { href: '#/runs' }, 'runs list'), '.')));
     document.body.dataset.rendered = location.hash;
     return;
   }
@@ -125,8 +130,9 @@ function goGroup(ev) {
 
 function shell() {
   document.body.appendChild(h('header', { class: 'topbar' },
-    h('a', { class: 'brand', href: '#/runs' }, h('span', { class: 'logo', 'aria-hidden': 'true' }), 'Lockstep'),
+    h('a', { class: 'brand', href: '#/twins' }, h('span', { class: 'logo', 'aria-hidden': 'true' }), 'Lockstep'),
     h('nav', { class: 'top' },
+      h('a', { href: '#/twins', 'data-nav': 'twins' }, 'Twin groups'),
       h('a', { href: '#/runs', 'data-nav': 'runs' }, 'Runs'),
       h('a', { href: '#/fleet', 'data-nav': 'fleet' }, 'Fleet'),
       h('a', { href: '#/alerts', 'data-nav': 'alerts' }, 'Alerts')),

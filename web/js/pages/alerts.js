@@ -1,4 +1,4 @@
-// alerts.js - the Alerts page: first divergences and nodes turning suspect, their delivery, and acknowledging them (admin).
+// alerts.js - the Alerts page: first divergences and nodes turning suspect, their delivery (firing and resolution), how they ended, and acknowledging them (admin).
 import { h, link } from '../dom.js';
 import { apiGet, apiPost } from '../api.js';
 import { badge, card, table, pager, emptyState, errorBox, unavailable, replace, loading, adminToken, adminTokenForm } from '../components.js';
@@ -8,23 +8,28 @@ const LIMIT = 100;
 
 export function title() { return 'Alerts'; }
 
-/* mount(el, params, query, navigate) - list alerts (query: kind, offset); Acknowledge posts with the admin token. */
+/* mount(el, params, query, navigate) - list alerts (query: kind, state, offset); Acknowledge posts with the admin token. */
 export async function mount(el, _params, query, navigate) {
   const kind = query.get('kind') || '';
+  const state = query.get('state') || '';
   const offset = Math.max(0, parseInt(query.get('offset') || '0', 10) || 0);
   el.appendChild(h('div', { class: 'page-head' }, h('h1', null, 'Alerts'),
-    h('p', { class: 'sub' }, 'One alert per twin group\'s first divergence, and one per node turning suspect.')));
+    h('p', { class: 'sub' }, 'One alert per twin group\'s first divergence (a new one when a re-evaluation changes it), and one per node ' +
+      'turning suspect. An alert ends when it is acknowledged, when a node it blames is repaired, or when a newer one supersedes it.')));
   const token = adminTokenForm('to acknowledge');
+  const href = (q) => '#/alerts' + (new URLSearchParams(Object.entries({ kind, state, ...q }).filter(([, v]) => v)).toString().replace(/^(.)/, '?$1'));
   const kinds = h('div', { class: 'seg' }, [['', 'All'], ['divergence', 'Divergences'], ['suspect', 'Suspect nodes']].map(([k, label]) =>
-    h('a', { class: 'seg-item' + (k === kind ? ' active' : ''), href: '#/alerts' + (k ? '?kind=' + k : '') }, label)));
-  el.appendChild(card(null, h('div', { class: 'alerts-bar' }, kinds, token.el)));
+    h('a', { class: 'seg-item' + (k === kind ? ' active' : ''), href: href({ kind: k }) }, label)));
+  const states = h('div', { class: 'seg', 'data-filter': 'state' }, [['', 'Any state'], ['open', 'Open'], ['acknowledged', 'Acknowledged'], ['resolved', 'Resolved']].map(([k, label]) =>
+    h('a', { class: 'seg-item' + (k === state ? ' active' : ''), href: href({ state: k }) }, label)));
+  el.appendChild(card(null, h('div', { class: 'alerts-bar' }, h('div', { class: 'alerts-segs' }, kinds, states), token.el)));
   const body = h('div', null, loading('Loading alerts…'));
   el.appendChild(body);
   let last = '';
   async function load(force) {
     let d;
     try {
-      d = await apiGet('/alerts', { kind, limit: LIMIT, offset });
+      d = await apiGet('/alerts', { kind, state, limit: LIMIT, offset });
     } catch (e) {
       last = '';
       replace(body, card('Alerts', e.missingEndpoint ? unavailable('Alerts', 'GET /api/v1/alerts') : errorBox(e, 'The alerts could not be loaded')));
@@ -40,12 +45,12 @@ export async function mount(el, _params, query, navigate) {
       { key: 'subject', label: 'About', render: subject },
       { key: 'summary', label: 'What happened', class: 'wrap', render: (a) => h('span', { title: a.text || '' }, a.summary || a.text || '—') },
       { key: 'delivery', label: 'Delivery', render: deliveryText },
-      { key: 'state', label: 'State', render: (a) => badge(isAcked(a) ? 'acknowledged' : (a.state || 'open')) },
+      { key: 'state', label: 'State', render: stateCell },
       { key: 'ack', label: '', render: (a) => (isAcked(a) ? h('span', { class: 'rec-kind' }, a.acked_by ? `by ${a.acked_by}` : '') : h('button', {
         type: 'button', class: 'btn', 'data-action': 'ack', onclick: (ev) => ack(a, ev.target) }, 'Acknowledge')) },
     ], alerts, { rowAttrs: (a) => ({ 'data-alert': a.id }) }),
-    pager({ offset, limit: LIMIT, total: d.total ?? undefined, count: alerts.length }, (o) => navigate('/alerts', { kind, offset: o || null }))]
-      : emptyState(kind ? `No ${kind} alerts.` : 'No alerts.', 'Alerts appear when a twin group first diverges or a node turns suspect; sinks are configured in lockstepd.conf.')));
+    pager({ offset, limit: LIMIT, total: d.total ?? undefined, count: alerts.length }, (o) => navigate('/alerts', { kind, state, offset: o || null }))]
+      : emptyState(kind || state ? `No ${[state, kind].filter(Boolean).join(' ')} alerts.` : 'No alerts.', 'Alerts appear when a twin group first diverges or a node turns suspect; sinks are configured in lockstepd.conf.')));
   }
   async function ack(a, btn) {
     const t = adminToken();
@@ -64,13 +69,22 @@ export async function mount(el, _params, query, navigate) {
   return { poll: () => load() };
 }
 
-function isAcked(a) { return !!(a.acked_at || a.state === 'acknowledged'); }
+function isAcked(a) { return a.state === 'acknowledged'; }
+
+/* stateCell - open, acknowledged or resolved, and how it ended (as lockstepd recorded it). */
+function stateCell(a) {
+  const why = a.resolved_reason === 'acknowledged' ? null
+    : a.resolved_reason === 'repaired' ? `node ${a.resolved_by} repaired`
+      : a.resolved_reason === 'superseded' ? ['superseded by ', link('/alerts', `alert ${a.superseded_by}`)] : null;
+  return h('div', null, badge(a.state), why ? h('div', { class: 'rec-kind', 'data-field': 'resolution' }, why) : null,
+    a.resolved_at ? h('div', { class: 'rec-kind' }, `ended ${fmtTime(a.resolved_at)}`) : null);
+}
 
 function deliveryText(a) {
-  const ds = a.deliveries || [];
+  const ds = a.deliveries;
   if (!ds.length) return '—';
-  return h('div', null, ds.map((x) => h('div', { class: 'rec-kind', title: x.last_error || '' },
-    `${x.sink}: ${x.state}${x.attempts > 1 ? ` (${x.attempts} tries)` : ''}`)));
+  return h('div', null, ds.map((x) => h('div', { class: 'rec-kind', title: x.last_error || '', 'data-delivery': `${x.sink}:${x.phase}` },
+    `${x.sink}${x.phase === 'resolved' ? ' (resolution)' : ''}: ${x.state}${x.attempts > 1 ? ` (${x.attempts} tries)` : ''}`)));
 }
 
 function subject(a) {

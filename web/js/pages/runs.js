@@ -104,7 +104,9 @@ export async function mount(el, _params, query, navigate) {
       { key: 'user', label: 'User', sortable: true },
       { key: 'twin_group', label: 'Twin group', sortable: true, render: (r) => (groupOf(r)
         ? link('/twins/' + encodeURIComponent(groupOf(r)), groupOf(r)) : '—') },
-      { key: 'status', label: 'Status', sortable: true, render: (r) => badge(r.status) },
+      { key: 'group_status', label: 'Group status', sortable: true, render: (r) => (r.group_status
+        ? h('span', { 'data-field': 'group-status' }, badge(r.group_status)) : '—') },
+      { key: 'status', label: 'Run', sortable: true, render: (r) => h('span', { 'data-field': 'run-status' }, badge(r.status)) },
       { key: 'ranks', label: 'Ranks', num: true, sortable: true },
       { key: 'nodes', label: 'Nodes', sortable: true, render: (r) => r.nodes || '—' },
       { key: 'created_at', label: 'Started (UTC)', sortable: true, render: (r) => fmtTime(r.created_at) },
@@ -143,7 +145,7 @@ function localMatch(r, f) {
 }
 
 export function groupOf(r) {
-  return r.twin_group || r.group || '';
+  return r.twin_group || '';
 }
 
 function sortVal(r, k) {

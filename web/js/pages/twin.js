@@ -42,11 +42,11 @@ export async function mount(el, params, query, navigate) {
       d = await apiGet(gpath);
     } catch (e) {
       lastSummary = '';
-      replace(head, h('div', { class: 'crumbs' }, h('a', { href: '#/runs' }, 'Runs'), ' / Twin group'),
+      replace(head, h('div', { class: 'crumbs' }, h('a', { href: '#/twins' }, 'Twin groups'), ' / Twin group'),
         h('h1', null, 'Twin group ', h('span', { class: 'group-name' }, group)),
         e.status === 404 && !e.missingEndpoint ? emptyState(`No twin group named "${group}".`,
-          'Runs join a group with srun --lockstep-twin=NAME (or LOCKSTEP_TWIN_GROUP). Check the name in the runs list.',
-          h('a', { href: '#/runs' }, 'All runs')) : errorBox(e, 'The twin group could not be loaded'));
+          'Runs join a group with srun --lockstep-twin=NAME (or LOCKSTEP_TWIN_GROUP). Check the name in the twin-group list.',
+          h('a', { href: '#/twins' }, 'All twin groups')) : errorBox(e, 'The twin group could not be loaded'));
       return false;
     }
     const key = JSON.stringify(d);
@@ -61,9 +61,10 @@ export async function mount(el, params, query, navigate) {
 
   function renderHead(d) {
     const runs = d.runs || [];
-    replace(head, h('div', { class: 'crumbs' }, h('a', { href: '#/runs' }, 'Runs'), ' / Twin group'),
-      h('h1', null, 'Twin group ', h('span', { class: 'group-name' }, d.group || group), ' ', badge(d.status)),
-      h('p', { class: 'sub' }, statusSentence(d, runs.length)));
+    replace(head, h('div', { class: 'crumbs' }, h('a', { href: '#/twins' }, 'Twin groups'), ' / Twin group'),
+      h('h1', null, 'Twin group ', h('span', { class: 'group-name' }, d.group), ' ', badge(d.status)),
+      h('p', { class: 'sub' }, statusSentence(d, runs.length)),
+      classificationLine(d.classification));
   }
 
   function renderDivergence(d) {
@@ -269,6 +270,15 @@ function intOr(v) {
   if (v === null || v === undefined || v === '') return null;
   const n = parseInt(v, 10);
   return Number.isFinite(n) ? n : null;
+}
+
+/* classificationLine(c) - what the fleet concluded (hardware or software) and why, as lockstepd says it
+ * (GET /twins/G's "classification"; null until the group is evaluated, class "none" when it matched). */
+function classificationLine(c) {
+  if (!c || c.class === 'none') return null;
+  return h('p', { class: 'classification-line', 'data-section': 'classification' }, 'Classified as ',
+    h('span', { class: `classification classification-${c.class}`, 'data-field': 'class' }, c.class),
+    ' — ', h('span', { 'data-field': 'classification-reason' }, c.reason));
 }
 
 function statusSentence(d, n) {
