@@ -2,6 +2,7 @@
 #include "server/compare/verdict.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,10 @@ void verdict_register(void)
                            "FROM divergences WHERE twin_group = $1 ORDER BY step, rank");
     db_register("vd_manifests", "SELECT m.run_key, m.rank, m.manifest::text FROM manifests m JOIN runs r "
                                 "USING (run_key) WHERE r.twin_group = $1 ORDER BY m.run_key, m.rank");
+    /* What the manifest diff depends on besides the runs (which do not change once registered): how many
+     * manifests, and the newest (a manifest posted again gets a new received_at). */
+    db_register("vd_mstate", "SELECT count(*), coalesce(max(m.received_at)::text, '') FROM manifests m JOIN runs r "
+                             "USING (run_key) WHERE r.twin_group = $1");
     /* Per rank: how far the runs' shared steps are compared (unchecked), whether two runs or more recorded
      * steps they share (comparable), and how many ranks recorded at all. */
     db_register("vd_progress",
@@ -203,6 +208,68 @@ static json_t *load_mdiff(PGresult *runs, PGresult *man)
     return d ? d : json_pack("{s:b, s:s, s:[], s:[]}", "explains", 0, "summary", "", "diffs", "identities");
 }
 
+/* The manifest diff of a group is the costly part of its verdict (every rank's manifest of every run, read and
+ * parsed: megabytes for a large job) and changes only when a run joins or a manifest arrives; the twin-group
+ * list reads the verdict of every diverged group of a page. So the last diff of each group is kept, with the
+ * state it was computed from (mdiff_key), in a small direct-mapped table shared by the database workers. */
+#define MDIFF_SLOTS 256
+static struct {
+    char *group, *key;
+    json_t *mdiff;
+} s_mdiff[MDIFF_SLOTS];
+static pthread_mutex_t s_mdiff_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t mdiff_slot(const char *group)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const unsigned char *c = (const unsigned char *)group; *c; c++)
+        h = (h ^ *c) * 1099511628211ULL;
+    return (size_t)(h % MDIFF_SLOTS);
+}
+
+/* mdiff_key - the state a group's manifest diff is computed from: its runs (keys, in order; at most
+ * GROUP_MAX_RUNS) and its manifests' count and newest arrival (a new string). */
+static char *mdiff_key(PGresult *runs, PGresult *mstate)
+{
+    int n = PQntuples(runs) < GROUP_MAX_RUNS ? PQntuples(runs) : GROUP_MAX_RUNS;
+    size_t cap = (size_t)n * 24 + 128, len = 0;
+    char *k = xmalloc(cap);
+    len += (size_t)snprintf(k, cap, "%s|%s|", PQgetvalue(mstate, 0, 0), PQgetvalue(mstate, 0, 1));
+    for (int i = 0; i < n && len < cap; i++)
+        len += (size_t)snprintf(k + len, cap - len, "%s,", PQgetvalue(runs, i, 0));
+    return k;
+}
+
+/* mdiff_cached - a copy of group's diff if it was computed from `key`, else NULL. */
+static json_t *mdiff_cached(const char *group, const char *key)
+{
+    size_t i = mdiff_slot(group);
+    json_t *d = NULL;
+    pthread_mutex_lock(&s_mdiff_lock);
+    if (s_mdiff[i].group && !strcmp(s_mdiff[i].group, group) && !strcmp(s_mdiff[i].key, key))
+        d = json_deep_copy(s_mdiff[i].mdiff);
+    pthread_mutex_unlock(&s_mdiff_lock);
+    return d;
+}
+
+/* mdiff_keep - remember group's diff `d` (copied) as computed from `key`. */
+static void mdiff_keep(const char *group, const char *key, json_t *d)
+{
+    size_t i = mdiff_slot(group);
+    json_t *c = json_deep_copy(d);
+    char *g = xstrdup(group), *k = xstrdup(key);
+    pthread_mutex_lock(&s_mdiff_lock);
+    char *og = s_mdiff[i].group, *ok = s_mdiff[i].key;
+    json_t *od = s_mdiff[i].mdiff;
+    s_mdiff[i].group = g;
+    s_mdiff[i].key = k;
+    s_mdiff[i].mdiff = c;
+    pthread_mutex_unlock(&s_mdiff_lock);
+    free(og);
+    free(ok);
+    json_decref(od);
+}
+
 /* judge - the cause of the first divergence over the per-rank divergences; fills v->first. */
 static void judge(grp_verdict *v)
 {
@@ -274,13 +341,19 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     }
     PGresult *exits = db_exec("vd_exits", 1, p, err, cap);
     PGresult *divs = exits ? db_exec("vd_divs", 1, p, err, cap) : NULL;
-    PGresult *man = divs ? db_exec("vd_manifests", 1, p, err, cap) : NULL;
-    PGresult *prog = man ? db_exec("vd_progress", 1, p, err, cap) : NULL;
-    if (!prog) {
+    PGresult *mstate = divs ? db_exec("vd_mstate", 1, p, err, cap) : NULL;
+    PGresult *prog = mstate ? db_exec("vd_progress", 1, p, err, cap) : NULL;
+    /* the manifest diff: the one kept for this state of the group, else computed from the manifests */
+    char *mkey = prog ? mdiff_key(runs, mstate) : NULL;
+    json_t *mdiff = mkey ? mdiff_cached(group, mkey) : NULL;
+    PGresult *man = mkey && !mdiff ? db_exec("vd_manifests", 1, p, err, cap) : NULL;
+    if (!prog || (!mdiff && !man)) {
         PQclear(runs);
         PQclear(exits);
         PQclear(divs);
-        PQclear(man);
+        PQclear(mstate);
+        PQclear(prog);
+        free(mkey);
         return -1;
     }
     twin_facts f = {0};
@@ -313,13 +386,19 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
         json_decref(rr);
         json_array_append_new(v->per_rank, o);
     }
-    v->mdiff = load_mdiff(runs, man);
+    if (!mdiff) {
+        mdiff = load_mdiff(runs, man);
+        mdiff_keep(group, mkey, mdiff);
+    }
+    v->mdiff = mdiff;
+    free(mkey);
     judge(v);
     f.missing = v->first_missing;
     v->status = twin_status(&f, v->status_why, sizeof(v->status_why));
     PQclear(runs);
     PQclear(exits);
     PQclear(divs);
+    PQclear(mstate);
     PQclear(man);
     PQclear(prog);
     return 1;

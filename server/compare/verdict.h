@@ -42,7 +42,9 @@ void verdict_register(void);
 
 /* verdict_load - the verdict of twin group `group` into `v` (the caller
  * releases it with verdict_release). Runs on this thread's connection, so
- * inside a caller's transaction its reads are the transaction's. Returns 1
+ * inside a caller's transaction its reads are the transaction's. The
+ * manifest diff is kept per group with the state it came from (the runs, the
+ * manifests' count and newest arrival) and read again only when that changed. Returns 1
  * loaded, 0 when no run belongs to the group (v is then empty), -1 on a
  * database error (`err`). */
 int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap);
