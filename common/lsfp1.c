@@ -146,6 +146,23 @@ uint64_t fp_lsfp1_chunks(const void *data, size_t nbytes, uint64_t *chunks)
     return fp_finish(acc, nbytes);
 }
 
+uint64_t fp_acc_chunked(const void *data, size_t nbytes, uint64_t offset, uint64_t chunk_bytes, uint64_t *chunks)
+{
+    const unsigned char *p = data;
+    uint64_t acc = 0, first;
+    size_t n = fp_chunk_span(offset, nbytes, chunk_bytes, &first);
+    size_t done = 0;
+
+    for (size_t c = 0; c < n; c++) {
+        uint64_t end = (first + c + 1) * chunk_bytes - offset; /* where this chunk ends, in local bytes */
+        size_t len = (size_t)(end < nbytes ? end : nbytes) - done;
+        chunks[c] = fp_acc(p + done, len, (offset + done) / 8);
+        acc += chunks[c];
+        done += len;
+    }
+    return acc;
+}
+
 void fp_stream_init(fp_stream *s)
 {
     memset(s, 0, sizeof(*s));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/crc32c.h"
+#include "common/lsfp1.h"
 
 static void put16(unsigned char *p, uint16_t v)
 {
@@ -96,6 +97,151 @@ size_t rec_header_encode(const rec_header *h, unsigned char *out)
     return n;
 }
 
+size_t rec_ext_encode(const rec_ext *x, unsigned char *out)
+{
+    unsigned char *p = out;
+    if (x->has_shard) {
+        p[0] = REC_X_SHARD, p[1] = 0;
+        put16(p + 2, 24);
+        put64(p + 4, x->shard_offset);
+        put64(p + 12, x->shard_total);
+        put64(p + 20, x->shard_acc);
+        p += 28;
+    }
+    if (x->chunk_bytes && x->chunk_bytes != FP_CHUNK_BYTES) {
+        p[0] = REC_X_CHUNK, p[1] = 0;
+        put16(p + 2, 8);
+        put64(p + 4, x->chunk_bytes);
+        p += 12;
+    }
+    if (x->has_scales) {
+        unsigned nd = x->scales_ndim <= LS_MAX_DIMS ? x->scales_ndim : LS_MAX_DIMS;
+        p[0] = REC_X_SCALES, p[1] = 0;
+        put16(p + 2, (uint16_t)(24 + 8 * nd));
+        memset(p + 4, 0, 8);
+        p[4] = x->scales_dtype;
+        p[5] = (unsigned char)nd;
+        put64(p + 12, x->scales_nbytes);
+        put64(p + 20, x->scales_fp);
+        for (unsigned i = 0; i < nd; i++)
+            put64(p + 28 + 8 * i, (uint64_t)x->scales_shape[i]);
+        p += 28 + 8 * nd;
+    }
+    return (size_t)(p - out);
+}
+
+int rec_ext_parse(const unsigned char *ext, size_t len, rec_ext *out, char *why, size_t cap)
+{
+    memset(out, 0, sizeof(*out));
+    size_t off = 0;
+    while (off < len) {
+        if (off + 4 > len) {
+            snprintf(why, cap, "extension field at byte %zu is cut short", off);
+            return -1;
+        }
+        unsigned key = ext[off];
+        size_t flen = get16(ext + off + 2);
+        const unsigned char *v = ext + off + 4;
+        if (off + 4 + flen > len) {
+            snprintf(why, cap, "extension field %u of %zu bytes runs past the record", key, flen);
+            return -1;
+        }
+        switch (key) {
+        case REC_X_SHARD:
+            if (flen != 24 || out->has_shard) {
+                snprintf(why, cap, "shard field of %zu bytes (24 expected, once)", flen);
+                return -1;
+            }
+            out->has_shard = 1;
+            out->shard_offset = get64(v);
+            out->shard_total = get64(v + 8);
+            out->shard_acc = get64(v + 16);
+            break;
+        case REC_X_CHUNK:
+            if (flen != 8 || out->chunk_bytes) {
+                snprintf(why, cap, "chunk field of %zu bytes (8 expected, once)", flen);
+                return -1;
+            }
+            out->chunk_bytes = get64(v);
+            if (!out->chunk_bytes) {
+                snprintf(why, cap, "chunk size 0");
+                return -1;
+            }
+            break;
+        case REC_X_SCALES:
+            if (flen < 24 || out->has_scales || v[1] > LS_MAX_DIMS || flen != 24 + 8 * (size_t)v[1]) {
+                snprintf(why, cap, "scales field of %zu bytes does not hold its shape", flen);
+                return -1;
+            }
+            out->has_scales = 1;
+            out->scales_dtype = v[0];
+            out->scales_ndim = v[1];
+            out->scales_nbytes = get64(v + 8);
+            out->scales_fp = get64(v + 16);
+            for (unsigned i = 0; i < out->scales_ndim; i++)
+                out->scales_shape[i] = (int64_t)get64(v + 24 + 8 * i);
+            break;
+        default: break; /* a field of a newer writer: skipped */
+        }
+        off += 4 + flen;
+    }
+    return 0;
+}
+
+void rec_ext_of(const rec_record *r, rec_ext *out)
+{
+    char why[8];
+    if (!r->ext_len || rec_ext_parse(r->ext, r->ext_len, out, why, sizeof(why)) < 0)
+        memset(out, 0, sizeof(*out));
+}
+
+uint64_t rec_chunk_bytes(const rec_record *r)
+{
+    rec_ext x;
+    rec_ext_of(r, &x);
+    return x.chunk_bytes ? x.chunk_bytes : FP_CHUNK_BYTES;
+}
+
+/* check_ext - the extension fields' own rules. */
+static int check_ext(const rec_record *r, char *why, size_t cap)
+{
+    rec_ext x;
+    if (r->ext_len > REC_EXT_MAX || (r->ext_len && !r->ext)) {
+        snprintf(why, cap, "%u extension bytes exceed %d", r->ext_len, REC_EXT_MAX);
+        return -1;
+    }
+    if (rec_ext_parse(r->ext, r->ext_len, &x, why, cap) < 0)
+        return -1;
+    if (x.chunk_bytes && (x.chunk_bytes % 8 || x.chunk_bytes < REC_CHUNK_MIN || x.chunk_bytes > REC_CHUNK_MAX)) {
+        snprintf(why, cap, "chunk size %llu is not a multiple of 8 in %d..%llu", (unsigned long long)x.chunk_bytes,
+                 REC_CHUNK_MIN, (unsigned long long)REC_CHUNK_MAX);
+        return -1;
+    }
+    if (x.has_shard) {
+        uint64_t end = x.shard_offset + r->nbytes;
+        if (x.shard_offset % 8) {
+            snprintf(why, cap, "shard offset %llu is not a multiple of 8", (unsigned long long)x.shard_offset);
+            return -1;
+        }
+        if (end < x.shard_offset || end > x.shard_total) {
+            snprintf(why, cap, "shard [%llu, +%llu) runs past its tensor's %llu bytes",
+                     (unsigned long long)x.shard_offset, (unsigned long long)r->nbytes,
+                     (unsigned long long)x.shard_total);
+            return -1;
+        }
+        if (end % 8 && end != x.shard_total) {
+            snprintf(why, cap, "shard ends at byte %llu, inside a word, before its tensor's end",
+                     (unsigned long long)end);
+            return -1;
+        }
+    }
+    if (x.has_scales && x.scales_dtype >= LS_DTYPE_COUNT) {
+        snprintf(why, cap, "scales dtype %u is unknown", x.scales_dtype);
+        return -1;
+    }
+    return 0;
+}
+
 int rec_check(const rec_record *r, char *why, size_t cap)
 {
     if (r->name_len == 0 || r->name_len > LS_NAME_MAX || !r->name) {
@@ -126,12 +272,16 @@ int rec_check(const rec_record *r, char *why, size_t cap)
         snprintf(why, cap, "%u chunk partials exceed %u", r->n_chunks, REC_MAX_CHUNKS);
         return -1;
     }
-    return 0;
+    if ((r->flags & REC_STATE_MASK) == REC_STATE_MASK) {
+        snprintf(why, cap, "a state entry is saved or restored, not both");
+        return -1;
+    }
+    return check_ext(r, why, cap);
 }
 
 size_t rec_encoded_size(const rec_record *r)
 {
-    return 8 + REC_FIXED + 8 * (size_t)r->ndim + r->name_len + 8 * ((size_t)r->n_inputs + r->n_chunks);
+    return 8 + REC_FIXED + 8 * (size_t)r->ndim + r->name_len + 8 * ((size_t)r->n_inputs + r->n_chunks) + r->ext_len;
 }
 
 size_t rec_encode(const rec_record *r, unsigned char *out)
@@ -153,7 +303,7 @@ size_t rec_encode(const rec_record *r, unsigned char *out)
     p[52] = r->level;
     p[53] = r->dtype;
     p[54] = r->ndim;
-    p[55] = r->flags;
+    p[55] = (uint8_t)((r->flags & ~REC_HAS_EXT) | (r->ext_len ? REC_HAS_EXT : 0));
     put16(p + 56, r->name_len);
     put16(p + 58, r->n_inputs);
     put32(p + 60, r->n_chunks);
@@ -166,6 +316,8 @@ size_t rec_encode(const rec_record *r, unsigned char *out)
         put64(p, r->inputs[i]);
     for (unsigned i = 0; i < r->n_chunks; i++, p += 8)
         put64(p, r->chunks[i]);
+    if (r->ext_len)
+        memcpy(p, r->ext, r->ext_len);
 
     put32(out, (uint32_t)(total - 8));
     put32(out + 4, crc32c(out + 8, total - 8));
@@ -207,7 +359,15 @@ int rec_decode_payload(const unsigned char *p, size_t len, rec_record *out, uint
         return -1;
     }
     size_t need = REC_FIXED + 8 * (size_t)out->ndim + out->name_len + 8 * ((size_t)out->n_inputs + out->n_chunks);
-    if (need != len) {
+    if (out->flags & REC_HAS_EXT) {
+        if (len <= need || len - need > REC_EXT_MAX) {
+            snprintf(why, cap, "payload is %zu bytes but its counts need %zu and 1..%d extension bytes", len, need,
+                     REC_EXT_MAX);
+            return -1;
+        }
+        out->ext = p + need;
+        out->ext_len = (uint16_t)(len - need);
+    } else if (need != len) {
         snprintf(why, cap, "payload is %zu bytes but its counts need %zu", len, need);
         return -1;
     }

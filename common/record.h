@@ -9,10 +9,24 @@
  *   payload  u64 seq, i64 step, i64 t_ns, u64 nbytes, u64 fp, u64 value,
  *            u32 occurrence, u8 level, u8 dtype, u8 ndim, u8 flags,
  *            u16 name_len, u16 n_inputs, u32 n_chunks,
- *            i64 shape[ndim], name, u64 inputs[n_inputs], u64 chunks[n_chunks]
+ *            i64 shape[ndim], name, u64 inputs[n_inputs], u64 chunks[n_chunks],
+ *            then, only when flags has REC_HAS_EXT, extension fields to the end
+ *            of the payload: (u8 key, u8 0, u16 len, bytes)...
  *
  * Unknown header field keys are skipped, so fields can be added without a new
- * version. A reader returns every complete record before a torn or corrupt
+ * version; unknown extension keys likewise. A record without extension fields
+ * is byte for byte what it was before they existed, so old traces read as they
+ * always did (and an old reader refuses only records that carry them).
+ * Extension fields:
+ *   1 shard   u64 offset, u64 total_nbytes, u64 acc: the record is the bytes
+ *             [offset, offset + nbytes) of a logical tensor of total_nbytes
+ *             bytes; acc is their LSFP-1 accumulator at global word positions,
+ *             and chunks[] are the partials of the global chunks they touch
+ *   2 chunk   u64 chunk_bytes: chunks[] are partials of chunks of this size
+ *             (a multiple of 8 in REC_CHUNK_MIN..REC_CHUNK_MAX), not 1 MiB
+ *   3 scales  u8 dtype, u8 ndim, u16 0, u32 0, u64 nbytes, u64 fp, i64 shape[ndim]:
+ *             the scale buffer that goes with the record's values (MXFP8, NVFP4)
+ * A reader returns every complete record before a torn or corrupt
  * tail and says where and why it stopped.
  */
 #ifndef COMMON_RECORD_H
@@ -30,7 +44,10 @@
 #define REC_FIXED 64                 /* payload bytes before shape */
 #define REC_MAX_INPUTS 16
 #define REC_MAX_CHUNKS (1u << 20)    /* 1 TiB of 1 MiB chunks */
-#define REC_MAX_PAYLOAD (REC_FIXED + 8 * LS_MAX_DIMS + LS_NAME_MAX + 8 * REC_MAX_INPUTS + 8 * REC_MAX_CHUNKS)
+#define REC_EXT_MAX 1024             /* the most extension bytes a record may carry */
+#define REC_MAX_PAYLOAD (REC_FIXED + 8 * LS_MAX_DIMS + LS_NAME_MAX + 8 * REC_MAX_INPUTS + 8 * REC_MAX_CHUNKS + REC_EXT_MAX)
+#define REC_CHUNK_MIN 64             /* the smallest per-record chunk size */
+#define REC_CHUNK_MAX (1ULL << 30)   /* the largest */
 #define REC_STR_MAX 255              /* longest string header field */
 
 enum rec_kind { REC_KIND_TRACE = 1, REC_KIND_SPOOL = 2, REC_KIND_BATCH = 3 };
@@ -46,7 +63,28 @@ enum rec_field {
 };
 
 /* Record flags. */
-#define REC_HAS_VALUE 0x01 /* `value` holds the scalar's raw bits */
+#define REC_HAS_VALUE 0x01      /* `value` holds the scalar's raw bits */
+#define REC_STATE_SAVED 0x02    /* an entry of a state block saved with a checkpoint (ls_state_begin) */
+#define REC_STATE_RESTORED 0x04 /* an entry of a state block loaded from one */
+#define REC_STATE_MASK (REC_STATE_SAVED | REC_STATE_RESTORED)
+#define REC_HAS_EXT 0x08        /* the payload ends with extension fields (set by rec_encode from ext_len) */
+
+/* Extension field keys. */
+enum rec_ext_key { REC_X_SHARD = 1, REC_X_CHUNK = 2, REC_X_SCALES = 3 };
+
+/* The extension fields of a record, decoded. */
+typedef struct rec_ext {
+    uint64_t chunk_bytes; /* 0: the default 1 MiB chunks */
+    int has_shard;
+    uint64_t shard_offset, shard_total, shard_acc;
+    int has_scales;
+    uint8_t scales_dtype, scales_ndim;
+    uint64_t scales_nbytes, scales_fp;
+    int64_t scales_shape[LS_MAX_DIMS];
+} rec_ext;
+
+/* The most bytes rec_ext_encode writes. */
+#define REC_EXT_ENCODED_MAX (4 + 24 + 4 + 8 + 4 + 24 + 8 * LS_MAX_DIMS)
 
 typedef struct rec_header {
     uint16_t version;
@@ -86,7 +124,32 @@ typedef struct rec_record {
     uint32_t n_chunks;
     const uint64_t *inputs;
     const uint64_t *chunks;
+    const unsigned char *ext; /* extension fields, encoded (rec_ext_encode); borrowed like name */
+    uint16_t ext_len;         /* 0: none */
 } rec_record;
+
+/* rec_ext_encode - encode the fields `x` holds (a shard, a chunk size other
+ * than the default, scales) into `out` (REC_EXT_ENCODED_MAX bytes). Returns
+ * the length; 0 when there is nothing to encode. */
+size_t rec_ext_encode(const rec_ext *x, unsigned char *out);
+
+/* rec_ext_parse - decode `len` extension bytes into `out` (zeroed first;
+ * unknown keys skipped). Returns 0, or -1 with a reason in `why` when a field
+ * is cut short or holds an impossible value. */
+int rec_ext_parse(const unsigned char *ext, size_t len, rec_ext *out, char *why, size_t cap);
+
+/* rec_ext_of - the extension fields of `r` (all zero when it has none, or,
+ * for a record that never passed rec_check, when they do not parse). */
+void rec_ext_of(const rec_record *r, rec_ext *out);
+
+/* rec_chunk_bytes - the size of the chunks r->chunks are partials of. */
+uint64_t rec_chunk_bytes(const rec_record *r);
+
+/* rec_is_state - 1 for an entry of a state block (saved or restored). */
+static inline int rec_is_state(const rec_record *r)
+{
+    return (r->flags & REC_STATE_MASK) != 0;
+}
 
 /* rec_header_size - encoded size of `h`. */
 size_t rec_header_size(const rec_header *h);
@@ -102,7 +165,9 @@ size_t rec_encoded_size(const rec_record *r);
  * bytes written, or 0 if `r` is invalid (see rec_check). */
 size_t rec_encode(const rec_record *r, unsigned char *out);
 
-/* rec_check - 0 if `r` can be framed, else -1 with a reason in `why`. */
+/* rec_check - 0 if `r` can be framed, else -1 with a reason in `why`
+ * (extension fields included: a shard's offset a multiple of 8 and inside its
+ * total, a chunk size in range, known scale dtypes). */
 int rec_check(const rec_record *r, char *why, size_t cap);
 
 /* Why a reader stopped. */

@@ -62,6 +62,22 @@ static void make_record(size_t i, rec_record *r, uint64_t *inputs, uint64_t *chu
         r->chunks = chunks;
         r->n_chunks = 3;
     }
+    if (i % 6 == 5) { /* extension fields: a chunk size and scales (rec5+97 is where they start) */
+        static unsigned char ext[REC_EXT_ENCODED_MAX];
+        rec_ext x;
+        memset(&x, 0, sizeof(x));
+        x.chunk_bytes = 4096;
+        x.has_scales = 1;
+        x.scales_dtype = LS_E8M0;
+        x.scales_ndim = 1;
+        x.scales_shape[0] = 4;
+        x.scales_nbytes = 4;
+        x.scales_fp = 0xfeedULL * i;
+        r->ext_len = (uint16_t)rec_ext_encode(&x, ext);
+        r->ext = ext;
+    }
+    if (i % 8 == 7) /* a state entry (rec7+63 is its flags byte) */
+        r->flags |= REC_STATE_RESTORED;
 }
 
 static void make_stream(stream *s, size_t n)
@@ -98,7 +114,7 @@ static void test_round_trip(void **state)
 {
     (void)state;
     stream s;
-    make_stream(&s, 12);
+    make_stream(&s, 12);  /* records 5 and 11 carry extension fields, 7 is a state entry */
     rec_reader rd;
     assert_int_equal(rec_reader_init(&rd, s.p, s.len), 0);
     assert_int_equal(rd.hdr.rank, 3);
@@ -119,7 +135,10 @@ static void test_round_trip(void **state)
         assert_int_equal(got.occurrence, want.occurrence);
         assert_int_equal(got.level, want.level);
         assert_int_equal(got.dtype, want.dtype);
-        assert_int_equal(got.flags, want.flags);
+        assert_int_equal(got.flags, want.flags | (want.ext_len ? REC_HAS_EXT : 0));
+        assert_int_equal(got.ext_len, want.ext_len);
+        if (want.ext_len)
+            assert_memory_equal(got.ext, want.ext, want.ext_len);
         assert_true(rec_same_shape(&got, &want));
         assert_int_equal(got.name_len, want.name_len);
         assert_memory_equal(got.name, want.name, want.name_len);
@@ -159,6 +178,39 @@ static void test_encode_refuses(void **state)
     r.name = "a\0b";
     r.name_len = 3;
     assert_int_equal(rec_encode(&r, buf), 0);
+    make_record(0, &r, in, ch);
+    r.flags |= REC_STATE_SAVED | REC_STATE_RESTORED;
+    assert_int_equal(rec_check(&r, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "not both"));
+    /* extension fields that break their rules */
+    unsigned char ext[REC_EXT_ENCODED_MAX];
+    rec_ext x;
+    memset(&x, 0, sizeof(x));
+    x.chunk_bytes = 100; /* not a multiple of 8 */
+    make_record(1, &r, in, ch);
+    r.ext_len = (uint16_t)rec_ext_encode(&x, ext);
+    r.ext = ext;
+    assert_int_equal(rec_check(&r, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "chunk size 100"));
+    memset(&x, 0, sizeof(x));
+    x.has_scales = 1;
+    x.scales_dtype = LS_DTYPE_COUNT;
+    r.ext_len = (uint16_t)rec_ext_encode(&x, ext);
+    assert_int_equal(rec_encode(&r, buf), 0);
+}
+
+/* A record without extension fields is framed exactly as before they existed (old traces read the same, and
+ * old readers read new traces of plain records). */
+static void test_plain_records_unchanged(void **state)
+{
+    (void)state;
+    rec_record r;
+    uint64_t in[2], ch[3];
+    unsigned char buf[4096];
+    make_record(1, &r, in, ch);
+    size_t n = rec_encode(&r, buf);
+    assert_int_equal(n, 8 + REC_FIXED + 16 + r.name_len);
+    assert_int_equal(buf[8 + 55], r.flags); /* no REC_HAS_EXT */
 }
 
 /* position - resolve "N", "hdr+N", "recK+N" or "end-N" in stream `s`. */
@@ -272,6 +324,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_encode_refuses),
+        cmocka_unit_test(test_plain_records_unchanged),
         cmocka_unit_test(test_damaged_streams),
     };
     return cmocka_run_group_tests_name("record", tests, NULL, NULL);
