@@ -205,6 +205,10 @@ static void print_text(const td_run *a, const td_run *b, const diff_result *res,
 
 static json_t *run_json(const td_run *r)
 {
+    size_t state = 0;
+    for (size_t i = 0; i < r->n_ranks; i++)
+        for (size_t k = 0; k < r->ranks[i].n; k++)
+            state += rec_is_state(&r->ranks[i].recs[k]);
     json_t *notes = json_array();
     for (size_t i = 0; i < r->n_ranks; i++) {
         const td_rank *x = &r->ranks[i];
@@ -213,8 +217,9 @@ static json_t *run_json(const td_run *r)
                                                    "stopped", rec_status_name(x->status), "offset",
                                                    (json_int_t)x->err_off, "detail", x->err));
     }
-    return json_pack("{s:s, s:s, s:I, s:I, s:o}", "path", r->path, "run_id", run_label(r), "ranks",
-                     (json_int_t)r->n_ranks, "records", (json_int_t)r->n_records, "notes", notes);
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "path", r->path, "run_id", run_label(r), "ranks",
+                     (json_int_t)r->n_ranks, "records", (json_int_t)r->n_records, "state_entries", (json_int_t)state,
+                     "notes", notes);
 }
 
 /* holders_json - the ranks of `t` that hold chunk `c`, as a JSON array. */
