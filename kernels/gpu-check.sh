@@ -98,7 +98,8 @@ result gpu_resume_bit_exact $([ "$rc" = 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] &&
 # the restored block (ls_state_device over the device copies) was verified; a loader that forgets the Adam moments
 # on the way to the GPU is named by its entry at the checkpoint's step
 ver=$(python3 -c "import json; d=json.load(open('$tmp/diff.json')); print(all(r.get('restores', {}).get('verified') == 1 for r in d['ranks']))" 2>/dev/null)
-train resf --resume "$tmp/ckr" --resume-fault moments; rc=$(diffrc --overlap "$tmp/full" "$tmp/resf")
+mkdir -p "$tmp/ck4" && cp -r "$tmp/ckf/step-00000004" "$tmp/ck4/" 2>/dev/null
+train resf --resume "$tmp/ck4" --resume-fault moments; rc=$(diffrc --overlap "$tmp/full" "$tmp/resf")
 ent=$(python3 -c "import json; d=json.load(open('$tmp/diff.json')); print(sorted({r['restore']['entry'] for r in d['ranks'] if r.get('kind') == 'restore'}))" 2>/dev/null)
 result gpu_restore_check $([ "$ver" = True ] && [ "$rc" = 1 ] && [ "$(first)" = 4 ] && [ "$ent" = "['adam.m']" ] && echo 1 || echo 0) \
   "\"verified\":\"$ver\",\"diff_rc\":$rc,\"entries\":\"$ent\""
