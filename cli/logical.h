@@ -12,9 +12,9 @@
  * recorded them (the position of each tensor's first shard on the lowest
  * rank that holds one); tensors[i] is the assembly behind run.ranks[0].recs[i]. */
 typedef struct lg_run {
-    td_run run;
-    shard_tensor *tensors;
-    shard_piece *pieces;     /* every shard, grouped by tensor */
+    td_run run;              /* its one rank's records are lg.recs (not owned by the rank) */
+    shard_logical lg;
+    shard_tensor *tensors;   /* lg.tensors */
     size_t n_ranks;          /* ranks of the source run */
     size_t n_plain;          /* step records that are not shards: rank-local, not compared */
     size_t n_state;          /* state entries: not compared here */

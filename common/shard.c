@@ -146,3 +146,107 @@ void shard_as_record(const shard_tensor *t, rec_record *out)
         out->flags = REC_HAS_VALUE;
     }
 }
+
+static int key_cmp(const rec_record *a, const rec_record *b)
+{
+    if (a->step != b->step)
+        return a->step < b->step ? -1 : 1;
+    size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
+    int c = memcmp(a->name, b->name, n);
+    if (c)
+        return c;
+    if (a->name_len != b->name_len)
+        return a->name_len < b->name_len ? -1 : 1;
+    return a->occurrence < b->occurrence ? -1 : a->occurrence > b->occurrence;
+}
+
+static int src_by_key(const void *pa, const void *pb)
+{
+    const shard_src *a = pa, *b = pb;
+    int c = key_cmp(a->r, b->r);
+    if (c)
+        return c;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* A tensor's place in the program order. */
+typedef struct order {
+    int64_t step;
+    size_t pos;
+    size_t idx; /* into the tensors in key order */
+} order;
+
+static int by_order(const void *pa, const void *pb)
+{
+    const order *a = pa, *b = pb;
+    if (a->step != b->step)
+        return a->step < b->step ? -1 : 1;
+    if (a->pos != b->pos)
+        return a->pos < b->pos ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+void shard_logical_release(shard_logical *l)
+{
+    for (size_t i = 0; l->tensors && i < l->n; i++)
+        shard_tensor_release(&l->tensors[i]);
+    free(l->tensors);
+    free(l->recs);
+    free(l->pieces);
+    memset(l, 0, sizeof(*l));
+}
+
+int shard_logical_build(shard_src *in, size_t n, shard_logical *out, char *why, size_t cap)
+{
+    memset(out, 0, sizeof(*out));
+    out->pieces = malloc((n + 1) * sizeof(*out->pieces));
+    shard_tensor *tmp = calloc(n + 1, sizeof(*tmp));
+    order *ord = malloc((n + 1) * sizeof(*ord));
+    int rc = -2;
+    size_t nt = 0;
+    if (!out->pieces || !tmp || !ord)
+        goto out_free;
+    qsort(in, n, sizeof(*in), src_by_key);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && key_cmp(in[j].r, in[i].r) == 0)
+            j++;
+        shard_piece *ps = out->pieces + i;
+        for (size_t k = i; k < j; k++)
+            ps[k - i] = (shard_piece){.r = in[k].r, .rank = in[k].rank};
+        char w[300];
+        int got = shard_assemble(ps, j - i, &tmp[nt], w, sizeof(w));
+        if (got == -2)
+            goto out_free;
+        if (got < 0) {
+            snprintf(why, cap, "tensor \"%.*s\" (occurrence %u) at step %lld cannot be assembled: %s",
+                     (int)in[i].r->name_len, in[i].r->name, in[i].r->occurrence, (long long)in[i].r->step, w);
+            out->bad = in[i].r;
+            rc = -1;
+            goto out_free;
+        }
+        ord[nt] = (order){in[i].r->step, in[i].pos, nt}; /* in[i]: the lowest rank, by the sort */
+        nt++;
+        i = j;
+    }
+    qsort(ord, nt, sizeof(*ord), by_order);
+    out->tensors = malloc((nt + 1) * sizeof(*out->tensors));
+    out->recs = malloc((nt + 1) * sizeof(*out->recs));
+    if (!out->tensors || !out->recs)
+        goto out_free;
+    for (size_t i = 0; i < nt; i++) {
+        out->tensors[i] = tmp[ord[i].idx];
+        shard_as_record(&out->tensors[i], &out->recs[i]);
+    }
+    out->n = nt;
+    nt = 0; /* owned by `out` now */
+    rc = 0;
+out_free:
+    for (size_t i = 0; tmp && i < nt; i++)
+        shard_tensor_release(&tmp[i]);
+    free(tmp);
+    free(ord);
+    return rc;
+}

@@ -57,4 +57,31 @@ size_t shard_holders(const shard_tensor *t, uint64_t lo, uint64_t hi, uint32_t *
  * partials; name, step and occurrence from the first shard. */
 void shard_as_record(const shard_tensor *t, rec_record *out);
 
+/* A shard record of a run, with where it sits among its rank's records of its step. */
+typedef struct shard_src {
+    const rec_record *r;
+    uint32_t rank;
+    size_t pos;
+} shard_src;
+
+/* A run's logical tensors, in program order: by step, then by the position of each tensor's first shard on
+ * the lowest rank that holds one. */
+typedef struct shard_logical {
+    shard_tensor *tensors;
+    rec_record *recs;      /* the tensors as records (shard_as_record), parallel to `tensors` */
+    size_t n;
+    shard_piece *pieces;   /* every shard, grouped by tensor (owned) */
+    const rec_record *bad; /* after a failure to assemble: a shard of the tensor that failed */
+} shard_logical;
+
+/* shard_logical_build - the logical tensors of one run from its shard
+ * records `in` (n of them, any steps and ranks; `in` is reordered, the
+ * records it points to must outlive `out`). Returns 0; -1 with a sentence
+ * in `why` naming the tensor and step whose shards do not tile it (out->bad
+ * points at one of them); -2 when out of memory. Free with
+ * shard_logical_release (also after a failure). */
+int shard_logical_build(shard_src *in, size_t n, shard_logical *out, char *why, size_t cap);
+
+void shard_logical_release(shard_logical *l);
+
 #endif /* COMMON_SHARD_H */

@@ -5,6 +5,8 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "common/record.h"
+
 /* TS - a timestamptz column as ISO 8601 UTC text with milliseconds, in SQL. */
 #define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
@@ -27,5 +29,16 @@ json_t *pg_int_array(const char *text, int hex);
 
 /* pg_hex_array - an int8[] cell as pg_int_array's hex strings, or null. */
 json_t *pg_hex_array(PGresult *r, int row, int col);
+
+/* pg_record_extras - add to record object `o` what `lockstep dump` spells
+ * beyond the plain fields: "state" ("saved" or "restored") from `flags`, and
+ * the extension fields of cell (row, col), a bytea read as encode(ext, 'hex')
+ * or NULL: "chunk_bytes" (when not 1 MiB), "shard" {offset, total, acc},
+ * "scales" {dtype, shape, nbytes, fp}. */
+void pg_record_extras(json_t *o, int flags, PGresult *r, int row, int col);
+
+/* pg_ext_decode - cell (row, col), a bytea as encode(ext, 'hex') or NULL,
+ * into `buf` (REC_EXT_MAX bytes) as record `rec`'s ext/ext_len. */
+void pg_ext_decode(PGresult *r, int row, int col, unsigned char *buf, rec_record *rec);
 
 #endif /* SERVER_API_PGJSON_H */

@@ -62,7 +62,29 @@ static json_t *divergence_json(PGresult *r, int i, const group_runs *g)
                           runs ? runs : json_array(), "committed_at", PQgetvalue(r, i, 8), "detected_at",
                           PQgetvalue(r, i, 9), "detection_ms", atof(PQgetvalue(r, i, 10)));
     json_object_set_new(o, "odd_run_id", odd ? json_string(odd) : json_null());
+    if (atoi(PQgetvalue(r, i, 0)) < 0) /* runs of different rank counts: their logical tensors parted */
+        json_object_set_new(o, "logical", json_true());
     return o;
+}
+
+/* restores_json - every restored state block of the group checked so far, against which twin and how. */
+static json_t *restores_json(PGresult *c)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < PQntuples(c); i++) {
+        json_t *o = json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:i, s:i}", "run_id", PQgetvalue(c, i, 0),
+                              "rank", atoi(PQgetvalue(c, i, 1)), "step",
+                              (json_int_t)strtoll(PQgetvalue(c, i, 2), NULL, 10), "reference_run_id",
+                              PQgetvalue(c, i, 3), "reference", PQgetvalue(c, i, 4), "status", PQgetvalue(c, i, 5),
+                              "entry", pg_str(c, i, 6), "occurrence", pg_int(c, i, 7), "diff", pg_str(c, i, 8),
+                              "compared", atoi(PQgetvalue(c, i, 9)), "unverified", atoi(PQgetvalue(c, i, 10)));
+        json_t *d = PQgetisnull(c, i, 11) ? NULL : json_loads(PQgetvalue(c, i, 11), 0, NULL);
+        json_object_set_new(o, "restored_entry", d ? json_incref(json_object_get(d, "restored")) : json_null());
+        json_object_set_new(o, "reference_entry", d ? json_incref(json_object_get(d, "reference")) : json_null());
+        json_decref(d);
+        json_array_append_new(a, o);
+    }
+    return a;
 }
 
 static enum MHD_Result read_twins(http_req *req, char **args)
@@ -76,18 +98,21 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     const char *p[] = {group};
     PGresult *d = db_exec("grp_divs", 1, p, err, sizeof(err));
     PGresult *u = d ? db_exec("grp_unchecked", 1, p, err, sizeof(err)) : NULL;
-    if (!d || !u) {
+    PGresult *rs = u ? db_exec("grp_restores", 1, p, err, sizeof(err)) : NULL;
+    if (!d || !u || !rs) {
         PQclear(d);
+        PQclear(u);
         PQclear(g.res);
         return http_reply_db_down(req, err);
     }
-    int all_ended = 1;
+    int all_ended = 1, logical = 0;
     json_t *runs = json_array();
     for (int i = 0; i < g.n; i++) {
         PGresult *r = g.res;
         const char *status = PQgetvalue(r, i, 5);
         if (!strcmp(status, "running"))
             all_ended = 0;
+        logical |= i > 0 && strcmp(PQgetvalue(r, i, 7), PQgetvalue(r, 0, 7)) != 0;
         json_array_append_new(
             runs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:s, s:s, s:o}", "run_id", PQgetvalue(r, i, 1),
                             "job_id", PQgetvalue(r, i, 2), "user", PQgetvalue(r, i, 3), "nodes", PQgetvalue(r, i, 4),
@@ -104,8 +129,10 @@ static enum MHD_Result read_twins(http_req *req, char **args)
                          : g.n >= 2 && all_ended && unchecked == 0 ? "match"
                                                                     : "pending";
     json_t *first = json_array_size(per_rank) ? json_incref(json_array_get(per_rank, 0)) : json_null();
-    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o}", "group", group, "status", status, "runs", runs,
-                          "first_divergence", first, "per_rank", per_rank);
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:b}", "group", group, "status", status, "runs", runs,
+                          "first_divergence", first, "per_rank", per_rank, "restores", restores_json(rs), "logical",
+                          logical);
+    PQclear(rs);
     PQclear(u);
     PQclear(d);
     PQclear(g.res);
@@ -144,10 +171,12 @@ static enum MHD_Result read_twin_steps(http_req *req, char **args)
     if (!group_open(req, group, &g, &sent))
         return sent;
     int64_t lo = INT64_MIN;
+    int logical = 0; /* runs of different rank counts: rank r holds another piece in each; compared logically */
     for (int i = 0; i < g.n; i++) {
         int64_t s = strtoll(PQgetvalue(g.res, i, 6), NULL, 10);
         if (s > lo)
             lo = s;
+        logical |= i > 0 && strcmp(PQgetvalue(g.res, i, 7), PQgetvalue(g.res, 0, 7)) != 0;
     }
     const char *fs = http_query(req, "from"), *ts = http_query(req, "to"), *cs = http_query(req, "compact");
     int compact = cs && (!strcmp(cs, "1") || !strcmp(cs, "true"));
@@ -230,7 +259,7 @@ static enum MHD_Result read_twin_steps(http_req *req, char **args)
             if (pg->state == 2 ? step > pg->max_step : step >= pg->max_step)
                 pending = 1;
         }
-        const char *status = pending ? "pending" : present < runs_in ? "missing" : differs ? "diverged" : "match";
+        const char *status = pending ? "pending" : logical ? "layout" : present < runs_in ? "missing" : differs ? "diverged" : "match";
         if (!have_cur || step != cur_step) {
             cur_ranks = json_array();
             json_array_append_new(steps, json_pack("{s:I, s:o}", "step", (json_int_t)step, "ranks", cur_ranks));
@@ -251,8 +280,8 @@ static enum MHD_Result read_twin_steps(http_req *req, char **args)
     free(rows);
     PQclear(g.res);
     return http_reply_json(req, 200,
-                           json_pack("{s:s, s:I, s:I, s:i, s:o}", "group", group, "from", (json_int_t)from, "to",
-                                     (json_int_t)to, "ranks", nranks, "steps", steps));
+                           json_pack("{s:s, s:I, s:I, s:i, s:o, s:b}", "group", group, "from", (json_int_t)from, "to",
+                                     (json_int_t)to, "ranks", nranks, "steps", steps, "logical", logical));
 }
 
 /* flatten - add every leaf of `v` under `path` to `out` (path -> value). */
@@ -356,6 +385,11 @@ void api_twins_register(void)
     db_register("grp_divs", "SELECT rank, step, seq, name, occ, kind, odd_run_key, runs::text, " TS("committed_at")
                             ", " TS("detected_at") ", extract(epoch FROM detected_at - committed_at) * 1000 "
                             "FROM divergences WHERE twin_group = $1 ORDER BY step, rank");
+    db_register("grp_restores",
+                "SELECT r.run_id, c.rank, c.step, t.run_id, c.reference, c.status, c.entry, c.occ, c.diff, c.compared, "
+                "c.unverified, c.detail::text FROM restore_checks c JOIN runs r ON r.run_key = c.run_key "
+                "JOIN runs t ON t.run_key = c.ref_run_key WHERE c.twin_group = $1 ORDER BY c.step, c.rank, r.run_key, "
+                "t.run_key");
     db_register("grp_unchecked",
                 "SELECT count(*) FROM (SELECT p.rank, max(r.start_step) AS lo, min(p.max_step) AS hi "
                 "FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group = $1 GROUP BY p.rank) x "

@@ -13,18 +13,40 @@ int divergence_alert_enqueue(const grp *g, PGresult *divs, json_t *entries, cons
     const char *step = PQgetvalue(divs, 0, 1), *rank_s = PQgetvalue(divs, 0, 0), *name = PQgetvalue(divs, 0, 3);
     int rank = atoi(rank_s);
     char summary[600], frag[600], body[8192];
-    snprintf(summary, sizeof(summary), "twin group %s diverged at step %s (rank %s, %s)", g->name, step, rank_s, name);
+    const char *kind = PQgetvalue(divs, 0, 5);
+    int restore = !strcmp(kind, "restore"), logical = rank < 0;
+    if (restore)
+        snprintf(summary, sizeof(summary), "twin group %s: a resumed run restored step %s with other state (rank %s, %s)",
+                 g->name, step, rank_s, name);
+    else if (logical)
+        snprintf(summary, sizeof(summary), "twin group %s diverged at step %s (logical tensor %s, runs of different "
+                 "rank counts)", g->name, step, name);
+    else
+        snprintf(summary, sizeof(summary), "twin group %s diverged at step %s (rank %s, %s)", g->name, step, rank_s,
+                 name);
     /* the group name is percent-encoded in the link */
     size_t fl = (size_t)snprintf(frag, sizeof(frag), "/twins/");
     for (const unsigned char *c = (const unsigned char *)g->name; *c && fl + 4 < sizeof(frag); c++)
         fl += (size_t)(isalnum(*c) || strchr("-._~", *c) ? snprintf(frag + fl, sizeof(frag) - fl, "%c", *c)
                                                          : snprintf(frag + fl, sizeof(frag) - fl, "%%%02X", *c));
     char *url = alert_url(frag);
-    size_t bl = (size_t)snprintf(body, sizeof(body),
-                                 "Twin group %s diverged: first divergence at step %s, rank %s, record %s "
-                                 "(occurrence %s, seq %s, %s).\n",
-                                 g->name, step, rank_s, name, PQgetvalue(divs, 0, 4), PQgetvalue(divs, 0, 2),
-                                 PQgetvalue(divs, 0, 5));
+    size_t bl;
+    if (restore)
+        bl = (size_t)snprintf(body, sizeof(body),
+                              "Twin group %s: restore difference at step %s, rank %s: state entry %s (occurrence %s) "
+                              "of the resumed run is not what its twin saved in the checkpoint of that step; every "
+                              "later step is suspect.\n",
+                              g->name, step, rank_s, name, PQgetvalue(divs, 0, 4));
+    else if (logical)
+        bl = (size_t)snprintf(body, sizeof(body),
+                              "Twin group %s diverged: first divergence at step %s in logical tensor %s (occurrence "
+                              "%s, %s), its shards combined across ranks (the runs have different rank counts).\n",
+                              g->name, step, name, PQgetvalue(divs, 0, 4), kind);
+    else
+        bl = (size_t)snprintf(body, sizeof(body),
+                              "Twin group %s diverged: first divergence at step %s, rank %s, record %s "
+                              "(occurrence %s, seq %s, %s).\n",
+                              g->name, step, rank_s, name, PQgetvalue(divs, 0, 4), PQgetvalue(divs, 0, 2), kind);
     json_t *runs = json_array();
     const char *users[GROUP_MAX_RUNS];
     int nusers = 0;
@@ -41,18 +63,22 @@ int divergence_alert_enqueue(const grp *g, PGresult *divs, json_t *entries, cons
         const char *fp = mine ? json_string_value(json_object_get(mine, "fp")) : NULL;
         const char *vb = mine ? json_string_value(json_object_get(mine, "value_bits")) : NULL;
         int present = mine && json_is_true(json_object_get(mine, "present"));
+        const char *role = mine ? json_string_value(json_object_get(mine, "role")) : NULL;
         if (bl < sizeof(body))
-            bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "  run %s (job %s, user %s, node %s): %s\n",
+            bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "  run %s (job %s, user %s, node %s)%s%s: %s\n",
                                    g->runs[a].id, g->runs[a].job, g->runs[a].user, s->node ? s->node : "?",
-                                   present ? "" : "record missing");
+                                   role ? ", " : "", role ? role : "",
+                                   present ? "" : restore && role && !strcmp(role, "restored") ? "not restored"
+                                                                                               : "record missing");
         if (present && bl < sizeof(body)) {
             bl--; /* replace the newline */
             bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "fp %s, value %s%s%s%s\n", fp ? fp : "?", vtxt,
                                    vb ? " (bits " : "", vb ? vb : "", vb ? ")" : "");
         }
-        json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s?, s:O?, s:s?}", "run_id", g->runs[a].id,
-                                              "job_id", g->runs[a].job, "user", g->runs[a].user, "node", s->node,
-                                              "present", present, "fp", fp, "value", val, "value_bits", vb));
+        json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s?, s:O?, s:s?, s:s?}", "run_id",
+                                              g->runs[a].id, "job_id", g->runs[a].job, "user", g->runs[a].user, "node",
+                                              s->node, "present", present, "fp", fp, "value", val, "value_bits", vb,
+                                              "role", role));
         int seen = !*g->runs[a].user;
         for (int u = 0; u < nusers && !seen; u++)
             seen = !strcmp(users[u], g->runs[a].user);

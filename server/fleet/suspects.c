@@ -434,10 +434,26 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
                 entries[norigin] = json_array();
             norigin++;
         }
-        if (classify(g, entries, origin, norigin, PQgetvalue(divs, 0, 3), step, PQgetvalue(divs, 0, 4), &v, requeue,
-                     cap, nrequeue, err,
-                     sizeof(err)) < 0)
+        if (!strcmp(PQgetvalue(divs, 0, 5), "restore")) {
+            /* the resumed run loaded other state than its twin saved: the checkpoint code, on any hardware */
+            v.cls = "software";
+            v.code = "restore";
+            snprintf(v.reason, sizeof(v.reason),
+                     "a resumed run restored the checkpoint of step %s with state entry %s different from what its "
+                     "twin saved: the program's checkpoint loading (or saving) is at fault",
+                     step, PQgetvalue(divs, 0, 3));
+        } else if (atoi(PQgetvalue(divs, 0, 0)) < 0) {
+            /* runs of different rank counts: no one rank's hardware holds the differing tensor in both */
+            v.cls = "software";
+            v.code = "layout";
+            snprintf(v.reason, sizeof(v.reason),
+                     "runs with different rank counts diverged on logical tensor %s: reductions over another layout "
+                     "round differently; no rank's hardware is implicated",
+                     PQgetvalue(divs, 0, 3));
+        } else if (classify(g, entries, origin, norigin, PQgetvalue(divs, 0, 3), step, PQgetvalue(divs, 0, 4), &v,
+                            requeue, cap, nrequeue, err, sizeof(err)) < 0) {
             goto out_rollback;
+        }
     } else {
         snprintf(v.reason, sizeof(v.reason), "the %d runs matched on every step they share", g->nruns);
     }
