@@ -55,12 +55,27 @@ int main(int argc, char **argv)
                     .shape = {4, 8}, .name = "layer1.out", .name_len = 10, .n_inputs = 2, .inputs = in,
                     .n_chunks = 1, .chunks = ch};
     n += rec_encode(&t, buf + n);
+    /* extension fields and state flags: a shard, a chunk size, scales, a saved state entry */
+    unsigned char ext[REC_EXT_ENCODED_MAX];
+    rec_ext x = {.has_shard = 1, .shard_offset = 64, .shard_total = 192, .shard_acc = 5, .chunk_bytes = 4096,
+                 .has_scales = 1, .scales_dtype = LS_E8M0, .scales_ndim = 1, .scales_shape = {2}, .scales_nbytes = 2,
+                 .scales_fp = 6};
+    rec_record e = {.seq = 6, .step = 2, .fp = 0x77, .dtype = LS_F8E4M3, .level = LS_LEVEL_MODULE, .ndim = 1,
+                    .shape = {128}, .nbytes = 128, .name = "w.shard", .name_len = 7, .ext = ext,
+                    .ext_len = (uint16_t)rec_ext_encode(&x, ext)};
+    n += rec_encode(&e, buf + n);
+    rec_record st = {.seq = 7, .step = 2, .fp = 0x88, .dtype = LS_U64, .nbytes = 8, .value = 9,
+                     .flags = REC_HAS_VALUE | REC_STATE_RESTORED, .name = "data_pos", .name_len = 8};
+    n += rec_encode(&st, buf + n);
     if (put(argv[1], "binary", buf, n) < 0)
         return 1;
     const char *json = "\x01{\"rank\": 0, \"batch_seq\": 7, \"records\": [{\"seq\": 0, \"step\": 1, \"name\": \"loss\", "
                        "\"occ\": 0, \"level\": \"metric\", \"dtype\": \"f64\", \"shape\": [], \"fp\": "
                        "\"3ff4000000000000\", \"value\": 2.5}, {\"seq\": 1, \"step\": 1, \"name\": \"h\", \"dtype\": "
                        "\"bf16\", \"shape\": [2, 3], \"value_bits\": \"000000000000bfc0\", \"fp\": \"00000000000000ff\", "
-                       "\"inputs\": [\"0123456789abcdef\"], \"chunks\": [\"8000000000000000\"]}]}";
+                       "\"inputs\": [\"0123456789abcdef\"], \"chunks\": [\"8000000000000000\"]}, {\"seq\": 2, "
+                       "\"step\": 1, \"name\": \"s\", \"nbytes\": 16, \"fp\": \"00000000000000aa\", \"state\": \"saved\", "
+                       "\"chunk_bytes\": 64, \"shard\": {\"offset\": 8, \"total\": 24, \"acc\": \"0000000000000001\"}, "
+                       "\"scales\": {\"dtype\": \"e8m0\", \"shape\": [1], \"nbytes\": 1, \"fp\": \"0000000000000002\"}}]}";
     return put(argv[1], "json", json, strlen(json)) < 0;
 }
