@@ -13,6 +13,8 @@ Records (names are the model's qualified module names, "model" for the root):
                 the fingerprints of its tensor inputs taken before it ran, for `lockstep narrow`):
                 CONTEXT is the innermost module running, or bwd.NAME in the backward pass (the
                 module whose output gradient came last), loss, optimizer or top
+  state blocks  w.saved(step, extra) where a checkpoint is written, w.restored(step, extra) right after one was
+                loaded: parameters, buffers, optimizer state, RNG states and `extra` (docs/python.md)
 """
 
 import atexit
