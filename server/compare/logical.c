@@ -27,8 +27,10 @@ void cmp_register_logical(void)
                 "GROUP BY r.run_key ORDER BY r.run_key");
     db_register("cmp_lg_ranks", "SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r USING (run_key) "
                                 "WHERE r.twin_group = $1");
+    /* only records with extension fields can be shards: the rank-local rest is never read */
     db_register("cmp_lg_recs", "SELECT " CMP_REC_COLS " FROM records WHERE run_key = ANY($1::bigint[]) "
-                               "AND step BETWEEN $2 AND $3 AND flags & 6 = 0 ORDER BY step, run_key, rank, seq");
+                               "AND step BETWEEN $2 AND $3 AND flags & 6 = 0 AND ext IS NOT NULL "
+                               "ORDER BY step, run_key, rank, seq");
 }
 
 /* holders - the ranks of `t` that hold 1 MiB chunk `c`, as a JSON array. */
@@ -42,7 +44,8 @@ static json_t *holders(const shard_tensor *t, int64_t c)
     return a;
 }
 
-/* compare_step - the logical tensors of one step of every run (rows[lo, hi) of `all`, sorted by run, rank, seq).
+/* compare_step - the logical tensors of one step of every run (rows[lo, hi) of `all`, sorted by run, rank, seq;
+ * a tensor's place in its run's order is its first shard's among the shards of the lowest rank holding one).
  * Returns 1 when a divergence was stored, 0 when they match, -1 on a database error. */
 static int compare_step(const char *group, const cmp_group *g, cmp_rows *all, size_t lo, size_t hi, int64_t step,
                         double commit_s)
