@@ -1,4 +1,5 @@
-/* tensor.c - the public functions that fingerprint buffers: tensors, chunked tensors, shards of logical tensors, scaled low-precision tensors, state entries and fingerprints computed elsewhere. */
+/* tensor.c - the public functions that fingerprint buffers: tensors, chunked tensors, shards of logical tensors, scaled
+ * low-precision tensors, state entries and fingerprints computed elsewhere. */
 #include "include/lockstep.h"
 
 #include <stdlib.h>
@@ -71,8 +72,8 @@ static int check_req(const tensor_req *t, size_t *len)
     if (t->chunk_bytes) {
         uint64_t cb = t->chunk_bytes;
         if (cb % 8 || cb < REC_CHUNK_MIN || cb > REC_CHUNK_MAX) {
-            agent_set_error("%s: %s: chunk size %llu is not a multiple of 8 between %d and %llu bytes", t->fn,
-                            t->name, (unsigned long long)cb, REC_CHUNK_MIN, (unsigned long long)REC_CHUNK_MAX);
+            agent_set_error("%s: %s: chunk size %llu is not a multiple of 8 between %d and %llu bytes", t->fn, t->name,
+                            (unsigned long long)cb, REC_CHUNK_MIN, (unsigned long long)REC_CHUNK_MAX);
             return -1;
         }
         if ((t->nbytes + cb - 1) / cb > REC_MAX_CHUNKS) {
@@ -196,8 +197,14 @@ static int record_req(const tensor_req *t)
 int ls_tensor_at(ls_level level, const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, int ndim,
                  const int64_t *shape)
 {
-    tensor_req t = {.fn = "ls_tensor", .level = level, .name = name, .data = host_data, .nbytes = nbytes,
-                    .dtype = dtype, .ndim = ndim, .shape = shape};
+    tensor_req t = {.fn = "ls_tensor",
+                    .level = level,
+                    .name = name,
+                    .data = host_data,
+                    .nbytes = nbytes,
+                    .dtype = dtype,
+                    .ndim = ndim,
+                    .shape = shape};
     return record_req(&t);
 }
 
@@ -214,17 +221,32 @@ int ls_tensor_chunked(ls_level level, const char *name, const void *host_data, s
                         REC_CHUNK_MIN);
         return -1;
     }
-    tensor_req t = {.fn = "ls_tensor_chunked", .level = level, .name = name, .data = host_data, .nbytes = nbytes,
-                    .dtype = dtype, .ndim = ndim, .shape = shape, .chunk_bytes = chunk_bytes};
+    tensor_req t = {.fn = "ls_tensor_chunked",
+                    .level = level,
+                    .name = name,
+                    .data = host_data,
+                    .nbytes = nbytes,
+                    .dtype = dtype,
+                    .ndim = ndim,
+                    .shape = shape,
+                    .chunk_bytes = chunk_bytes};
     return record_req(&t);
 }
 
 int ls_tensor_shard(const char *name, const void *host_data, size_t nbytes, uint64_t offset, uint64_t total_nbytes,
                     ls_dtype dtype, int ndim, const int64_t *full_shape)
 {
-    tensor_req t = {.fn = "ls_tensor_shard", .level = LS_LEVEL_MODULE, .name = name, .data = host_data,
-                    .nbytes = nbytes, .dtype = dtype, .ndim = ndim, .shape = full_shape, .shard = 1,
-                    .offset = offset, .total = total_nbytes};
+    tensor_req t = {.fn = "ls_tensor_shard",
+                    .level = LS_LEVEL_MODULE,
+                    .name = name,
+                    .data = host_data,
+                    .nbytes = nbytes,
+                    .dtype = dtype,
+                    .ndim = ndim,
+                    .shape = full_shape,
+                    .shard = 1,
+                    .offset = offset,
+                    .total = total_nbytes};
     return record_req(&t);
 }
 
@@ -232,17 +254,34 @@ int ls_tensor_scaled(const char *name, const void *values, size_t values_nbytes,
                      const int64_t *shape, const void *scales, size_t scales_nbytes, ls_dtype scales_dtype,
                      int scales_ndim, const int64_t *scales_shape)
 {
-    tensor_req t = {.fn = "ls_tensor_scaled", .level = LS_LEVEL_MODULE, .name = name, .data = values,
-                    .nbytes = values_nbytes, .dtype = dtype, .ndim = ndim, .shape = shape, .scaled = 1,
-                    .scales = scales, .scales_nbytes = scales_nbytes, .scales_dtype = scales_dtype,
-                    .scales_ndim = scales_ndim, .scales_shape = scales_shape};
+    tensor_req t = {.fn = "ls_tensor_scaled",
+                    .level = LS_LEVEL_MODULE,
+                    .name = name,
+                    .data = values,
+                    .nbytes = values_nbytes,
+                    .dtype = dtype,
+                    .ndim = ndim,
+                    .shape = shape,
+                    .scaled = 1,
+                    .scales = scales,
+                    .scales_nbytes = scales_nbytes,
+                    .scales_dtype = scales_dtype,
+                    .scales_ndim = scales_ndim,
+                    .scales_shape = scales_shape};
     return record_req(&t);
 }
 
 int ls_state(const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, int ndim, const int64_t *shape)
 {
-    tensor_req t = {.fn = "ls_state", .level = LS_LEVEL_METRIC, .state = 1, .name = name, .data = host_data,
-                    .nbytes = nbytes, .dtype = dtype, .ndim = ndim, .shape = shape};
+    tensor_req t = {.fn = "ls_state",
+                    .level = LS_LEVEL_METRIC,
+                    .state = 1,
+                    .name = name,
+                    .data = host_data,
+                    .nbytes = nbytes,
+                    .dtype = dtype,
+                    .ndim = ndim,
+                    .shape = shape};
     return record_req(&t);
 }
 

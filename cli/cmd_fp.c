@@ -1,4 +1,5 @@
-/* cmd_fp.c - `lockstep fp`: LSFP-1 of files and directory trees printed like sha256sum (a checkpoint content manifest), and `fp --check MANIFEST` like sha256sum -c. */
+/* cmd_fp.c - `lockstep fp`: LSFP-1 of files and directory trees printed like sha256sum (a checkpoint content manifest),
+ * and `fp --check MANIFEST` like sha256sum -c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -72,7 +73,8 @@ static void read_error(const char *path, int err)
     snprintf(detail, sizeof(detail), "%s: %s", path,
              err == EIO ? "it changed size while it was read, or could not be read" : strerror(err));
     cli_error("cannot read a file", detail,
-              err == EISDIR ? "pass -r to fingerprint every file under a directory" : "check the path and its permissions");
+              err == EISDIR ? "pass -r to fingerprint every file under a directory"
+                            : "check the path and its permissions");
 }
 
 /* parse_jobs - the value of -j. */
@@ -143,7 +145,10 @@ static int check_manifest(const char *manifest, int threads, int quiet)
         int ok = strlen(p) > 18 && p[16] == ' ' && (p[17] == ' ' || p[17] == '*');
         for (int i = 0; ok && i < 16; i++) {
             char c = p[i];
-            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
             ok = d >= 0;
             fp = fp << 4 | (uint64_t)(d < 0 ? 0 : d);
         }
@@ -152,7 +157,8 @@ static int check_manifest(const char *manifest, int threads, int quiet)
             ok = unescape(path) == 0;
         if (!ok) {
             if (!bad_lines)
-                fprintf(stderr, "lockstep: %s: line %zu is not a fingerprint line (16 hex digits, two spaces, a path)\n",
+                fprintf(stderr,
+                        "lockstep: %s: line %zu is not a fingerprint line (16 hex digits, two spaces, a path)\n",
                         manifest, line_no);
             bad_lines++;
             continue;
@@ -169,8 +175,7 @@ static int check_manifest(const char *manifest, int threads, int quiet)
         want[l.n - 1] = fp;
     }
     if (!l.n) {
-        cli_error("no fingerprint lines in the manifest", manifest,
-                  "write one with `lockstep fp -r DIR > MANIFEST`");
+        cli_error("no fingerprint lines in the manifest", manifest, "write one with `lockstep fp -r DIR > MANIFEST`");
         rc = CLI_BAD_INPUT;
         goto out_free;
     }

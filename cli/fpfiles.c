@@ -1,4 +1,5 @@
-/* fpfiles.c - LSFP-1 of many files at once (cli/fpfiles.h): a sorted directory walk and a thread pool over 64 MiB pieces. */
+/* fpfiles.c - LSFP-1 of many files at once (cli/fpfiles.h): a sorted directory walk and a thread pool over 64 MiB
+ * pieces. */
 #include "cli/fpfiles.h"
 
 #include <dirent.h>

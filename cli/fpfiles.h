@@ -1,4 +1,5 @@
-/* fpfiles.h - LSFP-1 of many files at once: a directory walk and a pool of threads that hashes pieces of files (LSFP-1 is a sum over positioned words, so the pieces of a large file add up). */
+/* fpfiles.h - LSFP-1 of many files at once: a directory walk and a pool of threads that hashes pieces of files (LSFP-1
+ * is a sum over positioned words, so the pieces of a large file add up). */
 #ifndef CLI_FPFILES_H
 #define CLI_FPFILES_H
 

@@ -1,4 +1,5 @@
-/* logical.h - a run's logical tensors: its shard records combined across ranks (common/shard.h), as a one-rank run that `lockstep diff --logical` compares whatever the runs' rank counts. */
+/* logical.h - a run's logical tensors: its shard records combined across ranks (common/shard.h), as a one-rank run that
+ * `lockstep diff --logical` compares whatever the runs' rank counts. */
 #ifndef CLI_LOGICAL_H
 #define CLI_LOGICAL_H
 
@@ -12,13 +13,13 @@
  * recorded them (the position of each tensor's first shard on the lowest
  * rank that holds one); tensors[i] is the assembly behind run.ranks[0].recs[i]. */
 typedef struct lg_run {
-    td_run run;              /* its one rank's records are lg.recs (not owned by the rank) */
+    td_run run; /* its one rank's records are lg.recs (not owned by the rank) */
     shard_logical lg;
-    shard_tensor *tensors;   /* lg.tensors */
-    size_t n_ranks;          /* ranks of the source run */
-    size_t n_plain;          /* step records that are not shards: rank-local, not compared */
-    size_t n_state;          /* state entries: not compared here */
-    const td_run *src;       /* the source run (set by the caller, for notes) */
+    shard_tensor *tensors; /* lg.tensors */
+    size_t n_ranks;        /* ranks of the source run */
+    size_t n_plain;        /* step records that are not shards: rank-local, not compared */
+    size_t n_state;        /* state entries: not compared here */
+    const td_run *src;     /* the source run (set by the caller, for notes) */
 } lg_run;
 
 /* lg_build - the logical tensors of `src` (which must outlive `out`).

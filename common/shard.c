@@ -46,8 +46,8 @@ int shard_assemble(shard_piece *pieces, size_t n, shard_tensor *out, char *why, 
             return -1;
         }
         if (pieces[i].r->dtype != pieces[0].r->dtype || !rec_same_shape(pieces[i].r, pieces[0].r)) {
-            snprintf(why, cap, "its shards disagree on the dtype or the full shape (ranks %u and %u)",
-                     pieces[0].rank, pieces[i].rank);
+            snprintf(why, cap, "its shards disagree on the dtype or the full shape (ranks %u and %u)", pieces[0].rank,
+                     pieces[i].rank);
             return -1;
         }
     }
@@ -58,13 +58,14 @@ int shard_assemble(shard_piece *pieces, size_t n, shard_tensor *out, char *why, 
         const shard_piece *p = &pieces[i];
         uint64_t end = p->offset + p->r->nbytes;
         if (p->offset > at) {
-            snprintf(why, cap, "its shards leave a gap: bytes [%llu, %llu) are held by no rank (rank %u starts at %llu)",
+            snprintf(why, cap,
+                     "its shards leave a gap: bytes [%llu, %llu) are held by no rank (rank %u starts at %llu)",
                      (unsigned long long)at, (unsigned long long)p->offset, p->rank, (unsigned long long)p->offset);
             return -1;
         }
         if (p->offset < at) {
-            snprintf(why, cap, "its shards overlap: rank %u holds [%llu, %llu) and rank %u starts at %llu", pieces[i - 1].rank,
-                     (unsigned long long)pieces[i - 1].offset,
+            snprintf(why, cap, "its shards overlap: rank %u holds [%llu, %llu) and rank %u starts at %llu",
+                     pieces[i - 1].rank, (unsigned long long)pieces[i - 1].offset,
                      (unsigned long long)(pieces[i - 1].offset + pieces[i - 1].r->nbytes), p->rank,
                      (unsigned long long)p->offset);
             return -1;

@@ -1,4 +1,5 @@
-/* shard.h - logical tensors from shard records: the shards of one (step, name, occurrence) across ranks, checked to tile their tensor, summed into its LSFP-1 and its chunk partials.
+/* shard.h - logical tensors from shard records: the shards of one (step, name, occurrence) across ranks, checked to
+ * tile their tensor, summed into its LSFP-1 and its chunk partials.
  *
  * A shard record (ls_tensor_shard) holds bytes [offset, offset + nbytes) of a logical tensor of
  * total bytes, with their LSFP-1 accumulator taken at global word positions and the partials of the
@@ -25,15 +26,15 @@ typedef struct shard_piece {
 
 /* A logical tensor, assembled. */
 typedef struct shard_tensor {
-    uint64_t fp;          /* LSFP-1 of the whole tensor */
-    uint64_t acc;         /* its accumulator */
-    uint64_t nbytes;      /* the total */
+    uint64_t fp;     /* LSFP-1 of the whole tensor */
+    uint64_t acc;    /* its accumulator */
+    uint64_t nbytes; /* the total */
     uint8_t dtype, ndim;
     int64_t shape[LS_MAX_DIMS];
-    uint64_t *chunks;     /* the whole's 1 MiB chunk partials (owned; NULL when a shard lacked its partials or the
-                             tensor has one chunk) */
+    uint64_t *chunks; /* the whole's 1 MiB chunk partials (owned; NULL when a shard lacked its partials or the
+                         tensor has one chunk) */
     uint32_t n_chunks;
-    shard_piece *pieces;  /* the caller's array, sorted by offset */
+    shard_piece *pieces; /* the caller's array, sorted by offset */
     size_t n_pieces;
 } shard_tensor;
 
@@ -68,7 +69,7 @@ typedef struct shard_src {
  * the lowest rank that holds one. */
 typedef struct shard_logical {
     shard_tensor *tensors;
-    rec_record *recs;      /* the tensors as records (shard_as_record), parallel to `tensors` */
+    rec_record *recs; /* the tensors as records (shard_as_record), parallel to `tensors` */
     size_t n;
     shard_piece *pieces;   /* every shard, grouped by tensor (owned) */
     const rec_record *bad; /* after a failure to assemble: a shard of the tensor that failed */

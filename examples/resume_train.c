@@ -1,4 +1,5 @@
-/* resume_train.c - a momentum trainer with checkpoints that records state blocks where it saves and where it restores, so `lockstep diff` checks every resume.
+/* resume_train.c - a momentum trainer with checkpoints that records state blocks where it saves and where it restores,
+ * so `lockstep diff` checks every resume.
  *
  * usage: resume_train [--steps N] [--save K FILE] [--resume FILE] [--bug drop-momentum|wrong-rng|stale-data]
  * The model is least squares with SGD and momentum; each step draws its batch from a stateful xorshift

@@ -1,4 +1,5 @@
-/* shard_train.c - a tensor-parallel layer whose weight is split by rows over the ranks, recorded as shards, so that runs with different rank counts compare as one logical tensor.
+/* shard_train.c - a tensor-parallel layer whose weight is split by rows over the ranks, recorded as shards, so that
+ * runs with different rank counts compare as one logical tensor.
  *
  * usage: shard_train --world N [--steps S] [--flip-step K --flip-byte B]
  * Each process is one rank (LOCKSTEP_RANK) of N. The logical weight is ROWS x COLS f32 (about 3 MiB);

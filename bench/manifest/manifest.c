@@ -1,4 +1,5 @@
-/* manifest.c - benchmark: `lockstep fp -r` (cli/fpfiles.c) against a plain read of the same files, one thread and all threads, in one run.
+/* manifest.c - benchmark: `lockstep fp -r` (cli/fpfiles.c) against a plain read of the same files, one thread and all
+ * threads, in one run.
  *
  * Writes a checkpoint-like tree (one 512 MiB file and sixteen of 32 MiB) in a temporary directory, reads it
  * once to bring it into the page cache, then measures in interleaved rounds (median of the rounds): a plain

@@ -1,4 +1,5 @@
-/* cmp_int.h - what the comparison's modules share (compare.c, restore.c, logical.c): the group's runs, records read back from PostgreSQL, and storing a divergence. Not used outside server/compare/. */
+/* cmp_int.h - what the comparison's modules share (compare.c, restore.c, logical.c): the group's runs, records read
+ * back from PostgreSQL, and storing a divergence. Not used outside server/compare/. */
 #ifndef SERVER_COMPARE_CMP_INT_H
 #define SERVER_COMPARE_CMP_INT_H
 
@@ -11,8 +12,8 @@
 #include "server/core/limits.h"
 
 /* The columns every record query of the comparison selects, in this order (cmp_rows_load reads them). */
-#define CMP_REC_COLS                                                                                                  \
-    "run_key, seq, name, occ, fp, value, dtype, shape::text, nbytes, flags, encode(ext, 'hex'), rank, step, "         \
+#define CMP_REC_COLS                                                                                                   \
+    "run_key, seq, name, occ, fp, value, dtype, shape::text, nbytes, flags, encode(ext, 'hex'), rank, step, "          \
     "chunks::text"
 
 /* A twin group's runs as one comparison sees them. */
@@ -20,10 +21,10 @@ typedef struct cmp_group {
     int nruns;
     int64_t keys[GROUP_MAX_RUNS];
     char ids[GROUP_MAX_RUNS][40];
-    int ranks[GROUP_MAX_RUNS];       /* each run's rank count */
-    int64_t start[GROUP_MAX_RUNS];   /* each run's start step */
-    int64_t max_step[GROUP_MAX_RUNS]; /* on the rank compared: the largest step recorded, INT64_MIN when none */
-    int ended[GROUP_MAX_RUNS];       /* on the rank compared: the run's rank ended (or the run did) */
+    int ranks[GROUP_MAX_RUNS];            /* each run's rank count */
+    int64_t start[GROUP_MAX_RUNS];        /* each run's start step */
+    int64_t max_step[GROUP_MAX_RUNS];     /* on the rank compared: the largest step recorded, INT64_MIN when none */
+    int ended[GROUP_MAX_RUNS];            /* on the rank compared: the run's rank ended (or the run did) */
     char keyarr[GROUP_MAX_RUNS * 22 + 3]; /* "{k1,k2,...}" */
 } cmp_group;
 

@@ -1,4 +1,7 @@
-/* logical.c - a twin group whose runs have different rank counts, compared on its logical tensors: per step, each run's shard records combined across its ranks (common/shard.h) into one record per tensor, then the first-divergence rule (server/compare/rule.h) over those records; a divergence is stored at rank -1 and names the tensor, the first differing 1 MiB chunk and the ranks that hold it in each run. */
+/* logical.c - a twin group whose runs have different rank counts, compared on its logical tensors: per step, each run's
+ * shard records combined across its ranks (common/shard.h) into one record per tensor, then the first-divergence rule
+ * (server/compare/rule.h) over those records; a divergence is stored at rank -1 and names the tensor, the first
+ * differing 1 MiB chunk and the ranks that hold it in each run. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +16,8 @@
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
 
-#define LOGICAL_RANK (-1)     /* the rank logical divergences and checks are stored under */
-#define LOGICAL_STEPS 64      /* steps compared per call; more are left to the next (cmp_notify) */
+#define LOGICAL_RANK (-1) /* the rank logical divergences and checks are stored under */
+#define LOGICAL_STEPS 64  /* steps compared per call; more are left to the next (cmp_notify) */
 
 void cmp_register_logical(void)
 {

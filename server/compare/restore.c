@@ -1,4 +1,6 @@
-/* restore.c - the restore check: each restored state block of a run on one rank against each twin's saved block of its step (or, when the twin saved nothing there, its records of that step), judged by the one rule of common/recmatch.h; a difference is the group's divergence at that step, kind "restore", before any later step's. */
+/* restore.c - the restore check: each restored state block of a run on one rank against each twin's saved block of its
+ * step (or, when the twin saved nothing there, its records of that step), judged by the one rule of common/recmatch.h;
+ * a difference is the group's divergence at that step, kind "restore", before any later step's. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +17,8 @@ void cmp_register_restores(void)
     /* the partial index records_state (sql/007) answers this without a scan */
     db_register("cmp_state", "SELECT " CMP_REC_COLS " FROM records WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                              "AND flags & 6 <> 0 ORDER BY run_key, seq");
-    db_register("cmp_rs_done", "SELECT run_key, step, ref_run_key FROM restore_checks WHERE twin_group = $1 AND rank = $2");
+    db_register("cmp_rs_done",
+                "SELECT run_key, step, ref_run_key FROM restore_checks WHERE twin_group = $1 AND rank = $2");
     db_register("cmp_rs_recs", "SELECT " CMP_REC_COLS " FROM records WHERE run_key = $1 AND rank = $2 AND step = $3 "
                                "AND flags & 6 = 0 ORDER BY seq");
     db_register("cmp_rs_store",
@@ -90,9 +93,18 @@ static int store_verdict(const char *group, int rank, const cmp_group *g, int a,
     snprintf(unv_s, sizeof(unv_s), "%zu", v->unverified);
     if (named)
         snprintf(name, sizeof(name), "%.*s", (int)named->name_len, named->name);
-    const char *q[] = {group, run_s, rk, st, ref_s, reference, rec_restore_status_name(v->status),
-                       differs && named ? name : NULL, differs && named ? occ_s : NULL,
-                       v->status == REC_RESTORE_DIFFERS ? rec_diff_name(v->diff) : NULL, cmp_s, unv_s,
+    const char *q[] = {group,
+                       run_s,
+                       rk,
+                       st,
+                       ref_s,
+                       reference,
+                       rec_restore_status_name(v->status),
+                       differs && named ? name : NULL,
+                       differs && named ? occ_s : NULL,
+                       v->status == REC_RESTORE_DIFFERS ? rec_diff_name(v->diff) : NULL,
+                       cmp_s,
+                       unv_s,
                        differs ? detail_s : NULL};
     PGresult *r = db_exec("cmp_rs_store", 13, q, err, sizeof(err));
     free(detail_s);
@@ -160,7 +172,8 @@ int cmp_check_restores(const char *group, int rank, const cmp_group *g, double c
             continue;
         int first = 1; /* only at the block's first entry (rows are in seq order per run) */
         for (size_t j = 0; j < i && first; j++)
-            first = !(rows.recs[j].run == a && (rows.recs[j].rec.flags & REC_STATE_RESTORED) && rows.recs[j].rec.step == k);
+            first =
+                !(rows.recs[j].run == a && (rows.recs[j].rec.flags & REC_STATE_RESTORED) && rows.recs[j].rec.step == k);
         if (!first)
             continue;
         size_t n = block(&rows, a, REC_STATE_RESTORED, k, mine);

@@ -1,4 +1,6 @@
-/* test_restore.c - lockstepd integration: restored state blocks checked against the twin's saved block (or its records), restore differences named by entry before any later step, twin groups of different rank counts compared on their logical tensors, and records' state and extension fields through both ingest forms and the records endpoint. */
+/* test_restore.c - lockstepd integration: restored state blocks checked against the twin's saved block (or its
+ * records), restore differences named by entry before any later step, twin groups of different rank counts compared on
+ * their logical tensors, and records' state and extension fields through both ingest forms and the records endpoint. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -205,7 +207,7 @@ static void test_restore_against_records(void **state)
     assert_string_equal(json_string_value(json_object_get(r, "reference")), "records");
     assert_string_equal(json_string_value(json_object_get(r, "status")), "differs");
     assert_string_equal(json_string_value(json_object_get(r, "diff")), "dtype"); /* u64 [] against f32 [4,256] */
-    assert_int_equal(json_integer_value(json_object_get(r, "unverified")), 1);  /* data_pos has no record */
+    assert_int_equal(json_integer_value(json_object_get(r, "unverified")), 1);   /* data_pos has no record */
     json_decref(o);
 }
 
@@ -374,10 +376,8 @@ static void test_fields_round_trip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_restore_verified),
-        cmocka_unit_test(test_restore_difference_first),
-        cmocka_unit_test(test_restore_against_records),
-        cmocka_unit_test(test_logical_across_rank_counts),
+        cmocka_unit_test(test_restore_verified),        cmocka_unit_test(test_restore_difference_first),
+        cmocka_unit_test(test_restore_against_records), cmocka_unit_test(test_logical_across_rank_counts),
         cmocka_unit_test(test_fields_round_trip),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,4 +1,5 @@
-/* test_api_blocks.c - the public API's state blocks, shards, scaled low-precision tensors and chunked records: what each writes, and the clear errors for bad input. */
+/* test_api_blocks.c - the public API's state blocks, shards, scaled low-precision tensors and chunked records: what
+ * each writes, and the clear errors for bad input. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -156,9 +157,9 @@ static void test_shards(void **state)
     char name[32];
     for (int k = 0; k < 3; k++) {
         snprintf(name, sizeof(name), "w.part%d", k);
-        assert_int_equal(ls_tensor_shard(name, (const char *)w + cuts[k], cuts[k + 1] - cuts[k], cuts[k], total,
-                                         LS_F32, 2, full),
-                         0);
+        assert_int_equal(
+            ls_tensor_shard(name, (const char *)w + cuts[k], cuts[k + 1] - cuts[k], cuts[k], total, LS_F32, 2, full),
+            0);
     }
     /* bad input, each a clear error */
     assert_int_equal(ls_tensor_shard("w.bad", w, 64, 4, total, LS_F32, 2, full), -1);
@@ -221,8 +222,8 @@ static void test_scaled(void **state)
     assert_true(x.has_scales);
     assert_int_equal(x.scales_dtype, LS_E8M0);
     assert_int_equal(x.scales_nbytes, 2);
-    assert_false(r[0].flags & REC_HAS_VALUE); /* FP4 bytes are not a scalar */
-    assert_int_equal(rec_compare(&r[0], &r[1]), REC_DIFF_SCALES); /* scale-only change */
+    assert_false(r[0].flags & REC_HAS_VALUE);                      /* FP4 bytes are not a scalar */
+    assert_int_equal(rec_compare(&r[0], &r[1]), REC_DIFF_SCALES);  /* scale-only change */
     assert_int_equal(rec_compare(&r[0], &r[2]), REC_DIFF_CONTENT); /* value-only change */
     assert_false(rec_scales_differ(&r[0], &r[2]));
     td_release(&run);

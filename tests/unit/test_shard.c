@@ -1,4 +1,5 @@
-/* test_shard.c - logical tensors from shards (common/shard.h): any tiling adds up to `lockstep fp` of the whole, a flipped byte is named with its chunk, and bad tilings are clear errors. */
+/* test_shard.c - logical tensors from shards (common/shard.h): any tiling adds up to `lockstep fp` of the whole, a
+ * flipped byte is named with its chunk, and bad tilings are clear errors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -201,9 +202,9 @@ static void test_shard_rules_in_rec_check(void **state)
         uint64_t off, len, total;
         const char *want;
     } cases[] = {
-        {4, 16, 64, "not a multiple of 8"},   /* offset off a word */
-        {8, 60, 64, "runs past"},             /* total smaller than the shard's end */
-        {8, 13, 64, "inside a word"},         /* ends mid-word before the tensor's end */
+        {4, 16, 64, "not a multiple of 8"}, /* offset off a word */
+        {8, 60, 64, "runs past"},           /* total smaller than the shard's end */
+        {8, 13, 64, "inside a word"},       /* ends mid-word before the tensor's end */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         x.shard_offset = cases[i].off;
