@@ -3,6 +3,9 @@
 #define AGENT_AGENT_H
 
 #include <stdarg.h>
+#include <stddef.h>
+
+#include "common/record.h"
 
 /* agent_set_error - set the calling thread's ls_last_error message. */
 void agent_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -20,6 +23,28 @@ void agent_warn_once(int *key, const char *fmt, ...) __attribute__((format(print
  * Returns -1 when the variable that is set is not a rank number; *which
  * names it. */
 long agent_env_rank(const char **which);
+
+/* agent_check_name - 0 when `name` is a valid record name (1..LS_NAME_MAX
+ * bytes, no control characters), its length in *len; else -1 with the error
+ * set. */
+int agent_check_name(const char *name, size_t *len);
+
+/* agent_admits - whether a record `name` (`len` bytes) of `level` (with
+ * `state`: an entry of the open state block) would be kept now: 1 kept, 0
+ * filtered out (trace window, LOCKSTEP_IGNORE) or lockstep off, -1 with the
+ * error set outside ls_init..ls_shutdown (or, for a state entry, when no
+ * block is open). Lets callers skip hashing. `fn` names the public function
+ * in errors. */
+int agent_admits(int level, int state, const char *name, size_t len, const char *fn);
+
+/* agent_record - admit `r` again (the state may have changed since
+ * agent_admits; LOCKSTEP_IGNORE applies, LOCKSTEP_STEP_ON too unless it is a
+ * state entry), number it (seq, occurrence, step; a state entry gets the
+ * open block's step, kind flag and its own occurrence count) and hand it to
+ * the trace and the sender. `r`'s name, inputs, chunks and ext are read
+ * during the call only. Returns 0 when recorded or filtered out, -1 with the
+ * error set. */
+int agent_record(rec_record *r, int state, const char *fn);
 
 /* agent_new_uuid - a random (version 4) UUID in `out` (37 bytes). */
 void agent_new_uuid(char out[37]);

@@ -44,6 +44,10 @@ static struct agent {
     uint32_t gen;         /* bumped at each ls_init: the call sites' cached decisions are of this generation */
     int atexit_done;
     int atfork_done;
+    int state_open;       /* a state block is open (ls_state_begin) */
+    int state_kind;       /* REC_STATE_SAVED or REC_STATE_RESTORED */
+    int64_t state_step;
+    occ_table state_occ;  /* occurrences within the open block */
 } A;
 
 static int warned_write, warned_forked, warned_autostart;
@@ -137,11 +141,18 @@ static int init_locked(void)
         agent_set_error("out of memory");
         return -1;
     }
+    if (occ_init(&A.state_occ) < 0) {
+        occ_release(&A.occ);
+        agent_set_error("out of memory");
+        return -1;
+    }
+    A.state_open = 0;
     if (site_patterns_parse(getenv("LOCKSTEP_IGNORE"), &A.ignore, why, sizeof(why)) < 0) {
         agent_set_error("LOCKSTEP_IGNORE is invalid: %s (patterns are globs separated by commas, e.g. "
                         "'report_timings,mpi.reduce')",
                         why);
         occ_release(&A.occ);
+        occ_release(&A.state_occ);
         return -1;
     }
     A.rank = (int)rank;
@@ -178,6 +189,7 @@ static int init_locked(void)
     if (stream < 0) {
         agent_set_error("%s", why);
         occ_release(&A.occ);
+        occ_release(&A.state_occ);
         return -1;
     }
 
@@ -186,6 +198,7 @@ static int init_locked(void)
         if (trace_open(&A.trace, dir, &h, why, sizeof(why)) < 0) {
             agent_set_error("%s", why);
             occ_release(&A.occ);
+            occ_release(&A.state_occ);
             free(cfg.reg_json);
             return -1;
         }
@@ -199,6 +212,7 @@ static int init_locked(void)
                 trace_close(&A.trace, why, sizeof(why));
             A.tracing = 0;
             occ_release(&A.occ);
+            occ_release(&A.state_occ);
             return -1;
         }
         A.streaming = 1;
@@ -262,7 +276,9 @@ static void shutdown_with(int exit_code)
             agent_warn_once(&warned_write, "%s; the trace is incomplete", why);
         A.tracing = 0;
         occ_release(&A.occ);
+        occ_release(&A.state_occ);
     }
+    A.state_open = 0;
     A.streaming = 0;
     A.state = ST_UNINIT;
     pthread_mutex_unlock(&mu);
@@ -313,7 +329,7 @@ void ls_step_end(void)
     pthread_mutex_unlock(&mu);
 }
 
-static int check_name(const char *name, size_t *len)
+int agent_check_name(const char *name, size_t *len)
 {
     if (!name) {
         agent_set_error("record name is NULL");
@@ -374,18 +390,19 @@ static void decide_locked(const char *name, size_t len, const rec_site *site, cs
 static int emit_locked(rec_record *r, int steps)
 {
     char why[300];
-    if (steps) {
+    int state = rec_is_state(r);
+    if (steps && !state) {
         A.step++; /* LOCKSTEP_STEP_ON: this record opens the next step */
         occ_reset(&A.occ);
     }
-    int64_t occ = occ_next(&A.occ, r->name, r->name_len);
+    int64_t occ = occ_next(state ? &A.state_occ : &A.occ, r->name, r->name_len);
     if (occ < 0) {
         agent_set_error("out of memory counting occurrences");
         return -1;
     }
     r->occurrence = (uint32_t)occ;
     r->seq = A.seq++;
-    r->step = A.step;
+    r->step = state ? A.state_step : A.step;
     r->rank = (uint32_t)A.rank;
     if (A.streaming)
         send_push(r); /* never waits on the network */
@@ -415,24 +432,112 @@ static int admit_locked(int level, const char *fn)
     return ts_admits(&A.spec, level, A.step, A.rank);
 }
 
-/* record_locked - admit `r` (trace window), apply LOCKSTEP_IGNORE and LOCKSTEP_STEP_ON (decisions kept in
- * call site entry `e` when there is one) and emit it. Returns 1 recorded, 0 left out, -1 error. */
-static int record_locked(rec_record *r, const char *fn, cs_entry *e)
+/* admit_state_locked - admit_locked for an entry of the state block: -1 when
+ * none is open; kept whenever this rank records metrics at some step. */
+static int admit_state_locked(const char *fn)
 {
-    int rc = admit_locked(r->level, fn);
+    int rc = admit_locked(LS_LEVEL_METRIC, fn);
+    if (rc < 0 || A.state != ST_ACTIVE)
+        return rc;
+    if (!A.state_open) {
+        agent_set_error("%s: no state block is open; call ls_state_begin(step, kind) first", fn);
+        return -1;
+    }
+    return ts_admits_any_step(&A.spec, LS_LEVEL_METRIC, A.rank);
+}
+
+/* record_locked - admit `r` (trace window; `state`: an entry of the open state block), apply LOCKSTEP_IGNORE
+ * and LOCKSTEP_STEP_ON (decisions kept in call site entry `e` when there is one; state entries never open a
+ * step) and emit it. Returns 1 recorded, 0 left out, -1 error. */
+static int record_locked(rec_record *r, int state, const char *fn, cs_entry *e)
+{
+    int rc = state ? admit_state_locked(fn) : admit_locked(r->level, fn);
     if (rc <= 0)
         return rc;
     int ignored, steps;
     decide_locked(r->name, r->name_len, rec_has_site(r) ? &r->site : NULL, e, &ignored, &steps);
     if (ignored)
         return 0;
+    if (state) {
+        r->flags = (uint8_t)((r->flags & ~REC_STATE_MASK) | A.state_kind);
+        r->level = LS_LEVEL_METRIC;
+    }
     return emit_locked(r, steps) < 0 ? -1 : 1;
+}
+
+int agent_admits(int level, int state, const char *name, size_t len, const char *fn)
+{
+    pthread_mutex_lock(&mu);
+    int rc = state ? admit_state_locked(fn) : admit_locked(level, fn);
+    if (rc > 0) {
+        int ignored, steps;
+        decide_locked(name, len, NULL, NULL, &ignored, &steps);
+        rc = !ignored;
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+int agent_record(rec_record *r, int state, const char *fn)
+{
+    pthread_mutex_lock(&mu);
+    int rc = record_locked(r, state, fn, NULL);
+    pthread_mutex_unlock(&mu);
+    return rc < 0 ? -1 : 0;
+}
+
+int ls_state_begin(int64_t step, int kind)
+{
+    if (kind != LS_STATE_SAVED && kind != LS_STATE_RESTORED) {
+        agent_set_error("ls_state_begin: kind %d is neither LS_STATE_SAVED (1) nor LS_STATE_RESTORED (2)", kind);
+        return -1;
+    }
+    pthread_mutex_lock(&mu);
+    int rc = 0;
+    if (A.state == ST_UNINIT) {
+        rc = not_active("ls_state_begin");
+    } else if (A.state == ST_ACTIVE) {
+        if (A.state_open) {
+            agent_set_error("ls_state_begin: the state block of step %lld is still open; close it with ls_state_end",
+                            (long long)A.state_step);
+            rc = -1;
+        } else {
+            A.state_open = 1;
+            A.state_kind = kind == LS_STATE_SAVED ? REC_STATE_SAVED : REC_STATE_RESTORED;
+            A.state_step = step;
+            occ_reset(&A.state_occ);
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+int ls_state_end(void)
+{
+    char why[300];
+    pthread_mutex_lock(&mu);
+    int rc = 0;
+    if (A.state == ST_UNINIT) {
+        rc = not_active("ls_state_end");
+    } else if (A.state == ST_ACTIVE) {
+        if (!A.state_open) {
+            agent_set_error("ls_state_end: no state block is open");
+            rc = -1;
+        } else {
+            A.state_open = 0;
+            /* a checkpoint is a moment worth keeping: write the block out */
+            if (A.tracing && trace_flush(&A.trace, why, sizeof(why)) < 0)
+                agent_warn_once(&warned_write, "%s; records are being lost", why);
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
 }
 
 int ls_metric(const char *name, double value)
 {
     size_t len;
-    if (check_name(name, &len) < 0)
+    if (agent_check_name(name, &len) < 0)
         return -1;
 
     rec_record r;
@@ -448,7 +553,7 @@ int ls_metric(const char *name, double value)
     r.t_ns = now_ns();
 
     pthread_mutex_lock(&mu);
-    int rc = record_locked(&r, "ls_metric", NULL);
+    int rc = record_locked(&r, 0, "ls_metric", NULL);
     pthread_mutex_unlock(&mu);
     return rc < 0 ? -1 : 0;
 }
@@ -459,85 +564,6 @@ int ls_enabled(ls_level level)
     int rc = A.state == ST_ACTIVE && ts_admits(&A.spec, level, A.step, A.rank);
     pthread_mutex_unlock(&mu);
     return rc;
-}
-
-/* record_init - a record with the caller's identity fields set and the rest
- * zero (numbering and timestamps come later). */
-static void record_init(rec_record *r, ls_level level, const char *name, size_t len, ls_dtype dtype, int ndim,
-                        const int64_t *shape, uint64_t nbytes)
-{
-    memset(r, 0, sizeof(*r));
-    r->name = name;
-    r->name_len = (uint16_t)len;
-    r->level = (uint8_t)level;
-    r->dtype = (uint8_t)dtype;
-    r->ndim = (uint8_t)ndim;
-    for (int i = 0; i < ndim; i++)
-        r->shape[i] = shape[i];
-    r->nbytes = nbytes;
-}
-
-int ls_tensor_at(ls_level level, const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, int ndim,
-                 const int64_t *shape)
-{
-    size_t len;
-    if (check_name(name, &len) < 0)
-        return -1;
-    if ((unsigned)level >= LS_LEVEL_COUNT) {
-        agent_set_error("level %d is unknown", (int)level);
-        return -1;
-    }
-    if ((unsigned)dtype >= LS_DTYPE_COUNT) {
-        agent_set_error("dtype %d is unknown", (int)dtype);
-        return -1;
-    }
-    if (ndim < 0 || ndim > LS_MAX_DIMS || (ndim > 0 && !shape)) {
-        agent_set_error("ndim %d is outside 0..%d or shape is NULL", ndim, LS_MAX_DIMS);
-        return -1;
-    }
-    if (!host_data && nbytes) {
-        agent_set_error("%s: data is NULL but nbytes is %zu", name, nbytes);
-        return -1;
-    }
-
-    /* Skip the hashing when the window filters the record out, or LOCKSTEP_IGNORE does. */
-    pthread_mutex_lock(&mu);
-    int rc = admit_locked(level, "ls_tensor");
-    if (rc > 0) {
-        int ignored, steps;
-        decide_locked(name, len, NULL, NULL, &ignored, &steps);
-        rc = !ignored;
-    }
-    pthread_mutex_unlock(&mu);
-    if (rc <= 0)
-        return rc;
-
-    rec_record r;
-    record_init(&r, level, name, len, dtype, ndim, shape, nbytes);
-
-    uint64_t *chunks = NULL;
-    size_t nchunks = fp_chunk_count(nbytes);
-    if (nchunks > 1 && nchunks <= REC_MAX_CHUNKS)
-        chunks = malloc(nchunks * sizeof(uint64_t)); /* without them the record is still whole */
-    if (chunks) {
-        r.fp = fp_lsfp1_chunks(host_data, nbytes, chunks);
-        r.chunks = chunks;
-        r.n_chunks = (uint32_t)nchunks;
-    } else {
-        r.fp = fp_lsfp1(host_data, nbytes);
-    }
-    size_t esz = dtype_size(dtype);
-    if (dtype != LS_BYTES && nbytes == esz && esz <= 8) {
-        memcpy(&r.value, host_data, esz); /* a scalar: keep its exact bits */
-        r.flags |= REC_HAS_VALUE;
-    }
-    r.t_ns = now_ns();
-
-    pthread_mutex_lock(&mu);
-    rc = record_locked(&r, "ls_tensor", NULL); /* the state may have changed meanwhile */
-    pthread_mutex_unlock(&mu);
-    free(chunks);
-    return rc < 0 ? -1 : 0;
 }
 
 /* site_from - a caller's own site into `out` (strings borrowed, cut to the framing's limits). */
@@ -559,7 +585,7 @@ int ls_record_fp_at(ls_level level, const char *name, uint64_t fp, uint64_t nbyt
                     const ls_site *site)
 {
     size_t len;
-    if (check_name(name, &len) < 0)
+    if (agent_check_name(name, &len) < 0)
         return -1;
     if ((unsigned)level >= LS_LEVEL_COUNT || (unsigned)dtype >= LS_DTYPE_COUNT) {
         agent_set_error("%s: level %d or dtype %d is unknown", name, (int)level, (int)dtype);
@@ -574,7 +600,15 @@ int ls_record_fp_at(ls_level level, const char *name, uint64_t fp, uint64_t nbyt
         return -1;
     }
     rec_record r;
-    record_init(&r, level, name, len, dtype, ndim, shape, nbytes);
+    memset(&r, 0, sizeof(r));
+    r.name = name;
+    r.name_len = (uint16_t)len;
+    r.level = (uint8_t)level;
+    r.dtype = (uint8_t)dtype;
+    r.ndim = (uint8_t)ndim;
+    for (int i = 0; i < ndim; i++)
+        r.shape[i] = shape[i];
+    r.nbytes = nbytes;
     r.fp = fp;
     r.n_inputs = (uint16_t)n_inputs;
     r.inputs = inputs;
@@ -586,7 +620,7 @@ int ls_record_fp_at(ls_level level, const char *name, uint64_t fp, uint64_t nbyt
         r.site = e->site;
 
     pthread_mutex_lock(&mu);
-    int rc = record_locked(&r, "ls_record_fp", e);
+    int rc = record_locked(&r, 0, "ls_record_fp", e);
     pthread_mutex_unlock(&mu);
     return rc < 0 ? -1 : 0;
 }
@@ -618,11 +652,6 @@ int ls_enabled_at(ls_level level, const char *name, const void *return_address)
         decide_locked(name, len, e ? &e->site : NULL, e, &ignored, &steps);
     pthread_mutex_unlock(&mu);
     return !ignored;
-}
-
-int ls_tensor(const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, int ndim, const int64_t *shape)
-{
-    return ls_tensor_at(LS_LEVEL_MODULE, name, host_data, nbytes, dtype, ndim, shape);
 }
 
 const char *ls_last_error(void)

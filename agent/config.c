@@ -191,7 +191,13 @@ int config_stream(send_cfg *cfg, long rank, const rec_header *hdr, char *why, si
 
     /* The registration body. */
     char ranks_s[32], user[256], cmd[4096];
-    const char *ranks = env_or("LOCKSTEP_RANKS", "SLURM_NTASKS", NULL);
+    /* torchrun's WORLD_SIZE (beside LOCAL_RANK) before Slurm's, as agent_env_rank reads RANK: lockstepd compares
+     * runs of different rank counts on their logical tensors, so the count must be the launch's own */
+    const char *ranks = env_or("LOCKSTEP_RANKS", NULL, NULL);
+    if (!ranks && getenv("LOCAL_RANK"))
+        ranks = env_or("WORLD_SIZE", NULL, NULL);
+    if (!ranks)
+        ranks = env_or("SLURM_NTASKS", NULL, NULL);
     if (!ranks)
         ranks = env_or("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "1");
     long nranks = strtol(ranks, NULL, 10);

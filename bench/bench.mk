@@ -21,3 +21,10 @@ $(BENCH_API): $(B)/bench/api/api.o $(HARNESS_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
 ALL_TARGETS += $(BENCH_API)
 BENCHES += $(BENCH_API)
 endif
+
+# bench/manifest: `lockstep fp -r` (cli/fpfiles.c) against a plain read of the same files, in one run.
+BENCH_MANIFEST := $(B)/bench/manifest/manifest
+$(BENCH_MANIFEST): $(B)/bench/manifest/manifest.o $(LIBCLI) $(LIBCOMMON)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) -lpthread -lm
+ALL_TARGETS += $(BENCH_MANIFEST)
+BENCHES += $(BENCH_MANIFEST)

@@ -8,9 +8,11 @@
 #include "cli/client.h"
 #include "cli/remote.h"
 #include "cli/diff.h"
+#include "cli/logical.h"
 #include "cli/recjson.h"
 #include "common/dtype.h"
 #include "common/json/mdiff.h"
+#include "common/lsfp1.h"
 #include "common/site.h"
 
 static void fmt_shape(const rec_record *r, char *out, size_t cap)
@@ -32,8 +34,38 @@ static const char *kind_text(diff_kind k)
     case DIFF_EXTRA: return "extra record in B";
     case DIFF_ONLY_A: return "rank present in A only";
     case DIFF_ONLY_B: return "rank present in B only";
+    case DIFF_SCALES: return "scales differ (the values match)";
+    case DIFF_RESTORE: return "restored state differs";
     default: return "match";
     }
+}
+
+/* restore_text - what a restore difference is, in words. */
+static const char *restore_text(const diff_rank *d)
+{
+    switch (d->restore.status) {
+    case REC_RESTORE_NOT_RESTORED: return "was saved but not restored";
+    case REC_RESTORE_NOT_SAVED: return "was restored but never saved";
+    default: break;
+    }
+    switch (d->restore.diff) {
+    case REC_DIFF_DTYPE: return "was restored with another dtype";
+    case REC_DIFF_SHAPE: return "was restored with another shape or size";
+    case REC_DIFF_SCALES: return "was restored with other scales";
+    default: return "was restored with other contents";
+    }
+}
+
+/* print_chunk - where the first differing chunk `c` of `r` lies. */
+static void print_chunk(const rec_record *r, int64_t c)
+{
+    uint64_t cb = rec_chunk_bytes(r);
+    if (cb == FP_CHUNK_BYTES)
+        printf("      first differing bytes in MiB %" PRId64 " of the tensor\n", c);
+    else
+        printf("      first differing bytes in chunk %" PRId64 " of the tensor (bytes %" PRIu64 "..%" PRIu64
+               ", %" PRIu64 "-byte chunks)\n",
+               c, (uint64_t)c * cb, (uint64_t)(c + 1) * cb - 1, cb);
 }
 
 /* is_origin - 1 when `rank` is one of the cause's origin ranks. */
@@ -66,8 +98,18 @@ static void print_side(const char *label, const rec_record *r)
     }
     rec_fp_hex(r->fp, fp);
     fmt_shape(r, shape, sizeof(shape));
-    printf("      %s  seq %-6" PRIu64 " fp %s  %s %s %s", label, r->seq, fp, level_name(r->level),
+    printf("      %s  seq %-6" PRIu64 " fp %s  %s %s %s", label, r->seq, fp,
+           (r->flags & REC_STATE_SAVED) ? "saved" : (r->flags & REC_STATE_RESTORED) ? "restored" : level_name(r->level),
            dtype_name(r->dtype), shape);
+    rec_ext x;
+    rec_ext_of(r, &x);
+    if (x.has_scales) {
+        char sfp[17];
+        rec_fp_hex(x.scales_fp, sfp);
+        printf("  scales %s %s", sfp, dtype_name(x.scales_dtype));
+    }
+    if (x.has_shard)
+        printf("  shard @%" PRIu64 "/%" PRIu64, x.shard_offset, x.shard_total);
     if (r->flags & REC_HAS_VALUE) {
         dtype_format_value(r->dtype, r->value, val, sizeof(val));
         printf("  value %s (0x%llx)", val, (unsigned long long)r->value);
@@ -98,20 +140,55 @@ static const char *run_label(const td_run *r)
     return r->n_ranks ? r->ranks[0].hdr.run_id : "";
 }
 
-static void print_text(const td_run *a, const td_run *b, const diff_result *res, const char *config)
+/* tensor_of - the logical tensor behind record `r` of logical run `lg`, or NULL. */
+static const shard_tensor *tensor_of(const lg_run *lg, const rec_record *r)
+{
+    if (!lg || !r || !lg->run.n_ranks)
+        return NULL;
+    const td_rank *k = &lg->run.ranks[0];
+    if (r < k->recs || r >= k->recs + k->n)
+        return NULL;
+    return &lg->tensors[r - k->recs];
+}
+
+/* print_holders - which ranks of each run hold the differing chunk `c`. */
+static void print_holders(const char *label, const shard_tensor *t, int64_t c)
+{
+    uint32_t ranks[64];
+    if (!t)
+        return;
+    size_t n = shard_holders(t, (uint64_t)c * FP_CHUNK_BYTES, (uint64_t)(c + 1) * FP_CHUNK_BYTES, ranks, 64);
+    printf("      %s holds it on rank%s", label, n == 1 ? "" : "s");
+    for (size_t i = 0; i < n; i++)
+        printf("%s%u", i ? "," : " ", ranks[i]);
+    printf(" (%zu shard%s in all)\n", t->n_pieces, t->n_pieces == 1 ? "" : "s");
+}
+
+static void print_text(const td_run *a, const td_run *b, const diff_result *res, const char *config, const lg_run *la,
+                       const lg_run *lb)
 {
     if (res->diverged)
-        printf("DIVERGED: first divergence at step %" PRId64 "\n", res->first_step);
+        printf("DIVERGED: first divergence at step %" PRId64 "%s\n", res->first_step,
+               la ? " (logical tensors)" : "");
     else if (!res->compared)
-        printf("INCOMPLETE: the runs share no records to compare (nothing says they would agree)\n");
+        printf("INCOMPLETE: the runs share no %s to compare (nothing says they would agree)\n",
+               la ? "logical tensors" : "records");
     else
-        printf("MATCH: every compared record is bit-identical (%zu records)\n", res->compared);
-    printf("  A  %s  run %s  %zu ranks  %zu records\n", a->path, run_label(a), a->n_ranks, a->n_records);
-    printf("  B  %s  run %s  %zu ranks  %zu records\n", b->path, run_label(b), b->n_ranks, b->n_records);
+        printf("MATCH: every compared %s is bit-identical (%zu %s)\n", la ? "logical tensor" : "record", res->compared,
+               la ? "tensors" : "records");
+    if (la) {
+        printf("  A  %s  run %s  %zu ranks  %zu logical tensors (%zu per-rank records not compared)\n", la->run.path,
+               run_label(a), la->n_ranks, la->run.n_records, la->n_plain);
+        printf("  B  %s  run %s  %zu ranks  %zu logical tensors (%zu per-rank records not compared)\n", lb->run.path,
+               run_label(b), lb->n_ranks, lb->run.n_records, lb->n_plain);
+    } else {
+        printf("  A  %s  run %s  %zu ranks  %zu records\n", a->path, run_label(a), a->n_ranks, a->n_records);
+        printf("  B  %s  run %s  %zu ranks  %zu records\n", b->path, run_label(b), b->n_ranks, b->n_records);
+    }
     if (res->overlap)
         printf("  compared steps both runs hold: %" PRId64 "..%" PRId64 "\n", res->overlap_lo, res->overlap_hi);
-    print_rank_notes("A", a);
-    print_rank_notes("B", b);
+    print_rank_notes("A", la ? la->src : a);
+    print_rank_notes("B", lb ? lb->src : b);
     if (res->diverged) {
         printf("  cause: %s: %s\n", cause_name(res->cause.kind), res->cause.why);
         if (res->cause.norigin) {
@@ -132,15 +209,37 @@ static void print_text(const td_run *a, const td_run *b, const diff_result *res,
     printf("\n");
     for (size_t i = 0; i < res->n_ranks; i++) {
         const diff_rank *d = &res->ranks[i];
+        char who[32];
+        snprintf(who, sizeof(who), la ? "logical  " : "rank %-4u", d->rank);
         if (d->kind == DIFF_MATCH) {
-            printf("rank %-4u match (%zu records)\n", d->rank, d->compared);
+            printf("%s match (%zu %s", who, d->compared, la ? "tensors" : "records");
+            if (d->restores)
+                printf("; %zu restored state block%s: %zu verified, %zu with nothing to compare", d->restores,
+                       d->restores == 1 ? "" : "s", d->restores_same, d->restores_unverified);
+            printf(")\n");
             continue;
         }
         const rec_record *r = d->a ? d->a : d->b;
-        printf("rank %-4u DIVERGED at step %" PRId64 ": %s%s\n", d->rank, d->step, kind_text(d->kind),
-               is_origin(res, d->rank) ? "  <- origin" : d->step == res->first_step ? "  <- first" : "");
-        if (r)
-            printf("      record \"%.*s\" occurrence %u\n", (int)r->name_len, r->name, r->occurrence);
+        int both_scales = d->kind == DIFF_CONTENT && d->a && d->b && rec_scales_differ(d->a, d->b);
+        if (d->kind == DIFF_RESTORE) {
+            printf("%s RESTORE DIFFERENCE at step %" PRId64 ": %s%s\n", who, d->step, kind_text(d->kind),
+                   is_origin(res, d->rank)       ? "  <- origin"
+                   : d->step == res->first_step ? "  <- first"
+                                                : "");
+            printf("      state entry \"%.*s\" occurrence %u %s\n", (int)r->name_len, r->name, r->occurrence,
+                   restore_text(d));
+            printf("      %s restored step %" PRId64 "; compared with %s's %s\n", d->restored_by ? "B" : "A", d->step,
+                   d->restored_by ? "A" : "B", d->restore_ref_saved ? "saved state" : "records of that step");
+        } else {
+            printf("%s DIVERGED at step %" PRId64 ": %s%s\n", who, d->step,
+                   both_scales ? "values and scales differ" : kind_text(d->kind),
+                   !la && is_origin(res, d->rank) ? "  <- origin"
+                   : d->step == res->first_step   ? "  <- first"
+                                                  : "");
+            if (r)
+                printf("      %s \"%.*s\" occurrence %u\n", la ? "tensor" : "record", (int)r->name_len, r->name,
+                       r->occurrence);
+        }
         if (d->kind != DIFF_ONLY_B)
             print_side("A", d->a);
         if (d->kind != DIFF_ONLY_A)
@@ -151,13 +250,20 @@ static void print_text(const td_run *a, const td_run *b, const diff_result *res,
             else
                 printf("      distance: %" PRIu64 " ulp\n", d->ulp);
         }
-        if (d->first_chunk >= 0)
-            printf("      first differing bytes in MiB %" PRId64 " of the tensor\n", d->first_chunk);
+        if (d->first_chunk >= 0) {
+            print_chunk(d->a, d->first_chunk);
+            print_holders("A", tensor_of(la, d->a), d->first_chunk);
+            print_holders("B", tensor_of(lb, d->b), d->first_chunk);
+        }
     }
 }
 
 static json_t *run_json(const td_run *r)
 {
+    size_t state = 0;
+    for (size_t i = 0; i < r->n_ranks; i++)
+        for (size_t k = 0; k < r->ranks[i].n; k++)
+            state += rec_is_state(&r->ranks[i].recs[k]);
     json_t *notes = json_array();
     for (size_t i = 0; i < r->n_ranks; i++) {
         const td_rank *x = &r->ranks[i];
@@ -166,11 +272,24 @@ static json_t *run_json(const td_run *r)
                                                    "stopped", rec_status_name(x->status), "offset",
                                                    (json_int_t)x->err_off, "detail", x->err));
     }
-    return json_pack("{s:s, s:s, s:I, s:I, s:o}", "path", r->path, "run_id", run_label(r), "ranks",
-                     (json_int_t)r->n_ranks, "records", (json_int_t)r->n_records, "notes", notes);
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "path", r->path, "run_id", run_label(r), "ranks",
+                     (json_int_t)r->n_ranks, "records", (json_int_t)r->n_records, "state_entries", (json_int_t)state,
+                     "notes", notes);
 }
 
-static int print_json(const td_run *a, const td_run *b, const diff_result *res, const char *config)
+/* holders_json - the ranks of `t` that hold chunk `c`, as a JSON array. */
+static json_t *holders_json(const shard_tensor *t, int64_t c)
+{
+    uint32_t ranks[64];
+    json_t *a = json_array();
+    size_t n = t ? shard_holders(t, (uint64_t)c * FP_CHUNK_BYTES, (uint64_t)(c + 1) * FP_CHUNK_BYTES, ranks, 64) : 0;
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(ranks[i]));
+    return a;
+}
+
+static int print_json(const td_run *a, const td_run *b, const diff_result *res, const char *config, const lg_run *la,
+                      const lg_run *lb)
 {
     json_t *ranks = json_array();
     for (size_t i = 0; i < res->n_ranks; i++) {
@@ -184,14 +303,42 @@ static int print_json(const td_run *a, const td_run *b, const diff_result *res, 
             json_object_set_new(o, "b", d->b ? rec_to_json(d->b) : json_null());
             if (d->has_ulp)
                 json_object_set_new(o, "ulp", d->ulp == UINT64_MAX ? json_null() : json_integer((json_int_t)d->ulp));
-            if (d->first_chunk >= 0)
+            if (d->first_chunk >= 0) {
                 json_object_set_new(o, "first_chunk", json_integer(d->first_chunk));
+                json_object_set_new(o, "chunk_bytes", json_integer((json_int_t)rec_chunk_bytes(d->a)));
+                if (la)
+                    json_object_set_new(o, "chunk_holders",
+                                        json_pack("{s:o, s:o}", "a", holders_json(tensor_of(la, d->a), d->first_chunk),
+                                                  "b", holders_json(tensor_of(lb, d->b), d->first_chunk)));
+            }
+            if (d->kind == DIFF_CONTENT && d->a && d->b && rec_scales_differ(d->a, d->b))
+                json_object_set_new(o, "scales_differ", json_true());
+            if (d->kind == DIFF_RESTORE) {
+                const rec_record *e = d->a ? d->a : d->b;
+                json_object_set_new(
+                    o, "restore",
+                    json_pack("{s:s, s:s%, s:I, s:s, s:s, s:s}", "restored_by", d->restored_by ? "b" : "a", "entry",
+                              e->name, (size_t)e->name_len, "occurrence", (json_int_t)e->occurrence, "difference",
+                              d->restore.status == REC_RESTORE_DIFFERS ? rec_diff_name(d->restore.diff)
+                                                                       : rec_restore_status_name(d->restore.status),
+                              "reference", d->restore_ref_saved ? "saved" : "records", "text", restore_text(d)));
+            }
         }
+        if (d->restores)
+            json_object_set_new(o, "restores",
+                                json_pack("{s:I, s:I, s:I}", "checked", (json_int_t)d->restores, "verified",
+                                          (json_int_t)d->restores_same, "unverified",
+                                          (json_int_t)d->restores_unverified));
         json_array_append_new(ranks, o);
     }
     json_t *top = json_pack("{s:b, s:o, s:o, s:o, s:o}", "match", !res->diverged, "first_step",
                             res->diverged ? json_integer(res->first_step) : json_null(), "a", run_json(a), "b",
                             run_json(b), "ranks", ranks);
+    if (la)
+        json_object_set_new(top, "logical",
+                            json_pack("{s:I, s:I, s:I, s:I}", "a_tensors", (json_int_t)la->run.n_records, "b_tensors",
+                                      (json_int_t)lb->run.n_records, "a_plain", (json_int_t)la->n_plain, "b_plain",
+                                      (json_int_t)lb->n_plain));
     if (res->overlap)
         json_object_set_new(top, "overlap", json_pack("{s:I, s:I}", "from", (json_int_t)res->overlap_lo, "to",
                                                       (json_int_t)res->overlap_hi));
@@ -259,10 +406,11 @@ static md_run run_of_info(json_t *info)
 
 int cmd_diff(int argc, char **argv)
 {
-    int json = 0, overlap = 0;
+    int json = 0, overlap = 0, logical = 0;
     const char *paths[2];
     int n = 0;
-    const char *usage = "usage: lockstep diff [--json] [--overlap] A B   (trace directories, or run ids with --server)";
+    const char *usage =
+        "usage: lockstep diff [--json] [--overlap] [--logical] A B   (trace directories, or run ids with --server)";
 
     /* A server is used for arguments that are not local paths. */
     client_conf conf, *c = NULL;
@@ -281,6 +429,8 @@ int cmd_diff(int argc, char **argv)
             json = 1;
         } else if (strcmp(argv[i], "--overlap") == 0) {
             overlap = 1;
+        } else if (strcmp(argv[i], "--logical") == 0) {
+            logical = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             cli_errorf(usage, "unknown option '%s'", argv[i]);
             return CLI_BAD_INPUT;
@@ -316,20 +466,46 @@ int cmd_diff(int argc, char **argv)
             config = json_string_value(json_object_get(md, "summary"));
     }
     diff_result res;
-    if (diff_runs(&a, &b, overlap, &res) < 0 || diff_cause(&res, config != NULL) < 0) {
+    lg_run la = {0}, lb = {0};
+    const td_run *ca = &a, *cb = &b;
+    if (logical) {
+        char why[600];
+        const char *side = "A";
+        if (lg_build(&a, &la, why, sizeof(why)) < 0 || (side = "B", lg_build(&b, &lb, why, sizeof(why)) < 0)) {
+            char fact[64];
+            snprintf(fact, sizeof(fact), "cannot assemble the logical tensors of run %s", side);
+            cli_error(fact, why,
+                      "every shard of a tensor must be recorded with ls_tensor_shard at offsets that tile it "
+                      "exactly once (docs/api.md)");
+            lg_release(&la);
+            json_decref(md);
+            json_decref(info_a);
+            json_decref(info_b);
+            td_release(&a);
+            td_release(&b);
+            return CLI_BAD_INPUT;
+        }
+        la.src = &a;
+        lb.src = &b;
+        ca = &la.run;
+        cb = &lb.run;
+    }
+    if (diff_runs(ca, cb, overlap, &res) < 0 || diff_cause(&res, config != NULL, logical) < 0) {
         cli_error("out of memory comparing the runs", NULL, NULL);
         rc = CLI_BAD_INPUT;
     } else {
         if (json)
-            print_json(&a, &b, &res, config);
+            print_json(&a, &b, &res, config, logical ? &la : NULL, logical ? &lb : NULL);
         else
-            print_text(&a, &b, &res, config);
+            print_text(&a, &b, &res, config, logical ? &la : NULL, logical ? &lb : NULL);
         rc = res.diverged || !res.compared ? CLI_DIVERGED : CLI_OK;
     }
     diff_release(&res);
     json_decref(md);
     json_decref(info_a);
     json_decref(info_b);
+    lg_release(&la);
+    lg_release(&lb);
     td_release(&a);
     td_release(&b);
     return rc;

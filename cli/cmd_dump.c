@@ -4,13 +4,67 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/logical.h"
 #include "cli/recjson.h"
 #include "common/fsutil.h"
 
+/* dump_logical - the logical tensors of the run at `path` (a trace directory) as JSON lines. */
+static int dump_logical(const char *path)
+{
+    td_run run;
+    lg_run lg;
+    char why[700];
+    if (td_load(&run, path, why, sizeof(why)) < 0) {
+        cli_error("cannot read the run", why, "dump --logical takes a trace directory (every rank's file)");
+        return CLI_BAD_INPUT;
+    }
+    if (lg_build(&run, &lg, why, sizeof(why)) < 0) {
+        cli_error("cannot assemble the logical tensors", why,
+                  "every shard of a tensor must be recorded with ls_tensor_shard at offsets that tile it exactly once");
+        td_release(&run);
+        return CLI_BAD_INPUT;
+    }
+    int rc = CLI_OK;
+    for (size_t i = 0; i < lg.run.ranks[0].n; i++) {
+        const shard_tensor *t = &lg.tensors[i];
+        json_t *o = rec_to_json(&lg.run.ranks[0].recs[i]);
+        json_t *shards = json_array();
+        if (!o || !shards) {
+            json_decref(o);
+            json_decref(shards);
+            rc = CLI_BAD_INPUT;
+            break;
+        }
+        json_object_del(o, "rank");
+        json_object_del(o, "seq");
+        json_object_del(o, "t_ns");
+        for (size_t k = 0; k < t->n_pieces; k++)
+            json_array_append_new(shards, json_pack("{s:I, s:I, s:I}", "rank", (json_int_t)t->pieces[k].rank, "offset",
+                                                    (json_int_t)t->pieces[k].offset, "nbytes",
+                                                    (json_int_t)t->pieces[k].r->nbytes));
+        json_object_set_new(o, "shards", shards);
+        if (json_dumpf(o, stdout, JSON_COMPACT) < 0 || fputc('\n', stdout) == EOF)
+            rc = CLI_BAD_INPUT;
+        json_decref(o);
+        if (rc)
+            break;
+    }
+    if (rc)
+        cli_error("cannot write the output", NULL, NULL);
+    else if (lg.n_plain)
+        fprintf(stderr, "lockstep: %zu per-rank records that are not shards were left out\n", lg.n_plain);
+    lg_release(&lg);
+    td_release(&run);
+    return rc;
+}
+
 int cmd_dump(int argc, char **argv)
 {
-    if (argc != 2) {
-        cli_error("dump needs one trace file", NULL, "usage: lockstep dump TRACE ('-' reads stdin)");
+    if (argc == 3 && strcmp(argv[1], "--logical") == 0)
+        return dump_logical(argv[2]);
+    if (argc != 2 || (argv[1][0] == '-' && argv[1][1])) {
+        cli_error("dump needs one trace file", NULL,
+                  "usage: lockstep dump TRACE ('-' reads stdin), or lockstep dump --logical TRACE_DIR");
         return CLI_BAD_INPUT;
     }
     const char *path = argv[1];

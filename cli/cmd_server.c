@@ -167,10 +167,21 @@ static void print_divergence(json_t *d)
 {
     char b[5][64];
     const char *kind = str(d, "kind", b[4], 64);
-    printf("first divergence: step %s, rank %s, record \"%s\" occurrence %s (%s)\n", str(d, "step", b[0], 64),
-           str(d, "rank", b[1], 64), json_string_value(json_object_get(d, "name")) ?: "?",
-           str(d, "occurrence", b[3], 64),
-           kind && strcmp(kind, "missing") == 0 ? "missing in some run" : "contents differ");
+    int restore = kind && strcmp(kind, "restore") == 0;
+    const char *name = json_string_value(json_object_get(d, "name")) ?: "?";
+    if (restore)
+        printf("first divergence: RESTORE DIFFERENCE at step %s, rank %s: state entry \"%s\" occurrence %s of a "
+               "resumed run is not what its twin saved\n",
+               str(d, "step", b[0], 64), str(d, "rank", b[1], 64), name, str(d, "occurrence", b[3], 64));
+    else if (json_is_true(json_object_get(d, "logical")))
+        printf("first divergence: step %s, logical tensor \"%s\" occurrence %s (%s; its shards combined across the "
+               "ranks of runs of different rank counts)\n",
+               str(d, "step", b[0], 64), name, str(d, "occurrence", b[3], 64),
+               kind && strcmp(kind, "missing") == 0 ? "missing in some run" : "contents differ");
+    else
+        printf("first divergence: step %s, rank %s, record \"%s\" occurrence %s (%s)\n", str(d, "step", b[0], 64),
+               str(d, "rank", b[1], 64), name, str(d, "occurrence", b[3], 64),
+               kind && strcmp(kind, "missing") == 0 ? "missing in some run" : "contents differ");
     const char *cause = json_string_value(json_object_get(d, "cause"));
     if (cause)
         printf("  cause: %s: %s\n", cause, json_string_value(json_object_get(d, "cause_detail")) ?: "");
@@ -206,8 +217,44 @@ static void print_divergence(json_t *d)
         char x[4][64];
         const char *id = str(r, "run_id", x[0], 64);
         int present = !json_is_false(json_object_get(r, "present"));
+        char note[128];
+        const char *role = json_string_value(json_object_get(r, "role"));
+        const json_t *holders = json_object_get(r, "chunk_holders");
+        if (role)
+            snprintf(note, sizeof(note), "%s%s", role, restore && !strcmp(role, "restored") ? "  <- resumed" : "");
+        else if (json_is_array(holders)) {
+            size_t n = (size_t)snprintf(note, sizeof(note), "MiB %s on rank", str(r, "first_chunk", x[3], 64));
+            size_t k;
+            json_t *h;
+            json_array_foreach(holders, k, h) if (n < sizeof(note)) n += (size_t)snprintf(
+                note + n, sizeof(note) - n, "%s%lld", k ? "," : " ", (long long)json_integer_value(h));
+        } else
+            snprintf(note, sizeof(note), "%s", odd && id && strcmp(odd, id) == 0 ? "<- odd one out" : "");
         const char *row[5] = {id, str(r, "seq", x[1], 64), present ? str(r, "fp", x[2], 64) : "(absent)",
-                              str(r, "value", x[3], 64), odd && id && strcmp(odd, id) == 0 ? "<- odd one out" : ""};
+                              str(r, "value", x[3], 64), note};
+        table_add(&t, row);
+    }
+    table_print(&t, stdout);
+    table_free(&t);
+}
+
+/* print_restores - every restored state block the server checked, and against whom. */
+static void print_restores(json_t *restores)
+{
+    if (!json_array_size(restores))
+        return;
+    printf("\nrestored state blocks:\n");
+    static const char *const head[] = {"RUN", "RANK", "STEP", "AGAINST", "REFERENCE", "STATUS", "ENTRY"};
+    table t;
+    table_init(&t, 7, head);
+    size_t i;
+    json_t *r;
+    json_array_foreach(restores, i, r)
+    {
+        char b[7][64];
+        const char *row[7] = {str(r, "run_id", b[0], 64), str(r, "rank", b[1], 64), str(r, "step", b[2], 64),
+                              str(r, "reference_run_id", b[3], 64), str(r, "reference", b[4], 64),
+                              str(r, "status", b[5], 64), str(r, "entry", b[6], 64)};
         table_add(&t, row);
     }
     table_print(&t, stdout);
@@ -400,6 +447,7 @@ int cmd_twins(int argc, char **argv)
         table_print(&t, stdout);
         table_free(&t);
     }
+    print_restores(json_object_get(reply, "restores"));
     json_decref(reply);
     return code;
 }

@@ -6,6 +6,11 @@
  * earliest candidate, ordered by (step, position within the step), is the
  * first divergence: the first record of A that B lacks or holds differently,
  * or the first record of B that A lacks, whichever comes first.
+ *
+ * Entries of state blocks (ls_state_begin) take no part in that: a restored
+ * block is paired with the other run's saved block of its step (or its
+ * records of that step) by rec_restore_check, and a difference there comes
+ * before every step after the block's.
  */
 #include "cli/diff.h"
 
@@ -17,7 +22,8 @@
 
 const char *diff_kind_name(diff_kind k)
 {
-    static const char *const names[] = {"match", "content", "dtype", "shape", "missing", "extra", "only-a", "only-b"};
+    static const char *const names[] = {"match",  "content", "dtype",  "shape",  "missing",
+                                        "extra",  "only-a",  "only-b", "restore", "scales"};
     return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
@@ -55,7 +61,8 @@ static int steps_of(const td_run *run, step_set *s)
     s->n = 0;
     for (size_t i = 0; i < run->n_ranks; i++)
         for (size_t k = 0; k < run->ranks[i].n; k++)
-            s->v[s->n++] = run->ranks[i].recs[k].step;
+            if (rec_in_steps(&run->ranks[i].recs[k]))
+                s->v[s->n++] = run->ranks[i].recs[k].step;
     qsort(s->v, s->n, sizeof(int64_t), cmp_i64);
     size_t u = 0;
     for (size_t i = 0; i < s->n; i++)
@@ -93,7 +100,7 @@ static int pos_before(pos x, pos y)
 
 static int64_t first_differing_chunk(const rec_record *a, const rec_record *b)
 {
-    if (!a->n_chunks || a->n_chunks != b->n_chunks)
+    if (!a->n_chunks || a->n_chunks != b->n_chunks || rec_chunk_bytes(a) != rec_chunk_bytes(b))
         return -1;
     for (uint32_t i = 0; i < a->n_chunks; i++)
         if (a->chunks[i] != b->chunks[i])
@@ -116,7 +123,7 @@ static int compare_rank(const td_rank *ra, const td_rank *rb, const step_set *ke
     }
     for (size_t i = 0; i < rb->n; i++) {
         const rec_record *r = &rb->recs[i];
-        if (keep && !has_step(keep, r->step))
+        if (!rec_in_steps(r) || (keep && !has_step(keep, r->step)))
             continue;
         size_t h = key_hash(r) & (cap - 1);
         while (table[h]) {
@@ -135,7 +142,7 @@ static int compare_rank(const td_rank *ra, const td_rank *rb, const step_set *ke
     size_t idx = 0;
     for (size_t i = 0; i < ra->n; i++) {
         const rec_record *r = &ra->recs[i];
-        if (keep && !has_step(keep, r->step))
+        if (!rec_in_steps(r) || (keep && !has_step(keep, r->step)))
             continue;
         if (r->step != cur) {
             cur = r->step;
@@ -154,7 +161,8 @@ static int compare_rank(const td_rank *ra, const td_rank *rb, const step_set *ke
         }
         if (!found_a) {
             static const diff_kind kinds[] = {[REC_SAME] = DIFF_MATCH, [REC_DIFF_DTYPE] = DIFF_DTYPE,
-                                              [REC_DIFF_SHAPE] = DIFF_SHAPE, [REC_DIFF_CONTENT] = DIFF_CONTENT};
+                                              [REC_DIFF_SHAPE] = DIFF_SHAPE, [REC_DIFF_CONTENT] = DIFF_CONTENT,
+                                              [REC_DIFF_SCALES] = DIFF_SCALES};
             diff_kind k = m ? kinds[rec_compare(r, m)] : DIFF_MISSING;
             if (k != DIFF_MATCH) {
                 found_a = 1;
@@ -173,7 +181,7 @@ static int compare_rank(const td_rank *ra, const td_rank *rb, const step_set *ke
     idx = 0;
     for (size_t i = 0; i < rb->n; i++) {
         const rec_record *r = &rb->recs[i];
-        if (keep && !has_step(keep, r->step))
+        if (!rec_in_steps(r) || (keep && !has_step(keep, r->step)))
             continue;
         if (r->step != cur) {
             cur = r->step;
@@ -199,7 +207,7 @@ static int compare_rank(const td_rank *ra, const td_rank *rb, const step_set *ke
         size_t compared = out->compared;
         *out = cand;
         out->compared = compared;
-        if (cand.kind == DIFF_CONTENT) {
+        if (cand.kind == DIFF_CONTENT || cand.kind == DIFF_SCALES) {
             out->first_chunk = first_differing_chunk(cand.a, cand.b);
             if ((cand.a->flags & REC_HAS_VALUE) && (cand.b->flags & REC_HAS_VALUE)) {
                 out->has_ulp = 1;
@@ -214,9 +222,114 @@ static int compare_rank(const td_rank *ra, const td_rank *rb, const step_set *ke
 static const rec_record *first_kept(const td_rank *r, const step_set *keep)
 {
     for (size_t i = 0; i < r->n; i++)
-        if (!keep || has_step(keep, r->recs[i].step))
+        if (rec_in_steps(&r->recs[i]) && (!keep || has_step(keep, r->recs[i].step)))
             return &r->recs[i];
     return NULL;
+}
+
+/* block_of - the entries of `r` with state flag `flag` at `step` (into out[], at most r->n), in record order. */
+static size_t block_of(const td_rank *r, int flag, int64_t step, const rec_record **out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if ((r->recs[i].flags & REC_STATE_MASK) == flag && r->recs[i].step == step)
+            out[n++] = &r->recs[i];
+    return n;
+}
+
+/* step_records - the step records of `r` at `step`, in record order. */
+static size_t step_records(const td_rank *r, int64_t step, const rec_record **out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (rec_in_steps(&r->recs[i]) && r->recs[i].step == step)
+            out[n++] = &r->recs[i];
+    return n;
+}
+
+/* check_restores - every restored block of `mine` (side `side`: 0 A, 1 B) against `other`; the earliest
+ * difference goes into `best` when it precedes what `best` holds. Returns 0, or -1 when out of memory. */
+static int check_restores(const td_rank *mine, const td_rank *other, int side, diff_rank *d, diff_rank *best,
+                          int *found)
+{
+    const rec_record **blk = malloc((mine->n + 1) * sizeof(*blk)), **ref = malloc((other->n + 1) * sizeof(*ref));
+    int rc = -1;
+    if (!blk || !ref)
+        goto out_free;
+    int64_t last = INT64_MIN;
+    int have_last = 0;
+    for (size_t i = 0; i < mine->n; i++) {
+        const rec_record *e = &mine->recs[i];
+        if (!(e->flags & REC_STATE_RESTORED) || (have_last && e->step == last))
+            continue;
+        int64_t k = e->step;
+        int seen = 0; /* a block of this step was checked already (its entries need not be contiguous) */
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = (mine->recs[j].flags & REC_STATE_RESTORED) && mine->recs[j].step == k;
+        last = k;
+        have_last = 1;
+        if (seen)
+            continue;
+        size_t n = block_of(mine, REC_STATE_RESTORED, k, blk);
+        size_t m = block_of(other, REC_STATE_SAVED, k, ref);
+        int saved = m > 0;
+        if (!saved)
+            m = step_records(other, k, ref);
+        rec_restore_verdict v;
+        if (rec_restore_check(blk, n, ref, m, saved, &v) < 0)
+            goto out_free;
+        d->restores++;
+        d->restore_compared += v.compared;
+        if (v.status == REC_RESTORE_SAME)
+            d->restores_same++;
+        else if (v.status == REC_RESTORE_UNVERIFIED)
+            d->restores_unverified++;
+        else if (!*found || k < best->step) {
+            *found = 1;
+            best->kind = DIFF_RESTORE;
+            best->step = k;
+            best->restored_by = side;
+            best->restore = v;
+            best->restore_ref_saved = saved;
+            best->a = side == 0 ? v.restored : v.ref;
+            best->b = side == 0 ? v.ref : v.restored;
+        }
+    }
+    rc = 0;
+out_free:
+    free(blk);
+    free(ref);
+    return rc;
+}
+
+/* compare_restores - the restore checks of one rank; a difference becomes the rank's verdict when no step
+ * at or before its block's step diverged. */
+static int compare_restores(const td_rank *ra, const td_rank *rb, diff_rank *d)
+{
+    diff_rank best;
+    memset(&best, 0, sizeof(best));
+    int found = 0;
+    if (check_restores(ra, rb, 0, d, &best, &found) < 0 || check_restores(rb, ra, 1, d, &best, &found) < 0)
+        return -1;
+    if (found && (d->kind == DIFF_MATCH || best.step < d->step)) {
+        d->kind = DIFF_RESTORE;
+        d->step = best.step;
+        d->a = best.a;
+        d->b = best.b;
+        d->restored_by = best.restored_by;
+        d->restore = best.restore;
+        d->restore_ref_saved = best.restore_ref_saved;
+        d->first_chunk = -1;
+        d->has_ulp = 0;
+        if (d->a && d->b && best.restore.status == REC_RESTORE_DIFFERS) {
+            d->first_chunk = first_differing_chunk(d->a, d->b);
+            if ((d->a->flags & REC_HAS_VALUE) && (d->b->flags & REC_HAS_VALUE)) {
+                d->has_ulp = 1;
+                d->ulp = dtype_ulp_distance(d->a->dtype, d->a->value, d->b->value);
+            }
+        }
+    }
+    return 0;
 }
 
 int diff_runs(const td_run *a, const td_run *b, int overlap, diff_result *out)
@@ -261,12 +374,12 @@ int diff_runs(const td_run *a, const td_run *b, int overlap, diff_result *out)
             k++;
         } else {
             d->rank = ra->hdr.rank;
-            if (compare_rank(ra, rb, keep, d) < 0)
+            if (compare_rank(ra, rb, keep, d) < 0 || compare_restores(ra, rb, d) < 0)
                 goto out_free;
             i++;
             k++;
         }
-        out->compared += d->compared;
+        out->compared += d->compared + d->restore_compared; /* restored state entries checked count too */
         if (d->kind != DIFF_MATCH) {
             out->diverged = 1;
             if (d->step < out->first_step)
@@ -300,7 +413,7 @@ const diff_rank *diff_rank_of(const diff_result *res, uint32_t rank)
     return NULL;
 }
 
-int diff_cause(diff_result *res, int configuration)
+int diff_cause(diff_result *res, int configuration, int logical)
 {
     free(res->cause_ranks);
     res->cause_ranks = calloc(res->n_ranks + 1, sizeof(cause_rank));
@@ -319,8 +432,10 @@ int diff_cause(diff_result *res, int configuration)
         c->name = r ? r->name : "";
         c->name_len = r ? r->name_len : 0;
         c->occurrence = r ? r->occurrence : 0;
-        c->missing = !d->a || !d->b;
-        if (d->a && d->b) {
+        c->restore = d->kind == DIFF_RESTORE;
+        c->logical = logical;
+        c->missing = !c->restore && (!d->a || !d->b);
+        if (d->a && d->b && !c->restore) {
             const uint64_t *lists[2] = {d->a->inputs, d->b->inputs};
             int counts[2] = {d->a->n_inputs, d->b->n_inputs};
             c->inputs = cause_inputs_of(lists, counts, 2);

@@ -9,10 +9,14 @@ static const struct {
     int (*fn)(int, char **);
     const char *usage;
 } cmds[] = {
-    {"fp", cmd_fp, "fp FILE...            LSFP-1 of each file ('-' reads stdin), like sha256sum"},
-    {"dump", cmd_dump, "dump TRACE            a trace file's records as JSON lines"},
-    {"diff", cmd_diff, "diff [--json] [--overlap] A B\n"
-                       "                        compare two runs' trace directories (or files)"},
+    {"fp", cmd_fp, "fp [-r] [-j N] FILE|DIR...  LSFP-1 of each file ('-' reads stdin), like sha256sum;\n"
+                   "                        -r: every file under DIR (a checkpoint manifest)\n"
+                   "  fp --check MANIFEST    recompute a manifest's fingerprints, like sha256sum -c"},
+    {"dump", cmd_dump, "dump TRACE            a trace file's records as JSON lines\n"
+                       "  dump --logical DIR    a run's logical tensors, its shards combined across ranks"},
+    {"diff", cmd_diff, "diff [--json] [--overlap] [--logical] A B\n"
+                       "                        compare two runs' trace directories (or files); --logical: their\n"
+                       "                        logical tensors, whatever their rank counts"},
     {"runs", cmd_runs, "runs [--user U] [--job J] [--group G] [--status S] [--node N] [--limit N]\n"
                        "                        list runs on the server"},
     {"run", cmd_run, "run RUN_ID             one run: job, ranks, nodes, manifests"},

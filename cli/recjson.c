@@ -3,9 +3,12 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common/dtype.h"
 #include "common/site.h"
+#include "common/lsfp1.h"
 
 void rec_fp_hex(uint64_t fp, char out[17])
 {
@@ -63,5 +66,75 @@ json_t *rec_to_json(const rec_record *r)
         json_object_set_new(o, "chunks", hex_array(r->chunks, r->n_chunks));
     if (rec_has_site(r))
         json_object_set_new(o, "site", rec_site_json(&r->site));
+    if (r->flags & REC_STATE_MASK)
+        json_object_set_new(o, "state", json_string((r->flags & REC_STATE_SAVED) ? "saved" : "restored"));
+    if (r->ext_len)
+        rec_ext_to_json(r, o);
     return o;
+}
+
+void rec_ext_to_json(const rec_record *r, json_t *o)
+{
+    rec_ext x;
+    char h[17];
+    rec_ext_of(r, &x);
+    if (x.chunk_bytes && x.chunk_bytes != FP_CHUNK_BYTES)
+        json_object_set_new(o, "chunk_bytes", json_integer((json_int_t)x.chunk_bytes));
+    if (x.has_shard) {
+        rec_fp_hex(x.shard_acc, h);
+        json_object_set_new(o, "shard", json_pack("{s:I, s:I, s:s}", "offset", (json_int_t)x.shard_offset, "total",
+                                                  (json_int_t)x.shard_total, "acc", h));
+    }
+    if (x.has_scales) {
+        json_t *shape = json_array();
+        for (unsigned i = 0; shape && i < x.scales_ndim; i++)
+            json_array_append_new(shape, json_integer(x.scales_shape[i]));
+        rec_fp_hex(x.scales_fp, h);
+        json_object_set_new(o, "scales", json_pack("{s:s, s:o, s:I, s:s}", "dtype", dtype_name(x.scales_dtype),
+                                                   "shape", shape, "nbytes", (json_int_t)x.scales_nbytes, "fp", h));
+    }
+}
+
+static uint64_t hex_of(const json_t *v)
+{
+    const char *s = json_string_value(v);
+    return s ? strtoull(s, NULL, 16) : 0;
+}
+
+int rec_ext_from_json(const json_t *o, uint8_t *flags, rec_ext *x)
+{
+    memset(x, 0, sizeof(*x));
+    const char *state = json_string_value(json_object_get(o, "state"));
+    if (state) {
+        if (strcmp(state, "saved") == 0)
+            *flags |= REC_STATE_SAVED;
+        else if (strcmp(state, "restored") == 0)
+            *flags |= REC_STATE_RESTORED;
+        else
+            return -1;
+    }
+    const json_t *cb = json_object_get(o, "chunk_bytes"), *sh = json_object_get(o, "shard"),
+                 *sc = json_object_get(o, "scales");
+    if (cb)
+        x->chunk_bytes = (uint64_t)json_integer_value(cb);
+    if (json_is_object(sh)) {
+        x->has_shard = 1;
+        x->shard_offset = (uint64_t)json_integer_value(json_object_get(sh, "offset"));
+        x->shard_total = (uint64_t)json_integer_value(json_object_get(sh, "total"));
+        x->shard_acc = hex_of(json_object_get(sh, "acc"));
+    }
+    if (json_is_object(sc)) {
+        const char *dt = json_string_value(json_object_get(sc, "dtype"));
+        const json_t *shape = json_object_get(sc, "shape");
+        if (!dt || dtype_parse(dt) < 0 || json_array_size(shape) > LS_MAX_DIMS)
+            return -1;
+        x->has_scales = 1;
+        x->scales_dtype = (uint8_t)dtype_parse(dt);
+        x->scales_ndim = (uint8_t)json_array_size(shape);
+        for (unsigned i = 0; i < x->scales_ndim; i++)
+            x->scales_shape[i] = json_integer_value(json_array_get(shape, i));
+        x->scales_nbytes = (uint64_t)json_integer_value(json_object_get(sc, "nbytes"));
+        x->scales_fp = hex_of(json_object_get(sc, "fp"));
+    }
+    return 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/recjson.h"
 #include "common/dtype.h"
 
 #define PAGE 100000
@@ -74,6 +75,11 @@ static int add_record(build *b, json_t *o, uint32_t rank)
     json_t *in = json_object_get(o, "inputs"), *ch = json_object_get(o, "chunks");
     r.n_inputs = (uint16_t)json_array_size(in);
     r.n_chunks = (uint32_t)json_array_size(ch);
+    rec_ext x;
+    unsigned char ext[REC_EXT_ENCODED_MAX];
+    if (rec_ext_from_json(o, &r.flags, &x) < 0)
+        return -1;
+    size_t ext_len = rec_ext_encode(&x, ext);
 
     size_t len = strlen(name);
     if (len == 0 || len > LS_NAME_MAX)
@@ -89,7 +95,7 @@ static int add_record(build *b, json_t *o, uint32_t rank)
         site_len += lens[k];
     }
     if (grow((void **)&b->recs, &b->cap, b->n + 1, sizeof(rec_record)) < 0 ||
-        grow((void **)&b->names, &b->names_cap, b->names_len + len + site_len, 1) < 0 ||
+        grow((void **)&b->names, &b->names_cap, b->names_len + len + site_len + ext_len, 1) < 0 ||
         grow((void **)&b->words, &b->words_cap, b->n_words + r.n_inputs + r.n_chunks, sizeof(uint64_t)) < 0)
         return -1;
     memcpy(b->names + b->names_len, name, len);
@@ -108,6 +114,9 @@ static int add_record(build *b, json_t *o, uint32_t rank)
             b->names_len += lens[k];
         }
     }
+    memcpy(b->names + b->names_len, ext, ext_len); /* the other extension bytes follow the site's strings */
+    r.ext_len = (uint16_t)ext_len;
+    b->names_len += ext_len;
     r.inputs = (const uint64_t *)(uintptr_t)b->n_words;
     for (unsigned i = 0; i < r.n_inputs; i++)
         b->words[b->n_words++] = hex_u64(json_array_get(in, i));
@@ -154,6 +163,7 @@ static int load_rank(const client_conf *c, const char *esc_id, uint32_t rank, td
         x->site.module = x->name + x->name_len;
         x->site.function = x->site.module + x->site.module_len;
         x->site.caller = x->site.function + x->site.function_len;
+        x->ext = x->ext_len ? (const unsigned char *)x->site.caller + x->site.caller_len : NULL;
         x->inputs = x->n_inputs ? b.words + (uintptr_t)x->inputs : NULL;
         x->chunks = x->n_chunks ? b.words + (uintptr_t)x->chunks : NULL;
     }

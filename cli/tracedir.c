@@ -38,7 +38,9 @@ static int load_rank(td_rank *r, const char *path, char *why, size_t cap)
             r->recs = nr;
             cap_recs *= 2;
         }
-        size_t w = (size_t)rec.n_inputs + rec.n_chunks;
+        /* inputs, chunks and the extension fields other than the site live in the reader's scratch: copied
+         * (the name and the site's strings point into the blob, which stays) */
+        size_t w = (size_t)rec.n_inputs + rec.n_chunks + ((size_t)rec.ext_len + 7) / 8;
         if (n_words + w > cap_words) {
             size_t nc = cap_words ? cap_words * 2 : 4096;
             while (nc < n_words + w)
@@ -49,11 +51,15 @@ static int load_rank(td_rank *r, const char *path, char *why, size_t cap)
             r->words = nw;
             cap_words = nc;
         }
-        if (w)
-            memcpy(r->words + n_words, rec.inputs ? rec.inputs : rec.chunks, w * sizeof(uint64_t));
+        size_t nw = (size_t)rec.n_inputs + rec.n_chunks;
+        if (nw)
+            memcpy(r->words + n_words, rec.inputs ? rec.inputs : rec.chunks, nw * sizeof(uint64_t));
+        if (rec.ext_len)
+            memcpy(r->words + n_words + nw, rec.ext, rec.ext_len);
         /* Store offsets now; turned into pointers once `words` stops moving. */
         rec.inputs = (const uint64_t *)(uintptr_t)n_words;
         rec.chunks = (const uint64_t *)(uintptr_t)(n_words + rec.n_inputs);
+        rec.ext = (const unsigned char *)(uintptr_t)(n_words + nw);
         n_words += w;
         r->recs[r->n++] = rec;
     }
@@ -63,6 +69,7 @@ static int load_rank(td_rank *r, const char *path, char *why, size_t cap)
         rec_record *x = &r->recs[i];
         x->inputs = x->n_inputs ? r->words + (uintptr_t)x->inputs : NULL;
         x->chunks = x->n_chunks ? r->words + (uintptr_t)x->chunks : NULL;
+        x->ext = x->ext_len ? (const unsigned char *)(r->words + (uintptr_t)x->ext) : NULL;
     }
     r->status = rd.status;
     r->err_off = rd.err_off;

@@ -8,8 +8,8 @@
 #include "common/fsutil.h"
 #include "common/record.h"
 
-/* One rank's trace. Record names point into `blob`; inputs and chunks into
- * `words`. */
+/* One rank's trace. Record names and call sites point into `blob`; inputs,
+ * chunks and the other extension fields into `words`. */
 typedef struct td_rank {
     char path[4096];
     fs_blob blob;

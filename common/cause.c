@@ -13,6 +13,8 @@ const char *cause_name(cause_kind k)
     case CAUSE_CONFIGURATION: return "configuration";
     case CAUSE_MISSING: return "missing";
     case CAUSE_CONTENT: return "content";
+    case CAUSE_RESTORE: return "restore";
+    case CAUSE_LAYOUT: return "layout";
     case CAUSE_NONE: break;
     }
     return "none";
@@ -81,14 +83,15 @@ void cause_judge(const cause_facts *f, cause_verdict *v)
     }
     v->step = e0->step;
 
-    /* The earliest point: ranks at that step with that seq or that record. */
+    /* The earliest point: ranks at that step with that seq or that record (and of its kind: a restore
+     * difference, a logical tensor or a step record). */
     const cause_rank *early[CAUSE_MAX_ORIGIN * 4];
     int ne = 0, n_diff = 0, n_unknown = 0, n_missing = 0;
     for (size_t i = 0; i < f->n; i++) {
         const cause_rank *c = &f->ranks[i];
-        if (c->step != v->step)
+        if (c->step != v->step || !c->restore != !e0->restore || !c->logical != !e0->logical)
             continue;
-        if (c->seq != e0->seq && !same_key(c, e0))
+        if (c->seq != e0->seq && !same_key(c, e0) && !e0->restore) /* a rank's own block differs on its own */
             continue;
         if (ne < (int)(sizeof(early) / sizeof(early[0])))
             early[ne++] = c;
@@ -104,6 +107,30 @@ void cause_judge(const cause_facts *f, cause_verdict *v)
     snprintf(rec, sizeof(rec), "%.*s (occurrence %u) at step %lld", (int)(e0->name_len > 200 ? 200 : e0->name_len),
              e0->name ? e0->name : "", e0->occurrence, (long long)v->step);
 
+    if (e0->restore) {
+        v->kind = CAUSE_RESTORE;
+        v->first = e0;
+        for (int i = 0; i < ne; i++)
+            add_origin(v, early[i]->rank);
+        rank_list(v->origin, v->norigin, who, sizeof(who));
+        snprintf(v->why, sizeof(v->why),
+                 "a resumed run restored the checkpoint of step %lld on rank%s %s with state entry %.*s (occurrence "
+                 "%u) different from what its twin saved: the program's checkpoint loading (or saving) is at fault, "
+                 "and every later step is suspect",
+                 (long long)v->step, v->norigin > 1 ? "s" : "", who, (int)(e0->name_len > 200 ? 200 : e0->name_len),
+                 e0->name ? e0->name : "", e0->occurrence);
+        return;
+    }
+    if (e0->logical) {
+        v->kind = CAUSE_LAYOUT;
+        v->first = e0;
+        snprintf(v->why, sizeof(v->why),
+                 "the runs, compared on their logical tensors (shards combined across ranks, whatever the layout), "
+                 "part at logical tensor %s: a reduction over another layout rounds differently, or one rank's "
+                 "fault; ranks do not line up across layouts, so no rank's hardware is named",
+                 rec);
+        return;
+    }
     if (f->configuration) {
         v->kind = CAUSE_CONFIGURATION;
         v->first = e0;

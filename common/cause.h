@@ -4,6 +4,12 @@
  * whether a run lacks the record, whether the runs' input fingerprints of that record agree) and whether a
  * determinism-relevant configuration difference was found (common/judge/mdiff.h). The rule, in order:
  *
+ *   restore        the earliest divergence is a restore difference: a resumed run's restored state block holds
+ *                  other state than its twin saved at that step (common/recmatch.h's rec_restore_check); the
+ *                  ranks where it does are the origin ranks. The program's checkpoint code; software.
+ *   layout         the earliest divergence is in a logical tensor, its shards combined across ranks
+ *                  (common/shard.h): runs of different rank counts on lockstepd, `lockstep diff --logical`
+ *                  offline. Ranks do not line up across layouts, so no rank is named; software.
  *   configuration  the runs' configuration differs where it can change bits: that explains the divergence.
  *   missing        at the earliest point a run lacks the record the others hold.
  *   origin         the inputs of the earliest diverging record differed on some ranks only: those are the
@@ -36,9 +42,12 @@ typedef enum cause_kind {
     CAUSE_CONFIGURATION,
     CAUSE_MISSING,
     CAUSE_CONTENT,
+    CAUSE_RESTORE,
+    CAUSE_LAYOUT,
 } cause_kind;
 
-/* cause_name - "origin", "every-rank", "operation", "configuration", "missing", "content" ("none"). */
+/* cause_name - "origin", "every-rank", "operation", "configuration", "missing", "content", "restore",
+ * "layout" ("none"). */
 const char *cause_name(cause_kind k);
 
 /* What the runs' input fingerprints of one diverging record say. */
@@ -61,6 +70,8 @@ typedef struct cause_rank {
     uint32_t occurrence;
     int missing; /* some run lacks the record */
     cause_inputs inputs;
+    int restore; /* a restore difference: the entry (name, occurrence) of the state block of `step` */
+    int logical; /* a logical tensor of runs of different layouts (`rank` stands for none) */
 } cause_rank;
 
 typedef struct cause_facts {
@@ -74,7 +85,8 @@ typedef struct cause_verdict {
     cause_kind kind;
     int64_t step;                   /* the group's first diverging step */
     const cause_rank *first;        /* the divergence that stands for the group (points into the facts) */
-    int origin[CAUSE_MAX_ORIGIN];   /* origin ranks, ascending (origin; also missing and content: where seen first) */
+    int origin[CAUSE_MAX_ORIGIN];   /* origin ranks, ascending (origin; also missing, content and restore: where seen
+                                       first) */
     int norigin;
     int thin;                       /* 1: the records cannot tell (no input fingerprints, a single rank) */
     char why[768];                  /* one or two sentences for people */

@@ -15,7 +15,7 @@ static const struct {
     [LS_I32] = {"i32", 4, 0},     [LS_I16] = {"i16", 2, 0},    [LS_I8] = {"i8", 1, 0},
     [LS_U64] = {"u64", 8, 0},     [LS_U32] = {"u32", 4, 0},    [LS_U16] = {"u16", 2, 0},
     [LS_U8] = {"u8", 1, 0},       [LS_BOOL] = {"bool", 1, 0},  [LS_F8E4M3] = {"f8e4m3", 1, 1},
-    [LS_F8E5M2] = {"f8e5m2", 1, 1},
+    [LS_F8E5M2] = {"f8e5m2", 1, 1}, [LS_F4E2M1] = {"f4e2m1", 1, 1}, [LS_E8M0] = {"e8m0", 1, 1},
 };
 
 static const char *const levels[LS_LEVEL_COUNT] = {"metric", "collective", "module", "op"};
@@ -36,6 +36,11 @@ int dtype_parse(const char *s)
 size_t dtype_size(unsigned dtype)
 {
     return dtype < LS_DTYPE_COUNT ? dtypes[dtype].size : 0;
+}
+
+unsigned dtype_bits(unsigned dtype)
+{
+    return dtype == LS_F4E2M1 ? 4 : (unsigned)dtype_size(dtype) * 8;
 }
 
 int dtype_is_float(unsigned dtype)
@@ -68,6 +73,8 @@ static void float_layout(unsigned dtype, int *bits, int *exp_bits, int *man_bits
     case LS_F16: *bits = 16, *exp_bits = 5, *man_bits = 10; break;
     case LS_BF16: *bits = 16, *exp_bits = 8, *man_bits = 7; break;
     case LS_F8E4M3: *bits = 8, *exp_bits = 4, *man_bits = 3; break;
+    case LS_F4E2M1: *bits = 4, *exp_bits = 2, *man_bits = 1; break;
+    case LS_E8M0: *bits = 8, *exp_bits = 8, *man_bits = 0; break; /* unsigned: no sign bit */
     default: *bits = 8, *exp_bits = 5, *man_bits = 2; break; /* f8e5m2 */
     }
 }
@@ -80,6 +87,10 @@ static int float_is_nan(unsigned dtype, uint64_t v)
     uint64_t man_mask = (1ULL << mb) - 1;
     if (dtype == LS_F8E4M3) /* no infinities; only S.1111.111 is NaN */
         return (v & 0x7f) == 0x7f;
+    if (dtype == LS_F4E2M1) /* no infinities, no NaN */
+        return 0;
+    if (dtype == LS_E8M0) /* 0xff is the only NaN */
+        return (v & 0xff) == 0xff;
     return (v & exp_mask) == exp_mask && (v & man_mask) != 0;
 }
 
@@ -106,6 +117,8 @@ uint64_t dtype_ulp_distance(unsigned dtype, uint64_t a, uint64_t b)
         b = mask_bits(b, bits);
         if (float_is_nan(dtype, a) || float_is_nan(dtype, b))
             return a == b ? 0 : UINT64_MAX;
+        if (dtype == LS_E8M0) /* unsigned exponents: adjacent codes are adjacent values */
+            return a > b ? a - b : b - a;
         int64_t oa = ordered(a, bits), ob = ordered(b, bits);
         return oa > ob ? (uint64_t)oa - (uint64_t)ob : (uint64_t)ob - (uint64_t)oa;
     }
@@ -138,7 +151,9 @@ static double small_float_to_double(unsigned dtype, uint64_t v)
 
     if (float_is_nan(dtype, v))
         return NAN;
-    if (exp == (1 << eb) - 1 && dtype != LS_F8E4M3)
+    if (dtype == LS_E8M0)
+        return ldexp(1.0, (int)v - 127);
+    if (exp == (1 << eb) - 1 && dtype != LS_F8E4M3 && dtype != LS_F4E2M1)
         r = INFINITY;
     else if (exp == 0)
         r = ldexp((double)man, 1 - bias - mb);
@@ -161,7 +176,7 @@ double dtype_value_to_double(unsigned dtype, uint64_t bits)
         memcpy(&f, &u, 4);
         return f;
     }
-    case LS_F16: case LS_BF16: case LS_F8E4M3: case LS_F8E5M2:
+    case LS_F16: case LS_BF16: case LS_F8E4M3: case LS_F8E5M2: case LS_F4E2M1: case LS_E8M0:
         return small_float_to_double(dtype, bits);
     case LS_I64: return (double)(int64_t)bits;
     case LS_I32: return (double)(int32_t)(uint32_t)bits;
@@ -177,7 +192,8 @@ double dtype_value_to_double(unsigned dtype, uint64_t bits)
 void dtype_format_value(unsigned dtype, uint64_t bits, char *out, size_t cap)
 {
     switch (dtype) {
-    case LS_F64: case LS_F32: case LS_F16: case LS_BF16: case LS_F8E4M3: case LS_F8E5M2: {
+    case LS_F64: case LS_F32: case LS_F16: case LS_BF16: case LS_F8E4M3: case LS_F8E5M2: case LS_F4E2M1:
+    case LS_E8M0: {
         double d = dtype_value_to_double(dtype, bits);
         /* %.17g round-trips every double; narrower types print shorter exactly. */
         int prec = dtype == LS_F64 ? 17 : dtype == LS_F32 ? 9 : 5;

@@ -13,8 +13,12 @@ const char *dtype_name(unsigned dtype);
 /* dtype_parse - the dtype named `s`; -1 if none. */
 int dtype_parse(const char *s);
 
-/* dtype_size - bytes per element; 1 for LS_BYTES; 0 for an unknown value. */
+/* dtype_size - bytes per element; 1 for LS_BYTES and for packed FP4 (two
+ * elements per byte: use dtype_bits); 0 for an unknown value. */
 size_t dtype_size(unsigned dtype);
+
+/* dtype_bits - bits per element: 4 for LS_F4E2M1, else 8 * dtype_size. */
+unsigned dtype_bits(unsigned dtype);
 
 /* dtype_is_float - 1 for the floating-point types. */
 int dtype_is_float(unsigned dtype);

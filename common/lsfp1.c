@@ -82,6 +82,56 @@ __attribute__((target("avx512f,avx512dq"))) static uint64_t acc_words_avx512(con
     return acc + acc_words_scalar(p, n - i, first + i);
 }
 
+/* mul_v2 - x * m mod 2^64 in each of four lanes, from 32x32->64 products (AVX2 has no 64-bit multiply):
+ * lo(x)*lo(m) + ((hi(x)*lo(m) + lo(x)*hi(m)) << 32). */
+__attribute__((target("avx2"))) static inline __m256i mul_v2(__m256i x, __m256i m_lo, __m256i m_hi)
+{
+    __m256i lo = _mm256_mul_epu32(x, m_lo);
+    __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(x, 32), m_lo), _mm256_mul_epu32(x, m_hi));
+    return _mm256_add_epi64(lo, _mm256_slli_epi64(cross, 32));
+}
+
+__attribute__((target("avx2"))) static inline __m256i fmix_v2(__m256i x)
+{
+    const __m256i a_lo = _mm256_set1_epi64x((long long)(0xff51afd7ed558ccdULL & 0xffffffffULL));
+    const __m256i a_hi = _mm256_set1_epi64x((long long)(0xff51afd7ed558ccdULL >> 32));
+    const __m256i b_lo = _mm256_set1_epi64x((long long)(0xc4ceb9fe1a85ec53ULL & 0xffffffffULL));
+    const __m256i b_hi = _mm256_set1_epi64x((long long)(0xc4ceb9fe1a85ec53ULL >> 32));
+    x = _mm256_xor_si256(x, _mm256_srli_epi64(x, 33));
+    x = mul_v2(x, a_lo, a_hi);
+    x = _mm256_xor_si256(x, _mm256_srli_epi64(x, 33));
+    x = mul_v2(x, b_lo, b_hi);
+    x = _mm256_xor_si256(x, _mm256_srli_epi64(x, 33));
+    return x;
+}
+
+/* acc_words_avx2 - the same sum, four words per vector, two vectors per iteration: for x86-64 machines without
+ * AVX-512 (the multiplies are emulated, so it is worth it only for its width). */
+__attribute__((target("avx2"))) static uint64_t acc_words_avx2(const unsigned char *p, size_t n, uint64_t first)
+{
+    const __m256i step = _mm256_set1_epi64x((long long)(8 * FP_WORD_KEY));
+    __m256i k0 = _mm256_set_epi64x((long long)((first + 4) * FP_WORD_KEY), (long long)((first + 3) * FP_WORD_KEY),
+                                   (long long)((first + 2) * FP_WORD_KEY), (long long)((first + 1) * FP_WORD_KEY));
+    __m256i k1 = _mm256_add_epi64(k0, _mm256_set1_epi64x((long long)(4 * FP_WORD_KEY)));
+    __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+    size_t i = 0;
+
+    for (; i + 8 <= n; i += 8, p += 64) {
+        __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
+        __m256i w1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+        a0 = _mm256_add_epi64(a0, fmix_v2(_mm256_add_epi64(w0, k0)));
+        a1 = _mm256_add_epi64(a1, fmix_v2(_mm256_add_epi64(w1, k1)));
+        k0 = _mm256_add_epi64(k0, step);
+        k1 = _mm256_add_epi64(k1, step);
+    }
+    uint64_t lanes[4], acc = 0;
+    _mm256_storeu_si256((__m256i *)(void *)lanes, _mm256_add_epi64(a0, a1));
+    for (int l = 0; l < 4; l++)
+        acc += lanes[l];
+    _mm256_zeroupper();
+    return acc + acc_words_scalar(p, n - i, first + i);
+}
+
 typedef uint64_t (*acc_words_fn)(const unsigned char *, size_t, uint64_t);
 
 static acc_words_fn pick_acc_words(void)
@@ -89,6 +139,8 @@ static acc_words_fn pick_acc_words(void)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
         return acc_words_avx512;
+    if (__builtin_cpu_supports("avx2"))
+        return acc_words_avx2;
     return acc_words_scalar;
 }
 
@@ -144,6 +196,23 @@ uint64_t fp_lsfp1_chunks(const void *data, size_t nbytes, uint64_t *chunks)
         acc += chunks[c];
     }
     return fp_finish(acc, nbytes);
+}
+
+uint64_t fp_acc_chunked(const void *data, size_t nbytes, uint64_t offset, uint64_t chunk_bytes, uint64_t *chunks)
+{
+    const unsigned char *p = data;
+    uint64_t acc = 0, first;
+    size_t n = fp_chunk_span(offset, nbytes, chunk_bytes, &first);
+    size_t done = 0;
+
+    for (size_t c = 0; c < n; c++) {
+        uint64_t end = (first + c + 1) * chunk_bytes - offset; /* where this chunk ends, in local bytes */
+        size_t len = (size_t)(end < nbytes ? end : nbytes) - done;
+        chunks[c] = fp_acc(p + done, len, (offset + done) / 8);
+        acc += chunks[c];
+        done += len;
+    }
+    return acc;
 }
 
 void fp_stream_init(fp_stream *s)

@@ -51,6 +51,26 @@ static inline size_t fp_chunk_count(size_t nbytes)
  * chunk partials to `chunks` in the same pass. */
 uint64_t fp_lsfp1_chunks(const void *data, size_t nbytes, uint64_t *chunks);
 
+/* fp_chunk_span - how many chunks of `chunk_bytes` the bytes
+ * [offset, offset + nbytes) touch, and the index of the first in *first
+ * (0 touched for nbytes 0). */
+static inline size_t fp_chunk_span(uint64_t offset, uint64_t nbytes, uint64_t chunk_bytes, uint64_t *first)
+{
+    *first = offset / chunk_bytes;
+    if (!nbytes)
+        return 0;
+    return (size_t)((offset + nbytes - 1) / chunk_bytes - *first + 1);
+}
+
+/* fp_acc_chunked - the LSFP-1 accumulator of `nbytes` bytes that sit at byte
+ * `offset` of a larger buffer (a shard of a logical tensor), taken at their
+ * global word positions, with the partials of every `chunk_bytes` chunk they
+ * touch written to `chunks` (fp_chunk_span of them; a chunk cut by the
+ * buffer's ends gets the partial of its part here). `offset` and
+ * `chunk_bytes` must be multiples of 8. The partials add up to the result,
+ * and the results of the shards of a whole add up to the whole's. */
+uint64_t fp_acc_chunked(const void *data, size_t nbytes, uint64_t offset, uint64_t chunk_bytes, uint64_t *chunks);
+
 /* fp_stream - incremental LSFP-1 over data that arrives in pieces. */
 typedef struct fp_stream {
     uint64_t acc;

@@ -3,8 +3,12 @@
  * `lockstep diff` (files), lockstepd's comparison and lockstepd's per-step digests all decide "same
  * record" here. Records are matched on their key (rank, step, name, occurrence) elsewhere; this module
  * judges what a matched pair holds: dtype, shape, byte count, LSFP-1 fingerprint and, for scalars, the
- * exact value bits. Timestamps, seq, level, inputs and chunk partials are never compared (inputs and
- * chunks explain a difference; they do not make one).
+ * exact value bits; for a shard, where it sits in its logical tensor; for a scaled low-precision tensor,
+ * its scales' dtype, shape, size and fingerprint. Timestamps, seq, level, inputs, chunk partials and the
+ * chunk size are never compared (inputs and chunks explain a difference; they do not make one).
+ *
+ * State blocks (ls_state_begin) are not step records: rec_in_steps() says which records take part in
+ * step comparisons and digests, and rec_restore_check() pairs a restored block with its reference.
  */
 #ifndef COMMON_RECMATCH_H
 #define COMMON_RECMATCH_H
@@ -17,15 +21,29 @@
 typedef enum rec_diff {
     REC_SAME = 0,
     REC_DIFF_DTYPE,   /* another element type */
-    REC_DIFF_SHAPE,   /* other extents, or another byte count (the size is part of a record) */
-    REC_DIFF_CONTENT, /* another fingerprint, another scalar value, or a value on one side only */
+    REC_DIFF_SHAPE,   /* other extents, another byte count (the size is part of a record), another place
+                         in the logical tensor (a shard), other scale dtype, extents or size */
+    REC_DIFF_CONTENT, /* another fingerprint, another scalar value, or a value on one side only (the
+                         scales may differ too: rec_scales_differ) */
+    REC_DIFF_SCALES,  /* the same values with other scales, or scales on one side only */
 } rec_diff;
 
 /* rec_compare - how `b` differs from `a` (their keys are assumed equal). */
 rec_diff rec_compare(const rec_record *a, const rec_record *b);
 
-/* rec_diff_name - "same", "dtype", "shape", "content". */
+/* rec_diff_name - "same", "dtype", "shape", "content", "scales". */
 const char *rec_diff_name(rec_diff d);
+
+/* rec_scales_differ - 1 when `a` and `b` carry scales and their fingerprints
+ * differ (with REC_DIFF_CONTENT: the values and the scales both changed). */
+int rec_scales_differ(const rec_record *a, const rec_record *b);
+
+/* rec_in_steps - 1 when `r` takes part in step comparisons and step digests:
+ * every record but the entries of state blocks. */
+static inline int rec_in_steps(const rec_record *r)
+{
+    return !rec_is_state(r);
+}
 
 /* rec_digest_term - the 64-bit term of one record in its step's digest:
  * the step digest of a rank is the XOR of its records' terms (with the
@@ -35,6 +53,41 @@ const char *rec_diff_name(rec_diff d);
  * the term (version 1, before it, left it out). */
 uint64_t rec_digest_term(const rec_record *r);
 
-#define REC_DIGEST_VERSION 2
+#define REC_DIGEST_VERSION 2 /* a shard's place and a record's scales add terms; records without them are unchanged */
+
+/* How a restored state block compares with its reference. */
+typedef enum rec_restore_status {
+    REC_RESTORE_SAME = 0,     /* every entry compared matches (at least one was compared) */
+    REC_RESTORE_DIFFERS,      /* an entry holds something else (`diff` says what) */
+    REC_RESTORE_NOT_RESTORED, /* an entry of the saved block is absent from the restored one */
+    REC_RESTORE_NOT_SAVED,    /* the restored block holds an entry the saved one lacks */
+    REC_RESTORE_UNVERIFIED,   /* no entry has a counterpart: nothing could be compared */
+} rec_restore_status;
+
+typedef struct rec_restore_verdict {
+    rec_restore_status status;
+    rec_diff diff;               /* with REC_RESTORE_DIFFERS */
+    const rec_record *restored;  /* the first differing entry of the restored block (NULL: absent there) */
+    const rec_record *ref;       /* its counterpart in the reference (NULL: absent there) */
+    size_t compared;             /* entries with a counterpart */
+    size_t unverified;           /* restored entries without one (records as the reference only) */
+} rec_restore_verdict;
+
+/* rec_restore_status_name - "same", "differs", "not-restored", "not-saved", "unverified". */
+const char *rec_restore_status_name(rec_restore_status s);
+
+/* rec_restore_check - compare a run's restored state block (`restored`, n
+ * entries in record order) with its reference from a twin: the twin's saved
+ * block of the same step (`ref_saved` 1: m entries in record order) or, when
+ * the twin saved nothing at that step, the twin's records of that step
+ * (`ref_saved` 0; state entries among them are ignored). Entries are matched
+ * on (name, occurrence) and judged by rec_compare. Against a saved block
+ * every entry must be on both sides: the first difference in the saved
+ * block's order wins, then an entry only the restored block holds. Against
+ * records, restored entries without a record of their name are counted as
+ * unverified, and records without an entry are ignored. Returns 0 with
+ * `out` filled (pointers into the arrays), -1 when out of memory. */
+int rec_restore_check(const rec_record *const *restored, size_t n, const rec_record *const *ref, size_t m,
+                      int ref_saved, rec_restore_verdict *out);
 
 #endif /* COMMON_RECMATCH_H */

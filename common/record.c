@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/crc32c.h"
+#include "common/lsfp1.h"
 
 static void put16(unsigned char *p, uint16_t v)
 {
@@ -114,12 +115,168 @@ static int site_check(const rec_site *st, char *why, size_t cap)
     return 0;
 }
 
-/* ext_size - bytes of the extension block (its length word included), 0 when the record has none. */
-static size_t ext_size(const rec_record *r)
+/* site_field_size - bytes of the site field (its key and length included), 0 when the record has no site. */
+static size_t site_field_size(const rec_record *r)
 {
     if (!rec_has_site(r))
         return 0;
-    return 2 + 4 + REC_SITE_FIXED + (size_t)r->site.module_len + r->site.function_len + r->site.caller_len;
+    return 4 + REC_SITE_FIXED + (size_t)r->site.module_len + r->site.function_len + r->site.caller_len;
+}
+
+/* ext_size - bytes of the extension block (its length word included), 0 when the record has none: the site
+ * field, then the other fields (r->ext). */
+static size_t ext_size(const rec_record *r)
+{
+    size_t n = site_field_size(r) + r->ext_len;
+    return n ? 2 + n : 0;
+}
+
+size_t rec_ext_encode(const rec_ext *x, unsigned char *out)
+{
+    unsigned char *p = out;
+    if (x->has_shard) {
+        p[0] = REC_X_SHARD, p[1] = 0;
+        put16(p + 2, 24);
+        put64(p + 4, x->shard_offset);
+        put64(p + 12, x->shard_total);
+        put64(p + 20, x->shard_acc);
+        p += 28;
+    }
+    if (x->chunk_bytes && x->chunk_bytes != FP_CHUNK_BYTES) {
+        p[0] = REC_X_CHUNK, p[1] = 0;
+        put16(p + 2, 8);
+        put64(p + 4, x->chunk_bytes);
+        p += 12;
+    }
+    if (x->has_scales) {
+        unsigned nd = x->scales_ndim <= LS_MAX_DIMS ? x->scales_ndim : LS_MAX_DIMS;
+        p[0] = REC_X_SCALES, p[1] = 0;
+        put16(p + 2, (uint16_t)(24 + 8 * nd));
+        memset(p + 4, 0, 8);
+        p[4] = x->scales_dtype;
+        p[5] = (unsigned char)nd;
+        put64(p + 12, x->scales_nbytes);
+        put64(p + 20, x->scales_fp);
+        for (unsigned i = 0; i < nd; i++)
+            put64(p + 28 + 8 * i, (uint64_t)x->scales_shape[i]);
+        p += 28 + 8 * nd;
+    }
+    return (size_t)(p - out);
+}
+
+int rec_ext_parse(const unsigned char *ext, size_t len, rec_ext *out, char *why, size_t cap)
+{
+    memset(out, 0, sizeof(*out));
+    size_t off = 0;
+    while (off < len) {
+        if (off + 4 > len) {
+            snprintf(why, cap, "extension field at byte %zu is cut short", off);
+            return -1;
+        }
+        unsigned key = ext[off];
+        size_t flen = get16(ext + off + 2);
+        const unsigned char *v = ext + off + 4;
+        if (off + 4 + flen > len) {
+            snprintf(why, cap, "extension field %u of %zu bytes runs past the record", key, flen);
+            return -1;
+        }
+        switch (key) {
+        case REC_X_SITE:
+            snprintf(why, cap, "a call site among the other extension fields (it is the record's site)");
+            return -1;
+        case REC_X_SHARD:
+            if (flen != 24 || out->has_shard) {
+                snprintf(why, cap, "shard field of %zu bytes (24 expected, once)", flen);
+                return -1;
+            }
+            out->has_shard = 1;
+            out->shard_offset = get64(v);
+            out->shard_total = get64(v + 8);
+            out->shard_acc = get64(v + 16);
+            break;
+        case REC_X_CHUNK:
+            if (flen != 8 || out->chunk_bytes) {
+                snprintf(why, cap, "chunk field of %zu bytes (8 expected, once)", flen);
+                return -1;
+            }
+            out->chunk_bytes = get64(v);
+            if (!out->chunk_bytes) {
+                snprintf(why, cap, "chunk size 0");
+                return -1;
+            }
+            break;
+        case REC_X_SCALES:
+            if (flen < 24 || out->has_scales || v[1] > LS_MAX_DIMS || flen != 24 + 8 * (size_t)v[1]) {
+                snprintf(why, cap, "scales field of %zu bytes does not hold its shape", flen);
+                return -1;
+            }
+            out->has_scales = 1;
+            out->scales_dtype = v[0];
+            out->scales_ndim = v[1];
+            out->scales_nbytes = get64(v + 8);
+            out->scales_fp = get64(v + 16);
+            for (unsigned i = 0; i < out->scales_ndim; i++)
+                out->scales_shape[i] = (int64_t)get64(v + 24 + 8 * i);
+            break;
+        default: break; /* a field of a newer writer: skipped */
+        }
+        off += 4 + flen;
+    }
+    return 0;
+}
+
+void rec_ext_of(const rec_record *r, rec_ext *out)
+{
+    char why[8];
+    if (!r->ext_len || rec_ext_parse(r->ext, r->ext_len, out, why, sizeof(why)) < 0)
+        memset(out, 0, sizeof(*out));
+}
+
+uint64_t rec_chunk_bytes(const rec_record *r)
+{
+    rec_ext x;
+    rec_ext_of(r, &x);
+    return x.chunk_bytes ? x.chunk_bytes : FP_CHUNK_BYTES;
+}
+
+/* check_ext - the extension fields' own rules. */
+static int check_ext(const rec_record *r, char *why, size_t cap)
+{
+    rec_ext x;
+    if (r->ext_len > REC_EXT_MAX || (r->ext_len && !r->ext)) {
+        snprintf(why, cap, "%u extension bytes exceed %d", r->ext_len, REC_EXT_MAX);
+        return -1;
+    }
+    if (rec_ext_parse(r->ext, r->ext_len, &x, why, cap) < 0)
+        return -1;
+    if (x.chunk_bytes && (x.chunk_bytes % 8 || x.chunk_bytes < REC_CHUNK_MIN || x.chunk_bytes > REC_CHUNK_MAX)) {
+        snprintf(why, cap, "chunk size %llu is not a multiple of 8 in %d..%llu", (unsigned long long)x.chunk_bytes,
+                 REC_CHUNK_MIN, (unsigned long long)REC_CHUNK_MAX);
+        return -1;
+    }
+    if (x.has_shard) {
+        uint64_t end = x.shard_offset + r->nbytes;
+        if (x.shard_offset % 8) {
+            snprintf(why, cap, "shard offset %llu is not a multiple of 8", (unsigned long long)x.shard_offset);
+            return -1;
+        }
+        if (end < x.shard_offset || end > x.shard_total) {
+            snprintf(why, cap, "shard [%llu, +%llu) runs past its tensor's %llu bytes",
+                     (unsigned long long)x.shard_offset, (unsigned long long)r->nbytes,
+                     (unsigned long long)x.shard_total);
+            return -1;
+        }
+        if (end % 8 && end != x.shard_total) {
+            snprintf(why, cap, "shard ends at byte %llu, inside a word, before its tensor's end",
+                     (unsigned long long)end);
+            return -1;
+        }
+    }
+    if (x.has_scales && x.scales_dtype >= LS_DTYPE_COUNT) {
+        snprintf(why, cap, "scales dtype %u is unknown", x.scales_dtype);
+        return -1;
+    }
+    return 0;
 }
 
 int rec_check(const rec_record *r, char *why, size_t cap)
@@ -152,7 +309,13 @@ int rec_check(const rec_record *r, char *why, size_t cap)
         snprintf(why, cap, "%u chunk partials exceed %u", r->n_chunks, REC_MAX_CHUNKS);
         return -1;
     }
-    return site_check(&r->site, why, cap);
+    if ((r->flags & REC_STATE_MASK) == REC_STATE_MASK) {
+        snprintf(why, cap, "a state entry is saved or restored, not both");
+        return -1;
+    }
+    if (site_check(&r->site, why, cap) < 0)
+        return -1;
+    return check_ext(r, why, cap);
 }
 
 size_t rec_encoded_size(const rec_record *r)
@@ -194,26 +357,33 @@ size_t rec_encode(const rec_record *r, unsigned char *out)
     for (unsigned i = 0; i < r->n_chunks; i++, p += 8)
         put64(p, r->chunks[i]);
     if (ext) {
-        const rec_site *st = &r->site;
         put16(p, (uint16_t)(ext - 2));
-        p[2] = REC_X_SITE;
-        p[3] = 0;
-        put16(p + 4, (uint16_t)(ext - 6));
-        p += 6;
-        put64(p, st->offset);
-        put64(p + 8, st->function_offset);
-        put16(p + 16, st->module_len);
-        put16(p + 18, st->function_len);
-        put16(p + 20, st->caller_len);
-        p += REC_SITE_FIXED;
-        if (st->module_len)
-            memcpy(p, st->module, st->module_len);
-        p += st->module_len;
-        if (st->function_len)
-            memcpy(p, st->function, st->function_len);
-        p += st->function_len;
-        if (st->caller_len)
-            memcpy(p, st->caller, st->caller_len);
+        p += 2;
+        size_t site = site_field_size(r);
+        if (site) {
+            const rec_site *st = &r->site;
+            p[0] = REC_X_SITE;
+            p[1] = 0;
+            put16(p + 2, (uint16_t)(site - 4));
+            p += 4;
+            put64(p, st->offset);
+            put64(p + 8, st->function_offset);
+            put16(p + 16, st->module_len);
+            put16(p + 18, st->function_len);
+            put16(p + 20, st->caller_len);
+            p += REC_SITE_FIXED;
+            if (st->module_len)
+                memcpy(p, st->module, st->module_len);
+            p += st->module_len;
+            if (st->function_len)
+                memcpy(p, st->function, st->function_len);
+            p += st->function_len;
+            if (st->caller_len)
+                memcpy(p, st->caller, st->caller_len);
+            p += st->caller_len;
+        }
+        if (r->ext_len)
+            memcpy(p, r->ext, r->ext_len);
     }
 
     put32(out, (uint32_t)(total - 8));
@@ -221,18 +391,27 @@ size_t rec_encode(const rec_record *r, unsigned char *out)
     return total;
 }
 
+/* payload_need - the payload bytes the fixed part's counts need before any extension block. */
+static size_t payload_need(const unsigned char *p)
+{
+    return REC_FIXED + 8 * (size_t)p[54] + get16(p + 56) + 8 * ((size_t)get16(p + 58) + get32(p + 60));
+}
+
 long rec_payload_words(const unsigned char *p, size_t len)
 {
     if (len < REC_FIXED)
         return -1;
-    return (long)get16(p + 58) + (long)get32(p + 60);
+    size_t need = payload_need(p), ext_words = len > need ? (len - need + 7) / 8 : 0;
+    return (long)get16(p + 58) + (long)get32(p + 60) + (long)ext_words;
 }
 
-/* decode_ext - the extension fields of a payload (`len` bytes at `p`) into `out`; unknown keys are skipped.
- * Returns 0, or -1 with a reason in `why`. */
-static int decode_ext(const unsigned char *p, size_t len, rec_record *out, char *why, size_t cap)
+/* decode_ext - the extension block's fields (`len` bytes at `p`): the site into out->site (pointing into `p`),
+ * the other fields this reader knows copied to `to` (room for `len` bytes) as out->ext; unknown keys are
+ * skipped. Returns 0, or -1 with a reason in `why`. */
+static int decode_ext(const unsigned char *p, size_t len, rec_record *out, unsigned char *to, char *why, size_t cap)
 {
-    size_t off = 0;
+    size_t off = 0, kept = 0;
+    int have_site = 0;
     while (off < len) {
         if (off + 4 > len) {
             snprintf(why, cap, "extension field at byte %zu runs past the extension block", off);
@@ -247,6 +426,11 @@ static int decode_ext(const unsigned char *p, size_t len, rec_record *out, char 
         const unsigned char *f = p + off + 4;
         if (key == REC_X_SITE) {
             rec_site *st = &out->site;
+            if (have_site) {
+                snprintf(why, cap, "a second call site field");
+                return -1;
+            }
+            have_site = 1;
             if (flen < REC_SITE_FIXED) {
                 snprintf(why, cap, "call site field of %zu bytes is shorter than its %d fixed bytes", flen,
                          REC_SITE_FIXED);
@@ -265,9 +449,18 @@ static int decode_ext(const unsigned char *p, size_t len, rec_record *out, char 
             st->module = (const char *)f + REC_SITE_FIXED;
             st->function = st->module + st->module_len;
             st->caller = st->function + st->function_len;
-        }
+        } else if (key == REC_X_SHARD || key == REC_X_CHUNK || key == REC_X_SCALES) {
+            if (kept + 4 + flen > REC_EXT_MAX) {
+                snprintf(why, cap, "extension fields of more than %d bytes besides the call site", REC_EXT_MAX);
+                return -1;
+            }
+            memcpy(to + kept, p + off, 4 + flen);
+            kept += 4 + flen;
+        } /* else a field of a newer writer: skipped */
         off += 4 + flen;
     }
+    out->ext = kept ? to : NULL;
+    out->ext_len = (uint16_t)kept;
     return 0;
 }
 
@@ -300,7 +493,7 @@ int rec_decode_payload(const unsigned char *p, size_t len, rec_record *out, uint
     }
     int has_ext = (out->flags & REC_HAS_EXT) != 0;
     out->flags &= (uint8_t)~REC_HAS_EXT;
-    size_t need = REC_FIXED + 8 * (size_t)out->ndim + out->name_len + 8 * ((size_t)out->n_inputs + out->n_chunks);
+    size_t need = payload_need(p);
     if (has_ext ? need + 2 > len : need != len) {
         snprintf(why, cap, "payload is %zu bytes but its counts need %zu", len, need + (has_ext ? 2 : 0));
         return -1;
@@ -321,7 +514,8 @@ int rec_decode_payload(const unsigned char *p, size_t len, rec_record *out, uint
         scratch[i] = get64(p);
     out->inputs = out->n_inputs ? scratch : NULL;
     out->chunks = out->n_chunks ? scratch + out->n_inputs : NULL;
-    if (ext_len && decode_ext(ext + 2, ext_len, out, why, cap) < 0)
+    if (ext_len &&
+        decode_ext(ext + 2, ext_len, out, (unsigned char *)(scratch + out->n_inputs + out->n_chunks), why, cap) < 0)
         return -1;
     char why2[128];
     if (rec_check(out, why2, sizeof(why2)) < 0) {

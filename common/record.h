@@ -10,15 +10,36 @@
  *            u32 occurrence, u8 level, u8 dtype, u8 ndim, u8 flags,
  *            u16 name_len, u16 n_inputs, u32 n_chunks,
  *            i64 shape[ndim], name, u64 inputs[n_inputs], u64 chunks[n_chunks],
- *            and when flags has REC_HAS_EXT: u16 ext_len, then ext_len bytes of
- *            fields (u8 key, u8 0, u16 len, bytes)
- *   site     (extension field 1) u64 offset, u64 function_offset, u16 module_len,
- *            u16 function_len, u16 caller_len, module, function, caller
+ *            and when flags has REC_HAS_EXT (2): u16 ext_len, then ext_len bytes
+ *            of extension fields (u8 key, u8 0, u16 len, bytes), to the payload's end
+ *   flags    1 `value` holds a scalar's bits, 2 an extension block follows the
+ *            chunks, 4 a saved state entry, 8 a restored state entry
  *
- * Unknown header and extension field keys are skipped, so fields can be added
- * without a new version; a record without extension fields is encoded exactly
- * as before they existed, so every older stream still reads. A reader returns every complete record before a torn or corrupt
- * tail and says where and why it stopped.
+ * The extension block is the one way a record carries more than the fields
+ * above; every optional part is a field of it, in any order, each at most once:
+ *   1 site    u64 offset, u64 function_offset, u16 module_len, u16 function_len,
+ *             u16 caller_len, module, function, caller: where the application
+ *             issued the call an interposed record stands for (rec_site)
+ *   2 shard   u64 offset, u64 total_nbytes, u64 acc: the record is the bytes
+ *             [offset, offset + nbytes) of a logical tensor of total_nbytes
+ *             bytes; acc is their LSFP-1 accumulator at global word positions,
+ *             and chunks[] are the partials of the global chunks they touch
+ *   3 chunk   u64 chunk_bytes: chunks[] are partials of chunks of this size
+ *             (a multiple of 8 in REC_CHUNK_MIN..REC_CHUNK_MAX), not 1 MiB
+ *   4 scales  u8 dtype, u8 ndim, u16 0, u32 0, u64 nbytes, u64 fp, i64 shape[ndim]:
+ *             the scale buffer that goes with the record's values (MXFP8, NVFP4)
+ * The encoder writes the site first, then the other fields in key order.
+ *
+ * Compatibility, both ways. Unknown header fields and unknown extension keys
+ * are skipped (a reader drops them), so fields can be added without a new
+ * version. A record that carries nothing optional has no block and no flag:
+ * it is encoded byte for byte as before extensions existed, so every older
+ * trace, spool and batch still reads, and older readers read such records.
+ * A reader of the first block format (call sites only) reads records with the
+ * later fields as plain records (it skips keys 2..4 and does not know flags 4
+ * and 8), so upgrade lockstepd before agents that record state blocks, shards,
+ * scales or chunk sizes. A reader returns every complete record before a torn
+ * or corrupt tail and says where and why it stopped.
  */
 #ifndef COMMON_RECORD_H
 #define COMMON_RECORD_H
@@ -38,9 +59,13 @@
 #define REC_SITE_MODULE_MAX 255      /* longest module name of a call site */
 #define REC_SITE_NAME_MAX 1023       /* longest function or caller name of a call site */
 #define REC_SITE_FIXED 22            /* site field bytes before its strings */
-#define REC_EXT_MAX (2 + 4 + REC_SITE_FIXED + REC_SITE_MODULE_MAX + 2 * REC_SITE_NAME_MAX)
+#define REC_SITE_FIELD_MAX (4 + REC_SITE_FIXED + REC_SITE_MODULE_MAX + 2 * REC_SITE_NAME_MAX)
+#define REC_EXT_MAX 1024             /* the most bytes of extension fields other than the site (rec_record.ext) */
+#define REC_EXT_BLOCK_MAX (2 + REC_SITE_FIELD_MAX + REC_EXT_MAX) /* a whole block, its length word included */
 #define REC_MAX_PAYLOAD                                                                                          \
-    (REC_FIXED + 8 * LS_MAX_DIMS + LS_NAME_MAX + 8 * REC_MAX_INPUTS + 8 * REC_MAX_CHUNKS + REC_EXT_MAX)
+    (REC_FIXED + 8 * LS_MAX_DIMS + LS_NAME_MAX + 8 * REC_MAX_INPUTS + 8 * REC_MAX_CHUNKS + REC_EXT_BLOCK_MAX)
+#define REC_CHUNK_MIN 64             /* the smallest per-record chunk size */
+#define REC_CHUNK_MAX (1ULL << 30)   /* the largest */
 #define REC_STR_MAX 255              /* longest string header field */
 
 enum rec_kind { REC_KIND_TRACE = 1, REC_KIND_SPOOL = 2, REC_KIND_BATCH = 3 };
@@ -56,11 +81,15 @@ enum rec_field {
 };
 
 /* Record flags. */
-#define REC_HAS_VALUE 0x01 /* `value` holds the scalar's raw bits */
-#define REC_HAS_EXT 0x02   /* framing only: an extension block follows the chunks (the codec sets and clears it) */
+#define REC_HAS_VALUE 0x01      /* `value` holds the scalar's raw bits */
+#define REC_HAS_EXT 0x02        /* framing only: an extension block follows the chunks (the codec sets and clears
+                                   it: a decoded record never has it) */
+#define REC_STATE_SAVED 0x04    /* an entry of a state block saved with a checkpoint (ls_state_begin) */
+#define REC_STATE_RESTORED 0x08 /* an entry of a state block loaded from one */
+#define REC_STATE_MASK (REC_STATE_SAVED | REC_STATE_RESTORED)
 
 /* Extension field keys. */
-enum rec_ext { REC_X_SITE = 1 };
+enum rec_ext_key { REC_X_SITE = 1, REC_X_SHARD = 2, REC_X_CHUNK = 3, REC_X_SCALES = 4 };
 
 /* The call site of a record made on behalf of other code (an interposed MPI
  * or NCCL call): where in the application the call was issued. `offset` is
@@ -77,6 +106,20 @@ typedef struct rec_site {
     const char *module, *function, *caller;
     uint16_t module_len, function_len, caller_len;
 } rec_site;
+
+/* The extension fields of a record other than its call site, decoded (rec_ext_parse). */
+typedef struct rec_ext {
+    uint64_t chunk_bytes; /* 0: the default 1 MiB chunks */
+    int has_shard;
+    uint64_t shard_offset, shard_total, shard_acc;
+    int has_scales;
+    uint8_t scales_dtype, scales_ndim;
+    uint64_t scales_nbytes, scales_fp;
+    int64_t scales_shape[LS_MAX_DIMS];
+} rec_ext;
+
+/* The most bytes rec_ext_encode writes. */
+#define REC_EXT_ENCODED_MAX (4 + 24 + 4 + 8 + 4 + 24 + 8 * LS_MAX_DIMS)
 
 typedef struct rec_header {
     uint16_t version;
@@ -116,13 +159,40 @@ typedef struct rec_record {
     uint32_t n_chunks;
     const uint64_t *inputs;
     const uint64_t *chunks;
-    rec_site site; /* all zero: none */
+    rec_site site;            /* all zero: none (extension field 1) */
+    const unsigned char *ext; /* the other extension fields, encoded (rec_ext_encode): borrowed like inputs */
+    uint16_t ext_len;         /* 0: none (at most REC_EXT_MAX) */
 } rec_record;
 
 /* rec_has_site - 1 when `r` carries a call site. */
 static inline int rec_has_site(const rec_record *r)
 {
     return r->site.module_len || r->site.function_len || r->site.caller_len;
+}
+
+/* rec_ext_encode - encode the fields `x` holds (a shard, a chunk size other
+ * than the default, scales) into `out` (REC_EXT_ENCODED_MAX bytes), in key
+ * order, as rec_record.ext. Returns the length; 0 when there is nothing to
+ * encode. */
+size_t rec_ext_encode(const rec_ext *x, unsigned char *out);
+
+/* rec_ext_parse - decode `len` extension bytes (rec_record.ext) into `out`
+ * (zeroed first; unknown keys skipped; a site field here is refused: the
+ * site is rec_record.site). Returns 0, or -1 with a reason in `why` when a
+ * field is cut short, repeated or holds an impossible value. */
+int rec_ext_parse(const unsigned char *ext, size_t len, rec_ext *out, char *why, size_t cap);
+
+/* rec_ext_of - the extension fields of `r` (all zero when it has none, or,
+ * for a record that never passed rec_check, when they do not parse). */
+void rec_ext_of(const rec_record *r, rec_ext *out);
+
+/* rec_chunk_bytes - the size of the chunks r->chunks are partials of. */
+uint64_t rec_chunk_bytes(const rec_record *r);
+
+/* rec_is_state - 1 for an entry of a state block (saved or restored). */
+static inline int rec_is_state(const rec_record *r)
+{
+    return (r->flags & REC_STATE_MASK) != 0;
 }
 
 /* rec_header_size - encoded size of `h`. */
@@ -139,7 +209,10 @@ size_t rec_encoded_size(const rec_record *r);
  * bytes written, or 0 if `r` is invalid (see rec_check). */
 size_t rec_encode(const rec_record *r, unsigned char *out);
 
-/* rec_check - 0 if `r` can be framed, else -1 with a reason in `why`. */
+/* rec_check - 0 if `r` can be framed, else -1 with a reason in `why`
+ * (extension fields included: the site's strings fit and hold no NUL, a
+ * shard's offset a multiple of 8 and inside its total, a chunk size in range,
+ * known scale dtypes, a state entry saved or restored, not both). */
 int rec_check(const rec_record *r, char *why, size_t cap);
 
 /* Why a reader stopped. */
@@ -174,7 +247,7 @@ typedef struct rec_reader {
 int rec_reader_init(rec_reader *rd, const void *buf, size_t len);
 
 /* rec_reader_next - decode the next record into `out`, whose pointers stay
- * valid until the next call. Returns 1 for a record, 0 at the end: then
+ * valid until the next call (name and site strings: while the buffer lives). Returns 1 for a record, 0 at the end: then
  * rd->status is REC_OK for a clean end, else the reason it stopped, with
  * rd->err_off and rd->err. Returns -1 only when out of memory. */
 int rec_reader_next(rec_reader *rd, rec_record *out);
@@ -183,12 +256,14 @@ int rec_reader_next(rec_reader *rd, rec_record *out);
 void rec_reader_release(rec_reader *rd);
 
 /* rec_decode_payload - decode one record payload (without its length and
- * CRC). Returns 0, or -1 with a reason in `why`. `scratch` must hold
- * n_inputs + n_chunks words; use rec_payload_words to size it. */
+ * CRC). Returns 0, or -1 with a reason in `why`. The inputs, chunks and
+ * extension fields other than the site are copied to `scratch`, which must
+ * hold rec_payload_words(p, len) words; name and site point into `p`. */
 int rec_decode_payload(const unsigned char *p, size_t len, rec_record *out, uint64_t *scratch, char *why, size_t cap);
 
-/* rec_payload_words - how many scratch words the payload at `p` needs, or
- * -1 when it is too short to say. */
+/* rec_payload_words - how many scratch words the payload of `len` bytes at
+ * `p` needs (inputs, chunks, extension bytes), or -1 when it is too short to
+ * say. */
 long rec_payload_words(const unsigned char *p, size_t len);
 
 /* rec_same_shape - 1 when two records have the same ndim and extents. */

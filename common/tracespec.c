@@ -134,11 +134,12 @@ int ts_parse(const char *s, trace_spec *out, char *why, size_t cap)
     return 0;
 }
 
-int ts_admits(const trace_spec *ts, int level, int64_t step, int64_t rank)
+/* admits - ts_admits, with the step window ignored when `any_step`. */
+static int admits(const trace_spec *ts, int level, int64_t step, int64_t rank, int any_step)
 {
     for (int i = 0; i < ts->n; i++) {
         const ts_clause *c = &ts->c[i];
-        if (level > c->level || step < c->step_lo || step > c->step_hi)
+        if (level > c->level || (!any_step && (step < c->step_lo || step > c->step_hi)))
             continue;
         if (c->n_ranks == 0)
             return 1;
@@ -147,4 +148,14 @@ int ts_admits(const trace_spec *ts, int level, int64_t step, int64_t rank)
                 return 1;
     }
     return 0;
+}
+
+int ts_admits(const trace_spec *ts, int level, int64_t step, int64_t rank)
+{
+    return admits(ts, level, step, rank, 0);
+}
+
+int ts_admits_any_step(const trace_spec *ts, int level, int64_t rank)
+{
+    return admits(ts, level, 0, rank, 1);
 }

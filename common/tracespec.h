@@ -42,4 +42,8 @@ int ts_parse(const char *s, trace_spec *out, char *why, size_t cap);
 /* ts_admits - 1 when a record of `level` at `step` on `rank` is kept. */
 int ts_admits(const trace_spec *ts, int level, int64_t step, int64_t rank);
 
+/* ts_admits_any_step - 1 when some clause keeps records of `level` on `rank`
+ * at some step (state blocks are kept so, whatever the step window). */
+int ts_admits_any_step(const trace_spec *ts, int level, int64_t rank);
+
 #endif /* COMMON_TRACESPEC_H */

@@ -30,6 +30,8 @@ typedef enum ls_dtype {
     LS_BOOL = 13,
     LS_F8E4M3 = 14,
     LS_F8E5M2 = 15,
+    LS_F4E2M1 = 16, /* FP4 (1 sign, 2 exponent, 1 mantissa bits), two per byte, the first in the low nibble */
+    LS_E8M0 = 17,   /* an unsigned power-of-two scale (MX block scales): 2^(bits - 127); 0xff is NaN */
     LS_DTYPE_COUNT
 } ls_dtype;
 
@@ -155,6 +157,78 @@ LS_API const char *ls_run_id(void);
 /* ls_rank - this process's rank, or -1 before ls_init. */
 LS_API int ls_rank(void);
 
+/* ls_tensor_chunked - like ls_tensor_at, with chunk partials of
+ * `chunk_bytes` instead of 1 MiB, so that a difference in a small,
+ * order-sensitive tensor (a routing map, an index list) is located to its
+ * chunk: 4096 cuts a 64 KiB routing map into 16 chunks. `chunk_bytes` is a
+ * multiple of 8 from 64 to 1 GiB, and nbytes / chunk_bytes must not exceed
+ * 2^20 chunks. The fingerprint is the same as ls_tensor's. Returns 0 when
+ * recorded or filtered out, -1 on error. */
+LS_API int ls_tensor_chunked(ls_level level, const char *name, const void *host_data, size_t nbytes,
+                             size_t chunk_bytes, ls_dtype dtype, int ndim, const int64_t *shape);
+
+/* ls_tensor_shard - record bytes [offset, offset + nbytes) of a logical
+ * tensor of `total_nbytes` bytes whose shape is `full_shape` (level module):
+ * a contiguous shard, such as a row block of a row-major matrix or a slice of
+ * a flattened parameter. Its LSFP-1 partial is taken at the shard's global
+ * word positions, so the shards of one step, whatever the number of ranks
+ * that hold them, add up to the whole tensor's LSFP-1 (`lockstep diff
+ * --logical`, `lockstep dump --logical`). `offset` must be a multiple of 8
+ * bytes, and a shard that does not end the tensor must end at a multiple of
+ * 8 too; offset + nbytes must not exceed total_nbytes. Non-contiguous pieces
+ * (a column block of a row-major matrix) are not shards: record them as
+ * ls_tensor, or copy them contiguous first. Returns 0 when recorded or
+ * filtered out, -1 on error (ls_last_error says which rule was broken). */
+LS_API int ls_tensor_shard(const char *name, const void *host_data, size_t nbytes, uint64_t offset,
+                           uint64_t total_nbytes, ls_dtype dtype, int ndim, const int64_t *full_shape);
+
+/* ls_tensor_scaled - record a low-precision tensor and its scale buffer as
+ * one record (level module): the values (`dtype`, e.g. LS_F8E4M3 or packed
+ * LS_F4E2M1, with their shape) and the scales (`scales_dtype`, e.g. LS_E8M0
+ * for MXFP8 or LS_F8E4M3 for NVFP4, with theirs) each get an LSFP-1
+ * fingerprint; a change in either is a divergence that says which. The
+ * values carry 1 MiB chunk partials; the scales do not. Returns 0 when
+ * recorded or filtered out, -1 on error. */
+LS_API int ls_tensor_scaled(const char *name, const void *values, size_t values_nbytes, ls_dtype dtype, int ndim,
+                            const int64_t *shape, const void *scales, size_t scales_nbytes, ls_dtype scales_dtype,
+                            int scales_ndim, const int64_t *scales_shape);
+
+/* Kinds of state block. */
+#define LS_STATE_SAVED 1    /* the program writes a checkpoint */
+#define LS_STATE_RESTORED 2 /* the program has loaded one */
+
+/* ls_state_begin - open a state block: what the program holds at `step`
+ * (the same number where it saves and where it restores that checkpoint) as
+ * it saves a checkpoint (LS_STATE_SAVED) or right after it loaded one
+ * (LS_STATE_RESTORED). Entries follow with ls_state, then ls_state_end.
+ * Blocks do not change the current step and never take part in step
+ * comparisons: `lockstep diff` and lockstepd pair a run's restored block at
+ * step k with its twin's saved block at step k (or, when the twin saved
+ * nothing there, its records of step k with the same names) and report a
+ * restore difference naming the entry before any later step. One block is
+ * open at a time per process. Entries are kept whenever this rank records
+ * anything (whatever the trace window's steps). Returns 0, or -1 (a block is
+ * open already, `kind` is unknown, outside ls_init..ls_shutdown). */
+LS_API int ls_state_begin(int64_t step, int kind);
+
+/* ls_state - one entry of the open state block: LSFP-1 of a host buffer
+ * (parameters, optimizer moments, an RNG state, the data position...), with
+ * its dtype and shape; a one-element entry keeps its value bits. Names
+ * follow the rules of record names and should be the same in the saving and
+ * the restoring program (`momentum`, `rng`, `data_pos`). Returns 0, or -1
+ * (no block is open, bad arguments). */
+LS_API int ls_state(const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, int ndim,
+                    const int64_t *shape);
+
+/* ls_state_fp - an entry of the open state block whose fingerprint was
+ * computed elsewhere (on a device). Returns 0 or -1. */
+LS_API int ls_state_fp(const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                       const int64_t *shape);
+
+/* ls_state_end - close the open state block and write the buffered records
+ * out. Returns 0, or -1 when no block is open. */
+LS_API int ls_state_end(void);
+
 #ifdef LOCKSTEP_CUDA
 /* The CUDA runtime's stream type (driver_types.h), so that this header needs
  * no CUDA headers; repeating an identical typedef is allowed. */
@@ -169,6 +243,12 @@ typedef struct CUstream_st *cudaStream_t;
  * Returns 0 when recorded or filtered out, -1 on error. */
 LS_API int ls_tensor_device(const char *name, const void *dptr, size_t nbytes, ls_dtype dtype, int ndim,
                             const int64_t *shape, cudaStream_t stream);
+
+/* ls_state_device - like ls_state, for a buffer in GPU memory: LSFP-1 is
+ * computed on the device in `stream` and recorded with ls_state_fp (from
+ * liblockstep_cuda.so). Returns 0, or -1 (no block open, a CUDA error). */
+LS_API int ls_state_device(const char *name, const void *dptr, size_t nbytes, ls_dtype dtype, int ndim,
+                           const int64_t *shape, cudaStream_t stream);
 #endif /* LOCKSTEP_CUDA */
 
 #ifdef __cplusplus

@@ -13,6 +13,7 @@
 
 #include "common/crc32c.h"
 #include "common/fsutil.h"
+#include "include/lockstep.h"
 
 #define HDR_BYTES 128
 
@@ -233,4 +234,36 @@ out_free:
 out_release:
     fs_blob_release(&b);
     return -1;
+}
+
+int ckpt_record_state(const ckpt_state *s, int kind)
+{
+    int64_t shape[1] = {(int64_t)s->n_params};
+    size_t n = (size_t)s->n_params * sizeof(float);
+    if (ls_state_begin(s->step, kind) < 0)
+        return -1;
+    int rc = ls_state("params", s->params, n, LS_F32, 1, shape) < 0 || ls_state("adam.m", s->m, n, LS_F32, 1, shape) < 0 ||
+                     ls_state("adam.v", s->v, n, LS_F32, 1, shape) < 0 ||
+                     ls_state("adam_t", &s->adam_t, sizeof(s->adam_t), LS_I64, 0, NULL) < 0 ||
+                     ls_state("data_pos", &s->data_pos, sizeof(s->data_pos), LS_U64, 0, NULL) < 0 ||
+                     ls_state("rng_ctr", &s->rng_ctr, sizeof(s->rng_ctr), LS_U64, 0, NULL) < 0
+                 ? -1
+                 : 0;
+    if (ls_state_end() < 0)
+        rc = -1;
+    return rc;
+}
+
+void ckpt_resume_fault(ckpt_state *s, const char *what)
+{
+    if (!what)
+        return;
+    if (!strcmp(what, "moments")) {
+        memset(s->m, 0, (size_t)s->n_params * sizeof(float));
+        memset(s->v, 0, (size_t)s->n_params * sizeof(float));
+    } else if (!strcmp(what, "rng")) {
+        s->rng_ctr = 0;
+    } else if (!strcmp(what, "data")) {
+        s->data_pos = 0;
+    }
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu-check.sh - every GPU check of the kernels part in one run, for a machine with a GPU: build, device LSFP-1
 # against the CPU (vectors, 1,000 random buffers, every alignment), ls_tensor_device against ls_tensor, the
-# reductions' determinism, GPU twins, nondeterminism, a fault, a bit-exact resume, the agent's NCCL wrappers
+# reductions' determinism, GPU twins, nondeterminism, a fault, a bit-exact resume with its restored state block
+# (ls_state_device) verified and a forgetful loader named, the agent's NCCL wrappers
 # (tests/agent/gpu-check-nccl.sh) and the Python binding's device tensors (tests/python/gpu-check.sh), then the
 # benchmarks: every GPU check of the project.
 # Prints JSON lines (also to $OUT/gpu-check.jsonl when $OUT is set) and ends with "N passed, N failed".
@@ -94,6 +95,14 @@ a=$(cd "$tmp/ckf/step-00000016" 2>/dev/null && "$lsbin" fp rank-*.ckpt | tr '\n'
 b=$(cd "$tmp/ckr/step-00000016" 2>/dev/null && "$lsbin" fp rank-*.ckpt | tr '\n' ' ')
 result gpu_resume_bit_exact $([ "$rc" = 0 ] && [ -n "$a" ] && [ "$a" = "$b" ] && echo 1 || echo 0) \
   "\"diff_rc\":$rc,\"final_checkpoints_equal\":$([ -n "$a" ] && [ "$a" = "$b" ] && echo true || echo false)"
+# the restored block (ls_state_device over the device copies) was verified; a loader that forgets the Adam moments
+# on the way to the GPU is named by its entry at the checkpoint's step
+ver=$(python3 -c "import json; d=json.load(open('$tmp/diff.json')); print(all(r.get('restores', {}).get('verified') == 1 for r in d['ranks']))" 2>/dev/null)
+mkdir -p "$tmp/ck4" && cp -r "$tmp/ckf/step-00000004" "$tmp/ck4/" 2>/dev/null
+train resf --resume "$tmp/ck4" --resume-fault moments; rc=$(diffrc --overlap "$tmp/full" "$tmp/resf")
+ent=$(python3 -c "import json; d=json.load(open('$tmp/diff.json')); print(sorted({r['restore']['entry'] for r in d['ranks'] if r.get('kind') == 'restore'}))" 2>/dev/null)
+result gpu_restore_check $([ "$ver" = True ] && [ "$rc" = 1 ] && [ "$(first)" = 4 ] && [ "$ent" = "['adam.m']" ] && echo 1 || echo 0) \
+  "\"verified\":\"$ver\",\"diff_rc\":$rc,\"entries\":\"$ent\""
 [ "$fail" -eq 0 ] || tail -40 "$tmp/train.log" >&2
 
 # --- the other parts' GPU checks, each a script ending "N passed, N failed": the agent's NCCL wrappers (an

@@ -1,4 +1,4 @@
-/* tensor_device.c - ls_tensor_device: LSFP-1 of a device tensor on the GPU, recorded through ls_record_fp. */
+/* tensor_device.c - ls_tensor_device and ls_state_device: LSFP-1 of device memory on the GPU, recorded through ls_record_fp or ls_state_fp. */
 #include "kernels/tensor_device.h"
 
 #include <stdio.h>
@@ -70,4 +70,26 @@ int ls_tensor_device(const char *name, const void *dptr, size_t nbytes, ls_dtype
                      const int64_t *shape, cudaStream_t stream)
 {
     return lsk_tensor_device_at(LS_LEVEL_MODULE, name, dptr, nbytes, dtype, ndim, shape, stream);
+}
+
+int ls_state_device(const char *name, const void *dptr, size_t nbytes, ls_dtype dtype, int ndim, const int64_t *shape,
+                    cudaStream_t stream)
+{
+    if (!dptr && nbytes) {
+        if (!__atomic_exchange_n(&warned_null, 1, __ATOMIC_RELAXED))
+            fprintf(stderr, "lockstep: device state entry %s: NULL pointer with %zu bytes; not recorded\n"
+                            "  hint: pass the buffer's device pointer (or nbytes 0 for an empty one)\n",
+                    name ? name : "(null)", nbytes);
+        return -1;
+    }
+    uint64_t fp;
+    cudaError_t rc = device_fp(dptr, nbytes, stream, &fp);
+    if (rc != cudaSuccess) {
+        if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+            fprintf(stderr, "lockstep: cannot fingerprint device state entry %s: CUDA error: %s\n"
+                            "  hint: the state block is incomplete; check the pointer and stream\n",
+                    name ? name : "(null)", cudaGetErrorString(rc));
+        return -1;
+    }
+    return ls_state_fp(name, fp, nbytes, dtype, ndim, shape);
 }

@@ -140,6 +140,11 @@ static void resume(trainer *t)
         die(t, "the checkpoint was written by a different configuration", d,
             "resume with the same -np, --seed, --hidden, --batch and --dataset");
     }
+    ckpt_resume_fault(&s, t->o.resume_fault);
+    /* what this run now holds, in a restored state block: the twins' saved block of this step checks it */
+    if (ckpt_record_state(&s, LS_STATE_RESTORED) < 0)
+        fprintf(stderr, "lockstep-train: rank %d: the restored state block is incomplete: %s\n", t->rank,
+                ls_last_error());
     size_t n = t->L.n_params * sizeof(float);
     memcpy(t->p, s.params, n);
     memcpy(t->m, s.m, n);
@@ -164,6 +169,9 @@ static void checkpoint(trainer *t)
                     .params = t->p, .m = t->m, .v = t->v};
     if (ckpt_save(t->o.ckpt_dir, &s, why, sizeof(why)) < 0)
         die(t, "cannot write a checkpoint", why, "check the space and permissions of --checkpoint-dir");
+    if (ckpt_record_state(&s, LS_STATE_SAVED) < 0)
+        fprintf(stderr, "lockstep-train: rank %d: the saved state block is incomplete: %s\n", t->rank,
+                ls_last_error());
     MPI_Barrier(MPI_COMM_WORLD);
     if (t->rank == 0 && ckpt_mark_complete(t->o.ckpt_dir, t->step, why, sizeof(why)) < 0)
         die(t, "cannot write a checkpoint", why, NULL);

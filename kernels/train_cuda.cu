@@ -333,7 +333,28 @@ void train_step(gpu_trainer *t, int64_t step)
         printf("step %" PRId64 " loss %.9g grad_norm %.9g\n", step, loss, gnorm);
 }
 
-/* host_state - the device state copied into host arrays, for checkpoints. */
+/* record_state_device - the trainer's state as a state block of its step, the arrays fingerprinted where they
+ * live (ls_state_device), so that a restored block checks what reached the GPU. */
+void record_state_device(gpu_trainer *t, int kind)
+{
+    size_t n = t->L.n_params * sizeof(float);
+    int64_t shape[1] = {static_cast<int64_t>(t->L.n_params)};
+    int rc = ls_state_begin(t->step, kind);
+    if (rc == 0) {
+        rc |= ls_state_device("params", t->p, n, LS_F32, 1, shape, t->st);
+        rc |= ls_state_device("adam.m", t->m, n, LS_F32, 1, shape, t->st);
+        rc |= ls_state_device("adam.v", t->v, n, LS_F32, 1, shape, t->st);
+        rc |= ls_state("adam_t", &t->adam_t, sizeof(t->adam_t), LS_I64, 0, nullptr);
+        rc |= ls_state("data_pos", &t->data_pos, sizeof(t->data_pos), LS_U64, 0, nullptr);
+        rc |= ls_state("rng_ctr", &t->rng_ctr, sizeof(t->rng_ctr), LS_U64, 0, nullptr);
+        rc |= ls_state_end();
+    }
+    if (rc)
+        fprintf(stderr, "lockstep-train-cuda: rank %d: the %s state block is incomplete: %s\n", t->rank,
+                kind == LS_STATE_SAVED ? "saved" : "restored", ls_last_error());
+}
+
+/* save - the device state copied into host arrays, written as a checkpoint, and recorded as a saved block. */
 void save(gpu_trainer *t)
 {
     size_t n = t->L.n_params * sizeof(float);
@@ -362,6 +383,7 @@ void save(gpu_trainer *t)
     s.v = hv;
     if (ckpt_save(t->o.ckpt_dir, &s, why, sizeof(why)) < 0)
         die(t->rank, "cannot write a checkpoint", why, "check --checkpoint-dir");
+    record_state_device(t, LS_STATE_SAVED);
     MPI_Barrier(MPI_COMM_WORLD);
     if (t->rank == 0 && ckpt_mark_complete(t->o.ckpt_dir, t->step, why, sizeof(why)) < 0)
         die(t->rank, "cannot write a checkpoint", why, nullptr);
@@ -384,6 +406,7 @@ void resume(gpu_trainer *t)
         s.batch != t->o.batch || s.dataset != t->o.dataset || s.n_params != t->L.n_params)
         die(t->rank, "the checkpoint was written by a different configuration", t->o.resume_dir,
             "resume with the same -np, --seed, --hidden, --batch and --dataset");
+    ckpt_resume_fault(&s, t->o.resume_fault);
     size_t n = t->L.n_params * sizeof(float);
     ck(cudaMemcpy(t->p, s.params, n, cudaMemcpyHostToDevice), "copy");
     ck(cudaMemcpy(t->m, s.m, n, cudaMemcpyHostToDevice), "copy");
@@ -395,6 +418,7 @@ void resume(gpu_trainer *t)
     t->data_pos = s.data_pos;
     t->rng_ctr = s.rng_ctr;
     t->adam_t = s.adam_t;
+    record_state_device(t, LS_STATE_RESTORED);
 }
 
 } // namespace

@@ -28,6 +28,9 @@ const char *train_usage(void)
            "  --checkpoint-every K   write a checkpoint after every K-th step\n"
            "  --checkpoint-dir D     where checkpoints go (D/step-NNNNNNNN/rank-NNNNN.ckpt)\n"
            "  --resume D             continue from the newest complete checkpoint in D\n"
+           "  --resume-fault WHAT    load the checkpoint as a buggy loader would: forget the Adam\n"
+           "                         moments (moments), the noise stream (rng) or the data position\n"
+           "                         (data); the restored state block shows it\n"
            "  --order-log FILE       rank 0 writes the gradient summation order of each step\n"
            "  --json                 print a JSON summary line at the end\n"
            "  --quiet                no per-step lines\n";
@@ -214,6 +217,10 @@ int train_opts_parse(int argc, char **argv, train_opts *o, char *why, size_t cap
             o->ckpt_dir = v;
         } else if ((v = opt_value(argc, argv, &i, "--resume", &missing))) {
             o->resume_dir = v;
+        } else if ((v = opt_value(argc, argv, &i, "--resume-fault", &missing))) {
+            if (strcmp(v, "moments") != 0 && strcmp(v, "rng") != 0 && strcmp(v, "data") != 0)
+                goto out_bad;
+            o->resume_fault = v;
         } else if ((v = opt_value(argc, argv, &i, "--order-log", &missing))) {
             o->order_log = v;
         } else if ((v = opt_value(argc, argv, &i, "--reduce", &missing))) {
@@ -230,6 +237,10 @@ int train_opts_parse(int argc, char **argv, train_opts *o, char *why, size_t cap
         continue;
     out_bad:
         snprintf(why, cap, "bad value for %s; see --help", a);
+        return -1;
+    }
+    if (o->resume_fault && !o->resume_dir) {
+        snprintf(why, cap, "--resume-fault needs --resume");
         return -1;
     }
     if (o->ckpt_every && !o->ckpt_dir)

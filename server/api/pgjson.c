@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "common/site.h"
+#include "common/dtype.h"
+#include "common/lsfp1.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
 
@@ -76,4 +78,47 @@ json_t *pg_site(PGresult *r, int row, int col)
     site_format(&s, text, sizeof(text));
     return json_pack("{s:s, s:I, s:s, s:I, s:s, s:s}", "module", s.module, "offset", (json_int_t)s.offset, "function",
                      s.function, "function_offset", (json_int_t)s.function_offset, "caller", s.caller, "text", text);
+}
+
+void pg_ext_decode(PGresult *r, int row, int col, unsigned char *buf, rec_record *rec)
+{
+    rec->ext = NULL;
+    rec->ext_len = 0;
+    if (PQgetisnull(r, row, col))
+        return;
+    int n = db_hex_parse(PQgetvalue(r, row, col), buf, REC_EXT_MAX);
+    if (n > 0) {
+        rec->ext = buf;
+        rec->ext_len = (uint16_t)n;
+    }
+}
+
+void pg_record_extras(json_t *o, int flags, PGresult *r, int row, int col)
+{
+    if (flags & REC_STATE_MASK)
+        json_object_set_new(o, "state", json_string((flags & REC_STATE_SAVED) ? "saved" : "restored"));
+    unsigned char buf[REC_EXT_MAX];
+    rec_record rec;
+    memset(&rec, 0, sizeof(rec));
+    pg_ext_decode(r, row, col, buf, &rec);
+    if (!rec.ext_len)
+        return;
+    rec_ext x;
+    char h[17];
+    rec_ext_of(&rec, &x);
+    if (x.chunk_bytes && x.chunk_bytes != FP_CHUNK_BYTES)
+        json_object_set_new(o, "chunk_bytes", json_integer((json_int_t)x.chunk_bytes));
+    if (x.has_shard) {
+        snprintf(h, sizeof(h), "%016" PRIx64, x.shard_acc);
+        json_object_set_new(o, "shard", json_pack("{s:I, s:I, s:s}", "offset", (json_int_t)x.shard_offset, "total",
+                                                  (json_int_t)x.shard_total, "acc", h));
+    }
+    if (x.has_scales) {
+        json_t *shape = json_array();
+        for (unsigned i = 0; i < x.scales_ndim; i++)
+            json_array_append_new(shape, json_integer(x.scales_shape[i]));
+        snprintf(h, sizeof(h), "%016" PRIx64, x.scales_fp);
+        json_object_set_new(o, "scales", json_pack("{s:s, s:o, s:I, s:s}", "dtype", dtype_name(x.scales_dtype),
+                                                   "shape", shape, "nbytes", (json_int_t)x.scales_nbytes, "fp", h));
+    }
 }

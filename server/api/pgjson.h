@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "common/record.h"
 #include "server/store/db.h"
 
 /* TS - a timestamptz column as ISO 8601 UTC text with milliseconds, in SQL (DB_TS). */
@@ -37,5 +38,16 @@ json_t *pg_hex_array(PGresult *r, int row, int col);
  * "function_offset", "caller", "text"} (text as people read it: common/site.h), or null when the record has
  * none. */
 json_t *pg_site(PGresult *r, int row, int col);
+
+/* pg_record_extras - add to record object `o` what `lockstep dump` spells
+ * beyond the plain fields: "state" ("saved" or "restored") from `flags`, and
+ * the extension fields of cell (row, col), a bytea read as encode(ext, 'hex')
+ * or NULL: "chunk_bytes" (when not 1 MiB), "shard" {offset, total, acc},
+ * "scales" {dtype, shape, nbytes, fp}. */
+void pg_record_extras(json_t *o, int flags, PGresult *r, int row, int col);
+
+/* pg_ext_decode - cell (row, col), a bytea as encode(ext, 'hex') or NULL,
+ * into `buf` (REC_EXT_MAX bytes) as record `rec`'s ext/ext_len. */
+void pg_ext_decode(PGresult *r, int row, int col, unsigned char *buf, rec_record *rec);
 
 #endif /* SERVER_API_PGJSON_H */

@@ -230,6 +230,7 @@ static enum MHD_Result read_run_records(http_req *req, char **args)
             json_decref(site);
         else
             json_object_set_new(o, "site", site);
+        pg_record_extras(o, atoi(PQgetvalue(r, i, 7)), r, i, 20);
         json_array_append_new(recs, o);
     }
     PQclear(r);
@@ -258,7 +259,8 @@ void api_runs_register(void)
                 "FROM (SELECT * FROM rank_progress WHERE run_key = $1) p "
                 "FULL JOIN (SELECT * FROM rank_ends WHERE run_key = $1) e ON p.rank = e.rank ORDER BY 1");
     db_register("run_records", "SELECT rank, seq, step, name, occ, level, dtype, flags, t_ns, nbytes, fp, value, "
-                               "shape::text, inputs::text, chunks::text, " SITE_COLS " FROM records WHERE run_key = $1 "
+                               "shape::text, inputs::text, chunks::text, " SITE_COLS ", encode(ext, 'hex') "
+                               "FROM records WHERE run_key = $1 "
                                "AND rank = $2 AND step BETWEEN $3 AND $4 ORDER BY step, seq LIMIT $5 OFFSET $6");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

@@ -23,6 +23,7 @@ typedef struct grec {
     int run;
     rec_record rec;
     int row; /* its index in PGresult */
+    unsigned char ext[REC_EXT_MAX];
 } grec;
 
 static int grec_by_key(const void *pa, const void *pb)
@@ -111,6 +112,7 @@ static json_t *row_json(const grow *w, int nruns, const group_runs *g, PGresult 
             json_object_set_new(o, "inputs", pg_hex_array(r, i, 11));
         if (!PQgetisnull(r, i, 12))
             json_object_set_new(o, "chunks", pg_hex_array(r, i, 12));
+        pg_record_extras(o, c->rec.flags, r, i, 18);
         all_inputs &= !PQgetisnull(r, i, 11);
         if (all_inputs && strcmp(PQgetvalue(r, i, 11), PQgetvalue(r, w->cell[ref]->row, 11)))
             inputs_same = 0;
@@ -216,6 +218,7 @@ static enum MHD_Result read_twin_records(http_req *req, char **args)
             x->flags &= (uint8_t)~REC_HAS_VALUE;
         }
         x->ndim = (uint8_t)db_int_array_parse(PQgetvalue(r, i, 10), x->shape, LS_MAX_DIMS);
+        pg_ext_decode(r, i, 18, c->ext, x);
     }
     qsort(recs, (size_t)n, sizeof(*recs), grec_by_key);
     grow *rows = xcalloc((size_t)n + 1, sizeof(*rows));
@@ -262,7 +265,8 @@ static const route ROUTES[] = {
 void api_twin_records_register(void)
 {
     db_register("grp_records", "SELECT run_key, seq, name, occ, level, dtype, flags, nbytes, fp, value, shape::text, "
-                               "inputs::text, chunks::text, " SITE_COLS " FROM records WHERE run_key = ANY($1::bigint[]) "
-                               "AND rank = $2 AND step = $3 LIMIT $4");
+                               "inputs::text, chunks::text, " SITE_COLS ", encode(ext, 'hex') FROM records "
+                               "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3 AND flags & 12 = 0 "
+                               "LIMIT $4");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

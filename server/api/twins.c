@@ -65,6 +65,26 @@ static json_t *classification_of(PGresult *r, int i)
                      PQgetvalue(r, i, 2), "evaluated_at", PQgetvalue(r, i, 3));
 }
 
+/* restores_json - every restored state block of the group checked so far, against which twin and how. */
+static json_t *restores_json(PGresult *c)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < PQntuples(c); i++) {
+        json_t *o = json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:i, s:i}", "run_id", PQgetvalue(c, i, 0),
+                              "rank", atoi(PQgetvalue(c, i, 1)), "step",
+                              (json_int_t)strtoll(PQgetvalue(c, i, 2), NULL, 10), "reference_run_id",
+                              PQgetvalue(c, i, 3), "reference", PQgetvalue(c, i, 4), "status", PQgetvalue(c, i, 5),
+                              "entry", pg_str(c, i, 6), "occurrence", pg_int(c, i, 7), "diff", pg_str(c, i, 8),
+                              "compared", atoi(PQgetvalue(c, i, 9)), "unverified", atoi(PQgetvalue(c, i, 10)));
+        json_t *d = PQgetisnull(c, i, 11) ? NULL : json_loads(PQgetvalue(c, i, 11), 0, NULL);
+        json_object_set_new(o, "restored_entry", d ? json_incref(json_object_get(d, "restored")) : json_null());
+        json_object_set_new(o, "reference_entry", d ? json_incref(json_object_get(d, "reference")) : json_null());
+        json_decref(d);
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
 /* read_twins - GET /api/v1/twins/{group}: the group's status (with why), its runs and their exits, its first
  * divergence with cause, origin ranks and call site, each rank's first divergence (server/compare/verdict.h),
  * and the fleet's classification. */
@@ -87,17 +107,30 @@ static enum MHD_Result read_twins(http_req *req, char **args)
         verdict_release(&v);
         return http_reply_db_down(req, err);
     }
+    PGresult *rs = db_exec("grp_restores", 1, p, err, sizeof(err));
+    if (!rs) {
+        PQclear(c);
+        verdict_release(&v);
+        return http_reply_db_down(req, err);
+    }
     size_t i;
     json_t *d;
     json_array_foreach(v.per_rank, i, d) add_ulps(json_object_get(d, "runs"));
     if (json_is_object(v.first))
         add_ulps(json_object_get(v.first, "runs"));
-    json_t *o = json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:{s:O, s:O}, s:o}", "group", group, "status", v.status,
-                          "status_reason", v.status_why, "runs", v.runs, "first_divergence", v.first, "per_rank",
-                          v.per_rank, "manifest_diff", "explains", json_object_get(v.mdiff, "explains"), "summary",
-                          json_object_get(v.mdiff, "summary"), "classification",
-                          classification_of(c, PQntuples(c) ? 0 : -1));
+    /* runs of different rank counts are compared on logical tensors (server/compare/logical.c) */
+    int logical = 0;
+    json_int_t ranks0 = json_integer_value(json_object_get(json_array_get(v.runs, 0), "ranks"));
+    json_t *run;
+    json_array_foreach(v.runs, i, run) logical |= json_integer_value(json_object_get(run, "ranks")) != ranks0;
+    json_t *o = json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:{s:O, s:O}, s:o, s:o, s:b}", "group", group, "status",
+                          v.status, "status_reason", v.status_why, "runs", v.runs, "first_divergence", v.first,
+                          "per_rank", v.per_rank, "manifest_diff", "explains", json_object_get(v.mdiff, "explains"),
+                          "summary", json_object_get(v.mdiff, "summary"), "classification",
+                          classification_of(c, PQntuples(c) ? 0 : -1), "restores", restores_json(rs), "logical",
+                          logical);
     PQclear(c);
+    PQclear(rs);
     verdict_release(&v);
     return http_reply_json(req, 200, o);
 }
@@ -324,10 +357,12 @@ static enum MHD_Result read_twin_steps(http_req *req, char **args)
     if (!group_open(req, group, &g, &sent))
         return sent;
     int64_t lo = INT64_MIN;
+    int logical = 0; /* runs of different rank counts: rank r holds another piece in each; compared logically */
     for (int i = 0; i < g.n; i++) {
         int64_t s = strtoll(PQgetvalue(g.res, i, 6), NULL, 10);
         if (s > lo)
             lo = s;
+        logical |= i > 0 && strcmp(PQgetvalue(g.res, i, 7), PQgetvalue(g.res, 0, 7)) != 0;
     }
     const char *fs = http_query(req, "from"), *ts = http_query(req, "to"), *cs = http_query(req, "compact");
     int compact = cs && (!strcmp(cs, "1") || !strcmp(cs, "true"));
@@ -410,7 +445,7 @@ static enum MHD_Result read_twin_steps(http_req *req, char **args)
             if (pg->state == 2 ? step > pg->max_step : step >= pg->max_step)
                 pending = 1;
         }
-        const char *status = pending ? "pending" : present < runs_in ? "missing" : differs ? "diverged" : "match";
+        const char *status = pending ? "pending" : logical ? "layout" : present < runs_in ? "missing" : differs ? "diverged" : "match";
         if (!have_cur || step != cur_step) {
             cur_ranks = json_array();
             json_array_append_new(steps, json_pack("{s:I, s:o}", "step", (json_int_t)step, "ranks", cur_ranks));
@@ -431,8 +466,8 @@ static enum MHD_Result read_twin_steps(http_req *req, char **args)
     free(rows);
     PQclear(g.res);
     return http_reply_json(req, 200,
-                           json_pack("{s:s, s:I, s:I, s:i, s:o}", "group", group, "from", (json_int_t)from, "to",
-                                     (json_int_t)to, "ranks", nranks, "steps", steps));
+                           json_pack("{s:s, s:I, s:I, s:i, s:o, s:b}", "group", group, "from", (json_int_t)from, "to",
+                                     (json_int_t)to, "ranks", nranks, "steps", steps, "logical", logical));
 }
 
 /* read_manifest_diff - GET /api/v1/twins/{group}/manifest-diff: common/json/mdiff.h over the group's runs. */
@@ -482,6 +517,11 @@ void api_twins_register(void)
                               "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY twin_group, run_key");
     db_register("twins_classes", "SELECT " CLASS_COLS ", twin_group FROM group_evidence WHERE twin_group IN "
                                  "(SELECT jsonb_array_elements_text($1::jsonb))");
+    db_register("grp_restores",
+                "SELECT r.run_id, c.rank, c.step, t.run_id, c.reference, c.status, c.entry, c.occ, c.diff, c.compared, "
+                "c.unverified, c.detail::text FROM restore_checks c JOIN runs r ON r.run_key = c.run_key "
+                "JOIN runs t ON t.run_key = c.ref_run_key WHERE c.twin_group = $1 ORDER BY c.step, c.rank, r.run_key, "
+                "t.run_key");
     db_register("grp_progress", "SELECT p.run_key, p.rank, p.max_step, e.run_key IS NOT NULL OR r.status <> 'running' "
                                 "FROM rank_progress p JOIN runs r USING (run_key) LEFT JOIN rank_ends e "
                                 "ON e.run_key = p.run_key AND e.rank = p.rank WHERE r.twin_group = $1");

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "common/dtype.h"
+#include "common/recmatch.h"
+#include "server/compare/cmp_int.h"
 #include "server/compare/rule.h"
 #include "server/core/clock.h"
 #include "server/core/limits.h"
@@ -43,7 +45,7 @@ void cmp_register(void)
 {
     db_register("cmp_runs",
                 "SELECT r.run_key, r.run_id, r.start_step, p.max_step, "
-                "(e.run_key IS NOT NULL OR r.status <> 'running') AS ended "
+                "(e.run_key IS NOT NULL OR r.status <> 'running') AS ended, r.ranks "
                 "FROM runs r LEFT JOIN rank_progress p ON p.run_key = r.run_key AND p.rank = $2 "
                 "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
                 "WHERE r.twin_group = $1 ORDER BY r.run_key");
@@ -57,9 +59,8 @@ void cmp_register(void)
     db_register("cmp_steps", "SELECT step FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                              "AND step BETWEEN $3 AND $4 GROUP BY step HAVING count(*) < $5 "
                              "OR min(digest) <> max(digest) OR min(n) <> max(n) ORDER BY step LIMIT 1");
-    db_register("cmp_recs", "SELECT run_key, seq, name, occ, fp, value, dtype, shape::text, nbytes, inputs::text, "
-                            "site_module, site_offset, site_function, site_function_offset, site_caller FROM records "
-                            "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3 ORDER BY run_key, seq");
+    db_register("cmp_recs", "SELECT " CMP_REC_COLS " FROM records WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
+                            "AND step = $3 AND flags & 12 = 0 ORDER BY run_key, seq"); /* state blocks: restore.c */
     db_register("cmp_store",
                 "INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, runs, "
                 "committed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10)) "
@@ -78,6 +79,8 @@ void cmp_register(void)
                 "WHERE r.twin_group IS NOT NULL AND p.updated_at > now() - $1::interval "
                 "UNION SELECT DISTINCT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
                 "WHERE r.twin_group IS NOT NULL AND e.ended_at > now() - $1::interval");
+    cmp_register_restores();
+    cmp_register_logical();
 }
 
 void cmp_notify(const char *group, int rank, double commit_s)
@@ -106,37 +109,32 @@ void cmp_notify(const char *group, int rank, double commit_s)
     worker_unlock(&thread);
 }
 
-/* site_of - the call site in columns 10..14 of a cmp_recs row, as stored with a divergence (null: none). */
-static json_t *site_of(PGresult *res, int row)
+/* site_json - a record's call site as stored with a divergence (null: none). */
+static json_t *site_json(const rec_site *st)
 {
-    if (PQgetisnull(res, row, 10) && PQgetisnull(res, row, 12) && PQgetisnull(res, row, 14))
+    if (!st->module_len && !st->function_len && !st->caller_len)
         return json_null();
-    return json_pack("{s:s, s:I, s:s, s:I, s:s}", "module", PQgetvalue(res, row, 10), "offset",
-                     (json_int_t)strtoll(PQgetvalue(res, row, 11), NULL, 10), "function", PQgetvalue(res, row, 12),
-                     "function_offset", (json_int_t)strtoll(PQgetvalue(res, row, 13), NULL, 10), "caller",
-                     PQgetvalue(res, row, 14));
+    return json_pack("{s:s%, s:I, s:s%, s:I, s:s%}", "module", st->module ? st->module : "", (size_t)st->module_len,
+                     "offset", (json_int_t)st->offset, "function", st->function ? st->function : "",
+                     (size_t)st->function_len, "function_offset", (json_int_t)st->function_offset, "caller",
+                     st->caller ? st->caller : "", (size_t)st->caller_len);
 }
 
-/* inputs_of - the input fingerprints in column 9 of a cmp_recs row as 16-hex strings (null: none). */
-static json_t *inputs_of(PGresult *res, int row)
+/* inputs_json - a record's input fingerprints as 16-hex strings (null: none). */
+static json_t *inputs_json(const rec_record *r)
 {
-    if (PQgetisnull(res, row, 9))
+    if (!r->n_inputs)
         return json_null();
-    const char *t = PQgetvalue(res, row, 9);
-    int64_t v[REC_MAX_INPUTS];
-    int n = db_int_array_parse(t, v, REC_MAX_INPUTS);
     json_t *a = json_array();
-    for (int i = 0; i < n; i++) {
+    for (unsigned i = 0; i < r->n_inputs; i++) {
         char h[17];
-        snprintf(h, sizeof(h), "%016" PRIx64, (uint64_t)v[i]);
+        snprintf(h, sizeof(h), "%016" PRIx64, r->inputs[i]);
         json_array_append_new(a, json_string(h));
     }
     return a;
 }
 
-/* run_entry - what run `run_id` holds for the divergence, as stored in divergences.runs: its seq, fp, dtype,
- * size and value, its input fingerprints (what the cause rule reads, common/cause.h) and its call site. */
-static json_t *run_entry(const char *run_id, const cmp_rec *c, PGresult *res)
+json_t *cmp_run_entry(const char *run_id, const cmp_rec *c)
 {
     if (!c)
         return json_pack("{s:s, s:b, s:n, s:n, s:n}", "run_id", run_id, "present", 0, "seq", "fp", "value");
@@ -153,23 +151,37 @@ static json_t *run_entry(const char *run_id, const cmp_rec *c, PGresult *res)
     } else {
         json_object_set_new(o, "value", json_null());
     }
-    json_object_set_new(o, "inputs", inputs_of(res, c->row));
-    json_object_set_new(o, "site", site_of(res, c->row));
+    json_object_set_new(o, "inputs", inputs_json(r));
+    json_object_set_new(o, "site", site_json(&r->site));
+    rec_ext x;
+    rec_ext_of(r, &x);
+    if (x.has_scales) {
+        snprintf(fp, sizeof(fp), "%016" PRIx64, x.scales_fp);
+        json_object_set_new(o, "scales_fp", json_string(fp));
+    }
     return o;
 }
 
-/* load_step - the records of `step` on `rank` of the group's runs, as rule input pointing into `res`.
- * Returns the count; *out is a new array (caller frees). */
-static size_t load_step(PGresult *res, int nruns, const int64_t *keys, cmp_rec **out)
+void cmp_rows_load(PGresult *res, const cmp_group *g, cmp_rows *out)
 {
     int n = PQntuples(res);
-    cmp_rec *recs = xcalloc((size_t)n + 1, sizeof(*recs));
+    size_t ext_bytes = 0, words = 0;
     for (int i = 0; i < n; i++) {
-        cmp_rec *c = &recs[i];
+        ext_bytes += (size_t)PQgetlength(res, i, 10) / 2 + 1;
+        words += (size_t)PQgetlength(res, i, 13) / 2 + 1; /* at least "d," per value */
+        words += (size_t)PQgetlength(res, i, 14) / 2 + 1;
+    }
+    out->recs = xcalloc((size_t)n + 1, sizeof(*out->recs));
+    out->ext = xmalloc(ext_bytes + 1);
+    out->words = xmalloc((words + 1) * sizeof(int64_t));
+    out->n = (size_t)n;
+    size_t at = 0, wat = 0;
+    for (int i = 0; i < n; i++) {
+        cmp_rec *c = &out->recs[i];
         c->row = i;
         int64_t key = strtoll(PQgetvalue(res, i, 0), NULL, 10);
         c->run = 0;
-        while (c->run < nruns && keys[c->run] != key)
+        while (c->run < g->nruns && g->keys[c->run] != key)
             c->run++;
         rec_record *r = &c->rec;
         r->seq = strtoull(PQgetvalue(res, i, 1), NULL, 10);
@@ -184,69 +196,117 @@ static size_t load_step(PGresult *res, int nruns, const int64_t *keys, cmp_rec *
         r->dtype = (uint8_t)atoi(PQgetvalue(res, i, 6));
         r->ndim = (uint8_t)db_int_array_parse(PQgetvalue(res, i, 7), r->shape, LS_MAX_DIMS);
         r->nbytes = strtoull(PQgetvalue(res, i, 8), NULL, 10);
+        r->flags |= (uint8_t)(atoi(PQgetvalue(res, i, 9)) & REC_STATE_MASK);
+        if (!PQgetisnull(res, i, 10)) {
+            int len = db_hex_parse(PQgetvalue(res, i, 10), out->ext + at, ext_bytes - at);
+            if (len > 0) {
+                r->ext = out->ext + at;
+                r->ext_len = (uint16_t)len;
+                at += (size_t)len;
+            }
+        }
+        r->rank = (uint32_t)atoi(PQgetvalue(res, i, 11));
+        r->step = strtoll(PQgetvalue(res, i, 12), NULL, 10);
+        if (!PQgetisnull(res, i, 13)) {
+            int got = db_int_array_parse(PQgetvalue(res, i, 13), out->words + wat, (int)(words - wat));
+            r->chunks = (const uint64_t *)(out->words + wat);
+            r->n_chunks = (uint32_t)got;
+            wat += (size_t)got;
+        }
+        if (!PQgetisnull(res, i, 14)) { /* the input fingerprints: what the cause rule reads (common/cause.h) */
+            int cap = (int)(words - wat) < REC_MAX_INPUTS ? (int)(words - wat) : REC_MAX_INPUTS;
+            int got = db_int_array_parse(PQgetvalue(res, i, 14), out->words + wat, cap);
+            r->inputs = (const uint64_t *)(out->words + wat);
+            r->n_inputs = (uint16_t)got;
+            wat += (size_t)got;
+        }
+        rec_site *st = &r->site; /* its call site: strings borrowed from `res` */
+        if (!PQgetisnull(res, i, 15)) {
+            st->module = PQgetvalue(res, i, 15);
+            st->module_len = (uint16_t)PQgetlength(res, i, 15);
+        }
+        st->offset = (uint64_t)strtoll(PQgetvalue(res, i, 16), NULL, 10);
+        if (!PQgetisnull(res, i, 17)) {
+            st->function = PQgetvalue(res, i, 17);
+            st->function_len = (uint16_t)PQgetlength(res, i, 17);
+        }
+        st->function_offset = (uint64_t)strtoll(PQgetvalue(res, i, 18), NULL, 10);
+        if (!PQgetisnull(res, i, 19)) {
+            st->caller = PQgetvalue(res, i, 19);
+            st->caller_len = (uint16_t)PQgetlength(res, i, 19);
+        }
     }
-    *out = recs;
-    return (size_t)n;
 }
 
-/* find_divergence - apply the rule to the records of `step` on `rank` and store the divergence it finds.
- * Returns 1 stored (or an earlier one kept), 0 when the records match, -1 on a database error. */
-static int find_divergence(const char *group, int rank, int64_t step, int nruns, const int64_t *keys,
-                           char ids[][40], const char *keyarr, double commit_s)
+void cmp_rows_release(cmp_rows *rows)
 {
-    char rk[16], st[32], err[512];
-    snprintf(rk, sizeof(rk), "%d", rank);
-    snprintf(st, sizeof(st), "%" PRId64, step);
-    const char *p[] = {keyarr, rk, st};
-    PGresult *r = db_exec("cmp_recs", 3, p, err, sizeof(err));
-    if (!r)
-        return -1;
-    cmp_rec *recs;
-    size_t n = load_step(r, nruns, keys, &recs);
-    cmp_first f;
-    cmp_rule_first(recs, n, nruns, &f);
-    int rc = 0;
-    if (!f.found)
-        goto out_free;
+    free(rows->recs);
+    free(rows->ext);
+    free(rows->words);
+    memset(rows, 0, sizeof(*rows));
+}
 
-    json_t *runs = json_array();
-    for (int k = 0; k < nruns; k++) {
-        json_t *e = run_entry(ids[k], f.by_run[k], r);
-        if (f.majority >= 0)
-            json_object_set_new(e, "majority", json_boolean(f.agrees[k]));
-        json_array_append_new(runs, e);
-    }
-    const rec_record *any = NULL;
-    for (int k = 0; k < nruns && !any; k++)
-        any = f.by_run[k] ? &f.by_run[k]->rec : NULL;
+int cmp_store_divergence(const char *group, int rank, int64_t step, int64_t seq, const char *name, size_t name_len,
+                         uint32_t occ, const char *kind, int64_t odd_key, json_t *runs, double commit_s)
+{
+    char rk[16], st[32], seq_s[32], occ_s[16], odd_s[32], commit[48], nm[LS_NAME_MAX + 1], err[512];
     char *runs_text = json_dumps(runs, JSON_COMPACT);
     json_decref(runs);
-    char seq_s[32], occ_s[16], odd_s[32], commit[48], name[LS_NAME_MAX + 1];
-    snprintf(seq_s, sizeof(seq_s), "%" PRId64, f.seq);
-    snprintf(occ_s, sizeof(occ_s), "%u", any->occurrence);
-    snprintf(odd_s, sizeof(odd_s), "%" PRId64, f.odd >= 0 ? keys[f.odd] : 0);
+    snprintf(rk, sizeof(rk), "%d", rank);
+    snprintf(st, sizeof(st), "%" PRId64, step);
+    snprintf(seq_s, sizeof(seq_s), "%" PRId64, seq);
+    snprintf(occ_s, sizeof(occ_s), "%u", occ);
+    snprintf(odd_s, sizeof(odd_s), "%" PRId64, odd_key);
     snprintf(commit, sizeof(commit), "%.6f", commit_s > 0 ? commit_s : clock_wall_s());
-    snprintf(name, sizeof(name), "%.*s", (int)any->name_len, any->name);
-    const char *q[] = {group, rk, st, seq_s, name, occ_s, f.missing ? "missing" : "mismatch",
-                       f.odd >= 0 ? odd_s : NULL, runs_text, commit};
+    snprintf(nm, sizeof(nm), "%.*s", (int)name_len, name);
+    const char *q[] = {group, rk, st, seq_s, nm, occ_s, kind, odd_key ? odd_s : NULL, runs_text, commit};
     PGresult *s = db_exec("cmp_store", 10, q, err, sizeof(err));
     free(runs_text);
-    if (!s) {
-        rc = -1;
-        goto out_free;
-    }
-    rc = 1;
+    if (!s)
+        return -1;
     if (PQntuples(s) > 0) {
         double lat = commit_s > 0 ? clock_wall_s() - commit_s : 0;
         metrics_divergence(lat > 0 ? lat : 0);
         log_info("divergence in group %s rank %d at step %" PRId64 " seq %" PRId64 " (%s, %s occurrence %u)", group,
-                 rank, step, f.seq, f.missing ? "missing" : "mismatch", name, any->occurrence);
+                 rank, step, seq, kind, nm, occ);
         if (on_divergence)
             on_divergence(group); /* evidence, suspects and the group's alert */
     }
     PQclear(s);
-out_free:
-    free(recs);
+    return 1;
+}
+
+/* find_divergence - apply the rule to the records of `step` on `rank` and store the divergence it finds.
+ * Returns 1 stored (or an earlier one kept), 0 when the records match, -1 on a database error. */
+static int find_divergence(const char *group, int rank, int64_t step, const cmp_group *g, double commit_s)
+{
+    char rk[16], st[32], err[512];
+    snprintf(rk, sizeof(rk), "%d", rank);
+    snprintf(st, sizeof(st), "%" PRId64, step);
+    const char *p[] = {g->keyarr, rk, st};
+    PGresult *r = db_exec("cmp_recs", 3, p, err, sizeof(err));
+    if (!r)
+        return -1;
+    cmp_rows rows;
+    cmp_rows_load(r, g, &rows);
+    cmp_first f;
+    cmp_rule_first(rows.recs, rows.n, g->nruns, &f);
+    int rc = 0;
+    if (f.found) {
+        json_t *runs = json_array();
+        for (int k = 0; k < g->nruns; k++) {
+            json_t *e = cmp_run_entry(g->ids[k], f.by_run[k]);
+            if (f.majority >= 0)
+                json_object_set_new(e, "majority", json_boolean(f.agrees[k]));
+            json_array_append_new(runs, e);
+        }
+        const rec_record *any = NULL;
+        for (int k = 0; k < g->nruns && !any; k++)
+            any = f.by_run[k] ? &f.by_run[k]->rec : NULL;
+        rc = cmp_store_divergence(group, rank, step, f.seq, any->name, any->name_len, any->occurrence,
+                                  f.missing ? "missing" : "mismatch", f.odd >= 0 ? g->keys[f.odd] : 0, runs, commit_s);
+    }
+    cmp_rows_release(&rows);
     PQclear(r);
     return rc;
 }
@@ -259,36 +319,50 @@ int cmp_check(const char *group, int rank, double commit_s)
     PGresult *r = db_exec("cmp_runs", 2, p, err, sizeof(err));
     if (!r)
         return -1;
-    int64_t keys[GROUP_MAX_RUNS], lo = INT64_MIN, hi = INT64_MAX, newest = 0;
-    char ids[GROUP_MAX_RUNS][40];
-    int nruns = 0, with_records = 0;
-    for (int i = 0; i < PQntuples(r) && nruns < GROUP_MAX_RUNS; i++) {
+    cmp_group G;
+    memset(&G, 0, sizeof(G));
+    cmp_group *g = &G;
+    int64_t lo = INT64_MIN, hi = INT64_MAX, newest = 0;
+    int with_records = 0, waiting = 0, layouts = 0;
+    for (int i = 0; i < PQntuples(r) && g->nruns < GROUP_MAX_RUNS; i++) {
+        int k = g->nruns;
         int ended = PQgetvalue(r, i, 4)[0] == 't';
         int empty = PQgetisnull(r, i, 3);
-        if (empty && !ended) {
-            PQclear(r);
-            return 0; /* a twin has not reached this rank yet */
-        }
-        keys[nruns] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        if (keys[nruns] > newest)
-            newest = keys[nruns];
-        snprintf(ids[nruns], sizeof(ids[nruns]), "%s", PQgetvalue(r, i, 1));
-        int64_t start = strtoll(PQgetvalue(r, i, 2), NULL, 10);
-        if (start > lo)
-            lo = start;
+        if (empty && !ended)
+            waiting = 1; /* a twin has not reached this rank yet */
+        g->keys[k] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        if (g->keys[k] > newest)
+            newest = g->keys[k];
+        snprintf(g->ids[k], sizeof(g->ids[k]), "%s", PQgetvalue(r, i, 1));
+        g->start[k] = strtoll(PQgetvalue(r, i, 2), NULL, 10);
+        g->max_step[k] = empty ? INT64_MIN : strtoll(PQgetvalue(r, i, 3), NULL, 10);
+        g->ended[k] = ended;
+        g->ranks[k] = atoi(PQgetvalue(r, i, 5));
+        layouts |= k > 0 && g->ranks[k] != g->ranks[0];
+        if (g->start[k] > lo)
+            lo = g->start[k];
         if (!empty) {
             /* an ended run without records on this rank bounds nothing: all of it is missing */
-            int64_t max_step = strtoll(PQgetvalue(r, i, 3), NULL, 10);
-            int64_t complete = ended ? max_step : max_step - 1;
+            int64_t complete = ended ? g->max_step[k] : g->max_step[k] - 1;
             if (complete < hi)
                 hi = complete;
             with_records++;
         }
-        nruns++;
+        g->nruns++;
     }
     PQclear(r);
-    if (nruns < 2 || with_records < 1 || lo > hi)
-        return 0;
+    if (layouts) /* runs of different rank counts: their ranks hold different pieces; compare logical tensors */
+        return g->nruns < 2 ? 0 : cmp_check_logical(group, commit_s);
+    size_t len = 0;
+    g->keyarr[len++] = '{';
+    for (int k = 0; k < g->nruns; k++)
+        len += (size_t)snprintf(g->keyarr + len, sizeof(g->keyarr) - len, "%s%" PRId64, k ? "," : "", g->keys[k]);
+    snprintf(g->keyarr + len, sizeof(g->keyarr) - len, "}");
+    int restored = g->nruns >= 2 ? cmp_check_restores(group, rank, g, commit_s) : 0;
+    if (restored < 0)
+        return -1;
+    if (waiting || g->nruns < 2 || with_records < 1 || lo > hi)
+        return restored;
 
     r = db_exec("cmp_checked", 2, p, err, sizeof(err));
     if (!r)
@@ -301,22 +375,17 @@ int cmp_check(const char *group, int rank, double commit_s)
     }
     PQclear(r);
     if (from > hi)
-        return 0;
+        return restored;
 
-    char keyarr[GROUP_MAX_RUNS * 22 + 3], from_s[32], hi_s[32], n_s[16];
-    size_t len = 0;
-    keyarr[len++] = '{';
-    for (int k = 0; k < nruns; k++)
-        len += (size_t)snprintf(keyarr + len, sizeof(keyarr) - len, "%s%" PRId64, k ? "," : "", keys[k]);
-    snprintf(keyarr + len, sizeof(keyarr) - len, "}");
+    char from_s[32], hi_s[32], n_s[16];
     snprintf(from_s, sizeof(from_s), "%" PRId64, from);
     snprintf(hi_s, sizeof(hi_s), "%" PRId64, hi);
-    snprintf(n_s, sizeof(n_s), "%d", nruns);
+    snprintf(n_s, sizeof(n_s), "%d", g->nruns);
     /* The first step whose digests differ; when its records all match (digests written by an older
      * digest version), the next one: a step is only ever passed once its records were compared. */
     int rc = 0;
     for (int tries = 0; rc == 0 && tries < STEPS_PER_CHECK; tries++) {
-        const char *q[] = {keyarr, rk, from_s, hi_s, n_s};
+        const char *q[] = {g->keyarr, rk, from_s, hi_s, n_s};
         r = db_exec("cmp_steps", 5, q, err, sizeof(err));
         if (!r)
             return -1;
@@ -326,7 +395,7 @@ int cmp_check(const char *group, int rank, double commit_s)
         }
         int64_t step = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         PQclear(r);
-        rc = find_divergence(group, rank, step, nruns, keys, ids, keyarr, commit_s);
+        rc = find_divergence(group, rank, step, g, commit_s);
         if (rc == 0 && tries == STEPS_PER_CHECK - 1) {
             /* much to compare record by record: mark this far and come back */
             snprintf(hi_s, sizeof(hi_s), "%" PRId64, step);
@@ -343,7 +412,7 @@ int cmp_check(const char *group, int rank, double commit_s)
     if (!r)
         return -1;
     PQclear(r);
-    return rc;
+    return rc > 0 || restored > 0;
 }
 
 /* sweep - queue the groups with recent activity; at start (`backlog`), every

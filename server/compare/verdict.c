@@ -290,8 +290,11 @@ static void judge(grp_verdict *v)
         cr[i].name = name;
         cr[i].name_len = name ? strlen(name) : 0;
         cr[i].occurrence = (uint32_t)json_integer_value(json_object_get(d, "occurrence"));
-        cr[i].missing = !strcmp(json_string_value(json_object_get(d, "kind")) ?: "", "missing");
-        cr[i].inputs = inputs_state(rr);
+        const char *kind = json_string_value(json_object_get(d, "kind")) ?: "";
+        cr[i].restore = !strcmp(kind, "restore"); /* server/compare/restore.c */
+        cr[i].logical = json_is_true(json_object_get(d, "logical"));
+        cr[i].missing = !strcmp(kind, "missing");
+        cr[i].inputs = cr[i].restore || cr[i].logical ? CAUSE_IN_UNKNOWN : inputs_state(rr);
     }
     cause_facts f = {cr, n, v->nranks, json_is_true(json_object_get(v->mdiff, "explains"))};
     cause_verdict cv;
@@ -382,6 +385,8 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
                               PQgetvalue(divs, i, 9), "detection_ms", atof(PQgetvalue(divs, i, 10)));
         if (!odd)
             json_object_set_new(o, "odd_run_id", json_null());
+        if (atoi(PQgetvalue(divs, i, 0)) < 0) /* runs of different rank counts: their logical tensors parted */
+            json_object_set_new(o, "logical", json_true());
         json_object_set_new(o, "site", site_out(entry_site(rr)));
         json_decref(rr);
         json_array_append_new(v->per_rank, o);

@@ -23,7 +23,9 @@ typedef struct grp_verdict {
                               ended rank exited 0, null while none ended */
     json_t *per_rank;      /* every rank's first divergence, by step and rank: {"step", "rank", "name",
                               "occurrence", "seq", "kind", "odd_run_id", "runs", "committed_at", "detected_at",
-                              "detection_ms", "site"} */
+                              "detection_ms", "site"}; kind "restore" for a restore difference (a resumed run's
+                              state block, server/compare/restore.c), "logical": true and rank -1 for a logical
+                              tensor of runs of different rank counts (server/compare/logical.c) */
     json_t *first;         /* the group's first divergence (the per_rank entry that stands for it) with "cause",
                               "cause_detail", "origin_ranks", "site", "suggest_ignore", "thin_evidence",
                               "configuration"; JSON null when nothing diverged */

@@ -114,25 +114,50 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
         return 0; /* an incomplete group raises no alert of its own; it only corrects one raised before */
 
     char summary[600], frag[600], body[8192];
-    if (diverged)
-        snprintf(summary, sizeof(summary), "twin group %s diverged at step %lld (rank %d, %s): %s", g->name,
-                 (long long)step, rank, name, cause);
-    else
+    /* One story: the verdict's first divergence and cause (server/compare/verdict.h); a restore difference and a
+     * logical tensor of runs of different rank counts say what they are; a group found incomplete after an
+     * alert says so. */
+    int restore = !strcmp(kind, "restore"), logical = json_is_true(json_object_get(first, "logical"));
+    if (!diverged)
         snprintf(summary, sizeof(summary), "twin group %s is %s after all (runs failed; first difference at step "
                  "%lld, rank %d, %s: %s)", g->name, vd->status, (long long)step, rank, name, cause);
+    else if (restore)
+        snprintf(summary, sizeof(summary), "twin group %s: a resumed run restored step %lld with other state (rank %d, "
+                 "%s): %s", g->name, (long long)step, rank, name, cause);
+    else if (logical)
+        snprintf(summary, sizeof(summary), "twin group %s diverged at step %lld (logical tensor %s, runs of different "
+                 "rank counts): %s", g->name, (long long)step, name, cause);
+    else
+        snprintf(summary, sizeof(summary), "twin group %s diverged at step %lld (rank %d, %s): %s", g->name,
+                 (long long)step, rank, name, cause);
     /* the group name is percent-encoded in the link */
     size_t fl = (size_t)snprintf(frag, sizeof(frag), "/twins/");
     for (const unsigned char *c = (const unsigned char *)g->name; *c && fl + 4 < sizeof(frag); c++)
         fl += (size_t)(isalnum(*c) || strchr("-._~", *c) ? snprintf(frag + fl, sizeof(frag) - fl, "%c", *c)
                                                          : snprintf(frag + fl, sizeof(frag) - fl, "%%%02X", *c));
     char *url = alert_url(frag);
-    size_t bl = (size_t)snprintf(body, sizeof(body),
-                                 "Twin group %s %s: first divergence at step %lld, rank %d, record %s "
-                                 "(occurrence %lld, seq %lld, %s)%s%s.\n"
-                                 "Cause: %s: %s.\n",
-                                 g->name, diverged ? "diverged" : "is incomplete", (long long)step, rank, name,
-                                 (long long)occ, (long long)seq, kind, site_text ? ", called at " : "",
-                                 site_text ? site_text : "", cause, vd->cause_why);
+    size_t bl;
+    if (diverged && restore)
+        bl = (size_t)snprintf(body, sizeof(body),
+                              "Twin group %s: restore difference at step %lld, rank %d: state entry %s (occurrence "
+                              "%lld) of the resumed run is not what its twin saved in the checkpoint of that step; "
+                              "every later step is suspect.\n"
+                              "Cause: %s: %s.\n",
+                              g->name, (long long)step, rank, name, (long long)occ, cause, vd->cause_why);
+    else if (diverged && logical)
+        bl = (size_t)snprintf(body, sizeof(body),
+                              "Twin group %s diverged: first divergence at step %lld in logical tensor %s (occurrence "
+                              "%lld, %s), its shards combined across ranks (the runs have different rank counts).\n"
+                              "Cause: %s: %s.\n",
+                              g->name, (long long)step, name, (long long)occ, kind, cause, vd->cause_why);
+    else
+        bl = (size_t)snprintf(body, sizeof(body),
+                              "Twin group %s %s: first divergence at step %lld, rank %d, record %s "
+                              "(occurrence %lld, seq %lld, %s)%s%s.\n"
+                              "Cause: %s: %s.\n",
+                              g->name, diverged ? "diverged" : "is incomplete", (long long)step, rank, name,
+                              (long long)occ, (long long)seq, kind, site_text ? ", called at " : "",
+                              site_text ? site_text : "", cause, vd->cause_why);
     if (vd->suggest[0] && bl < sizeof(body))
         bl += (size_t)snprintf(body + bl, sizeof(body) - bl,
                                "If these are run-specific values (timings, process ids), leave them out: "
@@ -154,19 +179,22 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
         const char *fp = mine ? json_string_value(json_object_get(mine, "fp")) : NULL;
         const char *vb = mine ? json_string_value(json_object_get(mine, "value_bits")) : NULL;
         int present = mine && json_is_true(json_object_get(mine, "present"));
+        const char *role = mine ? json_string_value(json_object_get(mine, "role")) : NULL;
         if (bl < sizeof(body))
-            bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "  run %s (job %s, user %s, node %s, %s): %s\n",
+            bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "  run %s (job %s, user %s, node %s, %s)%s%s: %s\n",
                                    g->runs[a].id, g->runs[a].job, g->runs[a].user, s->node ? s->node : "?", exit_txt,
-                                   present ? "" : "record missing");
+                                   role ? ", " : "", role ? role : "",
+                                   present ? "" : restore && role && !strcmp(role, "restored") ? "not restored"
+                                                                                               : "record missing");
         if (present && bl < sizeof(body)) {
             bl--; /* replace the newline */
             bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "fp %s, value %s%s%s%s\n", fp ? fp : "?", vtxt,
                                    vb ? " (bits " : "", vb ? vb : "", vb ? ")" : "");
         }
-        json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s?, s:O?, s:s?, s:O?}", "run_id",
+        json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s?, s:O?, s:s?, s:O?, s:s?}", "run_id",
                                               g->runs[a].id, "job_id", g->runs[a].job, "user", g->runs[a].user, "node",
                                               s->node, "present", present, "fp", fp, "value", val, "value_bits", vb,
-                                              "exit_code", code));
+                                              "exit_code", code, "role", role));
         int seen = !*g->runs[a].user;
         for (int u = 0; u < nusers && !seen; u++)
             seen = !strcmp(users[u], g->runs[a].user);

@@ -104,6 +104,18 @@ static int classify(grp *g, const grp_verdict *vd, json_t **entries, const int *
         v->code = "operation";
         snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
         return 0;
+    case CAUSE_RESTORE:
+        /* the resumed run loaded other state than its twin saved: the checkpoint code, on any hardware */
+        v->cls = "software";
+        v->code = "restore";
+        snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
+        return 0;
+    case CAUSE_LAYOUT:
+        /* runs of different rank counts: no one rank's hardware holds the differing tensor in both */
+        v->cls = "software";
+        v->code = "layout";
+        snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
+        return 0;
     default:
         break;
     }

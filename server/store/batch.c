@@ -44,7 +44,8 @@ static void add_record(srv_batch *b, const rec_record *r)
         b->name_off = xrealloc(b->name_off, b->cap * sizeof(size_t));
         b->word_off = xrealloc(b->word_off, b->cap * sizeof(size_t));
     }
-    size_t strs = (size_t)r->name_len + r->site.module_len + r->site.function_len + r->site.caller_len;
+    /* the call site's strings and the other extension bytes follow the name */
+    size_t strs = (size_t)r->name_len + r->site.module_len + r->site.function_len + r->site.caller_len + r->ext_len;
     if (b->names_len + strs > b->names_cap) {
         while (b->names_len + strs > b->names_cap)
             b->names_cap = b->names_cap ? b->names_cap * 2 : 16384;
@@ -75,6 +76,9 @@ static void add_record(srv_batch *b, const rec_record *r)
                     dst[j] = '?';
         b->names_len += lens[k];
     }
+    if (r->ext_len)
+        memcpy(b->names + b->names_len, r->ext, r->ext_len);
+    b->names_len += r->ext_len;
     if (r->n_inputs)
         memcpy(b->words + b->words_len, r->inputs, r->n_inputs * sizeof(uint64_t));
     if (r->n_chunks)
@@ -92,6 +96,7 @@ static void fix_pointers(srv_batch *b)
         r->site.module = r->name + r->name_len;
         r->site.function = r->site.module + r->site.module_len;
         r->site.caller = r->site.function + r->site.function_len;
+        r->ext = r->ext_len ? (const unsigned char *)r->site.caller + r->site.caller_len : NULL;
         r->inputs = r->n_inputs ? b->words + b->word_off[i] : NULL;
         r->chunks = r->n_chunks ? b->words + b->word_off[i] + r->n_inputs : NULL;
     }
@@ -229,10 +234,12 @@ int batch_parse_hex64(const char *s, uint64_t *out)
  * `v`, found by bisection over the monotone positive encodings. */
 static int float_bits(unsigned dtype, double v, uint64_t *out)
 {
-    int bits = (int)dtype_size(dtype) * 8;
-    uint64_t sign = 1ULL << (bits - 1);
+    int bits = (int)dtype_bits(dtype);
+    uint64_t sign = dtype == LS_E8M0 ? 0 : 1ULL << (bits - 1); /* e8m0: unsigned powers of two */
     double mag = fabs(v);
-    uint64_t lo = 0, hi = sign - 1; /* positive encodings, NaNs at the top */
+    if (!sign && signbit(v))
+        return -1;
+    uint64_t lo = 0, hi = (sign ? sign : 1ULL << bits) - 1; /* positive encodings, NaNs at the top */
     while (hi > lo && isnan(dtype_value_to_double(dtype, hi)))
         hi--;
     while (lo < hi) {
@@ -374,8 +381,74 @@ static int json_site(const json_t *v, size_t i, rec_site *out, srv_error *e)
     return 0;
 }
 
-/* json_record - one record object to `r` (inputs and chunks in the scratch lists). */
-static int json_record(const json_t *o, size_t i, rec_record *r, uint64_t **in, uint64_t **ch, srv_error *e)
+/* u64_field - an optional non-negative integer member of `o`; 0 when absent. */
+static int u64_field(const json_t *o, const char *key, uint64_t *out, size_t i, const char *what, srv_error *e)
+{
+    long long v = 0;
+    if (int_field(o, key, 1, 0, INT64_MAX, &v, i, e) < 0)
+        return fail(e, "wrong type in record", "see the JSON ingest form in docs/server.md",
+                    "record %zu: \"%s\" needs \"%s\", a non-negative integer", i, what, key);
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* json_ext - "state", "chunk_bytes", "shard" and "scales" of a record object, as the record's flags and its
+ * encoded extension fields in `ext` (REC_EXT_ENCODED_MAX bytes, the caller's). */
+static int json_ext(const json_t *o, size_t i, rec_record *r, unsigned char *ext, srv_error *e)
+{
+    rec_ext x;
+    memset(&x, 0, sizeof(x));
+    const char *state = NULL;
+    if (str_field(o, "state", &state, i, e) < 0)
+        return -1;
+    if (state && strcmp(state, "saved") == 0)
+        r->flags |= REC_STATE_SAVED;
+    else if (state && strcmp(state, "restored") == 0)
+        r->flags |= REC_STATE_RESTORED;
+    else if (state)
+        return fail(e, "unknown state", "state is \"saved\" or \"restored\" (an entry of a state block)",
+                    "record %zu: state \"%.40s\"", i, state);
+    long long cb = 0;
+    if (int_field(o, "chunk_bytes", 0, 0, INT64_MAX, &cb, i, e) < 0)
+        return -1;
+    x.chunk_bytes = (uint64_t)cb;
+    const json_t *sh = json_object_get(o, "shard"), *sc = json_object_get(o, "scales");
+    if (sh) {
+        const char *acc = NULL;
+        if (!json_is_object(sh) || u64_field(sh, "offset", &x.shard_offset, i, "shard", e) < 0 ||
+            u64_field(sh, "total", &x.shard_total, i, "shard", e) < 0 || str_field(sh, "acc", &acc, i, e) < 0 ||
+            !acc || batch_parse_hex64(acc, &x.shard_acc) < 0)
+            return fail(e, "bad shard", "shard is {\"offset\", \"total\", \"acc\": 16 hex digits}",
+                        "record %zu: a malformed \"shard\"", i);
+        x.has_shard = 1;
+    }
+    if (sc) {
+        const char *dt = NULL, *fp = NULL;
+        const json_t *shape = json_is_object(sc) ? json_object_get(sc, "shape") : NULL;
+        if (!json_is_object(sc) || str_field(sc, "dtype", &dt, i, e) < 0 || str_field(sc, "fp", &fp, i, e) < 0 ||
+            !dt || dtype_parse(dt) < 0 || !fp || batch_parse_hex64(fp, &x.scales_fp) < 0 ||
+            u64_field(sc, "nbytes", &x.scales_nbytes, i, "scales", e) < 0 ||
+            (shape && (!json_is_array(shape) || json_array_size(shape) > LS_MAX_DIMS)))
+            return fail(e, "bad scales", "scales is {\"dtype\", \"shape\", \"nbytes\", \"fp\": 16 hex digits}",
+                        "record %zu: malformed \"scales\"", i);
+        x.has_scales = 1;
+        x.scales_dtype = (uint8_t)dtype_parse(dt);
+        x.scales_ndim = (uint8_t)json_array_size(shape);
+        for (unsigned k = 0; k < x.scales_ndim; k++) {
+            const json_t *d = json_array_get(shape, k);
+            if (!json_is_integer(d))
+                return fail(e, "bad scales", "scales.shape is an array of integers", "record %zu", i);
+            x.scales_shape[k] = json_integer_value(d);
+        }
+    }
+    r->ext_len = (uint16_t)rec_ext_encode(&x, ext);
+    r->ext = r->ext_len ? ext : NULL;
+    return 0;
+}
+
+/* json_record - one record object to `r` (inputs and chunks in the scratch lists, extension fields in `ext`). */
+static int json_record(const json_t *o, size_t i, rec_record *r, uint64_t **in, uint64_t **ch, unsigned char *ext,
+                       srv_error *e)
 {
     long long seq = -1, step = 0, occ = 0, nbytes = 0, t_ns = 0;
     const char *name = NULL, *level = "metric", *dtype = "bytes", *fp = NULL, *bits = NULL;
@@ -464,6 +537,8 @@ static int json_record(const json_t *o, size_t i, rec_record *r, uint64_t **in, 
     const json_t *site = json_object_get(o, "site");
     if (site && !json_is_null(site) && json_site(site, i, &r->site, e) < 0)
         return -1;
+    if (json_ext(o, i, r, ext, e) < 0)
+        return -1;
     char why[160];
     if (rec_check(r, why, sizeof(why)) < 0)
         return fail(e, "invalid record", "see the JSON ingest form in docs/server.md", "record %zu: %s", i, why);
@@ -506,7 +581,8 @@ int batch_decode_json(srv_batch *b, const void *buf, size_t len, srv_error *e)
     b->batch_seq = (uint64_t)json_integer_value(bseq);
     for (size_t i = 0; i < json_array_size(recs); i++) {
         rec_record r;
-        if (json_record(json_array_get(recs, i), i, &r, &in, &ch, e) < 0 || check_record(b, &r, i, e) < 0)
+        unsigned char ext[REC_EXT_ENCODED_MAX];
+        if (json_record(json_array_get(recs, i), i, &r, &in, &ch, ext, e) < 0 || check_record(b, &r, i, e) < 0)
             goto out_free;
         r.rank = b->rank;
         add_record(b, &r);

@@ -43,6 +43,11 @@ PGresult *db_exec_sql(const char *sql, char *err, size_t cap);
  * past `cap` are dropped). */
 int db_int_array_parse(const char *text, int64_t *out, int cap);
 
+/* db_hex_parse - the bytes of a bytea read as encode(col, 'hex') (or "\\x" and
+ * hex digits) into `out` (at most `cap`). Returns the length, or -1 when the
+ * text is not whole hex byte pairs or does not fit. */
+int db_hex_parse(const char *text, unsigned char *out, size_t cap);
+
 /* db_fail - fill `e` as "database error" with "WHAT: MSG" as its detail.
  * Returns -1. */
 int db_fail(srv_error *e, const char *what, const char *msg);

@@ -125,7 +125,7 @@ static void copy_rows(cbuf *b, int64_t run_key, const srv_batch *bt)
     be32(p + 15, 0);
     for (size_t i = 0; i < bt->n; i++) {
         const rec_record *r = &bt->recs[i];
-        be16(grow(b, 2), 21);
+        be16(grow(b, 2), 22);
         f_int(b, (uint64_t)run_key, 8);
         f_int(b, bt->rank, 4);
         f_int(b, r->seq, 8);
@@ -167,6 +167,13 @@ static void copy_rows(cbuf *b, int64_t run_key, const srv_batch *bt)
             for (int k = 0; k < 5; k++)
                 f_null(b);
         }
+        if (r->ext_len) { /* bytea: the other extension fields as encoded (common/record.h); the site is above */
+            p = grow(b, 4 + r->ext_len);
+            be32(p, r->ext_len);
+            memcpy(p + 4, r->ext, r->ext_len);
+        } else {
+            f_null(b);
+        }
     }
     be16(grow(b, 2), 0xffff);
 }
@@ -190,6 +197,8 @@ static size_t sum_steps(const srv_batch *bt, step_sum **out)
     step_sum *s = xmalloc(cap * sizeof(*s));
     for (size_t i = 0; i < bt->n; i++) {
         const rec_record *r = &bt->recs[i];
+        if (!rec_in_steps(r))
+            continue; /* an entry of a state block is no step record: no digest, no count */
         size_t k = n;
         if (n && s[n - 1].step == r->step)
             k = n - 1;
@@ -263,7 +272,7 @@ static int batch_txn(PGconn *c, const run_info *run, const srv_batch *bt, const 
     if (bt->n) {
         r = PQexec(c, "COPY records (run_key, rank, seq, step, name, occ, level, dtype, flags, t_ns, nbytes, fp, "
                       "value, shape, inputs, chunks, site_module, site_offset, site_function, site_function_offset, "
-                      "site_caller) FROM STDIN (FORMAT binary)");
+                      "site_caller, ext) FROM STDIN (FORMAT binary)");
         if (PQresultStatus(r) != PGRES_COPY_IN)
             goto out_clear;
         PQclear(r);
@@ -286,8 +295,13 @@ static int batch_txn(PGconn *c, const run_info *run, const srv_batch *bt, const 
         if (!db_ok(r))
             goto out_clear;
         PQclear(r);
-        snprintf(min_step, sizeof(min_step), "%" PRId64, steps[0].step);
-        snprintf(max_step, sizeof(max_step), "%" PRId64, steps[n_steps - 1].step);
+        int64_t lo = bt->recs[0].step, hi = lo; /* every record's step, state blocks' included */
+        for (size_t i = 1; i < bt->n; i++) {
+            lo = bt->recs[i].step < lo ? bt->recs[i].step : lo;
+            hi = bt->recs[i].step > hi ? bt->recs[i].step : hi;
+        }
+        snprintf(min_step, sizeof(min_step), "%" PRId64, lo);
+        snprintf(max_step, sizeof(max_step), "%" PRId64, hi);
         snprintf(max_seq, sizeof(max_seq), "%" PRIu64, bt->recs[bt->n - 1].seq);
         const char *p3[] = {key, rank, min_step, max_step, max_seq, nrec};
         r = PQexecPrepared(c, "progress_add", 6, p3, NULL, NULL, 0);

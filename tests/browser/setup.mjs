@@ -1,6 +1,6 @@
 // setup.mjs - ingest the browser tests' runs into a fresh lockstepd and write their ids to the file in argv[2].
 import { writeFileSync } from 'node:fs';
-import { ingestRun, registerRun, streamRun } from './ingest.mjs';
+import { endRun, fp64, ingestRun, registerRun, sendSteps, streamRun } from './ingest.mjs';
 import { must } from './lib.mjs';
 
 export const XSS_COMMAND = `python train.py --tag '<img src=x onerror="window.__xss=1">' <script>window.__xss=2</script>`;
@@ -30,6 +30,26 @@ async function main() {
   await group('trio', [{ job: 3001, ranks: 2, steps: [0, 14], user: 'carol' },
     { job: 3002, ranks: 2, steps: [0, 14], user: 'carol' },
     { job: 3003, ranks: 2, steps: [0, 14], user: 'carol', variant: 'c', diverge: odd, nodes: 'n3' }]);
+  // A resumed run whose loader forgot the optimizer: the full run saved params, momentum and rng after step 4;
+  // the resumed one (start step 5) restored params and rng only.
+  const entry = (name, value, state, seq) => ({ seq, step: 4, name, level: 'metric', dtype: 'u64', nbytes: 8,
+    fp: fp64('state', name, value), value_bits: value.toString(16).padStart(16, '0'), state });
+  const full = { job: 8001, ranks: 1, user: 'erin', group: 'resume-bad' };
+  const resumed = { job: 8002, ranks: 1, user: 'erin', group: 'resume-bad', startStep: 5 };
+  await registerRun(full);
+  await registerRun(resumed);
+  full.seq = { 0: 100 };
+  await sendSteps(full.id, full, 0, 9);
+  await must('POST', `/runs/${full.id}/records`, { rank: 0, batch_seq: 100, records: [
+    entry('params', 11, 'saved', 1000), entry('momentum', 22, 'saved', 1001), entry('rng', 33, 'saved', 1002)] });
+  await endRun(full.id, 1);
+  await must('POST', `/runs/${resumed.id}/records`, { rank: 0, batch_seq: 1, records: [
+    entry('params', 11, 'restored', 0), entry('rng', 33, 'restored', 1)] });
+  resumed.seq = { 0: 100 };
+  resumed.batchSeq = { 0: 1 };
+  await sendSteps(resumed.id, resumed, 5, 9);
+  await endRun(resumed.id, 1);
+  fx.groups['resume-bad'] = [full.id, resumed.id];
   // Markup in the command, the user and a record name must render as text.
   await group('xss-group', [{ job: 4001, ranks: 1, steps: [0, 2], user: XSS_USER, command: XSS_COMMAND, extraName: XSS_RECORD }]);
   // A faulty node: in three three-run groups the odd run ran on n9 (every rank), the others on n1; n9's
@@ -49,6 +69,7 @@ async function main() {
   await settled('trio', (t) => t.per_rank.length === 2);
   for (let g = 0; g < 3; g++) await settled(`faulty-${g}`, (t) => t.classification && t.classification.class === 'hardware');
   await until('node n9 turns suspect', async () => (await must('GET', '/nodes')).items.some((n) => n.name === 'n9' && n.state === 'suspect'));
+  await settled('resume-bad', (t) => t.first_divergence && t.first_divergence.kind === 'restore');
   fx.divergence = div;
   fx.odd = odd;
   fx.faulty = faulty;

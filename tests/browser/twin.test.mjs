@@ -147,3 +147,29 @@ test('an unknown group explains how runs join a group', async () => {
   assert.match(await page.textContent('.page-head .empty'), /No twin group named "no-such-group".*--lockstep-twin/);
   b.problems.length = 0;   // the API's 404 is logged by the browser as a failed resource; that is expected here
 });
+
+test('a resumed run that did not restore its optimizer: the restore difference and the restored checkpoints', async () => {
+  const { page } = b;
+  const [, resumed] = FIX.groups['resume-bad'];
+  await visit(page, '/twins/resume-bad');
+  assert.equal(await page.textContent('h1 .badge'), 'diverged');
+  const fd = page.locator('[data-section=first-divergence]');
+  assert.match(await fd.locator('h2').textContent(), /a restore/);
+  assert.equal(await fd.locator('[data-field=step]').textContent(), '4');
+  assert.equal(await fd.locator('[data-field=name]').textContent(), 'momentum');
+  assert.match(await fd.locator('.divergence-line').textContent(), /not what its twin saved/);
+  // the verdict's cause, as lockstepd, the CLI and the alert give it: the restore, on the rank that restored
+  assert.equal(await fd.locator('[data-field=cause]').textContent(), 'restore');
+  assert.equal(await fd.locator('[data-field=origin]').textContent(), '0');
+  assert.match(await fd.locator('.divergence-cause').textContent(), /checkpoint loading/);
+  // the saved side holds it, the restored side does not
+  const roles = await texts(page, '[data-section=first-divergence] tbody tr td:last-child');
+  assert.deepEqual(roles, ['saved', 'restored']);
+  assert.equal(await fd.locator('[data-action=show-divergence]').count(), 0);
+  const row = page.locator('[data-section=restores] tr[data-restore=not-restored]');
+  assert.equal(await row.count(), 1);
+  assert.match(await row.textContent(), new RegExp(resumed.slice(0, 8)));
+  assert.match(await row.textContent(), /momentum not-restored/);
+  await shot(page, 'twin-restore');
+  noProblems(b);
+});

@@ -106,11 +106,122 @@ t_diff_unreadable() {
   mkdir -p "$tmp/empty" && exits 2 "$ls" diff "$tmp/empty" "$tmp/m1" && grep -q 'holds no trace files' "$tmp/err" &&
   exits 2 "$ls" diff "$tmp/m1" && exits 2 "$ls" diff --bogus "$tmp/m1" "$tmp/m2"
 }
+# --- fp -r and --check: checkpoint content manifests
+t_fp_manifest() {
+  local c=$tmp/ckpt
+  mkdir -p "$c/step-3/optim" && head -c 3000000 /dev/urandom >"$c/step-3/model.bin" &&
+    head -c 777 /dev/urandom >"$c/step-3/optim/rank-0.bin" && : >"$c/step-3/COMPLETE" &&
+    printf x >"$c/step-3/we\\ird" && ln -s model.bin "$c/step-3/link" || return 1
+  "$ls" fp -r "$c" >"$tmp/man" || return 1
+  [ "$(wc -l <"$tmp/man")" -eq 4 ] || return 1                       # the link is not content
+  grep -q "^$("$ls" fp "$c/step-3/model.bin")\$" "$tmp/man" || return 1  # the same line plain fp prints
+  grep -q '^\\[0-9a-f]\{16\}  .*we\\\\ird$' "$tmp/man" || return 1     # an escaped name, as sha256sum writes it
+  diff <("$ls" fp -r -j 1 "$c") "$tmp/man" && diff <("$ls" fp -r -j 7 "$c") "$tmp/man" || return 1
+  exits 0 "$ls" fp --check "$tmp/man" && [ "$(grep -c ': OK$' "$tmp/out")" -eq 4 ] || return 1
+  printf y >>"$c/step-3/optim/rank-0.bin"
+  exits 1 "$ls" fp --check --quiet "$tmp/man" && grep -q 'optim/rank-0.bin: FAILED$' "$tmp/out" &&
+    [ "$(wc -l <"$tmp/out")" -eq 1 ] && grep -q '1 computed fingerprint did NOT match' "$tmp/err" || return 1
+  rm "$c/step-3/COMPLETE"
+  exits 2 "$ls" fp --check "$tmp/man" && grep -q 'COMPLETE: FAILED open or read' "$tmp/out" || return 1
+  echo garbage >"$tmp/bad.man" && exits 2 "$ls" fp --check "$tmp/bad.man" && grep -q 'no fingerprint lines' "$tmp/err"
+}
+
+# --- state blocks: resumes checked against the saved state (examples/resume_train.c)
+rt=$build/examples/resume_train
+resumed() { # resumed DIR [args]: one run of the resume example into DIR
+  local dir=$1; shift
+  LOCKSTEP_TRACE_DIR=$dir LOCKSTEP_TRACE=modules "$rt" --steps 14 "$@" >/dev/null
+}
+t_diff_restore_ok() {
+  resumed "$tmp/r_full" --save 6 "$tmp/ck.bin" && resumed "$tmp/r_good" --resume "$tmp/ck.bin" || return 1
+  exits 0 "$ls" diff --overlap "$tmp/r_full" "$tmp/r_good" &&
+    grep -q 'rank 0 .*match (14 records; 1 restored state block: 1 verified' "$tmp/out" &&
+    grep -q 'steps both runs hold: 7..13' "$tmp/out"
+}
+t_diff_restore_bugs() { # each loader bug is named by its entry at the checkpoint's step, before the later steps
+  local bug entry
+  for bug in drop-momentum:momentum wrong-rng:rng stale-data:data_pos; do
+    entry=${bug#*:}; bug=${bug%%:*}
+    resumed "$tmp/r_$bug" --resume "$tmp/ck.bin" --bug "$bug" || return 1
+    exits 1 "$ls" diff --overlap "$tmp/r_full" "$tmp/r_$bug" || return 1
+    grep -q 'first divergence at step 6$' "$tmp/out" && grep -q 'RESTORE DIFFERENCE at step 6' "$tmp/out" &&
+      grep -q "state entry \"$entry\" occurrence 0 was restored with other contents" "$tmp/out" &&
+      grep -q "B restored step 6; compared with A's saved state" "$tmp/out" &&
+      grep -q '^  cause: restore: a resumed run restored the checkpoint of step 6 on rank 0' "$tmp/out" &&
+      grep -q '^  origin rank: 0$' "$tmp/out" && grep -q 'RESTORE DIFFERENCE at step 6: .*<- origin$' "$tmp/out" ||
+      { cat "$tmp/out"; return 1; }
+  done
+  exits 1 "$ls" diff --json --overlap "$tmp/r_wrong-rng" "$tmp/r_full" || return 1
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["ranks"][0]
+assert d["first_step"] == 6 and r["kind"] == "restore" and r["step"] == 6, r
+x = r["restore"]
+assert x["entry"] == "rng" and x["restored_by"] == "a" and x["reference"] == "saved" and x["difference"] == "content", x
+assert r["a"]["state"] == "restored" and r["b"]["state"] == "saved", r
+assert d["status"] == "diverged" and d["cause"] == "restore" and d["origin_ranks"] == [0], d' "$tmp/out"
+}
+t_diff_restore_records() { # a twin that saved nothing: its records of that step are the reference (linear.weight)
+  resumed "$tmp/r_plain" || return 1
+  exits 0 "$ls" diff --overlap "$tmp/r_plain" "$tmp/r_good" &&
+    grep -q '1 restored state block: 1 verified, 0 with nothing to compare' "$tmp/out"
+}
+
+# --- shards: logical tensors across rank counts (examples/shard_train.c)
+st=$build/examples/shard_train
+sharded() { # sharded DIR WORLD [args] [-- RANKS]: every rank of a shard_train run
+  local dir=$1 n=$2 r; shift 2
+  for r in $(seq 0 $((n - 1))); do
+    LOCKSTEP_TRACE_DIR=$dir LOCKSTEP_RANK=$r LOCKSTEP_TRACE=modules "$st" --world "$n" "$@" || return 1
+  done
+}
+t_logical_any_rank_count() {
+  for n in 1 2 3 4; do SHARD_TRAIN_DUMP=$tmp/w$n sharded "$tmp/s$n" $n || return 1; done
+  for p in "1 2" "2 3" "2 4" "3 4" "4 1"; do
+    set -- $p
+    exits 0 "$ls" diff --logical "$tmp/s$1" "$tmp/s$2" && grep -q 'logical   match (6 tensors)' "$tmp/out" || return 1
+  done
+  exits 1 "$ls" diff "$tmp/s2" "$tmp/s4" || return 1  # rank by rank the layouts differ
+  # the logical fingerprint is `lockstep fp` of the whole tensor, however it was split
+  cat "$tmp"/w3.0000* >"$tmp/whole3" && local whole
+  whole=$("$ls" fp "$tmp/whole3" | cut -c1-16)
+  "$ls" dump --logical "$tmp/s4" >"$tmp/dl" 2>/dev/null && [ "$(wc -l <"$tmp/dl")" -eq 6 ] &&
+    tail -1 "$tmp/dl" | grep -q "\"fp\":\"$whole\"" && tail -1 "$tmp/dl" | grep -q '"shards":\[{"rank":0,"offset":0'
+}
+t_logical_flipped_byte() {
+  sharded "$tmp/f4" 4 --flip-step 3 --flip-byte 2500000 || return 1
+  exits 1 "$ls" diff --logical "$tmp/s3" "$tmp/f4" || return 1
+  grep -q 'first divergence at step 3 (logical tensors)' "$tmp/out" && grep -q 'tensor "tp.weight"' "$tmp/out" &&
+    grep -q 'first differing bytes in MiB 2 of the tensor' "$tmp/out" && grep -q 'A holds it on ranks 1,2' "$tmp/out" &&
+    grep -q 'B holds it on ranks 2,3' "$tmp/out" && grep -q '^  cause: layout: ' "$tmp/out" &&
+    ! grep -q 'origin rank' "$tmp/out" || return 1
+  exits 1 "$ls" diff --json --logical "$tmp/s2" "$tmp/f4" &&
+    python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); r = d["ranks"][0]
+assert r["first_chunk"] == 2 and r["chunk_holders"] == {"a": [1], "b": [2, 3]}, r
+assert d["logical"]["a_tensors"] == 6 and d["logical"]["b_plain"] == 24, d["logical"]
+assert d["cause"] == "layout" and d["origin_ranks"] == [], d' "$tmp/out"
+}
+t_logical_bad_tilings() {
+  mkdir -p "$tmp/gap" "$tmp/overlap" &&
+    cp "$tmp/s4/rank-00000.lstrace" "$tmp/s4/rank-00001.lstrace" "$tmp/s4/rank-00003.lstrace" "$tmp/gap/" &&
+    cp "$tmp/s2/rank-00000.lstrace" "$tmp/s4/rank-00001.lstrace" "$tmp/s4/rank-00002.lstrace" \
+       "$tmp/s4/rank-00003.lstrace" "$tmp/overlap/" || return 1
+  exits 2 "$ls" diff --logical "$tmp/gap" "$tmp/s2" && grep -q 'cannot assemble the logical tensors of run A' "$tmp/err" &&
+    grep -q 'tensor "tp.weight" (occurrence 0) at step 0 cannot be assembled: its shards leave a gap: bytes \[1600000, 2400000)' "$tmp/err" || return 1
+  exits 2 "$ls" diff --logical "$tmp/s2" "$tmp/overlap" && grep -q 'run B' "$tmp/err" &&
+    grep -q 'its shards overlap: rank 0 holds \[0, 1600000) and rank 1 starts at 800000' "$tmp/err" || return 1
+  exits 2 "$ls" dump --logical "$tmp/gap" && grep -q 'gap' "$tmp/err"
+}
+
 t_usage() { exits 2 "$ls" && exits 2 "$ls" frobnicate && grep -q "lockstep help" "$tmp/err" && exits 0 "$ls" help; }
 
 for t in t_fp_vectors t_fp_stdin t_fp_large t_fp_missing t_fp_dir t_dump t_dump_torn t_dump_garbage \
          t_diff_match t_diff_diverged t_diff_json t_diff_metric_ulp t_diff_extra_rank t_diff_overlap \
-         t_diff_unreadable t_usage; do
+         t_diff_unreadable t_fp_manifest t_diff_restore_ok t_diff_restore_bugs t_diff_restore_records \
+         t_logical_any_rank_count t_logical_flipped_byte t_logical_bad_tilings t_usage; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"

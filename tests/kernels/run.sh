@@ -153,8 +153,12 @@ t_resume_bit_exact() {
   grep -q 'resumed from .* at step 4' "$tmp/res.out" || return 1
   [ "$(diffjson --overlap "$tmp/full" "$tmp/res")" = 0 ] || { cat "$tmp/diff.json"; return 1; }
   [ "$(jget "d['overlap']['from'], d['overlap']['to']")" = "5 12" ] || return 1
-  # the resumed run holds steps 5..12 only: the compared records are all of them
-  [ "$(jget "sum(r['compared'] for r in d['ranks'])")" = "$(jget "d['b']['records']")" ] || return 1
+  # the resumed run holds steps 5..12 only: the compared records are all of them (its state blocks aside)
+  [ "$(jget "sum(r['compared'] for r in d['ranks'])")" = "$(jget "d['b']['records'] - d['b']['state_entries']")" ] ||
+    return 1
+  # its restored block of step 4 was checked on each rank against the saved one of the uninterrupted run
+  [ "$(jget "[r['restores'] for r in d['ranks']]")" = \
+    "[{'checked': 1, 'verified': 1, 'unverified': 0}, {'checked': 1, 'verified': 1, 'unverified': 0}]" ] || return 1
   local a b
   local lsbin; lsbin=$(realpath "$ls")
   a=$(cd "$tmp/ck_full/step-00000012" && "$lsbin" fp rank-*.ckpt) || return 1
@@ -170,6 +174,20 @@ t_resume_detects_change() { # a resumed run that does differ (a fault at step 7)
   LOCKSTEP_TRACE=modules LOCKSTEP_TRACE_DIR=$tmp/res7 mpirun --allow-run-as-root --oversubscribe -np 2 \
     "$train" --quiet --steps 12 --resume "$tmp/ck4" --inject-fault=7:0 2>/dev/null || return 1
   [ "$(diffjson --overlap "$tmp/full" "$tmp/res7")" = 1 ] && [ "$(jget "d['first_step']")" = 7 ]
+}
+
+t_resume_names_loader_faults() { # a loader that forgets part of the state is named at the checkpoint's step
+  local f entry
+  for f in moments:adam.m rng:rng_ctr data:data_pos; do
+    entry=${f#*:}; f=${f%%:*}
+    LOCKSTEP_TRACE=modules LOCKSTEP_TRACE_DIR=$tmp/rf_$f mpirun --allow-run-as-root --oversubscribe -np 2 \
+      "$train" --quiet --steps 12 --resume "$tmp/ck4" --resume-fault "$f" 2>/dev/null || return 1
+    [ "$(diffjson --overlap "$tmp/full" "$tmp/rf_$f")" = 1 ] || { cat "$tmp/diff.json"; return 1; }
+    [ "$(jget "d['first_step']")" = 4 ] &&
+      [ "$(jget "sorted((r['kind'], r['step'], r['restore']['entry'], r['restore']['difference']) for r in d['ranks'])")" = \
+        "[('restore', 4, '$entry', 'content'), ('restore', 4, '$entry', 'content')]" ] || { cat "$tmp/diff.json"; return 1; }
+  done
+  "$train" --resume-fault moments 2>"$tmp/e"; [ $? -ne 0 ] && grep -q 'needs --resume' "$tmp/e"
 }
 
 t_resume_rejects_corrupt() {
@@ -203,8 +221,10 @@ t_tensor_device_host() {
   # with a GPU: the device record and the host record of the same bytes carry the same fingerprint
   "$ls" dump "$tmp/td/rank-00000.lstrace" | python3 -c "
 import json, sys
-r = [json.loads(l) for l in sys.stdin if '\"name\":\"x\"' in l]
-assert len(r) == 2 and r[0]['fp'] == r[1]['fp'], r"
+recs = [json.loads(l) for l in sys.stdin]
+for n, state in (('x', None), ('s', 'saved')):
+    r = [x for x in recs if x['name'] == n]
+    assert len(r) == 2 and r[0]['fp'] == r[1]['fp'] and all(x.get('state') == state for x in r), r"
 }
 
 t_cuda_abi() {
@@ -222,7 +242,7 @@ t_cuda_abi() {
 }
 
 if [ -x "$build/tests/kernels/tensor_device_test" ]; then
-  check "ls_tensor_device: filtered, misuse, no GPU, off"     t_tensor_device_host
+  check "ls_tensor_device, ls_state_device: filtered, misuse, no GPU, off" t_tensor_device_host
   check "liblockstep_cuda.so exports its map; header with LOCKSTEP_CUDA" t_cuda_abi
 fi
 check "deterministic twins, 2 ranks: bit-identical"          t_twins_np2
@@ -238,6 +258,7 @@ check "LOCKSTEP_FAULT=node=HOSTNAME,rank=1 hits rank 1 only"  t_fault_env_hostna
 check "invalid fault specifications are refused"             t_fault_env_invalid
 check "resume at step 4 matches the uninterrupted run"        t_resume_bit_exact
 check "a changed resumed run is caught at its step"           t_resume_detects_change
+check "a loader that forgets state is named by its entry"     t_resume_names_loader_faults
 check "corrupt or mismatched checkpoints are refused"         t_resume_rejects_corrupt
 check "records: loss, collectives, per-layer tensors"         t_metrics_recorded
 

@@ -1,5 +1,6 @@
-/* tensor_device_test.c - ls_tensor_device's host logic, with or without a GPU: filtered records launch nothing,
- * misuse fails, a missing GPU is an error (not a crash), and with a GPU the recorded fingerprint is ls_tensor's.
+/* tensor_device_test.c - ls_tensor_device's and ls_state_device's host logic, with or without a GPU: filtered records
+ * launch nothing, misuse fails, a missing GPU is an error (not a crash), and with a GPU the recorded fingerprint is
+ * ls_tensor's (ls_state's).
  * usage: tensor_device_test TRACE_DIR     (exit 0 when every check holds; one line per check) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,17 @@ int main(int argc, char **argv)
         expect(rc == -1, "without a GPU: -1 and a warning, no crash");
     }
     ls_step_end();
+    /* state entries on the device: a block must be open; with a GPU the entry is ls_state's fingerprint */
+    expect(ls_state_device("s", NULL, 8, LS_U8, 1, shape, 0) == -1, "state entry, NULL data: -1");
+    expect(ls_state_begin(2, LS_STATE_SAVED) == 0, "ls_state_begin");
+    rc = ls_state_device("s", dptr, sizeof(host), LS_U8, 1, shape, 0);
+    if (have_gpu) {
+        expect(rc == 0, "with a GPU: state entry recorded");
+        expect(ls_state("s", host, sizeof(host), LS_U8, 1, shape) == 0, "the host state entry: recorded");
+    } else {
+        expect(rc == -1, "state entry without a GPU: -1 and a warning, no crash");
+    }
+    expect(ls_state_end() == 0, "ls_state_end");
     ls_shutdown();
 
     setenv("LOCKSTEP_MODE", "off", 1);

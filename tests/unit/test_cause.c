@@ -12,7 +12,8 @@
 #include "common/cause.h"
 
 /* A case: each rank's first divergence as "RANK STEP SEQ NAME OCC FLAG", FLAG one of '!' (inputs differ),
- * '=' (inputs agree), '-' (no input fingerprints), 'm' (a run lacks the record); the ranks the runs recorded;
+ * '=' (inputs agree), '-' (no input fingerprints), 'm' (a run lacks the record), 'r' (a restore difference: a
+ * state entry of the block of STEP), 'l' (a logical tensor of runs of different layouts); the ranks the runs recorded;
  * whether the configuration differs; the verdict: cause, origin ranks ("1,3", "" for none), the rank that
  * stands for the group, and whether the evidence is thin. */
 typedef struct cause_case {
@@ -54,6 +55,19 @@ static const cause_case CASES[] = {
      {"0 9 1 a 0 !", "1 3 50 b 0 =", "2 3 50 b 0 !", "3 9 1 a 0 !"}, 4, 0, "origin", "2", 2, 0},
     {"a later record at the first step is not the earliest point",
      {"0 3 10 b 0 !", "1 3 4 a 0 =", "2 3 4 a 0 ="}, 3, 0, "operation", "", 1, 0},
+    /* Checkpoints: a resumed run's restored state block against what its twin saved (common/recmatch.h). */
+    {"a resumed run restored other optimizer state on ranks 0 and 2",
+     {"0 4 3 optim.w.momentum 0 r", "2 4 3 optim.w.momentum 0 r", "1 6 20 loss 0 -"}, 3, 0, "restore", "0,2", 0, 0},
+    {"restore differences at other entries of the block: every rank whose block differs", {"0 4 3 rng.torch 0 r",
+     "1 4 5 data_pos 0 r", "2 4 3 loss 0 -"}, 3, 0, "restore", "0,1", 0, 0},
+    {"a restore difference comes before the configuration", {"1 4 7 rng.torch 0 r", "0 5 2 loss 0 !"}, 2, 1,
+     "restore", "1", 1, 0},
+    {"a later step's divergence does not hide an earlier restore difference", {"0 5 2 loss 0 !", "1 4 90 data_pos 0 r"},
+     2, 0, "restore", "1", 1, 0},
+    {"a step record before a restore difference at that step is the earliest point (the restore rank is no origin)",
+     {"0 4 2 loss 0 !", "1 4 5 data_pos 0 r"}, 2, 0, "origin", "0", 0, 0},
+    /* Runs of different rank counts compared on logical tensors: their divergences stand for no rank. */
+    {"runs of different rank counts parted on a logical tensor", {"-1 3 0 w 0 l"}, 4, 1, "layout", "", -1, 0},
 };
 
 static void parse(const cause_case *c, cause_rank *out, size_t *n, char names[][32])
@@ -74,6 +88,8 @@ static void parse(const cause_case *c, cause_rank *out, size_t *n, char names[][
         r->name_len = strlen(names[i]);
         r->occurrence = (uint32_t)occ;
         r->missing = flag == 'm';
+        r->restore = flag == 'r';
+        r->logical = flag == 'l';
         r->inputs = flag == '!' ? CAUSE_IN_DIFF : flag == '=' ? CAUSE_IN_SAME : CAUSE_IN_UNKNOWN;
     }
 }

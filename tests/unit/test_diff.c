@@ -18,11 +18,30 @@
 typedef struct edit {
     int rank;
     int64_t step;
-    const char *what; /* "value", "drop", "dtype", "shape", "extra" */
+    const char *what; /* "value", "drop", "dtype", "shape", "extra"; "saved", "restored", "restored-other": a state
+                         entry `name` of step `step` (a restored one before the run's first step) */
     const char *name;
 } edit;
 
 static char root[256];
+
+/* state_entry - frame edit `ed` as a state entry (its value a function of its name, one more for
+ * "restored-other") into `out`; returns the bytes written. */
+static size_t state_entry(const edit *ed, uint64_t seq, unsigned char *out)
+{
+    rec_record r;
+    memset(&r, 0, sizeof(r));
+    r.seq = seq;
+    r.step = ed->step;
+    r.name = ed->name;
+    r.name_len = (uint16_t)strlen(ed->name);
+    r.dtype = LS_U64;
+    r.nbytes = 8;
+    r.value = 1000 * strlen(ed->name) + (unsigned char)ed->name[0] + (strcmp(ed->what, "restored-other") == 0);
+    r.fp = fp_lsfp1(&r.value, 8);
+    r.flags = (uint8_t)(REC_HAS_VALUE | (ed->what[0] == 's' ? REC_STATE_SAVED : REC_STATE_RESTORED));
+    return rec_encode(&r, out);
+}
 
 static void write_run(const char *sub, int ranks, int64_t from, int64_t to, const edit *edits, int n_edits,
                       char *out_dir)
@@ -38,6 +57,9 @@ static void write_run(const char *sub, int ranks, int64_t from, int64_t to, cons
         snprintf(h.run_id, sizeof(h.run_id), "%s", sub);
         size_t len = rec_header_encode(&h, buf);
         uint64_t seq = 0;
+        for (int e = 0; e < n_edits; e++) /* restored blocks come first: the run loads, then trains */
+            if (edits[e].rank == rank && strncmp(edits[e].what, "restored", 8) == 0)
+                len += state_entry(&edits[e], seq++, buf + len);
         for (int64_t step = from; step < to; step++) {
             const char *names[3] = {"loss", "w", "w"};
             for (int k = 0; k < 3; k++) {
@@ -96,6 +118,9 @@ static void write_run(const char *sub, int ranks, int64_t from, int64_t to, cons
                     }
                 }
             }
+            for (int e = 0; e < n_edits; e++) /* a saved block after its step's records: the checkpoint */
+                if (edits[e].rank == rank && edits[e].step == step && strcmp(edits[e].what, "saved") == 0)
+                    len += state_entry(&edits[e], seq++, buf + len);
         }
         char path[600];
         snprintf(path, sizeof(path), "%s/rank-%05d.lstrace", out_dir, rank);
@@ -280,6 +305,70 @@ static void test_overlap(void **state)
     done(&res, &ra, &rb);
 }
 
+static void test_restores(void **state)
+{
+    (void)state;
+    char a[512], b[512];
+    edit saved[] = {
+        {0, 7, "saved", "params"}, {0, 7, "saved", "momentum"}, {1, 7, "saved", "params"}, {1, 7, "saved", "momentum"}};
+    edit good[] = {{0, 7, "restored", "params"},
+                   {0, 7, "restored", "momentum"},
+                   {1, 7, "restored", "params"},
+                   {1, 7, "restored", "momentum"}};
+    edit forgot[] = {{0, 7, "restored", "params"}, {0, 7, "restored", "momentum"}, {1, 7, "restored", "params"}};
+    edit other[] = {{0, 7, "restored-other", "params"}, {0, 7, "restored", "momentum"}};
+    edit late[] = {{0, 7, "restored", "params"}, {0, 7, "restored", "momentum"}, {0, 9, "value", "loss"}};
+    write_run("full", 2, 0, 20, saved, 4, a);
+    diff_result res;
+    td_run ra, rb;
+
+    /* a good resume: state entries are no step records, and the block is verified on both ranks */
+    write_run("good", 2, 8, 20, good, 4, b);
+    compare(a, b, 1, &res, &ra, &rb);
+    assert_false(res.diverged);
+    assert_int_equal(res.overlap_lo, 8); /* the restored block's step 7 is not a step both runs hold */
+    assert_int_equal(res.ranks[0].compared, 36);
+    assert_int_equal(res.ranks[0].restores, 1);
+    assert_int_equal(res.ranks[0].restores_same, 1);
+    done(&res, &ra, &rb);
+
+    /* rank 1 forgot its momentum: a restore difference at step 7, B restored, nothing for A */
+    write_run("forgot", 2, 8, 20, forgot, 3, b);
+    compare(a, b, 1, &res, &ra, &rb);
+    assert_true(res.diverged);
+    assert_int_equal(res.first_step, 7);
+    assert_int_equal(res.ranks[0].kind, DIFF_MATCH);
+    assert_int_equal(res.ranks[1].kind, DIFF_RESTORE);
+    assert_int_equal(res.ranks[1].restore.status, REC_RESTORE_NOT_RESTORED);
+    assert_int_equal(res.ranks[1].restored_by, 1);
+    assert_non_null(res.ranks[1].a);
+    assert_null(res.ranks[1].b);
+    assert_memory_equal(res.ranks[1].a->name, "momentum", 8);
+    done(&res, &ra, &rb);
+
+    /* other contents; and rank 1 restored nothing at all: unverified is not a difference... */
+    write_run("other", 2, 8, 20, other, 2, b);
+    compare(a, b, 1, &res, &ra, &rb);
+    assert_int_equal(res.ranks[0].kind, DIFF_RESTORE);
+    assert_int_equal(res.ranks[0].restore.status, REC_RESTORE_DIFFERS);
+    assert_int_equal(res.ranks[0].restore.diff, REC_DIFF_CONTENT);
+    assert_true(res.ranks[0].has_ulp);
+    assert_int_equal(res.ranks[0].ulp, 1);
+    assert_int_equal(res.ranks[1].kind, DIFF_MATCH);
+    assert_int_equal(res.ranks[1].restores, 0);
+    done(&res, &ra, &rb);
+
+    /* ...and the restore difference comes before a later step's, whichever run is A */
+    write_run("late", 2, 8, 20, late, 3, b);
+    write_run("full-other", 2, 0, 20, (edit[]){{0, 7, "saved", "params"}, {0, 7, "saved", "momentum!"}}, 2, a);
+    compare(b, a, 1, &res, &ra, &rb);
+    assert_int_equal(res.first_step, 7);
+    assert_int_equal(res.ranks[0].kind, DIFF_RESTORE);
+    assert_int_equal(res.ranks[0].restored_by, 0);
+    assert_int_equal(res.ranks[0].restore.status, REC_RESTORE_NOT_RESTORED);
+    done(&res, &ra, &rb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +378,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_extra_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dtype_and_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_overlap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restores, setup, teardown),
     };
     return cmocka_run_group_tests_name("diff", tests, NULL, NULL);
 }

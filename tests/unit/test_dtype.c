@@ -63,6 +63,21 @@ static void test_values(void **state)
     assert_true(isnan(dtype_value_to_double(LS_F16, 0x7e00)));
     assert_true(dtype_value_to_double(LS_I16, 0xffff) == -1.0);
     char buf[64];
+    /* FP4 E2M1: 0 0.5 1 1.5 2 3 4 6, no infinities or NaN; E8M0: powers of two, 0xff NaN */
+    static const double fp4[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    for (unsigned v = 0; v < 8; v++) {
+        assert_true(dtype_value_to_double(LS_F4E2M1, v) == fp4[v]);
+        assert_true(dtype_value_to_double(LS_F4E2M1, v | 8) == -fp4[v]);
+    }
+    assert_int_equal(dtype_bits(LS_F4E2M1), 4);
+    assert_int_equal(dtype_bits(LS_F8E4M3), 8);
+    assert_int_equal(dtype_ulp_distance(LS_F4E2M1, 0x7, 0xf), 15); /* 6 and -6 */
+    assert_true(dtype_value_to_double(LS_E8M0, 127) == 1.0);
+    assert_true(dtype_value_to_double(LS_E8M0, 130) == 8.0);
+    assert_true(dtype_value_to_double(LS_E8M0, 0) == ldexp(1.0, -127));
+    assert_true(isnan(dtype_value_to_double(LS_E8M0, 0xff)));
+    assert_int_equal(dtype_ulp_distance(LS_E8M0, 127, 130), 3);
+    assert_int_equal(dtype_ulp_distance(LS_E8M0, 127, 0xff), UINT64_MAX);
     dtype_format_value(LS_F64, d2b(0.1), buf, sizeof(buf));
     assert_string_equal(buf, "0.10000000000000001");
     dtype_format_value(LS_I64, (uint64_t)-42, buf, sizeof(buf));

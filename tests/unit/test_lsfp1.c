@@ -213,12 +213,42 @@ static void test_chunks_add_up(void **state)
     free(buf);
 }
 
+/* Partials of any chunk size, taken at any word offset, against the reference loop. */
+static void test_acc_chunked(void **state)
+{
+    (void)state;
+    size_t n = 3 * 4096 + 1234;
+    unsigned char *buf = malloc(n);
+    fill_random(buf, n, 5);
+    /* the whole, in 4 KiB chunks */
+    uint64_t ch[8] = {0}, first;
+    assert_int_equal(fp_chunk_span(0, n, 4096, &first), 4);
+    uint64_t acc = fp_acc_chunked(buf, n, 0, 4096, ch);
+    assert_true(fp_finish(acc, n) == ref_lsfp1(buf, n, NULL));
+    for (size_t c = 0; c < 4; c++) {
+        size_t len = c < 3 ? 4096 : n - 3 * 4096;
+        assert_true(ch[c] == fp_acc(buf + c * 4096, len, c * 512));
+    }
+    /* a piece from byte 4000 to the end: its span starts in chunk 0, and its partials add to the chunks' rest */
+    uint64_t part[8] = {0};
+    assert_int_equal(fp_chunk_span(4000, n - 4000, 4096, &first), 4);
+    assert_int_equal(first, 0);
+    uint64_t pacc = fp_acc_chunked(buf + 4000, n - 4000, 4000, 4096, part);
+    assert_true(fp_acc(buf, 4000, 0) + pacc == acc);
+    assert_true(fp_acc(buf, 4000, 0) + part[0] == ch[0]);
+    for (size_t c = 1; c < 4; c++)
+        assert_true(part[c] == ch[c]);
+    /* an empty piece touches no chunk */
+    assert_int_equal(fp_chunk_span(64, 0, 4096, &first), 0);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vectors),       cmocka_unit_test(test_matches_reference),
         cmocka_unit_test(test_bit_flip),      cmocka_unit_test(test_swapped_words),
-        cmocka_unit_test(test_chunks_add_up),
+        cmocka_unit_test(test_chunks_add_up), cmocka_unit_test(test_acc_chunked),
     };
     return cmocka_run_group_tests_name("lsfp1", tests, NULL, NULL);
 }

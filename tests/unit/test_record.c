@@ -75,6 +75,34 @@ static void make_record(size_t i, rec_record *r, uint64_t *inputs, uint64_t *chu
             r->site.caller_len = 16;
         }
     }
+    if (i % 6 == 5) { /* extension fields: a chunk size and scales (the block at rec5+97, its first field at rec5+99) */
+        static unsigned char ext[REC_EXT_ENCODED_MAX];
+        rec_ext x;
+        memset(&x, 0, sizeof(x));
+        x.chunk_bytes = 4096;
+        x.has_scales = 1;
+        x.scales_dtype = LS_E8M0;
+        x.scales_ndim = 1;
+        x.scales_shape[0] = 4;
+        x.scales_nbytes = 4;
+        x.scales_fp = 0xfeedULL * i;
+        r->ext_len = (uint16_t)rec_ext_encode(&x, ext);
+        r->ext = ext;
+    }
+    if (i % 12 == 10) { /* a call site and a shard in one block: the site field, then the shard at rec10+170 */
+        static unsigned char ext10[REC_EXT_ENCODED_MAX];
+        rec_ext x;
+        memset(&x, 0, sizeof(x));
+        x.has_shard = 1;
+        x.shard_offset = 8;
+        x.shard_total = 8 + r->nbytes; /* the last shard of its tensor: it may end inside a word */
+        x.shard_acc = 0xacc0ULL * i;
+        r->ext_len = (uint16_t)rec_ext_encode(&x, ext10);
+        r->ext = ext10;
+        r->flags |= REC_STATE_SAVED; /* and a state entry */
+    }
+    if (i % 8 == 7) /* a state entry (rec7+63 is its flags byte) */
+        r->flags |= REC_STATE_RESTORED;
 }
 
 static void make_stream(stream *s, size_t n)
@@ -111,7 +139,7 @@ static void test_round_trip(void **state)
 {
     (void)state;
     stream s;
-    make_stream(&s, 12);
+    make_stream(&s, 12); /* sites on 2, 6, 10; other extension fields on 5, 10, 11; state entries 7, 10 */
     rec_reader rd;
     assert_int_equal(rec_reader_init(&rd, s.p, s.len), 0);
     assert_int_equal(rd.hdr.rank, 3);
@@ -132,7 +160,10 @@ static void test_round_trip(void **state)
         assert_int_equal(got.occurrence, want.occurrence);
         assert_int_equal(got.level, want.level);
         assert_int_equal(got.dtype, want.dtype);
-        assert_int_equal(got.flags, want.flags);
+        assert_int_equal(got.flags, want.flags); /* REC_HAS_EXT is the codec's: never in a decoded record */
+        assert_int_equal(got.ext_len, want.ext_len);
+        if (want.ext_len)
+            assert_memory_equal(got.ext, want.ext, want.ext_len);
         assert_true(rec_same_shape(&got, &want));
         assert_int_equal(got.name_len, want.name_len);
         assert_memory_equal(got.name, want.name, want.name_len);
@@ -188,11 +219,39 @@ static void test_encode_refuses(void **state)
     r.site.module = "lib\0x.so";
     r.site.module_len = 8;
     assert_int_equal(rec_encode(&r, buf), 0);
+    make_record(0, &r, in, ch);
+    r.flags |= REC_STATE_SAVED | REC_STATE_RESTORED;
+    assert_int_equal(rec_check(&r, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "not both"));
+    /* extension fields that break their rules */
+    unsigned char ext[REC_EXT_ENCODED_MAX];
+    rec_ext x;
+    memset(&x, 0, sizeof(x));
+    x.chunk_bytes = 100; /* not a multiple of 8 */
+    make_record(1, &r, in, ch);
+    r.ext_len = (uint16_t)rec_ext_encode(&x, ext);
+    r.ext = ext;
+    assert_int_equal(rec_check(&r, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "chunk size 100"));
+    memset(&x, 0, sizeof(x));
+    x.has_scales = 1;
+    x.scales_dtype = LS_DTYPE_COUNT;
+    r.ext_len = (uint16_t)rec_ext_encode(&x, ext);
+    assert_int_equal(rec_encode(&r, buf), 0);
+    /* the call site is the record's site, never one of its other fields */
+    make_record(1, &r, in, ch);
+    const unsigned char site_in_ext[] = {REC_X_SITE, 0, 0, 0};
+    r.ext = site_in_ext;
+    r.ext_len = sizeof(site_in_ext);
+    assert_int_equal(rec_check(&r, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "call site"));
 }
 
-/* A record without a call site is framed exactly as before sites existed (older readers and streams agree):
- * no extension block, no flag; with one, the flag byte says so and the reader clears it again. */
-static void test_site_framing(void **state)
+/* A record without extension fields is framed exactly as before they existed (older readers and streams agree):
+ * no extension block, no flag. A call site, the other fields, or both make one block after the chunks: its
+ * flag in the flags byte (the reader clears it again), its length word, the site field first, then the others
+ * as rec_ext_encode wrote them. */
+static void test_ext_framing(void **state)
 {
     (void)state;
     unsigned char a[1024], b[1024];
@@ -201,17 +260,75 @@ static void test_site_framing(void **state)
     make_record(1, &r, in, ch);
     size_t na = rec_encode(&r, a);
     assert_int_equal(na, 8 + REC_FIXED + 16 + r.name_len);
-    assert_int_equal(a[8 + 55], r.flags);
+    assert_int_equal(a[8 + 55], r.flags); /* no REC_HAS_EXT */
+
+    /* a site alone: the block is [len][site field] */
     make_record(2, &r, in, ch);
     size_t nb = rec_encode(&r, b);
-    assert_int_equal(nb, 8 + REC_FIXED + 16 + r.name_len + 2 + 4 + REC_SITE_FIXED + 14 + 27);
+    size_t site_field = 4 + REC_SITE_FIXED + 14 + 27, at = 8 + REC_FIXED + 16 + r.name_len;
+    assert_int_equal(nb, at + 2 + site_field);
     assert_int_equal(b[8 + 55], REC_HAS_EXT);
+    assert_int_equal(b[at] | b[at + 1] << 8, site_field);
+    assert_int_equal(b[at + 2], REC_X_SITE);
     rec_record got;
-    uint64_t scratch[8];
+    uint64_t scratch[64];
     char why[200];
+    assert_true(rec_payload_words(b + 8, nb - 8) <= 64);
     assert_int_equal(rec_decode_payload(b + 8, nb - 8, &got, scratch, why, sizeof(why)), 0);
     assert_int_equal(got.flags, 0);
     assert_int_equal(got.site.function_len, 27);
+    assert_int_equal(got.ext_len, 0);
+
+    /* a site, a shard and a state flag together (record 10): [len][site field][shard field] */
+    make_record(10, &r, in, ch);
+    assert_true(rec_has_site(&r) && r.ext_len == 28 && (r.flags & REC_STATE_SAVED));
+    nb = rec_encode(&r, b);
+    assert_int_equal(nb, at + 2 + site_field + r.ext_len);
+    assert_int_equal(b[8 + 55], REC_STATE_SAVED | REC_HAS_EXT);
+    assert_int_equal(b[at] | b[at + 1] << 8, site_field + r.ext_len);
+    assert_int_equal(b[at + 2], REC_X_SITE);
+    assert_int_equal(b[at + 2 + site_field], REC_X_SHARD);
+    assert_memory_equal(b + at + 2 + site_field, r.ext, r.ext_len);
+    assert_true(rec_payload_words(b + 8, nb - 8) <= 64);
+    assert_int_equal(rec_decode_payload(b + 8, nb - 8, &got, scratch, why, sizeof(why)), 0);
+    assert_int_equal(got.flags, REC_STATE_SAVED);
+    assert_int_equal(got.site.function_len, 27);
+    assert_memory_equal(got.site.function, "Solver::report_timings(int)", 27);
+    assert_int_equal(got.ext_len, r.ext_len);
+    assert_memory_equal(got.ext, r.ext, r.ext_len);
+    rec_ext x;
+    rec_ext_of(&got, &x);
+    assert_true(x.has_shard && x.shard_offset == 8 && x.shard_total == 8 + r.nbytes && x.shard_acc == 0xacc0ULL * 10);
+
+    /* a writer may order the fields otherwise and add ones this reader does not know: the shard first, an
+     * unknown field (key 200) between it and the site; the reader keeps the site and the shard, drops the rest */
+    unsigned char c[1024];
+    size_t pre = at; /* everything before the block is the same */
+    memcpy(c, b, pre);
+    unsigned char *q = c + pre + 2;
+    memcpy(q, r.ext, r.ext_len);
+    q += r.ext_len;
+    const unsigned char unknown[] = {200, 0, 3, 0, 'x', 'y', 'z'};
+    memcpy(q, unknown, sizeof(unknown));
+    q += sizeof(unknown);
+    memcpy(q, b + at + 2, site_field);
+    q += site_field;
+    size_t block = (size_t)(q - (c + pre + 2)), nc = (size_t)(q - c);
+    c[pre] = (unsigned char)block;
+    c[pre + 1] = (unsigned char)(block >> 8);
+    assert_true(rec_payload_words(c + 8, nc - 8) <= 64);
+    memset(&got, 0, sizeof(got));
+    assert_int_equal(rec_decode_payload(c + 8, nc - 8, &got, scratch, why, sizeof(why)), 0);
+    assert_int_equal(got.flags, REC_STATE_SAVED);
+    assert_int_equal(got.site.module_len, 14);
+    assert_memory_equal(got.site.module, "libsolver.so.2", 14);
+    assert_int_equal(got.site.function_len, 27);
+    assert_int_equal(got.ext_len, r.ext_len);
+    assert_memory_equal(got.ext, r.ext, r.ext_len);
+    /* and encoding what was read gives the encoder's order back */
+    unsigned char d[1024];
+    assert_int_equal(rec_encode(&got, d), nb);
+    assert_memory_equal(d + 8, b + 8, nb - 8);
 }
 
 /* position - resolve "N", "hdr+N", "recK+N" or "end-N" in stream `s`. */
@@ -325,7 +442,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_encode_refuses),
-        cmocka_unit_test(test_site_framing),
+        cmocka_unit_test(test_ext_framing),
         cmocka_unit_test(test_damaged_streams),
     };
     return cmocka_run_group_tests_name("record", tests, NULL, NULL);

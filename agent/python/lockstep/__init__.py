@@ -5,6 +5,8 @@
     with lockstep.step(i):
         lockstep.metric("loss", loss)
         lockstep.tensor("fc1.weight", w)  # torch tensor, numpy array or any buffer
+    with lockstep.state(i, "saved"):     # where a checkpoint is written (and "restored" where one is loaded)
+        lockstep.state_entry("data_pos", pos)
 
 For PyTorch models see lockstep.torch.watch. The library is found through LOCKSTEP_LIB, else
 beside this package in the build tree (build/lib), else on the system library path; an agent
@@ -32,6 +34,7 @@ from ._core import (
     step_end,
     tensor,
 )
+from ._blocks import rng_entries, state, state_begin, state_end, state_entry, tensor_scaled, tensor_shard
 from . import _lib
 from ._lib import DTYPES, LibraryNotFound
 from .cli import DiffError, diff, first_divergence
@@ -48,5 +51,6 @@ def library():
 __all__ = [
     "DEFAULT_TRACE", "DTYPES", "LEVELS", "DiffError", "LibraryNotFound", "LockstepError", "current_step",
     "diff", "enabled", "fingerprint", "first_divergence", "init", "is_active", "last_error", "level_of",
-    "library", "metric", "rank", "record_fp", "run_id", "shutdown", "step", "step_begin", "step_end", "tensor",
+    "library", "metric", "rank", "record_fp", "rng_entries", "run_id", "shutdown", "state", "state_begin",
+    "state_end", "state_entry", "step", "step_begin", "step_end", "tensor", "tensor_scaled", "tensor_shard",
 ]

@@ -38,7 +38,8 @@ def _torch_dtypes(torch):
             torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8",
             torch.uint8: "u8", torch.bool: "bool",
         }
-        for attr, name in (("float8_e4m3fn", "f8e4m3"), ("float8_e5m2", "f8e5m2"),
+        for attr, name in (("float8_e4m3fn", "f8e4m3"), ("float8_e5m2", "f8e5m2"), ("float8_e8m0fnu", "e8m0"),
+                           ("float4_e2m1fn_x2", "f4e2m1"),
                            ("uint16", "u16"), ("uint32", "u32"), ("uint64", "u64")):
             if hasattr(torch, attr):
                 m[getattr(torch, attr)] = name
@@ -70,14 +71,17 @@ def from_torch(t):
         t = t.resolve_neg()
     dtype = _torch_dtypes(torch).get(t.dtype, DTYPES["bytes"])
     _check_ndim(t.shape)
+    shape = tuple(t.shape)
+    if dtype == DTYPES["f4e2m1"] and shape:  # float4_e2m1fn_x2 packs two values a byte: the record counts values
+        shape = shape[:-1] + (shape[-1] * 2,)
     if t.device.type == "cuda":
         t = t.contiguous()
         stream = torch.cuda.current_stream(t.device).cuda_stream
-        return View(t.data_ptr(), t.numel() * t.element_size(), dtype, t.shape, t, device=True, stream=stream)
+        return View(t.data_ptr(), t.numel() * t.element_size(), dtype, shape, t, device=True, stream=stream)
     if t.device.type != "cpu":
         t = t.cpu()  # synchronizes with the device; exact bytes
     t = t.contiguous()
-    return View(t.data_ptr(), t.numel() * t.element_size(), dtype, t.shape, t)
+    return View(t.data_ptr(), t.numel() * t.element_size(), dtype, shape, t)
 
 
 def from_numpy(a):

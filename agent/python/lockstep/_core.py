@@ -175,15 +175,16 @@ def enabled(level="modules"):
     return bool(_lib.load().ls_enabled(level_of(level)))
 
 
-def tensor(name, obj, level="modules"):
+def tensor(name, obj, level="modules", chunk_bytes=None):
     """Fingerprint `obj` (LSFP-1 of its bytes) and record it at `level` (default module).
 
     `obj` is a torch tensor (CPU; CUDA hashed on the device through liblockstep_cuda's
     ls_tensor_device when it is there, else copied to the host with a one-time warning), a
     numpy array, or any buffer-protocol object. The record keeps the
-    dtype and shape. Returns True when the record was kept, False when the trace window
-    filters it out (then nothing is hashed or copied). Raises LockstepError, TypeError or
-    ValueError on bad input."""
+    dtype and shape. `chunk_bytes` (a multiple of 8 from 64) sets the size of its chunk
+    partials (ls_tensor_chunked): 4096 locates a change in a small routing map to its 4 KiB.
+    Returns True when the record was kept, False when the trace window filters it out (then
+    nothing is hashed or copied). Raises LockstepError, TypeError or ValueError on bad input."""
     lib = _lib.load()
     lv = level_of(level)
     bname = _name(name)
@@ -192,6 +193,14 @@ def tensor(name, obj, level="modules"):
     v = view_of(obj)
     nd = len(v.shape)
     shape = (ctypes.c_int64 * nd)(*v.shape) if nd else None
+    if chunk_bytes is not None:
+        need("ls_tensor_chunked", "lockstep.tensor(chunk_bytes=...)")
+        if v.device:
+            _note_host_copy()
+            v = view_of(v.keep.cpu())
+        if lib.ls_tensor_chunked(lv, bname, v.ptr, v.nbytes, int(chunk_bytes), v.dtype, nd, shape) < 0:
+            _fail("lockstep.tensor(%r, chunk_bytes=%r)" % (name, chunk_bytes))
+        return True
     if v.device:
         dev = _lib.load_device()
         if dev is not None:
@@ -208,6 +217,23 @@ def tensor(name, obj, level="modules"):
 
 
 _noted_host_copy = False
+
+
+def need(fn, what):
+    """Raise LockstepError when the loaded library lacks `fn` (an older liblockstep)."""
+    if not hasattr(_lib.load(), fn):
+        raise LockstepError("%s needs %s\ndetail: %s predates it\nhint: rebuild liblockstep" %
+                            (what, fn, (_lib.where() or (None, None))[1] or "the loaded liblockstep"))
+
+
+def fail(what, hint=None):
+    """Raise LockstepError for a failed ls_* call, with the library's reason."""
+    _fail(what, hint)
+
+
+def note_host_copy():
+    """Warn once that CUDA tensors are copied to the host to be fingerprinted."""
+    _note_host_copy()
 
 
 def _note_host_copy():

@@ -9,8 +9,11 @@ LEVEL_METRIC, LEVEL_COLLECTIVE, LEVEL_MODULE, LEVEL_OP = 0, 1, 2, 3
 
 DTYPES = {
     "bytes": 0, "f64": 1, "f32": 2, "f16": 3, "bf16": 4, "i64": 5, "i32": 6, "i16": 7, "i8": 8,
-    "u64": 9, "u32": 10, "u16": 11, "u8": 12, "bool": 13, "f8e4m3": 14, "f8e5m2": 15,
+    "u64": 9, "u32": 10, "u16": 11, "u8": 12, "bool": 13, "f8e4m3": 14, "f8e5m2": 15, "f4e2m1": 16, "e8m0": 17,
 }
+
+# ls_state_begin kinds (include/lockstep.h)
+STATE_SAVED, STATE_RESTORED = 1, 2
 
 MAX_DIMS = 8
 NAME_MAX = 255
@@ -97,6 +100,20 @@ def _declare(lib):
     lib.ls_fingerprint.argtypes, lib.ls_fingerprint.restype = [c.c_void_p, c.c_size_t], c.c_uint64
     lib.ls_run_id.argtypes, lib.ls_run_id.restype = [], c.c_char_p
     lib.ls_rank.argtypes, lib.ls_rank.restype = [], c.c_int
+    u64, sz, vp = c.c_uint64, c.c_size_t, c.c_void_p
+    optional = {  # newer entry points: declared when the loaded library has them
+        "ls_tensor_chunked": ([c.c_int, c.c_char_p, vp, sz, sz, c.c_int, c.c_int, i64p], c.c_int),
+        "ls_tensor_shard": ([c.c_char_p, vp, sz, u64, u64, c.c_int, c.c_int, i64p], c.c_int),
+        "ls_tensor_scaled": ([c.c_char_p, vp, sz, c.c_int, c.c_int, i64p, vp, sz, c.c_int, c.c_int, i64p], c.c_int),
+        "ls_state_begin": ([c.c_int64, c.c_int], c.c_int),
+        "ls_state": ([c.c_char_p, vp, sz, c.c_int, c.c_int, i64p], c.c_int),
+        "ls_state_fp": ([c.c_char_p, u64, u64, c.c_int, c.c_int, i64p], c.c_int),
+        "ls_state_end": ([], c.c_int),
+    }
+    for fn, (args, res) in optional.items():
+        if hasattr(lib, fn):
+            f = getattr(lib, fn)
+            f.argtypes, f.restype = args, res
     if hasattr(lib, "ls_record_fp"):
         lib.ls_record_fp.argtypes = [c.c_int, c.c_char_p, c.c_uint64, c.c_uint64, c.c_int, c.c_int, i64p, c.c_int,
                                      c.POINTER(c.c_uint64)]
@@ -110,6 +127,10 @@ def _declare_device(dev):
     dev.lsk_tensor_device_at.argtypes = [c.c_int, c.c_char_p, c.c_void_p, c.c_size_t, c.c_int, c.c_int,
                                          c.POINTER(c.c_int64), c.c_void_p]
     dev.lsk_tensor_device_at.restype = c.c_int
+    if hasattr(dev, "ls_state_device"):
+        dev.ls_state_device.argtypes = [c.c_char_p, c.c_void_p, c.c_size_t, c.c_int, c.c_int, c.POINTER(c.c_int64),
+                                        c.c_void_p]
+        dev.ls_state_device.restype = c.c_int
 
 
 _lib = None

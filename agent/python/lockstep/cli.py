@@ -33,15 +33,19 @@ class DiffError(RuntimeError):
     """`lockstep diff` could not compare the runs (exit 2, or no `lockstep` command)."""
 
 
-def diff(a, b, overlap=False):
+def diff(a, b, overlap=False, logical=False):
     """Compare the traces of runs `a` and `b` (directories or trace files) with
     `lockstep diff --json`. Returns its JSON report as a dict: "match" (bool), "first_step",
     and "ranks" (per rank: "status", and for a divergence "kind", "step" and both records "a"
-    and "b" with "name", "level", "seq"...). Raises DiffError on unreadable input."""
+    and "b" with "name", "level", "seq"...; a restore difference has kind "restore" and a
+    "restore" object naming the entry). `overlap` compares only the steps both runs hold;
+    `logical` compares their logical tensors (shards combined across ranks, whatever the rank
+    counts). Raises DiffError on unreadable input (or shards that do not tile their tensor)."""
     cli = find_cli()
     if not cli:
         raise DiffError("the lockstep command was not found\nhint: run `make`, or set LOCKSTEP_CLI")
-    cmd = [cli, "diff", "--json"] + (["--overlap"] if overlap else []) + [str(a), str(b)]
+    cmd = [cli, "diff", "--json"] + (["--overlap"] if overlap else []) + (["--logical"] if logical else [])
+    cmd += [str(a), str(b)]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode not in (0, 1):
         raise DiffError("lockstep diff failed (exit %d)\ndetail: %s" % (p.returncode, p.stderr.strip()))

@@ -13,6 +13,8 @@ Records (names are the model's qualified module names, "model" for the root):
                 the fingerprints of its tensor inputs taken before it ran, for `lockstep narrow`):
                 CONTEXT is the innermost module running, or bwd.NAME in the backward pass (the
                 module whose output gradient came last), loss, optimizer or top
+  state blocks  w.saved(step, extra) where a checkpoint is written, w.restored(step, extra) right after one was
+                loaded: parameters, buffers, optimizer state, RNG states and `extra` (docs/python.md)
 """
 
 import atexit
@@ -26,6 +28,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from . import _blocks as _core_blocks
 from . import _core, _lib, manifest
 
 _tls = threading.local()  # .busy: lockstep's own code is running; the ops mode must not see it
@@ -201,6 +204,7 @@ class Watch:
         self._step = 0
         self.manifest = None
         self._trace_dir = None
+        self._rng_baseline = {}
         if not active:  # LOCKSTEP_MODE=off: nothing to record, so nothing is hooked
             self.optimizer = None
             self._closed = True
@@ -220,6 +224,14 @@ class Watch:
             self._orig_step = optimizer.step
             optimizer.step = self._optimizer_step
         _core.add_step_listener(self._on_step)
+        # numpy's and Python's generators as watch() finds them (see saved())
+        self._rng_baseline = {}
+        try:
+            for n, v in _core_blocks.rng_entries():
+                if n in ("rng.numpy", "rng.python"):
+                    self._rng_baseline[n] = _core.fingerprint(v)
+        except Exception as e:  # noqa: BLE001 - only the state blocks need it
+            self._warn(e)
 
     # --- recording
     def _record(self, rec_name, t, level):
@@ -364,6 +376,75 @@ class Watch:
         if grads and _core.enabled(_lib.LEVEL_METRIC):
             with torch.no_grad():
                 self._metric("grad_norm", grad_norm([g for _, g in grads]))
+
+    # --- checkpoints
+    def saved(self, step, extra=None):
+        """Record what a checkpoint of `step` holds, where the program writes it (a state block
+        of kind saved): every parameter and buffer (param.NAME, buffer.NAME), the optimizer's
+        state tensors and hyperparameters (optim.PARAM.KEY such as optim.fc1.weight.momentum_buffer,
+        optim.groupN.KEY such as optim.group0.lr), the random generators (rng.torch, rng.cuda.N,
+        rng.numpy, rng.python) and each item of `extra` under its own name (data_pos, loss_scale...:
+        numbers, tensors, arrays, strings). numpy's and Python's global generators are left out while
+        their state is the one watch() found (neither used nor set since: unseeded, they differ between
+        any two processes without mattering); torch's are always in. Never raises into the training
+        loop: a failure is one warning."""
+        self._state_block(step, "saved", extra)
+
+    def restored(self, step, extra=None):
+        """Record the same state right after the program loaded the checkpoint of `step` (a state
+        block of kind restored, with the same names). `lockstep diff` and lockstepd compare it with
+        the saved block of that step in the twin runs and name the first entry that differs or was
+        not restored, before any later step is compared."""
+        self._state_block(step, "restored", extra)
+
+    def state_entries(self, extra=None):
+        """The (name, value) pairs saved() and restored() record, in their order."""
+        out = []
+        params = list(self.model.named_parameters())
+        pname = {id(p): n for n, p in params}
+        out += [("param." + n, p) for n, p in params]
+        out += [("buffer." + n, b) for n, b in self.model.named_buffers()]
+        opt = self.optimizer
+        if opt is not None:
+            for gi, group in enumerate(opt.param_groups):
+                for k in sorted(group):
+                    v = group[k]
+                    if k == "params":
+                        continue
+                    if isinstance(v, (int, float)) and not isinstance(v, bool) or isinstance(v, torch.Tensor):
+                        out.append(("optim.group%d.%s" % (gi, k), v))
+                    elif isinstance(v, (tuple, list)) and v and all(isinstance(x, (int, float)) for x in v):
+                        out.append(("optim.group%d.%s" % (gi, k), list(v)))
+                for pi, p in enumerate(group["params"]):
+                    st = opt.state.get(p, {})
+                    who = pname.get(id(p), "group%d.param%d" % (gi, pi))
+                    for k in sorted(st):
+                        v = st[k]
+                        if isinstance(v, torch.Tensor) or isinstance(v, (int, float)):
+                            out.append(("optim.%s.%s" % (who, k), v))
+        for name, v in _core_blocks.rng_entries():
+            base = self._rng_baseline.get(name)
+            if base is not None and _core.fingerprint(v) == base:
+                continue  # never used nor set since watch(): unseeded, it differs between any two processes
+            out.append((name, v))
+        for k, v in (extra or {}).items():
+            out.append((str(k), v))
+        return out
+
+    def _state_block(self, step, kind, extra):
+        if self._closed:
+            return
+        try:
+            with _Busy(), torch.no_grad():
+                entries = self.state_entries(extra)
+                _core_blocks.state_begin(step, kind)
+                try:
+                    for name, v in entries:
+                        _core_blocks.state_entry(name, v)
+                finally:
+                    _core_blocks.state_end()
+        except Exception as e:  # noqa: BLE001 - a checkpoint is written whatever happens here
+            self._warn(e)
 
     # --- steps and the ops window
     def _on_step(self, event, step):

@@ -24,12 +24,13 @@ export async function mount(el, params, query, navigate) {
 
   const head = h('div', { class: 'page-head' }, loading('Loading twin group…'));
   const divergence = h('div');
+  const restoresBox = h('div', { 'data-section': 'restores' });
   const mapBox = h('div', null, loading('Loading the match map…'));
   const recBox = h('div', { id: 'records', 'data-section': 'records' });
   const curvesBox = h('div', { 'data-section': 'curves' });
   const runsBox = h('div', { 'data-section': 'runs' });
   const manifestBox = h('div', { id: 'manifest-diff', 'data-section': 'manifest-diff' }, loading('Loading the manifest diff…'));
-  el.append(head, divergence,
+  el.append(head, divergence, restoresBox,
     card('Match map', h('p', { class: 'sub' }, 'One cell per rank and step, comparing every run of the group. Click a cell to see its records.'), mapBox),
     recBox, curvesBox, runsBox, manifestBox);
 
@@ -55,6 +56,7 @@ export async function mount(el, params, query, navigate) {
     summary = d;
     renderHead(d);
     renderDivergence(d);
+    renderRestores(d);
     renderRuns(d);
     return true;
   }
@@ -71,12 +73,20 @@ export async function mount(el, params, query, navigate) {
     const fd = d.first_divergence;
     if (!fd) { replace(divergence); return; }
     const rows = fd.runs || []; // each with its ULP distance from the reference run, computed by lockstepd
+    const restore = fd.kind === 'restore', logical = !!fd.logical;
+    const line = restore
+      ? h('p', { class: 'divergence-line' }, 'Restore difference at step ', h('strong', { 'data-field': 'step' }, String(fd.step)),
+        ', rank ', h('strong', { 'data-field': 'rank' }, String(fd.rank)), ': state entry ',
+        h('code', { 'data-field': 'name' }, fd.name || '?'), ' of the resumed run is not what its twin saved in the checkpoint of that step; every later step is suspect.')
+      : h('p', { class: 'divergence-line' }, 'Step ', h('strong', { 'data-field': 'step' }, String(fd.step)),
+        logical ? ', logical tensor ' : ', rank ', logical ? null : h('strong', { 'data-field': 'rank' }, String(fd.rank)),
+        logical ? null : ', record ', h('code', { 'data-field': 'name' }, fd.name || '?'), fd.occurrence ? ` (occurrence ${fd.occurrence})` : '',
+        fd.seq !== undefined && !logical ? `, seq ${fd.seq}` : '',
+        logical ? ' — its shards combined across the ranks of runs with different rank counts' : '',
+        fd.kind === 'missing' ? ' — missing in a run.' : '.');
     replace(divergence, h('section', { class: 'card card-alert', 'data-section': 'first-divergence' },
-      h('h2', null, 'First divergence'),
-      h('p', { class: 'divergence-line' }, 'Step ', h('strong', { 'data-field': 'step' }, String(fd.step)),
-        ', rank ', h('strong', { 'data-field': 'rank' }, String(fd.rank)),
-        ', record ', h('code', { 'data-field': 'name' }, fd.name || '?'), fd.occurrence ? ` (occurrence ${fd.occurrence})` : '',
-        fd.seq !== undefined ? `, seq ${fd.seq}` : '', fd.kind === 'missing' ? ' — missing in a run.' : '.'),
+      h('h2', null, restore ? 'First divergence: a restore' : 'First divergence'),
+      line,
       fd.cause ? h('p', { class: 'divergence-cause' }, 'Cause: ', h('strong', { 'data-field': 'cause' }, fd.cause),
         fd.origin_ranks && fd.origin_ranks.length ? [' on rank', fd.origin_ranks.length > 1 ? 's ' : ' ',
           h('strong', { 'data-field': 'origin' }, fd.origin_ranks.join(', '))] : null,
@@ -88,14 +98,30 @@ export async function mount(el, params, query, navigate) {
       fd.detection_ms !== undefined ? h('p', { class: 'sub' }, `Detected ${fmtTime(fd.detected_at)} UTC, ${Math.round(fd.detection_ms)} ms after the batch that showed it was committed.`) : null,
       table([
         { key: 'run_id', label: 'Run', render: (r) => [link('/runs/' + encodeURIComponent(r.run_id), h('code', null, shortId(r.run_id))),
-          r.run_id === fd.odd_run_id ? h('span', { class: 'tag tag-bad' }, 'odd one out') : null] },
+          r.run_id === fd.odd_run_id ? h('span', { class: 'tag tag-bad' }, restore ? 'resumed' : 'odd one out') : null] },
         { key: 'fp', label: 'Fingerprint', render: (r) => (r.present === false ? h('em', null, 'missing') : h('code', null, fmtFp(r.fp))) },
         { key: 'value', label: 'Value', num: true, render: (r) => h('code', null, fmtValue(r.value)) },
         { key: 'ulp', label: 'ULP distance', num: true, render: (r) => (r.ulp === null || r.ulp === undefined ? '—' : fmtCount(r.ulp)) },
+        ...(restore ? [{ key: 'role', label: 'State', render: (r) => r.role || '—' }] : []),
+        ...(logical ? [{ key: 'chunk_holders', label: 'Differing MiB on ranks', render: (r) => (r.chunk_holders ? `MiB ${r.first_chunk}: ${r.chunk_holders.join(', ')}` : '—') }] : []),
       ], rows, { compact: true, rowAttrs: (r) => ({ 'data-run': r.run_id }) }),
-      h('p', null, h('a', { class: 'btn btn-primary', 'data-action': 'show-divergence', href: recordsHref(fd.step, fd.rank) },
+      restore || logical ? null : h('p', null, h('a', { class: 'btn btn-primary', 'data-action': 'show-divergence', href: recordsHref(fd.step, fd.rank) },
         `Show every record at step ${fd.step}, rank ${fd.rank}`)),
       perRankTable(d.per_rank || [])));
+  }
+
+  function renderRestores(d) {
+    const rs = d.restores || [];
+    if (!rs.length) { replace(restoresBox); return; }
+    replace(restoresBox, card('Restored checkpoints', h('p', { class: 'sub' }, 'Each resumed run\'s restored state, compared with what its twin saved at that step (or, when the twin saved nothing there, its records of that step).'),
+      table([
+        { key: 'run_id', label: 'Resumed run', render: (r) => h('code', null, shortId(r.run_id)) },
+        { key: 'rank', label: 'Rank', num: true },
+        { key: 'step', label: 'Step', num: true },
+        { key: 'reference_run_id', label: 'Against', render: (r) => [h('code', null, shortId(r.reference_run_id)), ` (${r.reference})`] },
+        { key: 'status', label: 'Status', render: (r) => badge(r.status === 'same' ? 'match' : r.status === 'unverified' ? 'pending' : 'diverged') },
+        { key: 'entry', label: 'Entry', render: (r) => (r.entry ? [h('code', null, r.entry), ` ${r.status === 'differs' ? (r.diff || '') + ' differs' : r.status}`] : `${r.compared} compared`) },
+      ], rs, { compact: true, rowAttrs: (r) => ({ 'data-restore': r.status }) })));
   }
 
   function perRankTable(per) {

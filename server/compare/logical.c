@@ -1,0 +1,251 @@
+/* logical.c - a twin group whose runs have different rank counts, compared on its logical tensors: per step, each run's
+ * shard records combined across its ranks (common/shard.h) into one record per tensor, then the first-divergence rule
+ * (server/compare/rule.h) over those records; a divergence is stored at rank -1 and names the tensor, the first
+ * differing 1 MiB chunk and the ranks that hold it in each run. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/lsfp1.h"
+#include "common/recmatch.h"
+#include "common/shard.h"
+#include "server/compare/cmp_int.h"
+#include "server/compare/compare.h"
+#include "server/core/log.h"
+#include "server/core/xalloc.h"
+#include "server/store/db.h"
+
+#define LOGICAL_RANK (-1) /* the rank logical divergences and checks are stored under */
+#define LOGICAL_STEPS 64  /* steps compared per call; more are left to the next (cmp_notify) */
+
+void cmp_register_logical(void)
+{
+    /* per run: the registered rank count and start, and over the ranks that reported: the smallest progress, the
+     * largest, how many, and whether the run (or every rank) ended */
+    db_register("cmp_lg_runs",
+                "SELECT r.run_key, r.run_id, r.ranks, r.start_step, min(p.max_step), max(p.max_step), count(p.rank), "
+                "r.status <> 'running' OR (SELECT count(*) FROM rank_ends e WHERE e.run_key = r.run_key) >= r.ranks "
+                "FROM runs r LEFT JOIN rank_progress p USING (run_key) WHERE r.twin_group = $1 "
+                "GROUP BY r.run_key ORDER BY r.run_key");
+    db_register("cmp_lg_ranks", "SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r USING (run_key) "
+                                "WHERE r.twin_group = $1");
+    /* only records with extension fields can be shards: the rank-local rest is never read */
+    db_register("cmp_lg_recs", "SELECT " CMP_REC_COLS " FROM records WHERE run_key = ANY($1::bigint[]) "
+                               "AND step BETWEEN $2 AND $3 AND flags & 12 = 0 AND ext IS NOT NULL "
+                               "ORDER BY step, run_key, rank, seq");
+}
+
+/* holders - the ranks of `t` that hold 1 MiB chunk `c`, as a JSON array. */
+static json_t *holders(const shard_tensor *t, int64_t c)
+{
+    uint32_t ranks[256];
+    json_t *a = json_array();
+    size_t n = shard_holders(t, (uint64_t)c * FP_CHUNK_BYTES, (uint64_t)(c + 1) * FP_CHUNK_BYTES, ranks, 256);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(ranks[i]));
+    return a;
+}
+
+/* compare_step - the logical tensors of one step of every run (rows[lo, hi) of `all`, sorted by run, rank, seq;
+ * a tensor's place in its run's order is its first shard's among the shards of the lowest rank holding one).
+ * Returns 1 when a divergence was stored, 0 when they match, -1 on a database error. */
+static int compare_step(const char *group, const cmp_group *g, cmp_rows *all, size_t lo, size_t hi, int64_t step,
+                        double commit_s)
+{
+    shard_logical lg[GROUP_MAX_RUNS];
+    char why[GROUP_MAX_RUNS][400];
+    int bad[GROUP_MAX_RUNS];
+    memset(lg, 0, sizeof(lg));
+    shard_src *src = xcalloc(hi - lo + 1, sizeof(*src));
+    size_t total = 0;
+    for (int k = 0; k < g->nruns; k++) {
+        size_t n = 0;
+        uint32_t cur_rank = UINT32_MAX;
+        size_t pos = 0;
+        for (size_t i = lo; i < hi; i++) {
+            const cmp_rec *c = &all->recs[i];
+            if (c->run != k)
+                continue;
+            if (c->rec.rank != cur_rank) {
+                cur_rank = c->rec.rank;
+                pos = 0;
+            }
+            rec_ext x;
+            rec_ext_of(&c->rec, &x);
+            if (x.has_shard)
+                src[n++] = (shard_src){&c->rec, c->rec.rank, pos};
+            pos++;
+        }
+        int got = shard_logical_build(src, n, &lg[k], why[k], sizeof(why[k]));
+        if (got == -2)
+            abort(); /* out of memory: the server's policy (server/core/xalloc.h) */
+        bad[k] = got < 0;
+        total += lg[k].n;
+    }
+    free(src);
+    /* the logical records of every run, for the one rule; seq is each tensor's place in its run's order */
+    cmp_rec *recs = xcalloc(total + 1, sizeof(*recs));
+    size_t n = 0;
+    for (int k = 0; k < g->nruns; k++)
+        for (size_t i = 0; i < lg[k].n; i++) {
+            recs[n].run = k;
+            recs[n].rec = lg[k].recs[i];
+            recs[n].rec.seq = i;
+            n++;
+        }
+    cmp_first f;
+    cmp_rule_first(recs, n, g->nruns, &f);
+    int rc = 0;
+    int any_bad = 0;
+    for (int k = 0; k < g->nruns; k++)
+        any_bad |= bad[k];
+    if (f.found || any_bad) {
+        json_t *runs = json_array();
+        const rec_record *named = NULL;
+        const char *kind = "mismatch";
+        if (!f.found) { /* a run whose shards do not tile a tensor: that tensor, missing from it */
+            for (int k = 0; k < g->nruns && !named; k++)
+                named = bad[k] ? lg[k].bad : NULL;
+            kind = "missing";
+        }
+        int64_t chunk = -1;
+        const rec_record *ra = NULL;
+        for (int k = 0; k < g->nruns && f.found; k++) {
+            const rec_record *r = f.by_run[k] ? &f.by_run[k]->rec : NULL;
+            if (!r)
+                continue;
+            named = named ? named : r;
+            if (!ra) {
+                ra = r;
+            } else if (chunk < 0 && r->n_chunks && r->n_chunks == ra->n_chunks) {
+                for (uint32_t c = 0; c < r->n_chunks && chunk < 0; c++)
+                    chunk = r->chunks[c] != ra->chunks[c] ? (int64_t)c : -1;
+            }
+        }
+        if (f.found && f.missing)
+            kind = "missing";
+        for (int k = 0; k < g->nruns; k++) {
+            json_t *e = cmp_run_entry(g->ids[k], f.found ? f.by_run[k] : NULL);
+            json_object_set_new(e, "ranks", json_integer(g->ranks[k]));
+            if (f.found && f.majority >= 0)
+                json_object_set_new(e, "majority", json_boolean(f.agrees[k]));
+            if (bad[k])
+                json_object_set_new(e, "error", json_string(why[k]));
+            if (chunk >= 0 && f.by_run[k]) {
+                const shard_tensor *t = &lg[k].tensors[f.by_run[k]->rec.seq];
+                json_object_set_new(e, "first_chunk", json_integer(chunk));
+                json_object_set_new(e, "chunk_holders", holders(t, chunk));
+                json_object_set_new(e, "shards", json_integer((json_int_t)t->n_pieces));
+            }
+            json_array_append_new(runs, e);
+        }
+        rc = cmp_store_divergence(group, LOGICAL_RANK, step, f.found ? f.seq : 0, named->name, named->name_len,
+                                  named->occurrence, kind, f.found && f.odd >= 0 ? g->keys[f.odd] : 0, runs, commit_s);
+    }
+    free(recs);
+    for (int k = 0; k < g->nruns; k++)
+        shard_logical_release(&lg[k]);
+    return rc;
+}
+
+int cmp_check_logical(const char *group, double commit_s)
+{
+    char err[512];
+    const char *p[] = {group};
+    PGresult *r = db_exec("cmp_lg_runs", 1, p, err, sizeof(err));
+    if (!r)
+        return -1;
+    cmp_group G;
+    memset(&G, 0, sizeof(G));
+    cmp_group *g = &G;
+    int64_t lo = INT64_MIN, hi = INT64_MAX, newest = 0, top = INT64_MIN;
+    int all_ended = 1;
+    for (int i = 0; i < PQntuples(r) && g->nruns < GROUP_MAX_RUNS; i++) {
+        int k = g->nruns++;
+        g->keys[k] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        newest = g->keys[k] > newest ? g->keys[k] : newest;
+        snprintf(g->ids[k], sizeof(g->ids[k]), "%s", PQgetvalue(r, i, 1));
+        g->ranks[k] = atoi(PQgetvalue(r, i, 2));
+        g->start[k] = strtoll(PQgetvalue(r, i, 3), NULL, 10);
+        int ended = PQgetvalue(r, i, 7)[0] == 't';
+        int reported = atoi(PQgetvalue(r, i, 6));
+        all_ended &= ended;
+        lo = g->start[k] > lo ? g->start[k] : lo;
+        if (PQgetisnull(r, i, 4)) {
+            if (!ended)
+                hi = INT64_MIN; /* a run with nothing yet: wait for it */
+            continue;
+        }
+        int64_t least = strtoll(PQgetvalue(r, i, 4), NULL, 10), most = strtoll(PQgetvalue(r, i, 5), NULL, 10);
+        /* every rank's shards are needed: the step the slowest rank completed (or every rank, once it ended) */
+        int64_t done = ended ? most : reported < g->ranks[k] ? INT64_MIN : least - 1;
+        hi = done < hi ? done : hi;
+        top = most > top ? most : top;
+    }
+    PQclear(r);
+    if (g->nruns < 2 || lo > hi)
+        return 0;
+    size_t len = 0;
+    g->keyarr[len++] = '{';
+    for (int k = 0; k < g->nruns; k++)
+        len += (size_t)snprintf(g->keyarr + len, sizeof(g->keyarr) - len, "%s%" PRId64, k ? "," : "", g->keys[k]);
+    snprintf(g->keyarr + len, sizeof(g->keyarr) - len, "}");
+
+    char rk[16], from_s[32], to_s[32];
+    snprintf(rk, sizeof(rk), "%d", LOGICAL_RANK);
+    const char *pc[] = {group, rk};
+    r = db_exec("cmp_checked", 2, pc, err, sizeof(err));
+    if (!r)
+        return -1;
+    int64_t from = lo;
+    if (PQntuples(r) == 1 && strtoll(PQgetvalue(r, 0, 0), NULL, 10) >= from)
+        from = strtoll(PQgetvalue(r, 0, 0), NULL, 10) + 1;
+    PQclear(r);
+    if (from > hi)
+        return 0;
+    int64_t to = hi - from >= LOGICAL_STEPS ? from + LOGICAL_STEPS - 1 : hi;
+    snprintf(from_s, sizeof(from_s), "%" PRId64, from);
+    snprintf(to_s, sizeof(to_s), "%" PRId64, to);
+    const char *pq[] = {g->keyarr, from_s, to_s};
+    r = db_exec("cmp_lg_recs", 3, pq, err, sizeof(err));
+    if (!r)
+        return -1;
+    cmp_rows rows;
+    cmp_rows_load(r, g, &rows);
+    int rc = 0;
+    int64_t checked = to;
+    for (size_t i = 0; i < rows.n && rc == 0;) {
+        size_t j = i;
+        while (j < rows.n && rows.recs[j].rec.step == rows.recs[i].rec.step)
+            j++;
+        rc = compare_step(group, g, &rows, i, j, rows.recs[i].rec.step, commit_s);
+        i = j;
+    }
+    cmp_rows_release(&rows);
+    PQclear(r);
+    if (rc < 0)
+        return -1;
+    if (to < hi)
+        cmp_notify(group, 0, commit_s); /* more to compare: come back */
+    else if (all_ended && top > checked)
+        checked = top; /* nothing past the shared steps can be compared: the group is checked to its end */
+    /* the logical mark, and every rank's (the twin API and the fleet read progress per rank) */
+    char up[32], newest_s[32];
+    snprintf(up, sizeof(up), "%" PRId64, checked);
+    snprintf(newest_s, sizeof(newest_s), "%" PRId64, newest);
+    PGresult *ranks = db_exec("cmp_lg_ranks", 1, p, err, sizeof(err));
+    if (!ranks)
+        return -1;
+    for (int i = -1; i < PQntuples(ranks); i++) {
+        const char *m[] = {group, i < 0 ? rk : PQgetvalue(ranks, i, 0), up, newest_s};
+        PGresult *x = db_exec("cmp_mark", 4, m, err, sizeof(err));
+        if (!x) {
+            PQclear(ranks);
+            return -1;
+        }
+        PQclear(x);
+    }
+    PQclear(ranks);
+    return rc;
+}
