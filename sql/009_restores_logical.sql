@@ -1,4 +1,4 @@
--- 008_restores_logical.sql - checkpoint restores and layout-invariant records: the records' extension fields (shards,
+-- 009_restores_logical.sql - checkpoint restores and layout-invariant records: the records' extension fields (shards,
 -- scales, chunk sizes), an index of state entries, and which restored state block was checked against which twin.
 -- The extension fields other than the call site, as common/record.h encodes them (rec_record.ext: keys 2 shard,
 -- 3 chunk size, 4 scales); NULL when none. The call site is not repeated here: it has its own columns

@@ -552,6 +552,7 @@ SCRIPT
   done
   grep -q '^attempt 1$' "$tmp/rq.attempts" || {
     echo "job $jid: Slurm did not run the requeued attempt; its states: $(echo "$seen" | tr ',' '\n' | uniq -c | tr '\n' ' ')" >>"$tmp/err"
+    grep -h -i "JobId=$jid\b\|job $jid\b\|StepId=$jid\.\|error" "$run"/log/*.log 2>/dev/null | tail -25 | sed 's/^/       /' >>"$tmp/err"
     return 2; }
   for _ in $(seq 1 100); do # each attempt's run: its step id and every rank's records (6 steps x 2)
     got=$(python3 - "http://127.0.0.1:$lsd_port/api/v1/runs" "$jid" 2>>"$tmp/err" <<'PY'
