@@ -32,6 +32,7 @@ $(B)/server/main.o: EXTRA_CFLAGS_server += -DLOCKSTEP_SHARE='"$(PREFIX)/share/lo
 # Unit tests of server modules (tests/unit/test_batch.c, test_rule.c, test_token.c).
 TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
 TEST_OBJS_test_rule := $(B)/server/compare/rule.o
+TEST_OBJS_test_noise := $(B)/server/compare/noise.o
 TEST_OBJS_test_token := $(TOKEN_OBJS)
 TEST_LIBS_test_token = $(TOKEN_LIBS)
 
