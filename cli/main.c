@@ -20,6 +20,8 @@ static const struct {
     {"manifest-diff", cmd_manifest_diff, "manifest-diff GROUP   what differs between the twins' manifests"},
     {"twin", cmd_twin, "twin -n N [--spread] [--group NAME] -- sbatch ARGS SCRIPT\n"
                        "                        submit N copies as one twin group (--spread: on disjoint nodes)"},
+    {"compare", cmd_compare, "compare BASE CHANGED [--noise NOISE] [--rank R] [--from S] [--to S] [--alpha A]\n"
+                             "                        the effect of a change against the run-to-run noise band"},
     {"narrow", cmd_narrow, "narrow GROUP [--level modules|ops] [--window K]\n"
                            "                        re-run a diverged group traced finely; name the first record"},
     {"replay", cmd_replay, "replay [--server URL] DIR  send what agents left in a spool directory to lockstepd"},
@@ -40,8 +42,8 @@ static void help(FILE *out)
                  "server commands take --server URL (else LOCKSTEP_SERVER, else 'server = URL' in\n"
                  "~/.config/lockstep/config), --token T or --token-file F (else LOCKSTEP_ADMIN_TOKEN) and --json.\n\n"
                  "exit codes:\n"
-                 "  0  success (diff, twins: the runs match)\n"
-                 "  1  diff, twins: the runs diverge\n"
+                 "  0  success (diff, twins: the runs match; compare: identical or within noise)\n"
+                 "  1  diff, twins: the runs diverge; compare: beyond noise (or differs, without NOISE)\n"
                  "  2  unreadable input, bad usage, or no such run/group\n"
                  "  3  the server could not be reached\n"
                  "  4  the server answered with an error\n");

@@ -26,6 +26,11 @@ void group_register(void);
  * without runs) with MHD's result in `sent`. */
 int group_open(http_req *req, const char *group, group_runs *g, enum MHD_Result *sent);
 
+/* group_open_runs - load the runs `keys` (a PostgreSQL bigint[] literal, at most GROUP_MAX_RUNS) as an ad hoc
+ * group, in the literal's order: what GET /api/v1/compare/records lines up. Returns as group_open (404 when
+ * none of them exists). */
+int group_open_runs(http_req *req, const char *keys, group_runs *g, enum MHD_Result *sent);
+
 /* group_run_index - the index of run `key` in `g`, or -1. */
 int group_run_index(const group_runs *g, int64_t key);
 

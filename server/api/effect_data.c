@@ -1,0 +1,430 @@
+/* effect_data.c - what GET /api/v1/compare reads: the runs its arguments name, their scalar metrics aligned step by step, and the first record where a changed run departs from the baseline. */
+#include "server/api/effect_data.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/dtype.h"
+#include "common/recmatch.h"
+#include "server/api/pgjson.h"
+#include "server/compare/rule.h"
+#include "server/core/xalloc.h"
+#include "server/http/reply.h"
+#include "server/store/db.h"
+#include "server/store/runs.h"
+
+#define DIFF_PAIRS 256 /* differing (rank, step) pairs of two runs read at once */
+
+void effect_data_register(void)
+{
+    db_register("eff_group", "SELECT run_key, run_id, coalesce(twin_group, ''), status FROM runs "
+                             "WHERE twin_group = $1 ORDER BY run_key LIMIT 65");
+    db_register("eff_run", "SELECT run_key, run_id, coalesce(twin_group, ''), status FROM runs WHERE run_id = $1::uuid");
+    db_register("eff_metrics", "SELECT run_key, name, step, value, dtype FROM records WHERE run_key = ANY($1::bigint[]) "
+                               "AND rank = $2 AND level = 0 AND occ = 0 AND value IS NOT NULL "
+                               "AND step BETWEEN $3 AND $4 ORDER BY run_key, name, step, seq");
+    /* The (rank, step) pairs whose digests differ between two runs, or that one of them lacks. */
+    db_register("eff_diff", "SELECT coalesce(a.rank, b.rank), coalesce(a.step, b.step) FROM "
+                            "(SELECT rank, step, n, digest FROM step_digests WHERE run_key = $1 "
+                            "AND step BETWEEN $3 AND $4) a FULL JOIN "
+                            "(SELECT rank, step, n, digest FROM step_digests WHERE run_key = $2 "
+                            "AND step BETWEEN $3 AND $4) b ON a.rank = b.rank AND a.step = b.step "
+                            "WHERE a.digest IS DISTINCT FROM b.digest OR a.n IS DISTINCT FROM b.n "
+                            "ORDER BY 2, 1 LIMIT " "256");
+    db_register("eff_recs", "SELECT run_key, seq, name, occ, level, dtype, flags, nbytes, fp, value, shape::text "
+                            "FROM records WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3");
+}
+
+/* ---- the runs an argument names ---- */
+
+/* add_runs - the rows of eff_group/eff_run into `s`, skipping runs it holds. Returns 0, or -1 when full. */
+static int add_runs(effect_set *s, PGresult *r)
+{
+    for (int i = 0; i < PQntuples(r); i++) {
+        int64_t key = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        int dup = 0;
+        for (int j = 0; j < s->n && !dup; j++)
+            dup = s->keys[j] == key;
+        if (dup)
+            continue;
+        if (s->n == EFFECT_MAX_SET)
+            return -1;
+        s->keys[s->n] = key;
+        snprintf(s->ids[s->n], sizeof(s->ids[0]), "%s", PQgetvalue(r, i, 1));
+        snprintf(s->groups[s->n], sizeof(s->groups[0]), "%s", PQgetvalue(r, i, 2));
+        s->running[s->n] = !strcmp(PQgetvalue(r, i, 3), "running");
+        s->n++;
+    }
+    return 0;
+}
+
+int effect_set_open(http_req *req, const char *role, const char *spec, effect_set *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->role = role;
+    s->spec = spec;
+    char detail[700];
+    if (!spec || !*spec) {
+        snprintf(detail, sizeof(detail), "?%s= names no twin group or run", role[0] == 'B' ? "base" : "changed");
+        http_reply_error(req, 400, "missing argument", detail,
+                         "e.g. /api/v1/compare?base=GROUP&changed=GROUP&noise=GROUP (groups or run ids, "
+                         "comma-separated)");
+        return -1;
+    }
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s", spec);
+    char *save = NULL;
+    for (char *part = strtok_r(buf, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
+        char err[512];
+        const char *p[] = {part};
+        PGresult *r = db_exec("eff_group", 1, p, err, sizeof(err));
+        if (r && PQntuples(r) == 0 && store_uuid_valid(part)) {
+            PQclear(r);
+            r = db_exec("eff_run", 1, p, err, sizeof(err));
+        }
+        if (!r) {
+            http_reply_db_down(req, err);
+            return -1;
+        }
+        if (PQntuples(r) == 0) {
+            PQclear(r);
+            snprintf(detail, sizeof(detail), "%s names \"%.255s\": no twin group has runs of that name and no run has "
+                     "that id", role, part);
+            http_reply_error(req, 404, "unknown twin group or run", detail,
+                             "list the groups and runs with GET /api/v1/runs (lockstep runs)");
+            return -1;
+        }
+        int full = add_runs(s, r) < 0 || PQntuples(r) > EFFECT_MAX_SET;
+        PQclear(r);
+        if (full) {
+            snprintf(detail, sizeof(detail), "%s names more than %d runs", role, EFFECT_MAX_SET);
+            http_reply_error(req, 400, "too many runs", detail, "name fewer groups or runs");
+            return -1;
+        }
+    }
+    if (s->n == 0) {
+        snprintf(detail, sizeof(detail), "%s is \"%.255s\", which names nothing", role, spec);
+        http_reply_error(req, 400, "missing argument", detail, "name twin groups or run ids, comma-separated");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the metrics ---- */
+
+/* One run's rows of one metric name, by step: the result's row numbers (a step recorded twice, which one run's
+ * occurrence 0 cannot be, keeps its first record). */
+typedef struct slice {
+    int run;
+    const char *name;
+    int *rows, count;
+} slice;
+
+static int slice_by_name_run(const void *pa, const void *pb)
+{
+    const slice *a = pa, *b = pb;
+    int c = strcmp(a->name, b->name);
+    return c ? c : a->run - b->run;
+}
+
+/* steps_text - "steps 1–100 (100 steps)" of a slice, into `out`. */
+static void steps_text(PGresult *r, const slice *s, char *out, size_t cap)
+{
+    if (!s->count) {
+        snprintf(out, cap, "no steps");
+        return;
+    }
+    snprintf(out, cap, "steps %s-%s (%d)", PQgetvalue(r, s->rows[0], 2), PQgetvalue(r, s->rows[s->count - 1], 2),
+             s->count);
+}
+
+/* slice_steps_equal - two slices hold the same step numbers. */
+static int slice_steps_equal(PGresult *r, const slice *a, const slice *b)
+{
+    if (a->count != b->count)
+        return 0;
+    for (int i = 0; i < a->count; i++)
+        if (strcmp(PQgetvalue(r, a->rows[i], 2), PQgetvalue(r, b->rows[i], 2)))
+            return 0;
+    return 1;
+}
+
+int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *const *names,
+                        const char *const *roles, const int *running, int rank, int64_t from, int64_t to,
+                        effect_metrics *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->nruns = n;
+    size_t kcap = (size_t)n * 22 + 3, kn = 0;
+    char *kl = xmalloc(kcap);
+    kn += (size_t)snprintf(kl, kcap, "{");
+    for (int i = 0; i < n; i++)
+        kn += (size_t)snprintf(kl + kn, kcap - kn, "%s%" PRId64, i ? "," : "", keys[i]);
+    snprintf(kl + kn, kcap - kn, "}");
+    char rk[24], f[32], t[32], err[512];
+    snprintf(rk, sizeof(rk), "%d", rank);
+    snprintf(f, sizeof(f), "%" PRId64, from);
+    snprintf(t, sizeof(t), "%" PRId64, to);
+    const char *p[] = {kl, rk, f, t};
+    PGresult *r = db_exec("eff_metrics", 4, p, err, sizeof(err));
+    free(kl);
+    if (!r) {
+        http_reply_db_down(req, err);
+        return -1;
+    }
+
+    /* Cut the rows into slices, one per run and name. */
+    int rows = PQntuples(r), ns = 0;
+    slice *sl = xcalloc((size_t)rows + 1, sizeof(*sl));
+    for (int i = 0; i < rows;) {
+        int64_t key = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        const char *name = PQgetvalue(r, i, 1);
+        int run = -1;
+        for (int k = 0; k < n && run < 0; k++)
+            if (keys[k] == key)
+                run = k;
+        slice *s = &sl[ns++];
+        s->run = run;
+        s->name = name;
+        int j = i;
+        while (j < rows && strtoll(PQgetvalue(r, j, 0), NULL, 10) == key && !strcmp(PQgetvalue(r, j, 1), name))
+            j++;
+        s->rows = xmalloc((size_t)(j - i) * sizeof(int));
+        for (int k = i; k < j; k++)
+            if (k == i || strcmp(PQgetvalue(r, k, 2), PQgetvalue(r, k - 1, 2)))
+                s->rows[s->count++] = k;
+        i = j;
+    }
+    qsort(sl, (size_t)ns, sizeof(*sl), slice_by_name_run);
+
+    /* Names every run records are shared; the others are listed. */
+    out->unshared = json_array();
+    int rc = 0;
+    for (int i = 0; i < ns && rc == 0;) {
+        int j = i, have = 0;
+        const slice *by_run[EFFECT_MAX_SET * 3 + 1] = {0};
+        for (; j < ns && !strcmp(sl[j].name, sl[i].name); j++)
+            if (sl[j].run >= 0 && !by_run[sl[j].run]) {
+                by_run[sl[j].run] = &sl[j];
+                have++;
+            }
+        if (have < n) {
+            if (json_array_size(out->unshared) < 64)
+                json_array_append_new(out->unshared, json_string(sl[i].name));
+        } else if (out->n == EFFECT_MAX_METRICS) {
+            out->more++;
+        } else {
+            const slice *b = by_run[0];
+            for (int k = 1; k < n; k++) {
+                if (slice_steps_equal(r, b, by_run[k]))
+                    continue;
+                char sa[96], sb[96], detail[1200];
+                steps_text(r, b, sa, sizeof(sa));
+                steps_text(r, by_run[k], sb, sizeof(sb));
+                snprintf(detail, sizeof(detail),
+                         "metric \"%.200s\" on rank %d: BASE run %s has %s, %s run %s has %s%s", sl[i].name, rank,
+                         names[0], sa, roles[k], names[k], sb,
+                         running[k] || running[0] ? " (a run is still running)" : "");
+                http_reply_error(req, 400, "the runs cover different steps", detail,
+                                 "compare runs of the same length, wait until they have ended, or compare the steps "
+                                 "they share with ?from=&to= (lockstep compare --from A --to B)");
+                rc = -1;
+                break;
+            }
+            if (rc)
+                break;
+            effect_metric *m = &out->m[out->n++];
+            snprintf(m->name, sizeof(m->name), "%s", sl[i].name);
+            m->steps = (size_t)b->count;
+            m->step = xmalloc((m->steps + 1) * sizeof(int64_t));
+            m->bits = xcalloc((size_t)n, sizeof(uint64_t *));
+            m->vals = xcalloc((size_t)n, sizeof(double *));
+            m->dtypes = xcalloc((size_t)n, sizeof(int));
+            for (size_t s = 0; s < m->steps; s++)
+                m->step[s] = strtoll(PQgetvalue(r, b->rows[s], 2), NULL, 10);
+            for (int k = 0; k < n; k++) {
+                const slice *x = by_run[k];
+                m->bits[k] = xmalloc((m->steps + 1) * sizeof(uint64_t));
+                m->vals[k] = xmalloc((m->steps + 1) * sizeof(double));
+                m->dtypes[k] = atoi(PQgetvalue(r, x->rows[0], 4));
+                for (size_t s = 0; s < m->steps; s++) {
+                    int row = x->rows[s];
+                    uint64_t bits = (uint64_t)strtoll(PQgetvalue(r, row, 3), NULL, 10);
+                    m->bits[k][s] = bits;
+                    m->vals[k][s] = dtype_value_to_double((unsigned)atoi(PQgetvalue(r, row, 4)), bits);
+                }
+            }
+            m->dtype = m->dtypes[0];
+        }
+        i = j;
+    }
+    if (rc == 0 && out->n == 0) {
+        char detail[700];
+        snprintf(detail, sizeof(detail),
+                 "rank %d of the runs compared records no scalar metric (level metric, occurrence 0, a value) that "
+                 "every run has%s",
+                 rank, json_array_size(out->unshared) ? "; some runs record metrics the others lack" : "");
+        http_reply_error(req, 400, "no shared metric", detail,
+                         "compare runs of one program: each records its metrics with ls_metric(\"loss\", x) on every "
+                         "rank (or choose the rank with ?rank=)");
+        rc = -1;
+    }
+    for (int i = 0; i < ns; i++)
+        free(sl[i].rows);
+    free(sl);
+    PQclear(r);
+    if (rc)
+        effect_metrics_free(out);
+    return rc;
+}
+
+void effect_metrics_free(effect_metrics *ms)
+{
+    for (int i = 0; i < ms->n; i++) {
+        effect_metric *m = &ms->m[i];
+        for (int k = 0; k < ms->nruns; k++) {
+            free(m->bits ? m->bits[k] : NULL);
+            free(m->vals ? m->vals[k] : NULL);
+        }
+        free(m->bits);
+        free(m->vals);
+        free(m->dtypes);
+        free(m->step);
+    }
+    json_decref(ms->unshared);
+    ms->unshared = NULL;
+    ms->n = 0;
+}
+
+/* ---- the first effect ---- */
+
+/* parse_rec - row `i` of eff_recs as a record of run 0 (base) or 1 (changed); -1 for another run. */
+static void parse_rec(PGresult *r, int i, int64_t base, cmp_rec *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->run = strtoll(PQgetvalue(r, i, 0), NULL, 10) == base ? 0 : 1;
+    rec_record *x = &c->rec;
+    x->seq = strtoull(PQgetvalue(r, i, 1), NULL, 10);
+    x->name = PQgetvalue(r, i, 2);
+    x->name_len = (uint16_t)PQgetlength(r, i, 2);
+    x->occurrence = (uint32_t)strtoul(PQgetvalue(r, i, 3), NULL, 10);
+    x->level = (uint8_t)atoi(PQgetvalue(r, i, 4));
+    x->dtype = (uint8_t)atoi(PQgetvalue(r, i, 5));
+    x->flags = (uint8_t)atoi(PQgetvalue(r, i, 6)) & (uint8_t)~REC_HAS_VALUE;
+    x->nbytes = strtoull(PQgetvalue(r, i, 7), NULL, 10);
+    x->fp = (uint64_t)strtoll(PQgetvalue(r, i, 8), NULL, 10);
+    if (!PQgetisnull(r, i, 9)) {
+        x->flags |= REC_HAS_VALUE;
+        x->value = (uint64_t)strtoll(PQgetvalue(r, i, 9), NULL, 10);
+    }
+    x->ndim = (uint8_t)db_int_array_parse(PQgetvalue(r, i, 10), x->shape, LS_MAX_DIMS);
+}
+
+/* cell_json - one run's record at the first effect, or null when it lacks it. */
+static json_t *cell_json(const cmp_rec *c, const char *run_id)
+{
+    if (!c)
+        return json_null();
+    char fp[17], vb[17];
+    snprintf(fp, sizeof(fp), "%016" PRIx64, c->rec.fp);
+    json_t *o = json_pack("{s:s, s:I, s:s, s:I}", "run_id", run_id, "seq", (json_int_t)c->rec.seq, "fp", fp, "nbytes",
+                          (json_int_t)c->rec.nbytes);
+    if (c->rec.flags & REC_HAS_VALUE) {
+        double v = dtype_value_to_double(c->rec.dtype, c->rec.value);
+        snprintf(vb, sizeof(vb), "%016" PRIx64, c->rec.value);
+        json_object_set_new(o, "value", isfinite(v) ? json_real(v) : json_null());
+        json_object_set_new(o, "value_bits", json_string(vb));
+    }
+    return o;
+}
+
+/* call_site - where in the program the record was made, when records carry it. Records on this branch carry
+ * no call site (issue 22 adds one): this is the one place that reads it, and it says null until then. */
+static json_t *call_site(const cmp_rec *c)
+{
+    (void)c;
+    return json_null();
+}
+
+/* first_json - the first effect found by the rule at (rank, step). */
+static json_t *first_json(const cmp_first *fx, int rank, int64_t step, const char *base_id, const char *changed_id)
+{
+    const cmp_rec *b = fx->by_run[0], *c = fx->by_run[1], *any = b ? b : c;
+    const char *kind = !b ? "extra" : !c ? "missing" : rec_diff_name(rec_compare(&b->rec, &c->rec));
+    json_t *ulp = json_null();
+    if (b && c && (b->rec.flags & REC_HAS_VALUE) && (c->rec.flags & REC_HAS_VALUE) && b->rec.dtype == c->rec.dtype &&
+        b->rec.dtype != LS_BYTES) {
+        uint64_t u = dtype_ulp_distance(b->rec.dtype, b->rec.value, c->rec.value);
+        if (u != UINT64_MAX)
+            ulp = json_integer((json_int_t)u);
+    }
+    json_t *o = json_pack("{s:s, s:I, s:i, s:s#, s:i, s:I, s:s, s:s, s:s, s:o, s:o, s:o}", "run_id", changed_id,
+                          "step", (json_int_t)step, "rank", rank, "name", any->rec.name, (int)any->rec.name_len,
+                          "occurrence", (int)any->rec.occurrence, "seq", (json_int_t)fx->seq, "level",
+                          level_name(any->rec.level), "dtype", dtype_name(any->rec.dtype), "kind", kind, "base",
+                          cell_json(b, base_id), "changed", cell_json(c, changed_id), "ulp", ulp);
+    json_object_set_new(o, "call_site", call_site(any));
+    json_object_set_new(o, "ranks", json_array());
+    return o;
+}
+
+int effect_first(http_req *req, int64_t base, const char *base_id, int64_t changed, const char *changed_id,
+                 int64_t from, int64_t to, json_t **out)
+{
+    *out = json_null();
+    char a[24], b[24], f[32], t[32], err[512];
+    snprintf(a, sizeof(a), "%" PRId64, base);
+    snprintf(b, sizeof(b), "%" PRId64, changed);
+    snprintf(f, sizeof(f), "%" PRId64, from);
+    snprintf(t, sizeof(t), "%" PRId64, to);
+    const char *p[] = {a, b, f, t};
+    PGresult *d = db_exec("eff_diff", 4, p, err, sizeof(err));
+    if (!d) {
+        http_reply_db_down(req, err);
+        return -1;
+    }
+    char keys[64];
+    snprintf(keys, sizeof(keys), "{%" PRId64 ",%" PRId64 "}", base, changed);
+    json_t *first = NULL;
+    int64_t first_step = 0;
+    int rc = 0;
+    for (int i = 0; i < PQntuples(d) && rc == 0; i++) {
+        int rank = atoi(PQgetvalue(d, i, 0));
+        int64_t step = strtoll(PQgetvalue(d, i, 1), NULL, 10);
+        if (first && step != first_step)
+            break; /* the other ranks that differ at the first step are listed; later steps are not needed */
+        const char *q[] = {keys, PQgetvalue(d, i, 0), PQgetvalue(d, i, 1)};
+        PGresult *r = db_exec("eff_recs", 3, q, err, sizeof(err));
+        if (!r) {
+            rc = -1;
+            http_reply_db_down(req, err);
+            break;
+        }
+        int n = PQntuples(r);
+        cmp_rec *recs = xcalloc((size_t)n + 1, sizeof(*recs));
+        for (int k = 0; k < n; k++)
+            parse_rec(r, k, base, &recs[k]);
+        cmp_first fx;
+        cmp_rule_first(recs, (size_t)n, 2, &fx);
+        if (fx.found) { /* else: digests of an older version differ while every record matches */
+            if (!first) {
+                first = first_json(&fx, rank, step, base_id, changed_id);
+                first_step = step;
+            }
+            json_array_append_new(json_object_get(first, "ranks"), json_integer(rank));
+        }
+        free(recs);
+        PQclear(r);
+    }
+    PQclear(d);
+    if (rc) {
+        json_decref(first);
+        return -1;
+    }
+    if (first)
+        *out = first;
+    return 0;
+}
