@@ -18,8 +18,10 @@ static const struct {
     {"run", cmd_run, "run RUN_ID             one run: job, ranks, nodes, manifests"},
     {"twins", cmd_twins, "twins GROUP           a twin group: status, runs, first divergence per rank"},
     {"manifest-diff", cmd_manifest_diff, "manifest-diff GROUP   what differs between the twins' manifests"},
-    {"twin", cmd_twin, "twin -n N [--spread] [--group NAME] -- sbatch ARGS SCRIPT\n"
-                       "                        submit N copies as one twin group (--spread: on disjoint nodes)"},
+    {"twin", cmd_twin, "twin -n N [--spread] [--group NAME] [--change ARG] [--noise K --noise-arg ARG]\n"
+                       "                        -- sbatch ARGS SCRIPT\n"
+                       "                        submit N copies as one twin group (--spread: on disjoint nodes);\n"
+                       "                        with --change/--noise: the baseline, the change, K noise replicas"},
     {"compare", cmd_compare, "compare BASE CHANGED [--noise NOISE] [--rank R] [--from S] [--to S] [--alpha A]\n"
                              "                        the effect of a change against the run-to-run noise band"},
     {"narrow", cmd_narrow, "narrow GROUP [--level modules|ops] [--window K]\n"
