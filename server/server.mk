@@ -57,6 +57,8 @@ $(B)/tests/integration/test_%: $(B)/tests/integration/test_%.o $(IT_OBJS) $(LIBC
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,cmocka libpq) $(HARNESS_LIBS) $(TOKEN_LIBS) -lm
 ALL_TARGETS += $(IT_BINS)
 TEST_TIERS += tests/integration/run.sh
+# The compare tier: lockstep-train runs streamed into lockstepd, judged by `lockstep compare` (docs/compare.md).
+TEST_TIERS += tests/compare/run.sh
 
 # Fuzz tier: libFuzzer targets for the ingest decoders and the text parsers, built with clang (sanitizers on),
 # run briefly.
