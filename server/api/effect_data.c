@@ -23,17 +23,19 @@ void effect_data_register(void)
     db_register("eff_group", "SELECT run_key, run_id, coalesce(twin_group, ''), status FROM runs "
                              "WHERE twin_group = $1 ORDER BY run_key LIMIT 65");
     db_register("eff_run", "SELECT run_key, run_id, coalesce(twin_group, ''), status FROM runs WHERE run_id = $1::uuid");
-    db_register("eff_metrics", "SELECT run_key, name, step, value, dtype FROM records WHERE run_key = ANY($1::bigint[]) "
-                               "AND rank = $2 AND level = 0 AND occ = 0 AND value IS NOT NULL "
-                               "AND step BETWEEN $3 AND $4 ORDER BY run_key, name, step, seq");
-    /* The (rank, step) pairs whose digests differ between two runs, or that one of them lacks. */
+    /* One run's scalar metrics on one rank, in step order (the index's order: no sort of the whole set). */
+    db_register("eff_metrics", "SELECT name, step, value, dtype FROM records WHERE run_key = $1 AND rank = $2 "
+                               "AND step BETWEEN $3 AND $4 AND level = 0 AND occ = 0 AND value IS NOT NULL "
+                               "ORDER BY step, seq");
+    db_register("eff_span", "SELECT min(min_step), max(max_step) FROM rank_progress WHERE run_key = ANY($1::bigint[])");
+    /* The (rank, step) pairs of steps $3..$4 whose digests differ between two runs, or that one of them lacks. */
     db_register("eff_diff", "SELECT coalesce(a.rank, b.rank), coalesce(a.step, b.step) FROM "
                             "(SELECT rank, step, n, digest FROM step_digests WHERE run_key = $1 "
                             "AND step BETWEEN $3 AND $4) a FULL JOIN "
                             "(SELECT rank, step, n, digest FROM step_digests WHERE run_key = $2 "
                             "AND step BETWEEN $3 AND $4) b ON a.rank = b.rank AND a.step = b.step "
                             "WHERE a.digest IS DISTINCT FROM b.digest OR a.n IS DISTINCT FROM b.n "
-                            "ORDER BY 2, 1 LIMIT " "256");
+                            "ORDER BY 2, 1 LIMIT 256");
     db_register("eff_recs", "SELECT run_key, seq, name, occ, level, dtype, flags, nbytes, fp, value, shape::text "
                             "FROM records WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3");
 }
@@ -119,6 +121,7 @@ int effect_set_open(http_req *req, const char *role, const char *spec, effect_se
  * occurrence 0 cannot be, keeps its first record). */
 typedef struct slice {
     int run;
+    PGresult *r;
     const char *name;
     int *rows, count;
 } slice;
@@ -130,26 +133,35 @@ static int slice_by_name_run(const void *pa, const void *pb)
     return c ? c : a->run - b->run;
 }
 
-/* steps_text - "steps 1–100 (100 steps)" of a slice, into `out`. */
-static void steps_text(PGresult *r, const slice *s, char *out, size_t cap)
+/* steps_text - "steps 1-100 (100)" of a slice, into `out`. */
+static void steps_text(const slice *s, char *out, size_t cap)
 {
     if (!s->count) {
         snprintf(out, cap, "no steps");
         return;
     }
-    snprintf(out, cap, "steps %s-%s (%d)", PQgetvalue(r, s->rows[0], 2), PQgetvalue(r, s->rows[s->count - 1], 2),
+    snprintf(out, cap, "steps %s-%s (%d)", PQgetvalue(s->r, s->rows[0], 1), PQgetvalue(s->r, s->rows[s->count - 1], 1),
              s->count);
 }
 
-/* slice_steps_equal - two slices hold the same step numbers. */
-static int slice_steps_equal(PGresult *r, const slice *a, const slice *b)
+/* slices_same_steps - two slices hold the same step numbers. */
+static int slices_same_steps(const slice *a, const slice *b)
 {
     if (a->count != b->count)
         return 0;
     for (int i = 0; i < a->count; i++)
-        if (strcmp(PQgetvalue(r, a->rows[i], 2), PQgetvalue(r, b->rows[i], 2)))
+        if (strcmp(PQgetvalue(a->r, a->rows[i], 1), PQgetvalue(b->r, b->rows[i], 1)))
             return 0;
     return 1;
+}
+
+/* row_by_name_step - order row numbers of eff_metrics' result `res` by name, then step (qsort_r: lockstepd's HTTP
+ * threads sort at once). */
+static int row_by_name_step(const void *pa, const void *pb, void *res)
+{
+    int a = *(const int *)pa, b = *(const int *)pb;
+    int c = strcmp(PQgetvalue(res, a, 0), PQgetvalue(res, b, 0));
+    return c ? c : a - b; /* rows come in step order */
 }
 
 int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *const *names,
@@ -158,56 +170,58 @@ int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *c
 {
     memset(out, 0, sizeof(*out));
     out->nruns = n;
-    size_t kcap = (size_t)n * 22 + 3, kn = 0;
-    char *kl = xmalloc(kcap);
-    kn += (size_t)snprintf(kl, kcap, "{");
-    for (int i = 0; i < n; i++)
-        kn += (size_t)snprintf(kl + kn, kcap - kn, "%s%" PRId64, i ? "," : "", keys[i]);
-    snprintf(kl + kn, kcap - kn, "}");
-    char rk[24], f[32], t[32], err[512];
+    char rk[24], f[32], t[32], key[24], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
     snprintf(f, sizeof(f), "%" PRId64, from);
     snprintf(t, sizeof(t), "%" PRId64, to);
-    const char *p[] = {kl, rk, f, t};
-    PGresult *r = db_exec("eff_metrics", 4, p, err, sizeof(err));
-    free(kl);
-    if (!r) {
-        http_reply_db_down(req, err);
-        return -1;
-    }
+    PGresult **res = xcalloc((size_t)n, sizeof(*res));
+    int **order = xcalloc((size_t)n, sizeof(*order));
+    slice *sl = NULL;
+    int ns = 0, cap = 0, rc = 0;
 
-    /* Cut the rows into slices, one per run and name. */
-    int rows = PQntuples(r), ns = 0;
-    slice *sl = xcalloc((size_t)rows + 1, sizeof(*sl));
-    for (int i = 0; i < rows;) {
-        int64_t key = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        const char *name = PQgetvalue(r, i, 1);
-        int run = -1;
-        for (int k = 0; k < n && run < 0; k++)
-            if (keys[k] == key)
-                run = k;
-        slice *s = &sl[ns++];
-        s->run = run;
-        s->name = name;
-        int j = i;
-        while (j < rows && strtoll(PQgetvalue(r, j, 0), NULL, 10) == key && !strcmp(PQgetvalue(r, j, 1), name))
-            j++;
-        s->rows = xmalloc((size_t)(j - i) * sizeof(int));
-        for (int k = i; k < j; k++)
-            if (k == i || strcmp(PQgetvalue(r, k, 2), PQgetvalue(r, k - 1, 2)))
-                s->rows[s->count++] = k;
-        i = j;
+    /* Each run's rows, cut into slices: one per metric name, by step. */
+    for (int k = 0; k < n && rc == 0; k++) {
+        snprintf(key, sizeof(key), "%" PRId64, keys[k]);
+        const char *p[] = {key, rk, f, t};
+        res[k] = db_exec("eff_metrics", 4, p, err, sizeof(err));
+        if (!res[k]) {
+            http_reply_db_down(req, err);
+            rc = -1;
+            break;
+        }
+        PGresult *r = res[k];
+        int rows = PQntuples(r);
+        order[k] = xmalloc(((size_t)rows + 1) * sizeof(int));
+        for (int i = 0; i < rows; i++)
+            order[k][i] = i;
+        qsort_r(order[k], (size_t)rows, sizeof(int), row_by_name_step, r);
+        for (int i = 0; i < rows;) {
+            const char *name = PQgetvalue(r, order[k][i], 0);
+            int j = i;
+            while (j < rows && !strcmp(PQgetvalue(r, order[k][j], 0), name))
+                j++;
+            if (ns == cap) {
+                cap = cap ? 2 * cap : 64;
+                sl = xrealloc(sl, (size_t)cap * sizeof(*sl));
+            }
+            slice *s = &sl[ns++];
+            *s = (slice){.run = k, .r = r, .name = name, .rows = order[k] + i};
+            for (int x = i; x < j; x++) /* a step recorded twice keeps its first record */
+                if (x == i || strcmp(PQgetvalue(r, order[k][x], 1), PQgetvalue(r, order[k][x - 1], 1)))
+                    s->rows[s->count++] = order[k][x];
+            i = j;
+        }
     }
-    qsort(sl, (size_t)ns, sizeof(*sl), slice_by_name_run);
+    if (rc == 0)
+        qsort(sl, (size_t)ns, sizeof(*sl), slice_by_name_run);
 
     /* Names every run records are shared; the others are listed. */
     out->unshared = json_array();
-    int rc = 0;
     for (int i = 0; i < ns && rc == 0;) {
         int j = i, have = 0;
         const slice *by_run[EFFECT_MAX_SET * 3 + 1] = {0};
         for (; j < ns && !strcmp(sl[j].name, sl[i].name); j++)
-            if (sl[j].run >= 0 && !by_run[sl[j].run]) {
+            if (!by_run[sl[j].run]) {
                 by_run[sl[j].run] = &sl[j];
                 have++;
             }
@@ -219,11 +233,11 @@ int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *c
         } else {
             const slice *b = by_run[0];
             for (int k = 1; k < n; k++) {
-                if (slice_steps_equal(r, b, by_run[k]))
+                if (slices_same_steps(b, by_run[k]))
                     continue;
                 char sa[96], sb[96], detail[1200];
-                steps_text(r, b, sa, sizeof(sa));
-                steps_text(r, by_run[k], sb, sizeof(sb));
+                steps_text(b, sa, sizeof(sa));
+                steps_text(by_run[k], sb, sizeof(sb));
                 snprintf(detail, sizeof(detail),
                          "metric \"%.200s\" on rank %d: BASE run %s has %s, %s run %s has %s%s", sl[i].name, rank,
                          names[0], sa, roles[k], names[k], sb,
@@ -243,18 +257,18 @@ int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *c
             m->bits = xcalloc((size_t)n, sizeof(uint64_t *));
             m->vals = xcalloc((size_t)n, sizeof(double *));
             m->dtypes = xcalloc((size_t)n, sizeof(int));
-            for (size_t s = 0; s < m->steps; s++)
-                m->step[s] = strtoll(PQgetvalue(r, b->rows[s], 2), NULL, 10);
+            for (size_t x = 0; x < m->steps; x++)
+                m->step[x] = strtoll(PQgetvalue(b->r, b->rows[x], 1), NULL, 10);
             for (int k = 0; k < n; k++) {
-                const slice *x = by_run[k];
+                const slice *sk = by_run[k];
                 m->bits[k] = xmalloc((m->steps + 1) * sizeof(uint64_t));
                 m->vals[k] = xmalloc((m->steps + 1) * sizeof(double));
-                m->dtypes[k] = atoi(PQgetvalue(r, x->rows[0], 4));
-                for (size_t s = 0; s < m->steps; s++) {
-                    int row = x->rows[s];
-                    uint64_t bits = (uint64_t)strtoll(PQgetvalue(r, row, 3), NULL, 10);
-                    m->bits[k][s] = bits;
-                    m->vals[k][s] = dtype_value_to_double((unsigned)atoi(PQgetvalue(r, row, 4)), bits);
+                m->dtypes[k] = atoi(PQgetvalue(sk->r, sk->rows[0], 3));
+                for (size_t x = 0; x < m->steps; x++) {
+                    int row = sk->rows[x];
+                    uint64_t bits = (uint64_t)strtoll(PQgetvalue(sk->r, row, 2), NULL, 10);
+                    m->bits[k][x] = bits;
+                    m->vals[k][x] = dtype_value_to_double((unsigned)atoi(PQgetvalue(sk->r, row, 3)), bits);
                 }
             }
             m->dtype = m->dtypes[0];
@@ -272,10 +286,13 @@ int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *c
                          "rank (or choose the rank with ?rank=)");
         rc = -1;
     }
-    for (int i = 0; i < ns; i++)
-        free(sl[i].rows);
     free(sl);
-    PQclear(r);
+    for (int k = 0; k < n; k++) {
+        PQclear(res[k]);
+        free(order[k]);
+    }
+    free(res);
+    free(order);
     if (rc)
         effect_metrics_free(out);
     return rc;
@@ -371,15 +388,16 @@ static json_t *first_json(const cmp_first *fx, int rank, int64_t step, const cha
     return o;
 }
 
-int effect_first(http_req *req, int64_t base, const char *base_id, int64_t changed, const char *changed_id,
-                 int64_t from, int64_t to, json_t **out)
+/* first_in - effect_first over steps lo..hi (one window): 1 with *out set when found, 0 when not, -1 after
+ * replying 503. */
+static int first_in(http_req *req, int64_t base, const char *base_id, int64_t changed, const char *changed_id,
+                    int64_t lo, int64_t hi, json_t **out)
 {
-    *out = json_null();
     char a[24], b[24], f[32], t[32], err[512];
     snprintf(a, sizeof(a), "%" PRId64, base);
     snprintf(b, sizeof(b), "%" PRId64, changed);
-    snprintf(f, sizeof(f), "%" PRId64, from);
-    snprintf(t, sizeof(t), "%" PRId64, to);
+    snprintf(f, sizeof(f), "%" PRId64, lo);
+    snprintf(t, sizeof(t), "%" PRId64, hi);
     const char *p[] = {a, b, f, t};
     PGresult *d = db_exec("eff_diff", 4, p, err, sizeof(err));
     if (!d) {
@@ -424,7 +442,42 @@ int effect_first(http_req *req, int64_t base, const char *base_id, int64_t chang
         json_decref(first);
         return -1;
     }
-    if (first)
-        *out = first;
+    *out = first;
+    return first != NULL;
+}
+
+int effect_first(http_req *req, int64_t base, const char *base_id, int64_t changed, const char *changed_id,
+                 int64_t from, int64_t to, json_t **out)
+{
+    *out = json_null();
+    /* The steps either run holds, cut to from..to; searched in windows that double, so that an early effect (the
+     * usual case) reads a few thousand digests, not every one. */
+    char keys[64], err[512];
+    snprintf(keys, sizeof(keys), "{%" PRId64 ",%" PRId64 "}", base, changed);
+    const char *p[] = {keys};
+    PGresult *r = db_exec("eff_span", 1, p, err, sizeof(err));
+    if (!r) {
+        http_reply_db_down(req, err);
+        return -1;
+    }
+    int none = PQgetisnull(r, 0, 0);
+    int64_t lo = none ? 0 : strtoll(PQgetvalue(r, 0, 0), NULL, 10), hi = none ? -1 : strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    PQclear(r);
+    lo = lo > from ? lo : from;
+    hi = hi < to ? hi : to;
+    for (int64_t w = 512, at = lo; at <= hi; w = w < ((int64_t)1 << 40) ? w * 2 : w) {
+        int64_t end = hi - at < w - 1 ? hi : at + w - 1;
+        json_t *fe = NULL;
+        int got = first_in(req, base, base_id, changed, changed_id, at, end, &fe);
+        if (got < 0)
+            return -1;
+        if (got) {
+            *out = fe;
+            return 0;
+        }
+        if (end == hi)
+            break;
+        at = end + 1;
+    }
     return 0;
 }
