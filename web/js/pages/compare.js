@@ -246,8 +246,9 @@ function plot(title, data, series, opts) {
   const uopts = {
     title, width: 540, height: 250, plugins: [markPlugin], bands: opts.bands || [],
     scales: { x: { time: false }, y: opts.log ? { distr: 3 } : {} },
-    axes: [{ label: 'step' }, opts.log
-      ? { size: 80, space: 20, filter: (u, splits) => splits.map((v) => (isPow10(v) ? v : null)), values: (u, vals) => vals.map((v) => (v === null ? '' : fmtNum(v))) }
+    axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000] }, opts.log
+      ? { size: 80, space: 20, filter: (u, splits) => splits.map((v) => (isPow10(v) ? v : null)),
+        values: (u, vals) => vals.map((v) => (v === null ? '' : v >= 1e-3 && v < 1e4 ? String(v) : '1e' + Math.round(Math.log10(v)))) }
       : { size: 80, values: (u, vals) => vals.map((v) => fmtNum(v)) }],
     series: series.map((s, i) => (i === 0 ? s : { spanGaps: !opts.log, ...s, value: (u, v) => (v === null || v === undefined ? '—' : String(v)) })),
   };
