@@ -1,9 +1,9 @@
 /* compare.c - benchmark: GET /api/v1/compare on 10,000 steps x 8 runs.
  *
  * Starts a private lockstepd (embedded PostgreSQL) and ingests 8 runs of STEPS x RANKS with three records per step
- * and rank (loss, allreduce.out, grad_norm): a baseline, 6 noise replicas (metrics within 1e-9 relative of the
- * baseline's, the collective's fingerprint differing from step 1 on) and a changed run whose metrics move by 1e-4
- * relative from step CHANGE_AT (60% of the way) on. Then times the compare query the CLI and the dashboard make:
+ * and rank (loss, allreduce.out, grad_norm): a baseline twin group of 2 runs, 5 noise replicas (metrics within 1e-9
+ * relative of the baseline's, the collective's fingerprint differing from step 1 on) and a changed run whose
+ * metrics move by 1e-4 relative from step CHANGE_AT (60% of the way) on. Then times the compare query the CLI and the dashboard make:
  * with the curves (series, what the dashboard reads) and without (what `lockstep compare` reads). One JSON line.
  *
  * usage: compare [--steps N] [--ranks N] [--reps N]
@@ -23,7 +23,7 @@
 #include "tests/integration/harness.h"
 
 #define RUNS 8
-#define NOISE (RUNS - 2)
+#define NOISE (RUNS - 3)
 #define PER_STEP 3
 #define BATCH_RECORDS 4000
 #define CLIENTS 4
@@ -49,14 +49,14 @@ static uint64_t mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* Run 0 is the baseline, 1 the change, 2.. the noise replicas. */
+/* Runs 0 and 1 are the baseline's twins, 2 the change, 3.. the noise replicas. */
 static double value(const opts *o, int run, int rank, int64_t step, int metric)
 {
     double v = metric ? 1.0 / (double)(step + 1) + 0.5 + rank * 1e-3 : 2.0 / (1 + 0.001 * (double)step) + rank * 1e-3;
-    if (run >= 2)
+    if (run >= 3)
         v *= 1 + 1e-9 * ((double)(mix((uint64_t)run * 7919 + (uint64_t)step * 31 + (uint64_t)metric) >> 11) /
                              9007199254740992.0 * 2 - 1);
-    if (run == 1 && step >= o->change_at)
+    if (run == 2 && step >= o->change_at)
         v *= 1 + 1e-4;
     return v;
 }
@@ -80,7 +80,7 @@ static int post_run_rank(const client *c, int run, int rank)
             r.name = names[k];
             r.name_len = (uint16_t)strlen(names[k]);
             if (k == 1) {
-                int differs = run >= 2 || (run == 1 && step >= o->change_at);
+                int differs = run >= 3 || (run == 2 && step >= o->change_at);
                 r.level = LS_LEVEL_COLLECTIVE;
                 r.dtype = LS_F32;
                 r.ndim = 1;
@@ -192,7 +192,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < RUNS; k++) {
         char req[256];
         snprintf(req, sizeof(req), "{\"job_id\": \"%d\", \"twin_group\": \"%s\", \"ranks\": %d}", 8000 + k,
-                 groups[k < 2 ? k : 2], o.ranks);
+                 groups[k < 2 ? 0 : k == 2 ? 1 : 2], o.ranks);
         if (h_http("POST", url, NULL, req, strlen(req), NULL, &resp) != 201 ||
             h_json_str(resp, "run_id", ids[k], sizeof(ids[k])) < 0) {
             fprintf(stderr, "bench/compare: cannot register a run: %s\n", resp ? resp : "");
@@ -229,7 +229,8 @@ int main(int argc, char **argv)
     json_t *d = json_loads(body, 0, NULL);
     const char *verdict = json_string_value(json_object_get(d, "verdict"));
     json_int_t fe = json_integer_value(json_object_get(json_object_get(d, "first_effect"), "step"));
-    int ok = verdict && !strcmp(verdict, "beyond-noise") && fe == o.change_at;
+    int ok = verdict && !strcmp(verdict, "beyond-noise") && fe == o.change_at &&
+             json_is_true(json_object_get(json_object_get(d, "base"), "identical"));
     char verdict_s[32];
     snprintf(verdict_s, sizeof(verdict_s), "%s", verdict ? verdict : "?");
     json_decref(d);
@@ -243,6 +244,7 @@ int main(int argc, char **argv)
            "\"first_effect_step\": %lld, \"expected\": %s}\n",
            o.steps, RUNS, o.ranks, NOISE, (long long)RUNS * o.steps * o.ranks * PER_STEP, o.reps, ingest_s, p50, max,
            bytes >> 10, p50_plain, max_plain, verdict_s, (long long)fe, ok ? "true" : "false");
+    fflush(stdout);
     rc = ok ? 0 : 1;
     if (getenv("LOCKSTEP_BENCH_KEEP")) { /* leave the server up a while, to look at it by hand */
         fprintf(stderr, "bench/compare: lockstepd at %s (state %s) until this process is stopped\n", s.base, state_dir);

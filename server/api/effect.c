@@ -356,15 +356,8 @@ static enum MHD_Result read_compare(http_req *req, char **args)
         }
     }
     first = earliest ? json_incref(earliest) : json_null();
-    for (int j = 1; j < c->base.n && !base_first; j++) {
-        json_t *fe;
-        if (effect_first(req, c->keys[0], c->ids[0], c->base.keys[j], c->base.ids[j], c->from, c->to, &fe) < 0)
-            goto out;
-        if (json_is_object(fe))
-            base_first = fe;
-        else
-            json_decref(fe);
-    }
+    if (effect_base_departs(req, &c->base, &base_first) < 0)
+        goto out;
 
     /* The metrics, aligned; the verdicts. */
     if (effect_metrics_load(req, c->n, c->keys, c->ids, c->roles, c->running, (int)c->rank, c->from, c->to, &ms) <
@@ -399,9 +392,11 @@ static enum MHD_Result read_compare(http_req *req, char **args)
 
     /* What can and cannot be concluded. */
     if (base_first)
-        note(notes, "BASE's runs are not bit-identical to each other (run %s departs from run %s at step %" JSON_INTEGER_FORMAT
-             "); run %s is the reference.", json_string_value(json_object_get(base_first, "run_id")), c->ids[0],
-             json_integer_value(json_object_get(base_first, "step")), c->ids[0]);
+        note(notes, "BASE's runs are not bit-identical to each other (they part at step %" JSON_INTEGER_FORMAT
+             ", rank %" JSON_INTEGER_FORMAT ", record %.200s); run %s is the reference.",
+             json_integer_value(json_object_get(base_first, "step")),
+             json_integer_value(json_object_get(base_first, "rank")),
+             json_string_value(json_object_get(base_first, "name")), c->ids[0]);
     if (!strcmp(verdict, "identical"))
         note(notes, "CHANGED is bit-identical to BASE on every record of the steps compared: the change has no "
                     "numerical effect here.");
@@ -420,6 +415,7 @@ static enum MHD_Result read_compare(http_req *req, char **args)
             note(notes, "Some runs are still running: the comparison covers the steps recorded so far.");
             break;
         }
+
     if (json_array_size(ms.unshared)) {
         char *names = json_dumps(ms.unshared, JSON_COMPACT);
         note(notes, "Not compared, recorded by some runs only: %.900s.", names);
@@ -428,6 +424,9 @@ static enum MHD_Result read_compare(http_req *req, char **args)
     if (ms.more)
         note(notes, "%d more shared metrics are not compared (the first %d by name are).", ms.more, EFFECT_MAX_METRICS);
 
+    int running = 0;
+    for (int i = 0; i < c->n; i++)
+        running |= c->running[i];
     json_t *base = set_json(&c->base);
     json_object_set_new(base, "reference_run", json_string(c->ids[0]));
     json_object_set_new(base, "identical", c->base.n < 2 ? json_null() : json_boolean(!base_first));
@@ -437,6 +436,7 @@ static enum MHD_Result read_compare(http_req *req, char **args)
                           lo <= hi ? json_integer(hi) : json_null(), "rule", rule_json(c, tests, alpha_test), "steps",
                           (json_int_t)longest, "verdict", verdict, "first_effect", first, "first_effects", firsts,
                           "metrics", metrics, "notes", notes);
+    json_object_set_new(o, "running", json_boolean(running));
     first = firsts = notes = NULL;
     sent = http_reply_json(req, 200, o);
 out:

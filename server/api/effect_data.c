@@ -36,6 +36,7 @@ void effect_data_register(void)
                             "AND step BETWEEN $3 AND $4) b ON a.rank = b.rank AND a.step = b.step "
                             "WHERE a.digest IS DISTINCT FROM b.digest OR a.n IS DISTINCT FROM b.n "
                             "ORDER BY 2, 1 LIMIT 256");
+    db_register("eff_div", "SELECT step, rank, name FROM divergences WHERE twin_group = $1 ORDER BY step, rank LIMIT 1");
     db_register("eff_recs", "SELECT run_key, seq, name, occ, level, dtype, flags, nbytes, fp, value, shape::text "
                             "FROM records WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3");
 }
@@ -478,6 +479,41 @@ int effect_first(http_req *req, int64_t base, const char *base_id, int64_t chang
         if (end == hi)
             break;
         at = end + 1;
+    }
+    return 0;
+}
+
+int effect_base_departs(http_req *req, const effect_set *base, json_t **out)
+{
+    *out = NULL;
+    if (base->n < 2)
+        return 0;
+    /* BASE is exactly one twin group: lockstepd compares it as records arrive; its first divergence says. */
+    int one_group = !strcmp(base->spec, base->groups[0]);
+    for (int i = 1; i < base->n && one_group; i++)
+        one_group = !strcmp(base->groups[i], base->groups[0]);
+    if (one_group) {
+        char err[512];
+        const char *p[] = {base->groups[0]};
+        PGresult *r = db_exec("eff_div", 1, p, err, sizeof(err));
+        if (!r) {
+            http_reply_db_down(req, err);
+            return -1;
+        }
+        if (PQntuples(r))
+            *out = json_pack("{s:I, s:i, s:s}", "step", (json_int_t)strtoll(PQgetvalue(r, 0, 0), NULL, 10), "rank",
+                             atoi(PQgetvalue(r, 0, 1)), "name", PQgetvalue(r, 0, 2));
+        PQclear(r);
+        return 0;
+    }
+    for (int j = 1; j < base->n && !*out; j++) {
+        json_t *fe;
+        if (effect_first(req, base->keys[0], base->ids[0], base->keys[j], base->ids[j], INT64_MIN, INT64_MAX, &fe) < 0)
+            return -1;
+        if (json_is_object(fe))
+            *out = fe;
+        else
+            json_decref(fe);
     }
     return 0;
 }

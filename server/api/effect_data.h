@@ -69,6 +69,12 @@ void effect_metrics_free(effect_metrics *ms);
 int effect_first(http_req *req, int64_t base, const char *base_id, int64_t changed, const char *changed_id,
                  int64_t from, int64_t to, json_t **out);
 
+/* effect_base_departs - where the runs of BASE part from one another, as {"step", "rank", "name"} in *out, or
+ * NULL when they are bit-identical (or one run). When BASE is one twin group, lockstepd's own comparison of it
+ * answers (the divergences table); else each run is searched against the first as effect_first does. Returns 0,
+ * or -1 after replying 503. */
+int effect_base_departs(http_req *req, const effect_set *base, json_t **out);
+
 /* effect_data_register - prepare this module's statements. */
 void effect_data_register(void);
 

@@ -184,6 +184,15 @@ static json_t *metric(json_t *d, const char *name)
     return NULL;
 }
 
+/* has_note - 1 when a note of `d` contains `text`. */
+static int has_note(json_t *d, const char *text)
+{
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(d, "notes"), i, n) if (strstr(json_string_value(n), text)) return 1;
+    return 0;
+}
+
 static void test_identical(void **state)
 {
     (void)state;
@@ -286,11 +295,7 @@ static void test_tensor_only_and_nan(void **state)
     assert_int_equal(json_integer_value(json_object_get(fe, "step")), 7);
     assert_string_equal(str(fe, "name"), "allreduce.out");
     assert_string_equal(str(metric(d, "loss"), "verdict"), "identical");
-    int said = 0;
-    size_t i;
-    json_t *n;
-    json_array_foreach(json_object_get(d, "notes"), i, n) said |= strstr(json_string_value(n), "none of the shared metrics moved") != NULL;
-    assert_true(said);
+    assert_true(has_note(d, "none of the shared metrics moved"));
     json_decref(d);
     /* A NaN where every other run is finite is beyond any noise. */
     d = compare("base=cmp-base&changed=cmp-nan&noise=cmp-noise&series=0", 200);
@@ -335,6 +340,25 @@ static void test_run_ids_and_several(void **state)
     assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, NULL), 404);
 }
 
+/* A baseline whose runs are not bit-identical is said to be so: from lockstepd's own comparison of a twin group, or
+ * by searching runs named otherwise. */
+static void test_base_not_identical(void **state)
+{
+    (void)state;
+    json_t *d = compare("base=cmp-noise&changed=cmp-lr&series=0", 200);
+    assert_true(json_is_false(json_object_get(json_object_get(d, "base"), "identical")));
+    assert_true(has_note(d, "BASE's runs are not bit-identical to each other (they part at step 1"));
+    json_decref(d);
+    d = compare("base=cmp-base,cmp-extra&changed=cmp-lr&series=0", 200);
+    assert_true(json_is_false(json_object_get(json_object_get(d, "base"), "identical")));
+    assert_true(has_note(d, "BASE's runs are not bit-identical"));
+    json_decref(d);
+    d = compare("base=cmp-base&changed=cmp-lr&series=0", 200);
+    assert_true(json_is_true(json_object_get(json_object_get(d, "base"), "identical")));
+    assert_false(has_note(d, "BASE's runs are not"));
+    json_decref(d);
+}
+
 /* Bad inputs, each a clear error: status, fact and a word of the detail. */
 static void test_bad_inputs(void **state)
 {
@@ -373,7 +397,8 @@ int main(void)
         cmocka_unit_test(test_feed),         cmocka_unit_test(test_identical),
         cmocka_unit_test(test_within_noise), cmocka_unit_test(test_beyond_noise),
         cmocka_unit_test(test_without_noise), cmocka_unit_test(test_tensor_only_and_nan),
-        cmocka_unit_test(test_run_ids_and_several), cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_run_ids_and_several), cmocka_unit_test(test_base_not_identical),
+        cmocka_unit_test(test_bad_inputs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
