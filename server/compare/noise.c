@@ -235,7 +235,7 @@ double cmp_noise_threshold(const cmp_band *b, double alpha)
     if (!any)
         return 0;
     double sd = b->log_sd > CMP_NOISE_MIN_LOG_SD ? b->log_sd : CMP_NOISE_MIN_LOG_SD;
-    double q = cmp_t_quantile(1 - alpha, b->k - 1);
+    double q = cmp_t_quantile(1 - alpha, b->k - 1 < CMP_NOISE_MAX_DF ? b->k - 1 : CMP_NOISE_MAX_DF);
     return exp(b->log_mean + q * sd * sqrt(1 + 1.0 / b->k));
 }
 
