@@ -213,7 +213,7 @@ int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *c
             i = j;
         }
     }
-    if (rc == 0)
+    if (rc == 0 && ns)
         qsort(sl, (size_t)ns, sizeof(*sl), slice_by_name_run);
 
     /* Names every run records are shared; the others are listed. */

@@ -135,10 +135,27 @@ static int setup(void **state)
     return h_srv_start(&srv, args);
 }
 
+/* sanitizer_report - 1 when lockstepd's log holds a sanitizer report (a SAN=1 build says what it found there). */
+static int sanitizer_report(const char *log)
+{
+    FILE *f = fopen(log, "r");
+    char line[1024];
+    int found = 0;
+    while (f && fgets(line, sizeof(line), f) && !found)
+        found = strstr(line, "AddressSanitizer") || strstr(line, "runtime error:") || strstr(line, "LeakSanitizer");
+    if (found)
+        fprintf(stderr, "lockstepd's log %s: %s", log, line);
+    if (f)
+        fclose(f);
+    return found;
+}
+
 static int teardown(void **state)
 {
     (void)state;
     int st = h_srv_kill(&srv, SIGTERM);
+    if (sanitizer_report(srv.log))
+        st = -1;
     h_srv_cleanup(&srv);
     h_pg_stop(&pg);
     return st == 0 ? 0 : -1;
