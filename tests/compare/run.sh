@@ -162,9 +162,14 @@ t_api_matches_cli() { # the CLI prints the server's verdicts: the same numbers t
   [ "$(awk '$1 == "loss" { print $2, $3 }' "$tmp/c")" = "beyond-noise $score" ] || { echo "API score $score"; cat "$tmp/c"; return 1; }
 }
 
+t_lockstepd_clean() { # alive, and (in a SAN=1 build) no sanitizer report in its log
+  kill -0 "$pid" 2>/dev/null || { echo "lockstepd died"; tail -20 "$tmp/lockstepd.log"; return 1; }
+  ! grep -E 'AddressSanitizer|runtime error:|LeakSanitizer' "$tmp/lockstepd.log"
+}
+
 for t in t_baseline_twins t_noise_diverges t_further_replica_within t_lr_change_beyond t_lr_change_json \
          t_identical_change t_without_noise t_run_ids t_unknown_group t_different_length t_no_shared_metric \
-         t_bad_usage t_unreachable t_api_matches_cli; do
+         t_bad_usage t_unreachable t_api_matches_cli t_lockstepd_clean; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"
