@@ -238,12 +238,15 @@ int main(int argc, char **argv)
              s.base);
     if (time_get(url, o.reps, &p50_plain, &max_plain, &body) < 0)
         goto out_stop;
+    double load = 0; /* the machine is shared with other engineers' tiers: say how busy it was */
+    if (getloadavg(&load, 1) < 1)
+        load = -1;
     printf("{\"bench\": \"compare\", \"steps\": %d, \"runs\": %d, \"ranks\": %d, \"noise_replicas\": %d, \"records\": %lld, "
            "\"reps\": %d, \"ingest_s\": %.1f, \"compare_ms\": %.1f, \"compare_ms_max\": %.1f, \"compare_kib\": %zu, "
            "\"compare_no_series_ms\": %.1f, \"compare_no_series_ms_max\": %.1f, \"verdict\": \"%s\", "
-           "\"first_effect_step\": %lld, \"expected\": %s}\n",
+           "\"first_effect_step\": %lld, \"expected\": %s, \"load_avg_1m\": %.2f}\n",
            o.steps, RUNS, o.ranks, NOISE, (long long)RUNS * o.steps * o.ranks * PER_STEP, o.reps, ingest_s, p50, max,
-           bytes >> 10, p50_plain, max_plain, verdict_s, (long long)fe, ok ? "true" : "false");
+           bytes >> 10, p50_plain, max_plain, verdict_s, (long long)fe, ok ? "true" : "false", load);
     fflush(stdout);
     rc = ok ? 0 : 1;
     if (getenv("LOCKSTEP_BENCH_KEEP")) { /* leave the server up a while, to look at it by hand */
