@@ -116,7 +116,8 @@ t_lr_change_json() { # step 1 (before the first update) is identical on every re
   exits 1 "$ls" compare base lr --noise noise --json || return 1
   [ "$(json 'd["verdict"], d["first_effect"]["step"], d["first_effect"]["name"], sorted(d["first_effect"]["ranks"])')" = \
     "beyond-noise 2 loss [0, 1]" ] &&
-    [ "$(json 'd["first_effect"]["cause"], "--lr" in (d["first_effect"]["configuration"] or "")')" = "configuration True" ] &&
+    { [ "$(json 'd["first_effect"]["cause"], "command differs" in (d["first_effect"]["configuration"] or "")')" = "configuration True" ] ||
+      { json 'd["first_effect"]'; false; }; } &&
     [ "$(json 'all(m["first_step_differs"] == 2 and m["ratio"] > 100 for m in d["metrics"])')" = True ] &&
     [ "$(json 'len(d["metrics"][0]["series"]["steps"]), len(d["metrics"][0]["series"]["band"]), len(d["noise"]["runs"])')" = "30 30 5" ]
 }
