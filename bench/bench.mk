@@ -28,3 +28,17 @@ $(BENCH_MANIFEST): $(B)/bench/manifest/manifest.o $(LIBCLI) $(LIBCOMMON)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) -lpthread -lm
 ALL_TARGETS += $(BENCH_MANIFEST)
 BENCHES += $(BENCH_MANIFEST)
+
+# bench/compare: the compare query on 10,000 steps x 8 runs (in `make bench`), and the calibration of the noise
+# rule on lockstep-train (bench/compare/calibrate.sh, by hand: minutes; docs/compare.md has its figures).
+ifneq ($(HARNESS_OBJS),)
+BENCH_COMPARE := $(B)/bench/compare/compare
+$(BENCH_COMPARE): $(B)/bench/compare/compare.o $(HARNESS_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARNESS_LIBS) -lm
+ALL_TARGETS += $(BENCH_COMPARE)
+BENCHES += $(BENCH_COMPARE)
+endif
+BENCH_CALIBRATE := $(B)/bench/compare/calibrate
+$(BENCH_CALIBRATE): $(B)/bench/compare/calibrate.o $(B)/server/compare/noise.o $(LIBCLI) $(LIBCOMMON)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) -lm
+ALL_TARGETS += $(BENCH_CALIBRATE)

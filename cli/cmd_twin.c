@@ -1,4 +1,5 @@
-/* cmd_twin.c - `lockstep twin -n N [--spread] -- sbatch ARGS SCRIPT`: submit N copies of a job as one twin group. */
+/* cmd_twin.c - `lockstep twin -n N [--noise K] [--change ARG] -- sbatch ARGS SCRIPT`: submit N copies of a job as one
+ * twin group, or a whole experiment (baseline, change, noise replicas). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +12,27 @@
 
 #define MAX_COPIES 64
 #define MAX_NODES 4096
+#define MAX_EXTRA 32 /* --change / --noise-arg / --*-env options */
 
 static const char *const usage =
-    "usage: lockstep twin -n N [--spread] [--group NAME] -- sbatch [SBATCH ARGS] SCRIPT [ARGS]";
+    "usage: lockstep twin -n N [--spread] [--group NAME] -- sbatch [SBATCH ARGS] SCRIPT [ARGS]\n"
+    "       lockstep twin -n N [--spread] [--group NAME] [--change ARG]... [--change-env VAR=VALUE]...\n"
+    "                     [--noise K [--noise-arg ARG]... [--noise-env VAR=VALUE]... [--noise-mode fp]]\n"
+    "                     -- sbatch [SBATCH ARGS] SCRIPT [ARGS]";
+
+/* One set of copies to submit: a twin group, how many, and what sets it apart from the baseline. */
+typedef struct copy_set {
+    const char *part; /* "baseline", "change", "noise" */
+    char group[160];
+    int copies;
+    const char *args[MAX_EXTRA]; /* appended to the script's arguments */
+    int nargs;
+    const char *env[MAX_EXTRA]; /* VAR=VALUE, in the environment sbatch exports */
+    int nenv;
+    int fp_mode; /* replace --lockstep=det (or add --lockstep=fp) */
+    char jobs[MAX_COPIES][32];
+    char placed[MAX_COPIES][1024];
+} copy_set;
 
 /* nodes_per_job - the -N/--nodes count among sbatch's options (1 if none);
  * -1 for a range such as 2-4, which cannot be spread. */
@@ -54,46 +73,282 @@ static int list_nodes(char names[][64], int max)
     return n;
 }
 
+/* script_index - where the batch script sits in `cmd` (sbatch's first non-option word), or -1. Options that
+ * take a separate value are those sbatch documents with one; `--opt=value` forms need no care. */
+static int script_index(int cmdc, char **cmd)
+{
+    static const char *const with_value[] = {"-A",
+                                             "-a",
+                                             "-b",
+                                             "-c",
+                                             "-C",
+                                             "-D",
+                                             "-d",
+                                             "-e",
+                                             "-F",
+                                             "-G",
+                                             "-i",
+                                             "-J",
+                                             "-L",
+                                             "-M",
+                                             "-m",
+                                             "-N",
+                                             "-n",
+                                             "-o",
+                                             "-p",
+                                             "-q",
+                                             "-S",
+                                             "-t",
+                                             "-w",
+                                             "-x",
+                                             "--account",
+                                             "--array",
+                                             "--begin",
+                                             "--cpus-per-task",
+                                             "--constraint",
+                                             "--chdir",
+                                             "--dependency",
+                                             "--error",
+                                             "--nodefile",
+                                             "--gpus",
+                                             "--gres",
+                                             "--input",
+                                             "--job-name",
+                                             "--licenses",
+                                             "--clusters",
+                                             "--distribution",
+                                             "--nodes",
+                                             "--ntasks",
+                                             "--output",
+                                             "--partition",
+                                             "--qos",
+                                             "--time",
+                                             "--nodelist",
+                                             "--exclude",
+                                             "--mem",
+                                             "--mem-per-cpu",
+                                             "--ntasks-per-node",
+                                             "--export",
+                                             "--signal",
+                                             "--gpus-per-node",
+                                             "--reservation",
+                                             "--comment",
+                                             "--mail-type",
+                                             "--mail-user",
+                                             NULL};
+    for (int i = 1; i < cmdc; i++) {
+        if (cmd[i][0] != '-')
+            return i;
+        int takes = 0;
+        for (int k = 0; with_value[k] && !takes; k++)
+            takes = !strcmp(cmd[i], with_value[k]);
+        if (takes)
+            i++;
+    }
+    return -1;
+}
+
+/* env_apply - set (restore = 0) the set's variables, saving what they were; or put the saved values back. */
+static void env_apply(const copy_set *s, char *saved[], int restore)
+{
+    for (int i = 0; i < s->nenv; i++) {
+        char name[256];
+        const char *eq = strchr(s->env[i], '=');
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - s->env[i]), s->env[i]);
+        if (!restore) {
+            const char *old = getenv(name);
+            saved[i] = old ? strdup(old) : NULL;
+            setenv(name, eq + 1, 1);
+        } else {
+            if (saved[i])
+                setenv(name, saved[i], 1);
+            else
+                unsetenv(name);
+            free(saved[i]);
+        }
+    }
+}
+
+/* submit - the copies of one set; 0, or the exit code after saying why. */
+static int submit(copy_set *s, int cmdc, char **cmd, int script, int spread, char nodes[][64], int per)
+{
+    char twin_opt[200];
+    snprintf(twin_opt, sizeof(twin_opt), "--lockstep-twin=%s", s->group);
+    char *saved[MAX_EXTRA];
+    env_apply(s, saved, 0);
+    int rc = CLI_OK;
+    for (int c = 0; c < s->copies && rc == CLI_OK; c++) {
+        /* sbatch --parsable --lockstep-twin=G [--nodelist=...] ARGS SCRIPT [ARGS] [the set's ARGS] */
+        char *av[cmdc + MAX_EXTRA + 6];
+        char nodelist[1024] = "--nodelist=";
+        int k = 0, has_mode = 0;
+        av[k++] = cmd[0];
+        av[k++] = "--parsable";
+        av[k++] = twin_opt;
+        s->placed[c][0] = 0;
+        if (spread) {
+            for (int j = 0; j < per; j++) {
+                size_t n = strlen(nodelist);
+                snprintf(nodelist + n, sizeof(nodelist) - n, "%s%s", j ? "," : "", nodes[c * per + j]);
+            }
+            snprintf(s->placed[c], sizeof(s->placed[c]), "%s", nodelist + 11);
+            av[k++] = nodelist;
+        }
+        for (int j = 1; j < cmdc; j++) {
+            if (j == script && s->fp_mode && !has_mode)
+                av[k++] = "--lockstep=fp";
+            int mode = j < script && (!strncmp(cmd[j], "--lockstep=", 11) || !strcmp(cmd[j], "--lockstep"));
+            has_mode |= mode;
+            av[k++] = mode && s->fp_mode ? "--lockstep=fp" : cmd[j];
+        }
+        for (int j = 0; j < s->nargs; j++)
+            av[k++] = (char *)s->args[j];
+        av[k] = NULL;
+        char out[256];
+        int st = proc_run(av, out, sizeof(out));
+        long id = strtol(out, NULL, 10);
+        if (st != 0 || id <= 0) {
+            char detail[400];
+            snprintf(detail, sizeof(detail), "%s copy %d of %d: sbatch exited %d%s", s->part, c + 1, s->copies, st,
+                     c || strcmp(s->part, "baseline") ? "; the copies submitted before it keep running" : "");
+            cli_error("cannot submit the twin jobs", detail, "run the sbatch command alone to see why");
+            rc = CLI_BAD_INPUT;
+            break;
+        }
+        snprintf(s->jobs[c], sizeof(s->jobs[c]), "%ld", id);
+    }
+    env_apply(s, saved, 1);
+    return rc;
+}
+
+/* print_set - "  GROUP  PART  (what differs)  job J on NODES, ..." */
+static void print_set(const copy_set *s)
+{
+    printf("  %-24s %-8s", s->group, s->part);
+    for (int j = 0; j < s->nargs; j++)
+        printf(" %s", s->args[j]);
+    for (int j = 0; j < s->nenv; j++)
+        printf(" %s", s->env[j]);
+    if (s->fp_mode)
+        printf(" (--lockstep=fp)");
+    printf("\n");
+    for (int c = 0; c < s->copies; c++)
+        printf("    job %s%s%s\n", s->jobs[c], s->placed[c][0] ? " on " : "", s->placed[c]);
+}
+
+static int add_extra(const char **list, int *n, const char *v, const char *opt)
+{
+    if (*n == MAX_EXTRA) {
+        cli_errorf(usage, "too many %s options (at most %d)", opt, MAX_EXTRA);
+        return -1;
+    }
+    if (strstr(opt, "-env") && (!strchr(v, '=') || v[0] == '=')) {
+        cli_errorf("e.g. --noise-env NCCL_ALGO=Tree", "%s takes VAR=VALUE, not '%s'", opt, v);
+        return -1;
+    }
+    list[(*n)++] = v;
+    return 0;
+}
+
 int cmd_twin(int argc, char **argv)
 {
-    int copies = 0, spread = 0, sep = -1;
+    int copies = 0, spread = 0, sep = -1, noise = -1;
     char group[128] = "";
+    static copy_set sets[3];
+    memset(sets, 0, sizeof(sets));
+    copy_set *base = &sets[0], *change = &sets[1], *nz = &sets[2];
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--")) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (!strcmp(a, "--")) {
             sep = i;
             break;
-        } else if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+        } else if (!strcmp(a, "-n") && v) {
             copies = atoi(argv[++i]);
-        } else if (!strcmp(argv[i], "--spread")) {
+        } else if (!strcmp(a, "--spread")) {
             spread = 1;
-        } else if (!strcmp(argv[i], "--group") && i + 1 < argc) {
+        } else if (!strcmp(a, "--group") && v) {
             snprintf(group, sizeof(group), "%s", argv[++i]);
+        } else if (!strcmp(a, "--noise") && v) {
+            char *end;
+            noise = (int)strtol(argv[++i], &end, 10);
+            bad = *end != 0;
+        } else if (!strcmp(a, "--change") && v) {
+            bad = add_extra(change->args, &change->nargs, argv[++i], a) < 0;
+        } else if (!strcmp(a, "--change-env") && v) {
+            bad = add_extra(change->env, &change->nenv, argv[++i], a) < 0;
+        } else if (!strcmp(a, "--noise-arg") && v) {
+            bad = add_extra(nz->args, &nz->nargs, argv[++i], a) < 0;
+        } else if (!strcmp(a, "--noise-env") && v) {
+            bad = add_extra(nz->env, &nz->nenv, argv[++i], a) < 0;
+        } else if (!strcmp(a, "--noise-mode") && v) {
+            i++;
+            nz->fp_mode = !strcmp(v, "fp");
+            bad = !nz->fp_mode && strcmp(v, "det");
         } else {
-            cli_errorf(usage, "unknown option '%s'", argv[i]);
+            cli_errorf(usage, "unknown option '%s'", a);
+            return CLI_BAD_INPUT;
+        }
+        if (bad) {
+            cli_errorf(usage, "bad value for %s", a);
             return CLI_BAD_INPUT;
         }
     }
-    if (sep < 0 || sep + 2 >= argc || copies < 2 || copies > MAX_COPIES) {
-        cli_error("twin needs -n N (2 to 64) and a command after --", NULL, usage);
+    int experiment = noise >= 0 || change->nargs || change->nenv;
+    if (sep < 0 || sep + 2 >= argc || copies < (experiment ? 1 : 2) || copies > MAX_COPIES) {
+        cli_error(experiment ? "twin needs -n N (1 to 64) and a command after --"
+                             : "twin needs -n N (2 to 64) and a command after --",
+                  NULL, usage);
+        return CLI_BAD_INPUT;
+    }
+    if (noise >= 0 && (noise < 2 || noise > MAX_COPIES)) {
+        cli_error("--noise takes 2 to 64 replicas", "a noise band needs at least 2 replicas to estimate its spread",
+                  "4 or more give a useful band");
+        return CLI_BAD_INPUT;
+    }
+    if (noise < 0 && (nz->nargs || nz->nenv || nz->fp_mode)) {
+        cli_error("--noise-arg, --noise-env and --noise-mode need --noise K", NULL, usage);
+        return CLI_BAD_INPUT;
+    }
+    if (noise > 0 && !nz->nargs && !nz->nenv && !nz->fp_mode) {
+        cli_error("the noise replicas need a nondeterministic setting",
+                  "without one they are deterministic twins "
+                  "of the baseline and carry no noise",
+                  "name it: --noise-arg --nondeterministic, or --noise-env NCCL_ALGO=Tree --noise-mode fp");
         return CLI_BAD_INPUT;
     }
     char **cmd = argv + sep + 1;
     int cmdc = argc - sep - 1;
-    const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
-    if (strcmp(base, "sbatch") != 0) {
+    const char *exe = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
+    if (strcmp(exe, "sbatch") != 0) {
         cli_errorf(usage, "twin submits with sbatch, not '%s'", cmd[0]);
+        return CLI_BAD_INPUT;
+    }
+    int script = script_index(cmdc, cmd);
+    if (script < 0) {
+        cli_error("no batch script after the sbatch options", NULL, usage);
         return CLI_BAD_INPUT;
     }
     if (!group[0]) {
         time_t now = time(NULL);
         struct tm tm;
         gmtime_r(&now, &tm);
-        snprintf(group, sizeof(group), "twin-%04d%02d%02d-%02d%02d%02d-%04x", tm.tm_year + 1900, tm.tm_mon + 1,
-                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(getpid() ^ (unsigned)now) & 0xffff);
+        snprintf(group, sizeof(group), "%s-%04d%02d%02d-%02d%02d%02d-%04x", experiment ? "exp" : "twin",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 (unsigned)(getpid() ^ (unsigned)now) & 0xffff);
     }
+    base->part = "baseline";
+    change->part = "change";
+    nz->part = "noise";
+    snprintf(base->group, sizeof(base->group), "%s", group);
+    snprintf(change->group, sizeof(change->group), "%s.change", group);
+    snprintf(nz->group, sizeof(nz->group), "%s.noise", group);
+    base->copies = copies;
+    change->copies = change->nargs || change->nenv ? copies : 0;
+    nz->copies = noise > 0 ? noise : 0;
 
     static char nodes[MAX_NODES][64];
-    int per = nodes_per_job(cmdc, cmd), n_nodes = 0;
+    int per = nodes_per_job(cmdc, cmd), n_nodes = 0, most = copies > nz->copies ? copies : nz->copies;
     if (spread) {
         if (per < 0) {
             cli_error("--spread needs a fixed node count", "sbatch -N gives a range", "use -N K with one number");
@@ -104,61 +359,45 @@ int cmd_twin(int argc, char **argv)
             cli_error("cannot list the cluster's nodes", "sinfo failed", "is SLURM_CONF set and slurmctld up?");
             return CLI_BAD_INPUT;
         }
-        if (copies * per > n_nodes) {
+        if (most * per > n_nodes) {
             char detail[200];
-            snprintf(detail, sizeof(detail), "%d copies x %d nodes each need %d nodes; %d respond", copies, per,
-                     copies * per, n_nodes);
+            snprintf(detail, sizeof(detail), "%d copies x %d nodes each need %d nodes; %d respond", most, per,
+                     most * per, n_nodes);
             cli_error("not enough nodes to spread the copies apart", detail, "use fewer copies or drop --spread");
             return CLI_BAD_INPUT;
         }
     }
 
-    char twin_opt[200];
-    snprintf(twin_opt, sizeof(twin_opt), "--lockstep-twin=%s", group);
-    char jobs[MAX_COPIES][32];
-    char placed[MAX_COPIES][1024];
-    for (int c = 0; c < copies; c++) {
-        /* sbatch --parsable --lockstep-twin=G [--nodelist=...] ARGS SCRIPT [ARGS] */
-        char *av[cmdc + 4];
-        char nodelist[1024] = "--nodelist=";
-        int k = 0;
-        av[k++] = cmd[0];
-        av[k++] = "--parsable";
-        av[k++] = twin_opt;
-        placed[c][0] = 0;
-        if (spread) {
-            for (int j = 0; j < per; j++) {
-                size_t n = strlen(nodelist);
-                snprintf(nodelist + n, sizeof(nodelist) - n, "%s%s", j ? "," : "", nodes[c * per + j]);
-            }
-            snprintf(placed[c], sizeof(placed[c]), "%s", nodelist + 11);
-            av[k++] = nodelist;
+    for (int s = 0; s < 3; s++)
+        if (sets[s].copies) {
+            int rc = submit(&sets[s], cmdc, cmd, script, spread, nodes, per);
+            if (rc)
+                return rc;
         }
-        for (int j = 1; j < cmdc; j++)
-            av[k++] = cmd[j];
-        av[k] = NULL;
-        char out[256];
-        int st = proc_run(av, out, sizeof(out));
-        long id = strtol(out, NULL, 10);
-        if (st != 0 || id <= 0) {
-            char detail[300];
-            snprintf(detail, sizeof(detail), "copy %d of %d: sbatch exited %d%s", c + 1, copies, st,
-                     c ? "; the copies submitted before it keep running" : "");
-            cli_error("cannot submit the twin jobs", detail, "run the sbatch command alone to see why");
-            return CLI_BAD_INPUT;
-        }
-        snprintf(jobs[c], sizeof(jobs[c]), "%ld", id);
-    }
 
-    printf("twin group %s: %d jobs\n", group, copies);
-    for (int c = 0; c < copies; c++)
-        printf("  job %s%s%s\n", jobs[c], placed[c][0] ? " on " : "", placed[c]);
     const char *server = getenv("LOCKSTEP_SERVER");
-    if (server && *server) {
-        char esc[400];
-        client_escape(group, esc, sizeof(esc));
-        printf("dashboard: %s/#/twins/%s\n", server, esc);
+    char esc[3][400];
+    for (int s = 0; s < 3; s++)
+        client_escape(sets[s].group, esc[s], sizeof(esc[s]));
+    if (!experiment) {
+        printf("twin group %s: %d jobs\n", group, copies);
+        for (int c = 0; c < copies; c++)
+            printf("  job %s%s%s\n", base->jobs[c], base->placed[c][0] ? " on " : "", base->placed[c]);
+        if (server && *server)
+            printf("dashboard: %s/#/twins/%s\n", server, esc[0]);
+        printf("follow it: lockstep twins %s\n", group);
+        return CLI_OK;
     }
-    printf("follow it: lockstep twins %s\n", group);
+    printf("experiment %s: %d jobs\n", group, base->copies + change->copies + nz->copies);
+    for (int s = 0; s < 3; s++)
+        if (sets[s].copies)
+            print_set(&sets[s]);
+    char cmp[1200];
+    snprintf(cmp, sizeof(cmp), "lockstep compare %s %s%s%s", group, change->copies ? change->group : "CHANGED",
+             nz->copies ? " --noise " : "", nz->copies ? nz->group : "");
+    if (server && *server)
+        printf("dashboard: %s/#/compare?base=%s&changed=%s%s%s\n", server, esc[0], change->copies ? esc[1] : "CHANGED",
+               nz->copies ? "&noise=" : "", nz->copies ? esc[2] : "");
+    printf("compare it: %s\n", cmp);
     return CLI_OK;
 }

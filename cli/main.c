@@ -26,8 +26,12 @@ static const struct {
     {"job", cmd_job, "job JOBID [--summary]  a Slurm job's outcome: every step's run and its twin group's status\n"
                      "                        (--summary: one line, as the slurmctld epilog writes it to AdminComment)"},
     {"manifest-diff", cmd_manifest_diff, "manifest-diff GROUP   what differs between the twins' manifests"},
-    {"twin", cmd_twin, "twin -n N [--spread] [--group NAME] -- sbatch ARGS SCRIPT\n"
-                       "                        submit N copies as one twin group (--spread: on disjoint nodes)"},
+    {"twin", cmd_twin, "twin -n N [--spread] [--group NAME] [--change ARG] [--noise K --noise-arg ARG]\n"
+                       "                        -- sbatch ARGS SCRIPT\n"
+                       "                        submit N copies as one twin group (--spread: on disjoint nodes);\n"
+                       "                        with --change/--noise: the baseline, the change, K noise replicas"},
+    {"compare", cmd_compare, "compare BASE CHANGED [--noise NOISE] [--rank R] [--from S] [--to S] [--alpha A]\n"
+                             "                        the effect of a change against the run-to-run noise band"},
     {"narrow", cmd_narrow, "narrow GROUP [--level modules|ops] [--window K]\n"
                            "                        re-run a diverged group traced finely; name the first record"},
     {"replay", cmd_replay, "replay [--server URL] DIR  send what agents left in a spool directory to lockstepd"},
@@ -48,9 +52,10 @@ static void help(FILE *out)
                  "server commands take --server URL (else LOCKSTEP_SERVER, else 'server = URL' in\n"
                  "~/.config/lockstep/config), --token T or --token-file F (else LOCKSTEP_ADMIN_TOKEN) and --json.\n\n"
                  "exit codes:\n"
-                 "  0  success (diff, twins GROUP: the runs match; job: none of its twin groups failed to match)\n"
+                 "  0  success (diff, twins GROUP: the runs match; job: none of its twin groups failed to match;\n"
+                 "     compare: identical or within noise)\n"
                  "  1  diff, twins GROUP, job: the runs do not match (diverged, or incomplete: failed runs or\n"
-                 "     nothing in common)\n"
+                 "     nothing in common); compare: beyond noise (or differs without NOISE, or undetermined)\n"
                  "  2  unreadable input, bad usage, or no such run/group\n"
                  "  3  the server could not be reached\n"
                  "  4  the server answered with an error\n"

@@ -16,6 +16,7 @@
 
 #include "common/crypto/token.h"
 #include "server/api/admin.h"
+#include "server/api/effect.h"
 #include "server/api/alerts.h"
 #include "server/api/health.h"
 #include "server/api/ingest.h"
@@ -185,6 +186,7 @@ int main(int argc, char **argv)
     api_series_register();
     api_twins_register();
     api_twin_records_register();
+    api_effect_register();
     api_nodes_register();
     api_alerts_register();
     api_admin_register();

@@ -33,6 +33,7 @@ $(B)/server/main.o: EXTRA_CFLAGS_server += -DLOCKSTEP_SHARE='"$(PREFIX)/share/lo
 TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
 TEST_OBJS_test_rule := $(B)/server/compare/rule.o
 TEST_OBJS_test_status := $(B)/server/compare/status.o
+TEST_OBJS_test_noise := $(B)/server/compare/noise.o
 TEST_OBJS_test_token := $(TOKEN_OBJS)
 TEST_LIBS_test_token = $(TOKEN_LIBS)
 
@@ -57,6 +58,8 @@ $(B)/tests/integration/test_%: $(B)/tests/integration/test_%.o $(IT_OBJS) $(LIBC
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,cmocka libpq) $(HARNESS_LIBS) $(TOKEN_LIBS) -lm
 ALL_TARGETS += $(IT_BINS)
 TEST_TIERS += tests/integration/run.sh
+# The compare tier: lockstep-train runs streamed into lockstepd, judged by `lockstep compare` (docs/compare.md).
+TEST_TIERS += tests/compare/run.sh
 
 # Fuzz tier: libFuzzer targets for the ingest decoders and the text parsers, built with clang (sanitizers on),
 # run briefly.

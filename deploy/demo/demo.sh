@@ -89,6 +89,10 @@ for g in demo-faulty demo-faulty-2 demo-faulty-3; do
   LOCKSTEP_FAULT=node=n3,step=8,bit=12 "$ls" twin -n 3 --spread --group "$g" -- \
     sbatch "${exp[@]}" -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" | sed 's/^/  /'
 done
+# An experiment: a baseline, a change (a doubled learning rate) and 4 noise replicas (--nondeterministic), to
+# judge the change against run-to-run noise (lockstep compare).
+"$ls" twin -n 1 --spread --group demo-exp --change --lr=2e-3 --noise 4 --noise-arg --nondeterministic -- \
+  sbatch "${exp[@]}" -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" | sed 's/^/  /'
 # A run checkpointed every 10 steps, then a twin resumed from its step-20 checkpoint.
 resume_at=$((steps * 2 / 3 / 10 * 10)); [ "$resume_at" -ge 10 ] || resume_at=10
 full=$(sbatch "${exp[@]}" --parsable -N1 -n2 -w n4 --lockstep=det --lockstep-twin=demo-resume -o "$dir/%j.out" "$job" \
@@ -113,7 +117,7 @@ wait_jobs 60 || die "the resumed job is still queued after 60 s"
 
 # --- wait for the comparisons to settle, then summarize
 status_of() { "$ls" twins "$1" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>/dev/null; }
-for g in demo-match demo-nondet demo-faulty demo-faulty-2 demo-faulty-3 demo-resume; do
+for g in demo-match demo-nondet demo-faulty demo-faulty-2 demo-faulty-3 demo-resume demo-exp.noise; do
   for _ in $(seq 100); do [ "$(status_of $g)" != pending ] && break; sleep 0.2; done
 done
 # The suspect scores follow the divergences: give the fleet a moment to settle.
@@ -125,6 +129,13 @@ say ""
 say "== what Lockstep found ($(( $(date +%s) - t0 )) s)"
 summary=$dir/summary.json
 for g in demo-match demo-nondet demo-faulty demo-resume; do "$ls" twins "$g" --json >"$dir/$g.json" 2>/dev/null; done
+# The change against the noise, and the demo's nondeterministic pair (replicas of the same noise) against it too.
+for _ in $(seq 50); do # until every run's last batch is in (a run still streaming covers fewer steps: exit 2)
+  "$ls" compare demo-exp demo-exp.change --noise demo-exp.noise --json >"$dir/demo-exp.json" 2>"$dir/demo-exp.err"
+  [ $? -le 1 ] && break
+  sleep 0.2
+done
+"$ls" compare demo-exp demo-nondet --noise demo-exp.noise --json >"$dir/demo-exp-nondet.json" 2>>"$dir/demo-exp.err"
 "$ls" runs --limit 100 --json >"$dir/runs.json"
 curl -s "$url/api/v1/nodes" >"$dir/nodes.json" 2>/dev/null
 python3 - "$dir" "$resume_at" >"$summary" <<'PY'
@@ -141,6 +152,15 @@ for g in ("demo-match", "demo-nondet", "demo-faulty", "demo-resume"):
               "step": fd.get("step"), "rank": fd.get("rank"), "record": fd.get("name"),
               "odd_node": runs[odd]["nodes"] if odd in runs else None,
               "start_steps": sorted(r.get("start_step", 0) for r in t["runs"])}
+for name in ("demo-exp", "demo-exp-nondet"):
+    try:
+        c = json.load(open(os.path.join(d, name + ".json")))
+        fe = c.get("first_effect") or {}
+        out[name] = {"verdict": c["verdict"], "step": fe.get("step"), "rank": fe.get("rank"), "record": fe.get("name"),
+                     "noise": len((c.get("noise") or {}).get("runs", [])),
+                     "metrics": {m["name"]: m["verdict"] for m in c["metrics"]}}
+    except (OSError, ValueError, KeyError):
+        out[name] = None
 try:
     nodes = json.load(open(os.path.join(d, "nodes.json")))
     out["suspects"] = None if "error" in nodes else sorted(
@@ -163,6 +183,12 @@ line("demo-faulty", f"first divergence at step {f['step']}, rank {f['rank']}, \"
 r = s["demo-resume"]
 line("demo-resume", f"resumed run compared on its overlap (from step {max(r['start_steps'])}): "
      + ("bit-identical" if r["status"] == "match" else "diverged"))
+e, n = s.get("demo-exp"), s.get("demo-exp-nondet")
+if e:
+    print(f"  {'demo-exp':<12} {e['verdict']:<9} --lr 2e-3 against the noise of {e['noise']} --nondeterministic replicas: "
+          f"first effect at step {e['step']}, rank {e['rank']}, \"{e['record']}\"")
+if n:
+    print(f"  {'':<12} {n['verdict']:<9} the demo-nondet pair against the same noise (replicas of it, so within)")
 if s.get("suspects") is not None:
     print(f"  suspects     {', '.join(s['suspects']) or 'none'} (after 3 faulty three-run groups: "
           "lockstep nodes, lockstep node n3)")
@@ -171,6 +197,8 @@ say ""
 say "dashboard:  $url/"
 say "try:        LOCKSTEP_SERVER=$url $ls twins demo-faulty"
 say "            LOCKSTEP_SERVER=$url SLURM_CONF=$SLURM_CONF $ls narrow demo-faulty"
+say "            LOCKSTEP_SERVER=$url $ls compare demo-exp demo-exp.change --noise demo-exp.noise"
+say "            $url/#/compare?base=demo-exp&changed=demo-exp.change&noise=demo-exp.noise"
 say "stop with:  make demo-stop"
 
 if [ "$quick" = 1 ]; then # the expectations the test tier checks
@@ -180,7 +208,9 @@ s = json.load(open(sys.argv[1]))
 ok = (s["demo-match"]["status"] == "match" and s["demo-nondet"]["status"] == "diverged"
       and s["demo-faulty"]["status"] == "diverged" and s["demo-faulty"]["odd_node"] == "n3"
       and s["demo-faulty"]["step"] == 8 and s["demo-resume"]["status"] == "match"
-      and s["suspects"] == ["n3"])
+      and s["suspects"] == ["n3"]
+      and (s.get("demo-exp") or {}).get("verdict") == "beyond-noise" and s["demo-exp"]["step"] == 2
+      and s["demo-exp"]["record"] == "loss")
 sys.exit(0 if ok else 1)
 PY
 fi

@@ -26,6 +26,9 @@ void group_register(void)
 {
     db_register("grp_runs", "SELECT run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode, "
                             TS("created_at") ", " TS("ended_at") " FROM runs WHERE twin_group = $1 ORDER BY run_key");
+    db_register("grp_runs_keys", "SELECT run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode, "
+                                 TS("created_at") ", " TS("ended_at") " FROM runs WHERE run_key = ANY($1::bigint[]) "
+                                 "ORDER BY array_position($1::bigint[], run_key)");
 }
 
 static enum MHD_Result unknown_group(http_req *req, const char *group)
@@ -35,11 +38,13 @@ static enum MHD_Result unknown_group(http_req *req, const char *group)
     return http_reply_error(req, 404, "unknown twin group", detail, "list runs with GET /api/v1/runs?group=NAME");
 }
 
-int group_open(http_req *req, const char *group, group_runs *g, enum MHD_Result *sent)
+/* open_with - group_open's body for statement `stmt` with its one parameter. */
+static int open_with(http_req *req, const char *stmt, const char *param, const char *group, group_runs *g,
+                     enum MHD_Result *sent)
 {
     char err[512];
-    const char *p[] = {group};
-    g->res = db_exec("grp_runs", 1, p, err, sizeof(err));
+    const char *p[] = {param};
+    g->res = db_exec(stmt, 1, p, err, sizeof(err));
     if (!g->res) {
         *sent = http_reply_db_down(req, err);
         return 0;
@@ -49,10 +54,22 @@ int group_open(http_req *req, const char *group, group_runs *g, enum MHD_Result 
         g->keys[i] = strtoll(PQgetvalue(g->res, i, 0), NULL, 10);
     if (g->n == 0) {
         PQclear(g->res);
-        *sent = unknown_group(req, group);
+        *sent = group ? unknown_group(req, group)
+                      : http_reply_error(req, 404, "unknown run", "none of the runs named exists",
+                                         "list runs with GET /api/v1/runs");
         return 0;
     }
     return 1;
+}
+
+int group_open(http_req *req, const char *group, group_runs *g, enum MHD_Result *sent)
+{
+    return open_with(req, "grp_runs", group, group, g, sent);
+}
+
+int group_open_runs(http_req *req, const char *keys, group_runs *g, enum MHD_Result *sent)
+{
+    return open_with(req, "grp_runs_keys", keys, NULL, g, sent);
 }
 
 int group_run_index(const group_runs *g, int64_t key)

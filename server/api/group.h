@@ -29,6 +29,10 @@ int group_open(http_req *req, const char *group, group_runs *g, enum MHD_Result 
 /* group_names_json - `n` group names as a JSON array text (the $1 of the statements that take a set of
  * groups), as a new string (caller frees). */
 char *group_names_json(const char *const *names, int n);
+/* group_open_runs - load the runs `keys` (a PostgreSQL bigint[] literal, at most GROUP_MAX_RUNS) as an ad hoc
+ * group, in the literal's order: what GET /api/v1/compare/records lines up. Returns as group_open (404 when
+ * none of them exists). */
+int group_open_runs(http_req *req, const char *keys, group_runs *g, enum MHD_Result *sent);
 
 /* group_run_index - the index of run `key` in `g`, or -1. */
 int group_run_index(const group_runs *g, int64_t key);

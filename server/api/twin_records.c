@@ -159,48 +159,35 @@ static json_t *row_json(const grow *w, int nruns, const group_runs *g, PGresult 
     return o;
 }
 
-/* read_twin_records - GET /api/v1/twins/{group}/records?rank=R&step=S: the records of every run of the group at
- * one step and rank, side by side, one row per (name, occurrence) in sequence order, with each row's status
- * and differences judged by the one rule (common/recmatch.h) and ULP distances computed here. */
-static enum MHD_Result read_twin_records(http_req *req, char **args)
+enum MHD_Result api_records_side_by_side(http_req *req, group_runs *g, long long rank, long long step, long long limit,
+                                         long long offset, json_t *extras)
 {
-    const char *group = args[0];
-    long long rank, step, limit, offset;
-    if (api_int_arg(req, "rank", 0, INT32_MAX, 0, &rank) < 0 ||
-        api_int_arg(req, "step", INT64_MIN, INT64_MAX, 0, &step) < 0 ||
-        api_page(req, 10000, 100000, NULL, 0, &limit, &offset) < 0)
-        return MHD_YES;
-    if (!http_query(req, "step"))
-        return http_reply_error(req, 400, "missing step", "?step= names the step to show",
-                                "e.g. /api/v1/twins/G/records?rank=0&step=8");
-    group_runs g;
-    enum MHD_Result sent;
-    if (!group_open(req, group, &g, &sent))
-        return sent;
     char keys[GROUP_KEYS_CAP], rk[24], st[32], lim[24], err[512];
-    group_keys(&g, keys, sizeof(keys));
+    group_keys(g, keys, sizeof(keys));
     snprintf(rk, sizeof(rk), "%lld", rank);
     snprintf(st, sizeof(st), "%lld", step);
     snprintf(lim, sizeof(lim), "%d", STEP_MAX_ROWS + 1);
     const char *p[] = {keys, rk, st, lim};
     PGresult *r = db_exec("grp_records", 4, p, err, sizeof(err));
     if (!r) {
-        PQclear(g.res);
+        PQclear(g->res);
+        json_decref(extras);
         return http_reply_db_down(req, err);
     }
     int n = PQntuples(r);
     if (n > STEP_MAX_ROWS) {
         PQclear(r);
-        PQclear(g.res);
+        PQclear(g->res);
+        json_decref(extras);
         return http_reply_error(req, 413, "too many records at this step",
-                                "one step and rank of this group holds more than 200000 records (all runs together)",
+                                "one step and rank of these runs holds more than 200000 records (all runs together)",
                                 "read each run's records with GET /api/v1/runs/{id}/records?rank=&step=, paged");
     }
     grec *recs = xcalloc((size_t)n + 1, sizeof(*recs));
     for (int i = 0; i < n; i++) {
         grec *c = &recs[i];
         c->row = i;
-        c->run = group_run_index(&g, strtoll(PQgetvalue(r, i, 0), NULL, 10));
+        c->run = group_run_index(g, strtoll(PQgetvalue(r, i, 0), NULL, 10));
         rec_record *x = &c->rec;
         x->seq = strtoull(PQgetvalue(r, i, 1), NULL, 10);
         x->name = PQgetvalue(r, i, 2);
@@ -241,21 +228,44 @@ static enum MHD_Result read_twin_records(http_req *req, char **args)
     json_t *items = json_array();
     int rows_left = (int)limit;
     for (size_t i = (size_t)offset; i < nrows && rows_left > 0; i++, rows_left--)
-        json_array_append_new(items, row_json(&rows[i], g.n, &g, r));
+        json_array_append_new(items, row_json(&rows[i], g->n, g, r));
     json_t *ids = json_array();
-    for (int i = 0; i < g.n; i++)
-        json_array_append_new(ids, json_string(PQgetvalue(g.res, i, 1)));
+    for (int i = 0; i < g->n; i++)
+        json_array_append_new(ids, json_string(PQgetvalue(g->res, i, 1)));
     long long next = (size_t)(offset + limit) < nrows ? offset + limit : -1;
     json_t *o = api_list(items, (long long)nrows, limit, next);
-    json_object_set_new(o, "group", json_string(group));
+    if (extras)
+        json_object_update(o, extras);
+    json_decref(extras);
     json_object_set_new(o, "rank", json_integer(rank));
     json_object_set_new(o, "step", json_integer(step));
     json_object_set_new(o, "runs", ids);
     free(rows);
     free(recs);
     PQclear(r);
-    PQclear(g.res);
+    PQclear(g->res);
     return http_reply_json(req, 200, o);
+}
+
+/* read_twin_records - GET /api/v1/twins/{group}/records?rank=R&step=S: the records of every run of the group at
+ * one step and rank, side by side, one row per (name, occurrence) in sequence order, with each row's status
+ * and differences judged by the one rule (common/recmatch.h) and ULP distances computed here. */
+static enum MHD_Result read_twin_records(http_req *req, char **args)
+{
+    const char *group = args[0];
+    long long rank, step, limit, offset;
+    if (api_int_arg(req, "rank", 0, INT32_MAX, 0, &rank) < 0 ||
+        api_int_arg(req, "step", INT64_MIN, INT64_MAX, 0, &step) < 0 ||
+        api_page(req, 10000, 100000, NULL, 0, &limit, &offset) < 0)
+        return MHD_YES;
+    if (!http_query(req, "step"))
+        return http_reply_error(req, 400, "missing step", "?step= names the step to show",
+                                "e.g. /api/v1/twins/G/records?rank=0&step=8");
+    group_runs g;
+    enum MHD_Result sent;
+    if (!group_open(req, group, &g, &sent))
+        return sent;
+    return api_records_side_by_side(req, &g, rank, step, limit, offset, json_pack("{s:s}", "group", group));
 }
 
 static const route ROUTES[] = {

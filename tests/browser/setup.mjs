@@ -2,6 +2,7 @@
 import { writeFileSync } from 'node:fs';
 import { endRun, fp64, ingestRun, registerRun, sendSteps, streamRun } from './ingest.mjs';
 import { must } from './lib.mjs';
+import { compareFixtures } from './compare_fixtures.mjs';
 
 export const XSS_COMMAND = `python train.py --tag '<img src=x onerror="window.__xss=1">' <script>window.__xss=2</script>`;
 export const XSS_USER = '<b>mallory</b>';
@@ -63,6 +64,10 @@ async function main() {
   // Enough runs to page through (50 a page).
   fx.groups.bulk = [];
   for (let i = 0; i < 50; i++) fx.groups.bulk.push(await ingestRun({ group: 'bulk', job: 5000 + i, ranks: 1, user: 'dave', command: `./sweep.sh --lr ${i}` }));
+  // A baseline, noise replicas and a change, for the compare page.
+  const cmp = await compareFixtures();
+  Object.assign(fx.groups, cmp.groups);
+  fx.compare = { changeAt: cmp.changeAt };
   // Comparison runs as batches commit; wait until the server has seen what was sent.
   await settled('pair-match', (t) => t.status === 'match');
   await settled('pair-diverged', (t) => t.per_rank.length === 4);

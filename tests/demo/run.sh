@@ -24,6 +24,7 @@ check_line "summary: the nondeterministic pair diverges" '^  demo-nondet +diverg
 check_line "summary: the faulty node is named" '^  demo-faulty +diverged +first divergence at step 8, .*odd one out runs on n3'
 check_line "summary: the resumed run matches on its overlap" '^  demo-resume +match +resumed run compared on its overlap \(from step 11\)'
 check_line "summary: n3 is the one suspect" '^  suspects +n3 \('
+check_line "summary: the experiment's change is beyond the noise, first at step 2" '^  demo-exp +beyond-noise +--lr 2e-3 against the noise of 4 .*first effect at step 2, rank 0, "loss"'
 check_line "summary: the dashboard URL" '^dashboard: +http://127\.0\.0\.1:[0-9]+/$'
 
 # The services stay up after the demo: narrow its faulty group, and check twin's refusals.

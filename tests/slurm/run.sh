@@ -44,7 +44,7 @@ done
 mkdir -p "$tmp/lib" "$tmp/bin" "$tmp/tests/slurm" && cp "$plugin" "$agent" "$tmp/lib/" || { echo "0 passed, 1 failed"; exit 1; }
 plugin=$tmp/lib/spank_lockstep.so
 agent=$tmp/lib/liblockstep.so
-for f in bin/lockstepd bin/lockstep tests/slurm/mpi_twin; do [ -x "$build/$f" ] && cp "$build/$f" "$tmp/$f"; done
+for f in bin/lockstepd bin/lockstep bin/lockstep-train tests/slurm/mpi_twin; do [ -x "$build/$f" ] && cp "$build/$f" "$tmp/$f"; done
 # The MPI wrappers and the real programs of tests/apps (the stripped library beside its program).
 [ -f "$build/lib/liblockstep_mpi.so" ] && cp "$build/lib/liblockstep_mpi.so" "$tmp/lib/"
 mkdir -p "$tmp/tests/apps"
@@ -579,6 +579,38 @@ t_requeue() {
   [ $rc -eq 0 ]
 }
 
+# --- an experiment in one command: the baseline, the change and noise replicas (lockstep twin), judged by
+# lockstep compare (docs/compare.md)
+t_experiment() {
+  cat >"$tmp/exp.sh" <<SCRIPT
+#!/bin/bash
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
+exec srun --mpi=pmix $tmp/bin/lockstep-train --quiet --steps 12 --hidden 16 --batch 8 "\$@"
+SCRIPT
+  chmod 755 "$tmp/exp.sh"
+  local exp="ALL"
+  [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload"
+  LOCKSTEP_SERVER=http://127.0.0.1:$lsd_port "$lockstep_cli" twin -n 2 --spread --group exp --change --lr=2e-3 \
+    --noise 3 --noise-arg --nondeterministic --noise-env NCCL_ALGO=Tree --noise-mode fp -- \
+    sbatch --export="$exp" -N1 -n2 --lockstep=det -o "$tmp/exp-%j.out" "$tmp/exp.sh" >"$tmp/out" 2>>"$tmp/err" || return 1
+  grep -q '^experiment exp: 7 jobs$' "$tmp/out" && grep -q '^compare it: lockstep compare exp exp.change --noise exp.noise$' "$tmp/out" &&
+    grep -q "dashboard: http://127.0.0.1:$lsd_port/#/compare?base=exp&changed=exp.change&noise=exp.noise" "$tmp/out" || return 1
+  for _ in $(seq 600); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.1; done
+  # Each set is its own twin group; the replicas ran with --lockstep=fp (det would refuse NCCL_ALGO=Tree).
+  [ "$(api "http://127.0.0.1:$lsd_port/api/v1/runs?group=exp.noise" | json '" ".join(sorted(r["mode"] for r in d["items"]))')" = "fp fp fp" ] &&
+    [ "$(api "http://127.0.0.1:$lsd_port/api/v1/runs?group=exp.change" | json '" ".join(sorted(r["mode"] for r in d["items"]))')" = "det det" ] ||
+    { echo "modes are wrong" >>"$tmp/err"; return 1; }
+  local rc=2
+  for _ in $(seq 100); do # until every run's last batch is in
+    "$lockstep_cli" compare exp exp.change --noise exp.noise --server "http://127.0.0.1:$lsd_port" >"$tmp/out" 2>>"$tmp/err"
+    rc=$?
+    [ $rc -le 1 ] && ! grep -q '^BASE .*, pending)$' "$tmp/out" && break # BASE's status: until it is decided
+    sleep 0.1
+  done
+  [ $rc = 1 ] && grep -q '^verdict: BEYOND NOISE$' "$tmp/out" && grep -q '^BASE     exp (2 runs, bit-identical)$' "$tmp/out" &&
+    grep -q '^first effect: step 2, rank 0, record "loss"' "$tmp/out"
+}
+
 # The lockstepd part, once lockstepd is built (the server issue); registration against it.
 if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
   if start_lockstepd; then
@@ -597,6 +629,11 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
       plugstack "${args/server=http:\/\/127.0.0.1:$dead_port/server=http://127.0.0.1:$lsd_port}"
     else
       fail=$((fail+1)); echo "FAIL tests/apps or liblockstep_mpi.so is not built"
+    fi
+    if [ -x "$tmp/bin/lockstep-train" ]; then
+      check "lockstep twin --change --noise: baseline, change and replicas; lockstep compare: beyond noise" t_experiment
+    else
+      echo "skip the experiment: lockstep-train is not built"; skip=$((skip+1))
     fi
     if "$lockstep_cli" help 2>&1 | grep -q replay; then
       check "lockstepd down: the job runs, its data arrives later" t_down_then_back

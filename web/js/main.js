@@ -9,6 +9,7 @@ import * as twinPage from './pages/twin.js';
 import * as fleetPage from './pages/fleet.js';
 import * as nodePage from './pages/node.js';
 import * as alertsPage from './pages/alerts.js';
+import * as comparePage from './pages/compare.js';
 
 const POLL_MS = 3000;
 
@@ -21,6 +22,7 @@ const ROUTES = [
   [/^\/fleet\/?$/, fleetPage, 'fleet'],
   [/^\/nodes\/([^/]+)$/, nodePage, 'fleet'],
   [/^\/alerts\/?$/, alertsPage, 'alerts'],
+  [/^\/compare\/?$/, comparePage, 'runs'],
 ];
 
 let current = null;      // { page, instance }

@@ -4,11 +4,12 @@ import { apiGet } from '../api.js';
 import { badge, card, table, emptyState, errorBox, replace } from '../components.js';
 import { shortId, fmtFp, fmtValue, fmtCount } from '../format.js';
 
-/* recordsSection(box) - owns `box`; show(summary, sel) fetches GET /api/v1/twins/{group}/records?rank=&step=,
- * where lockstepd has lined the runs' records up one row per (name, occurrence) and judged each row with the
- * one rule every program uses (status, kind of difference, ULP distance, inputs, first differing chunk), and
- * renders it, re-rendering only on change. */
-export function recordsSection(box) {
+/* recordsSection(box, load) - owns `box`; show(summary, sel) fetches GET /api/v1/twins/{group}/records?rank=&step=
+ * (or whatever load(sel) answers in that shape: the compare page's GET /api/v1/compare/records), where lockstepd
+ * has lined the runs' records up one row per (name, occurrence) and judged each row with the one rule every
+ * program uses (status, kind of difference, ULP distance, inputs, first differing chunk), and renders it,
+ * re-rendering only on change. */
+export function recordsSection(box, load) {
   let last = '';
   async function show(summary, sel) {
     if (sel.step === null || sel.rank === null) {
@@ -20,7 +21,8 @@ export function recordsSection(box) {
     const group = summary && summary.group;
     let answer;
     try {
-      answer = await apiGet('/twins/' + encodeURIComponent(group) + '/records', { rank: sel.rank, step: sel.step, limit: 10000 });
+      answer = load ? await load(sel)
+        : await apiGet('/twins/' + encodeURIComponent(group) + '/records', { rank: sel.rank, step: sel.step, limit: 10000 });
     } catch (e) {
       last = '';
       replace(box, card(`Records at step ${sel.step}, rank ${sel.rank}`, errorBox(e, 'The records could not be loaded')));

@@ -7,6 +7,7 @@ import { normalizeSteps, matchMap } from './matchmap.js';
 import { curvesSection } from './curves.js';
 import { valText } from './run.js';
 import { recordsSection } from './records.js';
+import { compareSection } from './compare.js';
 
 const WINDOW = 500;   // steps shown in the match map at once
 
@@ -30,9 +31,10 @@ export async function mount(el, params, query, navigate) {
   const curvesBox = h('div', { 'data-section': 'curves' });
   const runsBox = h('div', { 'data-section': 'runs' });
   const manifestBox = h('div', { id: 'manifest-diff', 'data-section': 'manifest-diff' }, loading('Loading the manifest diff…'));
+  const compareBox = h('div', { 'data-section': 'compare' });
   el.append(head, divergence, restoresBox,
     card('Match map', h('p', { class: 'sub' }, 'One cell per rank and step, comparing every run of the group. Click a cell to see its records.'), mapBox),
-    recBox, curvesBox, runsBox, manifestBox);
+    recBox, curvesBox, runsBox, manifestBox, compareBox);
 
   let summary = null, lastSummary = '', lastSteps = '', lastManifest = '', gone = false;
   let records = null;
@@ -244,6 +246,7 @@ export async function mount(el, params, query, navigate) {
   }
   await Promise.all([loadSteps(), loadRecords(), loadManifest()]);
   curvesSection(curvesBox, summary);
+  compareSection(compareBox, group);
   if (sel.step !== null) requestAnimationFrame(() => { if (!gone) recBox.scrollIntoView({ block: 'start' }); });
   let polls = 0;
   return {

@@ -1,0 +1,506 @@
+/* effect.c - GET /api/v1/compare: the impact of an intentional change against the run-to-run noise band, and the
+ * records where it first shows. */
+#include "server/api/effect.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/dtype.h"
+#include "server/api/effect_data.h"
+#include "server/api/group.h"
+#include "server/api/list.h"
+#include "server/api/run_ref.h"
+#include "server/api/twin_records.h"
+#include "server/compare/noise.h"
+#include "server/core/metrics.h"
+#include "server/core/xalloc.h"
+#include "server/http/reply.h"
+#include "server/http/route.h"
+
+#define MAX_RUNS (1 + 2 * EFFECT_MAX_SET) /* the baseline's reference, the changed runs, the noise runs */
+
+/* What one request compares: run 0 is the baseline's reference run, then the changed runs, then the noise. */
+typedef struct compare_req {
+    effect_set base, changed, noise;
+    int k; /* noise replicas (0: none) */
+    long long rank;
+    int64_t from, to;
+    int ranged; /* ?from= or ?to= given */
+    double alpha;
+    int series;
+    int n;
+    int64_t keys[MAX_RUNS];
+    const char *ids[MAX_RUNS];
+    const char *roles[MAX_RUNS];
+    int running[MAX_RUNS];
+} compare_req;
+
+/* mant_bits - significand bits of a floating dtype, 0 for the integers (their unit is 1). */
+static int mant_bits(int dtype)
+{
+    switch (dtype) {
+    case LS_F64: return 52;
+    case LS_F32: return 23;
+    case LS_F16: return 10;
+    case LS_BF16: return 7;
+    case LS_F8E4M3: return 3;
+    case LS_F8E5M2: return 2;
+    default: return 0;
+    }
+}
+
+static json_t *real_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *step_or_null(const effect_metric *m, long long i)
+{
+    return i < 0 ? json_null() : json_integer((json_int_t)m->step[i]);
+}
+
+static json_t *set_json(const effect_set *s)
+{
+    json_t *ids = json_array();
+    for (int i = 0; i < s->n; i++)
+        json_array_append_new(ids, json_string(s->ids[i]));
+    return json_pack("{s:s, s:o}", "ref", s->spec, "runs", ids);
+}
+
+/* parse_args - the query into `c`. Returns 0, or -1 after replying 400 or 404. */
+static int parse_args(http_req *req, compare_req *c)
+{
+    memset(c, 0, sizeof(*c));
+    long long from, to;
+    if (api_int_arg(req, "rank", 0, INT32_MAX, 0, &c->rank) < 0 ||
+        api_int_arg(req, "from", INT64_MIN, INT64_MAX, INT64_MIN, &from) < 0 ||
+        api_int_arg(req, "to", INT64_MIN, INT64_MAX, INT64_MAX, &to) < 0)
+        return -1;
+    c->from = from;
+    c->to = to;
+    c->ranged = http_query(req, "from") || http_query(req, "to");
+    const char *a = http_query(req, "alpha"), *se = http_query(req, "series");
+    char *end = NULL;
+    c->alpha = a && *a ? strtod(a, &end) : CMP_NOISE_ALPHA;
+    if ((a && *a && *end) || !(c->alpha > 0 && c->alpha <= 0.5)) {
+        http_reply_error(req, 400, "bad query argument",
+                         "?alpha= must be a number in (0, 0.5]: the false-alarm rate for one more noise replica",
+                         "leave it out for 0.01, or e.g. ?alpha=0.001");
+        return -1;
+    }
+    if (c->from > c->to) {
+        http_reply_error(req, 400, "bad step range", "?from= is after ?to=", "e.g. ?from=1&to=1000");
+        return -1;
+    }
+    c->series = !(se && !strcmp(se, "0"));
+    if (effect_set_open(req, "BASE", http_query(req, "base"), &c->base) < 0 ||
+        effect_set_open(req, "CHANGED", http_query(req, "changed"), &c->changed) < 0)
+        return -1;
+    const char *ns = http_query(req, "noise");
+    if (ns && *ns) {
+        if (effect_set_open(req, "NOISE", ns, &c->noise) < 0)
+            return -1;
+        c->k = c->noise.n;
+        if (c->k < CMP_NOISE_MIN_REPLICAS) {
+            http_reply_error(req, 400, "too few noise replicas",
+                             "NOISE names 1 run; a noise band needs at least 2 replicas to estimate its spread",
+                             "launch 4 or more (lockstep twin --noise 4), or compare without NOISE");
+            return -1;
+        }
+    }
+    /* No run may play two parts. */
+    const effect_set *sets[] = {&c->base, &c->changed, &c->noise};
+    for (int x = 0; x < 3; x++)
+        for (int y = x + 1; y < 3; y++)
+            for (int i = 0; i < sets[x]->n; i++)
+                for (int j = 0; j < sets[y]->n; j++)
+                    if (sets[x]->keys[i] == sets[y]->keys[j]) {
+                        char detail[300];
+                        snprintf(detail, sizeof(detail), "run %s is in both %s and %s", sets[x]->ids[i], sets[x]->role,
+                                 sets[y]->role);
+                        http_reply_error(req, 400, "a run plays two parts", detail,
+                                         "BASE, CHANGED and NOISE must name different runs");
+                        return -1;
+                    }
+    c->keys[0] = c->base.keys[0];
+    c->ids[0] = c->base.ids[0];
+    c->roles[0] = "BASE";
+    c->running[0] = c->base.running[0];
+    c->n = 1;
+    for (int i = 0; i < c->changed.n; i++, c->n++) {
+        c->keys[c->n] = c->changed.keys[i];
+        c->ids[c->n] = c->changed.ids[i];
+        c->roles[c->n] = "CHANGED";
+        c->running[c->n] = c->changed.running[i];
+    }
+    for (int i = 0; i < c->noise.n; i++, c->n++) {
+        c->keys[c->n] = c->noise.keys[i];
+        c->ids[c->n] = c->noise.ids[i];
+        c->roles[c->n] = "NOISE";
+        c->running[c->n] = c->noise.running[i];
+    }
+    return 0;
+}
+
+/* weight - how much a verdict weighs in a summary: beyond > differs > undetermined > within > identical. */
+static int weight(cmp_verdict v)
+{
+    static const int w[] = {
+        [CMP_IDENTICAL] = 0, [CMP_WITHIN] = 1, [CMP_UNDETERMINED] = 2, [CMP_DIFFERS] = 3, [CMP_BEYOND] = 4};
+    return w[v];
+}
+
+static cmp_verdict worse(cmp_verdict a, cmp_verdict b)
+{
+    return weight(b) > weight(a) ? b : a;
+}
+
+/* max_ulp - the largest ULP distance between the baseline's and run j's values of `m` (null when their dtypes
+ * differ or no pair has one). */
+static json_t *max_ulp(const effect_metric *m, int j)
+{
+    if (m->dtypes[j] != m->dtype || m->dtype == LS_BYTES)
+        return json_null();
+    uint64_t best = 0;
+    int any = 0;
+    for (size_t t = 0; t < m->steps; t++) {
+        uint64_t u = dtype_ulp_distance((unsigned)m->dtype, m->bits[0][t], m->bits[j][t]);
+        if (u != UINT64_MAX && (!any || u > best))
+            best = u;
+        any |= u != UINT64_MAX;
+    }
+    return any ? json_integer((json_int_t)(best > INT64_MAX ? INT64_MAX : best)) : json_null();
+}
+
+/* series_json - the curves of one metric: steps, the baseline, the band (threshold * scale) and the noise
+ * replicas' range, each changed run's values and deviation. */
+static json_t *series_json(const compare_req *c, const effect_metric *m, const cmp_band *b, double thr)
+{
+    json_t *steps = json_array(), *base = json_array(), *band = json_array(), *lo = json_array(), *hi = json_array();
+    for (size_t t = 0; t < m->steps; t++) {
+        json_array_append_new(steps, json_integer((json_int_t)m->step[t]));
+        json_array_append_new(base, real_or_null(m->vals[0][t]));
+        if (!c->k)
+            continue;
+        json_array_append_new(band, b->usable[t] ? json_real(thr * b->scale[t]) : json_null());
+        double mn = INFINITY, mx = -INFINITY;
+        for (int k = 0; k < c->k; k++) {
+            double v = m->vals[1 + c->changed.n + k][t];
+            if (isfinite(v)) {
+                mn = v < mn ? v : mn;
+                mx = v > mx ? v : mx;
+            }
+        }
+        json_array_append_new(lo, real_or_null(mn));
+        json_array_append_new(hi, real_or_null(mx));
+    }
+    json_t *changed = json_array();
+    for (int j = 1; j <= c->changed.n; j++) {
+        json_t *vals = json_array(), *dev = json_array();
+        for (size_t t = 0; t < m->steps; t++) {
+            json_array_append_new(vals, real_or_null(m->vals[j][t]));
+            json_array_append_new(dev, real_or_null(m->vals[j][t] - m->vals[0][t]));
+        }
+        json_array_append_new(changed,
+                              json_pack("{s:s, s:o, s:o}", "run_id", c->ids[j], "values", vals, "deviation", dev));
+    }
+    if (!c->k) {
+        json_decref(band);
+        json_decref(lo);
+        json_decref(hi);
+        band = json_null();
+        lo = json_null();
+        hi = json_null();
+    }
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "steps", steps, "base", base, "band", band, "noise_min", lo,
+                     "noise_max", hi, "changed", changed);
+}
+
+/* metric_json - judge every changed run on metric `m` at `alpha` (per judgement); its verdict into *verdict. */
+static json_t *metric_json(const compare_req *c, const effect_metric *m, double alpha, cmp_verdict *verdict,
+                           json_t *notes)
+{
+    const double *noise[CMP_NOISE_MAX_REPLICAS];
+    for (int k = 0; k < c->k; k++)
+        noise[k] = m->vals[1 + c->changed.n + k];
+    cmp_noise_in in = {
+        .steps = m->steps, .base = m->vals[0], .noise = noise, .k = c->k, .mant_bits = mant_bits(m->dtype)};
+    cmp_band band = {.scale = xcalloc(m->steps + 1, sizeof(double)), .usable = xcalloc(m->steps + 1, 1)};
+    int have_band = c->k && cmp_noise_band(&in, &band) == 0;
+    double thr = have_band ? cmp_noise_threshold(&band, alpha) : 0;
+    *verdict = CMP_IDENTICAL;
+    json_t *runs = json_array();
+    const cmp_effect *worst = NULL;
+    cmp_effect effs[EFFECT_MAX_SET];
+    for (int j = 1; j <= c->changed.n; j++) {
+        cmp_effect *e = &effs[j - 1];
+        cmp_noise_judge(&in, have_band ? &band : NULL, thr, m->vals[j], e);
+        *verdict = worse(*verdict, e->verdict);
+        double ratio = thr > 0 ? e->score / thr : NAN;
+        if (!worst || weight(e->verdict) > weight(worst->verdict) ||
+            (e->verdict == worst->verdict && e->score > worst->score))
+            worst = e;
+        json_array_append_new(runs,
+                              json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "run_id", c->ids[j],
+                                        "verdict", cmp_verdict_name(e->verdict), "score",
+                                        have_band ? real_or_null(e->score) : json_null(), "ratio", real_or_null(ratio),
+                                        "first_step_differs", step_or_null(m, e->first_differs), "first_step_beyond",
+                                        e->verdict == CMP_BEYOND ? step_or_null(m, e->first_beyond) : json_null(),
+                                        "max_abs_deviation", json_real(e->max_abs), "max_rel_deviation",
+                                        json_real(e->max_rel), "max_ulp", max_ulp(m, j), "nonfinite", e->nonfinite));
+    }
+    json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:o}", "name", m->name, "dtype", dtype_name((unsigned)m->dtype),
+                          "verdict", cmp_verdict_name(*verdict), "steps", (json_int_t)m->steps, "changed", runs);
+    json_object_set_new(o, "score", have_band ? real_or_null(worst->score) : json_null());
+    json_object_set_new(o, "threshold", have_band ? json_real(thr) : json_null());
+    json_object_set_new(o, "ratio", thr > 0 ? real_or_null(worst->score / thr) : json_null());
+    json_object_set_new(o, "first_step_differs", step_or_null(m, worst->first_differs));
+    /* Where a run beyond the noise first leaves the band; a run within it may cross it at single steps. */
+    json_object_set_new(o, "first_step_beyond",
+                        worst->verdict == CMP_BEYOND ? step_or_null(m, worst->first_beyond) : json_null());
+    json_object_set_new(o, "max_abs_deviation", json_real(worst->max_abs));
+    json_object_set_new(o, "max_rel_deviation", json_real(worst->max_rel));
+    json_t *scores = json_null();
+    if (have_band) {
+        scores = json_array();
+        for (int k = 0; k < c->k; k++)
+            json_array_append_new(scores, json_real(band.scores[k]));
+        if (band.quiet) {
+            char note[400];
+            snprintf(note, sizeof(note),
+                     "The noise replicas never differ from BASE on %.200s: they carry no noise there (is "
+                     "nondeterminism on in them?), so any difference on it is beyond their noise.",
+                     m->name);
+            json_array_append_new(notes, json_string(note));
+        }
+    }
+    json_object_set_new(o, "noise_scores", scores);
+    json_object_set_new(o, "noise_quiet", have_band ? json_boolean(band.quiet) : json_null());
+    if (c->series)
+        json_object_set_new(o, "series", series_json(c, m, &band, thr));
+    free(band.scale);
+    free(band.usable);
+    return o;
+}
+
+/* distinct_changed - the changed runs that are not bit-identical, on every metric, to an earlier changed run:
+ * each is one judgement per metric (twins of the change count once). */
+static int distinct_changed(const compare_req *c, const effect_metrics *ms)
+{
+    int distinct = 0;
+    for (int j = 1; j <= c->changed.n; j++) {
+        int dup = 0;
+        for (int i = 1; i < j && !dup; i++) {
+            dup = 1;
+            for (int x = 0; x < ms->n && dup; x++)
+                dup = !memcmp(ms->m[x].bits[i], ms->m[x].bits[j], ms->m[x].steps * sizeof(uint64_t));
+        }
+        distinct += !dup;
+    }
+    return distinct;
+}
+
+static json_t *rule_json(const compare_req *c, int tests, double alpha_test)
+{
+    json_t *o = json_pack("{s:f, s:i, s:f, s:i}", "alpha", c->alpha, "judgements", tests, "alpha_per_judgement",
+                          alpha_test, "replicas", c->k);
+    json_object_set_new(o, "window", json_integer(CMP_NOISE_WINDOW));
+    json_object_set_new(o, "min_log_sd", json_real(CMP_NOISE_MIN_LOG_SD));
+    json_object_set_new(o, "docs", json_string("docs/compare.md"));
+    return o;
+}
+
+static void note(json_t *notes, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(json_t *notes, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    json_array_append_new(notes, json_string(buf));
+}
+
+static enum MHD_Result read_compare(http_req *req, char **args)
+{
+    (void)args;
+    compare_req *c = xcalloc(1, sizeof(*c));
+    enum MHD_Result sent = MHD_YES;
+    json_t *notes = json_array(), *firsts = json_array(), *first = NULL;
+    effect_base eb = {0};
+    effect_metrics ms;
+    memset(&ms, 0, sizeof(ms));
+    if (parse_args(req, c) < 0)
+        goto out;
+
+    /* Where each changed run first departs from BASE, over every record of every rank; and BASE itself. */
+    int64_t best_step = 0;
+    int best_rank = 0;
+    json_t *earliest = NULL; /* borrowed from firsts */
+    for (int j = 1; j <= c->changed.n; j++) {
+        json_t *fe;
+        if (effect_first(req, c->keys[0], c->ids[0], c->keys[j], c->ids[j], c->from, c->to, &fe) < 0)
+            goto out;
+        json_array_append_new(firsts, fe);
+        if (json_is_object(fe)) {
+            int64_t s = json_integer_value(json_object_get(fe, "step"));
+            int r = (int)json_integer_value(json_object_get(fe, "rank"));
+            if (!earliest || s < best_step || (s == best_step && r < best_rank)) {
+                earliest = fe;
+                best_step = s;
+                best_rank = r;
+            }
+        }
+    }
+    first = earliest ? json_incref(earliest) : json_null();
+    if (effect_base_departs(req, &c->base, &eb) < 0)
+        goto out;
+
+    /* The metrics, aligned; the verdicts. */
+    if (effect_metrics_load(req, c->n, c->keys, c->ids, c->roles, c->running, (int)c->rank, c->from, c->to, &ms) < 0)
+        goto out;
+    int tests = ms.n * distinct_changed(c, &ms);
+    if (tests < 1)
+        tests = 1;
+    double alpha_test = c->alpha / tests;
+    json_t *metrics = json_array();
+    cmp_verdict mv = CMP_IDENTICAL;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    size_t longest = 0;
+    for (int i = 0; i < ms.n; i++) {
+        cmp_verdict v;
+        json_array_append_new(metrics, metric_json(c, &ms.m[i], alpha_test, &v, notes));
+        mv = worse(mv, v);
+        const effect_metric *m = &ms.m[i];
+        if (m->steps) {
+            lo = m->step[0] < lo ? m->step[0] : lo;
+            hi = m->step[m->steps - 1] > hi ? m->step[m->steps - 1] : hi;
+            longest = m->steps > longest ? m->steps : longest;
+        }
+    }
+    /* Overall: identical when no record differs; without replicas, differs; else the heaviest metric verdict
+     * (a change that touches records but no shared metric is within-noise). */
+    const char *verdict = json_is_null(first) && mv == CMP_IDENTICAL ? "identical"
+                          : !c->k                                    ? "differs"
+                          : mv == CMP_BEYOND                         ? "beyond-noise"
+                          : mv == CMP_UNDETERMINED                   ? "undetermined"
+                                                                     : "within-noise";
+
+    /* What can and cannot be concluded. */
+    if (eb.first)
+        note(notes,
+             "BASE's runs are not bit-identical to each other (they part at step %" JSON_INTEGER_FORMAT
+             ", rank %" JSON_INTEGER_FORMAT ", record %.200s; cause %s); run %s is the reference.",
+             json_integer_value(json_object_get(eb.first, "step")),
+             json_integer_value(json_object_get(eb.first, "rank")),
+             json_string_value(json_object_get(eb.first, "name")),
+             json_string_value(json_object_get(eb.first, "cause")) ?: "unknown", c->ids[0]);
+    else if (eb.status && strcmp(eb.status, "match"))
+        note(notes, "BASE's twin group is %s, so whether its runs are bit-identical is not established: %.600s",
+             eb.status, eb.status_why);
+    if (!strcmp(verdict, "identical"))
+        note(notes, "CHANGED is bit-identical to BASE on every record of the steps compared: the change has no "
+                    "numerical effect here.");
+    else if (!c->k)
+        note(notes,
+             "Without noise replicas this says that CHANGED is not bit-identical to BASE (first at step %" PRId64
+             ", rank %d) and how large its differences are, not whether they exceed run-to-run variation: launch "
+             "noise replicas (lockstep twin --noise K) and pass them as NOISE.",
+             best_step, best_rank);
+    else if (mv == CMP_IDENTICAL)
+        note(notes, "CHANGED departs from BASE from step %" PRId64 " (rank %d), but none of the shared metrics moved.",
+             best_step, best_rank);
+    if (c->k && c->k < 4)
+        note(notes,
+             "With %d noise replicas the threshold is wide (Student's t with %d degrees of freedom); 4 or more "
+             "give a useful band.",
+             c->k, c->k - 1);
+    for (int i = 0; i < c->n; i++)
+        if (c->running[i]) {
+            note(notes, "Some runs are still running: the comparison covers the steps recorded so far.");
+            break;
+        }
+
+    if (json_array_size(ms.unshared)) {
+        char *names = json_dumps(ms.unshared, JSON_COMPACT);
+        note(notes, "Not compared, recorded by some runs only: %.900s.", names);
+        free(names);
+    }
+    if (ms.more)
+        note(notes, "%d more shared metrics are not compared (the first %d by name are).", ms.more, EFFECT_MAX_METRICS);
+
+    int running = 0;
+    for (int i = 0; i < c->n; i++)
+        running |= c->running[i];
+    json_t *base = set_json(&c->base);
+    json_object_set_new(base, "reference_run", json_string(c->ids[0]));
+    /* Bit-identical: for one twin group, as its status says (match: yes; a divergence: no; else not known). */
+    json_t *ident = c->base.n < 2                               ? json_null()
+                    : eb.first                                  ? json_false()
+                    : !eb.status || !strcmp(eb.status, "match") ? json_true()
+                                                                : json_null();
+    json_object_set_new(base, "identical", ident);
+    json_object_set_new(base, "status", eb.status ? json_string(eb.status) : json_null());
+    json_object_set_new(base, "status_why", eb.status ? json_string(eb.status_why) : json_null());
+    json_object_set_new(base, "first_divergence", eb.first ? json_incref(eb.first) : json_null());
+    json_t *o =
+        json_pack("{s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:I, s:s, s:o, s:o, s:o, s:o}", "base", base, "changed",
+                  set_json(&c->changed), "noise", c->k ? set_json(&c->noise) : json_null(), "rank", (json_int_t)c->rank,
+                  "from", lo <= hi ? json_integer(lo) : json_null(), "to", lo <= hi ? json_integer(hi) : json_null(),
+                  "rule", rule_json(c, tests, alpha_test), "steps", (json_int_t)longest, "verdict", verdict,
+                  "first_effect", first, "first_effects", firsts, "metrics", metrics, "notes", notes);
+    json_object_set_new(o, "running", json_boolean(running));
+    first = firsts = notes = NULL;
+    sent = http_reply_json(req, 200, o);
+out:
+    effect_metrics_free(&ms);
+    json_decref(eb.first);
+    json_decref(first);
+    json_decref(firsts);
+    json_decref(notes);
+    free(c);
+    return sent;
+}
+
+/* read_compare_records - GET /api/v1/compare/records?base=RUN&changed=RUN&rank=R&step=S: the two runs' records
+ * at one step and rank, side by side (the first effect's records on the compare page). */
+static enum MHD_Result read_compare_records(http_req *req, char **args)
+{
+    (void)args;
+    long long rank, step, limit, offset;
+    if (api_int_arg(req, "rank", 0, INT32_MAX, 0, &rank) < 0 ||
+        api_int_arg(req, "step", INT64_MIN, INT64_MAX, 0, &step) < 0 ||
+        api_page(req, 10000, 100000, NULL, 0, &limit, &offset) < 0)
+        return MHD_YES;
+    const char *b = http_query(req, "base"), *ch = http_query(req, "changed");
+    if (!b || !ch || !http_query(req, "step"))
+        return http_reply_error(req, 400, "missing argument", "?base=RUN&changed=RUN&step=S (and ?rank=R) are needed",
+                                "e.g. /api/v1/compare/records?base=ID&changed=ID&rank=0&step=2");
+    run_info rb, rc;
+    if (api_run_find(req, b, &rb, "BASE is a run id here") < 0 ||
+        api_run_find(req, ch, &rc, "CHANGED is a run id here") < 0)
+        return MHD_YES;
+    char keys[64];
+    snprintf(keys, sizeof(keys), "{%" PRId64 ",%" PRId64 "}", rb.key, rc.key);
+    group_runs g;
+    enum MHD_Result sent;
+    if (!group_open_runs(req, keys, &g, &sent))
+        return sent;
+    return api_records_side_by_side(req, &g, rank, step, limit, offset,
+                                    json_pack("{s:s, s:s}", "base", rb.run_id, "changed", rc.run_id));
+}
+
+static const route ROUTES[] = {
+    {"GET", "/api/v1/compare", MR_READ, AUTH_READ, read_compare},
+    {"GET", "/api/v1/compare/records", MR_READ, AUTH_READ, read_compare_records},
+};
+
+void api_effect_register(void)
+{
+    effect_data_register();
+    route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
+}

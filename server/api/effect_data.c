@@ -1,0 +1,656 @@
+/* effect_data.c - what GET /api/v1/compare reads: the runs its arguments name, their scalar metrics aligned step by
+ * step, and the first record where a changed run departs from the baseline. */
+#include "server/api/effect_data.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cause.h"
+#include "common/dtype.h"
+#include "common/json/mdiff.h"
+#include "common/recmatch.h"
+#include "server/api/pgjson.h"
+#include "server/compare/rule.h"
+#include "server/compare/verdict.h"
+#include "server/core/xalloc.h"
+#include "server/http/reply.h"
+#include "server/store/db.h"
+#include "server/store/runs.h"
+
+#define DIFF_PAIRS 256 /* differing (rank, step) pairs of two runs read at once */
+
+void effect_data_register(void)
+{
+    db_register("eff_group", "SELECT run_key, run_id, coalesce(twin_group, ''), status FROM runs "
+                             "WHERE twin_group = $1 ORDER BY run_key LIMIT 65");
+    db_register("eff_run",
+                "SELECT run_key, run_id, coalesce(twin_group, ''), status FROM runs WHERE run_id = $1::uuid");
+    /* One run's scalar metrics on one rank, in step order (the index's order: no sort of the whole set). */
+    db_register("eff_metrics", "SELECT name, step, value, dtype FROM records WHERE run_key = $1 AND rank = $2 "
+                               "AND step BETWEEN $3 AND $4 AND level = 0 AND occ = 0 AND value IS NOT NULL "
+                               "ORDER BY step, seq");
+    db_register("eff_span", "SELECT min(min_step), max(max_step), count(DISTINCT rank) FROM rank_progress "
+                            "WHERE run_key = ANY($1::bigint[])");
+    /* The (rank, step) pairs of steps $3..$4 whose digests differ between two runs, or that one of them lacks. */
+    db_register("eff_diff", "SELECT coalesce(a.rank, b.rank), coalesce(a.step, b.step) FROM "
+                            "(SELECT rank, step, n, digest FROM step_digests WHERE run_key = $1 "
+                            "AND step BETWEEN $3 AND $4) a FULL JOIN "
+                            "(SELECT rank, step, n, digest FROM step_digests WHERE run_key = $2 "
+                            "AND step BETWEEN $3 AND $4) b ON a.rank = b.rank AND a.step = b.step "
+                            "WHERE a.digest IS DISTINCT FROM b.digest OR a.n IS DISTINCT FROM b.n "
+                            "ORDER BY 2, 1 LIMIT 256");
+    /* The records of one step and rank of two runs, as lockstepd's comparison reads them (state blocks apart:
+     * step digests leave them out), with their input fingerprints (the cause rule) and call sites. */
+    db_register("eff_recs", "SELECT run_key, seq, name, occ, level, dtype, flags, nbytes, fp, value, shape::text, "
+                            "inputs::text, encode(ext, 'hex'), " SITE_COLS " FROM records "
+                            "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3 AND flags & 12 = 0");
+    /* Two runs and their manifests, for the one manifest diff (common/json/mdiff.h) the cause rule reads. */
+    db_register("eff_mruns", "SELECT run_key, run_id, job_id, step_id, user_name, nodes, command, ranks FROM runs "
+                             "WHERE run_key = ANY($1::bigint[]) ORDER BY array_position($1::bigint[], run_key)");
+    db_register("eff_manifests", "SELECT run_key, rank, manifest::text FROM manifests "
+                                 "WHERE run_key = ANY($1::bigint[]) ORDER BY run_key, rank");
+}
+
+/* ---- the runs an argument names ---- */
+
+/* add_runs - the rows of eff_group/eff_run into `s`, skipping runs it holds. Returns 0, or -1 when full. */
+static int add_runs(effect_set *s, PGresult *r)
+{
+    for (int i = 0; i < PQntuples(r); i++) {
+        int64_t key = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        int dup = 0;
+        for (int j = 0; j < s->n && !dup; j++)
+            dup = s->keys[j] == key;
+        if (dup)
+            continue;
+        if (s->n == EFFECT_MAX_SET)
+            return -1;
+        s->keys[s->n] = key;
+        snprintf(s->ids[s->n], sizeof(s->ids[0]), "%s", PQgetvalue(r, i, 1));
+        snprintf(s->groups[s->n], sizeof(s->groups[0]), "%s", PQgetvalue(r, i, 2));
+        s->running[s->n] = !strcmp(PQgetvalue(r, i, 3), "running");
+        s->n++;
+    }
+    return 0;
+}
+
+int effect_set_open(http_req *req, const char *role, const char *spec, effect_set *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->role = role;
+    s->spec = spec;
+    char detail[700];
+    if (!spec || !*spec) {
+        snprintf(detail, sizeof(detail), "?%s= names no twin group or run", role[0] == 'B' ? "base" : "changed");
+        http_reply_error(req, 400, "missing argument", detail,
+                         "e.g. /api/v1/compare?base=GROUP&changed=GROUP&noise=GROUP (groups or run ids, "
+                         "comma-separated)");
+        return -1;
+    }
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s", spec);
+    char *save = NULL;
+    for (char *part = strtok_r(buf, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
+        char err[512];
+        const char *p[] = {part};
+        PGresult *r = db_exec("eff_group", 1, p, err, sizeof(err));
+        if (r && PQntuples(r) == 0 && store_uuid_valid(part)) {
+            PQclear(r);
+            r = db_exec("eff_run", 1, p, err, sizeof(err));
+        }
+        if (!r) {
+            http_reply_db_down(req, err);
+            return -1;
+        }
+        if (PQntuples(r) == 0) {
+            PQclear(r);
+            snprintf(detail, sizeof(detail),
+                     "%s names \"%.255s\": no twin group has runs of that name and no run has "
+                     "that id",
+                     role, part);
+            http_reply_error(req, 404, "unknown twin group or run", detail,
+                             "list the groups and runs with GET /api/v1/runs (lockstep runs)");
+            return -1;
+        }
+        int full = add_runs(s, r) < 0 || PQntuples(r) > EFFECT_MAX_SET;
+        PQclear(r);
+        if (full) {
+            snprintf(detail, sizeof(detail), "%s names more than %d runs", role, EFFECT_MAX_SET);
+            http_reply_error(req, 400, "too many runs", detail, "name fewer groups or runs");
+            return -1;
+        }
+    }
+    if (s->n == 0) {
+        snprintf(detail, sizeof(detail), "%s is \"%.255s\", which names nothing", role, spec);
+        http_reply_error(req, 400, "missing argument", detail, "name twin groups or run ids, comma-separated");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the metrics ---- */
+
+/* One run's rows of one metric name, by step: the result's row numbers (a step recorded twice, which one run's
+ * occurrence 0 cannot be, keeps its first record). */
+typedef struct slice {
+    int run;
+    PGresult *r;
+    const char *name;
+    int *rows, count;
+} slice;
+
+static int slice_by_name_run(const void *pa, const void *pb)
+{
+    const slice *a = pa, *b = pb;
+    int c = strcmp(a->name, b->name);
+    return c ? c : a->run - b->run;
+}
+
+/* steps_text - "steps 1-100 (100)" of a slice, into `out`. */
+static void steps_text(const slice *s, char *out, size_t cap)
+{
+    if (!s->count) {
+        snprintf(out, cap, "no steps");
+        return;
+    }
+    snprintf(out, cap, "steps %s-%s (%d)", PQgetvalue(s->r, s->rows[0], 1), PQgetvalue(s->r, s->rows[s->count - 1], 1),
+             s->count);
+}
+
+/* slices_same_steps - two slices hold the same step numbers. */
+static int slices_same_steps(const slice *a, const slice *b)
+{
+    if (a->count != b->count)
+        return 0;
+    for (int i = 0; i < a->count; i++)
+        if (strcmp(PQgetvalue(a->r, a->rows[i], 1), PQgetvalue(b->r, b->rows[i], 1)))
+            return 0;
+    return 1;
+}
+
+/* row_by_name_step - order row numbers of eff_metrics' result `res` by name, then step (qsort_r: lockstepd's HTTP
+ * threads sort at once). */
+static int row_by_name_step(const void *pa, const void *pb, void *res)
+{
+    int a = *(const int *)pa, b = *(const int *)pb;
+    int c = strcmp(PQgetvalue(res, a, 0), PQgetvalue(res, b, 0));
+    return c ? c : a - b; /* rows come in step order */
+}
+
+int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *const *names, const char *const *roles,
+                        const int *running, int rank, int64_t from, int64_t to, effect_metrics *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->nruns = n;
+    char rk[24], f[32], t[32], key[24], err[512];
+    snprintf(rk, sizeof(rk), "%d", rank);
+    snprintf(f, sizeof(f), "%" PRId64, from);
+    snprintf(t, sizeof(t), "%" PRId64, to);
+    PGresult **res = xcalloc((size_t)n, sizeof(*res));
+    int **order = xcalloc((size_t)n, sizeof(*order));
+    slice *sl = NULL;
+    int ns = 0, cap = 0, rc = 0;
+
+    /* Each run's rows, cut into slices: one per metric name, by step. */
+    for (int k = 0; k < n && rc == 0; k++) {
+        snprintf(key, sizeof(key), "%" PRId64, keys[k]);
+        const char *p[] = {key, rk, f, t};
+        res[k] = db_exec("eff_metrics", 4, p, err, sizeof(err));
+        if (!res[k]) {
+            http_reply_db_down(req, err);
+            rc = -1;
+            break;
+        }
+        PGresult *r = res[k];
+        int rows = PQntuples(r);
+        order[k] = xmalloc(((size_t)rows + 1) * sizeof(int));
+        for (int i = 0; i < rows; i++)
+            order[k][i] = i;
+        qsort_r(order[k], (size_t)rows, sizeof(int), row_by_name_step, r);
+        for (int i = 0; i < rows;) {
+            const char *name = PQgetvalue(r, order[k][i], 0);
+            int j = i;
+            while (j < rows && !strcmp(PQgetvalue(r, order[k][j], 0), name))
+                j++;
+            if (ns == cap) {
+                cap = cap ? 2 * cap : 64;
+                sl = xrealloc(sl, (size_t)cap * sizeof(*sl));
+            }
+            slice *s = &sl[ns++];
+            *s = (slice){.run = k, .r = r, .name = name, .rows = order[k] + i};
+            for (int x = i; x < j; x++) /* a step recorded twice keeps its first record */
+                if (x == i || strcmp(PQgetvalue(r, order[k][x], 1), PQgetvalue(r, order[k][x - 1], 1)))
+                    s->rows[s->count++] = order[k][x];
+            i = j;
+        }
+    }
+    if (rc == 0 && ns)
+        qsort(sl, (size_t)ns, sizeof(*sl), slice_by_name_run);
+
+    /* Names every run records are shared; the others are listed. */
+    out->unshared = json_array();
+    for (int i = 0; i < ns && rc == 0;) {
+        int j = i, have = 0;
+        const slice *by_run[EFFECT_MAX_SET * 3 + 1] = {0};
+        for (; j < ns && !strcmp(sl[j].name, sl[i].name); j++)
+            if (!by_run[sl[j].run]) {
+                by_run[sl[j].run] = &sl[j];
+                have++;
+            }
+        if (have < n) {
+            if (json_array_size(out->unshared) < 64)
+                json_array_append_new(out->unshared, json_string(sl[i].name));
+        } else if (out->n == EFFECT_MAX_METRICS) {
+            out->more++;
+        } else {
+            const slice *b = by_run[0];
+            for (int k = 1; k < n; k++) {
+                if (slices_same_steps(b, by_run[k]))
+                    continue;
+                char sa[96], sb[96], detail[1200];
+                steps_text(b, sa, sizeof(sa));
+                steps_text(by_run[k], sb, sizeof(sb));
+                snprintf(detail, sizeof(detail), "metric \"%.200s\" on rank %d: BASE run %s has %s, %s run %s has %s%s",
+                         sl[i].name, rank, names[0], sa, roles[k], names[k], sb,
+                         running[k] || running[0] ? " (a run is still running)" : "");
+                http_reply_error(req, 400, "the runs cover different steps", detail,
+                                 "compare runs of the same length, wait until they have ended, or compare the steps "
+                                 "they share with ?from=&to= (lockstep compare --from A --to B)");
+                rc = -1;
+                break;
+            }
+            if (rc)
+                break;
+            effect_metric *m = &out->m[out->n++];
+            snprintf(m->name, sizeof(m->name), "%s", sl[i].name);
+            m->steps = (size_t)b->count;
+            m->step = xmalloc((m->steps + 1) * sizeof(int64_t));
+            m->bits = xcalloc((size_t)n, sizeof(uint64_t *));
+            m->vals = xcalloc((size_t)n, sizeof(double *));
+            m->dtypes = xcalloc((size_t)n, sizeof(int));
+            for (size_t x = 0; x < m->steps; x++)
+                m->step[x] = strtoll(PQgetvalue(b->r, b->rows[x], 1), NULL, 10);
+            for (int k = 0; k < n; k++) {
+                const slice *sk = by_run[k];
+                m->bits[k] = xmalloc((m->steps + 1) * sizeof(uint64_t));
+                m->vals[k] = xmalloc((m->steps + 1) * sizeof(double));
+                m->dtypes[k] = atoi(PQgetvalue(sk->r, sk->rows[0], 3));
+                for (size_t x = 0; x < m->steps; x++) {
+                    int row = sk->rows[x];
+                    uint64_t bits = (uint64_t)strtoll(PQgetvalue(sk->r, row, 2), NULL, 10);
+                    m->bits[k][x] = bits;
+                    m->vals[k][x] = dtype_value_to_double((unsigned)atoi(PQgetvalue(sk->r, row, 3)), bits);
+                }
+            }
+            m->dtype = m->dtypes[0];
+        }
+        i = j;
+    }
+    if (rc == 0 && out->n == 0) {
+        char detail[700];
+        snprintf(detail, sizeof(detail),
+                 "rank %d of the runs compared records no scalar metric (level metric, occurrence 0, a value) that "
+                 "every run has%s",
+                 rank, json_array_size(out->unshared) ? "; some runs record metrics the others lack" : "");
+        http_reply_error(req, 400, "no shared metric", detail,
+                         "compare runs of one program: each records its metrics with ls_metric(\"loss\", x) on every "
+                         "rank (or choose the rank with ?rank=)");
+        rc = -1;
+    }
+    free(sl);
+    for (int k = 0; k < n; k++) {
+        PQclear(res[k]);
+        free(order[k]);
+    }
+    free(res);
+    free(order);
+    if (rc)
+        effect_metrics_free(out);
+    return rc;
+}
+
+void effect_metrics_free(effect_metrics *ms)
+{
+    for (int i = 0; i < ms->n; i++) {
+        effect_metric *m = &ms->m[i];
+        for (int k = 0; k < ms->nruns; k++) {
+            free(m->bits ? m->bits[k] : NULL);
+            free(m->vals ? m->vals[k] : NULL);
+        }
+        free(m->bits);
+        free(m->vals);
+        free(m->dtypes);
+        free(m->step);
+    }
+    json_decref(ms->unshared);
+    ms->unshared = NULL;
+    ms->n = 0;
+}
+
+/* ---- the first effect ---- */
+
+/* One record of eff_recs as rule input, with the storage its extension fields and input fingerprints point into. */
+typedef struct eff_rec {
+    cmp_rec c;
+    unsigned char ext[REC_EXT_MAX];
+    uint64_t inputs[REC_MAX_INPUTS];
+} eff_rec;
+
+/* parse_rec - row `i` of eff_recs as a record of run 0 (base) or 1 (changed). */
+static void parse_rec(PGresult *r, int i, int64_t base, eff_rec *e)
+{
+    memset(e, 0, sizeof(*e));
+    cmp_rec *c = &e->c;
+    c->row = i;
+    c->run = strtoll(PQgetvalue(r, i, 0), NULL, 10) == base ? 0 : 1;
+    rec_record *x = &c->rec;
+    x->seq = strtoull(PQgetvalue(r, i, 1), NULL, 10);
+    x->name = PQgetvalue(r, i, 2);
+    x->name_len = (uint16_t)PQgetlength(r, i, 2);
+    x->occurrence = (uint32_t)strtoul(PQgetvalue(r, i, 3), NULL, 10);
+    x->level = (uint8_t)atoi(PQgetvalue(r, i, 4));
+    x->dtype = (uint8_t)atoi(PQgetvalue(r, i, 5));
+    x->flags = (uint8_t)atoi(PQgetvalue(r, i, 6)) & (uint8_t)~REC_HAS_VALUE;
+    x->nbytes = strtoull(PQgetvalue(r, i, 7), NULL, 10);
+    x->fp = (uint64_t)strtoll(PQgetvalue(r, i, 8), NULL, 10);
+    if (!PQgetisnull(r, i, 9)) {
+        x->flags |= REC_HAS_VALUE;
+        x->value = (uint64_t)strtoll(PQgetvalue(r, i, 9), NULL, 10);
+    }
+    x->ndim = (uint8_t)db_int_array_parse(PQgetvalue(r, i, 10), x->shape, LS_MAX_DIMS);
+    if (!PQgetisnull(r, i, 11)) {
+        int64_t in[REC_MAX_INPUTS];
+        int got = db_int_array_parse(PQgetvalue(r, i, 11), in, REC_MAX_INPUTS);
+        for (int k = 0; k < got; k++)
+            e->inputs[k] = (uint64_t)in[k];
+        x->inputs = e->inputs;
+        x->n_inputs = (uint16_t)(got > 0 ? got : 0);
+    }
+    pg_ext_decode(r, i, 12, e->ext, x);
+}
+
+/* cell_json - one run's record at the first effect, or null when it lacks it. */
+static json_t *cell_json(const cmp_rec *c, const char *run_id)
+{
+    if (!c)
+        return json_null();
+    char fp[17], vb[17];
+    snprintf(fp, sizeof(fp), "%016" PRIx64, c->rec.fp);
+    json_t *o = json_pack("{s:s, s:I, s:s, s:I}", "run_id", run_id, "seq", (json_int_t)c->rec.seq, "fp", fp, "nbytes",
+                          (json_int_t)c->rec.nbytes);
+    if (c->rec.flags & REC_HAS_VALUE) {
+        double v = dtype_value_to_double(c->rec.dtype, c->rec.value);
+        snprintf(vb, sizeof(vb), "%016" PRIx64, c->rec.value);
+        json_object_set_new(o, "value", isfinite(v) ? json_real(v) : json_null());
+        json_object_set_new(o, "value_bits", json_string(vb));
+    }
+    return o;
+}
+
+/* first_json - the departure found by the rule at (rank, step) of records `r`, with its call site: the record's
+ * as BASE holds it (CHANGED's when BASE lacks it), as the twin API gives a divergence's. */
+static json_t *first_json(PGresult *r, const cmp_first *fx, int rank, int64_t step, const char *base_id,
+                          const char *changed_id)
+{
+    const cmp_rec *b = fx->by_run[0], *c = fx->by_run[1], *any = b ? b : c;
+    const char *kind = !b ? "extra" : !c ? "missing" : rec_diff_name(rec_compare(&b->rec, &c->rec));
+    json_t *ulp = json_null();
+    if (b && c && (b->rec.flags & REC_HAS_VALUE) && (c->rec.flags & REC_HAS_VALUE) && b->rec.dtype == c->rec.dtype &&
+        b->rec.dtype != LS_BYTES) {
+        uint64_t u = dtype_ulp_distance(b->rec.dtype, b->rec.value, c->rec.value);
+        if (u != UINT64_MAX)
+            ulp = json_integer((json_int_t)u);
+    }
+    json_t *o = json_pack("{s:s, s:I, s:i, s:s#, s:i, s:I, s:s, s:s, s:s, s:o, s:o, s:o}", "run_id", changed_id, "step",
+                          (json_int_t)step, "rank", rank, "name", any->rec.name, (int)any->rec.name_len, "occurrence",
+                          (int)any->rec.occurrence, "seq", (json_int_t)fx->seq, "level", level_name(any->rec.level),
+                          "dtype", dtype_name(any->rec.dtype), "kind", kind, "base", cell_json(b, base_id), "changed",
+                          cell_json(c, changed_id), "ulp", ulp);
+    json_object_set_new(o, "site", pg_site(r, any->row, 13));
+    return o;
+}
+
+/* inputs_of - what the two runs' input fingerprints of the departing record say (common/cause.h). */
+static cause_inputs inputs_of(const cmp_first *fx)
+{
+    const uint64_t *lists[2];
+    int counts[2];
+    for (int k = 0; k < 2; k++) {
+        const cmp_rec *c = fx->by_run[k];
+        lists[k] = c ? c->rec.inputs : NULL;
+        counts[k] = c ? c->rec.n_inputs : 0;
+    }
+    return cause_inputs_of(lists, counts, 2);
+}
+
+/* config_explains - whether the manifest diff of runs base and changed (common/json/mdiff.h) finds a
+ * configuration difference that can change bits: 1 (its summary in *summary, a new reference), 0, or -1 after
+ * replying 503. */
+static int config_explains(http_req *req, int64_t base, int64_t changed, json_t **summary)
+{
+    *summary = NULL;
+    char keys[64], err[512];
+    snprintf(keys, sizeof(keys), "{%" PRId64 ",%" PRId64 "}", base, changed);
+    const char *p[] = {keys};
+    PGresult *runs = db_exec("eff_mruns", 1, p, err, sizeof(err));
+    PGresult *man = runs ? db_exec("eff_manifests", 1, p, err, sizeof(err)) : NULL;
+    if (!man) {
+        PQclear(runs);
+        http_reply_db_down(req, err);
+        return -1;
+    }
+    int n = PQntuples(runs) < 2 ? PQntuples(runs) : 2;
+    md_run rs[2];
+    for (int i = 0; i < n; i++) {
+        rs[i] = (md_run){
+            PQgetvalue(runs, i, 1), PQgetvalue(runs, i, 2), PQgetvalue(runs, i, 3),       PQgetvalue(runs, i, 4),
+            PQgetvalue(runs, i, 5), PQgetvalue(runs, i, 6), atol(PQgetvalue(runs, i, 7)), json_array()};
+        for (int k = 0; k < PQntuples(man); k++) {
+            if (strcmp(PQgetvalue(man, k, 0), PQgetvalue(runs, i, 0)))
+                continue;
+            json_t *doc = json_loads(PQgetvalue(man, k, 2), 0, NULL);
+            if (doc)
+                json_array_append_new(rs[i].manifests,
+                                      json_pack("{s:i, s:o}", "rank", atoi(PQgetvalue(man, k, 1)), "manifest", doc));
+        }
+    }
+    json_t *d = n == 2 ? md_diff(rs, 2) : NULL;
+    for (int i = 0; i < n; i++)
+        json_decref(rs[i].manifests);
+    PQclear(runs);
+    PQclear(man);
+    int explains = json_is_true(json_object_get(d, "explains"));
+    if (explains)
+        *summary = json_incref(json_object_get(d, "summary"));
+    json_decref(d);
+    return explains;
+}
+
+/* judge_first - the cause rule (common/cause.h) over the ranks departing at the first step (`found`, one object
+ * per rank, each first_json's): the departure that stands for them, with "cause", "cause_detail",
+ * "origin_ranks", "thin_evidence", "configuration" and every departing rank in "ranks". Steals `found`'s
+ * members' references into the result; NULL after replying 503. */
+static json_t *judge_first(http_req *req, json_t *found, const cause_rank *cr, int nranks, int64_t base,
+                           int64_t changed)
+{
+    json_t *summary = NULL;
+    int cfg = config_explains(req, base, changed, &summary);
+    if (cfg < 0)
+        return NULL;
+    size_t n = json_array_size(found);
+    cause_facts f = {cr, n, nranks, cfg};
+    cause_verdict cv;
+    cause_judge(&f, &cv);
+    size_t at = cv.first ? (size_t)(cv.first - cr) : 0;
+    json_t *o = json_incref(json_array_get(found, at)), *origin = json_array(), *ranks = json_array();
+    for (int k = 0; k < cv.norigin; k++)
+        json_array_append_new(origin, json_integer(cv.origin[k]));
+    for (size_t k = 0; k < n; k++)
+        json_array_append_new(ranks, json_integer(cr[k].rank));
+    json_object_set_new(o, "cause", json_string(cause_name(cv.kind)));
+    json_object_set_new(o, "cause_detail", json_string(cv.why));
+    json_object_set_new(o, "origin_ranks", origin);
+    json_object_set_new(o, "thin_evidence", json_boolean(cv.thin));
+    json_object_set_new(o, "configuration", cv.kind == CAUSE_CONFIGURATION && summary ? summary : json_null());
+    if (!(cv.kind == CAUSE_CONFIGURATION && summary))
+        json_decref(summary);
+    json_object_set_new(o, "ranks", ranks);
+    return o;
+}
+
+/* first_in - effect_first over steps lo..hi (one window): 1 with *out set when found, 0 when not, -1 after
+ * replying 503. `nranks`: the ranks the two runs recorded (the cause rule's every-rank). */
+static int first_in(http_req *req, int64_t base, const char *base_id, int64_t changed, const char *changed_id,
+                    int64_t lo, int64_t hi, int nranks, json_t **out)
+{
+    char a[24], b[24], f[32], t[32], err[512];
+    snprintf(a, sizeof(a), "%" PRId64, base);
+    snprintf(b, sizeof(b), "%" PRId64, changed);
+    snprintf(f, sizeof(f), "%" PRId64, lo);
+    snprintf(t, sizeof(t), "%" PRId64, hi);
+    const char *p[] = {a, b, f, t};
+    PGresult *d = db_exec("eff_diff", 4, p, err, sizeof(err));
+    if (!d) {
+        http_reply_db_down(req, err);
+        return -1;
+    }
+    char keys[64];
+    snprintf(keys, sizeof(keys), "{%" PRId64 ",%" PRId64 "}", base, changed);
+    json_t *found = json_array(); /* each departing rank's first_json at the first step */
+    cause_rank *cr = xcalloc((size_t)PQntuples(d) + 1, sizeof(*cr));
+    int64_t first_step = 0;
+    int rc = 0;
+    for (int i = 0; i < PQntuples(d) && rc == 0; i++) {
+        int rank = atoi(PQgetvalue(d, i, 0));
+        int64_t step = strtoll(PQgetvalue(d, i, 1), NULL, 10);
+        if (json_array_size(found) && step != first_step)
+            break; /* the other ranks that differ at the first step are listed; later steps are not needed */
+        const char *q[] = {keys, PQgetvalue(d, i, 0), PQgetvalue(d, i, 1)};
+        PGresult *r = db_exec("eff_recs", 3, q, err, sizeof(err));
+        if (!r) {
+            rc = -1;
+            http_reply_db_down(req, err);
+            break;
+        }
+        int n = PQntuples(r);
+        eff_rec *recs = xcalloc((size_t)n + 1, sizeof(*recs));
+        cmp_rec *cs = xcalloc((size_t)n + 1, sizeof(*cs));
+        for (int k = 0; k < n; k++) {
+            parse_rec(r, k, base, &recs[k]);
+            cs[k] = recs[k].c; /* points into recs[k] */
+        }
+        cmp_first fx;
+        cmp_rule_first(cs, (size_t)n, 2, &fx);
+        if (fx.found) { /* else: digests of an older version differ while every record matches */
+            json_t *o = first_json(r, &fx, rank, step, base_id, changed_id);
+            size_t at = json_array_size(found);
+            json_array_append_new(found, o);
+            const char *name = json_string_value(json_object_get(o, "name")); /* lives as long as `found` */
+            cr[at] = (cause_rank){.rank = rank,
+                                  .step = step,
+                                  .seq = fx.seq,
+                                  .name = name,
+                                  .name_len = strlen(name),
+                                  .occurrence = (uint32_t)json_integer_value(json_object_get(o, "occurrence")),
+                                  .missing = fx.missing,
+                                  .inputs = fx.missing ? CAUSE_IN_UNKNOWN : inputs_of(&fx)};
+            first_step = step;
+        }
+        free(cs);
+        free(recs);
+        PQclear(r);
+    }
+    PQclear(d);
+    json_t *first = NULL;
+    if (rc == 0 && json_array_size(found)) {
+        first = judge_first(req, found, cr, nranks, base, changed);
+        if (!first)
+            rc = -1;
+    }
+    json_decref(found);
+    free(cr);
+    if (rc)
+        return -1;
+    *out = first;
+    return first != NULL;
+}
+
+int effect_first(http_req *req, int64_t base, const char *base_id, int64_t changed, const char *changed_id,
+                 int64_t from, int64_t to, json_t **out)
+{
+    *out = json_null();
+    /* The steps either run holds, cut to from..to; searched in windows that double, so that an early effect (the
+     * usual case) reads a few thousand digests, not every one. */
+    char keys[64], err[512];
+    snprintf(keys, sizeof(keys), "{%" PRId64 ",%" PRId64 "}", base, changed);
+    const char *p[] = {keys};
+    PGresult *r = db_exec("eff_span", 1, p, err, sizeof(err));
+    if (!r) {
+        http_reply_db_down(req, err);
+        return -1;
+    }
+    int none = PQgetisnull(r, 0, 0);
+    int64_t lo = none ? 0 : strtoll(PQgetvalue(r, 0, 0), NULL, 10),
+            hi = none ? -1 : strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    int nranks = atoi(PQgetvalue(r, 0, 2));
+    PQclear(r);
+    lo = lo > from ? lo : from;
+    hi = hi < to ? hi : to;
+    for (int64_t w = 512, at = lo; at <= hi; w = w < ((int64_t)1 << 40) ? w * 2 : w) {
+        int64_t end = hi - at < w - 1 ? hi : at + w - 1;
+        json_t *fe = NULL;
+        int got = first_in(req, base, base_id, changed, changed_id, at, end, nranks, &fe);
+        if (got < 0)
+            return -1;
+        if (got) {
+            *out = fe;
+            return 0;
+        }
+        if (end == hi)
+            break;
+        at = end + 1;
+    }
+    return 0;
+}
+
+int effect_base_departs(http_req *req, const effect_set *base, effect_base *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (base->n < 2)
+        return 0;
+    /* BASE is exactly one twin group: lockstepd compares it as records arrive; its verdict (status and first
+     * divergence, server/compare/verdict.h) says. */
+    int one_group = !strcmp(base->spec, base->groups[0]);
+    for (int i = 1; i < base->n && one_group; i++)
+        one_group = !strcmp(base->groups[i], base->groups[0]);
+    if (one_group) {
+        char err[512];
+        grp_verdict v;
+        int got = verdict_load(base->groups[0], &v, err, sizeof(err));
+        if (got < 0) {
+            http_reply_db_down(req, err);
+            return -1;
+        }
+        if (got > 0) {
+            out->status = v.status; /* a constant of twin_status */
+            snprintf(out->status_why, sizeof(out->status_why), "%s", v.status_why);
+            if (json_is_object(v.first))
+                out->first = json_incref(v.first);
+        }
+        verdict_release(&v);
+        return 0;
+    }
+    for (int j = 1; j < base->n && !out->first; j++) {
+        json_t *fe;
+        if (effect_first(req, base->keys[0], base->ids[0], base->keys[j], base->ids[j], INT64_MIN, INT64_MAX, &fe) < 0)
+            return -1;
+        if (json_is_object(fe))
+            out->first = fe;
+        else
+            json_decref(fe);
+    }
+    return 0;
+}
