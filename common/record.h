@@ -45,8 +45,16 @@ enum rec_field {
     REC_F_ALGO = 6,
 };
 
+/* Header flags. */
+#define REC_HDR_HELD 0x01 /* a batch of records the agent held back and lockstepd asked for (digest streaming):
+                             their step digests were sent before, in REC_STEP_DIGEST entries */
+
 /* Record flags. */
-#define REC_HAS_VALUE 0x01 /* `value` holds the scalar's raw bits */
+#define REC_HAS_VALUE 0x01   /* `value` holds the scalar's raw bits */
+#define REC_STEP_DIGEST 0x02 /* not a record but a step digest (digest streaming): `nbytes` records of `step` held
+                                back by the agent, `fp` the XOR of their rec_digest_term (common/recmatch.h), `seq`
+                                the last one's seq; named REC_STEP_DIGEST_NAME */
+#define REC_STEP_DIGEST_NAME "step.digest"
 
 typedef struct rec_header {
     uint16_t version;
@@ -135,6 +143,10 @@ typedef struct rec_reader {
  * outlive the reader), parsing the header. Returns 0, or -1 with status and
  * err set when the header is torn or invalid. */
 int rec_reader_init(rec_reader *rd, const void *buf, size_t len);
+
+/* rec_reader_frames - start reading `len` bytes of bare frames (records
+ * without a stream header, as lockstepd stores them) of rank `rank`. */
+void rec_reader_frames(rec_reader *rd, const void *buf, size_t len, uint32_t rank);
 
 /* rec_reader_next - decode the next record into `out`, whose pointers stay
  * valid until the next call. Returns 1 for a record, 0 at the end: then

@@ -221,19 +221,26 @@ static json_t *store_job_run(void *arg, int *status)
     store_job *j = arg;
     const run_info *run = &j->run;
     const srv_batch *b = &j->batch;
-    int dup = 0;
-    double commit_s = 0;
+    store_result res;
     srv_error e;
-    if (store_batch(run, b, &dup, &commit_s, &e) < 0) {
+    if (store_batch(run, b, &res, &e) < 0) {
         *status = 503;
         return http_error_json(e.error, e.detail, e.hint);
     }
-    metrics_batch(b->n, dup);
-    if (!dup && b->n)
-        cmp_notify(run->group, (int)b->rank, commit_s);
+    metrics_batch(b->n, res.duplicate);
+    if (!res.duplicate && (b->n || b->n_digests))
+        cmp_notify(run->group, (int)b->rank, res.commit_s);
     *status = 200;
-    return json_pack("{s:s, s:i, s:I, s:I, s:b}", "run_id", run->run_id, "rank", (int)b->rank, "batch_seq",
-                     (json_int_t)b->batch_seq, "stored", (json_int_t)(dup ? 0 : b->n), "duplicate", dup);
+    json_t *o = json_pack("{s:s, s:i, s:I, s:I, s:b}", "run_id", run->run_id, "rank", (int)b->rank, "batch_seq",
+                          (json_int_t)b->batch_seq, "stored", (json_int_t)(res.duplicate ? 0 : b->n), "duplicate",
+                          res.duplicate);
+    if (res.n_want > 0) { /* digest streaming: the records of these steps, please (docs/agent.md) */
+        json_t *want = json_array();
+        for (int i = 0; i < res.n_want; i++)
+            json_array_append_new(want, json_integer(res.want[i]));
+        json_object_set_new(o, "send_steps", want);
+    }
+    return o;
 }
 
 static void store_job_free(void *arg)

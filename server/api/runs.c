@@ -10,12 +10,14 @@
 #include "common/dtype.h"
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
+#include "server/api/recview.h"
 #include "server/core/metrics.h"
 #include "server/core/state.h"
 #include "server/http/auth.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/db.h"
+#include "server/store/frames.h"
 #include "server/store/runs.h"
 
 #define RUN_COLS                                                                                                \
@@ -160,42 +162,18 @@ static enum MHD_Result read_run_records(http_req *req, char **args)
         return MHD_YES;
     if (step)
         to = from;
-    char key[32], rk[16], f[32], t[32], l[32], o_s[32], err[512];
-    snprintf(key, sizeof(key), "%" PRId64, run.key);
-    snprintf(rk, sizeof(rk), "%lld", rank);
-    snprintf(f, sizeof(f), "%lld", from);
-    snprintf(t, sizeof(t), "%lld", to);
-    snprintf(l, sizeof(l), "%lld", limit + 1); /* one more: is there a next page? */
-    snprintf(o_s, sizeof(o_s), "%lld", offset);
-    const char *p[] = {key, rk, f, t, l, o_s};
-    PGresult *r = db_exec("run_records", 6, p, err, sizeof(err));
-    if (!r)
+    frame_set set = {0};
+    char err[512];
+    /* one more than the page: is there a next one? */
+    if (frames_read_range(run.key, (uint32_t)rank, from, to, offset, limit + 1, &set, err, sizeof(err)) < 0) {
+        frame_set_release(&set);
         return http_reply_db_down(req, err);
-    json_t *recs = json_array();
-    int n = PQntuples(r), more = n > limit;
-    for (int i = 0; i < n && i < limit; i++) {
-        unsigned dtype = (unsigned)atoi(PQgetvalue(r, i, 6));
-        json_t *o = json_pack("{s:i, s:I, s:I, s:s, s:i, s:s, s:s, s:i, s:I, s:I, s:o, s:o}", "rank",
-                              atoi(PQgetvalue(r, i, 0)), "seq", (json_int_t)strtoll(PQgetvalue(r, i, 1), NULL, 10),
-                              "step", (json_int_t)strtoll(PQgetvalue(r, i, 2), NULL, 10), "name",
-                              PQgetvalue(r, i, 3), "occurrence", atoi(PQgetvalue(r, i, 4)), "level",
-                              level_name((unsigned)atoi(PQgetvalue(r, i, 5))), "dtype", dtype_name(dtype), "flags",
-                              atoi(PQgetvalue(r, i, 7)), "t_ns", (json_int_t)strtoll(PQgetvalue(r, i, 8), NULL, 10),
-                              "nbytes", (json_int_t)strtoll(PQgetvalue(r, i, 9), NULL, 10), "fp",
-                              pg_hex64(r, i, 10), "shape", pg_int_array(PQgetvalue(r, i, 12), 0));
-        if (!PQgetisnull(r, i, 11)) {
-            uint64_t bits = (uint64_t)strtoll(PQgetvalue(r, i, 11), NULL, 10);
-            double d = dtype_value_to_double(dtype, bits);
-            json_object_set_new(o, "value", isfinite(d) ? json_real(d) : json_null());
-            json_object_set_new(o, "value_bits", pg_hex64(r, i, 11));
-        }
-        if (!PQgetisnull(r, i, 13))
-            json_object_set_new(o, "inputs", pg_hex_array(r, i, 13));
-        if (!PQgetisnull(r, i, 14))
-            json_object_set_new(o, "chunks", pg_hex_array(r, i, 14));
-        json_array_append_new(recs, o);
     }
-    PQclear(r);
+    json_t *recs = json_array();
+    int more = (long long)set.n > limit;
+    for (size_t i = 0; i < set.n && (long long)i < limit; i++)
+        json_array_append_new(recs, rv_record(&set.recs[i]));
+    frame_set_release(&set);
     json_t *o = api_list(recs, -1, limit, more ? offset + limit : -1);
     json_object_set_new(o, "run_id", json_string(run.run_id));
     json_object_set_new(o, "rank", json_integer(rank));
@@ -220,8 +198,5 @@ void api_runs_register(void)
                 "SELECT coalesce(p.rank, e.rank), p.min_step, p.max_step, p.max_seq, p.n_records, e.exit_code "
                 "FROM (SELECT * FROM rank_progress WHERE run_key = $1) p "
                 "FULL JOIN (SELECT * FROM rank_ends WHERE run_key = $1) e ON p.rank = e.rank ORDER BY 1");
-    db_register("run_records", "SELECT rank, seq, step, name, occ, level, dtype, flags, t_ns, nbytes, fp, value, "
-                               "shape::text, inputs::text, chunks::text FROM records WHERE run_key = $1 "
-                               "AND rank = $2 AND step BETWEEN $3 AND $4 ORDER BY step, seq LIMIT $5 OFFSET $6");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

@@ -18,6 +18,7 @@
 #include "server/core/worker.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
+#include "server/store/frames.h"
 
 #define SWEEP_S 5
 #define STEPS_PER_CHECK 256 /* differing digests whose records match (an older digest version): checked per call */
@@ -57,8 +58,16 @@ void cmp_register(void)
     db_register("cmp_steps", "SELECT step FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                              "AND step BETWEEN $3 AND $4 GROUP BY step HAVING count(*) < $5 "
                              "OR min(digest) <> max(digest) OR min(n) <> max(n) ORDER BY step LIMIT 1");
-    db_register("cmp_recs", "SELECT run_key, seq, name, occ, fp, value, dtype, shape::text, nbytes FROM records "
-                            "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3 ORDER BY run_key, seq");
+    db_register("cmp_counts", "SELECT run_key, n FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
+                              "AND step = $3");
+    /* Digest streaming: a run whose agent held the step's records back is asked for them (the reply to its
+     * rank's next batch says so); `committed_at` keeps the commit that showed the difference, for the latency. */
+    db_register("cmp_request", "INSERT INTO record_requests (run_key, rank, step, committed_at) "
+                               "SELECT k, $2, $3, to_timestamp($4) FROM unnest($1::bigint[]) AS k "
+                               "ON CONFLICT (run_key, rank, step) DO UPDATE SET answered = false "
+                               "WHERE record_requests.answered");
+    db_register("cmp_answered", "DELETE FROM record_requests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
+                                "AND step = $3 RETURNING extract(epoch FROM committed_at)");
     db_register("cmp_store",
                 "INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, runs, "
                 "committed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10)) "
@@ -126,50 +135,98 @@ static json_t *run_entry(const char *run_id, const cmp_rec *c)
     return o;
 }
 
-/* load_step - the records of `step` on `rank` of the group's runs, as rule input pointing into `res`.
- * Returns the count; *out is a new array (caller frees). */
-static size_t load_step(PGresult *res, int nruns, const int64_t *keys, cmp_rec **out)
+/* load_step - the records of `step` on `rank` of the group's runs (read into `set`), as rule input. Returns the
+ * count; *out is a new array (caller frees); per run the count of its records in `counts`. */
+static size_t load_step(const frame_set *set, int nruns, const int64_t *keys, cmp_rec **out, int64_t *counts)
 {
-    int n = PQntuples(res);
-    cmp_rec *recs = xcalloc((size_t)n + 1, sizeof(*recs));
-    for (int i = 0; i < n; i++) {
+    cmp_rec *recs = xcalloc(set->n + 1, sizeof(*recs));
+    for (int k = 0; k < nruns; k++)
+        counts[k] = 0;
+    for (size_t i = 0; i < set->n; i++) {
         cmp_rec *c = &recs[i];
-        int64_t key = strtoll(PQgetvalue(res, i, 0), NULL, 10);
         c->run = 0;
-        while (c->run < nruns && keys[c->run] != key)
+        while (c->run < nruns && keys[c->run] != set->run_key[i])
             c->run++;
-        rec_record *r = &c->rec;
-        r->seq = strtoull(PQgetvalue(res, i, 1), NULL, 10);
-        r->name = PQgetvalue(res, i, 2);
-        r->name_len = (uint16_t)PQgetlength(res, i, 2);
-        r->occurrence = (uint32_t)strtoul(PQgetvalue(res, i, 3), NULL, 10);
-        r->fp = (uint64_t)strtoll(PQgetvalue(res, i, 4), NULL, 10);
-        if (!PQgetisnull(res, i, 5)) {
-            r->flags |= REC_HAS_VALUE;
-            r->value = (uint64_t)strtoll(PQgetvalue(res, i, 5), NULL, 10);
-        }
-        r->dtype = (uint8_t)atoi(PQgetvalue(res, i, 6));
-        r->ndim = (uint8_t)db_int_array_parse(PQgetvalue(res, i, 7), r->shape, LS_MAX_DIMS);
-        r->nbytes = strtoull(PQgetvalue(res, i, 8), NULL, 10);
+        if (c->run < nruns)
+            counts[c->run]++;
+        c->rec = set->recs[i];
     }
     *out = recs;
-    return (size_t)n;
+    return set->n;
+}
+
+/* held_back - the runs whose step digests stand for more records than are stored: their agents held them back
+ * (digest streaming). Asks for them and returns how many runs are short, or -1 on a database error; otherwise,
+ * when every run is complete, gives the earliest commit that asked for them in *commit_s. */
+static int held_back(int rank, int64_t step, int nruns, const int64_t *keys, const char *keyarr, const int64_t *counts,
+                     double *commit_s)
+{
+    char rk[16], st[32], err[512];
+    snprintf(rk, sizeof(rk), "%d", rank);
+    snprintf(st, sizeof(st), "%" PRId64, step);
+    const char *p[] = {keyarr, rk, st};
+    PGresult *r = db_exec("cmp_counts", 3, p, err, sizeof(err));
+    if (!r)
+        return -1;
+    char shortarr[GROUP_MAX_RUNS * 22 + 3];
+    size_t len = 0;
+    int n_short = 0;
+    shortarr[len++] = '{';
+    for (int i = 0; i < PQntuples(r); i++) {
+        int64_t key = strtoll(PQgetvalue(r, i, 0), NULL, 10), n = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+        for (int k = 0; k < nruns; k++)
+            if (keys[k] == key && counts[k] < n)
+                len += (size_t)snprintf(shortarr + len, sizeof(shortarr) - len, "%s%" PRId64, n_short++ ? "," : "",
+                                        key);
+    }
+    snprintf(shortarr + len, sizeof(shortarr) - len, "}");
+    PQclear(r);
+    if (n_short) {
+        char when[48];
+        snprintf(when, sizeof(when), "%.6f", *commit_s > 0 ? *commit_s : clock_wall_s());
+        const char *q[] = {shortarr, rk, st, when};
+        r = db_exec("cmp_request", 4, q, err, sizeof(err));
+        if (!r)
+            return -1;
+        PQclear(r);
+        return n_short;
+    }
+    r = db_exec("cmp_answered", 3, p, err, sizeof(err));
+    if (!r)
+        return -1;
+    for (int i = 0; i < PQntuples(r); i++) {
+        double t = atof(PQgetvalue(r, i, 0));
+        if (t > 0 && (*commit_s <= 0 || t < *commit_s))
+            *commit_s = t;
+    }
+    PQclear(r);
+    return 0;
 }
 
 /* find_divergence - apply the rule to the records of `step` on `rank` and store the divergence it finds.
- * Returns 1 stored (or an earlier one kept), 0 when the records match, -1 on a database error. */
+ * Returns 1 stored (or an earlier one kept), 0 when the records match, 2 when some run's agent holds the step's
+ * records back (asked for; the step is compared again when they come), -1 on a database error. */
 static int find_divergence(const char *group, int rank, int64_t step, int nruns, const int64_t *keys,
                            char ids[][40], const char *keyarr, double commit_s)
 {
     char rk[16], st[32], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
     snprintf(st, sizeof(st), "%" PRId64, step);
-    const char *p[] = {keyarr, rk, st};
-    PGresult *r = db_exec("cmp_recs", 3, p, err, sizeof(err));
-    if (!r)
+    frame_set set = {0};
+    if (frames_read_step(keys, nruns, (uint32_t)rank, step, &set, err, sizeof(err)) < 0) {
+        log_warn("comparing group %s rank %d step %" PRId64 ": %s", group, rank, step, err);
+        frame_set_release(&set);
         return -1;
+    }
     cmp_rec *recs;
-    size_t n = load_step(r, nruns, keys, &recs);
+    int64_t counts[GROUP_MAX_RUNS];
+    size_t n = load_step(&set, nruns, keys, &recs, counts);
+    int held = held_back(rank, step, nruns, keys, keyarr, counts, &commit_s);
+    if (held != 0) {
+        free(recs);
+        frame_set_release(&set);
+        return held < 0 ? -1 : 2;
+    }
     cmp_first f;
     cmp_rule_first(recs, n, nruns, &f);
     int rc = 0;
@@ -214,7 +271,7 @@ static int find_divergence(const char *group, int rank, int64_t step, int nruns,
     PQclear(s);
 out_free:
     free(recs);
-    PQclear(r);
+    frame_set_release(&set);
     return rc;
 }
 
@@ -294,6 +351,11 @@ int cmp_check(const char *group, int rank, double commit_s)
         int64_t step = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         PQclear(r);
         rc = find_divergence(group, rank, step, nruns, keys, ids, keyarr, commit_s);
+        if (rc == 2) { /* records held back by an agent: compared from this step once they come */
+            snprintf(hi_s, sizeof(hi_s), "%" PRId64, step - 1);
+            rc = 0;
+            break;
+        }
         if (rc == 0 && tries == STEPS_PER_CHECK - 1) {
             /* much to compare record by record: mark this far and come back */
             snprintf(hi_s, sizeof(hi_s), "%" PRId64, step);

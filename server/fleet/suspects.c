@@ -15,6 +15,7 @@
 #include "server/fleet/evidence.h"
 #include "server/fleet/group.h"
 #include "server/fleet/rescore.h"
+#include "server/store/frames.h"
 #include "server/store/sql.h"
 
 #define MAX_ORIGIN 16
@@ -78,6 +79,44 @@ static void add_implicated(verdict *v, const char *node)
         snprintf(v->implicated + n, sizeof(v->implicated) - n, "%s%s", n ? "," : "", node);
 }
 
+/* origin_inputs_matched - whether the origin record (`name`, occurrence `occ`, at `step` on `rank`) is held by
+ * every run of the group and carries one and the same input fingerprints wherever it carries any (records
+ * without inputs do not count against it; at least one must carry them). 0, or -1 with `err`. */
+static int origin_inputs_matched(const grp *g, int rank, const char *step, const char *name, const char *occ,
+                                 int *matched, char *err, size_t ecap)
+{
+    int64_t keys[GROUP_MAX_RUNS];
+    for (int a = 0; a < g->nruns; a++)
+        keys[a] = strtoll(g->runs[a].key, NULL, 10);
+    frame_set set = {0};
+    if (frames_read_step(keys, g->nruns, (uint32_t)rank, strtoll(step, NULL, 10), &set, err, ecap) < 0) {
+        frame_set_release(&set);
+        return -1;
+    }
+    size_t name_len = strlen(name);
+    uint32_t oc = (uint32_t)strtoul(occ, NULL, 10);
+    int count = 0, distinct = 0;
+    const rec_record *first = NULL;
+    for (size_t i = 0; i < set.n; i++) {
+        const rec_record *r = &set.recs[i];
+        if (r->name_len != name_len || memcmp(r->name, name, name_len) || r->occurrence != oc)
+            continue;
+        count++;
+        if (!r->n_inputs)
+            continue;
+        if (!first) {
+            first = r;
+            distinct = 1;
+        } else if (r->n_inputs != first->n_inputs ||
+                   memcmp(r->inputs, first->inputs, r->n_inputs * sizeof(uint64_t)) != 0) {
+            distinct = 2;
+        }
+    }
+    *matched = count == g->nruns && distinct == 1;
+    frame_set_release(&set);
+    return 0;
+}
+
 /* classify - the rules of docs/suspects.md, in order: same hardware,
  * manifest difference, no hardware named, output differs while the inputs
  * matched, spread over unrelated nodes; else hardware with strong (minority
@@ -138,24 +177,9 @@ static int classify(grp *g, json_t **entries, const int *origin, int norigin, co
      * input fingerprints and they agree on every origin rank - the operation
      * itself is not deterministic (e.g. a reduction in arrival order). */
     int inputs_matched = 1;
-    for (int o = 0; o < norigin && inputs_matched; o++) {
-        char keys[GROUP_MAX_RUNS * 22 + 3], rk[16];
-        size_t kl = (size_t)snprintf(keys, sizeof(keys), "{");
-        for (int a = 0; a < g->nruns; a++)
-            kl += (size_t)snprintf(keys + kl, sizeof(keys) - kl, "%s%s", a ? "," : "", g->runs[a].key);
-        snprintf(keys + kl, sizeof(keys) - kl, "}");
-        snprintf(rk, sizeof(rk), "%d", origin[o]);
-        const char *pi[] = {keys, rk, step, name, occ};
-        PGresult *ri = sql_query("SELECT count(*), count(DISTINCT inputs), bool_and(cardinality(inputs) > 0) FROM records "
-                            "WHERE run_key = ANY($1::bigint[]) AND rank = $2::int AND step = $3::bigint AND name = $4 "
-                            "AND occ = $5::int",
-                            5, pi, err, ecap);
-        if (!ri)
+    for (int o = 0; o < norigin && inputs_matched; o++)
+        if (origin_inputs_matched(g, origin[o], step, name, occ, &inputs_matched, err, ecap) < 0)
             return -1;
-        inputs_matched = atoi(PQgetvalue(ri, 0, 0)) == g->nruns && atoi(PQgetvalue(ri, 0, 1)) == 1 &&
-                         PQgetvalue(ri, 0, 2)[0] == 't';
-        PQclear(ri);
-    }
     if (inputs_matched) {
         v->cls = "software";
         v->code = "inputs_matched";

@@ -1,0 +1,124 @@
+-- 007_record_frames.sql - records stored as what they are: the CRC-framed records of each batch, cut per step into
+-- segments that fit a heap page, decoded in C when read (server/store/frames.c); the one-row-per-record table is
+-- kept as records_rows until lockstepd has converted it (server/store/convert.c) and dropped it. Also: steps whose
+-- records an agent holds back (digest streaming) and lockstepd asked for, and the one-statement batch write.
+
+ALTER TABLE records RENAME TO records_rows;
+ALTER INDEX records_lookup RENAME TO records_rows_lookup;
+ALTER TABLE records_default RENAME TO records_rows_default;
+
+-- One row per step segment of a stored batch: the frames of consecutive records of one step (u32 length, u32
+-- CRC32C, payload; common/record.h), in seq order, at most ~7.6 KB so that the row stays inline in its page.
+-- `kind` 1 holds only the points of the series endpoint (scalar records of occurrence 0), so that a curve reads
+-- those segments alone. Partitioned by the day received, so retention drops whole partitions.
+CREATE TABLE record_frames (
+    run_key     bigint NOT NULL,
+    rank        int NOT NULL,
+    step        bigint NOT NULL,
+    seq_lo      bigint NOT NULL,            -- seq of the segment's first record
+    n           int NOT NULL,               -- records in frames
+    kind        smallint NOT NULL,          -- 0 records, 1 series points
+    frames      bytea NOT NULL,
+    received_on date NOT NULL DEFAULT current_date
+) PARTITION BY RANGE (received_on);
+ALTER TABLE record_frames ALTER COLUMN frames SET STORAGE EXTERNAL; -- never compressed; a rare large one goes out of line
+CREATE INDEX record_frames_lookup ON record_frames (run_key, rank, step);
+CREATE INDEX record_frames_series ON record_frames (run_key, rank, step) WHERE kind = 1;
+CREATE TABLE record_frames_default PARTITION OF record_frames DEFAULT WITH (toast_tuple_target = 8160);
+
+-- Steps of a rank whose records lockstepd wants from an agent that holds them back (their digests differ across
+-- twins); answered in the reply to the rank's next batch and deleted when the records are stored.
+CREATE TABLE record_requests (
+    run_key      bigint NOT NULL,
+    rank         int NOT NULL,
+    step         bigint NOT NULL,
+    committed_at timestamptz NOT NULL,      -- commit of the batch whose digests showed the difference
+    requested_at timestamptz NOT NULL DEFAULT now(),
+    answered     boolean NOT NULL DEFAULT false, -- records came; the comparison deletes the request once it used them
+    PRIMARY KEY (run_key, rank, step)
+);
+
+DROP FUNCTION lockstep_ensure_partitions(int);
+DROP FUNCTION lockstep_drop_partitions(int);
+
+-- lockstep_ensure_partitions - create the daily record_frames partitions from today to `days_ahead` days ahead
+-- (skipping a day whose rows already sit in the default partition).
+CREATE FUNCTION lockstep_ensure_partitions(days_ahead int) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    d date;
+    name text;
+BEGIN
+    FOR i IN 0..days_ahead LOOP
+        d := current_date + i;
+        name := 'record_frames_' || to_char(d, 'YYYYMMDD');
+        IF to_regclass(name) IS NULL
+           AND NOT EXISTS (SELECT 1 FROM record_frames_default WHERE received_on = d) THEN
+            BEGIN
+                EXECUTE format('CREATE TABLE %I PARTITION OF record_frames FOR VALUES FROM (%L) TO (%L) '
+                               'WITH (toast_tuple_target = 8160)', name, d, d + 1);
+            EXCEPTION WHEN duplicate_table THEN
+                NULL; -- another lockstepd made it first
+            END;
+        END IF;
+    END LOOP;
+END $$;
+
+-- lockstep_drop_partitions - drop daily record_frames partitions older than `keep_days`; returns how many it
+-- dropped. Runs, digests and divergences stay.
+CREATE FUNCTION lockstep_drop_partitions(keep_days int) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+    p record;
+    dropped int := 0;
+BEGIN
+    FOR p IN SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+             WHERE i.inhparent = 'record_frames'::regclass AND c.relname ~ '^record_frames_[0-9]{8}$' LOOP
+        IF to_date(substr(p.relname, 15), 'YYYYMMDD') < current_date - keep_days THEN
+            EXECUTE format('DROP TABLE %I', p.relname);
+            dropped := dropped + 1;
+        END IF;
+    END LOOP;
+    DELETE FROM record_frames_default WHERE received_on < current_date - keep_days;
+    RETURN dropped;
+END $$;
+
+-- lockstep_store_batch - one batch in one statement (so in one transaction, and one round trip): the replay guard
+-- first (NULL: a replay, nothing stored), the frames, the per-step digests, the rank's progress; then the steps of
+-- this rank whose held-back records lockstepd wants (an empty array when none). `held`: the batch carries records
+-- an agent held back and was asked for; their digests and progress came with the step digests it sent before.
+CREATE FUNCTION lockstep_store_batch(p_run bigint, p_rank int, p_bseq bigint, p_n int, p_held boolean,
+                                     f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[], f_frames bytea[],
+                                     d_step bigint[], d_n int[], d_digest bigint[],
+                                     p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint)
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO batches (run_key, rank, batch_seq, n_records) VALUES (p_run, p_rank, p_bseq, p_n)
+        ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF cardinality(f_step) > 0 THEN
+        INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames)
+            SELECT p_run, p_rank, s, q, c, k, f FROM unnest(f_step, f_seq, f_n, f_kind, f_frames) AS u(s, q, c, k, f);
+    END IF;
+    IF cardinality(d_step) > 0 THEN
+        INSERT INTO step_digests (run_key, rank, step, n, digest)
+            SELECT p_run, p_rank, s, c, d FROM unnest(d_step, d_n, d_digest) AS u(s, c, d) ORDER BY s
+            ON CONFLICT (run_key, rank, step) DO UPDATE SET n = step_digests.n + excluded.n,
+                digest = step_digests.digest # excluded.digest;
+    END IF;
+    IF p_count > 0 THEN
+        INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records)
+            VALUES (p_run, p_rank, p_min_step, p_max_step, p_max_seq, p_count)
+            ON CONFLICT (run_key, rank) DO UPDATE SET
+                min_step = least(rank_progress.min_step, excluded.min_step),
+                max_step = greatest(rank_progress.max_step, excluded.max_step),
+                max_seq = greatest(rank_progress.max_seq, excluded.max_seq),
+                n_records = rank_progress.n_records + excluded.n_records, updated_at = now();
+    END IF;
+    IF p_held THEN
+        UPDATE record_requests SET answered = true
+            WHERE run_key = p_run AND rank = p_rank AND step = ANY (f_step) AND NOT answered;
+    END IF;
+    RETURN coalesce((SELECT array_agg(step ORDER BY step) FROM (SELECT step FROM record_requests
+                     WHERE run_key = p_run AND rank = p_rank AND NOT answered ORDER BY step LIMIT 64) w), '{}');
+END $$;
