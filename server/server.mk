@@ -41,9 +41,9 @@ HARNESS_LIBS = $(call pc_libs,libcurl jansson) -lpthread
 
 # bench/ingest: N loopback clients posting binary batches to lockstepd.
 BENCH_INGEST := $(B)/bench/ingest/ingest
-EXTRA_CFLAGS_bench += $(call pc_cflags,libcurl jansson)
+EXTRA_CFLAGS_bench += $(call pc_cflags,libcurl jansson libpq)
 $(BENCH_INGEST): $(B)/bench/ingest/ingest.o $(HARNESS_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
-	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARNESS_LIBS) -lm
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARNESS_LIBS) $(call pc_libs,libpq) -lm
 ALL_TARGETS += $(BENCH_INGEST)
 BENCHES += $(BENCH_INGEST)
 
