@@ -6,6 +6,8 @@
 #include <stdio.h>
 
 #include "common/dtype.h"
+#include "server/http/reply.h"
+#include "server/store/frames.h"
 
 json_t *rv_hex64(uint64_t v)
 {
@@ -47,4 +49,13 @@ json_t *rv_record(const rec_record *r)
     if (r->n_chunks)
         json_object_set_new(o, "chunks", rv_hex_words(r->chunks, r->n_chunks));
     return o;
+}
+
+enum MHD_Result rv_reply_read_error(http_req *req, int rc, const char *err)
+{
+    if (rc == FRAMES_DAMAGED)
+        return http_reply_error(req, 500, "stored records are damaged", err,
+                                "their frames fail their checksums: the rows were changed outside lockstepd or the "
+                                "disk damaged them; restore them from a backup");
+    return http_reply_db_down(req, err);
 }

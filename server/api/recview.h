@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "common/record.h"
+#include "server/http/server.h"
 
 /* rv_hex64 - the 16 lowercase hex digits of `v`, as a JSON string. */
 json_t *rv_hex64(uint64_t v);
@@ -21,5 +22,10 @@ json_t *rv_shape(const rec_record *r);
  * rank, seq, step, name, occurrence, level, dtype, flags, t_ns, nbytes, fp,
  * shape, and value/value_bits, inputs, chunks when the record has them. */
 json_t *rv_record(const rec_record *r);
+
+/* rv_reply_read_error - the reply to a failed read of stored frames
+ * (server/store/frames.h): 500 when they are damaged (`rc` FRAMES_DAMAGED),
+ * else 503 (the database). */
+enum MHD_Result rv_reply_read_error(http_req *req, int rc, const char *err);
 
 #endif /* SERVER_API_RECVIEW_H */

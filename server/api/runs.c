@@ -165,9 +165,10 @@ static enum MHD_Result read_run_records(http_req *req, char **args)
     frame_set set = {0};
     char err[512];
     /* one more than the page: is there a next one? */
-    if (frames_read_range(run.key, (uint32_t)rank, from, to, offset, limit + 1, &set, err, sizeof(err)) < 0) {
+    int rc = frames_read_range(run.key, (uint32_t)rank, from, to, offset, limit + 1, &set, err, sizeof(err));
+    if (rc < 0) {
         frame_set_release(&set);
-        return http_reply_db_down(req, err);
+        return rv_reply_read_error(req, rc, err);
     }
     json_t *recs = json_array();
     int more = (long long)set.n > limit;

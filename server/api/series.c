@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/dtype.h"
+#include "server/api/recview.h"
 #include "server/core/metrics.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
@@ -67,9 +68,10 @@ static enum MHD_Result read_run_series(http_req *req, char **args)
                                 "e.g. /api/v1/runs/ID/series?rank=0&name=loss,grad_norm");
     frame_set set = {0};
     char err[512];
-    if (frames_read_series(run.key, (uint32_t)rank, names, count, limit, &set, err, sizeof(err)) < 0) {
+    int rc = frames_read_series(run.key, (uint32_t)rank, names, count, limit, &set, err, sizeof(err));
+    if (rc < 0) {
         frame_set_release(&set);
-        return http_reply_db_down(req, err);
+        return rv_reply_read_error(req, rc, err);
     }
     json_t *series = json_array();
     json_t *by_name[SERIES_MAX_NAMES] = {0}; /* each name's series object (borrowed), in order of first point */

@@ -182,10 +182,11 @@ static enum MHD_Result read_twin_records(http_req *req, char **args)
         return sent;
     frame_set set = {0};
     char err[512];
-    if (frames_read_step(g.keys, g.n, (uint32_t)rank, step, &set, err, sizeof(err)) < 0) {
+    int rc = frames_read_step(g.keys, g.n, (uint32_t)rank, step, &set, err, sizeof(err));
+    if (rc < 0) {
         frame_set_release(&set);
         PQclear(g.res);
-        return http_reply_db_down(req, err);
+        return rv_reply_read_error(req, rc, err);
     }
     int n = (int)set.n;
     if (n > STEP_MAX_ROWS) {

@@ -235,7 +235,7 @@ static int decode_seg(frame_set *s, int64_t run_key, uint32_t rank, int64_t step
     if (rd.status != REC_OK) {
         snprintf(err, cap, "stored records of run %" PRId64 " rank %u step %" PRId64 " are damaged: %s at byte %zu: %s",
                  run_key, rank, step, rec_status_name(rd.status), rd.err_off, rd.err);
-        rc = -1;
+        rc = FRAMES_DAMAGED;
     }
     rec_reader_release(&rd);
     return rc;
@@ -332,10 +332,12 @@ int frames_read_step(const int64_t *keys, int nkeys, uint32_t rank, int64_t step
         return -1;
     keep_result(out, r);
     size_t from = out->n;
-    for (int i = 0; i < PQntuples(r); i++)
-        if (decode_seg(out, be64(PQgetvalue(r, i, 0)), rank, step, PQgetvalue(r, i, 4), (size_t)PQgetlength(r, i, 4),
-                       NULL, err, cap) < 0)
-            return -1;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int rc = decode_seg(out, be64(PQgetvalue(r, i, 0)), rank, step, PQgetvalue(r, i, 4),
+                            (size_t)PQgetlength(r, i, 4), NULL, err, cap);
+        if (rc < 0)
+            return rc;
+    }
     sort_tail(out, from, keys, nkeys);
     finish(out);
     return 0;
@@ -406,7 +408,7 @@ static int scan(const char *stmt, int64_t key, uint32_t rank, int64_t from, int6
             }
             size_t first = out->n;
             for (size_t k = i; k < j; k++)
-                if (decode_seg(out, key, rank, segs[k].step, segs[k].p, segs[k].len, f, err, cap) < 0)
+                if ((rc = decode_seg(out, key, rank, segs[k].step, segs[k].p, segs[k].len, f, err, cap)) < 0)
                     goto out_free;
             sort_tail(out, first, NULL, 0);
             if (skip > 0) { /* drop the records before the page */

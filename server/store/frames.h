@@ -70,23 +70,28 @@ typedef struct frame_set {
     size_t *word_off; /* while decoding: where record i's words sit */
 } frame_set;
 
+/* What a read returns when a stored frame fails its CRC or length checks (the rows were changed outside
+ * lockstepd, or the disk damaged them): nothing of the read is trusted. Other failures return -1. */
+#define FRAMES_DAMAGED (-2)
+
 /* frames_read_step - every stored record at (`rank`, `step`) of the runs
  * `keys` (nkeys of them), sorted by run (in the order of `keys`), then seq.
- * Returns 0, or -1 with the reason in `err` (database error, or a stored
- * frame that fails its CRC). `out` must be released either way. */
+ * Returns 0, or -1 (database error) or FRAMES_DAMAGED with the reason in
+ * `err`. `out` must be released either way. */
 int frames_read_step(const int64_t *keys, int nkeys, uint32_t rank, int64_t step, frame_set *out, char *err,
                      size_t cap);
 
 /* frames_read_range - the records of run `key`, rank `rank`, steps
  * from..to, in (step, seq) order, skipping `offset` and returning at most
- * `limit` of them. Returns 0, or -1 with `err`. `out` must be released either
- * way. */
+ * `limit` of them. Returns 0, or -1 or FRAMES_DAMAGED with `err`. `out` must
+ * be released either way. */
 int frames_read_range(int64_t key, uint32_t rank, int64_t from, int64_t to, long long offset, long long limit,
                       frame_set *out, char *err, size_t cap);
 
 /* frames_read_series - the series points (scalar records of occurrence 0)
  * of run `key`, rank `rank` whose name is one of `names` (n_names of them), in
- * (step, seq) order, at most `limit`. Returns 0, or -1 with `err`. */
+ * (step, seq) order, at most `limit`. Returns 0, or -1 or FRAMES_DAMAGED with
+ * `err`. `out` must be released either way. */
 int frames_read_series(int64_t key, uint32_t rank, const char *const *names, int n_names, long long limit,
                        frame_set *out, char *err, size_t cap);
 
