@@ -134,11 +134,14 @@ int ts_parse(const char *s, trace_spec *out, char *why, size_t cap)
     return 0;
 }
 
-int ts_admits(const trace_spec *ts, int level, int64_t step, int64_t rank)
+/* admits - 1 when a clause admits the record; with `windowed`, only clauses with a bounded step window count. */
+static int admits(const trace_spec *ts, int level, int64_t step, int64_t rank, int windowed)
 {
     for (int i = 0; i < ts->n; i++) {
         const ts_clause *c = &ts->c[i];
         if (level > c->level || step < c->step_lo || step > c->step_hi)
+            continue;
+        if (windowed && c->step_lo == INT64_MIN && c->step_hi == INT64_MAX)
             continue;
         if (c->n_ranks == 0)
             return 1;
@@ -147,4 +150,14 @@ int ts_admits(const trace_spec *ts, int level, int64_t step, int64_t rank)
                 return 1;
     }
     return 0;
+}
+
+int ts_admits(const trace_spec *ts, int level, int64_t step, int64_t rank)
+{
+    return admits(ts, level, step, rank, 0);
+}
+
+int ts_in_window(const trace_spec *ts, int level, int64_t step, int64_t rank)
+{
+    return admits(ts, level, step, rank, 1);
 }

@@ -42,4 +42,9 @@ int ts_parse(const char *s, trace_spec *out, char *why, size_t cap);
 /* ts_admits - 1 when a record of `level` at `step` on `rank` is kept. */
 int ts_admits(const trace_spec *ts, int level, int64_t step, int64_t rank);
 
+/* ts_in_window - 1 when a clause with a step window (steps=...) admits the
+ * record: an operator asked for these steps in detail, so an agent that
+ * streams digests sends such records in full (docs/agent.md). */
+int ts_in_window(const trace_spec *ts, int level, int64_t step, int64_t rank);
+
 #endif /* COMMON_TRACESPEC_H */

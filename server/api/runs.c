@@ -181,10 +181,43 @@ static enum MHD_Result read_run_records(http_req *req, char **args)
     return http_reply_json(req, 200, o);
 }
 
+/* read_run_wanted - GET /api/v1/runs/{id}/wanted?rank=R: the steps of the rank whose held-back records lockstepd
+ * has asked for and not received (digest streaming; `lockstep replay --steps asked` reads it). The job's own
+ * token may read it, as may any reader. */
+static enum MHD_Result read_run_wanted(http_req *req, char **args)
+{
+    run_info run;
+    srv_error e;
+    int got = store_run_lookup(args[0], &run, &e);
+    if (got < 0)
+        return http_reply_srv_error(req, 503, &e);
+    if (!got)
+        return unknown_run(req, args[0]);
+    if (!(g_srv.secret && http_token_is_job(req, run.job_id)) && http_auth_read(req) < 0)
+        return MHD_YES;
+    long long rank;
+    if (api_int_arg(req, "rank", 0, INT32_MAX, 0, &rank) < 0)
+        return MHD_YES;
+    char key[32], rk[16], err[512];
+    snprintf(key, sizeof(key), "%" PRId64, run.key);
+    snprintf(rk, sizeof(rk), "%lld", rank);
+    const char *p[] = {key, rk};
+    PGresult *r = db_exec("run_wanted", 2, p, err, sizeof(err));
+    if (!r)
+        return http_reply_db_down(req, err);
+    json_t *steps = json_array();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(steps, json_integer(strtoll(PQgetvalue(r, i, 0), NULL, 10)));
+    PQclear(r);
+    return http_reply_json(req, 200, json_pack("{s:s, s:I, s:o}", "run_id", run.run_id, "rank", (json_int_t)rank,
+                                               "steps", steps));
+}
+
 static const route ROUTES[] = {
     {"GET", "/api/v1/runs", MR_READ, AUTH_SELF, read_runs},
     {"GET", "/api/v1/runs/{}", MR_READ, AUTH_READ, read_run},
     {"GET", "/api/v1/runs/{}/records", MR_READ, AUTH_READ, read_run_records},
+    {"GET", "/api/v1/runs/{}/wanted", MR_READ, AUTH_SELF, read_run_wanted},
 };
 
 void api_runs_register(void)
@@ -199,5 +232,7 @@ void api_runs_register(void)
                 "SELECT coalesce(p.rank, e.rank), p.min_step, p.max_step, p.max_seq, p.n_records, e.exit_code "
                 "FROM (SELECT * FROM rank_progress WHERE run_key = $1) p "
                 "FULL JOIN (SELECT * FROM rank_ends WHERE run_key = $1) e ON p.rank = e.rank ORDER BY 1");
+    db_register("run_wanted", "SELECT step FROM record_requests WHERE run_key = $1 AND rank = $2 AND NOT answered "
+                              "ORDER BY step LIMIT 1000");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

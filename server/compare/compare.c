@@ -48,7 +48,9 @@ void cmp_register(void)
                 "FROM runs r LEFT JOIN rank_progress p ON p.run_key = r.run_key AND p.rank = $2 "
                 "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
                 "WHERE r.twin_group = $1 ORDER BY r.run_key");
-    db_register("cmp_checked", "SELECT checked_upto FROM group_checks WHERE twin_group = $1 AND rank = $2");
+    /* How far the rank was compared, and the step of its first divergence: later steps cannot make an earlier one. */
+    db_register("cmp_checked", "SELECT (SELECT checked_upto FROM group_checks WHERE twin_group = $1 AND rank = $2), "
+                               "(SELECT step FROM divergences WHERE twin_group = $1 AND rank = $2)");
     /* The mark is written only if no run joined the group after the runs this check compared
      * ($4 = the newest run key seen): a joining run resets the group's checks, and a mark computed
      * without it must not overwrite that reset, or its early steps would never be compared. */
@@ -317,17 +319,22 @@ int cmp_check(const char *group, int rank, double commit_s)
     r = db_exec("cmp_checked", 2, p, err, sizeof(err));
     if (!r)
         return -1;
-    int64_t from = lo;
-    if (PQntuples(r) == 1) {
+    int64_t from = lo, upto = hi;
+    if (!PQgetisnull(r, 0, 0)) {
         int64_t done = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         if (done >= from)
             from = done + 1;
+    }
+    if (!PQgetisnull(r, 0, 1)) {
+        int64_t first = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+        if (first < upto)
+            upto = first; /* past the rank's first divergence nothing can come before it */
     }
     PQclear(r);
     if (from > hi)
         return 0;
 
-    char keyarr[GROUP_MAX_RUNS * 22 + 3], from_s[32], hi_s[32], n_s[16];
+    char keyarr[GROUP_MAX_RUNS * 22 + 3], from_s[32], hi_s[32], upto_s[32], n_s[16];
     size_t len = 0;
     keyarr[len++] = '{';
     for (int k = 0; k < nruns; k++)
@@ -335,12 +342,13 @@ int cmp_check(const char *group, int rank, double commit_s)
     snprintf(keyarr + len, sizeof(keyarr) - len, "}");
     snprintf(from_s, sizeof(from_s), "%" PRId64, from);
     snprintf(hi_s, sizeof(hi_s), "%" PRId64, hi);
+    snprintf(upto_s, sizeof(upto_s), "%" PRId64, upto);
     snprintf(n_s, sizeof(n_s), "%d", nruns);
     /* The first step whose digests differ; when its records all match (digests written by an older
      * digest version), the next one: a step is only ever passed once its records were compared. */
     int rc = 0;
-    for (int tries = 0; rc == 0 && tries < STEPS_PER_CHECK; tries++) {
-        const char *q[] = {keyarr, rk, from_s, hi_s, n_s};
+    for (int tries = 0; rc == 0 && from <= upto && tries < STEPS_PER_CHECK; tries++) {
+        const char *q[] = {keyarr, rk, from_s, upto_s, n_s};
         r = db_exec("cmp_steps", 5, q, err, sizeof(err));
         if (!r)
             return -1;
@@ -361,7 +369,8 @@ int cmp_check(const char *group, int rank, double commit_s)
             snprintf(hi_s, sizeof(hi_s), "%" PRId64, step);
             cmp_notify(group, rank, commit_s);
         }
-        snprintf(from_s, sizeof(from_s), "%" PRId64, step + 1);
+        from = step + 1;
+        snprintf(from_s, sizeof(from_s), "%" PRId64, from);
     }
     if (rc < 0)
         return -1;
