@@ -209,7 +209,7 @@ static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
     unsigned char *buf;
     size_t len;
     if (spool_get(&sp, SPOOL_MANIFEST, &buf, &len, why, sizeof(why)) > 0) {
-        r = uplink_post_json(&up, "manifest", (const char *)buf);
+        r = uplink_post_json(&up, "manifest", (const char *)buf, NULL, 0);
         free(buf);
         if (r == UP_RETRY) {
             say(o, dir, up.last_error);
@@ -255,7 +255,7 @@ static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
     }
     free(seqs);
     if (spool_get(&sp, SPOOL_END, &buf, &len, why, sizeof(why)) > 0) {
-        r = uplink_post_json(&up, "end", (const char *)buf);
+        r = uplink_post_json(&up, "end", (const char *)buf, NULL, 0);
         free(buf);
         if (r == UP_RETRY) {
             say(o, dir, up.last_error);

@@ -131,11 +131,13 @@ int uplink_post_batch(uplink *u, const unsigned char *buf, size_t len, char *res
     return classify(u, status, resp);
 }
 
-int uplink_post_json(uplink *u, const char *what, const char *json)
+int uplink_post_json(uplink *u, const char *what, const char *json, char *resp_out, size_t resp_cap)
 {
-    char path[400], resp[1024];
+    char path[400], local[1024], *resp = resp_out ? resp_out : local;
+    size_t cap = resp_out ? resp_cap : sizeof(local);
+    resp[0] = 0;
     snprintf(path, sizeof(path), "/api/v1/runs/%s/%s", u->m->run_id, what);
     long status = http_request(u->http, "POST", path, "application/json", json, strlen(json), u->timeout_ms, resp,
-                               sizeof(resp), u->last_error, sizeof(u->last_error));
+                               cap, u->last_error, sizeof(u->last_error));
     return classify(u, status, resp);
 }

@@ -44,7 +44,8 @@ int uplink_resolve(uplink *u);
  * `resp` (resp_cap bytes, NUL-terminated; may be NULL). */
 int uplink_post_batch(uplink *u, const unsigned char *buf, size_t len, char *resp, size_t resp_cap);
 
-/* uplink_post_json - POST `json` to /api/v1/runs/ID/WHAT (manifest, end). */
-int uplink_post_json(uplink *u, const char *what, const char *json);
+/* uplink_post_json - POST `json` to /api/v1/runs/ID/WHAT (manifest, end);
+ * the reply's text in `resp` (resp_cap bytes; may be NULL). */
+int uplink_post_json(uplink *u, const char *what, const char *json, char *resp, size_t resp_cap);
 
 #endif /* AGENT_UPLINK_H */

@@ -94,6 +94,10 @@ BEGIN
     INSERT INTO batches (run_key, rank, batch_seq, n_records) VALUES (p_run, p_rank, p_bseq, p_n)
         ON CONFLICT DO NOTHING;
     IF NOT FOUND THEN
+        IF p_held THEN -- held records stored before: whatever asks for them again is answered
+            UPDATE record_requests SET answered = true
+                WHERE run_key = p_run AND rank = p_rank AND step = ANY (f_step) AND NOT answered;
+        END IF;
         RETURN NULL;
     END IF;
     IF cardinality(f_step) > 0 THEN

@@ -326,14 +326,26 @@ static enum MHD_Result ingest_end(http_req *req, char **args)
         res = http_reply_srv_error(req, 503, &e);
         goto out_decref;
     }
-    /* Steps a rank's end completes, and records missing at the end, are found now. */
-    cmp_notify(run.group, rank, 0);
+    /* Steps a rank's end completes, and records missing at the end, are found now; this rank is compared at once,
+     * so that the reply can ask for held-back records of differing steps while the agent still has them in hand
+     * (digest streaming). */
+    if (run.group[0] && cmp_check(run.group, rank, 0) < 0)
+        cmp_notify(run.group, rank, 0);
     if (done) {
         log_info("run %s ended", run.run_id);
         for (int r = 0; r < run.ranks && r < 65536; r++)
             cmp_notify(run.group, r, 0);
     }
-    res = http_reply_json(req, 200, json_pack("{s:s, s:i, s:b}", "run_id", run.run_id, "rank", rank, "run_ended", done));
+    json_t *reply = json_pack("{s:s, s:i, s:b}", "run_id", run.run_id, "rank", rank, "run_ended", done);
+    int64_t want[STORE_WANT_MAX];
+    int n_want = store_wanted_steps(&run, rank, want, STORE_WANT_MAX, &e);
+    if (n_want > 0) {
+        json_t *a = json_array();
+        for (int i = 0; i < n_want; i++)
+            json_array_append_new(a, json_integer(want[i]));
+        json_object_set_new(reply, "send_steps", a);
+    }
+    res = http_reply_json(req, 200, reply);
 out_decref:
     json_decref(o);
     return res;

@@ -19,6 +19,7 @@
 #include "server/store/db.h"
 #include "server/store/frames.h"
 #include "server/store/runs.h"
+#include "server/store/write.h"
 
 #define RUN_COLS                                                                                                \
     "run_id, job_id, step_id, coalesce(twin_group, ''), ranks, start_step, user_name, nodes, command, mode, " \
@@ -198,17 +199,13 @@ static enum MHD_Result read_run_wanted(http_req *req, char **args)
     long long rank;
     if (api_int_arg(req, "rank", 0, INT32_MAX, 0, &rank) < 0)
         return MHD_YES;
-    char key[32], rk[16], err[512];
-    snprintf(key, sizeof(key), "%" PRId64, run.key);
-    snprintf(rk, sizeof(rk), "%lld", rank);
-    const char *p[] = {key, rk};
-    PGresult *r = db_exec("run_wanted", 2, p, err, sizeof(err));
-    if (!r)
-        return http_reply_db_down(req, err);
+    int64_t want[1000];
+    int n = store_wanted_steps(&run, (int)rank, want, 1000, &e);
+    if (n < 0)
+        return http_reply_srv_error(req, 503, &e);
     json_t *steps = json_array();
-    for (int i = 0; i < PQntuples(r); i++)
-        json_array_append_new(steps, json_integer(strtoll(PQgetvalue(r, i, 0), NULL, 10)));
-    PQclear(r);
+    for (int i = 0; i < n; i++)
+        json_array_append_new(steps, json_integer(want[i]));
     return http_reply_json(req, 200, json_pack("{s:s, s:I, s:o}", "run_id", run.run_id, "rank", (json_int_t)rank,
                                                "steps", steps));
 }
@@ -232,7 +229,5 @@ void api_runs_register(void)
                 "SELECT coalesce(p.rank, e.rank), p.min_step, p.max_step, p.max_seq, p.n_records, e.exit_code "
                 "FROM (SELECT * FROM rank_progress WHERE run_key = $1) p "
                 "FULL JOIN (SELECT * FROM rank_ends WHERE run_key = $1) e ON p.rank = e.rank ORDER BY 1");
-    db_register("run_wanted", "SELECT step FROM record_requests WHERE run_key = $1 AND rank = $2 AND NOT answered "
-                              "ORDER BY step LIMIT 1000");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

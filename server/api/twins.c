@@ -106,6 +106,23 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     json_t *first = json_array_size(per_rank) ? json_incref(json_array_get(per_rank, 0)) : json_null();
     json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o}", "group", group, "status", status, "runs", runs,
                           "first_divergence", first, "per_rank", per_rank);
+    /* Digest streaming: steps whose records agents hold back and lockstepd asked for, not received yet (an agent
+     * that ended keeps them in its spool: `lockstep replay --steps asked DIR` sends them). */
+    char keys[GROUP_KEYS_CAP];
+    group_keys(&g, keys, sizeof(keys));
+    const char *k[] = {keys};
+    PGresult *w = db_exec("grp_awaiting", 1, k, err, sizeof(err));
+    if (w && PQntuples(w) > 0) {
+        json_t *aw = json_array();
+        for (int i = 0; i < PQntuples(w); i++)
+            json_array_append_new(aw, json_pack("{s:s, s:i, s:I, s:s}", "run_id",
+                                                group_run_id(&g, strtoll(PQgetvalue(w, i, 0), NULL, 10)) ?: "",
+                                                "rank", atoi(PQgetvalue(w, i, 1)), "step",
+                                                (json_int_t)strtoll(PQgetvalue(w, i, 2), NULL, 10), "requested_at",
+                                                PQgetvalue(w, i, 3)));
+        json_object_set_new(o, "awaiting_records", aw);
+    }
+    PQclear(w);
     PQclear(u);
     PQclear(d);
     PQclear(g.res);
@@ -368,6 +385,9 @@ void api_twins_register(void)
      * 500-step x 64-rank window (see bench/api). */
     db_register("grp_steps", "SELECT run_key, rank, step, n, digest FROM step_digests "
                              "WHERE run_key = ANY($1::bigint[]) AND step BETWEEN $2 AND $3");
+    db_register("grp_awaiting", "SELECT run_key, rank, step, " TS("requested_at") " FROM record_requests "
+                                "WHERE run_key = ANY($1::bigint[]) AND NOT answered ORDER BY step, rank, run_key "
+                                "LIMIT 100");
     db_register("grp_manifests", "SELECT r.run_id, m.rank, m.manifest::text FROM manifests m JOIN runs r "
                                  "USING (run_key) WHERE r.twin_group = $1 ORDER BY m.rank, r.run_key");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));

@@ -64,10 +64,14 @@ void cmp_register(void)
                               "AND step = $3");
     /* Digest streaming: a run whose agent held the step's records back is asked for them (the reply to its
      * rank's next batch says so); `committed_at` keeps the commit that showed the difference, for the latency. */
-    db_register("cmp_request", "INSERT INTO record_requests (run_key, rank, step, committed_at) "
+    /* The runs still short are asked (again); the others' requests are answered, whatever raced with this read
+     * (a held batch stored after it was read must not be asked for again forever). */
+    db_register("cmp_request", "WITH ask AS (INSERT INTO record_requests (run_key, rank, step, committed_at) "
                                "SELECT k, $2, $3, to_timestamp($4) FROM unnest($1::bigint[]) AS k "
                                "ON CONFLICT (run_key, rank, step) DO UPDATE SET answered = false "
-                               "WHERE record_requests.answered");
+                               "WHERE record_requests.answered) "
+                               "UPDATE record_requests SET answered = true WHERE run_key = ANY($5::bigint[]) "
+                               "AND rank = $2 AND step = $3 AND NOT answered");
     db_register("cmp_answered", "DELETE FROM record_requests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                                 "AND step = $3 RETURNING extract(epoch FROM committed_at)");
     db_register("cmp_store",
@@ -170,24 +174,32 @@ static int held_back(int rank, int64_t step, int nruns, const int64_t *keys, con
     PGresult *r = db_exec("cmp_counts", 3, p, err, sizeof(err));
     if (!r)
         return -1;
-    char shortarr[GROUP_MAX_RUNS * 22 + 3];
-    size_t len = 0;
-    int n_short = 0;
+    char shortarr[GROUP_MAX_RUNS * 22 + 3], whole[GROUP_MAX_RUNS * 22 + 3];
+    size_t len = 0, wlen = 0;
+    int n_short = 0, n_whole = 0;
     shortarr[len++] = '{';
+    whole[wlen++] = '{';
     for (int i = 0; i < PQntuples(r); i++) {
         int64_t key = strtoll(PQgetvalue(r, i, 0), NULL, 10), n = strtoll(PQgetvalue(r, i, 1), NULL, 10);
-        for (int k = 0; k < nruns; k++)
-            if (keys[k] == key && counts[k] < n)
+        for (int k = 0; k < nruns; k++) {
+            if (keys[k] != key)
+                continue;
+            if (counts[k] < n)
                 len += (size_t)snprintf(shortarr + len, sizeof(shortarr) - len, "%s%" PRId64, n_short++ ? "," : "",
                                         key);
+            else
+                wlen += (size_t)snprintf(whole + wlen, sizeof(whole) - wlen, "%s%" PRId64, n_whole++ ? "," : "",
+                                         key);
+        }
     }
     snprintf(shortarr + len, sizeof(shortarr) - len, "}");
+    snprintf(whole + wlen, sizeof(whole) - wlen, "}");
     PQclear(r);
     if (n_short) {
         char when[48];
         snprintf(when, sizeof(when), "%.6f", *commit_s > 0 ? *commit_s : clock_wall_s());
-        const char *q[] = {shortarr, rk, st, when};
-        r = db_exec("cmp_request", 4, q, err, sizeof(err));
+        const char *q[] = {shortarr, rk, st, when, whole};
+        r = db_exec("cmp_request", 5, q, err, sizeof(err));
         if (!r)
             return -1;
         PQclear(r);

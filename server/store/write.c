@@ -19,6 +19,8 @@
 
 void store_write_register(void)
 {
+    db_register("wanted_steps", "SELECT step FROM record_requests WHERE run_key = $1 AND rank = $2 AND NOT answered "
+                                "ORDER BY step LIMIT $3");
     db_register("batch_store", "SELECT lockstep_store_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
                                "$14, $15, $16, $17)");
 }
@@ -214,4 +216,21 @@ int store_batch(const run_info *run, const srv_batch *bt, store_result *res, srv
     }
     params_release(&bp);
     return rc;
+}
+
+int store_wanted_steps(const run_info *run, int rank, int64_t *out, int cap, srv_error *e)
+{
+    char key[32], rk[16], lim[16], err[512];
+    snprintf(key, sizeof(key), "%" PRId64, run->key);
+    snprintf(rk, sizeof(rk), "%d", rank);
+    snprintf(lim, sizeof(lim), "%d", cap);
+    const char *p[] = {key, rk, lim};
+    PGresult *r = db_exec("wanted_steps", 3, p, err, sizeof(err));
+    if (!r)
+        return db_fail(e, "reading the steps asked for", err);
+    int n = PQntuples(r);
+    for (int i = 0; i < n; i++)
+        out[i] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+    PQclear(r);
+    return n;
 }

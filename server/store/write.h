@@ -31,4 +31,9 @@ void store_write_register(void);
  * filled and nothing stored. */
 int store_batch(const run_info *run, const srv_batch *b, store_result *res, srv_error *e);
 
+/* store_wanted_steps - the steps of `rank` of `run` whose held-back records
+ * lockstepd asked for and has not received (digest streaming), ascending,
+ * at most `cap` into `out`. Returns the count, or -1 with `e` filled. */
+int store_wanted_steps(const run_info *run, int rank, int64_t *out, int cap, srv_error *e);
+
 #endif /* SERVER_STORE_WRITE_H */
