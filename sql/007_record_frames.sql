@@ -126,3 +126,65 @@ BEGIN
     RETURN coalesce((SELECT array_agg(step ORDER BY step) FROM (SELECT step FROM record_requests
                      WHERE run_key = p_run AND rank = p_rank AND NOT answered ORDER BY step LIMIT 64) w), '{}');
 END $$;
+
+-- lockstep_cmp_next - the comparison's first look at group `g`, rank `rk`, in one round trip: the group's runs
+-- (at most max_runs; keys NULL when a twin has not reached this rank yet, or nothing is left to compare), the
+-- shared complete steps up to `hi`, where to look (from_step..upto: past the rank's first divergence nothing can
+-- come before it), the newest run key, and the first step there whose digests or counts differ or that a run
+-- lacks. When no step differs, the range is marked compared here (unless a run joined the group meanwhile).
+CREATE FUNCTION lockstep_cmp_next(g text, rk int, max_runs int, OUT keys bigint[], OUT ids text[], OUT hi bigint,
+                                  OUT upto bigint, OUT from_step bigint, OUT newest bigint, OUT step bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    lo bigint;
+    n_runs int := 0;
+    with_records int := 0;
+    done bigint;
+    first bigint;
+BEGIN
+    keys := '{}';
+    ids := '{}';
+    newest := 0;
+    FOR r IN SELECT u.run_key, u.run_id::text AS run_id, u.start_step, p.max_step,
+                    (e.run_key IS NOT NULL OR u.status <> 'running') AS ended
+             FROM runs u LEFT JOIN rank_progress p ON p.run_key = u.run_key AND p.rank = rk
+             LEFT JOIN rank_ends e ON e.run_key = u.run_key AND e.rank = rk
+             WHERE u.twin_group = g ORDER BY u.run_key LIMIT max_runs LOOP
+        IF r.max_step IS NULL AND NOT r.ended THEN
+            keys := NULL; -- a twin has not reached this rank yet
+            RETURN;
+        END IF;
+        keys := keys || r.run_key;
+        ids := ids || r.run_id;
+        n_runs := n_runs + 1;
+        newest := greatest(newest, r.run_key);
+        lo := greatest(lo, r.start_step);
+        IF r.max_step IS NOT NULL THEN -- an ended run without records on this rank bounds nothing
+            hi := least(hi, CASE WHEN r.ended THEN r.max_step ELSE r.max_step - 1 END);
+            with_records := with_records + 1;
+        END IF;
+    END LOOP;
+    IF n_runs < 2 OR with_records < 1 OR lo > hi THEN
+        keys := NULL;
+        RETURN;
+    END IF;
+    SELECT checked_upto INTO done FROM group_checks c WHERE c.twin_group = g AND c.rank = rk;
+    SELECT d.step INTO first FROM divergences d WHERE d.twin_group = g AND d.rank = rk;
+    from_step := CASE WHEN done >= lo THEN done + 1 ELSE lo END;
+    IF from_step > hi THEN
+        keys := NULL;
+        RETURN;
+    END IF;
+    upto := least(hi, first);
+    IF from_step <= upto THEN
+        SELECT s.step INTO step FROM step_digests s
+            WHERE s.run_key = ANY (keys) AND s.rank = rk AND s.step BETWEEN from_step AND upto GROUP BY s.step
+            HAVING count(*) < n_runs OR min(s.digest) <> max(s.digest) OR min(s.n) <> max(s.n) ORDER BY s.step LIMIT 1;
+    END IF;
+    IF step IS NULL THEN
+        INSERT INTO group_checks (twin_group, rank, checked_upto) SELECT g, rk, hi
+            WHERE NOT EXISTS (SELECT 1 FROM runs WHERE twin_group = g AND run_key > newest)
+            ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto;
+    END IF;
+END $$;

@@ -26,9 +26,17 @@ typedef struct opts {
     const char *state_dir; /* reuse this embedded cluster instead of a fresh one */
     const char *threads;   /* lockstepd --threads; NULL: its default (one per core) */
     int copy_sessions;     /* concurrent COPY sessions of the row-limit phase */
+    int rounds;            /* ingest and COPY alternate in this many pairs of blocks */
 } opts;
 
 #define MAX_RANKS 256
+
+/* Where one rank of a client stands. */
+typedef struct rank_state {
+    uint64_t seq, bseq;
+    int64_t step;
+    int in_step;
+} rank_state;
 
 typedef struct client {
     const opts *o;
@@ -38,17 +46,12 @@ typedef struct client {
     int stride;
     int odd; /* run B: flips one record at diverge_step */
     double deadline;
+    rank_state st[MAX_RANKS]; /* kept from block to block */
+    int turn;
     uint64_t records, batches, failures;
     double *lat;
     size_t n_lat, cap_lat;
 } client;
-
-/* Where one rank of a client stands. */
-typedef struct rank_state {
-    uint64_t seq, bseq;
-    int64_t step;
-    int in_step;
-} rank_state;
 
 /* make_record - record `in_step` of `step` on `rank`, as both phases store it (`name` holds its name);
  * run B (`odd`) flips one fingerprint at the divergence step. */
@@ -81,10 +84,10 @@ static void *client_main(void *arg)
     h_batch b = {0};
     char url[256];
     snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", c->base, c->run_id);
-    rank_state st[MAX_RANKS] = {0};
-    for (int turn = 0; h_now() < c->deadline; turn = (turn + 1) % c->n_ranks) {
+    for (; h_now() < c->deadline; c->turn = (c->turn + 1) % c->n_ranks) {
+        int turn = c->turn;
         int rank = c->first_rank + turn * c->stride;
-        rank_state *rs = &st[turn], saved = st[turn];
+        rank_state *rs = &c->st[turn], saved = c->st[turn];
         h_batch_begin(&b, c->run_id, (uint32_t)rank, rs->bseq);
         int64_t t_ns = (int64_t)(h_now() * 1e9);
         for (int i = 0; i < o->batch; i++) {
@@ -267,13 +270,22 @@ static void copy_row(cbuf *b, int64_t run_key, uint32_t rank, const rec_record *
     be(grow(b, 4), 0xffffffffu, 4); /* chunks */
 }
 
-/* A COPY session: it copies, batch by batch (one COPY and one commit each), what clients
- * first, first + stride, ... stored. */
+/* A COPY session: block after block, it copies the record streams of clients first, first + stride, ...
+ * (one batch of one rank at a time, one COPY and one commit each), from where it stopped. */
+typedef struct copy_stream {
+    int client;
+    int turn;
+    rank_state st[MAX_RANKS];
+} copy_stream;
+
 typedef struct copier {
     const opts *o;
     const char *conninfo;
     const client *cs;
-    int n_clients, first, stride;
+    PGconn *c;
+    copy_stream *streams;
+    int n_streams, next;
+    double deadline;
     uint64_t copied;
     char err[300];
 } copier;
@@ -283,57 +295,56 @@ static void *copier_main(void *arg)
     copier *k = arg;
     const opts *o = k->o;
     cbuf b = {0};
-    PGconn *c = PQconnectdb(k->conninfo);
-    if (PQstatus(c) != CONNECTION_OK) {
-        snprintf(k->err, sizeof(k->err), "%s", PQerrorMessage(c));
-        goto out_finish;
-    }
-    for (int ci = k->first; ci < k->n_clients; ci += k->stride) {
-        const client *cl = &k->cs[ci];
-        rank_state st[MAX_RANKS] = {0};
-        uint64_t left = cl->records;
-        for (int turn = 0; left > 0; turn = (turn + 1) % cl->n_ranks) {
-            int rank = cl->first_rank + turn * cl->stride;
-            rank_state *rs = &st[turn];
-            static const unsigned char sig[11] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xff, '\r', '\n', 0};
-            b.len = 0;
-            unsigned char *p = grow(&b, 19);
-            memcpy(p, sig, 11);
-            memset(p + 11, 0, 8);
-            int64_t t_ns = (int64_t)(h_now() * 1e9);
-            for (int i = 0; i < o->batch && left > 0; i++, left--) {
-                char name[64];
-                rec_record r;
-                make_record(o, &r, name, rank, rs->step, rs->in_step, rs->seq++, t_ns + i, cl->odd);
-                copy_row(&b, 1 + cl->odd, (uint32_t)rank, &r);
-                if (++rs->in_step == o->per_step) {
-                    rs->in_step = 0;
-                    rs->step++;
-                }
-            }
-            be(grow(&b, 2), 0xffff, 2);
-            PGresult *res = PQexec(c, "COPY " ROWS_TABLE " (run_key, rank, seq, step, name, occ, level, dtype, "
-                                      "flags, t_ns, nbytes, fp, value, shape, inputs, chunks) FROM STDIN (FORMAT binary)");
-            int ok = PQresultStatus(res) == PGRES_COPY_IN;
-            PQclear(res);
-            if (!ok || PQputCopyData(c, (const char *)b.p, (int)b.len) != 1 || PQputCopyEnd(c, NULL) != 1) {
-                snprintf(k->err, sizeof(k->err), "%s", PQerrorMessage(c));
-                goto out_finish;
-            }
-            res = PQgetResult(c);
-            ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-            if (!ok)
-                snprintf(k->err, sizeof(k->err), "%s", PQresultErrorMessage(res));
-            PQclear(res);
-            while ((res = PQgetResult(c)))
-                PQclear(res);
-            if (!ok)
-                goto out_finish;
+    if (!k->c) {
+        k->c = PQconnectdb(k->conninfo);
+        if (PQstatus(k->c) != CONNECTION_OK) {
+            snprintf(k->err, sizeof(k->err), "%s", PQerrorMessage(k->c));
+            return NULL;
         }
-        k->copied += cl->records;
     }
-out_finish:
-    PQfinish(c);
+    PGconn *c = k->c;
+    while (!k->err[0] && k->n_streams && h_now() < k->deadline) {
+        copy_stream *cst = &k->streams[k->next];
+        k->next = (k->next + 1) % k->n_streams;
+        const client *cl = &k->cs[cst->client];
+        int rank = cl->first_rank + cst->turn * cl->stride;
+        rank_state *rs = &cst->st[cst->turn];
+        cst->turn = (cst->turn + 1) % cl->n_ranks;
+        static const unsigned char sig[11] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xff, '\r', '\n', 0};
+        b.len = 0;
+        unsigned char *p = grow(&b, 19);
+        memcpy(p, sig, 11);
+        memset(p + 11, 0, 8);
+        int64_t t_ns = (int64_t)(h_now() * 1e9);
+        for (int i = 0; i < o->batch; i++) {
+            char name[64];
+            rec_record r;
+            make_record(o, &r, name, rank, rs->step, rs->in_step, rs->seq++, t_ns + i, cl->odd);
+            copy_row(&b, 1 + cl->odd, (uint32_t)rank, &r);
+            if (++rs->in_step == o->per_step) {
+                rs->in_step = 0;
+                rs->step++;
+            }
+        }
+        be(grow(&b, 2), 0xffff, 2);
+        PGresult *res = PQexec(c, "COPY " ROWS_TABLE " (run_key, rank, seq, step, name, occ, level, dtype, "
+                                  "flags, t_ns, nbytes, fp, value, shape, inputs, chunks) FROM STDIN (FORMAT binary)");
+        int ok = PQresultStatus(res) == PGRES_COPY_IN;
+        PQclear(res);
+        if (!ok || PQputCopyData(c, (const char *)b.p, (int)b.len) != 1 || PQputCopyEnd(c, NULL) != 1) {
+            snprintf(k->err, sizeof(k->err), "%s", PQerrorMessage(c));
+            break;
+        }
+        res = PQgetResult(c);
+        ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+        if (!ok)
+            snprintf(k->err, sizeof(k->err), "%s", PQresultErrorMessage(res));
+        PQclear(res);
+        while ((res = PQgetResult(c)))
+            PQclear(res);
+        if (ok)
+            k->copied += (uint64_t)o->batch;
+    }
     free(b.p);
     return NULL;
 }
@@ -382,7 +393,7 @@ static double pct(const double *v, size_t n, double p)
 int main(int argc, char **argv)
 {
     opts o = {.clients = 8, .seconds = 10, .batch = 2000, .per_step = 100, .diverge_step = 30, .ranks = 8,
-              .copy_sessions = 4};
+              .copy_sessions = 4, .rounds = 5};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--clients"))
             o.clients = atoi(argv[i + 1]);
@@ -400,9 +411,11 @@ int main(int argc, char **argv)
             o.threads = argv[i + 1];
         else if (!strcmp(argv[i], "--copy-sessions"))
             o.copy_sessions = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--rounds"))
+            o.rounds = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "usage: %s [--clients N] [--seconds S] [--batch RECORDS] [--ranks N] [--threads N] "
-                            "[--copy-sessions N] [--db URL | --state-dir DIR]\n", argv[0]);
+                            "[--copy-sessions N] [--rounds N] [--db URL | --state-dir DIR]\n", argv[0]);
             return 2;
         }
     }
@@ -415,6 +428,8 @@ int main(int argc, char **argv)
         o.ranks = MAX_RANKS;
     if (o.copy_sessions < 1)
         o.copy_sessions = 1;
+    if (o.rounds < 1)
+        o.rounds = 1;
     signal(SIGPIPE, SIG_IGN);
 
     char state[64] = "/tmp/lsbench.XXXXXX";
@@ -469,12 +484,13 @@ int main(int argc, char **argv)
     }
     PQclear(ddl);
 
+    /* Alternating blocks, so that both phases meet the same load on this shared machine: lockstepd ingests
+     * (clients post) for one block, then the same record streams are COPYed as rows into an unindexed table by
+     * copy_sessions sessions (lockstepd has 2 x threads database workers) for one block of the same length,
+     * one COPY and one commit per batch, while lockstepd idles; and again, `rounds` times. */
     pid_t pm = o.db ? 0 : postmaster_pid(state_dir);
-    double wal0 = wal_bytes(adm), self0 = self_cpu();
-    double srv_cpu0 = proc_cpu(s.pid, 0), pg_cpu0 = pm ? proc_cpu(pm, 1) : 0;
     client *cs = calloc((size_t)o.clients, sizeof(*cs));
     pthread_t *th = calloc((size_t)o.clients, sizeof(*th));
-    double t0 = h_now();
     for (int i = 0; i < o.clients; i++) {
         cs[i].o = &o;
         cs[i].base = s.base;
@@ -483,21 +499,67 @@ int main(int argc, char **argv)
         cs[i].stride = half;
         cs[i].n_ranks = (o.ranks - cs[i].first_rank + half - 1) / half;
         cs[i].odd = i >= half;
-        cs[i].deadline = t0 + o.seconds;
-        pthread_create(&th[i], NULL, client_main, &cs[i]);
     }
-    uint64_t records = 0, batches = 0, failures = 0;
+    copier *ks = calloc((size_t)o.copy_sessions, sizeof(*ks));
+    pthread_t *kth = calloc((size_t)o.copy_sessions, sizeof(*kth));
+    for (int i = 0; i < o.copy_sessions; i++) {
+        ks[i] = (copier){.o = &o, .conninfo = conninfo, .cs = cs};
+        for (int c = i; c < o.clients; c += o.copy_sessions) {
+            ks[i].streams = realloc(ks[i].streams, (size_t)(ks[i].n_streams + 1) * sizeof(copy_stream));
+            memset(&ks[i].streams[ks[i].n_streams], 0, sizeof(copy_stream));
+            ks[i].streams[ks[i].n_streams++].client = c;
+        }
+    }
+    double block = o.seconds / o.rounds, elapsed = 0, copy_elapsed = 0;
+    double srv_cpu = 0, pg_cpu = 0, wal = 0, client_cpu = 0, copy_pg_cpu = 0, copy_wal = 0;
+    int copy_failed = 0;
+    for (int round = 0; round < o.rounds && !copy_failed; round++) {
+        double wal0 = wal_bytes(adm), self0 = self_cpu();
+        double srv_cpu0 = proc_cpu(s.pid, 0), pg_cpu0 = pm ? proc_cpu(pm, 1) : 0;
+        double t0 = h_now();
+        for (int i = 0; i < o.clients; i++) {
+            cs[i].deadline = t0 + block;
+            pthread_create(&th[i], NULL, client_main, &cs[i]);
+        }
+        for (int i = 0; i < o.clients; i++)
+            pthread_join(th[i], NULL);
+        elapsed += h_now() - t0;
+        srv_cpu += proc_cpu(s.pid, 0) - srv_cpu0;
+        pg_cpu += pm ? proc_cpu(pm, 1) - pg_cpu0 : 0;
+        wal += wal_bytes(adm) - wal0;
+        client_cpu += self_cpu() - self0;
+        usleep(300000); /* the comparison's work left by the block, out of the COPY block */
+
+        double cwal0 = wal_bytes(adm), cpg0 = pm ? proc_cpu(pm, 1) : 0;
+        double c0 = h_now();
+        for (int i = 0; i < o.copy_sessions; i++) {
+            ks[i].deadline = c0 + block;
+            pthread_create(&kth[i], NULL, copier_main, &ks[i]);
+        }
+        for (int i = 0; i < o.copy_sessions; i++) {
+            pthread_join(kth[i], NULL);
+            if (ks[i].err[0]) {
+                fprintf(stderr, "bench/ingest: COPY session %d: %s", i, ks[i].err);
+                copy_failed = 1;
+            }
+        }
+        copy_elapsed += h_now() - c0;
+        copy_pg_cpu += pm ? proc_cpu(pm, 1) - cpg0 : 0;
+        copy_wal += wal_bytes(adm) - cwal0;
+    }
+    uint64_t records = 0, batches = 0, failures = 0, copied = 0;
     size_t n_lat = 0;
     for (int i = 0; i < o.clients; i++) {
-        pthread_join(th[i], NULL);
         records += cs[i].records;
         batches += cs[i].batches;
         failures += cs[i].failures;
         n_lat += cs[i].n_lat;
     }
-    double elapsed = h_now() - t0;
-    double srv_cpu = proc_cpu(s.pid, 0) - srv_cpu0, pg_cpu = pm ? proc_cpu(pm, 1) - pg_cpu0 : 0;
-    double wal = wal_bytes(adm) - wal0, client_cpu = self_cpu() - self0;
+    for (int i = 0; i < o.copy_sessions; i++) {
+        copied += ks[i].copied;
+        PQfinish(ks[i].c);
+        free(ks[i].streams);
+    }
     double *lat = malloc((n_lat + 1) * sizeof(double));
     size_t k = 0;
     for (int i = 0; i < o.clients; i++) {
@@ -527,30 +589,6 @@ int main(int argc, char **argv)
     }
     qsort(det, (size_t)n_det, sizeof(double), cmp_d);
 
-    /* The row model's limit: the same records, COPYed as rows into an unindexed table by
-     * copy_sessions sessions (lockstepd has 2 x threads database workers), one COPY and one
-     * commit per batch, while lockstepd idles. */
-    double cwal0 = wal_bytes(adm), cpg0 = pm ? proc_cpu(pm, 1) : 0;
-    copier *ks = calloc((size_t)o.copy_sessions, sizeof(*ks));
-    pthread_t *kth = calloc((size_t)o.copy_sessions, sizeof(*kth));
-    double c0 = h_now();
-    for (int i = 0; i < o.copy_sessions; i++) {
-        ks[i] = (copier){.o = &o, .conninfo = conninfo, .cs = cs, .n_clients = o.clients, .first = i,
-                         .stride = o.copy_sessions};
-        pthread_create(&kth[i], NULL, copier_main, &ks[i]);
-    }
-    uint64_t copied = 0;
-    int copy_failed = 0;
-    for (int i = 0; i < o.copy_sessions; i++) {
-        pthread_join(kth[i], NULL);
-        copied += ks[i].copied;
-        if (ks[i].err[0]) {
-            fprintf(stderr, "bench/ingest: COPY session %d: %s", i, ks[i].err);
-            copy_failed = 1;
-        }
-    }
-    double copy_elapsed = h_now() - c0;
-    double copy_pg_cpu = pm ? proc_cpu(pm, 1) - cpg0 : 0, copy_wal = wal_bytes(adm) - cwal0;
     PQclear(PQexec(adm, "DROP TABLE IF EXISTS " ROWS_TABLE));
     PQfinish(adm);
     free(ks);
@@ -574,13 +612,13 @@ int main(int argc, char **argv)
            "\"failed_posts\": %" PRIu64 ", \"divergences_found\": %d, \"divergences_expected\": %d, "
            "\"detect_p50_ms\": %.2f, \"detect_p99_ms\": %.2f, \"lockstepd_cpu_s\": %.2f, \"postgres_cpu_s\": %.2f, "
            "\"client_cpu_s\": %.2f, \"records_per_server_cpu_s\": %.0f, \"wal_bytes_per_record\": %.1f, "
-           "\"copy_records\": %" PRIu64 ", \"copy_sessions\": %d, \"copy_seconds\": %.1f, \"copy_postgres_cpu_s\": %.2f, "
+           "\"rounds\": %d, \"copy_records\": %" PRIu64 ", \"copy_sessions\": %d, \"copy_seconds\": %.1f, \"copy_postgres_cpu_s\": %.2f, "
            "\"copy_wal_bytes_per_record\": %.1f, \"load_avg_1m\": %.2f}\n",
            o.clients, o.batch, elapsed, o.ranks, rate, copy_rate, copy_rate > 0 ? rate / copy_rate : 0,
            batches / elapsed, pct(lat, n_lat, 0.5) * 1e3, pct(lat, n_lat, 0.99) * 1e3, failures, n_det, o.ranks,
            pct(det, (size_t)n_det, 0.5), pct(det, (size_t)n_det, 0.99), srv_cpu, pg_cpu, client_cpu,
            srv_cpu + pg_cpu > 0 ? (double)records / (srv_cpu + pg_cpu) : 0, records ? wal / (double)records : 0,
-           copied, o.copy_sessions, copy_elapsed, copy_pg_cpu, copied ? copy_wal / (double)copied : 0, load[0]);
+           o.rounds, copied, o.copy_sessions, copy_elapsed, copy_pg_cpu, copied ? copy_wal / (double)copied : 0, load[0]);
     free(lat);
     free(cs);
     free(th);

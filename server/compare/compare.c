@@ -21,6 +21,8 @@
 #include "server/store/frames.h"
 
 #define SWEEP_S 5
+#define CMP_THREADS 2 /* comparing is mostly waiting for PostgreSQL: two at once, never the same (group, rank) */
+#define CMP_TAKE 8    /* items a thread takes from the queue at a time */
 #define STEPS_PER_CHECK 256 /* differing digests whose records match (an older digest version): checked per call */
 
 typedef struct pending {
@@ -42,15 +44,7 @@ void cmp_on_divergence(cmp_divergence_fn fn)
 
 void cmp_register(void)
 {
-    db_register("cmp_runs",
-                "SELECT r.run_key, r.run_id, r.start_step, p.max_step, "
-                "(e.run_key IS NOT NULL OR r.status <> 'running') AS ended "
-                "FROM runs r LEFT JOIN rank_progress p ON p.run_key = r.run_key AND p.rank = $2 "
-                "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
-                "WHERE r.twin_group = $1 ORDER BY r.run_key");
-    /* How far the rank was compared, and the step of its first divergence: later steps cannot make an earlier one. */
-    db_register("cmp_checked", "SELECT (SELECT checked_upto FROM group_checks WHERE twin_group = $1 AND rank = $2), "
-                               "(SELECT step FROM divergences WHERE twin_group = $1 AND rank = $2)");
+    db_register("cmp_next", "SELECT keys, ids, hi, upto, from_step, newest, step FROM lockstep_cmp_next($1, $2, $3)");
     /* The mark is written only if no run joined the group after the runs this check compared
      * ($4 = the newest run key seen): a joining run resets the group's checks, and a mark computed
      * without it must not overwrite that reset, or its early steps would never be compared. */
@@ -289,62 +283,47 @@ out_free:
     return rc;
 }
 
+/* parse_ids - a text[] of run ids ("{a,b}") into `ids`; returns how many. */
+static int parse_ids(const char *s, char ids[][40], int cap)
+{
+    int n = 0;
+    if (*s == '{')
+        s++;
+    while (*s && *s != '}' && n < cap) {
+        size_t len = strcspn(s, ",}");
+        snprintf(ids[n++], 40, "%.*s", (int)(len < 39 ? len : 39), s);
+        s += len;
+        if (*s == ',')
+            s++;
+    }
+    return n;
+}
+
 int cmp_check(const char *group, int rank, double commit_s)
 {
-    char rk[16], err[512];
+    char rk[16], mr[16], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
-    const char *p[] = {group, rk};
-    PGresult *r = db_exec("cmp_runs", 2, p, err, sizeof(err));
+    snprintf(mr, sizeof(mr), "%d", GROUP_MAX_RUNS);
+    const char *p[] = {group, rk, mr};
+    /* one round trip: the runs, the range, the first differing step (the range marked when none differs) */
+    PGresult *r = db_exec("cmp_next", 3, p, err, sizeof(err));
     if (!r)
         return -1;
-    int64_t keys[GROUP_MAX_RUNS], lo = INT64_MIN, hi = INT64_MAX, newest = 0;
+    if (PQntuples(r) != 1 || PQgetisnull(r, 0, 0) || PQgetisnull(r, 0, 6)) {
+        PQclear(r);
+        return 0; /* nothing to compare yet, or nothing differs (marked) */
+    }
+    int64_t keys[GROUP_MAX_RUNS];
     char ids[GROUP_MAX_RUNS][40];
-    int nruns = 0, with_records = 0;
-    for (int i = 0; i < PQntuples(r) && nruns < GROUP_MAX_RUNS; i++) {
-        int ended = PQgetvalue(r, i, 4)[0] == 't';
-        int empty = PQgetisnull(r, i, 3);
-        if (empty && !ended) {
-            PQclear(r);
-            return 0; /* a twin has not reached this rank yet */
-        }
-        keys[nruns] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        if (keys[nruns] > newest)
-            newest = keys[nruns];
-        snprintf(ids[nruns], sizeof(ids[nruns]), "%s", PQgetvalue(r, i, 1));
-        int64_t start = strtoll(PQgetvalue(r, i, 2), NULL, 10);
-        if (start > lo)
-            lo = start;
-        if (!empty) {
-            /* an ended run without records on this rank bounds nothing: all of it is missing */
-            int64_t max_step = strtoll(PQgetvalue(r, i, 3), NULL, 10);
-            int64_t complete = ended ? max_step : max_step - 1;
-            if (complete < hi)
-                hi = complete;
-            with_records++;
-        }
-        nruns++;
-    }
-    PQclear(r);
-    if (nruns < 2 || with_records < 1 || lo > hi)
-        return 0;
-
-    r = db_exec("cmp_checked", 2, p, err, sizeof(err));
-    if (!r)
+    int nruns = db_int_array_parse(PQgetvalue(r, 0, 0), keys, GROUP_MAX_RUNS);
+    if (parse_ids(PQgetvalue(r, 0, 1), ids, GROUP_MAX_RUNS) != nruns) {
+        log_warn("comparing group %s rank %d: the runs' ids do not parse", group, rank);
+        PQclear(r);
         return -1;
-    int64_t from = lo, upto = hi;
-    if (!PQgetisnull(r, 0, 0)) {
-        int64_t done = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        if (done >= from)
-            from = done + 1;
     }
-    if (!PQgetisnull(r, 0, 1)) {
-        int64_t first = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
-        if (first < upto)
-            upto = first; /* past the rank's first divergence nothing can come before it */
-    }
+    int64_t hi = strtoll(PQgetvalue(r, 0, 2), NULL, 10), upto = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
+    int64_t newest = strtoll(PQgetvalue(r, 0, 5), NULL, 10), first_step = strtoll(PQgetvalue(r, 0, 6), NULL, 10);
     PQclear(r);
-    if (from > hi)
-        return 0;
 
     char keyarr[GROUP_MAX_RUNS * 22 + 3], from_s[32], hi_s[32], upto_s[32], n_s[16];
     size_t len = 0;
@@ -352,6 +331,7 @@ int cmp_check(const char *group, int rank, double commit_s)
     for (int k = 0; k < nruns; k++)
         len += (size_t)snprintf(keyarr + len, sizeof(keyarr) - len, "%s%" PRId64, k ? "," : "", keys[k]);
     snprintf(keyarr + len, sizeof(keyarr) - len, "}");
+    int64_t from = first_step;
     snprintf(from_s, sizeof(from_s), "%" PRId64, from);
     snprintf(hi_s, sizeof(hi_s), "%" PRId64, hi);
     snprintf(upto_s, sizeof(upto_s), "%" PRId64, upto);
@@ -360,16 +340,19 @@ int cmp_check(const char *group, int rank, double commit_s)
      * digest version), the next one: a step is only ever passed once its records were compared. */
     int rc = 0;
     for (int tries = 0; rc == 0 && from <= upto && tries < STEPS_PER_CHECK; tries++) {
-        const char *q[] = {keyarr, rk, from_s, upto_s, n_s};
-        r = db_exec("cmp_steps", 5, q, err, sizeof(err));
-        if (!r)
-            return -1;
-        if (PQntuples(r) != 1) {
+        int64_t step = first_step;
+        if (tries > 0) {
+            const char *q[] = {keyarr, rk, from_s, upto_s, n_s};
+            r = db_exec("cmp_steps", 5, q, err, sizeof(err));
+            if (!r)
+                return -1;
+            if (PQntuples(r) != 1) {
+                PQclear(r);
+                break;
+            }
+            step = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
             PQclear(r);
-            break;
         }
-        int64_t step = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        PQclear(r);
         rc = find_divergence(group, rank, step, nruns, keys, ids, keyarr, commit_s);
         if (rc == 2) { /* records held back by an agent: compared from this step once they come */
             snprintf(hi_s, sizeof(hi_s), "%" PRId64, step - 1);
@@ -412,18 +395,61 @@ static void sweep(int backlog)
     PQclear(r);
 }
 
+/* A (group, rank) one of the threads is comparing now: the others leave it alone. */
+static pending active[CMP_THREADS * CMP_TAKE]; /* under thread.lock */
+static size_t n_active;
+static double next_sweep; /* under thread.lock */
+
+static int is_active(const pending *p)
+{
+    for (size_t i = 0; i < n_active; i++)
+        if (active[i].rank == p->rank && !strcmp(active[i].group, p->group))
+            return 1;
+    return 0;
+}
+
+/* take_locked - move up to CMP_TAKE queued items nobody compares now into `out` (and `active`). */
+static size_t take_locked(pending *out)
+{
+    size_t n = 0, k = 0;
+    for (size_t i = 0; i < q_len; i++) {
+        if (n < CMP_TAKE && !is_active(&queue[i])) {
+            out[n++] = queue[i];
+            active[n_active++] = queue[i];
+        } else {
+            queue[k++] = queue[i];
+        }
+    }
+    q_len = k;
+    return n;
+}
+
+static int runnable_locked(void)
+{
+    for (size_t i = 0; i < q_len; i++)
+        if (!is_active(&queue[i]))
+            return 1;
+    return 0;
+}
+
 static void cmp_loop(worker *w)
 {
-    double next = clock_mono_s() + SWEEP_S;
-    sweep(1);
+    pending work[CMP_TAKE];
+    worker_lock(w);
+    int first = next_sweep == 0;
+    if (first)
+        next_sweep = clock_mono_s() + SWEEP_S;
+    worker_unlock(w);
+    if (first)
+        sweep(1);
     for (;;) {
         worker_lock(w);
-        while (!q_len && !w->stopping && clock_mono_s() < next)
-            worker_wait_locked(w, next - clock_mono_s());
-        pending *work = queue;
-        size_t n = q_len;
-        queue = NULL;
-        q_len = q_cap = 0;
+        while (!runnable_locked() && !w->stopping && clock_mono_s() < next_sweep)
+            worker_wait_locked(w, next_sweep - clock_mono_s());
+        size_t n = take_locked(work);
+        int do_sweep = clock_mono_s() >= next_sweep;
+        if (do_sweep)
+            next_sweep = clock_mono_s() + SWEEP_S;
         worker_unlock(w);
         int failed = 0;
         for (size_t i = 0; i < n; i++) {
@@ -432,21 +458,28 @@ static void cmp_loop(worker *w)
                 failed = 1;
             }
         }
-        free(work);
+        worker_lock(w);
+        for (size_t i = 0; i < n; i++)
+            for (size_t a = 0; a < n_active; a++)
+                if (active[a].rank == work[i].rank && !strcmp(active[a].group, work[i].group)) {
+                    active[a] = active[--n_active];
+                    break;
+                }
+        if (n && q_len)
+            worker_kick_locked(w); /* what waited for these may run now */
+        worker_unlock(w);
         if (worker_stopping(w))
             return;
         if (failed)
             usleep(200000);
-        if (clock_mono_s() >= next) {
+        if (do_sweep)
             sweep(0);
-            next = clock_mono_s() + SWEEP_S;
-        }
     }
 }
 
 int cmp_start(void)
 {
-    return worker_start(&thread, 1);
+    return worker_start(&thread, CMP_THREADS);
 }
 
 void cmp_stop(void)

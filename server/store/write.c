@@ -180,6 +180,17 @@ static void parse_want(const char *text, store_result *res)
     res->n_want = db_int_array_parse(text, res->want, STORE_WANT_MAX);
 }
 
+/* take_result - what lockstep_store_batch answered, into `res`. 0, or -1 when it failed. */
+static int take_result(PGresult *r, store_result *res)
+{
+    if (!db_ok(r) || PQntuples(r) != 1)
+        return -1;
+    res->duplicate = PQgetisnull(r, 0, 0);
+    if (!res->duplicate)
+        parse_want(PQgetvalue(r, 0, 0), res);
+    return 0;
+}
+
 int store_batch(const run_info *run, const srv_batch *bt, store_result *res, srv_error *e)
 {
     batch_params bp;
@@ -193,10 +204,7 @@ int store_batch(const run_info *run, const srv_batch *bt, store_result *res, srv
         if (!c)
             break;
         PGresult *r = PQexecPrepared(c, "batch_store", N_PARAMS, bp.v, bp.len, bp.fmt, 0);
-        if (db_ok(r) && PQntuples(r) == 1) {
-            res->duplicate = PQgetisnull(r, 0, 0);
-            if (!res->duplicate)
-                parse_want(PQgetvalue(r, 0, 0), res);
+        if (take_result(r, res) == 0) {
             res->commit_s = clock_wall_s();
             PQclear(r);
             rc = 0;
@@ -216,6 +224,96 @@ int store_batch(const run_info *run, const srv_batch *bt, store_result *res, srv
     }
     params_release(&bp);
     return rc;
+}
+
+/* The order in which a group's batches take their locks. */
+typedef struct order {
+    int64_t key;
+    uint32_t rank;
+    uint64_t bseq;
+    size_t i;
+} order;
+
+static int cmp_order(const void *pa, const void *pb)
+{
+    const order *a = pa, *b = pb;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->bseq != b->bseq)
+        return a->bseq < b->bseq ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* group_txn - one attempt at the whole group in one transaction. 0, or -1 (rolled back) with `err`. */
+static int group_txn(PGconn *c, batch_params *bp, const order *o, size_t n, store_result *res, char *err, size_t cap)
+{
+    PGresult *r = PQexec(c, "BEGIN");
+    int ok = db_ok(r);
+    PQclear(r);
+    for (size_t k = 0; ok && k < n; k++) {
+        size_t i = o[k].i;
+        r = PQexecPrepared(c, "batch_store", N_PARAMS, bp[i].v, bp[i].len, bp[i].fmt, 0);
+        ok = take_result(r, &res[i]) == 0;
+        if (!ok)
+            snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+        PQclear(r);
+    }
+    if (ok) {
+        r = PQexec(c, "COMMIT");
+        ok = db_ok(r);
+        if (!ok)
+            snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+        PQclear(r);
+    }
+    if (!ok && PQtransactionStatus(c) != PQTRANS_IDLE)
+        PQclear(PQexec(c, "ROLLBACK"));
+    return ok ? 0 : -1;
+}
+
+int store_batches(const run_info *const *runs, const srv_batch *const *b, size_t n, store_result *res, int *rc,
+                  srv_error *e)
+{
+    int failed = 0;
+    if (n == 1) {
+        rc[0] = store_batch(runs[0], b[0], &res[0], &e[0]);
+        return rc[0] < 0;
+    }
+    batch_params *bp = xmalloc(n * sizeof(*bp));
+    order *o = xmalloc(n * sizeof(*o));
+    for (size_t i = 0; i < n; i++) {
+        memset(&res[i], 0, sizeof(res[i]));
+        params_build(&bp[i], runs[i], b[i]);
+        o[i] = (order){.key = runs[i]->key, .rank = b[i]->rank, .bseq = b[i]->batch_seq, .i = i};
+    }
+    qsort(o, n, sizeof(*o), cmp_order);
+    char err[512] = "the database is unreachable";
+    PGconn *c = db_conn();
+    if (c && group_txn(c, bp, o, n, res, err, sizeof(err)) == 0) {
+        double now = clock_wall_s();
+        for (size_t i = 0; i < n; i++) {
+            res[i].commit_s = now;
+            rc[i] = 0;
+        }
+    } else {
+        /* one by one: a batch that fails fails alone (store_batch retries a broken connection) */
+        if (c) {
+            metrics_db_error();
+            db_conn_broken();
+            log_debug("a group of %zu batches failed together (%s); storing them one by one", n, err);
+        }
+        for (size_t k = 0; k < n; k++) {
+            size_t i = o[k].i;
+            rc[i] = store_batch(runs[i], b[i], &res[i], &e[i]);
+            failed += rc[i] < 0;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        params_release(&bp[i]);
+    free(bp);
+    free(o);
+    return failed;
 }
 
 int store_wanted_steps(const run_info *run, int rank, int64_t *out, int cap, srv_error *e)

@@ -31,6 +31,16 @@ void store_write_register(void);
  * filled and nothing stored. */
 int store_batch(const run_info *run, const srv_batch *b, store_result *res, srv_error *e);
 
+/* store_batches - store `n` batches (b[i] of runs[i]) in one transaction and
+ * one commit, as store_batch does each (in (run, rank, batch_seq) order, so
+ * that concurrent groups take their row locks in one order). When the
+ * transaction fails, each batch is stored on its own, so that one bad batch
+ * fails alone. Fills res[i] and returns 0 when batch i was stored (or is a
+ * duplicate) after its COMMIT, else sets rc[i] = -1 with e[i] filled.
+ * Returns how many failed. */
+int store_batches(const run_info *const *runs, const srv_batch *const *b, size_t n, store_result *res, int *rc,
+                  srv_error *e);
+
 /* store_wanted_steps - the steps of `rank` of `run` whose held-back records
  * lockstepd asked for and has not received (digest streaming), ascending,
  * at most `cap` into `out`. Returns the count, or -1 with `e` filled. */
