@@ -128,6 +128,11 @@ static long convert_chunk(PGconn *c, const char *key, const char *rank, char *er
     PGresult *r = q(c, "SELECT min(step) FROM records_rows WHERE run_key = $1 AND rank = $2", 2, p, err, cap);
     if (!r)
         goto out_rollback;
+    if (PQgetisnull(r, 0, 0)) { /* this rank is done */
+        PQclear(r);
+        PQclear(PQexec(c, "ROLLBACK"));
+        return 0;
+    }
     snprintf(lo, sizeof(lo), "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
     const char *p2[] = {key, rank, lo};
@@ -202,29 +207,45 @@ int store_convert_rows(const char *conninfo)
     present = PQgetvalue(r, 0, 0)[0] == 't';
     PQclear(r);
     long long done = 0;
+    char key[32] = "-1", rank[16] = "-1";
     if (present)
         log_info("converting stored records from rows to frames (migration 007); lockstepd serves once it is done");
     while (present) {
-        r = q(c, "SELECT run_key, rank FROM records_rows LIMIT 1", 0, NULL, err, sizeof(err));
+        /* the next (run, rank) along the index: the converted ones, deleted, lie behind it */
+        const char *after[] = {key, rank};
+        r = q(c, "SELECT run_key, rank FROM records_rows WHERE (run_key, rank) > ($1::bigint, $2::int) "
+                 "ORDER BY run_key, rank LIMIT 1",
+              2, after, err, sizeof(err));
         if (!r)
             goto out_unlock;
         if (PQntuples(r) == 0) {
             PQclear(r);
+            r = q(c, "SELECT count(*) FROM (SELECT 1 FROM records_rows LIMIT 1) x", 0, NULL, err, sizeof(err));
+            int left = r && atoi(PQgetvalue(r, 0, 0)) > 0;
+            PQclear(r);
+            if (!r)
+                goto out_unlock;
+            if (left) { /* rows that came in behind the walk (none should): walk again */
+                snprintf(key, sizeof(key), "-1");
+                snprintf(rank, sizeof(rank), "-1");
+                continue;
+            }
             if (exec_ok(c, "DROP TABLE records_rows", err, sizeof(err)) < 0)
                 goto out_unlock;
             log_info("converted %lld records into frames; the row table is dropped", done);
             break;
         }
-        char key[32], rank[16];
         snprintf(key, sizeof(key), "%s", PQgetvalue(r, 0, 0));
         snprintf(rank, sizeof(rank), "%s", PQgetvalue(r, 0, 1));
         PQclear(r);
-        long got = convert_chunk(c, key, rank, err, sizeof(err));
+        long got;
+        while ((got = convert_chunk(c, key, rank, err, sizeof(err))) > 0) {
+            done += got;
+            if (done / 1000000 != (done - got) / 1000000)
+                log_info("converted %lld records so far", done);
+        }
         if (got < 0)
             goto out_unlock;
-        done += got;
-        if (done / 1000000 != (done - got) / 1000000)
-            log_info("converted %lld records so far", done);
     }
     rc = 0;
 out_unlock:
