@@ -201,6 +201,11 @@ int main(int argc, char **argv)
         log_error("cannot prepare the database schema (hint: check --db and that PostgreSQL runs)");
         goto out_pg;
     }
+    int lz4 = frames_configure();
+    if (lz4 < 0)
+        log_warn("cannot read how record_frames stores frames; segments are cut uncompressed");
+    else
+        log_info("record frames %s", lz4 ? "compressed by PostgreSQL (lz4)" : "stored uncompressed (no lz4)");
     if (store_convert_rows(conninfo) < 0) { /* records of the row layout, before migration 007 */
         log_error("cannot convert the stored records to frames (hint: see the error above; lockstepd tries again "
                   "at its next start and goes on where it stopped)");

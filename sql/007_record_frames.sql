@@ -8,9 +8,11 @@ ALTER INDEX records_lookup RENAME TO records_rows_lookup;
 ALTER TABLE records_default RENAME TO records_rows_default;
 
 -- One row per step segment of a stored batch: the frames of consecutive records of one step (u32 length, u32
--- CRC32C, payload; common/record.h), in seq order, at most ~7.6 KB so that the row stays inline in its page.
--- `kind` 1 holds only the points of the series endpoint (scalar records of occurrence 0), so that a curve reads
--- those segments alone. Partitioned by the day received, so retention drops whole partitions.
+-- CRC32C, payload; common/record.h), in seq order, sized so that the row stays inline in its page: lz4-compressed
+-- by PostgreSQL (records compress ~4x: names, shapes, seq and times repeat) when it has lz4, else at most ~7.6 KB
+-- uncompressed (lockstepd reads which at start). `kind` 1 holds only the points of the series endpoint (scalar
+-- records of occurrence 0), so that a curve reads those segments alone. Partitioned by the day received, so
+-- retention drops whole partitions.
 CREATE TABLE record_frames (
     run_key     bigint NOT NULL,
     rank        int NOT NULL,
@@ -21,7 +23,13 @@ CREATE TABLE record_frames (
     frames      bytea NOT NULL,
     received_on date NOT NULL DEFAULT current_date
 ) PARTITION BY RANGE (received_on);
-ALTER TABLE record_frames ALTER COLUMN frames SET STORAGE EXTERNAL; -- never compressed; a rare large one goes out of line
+ALTER TABLE record_frames ALTER COLUMN frames SET STORAGE MAIN; -- compressed inline; out of line only when too large
+DO $$
+BEGIN
+    ALTER TABLE record_frames ALTER COLUMN frames SET COMPRESSION lz4;
+EXCEPTION WHEN OTHERS THEN -- a PostgreSQL built without lz4: pglz would cost more than it saves
+    ALTER TABLE record_frames ALTER COLUMN frames SET STORAGE EXTERNAL;
+END $$;
 CREATE INDEX record_frames_lookup ON record_frames (run_key, rank, step);
 CREATE INDEX record_frames_series ON record_frames (run_key, rank, step) WHERE kind = 1;
 CREATE TABLE record_frames_default PARTITION OF record_frames DEFAULT WITH (toast_tuple_target = 8160);

@@ -12,6 +12,27 @@
 
 #define FETCH_SEGS 256 /* segments one query of a range reads */
 
+static int compressed; /* record_frames compresses frames with lz4 (frames_configure) */
+
+int frames_configure(void)
+{
+    char err[512];
+    PGresult *r = db_exec_sql("SELECT a.attcompression = 'l' AND a.attstorage = 'm' FROM pg_attribute a "
+                              "WHERE a.attrelid = 'record_frames'::regclass AND a.attname = 'frames'",
+                              err, sizeof(err));
+    if (!r)
+        return -1;
+    compressed = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    return compressed;
+}
+
+size_t frames_lz4_cost(const rec_record *r)
+{
+    size_t words = 1 + (size_t)r->n_inputs + r->n_chunks + ((r->flags & REC_HAS_VALUE) ? 1 : 0);
+    return 8 * words + 4 + rec_encoded_size(r) / 8;
+}
+
 void frames_register(void)
 {
     db_register("frames_step", "SELECT run_key, step, seq_lo, n, frames FROM record_frames "
@@ -62,14 +83,20 @@ void frames_cut(const srv_batch *b, frames_out *o)
         while (j < b->n && b->recs[j].step == b->recs[i].step)
             j++;
         for (int kind = 0; kind < 2; kind++) {
-            size_t cur = SIZE_MAX;
+            size_t cur = SIZE_MAX, cost = 0;
             for (size_t k = i; k < j; k++) {
                 const rec_record *r = &b->recs[k];
                 if (frames_kind(r) != kind)
                     continue;
-                size_t flen = rec_encoded_size(r);
-                if (cur == SIZE_MAX || o->seg[cur].len + flen > FRAMES_SEG_MAX)
+                size_t flen = rec_encoded_size(r), c = frames_lz4_cost(r);
+                int full = cur == SIZE_MAX ||
+                           (compressed ? o->seg[cur].len + flen > FRAMES_SEG_LZ4_MAX || cost + c > FRAMES_SEG_LZ4_BUDGET
+                                       : o->seg[cur].len + flen > FRAMES_SEG_MAX);
+                if (full) {
                     cur = seg_new(o, r->step, r->seq, kind);
+                    cost = 0;
+                }
+                cost += c;
                 unsigned char *p = out_grow(o, flen);
                 if (b->body)
                     memcpy(p, b->body + b->frame_off[k], flen); /* as it arrived, its CRC checked */

@@ -16,7 +16,9 @@
 #include "common/record.h"
 #include "server/store/batch.h"
 
-#define FRAMES_SEG_MAX 7800 /* frame bytes of a segment: with its columns the row fits a page (toast_tuple_target) */
+#define FRAMES_SEG_MAX 7800        /* frame bytes of an uncompressed segment: with its columns the row fits a page */
+#define FRAMES_SEG_LZ4_MAX 32768   /* ... of a segment PostgreSQL compresses with lz4 */
+#define FRAMES_SEG_LZ4_BUDGET 6000 /* its estimated compressed bytes (frames_lz4_cost): it stays inline */
 #define FRAMES_KIND_RECORDS 0
 #define FRAMES_KIND_SERIES 1
 
@@ -36,6 +38,17 @@ typedef struct frames_out {
     unsigned char *buf; /* every segment's frames, segment after segment */
     size_t len, cap;
 } frames_out;
+
+/* frames_configure - read whether record_frames compresses its frames
+ * (lz4) on this thread's connection, and size segments for it. Call once at
+ * start, after the migrations; until then segments are sized uncompressed.
+ * Returns 1 compressed, 0 not, -1 on a database error. */
+int frames_configure(void);
+
+/* frames_lz4_cost - an estimate of the bytes record `r` takes once lz4
+ * compressed: its fingerprint, input and chunk words and value are random,
+ * the rest (names, shapes, counts, seq and times) repeats. */
+size_t frames_lz4_cost(const rec_record *r);
 
 /* frames_kind - the segment kind record `r` is stored in. */
 int frames_kind(const rec_record *r);

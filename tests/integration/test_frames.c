@@ -242,10 +242,10 @@ static void test_pages_across_segments(void **state)
     assert_int_equal(h_srv_start(&s, args), 0);
     char run[40], path[300];
     assert_int_equal(it_register(&s, "88", NULL, 1, 0, NULL, run), 0);
-    post_wide_step(&s, run, 500);
+    post_wide_step(&s, run, 500); /* ~65 KB of frames in step 0: several segments, compressed or not */
     PGconn *c = db();
     char v[64];
-    assert_true(atoi(scalar(c, "SELECT count(*) FROM record_frames WHERE step = 0 AND kind = 0", v, sizeof(v))) >= 8);
+    assert_true(atoi(scalar(c, "SELECT count(*) FROM record_frames WHERE step = 0 AND kind = 0", v, sizeof(v))) >= 2);
     PQfinish(c);
     json_t *all = NULL;
     snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=0&limit=100000", run);
