@@ -46,6 +46,10 @@ CREATE TABLE record_requests (
     PRIMARY KEY (run_key, rank, step)
 );
 
+-- The last step of each stored batch (NULL for held records and batches before this migration): when a
+-- divergence is found, the commit that made its step comparable is known exactly (lockstep_shown_at).
+ALTER TABLE batches ADD COLUMN max_step bigint;
+
 DROP FUNCTION lockstep_ensure_partitions(int);
 DROP FUNCTION lockstep_drop_partitions(int);
 
@@ -99,8 +103,9 @@ CREATE FUNCTION lockstep_store_batch(p_run bigint, p_rank int, p_bseq bigint, p_
                                      p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint)
 RETURNS bigint[] LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO batches (run_key, rank, batch_seq, n_records) VALUES (p_run, p_rank, p_bseq, p_n)
-        ON CONFLICT DO NOTHING;
+    INSERT INTO batches (run_key, rank, batch_seq, n_records, max_step, committed_at) -- the time written, not
+        VALUES (p_run, p_rank, p_bseq, p_n, CASE WHEN p_count > 0 THEN p_max_step END, clock_timestamp()) -- the
+        ON CONFLICT DO NOTHING; -- transaction's start: a group of batches commits a little later still
     IF NOT FOUND THEN
         IF p_held THEN -- held records stored before: whatever asks for them again is answered
             UPDATE record_requests SET answered = true
@@ -196,3 +201,14 @@ BEGIN
             ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto;
     END IF;
 END $$;
+
+-- lockstep_shown_at - when step `st` of rank `rk` became comparable across the runs `keys`: per run, the commit of
+-- its first batch past the step (or its rank's end), the latest of them; NULL when some run has neither on record.
+-- The detection latency counts from here: the commit of the batch that showed the divergence.
+CREATE FUNCTION lockstep_shown_at(keys bigint[], rk int, st bigint) RETURNS double precision LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN count(*) = count(t) THEN extract(epoch FROM max(t)) END
+    FROM (SELECT k, coalesce((SELECT min(b.committed_at) FROM batches b WHERE b.run_key = k AND b.rank = rk
+                                  AND b.max_step > st),
+                             (SELECT e.ended_at FROM rank_ends e WHERE e.run_key = k AND e.rank = rk)) AS t
+          FROM unnest(keys) AS k) x
+$$;

@@ -54,8 +54,12 @@ void cmp_register(void)
     db_register("cmp_steps", "SELECT step FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                              "AND step BETWEEN $3 AND $4 GROUP BY step HAVING count(*) < $5 "
                              "OR min(digest) <> max(digest) OR min(n) <> max(n) ORDER BY step LIMIT 1");
-    db_register("cmp_counts", "SELECT run_key, n FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
-                              "AND step = $3");
+    /* per run the records its digests stand for; when the step became comparable (lockstep_shown_at: the
+     * detection latency counts from that commit, whatever the queue coalesced, and for held records from the
+     * step digests' commit); whether lockstepd asked agents for the step's records */
+    db_register("cmp_counts", "SELECT s.run_key, s.n, lockstep_shown_at($1::bigint[], $2, $3), EXISTS (SELECT 1 FROM "
+                              "record_requests q WHERE q.run_key = ANY($1::bigint[]) AND q.rank = $2 AND q.step = $3) "
+                              "FROM step_digests s WHERE s.run_key = ANY($1::bigint[]) AND s.rank = $2 AND s.step = $3");
     /* Digest streaming: a run whose agent held the step's records back is asked for them (the reply to its
      * rank's next batch says so); `committed_at` keeps the commit that showed the difference, for the latency. */
     /* The runs still short are asked (again); the others' requests are answered, whatever raced with this read
@@ -67,7 +71,7 @@ void cmp_register(void)
                                "UPDATE record_requests SET answered = true WHERE run_key = ANY($5::bigint[]) "
                                "AND rank = $2 AND step = $3 AND NOT answered");
     db_register("cmp_answered", "DELETE FROM record_requests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
-                                "AND step = $3 RETURNING extract(epoch FROM committed_at)");
+                                "AND step = $3");
     db_register("cmp_store",
                 "INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, runs, "
                 "committed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10)) "
@@ -156,8 +160,9 @@ static size_t load_step(const frame_set *set, int nruns, const int64_t *keys, cm
 }
 
 /* held_back - the runs whose step digests stand for more records than are stored: their agents held them back
- * (digest streaming). Asks for them and returns how many runs are short, or -1 on a database error; otherwise,
- * when every run is complete, gives the earliest commit that asked for them in *commit_s. */
+ * (digest streaming). Asks for them and returns how many runs are short, or -1 on a database error; when every
+ * run is complete, settles the requests. Either way *commit_s becomes the commit that made the step comparable,
+ * when known. */
 static int held_back(int rank, int64_t step, int nruns, const int64_t *keys, const char *keyarr, const int64_t *counts,
                      double *commit_s)
 {
@@ -188,6 +193,9 @@ static int held_back(int rank, int64_t step, int nruns, const int64_t *keys, con
     }
     snprintf(shortarr + len, sizeof(shortarr) - len, "}");
     snprintf(whole + wlen, sizeof(whole) - wlen, "}");
+    int asked = PQntuples(r) > 0 && PQgetvalue(r, 0, 3)[0] == 't';
+    if (PQntuples(r) > 0 && !PQgetisnull(r, 0, 2))
+        *commit_s = atof(PQgetvalue(r, 0, 2));
     PQclear(r);
     if (n_short) {
         char when[48];
@@ -199,14 +207,11 @@ static int held_back(int rank, int64_t step, int nruns, const int64_t *keys, con
         PQclear(r);
         return n_short;
     }
+    if (!asked)
+        return 0;
     r = db_exec("cmp_answered", 3, p, err, sizeof(err));
     if (!r)
         return -1;
-    for (int i = 0; i < PQntuples(r); i++) {
-        double t = atof(PQgetvalue(r, i, 0));
-        if (t > 0 && (*commit_s <= 0 || t < *commit_s))
-            *commit_s = t;
-    }
     PQclear(r);
     return 0;
 }
