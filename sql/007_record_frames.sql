@@ -140,66 +140,67 @@ BEGIN
                      WHERE run_key = p_run AND rank = p_rank AND NOT answered ORDER BY step LIMIT 64) w), '{}');
 END $$;
 
--- lockstep_cmp_next - the comparison's first look at group `g`, rank `rk`, in one round trip: the group's runs
--- (at most max_runs; keys NULL when a twin has not reached this rank yet, or nothing is left to compare), the
--- shared complete steps up to `hi`, where to look (from_step..upto: past the rank's first divergence nothing can
--- come before it), the newest run key, and the first step there whose digests or counts differ or that a run
--- lacks. When no step differs, the range is marked compared here (unless a run joined the group meanwhile).
-CREATE FUNCTION lockstep_cmp_next(g text, rk int, max_runs int, OUT keys bigint[], OUT ids text[], OUT hi bigint,
-                                  OUT upto bigint, OUT from_step bigint, OUT newest bigint, OUT step bigint)
+-- lockstep_cmp_ranks - the comparison's first look at ranks `rks` of group `g`, all in one round trip (the ranks
+-- batches touched since the last look): the group's runs (at most max_runs), and per rank the shared complete
+-- steps up to `hi`, where to look (past the checked mark, up to the rank's first divergence: nothing after it can
+-- come before it) and the first step there whose digests or counts differ or that a run lacks. A row for each
+-- rank with such a step (its runs, ids, hi, upto, the newest run key, the step); the others' ranges are marked
+-- compared (unless a run joined the group meanwhile). Ranks a twin has not reached, or with nothing new, are
+-- left out.
+CREATE FUNCTION lockstep_cmp_ranks(g text, rks int[], max_runs int)
+RETURNS TABLE (r_rank int, keys bigint[], ids text[], hi bigint, upto bigint, newest bigint, step bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
-    r record;
+    run_keys bigint[];
+    run_ids text[];
     lo bigint;
-    n_runs int := 0;
-    with_records int := 0;
-    done bigint;
-    first bigint;
+    newest_key bigint;
+    n_runs int;
 BEGIN
-    keys := '{}';
-    ids := '{}';
-    newest := 0;
-    FOR r IN SELECT u.run_key, u.run_id::text AS run_id, u.start_step, p.max_step,
-                    (e.run_key IS NOT NULL OR u.status <> 'running') AS ended
-             FROM runs u LEFT JOIN rank_progress p ON p.run_key = u.run_key AND p.rank = rk
-             LEFT JOIN rank_ends e ON e.run_key = u.run_key AND e.rank = rk
-             WHERE u.twin_group = g ORDER BY u.run_key LIMIT max_runs LOOP
-        IF r.max_step IS NULL AND NOT r.ended THEN
-            keys := NULL; -- a twin has not reached this rank yet
-            RETURN;
-        END IF;
-        keys := keys || r.run_key;
-        ids := ids || r.run_id;
-        n_runs := n_runs + 1;
-        newest := greatest(newest, r.run_key);
-        lo := greatest(lo, r.start_step);
-        IF r.max_step IS NOT NULL THEN -- an ended run without records on this rank bounds nothing
-            hi := least(hi, CASE WHEN r.ended THEN r.max_step ELSE r.max_step - 1 END);
-            with_records := with_records + 1;
-        END IF;
-    END LOOP;
-    IF n_runs < 2 OR with_records < 1 OR lo > hi THEN
-        keys := NULL;
+    SELECT array_agg(x.run_key ORDER BY x.run_key), array_agg(x.run_id::text ORDER BY x.run_key), max(x.start_step),
+           max(x.run_key), count(*)
+        INTO run_keys, run_ids, lo, newest_key, n_runs
+        FROM (SELECT u.run_key, u.run_id, u.start_step FROM runs u WHERE u.twin_group = g ORDER BY u.run_key
+              LIMIT max_runs) x;
+    IF n_runs < 2 THEN
         RETURN;
     END IF;
-    SELECT checked_upto INTO done FROM group_checks c WHERE c.twin_group = g AND c.rank = rk;
-    SELECT d.step INTO first FROM divergences d WHERE d.twin_group = g AND d.rank = rk;
-    from_step := CASE WHEN done >= lo THEN done + 1 ELSE lo END;
-    IF from_step > hi THEN
-        keys := NULL;
-        RETURN;
-    END IF;
-    upto := least(hi, first);
-    IF from_step <= upto THEN
-        SELECT s.step INTO step FROM step_digests s
-            WHERE s.run_key = ANY (keys) AND s.rank = rk AND s.step BETWEEN from_step AND upto GROUP BY s.step
-            HAVING count(*) < n_runs OR min(s.digest) <> max(s.digest) OR min(s.n) <> max(s.n) ORDER BY s.step LIMIT 1;
-    END IF;
-    IF step IS NULL THEN
-        INSERT INTO group_checks (twin_group, rank, checked_upto) SELECT g, rk, hi
-            WHERE NOT EXISTS (SELECT 1 FROM runs WHERE twin_group = g AND run_key > newest)
-            ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto;
-    END IF;
+    RETURN QUERY
+    WITH per AS ( -- per rank: a run that has not reached it; the shared complete steps
+        SELECT q.rk,
+               bool_or(p.max_step IS NULL AND e.run_key IS NULL AND u.status = 'running') AS waiting,
+               count(p.max_step) AS with_records,
+               min(CASE WHEN e.run_key IS NOT NULL OR u.status <> 'running' THEN p.max_step ELSE p.max_step - 1 END)
+                   AS hi
+        FROM unnest(rks) AS q(rk) CROSS JOIN unnest(run_keys) AS k(run_key)
+        JOIN runs u ON u.run_key = k.run_key
+        LEFT JOIN rank_progress p ON p.run_key = k.run_key AND p.rank = q.rk
+        LEFT JOIN rank_ends e ON e.run_key = k.run_key AND e.rank = q.rk
+        GROUP BY q.rk),
+    todo AS (
+        SELECT per.rk, per.hi,
+               CASE WHEN c.checked_upto >= lo THEN c.checked_upto + 1 ELSE lo END AS from_step,
+               least(per.hi, d.step) AS upto
+        FROM per LEFT JOIN group_checks c ON c.twin_group = g AND c.rank = per.rk
+        LEFT JOIN divergences d ON d.twin_group = g AND d.rank = per.rk
+        WHERE NOT per.waiting AND per.with_records >= 1 AND lo <= per.hi),
+    found AS (
+        SELECT t.rk, t.hi, t.upto, x.step
+        FROM todo t CROSS JOIN LATERAL (
+            SELECT s.step FROM step_digests s
+            WHERE s.run_key = ANY (run_keys) AND s.rank = t.rk AND s.step BETWEEN t.from_step AND t.upto
+            GROUP BY s.step
+            HAVING count(*) < n_runs OR min(s.digest) <> max(s.digest) OR min(s.n) <> max(s.n)
+            ORDER BY s.step LIMIT 1) x
+        WHERE t.from_step <= t.hi),
+    mark AS (
+        INSERT INTO group_checks (twin_group, rank, checked_upto)
+        SELECT g, t.rk, t.hi FROM todo t
+        WHERE t.from_step <= t.hi AND NOT EXISTS (SELECT 1 FROM found f WHERE f.rk = t.rk)
+          AND NOT EXISTS (SELECT 1 FROM runs WHERE twin_group = g AND run_key > newest_key)
+        ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto
+        RETURNING 1)
+    SELECT f.rk, run_keys, run_ids, f.hi, f.upto, newest_key, f.step FROM found f;
 END $$;
 
 -- lockstep_shown_at - when step `st` of rank `rk` became comparable across the runs `keys`: per run, the commit of

@@ -21,20 +21,25 @@
 #include "server/store/frames.h"
 
 #define SWEEP_S 5
-#define CMP_THREADS 2 /* comparing is mostly waiting for PostgreSQL: two at once, never the same (group, rank) */
-#define CMP_TAKE 8    /* items a thread takes from the queue at a time */
+#define CMP_THREADS 2       /* comparing is mostly waiting for PostgreSQL: two at once, never on the same group */
+#define CMP_CHUNK 2000      /* ranks one first look takes */
 #define STEPS_PER_CHECK 256 /* differing digests whose records match (an older digest version): checked per call */
 
-typedef struct pending {
-    char group[256];
-    int rank;
-    double commit_s;
-} pending;
+/* A group with ranks to compare: the ranks batches touched since its last look, each once. */
+typedef struct pgroup {
+    char name[256];
+    double commit_s;  /* the earliest commit among them (a fallback: the latency is read from the database) */
+    int *ranks;
+    size_t n, cap;
+    unsigned char *bits; /* which ranks are in `ranks` */
+    size_t bits_cap;
+    int active;       /* a thread compares it now */
+} pgroup;
 
 static void cmp_loop(worker *w);
 static worker thread = WORKER_INIT("comparison", cmp_loop);
-static pending *queue; /* under thread.lock */
-static size_t q_len, q_cap;
+static pgroup **groups; /* under thread.lock: groups with ranks to compare or being compared, oldest first */
+static size_t n_groups, cap_groups;
 static cmp_divergence_fn on_divergence;
 
 void cmp_on_divergence(cmp_divergence_fn fn)
@@ -44,7 +49,7 @@ void cmp_on_divergence(cmp_divergence_fn fn)
 
 void cmp_register(void)
 {
-    db_register("cmp_next", "SELECT keys, ids, hi, upto, from_step, newest, step FROM lockstep_cmp_next($1, $2, $3)");
+    db_register("cmp_ranks", "SELECT r_rank, keys, ids, hi, upto, newest, step FROM lockstep_cmp_ranks($1, $2::int[], $3)");
     /* The mark is written only if no run joined the group after the runs this check compared
      * ($4 = the newest run key seen): a joining run resets the group's checks, and a mark computed
      * without it must not overwrite that reset, or its early steps would never be compared. */
@@ -94,25 +99,40 @@ void cmp_register(void)
 
 void cmp_notify(const char *group, int rank, double commit_s)
 {
-    if (!group || !*group)
+    if (!group || !*group || rank < 0)
         return;
     worker_lock(&thread);
-    size_t i;
-    for (i = 0; i < q_len; i++)
-        if (queue[i].rank == rank && strcmp(queue[i].group, group) == 0)
-            break;
-    if (i < q_len) {
-        if (commit_s > 0 && (queue[i].commit_s == 0 || commit_s < queue[i].commit_s))
-            queue[i].commit_s = commit_s;
-    } else {
-        if (q_len == q_cap) {
-            q_cap = q_cap ? q_cap * 2 : 64;
-            queue = xrealloc(queue, q_cap * sizeof(*queue));
+    pgroup *g = NULL;
+    for (size_t i = 0; i < n_groups && !g; i++)
+        if (!strcmp(groups[i]->name, group))
+            g = groups[i];
+    if (!g) {
+        if (n_groups == cap_groups) {
+            cap_groups = cap_groups ? 2 * cap_groups : 16;
+            groups = xrealloc(groups, cap_groups * sizeof(*groups));
         }
-        snprintf(queue[q_len].group, sizeof(queue[q_len].group), "%s", group);
-        queue[q_len].rank = rank;
-        queue[q_len].commit_s = commit_s;
-        q_len++;
+        g = xcalloc(1, sizeof(*g));
+        snprintf(g->name, sizeof(g->name), "%s", group);
+        groups[n_groups++] = g;
+    }
+    if (commit_s > 0 && (g->commit_s == 0 || commit_s < g->commit_s))
+        g->commit_s = commit_s;
+    size_t byte = (size_t)rank / 8;
+    if (byte >= g->bits_cap) {
+        size_t cap = g->bits_cap ? g->bits_cap : 64;
+        while (cap <= byte)
+            cap *= 2;
+        g->bits = xrealloc(g->bits, cap);
+        memset(g->bits + g->bits_cap, 0, cap - g->bits_cap);
+        g->bits_cap = cap;
+    }
+    if (!(g->bits[byte] & (1u << (rank % 8)))) {
+        g->bits[byte] |= (unsigned char)(1u << (rank % 8));
+        if (g->n == g->cap) {
+            g->cap = g->cap ? 2 * g->cap : 16;
+            g->ranks = xrealloc(g->ranks, g->cap * sizeof(int));
+        }
+        g->ranks[g->n++] = rank;
     }
     worker_kick_locked(&thread);
     worker_unlock(&thread);
@@ -304,32 +324,15 @@ static int parse_ids(const char *s, char ids[][40], int cap)
     return n;
 }
 
-int cmp_check(const char *group, int rank, double commit_s)
+/* cmp_rank - compare rank `rank` from `first_step` on (the first step lockstep_cmp_ranks found differing) up to
+ * `upto`, and mark the rank compared up to `hi` (or the step before one whose records agents hold back). Returns
+ * 1 when a divergence was stored or made earlier, 0 when none, -1 on a database error. */
+static int cmp_rank(const char *group, int rank, int nruns, const int64_t *keys, char ids[][40], int64_t hi,
+                    int64_t upto, int64_t newest, int64_t first_step, double commit_s)
 {
-    char rk[16], mr[16], err[512];
+    char rk[16], err[512];
+    PGresult *r;
     snprintf(rk, sizeof(rk), "%d", rank);
-    snprintf(mr, sizeof(mr), "%d", GROUP_MAX_RUNS);
-    const char *p[] = {group, rk, mr};
-    /* one round trip: the runs, the range, the first differing step (the range marked when none differs) */
-    PGresult *r = db_exec("cmp_next", 3, p, err, sizeof(err));
-    if (!r)
-        return -1;
-    if (PQntuples(r) != 1 || PQgetisnull(r, 0, 0) || PQgetisnull(r, 0, 6)) {
-        PQclear(r);
-        return 0; /* nothing to compare yet, or nothing differs (marked) */
-    }
-    int64_t keys[GROUP_MAX_RUNS];
-    char ids[GROUP_MAX_RUNS][40];
-    int nruns = db_int_array_parse(PQgetvalue(r, 0, 0), keys, GROUP_MAX_RUNS);
-    if (parse_ids(PQgetvalue(r, 0, 1), ids, GROUP_MAX_RUNS) != nruns) {
-        log_warn("comparing group %s rank %d: the runs' ids do not parse", group, rank);
-        PQclear(r);
-        return -1;
-    }
-    int64_t hi = strtoll(PQgetvalue(r, 0, 2), NULL, 10), upto = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
-    int64_t newest = strtoll(PQgetvalue(r, 0, 5), NULL, 10), first_step = strtoll(PQgetvalue(r, 0, 6), NULL, 10);
-    PQclear(r);
-
     char keyarr[GROUP_MAX_RUNS * 22 + 3], from_s[32], hi_s[32], upto_s[32], n_s[16];
     size_t len = 0;
     keyarr[len++] = '{';
@@ -384,6 +387,59 @@ int cmp_check(const char *group, int rank, double commit_s)
     return rc;
 }
 
+
+/* cmp_group - the first look at `n` ranks of `group` in one round trip a chunk; then each rank with a differing
+ * step compared on its own. Returns 1 when some divergence was stored, 0 when none, -1 on a database error (the
+ * ranks not compared are queued again). */
+static int cmp_group(const char *group, const int *ranks, size_t n, double commit_s)
+{
+    int any = 0;
+    char mr[16], err[512];
+    snprintf(mr, sizeof(mr), "%d", GROUP_MAX_RUNS);
+    for (size_t c = 0; c < n; c += CMP_CHUNK) {
+        size_t m = n - c < CMP_CHUNK ? n - c : CMP_CHUNK;
+        char *arr = xmalloc(m * 12 + 3);
+        size_t len = 0;
+        arr[len++] = '{';
+        for (size_t i = 0; i < m; i++)
+            len += (size_t)sprintf(arr + len, "%s%d", i ? "," : "", ranks[c + i]);
+        arr[len++] = '}';
+        arr[len] = 0;
+        const char *p[] = {group, arr, mr};
+        PGresult *r = db_exec("cmp_ranks", 3, p, err, sizeof(err));
+        free(arr);
+        if (!r) {
+            for (size_t i = c; i < n; i++)
+                cmp_notify(group, ranks[i], commit_s); /* try again shortly */
+            return -1;
+        }
+        for (int i = 0; i < PQntuples(r); i++) {
+            int rank = atoi(PQgetvalue(r, i, 0));
+            int64_t keys[GROUP_MAX_RUNS];
+            char ids[GROUP_MAX_RUNS][40];
+            int nruns = db_int_array_parse(PQgetvalue(r, i, 1), keys, GROUP_MAX_RUNS);
+            if (parse_ids(PQgetvalue(r, i, 2), ids, GROUP_MAX_RUNS) != nruns) {
+                log_warn("comparing group %s rank %d: the runs' ids do not parse", group, rank);
+                continue;
+            }
+            int got = cmp_rank(group, rank, nruns, keys, ids, strtoll(PQgetvalue(r, i, 3), NULL, 10),
+                               strtoll(PQgetvalue(r, i, 4), NULL, 10), strtoll(PQgetvalue(r, i, 5), NULL, 10),
+                               strtoll(PQgetvalue(r, i, 6), NULL, 10), commit_s);
+            if (got < 0)
+                cmp_notify(group, rank, commit_s);
+            else
+                any |= got;
+        }
+        PQclear(r);
+    }
+    return any;
+}
+
+int cmp_check(const char *group, int rank, double commit_s)
+{
+    return cmp_group(group, &rank, 1, commit_s);
+}
+
 /* sweep - queue the groups with recent activity; at start (`backlog`), every
  * group and rank whose shared steps are not all compared yet (work a killed
  * lockstepd left undone). */
@@ -400,46 +456,56 @@ static void sweep(int backlog)
     PQclear(r);
 }
 
-/* A (group, rank) one of the threads is comparing now: the others leave it alone. */
-static pending active[CMP_THREADS * CMP_TAKE]; /* under thread.lock */
-static size_t n_active;
 static double next_sweep; /* under thread.lock */
 
-static int is_active(const pending *p)
+/* take_locked - the oldest group with ranks to compare that no thread compares now: its ranks (a new array the
+ * caller frees, *n of them) and its commit; marked active. NULL when none. */
+static pgroup *take_locked(int **ranks, size_t *n, double *commit_s)
 {
-    for (size_t i = 0; i < n_active; i++)
-        if (active[i].rank == p->rank && !strcmp(active[i].group, p->group))
-            return 1;
-    return 0;
-}
-
-/* take_locked - move up to CMP_TAKE queued items nobody compares now into `out` (and `active`). */
-static size_t take_locked(pending *out)
-{
-    size_t n = 0, k = 0;
-    for (size_t i = 0; i < q_len; i++) {
-        if (n < CMP_TAKE && !is_active(&queue[i])) {
-            out[n++] = queue[i];
-            active[n_active++] = queue[i];
-        } else {
-            queue[k++] = queue[i];
-        }
+    for (size_t i = 0; i < n_groups; i++) {
+        pgroup *g = groups[i];
+        if (g->active || !g->n)
+            continue;
+        *ranks = g->ranks;
+        *n = g->n;
+        *commit_s = g->commit_s;
+        g->ranks = NULL;
+        g->n = g->cap = 0;
+        g->commit_s = 0;
+        memset(g->bits, 0, g->bits_cap);
+        g->active = 1;
+        return g;
     }
-    q_len = k;
-    return n;
+    return NULL;
 }
 
 static int runnable_locked(void)
 {
-    for (size_t i = 0; i < q_len; i++)
-        if (!is_active(&queue[i]))
+    for (size_t i = 0; i < n_groups; i++)
+        if (!groups[i]->active && groups[i]->n)
             return 1;
     return 0;
 }
 
+/* release_locked - a thread is done with `g`: forgotten when nothing came for it meanwhile. */
+static void release_locked(pgroup *g)
+{
+    g->active = 0;
+    if (g->n)
+        return;
+    for (size_t i = 0; i < n_groups; i++)
+        if (groups[i] == g) {
+            memmove(groups + i, groups + i + 1, (n_groups - i - 1) * sizeof(*groups));
+            n_groups--;
+            break;
+        }
+    free(g->ranks);
+    free(g->bits);
+    free(g);
+}
+
 static void cmp_loop(worker *w)
 {
-    pending work[CMP_TAKE];
     worker_lock(w);
     int first = next_sweep == 0;
     if (first)
@@ -451,27 +517,24 @@ static void cmp_loop(worker *w)
         worker_lock(w);
         while (!runnable_locked() && !w->stopping && clock_mono_s() < next_sweep)
             worker_wait_locked(w, next_sweep - clock_mono_s());
-        size_t n = take_locked(work);
+        int *ranks = NULL;
+        size_t n = 0;
+        double commit_s = 0;
+        pgroup *g = take_locked(&ranks, &n, &commit_s);
+        char name[256] = "";
+        if (g)
+            snprintf(name, sizeof(name), "%s", g->name);
         int do_sweep = clock_mono_s() >= next_sweep;
         if (do_sweep)
             next_sweep = clock_mono_s() + SWEEP_S;
         worker_unlock(w);
-        int failed = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (cmp_check(work[i].group, work[i].rank, work[i].commit_s) < 0 && !worker_stopping(w)) {
-                cmp_notify(work[i].group, work[i].rank, work[i].commit_s); /* try again shortly */
-                failed = 1;
-            }
-        }
+        int failed = g && !worker_stopping(w) && cmp_group(name, ranks, n, commit_s) < 0;
+        free(ranks);
         worker_lock(w);
-        for (size_t i = 0; i < n; i++)
-            for (size_t a = 0; a < n_active; a++)
-                if (active[a].rank == work[i].rank && !strcmp(active[a].group, work[i].group)) {
-                    active[a] = active[--n_active];
-                    break;
-                }
-        if (n && q_len)
-            worker_kick_locked(w); /* what waited for these may run now */
+        if (g)
+            release_locked(g);
+        if (runnable_locked())
+            worker_kick_locked(w); /* the other thread may take what waited for this group */
         worker_unlock(w);
         if (worker_stopping(w))
             return;
