@@ -166,23 +166,29 @@ BEGIN
         RETURN;
     END IF;
     RETURN QUERY
-    WITH per AS ( -- per rank: a run that has not reached it; the shared complete steps
+    WITH per AS ( -- per rank: a run that has not reached it; the shared complete steps (lookups by key, one
+                  -- rank at a time: the group's other ranks are not read)
         SELECT q.rk,
-               bool_or(p.max_step IS NULL AND e.run_key IS NULL AND u.status = 'running') AS waiting,
+               bool_or(p.max_step IS NULL AND e.ended IS NULL AND u.status = 'running') AS waiting,
                count(p.max_step) AS with_records,
-               min(CASE WHEN e.run_key IS NOT NULL OR u.status <> 'running' THEN p.max_step ELSE p.max_step - 1 END)
+               min(CASE WHEN e.ended IS NOT NULL OR u.status <> 'running' THEN p.max_step ELSE p.max_step - 1 END)
                    AS hi
         FROM unnest(rks) AS q(rk) CROSS JOIN unnest(run_keys) AS k(run_key)
         JOIN runs u ON u.run_key = k.run_key
-        LEFT JOIN rank_progress p ON p.run_key = k.run_key AND p.rank = q.rk
-        LEFT JOIN rank_ends e ON e.run_key = k.run_key AND e.rank = q.rk
+        LEFT JOIN LATERAL (SELECT p1.max_step FROM rank_progress p1 WHERE p1.run_key = k.run_key AND p1.rank = q.rk
+                           LIMIT 1) p ON true
+        LEFT JOIN LATERAL (SELECT true AS ended FROM rank_ends e1 WHERE e1.run_key = k.run_key AND e1.rank = q.rk
+                           LIMIT 1) e ON true
         GROUP BY q.rk),
     todo AS (
         SELECT per.rk, per.hi,
                CASE WHEN c.checked_upto >= lo THEN c.checked_upto + 1 ELSE lo END AS from_step,
                least(per.hi, d.step) AS upto
-        FROM per LEFT JOIN group_checks c ON c.twin_group = g AND c.rank = per.rk
-        LEFT JOIN divergences d ON d.twin_group = g AND d.rank = per.rk
+        FROM per
+        LEFT JOIN LATERAL (SELECT c1.checked_upto FROM group_checks c1 WHERE c1.twin_group = g AND c1.rank = per.rk
+                           LIMIT 1) c ON true
+        LEFT JOIN LATERAL (SELECT d1.step FROM divergences d1 WHERE d1.twin_group = g AND d1.rank = per.rk
+                           LIMIT 1) d ON true
         WHERE NOT per.waiting AND per.with_records >= 1 AND lo <= per.hi),
     found AS (
         SELECT t.rk, t.hi, t.upto, x.step
@@ -213,3 +219,56 @@ CREATE FUNCTION lockstep_shown_at(keys bigint[], rk int, st bigint) RETURNS doub
                              (SELECT e.ended_at FROM rank_ends e WHERE e.run_key = k AND e.rank = rk)) AS t
           FROM unnest(keys) AS k) x
 $$;
+
+-- lockstep_store_batches - lockstep_store_batch for many batches in one statement (a database worker's group of
+-- queued batches; b_* per batch, in the order their locks are taken; f_* and d_* the segments and step digests,
+-- each naming its batch by its index in b_*, from 1). Returns per batch whether it was a replay (stored before, or
+-- twice in this group: the first one counts) and the steps of its rank whose held-back records lockstepd wants.
+CREATE FUNCTION lockstep_store_batches(b_run bigint[], b_rank int[], b_bseq bigint[], b_n int[], b_held boolean[],
+                                       b_min_step bigint[], b_max_step bigint[], b_max_seq bigint[], b_count bigint[],
+                                       f_batch int[], f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[],
+                                       f_frames bytea[], d_batch int[], d_step bigint[], d_n int[], d_digest bigint[])
+RETURNS TABLE (i int, duplicate boolean, want bigint[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    stored int[];
+BEGIN
+    WITH b AS (SELECT * FROM unnest(b_run, b_rank, b_bseq, b_n, b_held, b_max_step, b_count)
+                   WITH ORDINALITY AS u(run_key, rank, bseq, n, held, max_step, cnt, k)),
+         ins AS (INSERT INTO batches (run_key, rank, batch_seq, n_records, max_step, committed_at)
+                 SELECT b.run_key, b.rank, b.bseq, b.n, CASE WHEN b.cnt > 0 THEN b.max_step END, clock_timestamp()
+                 FROM b ORDER BY b.k
+                 ON CONFLICT DO NOTHING RETURNING run_key, rank, batch_seq)
+    SELECT array_agg(x.k) INTO stored
+    FROM (SELECT min(b.k) AS k FROM b JOIN ins ON ins.run_key = b.run_key AND ins.rank = b.rank
+          AND ins.batch_seq = b.bseq GROUP BY b.run_key, b.rank, b.bseq) x;
+    stored := coalesce(stored, '{}');
+    INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames)
+        SELECT b_run[f.bi], b_rank[f.bi], f.s, f.q, f.c, f.kd, f.fr
+        FROM unnest(f_batch, f_step, f_seq, f_n, f_kind, f_frames) AS f(bi, s, q, c, kd, fr)
+        WHERE f.bi = ANY (stored);
+    INSERT INTO step_digests AS sd (run_key, rank, step, n, digest)
+        SELECT b_run[d.bi], b_rank[d.bi], d.s, sum(d.c), bit_xor(d.dg)
+        FROM unnest(d_batch, d_step, d_n, d_digest) AS d(bi, s, c, dg)
+        WHERE d.bi = ANY (stored)
+        GROUP BY b_run[d.bi], b_rank[d.bi], d.s ORDER BY 1, 2, 3
+        ON CONFLICT (run_key, rank, step) DO UPDATE SET n = sd.n + excluded.n, digest = sd.digest # excluded.digest;
+    INSERT INTO rank_progress AS rp (run_key, rank, min_step, max_step, max_seq, n_records)
+        SELECT b_run[k], b_rank[k], min(b_min_step[k]), max(b_max_step[k]), max(b_max_seq[k]), sum(b_count[k])
+        FROM unnest(stored) AS k WHERE b_count[k] > 0
+        GROUP BY b_run[k], b_rank[k] ORDER BY 1, 2
+        ON CONFLICT (run_key, rank) DO UPDATE SET
+            min_step = least(rp.min_step, excluded.min_step), max_step = greatest(rp.max_step, excluded.max_step),
+            max_seq = greatest(rp.max_seq, excluded.max_seq), n_records = rp.n_records + excluded.n_records,
+            updated_at = now();
+    UPDATE record_requests q SET answered = true
+        FROM unnest(f_batch, f_step) AS f(bi, s)
+        WHERE b_held[f.bi] AND q.run_key = b_run[f.bi] AND q.rank = b_rank[f.bi] AND q.step = f.s AND NOT q.answered;
+    RETURN QUERY
+        SELECT k::int, NOT (k::int = ANY (stored)),
+               CASE WHEN k::int = ANY (stored) THEN
+                   coalesce((SELECT array_agg(w.step ORDER BY w.step) FROM (SELECT r.step FROM record_requests r
+                             WHERE r.run_key = b_run[k] AND r.rank = b_rank[k] AND NOT r.answered
+                             ORDER BY r.step LIMIT 64) w), '{}') END
+        FROM generate_subscripts(b_run, 1) AS k;
+END $$;

@@ -33,6 +33,7 @@
 
 typedef struct opts {
     int ranks, groups, per_step, metrics, threads, diverge;
+    int batch_steps; /* a rank posts once every this many steps (LOCKSTEP_BATCH_MS longer than a step) */
     double step_s, seconds;
     int digests;
     const char *db, *state_dir, *srv_threads;
@@ -207,36 +208,40 @@ static void *worker_main(void *arg)
             double due = s->t0 + (double)step * o->step_s + sr->phase;
             if (due >= s->t_end || h_now() >= s->t_end + o->step_s)
                 goto out; /* the run is over (a server that fell behind leaves a backlog: not posted) */
+            if ((step + 1) % o->batch_steps != 0)
+                continue; /* this rank's batch closes with a later step */
             sleep_until(due);
             double start = h_now();
             batch_header(&b, sr, sr->bseq, 0);
-            uint64_t digest = 0;
-            int held = 0;
-            for (int i = 0; i < o->per_step; i++) {
-                rec_record r;
-                char name[64];
-                make_record(s, sr, step, i, &r, name);
-                if (o->digests && i >= o->metrics) { /* held back: only its digest term goes */
-                    digest ^= rec_digest_term(&r);
-                    held++;
-                    continue;
+            for (int64_t bs = step + 1 - o->batch_steps; bs <= step; bs++) {
+                uint64_t digest = 0;
+                int held = 0;
+                for (int i = 0; i < o->per_step; i++) {
+                    rec_record r;
+                    char name[64];
+                    make_record(s, sr, bs, i, &r, name);
+                    if (o->digests && i >= o->metrics) { /* held back: only its digest term goes */
+                        digest ^= rec_digest_term(&r);
+                        held++;
+                        continue;
+                    }
+                    h_batch_add(&b, &r);
                 }
-                h_batch_add(&b, &r);
+                if (held) {
+                    rec_record d;
+                    memset(&d, 0, sizeof(d));
+                    d.seq = (uint64_t)bs * (uint64_t)o->per_step + (uint64_t)o->per_step - 1;
+                    d.step = bs;
+                    d.nbytes = (uint64_t)held;
+                    d.fp = digest;
+                    d.flags = REC_STEP_DIGEST;
+                    d.dtype = LS_BYTES;
+                    d.name = REC_STEP_DIGEST_NAME;
+                    d.name_len = (uint16_t)strlen(REC_STEP_DIGEST_NAME);
+                    h_batch_add(&b, &d);
+                }
             }
-            if (held) {
-                rec_record d;
-                memset(&d, 0, sizeof(d));
-                d.seq = (uint64_t)step * (uint64_t)o->per_step + (uint64_t)o->per_step - 1;
-                d.step = step;
-                d.nbytes = (uint64_t)held;
-                d.fp = digest;
-                d.flags = REC_STEP_DIGEST;
-                d.dtype = LS_BYTES;
-                d.name = REC_STEP_DIGEST_NAME;
-                d.name_len = (uint16_t)strlen(REC_STEP_DIGEST_NAME);
-                h_batch_add(&b, &d);
-            }
-            atomic_fetch_add(&s->records_made, (uint64_t)o->per_step);
+            atomic_fetch_add(&s->records_made, (uint64_t)o->per_step * (uint64_t)o->batch_steps);
             long long ask[MAX_ASK];
             int n_ask = 0;
             long code = post(s, sr, &b, ask, &n_ask, 0);
@@ -245,8 +250,8 @@ static void *worker_main(void *arg)
             if (code != 200)
                 continue; /* this step's batch is lost to the simulation: counted as failed */
             sr->bseq++;
-            if (sr->diverge_at >= 0 && step == sr->diverge_at + 1)
-                s->div_ready[sr->group][sr->run] = end;
+            if (sr->diverge_at >= 0 && step > sr->diverge_at && s->div_ready[sr->group][sr->run] == 0)
+                s->div_ready[sr->group][sr->run] = end; /* the batch that made the diverging step comparable */
             for (int a = 0; a < n_ask; a++) {
                 atomic_fetch_add(&s->asked, 1);
                 send_held(s, sr, ask[a], &hb);
@@ -350,7 +355,7 @@ int main(int argc, char **argv)
     static sim s;
     opts *o = &s.o;
     *o = (opts){.ranks = 10000, .groups = 10, .per_step = 100, .metrics = 4, .threads = 200, .diverge = 5,
-                .step_s = 1.0, .seconds = 120, .digests = 1};
+                .step_s = 1.0, .seconds = 120, .digests = 1, .batch_steps = 1};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
         if (!strcmp(k, "--ranks"))
@@ -369,6 +374,8 @@ int main(int argc, char **argv)
             o->step_s = atof(v);
         else if (!strcmp(k, "--seconds"))
             o->seconds = atof(v);
+        else if (!strcmp(k, "--batch-steps"))
+            o->batch_steps = atoi(v);
         else if (!strcmp(k, "--mode"))
             o->digests = strcmp(v, "records") != 0;
         else if (!strcmp(k, "--db"))
@@ -379,12 +386,13 @@ int main(int argc, char **argv)
             o->srv_threads = v;
         else {
             fprintf(stderr, "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
-                            "[--seconds T] [--mode digests|records] [--threads N] [--diverge G] [--server-threads N] "
+                            "[--seconds T] [--batch-steps K] [--mode digests|records] [--threads N] [--diverge G] [--server-threads N] "
                             "[--db URL | --state-dir DIR]\n", argv[0]);
             return 2;
         }
     }
-    if (o->groups < 1 || o->groups > 64 || o->ranks < 2 * o->groups || o->metrics >= o->per_step || o->threads < 1) {
+    if (o->groups < 1 || o->groups > 64 || o->ranks < 2 * o->groups || o->metrics >= o->per_step || o->threads < 1 ||
+        o->batch_steps < 1) {
         fprintf(stderr, "bench/fleet: need 1..64 groups, 2 ranks a group at least, metrics < per-step\n");
         return 2;
     }
@@ -558,11 +566,11 @@ int main(int argc, char **argv)
 
     uint64_t posts = atomic_load(&s.posts), fails = atomic_load(&s.fails), made = atomic_load(&s.records_made);
     uint64_t on_demand = atomic_load(&s.on_demand_posts), steps_posted = n;
-    double offered = o->ranks / o->step_s, rate = (double)(posts - on_demand) / o->seconds;
+    double offered = o->ranks / o->step_s / o->batch_steps, rate = (double)(posts - on_demand) / o->seconds;
     double lag99 = pct(lag, n, 0.99) * 1e3;
     int keeps_up = fails == 0 && rate >= 0.97 * offered && lag99 < o->step_s * 500;
     printf("{\"bench\": \"fleet\", \"mode\": \"%s\", \"ranks\": %d, \"groups\": %d, \"runs\": %d, \"step_s\": %.2f, "
-           "\"seconds\": %.1f, \"records_per_rank_step\": %d, \"client_threads\": %d, \"offered_batches_per_s\": %.0f, "
+           "\"seconds\": %.1f, \"records_per_rank_step\": %d, \"batch_steps\": %d, \"client_threads\": %d, \"offered_batches_per_s\": %.0f, "
            "\"batches_per_s\": %.1f, \"records_made_per_s\": %.0f, \"keeps_up\": %s, \"lag_p50_ms\": %.1f, "
            "\"lag_p99_ms\": %.1f, \"lag_max_ms\": %.1f, \"post_p50_ms\": %.2f, \"post_p99_ms\": %.2f, "
            "\"failed_posts\": %" PRIu64 ", \"steps_asked\": %" PRIu64 ", \"divergences_found\": %d, "
@@ -572,11 +580,11 @@ int main(int argc, char **argv)
            "\"wal_bytes_per_s\": %.0f, "
            "\"load_avg_1m\": %.2f}\n",
            o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
-           o->threads, offered, rate, (double)made / elapsed, keeps_up ? "true" : "false", pct(lag, n, 0.5) * 1e3,
+           o->batch_steps, o->threads, offered, rate, (double)made / elapsed, keeps_up ? "true" : "false", pct(lag, n, 0.5) * 1e3,
            lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3, pct(lat, n, 0.99) * 1e3, fails,
            atomic_load(&s.asked), n_found, n_right, o->diverge, pct(det, (size_t)n_found, 0.5),
            n_found ? det[n_found - 1] : 0, pct(e2e, (size_t)n_found, 0.5), n_found ? e2e[n_found - 1] : 0,
-           steps_posted ? (double)atomic_load(&s.bytes) / (double)steps_posted : 0,
+           steps_posted ? (double)atomic_load(&s.bytes) / (double)steps_posted / o->batch_steps : 0,
            (uint64_t)atomic_load(&s.bytes_on_demand), srv_cpu, pg_cpu, posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0,
            sim_cpu, wal / elapsed, load[0]);
     free(lag);

@@ -23,6 +23,7 @@
 #define SWEEP_S 5
 #define CMP_THREADS 2       /* comparing is mostly waiting for PostgreSQL: two at once, never on the same group */
 #define CMP_CHUNK 2000      /* ranks one first look takes */
+#define CMP_GAP_S 0.02      /* a group is looked at again at most this often: under load a look takes many ranks */
 #define STEPS_PER_CHECK 256 /* differing digests whose records match (an older digest version): checked per call */
 
 /* A group with ranks to compare: the ranks batches touched since its last look, each once. */
@@ -34,6 +35,7 @@ typedef struct pgroup {
     unsigned char *bits; /* which ranks are in `ranks` */
     size_t bits_cap;
     int active;       /* a thread compares it now */
+    double last;      /* when its last look started (monotonic seconds) */
 } pgroup;
 
 static void cmp_loop(worker *w);
@@ -462,10 +464,12 @@ static double next_sweep; /* under thread.lock */
  * caller frees, *n of them) and its commit; marked active. NULL when none. */
 static pgroup *take_locked(int **ranks, size_t *n, double *commit_s)
 {
+    double now = clock_mono_s();
     for (size_t i = 0; i < n_groups; i++) {
         pgroup *g = groups[i];
-        if (g->active || !g->n)
+        if (g->active || !g->n || now - g->last < CMP_GAP_S)
             continue;
+        g->last = now;
         *ranks = g->ranks;
         *n = g->n;
         *commit_s = g->commit_s;
@@ -479,12 +483,22 @@ static pgroup *take_locked(int **ranks, size_t *n, double *commit_s)
     return NULL;
 }
 
-static int runnable_locked(void)
+/* runnable_locked - 0 when no group waits; else how long until one may be looked at (a tiny positive time when
+ * one may now). */
+static double runnable_locked(void)
 {
-    for (size_t i = 0; i < n_groups; i++)
-        if (!groups[i]->active && groups[i]->n)
-            return 1;
-    return 0;
+    double now = clock_mono_s(), wait = 0;
+    for (size_t i = 0; i < n_groups; i++) {
+        const pgroup *g = groups[i];
+        if (g->active || !g->n)
+            continue;
+        double w = g->last + CMP_GAP_S - now;
+        if (w <= 0)
+            return 1e-9;
+        if (wait == 0 || w < wait)
+            wait = w;
+    }
+    return wait;
 }
 
 /* release_locked - a thread is done with `g`: forgotten when nothing came for it meanwhile. */
@@ -515,8 +529,12 @@ static void cmp_loop(worker *w)
         sweep(1);
     for (;;) {
         worker_lock(w);
-        while (!runnable_locked() && !w->stopping && clock_mono_s() < next_sweep)
-            worker_wait_locked(w, next_sweep - clock_mono_s());
+        for (;;) {
+            double until = runnable_locked(), left = next_sweep - clock_mono_s();
+            if (w->stopping || left <= 0 || (until > 0 && until <= 1e-9))
+                break;
+            worker_wait_locked(w, until > 0 && until < left ? until : left);
+        }
         int *ranks = NULL;
         size_t n = 0;
         double commit_s = 0;
@@ -533,7 +551,7 @@ static void cmp_loop(worker *w)
         worker_lock(w);
         if (g)
             release_locked(g);
-        if (runnable_locked())
+        if (runnable_locked() > 0)
             worker_kick_locked(w); /* the other thread may take what waited for this group */
         worker_unlock(w);
         if (worker_stopping(w))

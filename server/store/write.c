@@ -23,6 +23,8 @@ void store_write_register(void)
                                 "ORDER BY step LIMIT $3");
     db_register("batch_store", "SELECT lockstep_store_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
                                "$14, $15, $16, $17)");
+    db_register("batches_store", "SELECT i, duplicate, want FROM lockstep_store_batches($1, $2, $3, $4, $5, $6, $7, "
+                                 "$8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)");
 }
 
 /* Per-step digests of one batch. */
@@ -246,29 +248,105 @@ static int cmp_order(const void *pa, const void *pb)
     return a->i < b->i ? -1 : a->i > b->i;
 }
 
-/* group_txn - one attempt at the whole group in one transaction. 0, or -1 (rolled back) with `err`. */
-static int group_txn(PGconn *c, batch_params *bp, const order *o, size_t n, store_result *res, char *err, size_t cap)
+#define G_PARAMS 19
+#define G_FRAMES 14 /* the bytea[] parameter */
+
+/* The parameters of lockstep_store_batches for a group, batch after batch in lock order. */
+typedef struct group_params {
+    lit arr[G_PARAMS];
+    frames_out fo;
+    unsigned char *frames;
+    const char *v[G_PARAMS];
+    int len[G_PARAMS], fmt[G_PARAMS];
+} group_params;
+
+/* group_add - batch `bt` of `run` as the k-th (from 1) of the group. */
+static void group_add(group_params *gp, int k, const run_info *run, const srv_batch *bt)
 {
-    PGresult *r = PQexec(c, "BEGIN");
-    int ok = db_ok(r);
+    step_sum *steps = NULL;
+    size_t n_steps = bt->held ? 0 : sum_steps(bt, &steps);
+    int64_t min_step = INT64_MAX, max_step = INT64_MIN, count = 0;
+    uint64_t max_seq = 0;
+    for (size_t i = 0; i < n_steps; i++) {
+        min_step = steps[i].step < min_step ? steps[i].step : min_step;
+        max_step = steps[i].step > max_step ? steps[i].step : max_step;
+        count += steps[i].n;
+    }
+    if (!bt->held) {
+        for (size_t i = 0; i < bt->n; i++)
+            max_seq = bt->recs[i].seq > max_seq ? bt->recs[i].seq : max_seq;
+        for (size_t i = 0; i < bt->n_digests; i++)
+            max_seq = bt->digests[i].seq > max_seq ? bt->digests[i].seq : max_seq;
+    }
+    lit_add(&gp->arr[0], run->key);
+    lit_add(&gp->arr[1], bt->rank);
+    lit_add(&gp->arr[2], (int64_t)bt->batch_seq);
+    lit_add(&gp->arr[3], (int64_t)bt->n);
+    lit_add(&gp->arr[4], bt->held); /* 0/1: cast to boolean[] by the statement */
+    lit_add(&gp->arr[5], count ? min_step : 0);
+    lit_add(&gp->arr[6], count ? max_step : 0);
+    lit_add(&gp->arr[7], (int64_t)max_seq);
+    lit_add(&gp->arr[8], count);
+    size_t first = gp->fo.n_seg;
+    frames_cut(bt, &gp->fo); /* appends this batch's segments */
+    for (size_t i = first; i < gp->fo.n_seg; i++) {
+        const frames_seg *g = &gp->fo.seg[i];
+        lit_add(&gp->arr[9], k);
+        lit_add(&gp->arr[10], g->step);
+        lit_add(&gp->arr[11], (int64_t)g->seq_lo);
+        lit_add(&gp->arr[12], g->n);
+        lit_add(&gp->arr[13], g->kind);
+    }
+    for (size_t i = 0; i < n_steps; i++) {
+        lit_add(&gp->arr[15], k);
+        lit_add(&gp->arr[16], steps[i].step);
+        lit_add(&gp->arr[17], steps[i].n);
+        lit_add(&gp->arr[18], (int64_t)steps[i].digest);
+    }
+    free(steps);
+}
+
+static void group_finish(group_params *gp)
+{
+    for (int i = 0; i < G_PARAMS; i++)
+        if (i != G_FRAMES)
+            gp->v[i] = lit_end(&gp->arr[i]);
+    size_t flen;
+    gp->frames = frames_bytea_array(&gp->fo, &flen);
+    gp->v[G_FRAMES] = (const char *)gp->frames;
+    gp->len[G_FRAMES] = (int)flen;
+    gp->fmt[G_FRAMES] = 1;
+}
+
+static void group_release(group_params *gp)
+{
+    for (int i = 0; i < G_PARAMS; i++)
+        free(gp->arr[i].p);
+    frames_out_release(&gp->fo);
+    free(gp->frames);
+}
+
+/* group_txn - one attempt at the whole group in one statement, so one transaction. 0, or -1 with `err`. */
+static int group_txn(PGconn *c, const group_params *gp, const order *o, size_t n, store_result *res, char *err,
+                     size_t cap)
+{
+    PGresult *r = PQexecPrepared(c, "batches_store", G_PARAMS, gp->v, gp->len, gp->fmt, 0);
+    int ok = db_ok(r) && (size_t)PQntuples(r) == n;
+    if (!ok)
+        snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+    for (int row = 0; ok && row < PQntuples(r); row++) {
+        int k = atoi(PQgetvalue(r, row, 0));
+        if (k < 1 || (size_t)k > n) {
+            snprintf(err, cap, "lockstep_store_batches answered for batch %d of %zu", k, n);
+            ok = 0;
+            break;
+        }
+        store_result *x = &res[o[k - 1].i];
+        x->duplicate = PQgetvalue(r, row, 1)[0] == 't';
+        if (!x->duplicate)
+            parse_want(PQgetvalue(r, row, 2), x);
+    }
     PQclear(r);
-    for (size_t k = 0; ok && k < n; k++) {
-        size_t i = o[k].i;
-        r = PQexecPrepared(c, "batch_store", N_PARAMS, bp[i].v, bp[i].len, bp[i].fmt, 0);
-        ok = take_result(r, &res[i]) == 0;
-        if (!ok)
-            snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-        PQclear(r);
-    }
-    if (ok) {
-        r = PQexec(c, "COMMIT");
-        ok = db_ok(r);
-        if (!ok)
-            snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-        PQclear(r);
-    }
-    if (!ok && PQtransactionStatus(c) != PQTRANS_IDLE)
-        PQclear(PQexec(c, "ROLLBACK"));
     return ok ? 0 : -1;
 }
 
@@ -280,17 +358,20 @@ int store_batches(const run_info *const *runs, const srv_batch *const *b, size_t
         rc[0] = store_batch(runs[0], b[0], &res[0], &e[0]);
         return rc[0] < 0;
     }
-    batch_params *bp = xmalloc(n * sizeof(*bp));
     order *o = xmalloc(n * sizeof(*o));
     for (size_t i = 0; i < n; i++) {
         memset(&res[i], 0, sizeof(res[i]));
-        params_build(&bp[i], runs[i], b[i]);
         o[i] = (order){.key = runs[i]->key, .rank = b[i]->rank, .bseq = b[i]->batch_seq, .i = i};
     }
     qsort(o, n, sizeof(*o), cmp_order);
+    group_params gp;
+    memset(&gp, 0, sizeof(gp));
+    for (size_t k = 0; k < n; k++)
+        group_add(&gp, (int)k + 1, runs[o[k].i], b[o[k].i]);
+    group_finish(&gp);
     char err[512] = "the database is unreachable";
     PGconn *c = db_conn();
-    if (c && group_txn(c, bp, o, n, res, err, sizeof(err)) == 0) {
+    if (c && group_txn(c, &gp, o, n, res, err, sizeof(err)) == 0) {
         double now = clock_wall_s();
         for (size_t i = 0; i < n; i++) {
             res[i].commit_s = now;
@@ -301,7 +382,7 @@ int store_batches(const run_info *const *runs, const srv_batch *const *b, size_t
         if (c) {
             metrics_db_error();
             db_conn_broken();
-            log_debug("a group of %zu batches failed together (%s); storing them one by one", n, err);
+            log_warn("a group of %zu batches failed together (%s); storing them one by one", n, err);
         }
         for (size_t k = 0; k < n; k++) {
             size_t i = o[k].i;
@@ -309,9 +390,7 @@ int store_batches(const run_info *const *runs, const srv_batch *const *b, size_t
             failed += rc[i] < 0;
         }
     }
-    for (size_t i = 0; i < n; i++)
-        params_release(&bp[i]);
-    free(bp);
+    group_release(&gp);
     free(o);
     return failed;
 }
