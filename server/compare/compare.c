@@ -21,7 +21,7 @@
 #include "server/store/frames.h"
 
 #define SWEEP_S 5
-#define CMP_THREADS 2       /* comparing is mostly waiting for PostgreSQL: two at once, never on the same group */
+#define CMP_THREADS 2       /* comparing is mostly waiting for PostgreSQL: two at once, on different ranks */
 #define CMP_CHUNK 2000      /* ranks one first look takes */
 #define CMP_GAP_S 0.02      /* a group is looked at again at most this often: under load a look takes many ranks */
 #define STEPS_PER_CHECK 256 /* differing digests whose records match (an older digest version): checked per call */
@@ -34,7 +34,7 @@ typedef struct pgroup {
     size_t n, cap;
     unsigned char *bits; /* which ranks are in `ranks` */
     size_t bits_cap;
-    int active;       /* a thread compares it now */
+    int active;       /* threads comparing some of its ranks now */
     double last;      /* when its last look started (monotonic seconds) */
 } pgroup;
 
@@ -61,12 +61,16 @@ void cmp_register(void)
     db_register("cmp_steps", "SELECT step FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                              "AND step BETWEEN $3 AND $4 GROUP BY step HAVING count(*) < $5 "
                              "OR min(digest) <> max(digest) OR min(n) <> max(n) ORDER BY step LIMIT 1");
-    /* per run the records its digests stand for; when the step became comparable (lockstep_shown_at: the
-     * detection latency counts from that commit, whatever the queue coalesced, and for held records from the
-     * step digests' commit); whether lockstepd asked agents for the step's records */
-    db_register("cmp_counts", "SELECT s.run_key, s.n, lockstep_shown_at($1::bigint[], $2, $3), EXISTS (SELECT 1 FROM "
-                              "record_requests q WHERE q.run_key = ANY($1::bigint[]) AND q.rank = $2 AND q.step = $3) "
-                              "FROM step_digests s WHERE s.run_key = ANY($1::bigint[]) AND s.rank = $2 AND s.step = $3");
+    /* In one round trip: the step's stored segments (what = 0) and, per run, the records its digests stand for,
+     * when the step became comparable (lockstep_shown_at: the detection latency counts from that commit,
+     * whatever the queue coalesced, and for held records from the step digests' commit) and whether lockstepd
+     * asked agents for the step's records (what = 1). */
+    db_register("cmp_step", "SELECT 0::int2, f.run_key, f.n, f.frames, NULL::float8, false FROM record_frames f "
+                            "WHERE f.run_key = ANY($1::bigint[]) AND f.rank = $2 AND f.step = $3 UNION ALL "
+                            "SELECT 1::int2, s.run_key, s.n, NULL::bytea, lockstep_shown_at($1::bigint[], $2, $3), "
+                            "EXISTS (SELECT 1 FROM record_requests q WHERE q.run_key = ANY($1::bigint[]) "
+                            "AND q.rank = $2 AND q.step = $3) FROM step_digests s "
+                            "WHERE s.run_key = ANY($1::bigint[]) AND s.rank = $2 AND s.step = $3");
     /* Digest streaming: a run whose agent held the step's records back is asked for them (the reply to its
      * rank's next batch says so); `committed_at` keeps the commit that showed the difference, for the latency. */
     /* The runs still short are asked (again); the others' requests are answered, whatever raced with this read
@@ -79,14 +83,19 @@ void cmp_register(void)
                                "AND rank = $2 AND step = $3 AND NOT answered");
     db_register("cmp_answered", "DELETE FROM record_requests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                                 "AND step = $3");
+    /* the divergence and, in the same statement, the rank's mark ($11, unless a run newer than $12 joined) */
     db_register("cmp_store",
-                "INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, runs, "
-                "committed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10)) "
+                "WITH d AS (INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, "
+                "runs, committed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10)) "
                 "ON CONFLICT (twin_group, rank) DO UPDATE SET step = excluded.step, seq = excluded.seq, "
                 "name = excluded.name, occ = excluded.occ, kind = excluded.kind, odd_run_key = excluded.odd_run_key, "
                 "runs = excluded.runs, committed_at = excluded.committed_at, detected_at = clock_timestamp() "
                 "WHERE (excluded.step, excluded.seq) < (d.step, d.seq) OR ((excluded.step, excluded.seq) = "
-                "(d.step, d.seq) AND excluded.runs IS DISTINCT FROM d.runs) RETURNING 1");
+                "(d.step, d.seq) AND excluded.runs IS DISTINCT FROM d.runs) RETURNING 1), "
+                "m AS (INSERT INTO group_checks (twin_group, rank, checked_upto) SELECT $1, $2, $11 "
+                "WHERE NOT EXISTS (SELECT 1 FROM runs WHERE twin_group = $1 AND run_key > $12::bigint) "
+                "ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto RETURNING 1) "
+                "SELECT 1 FROM d");
     db_register("cmp_backlog",
                 "SELECT x.twin_group, x.rank FROM (SELECT r.twin_group, p.rank, max(r.start_step) AS lo, "
                 "min(p.max_step) AS hi, count(*) AS n FROM rank_progress p JOIN runs r USING (run_key) "
@@ -181,47 +190,42 @@ static size_t load_step(const frame_set *set, int nruns, const int64_t *keys, cm
     return set->n;
 }
 
+/* The digest side of a step: per run the records its digests stand for. */
+typedef struct step_digest_info {
+    int64_t n[GROUP_MAX_RUNS]; /* -1: no digest */
+    double shown;              /* when the step became comparable; 0 unknown */
+    int asked;                 /* lockstepd asked agents for the step's records */
+} step_digest_info;
+
 /* held_back - the runs whose step digests stand for more records than are stored: their agents held them back
  * (digest streaming). Asks for them and returns how many runs are short, or -1 on a database error; when every
- * run is complete, settles the requests. Either way *commit_s becomes the commit that made the step comparable,
- * when known. */
+ * run is complete, settles the requests. */
 static int held_back(int rank, int64_t step, int nruns, const int64_t *keys, const char *keyarr, const int64_t *counts,
-                     double *commit_s)
+                     const step_digest_info *di, double commit_s)
 {
     char rk[16], st[32], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
     snprintf(st, sizeof(st), "%" PRId64, step);
-    const char *p[] = {keyarr, rk, st};
-    PGresult *r = db_exec("cmp_counts", 3, p, err, sizeof(err));
-    if (!r)
-        return -1;
     char shortarr[GROUP_MAX_RUNS * 22 + 3], whole[GROUP_MAX_RUNS * 22 + 3];
     size_t len = 0, wlen = 0;
     int n_short = 0, n_whole = 0;
     shortarr[len++] = '{';
     whole[wlen++] = '{';
-    for (int i = 0; i < PQntuples(r); i++) {
-        int64_t key = strtoll(PQgetvalue(r, i, 0), NULL, 10), n = strtoll(PQgetvalue(r, i, 1), NULL, 10);
-        for (int k = 0; k < nruns; k++) {
-            if (keys[k] != key)
-                continue;
-            if (counts[k] < n)
-                len += (size_t)snprintf(shortarr + len, sizeof(shortarr) - len, "%s%" PRId64, n_short++ ? "," : "",
-                                        key);
-            else
-                wlen += (size_t)snprintf(whole + wlen, sizeof(whole) - wlen, "%s%" PRId64, n_whole++ ? "," : "",
-                                         key);
-        }
+    for (int k = 0; k < nruns; k++) {
+        if (di->n[k] < 0)
+            continue;
+        if (counts[k] < di->n[k])
+            len += (size_t)snprintf(shortarr + len, sizeof(shortarr) - len, "%s%" PRId64, n_short++ ? "," : "",
+                                    keys[k]);
+        else
+            wlen += (size_t)snprintf(whole + wlen, sizeof(whole) - wlen, "%s%" PRId64, n_whole++ ? "," : "", keys[k]);
     }
     snprintf(shortarr + len, sizeof(shortarr) - len, "}");
     snprintf(whole + wlen, sizeof(whole) - wlen, "}");
-    int asked = PQntuples(r) > 0 && PQgetvalue(r, 0, 3)[0] == 't';
-    if (PQntuples(r) > 0 && !PQgetisnull(r, 0, 2))
-        *commit_s = atof(PQgetvalue(r, 0, 2));
-    PQclear(r);
+    PGresult *r;
     if (n_short) {
         char when[48];
-        snprintf(when, sizeof(when), "%.6f", *commit_s > 0 ? *commit_s : clock_wall_s());
+        snprintf(when, sizeof(when), "%.6f", commit_s > 0 ? commit_s : clock_wall_s());
         const char *q[] = {shortarr, rk, st, when, whole};
         r = db_exec("cmp_request", 5, q, err, sizeof(err));
         if (!r)
@@ -229,8 +233,9 @@ static int held_back(int rank, int64_t step, int nruns, const int64_t *keys, con
         PQclear(r);
         return n_short;
     }
-    if (!asked)
+    if (!di->asked)
         return 0;
+    const char *p[] = {keyarr, rk, st};
     r = db_exec("cmp_answered", 3, p, err, sizeof(err));
     if (!r)
         return -1;
@@ -238,17 +243,41 @@ static int held_back(int rank, int64_t step, int nruns, const int64_t *keys, con
     return 0;
 }
 
-/* find_divergence - apply the rule to the records of `step` on `rank` and store the divergence it finds.
- * Returns 1 stored (or an earlier one kept), 0 when the records match, 2 when some run's agent holds the step's
- * records back (asked for; the step is compared again when they come), -1 on a database error. */
+/* find_divergence - apply the rule to the records of `step` on `rank` and store the divergence it finds, with the
+ * rank's mark at `hi_s` (unless a run newer than `newest_s` joined). Returns 1 stored (or an earlier one kept),
+ * 0 when the records match, 2 when some run's agent holds the step's records back (asked for; the step is
+ * compared again when they come), -1 on a database error. */
 static int find_divergence(const char *group, int rank, int64_t step, int nruns, const int64_t *keys,
-                           char ids[][40], const char *keyarr, double commit_s)
+                           char ids[][40], const char *keyarr, double commit_s, const char *hi_s,
+                           const char *newest_s)
 {
     char rk[16], st[32], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
     snprintf(st, sizeof(st), "%" PRId64, step);
+    const char *ps[] = {keyarr, rk, st};
+    PGresult *sr = db_exec_bin("cmp_step", 3, ps, err, sizeof(err));
+    if (!sr)
+        return -1;
+    step_digest_info di = {.shown = 0};
+    for (int k = 0; k < nruns; k++)
+        di.n[k] = -1;
+    for (int i = 0; i < PQntuples(sr); i++) {
+        if (frames_be16(PQgetvalue(sr, i, 0)) != 1)
+            continue;
+        int64_t key = frames_be64(PQgetvalue(sr, i, 1));
+        for (int k = 0; k < nruns; k++)
+            if (keys[k] == key)
+                di.n[k] = frames_be32(PQgetvalue(sr, i, 2));
+        if (!PQgetisnull(sr, i, 4)) {
+            uint64_t bits = (uint64_t)frames_be64(PQgetvalue(sr, i, 4));
+            memcpy(&di.shown, &bits, sizeof(double));
+        }
+        di.asked = PQgetvalue(sr, i, 5)[0] != 0;
+    }
+    if (di.shown > 0)
+        commit_s = di.shown;
     frame_set set = {0};
-    if (frames_read_step(keys, nruns, (uint32_t)rank, step, &set, err, sizeof(err)) < 0) {
+    if (frames_step_result(&set, sr, 0, 1, 3, keys, nruns, (uint32_t)rank, step, err, sizeof(err)) < 0) {
         log_warn("comparing group %s rank %d step %" PRId64 ": %s", group, rank, step, err);
         frame_set_release(&set);
         return -1;
@@ -256,7 +285,7 @@ static int find_divergence(const char *group, int rank, int64_t step, int nruns,
     cmp_rec *recs;
     int64_t counts[GROUP_MAX_RUNS];
     size_t n = load_step(&set, nruns, keys, &recs, counts);
-    int held = held_back(rank, step, nruns, keys, keyarr, counts, &commit_s);
+    int held = held_back(rank, step, nruns, keys, keyarr, counts, &di, commit_s);
     if (held != 0) {
         free(recs);
         frame_set_release(&set);
@@ -287,8 +316,8 @@ static int find_divergence(const char *group, int rank, int64_t step, int nruns,
     snprintf(commit, sizeof(commit), "%.6f", commit_s > 0 ? commit_s : clock_wall_s());
     snprintf(name, sizeof(name), "%.*s", (int)any->name_len, any->name);
     const char *q[] = {group, rk, st, seq_s, name, occ_s, f.missing ? "missing" : "mismatch",
-                       f.odd >= 0 ? odd_s : NULL, runs_text, commit};
-    PGresult *s = db_exec("cmp_store", 10, q, err, sizeof(err));
+                       f.odd >= 0 ? odd_s : NULL, runs_text, commit, hi_s, newest_s};
+    PGresult *s = db_exec("cmp_store", 12, q, err, sizeof(err));
     free(runs_text);
     if (!s) {
         rc = -1;
@@ -346,6 +375,8 @@ static int cmp_rank(const char *group, int rank, int nruns, const int64_t *keys,
     snprintf(hi_s, sizeof(hi_s), "%" PRId64, hi);
     snprintf(upto_s, sizeof(upto_s), "%" PRId64, upto);
     snprintf(n_s, sizeof(n_s), "%d", nruns);
+    char newest_s[32];
+    snprintf(newest_s, sizeof(newest_s), "%" PRId64, newest);
     /* The first step whose digests differ; when its records all match (digests written by an older
      * digest version), the next one: a step is only ever passed once its records were compared. */
     int rc = 0;
@@ -363,7 +394,7 @@ static int cmp_rank(const char *group, int rank, int nruns, const int64_t *keys,
             step = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
             PQclear(r);
         }
-        rc = find_divergence(group, rank, step, nruns, keys, ids, keyarr, commit_s);
+        rc = find_divergence(group, rank, step, nruns, keys, ids, keyarr, commit_s, hi_s, newest_s);
         if (rc == 2) { /* records held back by an agent: compared from this step once they come */
             snprintf(hi_s, sizeof(hi_s), "%" PRId64, step - 1);
             rc = 0;
@@ -379,8 +410,8 @@ static int cmp_rank(const char *group, int rank, int nruns, const int64_t *keys,
     }
     if (rc < 0)
         return -1;
-    char newest_s[32];
-    snprintf(newest_s, sizeof(newest_s), "%" PRId64, newest);
+    if (rc == 1)
+        return 1; /* marked with the divergence */
     const char *m[] = {group, rk, hi_s, newest_s};
     r = db_exec("cmp_mark", 4, m, err, sizeof(err));
     if (!r)
@@ -460,24 +491,31 @@ static void sweep(int backlog)
 
 static double next_sweep; /* under thread.lock */
 
-/* take_locked - the oldest group with ranks to compare that no thread compares now: its ranks (a new array the
- * caller frees, *n of them) and its commit; marked active. NULL when none. */
+/* take_locked - ranks of the oldest group with ranks to compare: half of them when no thread compares the group
+ * yet (the other thread takes the rest: a burst of divergences is found by both), else all that wait; in a new
+ * array the caller frees (*n of them), with the group's commit. NULL when none may be taken now (a group is looked
+ * at again at most every CMP_GAP_S, so that under load one look takes many ranks). */
 static pgroup *take_locked(int **ranks, size_t *n, double *commit_s)
 {
     double now = clock_mono_s();
     for (size_t i = 0; i < n_groups; i++) {
         pgroup *g = groups[i];
-        if (g->active || !g->n || now - g->last < CMP_GAP_S)
+        if (!g->n || g->active >= CMP_THREADS || (!g->active && now - g->last < CMP_GAP_S))
             continue;
-        g->last = now;
-        *ranks = g->ranks;
-        *n = g->n;
+        size_t take = !g->active && g->n > 1 ? (g->n + 1) / 2 : g->n;
+        if (!g->active)
+            g->last = now;
+        *ranks = xmalloc(take * sizeof(int));
+        memcpy(*ranks, g->ranks, take * sizeof(int));
+        for (size_t k = 0; k < take; k++)
+            g->bits[(size_t)g->ranks[k] / 8] &= (unsigned char)~(1u << (g->ranks[k] % 8));
+        memmove(g->ranks, g->ranks + take, (g->n - take) * sizeof(int));
+        g->n -= take;
+        *n = take;
         *commit_s = g->commit_s;
-        g->ranks = NULL;
-        g->n = g->cap = 0;
-        g->commit_s = 0;
-        memset(g->bits, 0, g->bits_cap);
-        g->active = 1;
+        if (!g->n)
+            g->commit_s = 0;
+        g->active++;
         return g;
     }
     return NULL;
@@ -490,9 +528,9 @@ static double runnable_locked(void)
     double now = clock_mono_s(), wait = 0;
     for (size_t i = 0; i < n_groups; i++) {
         const pgroup *g = groups[i];
-        if (g->active || !g->n)
+        if (!g->n || g->active >= CMP_THREADS)
             continue;
-        double w = g->last + CMP_GAP_S - now;
+        double w = g->active ? 0 : g->last + CMP_GAP_S - now;
         if (w <= 0)
             return 1e-9;
         if (wait == 0 || w < wait)
@@ -504,8 +542,8 @@ static double runnable_locked(void)
 /* release_locked - a thread is done with `g`: forgotten when nothing came for it meanwhile. */
 static void release_locked(pgroup *g)
 {
-    g->active = 0;
-    if (g->n)
+    g->active--;
+    if (g->n || g->active)
         return;
     for (size_t i = 0; i < n_groups; i++)
         if (groups[i] == g) {
@@ -542,6 +580,8 @@ static void cmp_loop(worker *w)
         char name[256] = "";
         if (g)
             snprintf(name, sizeof(name), "%s", g->name);
+        if (g && runnable_locked() > 0)
+            worker_kick_locked(w); /* the rest of this group, or another group, for the other thread */
         int do_sweep = clock_mono_s() >= next_sweep;
         if (do_sweep)
             next_sweep = clock_mono_s() + SWEEP_S;

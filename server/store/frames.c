@@ -340,6 +340,41 @@ static void sort_tail(frame_set *s, size_t from, const int64_t *keys, int nkeys)
     free(k);
 }
 
+int64_t frames_be64(const char *p)
+{
+    return be64(p);
+}
+
+int32_t frames_be32(const char *p)
+{
+    return be32(p);
+}
+
+int16_t frames_be16(const char *p)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    return (int16_t)((uint16_t)u[0] << 8 | u[1]);
+}
+
+int frames_step_result(frame_set *out, void *res, int sel, int key, int fr, const int64_t *keys, int nkeys,
+                       uint32_t rank, int64_t step, char *err, size_t cap)
+{
+    PGresult *r = res;
+    keep_result(out, r);
+    size_t from = out->n;
+    for (int i = 0; i < PQntuples(r); i++) {
+        if (frames_be16(PQgetvalue(r, i, sel)) != 0)
+            continue;
+        int rc = decode_seg(out, be64(PQgetvalue(r, i, key)), rank, step, PQgetvalue(r, i, fr),
+                            (size_t)PQgetlength(r, i, fr), NULL, err, cap);
+        if (rc < 0)
+            return rc;
+    }
+    sort_tail(out, from, keys, nkeys);
+    finish(out);
+    return 0;
+}
+
 int frames_read_step(const int64_t *keys, int nkeys, uint32_t rank, int64_t step, frame_set *out, char *err,
                      size_t cap)
 {

@@ -94,6 +94,19 @@ typedef struct frame_set {
 int frames_read_step(const int64_t *keys, int nkeys, uint32_t rank, int64_t step, frame_set *out, char *err,
                      size_t cap);
 
+/* frames_step_result - as frames_read_step, from rows a caller's own binary
+ * query returned (`r`, a PGresult the set takes over and clears): the rows
+ * whose int2 column `sel` is 0 are segments of (`rank`, `step`), column
+ * `key` their run, column `fr` their frames. Returns 0, or FRAMES_DAMAGED
+ * with `err`. `out` must be released either way. */
+int frames_step_result(frame_set *out, void *r, int sel, int key, int fr, const int64_t *keys, int nkeys,
+                       uint32_t rank, int64_t step, char *err, size_t cap);
+
+/* frames_be64, frames_be32, frames_be16 - a big-endian integer of a binary result. */
+int64_t frames_be64(const char *p);
+int32_t frames_be32(const char *p);
+int16_t frames_be16(const char *p);
+
 /* frames_read_range - the records of run `key`, rank `rank`, steps
  * from..to, in (step, seq) order, skipping `offset` and returning at most
  * `limit` of them. Returns 0, or -1 or FRAMES_DAMAGED with `err`. `out` must
