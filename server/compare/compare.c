@@ -21,7 +21,7 @@
 #include "server/store/frames.h"
 
 #define SWEEP_S 5
-#define CMP_THREADS 2       /* comparing is mostly waiting for PostgreSQL: two at once, on different ranks */
+#define CMP_THREADS 4       /* comparing is mostly waiting for PostgreSQL: four at once, on different ranks */
 #define CMP_CHUNK 2000      /* ranks one first look takes */
 #define CMP_GAP_S 0.02      /* a group is looked at again at most this often: under load a look takes many ranks */
 #define STEPS_PER_CHECK 256 /* differing digests whose records match (an older digest version): checked per call */
@@ -491,9 +491,9 @@ static void sweep(int backlog)
 
 static double next_sweep; /* under thread.lock */
 
-/* take_locked - ranks of the oldest group with ranks to compare: half of them when no thread compares the group
- * yet (the other thread takes the rest: a burst of divergences is found by both), else all that wait; in a new
- * array the caller frees (*n of them), with the group's commit. NULL when none may be taken now (a group is looked
+/* take_locked - ranks of the oldest group with ranks to compare: a share of them, so that the idle threads split
+ * a burst (divergences on many ranks at once are found side by side); in a new array the caller frees (*n of
+ * them), with the group's commit. NULL when none may be taken now (a group is looked
  * at again at most every CMP_GAP_S, so that under load one look takes many ranks). */
 static pgroup *take_locked(int **ranks, size_t *n, double *commit_s)
 {
@@ -502,7 +502,7 @@ static pgroup *take_locked(int **ranks, size_t *n, double *commit_s)
         pgroup *g = groups[i];
         if (!g->n || g->active >= CMP_THREADS || (!g->active && now - g->last < CMP_GAP_S))
             continue;
-        size_t take = !g->active && g->n > 1 ? (g->n + 1) / 2 : g->n;
+        size_t share = (size_t)(CMP_THREADS - g->active), take = (g->n + share - 1) / share;
         if (!g->active)
             g->last = now;
         *ranks = xmalloc(take * sizeof(int));
