@@ -21,7 +21,8 @@
 #include "server/store/frames.h"
 
 #define SWEEP_S 5
-#define CMP_THREADS 4       /* comparing is mostly waiting for PostgreSQL: four at once, on different ranks */
+#define CMP_THREADS 4       /* comparing is mostly waiting for PostgreSQL: four at once (one look a group at a time;
+                               the differing ranks a look finds are shared out) */
 #define CMP_CHUNK 2000      /* ranks one first look takes */
 #define CMP_GAP_S 0.02      /* a group is looked at again at most this often: under load a look takes many ranks */
 #define STEPS_PER_CHECK 256 /* differing digests whose records match (an older digest version): checked per call */
@@ -42,6 +43,18 @@ static void cmp_loop(worker *w);
 static worker thread = WORKER_INIT("comparison", cmp_loop);
 static pgroup **groups; /* under thread.lock: groups with ranks to compare or being compared, oldest first */
 static size_t n_groups, cap_groups;
+
+/* A rank a look found a differing step on, waiting for any thread to compare its records. */
+typedef struct found_item {
+    struct found_item *next;
+    char group[256];
+    int rank, nruns;
+    int64_t keys[GROUP_MAX_RUNS];
+    char ids[GROUP_MAX_RUNS][40];
+    int64_t hi, upto, newest, step;
+    double commit_s;
+} found_item;
+static found_item *found_head, *found_tail; /* under thread.lock */
 static cmp_divergence_fn on_divergence;
 
 void cmp_on_divergence(cmp_divergence_fn fn)
@@ -421,10 +434,21 @@ static int cmp_rank(const char *group, int rank, int nruns, const int64_t *keys,
 }
 
 
+/* found_run - compare a found rank's records (see cmp_rank); on a database error it is queued again. */
+static int found_run(const found_item *f)
+{
+    int got = cmp_rank(f->group, f->rank, f->nruns, f->keys, (char(*)[40])f->ids, f->hi, f->upto, f->newest, f->step,
+                       f->commit_s);
+    if (got < 0)
+        cmp_notify(f->group, f->rank, f->commit_s);
+    return got;
+}
+
 /* cmp_group - the first look at `n` ranks of `group` in one round trip a chunk; then each rank with a differing
- * step compared on its own. Returns 1 when some divergence was stored, 0 when none, -1 on a database error (the
- * ranks not compared are queued again). */
-static int cmp_group(const char *group, const int *ranks, size_t n, double commit_s)
+ * step compared on its own: here when `share` is 0, else handed to the comparison threads (a burst of them is
+ * compared side by side). Returns 1 when some divergence was stored here, 0 when none, -1 on a database error
+ * (the ranks not compared are queued again). */
+static int cmp_group(const char *group, const int *ranks, size_t n, double commit_s, int share)
 {
     int any = 0;
     char mr[16], err[512];
@@ -455,13 +479,32 @@ static int cmp_group(const char *group, const int *ranks, size_t n, double commi
                 log_warn("comparing group %s rank %d: the runs' ids do not parse", group, rank);
                 continue;
             }
-            int got = cmp_rank(group, rank, nruns, keys, ids, strtoll(PQgetvalue(r, i, 3), NULL, 10),
-                               strtoll(PQgetvalue(r, i, 4), NULL, 10), strtoll(PQgetvalue(r, i, 5), NULL, 10),
-                               strtoll(PQgetvalue(r, i, 6), NULL, 10), commit_s);
-            if (got < 0)
-                cmp_notify(group, rank, commit_s);
-            else
-                any |= got;
+            found_item *f = xcalloc(1, sizeof(*f));
+            snprintf(f->group, sizeof(f->group), "%s", group);
+            f->rank = rank;
+            f->nruns = nruns;
+            memcpy(f->keys, keys, sizeof(keys));
+            memcpy(f->ids, ids, sizeof(ids));
+            f->hi = strtoll(PQgetvalue(r, i, 3), NULL, 10);
+            f->upto = strtoll(PQgetvalue(r, i, 4), NULL, 10);
+            f->newest = strtoll(PQgetvalue(r, i, 5), NULL, 10);
+            f->step = strtoll(PQgetvalue(r, i, 6), NULL, 10);
+            f->commit_s = commit_s;
+            if (share) {
+                worker_lock(&thread);
+                if (found_tail)
+                    found_tail->next = f;
+                else
+                    found_head = f;
+                found_tail = f;
+                worker_kick_locked(&thread);
+                worker_unlock(&thread);
+                continue;
+            }
+            int got = found_run(f);
+            free(f);
+            if (got > 0)
+                any = 1;
         }
         PQclear(r);
     }
@@ -470,7 +513,7 @@ static int cmp_group(const char *group, const int *ranks, size_t n, double commi
 
 int cmp_check(const char *group, int rank, double commit_s)
 {
-    return cmp_group(group, &rank, 1, commit_s);
+    return cmp_group(group, &rank, 1, commit_s, 0);
 }
 
 /* sweep - queue the groups with recent activity; at start (`backlog`), every
@@ -491,46 +534,42 @@ static void sweep(int backlog)
 
 static double next_sweep; /* under thread.lock */
 
-/* take_locked - ranks of the oldest group with ranks to compare: a share of them, so that the idle threads split
- * a burst (divergences on many ranks at once are found side by side); in a new array the caller frees (*n of
- * them), with the group's commit. NULL when none may be taken now (a group is looked
- * at again at most every CMP_GAP_S, so that under load one look takes many ranks). */
+/* take_locked - the ranks of the oldest group with ranks to compare that no thread looks at now, in a new array
+ * the caller frees (*n of them), with the group's commit; NULL when none may be taken now (a group is looked at
+ * again at most every CMP_GAP_S, so that under load one look takes many ranks). */
 static pgroup *take_locked(int **ranks, size_t *n, double *commit_s)
 {
     double now = clock_mono_s();
     for (size_t i = 0; i < n_groups; i++) {
         pgroup *g = groups[i];
-        if (!g->n || g->active >= CMP_THREADS || (!g->active && now - g->last < CMP_GAP_S))
+        if (!g->n || g->active || now - g->last < CMP_GAP_S)
             continue;
-        size_t share = (size_t)(CMP_THREADS - g->active), take = (g->n + share - 1) / share;
-        if (!g->active)
-            g->last = now;
-        *ranks = xmalloc(take * sizeof(int));
-        memcpy(*ranks, g->ranks, take * sizeof(int));
-        for (size_t k = 0; k < take; k++)
-            g->bits[(size_t)g->ranks[k] / 8] &= (unsigned char)~(1u << (g->ranks[k] % 8));
-        memmove(g->ranks, g->ranks + take, (g->n - take) * sizeof(int));
-        g->n -= take;
-        *n = take;
+        g->last = now;
+        *ranks = g->ranks;
+        *n = g->n;
         *commit_s = g->commit_s;
-        if (!g->n)
-            g->commit_s = 0;
-        g->active++;
+        g->ranks = NULL;
+        g->n = g->cap = 0;
+        g->commit_s = 0;
+        memset(g->bits, 0, g->bits_cap);
+        g->active = 1;
         return g;
     }
     return NULL;
 }
 
-/* runnable_locked - 0 when no group waits; else how long until one may be looked at (a tiny positive time when
- * one may now). */
+/* runnable_locked - 0 when nothing waits; else how long until something may be done (a tiny positive time when
+ * it may now: a found rank, or a group whose gap has passed). */
 static double runnable_locked(void)
 {
+    if (found_head)
+        return 1e-9;
     double now = clock_mono_s(), wait = 0;
     for (size_t i = 0; i < n_groups; i++) {
         const pgroup *g = groups[i];
-        if (!g->n || g->active >= CMP_THREADS)
+        if (!g->n || g->active)
             continue;
-        double w = g->active ? 0 : g->last + CMP_GAP_S - now;
+        double w = g->last + CMP_GAP_S - now;
         if (w <= 0)
             return 1e-9;
         if (wait == 0 || w < wait)
@@ -542,8 +581,8 @@ static double runnable_locked(void)
 /* release_locked - a thread is done with `g`: forgotten when nothing came for it meanwhile. */
 static void release_locked(pgroup *g)
 {
-    g->active--;
-    if (g->n || g->active)
+    g->active = 0;
+    if (g->n)
         return;
     for (size_t i = 0; i < n_groups; i++)
         if (groups[i] == g) {
@@ -573,6 +612,19 @@ static void cmp_loop(worker *w)
                 break;
             worker_wait_locked(w, until > 0 && until < left ? until : left);
         }
+        found_item *f = found_head;
+        if (f) { /* a differing rank first: its divergence waits on it */
+            found_head = f->next;
+            if (!found_head)
+                found_tail = NULL;
+            if (found_head)
+                worker_kick_locked(w);
+            worker_unlock(w);
+            if (!worker_stopping(w))
+                found_run(f);
+            free(f);
+            continue;
+        }
         int *ranks = NULL;
         size_t n = 0;
         double commit_s = 0;
@@ -586,7 +638,7 @@ static void cmp_loop(worker *w)
         if (do_sweep)
             next_sweep = clock_mono_s() + SWEEP_S;
         worker_unlock(w);
-        int failed = g && !worker_stopping(w) && cmp_group(name, ranks, n, commit_s) < 0;
+        int failed = g && !worker_stopping(w) && cmp_group(name, ranks, n, commit_s, 1) < 0;
         free(ranks);
         worker_lock(w);
         if (g)
@@ -611,4 +663,19 @@ int cmp_start(void)
 void cmp_stop(void)
 {
     worker_stop(&thread);
+    /* no thread is left: what was still waiting is compared again at the next start (cmp_backlog) */
+    while (found_head) {
+        found_item *f = found_head;
+        found_head = f->next;
+        free(f);
+    }
+    found_tail = NULL;
+    for (size_t i = 0; i < n_groups; i++) {
+        free(groups[i]->ranks);
+        free(groups[i]->bits);
+        free(groups[i]);
+    }
+    free(groups);
+    groups = NULL;
+    n_groups = cap_groups = 0;
 }
