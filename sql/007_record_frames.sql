@@ -211,11 +211,14 @@ END $$;
 
 -- lockstep_shown_at - when step `st` of rank `rk` became comparable across the runs `keys`: per run, the commit of
 -- its first batch past the step (or its rank's end), the latest of them; NULL when some run has neither on record.
--- The detection latency counts from here: the commit of the batch that showed the divergence.
+-- The detection latency counts from here: the commit of the batch that showed the divergence. With
+-- track_commit_timestamp on (lockstepd's embedded cluster sets it) that is the transaction's commit; else the time
+-- the batch was written, a little earlier.
 CREATE FUNCTION lockstep_shown_at(keys bigint[], rk int, st bigint) RETURNS double precision LANGUAGE sql STABLE AS $$
     SELECT CASE WHEN count(*) = count(t) THEN extract(epoch FROM max(t)) END
-    FROM (SELECT k, coalesce((SELECT min(b.committed_at) FROM batches b WHERE b.run_key = k AND b.rank = rk
-                                  AND b.max_step > st),
+    FROM (SELECT k, coalesce((SELECT min(coalesce(CASE WHEN current_setting('track_commit_timestamp') = 'on'
+                                                       THEN pg_xact_commit_timestamp(b.xmin) END, b.committed_at))
+                              FROM batches b WHERE b.run_key = k AND b.rank = rk AND b.max_step > st),
                              (SELECT e.ended_at FROM rank_ends e WHERE e.run_key = k AND e.rank = rk)) AS t
           FROM unnest(keys) AS k) x
 $$;

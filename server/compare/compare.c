@@ -21,7 +21,7 @@
 #include "server/store/frames.h"
 
 #define SWEEP_S 5
-#define CMP_THREADS 4       /* comparing is mostly waiting for PostgreSQL: four at once (one look a group at a time;
+#define CMP_THREADS 8       /* comparing is mostly waiting for PostgreSQL: eight at once (one look a group at a time;
                                the differing ranks a look finds are shared out) */
 #define CMP_CHUNK 2000      /* ranks one first look takes */
 #define CMP_GAP_S 0.02      /* a group is looked at again at most this often: under load a look takes many ranks */
@@ -96,6 +96,35 @@ void cmp_register(void)
                                "AND rank = $2 AND step = $3 AND NOT answered");
     db_register("cmp_answered", "DELETE FROM record_requests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                                 "AND step = $3");
+    /* Many differing ranks of one group at once (a look that found several): their steps' segments and digest
+     * counts in one round trip, as cmp_step (what, rank, step, run_key, n, frames, shown, asked) ... */
+    db_register("cmp_steps_many",
+                "SELECT 0::int2, f.rank, f.step, f.run_key, f.n, f.frames, NULL::float8, false "
+                "FROM unnest($2::int[], $3::bigint[]) AS q(rk, st) JOIN record_frames f ON f.rank = q.rk "
+                "AND f.step = q.st WHERE f.run_key = ANY($1::bigint[]) UNION ALL "
+                "SELECT 1::int2, s.rank, s.step, s.run_key, s.n, NULL::bytea, lockstep_shown_at($1::bigint[], s.rank, "
+                "s.step), EXISTS (SELECT 1 FROM record_requests r WHERE r.run_key = ANY($1::bigint[]) "
+                "AND r.rank = s.rank AND r.step = s.step) "
+                "FROM unnest($2::int[], $3::bigint[]) AS q(rk, st) JOIN step_digests s ON s.rank = q.rk "
+                "AND s.step = q.st WHERE s.run_key = ANY($1::bigint[])");
+    /* ... and their divergences and marks in one statement (returns the ranks whose divergence is new or
+     * earlier) */
+    db_register("cmp_store_many",
+                "WITH v AS (SELECT * FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::text[], $6::int[], "
+                "$7::text[], $8::bigint[], $9::text[], $10::float8[], $11::bigint[]) "
+                "AS v(rank, step, seq, name, occ, kind, odd, runs, committed, hi)), "
+                "d AS (INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, runs, "
+                "committed_at) SELECT $1, v.rank, v.step, v.seq, v.name, v.occ, v.kind, v.odd, v.runs::jsonb, "
+                "to_timestamp(v.committed) FROM v ORDER BY v.rank "
+                "ON CONFLICT (twin_group, rank) DO UPDATE SET step = excluded.step, seq = excluded.seq, "
+                "name = excluded.name, occ = excluded.occ, kind = excluded.kind, odd_run_key = excluded.odd_run_key, "
+                "runs = excluded.runs, committed_at = excluded.committed_at, detected_at = clock_timestamp() "
+                "WHERE (excluded.step, excluded.seq) < (d.step, d.seq) OR ((excluded.step, excluded.seq) = "
+                "(d.step, d.seq) AND excluded.runs IS DISTINCT FROM d.runs) RETURNING d.rank), "
+                "m AS (INSERT INTO group_checks (twin_group, rank, checked_upto) SELECT $1, v.rank, v.hi FROM v "
+                "WHERE NOT EXISTS (SELECT 1 FROM runs WHERE twin_group = $1 AND run_key > $12::bigint) "
+                "ORDER BY v.rank ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto "
+                "RETURNING 1) SELECT rank FROM d");
     /* the divergence and, in the same statement, the rank's mark ($11, unless a run newer than $12 joined) */
     db_register("cmp_store",
                 "WITH d AS (INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, "
@@ -444,13 +473,214 @@ static int found_run(const found_item *f)
     return got;
 }
 
+/* arr_text - append `s` (len bytes) to a PostgreSQL array literal as a quoted element. */
+static void arr_text(char **buf, size_t *len, size_t *cap, const char *s, size_t n, int first)
+{
+    size_t need = *len + 2 * n + 8;
+    if (need > *cap) {
+        while (*cap < need)
+            *cap = *cap ? 2 * *cap : 1024;
+        *buf = xrealloc(*buf, *cap);
+    }
+    char *p = *buf + *len;
+    *p++ = first ? '{' : ',';
+    *p++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"' || s[i] == '\\')
+            *p++ = '\\';
+        *p++ = s[i];
+    }
+    *p++ = '"';
+    *len = (size_t)(p - *buf);
+    (*buf)[*len] = 0;
+}
+
+/* arr_null - append a NULL element to a PostgreSQL array literal. */
+static void arr_null(char **buf, size_t *len, size_t *cap, int first)
+{
+    if (*len + 8 > *cap) {
+        *cap = *cap ? 2 * *cap + 8 : 1024;
+        *buf = xrealloc(*buf, *cap);
+    }
+    *len += (size_t)sprintf(*buf + *len, "%sNULL", first ? "{" : ",");
+}
+
+static void arr_close(char **buf, size_t *len, size_t *cap)
+{
+    if (*len + 3 > *cap) {
+        *cap = *len + 3;
+        *buf = xrealloc(*buf, *cap);
+    }
+    if (!*len)
+        (*buf)[(*len)++] = '{';
+    (*buf)[(*len)++] = '}';
+    (*buf)[*len] = 0;
+}
+
+/* found_batch - the differing ranks `f` (n of them, one look's, so one group and one set of runs) compared in
+ * two round trips: their steps' segments and digests, then every divergence and mark. Ranks that need more (an
+ * agent holds records back, or the step's records all match) are compared on their own after. */
+static void found_batch(found_item **f, size_t n)
+{
+    const found_item *f0 = f[0];
+    char keyarr[GROUP_MAX_RUNS * 22 + 3], err[512], newest_s[32];
+    size_t len = 0;
+    keyarr[len++] = '{';
+    for (int k = 0; k < f0->nruns; k++)
+        len += (size_t)snprintf(keyarr + len, sizeof(keyarr) - len, "%s%" PRId64, k ? "," : "", f0->keys[k]);
+    snprintf(keyarr + len, sizeof(keyarr) - len, "}");
+    snprintf(newest_s, sizeof(newest_s), "%" PRId64, f0->newest);
+    char *ranks = xmalloc(n * 12 + 3), *steps = xmalloc(n * 22 + 3);
+    size_t rl = 0, sl = 0;
+    for (size_t i = 0; i < n; i++) {
+        rl += (size_t)sprintf(ranks + rl, "%c%d", i ? ',' : '{', f[i]->rank);
+        sl += (size_t)sprintf(steps + sl, "%c%" PRId64, i ? ',' : '{', f[i]->step);
+    }
+    strcpy(ranks + rl, "}");
+    strcpy(steps + sl, "}");
+    const char *p[] = {keyarr, ranks, steps};
+    PGresult *sr = db_exec_bin("cmp_steps_many", 3, p, err, sizeof(err));
+    free(ranks);
+    free(steps);
+    int *alone = xcalloc(n, sizeof(int)); /* 1: compared on its own after */
+    double *shown = xcalloc(n, sizeof(double)); /* the commit each divergence counts from */
+    /* the divergences' columns, as array literals */
+    char *a[10] = {0};
+    size_t al[10] = {0}, ac[10] = {0};
+    size_t n_div = 0;
+    for (size_t i = 0; i < n; i++) {
+        const found_item *it = f[i];
+        if (!sr) {
+            alone[i] = 1;
+            continue;
+        }
+        step_digest_info di = {.shown = 0};
+        for (int k = 0; k < it->nruns; k++)
+            di.n[k] = -1;
+        for (int row = 0; row < PQntuples(sr); row++) {
+            if (frames_be16(PQgetvalue(sr, row, 0)) != 1 || frames_be32(PQgetvalue(sr, row, 1)) != it->rank ||
+                frames_be64(PQgetvalue(sr, row, 2)) != it->step)
+                continue;
+            int64_t key = frames_be64(PQgetvalue(sr, row, 3));
+            for (int k = 0; k < it->nruns; k++)
+                if (it->keys[k] == key)
+                    di.n[k] = frames_be32(PQgetvalue(sr, row, 4));
+            if (!PQgetisnull(sr, row, 6)) {
+                uint64_t bits = (uint64_t)frames_be64(PQgetvalue(sr, row, 6));
+                memcpy(&di.shown, &bits, sizeof(double));
+            }
+            di.asked |= PQgetvalue(sr, row, 7)[0] != 0;
+        }
+        frame_set set = {0};
+        if (frames_step_rows(&set, sr, 0, 3, 5, 1, 2, it->keys, it->nruns, (uint32_t)it->rank, it->step, err,
+                             sizeof(err)) < 0) {
+            frame_set_release(&set);
+            alone[i] = 1;
+            continue;
+        }
+        cmp_rec *recs;
+        int64_t counts[GROUP_MAX_RUNS];
+        size_t nr = load_step(&set, it->nruns, it->keys, &recs, counts);
+        int whole = !di.asked;
+        for (int k = 0; k < it->nruns; k++)
+            whole &= di.n[k] < 0 || counts[k] >= di.n[k];
+        cmp_first fr;
+        if (whole)
+            cmp_rule_first(recs, nr, it->nruns, &fr);
+        if (!whole || !fr.found) {
+            alone[i] = 1; /* held back (digest streaming), or records that match: the single path */
+            free(recs);
+            frame_set_release(&set);
+            continue;
+        }
+        json_t *runs = json_array();
+        for (int k = 0; k < it->nruns; k++) {
+            json_t *e = run_entry(it->ids[k], fr.by_run[k]);
+            if (fr.majority >= 0)
+                json_object_set_new(e, "majority", json_boolean(fr.agrees[k]));
+            json_array_append_new(runs, e);
+        }
+        const rec_record *any = NULL;
+        for (int k = 0; k < it->nruns && !any; k++)
+            any = fr.by_run[k] ? &fr.by_run[k]->rec : NULL;
+        char *runs_text = json_dumps(runs, JSON_COMPACT);
+        json_decref(runs);
+        char num[8][48];
+        snprintf(num[0], 48, "%d", it->rank);
+        snprintf(num[1], 48, "%" PRId64, it->step);
+        snprintf(num[2], 48, "%" PRId64, fr.seq);
+        snprintf(num[4], 48, "%u", any->occurrence);
+        snprintf(num[6], 48, "%" PRId64, fr.odd >= 0 ? it->keys[fr.odd] : 0);
+        double commit_s = di.shown > 0 ? di.shown : it->commit_s > 0 ? it->commit_s : clock_wall_s();
+        shown[i] = commit_s;
+        snprintf(num[7], 48, "%.6f", commit_s);
+        const char *kind = fr.missing ? "missing" : "mismatch";
+        int first = n_div == 0;
+        arr_text(&a[0], &al[0], &ac[0], num[0], strlen(num[0]), first);
+        arr_text(&a[1], &al[1], &ac[1], num[1], strlen(num[1]), first);
+        arr_text(&a[2], &al[2], &ac[2], num[2], strlen(num[2]), first);
+        arr_text(&a[3], &al[3], &ac[3], any->name, any->name_len, first);
+        arr_text(&a[4], &al[4], &ac[4], num[4], strlen(num[4]), first);
+        arr_text(&a[5], &al[5], &ac[5], kind, strlen(kind), first);
+        if (fr.odd >= 0)
+            arr_text(&a[6], &al[6], &ac[6], num[6], strlen(num[6]), first);
+        else
+            arr_null(&a[6], &al[6], &ac[6], first);
+        arr_text(&a[7], &al[7], &ac[7], runs_text, strlen(runs_text), first);
+        arr_text(&a[8], &al[8], &ac[8], num[7], strlen(num[7]), first);
+        char hi_s[32];
+        snprintf(hi_s, sizeof(hi_s), "%" PRId64, it->hi);
+        arr_text(&a[9], &al[9], &ac[9], hi_s, strlen(hi_s), first);
+        free(runs_text);
+        free(recs);
+        frame_set_release(&set);
+        n_div++;
+    }
+    PQclear(sr);
+    if (n_div) {
+        for (int c = 0; c < 10; c++)
+            arr_close(&a[c], &al[c], &ac[c]);
+        const char *q[] = {f0->group, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], newest_s};
+        PGresult *r = db_exec("cmp_store_many", 12, q, err, sizeof(err));
+        if (!r) {
+            for (size_t i = 0; i < n; i++)
+                alone[i] = 1; /* try them on their own */
+        } else {
+            for (int row = 0; row < PQntuples(r); row++) {
+                int rank = atoi(PQgetvalue(r, row, 0));
+                for (size_t i = 0; i < n; i++)
+                    if (f[i]->rank == rank && !alone[i]) {
+                        double lat = clock_wall_s() - shown[i];
+                        metrics_divergence(lat > 0 ? lat : 0);
+                        log_info("divergence in group %s rank %d at step %" PRId64 " (found with %zu others, "
+                                 "%.1f ms after the commit that showed it)",
+                                 f0->group, rank, f[i]->step, n - 1, lat * 1e3);
+                    }
+            }
+            if (PQntuples(r) > 0 && on_divergence)
+                on_divergence(f0->group); /* evidence, suspects and the group's alert */
+            PQclear(r);
+        }
+    }
+    for (int c = 0; c < 10; c++)
+        free(a[c]);
+    for (size_t i = 0; i < n; i++)
+        if (alone[i])
+            found_run(f[i]);
+    free(alone);
+    free(shown);
+}
+
 /* cmp_group - the first look at `n` ranks of `group` in one round trip a chunk; then each rank with a differing
  * step compared on its own: here when `share` is 0, else handed to the comparison threads (a burst of them is
  * compared side by side). Returns 1 when some divergence was stored here, 0 when none, -1 on a database error
  * (the ranks not compared are queued again). */
-static int cmp_group(const char *group, const int *ranks, size_t n, double commit_s, int share)
+static int cmp_group(const char *group, const int *ranks, size_t n, double commit_s, int share, found_item ***out,
+                     size_t *n_out)
 {
     int any = 0;
+    found_item **many = NULL; /* share: the differing ranks of this look, for the caller */
+    size_t n_many = 0;
     char mr[16], err[512];
     snprintf(mr, sizeof(mr), "%d", GROUP_MAX_RUNS);
     for (size_t c = 0; c < n; c += CMP_CHUNK) {
@@ -468,6 +698,9 @@ static int cmp_group(const char *group, const int *ranks, size_t n, double commi
         if (!r) {
             for (size_t i = c; i < n; i++)
                 cmp_notify(group, ranks[i], commit_s); /* try again shortly */
+            for (size_t i = 0; i < n_many; i++)
+                cmp_notify(group, many[i]->rank, commit_s), free(many[i]);
+            free(many);
             return -1;
         }
         for (int i = 0; i < PQntuples(r); i++) {
@@ -491,14 +724,8 @@ static int cmp_group(const char *group, const int *ranks, size_t n, double commi
             f->step = strtoll(PQgetvalue(r, i, 6), NULL, 10);
             f->commit_s = commit_s;
             if (share) {
-                worker_lock(&thread);
-                if (found_tail)
-                    found_tail->next = f;
-                else
-                    found_head = f;
-                found_tail = f;
-                worker_kick_locked(&thread);
-                worker_unlock(&thread);
+                many = xrealloc(many, (n_many + 1) * sizeof(*many));
+                many[n_many++] = f;
                 continue;
             }
             int got = found_run(f);
@@ -508,12 +735,37 @@ static int cmp_group(const char *group, const int *ranks, size_t n, double commi
         }
         PQclear(r);
     }
+    if (share) {
+        *out = many;
+        *n_out = n_many;
+    }
     return any;
+}
+
+/* found_share - what a look found, once its group is free for the next look: one rank to any thread, a burst
+ * compared together here (two round trips). Frees the items. */
+static void found_share(found_item **many, size_t n)
+{
+    if (n == 1) {
+        worker_lock(&thread);
+        if (found_tail)
+            found_tail->next = many[0];
+        else
+            found_head = many[0];
+        found_tail = many[0];
+        worker_kick_locked(&thread);
+        worker_unlock(&thread);
+    } else if (n > 1) {
+        found_batch(many, n);
+        for (size_t i = 0; i < n; i++)
+            free(many[i]);
+    }
+    free(many);
 }
 
 int cmp_check(const char *group, int rank, double commit_s)
 {
-    return cmp_group(group, &rank, 1, commit_s, 0);
+    return cmp_group(group, &rank, 1, commit_s, 0, NULL, NULL);
 }
 
 /* sweep - queue the groups with recent activity; at start (`backlog`), every
@@ -638,14 +890,20 @@ static void cmp_loop(worker *w)
         if (do_sweep)
             next_sweep = clock_mono_s() + SWEEP_S;
         worker_unlock(w);
-        int failed = g && !worker_stopping(w) && cmp_group(name, ranks, n, commit_s, 1) < 0;
+        found_item **many = NULL;
+        size_t n_many = 0;
+        int failed = g && !worker_stopping(w) && cmp_group(name, ranks, n, commit_s, 1, &many, &n_many) < 0;
         free(ranks);
         worker_lock(w);
         if (g)
-            release_locked(g);
+            release_locked(g); /* the next look may start while this thread compares what this one found */
         if (runnable_locked() > 0)
-            worker_kick_locked(w); /* the other thread may take what waited for this group */
+            worker_kick_locked(w);
         worker_unlock(w);
+        if (n_many)
+            found_share(many, n_many);
+        else
+            free(many);
         if (worker_stopping(w))
             return;
         if (failed)
