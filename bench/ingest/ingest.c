@@ -183,14 +183,15 @@ static pid_t postmaster_pid(const char *state_dir)
 
 /* ---- the row model's limit: the same records as rows, COPYed into an unindexed table ---- */
 
-/* The 16 columns of the row layout's records table (sql/001_init.sql, before migration 010), received_on by
- * default: the table the COPY phase fills has no index and no partitions, the row model at its fastest. */
+/* The 22 columns of the row layout's records table (sql/001_init.sql with the call site of sql/007 and the
+ * extension fields of sql/009, before migration 010), received_on by default: the table the COPY phase fills has no index and no partitions, the row model at its fastest. */
 #define ROWS_TABLE "bench_copy_rows"
 #define ROWS_DDL                                                                                                 \
     "CREATE TABLE " ROWS_TABLE " (run_key bigint NOT NULL, rank int NOT NULL, seq bigint NOT NULL, step bigint " \
     "NOT NULL, name text NOT NULL, occ int NOT NULL, level smallint NOT NULL, dtype smallint NOT NULL, flags "   \
     "smallint NOT NULL, t_ns bigint NOT NULL, nbytes bigint NOT NULL, fp bigint NOT NULL, value bigint, shape "  \
-    "bigint[] NOT NULL, inputs bigint[], chunks bigint[], received_on date NOT NULL DEFAULT current_date)"
+    "bigint[] NOT NULL, inputs bigint[], chunks bigint[], site_module text, site_offset bigint, site_function " \
+    "text, site_function_offset bigint, site_caller text, ext bytea, received_on date NOT NULL DEFAULT current_date)"
 
 typedef struct cbuf {
     unsigned char *p;
@@ -249,7 +250,7 @@ static void f_int8_array(cbuf *b, const int64_t *v, size_t n)
 /* copy_row - one record as a row of the binary COPY stream, as lockstepd wrote them before frames. */
 static void copy_row(cbuf *b, int64_t run_key, uint32_t rank, const rec_record *r)
 {
-    be(grow(b, 2), 16, 2);
+    be(grow(b, 2), 22, 2);
     f_int(b, (uint64_t)run_key, 8);
     f_int(b, rank, 4);
     f_int(b, r->seq, 8);
@@ -268,6 +269,8 @@ static void copy_row(cbuf *b, int64_t run_key, uint32_t rank, const rec_record *
     f_int8_array(b, r->shape, r->ndim);
     be(grow(b, 4), 0xffffffffu, 4); /* inputs */
     be(grow(b, 4), 0xffffffffu, 4); /* chunks */
+    for (int k = 0; k < 6; k++)
+        be(grow(b, 4), 0xffffffffu, 4); /* site_*, ext: none (the benchmark's records have neither) */
 }
 
 /* A COPY session: block after block, it copies the record streams of clients first, first + stride, ...
@@ -328,7 +331,8 @@ static void *copier_main(void *arg)
         }
         be(grow(&b, 2), 0xffff, 2);
         PGresult *res = PQexec(c, "COPY " ROWS_TABLE " (run_key, rank, seq, step, name, occ, level, dtype, "
-                                  "flags, t_ns, nbytes, fp, value, shape, inputs, chunks) FROM STDIN (FORMAT binary)");
+                                  "flags, t_ns, nbytes, fp, value, shape, inputs, chunks, site_module, site_offset, "
+                                  "site_function, site_function_offset, site_caller, ext) FROM STDIN (FORMAT binary)");
         int ok = PQresultStatus(res) == PGRES_COPY_IN;
         PQclear(res);
         if (!ok || PQputCopyData(c, (const char *)b.p, (int)b.len) != 1 || PQputCopyEnd(c, NULL) != 1) {
