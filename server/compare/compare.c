@@ -11,7 +11,6 @@
 
 #include "common/dtype.h"
 #include "server/compare/cmp_int.h"
-#include "server/compare/step.h"
 #include "server/core/clock.h"
 #include "server/core/limits.h"
 #include "server/core/log.h"

@@ -1,5 +1,5 @@
 /* step.c - one step of one rank compared record by record: its frames and digest counts read, records agents held back asked for, the first-divergence rule applied and the divergence stored (alone, or many found at once together). */
-#include "server/compare/step.h"
+#include "server/compare/cmp_int.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -10,7 +10,6 @@
 
 #include "common/dtype.h"
 #include "common/recmatch.h"
-#include "server/compare/cmp_int.h"
 #include "server/compare/compare.h"
 #include "server/compare/rule.h"
 #include "server/core/clock.h"
@@ -24,7 +23,7 @@
 
 static cmp_divergence_fn on_divergence;
 
-void cmp_step_on_divergence(cmp_divergence_fn fn)
+void cmp_step_on_divergence(void (*fn)(const char *group))
 {
     on_divergence = fn;
 }
