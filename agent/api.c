@@ -404,8 +404,8 @@ static int emit_locked(rec_record *r, int steps)
     r->seq = A.seq++;
     r->step = state ? A.state_step : A.step;
     r->rank = (uint32_t)A.rank;
-    if (A.streaming)
-        send_push(r); /* never waits on the network */
+    if (A.streaming) /* never waits on the network; a trace window's records go in full when streaming digests */
+        send_push(r, ts_in_window(&A.spec, r->level, r->step, A.rank));
     if (A.tracing && trace_append(&A.trace, r, why, sizeof(why)) < 0) {
         agent_warn_once(&warned_write, "%s; records are being lost", why);
         agent_set_error("%s", why);

@@ -16,6 +16,8 @@
 #define DEF_BATCH_MS 200
 #define DEF_FLUSH_MS 10000
 #define DEF_HTTP_MS 10000
+#define DEF_HOLD_MEM ((size_t)64 << 20)
+#define DEF_HOLD_DISK ((size_t)1 << 30)
 
 int config_size(const char *s, size_t *out)
 {
@@ -172,6 +174,16 @@ int config_stream(send_cfg *cfg, long rank, const rec_header *hdr, char *why, si
         get_ms("LOCKSTEP_BATCH_MS", DEF_BATCH_MS, &cfg->batch_ms, 0, why, cap) < 0 ||
         get_ms("LOCKSTEP_FLUSH_TIMEOUT", DEF_FLUSH_MS, &cfg->flush_ms, 1, why, cap) < 0 ||
         get_ms("LOCKSTEP_HTTP_TIMEOUT", DEF_HTTP_MS, &cfg->http_timeout_ms, 1, why, cap) < 0)
+        return -1;
+    const char *stream = env_or("LOCKSTEP_STREAM", NULL, "records");
+    if (strcmp(stream, "records") != 0 && strcmp(stream, "digests") != 0) {
+        snprintf(why, cap, "LOCKSTEP_STREAM='%s' is neither records nor digests", stream);
+        return -1;
+    }
+    cfg->digests = strcmp(stream, "digests") == 0;
+    scopy(cfg->stats_file, sizeof(cfg->stats_file), env_or("LOCKSTEP_STATS_FILE", NULL, ""));
+    if (get_size("LOCKSTEP_HOLD_MEM", DEF_HOLD_MEM, &cfg->hold_mem, why, cap) < 0 ||
+        get_size("LOCKSTEP_HOLD_DISK", DEF_HOLD_DISK, &cfg->hold_disk, why, cap) < 0)
         return -1;
     if (cfg->batch_bytes < 4096)
         cfg->batch_bytes = 4096;

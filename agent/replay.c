@@ -8,10 +8,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/hold.h"
 #include "agent/http.h"
 #include "agent/spool.h"
 #include "agent/uplink.h"
 #include "common/record.h"
+#include "common/wire.h"
+
+#define MAX_STEPS 4096
 
 typedef struct dir_list {
     char **v;
@@ -69,6 +73,96 @@ static void say(const replay_opts *o, const char *dir, const char *what)
         fprintf(o->log, "%s: %s\n", dir, what);
 }
 
+/* parse_steps - "5,7-9" into up to `cap` inclusive ranges; -1 when malformed. */
+static int parse_steps(const char *s, long long (*r)[2], int cap)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        long long a = strtoll(s, &end, 10), b = a;
+        if (end == s || n == cap)
+            return -1;
+        if (*end == '-') {
+            const char *q = end + 1;
+            b = strtoll(q, &end, 10);
+            if (end == q || b < a)
+                return -1;
+        }
+        r[n][0] = a;
+        r[n][1] = b;
+        n++;
+        if (*end == ',')
+            end++;
+        else if (*end)
+            return -1;
+        s = end;
+    }
+    return n;
+}
+
+int replay_steps_valid(const char *steps)
+{
+    long long r[64][2];
+    return steps && (!strcmp(steps, "asked") || parse_steps(steps, r, 64) > 0);
+}
+
+/* send_held - post the held records of the steps o->steps names (or lockstepd asks for) kept in `sp`. Returns 0,
+ * or -1 when something could not be sent (said on o->log). */
+static int send_held(const spool *sp, const spool_meta *m, uplink *up, const replay_opts *o, replay_stats *st)
+{
+    char why[600], line[900];
+    long long steps[MAX_STEPS];
+    int n = 0;
+    if (!strcmp(o->steps, "asked")) {
+        char path[400], *resp = malloc(65536);
+        if (!resp)
+            return -1;
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/wanted?rank=%ld", m->run_id, m->rank);
+        long status = http_request(up->http, "GET", path, NULL, NULL, 0, o->timeout_ms, resp, 65536, why, sizeof(why));
+        if (status != 200 || (n = wire_obj_int_array(resp, "steps", steps, MAX_STEPS)) < 0) {
+            snprintf(line, sizeof(line), "cannot learn which steps lockstepd asks for (%ld): %.300s", status,
+                     status < 0 ? why : resp);
+            say(o, sp->dir, line);
+            free(resp);
+            return -1;
+        }
+        free(resp);
+    } else {
+        long long r[64][2];
+        int nr = parse_steps(o->steps, r, 64);
+        for (int i = 0; i < nr; i++)
+            for (long long s = r[i][0]; s <= r[i][1] && n < MAX_STEPS; s++)
+                steps[n++] = s;
+    }
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        hold_copy *c;
+        long got = hold_spool_step(sp, steps[i], &c, why, sizeof(why));
+        for (long k = 0; k < got; k++) {
+            rec_reader rd;
+            rec_record rec;
+            uint64_t count = 0;
+            if (rec_reader_init(&rd, c[k].buf, c[k].len) == 0)
+                while (rec_reader_next(&rd, &rec) == 1)
+                    count++;
+            rec_reader_release(&rd);
+            int r = uplink_post_batch(up, c[k].buf, c[k].len, NULL, 0);
+            if (r != UP_OK) {
+                snprintf(line, sizeof(line), "held records of step %lld not sent: %s", steps[i], up->last_error);
+                say(o, sp->dir, line);
+                rc = -1;
+                if (r == UP_RETRY)
+                    break;
+                continue;
+            }
+            st->held_batches++;
+            st->held_records += count;
+        }
+        hold_copies_free(c, got > 0 ? got : 0);
+    }
+    return rc;
+}
+
 /* replay_one - send one rank directory. Returns 0 when it is gone, -1 when
  * something is left, 1 when busy. */
 static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
@@ -115,7 +209,7 @@ static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
     unsigned char *buf;
     size_t len;
     if (spool_get(&sp, SPOOL_MANIFEST, &buf, &len, why, sizeof(why)) > 0) {
-        r = uplink_post_json(&up, "manifest", (const char *)buf);
+        r = uplink_post_json(&up, "manifest", (const char *)buf, NULL, 0);
         free(buf);
         if (r == UP_RETRY) {
             say(o, dir, up.last_error);
@@ -137,7 +231,7 @@ static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
             while (rec_reader_next(&rd, &rec) == 1)
                 count++;
         rec_reader_release(&rd);
-        r = uplink_post_batch(&up, buf, len);
+        r = uplink_post_batch(&up, buf, len, NULL, 0);
         free(buf);
         if (r == UP_RETRY) {
             say(o, dir, up.last_error);
@@ -161,7 +255,7 @@ static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
     }
     free(seqs);
     if (spool_get(&sp, SPOOL_END, &buf, &len, why, sizeof(why)) > 0) {
-        r = uplink_post_json(&up, "end", (const char *)buf);
+        r = uplink_post_json(&up, "end", (const char *)buf, NULL, 0);
         free(buf);
         if (r == UP_RETRY) {
             say(o, dir, up.last_error);
@@ -169,6 +263,8 @@ static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
         }
         spool_remove(&sp, SPOOL_END);
     }
+    if (o->steps && send_held(&sp, &m, &up, o, st) < 0)
+        goto out_uplink;
     snprintf(line, sizeof(line), "sent to run %s on %s", m.run_id, m.server);
     say(o, dir, line);
     rc = 0;

@@ -13,18 +13,25 @@ typedef struct replay_opts {
     long timeout_ms;     /* per request */
     long wait_ms;        /* how long a rank other than 0 waits for rank 0's run to appear */
     FILE *log;           /* one line per rank directory, or NULL */
+    const char *steps;   /* digest streaming: also send the held records of these steps ("5,7-9"), or of the
+                            steps lockstepd asks for ("asked"); NULL: none */
 } replay_opts;
 
 typedef struct replay_stats {
     unsigned dirs, dirs_done, dirs_busy, dirs_failed;
     uint64_t batches, records, rejected;
+    uint64_t held_batches, held_records; /* held records sent (--steps) */
 } replay_stats;
+
+/* replay_steps_valid - 1 when `steps` is "asked" or a list of steps and ranges ("5,7-9"). */
+int replay_steps_valid(const char *steps);
 
 /* replay_tree - find every rank spool under `root` (directories holding
  * spool.meta, at most three levels down, rank 0 of each run first) and send
  * each: resolve or register the run, post the manifest, the batches in order
  * and the end, removing each file once the server has it and the directory
- * once it is empty. A directory locked by a live agent is skipped. Returns 0
+ * once it is empty (a directory keeping held records stays). With o->steps,
+ * the held records of those steps are posted too (and kept). A directory locked by a live agent is skipped. Returns 0
  * when everything was sent, -1 when something is left (reasons on o->log);
  * counts in `st`. */
 int replay_tree(const char *root, const replay_opts *o, replay_stats *st);

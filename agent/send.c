@@ -5,6 +5,7 @@
 #include "agent/send_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,9 +15,11 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/hold.h"
 #include "agent/http.h"
 #include "agent/spool.h"
 #include "agent/uplink.h"
+#include "common/recmatch.h"
 
 struct sender send_state = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -52,6 +55,11 @@ int send_start(send_cfg *cfg, char *why, size_t cap)
     S.spool_ok = 0;
     S.spool_batches = 0;
     S.n_records = S.n_posted = S.n_spooled = S.n_dropped = 0;
+    S.bytes_posted = S.bytes_on_demand = 0;
+    memset(&S.sum, 0, sizeof(S.sum));
+    memset(S.asked_at, 0, sizeof(S.asked_at));
+    hold_release(&S.hold);
+    hold_init(&S.hold, &S.cfg.hdr, S.cfg.hold_mem, S.cfg.hold_disk);
     S.started = S.stopping = S.child = 0;
     S.abort_at = 0;
     S.exit_code = 0;
@@ -186,25 +194,17 @@ void send_begin(void)
     pthread_mutex_unlock(&S.mu);
 }
 
-void send_push(const rec_record *r)
+/* append_locked - frame `r` into the current batch (a new one when it is full), counting it as a record when
+ * `counted` (a step digest is not one). */
+static void append_locked(const rec_record *r, int counted)
 {
-    pthread_mutex_lock(&S.mu);
-    if (!S.configured || S.child || S.stopping)
-        goto out_unlock;
-    if (!S.started && start_locked() < 0)
-        goto out_unlock;
-    /* The manifest lists the libraries mapped at the first record, taken here in the program's own thread:
-     * a point of the program, the same in twins, not a moment the sender thread happens to be scheduled at
-     * (runtimes such as Open MPI load and unload plugins as they go, MPI_Finalize unloads them all). */
-    if (!S.libs && S.cfg.manifest)
-        S.libs = manifest_libraries();
     size_t need = rec_encoded_size(r);
     if (S.mem + need > S.cfg.mem_cap)
         spill_locked();
     if (S.mem + need > S.cfg.mem_cap && need + S.hdr_len > S.cfg.mem_cap) {
         S.n_dropped++;
         agent_warn_once(&S.warned_drop, "a %zu-byte record exceeds LOCKSTEP_MAX_MEM; it is not streamed", need);
-        goto out_unlock;
+        return;
     }
     size_t front = sizeof(struct batch) + S.hdr_len;
     if (!S.cur || sizeof(struct batch) + S.cur_len + need > S.cur_cap) {
@@ -217,7 +217,7 @@ void send_push(const rec_record *r)
         if (!S.cur) {
             S.n_dropped++;
             agent_warn_once(&S.warned_drop, "out of memory batching records for lockstepd; some are lost");
-            goto out_unlock;
+            return;
         }
         S.cur_cap = cap;
         S.cur_len = S.hdr_len;
@@ -229,11 +229,72 @@ void send_push(const rec_record *r)
     S.cur_len += need;
     S.cur_count++;
     S.mem += need;
-    S.n_records++;
+    if (counted)
+        S.n_records++;
     if (S.cur_len >= S.cfg.batch_bytes) {
         send_cut_locked();
         pthread_cond_signal(&S.cv);
     }
+}
+
+void send_flush_digest_locked(void)
+{
+    if (!S.sum.n)
+        return;
+    rec_record d;
+    memset(&d, 0, sizeof(d));
+    d.seq = S.sum.seq;
+    d.step = S.sum.step;
+    d.t_ns = send_wall_ns();
+    d.nbytes = S.sum.n;
+    d.fp = S.sum.digest;
+    d.flags = REC_STEP_DIGEST;
+    d.dtype = LS_BYTES;
+    d.name = REC_STEP_DIGEST_NAME;
+    d.name_len = (uint16_t)strlen(REC_STEP_DIGEST_NAME);
+    S.sum.n = 0;
+    S.sum.digest = 0;
+    append_locked(&d, 0);
+}
+
+/* hold_locked - digest streaming: hold `r` back and add it to its step's digest (the one rule of
+ * common/recmatch.h, as lockstepd sums the records it receives). */
+static void hold_locked(const rec_record *r)
+{
+    if (!S.sum.n) {
+        S.sum.step = r->step;
+        S.sum.t0 = mono_ns();
+    }
+    S.sum.n++;
+    S.sum.digest ^= rec_digest_term(r);
+    S.sum.seq = r->seq;
+    S.n_records++;
+    if (hold_add(&S.hold, r, S.spool_ok ? &S.sp : NULL) < 0)
+        agent_warn_once(&S.warned_hold, "out of memory holding records back; lockstepd cannot get some of them");
+}
+
+void send_push(const rec_record *r, int full)
+{
+    pthread_mutex_lock(&S.mu);
+    if (!S.configured || S.child || S.stopping)
+        goto out_unlock;
+    if (!S.started && start_locked() < 0)
+        goto out_unlock;
+    /* The manifest lists the libraries mapped at the first record, taken here in the program's own thread:
+     * a point of the program, the same in twins, not a moment the sender thread happens to be scheduled at
+     * (runtimes such as Open MPI load and unload plugins as they go, MPI_Finalize unloads them all). */
+    if (!S.libs && S.cfg.manifest)
+        S.libs = manifest_libraries();
+    if (S.cfg.digests && rec_in_steps(r)) { /* state blocks are in no step digest: they go in full, for the
+                                               restore checks (common/recmatch.h) */
+        if (S.sum.n && S.sum.step != r->step)
+            send_flush_digest_locked(); /* the step changed: its digest goes out */
+        if (!full && !(r->flags & REC_HAS_VALUE)) {
+            hold_locked(r);
+            goto out_unlock;
+        }
+    }
+    append_locked(r, 1);
 out_unlock:
     pthread_mutex_unlock(&S.mu);
 }
@@ -319,6 +380,28 @@ void send_stop(int exit_code)
     if (S.n_dropped)
         agent_warn_once(&S.warned_drop, "%llu record(s) could not be streamed or spooled and are lost",
                         (unsigned long long)S.n_dropped);
+    if (S.cfg.stats_file[0]) { /* one line, appended whole (O_APPEND, under PIPE_BUF) */
+        char line[512];
+        int n = snprintf(line, sizeof(line),
+                         "{\"rank\": %u, \"stream\": \"%s\", \"records\": %llu, \"batches_posted\": %llu, "
+                         "\"bytes_posted\": %llu, \"bytes_on_demand\": %llu, \"held\": %llu, \"held_lost\": %llu, "
+                         "\"batches_spooled\": %llu, \"dropped\": %llu}\n",
+                         S.cfg.hdr.rank, S.cfg.digests ? "digests" : "records", (unsigned long long)S.n_records,
+                         (unsigned long long)S.n_posted, (unsigned long long)S.bytes_posted,
+                         (unsigned long long)S.bytes_on_demand, (unsigned long long)S.hold.n_held,
+                         (unsigned long long)S.hold.n_lost, (unsigned long long)S.n_spooled,
+                         (unsigned long long)S.n_dropped);
+        int fd = open(S.cfg.stats_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            if (write(fd, line, (size_t)n) != n)
+                agent_warn_once(&S.warned_spool, "cannot write %s", S.cfg.stats_file);
+            close(fd);
+        }
+    }
+    if (S.hold.n_lost)
+        agent_warn_once(&S.warned_hold, "%llu held record(s) of rank %u could be kept neither in memory nor in "
+                        "the spool; lockstepd cannot get them", (unsigned long long)S.hold.n_lost, S.cfg.hdr.rank);
+    hold_release(&S.hold);
     free(S.cur);
     S.cur = NULL;
     free(S.cfg.reg_json);
@@ -347,6 +430,16 @@ void send_atfork_child(void)
             S.sp.lock_fd = -1;
         }
     }
+    pthread_mutex_unlock(&S.mu);
+}
+
+void send_bytes(uint64_t *posted, uint64_t *on_demand)
+{
+    pthread_mutex_lock(&S.mu);
+    if (posted)
+        *posted = S.bytes_posted;
+    if (on_demand)
+        *on_demand = S.bytes_on_demand;
     pthread_mutex_unlock(&S.mu);
 }
 

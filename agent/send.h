@@ -24,6 +24,10 @@ typedef struct send_cfg {
     long flush_ms;         /* how long exit may wait for the server */
     long http_timeout_ms;  /* per request */
     int manifest;          /* 1: build and send the manifest */
+    int digests;           /* LOCKSTEP_STREAM=digests: step digests and scalars; records on demand (agent/hold.h) */
+    size_t hold_mem;       /* digest streaming: most bytes of held records in memory ... */
+    size_t hold_disk;      /* ... and in the spool */
+    char stats_file[1024]; /* LOCKSTEP_STATS_FILE: a JSON line of this rank's counters is appended at exit */
 } send_cfg;
 
 /* send_start - take over `cfg` (and its reg_json) and prepare streaming.
@@ -40,8 +44,11 @@ void send_begin(void);
 
 /* send_push - queue one numbered record. Never waits on the network: when
  * the memory cap is reached the queued batches are written to the spool (or,
- * without a usable spool, the record is dropped and counted). */
-void send_push(const rec_record *r);
+ * without a usable spool, the record is dropped and counted). When streaming
+ * digests, a record that is not a scalar is held back (agent/hold.h) and only
+ * its step's digest is sent, unless `full` (a trace window asks for its
+ * steps in detail). */
+void send_push(const rec_record *r, int full);
 
 /* send_stop - cut the last batch, let the sender flush for at most the flush
  * bound, spool whatever is left, report `exit_code` as the rank's end and
@@ -58,5 +65,9 @@ void send_atfork_child(void);
 /* send_stats - counters since send_start: records queued, batches posted,
  * batches spooled, records dropped. Any pointer may be NULL. */
 void send_stats(uint64_t *records, uint64_t *posted, uint64_t *spooled, uint64_t *dropped);
+
+/* send_bytes - bytes of batch bodies posted to lockstepd since send_start
+ * (held records sent on demand included in `on_demand`). Either may be NULL. */
+void send_bytes(uint64_t *posted, uint64_t *on_demand);
 
 #endif /* AGENT_SEND_H */

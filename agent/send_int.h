@@ -6,10 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/hold.h"
 #include "agent/send.h"
 #include "agent/spool.h"
 #include "agent/uplink.h"
 
+#define SEND_ASK_MAX 64 /* steps one reply may ask for */
 #define BACKOFF_MIN_MS 200
 #define BACKOFF_MAX_MS 5000
 
@@ -42,6 +44,15 @@ struct sender {
     int spool_ok;      /* the spool directory is open and locked */
     long spool_batches; /* batches waiting in the spool */
     uint64_t n_records, n_posted, n_spooled, n_dropped;
+    uint64_t bytes_posted, bytes_on_demand;
+    /* digest streaming: the step digest being summed, and the held records (under S.mu) */
+    struct {
+        int64_t step, t0;
+        uint32_t n;
+        uint64_t digest, seq;
+    } sum;
+    hold_ring hold;
+    int64_t asked_step[16], asked_at[16]; /* steps sent on demand lately (sender thread only) */
     int exit_code;
     int64_t abort_at; /* monotonic deadline of the exit flush; 0 before */
     /* sender thread only */
@@ -54,8 +65,8 @@ struct sender {
     long backoff_ms;
     int manifest_done, end_done;
     char *manifest; /* the manifest's text, kept in memory too when there is no spool */
-    char *libs;     /* the mapped libraries at the first record (manifest_libraries), for the manifest */
-    int warned_drop, warned_spool, warned_reject, warned_thread; /* once per process */
+    char *libs; /* the mapped libraries at the first record (manifest_libraries), for the manifest */
+    int warned_drop, warned_spool, warned_reject, warned_thread, warned_hold; /* once per process */
     int exit_hooked; /* exit_hook is registered (once per process) */
 };
 
@@ -68,6 +79,14 @@ int64_t send_wall_ns(void);
 
 /* send_cut_locked - close the current batch (S.mu held): write its header and queue it. */
 void send_cut_locked(void);
+
+/* send_flush_digest_locked - digest streaming: put the step digest summed so far into the current batch
+ * (S.mu held). */
+void send_flush_digest_locked(void);
+
+/* send_held_steps - digest streaming, on the sender thread: post the held records of the `n` steps lockstepd
+ * asked for (memory first, then the spool). */
+void send_held_steps(const long long *steps, int n);
 
 /* send_spool_batch - write `b` to the spool and free it; `locked` says whether
  * S.mu is held. Returns 0, or -1 (the batch is lost, counted as dropped). */

@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/hold.h"
 #include "agent/http.h"
 #include "common/jsonw.h"
+#include "common/wire.h"
 #include "agent/manifest.h"
 #include "agent/send_int.h"
 #include "agent/spool.h"
@@ -89,7 +91,7 @@ static int resolve(void)
             got = buf ? 1 : 0;
         }
         if (got > 0) {
-            int rc = uplink_post_json(&S.up, "manifest", (const char *)buf);
+            int rc = uplink_post_json(&S.up, "manifest", (const char *)buf, NULL, 0);
             free(buf);
             if (rc == UP_RETRY) {
                 mark_down();
@@ -105,6 +107,63 @@ static int resolve(void)
         S.manifest_done = 1;
     }
     return 1;
+}
+
+/* posted - count a batch of `len` bytes lockstepd took, and send the held records its reply asks for. */
+static void posted(size_t len, int on_demand, const char *resp)
+{
+    pthread_mutex_lock(&S.mu);
+    S.bytes_posted += len;
+    if (on_demand)
+        S.bytes_on_demand += len;
+    pthread_mutex_unlock(&S.mu);
+    long long want[SEND_ASK_MAX];
+    int n = resp ? wire_obj_int_array(resp, "send_steps", want, SEND_ASK_MAX) : -1;
+    if (n > 0)
+        send_held_steps(want, n);
+}
+
+void send_held_steps(const long long *steps, int n)
+{
+    char why[256];
+    int64_t now = mono_ns();
+    for (int i = 0; i < n; i++) {
+        int64_t step = steps[i];
+        int slot = -1, recent = 0;
+        for (int k = 0; k < 16; k++) {
+            if (S.asked_at[k] && S.asked_step[k] == step && now - S.asked_at[k] < 1000000000LL)
+                recent = 1;
+            if (slot < 0 || S.asked_at[k] < S.asked_at[slot])
+                slot = k;
+        }
+        if (recent)
+            continue; /* sent a moment ago; its answer may still be on its way */
+        hold_copy *c = NULL;
+        pthread_mutex_lock(&S.mu);
+        long got = hold_copy_step(&S.hold, step, S.spool_ok ? &S.sp : NULL, &c);
+        pthread_mutex_unlock(&S.mu);
+        if (got == 0 && S.spool_ok) {
+            hold_copies_free(c, 0);
+            got = hold_spool_step(&S.sp, step, &c, why, sizeof(why));
+        }
+        for (long k = 0; k < got; k++) {
+            int rc = uplink_post_batch(&S.up, c[k].buf, c[k].len, NULL, 0);
+            if (rc == UP_OK) {
+                posted(c[k].len, 1, NULL);
+            } else if (rc == UP_RETRY) {
+                mark_down();
+                break;
+            } else {
+                agent_warn_once(&S.warned_reject, "lockstepd refused the held records of step %lld: %s",
+                                (long long)step, S.up.last_error);
+            }
+        }
+        hold_copies_free(c, got > 0 ? got : 0);
+        S.asked_step[slot] = step;
+        S.asked_at[slot] = now;
+        if (S.down)
+            break;
+    }
 }
 
 /* drain - post the spooled batches in order. Returns 1 when the spool is
@@ -126,7 +185,10 @@ static int drain(void)
         snprintf(name, sizeof(name), SPOOL_BATCH_FMT, (unsigned long long)seqs[i]);
         if (spool_get(&S.sp, name, &buf, &len, why, sizeof(why)) <= 0)
             continue;
-        int rc = uplink_post_batch(&S.up, buf, len);
+        char resp[1024];
+        int rc = uplink_post_batch(&S.up, buf, len, resp, sizeof(resp));
+        if (rc == UP_OK)
+            posted(len, 0, resp);
         free(buf);
         if (rc == UP_RETRY) {
             mark_down();
@@ -168,12 +230,15 @@ static void handle(struct batch *b)
         send_spool_batch(b, 0);
         return;
     }
-    int rc = uplink_post_batch(&S.up, b->buf, b->len);
+    char resp[1024];
+    int rc = uplink_post_batch(&S.up, b->buf, b->len, resp, sizeof(resp));
     if (rc == UP_OK) {
         pthread_mutex_lock(&S.mu);
         S.n_posted++;
         pthread_mutex_unlock(&S.mu);
+        size_t len = b->len;
         free(b);
+        posted(len, 0, resp);
         return;
     }
     if (rc == UP_REJECT) {
@@ -200,8 +265,11 @@ static void finish(int exit_code)
         long pending = S.spool_batches;
         pthread_mutex_unlock(&S.mu);
         int rc = UP_RETRY;
+        char resp[1024] = "";
         if (pending == 0 || drain())
-            rc = uplink_post_json(&S.up, "end", body);
+            rc = uplink_post_json(&S.up, "end", body, resp, sizeof(resp));
+        if (rc == UP_OK)
+            posted(0, 0, resp); /* digest streaming: the end's comparison may ask for held records still */
         if (rc != UP_RETRY && S.spool_ok)
             spool_remove(&S.sp, SPOOL_END);
     }
@@ -224,8 +292,12 @@ void *send_thread_main(void *arg)
     setup();
     pthread_mutex_lock(&S.mu);
     for (;;) {
-        int64_t now = mono_ns();
-        if (S.cur_count && (S.stopping || now - S.cur_t0 >= (int64_t)S.cfg.batch_ms * 1000000))
+        int64_t now = mono_ns(), age = (int64_t)S.cfg.batch_ms * 1000000;
+        int due = S.cur_count && (S.stopping || now - S.cur_t0 >= age);
+        int digest_due = S.sum.n && (S.stopping || due || now - S.sum.t0 >= age);
+        if (digest_due)
+            send_flush_digest_locked(); /* digest streaming: the step digest summed so far goes with the batch */
+        if (S.cur_count && (due || digest_due))
             send_cut_locked();
         if (S.head) {
             struct batch *b = S.head;
@@ -250,6 +322,8 @@ void *send_thread_main(void *arg)
         int64_t wake = now + (int64_t)S.cfg.batch_ms * 1000000;
         if (S.cur_count && S.cur_t0 + (int64_t)S.cfg.batch_ms * 1000000 < wake)
             wake = S.cur_t0 + (int64_t)S.cfg.batch_ms * 1000000;
+        if (S.sum.n && S.sum.t0 + (int64_t)S.cfg.batch_ms * 1000000 < wake)
+            wake = S.sum.t0 + (int64_t)S.cfg.batch_ms * 1000000;
         if (S.spool_batches > 0 && S.retry_at < wake)
             wake = S.retry_at;
         /* the condition variable waits on CLOCK_REALTIME: convert the delay */
@@ -275,6 +349,12 @@ void *send_thread_main(void *arg)
     }
     if (!S.down && S.spool_batches > 0 && resolve())
         drain();
+    /* Digest streaming: the held records stay in the spool for `lockstep replay --steps`. */
+    pthread_mutex_lock(&S.mu);
+    if (S.cfg.digests && hold_spill_all(&S.hold, S.spool_ok ? &S.sp : NULL) < 0)
+        agent_warn_once(&S.warned_hold, "the records rank %u held back could not all be kept in the spool",
+                        S.cfg.hdr.rank);
+    pthread_mutex_unlock(&S.mu);
     finish(code);
     uplink_close(&S.up);
     S.up_ok = 0;

@@ -284,10 +284,23 @@ int spool_is_empty(const spool *s)
     return access(path, F_OK) != 0;
 }
 
+int spool_has_held(const spool *s)
+{
+    DIR *d = opendir(s->dir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    int held = 0;
+    while (!held && (e = readdir(d)))
+        held = strncmp(e->d_name, SPOOL_HELD_PREFIX, strlen(SPOOL_HELD_PREFIX)) == 0;
+    closedir(d);
+    return held;
+}
+
 int spool_remove_dir(spool *s)
 {
     int rc = 0;
-    if (!spool_is_empty(s)) {
+    if (!spool_is_empty(s) || spool_has_held(s)) {
         spool_close(s);
         return -1;
     }

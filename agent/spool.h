@@ -6,6 +6,8 @@
  *   manifest.json       the rank's manifest, until the server has it
  *   batch-SEQ.lsbatch   one batch each: a CRC-framed record stream (common/record.h, kind REC_KIND_BATCH),
  *                       SEQ zero-padded so names sort in batch order
+ *   held-LO-HI-SEQ.lsheld  digest streaming: records this rank held back (agent/hold.h), per step a batch ready
+ *                       to post when lockstepd asks, steps LO..HI; kept after the run for `lockstep replay --steps`
  *   end.json            the rank's end report, until the server has it
  *   lock                flock()ed by the process that owns the directory (a live agent or a replay)
  * Every file is written to a temporary name and renamed, so a crash never leaves half a file under its name.
@@ -20,6 +22,8 @@
 #define SPOOL_MANIFEST "manifest.json"
 #define SPOOL_END "end.json"
 #define SPOOL_BATCH_FMT "batch-%020llu.lsbatch"
+#define SPOOL_HELD_PREFIX "held-"
+#define SPOOL_HELD_FMT "held-%020llu-%020llu-%020llu.lsheld" /* steps + 2^63 (names sort by step), first seq */
 
 typedef struct spool_meta {
     char server[1024];
@@ -79,9 +83,12 @@ int spool_meta_read(const spool *s, spool_meta *m, char *why, size_t cap);
  * end file). */
 int spool_is_empty(const spool *s);
 
+/* spool_has_held - 1 when the spool keeps held records (held-* files). */
+int spool_has_held(const spool *s);
+
 /* spool_remove_dir - remove the rank directory (its meta and lock files)
- * when nothing is left to send, then its parent when that is empty. Returns
- * 0 or -1. The lock is released either way. */
+ * when nothing is left to send and no held records are kept, then its parent
+ * when that is empty. Returns 0 or -1. The lock is released either way. */
 int spool_remove_dir(spool *s);
 
 #endif /* AGENT_SPOOL_H */

@@ -98,7 +98,7 @@ int uplink_resolve(uplink *u)
     return UP_OK;
 }
 
-int uplink_post_batch(uplink *u, const unsigned char *buf, size_t len)
+int uplink_post_batch(uplink *u, const unsigned char *buf, size_t len, char *resp_out, size_t resp_cap)
 {
     rec_reader rd;
     char path[400];
@@ -122,18 +122,22 @@ int uplink_post_batch(uplink *u, const unsigned char *buf, size_t len)
     memcpy(out + hlen, buf + body_off, len - body_off);
 
     snprintf(path, sizeof(path), "/api/v1/runs/%s/records", u->m->run_id);
-    char resp[1024];
+    char local[1024], *resp = resp_out ? resp_out : local;
+    size_t cap = resp_out ? resp_cap : sizeof(local);
+    resp[0] = 0;
     long status = http_request(u->http, "POST", path, "application/x-lockstep", out, hlen + (len - body_off),
-                               u->timeout_ms, resp, sizeof(resp), u->last_error, sizeof(u->last_error));
+                               u->timeout_ms, resp, cap, u->last_error, sizeof(u->last_error));
     free(out);
     return classify(u, status, resp);
 }
 
-int uplink_post_json(uplink *u, const char *what, const char *json)
+int uplink_post_json(uplink *u, const char *what, const char *json, char *resp_out, size_t resp_cap)
 {
-    char path[400], resp[1024];
+    char path[400], local[1024], *resp = resp_out ? resp_out : local;
+    size_t cap = resp_out ? resp_cap : sizeof(local);
+    resp[0] = 0;
     snprintf(path, sizeof(path), "/api/v1/runs/%s/%s", u->m->run_id, what);
     long status = http_request(u->http, "POST", path, "application/json", json, strlen(json), u->timeout_ms, resp,
-                               sizeof(resp), u->last_error, sizeof(u->last_error));
+                               cap, u->last_error, sizeof(u->last_error));
     return classify(u, status, resp);
 }

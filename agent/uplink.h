@@ -40,10 +40,12 @@ void uplink_close(uplink *u);
 int uplink_resolve(uplink *u);
 
 /* uplink_post_batch - POST one framed batch (its header's run id is
- * rewritten to m->run_id) to /api/v1/runs/ID/records. */
-int uplink_post_batch(uplink *u, const unsigned char *buf, size_t len);
+ * rewritten to m->run_id) to /api/v1/runs/ID/records; the reply's text in
+ * `resp` (resp_cap bytes, NUL-terminated; may be NULL). */
+int uplink_post_batch(uplink *u, const unsigned char *buf, size_t len, char *resp, size_t resp_cap);
 
-/* uplink_post_json - POST `json` to /api/v1/runs/ID/WHAT (manifest, end). */
-int uplink_post_json(uplink *u, const char *what, const char *json);
+/* uplink_post_json - POST `json` to /api/v1/runs/ID/WHAT (manifest, end);
+ * the reply's text in `resp` (resp_cap bytes; may be NULL). */
+int uplink_post_json(uplink *u, const char *what, const char *json, char *resp, size_t resp_cap);
 
 #endif /* AGENT_UPLINK_H */

@@ -1,7 +1,7 @@
 # bench.mk - benchmarks; each binary or script prints one JSON line of figures.
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(B)/bench/%)
-EXTRA_CFLAGS_bench = $(call pc_cflags,libxxhash)
+EXTRA_CFLAGS_bench += $(call pc_cflags,libxxhash)
 
 $(B)/bench/%: $(B)/bench/%.o $(LIBLOCKSTEP_A)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,libxxhash) -lpthread -lm

@@ -19,17 +19,19 @@ int cmd_replay(int argc, char **argv)
             o.ca_file = argv[++i];
         else if (!strcmp(argv[i], "--quiet"))
             o.log = NULL;
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc && replay_steps_valid(argv[i + 1]))
+            o.steps = argv[++i];
         else if (argv[i][0] != '-' && !dir)
             dir = argv[i];
         else {
-            cli_errorf("usage: lockstep replay [--server URL] [--token T] [--ca-file F] [--quiet] DIR",
+            cli_errorf("usage: lockstep replay [--server URL] [--token T] [--ca-file F] [--steps LIST|asked] [--quiet] DIR",
                        "unexpected argument '%s'", argv[i]);
             return CLI_BAD_INPUT;
         }
     }
     if (!dir) {
         cli_error("no spool directory given", NULL,
-                  "usage: lockstep replay [--server URL] [--token T] [--ca-file F] [--quiet] DIR");
+                  "usage: lockstep replay [--server URL] [--token T] [--ca-file F] [--steps LIST|asked] [--quiet] DIR");
         return CLI_BAD_INPUT;
     }
     if (!o.token) {
@@ -47,6 +49,9 @@ int cmd_replay(int argc, char **argv)
         printf("; %u left for later", st.dirs_failed);
     if (st.rejected)
         printf("; %llu batch(es) refused", (unsigned long long)st.rejected);
+    if (o.steps)
+        printf("; %llu held record(s) of steps %s in %llu block(s)", (unsigned long long)st.held_records, o.steps,
+               (unsigned long long)st.held_batches);
     printf("\n");
     if (rc < 0 && st.dirs_failed) {
         cli_error("some spooled data could not be sent", "it stays in the spool directory",

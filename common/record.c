@@ -610,6 +610,15 @@ int rec_reader_init(rec_reader *rd, const void *buf, size_t len)
     return 0;
 }
 
+void rec_reader_frames(rec_reader *rd, const void *buf, size_t len, uint32_t rank)
+{
+    memset(rd, 0, sizeof(*rd));
+    rd->buf = buf;
+    rd->len = len;
+    rd->hdr.version = REC_VERSION;
+    rd->hdr.rank = rank;
+}
+
 int rec_reader_next(rec_reader *rd, rec_record *out)
 {
     if (rd->status != REC_OK || rd->off >= rd->len)

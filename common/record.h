@@ -80,6 +80,10 @@ enum rec_field {
     REC_F_ALGO = 6,
 };
 
+/* Header flags. */
+#define REC_HDR_HELD 0x01 /* a batch of records the agent held back and lockstepd asked for (digest streaming):
+                             their step digests were sent before, in REC_STEP_DIGEST entries */
+
 /* Record flags. */
 #define REC_HAS_VALUE 0x01      /* `value` holds the scalar's raw bits */
 #define REC_HAS_EXT 0x02        /* framing only: an extension block follows the chunks (the codec sets and clears
@@ -87,6 +91,10 @@ enum rec_field {
 #define REC_STATE_SAVED 0x04    /* an entry of a state block saved with a checkpoint (ls_state_begin) */
 #define REC_STATE_RESTORED 0x08 /* an entry of a state block loaded from one */
 #define REC_STATE_MASK (REC_STATE_SAVED | REC_STATE_RESTORED)
+#define REC_STEP_DIGEST 0x10 /* not a record but a step digest (digest streaming): `nbytes` records of `step` held
+                                back by the agent, `fp` the XOR of their rec_digest_term (common/recmatch.h), `seq`
+                                the last one's seq; named REC_STEP_DIGEST_NAME */
+#define REC_STEP_DIGEST_NAME "step.digest"
 
 /* Extension field keys. */
 enum rec_ext_key { REC_X_SITE = 1, REC_X_SHARD = 2, REC_X_CHUNK = 3, REC_X_SCALES = 4 };
@@ -245,6 +253,10 @@ typedef struct rec_reader {
  * outlive the reader), parsing the header. Returns 0, or -1 with status and
  * err set when the header is torn or invalid. */
 int rec_reader_init(rec_reader *rd, const void *buf, size_t len);
+
+/* rec_reader_frames - start reading `len` bytes of bare frames (records
+ * without a stream header, as lockstepd stores them) of rank `rank`. */
+void rec_reader_frames(rec_reader *rd, const void *buf, size_t len, uint32_t rank);
 
 /* rec_reader_next - decode the next record into `out`, whose pointers stay
  * valid until the next call (name and site strings: while the buffer lives). Returns 1 for a record, 0 at the end: then

@@ -134,12 +134,15 @@ int ts_parse(const char *s, trace_spec *out, char *why, size_t cap)
     return 0;
 }
 
-/* admits - ts_admits, with the step window ignored when `any_step`. */
-static int admits(const trace_spec *ts, int level, int64_t step, int64_t rank, int any_step)
+/* admits - 1 when a clause admits the record: the step window ignored when `any_step`; with `windowed`, only
+ * clauses with a bounded step window count. */
+static int admits(const trace_spec *ts, int level, int64_t step, int64_t rank, int any_step, int windowed)
 {
     for (int i = 0; i < ts->n; i++) {
         const ts_clause *c = &ts->c[i];
         if (level > c->level || (!any_step && (step < c->step_lo || step > c->step_hi)))
+            continue;
+        if (windowed && c->step_lo == INT64_MIN && c->step_hi == INT64_MAX)
             continue;
         if (c->n_ranks == 0)
             return 1;
@@ -152,10 +155,15 @@ static int admits(const trace_spec *ts, int level, int64_t step, int64_t rank, i
 
 int ts_admits(const trace_spec *ts, int level, int64_t step, int64_t rank)
 {
-    return admits(ts, level, step, rank, 0);
+    return admits(ts, level, step, rank, 0, 0);
 }
 
 int ts_admits_any_step(const trace_spec *ts, int level, int64_t rank)
 {
-    return admits(ts, level, 0, rank, 1);
+    return admits(ts, level, 0, rank, 1, 0);
+}
+
+int ts_in_window(const trace_spec *ts, int level, int64_t step, int64_t rank)
+{
+    return admits(ts, level, step, rank, 0, 1);
 }

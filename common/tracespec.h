@@ -45,5 +45,9 @@ int ts_admits(const trace_spec *ts, int level, int64_t step, int64_t rank);
 /* ts_admits_any_step - 1 when some clause keeps records of `level` on `rank`
  * at some step (state blocks are kept so, whatever the step window). */
 int ts_admits_any_step(const trace_spec *ts, int level, int64_t rank);
+/* ts_in_window - 1 when a clause with a step window (steps=...) admits the
+ * record: an operator asked for these steps in detail, so an agent that
+ * streams digests sends such records in full (docs/agent.md). */
+int ts_in_window(const trace_spec *ts, int level, int64_t step, int64_t rank);
 
 #endif /* COMMON_TRACESPEC_H */

@@ -209,3 +209,26 @@ int wire_lookup_pick(const char *reply, const char *job_id, const char *step_id,
     }
     return *p == ']' ? 1 : -1;
 }
+
+int wire_obj_int_array(const char *obj, const char *key, long long *out, int cap)
+{
+    const char *p = member(obj, key);
+    if (!p || *p != '[')
+        return -1;
+    p = skip_ws(p + 1);
+    int n = 0;
+    while (*p != ']') {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p)
+            return -1;
+        if (n < cap)
+            out[n++] = v;
+        p = skip_ws(end);
+        if (*p == ',')
+            p = skip_ws(p + 1);
+        else if (*p != ']')
+            return -1;
+    }
+    return n;
+}

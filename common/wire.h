@@ -49,4 +49,10 @@ int wire_lookup_pick(const char *reply, const char *job_id, const char *step_id,
  * or too long. */
 int wire_obj_string(const char *obj, const char *key, char *out, size_t cap);
 
+/* wire_obj_int_array - the array of integers `key` of the JSON object whose
+ * text is `obj` (top-level members only) into up to `cap` values of `out`
+ * (values past `cap` are skipped). Returns how many it stored, or -1 when the
+ * member is absent or not an array of integers. */
+int wire_obj_int_array(const char *obj, const char *key, long long *out, int cap);
+
 #endif /* COMMON_WIRE_H */

@@ -37,7 +37,9 @@
 #include "server/http/route.h"
 #include "server/http/server.h"
 #include "server/http/static.h"
+#include "server/store/convert.h"
 #include "server/store/db.h"
+#include "server/store/frames.h"
 #include "server/store/migrate.h"
 #include "server/store/pgembed.h"
 #include "server/store/retention.h"
@@ -177,6 +179,7 @@ int main(int argc, char **argv)
     db_init(conninfo);
     store_runs_register();
     store_write_register();
+    frames_register();
     cmp_register();
     verdict_register();
     cmp_on_divergence(fleet_notify); /* evidence, suspects and the group's alert */
@@ -200,6 +203,16 @@ int main(int argc, char **argv)
     }
     if (migrated < 0) {
         log_error("cannot prepare the database schema (hint: check --db and that PostgreSQL runs)");
+        goto out_pg;
+    }
+    int lz4 = frames_configure();
+    if (lz4 < 0)
+        log_warn("cannot read how record_frames stores frames; segments are cut uncompressed");
+    else
+        log_info("record frames %s", lz4 ? "compressed by PostgreSQL (lz4)" : "stored uncompressed (no lz4)");
+    if (store_convert_rows(conninfo) < 0) { /* records of the row layout, before migration 010 */
+        log_error("cannot convert the stored records to frames (hint: see the error above; lockstepd tries again "
+                  "at its next start and goes on where it stopped)");
         goto out_pg;
     }
     if (retention_ensure_partitions(err, sizeof(err)) < 0)

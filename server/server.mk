@@ -43,11 +43,18 @@ HARNESS_LIBS = $(call pc_libs,libcurl jansson) -lpthread
 
 # bench/ingest: N loopback clients posting binary batches to lockstepd.
 BENCH_INGEST := $(B)/bench/ingest/ingest
-EXTRA_CFLAGS_bench += $(call pc_cflags,libcurl jansson)
+EXTRA_CFLAGS_bench += $(call pc_cflags,libcurl jansson libpq)
 $(BENCH_INGEST): $(B)/bench/ingest/ingest.o $(HARNESS_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
-	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARNESS_LIBS) -lm
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARNESS_LIBS) $(call pc_libs,libpq) -lm
 ALL_TARGETS += $(BENCH_INGEST)
 BENCHES += $(BENCH_INGEST)
+
+# bench/fleet: one lockstepd under the streams of 10,000 simulated ranks (digest streaming) for two minutes.
+BENCH_FLEET := $(B)/bench/fleet/fleet
+$(BENCH_FLEET): $(B)/bench/fleet/fleet.o $(HARNESS_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARNESS_LIBS) $(call pc_libs,libpq) -lm
+ALL_TARGETS += $(BENCH_FLEET)
+BENCHES += $(BENCH_FLEET)
 
 # Integration tier: cmocka binaries against a private PostgreSQL and real lockstepd processes.
 IT_SRCS := $(wildcard tests/integration/test_*.c)

@@ -76,7 +76,7 @@ int spank_conf_parse(spank_conf *c, int ac, char **av, char *why, size_t cap)
         const char *eq = strchr(a, '=');
         if (!eq) {
             snprintf(why, cap, "plugstack argument '%s' has no value; write it as key=value "
-                               "(server, secret, agent, default, enforce, spool, timeout_ms, ignore)", a);
+                               "(server, secret, agent, default, enforce, spool, stream, timeout_ms, ignore)", a);
             rv = -1;
             continue;
         }
@@ -111,6 +111,8 @@ int spank_conf_parse(spank_conf *c, int ac, char **av, char *why, size_t cap)
                 continue;
             }
             snprintf(c->ignore, sizeof(c->ignore), "%s", v);
+        } else if (klen == 6 && !strncmp(a, "stream", 6)) {
+            bad = (strcmp(v, "records") && strcmp(v, "digests")) || set_str(c->stream, sizeof(c->stream), v);
         } else if (klen == 10 && !strncmp(a, "timeout_ms", 10)) {
             char *end;
             errno = 0;
@@ -120,14 +122,15 @@ int spank_conf_parse(spank_conf *c, int ac, char **av, char *why, size_t cap)
                 c->timeout_ms = (int)t;
         } else {
             snprintf(why, cap, "unknown plugstack argument '%s'; known: server=URL secret=FILE agent=PATH "
-                               "default=off|fp|det enforce=off|fp|det spool=DIR timeout_ms=N ignore=GLOB[,GLOB...]", a);
+                               "default=off|fp|det enforce=off|fp|det spool=DIR stream=records|digests timeout_ms=N "
+                               "ignore=GLOB[,GLOB...]", a);
             rv = -1;
             continue;
         }
         if (bad) {
             snprintf(why, cap, "invalid plugstack argument '%s'; server wants an http(s):// URL, secret, "
                                "agent and spool an absolute path, default and enforce off|fp|det, "
-                               "timeout_ms 1-60000", a);
+                               "stream records|digests, timeout_ms 1-60000", a);
             rv = -1;
         }
     }

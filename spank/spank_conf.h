@@ -12,12 +12,14 @@ typedef enum spank_mode { SPANK_MODE_OFF = 0, SPANK_MODE_FP = 1, SPANK_MODE_DET 
 #define SPANK_DEFAULT_AGENT "/usr/local/lib/liblockstep.so"
 #endif
 
-/* What plugstack.conf says: `server=URL secret=FILE agent=PATH default=MODE enforce=MODE spool=DIR ignore=GLOBS`. */
+/* What plugstack.conf says: `server=URL secret=FILE agent=PATH default=MODE enforce=MODE spool=DIR
+ * stream=records|digests timeout_ms=N ignore=GLOBS`. */
 typedef struct spank_conf {
     char server[512];       /* lockstepd base URL, "" when none */
     char secret[PATH_MAX];  /* site secret file, read by slurmstepd only, "" when none */
     char agent[PATH_MAX];   /* liblockstep.so appended to LD_PRELOAD */
     char spool[PATH_MAX];   /* agent spool root, "" for the agent's default */
+    char stream[16];        /* the site's LOCKSTEP_STREAM (records, digests) for jobs that set none; "" */
     spank_mode dflt;        /* mode of a job that asks for nothing */
     spank_mode enforce;     /* minimum mode the site imposes */
     int timeout_ms;         /* registration time limit (timeout_ms=) */

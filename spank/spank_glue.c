@@ -289,6 +289,8 @@ static void set_identity(const spank_glue_ops *ops, const spank_conf *c, const s
         setv(ops, "LOCKSTEP_SERVER", c->server, bad);
     if (c->spool[0])
         setv(ops, "LOCKSTEP_SPOOL_DIR", c->spool, bad);
+    if (c->stream[0] && ops->get(ops->ctx, "LOCKSTEP_STREAM", num, sizeof(num)) != 1)
+        setv(ops, "LOCKSTEP_STREAM", c->stream, bad); /* the site's choice, unless the job made its own */
     if (mode == SPANK_MODE_DET && ops->get(ops->ctx, "NCCL_GRAPH_DUMP_FILE", nodes, 1024) == 0) {
         /* NCCL writes the topology graph it chose here; the agent puts it in the manifest. */
         char path[PATH_MAX + 64];

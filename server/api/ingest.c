@@ -198,26 +198,50 @@ typedef struct store_job {
     srv_batch batch;
 } store_job;
 
-/* store_job_run - store the batch (one transaction; see store_batch), count it and queue its comparison.
- * The reply: 200 once committed or for a replay, 503 with an error object when the database failed. */
-static json_t *store_job_run(void *arg, int *status)
+/* store_reply - the reply to one batch once stored (or not): 200 once committed or for a replay, with the steps
+ * whose held-back records lockstepd wants (digest streaming); 503 with an error object when the database failed.
+ * Counts it and queues its comparison. */
+static json_t *store_reply(const store_job *j, int rc, const store_result *res, const srv_error *e, int *status)
 {
-    store_job *j = arg;
     const run_info *run = &j->run;
     const srv_batch *b = &j->batch;
-    int dup = 0;
-    double commit_s = 0;
-    srv_error e;
-    if (store_batch(run, b, &dup, &commit_s, &e) < 0) {
+    if (rc < 0) {
         *status = 503;
-        return http_error_json(e.error, e.detail, e.hint);
+        return http_error_json(e->error, e->detail, e->hint);
     }
-    metrics_batch(b->n, dup);
-    if (!dup && b->n)
-        cmp_notify(run->group, (int)b->rank, commit_s);
+    metrics_batch(b->n, res->duplicate);
+    if (!res->duplicate && (b->n || b->n_digests))
+        cmp_notify(run->group, (int)b->rank, res->commit_s);
     *status = 200;
-    return json_pack("{s:s, s:i, s:I, s:I, s:b}", "run_id", run->run_id, "rank", (int)b->rank, "batch_seq",
-                     (json_int_t)b->batch_seq, "stored", (json_int_t)(dup ? 0 : b->n), "duplicate", dup);
+    json_t *o = json_pack("{s:s, s:i, s:I, s:I, s:b}", "run_id", run->run_id, "rank", (int)b->rank, "batch_seq",
+                          (json_int_t)b->batch_seq, "stored", (json_int_t)(res->duplicate ? 0 : b->n), "duplicate",
+                          res->duplicate);
+    if (res->n_want > 0) { /* digest streaming: the records of these steps, please (docs/agent.md) */
+        json_t *want = json_array();
+        for (int i = 0; i < res->n_want; i++)
+            json_array_append_new(want, json_integer(res->want[i]));
+        json_object_set_new(o, "send_steps", want);
+    }
+    return o;
+}
+
+/* store_jobs_run - store the batches of `n` requests in one transaction (see store_batches), each replied to only
+ * after the commit. */
+static void store_jobs_run(void **args, size_t n, json_t **replies, int *statuses)
+{
+    const run_info *runs[DEFER_GROUP_MAX] = {0};
+    const srv_batch *batches[DEFER_GROUP_MAX] = {0};
+    store_result res[DEFER_GROUP_MAX];
+    srv_error e[DEFER_GROUP_MAX];
+    int rc[DEFER_GROUP_MAX];
+    for (size_t i = 0; i < n; i++) {
+        store_job *j = args[i];
+        runs[i] = &j->run;
+        batches[i] = &j->batch;
+    }
+    store_batches(runs, batches, n, res, rc, e);
+    for (size_t i = 0; i < n; i++)
+        replies[i] = store_reply(args[i], rc[i], &res[i], &e[i], &statuses[i]);
 }
 
 static void store_job_free(void *arg)
@@ -270,10 +294,12 @@ static enum MHD_Result ingest_records(http_req *req, char **args)
         res = http_reply_error(req, 400, "batch_seq out of range", "batch_seq must fit in 63 bits", "");
         goto out_free;
     }
-    if (http_defer(req, store_job_run, store_job_free, j) == 0)
+    if (http_defer_grouped(req, store_jobs_run, store_job_free, j) == 0)
         return MHD_YES; /* a database worker replies once the batch is committed */
     int status = 0;
-    json_t *reply = store_job_run(j, &status);
+    json_t *reply = NULL;
+    void *arg = j;
+    store_jobs_run(&arg, 1, &reply, &status);
     res = http_reply_json(req, status, reply);
 out_free:
     store_job_free(j);
@@ -303,14 +329,26 @@ static enum MHD_Result ingest_end(http_req *req, char **args)
         res = http_reply_srv_error(req, 503, &e);
         goto out_decref;
     }
-    /* Steps a rank's end completes, and records missing at the end, are found now. */
-    cmp_notify(run.group, rank, 0);
+    /* Steps a rank's end completes, and records missing at the end, are found now; this rank is compared at once,
+     * so that the reply can ask for held-back records of differing steps while the agent still has them in hand
+     * (digest streaming). */
+    if (run.group[0] && cmp_check(run.group, rank, 0) < 0)
+        cmp_notify(run.group, rank, 0);
     if (done) {
         log_info("run %s ended", run.run_id);
         for (int r = 0; r < run.ranks && r < 65536; r++)
             cmp_notify(run.group, r, 0);
     }
-    res = http_reply_json(req, 200, json_pack("{s:s, s:i, s:b}", "run_id", run.run_id, "rank", rank, "run_ended", done));
+    json_t *reply = json_pack("{s:s, s:i, s:b}", "run_id", run.run_id, "rank", rank, "run_ended", done);
+    int64_t want[STORE_WANT_MAX];
+    int n_want = store_wanted_steps(&run, rank, want, STORE_WANT_MAX, &e);
+    if (n_want > 0) {
+        json_t *a = json_array();
+        for (int i = 0; i < n_want; i++)
+            json_array_append_new(a, json_integer(want[i]));
+        json_object_set_new(reply, "send_steps", a);
+    }
+    res = http_reply_json(req, 200, reply);
 out_decref:
     json_decref(o);
     return res;

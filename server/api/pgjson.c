@@ -60,6 +60,21 @@ json_t *pg_hex_array(PGresult *r, int row, int col)
     return PQgetisnull(r, row, col) ? json_null() : pg_int_array(PQgetvalue(r, row, col), 1);
 }
 
+json_t *pg_site_json(const rec_site *st)
+{
+    if (!st->module_len && !st->function_len && !st->caller_len)
+        return json_null();
+    rec_site s = *st;
+    s.module = s.module ? s.module : "";
+    s.function = s.function ? s.function : "";
+    s.caller = s.caller ? s.caller : "";
+    char text[SITE_TEXT_MAX];
+    site_format(&s, text, sizeof(text));
+    return json_pack("{s:s%, s:I, s:s%, s:I, s:s%, s:s}", "module", s.module, (size_t)s.module_len, "offset",
+                     (json_int_t)s.offset, "function", s.function, (size_t)s.function_len, "function_offset",
+                     (json_int_t)s.function_offset, "caller", s.caller, (size_t)s.caller_len, "text", text);
+}
+
 json_t *pg_site(PGresult *r, int row, int col)
 {
     if (PQgetisnull(r, row, col) && PQgetisnull(r, row, col + 2) && PQgetisnull(r, row, col + 4))
@@ -95,17 +110,23 @@ void pg_ext_decode(PGresult *r, int row, int col, unsigned char *buf, rec_record
 
 void pg_record_extras(json_t *o, int flags, PGresult *r, int row, int col)
 {
-    if (flags & REC_STATE_MASK)
-        json_object_set_new(o, "state", json_string((flags & REC_STATE_SAVED) ? "saved" : "restored"));
     unsigned char buf[REC_EXT_MAX];
     rec_record rec;
     memset(&rec, 0, sizeof(rec));
+    rec.flags = (uint8_t)flags;
     pg_ext_decode(r, row, col, buf, &rec);
-    if (!rec.ext_len)
+    pg_rec_extras(o, &rec);
+}
+
+void pg_rec_extras(json_t *o, const rec_record *rec)
+{
+    if (rec->flags & REC_STATE_MASK)
+        json_object_set_new(o, "state", json_string((rec->flags & REC_STATE_SAVED) ? "saved" : "restored"));
+    if (!rec->ext_len)
         return;
     rec_ext x;
     char h[17];
-    rec_ext_of(&rec, &x);
+    rec_ext_of(rec, &x);
     if (x.chunk_bytes && x.chunk_bytes != FP_CHUNK_BYTES)
         json_object_set_new(o, "chunk_bytes", json_integer((json_int_t)x.chunk_bytes));
     if (x.has_shard) {

@@ -39,12 +39,19 @@ json_t *pg_hex_array(PGresult *r, int row, int col);
  * none. */
 json_t *pg_site(PGresult *r, int row, int col);
 
+/* pg_site_json - a decoded record's call site (rec_record.site, e.g. from its stored frame) as pg_site spells it,
+ * or null when it has none. */
+json_t *pg_site_json(const rec_site *st);
+
 /* pg_record_extras - add to record object `o` what `lockstep dump` spells
  * beyond the plain fields: "state" ("saved" or "restored") from `flags`, and
  * the extension fields of cell (row, col), a bytea read as encode(ext, 'hex')
  * or NULL: "chunk_bytes" (when not 1 MiB), "shard" {offset, total, acc},
  * "scales" {dtype, shape, nbytes, fp}. */
 void pg_record_extras(json_t *o, int flags, PGresult *r, int row, int col);
+
+/* pg_rec_extras - as pg_record_extras, from a decoded record (its flags and ext). */
+void pg_rec_extras(json_t *o, const rec_record *rec);
 
 /* pg_ext_decode - cell (row, col), a bytea as encode(ext, 'hex') or NULL,
  * into `buf` (REC_EXT_MAX bytes) as record `rec`'s ext/ext_len. */

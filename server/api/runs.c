@@ -12,6 +12,7 @@
 #include "server/api/pgjson.h"
 #include "server/api/run_ref.h"
 #include "server/compare/verdict.h"
+#include "server/api/recview.h"
 #include "server/core/metrics.h"
 #include "server/core/state.h"
 #include "server/core/xalloc.h"
@@ -19,7 +20,9 @@
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/db.h"
+#include "server/store/frames.h"
 #include "server/store/runs.h"
+#include "server/store/write.h"
 
 #define RUN_COLS                                                                                                \
     "run_id, job_id, step_id, coalesce(twin_group, ''), ranks, start_step, user_name, nodes, command, mode, " \
@@ -192,58 +195,55 @@ static enum MHD_Result read_run_records(http_req *req, char **args)
         return MHD_YES;
     if (step)
         to = from;
-    char key[32], rk[16], f[32], t[32], l[32], o_s[32], err[512];
-    snprintf(key, sizeof(key), "%" PRId64, run.key);
-    snprintf(rk, sizeof(rk), "%lld", rank);
-    snprintf(f, sizeof(f), "%lld", from);
-    snprintf(t, sizeof(t), "%lld", to);
-    snprintf(l, sizeof(l), "%lld", limit + 1); /* one more: is there a next page? */
-    snprintf(o_s, sizeof(o_s), "%lld", offset);
-    const char *p[] = {key, rk, f, t, l, o_s};
-    PGresult *r = db_exec("run_records", 6, p, err, sizeof(err));
-    if (!r)
-        return http_reply_db_down(req, err);
-    json_t *recs = json_array();
-    int n = PQntuples(r), more = n > limit;
-    for (int i = 0; i < n && i < limit; i++) {
-        unsigned dtype = (unsigned)atoi(PQgetvalue(r, i, 6));
-        json_t *o = json_pack("{s:i, s:I, s:I, s:s, s:i, s:s, s:s, s:i, s:I, s:I, s:o, s:o}", "rank",
-                              atoi(PQgetvalue(r, i, 0)), "seq", (json_int_t)strtoll(PQgetvalue(r, i, 1), NULL, 10),
-                              "step", (json_int_t)strtoll(PQgetvalue(r, i, 2), NULL, 10), "name",
-                              PQgetvalue(r, i, 3), "occurrence", atoi(PQgetvalue(r, i, 4)), "level",
-                              level_name((unsigned)atoi(PQgetvalue(r, i, 5))), "dtype", dtype_name(dtype), "flags",
-                              atoi(PQgetvalue(r, i, 7)), "t_ns", (json_int_t)strtoll(PQgetvalue(r, i, 8), NULL, 10),
-                              "nbytes", (json_int_t)strtoll(PQgetvalue(r, i, 9), NULL, 10), "fp",
-                              pg_hex64(r, i, 10), "shape", pg_int_array(PQgetvalue(r, i, 12), 0));
-        if (!PQgetisnull(r, i, 11)) {
-            uint64_t bits = (uint64_t)strtoll(PQgetvalue(r, i, 11), NULL, 10);
-            double d = dtype_value_to_double(dtype, bits);
-            json_object_set_new(o, "value", isfinite(d) ? json_real(d) : json_null());
-            json_object_set_new(o, "value_bits", pg_hex64(r, i, 11));
-        }
-        if (!PQgetisnull(r, i, 13))
-            json_object_set_new(o, "inputs", pg_hex_array(r, i, 13));
-        if (!PQgetisnull(r, i, 14))
-            json_object_set_new(o, "chunks", pg_hex_array(r, i, 14));
-        json_t *site = pg_site(r, i, 15);
-        if (json_is_null(site))
-            json_decref(site);
-        else
-            json_object_set_new(o, "site", site);
-        pg_record_extras(o, atoi(PQgetvalue(r, i, 7)), r, i, 20);
-        json_array_append_new(recs, o);
+    frame_set set = {0};
+    char err[512];
+    /* one more than the page: is there a next one? */
+    int rc = frames_read_range(run.key, (uint32_t)rank, from, to, offset, limit + 1, &set, err, sizeof(err));
+    if (rc < 0) {
+        frame_set_release(&set);
+        return rv_reply_read_error(req, rc, err);
     }
-    PQclear(r);
+    json_t *recs = json_array();
+    int more = (long long)set.n > limit;
+    for (size_t i = 0; i < set.n && (long long)i < limit; i++)
+        json_array_append_new(recs, rv_record(&set.recs[i]));
+    frame_set_release(&set);
     json_t *o = api_list(recs, -1, limit, more ? offset + limit : -1);
     json_object_set_new(o, "run_id", json_string(run.run_id));
     json_object_set_new(o, "rank", json_integer(rank));
     return http_reply_json(req, 200, o);
 }
 
+/* read_run_wanted - GET /api/v1/runs/{id}/wanted?rank=R: the steps of the rank whose held-back records lockstepd
+ * has asked for and not received (digest streaming; `lockstep replay --steps asked` reads it). The job's own
+ * token may read it, as may any reader. */
+static enum MHD_Result read_run_wanted(http_req *req, char **args)
+{
+    run_info run;
+    srv_error e;
+    if (api_run_find(req, args[0], &run, LIST_RUNS) < 0)
+        return MHD_YES;
+    if (!(g_srv.secret && http_token_is_job(req, run.job_id)) && http_auth_read(req) < 0)
+        return MHD_YES;
+    long long rank;
+    if (api_int_arg(req, "rank", 0, INT32_MAX, 0, &rank) < 0)
+        return MHD_YES;
+    int64_t want[1000];
+    int n = store_wanted_steps(&run, (int)rank, want, 1000, &e);
+    if (n < 0)
+        return http_reply_srv_error(req, 503, &e);
+    json_t *steps = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(steps, json_integer(want[i]));
+    return http_reply_json(req, 200, json_pack("{s:s, s:I, s:o}", "run_id", run.run_id, "rank", (json_int_t)rank,
+                                               "steps", steps));
+}
+
 static const route ROUTES[] = {
     {"GET", "/api/v1/runs", MR_READ, AUTH_SELF, read_runs},
     {"GET", "/api/v1/runs/{}", MR_READ, AUTH_READ, read_run},
     {"GET", "/api/v1/runs/{}/records", MR_READ, AUTH_READ, read_run_records},
+    {"GET", "/api/v1/runs/{}/wanted", MR_READ, AUTH_SELF, read_run_wanted},
 };
 
 void api_runs_register(void)
@@ -258,9 +258,5 @@ void api_runs_register(void)
                 "SELECT coalesce(p.rank, e.rank), p.min_step, p.max_step, p.max_seq, p.n_records, e.exit_code "
                 "FROM (SELECT * FROM rank_progress WHERE run_key = $1) p "
                 "FULL JOIN (SELECT * FROM rank_ends WHERE run_key = $1) e ON p.rank = e.rank ORDER BY 1");
-    db_register("run_records", "SELECT rank, seq, step, name, occ, level, dtype, flags, t_ns, nbytes, fp, value, "
-                               "shape::text, inputs::text, chunks::text, " SITE_COLS ", encode(ext, 'hex') "
-                               "FROM records WHERE run_key = $1 "
-                               "AND rank = $2 AND step BETWEEN $3 AND $4 ORDER BY step, seq LIMIT $5 OFFSET $6");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

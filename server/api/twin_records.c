@@ -12,24 +12,37 @@
 #include "server/api/group.h"
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
+#include "server/api/recview.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/db.h"
+#include "server/store/frames.h"
 
 /* One record of one run at the step and rank asked for. */
 typedef struct grec {
     int run;
     rec_record rec;
-    int row; /* its index in PGresult */
-    unsigned char ext[REC_EXT_MAX];
 } grec;
+
+/* name_cmp - the names' order (as strcmp orders them: bytewise, a prefix first). */
+static int name_cmp(const rec_record *a, const rec_record *b)
+{
+    size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
+    int c = memcmp(a->name, b->name, n);
+    return c ? c : (int)a->name_len - (int)b->name_len;
+}
+
+static int words_same(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
+{
+    return na == nb && (na == 0 || memcmp(a, b, na * sizeof(uint64_t)) == 0);
+}
 
 static int grec_by_key(const void *pa, const void *pb)
 {
     const grec *a = pa, *b = pb;
-    int c = strcmp(a->rec.name, b->rec.name);
+    int c = name_cmp(&a->rec, &b->rec);
     if (c)
         return c;
     if (a->rec.occurrence != b->rec.occurrence)
@@ -53,13 +66,13 @@ static int grow_by_seq(const void *pa, const void *pb)
         x = x ? x : a->cell[k];
         y = y ? y : b->cell[k];
     }
-    return strcmp(x->rec.name, y->rec.name);
+    return name_cmp(&x->rec, &y->rec);
 }
 
 #define STEP_MAX_ROWS 200000 /* records of one step and rank, all runs together, one request reads */
 
 /* row_json - one row: the key, per run its cell, and what the one rule (common/recmatch.h) says of them. */
-static json_t *row_json(const grow *w, int nruns, const group_runs *g, PGresult *r)
+static json_t *row_json(const grow *w, int nruns, const group_runs *g)
 {
     /* The reference: the first run of the content more than half of the runs hold, else the first present. */
     int ref = -1;
@@ -87,19 +100,18 @@ static json_t *row_json(const grow *w, int nruns, const group_runs *g, PGresult 
             missing = 1;
             continue;
         }
-        int i = c->row;
         rec_diff d = rec_compare(rr, &c->rec);
         if (d != REC_SAME) {
             differs = 1;
             if (worst == REC_SAME)
                 worst = d;
         }
-        json_t *o = json_pack("{s:I, s:o, s:I, s:b}", "seq", (json_int_t)c->rec.seq, "fp", pg_hex64(r, i, 8),
+        json_t *o = json_pack("{s:I, s:o, s:I, s:b}", "seq", (json_int_t)c->rec.seq, "fp", rv_hex64(c->rec.fp),
                               "nbytes", (json_int_t)c->rec.nbytes, "same", d == REC_SAME);
         if (c->rec.flags & REC_HAS_VALUE) {
             double v = dtype_value_to_double(c->rec.dtype, c->rec.value);
             json_object_set_new(o, "value", isfinite(v) ? json_real(v) : json_null());
-            json_object_set_new(o, "value_bits", pg_hex64(r, i, 9));
+            json_object_set_new(o, "value_bits", rv_hex64(c->rec.value));
             if (k != ref && (rr->flags & REC_HAS_VALUE) && c->rec.dtype == rr->dtype && c->rec.dtype != LS_BYTES) {
                 uint64_t u = dtype_ulp_distance(c->rec.dtype, rr->value, c->rec.value);
                 json_object_set_new(o, "ulp", u == UINT64_MAX ? json_null() : json_integer((json_int_t)u));
@@ -108,23 +120,24 @@ static json_t *row_json(const grow *w, int nruns, const group_runs *g, PGresult 
                 has_ulp |= u != UINT64_MAX;
             }
         }
-        if (!PQgetisnull(r, i, 11))
-            json_object_set_new(o, "inputs", pg_hex_array(r, i, 11));
-        if (!PQgetisnull(r, i, 12))
-            json_object_set_new(o, "chunks", pg_hex_array(r, i, 12));
-        pg_record_extras(o, c->rec.flags, r, i, 18);
-        all_inputs &= !PQgetisnull(r, i, 11);
-        if (all_inputs && strcmp(PQgetvalue(r, i, 11), PQgetvalue(r, w->cell[ref]->row, 11)))
+        const rec_record *x = &c->rec;
+        if (x->n_inputs)
+            json_object_set_new(o, "inputs", rv_hex_words(x->inputs, x->n_inputs));
+        if (x->n_chunks)
+            json_object_set_new(o, "chunks", rv_hex_words(x->chunks, x->n_chunks));
+        all_inputs &= x->n_inputs > 0;
+        if (all_inputs && !words_same(x->inputs, x->n_inputs, rr->inputs, rr->n_inputs))
             inputs_same = 0;
-        all_chunks &= !PQgetisnull(r, i, 12);
-        json_object_set_new(o, "site", pg_site(r, i, 13));
+        all_chunks &= x->n_chunks > 0;
+        pg_rec_extras(o, x);
+        json_object_set_new(o, "site", pg_site_json(&x->site));
         json_object_set_new(cells, PQgetvalue(g->res, k, 1), o);
     }
     const char *status = missing ? "missing" : differs ? "diverged" : "match";
     json_t *o = json_pack("{s:I, s:s#, s:i, s:s, s:s, s:o, s:s, s:s?, s:s, s:o, s:o}", "seq", (json_int_t)w->seq, "name",
                           rr->name, (int)rr->name_len, "occurrence", (int)rr->occurrence, "level",
                           level_name(rr->level), "dtype", dtype_name(rr->dtype), "shape",
-                          pg_int_array(PQgetvalue(r, w->cell[ref]->row, 10), 0), "status", status, "diff",
+                          rv_shape(rr), "status", status, "diff",
                           differs ? rec_diff_name(worst) : NULL, "reference", PQgetvalue(g->res, ref, 1), "cells", cells,
                           "ulp", has_ulp ? json_integer((json_int_t)max_ulp) : json_null());
     /* What the inputs and the 1 MiB chunk partials say: a record that differs while its inputs matched is
@@ -136,47 +149,37 @@ static json_t *row_json(const grow *w, int nruns, const group_runs *g, PGresult 
                                                                  : json_null());
     json_t *chunk = json_null();
     if (differs && present >= 2 && all_chunks) {
-        const char *ta = PQgetvalue(r, w->cell[ref]->row, 12);
-        int cap = (int)strlen(ta) / 2 + 1;
-        int64_t *a = xmalloc((size_t)cap * sizeof(int64_t)), *b = NULL;
-        int na = db_int_array_parse(ta, a, cap);
         for (int k = 0; k < nruns && json_is_null(chunk); k++) {
             if (!w->cell[k] || k == ref)
                 continue;
-            b = xrealloc(b, (size_t)cap * sizeof(int64_t));
-            int nb = db_int_array_parse(PQgetvalue(r, w->cell[k]->row, 12), b, cap);
-            for (int c = 0; c < na && c < nb; c++)
-                if (a[c] != b[c]) {
+            const rec_record *x = &w->cell[k]->rec;
+            for (uint32_t c = 0; c < rr->n_chunks && c < x->n_chunks; c++)
+                if (rr->chunks[c] != x->chunks[c]) {
                     chunk = json_integer(c);
                     break;
                 }
         }
-        free(a);
-        free(b);
     }
     json_object_set_new(o, "first_chunk", chunk);
-    json_object_set_new(o, "site", pg_site(r, w->cell[ref]->row, 13)); /* the reference run's */
+    json_object_set_new(o, "site", pg_site_json(&w->cell[ref]->rec.site)); /* the reference run's */
     return o;
 }
 
 enum MHD_Result api_records_side_by_side(http_req *req, group_runs *g, long long rank, long long step, long long limit,
                                          long long offset, json_t *extras)
 {
-    char keys[GROUP_KEYS_CAP], rk[24], st[32], lim[24], err[512];
-    group_keys(g, keys, sizeof(keys));
-    snprintf(rk, sizeof(rk), "%lld", rank);
-    snprintf(st, sizeof(st), "%lld", step);
-    snprintf(lim, sizeof(lim), "%d", STEP_MAX_ROWS + 1);
-    const char *p[] = {keys, rk, st, lim};
-    PGresult *r = db_exec("grp_records", 4, p, err, sizeof(err));
-    if (!r) {
+    frame_set set = {0};
+    char err[512];
+    int rc = frames_read_step(g->keys, g->n, (uint32_t)rank, step, &set, err, sizeof(err));
+    if (rc < 0) {
+        frame_set_release(&set);
         PQclear(g->res);
         json_decref(extras);
-        return http_reply_db_down(req, err);
+        return rv_reply_read_error(req, rc, err);
     }
-    int n = PQntuples(r);
+    int n = (int)set.n;
     if (n > STEP_MAX_ROWS) {
-        PQclear(r);
+        frame_set_release(&set);
         PQclear(g->res);
         json_decref(extras);
         return http_reply_error(req, 413, "too many records at this step",
@@ -184,29 +187,15 @@ enum MHD_Result api_records_side_by_side(http_req *req, group_runs *g, long long
                                 "read each run's records with GET /api/v1/runs/{id}/records?rank=&step=, paged");
     }
     grec *recs = xcalloc((size_t)n + 1, sizeof(*recs));
+    int kept = 0;
     for (int i = 0; i < n; i++) {
-        grec *c = &recs[i];
-        c->row = i;
-        c->run = group_run_index(g, strtoll(PQgetvalue(r, i, 0), NULL, 10));
-        rec_record *x = &c->rec;
-        x->seq = strtoull(PQgetvalue(r, i, 1), NULL, 10);
-        x->name = PQgetvalue(r, i, 2);
-        x->name_len = (uint16_t)PQgetlength(r, i, 2);
-        x->occurrence = (uint32_t)strtoul(PQgetvalue(r, i, 3), NULL, 10);
-        x->level = (uint8_t)atoi(PQgetvalue(r, i, 4));
-        x->dtype = (uint8_t)atoi(PQgetvalue(r, i, 5));
-        x->flags = (uint8_t)atoi(PQgetvalue(r, i, 6));
-        x->nbytes = strtoull(PQgetvalue(r, i, 7), NULL, 10);
-        x->fp = (uint64_t)strtoll(PQgetvalue(r, i, 8), NULL, 10);
-        if (!PQgetisnull(r, i, 9)) {
-            x->flags |= REC_HAS_VALUE;
-            x->value = (uint64_t)strtoll(PQgetvalue(r, i, 9), NULL, 10);
-        } else {
-            x->flags &= (uint8_t)~REC_HAS_VALUE;
-        }
-        x->ndim = (uint8_t)db_int_array_parse(PQgetvalue(r, i, 10), x->shape, LS_MAX_DIMS);
-        pg_ext_decode(r, i, 18, c->ext, x);
+        if (!rec_in_steps(&set.recs[i]))
+            continue; /* entries of state blocks are no step records (common/recmatch.h) */
+        recs[kept].run = group_run_index(g, set.run_key[i]);
+        recs[kept].rec = set.recs[i];
+        kept++;
     }
+    n = kept;
     qsort(recs, (size_t)n, sizeof(*recs), grec_by_key);
     grow *rows = xcalloc((size_t)n + 1, sizeof(*rows));
     size_t nrows = 0;
@@ -214,7 +203,7 @@ enum MHD_Result api_records_side_by_side(http_req *req, group_runs *g, long long
         grow *w = &rows[nrows++];
         w->seq = INT64_MAX;
         int j = i;
-        for (; j < n && !strcmp(recs[j].rec.name, recs[i].rec.name) &&
+        for (; j < n && !name_cmp(&recs[j].rec, &recs[i].rec) &&
                recs[j].rec.occurrence == recs[i].rec.occurrence;
              j++) {
             if (recs[j].run >= 0 && !w->cell[recs[j].run])
@@ -228,7 +217,7 @@ enum MHD_Result api_records_side_by_side(http_req *req, group_runs *g, long long
     json_t *items = json_array();
     int rows_left = (int)limit;
     for (size_t i = (size_t)offset; i < nrows && rows_left > 0; i++, rows_left--)
-        json_array_append_new(items, row_json(&rows[i], g->n, g, r));
+        json_array_append_new(items, row_json(&rows[i], g->n, g));
     json_t *ids = json_array();
     for (int i = 0; i < g->n; i++)
         json_array_append_new(ids, json_string(PQgetvalue(g->res, i, 1)));
@@ -242,7 +231,7 @@ enum MHD_Result api_records_side_by_side(http_req *req, group_runs *g, long long
     json_object_set_new(o, "runs", ids);
     free(rows);
     free(recs);
-    PQclear(r);
+    frame_set_release(&set);
     PQclear(g->res);
     return http_reply_json(req, 200, o);
 }
@@ -274,9 +263,5 @@ static const route ROUTES[] = {
 
 void api_twin_records_register(void)
 {
-    db_register("grp_records", "SELECT run_key, seq, name, occ, level, dtype, flags, nbytes, fp, value, shape::text, "
-                               "inputs::text, chunks::text, " SITE_COLS ", encode(ext, 'hex') FROM records "
-                               "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3 AND flags & 12 = 0 "
-                               "LIMIT $4");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

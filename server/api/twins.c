@@ -129,6 +129,19 @@ static enum MHD_Result read_twins(http_req *req, char **args)
                           "summary", json_object_get(v.mdiff, "summary"), "classification",
                           classification_of(c, PQntuples(c) ? 0 : -1), "restores", restores_json(rs), "logical",
                           logical);
+    /* Digest streaming: steps whose records agents hold back and lockstepd asked for, not received yet (an agent
+     * that ended keeps them in its spool: `lockstep replay --steps asked DIR` sends them). */
+    PGresult *w = db_exec("grp_awaiting", 1, p, err, sizeof(err));
+    if (w && PQntuples(w) > 0) {
+        json_t *aw = json_array();
+        for (int k = 0; k < PQntuples(w); k++)
+            json_array_append_new(aw, json_pack("{s:s, s:i, s:I, s:s}", "run_id", PQgetvalue(w, k, 0), "rank",
+                                                atoi(PQgetvalue(w, k, 1)), "step",
+                                                (json_int_t)strtoll(PQgetvalue(w, k, 2), NULL, 10), "requested_at",
+                                                PQgetvalue(w, k, 3)));
+        json_object_set_new(o, "awaiting_records", aw);
+    }
+    PQclear(w);
     PQclear(c);
     PQclear(rs);
     verdict_release(&v);
@@ -529,5 +542,8 @@ void api_twins_register(void)
      * 500-step x 64-rank window (see bench/api). */
     db_register("grp_steps", "SELECT run_key, rank, step, n, digest FROM step_digests "
                              "WHERE run_key = ANY($1::bigint[]) AND step BETWEEN $2 AND $3");
+    db_register("grp_awaiting", "SELECT r.run_id, q.rank, q.step, " TS("q.requested_at") " FROM record_requests q "
+                                "JOIN runs r USING (run_key) WHERE r.twin_group = $1 AND NOT q.answered "
+                                "ORDER BY q.step, q.rank, q.run_key LIMIT 100");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

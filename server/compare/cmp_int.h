@@ -1,4 +1,4 @@
-/* cmp_int.h - what the comparison's modules share (compare.c, restore.c, logical.c): the group's runs, records read
+/* cmp_int.h - what the comparison's modules share (compare.c, step.c, restore.c, logical.c): the group's runs, records read
  * back from PostgreSQL, and storing a divergence. Not used outside server/compare/. */
 #ifndef SERVER_COMPARE_CMP_INT_H
 #define SERVER_COMPARE_CMP_INT_H
@@ -10,11 +10,7 @@
 
 #include "server/compare/rule.h"
 #include "server/core/limits.h"
-
-/* The columns every record query of the comparison selects, in this order (cmp_rows_load reads them). */
-#define CMP_REC_COLS                                                                                                   \
-    "run_key, seq, name, occ, fp, value, dtype, shape::text, nbytes, flags, encode(ext, 'hex'), rank, step, "          \
-    "chunks::text, inputs::text, site_module, site_offset, site_function, site_function_offset, site_caller"
+#include "server/store/frames.h"
 
 /* A twin group's runs as one comparison sees them. */
 typedef struct cmp_group {
@@ -28,18 +24,17 @@ typedef struct cmp_group {
     char keyarr[GROUP_MAX_RUNS * 22 + 3]; /* "{k1,k2,...}" */
 } cmp_group;
 
-/* Records read back, as rule input: names, shapes, call sites and extension fields point into the result and `ext`;
- * chunk partials and input fingerprints into `words`. */
+/* Records read back from their frames (server/store/frames.h), as rule input: names, call sites, extension fields,
+ * chunk partials and input fingerprints point into `set`. */
 typedef struct cmp_rows {
     cmp_rec *recs;
     size_t n;
-    unsigned char *ext; /* the decoded extension bytes of every row */
-    int64_t *words;     /* the chunk partials and input fingerprints of every row */
+    frame_set set;
 } cmp_rows;
 
-/* cmp_rows_load - the rows of `res` (columns CMP_REC_COLS) as records of the runs of `g` (rec.rank and rec.step
- * set). `res` must outlive `out`. Free with cmp_rows_release. */
-void cmp_rows_load(PGresult *res, const cmp_group *g, cmp_rows *out);
+/* cmp_rows_from_set - the records of `set` that `keep` accepts (NULL: all) as records of the runs of `g`, in the
+ * set's order; the set moves into `out` (and is left empty). Free with cmp_rows_release. */
+void cmp_rows_from_set(frame_set *set, const cmp_group *g, int (*keep)(const rec_record *), cmp_rows *out);
 void cmp_rows_release(cmp_rows *rows);
 
 /* cmp_run_entry - what a run holds for a divergence (a new object, as stored in divergences.runs): its record's
@@ -64,5 +59,40 @@ int cmp_check_logical(const char *group, double commit_s);
 /* cmp_register_restores, cmp_register_logical - their prepared statements. */
 void cmp_register_restores(void);
 void cmp_register_logical(void);
+
+/* ---- step.c: one step of one rank compared record by record, for the comparison's threads (compare.c) ---- */
+
+/* A rank a look found a differing step on, waiting for any thread to compare its records. */
+typedef struct found_item {
+    struct found_item *next;
+    char group[256];
+    int rank, nruns;
+    int64_t keys[GROUP_MAX_RUNS];
+    char ids[GROUP_MAX_RUNS][40];
+    int64_t hi, upto, newest, step;
+    double commit_s;
+} found_item;
+
+/* cmp_step_register - the prepared statements of this module. */
+void cmp_step_register(void);
+
+/* cmp_step_on_divergence - whom to tell about a stored divergence (cmp_on_divergence). */
+void cmp_step_on_divergence(void (*fn)(const char *group));
+
+/* cmp_rank - compare rank `rank` of `group` (runs `keys`, their ids) from `first_step` on (the first step a look
+ * found differing) up to `upto`, and mark the rank compared up to `hi` (or to the step before one whose records
+ * agents hold back), unless a run newer than `newest` joined. Returns 1 when a divergence was stored or made
+ * earlier, 0 when none, -1 on a database error. */
+int cmp_rank(const char *group, int rank, int nruns, const int64_t *keys, char ids[][40], int64_t hi, int64_t upto,
+             int64_t newest, int64_t first_step, double commit_s);
+
+/* cmp_found_run - cmp_rank for a found item; on a database error the rank is queued again. */
+int cmp_found_run(const found_item *f);
+
+/* cmp_found_batch - the differing ranks `f` (n >= 2 of them, one look's: one group and one set of runs) compared
+ * together in two round trips: their steps' segments and digests, then every divergence and mark. Ranks that need
+ * more (an agent holds records back, or the step's records all match) are compared on their own after. The items
+ * stay the caller's. */
+void cmp_found_batch(found_item **f, size_t n);
 
 #endif /* SERVER_COMPARE_CMP_INT_H */

@@ -1,4 +1,4 @@
-/* compare.c - twin comparison as records arrive: per-step digests first, then the records of the first differing step. */
+/* compare.c - twin comparison as records arrive: the queue of groups and ranks batches touched, the threads that look at them (per-step digests first, in one round trip a group) and hand differing ranks to step.c. */
 #include "server/compare/compare.h"
 
 #include <inttypes.h>
@@ -10,9 +10,7 @@
 #include <unistd.h>
 
 #include "common/dtype.h"
-#include "common/recmatch.h"
 #include "server/compare/cmp_int.h"
-#include "server/compare/rule.h"
 #include "server/core/clock.h"
 #include "server/core/limits.h"
 #include "server/core/log.h"
@@ -20,55 +18,55 @@
 #include "server/core/worker.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
+#include "server/store/frames.h"
 
 #define SWEEP_S 5
-#define STEPS_PER_CHECK 256 /* differing digests whose records match (an older digest version): checked per call */
+#define CMP_THREADS 8       /* comparing is mostly waiting for PostgreSQL: eight at once (one look a group at a time;
+                               the differing ranks a look finds are shared out) */
+#define CMP_CHUNK 2000      /* ranks one first look takes */
+#define CMP_GAP_S 0.02      /* a group is looked at again at most this often: under load a look takes many ranks */
 
-typedef struct pending {
-    char group[256];
-    int rank;
-    double commit_s;
-} pending;
+/* A group with ranks to compare: the ranks batches touched since its last look, each once. */
+typedef struct pgroup {
+    char name[256];
+    double commit_s;  /* the earliest commit among them (a fallback: the latency is read from the database) */
+    int *ranks;
+    size_t n, cap;
+    unsigned char *bits; /* which ranks are in `ranks` */
+    size_t bits_cap;
+    int active;       /* threads comparing some of its ranks now */
+    double last;      /* when its last look started (monotonic seconds) */
+} pgroup;
 
 static void cmp_loop(worker *w);
 static worker thread = WORKER_INIT("comparison", cmp_loop);
-static pending *queue; /* under thread.lock */
-static size_t q_len, q_cap;
-static cmp_divergence_fn on_divergence;
+static pgroup **groups; /* under thread.lock: groups with ranks to compare or being compared, oldest first */
+static size_t n_groups, cap_groups;
 
+static found_item *found_head, *found_tail; /* under thread.lock */
 void cmp_on_divergence(cmp_divergence_fn fn)
 {
-    on_divergence = fn;
+    cmp_step_on_divergence(fn);
 }
 
 void cmp_register(void)
 {
+    cmp_step_register();
+    db_register("cmp_ranks", "SELECT r_rank, keys, ids, hi, upto, newest, step FROM lockstep_cmp_ranks($1, $2::int[], $3)");
+    /* Before a look (one round trip): whether the group's runs have different rank counts (compared on logical
+     * tensors instead), and which of the ranks looked at hold restored state blocks (record_frames kind 4, under
+     * the partial index record_frames_state: checked against the twins before their steps). */
+    db_register("cmp_prelook",
+                "SELECT (SELECT count(DISTINCT ranks) > 1 FROM runs WHERE twin_group = $1), "
+                "(SELECT coalesce(array_agg(DISTINCT f.rank), '{}') FROM runs r JOIN record_frames f "
+                "ON f.run_key = r.run_key AND f.rank = ANY($2::int[]) AND f.kind = 4 WHERE r.twin_group = $1)");
+    /* a restore check's view of the group on one rank (server/compare/restore.c) */
     db_register("cmp_runs",
                 "SELECT r.run_key, r.run_id, r.start_step, p.max_step, "
                 "(e.run_key IS NOT NULL OR r.status <> 'running') AS ended, r.ranks "
                 "FROM runs r LEFT JOIN rank_progress p ON p.run_key = r.run_key AND p.rank = $2 "
                 "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
                 "WHERE r.twin_group = $1 ORDER BY r.run_key");
-    db_register("cmp_checked", "SELECT checked_upto FROM group_checks WHERE twin_group = $1 AND rank = $2");
-    /* The mark is written only if no run joined the group after the runs this check compared
-     * ($4 = the newest run key seen): a joining run resets the group's checks, and a mark computed
-     * without it must not overwrite that reset, or its early steps would never be compared. */
-    db_register("cmp_mark", "INSERT INTO group_checks (twin_group, rank, checked_upto) SELECT $1, $2, $3 "
-                            "WHERE NOT EXISTS (SELECT 1 FROM runs WHERE twin_group = $1 AND run_key > $4::bigint) "
-                            "ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto");
-    db_register("cmp_steps", "SELECT step FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
-                             "AND step BETWEEN $3 AND $4 GROUP BY step HAVING count(*) < $5 "
-                             "OR min(digest) <> max(digest) OR min(n) <> max(n) ORDER BY step LIMIT 1");
-    db_register("cmp_recs", "SELECT " CMP_REC_COLS " FROM records WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
-                            "AND step = $3 AND flags & 12 = 0 ORDER BY run_key, seq"); /* state blocks: restore.c */
-    db_register("cmp_store",
-                "INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, runs, "
-                "committed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10)) "
-                "ON CONFLICT (twin_group, rank) DO UPDATE SET step = excluded.step, seq = excluded.seq, "
-                "name = excluded.name, occ = excluded.occ, kind = excluded.kind, odd_run_key = excluded.odd_run_key, "
-                "runs = excluded.runs, committed_at = excluded.committed_at, detected_at = clock_timestamp() "
-                "WHERE (excluded.step, excluded.seq) < (d.step, d.seq) OR ((excluded.step, excluded.seq) = "
-                "(d.step, d.seq) AND excluded.runs IS DISTINCT FROM d.runs) RETURNING 1");
     db_register("cmp_backlog",
                 "SELECT x.twin_group, x.rank FROM (SELECT r.twin_group, p.rank, max(r.start_step) AS lo, "
                 "min(p.max_step) AS hi, count(*) AS n FROM rank_progress p JOIN runs r USING (run_key) "
@@ -85,233 +83,64 @@ void cmp_register(void)
 
 void cmp_notify(const char *group, int rank, double commit_s)
 {
-    if (!group || !*group)
+    if (!group || !*group || rank < 0)
         return;
     worker_lock(&thread);
-    size_t i;
-    for (i = 0; i < q_len; i++)
-        if (queue[i].rank == rank && strcmp(queue[i].group, group) == 0)
-            break;
-    if (i < q_len) {
-        if (commit_s > 0 && (queue[i].commit_s == 0 || commit_s < queue[i].commit_s))
-            queue[i].commit_s = commit_s;
-    } else {
-        if (q_len == q_cap) {
-            q_cap = q_cap ? q_cap * 2 : 64;
-            queue = xrealloc(queue, q_cap * sizeof(*queue));
+    pgroup *g = NULL;
+    for (size_t i = 0; i < n_groups && !g; i++)
+        if (!strcmp(groups[i]->name, group))
+            g = groups[i];
+    if (!g) {
+        if (n_groups == cap_groups) {
+            cap_groups = cap_groups ? 2 * cap_groups : 16;
+            groups = xrealloc(groups, cap_groups * sizeof(*groups));
         }
-        snprintf(queue[q_len].group, sizeof(queue[q_len].group), "%s", group);
-        queue[q_len].rank = rank;
-        queue[q_len].commit_s = commit_s;
-        q_len++;
+        g = xcalloc(1, sizeof(*g));
+        snprintf(g->name, sizeof(g->name), "%s", group);
+        groups[n_groups++] = g;
+    }
+    if (commit_s > 0 && (g->commit_s == 0 || commit_s < g->commit_s))
+        g->commit_s = commit_s;
+    size_t byte = (size_t)rank / 8;
+    if (byte >= g->bits_cap) {
+        size_t cap = g->bits_cap ? g->bits_cap : 64;
+        while (cap <= byte)
+            cap *= 2;
+        g->bits = xrealloc(g->bits, cap);
+        memset(g->bits + g->bits_cap, 0, cap - g->bits_cap);
+        g->bits_cap = cap;
+    }
+    if (!(g->bits[byte] & (1u << (rank % 8)))) {
+        g->bits[byte] |= (unsigned char)(1u << (rank % 8));
+        if (g->n == g->cap) {
+            g->cap = g->cap ? 2 * g->cap : 16;
+            g->ranks = xrealloc(g->ranks, g->cap * sizeof(int));
+        }
+        g->ranks[g->n++] = rank;
     }
     worker_kick_locked(&thread);
     worker_unlock(&thread);
 }
 
-/* site_json - a record's call site as stored with a divergence (null: none). */
-static json_t *site_json(const rec_site *st)
+/* parse_ids - a text[] of run ids ("{a,b}") into `ids`; returns how many. */
+static int parse_ids(const char *s, char ids[][40], int cap)
 {
-    if (!st->module_len && !st->function_len && !st->caller_len)
-        return json_null();
-    return json_pack("{s:s%, s:I, s:s%, s:I, s:s%}", "module", st->module ? st->module : "", (size_t)st->module_len,
-                     "offset", (json_int_t)st->offset, "function", st->function ? st->function : "",
-                     (size_t)st->function_len, "function_offset", (json_int_t)st->function_offset, "caller",
-                     st->caller ? st->caller : "", (size_t)st->caller_len);
+    int n = 0;
+    if (*s == '{')
+        s++;
+    while (*s && *s != '}' && n < cap) {
+        size_t len = strcspn(s, ",}");
+        snprintf(ids[n++], 40, "%.*s", (int)(len < 39 ? len : 39), s);
+        s += len;
+        if (*s == ',')
+            s++;
+    }
+    return n;
 }
 
-/* inputs_json - a record's input fingerprints as 16-hex strings (null: none). */
-static json_t *inputs_json(const rec_record *r)
-{
-    if (!r->n_inputs)
-        return json_null();
-    json_t *a = json_array();
-    for (unsigned i = 0; i < r->n_inputs; i++) {
-        char h[17];
-        snprintf(h, sizeof(h), "%016" PRIx64, r->inputs[i]);
-        json_array_append_new(a, json_string(h));
-    }
-    return a;
-}
-
-json_t *cmp_run_entry(const char *run_id, const cmp_rec *c)
-{
-    if (!c)
-        return json_pack("{s:s, s:b, s:n, s:n, s:n}", "run_id", run_id, "present", 0, "seq", "fp", "value");
-    const rec_record *r = &c->rec;
-    char fp[17], vb[17];
-    snprintf(fp, sizeof(fp), "%016" PRIx64, r->fp);
-    json_t *o = json_pack("{s:s, s:b, s:I, s:s, s:s, s:I}", "run_id", run_id, "present", 1, "seq", (json_int_t)r->seq,
-                          "fp", fp, "dtype", dtype_name(r->dtype), "nbytes", (json_int_t)r->nbytes);
-    if (r->flags & REC_HAS_VALUE) {
-        double d = dtype_value_to_double(r->dtype, r->value);
-        snprintf(vb, sizeof(vb), "%016" PRIx64, r->value);
-        json_object_set_new(o, "value", isfinite(d) ? json_real(d) : json_null());
-        json_object_set_new(o, "value_bits", json_string(vb));
-    } else {
-        json_object_set_new(o, "value", json_null());
-    }
-    json_object_set_new(o, "inputs", inputs_json(r));
-    json_object_set_new(o, "site", site_json(&r->site));
-    rec_ext x;
-    rec_ext_of(r, &x);
-    if (x.has_scales) {
-        snprintf(fp, sizeof(fp), "%016" PRIx64, x.scales_fp);
-        json_object_set_new(o, "scales_fp", json_string(fp));
-    }
-    return o;
-}
-
-void cmp_rows_load(PGresult *res, const cmp_group *g, cmp_rows *out)
-{
-    int n = PQntuples(res);
-    size_t ext_bytes = 0, words = 0;
-    for (int i = 0; i < n; i++) {
-        ext_bytes += (size_t)PQgetlength(res, i, 10) / 2 + 1;
-        words += (size_t)PQgetlength(res, i, 13) / 2 + 1; /* at least "d," per value */
-        words += (size_t)PQgetlength(res, i, 14) / 2 + 1;
-    }
-    out->recs = xcalloc((size_t)n + 1, sizeof(*out->recs));
-    out->ext = xmalloc(ext_bytes + 1);
-    out->words = xmalloc((words + 1) * sizeof(int64_t));
-    out->n = (size_t)n;
-    size_t at = 0, wat = 0;
-    for (int i = 0; i < n; i++) {
-        cmp_rec *c = &out->recs[i];
-        c->row = i;
-        int64_t key = strtoll(PQgetvalue(res, i, 0), NULL, 10);
-        c->run = 0;
-        while (c->run < g->nruns && g->keys[c->run] != key)
-            c->run++;
-        rec_record *r = &c->rec;
-        r->seq = strtoull(PQgetvalue(res, i, 1), NULL, 10);
-        r->name = PQgetvalue(res, i, 2);
-        r->name_len = (uint16_t)PQgetlength(res, i, 2);
-        r->occurrence = (uint32_t)strtoul(PQgetvalue(res, i, 3), NULL, 10);
-        r->fp = (uint64_t)strtoll(PQgetvalue(res, i, 4), NULL, 10);
-        if (!PQgetisnull(res, i, 5)) {
-            r->flags |= REC_HAS_VALUE;
-            r->value = (uint64_t)strtoll(PQgetvalue(res, i, 5), NULL, 10);
-        }
-        r->dtype = (uint8_t)atoi(PQgetvalue(res, i, 6));
-        r->ndim = (uint8_t)db_int_array_parse(PQgetvalue(res, i, 7), r->shape, LS_MAX_DIMS);
-        r->nbytes = strtoull(PQgetvalue(res, i, 8), NULL, 10);
-        r->flags |= (uint8_t)(atoi(PQgetvalue(res, i, 9)) & REC_STATE_MASK);
-        if (!PQgetisnull(res, i, 10)) {
-            int len = db_hex_parse(PQgetvalue(res, i, 10), out->ext + at, ext_bytes - at);
-            if (len > 0) {
-                r->ext = out->ext + at;
-                r->ext_len = (uint16_t)len;
-                at += (size_t)len;
-            }
-        }
-        r->rank = (uint32_t)atoi(PQgetvalue(res, i, 11));
-        r->step = strtoll(PQgetvalue(res, i, 12), NULL, 10);
-        if (!PQgetisnull(res, i, 13)) {
-            int got = db_int_array_parse(PQgetvalue(res, i, 13), out->words + wat, (int)(words - wat));
-            r->chunks = (const uint64_t *)(out->words + wat);
-            r->n_chunks = (uint32_t)got;
-            wat += (size_t)got;
-        }
-        if (!PQgetisnull(res, i, 14)) { /* the input fingerprints: what the cause rule reads (common/cause.h) */
-            int cap = (int)(words - wat) < REC_MAX_INPUTS ? (int)(words - wat) : REC_MAX_INPUTS;
-            int got = db_int_array_parse(PQgetvalue(res, i, 14), out->words + wat, cap);
-            r->inputs = (const uint64_t *)(out->words + wat);
-            r->n_inputs = (uint16_t)got;
-            wat += (size_t)got;
-        }
-        rec_site *st = &r->site; /* its call site: strings borrowed from `res` */
-        if (!PQgetisnull(res, i, 15)) {
-            st->module = PQgetvalue(res, i, 15);
-            st->module_len = (uint16_t)PQgetlength(res, i, 15);
-        }
-        st->offset = (uint64_t)strtoll(PQgetvalue(res, i, 16), NULL, 10);
-        if (!PQgetisnull(res, i, 17)) {
-            st->function = PQgetvalue(res, i, 17);
-            st->function_len = (uint16_t)PQgetlength(res, i, 17);
-        }
-        st->function_offset = (uint64_t)strtoll(PQgetvalue(res, i, 18), NULL, 10);
-        if (!PQgetisnull(res, i, 19)) {
-            st->caller = PQgetvalue(res, i, 19);
-            st->caller_len = (uint16_t)PQgetlength(res, i, 19);
-        }
-    }
-}
-
-void cmp_rows_release(cmp_rows *rows)
-{
-    free(rows->recs);
-    free(rows->ext);
-    free(rows->words);
-    memset(rows, 0, sizeof(*rows));
-}
-
-int cmp_store_divergence(const char *group, int rank, int64_t step, int64_t seq, const char *name, size_t name_len,
-                         uint32_t occ, const char *kind, int64_t odd_key, json_t *runs, double commit_s)
-{
-    char rk[16], st[32], seq_s[32], occ_s[16], odd_s[32], commit[48], nm[LS_NAME_MAX + 1], err[512];
-    char *runs_text = json_dumps(runs, JSON_COMPACT);
-    json_decref(runs);
-    snprintf(rk, sizeof(rk), "%d", rank);
-    snprintf(st, sizeof(st), "%" PRId64, step);
-    snprintf(seq_s, sizeof(seq_s), "%" PRId64, seq);
-    snprintf(occ_s, sizeof(occ_s), "%u", occ);
-    snprintf(odd_s, sizeof(odd_s), "%" PRId64, odd_key);
-    snprintf(commit, sizeof(commit), "%.6f", commit_s > 0 ? commit_s : clock_wall_s());
-    snprintf(nm, sizeof(nm), "%.*s", (int)name_len, name);
-    const char *q[] = {group, rk, st, seq_s, nm, occ_s, kind, odd_key ? odd_s : NULL, runs_text, commit};
-    PGresult *s = db_exec("cmp_store", 10, q, err, sizeof(err));
-    free(runs_text);
-    if (!s)
-        return -1;
-    if (PQntuples(s) > 0) {
-        double lat = commit_s > 0 ? clock_wall_s() - commit_s : 0;
-        metrics_divergence(lat > 0 ? lat : 0);
-        log_info("divergence in group %s rank %d at step %" PRId64 " seq %" PRId64 " (%s, %s occurrence %u)", group,
-                 rank, step, seq, kind, nm, occ);
-        if (on_divergence)
-            on_divergence(group); /* evidence, suspects and the group's alert */
-    }
-    PQclear(s);
-    return 1;
-}
-
-/* find_divergence - apply the rule to the records of `step` on `rank` and store the divergence it finds.
- * Returns 1 stored (or an earlier one kept), 0 when the records match, -1 on a database error. */
-static int find_divergence(const char *group, int rank, int64_t step, const cmp_group *g, double commit_s)
-{
-    char rk[16], st[32], err[512];
-    snprintf(rk, sizeof(rk), "%d", rank);
-    snprintf(st, sizeof(st), "%" PRId64, step);
-    const char *p[] = {g->keyarr, rk, st};
-    PGresult *r = db_exec("cmp_recs", 3, p, err, sizeof(err));
-    if (!r)
-        return -1;
-    cmp_rows rows;
-    cmp_rows_load(r, g, &rows);
-    cmp_first f;
-    cmp_rule_first(rows.recs, rows.n, g->nruns, &f);
-    int rc = 0;
-    if (f.found) {
-        json_t *runs = json_array();
-        for (int k = 0; k < g->nruns; k++) {
-            json_t *e = cmp_run_entry(g->ids[k], f.by_run[k]);
-            if (f.majority >= 0)
-                json_object_set_new(e, "majority", json_boolean(f.agrees[k]));
-            json_array_append_new(runs, e);
-        }
-        const rec_record *any = NULL;
-        for (int k = 0; k < g->nruns && !any; k++)
-            any = f.by_run[k] ? &f.by_run[k]->rec : NULL;
-        rc = cmp_store_divergence(group, rank, step, f.seq, any->name, any->name_len, any->occurrence,
-                                  f.missing ? "missing" : "mismatch", f.odd >= 0 ? g->keys[f.odd] : 0, runs, commit_s);
-    }
-    cmp_rows_release(&rows);
-    PQclear(r);
-    return rc;
-}
-
-int cmp_check(const char *group, int rank, double commit_s)
+/* check_restores - the restore checks of `rank` of `group` (server/compare/restore.c). Returns 1 when a restore
+ * difference was stored, 0 when none, -1 on a database error. */
+static int check_restores(const char *group, int rank, double commit_s)
 {
     char rk[16], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
@@ -322,97 +151,170 @@ int cmp_check(const char *group, int rank, double commit_s)
     cmp_group G;
     memset(&G, 0, sizeof(G));
     cmp_group *g = &G;
-    int64_t lo = INT64_MIN, hi = INT64_MAX, newest = 0;
-    int with_records = 0, waiting = 0, layouts = 0;
     for (int i = 0; i < PQntuples(r) && g->nruns < GROUP_MAX_RUNS; i++) {
-        int k = g->nruns;
-        int ended = PQgetvalue(r, i, 4)[0] == 't';
-        int empty = PQgetisnull(r, i, 3);
-        if (empty && !ended)
-            waiting = 1; /* a twin has not reached this rank yet */
+        int k = g->nruns++;
         g->keys[k] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        if (g->keys[k] > newest)
-            newest = g->keys[k];
         snprintf(g->ids[k], sizeof(g->ids[k]), "%s", PQgetvalue(r, i, 1));
         g->start[k] = strtoll(PQgetvalue(r, i, 2), NULL, 10);
-        g->max_step[k] = empty ? INT64_MIN : strtoll(PQgetvalue(r, i, 3), NULL, 10);
-        g->ended[k] = ended;
+        g->max_step[k] = PQgetisnull(r, i, 3) ? INT64_MIN : strtoll(PQgetvalue(r, i, 3), NULL, 10);
+        g->ended[k] = PQgetvalue(r, i, 4)[0] == 't';
         g->ranks[k] = atoi(PQgetvalue(r, i, 5));
-        layouts |= k > 0 && g->ranks[k] != g->ranks[0];
-        if (g->start[k] > lo)
-            lo = g->start[k];
-        if (!empty) {
-            /* an ended run without records on this rank bounds nothing: all of it is missing */
-            int64_t complete = ended ? g->max_step[k] : g->max_step[k] - 1;
-            if (complete < hi)
-                hi = complete;
-            with_records++;
-        }
-        g->nruns++;
     }
     PQclear(r);
-    if (layouts) /* runs of different rank counts: their ranks hold different pieces; compare logical tensors */
-        return g->nruns < 2 ? 0 : cmp_check_logical(group, commit_s);
     size_t len = 0;
     g->keyarr[len++] = '{';
     for (int k = 0; k < g->nruns; k++)
         len += (size_t)snprintf(g->keyarr + len, sizeof(g->keyarr) - len, "%s%" PRId64, k ? "," : "", g->keys[k]);
     snprintf(g->keyarr + len, sizeof(g->keyarr) - len, "}");
-    int restored = g->nruns >= 2 ? cmp_check_restores(group, rank, g, commit_s) : 0;
-    if (restored < 0)
-        return -1;
-    if (waiting || g->nruns < 2 || with_records < 1 || lo > hi)
-        return restored;
+    return g->nruns >= 2 ? cmp_check_restores(group, rank, g, commit_s) : 0;
+}
 
-    r = db_exec("cmp_checked", 2, p, err, sizeof(err));
+/* prelook - before the digests' look at ranks `ranks` of `group`: a group of runs with different rank counts is
+ * compared on its logical tensors instead (returns 2 after doing so, or -1); restored state blocks on these ranks
+ * are checked (a restore difference is stored before any later step's). Returns 1 when something was stored, 0
+ * when not, -1 on a database error. */
+static int prelook(const char *group, const int *ranks, size_t n, double commit_s)
+{
+    char err[512];
+    char *arr = xmalloc(n * 12 + 3);
+    size_t len = 0;
+    arr[len++] = '{';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)sprintf(arr + len, "%s%d", i ? "," : "", ranks[i]);
+    arr[len++] = '}';
+    arr[len] = 0;
+    const char *p[] = {group, arr};
+    PGresult *r = db_exec("cmp_prelook", 2, p, err, sizeof(err));
+    free(arr);
     if (!r)
         return -1;
-    int64_t from = lo;
-    if (PQntuples(r) == 1) {
-        int64_t done = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        if (done >= from)
-            from = done + 1;
-    }
+    int layouts = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
+    int64_t restored[CMP_CHUNK];
+    int nr = PQntuples(r) == 1 ? db_int_array_parse(PQgetvalue(r, 0, 1), restored, CMP_CHUNK) : 0;
     PQclear(r);
-    if (from > hi)
-        return restored;
-
-    char from_s[32], hi_s[32], n_s[16];
-    snprintf(from_s, sizeof(from_s), "%" PRId64, from);
-    snprintf(hi_s, sizeof(hi_s), "%" PRId64, hi);
-    snprintf(n_s, sizeof(n_s), "%d", g->nruns);
-    /* The first step whose digests differ; when its records all match (digests written by an older
-     * digest version), the next one: a step is only ever passed once its records were compared. */
-    int rc = 0;
-    for (int tries = 0; rc == 0 && tries < STEPS_PER_CHECK; tries++) {
-        const char *q[] = {g->keyarr, rk, from_s, hi_s, n_s};
-        r = db_exec("cmp_steps", 5, q, err, sizeof(err));
-        if (!r)
+    if (layouts) /* runs of different rank counts: their ranks hold different pieces; compare logical tensors */
+        return cmp_check_logical(group, commit_s) < 0 ? -1 : 2;
+    int any = 0;
+    for (int i = 0; i < nr; i++) {
+        int got = check_restores(group, (int)restored[i], commit_s);
+        if (got < 0)
             return -1;
-        if (PQntuples(r) != 1) {
-            PQclear(r);
-            break;
-        }
-        int64_t step = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        PQclear(r);
-        rc = find_divergence(group, rank, step, g, commit_s);
-        if (rc == 0 && tries == STEPS_PER_CHECK - 1) {
-            /* much to compare record by record: mark this far and come back */
-            snprintf(hi_s, sizeof(hi_s), "%" PRId64, step);
-            cmp_notify(group, rank, commit_s);
-        }
-        snprintf(from_s, sizeof(from_s), "%" PRId64, step + 1);
+        any |= got > 0;
     }
-    if (rc < 0)
-        return -1;
-    char newest_s[32];
-    snprintf(newest_s, sizeof(newest_s), "%" PRId64, newest);
-    const char *m[] = {group, rk, hi_s, newest_s};
-    r = db_exec("cmp_mark", 4, m, err, sizeof(err));
-    if (!r)
-        return -1;
-    PQclear(r);
-    return rc > 0 || restored > 0;
+    return any;
+}
+
+/* look_group - the first look at `n` ranks of `group` in one round trip a chunk; then each rank with a differing
+ * step compared on its own: here when `share` is 0, else handed to the comparison threads (a burst of them is
+ * compared side by side). Returns 1 when some divergence was stored here, 0 when none, -1 on a database error
+ * (the ranks not compared are queued again). */
+static int look_group(const char *group, const int *ranks, size_t n, double commit_s, int share, found_item ***out,
+                     size_t *n_out)
+{
+    int any = 0;
+    found_item **many = NULL; /* share: the differing ranks of this look, for the caller */
+    size_t n_many = 0;
+    char mr[16], err[512];
+    snprintf(mr, sizeof(mr), "%d", GROUP_MAX_RUNS);
+    for (size_t c = 0; c < n; c += CMP_CHUNK) {
+        int pre = prelook(group, ranks + c, n - c < CMP_CHUNK ? n - c : CMP_CHUNK, commit_s);
+        if (pre < 0) {
+            for (size_t i = c; i < n; i++)
+                cmp_notify(group, ranks[i], commit_s); /* try again shortly */
+            return -1;
+        }
+        if (pre == 2) {
+            if (share) {
+                *out = NULL;
+                *n_out = 0;
+            }
+            return 0; /* compared on logical tensors: nothing per rank */
+        }
+        any |= pre;
+    }
+    for (size_t c = 0; c < n; c += CMP_CHUNK) {
+        size_t m = n - c < CMP_CHUNK ? n - c : CMP_CHUNK;
+        char *arr = xmalloc(m * 12 + 3);
+        size_t len = 0;
+        arr[len++] = '{';
+        for (size_t i = 0; i < m; i++)
+            len += (size_t)sprintf(arr + len, "%s%d", i ? "," : "", ranks[c + i]);
+        arr[len++] = '}';
+        arr[len] = 0;
+        const char *p[] = {group, arr, mr};
+        PGresult *r = db_exec("cmp_ranks", 3, p, err, sizeof(err));
+        free(arr);
+        if (!r) {
+            for (size_t i = c; i < n; i++)
+                cmp_notify(group, ranks[i], commit_s); /* try again shortly */
+            for (size_t i = 0; i < n_many; i++)
+                cmp_notify(group, many[i]->rank, commit_s), free(many[i]);
+            free(many);
+            return -1;
+        }
+        for (int i = 0; i < PQntuples(r); i++) {
+            int rank = atoi(PQgetvalue(r, i, 0));
+            int64_t keys[GROUP_MAX_RUNS];
+            char ids[GROUP_MAX_RUNS][40];
+            int nruns = db_int_array_parse(PQgetvalue(r, i, 1), keys, GROUP_MAX_RUNS);
+            if (parse_ids(PQgetvalue(r, i, 2), ids, GROUP_MAX_RUNS) != nruns) {
+                log_warn("comparing group %s rank %d: the runs' ids do not parse", group, rank);
+                continue;
+            }
+            found_item *f = xcalloc(1, sizeof(*f));
+            snprintf(f->group, sizeof(f->group), "%s", group);
+            f->rank = rank;
+            f->nruns = nruns;
+            memcpy(f->keys, keys, sizeof(keys));
+            memcpy(f->ids, ids, sizeof(ids));
+            f->hi = strtoll(PQgetvalue(r, i, 3), NULL, 10);
+            f->upto = strtoll(PQgetvalue(r, i, 4), NULL, 10);
+            f->newest = strtoll(PQgetvalue(r, i, 5), NULL, 10);
+            f->step = strtoll(PQgetvalue(r, i, 6), NULL, 10);
+            f->commit_s = commit_s;
+            if (share) {
+                many = xrealloc(many, (n_many + 1) * sizeof(*many));
+                many[n_many++] = f;
+                continue;
+            }
+            int got = cmp_found_run(f);
+            free(f);
+            if (got > 0)
+                any = 1;
+        }
+        PQclear(r);
+    }
+    if (share) {
+        *out = many;
+        *n_out = n_many;
+    }
+    return any;
+}
+
+/* found_share - what a look found, once its group is free for the next look: one rank to any thread, a burst
+ * compared together here (two round trips). Frees the items. */
+static void found_share(found_item **many, size_t n)
+{
+    if (n == 1) {
+        worker_lock(&thread);
+        if (found_tail)
+            found_tail->next = many[0];
+        else
+            found_head = many[0];
+        found_tail = many[0];
+        worker_kick_locked(&thread);
+        worker_unlock(&thread);
+    } else if (n > 1) {
+        cmp_found_batch(many, n);
+        for (size_t i = 0; i < n; i++)
+            free(many[i]);
+    }
+    free(many);
+}
+
+int cmp_check(const char *group, int rank, double commit_s)
+{
+    return look_group(group, &rank, 1, commit_s, 0, NULL, NULL);
 }
 
 /* sweep - queue the groups with recent activity; at start (`backlog`), every
@@ -431,44 +333,156 @@ static void sweep(int backlog)
     PQclear(r);
 }
 
+static double next_sweep; /* under thread.lock */
+
+/* take_locked - the ranks of the oldest group with ranks to compare that no thread looks at now, in a new array
+ * the caller frees (*n of them), with the group's commit; NULL when none may be taken now (a group is looked at
+ * again at most every CMP_GAP_S, so that under load one look takes many ranks). */
+static pgroup *take_locked(int **ranks, size_t *n, double *commit_s)
+{
+    double now = clock_mono_s();
+    for (size_t i = 0; i < n_groups; i++) {
+        pgroup *g = groups[i];
+        if (!g->n || g->active || now - g->last < CMP_GAP_S)
+            continue;
+        g->last = now;
+        *ranks = g->ranks;
+        *n = g->n;
+        *commit_s = g->commit_s;
+        g->ranks = NULL;
+        g->n = g->cap = 0;
+        g->commit_s = 0;
+        memset(g->bits, 0, g->bits_cap);
+        g->active = 1;
+        return g;
+    }
+    return NULL;
+}
+
+/* runnable_locked - 0 when nothing waits; else how long until something may be done (a tiny positive time when
+ * it may now: a found rank, or a group whose gap has passed). */
+static double runnable_locked(void)
+{
+    if (found_head)
+        return 1e-9;
+    double now = clock_mono_s(), wait = 0;
+    for (size_t i = 0; i < n_groups; i++) {
+        const pgroup *g = groups[i];
+        if (!g->n || g->active)
+            continue;
+        double w = g->last + CMP_GAP_S - now;
+        if (w <= 0)
+            return 1e-9;
+        if (wait == 0 || w < wait)
+            wait = w;
+    }
+    return wait;
+}
+
+/* release_locked - a thread is done with `g`: forgotten when nothing came for it meanwhile. */
+static void release_locked(pgroup *g)
+{
+    g->active = 0;
+    if (g->n)
+        return;
+    for (size_t i = 0; i < n_groups; i++)
+        if (groups[i] == g) {
+            memmove(groups + i, groups + i + 1, (n_groups - i - 1) * sizeof(*groups));
+            n_groups--;
+            break;
+        }
+    free(g->ranks);
+    free(g->bits);
+    free(g);
+}
+
 static void cmp_loop(worker *w)
 {
-    double next = clock_mono_s() + SWEEP_S;
-    sweep(1);
+    worker_lock(w);
+    int first = next_sweep == 0;
+    if (first)
+        next_sweep = clock_mono_s() + SWEEP_S;
+    worker_unlock(w);
+    if (first)
+        sweep(1);
     for (;;) {
         worker_lock(w);
-        while (!q_len && !w->stopping && clock_mono_s() < next)
-            worker_wait_locked(w, next - clock_mono_s());
-        pending *work = queue;
-        size_t n = q_len;
-        queue = NULL;
-        q_len = q_cap = 0;
-        worker_unlock(w);
-        int failed = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (cmp_check(work[i].group, work[i].rank, work[i].commit_s) < 0 && !worker_stopping(w)) {
-                cmp_notify(work[i].group, work[i].rank, work[i].commit_s); /* try again shortly */
-                failed = 1;
-            }
+        for (;;) {
+            double until = runnable_locked(), left = next_sweep - clock_mono_s();
+            if (w->stopping || left <= 0 || (until > 0 && until <= 1e-9))
+                break;
+            worker_wait_locked(w, until > 0 && until < left ? until : left);
         }
-        free(work);
+        found_item *f = found_head;
+        if (f) { /* a differing rank first: its divergence waits on it */
+            found_head = f->next;
+            if (!found_head)
+                found_tail = NULL;
+            if (found_head)
+                worker_kick_locked(w);
+            worker_unlock(w);
+            if (!worker_stopping(w))
+                cmp_found_run(f);
+            free(f);
+            continue;
+        }
+        int *ranks = NULL;
+        size_t n = 0;
+        double commit_s = 0;
+        pgroup *g = take_locked(&ranks, &n, &commit_s);
+        char name[256] = "";
+        if (g)
+            snprintf(name, sizeof(name), "%s", g->name);
+        if (g && runnable_locked() > 0)
+            worker_kick_locked(w); /* the rest of this group, or another group, for the other thread */
+        int do_sweep = clock_mono_s() >= next_sweep;
+        if (do_sweep)
+            next_sweep = clock_mono_s() + SWEEP_S;
+        worker_unlock(w);
+        found_item **many = NULL;
+        size_t n_many = 0;
+        int failed = g && !worker_stopping(w) && look_group(name, ranks, n, commit_s, 1, &many, &n_many) < 0;
+        free(ranks);
+        worker_lock(w);
+        if (g)
+            release_locked(g); /* the next look may start while this thread compares what this one found */
+        if (runnable_locked() > 0)
+            worker_kick_locked(w);
+        worker_unlock(w);
+        if (n_many)
+            found_share(many, n_many);
+        else
+            free(many);
         if (worker_stopping(w))
             return;
         if (failed)
             usleep(200000);
-        if (clock_mono_s() >= next) {
+        if (do_sweep)
             sweep(0);
-            next = clock_mono_s() + SWEEP_S;
-        }
     }
 }
 
 int cmp_start(void)
 {
-    return worker_start(&thread, 1);
+    return worker_start(&thread, CMP_THREADS);
 }
 
 void cmp_stop(void)
 {
     worker_stop(&thread);
+    /* no thread is left: what was still waiting is compared again at the next start (cmp_backlog) */
+    while (found_head) {
+        found_item *f = found_head;
+        found_head = f->next;
+        free(f);
+    }
+    found_tail = NULL;
+    for (size_t i = 0; i < n_groups; i++) {
+        free(groups[i]->ranks);
+        free(groups[i]->bits);
+        free(groups[i]);
+    }
+    free(groups);
+    groups = NULL;
+    n_groups = cap_groups = 0;
 }

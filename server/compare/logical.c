@@ -15,6 +15,13 @@
 #include "server/core/log.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
+#include "server/store/frames.h"
+
+/* has_ext - a record that may be a shard: extension fields, no state block's entry. */
+static int has_ext(const rec_record *r)
+{
+    return r->ext_len && rec_in_steps(r);
+}
 
 #define LOGICAL_RANK (-1) /* the rank logical divergences and checks are stored under */
 #define LOGICAL_STEPS 64  /* steps compared per call; more are left to the next (cmp_notify) */
@@ -30,10 +37,11 @@ void cmp_register_logical(void)
                 "GROUP BY r.run_key ORDER BY r.run_key");
     db_register("cmp_lg_ranks", "SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r USING (run_key) "
                                 "WHERE r.twin_group = $1");
-    /* only records with extension fields can be shards: the rank-local rest is never read */
-    db_register("cmp_lg_recs", "SELECT " CMP_REC_COLS " FROM records WHERE run_key = ANY($1::bigint[]) "
-                               "AND step BETWEEN $2 AND $3 AND flags & 12 = 0 AND ext IS NOT NULL "
-                               "ORDER BY step, run_key, rank, seq");
+    /* only records with extension fields can be shards: their own segments (kind 3, and series points, kind 1,
+     * that carry some); the rank-local rest is never read */
+    db_register("cmp_lg_recs", "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
+                               "AND kind IN (1, 3) AND step BETWEEN $2 AND $3 ORDER BY step, run_key, rank, seq_lo");
+    db_register("cmp_checked", "SELECT checked_upto FROM group_checks WHERE twin_group = $1 AND rank = $2");
 }
 
 /* holders - the ranks of `t` that hold 1 MiB chunk `c`, as a JSON array. */
@@ -208,11 +216,17 @@ int cmp_check_logical(const char *group, double commit_s)
     snprintf(from_s, sizeof(from_s), "%" PRId64, from);
     snprintf(to_s, sizeof(to_s), "%" PRId64, to);
     const char *pq[] = {g->keyarr, from_s, to_s};
-    r = db_exec("cmp_lg_recs", 3, pq, err, sizeof(err));
+    r = db_exec_bin("cmp_lg_recs", 3, pq, err, sizeof(err));
     if (!r)
         return -1;
+    frame_set set = {0};
+    if (frames_rows(&set, r, 0, 1, 2, 3, has_ext, err, sizeof(err)) < 0) {
+        log_warn("logical comparison of group %s: %s", group, err);
+        frame_set_release(&set);
+        return -1;
+    }
     cmp_rows rows;
-    cmp_rows_load(r, g, &rows);
+    cmp_rows_from_set(&set, g, NULL, &rows);
     int rc = 0;
     int64_t checked = to;
     for (size_t i = 0; i < rows.n && rc == 0;) {
@@ -223,7 +237,6 @@ int cmp_check_logical(const char *group, double commit_s)
         i = j;
     }
     cmp_rows_release(&rows);
-    PQclear(r);
     if (rc < 0)
         return -1;
     if (to < hi)

@@ -11,16 +11,25 @@
 #include "server/core/log.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
+#include "server/store/frames.h"
+
+static int is_state(const rec_record *r)
+{
+    return !rec_in_steps(r);
+}
+
+static int in_steps(const rec_record *r)
+{
+    return rec_in_steps(r);
+}
 
 void cmp_register_restores(void)
 {
-    /* the partial index records_state (sql/008) answers this without a scan */
-    db_register("cmp_state", "SELECT " CMP_REC_COLS " FROM records WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
-                             "AND flags & 12 <> 0 ORDER BY run_key, seq");
+    /* the state entries' own segments (kinds 2 and 4), under the partial index record_frames_state */
+    db_register("cmp_state", "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
+                             "AND rank = $2 AND kind IN (2, 4) ORDER BY run_key, seq_lo");
     db_register("cmp_rs_done",
                 "SELECT run_key, step, ref_run_key FROM restore_checks WHERE twin_group = $1 AND rank = $2");
-    db_register("cmp_rs_recs", "SELECT " CMP_REC_COLS " FROM records WHERE run_key = $1 AND rank = $2 AND step = $3 "
-                               "AND flags & 12 = 0 ORDER BY seq");
     db_register("cmp_rs_store",
                 "INSERT INTO restore_checks (twin_group, run_key, rank, step, ref_run_key, reference, status, entry, "
                 "occ, diff, compared, unverified, detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
@@ -138,11 +147,17 @@ int cmp_check_restores(const char *group, int rank, const cmp_group *g, double c
     char rk[16], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
     const char *p[] = {g->keyarr, rk};
-    PGresult *sr = db_exec("cmp_state", 2, p, err, sizeof(err));
+    PGresult *sr = db_exec_bin("cmp_state", 2, p, err, sizeof(err));
     if (!sr)
         return -1;
+    frame_set set = {0};
     cmp_rows rows;
-    cmp_rows_load(sr, g, &rows);
+    if (frames_rows(&set, sr, 0, 1, 2, 3, is_state, err, sizeof(err)) < 0) {
+        log_warn("restore check of group %s rank %d: %s", group, rank, err);
+        frame_set_release(&set);
+        return -1;
+    }
+    cmp_rows_from_set(&set, g, NULL, &rows);
     int any = 0;
     for (size_t i = 0; i < rows.n && !any; i++)
         any = (rows.recs[i].rec.flags & REC_STATE_RESTORED) != 0;
@@ -193,17 +208,14 @@ int cmp_check_restores(const char *group, int rank, const cmp_group *g, double c
             }
             if (!complete(g, b, k))
                 continue; /* it may yet save, or record the step */
-            char ks[32], st[32];
-            snprintf(ks, sizeof(ks), "%" PRId64, g->keys[b]);
-            snprintf(st, sizeof(st), "%" PRId64, k);
-            const char *pr[] = {ks, rk, st};
-            PGresult *tr = db_exec("cmp_rs_recs", 3, pr, err, sizeof(err));
-            if (!tr) {
+            frame_set tset = {0};
+            if (frames_read_step(&g->keys[b], 1, (uint32_t)rank, k, &tset, err, sizeof(err)) < 0) {
+                frame_set_release(&tset);
                 rc = -1;
                 break;
             }
             cmp_rows trows;
-            cmp_rows_load(tr, g, &trows);
+            cmp_rows_from_set(&tset, g, in_steps, &trows);
             const rec_record **tref = xcalloc(trows.n + 1, sizeof(*tref));
             for (size_t t = 0; t < trows.n; t++)
                 tref[t] = &trows.recs[t].rec;
@@ -213,7 +225,6 @@ int cmp_check_restores(const char *group, int rank, const cmp_group *g, double c
             rc = got < 0 ? -1 : rc | got;
             free(tref);
             cmp_rows_release(&trows);
-            PQclear(tr);
         }
     }
 out_free:
@@ -222,7 +233,6 @@ out_free:
     free(done);
     PQclear(dr);
     cmp_rows_release(&rows);
-    PQclear(sr);
     if (rc < 0)
         log_warn("restore check of group %s rank %d: %s", group, rank, err);
     return rc;

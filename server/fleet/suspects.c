@@ -16,6 +16,7 @@
 #include "server/fleet/evidence.h"
 #include "server/fleet/group.h"
 #include "server/fleet/rescore.h"
+#include "server/store/frames.h"
 #include "server/store/sql.h"
 
 #define MAX_ORIGIN 16

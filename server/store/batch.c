@@ -28,6 +28,8 @@ __attribute__((format(printf, 4, 5))) static int fail(srv_error *e, const char *
 void batch_release(srv_batch *b)
 {
     free(b->recs);
+    free(b->frame_off);
+    free(b->digests);
     free(b->name_off);
     free(b->word_off);
     free(b->names);
@@ -41,6 +43,8 @@ static void add_record(srv_batch *b, const rec_record *r)
     if (b->n == b->cap) {
         b->cap = b->cap ? b->cap * 2 : 256;
         b->recs = xrealloc(b->recs, b->cap * sizeof(*b->recs));
+        if (b->body)
+            b->frame_off = xrealloc(b->frame_off, b->cap * sizeof(size_t));
         b->name_off = xrealloc(b->name_off, b->cap * sizeof(size_t));
         b->word_off = xrealloc(b->word_off, b->cap * sizeof(size_t));
     }
@@ -70,10 +74,12 @@ static void add_record(srv_batch *b, const rec_record *r)
         char *dst = b->names + b->names_len;
         if (lens[k])
             memcpy(dst, parts[k], lens[k]);
-        if (!batch_utf8_valid(dst, lens[k]))
+        if (!batch_utf8_valid(dst, lens[k])) {
             for (unsigned j = 0; j < lens[k]; j++)
                 if ((unsigned char)dst[j] >= 0x80 || dst[j] == 0)
                     dst[j] = '?';
+            b->reframe = 1;
+        }
         b->names_len += lens[k];
     }
     if (r->ext_len)
@@ -157,6 +163,26 @@ static int check_record(const srv_batch *b, const rec_record *r, size_t i, srv_e
     return 0;
 }
 
+/* add_digest - a step digest entry (REC_STEP_DIGEST) of the batch; -1 when it is malformed or not allowed. */
+static int add_digest(srv_batch *b, const rec_record *r, size_t i, srv_error *e)
+{
+    if (b->held)
+        return fail(e, "step digest in a batch of held records",
+                    "a batch sent on demand carries the held records themselves",
+                    "record %zu is a step digest", i);
+    if (r->nbytes == 0 || r->nbytes > INT32_MAX || r->seq > INT64_MAX)
+        return fail(e, "bad step digest", "a step digest stands for 1 to 2^31-1 held records",
+                    "record %zu: step digest of step %lld for %llu records, seq %llu", i, (long long)r->step,
+                    (unsigned long long)r->nbytes, (unsigned long long)r->seq);
+    if (b->n_digests == b->cap_digests) {
+        b->cap_digests = b->cap_digests ? 2 * b->cap_digests : 16;
+        b->digests = xrealloc(b->digests, b->cap_digests * sizeof(*b->digests));
+    }
+    b->digests[b->n_digests++] =
+        (srv_step_digest){.step = r->step, .n = (uint32_t)r->nbytes, .digest = r->fp, .seq = r->seq};
+    return 0;
+}
+
 int batch_decode_binary(srv_batch *b, const void *buf, size_t len, srv_error *e)
 {
     rec_reader rd;
@@ -164,6 +190,7 @@ int batch_decode_binary(srv_batch *b, const void *buf, size_t len, srv_error *e)
     int rc = -1;
 
     memset(b, 0, sizeof(*b));
+    b->body = buf;
     if (rec_reader_init(&rd, buf, len) < 0) {
         fail(e, "bad record framing", "send a stream header of kind batch (3) followed by framed records",
              "%s at byte %zu: %s", rec_status_name(rd.status), rd.err_off, rd.err);
@@ -176,8 +203,10 @@ int batch_decode_binary(srv_batch *b, const void *buf, size_t len, srv_error *e)
     }
     b->rank = rd.hdr.rank;
     b->batch_seq = rd.hdr.batch_seq;
+    b->held = (rd.hdr.flags & REC_HDR_HELD) != 0;
     snprintf(b->run_id, sizeof(b->run_id), "%s", rd.hdr.run_id);
     for (;;) {
+        size_t at = rd.off;
         int got = rec_reader_next(&rd, &r);
         if (got < 0)
             abort(); /* the reader is out of memory: the server's policy (server/core/xalloc.h) */
@@ -188,9 +217,15 @@ int batch_decode_binary(srv_batch *b, const void *buf, size_t len, srv_error *e)
                  BATCH_MAX_RECORDS);
             goto out_release;
         }
+        if (r.flags & REC_STEP_DIGEST) {
+            if (add_digest(b, &r, (size_t)rd.count - 1, e) < 0)
+                goto out_release;
+            continue;
+        }
         if (check_record(b, &r, b->n, e) < 0)
             goto out_release;
         add_record(b, &r);
+        b->frame_off[b->n - 1] = at;
     }
     if (rd.status != REC_OK) {
         fail(e, "bad record framing", "resend the whole batch; nothing of it was stored",

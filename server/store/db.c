@@ -123,8 +123,8 @@ int db_ok(const PGresult *r)
     return s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK;
 }
 
-static PGresult *exec_retry(const char *stmt, const char *sql, int n, const char *const *params, char *err,
-                            size_t cap)
+static PGresult *exec_retry(const char *stmt, const char *sql, int n, const char *const *params, int binary,
+                            char *err, size_t cap)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         PGconn *c = db_conn();
@@ -133,7 +133,7 @@ static PGresult *exec_retry(const char *stmt, const char *sql, int n, const char
                 snprintf(err, cap, "the database is unreachable");
             return NULL;
         }
-        PGresult *r = stmt ? PQexecPrepared(c, stmt, n, params, NULL, NULL, 0) : PQexec(c, sql);
+        PGresult *r = stmt ? PQexecPrepared(c, stmt, n, params, NULL, NULL, binary) : PQexec(c, sql);
         if (db_ok(r))
             return r;
         metrics_db_error();
@@ -152,12 +152,17 @@ static PGresult *exec_retry(const char *stmt, const char *sql, int n, const char
 
 PGresult *db_exec(const char *stmt, int n, const char *const *params, char *err, size_t cap)
 {
-    return exec_retry(stmt, NULL, n, params, err, cap);
+    return exec_retry(stmt, NULL, n, params, 0, err, cap);
+}
+
+PGresult *db_exec_bin(const char *stmt, int n, const char *const *params, char *err, size_t cap)
+{
+    return exec_retry(stmt, NULL, n, params, 1, err, cap);
 }
 
 PGresult *db_exec_sql(const char *sql, char *err, size_t cap)
 {
-    return exec_retry(NULL, sql, 0, NULL, err, cap);
+    return exec_retry(NULL, sql, 0, NULL, 0, err, cap);
 }
 
 int db_int_array_parse(const char *s, int64_t *out, int cap)

@@ -35,6 +35,10 @@ void db_conn_broken(void);
  * NULL after logging, with the server's message in `err` when given. */
 PGresult *db_exec(const char *stmt, int n, const char *const *params, char *err, size_t cap);
 
+/* db_exec_bin - db_exec with the result in PostgreSQL's binary format
+ * (integers big-endian, bytea raw): for reads of stored frames. */
+PGresult *db_exec_bin(const char *stmt, int n, const char *const *params, char *err, size_t cap);
+
 /* db_exec_sql - the same for plain SQL text without parameters. */
 PGresult *db_exec_sql(const char *sql, char *err, size_t cap);
 

@@ -77,6 +77,7 @@ static int append_conf(const pg_embed *pe)
             "max_wal_size = 4GB\n"
             "checkpoint_timeout = 15min\n"
             "wal_buffers = 16MB\n"
+            "track_commit_timestamp = on\n" /* the detection latency counts from a batch's real commit */
             "logging_collector = off\n",
             pe->sock_dir);
     return fclose(f);

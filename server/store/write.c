@@ -1,4 +1,4 @@
-/* write.c - the write path of a record batch: one transaction (batches row, binary COPY of the records, step digests, rank progress), acknowledged only after COMMIT. */
+/* write.c - the write path of a record batch: one statement, so one transaction (batches row, frames, step digests, rank progress), acknowledged only after COMMIT. */
 #include "server/store/write.h"
 
 #include <inttypes.h>
@@ -12,176 +12,25 @@
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
+#include "server/store/frames.h"
+
+#define N_PARAMS 17
+#define P_FRAMES 9 /* the bytea[] parameter, sent in binary */
 
 void store_write_register(void)
 {
-    db_register("batch_ins", "INSERT INTO batches (run_key, rank, batch_seq, n_records) VALUES ($1, $2, $3, $4) "
-                             "ON CONFLICT DO NOTHING RETURNING 1");
-    db_register("digest_add",
-                "INSERT INTO step_digests (run_key, rank, step, n, digest) SELECT $1, $2, s, n, d "
-                "FROM unnest($3::bigint[], $4::int[], $5::bigint[]) AS u(s, n, d) ORDER BY s "
-                "ON CONFLICT (run_key, rank, step) DO UPDATE SET n = step_digests.n + excluded.n, "
-                "digest = step_digests.digest # excluded.digest");
-    db_register("progress_add",
-                "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
-                "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_key, rank) DO UPDATE SET "
-                "min_step = least(rank_progress.min_step, excluded.min_step), "
-                "max_step = greatest(rank_progress.max_step, excluded.max_step), "
-                "max_seq = greatest(rank_progress.max_seq, excluded.max_seq), "
-                "n_records = rank_progress.n_records + excluded.n_records, updated_at = now()");
+    db_register("wanted_steps", "SELECT step FROM record_requests WHERE run_key = $1 AND rank = $2 AND NOT answered "
+                                "ORDER BY step LIMIT $3");
+    db_register("batch_store", "SELECT lockstep_store_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+                               "$14, $15, $16, $17)");
+    db_register("batches_store", "SELECT i, duplicate, want FROM lockstep_store_batches($1, $2, $3, $4, $5, $6, $7, "
+                                 "$8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)");
 }
 
-/* A growable buffer for the binary COPY stream. */
-typedef struct cbuf {
-    unsigned char *p;
-    size_t len, cap;
-} cbuf;
-
-static unsigned char *grow(cbuf *b, size_t n)
-{
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 1 << 20;
-        while (cap < b->len + n)
-            cap *= 2;
-        unsigned char *p = xrealloc(b->p, cap);
-        b->p = p;
-        b->cap = cap;
-    }
-    unsigned char *at = b->p + b->len;
-    b->len += n;
-    return at;
-}
-
-static void be16(unsigned char *p, uint16_t v)
-{
-    p[0] = (unsigned char)(v >> 8);
-    p[1] = (unsigned char)v;
-}
-
-static void be32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (24 - 8 * i));
-}
-
-static void be64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (56 - 8 * i));
-}
-
-static void f_int(cbuf *b, uint64_t v, int size)
-{
-    unsigned char *p = grow(b, 4 + (size_t)size);
-    be32(p, (uint32_t)size);
-    if (size == 8)
-        be64(p + 4, v);
-    else if (size == 4)
-        be32(p + 4, (uint32_t)v);
-    else
-        be16(p + 4, (uint16_t)v);
-}
-
-static void f_null(cbuf *b)
-{
-    be32(grow(b, 4), 0xffffffffu);
-}
-
-/* f_text - a text field (`len` bytes, no NUL; the framing guarantees it). */
-static void f_text(cbuf *b, const char *s, size_t len)
-{
-    unsigned char *p = grow(b, 4 + len);
-    be32(p, (uint32_t)len);
-    if (len)
-        memcpy(p + 4, s, len);
-}
-
-/* f_int8_array - a one-dimensional int8[] in PostgreSQL's binary array form. */
-static void f_int8_array(cbuf *b, const uint64_t *v, size_t n)
-{
-    size_t body = n ? 20 + 12 * n : 12;
-    unsigned char *p = grow(b, 4 + body);
-    be32(p, (uint32_t)body);
-    be32(p + 4, n ? 1 : 0); /* ndim */
-    be32(p + 8, 0);         /* no NULLs */
-    be32(p + 12, 20);       /* element type: int8 */
-    if (!n)
-        return;
-    be32(p + 16, (uint32_t)n);
-    be32(p + 20, 1); /* lower bound */
-    p += 24;
-    for (size_t i = 0; i < n; i++, p += 12) {
-        be32(p, 8);
-        be64(p + 4, v[i]);
-    }
-}
-
-static void copy_rows(cbuf *b, int64_t run_key, const srv_batch *bt)
-{
-    static const unsigned char sig[11] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xff, '\r', '\n', 0};
-    unsigned char *p = grow(b, 19);
-    memcpy(p, sig, 11);
-    be32(p + 11, 0);
-    be32(p + 15, 0);
-    for (size_t i = 0; i < bt->n; i++) {
-        const rec_record *r = &bt->recs[i];
-        be16(grow(b, 2), 22);
-        f_int(b, (uint64_t)run_key, 8);
-        f_int(b, bt->rank, 4);
-        f_int(b, r->seq, 8);
-        f_int(b, (uint64_t)r->step, 8);
-        p = grow(b, 4 + r->name_len);
-        be32(p, r->name_len);
-        memcpy(p + 4, r->name, r->name_len);
-        f_int(b, r->occurrence, 4);
-        f_int(b, r->level, 2);
-        f_int(b, r->dtype, 2);
-        f_int(b, r->flags, 2);
-        f_int(b, (uint64_t)r->t_ns, 8);
-        f_int(b, r->nbytes, 8);
-        f_int(b, r->fp, 8);
-        if (r->flags & REC_HAS_VALUE)
-            f_int(b, r->value, 8);
-        else
-            f_null(b);
-        uint64_t shape[LS_MAX_DIMS];
-        for (unsigned k = 0; k < r->ndim; k++)
-            shape[k] = (uint64_t)r->shape[k];
-        f_int8_array(b, shape, r->ndim);
-        if (r->n_inputs)
-            f_int8_array(b, r->inputs, r->n_inputs);
-        else
-            f_null(b);
-        if (r->n_chunks)
-            f_int8_array(b, r->chunks, r->n_chunks);
-        else
-            f_null(b);
-        if (rec_has_site(r)) {
-            const rec_site *st = &r->site;
-            f_text(b, st->module, st->module_len);
-            f_int(b, st->offset, 8);
-            f_text(b, st->function, st->function_len);
-            f_int(b, st->function_offset, 8);
-            f_text(b, st->caller, st->caller_len);
-        } else {
-            for (int k = 0; k < 5; k++)
-                f_null(b);
-        }
-        if (r->ext_len) { /* bytea: the other extension fields as encoded (common/record.h); the site is above */
-            p = grow(b, 4 + r->ext_len);
-            be32(p, r->ext_len);
-            memcpy(p + 4, r->ext, r->ext_len);
-        } else {
-            f_null(b);
-        }
-    }
-    be16(grow(b, 2), 0xffff);
-}
-
-/* Per-step digests of one batch, as PostgreSQL array literals. */
+/* Per-step digests of one batch. */
 typedef struct step_sum {
     int64_t step;
-    int n;
+    int64_t n;
     uint64_t digest;
 } step_sum;
 
@@ -191,162 +40,188 @@ static int cmp_step(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static void add_term(step_sum **s, size_t *n, size_t *cap, int64_t step, int64_t count, uint64_t term)
+{
+    size_t k = *n;
+    if (*n && (*s)[*n - 1].step == step)
+        k = *n - 1;
+    else
+        for (k = 0; k < *n && (*s)[k].step != step; k++)
+            ;
+    if (k == *n) {
+        if (*n == *cap) {
+            *cap = *cap ? 2 * *cap : 16;
+            *s = xrealloc(*s, *cap * sizeof(**s));
+        }
+        (*s)[k] = (step_sum){.step = step};
+        (*n)++;
+    }
+    (*s)[k].n += count;
+    (*s)[k].digest ^= term;
+}
+
+/* sum_steps - the batch's digests per step: its records' terms (common/recmatch.h) and the step digests it
+ * carries for records held back, merged, sorted by step. */
 static size_t sum_steps(const srv_batch *bt, step_sum **out)
 {
-    size_t n = 0, cap = 16;
-    step_sum *s = xmalloc(cap * sizeof(*s));
-    for (size_t i = 0; i < bt->n; i++) {
-        const rec_record *r = &bt->recs[i];
-        if (!rec_in_steps(r))
-            continue; /* an entry of a state block is no step record: no digest, no count */
-        size_t k = n;
-        if (n && s[n - 1].step == r->step)
-            k = n - 1;
-        else
-            for (k = 0; k < n && s[k].step != r->step; k++)
-                ;
-        if (k == n) {
-            if (n == cap) {
-                cap *= 2;
-                s = xrealloc(s, cap * sizeof(*s));
-            }
-            s[n].step = r->step;
-            s[n].n = 0;
-            s[n].digest = 0;
-            n++;
-        }
-        s[k].n++;
-        s[k].digest ^= rec_digest_term(r);
-    }
-    qsort(s, n, sizeof(*s), cmp_step);
+    size_t n = 0, cap = 0;
+    step_sum *s = NULL;
+    for (size_t i = 0; i < bt->n; i++)
+        if (rec_in_steps(&bt->recs[i])) /* an entry of a state block is no step record: no digest, no count */
+            add_term(&s, &n, &cap, bt->recs[i].step, 1, rec_digest_term(&bt->recs[i]));
+    for (size_t i = 0; i < bt->n_digests; i++)
+        add_term(&s, &n, &cap, bt->digests[i].step, bt->digests[i].n, bt->digests[i].digest);
+    if (n)
+        qsort(s, n, sizeof(*s), cmp_step);
     *out = s;
     return n;
 }
 
-static char *array_literal(const step_sum *s, size_t n, int which)
+/* A text array literal under construction. */
+typedef struct lit {
+    char *p;
+    size_t len, cap;
+} lit;
+
+static void lit_add(lit *l, int64_t v)
 {
-    char *out = xmalloc(n * 24 + 3);
-    size_t len = 0;
-    out[len++] = '{';
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            out[len++] = ',';
-        if (which == 0)
-            len += (size_t)sprintf(out + len, "%" PRId64, s[i].step);
-        else if (which == 1)
-            len += (size_t)sprintf(out + len, "%d", s[i].n);
-        else
-            len += (size_t)sprintf(out + len, "%" PRId64, (int64_t)s[i].digest);
+    if (l->len + 24 > l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 256;
+        l->p = xrealloc(l->p, l->cap);
     }
-    out[len++] = '}';
-    out[len] = 0;
-    return out;
+    l->len += (size_t)sprintf(l->p + l->len, "%c%" PRId64, l->len ? ',' : '{', v);
 }
 
-/* batch_txn - one attempt at the batch transaction on connection `c`.
- * Returns 0 stored, 1 duplicate, -1 failed (`err` says why). */
-static int batch_txn(PGconn *c, const run_info *run, const srv_batch *bt, const cbuf *copy, const step_sum *steps,
-                     size_t n_steps, char *err, size_t cap)
+static const char *lit_end(lit *l)
 {
-    char key[32], rank[16], bseq[32], nrec[32], min_step[32], max_step[32], max_seq[32];
-    PGresult *r = PQexec(c, "BEGIN");
-    int ok = db_ok(r);
-    PQclear(r);
-    if (!ok)
-        goto out_fail;
-    snprintf(key, sizeof(key), "%" PRId64, run->key);
-    snprintf(rank, sizeof(rank), "%u", bt->rank);
-    snprintf(bseq, sizeof(bseq), "%" PRId64, (int64_t)bt->batch_seq);
-    snprintf(nrec, sizeof(nrec), "%zu", bt->n);
-    const char *p1[] = {key, rank, bseq, nrec};
-    r = PQexecPrepared(c, "batch_ins", 4, p1, NULL, NULL, 0);
-    if (!db_ok(r))
-        goto out_clear;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
-        r = PQexec(c, "ROLLBACK");
-        PQclear(r);
-        return 1;
+    if (l->len + 3 > l->cap) {
+        l->cap += 3;
+        l->p = xrealloc(l->p, l->cap);
     }
-    PQclear(r);
-    if (bt->n) {
-        r = PQexec(c, "COPY records (run_key, rank, seq, step, name, occ, level, dtype, flags, t_ns, nbytes, fp, "
-                      "value, shape, inputs, chunks, site_module, site_offset, site_function, site_function_offset, "
-                      "site_caller, ext) FROM STDIN (FORMAT binary)");
-        if (PQresultStatus(r) != PGRES_COPY_IN)
-            goto out_clear;
-        PQclear(r);
-        if (PQputCopyData(c, (const char *)copy->p, (int)copy->len) != 1 || PQputCopyEnd(c, NULL) != 1)
-            goto out_fail;
-        r = PQgetResult(c);
-        if (!db_ok(r))
-            goto out_clear;
-        PQclear(r);
-        while ((r = PQgetResult(c)))
-            PQclear(r);
-
-        char *a_step = array_literal(steps, n_steps, 0), *a_n = array_literal(steps, n_steps, 1),
-             *a_d = array_literal(steps, n_steps, 2);
-        const char *p2[] = {key, rank, a_step, a_n, a_d};
-        r = PQexecPrepared(c, "digest_add", 5, p2, NULL, NULL, 0);
-        free(a_step);
-        free(a_n);
-        free(a_d);
-        if (!db_ok(r))
-            goto out_clear;
-        PQclear(r);
-        int64_t lo = bt->recs[0].step, hi = lo; /* every record's step, state blocks' included */
-        for (size_t i = 1; i < bt->n; i++) {
-            lo = bt->recs[i].step < lo ? bt->recs[i].step : lo;
-            hi = bt->recs[i].step > hi ? bt->recs[i].step : hi;
-        }
-        snprintf(min_step, sizeof(min_step), "%" PRId64, lo);
-        snprintf(max_step, sizeof(max_step), "%" PRId64, hi);
-        snprintf(max_seq, sizeof(max_seq), "%" PRIu64, bt->recs[bt->n - 1].seq);
-        const char *p3[] = {key, rank, min_step, max_step, max_seq, nrec};
-        r = PQexecPrepared(c, "progress_add", 6, p3, NULL, NULL, 0);
-        if (!db_ok(r))
-            goto out_clear;
-        PQclear(r);
-    }
-    r = PQexec(c, "COMMIT");
-    if (!db_ok(r))
-        goto out_clear;
-    PQclear(r);
-    return 0;
-out_clear:
-    snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-    PQclear(r);
-    return -1;
-out_fail:
-    snprintf(err, cap, "%s", PQerrorMessage(c));
-    return -1;
+    if (!l->len)
+        l->p[l->len++] = '{';
+    l->p[l->len++] = '}';
+    l->p[l->len] = 0;
+    return l->p;
 }
 
-int store_batch(const run_info *run, const srv_batch *bt, int *duplicate, double *commit_s, srv_error *e)
+/* The parameters of lockstep_store_batch for one batch. */
+typedef struct batch_params {
+    char text[N_PARAMS][32];
+    lit arr[3];
+    char *seg_arr[4];
+    const char *v[N_PARAMS];
+    int len[N_PARAMS], fmt[N_PARAMS];
+    unsigned char *frames;
+} batch_params;
+
+static void params_build(batch_params *bp, const run_info *run, const srv_batch *bt)
 {
-    cbuf copy = {0};
+    frames_out fo = {0};
     step_sum *steps = NULL;
     size_t n_steps = 0;
+    memset(bp, 0, sizeof(*bp));
+    frames_cut(bt, &fo);
+    if (!bt->held)
+        n_steps = sum_steps(bt, &steps);
+
+    int64_t min_step = INT64_MAX, max_step = INT64_MIN, count = 0;
+    uint64_t max_seq = 0;
+    for (size_t i = 0; i < n_steps; i++) {
+        min_step = steps[i].step < min_step ? steps[i].step : min_step;
+        max_step = steps[i].step > max_step ? steps[i].step : max_step;
+        count += steps[i].n;
+    }
+    if (!bt->held) {
+        for (size_t i = 0; i < bt->n; i++) {
+            const rec_record *r = &bt->recs[i];
+            max_seq = r->seq > max_seq ? r->seq : max_seq;
+            if (!rec_in_steps(r)) { /* state blocks: their steps count for progress (restore checks wait on it) */
+                min_step = r->step < min_step ? r->step : min_step;
+                max_step = r->step > max_step ? r->step : max_step;
+                count++;
+            }
+        }
+        for (size_t i = 0; i < bt->n_digests; i++)
+            max_seq = bt->digests[i].seq > max_seq ? bt->digests[i].seq : max_seq;
+    }
+    snprintf(bp->text[0], 32, "%" PRId64, run->key);
+    snprintf(bp->text[1], 32, "%u", bt->rank);
+    snprintf(bp->text[2], 32, "%" PRId64, (int64_t)bt->batch_seq);
+    snprintf(bp->text[3], 32, "%zu", bt->n);
+    snprintf(bp->text[4], 32, "%s", bt->held ? "t" : "f");
+    frames_seg_arrays(&fo, bp->seg_arr);
+    for (size_t i = 0; i < n_steps; i++) {
+        lit_add(&bp->arr[0], steps[i].step);
+        lit_add(&bp->arr[1], steps[i].n);
+        lit_add(&bp->arr[2], (int64_t)steps[i].digest);
+    }
+    snprintf(bp->text[13], 32, "%" PRId64, count ? min_step : 0);
+    snprintf(bp->text[14], 32, "%" PRId64, count ? max_step : 0);
+    snprintf(bp->text[15], 32, "%" PRIu64, max_seq);
+    snprintf(bp->text[16], 32, "%" PRId64, count);
+    for (int i = 0; i < N_PARAMS; i++)
+        bp->v[i] = bp->text[i];
+    for (int i = 0; i < 4; i++)
+        bp->v[5 + i] = bp->seg_arr[i];
+    for (int i = 0; i < 3; i++)
+        bp->v[10 + i] = lit_end(&bp->arr[i]);
+    size_t flen;
+    bp->frames = frames_bytea_array(&fo, &flen);
+    bp->v[P_FRAMES] = (const char *)bp->frames;
+    bp->len[P_FRAMES] = (int)flen;
+    bp->fmt[P_FRAMES] = 1;
+    frames_out_release(&fo);
+    free(steps);
+}
+
+static void params_release(batch_params *bp)
+{
+    for (int i = 0; i < 3; i++)
+        free(bp->arr[i].p);
+    for (int i = 0; i < 4; i++)
+        free(bp->seg_arr[i]);
+    free(bp->frames);
+}
+
+/* parse_want - the steps lockstep_store_batch returned ("{3,7}") into `res`. */
+static void parse_want(const char *text, store_result *res)
+{
+    res->n_want = db_int_array_parse(text, res->want, STORE_WANT_MAX);
+}
+
+/* take_result - what lockstep_store_batch answered, into `res`. 0, or -1 when it failed. */
+static int take_result(PGresult *r, store_result *res)
+{
+    if (!db_ok(r) || PQntuples(r) != 1)
+        return -1;
+    res->duplicate = PQgetisnull(r, 0, 0);
+    if (!res->duplicate)
+        parse_want(PQgetvalue(r, 0, 0), res);
+    return 0;
+}
+
+int store_batch(const run_info *run, const srv_batch *bt, store_result *res, srv_error *e)
+{
+    batch_params bp;
     char err[512] = "the database is unreachable";
     int rc = -1;
 
-    *duplicate = 0;
-    if (bt->n) {
-        copy_rows(&copy, run->key, bt);
-        n_steps = sum_steps(bt, &steps);
-    }
+    memset(res, 0, sizeof(*res));
+    params_build(&bp, run, bt);
     for (int attempt = 0; attempt < 2; attempt++) {
         PGconn *c = db_conn();
         if (!c)
             break;
-        int got = batch_txn(c, run, bt, &copy, steps, n_steps, err, sizeof(err));
-        if (got >= 0) {
-            *duplicate = got == 1;
-            *commit_s = clock_wall_s();
+        PGresult *r = PQexecPrepared(c, "batch_store", N_PARAMS, bp.v, bp.len, bp.fmt, 0);
+        if (take_result(r, res) == 0) {
+            res->commit_s = clock_wall_s();
+            PQclear(r);
             rc = 0;
             break;
         }
+        snprintf(err, sizeof(err), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+        PQclear(r);
         int broken = PQstatus(c) != CONNECTION_OK;
         metrics_db_error();
         db_conn_broken();
@@ -357,7 +232,197 @@ int store_batch(const run_info *run, const srv_batch *bt, int *duplicate, double
         db_fail(e, "storing the batch", err);
         log_warn("batch %" PRIu64 " of run %s rank %u not stored: %s", bt->batch_seq, run->run_id, bt->rank, err);
     }
-    free(copy.p);
-    free(steps);
+    params_release(&bp);
     return rc;
+}
+
+/* The order in which a group's batches take their locks. */
+typedef struct order {
+    int64_t key;
+    uint32_t rank;
+    uint64_t bseq;
+    size_t i;
+} order;
+
+static int cmp_order(const void *pa, const void *pb)
+{
+    const order *a = pa, *b = pb;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->bseq != b->bseq)
+        return a->bseq < b->bseq ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+#define G_PARAMS 19
+#define G_FRAMES 14 /* the bytea[] parameter */
+
+/* The parameters of lockstep_store_batches for a group, batch after batch in lock order. */
+typedef struct group_params {
+    lit arr[G_PARAMS];
+    frames_out fo;
+    unsigned char *frames;
+    const char *v[G_PARAMS];
+    int len[G_PARAMS], fmt[G_PARAMS];
+} group_params;
+
+/* group_add - batch `bt` of `run` as the k-th (from 1) of the group. */
+static void group_add(group_params *gp, int k, const run_info *run, const srv_batch *bt)
+{
+    step_sum *steps = NULL;
+    size_t n_steps = bt->held ? 0 : sum_steps(bt, &steps);
+    int64_t min_step = INT64_MAX, max_step = INT64_MIN, count = 0;
+    uint64_t max_seq = 0;
+    for (size_t i = 0; i < n_steps; i++) {
+        min_step = steps[i].step < min_step ? steps[i].step : min_step;
+        max_step = steps[i].step > max_step ? steps[i].step : max_step;
+        count += steps[i].n;
+    }
+    if (!bt->held) {
+        for (size_t i = 0; i < bt->n; i++) {
+            const rec_record *r = &bt->recs[i];
+            max_seq = r->seq > max_seq ? r->seq : max_seq;
+            if (!rec_in_steps(r)) { /* state blocks: their steps count for progress (restore checks wait on it) */
+                min_step = r->step < min_step ? r->step : min_step;
+                max_step = r->step > max_step ? r->step : max_step;
+                count++;
+            }
+        }
+        for (size_t i = 0; i < bt->n_digests; i++)
+            max_seq = bt->digests[i].seq > max_seq ? bt->digests[i].seq : max_seq;
+    }
+    lit_add(&gp->arr[0], run->key);
+    lit_add(&gp->arr[1], bt->rank);
+    lit_add(&gp->arr[2], (int64_t)bt->batch_seq);
+    lit_add(&gp->arr[3], (int64_t)bt->n);
+    lit_add(&gp->arr[4], bt->held); /* 0/1: cast to boolean[] by the statement */
+    lit_add(&gp->arr[5], count ? min_step : 0);
+    lit_add(&gp->arr[6], count ? max_step : 0);
+    lit_add(&gp->arr[7], (int64_t)max_seq);
+    lit_add(&gp->arr[8], count);
+    size_t first = gp->fo.n_seg;
+    frames_cut(bt, &gp->fo); /* appends this batch's segments */
+    for (size_t i = first; i < gp->fo.n_seg; i++) {
+        const frames_seg *g = &gp->fo.seg[i];
+        lit_add(&gp->arr[9], k);
+        lit_add(&gp->arr[10], g->step);
+        lit_add(&gp->arr[11], (int64_t)g->seq_lo);
+        lit_add(&gp->arr[12], g->n);
+        lit_add(&gp->arr[13], g->kind);
+    }
+    for (size_t i = 0; i < n_steps; i++) {
+        lit_add(&gp->arr[15], k);
+        lit_add(&gp->arr[16], steps[i].step);
+        lit_add(&gp->arr[17], steps[i].n);
+        lit_add(&gp->arr[18], (int64_t)steps[i].digest);
+    }
+    free(steps);
+}
+
+static void group_finish(group_params *gp)
+{
+    for (int i = 0; i < G_PARAMS; i++)
+        if (i != G_FRAMES)
+            gp->v[i] = lit_end(&gp->arr[i]);
+    size_t flen;
+    gp->frames = frames_bytea_array(&gp->fo, &flen);
+    gp->v[G_FRAMES] = (const char *)gp->frames;
+    gp->len[G_FRAMES] = (int)flen;
+    gp->fmt[G_FRAMES] = 1;
+}
+
+static void group_release(group_params *gp)
+{
+    for (int i = 0; i < G_PARAMS; i++)
+        free(gp->arr[i].p);
+    frames_out_release(&gp->fo);
+    free(gp->frames);
+}
+
+/* group_txn - one attempt at the whole group in one statement, so one transaction. 0, or -1 with `err`. */
+static int group_txn(PGconn *c, const group_params *gp, const order *o, size_t n, store_result *res, char *err,
+                     size_t cap)
+{
+    PGresult *r = PQexecPrepared(c, "batches_store", G_PARAMS, gp->v, gp->len, gp->fmt, 0);
+    int ok = db_ok(r) && (size_t)PQntuples(r) == n;
+    if (!ok)
+        snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+    for (int row = 0; ok && row < PQntuples(r); row++) {
+        int k = atoi(PQgetvalue(r, row, 0));
+        if (k < 1 || (size_t)k > n) {
+            snprintf(err, cap, "lockstep_store_batches answered for batch %d of %zu", k, n);
+            ok = 0;
+            break;
+        }
+        store_result *x = &res[o[k - 1].i];
+        x->duplicate = PQgetvalue(r, row, 1)[0] == 't';
+        if (!x->duplicate)
+            parse_want(PQgetvalue(r, row, 2), x);
+    }
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+int store_batches(const run_info *const *runs, const srv_batch *const *b, size_t n, store_result *res, int *rc,
+                  srv_error *e)
+{
+    int failed = 0;
+    if (n == 1) {
+        rc[0] = store_batch(runs[0], b[0], &res[0], &e[0]);
+        return rc[0] < 0;
+    }
+    order *o = xmalloc(n * sizeof(*o));
+    for (size_t i = 0; i < n; i++) {
+        memset(&res[i], 0, sizeof(res[i]));
+        o[i] = (order){.key = runs[i]->key, .rank = b[i]->rank, .bseq = b[i]->batch_seq, .i = i};
+    }
+    qsort(o, n, sizeof(*o), cmp_order);
+    group_params gp;
+    memset(&gp, 0, sizeof(gp));
+    for (size_t k = 0; k < n; k++)
+        group_add(&gp, (int)k + 1, runs[o[k].i], b[o[k].i]);
+    group_finish(&gp);
+    char err[512] = "the database is unreachable";
+    PGconn *c = db_conn();
+    if (c && group_txn(c, &gp, o, n, res, err, sizeof(err)) == 0) {
+        double now = clock_wall_s();
+        for (size_t i = 0; i < n; i++) {
+            res[i].commit_s = now;
+            rc[i] = 0;
+        }
+    } else {
+        /* one by one: a batch that fails fails alone (store_batch retries a broken connection) */
+        if (c) {
+            metrics_db_error();
+            db_conn_broken();
+            log_warn("a group of %zu batches failed together (%s); storing them one by one", n, err);
+        }
+        for (size_t k = 0; k < n; k++) {
+            size_t i = o[k].i;
+            rc[i] = store_batch(runs[i], b[i], &res[i], &e[i]);
+            failed += rc[i] < 0;
+        }
+    }
+    group_release(&gp);
+    free(o);
+    return failed;
+}
+
+int store_wanted_steps(const run_info *run, int rank, int64_t *out, int cap, srv_error *e)
+{
+    char key[32], rk[16], lim[16], err[512];
+    snprintf(key, sizeof(key), "%" PRId64, run->key);
+    snprintf(rk, sizeof(rk), "%d", rank);
+    snprintf(lim, sizeof(lim), "%d", cap);
+    const char *p[] = {key, rk, lim};
+    PGresult *r = db_exec("wanted_steps", 3, p, err, sizeof(err));
+    if (!r)
+        return db_fail(e, "reading the steps asked for", err);
+    int n = PQntuples(r);
+    for (int i = 0; i < n; i++)
+        out[i] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+    PQclear(r);
+    return n;
 }

@@ -1,8 +1,11 @@
 /* agentprog.c - a program for the agent tier: records metrics and tensors per step, optionally forking or sleeping.
  *
- * usage: agentprog [--steps N] [--sleep-ms M] [--kib K] [--fork] [--no-init] [--exit CODE]
+ * usage: agentprog [--steps N] [--sleep-ms M] [--kib K] [--fork] [--no-init] [--exit CODE] [--flip-at S]
+ *                  [--layers L]
  *   --no-init   never call ls_init/ls_shutdown: the agent must start itself (LD_PRELOAD)
  *   --fork      fork a child at step 1 that tries to record and leaves through exit()
+ *   --flip-at   from step S on, one element of the gradient differs (a twin that diverges there)
+ *   --layers    L more collective records a step ("layerI.allreduce"), as a trainer's gradient buckets
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,7 +19,7 @@
 
 int main(int argc, char **argv)
 {
-    int steps = 10, sleep_ms = 0, kib = 4, do_fork = 0, no_init = 0, code = 0;
+    int steps = 10, sleep_ms = 0, kib = 4, do_fork = 0, no_init = 0, code = 0, flip_at = -1, layers = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc)
             steps = atoi(argv[++i]);
@@ -26,6 +29,10 @@ int main(int argc, char **argv)
             kib = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--exit") && i + 1 < argc)
             code = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--flip-at") && i + 1 < argc)
+            flip_at = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--layers") && i + 1 < argc)
+            layers = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--fork"))
             do_fork = 1;
         else if (!strcmp(argv[i], "--no-init"))
@@ -51,7 +58,15 @@ int main(int argc, char **argv)
         if (ls_metric("loss", loss) < 0)
             fprintf(stderr, "agentprog: ls_metric: %s\n", ls_last_error());
         buf[s % n] += 1.0f;
+        if (s == flip_at)
+            buf[n / 2] += 0.5f;
         int64_t shape[1] = {(int64_t)n};
+        for (int l = 0; l < layers; l++) {
+            char name[32];
+            snprintf(name, sizeof(name), "layer%d.allreduce", l);
+            buf[(size_t)l % n] += 0.125f;
+            ls_tensor_at(LS_LEVEL_COLLECTIVE, name, buf, n * sizeof(float), LS_F32, 1, shape);
+        }
         ls_tensor_at(LS_LEVEL_COLLECTIVE, "grad", buf, n * sizeof(float), LS_F32, 1, shape);
         ls_metric("grad_norm", loss * 3);
         ls_step_end();

@@ -444,7 +444,81 @@ else
   bad "tests/apps (heat, solver) or liblockstep_mpi.so missing"
 fi
 
-# 9. https:// with LOCKSTEP_CA_FILE: lockstepd restarted with a self-signed certificate for 127.0.0.1.
+# 11. Digest streaming (LOCKSTEP_STREAM=digests): the same twins streamed in full, as digests, and mixed find the
+#     same first divergence (run B's rank 1 differs from step 7 on); bytes on the wire per step in both modes; a
+#     trace window's steps go in full; a run that ended keeps its held records for `lockstep replay --steps`.
+# twin_run GROUP RUN MODE FLIP [ENV...]: one 2-rank run of agentprog, 20 steps of 2 metrics and 9 collectives;
+# rank 1 diverges from step FLIP (none: -1). Waits for it.
+twin_run() {
+  local g=$1 run=$2 mode=$3 flip=$4 pids=(); shift 4
+  for rank in 0 1; do
+    local fl=(); [ "$flip" -ge 0 ] && [ $rank = 1 ] && fl=(--flip-at "$flip")
+    env LOCKSTEP_SERVER="$URL" LOCKSTEP_JOB_ID="J-$g-$run" LOCKSTEP_STEP_ID=0 LOCKSTEP_TRACE=collectives \
+      LOCKSTEP_TWIN_GROUP="$g-$$" LOCKSTEP_RANK=$rank LOCKSTEP_RANKS=2 LOCKSTEP_SPOOL_DIR="$T/$g-$run/spool" \
+      LOCKSTEP_BATCH_MS=50 LOCKSTEP_STREAM="$mode" LOCKSTEP_STATS_FILE="$T/$g-$run.stats" "$@" \
+      "$PROG" --steps 20 --sleep-ms 30 --layers 8 "${fl[@]}" >"$T/$g-$run-$rank.out" 2>"$T/$g-$run-$rank.err" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+}
+first_div() {   # GROUP STATUS: waits for the status, prints the first divergence's key fields (and per_rank's)
+  local o
+  for _ in $(seq 1 100); do
+    o=$(curl -s "$URL/api/v1/twins/$1-$$")
+    [ "$(echo "$o" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("status"))')" = "$2" ] && break
+    sleep 0.1
+  done
+  echo "$o" | python3 -c '
+import json, sys
+o = json.load(sys.stdin)
+key = lambda d: d and [d[k] for k in ("step", "rank", "name", "occurrence", "seq", "kind")]
+print(o["status"], key(o["first_divergence"]), [key(d) for d in o["per_rank"]], len(o.get("awaiting_records", [])))'
+}
+twin_pair() {   # GROUP MODE_A MODE_B: runs A and B at once, as twin jobs run; B's rank 1 diverges from step 7
+  twin_run "$1" A "$2" -1 & local a=$!
+  twin_run "$1" B "$3" 7 & local b=$!
+  wait $a $b
+}
+twin_pair dfull records records; twin_pair ddig digests digests; twin_pair dmix records digests
+full=$(first_div dfull diverged); dig=$(first_div ddig diverged); mix=$(first_div dmix diverged)
+if [[ "$full" == "diverged [7, 1, 'layer0.allreduce', 0, "* ]] && [ "$dig" = "$full" ] && [ "$mix" = "$full" ] &&
+   ! grep -q . "$T"/ddig-*-*.err; then
+  ok "digest streaming: the same first divergence as full streaming, and mixed ($full)"
+else bad "digest streaming: full '$full', digests '$dig', mixed '$mix' ($(head -c 300 "$T"/ddig-B-1.err))"; fi
+wire=$(python3 - "$T/dfull-A.stats" "$T/ddig-A.stats" <<'PY'
+import json, sys
+full = [json.loads(l) for l in open(sys.argv[1])]
+dig = [json.loads(l) for l in open(sys.argv[2])]
+bf = sum(r["bytes_posted"] for r in full) / 40.0   # 2 ranks x 20 steps
+bd = sum(r["bytes_posted"] for r in dig) / 40.0
+held = sum(r["held"] for r in dig)
+print("%.0f %.0f %d" % (bf, bd, held))
+PY
+)
+read -r bfull bdig held <<<"$wire"
+if [ -n "$bdig" ] && [ "$held" -eq 360 ] && [ "$bdig" -lt $((bfull / 2)) ]; then
+  ok "bytes on the wire per rank and step (11 records: 2 metrics, 9 collectives of 4 KiB): $bfull streaming records, $bdig streaming digests"
+else bad "wire bytes: records $bfull, digests $bdig, held $held"; fi
+# a trace window (steps 3-4) goes in full
+twin_run dwin A digests -1 LOCKSTEP_TRACE="collectives;collectives:steps=3-4"
+wid=$(curl -s "$URL/api/v1/runs?job=J-dwin-A" | python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][0]["run_id"])')
+n3=$(curl -s "$URL/api/v1/runs/$wid/records?rank=0&step=3" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')
+n5=$(curl -s "$URL/api/v1/runs/$wid/records?rank=0&step=5" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')
+if [ "$n3" = 11 ] && [ "$n5" = 2 ]; then ok "digest streaming: a trace window's steps go in full (step 3: $n3 records), the rest as digests and metrics (step 5: $n5)"
+else bad "trace window in digest streaming: step 3 has $n3 records, step 5 $n5"; fi
+# a run that ended before its twin came: its held records wait in its spool until lockstep replay --steps
+twin_run dlate A digests -1
+held_files=$(find "$T/dlate-A/spool" -name 'held-*' | wc -l)
+twin_run dlate B records 7
+late=$(first_div dlate pending)
+"$LS" replay --steps asked "$T/dlate-A/spool" >"$T/dlate-replay.out" 2>&1; rr=$?
+after=$(first_div dlate diverged)
+if [ "$held_files" -eq 2 ] && [[ "$late" == "pending None [] "[1-9]* ]] && [ $rr -eq 0 ] && [ "$after" = "$full" ] &&
+   grep -q "held record(s) of steps asked" "$T/dlate-replay.out"; then
+  ok "an ended digest run keeps its held records; lockstepd asks for step 7; lockstep replay --steps asked sends them: $after"
+else bad "late twin: $held_files held files; before '$late', replay rc $rr ($(tail -1 "$T/dlate-replay.out")), after '$after'"; fi
+
+# 12. https:// with LOCKSTEP_CA_FILE: lockstepd restarted with a self-signed certificate for 127.0.0.1.
 if command -v openssl >/dev/null; then
   openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
     -keyout "$T/key.pem" -out "$T/cert.pem" >/dev/null 2>&1

@@ -94,15 +94,14 @@ static void test_retention(void **state)
     /* an old day's partition with one record of this run */
     PGconn *c = PQconnectdb(pg.conninfo);
     assert_int_equal(PQstatus(c), CONNECTION_OK);
-    PGresult *r = PQexec(c, "CREATE TABLE records_20200101 PARTITION OF records FOR VALUES FROM ('2020-01-01') TO "
-                            "('2020-01-02')");
+    PGresult *r = PQexec(c, "CREATE TABLE record_frames_20200101 PARTITION OF record_frames FOR VALUES FROM "
+                            "('2020-01-01') TO ('2020-01-02')");
     assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
     PQclear(r);
     char q[600];
     snprintf(q, sizeof(q),
-             "INSERT INTO records (run_key, rank, seq, step, name, occ, level, dtype, flags, t_ns, nbytes, fp, shape, "
-             "received_on) SELECT run_key, 0, 999, 99, 'old', 0, 0, 0, 0, 0, 0, 1, '{}', '2020-01-01' FROM runs "
-             "WHERE run_id = '%s'",
+             "INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames, received_on) "
+             "SELECT run_key, 0, 99, 999, 1, 0, '\\x00', '2020-01-01' FROM runs WHERE run_id = '%s'",
              run);
     r = PQexec(c, q);
     assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
@@ -113,9 +112,9 @@ static void test_retention(void **state)
     assert_int_equal(json_integer_value(json_object_get(o, "retain_days")), 30);
     json_decref(o);
     snprintf(q, sizeof(q),
-             "SELECT to_regclass('records_20200101') IS NULL, (SELECT count(*) FROM records d JOIN runs u USING "
-             "(run_key) WHERE u.run_id = '%s'), to_regclass('records_' || to_char(current_date, 'YYYYMMDD')) IS NOT "
-             "NULL",
+             "SELECT to_regclass('record_frames_20200101') IS NULL, (SELECT sum(n) FROM record_frames d JOIN runs u "
+             "USING (run_key) WHERE u.run_id = '%s'), to_regclass('record_frames_' || to_char(current_date, "
+             "'YYYYMMDD')) IS NOT NULL",
              run);
     r = PQexec(c, q);
     assert_string_equal(PQgetvalue(r, 0, 0), "t");

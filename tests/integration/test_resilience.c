@@ -64,7 +64,7 @@ static void *load_main(void *arg)
     return NULL;
 }
 
-/* check_exactly_once - every acknowledged batch is stored once, with its 10 records once. */
+/* check_exactly_once - every acknowledged batch is stored once, with its 10 records once (in its frames). */
 static void check_exactly_once(const char *run, loader *ls)
 {
     PGconn *c = PQconnectdb(pg.conninfo);
@@ -74,21 +74,25 @@ static void check_exactly_once(const char *run, loader *ls)
         snprintf(rank, sizeof(rank), "%d", r);
         snprintf(q, sizeof(q),
                  "SELECT (SELECT count(*) FROM batches b WHERE b.run_key = x.k AND b.rank = $2), "
-                 "(SELECT count(*) FROM records d WHERE d.run_key = x.k AND d.rank = $2), "
-                 "(SELECT count(DISTINCT seq) FROM records d WHERE d.run_key = x.k AND d.rank = $2), "
+                 "(SELECT coalesce(sum(n), 0) FROM record_frames d WHERE d.run_key = x.k AND d.rank = $2), "
+                 "(SELECT count(*) - count(DISTINCT (step, seq_lo)) FROM record_frames d WHERE d.run_key = x.k "
+                 "AND d.rank = $2), "
+                 "(SELECT count(DISTINCT step) FROM record_frames d WHERE d.run_key = x.k AND d.rank = $2), "
                  "(SELECT coalesce(max(batch_seq), -1) FROM batches b WHERE b.run_key = x.k AND b.rank = $2) "
                  "FROM (SELECT run_key AS k FROM runs WHERE run_id = $1::uuid) x");
         const char *p[] = {run, rank};
         PGresult *res = PQexecParams(c, q, 2, NULL, p, NULL, NULL, 0);
         assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
         long batches = atol(PQgetvalue(res, 0, 0)), records = atol(PQgetvalue(res, 0, 1)),
-             distinct = atol(PQgetvalue(res, 0, 2)), max_bseq = atol(PQgetvalue(res, 0, 3));
+             doubled = atol(PQgetvalue(res, 0, 2)), steps = atol(PQgetvalue(res, 0, 3)),
+             max_bseq = atol(PQgetvalue(res, 0, 4));
         PQclear(res);
         /* acknowledged ones all there; at most the one in flight at the end beyond them */
         assert_true((uint64_t)batches >= ls[r].acked && (uint64_t)batches <= ls[r].acked + 1);
         assert_int_equal(max_bseq + 1, batches); /* no gaps, no doubles */
         assert_int_equal(records, 10 * batches);
-        assert_int_equal(distinct, records);
+        assert_int_equal(doubled, 0);       /* no segment stored twice */
+        assert_int_equal(steps, batches);   /* one step a batch */
     }
     PQfinish(c);
 }

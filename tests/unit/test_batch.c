@@ -119,9 +119,64 @@ static void test_hex_and_utf8(void **state)
     assert_false(batch_utf8_valid("a\0b", 3));
 }
 
+static size_t put_digest(unsigned char *p, int64_t step, uint64_t n, uint64_t digest, uint64_t seq)
+{
+    rec_record d = {.seq = seq, .step = step, .nbytes = n, .fp = digest, .flags = REC_STEP_DIGEST,
+                    .dtype = LS_BYTES, .name = REC_STEP_DIGEST_NAME, .name_len = sizeof(REC_STEP_DIGEST_NAME) - 1};
+    return rec_encode(&d, p);
+}
+
+/* test_step_digests - digest streaming: step digest entries are not records; a batch of held records
+ * carries none; a digest for no record is refused. */
+static void test_step_digests(void **state)
+{
+    (void)state;
+    unsigned char buf[4096];
+    rec_header h = {.kind = REC_KIND_BATCH, .rank = 1, .batch_seq = 3};
+    size_t n = rec_header_encode(&h, buf);
+    rec_record r = {.seq = 10, .step = 4, .nbytes = 8, .fp = 1, .value = 2, .flags = REC_HAS_VALUE,
+                    .dtype = LS_F64, .name = "loss", .name_len = 4};
+    n += rec_encode(&r, buf + n);
+    n += put_digest(buf + n, 4, 95, 0xabcdef, 105); /* its seq is past the next record's: not checked */
+    r.seq = 11;
+    r.step = 5;
+    n += rec_encode(&r, buf + n);
+    srv_batch b;
+    srv_error e;
+    assert_int_equal(batch_decode_binary(&b, buf, n, &e), 0);
+    assert_int_equal(b.n, 2);
+    assert_false(b.held);
+    assert_int_equal(b.n_digests, 1);
+    assert_int_equal(b.digests[0].step, 4);
+    assert_int_equal(b.digests[0].n, 95);
+    assert_int_equal(b.digests[0].digest, 0xabcdef);
+    assert_int_equal(b.digests[0].seq, 105);
+    batch_release(&b);
+
+    n = rec_header_encode(&h, buf);
+    n += put_digest(buf + n, 4, 0, 1, 1);
+    assert_int_equal(batch_decode_binary(&b, buf, n, &e), -1);
+    assert_string_equal(e.error, "bad step digest");
+    batch_release(&b);
+
+    rec_header hh = {.kind = REC_KIND_BATCH, .rank = 1, .batch_seq = (1ULL << 62) + 7, .flags = REC_HDR_HELD};
+    n = rec_header_encode(&hh, buf);
+    r.seq = 7;
+    n += rec_encode(&r, buf + n);
+    assert_int_equal(batch_decode_binary(&b, buf, n, &e), 0);
+    assert_true(b.held);
+    assert_int_equal(b.n, 1);
+    batch_release(&b);
+    n += put_digest(buf + n, 5, 3, 1, 8);
+    assert_int_equal(batch_decode_binary(&b, buf, n, &e), -1);
+    assert_string_equal(e.error, "step digest in a batch of held records");
+    batch_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_step_digests),
         cmocka_unit_test(test_json_values_exact),
         cmocka_unit_test(test_binary_round_trip),
         cmocka_unit_test(test_hex_and_utf8),

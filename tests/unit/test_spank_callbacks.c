@@ -472,6 +472,26 @@ static void case_remote_fp_conflict(void)
     CHECK(env_get("CUBLAS_WORKSPACE_CONFIG") == NULL);
 }
 
+/* case_remote_stream - the site's stream=digests reaches a job that chose nothing; a job's own choice stays. */
+static void case_remote_stream(void)
+{
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    remote_args[n_remote_args++] = "stream=digests";
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(env_get("LOCKSTEP_STREAM") && !strcmp(env_get("LOCKSTEP_STREAM"), "digests"));
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    remote_args[n_remote_args++] = "stream=digests";
+    env_put("LOCKSTEP_STREAM=records");
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_STREAM"), "records"));
+}
+
 static void case_remote_untouched(void)
 {
     fake_reset(S_CTX_REMOTE);
@@ -654,6 +674,7 @@ static void test_remote_det(void **s) { (void)s; in_child(case_remote_det); }
 static void test_remote_det_conflict(void **s) { (void)s; in_child(case_remote_det_conflict); }
 static void test_remote_fp_conflict(void **s) { (void)s; in_child(case_remote_fp_conflict); }
 static void test_remote_untouched(void **s) { (void)s; in_child(case_remote_untouched); }
+static void test_remote_stream(void **s) { (void)s; in_child(case_remote_stream); }
 static void test_remote_batch_step(void **s) { (void)s; in_child(case_remote_batch_step); }
 static void test_remote_requeued(void **s) { (void)s; in_child(case_remote_requeued); }
 static void test_remote_env_fallback(void **s) { (void)s; in_child(case_remote_env_fallback); }
@@ -710,6 +731,7 @@ int main(void)
         cmocka_unit_test(test_remote_det_conflict),
         cmocka_unit_test(test_remote_fp_conflict),
         cmocka_unit_test(test_remote_untouched),
+        cmocka_unit_test(test_remote_stream),
         cmocka_unit_test(test_remote_batch_step),
         cmocka_unit_test(test_remote_env_fallback),
         cmocka_unit_test(test_remote_agent_missing),

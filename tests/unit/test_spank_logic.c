@@ -40,6 +40,9 @@ static const arg_case arg_cases[] = {
     {"agent=/opt/lockstep/lib/liblockstep.so", 1, NULL},
     {"agent=liblockstep.so", 0, "absolute path"},
     {"spool=/var/spool/lockstep", 1, NULL},
+    {"stream=digests", 1, NULL},
+    {"stream=records", 1, NULL},
+    {"stream=all", 0, "records|digests"},
     {"default=det", 1, NULL},
     {"default=fp", 1, NULL},
     {"default=OFF", 1, NULL},
@@ -82,12 +85,12 @@ static void test_conf_values(void **state)
     spank_conf c;
     char why[512] = "";
     char *av[] = {"server=http://h:1/", "secret=/s", "agent=/a.so", "default=fp", "enforce=det", "spool=/sp",
-                  "bogus=1", "timeout_ms=700"};
+                  "bogus=1", "timeout_ms=700", "stream=digests"};
     spank_conf_defaults(&c);
     assert_string_equal(c.agent, SPANK_DEFAULT_AGENT);
     assert_int_equal(c.dflt, SPANK_MODE_OFF);
     /* One bad argument does not stop the others from applying. */
-    assert_int_equal(spank_conf_parse(&c, 8, av, why, sizeof(why)), -1);
+    assert_int_equal(spank_conf_parse(&c, 9, av, why, sizeof(why)), -1);
     assert_non_null(strstr(why, "bogus=1"));
     assert_string_equal(c.server, "http://h:1");
     assert_string_equal(c.secret, "/s");
@@ -96,6 +99,7 @@ static void test_conf_values(void **state)
     assert_int_equal(c.dflt, SPANK_MODE_FP);
     assert_int_equal(c.enforce, SPANK_MODE_DET);
     assert_int_equal(c.timeout_ms, 700);
+    assert_string_equal(c.stream, "digests");
 }
 
 /* The example for sites parses cleanly. */

@@ -73,8 +73,28 @@ static void test_windows(void **state)
     assert_true(ts_admits(&ts, LS_LEVEL_METRIC, INT64_MAX, 0));
 }
 
+/* test_in_window - only clauses with a step window say "send these in full" to digest streaming. */
+static void test_in_window(void **state)
+{
+    (void)state;
+    trace_spec ts;
+    char why[200];
+    assert_int_equal(ts_parse("collectives;ops:steps=120-125:ranks=0,4-7", &ts, why, sizeof(why)), 0);
+    assert_false(ts_in_window(&ts, LS_LEVEL_COLLECTIVE, 10, 0));   /* the broad clause admits, no window */
+    assert_true(ts_admits(&ts, LS_LEVEL_COLLECTIVE, 10, 0));
+    assert_true(ts_in_window(&ts, LS_LEVEL_COLLECTIVE, 121, 5));
+    assert_true(ts_in_window(&ts, LS_LEVEL_OP, 125, 0));
+    assert_false(ts_in_window(&ts, LS_LEVEL_OP, 125, 3));          /* rank outside */
+    assert_false(ts_in_window(&ts, LS_LEVEL_OP, 126, 0));          /* step outside */
+    assert_int_equal(ts_parse("modules:steps=5-", &ts, why, sizeof(why)), 0);
+    assert_true(ts_in_window(&ts, LS_LEVEL_MODULE, 6, 0));           /* half-open windows are windows */
+    assert_int_equal(ts_parse("modules", &ts, why, sizeof(why)), 0);
+    assert_false(ts_in_window(&ts, LS_LEVEL_METRIC, 6, 0));
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_parse_table), cmocka_unit_test(test_windows)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_parse_table), cmocka_unit_test(test_windows),
+                                       cmocka_unit_test(test_in_window)};
     return cmocka_run_group_tests_name("tracespec", tests, NULL, NULL);
 }

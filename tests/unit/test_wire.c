@@ -81,9 +81,27 @@ static void test_obj_string(void **state)
     assert_int_equal(wire_obj_string("{\"run_id\":\"toolong\"}", "run_id", out, 4), -1);
 }
 
+static void test_obj_int_array(void **state)
+{
+    (void)state;
+    long long v[4];
+    assert_int_equal(wire_obj_int_array("{\"run_id\": \"x\", \"send_steps\": [7, -2,12 ]}", "send_steps", v, 4), 3);
+    assert_int_equal(v[0], 7);
+    assert_int_equal(v[1], -2);
+    assert_int_equal(v[2], 12);
+    assert_int_equal(wire_obj_int_array("{\"send_steps\": []}", "send_steps", v, 4), 0);
+    assert_int_equal(wire_obj_int_array("{\"send_steps\": [1,2,3,4,5,6]}", "send_steps", v, 4), 4); /* the rest skipped */
+    assert_int_equal(v[3], 4);
+    assert_int_equal(wire_obj_int_array("{\"stored\": 3}", "send_steps", v, 4), -1);
+    assert_int_equal(wire_obj_int_array("{\"send_steps\": [\"7\"]}", "send_steps", v, 4), -1);
+    assert_int_equal(wire_obj_int_array("{\"send_steps\": [7", "send_steps", v, 4), -1);
+    assert_int_equal(wire_obj_int_array("{\"x\": {\"send_steps\": [1]}}", "send_steps", v, 4), -1); /* top level only */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_obj_int_array),
         cmocka_unit_test(test_body),
         cmocka_unit_test(test_lookup_path),
         cmocka_unit_test(test_pick),

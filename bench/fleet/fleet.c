@@ -1,0 +1,595 @@
+/* fleet.c - bench/fleet: one lockstepd (embedded PostgreSQL on this machine) driven by the streams of a simulated fleet, 10,000 ranks at a 1 s step by default, streaming digests (or records); says whether it keeps up and how fast divergences are found. One JSON line.
+ *
+ * The ranks belong to twin groups of two runs. Every rank makes `per_step` records a step, `metrics` of them
+ * scalars (loss, grad norm, ...), the others collective fingerprints; its step is due at t0 + step * step_s +
+ * its phase (spread over the step), and one client thread posts it then: in digest mode the scalars and one
+ * step digest (REC_STEP_DIGEST) of the other records, which it can make again, byte for byte, when a reply asks
+ * for a step (send_steps); in records mode every record. In `diverge` groups, one rank of run B makes one
+ * record differently from a chosen step on. Lag is how late a rank's post starts after it was due: a server that
+ * keeps up answers fast enough for every thread to be on time.
+ */
+#include <dirent.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/lsfp1.h"
+#include "common/recmatch.h"
+#include "common/wire.h"
+#include "tests/integration/harness.h"
+
+#define HELD_SEQ_BASE (1ULL << 62) /* agent/hold.h: a held block's batch_seq */
+#define MAX_ASK 64
+
+typedef struct opts {
+    int ranks, groups, per_step, metrics, threads, diverge;
+    int batch_steps; /* a rank posts once every this many steps (LOCKSTEP_BATCH_MS longer than a step) */
+    double step_s, seconds;
+    int digests;
+    const char *db, *state_dir, *srv_threads;
+} opts;
+
+/* One simulated rank. */
+typedef struct srank {
+    int group, run, rank;  /* run 0 or 1 of the group; rank within the run */
+    double phase;          /* seconds into each step when it posts */
+    uint64_t bseq;
+    int64_t diverge_at;    /* -1: never */
+} srank;
+
+typedef struct sim {
+    opts o;
+    char base[128];
+    char (*run_ids)[40]; /* group * 2 + run */
+    char groups[64][64];
+    int ranks_per_run;
+    srank *r;
+    double t0, t_end;
+    /* divergence watch: when the step after the diverging one was stored by both runs */
+    double div_ready[64][2];
+    atomic_uint_fast64_t posts, fails, bytes, bytes_on_demand, on_demand_posts, records_made, asked;
+} sim;
+
+typedef struct worker_t {
+    sim *s;
+    int id;
+    double *lag, *lat;
+    size_t n, cap;
+} worker_t;
+
+/* diverge_step - the step from which group g's diverging rank differs: spread over the run, from step 5 to
+ * 5 steps before its end, so that every one is complete (a later step stored) in time. */
+static int64_t diverge_step(const opts *o, int g)
+{
+    int64_t steps = (int64_t)(o->seconds / o->step_s), span = steps - 10;
+    return 5 + (span > 0 && o->diverge > 1 ? span * g / (o->diverge - 1) : 0);
+}
+
+static void make_record(const sim *s, const srank *sr, int64_t step, int i, rec_record *r, char *name)
+{
+    static const char *const metric_names[] = {"loss", "grad_norm", "lr", "loss_scale", "tokens", "aux_loss"};
+    memset(r, 0, sizeof(*r));
+    r->seq = (uint64_t)step * (uint64_t)s->o.per_step + (uint64_t)i;
+    r->step = step;
+    r->t_ns = (int64_t)(s->t0 * 1e9) + step * 1000000000LL + i;
+    uint64_t key[4] = {(uint64_t)sr->group, (uint64_t)sr->rank, (uint64_t)step, (uint64_t)i};
+    if (i < s->o.metrics) {
+        double v = 1.0 / (double)(step + 1 + i) + (double)sr->rank * 1e-9;
+        snprintf(name, 64, "%s", metric_names[i % 6]);
+        r->level = LS_LEVEL_METRIC;
+        r->dtype = LS_F64;
+        r->nbytes = 8;
+        memcpy(&r->value, &v, 8);
+        r->flags = REC_HAS_VALUE;
+        r->fp = fp_lsfp1(&v, 8);
+    } else {
+        snprintf(name, 64, "layers.%d.grad.allreduce", i - s->o.metrics);
+        r->level = LS_LEVEL_COLLECTIVE;
+        r->dtype = LS_BF16;
+        r->ndim = 2;
+        r->shape[0] = 8;
+        r->shape[1] = 4096 + i;
+        r->nbytes = 2 * 8 * (uint64_t)r->shape[1];
+        r->fp = fp_lsfp1(key, sizeof(key));
+        if (sr->diverge_at >= 0 && step >= sr->diverge_at && i == s->o.metrics + 3)
+            r->fp ^= 1; /* the diverging twin */
+    }
+    r->name = name;
+    r->name_len = (uint16_t)strlen(name);
+}
+
+/* post - one batch; the steps a digest-mode reply asks for in `ask`. Returns the HTTP status. */
+static long post(sim *s, const srank *sr, h_batch *b, long long *ask, int *n_ask, int on_demand)
+{
+    char url[300], *resp = NULL;
+    snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", s->base, s->run_ids[sr->group * 2 + sr->run]);
+    long code = h_http("POST", url, "application/x-lockstep", b->buf, b->len, NULL, &resp);
+    if (code == 200) {
+        atomic_fetch_add(&s->posts, 1);
+        atomic_fetch_add(on_demand ? &s->bytes_on_demand : &s->bytes, b->len);
+        if (ask)
+            *n_ask = resp ? wire_obj_int_array(resp, "send_steps", ask, MAX_ASK) : -1;
+    } else {
+        atomic_fetch_add(&s->fails, 1);
+    }
+    free(resp);
+    return code;
+}
+
+/* batch_header - a batch stream header of this rank (flags: REC_HDR_HELD for records sent on demand). */
+static void batch_header(h_batch *b, const srank *sr, uint64_t bseq, uint32_t flags)
+{
+    rec_header h;
+    memset(&h, 0, sizeof(h));
+    h.kind = REC_KIND_BATCH;
+    h.rank = (uint32_t)sr->rank;
+    h.batch_seq = bseq;
+    h.flags = flags;
+    snprintf(h.algo, sizeof(h.algo), "lsfp1");
+    b->len = 0;
+    size_t n = rec_header_size(&h);
+    if (b->cap < n + 65536) {
+        b->cap = n + 65536 + (size_t)0;
+        b->buf = realloc(b->buf, b->cap);
+        if (!b->buf)
+            abort();
+    }
+    rec_header_encode(&h, b->buf);
+    b->len = n;
+}
+
+/* send_held - a reply asked for step `step`: the records this rank held back, made again. */
+static void send_held(sim *s, const srank *sr, int64_t step, h_batch *b)
+{
+    batch_header(b, sr, HELD_SEQ_BASE + (uint64_t)step * (uint64_t)s->o.per_step + (uint64_t)s->o.metrics,
+                 REC_HDR_HELD);
+    for (int i = s->o.metrics; i < s->o.per_step; i++) {
+        rec_record r;
+        char name[64];
+        make_record(s, sr, step, i, &r, name);
+        h_batch_add(b, &r);
+    }
+    atomic_fetch_add(&s->on_demand_posts, 1);
+    post(s, sr, b, NULL, NULL, 1);
+}
+
+static void sleep_until(double t)
+{
+    double d = t - h_now();
+    if (d <= 0)
+        return;
+    struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+static void keep(worker_t *w, double lag, double lat)
+{
+    if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 4096;
+        w->lag = realloc(w->lag, w->cap * sizeof(double));
+        w->lat = realloc(w->lat, w->cap * sizeof(double));
+        if (!w->lag || !w->lat)
+            abort();
+    }
+    w->lag[w->n] = lag;
+    w->lat[w->n++] = lat;
+}
+
+static int by_phase(const void *a, const void *b, void *arg)
+{
+    const sim *s = arg;
+    double x = s->r[*(const int *)a].phase, y = s->r[*(const int *)b].phase;
+    return x < y ? -1 : x > y;
+}
+
+static void *worker_main(void *arg)
+{
+    worker_t *w = arg;
+    sim *s = w->s;
+    const opts *o = &s->o;
+    int n = 0, *mine = malloc(((size_t)o->ranks / (size_t)o->threads + 2) * sizeof(int));
+    for (int r = w->id; r < o->ranks; r += o->threads)
+        mine[n++] = r;
+    qsort_r(mine, (size_t)n, sizeof(int), by_phase, s);
+    h_batch b = {0}, hb = {0};
+    for (int64_t step = 0;; step++) {
+        for (int k = 0; k < n; k++) {
+            srank *sr = &s->r[mine[k]];
+            double due = s->t0 + (double)step * o->step_s + sr->phase;
+            if (due >= s->t_end || h_now() >= s->t_end + o->step_s)
+                goto out; /* the run is over (a server that fell behind leaves a backlog: not posted) */
+            if ((step + 1) % o->batch_steps != 0)
+                continue; /* this rank's batch closes with a later step */
+            sleep_until(due);
+            double start = h_now();
+            batch_header(&b, sr, sr->bseq, 0);
+            for (int64_t bs = step + 1 - o->batch_steps; bs <= step; bs++) {
+                uint64_t digest = 0;
+                int held = 0;
+                for (int i = 0; i < o->per_step; i++) {
+                    rec_record r;
+                    char name[64];
+                    make_record(s, sr, bs, i, &r, name);
+                    if (o->digests && i >= o->metrics) { /* held back: only its digest term goes */
+                        digest ^= rec_digest_term(&r);
+                        held++;
+                        continue;
+                    }
+                    h_batch_add(&b, &r);
+                }
+                if (held) {
+                    rec_record d;
+                    memset(&d, 0, sizeof(d));
+                    d.seq = (uint64_t)bs * (uint64_t)o->per_step + (uint64_t)o->per_step - 1;
+                    d.step = bs;
+                    d.nbytes = (uint64_t)held;
+                    d.fp = digest;
+                    d.flags = REC_STEP_DIGEST;
+                    d.dtype = LS_BYTES;
+                    d.name = REC_STEP_DIGEST_NAME;
+                    d.name_len = (uint16_t)strlen(REC_STEP_DIGEST_NAME);
+                    h_batch_add(&b, &d);
+                }
+            }
+            atomic_fetch_add(&s->records_made, (uint64_t)o->per_step * (uint64_t)o->batch_steps);
+            long long ask[MAX_ASK];
+            int n_ask = 0;
+            long code = post(s, sr, &b, ask, &n_ask, 0);
+            double end = h_now();
+            keep(w, start - due, end - start);
+            if (code != 200)
+                continue; /* this step's batch is lost to the simulation: counted as failed */
+            sr->bseq++;
+            if (sr->diverge_at >= 0 && step > sr->diverge_at && s->div_ready[sr->group][sr->run] == 0)
+                s->div_ready[sr->group][sr->run] = end; /* the batch that made the diverging step comparable */
+            for (int a = 0; a < n_ask; a++) {
+                atomic_fetch_add(&s->asked, 1);
+                send_held(s, sr, ask[a], &hb);
+            }
+        }
+    }
+out:
+    h_batch_free(&b);
+    h_batch_free(&hb);
+    free(mine);
+    return NULL;
+}
+
+/* proc_cpu - CPU seconds of `pid` (with `children`: plus its live children's, as for the postmaster). */
+static double proc_cpu(pid_t pid, int children)
+{
+    char path[64], buf[1024];
+    double tck = (double)sysconf(_SC_CLK_TCK), total = 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    if (fgets(buf, sizeof(buf), f)) {
+        char *p = strrchr(buf, ')');
+        unsigned long long v[4] = {0};
+        if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                        &v[3]) == 4)
+            total = (double)(v[0] + v[1] + (children ? v[2] + v[3] : 0)) / tck;
+    }
+    fclose(f);
+    if (!children)
+        return total;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int child = atoi(e->d_name);
+        if (child <= 0)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/stat", child);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(buf, sizeof(buf), f)) {
+            char *p = strrchr(buf, ')');
+            int ppid = 0;
+            unsigned long long ut = 0, st = 0;
+            if (p && sscanf(p + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ppid, &ut, &st) == 3 &&
+                ppid == pid)
+                total += (double)(ut + st) / tck;
+        }
+        fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return total;
+}
+
+static pid_t postmaster_pid(const char *state_dir)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "%s/pgdata/postmaster.pid", state_dir);
+    FILE *f = fopen(path, "r");
+    int pid = 0;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    return (pid_t)pid;
+}
+
+static double wal_bytes(PGconn *c)
+{
+    PGresult *r = PQexec(c, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')");
+    double v = PQresultStatus(r) == PGRES_TUPLES_OK ? atof(PQgetvalue(r, 0, 0)) : 0;
+    PQclear(r);
+    return v;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(const double *v, size_t n, double p)
+{
+    return n ? v[(size_t)(p * (double)(n - 1) + 0.5)] : 0;
+}
+
+static double self_cpu(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+    static sim s;
+    opts *o = &s.o;
+    *o = (opts){.ranks = 10000, .groups = 10, .per_step = 100, .metrics = 4, .threads = 200, .diverge = 5,
+                .step_s = 1.0, .seconds = 120, .digests = 1, .batch_steps = 1};
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *k = argv[i], *v = argv[i + 1];
+        if (!strcmp(k, "--ranks"))
+            o->ranks = atoi(v);
+        else if (!strcmp(k, "--groups"))
+            o->groups = atoi(v);
+        else if (!strcmp(k, "--per-step"))
+            o->per_step = atoi(v);
+        else if (!strcmp(k, "--metrics"))
+            o->metrics = atoi(v);
+        else if (!strcmp(k, "--threads"))
+            o->threads = atoi(v);
+        else if (!strcmp(k, "--diverge"))
+            o->diverge = atoi(v);
+        else if (!strcmp(k, "--step"))
+            o->step_s = atof(v);
+        else if (!strcmp(k, "--seconds"))
+            o->seconds = atof(v);
+        else if (!strcmp(k, "--batch-steps"))
+            o->batch_steps = atoi(v);
+        else if (!strcmp(k, "--mode"))
+            o->digests = strcmp(v, "records") != 0;
+        else if (!strcmp(k, "--db"))
+            o->db = v;
+        else if (!strcmp(k, "--state-dir"))
+            o->state_dir = v;
+        else if (!strcmp(k, "--server-threads"))
+            o->srv_threads = v;
+        else {
+            fprintf(stderr, "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
+                            "[--seconds T] [--batch-steps K] [--mode digests|records] [--threads N] [--diverge G] [--server-threads N] "
+                            "[--db URL | --state-dir DIR]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (o->groups < 1 || o->groups > 64 || o->ranks < 2 * o->groups || o->metrics >= o->per_step || o->threads < 1 ||
+        o->batch_steps < 1) {
+        fprintf(stderr, "bench/fleet: need 1..64 groups, 2 ranks a group at least, metrics < per-step\n");
+        return 2;
+    }
+    if (o->diverge > o->groups)
+        o->diverge = o->groups;
+    s.ranks_per_run = o->ranks / (2 * o->groups);
+    o->ranks = s.ranks_per_run * 2 * o->groups;
+    if (o->threads > o->ranks)
+        o->threads = o->ranks;
+    signal(SIGPIPE, SIG_IGN);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+
+    char state[64] = "/tmp/lsfleet.XXXXXX";
+    if (!mkdtemp(state))
+        return 1;
+    chmod(state, 0711);
+    char state_dir[300];
+    snprintf(state_dir, sizeof(state_dir), "%s", o->state_dir ? o->state_dir : "");
+    if (!o->state_dir)
+        snprintf(state_dir, sizeof(state_dir), "%s/state", state);
+    const char *args_embedded[] = {"--state-dir", state_dir, o->srv_threads ? "--threads" : NULL, o->srv_threads, NULL};
+    const char *args_db[] = {"--db", o->db, o->srv_threads ? "--threads" : NULL, o->srv_threads, NULL};
+    h_srv srv;
+    if (h_srv_start(&srv, o->db ? args_db : args_embedded) < 0) {
+        fprintf(stderr, "bench/fleet: lockstepd did not start\n");
+        return 1;
+    }
+    snprintf(s.base, sizeof(s.base), "%s", srv.base);
+
+    /* the twin groups: two runs each */
+    s.run_ids = calloc((size_t)o->groups * 2, sizeof(*s.run_ids));
+    char url[300], *resp = NULL;
+    snprintf(url, sizeof(url), "%s/api/v1/runs", s.base);
+    for (int g = 0; g < o->groups; g++) {
+        snprintf(s.groups[g], sizeof(s.groups[g]), "fleet-%d-%d", (int)getpid(), g);
+        for (int k = 0; k < 2; k++) {
+            char body[300];
+            snprintf(body, sizeof(body), "{\"job_id\": \"%d\", \"twin_group\": \"%s\", \"ranks\": %d, \"mode\": \"det\"}",
+                     1000 + 2 * g + k, s.groups[g], s.ranks_per_run);
+            if (h_http("POST", url, NULL, body, strlen(body), NULL, &resp) != 201 ||
+                h_json_str(resp, "run_id", s.run_ids[g * 2 + k], 40) < 0) {
+                fprintf(stderr, "bench/fleet: cannot register a run: %s\n", resp ? resp : "");
+                return 1;
+            }
+            free(resp);
+            resp = NULL;
+        }
+    }
+    s.r = calloc((size_t)o->ranks, sizeof(*s.r));
+    for (int i = 0; i < o->ranks; i++) {
+        srank *sr = &s.r[i];
+        sr->group = i / (2 * s.ranks_per_run);
+        sr->run = (i / s.ranks_per_run) % 2;
+        sr->rank = i % s.ranks_per_run;
+        sr->phase = o->step_s * (double)(((uint64_t)i * 0x9e3779b97f4a7c15ULL) >> 11) / (double)(1ULL << 53);
+        sr->diverge_at = -1;
+        if (sr->group < o->diverge && sr->run == 1 && sr->rank == (sr->group * 37) % s.ranks_per_run)
+            sr->diverge_at = diverge_step(o, sr->group);
+    }
+
+    char conninfo[700];
+    if (o->db)
+        snprintf(conninfo, sizeof(conninfo), "%s", o->db);
+    else
+        snprintf(conninfo, sizeof(conninfo), "host=%s/pgsock dbname=lockstep user=lockstep", state_dir);
+    PGconn *adm = PQconnectdb(conninfo);
+    pid_t pm = o->db ? 0 : postmaster_pid(state_dir);
+    double wal0 = PQstatus(adm) == CONNECTION_OK ? wal_bytes(adm) : 0;
+    double srv_cpu0 = proc_cpu(srv.pid, 0), pg_cpu0 = pm ? proc_cpu(pm, 1) : 0, self0 = self_cpu();
+
+    worker_t *ws = calloc((size_t)o->threads, sizeof(*ws));
+    pthread_t *th = calloc((size_t)o->threads, sizeof(*th));
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    s.t0 = h_now() + 1.0;
+    s.t_end = s.t0 + o->seconds;
+    for (int t = 0; t < o->threads; t++) {
+        ws[t] = (worker_t){.s = &s, .id = t};
+        if (pthread_create(&th[t], &attr, worker_main, &ws[t]) != 0) {
+            fprintf(stderr, "bench/fleet: cannot start thread %d\n", t);
+            return 1;
+        }
+    }
+    for (int t = 0; t < o->threads; t++)
+        pthread_join(th[t], NULL);
+    double elapsed = h_now() - s.t0;
+    double srv_cpu = proc_cpu(srv.pid, 0) - srv_cpu0, pg_cpu = pm ? proc_cpu(pm, 1) - pg_cpu0 : 0;
+    double sim_cpu = self_cpu() - self0;
+    double wal = PQstatus(adm) == CONNECTION_OK ? wal_bytes(adm) - wal0 : 0;
+
+    size_t n = 0;
+    for (int t = 0; t < o->threads; t++)
+        n += ws[t].n;
+    double *lag = malloc((n + 1) * sizeof(double)), *lat = malloc((n + 1) * sizeof(double));
+    size_t k = 0;
+    for (int t = 0; t < o->threads; t++) {
+        memcpy(lag + k, ws[t].lag, ws[t].n * sizeof(double));
+        memcpy(lat + k, ws[t].lat, ws[t].n * sizeof(double));
+        k += ws[t].n;
+        free(ws[t].lag);
+        free(ws[t].lat);
+    }
+    qsort(lag, n, sizeof(double), cmp_d);
+    qsort(lat, n, sizeof(double), cmp_d);
+
+    /* Divergences: each diverging group names its rank and step, with the time from commit to detection
+     * (detection_ms), and from the later run's post of the step after it (which made the step complete) to
+     * the divergence being stored (e2e). */
+    double det[64], e2e[64];
+    int n_found = 0, n_right = 0;
+    for (int g = 0; g < o->diverge; g++) {
+        snprintf(url, sizeof(url), "%s/api/v1/twins/%s", s.base, s.groups[g]);
+        json_t *fd = NULL;
+        for (int tries = 0; tries < 150 && !fd; tries++) {
+            if (h_http("GET", url, NULL, NULL, 0, NULL, &resp) == 200) {
+                json_t *j = json_loads(resp, 0, NULL);
+                json_t *f = json_object_get(j, "first_divergence");
+                if (json_is_object(f))
+                    fd = json_incref(f);
+                json_decref(j);
+            }
+            free(resp);
+            resp = NULL;
+            if (!fd)
+                usleep(100000);
+        }
+        if (!fd)
+            continue;
+        int64_t want_step = diverge_step(o, g);
+        int want_rank = (g * 37) % s.ranks_per_run;
+        n_right += json_integer_value(json_object_get(fd, "step")) == want_step &&
+                   json_integer_value(json_object_get(fd, "rank")) == want_rank;
+        det[n_found] = json_number_value(json_object_get(fd, "detection_ms"));
+        /* the divergence's detected_at against the wall clock when the step became complete */
+        const char *at = json_string_value(json_object_get(fd, "detected_at"));
+        struct tm tm = {0};
+        double frac = 0, ready = s.div_ready[g][0] > s.div_ready[g][1] ? s.div_ready[g][0] : s.div_ready[g][1];
+        e2e[n_found] = -1;
+        if (at && strptime(at, "%Y-%m-%dT%H:%M:%S", &tm)) {
+            const char *dot = strchr(at, '.');
+            frac = dot ? atof(dot) : 0;
+            struct timespec mono, real;
+            clock_gettime(CLOCK_MONOTONIC, &mono);
+            clock_gettime(CLOCK_REALTIME, &real);
+            double detected_wall = (double)timegm(&tm) + frac;
+            double offset = ((double)real.tv_sec + real.tv_nsec / 1e9) - ((double)mono.tv_sec + mono.tv_nsec / 1e9);
+            if (ready > 0)
+                e2e[n_found] = (detected_wall - offset - ready) * 1e3;
+        }
+        n_found++;
+        json_decref(fd);
+    }
+    qsort(det, (size_t)n_found, sizeof(double), cmp_d);
+    qsort(e2e, (size_t)n_found, sizeof(double), cmp_d);
+
+    double load[3] = {0};
+    if (getloadavg(load, 3) < 1)
+        load[0] = -1;
+    PQfinish(adm);
+    h_srv_kill(&srv, SIGTERM);
+    h_srv_cleanup(&srv);
+    char cmd[200];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
+    if (system(cmd) != 0)
+        fprintf(stderr, "bench/fleet: cannot remove %s\n", state);
+
+    uint64_t posts = atomic_load(&s.posts), fails = atomic_load(&s.fails), made = atomic_load(&s.records_made);
+    uint64_t on_demand = atomic_load(&s.on_demand_posts), steps_posted = n;
+    double offered = o->ranks / o->step_s / o->batch_steps, rate = (double)(posts - on_demand) / o->seconds;
+    double lag99 = pct(lag, n, 0.99) * 1e3;
+    int keeps_up = fails == 0 && rate >= 0.97 * offered && lag99 < o->step_s * 500;
+    printf("{\"bench\": \"fleet\", \"mode\": \"%s\", \"ranks\": %d, \"groups\": %d, \"runs\": %d, \"step_s\": %.2f, "
+           "\"seconds\": %.1f, \"records_per_rank_step\": %d, \"batch_steps\": %d, \"client_threads\": %d, \"offered_batches_per_s\": %.0f, "
+           "\"batches_per_s\": %.1f, \"records_made_per_s\": %.0f, \"keeps_up\": %s, \"lag_p50_ms\": %.1f, "
+           "\"lag_p99_ms\": %.1f, \"lag_max_ms\": %.1f, \"post_p50_ms\": %.2f, \"post_p99_ms\": %.2f, "
+           "\"failed_posts\": %" PRIu64 ", \"steps_asked\": %" PRIu64 ", \"divergences_found\": %d, "
+           "\"divergences_right\": %d, \"divergences_expected\": %d, \"detect_p50_ms\": %.1f, \"detect_max_ms\": %.1f, "
+           "\"e2e_p50_ms\": %.1f, \"e2e_max_ms\": %.1f, \"bytes_per_rank_step\": %.1f, \"on_demand_bytes\": %" PRIu64 ", "
+           "\"lockstepd_cpu_s\": %.1f, \"postgres_cpu_s\": %.1f, \"server_cpu_us_per_batch\": %.0f, \"sim_cpu_s\": %.1f, "
+           "\"wal_bytes_per_s\": %.0f, "
+           "\"load_avg_1m\": %.2f}\n",
+           o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
+           o->batch_steps, o->threads, offered, rate, (double)made / elapsed, keeps_up ? "true" : "false", pct(lag, n, 0.5) * 1e3,
+           lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3, pct(lat, n, 0.99) * 1e3, fails,
+           atomic_load(&s.asked), n_found, n_right, o->diverge, pct(det, (size_t)n_found, 0.5),
+           n_found ? det[n_found - 1] : 0, pct(e2e, (size_t)n_found, 0.5), n_found ? e2e[n_found - 1] : 0,
+           steps_posted ? (double)atomic_load(&s.bytes) / (double)steps_posted / o->batch_steps : 0,
+           (uint64_t)atomic_load(&s.bytes_on_demand), srv_cpu, pg_cpu, posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0,
+           sim_cpu, wal / elapsed, load[0]);
+    free(lag);
+    free(lat);
+    free(ws);
+    free(th);
+    return n_found == o->diverge && n_right == n_found && keeps_up ? 0 : 1;
+}
