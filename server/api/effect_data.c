@@ -13,11 +13,13 @@
 #include "common/json/mdiff.h"
 #include "common/recmatch.h"
 #include "server/api/pgjson.h"
+#include "server/api/recview.h"
 #include "server/compare/rule.h"
 #include "server/compare/verdict.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
 #include "server/store/db.h"
+#include "server/store/frames.h"
 #include "server/store/runs.h"
 
 #define DIFF_PAIRS 256 /* differing (rank, step) pairs of two runs read at once */
@@ -28,10 +30,6 @@ void effect_data_register(void)
                              "WHERE twin_group = $1 ORDER BY run_key LIMIT 65");
     db_register("eff_run",
                 "SELECT run_key, run_id, coalesce(twin_group, ''), status FROM runs WHERE run_id = $1::uuid");
-    /* One run's scalar metrics on one rank, in step order (the index's order: no sort of the whole set). */
-    db_register("eff_metrics", "SELECT name, step, value, dtype FROM records WHERE run_key = $1 AND rank = $2 "
-                               "AND step BETWEEN $3 AND $4 AND level = 0 AND occ = 0 AND value IS NOT NULL "
-                               "ORDER BY step, seq");
     db_register("eff_span", "SELECT min(min_step), max(max_step), count(DISTINCT rank) FROM rank_progress "
                             "WHERE run_key = ANY($1::bigint[])");
     /* The (rank, step) pairs of steps $3..$4 whose digests differ between two runs, or that one of them lacks. */
@@ -42,11 +40,6 @@ void effect_data_register(void)
                             "AND step BETWEEN $3 AND $4) b ON a.rank = b.rank AND a.step = b.step "
                             "WHERE a.digest IS DISTINCT FROM b.digest OR a.n IS DISTINCT FROM b.n "
                             "ORDER BY 2, 1 LIMIT 256");
-    /* The records of one step and rank of two runs, as lockstepd's comparison reads them (state blocks apart:
-     * step digests leave them out), with their input fingerprints (the cause rule) and call sites. */
-    db_register("eff_recs", "SELECT run_key, seq, name, occ, level, dtype, flags, nbytes, fp, value, shape::text, "
-                            "inputs::text, encode(ext, 'hex'), " SITE_COLS " FROM records "
-                            "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3 AND flags & 12 = 0");
     /* Two runs and their manifests, for the one manifest diff (common/json/mdiff.h) the cause rule reads. */
     db_register("eff_mruns", "SELECT run_key, run_id, job_id, step_id, user_name, nodes, command, ranks FROM runs "
                              "WHERE run_key = ANY($1::bigint[]) ORDER BY array_position($1::bigint[], run_key)");
@@ -137,15 +130,23 @@ int effect_set_open(http_req *req, const char *role, const char *spec, effect_se
  * occurrence 0 cannot be, keeps its first record). */
 typedef struct slice {
     int run;
-    PGresult *r;
-    const char *name;
+    const frame_set *r; /* the run's series points: rows index r->recs */
+    const char *name;   /* not terminated: name_len bytes */
+    size_t name_len;
     int *rows, count;
 } slice;
+
+/* names_cmp - two record names' order (bytewise, a prefix first). */
+static int names_cmp(const char *a, size_t na, const char *b, size_t nb)
+{
+    int c = memcmp(a, b, na < nb ? na : nb);
+    return c ? c : (na > nb) - (na < nb);
+}
 
 static int slice_by_name_run(const void *pa, const void *pb)
 {
     const slice *a = pa, *b = pb;
-    int c = strcmp(a->name, b->name);
+    int c = names_cmp(a->name, a->name_len, b->name, b->name_len);
     return c ? c : a->run - b->run;
 }
 
@@ -156,8 +157,8 @@ static void steps_text(const slice *s, char *out, size_t cap)
         snprintf(out, cap, "no steps");
         return;
     }
-    snprintf(out, cap, "steps %s-%s (%d)", PQgetvalue(s->r, s->rows[0], 1), PQgetvalue(s->r, s->rows[s->count - 1], 1),
-             s->count);
+    snprintf(out, cap, "steps %" PRId64 "-%" PRId64 " (%d)", s->r->recs[s->rows[0]].step,
+             s->r->recs[s->rows[s->count - 1]].step, s->count);
 }
 
 /* slices_same_steps - two slices hold the same step numbers. */
@@ -166,18 +167,25 @@ static int slices_same_steps(const slice *a, const slice *b)
     if (a->count != b->count)
         return 0;
     for (int i = 0; i < a->count; i++)
-        if (strcmp(PQgetvalue(a->r, a->rows[i], 1), PQgetvalue(b->r, b->rows[i], 1)))
+        if (a->r->recs[a->rows[i]].step != b->r->recs[b->rows[i]].step)
             return 0;
     return 1;
 }
 
-/* row_by_name_step - order row numbers of eff_metrics' result `res` by name, then step (qsort_r: lockstepd's HTTP
+/* row_by_name_step - order indexes of a run's series points `set` by name, then step (qsort_r: lockstepd's HTTP
  * threads sort at once). */
-static int row_by_name_step(const void *pa, const void *pb, void *res)
+static int row_by_name_step(const void *pa, const void *pb, void *set)
 {
-    int a = *(const int *)pa, b = *(const int *)pb;
-    int c = strcmp(PQgetvalue(res, a, 0), PQgetvalue(res, b, 0));
-    return c ? c : a - b; /* rows come in step order */
+    const rec_record *recs = ((const frame_set *)set)->recs;
+    const rec_record *x = &recs[*(const int *)pa], *y = &recs[*(const int *)pb];
+    int c = names_cmp(x->name, x->name_len, y->name, y->name_len);
+    return c ? c : *(const int *)pa - *(const int *)pb; /* points come in (step, seq) order */
+}
+
+/* a metric's point: a scalar of the metric level (the series' other points are ops' and modules' scalars) */
+static int metric_point(const rec_record *r)
+{
+    return r->level == 0 && r->occurrence == 0 && (r->flags & REC_HAS_VALUE) && rec_in_steps(r);
 }
 
 int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *const *names, const char *const *roles,
@@ -185,44 +193,41 @@ int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *c
 {
     memset(out, 0, sizeof(*out));
     out->nruns = n;
-    char rk[24], f[32], t[32], key[24], err[512];
-    snprintf(rk, sizeof(rk), "%d", rank);
-    snprintf(f, sizeof(f), "%" PRId64, from);
-    snprintf(t, sizeof(t), "%" PRId64, to);
-    PGresult **res = xcalloc((size_t)n, sizeof(*res));
+    char err[512];
+    frame_set *res = xcalloc((size_t)n, sizeof(*res));
     int **order = xcalloc((size_t)n, sizeof(*order));
     slice *sl = NULL;
     int ns = 0, cap = 0, rc = 0;
 
     /* Each run's rows, cut into slices: one per metric name, by step. */
     for (int k = 0; k < n && rc == 0; k++) {
-        snprintf(key, sizeof(key), "%" PRId64, keys[k]);
-        const char *p[] = {key, rk, f, t};
-        res[k] = db_exec("eff_metrics", 4, p, err, sizeof(err));
-        if (!res[k]) {
-            http_reply_db_down(req, err);
+        int got = frames_read_points(keys[k], (uint32_t)rank, from, to, &res[k], err, sizeof(err));
+        if (got < 0) {
+            rv_reply_read_error(req, got, err);
             rc = -1;
             break;
         }
-        PGresult *r = res[k];
-        int rows = PQntuples(r);
-        order[k] = xmalloc(((size_t)rows + 1) * sizeof(int));
-        for (int i = 0; i < rows; i++)
-            order[k][i] = i;
-        qsort_r(order[k], (size_t)rows, sizeof(int), row_by_name_step, r);
+        const frame_set *r = &res[k];
+        int rows = 0;
+        order[k] = xmalloc((r->n + 1) * sizeof(int));
+        for (size_t i = 0; i < r->n; i++)
+            if (metric_point(&r->recs[i]))
+                order[k][rows++] = (int)i;
+        qsort_r(order[k], (size_t)rows, sizeof(int), row_by_name_step, (void *)r);
         for (int i = 0; i < rows;) {
-            const char *name = PQgetvalue(r, order[k][i], 0);
+            const rec_record *first = &r->recs[order[k][i]];
             int j = i;
-            while (j < rows && !strcmp(PQgetvalue(r, order[k][j], 0), name))
+            while (j < rows && !names_cmp(r->recs[order[k][j]].name, r->recs[order[k][j]].name_len, first->name,
+                                          first->name_len))
                 j++;
             if (ns == cap) {
                 cap = cap ? 2 * cap : 64;
                 sl = xrealloc(sl, (size_t)cap * sizeof(*sl));
             }
             slice *s = &sl[ns++];
-            *s = (slice){.run = k, .r = r, .name = name, .rows = order[k] + i};
+            *s = (slice){.run = k, .r = r, .name = first->name, .name_len = first->name_len, .rows = order[k] + i};
             for (int x = i; x < j; x++) /* a step recorded twice keeps its first record */
-                if (x == i || strcmp(PQgetvalue(r, order[k][x], 1), PQgetvalue(r, order[k][x - 1], 1)))
+                if (x == i || r->recs[order[k][x]].step != r->recs[order[k][x - 1]].step)
                     s->rows[s->count++] = order[k][x];
             i = j;
         }
@@ -235,14 +240,14 @@ int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *c
     for (int i = 0; i < ns && rc == 0;) {
         int j = i, have = 0;
         const slice *by_run[EFFECT_MAX_SET * 3 + 1] = {0};
-        for (; j < ns && !strcmp(sl[j].name, sl[i].name); j++)
+        for (; j < ns && !names_cmp(sl[j].name, sl[j].name_len, sl[i].name, sl[i].name_len); j++)
             if (!by_run[sl[j].run]) {
                 by_run[sl[j].run] = &sl[j];
                 have++;
             }
         if (have < n) {
             if (json_array_size(out->unshared) < 64)
-                json_array_append_new(out->unshared, json_string(sl[i].name));
+                json_array_append_new(out->unshared, json_stringn(sl[i].name, sl[i].name_len));
         } else if (out->n == EFFECT_MAX_METRICS) {
             out->more++;
         } else {
@@ -253,8 +258,8 @@ int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *c
                 char sa[96], sb[96], detail[1200];
                 steps_text(b, sa, sizeof(sa));
                 steps_text(by_run[k], sb, sizeof(sb));
-                snprintf(detail, sizeof(detail), "metric \"%.200s\" on rank %d: BASE run %s has %s, %s run %s has %s%s",
-                         sl[i].name, rank, names[0], sa, roles[k], names[k], sb,
+                snprintf(detail, sizeof(detail), "metric \"%.*s\" on rank %d: BASE run %s has %s, %s run %s has %s%s",
+                         (int)(sl[i].name_len < 200 ? sl[i].name_len : 200), sl[i].name, rank, names[0], sa, roles[k], names[k], sb,
                          running[k] || running[0] ? " (a run is still running)" : "");
                 http_reply_error(req, 400, "the runs cover different steps", detail,
                                  "compare runs of the same length, wait until they have ended, or compare the steps "
@@ -265,24 +270,23 @@ int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *c
             if (rc)
                 break;
             effect_metric *m = &out->m[out->n++];
-            snprintf(m->name, sizeof(m->name), "%s", sl[i].name);
+            snprintf(m->name, sizeof(m->name), "%.*s", (int)sl[i].name_len, sl[i].name);
             m->steps = (size_t)b->count;
             m->step = xmalloc((m->steps + 1) * sizeof(int64_t));
             m->bits = xcalloc((size_t)n, sizeof(uint64_t *));
             m->vals = xcalloc((size_t)n, sizeof(double *));
             m->dtypes = xcalloc((size_t)n, sizeof(int));
             for (size_t x = 0; x < m->steps; x++)
-                m->step[x] = strtoll(PQgetvalue(b->r, b->rows[x], 1), NULL, 10);
+                m->step[x] = b->r->recs[b->rows[x]].step;
             for (int k = 0; k < n; k++) {
                 const slice *sk = by_run[k];
                 m->bits[k] = xmalloc((m->steps + 1) * sizeof(uint64_t));
                 m->vals[k] = xmalloc((m->steps + 1) * sizeof(double));
-                m->dtypes[k] = atoi(PQgetvalue(sk->r, sk->rows[0], 3));
+                m->dtypes[k] = sk->r->recs[sk->rows[0]].dtype;
                 for (size_t x = 0; x < m->steps; x++) {
-                    int row = sk->rows[x];
-                    uint64_t bits = (uint64_t)strtoll(PQgetvalue(sk->r, row, 2), NULL, 10);
-                    m->bits[k][x] = bits;
-                    m->vals[k][x] = dtype_value_to_double((unsigned)atoi(PQgetvalue(sk->r, row, 3)), bits);
+                    const rec_record *pt = &sk->r->recs[sk->rows[x]];
+                    m->bits[k][x] = pt->value;
+                    m->vals[k][x] = dtype_value_to_double(pt->dtype, pt->value);
                 }
             }
             m->dtype = m->dtypes[0];
@@ -302,7 +306,7 @@ int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *c
     }
     free(sl);
     for (int k = 0; k < n; k++) {
-        PQclear(res[k]);
+        frame_set_release(&res[k]);
         free(order[k]);
     }
     free(res);
@@ -332,46 +336,6 @@ void effect_metrics_free(effect_metrics *ms)
 
 /* ---- the first effect ---- */
 
-/* One record of eff_recs as rule input, with the storage its extension fields and input fingerprints point into. */
-typedef struct eff_rec {
-    cmp_rec c;
-    unsigned char ext[REC_EXT_MAX];
-    uint64_t inputs[REC_MAX_INPUTS];
-} eff_rec;
-
-/* parse_rec - row `i` of eff_recs as a record of run 0 (base) or 1 (changed). */
-static void parse_rec(PGresult *r, int i, int64_t base, eff_rec *e)
-{
-    memset(e, 0, sizeof(*e));
-    cmp_rec *c = &e->c;
-    c->row = i;
-    c->run = strtoll(PQgetvalue(r, i, 0), NULL, 10) == base ? 0 : 1;
-    rec_record *x = &c->rec;
-    x->seq = strtoull(PQgetvalue(r, i, 1), NULL, 10);
-    x->name = PQgetvalue(r, i, 2);
-    x->name_len = (uint16_t)PQgetlength(r, i, 2);
-    x->occurrence = (uint32_t)strtoul(PQgetvalue(r, i, 3), NULL, 10);
-    x->level = (uint8_t)atoi(PQgetvalue(r, i, 4));
-    x->dtype = (uint8_t)atoi(PQgetvalue(r, i, 5));
-    x->flags = (uint8_t)atoi(PQgetvalue(r, i, 6)) & (uint8_t)~REC_HAS_VALUE;
-    x->nbytes = strtoull(PQgetvalue(r, i, 7), NULL, 10);
-    x->fp = (uint64_t)strtoll(PQgetvalue(r, i, 8), NULL, 10);
-    if (!PQgetisnull(r, i, 9)) {
-        x->flags |= REC_HAS_VALUE;
-        x->value = (uint64_t)strtoll(PQgetvalue(r, i, 9), NULL, 10);
-    }
-    x->ndim = (uint8_t)db_int_array_parse(PQgetvalue(r, i, 10), x->shape, LS_MAX_DIMS);
-    if (!PQgetisnull(r, i, 11)) {
-        int64_t in[REC_MAX_INPUTS];
-        int got = db_int_array_parse(PQgetvalue(r, i, 11), in, REC_MAX_INPUTS);
-        for (int k = 0; k < got; k++)
-            e->inputs[k] = (uint64_t)in[k];
-        x->inputs = e->inputs;
-        x->n_inputs = (uint16_t)(got > 0 ? got : 0);
-    }
-    pg_ext_decode(r, i, 12, e->ext, x);
-}
-
 /* cell_json - one run's record at the first effect, or null when it lacks it. */
 static json_t *cell_json(const cmp_rec *c, const char *run_id)
 {
@@ -392,7 +356,7 @@ static json_t *cell_json(const cmp_rec *c, const char *run_id)
 
 /* first_json - the departure found by the rule at (rank, step) of records `r`, with its call site: the record's
  * as BASE holds it (CHANGED's when BASE lacks it), as the twin API gives a divergence's. */
-static json_t *first_json(PGresult *r, const cmp_first *fx, int rank, int64_t step, const char *base_id,
+static json_t *first_json(const cmp_first *fx, int rank, int64_t step, const char *base_id,
                           const char *changed_id)
 {
     const cmp_rec *b = fx->by_run[0], *c = fx->by_run[1], *any = b ? b : c;
@@ -409,7 +373,7 @@ static json_t *first_json(PGresult *r, const cmp_first *fx, int rank, int64_t st
                           (int)any->rec.occurrence, "seq", (json_int_t)fx->seq, "level", level_name(any->rec.level),
                           "dtype", dtype_name(any->rec.dtype), "kind", kind, "base", cell_json(b, base_id), "changed",
                           cell_json(c, changed_id), "ulp", ulp);
-    json_object_set_new(o, "site", pg_site(r, any->row, 13));
+    json_object_set_new(o, "site", pg_site_json(&any->rec.site));
     return o;
 }
 
@@ -517,8 +481,7 @@ static int first_in(http_req *req, int64_t base, const char *base_id, int64_t ch
         http_reply_db_down(req, err);
         return -1;
     }
-    char keys[64];
-    snprintf(keys, sizeof(keys), "{%" PRId64 ",%" PRId64 "}", base, changed);
+    const int64_t keys[2] = {base, changed};
     json_t *found = json_array(); /* each departing rank's first_json at the first step */
     cause_rank *cr = xcalloc((size_t)PQntuples(d) + 1, sizeof(*cr));
     int64_t first_step = 0;
@@ -528,24 +491,25 @@ static int first_in(http_req *req, int64_t base, const char *base_id, int64_t ch
         int64_t step = strtoll(PQgetvalue(d, i, 1), NULL, 10);
         if (json_array_size(found) && step != first_step)
             break; /* the other ranks that differ at the first step are listed; later steps are not needed */
-        const char *q[] = {keys, PQgetvalue(d, i, 0), PQgetvalue(d, i, 1)};
-        PGresult *r = db_exec("eff_recs", 3, q, err, sizeof(err));
-        if (!r) {
+        /* The records of the step and rank in both runs, as lockstepd's comparison reads them: state blocks apart
+         * (step digests leave them out), with their input fingerprints (the cause rule) and call sites. */
+        frame_set set = {0};
+        int got = frames_read_step(keys, 2, (uint32_t)rank, step, &set, err, sizeof(err));
+        if (got < 0) {
+            frame_set_release(&set);
             rc = -1;
-            http_reply_db_down(req, err);
+            rv_reply_read_error(req, got, err);
             break;
         }
-        int n = PQntuples(r);
-        eff_rec *recs = xcalloc((size_t)n + 1, sizeof(*recs));
-        cmp_rec *cs = xcalloc((size_t)n + 1, sizeof(*cs));
-        for (int k = 0; k < n; k++) {
-            parse_rec(r, k, base, &recs[k]);
-            cs[k] = recs[k].c; /* points into recs[k] */
-        }
+        int n = 0;
+        cmp_rec *cs = xcalloc(set.n + 1, sizeof(*cs));
+        for (size_t k = 0; k < set.n; k++)
+            if (rec_in_steps(&set.recs[k]))
+                cs[n++] = (cmp_rec){.run = set.run_key[k] == base ? 0 : 1, .rec = set.recs[k], .row = (int)k};
         cmp_first fx;
         cmp_rule_first(cs, (size_t)n, 2, &fx);
         if (fx.found) { /* else: digests of an older version differ while every record matches */
-            json_t *o = first_json(r, &fx, rank, step, base_id, changed_id);
+            json_t *o = first_json(&fx, rank, step, base_id, changed_id);
             size_t at = json_array_size(found);
             json_array_append_new(found, o);
             const char *name = json_string_value(json_object_get(o, "name")); /* lives as long as `found` */
@@ -560,8 +524,7 @@ static int first_in(http_req *req, int64_t base, const char *base_id, int64_t ch
             first_step = step;
         }
         free(cs);
-        free(recs);
-        PQclear(r);
+        frame_set_release(&set);
     }
     PQclear(d);
     json_t *first = NULL;

@@ -2,6 +2,7 @@
 #include "server/store/frames.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -537,6 +538,11 @@ int frames_read_series(int64_t key, uint32_t rank, const char *const *names, int
 {
     rec_filter f = {.names = names, .n_names = n_names};
     return scan("frames_series", key, rank, INT64_MIN, INT64_MAX, 0, limit, &f, out, err, cap);
+}
+
+int frames_read_points(int64_t key, uint32_t rank, int64_t from, int64_t to, frame_set *out, char *err, size_t cap)
+{
+    return scan("frames_series", key, rank, from, to, 0, LLONG_MAX, NULL, out, err, cap);
 }
 
 int frames_rows(frame_set *out, void *res, int key, int rank_col, int step_col, int fr, int (*keep)(const rec_record *),

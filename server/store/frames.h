@@ -136,6 +136,11 @@ int frames_read_range(int64_t key, uint32_t rank, int64_t from, int64_t to, long
 int frames_read_series(int64_t key, uint32_t rank, const char *const *names, int n_names, long long limit,
                        frame_set *out, char *err, size_t cap);
 
+/* frames_read_points - every series point (scalar record of occurrence 0, any name) of run `key`, rank `rank`,
+ * steps from..to, in (step, seq) order. Returns 0, or -1 or FRAMES_DAMAGED with `err`. `out` must be released
+ * either way. */
+int frames_read_points(int64_t key, uint32_t rank, int64_t from, int64_t to, frame_set *out, char *err, size_t cap);
+
 /* frames_rows - every segment of `res` (a PGresult of a caller's binary query, which the set takes over and
  * clears): column `key` the run (int8), `rank_col` (int4), `step_col` (int8), `fr` the frames; keeping only the
  * records `keep` accepts (NULL: all), in the rows' order, then seq within a segment. Returns 0, or
