@@ -12,6 +12,7 @@
 #include "server/api/group.h"
 #include "server/api/pgjson.h"
 #include "server/compare/verdict.h"
+#include "server/fleet/narrow.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
@@ -75,6 +76,11 @@ static enum MHD_Result read_twins(http_req *req, char **args)
                           v.per_rank, "manifest_diff", "explains", json_object_get(v.mdiff, "explains"), "summary",
                           json_object_get(v.mdiff, "summary"));
     verdict_release(&v);
+    /* Replays: the group's newest narrow and its verdict, or the group it replays (server/fleet/narrow.h). */
+    if (narrow_twin_fields(group, o, err, sizeof(err)) < 0) {
+        json_decref(o);
+        return http_reply_db_down(req, err);
+    }
     return http_reply_json(req, 200, o);
 }
 

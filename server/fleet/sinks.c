@@ -69,7 +69,9 @@ json_t *sink_payload(const char *sink, const alert_msg *a)
         char id[32];
         snprintf(id, sizeof(id), "%lld", a->id);
         json_t *labels = json_pack("{s:s, s:s, s:s, s:s}", "alertname",
-                                   !strcmp(a->kind, "suspect") ? "LockstepHardwareSuspect" : "LockstepTwinDivergence",
+                                   !strcmp(a->kind, "suspect")   ? "LockstepHardwareSuspect"
+                                   : !strcmp(a->kind, "verdict") ? "LockstepReplayVerdict"
+                                                                 : "LockstepTwinDivergence",
                                    "severity", a->severity, "service", "lockstep", "lockstep_alert_id", id);
         if (a->group)
             json_object_set_new(labels, "twin_group", json_string(a->group));
