@@ -155,6 +155,16 @@ LS_API const char *ls_run_id(void);
 /* ls_rank - this process's rank, or -1 before ls_init. */
 LS_API int ls_rank(void);
 
+/* ls_checkpoint - declare that the program wrote a checkpoint holding the
+ * state after step `step`, at `path` (NULL or "" when it names none; a path
+ * every node can read, e.g. absolute on a shared file system). Streamed to
+ * lockstepd beside the records, so that `lockstep narrow` replays a late step
+ * from the newest checkpoint before it, through the job's resume template
+ * (--lockstep-resume). Call it once per checkpoint, from one rank, after the
+ * checkpoint is complete. Never waits on the network. Returns 0 (also when
+ * not streaming to a server: nothing to declare), -1 on error. */
+LS_API int ls_checkpoint(int64_t step, const char *path);
+
 #ifdef LOCKSTEP_CUDA
 /* The CUDA runtime's stream type (driver_types.h), so that this header needs
  * no CUDA headers; repeating an identical typedef is allowed. */

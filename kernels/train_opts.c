@@ -27,7 +27,9 @@ const char *train_usage(void)
            "                         same for the ranks on one node\n"
            "  --checkpoint-every K   write a checkpoint after every K-th step\n"
            "  --checkpoint-dir D     where checkpoints go (D/step-NNNNNNNN/rank-NNNNN.ckpt)\n"
-           "  --resume D             continue from the newest complete checkpoint in D\n"
+           "  --resume D             continue from the newest complete checkpoint in D, or from D\n"
+           "                         itself when it is one step directory (D/step-NNNNNNNN)\n"
+           "  --resume-step N        with --resume D: from the checkpoint of step N exactly\n"
            "  --order-log FILE       rank 0 writes the gradient summation order of each step\n"
            "  --json                 print a JSON summary line at the end\n"
            "  --quiet                no per-step lines\n";
@@ -157,6 +159,7 @@ int train_opts_parse(int argc, char **argv, train_opts *o, char *why, size_t cap
 {
     memset(o, 0, sizeof(*o));
     o->steps = 20;
+    o->resume_step = -1;
     o->seed = 1;
     o->dims = (mlp_dims){.d_in = 16, .vocab = 64, .d_emb = 8, .hidden = 64, .d_out = 4};
     o->batch = 32;
@@ -212,6 +215,10 @@ int train_opts_parse(int argc, char **argv, train_opts *o, char *why, size_t cap
             o->ckpt_every = n;
         } else if ((v = opt_value(argc, argv, &i, "--checkpoint-dir", &missing))) {
             o->ckpt_dir = v;
+        } else if ((v = opt_value(argc, argv, &i, "--resume-step", &missing))) {
+            if (parse_i64(v, 0, INT64_MAX, &n) < 0)
+                goto out_bad;
+            o->resume_step = n;
         } else if ((v = opt_value(argc, argv, &i, "--resume", &missing))) {
             o->resume_dir = v;
         } else if ((v = opt_value(argc, argv, &i, "--order-log", &missing))) {
@@ -230,6 +237,10 @@ int train_opts_parse(int argc, char **argv, train_opts *o, char *why, size_t cap
         continue;
     out_bad:
         snprintf(why, cap, "bad value for %s; see --help", a);
+        return -1;
+    }
+    if (o->resume_step >= 0 && !o->resume_dir) {
+        snprintf(why, cap, "--resume-step needs --resume D");
         return -1;
     }
     if (o->ckpt_every && !o->ckpt_dir)
