@@ -95,7 +95,8 @@ static int in_list(name_t *list, int n, const char *name)
 
 /* free_sets - up to `want` sets of `k` usable nodes outside `used` (idle ones first), as node lists in `out`.
  * Returns how many sets. */
-static int free_sets(const cluster *c, name_t *used, int nused, int k, int want, char (*out)[RP_LIST_CAP])
+static int free_sets(const cluster *c, name_t *used, int nused, int k, int want, char (*out)[RP_LIST_CAP],
+                     rp_plan *p)
 {
     name_t *pick = xcalloc(RP_MAX_NODES, sizeof(name_t));
     int np = 0;
@@ -106,6 +107,10 @@ static int free_sets(const cluster *c, name_t *used, int nused, int k, int want,
             if ((pass == 0) != idle || !rp_node_usable(st) || in_list(used, nused, c->nodes[i].name) ||
                 in_list(pick, np, c->nodes[i].name))
                 continue;
+            if (c->nodes[i].suspect) {
+                note(p, "%s is not a control: lockstepd already holds it a hardware suspect", c->nodes[i].name);
+                continue;
+            }
             snprintf(pick[np++], HOSTLIST_NAME_MAX, "%s", c->nodes[i].name);
         }
     int sets = 0;
@@ -196,7 +201,7 @@ static int plan(const rp_group *g, const cluster *cl, int max, rp_plan *out, pla
         else
             place(out, max, "odd-on-majority-nodes", o, g->runs[m].nodes,
                   "the odd run's job on a majority run's nodes: is its job sound elsewhere?");
-        int ns = free_sets(&c, used, nused, nmine[o], max - out->n, sets);
+        int ns = free_sets(&c, used, nused, nmine[o], max - out->n, sets, out);
         for (int s = 0; s < ns; s++)
             place(out, max, "odd-on-other-nodes", o, sets[s],
                   "the odd run's job on nodes outside the group: a control at replay time");
@@ -230,7 +235,7 @@ static int plan(const rp_group *g, const cluster *cl, int max, rp_plan *out, pla
             place(out, max, "swapped", r, g->runs[other].nodes,
                   "the run's job on the other run's nodes: does the result follow the nodes or the job?");
     }
-    int ns = free_sets(&c, used, nused, nmine[a], max - out->n, sets);
+    int ns = free_sets(&c, used, nused, nmine[a], max - out->n, sets, out);
     for (int s = 0; s < ns; s++)
         place(out, max, "other-nodes", a, sets[s],
               "on nodes outside the group: the third opinion that says which of the two results is right");

@@ -15,7 +15,9 @@
  *     run-again              each run on its own nodes  names the record at the finer level; the cause decides
  *
  * Placements need usable nodes: drained, down, failed, not responding or reserved nodes take no replay, and
- * the design says so in its notes (which become the reasons of an inconclusive verdict).
+ * the design says so in its notes (which become the reasons of an inconclusive verdict). Nodes lockstepd
+ * already suspects are not taken as controls (other-nodes): a second faulty node there would make a hardware
+ * fault look like software.
  *
  * The verdict (rp_judge), from every execution (the group's runs and the replays that ran) and the content each
  * produced over the window (executions that agree on every record they share have the same content):
@@ -65,9 +67,11 @@ typedef struct rp_run {
 } rp_run;
 
 /* One node of the cluster and its Slurm state (sinfo's %t: idle, mix, alloc, drain, down, ... with a
- * trailing * when it does not respond). */
+ * trailing * when it does not respond), and whether lockstepd already holds it a hardware suspect (suspect or
+ * drained): such a node is never a control, whose clean run the verdict relies on. */
 typedef struct rp_node {
     const char *name, *state;
+    int suspect;
 } rp_node;
 
 typedef struct rp_group {

@@ -158,7 +158,7 @@ static int node_array(json_t *arr, rp_node *out, int max)
                                                                                             "abcdefghijklmnopqrstuvwxyz"
                                                                                             "0123456789._-") != strlen(name))
             return -1;
-        out[n++] = (rp_node){name, state};
+        out[n++] = (rp_node){name, state, 0};
     }
     return n;
 }
@@ -193,6 +193,15 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
                     "names of letters, digits, '.', '_' and '-')",
                     "the lockstep command sends sinfo's node states; see docs/server.md, Narrows");
 
+    /* Nodes lockstepd already suspects are never controls (server/compare/replay.h). */
+    PGresult *sus = sql_query("SELECT name FROM hw_nodes WHERE state IN ('suspect', 'drained')", 0, NULL, err, sizeof(err));
+    if (!sus)
+        return fail(status, 503, e, "database unavailable", err, "retry shortly");
+    for (int i = 0; i < nnodes; i++)
+        for (int k = 0; k < PQntuples(sus); k++)
+            if (!strcmp(nodes[i].name, PQgetvalue(sus, k, 0)))
+                nodes[i].suspect = 1;
+    PQclear(sus);
     grp_verdict vd;
     int got = verdict_load(group, &vd, err, sizeof(err));
     if (got < 0)
@@ -299,8 +308,8 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
                                                "majority", rr[i].content == majority, "odd", i == odd, "probe_nodes",
                                                rs[i].probe, "gpus", rs[i].gpus, "diverged"));
     for (int i = 0; i < nnodes; i++)
-        json_array_append_new(jnodes, json_pack("{s:s, s:s, s:b}", "name", nodes[i].name, "state", nodes[i].state,
-                                                "usable", rp_node_usable(nodes[i].state)));
+        json_array_append_new(jnodes, json_pack("{s:s, s:s, s:b, s:b}", "name", nodes[i].name, "state", nodes[i].state,
+                                                "usable", rp_node_usable(nodes[i].state), "suspect", nodes[i].suspect));
     for (int i = 0; i < plan.nnotes; i++)
         json_array_append_new(jnotes, json_string(plan.notes[i]));
     json_object_set_new(design, "kind", json_string(plan.kind));
