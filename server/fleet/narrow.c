@@ -269,10 +269,10 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
         odd = -1;
     /* The majority's result is A, whatever the order the runs registered in. */
     if (majority > 0) {
-        char tmp[160];
-        snprintf(tmp, sizeof(tmp), "%s", keys[0]);
-        snprintf(keys[0], sizeof(keys[0]), "%s", keys[majority]);
-        snprintf(keys[majority], sizeof(keys[0]), "%s", tmp);
+        char tmp[sizeof(keys[0])];
+        memcpy(tmp, keys[0], sizeof(tmp));
+        memcpy(keys[0], keys[majority], sizeof(tmp));
+        memcpy(keys[majority], tmp, sizeof(tmp));
         for (int i = 0; i < nr; i++)
             rr[i].content = rr[i].content == majority ? 0 : rr[i].content == 0 ? majority : rr[i].content;
         majority = 0;
