@@ -29,8 +29,8 @@ int cmd_checkpoint(int argc, char **argv)
             run = argv[++i];
         else if (!strcmp(argv[i], "--rank") && i + 1 < argc)
             rank_s = argv[++i];
-        else if (argv[i][0] != '-' && !step_s)
-            step_s = argv[i];
+        else if ((argv[i][0] != '-' || (argv[i][1] >= '0' && argv[i][1] <= '9')) && !step_s)
+            step_s = argv[i]; /* a negative number is a (wrong) step, not an option */
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else {
