@@ -15,7 +15,7 @@ export async function mount(el, _params, query, navigate) {
   el.appendChild(h('div', { class: 'page-head' }, h('h1', null, 'Alerts'),
     h('p', { class: 'sub' }, 'One alert per twin group\'s first divergence, and one per node turning suspect.')));
   const token = adminTokenForm('to acknowledge');
-  const kinds = h('div', { class: 'seg' }, [['', 'All'], ['divergence', 'Divergences'], ['suspect', 'Suspect nodes']].map(([k, label]) =>
+  const kinds = h('div', { class: 'seg' }, [['', 'All'], ['divergence', 'Divergences'], ['suspect', 'Suspect nodes'], ['verdict', 'Replay verdicts']].map(([k, label]) =>
     h('a', { class: 'seg-item' + (k === kind ? ' active' : ''), href: '#/alerts' + (k ? '?kind=' + k : '') }, label)));
   el.appendChild(card(null, h('div', { class: 'alerts-bar' }, kinds, token.el)));
   const body = h('div', null, loading('Loading alerts…'));
@@ -45,7 +45,7 @@ export async function mount(el, _params, query, navigate) {
         type: 'button', class: 'btn', 'data-action': 'ack', onclick: (ev) => ack(a, ev.target) }, 'Acknowledge')) },
     ], alerts, { rowAttrs: (a) => ({ 'data-alert': a.id }) }),
     pager({ offset, limit: LIMIT, total: d.total ?? undefined, count: alerts.length }, (o) => navigate('/alerts', { kind, offset: o || null }))]
-      : emptyState(kind ? `No ${kind} alerts.` : 'No alerts.', 'Alerts appear when a twin group first diverges or a node turns suspect; sinks are configured in lockstepd.conf.')));
+      : emptyState(kind ? `No ${kind} alerts.` : 'No alerts.', 'Alerts appear when a twin group first diverges, a node turns suspect or a replay gives its verdict; sinks are configured in lockstepd.conf.')));
   }
   async function ack(a, btn) {
     const t = adminToken();
