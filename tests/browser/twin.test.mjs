@@ -72,6 +72,7 @@ test('the match map shows matches before the divergence, and a click opens that 
   const legend = await texts(page, '.legend-item[data-count]');
   // 4 ranks x 12 matching steps before step 12, 3 ranks at step 12; rank 2 and all later steps diverged.
   assert.deepEqual(legend, ['match 51', 'diverged 69', 'missing 0', 'pending 0']);
+  await page.locator('canvas.matchmap').scrollIntoViewIfNeeded(); // the page above it grew (cause, call site)
   const box = await page.locator('canvas.matchmap').evaluate((c) => {
     const r = c.getBoundingClientRect();
     return { x: r.left, y: r.top, left: +c.dataset.left, top: +c.dataset.top, cw: +c.dataset.cellW, ch: +c.dataset.cellH, from: +c.dataset.from };
