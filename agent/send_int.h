@@ -12,6 +12,7 @@
 
 #define BACKOFF_MIN_MS 200
 #define BACKOFF_MAX_MS 5000
+#define SEND_MAX_CKPT 256 /* checkpoint declarations waiting for the server */
 
 struct batch {
     struct batch *next;
@@ -44,6 +45,8 @@ struct sender {
     uint64_t n_records, n_posted, n_spooled, n_dropped;
     int exit_code;
     int64_t abort_at; /* monotonic deadline of the exit flush; 0 before */
+    char *ckpt[SEND_MAX_CKPT]; /* checkpoint declarations (JSON) not yet taken by the server, oldest first */
+    int nckpt;
     /* sender thread only */
     spool sp;
     spool_meta meta;
@@ -55,7 +58,7 @@ struct sender {
     int manifest_done, end_done;
     char *manifest; /* the manifest's text, kept in memory too when there is no spool */
     char *libs;     /* the mapped libraries at the first record (manifest_libraries), for the manifest */
-    int warned_drop, warned_spool, warned_reject, warned_thread; /* once per process */
+    int warned_drop, warned_spool, warned_reject, warned_thread, warned_ckpt; /* once per process */
     int exit_hooked; /* exit_hook is registered (once per process) */
 };
 

@@ -32,5 +32,6 @@ int cmd_nodes(int argc, char **argv);
 int cmd_node(int argc, char **argv);
 int cmd_alerts(int argc, char **argv);
 int cmd_narrow(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
 
 #endif /* CLI_CLI_H */

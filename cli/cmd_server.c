@@ -427,6 +427,22 @@ int cmd_twins(int argc, char **argv)
         printf("\n");
         print_divergence(fd);
     }
+    /* Replays: the newest verdict of lockstep narrow, or the group this one replays. */
+    json_t *rp = json_object_get(reply, "replay"), *of = json_object_get(reply, "narrow_of");
+    if (json_is_object(rp)) {
+        const char *v = json_string_value(json_object_get(rp, "verdict")), *node = json_string_value(json_object_get(rp, "node"));
+        printf("\nreplay verdict: %s%s%s (narrow %lld of %lld; lockstep narrow %s --show)\n",
+               v ? v : "pending: the replays still run", node ? " on " : "", node ? node : "",
+               (long long)json_integer_value(json_object_get(rp, "id")),
+               (long long)json_integer_value(json_object_get(reply, "replays")), group);
+        const char *reason = json_string_value(json_object_get(rp, "reason"));
+        if (v && reason && *reason)
+            printf("  %s\n", reason);
+    }
+    if (json_is_object(of))
+        printf("\nthese runs are the replays of narrow %lld of group %s (lockstep narrow %s --show %lld)\n",
+               (long long)json_integer_value(json_object_get(of, "id")), json_string_value(json_object_get(of, "group")),
+               json_string_value(json_object_get(of, "group")), (long long)json_integer_value(json_object_get(of, "id")));
     json_t *per = json_object_get(reply, "per_rank");
     if (json_array_size(per)) {
         printf("\n");

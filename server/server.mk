@@ -33,6 +33,7 @@ $(B)/server/main.o: EXTRA_CFLAGS_server += -DLOCKSTEP_SHARE='"$(PREFIX)/share/lo
 TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
 TEST_OBJS_test_rule := $(B)/server/compare/rule.o
 TEST_OBJS_test_status := $(B)/server/compare/status.o
+TEST_OBJS_test_replay := $(B)/server/compare/replay.o $(B)/server/compare/replay_plan.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_token := $(TOKEN_OBJS)
 TEST_LIBS_test_token = $(TOKEN_LIBS)
 

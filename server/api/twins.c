@@ -13,6 +13,7 @@
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/compare/verdict.h"
+#include "server/fleet/narrow.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
@@ -132,6 +133,11 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     PQclear(c);
     PQclear(rs);
     verdict_release(&v);
+    /* Replays: the group's newest narrow and its verdict, or the group it replays (server/fleet/narrow.h). */
+    if (narrow_twin_fields(group, o, err, sizeof(err)) < 0) {
+        json_decref(o);
+        return http_reply_db_down(req, err);
+    }
     return http_reply_json(req, 200, o);
 }
 

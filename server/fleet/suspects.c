@@ -15,6 +15,7 @@
 #include "server/fleet/divergence_alert.h"
 #include "server/fleet/evidence.h"
 #include "server/fleet/group.h"
+#include "server/fleet/narrow.h"
 #include "server/fleet/rescore.h"
 #include "server/store/sql.h"
 
@@ -192,7 +193,7 @@ static int classify(grp *g, const grp_verdict *vd, json_t **entries, const int *
             hit |= strong ? is_minority(entries[o], g->runs[a].id) : 1;
         g->runs[a].weight = hit ? (strong ? 1.0 : g_srv.cfg.weak_weight) : 0.0;
     }
-    snprintf(v->reason, sizeof(v->reason), "%s evidence against %s: %s (%s: %s)", strong ? "strong" : "weak",
+    snprintf(v->reason, sizeof(v->reason), "%s evidence against %.300s: %s (%s: %.560s)", strong ? "strong" : "weak",
              v->implicated, strong ? "the minority run of the group diverged" : "two runs diverged; either may be at fault",
              cause_name(vd->cause), vd->cause_why);
     return 0;
@@ -323,6 +324,66 @@ out_free:
     "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'name' END, ''), m.manifest::text "       \
     "FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = $1"
 
+/* on_node - 1 when run `a` ran one of the origin ranks on `node`. */
+static int on_node(const grp *g, int a, const int *origin, int norigin, const char *node)
+{
+    for (int o = 0; o < norigin; o++) {
+        const hw_slot *s = group_slot(g, a, origin[o]);
+        if (s->node && !strcmp(s->node, node))
+            return 1;
+    }
+    return 0;
+}
+
+/* apply_replay - a replay verdict (server/fleet/narrow.h) decides the group's evidence over the rules above:
+ * software withdraws it, persistent-hardware makes it strong on the node the replays named (and clears the
+ * other runs), transient-hardware leaves the node a weaker share (replay_transient_weight). An inconclusive
+ * verdict changes nothing. */
+static void apply_replay(grp *g, const narrow_verdict *nv, const int *origin, int norigin, verdict *v)
+{
+    int persistent = !strcmp(nv->verdict, "persistent-hardware"), transient = !strcmp(nv->verdict, "transient-hardware");
+    if (!persistent && !transient && strcmp(nv->verdict, "software"))
+        return;
+    v->code = "replay";
+    v->implicated[0] = 0;
+    if (!persistent && !transient) {
+        v->cls = "software";
+        for (int a = 0; a < g->nruns; a++)
+            g->runs[a].weight = 0;
+        snprintf(v->reason, sizeof(v->reason), "replay verdict software (narrow %lld): %.900s", nv->id, nv->reason);
+        return;
+    }
+    v->cls = "hardware";
+    for (int a = 0; a < g->nruns; a++)
+        g->runs[a].weight =
+            on_node(g, a, origin, norigin, nv->node) ? (persistent ? 1.0 : g_srv.cfg.replay_transient_weight) : 0.0;
+    add_implicated(v, nv->node);
+    snprintf(v->reason, sizeof(v->reason), "replay verdict %s on %.100s (narrow %lld; %s evidence): %.800s", nv->verdict,
+             nv->node, nv->id, persistent ? "strong" : "weaker", nv->reason);
+}
+
+/* replay_group - the evidence of a narrow's replay group, once its experiment has a verdict: every replay that ran
+ * is an exposure of its nodes; under persistent-hardware, each replay that reproduced the divergence on the named
+ * node is strong evidence against it. Software and inconclusive verdicts give none. */
+static int replay_group(grp *g, const narrow_verdict *nv, verdict *v, int *exposed, char *err, size_t cap)
+{
+    int persistent = !strcmp(nv->verdict, "persistent-hardware");
+    *exposed = persistent || !strcmp(nv->verdict, "transient-hardware");
+    v->code = "replay";
+    v->cls = persistent ? "hardware" : *exposed ? "none" : !strcmp(nv->verdict, "software") ? "software" : "none";
+    for (int a = 0; a < g->nruns; a++) {
+        int d = narrow_replay_diverged(nv->id, g->runs[a].key, err, cap);
+        if (d < -1)
+            return -1;
+        g->runs[a].weight = persistent && d == 1 && on_node(g, a, nv->origin, nv->norigin, nv->node) ? 1.0 : 0.0;
+    }
+    if (persistent)
+        add_implicated(v, nv->node);
+    snprintf(v->reason, sizeof(v->reason), "replays of group %.200s (narrow %lld), verdict %s%s%.100s: %.600s", nv->group, nv->id,
+             nv->verdict, nv->node[0] ? " on " : "", nv->node, nv->reason);
+    return 0;
+}
+
 int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeue)
 {
     char err[512];
@@ -421,7 +482,25 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
     verdict v = {.cls = "none", .code = "match"};
     int origin[MAX_ORIGIN], exposed = 1;
     const char *origin_name = ndivs ? json_string_value(json_object_get(vd.first, "name")) : NULL;
-    if (ndivs) {
+    /* A narrow's replay group: its evidence is the experiment's, once it has a verdict; it raises no alert of
+     * its own (the experiment's follow-up alert speaks for it). */
+    narrow_verdict nv;
+    int replays = narrow_of_group(group, &nv, err, sizeof(err));
+    if (replays < 0)
+        goto out_rollback;
+    if (replays) {
+        if (!nv.done) {
+            rc = 0;
+            goto out_rollback;
+        }
+        for (int o = 0; o < nv.norigin && norigin < MAX_ORIGIN; o++)
+            origin[norigin++] = nv.origin[o];
+        if (replay_group(g, &nv, &v, &exposed, err, sizeof(err)) < 0)
+            goto out_rollback;
+        ndivs = 0;
+        snprintf(step, sizeof(step), "%lld", (long long)nv.step);
+        origin_name = NULL;
+    } else if (ndivs) {
         /* Hardware evidence goes to the origin ranks only: the ranks where the change began, not those
          * that received it through a collective. */
         for (int o = 0; o < vd.norigin && norigin < MAX_ORIGIN; o++) {
@@ -436,6 +515,11 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         }
         if (classify(g, &vd, entries, origin, norigin, origin_name, &v, requeue, cap, nrequeue, err, sizeof(err)) < 0)
             goto out_rollback;
+        int has = narrow_latest(group, &nv, err, sizeof(err));
+        if (has < 0)
+            goto out_rollback;
+        if (has)
+            apply_replay(g, &nv, origin, norigin, &v);
     } else if (strcmp(vd.status, "match")) {
         /* Runs that failed or recorded nothing in common tell nothing about their hardware. */
         v.code = "incomplete";

@@ -1,0 +1,14 @@
+/* verdict_alert.h - the follow-up alert of a replay experiment: the verdict on a twin group that diverged, with the placements tried and the reasoning. */
+#ifndef SERVER_FLEET_VERDICT_ALERT_H
+#define SERVER_FLEET_VERDICT_ALERT_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+/* verdict_alert_enqueue - enqueue the follow-up alert of the finished narrow `doc` (narrow_json's document)
+ * inside the caller's open transaction: kind "verdict", one per narrow (dedup key narrow:ID), to the group's
+ * users, critical for a persistent-hardware verdict and a warning otherwise. Returns 0, or -1 with the
+ * database's message in `err`. */
+int verdict_alert_enqueue(json_t *doc, char *err, size_t cap);
+
+#endif /* SERVER_FLEET_VERDICT_ALERT_H */
