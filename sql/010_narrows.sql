@@ -63,6 +63,12 @@ CREATE TABLE IF NOT EXISTS narrow_placements (
 );
 CREATE INDEX IF NOT EXISTS narrow_placements_job ON narrow_placements (job_id) WHERE job_id IS NOT NULL;
 
+-- A group's evidence (the weights of its hardware's involvements) follows its newest replay verdict when there is
+-- one, beside the fleet's classification, which stays what the rules concluded: the narrow it follows (NULL: the
+-- classification's) and why, in words (also each involvement's history detail).
+ALTER TABLE group_evidence ADD COLUMN IF NOT EXISTS evidence_narrow bigint;
+ALTER TABLE group_evidence ADD COLUMN IF NOT EXISTS evidence_reason text NOT NULL DEFAULT '';
+
 -- lockstep_group_signature (002, 008) - what a group's evaluation depends on; now also the verdict of its newest
 -- finished replay (a verdict re-evaluates the group's evidence and raises the follow-up alert) and, for a narrow
 -- group, its experiment's state. Keeps 008's failed ranks.

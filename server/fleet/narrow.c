@@ -1,4 +1,5 @@
-/* narrow.c - replay experiments: designed and stored (narrow_create), their jobs recorded (server/fleet/narrow.h); narrow_read.c shows them, narrow_eval.c judges them. */
+/* narrow.c - replay experiments: designed and stored (narrow_create), their jobs recorded (server/fleet/narrow.h);
+ * narrow_read.c shows them, narrow_eval.c judges them. */
 #include "server/fleet/narrow.h"
 
 #include <inttypes.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "common/hostlist.h"
+#include "common/record.h"
 #include "server/compare/replay.h"
 #include "server/compare/verdict.h"
 #include "server/core/log.h"
@@ -39,6 +41,10 @@ static long long int_of(json_t *o, const char *key, long long lo, long long hi, 
     }
     return json_integer_value(v);
 }
+
+/* The records flag of a saved state block's entries (common/record.h), as SQL text. */
+#define CK_SAVED "4"
+_Static_assert(REC_STATE_SAVED == 4, "CK_SAVED follows REC_STATE_SAVED");
 
 /* substitute - `tpl` with {step}, {path} and {stop} filled in, into `out`. Returns 0, or -1 when it does not
  * fit or names a placeholder it cannot fill ({path} without a path). */
@@ -154,9 +160,10 @@ static int node_array(json_t *arr, rp_node *out, int max)
     json_array_foreach(arr, i, o)
     {
         const char *name = str_of(o, "name", NULL), *state = str_of(o, "state", NULL);
-        if (!name || !state || !*name || strlen(name) >= HOSTLIST_NAME_MAX || strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                                                            "abcdefghijklmnopqrstuvwxyz"
-                                                                                            "0123456789._-") != strlen(name))
+        if (!name || !state || !*name || strlen(name) >= HOSTLIST_NAME_MAX ||
+            strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "abcdefghijklmnopqrstuvwxyz"
+                         "0123456789._-") != strlen(name))
             return -1;
         out[n++] = (rp_node){name, state, 0};
     }
@@ -182,19 +189,23 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
     const char *actor = str_of(req, "actor", "");
     if (bad)
         return fail(status, 400, e, "bad narrow request",
-                    "window must be 0..1000 steps, placements 1..16, timeout_s 5..86400", "see docs/server.md, Narrows");
+                    "window must be 0..1000 steps, placements 1..16, timeout_s 5..86400",
+                    "see docs/server.md, Narrows");
     if (strcmp(level, "modules") && strcmp(level, "ops"))
-        return fail(status, 400, e, "bad narrow request", "level must be modules or ops", "see docs/server.md, Narrows");
+        return fail(status, 400, e, "bad narrow request", "level must be modules or ops",
+                    "see docs/server.md, Narrows");
     rp_node nodes[RP_MAX_NODES];
     int nnodes = node_array(json_object_get(req, "nodes"), nodes, RP_MAX_NODES);
     if (nnodes < 0)
-        return fail(status, 400, e, "bad narrow request",
-                    "\"nodes\" must list the cluster's nodes as [{\"name\": \"n1\", \"state\": \"idle\"}, ...] (1 to 256; "
-                    "names of letters, digits, '.', '_' and '-')",
-                    "the lockstep command sends sinfo's node states; see docs/server.md, Narrows");
+        return fail(
+            status, 400, e, "bad narrow request",
+            "\"nodes\" must list the cluster's nodes as [{\"name\": \"n1\", \"state\": \"idle\"}, ...] (1 to 256; "
+            "names of letters, digits, '.', '_' and '-')",
+            "the lockstep command sends sinfo's node states; see docs/server.md, Narrows");
 
     /* Nodes lockstepd already suspects are never controls (server/compare/replay.h). */
-    PGresult *sus = sql_query("SELECT name FROM hw_nodes WHERE state IN ('suspect', 'drained')", 0, NULL, err, sizeof(err));
+    PGresult *sus =
+        sql_query("SELECT name FROM hw_nodes WHERE state IN ('suspect', 'drained')", 0, NULL, err, sizeof(err));
     if (!sus)
         return fail(status, 503, e, "database unavailable", err, "retry shortly");
     for (int i = 0; i < nnodes; i++)
@@ -259,8 +270,8 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
             majority = c;
         if (odd_id && !strcmp(odd_id, x->id))
             odd = i;
-        if (narrow_probe(x->key, vd.origin, vd.norigin, x->nodes, x->probe, sizeof(x->probe), x->gpus,
-                         sizeof(x->gpus), err, sizeof(err)) < 0) {
+        if (narrow_probe(x->key, vd.origin, vd.norigin, x->nodes, x->probe, sizeof(x->probe), x->gpus, sizeof(x->gpus),
+                         err, sizeof(err)) < 0) {
             fail(status, 503, e, "database unavailable", err, "retry shortly");
             goto out_release;
         }
@@ -285,8 +296,8 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
         goto out_release;
     }
     if (PQntuples(runs) > RP_MAX_RUNS && plan.nnotes < RP_MAX_NOTES)
-        snprintf(plan.notes[plan.nnotes++], sizeof(plan.notes[0]), "only the first %d of the group's %d runs are considered",
-                 RP_MAX_RUNS, PQntuples(runs));
+        snprintf(plan.notes[plan.nnotes++], sizeof(plan.notes[0]),
+                 "only the first %d of the group's %d runs are considered", RP_MAX_RUNS, PQntuples(runs));
 
     /* The window, and the finer trace inside it on the origin ranks. */
     long long from = S - window < 0 ? 0 : S - window, to = S + window;
@@ -370,33 +381,49 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
         snprintf(cmd, sizeof(cmd), "%s", src->command);
         snprintf(why, sizeof(why), "%s", pl->why);
         if (src->resume[0]) {
+            /* The newest checkpoint before the window, known from either fact a run gives of one: declared
+             * (ls_checkpoint, POST /runs/ID/checkpoints: its step and path) or a saved state block of that step on
+             * every rank (ls_state_begin LS_STATE_SAVED: its step only). A template that names {path} needs a
+             * declared one. */
             char stepb[32];
             snprintf(stepb, sizeof(stepb), "%lld", from);
-            const char *pc[] = {src->key, stepb};
-            PGresult *ck = sql_query("SELECT step, path FROM run_checkpoints WHERE run_key = $1::bigint AND step < "
-                                     "$2::bigint ORDER BY step DESC LIMIT 1",
-                                     2, pc, err, sizeof(err));
+            const char *pc[] = {src->key, stepb, strstr(src->resume, "{path}") ? "t" : "f"};
+            PGresult *ck = sql_query(
+                "SELECT step, max(path), bool_or(declared), bool_or(saved) FROM ("
+                "SELECT step, path, true AS declared, false AS saved FROM run_checkpoints WHERE run_key = $1::bigint "
+                "AND step < $2::bigint UNION ALL "
+                "SELECT step, '', false, true FROM records WHERE run_key = $1::bigint AND flags & " CK_SAVED " <> 0 "
+                "AND step < $2::bigint GROUP BY step HAVING count(DISTINCT rank) >= greatest(1, (SELECT count(*) "
+                "FROM manifests m WHERE m.run_key = $1::bigint))) c "
+                "GROUP BY step HAVING NOT $3::boolean OR max(path) <> '' ORDER BY step DESC LIMIT 1",
+                3, pc, err, sizeof(err));
             if (!ck)
                 goto out_rollback;
             if (PQntuples(ck) == 1) {
                 long long c = strtoll(PQgetvalue(ck, 0, 0), NULL, 10);
+                int declared = PQgetvalue(ck, 0, 2)[0] == 't', saved = PQgetvalue(ck, 0, 3)[0] == 't';
+                const char *known = declared && saved ? "declared, and its saved state block recorded"
+                                    : declared        ? "declared"
+                                                      : "known from its saved state block";
                 char filled[8192];
                 if (substitute(src->resume, c, PQgetvalue(ck, 0, 1), to, filled, sizeof(filled)) == 0) {
                     snprintf(cmd, sizeof(cmd), "%s", filled);
                     snprintf(rstep, sizeof(rstep), "%lld", c);
                     resume_step = rstep;
                     size_t wl = strlen(why);
-                    snprintf(why + wl, sizeof(why) - wl, " (from the checkpoint of step %lld)", c);
+                    snprintf(why + wl, sizeof(why) - wl, " (from the checkpoint of step %lld, %s)", c, known);
                 } else {
                     size_t wl = strlen(why);
                     snprintf(why + wl, sizeof(why) - wl,
-                             " (the whole run: its resume template names {path} and the checkpoint of step %lld has "
-                             "none)",
-                             c);
+                             " (the whole run: its resume template does not fit with the checkpoint of step %lld)", c);
                 }
             } else {
                 size_t wl = strlen(why);
-                snprintf(why + wl, sizeof(why) - wl, " (the whole run: no checkpoint declared before step %lld)", from);
+                snprintf(why + wl, sizeof(why) - wl,
+                         strstr(src->resume, "{path}")
+                             ? " (the whole run: no checkpoint with a path declared before step %lld)"
+                             : " (the whole run: no checkpoint declared or saved before step %lld)",
+                         from);
             }
             PQclear(ck);
         }
@@ -445,7 +472,8 @@ int narrow_set_jobs(long long id, json_t *req, int *status, srv_error *e)
         return fail(status, 503, e, "database unavailable", err, "retry shortly");
     if (!PQntuples(r)) {
         PQclear(r);
-        return fail(status, 404, e, "unknown narrow", "no narrow has this id", "list a group's with GET /api/v1/twins/G/narrows");
+        return fail(status, 404, e, "unknown narrow", "no narrow has this id",
+                    "list a group's with GET /api/v1/twins/G/narrows");
     }
     int running = !strcmp(PQgetvalue(r, 0, 0), "running");
     PQclear(r);
@@ -459,18 +487,20 @@ int narrow_set_jobs(long long id, json_t *req, int *status, srv_error *e)
         json_t *idx = json_object_get(o, "index");
         const char *job = str_of(o, "job_id", NULL), *why = str_of(o, "error", NULL);
         if (!json_is_integer(idx) || (!job == !why) || (job && (!*job || strlen(job) > 64)))
-            return fail(status, 400, e, "bad request", "each placement needs an integer index and either a job_id (1-64 bytes) or an error",
+            return fail(status, 400, e, "bad request",
+                        "each placement needs an integer index and either a job_id (1-64 bytes) or an error",
                         "see docs/server.md, Narrows");
         char ix[32];
         snprintf(ix, sizeof(ix), "%" JSON_INTEGER_FORMAT, json_integer_value(idx));
         const char *pj[] = {ids, ix, job};
         const char *pw[] = {ids, ix, why};
-        PGresult *u = job ? sql_query("UPDATE narrow_placements SET job_id = $3 WHERE narrow_id = $1::bigint AND idx = "
-                                      "$2::int AND outcome IS NULL RETURNING 1",
-                                      3, pj, err, sizeof(err))
-                          : sql_query("UPDATE narrow_placements SET outcome = 'not-run', detail = $3, decided_at = now() "
-                                      "WHERE narrow_id = $1::bigint AND idx = $2::int AND outcome IS NULL RETURNING 1",
-                                      3, pw, err, sizeof(err));
+        PGresult *u =
+            job ? sql_query("UPDATE narrow_placements SET job_id = $3 WHERE narrow_id = $1::bigint AND idx = "
+                            "$2::int AND outcome IS NULL RETURNING 1",
+                            3, pj, err, sizeof(err))
+                : sql_query("UPDATE narrow_placements SET outcome = 'not-run', detail = $3, decided_at = now() "
+                            "WHERE narrow_id = $1::bigint AND idx = $2::int AND outcome IS NULL RETURNING 1",
+                            3, pw, err, sizeof(err));
         if (!u)
             return fail(status, 503, e, "database unavailable", err, "retry shortly");
         int n = PQntuples(u);

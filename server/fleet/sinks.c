@@ -44,7 +44,7 @@ void sink_resolution_text(const alert_msg *a, char *out, size_t cap)
     else if (!strcmp(why, "repaired"))
         snprintf(out, cap, "node %s repaired", by ? by : "?");
     else if (!strcmp(why, "superseded") && a->superseded_by > 0)
-        snprintf(out, cap, "superseded by alert %lld (the group was evaluated again and its report changed)",
+        snprintf(out, cap, "superseded by alert %lld (a newer report on the group: it was evaluated again, or a replay gave its verdict)",
                  a->superseded_by);
     else
         snprintf(out, cap, "%s", *why ? why : "resolved");

@@ -99,7 +99,7 @@ cause_of() { "$ls" twins "$1" --json | python3 -c 'import json,sys; print(json.l
 t_twins_list() { # without a group: every group, newest first, with its status, first divergence and its cause
   local cause; cause=$(cause_of trio) && [ -n "$cause" ] || return 1
   exits 0 "$ls" twins || return 1
-  head -1 "$tmp/out" | grep -q '^GROUP  *STATUS  *RUNS  *USERS  *FIRST DIVERGENCE  *CAUSE  *CLASS  *LAST RUN' &&
+  head -1 "$tmp/out" | grep -q '^GROUP  *STATUS  *RUNS  *USERS  *FIRST DIVERGENCE  *CAUSE  *CLASS  *VERDICT  *LAST RUN' &&
     grep -Eq "^trio +diverged +3 .*step 6, rank 1, linear\.weight +$cause " "$tmp/out" && grep -Eq '^pair-ok +match +2 ' "$tmp/out" &&
     [ "$(sed -n 2p "$tmp/out" | awk '{print $1}')" = trio ] || return 1
   exits 0 "$ls" twins --status match && grep -q '^pair-ok ' "$tmp/out" && ! grep -q '^trio ' "$tmp/out" || return 1

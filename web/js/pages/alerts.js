@@ -14,7 +14,7 @@ export async function mount(el, _params, query, navigate) {
   const state = query.get('state') || '';
   const offset = Math.max(0, parseInt(query.get('offset') || '0', 10) || 0);
   el.appendChild(h('div', { class: 'page-head' }, h('h1', null, 'Alerts'),
-    h('p', { class: 'sub' }, 'One alert per twin group\'s first divergence (a new one when a re-evaluation changes it), and one per node ' +
+    h('p', { class: 'sub' }, 'One alert per twin group\'s first divergence (a new one when a re-evaluation changes it), one per replay verdict of lockstep narrow, and one per node ' +
       'turning suspect. An alert ends when it is acknowledged, when a node it blames is repaired, or when a newer one supersedes it.')));
   const token = adminTokenForm('to acknowledge');
   const href = (q) => '#/alerts' + (new URLSearchParams(Object.entries({ kind, state, ...q }).filter(([, v]) => v)).toString().replace(/^(.)/, '?$1'));

@@ -56,17 +56,20 @@ export function replaySection(box) {
           history = null;
         }
       }
-      replace(box, render(n, history));
+      replace(box, render(n, history, summary.evidence));
     },
   };
 }
 
-function verdictBadge(v) {
+/* verdictBadge(v) - a replay verdict (or 'running' while the replays run) as a badge. */
+export function verdictBadge(v) {
   const cls = { 'persistent-hardware': 'bad', 'transient-hardware': 'warn', software: 'info', inconclusive: 'neutral' }[v] || 'neutral';
   return h('span', { class: `badge badge-${cls}`, 'data-verdict': v || 'running' }, v || 'running');
 }
 
-function render(n, history) {
+/* render(n, history, evidence) - narrow n, the group's earlier narrows, and what its verdict did to the group's
+ * suspects evidence (GET /twins/G's "evidence", computed by lockstepd; the classification stays the rules'). */
+function render(n, history, evidence) {
   const done = n.state === 'done';
   const where = n.node ? [' on ', h('strong', { 'data-field': 'verdict-node' }, n.node), n.gpu ? [' GPU ', h('code', null, n.gpu)] : null] : null;
   const rec = n.record;
@@ -75,6 +78,9 @@ function render(n, history) {
     h('p', { class: 'divergence-line' }, done ? verdictBadge(n.verdict) : badge('running'), where,
       done ? ' — ' + (VERDICT_TEXT[n.verdict] || '') : ` — the replays are running (deadline ${fmtTime(n.deadline_at)} UTC).`),
     done ? h('p', { 'data-field': 'verdict-reason' }, n.reason) : null,
+    done && evidence && evidence.from === 'replay' && evidence.narrow === n.id
+      ? h('p', { class: 'sub', 'data-field': 'verdict-evidence' }, 'Suspects evidence: ', evidence.reason,
+        ' (the fleet\'s classification above is what its rules concluded; the verdict decides the evidence beside it).') : null,
     h('p', { class: 'sub' }, `Narrow ${n.id}, ${n.kind} design, started ${fmtTime(n.created_at)} UTC`, n.actor ? ` by ${n.actor}` : '',
       done ? `, verdict ${fmtTime(n.finished_at)} UTC` : '', '. Steps ', String(n.window.from), '–', String(n.window.to),
       ' compared, traced ', h('code', null, n.window.trace), '. Replays: ',
