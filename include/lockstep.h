@@ -235,7 +235,9 @@ LS_API int ls_state_end(void);
  * lockstepd beside the records, so that `lockstep narrow` replays a late step
  * from the newest checkpoint before it, through the job's resume template
  * (--lockstep-resume). Call it once per checkpoint, from one rank, after the
- * checkpoint is complete. Never waits on the network. Returns 0 (also when
+ * checkpoint is complete. `step` is the step a saved state block of that
+ * checkpoint carries (ls_state_begin(step, LS_STATE_SAVED)): both name the
+ * one checkpoint, and lockstepd replays from either (a block has no path). Never waits on the network. Returns 0 (also when
  * not streaming to a server: nothing to declare), -1 on error. */
 LS_API int ls_checkpoint(int64_t step, const char *path);
 
