@@ -1,4 +1,6 @@
-/* test_narrow.c - lockstepd integration: replay experiments (narrows) of diverged groups, with replays posted as a Slurm job would: designs, outcomes, verdicts, the twin API, history, evidence, the follow-up alert, checkpoints and resume templates. */
+/* test_narrow.c - lockstepd integration: replay experiments (narrows) of diverged groups, with replays posted as a
+ * Slurm job would: designs, outcomes, verdicts, the twin API, history, evidence, the follow-up alert, checkpoints and
+ * resume templates. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -68,6 +70,8 @@ static json_t *call(const char *method, const char *path, const char *body, cons
     return o;
 }
 
+static int saved_block_at = -1; /* >= 0: run_on's runs also record a saved state block of that step */
+
 /* run_on - a run of `group` (job `job`, 2 ranks on `node`, resume template `resume` or NULL) whose record `flip`
  * (1..3: layerN.out; -1 none) of step 3 is flipped on rank 1; steps 0-5 (from `first`), ended. */
 static void run_on(const char *group, const char *job, const char *node, int flip, const char *resume, long long first,
@@ -94,6 +98,15 @@ static void run_on(const char *group, const char *job, const char *node, int fli
         assert_int_equal(it_post_steps(&srv, id, r, 0, first, (int)(6 - first), 4, r == 1 && flip > 0 ? 3 : -1, flip,
                                        -1, -1, &seq, NULL),
                          200);
+        if (saved_block_at >= 0) { /* a saved state block of that step, after the steps (their progress) */
+            snprintf(body, sizeof(body),
+                     "{\"rank\": %d, \"batch_seq\": 1, \"records\": [{\"seq\": 100000, \"step\": %d, \"name\": "
+                     "\"params\", \"level\": \"metric\", \"dtype\": \"u64\", \"nbytes\": 8, \"fp\": "
+                     "\"00000000000000aa\", \"value_bits\": \"00000000000000aa\", \"state\": \"saved\"}]}",
+                     r, saved_block_at);
+            snprintf(path, sizeof(path), "/api/v1/runs/%s/records", id);
+            json_decref(call("POST", path, body, NULL, 200));
+        }
         assert_int_equal(it_end(&srv, id, r, NULL), 200);
     }
 }
@@ -104,15 +117,17 @@ static const char *str(json_t *o, const char *k)
     return s ? s : "";
 }
 
-#define NODES4 "[{\"name\": \"n1\", \"state\": \"idle\"}, {\"name\": \"n2\", \"state\": \"idle\"}, " \
-               "{\"name\": \"n3\", \"state\": \"mix\"}, {\"name\": \"n4\", \"state\": \"idle\"}]"
+#define NODES4                                                                                                         \
+    "[{\"name\": \"n1\", \"state\": \"idle\"}, {\"name\": \"n2\", \"state\": \"idle\"}, "                              \
+    "{\"name\": \"n3\", \"state\": \"mix\"}, {\"name\": \"n4\", \"state\": \"idle\"}]"
 
 /* start - POST a narrow of `group` with `nodes`; the narrow (caller decrefs). */
 static json_t *start(const char *group, const char *nodes, const char *extra)
 {
     char path[300], body[2048];
     snprintf(path, sizeof(path), "/api/v1/twins/%s/narrows", group);
-    snprintf(body, sizeof(body), "{\"nodes\": %s, \"actor\": \"sre\"%s%s}", nodes, extra ? ", " : "", extra ? extra : "");
+    snprintf(body, sizeof(body), "{\"nodes\": %s, \"actor\": \"sre\"%s%s}", nodes, extra ? ", " : "",
+             extra ? extra : "");
     json_t *o = call("POST", path, body, ADMIN, 201);
     json_t *n = json_incref(json_object_get(o, "narrow"));
     json_decref(o);
@@ -134,8 +149,8 @@ static void replay_all(json_t *n, int (*flip_on)(const char *nodes, int index))
         snprintf(job, sizeof(job), "%d", job_no++);
         const char *nodes = str(p, "nodes");
         json_t *rs = json_object_get(p, "start_step");
-        run_on(str(n, "narrow_group"), job, nodes, flip_on(nodes, (int)i), NULL, json_is_integer(rs) ? json_integer_value(rs) : 0,
-               id);
+        run_on(str(n, "narrow_group"), job, nodes, flip_on(nodes, (int)i), NULL,
+               json_is_integer(rs) ? json_integer_value(rs) : 0, id);
         jl += (size_t)snprintf(jobs + jl, sizeof(jobs) - jl, "%s{\"index\": %d, \"job_id\": \"%s\"}", i ? ", " : "",
                                (int)i, job);
     }
@@ -274,8 +289,8 @@ static void test_persistent(void **state)
     int alert = 0;
     for (int k = 0; k < 200 && !alert; k++) {
         json_t *a = call("GET", "/api/v1/alerts?limit=100", NULL, NULL, 200);
-        json_array_foreach(json_object_get(a, "items"), i, p) if (!strcmp(str(p, "kind"), "verdict") &&
-                                                                   !strcmp(str(p, "group"), "np-persist"))
+        json_array_foreach(json_object_get(a, "items"), i,
+                           p) if (!strcmp(str(p, "kind"), "verdict") && !strcmp(str(p, "group"), "np-persist"))
         {
             alert = 1;
             assert_string_equal(str(p, "severity"), "critical");
@@ -287,6 +302,29 @@ static void test_persistent(void **state)
             usleep(50000);
     }
     assert_true(alert);
+    /* issue 20's lifecycle: the follow-up supersedes the group's divergence alert; it blames n3 (labels) */
+    int superseded = 0;
+    long long verdict_id = 0;
+    for (int k = 0; k < 200 && !superseded; k++) {
+        json_t *a = call("GET", "/api/v1/alerts?limit=100", NULL, NULL, 200);
+        json_array_foreach(json_object_get(a, "items"), i,
+                           p) if (!strcmp(str(p, "group"), "np-persist") && !strcmp(str(p, "kind"), "verdict"))
+        {
+            verdict_id = (long long)json_integer_value(json_object_get(p, "id"));
+            assert_string_equal(str(json_object_get(p, "labels"), "alertname"), "LockstepReplayVerdict");
+            assert_string_equal(str(json_object_get(p, "labels"), "node"), "n3");
+            assert_string_equal(str(json_object_get(p, "annotations"), "verdict"), "persistent-hardware");
+            assert_string_equal(str(p, "state"), "open");
+        }
+        json_array_foreach(json_object_get(a, "items"), i,
+                           p) if (!strcmp(str(p, "group"), "np-persist") && !strcmp(str(p, "kind"), "divergence"))
+            superseded = verdict_id && !strcmp(str(p, "resolved_reason"), "superseded") &&
+                         json_integer_value(json_object_get(p, "superseded_by")) == verdict_id;
+        json_decref(a);
+        if (!superseded)
+            usleep(50000);
+    }
+    assert_true(superseded);
     assert_true(history_has("n3", "verdict", "persistent-hardware"));
     /* n3: the group's strong evidence and the two replays that reproduced it there */
     int ok = 0;
@@ -300,6 +338,25 @@ static void test_persistent(void **state)
             usleep(50000);
     }
     assert_true(ok);
+    /* the classification stays the rules' (the odd run of three: hardware, minority); the evidence follows the
+     * verdict beside it; the twin list shows the verdict too */
+    t = call("GET", "/api/v1/twins/np-persist", NULL, NULL, 200);
+    assert_string_equal(str(json_object_get(t, "classification"), "class"), "hardware");
+    assert_string_not_equal(str(json_object_get(t, "classification"), "code"), "replay");
+    assert_string_equal(str(json_object_get(t, "evidence"), "from"), "replay");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(t, "evidence"), "narrow")), 1);
+    assert_non_null(strstr(str(json_object_get(t, "evidence"), "reason"), "replay verdict persistent-hardware on n3"));
+    json_decref(t);
+    t = call("GET", "/api/v1/twins?limit=500", NULL, NULL, 200);
+    int listed = 0;
+    json_array_foreach(json_object_get(t, "items"), i, p) if (!strcmp(str(p, "group"), "np-persist"))
+    {
+        listed = 1;
+        assert_string_equal(str(json_object_get(p, "replay"), "verdict"), "persistent-hardware");
+        assert_string_equal(str(json_object_get(p, "replay"), "node"), "n3");
+    }
+    assert_true(listed);
+    json_decref(t);
     /* n4 ran a clean replay: an exposure, no involvement */
     json_t *o = call("GET", "/api/v1/nodes/n4", NULL, NULL, 200);
     assert_true(json_number_value(json_object_get(json_object_get(o, "node"), "runs")) >= 1);
@@ -365,8 +422,9 @@ static void test_no_nodes(void **state)
 {
     (void)state;
     three("np-none");
-    json_t *n = start("np-none", "[{\"name\": \"n1\", \"state\": \"down*\"}, {\"name\": \"n2\", \"state\": \"drain\"}, "
-                                 "{\"name\": \"n3\", \"state\": \"drain\"}, {\"name\": \"n4\", \"state\": \"down\"}]",
+    json_t *n = start("np-none",
+                      "[{\"name\": \"n1\", \"state\": \"down*\"}, {\"name\": \"n2\", \"state\": \"drain\"}, "
+                      "{\"name\": \"n3\", \"state\": \"drain\"}, {\"name\": \"n4\", \"state\": \"down\"}]",
                       NULL);
     assert_int_equal(json_array_size(json_object_get(n, "placements")), 0);
     assert_true(json_array_size(json_object_get(n, "notes")) >= 2);
@@ -441,6 +499,38 @@ static void test_resume(void **state)
     json_decref(d);
 }
 
+/* A run whose program records saved state blocks but declares no checkpoint (ls_state_begin without
+ * ls_checkpoint): with a template that needs only {step}, its replays start from the newest checkpoint known from
+ * either fact, here the block of step 1 after a declaration of step 0. */
+static void test_resume_state_blocks(void **state)
+{
+    (void)state;
+    char ids[3][40], job[16], path[200];
+    const char *nodes[] = {"n1", "n2", "n3"};
+    saved_block_at = 1;
+    for (int k = 0; k < 3; k++) {
+        snprintf(job, sizeof(job), "%d", job_no++);
+        run_on("np-blocks", job, nodes[k], k == 2 ? 1 : -1, "train --resume-step {step} --steps {stop}", 0, ids[k]);
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/checkpoints", ids[k]);
+        json_decref(call("POST", path, "{\"step\": 0, \"path\": \"/ck/step-0\"}", NULL, 200));
+    }
+    saved_block_at = -1;
+    json_decref(it_wait_group(&srv, "np-blocks", "diverged"));
+    json_t *n = start("np-blocks", NODES4, NULL);
+    json_t *p0 = json_array_get(json_object_get(n, "placements"), 0);
+    if (strcmp(str(p0, "command"), "train --resume-step 1 --steps 4")) {
+        json_t *t = call("GET", "/api/v1/twins/np-blocks", NULL, NULL, 200);
+        char *txt = json_dumps(json_object_get(t, "first_divergence"), JSON_COMPACT);
+        print_message("placement 0: %s\nfirst divergence: %.3000s\n", str(p0, "why"), txt);
+        free(txt);
+        json_decref(t);
+    }
+    assert_string_equal(str(p0, "command"), "train --resume-step 1 --steps 4");
+    assert_int_equal(json_integer_value(json_object_get(p0, "resume_step")), 1);
+    assert_non_null(strstr(str(p0, "why"), "from the checkpoint of step 1, known from its saved state block"));
+    json_decref(n);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -450,8 +540,8 @@ static void test_refusals(void **state)
     json_decref(call("POST", "/api/v1/twins/np-persist/narrows", body, "wrong", 403));
     json_decref(call("POST", "/api/v1/twins/no-such-group/narrows", body, ADMIN, 404));
     json_decref(call("POST", "/api/v1/twins/np-persist/narrows", "{\"level\": \"modules\"}", ADMIN, 400));
-    json_decref(call("POST", "/api/v1/twins/np-persist/narrows", "{\"nodes\": [{\"name\": \"n 1\", \"state\": \"idle\"}]}",
-                     ADMIN, 400));
+    json_decref(call("POST", "/api/v1/twins/np-persist/narrows",
+                     "{\"nodes\": [{\"name\": \"n 1\", \"state\": \"idle\"}]}", ADMIN, 400));
     snprintf(body, sizeof(body), "{\"nodes\": %s, \"level\": \"metrics\"}", NODES4);
     json_decref(call("POST", "/api/v1/twins/np-persist/narrows", body, ADMIN, 400));
     /* a group that matches has nothing to narrow */
@@ -472,10 +562,10 @@ static void test_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_persistent),    cmocka_unit_test(test_transient),
-        cmocka_unit_test(test_software_pair), cmocka_unit_test(test_no_nodes),
+        cmocka_unit_test(test_persistent),           cmocka_unit_test(test_transient),
+        cmocka_unit_test(test_software_pair),        cmocka_unit_test(test_no_nodes),
         cmocka_unit_test(test_not_run_and_deadline), cmocka_unit_test(test_resume),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_resume_state_blocks),  cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests_name("narrow", tests, setup, teardown);
 }
