@@ -679,3 +679,24 @@ int ls_rank(void)
     pthread_mutex_unlock(&mu);
     return r;
 }
+
+int ls_checkpoint(int64_t step, const char *path)
+{
+    char why[300];
+    if (step < 0) {
+        agent_set_error("ls_checkpoint: step %lld is negative", (long long)step);
+        return -1;
+    }
+    pthread_mutex_lock(&mu);
+    int active = A.state == ST_ACTIVE, streaming = A.streaming;
+    pthread_mutex_unlock(&mu);
+    if (!active)
+        return not_active("ls_checkpoint");
+    if (!streaming)
+        return 0;
+    if (send_checkpoint(step, path, why, sizeof(why)) < 0) {
+        agent_set_error("%s", why);
+        return -1;
+    }
+    return 0;
+}

@@ -244,6 +244,7 @@ int config_stream(send_cfg *cfg, long rank, const rec_header *hdr, char *why, si
         .mode = env_or("LOCKSTEP_MODE", NULL, "fp"),
         /* The same on every attempt and in the spool: lockstepd answers a repeat with the run it registered. */
         .client_id = hdr->run_id,
+        .resume = env_or("LOCKSTEP_RESUME", NULL, NULL),
     };
     cfg->reg_json = wire_run_body(&reg);
     if (!cfg->reg_json) {

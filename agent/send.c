@@ -1,6 +1,8 @@
 /* send.c - the callers' side of the sender: records batched in bounded memory, spilled to the spool at the cap,
  * the bounded stop, fork handling. The thread that posts them is send_thread.c. */
 #include "agent/send.h"
+
+#include "common/jsonw.h"
 #include "agent/manifest.h"
 #include "agent/send_int.h"
 
@@ -299,6 +301,47 @@ out_unlock:
     pthread_mutex_unlock(&S.mu);
 }
 
+int send_checkpoint(int64_t step, const char *path, char *why, size_t cap)
+{
+    jw w;
+    jw_init(&w);
+    jw_obj_begin(&w);
+    jw_kv_int(&w, "step", step);
+    if (path && *path)
+        jw_kv_str(&w, "path", path);
+    pthread_mutex_lock(&S.mu);
+    jw_kv_int(&w, "rank", S.cfg.hdr.rank);
+    pthread_mutex_unlock(&S.mu);
+    jw_obj_end(&w);
+    const char *t = jw_text(&w);
+    char *copy = t ? strdup(t) : NULL;
+    jw_release(&w);
+    if (!copy) {
+        snprintf(why, cap, "out of memory declaring the checkpoint of step %lld", (long long)step);
+        return -1;
+    }
+    int rc = 0;
+    pthread_mutex_lock(&S.mu);
+    if (!S.configured || S.child || S.stopping) {
+        free(copy);
+        goto out_unlock;
+    }
+    if (S.nckpt == SEND_MAX_CKPT) {
+        free(copy);
+        snprintf(why, cap, "%d checkpoint declarations already wait for lockstepd; this one (step %lld) is not sent",
+                 SEND_MAX_CKPT, (long long)step);
+        rc = -1;
+        goto out_unlock;
+    }
+    S.ckpt[S.nckpt++] = copy;
+    if (!S.started)
+        start_locked();
+    pthread_cond_signal(&S.cv);
+out_unlock:
+    pthread_mutex_unlock(&S.mu);
+    return rc;
+}
+
 void send_save_meta(void)
 {
     char why[512];
@@ -402,6 +445,13 @@ void send_stop(int exit_code)
         agent_warn_once(&S.warned_hold, "%llu held record(s) of rank %u could be kept neither in memory nor in "
                         "the spool; lockstepd cannot get them", (unsigned long long)S.hold.n_lost, S.cfg.hdr.rank);
     hold_release(&S.hold);
+    if (S.nckpt)
+        agent_warn_once(&S.warned_ckpt, "lockstepd did not take %d checkpoint declaration(s) of rank %u before the "
+                                        "rank ended; a replay of a later step starts from an older checkpoint",
+                        S.nckpt, S.cfg.hdr.rank);
+    for (int i = 0; i < S.nckpt; i++)
+        free(S.ckpt[i]);
+    S.nckpt = 0;
     free(S.cur);
     S.cur = NULL;
     free(S.cfg.reg_json);

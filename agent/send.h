@@ -50,6 +50,12 @@ void send_begin(void);
  * steps in detail). */
 void send_push(const rec_record *r, int full);
 
+/* send_checkpoint - queue the declaration that this rank's run wrote a checkpoint of `step` at `path` (may be
+ * NULL) for the sender thread to post (POST /api/v1/runs/ID/checkpoints). Never waits on the network; not
+ * spooled: a declaration lockstepd has not taken when the rank ends is lost (a replay then starts from an older
+ * checkpoint). Returns 0 (also when not streaming), -1 when out of memory or too many wait (`why`). */
+int send_checkpoint(int64_t step, const char *path, char *why, size_t cap);
+
 /* send_stop - cut the last batch, let the sender flush for at most the flush
  * bound, spool whatever is left, report `exit_code` as the rank's end and
  * stop the thread. Says once on stderr what was left in the spool. Safe when

@@ -14,6 +14,7 @@
 #define SEND_ASK_MAX 64 /* steps one reply may ask for */
 #define BACKOFF_MIN_MS 200
 #define BACKOFF_MAX_MS 5000
+#define SEND_MAX_CKPT 256 /* checkpoint declarations waiting for the server */
 
 struct batch {
     struct batch *next;
@@ -55,6 +56,8 @@ struct sender {
     int64_t asked_step[16], asked_at[16]; /* steps sent on demand lately (sender thread only) */
     int exit_code;
     int64_t abort_at; /* monotonic deadline of the exit flush; 0 before */
+    char *ckpt[SEND_MAX_CKPT]; /* checkpoint declarations (JSON) not yet taken by the server, oldest first */
+    int nckpt;
     /* sender thread only */
     spool sp;
     spool_meta meta;
@@ -66,7 +69,7 @@ struct sender {
     int manifest_done, end_done;
     char *manifest; /* the manifest's text, kept in memory too when there is no spool */
     char *libs; /* the mapped libraries at the first record (manifest_libraries), for the manifest */
-    int warned_drop, warned_spool, warned_reject, warned_thread, warned_hold; /* once per process */
+    int warned_drop, warned_spool, warned_reject, warned_thread, warned_hold, warned_ckpt; /* once per process */
     int exit_hooked; /* exit_hook is registered (once per process) */
 };
 

@@ -253,6 +253,33 @@ static void handle(struct batch *b)
     send_spool_batch(b, 0);
 }
 
+/* post_checkpoints - post the waiting checkpoint declarations, oldest first, while the server takes them.
+ * Only this thread removes entries, from the front; callers append at the back. */
+static void post_checkpoints(void)
+{
+    if (!resolve())
+        return;
+    for (;;) {
+        pthread_mutex_lock(&S.mu);
+        char *c = S.nckpt ? S.ckpt[0] : NULL;
+        pthread_mutex_unlock(&S.mu);
+        if (!c)
+            return;
+        int rc = uplink_post_json(&S.up, "checkpoints", c, NULL, 0);
+        if (rc == UP_RETRY) {
+            mark_down();
+            return;
+        }
+        if (rc == UP_REJECT)
+            agent_warn_once(&S.warned_reject, "lockstepd refused a checkpoint declaration: %s", S.up.last_error);
+        pthread_mutex_lock(&S.mu);
+        memmove(S.ckpt, S.ckpt + 1, (size_t)(S.nckpt - 1) * sizeof(S.ckpt[0]));
+        S.nckpt--;
+        pthread_mutex_unlock(&S.mu);
+        free(c);
+    }
+}
+
 /* finish - the end report, then the spool directory when it is empty. */
 static void finish(int exit_code)
 {
@@ -260,6 +287,8 @@ static void finish(int exit_code)
     snprintf(body, sizeof(body), "{\"rank\":%ld,\"exit_code\":%d}", S.meta.rank, exit_code);
     if (S.spool_ok)
         spool_put(&S.sp, SPOOL_END, body, strlen(body), why, sizeof(why));
+    if (!S.down)
+        post_checkpoints();
     if (!S.down && resolve()) {
         pthread_mutex_lock(&S.mu);
         long pending = S.spool_batches;
@@ -312,6 +341,17 @@ void *send_thread_main(void *arg)
         }
         if (S.stopping)
             break;
+        if (S.nckpt && S.spool_batches == 0 && now >= S.retry_at) {
+            pthread_mutex_unlock(&S.mu);
+            S.down = 0;
+            post_checkpoints();
+            pthread_mutex_lock(&S.mu);
+            if (S.nckpt && !S.down)
+                S.retry_at = now + (int64_t)BACKOFF_MIN_MS * 1000000; /* the run is not known yet: look again soon */
+            if (!S.nckpt || S.down || S.retry_at > mono_ns())
+                goto wait;
+            continue;
+        }
         if (S.spool_batches > 0 && now >= S.retry_at) {
             pthread_mutex_unlock(&S.mu);
             if (resolve())
@@ -319,12 +359,14 @@ void *send_thread_main(void *arg)
             pthread_mutex_lock(&S.mu);
             continue;
         }
+    wait:;
+        now = mono_ns();
         int64_t wake = now + (int64_t)S.cfg.batch_ms * 1000000;
         if (S.cur_count && S.cur_t0 + (int64_t)S.cfg.batch_ms * 1000000 < wake)
             wake = S.cur_t0 + (int64_t)S.cfg.batch_ms * 1000000;
         if (S.sum.n && S.sum.t0 + (int64_t)S.cfg.batch_ms * 1000000 < wake)
             wake = S.sum.t0 + (int64_t)S.cfg.batch_ms * 1000000;
-        if (S.spool_batches > 0 && S.retry_at < wake)
+        if ((S.spool_batches > 0 || S.nckpt) && S.retry_at < wake)
             wake = S.retry_at;
         /* the condition variable waits on CLOCK_REALTIME: convert the delay */
         int64_t delay = wake - now;

@@ -33,5 +33,6 @@ int cmd_node(int argc, char **argv);
 int cmd_alerts(int argc, char **argv);
 int cmd_narrow(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
 
 #endif /* CLI_CLI_H */

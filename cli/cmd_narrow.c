@@ -1,149 +1,291 @@
-/* cmd_narrow.c - `lockstep narrow GROUP`: re-run a diverged twin group with a fine trace window and name the record. */
+/* cmd_narrow.c - `lockstep narrow GROUP`: differential replay of a diverged twin group on chosen nodes, and the verdict: software, persistent or transient hardware, or inconclusive with the reason.
+ *
+ * lockstepd designs the experiment from the group and the node states this command reads from sinfo
+ * (server/compare/replay.h), this command submits each placement with sbatch into the narrow's replay group,
+ * reports the jobs, cancels each one once lockstepd has what it needs from it, and prints the verdict with the
+ * placements tried, their outcomes and the reasoning (docs/cli.md, "narrow").
+ */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/proc.h"
-#include "common/dtype.h"
 
-#define MAX_RUNS 16
-#define MAX_ARGS 256
+#define MAX_NODES 4096
+#define MAX_PLACEMENTS 16
+
+extern char **environ;
 
 static const char *const usage =
-    "usage: lockstep narrow GROUP [--level modules|ops] [--window K] [--timeout SECONDS] [--server URL] [--json]";
+    "usage: lockstep narrow GROUP [--level modules|ops] [--window K] [--placements N] [--timeout SECONDS]\n"
+    "                      [--launcher 'srun --mpi=pmix'] [--output DIR] [--server URL] [--token-file F] [--json]\n"
+    "       lockstep narrow GROUP --show [ID]      the newest (or narrow ID's) verdict, without replaying";
 
-/* A run of the group, as needed to submit it again. */
-typedef struct nrun {
-    char run_id[64];
-    char command[4096];
-    char nodes[512];
-    char mode[16];
-    long ranks;
-} nrun;
-
-static int get_json(const client_conf *c, const char *fmt, const char *arg, json_t **out, const char *what)
+static double now_s(void)
 {
-    char esc[600], path[900];
-    client_escape(arg, esc, sizeof(esc));
-    snprintf(path, sizeof(path), fmt, esc);
-    return client_get(c, path, out, what);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* resubmit - run `r` again on its nodes, as a member of `group`, traced with `spec`. */
-static int resubmit(const nrun *r, const char *group, const char *spec)
+static const char *jstr(json_t *o, const char *k, const char *dflt)
 {
-    char cmd[4096], ntasks[32], nodelist[600], twin[240], trace[640], mode[40];
-    snprintf(cmd, sizeof(cmd), "%s", r->command);
-    snprintf(ntasks, sizeof(ntasks), "--ntasks=%ld", r->ranks);
-    snprintf(nodelist, sizeof(nodelist), "--nodelist=%s", r->nodes);
-    snprintf(twin, sizeof(twin), "--lockstep-twin=%s", group);
-    snprintf(trace, sizeof(trace), "--lockstep-trace=%s", spec);
-    snprintf(mode, sizeof(mode), "--lockstep=%s", r->mode[0] ? r->mode : "fp");
-    char *av[MAX_ARGS];
-    int k = 0;
-    av[k++] = "srun";
-    av[k++] = "--immediate=60";
-    av[k++] = "--mpi=pmix";
-    av[k++] = ntasks;
-    if (r->nodes[0])
-        av[k++] = nodelist;
-    av[k++] = mode;
-    av[k++] = twin;
-    av[k++] = trace;
-    /* The stored command is the step's argv joined by spaces. */
-    for (char *save, *tok = strtok_r(cmd, " ", &save); tok && k < MAX_ARGS - 1; tok = strtok_r(NULL, " ", &save))
-        av[k++] = tok;
-    av[k] = NULL;
-    static char out[1 << 16];
-    return proc_run(av, out, sizeof(out));
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : dflt;
 }
 
-/* A record of one run at one step and rank, from the records endpoint. */
-static json_t *records_at(const client_conf *c, const char *run_id, long rank, int64_t step)
+/* say - progress for people: stdout, or stderr when stdout carries the JSON document. */
+static FILE *say_to;
+
+/* node_states - the cluster's nodes and their states from sinfo, as [{"name", "state"}]; NULL when sinfo fails. */
+static json_t *node_states(void)
 {
-    char esc[200], path[600];
-    client_escape(run_id, esc, sizeof(esc));
-    snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=%ld&step=%" PRId64 "&limit=100000", esc, rank, step);
-    json_t *reply;
-    if (client_get(c, path, &reply, "cannot fetch records"))
+    static char out[1 << 18];
+    char *argv[] = {"sinfo", "-h", "-N", "-o", "%N %t", NULL};
+    if (proc_run(argv, out, sizeof(out)) != 0)
         return NULL;
-    return reply;
-}
-
-static json_t *find(json_t *recs, const char *name, json_int_t occ)
-{
-    size_t i;
-    json_t *r;
-    json_array_foreach(recs, i, r)
-    {
-        const char *n = json_string_value(json_object_get(r, "name"));
-        if (n && !strcmp(n, name) && json_integer_value(json_object_get(r, "occurrence")) == occ)
-            return r;
-    }
-    return NULL;
-}
-
-static int same_str(json_t *a, json_t *b, const char *key)
-{
-    const char *x = json_string_value(json_object_get(a, key)), *y = json_string_value(json_object_get(b, key));
-    return (!x && !y) || (x && y && !strcmp(x, y));
-}
-
-/* The verdict for one rank: the first differing record, and the first whose
- * output differs while its input fingerprints match. */
-typedef struct verdict {
-    json_t *first, *first_ref;   /* borrowed from the record arrays */
-    json_t *clean, *clean_ref;   /* inputs matched, output differs */
-} verdict;
-
-static void compare_rank(json_t *odd, json_t *ref, verdict *v)
-{
-    size_t i;
-    json_t *r;
-    memset(v, 0, sizeof(*v));
-    json_array_foreach(odd, i, r)
-    {
-        json_t *m = find(ref, json_string_value(json_object_get(r, "name")),
-                         json_integer_value(json_object_get(r, "occurrence")));
-        int differs = !m || !same_str(r, m, "fp") || !same_str(r, m, "dtype");
-        if (!differs)
+    json_t *a = json_array();
+    for (char *save, *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char name[256], state[64];
+        if (sscanf(line, "%255s %63s", name, state) != 2)
             continue;
-        if (!v->first) {
-            v->first = r;
-            v->first_ref = m;
-        }
-        json_t *in = json_object_get(r, "inputs");
-        if (m && json_array_size(in) && json_equal(in, json_object_get(m, "inputs"))) {
-            v->clean = r;
-            v->clean_ref = m;
-            return;
-        }
+        size_t i;
+        json_t *o;
+        int dup = 0;
+        json_array_foreach(a, i, o) dup |= !strcmp(jstr(o, "name", ""), name); /* a node in several partitions */
+        if (!dup && json_array_size(a) < MAX_NODES)
+            json_array_append_new(a, json_pack("{s:s, s:s}", "name", name, "state", state));
+    }
+    return a;
+}
+
+/* child_env - this process's environment for the replay jobs, without what would leak a credential or
+ * contradict the replay's own settings (the admin token, another job's token and run, a twin group or trace),
+ * plus LOCKSTEP_START_STEP when the replay resumes. A new array of borrowed strings (the caller frees it). */
+static char **child_env(const char *start_step, char *buf, size_t cap)
+{
+    static const char *const drop[] = {"LOCKSTEP_ADMIN_TOKEN=", "LOCKSTEP_TOKEN=", "LOCKSTEP_RUN_ID=",
+                                       "LOCKSTEP_TWIN_GROUP=",  "LOCKSTEP_TRACE=", "LOCKSTEP_START_STEP=",
+                                       "SLURM_LOCKSTEP",        "LOCKSTEP_MODE=",  NULL};
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 2, sizeof(char *));
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int skip = 0;
+        for (const char *const *d = drop; *d && !skip; d++)
+            skip = !strncmp(environ[i], *d, strlen(*d));
+        if (!skip)
+            env[k++] = environ[i];
+    }
+    if (start_step) {
+        snprintf(buf, cap, "LOCKSTEP_START_STEP=%s", start_step);
+        env[k++] = buf;
+    }
+    env[k] = NULL;
+    return env;
+}
+
+/* tail_of - the last line of file `path` that says something, into `out` ("" when none). */
+static void tail_of(const char *path, char *out, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    out[0] = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (line[0])
+            snprintf(out, cap, "%s", line);
+    }
+    if (f)
+        fclose(f);
+}
+
+/* submit - one placement with sbatch; its job id into `job`, or why not into `why`. Returns 0 or -1. */
+static int submit(json_t *n, json_t *p, const char *launcher, const char *outdir, char *job, size_t jcap, char *why,
+                  size_t wcap)
+{
+    char name[64], nodes_a[700], ntasks[32], nnodes[32], mode[40], twin[400], trace[700], output[1200], wrap[9000];
+    long long id = (long long)json_integer_value(json_object_get(n, "id"));
+    int idx = (int)json_integer_value(json_object_get(p, "index"));
+    snprintf(name, sizeof(name), "--job-name=lockstep-narrow-%lld.%d", id, idx);
+    snprintf(nodes_a, sizeof(nodes_a), "--nodelist=%s", jstr(p, "nodes", ""));
+    snprintf(nnodes, sizeof(nnodes), "--nodes=%lld", (long long)json_integer_value(json_object_get(p, "nnodes")));
+    snprintf(ntasks, sizeof(ntasks), "--ntasks=%lld", (long long)json_integer_value(json_object_get(p, "ranks")));
+    snprintf(mode, sizeof(mode), "--lockstep=%s", *jstr(p, "mode", "") ? jstr(p, "mode", "fp") : "fp");
+    snprintf(twin, sizeof(twin), "--lockstep-twin=%s", jstr(n, "narrow_group", ""));
+    snprintf(trace, sizeof(trace), "--lockstep-trace=%s", jstr(json_object_get(n, "window"), "trace", "collectives"));
+    snprintf(output, sizeof(output), "--output=%s/%%j.out", outdir);
+    snprintf(wrap, sizeof(wrap), "--wrap=%s %s", launcher, jstr(p, "command", "true"));
+    char *av[] = {"sbatch", "--parsable", name, nnodes, ntasks, nodes_a, mode, twin, trace, output, wrap, NULL};
+    char start[32], envbuf[64];
+    json_t *ss = json_object_get(p, "start_step");
+    if (json_is_integer(ss))
+        snprintf(start, sizeof(start), "%" JSON_INTEGER_FORMAT, json_integer_value(ss));
+    char **env = child_env(json_is_integer(ss) ? start : NULL, envbuf, sizeof(envbuf));
+    static char out[8192];
+    int st = proc_run_env(av, env, 1, out, sizeof(out));
+    free(env);
+    long j = strtol(out, NULL, 10);
+    if (st != 0 || j <= 0) {
+        size_t l = strlen(out);
+        while (l && (out[l - 1] == '\n' || out[l - 1] == ' '))
+            out[--l] = 0;
+        for (char *nl = strchr(out, '\n'); nl; nl = strchr(nl, '\n'))
+            *nl = ' ';
+        snprintf(why, wcap, "sbatch %s exited %d: %s", nodes_a, st, out[0] ? out : "(it said nothing)");
+        return -1;
+    }
+    snprintf(job, jcap, "%ld", j);
+    return 0;
+}
+
+/* job_gone - 1 when Slurm no longer lists job `job` (ended, or never known). */
+static int job_gone(const char *job)
+{
+    char *av[] = {"squeue", "-h", "-j", (char *)job, "-o", "%T", NULL};
+    char out[256];
+    int st = proc_run_env(av, NULL, 1, out, sizeof(out));
+    return st != 0 || !strspn(out, "ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+}
+
+static void cancel(const char *job)
+{
+    char *av[] = {"scancel", (char *)job, NULL};
+    char out[256];
+    proc_run_env(av, NULL, 1, out, sizeof(out));
+}
+
+/* print_design - what the experiment is, before it runs. */
+static void print_design(json_t *n, FILE *f)
+{
+    json_t *fd = json_object_get(n, "first_divergence"), *w = json_object_get(n, "window");
+    fprintf(f, "narrowing %s: first divergence at step %" JSON_INTEGER_FORMAT ", rank %" JSON_INTEGER_FORMAT
+               ", \"%s\" (cause %s)\n",
+            jstr(n, "group", "?"), json_integer_value(json_object_get(fd, "step")),
+            json_integer_value(json_object_get(fd, "rank")), jstr(fd, "name", "?"), jstr(n, "cause", "?"));
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(n, "runs"), i, r)
+    {
+        json_int_t c = json_integer_value(json_object_get(r, "content"));
+        fprintf(f, "  run of job %-8s on %-12s result %c%s%s\n", jstr(r, "job_id", "?"), jstr(r, "nodes", "?"),
+                (char)('A' + c % 26), json_is_true(json_object_get(r, "majority")) ? " (the majority's)" : "",
+                json_is_true(json_object_get(r, "odd")) ? " (odd one out)" : "");
+    }
+    fprintf(f, "design: %s; replays in twin group %s, traced '%s' (steps %" JSON_INTEGER_FORMAT "-%" JSON_INTEGER_FORMAT
+               " compared)\n",
+            jstr(n, "kind", "?"), jstr(n, "narrow_group", "?"), jstr(w, "trace", "?"),
+            json_integer_value(json_object_get(w, "from")), json_integer_value(json_object_get(w, "to")));
+    json_t *p;
+    json_array_foreach(json_object_get(n, "placements"), i, p)
+    {
+        json_t *rs = json_object_get(p, "resume_step");
+        char from[48];
+        if (json_is_integer(rs))
+            snprintf(from, sizeof(from), "checkpoint %" JSON_INTEGER_FORMAT, json_integer_value(rs));
+        else
+            snprintf(from, sizeof(from), "the start");
+        fprintf(f, "  #%-2" JSON_INTEGER_FORMAT " %-22s job %-8s's program on %-10s from %s: %s\n",
+                json_integer_value(json_object_get(p, "index")), jstr(p, "role", "?"), jstr(p, "source_job_id", "?"),
+                jstr(p, "nodes", "?"), from, jstr(p, "why", ""));
+    }
+    json_array_foreach(json_object_get(n, "notes"), i, p) fprintf(f, "  not placed: %s\n", json_string_value(p));
+}
+
+/* print_verdict - the verdict, the placements' outcomes, the reasoning and the record. */
+static void print_verdict(json_t *n, FILE *f)
+{
+    const char *v = jstr(n, "verdict", "none");
+    fprintf(f, "\nverdict: %s", v);
+    if (json_is_string(json_object_get(n, "node")))
+        fprintf(f, ", node %s", jstr(n, "node", ""));
+    if (json_is_string(json_object_get(n, "gpu")))
+        fprintf(f, ", GPU %s", jstr(n, "gpu", ""));
+    fprintf(f, "\n  %s\n", jstr(n, "reason", ""));
+    fprintf(f, "placements:\n");
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(n, "placements"), i, p)
+    {
+        json_t *d = json_object_get(p, "diverged");
+        fprintf(f, "  #%-2" JSON_INTEGER_FORMAT " %-22s on %-10s job %-8s %-10s %s\n", json_integer_value(json_object_get(p, "index")),
+                jstr(p, "role", "?"), jstr(p, "nodes", "?"), jstr(p, "job_id", "-"), jstr(p, "outcome", "?"),
+                json_is_true(d) ? "reproduced the divergence" : json_is_false(d) ? "clean" : "");
+        if (*jstr(p, "detail", ""))
+            fprintf(f, "      %s\n", jstr(p, "detail", ""));
+    }
+    json_array_foreach(json_object_get(n, "notes"), i, p) fprintf(f, "  not placed: %s\n", json_string_value(p));
+    fprintf(f, "reasoning:\n");
+    json_array_foreach(json_object_get(n, "reasoning"), i, p) fprintf(f, "  - %s\n", json_string_value(p));
+    json_t *rec = json_object_get(n, "record");
+    if (json_is_object(rec)) {
+        fprintf(f, "%s:\n  step %" JSON_INTEGER_FORMAT ", rank %" JSON_INTEGER_FORMAT ", \"%s\" occurrence %" JSON_INTEGER_FORMAT
+                   " (%s %s), inputs %s\n  replay %s fp %s, reference %s fp %s\n",
+                json_is_true(json_object_get(rec, "output_differs_while_inputs_matched"))
+                    ? "first record whose output differs while its inputs matched"
+                    : "first differing record at the finest level traced (no input fingerprints clear it)",
+                json_integer_value(json_object_get(rec, "step")), json_integer_value(json_object_get(rec, "rank")),
+                jstr(rec, "name", "?"), json_integer_value(json_object_get(rec, "occurrence")), jstr(rec, "level", "?"),
+                jstr(rec, "dtype", "?"), jstr(rec, "inputs", "?"), jstr(rec, "replay_run_id", "?"), jstr(rec, "fp", "?"),
+                jstr(rec, "reference_run_id", "?"), jstr(rec, "reference_fp", "?"));
+    } else if (strcmp(v, "none")) {
+        fprintf(f, "record: none named (no two replays differ)\n");
     }
 }
 
-static void print_record(const char *label, json_t *r, json_t *ref, long rank)
+static int exit_of(json_t *n)
 {
-    printf("%s:\n  step %" JSON_INTEGER_FORMAT ", rank %ld, \"%s\" occurrence %" JSON_INTEGER_FORMAT " (%s %s)\n", label,
-           json_integer_value(json_object_get(r, "step")), rank, json_string_value(json_object_get(r, "name")),
-           json_integer_value(json_object_get(r, "occurrence")), json_string_value(json_object_get(r, "level")),
-           json_string_value(json_object_get(r, "dtype")));
-    size_t nin = json_array_size(json_object_get(r, "inputs"));
-    if (nin)
-        printf("  inputs: %zu fingerprint%s, %s\n", nin, nin == 1 ? "" : "s",
-               ref && json_equal(json_object_get(r, "inputs"), json_object_get(ref, "inputs")) ? "equal in both runs"
-                                                                                                 : "different");
-    printf("  odd run fp %s", json_string_value(json_object_get(r, "fp")));
-    if (json_object_get(r, "value_bits"))
-        printf("  value %.17g", json_real_value(json_object_get(r, "value")));
-    printf("\n  reference fp %s", ref ? json_string_value(json_object_get(ref, "fp")) : "(absent)");
-    if (ref && json_object_get(ref, "value_bits"))
-        printf("  value %.17g", json_real_value(json_object_get(ref, "value")));
-    printf("\n");
+    return strcmp(jstr(n, "verdict", "inconclusive"), "inconclusive") ? CLI_OK : CLI_DIVERGED;
+}
+
+/* show - print an existing narrow of `group` (the newest, or `id`). */
+static int show(const client_conf *c, const char *group, const char *id)
+{
+    char path[600], esc[400];
+    json_t *o;
+    int rc;
+    if (!id) {
+        client_escape(group, esc, sizeof(esc));
+        snprintf(path, sizeof(path), "/api/v1/twins/%s/narrows?limit=1", esc);
+        if ((rc = client_get(c, path, &o, "cannot list the group's narrows")))
+            return rc;
+        json_t *first = json_array_get(json_object_get(o, "items"), 0);
+        if (!first) {
+            json_decref(o);
+            cli_errorf("start one with lockstep narrow GROUP", "group %s was never narrowed", group);
+            return CLI_BAD_INPUT;
+        }
+        snprintf(path, sizeof(path), "/api/v1/narrows/%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(first, "id")));
+        json_decref(o);
+    } else {
+        snprintf(path, sizeof(path), "/api/v1/narrows/%s", id);
+    }
+    if ((rc = client_get(c, path, &o, "cannot read the narrow")))
+        return rc;
+    json_t *n = json_incref(json_object_get(o, "narrow"));
+    json_decref(o);
+    if (c->json) {
+        client_print_json(json_incref(n));
+    } else {
+        print_design(n, stdout);
+        if (!strcmp(jstr(n, "state", ""), "done"))
+            print_verdict(n, stdout);
+        else
+            printf("\nstill running (deadline %s)\n", jstr(n, "deadline_at", "?"));
+    }
+    rc = strcmp(jstr(n, "state", ""), "done") ? CLI_PENDING : exit_of(n);
+    json_decref(n);
+    return rc;
 }
 
 int cmd_narrow(int argc, char **argv)
@@ -151,8 +293,9 @@ int cmd_narrow(int argc, char **argv)
     client_conf c;
     if (client_conf_load(&c, &argc, argv) < 0)
         return CLI_BAD_INPUT;
-    const char *group = NULL, *level = "modules";
-    long window = 1, timeout = 180;
+    const char *group = NULL, *level = "modules", *launcher = "srun --mpi=pmix", *outdir = NULL, *show_id = NULL;
+    long window = 1, timeout = 900, placements = 6;
+    int show_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--level") && i + 1 < argc)
             level = argv[++i];
@@ -160,155 +303,217 @@ int cmd_narrow(int argc, char **argv)
             window = atol(argv[++i]);
         else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
             timeout = atol(argv[++i]);
-        else if (argv[i][0] != '-' && !group)
+        else if (!strcmp(argv[i], "--placements") && i + 1 < argc)
+            placements = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--launcher") && i + 1 < argc)
+            launcher = argv[++i];
+        else if (!strcmp(argv[i], "--output") && i + 1 < argc)
+            outdir = argv[++i];
+        else if (!strcmp(argv[i], "--show")) {
+            show_only = 1;
+            if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9')
+                show_id = argv[++i];
+        } else if (argv[i][0] != '-' && !group)
             group = argv[i];
         else {
             cli_errorf(usage, "unexpected argument '%s'", argv[i]);
             return CLI_BAD_INPUT;
         }
     }
-    if (!group || level_parse(level) < LS_LEVEL_MODULE || window < 0) {
-        cli_error("narrow needs a group, and a level of modules or ops", NULL, usage);
+    if (!group || (strcmp(level, "modules") && strcmp(level, "ops")) || window < 0 || window > 1000 || timeout < 5 ||
+        timeout > 86400 || placements < 1 || placements > MAX_PLACEMENTS) {
+        cli_error("narrow needs a group; --level modules or ops, --window 0..1000, --timeout 5..86400 s, "
+                  "--placements 1..16",
+                  NULL, usage);
         return CLI_BAD_INPUT;
     }
+    if (show_only)
+        return show(&c, group, show_id);
+    say_to = c.json ? stderr : stdout;
+    double t0 = now_s();
 
-    json_t *tw;
-    int rc = get_json(&c, "/api/v1/twins/%s", group, &tw, "cannot read the twin group");
-    if (rc)
-        return rc;
-    const char *status = json_string_value(json_object_get(tw, "status"));
-    json_t *fd = json_object_get(tw, "first_divergence");
-    if (!status || strcmp(status, "diverged") || !json_is_object(fd)) {
-        cli_errorf("narrow works on a diverged group; see lockstep twins GROUP", "group %s is %s: nothing to narrow",
-                   group, status ? status : "unknown");
-        json_decref(tw);
+    json_t *nodes = node_states();
+    if (!nodes || !json_array_size(nodes)) {
+        json_decref(nodes);
+        cli_error("cannot list the cluster's nodes", "sinfo -h -N failed or listed none",
+                  "narrow submits replays with sbatch: run it where Slurm answers (is SLURM_CONF set, slurmctld up?)");
         return CLI_BAD_INPUT;
     }
-    int64_t step = json_integer_value(json_object_get(fd, "step"));
-    char ranks[512] = "";
-    size_t i;
-    json_t *pr;
-    json_array_foreach(json_object_get(tw, "per_rank"), i, pr)
-    {
-        if (json_integer_value(json_object_get(pr, "step")) > step + window)
-            continue;
-        size_t n = strlen(ranks);
-        snprintf(ranks + n, sizeof(ranks) - n, "%s%" JSON_INTEGER_FORMAT, n ? "," : "",
-                 json_integer_value(json_object_get(pr, "rank")));
+    const char *user = getenv("USER");
+    json_t *req = json_pack("{s:o, s:s, s:i, s:i, s:i, s:s}", "nodes", nodes, "level", level, "window", (int)window,
+                            "placements", (int)placements, "timeout_s", (int)timeout, "actor", user ? user : "");
+    char esc[600], path[800];
+    client_escape(group, esc, sizeof(esc));
+    snprintf(path, sizeof(path), "/api/v1/twins/%s/narrows", esc);
+    json_t *reply;
+    long status = client_request(&c, "POST", path, req, &reply);
+    json_decref(req);
+    if (status < 0)
+        return CLI_UNREACHABLE;
+    if (status == 401 || status == 403) {
+        json_decref(reply);
+        cli_error("narrow needs lockstepd's admin token", status == 401 ? "none was given" : "the token given is not it",
+                  "pass --token-file FILE (or set LOCKSTEP_ADMIN_TOKEN): narrow starts jobs and records a verdict "
+                  "that can drain a node");
+        return CLI_SERVER_ERROR;
     }
+    if (status == 409) {
+        int rc = client_fail(status, reply, "cannot narrow the group");
+        return rc == CLI_SERVER_ERROR ? CLI_BAD_INPUT : rc;
+    }
+    if (status < 200 || status >= 300)
+        return client_fail(status, reply, "cannot start the narrow");
+    json_t *n = json_incref(json_object_get(reply, "narrow"));
+    json_decref(reply);
+    long long id = (long long)json_integer_value(json_object_get(n, "id"));
+    print_design(n, say_to);
 
-    nrun runs[MAX_RUNS];
-    size_t n_runs = 0;
-    json_t *r;
-    json_array_foreach(json_object_get(tw, "runs"), i, r)
-    {
-        if (n_runs == MAX_RUNS)
-            break;
-        json_t *d;
-        const char *id = json_string_value(json_object_get(r, "run_id"));
-        if (!id || (rc = get_json(&c, "/api/v1/runs/%s", id, &d, "cannot read a run of the group"))) {
-            json_decref(tw);
-            return rc ? rc : CLI_SERVER_ERROR;
-        }
-        nrun *x = &runs[n_runs++];
-        snprintf(x->run_id, sizeof(x->run_id), "%s", id);
-        snprintf(x->command, sizeof(x->command), "%s", json_string_value(json_object_get(d, "command")) ?: "");
-        snprintf(x->nodes, sizeof(x->nodes), "%s", json_string_value(json_object_get(d, "nodes")) ?: "");
-        snprintf(x->mode, sizeof(x->mode), "%s", json_string_value(json_object_get(d, "mode")) ?: "fp");
-        x->ranks = (long)json_integer_value(json_object_get(d, "ranks"));
-        json_decref(d);
-        if (!x->command[0] || x->ranks < 1) {
-            cli_errorf("runs registered by the SPANK plugin carry their command", "run %s has no stored command", id);
-            json_decref(tw);
-            return CLI_BAD_INPUT;
-        }
-    }
-    json_decref(tw);
-
-    char group2[200], spec[600];
-    snprintf(group2, sizeof(group2), "%.150s.narrow-%ld", group, (long)time(NULL));
-    snprintf(spec, sizeof(spec), "collectives;%s:steps=%" PRId64 "-%" PRId64 "%s%s", level,
-             step - window > 0 ? step - window : 0, step + window, ranks[0] ? ":ranks=" : "", ranks);
-    printf("narrowing %s: first divergence at step %" PRId64 " (ranks %s); re-running its %zu runs on their nodes\n",
-           group, step, ranks[0] ? ranks : "?", n_runs);
-    printf("  as group %s with LOCKSTEP_TRACE='%s'\n", group2, spec);
-    fflush(stdout);
-    for (size_t k = 0; k < n_runs; k++) {
-        int st = resubmit(&runs[k], group2, spec);
-        if (st != 0)
-            fprintf(stderr, "lockstep: the re-run of %s exited %d; comparing what it recorded\n", runs[k].run_id, st);
-    }
-
-    /* Wait for the new group's verdict. */
-    json_t *t2 = NULL;
-    const char *st2 = NULL;
-    for (long waited = 0; waited <= timeout * 5; waited++) {
-        json_decref(t2);
-        if ((rc = get_json(&c, "/api/v1/twins/%s", group2, &t2, "cannot read the re-run group")))
-            return rc;
-        st2 = json_string_value(json_object_get(t2, "status"));
-        if (st2 && strcmp(st2, "pending"))
-            break;
-        usleep(200000);
-    }
-    if (!st2 || strcmp(st2, "diverged")) {
-        printf("the re-runs %s: the divergence did not reproduce within %ld s (nondeterministic software?)\n",
-               st2 && !strcmp(st2, "match") ? "matched" : "are still pending", timeout);
-        if (c.json) {
-            json_dumpf(t2, stdout, JSON_INDENT(2));
-            printf("\n");
-        }
-        json_decref(t2);
-        return CLI_DIVERGED;
-    }
-
-    /* The odd run against a majority (or the first) run, on each rank that diverged first. */
-    json_t *fd2 = json_object_get(t2, "first_divergence");
-    int64_t s2 = json_integer_value(json_object_get(fd2, "step"));
-    const char *odd = json_string_value(json_object_get(fd2, "odd_run_id")), *ref = NULL;
-    json_array_foreach(json_object_get(fd2, "runs"), i, r)
-    {
-        const char *id = json_string_value(json_object_get(r, "run_id"));
-        if (odd && strcmp(id, odd) && json_is_true(json_object_get(r, "majority")) && !ref)
-            ref = id;
-    }
-    if (!odd || !ref) {
-        ref = json_string_value(json_object_get(json_array_get(json_object_get(fd2, "runs"), 0), "run_id"));
-        odd = json_string_value(json_object_get(json_array_get(json_object_get(fd2, "runs"), 1), "run_id"));
-    }
-    json_t *best = NULL, *best_ref = NULL, *first = NULL, *first_ref = NULL, *keep = json_array();
-    long best_rank = -1, first_rank = -1;
-    json_array_foreach(json_object_get(t2, "per_rank"), i, pr)
-    {
-        if (json_integer_value(json_object_get(pr, "step")) != s2)
-            continue;
-        long rank = (long)json_integer_value(json_object_get(pr, "rank"));
-        json_t *a = records_at(&c, odd, rank, s2), *b = records_at(&c, ref, rank, s2);
-        if (!a || !b) {
-            json_decref(a);
-            json_decref(b);
-            continue;
-        }
-        json_array_append_new(keep, a);
-        json_array_append_new(keep, b);
-        verdict v;
-        compare_rank(json_object_get(a, "items"), json_object_get(b, "items"), &v);
-        if (v.clean && (!best || json_integer_value(json_object_get(v.clean, "seq")) <
-                                     json_integer_value(json_object_get(best, "seq")))) {
-            best = v.clean, best_ref = v.clean_ref, best_rank = rank;
-        }
-        if (v.first && !first)
-            first = v.first, first_ref = v.first_ref, first_rank = rank;
-    }
-    printf("\nre-run group %s diverged at step %" PRId64 "; odd run %s, reference %s\n", group2, s2, odd, ref);
-    if (best)
-        print_record("first record whose output differs while its inputs matched", best, best_ref, best_rank);
-    else if (first)
-        print_record("first differing record at the finest level traced (no input fingerprints to clear it)", first,
-                     first_ref, first_rank);
+    /* Where the replays' output goes. */
+    char dir[1024];
+    if (outdir)
+        snprintf(dir, sizeof(dir), "%s", outdir);
     else
-        printf("the records of step %" PRId64 " could not be compared\n", s2);
-    json_decref(keep);
-    json_decref(t2);
-    return CLI_OK;
+        snprintf(dir, sizeof(dir), "%s/lockstep-narrow-%lld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", id);
+    if (mkdir(dir, 0755) < 0 && access(dir, W_OK) < 0) {
+        cli_errorf("give a directory with --output DIR", "cannot create %s for the replays' output", dir);
+        json_decref(n);
+        return CLI_BAD_INPUT;
+    }
+
+    /* Submit every placement; report the jobs (or why one could not be submitted). */
+    size_t np = json_array_size(json_object_get(n, "placements"));
+    char jobs[MAX_PLACEMENTS][32];
+    int cancelled[MAX_PLACEMENTS] = {0}, reported[MAX_PLACEMENTS] = {0};
+    double gone_since[MAX_PLACEMENTS] = {0};
+    json_t *jobsreq = json_pack("{s:[]}", "placements");
+    size_t i;
+    json_t *p;
+    int submitted = 0;
+    json_array_foreach(json_object_get(n, "placements"), i, p)
+    {
+        char why[1200];
+        jobs[i][0] = 0;
+        if (i >= MAX_PLACEMENTS)
+            break;
+        if (submit(n, p, launcher, dir, jobs[i], sizeof(jobs[i]), why, sizeof(why)) == 0) {
+            submitted++;
+            json_array_append_new(json_object_get(jobsreq, "placements"),
+                                  json_pack("{s:I, s:s}", "index", (json_int_t)i, "job_id", jobs[i]));
+            fprintf(say_to, "  #%zu submitted: job %s on %s\n", i, jobs[i], jstr(p, "nodes", "?"));
+        } else {
+            json_array_append_new(json_object_get(jobsreq, "placements"),
+                                  json_pack("{s:I, s:s}", "index", (json_int_t)i, "error", why));
+            fprintf(say_to, "  #%zu not submitted: %s\n", i, why);
+            reported[i] = 1;
+        }
+    }
+    fflush(say_to);
+    if (np) {
+        snprintf(path, sizeof(path), "/api/v1/narrows/%lld/jobs", id);
+        int rc = client_post(&c, path, jobsreq, &reply, "cannot report the replay jobs");
+        json_decref(jobsreq);
+        if (rc) {
+            for (size_t k = 0; k < np && k < MAX_PLACEMENTS; k++)
+                if (jobs[k][0])
+                    cancel(jobs[k]);
+            json_decref(n);
+            return rc;
+        }
+        json_decref(reply);
+    } else {
+        json_decref(jobsreq);
+    }
+    fprintf(say_to, "waiting for %d replay%s to record steps up to %" JSON_INTEGER_FORMAT
+                    " (lockstepd's deadline: %ld s; job output in %s)\n",
+            submitted, submitted == 1 ? "" : "s", json_integer_value(json_object_get(json_object_get(n, "window"), "to")),
+            timeout, dir);
+    fflush(say_to);
+
+    /* Wait for the verdict; cancel each replay once it is decided; report jobs that left Slurm without a run. */
+    snprintf(path, sizeof(path), "/api/v1/narrows/%lld", id);
+    json_t *cur = NULL;
+    int rc = 0, announced[MAX_PLACEMENTS] = {0};
+    double last_queue = 0;
+    for (;;) {
+        json_t *o;
+        if ((rc = client_get(&c, path, &o, "cannot read the narrow")))
+            break;
+        json_decref(cur);
+        cur = json_incref(json_object_get(o, "narrow"));
+        json_decref(o);
+        int check_queue = now_s() - last_queue >= 2.0;
+        if (check_queue)
+            last_queue = now_s();
+        json_array_foreach(json_object_get(cur, "placements"), i, p)
+        {
+            if (i >= MAX_PLACEMENTS)
+                break;
+            const char *outcome = jstr(p, "outcome", "pending");
+            if (strcmp(outcome, "pending")) {
+                if (!announced[i]) {
+                    announced[i] = 1;
+                    fprintf(say_to, "  #%zu %s on %s: %s (%s) [%.1f s]\n", i, jstr(p, "role", "?"), jstr(p, "nodes", "?"),
+                            outcome, jstr(p, "detail", ""), now_s() - t0);
+                    fflush(say_to);
+                }
+                /* lockstepd has what it needs: the rest of the run would only cost the node's time */
+                if (jobs[i][0] && !cancelled[i] && !strcmp(jstr(p, "run_status", ""), "running")) {
+                    cancel(jobs[i]);
+                    cancelled[i] = 1;
+                }
+                continue;
+            }
+            if (!jobs[i][0] || reported[i] || !json_is_null(json_object_get(p, "run_id")) || !check_queue)
+                continue;
+            /* A job Slurm no longer lists that never registered a run: say why, as far as its output tells. */
+            if (!job_gone(jobs[i])) {
+                gone_since[i] = 0;
+                continue;
+            }
+            if (!gone_since[i])
+                gone_since[i] = now_s();
+            if (now_s() - gone_since[i] < 6.0) /* its run may still be on its way to lockstepd */
+                continue;
+            char out[1100 + 64], last[512], why[2400];
+            snprintf(out, sizeof(out), "%.1000s/%.31s.out", dir, jobs[i]);
+            tail_of(out, last, sizeof(last));
+            snprintf(why, sizeof(why), "job %s left Slurm's queue without registering a run in %s%s%s%s", jobs[i],
+                     jstr(cur, "narrow_group", "?"), last[0] ? "; its output ends: " : " (its output, ", last[0] ? last : out,
+                     last[0] ? "" : ", is empty or missing)");
+            json_t *r2 = json_pack("{s:[{s:I, s:s}]}", "placements", "index", (json_int_t)i, "error", why);
+            char jp[200];
+            snprintf(jp, sizeof(jp), "/api/v1/narrows/%lld/jobs", id);
+            json_t *ignore = NULL;
+            client_request(&c, "POST", jp, r2, &ignore);
+            json_decref(ignore);
+            json_decref(r2);
+            reported[i] = 1;
+        }
+        if (!strcmp(jstr(cur, "state", ""), "done"))
+            break;
+        if (now_s() - t0 > (double)timeout + 60) {
+            cli_errorf("lockstepd's fleet thread may be stuck; see its log",
+                       "narrow %lld has no verdict %.0f s after it started (deadline %ld s)", id, now_s() - t0, timeout);
+            rc = CLI_SERVER_ERROR;
+            break;
+        }
+        usleep(400000);
+    }
+    for (size_t k = 0; k < np && k < MAX_PLACEMENTS; k++)
+        if (jobs[k][0] && !cancelled[k] && !job_gone(jobs[k]))
+            cancel(jobs[k]);
+    if (!rc && cur) {
+        if (c.json) {
+            json_object_set_new(cur, "elapsed_s", json_real(now_s() - t0));
+            client_print_json(json_incref(cur));
+        } else {
+            print_verdict(cur, stdout);
+            printf("narrowed in %.1f s (%d job%s); lockstep narrow %s --show prints it again\n", now_s() - t0, submitted,
+                   submitted == 1 ? "" : "s", group);
+        }
+        rc = exit_of(cur);
+    }
+    json_decref(cur);
+    json_decref(n);
+    return rc;
 }

@@ -326,10 +326,10 @@ static int twins_list(client_conf *c, int argc, char **argv)
         client_print_json(reply);
         return CLI_OK;
     }
-    static const char *const head[] = {"GROUP", "STATUS", "RUNS",  "USERS",
-                                       "FIRST DIVERGENCE", "CAUSE", "CLASS", "LAST RUN"};
+    static const char *const head[] = {"GROUP", "STATUS", "RUNS",    "USERS",   "FIRST DIVERGENCE",
+                                       "CAUSE", "CLASS",  "VERDICT", "LAST RUN"};
     table t;
-    table_init(&t, 8, head);
+    table_init(&t, 9, head);
     size_t i;
     json_t *g;
     json_array_foreach(json_object_get(reply, "items"), i, g)
@@ -343,13 +343,20 @@ static int twins_list(client_conf *c, int argc, char **argv)
         json_t *first = json_object_get(g, "first_divergence");
         /* the fleet's classification (hardware, software; none when it matched), "-" until evaluated */
         const char *klass = json_string_value(json_object_get(json_object_get(g, "classification"), "class"));
-        const char *row[8] = {str(g, "group", b[0], 64),
+        /* the newest replay verdict of lockstep narrow (its node for a hardware one), "-" when never narrowed */
+        json_t *rp = json_object_get(g, "replay");
+        const char *rv = json_string_value(json_object_get(rp, "verdict")), *rn = json_string_value(json_object_get(rp, "node"));
+        char verdict[128];
+        snprintf(verdict, sizeof(verdict), "%s%s%s", !json_is_object(rp) ? "-" : rv ? rv : "running", rn ? " " : "",
+                 rn ? rn : "");
+        const char *row[9] = {str(g, "group", b[0], 64),
                               str(g, "status", b[1], 64),
                               str(g, "run_count", b[2], 64),
                               users,
                               first_divergence_text(first, fd, sizeof(fd)),
                               json_is_object(first) ? str(first, "cause", b[3], 64) : "-",
                               klass ? klass : "-",
+                              verdict,
                               json_string_value(json_object_get(g, "last_run_at"))};
         table_add(&t, row);
     }
@@ -427,6 +434,27 @@ int cmd_twins(int argc, char **argv)
         printf("\n");
         print_divergence(fd);
     }
+    /* Replays: the newest verdict of lockstep narrow, or the group this one replays. */
+    json_t *rp = json_object_get(reply, "replay"), *of = json_object_get(reply, "narrow_of");
+    if (json_is_object(rp)) {
+        const char *v = json_string_value(json_object_get(rp, "verdict")), *node = json_string_value(json_object_get(rp, "node"));
+        printf("\nreplay verdict: %s%s%s (narrow %lld of %lld; lockstep narrow %s --show)\n",
+               v ? v : "pending: the replays still run", node ? " on " : "", node ? node : "",
+               (long long)json_integer_value(json_object_get(rp, "id")),
+               (long long)json_integer_value(json_object_get(reply, "replays")), group);
+        const char *reason = json_string_value(json_object_get(rp, "reason"));
+        if (v && reason && *reason)
+            printf("  %s\n", reason);
+        /* what the verdict did to the suspects score's evidence (the classification above stays the rules') */
+        json_t *ev = json_object_get(reply, "evidence");
+        const char *from = json_string_value(json_object_get(ev, "from"));
+        if (from && !strcmp(from, "replay"))
+            printf("  evidence: %s\n", json_string_value(json_object_get(ev, "reason")) ?: "");
+    }
+    if (json_is_object(of))
+        printf("\nthese runs are the replays of narrow %lld of group %s (lockstep narrow %s --show %lld)\n",
+               (long long)json_integer_value(json_object_get(of, "id")), json_string_value(json_object_get(of, "group")),
+               json_string_value(json_object_get(of, "group")), (long long)json_integer_value(json_object_get(of, "id")));
     json_t *per = json_object_get(reply, "per_rank");
     if (json_array_size(per)) {
         printf("\n");

@@ -9,14 +9,15 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/proc.h"
+#include "common/hostlist.h"
 
 #define MAX_COPIES 64
 #define MAX_NODES 4096
 #define MAX_EXTRA 32 /* --change / --noise-arg / --*-env options */
 
 static const char *const usage =
-    "usage: lockstep twin -n N [--spread] [--group NAME] -- sbatch [SBATCH ARGS] SCRIPT [ARGS]\n"
-    "       lockstep twin -n N [--spread] [--group NAME] [--change ARG]... [--change-env VAR=VALUE]...\n"
+    "usage: lockstep twin -n N [--spread [--exclude NODES]] [--group NAME] -- sbatch [SBATCH ARGS] SCRIPT [ARGS]\n"
+    "       lockstep twin -n N [--spread [--exclude NODES]] [--group NAME] [--change ARG]... [--change-env VAR=VALUE]...\n"
     "                     [--noise K [--noise-arg ARG]... [--noise-env VAR=VALUE]... [--noise-mode fp]]\n"
     "                     -- sbatch [SBATCH ARGS] SCRIPT [ARGS]";
 
@@ -55,9 +56,14 @@ static int nodes_per_job(int argc, char **argv)
     return 1;
 }
 
-/* list_nodes - the responding nodes, from sinfo. Returns the count, or -1. */
-static int list_nodes(char names[][64], int max)
+/* list_nodes - the responding nodes, from sinfo, but those of the node list `exclude` (may be NULL). Returns the
+ * count, or -1. */
+static int list_nodes(char names[][64], int max, const char *exclude)
 {
+    static char skip[MAX_NODES][HOSTLIST_NAME_MAX];
+    int nskip = exclude ? hostlist_expand(exclude, skip, MAX_NODES) : 0;
+    if (nskip < 0)
+        return -1;
     static char out[65536];
     char *argv[] = {"sinfo", "-h", "-N", "-r", "-o", "%N", NULL};
     if (proc_run(argv, out, sizeof(out)) != 0)
@@ -67,6 +73,8 @@ static int list_nodes(char names[][64], int max)
         int dup = 0;
         for (int i = 0; i < n && !dup; i++)
             dup = !strcmp(names[i], tok);
+        for (int i = 0; i < nskip && !dup; i++)
+            dup = !strcmp(skip[i], tok);
         if (!dup && *tok)
             snprintf(names[n++], 64, "%s", tok);
     }
@@ -257,6 +265,7 @@ int cmd_twin(int argc, char **argv)
     static copy_set sets[3];
     memset(sets, 0, sizeof(sets));
     copy_set *base = &sets[0], *change = &sets[1], *nz = &sets[2];
+    const char *exclude = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
@@ -267,6 +276,12 @@ int cmd_twin(int argc, char **argv)
             copies = atoi(argv[++i]);
         } else if (!strcmp(a, "--spread")) {
             spread = 1;
+        } else if (!strcmp(a, "--exclude") && v) {
+            exclude = argv[++i];
+            if (!*exclude) {
+                cli_errorf(usage, "--exclude wants a node list such as n3 or n[3-4], not '%s'", exclude);
+                return CLI_BAD_INPUT;
+            }
         } else if (!strcmp(a, "--group") && v) {
             snprintf(group, sizeof(group), "%s", argv[++i]);
         } else if (!strcmp(a, "--noise") && v) {
@@ -354,15 +369,16 @@ int cmd_twin(int argc, char **argv)
             cli_error("--spread needs a fixed node count", "sbatch -N gives a range", "use -N K with one number");
             return CLI_BAD_INPUT;
         }
-        n_nodes = list_nodes(nodes, MAX_NODES);
+        n_nodes = list_nodes(nodes, MAX_NODES, exclude);
         if (n_nodes < 0) {
-            cli_error("cannot list the cluster's nodes", "sinfo failed", "is SLURM_CONF set and slurmctld up?");
+            cli_error("cannot list the cluster's nodes", exclude ? "sinfo failed, or --exclude is not a node list" : "sinfo failed",
+                      "is SLURM_CONF set and slurmctld up? --exclude takes a list such as n3 or n[3-4]");
             return CLI_BAD_INPUT;
         }
         if (most * per > n_nodes) {
             char detail[200];
-            snprintf(detail, sizeof(detail), "%d copies x %d nodes each need %d nodes; %d respond", most, per,
-                     most * per, n_nodes);
+            snprintf(detail, sizeof(detail), "%d copies x %d nodes each need %d nodes; %d respond%s", most, per,
+                     most * per, n_nodes, exclude ? " (besides those excluded)" : "");
             cli_error("not enough nodes to spread the copies apart", detail, "use fewer copies or drop --spread");
             return CLI_BAD_INPUT;
         }

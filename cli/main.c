@@ -26,14 +26,16 @@ static const struct {
     {"job", cmd_job, "job JOBID [--summary]  a Slurm job's outcome: every step's run and its twin group's status\n"
                      "                        (--summary: one line, as the slurmctld epilog writes it to AdminComment)"},
     {"manifest-diff", cmd_manifest_diff, "manifest-diff GROUP   what differs between the twins' manifests"},
-    {"twin", cmd_twin, "twin -n N [--spread] [--group NAME] [--change ARG] [--noise K --noise-arg ARG]\n"
+    {"twin", cmd_twin, "twin -n N [--spread [--exclude NODES]] [--group NAME] [--change ARG] [--noise K --noise-arg ARG]\n"
                        "                        -- sbatch ARGS SCRIPT\n"
                        "                        submit N copies as one twin group (--spread: on disjoint nodes);\n"
                        "                        with --change/--noise: the baseline, the change, K noise replicas"},
     {"compare", cmd_compare, "compare BASE CHANGED [--noise NOISE] [--rank R] [--from S] [--to S] [--alpha A]\n"
                              "                        the effect of a change against the run-to-run noise band"},
-    {"narrow", cmd_narrow, "narrow GROUP [--level modules|ops] [--window K]\n"
-                           "                        re-run a diverged group traced finely; name the first record"},
+    {"narrow", cmd_narrow, "narrow GROUP [--level modules|ops] [--window K] [--placements N] [--show [ID]]\n"
+                           "                        replay a diverged group's window on chosen nodes: software,\n"
+                           "                        persistent or transient hardware (admin token)"},
+    {"checkpoint", cmd_checkpoint, "checkpoint STEP [PATH]  declare, from inside a job, a checkpoint it wrote"},
     {"replay", cmd_replay, "replay [--server URL] DIR  send what agents left in a spool directory to lockstepd"},
     {"nodes", cmd_nodes, "nodes                 nodes and GPUs with their suspect scores and states"},
     {"node", cmd_node, "node NAME [drain|repair|note REASON]\n"
@@ -59,7 +61,8 @@ static void help(FILE *out)
                  "  2  unreadable input, bad usage, or no such run/group\n"
                  "  3  the server could not be reached\n"
                  "  4  the server answered with an error\n"
-                 "  5  twins: not decided yet (pending)\n");
+                 "  5  twins: not decided yet (pending)\n"
+                 "narrow: 0 a verdict (software, persistent-hardware, transient-hardware), 1 inconclusive\n");
 }
 
 int main(int argc, char **argv)

@@ -13,14 +13,21 @@ extern char **environ;
 
 int proc_run(char *const *argv, char *out, size_t cap)
 {
+    return proc_run_env(argv, NULL, 0, out, cap);
+}
+
+int proc_run_env(char *const *argv, char *const *envp, int with_stderr, char *out, size_t cap)
+{
     int fd[2];
     if (pipe2(fd, O_CLOEXEC) < 0)
         return -1;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
+    if (with_stderr)
+        posix_spawn_file_actions_adddup2(&fa, fd[1], STDERR_FILENO);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, envp ? envp : environ);
     posix_spawn_file_actions_destroy(&fa);
     close(fd[1]);
     if (rc != 0) {

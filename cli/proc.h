@@ -9,4 +9,8 @@
  * the exit status (128+signal when killed), or -1 when it cannot start. */
 int proc_run(char *const *argv, char *out, size_t cap);
 
+/* proc_run_env - proc_run with the environment `envp` (NULL: this process's), and with `with_stderr` its
+ * stderr captured into `out` too (interleaved with stdout). */
+int proc_run_env(char *const *argv, char *const *envp, int with_stderr, char *out, size_t cap);
+
 #endif /* CLI_PROC_H */

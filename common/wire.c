@@ -18,7 +18,7 @@ char *wire_run_body(const wire_run *r)
         const char *key, *value;
     } opt[] = {{"twin_group", r->twin_group}, {"user", r->user},       {"partition", r->partition},
                {"nodes", r->nodes},           {"command", r->command}, {"mode", r->mode},
-               {"client_id", r->client_id}};
+               {"client_id", r->client_id}, {"resume", r->resume}};
     jw_kv_int(&w, "ranks", r->ranks > 0 ? r->ranks : 1);
     jw_kv_int(&w, "start_step", r->start_step);
     for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
@@ -29,6 +29,38 @@ char *wire_run_body(const wire_run *r)
     char *out = t ? strdup(t) : NULL;
     jw_release(&w);
     return out;
+}
+
+int wire_resume_check(const char *tpl, char *why, size_t cap)
+{
+    static const char *const known[] = {"{step}", "{path}", "{stop}", NULL};
+    int names_ckpt = 0;
+    if (!tpl || !*tpl) {
+        snprintf(why, cap, "the resume template is empty");
+        return -1;
+    }
+    if (strlen(tpl) >= WIRE_RESUME_MAX) {
+        snprintf(why, cap, "the resume template is longer than %d bytes", WIRE_RESUME_MAX - 1);
+        return -1;
+    }
+    for (const char *c = strchr(tpl, '{'); c; c = strchr(c + 1, '{')) {
+        const char *const *k;
+        for (k = known; *k && strncmp(c, *k, strlen(*k)); k++)
+            ;
+        if (!*k) {
+            const char *e = strchr(c, '}');
+            snprintf(why, cap, "the resume template names %.*s; it knows {step}, {path} and {stop}",
+                     e && e - c < 40 ? (int)(e - c + 1) : 12, c);
+            return -1;
+        }
+        names_ckpt |= strcmp(*k, "{stop}") != 0;
+    }
+    if (!names_ckpt) {
+        snprintf(why, cap, "the resume template names no checkpoint: put {step} (the last step it holds) or {path} "
+                           "(where the job said it is) where the program takes it");
+        return -1;
+    }
+    return 0;
 }
 
 int wire_url_escape(const char *s, char *out, size_t cap)

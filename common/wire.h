@@ -22,12 +22,22 @@ typedef struct wire_run {
     const char *command;
     const char *mode;       /* "fp" or "det" */
     const char *client_id;  /* the same on every attempt: a repeat gets the run the first one created */
+    const char *resume;     /* how the job resumes from a checkpoint (wire_resume_check), NULL or "" when unsaid */
 } wire_run;
 
 /* wire_run_body - the registration body as a malloc'd JSON text (caller
  * frees); optional strings that are NULL or "" are left out. NULL when out
  * of memory. */
 char *wire_run_body(const wire_run *r);
+
+/* WIRE_RESUME_MAX - the longest resume template, with its NUL. */
+#define WIRE_RESUME_MAX 4096
+
+/* wire_resume_check - whether `tpl` is a usable resume template (--lockstep-resume): a command line that names
+ * the checkpoint through {step} (the last step it holds) or {path} (where the job said it is), and may name
+ * {stop} (the last step a replay needs); no other {...}; shorter than WIRE_RESUME_MAX. Returns 0, or -1 with the
+ * reason in `why`. lockstepd fills the placeholders in (server/fleet/narrow.c). */
+int wire_resume_check(const char *tpl, char *why, size_t cap);
 
 /* wire_url_escape - percent-encode `s` for a URL path segment or query value
  * into `out`. Returns 0, or -1 when it does not fit (out is then ""). */

@@ -229,6 +229,18 @@ LS_API int ls_state_fp(const char *name, uint64_t fp, uint64_t nbytes, ls_dtype 
  * out. Returns 0, or -1 when no block is open. */
 LS_API int ls_state_end(void);
 
+/* ls_checkpoint - declare that the program wrote a checkpoint holding the
+ * state after step `step`, at `path` (NULL or "" when it names none; a path
+ * every node can read, e.g. absolute on a shared file system). Streamed to
+ * lockstepd beside the records, so that `lockstep narrow` replays a late step
+ * from the newest checkpoint before it, through the job's resume template
+ * (--lockstep-resume). Call it once per checkpoint, from one rank, after the
+ * checkpoint is complete. `step` is the step a saved state block of that
+ * checkpoint carries (ls_state_begin(step, LS_STATE_SAVED)): both name the
+ * one checkpoint, and lockstepd replays from either (a block has no path). Never waits on the network. Returns 0 (also when
+ * not streaming to a server: nothing to declare), -1 on error. */
+LS_API int ls_checkpoint(int64_t step, const char *path);
+
 #ifdef LOCKSTEP_CUDA
 /* The CUDA runtime's stream type (driver_types.h), so that this header needs
  * no CUDA headers; repeating an identical typedef is allowed. */

@@ -177,6 +177,58 @@ int64_t ckpt_latest(const char *dir, char *why, size_t cap)
     return best;
 }
 
+/* complete - 1 when step directory `sdir` holds its COMPLETE mark. */
+static int complete(const char *sdir)
+{
+    char mark[4200];
+    struct stat sb;
+    snprintf(mark, sizeof(mark), "%s/COMPLETE", sdir);
+    return stat(mark, &sb) == 0;
+}
+
+int64_t ckpt_resolve(const char *resume, int64_t want, char *dir, size_t dcap, char *why, size_t cap)
+{
+    char sdir[4096];
+    if (strlen(resume) >= dcap) {
+        snprintf(why, cap, "checkpoint directory path is too long");
+        return -1;
+    }
+    if (want >= 0) {
+        snprintf(dir, dcap, "%s", resume);
+        if (ckpt_step_dir(resume, want, sdir, sizeof(sdir)) < 0 || !complete(sdir)) {
+            snprintf(why, cap, "no complete checkpoint of step %lld in %s (%s/COMPLETE is missing)", (long long)want,
+                     resume, sdir);
+            return -1;
+        }
+        return want;
+    }
+    /* A step directory itself: .../step-NNNNNNNN with its mark. */
+    size_t len = strlen(resume);
+    while (len > 1 && resume[len - 1] == '/')
+        len--;
+    const char *base = resume + len;
+    while (base > resume && base[-1] != '/')
+        base--;
+    char *end;
+    long long st = -1;
+    if (!strncmp(base, "step-", 5)) {
+        errno = 0;
+        st = strtoll(base + 5, &end, 10);
+        if (errno || end != resume + len || st < 0)
+            st = -1;
+    }
+    snprintf(sdir, sizeof(sdir), "%.*s", (int)len, resume);
+    if (st >= 0 && complete(sdir)) {
+        size_t dl = (size_t)(base - resume);
+        while (dl > 1 && resume[dl - 1] == '/')
+            dl--;
+        snprintf(dir, dcap, "%.*s", dl ? (int)dl : 1, dl ? resume : ".");
+        return st;
+    }
+    snprintf(dir, dcap, "%s", resume);
+    return ckpt_latest(resume, why, cap);
+}
+
 int ckpt_load(const char *dir, int64_t step, int rank, ckpt_state *s, char *why, size_t cap)
 {
     char sdir[4096], path[4200];

@@ -43,6 +43,12 @@ int ckpt_mark_complete(const char *dir, int64_t step, char *why, size_t cap);
  * there is none (or `dir` cannot be read: `why` says so). */
 int64_t ckpt_latest(const char *dir, char *why, size_t cap);
 
+/* ckpt_resolve - the checkpoint `resume` (--resume) names: with `want` >= 0, step `want` of directory `resume`;
+ * else `resume` itself when it is a step directory (.../step-NNNNNNNN holding its COMPLETE mark), else the
+ * newest complete step of directory `resume`. The directory that holds the step directories goes to `dir`.
+ * Returns the step, or -1 with `why` (no such complete step, an unreadable directory). */
+int64_t ckpt_resolve(const char *resume, int64_t want, char *dir, size_t dcap, char *why, size_t cap);
+
 /* ckpt_load - read rank `rank`'s checkpoint of `step` from `dir` into `s`,
  * checking its magic, size and CRC32C. s->params, s->m and s->v are
  * allocated (free them). Returns 0 or -1 with `why`. */

@@ -1,5 +1,6 @@
 /* train_cpu.c - lockstep-train, CPU path: a data-parallel MLP over MPI ranks, fingerprinted through lockstep.h. */
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,19 +116,19 @@ static void report(trainer *t, int64_t done)
                t->o.nondet ? "true" : "false");
 }
 
-/* resume - load the newest complete checkpoint of o.resume_dir. */
+/* resume - load the checkpoint --resume (and --resume-step) names. */
 static void resume(trainer *t)
 {
     char why[512];
-    int64_t step = 0;
-    if (t->rank == 0) {
-        step = ckpt_latest(t->o.resume_dir, why, sizeof(why));
-        if (step < 0)
-            die(t, "cannot resume", why, "pass the --checkpoint-dir of an earlier run");
-    }
+    static char dir[4096];
+    int64_t step = ckpt_resolve(t->o.resume_dir, t->o.resume_step, dir, sizeof(dir), why, sizeof(why));
+    if (t->rank == 0 && step < 0)
+        die(t, "cannot resume", why, "pass the --checkpoint-dir of an earlier run, or one of its step directories");
     MPI_Bcast(&step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    if (t->o.ckpt_dir == t->o.resume_dir)
+        t->o.ckpt_dir = dir; /* checkpoints continue beside the one resumed from */
     ckpt_state s;
-    if (ckpt_load(t->o.resume_dir, step, t->rank, &s, why, sizeof(why)) < 0)
+    if (ckpt_load(dir, step, t->rank, &s, why, sizeof(why)) < 0)
         die(t, "cannot resume", why, "the checkpoint is unreadable; resume from an older one or start over");
     if (s.world != t->world || memcmp(&s.dims, &t->o.dims, sizeof(s.dims)) != 0 || s.seed != t->o.seed ||
         s.batch != t->o.batch || s.dataset != t->o.dataset || s.n_params != t->L.n_params) {
@@ -175,6 +176,12 @@ static void checkpoint(trainer *t)
     MPI_Barrier(MPI_COMM_WORLD);
     if (t->rank == 0 && ckpt_mark_complete(t->o.ckpt_dir, t->step, why, sizeof(why)) < 0)
         die(t, "cannot write a checkpoint", why, NULL);
+    /* Declare it to lockstepd (through the agent), by its absolute path: a replay of a later step starts here. */
+    char sdir[4096], real[PATH_MAX];
+    if (t->rank == 0 && ckpt_step_dir(t->o.ckpt_dir, t->step, sdir, sizeof(sdir)) == 0 &&
+        ls_checkpoint(t->step, realpath(sdir, real) ? real : sdir) < 0)
+        fprintf(stderr, "lockstep-train: the checkpoint of step %" PRId64 " is not declared: %s\n", t->step,
+                ls_last_error());
 }
 
 static void record_tensors(const trainer *t, const float *base, const char *suffix)

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 
+#include <climits>
 #include <unistd.h>
 
 #include <cuda_runtime.h>
@@ -387,6 +388,12 @@ void save(gpu_trainer *t)
     MPI_Barrier(MPI_COMM_WORLD);
     if (t->rank == 0 && ckpt_mark_complete(t->o.ckpt_dir, t->step, why, sizeof(why)) < 0)
         die(t->rank, "cannot write a checkpoint", why, nullptr);
+    /* Declare it to lockstepd (through the agent), by its absolute path: a replay of a later step starts here. */
+    char sdir[4096], real[PATH_MAX];
+    if (t->rank == 0 && ckpt_step_dir(t->o.ckpt_dir, t->step, sdir, sizeof(sdir)) == 0 &&
+        ls_checkpoint(t->step, realpath(sdir, real) ? real : sdir) < 0)
+        fprintf(stderr, "lockstep-train-cuda: the checkpoint of step %" PRId64 " is not declared: %s\n", t->step,
+                ls_last_error());
     free(hp);
     free(hm);
     free(hv);
@@ -395,12 +402,15 @@ void save(gpu_trainer *t)
 void resume(gpu_trainer *t)
 {
     char why[512];
-    int64_t step = 0;
-    if (t->rank == 0 && (step = ckpt_latest(t->o.resume_dir, why, sizeof(why))) < 0)
-        die(t->rank, "cannot resume", why, "pass the --checkpoint-dir of an earlier run");
+    static char dir[4096];
+    int64_t step = ckpt_resolve(t->o.resume_dir, t->o.resume_step, dir, sizeof(dir), why, sizeof(why));
+    if (t->rank == 0 && step < 0)
+        die(t->rank, "cannot resume", why, "pass the --checkpoint-dir of an earlier run, or one of its step directories");
     MPI_Bcast(&step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    if (t->o.ckpt_dir == t->o.resume_dir)
+        t->o.ckpt_dir = dir; /* checkpoints continue beside the one resumed from */
     ckpt_state s;
-    if (ckpt_load(t->o.resume_dir, step, t->rank, &s, why, sizeof(why)) < 0)
+    if (ckpt_load(dir, step, t->rank, &s, why, sizeof(why)) < 0)
         die(t->rank, "cannot resume", why, "resume from an older checkpoint or start over");
     if (s.world != t->world || memcmp(&s.dims, &t->o.dims, sizeof(s.dims)) != 0 || s.seed != t->o.seed ||
         s.batch != t->o.batch || s.dataset != t->o.dataset || s.n_params != t->L.n_params)

@@ -27,7 +27,9 @@ const char *train_usage(void)
            "                         same for the ranks on one node\n"
            "  --checkpoint-every K   write a checkpoint after every K-th step\n"
            "  --checkpoint-dir D     where checkpoints go (D/step-NNNNNNNN/rank-NNNNN.ckpt)\n"
-           "  --resume D             continue from the newest complete checkpoint in D\n"
+           "  --resume D             continue from the newest complete checkpoint in D, or from D\n"
+           "                         itself when it is one step directory (D/step-NNNNNNNN)\n"
+           "  --resume-step N        with --resume D: from the checkpoint of step N exactly\n"
            "  --resume-fault WHAT    load the checkpoint as a buggy loader would: forget the Adam\n"
            "                         moments (moments), the noise stream (rng) or the data position\n"
            "                         (data); the restored state block shows it\n"
@@ -160,6 +162,7 @@ int train_opts_parse(int argc, char **argv, train_opts *o, char *why, size_t cap
 {
     memset(o, 0, sizeof(*o));
     o->steps = 20;
+    o->resume_step = -1;
     o->seed = 1;
     o->dims = (mlp_dims){.d_in = 16, .vocab = 64, .d_emb = 8, .hidden = 64, .d_out = 4};
     o->batch = 32;
@@ -215,6 +218,10 @@ int train_opts_parse(int argc, char **argv, train_opts *o, char *why, size_t cap
             o->ckpt_every = n;
         } else if ((v = opt_value(argc, argv, &i, "--checkpoint-dir", &missing))) {
             o->ckpt_dir = v;
+        } else if ((v = opt_value(argc, argv, &i, "--resume-step", &missing))) {
+            if (parse_i64(v, 0, INT64_MAX, &n) < 0)
+                goto out_bad;
+            o->resume_step = n;
         } else if ((v = opt_value(argc, argv, &i, "--resume", &missing))) {
             o->resume_dir = v;
         } else if ((v = opt_value(argc, argv, &i, "--resume-fault", &missing))) {
@@ -241,6 +248,10 @@ int train_opts_parse(int argc, char **argv, train_opts *o, char *why, size_t cap
     }
     if (o->resume_fault && !o->resume_dir) {
         snprintf(why, cap, "--resume-fault needs --resume");
+        return -1;
+    }
+    if (o->resume_step >= 0 && !o->resume_dir) {
+        snprintf(why, cap, "--resume-step needs --resume D");
         return -1;
     }
     if (o->ckpt_every && !o->ckpt_dir)

@@ -29,6 +29,7 @@ typedef struct train_opts {
     const char *ckpt_dir;
     const char *resume_dir;
     const char *resume_fault; /* --resume-fault moments|rng|data: a loader that forgets it (tests the check) */
+    int64_t resume_step;  /* --resume-step N: exactly that checkpoint of resume_dir; -1: the newest */
     const char *order_log; /* --order-log FILE: rank 0 writes the reduction order per step */
     const char *reduce;    /* GPU path: "det" or "atomic" reductions (default: det, atomic when nondet) */
     int quiet;

@@ -9,4 +9,4 @@ $(B)/tests/unit/test_score.o: EXTRA_CFLAGS_tests += $(call pc_cflags,jansson lib
 
 
 # The fleet scenario on the local 4-node Slurm: lockstep-train twins, a fault on n3, alerts to real receivers.
-TEST_TIERS += tests/slurm/fleet.sh
+TEST_TIERS += tests/slurm/fleet.sh tests/slurm/narrow.sh

@@ -20,12 +20,14 @@
 #include "server/api/alerts.h"
 #include "server/api/health.h"
 #include "server/api/ingest.h"
+#include "server/api/narrows.h"
 #include "server/api/nodes.h"
 #include "server/api/runs.h"
 #include "server/api/series.h"
 #include "server/api/twin_records.h"
 #include "server/api/twins.h"
 #include "server/compare/compare.h"
+#include "server/compare/replay_cmp.h"
 #include "server/compare/verdict.h"
 #include "server/core/config.h"
 #include "server/core/log.h"
@@ -182,6 +184,7 @@ int main(int argc, char **argv)
     frames_register();
     cmp_register();
     verdict_register();
+    rc_register();
     cmp_on_divergence(fleet_notify); /* evidence, suspects and the group's alert */
     api_health_register();
     api_ingest_register();
@@ -192,6 +195,7 @@ int main(int argc, char **argv)
     api_effect_register();
     api_nodes_register();
     api_alerts_register();
+    api_narrows_register();
     api_admin_register();
     route_set_fallback(web_serve, MR_STATIC);
 

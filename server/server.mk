@@ -34,6 +34,7 @@ TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)
 TEST_OBJS_test_rule := $(B)/server/compare/rule.o
 TEST_OBJS_test_status := $(B)/server/compare/status.o
 TEST_OBJS_test_noise := $(B)/server/compare/noise.o
+TEST_OBJS_test_replay := $(B)/server/compare/replay.o $(B)/server/compare/replay_plan.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_token := $(TOKEN_OBJS)
 TEST_LIBS_test_token = $(TOKEN_LIBS)
 

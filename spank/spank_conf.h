@@ -34,6 +34,7 @@ typedef struct spank_request {
     char trace[512];         /* LOCKSTEP_TRACE spec, "" when none */
     int ignore_set;          /* 1 when the user gave ignore patterns (possibly none: "" drops the site's) */
     char ignore[2048];       /* LOCKSTEP_IGNORE patterns */
+    char resume[4096];       /* how the job resumes (--lockstep-resume), "" when unsaid */
 } spank_request;
 
 /* spank_conf_defaults - fill `c` with the built-in defaults (mode off, the

@@ -13,6 +13,7 @@
 #include "common/fsutil.h"
 #include "common/site.h"
 #include "common/tracespec.h"
+#include "common/wire.h"
 #include "spank/spank_det.h"
 #include "spank/spank_env.h"
 #include "spank/spank_reg.h"
@@ -55,6 +56,17 @@ int spank_request_check(int which, const char *value, char *why, size_t cap)
                      "matched against record names and the functions of their call sites, e.g. "
                      "--lockstep-ignore=report_timings,'Solver::finish*'",
                      value ? value : "", !value ? "no value" : strlen(value) >= 2048 ? "too long" : pwhy);
+            return -1;
+        }
+        return 0;
+    }
+    case SPANK_OPT_RESUME: {
+        char rwhy[300];
+        if (!value || wire_resume_check(value, rwhy, sizeof(rwhy))) {
+            snprintf(why, cap,
+                     "--lockstep-resume=%.200s is not a resume template (%s); give the command that resumes from a "
+                     "checkpoint, e.g. --lockstep-resume='train.py --resume /ckpt/step-{step} --max-steps {stop}'",
+                     value ? value : "", value ? rwhy : "no value");
             return -1;
         }
         return 0;
@@ -122,6 +134,14 @@ int spank_request_read(const spank_glue_ops *ops, spank_request *r, char *why, s
             return -1;
         snprintf(r->ignore, sizeof(r->ignore), "%s", v ? v : "");
         r->ignore_set = 1;
+    }
+    char rbuf[4096];
+    if ((g = read_one(ops, SPANK_OPT_RESUME, "SLURM_LOCKSTEP_RESUME", rbuf, sizeof(rbuf), &v)) < 0)
+        goto out_unreadable;
+    if (g == 1) {
+        if (spank_request_check(SPANK_OPT_RESUME, v, why, cap))
+            return -1;
+        snprintf(r->resume, sizeof(r->resume), "%s", v);
     }
     return 0;
 out_unreadable:
@@ -285,6 +305,8 @@ static void set_identity(const spank_glue_ops *ops, const spank_conf *c, const s
         setv(ops, "LOCKSTEP_IGNORE", ignore, bad);
     else
         ops->unset(ops->ctx, "LOCKSTEP_IGNORE");
+    if (r->resume[0])
+        setv(ops, "LOCKSTEP_RESUME", r->resume, bad); /* the agent registers with it when the plugin could not */
     if (c->server[0])
         setv(ops, "LOCKSTEP_SERVER", c->server, bad);
     if (c->spool[0])
@@ -389,7 +411,8 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
                      .nodes = nodes,
                      .command = f->command,
                      .mode = spank_mode_name(mode),
-                     .client_id = client};
+                     .client_id = client,
+                     .resume = r->resume};
     if (spank_reg_register(c->server, res->token, &info, c->timeout_ms, res->run_id, sizeof(res->run_id), why,
                            sizeof(why))) {
         res->run_id[0] = 0;

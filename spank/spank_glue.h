@@ -9,7 +9,7 @@
 #include "spank/spank_conf.h"
 
 /* The options, by their SPANK `val`. */
-enum { SPANK_OPT_MODE = 1, SPANK_OPT_TWIN = 2, SPANK_OPT_TRACE = 3, SPANK_OPT_IGNORE = 4 };
+enum { SPANK_OPT_MODE = 1, SPANK_OPT_TWIN = 2, SPANK_OPT_TRACE = 3, SPANK_OPT_IGNORE = 4, SPANK_OPT_RESUME = 5 };
 
 /* The job environment and the user's options, as the plugin reaches them. */
 typedef struct spank_glue_ops {

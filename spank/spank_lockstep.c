@@ -39,6 +39,10 @@ static struct spank_option opt_table[] = {
      "Records Lockstep does not make: patterns matched against record names and the functions of their call sites, "
      "e.g. report_timings for a closing reduction of timings",
      1, SPANK_OPT_IGNORE, opt_check},
+    {"lockstep-resume", "'CMD TEMPLATE'",
+     "How this job resumes from a checkpoint, for replays of a late step by lockstep narrow: the command with {step} "
+     "(the checkpoint's last step) or {path}, and optionally {stop} (the last step the replay needs)",
+     1, SPANK_OPT_RESUME, opt_check},
 };
 #define N_OPTS (sizeof(opt_table) / sizeof(opt_table[0]))
 
@@ -60,9 +64,9 @@ static struct {
  * available. */
 static struct {
     int given;
-    char value[2048];
+    char value[4096];
     int bare;
-} seen[5];
+} seen[6];
 
 /* opt_check - validate an option value where the user typed it, so that a
  * typo fails at submission with a clear message; remember it for later. */
@@ -74,7 +78,7 @@ static int opt_check(int val, const char *optarg, int remote)
         slurm_error("lockstep: %s", why);
         return -1;
     }
-    if (val >= 1 && val <= 4) {
+    if (val >= 1 && val <= 5) {
         seen[val].given = 1;
         seen[val].bare = optarg == NULL;
         snprintf(seen[val].value, sizeof(seen[val].value), "%s", optarg ? optarg : "");
@@ -135,7 +139,7 @@ static int sp_unsetenv(void *ctx, const char *name)
 
 static int sp_option(void *ctx, int which, const char **value)
 {
-    if (which >= 1 && which <= 4 && seen[which].given) {
+    if (which >= 1 && which <= 5 && seen[which].given) {
         *value = seen[which].bare ? NULL : seen[which].value;
         return 1;
     }

@@ -62,6 +62,11 @@ agent=$build/lib/liblockstep.so
   die "the local Slurm did not start; see $dir/slurm-up.log"
 export SLURM_CONF=$dir/slurm/slurm.conf
 say "slurm       4 nodes n1-n4 ($dir/slurm), spank_lockstep.so in plugstack.conf"
+# The simulated faulty "GPU" belongs to node n3: every task that starts there, whoever submitted it (replays
+# included), flips bit 12 of a gradient at step 8 (the cluster's TaskProlog exports n3's own environment).
+"$src/deploy/slurm/node-env.sh" "$dir/slurm" n3 LOCKSTEP_FAULT=node=n3,step=8,bit=12 ||
+  die "cannot give n3 its faulty GPU"
+say "n3          its GPU flips bit 12 of a gradient at step 8 in every job ($dir/slurm/nodes/n3/env)"
 
 # Jobs start from an environment without lockstep or determinism settings of this shell.
 for v in $(compgen -e | grep -E '^(LOCKSTEP_(TRACE|MODE|RUN_ID|TWIN_GROUP|FAULT|START_STEP)|SLURM_JOB|NCCL_)'); do unset "$v"; done
@@ -83,10 +88,10 @@ say "submitting twin jobs of lockstep-train ($steps steps, 2 ranks each):"
   sed 's/^/  /'
 "$ls" twin -n 2 --spread --group demo-nondet -- sbatch "${exp[@]}" -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" \
   --nondeterministic | sed 's/^/  /'
-# A "GPU" on n3 flips bit 12 of a gradient at step 8 whenever a rank runs there. Three such
-# three-run groups give the fleet enough evidence to turn n3 suspect.
+# Three three-run groups spread over n1-n3: the run on n3 meets its GPU. Three of them give the fleet
+# enough evidence to turn n3 suspect.
 for g in demo-faulty demo-faulty-2 demo-faulty-3; do
-  LOCKSTEP_FAULT=node=n3,step=8,bit=12 "$ls" twin -n 3 --spread --group "$g" -- \
+  "$ls" twin -n 3 --spread --group "$g" -- \
     sbatch "${exp[@]}" -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" | sed 's/^/  /'
 done
 # An experiment: a baseline, a change (a doubled learning rate) and 4 noise replicas (--nondeterministic), to
@@ -115,9 +120,18 @@ resumed=$(LOCKSTEP_START_STEP=$((resume_at + 1)) sbatch "${exp[@]}" --parsable -
 say "  job $resumed (demo-resume: resumed from step $resume_at)"
 wait_jobs 60 || die "the resumed job is still queued after 60 s"
 
+# A one-off: the next task that starts on n4 flips a bit at step 8, and no task after it (a cosmic ray, not a
+# bad GPU). A three-run group away from n3 takes it.
+"$src/deploy/slurm/node-env.sh" "$dir/slurm" n4 --once LOCKSTEP_FAULT=node=n4,step=8,bit=12 ||
+  die "cannot arm the one-off fault on n4"
+"$ls" twin -n 3 --spread --exclude n3 --group demo-once -- \
+  sbatch "${exp[@]}" -N1 -n2 --lockstep=det -o "$dir/%j.out" "$job" "${train[@]}" | sed 's/^/  /'
+wait_jobs 60 || die "the one-off group is still queued after 60 s"
+[ -e "$dir/slurm/nodes/n4/once.env" ] && die "no task on n4 took the one-off fault; see $dir"
+
 # --- wait for the comparisons to settle, then summarize
 status_of() { "$ls" twins "$1" --json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>/dev/null; }
-for g in demo-match demo-nondet demo-faulty demo-faulty-2 demo-faulty-3 demo-resume demo-exp.noise; do
+for g in demo-match demo-nondet demo-faulty demo-faulty-2 demo-faulty-3 demo-resume demo-once demo-exp.noise; do
   for _ in $(seq 100); do [ "$(status_of $g)" != pending ] && break; sleep 0.2; done
 done
 # The suspect scores follow the divergences: give the fleet a moment to settle.
@@ -125,10 +139,24 @@ for _ in $(seq 50); do
   curl -s "$url/api/v1/nodes" | grep -q '"state": *"suspect"' && break
   sleep 0.2
 done
+
+# --- verdicts by replay: lockstep narrow re-runs each diverged group's window on chosen nodes
+# (the replays need MPI on loopback too; a sanitized build's tasks need the ASan runtime first)
+say ""
+say "replaying the diverged groups (lockstep narrow):"
+mkdir -p "$dir/narrow"
+for g in demo-faulty demo-once demo-nondet; do
+  t1=$(date +%s%N)
+  env OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp \
+    ${exp:+LD_PRELOAD=$(gcc -print-file-name=libasan.so)} \
+    "$ls" narrow "$g" --json --timeout 300 --output "$dir/narrow" >"$dir/$g.narrow.json" 2>"$dir/$g.narrow.log"
+  say "  $g: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["verdict"] + (", node " + d["node"] if d.get("node") else "") + " (%d replays)" % len(d["placements"]))' "$dir/$g.narrow.json" 2>/dev/null || echo "no verdict; see $dir/$g.narrow.log") in $(( ($(date +%s%N) - t1) / 1000000 )) ms"
+done
+
 say ""
 say "== what Lockstep found ($(( $(date +%s) - t0 )) s)"
 summary=$dir/summary.json
-for g in demo-match demo-nondet demo-faulty demo-resume; do "$ls" twins "$g" --json >"$dir/$g.json" 2>/dev/null; done
+for g in demo-match demo-nondet demo-faulty demo-resume demo-once; do "$ls" twins "$g" --json >"$dir/$g.json" 2>/dev/null; done
 # The change against the noise, and the demo's nondeterministic pair (replicas of the same noise) against it too.
 for _ in $(seq 50); do # until every run's last batch is in (a run still streaming covers fewer steps: exit 2)
   "$ls" compare demo-exp demo-exp.change --noise demo-exp.noise --json >"$dir/demo-exp.json" 2>"$dir/demo-exp.err"
@@ -143,7 +171,7 @@ import json, os, sys
 d, resume_at = sys.argv[1], int(sys.argv[2])
 runs = {r["run_id"]: r for r in json.load(open(os.path.join(d, "runs.json")))["items"]}
 out = {}
-for g in ("demo-match", "demo-nondet", "demo-faulty", "demo-resume"):
+for g in ("demo-match", "demo-nondet", "demo-faulty", "demo-resume", "demo-once"):
     t = json.load(open(os.path.join(d, g + ".json")))
     fd = t.get("first_divergence") or {}
     odd = fd.get("odd_run_id")
@@ -152,6 +180,12 @@ for g in ("demo-match", "demo-nondet", "demo-faulty", "demo-resume"):
               "step": fd.get("step"), "rank": fd.get("rank"), "record": fd.get("name"),
               "odd_node": runs[odd]["nodes"] if odd in runs else None,
               "start_steps": sorted(r.get("start_step", 0) for r in t["runs"])}
+    try:
+        n = json.load(open(os.path.join(d, g + ".narrow.json")))
+        out[g]["narrow"] = {"verdict": n.get("verdict"), "node": n.get("node"), "reason": n.get("reason"),
+                            "replays": len(n.get("placements", [])), "elapsed_s": n.get("elapsed_s")}
+    except (OSError, ValueError):
+        out[g]["narrow"] = None
 for name in ("demo-exp", "demo-exp-nondet"):
     try:
         c = json.load(open(os.path.join(d, name + ".json")))
@@ -180,9 +214,20 @@ line("demo-nondet", f"--nondeterministic reduction order: first divergence at st
 f = s["demo-faulty"]
 line("demo-faulty", f"first divergence at step {f['step']}, rank {f['rank']}, \"{f['record']}\"; odd one out runs on "
      f"{f['odd_node']} (its 'GPU' flips a bit)" if f["status"] == "diverged" else "no divergence seen")
+o = s["demo-once"]
+line("demo-once", f"first divergence at step {o['step']}, rank {o['rank']}, \"{o['record']}\"; odd one out runs on "
+     f"{o['odd_node']} (a one-off bit flip there)" if o["status"] == "diverged" else "no divergence seen")
 r = s["demo-resume"]
 line("demo-resume", f"resumed run compared on its overlap (from step {max(r['start_steps'])}): "
      + ("bit-identical" if r["status"] == "match" else "diverged"))
+print("  verdicts by replay (lockstep narrow GROUP: the diverging window re-run on chosen nodes):")
+for g in ("demo-faulty", "demo-once", "demo-nondet"):
+    n = s[g].get("narrow")
+    if not n:
+        print(f"    {g:<12} no verdict")
+        continue
+    what = n["verdict"] + (f", node {n['node']}" if n.get("node") else "")
+    print(f"    {g:<12} {what} ({n['replays']} replays, {n['elapsed_s']:.1f} s): {n['reason']}")
 e, n = s.get("demo-exp"), s.get("demo-exp-nondet")
 if e:
     print(f"  {'demo-exp':<12} {e['verdict']:<9} --lr 2e-3 against the noise of {e['noise']} --nondeterministic replicas: "
@@ -196,7 +241,9 @@ PY
 say ""
 say "dashboard:  $url/"
 say "try:        LOCKSTEP_SERVER=$url $ls twins demo-faulty"
-say "            LOCKSTEP_SERVER=$url SLURM_CONF=$SLURM_CONF $ls narrow demo-faulty"
+say "            LOCKSTEP_SERVER=$url $ls narrow demo-faulty --show"
+say "            LOCKSTEP_SERVER=$url SLURM_CONF=$SLURM_CONF OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo \\"
+say "              OMPI_MCA_btl=self,tcp $ls narrow demo-faulty --token-file $dir/admin-token"
 say "            LOCKSTEP_SERVER=$url $ls compare demo-exp demo-exp.change --noise demo-exp.noise"
 say "            $url/#/compare?base=demo-exp&changed=demo-exp.change&noise=demo-exp.noise"
 say "stop with:  make demo-stop"
@@ -205,9 +252,13 @@ if [ "$quick" = 1 ]; then # the expectations the test tier checks
   python3 - "$summary" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
+v = lambda g: ((s[g].get("narrow") or {}).get("verdict"), (s[g].get("narrow") or {}).get("node"))
 ok = (s["demo-match"]["status"] == "match" and s["demo-nondet"]["status"] == "diverged"
       and s["demo-faulty"]["status"] == "diverged" and s["demo-faulty"]["odd_node"] == "n3"
       and s["demo-faulty"]["step"] == 8 and s["demo-resume"]["status"] == "match"
+      and s["demo-once"]["status"] == "diverged" and s["demo-once"]["odd_node"] == "n4"
+      and v("demo-faulty") == ("persistent-hardware", "n3") and v("demo-once") == ("transient-hardware", "n4")
+      and v("demo-nondet") == ("software", None)
       and s["suspects"] == ["n3"]
       and (s.get("demo-exp") or {}).get("verdict") == "beyond-noise" and s["demo-exp"]["step"] == 2
       and s["demo-exp"]["record"] == "loss")

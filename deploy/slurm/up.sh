@@ -19,6 +19,11 @@
 # (SLURM_CONF and the munge socket), and RUN_DIR/pids, the pids this script started,
 # which deploy/slurm/down.sh stops (and nothing else). Every daemon listens on
 # 127.0.0.1 only, on ports picked free at start. Needs root (slurmd runs as root).
+#
+# Each node has properties of its own that every task started there sees, whoever submitted it:
+# RUN_DIR/nodes/NODE/env (NAME=VALUE lines, e.g. a simulated faulty GPU) and RUN_DIR/nodes/NODE/once.env
+# (the same, for the next task that starts on the node only), exported by the cluster's TaskProlog
+# (RUN_DIR/task-prolog.sh). deploy/slurm/node-env.sh writes them.
 set -euo pipefail
 
 run=
@@ -83,7 +88,7 @@ fi
 run=$(readlink -f "$run")
 [ -e "$run/pids" ] && die "$run/pids exists: a cluster may still run there; stop it with deploy/slurm/down.sh $run"
 chmod 755 "$run"
-mkdir -p "$run/munge" "$run/state" "$run/log" "$run/spool" "$run/tmp" "$run/pid"
+mkdir -p "$run/munge" "$run/state" "$run/log" "$run/spool" "$run/tmp" "$run/pid" "$run/nodes"
 chmod 755 "$run/munge"
 : >"$run/pids"
 
@@ -185,6 +190,28 @@ AccountingStoragePort=$dbd_port
 AccountingStoragePass=$sock"
 fi
 
+# The TaskProlog: each node's own environment (RUN_DIR/nodes/NODE/env, and once.env for one task only),
+# printed as `export NAME=VALUE` lines, which slurmstepd sets in the task before it starts. once.env is
+# claimed with an atomic rename, so of two tasks starting at once exactly one gets it; only tasks of job steps
+# (srun) claim it: a batch script's environment would carry it into every step of the job.
+cat >"$run/task-prolog.sh" <<PROLOG
+#!/bin/sh
+# task-prolog.sh - written by deploy/slurm/up.sh: the properties of node \$SLURMD_NODENAME for every task it runs.
+[ -n "\$SLURMD_NODENAME" ] || exit 0
+d=$run/nodes/\$SLURMD_NODENAME
+emit() { sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*=.*\)\$/export \1/p' "\$1"; }
+[ -f "\$d/env" ] && emit "\$d/env"
+# once.env goes to a task of a job step (srun), never to a batch script, whose environment its steps inherit.
+case "\$SLURM_STEP_ID" in '' | *[!0-9]*) exit 0 ;; esac
+if [ -f "\$d/once.env" ] && mv "\$d/once.env" "\$d/once.env.taken.\$\$" 2>/dev/null; then
+  emit "\$d/once.env.taken.\$\$"
+  echo "job \$SLURM_JOB_ID step \$SLURM_STEP_ID task \${SLURM_PROCID:-?} took it at \$(date +%s.%N)" >>"\$d/once.log"
+  rm -f "\$d/once.env.taken.\$\$"
+fi
+exit 0
+PROLOG
+chmod 755 "$run/task-prolog.sh"
+
 # slurm.conf and plugstack.conf.
 if [ -n "$plugin" ]; then
   echo "$kind $plugin $plugargs" >"$run/plugstack.conf"
@@ -212,6 +239,7 @@ SlurmdLogFile=$run/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 PlugStackConfig=$run/plugstack.conf
+TaskProlog=$run/task-prolog.sh
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -246,7 +274,7 @@ for _ in $(seq 1 100); do [ -s "$run/pid/slurmctld.pid" ] && break; sleep 0.05; 
 cat "$run/pid/slurmctld.pid" >>"$run/pids"
 
 for i in $(seq 1 "$nodes"); do
-  mkdir -p "$run/spool/n$i" "$run/tmp/n$i"
+  mkdir -p "$run/spool/n$i" "$run/tmp/n$i" "$run/nodes/n$i"
   slurmd -f "$SLURM_CONF" -N "n$i"
 done
 for i in $(seq 1 "$nodes"); do

@@ -71,7 +71,8 @@ static enum MHD_Result ingest_run_create(http_req *req, char **args)
         res = bad_field(req, "job_id", "a non-empty string (the Slurm job id)", job == NULL);
         goto out_decref;
     }
-    static const char *const strs[] = {"step_id", "twin_group", "user", "partition", "nodes", "command", "mode"};
+    static const char *const strs[] = {"step_id", "twin_group", "user", "partition", "nodes", "command", "mode",
+                                       "resume"};
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         json_t *v = json_object_get(o, strs[i]);
         if (json_is_integer(v) && !strcmp(strs[i], "step_id")) {

@@ -26,7 +26,7 @@
 
 #define RUN_COLS                                                                                                \
     "run_id, job_id, step_id, coalesce(twin_group, ''), ranks, start_step, user_name, nodes, command, mode, " \
-    "status, " TS("created_at") ", " TS("ended_at") ", partition"
+    "status, " TS("created_at") ", " TS("ended_at") ", partition, resume_template"
 
 
 /* run_json - a run object from the RUN_COLS columns at `row`. */
@@ -47,6 +47,7 @@ static json_t *run_json(PGresult *r, int row)
     json_object_set_new(o, "created_at", pg_str(r, row, 11));
     json_object_set_new(o, "ended_at", pg_str(r, row, 12));
     json_object_set_new(o, "partition", json_string(PQgetvalue(r, row, 13)));
+    json_object_set_new(o, "resume", *PQgetvalue(r, row, 14) ? json_string(PQgetvalue(r, row, 14)) : json_null());
     return o;
 }
 
@@ -111,7 +112,7 @@ static enum MHD_Result read_runs(http_req *req, char **args)
     long long total = 0;
     for (int i = 0; i < PQntuples(r); i++) {
         json_array_append_new(runs, run_json(r, i));
-        total = strtoll(PQgetvalue(r, i, 14), NULL, 10);
+        total = strtoll(PQgetvalue(r, i, 15), NULL, 10);
     }
     int n = PQntuples(r);
     PQclear(r);
@@ -141,7 +142,7 @@ static enum MHD_Result read_run(http_req *req, char **args)
     }
     json_t *o = run_json(r, 0);
     char key[32];
-    snprintf(key, sizeof(key), "%s", PQgetvalue(r, 0, 14));
+    snprintf(key, sizeof(key), "%s", PQgetvalue(r, 0, 15));
     PQclear(r);
     const char *k[] = {key};
     json_t *manifests = json_array(), *ranks = json_array();

@@ -13,6 +13,7 @@
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/compare/verdict.h"
+#include "server/fleet/narrow.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
@@ -63,6 +64,18 @@ static json_t *classification_of(PGresult *r, int i)
         return json_null();
     return json_pack("{s:s, s:s, s:s, s:s}", "class", PQgetvalue(r, i, 0), "code", PQgetvalue(r, i, 1), "reason",
                      PQgetvalue(r, i, 2), "evaluated_at", PQgetvalue(r, i, 3));
+}
+
+/* evidence_of - what the group's evidence against its hardware follows, from row `i` of grp_classification:
+ * {"from": "classification" or "replay", "narrow": the narrow whose verdict it follows or null, "reason"}; JSON
+ * null when i < 0. A replay verdict decides the weights beside the classification, which it leaves unchanged. */
+static json_t *evidence_of(PGresult *r, int i)
+{
+    if (i < 0)
+        return json_null();
+    const char *n = PQgetvalue(r, i, 4);
+    return json_pack("{s:s, s:o, s:s}", "from", *n ? "replay" : "classification", "narrow",
+                     *n ? json_integer(strtoll(n, NULL, 10)) : json_null(), "reason", PQgetvalue(r, i, 5));
 }
 
 /* restores_json - every restored state block of the group checked so far, against which twin and how. */
@@ -142,9 +155,15 @@ static enum MHD_Result read_twins(http_req *req, char **args)
         json_object_set_new(o, "awaiting_records", aw);
     }
     PQclear(w);
+    json_object_set_new(o, "evidence", evidence_of(c, PQntuples(c) ? 0 : -1));
     PQclear(c);
     PQclear(rs);
     verdict_release(&v);
+    /* Replays: the group's newest narrow and its verdict, or the group it replays (server/fleet/narrow.h). */
+    if (narrow_twin_fields(group, o, err, sizeof(err)) < 0) {
+        json_decref(o);
+        return http_reply_db_down(req, err);
+    }
     return http_reply_json(req, 200, o);
 }
 
@@ -163,14 +182,14 @@ typedef struct list_group {
 } list_group;
 
 /* list_item - the page's JSON item of group `lg`: its status by the one rule; runs, users, times, first
- * divergence and classification are filled in later. */
+ * divergence, classification and the newest replay verdict are filled in later. */
 static json_t *list_item(const list_group *lg)
 {
     char why[512];
     const char *status = twin_status(&lg->facts, why, sizeof(why));
-    return json_pack("{s:s, s:s, s:s, s:i, s:[], s:[], s:n, s:n, s:n, s:n}", "group", lg->name, "status", status,
+    return json_pack("{s:s, s:s, s:s, s:i, s:[], s:[], s:n, s:n, s:n, s:n, s:n}", "group", lg->name, "status", status,
                      "status_reason", why, "run_count", 0, "runs", "users", "created_at", "last_run_at",
-                     "first_divergence", "classification");
+                     "first_divergence", "classification", "replay");
 }
 
 /* fill_items - runs, users, times and classification of every item of `items` (an object keyed by group
@@ -182,10 +201,22 @@ static int fill_items(json_t *items, const char *names_json, const list_group *p
     const char *p[] = {names_json};
     PGresult *r = db_exec("twins_runs", 1, p, err, cap);
     PGresult *v = r ? db_exec("twins_classes", 1, p, err, cap) : NULL;
-    if (!v) {
+    PGresult *nr = v ? db_exec("twins_replays", 1, p, err, cap) : NULL;
+    if (!nr) {
         PQclear(r);
+        PQclear(v);
         return -1;
     }
+    /* each group's newest narrow (lockstep narrow): its state and verdict, beside the classification */
+    for (int i = 0; i < PQntuples(nr); i++) {
+        json_t *it = json_object_get(items, PQgetvalue(nr, i, 0));
+        if (it)
+            json_object_set_new(it, "replay",
+                                json_pack("{s:I, s:s, s:o, s:o}", "id", (json_int_t)strtoll(PQgetvalue(nr, i, 1), NULL, 10),
+                                          "state", PQgetvalue(nr, i, 2), "verdict", pg_str(nr, i, 3), "node",
+                                          pg_str(nr, i, 4)));
+    }
+    PQclear(nr);
     for (int i = 0; i < PQntuples(r); i++) {
         json_t *it = json_object_get(items, PQgetvalue(r, i, 0));
         if (!it)
@@ -517,7 +548,8 @@ static const route ROUTES[] = {
 void api_twins_register(void)
 {
     group_register();
-    db_register("grp_classification", "SELECT " CLASS_COLS " FROM group_evidence WHERE twin_group = $1");
+    db_register("grp_classification", "SELECT " CLASS_COLS ", coalesce(evidence_narrow::text, ''), evidence_reason "
+                                      "FROM group_evidence WHERE twin_group = $1");
     /* The list: groups newest first (by their newest run), filtered by a run's user, a node one of their runs
      * ran on (its hostlist or a rank's manifest, lockstep_run_on_node), and their newest run's start. */
     db_register("twins_list", "SELECT twin_group, count(*) OVER () FROM runs WHERE twin_group IS NOT NULL "
@@ -530,6 +562,9 @@ void api_twins_register(void)
                               "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY twin_group, run_key");
     db_register("twins_classes", "SELECT " CLASS_COLS ", twin_group FROM group_evidence WHERE twin_group IN "
                                  "(SELECT jsonb_array_elements_text($1::jsonb))");
+    db_register("twins_replays", "SELECT DISTINCT ON (twin_group) twin_group, id, state, verdict, node FROM narrows "
+                                 "WHERE twin_group IN (SELECT jsonb_array_elements_text($1::jsonb)) "
+                                 "ORDER BY twin_group, id DESC");
     db_register("grp_restores",
                 "SELECT r.run_id, c.rank, c.step, t.run_id, c.reference, c.status, c.entry, c.occ, c.diff, c.compared, "
                 "c.unverified, c.detail::text FROM restore_checks c JOIN runs r ON r.run_key = c.run_key "

@@ -63,6 +63,7 @@ static const cfg_key KEYS[] = {
     {"suspect_ratio", NULL, CFG_DBL, F(suspect_ratio), 1.0, 1000.0, NULL},
     {"suspect_prior", NULL, CFG_DBL, F(suspect_prior), 0.001, 1e6, NULL},
     {"weak_weight", NULL, CFG_DBL, F(weak_weight), 0.0, 1.0, NULL},
+    {"replay_transient_weight", NULL, CFG_DBL, F(replay_transient_weight), 0.0, 0.99, NULL},
     {"software_spread", NULL, CFG_INT, F(software_spread), 2, 100000, NULL},
     {"software_window_days", NULL, CFG_INT, F(software_window_days), 1, 100000, NULL},
     {"suspects_interval_ms", NULL, CFG_INT, F(suspects_interval_ms), 50, 3600000, NULL},
@@ -110,6 +111,7 @@ void cfg_defaults(srv_config *c)
     c->suspect_ratio = 2.0;
     c->suspect_prior = 2.0;
     c->weak_weight = 0.5;
+    c->replay_transient_weight = 0.5;
     c->software_spread = 4;
     c->software_window_days = 7;
     c->suspects_interval_ms = 2000;

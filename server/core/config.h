@@ -38,6 +38,7 @@ typedef struct srv_config {
     double suspect_ratio;        /* "elevated" means above ratio x baseline (2.0) */
     double suspect_prior;        /* prior strength in pseudo-runs (2.0) */
     double weak_weight;          /* evidence of each run of a diverging pair (0.5) */
+    double replay_transient_weight; /* evidence on a node whose divergence a replay judged transient (0.5) */
     int software_spread;         /* nodes needed to explain one record's divergences before it is software (4) */
     int software_window_days;    /* how far back the spread rule looks (7) */
     int suspects_interval_ms;    /* sweep period of the suspects thread (2000) */

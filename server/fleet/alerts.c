@@ -73,9 +73,8 @@ static char *pg_array(const char *const *v, int n)
  * identifying ones, empty values left out, as a new object. */
 static json_t *labels_of(const alert_spec *a)
 {
-    json_t *l = json_pack("{s:s, s:s, s:s}", "alertname",
-                          !strcmp(a->kind, "suspect") ? "LockstepHardwareSuspect" : "LockstepTwinDivergence",
-                          "severity", a->severity, "service", "lockstep");
+    json_t *l = json_pack("{s:s, s:s, s:s}", "alertname", sink_alert_name(a->kind), "severity", a->severity, "service",
+                          "lockstep");
     if (g_srv.cfg.cluster[0])
         json_object_set_new(l, "cluster", json_string(g_srv.cfg.cluster));
     const char *k;

@@ -8,7 +8,7 @@
 /* What one alert says. Strings are borrowed. */
 typedef struct alert_spec {
     const char *dedup_key;         /* "group:NAME", "suspect:NODE:ID": a second enqueue of one key is a no-op */
-    const char *kind;              /* divergence | suspect */
+    const char *kind;              /* divergence | suspect | verdict (a replay's follow-up) */
     const char *group;             /* or NULL */
     const char *node;              /* or NULL */
     const char *severity;          /* warning | critical */

@@ -38,21 +38,24 @@ static json_t *entry_of(json_t *entries, const char *id)
 
 /* earlier_alerts - the group's earlier divergence alerts: when one already reports `facts`, nothing is raised
  * (returns 1); else returns 0 with how many there are in *count and the open ones' ids in `open` (at most
- * `cap`, *nopen of them), which the new alert supersedes. -1 on a database error. */
+ * `cap`, *nopen of them), which the new alert supersedes, together with an open replay verdict's follow-up
+ * (server/fleet/verdict_alert.h: it was reached on the older facts). -1 on a database error. */
 static int earlier_alerts(const char *group, const char *facts, int *count, long long *open, int cap, int *nopen,
                           char *err, size_t ecap)
 {
     const char *p[] = {group};
-    PGresult *r = sql_query("SELECT id, facts, resolved_at IS NULL FROM alerts WHERE kind = 'divergence' "
-                            "AND twin_group = $1 ORDER BY id",
+    PGresult *r = sql_query("SELECT id, facts, resolved_at IS NULL, kind = 'divergence' FROM alerts WHERE kind IN "
+                            "('divergence', 'verdict') AND twin_group = $1 ORDER BY id",
                             1, p, err, ecap);
     if (!r)
         return -1;
-    *count = PQntuples(r);
+    *count = 0;
     *nopen = 0;
     int same = 0;
-    for (int i = 0; i < *count; i++) {
-        same |= !strcmp(PQgetvalue(r, i, 1), facts);
+    for (int i = 0; i < PQntuples(r); i++) {
+        int divergence = PQgetvalue(r, i, 3)[0] == 't';
+        *count += divergence;
+        same |= divergence && !strcmp(PQgetvalue(r, i, 1), facts);
         if (PQgetvalue(r, i, 2)[0] == 't' && *nopen < cap)
             open[(*nopen)++] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
     }

@@ -18,8 +18,10 @@
  * for what it reports (a call that reports the same again is a no-op): when a
  * re-evaluation changes that (the first divergence, its cause, the group's
  * status, the classification, the implicated hardware or the diverging runs),
- * a new alert is raised and the group's open one is resolved as superseded by
- * it. A group that is not "diverged" (incomplete: its runs failed) raises
+ * a new alert is raised and the group's open one (and an open follow-up of a
+ * replay verdict, reached on the older facts) is resolved as superseded by it.
+ * A replay verdict leaves the classification, and so these facts, unchanged:
+ * its own follow-up supersedes this alert instead. A group that is not "diverged" (incomplete: its runs failed) raises
  * nothing unless it was alerted before; then the new alert says so. Returns 0,
  * or -1 with the database's message in `err`. */
 int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict *v, char *err, size_t cap);

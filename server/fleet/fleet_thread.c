@@ -11,6 +11,7 @@
 #include "server/core/worker.h"
 #include "server/core/xalloc.h"
 #include "server/fleet/alerts.h"
+#include "server/fleet/narrow.h"
 #include "server/fleet/rescore.h"
 #include "server/fleet/suspects.h"
 #include "server/store/sql.h"
@@ -66,7 +67,8 @@ void fleet_notify(const char *group)
     "lockstep_group_signature(a.g)) LIMIT 10000"
 
 static time_t last_rescore;
-static int s_soon; /* a group waits to settle (the thread's own flag) */
+static int s_soon;      /* a group waits to settle (the thread's own flag) */
+static int s_narrowing; /* replay experiments are running: look at them twice a second */
 
 int fleet_pass(void)
 {
@@ -81,6 +83,11 @@ int fleet_pass(void)
 
     char err[512];
     int rc = 0, changed = 0;
+    /* Replay experiments first: a verdict re-evaluates its groups (they are notified for the next pass). */
+    int running = 0;
+    if (narrow_pass(&running) < 0)
+        rc = -1;
+    s_narrowing = running > 0;
     PGresult *r = sql_query(Q_CHANGED, 0, NULL, err, sizeof(err));
     if (!r) {
         log_warn("suspects: cannot list changed groups: %s", err);
@@ -140,6 +147,8 @@ static void fleet_loop(worker *w)
         worker_lock(w);
         if (!s_len && !s_rescore) {
             int ms = s_soon && g_srv.cfg.suspects_interval_ms > 100 ? 100 : g_srv.cfg.suspects_interval_ms;
+            if (s_narrowing && ms > 500)
+                ms = 500;
             s_soon = 0;
             worker_wait_locked(w, ms / 1000.0);
         }

@@ -44,7 +44,7 @@ void sink_resolution_text(const alert_msg *a, char *out, size_t cap)
     else if (!strcmp(why, "repaired"))
         snprintf(out, cap, "node %s repaired", by ? by : "?");
     else if (!strcmp(why, "superseded") && a->superseded_by > 0)
-        snprintf(out, cap, "superseded by alert %lld (the group was evaluated again and its report changed)",
+        snprintf(out, cap, "superseded by alert %lld (a newer report on the group: it was evaluated again, or a replay gave its verdict)",
                  a->superseded_by);
     else
         snprintf(out, cap, "%s", *why ? why : "resolved");
@@ -82,14 +82,20 @@ static json_t *slack_payload(const alert_msg *a)
     return o;
 }
 
+const char *sink_alert_name(const char *kind)
+{
+    return !strcmp(kind, "suspect")   ? "LockstepHardwareSuspect"
+           : !strcmp(kind, "verdict") ? "LockstepReplayVerdict"
+                                      : "LockstepTwinDivergence";
+}
+
 json_t *sink_am_alert(const alert_msg *a)
 {
     json_t *labels = a->labels && json_object_size(a->labels) ? json_deep_copy(a->labels) : json_object();
     if (!json_object_size(labels)) { /* never without an identity: the alert's own id and kind */
         char id[32];
         snprintf(id, sizeof(id), "%lld", a->id);
-        json_object_set_new(labels, "alertname", json_string(!strcmp(a->kind, "suspect") ? "LockstepHardwareSuspect"
-                                                                                           : "LockstepTwinDivergence"));
+        json_object_set_new(labels, "alertname", json_string(sink_alert_name(a->kind)));
         json_object_set_new(labels, "lockstep_alert_id", json_string(id));
     }
     json_t *ann = a->annotations && json_object_size(a->annotations)

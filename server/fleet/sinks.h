@@ -23,6 +23,10 @@ typedef struct alert_msg {
  * JSON value (caller decrefs), or NULL for an unknown sink. */
 json_t *sink_payload(const char *sink, const alert_msg *a);
 
+/* sink_alert_name - Alertmanager's alertname for an alert of `kind` (divergence, suspect, verdict: a replay's
+ * follow-up), a static string. */
+const char *sink_alert_name(const char *kind);
+
 /* sink_am_alert - one alert of Alertmanager's v2 API (POST /api/v2/alerts takes an array of them): its
  * labels and annotations, generatorURL, startsAt and endsAt, as a new JSON object (caller decrefs). */
 json_t *sink_am_alert(const alert_msg *a);

@@ -15,6 +15,7 @@
 #include "server/fleet/divergence_alert.h"
 #include "server/fleet/evidence.h"
 #include "server/fleet/group.h"
+#include "server/fleet/narrow.h"
 #include "server/fleet/rescore.h"
 #include "server/store/frames.h"
 #include "server/store/sql.h"
@@ -193,7 +194,7 @@ static int classify(grp *g, const grp_verdict *vd, json_t **entries, const int *
             hit |= strong ? is_minority(entries[o], g->runs[a].id) : 1;
         g->runs[a].weight = hit ? (strong ? 1.0 : g_srv.cfg.weak_weight) : 0.0;
     }
-    snprintf(v->reason, sizeof(v->reason), "%s evidence against %s: %s (%s: %s)", strong ? "strong" : "weak",
+    snprintf(v->reason, sizeof(v->reason), "%s evidence against %.300s: %s (%s: %.560s)", strong ? "strong" : "weak",
              v->implicated, strong ? "the minority run of the group diverged" : "two runs diverged; either may be at fault",
              cause_name(vd->cause), vd->cause_why);
     return 0;
@@ -227,9 +228,10 @@ static int add_expo(expo *x, int n, int run, const hw_slot *s, int rank, double 
 }
 
 /* write_exposures - replace the group's exposures (none unless `exposed`: a group whose runs failed tells
- * nothing); history for each involvement that appeared, grew or went away. */
-static int write_exposures(grp *g, const verdict *v, const int *origin, int norigin, int exposed, const char *step,
-                           char *err, size_t cap)
+ * nothing); history for each involvement that appeared, grew or went away, saying `why` (the classification's
+ * reason, or the replay verdict's when the weights follow one). */
+static int write_exposures(grp *g, const verdict *v, const char *why, const int *origin, int norigin, int exposed,
+                           const char *step, char *err, size_t cap)
 {
     const char *p1[] = {g->name};
     PGresult *old = sql_query("SELECT run_key::text, node, gpu, weight, at::text FROM hw_exposures WHERE twin_group = $1", 1,
@@ -278,7 +280,7 @@ static int write_exposures(grp *g, const verdict *v, const int *origin, int nori
                 before = atof(PQgetvalue(old, j, 3));
         if (x[i].weight > 0 && x[i].weight != before) {
             char detail[1200];
-            snprintf(detail, sizeof(detail), "%s", v->reason);
+            snprintf(detail, sizeof(detail), "%s", why);
             const char *ph[] = {
                 x[i].node, *x[i].gpu ? x[i].gpu : NULL, "involvement", g->name, g->runs[x[i].run].key, step, rank, w,
                 detail};
@@ -300,7 +302,7 @@ static int write_exposures(grp *g, const verdict *v, const int *origin, int nori
         if (still)
             continue;
         char detail[1200];
-        snprintf(detail, sizeof(detail), "re-evaluated as %s: %s", v->cls, v->reason);
+        snprintf(detail, sizeof(detail), "re-evaluated as %s: %s", v->cls, why);
         const char *gpu = *PQgetvalue(old, j, 2) ? PQgetvalue(old, j, 2) : NULL;
         const char *ph[] = {PQgetvalue(old, j, 1), gpu, "withdrawn", g->name, PQgetvalue(old, j, 0), "0", detail};
         if (sql_do("INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, weight, detail) "
@@ -323,6 +325,64 @@ out_free:
     "coalesce(m.manifest->'gpu'->>'name', CASE WHEN jsonb_typeof(m.manifest->'gpus') = 'array' AND "                   \
     "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'name' END, ''), m.manifest::text "       \
     "FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = $1"
+
+/* on_node - 1 when run `a` ran one of the origin ranks on `node`. */
+static int on_node(const grp *g, int a, const int *origin, int norigin, const char *node)
+{
+    for (int o = 0; o < norigin; o++) {
+        const hw_slot *s = group_slot(g, a, origin[o]);
+        if (s->node && !strcmp(s->node, node))
+            return 1;
+    }
+    return 0;
+}
+
+/* apply_replay - a replay verdict (server/fleet/narrow.h) decides the group's evidence, beside the classification
+ * (which stays what the rules above concluded, and what the twin API and the divergence alert say): software
+ * withdraws the weights, persistent-hardware makes them strong on the node the replays named (and clears the
+ * other runs), transient-hardware leaves the node a weaker share (replay_transient_weight). Writes why into
+ * `why` and returns 1 when it decided the weights; an inconclusive verdict changes nothing (returns 0). */
+static int apply_replay(grp *g, const narrow_verdict *nv, const int *origin, int norigin, char *why, size_t cap)
+{
+    int persistent = !strcmp(nv->verdict, "persistent-hardware"), transient = !strcmp(nv->verdict, "transient-hardware");
+    if (!persistent && !transient && strcmp(nv->verdict, "software"))
+        return 0;
+    if (!persistent && !transient) {
+        for (int a = 0; a < g->nruns; a++)
+            g->runs[a].weight = 0;
+        snprintf(why, cap, "replay verdict software (narrow %lld), no evidence against any node: %.900s", nv->id,
+                 nv->reason);
+        return 1;
+    }
+    for (int a = 0; a < g->nruns; a++)
+        g->runs[a].weight =
+            on_node(g, a, origin, norigin, nv->node) ? (persistent ? 1.0 : g_srv.cfg.replay_transient_weight) : 0.0;
+    snprintf(why, cap, "replay verdict %s on %.100s (narrow %lld; %s evidence): %.800s", nv->verdict, nv->node, nv->id,
+             persistent ? "strong" : "weaker", nv->reason);
+    return 1;
+}
+
+/* replay_group - the evidence of a narrow's replay group, once its experiment has a verdict: every replay that ran
+ * is an exposure of its nodes; under persistent-hardware, each replay that reproduced the divergence on the named
+ * node is strong evidence against it. Software and inconclusive verdicts give none. */
+static int replay_group(grp *g, const narrow_verdict *nv, verdict *v, int *exposed, char *err, size_t cap)
+{
+    int persistent = !strcmp(nv->verdict, "persistent-hardware");
+    *exposed = persistent || !strcmp(nv->verdict, "transient-hardware");
+    v->code = "replay";
+    v->cls = persistent ? "hardware" : *exposed ? "none" : !strcmp(nv->verdict, "software") ? "software" : "none";
+    for (int a = 0; a < g->nruns; a++) {
+        int d = narrow_replay_diverged(nv->id, g->runs[a].key, err, cap);
+        if (d < -1)
+            return -1;
+        g->runs[a].weight = persistent && d == 1 && on_node(g, a, nv->origin, nv->norigin, nv->node) ? 1.0 : 0.0;
+    }
+    if (persistent)
+        add_implicated(v, nv->node);
+    snprintf(v->reason, sizeof(v->reason), "replays of group %.200s (narrow %lld), verdict %s%s%.100s: %.600s", nv->group, nv->id,
+             nv->verdict, nv->node[0] ? " on " : "", nv->node, nv->reason);
+    return 0;
+}
 
 int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeue)
 {
@@ -422,7 +482,28 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
     verdict v = {.cls = "none", .code = "match"};
     int origin[MAX_ORIGIN], exposed = 1;
     const char *origin_name = ndivs ? json_string_value(json_object_get(vd.first, "name")) : NULL;
-    if (ndivs) {
+    /* A narrow's replay group: its evidence is the experiment's, once it has a verdict; it raises no alert of
+     * its own (the experiment's follow-up alert speaks for it). */
+    narrow_verdict nv;
+    char why[1400] = "", evidence_narrow[32] = ""; /* the weights' reason, and the narrow whose verdict set them */
+    int replays = narrow_of_group(group, &nv, err, sizeof(err));
+    if (replays < 0)
+        goto out_rollback;
+    if (replays) {
+        if (!nv.done) {
+            rc = 0;
+            goto out_rollback;
+        }
+        for (int o = 0; o < nv.norigin && norigin < MAX_ORIGIN; o++)
+            origin[norigin++] = nv.origin[o];
+        if (replay_group(g, &nv, &v, &exposed, err, sizeof(err)) < 0)
+            goto out_rollback;
+        snprintf(evidence_narrow, sizeof(evidence_narrow), "%lld", nv.id);
+        snprintf(why, sizeof(why), "%s", v.reason);
+        ndivs = 0;
+        snprintf(step, sizeof(step), "%lld", (long long)nv.step);
+        origin_name = NULL;
+    } else if (ndivs) {
         /* Hardware evidence goes to the origin ranks only: the ranks where the change began, not those
          * that received it through a collective. */
         for (int o = 0; o < vd.norigin && norigin < MAX_ORIGIN; o++) {
@@ -437,6 +518,11 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         }
         if (classify(g, &vd, entries, origin, norigin, origin_name, &v, requeue, cap, nrequeue, err, sizeof(err)) < 0)
             goto out_rollback;
+        int has = narrow_latest(group, &nv, err, sizeof(err));
+        if (has < 0)
+            goto out_rollback;
+        if (has && apply_replay(g, &nv, origin, norigin, why, sizeof(why)))
+            snprintf(evidence_narrow, sizeof(evidence_narrow), "%lld", nv.id);
     } else if (strcmp(vd.status, "match")) {
         /* Runs that failed or recorded nothing in common tell nothing about their hardware. */
         v.code = "incomplete";
@@ -445,7 +531,9 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
     } else {
         snprintf(v.reason, sizeof(v.reason), "the %d runs matched on every step they share", g->nruns);
     }
-    if (write_exposures(g, &v, origin, norigin, exposed, step, err, sizeof(err)) < 0)
+    if (!*evidence_narrow)
+        snprintf(why, sizeof(why), "%s", v.reason);
+    if (write_exposures(g, &v, why, origin, norigin, exposed, step, err, sizeof(err)) < 0)
         goto out_rollback;
     const char *pe[] = {group,
                         v.cls,
@@ -456,18 +544,22 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
                         origin_name,
                         v.implicated,
                         PQgetvalue(sig, 0, 0),
-                        g->program};
+                        g->program,
+                        *evidence_narrow ? evidence_narrow : NULL,
+                        why};
     if (sql_do("INSERT INTO group_evidence (twin_group, class, reason, reason_code, step, rank, origin_name, "
-              "implicated, signature, program) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+              "implicated, signature, program, evidence_narrow, evidence_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+              "$8, $9, $10, $11::bigint, $12) "
               "ON CONFLICT (twin_group) DO UPDATE SET program = excluded.program, "
               "class = excluded.class, reason = excluded.reason, reason_code = excluded.reason_code, "
               "step = excluded.step, rank = excluded.rank, origin_name = excluded.origin_name, "
-              "implicated = excluded.implicated, signature = excluded.signature, evaluated_at = now()",
-              10, pe, err, sizeof(err)) < 0)
+              "implicated = excluded.implicated, signature = excluded.signature, "
+              "evidence_narrow = excluded.evidence_narrow, evidence_reason = excluded.evidence_reason, evaluated_at = now()",
+              12, pe, err, sizeof(err)) < 0)
         goto out_rollback;
     /* The alert: raised for a diverged group; for an incomplete one with a first difference, only to correct
-     * an alert raised before (divergence_alert.h). */
-    if ((ndivs || json_is_object(vd.first)) && divergence_alert_enqueue(g, &vd, &v, err, sizeof(err)) < 0)
+     * an alert raised before (divergence_alert.h). A replay group raises none: its narrow's follow-up speaks. */
+    if (!replays && (ndivs || json_is_object(vd.first)) && divergence_alert_enqueue(g, &vd, &v, err, sizeof(err)) < 0)
         goto out_rollback;
     if (sql_commit(err, sizeof(err)) < 0)
         goto out_fail;

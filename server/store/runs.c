@@ -25,11 +25,14 @@ void store_runs_register(void)
     /* A repeated client_id returns the run it registered (the no-op update makes RETURNING see the row);
      * xmax = 0 only on a row this statement inserted. */
     db_register("run_ins", "INSERT INTO runs (run_id, job_id, step_id, twin_group, ranks, start_step, user_name, "
-                           "nodes, command, mode, client_id, partition) VALUES (gen_random_uuid(), $1, $2, "
-                           "nullif($3, ''), $4, $5, $6, $7, $8, $9, nullif($10, ''), $11) "
+                           "nodes, command, mode, client_id, partition, resume_template) VALUES (gen_random_uuid(), "
+                           "$1, $2, nullif($3, ''), $4, $5, $6, $7, $8, $9, nullif($10, ''), $11, $12) "
                            "ON CONFLICT (job_id, client_id) WHERE client_id IS "
                            "NOT NULL DO UPDATE SET client_id = excluded.client_id RETURNING run_key, run_id, "
                            "coalesce(twin_group, ''), ranks, start_step, xmax = 0");
+    db_register("checkpoint_put", "INSERT INTO run_checkpoints (run_key, step, path, rank) VALUES ($1, $2, $3, $4) "
+                                  "ON CONFLICT (run_key, step) DO UPDATE SET path = excluded.path, rank = excluded.rank, "
+                                  "declared_at = now()");
     db_register("group_reset", "DELETE FROM group_checks WHERE twin_group = $1");
     db_register("manifest_put", "INSERT INTO manifests (run_key, rank, manifest) VALUES ($1, $2, $3::jsonb) "
                                 "ON CONFLICT (run_key, rank) DO UPDATE SET manifest = excluded.manifest, "
@@ -125,8 +128,8 @@ int store_run_create(const json_t *o, run_info *out, int *created, srv_error *e)
     snprintf(start, sizeof(start), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "start_step")));
     const char *p[] = {str_or(o, "job_id", ""), str_or(o, "step_id", ""), str_or(o, "twin_group", ""), ranks, start,
                        str_or(o, "user", ""),   str_or(o, "nodes", ""),   str_or(o, "command", ""),    str_or(o, "mode", ""),
-                       str_or(o, "client_id", ""), str_or(o, "partition", "")};
-    PGresult *r = db_exec("run_ins", 11, p, err, sizeof(err));
+                       str_or(o, "client_id", ""), str_or(o, "partition", ""), str_or(o, "resume", "")};
+    PGresult *r = db_exec("run_ins", 12, p, err, sizeof(err));
     if (!r) {
         db_fail(e, "registering the run", err);
         return -1;
@@ -162,6 +165,22 @@ int store_manifest(const run_info *run, int rank, const char *json_text, srv_err
     PGresult *r = db_exec("manifest_put", 3, p, err, sizeof(err));
     if (!r) {
         db_fail(e, "storing the manifest", err);
+        return -1;
+    }
+    PQclear(r);
+    return 0;
+}
+
+int store_checkpoint(const run_info *run, int64_t step, const char *path, int rank, srv_error *e)
+{
+    char key[32], st[32], rk[16], err[512];
+    snprintf(key, sizeof(key), "%" PRId64, run->key);
+    snprintf(st, sizeof(st), "%" PRId64, step);
+    snprintf(rk, sizeof(rk), "%d", rank);
+    const char *p[] = {key, st, path ? path : "", rk};
+    PGresult *r = db_exec("checkpoint_put", 4, p, err, sizeof(err));
+    if (!r) {
+        db_fail(e, "storing the checkpoint", err);
         return -1;
     }
     PQclear(r);

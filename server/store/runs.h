@@ -30,13 +30,19 @@ int store_run_lookup(const char *run_id, run_info *out, srv_error *e);
 
 /* store_run_create - register a run from the validated request object `o`
  * (job_id, step_id, twin_group, ranks, start_step, user, nodes, command,
- * mode, client_id, partition). Returns 0 and fills `out` (*created is 0 when the job
+ * mode, client_id, partition, resume). Returns 0 and fills `out` (*created is 0 when the job
  * already registered this client_id: `out` is that run), or -1 with `e` filled. */
 int store_run_create(const json_t *o, run_info *out, int *created, srv_error *e);
 
 /* store_manifest - store (or replace) rank `rank`'s manifest JSON text.
  * Returns 0, or -1 with `e` filled. */
 int store_manifest(const run_info *run, int rank, const char *json_text, srv_error *e);
+
+/* store_checkpoint - record that the run wrote a checkpoint of `step` (the
+ * state after that step) at `path` ("" when it named none), declared by
+ * `rank`; a second declaration of the step replaces the first. Returns 0, or
+ * -1 with `e` filled. */
+int store_checkpoint(const run_info *run, int64_t step, const char *path, int rank, srv_error *e);
 
 /* store_rank_end - record that `rank` ended with `exit_code`; when every
  * rank has ended the run's status becomes ended (or failed if any exit code

@@ -1,7 +1,7 @@
 // setup.mjs - ingest the browser tests' runs into a fresh lockstepd and write their ids to the file in argv[2].
 import { writeFileSync } from 'node:fs';
 import { endRun, fp64, ingestRun, registerRun, sendSteps, streamRun } from './ingest.mjs';
-import { must } from './lib.mjs';
+import { must, BASE } from './lib.mjs';
 import { compareFixtures } from './compare_fixtures.mjs';
 
 export const XSS_COMMAND = `python train.py --tag '<img src=x onerror="window.__xss=1">' <script>window.__xss=2</script>`;
@@ -51,6 +51,13 @@ async function main() {
   await sendSteps(resumed.id, resumed, 5, 9);
   await endRun(resumed.id, 1);
   fx.groups['resume-bad'] = [full.id, resumed.id];
+  // Three runs on n1, n2, n3 whose n3 run is odd from step 7, replayed by a narrow whose replays on n3 diverge
+  // again and whose replays elsewhere match: persistent-hardware on n3 (the twin page's "Verdict by replay").
+  const odd3 = { step: 7, rank: 1, name: 'layer0.mlp.fc1.out' };
+  await group('trio-replayed', ['n1', 'n2', 'n3'].map((n, k) => ({ job: 3101 + k, ranks: 2, steps: [0, 14], user: 'erin',
+    nodes: n, hosts: [n, n], ...(n === 'n3' ? { variant: 'c', diverge: odd3 } : {}) })));
+  await settled('trio-replayed', (t) => t.status === 'diverged' && t.per_rank.length === 2);
+  fx.narrow = await replayed('trio-replayed', odd3);
   // Markup in the command, the user and a record name must render as text.
   await group('xss-group', [{ job: 4001, ranks: 1, steps: [0, 2], user: XSS_USER, command: XSS_COMMAND, extraName: XSS_RECORD }]);
   // A faulty node: in three three-run groups the odd run ran on n9 (every rank), the others on n1; n9's
@@ -90,6 +97,39 @@ async function until(what, ok) {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${what}: not within 15 s`);
+}
+
+/* admin(method, path, body) - an admin call (the narrow endpoints take lockstepd's admin token). */
+async function admin(method, path, body) {
+  const res = await fetch(BASE + '/api/v1' + path, {
+    method, headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + process.env.LOCKSTEP_ADMIN_TOKEN },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path} -> ${res.status}: ${text.slice(0, 300)}`);
+  return JSON.parse(text);
+}
+
+/* replayed(group, diverge) - narrow `group` as lockstep narrow does (the cluster's nodes all idle), each placement
+ * becoming a run of the replay group on its nodes that diverges there when it runs on n3; the finished narrow. */
+async function replayed(group, diverge) {
+  const nodes = ['n1', 'n2', 'n3', 'n5'].map((name) => ({ name, state: 'idle' })); // not n4: the runs page's node filter test owns it
+  const n = (await admin('POST', `/twins/${group}/narrows`, { nodes, actor: 'sre' })).narrow;
+  const jobs = [];
+  for (const p of n.placements) {
+    const spec = { job: 3200 + p.index, group: n.narrow_group, ranks: 2, steps: [0, 14], user: 'erin', nodes: p.nodes,
+      hosts: [p.nodes, p.nodes], ...(p.nodes === 'n3' ? { variant: 'c', diverge } : {}) };
+    await registerRun(spec);
+    await streamRun(spec);
+    jobs.push({ index: p.index, job_id: String(spec.job) });
+  }
+  await admin('POST', `/narrows/${n.id}/jobs`, { placements: jobs });
+  for (let i = 0; i < 150; i++) {
+    const d = (await must('GET', `/narrows/${n.id}`)).narrow;
+    if (d.state === 'done') return d;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`narrow ${n.id} of ${group} has no verdict after 15 s`);
 }
 
 /* settled(group, ok) - poll GET /twins/{group} until ok(answer), for at most 15 s. */

@@ -99,7 +99,7 @@ cause_of() { "$ls" twins "$1" --json | python3 -c 'import json,sys; print(json.l
 t_twins_list() { # without a group: every group, newest first, with its status, first divergence and its cause
   local cause; cause=$(cause_of trio) && [ -n "$cause" ] || return 1
   exits 0 "$ls" twins || return 1
-  head -1 "$tmp/out" | grep -q '^GROUP  *STATUS  *RUNS  *USERS  *FIRST DIVERGENCE  *CAUSE  *CLASS  *LAST RUN' &&
+  head -1 "$tmp/out" | grep -q '^GROUP  *STATUS  *RUNS  *USERS  *FIRST DIVERGENCE  *CAUSE  *CLASS  *VERDICT  *LAST RUN' &&
     grep -Eq "^trio +diverged +3 .*step 6, rank 1, linear\.weight +$cause " "$tmp/out" && grep -Eq '^pair-ok +match +2 ' "$tmp/out" &&
     [ "$(sed -n 2p "$tmp/out" | awk '{print $1}')" = trio ] || return 1
   exits 0 "$ls" twins --status match && grep -q '^pair-ok ' "$tmp/out" && ! grep -q '^trio ' "$tmp/out" || return 1
@@ -187,6 +187,35 @@ for x in s.values():
   [ "$(curl -s -o /dev/null -w '%{http_code}' "$S/api/v1/runs/$(runid 503)/series?rank=0")" = 400 ] &&
   [ "$(curl -s -o /dev/null -w '%{http_code}' "$S/api/v1/runs/nope/series?name=loss")" = 404 ]
 }
+t_checkpoint() { # a job declares a checkpoint with its own token (LOCKSTEP_RUN_ID, LOCKSTEP_TOKEN); others may not
+  local id tok; id=$(runid 503); tok=$("$ls" token 503 --secret "$tmp/secret")
+  LOCKSTEP_RUN_ID=$id LOCKSTEP_TOKEN=$tok LOCKSTEP_RANK=0 exits 0 "$ls" checkpoint 8 /ck/run-503/step-8 &&
+    grep -q "run $id: checkpoint of step 8 at /ck/run-503/step-8 declared" "$tmp/out" || return 1
+  LOCKSTEP_RUN_ID=$id LOCKSTEP_TOKEN=$("$ls" token 504 --secret "$tmp/secret") exits 4 "$ls" checkpoint 9 &&
+    grep -q 'HTTP 403' "$tmp/err" || return 1
+  LOCKSTEP_RUN_ID= exits 2 "$ls" checkpoint 9 && grep -q 'LOCKSTEP_RUN_ID is not set' "$tmp/err" || return 1
+  LOCKSTEP_RUN_ID=$id exits 2 "$ls" checkpoint -3 && grep -q 'a number >= 0' "$tmp/err" || return 1
+  curl -s "$S/api/v1/runs/$id/checkpoints" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert [(c["step"], c["path"], c["rank"]) for c in d["items"]] == [(8, "/ck/run-503/step-8", 0)], d'
+}
+t_narrow_refusals() { # usage, no admin token, nothing to show, a group that matches, no Slurm to ask
+  exits 2 "$ls" narrow && grep -q 'narrow needs a group' "$tmp/err" || return 1
+  exits 2 "$ls" narrow trio --level metrics || return 1
+  exits 2 "$ls" narrow trio --show && grep -q 'group trio was never narrowed' "$tmp/err" || return 1
+  exits 2 "$ls" narrow trio --show 99 && grep -q 'unknown narrow' "$tmp/err" || return 1
+  # without sinfo on PATH the command cannot see the cluster, and says so before anything starts
+  PATH=/nonexistent exits 2 "$build/bin/lockstep" narrow trio --token-file "$tmp/admin" &&
+    grep -q 'cannot list the cluster' "$tmp/err" || return 1
+  exits 2 "$ls" twin -n 2 --spread --exclude '' -- sbatch job.sh && grep -q -- '--exclude wants a node list' "$tmp/err"
+}
+t_twins_replay_fields() { # the twin API names the group's replays (none yet) and whether it replays another
+  curl -s "$S/api/v1/twins/trio" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["replay"] is None and d["replays"] == 0 and d["narrow_of"] is None, d'
+}
 t_unreachable() { exits 3 "$ls" runs --server http://127.0.0.1:9 && grep -q 'cannot reach lockstepd' "$tmp/err"; }
 t_no_server() { LOCKSTEP_SERVER= HOME=$tmp/nohome exits 2 "$ls" runs && grep -q 'no server given' "$tmp/err"; }
 t_config_file() {
@@ -195,7 +224,7 @@ t_config_file() {
 }
 
 for t in t_runs_table t_runs_filter t_runs_empty t_run_detail t_run_unknown t_twins_match t_twins_diverged \
-         t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_job_token_enforced t_late_joiner t_series t_unreachable t_no_server t_config_file; do
+         t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_job_token_enforced t_late_joiner t_series t_checkpoint t_narrow_refusals t_twins_replay_fields t_unreachable t_no_server t_config_file; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"

@@ -11,7 +11,7 @@ pass=0; fail=0
 case $build in */san) export ASAN_OPTIONS=detect_leaks=0 ;; esac
 
 if "$src/deploy/demo/demo.sh" -q -b "$build" -d "$tmp/demo" -s 12 >"$tmp/out" 2>&1; then
-  pass=$((pass+1)); echo "ok   the demo's expectations hold (match, nondeterministic, faulty n3 at step 8, resume, n3 suspect)"
+  pass=$((pass+1)); echo "ok   the demo's expectations hold (match, nondeterministic, faulty n3 at step 8, resume, one-off on n4, verdicts by replay, n3 suspect)"
 else
   fail=$((fail+1)); echo "FAIL the demo"; sed 's/^/     /' "$tmp/out" | tail -40
 fi
@@ -23,8 +23,12 @@ check_line "summary: the deterministic pair matches" '^  demo-match +match +2 de
 check_line "summary: the nondeterministic pair diverges" '^  demo-nondet +diverged +--nondeterministic .*first divergence at step'
 check_line "summary: the faulty node is named" '^  demo-faulty +diverged +first divergence at step 8, .*odd one out runs on n3'
 check_line "summary: the resumed run matches on its overlap" '^  demo-resume +match +resumed run compared on its overlap \(from step 11\)'
+check_line "summary: the one-off group names n4" '^  demo-once +diverged +first divergence at step 8, .*odd one out runs on n4'
 check_line "summary: n3 is the one suspect" '^  suspects +n3 \('
 check_line "summary: the experiment's change is beyond the noise, first at step 2" '^  demo-exp +beyond-noise +--lr 2e-3 against the noise of 4 .*first effect at step 2, rank 0, "loss"'
+check_line "verdict by replay: demo-faulty is persistent hardware on n3" '^    demo-faulty +persistent-hardware, node n3 \('
+check_line "verdict by replay: demo-once is transient hardware on n4" '^    demo-once +transient-hardware, node n4 \('
+check_line "verdict by replay: demo-nondet is software" '^    demo-nondet +software \('
 check_line "summary: the dashboard URL" '^dashboard: +http://127\.0\.0\.1:[0-9]+/$'
 
 # The services stay up after the demo: narrow its faulty group, and check twin's refusals.
@@ -40,13 +44,16 @@ if [ -f "$tmp/demo/port" ]; then
     if [ "$got" -eq "$want" ] && grep -Eq "$pat" "$tmp/o"; then pass=$((pass+1)); echo "ok   $name"
     else fail=$((fail+1)); echo "FAIL $name (exit $got, wanted $want; /$pat/)"; sed 's/^/     /' "$tmp/o" | tail -15; fi
   }
-  # The fault follows node n3 as in the demo, so the re-run reproduces it there.
-  # (narrow's srun passes its environment on: a sanitized build's tasks need the ASan runtime first)
-  asan=
-  case $build in */san) asan=$(gcc -print-file-name=libasan.so) ;; esac
-  sub "narrow names the faulty rank's collective input at step 8" 0 '^  step 8, rank [01], "allreduce\.in"' \
-    env ${asan:+LD_PRELOAD=$asan} LOCKSTEP_FAULT=node=n3,step=8,bit=12 timeout 240 "$ls" narrow demo-faulty --timeout 60
-  sub "narrow refuses a group that matches" 2 'nothing to narrow' "$ls" narrow demo-match
+  # The demo narrowed its groups; the verdict, the placements and the record are kept, with history.
+  sub "narrow --show: the verdict on demo-faulty names n3" 0 '^verdict: persistent-hardware, node n3' \
+    "$ls" narrow demo-faulty --show
+  sub "narrow --show: the replays that ran on n3 reproduced it" 0 'odd-again +on n3 .*reproduced the divergence' \
+    "$ls" narrow demo-faulty --show
+  sub "narrow --show: the record named at step 8" 0 '^  step 8, rank [01], "allreduce\.in"' "$ls" narrow demo-faulty --show
+  sub "twins shows the group's verdict by replay" 1 '^replay verdict: persistent-hardware on n3' "$ls" twins demo-faulty
+  sub "narrow needs the admin token" 4 'admin token' "$ls" narrow demo-faulty
+  sub "narrow refuses a group that matches" 2 'nothing to narrow' \
+    "$ls" narrow demo-match --token-file "$tmp/demo/admin-token"
   sub "twin --spread refuses more copies than nodes" 2 'not enough nodes' \
     "$ls" twin -n 5 --spread -- sbatch -N1 "$src/deploy/demo/train.sh"
   sub "nodes lists n3 first, suspect" 0 '^n3 +suspect ' "$ls" nodes

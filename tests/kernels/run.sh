@@ -190,6 +190,21 @@ t_resume_names_loader_faults() { # a loader that forgets part of the state is na
   "$train" --resume-fault moments 2>"$tmp/e"; [ $? -ne 0 ] && grep -q 'needs --resume' "$tmp/e"
 }
 
+t_resume_named_step() { # --resume-step N, or --resume at one step directory: exactly that checkpoint (a replay's)
+  LOCKSTEP_TRACE=modules LOCKSTEP_TRACE_DIR=$tmp/res4 mpirun --allow-run-as-root --oversubscribe -np 2 \
+    "$train" --steps 9 --resume "$tmp/ck_full" --resume-step 4 >"$tmp/r4.out" || return 1
+  grep -q "resumed from $tmp/ck_full at step 4" "$tmp/r4.out" || { cat "$tmp/r4.out"; return 1; }
+  [ "$(diffjson --overlap "$tmp/full" "$tmp/res4")" = 0 ] && [ "$(jget "d['overlap']['from'], d['overlap']['to']")" = "5 9" ] ||
+    return 1
+  LOCKSTEP_TRACE=modules LOCKSTEP_TRACE_DIR=$tmp/res8 mpirun --allow-run-as-root --oversubscribe -np 2 \
+    "$train" --steps 10 --resume "$tmp/ck_full/step-00000008" >"$tmp/r8.out" || return 1
+  grep -q "resumed from .* at step 8" "$tmp/r8.out" || { cat "$tmp/r8.out"; return 1; }
+  [ "$(diffjson --overlap "$tmp/full" "$tmp/res8")" = 0 ] && [ "$(jget "d['overlap']['from'], d['overlap']['to']")" = "9 10" ] ||
+    return 1
+  mpirun --allow-run-as-root --oversubscribe -np 2 "$train" --quiet --steps 9 --resume "$tmp/ck_full" --resume-step 5 2>"$tmp/e"
+  [ $? -ne 0 ] && grep -q 'no complete checkpoint of step 5' "$tmp/e"
+}
+
 t_resume_rejects_corrupt() {
   mkdir -p "$tmp/ckbad" && cp -r "$tmp/ck_full/step-00000004" "$tmp/ckbad/" || return 1
   printf '\x01' | dd of="$tmp/ckbad/step-00000004/rank-00001.ckpt" bs=1 seek=500 conv=notrunc 2>/dev/null
@@ -259,6 +274,7 @@ check "invalid fault specifications are refused"             t_fault_env_invalid
 check "resume at step 4 matches the uninterrupted run"        t_resume_bit_exact
 check "a changed resumed run is caught at its step"           t_resume_detects_change
 check "a loader that forgets state is named by its entry"     t_resume_names_loader_faults
+check "--resume-step N or a step directory: that checkpoint"   t_resume_named_step
 check "corrupt or mismatched checkpoints are refused"         t_resume_rejects_corrupt
 check "records: loss, collectives, per-layer tensors"         t_metrics_recorded
 

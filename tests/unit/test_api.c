@@ -135,6 +135,8 @@ static void test_misuse_before_init(void **state)
     ls_step_end();
     assert_null(ls_run_id());
     assert_int_equal(ls_rank(), -1);
+    assert_int_equal(ls_checkpoint(4, "/ck/step-4"), -1);
+    assert_non_null(strstr(ls_last_error(), "ls_checkpoint called before ls_init"));
 }
 
 static void test_misuse_after_shutdown(void **state)
@@ -145,6 +147,10 @@ static void test_misuse_after_shutdown(void **state)
     assert_string_equal(ls_run_id(), "run-under-test");
     assert_int_equal(ls_rank(), 2);
     assert_int_equal(ls_metric("loss", 1.0), 0);
+    /* tracing to files only: a checkpoint has no server to be declared to, and that is not an error */
+    assert_int_equal(ls_checkpoint(4, "/ck/step-4"), 0);
+    assert_int_equal(ls_checkpoint(-1, NULL), -1);
+    assert_non_null(strstr(ls_last_error(), "step -1 is negative"));
     ls_shutdown();
     ls_shutdown(); /* twice is fine */
     assert_int_equal(ls_metric("loss", 1.0), -1);

@@ -60,6 +60,8 @@ static void test_opts_invalid(void **state)
         {"--inject-fault=a:b", NULL, "STEP:RANK"},
         {"--reduce=fast", NULL, "bad value for --reduce"},
         {"--checkpoint-every=3", NULL, "needs --checkpoint-dir"},
+        {"--resume-step", "4", "--resume-step needs --resume D"},
+        {"--resume-step=-1", NULL, "bad value for --resume-step"},
         {"--frobnicate", NULL, "unknown option"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -172,6 +174,21 @@ static void test_checkpoint_roundtrip_and_corruption(void **state)
     s.step = 12;
     assert_int_equal(ckpt_save(dir, &s, why, sizeof(why)), 0); /* incomplete: ignored */
     assert_int_equal(ckpt_latest(dir, why, sizeof(why)), 8);
+    /* what --resume (and --resume-step) name: the newest, one step, or a step directory itself */
+    char got[600], sdir[600];
+    assert_int_equal(ckpt_resolve(dir, -1, got, sizeof(got), why, sizeof(why)), 8);
+    assert_string_equal(got, dir);
+    assert_int_equal(ckpt_resolve(dir, 8, got, sizeof(got), why, sizeof(why)), 8);
+    assert_int_equal(ckpt_resolve(dir, 12, got, sizeof(got), why, sizeof(why)), -1); /* not complete */
+    assert_non_null(strstr(why, "no complete checkpoint of step 12"));
+    snprintf(sdir, sizeof(sdir), "%s/step-00000008", dir);
+    assert_int_equal(ckpt_resolve(sdir, -1, got, sizeof(got), why, sizeof(why)), 8);
+    assert_string_equal(got, dir);
+    snprintf(sdir, sizeof(sdir), "%s/step-00000008//", dir);
+    assert_int_equal(ckpt_resolve(sdir, -1, got, sizeof(got), why, sizeof(why)), 8);
+    assert_string_equal(got, dir);
+    snprintf(sdir, sizeof(sdir), "%s/step-00000012", dir);
+    assert_int_equal(ckpt_resolve(sdir, -1, got, sizeof(got), why, sizeof(why)), -1); /* incomplete step dir */
 
     ckpt_state r;
     assert_int_equal(ckpt_load(dir, 8, 1, &r, why, sizeof(why)), 0);

@@ -155,7 +155,7 @@ static void test_slack_escape_and_payloads(void **state)
     r.resolved_reason = "superseded";
     r.superseded_by = 12;
     sink_resolution_text(&r, why, sizeof(why));
-    assert_string_equal(why, "superseded by alert 12 (the group was evaluated again and its report changed)");
+    assert_string_equal(why, "superseded by alert 12 (a newer report on the group: it was evaluated again, or a replay gave its verdict)");
     char err[200];
     assert_int_equal(sink_deliver("mail", &r, err, sizeof(err)), -1); /* mail carries no resolution */
     assert_string_equal(err, "mail carries no resolution message");

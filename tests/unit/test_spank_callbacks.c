@@ -340,10 +340,11 @@ static void case_local(void)
     fake_reset(S_CTX_LOCAL);
     user_gives("lockstep", "det");
     CHECK(init_and_options(0, NULL) == 0);
-    CHECK(F.n_opts == 4);
+    CHECK(F.n_opts == 5);
     CHECK(!strcmp(F.opts[0]->name, "lockstep") && F.opts[0]->has_arg == 2);
     CHECK(!strcmp(F.opts[1]->name, "lockstep-twin") && !strcmp(F.opts[2]->name, "lockstep-trace"));
     CHECK(!strcmp(F.opts[3]->name, "lockstep-ignore") && F.opts[3]->has_arg == 1);
+    CHECK(!strcmp(F.opts[4]->name, "lockstep-resume") && F.opts[4]->has_arg == 1);
     CHECK(slurm_spank_init_post_opt(sp, 0, NULL) == 0);
     CHECK(slurm_spank_task_exit(sp, 0, NULL) == 0);
     CHECK(slurm_spank_exit(sp, 0, NULL) == 0);
@@ -361,6 +362,11 @@ static void case_local(void)
     user_gives("lockstep-ignore", "report_timings,[x");
     CHECK(init_and_options(0, NULL) == -1);
     CHECK(strstr(F.log, "--lockstep-ignore=report_timings,[x is not a list of patterns"));
+    /* So does a resume template that names no checkpoint. */
+    fake_reset(S_CTX_LOCAL);
+    user_gives("lockstep-resume", "train --resume /ck/latest");
+    CHECK(init_and_options(0, NULL) == -1);
+    CHECK(strstr(F.log, "--lockstep-resume=train --resume /ck/latest is not a resume template"));
 }
 
 static void case_allocator(void)
@@ -368,7 +374,7 @@ static void case_allocator(void)
     fake_reset(S_CTX_ALLOCATOR);
     user_gives("lockstep-twin", "grp");
     CHECK(init_and_options(0, NULL) == 0);
-    CHECK(F.n_opts == 4);
+    CHECK(F.n_opts == 5);
     CHECK(slurm_spank_init_post_opt(sp, 0, NULL) == 0);
     CHECK(slurm_spank_exit(sp, 0, NULL) == 0);
     CHECK(F.log[0] == 0);
@@ -600,6 +606,28 @@ static void case_ignore_option(void)
     CHECK(!strcmp(env_get("LOCKSTEP_IGNORE"), "report_timings,Solver::finish"));
 }
 
+/* --lockstep-resume reaches the tasks (LOCKSTEP_RESUME: the agent registers with it when the plugin could not);
+ * the environment twin works too. */
+static void case_resume_option(void)
+{
+    ignore_step();
+    user_gives("lockstep", "fp");
+    user_gives("lockstep-resume", "train --resume {path} --steps {stop}");
+    CHECK(init_and_options(ignore_ac, ignore_av) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, ignore_ac, ignore_av) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_RESUME"), "train --resume {path} --steps {stop}"));
+}
+
+static void case_resume_env(void)
+{
+    ignore_step();
+    env_put("SLURM_LOCKSTEP=fp");
+    env_put("SLURM_LOCKSTEP_RESUME=train --resume-step {step}");
+    CHECK(init_and_options(ignore_ac, ignore_av) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, ignore_ac, ignore_av) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_RESUME"), "train --resume-step {step}"));
+}
+
 static void case_ignore_env_empty(void)
 {
     ignore_step();
@@ -687,6 +715,8 @@ static void test_remote_ignore(void **s)
     in_child(case_ignore_env_empty);
     in_child(case_ignore_job_env);
     in_child(case_ignore_bad_env);
+    in_child(case_resume_option);
+    in_child(case_resume_env);
 }
 static void test_remote_secret_unreadable(void **s) { (void)s; in_child(case_remote_secret_unreadable); }
 

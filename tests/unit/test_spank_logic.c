@@ -356,6 +356,16 @@ static void test_request_check(void **state)
     assert_non_null(strstr(long_why, "--lockstep-ignore=report_timings, is not a list of patterns (an empty pattern"));
     assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "f(int, double)", long_why, sizeof(long_why)), -1);
     assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, NULL, long_why, sizeof(long_why)), -1);
+    /* --lockstep-resume: a command that names the checkpoint ({step} or {path}) */
+    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, "train --resume /ck/step-{step} --steps {stop}", long_why,
+                                         sizeof(long_why)),
+                     0);
+    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, "train --resume /ck/latest", long_why, sizeof(long_why)), -1);
+    assert_non_null(strstr(long_why, "--lockstep-resume=train --resume /ck/latest is not a resume template (the resume "
+                                     "template names no checkpoint"));
+    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, "train {ckpt}", long_why, sizeof(long_why)), -1);
+    assert_non_null(strstr(long_why, "names {ckpt}"));
+    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, NULL, long_why, sizeof(long_why)), -1);
 }
 
 /* --- lockstepd calls: the body, and time limits against real sockets */

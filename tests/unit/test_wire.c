@@ -16,7 +16,7 @@ static void test_body(void **state)
     (void)state;
     wire_run r = {.job_id = "42", .step_id = "0.r1", .twin_group = "g \"1\"", .ranks = 4, .start_step = 90000,
                   .user = "alice", .partition = "gpu", .nodes = "n[1-2]", .command = "train --lr 1e-3",
-                  .mode = "det", .client_id = "spank:42.0.r1"};
+                  .mode = "det", .client_id = "spank:42.0.r1", .resume = "train --resume /ck/step-{step}"};
     char *b = wire_run_body(&r);
     assert_non_null(b);
     json_error_t e;
@@ -27,6 +27,7 @@ static void test_body(void **state)
     assert_string_equal(json_string_value(json_object_get(o, "client_id")), "spank:42.0.r1");
     assert_int_equal(json_integer_value(json_object_get(o, "start_step")), 90000);
     assert_int_equal(json_integer_value(json_object_get(o, "ranks")), 4);
+    assert_string_equal(json_string_value(json_object_get(o, "resume")), "train --resume /ck/step-{step}");
     json_decref(o);
     free(b);
     /* optional fields that are empty are left out */
@@ -35,8 +36,43 @@ static void test_body(void **state)
     o = json_loads(b, 0, &e);
     assert_null(json_object_get(o, "twin_group"));
     assert_null(json_object_get(o, "client_id"));
+    assert_null(json_object_get(o, "resume"));
     json_decref(o);
     free(b);
+}
+
+/* Resume templates (--lockstep-resume), from a table: what names the checkpoint, what is refused and why. */
+static void test_resume_check(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *tpl, *why; /* why: a part of the reason when refused, NULL when accepted */
+    } CASES[] = {
+        {"train --resume /ck/step-{step}", NULL},
+        {"train --resume {path} --steps {stop}", NULL},
+        {"python train.py --ckpt {path} --start {step} --max-steps {stop}", NULL},
+        {"train --resume {path} {path}", NULL},
+        {"", "empty"},
+        {"train --steps {stop}", "names no checkpoint"},
+        {"train --resume /ck/latest", "names no checkpoint"},
+        {"train --resume {checkpoint}", "names {checkpoint}"},
+        {"train --resume {Step}", "names {Step}"},
+        {"awk '{print}' {step}", "names {print}"},
+    };
+    char why[300];
+    for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
+        why[0] = 0;
+        int rc = wire_resume_check(CASES[i].tpl, why, sizeof(why));
+        if ((rc == 0) != (CASES[i].why == NULL) || (CASES[i].why && !strstr(why, CASES[i].why)))
+            fail_msg("template '%s': rc %d (%s), want %s", CASES[i].tpl, rc, why, CASES[i].why ? CASES[i].why : "ok");
+    }
+    char big[WIRE_RESUME_MAX + 8];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = 0;
+    memcpy(big, "{step}", 6);
+    assert_int_equal(wire_resume_check(big, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "longer than"));
+    assert_int_equal(wire_resume_check(NULL, why, sizeof(why)), -1);
 }
 
 static void test_lookup_path(void **state)
@@ -104,6 +140,7 @@ int main(void)
         cmocka_unit_test(test_obj_int_array),
         cmocka_unit_test(test_body),
         cmocka_unit_test(test_lookup_path),
+        cmocka_unit_test(test_resume_check),
         cmocka_unit_test(test_pick),
         cmocka_unit_test(test_obj_string),
     };

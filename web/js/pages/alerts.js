@@ -14,11 +14,11 @@ export async function mount(el, _params, query, navigate) {
   const state = query.get('state') || '';
   const offset = Math.max(0, parseInt(query.get('offset') || '0', 10) || 0);
   el.appendChild(h('div', { class: 'page-head' }, h('h1', null, 'Alerts'),
-    h('p', { class: 'sub' }, 'One alert per twin group\'s first divergence (a new one when a re-evaluation changes it), and one per node ' +
+    h('p', { class: 'sub' }, 'One alert per twin group\'s first divergence (a new one when a re-evaluation changes it), one per replay verdict of lockstep narrow, and one per node ' +
       'turning suspect. An alert ends when it is acknowledged, when a node it blames is repaired, or when a newer one supersedes it.')));
   const token = adminTokenForm('to acknowledge');
   const href = (q) => '#/alerts' + (new URLSearchParams(Object.entries({ kind, state, ...q }).filter(([, v]) => v)).toString().replace(/^(.)/, '?$1'));
-  const kinds = h('div', { class: 'seg' }, [['', 'All'], ['divergence', 'Divergences'], ['suspect', 'Suspect nodes']].map(([k, label]) =>
+  const kinds = h('div', { class: 'seg' }, [['', 'All'], ['divergence', 'Divergences'], ['suspect', 'Suspect nodes'], ['verdict', 'Replay verdicts']].map(([k, label]) =>
     h('a', { class: 'seg-item' + (k === kind ? ' active' : ''), href: href({ kind: k }) }, label)));
   const states = h('div', { class: 'seg', 'data-filter': 'state' }, [['', 'Any state'], ['open', 'Open'], ['acknowledged', 'Acknowledged'], ['resolved', 'Resolved']].map(([k, label]) =>
     h('a', { class: 'seg-item' + (k === state ? ' active' : ''), href: href({ state: k }) }, label)));
@@ -50,7 +50,7 @@ export async function mount(el, _params, query, navigate) {
         type: 'button', class: 'btn', 'data-action': 'ack', onclick: (ev) => ack(a, ev.target) }, 'Acknowledge')) },
     ], alerts, { rowAttrs: (a) => ({ 'data-alert': a.id }) }),
     pager({ offset, limit: LIMIT, total: d.total ?? undefined, count: alerts.length }, (o) => navigate('/alerts', { kind, state, offset: o || null }))]
-      : emptyState(kind || state ? `No ${[state, kind].filter(Boolean).join(' ')} alerts.` : 'No alerts.', 'Alerts appear when a twin group first diverges or a node turns suspect; sinks are configured in lockstepd.conf.')));
+      : emptyState(kind || state ? `No ${[state, kind].filter(Boolean).join(' ')} alerts.` : 'No alerts.', 'Alerts appear when a twin group first diverges, a node turns suspect or a replay gives its verdict; sinks are configured in lockstepd.conf.')));
   }
   async function ack(a, btn) {
     const t = adminToken();

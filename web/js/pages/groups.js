@@ -5,6 +5,7 @@ import { h, link } from '../dom.js';
 import { apiGet } from '../api.js';
 import { badge, card, table, emptyState, errorBox, unavailable, replace, loading } from '../components.js';
 import { fmtAgo, fmtTime, fmtCount } from '../format.js';
+import { verdictBadge } from './replay.js';
 
 const LIMIT = 50;
 const FILTERS = ['status', 'user', 'node', 'since'];
@@ -76,6 +77,7 @@ export async function mount(el, _params, query, navigate) {
       { key: 'users', label: 'Users', render: (g) => g.users.join(', ') || '—' },
       { key: 'first_divergence', label: 'First divergence', render: divergenceCell },
       { key: 'classification', label: 'Classification', class: 'wrap-words', render: classificationCell },
+      { key: 'replay', label: 'Replay verdict', render: replayCell },
       { key: 'last_run_at', label: 'Newest run', render: (g) => h('span', { title: fmtTime(g.last_run_at) + ' UTC' }, fmtAgo(g.last_run_at)) },
     ];
     const info = d.total !== null && d.total !== undefined
@@ -130,6 +132,13 @@ function classificationCell(g) {
   if (!c || c.class === 'none') return '—';
   return h('div', null, h('span', { class: `classification classification-${c.class}`, 'data-field': 'class' }, c.class),
     h('div', { class: 'rec-kind', 'data-field': 'classification-reason' }, c.reason));
+}
+
+/* replayCell - the newest replay verdict of lockstep narrow (its node for a hardware one), as lockstepd gives it. */
+function replayCell(g) {
+  const r = g.replay;
+  if (!r) return '—';
+  return h('span', { 'data-field': 'replay' }, verdictBadge(r.verdict), r.node ? [' ', h('code', null, r.node)] : null);
 }
 
 /* fleetSummary(nodes, alerts) - suspects now, nodes by state, open alerts; links to the fleet pages. */

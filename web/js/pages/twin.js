@@ -8,6 +8,7 @@ import { curvesSection } from './curves.js';
 import { valText } from './run.js';
 import { recordsSection } from './records.js';
 import { compareSection } from './compare.js';
+import { replaySection } from './replay.js';
 
 const WINDOW = 500;   // steps shown in the match map at once
 
@@ -26,13 +27,15 @@ export async function mount(el, params, query, navigate) {
   const head = h('div', { class: 'page-head' }, loading('Loading twin group…'));
   const divergence = h('div');
   const restoresBox = h('div', { 'data-section': 'restores' });
+  const replayBox = h('div', { 'data-section': 'replay-box' });
+  const replay = replaySection(replayBox);
   const mapBox = h('div', null, loading('Loading the match map…'));
   const recBox = h('div', { id: 'records', 'data-section': 'records' });
   const curvesBox = h('div', { 'data-section': 'curves' });
   const runsBox = h('div', { 'data-section': 'runs' });
   const manifestBox = h('div', { id: 'manifest-diff', 'data-section': 'manifest-diff' }, loading('Loading the manifest diff…'));
   const compareBox = h('div', { 'data-section': 'compare' });
-  el.append(head, divergence, restoresBox,
+  el.append(head, divergence, restoresBox, replayBox,
     card('Match map', h('p', { class: 'sub' }, 'One cell per rank and step, comparing every run of the group. Click a cell to see its records.'), mapBox),
     recBox, curvesBox, runsBox, manifestBox, compareBox);
 
@@ -60,6 +63,7 @@ export async function mount(el, params, query, navigate) {
     renderDivergence(d);
     renderRestores(d);
     renderRuns(d);
+    await replay.show(d);
     return true;
   }
 

@@ -1,0 +1,385 @@
+/* replay.c - the verdict of a replay experiment from its executions' results (server/compare/replay.h). */
+#include "server/compare/replay.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void step(rp_verdict *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void step(rp_verdict *v, const char *fmt, ...)
+{
+    if (v->nsteps >= RP_MAX_STEPS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->steps[v->nsteps++], sizeof(v->steps[0]), fmt, ap);
+    va_end(ap);
+}
+
+static void decide(rp_verdict *v, const char *verdict, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void decide(rp_verdict *v, const char *verdict, const char *fmt, ...)
+{
+    v->verdict = verdict;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->reason, sizeof(v->reason), fmt, ap);
+    va_end(ap);
+}
+
+/* A small set of node names (borrowed pointers). */
+typedef struct nset {
+    const char *n[RP_MAX_EXEC * RP_MAX_PROBE];
+    int len;
+} nset;
+
+static int nset_has(const nset *s, const char *x)
+{
+    for (int i = 0; i < s->len; i++)
+        if (!strcmp(s->n[i], x))
+            return 1;
+    return 0;
+}
+
+static void nset_add(nset *s, const char *x)
+{
+    if (x && *x && !nset_has(s, x) && s->len < (int)(sizeof(s->n) / sizeof(s->n[0])))
+        s->n[s->len++] = x;
+}
+
+static void nset_of(const rp_exec *e, nset *s)
+{
+    s->len = 0;
+    for (int i = 0; i < e->nprobe; i++)
+        nset_add(s, e->probe[i]);
+}
+
+static void nset_text(const nset *s, char *out, size_t cap)
+{
+    size_t l = 0;
+    out[0] = 0;
+    for (int i = 0; i < s->len && l < cap; i++)
+        l += (size_t)snprintf(out + l, cap - l, "%s%s", i ? ", " : "", s->n[i]);
+    if (!s->len)
+        snprintf(out, cap, "(no node known)");
+}
+
+static int same_probe(const rp_exec *a, const rp_exec *b)
+{
+    nset x, y;
+    nset_of(a, &x);
+    nset_of(b, &y);
+    if (x.len != y.len || !x.len)
+        return 0;
+    for (int i = 0; i < x.len; i++)
+        if (!nset_has(&y, x.n[i]))
+            return 0;
+    return 1;
+}
+
+/* labels - the labels of executions `which` (1 per execution to list), joined. */
+static void labels(const rp_facts *f, const int *which, char *out, size_t cap)
+{
+    size_t l = 0;
+    out[0] = 0;
+    for (int i = 0; i < f->n && l < cap; i++)
+        if (which[i])
+            l += (size_t)snprintf(out + l, cap - l, "%s%s", l ? "; " : "", f->e[i].label);
+}
+
+static const char *outcome_text(rp_outcome o)
+{
+    switch (o) {
+    case RP_RAN:
+        return "ran";
+    case RP_FAILED:
+        return "failed before the window was recorded";
+    case RP_NOT_RUN:
+        return "was never started";
+    case RP_TIMED_OUT:
+        return "had not recorded the window at the deadline";
+    }
+    return "?";
+}
+
+static void notes_text(const rp_facts *f, char *out, size_t cap)
+{
+    size_t l = 0;
+    out[0] = 0;
+    for (int i = 0; i < f->nnotes && l < cap; i++)
+        l += (size_t)snprintf(out + l, cap - l, "%s%s", l ? "; " : "", f->notes[i]);
+}
+
+/* seen - how many executions produced content `k`. */
+static int seen(const rp_facts *f, int n, int k)
+{
+    int c = 0;
+    for (int i = 0; i < n; i++)
+        c += f->e[i].outcome == RP_RAN && f->e[i].content == k;
+    return c;
+}
+
+void rp_judge(const rp_facts *f, rp_verdict *v)
+{
+    char a[600], b[600], c[300];
+    int which[RP_MAX_EXEC];
+    int n = f->n < RP_MAX_EXEC ? f->n : RP_MAX_EXEC;
+    memset(v, 0, sizeof(*v));
+    v->healthy = -1;
+    for (int i = 0; i < RP_MAX_EXEC; i++)
+        v->diverged[i] = -1;
+    int replays = 0, ran = 0;
+    for (int i = 0; i < n; i++)
+        if (!f->e[i].original) {
+            replays++;
+            ran += f->e[i].outcome == RP_RAN;
+        }
+    step(v, "%d of %d replays recorded the window", ran, replays);
+
+    /* 1. The cause. */
+    if (f->cause_software) {
+        if (f->majority >= 0) {
+            v->healthy = f->majority;
+            for (int i = 0; i < n; i++)
+                v->diverged[i] = f->e[i].outcome == RP_RAN ? f->e[i].content != f->majority : -1;
+        }
+        step(v, "the cause is %s, which is software by nature", f->cause);
+        decide(v, "software", "the cause is %s: %s; that does not depend on the hardware it ran on", f->cause,
+               f->cause_why && *f->cause_why ? f->cause_why : "(no detail)");
+        return;
+    }
+
+    /* 2. Nothing ran. */
+    if (!ran) {
+        size_t l = 0;
+        a[0] = 0;
+        for (int i = 0; i < n && l < sizeof(a); i++)
+            if (!f->e[i].original)
+                l += (size_t)snprintf(a + l, sizeof(a) - l, "%s%s %s", l ? "; " : "", f->e[i].label,
+                                      outcome_text(f->e[i].outcome));
+        notes_text(f, b, sizeof(b));
+        decide(v, "inconclusive", "no replay recorded the window%s%s%s%s", a[0] ? ": " : "", a, b[0] ? "; " : "", b);
+        return;
+    }
+
+    /* 3. Replays on the same nodes that disagree, one of them with a result no other execution produced (a
+     * program that does not repeat itself makes a new result each time; a fault that comes and goes on a
+     * node gives back the results seen before, and is judged below). */
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            const rp_exec *x = &f->e[i], *y = &f->e[j];
+            if (x->original || y->original || x->outcome != RP_RAN || y->outcome != RP_RAN || x->content == y->content ||
+                !same_probe(x, y) || (seen(f, n, x->content) > 1 && seen(f, n, y->content) > 1))
+                continue;
+            nset s;
+            nset_of(x, &s);
+            nset_text(&s, c, sizeof(c));
+            step(v, "%s and %s ran on the same nodes (%s) and differ", x->label, y->label, c);
+            decide(v, "software",
+                   "the program does not repeat itself on the same hardware: %s and %s both ran on %s and produced "
+                   "different results (nondeterministic software)",
+                   x->label, y->label, c);
+            return;
+        }
+
+    /* 4. The healthy content. */
+    int healthy = f->majority;
+    if (healthy >= 0) {
+        step(v, "the healthy result is the original majority's");
+    } else {
+        int best = -1, best_n = 0, tie = 0, maxc = -1;
+        for (int i = 0; i < n; i++)
+            if (f->e[i].outcome == RP_RAN && f->e[i].content > maxc)
+                maxc = f->e[i].content;
+        size_t l = 0;
+        a[0] = 0;
+        for (int k = 0; k <= maxc; k++) {
+            nset s = {.len = 0};
+            for (int i = 0; i < n; i++)
+                if (f->e[i].outcome == RP_RAN && f->e[i].content == k)
+                    for (int p = 0; p < f->e[i].nprobe; p++)
+                        nset_add(&s, f->e[i].probe[p]);
+            if (!s.len)
+                continue;
+            nset_text(&s, c, sizeof(c));
+            if (l < sizeof(a))
+                l += (size_t)snprintf(a + l, sizeof(a) - l, "%sresult %c on %s", l ? ", " : "", 'A' + k % 26, c);
+            if (s.len > best_n) {
+                best = k;
+                best_n = s.len;
+                tie = 0;
+            } else if (s.len == best_n) {
+                tie = 1;
+            }
+        }
+        if (best < 0 || tie) {
+            notes_text(f, b, sizeof(b));
+            step(v, "no majority: %s", a);
+            decide(v, "inconclusive",
+                   "no majority says which result is wrong: %s; each is seen on as many nodes as the other%s%s", a,
+                   b[0] ? "; " : "", b);
+            return;
+        }
+        healthy = best;
+        step(v, "without a majority of runs, the healthy result is the one seen on the most nodes (%s)", a);
+    }
+    v->healthy = healthy;
+    for (int i = 0; i < n; i++)
+        v->diverged[i] = f->e[i].outcome == RP_RAN ? f->e[i].content != healthy : -1;
+
+    /* Where the divergence happened first: the original runs that diverged. */
+    nset odd = {.len = 0};
+    for (int i = 0; i < n; i++)
+        if (f->e[i].original && v->diverged[i] == 1)
+            for (int p = 0; p < f->e[i].nprobe; p++)
+                nset_add(&odd, f->e[i].probe[p]);
+    char oddtxt[300];
+    nset_text(&odd, oddtxt, sizeof(oddtxt));
+    int nrep_div = 0, nrep_clean = 0;
+    for (int i = 0; i < n; i++)
+        if (!f->e[i].original && v->diverged[i] >= 0)
+            v->diverged[i] ? nrep_div++ : nrep_clean++;
+
+    /* 5. No replay diverged. */
+    if (!nrep_div) {
+        int on_odd = 0;
+        for (int i = 0; i < n; i++) {
+            which[i] = 0;
+            if (f->e[i].original || v->diverged[i] != 0)
+                continue;
+            for (int p = 0; p < f->e[i].nprobe; p++)
+                if (nset_has(&odd, f->e[i].probe[p]))
+                    which[i] = 1;
+            on_odd += which[i];
+        }
+        step(v, "no replay diverged (%d clean)", nrep_clean);
+        if (on_odd && odd.len) {
+            labels(f, which, a, sizeof(a));
+            snprintf(v->node, sizeof(v->node), "%s", oddtxt);
+            for (int i = 0; i < n; i++)
+                if (f->e[i].original && v->diverged[i] == 1 && f->e[i].nprobe == 1 && f->e[i].gpu[0] && *f->e[i].gpu[0])
+                    snprintf(v->gpu, sizeof(v->gpu), "%s", f->e[i].gpu[0]);
+            decide(v, "transient-hardware",
+                   "the divergence on %s reproduced in none of %d replays, %d of them on %s itself (%s): a one-off "
+                   "fault there (a bit flip), not a persistent one",
+                   oddtxt, nrep_clean, on_odd, oddtxt, a);
+            return;
+        }
+        notes_text(f, b, sizeof(b));
+        if (b[0])
+            snprintf(c, sizeof(c), " (%.290s)", b);
+        else
+            c[0] = 0;
+        decide(v, "inconclusive",
+               "the divergence reproduced in none of %d replays, but none ran on %s, where it happened%s: a one-off "
+               "fault there and a persistent one look the same from elsewhere",
+               nrep_clean, oddtxt, c);
+        return;
+    }
+
+    /* 6. Replays diverged: which node do the diverging executions share? */
+    nset common = {.len = 0}, exon = {.len = 0};
+    int first = 1;
+    for (int i = 0; i < n; i++) {
+        if (v->diverged[i] != 1)
+            continue;
+        nset s;
+        nset_of(&f->e[i], &s);
+        if (first) {
+            common = s;
+            first = 0;
+            continue;
+        }
+        nset keep = {.len = 0};
+        for (int k = 0; k < common.len; k++)
+            if (nset_has(&s, common.n[k]))
+                nset_add(&keep, common.n[k]);
+        common = keep;
+    }
+    for (int i = 0; i < n; i++)
+        if (v->diverged[i] == 0)
+            for (int p = 0; p < f->e[i].nprobe; p++)
+                nset_add(&exon, f->e[i].probe[p]);
+    for (int i = 0; i < n; i++)
+        which[i] = v->diverged[i] == 1;
+    labels(f, which, a, sizeof(a));
+    step(v, "%d replay%s diverged; every execution that diverged: %s", nrep_div, nrep_div == 1 ? "" : "s", a);
+    if (!common.len) {
+        decide(v, "software", "it differs wherever it runs: the executions that diverged (%s) share no node", a);
+        return;
+    }
+    nset sus = {.len = 0};
+    for (int k = 0; k < common.len; k++)
+        if (!nset_has(&exon, common.n[k]))
+            nset_add(&sus, common.n[k]);
+    nset_text(&common, c, sizeof(c));
+    step(v, "they share %s", c);
+    if (!sus.len) {
+        for (int i = 0; i < n; i++) {
+            which[i] = 0;
+            for (int p = 0; v->diverged[i] == 0 && p < f->e[i].nprobe; p++)
+                which[i] |= nset_has(&common, f->e[i].probe[p]);
+        }
+        labels(f, which, b, sizeof(b));
+        decide(v, "inconclusive",
+               "the divergence does not always come back on %s: it diverged there (%s) but also ran clean there (%s): "
+               "an intermittent fault, or software that does not always repeat itself; narrow again for more "
+               "placements",
+               c, a, b);
+        return;
+    }
+    char sustxt[300];
+    nset_text(&sus, sustxt, sizeof(sustxt));
+    if (sus.len > 1) {
+        decide(v, "inconclusive",
+               "the divergence follows %s together: every execution that diverged ran on all of them and no clean one "
+               "on any; place them apart (other node sets) to tell which",
+               sustxt);
+        return;
+    }
+    const char *x = sus.n[0];
+    int control = 0, here = 0;
+    for (int i = 0; i < n; i++) {
+        which[i] = 0;
+        if (f->e[i].original || v->diverged[i] != 0)
+            continue;
+        int on_x = 0;
+        for (int p = 0; p < f->e[i].nprobe; p++)
+            on_x |= !strcmp(f->e[i].probe[p], x);
+        which[i] = !on_x;
+        control += !on_x;
+    }
+    for (int i = 0; i < n; i++)
+        here += !f->e[i].original && v->diverged[i] == 1;
+    if (!control) {
+        notes_text(f, b, sizeof(b));
+        decide(v, "inconclusive",
+               "the divergence came back on %s, but no replay ran clean elsewhere at the same time to show the program "
+               "sound off %s%s%s",
+               x, x, b[0] ? ": " : "", b);
+        return;
+    }
+    labels(f, which, b, sizeof(b));
+    snprintf(v->node, sizeof(v->node), "%s", x);
+    /* The GPU: when every diverging execution names the same one on x. */
+    const char *gpu = NULL;
+    int gpu_ok = 1;
+    for (int i = 0; i < n && gpu_ok; i++) {
+        if (v->diverged[i] != 1)
+            continue;
+        const char *g = NULL;
+        for (int p = 0; p < f->e[i].nprobe; p++)
+            if (!strcmp(f->e[i].probe[p], x))
+                g = f->e[i].gpu[p];
+        if (!g || !*g || (gpu && strcmp(gpu, g)))
+            gpu_ok = 0;
+        else
+            gpu = g;
+    }
+    if (gpu_ok && gpu)
+        snprintf(v->gpu, sizeof(v->gpu), "%s", gpu);
+    step(v, "%d replay%s ran clean away from %s: %s", control, control == 1 ? "" : "s", x, b);
+    decide(v, "persistent-hardware",
+           "the divergence follows %s%s%s: it came back in all %d replay%s that ran there and in none of the %d that "
+           "ran elsewhere (%s)",
+           x, v->gpu[0] ? " GPU " : "", v->gpu, here, here == 1 ? "" : "s", control, b);
+}

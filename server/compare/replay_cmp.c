@@ -1,0 +1,204 @@
+/* replay_cmp.c - two runs compared over a window of steps from their stored records (server/compare/replay_cmp.h). */
+#include "server/compare/replay_cmp.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/recmatch.h"
+#include "server/core/xalloc.h"
+#include "server/store/db.h"
+#include "server/store/frames.h"
+
+void rc_register(void)
+{
+    /* The window's stored segments (server/store/frames.h): how many records first, then the frames. */
+    db_register("rc_count", "SELECT coalesce(sum(n), 0) FROM record_frames WHERE run_key = ANY($1::bigint[]) "
+                            "AND step BETWEEN $2 AND $3 AND ($4::int[] IS NULL OR rank = ANY($4::int[]))");
+    db_register("rc_frames", "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
+                             "AND step BETWEEN $2 AND $3 AND ($4::int[] IS NULL OR rank = ANY($4::int[]))");
+}
+
+/* One record of the window: its key, the comparable record and its row. */
+typedef struct rrow {
+    int run; /* 0: a, 1: b */
+    int rank;
+    int64_t step;
+    rec_record rec; /* points into the frame set read */
+    int level;
+} rrow;
+
+static int in_steps(const rec_record *r)
+{
+    return rec_in_steps(r);
+}
+
+static int by_key(const void *x, const void *y)
+{
+    const rrow *a = x, *b = y;
+    if (a->run != b->run)
+        return a->run - b->run;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->step != b->step)
+        return a->step < b->step ? -1 : 1;
+    size_t la = a->rec.name_len, lb = b->rec.name_len;
+    int c = memcmp(a->rec.name, b->rec.name, la < lb ? la : lb);
+    if (c)
+        return c;
+    if (la != lb)
+        return la < lb ? -1 : 1;
+    return a->rec.occurrence < b->rec.occurrence ? -1 : a->rec.occurrence > b->rec.occurrence;
+}
+
+/* same_key - a and b (of different runs) name the same record. */
+static int cmp_key(const rrow *a, const rrow *b)
+{
+    rrow x = *a, y = *b;
+    x.run = y.run = 0;
+    return by_key(&x, &y);
+}
+
+static cause_inputs inputs_of(const rec_record *x, const rec_record *y)
+{
+    if (!x->n_inputs || !y->n_inputs)
+        return CAUSE_IN_UNKNOWN;
+    return x->n_inputs == y->n_inputs && !memcmp(x->inputs, y->inputs, x->n_inputs * sizeof(uint64_t)) ? CAUSE_IN_SAME
+                                                                                                        : CAUSE_IN_DIFF;
+}
+
+static void fill(rc_rec *o, const rrow *a, const rrow *b, cause_inputs in)
+{
+    memset(o, 0, sizeof(*o));
+    o->rank = a->rank;
+    o->step = a->step;
+    o->seq = (int64_t)a->rec.seq;
+    snprintf(o->name, sizeof(o->name), "%.*s", (int)a->rec.name_len, a->rec.name);
+    o->occurrence = a->rec.occurrence;
+    o->level = a->level;
+    o->dtype = a->rec.dtype;
+    o->fp_a = a->rec.fp;
+    o->fp_b = b->rec.fp;
+    o->has_value = (a->rec.flags & REC_HAS_VALUE) && (b->rec.flags & REC_HAS_VALUE);
+    o->value_a = a->rec.value;
+    o->value_b = b->rec.value;
+    o->inputs = (int)in;
+}
+
+static int earlier(const rrow *a, const rc_rec *than, int have)
+{
+    return !have || a->step < than->step || (a->step == than->step && (int64_t)a->rec.seq < than->seq);
+}
+
+int rc_compare(int64_t a, int64_t b, int64_t from, int64_t to, const char *ranks, rc_result *out, char *err,
+               size_t cap)
+{
+    char keys[64], f[32], t[32];
+    memset(out, 0, sizeof(*out));
+    snprintf(keys, sizeof(keys), "{%" PRId64 ",%" PRId64 "}", a, b);
+    snprintf(f, sizeof(f), "%" PRId64, from);
+    snprintf(t, sizeof(t), "%" PRId64, to);
+    const char *p[] = {keys, f, t, ranks};
+    PGresult *r = db_exec("rc_count", 4, p, err, cap);
+    if (!r)
+        return -1;
+    long long stored = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    if (stored > RC_MAX_RECORDS) {
+        snprintf(err, cap,
+                 "steps %" PRId64 "-%" PRId64 " of the two runs hold more than %d records; declare checkpoints so that "
+                 "a replay starts closer to the divergence",
+                 from, to, RC_MAX_RECORDS);
+        return -1;
+    }
+    r = db_exec_bin("rc_frames", 4, p, err, cap);
+    if (!r)
+        return -1;
+    /* the window's step records (entries of state blocks are no step records: common/recmatch.h) */
+    frame_set set = {0};
+    if (frames_rows(&set, r, 0, 1, 2, 3, in_steps, err, cap) < 0) {
+        frame_set_release(&set);
+        return -1;
+    }
+    int n = (int)set.n;
+    rrow *rows = xcalloc((size_t)n + 1, sizeof(*rows));
+    for (int i = 0; i < n; i++) {
+        rrow *x = &rows[i];
+        x->run = set.run_key[i] == a ? 0 : 1;
+        x->rec = set.recs[i];
+        x->rank = (int)x->rec.rank;
+        x->step = x->rec.step;
+        x->level = x->rec.level;
+    }
+    qsort(rows, (size_t)n, sizeof(*rows), by_key);
+    int na = 0;
+    while (na < n && rows[na].run == 0)
+        na++;
+    /* Merge the two sorted halves; per rank, the first difference. */
+    cause_rank *firsts = xcalloc(64, sizeof(*firsts));
+    rc_rec *per = xcalloc(64, sizeof(*per));
+    int nfirst = 0, capfirst = 64;
+    int have_first = 0;
+    for (int i = 0, j = na; i < na && j < n;) {
+        int c = cmp_key(&rows[i], &rows[j]);
+        if (c < 0) {
+            i++;
+            continue;
+        }
+        if (c > 0) {
+            j++;
+            continue;
+        }
+        const rrow *x = &rows[i], *y = &rows[j];
+        out->common++;
+        if (rec_compare(&x->rec, &y->rec) != REC_SAME) {
+            cause_inputs in = inputs_of(&x->rec, &y->rec);
+            int k;
+            for (k = 0; k < nfirst && firsts[k].rank != x->rank; k++)
+                ;
+            if (k == nfirst) {
+                if (nfirst == capfirst) {
+                    capfirst *= 2;
+                    firsts = xrealloc(firsts, (size_t)capfirst * sizeof(*firsts));
+                    per = xrealloc(per, (size_t)capfirst * sizeof(*per));
+                }
+                nfirst++;
+                fill(&per[k], x, y, in);
+            } else if (earlier(x, &per[k], 1)) {
+                fill(&per[k], x, y, in);
+            }
+            if (earlier(x, &out->first, have_first)) {
+                fill(&out->first, x, y, in);
+                have_first = 1;
+            }
+            if (in == CAUSE_IN_SAME && earlier(x, &out->clean, out->has_clean)) {
+                fill(&out->clean, x, y, in);
+                out->has_clean = 1;
+            }
+        }
+        i++;
+        j++;
+    }
+    out->differs = have_first;
+    if (nfirst) {
+        for (int k = 0; k < nfirst; k++)
+            firsts[k] = (cause_rank){per[k].rank,   per[k].step,       per[k].seq, per[k].name, strlen(per[k].name),
+                                     per[k].occurrence, 0,              (cause_inputs)per[k].inputs};
+        int nranks = 0;
+        for (int i = 0; i < n; i++)
+            if (rows[i].rank + 1 > nranks)
+                nranks = rows[i].rank + 1;
+        cause_facts cf = {firsts, (size_t)nfirst, nranks, 0};
+        cause_verdict cv;
+        cause_judge(&cf, &cv);
+        out->cause = cv.kind;
+        for (int k = 0; k < cv.norigin && out->norigin < RC_MAX_ORIGIN; k++)
+            out->origin[out->norigin++] = cv.origin[k];
+    }
+    free(firsts);
+    free(per);
+    free(rows);
+    frame_set_release(&set);
+    return 0;
+}

@@ -1,0 +1,516 @@
+/* narrow.c - replay experiments: designed and stored (narrow_create), their jobs recorded (server/fleet/narrow.h);
+ * narrow_read.c shows them, narrow_eval.c judges them. */
+#include "server/fleet/narrow.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/hostlist.h"
+#include "common/record.h"
+#include "server/compare/replay.h"
+#include "server/compare/verdict.h"
+#include "server/core/log.h"
+#include "server/core/xalloc.h"
+#include "server/fleet/narrow_int.h"
+#include "server/store/db.h"
+#include "server/store/frames.h"
+#include "server/store/sql.h"
+
+static int fail(int *status, int code, srv_error *e, const char *fact, const char *detail, const char *hint)
+{
+    *status = code;
+    return srv_error_set(e, fact, detail, hint);
+}
+
+static const char *str_of(json_t *o, const char *key, const char *dflt)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
+/* int_of - member `key` of `o` in lo..hi (dflt when absent); -1 with `bad` set when not an integer in range. */
+static long long int_of(json_t *o, const char *key, long long lo, long long hi, long long dflt, int *bad)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v || json_is_null(v))
+        return dflt;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        *bad = 1;
+        return dflt;
+    }
+    return json_integer_value(v);
+}
+
+/* The records flag of a saved state block's entries (common/record.h), as SQL text. */
+#define CK_SAVED_KIND "2" /* saved state entries' own segments (server/store/frames.h) */
+_Static_assert(FRAMES_KIND_SAVED == 2, "CK_SAVED_KIND follows FRAMES_KIND_SAVED");
+
+/* substitute - `tpl` with {step}, {path} and {stop} filled in, into `out`. Returns 0, or -1 when it does not
+ * fit or names a placeholder it cannot fill ({path} without a path). */
+static int substitute(const char *tpl, long long step, const char *path, long long stop, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (const char *c = tpl; *c; c++) {
+        char val[4200];
+        const char *v = NULL;
+        if (!strncmp(c, "{step}", 6)) {
+            snprintf(val, sizeof(val), "%lld", step);
+            v = val;
+            c += 5;
+        } else if (!strncmp(c, "{stop}", 6)) {
+            snprintf(val, sizeof(val), "%lld", stop);
+            v = val;
+            c += 5;
+        } else if (!strncmp(c, "{path}", 6)) {
+            if (!path || !*path)
+                return -1;
+            v = path;
+            c += 5;
+        }
+        if (v) {
+            size_t l = strlen(v);
+            if (n + l >= cap)
+                return -1;
+            memcpy(out + n, v, l);
+            n += l;
+        } else {
+            if (n + 1 >= cap)
+                return -1;
+            out[n++] = *c;
+        }
+    }
+    out[n] = 0;
+    return 0;
+}
+
+/* content_key - what an entry of a divergence's runs holds: fingerprint and value bits, or "missing". */
+static void content_key(json_t *e, char *out, size_t cap)
+{
+    if (!e || !json_is_true(json_object_get(e, "present")))
+        snprintf(out, cap, "missing");
+    else
+        snprintf(out, cap, "%s/%s", str_of(e, "fp", ""), str_of(e, "value_bits", "-"));
+}
+
+static json_t *entry_of(json_t *entries, const char *run_id)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(entries, i, e) if (!strcmp(str_of(e, "run_id", ""), run_id)) return e;
+    return NULL;
+}
+
+int narrow_probe(const char *run_key, const int *origin, int norigin, const char *nodes, char *probe, size_t pcap,
+                 char *gpus, size_t gcap, char *err, size_t ecap)
+{
+    char ranks[400] = "{";
+    size_t l = 1;
+    for (int i = 0; i < norigin && l < sizeof(ranks) - 16; i++)
+        l += (size_t)snprintf(ranks + l, sizeof(ranks) - l, "%s%d", i ? "," : "", origin[i]);
+    snprintf(ranks + l, sizeof(ranks) - l, "}");
+    const char *p[] = {run_key, ranks};
+    PGresult *r = sql_query("SELECT coalesce(nullif(manifest->>'slurm_node', ''), nullif(manifest->>'node', ''), "
+                            "manifest->>'host', ''), coalesce(manifest->'gpu'->>'uuid', CASE WHEN "
+                            "jsonb_typeof(manifest->'gpus') = 'array' AND jsonb_array_length(manifest->'gpus') = 1 "
+                            "THEN manifest->'gpus'->0->>'uuid' END, '') FROM manifests WHERE run_key = $1::bigint "
+                            "AND ($2::int[] = '{}' OR rank = ANY($2::int[])) ORDER BY rank",
+                            2, p, err, ecap);
+    if (!r)
+        return -1;
+    size_t pl = 0, gl = 0;
+    probe[0] = gpus[0] = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *node = PQgetvalue(r, i, 0), *gpu = PQgetvalue(r, i, 1);
+        if (!*node)
+            continue;
+        /* one entry per node (its GPU: the first origin rank's there) */
+        char pat[300];
+        snprintf(pat, sizeof(pat), ",%s,", node);
+        char have[1200];
+        snprintf(have, sizeof(have), ",%s,", probe);
+        if (strstr(have, pat))
+            continue;
+        if (pl < pcap)
+            pl += (size_t)snprintf(probe + pl, pcap - pl, "%s%s", pl ? "," : "", node);
+        if (gl < gcap)
+            gl += (size_t)snprintf(gpus + gl, gcap - gl, "%s%s", pl > strlen(node) ? "," : "", gpu);
+    }
+    PQclear(r);
+    if (!probe[0]) {
+        /* No manifest: a run on one node ran its origin ranks there. */
+        char names[2][HOSTLIST_NAME_MAX];
+        if (nodes && hostlist_expand(nodes, names, 2) == 1) {
+            snprintf(probe, pcap, "%s", names[0]);
+            snprintf(gpus, gcap, "%s", "");
+        }
+    }
+    return 0;
+}
+
+/* node_array - the request's nodes as rp_node rows (strings borrowed from `arr`). Returns how many, -1 when
+ * malformed. */
+static int node_array(json_t *arr, rp_node *out, int max)
+{
+    size_t i;
+    json_t *o;
+    int n = 0;
+    if (!json_is_array(arr) || !json_array_size(arr) || json_array_size(arr) > (size_t)max)
+        return -1;
+    json_array_foreach(arr, i, o)
+    {
+        const char *name = str_of(o, "name", NULL), *state = str_of(o, "state", NULL);
+        if (!name || !state || !*name || strlen(name) >= HOSTLIST_NAME_MAX ||
+            strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "abcdefghijklmnopqrstuvwxyz"
+                         "0123456789._-") != strlen(name))
+            return -1;
+        out[n++] = (rp_node){name, state, 0};
+    }
+    return n;
+}
+
+/* The group's runs as the design needs them. */
+typedef struct nrun {
+    const char *key, *id, *job, *nodes, *command, *mode, *resume;
+    int ranks;
+    long long start;
+    char probe[512], gpus[512];
+} nrun;
+
+long long narrow_create(const char *group, json_t *req, int *status, srv_error *e)
+{
+    char err[512], detail[1200];
+    int bad = 0;
+    const char *level = str_of(req, "level", "modules");
+    long long window = int_of(req, "window", 0, 1000, 1, &bad);
+    long long maxp = int_of(req, "placements", 1, RP_MAX_PLACEMENTS, 6, &bad);
+    long long timeout = int_of(req, "timeout_s", 5, 86400, 900, &bad);
+    const char *actor = str_of(req, "actor", "");
+    if (bad)
+        return fail(status, 400, e, "bad narrow request",
+                    "window must be 0..1000 steps, placements 1..16, timeout_s 5..86400",
+                    "see docs/server.md, Narrows");
+    if (strcmp(level, "modules") && strcmp(level, "ops"))
+        return fail(status, 400, e, "bad narrow request", "level must be modules or ops",
+                    "see docs/server.md, Narrows");
+    rp_node nodes[RP_MAX_NODES];
+    int nnodes = node_array(json_object_get(req, "nodes"), nodes, RP_MAX_NODES);
+    if (nnodes < 0)
+        return fail(
+            status, 400, e, "bad narrow request",
+            "\"nodes\" must list the cluster's nodes as [{\"name\": \"n1\", \"state\": \"idle\"}, ...] (1 to 256; "
+            "names of letters, digits, '.', '_' and '-')",
+            "the lockstep command sends sinfo's node states; see docs/server.md, Narrows");
+
+    /* Nodes lockstepd already suspects are never controls (server/compare/replay.h). */
+    PGresult *sus =
+        sql_query("SELECT name FROM hw_nodes WHERE state IN ('suspect', 'drained')", 0, NULL, err, sizeof(err));
+    if (!sus)
+        return fail(status, 503, e, "database unavailable", err, "retry shortly");
+    for (int i = 0; i < nnodes; i++)
+        for (int k = 0; k < PQntuples(sus); k++)
+            if (!strcmp(nodes[i].name, PQgetvalue(sus, k, 0)))
+                nodes[i].suspect = 1;
+    PQclear(sus);
+    grp_verdict vd;
+    int got = verdict_load(group, &vd, err, sizeof(err));
+    if (got < 0)
+        return fail(status, 503, e, "database unavailable", err, "retry shortly");
+    if (got == 0) {
+        snprintf(detail, sizeof(detail), "no run belongs to twin group \"%.255s\"", group);
+        return fail(status, 404, e, "unknown twin group", detail, "list runs with GET /api/v1/runs?group=NAME");
+    }
+    long long id = -1;
+    PGresult *runs = NULL;
+    nrun *rs = NULL;
+    if (strcmp(vd.status, "diverged") || !json_is_object(vd.first)) {
+        snprintf(detail, sizeof(detail), "group %.255s is %s (%s): nothing to narrow", group, vd.status, vd.status_why);
+        fail(status, 409, e, "narrow works on a diverged group", detail, "see lockstep twins GROUP");
+        goto out_release;
+    }
+    const char *p1[] = {group};
+    runs = sql_query("SELECT run_key::text, run_id::text, job_id, nodes, command, mode, ranks, start_step, "
+                     "resume_template FROM runs WHERE twin_group = $1 ORDER BY run_key",
+                     1, p1, err, sizeof(err));
+    if (!runs) {
+        fail(status, 503, e, "database unavailable", err, "retry shortly");
+        goto out_release;
+    }
+    int nr = PQntuples(runs) < RP_MAX_RUNS ? PQntuples(runs) : RP_MAX_RUNS;
+    rs = xcalloc((size_t)nr + 1, sizeof(*rs));
+    json_t *first = vd.first, *entries = json_object_get(first, "runs");
+    int64_t S = json_integer_value(json_object_get(first, "step"));
+    /* Content classes at the first divergence, and the majority's. */
+    char keys[RP_MAX_RUNS][160];
+    int nkeys = 0, majority = -1, odd = -1;
+    rp_run rr[RP_MAX_RUNS];
+    const char *odd_id = str_of(first, "odd_run_id", NULL);
+    for (int i = 0; i < nr; i++) {
+        nrun *x = &rs[i];
+        x->key = PQgetvalue(runs, i, 0);
+        x->id = PQgetvalue(runs, i, 1);
+        x->job = PQgetvalue(runs, i, 2);
+        x->nodes = PQgetvalue(runs, i, 3);
+        x->command = PQgetvalue(runs, i, 4);
+        x->mode = PQgetvalue(runs, i, 5);
+        x->ranks = atoi(PQgetvalue(runs, i, 6));
+        x->start = strtoll(PQgetvalue(runs, i, 7), NULL, 10);
+        x->resume = PQgetvalue(runs, i, 8);
+        json_t *en = entry_of(entries, x->id);
+        char k[160];
+        content_key(en, k, sizeof(k));
+        int c;
+        for (c = 0; c < nkeys && strcmp(keys[c], k); c++)
+            ;
+        if (c == nkeys)
+            snprintf(keys[nkeys++], sizeof(keys[0]), "%s", k);
+        rr[i] = (rp_run){x->id, x->nodes, c};
+        if (en && json_is_true(json_object_get(en, "majority")))
+            majority = c;
+        if (odd_id && !strcmp(odd_id, x->id))
+            odd = i;
+        if (narrow_probe(x->key, vd.origin, vd.norigin, x->nodes, x->probe, sizeof(x->probe), x->gpus, sizeof(x->gpus),
+                         err, sizeof(err)) < 0) {
+            fail(status, 503, e, "database unavailable", err, "retry shortly");
+            goto out_release;
+        }
+    }
+    if (majority < 0)
+        odd = -1;
+    /* The majority's result is A, whatever the order the runs registered in. */
+    if (majority > 0) {
+        char tmp[sizeof(keys[0])];
+        memcpy(tmp, keys[0], sizeof(tmp));
+        memcpy(keys[0], keys[majority], sizeof(tmp));
+        memcpy(keys[majority], tmp, sizeof(tmp));
+        for (int i = 0; i < nr; i++)
+            rr[i].content = rr[i].content == majority ? 0 : rr[i].content == 0 ? majority : rr[i].content;
+        majority = 0;
+    }
+    int software = vd.cause == CAUSE_CONFIGURATION || vd.cause == CAUSE_EVERY_RANK || vd.cause == CAUSE_OPERATION;
+    rp_group g = {rr, nr, odd, software};
+    rp_plan plan;
+    if (rp_plan_make(&g, nodes, nnodes, (int)maxp, &plan) < 0) {
+        fail(status, 409, e, "cannot design a replay of this group", plan.notes[0], "see docs/cli.md, narrow");
+        goto out_release;
+    }
+    if (PQntuples(runs) > RP_MAX_RUNS && plan.nnotes < RP_MAX_NOTES)
+        snprintf(plan.notes[plan.nnotes++], sizeof(plan.notes[0]),
+                 "only the first %d of the group's %d runs are considered", RP_MAX_RUNS, PQntuples(runs));
+
+    /* The window, and the finer trace inside it on the origin ranks. */
+    long long from = S - window < 0 ? 0 : S - window, to = S + window;
+    char trace[600], ranks_txt[300] = "";
+    size_t rl = 0;
+    for (int k = 0; k < vd.norigin && rl < sizeof(ranks_txt) - 12; k++)
+        rl += (size_t)snprintf(ranks_txt + rl, sizeof(ranks_txt) - rl, "%s%d", k ? "," : "", vd.origin[k]);
+    snprintf(trace, sizeof(trace), "collectives;%s:steps=%lld-%lld%s%s", level, from, to, rl ? ":ranks=" : "",
+             ranks_txt);
+
+    /* The design document. */
+    json_t *design = json_object(), *jruns = json_array(), *jnodes = json_array(), *jnotes = json_array(),
+           *origin = json_array(), *contents = json_array();
+    for (int k = 0; k < vd.norigin; k++)
+        json_array_append_new(origin, json_integer(vd.origin[k]));
+    for (int c = 0; c < nkeys; c++) {
+        json_t *ids = json_array();
+        for (int i = 0; i < nr; i++)
+            if (rr[i].content == c)
+                json_array_append_new(ids, json_string(rs[i].id));
+        char label[8];
+        snprintf(label, sizeof(label), "%c", 'A' + c % 26);
+        json_array_append_new(contents, json_pack("{s:i, s:s, s:o, s:b, s:s}", "content", c, "label", label, "runs",
+                                                  ids, "majority", c == majority, "at_first_divergence", keys[c]));
+    }
+    for (int i = 0; i < nr; i++)
+        json_array_append_new(jruns, json_pack("{s:s, s:s, s:s, s:i, s:b, s:b, s:s, s:s, s:n}", "run_id", rs[i].id,
+                                               "job_id", rs[i].job, "nodes", rs[i].nodes, "content", rr[i].content,
+                                               "majority", rr[i].content == majority, "odd", i == odd, "probe_nodes",
+                                               rs[i].probe, "gpus", rs[i].gpus, "diverged"));
+    for (int i = 0; i < nnodes; i++)
+        json_array_append_new(jnodes, json_pack("{s:s, s:s, s:b, s:b}", "name", nodes[i].name, "state", nodes[i].state,
+                                                "usable", rp_node_usable(nodes[i].state), "suspect", nodes[i].suspect));
+    for (int i = 0; i < plan.nnotes; i++)
+        json_array_append_new(jnotes, json_string(plan.notes[i]));
+    json_object_set_new(design, "kind", json_string(plan.kind));
+    json_object_set_new(design, "cause", json_string(cause_name(vd.cause)));
+    json_object_set_new(design, "cause_detail", json_string(vd.cause_why));
+    json_object_set_new(design, "origin_ranks", origin);
+    json_object_set_new(design, "first_divergence",
+                        json_pack("{s:I, s:i, s:s, s:I, s:s?}", "step", (json_int_t)S, "rank",
+                                  (int)json_integer_value(json_object_get(first, "rank")), "name",
+                                  str_of(first, "name", ""), "occurrence",
+                                  json_integer_value(json_object_get(first, "occurrence")), "odd_run_id", odd_id));
+    json_object_set_new(design, "majority_content", majority >= 0 ? json_integer(majority) : json_null());
+    json_object_set_new(design, "contents", contents);
+    json_object_set_new(design, "runs", jruns);
+    json_object_set_new(design, "nodes", jnodes);
+    json_object_set_new(design, "notes", jnotes);
+    json_object_set_new(design, "max_placements", json_integer(maxp));
+    char *design_txt = json_dumps(design, JSON_COMPACT);
+    json_decref(design);
+
+    if (sql_begin(err, sizeof(err)) < 0) {
+        free(design_txt);
+        fail(status, 503, e, "database unavailable", err, "retry shortly");
+        goto out_release;
+    }
+    PGresult *seq = sql_query("SELECT nextval('narrows_id_seq')", 0, NULL, err, sizeof(err));
+    if (!seq)
+        goto out_rollback;
+    id = strtoll(PQgetvalue(seq, 0, 0), NULL, 10);
+    PQclear(seq);
+    char ids[32], ngroup[300], st[32], fs[32], ts[32], tmo[32];
+    snprintf(ids, sizeof(ids), "%lld", id);
+    snprintf(ngroup, sizeof(ngroup), "%.200s.narrow-%lld", group, id);
+    snprintf(st, sizeof(st), "%" PRId64, S);
+    snprintf(fs, sizeof(fs), "%lld", from);
+    snprintf(ts, sizeof(ts), "%lld", to);
+    snprintf(tmo, sizeof(tmo), "%lld seconds", timeout);
+    const char *pn[] = {ids, group, ngroup, st, fs, ts, level, trace, design_txt, actor, tmo};
+    if (sql_do("INSERT INTO narrows (id, twin_group, narrow_group, step, from_step, to_step, level, trace, design, "
+               "actor, deadline_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, now() + $11::interval)",
+               11, pn, err, sizeof(err)) < 0)
+        goto out_rollback;
+    for (int k = 0; k < plan.n; k++) {
+        const rp_place *pl = &plan.p[k];
+        const nrun *src = &rs[pl->source];
+        char cmd[8192], idx[16], rstep[32] = "", why[600];
+        const char *resume_step = NULL;
+        snprintf(cmd, sizeof(cmd), "%s", src->command);
+        snprintf(why, sizeof(why), "%s", pl->why);
+        if (src->resume[0]) {
+            /* The newest checkpoint before the window, known from either fact a run gives of one: declared
+             * (ls_checkpoint, POST /runs/ID/checkpoints: its step and path) or a saved state block of that step on
+             * every rank (ls_state_begin LS_STATE_SAVED: its step only). A template that names {path} needs a
+             * declared one. */
+            char stepb[32];
+            snprintf(stepb, sizeof(stepb), "%lld", from);
+            const char *pc[] = {src->key, stepb, strstr(src->resume, "{path}") ? "t" : "f"};
+            PGresult *ck = sql_query(
+                "SELECT step, max(path), bool_or(declared), bool_or(saved) FROM ("
+                "SELECT step, path, true AS declared, false AS saved FROM run_checkpoints WHERE run_key = $1::bigint "
+                "AND step < $2::bigint UNION ALL "
+                "SELECT step, '', false, true FROM record_frames WHERE run_key = $1::bigint AND kind = " CK_SAVED_KIND " "
+                "AND step < $2::bigint GROUP BY step HAVING count(DISTINCT rank) >= greatest(1, (SELECT count(*) "
+                "FROM manifests m WHERE m.run_key = $1::bigint))) c "
+                "GROUP BY step HAVING NOT $3::boolean OR max(path) <> '' ORDER BY step DESC LIMIT 1",
+                3, pc, err, sizeof(err));
+            if (!ck)
+                goto out_rollback;
+            if (PQntuples(ck) == 1) {
+                long long c = strtoll(PQgetvalue(ck, 0, 0), NULL, 10);
+                int declared = PQgetvalue(ck, 0, 2)[0] == 't', saved = PQgetvalue(ck, 0, 3)[0] == 't';
+                const char *known = declared && saved ? "declared, and its saved state block recorded"
+                                    : declared        ? "declared"
+                                                      : "known from its saved state block";
+                char filled[8192];
+                if (substitute(src->resume, c, PQgetvalue(ck, 0, 1), to, filled, sizeof(filled)) == 0) {
+                    snprintf(cmd, sizeof(cmd), "%s", filled);
+                    snprintf(rstep, sizeof(rstep), "%lld", c);
+                    resume_step = rstep;
+                    size_t wl = strlen(why);
+                    snprintf(why + wl, sizeof(why) - wl, " (from the checkpoint of step %lld, %s)", c, known);
+                } else {
+                    size_t wl = strlen(why);
+                    snprintf(why + wl, sizeof(why) - wl,
+                             " (the whole run: its resume template does not fit with the checkpoint of step %lld)", c);
+                }
+            } else {
+                size_t wl = strlen(why);
+                snprintf(why + wl, sizeof(why) - wl,
+                         strstr(src->resume, "{path}")
+                             ? " (the whole run: no checkpoint with a path declared before step %lld)"
+                             : " (the whole run: no checkpoint declared or saved before step %lld)",
+                         from);
+            }
+            PQclear(ck);
+        }
+        snprintf(idx, sizeof(idx), "%d", k);
+        const char *pp[] = {ids, idx, pl->role, src->key, pl->nodes, why, cmd, resume_step};
+        if (sql_do("INSERT INTO narrow_placements (narrow_id, idx, role, source_run_key, nodes, why, command, "
+                   "resume_step) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                   8, pp, err, sizeof(err)) < 0)
+            goto out_rollback;
+    }
+    if (sql_commit(err, sizeof(err)) < 0) {
+        free(design_txt);
+        fail(status, 503, e, "database unavailable", err, "retry shortly");
+        id = -1;
+        goto out_release;
+    }
+    free(design_txt);
+    log_info("narrow %lld of group %s: %s design, %d placements, window %lld-%lld, replay group %s", id, group,
+             plan.kind, plan.n, from, to, ngroup);
+    goto out_release;
+out_rollback:
+    sql_rollback();
+    free(design_txt);
+    fail(status, 503, e, "database unavailable", err, "retry shortly");
+    id = -1;
+out_release:
+    free(rs);
+    PQclear(runs);
+    verdict_release(&vd);
+    return id;
+}
+
+int narrow_set_jobs(long long id, json_t *req, int *status, srv_error *e)
+{
+    char err[512], ids[32];
+    snprintf(ids, sizeof(ids), "%lld", id);
+    json_t *pl = json_object_get(req, "placements");
+    if (!json_is_array(pl) || !json_array_size(pl))
+        return fail(status, 400, e, "bad request",
+                    "\"placements\" must be a list of {\"index\": I, \"job_id\": \"J\"} or {\"index\": I, \"error\": "
+                    "\"why\"}",
+                    "see docs/server.md, Narrows");
+    const char *p1[] = {ids};
+    PGresult *r = sql_query("SELECT state FROM narrows WHERE id = $1::bigint", 1, p1, err, sizeof(err));
+    if (!r)
+        return fail(status, 503, e, "database unavailable", err, "retry shortly");
+    if (!PQntuples(r)) {
+        PQclear(r);
+        return fail(status, 404, e, "unknown narrow", "no narrow has this id",
+                    "list a group's with GET /api/v1/twins/G/narrows");
+    }
+    int running = !strcmp(PQgetvalue(r, 0, 0), "running");
+    PQclear(r);
+    if (!running)
+        return fail(status, 409, e, "the narrow is finished", "its verdict is given; jobs can no longer be added",
+                    "start another with lockstep narrow GROUP");
+    size_t i;
+    json_t *o;
+    json_array_foreach(pl, i, o)
+    {
+        json_t *idx = json_object_get(o, "index");
+        const char *job = str_of(o, "job_id", NULL), *why = str_of(o, "error", NULL);
+        if (!json_is_integer(idx) || (!job == !why) || (job && (!*job || strlen(job) > 64)))
+            return fail(status, 400, e, "bad request",
+                        "each placement needs an integer index and either a job_id (1-64 bytes) or an error",
+                        "see docs/server.md, Narrows");
+        char ix[32];
+        snprintf(ix, sizeof(ix), "%" JSON_INTEGER_FORMAT, json_integer_value(idx));
+        const char *pj[] = {ids, ix, job};
+        const char *pw[] = {ids, ix, why};
+        PGresult *u =
+            job ? sql_query("UPDATE narrow_placements SET job_id = $3 WHERE narrow_id = $1::bigint AND idx = "
+                            "$2::int AND outcome IS NULL RETURNING 1",
+                            3, pj, err, sizeof(err))
+                : sql_query("UPDATE narrow_placements SET outcome = 'not-run', detail = $3, decided_at = now() "
+                            "WHERE narrow_id = $1::bigint AND idx = $2::int AND outcome IS NULL RETURNING 1",
+                            3, pw, err, sizeof(err));
+        if (!u)
+            return fail(status, 503, e, "database unavailable", err, "retry shortly");
+        int n = PQntuples(u);
+        PQclear(u);
+        if (!n) {
+            char d[200];
+            snprintf(d, sizeof(d), "narrow %lld has no undecided placement %s", id, ix);
+            return fail(status, 400, e, "no such placement", d, "read the narrow with GET /api/v1/narrows/ID");
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# narrow.sh - the replay tier: `lockstep narrow` on a real local 4-node Slurm with the SPANK plugin and a real
+# lockstepd. Faults belong to nodes (the cluster's TaskProlog gives a node's own environment to every task that
+# starts there; deploy/slurm/node-env.sh), never to a job's environment: a fault on n3 in every job ->
+# persistent-hardware naming n3 (three runs, and two runs with a third node to break the tie); a one-off on n4 ->
+# transient-hardware; --nondeterministic -> software; a pair with no third node free -> inconclusive, saying why;
+# a job with a resume template and declared checkpoints -> replays from the checkpoint before the window.
+# usage: tests/slurm/narrow.sh BUILD_DIR      (ends with "N passed, N failed")
+set -u
+build=$(readlink -f "${1:-build}")
+src=$(cd "$(dirname "$0")/../.." && pwd)
+plugin=$build/lib/spank_lockstep.so
+agent=$build/lib/liblockstep.so
+lockstepd=$build/bin/lockstepd
+train=$build/bin/lockstep-train
+cli=$build/bin/lockstep
+tmp=$(mktemp -d /tmp/ls-narrow-XXXXXX)
+chmod 755 "$tmp"
+run=
+srv_pid=
+rcv_pid=
+pass=0; fail=0
+
+alive() { local st; st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "$st" != Z ]; }
+stop_pid() {
+  kill -TERM "$1" 2>/dev/null
+  for _ in $(seq 1 100); do alive "$1" || return 0; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null
+}
+cleanup() {
+  [ -n "$srv_pid" ] && stop_pid "$srv_pid"
+  [ -n "$rcv_pid" ] && stop_pid "$rcv_pid"
+  [ -n "$run" ] && "$src/deploy/slurm/down.sh" "$run" >/dev/null 2>&1
+  if [ -n "${NARROW_KEEP:-}" ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+
+check() { # check NAME FUNCTION: the function must succeed
+  local name=$1; shift
+  : >"$tmp/out"; : >"$tmp/err"
+  local t; t=$(date +%s%N)
+  if "$@"; then pass=$((pass+1)); echo "ok   $name ($(( ($(date +%s%N) - t) / 1000000 )) ms)"
+  else fail=$((fail+1)); echo "FAIL $name"; sed 's/^/     /' "$tmp/out" "$tmp/err" | tail -40; fi
+}
+bail() { echo "$*"; echo "0 passed, 1 failed"; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || bail "the narrow tier needs root (slurmd runs job steps as their user)"
+for f in "$plugin" "$agent" "$lockstepd" "$train" "$cli"; do [ -f "$f" ] || bail "$f is missing; run make first"; done
+
+# Private copies: a rebuild of the tree meanwhile must not change the binaries under the jobs.
+mkdir -p "$tmp/bin" "$tmp/lib"
+cp "$plugin" "$agent" "$tmp/lib/" && cp "$train" "$lockstepd" "$cli" "$tmp/bin/" || bail "cannot copy the binaries"
+plugin=$tmp/lib/${plugin##*/} agent=$tmp/lib/${agent##*/} train=$tmp/bin/${train##*/} lockstepd=$tmp/bin/${lockstepd##*/}
+cli=$tmp/bin/${cli##*/}
+
+user_preload=
+case $build in */san)
+  user_preload=$(gcc -print-file-name=libasan.so)
+  export ASAN_OPTIONS=detect_leaks=0 ;;
+esac
+# No fault, twin group or lockstep setting comes from this shell: the faults are the nodes'.
+for v in $(compgen -e | grep -E '^(LOCKSTEP_|SLURM_|NCCL_|OMPI_MCA_coll)'); do unset "$v"; done
+unset LD_PRELOAD OMP_NUM_THREADS CUBLAS_WORKSPACE_CONFIG PYTHONHASHSEED MKL_CBWR NVTE_ALLOW_NONDETERMINISTIC_ALGO
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
+
+free_port() {
+  local p
+  for _ in $(seq 1 100); do
+    p=$((20000 + RANDOM % 30000))
+    ss -Htan "sport = :$p" 2>/dev/null | grep -q . || { echo "$p"; return 0; }
+  done
+  return 1
+}
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/secret"; chmod 600 "$tmp/secret"
+echo "narrow-admin-token" >"$tmp/admin"; chmod 600 "$tmp/admin"
+lsd_port=$(free_port); rcv_port=$(free_port)
+api="http://127.0.0.1:$lsd_port/api/v1"
+python3 "$src/tests/integration/receiver.py" "$rcv_port" "$tmp/hooks.jsonl" >/dev/null 2>&1 &
+rcv_pid=$!
+
+t0=$(date +%s%N)
+args="agent=$agent secret=$tmp/secret spool=$tmp/spool server=http://127.0.0.1:$lsd_port timeout_ms=3000"
+run=$("$src/deploy/slurm/up.sh" -d "$tmp/cluster" -n 4 -p "$plugin" -a "$args" -o required 2>"$tmp/up.err") || {
+  cat "$tmp/up.err"; run=$tmp/cluster; bail "the local cluster did not start"; }
+export SLURM_CONF=$run/slurm.conf
+cat >"$tmp/lockstepd.conf" <<CONF
+listen = 127.0.0.1:$lsd_port
+state_dir = $tmp/lsd
+secret = $tmp/secret
+admin_token = $tmp/admin
+alert_webhook_url = http://127.0.0.1:$rcv_port/hook
+suspects_interval_ms = 500
+alert_retry_ms = 100
+alert_retry_max_s = 2
+CONF
+"$lockstepd" --config "$tmp/lockstepd.conf" --port-file "$tmp/lsd.port" >>"$tmp/lsd.log" 2>&1 &
+srv_pid=$!
+for _ in $(seq 1 300); do [ -s "$tmp/lsd.port" ] && break; alive "$srv_pid" || break; sleep 0.1; done
+[ -s "$tmp/lsd.port" ] || { tail -20 "$tmp/lsd.log"; bail "lockstepd did not start"; }
+echo "cluster and lockstepd up in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+export LOCKSTEP_SERVER=http://127.0.0.1:$lsd_port
+
+json() { python3 -c "import json,sys; d=json.load(sys.stdin); r=($1); print(r)"; }
+get() { curl -sS --max-time 10 "$api$1"; }
+wait_for() { # wait_for SECONDS COMMAND...: poll until the command succeeds
+  local end=$(( $(date +%s) + $1 )); shift
+  while [ "$(date +%s)" -lt "$end" ]; do "$@" 2>/dev/null && return 0; sleep 0.2; done
+  "$@"
+}
+queue_empty() { [ -z "$(squeue -h 2>/dev/null)" ]; }
+nodes_idle() { [ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" = 4 ]; }
+
+# The job every run is: lockstep-train over MPI, two ranks on one node (as make demo's).
+printf '#!/bin/bash\nexec srun --mpi=pmix "%s" --quiet "$@"\n' "$train" >"$tmp/job.sh"
+chmod 755 "$tmp/job.sh"
+TRAIN=(--steps 8 --hidden 16 --batch 16)
+# submit GROUP NODE [SBATCH OPTIONS --] [TRAINER ARGS]: one run of GROUP on NODE; prints the job id.
+submit() {
+  local group=$1 node=$2; shift 2
+  local opts=()
+  if [[ " $* " == *" -- "* ]]; then while [ "$1" != -- ]; do opts+=("$1"); shift; done; shift; fi
+  local exp="ALL"
+  [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload"
+  sbatch --parsable --export="$exp" -N1 -n2 -w "$node" --lockstep=det --lockstep-twin="$group" "${opts[@]}" \
+    -o "$tmp/%j.out" "$tmp/job.sh" "${TRAIN[@]}" "$@"
+}
+status_is() { [ "$(get "/twins/$1" | json "d['status']")" = "$2" ]; }
+# group_of GROUP NODE... : one run on each node at once, then wait for the jobs and the group's verdict.
+group_of() {
+  local g=$1; shift
+  local n jobs=()
+  for n in "$@"; do jobs+=("$(submit "$g" "$n")") || return 1; done
+  echo "group $g: jobs ${jobs[*]} on $*" >>"$tmp/err"
+  wait_for 240 queue_empty || { squeue >>"$tmp/err"; return 1; }
+  wait_for 60 status_is "$g" diverged || { get "/twins/$g" >>"$tmp/err"; return 1; }
+}
+# narrow GROUP [ARGS]: the narrow's JSON document in $tmp/$GROUP.json (its progress on stderr), its exit code.
+narrow() {
+  local g=$1; shift
+  local t; t=$(date +%s%N)
+  env ${user_preload:+LD_PRELOAD=$user_preload} timeout 600 "$cli" narrow "$g" --token-file "$tmp/admin" --json \
+    --timeout 300 --output "$tmp/replays" "$@" >"$tmp/$g.json" 2>>"$tmp/err"
+  local rc=$?
+  echo "narrow $g: exit $rc in $(( ($(date +%s%N) - t) / 1000000 )) ms" | tee -a "$tmp/timings" >>"$tmp/err"
+  return $rc
+}
+field() { json "$2" <"$tmp/$1.json"; }
+placements() { # placements GROUP: "ROLE@NODES=outcome/diverged ..."
+  field "$1" "' '.join('%s@%s=%s/%s' % (p['role'], p['nodes'], p['outcome'], p['diverged']) for p in d['placements'])"
+}
+mkdir -p "$tmp/replays"
+
+# --- a one-off fault on n4: the first task that starts there flips a bit at step 6, never again
+t_transient() {
+  "$src/deploy/slurm/node-env.sh" "$run" n4 --once LOCKSTEP_FAULT=node=n4,step=6,bit=12 || return 1
+  group_of once n1 n2 n4 || return 1
+  grep -l 'injected fault: rank [01] node n4 step 6' "$tmp"/*.out >>"$tmp/err" || { echo "no fault on n4" >>"$tmp/err"; return 1; }
+  [ ! -e "$run/nodes/n4/once.env" ] || { echo "the one-off was not taken" >>"$tmp/err"; return 1; }
+  narrow once || return 1
+  placements once >>"$tmp/err"
+  [ "$(field once "d['verdict'], d['node']")" = "('transient-hardware', 'n4')" ] || { cat "$tmp/once.json" >>"$tmp/err"; return 1; }
+  [ "$(placements once)" = "odd-again@n4=ran/False majority-on-odd-nodes@n4=ran/False odd-on-majority-nodes@n1=ran/False odd-on-other-nodes@n3=ran/False" ]
+}
+
+# --- nondeterministic software: its cause says so; the runs are replayed in place and name the record
+t_software() {
+  local a b
+  a=$(submit nondet n1 --nondeterministic) && b=$(submit nondet n2 --nondeterministic) || return 1
+  wait_for 240 queue_empty || return 1
+  wait_for 60 status_is nondet diverged || { get /twins/nondet >>"$tmp/err"; return 1; }
+  narrow nondet || return 1
+  placements nondet >>"$tmp/err"
+  [ "$(field nondet "d['verdict'], d['kind'], d['cause']")" = "('software', 'in-place', 'operation')" ] &&
+    field nondet "d['reason']" | grep -q 'the cause is operation' &&
+    [ "$(field nondet "d['record']['name'], d['record']['output_differs_while_inputs_matched']")" = "('allreduce.out', True)" ]
+}
+
+# --- a GPU on n3 that flips bit 12 of a gradient at step 6 in every job: a property of the node
+t_persistent() {
+  "$src/deploy/slurm/node-env.sh" "$run" n3 LOCKSTEP_FAULT=node=n3,step=6,bit=12 || return 1
+  group_of gpu n1 n2 n3 || return 1
+  # both ranks run on n3: both meet the fault at step 6 (the cause rule calls that content: no input fingerprints)
+  get /twins/gpu | json "d['first_divergence']['step'], d['first_divergence']['cause'], d['first_divergence']['origin_ranks']" >>"$tmp/err"
+  [ "$(get /twins/gpu | json "d['first_divergence']['step'], d['first_divergence']['origin_ranks']")" = "(6, [0, 1])" ] || return 1
+  narrow gpu || return 1
+  placements gpu >>"$tmp/err"
+  [ "$(field gpu "d['verdict'], d['node'], d['kind']")" = "('persistent-hardware', 'n3', 'three-run')" ] || { cat "$tmp/gpu.json" >>"$tmp/err"; return 1; }
+  placements gpu | grep -Eqx "odd-again@n3=ran/True majority-on-odd-nodes@n3=ran/True odd-on-majority-nodes@n[12]=ran/False odd-on-other-nodes@n4=ran/False" || return 1
+  # the record the finer trace (modules, steps 5-7, rank of the fault) names between a replay on n3 and one elsewhere
+  field gpu "d['record']" >>"$tmp/err"
+  [ "$(field gpu "d['record']['step'], d['record']['level'], d['record']['name']")" = "(6, 'collective', 'allreduce.in')" ] || return 1
+  # no job asked for the fault: the replays on n3 met it because they ran there
+  grep -l 'injected fault: rank [01] node n3 step 6' "$tmp/replays"/*.out | wc -l | grep -qx 2
+}
+verdict_hook() { # verdict_hook GROUP: the webhook receiver got GROUP's verdict alert
+  python3 -c "
+import json, sys
+sys.exit(0 if any(b.get('kind') == 'verdict' and b.get('group') == '$1'
+                  for b in (json.loads(json.loads(l)['body']) for l in open('$tmp/hooks.jsonl'))) else 1)"
+}
+t_persistent_reaches() {
+  # the twin API, the replay group's link back, the node's history, its evidence, the follow-up alert
+  local v; v=$(get /twins/gpu | json "d['replay']['verdict'], d['replay']['node']")
+  [ "$v" = "('persistent-hardware', 'n3')" ] || { echo "twin API: $v" >>"$tmp/err"; return 1; }
+  local ng; ng=$(field gpu "d['narrow_group']")
+  v=$(get "/twins/$ng" | json "d['narrow_of']['group']")
+  [ "$v" = gpu ] || { echo "narrow_of: $v" >>"$tmp/err"; return 1; }
+  get "/nodes/n3/history?limit=500" | json "[e['kind'] for e in d['items'] if e.get('group')=='gpu']" >"$tmp/out"
+  grep -q verdict "$tmp/out" || { echo "n3 history has no verdict of gpu" >>"$tmp/err"; return 1; }
+  wait_for 20 bash -c "curl -s '$api/nodes/n3/history?limit=500' | grep -q 'replays of group gpu'" ||
+    { echo "n3 history has no involvement from the replays" >>"$tmp/err"; return 1; }
+  wait_for 20 verdict_hook gpu || { echo "no verdict alert of gpu at the receiver" >>"$tmp/err"; return 1; }
+  python3 - "$tmp/hooks.jsonl" <<'PY' 2>>"$tmp/err"
+import json, sys
+bodies = [json.loads(json.loads(l)["body"]) for l in open(sys.argv[1])]
+v = [b for b in bodies if b.get("kind") == "verdict" and b.get("group") == "gpu"]
+assert len(v) == 1, v
+assert v[0]["severity"] == "critical" and "replay verdict persistent-hardware on n3" in v[0]["summary"], v[0]
+assert "odd-again on n3" in v[0]["text"] and v[0]["details"]["node"] == "n3", v[0]
+PY
+}
+t_show() {
+  "$cli" narrow gpu --show >"$tmp/out" 2>&1 && grep -q '^verdict: persistent-hardware, node n3' "$tmp/out" &&
+    grep -q '^reasoning:' "$tmp/out" && grep -q 'odd-again .*reproduced the divergence' "$tmp/out"
+}
+
+# --- a pair, one run on faulty n3: the replays on n2 and n4 are the third opinion
+t_pair() {
+  group_of pair n1 n3 || return 1
+  narrow pair || return 1
+  placements pair >>"$tmp/err"
+  [ "$(field pair "d['verdict'], d['node'], d['kind']")" = "('persistent-hardware', 'n3', 'two-run')" ] || { cat "$tmp/pair.json" >>"$tmp/err"; return 1; }
+}
+
+# --- the same pair with n2 and n4 drained: no third opinion, and the verdict says so
+t_not_enough_nodes() {
+  scontrol update nodename=n2,n4 state=drain reason=narrow-test || return 1
+  narrow pair
+  local rc=$?
+  scontrol update nodename=n2,n4 state=resume
+  [ "$rc" = 1 ] || { echo "exit $rc, wanted 1 (inconclusive)" >>"$tmp/err"; return 1; }
+  field pair "d['reason']" >>"$tmp/err"
+  [ "$(field pair "d['verdict']")" = inconclusive ] && field pair "d['reason']" | grep -q 'no majority' &&
+    field pair "d['reason']" | grep -q 'no 1 usable node outside the group' &&
+    [ "$(field pair "sorted(n['name'] for n in d['nodes'] if not n['usable'])")" = "['n2', 'n4']" ] || return 1
+  # the newest conclusive verdict still decides the group's evidence: n3 keeps its involvement from the pair
+  wait_for 20 nodes_idle
+}
+
+# --- a job that says how it resumes, and declares its checkpoints: replays start at the one before the window
+t_resume() {
+  local k jobs=() dirs=()
+  # Each run checkpoints into its own directory under the same relative name: twins with different command lines
+  # would differ in configuration (the one manifest diff), which explains a divergence as software.
+  for k in 1 2 3; do
+    mkdir -p "$tmp/ck$k"
+    jobs+=("$(submit resume "n$k" "--chdir=$tmp/ck$k" \
+      "--lockstep-resume=$train --quiet --steps {stop} --hidden 16 --batch 16 --resume {path}" -- \
+      --checkpoint-every 4 --checkpoint-dir ck)") || return 1
+  done
+  wait_for 240 queue_empty || return 1
+  wait_for 60 status_is resume diverged || { get /twins/resume >>"$tmp/err"; return 1; }
+  local id; id=$(get /twins/resume | json "[r['run_id'] for r in d['runs'] if r['nodes']=='n3'][0]")
+  get "/runs/$id/checkpoints" | json "[(c['step'], c['path']) for c in d['items']]" >>"$tmp/err"
+  [ "$(get "/runs/$id/checkpoints" | json "[c['step'] for c in d['items']]")" = "[8, 4]" ] || return 1
+  narrow resume || return 1
+  placements resume >>"$tmp/err"
+  field resume "[(p['resume_step'], p['command']) for p in d['placements']]" >>"$tmp/err"
+  [ "$(field resume "sorted(set(p['resume_step'] for p in d['placements']))")" = "[4]" ] || return 1
+  field resume "d['placements'][0]['command']" | grep -q -- "--steps 7 --hidden 16 --batch 16 --resume $tmp/ck3/ck/step-00000004$" || return 1
+  [ "$(field resume "d['verdict'], d['node']")" = "('persistent-hardware', 'n3')" ] || return 1
+  # the replays began at step 5: their records start there, and they stopped after the window (step 7)
+  local r
+  for r in $(field resume "' '.join(p['run_id'] for p in d['placements'])"); do
+    get "/runs/$r" | json "d['start_step'], min(x['min_step'] for x in d['rank_status']), max(x['max_step'] for x in d['rank_status'])" >>"$tmp/err"
+    [ "$(get "/runs/$r" | json "d['start_step'], min(x['min_step'] for x in d['rank_status']), max(x['max_step'] for x in d['rank_status'])")" = "(5, 5, 7)" ] || return 1
+  done
+}
+
+t_refusals() {
+  "$cli" narrow gpu --json >"$tmp/out" 2>&1; [ $? = 4 ] && grep -q 'admin token' "$tmp/out" || return 1
+  submit lone n1 >/dev/null && wait_for 240 queue_empty || return 1 # a lone run: pending, nothing to narrow
+  "$cli" narrow lone --token-file "$tmp/admin" >"$tmp/out" 2>&1; [ $? = 2 ] && grep -q 'nothing to narrow' "$tmp/out"
+}
+
+check "a one-off fault on n4 (node property, taken by one task): transient-hardware naming n4" t_transient
+check "--nondeterministic twins: software (cause operation), the record named in place" t_software
+check "a fault on n3 in every job there: persistent-hardware naming n3, the divergence follows it" t_persistent
+check "the verdict reaches the twin API, the replay group, n3's history and evidence, and a follow-up alert" t_persistent_reaches
+check "narrow --show prints the verdict, placements and reasoning again" t_show
+check "a two-run group: replays on free nodes break the tie, persistent-hardware naming n3" t_pair
+check "not enough free nodes (n2, n4 drained): inconclusive, and the reason says so" t_not_enough_nodes
+check "a resume template and declared checkpoints: replays start at the checkpoint before the window" t_resume
+check "narrow needs the admin token; refuses a group that did not diverge" t_refusals
+t_clean_stop() {
+  kill -TERM "$srv_pid"; wait "$srv_pid"; local rc=$?; srv_pid=
+  [ "$rc" = 0 ] && ! grep -E 'AddressSanitizer|runtime error|LeakSanitizer' "$tmp/lsd.log" >>"$tmp/err"
+}
+check "lockstepd stops cleanly" t_clean_stop
+cat "$tmp/timings" 2>/dev/null | sed 's/^/     /'
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
