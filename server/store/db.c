@@ -13,7 +13,7 @@
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 
-#define MAX_STATEMENTS 64
+#define MAX_STATEMENTS 256
 
 static char *conninfo;
 static struct {
