@@ -159,7 +159,8 @@ t_transient() {
   narrow once || return 1
   placements once >>"$tmp/err"
   [ "$(field once "d['verdict'], d['node']")" = "('transient-hardware', 'n4')" ] || { cat "$tmp/once.json" >>"$tmp/err"; return 1; }
-  [ "$(placements once)" = "odd-again@n4=ran/False majority-on-odd-nodes@n4=ran/False odd-on-majority-nodes@n1=ran/False odd-on-other-nodes@n3=ran/False" ]
+  # the majority run whose nodes take the odd job is the first registered of n1's and n2's (they start at once)
+  placements once | grep -Eqx "odd-again@n4=ran/False majority-on-odd-nodes@n4=ran/False odd-on-majority-nodes@n[12]=ran/False odd-on-other-nodes@n3=ran/False"
 }
 
 # --- nondeterministic software: its cause says so; the runs are replayed in place and name the record
@@ -269,11 +270,12 @@ t_resume() {
   [ "$(field resume "sorted(set(p['resume_step'] for p in d['placements']))")" = "[4]" ] || return 1
   field resume "d['placements'][0]['command']" | grep -q -- "--steps 7 --hidden 16 --batch 16 --resume $tmp/ck3/ck/step-00000004$" || return 1
   [ "$(field resume "d['verdict'], d['node']")" = "('persistent-hardware', 'n3')" ] || return 1
-  # the replays began at step 5: their records start there, and they stopped after the window (step 7)
+  # the replays began at step 5 and stopped after the window (step 7); their earliest records are the restored
+  # state block of the checkpoint's step 4 (lockstep-train records it as it loads the checkpoint, issue 17)
   local r
   for r in $(field resume "' '.join(p['run_id'] for p in d['placements'])"); do
     get "/runs/$r" | json "d['start_step'], min(x['min_step'] for x in d['rank_status']), max(x['max_step'] for x in d['rank_status'])" >>"$tmp/err"
-    [ "$(get "/runs/$r" | json "d['start_step'], min(x['min_step'] for x in d['rank_status']), max(x['max_step'] for x in d['rank_status'])")" = "(5, 5, 7)" ] || return 1
+    [ "$(get "/runs/$r" | json "d['start_step'], min(x['min_step'] for x in d['rank_status']), max(x['max_step'] for x in d['rank_status'])")" = "(5, 4, 7)" ] || return 1
   done
 }
 
