@@ -32,7 +32,7 @@ static enum MHD_Result metrics(http_req *req, char **args)
 
 static const route ROUTES[] = {
     {"GET", "/api/v1/health", MR_HEALTH, AUTH_OPEN, health},
-    {"GET", "/metrics", MR_METRICS, AUTH_OPEN, metrics},
+    {"GET", "/metrics", MR_METRICS, AUTH_READ, metrics},
 };
 
 void api_health_register(void)

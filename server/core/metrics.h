@@ -22,6 +22,15 @@ enum metric_route {
  * `status`, which took `seconds`. Thread-safe, lock-free. */
 void metrics_request(int route, int status, double seconds);
 
+/* metrics_abandoned - count one request on `route` that ended before any
+ * answer was queued: the client went away, or its connection timed out. */
+void metrics_abandoned(int route);
+
+/* metrics_conn_timeout - count `n` connections closed for sending their
+ * headers (MT_HEADERS) or their body (MT_BODY) too slowly. */
+enum metric_timeout { MT_HEADERS, MT_BODY, MT_COUNT };
+void metrics_conn_timeout(int phase, unsigned long n);
+
 /* metrics_batch - count one ingested batch of `records` records
  * (`duplicate`: acknowledged, not stored again). */
 void metrics_batch(uint64_t records, int duplicate);

@@ -64,6 +64,15 @@ int http_auth_job(http_req *req, const char *job_id)
     return 0;
 }
 
+int http_auth_present(http_req *req)
+{
+    if (!g_srv.secret || bearer(req))
+        return 0;
+    http_reply_error(req, 401, "authentication required", "this endpoint needs a job's token",
+                     "send Authorization: Bearer <token>; the SPANK plugin sets LOCKSTEP_TOKEN");
+    return -1;
+}
+
 int http_token_is_job(http_req *req, const char *job_id)
 {
     const char *t = bearer(req);

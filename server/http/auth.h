@@ -17,6 +17,11 @@ int http_auth_admin(http_req *req);
  * allowed; else replies 401 (no token) or 403 (a wrong one) and returns -1. */
 int http_auth_job(http_req *req, const char *job_id);
 
+/* http_auth_present - with a site secret configured, check that the request
+ * carries some bearer token (which job it must be for is not known yet).
+ * Returns 0, else replies 401 and returns -1. */
+int http_auth_present(http_req *req);
+
 /* http_token_is_job - 1 when the request's bearer token is the token of
  * `job_id` (never with no secret configured); else 0. Replies nothing. */
 int http_token_is_job(http_req *req, const char *job_id);
