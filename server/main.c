@@ -23,6 +23,7 @@
 #include "server/api/runs.h"
 #include "server/api/series.h"
 #include "server/api/twin_records.h"
+#include "server/api/twin_steps.h"
 #include "server/api/twins.h"
 #include "server/compare/compare.h"
 #include "server/core/config.h"
@@ -183,6 +184,7 @@ int main(int argc, char **argv)
     api_series_register();
     api_twins_register();
     api_twin_records_register();
+    api_twin_steps_register();
     api_nodes_register();
     api_alerts_register();
     api_admin_register();

@@ -11,8 +11,11 @@
 
 void group_register(void)
 {
+    /* The first GROUP_MAX_RUNS runs (a group holds no more since registration refuses the next one; older
+     * data may), and how many there are. */
     db_register("grp_runs", "SELECT run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode, "
-                            TS("created_at") ", " TS("ended_at") " FROM runs WHERE twin_group = $1 ORDER BY run_key");
+                            TS("created_at") ", " TS("ended_at") ", count(*) OVER () FROM runs WHERE twin_group = $1 "
+                            "ORDER BY run_key LIMIT " GROUP_MAX_RUNS_TEXT);
 }
 
 static enum MHD_Result unknown_group(http_req *req, const char *group)
@@ -32,6 +35,7 @@ int group_open(http_req *req, const char *group, group_runs *g, enum MHD_Result 
         return 0;
     }
     g->n = PQntuples(g->res) < GROUP_MAX_RUNS ? PQntuples(g->res) : GROUP_MAX_RUNS;
+    g->total = g->n ? strtoll(PQgetvalue(g->res, 0, 11), NULL, 10) : 0;
     for (int i = 0; i < g->n; i++)
         g->keys[i] = strtoll(PQgetvalue(g->res, i, 0), NULL, 10);
     if (g->n == 0) {

@@ -15,6 +15,7 @@
 typedef struct group_runs {
     PGresult *res;
     int n;
+    int64_t total; /* runs the group has (more than n only in data older than the limit) */
     int64_t keys[GROUP_MAX_RUNS];
 } group_runs;
 

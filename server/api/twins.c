@@ -10,6 +10,7 @@
 #include "common/dtype.h"
 #include "common/recmatch.h"
 #include "server/api/group.h"
+#include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
@@ -104,155 +105,12 @@ static enum MHD_Result read_twins(http_req *req, char **args)
                          : g.n >= 2 && all_ended && unchecked == 0 ? "match"
                                                                     : "pending";
     json_t *first = json_array_size(per_rank) ? json_incref(json_array_get(per_rank, 0)) : json_null();
-    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o}", "group", group, "status", status, "runs", runs,
-                          "first_divergence", first, "per_rank", per_rank);
+    json_t *o = json_pack("{s:s, s:s, s:o, s:I, s:o, s:o}", "group", group, "status", status, "runs", runs,
+                          "runs_total", (json_int_t)g.total, "first_divergence", first, "per_rank", per_rank);
     PQclear(u);
     PQclear(d);
     PQclear(g.res);
     return http_reply_json(req, 200, o);
-}
-
-/* Progress of one run on one rank. */
-/* One step digest row, parsed. */
-typedef struct dig {
-    int64_t step;
-    int rank;
-    int run; /* index into the group's runs */
-    int64_t n, digest;
-} dig;
-
-static int by_step_rank(const void *a, const void *b)
-{
-    const dig *x = a, *y = b;
-    if (x->step != y->step)
-        return x->step < y->step ? -1 : 1;
-    return x->rank < y->rank ? -1 : x->rank > y->rank;
-}
-
-/* Per run and rank: how far it got (progress), -1 for none. */
-typedef struct prog {
-    int64_t max_step;
-    int state; /* 0: no records, 1: running, 2: ended */
-} prog;
-
-static enum MHD_Result read_twin_steps(http_req *req, char **args)
-{
-    const char *group = args[0];
-    char err[512];
-    group_runs g;
-    enum MHD_Result sent;
-    if (!group_open(req, group, &g, &sent))
-        return sent;
-    int64_t lo = INT64_MIN;
-    for (int i = 0; i < g.n; i++) {
-        int64_t s = strtoll(PQgetvalue(g.res, i, 6), NULL, 10);
-        if (s > lo)
-            lo = s;
-    }
-    const char *fs = http_query(req, "from"), *ts = http_query(req, "to"), *cs = http_query(req, "compact");
-    int compact = cs && (!strcmp(cs, "1") || !strcmp(cs, "true"));
-    int64_t from = fs && *fs ? strtoll(fs, NULL, 10) : lo;
-    int64_t to = ts && *ts ? strtoll(ts, NULL, 10) : from + 999;
-    if (to < from || to - from > 100000) {
-        PQclear(g.res);
-        return http_reply_error(req, 400, "bad step range", "?from= and ?to= must satisfy from <= to <= from + 100000",
-                                "ask for fewer steps at a time");
-    }
-    if (from < lo)
-        from = lo; /* steps before the latest start are not shared */
-    char f[32], t[32], keys[GROUP_KEYS_CAP];
-    snprintf(f, sizeof(f), "%" PRId64, from);
-    snprintf(t, sizeof(t), "%" PRId64, to);
-    group_keys(&g, keys, sizeof(keys));
-    const char *p1[] = {group};
-    const char *p2[] = {keys, f, t};
-    PGresult *pr = db_exec("grp_progress", 1, p1, err, sizeof(err));
-    PGresult *sr = pr ? db_exec("grp_steps", 3, p2, err, sizeof(err)) : NULL;
-    if (!pr || !sr) {
-        PQclear(pr);
-        PQclear(g.res);
-        return http_reply_db_down(req, err);
-    }
-
-    /* Parse the rows and the progress into arrays indexed by run and rank. */
-    int n = PQntuples(sr), np = PQntuples(pr), nranks = 0;
-    dig *rows = xmalloc(((size_t)n + 1) * sizeof(*rows));
-    for (int i = 0; i < n; i++) {
-        rows[i].run = group_run_index(&g, strtoll(PQgetvalue(sr, i, 0), NULL, 10));
-        rows[i].rank = atoi(PQgetvalue(sr, i, 1));
-        rows[i].step = strtoll(PQgetvalue(sr, i, 2), NULL, 10);
-        rows[i].n = strtoll(PQgetvalue(sr, i, 3), NULL, 10);
-        rows[i].digest = strtoll(PQgetvalue(sr, i, 4), NULL, 10);
-        if (rows[i].rank >= nranks)
-            nranks = rows[i].rank + 1;
-    }
-    for (int i = 0; i < np; i++)
-        if (atoi(PQgetvalue(pr, i, 1)) >= nranks)
-            nranks = atoi(PQgetvalue(pr, i, 1)) + 1;
-    PQclear(sr);
-    prog *progs = xcalloc((size_t)g.n * (size_t)(nranks ? nranks : 1), sizeof(*progs));
-    for (int i = 0; i < np; i++) {
-        int run = group_run_index(&g, strtoll(PQgetvalue(pr, i, 0), NULL, 10));
-        int rank = atoi(PQgetvalue(pr, i, 1));
-        if (run < 0 || rank < 0)
-            continue;
-        prog *x = &progs[(size_t)run * (size_t)nranks + (size_t)rank];
-        x->max_step = strtoll(PQgetvalue(pr, i, 2), NULL, 10);
-        x->state = PQgetvalue(pr, i, 3)[0] == 't' ? 2 : 1;
-    }
-    PQclear(pr);
-    qsort(rows, (size_t)n, sizeof(*rows), by_step_rank);
-
-    json_t *steps = json_array(), *cur_ranks = NULL;
-    int64_t cur_step = 0;
-    int have_cur = 0;
-    for (int i = 0; i < n;) {
-        int64_t step = rows[i].step;
-        int rank = rows[i].rank;
-        int j = i, present = 0, differs = 0;
-        for (; j < n && rows[j].step == step && rows[j].rank == rank; j++) {
-            if (rows[j].digest != rows[i].digest || rows[j].n != rows[i].n)
-                differs = 1;
-            present++;
-        }
-        int pending = 0, runs_in = 0;
-        for (int k = 0; k < g.n; k++) {
-            const prog *pg = &progs[(size_t)k * (size_t)nranks + (size_t)rank];
-            if (!pg->state) {
-                /* no records on this rank: pending while that run runs, missing once it has ended */
-                if (!strcmp(PQgetvalue(g.res, k, 5), "running"))
-                    pending = 1;
-                else if (step >= strtoll(PQgetvalue(g.res, k, 6), NULL, 10))
-                    runs_in++;
-                continue;
-            }
-            runs_in++;
-            if (pg->state == 2 ? step > pg->max_step : step >= pg->max_step)
-                pending = 1;
-        }
-        const char *status = pending ? "pending" : present < runs_in ? "missing" : differs ? "diverged" : "match";
-        if (!have_cur || step != cur_step) {
-            cur_ranks = json_array();
-            json_array_append_new(steps, json_pack("{s:I, s:o}", "step", (json_int_t)step, "ranks", cur_ranks));
-            cur_step = step;
-            have_cur = 1;
-        }
-        if (compact) { /* ranks[r] is rank r's status; null where no run recorded that rank */
-            while ((int)json_array_size(cur_ranks) < rank)
-                json_array_append_new(cur_ranks, json_null());
-            json_array_append_new(cur_ranks, json_string(status));
-        } else {
-            json_array_append_new(cur_ranks,
-                                  json_pack("{s:i, s:s, s:i}", "rank", rank, "status", status, "runs", present));
-        }
-        i = j;
-    }
-    free(progs);
-    free(rows);
-    PQclear(g.res);
-    return http_reply_json(req, 200,
-                           json_pack("{s:s, s:I, s:I, s:i, s:o}", "group", group, "from", (json_int_t)from, "to",
-                                     (json_int_t)to, "ranks", nranks, "steps", steps));
 }
 
 /* flatten - add every leaf of `v` under `path` to `out` (path -> value). */
@@ -280,13 +138,28 @@ static enum MHD_Result read_manifest_diff(http_req *req, char **args)
     enum MHD_Result sent;
     if (!group_open(req, group, &g, &sent))
         return sent;
-    const char *p[] = {group};
-    PGresult *r = db_exec("grp_manifests", 1, p, err, sizeof(err));
-    if (!r) {
+    /* One window of ranks per answer (DIFF_MAX_RANKS from ?rank_from=); a stored manifest larger than a
+     * manifest may be now is left out ("skipped"). */
+    long long rank_from;
+    if (api_int_arg(req, "rank_from", 0, INT32_MAX, 0, &rank_from) < 0) {
+        PQclear(g.res);
+        return MHD_YES;
+    }
+    char rf[24], rt[24], mx[16];
+    snprintf(rf, sizeof(rf), "%lld", rank_from);
+    snprintf(rt, sizeof(rt), "%lld", rank_from + DIFF_MAX_RANKS - 1);
+    snprintf(mx, sizeof(mx), "%d", MANIFEST_BODY_MAX);
+    const char *p[] = {group, rf, rt, mx};
+    PGresult *r = db_exec("grp_manifests", 4, p, err, sizeof(err));
+    PGresult *more = r ? db_exec("grp_manifest_more", 2, (const char *[]){group, rt}, err, sizeof(err)) : NULL;
+    if (!r || !more) {
+        PQclear(r);
         PQclear(g.res);
         return http_reply_db_down(req, err);
     }
-    json_t *diffs = json_array();
+    int more_ranks = PQntuples(more) > 0;
+    PQclear(more);
+    json_t *diffs = json_array(), *skipped = json_array();
     int n = PQntuples(r);
     for (int i = 0; i < n;) {
         int rank = atoi(PQgetvalue(r, i, 1));
@@ -295,7 +168,10 @@ static enum MHD_Result read_manifest_diff(http_req *req, char **args)
         const char *ids[GROUP_MAX_RUNS];
         int m = 0;
         while (j < n && atoi(PQgetvalue(r, j, 1)) == rank) {
-            if (m < GROUP_MAX_RUNS) {
+            if (PQgetisnull(r, j, 2)) {
+                json_array_append_new(skipped, json_pack("{s:s, s:i, s:s}", "run_id", PQgetvalue(r, j, 0), "rank",
+                                                         rank, "why", "larger than a manifest may be"));
+            } else if (m < GROUP_MAX_RUNS) {
                 json_t *doc = json_loads(PQgetvalue(r, j, 2), 0, NULL);
                 flat[m] = json_object();
                 flatten(flat[m], "", doc);
@@ -341,12 +217,14 @@ static enum MHD_Result read_manifest_diff(http_req *req, char **args)
         json_array_append_new(run_ids, json_string(PQgetvalue(g.res, i, 1)));
     PQclear(r);
     PQclear(g.res);
-    return http_reply_json(req, 200, json_pack("{s:s, s:o, s:o}", "group", group, "runs", run_ids, "diffs", diffs));
+    json_t *o = json_pack("{s:s, s:o, s:o, s:o, s:I}", "group", group, "runs", run_ids, "diffs", diffs, "skipped",
+                          skipped, "rank_from", (json_int_t)rank_from);
+    json_object_set_new(o, "next_rank_from", more_ranks ? json_integer(rank_from + DIFF_MAX_RANKS) : json_null());
+    return http_reply_json(req, 200, o);
 }
 
 static const route ROUTES[] = {
     {"GET", "/api/v1/twins/{}", MR_READ, AUTH_READ, read_twins},
-    {"GET", "/api/v1/twins/{}/steps", MR_READ, AUTH_READ, read_twin_steps},
     {"GET", "/api/v1/twins/{}/manifest-diff", MR_READ, AUTH_READ, read_manifest_diff},
 };
 
@@ -361,14 +239,11 @@ void api_twins_register(void)
                 "FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group = $1 GROUP BY p.rank) x "
                 "LEFT JOIN group_checks g ON g.twin_group = $1 AND g.rank = x.rank "
                 "WHERE x.lo <= x.hi AND (g.checked_upto IS NULL OR g.checked_upto < x.hi)");
-    db_register("grp_progress", "SELECT p.run_key, p.rank, p.max_step, e.run_key IS NOT NULL OR r.status <> 'running' "
-                                "FROM rank_progress p JOIN runs r USING (run_key) LEFT JOIN rank_ends e "
-                                "ON e.run_key = p.run_key AND e.rank = p.rank WHERE r.twin_group = $1");
-    /* No ORDER BY: the rows are sorted in C, which spares PostgreSQL an on-disk sort of a
-     * 500-step x 64-rank window (see bench/api). */
-    db_register("grp_steps", "SELECT run_key, rank, step, n, digest FROM step_digests "
-                             "WHERE run_key = ANY($1::bigint[]) AND step BETWEEN $2 AND $3");
-    db_register("grp_manifests", "SELECT r.run_id, m.rank, m.manifest::text FROM manifests m JOIN runs r "
-                                 "USING (run_key) WHERE r.twin_group = $1 ORDER BY m.rank, r.run_key");
+    db_register("grp_manifests", "SELECT r.run_id, m.rank, CASE WHEN pg_column_size(m.manifest) <= $4::int "
+                                 "THEN m.manifest::text END FROM manifests m JOIN runs r USING (run_key) "
+                                 "WHERE r.twin_group = $1 AND m.rank BETWEEN $2::int AND $3::int "
+                                 "ORDER BY m.rank, r.run_key");
+    db_register("grp_manifest_more", "SELECT 1 FROM manifests m JOIN runs r USING (run_key) "
+                                     "WHERE r.twin_group = $1 AND m.rank > $2::int LIMIT 1");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

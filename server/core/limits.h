@@ -20,6 +20,7 @@
 
 /* --- A twin group --- */
 #define GROUP_MAX_RUNS 64           /* runs of one group: the 65th registration is refused (409) */
+#define GROUP_MAX_RUNS_TEXT "64"
 #define GROUP_MAX_SHARED 64         /* users a group is shared with */
 
 /* --- Request bodies and heads (413 / 414 / 431 past these, answered before the body is read) --- */
@@ -31,10 +32,13 @@
 
 /* --- What one read may cost (answers page past these) --- */
 #define STEPS_MAX_RANKS 4096        /* ranks of one GET /twins/G/steps answer (rank_from .. rank_from + this - 1) */
+#define STEPS_MAX_RANKS_TEXT "4096"
 #define STEPS_MAX_CELLS 262144      /* digest rows of one GET /twins/G/steps answer: the step window shrinks */
 #define RUN_DETAIL_MAX_RANKS 4096   /* rank_status entries of one GET /runs/R answer */
 #define RUN_DETAIL_MAX_MANIFESTS 256 /* manifests of one GET /runs/R answer */
 #define DIFF_MAX_RANKS 256          /* ranks of one GET /twins/G/manifest-diff answer */
 #define LIST_TOTAL_MAX 10000        /* a list counts its total exactly up to this; past it "total" is null */
+#define LIST_TOTAL_MAX_TEXT "10000"
+#define LIST_MAX_BYTES (4 << 20)    /* a list answer stops adding items past this many bytes (next_cursor follows) */
 
 #endif /* SERVER_CORE_LIMITS_H */
