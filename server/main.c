@@ -16,6 +16,7 @@
 
 #include "common/crypto/token.h"
 #include "server/api/admin.h"
+#include "server/api/attest.h"
 #include "server/api/alerts.h"
 #include "server/api/health.h"
 #include "server/api/ingest.h"
@@ -188,6 +189,7 @@ int main(int argc, char **argv)
     api_nodes_register();
     api_alerts_register();
     api_admin_register();
+    api_attest_register();
     route_set_fallback(web_serve, MR_STATIC);
 
     int migrated = -1;

@@ -37,6 +37,7 @@ TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)
 TEST_OBJS_test_rule := $(B)/server/compare/rule.o
 TEST_OBJS_test_token := $(TOKEN_OBJS)
 TEST_OBJS_test_target := $(B)/server/http/target.o $(B)/server/core/xalloc.o
+TEST_OBJS_test_members := $(B)/server/compare/members.o
 TEST_LIBS_test_token = $(TOKEN_LIBS)
 
 # Integration test support shared by the tests and the benchmark.

@@ -14,7 +14,7 @@ void group_register(void)
     /* The first GROUP_MAX_RUNS runs (a group holds no more since registration refuses the next one; older
      * data may), and how many there are. */
     db_register("grp_runs", "SELECT run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode, "
-                            TS("created_at") ", " TS("ended_at") ", count(*) OVER () FROM runs WHERE twin_group = $1 "
+                            TS("created_at") ", " TS("ended_at") ", count(*) OVER (), attested_user FROM runs WHERE twin_group = $1 "
                             "ORDER BY run_key LIMIT " GROUP_MAX_RUNS_TEXT);
 }
 

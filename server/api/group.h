@@ -11,7 +11,7 @@
 #include "server/http/server.h"
 
 /* The group's runs: rows of run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode,
- * created_at, ended_at (in run_key order), at most GROUP_MAX_RUNS of them. */
+ * created_at, ended_at, (count), attested_user (in run_key order), at most GROUP_MAX_RUNS of them. */
 typedef struct group_runs {
     PGresult *res;
     int n;

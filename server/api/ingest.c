@@ -163,11 +163,21 @@ static enum MHD_Result ingest_run_create(http_req *req, char **args)
     if (check_run_fields(req, o, 1) < 0 || http_auth_job(req, json_string_value(json_object_get(o, "job_id"))) < 0 ||
         check_run_fields(req, o, 0) < 0)
         goto out_decref;
+    /* Who registers: what slurmstepd (its attestation token) or the admin vouches for, else what slurmstepd
+     * attested for another step of the same job, else only what the job reports. */
+    const char *job_id = json_string_value(json_object_get(o, "job_id"));
+    const char *user = json_string_value(json_object_get(o, "user"));
+    char known[USER_MAX + 1];
+    run_claim who = {user ? user : "", NULL, http_is_admin(req)};
+    if ((who.admin || http_token_is_attest(req, job_id)) && user && *user)
+        who.attested_user = user;
+    else if (!who.admin)
+        who.attested_user = store_job_attested_user(job_id, known, sizeof(known));
     run_info run;
     srv_error e;
     int created = 0;
-    if (store_run_create(o, &run, &created, &e) < 0) {
-        res = http_reply_srv_error(req, 503, &e);
+    if (store_run_create(o, &who, &run, &created, &e) < 0) {
+        res = http_reply_srv_error(req, e.status ? e.status : 503, &e);
         goto out_decref;
     }
     if (created)

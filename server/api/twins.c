@@ -9,16 +9,22 @@
 
 #include "common/dtype.h"
 #include "common/recmatch.h"
+#include "common/text.h"
 #include "server/api/group.h"
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
+#include "server/compare/members.h"
 #include "server/core/limits.h"
+#include "server/core/log.h"
+#include "server/core/state.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
+#include "server/http/auth.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/batch.h"
 #include "server/store/db.h"
+#include "server/store/groups.h"
 
 /* ulp_of - the ULP distance between two scalars given as value_bits hex strings of `dtype` (a name), as JSON:
  * null when it does not apply (no value on one side, a NaN, an unknown dtype). */
@@ -66,51 +72,172 @@ static json_t *divergence_json(PGresult *r, int i, const group_runs *g)
     return o;
 }
 
+/* twins_group_status - the one place a twin group's status is decided, from what the comparison stored:
+ * "diverged" when a rank diverged; "match" when at least two runs are compared, every run has ended and
+ * every rank was compared up to its end since its last record or end; else "pending". `reason` says why
+ * in words (what it waits for, or why nothing can be compared). */
+static const char *twins_group_status(int ndivs, int ncompared, int nruns, int all_ended, long unchecked, char *reason,
+                                      size_t cap)
+{
+    if (ndivs > 0) {
+        snprintf(reason, cap, "%d rank%s diverged", ndivs, ndivs == 1 ? "" : "s");
+        return "diverged";
+    }
+    if (ncompared < 2) {
+        snprintf(reason, cap, "%s", nruns < 2 ? "a twin group needs two runs"
+                                              : "fewer than two runs share steps to compare (see each run's left_out)");
+        return "pending";
+    }
+    if (!all_ended) {
+        snprintf(reason, cap, "some runs are still running");
+        return "pending";
+    }
+    if (unchecked > 0) {
+        snprintf(reason, cap, "%ld rank%s not compared to the end yet", unchecked, unchecked == 1 ? " is" : "s are");
+        return "pending";
+    }
+    snprintf(reason, cap, "%d runs matched on every step they share", ncompared);
+    return "match";
+}
+
 static enum MHD_Result read_twins(http_req *req, char **args)
 {
     const char *group = args[0];
-    char err[512];
+    char err[512], keys[GROUP_KEYS_CAP];
     group_runs g;
     enum MHD_Result sent;
     if (!group_open(req, group, &g, &sent))
         return sent;
-    const char *p[] = {group};
+    group_keys(&g, keys, sizeof(keys));
+    const char *p[] = {group}, *pk[] = {group, keys}, *pf[] = {keys};
     PGresult *d = db_exec("grp_divs", 1, p, err, sizeof(err));
-    PGresult *u = d ? db_exec("grp_unchecked", 1, p, err, sizeof(err)) : NULL;
-    if (!d || !u) {
+    PGresult *u = d ? db_exec("grp_unchecked", 2, pk, err, sizeof(err)) : NULL;
+    PGresult *f = u ? db_exec("grp_facts", 1, pf, err, sizeof(err)) : NULL;
+    srv_error e;
+    PGresult *own = f ? store_group_get(group, &e) : NULL;
+    if (!own) {
         PQclear(d);
+        PQclear(u);
+        PQclear(f);
         PQclear(g.res);
-        return http_reply_db_down(req, err);
+        return http_reply_db_down(req, f ? e.detail : err);
     }
+    /* Which runs the comparison takes, by the rule it applies to each rank (server/compare/members.h), here
+     * to whole runs: whether it recorded anything, how far, whether it ended. */
+    cmp_member m[GROUP_MAX_RUNS];
     int all_ended = 1;
+    for (int i = 0; i < g.n; i++) {
+        int ended = strcmp(PQgetvalue(g.res, i, 5), "running") != 0;
+        all_ended &= ended;
+        m[i] = (cmp_member){strtoll(PQgetvalue(g.res, i, 6), NULL, 10), 0, 0, 0, ended, 0, NULL};
+        for (int k = 0; k < PQntuples(f); k++)
+            if (strtoll(PQgetvalue(f, k, 0), NULL, 10) == g.keys[i]) {
+                m[i].has_records = m[i].has_any_records = 1;
+                m[i].max_step = strtoll(PQgetvalue(f, k, 1), NULL, 10);
+            }
+    }
+    int64_t lo;
+    int ncompared = cmp_members_pick(m, g.n, &lo);
     json_t *runs = json_array();
     for (int i = 0; i < g.n; i++) {
         PGresult *r = g.res;
-        const char *status = PQgetvalue(r, i, 5);
-        if (!strcmp(status, "running"))
-            all_ended = 0;
-        json_array_append_new(
-            runs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:s, s:s, s:o}", "run_id", PQgetvalue(r, i, 1),
-                            "job_id", PQgetvalue(r, i, 2), "user", PQgetvalue(r, i, 3), "nodes", PQgetvalue(r, i, 4),
-                            "status", status, "start_step", (json_int_t)strtoll(PQgetvalue(r, i, 6), NULL, 10),
-                            "ranks", atoi(PQgetvalue(r, i, 7)), "mode", PQgetvalue(r, i, 8), "created_at",
-                            PQgetvalue(r, i, 9), "ended_at",
-                            PQgetisnull(r, i, 10) ? json_null() : json_string(PQgetvalue(r, i, 10))));
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:s, s:s, s:o, s:b}", "run_id", PQgetvalue(r, i, 1),
+                              "job_id", PQgetvalue(r, i, 2), "user", PQgetvalue(r, i, 3), "nodes", PQgetvalue(r, i, 4),
+                              "status", PQgetvalue(r, i, 5), "start_step",
+                              (json_int_t)strtoll(PQgetvalue(r, i, 6), NULL, 10), "ranks", atoi(PQgetvalue(r, i, 7)),
+                              "mode", PQgetvalue(r, i, 8), "created_at", PQgetvalue(r, i, 9), "ended_at",
+                              PQgetisnull(r, i, 10) ? json_null() : json_string(PQgetvalue(r, i, 10)), "compared",
+                              m[i].in);
+        json_object_set_new(o, "left_out", m[i].in ? json_null() : json_string(m[i].why));
+        json_object_set_new(o, "attested_user", PQgetisnull(r, i, 12) ? json_null() : json_string(PQgetvalue(r, i, 12)));
+        json_array_append_new(runs, o);
     }
     json_t *per_rank = json_array();
     for (int i = 0; i < PQntuples(d); i++)
         json_array_append_new(per_rank, divergence_json(d, i, &g));
-    long unchecked = strtol(PQgetvalue(u, 0, 0), NULL, 10);
-    const char *status = PQntuples(d) > 0                            ? "diverged"
-                         : g.n >= 2 && all_ended && unchecked == 0 ? "match"
-                                                                    : "pending";
+    char reason[200];
+    const char *status = twins_group_status(PQntuples(d), ncompared, g.n, all_ended,
+                                            strtol(PQgetvalue(u, 0, 0), NULL, 10), reason, sizeof(reason));
     json_t *first = json_array_size(per_rank) ? json_incref(json_array_get(per_rank, 0)) : json_null();
-    json_t *o = json_pack("{s:s, s:s, s:o, s:I, s:o, s:o}", "group", group, "status", status, "runs", runs,
-                          "runs_total", (json_int_t)g.total, "first_divergence", first, "per_rank", per_rank);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:o, s:I, s:o, s:o}", "group", group, "status", status, "status_reason",
+                          reason, "runs", runs, "runs_total", (json_int_t)g.total, "first_divergence", first,
+                          "per_rank", per_rank);
+    if (PQntuples(own) == 1) {
+        json_t *shared = json_loads(PQgetvalue(own, 0, 2), 0, NULL);
+        json_object_set_new(o, "owner", json_pack("{s:s, s:b, s:o}", "user", PQgetvalue(own, 0, 0), "attested",
+                                                  PQgetvalue(own, 0, 1)[0] == 't', "shared_with",
+                                                  shared ? shared : json_array()));
+    } else {
+        json_object_set_new(o, "owner", json_null());
+    }
+    PQclear(own);
+    PQclear(f);
     PQclear(u);
     PQclear(d);
     PQclear(g.res);
     return http_reply_json(req, 200, o);
+}
+
+/* check_share - before the body: the admin token, or the token of job ?job=J (whose run in the group must
+ * belong to the owner, which the store checks). */
+static int check_share(http_req *req, char **args)
+{
+    (void)args;
+    const char *job = http_query(req, "job");
+    if (http_is_admin(req) || !g_srv.secret ||
+        (job && *job && (http_token_is_job(req, job) || http_token_is_attest(req, job))))
+        return 0;
+    if (http_auth_present(req) < 0)
+        return -1; /* 401 */
+    http_reply_error(req, 403, "not the group's owner",
+                     "send ?job=J with the token of J, a job of the group's owner that has a run in it, or the admin "
+                     "token",
+                     "see docs/server.md, \"Twin groups and owners\"");
+    return -1;
+}
+
+/* share_group - POST /api/v1/twins/{group}/share {"users": ["bob", ...]} ("*": anyone): the users whose runs
+ * may join the group as well (replacing the list). The owner (the token of one of the owner's jobs with a run
+ * in the group) or the admin. */
+static enum MHD_Result share_group(http_req *req, char **args)
+{
+    const char *group = args[0];
+    json_t *o = req->len ? json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    json_t *users = json_object_get(o, "users");
+    int ok = json_is_array(users) && json_array_size(users) <= GROUP_MAX_SHARED;
+    size_t i;
+    json_t *v;
+    json_array_foreach(users, i, v) ok &= json_is_string(v) && json_string_length(v) >= 1 &&
+                                          json_string_length(v) <= USER_MAX &&
+                                          text_line_valid(json_string_value(v), json_string_length(v));
+    if (!ok) {
+        json_decref(o);
+        return http_reply_error(req, 400, "bad share",
+                                "the body is {\"users\": [\"name\", ...]} with at most " GROUP_MAX_SHARED_TEXT
+                                " user names (\"*\" = anyone)",
+                                "see docs/server.md, \"Twin groups and owners\"");
+    }
+    char *list = json_dumps(users, JSON_COMPACT);
+    json_decref(o);
+    const char *job = http_query(req, "job");
+    int admin = http_is_admin(req);
+    PGresult *r = NULL;
+    srv_error e;
+    int got = store_group_share(group, list, job, admin, &r, &e);
+    free(list);
+    if (got < 0)
+        return http_reply_srv_error(req, e.status ? e.status : 503, &e);
+    if (got == 0) {
+        char detail[320];
+        snprintf(detail, sizeof(detail), "no twin group \"%.255s\"", group);
+        return http_reply_error(req, 404, "unknown twin group", detail, "list runs with GET /api/v1/runs?group=NAME");
+    }
+    json_t *shared = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
+    json_t *reply = json_pack("{s:s, s:{s:s, s:b, s:o}}", "group", group, "owner", "user", PQgetvalue(r, 0, 0),
+                              "attested", PQgetvalue(r, 0, 1)[0] == 't', "shared_with", shared ? shared : json_array());
+    log_info("twin group %s shared with %s", group, PQgetvalue(r, 0, 2));
+    PQclear(r);
+    return http_reply_json(req, 200, reply);
 }
 
 /* flatten - add every leaf of `v` under `path` to `out` (path -> value). */
@@ -226,6 +353,7 @@ static enum MHD_Result read_manifest_diff(http_req *req, char **args)
 static const route ROUTES[] = {
     {"GET", "/api/v1/twins/{}", MR_READ, AUTH_READ, read_twins},
     {"GET", "/api/v1/twins/{}/manifest-diff", MR_READ, AUTH_READ, read_manifest_diff},
+    {"POST", "/api/v1/twins/{}/share", MR_ADMIN, AUTH_SELF, share_group, HTTP_BODY_DEFAULT, check_share},
 };
 
 void api_twins_register(void)
@@ -234,11 +362,19 @@ void api_twins_register(void)
     db_register("grp_divs", "SELECT rank, step, seq, name, occ, kind, odd_run_key, runs::text, " TS("committed_at")
                             ", " TS("detected_at") ", extract(epoch FROM detected_at - committed_at) * 1000 "
                             "FROM divergences WHERE twin_group = $1 ORDER BY step, rank");
+    /* Ranks (with records in any of the group's runs $2) whose comparison is missing, short of its target, or
+     * older than their last record or end (cmp_check marks checked_at under the lock those commit under). */
     db_register("grp_unchecked",
-                "SELECT count(*) FROM (SELECT p.rank, max(r.start_step) AS lo, min(p.max_step) AS hi "
-                "FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group = $1 GROUP BY p.rank) x "
-                "LEFT JOIN group_checks g ON g.twin_group = $1 AND g.rank = x.rank "
-                "WHERE x.lo <= x.hi AND (g.checked_upto IS NULL OR g.checked_upto < x.hi)");
+                "SELECT count(*) FROM (SELECT p.rank, max(p.updated_at) AS t FROM rank_progress p "
+                "WHERE p.run_key = ANY($2::bigint[]) GROUP BY p.rank) x "
+                "LEFT JOIN group_checks c ON c.twin_group = $1 AND c.rank = x.rank "
+                "WHERE c.rank IS NULL OR c.checked_at < x.t "
+                "OR (c.target IS NOT NULL AND (c.checked_upto IS NULL OR c.checked_upto < c.target)) "
+                "OR c.checked_at < (SELECT max(e.ended_at) FROM rank_ends e WHERE e.run_key = ANY($2::bigint[]) "
+                "AND e.rank = x.rank) "
+                "OR c.checked_at < (SELECT max(r.ended_at) FROM runs r WHERE r.run_key = ANY($2::bigint[]))");
+    db_register("grp_facts", "SELECT run_key, max(max_step) FROM rank_progress WHERE run_key = ANY($1::bigint[]) "
+                             "GROUP BY run_key");
     db_register("grp_manifests", "SELECT r.run_id, m.rank, CASE WHEN pg_column_size(m.manifest) <= $4::int "
                                  "THEN m.manifest::text END FROM manifests m JOIN runs r USING (run_key) "
                                  "WHERE r.twin_group = $1 AND m.rank BETWEEN $2::int AND $3::int "

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/dtype.h"
+#include "server/compare/members.h"
 #include "server/compare/rule.h"
 #include "server/core/clock.h"
 #include "server/core/limits.h"
@@ -41,37 +42,50 @@ void cmp_on_divergence(cmp_divergence_fn fn)
 
 void cmp_register(void)
 {
+    /* Per run of the group (first GROUP_MAX_RUNS by key), on rank $2: its start, its progress there, whether
+     * it ended there, and whether it recorded anything at all. */
     db_register("cmp_runs",
                 "SELECT r.run_key, r.run_id, r.start_step, p.max_step, "
-                "(e.run_key IS NOT NULL OR r.status <> 'running') AS ended "
+                "(e.run_key IS NOT NULL OR r.status <> 'running') AS ended, "
+                "EXISTS (SELECT 1 FROM rank_progress q WHERE q.run_key = r.run_key) AS any_records "
                 "FROM runs r LEFT JOIN rank_progress p ON p.run_key = r.run_key AND p.rank = $2 "
                 "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
-                "WHERE r.twin_group = $1 ORDER BY r.run_key");
-    db_register("cmp_checked", "SELECT checked_upto FROM group_checks WHERE twin_group = $1 AND rank = $2");
-    /* The mark is written only if no run joined the group after the runs this check compared
-     * ($4 = the newest run key seen): a joining run resets the group's checks, and a mark computed
-     * without it must not overwrite that reset, or its early steps would never be compared. */
-    db_register("cmp_mark", "INSERT INTO group_checks (twin_group, rank, checked_upto) SELECT $1, $2, $3 "
-                            "WHERE NOT EXISTS (SELECT 1 FROM runs WHERE twin_group = $1 AND run_key > $4::bigint) "
-                            "ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto");
+                "WHERE r.twin_group = $1 ORDER BY r.run_key LIMIT " GROUP_MAX_RUNS_TEXT);
+    db_register("cmp_lock", "SELECT pg_advisory_xact_lock(lockstep_check_key($1, $2::int))");
+    db_register("cmp_checked", "SELECT checked_upto, members::text FROM group_checks WHERE twin_group = $1 "
+                               "AND rank = $2");
+    db_register("cmp_div", "SELECT step FROM divergences WHERE twin_group = $1 AND rank = $2");
+    /* The mark: how far this rank was compared, how far it was to go, with which runs, and when (under the
+     * lock: every batch and end of this rank committed before is seen; one committed after re-opens it). */
+    db_register("cmp_mark", "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at) "
+                            "VALUES ($1, $2, $3, $4, $5::bigint[], clock_timestamp()) ON CONFLICT (twin_group, rank) "
+                            "DO UPDATE SET checked_upto = excluded.checked_upto, target = excluded.target, "
+                            "members = excluded.members, checked_at = excluded.checked_at");
     db_register("cmp_steps", "SELECT step FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                              "AND step BETWEEN $3 AND $4 GROUP BY step HAVING count(*) < $5 "
                              "OR min(digest) <> max(digest) OR min(n) <> max(n) ORDER BY step LIMIT 1");
     db_register("cmp_recs", "SELECT run_key, seq, name, occ, fp, value, dtype, shape::text, nbytes FROM records "
                             "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3 ORDER BY run_key, seq");
+    /* Under the lock the comparison knows the stored divergence: it writes the one it found (unless the
+     * same is stored), and drops one the runs no longer show. */
     db_register("cmp_store",
                 "INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, runs, "
                 "committed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10)) "
                 "ON CONFLICT (twin_group, rank) DO UPDATE SET step = excluded.step, seq = excluded.seq, "
                 "name = excluded.name, occ = excluded.occ, kind = excluded.kind, odd_run_key = excluded.odd_run_key, "
                 "runs = excluded.runs, committed_at = excluded.committed_at, detected_at = clock_timestamp() "
-                "WHERE (excluded.step, excluded.seq) < (d.step, d.seq) OR ((excluded.step, excluded.seq) = "
-                "(d.step, d.seq) AND excluded.runs IS DISTINCT FROM d.runs) RETURNING 1");
+                "WHERE (excluded.step, excluded.seq, excluded.name, excluded.occ, excluded.runs) IS DISTINCT FROM "
+                "(d.step, d.seq, d.name, d.occ, d.runs) RETURNING 1");
+    db_register("cmp_drop", "DELETE FROM divergences WHERE twin_group = $1 AND rank = $2 RETURNING 1");
+    /* At start: every group and rank whose comparison is older than its data (work a killed lockstepd left). */
     db_register("cmp_backlog",
-                "SELECT x.twin_group, x.rank FROM (SELECT r.twin_group, p.rank, max(r.start_step) AS lo, "
-                "min(p.max_step) AS hi, count(*) AS n FROM rank_progress p JOIN runs r USING (run_key) "
-                "WHERE r.twin_group IS NOT NULL GROUP BY 1, 2) x LEFT JOIN group_checks g USING (twin_group, rank) "
-                "WHERE x.n >= 2 AND x.lo <= x.hi AND (g.checked_upto IS NULL OR g.checked_upto < x.hi)");
+                "SELECT x.twin_group, x.rank FROM (SELECT r.twin_group, p.rank, max(p.updated_at) AS t "
+                "FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group IS NOT NULL GROUP BY 1, 2) x "
+                "LEFT JOIN group_checks g USING (twin_group, rank) WHERE g.rank IS NULL OR g.checked_at < x.t "
+                "OR g.checked_upto IS DISTINCT FROM g.target AND g.target IS NOT NULL "
+                "UNION SELECT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
+                "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
+                "WHERE r.twin_group IS NOT NULL AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
     db_register("cmp_active",
                 "SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p JOIN runs r USING (run_key) "
                 "WHERE r.twin_group IS NOT NULL AND p.updated_at > now() - $1::interval "
@@ -156,16 +170,26 @@ static size_t load_step(PGresult *res, int nruns, const int64_t *keys, cmp_rec *
     return (size_t)n;
 }
 
-/* find_divergence - apply the rule to the records of `step` on `rank` and store the divergence it finds.
- * Returns 1 stored (or an earlier one kept), 0 when the records match, -1 on a database error. */
+/* A divergence stored by this check, told to the fleet once the check commits. */
+typedef struct found {
+    int stored;   /* 1: a new or changed divergence was written; -1: the stored one was dropped */
+    int64_t step, seq;
+    char name[LS_NAME_MAX + 1];
+    unsigned occ;
+    int missing;
+} found;
+
+/* find_divergence - apply the rule to the records of `step` on `rank` of the compared runs and, when they
+ * diverge, write the divergence (unless the same one is stored). Returns 1 when they diverge, 0 when the
+ * records match, -1 on a database error. */
 static int find_divergence(const char *group, int rank, int64_t step, int nruns, const int64_t *keys,
-                           char ids[][40], const char *keyarr, double commit_s)
+                           char ids[][40], const char *keyarr, double commit_s, found *out)
 {
     char rk[16], st[32], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
     snprintf(st, sizeof(st), "%" PRId64, step);
     const char *p[] = {keyarr, rk, st};
-    PGresult *r = db_exec("cmp_recs", 3, p, err, sizeof(err));
+    PGresult *r = db_exec_once("cmp_recs", 3, p, err, sizeof(err));
     if (!r)
         return -1;
     cmp_rec *recs;
@@ -196,7 +220,7 @@ static int find_divergence(const char *group, int rank, int64_t step, int nruns,
     snprintf(name, sizeof(name), "%.*s", (int)any->name_len, any->name);
     const char *q[] = {group, rk, st, seq_s, name, occ_s, f.missing ? "missing" : "mismatch",
                        f.odd >= 0 ? odd_s : NULL, runs_text, commit};
-    PGresult *s = db_exec("cmp_store", 10, q, err, sizeof(err));
+    PGresult *s = db_exec_once("cmp_store", 10, q, err, sizeof(err));
     free(runs_text);
     if (!s) {
         rc = -1;
@@ -204,16 +228,134 @@ static int find_divergence(const char *group, int rank, int64_t step, int nruns,
     }
     rc = 1;
     if (PQntuples(s) > 0) {
-        double lat = commit_s > 0 ? clock_wall_s() - commit_s : 0;
-        metrics_divergence(lat > 0 ? lat : 0);
-        log_info("divergence in group %s rank %d at step %" PRId64 " seq %" PRId64 " (%s, %s occurrence %u)", group,
-                 rank, step, f.seq, f.missing ? "missing" : "mismatch", name, any->occurrence);
-        if (on_divergence)
-            on_divergence(group); /* evidence, suspects and the group's alert */
+        *out = (found){1, step, f.seq, "", any->occurrence, f.missing};
+        snprintf(out->name, sizeof(out->name), "%s", name);
     }
     PQclear(s);
 out_free:
     free(recs);
+    PQclear(r);
+    return rc;
+}
+
+/* key_array - `keys` as a PostgreSQL bigint[] literal into out (GROUP_MAX_RUNS * 22 + 3 bytes). */
+static void key_array(const int64_t *keys, int n, char *out, size_t cap)
+{
+    size_t len = (size_t)snprintf(out, cap, "{");
+    for (int k = 0; k < n && len < cap; k++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%" PRId64, k ? "," : "", keys[k]);
+    if (len < cap)
+        snprintf(out + len, cap - len, "}");
+}
+
+/* check_locked - the comparison of one group's rank, inside the transaction that holds its lock. Returns 1
+ * when a divergence was found (stored or kept), 0 when none, -1 on a database error; `out` says what
+ * changed, *again when there is more to compare at once. */
+static int check_locked(const char *group, int rank, double commit_s, found *out, int *again)
+{
+    char rk[16], err[512];
+    snprintf(rk, sizeof(rk), "%d", rank);
+    const char *p[] = {group, rk};
+    PGresult *r = db_exec_once("cmp_runs", 2, p, err, sizeof(err));
+    if (!r)
+        return -1;
+    int n = PQntuples(r) < GROUP_MAX_RUNS ? PQntuples(r) : GROUP_MAX_RUNS;
+    cmp_member m[GROUP_MAX_RUNS];
+    for (int i = 0; i < n; i++) {
+        int has = !PQgetisnull(r, i, 3);
+        m[i] = (cmp_member){strtoll(PQgetvalue(r, i, 2), NULL, 10), has, PQgetvalue(r, i, 5)[0] == 't',
+                            has ? strtoll(PQgetvalue(r, i, 3), NULL, 10) : 0, PQgetvalue(r, i, 4)[0] == 't', 0, NULL};
+    }
+    int64_t lo = 0, hi = INT64_MAX, keys[GROUP_MAX_RUNS];
+    char ids[GROUP_MAX_RUNS][40];
+    int nin = cmp_members_pick(m, n, &lo), k = 0, with_records = 0;
+    for (int i = 0; i < n; i++) {
+        if (!m[i].in)
+            continue;
+        keys[k] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        snprintf(ids[k], sizeof(ids[k]), "%s", PQgetvalue(r, i, 1));
+        k++;
+        if (m[i].has_records) { /* an ended run without records here bounds nothing: all of it is missing */
+            int64_t complete = m[i].ended ? m[i].max_step : m[i].max_step - 1;
+            if (complete < hi)
+                hi = complete;
+            with_records++;
+        }
+    }
+    PQclear(r);
+    char keyarr[GROUP_MAX_RUNS * 22 + 3];
+    key_array(keys, nin, keyarr, sizeof(keyarr));
+
+    /* What the last check of this rank compared, and the divergence it keeps. */
+    r = db_exec_once("cmp_checked", 2, p, err, sizeof(err));
+    if (!r)
+        return -1;
+    int same_members = PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 1), keyarr);
+    int64_t done = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : INT64_MIN;
+    PQclear(r);
+    r = db_exec_once("cmp_div", 2, p, err, sizeof(err));
+    if (!r)
+        return -1;
+    int has_div = PQntuples(r) == 1;
+    int64_t div_step = has_div ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    PQclear(r);
+
+    int comparable = nin >= 2 && with_records >= 1 && lo <= hi;
+    /* Where to start: after what was compared with these same runs; from the shared start when the runs
+     * compared changed (a run joined or left) or a late batch re-opened earlier steps. */
+    int64_t from = same_members && done != INT64_MIN && done >= lo ? done + 1 : lo;
+    int64_t mark = comparable ? hi : (same_members ? done : INT64_MIN);
+    int rc = 0;
+    if (comparable && has_div && div_step < from) {
+        rc = 1; /* the first divergence is before what is left to compare: it stands */
+    } else if (comparable && from <= hi) {
+        char from_s[32], hi_s[32], n_s[16];
+        snprintf(hi_s, sizeof(hi_s), "%" PRId64, hi);
+        snprintf(n_s, sizeof(n_s), "%d", nin);
+        /* The first step whose digests differ; when its records all match (digests written by an older
+         * digest version), the next one: a step is only ever passed once its records were compared. */
+        int64_t at = from;
+        for (int tries = 0; tries < STEPS_PER_CHECK; tries++) {
+            snprintf(from_s, sizeof(from_s), "%" PRId64, at);
+            const char *q[] = {keyarr, rk, from_s, hi_s, n_s};
+            r = db_exec_once("cmp_steps", 5, q, err, sizeof(err));
+            if (!r)
+                return -1;
+            if (PQntuples(r) != 1) {
+                PQclear(r);
+                break;
+            }
+            int64_t step = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+            PQclear(r);
+            rc = find_divergence(group, rank, step, nin, keys, ids, keyarr, commit_s, out);
+            if (rc != 0)
+                break;
+            if (tries == STEPS_PER_CHECK - 1) {
+                mark = step; /* much to compare record by record: mark this far and come back */
+                *again = 1;
+            }
+            at = step + 1;
+        }
+        if (rc < 0)
+            return -1;
+        if (rc == 0 && !*again && has_div && div_step >= from && div_step <= hi) {
+            /* The stored divergence was in the range just compared and the runs no longer show it there (a
+             * late record filled it in, or the runs compared changed). */
+            r = db_exec_once("cmp_drop", 2, p, err, sizeof(err));
+            if (!r)
+                return -1;
+            if (PQntuples(r) > 0)
+                out->stored = -1;
+            PQclear(r);
+        }
+    }
+    char mark_s[32], target_s[32];
+    snprintf(mark_s, sizeof(mark_s), "%" PRId64, mark);
+    snprintf(target_s, sizeof(target_s), "%" PRId64, hi);
+    const char *mk[] = {group, rk, mark == INT64_MIN ? NULL : mark_s, comparable ? target_s : NULL, keyarr};
+    r = db_exec_once("cmp_mark", 5, mk, err, sizeof(err));
+    if (!r)
+        return -1;
     PQclear(r);
     return rc;
 }
@@ -223,93 +365,34 @@ int cmp_check(const char *group, int rank, double commit_s)
     char rk[16], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
     const char *p[] = {group, rk};
-    PGresult *r = db_exec("cmp_runs", 2, p, err, sizeof(err));
-    if (!r)
+    if (db_begin(err, sizeof(err)) < 0)
         return -1;
-    int64_t keys[GROUP_MAX_RUNS], lo = INT64_MIN, hi = INT64_MAX, newest = 0;
-    char ids[GROUP_MAX_RUNS][40];
-    int nruns = 0, with_records = 0;
-    for (int i = 0; i < PQntuples(r) && nruns < GROUP_MAX_RUNS; i++) {
-        int ended = PQgetvalue(r, i, 4)[0] == 't';
-        int empty = PQgetisnull(r, i, 3);
-        if (empty && !ended) {
-            PQclear(r);
-            return 0; /* a twin has not reached this rank yet */
-        }
-        keys[nruns] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        if (keys[nruns] > newest)
-            newest = keys[nruns];
-        snprintf(ids[nruns], sizeof(ids[nruns]), "%s", PQgetvalue(r, i, 1));
-        int64_t start = strtoll(PQgetvalue(r, i, 2), NULL, 10);
-        if (start > lo)
-            lo = start;
-        if (!empty) {
-            /* an ended run without records on this rank bounds nothing: all of it is missing */
-            int64_t max_step = strtoll(PQgetvalue(r, i, 3), NULL, 10);
-            int64_t complete = ended ? max_step : max_step - 1;
-            if (complete < hi)
-                hi = complete;
-            with_records++;
-        }
-        nruns++;
+    PGresult *r = db_exec_once("cmp_lock", 2, p, err, sizeof(err));
+    if (!r) {
+        db_rollback();
+        return -1;
     }
     PQclear(r);
-    if (nruns < 2 || with_records < 1 || lo > hi)
-        return 0;
-
-    r = db_exec("cmp_checked", 2, p, err, sizeof(err));
-    if (!r)
+    found f = {0};
+    int again = 0;
+    int rc = check_locked(group, rank, commit_s, &f, &again);
+    if (rc < 0 || db_commit(err, sizeof(err)) < 0) {
+        db_rollback();
         return -1;
-    int64_t from = lo;
-    if (PQntuples(r) == 1) {
-        int64_t done = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        if (done >= from)
-            from = done + 1;
     }
-    PQclear(r);
-    if (from > hi)
-        return 0;
-
-    char keyarr[GROUP_MAX_RUNS * 22 + 3], from_s[32], hi_s[32], n_s[16];
-    size_t len = 0;
-    keyarr[len++] = '{';
-    for (int k = 0; k < nruns; k++)
-        len += (size_t)snprintf(keyarr + len, sizeof(keyarr) - len, "%s%" PRId64, k ? "," : "", keys[k]);
-    snprintf(keyarr + len, sizeof(keyarr) - len, "}");
-    snprintf(from_s, sizeof(from_s), "%" PRId64, from);
-    snprintf(hi_s, sizeof(hi_s), "%" PRId64, hi);
-    snprintf(n_s, sizeof(n_s), "%d", nruns);
-    /* The first step whose digests differ; when its records all match (digests written by an older
-     * digest version), the next one: a step is only ever passed once its records were compared. */
-    int rc = 0;
-    for (int tries = 0; rc == 0 && tries < STEPS_PER_CHECK; tries++) {
-        const char *q[] = {keyarr, rk, from_s, hi_s, n_s};
-        r = db_exec("cmp_steps", 5, q, err, sizeof(err));
-        if (!r)
-            return -1;
-        if (PQntuples(r) != 1) {
-            PQclear(r);
-            break;
-        }
-        int64_t step = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        PQclear(r);
-        rc = find_divergence(group, rank, step, nruns, keys, ids, keyarr, commit_s);
-        if (rc == 0 && tries == STEPS_PER_CHECK - 1) {
-            /* much to compare record by record: mark this far and come back */
-            snprintf(hi_s, sizeof(hi_s), "%" PRId64, step);
-            cmp_notify(group, rank, commit_s);
-        }
-        snprintf(from_s, sizeof(from_s), "%" PRId64, step + 1);
+    if (again)
+        cmp_notify(group, rank, commit_s);
+    if (f.stored > 0) {
+        double lat = commit_s > 0 ? clock_wall_s() - commit_s : 0;
+        metrics_divergence(lat > 0 ? lat : 0);
+        log_info("divergence in group %s rank %d at step %" PRId64 " seq %" PRId64 " (%s, %s occurrence %u)", group,
+                 rank, f.step, f.seq, f.missing ? "missing" : "mismatch", f.name, f.occ);
+    } else if (f.stored < 0) {
+        log_info("group %s rank %d: its divergence no longer shows (late records, or other runs compared)", group,
+                 rank);
     }
-    if (rc < 0)
-        return -1;
-    char newest_s[32];
-    snprintf(newest_s, sizeof(newest_s), "%" PRId64, newest);
-    const char *m[] = {group, rk, hi_s, newest_s};
-    r = db_exec("cmp_mark", 4, m, err, sizeof(err));
-    if (!r)
-        return -1;
-    PQclear(r);
+    if (f.stored && on_divergence)
+        on_divergence(group); /* evidence, suspects and the group's alert */
     return rc;
 }
 

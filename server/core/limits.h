@@ -18,10 +18,15 @@
 #define COMMAND_MAX 4096            /* bytes of command */
 #define CLIENT_ID_MAX 128           /* bytes of client_id */
 
+/* --- An attestation (POST /api/v1/attest) --- */
+#define ATTEST_MAX_RANKS 4096       /* ranks one node's attestation names */
+#define ATTEST_MAX_RANKS_TEXT "4096"
+
 /* --- A twin group --- */
 #define GROUP_MAX_RUNS 64           /* runs of one group: the 65th registration is refused (409) */
 #define GROUP_MAX_RUNS_TEXT "64"
 #define GROUP_MAX_SHARED 64         /* users a group is shared with */
+#define GROUP_MAX_SHARED_TEXT "64"
 
 /* --- Request bodies and heads (413 / 414 / 431 past these, answered before the body is read) --- */
 #define HTTP_BODY_DEFAULT (64 * 1024)   /* any endpoint that names no other limit */

@@ -41,9 +41,16 @@ int divergence_alert_enqueue(const grp *g, PGresult *divs, json_t *entries, cons
         const char *fp = mine ? json_string_value(json_object_get(mine, "fp")) : NULL;
         const char *vb = mine ? json_string_value(json_object_get(mine, "value_bits")) : NULL;
         int present = mine && json_is_true(json_object_get(mine, "present"));
+        char where[300];
+        if (s->node)
+            snprintf(where, sizeof(where), "%s", s->node);
+        else if (s->reported && *s->reported)
+            snprintf(where, sizeof(where), "%.200s, reported, not attested", s->reported);
+        else
+            snprintf(where, sizeof(where), "?");
         if (bl < sizeof(body))
             bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "  run %s (job %s, user %s, node %s): %s\n",
-                                   g->runs[a].id, g->runs[a].job, g->runs[a].user, s->node ? s->node : "?",
+                                   g->runs[a].id, g->runs[a].job, g->runs[a].user, where,
                                    present ? "" : "record missing");
         if (present && bl < sizeof(body)) {
             bl--; /* replace the newline */
