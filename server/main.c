@@ -173,6 +173,9 @@ int main(int argc, char **argv)
         snprintf(conninfo, sizeof(conninfo), "%s", c->db_url);
     } else if (pg_embed_start(&pe, c, conninfo, sizeof(conninfo)) < 0) {
         return 1;
+    } else if (pg_embed_watch_start(&pe, c->pg_restart_max) < 0) { /* a dead cluster is started again */
+        pg_embed_stop(&pe);
+        return 1;
     }
     db_init(conninfo);
     store_runs_register();
@@ -245,6 +248,7 @@ out_threads:
     cmp_stop();
     retention_stop();
 out_pg:
+    pg_embed_watch_stop();
     pg_embed_stop(&pe);
     free(g_srv.secret);
     if (rc == 0)

@@ -11,6 +11,7 @@
 
 #include "common/crypto/token.h"
 #include "common/fsutil.h"
+#include "common/hostlist.h"
 #include "common/tracespec.h"
 #include "spank/spank_det.h"
 #include "spank/spank_env.h"
@@ -206,7 +207,8 @@ static int trouble(const spank_glue_ops *ops, const spank_conf *c, const char *w
     return 0;
 }
 
-/* mint_token - the job's token from the site secret, into res->token. */
+/* mint_token - the job's token and its attestation token from the site secret, into res->token and
+ * res->attest (the latter stays in slurmstepd). */
 static int mint_token(const spank_conf *c, const spank_job_facts *f, spank_step_result *res, char *why, size_t cap)
 {
     char job[16];
@@ -218,7 +220,7 @@ static int mint_token(const spank_conf *c, const spank_job_facts *f, spank_step_
                  errno == EINVAL ? "it is empty" : strerror(errno));
         return -1;
     }
-    int rc = token_compute(key, len, job, res->token);
+    int rc = token_compute(key, len, job, res->token) || token_compute_attest(key, len, job, res->attest);
     explicit_bzero(key, len);
     free(key);
     if (rc) {
@@ -355,7 +357,9 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
                      .command = f->command,
                      .mode = spank_mode_name(mode),
                      .client_id = client};
-    if (spank_reg_register(c->server, res->token, &info, c->timeout_ms, res->run_id, sizeof(res->run_id), why,
+    /* Sent with the attestation token: the user, nodes and command are slurmstepd's word. */
+    if (spank_reg_register(c->server, res->attest[0] ? res->attest : res->token, &info, c->timeout_ms, res->run_id,
+                           sizeof(res->run_id), why,
                            sizeof(why))) {
         res->run_id[0] = 0;
         ops->unset(ops->ctx, "LOCKSTEP_RUN_ID"); /* never a run id the user brought along */
@@ -364,6 +368,43 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
     }
     setv(ops, "LOCKSTEP_RUN_ID", res->run_id, &bad);
     say(ops, ops->log, "step %s.%s registered as run %s", job, stepid, res->run_id);
+}
+
+/* do_attest - tell lockstepd, with the attestation token, which global ranks run on this node: its name
+ * (the step's node list at slurmstepd's index of this node), the user, the GPUs Slurm gave the step here.
+ * Failure is logged, never fatal: the step's runs then carry no hardware evidence. */
+static void do_attest(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f, const char *nodes,
+                      spank_step_result *res)
+{
+    char job[16], stepid[32], node[256], gpus[256] = "", why[600];
+    snprintf(job, sizeof(job), "%u", f->job_id);
+    spank_step_key(f, stepid, sizeof(stepid));
+    if (!f->nlocal) {
+        say(ops, ops->log, "step %s.%s not attested: slurmstepd did not say which ranks run here", job, stepid);
+        return;
+    }
+    if (!nodes[0] || hostlist_nth(nodes, f->node_id, node, sizeof(node)) < 0) {
+        say(ops, ops->log, "step %s.%s not attested: node %u of \"%s\" has no name", job, stepid, f->node_id, nodes);
+        return;
+    }
+    if (ops->get(ops->ctx, "SLURM_STEP_GPUS", gpus, sizeof(gpus)) != 1 &&
+        ops->get(ops->ctx, "SLURM_JOB_GPUS", gpus, sizeof(gpus)) != 1)
+        gpus[0] = 0;
+    wire_attest a = {.job_id = job,
+                     .step_id = stepid,
+                     .node = node,
+                     .node_index = (long)f->node_id,
+                     .user = f->user,
+                     .nodes = nodes,
+                     .gpus = gpus,
+                     .ranks = f->local_ranks,
+                     .nranks = f->nlocal};
+    if (spank_reg_attest(c->server, res->attest, &a, c->timeout_ms, why, sizeof(why))) {
+        say(ops, ops->log, "step %s.%s not attested on %s: %s", job, stepid, node, why);
+        return;
+    }
+    res->attested = 1;
+    say(ops, ops->log, "step %s.%s attested on %s (%u ranks)", job, stepid, node, f->nlocal);
 }
 
 int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f,
@@ -416,6 +457,8 @@ int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spa
     res->active = 1;
     if (c->server[0] && f->node_id == 0)
         do_register(ops, c, &r, f, mode, nodes, part, res);
+    if (c->server[0] && res->attest[0])
+        do_attest(ops, c, f, nodes, res);
     rv = 0;
 out_check:
     if (bad && rv == 0)

@@ -196,6 +196,15 @@ static int job_facts(spank_t sp, spank_job_facts *f)
     }
     if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS)
         spank_argv_join(argc, argv, f->command, sizeof(f->command));
+    /* The global ranks that run on this node, from slurmstepd's own task table (what it attests). */
+    uint32_t nlocal = 0;
+    if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &nlocal) == ESPANK_SUCCESS && nlocal <= SPANK_MAX_LOCAL_TASKS) {
+        uint32_t i;
+        for (i = 0; i < nlocal; i++)
+            if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &f->local_ranks[i]) != ESPANK_SUCCESS)
+                break;
+        f->nlocal = i == nlocal ? nlocal : 0;
+    }
     /* The requeue count: slurmstepd's own, or the environment's if that says more. (With the environment
      * alone, a requeued step on a loaded machine was once keyed as its first attempt.) */
     uint32_t restarts = 0;
@@ -235,6 +244,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     memcpy(step.token, res.token, sizeof(step.token));
     memcpy(step.run_id, res.run_id, sizeof(step.run_id));
     explicit_bzero(res.token, sizeof(res.token));
+    explicit_bzero(res.attest, sizeof(res.attest));
     /* Under `optional` slurmstepd ignores what init_post_opt returns, under
      * `required` it fails the launch without telling the user why: the
      * refusal is carried out in task_init instead. */

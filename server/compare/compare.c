@@ -52,9 +52,11 @@ void cmp_register(void)
                 "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
                 "WHERE r.twin_group = $1 ORDER BY r.run_key LIMIT " GROUP_MAX_RUNS_TEXT);
     db_register("cmp_lock", "SELECT pg_advisory_xact_lock(lockstep_check_key($1, $2::int))");
-    db_register("cmp_checked", "SELECT checked_upto, members::text FROM group_checks WHERE twin_group = $1 "
-                               "AND rank = $2");
-    db_register("cmp_div", "SELECT step FROM divergences WHERE twin_group = $1 AND rank = $2");
+    /* What the last check of this rank compared (row 0 of a full join: either side may be missing), and the
+     * divergence it keeps. */
+    db_register("cmp_checked", "SELECT c.checked_upto, c.members::text, c.rank IS NOT NULL, d.step "
+                               "FROM (SELECT 1) one LEFT JOIN group_checks c ON c.twin_group = $1 AND c.rank = $2 "
+                               "LEFT JOIN divergences d ON d.twin_group = $1 AND d.rank = $2");
     /* The mark: how far this rank was compared, how far it was to go, with which runs, and when (under the
      * lock: every batch and end of this rank committed before is seen; one committed after re-opens it). */
     db_register("cmp_mark", "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at) "
@@ -86,11 +88,17 @@ void cmp_register(void)
                 "UNION SELECT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
                 "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
                 "WHERE r.twin_group IS NOT NULL AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
+    /* Every few seconds: ranks with recent records or ends that no comparison has seen yet (written by
+     * another lockstepd on the same database, or a notice that got lost). */
     db_register("cmp_active",
                 "SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p JOIN runs r USING (run_key) "
+                "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = p.rank "
                 "WHERE r.twin_group IS NOT NULL AND p.updated_at > now() - $1::interval "
+                "AND (g.rank IS NULL OR g.checked_at < p.updated_at) "
                 "UNION SELECT DISTINCT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
-                "WHERE r.twin_group IS NOT NULL AND e.ended_at > now() - $1::interval");
+                "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
+                "WHERE r.twin_group IS NOT NULL AND e.ended_at > now() - $1::interval "
+                "AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
 }
 
 void cmp_notify(const char *group, int rank, double commit_s)
@@ -290,14 +298,10 @@ static int check_locked(const char *group, int rank, double commit_s, found *out
     r = db_exec_once("cmp_checked", 2, p, err, sizeof(err));
     if (!r)
         return -1;
-    int same_members = PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 1), keyarr);
+    int same_members = PQntuples(r) == 1 && PQgetvalue(r, 0, 2)[0] == 't' && !strcmp(PQgetvalue(r, 0, 1), keyarr);
     int64_t done = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : INT64_MIN;
-    PQclear(r);
-    r = db_exec_once("cmp_div", 2, p, err, sizeof(err));
-    if (!r)
-        return -1;
-    int has_div = PQntuples(r) == 1;
-    int64_t div_step = has_div ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    int has_div = PQntuples(r) == 1 && !PQgetisnull(r, 0, 3);
+    int64_t div_step = has_div ? strtoll(PQgetvalue(r, 0, 3), NULL, 10) : 0;
     PQclear(r);
 
     int comparable = nin >= 2 && with_records >= 1 && lo <= hi;
@@ -427,6 +431,8 @@ static void cmp_loop(worker *w)
         worker_unlock(w);
         int failed = 0;
         for (size_t i = 0; i < n; i++) {
+            if (i % 64 == 63 && worker_stopping(w))
+                break; /* what is left is found again at the next start (the backlog) */
             if (cmp_check(work[i].group, work[i].rank, work[i].commit_s) < 0 && !worker_stopping(w)) {
                 cmp_notify(work[i].group, work[i].rank, work[i].commit_s); /* try again shortly */
                 failed = 1;

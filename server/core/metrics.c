@@ -71,6 +71,19 @@ void metrics_batch(uint64_t records, int duplicate)
     atomic_fetch_add(&records_total, records);
 }
 
+static atomic_int pg_up = -1; /* -1: no embedded cluster watched */
+static atomic_ulong pg_restarts;
+
+void metrics_pg_up(int up)
+{
+    atomic_store(&pg_up, up ? 1 : 0);
+}
+
+void metrics_pg_restart(void)
+{
+    atomic_fetch_add(&pg_restarts, 1);
+}
+
 static atomic_ulong alert_deliveries[MA_COUNT];
 static const char *const alert_outcomes[MA_COUNT] = {"delivered", "retried", "given_up"};
 
@@ -191,5 +204,13 @@ char *metrics_render(void)
     for (int o = 0; o < MA_COUNT; o++)
         put(&b, "lockstepd_alert_deliveries_total{outcome=\"%s\"} %lu\n", alert_outcomes[o],
             atomic_load(&alert_deliveries[o]));
+    if (atomic_load(&pg_up) >= 0)
+        put(&b, "# HELP lockstepd_embedded_postgres_up Whether the embedded PostgreSQL runs (1) or not (0).\n"
+                "# TYPE lockstepd_embedded_postgres_up gauge\n"
+                "lockstepd_embedded_postgres_up %d\n"
+                "# HELP lockstepd_embedded_postgres_restarts_total Restarts of the embedded PostgreSQL after it died.\n"
+                "# TYPE lockstepd_embedded_postgres_restarts_total counter\n"
+                "lockstepd_embedded_postgres_restarts_total %lu\n",
+            atomic_load(&pg_up), atomic_load(&pg_restarts));
     return b.p;
 }

@@ -49,6 +49,12 @@ void metrics_db_error(void);
 /* metrics_db_errors - how many database errors lockstepd has seen. */
 unsigned long metrics_db_errors(void);
 
+/* metrics_pg_up, metrics_pg_restart - the embedded PostgreSQL: whether it
+ * runs (the gauge appears once lockstepd watches one), and one restart that
+ * brought it back. */
+void metrics_pg_up(int up);
+void metrics_pg_restart(void);
+
 /* metrics_render - the Prometheus text exposition of every metric, as a new
  * malloc'd string (caller frees). */
 char *metrics_render(void);

@@ -129,15 +129,15 @@ static void test_steps_window_is_cut(void **state)
     sql("INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) SELECT run_key, rk, 0, "
         "999, 999, 1000 FROM runs, generate_series(0, 4095) rk WHERE twin_group = 'wide'");
     sql("INSERT INTO step_digests (run_key, rank, step, n, digest) SELECT run_key, rk, s, 1, 7 FROM runs, "
-        "generate_series(0, 4095) rk, generate_series(0, 99) s WHERE twin_group = 'wide'");
+        "generate_series(0, 4095) rk, generate_series(0, 39) s WHERE twin_group = 'wide'");
     json_t *o = NULL;
     size_t bytes = 0;
     double secs = 0;
-    assert_int_equal(get("/api/v1/twins/wide/steps?compact=1&from=0&to=99", &bytes, &o, &secs), 200);
+    assert_int_equal(get("/api/v1/twins/wide/steps?compact=1&from=0&to=39", &bytes, &o, &secs), 200);
     long long to = json_integer_value(json_object_get(o, "to"));
-    print_message("2 runs x 4096 ranks x 100 steps asked: steps 0..%lld answered (%zu bytes, %.2f s), next_from %lld\n",
+    print_message("2 runs x 4096 ranks x 40 steps asked: steps 0..%lld answered (%zu bytes, %.2f s), next_from %lld\n",
                   to, bytes, secs, (long long)json_integer_value(json_object_get(o, "next_from")));
-    assert_true(to < 99);
+    assert_true(to < 39);
     assert_int_equal(json_integer_value(json_object_get(o, "next_from")), to + 1);
     assert_int_equal((long long)json_array_size(json_object_get(o, "steps")), to + 1);
     assert_string_equal(json_string_value(json_array_get(json_object_get(json_array_get(json_object_get(o, "steps"), 0),
@@ -168,9 +168,9 @@ static void test_runs_list_bounded(void **state)
     print_message("GET /api/v1/runs?limit=1000 over 100 runs of 4 x 64 KiB strings: %zu bytes, %.2f s\n", bytes, secs);
     assert_true(bytes < 6 * 1024 * 1024);
     json_decref(o);
-    sql("INSERT INTO runs (run_id, job_id, ranks) SELECT gen_random_uuid(), 'many', 1 FROM generate_series(1, 200000)");
+    sql("INSERT INTO runs (run_id, job_id, ranks) SELECT gen_random_uuid(), 'many', 1 FROM generate_series(1, 20000)");
     assert_int_equal(get("/api/v1/runs?limit=50", &bytes, &o, &secs), 200);
-    print_message("GET /api/v1/runs?limit=50 over 200,000 runs: %.3f s, total %s\n", secs,
+    print_message("GET /api/v1/runs?limit=50 over 20,000 runs: %.3f s, total %s\n", secs,
                   json_is_null(json_object_get(o, "total")) ? "null (more than 10000)" : "exact");
     assert_true(json_is_null(json_object_get(o, "total")));
     assert_int_equal(json_integer_value(json_object_get(o, "total_at_least")), 10000);
@@ -181,20 +181,20 @@ static void test_runs_list_bounded(void **state)
     json_decref(o);
 }
 
-/* A run with 70,000 ranks of progress and manifests: its detail pages by rank. */
+/* A run with 10,000 ranks of progress and 2000 manifests: its detail pages by rank. */
 static void test_run_detail_pages(void **state)
 {
     (void)state;
     sql("INSERT INTO runs (run_id, job_id, twin_group, ranks) VALUES ('11111111-2222-3333-4444-555555555555', "
-        "'detail', 'detail-g', 70000), ('11111111-2222-3333-4444-666666666666', 'detail2', 'detail-g', 70000)");
+        "'detail', 'detail-g', 10000), ('11111111-2222-3333-4444-666666666666', 'detail2', 'detail-g', 10000)");
     sql("INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) SELECT run_key, rk, 0, "
-        "1, 1, 2 FROM runs, generate_series(0, 69999) rk WHERE job_id = 'detail'");
+        "1, 1, 2 FROM runs, generate_series(0, 9999) rk WHERE job_id = 'detail'");
     sql("INSERT INTO manifests (run_key, rank, manifest) SELECT run_key, rk, jsonb_build_object('rank', rk, 'host', "
         "'h' || (rk % 7), 'pad', repeat('p', 2000)) FROM runs, generate_series(0, 1999) rk WHERE twin_group = 'detail-g'");
     json_t *o = NULL;
     size_t bytes = 0;
     assert_int_equal(get("/api/v1/runs/11111111-2222-3333-4444-555555555555", &bytes, &o, NULL), 200);
-    print_message("run detail of 70,000 ranks: %zu bytes, %zu manifests, %zu rank states, next_rank_from %lld\n", bytes,
+    print_message("run detail of 10,000 ranks: %zu bytes, %zu manifests, %zu rank states, next_rank_from %lld\n", bytes,
                   json_array_size(json_object_get(o, "manifests")), json_array_size(json_object_get(o, "rank_status")),
                   (long long)json_integer_value(json_object_get(o, "next_rank_from")));
     assert_true(json_array_size(json_object_get(o, "rank_status")) <= 4096);
