@@ -173,13 +173,33 @@ static enum MHD_Result read_run(http_req *req, char **args)
         json_array_remove(manifests, json_array_size(manifests) - 1); /* both lists cover the same ranks */
     json_object_set_new(o, "manifests", manifests);
     json_object_set_new(o, "rank_status", ranks);
+    /* What slurmstepd (or the admin) attested of the run's step: the user, and which node ran which ranks. */
+    const char *ka[] = {key};
+    r = db_exec("run_attested", 1, ka, err, sizeof(err));
+    if (!r)
+        goto out_down_attach;
+    json_t *placement = json_array(), *att = json_null();
+    for (int i = 0; i < PQntuples(r) && i < RUN_DETAIL_MAX_RANKS; i++) {
+        if (i == 0)
+            att = json_pack("{s:s, s:s, s:s}", "user", PQgetvalue(r, 0, 2), "nodes", PQgetvalue(r, 0, 3), "by",
+                            PQgetvalue(r, 0, 4));
+        json_array_append_new(placement, json_pack("{s:s, s:o}", "node", PQgetvalue(r, i, 0), "ranks",
+                                                   pg_int_array(PQgetvalue(r, i, 1), 0)));
+    }
+    PQclear(r);
+    if (json_is_object(att))
+        json_object_set_new(att, "placement", placement);
+    else
+        json_decref(placement);
+    json_object_set_new(o, "attested", att);
     json_object_set_new(o, "rank_from", json_integer(rank_from));
     json_object_set_new(o, "next_rank_from", next >= 0 ? json_integer(next) : json_null());
     return http_reply_json(req, 200, o);
 out_down:
-    json_decref(o);
     json_decref(manifests);
     json_decref(ranks);
+out_down_attach:
+    json_decref(o);
     return http_reply_db_down(req, err);
 }
 
@@ -269,6 +289,9 @@ void api_runs_register(void)
                 "FROM (SELECT * FROM rank_progress WHERE run_key = $1 AND rank >= $2::int ORDER BY rank LIMIT $3) p "
                 "FULL JOIN (SELECT * FROM rank_ends WHERE run_key = $1 AND rank >= $2::int ORDER BY rank LIMIT $3) e "
                 "ON p.rank = e.rank ORDER BY 1 LIMIT $3");
+    db_register("run_attested", "SELECT a.node, a.ranks::text, a.user_name, a.nodes, a.attested_by FROM attestations a "
+                                "JOIN runs r ON a.job_id = r.job_id AND a.step_id = r.step_id WHERE r.run_key = $1 "
+                                "ORDER BY a.node_index NULLS LAST, a.node LIMIT 4097");
     db_register("run_records", "SELECT rank, seq, step, name, occ, level, dtype, flags, t_ns, nbytes, fp, value, "
                                "shape::text, inputs::text, chunks::text FROM records WHERE run_key = $1 "
                                "AND rank = $2 AND step BETWEEN $3 AND $4 ORDER BY step, seq LIMIT $5 OFFSET $6");

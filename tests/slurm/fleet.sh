@@ -138,12 +138,12 @@ is_state() { [ "$(node_field "$1" state)" = "$2" ]; }
 group_alert() { # group_alert GROUP EXPR: EXPR over the group's only alert `a`
   get "/alerts?kind=divergence&limit=1000" | python3 -c "
 import json,sys
-d=json.load(sys.stdin); al=[a for a in d['alerts'] if a['group']=='$1']
+d=json.load(sys.stdin); al=[a for a in d['items'] if a['group']=='$1']
 assert len(al)==1, len(al)
 a=al[0]; print($2)"
 }
 involvements() { # involvements NODE GROUP: the node's involvement weights in GROUP, newest first
-  get "/nodes/$1/history?limit=1000" | json "' '.join(str(e['weight']) for e in d['events'] if e['kind']=='involvement' and e['group']=='$2')"
+  get "/nodes/$1/history?limit=1000" | json "' '.join(str(e['weight']) for e in d['items'] if e['kind']=='involvement' and e['group']=='$2')"
 }
 
 # Eight pairs. Run A of each pair has a rank on n3, run B runs on the healthy nodes only. All A runs go
@@ -158,14 +158,29 @@ t_pairs_run() {
   grep -c 'injected fault' "$tmp/err" | grep -qx 8 || { echo "a B run met the fault" >>"$tmp/err"; return 1; }
   echo "16 jobs in $(( ($(date +%s%N) - t) / 1000000 )) ms" >>"$tmp/err"
 }
-n3_blamed_all() { [ "$(get "/nodes/n3/history?limit=1000" | json "sum(1 for e in d['events'] if e['kind']=='involvement')")" = 8 ]; }
+# Each run's placement comes from slurmstepd (the plugin's attestation), and pair-0's A run put rank 1 on n3.
+t_attested() {
+  local i id
+  for i in "${!A[@]}"; do
+    for id in $(get "/runs?group=pair-$i" | json "' '.join(r['run_id'] for r in d['items'])"); do
+      get "/runs/$id" | json "d['attested'] and d['attested']['by'] == 'slurmstepd' and d['attested']['user'] == 'root' and sorted(r for p in d['attested']['placement'] for r in p['ranks']) == [0, 1]" |
+        grep -qx True || { get "/runs/$id" >>"$tmp/err"; return 1; }
+    done
+  done
+  local n3=
+  for id in $(get "/runs?group=pair-0" | json "' '.join(r['run_id'] for r in d['items'])"); do
+    n3+=$(get "/runs/$id" | json "''.join(str(p['ranks']) for p in d['attested']['placement'] if p['node'] == 'n3')")
+  done
+  [ "$n3" = "[1]" ] || { echo "pair-0: n3 ran ranks '$n3'" >>"$tmp/err"; return 1; }
+}
+n3_blamed_all() { [ "$(get "/nodes/n3/history?limit=1000" | json "sum(1 for e in d['items'] if e['kind']=='involvement')")" = 8 ]; }
 t_n3_suspect() {
   wait_for 20 n3_blamed_all || { get "/nodes" >>"$tmp/err"; return 1; }
   wait_for 10 is_state n3 suspect || { get "/nodes" >>"$tmp/err"; return 1; }
   get "/nodes" >"$tmp/out"
-  json "' '.join('%s=%s' % (n['name'], n['state']) for n in d['nodes'])" <"$tmp/out" >>"$tmp/err"
-  [ "$(json "d['nodes'][0]['name']" <"$tmp/out")" = n3 ] &&
-    [ "$(json "round(d['nodes'][0]['score'], 2) >= 0.95" <"$tmp/out")" = True ] || return 1
+  json "' '.join('%s=%s' % (n['name'], n['state']) for n in d['items'])" <"$tmp/out" >>"$tmp/err"
+  [ "$(json "d['items'][0]['name']" <"$tmp/out")" = n3 ] &&
+    [ "$(json "round(d['items'][0]['score'], 2) >= 0.95" <"$tmp/out")" = True ] || return 1
   local n
   for n in n1 n2 n4; do is_state $n ok || { echo "$n is $(node_field $n state)" >>"$tmp/err"; return 1; }; done
 }
@@ -173,10 +188,10 @@ t_n3_drained_in_slurm() {
   wait_for 10 bash -c "sinfo -h -n n3 -o '%T' | grep -q drain" || { sinfo -N >>"$tmp/err"; return 1; }
   sinfo -h -n n3 -o '%E' | grep -q '^lockstep: ' || { sinfo -h -n n3 -o '%E' >>"$tmp/err"; return 1; }
   for n in n1 n2 n4; do sinfo -h -n $n -o '%T' | grep -q drain && { echo "$n drained" >>"$tmp/err"; return 1; }; done
-  get "/nodes/n3/history?limit=1000" | json "[e['detail'] for e in d['events'] if e['kind']=='slurm']" | grep -q 'state=drain.*: ok'
+  get "/nodes/n3/history?limit=1000" | json "[e['detail'] for e in d['items'] if e['kind']=='slurm']" | grep -q 'state=drain.*: ok'
 }
 suspect_alert_delivered() {
-  get "/alerts?kind=suspect" | json "[(a['node'], sorted((x['sink'], x['state']) for x in a['deliveries'])) for a in d['alerts']]" |
+  get "/alerts?kind=suspect" | json "[(a['node'], sorted((x['sink'], x['state']) for x in a['deliveries'])) for a in d['items']]" |
     grep -qx "\[('n3', \[('alertmanager', 'delivered'), ('slack', 'delivered'), ('webhook', 'delivered')\])\]"
 }
 hooks() { # hooks GROUP: "PATH=COUNT ..." of the receiver's requests about GROUP's divergence
@@ -236,7 +251,7 @@ sbatch_train() {
 t_three_runs() {
   # only the third run has n3 (its rank 0); it goes through sbatch
   train three n1,n2 && train three n2,n4 && sbatch_train three n3,n4 || return 1
-  wait_for 20 bash -c "[ \"\$(curl -s '$api/nodes/n3/history?limit=1000' | python3 -c \"import json,sys; d=json.load(sys.stdin); print(' '.join(str(e['weight']) for e in d['events'] if e['kind']=='involvement' and e['group']=='three'))\")\" = 1.0 ]" ||
+  wait_for 20 bash -c "[ \"\$(curl -s '$api/nodes/n3/history?limit=1000' | python3 -c \"import json,sys; d=json.load(sys.stdin); print(' '.join(str(e['weight']) for e in d['items'] if e['kind']=='involvement' and e['group']=='three'))\")\" = 1.0 ]" ||
     { get "/nodes/n3/history" >>"$tmp/err"; return 1; }
   local n
   for n in n1 n2 n4; do [ -z "$(involvements $n three)" ] || { echo "$n blamed: $(involvements $n three)" >>"$tmp/err"; return 1; }; done
@@ -244,6 +259,7 @@ t_three_runs() {
 }
 
 check "16 lockstep-train jobs: 8 twin pairs, the fault fires on n3" t_pairs_run
+check "slurmstepd attested every run's rank placement (the plugin, not the job)" t_attested
 check "n3 turns suspect (score >= 0.95); n1, n2, n4 stay ok" t_n3_suspect
 check "lockstepd drains n3 in Slurm with a lockstep: reason" t_n3_drained_in_slurm
 check "alerts: one per group, suspect n3 delivered to webhook, Slack, Alertmanager; mail to the user" t_alerts
@@ -251,7 +267,7 @@ check "nondeterministic twins: software, no node blamed" t_nondet_software
 check "repair resumes n3 in Slurm (admin token required)" t_repair_resumes
 check "a three-run group with one faulty run (sbatch) names n3 (strong evidence)" t_three_runs
 t_clean_stop() { # SIGTERM: exit 0, no sanitizer report (SAN=1), nothing left in the outbox
-  get "/alerts?limit=1000" | json "sum(1 for a in d['alerts'] for x in a['deliveries'] if x['state'] != 'delivered')" >"$tmp/out"
+  get "/alerts?limit=1000" | json "sum(1 for a in d['items'] for x in a['deliveries'] if x['state'] != 'delivered')" >"$tmp/out"
   kill -TERM "$srv_pid"; wait "$srv_pid"; local rc=$?; srv_pid=
   [ "$rc" = 0 ] && [ "$(cat "$tmp/out")" = 0 ] && ! grep -E 'AddressSanitizer|runtime error|LeakSanitizer' "$tmp/lsd.log" >>"$tmp/err"
 }
