@@ -51,7 +51,11 @@ void cmp_register(void)
                 "FROM runs r LEFT JOIN rank_progress p ON p.run_key = r.run_key AND p.rank = $2 "
                 "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
                 "WHERE r.twin_group = $1 ORDER BY r.run_key LIMIT " GROUP_MAX_RUNS_TEXT);
-    db_register("cmp_lock", "SELECT pg_advisory_xact_lock(lockstep_check_key($1, $2::int))");
+    /* The rank's lock, without waiting: when a batch or an end holds it they are committing, and each
+     * asks for this comparison again once committed (so do comparisons of other lockstepd). The
+     * comparison's own commit need not wait for the disk: what it writes is recomputed after a crash. */
+    db_register("cmp_lock", "SELECT pg_try_advisory_xact_lock(lockstep_check_key($1, $2::int)), "
+                            "set_config('synchronous_commit', 'off', true)");
     /* What the last check of this rank compared (row 0 of a full join: either side may be missing), and the
      * divergence it keeps. */
     db_register("cmp_checked", "SELECT c.checked_upto, c.members::text, c.rank IS NOT NULL, d.step "
@@ -376,7 +380,12 @@ int cmp_check(const char *group, int rank, double commit_s)
         db_rollback();
         return -1;
     }
+    int locked = PQgetvalue(r, 0, 0)[0] == 't';
     PQclear(r);
+    if (!locked) { /* a batch or an end of this rank is committing: it asks again when it has */
+        db_rollback();
+        return 0;
+    }
     found f = {0};
     int again = 0;
     int rc = check_locked(group, rank, commit_s, &f, &again);
