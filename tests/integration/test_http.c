@@ -127,6 +127,13 @@ static void test_auth_before_body(void **state)
              run7, 0);
     expect_json_error("a batch with another job's token, body held back", req, strlen(req), 403, 2.0);
     snprintf(req, sizeof(req),
+             "POST /api/v1/runs/%s/manifest HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+             "Content-Type: application/json\r\nContent-Length: 300000\r\n\r\n",
+             run7, tok7);
+    expect_json_error("a manifest over 256 KiB, body held back", req, strlen(req), 413, 2.0);
+    snprintf(req, sizeof(req), "POST /api/v1/attest HTTP/1.1\r\nHost: x\r\nContent-Length: 60000000\r\n\r\n");
+    expect_json_error("an attestation without a token, body held back", req, strlen(req), 401, 2.0);
+    snprintf(req, sizeof(req),
              "POST /api/v1/admin/retention HTTP/1.1\r\nHost: x\r\nContent-Length: 60000000\r\n\r\n");
     expect_json_error("an admin call without a token, body held back", req, strlen(req), 401, 2.0);
     snprintf(req, sizeof(req), "GET /api/v1/runs/%s HTTP/1.1\r\nHost: x\r\nContent-Length: 60000000\r\n\r\n", run7);
