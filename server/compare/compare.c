@@ -105,18 +105,45 @@ void cmp_register(void)
                 "AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
 }
 
+/* The queue's index: open addressing over (group, rank), each slot 0 or a queue position + 1; twice as
+ * many slots as the queue can hold, so that a run of 65536 ranks ending queues in linear time. */
+static size_t *slots; /* under thread.lock */
+static size_t n_slots;
+
+static size_t key_hash(const char *group, int rank)
+{
+    size_t h = 1469598103934665603u;
+    for (const unsigned char *p = (const unsigned char *)group; *p; p++)
+        h = (h ^ *p) * 1099511628211u;
+    return (h ^ (size_t)(unsigned)rank) * 1099511628211u;
+}
+
+/* slot_of - the slot of (group, rank) in the index: the one holding it, or the empty one where it goes. */
+static size_t *slot_of(const char *group, int rank)
+{
+    size_t i = key_hash(group, rank) & (n_slots - 1);
+    while (slots[i] && (queue[slots[i] - 1].rank != rank || strcmp(queue[slots[i] - 1].group, group) != 0))
+        i = (i + 1) & (n_slots - 1);
+    return &slots[i];
+}
+
 void cmp_notify(const char *group, int rank, double commit_s)
 {
     if (!group || !*group)
         return;
     worker_lock(&thread);
-    size_t i;
-    for (i = 0; i < q_len; i++)
-        if (queue[i].rank == rank && strcmp(queue[i].group, group) == 0)
-            break;
-    if (i < q_len) {
-        if (commit_s > 0 && (queue[i].commit_s == 0 || commit_s < queue[i].commit_s))
-            queue[i].commit_s = commit_s;
+    if (q_len * 2 >= n_slots) { /* grow the index (and rebuild it) */
+        n_slots = n_slots ? n_slots * 2 : 256;
+        free(slots);
+        slots = xcalloc(n_slots, sizeof(*slots));
+        for (size_t k = 0; k < q_len; k++)
+            *slot_of(queue[k].group, queue[k].rank) = k + 1;
+    }
+    size_t *slot = slot_of(group, rank);
+    if (*slot) {
+        pending *p = &queue[*slot - 1];
+        if (commit_s > 0 && (p->commit_s == 0 || commit_s < p->commit_s))
+            p->commit_s = commit_s;
     } else {
         if (q_len == q_cap) {
             q_cap = q_cap ? q_cap * 2 : 64;
@@ -126,6 +153,7 @@ void cmp_notify(const char *group, int rank, double commit_s)
         queue[q_len].rank = rank;
         queue[q_len].commit_s = commit_s;
         q_len++;
+        *slot = q_len;
     }
     worker_kick_locked(&thread);
     worker_unlock(&thread);
@@ -437,6 +465,8 @@ static void cmp_loop(worker *w)
         size_t n = q_len;
         queue = NULL;
         q_len = q_cap = 0;
+        if (slots)
+            memset(slots, 0, n_slots * sizeof(*slots));
         worker_unlock(w);
         int failed = 0;
         for (size_t i = 0; i < n; i++) {
