@@ -72,11 +72,13 @@ $(B)/tests/fuzz/fuzz_batch: tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) server/store/ba
 	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(call pc_cflags,jansson) tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) -o $@ $(call pc_libs,jansson) -lm
 ALL_TARGETS += $(B)/tests/fuzz/fuzz_batch
-FUZZ_TEXT_SRCS := common/tracespec.c common/dtype.c common/text.c kernels/train_opts.c server/core/config.c server/core/log.c
-$(B)/tests/fuzz/fuzz_text: tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) common/tracespec.h kernels/train_opts.h server/core/config.h
+FUZZ_TEXT_SRCS := common/tracespec.c common/dtype.c common/text.c common/hostlist.c kernels/train_opts.c \
+  server/core/config.c server/core/log.c server/core/xalloc.c server/http/target.c
+$(B)/tests/fuzz/fuzz_text: tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) common/tracespec.h kernels/train_opts.h server/core/config.h \
+  common/hostlist.h common/text.h server/http/target.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) -o $@ -lm
+	  $(call pc_cflags,jansson) tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) -o $@ $(call pc_libs,jansson) -lm
 ALL_TARGETS += $(B)/tests/fuzz/fuzz_text
 endif
 $(B)/tests/fuzz/seeds: $(B)/tests/fuzz/seeds.o $(LIBCOMMON)
