@@ -313,6 +313,20 @@ static void test_late_records(void **state)
     json_decref(o);
 }
 
+/* A group name with a '/' (the plugin allows it) is read with the slash percent-encoded: routing splits the
+ * raw path and decodes each segment on its own (before, the decoded path split at the slash: 404). */
+static void test_group_name_with_slash(void **state)
+{
+    (void)state;
+    char a[40];
+    assert_int_equal(reg("8501", "exp-42/a.b_c:d@e+f", "alice", 0, attest_token("8501"), a, NULL), 201);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/exp-42%2Fa.b_c:d@e+f", NULL, NULL, &o), 200);
+    assert_string_equal(str(o, "group"), "exp-42/a.b_c:d@e+f");
+    json_decref(o);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/exp-42%2Fa.b_c:d@e+f/steps", NULL, NULL, NULL), 200);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -320,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_left_out_runs),
         cmocka_unit_test(test_group_limit),
         cmocka_unit_test(test_late_records),
+        cmocka_unit_test(test_group_name_with_slash),
     };
     return cmocka_run_group_tests_name("lockstepd twin groups", tests, setup, teardown);
 }

@@ -215,6 +215,33 @@ static void test_run_detail_pages(void **state)
     json_decref(o);
 }
 
+/* A fleet of 3000 nodes and 12,000 GPUs in the tables: the node list pages (before: every node with every
+ * GPU in one answer, each GPU matched against each node). */
+static void test_nodes_page(void **state)
+{
+    (void)state;
+    sql("INSERT INTO hw_nodes (name, score) SELECT 'f' || i, i / 3000.0 FROM generate_series(1, 3000) i");
+    sql("INSERT INTO hw_gpus (uuid, node) SELECT 'GPU-' || i || '-' || g, 'f' || i FROM generate_series(1, 3000) i, "
+        "generate_series(0, 3) g");
+    json_t *o = NULL;
+    size_t bytes = 0;
+    double secs = 0;
+    assert_int_equal(get("/api/v1/nodes", &bytes, &o, &secs), 200);
+    print_message("GET /api/v1/nodes over 3000 nodes and 12,000 GPUs: %zu nodes, %zu bytes, %.3f s\n",
+                  json_array_size(json_object_get(o, "items")), bytes, secs);
+    assert_int_equal(json_array_size(json_object_get(o, "items")), 1000);
+    assert_int_equal(json_integer_value(json_object_get(o, "total")), 3000);
+    assert_string_equal(json_string_value(json_object_get(o, "next_cursor")), "1000");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "items"), 0), "name")),
+                        "f3000");
+    assert_int_equal(json_array_size(json_object_get(json_array_get(json_object_get(o, "items"), 0), "gpus")), 4);
+    json_decref(o);
+    assert_int_equal(get("/api/v1/nodes?cursor=2990&limit=50", NULL, &o, NULL), 200);
+    assert_int_equal(json_array_size(json_object_get(o, "items")), 10);
+    assert_true(json_is_null(json_object_get(o, "next_cursor")));
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_steps_window_is_cut),
         cmocka_unit_test(test_runs_list_bounded),
         cmocka_unit_test(test_run_detail_pages),
+        cmocka_unit_test(test_nodes_page),
     };
     return cmocka_run_group_tests_name("lockstepd bounded reads", tests, setup, teardown);
 }
