@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/crypto/token.h"
@@ -374,13 +375,17 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
  * (the step's node list at slurmstepd's index of this node), the user, the GPUs Slurm gave the step here.
  * Failure is logged, never fatal: the step's runs then carry no hardware evidence. */
 static void do_attest(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f, const char *nodes,
-                      spank_step_result *res)
+                      int budget_ms, spank_step_result *res)
 {
     char job[16], stepid[32], node[256], gpus[256] = "", why[600];
     snprintf(job, sizeof(job), "%u", f->job_id);
     spank_step_key(f, stepid, sizeof(stepid));
     if (!f->nlocal) {
         say(ops, ops->log, "step %s.%s not attested: slurmstepd did not say which ranks run here", job, stepid);
+        return;
+    }
+    if (budget_ms < 50) {
+        say(ops, ops->log, "step %s.%s not attested: lockstepd took all of timeout_ms to register it", job, stepid);
         return;
     }
     if (!nodes[0] || hostlist_nth(nodes, f->node_id, node, sizeof(node)) < 0) {
@@ -399,7 +404,7 @@ static void do_attest(const spank_glue_ops *ops, const spank_conf *c, const span
                      .gpus = gpus,
                      .ranks = f->local_ranks,
                      .nranks = f->nlocal};
-    if (spank_reg_attest(c->server, res->attest, &a, c->timeout_ms, why, sizeof(why))) {
+    if (spank_reg_attest(c->server, res->attest, &a, budget_ms, why, sizeof(why))) {
         say(ops, ops->log, "step %s.%s not attested on %s: %s", job, stepid, node, why);
         return;
     }
@@ -455,10 +460,15 @@ int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spa
     if (res->token[0])
         setv(ops, "LOCKSTEP_TOKEN", res->token, &bad);
     res->active = 1;
+    /* Registration and attestation share timeout_ms: a slow or hung lockstepd delays the step by that at most. */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (c->server[0] && f->node_id == 0)
         do_register(ops, c, &r, f, mode, nodes, part, res);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long spent = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
     if (c->server[0] && res->attest[0])
-        do_attest(ops, c, f, nodes, res);
+        do_attest(ops, c, f, nodes, (int)(c->timeout_ms - spent), res);
     rv = 0;
 out_check:
     if (bad && rv == 0)

@@ -71,7 +71,7 @@ int spank_request_read(const spank_glue_ops *ops, spank_request *r, char *why, s
  * tokens; register the step with lockstepd when one is configured (the first
  * node, with the attestation token: the run's user is slurmstepd's word) and
  * attest, from every node, which global ranks run on it, under which user and
- * node list (POST /api/v1/attest). A batch step gets the runtime and
+ * node list (POST /api/v1/attest); both within timeout_ms together. A batch step gets the runtime and
  * LOCKSTEP_MODE only (its srun steps get the agent). Returns 0 to let the
  * step run, -1 to fail it: for the user's own error (a bad value, a det
  * conflict) or, with `enforce`, for lockstep's trouble; without enforce

@@ -42,6 +42,9 @@ void store_runs_register(void)
     /* A rank's end commits under its group rank's shared lock, with its time taken under it (see
      * batch_lock in write.c): a comparison that saw it marks later; one that did not is older than it. */
     db_register("end_lock", "SELECT pg_advisory_xact_lock_shared(lockstep_check_key($1, $2::int))");
+    /* The ends of one run take its row in turn: the last one's count then sees every other end committed
+     * (two ends counting at once, each without the other's uncommitted row, left the run running). */
+    db_register("end_run_lock", "SELECT 1 FROM runs WHERE run_key = $1 FOR UPDATE");
     db_register("rank_end", "INSERT INTO rank_ends (run_key, rank, exit_code, ended_at) VALUES ($1, $2, $3, "
                             "clock_timestamp()) ON CONFLICT (run_key, rank) DO UPDATE SET exit_code = "
                             "excluded.exit_code, ended_at = excluded.ended_at");
@@ -235,6 +238,10 @@ int store_rank_end(const run_info *run, int rank, int exit_code, int *run_done, 
             goto out_rollback;
         PQclear(r);
     }
+    r = db_exec_once("end_run_lock", 1, p, err, sizeof(err));
+    if (!r)
+        goto out_rollback;
+    PQclear(r);
     r = db_exec_once("rank_end", 3, p, err, sizeof(err));
     if (!r)
         goto out_rollback;

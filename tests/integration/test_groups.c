@@ -6,6 +6,7 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,8 @@ static int setup(void **state)
     snprintf(adm, sizeof(adm), "%s/admin", dir);
     write_file(secret, SECRET);
     write_file(adm, ADMIN);
-    const char *args[] = {"--db", pg.conninfo, "--secret", secret, "--admin-token", adm, NULL};
+    /* more HTTP threads than cores: rank ends of one run are handled at the same time (test_concurrent_ends) */
+    const char *args[] = {"--db", pg.conninfo, "--secret", secret, "--admin-token", adm, "--threads", "8", NULL};
     return h_srv_start(&srv, args);
 }
 
@@ -327,6 +329,50 @@ static void test_group_name_with_slash(void **state)
     assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/exp-42%2Fa.b_c:d@e+f/steps", NULL, NULL, NULL), 200);
 }
 
+typedef struct ender {
+    const char *run, *job;
+    int rank;
+    long code;
+} ender;
+
+static void *end_main(void *arg)
+{
+    ender *e = arg;
+    e->code = it_end(&srv, e->run, e->rank, job_token(e->job));
+    return NULL;
+}
+
+/* Every rank of a run ends at once (slurmstepd reports each node's tasks as they exit): the run ends. */
+static void test_concurrent_ends(void **state)
+{
+    (void)state;
+    enum { R = 16 };
+    for (int round = 0; round < 10; round++) {
+        char body[256], path[128], job[16], id[40];
+        snprintf(job, sizeof(job), "%d", 8600 + round);
+        snprintf(body, sizeof(body), "{\"job_id\": \"%s\", \"twin_group\": \"ends\", \"ranks\": %d, \"user\": \"alice\"}",
+                 job, R);
+        json_t *o = NULL;
+        assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", body, attest_token(job), &o), 201);
+        snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(o, "run_id")));
+        json_decref(o);
+        pthread_t t[R];
+        ender e[R];
+        for (int r = 0; r < R; r++) {
+            e[r] = (ender){id, job, r, 0};
+            pthread_create(&t[r], NULL, end_main, &e[r]);
+        }
+        for (int r = 0; r < R; r++) {
+            pthread_join(t[r], NULL);
+            assert_int_equal(e[r].code, 200);
+        }
+        snprintf(path, sizeof(path), "/api/v1/runs/%s", id);
+        assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
+        assert_string_equal(str(o, "status"), "ended");
+        json_decref(o);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,6 +381,7 @@ int main(void)
         cmocka_unit_test(test_group_limit),
         cmocka_unit_test(test_late_records),
         cmocka_unit_test(test_group_name_with_slash),
+        cmocka_unit_test(test_concurrent_ends),
     };
     return cmocka_run_group_tests_name("lockstepd twin groups", tests, setup, teardown);
 }
