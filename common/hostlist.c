@@ -19,13 +19,15 @@ static int parse_range(const char *p, const char **end, range *r)
         return -1;
     r->lo = strtoul(p, &e, 10);
     r->width = (int)(e - p);
+    if (r->width > 18)
+        return -1; /* no node number has 19 digits: refused before it overflows or pads past a name */
     r->hi = r->lo;
     if (*e == '-') {
         const char *q = e + 1;
         if (*q < '0' || *q > '9')
             return -1;
         r->hi = strtoul(q, &e, 10);
-        if (r->hi < r->lo || r->hi - r->lo > 1000000)
+        if (e - q > 18 || r->hi < r->lo || r->hi - r->lo > 1000000)
             return -1;
     }
     if (*e != ',' && *e != ']')
@@ -81,7 +83,7 @@ static long walk(const char *list, size_t want, char *out, size_t cap)
                 if (out && (size_t)seen <= want && want < (size_t)seen + count) {
                     char num[32];
                     int n = snprintf(num, sizeof(num), "%0*lu", rg.width, rg.lo + (want - (size_t)seen));
-                    if (n < 0 || pre + (size_t)n + suf >= cap)
+                    if (n < 0 || (size_t)n >= sizeof(num) || pre + (size_t)n + suf >= cap)
                         return -1;
                     memcpy(out, p, pre);
                     memcpy(out + pre, num, (size_t)n);

@@ -371,6 +371,16 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
     say(ops, ops->log, "step %s.%s registered as run %s", job, stepid, res->run_id);
 }
 
+static void do_attest(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f, const char *nodes,
+                      int budget_ms, spank_step_result *res);
+
+void spank_step_attest(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f, int budget_ms,
+                       spank_step_result *res)
+{
+    if (c->server[0] && res->attest[0] && !res->attested)
+        do_attest(ops, c, f, res->nodes, budget_ms, res);
+}
+
 /* do_attest - tell lockstepd, with the attestation token, which global ranks run on this node: its name
  * (the step's node list at slurmstepd's index of this node), the user, the GPUs Slurm gave the step here.
  * Failure is logged, never fatal: the step's runs then carry no hardware evidence. */
@@ -467,6 +477,7 @@ int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spa
         do_register(ops, c, &r, f, mode, nodes, part, res);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     long spent = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    snprintf(res->nodes, sizeof(res->nodes), "%s", nodes);
     if (c->server[0] && res->attest[0])
         do_attest(ops, c, f, nodes, (int)(c->timeout_ms - spent), res);
     rv = 0;

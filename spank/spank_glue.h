@@ -46,6 +46,7 @@ typedef struct spank_step_result {
     char attest[65];    /* the job's attestation token: slurmstepd's own, never in the job's environment */
     char run_id[128];   /* from lockstepd when registration succeeded, else "" */
     int attested;       /* lockstepd took this node's attestation */
+    char nodes[1024];   /* the step's node list as attested ("" when unknown) */
 } spank_step_result;
 
 /* spank_step_key - the step id lockstepd knows this step by: "S", or "S.rN" in the job's N-th requeue. A
@@ -78,6 +79,13 @@ int spank_request_read(const spank_glue_ops *ops, spank_request *r, char *why, s
  * lockstep's trouble (agent missing, secret unreadable, server down) is
  * logged and the step runs. `res` says what happened. */
 int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f,
+                       spank_step_result *res);
+
+/* spank_step_attest - attest this node's part of the step (as spank_step_prepare
+ * does) within `budget_ms`, with res->attest and res->nodes; sets
+ * res->attested on success. For a second try, from task_exit, when the first
+ * did not get through. Failure is logged. */
+void spank_step_attest(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f, int budget_ms,
                        spank_step_result *res);
 
 #endif /* SPANK_SPANK_GLUE_H */

@@ -37,6 +37,9 @@ static void test_nth(void **state)
         {"n[4-1]", 0, NULL},
         {"", 0, NULL},
         {"a,,b", 1, NULL},
+        {"n[07777777777777777777777777777777777777],oX", 0, NULL}, /* found by fuzz_text: 38-digit padding */
+        {"n[1-99999999999999999999]", 0, NULL},
+        {"n[000000000000000001-3]", 2, "n000000000000000003"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char out[64] = "x";

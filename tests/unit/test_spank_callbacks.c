@@ -256,6 +256,7 @@ static void fake_reset(spank_context_t ctx)
 static struct {
     int fd, port;
     char seen[16384];
+    int refuse_attest; /* answer this many attestations 503 first */
     pthread_mutex_t lock;
 } H = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -287,10 +288,15 @@ static void *http_main(void *arg)
         pthread_mutex_lock(&H.lock);
         size_t l = strlen(H.seen);
         snprintf(H.seen + l, sizeof(H.seen) - l, "%s\n====\n", buf);
+        int refuse = H.refuse_attest > 0 && strstr(buf, "POST /api/v1/attest");
+        if (refuse)
+            H.refuse_attest--;
         pthread_mutex_unlock(&H.lock);
         static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
                                  "Connection: close\r\n\r\n{}";
-        if (send(c, ok, sizeof(ok) - 1, MSG_NOSIGNAL) < 0)
+        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                   "Content-Length: 2\r\nConnection: close\r\n\r\n{}";
+        if (refuse ? send(c, busy, sizeof(busy) - 1, MSG_NOSIGNAL) < 0 : send(c, ok, sizeof(ok) - 1, MSG_NOSIGNAL) < 0)
             fprintf(stderr, "stand-in: send failed\n");
         close(c);
     }
@@ -558,6 +564,43 @@ static void case_remote_attests_first(void)
     attests_on_node(0, "n1", "\"ranks\":[0,1]");
 }
 
+/* An attestation lockstepd did not take when the step started is tried once more at the first task exit
+ * (slurmstepd, still root, still holding the token). */
+static void case_remote_attest_again(void)
+{
+    char server[64];
+    fake_reset(S_CTX_REMOTE);
+    http_start();
+    H.seen[0] = 0;
+    H.refuse_attest = 1;
+    F.node_id = 1;
+    static char *args[8];
+    args_base();
+    for (int i = 0; i < n_remote_args; i++)
+        args[i] = remote_args[i];
+    snprintf(server, sizeof(server), "server=http://127.0.0.1:%d", H.port);
+    args[2] = server;
+    env_put("SLURM_STEP_NODELIST=n[1-2]");
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(n_remote_args, args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, args) == 0);
+    CHECK(strstr(F.log, "not attested on n2"));
+    F.global_id = 2;
+    CHECK(slurm_spank_task_exit(sp, 0, NULL) == 0);
+    CHECK(strstr(F.log, "attested on n2 (2 ranks)"));
+    pthread_mutex_lock(&H.lock);
+    const char *first = strstr(H.seen, "POST /api/v1/attest");
+    CHECK(first && strstr(first + 1, "POST /api/v1/attest"));
+    pthread_mutex_unlock(&H.lock);
+    F.global_id = 3;
+    CHECK(slurm_spank_task_exit(sp, 0, NULL) == 0); /* once only */
+    pthread_mutex_lock(&H.lock);
+    const char *second = strstr(strstr(H.seen, "POST /api/v1/attest") + 1, "POST /api/v1/attest");
+    CHECK(!strstr(second + 1, "POST /api/v1/attest"));
+    pthread_mutex_unlock(&H.lock);
+    CHECK(slurm_spank_exit(sp, 0, NULL) == 0);
+}
+
 static void case_remote_det_conflict(void)
 {
     char err[4096];
@@ -708,6 +751,7 @@ static void test_remote_det(void **s) { (void)s; in_child(case_remote_det); }
 static void test_remote_det_conflict(void **s) { (void)s; in_child(case_remote_det_conflict); }
 static void test_remote_attests(void **s) { (void)s; in_child(case_remote_attests); }
 static void test_remote_attests_first(void **s) { (void)s; in_child(case_remote_attests_first); }
+static void test_remote_attest_again(void **s) { (void)s; in_child(case_remote_attest_again); }
 static void test_remote_fp_conflict(void **s) { (void)s; in_child(case_remote_fp_conflict); }
 static void test_remote_untouched(void **s) { (void)s; in_child(case_remote_untouched); }
 static void test_remote_batch_step(void **s) { (void)s; in_child(case_remote_batch_step); }
@@ -757,6 +801,7 @@ int main(void)
         cmocka_unit_test(test_remote_det_conflict),
         cmocka_unit_test(test_remote_attests),
         cmocka_unit_test(test_remote_attests_first),
+        cmocka_unit_test(test_remote_attest_again),
         cmocka_unit_test(test_remote_fp_conflict),
         cmocka_unit_test(test_remote_untouched),
         cmocka_unit_test(test_remote_batch_step),
