@@ -144,7 +144,7 @@ for g in ("demo-match", "demo-nondet", "demo-faulty", "demo-resume"):
 try:
     nodes = json.load(open(os.path.join(d, "nodes.json")))
     out["suspects"] = None if "error" in nodes else sorted(
-        n["name"] for n in nodes.get("nodes", []) if n.get("state") == "suspect")
+        n["name"] for n in nodes.get("items", nodes.get("nodes", [])) if n.get("state") == "suspect")
 except (OSError, ValueError):
     out["suspects"] = None
 print(json.dumps(out))
