@@ -38,6 +38,9 @@ ALTER TABLE group_checks ALTER COLUMN checked_upto DROP NOT NULL;
 ALTER TABLE group_checks ADD COLUMN IF NOT EXISTS target bigint;
 ALTER TABLE group_checks ADD COLUMN IF NOT EXISTS members bigint[] NOT NULL DEFAULT '{}';
 ALTER TABLE group_checks ADD COLUMN IF NOT EXISTS checked_at timestamptz NOT NULL DEFAULT '-infinity';
+-- A run still running that has not come to this rank (or to the shared start) yet: the rank's comparison may
+-- still change, so the fleet does not count it as settled (docs/suspects.md).
+ALTER TABLE group_checks ADD COLUMN IF NOT EXISTS waiting boolean NOT NULL DEFAULT false;
 
 -- lockstep_check_key - the advisory lock of one group's rank: the comparison holds it exclusively while it
 -- compares, a batch and a rank's end share it while they commit, so a comparison never marks as compared

@@ -63,10 +63,11 @@ void cmp_register(void)
                                "LEFT JOIN divergences d ON d.twin_group = $1 AND d.rank = $2");
     /* The mark: how far this rank was compared, how far it was to go, with which runs, and when (under the
      * lock: every batch and end of this rank committed before is seen; one committed after re-opens it). */
-    db_register("cmp_mark", "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at) "
-                            "VALUES ($1, $2, $3, $4, $5::bigint[], clock_timestamp()) ON CONFLICT (twin_group, rank) "
-                            "DO UPDATE SET checked_upto = excluded.checked_upto, target = excluded.target, "
-                            "members = excluded.members, checked_at = excluded.checked_at");
+    db_register("cmp_mark", "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at, "
+                            "waiting) VALUES ($1, $2, $3, $4, $5::bigint[], clock_timestamp(), $6) "
+                            "ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto, "
+                            "target = excluded.target, members = excluded.members, checked_at = excluded.checked_at, "
+                            "waiting = excluded.waiting");
     db_register("cmp_steps", "SELECT step FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                              "AND step BETWEEN $3 AND $4 GROUP BY step HAVING count(*) < $5 "
                              "OR min(digest) <> max(digest) OR min(n) <> max(n) ORDER BY step LIMIT 1");
@@ -308,7 +309,9 @@ static int check_locked(const char *group, int rank, double commit_s, found *out
     }
     int64_t lo = 0, hi = INT64_MAX, keys[GROUP_MAX_RUNS];
     char ids[GROUP_MAX_RUNS][40];
-    int nin = cmp_members_pick(m, n, &lo), k = 0, with_records = 0;
+    int nin = cmp_members_pick(m, n, &lo), k = 0, with_records = 0, waiting = 0;
+    for (int i = 0; i < n; i++) /* a running run left out may still join this rank's comparison */
+        waiting |= !m[i].in && !m[i].ended && strcmp(m[i].why, CMP_OUT_BEFORE_START) != 0;
     for (int i = 0; i < n; i++) {
         if (!m[i].in)
             continue;
@@ -388,8 +391,9 @@ static int check_locked(const char *group, int rank, double commit_s, found *out
     char mark_s[32], target_s[32];
     snprintf(mark_s, sizeof(mark_s), "%" PRId64, mark);
     snprintf(target_s, sizeof(target_s), "%" PRId64, hi);
-    const char *mk[] = {group, rk, mark == INT64_MIN ? NULL : mark_s, comparable ? target_s : NULL, keyarr};
-    r = db_exec_once("cmp_mark", 5, mk, err, sizeof(err));
+    const char *mk[] = {group, rk, mark == INT64_MIN ? NULL : mark_s, comparable ? target_s : NULL, keyarr,
+                        waiting ? "true" : "false"};
+    r = db_exec_once("cmp_mark", 6, mk, err, sizeof(err));
     if (!r)
         return -1;
     PQclear(r);

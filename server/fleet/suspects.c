@@ -410,7 +410,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         const char *ps[] = {group, PQgetvalue(divs, 0, 1)};
         PGresult *s = sql_query("SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
                            "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "
-                           "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint) = 0 OR "
+                           "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint OR c.waiting) = 0 OR "
                            "(SELECT min(detected_at) FROM divergences WHERE twin_group = $1) < now() - interval '30 s'",
                            2, ps, err, sizeof(err));
         if (!s)

@@ -28,6 +28,9 @@ void store_runs_register(void)
      * xmax = 0 only on a row this statement inserted. */
     db_register("run_again", "SELECT run_key, run_id, coalesce(twin_group, ''), ranks, start_step FROM runs "
                              "WHERE job_id = $1 AND client_id = $2");
+    /* A run joining a group: every rank of the group counts as not compared until it is compared again (the
+     * fleet's settle rule reads group_checks; the comparison starts such a rank over from its shared start). */
+    db_register("group_reset", "DELETE FROM group_checks WHERE twin_group = $1");
     db_register("job_attested_user", "SELECT user_name FROM attestations WHERE job_id = $1 ORDER BY attested_at "
                                      "LIMIT 1");
     db_register("run_ins", "INSERT INTO runs (run_id, job_id, step_id, twin_group, ranks, start_step, user_name, "
@@ -195,6 +198,13 @@ int store_run_create(const json_t *o, const run_claim *who, run_info *out, int *
     fill_created(r, job, out);
     *created = PQgetvalue(r, 0, 5)[0] == 't';
     PQclear(r);
+    if (*created && *group) {
+        const char *pg[] = {group};
+        r = db_exec_once("group_reset", 1, pg, err, sizeof(err));
+        if (!r)
+            goto out_db;
+        PQclear(r);
+    }
     if (db_commit(err, sizeof(err)) < 0)
         goto out_db;
     cache_put(out);

@@ -535,19 +535,20 @@ static void test_unattested_blames_nobody(void **state)
 static void test_reported_host_disagrees(void **state)
 {
     (void)state;
-    const char *said[] = {"prod-gpu-18", "k2"}, *ran[] = {"k1", "k2"}, *twin[] = {"k3", "k4"}, *third[] = {"k5", "k6"};
+    /* the odd run comes last, so the group is first evaluated with all three (as test_three_runs_minority) */
+    const char *twin[] = {"k3", "k4"}, *third[] = {"k5", "k6"}, *ran[] = {"k1", "k2"}, *said[] = {"prod-gpu-18", "k2"};
     for (int i = 0; i < 3; i++) {
         char id[40], job[16];
         snprintf(job, sizeof(job), "%d", job_no++);
         assert_int_equal(it_register(&srv, job, "disagree", 2, 0, NULL, id), 0);
-        const char *const *nodes = i == 0 ? ran : i == 1 ? twin : third;
+        int odd = i == 2;
+        const char *const *nodes = odd ? ran : i == 0 ? twin : third;
         attest_run(job, 2, nodes);
         for (int r = 0; r < 2; r++)
-            manifest(id, r, i == 0 ? said[r] : nodes[r], "Ring");
+            manifest(id, r, odd ? said[r] : nodes[r], "Ring");
         for (int r = 0; r < 2; r++) {
             uint64_t seq = 0;
-            assert_int_equal(it_post_steps(&srv, id, r, 0, 0, 6, 4, i == 0 && r == 0 ? 3 : -1, 3, -1, -1, &seq, NULL),
-                             200);
+            assert_int_equal(it_post_steps(&srv, id, r, 0, 0, 6, 4, odd && r == 0 ? 3 : -1, 3, -1, -1, &seq, NULL), 200);
             assert_int_equal(it_end(&srv, id, r, NULL), 200);
         }
     }
@@ -557,6 +558,7 @@ static void test_reported_host_disagrees(void **state)
     json_decref(a);
     assert_int_equal(history_count("prod-gpu-18", "involvement", NULL, NULL), 0);
     assert_int_equal(history_count("k1", "involvement", NULL, NULL), 0);
+    assert_int_equal(history_count("k3", "involvement", NULL, NULL), 0);
 }
 
 static void test_software_same_hardware(void **state)
@@ -781,6 +783,41 @@ static void test_undeliverable_gives_up(void **state)
     json_decref(before);
 }
 
+/* A third run whose ranks report seconds apart: rank 1 (on the same node as a twin's rank 1) first, rank 0
+ * (whose input diverges, earlier in the program) later. The group is judged once rank 0 has been compared
+ * with the third run too, so the odd run's rank 0 node takes the blame; judged on rank 1 alone it was
+ * "same hardware", software, and the group's one alert said so. */
+static void test_third_run_ranks_apart(void **state)
+{
+    (void)state;
+    const char *na[] = {"y1", "y2"}, *nb[] = {"y3", "y4"}, *nc[] = {"y9", "y4"};
+    run_rec("apart", 2, na, -1, 2, NULL);
+    run_rec("apart", 2, nb, -1, 2, NULL);
+    usleep(1000000); /* the pair is compared and judged a match */
+    char id[40], job[16];
+    snprintf(job, sizeof(job), "%d", job_no++);
+    assert_int_equal(it_register(&srv, job, "apart", 2, 0, NULL, id), 0);
+    attest_run(job, 2, nc);
+    for (int r = 0; r < 2; r++)
+        manifest(id, r, nc[r], "Ring");
+    uint64_t seq1 = 0, seq0 = 0;
+    /* rank 1 diverges at step 3 on record 3 (a later seq), rank 0 on record 1 (an earlier seq) */
+    assert_int_equal(it_post_steps(&srv, id, 1, 0, 0, 6, 4, 3, 3, -1, -1, &seq1, NULL), 200);
+    assert_int_equal(it_end(&srv, id, 1, NULL), 200);
+    usleep(2500000); /* several comparison sweeps and fleet passes without rank 0 of the third run */
+    assert_int_equal(it_post_steps(&srv, id, 0, 0, 0, 6, 4, 3, 1, -1, -1, &seq0, NULL), 200);
+    assert_int_equal(it_end(&srv, id, 0, NULL), 200);
+    json_t *a = wait_alert("apart", NULL, NULL);
+    assert_string_equal(str(a, "classification"), "hardware");
+    assert_non_null(strstr(str(a, "text"), "strong evidence against y9"));
+    json_decref(a);
+    double w = 0;
+    for (int i = 0; i < 100 && history_count("y9", "involvement", "apart", &w) == 0; i++)
+        usleep(50000);
+    assert_true(w == 1.0);
+    assert_int_equal(history_count("y4", "involvement", NULL, NULL), 0);
+}
+
 /* With trust_reported_hosts = yes (a cluster without the SPANK plugin) manifests' own hosts count: the same
  * unattested groups blame the odd run's node. (Last: it restarts lockstepd with that setting.) */
 static void test_trust_reported_hosts(void **state)
@@ -817,6 +854,7 @@ int main(void)
         cmocka_unit_test(test_pair_then_third_run),   cmocka_unit_test(test_spread_is_software),
         cmocka_unit_test(test_admin_actions_and_ack), cmocka_unit_test(test_undeliverable_gives_up),
         cmocka_unit_test(test_unattested_blames_nobody), cmocka_unit_test(test_reported_host_disagrees),
+        cmocka_unit_test(test_third_run_ranks_apart),
         cmocka_unit_test(test_trust_reported_hosts),
     };
     return cmocka_run_group_tests_name("lockstepd suspects and alerts", tests, setup, teardown);
