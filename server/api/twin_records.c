@@ -175,7 +175,7 @@ static enum MHD_Result read_twin_records(http_req *req, char **args)
                                 "e.g. /api/v1/twins/G/records?rank=0&step=8");
     group_runs g;
     enum MHD_Result sent;
-    if (!group_open(req, group, &g, &sent))
+    if (!group_open_for(req, group, &g, &sent))
         return sent;
     char keys[GROUP_KEYS_CAP], rk[24], st[32], lim[24], err[512];
     group_keys(&g, keys, sizeof(keys));
@@ -259,7 +259,7 @@ static enum MHD_Result read_twin_records(http_req *req, char **args)
 }
 
 static const route ROUTES[] = {
-    {"GET", "/api/v1/twins/{}/records", MR_READ, AUTH_READ, read_twin_records},
+    {"GET", "/api/v1/twins/{}/records", MR_READ, AUTH_SELF, read_twin_records},
 };
 
 void api_twin_records_register(void)

@@ -47,19 +47,38 @@ void cmp_rows_release(cmp_rows *rows);
  * site and its scales' fingerprint, or present: false when `c` is NULL. */
 json_t *cmp_run_entry(const char *run_id, const cmp_rec *c);
 
+/* What a comparison changed, told to the fleet (cmp_on_divergence), the log and the metrics once its
+ * transaction commits (cmp_check): the first divergence it wrote, or that it dropped the stored one. */
+typedef struct cmp_found {
+    int stored; /* 1: a divergence was written (new, earlier or moved); -1: the stored one was dropped; 0: neither */
+    int rank;
+    int64_t step, seq;
+    char name[LS_NAME_MAX + 1];
+    unsigned occ;
+    char kind[16];
+} cmp_found;
+
+/* cmp_key_array - g->keyarr from g->keys[0 .. g->nruns). */
+void cmp_key_array(cmp_group *g);
+
 /* cmp_store_divergence - store a divergence of `group` on `rank` (-1: the logical tensors of runs of different rank
- * counts) unless an earlier one is stored (divergences keep the smallest (step, seq)); `runs` is stolen. When it
- * is new or earlier, the fleet is told (cmp_on_divergence). Returns 1 stored or kept, -1 on a database error. */
+ * counts) unless the same one is stored; an earlier one (step, seq) always replaces the stored one, and with
+ * `replace` (the step comparison, which compared from where the stored one stands under the rank's lock) any
+ * stored one but a restore difference is replaced. `runs` is stolen. What was written goes to `out` (the fleet is
+ * told after the commit). Runs inside the comparison's transaction. Returns 1, or -1 on a database error. */
 int cmp_store_divergence(const char *group, int rank, int64_t step, int64_t seq, const char *name, size_t name_len,
-                         uint32_t occ, const char *kind, int64_t odd_key, json_t *runs, double commit_s);
+                         uint32_t occ, const char *kind, int64_t odd_key, json_t *runs, double commit_s, int replace,
+                         cmp_found *out);
 
 /* cmp_check_restores - check the restored state blocks of the group's runs on `rank` (server/compare/restore.c).
  * Returns 1 when a restore difference was stored, 0 when none, -1 on a database error. */
-int cmp_check_restores(const char *group, int rank, const cmp_group *g, double commit_s);
+int cmp_check_restores(const char *group, int rank, const cmp_group *g, double commit_s, cmp_found *out);
 
 /* cmp_check_logical - compare a group whose runs have different rank counts on its logical tensors
- * (server/compare/logical.c). Returns 1 when a divergence was stored, 0 when none, -1 on a database error. */
-int cmp_check_logical(const char *group, double commit_s);
+ * (server/compare/logical.c), and mark every rank's check. Inside the comparison's transaction (it holds the lock
+ * of the rank that asked). Returns 1 when a divergence was stored, 0 when none, -1 on a database error;
+ * *again when more steps are left. */
+int cmp_check_logical(const char *group, double commit_s, cmp_found *out, int *again);
 
 /* cmp_register_restores, cmp_register_logical - their prepared statements. */
 void cmp_register_restores(void);

@@ -28,7 +28,16 @@ void store_write_register(void)
                 "min_step = least(rank_progress.min_step, excluded.min_step), "
                 "max_step = greatest(rank_progress.max_step, excluded.max_step), "
                 "max_seq = greatest(rank_progress.max_seq, excluded.max_seq), "
-                "n_records = rank_progress.n_records + excluded.n_records, updated_at = now()");
+                "n_records = rank_progress.n_records + excluded.n_records, updated_at = clock_timestamp()");
+    /* A grouped batch commits under the shared lock of its group's rank (lockstep_check_key), taken last:
+     * a comparison of that rank (which holds it exclusively) is either over, and then a batch that brings
+     * records of a step it already compared re-opens it from there (late data is compared), or starts
+     * after this commit and sees the batch. The progress row's time is taken under the lock, so the
+     * comparison's mark (checked_at) is later than the progress it saw and earlier than any it did not. */
+    db_register("batch_lock", "SELECT pg_advisory_xact_lock_shared(lockstep_check_key($1, $2::int))");
+    /* (and the group's logical mark, rank -1, when its runs have different rank counts: server/compare/logical.c) */
+    db_register("batch_rewind", "UPDATE group_checks SET checked_upto = $3::bigint - 1 WHERE twin_group = $1 "
+                                "AND rank IN ($2::int, -1) AND checked_upto >= $3::bigint");
 }
 
 /* A growable buffer for the binary COPY stream. */
@@ -301,6 +310,17 @@ static int batch_txn(PGconn *c, const run_info *run, const srv_batch *bt, const 
             hi = bt->recs[i].step > hi ? bt->recs[i].step : hi;
         }
         snprintf(min_step, sizeof(min_step), "%" PRId64, lo);
+        if (run->group[0]) {
+            const char *pl[] = {run->group, rank, min_step};
+            r = PQexecPrepared(c, "batch_lock", 2, pl, NULL, NULL, 0);
+            if (!db_ok(r))
+                goto out_clear;
+            PQclear(r);
+            r = PQexecPrepared(c, "batch_rewind", 3, pl, NULL, NULL, 0);
+            if (!db_ok(r))
+                goto out_clear;
+            PQclear(r);
+        }
         snprintf(max_step, sizeof(max_step), "%" PRId64, hi);
         snprintf(max_seq, sizeof(max_seq), "%" PRIu64, bt->recs[bt->n - 1].seq);
         const char *p3[] = {key, rank, min_step, max_step, max_seq, nrec};
@@ -355,7 +375,7 @@ int store_batch(const run_info *run, const srv_batch *bt, int *duplicate, double
     }
     if (rc < 0) {
         db_fail(e, "storing the batch", err);
-        log_warn("batch %" PRIu64 " of run %s rank %u not stored: %s", bt->batch_seq, run->run_id, bt->rank, err);
+        db_complain("batch %" PRIu64 " of run %s rank %u not stored: %s", bt->batch_seq, run->run_id, bt->rank, err);
     }
     free(copy.p);
     free(steps);
