@@ -321,8 +321,8 @@ int cmp_store_divergence(const char *group, int rank, int64_t step, int64_t seq,
     snprintf(odd_s, sizeof(odd_s), "%" PRId64, odd_key);
     snprintf(commit, sizeof(commit), "%.6f", commit_s > 0 ? commit_s : clock_wall_s());
     snprintf(nm, sizeof(nm), "%.*s", (int)name_len, name);
-    const char *q[] = {group,     rk,     st, seq_s, nm, occ_s, kind, odd_key ? odd_s : NULL, runs_text, commit,
-                       replace ? "true" : "false"};
+    const char *q[] = {
+        group, rk, st, seq_s, nm, occ_s, kind, odd_key ? odd_s : NULL, runs_text, commit, replace ? "true" : "false"};
     PGresult *s = db_exec_once("cmp_store", 11, q, err, sizeof(err));
     free(runs_text);
     if (!s)

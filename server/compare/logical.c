@@ -150,7 +150,8 @@ static int compare_step(const char *group, const cmp_group *g, cmp_rows *all, si
             json_array_append_new(runs, e);
         }
         rc = cmp_store_divergence(group, LOGICAL_RANK, step, f.found ? f.seq : 0, named->name, named->name_len,
-                                  named->occurrence, kind, f.found && f.odd >= 0 ? g->keys[f.odd] : 0, runs, commit_s, 0, out);
+                                  named->occurrence, kind, f.found && f.odd >= 0 ? g->keys[f.odd] : 0, runs, commit_s,
+                                  0, out);
     }
     free(recs);
     for (int k = 0; k < g->nruns; k++)

@@ -443,11 +443,6 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     judge(v);
     f.missing = v->first_missing;
     v->status = twin_status(&f, v->status_why, sizeof(v->status_why));
-    if (v->left_out && f.nruns >= 2) { /* the status says it; each run says why (left_out) */
-        size_t len = strlen(v->status_why);
-        snprintf(v->status_why + len, sizeof(v->status_why) - len, " (%d of %d runs left out of the comparison: "
-                 "see each run's left_out)", v->left_out, f.nruns);
-    }
     PQclear(runs);
     PQclear(exits);
     PQclear(divs);

@@ -21,15 +21,15 @@ typedef struct http_req {
     struct MHD_Connection *conn;
     struct conn_track *track; /* the connection's deadlines (server/http/conntrack.h) */
     const char *method;
-    const char *url;          /* the decoded path, as libmicrohttpd gives it */
-    char *target;             /* the raw request target (path and query), our copy */
-    char target_bad[160];     /* why the raw target is refused ("" when it is fine) */
-    char *segbuf;             /* the decoded path segments, NUL-separated */
-    char *args[HTTP_MAX_ARGS];/* the segments the route pattern's {} took (into segbuf) */
-    const void *route;        /* the route found (const struct route *); NULL: the static fallback */
-    size_t body_max;          /* what this request may send */
-    int started;              /* the headers were seen and checked */
-    int replied_early;        /* a reply was queued before the body was read */
+    const char *url;           /* the decoded path, as libmicrohttpd gives it */
+    char *target;              /* the raw request target (path and query), our copy */
+    char target_bad[160];      /* why the raw target is refused ("" when it is fine) */
+    char *segbuf;              /* the decoded path segments, NUL-separated */
+    char *args[HTTP_MAX_ARGS]; /* the segments the route pattern's {} took (into segbuf) */
+    const void *route;         /* the route found (const struct route *); NULL: the static fallback */
+    size_t body_max;           /* what this request may send */
+    int started;               /* the headers were seen and checked */
+    int replied_early;         /* a reply was queued before the body was read */
     char *body;
     size_t len, cap;
     int too_large;
@@ -40,7 +40,7 @@ typedef struct http_req {
     const char *allow; /* with a 405: the methods the path takes (the Allow header) */
     int reply_status;  /* set by a database worker before it resumes the connection */
     json_t *reply;
-    void *ctx;         /* what a route's check left for its handler (freed with free()) */
+    void *ctx; /* what a route's check left for its handler (freed with free()) */
 } http_req;
 
 /* http_query - the query argument `key`, or NULL. Borrowed from MHD. The raw

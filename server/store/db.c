@@ -14,7 +14,7 @@
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 
-#define MAX_STATEMENTS 64
+#define MAX_STATEMENTS 128
 
 static char *conninfo;
 static struct {

@@ -373,6 +373,74 @@ static void test_concurrent_ends(void **state)
     }
 }
 
+/* get_code - GET `path` with `token`; the HTTP status (the reply in *out when given). */
+static long get_code(const char *path, const char *token, json_t **out)
+{
+    json_t *o = NULL;
+    long code = it_call(&srv, "GET", path, NULL, token, &o);
+    if (out)
+        *out = o;
+    else
+        json_decref(o);
+    return code;
+}
+
+/* has_group - whether the list envelope `o` holds group `g`. */
+static int has_group(json_t *o, const char *g)
+{
+    size_t i;
+    json_t *it;
+    json_array_foreach(json_object_get(o, "items"), i, it) if (!strcmp(str(it, "group"), g)) return 1;
+    return 0;
+}
+
+/* With read_access = admin a job's own token (?job=J) reads only the twin groups J's user owns or was shared
+ * with: the list is filtered, a group of another user and its steps, records and manifest diff are 403. (Last:
+ * it restarts lockstepd with that setting.) */
+static void test_reads_follow_owners(void **state)
+{
+    (void)state;
+    char x[40];
+    assert_int_equal(reg("8101", "bobs", "bob", 0, attest_token("8101"), x, NULL), 201);
+    assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
+    h_srv_cleanup(&srv);
+    char secret[300], adm[300];
+    snprintf(secret, sizeof(secret), "%s/secret", dir);
+    snprintf(adm, sizeof(adm), "%s/admin", dir);
+    const char *args[] = {"--db", pg.conninfo, "--secret", secret, "--admin-token", adm, "--read-access", "admin", NULL};
+    assert_int_equal(h_srv_start(&srv, args), 0);
+
+    json_t *o = NULL;
+    assert_int_equal(get_code("/api/v1/twins", NULL, NULL), 401);
+    assert_int_equal(get_code("/api/v1/twins", job_token("8001"), NULL), 403); /* a job's token names its job */
+    assert_int_equal(get_code("/api/v1/twins?job=8001", job_token("8002"), NULL), 403);
+    /* alice (job 8001) sees her group, not bob's */
+    assert_int_equal(get_code("/api/v1/twins?job=8001", job_token("8001"), &o), 200);
+    assert_true(has_group(o, "victim"));
+    assert_false(has_group(o, "bobs"));
+    json_decref(o);
+    assert_int_equal(get_code("/api/v1/twins/victim?job=8001", job_token("8001"), NULL), 200);
+    const char *other[] = {"/api/v1/twins/bobs?job=8001", "/api/v1/twins/bobs/steps?job=8001",
+                           "/api/v1/twins/bobs/records?job=8001&step=0&rank=0",
+                           "/api/v1/twins/bobs/manifest-diff?job=8001"};
+    for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+        assert_int_equal(get_code(other[i], job_token("8001"), &o), 403);
+        assert_string_equal(str(o, "error"), "twin group of another user");
+        json_decref(o);
+    }
+    /* mallory (job 9001), with whom alice shared "victim", sees it too; bob sees his own */
+    assert_int_equal(get_code("/api/v1/twins?job=9001", job_token("9001"), &o), 200);
+    assert_true(has_group(o, "victim"));
+    assert_false(has_group(o, "bobs"));
+    json_decref(o);
+    assert_int_equal(get_code("/api/v1/twins/bobs?job=8101", job_token("8101"), NULL), 200);
+    assert_int_equal(get_code("/api/v1/twins/victim/steps?job=8101", job_token("8101"), NULL), 403);
+    /* the admin sees every group */
+    assert_int_equal(get_code("/api/v1/twins", ADMIN, &o), 200);
+    assert_true(has_group(o, "victim") && has_group(o, "bobs"));
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -382,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_late_records),
         cmocka_unit_test(test_group_name_with_slash),
         cmocka_unit_test(test_concurrent_ends),
+        cmocka_unit_test(test_reads_follow_owners),
     };
     return cmocka_run_group_tests_name("lockstepd twin groups", tests, setup, teardown);
 }
