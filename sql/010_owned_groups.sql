@@ -49,11 +49,14 @@ CREATE OR REPLACE FUNCTION lockstep_check_key(g text, r int) RETURNS bigint LANG
     SELECT hashtextextended(g || '/' || r::text, 7243106)
 $$;
 
--- The evaluation of a group depends on its attestations too.
+-- The evaluation of a group depends on its attestations too (beside what 008 made it depend on: its runs, manifests,
+-- divergences and failed ranks).
 CREATE OR REPLACE FUNCTION lockstep_group_signature(g text) RETURNS text LANGUAGE sql STABLE AS $$
     SELECT (SELECT count(*) || '/' || count(*) FILTER (WHERE status <> 'running') FROM runs WHERE twin_group = g)
         || '/' || (SELECT count(*) FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = g)
         || '/' || (SELECT count(*) || '/' || coalesce(max(detected_at)::text, '') FROM divergences WHERE twin_group = g)
+        || '/' || (SELECT count(*) FROM rank_ends e JOIN runs r USING (run_key) WHERE r.twin_group = g
+                   AND e.exit_code <> 0)
         || '/' || (SELECT count(*) || '/' || coalesce(max(a.attested_at)::text, '') FROM attestations a
                    JOIN runs r ON a.job_id = r.job_id AND a.step_id = r.step_id WHERE r.twin_group = g)
 $$;

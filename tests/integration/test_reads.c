@@ -208,10 +208,10 @@ static void test_run_detail_pages(void **state)
     assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(o, "rank_status"), 0), "rank")),
                      next);
     json_decref(o);
+    /* the one manifest diff (common/json/mdiff.h) over every rank's manifest, kept per group (not paged) */
     assert_int_equal(get("/api/v1/twins/detail-g/manifest-diff", &bytes, &o, NULL), 200);
-    print_message("manifest diff of 2 x 2000 ranks: %zu bytes, next_rank_from %lld\n", bytes,
-                  (long long)json_integer_value(json_object_get(o, "next_rank_from")));
-    assert_int_equal(json_integer_value(json_object_get(o, "next_rank_from")), 256);
+    print_message("manifest diff of 2 x 2000 ranks: %zu bytes\n", bytes);
+    assert_true(json_is_boolean(json_object_get(o, "explains")));
     json_decref(o);
 }
 
