@@ -401,7 +401,7 @@ static void test_reads_follow_owners(void **state)
 {
     (void)state;
     char x[40];
-    assert_int_equal(reg("8201", "bobs", "bob", 0, attest_token("8201"), x, NULL), 201);
+    assert_int_equal(reg("7901", "bobs", "bob", 0, attest_token("7901"), x, NULL), 201);
     assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
     h_srv_cleanup(&srv);
     char secret[300], adm[300];
@@ -433,8 +433,8 @@ static void test_reads_follow_owners(void **state)
     assert_true(has_group(o, "victim"));
     assert_false(has_group(o, "bobs"));
     json_decref(o);
-    assert_int_equal(get_code("/api/v1/twins/bobs?job=8201", job_token("8201"), NULL), 200);
-    assert_int_equal(get_code("/api/v1/twins/victim/steps?job=8201", job_token("8201"), NULL), 403);
+    assert_int_equal(get_code("/api/v1/twins/bobs?job=7901", job_token("7901"), NULL), 200);
+    assert_int_equal(get_code("/api/v1/twins/victim/steps?job=7901", job_token("7901"), NULL), 403);
     /* the admin sees every group */
     assert_int_equal(get_code("/api/v1/twins", ADMIN, &o), 200);
     assert_true(has_group(o, "victim") && has_group(o, "bobs"));
