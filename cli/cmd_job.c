@@ -97,7 +97,7 @@ static void job_state_free(job_state *j)
 static int job_load(const client_conf *c, const char *job, job_state *j)
 {
     memset(j, 0, sizeof(*j));
-    char esc[600], path[800];
+    char esc[300], path[800];
     client_escape(job, esc, sizeof(esc));
     snprintf(path, sizeof(path), "/api/v1/runs?job=%s&limit=1000", esc);
     int rc = client_get(c, path, &j->reply, "cannot list the job's runs");
@@ -119,9 +119,10 @@ static int job_load(const client_conf *c, const char *job, job_state *j)
         if (seen || j->ng == JOB_MAX_GROUPS)
             continue;
         j->groups[j->ng] = (job_group){g, NULL};
-        char gesc[600], gpath[700];
+        char gesc[600], gpath[1000];
         client_escape(g, gesc, sizeof(gesc));
-        snprintf(gpath, sizeof(gpath), "/api/v1/twins/%s", gesc);
+        /* ?job=: with read_access = admin a job's own token reads its user's groups (docs/server.md) */
+        snprintf(gpath, sizeof(gpath), "/api/v1/twins/%s?job=%s", gesc, esc);
         if ((rc = client_get(c, gpath, &j->groups[j->ng].twin, "cannot show the job's twin group")) != 0) {
             job_state_free(j);
             return rc;

@@ -63,6 +63,32 @@ int wire_resume_check(const char *tpl, char *why, size_t cap)
     return 0;
 }
 
+char *wire_attest_body(const wire_attest *a)
+{
+    jw w;
+    jw_init(&w);
+    jw_obj_begin(&w);
+    jw_kv_str(&w, "job_id", a->job_id ? a->job_id : "");
+    jw_kv_str(&w, "step_id", a->step_id ? a->step_id : "");
+    jw_kv_str(&w, "node", a->node ? a->node : "");
+    jw_kv_int(&w, "node_index", a->node_index);
+    jw_kv_str(&w, "user", a->user ? a->user : "");
+    if (a->nodes && *a->nodes)
+        jw_kv_str(&w, "nodes", a->nodes);
+    if (a->gpus && *a->gpus)
+        jw_kv_str(&w, "gpus", a->gpus);
+    jw_key(&w, "ranks");
+    jw_arr_begin(&w);
+    for (size_t i = 0; i < a->nranks; i++)
+        jw_int(&w, a->ranks[i]);
+    jw_arr_end(&w);
+    jw_obj_end(&w);
+    const char *t = jw_text(&w);
+    char *out = t ? strdup(t) : NULL;
+    jw_release(&w);
+    return out;
+}
+
 int wire_url_escape(const char *s, char *out, size_t cap)
 {
     static const char hex[] = "0123456789ABCDEF";

@@ -38,6 +38,21 @@ char *wire_run_body(const wire_run *r);
  * {stop} (the last step a replay needs); no other {...}; shorter than WIRE_RESUME_MAX. Returns 0, or -1 with the
  * reason in `why`. lockstepd fills the placeholders in (server/fleet/narrow.c). */
 int wire_resume_check(const char *tpl, char *why, size_t cap);
+/* What slurmstepd attests of one job step on one node (POST /api/v1/attest; docs/server.md). */
+typedef struct wire_attest {
+    const char *job_id, *step_id; /* the step, as registered */
+    const char *node;             /* this node's name in the step's node list */
+    long node_index;              /* its position there (slurmstepd's S_JOB_NODEID) */
+    const char *user;             /* the job's user */
+    const char *nodes;            /* the step's node list (NULL or "": left out) */
+    const char *gpus;             /* the GPUs Slurm gave the step here (NULL or "": left out) */
+    const unsigned *ranks;        /* the global ranks that run on this node */
+    size_t nranks;
+} wire_attest;
+
+/* wire_attest_body - the attestation body as a malloc'd JSON text (caller
+ * frees), or NULL when out of memory. */
+char *wire_attest_body(const wire_attest *a);
 
 /* wire_url_escape - percent-encode `s` for a URL path segment or query value
  * into `out`. Returns 0, or -1 when it does not fit (out is then ""). */

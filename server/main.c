@@ -17,6 +17,7 @@
 #include "common/crypto/token.h"
 #include "server/api/admin.h"
 #include "server/api/effect.h"
+#include "server/api/attest.h"
 #include "server/api/alerts.h"
 #include "server/api/health.h"
 #include "server/api/ingest.h"
@@ -25,6 +26,7 @@
 #include "server/api/runs.h"
 #include "server/api/series.h"
 #include "server/api/twin_records.h"
+#include "server/api/twin_steps.h"
 #include "server/api/twins.h"
 #include "server/compare/compare.h"
 #include "server/compare/replay_cmp.h"
@@ -177,6 +179,9 @@ int main(int argc, char **argv)
         snprintf(conninfo, sizeof(conninfo), "%s", c->db_url);
     } else if (pg_embed_start(&pe, c, conninfo, sizeof(conninfo)) < 0) {
         return 1;
+    } else if (pg_embed_watch_start(&pe, c->pg_restart_max) < 0) { /* a dead cluster is started again */
+        pg_embed_stop(&pe);
+        return 1;
     }
     db_init(conninfo);
     store_runs_register();
@@ -193,10 +198,12 @@ int main(int argc, char **argv)
     api_twins_register();
     api_twin_records_register();
     api_effect_register();
+    api_twin_steps_register();
     api_nodes_register();
     api_alerts_register();
     api_narrows_register();
     api_admin_register();
+    api_attest_register();
     route_set_fallback(web_serve, MR_STATIC);
 
     int migrated = -1;
@@ -262,6 +269,7 @@ out_threads:
     cmp_stop();
     retention_stop();
 out_pg:
+    pg_embed_watch_stop();
     pg_embed_stop(&pe);
     free(g_srv.secret);
     if (rc == 0)

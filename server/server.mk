@@ -22,20 +22,25 @@ $(B)/server/migrations.o: $(B)/server/migrations.c
 
 $(LOCKSTEPD): $(B)/server/main.o $(SERVER_OBJS) $(TOKEN_OBJS) $(COMMON_JSON_OBJS) $(LIBCOMMON)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARDEN_LD) $(SERVER_LIBS)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARDEN_LD) -Wl,--export-dynamic-symbol=MHD_create_response_from_buffer \
+	  $(SERVER_LIBS)
+# The exported MHD_create_response_from_buffer turns libmicrohttpd's own HTML error pages into JSON
+# (server/http/mhd_errors.c).
 
 ALL_TARGETS += $(LOCKSTEPD)
 INSTALL_SBIN += $(LOCKSTEPD)
 # Installed, lockstepd serves the dashboard from PREFIX/share/lockstep/web (web/web.mk installs it).
 $(B)/server/main.o: EXTRA_CFLAGS_server += -DLOCKSTEP_SHARE='"$(PREFIX)/share/lockstep"' 
 
-# Unit tests of server modules (tests/unit/test_batch.c, test_rule.c, test_token.c).
+# Unit tests of server modules (tests/unit/test_batch.c, test_rule.c, test_token.c, test_target.c).
 TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
 TEST_OBJS_test_rule := $(B)/server/compare/rule.o
 TEST_OBJS_test_status := $(B)/server/compare/status.o
 TEST_OBJS_test_noise := $(B)/server/compare/noise.o
 TEST_OBJS_test_replay := $(B)/server/compare/replay.o $(B)/server/compare/replay_plan.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_token := $(TOKEN_OBJS)
+TEST_OBJS_test_target := $(B)/server/http/target.o $(B)/server/core/xalloc.o
+TEST_OBJS_test_members := $(B)/server/compare/members.o
 TEST_LIBS_test_token = $(TOKEN_LIBS)
 
 # Integration test support shared by the tests and the benchmark.
@@ -72,18 +77,20 @@ TEST_TIERS += tests/compare/run.sh
 # Fuzz tier: libFuzzer targets for the ingest decoders and the text parsers, built with clang (sanitizers on),
 # run briefly.
 FUZZ_CC ?= $(firstword $(shell command -v clang-14 clang 2>/dev/null))
-FUZZ_SRCS := server/store/batch.c server/core/xalloc.c server/core/error.c common/record.c common/recmatch.c common/crc32c.c common/lsfp1.c common/dtype.c
+FUZZ_SRCS := server/store/batch.c server/core/xalloc.c server/core/error.c common/text.c common/record.c common/recmatch.c common/crc32c.c common/lsfp1.c common/dtype.c
 ifneq ($(FUZZ_CC),)
 $(B)/tests/fuzz/fuzz_batch: tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) server/store/batch.h common/record.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(call pc_cflags,jansson) tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) -o $@ $(call pc_libs,jansson) -lm
 ALL_TARGETS += $(B)/tests/fuzz/fuzz_batch
-FUZZ_TEXT_SRCS := common/tracespec.c common/dtype.c kernels/train_opts.c server/core/config.c server/core/log.c
-$(B)/tests/fuzz/fuzz_text: tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) common/tracespec.h kernels/train_opts.h server/core/config.h
+FUZZ_TEXT_SRCS := common/tracespec.c common/dtype.c common/text.c common/hostlist.c kernels/train_opts.c \
+  server/core/config.c server/core/log.c server/core/xalloc.c server/http/target.c
+$(B)/tests/fuzz/fuzz_text: tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) common/tracespec.h kernels/train_opts.h server/core/config.h \
+  common/hostlist.h common/text.h server/http/target.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) -o $@ -lm
+	  $(call pc_cflags,jansson) tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) -o $@ $(call pc_libs,jansson) -lm
 ALL_TARGETS += $(B)/tests/fuzz/fuzz_text
 endif
 $(B)/tests/fuzz/seeds: $(B)/tests/fuzz/seeds.o $(LIBCOMMON)

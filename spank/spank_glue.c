@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/crypto/token.h"
 #include "common/fsutil.h"
+#include "common/hostlist.h"
 #include "common/site.h"
 #include "common/tracespec.h"
 #include "common/wire.h"
@@ -253,7 +255,8 @@ static int trouble(const spank_glue_ops *ops, const spank_conf *c, const char *w
     return 0;
 }
 
-/* mint_token - the job's token from the site secret, into res->token. */
+/* mint_token - the job's token and its attestation token from the site secret, into res->token and
+ * res->attest (the latter stays in slurmstepd). */
 static int mint_token(const spank_conf *c, const spank_job_facts *f, spank_step_result *res, char *why, size_t cap)
 {
     char job[16];
@@ -265,7 +268,7 @@ static int mint_token(const spank_conf *c, const spank_job_facts *f, spank_step_
                  errno == EINVAL ? "it is empty" : strerror(errno));
         return -1;
     }
-    int rc = token_compute(key, len, job, res->token);
+    int rc = token_compute(key, len, job, res->token) || token_compute_attest(key, len, job, res->attest);
     explicit_bzero(key, len);
     free(key);
     if (rc) {
@@ -413,7 +416,9 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
                      .mode = spank_mode_name(mode),
                      .client_id = client,
                      .resume = r->resume};
-    if (spank_reg_register(c->server, res->token, &info, c->timeout_ms, res->run_id, sizeof(res->run_id), why,
+    /* Sent with the attestation token: the user, nodes and command are slurmstepd's word. */
+    if (spank_reg_register(c->server, res->attest[0] ? res->attest : res->token, &info, c->timeout_ms, res->run_id,
+                           sizeof(res->run_id), why,
                            sizeof(why))) {
         res->run_id[0] = 0;
         ops->unset(ops->ctx, "LOCKSTEP_RUN_ID"); /* never a run id the user brought along */
@@ -422,6 +427,57 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
     }
     setv(ops, "LOCKSTEP_RUN_ID", res->run_id, &bad);
     say(ops, ops->log, "step %s.%s registered as run %s", job, stepid, res->run_id);
+}
+
+static void do_attest(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f, const char *nodes,
+                      int budget_ms, spank_step_result *res);
+
+void spank_step_attest(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f, int budget_ms,
+                       spank_step_result *res)
+{
+    if (c->server[0] && res->attest[0] && !res->attested)
+        do_attest(ops, c, f, res->nodes, budget_ms, res);
+}
+
+/* do_attest - tell lockstepd, with the attestation token, which global ranks run on this node: its name
+ * (the step's node list at slurmstepd's index of this node), the user, the GPUs Slurm gave the step here.
+ * Failure is logged, never fatal: the step's runs then carry no hardware evidence. */
+static void do_attest(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f, const char *nodes,
+                      int budget_ms, spank_step_result *res)
+{
+    char job[16], stepid[32], node[256], gpus[256] = "", why[600];
+    snprintf(job, sizeof(job), "%u", f->job_id);
+    spank_step_key(f, stepid, sizeof(stepid));
+    if (!f->nlocal) {
+        say(ops, ops->log, "step %s.%s not attested: slurmstepd did not say which ranks run here", job, stepid);
+        return;
+    }
+    if (budget_ms < 50) {
+        say(ops, ops->log, "step %s.%s not attested: lockstepd took all of timeout_ms to register it", job, stepid);
+        return;
+    }
+    if (!nodes[0] || hostlist_nth(nodes, f->node_id, node, sizeof(node)) < 0) {
+        say(ops, ops->log, "step %s.%s not attested: node %u of \"%s\" has no name", job, stepid, f->node_id, nodes);
+        return;
+    }
+    if (ops->get(ops->ctx, "SLURM_STEP_GPUS", gpus, sizeof(gpus)) != 1 &&
+        ops->get(ops->ctx, "SLURM_JOB_GPUS", gpus, sizeof(gpus)) != 1)
+        gpus[0] = 0;
+    wire_attest a = {.job_id = job,
+                     .step_id = stepid,
+                     .node = node,
+                     .node_index = (long)f->node_id,
+                     .user = f->user,
+                     .nodes = nodes,
+                     .gpus = gpus,
+                     .ranks = f->local_ranks,
+                     .nranks = f->nlocal};
+    if (spank_reg_attest(c->server, res->attest, &a, budget_ms, why, sizeof(why))) {
+        say(ops, ops->log, "step %s.%s not attested on %s: %s", job, stepid, node, why);
+        return;
+    }
+    res->attested = 1;
+    say(ops, ops->log, "step %s.%s attested on %s (%u ranks)", job, stepid, node, f->nlocal);
 }
 
 int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f,
@@ -472,8 +528,16 @@ int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spa
     if (res->token[0])
         setv(ops, "LOCKSTEP_TOKEN", res->token, &bad);
     res->active = 1;
+    /* Registration and attestation share timeout_ms: a slow or hung lockstepd delays the step by that at most. */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (c->server[0] && f->node_id == 0)
         do_register(ops, c, &r, f, mode, nodes, part, res);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long spent = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    snprintf(res->nodes, sizeof(res->nodes), "%s", nodes);
+    if (c->server[0] && res->attest[0])
+        do_attest(ops, c, f, nodes, (int)(c->timeout_ms - spent), res);
     rv = 0;
 out_check:
     if (bad && rv == 0)

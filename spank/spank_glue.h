@@ -24,6 +24,8 @@ typedef struct spank_glue_ops {
     void (*log)(void *ctx, const char *msg);      /* reaches the log only */
 } spank_glue_ops;
 
+#define SPANK_MAX_LOCAL_TASKS 1024 /* tasks of one step on one node whose ranks the plugin attests */
+
 /* What slurmstepd knows about the step. */
 typedef struct spank_job_facts {
     uint32_t job_id, step_id;
@@ -34,12 +36,17 @@ typedef struct spank_job_facts {
     long cpus_per_task;
     char user[64];
     char command[2048];
+    uint32_t nlocal;                            /* tasks on this node (0: unknown, nothing attested) */
+    uint32_t local_ranks[SPANK_MAX_LOCAL_TASKS];/* their global ranks */
 } spank_job_facts;
 
 typedef struct spank_step_result {
     int active;         /* tasks get the agent */
     char token[65];     /* the job's token ("" when no secret is configured) */
+    char attest[65];    /* the job's attestation token: slurmstepd's own, never in the job's environment */
     char run_id[128];   /* from lockstepd when registration succeeded, else "" */
+    int attested;       /* lockstepd took this node's attestation */
+    char nodes[1024];   /* the step's node list as attested ("" when unknown) */
 } spank_step_result;
 
 /* spank_step_key - the step id lockstepd knows this step by: "S", or "S.rN" in the job's N-th requeue. A
@@ -63,14 +70,24 @@ int spank_request_read(const spank_glue_ops *ops, spank_request *r, char *why, s
  * tasks start: decide the mode; under det check the user's environment and
  * set the deterministic runtime (fail closed on a conflict); under fp record
  * conflicts in LOCKSTEP_CONFLICTS; append the agent to LD_PRELOAD; set
- * LOCKSTEP_* (never the secret); mint the token; register the step with
- * lockstepd when one is configured. A batch step gets the runtime and
+ * LOCKSTEP_* (never the secret, never the attestation token); mint the
+ * tokens; register the step with lockstepd when one is configured (the first
+ * node, with the attestation token: the run's user is slurmstepd's word) and
+ * attest, from every node, which global ranks run on it, under which user and
+ * node list (POST /api/v1/attest); both within timeout_ms together. A batch step gets the runtime and
  * LOCKSTEP_MODE only (its srun steps get the agent). Returns 0 to let the
  * step run, -1 to fail it: for the user's own error (a bad value, a det
  * conflict) or, with `enforce`, for lockstep's trouble; without enforce
  * lockstep's trouble (agent missing, secret unreadable, server down) is
  * logged and the step runs. `res` says what happened. */
 int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f,
+                       spank_step_result *res);
+
+/* spank_step_attest - attest this node's part of the step (as spank_step_prepare
+ * does) within `budget_ms`, with res->attest and res->nodes; sets
+ * res->attested on success. For a second try, from task_exit, when the first
+ * did not get through. Failure is logged. */
+void spank_step_attest(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f, int budget_ms,
                        spank_step_result *res);
 
 #endif /* SPANK_SPANK_GLUE_H */

@@ -57,6 +57,9 @@ static struct {
     spank_conf conf;
     char token[TOKEN_HEX_LEN + 1];
     char run_id[128];
+    int attest_again;    /* the attestation did not get through at the start: try once more at a task exit */
+    spank_job_facts facts;
+    spank_step_result res; /* its attestation token stays in slurmstepd, wiped at exit */
 } step;
 
 /* Option values seen by opt_check in this process. In slurmstepd the
@@ -204,6 +207,15 @@ static int job_facts(spank_t sp, spank_job_facts *f)
     }
     if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS)
         spank_argv_join(argc, argv, f->command, sizeof(f->command));
+    /* The global ranks that run on this node, from slurmstepd's own task table (what it attests). */
+    uint32_t nlocal = 0;
+    if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &nlocal) == ESPANK_SUCCESS && nlocal <= SPANK_MAX_LOCAL_TASKS) {
+        uint32_t i;
+        for (i = 0; i < nlocal; i++)
+            if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &f->local_ranks[i]) != ESPANK_SUCCESS)
+                break;
+        f->nlocal = i == nlocal ? nlocal : 0;
+    }
     /* The requeue count: slurmstepd's own, or the environment's if that says more. (With the environment
      * alone, a requeued step on a loaded machine was once keyed as its first attempt.) */
     uint32_t restarts = 0;
@@ -242,7 +254,13 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     step.active = res.active;
     memcpy(step.token, res.token, sizeof(step.token));
     memcpy(step.run_id, res.run_id, sizeof(step.run_id));
+    if (res.active && res.attest[0] && !res.attested && step.conf.server[0]) {
+        step.attest_again = 1;
+        step.facts = f;
+        step.res = res;
+    }
     explicit_bzero(res.token, sizeof(res.token));
+    explicit_bzero(res.attest, sizeof(res.attest));
     /* Under `optional` slurmstepd ignores what init_post_opt returns, under
      * `required` it fails the launch without telling the user why: the
      * refusal is carried out in task_init instead. */
@@ -281,6 +299,14 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
     (void)av;
     if (spank_context() != S_CTX_REMOTE || !step.active || !step.conf.server[0])
         return 0;
+    if (step.attest_again) {
+        /* lockstepd was slow or away when the step started: its rank placement, once more (hardware
+         * evidence counts only attested ranks). */
+        step.attest_again = 0;
+        spank_glue_ops ops = {sp, sp_getenv, sp_setenv, sp_unsetenv, sp_option, sp_user_msg, sp_log};
+        spank_step_attest(&ops, &step.conf, &step.facts, step.conf.timeout_ms, &step.res);
+        explicit_bzero(step.res.attest, sizeof(step.res.attest));
+    }
     uint32_t rank = 0;
     int status = 0;
     char why[512];
@@ -321,5 +347,6 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     (void)ac;
     (void)av;
     explicit_bzero(step.token, sizeof(step.token));
+    explicit_bzero(step.res.attest, sizeof(step.res.attest));
     return 0;
 }

@@ -115,6 +115,30 @@ out_free_body:
     return rv;
 }
 
+int spank_reg_attest(const char *server, const char *attest_token, const wire_attest *a, int timeout_ms, char *why,
+                     size_t cap)
+{
+    char url[600];
+    long status = 0;
+    reg_buf resp;
+    why[0] = 0;
+    snprintf(url, sizeof(url), "%s/api/v1/attest", server);
+    char *body = wire_attest_body(a);
+    if (!body) {
+        snprintf(why, cap, "out of memory building the attestation");
+        return -1;
+    }
+    int rv = -1;
+    if (post_json(url, attest_token, body, timeout_ms, &status, &resp, why, cap) == 0) {
+        if (status == 200)
+            rv = 0;
+        else
+            snprintf(why, cap, "%s answered %ld: %.300s", url, status, resp.data);
+    }
+    free(body);
+    return rv;
+}
+
 int spank_reg_end(const char *server, const char *token, const char *run_id, long rank, int exit_code,
                   int timeout_ms, char *why, size_t cap)
 {

@@ -15,6 +15,13 @@
 int spank_reg_register(const char *server, const char *token, const wire_run *info, int timeout_ms,
                        char *run_id, size_t run_id_cap, char *why, size_t cap);
 
+/* spank_reg_attest - POST what slurmstepd attests of this step on this node
+ * (wire_attest_body) to `server`/api/v1/attest with the job's attestation
+ * token, within `timeout_ms`. Returns 0 on 200, else -1 with `why`. Never
+ * retries. */
+int spank_reg_attest(const char *server, const char *attest_token, const wire_attest *a, int timeout_ms, char *why,
+                     size_t cap);
+
 /* spank_reg_end - POST {"rank", "exit_code"} to `server`/api/v1/runs/RUN/end,
  * within `timeout_ms`. Returns 0 on a 2xx answer, else -1 with `why`. */
 int spank_reg_end(const char *server, const char *token, const char *run_id, long rank, int exit_code,

@@ -11,6 +11,16 @@
  * Returns 0, or -1 when OpenSSL fails. */
 int token_compute(const void *secret, size_t secret_len, const char *job_id, char out[TOKEN_HEX_LEN + 1]);
 
+/* token_compute_attest - write the attestation token for `job_id` to `out`
+ * (64 lowercase hex digits and a NUL): HMAC-SHA256 keyed by
+ * HMAC-SHA256(secret, "\nlockstep attest v1\n") over the job id. Only
+ * holders of the site secret (slurmstepd's SPANK plugin, lockstepd) can make
+ * it, and it never enters a job's environment, so what it vouches for (the
+ * step's user, nodes and rank placement) cannot come from the job. The
+ * derivation key contains newlines, which no job id may, so no job token can
+ * equal the derived key. Returns 0, or -1 when OpenSSL fails. */
+int token_compute_attest(const void *secret, size_t secret_len, const char *job_id, char out[TOKEN_HEX_LEN + 1]);
+
 /* token_load_secret - read the secret file at `path` into a new buffer
  * (caller frees) with trailing newlines ("\n", "\r") removed; its length goes
  * to `*len`. Returns NULL with errno set when the file cannot be read, or with

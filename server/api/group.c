@@ -9,6 +9,8 @@
 #include <jansson.h>
 
 #include "server/api/pgjson.h"
+#include "server/core/state.h"
+#include "server/http/auth.h"
 #include "server/http/reply.h"
 #include "server/store/db.h"
 
@@ -24,11 +26,82 @@ char *group_names_json(const char *const *names, int n)
 
 void group_register(void)
 {
+    /* The first GROUP_MAX_RUNS runs (a group holds no more since registration refuses the next one; older
+     * data may), and how many there are. */
     db_register("grp_runs", "SELECT run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode, "
-                            TS("created_at") ", " TS("ended_at") " FROM runs WHERE twin_group = $1 ORDER BY run_key");
+                            TS("created_at") ", " TS("ended_at") ", count(*) OVER (), attested_user FROM runs WHERE twin_group = $1 "
+                            "ORDER BY run_key LIMIT " GROUP_MAX_RUNS_TEXT);
+    /* Runs by key, as an ad hoc group in the order asked (GET /api/v1/compare/records); the same columns. */
     db_register("grp_runs_keys", "SELECT run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode, "
-                                 TS("created_at") ", " TS("ended_at") " FROM runs WHERE run_key = ANY($1::bigint[]) "
-                                 "ORDER BY array_position($1::bigint[], run_key)");
+                                 TS("created_at") ", " TS("ended_at") ", count(*) OVER (), attested_user FROM runs "
+                                 "WHERE run_key = ANY($1::bigint[]) ORDER BY array_position($1::bigint[], run_key) "
+                                 "LIMIT " GROUP_MAX_RUNS_TEXT);
+    /* The user a job's token reads as: the user slurmstepd attested for the job, else the one its first run
+     * was attested or reported as. */
+    db_register("grp_reader", "SELECT coalesce((SELECT user_name FROM attestations WHERE job_id = $1 LIMIT 1), "
+                              "(SELECT coalesce(attested_user, user_name) FROM runs WHERE job_id = $1 "
+                              "ORDER BY run_key LIMIT 1))");
+    db_register("grp_visible", "SELECT 1 FROM twin_groups WHERE twin_group = $1 AND (owner = $2 OR "
+                               "$2 = ANY(shared_with) OR '*' = ANY(shared_with))");
+}
+
+int group_reader(http_req *req, char *user, size_t cap)
+{
+    *user = 0;
+    if (g_srv.cfg.read_open || http_is_admin(req))
+        return 1;
+    const char *job = http_query(req, "job");
+    if (!job || !*job || !http_token_is_job(req, job))
+        return http_auth_read(req) < 0 ? -1 : 1;
+    char err[512];
+    const char *p[] = {job};
+    PGresult *r = db_exec("grp_reader", 1, p, err, sizeof(err));
+    if (!r) {
+        http_reply_db_down(req, err);
+        return -1;
+    }
+    int known = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) && *PQgetvalue(r, 0, 0);
+    if (known)
+        snprintf(user, cap, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if (!known) {
+        http_reply_error(req, 403, "no user for this job",
+                         "the job of ?job= has no run (nor attestation) that says whose it is",
+                         "read with the admin token, or from a job that registered a run");
+        return -1;
+    }
+    return 0;
+}
+
+int group_readable(http_req *req, const char *group, const char *user)
+{
+    if (!*user)
+        return 1;
+    char err[512];
+    const char *p[] = {group, user};
+    PGresult *r = db_exec("grp_visible", 2, p, err, sizeof(err));
+    if (!r) {
+        http_reply_db_down(req, err);
+        return 0;
+    }
+    int ok = PQntuples(r) > 0;
+    PQclear(r);
+    if (!ok)
+        http_reply_error(req, 403, "twin group of another user",
+                         "a job's token reads the twin groups its user owns or was shared with",
+                         "see docs/server.md, \"Twin groups and owners\"");
+    return ok;
+}
+
+int group_open_for(http_req *req, const char *group, group_runs *g, enum MHD_Result *sent)
+{
+    char user[256];
+    int who = group_reader(req, user, sizeof(user));
+    if (who < 0 || !group_readable(req, group, user)) {
+        *sent = MHD_YES;
+        return 0;
+    }
+    return group_open(req, group, g, sent);
 }
 
 static enum MHD_Result unknown_group(http_req *req, const char *group)
@@ -50,6 +123,7 @@ static int open_with(http_req *req, const char *stmt, const char *param, const c
         return 0;
     }
     g->n = PQntuples(g->res) < GROUP_MAX_RUNS ? PQntuples(g->res) : GROUP_MAX_RUNS;
+    g->total = g->n ? strtoll(PQgetvalue(g->res, 0, 11), NULL, 10) : 0;
     for (int i = 0; i < g->n; i++)
         g->keys[i] = strtoll(PQgetvalue(g->res, i, 0), NULL, 10);
     if (g->n == 0) {

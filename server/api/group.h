@@ -11,10 +11,11 @@
 #include "server/http/request.h"
 
 /* The group's runs: rows of run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode,
- * created_at, ended_at (in run_key order), at most GROUP_MAX_RUNS of them. */
+ * created_at, ended_at, (count), attested_user (in run_key order), at most GROUP_MAX_RUNS of them. */
 typedef struct group_runs {
     PGresult *res;
     int n;
+    int64_t total; /* runs the group has (more than n only in data older than the limit) */
     int64_t keys[GROUP_MAX_RUNS];
 } group_runs;
 
@@ -25,6 +26,19 @@ void group_register(void);
  * caller PQclears g->res), or 0 after replying (503, or 404 for a group
  * without runs) with MHD's result in `sent`. */
 int group_open(http_req *req, const char *group, group_runs *g, enum MHD_Result *sent);
+
+/* group_reader - who reads twin groups: 1 for every group (read_access = open, or the admin token), 0 for
+ * the groups of one user (a job's own token with ?job=J under read_access = admin: the user slurmstepd
+ * attested for J, else the one J's first run was attested or reported as) with that user in `user`; -1 after
+ * replying (401/403 when neither, 503). */
+int group_reader(http_req *req, char *user, size_t cap);
+
+/* group_readable - 1 when `user` ("" = anyone, from group_reader) may read `group`: it owns it, or the
+ * group is shared with it (or with "*"); else 0 after replying 403 (or 503). */
+int group_readable(http_req *req, const char *group, const char *user);
+
+/* group_open_for - group_reader, group_readable, then group_open: every read of one twin group. */
+int group_open_for(http_req *req, const char *group, group_runs *g, enum MHD_Result *sent);
 
 /* group_names_json - `n` group names as a JSON array text (the $1 of the statements that take a set of
  * groups), as a new string (caller frees). */

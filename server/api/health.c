@@ -4,12 +4,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/db.h"
+#include "server/store/pgembed.h"
+
+/* embedded - the watch of the embedded PostgreSQL, or JSON null when lockstepd uses another server. */
+static json_t *embedded(void)
+{
+    pg_embed_status s;
+    pg_embed_status_get(&s);
+    if (!s.watched)
+        return json_null();
+    char when[40] = "";
+    if (s.last_restart > 0) {
+        time_t t = (time_t)s.last_restart;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    return json_pack("{s:s, s:I, s:I, s:o}", "state", s.state, "restarts", (json_int_t)s.restarts, "failed_starts",
+                     (json_int_t)s.failures, "last_restart", when[0] ? json_string(when) : json_null());
+}
 
 static enum MHD_Result health(http_req *req, char **args)
 {
@@ -19,11 +39,12 @@ static enum MHD_Result health(http_req *req, char **args)
     int ok = r != NULL;
     PQclear(r);
     if (ok)
-        return http_reply_json(req, 200, json_pack("{s:s, s:s}", "status", "ok", "database", "ok"));
+        return http_reply_json(req, 200, json_pack("{s:s, s:s, s:o}", "status", "ok", "database", "ok",
+                                                   "embedded_postgres", embedded()));
     return http_reply_json(req, 503,
-                           json_pack("{s:s, s:s, s:s, s:s, s:s}", "status", "degraded", "database", "unreachable",
-                                     "error", "database unreachable", "detail", err, "hint",
-                                     "lockstepd reconnects by itself once PostgreSQL is back"));
+                           json_pack("{s:s, s:s, s:o, s:s, s:s, s:s}", "status", "degraded", "database", "unreachable",
+                                     "embedded_postgres", embedded(), "error", "database unreachable", "detail", err,
+                                     "hint", "lockstepd reconnects by itself once PostgreSQL is back"));
 }
 
 /* The fleet's state, read from the database at each scrape (so every lockstepd on one database reports the
@@ -90,7 +111,7 @@ static enum MHD_Result metrics(http_req *req, char **args)
 
 static const route ROUTES[] = {
     {"GET", "/api/v1/health", MR_HEALTH, AUTH_OPEN, health},
-    {"GET", "/metrics", MR_METRICS, AUTH_OPEN, metrics},
+    {"GET", "/metrics", MR_METRICS, AUTH_READ, metrics},
 };
 
 void api_health_register(void)

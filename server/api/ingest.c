@@ -8,6 +8,9 @@
 
 #include "server/api/run_ref.h"
 #include "server/compare/compare.h"
+#include "common/text.h"
+#include "common/wire.h"
+#include "server/core/limits.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
@@ -53,72 +56,114 @@ static enum MHD_Result bad_field(http_req *req, const char *key, const char *wha
     return http_reply_error(req, 400, missing ? "missing field" : "wrong type", detail, JSON_HINT);
 }
 
+/* The text fields of a registration: their limits (server/core/limits.h) and whether they may be empty. */
+static const struct {
+    const char *key;
+    size_t max;
+    int required, integer_ok;
+} RUN_FIELDS[] = {
+    {"job_id", JOB_ID_MAX, 1, 1},     {"step_id", STEP_ID_MAX, 0, 1},     {"twin_group", GROUP_NAME_MAX, 0, 0},
+    {"user", USER_MAX, 0, 0},         {"partition", PARTITION_MAX, 0, 0}, {"nodes", NODES_MAX, 0, 0},
+    {"command", COMMAND_MAX, 0, 0},   {"mode", 8, 0, 0},                  {"client_id", CLIENT_ID_MAX, 0, 0},
+    {"resume", WIRE_RESUME_MAX - 1, 0, 0}, /* the plugin's --lockstep-resume template (wire_resume_check) */
+};
+
+/* check_run_fields - the registration's shape and name rules (docs/server.md, "Limits"): every text field a
+ * string (job_id and step_id may be non-negative integers, made strings here), within its length, UTF-8
+ * without control characters; mode one of off, fp, det; ranks 1..RUN_MAX_RANKS; start_step 0..
+ * RUN_MAX_START_STEP. `job_only`: job_id alone (checked before the token, which is the job's). Returns 0, or -1
+ * after replying 400. */
+static int check_run_fields(http_req *req, json_t *o, int job_only)
+{
+    for (size_t i = 0; i < (job_only ? 1 : sizeof(RUN_FIELDS) / sizeof(RUN_FIELDS[0])); i++) {
+        const char *key = RUN_FIELDS[i].key;
+        json_t *v = json_object_get(o, key);
+        if (RUN_FIELDS[i].integer_ok && json_is_integer(v) && json_integer_value(v) >= 0) {
+            char num[32];
+            snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+            json_object_set_new(o, key, json_string(num));
+            v = json_object_get(o, key);
+        }
+        if (!v || json_is_null(v)) {
+            if (!RUN_FIELDS[i].required)
+                continue;
+            bad_field(req, key, "a non-empty string (the Slurm job id)", 1);
+            return -1;
+        }
+        if (!json_is_string(v)) {
+            bad_field(req, key, RUN_FIELDS[i].integer_ok ? "a string or a non-negative integer" : "a string", 0);
+            return -1;
+        }
+        const char *t = json_string_value(v);
+        size_t len = json_string_length(v);
+        char detail[200];
+        if (RUN_FIELDS[i].required && len == 0) {
+            bad_field(req, key, "a non-empty string", 1);
+            return -1;
+        }
+        if (len > RUN_FIELDS[i].max) {
+            snprintf(detail, sizeof(detail), "\"%s\" is %zu bytes; it may be at most %zu", key, len,
+                     RUN_FIELDS[i].max);
+            http_reply_error(req, 400, "field too long", detail, "see the limits in docs/server.md");
+            return -1;
+        }
+        if (!text_line_valid(t, len)) {
+            snprintf(detail, sizeof(detail), "\"%s\" holds a control character (a newline, a tab, ...) or a NUL", key);
+            http_reply_error(req, 400, "bad text", detail, "names and ids are one line of UTF-8 text");
+            return -1;
+        }
+        if (!strcmp(key, "mode") && *t && strcmp(t, "off") && strcmp(t, "fp") && strcmp(t, "det")) {
+            bad_field(req, key, "one of \"off\", \"fp\", \"det\"", 0);
+            return -1;
+        }
+        if (!strcmp(key, "twin_group") && len == 0)
+            json_object_del(o, key); /* "" is no group */
+    }
+    json_t *ranks = json_object_get(o, "ranks");
+    if (!ranks)
+        json_object_set_new(o, "ranks", json_integer(1));
+    else if (!json_is_integer(ranks) || json_integer_value(ranks) < 1 || json_integer_value(ranks) > RUN_MAX_RANKS) {
+        char what[80];
+        snprintf(what, sizeof(what), "an integer from 1 to %d", RUN_MAX_RANKS);
+        bad_field(req, "ranks", what, 0);
+        return -1;
+    }
+    json_t *start = json_object_get(o, "start_step");
+    if (!start)
+        json_object_set_new(o, "start_step", json_integer(0));
+    else if (!json_is_integer(start) || json_integer_value(start) < 0 ||
+             json_integer_value(start) > RUN_MAX_START_STEP) {
+        bad_field(req, "start_step", "an integer from 0 to 2^62", 0);
+        return -1;
+    }
+    return 0;
+}
+
 static enum MHD_Result ingest_run_create(http_req *req, char **args)
 {
     (void)args;
     json_t *o = parse_body(req);
     if (!o)
         return MHD_YES;
-    enum MHD_Result res;
-    json_t *job = json_object_get(o, "job_id");
-    if (json_is_integer(job) && json_integer_value(job) >= 0) {
-        char s[32];
-        snprintf(s, sizeof(s), "%" JSON_INTEGER_FORMAT, json_integer_value(job));
-        json_object_set_new(o, "job_id", json_string(s));
-        job = json_object_get(o, "job_id");
-    }
-    if (!json_is_string(job) || !*json_string_value(job) || strlen(json_string_value(job)) > 255) {
-        res = bad_field(req, "job_id", "a non-empty string (the Slurm job id)", job == NULL);
+    enum MHD_Result res = MHD_YES;
+    if (check_run_fields(req, o, 1) < 0 || http_auth_job(req, json_string_value(json_object_get(o, "job_id"))) < 0 ||
+        check_run_fields(req, o, 0) < 0)
         goto out_decref;
-    }
-    static const char *const strs[] = {"step_id", "twin_group", "user", "partition", "nodes", "command", "mode",
-                                       "resume"};
-    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
-        json_t *v = json_object_get(o, strs[i]);
-        if (json_is_integer(v) && !strcmp(strs[i], "step_id")) {
-            char s[32];
-            snprintf(s, sizeof(s), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-            json_object_set_new(o, strs[i], json_string(s));
-            continue;
-        }
-        if (v && !json_is_null(v) && (!json_is_string(v) || strlen(json_string_value(v)) > 65536)) {
-            res = bad_field(req, strs[i], "a string", 0);
-            goto out_decref;
-        }
-    }
-    json_t *tg = json_object_get(o, "twin_group");
-    if (json_is_string(tg) && strlen(json_string_value(tg)) > 255) {
-        res = bad_field(req, "twin_group", "a string of at most 255 bytes", 0);
-        goto out_decref;
-    }
-    json_t *cid = json_object_get(o, "client_id");
-    if (cid && !json_is_null(cid) && (!json_is_string(cid) || strlen(json_string_value(cid)) > 128)) {
-        res = bad_field(req, "client_id", "a string of at most 128 bytes (the same for every attempt)", 0);
-        goto out_decref;
-    }
-    json_t *ranks = json_object_get(o, "ranks");
-    if (!ranks)
-        json_object_set_new(o, "ranks", json_integer(1));
-    else if (!json_is_integer(ranks) || json_integer_value(ranks) < 1 || json_integer_value(ranks) > 10000000) {
-        res = bad_field(req, "ranks", "an integer of at least 1", 0);
-        goto out_decref;
-    }
-    json_t *start = json_object_get(o, "start_step");
-    if (!start)
-        json_object_set_new(o, "start_step", json_integer(0));
-    else if (!json_is_integer(start)) {
-        res = bad_field(req, "start_step", "an integer", 0);
-        goto out_decref;
-    }
-    if (http_auth_job(req, json_string_value(json_object_get(o, "job_id"))) < 0) {
-        res = MHD_YES;
-        goto out_decref;
-    }
+    /* Who registers: what slurmstepd (its attestation token) or the admin vouches for, else what slurmstepd
+     * attested for another step of the same job, else only what the job reports. */
+    const char *job_id = json_string_value(json_object_get(o, "job_id"));
+    const char *user = json_string_value(json_object_get(o, "user"));
+    char known[USER_MAX + 1];
+    run_claim who = {user ? user : "", NULL, http_is_admin(req)};
+    if ((who.admin || http_token_is_attest(req, job_id)) && user && *user)
+        who.attested_user = user;
+    else if (!who.admin)
+        who.attested_user = store_job_attested_user(job_id, known, sizeof(known));
     run_info run;
     srv_error e;
     int created = 0;
-    if (store_run_create(o, &run, &created, &e) < 0) {
-        res = http_reply_srv_error(req, 503, &e);
+    if (store_run_create(o, &who, &run, &created, &e) < 0) {
+        res = http_reply_srv_error(req, e.status ? e.status : 503, &e);
         goto out_decref;
     }
     if (created)
@@ -355,11 +400,28 @@ out_decref:
     return res;
 }
 
+/* check_token_present - a registration's check before its body: with a site secret, a request without any
+ * token is refused before a byte of its body is read (which job it is for is only in the body). */
+static int check_token_present(http_req *req, char **args)
+{
+    (void)args;
+    return http_auth_present(req);
+}
+
+/* check_run_writer - a rank write's check before its body: the run in the path exists and the request
+ * carries its job's token (or the admin token). */
+static int check_run_writer(http_req *req, char **args)
+{
+    run_info run;
+    return api_run_find(req, args[0], &run, REGISTER_FIRST) < 0 || http_auth_job(req, run.job_id) < 0 ? -1 : 0;
+}
+
 static const route ROUTES[] = {
-    {"POST", "/api/v1/runs", MR_RUNS_CREATE, AUTH_SELF, ingest_run_create},
-    {"POST", "/api/v1/runs/{}/manifest", MR_MANIFEST, AUTH_SELF, ingest_manifest},
-    {"POST", "/api/v1/runs/{}/records", MR_RECORDS, AUTH_SELF, ingest_records},
-    {"POST", "/api/v1/runs/{}/end", MR_END, AUTH_SELF, ingest_end},
+    {"POST", "/api/v1/runs", MR_RUNS_CREATE, AUTH_SELF, ingest_run_create, HTTP_BODY_DEFAULT, check_token_present},
+    {"POST", "/api/v1/runs/{}/manifest", MR_MANIFEST, AUTH_SELF, ingest_manifest, MANIFEST_BODY_MAX,
+     check_run_writer},
+    {"POST", "/api/v1/runs/{}/records", MR_RECORDS, AUTH_SELF, ingest_records, ROUTE_BODY_CONFIG, check_run_writer},
+    {"POST", "/api/v1/runs/{}/end", MR_END, AUTH_SELF, ingest_end, HTTP_BODY_DEFAULT, check_run_writer},
 };
 
 void api_ingest_register(void)

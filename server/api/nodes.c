@@ -21,7 +21,21 @@
     "name, state, score, involvements, exposures, baseline, " TS("state_since") ", " TS("first_seen") ", " TS(         \
         "last_seen")
 
-/* node_obj - node row `i` of a NODE_COLS result, with its GPUs from `gpus`. */
+/* first_gpu - the first row of `gpus` (sorted by node in C collation) on node `node`, or PQntuples. */
+static int first_gpu(PGresult *gpus, const char *node)
+{
+    int lo = 0, hi = gpus ? PQntuples(gpus) : 0;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (strcmp(PQgetvalue(gpus, mid, 1), node) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* node_obj - node row `i` of a NODE_COLS result, with its GPUs from `gpus` (sorted by node, C collation). */
 static json_t *node_obj(PGresult *r, int i, PGresult *gpus)
 {
     double k = atof(PQgetvalue(r, i, 3)), n = atof(PQgetvalue(r, i, 4));
@@ -30,32 +44,49 @@ static json_t *node_obj(PGresult *r, int i, PGresult *gpus)
                           (json_int_t)n, "rate", n > 0 ? k / n : 0.0, "baseline", pg_real(r, i, 5), "state_since",
                           PQgetvalue(r, i, 6), "first_seen", PQgetvalue(r, i, 7), "last_seen", PQgetvalue(r, i, 8));
     json_t *list = json_array();
-    for (int g = 0; gpus && g < PQntuples(gpus); g++)
-        if (!strcmp(PQgetvalue(gpus, g, 1), PQgetvalue(r, i, 0)))
-            json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:o, s:o, s:I}", "uuid", PQgetvalue(gpus, g, 0),
-                                                  "name", PQgetvalue(gpus, g, 2), "state", PQgetvalue(gpus, g, 3),
-                                                  "score", pg_real(gpus, g, 4), "involvements", pg_real(gpus, g, 5), "runs",
-                                                  (json_int_t)atof(PQgetvalue(gpus, g, 6))));
+    const char *name = PQgetvalue(r, i, 0);
+    for (int g = first_gpu(gpus, name); gpus && g < PQntuples(gpus) && !strcmp(PQgetvalue(gpus, g, 1), name); g++)
+        json_array_append_new(list, json_pack("{s:s, s:s, s:s, s:o, s:o, s:I}", "uuid", PQgetvalue(gpus, g, 0), "name",
+                                              PQgetvalue(gpus, g, 2), "state", PQgetvalue(gpus, g, 3), "score",
+                                              pg_real(gpus, g, 4), "involvements", pg_real(gpus, g, 5), "runs",
+                                              (json_int_t)atof(PQgetvalue(gpus, g, 6))));
     json_object_set_new(o, "gpus", list);
     return o;
 }
 
-/* load_nodes - nodes (all, or the one named) as JSON; NULL on error. */
-static json_t *load_nodes(const char *name, char *err, size_t cap)
+/* load_nodes - nodes as JSON, highest score first: the one named, or `limit` of them from position `offset`
+ * (with their GPUs); NULL on error. *more is set when nodes follow the page. */
+static json_t *load_nodes(const char *name, long long limit, long long offset, int *more, char *err, size_t cap)
 {
-    const char *p[] = {name ? name : ""};
-    PGresult *r =
-        sql_query("SELECT " NODE_COLS " FROM hw_nodes WHERE $1 = '' OR name = $1 ORDER BY score DESC, name", 1, p, err, cap);
-    PGresult *g = r ? sql_query("SELECT uuid, node, name, state, score, involvements, exposures FROM hw_gpus "
-                           "WHERE $1 = '' OR node = $1 ORDER BY score DESC, uuid",
-                           1, p, err, cap)
-                    : NULL;
+    char lim[32], off[32];
+    snprintf(lim, sizeof(lim), "%lld", limit + 1);
+    snprintf(off, sizeof(off), "%lld", offset);
+    const char *p[] = {name ? name : "", lim, off};
+    PGresult *r = sql_query("SELECT " NODE_COLS " FROM hw_nodes WHERE $1 = '' OR name = $1 ORDER BY score DESC, name "
+                            "LIMIT $2::bigint OFFSET $3::bigint",
+                            3, p, err, cap);
+    if (!r)
+        return NULL;
+    int n = PQntuples(r) < limit ? PQntuples(r) : (int)limit;
+    if (more)
+        *more = PQntuples(r) > limit;
+    json_t *names = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(names, json_string(PQgetvalue(r, i, 0)));
+    char *names_text = json_dumps(names, JSON_COMPACT);
+    json_decref(names);
+    const char *pg[] = {names_text};
+    PGresult *g = sql_query("SELECT uuid, node, name, state, score, involvements, exposures FROM hw_gpus "
+                            "WHERE node = ANY(ARRAY(SELECT json_array_elements_text($1::json))) "
+                            "ORDER BY node COLLATE \"C\", score DESC, uuid",
+                            1, pg, err, cap);
+    free(names_text);
     if (!g) {
         PQclear(r);
         return NULL;
     }
     json_t *a = json_array();
-    for (int i = 0; i < PQntuples(r); i++)
+    for (int i = 0; i < n; i++)
         json_array_append_new(a, node_obj(r, i, g));
     PQclear(r);
     PQclear(g);
@@ -66,19 +97,23 @@ static enum MHD_Result nodes_list(http_req *req, char **args)
 {
     (void)args;
     char err[512];
-    json_t *a = load_nodes(NULL, err, sizeof(err));
-    if (!a)
+    long long limit, offset;
+    if (api_page(req, 1000, 5000, "offset", 0, &limit, &offset) < 0)
+        return MHD_YES;
+    int more = 0;
+    json_t *a = load_nodes(NULL, limit, offset, &more, err, sizeof(err));
+    PGresult *t = a ? sql_query("SELECT count(*), coalesce(sum(involvements), 0), coalesce(sum(exposures), 0) "
+                                "FROM hw_nodes",
+                                0, NULL, err, sizeof(err))
+                    : NULL;
+    if (!t) {
+        json_decref(a);
         return http_reply_db_down(req, err);
-    double k = 0, n = 0;
-    size_t i;
-    json_t *x;
-    json_array_foreach(a, i, x)
-    {
-        k += json_real_value(json_object_get(x, "involvements"));
-        n += (double)json_integer_value(json_object_get(x, "runs"));
     }
-    long long count = (long long)json_array_size(a);
-    json_t *o = api_list(a, count, count, -1);
+    long long count = strtoll(PQgetvalue(t, 0, 0), NULL, 10);
+    double k = atof(PQgetvalue(t, 0, 1)), n = atof(PQgetvalue(t, 0, 2));
+    PQclear(t);
+    json_t *o = api_list(a, count, limit, more ? offset + limit : -1);
     json_object_set_new(o, "baseline", json_real(n > 0 ? k / n : 0.0));
     json_object_set_new(o, "thresholds", json_pack("{s:f, s:f, s:f, s:f}", "suspect", g_srv.cfg.suspect_threshold,
                                                    "min_evidence", g_srv.cfg.suspect_min_evidence, "ratio",
@@ -99,7 +134,7 @@ static enum MHD_Result node_get(http_req *req, char **args)
 {
     const char *name = args[0];
     char err[512];
-    json_t *a = load_nodes(name, err, sizeof(err));
+    json_t *a = load_nodes(name, 1, 0, NULL, err, sizeof(err));
     if (!a)
         return http_reply_db_down(req, err);
     if (!json_array_size(a)) {
@@ -227,7 +262,7 @@ static enum MHD_Result node_action(http_req *req, char **args)
     const char *pi[] = {id};
     r = sql_query("SELECT " EVENT_COLS " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key WHERE h.id = $1", 1, pi,
              err, sizeof(err));
-    json_t *nodes = r ? load_nodes(name, err, sizeof(err)) : NULL;
+    json_t *nodes = r ? load_nodes(name, 1, 0, NULL, err, sizeof(err)) : NULL;
     if (!nodes) {
         PQclear(r);
         goto out_db;

@@ -13,6 +13,7 @@
 #include "server/api/run_ref.h"
 #include "server/compare/verdict.h"
 #include "server/api/recview.h"
+#include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/state.h"
 #include "server/core/xalloc.h"
@@ -24,9 +25,12 @@
 #include "server/store/runs.h"
 #include "server/store/write.h"
 
+/* Text columns are cut to their registration limits (server/core/limits.h), so that a row is bounded whatever
+ * was stored before the limits existed. */
 #define RUN_COLS                                                                                                \
-    "run_id, job_id, step_id, coalesce(twin_group, ''), ranks, start_step, user_name, nodes, command, mode, " \
-    "status, " TS("created_at") ", " TS("ended_at") ", partition, resume_template"
+    "run_id, left(job_id, 128), left(step_id, 64), left(coalesce(twin_group, ''), 255), ranks, start_step, "   \
+    "left(user_name, 64), left(nodes, 4096), left(command, 4096), left(mode, 8), status, " TS("created_at") ", " \
+    TS("ended_at") ", left(partition, 128), left(resume_template, 4096)"
 
 
 /* run_json - a run object from the RUN_COLS columns at `row`. */
@@ -100,29 +104,41 @@ static enum MHD_Result read_runs(http_req *req, char **args)
     if (api_page(req, 50, 1000, "offset", 0, &limit, &offset) < 0)
         return MHD_YES;
     char lim[32], off[32], err[512];
-    snprintf(lim, sizeof(lim), "%lld", limit);
+    snprintf(lim, sizeof(lim), "%lld", limit + 1); /* one more: is there a next page? */
     snprintf(off, sizeof(off), "%lld", offset);
     const char *u = http_query(req, "user"), *j = http_query(req, "job"), *g = http_query(req, "group"),
                *s = http_query(req, "status"), *st = http_query(req, "step");
     const char *p[] = {u ? u : "", j ? j : "", g ? g : "", s ? s : "", lim, off, st ? st : ""};
     PGresult *r = db_exec("runs_list", 7, p, err, sizeof(err));
-    if (!r)
+    PGresult *c = r ? db_exec("runs_count", 7, p, err, sizeof(err)) : NULL;
+    if (!r || !c) {
+        PQclear(r);
         return http_reply_db_down(req, err);
-    json_t *runs = json_array();
-    long long total = 0;
-    for (int i = 0; i < PQntuples(r); i++) {
-        json_array_append_new(runs, run_json(r, i));
-        total = strtoll(PQgetvalue(r, i, 15), NULL, 10);
     }
-    int n = PQntuples(r);
+    /* The total is counted up to LIST_TOTAL_MAX rows only (a count over a million runs took seconds); past
+     * that it is null and total_at_least says so. */
+    long long counted = strtoll(PQgetvalue(c, 0, 0), NULL, 10);
+    PQclear(c);
+    json_t *runs = json_array();
+    size_t bytes = 0;
+    int n = 0;
+    for (; n < PQntuples(r) && n < limit; n++) {
+        if (n > 0 && bytes > LIST_MAX_BYTES)
+            break; /* the answer is big enough: the rest is on the next page */
+        for (int col = 0; col < 15; col++)
+            bytes += (size_t)PQgetlength(r, n, col) + 16;
+        json_array_append_new(runs, run_json(r, n));
+    }
+    int more = n < PQntuples(r);
     PQclear(r);
-    if (n == 0 && offset > 0)
-        total = -1; /* unknown past the end */
+    long long total = counted > LIST_TOTAL_MAX ? -1 : counted;
     if (set_group_status(runs, err, sizeof(err)) < 0) {
         json_decref(runs);
         return http_reply_db_down(req, err);
     }
-    json_t *o = api_list(runs, total, limit, total >= 0 && offset + n < total ? offset + n : -1);
+    json_t *o = api_list(runs, total, limit, more ? offset + n : -1);
+    if (total < 0)
+        json_object_set_new(o, "total_at_least", json_integer(LIST_TOTAL_MAX));
     return http_reply_json(req, 200, o);
 }
 
@@ -141,24 +157,47 @@ static enum MHD_Result read_run(http_req *req, char **args)
         return api_run_reply_unknown(req, run_id, LIST_RUNS);
     }
     json_t *o = run_json(r, 0);
-    char key[32];
+    char key[32], rf[16], lm[16], lr[16];
     snprintf(key, sizeof(key), "%s", PQgetvalue(r, 0, 15));
     PQclear(r);
-    const char *k[] = {key};
+    /* One page of ranks: at most RUN_DETAIL_MAX_MANIFESTS manifests (and LIST_MAX_BYTES of them) and
+     * RUN_DETAIL_MAX_RANKS rank states from ?rank_from=; next_rank_from says where the next page starts. */
+    long long rank_from;
+    if (api_int_arg(req, "rank_from", 0, INT32_MAX, 0, &rank_from) < 0) {
+        json_decref(o);
+        return MHD_YES;
+    }
+    snprintf(rf, sizeof(rf), "%lld", rank_from);
+    snprintf(lm, sizeof(lm), "%d", RUN_DETAIL_MAX_MANIFESTS + 1);
+    snprintf(lr, sizeof(lr), "%d", RUN_DETAIL_MAX_RANKS + 1);
+    const char *km[] = {key, rf, lm}, *kr[] = {key, rf, lr};
     json_t *manifests = json_array(), *ranks = json_array();
-    r = db_exec("run_manifests", 1, k, err, sizeof(err));
+    long long next = -1;
+    r = db_exec("run_manifests", 3, km, err, sizeof(err));
     if (!r)
         goto out_down;
+    size_t bytes = 0;
     for (int i = 0; i < PQntuples(r); i++) {
+        if (i == RUN_DETAIL_MAX_MANIFESTS || (i > 0 && bytes > LIST_MAX_BYTES)) {
+            next = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+            break;
+        }
+        bytes += (size_t)PQgetlength(r, i, 1);
         json_t *m = json_loads(PQgetvalue(r, i, 1), 0, NULL);
         json_array_append_new(manifests, json_pack("{s:i, s:o}", "rank", atoi(PQgetvalue(r, i, 0)), "manifest",
                                                    m ? m : json_null()));
     }
     PQclear(r);
-    r = db_exec("run_ranks", 1, k, err, sizeof(err));
+    r = db_exec("run_ranks", 3, kr, err, sizeof(err));
     if (!r)
         goto out_down;
     for (int i = 0; i < PQntuples(r); i++) {
+        long long rk = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        if (i == RUN_DETAIL_MAX_RANKS || (next >= 0 && rk >= next)) {
+            if (next < 0 || rk < next)
+                next = rk;
+            break;
+        }
         json_t *x = json_pack("{s:i}", "rank", atoi(PQgetvalue(r, i, 0)));
         static const char *const names[] = {"min_step", "max_step", "max_seq", "records", "exit_code"};
         for (int c = 1; c <= 5; c++)
@@ -169,13 +208,38 @@ static enum MHD_Result read_run(http_req *req, char **args)
         json_array_append_new(ranks, x);
     }
     PQclear(r);
+    while (next >= 0 && json_array_size(manifests) &&
+           json_integer_value(json_object_get(json_array_get(manifests, json_array_size(manifests) - 1), "rank")) >= next)
+        json_array_remove(manifests, json_array_size(manifests) - 1); /* both lists cover the same ranks */
     json_object_set_new(o, "manifests", manifests);
     json_object_set_new(o, "rank_status", ranks);
+    /* What slurmstepd (or the admin) attested of the run's step: the user, and which node ran which ranks. */
+    const char *ka[] = {key};
+    r = db_exec("run_attested", 1, ka, err, sizeof(err));
+    if (!r)
+        goto out_down_attach;
+    json_t *placement = json_array(), *att = json_null();
+    for (int i = 0; i < PQntuples(r) && i < RUN_DETAIL_MAX_RANKS; i++) {
+        if (i == 0)
+            att = json_pack("{s:s, s:s, s:s}", "user", PQgetvalue(r, 0, 2), "nodes", PQgetvalue(r, 0, 3), "by",
+                            PQgetvalue(r, 0, 4));
+        json_array_append_new(placement, json_pack("{s:s, s:o}", "node", PQgetvalue(r, i, 0), "ranks",
+                                                   pg_int_array(PQgetvalue(r, i, 1), 0)));
+    }
+    PQclear(r);
+    if (json_is_object(att))
+        json_object_set_new(att, "placement", placement);
+    else
+        json_decref(placement);
+    json_object_set_new(o, "attested", att);
+    json_object_set_new(o, "rank_from", json_integer(rank_from));
+    json_object_set_new(o, "next_rank_from", next >= 0 ? json_integer(next) : json_null());
     return http_reply_json(req, 200, o);
 out_down:
-    json_decref(o);
     json_decref(manifests);
     json_decref(ranks);
+out_down_attach:
+    json_decref(o);
     return http_reply_db_down(req, err);
 }
 
@@ -249,15 +313,23 @@ static const route ROUTES[] = {
 
 void api_runs_register(void)
 {
-    db_register("runs_list", "SELECT " RUN_COLS ", count(*) OVER () FROM runs "
-                             "WHERE ($1 = '' OR user_name = $1) AND ($2 = '' OR job_id = $2) "
-                             "AND ($3 = '' OR twin_group = $3) AND ($4 = '' OR status = $4) "
-                             "AND ($7 = '' OR step_id = $7) ORDER BY run_key DESC LIMIT $5 OFFSET $6");
+#define RUNS_WHERE                                                                                                \
+    "WHERE ($1 = '' OR user_name = $1) AND ($2 = '' OR job_id = $2) AND ($3 = '' OR twin_group = $3) "          \
+    "AND ($4 = '' OR status = $4) AND ($7 = '' OR step_id = $7)"
+    db_register("runs_list", "SELECT " RUN_COLS " FROM runs " RUNS_WHERE " ORDER BY run_key DESC LIMIT $5 OFFSET $6");
+    /* $5 and $6 unused but typed alike, so that both statements take the same parameters. */
+    db_register("runs_count", "SELECT count(*) FROM (SELECT 1 FROM runs " RUNS_WHERE
+                              " AND $5::text IS NOT NULL AND $6::text IS NOT NULL LIMIT " LIST_TOTAL_MAX_TEXT " + 1) x");
     db_register("run_one", "SELECT " RUN_COLS ", run_key FROM runs WHERE run_id = $1::uuid");
-    db_register("run_manifests", "SELECT rank, manifest::text FROM manifests WHERE run_key = $1 ORDER BY rank");
+    db_register("run_manifests", "SELECT rank, manifest::text FROM manifests WHERE run_key = $1 AND rank >= $2::int "
+                                 "ORDER BY rank LIMIT $3");
     db_register("run_ranks",
                 "SELECT coalesce(p.rank, e.rank), p.min_step, p.max_step, p.max_seq, p.n_records, e.exit_code "
-                "FROM (SELECT * FROM rank_progress WHERE run_key = $1) p "
-                "FULL JOIN (SELECT * FROM rank_ends WHERE run_key = $1) e ON p.rank = e.rank ORDER BY 1");
+                "FROM (SELECT * FROM rank_progress WHERE run_key = $1 AND rank >= $2::int ORDER BY rank LIMIT $3) p "
+                "FULL JOIN (SELECT * FROM rank_ends WHERE run_key = $1 AND rank >= $2::int ORDER BY rank LIMIT $3) e "
+                "ON p.rank = e.rank ORDER BY 1 LIMIT $3");
+    db_register("run_attested", "SELECT a.node, a.ranks::text, a.user_name, a.nodes, a.attested_by FROM attestations a "
+                                "JOIN runs r ON a.job_id = r.job_id AND a.step_id = r.step_id WHERE r.run_key = $1 "
+                                "ORDER BY a.node_index NULLS LAST, a.node LIMIT 4097");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

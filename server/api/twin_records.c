@@ -252,13 +252,13 @@ static enum MHD_Result read_twin_records(http_req *req, char **args)
                                 "e.g. /api/v1/twins/G/records?rank=0&step=8");
     group_runs g;
     enum MHD_Result sent;
-    if (!group_open(req, group, &g, &sent))
+    if (!group_open_for(req, group, &g, &sent))
         return sent;
     return api_records_side_by_side(req, &g, rank, step, limit, offset, json_pack("{s:s}", "group", group));
 }
 
 static const route ROUTES[] = {
-    {"GET", "/api/v1/twins/{}/records", MR_READ, AUTH_READ, read_twin_records},
+    {"GET", "/api/v1/twins/{}/records", MR_READ, AUTH_SELF, read_twin_records},
 };
 
 void api_twin_records_register(void)

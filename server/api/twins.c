@@ -9,18 +9,23 @@
 
 #include "common/dtype.h"
 #include "common/recmatch.h"
+#include "common/text.h"
 #include "server/api/group.h"
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/compare/verdict.h"
 #include "server/fleet/narrow.h"
 #include "server/core/limits.h"
+#include "server/core/log.h"
 #include "server/core/metrics.h"
+#include "server/core/state.h"
 #include "server/core/xalloc.h"
+#include "server/http/auth.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/batch.h"
 #include "server/store/db.h"
+#include "server/store/groups.h"
 
 /* ulp_of - the ULP distance between two scalars given as value_bits hex strings of `dtype` (a name), as JSON:
  * null when it does not apply (no value on one side, a NaN, an unknown dtype). */
@@ -104,7 +109,9 @@ static json_t *restores_json(PGresult *c)
 static enum MHD_Result read_twins(http_req *req, char **args)
 {
     const char *group = args[0];
-    char err[512];
+    char err[512], user[256];
+    if (group_reader(req, user, sizeof(user)) < 0 || !group_readable(req, group, user))
+        return MHD_YES;
     grp_verdict v;
     int got = verdict_load(group, &v, err, sizeof(err));
     if (got < 0)
@@ -116,13 +123,17 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     }
     const char *p[] = {group};
     PGresult *c = db_exec("grp_classification", 1, p, err, sizeof(err));
-    if (!c) {
+    srv_error e;
+    PGresult *own = c ? store_group_get(group, &e) : NULL;
+    if (!own) {
+        PQclear(c);
         verdict_release(&v);
-        return http_reply_db_down(req, err);
+        return http_reply_db_down(req, c ? e.detail : err);
     }
     PGresult *rs = db_exec("grp_restores", 1, p, err, sizeof(err));
     if (!rs) {
         PQclear(c);
+        PQclear(own);
         verdict_release(&v);
         return http_reply_db_down(req, err);
     }
@@ -156,6 +167,16 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     }
     PQclear(w);
     json_object_set_new(o, "evidence", evidence_of(c, PQntuples(c) ? 0 : -1));
+    json_object_set_new(o, "runs_total", json_integer((json_int_t)v.runs_total));
+    if (PQntuples(own) == 1) {
+        json_t *shared = json_loads(PQgetvalue(own, 0, 2), 0, NULL);
+        json_object_set_new(o, "owner", json_pack("{s:s, s:b, s:o}", "user", PQgetvalue(own, 0, 0), "attested",
+                                                  PQgetvalue(own, 0, 1)[0] == 't', "shared_with",
+                                                  shared ? shared : json_array()));
+    } else {
+        json_object_set_new(o, "owner", json_null());
+    }
+    PQclear(own);
     PQclear(c);
     PQclear(rs);
     verdict_release(&v);
@@ -270,6 +291,9 @@ static enum MHD_Result read_twins_list(http_req *req, char **args)
     (void)args;
     long long limit, cursor;
     char since[64], err[512];
+    char viewer[256];
+    if (group_reader(req, viewer, sizeof(viewer)) < 0)
+        return MHD_YES;
     if (api_page(req, 50, LIST_MAX, "offset", 0, &limit, &cursor) < 0 || api_time_arg(req, "since", since, sizeof(since)) < 0)
         return MHD_YES;
     const char *want = http_query(req, "status"), *user = http_query(req, "user"), *node = http_query(req, "node");
@@ -295,8 +319,8 @@ static enum MHD_Result read_twins_list(http_req *req, char **args)
         char lim[32], off[32];
         snprintf(lim, sizeof(lim), "%lld", chunk);
         snprintf(off, sizeof(off), "%lld", pos);
-        const char *p[] = {user ? user : "", node ? node : "", since, lim, off};
-        PGresult *r = db_exec("twins_list", 5, p, err, sizeof(err));
+        const char *p[] = {user ? user : "", node ? node : "", since, lim, off, viewer};
+        PGresult *r = db_exec("twins_list", 6, p, err, sizeof(err));
         if (!r)
             goto out_down;
         int rows = PQntuples(r);
@@ -369,156 +393,75 @@ out_down:
     return http_reply_db_down(req, err);
 }
 
-/* Progress of one run on one rank. */
-/* One step digest row, parsed. */
-typedef struct dig {
-    int64_t step;
-    int rank;
-    int run; /* index into the group's runs */
-    int64_t n, digest;
-} dig;
-
-static int by_step_rank(const void *a, const void *b)
+/* check_share - before the body: the admin token, or the token of job ?job=J (whose run in the group must
+ * belong to the owner, which the store checks). */
+static int check_share(http_req *req, char **args)
 {
-    const dig *x = a, *y = b;
-    if (x->step != y->step)
-        return x->step < y->step ? -1 : 1;
-    return x->rank < y->rank ? -1 : x->rank > y->rank;
+    (void)args;
+    const char *job = http_query(req, "job");
+    if (http_is_admin(req) || !g_srv.secret ||
+        (job && *job && (http_token_is_job(req, job) || http_token_is_attest(req, job))))
+        return 0;
+    if (http_auth_present(req) < 0)
+        return -1; /* 401 */
+    http_reply_error(req, 403, "not the group's owner",
+                     "send ?job=J with the token of J, a job of the group's owner that has a run in it, or the admin "
+                     "token",
+                     "see docs/server.md, \"Twin groups and owners\"");
+    return -1;
 }
 
-/* Per run and rank: how far it got (progress), -1 for none. */
-typedef struct prog {
-    int64_t max_step;
-    int state; /* 0: no records, 1: running, 2: ended */
-} prog;
-
-static enum MHD_Result read_twin_steps(http_req *req, char **args)
+/* share_group - POST /api/v1/twins/{group}/share {"users": ["bob", ...]} ("*": anyone): the users whose runs
+ * may join the group as well (replacing the list). The owner (the token of one of the owner's jobs with a run
+ * in the group) or the admin. */
+static enum MHD_Result share_group(http_req *req, char **args)
 {
     const char *group = args[0];
-    char err[512];
-    group_runs g;
-    enum MHD_Result sent;
-    if (!group_open(req, group, &g, &sent))
-        return sent;
-    int64_t lo = INT64_MIN;
-    int logical = 0; /* runs of different rank counts: rank r holds another piece in each; compared logically */
-    for (int i = 0; i < g.n; i++) {
-        int64_t s = strtoll(PQgetvalue(g.res, i, 6), NULL, 10);
-        if (s > lo)
-            lo = s;
-        logical |= i > 0 && strcmp(PQgetvalue(g.res, i, 7), PQgetvalue(g.res, 0, 7)) != 0;
+    json_t *o = req->len ? json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    json_t *users = json_object_get(o, "users");
+    int ok = json_is_array(users) && json_array_size(users) <= GROUP_MAX_SHARED;
+    size_t i;
+    json_t *v;
+    json_array_foreach(users, i, v) ok &= json_is_string(v) && json_string_length(v) >= 1 &&
+                                          json_string_length(v) <= USER_MAX &&
+                                          text_line_valid(json_string_value(v), json_string_length(v));
+    if (!ok) {
+        json_decref(o);
+        return http_reply_error(req, 400, "bad share",
+                                "the body is {\"users\": [\"name\", ...]} with at most " GROUP_MAX_SHARED_TEXT
+                                " user names (\"*\" = anyone)",
+                                "see docs/server.md, \"Twin groups and owners\"");
     }
-    const char *fs = http_query(req, "from"), *ts = http_query(req, "to"), *cs = http_query(req, "compact");
-    int compact = cs && (!strcmp(cs, "1") || !strcmp(cs, "true"));
-    int64_t from = fs && *fs ? strtoll(fs, NULL, 10) : lo;
-    int64_t to = ts && *ts ? strtoll(ts, NULL, 10) : from + 999;
-    if (to < from || to - from > 100000) {
-        PQclear(g.res);
-        return http_reply_error(req, 400, "bad step range", "?from= and ?to= must satisfy from <= to <= from + 100000",
-                                "ask for fewer steps at a time");
+    char *list = json_dumps(users, JSON_COMPACT);
+    json_decref(o);
+    const char *job = http_query(req, "job");
+    int admin = http_is_admin(req);
+    PGresult *r = NULL;
+    srv_error e;
+    int got = store_group_share(group, list, job, admin, &r, &e);
+    free(list);
+    if (got < 0)
+        return http_reply_srv_error(req, e.status ? e.status : 503, &e);
+    if (got == 0) {
+        char detail[320];
+        snprintf(detail, sizeof(detail), "no twin group \"%.255s\"", group);
+        return http_reply_error(req, 404, "unknown twin group", detail, "list runs with GET /api/v1/runs?group=NAME");
     }
-    if (from < lo)
-        from = lo; /* steps before the latest start are not shared */
-    char f[32], t[32], keys[GROUP_KEYS_CAP];
-    snprintf(f, sizeof(f), "%" PRId64, from);
-    snprintf(t, sizeof(t), "%" PRId64, to);
-    group_keys(&g, keys, sizeof(keys));
-    const char *p1[] = {group};
-    const char *p2[] = {keys, f, t};
-    PGresult *pr = db_exec("grp_progress", 1, p1, err, sizeof(err));
-    PGresult *sr = pr ? db_exec("grp_steps", 3, p2, err, sizeof(err)) : NULL;
-    if (!pr || !sr) {
-        PQclear(pr);
-        PQclear(g.res);
-        return http_reply_db_down(req, err);
-    }
-
-    /* Parse the rows and the progress into arrays indexed by run and rank. */
-    int n = PQntuples(sr), np = PQntuples(pr), nranks = 0;
-    dig *rows = xmalloc(((size_t)n + 1) * sizeof(*rows));
-    for (int i = 0; i < n; i++) {
-        rows[i].run = group_run_index(&g, strtoll(PQgetvalue(sr, i, 0), NULL, 10));
-        rows[i].rank = atoi(PQgetvalue(sr, i, 1));
-        rows[i].step = strtoll(PQgetvalue(sr, i, 2), NULL, 10);
-        rows[i].n = strtoll(PQgetvalue(sr, i, 3), NULL, 10);
-        rows[i].digest = strtoll(PQgetvalue(sr, i, 4), NULL, 10);
-        if (rows[i].rank >= nranks)
-            nranks = rows[i].rank + 1;
-    }
-    for (int i = 0; i < np; i++)
-        if (atoi(PQgetvalue(pr, i, 1)) >= nranks)
-            nranks = atoi(PQgetvalue(pr, i, 1)) + 1;
-    PQclear(sr);
-    prog *progs = xcalloc((size_t)g.n * (size_t)(nranks ? nranks : 1), sizeof(*progs));
-    for (int i = 0; i < np; i++) {
-        int run = group_run_index(&g, strtoll(PQgetvalue(pr, i, 0), NULL, 10));
-        int rank = atoi(PQgetvalue(pr, i, 1));
-        if (run < 0 || rank < 0)
-            continue;
-        prog *x = &progs[(size_t)run * (size_t)nranks + (size_t)rank];
-        x->max_step = strtoll(PQgetvalue(pr, i, 2), NULL, 10);
-        x->state = PQgetvalue(pr, i, 3)[0] == 't' ? 2 : 1;
-    }
-    PQclear(pr);
-    qsort(rows, (size_t)n, sizeof(*rows), by_step_rank);
-
-    json_t *steps = json_array(), *cur_ranks = NULL;
-    int64_t cur_step = 0;
-    int have_cur = 0;
-    for (int i = 0; i < n;) {
-        int64_t step = rows[i].step;
-        int rank = rows[i].rank;
-        int j = i, present = 0, differs = 0;
-        for (; j < n && rows[j].step == step && rows[j].rank == rank; j++) {
-            if (rows[j].digest != rows[i].digest || rows[j].n != rows[i].n)
-                differs = 1;
-            present++;
-        }
-        int pending = 0, runs_in = 0;
-        for (int k = 0; k < g.n; k++) {
-            const prog *pg = &progs[(size_t)k * (size_t)nranks + (size_t)rank];
-            if (!pg->state) {
-                /* no records on this rank: pending while that run runs, missing once it has ended */
-                if (!strcmp(PQgetvalue(g.res, k, 5), "running"))
-                    pending = 1;
-                else if (step >= strtoll(PQgetvalue(g.res, k, 6), NULL, 10))
-                    runs_in++;
-                continue;
-            }
-            runs_in++;
-            if (pg->state == 2 ? step > pg->max_step : step >= pg->max_step)
-                pending = 1;
-        }
-        const char *status = pending ? "pending" : logical ? "layout" : present < runs_in ? "missing" : differs ? "diverged" : "match";
-        if (!have_cur || step != cur_step) {
-            cur_ranks = json_array();
-            json_array_append_new(steps, json_pack("{s:I, s:o}", "step", (json_int_t)step, "ranks", cur_ranks));
-            cur_step = step;
-            have_cur = 1;
-        }
-        if (compact) { /* ranks[r] is rank r's status; null where no run recorded that rank */
-            while ((int)json_array_size(cur_ranks) < rank)
-                json_array_append_new(cur_ranks, json_null());
-            json_array_append_new(cur_ranks, json_string(status));
-        } else {
-            json_array_append_new(cur_ranks,
-                                  json_pack("{s:i, s:s, s:i}", "rank", rank, "status", status, "runs", present));
-        }
-        i = j;
-    }
-    free(progs);
-    free(rows);
-    PQclear(g.res);
-    return http_reply_json(req, 200,
-                           json_pack("{s:s, s:I, s:I, s:i, s:o, s:b}", "group", group, "from", (json_int_t)from, "to",
-                                     (json_int_t)to, "ranks", nranks, "steps", steps, "logical", logical));
+    json_t *shared = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
+    json_t *reply = json_pack("{s:s, s:{s:s, s:b, s:o}}", "group", group, "owner", "user", PQgetvalue(r, 0, 0),
+                              "attested", PQgetvalue(r, 0, 1)[0] == 't', "shared_with", shared ? shared : json_array());
+    log_info("twin group %s shared with %s", group, PQgetvalue(r, 0, 2));
+    PQclear(r);
+    return http_reply_json(req, 200, reply);
 }
 
 /* read_manifest_diff - GET /api/v1/twins/{group}/manifest-diff: common/json/mdiff.h over the group's runs. */
 static enum MHD_Result read_manifest_diff(http_req *req, char **args)
 {
     const char *group = args[0];
-    char err[512];
+    char err[512], user[256];
+    if (group_reader(req, user, sizeof(user)) < 0 || !group_readable(req, group, user))
+        return MHD_YES;
     grp_verdict v;
     int got = verdict_load(group, &v, err, sizeof(err));
     if (got < 0)
@@ -539,10 +482,11 @@ static enum MHD_Result read_manifest_diff(http_req *req, char **args)
 }
 
 static const route ROUTES[] = {
-    {"GET", "/api/v1/twins", MR_READ, AUTH_READ, read_twins_list},
-    {"GET", "/api/v1/twins/{}", MR_READ, AUTH_READ, read_twins},
-    {"GET", "/api/v1/twins/{}/steps", MR_READ, AUTH_READ, read_twin_steps},
-    {"GET", "/api/v1/twins/{}/manifest-diff", MR_READ, AUTH_READ, read_manifest_diff},
+    /* reads: open, the admin, or a job's own token (?job=J) for its user's groups (group_reader) */
+    {"GET", "/api/v1/twins", MR_READ, AUTH_SELF, read_twins_list},
+    {"GET", "/api/v1/twins/{}", MR_READ, AUTH_SELF, read_twins},
+    {"GET", "/api/v1/twins/{}/manifest-diff", MR_READ, AUTH_SELF, read_manifest_diff},
+    {"POST", "/api/v1/twins/{}/share", MR_ADMIN, AUTH_SELF, share_group, HTTP_BODY_DEFAULT, check_share},
 };
 
 void api_twins_register(void)
@@ -551,9 +495,12 @@ void api_twins_register(void)
     db_register("grp_classification", "SELECT " CLASS_COLS ", coalesce(evidence_narrow::text, ''), evidence_reason "
                                       "FROM group_evidence WHERE twin_group = $1");
     /* The list: groups newest first (by their newest run), filtered by a run's user, a node one of their runs
-     * ran on (its hostlist or a rank's manifest, lockstep_run_on_node), and their newest run's start. */
+     * ran on (its hostlist or a rank's manifest, lockstep_run_on_node), and their newest run's start; for a job's
+     * token ($6, group_reader), only the groups its user owns or was shared with. */
     db_register("twins_list", "SELECT twin_group, count(*) OVER () FROM runs WHERE twin_group IS NOT NULL "
-                              "AND twin_group <> '' GROUP BY twin_group HAVING ($1 = '' OR bool_or(user_name = $1)) "
+                              "AND twin_group <> '' AND ($6 = '' OR twin_group IN (SELECT o.twin_group FROM "
+                              "twin_groups o WHERE o.owner = $6 OR $6 = ANY(o.shared_with) OR '*' = ANY(o.shared_with))) "
+                              "GROUP BY twin_group HAVING ($1 = '' OR bool_or(user_name = $1)) "
                               "AND ($2 = '' OR bool_or(lockstep_run_on_node(run_key, nodes, $2))) "
                               "AND max(created_at) >= coalesce(nullif($3, '')::timestamptz, '-infinity') "
                               "ORDER BY max(run_key) DESC, twin_group LIMIT $4 OFFSET $5");
@@ -570,13 +517,6 @@ void api_twins_register(void)
                 "c.unverified, c.detail::text FROM restore_checks c JOIN runs r ON r.run_key = c.run_key "
                 "JOIN runs t ON t.run_key = c.ref_run_key WHERE c.twin_group = $1 ORDER BY c.step, c.rank, r.run_key, "
                 "t.run_key");
-    db_register("grp_progress", "SELECT p.run_key, p.rank, p.max_step, e.run_key IS NOT NULL OR r.status <> 'running' "
-                                "FROM rank_progress p JOIN runs r USING (run_key) LEFT JOIN rank_ends e "
-                                "ON e.run_key = p.run_key AND e.rank = p.rank WHERE r.twin_group = $1");
-    /* No ORDER BY: the rows are sorted in C, which spares PostgreSQL an on-disk sort of a
-     * 500-step x 64-rank window (see bench/api). */
-    db_register("grp_steps", "SELECT run_key, rank, step, n, digest FROM step_digests "
-                             "WHERE run_key = ANY($1::bigint[]) AND step BETWEEN $2 AND $3");
     db_register("grp_awaiting", "SELECT r.run_id, q.rank, q.step, " TS("q.requested_at") " FROM record_requests q "
                                 "JOIN runs r USING (run_key) WHERE r.twin_group = $1 AND NOT q.answered "
                                 "ORDER BY q.step, q.rank, q.run_key LIMIT 100");

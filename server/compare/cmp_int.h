@@ -42,19 +42,53 @@ void cmp_rows_release(cmp_rows *rows);
  * site and its scales' fingerprint, or present: false when `c` is NULL. */
 json_t *cmp_run_entry(const char *run_id, const cmp_rec *c);
 
+/* What a comparison changed, told to the fleet (cmp_on_divergence), the log and the metrics once its
+ * transaction commits (cmp_check): the first divergence it wrote, or that it dropped the stored one. */
+typedef struct cmp_found {
+    int stored; /* 1: a divergence was written (new, earlier or moved); -1: the stored one was dropped; 0: neither */
+    int rank;
+    int64_t step, seq;
+    char name[LS_NAME_MAX + 1];
+    unsigned occ;
+    char kind[16];
+    double commit_s; /* the commit that showed it (the detection latency counts from there); 0 unknown */
+} cmp_found;
+
+/* cmp_txn_begin - BEGIN and take the lock of `rank` of `group` without waiting (lockstep_check_key: a batch or an
+ * end of the rank holds its shared form while it commits, and asks for the comparison again once committed).
+ * Returns 1 inside the transaction, 0 when the lock is taken (rolled back: nothing to do now), -1 on a database
+ * error (rolled back). */
+int cmp_txn_begin(const char *group, int rank);
+
+/* cmp_txn_end - commit the comparison's transaction when `rc` >= 0 (else roll it back), and only then tell the
+ * fleet, the log and the metrics what `f` says was written (cmp_tell). Returns rc, or -1 when the commit failed. */
+int cmp_txn_end(const char *group, int rc, const cmp_found *f);
+
+/* cmp_tell - what a committed comparison changed: a divergence written (metrics, log, cmp_on_divergence) or a
+ * stored one dropped (log, cmp_on_divergence). */
+void cmp_tell(const char *group, const cmp_found *f);
+
+/* cmp_key_array - g->keyarr from g->keys[0 .. g->nruns). */
+void cmp_key_array(cmp_group *g);
+
 /* cmp_store_divergence - store a divergence of `group` on `rank` (-1: the logical tensors of runs of different rank
- * counts) unless an earlier one is stored (divergences keep the smallest (step, seq)); `runs` is stolen. When it
- * is new or earlier, the fleet is told (cmp_on_divergence). Returns 1 stored or kept, -1 on a database error. */
+ * counts) unless the same one is stored; an earlier one (step, seq) always replaces the stored one, and with
+ * `replace` (the step comparison, which compared from where the stored one stands under the rank's lock) any
+ * stored one but a restore difference is replaced. `runs` is stolen. What was written goes to `out` (the fleet is
+ * told after the commit). Runs inside the comparison's transaction. Returns 1, or -1 on a database error. */
 int cmp_store_divergence(const char *group, int rank, int64_t step, int64_t seq, const char *name, size_t name_len,
-                         uint32_t occ, const char *kind, int64_t odd_key, json_t *runs, double commit_s);
+                         uint32_t occ, const char *kind, int64_t odd_key, json_t *runs, double commit_s, int replace,
+                         cmp_found *out);
 
 /* cmp_check_restores - check the restored state blocks of the group's runs on `rank` (server/compare/restore.c).
  * Returns 1 when a restore difference was stored, 0 when none, -1 on a database error. */
-int cmp_check_restores(const char *group, int rank, const cmp_group *g, double commit_s);
+int cmp_check_restores(const char *group, int rank, const cmp_group *g, double commit_s, cmp_found *out);
 
 /* cmp_check_logical - compare a group whose runs have different rank counts on its logical tensors
- * (server/compare/logical.c). Returns 1 when a divergence was stored, 0 when none, -1 on a database error. */
-int cmp_check_logical(const char *group, double commit_s);
+ * (server/compare/logical.c), and mark every rank's check. Inside the comparison's transaction (it holds the lock
+ * of the rank that asked). Returns 1 when a divergence was stored, 0 when none, -1 on a database error;
+ * *again when more steps are left. */
+int cmp_check_logical(const char *group, double commit_s, cmp_found *out, int *again);
 
 /* cmp_register_restores, cmp_register_logical - their prepared statements. */
 void cmp_register_restores(void);
@@ -70,6 +104,8 @@ typedef struct found_item {
     int64_t keys[GROUP_MAX_RUNS];
     char ids[GROUP_MAX_RUNS][40];
     int64_t hi, upto, newest, step;
+    int64_t from; /* where the look started (after the rank's mark, or the shared start) */
+    int waiting;  /* a running run of the group has not reached the rank yet (group_checks.waiting) */
     double commit_s;
 } found_item;
 
@@ -79,20 +115,16 @@ void cmp_step_register(void);
 /* cmp_step_on_divergence - whom to tell about a stored divergence (cmp_on_divergence). */
 void cmp_step_on_divergence(void (*fn)(const char *group));
 
-/* cmp_rank - compare rank `rank` of `group` (runs `keys`, their ids) from `first_step` on (the first step a look
- * found differing) up to `upto`, and mark the rank compared up to `hi` (or to the step before one whose records
- * agents hold back), unless a run newer than `newest` joined. Returns 1 when a divergence was stored or made
- * earlier, 0 when none, -1 on a database error. */
-int cmp_rank(const char *group, int rank, int nruns, const int64_t *keys, char ids[][40], int64_t hi, int64_t upto,
-             int64_t newest, int64_t first_step, double commit_s);
-
-/* cmp_found_run - cmp_rank for a found item; on a database error the rank is queued again. */
+/* cmp_found_run - compare a rank a look found differing, in one transaction under the rank's lock
+ * (cmp_txn_begin): its records from the step found on (frames, server/store/frames.h), the stored step divergence
+ * replaced by what the runs show now or dropped when they no longer show it, and the rank's mark (target,
+ * members, checked_at, waiting); the fleet is told after the commit. On a database error, or when more is left,
+ * the rank is queued again. Returns 1 when a divergence was found, 0 when none (or the lock was taken), -1 on a
+ * database error. */
 int cmp_found_run(const found_item *f);
 
-/* cmp_found_batch - the differing ranks `f` (n >= 2 of them, one look's: one group and one set of runs) compared
- * together in two round trips: their steps' segments and digests, then every divergence and mark. Ranks that need
- * more (an agent holds records back, or the step's records all match) are compared on their own after. The items
- * stay the caller's. */
+/* cmp_found_batch - the differing ranks `f` (one look's: one group and one set of runs), each compared by
+ * cmp_found_run in its own transaction under its rank's lock. The items stay the caller's. */
 void cmp_found_batch(found_item **f, size_t n);
 
 #endif /* SERVER_COMPARE_CMP_INT_H */

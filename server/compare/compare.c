@@ -1,4 +1,4 @@
-/* compare.c - twin comparison as records arrive: the queue of groups and ranks batches touched, the threads that look at them (per-step digests first, in one round trip a group) and hand differing ranks to step.c. */
+/* compare.c - twin comparison as records arrive: the queue of groups and ranks batches touched, the threads that look at them (per-step digests first, in one round trip a group, under each rank's lock) and hand differing ranks to step.c. */
 #include "server/compare/compare.h"
 
 #include <inttypes.h>
@@ -52,7 +52,10 @@ void cmp_on_divergence(cmp_divergence_fn fn)
 void cmp_register(void)
 {
     cmp_step_register();
-    db_register("cmp_ranks", "SELECT r_rank, keys, ids, hi, upto, newest, step FROM lockstep_cmp_ranks($1, $2::int[], $3)");
+    /* The first look (sql/012_owned_groups.sql): ranks without a differing step are marked (or their step divergence
+     * dropped) in the statement's own transaction, under their locks; the others come back. */
+    db_register("cmp_ranks", "SELECT r_rank, keys, ids, hi, upto, newest, step, from_step, waiting "
+                             "FROM lockstep_cmp_ranks($1, $2::int[], $3)");
     /* Before a look (one round trip): whether the group's runs have different rank counts (compared on logical
      * tensors instead), and which of the ranks looked at hold restored state blocks (record_frames kind 4, under
      * the partial index record_frames_state: checked against the twins before their steps). */
@@ -60,23 +63,34 @@ void cmp_register(void)
                 "SELECT (SELECT count(DISTINCT ranks) > 1 FROM runs WHERE twin_group = $1), "
                 "(SELECT coalesce(array_agg(DISTINCT f.rank), '{}') FROM runs r JOIN record_frames f "
                 "ON f.run_key = r.run_key AND f.rank = ANY($2::int[]) AND f.kind = 4 WHERE r.twin_group = $1)");
-    /* a restore check's view of the group on one rank (server/compare/restore.c) */
+    /* a restore check's view of the group on one rank (server/compare/restore.c): every run (first GROUP_MAX_RUNS
+     * by key), its start, its progress there and whether it ended there */
     db_register("cmp_runs",
                 "SELECT r.run_key, r.run_id, r.start_step, p.max_step, "
                 "(e.run_key IS NOT NULL OR r.status <> 'running') AS ended, r.ranks "
                 "FROM runs r LEFT JOIN rank_progress p ON p.run_key = r.run_key AND p.rank = $2 "
                 "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
-                "WHERE r.twin_group = $1 ORDER BY r.run_key");
+                "WHERE r.twin_group = $1 ORDER BY r.run_key LIMIT " GROUP_MAX_RUNS_TEXT);
+    /* At start: every group and rank whose comparison is older than its data (work a killed lockstepd left). */
     db_register("cmp_backlog",
-                "SELECT x.twin_group, x.rank FROM (SELECT r.twin_group, p.rank, max(r.start_step) AS lo, "
-                "min(p.max_step) AS hi, count(*) AS n FROM rank_progress p JOIN runs r USING (run_key) "
-                "WHERE r.twin_group IS NOT NULL GROUP BY 1, 2) x LEFT JOIN group_checks g USING (twin_group, rank) "
-                "WHERE x.n >= 2 AND x.lo <= x.hi AND (g.checked_upto IS NULL OR g.checked_upto < x.hi)");
+                "SELECT x.twin_group, x.rank FROM (SELECT r.twin_group, p.rank, max(p.updated_at) AS t "
+                "FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group IS NOT NULL GROUP BY 1, 2) x "
+                "LEFT JOIN group_checks g USING (twin_group, rank) WHERE g.rank IS NULL OR g.checked_at < x.t "
+                "OR g.checked_upto IS DISTINCT FROM g.target AND g.target IS NOT NULL "
+                "UNION SELECT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
+                "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
+                "WHERE r.twin_group IS NOT NULL AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
+    /* Every few seconds: ranks with recent records or ends that no comparison has seen yet (written by
+     * another lockstepd on the same database, or a notice that got lost). */
     db_register("cmp_active",
                 "SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p JOIN runs r USING (run_key) "
+                "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = p.rank "
                 "WHERE r.twin_group IS NOT NULL AND p.updated_at > now() - $1::interval "
+                "AND (g.rank IS NULL OR g.checked_at < p.updated_at) "
                 "UNION SELECT DISTINCT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
-                "WHERE r.twin_group IS NOT NULL AND e.ended_at > now() - $1::interval");
+                "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
+                "WHERE r.twin_group IS NOT NULL AND e.ended_at > now() - $1::interval "
+                "AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
     cmp_register_restores();
     cmp_register_logical();
 }
@@ -138,16 +152,23 @@ static int parse_ids(const char *s, char ids[][40], int cap)
     return n;
 }
 
-/* check_restores - the restore checks of `rank` of `group` (server/compare/restore.c). Returns 1 when a restore
- * difference was stored, 0 when none, -1 on a database error. */
+/* check_restores - the restore checks of `rank` of `group` (server/compare/restore.c), in a transaction under the
+ * rank's lock; the fleet is told after the commit. Every run of the group is paired (left-out ones too). Returns 1
+ * when a restore difference was stored, 0 when none (or the rank's lock was taken: its batch asks again), -1 on a
+ * database error. */
 static int check_restores(const char *group, int rank, double commit_s)
 {
+    int locked = cmp_txn_begin(group, rank);
+    if (locked <= 0)
+        return locked;
     char rk[16], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
     const char *p[] = {group, rk};
+    cmp_found found;
+    memset(&found, 0, sizeof(found));
     PGresult *r = db_exec("cmp_runs", 2, p, err, sizeof(err));
     if (!r)
-        return -1;
+        return cmp_txn_end(group, -1, &found);
     cmp_group G;
     memset(&G, 0, sizeof(G));
     cmp_group *g = &G;
@@ -161,12 +182,26 @@ static int check_restores(const char *group, int rank, double commit_s)
         g->ranks[k] = atoi(PQgetvalue(r, i, 5));
     }
     PQclear(r);
-    size_t len = 0;
-    g->keyarr[len++] = '{';
-    for (int k = 0; k < g->nruns; k++)
-        len += (size_t)snprintf(g->keyarr + len, sizeof(g->keyarr) - len, "%s%" PRId64, k ? "," : "", g->keys[k]);
-    snprintf(g->keyarr + len, sizeof(g->keyarr) - len, "}");
-    return g->nruns >= 2 ? cmp_check_restores(group, rank, g, commit_s) : 0;
+    cmp_key_array(g);
+    int rc = g->nruns >= 2 ? cmp_check_restores(group, rank, g, commit_s, &found) : 0;
+    return cmp_txn_end(group, rc, &found);
+}
+
+/* check_logical - a group of runs of different rank counts compared on its logical tensors
+ * (server/compare/logical.c), in a transaction under the lock of the rank that asked; the fleet is told after the
+ * commit, and the group is queued again when more steps are left. Returns as check_restores. */
+static int check_logical(const char *group, int rank, double commit_s)
+{
+    int locked = cmp_txn_begin(group, rank);
+    if (locked <= 0)
+        return locked;
+    cmp_found found;
+    memset(&found, 0, sizeof(found));
+    int again = 0;
+    int rc = cmp_txn_end(group, cmp_check_logical(group, commit_s, &found, &again), &found);
+    if (rc >= 0 && again)
+        cmp_notify(group, rank, commit_s);
+    return rc;
 }
 
 /* prelook - before the digests' look at ranks `ranks` of `group`: a group of runs with different rank counts is
@@ -193,7 +228,7 @@ static int prelook(const char *group, const int *ranks, size_t n, double commit_
     int nr = PQntuples(r) == 1 ? db_int_array_parse(PQgetvalue(r, 0, 1), restored, CMP_CHUNK) : 0;
     PQclear(r);
     if (layouts) /* runs of different rank counts: their ranks hold different pieces; compare logical tensors */
-        return cmp_check_logical(group, commit_s) < 0 ? -1 : 2;
+        return check_logical(group, ranks[0], commit_s) < 0 ? -1 : 2;
     int any = 0;
     for (int i = 0; i < nr; i++) {
         int got = check_restores(group, (int)restored[i], commit_s);
@@ -213,7 +248,8 @@ static int look_group(const char *group, const int *ranks, size_t n, double comm
 {
     int any = 0;
     found_item **many = NULL; /* share: the differing ranks of this look, for the caller */
-    size_t n_many = 0;
+    size_t n_many = 0, n_dropped = 0;
+    cmp_found dropped = {.stored = 0}; /* what the look dropped, told once it is over */
     char mr[16], err[512];
     snprintf(mr, sizeof(mr), "%d", GROUP_MAX_RUNS);
     for (size_t c = 0; c < n; c += CMP_CHUNK) {
@@ -254,6 +290,12 @@ static int look_group(const char *group, const int *ranks, size_t n, double comm
         }
         for (int i = 0; i < PQntuples(r); i++) {
             int rank = atoi(PQgetvalue(r, i, 0));
+            if (PQgetisnull(r, i, 1)) { /* its step divergence no longer shows: dropped and committed */
+                if (!dropped.stored)
+                    dropped = (cmp_found){.stored = -1, .rank = rank};
+                n_dropped++;
+                continue;
+            }
             int64_t keys[GROUP_MAX_RUNS];
             char ids[GROUP_MAX_RUNS][40];
             int nruns = db_int_array_parse(PQgetvalue(r, i, 1), keys, GROUP_MAX_RUNS);
@@ -271,6 +313,8 @@ static int look_group(const char *group, const int *ranks, size_t n, double comm
             f->upto = strtoll(PQgetvalue(r, i, 4), NULL, 10);
             f->newest = strtoll(PQgetvalue(r, i, 5), NULL, 10);
             f->step = strtoll(PQgetvalue(r, i, 6), NULL, 10);
+            f->from = strtoll(PQgetvalue(r, i, 7), NULL, 10);
+            f->waiting = PQgetvalue(r, i, 8)[0] == 't';
             f->commit_s = commit_s;
             if (share) {
                 many = xrealloc(many, (n_many + 1) * sizeof(*many));
@@ -283,6 +327,11 @@ static int look_group(const char *group, const int *ranks, size_t n, double comm
                 any = 1;
         }
         PQclear(r);
+    }
+    if (n_dropped) { /* cmp_ranks committed: the fleet may be told */
+        if (n_dropped > 1)
+            log_info("group %s: %zu ranks' divergences no longer show", group, n_dropped);
+        cmp_tell(group, &dropped);
     }
     if (share) {
         *out = many;

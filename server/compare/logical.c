@@ -35,13 +35,21 @@ void cmp_register_logical(void)
                 "r.status <> 'running' OR (SELECT count(*) FROM rank_ends e WHERE e.run_key = r.run_key) >= r.ranks "
                 "FROM runs r LEFT JOIN rank_progress p USING (run_key) WHERE r.twin_group = $1 "
                 "GROUP BY r.run_key ORDER BY r.run_key");
-    db_register("cmp_lg_ranks", "SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r USING (run_key) "
-                                "WHERE r.twin_group = $1");
     /* only records with extension fields can be shards: their own segments (kind 3, and series points, kind 1,
      * that carry some); the rank-local rest is never read */
     db_register("cmp_lg_recs", "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
                                "AND kind IN (1, 3) AND step BETWEEN $2 AND $3 ORDER BY step, run_key, rank, seq_lo");
-    db_register("cmp_checked", "SELECT checked_upto FROM group_checks WHERE twin_group = $1 AND rank = $2");
+    db_register("cmp_lg_checked", "SELECT checked_upto, members::text FROM group_checks WHERE twin_group = $1 "
+                                  "AND rank = -1");
+    /* The logical mark, on rank -1 and on every rank the runs reported (the twin API and the fleet read each
+     * rank's check): how far, up to where (NULL: nothing to compare), with which runs, and when. */
+    db_register("cmp_lg_mark",
+                "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at, waiting) "
+                "SELECT $1, x.rank, $2, $3, $4::bigint[], clock_timestamp(), false FROM (SELECT -1 AS rank UNION "
+                "SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group = $1) x "
+                "ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto, "
+                "target = excluded.target, members = excluded.members, checked_at = excluded.checked_at, "
+                "waiting = false");
 }
 
 /* holders - the ranks of `t` that hold 1 MiB chunk `c`, as a JSON array. */
@@ -59,7 +67,7 @@ static json_t *holders(const shard_tensor *t, int64_t c)
  * a tensor's place in its run's order is its first shard's among the shards of the lowest rank holding one).
  * Returns 1 when a divergence was stored, 0 when they match, -1 on a database error. */
 static int compare_step(const char *group, const cmp_group *g, cmp_rows *all, size_t lo, size_t hi, int64_t step,
-                        double commit_s)
+                        double commit_s, cmp_found *out)
 {
     shard_logical lg[GROUP_MAX_RUNS];
     char why[GROUP_MAX_RUNS][400];
@@ -149,7 +157,8 @@ static int compare_step(const char *group, const cmp_group *g, cmp_rows *all, si
             json_array_append_new(runs, e);
         }
         rc = cmp_store_divergence(group, LOGICAL_RANK, step, f.found ? f.seq : 0, named->name, named->name_len,
-                                  named->occurrence, kind, f.found && f.odd >= 0 ? g->keys[f.odd] : 0, runs, commit_s);
+                                  named->occurrence, kind, f.found && f.odd >= 0 ? g->keys[f.odd] : 0, runs, commit_s,
+                                  0, out);
     }
     free(recs);
     for (int k = 0; k < g->nruns; k++)
@@ -157,22 +166,21 @@ static int compare_step(const char *group, const cmp_group *g, cmp_rows *all, si
     return rc;
 }
 
-int cmp_check_logical(const char *group, double commit_s)
+int cmp_check_logical(const char *group, double commit_s, cmp_found *out, int *again)
 {
     char err[512];
     const char *p[] = {group};
-    PGresult *r = db_exec("cmp_lg_runs", 1, p, err, sizeof(err));
+    PGresult *r = db_exec_once("cmp_lg_runs", 1, p, err, sizeof(err));
     if (!r)
         return -1;
     cmp_group G;
     memset(&G, 0, sizeof(G));
     cmp_group *g = &G;
-    int64_t lo = INT64_MIN, hi = INT64_MAX, newest = 0, top = INT64_MIN;
+    int64_t lo = INT64_MIN, hi = INT64_MAX, top = INT64_MIN;
     int all_ended = 1;
     for (int i = 0; i < PQntuples(r) && g->nruns < GROUP_MAX_RUNS; i++) {
         int k = g->nruns++;
         g->keys[k] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        newest = g->keys[k] > newest ? g->keys[k] : newest;
         snprintf(g->ids[k], sizeof(g->ids[k]), "%s", PQgetvalue(r, i, 1));
         g->ranks[k] = atoi(PQgetvalue(r, i, 2));
         g->start[k] = strtoll(PQgetvalue(r, i, 3), NULL, 10);
@@ -192,73 +200,62 @@ int cmp_check_logical(const char *group, double commit_s)
         top = most > top ? most : top;
     }
     PQclear(r);
-    if (g->nruns < 2 || lo > hi)
-        return 0;
-    size_t len = 0;
-    g->keyarr[len++] = '{';
-    for (int k = 0; k < g->nruns; k++)
-        len += (size_t)snprintf(g->keyarr + len, sizeof(g->keyarr) - len, "%s%" PRId64, k ? "," : "", g->keys[k]);
-    snprintf(g->keyarr + len, sizeof(g->keyarr) - len, "}");
+    cmp_key_array(g);
+    int comparable = g->nruns >= 2 && lo <= hi;
 
-    char rk[16], from_s[32], to_s[32];
-    snprintf(rk, sizeof(rk), "%d", LOGICAL_RANK);
-    const char *pc[] = {group, rk};
-    r = db_exec("cmp_checked", 2, pc, err, sizeof(err));
+    /* Where to start: after what was compared with these same runs (a batch of records of a step compared
+     * already moves the mark back, server/store/write.c), else from the shared start. */
+    r = db_exec_once("cmp_lg_checked", 1, p, err, sizeof(err));
     if (!r)
         return -1;
-    int64_t from = lo;
-    if (PQntuples(r) == 1 && strtoll(PQgetvalue(r, 0, 0), NULL, 10) >= from)
-        from = strtoll(PQgetvalue(r, 0, 0), NULL, 10) + 1;
+    int same_members = PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 1), g->keyarr);
+    int64_t done = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : INT64_MIN;
     PQclear(r);
-    if (from > hi)
-        return 0;
-    int64_t to = hi - from >= LOGICAL_STEPS ? from + LOGICAL_STEPS - 1 : hi;
-    snprintf(from_s, sizeof(from_s), "%" PRId64, from);
-    snprintf(to_s, sizeof(to_s), "%" PRId64, to);
-    const char *pq[] = {g->keyarr, from_s, to_s};
-    r = db_exec_bin("cmp_lg_recs", 3, pq, err, sizeof(err));
-    if (!r)
-        return -1;
-    frame_set set = {0};
-    if (frames_rows(&set, r, 0, 1, 2, 3, has_ext, err, sizeof(err)) < 0) {
-        log_warn("logical comparison of group %s: %s", group, err);
-        frame_set_release(&set);
-        return -1;
-    }
-    cmp_rows rows;
-    cmp_rows_from_set(&set, g, NULL, &rows);
+    int64_t from = same_members && done != INT64_MIN && done >= lo ? done + 1 : lo;
+    int64_t checked = same_members ? done : INT64_MIN, target = hi;
     int rc = 0;
-    int64_t checked = to;
-    for (size_t i = 0; i < rows.n && rc == 0;) {
-        size_t j = i;
-        while (j < rows.n && rows.recs[j].rec.step == rows.recs[i].rec.step)
-            j++;
-        rc = compare_step(group, g, &rows, i, j, rows.recs[i].rec.step, commit_s);
-        i = j;
-    }
-    cmp_rows_release(&rows);
-    if (rc < 0)
-        return -1;
-    if (to < hi)
-        cmp_notify(group, 0, commit_s); /* more to compare: come back */
-    else if (all_ended && top > checked)
-        checked = top; /* nothing past the shared steps can be compared: the group is checked to its end */
-    /* the logical mark, and every rank's (the twin API and the fleet read progress per rank) */
-    char up[32], newest_s[32];
-    snprintf(up, sizeof(up), "%" PRId64, checked);
-    snprintf(newest_s, sizeof(newest_s), "%" PRId64, newest);
-    PGresult *ranks = db_exec("cmp_lg_ranks", 1, p, err, sizeof(err));
-    if (!ranks)
-        return -1;
-    for (int i = -1; i < PQntuples(ranks); i++) {
-        const char *m[] = {group, i < 0 ? rk : PQgetvalue(ranks, i, 0), up, newest_s};
-        PGresult *x = db_exec("cmp_mark", 4, m, err, sizeof(err));
-        if (!x) {
-            PQclear(ranks);
+    if (comparable && from <= hi) {
+        char from_s[32], to_s[32];
+        int64_t to = hi - from >= LOGICAL_STEPS ? from + LOGICAL_STEPS - 1 : hi;
+        snprintf(from_s, sizeof(from_s), "%" PRId64, from);
+        snprintf(to_s, sizeof(to_s), "%" PRId64, to);
+        const char *pq[] = {g->keyarr, from_s, to_s};
+        r = db_exec_bin("cmp_lg_recs", 3, pq, err, sizeof(err));
+        if (!r)
+            return -1;
+        frame_set set = {0};
+        if (frames_rows(&set, r, 0, 1, 2, 3, has_ext, err, sizeof(err)) < 0) {
+            log_warn("logical comparison of group %s: %s", group, err);
+            frame_set_release(&set);
             return -1;
         }
-        PQclear(x);
+        cmp_rows rows;
+        cmp_rows_from_set(&set, g, NULL, &rows);
+        for (size_t i = 0; i < rows.n && rc == 0;) {
+            size_t j = i;
+            while (j < rows.n && rows.recs[j].rec.step == rows.recs[i].rec.step)
+                j++;
+            rc = compare_step(group, g, &rows, i, j, rows.recs[i].rec.step, commit_s, out);
+            i = j;
+        }
+        cmp_rows_release(&rows);
+        if (rc < 0)
+            return -1;
+        checked = to;
+        if (to < hi)
+            *again = 1; /* more to compare: come back */
+    } else if (comparable) {
+        checked = hi;
     }
-    PQclear(ranks);
+    if (comparable && !*again && all_ended && top > checked)
+        checked = target = top; /* nothing past the shared steps can be compared: the group is checked to its end */
+    char up[32], tg[32];
+    snprintf(up, sizeof(up), "%" PRId64, checked);
+    snprintf(tg, sizeof(tg), "%" PRId64, target);
+    const char *m[] = {group, checked == INT64_MIN ? NULL : up, comparable ? tg : NULL, g->keyarr};
+    r = db_exec_once("cmp_lg_mark", 4, m, err, sizeof(err));
+    if (!r)
+        return -1;
+    PQclear(r);
     return rc;
 }

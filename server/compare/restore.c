@@ -80,7 +80,7 @@ static cmp_rec *as_cmp(const rec_record *r, int run, cmp_rec *tmp)
  * divergence was stored, 0 when none, -1 on a database error. */
 static int store_verdict(const char *group, int rank, const cmp_group *g, int a, int b, int64_t step,
                          const char *reference, const rec_restore_verdict *v, const rec_record *first_restored,
-                         double commit_s)
+                         double commit_s, cmp_found *out)
 {
     char run_s[32], rk[16], st[32], ref_s[32], occ_s[16], cmp_s[16], unv_s[16], name[LS_NAME_MAX + 1], err[512];
     const rec_record *named = v->restored ? v->restored : v->ref;
@@ -115,7 +115,7 @@ static int store_verdict(const char *group, int rank, const cmp_group *g, int a,
                        cmp_s,
                        unv_s,
                        differs ? detail_s : NULL};
-    PGresult *r = db_exec("cmp_rs_store", 13, q, err, sizeof(err));
+    PGresult *r = db_exec_once("cmp_rs_store", 13, q, err, sizeof(err));
     free(detail_s);
     if (!r) {
         json_decref(mine);
@@ -137,12 +137,12 @@ static int store_verdict(const char *group, int rank, const cmp_group *g, int a,
     /* its place: the restored entry's seq, else (an entry not restored) where the restored block began */
     const rec_record *at = v->restored ? v->restored : first_restored;
     return cmp_store_divergence(group, rank, step, (int64_t)at->seq, named->name, named->name_len, named->occurrence,
-                                "restore", g->keys[a], runs, commit_s) < 0
+                                "restore", g->keys[a], runs, commit_s, 0, out) < 0
                ? -1
                : 1;
 }
 
-int cmp_check_restores(const char *group, int rank, const cmp_group *g, double commit_s)
+int cmp_check_restores(const char *group, int rank, const cmp_group *g, double commit_s, cmp_found *out)
 {
     char rk[16], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
@@ -168,7 +168,7 @@ int cmp_check_restores(const char *group, int rank, const cmp_group *g, double c
     if (!any)
         goto out_free;
     const char *pd[] = {group, rk};
-    if (!(dr = db_exec("cmp_rs_done", 2, pd, err, sizeof(err)))) {
+    if (!(dr = db_exec_once("cmp_rs_done", 2, pd, err, sizeof(err)))) {
         rc = -1;
         goto out_free;
     }
@@ -202,7 +202,7 @@ int cmp_check_restores(const char *group, int rank, const cmp_group *g, double c
                     continue; /* the twin is still saving it */
                 if (rec_restore_check(mine, n, ref, m, 1, &v) < 0)
                     abort(); /* out of memory: the server's policy (server/core/xalloc.h) */
-                int got = store_verdict(group, rank, g, a, b, k, "saved", &v, mine[0], commit_s);
+                int got = store_verdict(group, rank, g, a, b, k, "saved", &v, mine[0], commit_s, out);
                 rc = got < 0 ? -1 : rc | got;
                 continue;
             }
@@ -221,7 +221,7 @@ int cmp_check_restores(const char *group, int rank, const cmp_group *g, double c
                 tref[t] = &trows.recs[t].rec;
             if (rec_restore_check(mine, n, tref, trows.n, 0, &v) < 0)
                 abort();
-            int got = store_verdict(group, rank, g, a, b, k, trows.n ? "records" : "none", &v, mine[0], commit_s);
+            int got = store_verdict(group, rank, g, a, b, k, trows.n ? "records" : "none", &v, mine[0], commit_s, out);
             rc = got < 0 ? -1 : rc | got;
             free(tref);
             cmp_rows_release(&trows);

@@ -30,12 +30,29 @@ void cmp_step_on_divergence(void (*fn)(const char *group))
 
 void cmp_step_register(void)
 {
-    /* The mark is written only if no run joined the group after the runs this check compared
-     * ($4 = the newest run key seen): a joining run resets the group's checks, and a mark computed
-     * without it must not overwrite that reset, or its early steps would never be compared. */
-    db_register("cmp_mark", "INSERT INTO group_checks (twin_group, rank, checked_upto) SELECT $1, $2, $3 "
-                            "WHERE NOT EXISTS (SELECT 1 FROM runs WHERE twin_group = $1 AND run_key > $4::bigint) "
-                            "ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto");
+    /* The rank's lock, without waiting: when a batch or an end holds it they are committing, and each asks for
+     * this comparison again once committed (so do comparisons of other lockstepd). The comparison's own commit
+     * need not wait for the disk: what it writes is recomputed after a crash. */
+    db_register("cmp_lock", "SELECT pg_try_advisory_xact_lock(lockstep_check_key($1, $2::int)), "
+                            "set_config('synchronous_commit', 'off', true)");
+    /* What the last check of this rank compared (row 0 of a full join: either side may be missing), and the
+     * divergence it keeps. */
+    db_register("cmp_checked", "SELECT c.checked_upto, c.members::text, c.rank IS NOT NULL, d.step, d.kind "
+                               "FROM (SELECT 1) one LEFT JOIN group_checks c ON c.twin_group = $1 AND c.rank = $2 "
+                               "LEFT JOIN divergences d ON d.twin_group = $1 AND d.rank = $2");
+    /* The mark: how far this rank was compared, how far it was to go, with which runs, when, and whether a
+     * running run has not reached it yet; written only if no run joined the group after the runs this check
+     * compared ($7 = the newest run key seen): a joining run resets the group's checks (group_reset), and a mark
+     * computed without it must not overwrite that reset. */
+    db_register("cmp_mark", "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at, "
+                            "waiting) SELECT $1, $2, $3, $4, $5::bigint[], clock_timestamp(), $6 "
+                            "WHERE NOT EXISTS (SELECT 1 FROM runs WHERE twin_group = $1 AND run_key > $7::bigint) "
+                            "ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto, "
+                            "target = excluded.target, members = excluded.members, checked_at = excluded.checked_at, "
+                            "waiting = excluded.waiting");
+    /* A step comparison's divergence the runs no longer show (a restore difference is not its to drop). */
+    db_register("cmp_drop", "DELETE FROM divergences WHERE twin_group = $1 AND rank = $2 AND kind <> 'restore' "
+                            "RETURNING 1");
     db_register("cmp_steps", "SELECT step FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                              "AND step BETWEEN $3 AND $4 GROUP BY step HAVING count(*) < $5 "
                              "OR min(digest) <> max(digest) OR min(n) <> max(n) ORDER BY step LIMIT 1");
@@ -61,57 +78,20 @@ void cmp_step_register(void)
                                "AND rank = $2 AND step = $3 AND NOT answered");
     db_register("cmp_answered", "DELETE FROM record_requests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
                                 "AND step = $3");
-    /* Many differing ranks of one group at once (a look that found several): their steps' segments and digest
-     * counts in one round trip, as cmp_step (what, rank, step, run_key, n, frames, shown, asked) ... */
-    db_register("cmp_steps_many",
-                "SELECT 0::int2, f.rank, f.step, f.run_key, f.n, f.frames, NULL::float8, false "
-                "FROM unnest($2::int[], $3::bigint[]) AS q(rk, st) JOIN record_frames f ON f.rank = q.rk "
-                "AND f.step = q.st WHERE f.run_key = ANY($1::bigint[]) UNION ALL "
-                "SELECT 1::int2, s.rank, s.step, s.run_key, s.n, NULL::bytea, lockstep_shown_at($1::bigint[], s.rank, "
-                "s.step), EXISTS (SELECT 1 FROM record_requests r WHERE r.run_key = ANY($1::bigint[]) "
-                "AND r.rank = s.rank AND r.step = s.step) "
-                "FROM unnest($2::int[], $3::bigint[]) AS q(rk, st) JOIN step_digests s ON s.rank = q.rk "
-                "AND s.step = q.st WHERE s.run_key = ANY($1::bigint[])");
-    /* ... and their divergences and marks in one statement (returns the ranks whose divergence is new or
-     * earlier) */
-    db_register("cmp_store_many",
-                "WITH v AS (SELECT * FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::text[], $6::int[], "
-                "$7::text[], $8::bigint[], $9::text[], $10::float8[], $11::bigint[]) "
-                "AS v(rank, step, seq, name, occ, kind, odd, runs, committed, hi)), "
-                "d AS (INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, runs, "
-                "committed_at) SELECT $1, v.rank, v.step, v.seq, v.name, v.occ, v.kind, v.odd, v.runs::jsonb, "
-                "to_timestamp(v.committed) FROM v ORDER BY v.rank "
-                "ON CONFLICT (twin_group, rank) DO UPDATE SET step = excluded.step, seq = excluded.seq, "
-                "name = excluded.name, occ = excluded.occ, kind = excluded.kind, odd_run_key = excluded.odd_run_key, "
-                "runs = excluded.runs, committed_at = excluded.committed_at, detected_at = clock_timestamp() "
-                "WHERE (excluded.step, excluded.seq) < (d.step, d.seq) OR ((excluded.step, excluded.seq) = "
-                "(d.step, d.seq) AND excluded.runs IS DISTINCT FROM d.runs) RETURNING d.rank), "
-                "m AS (INSERT INTO group_checks (twin_group, rank, checked_upto) SELECT $1, v.rank, v.hi FROM v "
-                "WHERE NOT EXISTS (SELECT 1 FROM runs WHERE twin_group = $1 AND run_key > $12::bigint) "
-                "ORDER BY v.rank ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto "
-                "RETURNING 1) SELECT rank FROM d");
-    /* a divergence alone (restore checks, logical tensors): kept when it is earlier than the stored one */
-    db_register("cmp_store_one",
+    /* A divergence is written unless the same one is stored. An earlier one (step, seq) always replaces the
+     * stored one; with $11 (the step comparison, which knows the stored divergence under the rank's lock and
+     * compared from where it stands) any other than a restore difference is replaced too, so that late records
+     * move it. Restore differences (restore.c) and logical ones (logical.c) keep the earliest. */
+    db_register("cmp_store",
                 "INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, runs, "
                 "committed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10)) "
                 "ON CONFLICT (twin_group, rank) DO UPDATE SET step = excluded.step, seq = excluded.seq, "
                 "name = excluded.name, occ = excluded.occ, kind = excluded.kind, odd_run_key = excluded.odd_run_key, "
                 "runs = excluded.runs, committed_at = excluded.committed_at, detected_at = clock_timestamp() "
-                "WHERE (excluded.step, excluded.seq) < (d.step, d.seq) OR ((excluded.step, excluded.seq) = "
-                "(d.step, d.seq) AND excluded.runs IS DISTINCT FROM d.runs) RETURNING 1");
-    /* the divergence and, in the same statement, the rank's mark ($11, unless a run newer than $12 joined) */
-    db_register("cmp_store",
-                "WITH d AS (INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, "
-                "runs, committed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10)) "
-                "ON CONFLICT (twin_group, rank) DO UPDATE SET step = excluded.step, seq = excluded.seq, "
-                "name = excluded.name, occ = excluded.occ, kind = excluded.kind, odd_run_key = excluded.odd_run_key, "
-                "runs = excluded.runs, committed_at = excluded.committed_at, detected_at = clock_timestamp() "
-                "WHERE (excluded.step, excluded.seq) < (d.step, d.seq) OR ((excluded.step, excluded.seq) = "
-                "(d.step, d.seq) AND excluded.runs IS DISTINCT FROM d.runs) RETURNING 1), "
-                "m AS (INSERT INTO group_checks (twin_group, rank, checked_upto) SELECT $1, $2, $11 "
-                "WHERE NOT EXISTS (SELECT 1 FROM runs WHERE twin_group = $1 AND run_key > $12::bigint) "
-                "ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto RETURNING 1) "
-                "SELECT 1 FROM d");
+                "WHERE (excluded.step, excluded.seq, excluded.name, excluded.occ, excluded.kind, excluded.runs) IS DISTINCT "
+                "FROM (d.step, d.seq, d.name, d.occ, d.kind, d.runs) AND ((excluded.step, excluded.seq) < (d.step, d.seq) "
+                "OR ((excluded.step, excluded.seq) = (d.step, d.seq) AND excluded.runs IS DISTINCT FROM d.runs) "
+                "OR ($11::boolean AND d.kind <> 'restore')) RETURNING 1");
 }
 
 /* site_json - a record's call site as stored with a divergence (null: none). */
@@ -194,7 +174,8 @@ void cmp_rows_release(cmp_rows *rows)
 }
 
 int cmp_store_divergence(const char *group, int rank, int64_t step, int64_t seq, const char *name, size_t name_len,
-                         uint32_t occ, const char *kind, int64_t odd_key, json_t *runs, double commit_s)
+                         uint32_t occ, const char *kind, int64_t odd_key, json_t *runs, double commit_s, int replace,
+                         cmp_found *out)
 {
     char rk[16], st[32], seq_s[32], occ_s[16], odd_s[32], commit[48], nm[LS_NAME_MAX + 1], err[512];
     char *runs_text = json_dumps(runs, JSON_COMPACT);
@@ -206,21 +187,78 @@ int cmp_store_divergence(const char *group, int rank, int64_t step, int64_t seq,
     snprintf(odd_s, sizeof(odd_s), "%" PRId64, odd_key);
     snprintf(commit, sizeof(commit), "%.6f", commit_s > 0 ? commit_s : clock_wall_s());
     snprintf(nm, sizeof(nm), "%.*s", (int)name_len, name);
-    const char *q[] = {group, rk, st, seq_s, nm, occ_s, kind, odd_key ? odd_s : NULL, runs_text, commit};
-    PGresult *s = db_exec("cmp_store_one", 10, q, err, sizeof(err));
+    const char *q[] = {
+        group, rk, st, seq_s, nm, occ_s, kind, odd_key ? odd_s : NULL, runs_text, commit, replace ? "true" : "false"};
+    PGresult *s = db_exec("cmp_store", 11, q, err, sizeof(err));
     free(runs_text);
     if (!s)
         return -1;
-    if (PQntuples(s) > 0) {
-        double lat = commit_s > 0 ? clock_wall_s() - commit_s : 0;
-        metrics_divergence(lat > 0 ? lat : 0);
-        log_info("divergence in group %s rank %d at step %" PRId64 " seq %" PRId64 " (%s, %s occurrence %u)", group,
-                 rank, step, seq, kind, nm, occ);
-        if (on_divergence)
-            on_divergence(group); /* evidence, suspects and the group's alert */
+    if (PQntuples(s) > 0 && out->stored <= 0) { /* told once the check commits (cmp_tell) */
+        out->stored = 1;
+        out->rank = rank;
+        out->step = step;
+        out->seq = seq;
+        out->occ = occ;
+        out->commit_s = commit_s;
+        snprintf(out->name, sizeof(out->name), "%s", nm);
+        snprintf(out->kind, sizeof(out->kind), "%s", kind);
     }
     PQclear(s);
     return 1;
+}
+
+void cmp_key_array(cmp_group *g)
+{
+    size_t len = (size_t)snprintf(g->keyarr, sizeof(g->keyarr), "{");
+    for (int k = 0; k < g->nruns && len < sizeof(g->keyarr); k++)
+        len += (size_t)snprintf(g->keyarr + len, sizeof(g->keyarr) - len, "%s%" PRId64, k ? "," : "", g->keys[k]);
+    if (len < sizeof(g->keyarr))
+        snprintf(g->keyarr + len, sizeof(g->keyarr) - len, "}");
+}
+
+int cmp_txn_begin(const char *group, int rank)
+{
+    char rk[16], err[512];
+    snprintf(rk, sizeof(rk), "%d", rank);
+    const char *p[] = {group, rk};
+    if (db_begin(err, sizeof(err)) < 0)
+        return -1;
+    PGresult *r = db_exec("cmp_lock", 2, p, err, sizeof(err));
+    if (!r) {
+        db_rollback();
+        return -1;
+    }
+    int locked = PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    if (!locked) /* a batch or an end of this rank is committing: it asks again when it has */
+        db_rollback();
+    return locked;
+}
+
+int cmp_txn_end(const char *group, int rc, const cmp_found *f)
+{
+    char err[512];
+    if (rc < 0 || db_commit(err, sizeof(err)) < 0) {
+        db_rollback();
+        return -1;
+    }
+    cmp_tell(group, f);
+    return rc;
+}
+
+void cmp_tell(const char *group, const cmp_found *f)
+{
+    if (f->stored > 0) {
+        double lat = f->commit_s > 0 ? clock_wall_s() - f->commit_s : 0;
+        metrics_divergence(lat > 0 ? lat : 0);
+        log_info("divergence in group %s rank %d at step %" PRId64 " seq %" PRId64 " (%s, %s occurrence %u)", group,
+                 f->rank, f->step, f->seq, f->kind, f->name, f->occ);
+    } else if (f->stored < 0) {
+        log_info("group %s rank %d: its divergence no longer shows (late records, or other runs compared)", group,
+                 f->rank);
+    }
+    if (f->stored && on_divergence)
+        on_divergence(group); /* evidence, suspects and the group's alert */
 }
 
 /* load_step - the records of `step` on `rank` of the group's runs (read into `set`), as rule input. Returns the
@@ -300,13 +338,13 @@ static int held_back(int rank, int64_t step, int nruns, const int64_t *keys, con
     return 0;
 }
 
-/* find_divergence - apply the rule to the records of `step` on `rank` and store the divergence it finds, with the
- * rank's mark at `hi_s` (unless a run newer than `newest_s` joined). Returns 1 stored (or an earlier one kept),
- * 0 when the records match, 2 when some run's agent holds the step's records back (asked for; the step is
- * compared again when they come), -1 on a database error. */
+/* find_divergence - apply the rule to the records of `step` on `rank` and store the divergence it finds (replacing
+ * a stored step divergence: the caller compared from where it stands, under the rank's lock). Returns 1 when they
+ * diverge (stored, or the same one kept), 0 when the records match, 2 when some run's agent holds the step's
+ * records back (asked for; the step is compared again when they come), -1 on a database error. What was written
+ * goes to `out`. */
 static int find_divergence(const char *group, int rank, int64_t step, int nruns, const int64_t *keys,
-                           char ids[][40], const char *keyarr, double commit_s, const char *hi_s,
-                           const char *newest_s)
+                           char ids[][40], const char *keyarr, double commit_s, cmp_found *out)
 {
     char rk[16], st[32], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
@@ -364,66 +402,55 @@ static int find_divergence(const char *group, int rank, int64_t step, int nruns,
     const rec_record *any = NULL;
     for (int k = 0; k < nruns && !any; k++)
         any = f.by_run[k] ? &f.by_run[k]->rec : NULL;
-    char *runs_text = json_dumps(runs, JSON_COMPACT);
-    json_decref(runs);
-    char seq_s[32], occ_s[16], odd_s[32], commit[48], name[LS_NAME_MAX + 1];
-    snprintf(seq_s, sizeof(seq_s), "%" PRId64, f.seq);
-    snprintf(occ_s, sizeof(occ_s), "%u", any->occurrence);
-    snprintf(odd_s, sizeof(odd_s), "%" PRId64, f.odd >= 0 ? keys[f.odd] : 0);
-    snprintf(commit, sizeof(commit), "%.6f", commit_s > 0 ? commit_s : clock_wall_s());
-    snprintf(name, sizeof(name), "%.*s", (int)any->name_len, any->name);
-    const char *q[] = {group, rk, st, seq_s, name, occ_s, f.missing ? "missing" : "mismatch",
-                       f.odd >= 0 ? odd_s : NULL, runs_text, commit, hi_s, newest_s};
-    PGresult *s = db_exec("cmp_store", 12, q, err, sizeof(err));
-    free(runs_text);
-    if (!s) {
-        rc = -1;
-        goto out_free;
-    }
-    rc = 1;
-    if (PQntuples(s) > 0) {
-        double lat = commit_s > 0 ? clock_wall_s() - commit_s : 0;
-        metrics_divergence(lat > 0 ? lat : 0);
-        log_info("divergence in group %s rank %d at step %" PRId64 " seq %" PRId64 " (%s, %s occurrence %u)", group,
-                 rank, step, f.seq, f.missing ? "missing" : "mismatch", name, any->occurrence);
-        if (on_divergence)
-            on_divergence(group); /* evidence, suspects and the group's alert */
-    }
-    PQclear(s);
+    rc = cmp_store_divergence(group, rank, step, f.seq, any->name, any->name_len, any->occurrence,
+                              f.missing ? "missing" : "mismatch", f.odd >= 0 ? keys[f.odd] : 0, runs, commit_s, 1, out);
 out_free:
     free(recs);
     frame_set_release(&set);
     return rc;
 }
 
-/* cmp_rank - compare rank `rank` from `first_step` on (the first step lockstep_cmp_ranks found differing) up to
- * `upto`, and mark the rank compared up to `hi` (or the step before one whose records agents hold back). Returns
- * 1 when a divergence was stored or made earlier, 0 when none, -1 on a database error. */
-int cmp_rank(const char *group, int rank, int nruns, const int64_t *keys, char ids[][40], int64_t hi,
-                    int64_t upto, int64_t newest, int64_t first_step, double commit_s)
+/* rank_locked - cmp_found_run's comparison of one rank, inside the transaction that holds the rank's lock: from the
+ * step the look found differing up to `upto` (the shared complete steps, up to the stored divergence), replacing a
+ * stored step divergence by what the runs show now and dropping it when they no longer show it in the range
+ * compared; then the rank's mark. Returns 1 when a divergence was found, 0 when none, -1 on a database error;
+ * *again when the rank is to be looked at again (much left to compare, or a late batch moved the mark back since
+ * the look). */
+static int rank_locked(const found_item *it, cmp_found *out, int *again)
 {
-    char rk[16], err[512];
+    char rk[16], err[512], keyarr[GROUP_MAX_RUNS * 22 + 3];
     PGresult *r;
-    snprintf(rk, sizeof(rk), "%d", rank);
-    char keyarr[GROUP_MAX_RUNS * 22 + 3], from_s[32], hi_s[32], upto_s[32], n_s[16];
-    size_t len = 0;
-    keyarr[len++] = '{';
-    for (int k = 0; k < nruns; k++)
-        len += (size_t)snprintf(keyarr + len, sizeof(keyarr) - len, "%s%" PRId64, k ? "," : "", keys[k]);
+    snprintf(rk, sizeof(rk), "%d", it->rank);
+    size_t len = (size_t)snprintf(keyarr, sizeof(keyarr), "{");
+    for (int k = 0; k < it->nruns; k++)
+        len += (size_t)snprintf(keyarr + len, sizeof(keyarr) - len, "%s%" PRId64, k ? "," : "", it->keys[k]);
     snprintf(keyarr + len, sizeof(keyarr) - len, "}");
-    int64_t from = first_step;
-    snprintf(from_s, sizeof(from_s), "%" PRId64, from);
-    snprintf(hi_s, sizeof(hi_s), "%" PRId64, hi);
-    snprintf(upto_s, sizeof(upto_s), "%" PRId64, upto);
-    snprintf(n_s, sizeof(n_s), "%d", nruns);
-    char newest_s[32];
-    snprintf(newest_s, sizeof(newest_s), "%" PRId64, newest);
-    /* The first step whose digests differ; when its records all match (digests written by an older
-     * digest version), the next one: a step is only ever passed once its records were compared. */
-    int rc = 0;
-    for (int tries = 0; rc == 0 && from <= upto && tries < STEPS_PER_CHECK; tries++) {
-        int64_t step = first_step;
+    const char *p[] = {it->group, rk};
+    r = db_exec("cmp_checked", 2, p, err, sizeof(err));
+    if (!r)
+        return -1;
+    int same_members = PQntuples(r) == 1 && PQgetvalue(r, 0, 2)[0] == 't' && !strcmp(PQgetvalue(r, 0, 1), keyarr);
+    int has_done = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0);
+    int64_t done = has_done ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    int has_div = PQntuples(r) == 1 && !PQgetisnull(r, 0, 3);
+    int64_t div_step = has_div ? strtoll(PQgetvalue(r, 0, 3), NULL, 10) : 0;
+    int div_restore = has_div && !strcmp(PQgetvalue(r, 0, 4), "restore");
+    PQclear(r);
+    if (same_members && has_done && done + 1 < it->from) {
+        *again = 1; /* a late batch moved the mark back after the look: look again from there */
+        return 0;
+    }
+    char n_s[16], upto_s[32], from_s[32];
+    snprintf(n_s, sizeof(n_s), "%d", it->nruns);
+    snprintf(upto_s, sizeof(upto_s), "%" PRId64, it->upto);
+    int64_t mark = it->hi, from = it->step;
+    int rc = 0, held = 0;
+    /* The first step whose digests differ; when its records all match (digests written by an older digest
+     * version), the next one: a step is only ever passed once its records were compared. */
+    for (int tries = 0; rc == 0 && from <= it->upto && tries < STEPS_PER_CHECK; tries++) {
+        int64_t step = it->step;
         if (tries > 0) {
+            snprintf(from_s, sizeof(from_s), "%" PRId64, from);
             const char *q[] = {keyarr, rk, from_s, upto_s, n_s};
             r = db_exec("cmp_steps", 5, q, err, sizeof(err));
             if (!r)
@@ -435,238 +462,66 @@ int cmp_rank(const char *group, int rank, int nruns, const int64_t *keys, char i
             step = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
             PQclear(r);
         }
-        rc = find_divergence(group, rank, step, nruns, keys, ids, keyarr, commit_s, hi_s, newest_s);
+        rc = find_divergence(it->group, it->rank, step, it->nruns, it->keys, (char(*)[40])it->ids, keyarr,
+                             it->commit_s, out);
         if (rc == 2) { /* records held back by an agent: compared from this step once they come */
-            snprintf(hi_s, sizeof(hi_s), "%" PRId64, step - 1);
+            mark = step - 1;
+            held = 1;
             rc = 0;
             break;
         }
         if (rc == 0 && tries == STEPS_PER_CHECK - 1) {
-            /* much to compare record by record: mark this far and come back */
-            snprintf(hi_s, sizeof(hi_s), "%" PRId64, step);
-            cmp_notify(group, rank, commit_s);
+            mark = step; /* much to compare record by record: mark this far and come back */
+            *again = 1;
         }
         from = step + 1;
-        snprintf(from_s, sizeof(from_s), "%" PRId64, from);
     }
     if (rc < 0)
         return -1;
-    if (rc == 1)
-        return 1; /* marked with the divergence */
-    const char *m[] = {group, rk, hi_s, newest_s};
-    r = db_exec("cmp_mark", 4, m, err, sizeof(err));
+    if (rc == 0 && !*again && !held && has_div && !div_restore && div_step >= it->from && div_step <= it->hi) {
+        /* The stored divergence was in the range just compared and the runs no longer show it there (a late
+         * record filled it in, or the runs compared changed). A restore difference stays: restore.c checks it
+         * once. */
+        r = db_exec("cmp_drop", 2, p, err, sizeof(err));
+        if (!r)
+            return -1;
+        if (PQntuples(r) > 0 && out->stored == 0) {
+            out->stored = -1;
+            out->rank = it->rank;
+        }
+        PQclear(r);
+    }
+    char mark_s[32], target_s[32], newest_s[32];
+    snprintf(mark_s, sizeof(mark_s), "%" PRId64, mark);
+    snprintf(target_s, sizeof(target_s), "%" PRId64, it->hi);
+    snprintf(newest_s, sizeof(newest_s), "%" PRId64, it->newest);
+    const char *m[] = {it->group, rk, mark_s, target_s, keyarr, it->waiting ? "true" : "false", newest_s};
+    r = db_exec("cmp_mark", 7, m, err, sizeof(err));
     if (!r)
         return -1;
     PQclear(r);
     return rc;
 }
 
-
-/* found_run - compare a found rank's records (see cmp_rank); on a database error it is queued again. */
 int cmp_found_run(const found_item *f)
 {
-    int got = cmp_rank(f->group, f->rank, f->nruns, f->keys, (char(*)[40])f->ids, f->hi, f->upto, f->newest, f->step,
-                       f->commit_s);
-    if (got < 0)
+    int locked = cmp_txn_begin(f->group, f->rank);
+    if (locked <= 0) {
+        if (locked < 0)
+            cmp_notify(f->group, f->rank, f->commit_s);
+        return locked; /* 0: a batch or an end of the rank is committing; it asks again */
+    }
+    cmp_found out;
+    memset(&out, 0, sizeof(out));
+    int again = 0;
+    int rc = cmp_txn_end(f->group, rank_locked(f, &out, &again), &out);
+    if (rc < 0 || again)
         cmp_notify(f->group, f->rank, f->commit_s);
-    return got;
+    return rc;
 }
 
-/* arr_text - append `s` (len bytes) to a PostgreSQL array literal as a quoted element. */
-static void arr_text(char **buf, size_t *len, size_t *cap, const char *s, size_t n, int first)
-{
-    size_t need = *len + 2 * n + 8;
-    if (need > *cap) {
-        while (*cap < need)
-            *cap = *cap ? 2 * *cap : 1024;
-        *buf = xrealloc(*buf, *cap);
-    }
-    char *p = *buf + *len;
-    *p++ = first ? '{' : ',';
-    *p++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '"' || s[i] == '\\')
-            *p++ = '\\';
-        *p++ = s[i];
-    }
-    *p++ = '"';
-    *len = (size_t)(p - *buf);
-    (*buf)[*len] = 0;
-}
-
-/* arr_null - append a NULL element to a PostgreSQL array literal. */
-static void arr_null(char **buf, size_t *len, size_t *cap, int first)
-{
-    if (*len + 8 > *cap) {
-        *cap = *cap ? 2 * *cap + 8 : 1024;
-        *buf = xrealloc(*buf, *cap);
-    }
-    *len += (size_t)sprintf(*buf + *len, "%sNULL", first ? "{" : ",");
-}
-
-static void arr_close(char **buf, size_t *len, size_t *cap)
-{
-    if (*len + 3 > *cap) {
-        *cap = *len + 3;
-        *buf = xrealloc(*buf, *cap);
-    }
-    if (!*len)
-        (*buf)[(*len)++] = '{';
-    (*buf)[(*len)++] = '}';
-    (*buf)[*len] = 0;
-}
-
-/* found_batch - the differing ranks `f` (n of them, one look's, so one group and one set of runs) compared in
- * two round trips: their steps' segments and digests, then every divergence and mark. Ranks that need more (an
- * agent holds records back, or the step's records all match) are compared on their own after. */
 void cmp_found_batch(found_item **f, size_t n)
 {
-    const found_item *f0 = f[0];
-    char keyarr[GROUP_MAX_RUNS * 22 + 3], err[512], newest_s[32];
-    size_t len = 0;
-    keyarr[len++] = '{';
-    for (int k = 0; k < f0->nruns; k++)
-        len += (size_t)snprintf(keyarr + len, sizeof(keyarr) - len, "%s%" PRId64, k ? "," : "", f0->keys[k]);
-    snprintf(keyarr + len, sizeof(keyarr) - len, "}");
-    snprintf(newest_s, sizeof(newest_s), "%" PRId64, f0->newest);
-    char *ranks = xmalloc(n * 12 + 3), *steps = xmalloc(n * 22 + 3);
-    size_t rl = 0, sl = 0;
-    for (size_t i = 0; i < n; i++) {
-        rl += (size_t)sprintf(ranks + rl, "%c%d", i ? ',' : '{', f[i]->rank);
-        sl += (size_t)sprintf(steps + sl, "%c%" PRId64, i ? ',' : '{', f[i]->step);
-    }
-    strcpy(ranks + rl, "}");
-    strcpy(steps + sl, "}");
-    const char *p[] = {keyarr, ranks, steps};
-    PGresult *sr = db_exec_bin("cmp_steps_many", 3, p, err, sizeof(err));
-    free(ranks);
-    free(steps);
-    int *alone = xcalloc(n, sizeof(int)); /* 1: compared on its own after */
-    double *shown = xcalloc(n, sizeof(double)); /* the commit each divergence counts from */
-    /* the divergences' columns, as array literals */
-    char *a[10] = {0};
-    size_t al[10] = {0}, ac[10] = {0};
-    size_t n_div = 0;
-    for (size_t i = 0; i < n; i++) {
-        const found_item *it = f[i];
-        if (!sr) {
-            alone[i] = 1;
-            continue;
-        }
-        step_digest_info di = {.shown = 0};
-        for (int k = 0; k < it->nruns; k++)
-            di.n[k] = -1;
-        for (int row = 0; row < PQntuples(sr); row++) {
-            if (frames_be16(PQgetvalue(sr, row, 0)) != 1 || frames_be32(PQgetvalue(sr, row, 1)) != it->rank ||
-                frames_be64(PQgetvalue(sr, row, 2)) != it->step)
-                continue;
-            int64_t key = frames_be64(PQgetvalue(sr, row, 3));
-            for (int k = 0; k < it->nruns; k++)
-                if (it->keys[k] == key)
-                    di.n[k] = frames_be32(PQgetvalue(sr, row, 4));
-            if (!PQgetisnull(sr, row, 6)) {
-                uint64_t bits = (uint64_t)frames_be64(PQgetvalue(sr, row, 6));
-                memcpy(&di.shown, &bits, sizeof(double));
-            }
-            di.asked |= PQgetvalue(sr, row, 7)[0] != 0;
-        }
-        frame_set set = {0};
-        if (frames_step_rows(&set, sr, 0, 3, 5, 1, 2, it->keys, it->nruns, (uint32_t)it->rank, it->step, err,
-                             sizeof(err)) < 0) {
-            frame_set_release(&set);
-            alone[i] = 1;
-            continue;
-        }
-        cmp_rec *recs;
-        int64_t counts[GROUP_MAX_RUNS];
-        size_t nr = load_step(&set, it->nruns, it->keys, &recs, counts);
-        int whole = !di.asked;
-        for (int k = 0; k < it->nruns; k++)
-            whole &= di.n[k] < 0 || counts[k] >= di.n[k];
-        cmp_first fr;
-        if (whole)
-            cmp_rule_first(recs, nr, it->nruns, &fr);
-        if (!whole || !fr.found) {
-            alone[i] = 1; /* held back (digest streaming), or records that match: the single path */
-            free(recs);
-            frame_set_release(&set);
-            continue;
-        }
-        json_t *runs = json_array();
-        for (int k = 0; k < it->nruns; k++) {
-            json_t *e = cmp_run_entry(it->ids[k], fr.by_run[k]);
-            if (fr.majority >= 0)
-                json_object_set_new(e, "majority", json_boolean(fr.agrees[k]));
-            json_array_append_new(runs, e);
-        }
-        const rec_record *any = NULL;
-        for (int k = 0; k < it->nruns && !any; k++)
-            any = fr.by_run[k] ? &fr.by_run[k]->rec : NULL;
-        char *runs_text = json_dumps(runs, JSON_COMPACT);
-        json_decref(runs);
-        char num[8][48];
-        snprintf(num[0], 48, "%d", it->rank);
-        snprintf(num[1], 48, "%" PRId64, it->step);
-        snprintf(num[2], 48, "%" PRId64, fr.seq);
-        snprintf(num[4], 48, "%u", any->occurrence);
-        snprintf(num[6], 48, "%" PRId64, fr.odd >= 0 ? it->keys[fr.odd] : 0);
-        double commit_s = di.shown > 0 ? di.shown : it->commit_s > 0 ? it->commit_s : clock_wall_s();
-        shown[i] = commit_s;
-        snprintf(num[7], 48, "%.6f", commit_s);
-        const char *kind = fr.missing ? "missing" : "mismatch";
-        int first = n_div == 0;
-        arr_text(&a[0], &al[0], &ac[0], num[0], strlen(num[0]), first);
-        arr_text(&a[1], &al[1], &ac[1], num[1], strlen(num[1]), first);
-        arr_text(&a[2], &al[2], &ac[2], num[2], strlen(num[2]), first);
-        arr_text(&a[3], &al[3], &ac[3], any->name, any->name_len, first);
-        arr_text(&a[4], &al[4], &ac[4], num[4], strlen(num[4]), first);
-        arr_text(&a[5], &al[5], &ac[5], kind, strlen(kind), first);
-        if (fr.odd >= 0)
-            arr_text(&a[6], &al[6], &ac[6], num[6], strlen(num[6]), first);
-        else
-            arr_null(&a[6], &al[6], &ac[6], first);
-        arr_text(&a[7], &al[7], &ac[7], runs_text, strlen(runs_text), first);
-        arr_text(&a[8], &al[8], &ac[8], num[7], strlen(num[7]), first);
-        char hi_s[32];
-        snprintf(hi_s, sizeof(hi_s), "%" PRId64, it->hi);
-        arr_text(&a[9], &al[9], &ac[9], hi_s, strlen(hi_s), first);
-        free(runs_text);
-        free(recs);
-        frame_set_release(&set);
-        n_div++;
-    }
-    PQclear(sr);
-    if (n_div) {
-        for (int c = 0; c < 10; c++)
-            arr_close(&a[c], &al[c], &ac[c]);
-        const char *q[] = {f0->group, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], newest_s};
-        PGresult *r = db_exec("cmp_store_many", 12, q, err, sizeof(err));
-        if (!r) {
-            for (size_t i = 0; i < n; i++)
-                alone[i] = 1; /* try them on their own */
-        } else {
-            for (int row = 0; row < PQntuples(r); row++) {
-                int rank = atoi(PQgetvalue(r, row, 0));
-                for (size_t i = 0; i < n; i++)
-                    if (f[i]->rank == rank && !alone[i]) {
-                        double lat = clock_wall_s() - shown[i];
-                        metrics_divergence(lat > 0 ? lat : 0);
-                        log_info("divergence in group %s rank %d at step %" PRId64 " (found with %zu others, "
-                                 "%.1f ms after the commit that showed it)",
-                                 f0->group, rank, f[i]->step, n - 1, lat * 1e3);
-                    }
-            }
-            if (PQntuples(r) > 0 && on_divergence)
-                on_divergence(f0->group); /* evidence, suspects and the group's alert */
-            PQclear(r);
-        }
-    }
-    for (int c = 0; c < 10; c++)
-        free(a[c]);
     for (size_t i = 0; i < n; i++)
-        if (alone[i])
-            cmp_found_run(f[i]);
-    free(alone);
-    free(shown);
+        cmp_found_run(f[i]);
 }
-

@@ -9,15 +9,23 @@
 
 #include "common/json/mdiff.h"
 #include "common/site.h"
+#include "server/compare/members.h"
 #include "server/compare/status.h"
 #include "server/core/limits.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
 
+/* A rank's comparison is not finished (x: its newest record, pe: its newest rank end, re: the group's newest run
+ * end, c: its group_checks row, written by server/compare/compare.c). */
+#define VD_UNCHECKED                                                                                                   \
+    "c.rank IS NULL OR c.checked_at < x.t OR c.checked_at < pe.t OR c.checked_at < re.t OR (c.target IS NOT NULL "   \
+    "AND (c.checked_upto IS NULL OR c.checked_upto < c.target))"
+
 void verdict_register(void)
 {
     db_register("vd_runs", "SELECT run_key, run_id, job_id, step_id, user_name, nodes, command, ranks, status, "
-                           "start_step, mode, " DB_TS("created_at") ", " DB_TS("ended_at") " FROM runs "
+                           "start_step, mode, " DB_TS("created_at") ", " DB_TS("ended_at") ", attested_user, "
+                           "(SELECT max(p.max_step) FROM rank_progress p WHERE p.run_key = runs.run_key) FROM runs "
                            "WHERE twin_group = $1 ORDER BY run_key");
     db_register("vd_exits", "SELECT e.run_key, count(*), (array_agg(e.rank ORDER BY e.rank) FILTER "
                             "(WHERE e.exit_code <> 0))::text, (array_agg(e.exit_code ORDER BY e.rank) FILTER "
@@ -26,20 +34,26 @@ void verdict_register(void)
     db_register("vd_divs", "SELECT rank, step, seq, name, occ, kind, odd_run_key, runs::text, " DB_TS("committed_at")
                            ", " DB_TS("detected_at") ", extract(epoch FROM detected_at - committed_at) * 1000 "
                            "FROM divergences WHERE twin_group = $1 ORDER BY step, rank");
+    /* (a stored manifest larger than a manifest may be now, MANIFEST_BODY_MAX, is left out) */
     db_register("vd_manifests", "SELECT m.run_key, m.rank, m.manifest::text FROM manifests m JOIN runs r "
-                                "USING (run_key) WHERE r.twin_group = $1 ORDER BY m.run_key, m.rank");
+                                "USING (run_key) WHERE r.twin_group = $1 AND pg_column_size(m.manifest) <= "
+                                MANIFEST_BODY_MAX_TEXT " ORDER BY m.run_key, m.rank");
     /* What the manifest diff depends on besides the runs (which do not change once registered): how many
      * manifests, and the newest (a manifest posted again gets a new received_at). */
     db_register("vd_mstate", "SELECT count(*), coalesce(max(m.received_at)::text, '') FROM manifests m JOIN runs r "
                              "USING (run_key) WHERE r.twin_group = $1");
-    /* Per rank: how far the runs' shared steps are compared (unchecked), whether two runs or more recorded
-     * steps they share (comparable), and how many ranks recorded at all. */
+    /* Per rank the runs recorded: whether its comparison is not finished (unchecked: no check yet, one short of
+     * its target, or one older than the rank's last record or end, or the group's last run end: cmp_check marks
+     * checked_at under the lock those commit under, so late records re-open it), whether the comparison found
+     * two runs or more with steps they share (comparable: a target), and how many ranks recorded at all. */
     db_register("vd_progress",
-                "SELECT count(*) FILTER (WHERE x.lo <= x.hi AND (g.checked_upto IS NULL OR g.checked_upto < x.hi)), "
-                "count(*) FILTER (WHERE x.n >= 2 AND x.lo <= x.hi), count(*) "
-                "FROM (SELECT p.rank, max(r.start_step) AS lo, min(p.max_step) AS hi, count(*) AS n "
-                "FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group = $1 GROUP BY p.rank) x "
-                "LEFT JOIN group_checks g ON g.twin_group = $1 AND g.rank = x.rank");
+                "SELECT count(*) FILTER (WHERE " VD_UNCHECKED "), count(*) FILTER (WHERE c.target IS NOT NULL), count(*) "
+                "FROM (SELECT r.twin_group, p.rank, max(p.updated_at) AS t FROM rank_progress p JOIN runs r "
+                "USING (run_key) WHERE r.twin_group = $1 GROUP BY 1, 2) x "
+                "LEFT JOIN (SELECT e.rank, max(e.ended_at) AS t FROM rank_ends e JOIN runs r USING (run_key) "
+                "WHERE r.twin_group = $1 GROUP BY 1) pe ON pe.rank = x.rank "
+                "LEFT JOIN (SELECT max(ended_at) AS t FROM runs WHERE twin_group = $1) re ON true "
+                "LEFT JOIN group_checks c ON c.twin_group = $1 AND c.rank = x.rank");
     /* verdict_facts: the same facts for a set of groups ($1: a JSON array of names; $2: GROUP_MAX_RUNS), in
      * the order given. Per group: runs (the first $2 by run_key), failed ones (status failed, or a rank's
      * non-zero exit), running ones (not failed); the progress per rank as vd_progress; whether a divergence
@@ -54,13 +68,17 @@ void verdict_register(void)
                 "ru AS (SELECT twin_group, count(*) AS nruns, count(*) FILTER (WHERE status = 'failed' OR bad) AS failed, "
                 "count(*) FILTER (WHERE NOT (status = 'failed' OR bad) AND status = 'running') AS running "
                 "FROM rr WHERE k <= $2::int GROUP BY twin_group), "
-                "px AS (SELECT r.twin_group, p.rank, max(r.start_step) AS lo, min(p.max_step) AS hi, count(*) AS n "
-                "FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group IN (SELECT name FROM g) "
-                "GROUP BY r.twin_group, p.rank), "
-                "pr AS (SELECT x.twin_group, count(*) FILTER (WHERE x.lo <= x.hi AND (c.checked_upto IS NULL OR "
-                "c.checked_upto < x.hi)) AS unchecked, count(*) FILTER (WHERE x.n >= 2 AND x.lo <= x.hi) AS comparable "
-                "FROM px x LEFT JOIN group_checks c ON c.twin_group = x.twin_group AND c.rank = x.rank "
-                "GROUP BY x.twin_group), "
+                "px AS (SELECT r.twin_group, p.rank, max(p.updated_at) AS t FROM rank_progress p JOIN runs r "
+                "USING (run_key) WHERE r.twin_group IN (SELECT name FROM g) GROUP BY 1, 2), "
+                "pe AS (SELECT r.twin_group, e.rank, max(e.ended_at) AS t FROM rank_ends e JOIN runs r USING (run_key) "
+                "WHERE r.twin_group IN (SELECT name FROM g) GROUP BY 1, 2), "
+                "re AS (SELECT twin_group, max(ended_at) AS t FROM runs WHERE twin_group IN (SELECT name FROM g) "
+                "GROUP BY 1), "
+                "pr AS (SELECT x.twin_group, count(*) FILTER (WHERE " VD_UNCHECKED ") AS unchecked, "
+                "count(*) FILTER (WHERE c.target IS NOT NULL) AS comparable FROM px x "
+                "LEFT JOIN pe ON pe.twin_group = x.twin_group AND pe.rank = x.rank "
+                "LEFT JOIN re ON re.twin_group = x.twin_group "
+                "LEFT JOIN group_checks c ON c.twin_group = x.twin_group AND c.rank = x.rank GROUP BY x.twin_group), "
                 "dd AS (SELECT twin_group, rank, step, seq, name, occ, kind = 'missing' AS miss FROM divergences "
                 "WHERE twin_group IN (SELECT name FROM g)), "
                 "e0 AS (SELECT DISTINCT ON (twin_group) twin_group, step, seq, name, occ, miss FROM dd "
@@ -142,6 +160,28 @@ static cause_inputs inputs_state(json_t *runs)
     return differ ? CAUSE_IN_DIFF : CAUSE_IN_SAME;
 }
 
+/* set_members - each run's "compared" and "left_out" (why not), by the rule the comparison applies to each rank
+ * (server/compare/members.h), here to whole runs: whether it recorded anything, how far, whether it ended. */
+static void set_members(PGresult *runs, grp_verdict *v)
+{
+    int n = (int)json_array_size(v->runs);
+    cmp_member m[GROUP_MAX_RUNS];
+    for (int i = 0; i < n; i++) {
+        int has = !PQgetisnull(runs, i, 14);
+        m[i] = (cmp_member){strtoll(PQgetvalue(runs, i, 9), NULL, 10), has, has,
+                            has ? strtoll(PQgetvalue(runs, i, 14), NULL, 10) : 0,
+                            strcmp(PQgetvalue(runs, i, 8), "running") != 0, 0, NULL};
+    }
+    int64_t lo;
+    cmp_members_pick(m, n, &lo);
+    for (int i = 0; i < n; i++) {
+        json_t *o = json_array_get(v->runs, (size_t)i);
+        json_object_set_new(o, "compared", json_boolean(m[i].in));
+        json_object_set_new(o, "left_out", m[i].in ? json_null() : json_string(m[i].why));
+        v->left_out += !m[i].in;
+    }
+}
+
 /* load_runs - the runs and their exits into v->runs and the md_run table; counts for the status. */
 static void load_runs(PGresult *runs, PGresult *exits, grp_verdict *v, twin_facts *f)
 {
@@ -170,6 +210,7 @@ static void load_runs(PGresult *runs, PGresult *exits, grp_verdict *v, twin_fact
                     json_array_append_new(failed, json_integer(rk[j]));
             }
         }
+        json_object_set_new(o, "attested_user", str_or_null(runs, i, 13));
         json_object_set_new(o, "exit_code", code);
         json_object_set_new(o, "failed_ranks", failed);
         json_object_set_new(o, "ended_ranks", json_integer(ended));
@@ -361,6 +402,8 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     }
     twin_facts f = {0};
     load_runs(runs, exits, v, &f);
+    v->runs_total = PQntuples(runs);
+    set_members(runs, v);
     f.unchecked = strtol(PQgetvalue(prog, 0, 0), NULL, 10);
     f.comparable = strtol(PQgetvalue(prog, 0, 1), NULL, 10);
     v->nranks = atoi(PQgetvalue(prog, 0, 2));

@@ -18,8 +18,8 @@ typedef struct grp_verdict {
     const char *status;    /* twin_status: pending, diverged, incomplete, match */
     char status_why[512];
     json_t *runs;          /* [{"run_id", "job_id", "step_id", "user", "nodes", "command", "status", "start_step",
-                              "ranks", "mode", "created_at", "ended_at", "exit_code", "failed_ranks",
-                              "ended_ranks"}] in run order; exit_code: the first failing rank's, 0 when every
+                              "ranks", "mode", "created_at", "ended_at", "attested_user", "exit_code",
+                              "failed_ranks", "ended_ranks", "compared", "left_out"}] in run order; exit_code: the first failing rank's, 0 when every
                               ended rank exited 0, null while none ended */
     json_t *per_rank;      /* every rank's first divergence, by step and rank: {"step", "rank", "name",
                               "occurrence", "seq", "kind", "odd_run_id", "runs", "committed_at", "detected_at",
@@ -35,6 +35,8 @@ typedef struct grp_verdict {
     int first_rank;        /* the rank standing for the group, -1 when none */
     int first_missing;     /* its first divergence is a record some run lacks */
     int nranks;            /* ranks the runs recorded */
+    long runs_total;       /* runs the group has (runs lists the first GROUP_MAX_RUNS) */
+    int left_out;          /* runs the comparison leaves out (server/compare/members.h; each run's "left_out") */
     char suggest[300];     /* every-rank: the ignore pattern for the first divergence's call site, else "" */
     char cause_why[768];
 } grp_verdict;

@@ -34,6 +34,7 @@ typedef struct cfg_key {
 static const char *const LEVELS[] = {"debug", "info", "warn", "error", NULL}; /* enum log_level's order */
 static const char *const READ_ACCESS[] = {"admin", "open", NULL};             /* index = read_open */
 static const char *const SLURM_ACTION[] = {"off", "drain", NULL};             /* index = slurm_drain */
+static const char *const YES_NO[] = {"no", "yes", NULL};                      /* index = the flag */
 
 #define F(field) offsetof(srv_config, field), sizeof(((srv_config *)0)->field)
 static const cfg_key KEYS[] = {
@@ -53,11 +54,16 @@ static const cfg_key KEYS[] = {
     {"threads", "--threads", CFG_INT, F(threads), 1, 256, NULL},
     {"db_workers", "--db-workers", CFG_INT, F(db_workers), 1, 256, NULL},
     {"max_connections", NULL, CFG_INT, F(max_connections), 1, 65536, NULL},
+    {"max_connections_per_ip", NULL, CFG_INT, F(max_connections_per_ip), 0, 65536, NULL},
     {"connection_timeout", NULL, CFG_INT, F(connection_timeout_s), 1, 3600, NULL},
+    {"header_timeout", NULL, CFG_INT, F(header_timeout_s), 1, 3600, NULL},
+    {"body_timeout", NULL, CFG_INT, F(body_timeout_s), 1, 86400, NULL},
     {"max_body_mb", "--max-body-mb", CFG_MB, F(max_body), 1, 4096, NULL},
     {"max_buffered_mb", NULL, CFG_MB, F(max_buffered), 1, 1 << 20, NULL},
     {"retain_days", "--retain-days", CFG_INT, F(retain_days), 0, 100000, NULL},
     {"read_access", "--read-access", CFG_CHOICE, F(read_open), 0, 0, READ_ACCESS},
+    {"trust_reported_hosts", NULL, CFG_CHOICE, F(trust_reported_hosts), 0, 0, YES_NO},
+    {"pg_restart_max", NULL, CFG_INT, F(pg_restart_max), 0, 1000000, NULL},
     {"suspect_threshold", NULL, CFG_DBL, F(suspect_threshold), 0.5, 1.0, NULL},
     {"suspect_min_evidence", NULL, CFG_DBL, F(suspect_min_evidence), 0.0, 1e6, NULL},
     {"suspect_ratio", NULL, CFG_DBL, F(suspect_ratio), 1.0, 1000.0, NULL},
@@ -102,6 +108,9 @@ void cfg_defaults(srv_config *c)
     c->db_workers = 2 * c->threads;
     c->max_connections = 1024;
     c->connection_timeout_s = 60;
+    c->header_timeout_s = 20;
+    c->body_timeout_s = 300;
+    c->pg_restart_max = 10;
     c->max_body = 64u << 20;
     c->max_buffered = (size_t)1 << 30;
     c->read_open = 1;

@@ -26,11 +26,16 @@ typedef struct srv_config {
     int threads;             /* HTTP worker threads (one libpq connection each) */
     int db_workers;          /* threads that store record batches (one libpq connection each) */
     int max_connections;
-    int connection_timeout_s;
+    int max_connections_per_ip; /* 0: no per-address limit */
+    int connection_timeout_s;   /* idleness */
+    int header_timeout_s;       /* a request's line and headers must be in within this */
+    int body_timeout_s;         /* its body within this once the headers are in */
     size_t max_body;         /* bytes */
     size_t max_buffered;     /* bytes of bodies held at once, all requests together */
     int retain_days;         /* 0: keep records forever */
     int read_open;           /* 1: reads need no token; 0: reads need the admin token */
+    int trust_reported_hosts; /* 1: manifests' own hosts count as hardware evidence without attestation */
+    int pg_restart_max;      /* embedded PostgreSQL: restarts tried in a row before giving up (0: never) */
 
     /* Hardware suspects (docs/suspects.md). */
     double suspect_threshold;    /* score at or above which a node turns suspect (0.95) */

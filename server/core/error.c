@@ -6,6 +6,7 @@
 
 int srv_error_set(srv_error *e, const char *error, const char *detail, const char *hint)
 {
+    e->status = 0;
     snprintf(e->error, sizeof(e->error), "%s", error ? error : "");
     snprintf(e->detail, sizeof(e->detail), "%s", detail ? detail : "");
     snprintf(e->hint, sizeof(e->hint), "%s", hint ? hint : "");

@@ -3,6 +3,7 @@
 #define SERVER_CORE_ERROR_H
 
 typedef struct srv_error {
+    int status; /* the HTTP status it calls for when not the caller's default (a refusal: 403, 409); 0 */
     char error[128];
     char detail[512];
     char hint[256];

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/text.h"
+
 static int min_level = LOG_INFO;
 static FILE *log_file;      /* NULL: stderr */
 static char log_path[4096];
@@ -79,10 +81,14 @@ void log_msg(int level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
+    /* One event, one line: whatever a client sent (a newline in a job id, bytes that are not UTF-8) is
+     * shown as '?' so that it can neither split the line nor forge another. */
+    char clean[sizeof(line)];
+    text_sanitize(line, clean, sizeof(clean));
 
     pthread_mutex_lock(&log_lock);
     FILE *out = log_file ? log_file : stderr;
-    fprintf(out, "%s.%03ldZ %-5s lockstepd: %s\n", when, ts.tv_nsec / 1000000, names[level & 3], line);
+    fprintf(out, "%s.%03ldZ %-5s lockstepd: %s\n", when, ts.tv_nsec / 1000000, names[level & 3], clean);
     fflush(out);
     pthread_mutex_unlock(&log_lock);
 }

@@ -22,6 +22,8 @@ static const char *const route_names[MR_COUNT] = {"runs_create", "manifest", "re
                                                  "health",      "metrics",  "static",  "admin", "other"};
 static atomic_ulong requests[MR_COUNT][6]; /* by status class 1xx..5xx, [0] unused */
 static histogram request_seconds[MR_COUNT];
+static atomic_ulong abandoned[MR_COUNT];
+static atomic_ulong conn_timeouts[MT_COUNT];
 static histogram detect_seconds;
 static atomic_ulong records_total, batches_stored, batches_duplicate, divergences_total, db_errors;
 
@@ -46,6 +48,19 @@ void metrics_request(int route, int status, double seconds)
     observe(&request_seconds[route], seconds);
 }
 
+void metrics_abandoned(int route)
+{
+    if (route < 0 || route >= MR_COUNT)
+        route = MR_OTHER;
+    atomic_fetch_add(&abandoned[route], 1);
+}
+
+void metrics_conn_timeout(int phase, unsigned long n)
+{
+    if (phase >= 0 && phase < MT_COUNT)
+        atomic_fetch_add(&conn_timeouts[phase], n);
+}
+
 void metrics_batch(uint64_t records, int duplicate)
 {
     if (duplicate) {
@@ -54,6 +69,19 @@ void metrics_batch(uint64_t records, int duplicate)
     }
     atomic_fetch_add(&batches_stored, 1);
     atomic_fetch_add(&records_total, records);
+}
+
+static atomic_int pg_up = -1; /* -1: no embedded cluster watched */
+static atomic_ulong pg_restarts;
+
+void metrics_pg_up(int up)
+{
+    atomic_store(&pg_up, up ? 1 : 0);
+}
+
+void metrics_pg_restart(void)
+{
+    atomic_fetch_add(&pg_restarts, 1);
 }
 
 static atomic_ulong alert_deliveries[MA_COUNT];
@@ -135,6 +163,20 @@ char *metrics_render(void)
             if (v)
                 put(&b, "lockstepd_http_requests_total{route=\"%s\",code=\"%dxx\"} %lu\n", route_names[r], c, v);
         }
+    put(&b, "# HELP lockstepd_http_requests_abandoned_total Requests that ended before an answer: the client went "
+            "away or its connection timed out (not counted in lockstepd_http_requests_total).\n"
+            "# TYPE lockstepd_http_requests_abandoned_total counter\n");
+    for (int r = 0; r < MR_COUNT; r++) {
+        unsigned long v = atomic_load(&abandoned[r]);
+        if (v)
+            put(&b, "lockstepd_http_requests_abandoned_total{route=\"%s\"} %lu\n", route_names[r], v);
+    }
+    put(&b, "# HELP lockstepd_http_connection_timeouts_total Connections closed for sending their headers or body "
+            "too slowly (header_timeout, body_timeout).\n"
+            "# TYPE lockstepd_http_connection_timeouts_total counter\n"
+            "lockstepd_http_connection_timeouts_total{phase=\"headers\"} %lu\n"
+            "lockstepd_http_connection_timeouts_total{phase=\"body\"} %lu\n",
+        atomic_load(&conn_timeouts[MT_HEADERS]), atomic_load(&conn_timeouts[MT_BODY]));
     put(&b, "# HELP lockstepd_http_request_seconds Time from a request's arrival to its response.\n"
             "# TYPE lockstepd_http_request_seconds histogram\n");
     for (int r = 0; r < MR_COUNT; r++) {
@@ -175,5 +217,13 @@ char *metrics_render(void)
         "lockstepd_alert_resends_total{outcome=\"sent\"} %lu\n"
         "lockstepd_alert_resends_total{outcome=\"failed\"} %lu\n",
         atomic_load(&alert_resends[1]), atomic_load(&alert_resends[0]));
+    if (atomic_load(&pg_up) >= 0)
+        put(&b, "# HELP lockstepd_embedded_postgres_up Whether the embedded PostgreSQL runs (1) or not (0).\n"
+                "# TYPE lockstepd_embedded_postgres_up gauge\n"
+                "lockstepd_embedded_postgres_up %d\n"
+                "# HELP lockstepd_embedded_postgres_restarts_total Restarts of the embedded PostgreSQL after it died.\n"
+                "# TYPE lockstepd_embedded_postgres_restarts_total counter\n"
+                "lockstepd_embedded_postgres_restarts_total %lu\n",
+            atomic_load(&pg_up), atomic_load(&pg_restarts));
     return b.p;
 }

@@ -22,6 +22,15 @@ enum metric_route {
  * `status`, which took `seconds`. Thread-safe, lock-free. */
 void metrics_request(int route, int status, double seconds);
 
+/* metrics_abandoned - count one request on `route` that ended before any
+ * answer was queued: the client went away, or its connection timed out. */
+void metrics_abandoned(int route);
+
+/* metrics_conn_timeout - count `n` connections closed for sending their
+ * headers (MT_HEADERS) or their body (MT_BODY) too slowly. */
+enum metric_timeout { MT_HEADERS, MT_BODY, MT_COUNT };
+void metrics_conn_timeout(int phase, unsigned long n);
+
 /* metrics_batch - count one ingested batch of `records` records
  * (`duplicate`: acknowledged, not stored again). */
 void metrics_batch(uint64_t records, int duplicate);
@@ -42,6 +51,12 @@ void metrics_db_error(void);
 
 /* metrics_db_errors - how many database errors lockstepd has seen. */
 unsigned long metrics_db_errors(void);
+
+/* metrics_pg_up, metrics_pg_restart - the embedded PostgreSQL: whether it
+ * runs (the gauge appears once lockstepd watches one), and one restart that
+ * brought it back. */
+void metrics_pg_up(int up);
+void metrics_pg_restart(void);
 
 /* metrics_render - the Prometheus text exposition of every metric, as a new
  * malloc'd string (caller frees). */

@@ -183,9 +183,16 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
         const char *vb = mine ? json_string_value(json_object_get(mine, "value_bits")) : NULL;
         int present = mine && json_is_true(json_object_get(mine, "present"));
         const char *role = mine ? json_string_value(json_object_get(mine, "role")) : NULL;
+        char where[300];
+        if (s->node)
+            snprintf(where, sizeof(where), "%s", s->node);
+        else if (s->reported && *s->reported)
+            snprintf(where, sizeof(where), "%.200s, reported, not attested", s->reported);
+        else
+            snprintf(where, sizeof(where), "?");
         if (bl < sizeof(body))
             bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "  run %s (job %s, user %s, node %s, %s)%s%s: %s\n",
-                                   g->runs[a].id, g->runs[a].job, g->runs[a].user, s->node ? s->node : "?", exit_txt,
+                                   g->runs[a].id, g->runs[a].job, g->runs[a].user, where, exit_txt,
                                    role ? ", " : "", role ? role : "",
                                    present ? "" : restore && role && !strcmp(role, "restored") ? "not restored"
                                                                                                : "record missing");

@@ -6,9 +6,13 @@
 
 #define GROUP_MAX_RANKS 1024 /* ranks whose hardware the evaluation maps (manifests of higher ranks are ignored) */
 
-/* The hardware one rank of one run ran on. */
+/* The hardware one rank of one run ran on. `node` is what counts as hardware evidence: the node slurmstepd
+ * attested (when the manifest's own host agrees with it, or names none), or with trust_reported_hosts the
+ * manifest's host; NULL when nothing counts. `reported` is the manifest's own host, kept to be shown. */
 typedef struct hw_slot {
-    const char *node, *gpu, *gpu_name, *manifest; /* borrowed from the manifests result */
+    const char *node, *gpu, *gpu_name, *manifest; /* borrowed from the manifests and attestations results */
+    const char *reported;
+    int attested; /* `node` is slurmstepd's word */
 } hw_slot;
 
 /* One run of the group being evaluated. */

@@ -17,6 +17,7 @@
 #include "server/fleet/group.h"
 #include "server/fleet/narrow.h"
 #include "server/fleet/rescore.h"
+#include "server/store/db.h"
 #include "server/store/frames.h"
 #include "server/store/sql.h"
 
@@ -153,7 +154,10 @@ static int classify(grp *g, const grp_verdict *vd, json_t **entries, const int *
     if (!v->implicated[0]) {
         v->cls = "software";
         v->code = "no_hardware";
-        snprintf(v->reason, sizeof(v->reason), "no manifest names the hardware of rank %d", norigin ? origin[0] : 0);
+        snprintf(v->reason, sizeof(v->reason),
+                 "no attested hardware ran rank %d (a manifest's own host counts only where slurmstepd attested "
+                 "the same node, or with trust_reported_hosts)",
+                 norigin ? origin[0] : 0);
         return 0;
     }
     /* Spread: does one record diverge on more unrelated nodes than one fault explains? */
@@ -223,7 +227,7 @@ static int add_expo(expo *x, int n, int run, const hw_slot *s, int rank, double 
             }
             return n;
         }
-    x[n] = (expo){run, s->node, s->gpu, s->gpu_name, rank, w};
+    x[n] = (expo){run, s->node, s->gpu ? s->gpu : "", s->gpu_name, rank, w};
     return n + 1;
 }
 
@@ -265,13 +269,25 @@ static int write_exposures(grp *g, const verdict *v, const char *why, const int 
         const char *pg[] = {x[i].gpu, x[i].node, x[i].gpu_name ? x[i].gpu_name : ""};
         const char *pe[] = {g->name, g->runs[x[i].run].key, x[i].node, x[i].gpu, w, since};
         if (sql_do("INSERT INTO hw_nodes (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET last_seen = now()", 1, pn,
-                  err, cap) < 0 ||
-            (*x[i].gpu && sql_do("INSERT INTO hw_gpus (uuid, node, name) VALUES ($1, $2, $3) ON CONFLICT (uuid) DO "
-                                "UPDATE SET node = excluded.node, name = excluded.name, last_seen = now()",
-                                3, pg, err, cap) < 0) ||
-            sql_do("INSERT INTO hw_exposures (twin_group, run_key, node, gpu, weight, at) VALUES ($1, $2, $3, $4, $5, "
-                  "coalesce($6::timestamptz, now()))",
-                  6, pe, err, cap) < 0)
+                  err, cap) < 0)
+            goto out_free;
+        if (*x[i].gpu) {
+            /* A GPU stays on the node it was first seen on: a run's report cannot move a GPU (and its
+             * blame) to another node. One seen elsewhere counts only as its node here. */
+            PGresult *gr = sql_query("INSERT INTO hw_gpus (uuid, node, name) VALUES ($1, $2, $3) ON CONFLICT (uuid) DO "
+                                     "UPDATE SET name = excluded.name, last_seen = now() WHERE hw_gpus.node = "
+                                     "excluded.node RETURNING 1",
+                                     3, pg, err, cap);
+            if (!gr)
+                goto out_free;
+            if (PQntuples(gr) == 0)
+                pe[3] = x[i].gpu = "";
+            PQclear(gr);
+        }
+        if (sql_do("INSERT INTO hw_exposures (twin_group, run_key, node, gpu, weight, at) VALUES ($1, $2, $3, $4, $5, "
+                   "coalesce($6::timestamptz, now())) ON CONFLICT (twin_group, run_key, node, gpu) DO UPDATE SET "
+                   "weight = greatest(hw_exposures.weight, excluded.weight)",
+                   6, pe, err, cap) < 0)
             goto out_free;
         double before = 0;
         for (int j = 0; j < PQntuples(old); j++)
@@ -384,6 +400,18 @@ static int replay_group(grp *g, const narrow_verdict *nv, verdict *v, int *expos
     return 0;
 }
 
+/* What slurmstepd attested: per run of the group, each node and the global ranks it ran. */
+#define Q_ATTESTED                                                                                                     \
+    "SELECT r.run_key::text, a.node, a.ranks::text, a.nodes FROM runs r JOIN attestations a ON a.job_id = r.job_id " \
+    "AND a.step_id = r.step_id WHERE r.twin_group = $1 ORDER BY r.run_key, a.node"
+
+/* same_host - whether a manifest's own host `reported` names attested node `node` (equal, or its short name). */
+static int same_host(const char *reported, const char *node)
+{
+    size_t n = strlen(node);
+    return !strcmp(reported, node) || (!strncmp(reported, node, n) && reported[n] == '.');
+}
+
 int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeue)
 {
     char err[512];
@@ -392,7 +420,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         fail_log("lock for", group, err);
         return -1;
     }
-    PGresult *sig = NULL, *runs = NULL, *man = NULL;
+    PGresult *sig = NULL, *runs = NULL, *man = NULL, *att = NULL;
     json_t *entries[MAX_ORIGIN] = {0};
     int norigin = 0, rc = -1;
     grp_verdict vd;
@@ -411,9 +439,10 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
                 "WHERE twin_group = $1 ORDER BY run_key",
                 1, p1, err, sizeof(err));
     man = runs ? sql_query(Q_MANIFESTS, 1, p1, err, sizeof(err)) : NULL;
+    att = man ? sql_query(Q_ATTESTED, 1, p1, err, sizeof(err)) : NULL;
     /* The group's verdict, in this transaction's snapshot: status, cause and origin ranks of its first
      * divergence (the same verdict the twin API shows). */
-    if (!man || verdict_load(group, &vd, err, sizeof(err)) < 0)
+    if (!att || verdict_load(group, &vd, err, sizeof(err)) < 0)
         goto out_rollback;
     g->nruns = PQntuples(runs) < GROUP_MAX_RUNS ? PQntuples(runs) : GROUP_MAX_RUNS;
     g->program = g->nruns ? PQgetvalue(runs, 0, 6) : "";
@@ -443,7 +472,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         const char *ps[] = {group, step};
         PGresult *s = sql_query("SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
                            "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "
-                           "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint) = 0 OR "
+                           "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint OR c.waiting) = 0 OR "
                            "(SELECT min(detected_at) FROM divergences WHERE twin_group = $1) < now() - interval '30 s'",
                            2, ps, err, sizeof(err));
         if (!s)
@@ -460,6 +489,18 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         if (rk >= 0 && rk < GROUP_MAX_RANKS && rk + 1 > g->nranks)
             g->nranks = rk + 1;
     }
+    for (int i = 0; i < PQntuples(att); i++) {
+        int64_t ranks[ATTEST_MAX_RANKS];
+        int n = db_int_array_parse(PQgetvalue(att, i, 2), ranks, ATTEST_MAX_RANKS);
+        for (int k = 0; k < n; k++)
+            if (ranks[k] >= 0 && ranks[k] < GROUP_MAX_RANKS && ranks[k] + 1 > g->nranks)
+                g->nranks = (int)ranks[k] + 1;
+    }
+    /* Which hardware ran each rank, as far as it counts: slurmstepd's attested node (a manifest that
+     * names another host takes the rank's evidence away: the job's word and Slurm's disagree), or with
+     * trust_reported_hosts the manifest's own host (or the run's single node). A rank no one attested
+     * counts for nothing: no unattested run can make a node suspect. */
+    int trust = g_srv.cfg.trust_reported_hosts;
     for (int a = 0; a < g->nruns; a++) {
         grp_run *r = &g->runs[a];
         r->key = PQgetvalue(runs, a, 0);
@@ -468,16 +509,39 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         r->user = PQgetvalue(runs, a, 3);
         r->job = PQgetvalue(runs, a, 4);
         r->ranks = xcalloc((size_t)g->nranks + 1, sizeof(hw_slot));
-        const char *one = single_node(r->nodes);
+        const char *one = trust ? single_node(r->nodes) : NULL;
         for (int k = 0; k < g->nranks; k++)
-            r->ranks[k] = (hw_slot){one, "", "", NULL};
+            r->ranks[k] = (hw_slot){one, "", "", NULL, NULL, 0};
+    }
+    for (int i = 0; i < PQntuples(att); i++) {
+        int64_t ranks[ATTEST_MAX_RANKS];
+        int n = db_int_array_parse(PQgetvalue(att, i, 2), ranks, ATTEST_MAX_RANKS);
+        for (int a = 0; a < g->nruns; a++) {
+            if (strcmp(g->runs[a].key, PQgetvalue(att, i, 0)))
+                continue;
+            for (int k = 0; k < n; k++)
+                if (ranks[k] >= 0 && ranks[k] < g->nranks)
+                    g->runs[a].ranks[ranks[k]] = (hw_slot){PQgetvalue(att, i, 1), "", "", NULL, NULL, 1};
+        }
     }
     for (int i = 0; i < PQntuples(man); i++) {
         int rk = atoi(PQgetvalue(man, i, 1));
-        for (int a = 0; a < g->nruns && rk >= 0 && rk < g->nranks; a++)
-            if (!strcmp(g->runs[a].key, PQgetvalue(man, i, 0)) && *PQgetvalue(man, i, 2))
-                g->runs[a].ranks[rk] = (hw_slot){PQgetvalue(man, i, 2), PQgetvalue(man, i, 3), PQgetvalue(man, i, 4),
-                                                 PQgetvalue(man, i, 5)};
+        for (int a = 0; a < g->nruns && rk >= 0 && rk < g->nranks; a++) {
+            if (strcmp(g->runs[a].key, PQgetvalue(man, i, 0)))
+                continue;
+            hw_slot *slot = &g->runs[a].ranks[rk];
+            const char *reported = PQgetvalue(man, i, 2);
+            slot->manifest = PQgetvalue(man, i, 5);
+            slot->reported = reported;
+            if (slot->attested)
+                slot->node = !*reported || same_host(reported, slot->node) ? slot->node : NULL;
+            else if (trust && *reported)
+                slot->node = reported;
+            if (slot->node) {
+                slot->gpu = PQgetvalue(man, i, 3);
+                slot->gpu_name = PQgetvalue(man, i, 4);
+            }
+        }
     }
     verdict v = {.cls = "none", .code = "match"};
     int origin[MAX_ORIGIN], exposed = 1;
@@ -581,5 +645,6 @@ out_free:
     PQclear(runs);
     PQclear(man);
     verdict_release(&vd);
+    PQclear(att);
     return rc;
 }

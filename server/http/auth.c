@@ -47,7 +47,7 @@ int http_auth_job(http_req *req, const char *job_id)
                          "send Authorization: Bearer <token>; the SPANK plugin sets LOCKSTEP_TOKEN");
         return -1;
     }
-    if (http_is_admin(req))
+    if (http_is_admin(req) || http_token_is_attest(req, job_id))
         return 0;
     char want[TOKEN_HEX_LEN + 1];
     if (token_compute(g_srv.secret, g_srv.secret_len, job_id, want) < 0) {
@@ -64,6 +64,15 @@ int http_auth_job(http_req *req, const char *job_id)
     return 0;
 }
 
+int http_auth_present(http_req *req)
+{
+    if (!g_srv.secret || bearer(req))
+        return 0;
+    http_reply_error(req, 401, "authentication required", "this endpoint needs a job's token",
+                     "send Authorization: Bearer <token>; the SPANK plugin sets LOCKSTEP_TOKEN");
+    return -1;
+}
+
 int http_token_is_job(http_req *req, const char *job_id)
 {
     const char *t = bearer(req);
@@ -71,6 +80,33 @@ int http_token_is_job(http_req *req, const char *job_id)
     if (!t || !g_srv.secret || token_compute(g_srv.secret, g_srv.secret_len, job_id, want) < 0)
         return 0;
     return token_equal(t, want);
+}
+
+int http_token_is_attest(http_req *req, const char *job_id)
+{
+    const char *t = bearer(req);
+    char want[TOKEN_HEX_LEN + 1];
+    if (!t || !g_srv.secret || token_compute_attest(g_srv.secret, g_srv.secret_len, job_id, want) < 0)
+        return 0;
+    int ok = token_equal(t, want);
+    explicit_bzero(want, sizeof(want));
+    return ok;
+}
+
+int http_attests(http_req *req, const char *job_id)
+{
+    return http_is_admin(req) || http_token_is_attest(req, job_id);
+}
+
+int http_auth_attest(http_req *req, const char *job_id)
+{
+    if (http_attests(req, job_id))
+        return 0;
+    int none = !bearer(req);
+    http_reply_error(req, none ? 401 : 403, none ? "authentication required" : "attestation credential required",
+                     "only slurmstepd (the SPANK plugin, with the site secret) or the admin may attest a job step",
+                     "a job's own token cannot attest; see docs/server.md, \"Attested identity\"");
+    return -1;
 }
 
 int http_auth_read(http_req *req)

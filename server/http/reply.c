@@ -1,9 +1,22 @@
-/* reply.c - lockstepd's HTTP answers: JSON bodies, and errors as {"error", "detail", "hint"}. */
+/* reply.c - lockstepd's HTTP answers: JSON bodies, errors as {"error", "detail", "hint"}, the headers every answer carries. */
 #include "server/http/reply.h"
 
 #include <string.h>
 
+#include "common/text.h"
 #include "server/core/xalloc.h"
+
+/* The dashboard's policy: its own scripts, styles, images and API only, never inside another site's frame. */
+#define CSP "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " \
+            "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+void http_common_headers(struct MHD_Response *resp)
+{
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, "Content-Security-Policy", CSP);
+    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+}
 
 enum MHD_Result http_reply(http_req *req, int status, const char *ctype, char *body, size_t len)
 {
@@ -14,7 +27,7 @@ enum MHD_Result http_reply(http_req *req, int status, const char *ctype, char *b
     }
     if (ctype)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    http_common_headers(resp);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (status == 405 && req->allow)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
@@ -29,8 +42,10 @@ enum MHD_Result http_reply_json(http_req *req, int status, json_t *obj)
     char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
     if (!s) {
-        static const char what[] = "cannot serialize the reply\n";
-        return http_reply(req, 500, "text/plain", xstrdup(what), sizeof(what) - 1);
+        /* Never text/plain: a reply that cannot be serialized is still a JSON error. */
+        static const char what[] = "{\"error\":\"cannot serialize the reply\",\"detail\":\"the reply could not be "
+                                   "built as JSON\",\"hint\":\"see the lockstepd log\"}\n";
+        return http_reply(req, 500, "application/json", xstrdup(what), sizeof(what) - 1);
     }
     size_t n = strlen(s);
     char *body = xrealloc(s, n + 2); /* room for a trailing newline */
@@ -41,8 +56,11 @@ enum MHD_Result http_reply_json(http_req *req, int status, json_t *obj)
 
 json_t *http_error_json(const char *error, const char *detail, const char *hint)
 {
-    return json_pack("{s:s, s:s, s:s}", "error", error ? error : "", "detail", detail ? detail : "", "hint",
-                     hint ? hint : "");
+    /* The parts may quote what a client sent: only clean UTF-8 goes out (and Jansson takes nothing else). */
+    char e[256], d[1024], h[512];
+    return json_pack("{s:s, s:s, s:s}", "error", text_sanitize(error ? error : "", e, sizeof(e)), "detail",
+                     text_sanitize(detail ? detail : "", d, sizeof(d)), "hint",
+                     text_sanitize(hint ? hint : "", h, sizeof(h)));
 }
 
 enum MHD_Result http_reply_error(http_req *req, int status, const char *error, const char *detail,

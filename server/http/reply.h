@@ -9,6 +9,11 @@
 #include "server/core/error.h"
 #include "server/http/request.h"
 
+/* http_common_headers - add what every answer carries (nosniff, the
+ * dashboard's Content-Security-Policy with frame-ancestors 'none',
+ * X-Frame-Options, Referrer-Policy). */
+void http_common_headers(struct MHD_Response *resp);
+
 /* http_reply - send `status` with `body` (malloc'd, taken over; may be NULL
  * with len 0) of `ctype`. Returns MHD's result. */
 enum MHD_Result http_reply(http_req *req, int status, const char *ctype, char *body, size_t len);

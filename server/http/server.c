@@ -1,4 +1,4 @@
-/* server.c - lockstepd's HTTP transport on libmicrohttpd: the daemon, bodies in bounded memory, orderly shutdown. */
+/* server.c - lockstepd's HTTP transport on libmicrohttpd: the daemon, one request's life, its checks, its body and arguments. */
 #include "server/http/server.h"
 
 #include <errno.h>
@@ -7,23 +7,136 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
+#include "common/text.h"
 #include "server/core/clock.h"
+#include "server/core/limits.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
 #include "server/core/state.h"
 #include "server/core/xalloc.h"
+#include "server/http/conntrack.h"
 #include "server/http/defer.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
+#include "server/http/target.h"
 
 static struct MHD_Daemon *daemon_;
 static atomic_int in_flight;
 static atomic_size_t buffered; /* body bytes held by all requests together */
 static char *tls_key_pem, *tls_cert_pem;
+
+/* on_uri - the request line is in: make the request, keep and check its raw target (libmicrohttpd decodes
+ * it in place later; "%00" would cut the path short there, unseen). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    http_req *req = xcalloc(1, sizeof(*req));
+    req->conn = conn;
+    req->route_metric = MR_OTHER;
+    req->t0 = clock_mono_s();
+    size_t n = strlen(uri);
+    req->target = xmalloc(n + 1);
+    memcpy(req->target, uri, n + 1);
+    http_target_check(uri, HTTP_TARGET_MAX, req->target_bad, sizeof(req->target_bad));
+    return req;
+}
+
+/* What the header walk finds. */
+typedef struct head_scan {
+    int content_length, transfer_encoding;
+    char te[64];
+    char bad[160];
+} head_scan;
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                   const char *value, size_t value_size)
+{
+    (void)kind;
+    head_scan *s = cls;
+    if (key_size == 14 && !strncasecmp(key, "Content-Length", 14))
+        s->content_length++;
+    if (key_size == 17 && !strncasecmp(key, "Transfer-Encoding", 17)) {
+        s->transfer_encoding++;
+        snprintf(s->te, sizeof(s->te), "%.*s", (int)(value_size < 60 ? value_size : 60), value ? value : "");
+    }
+    /* Header values: UTF-8, no control bytes but the tab (RFC 9110 field values). */
+    int ok = value && strlen(value) == value_size && text_utf8_valid(value, value_size);
+    for (size_t i = 0; ok && i < value_size; i++)
+        if (((unsigned char)value[i] < 0x20 && value[i] != '\t') || value[i] == 0x7f)
+            ok = 0;
+    if (!ok && !s->bad[0]) {
+        char k[64];
+        snprintf(s->bad, sizeof(s->bad), "the value of header %s is not UTF-8 text without control bytes",
+                 key ? text_sanitize(key, k, sizeof(k)) : "?");
+    }
+    return MHD_YES;
+}
+
+/* check_head - the request's target, framing and headers, once they are in. Returns 0, or -1 after replying. */
+static int check_head(http_req *req)
+{
+    if (req->target_bad[0]) {
+        http_reply_error(req, 400, "bad request target", req->target_bad,
+                         "percent-encode the path and query as UTF-8; control bytes are refused");
+        return -1;
+    }
+    head_scan s = {0};
+    MHD_get_connection_values_n(req->conn, MHD_HEADER_KIND, scan_header, &s);
+    if (s.bad[0]) {
+        http_reply_error(req, 400, "bad header", s.bad, "send header values as UTF-8 text");
+        return -1;
+    }
+    if (s.content_length > 1 || s.transfer_encoding > 1 || (s.content_length && s.transfer_encoding)) {
+        http_reply_error(req, 400, "bad framing",
+                         s.content_length > 1       ? "more than one Content-Length header"
+                         : s.transfer_encoding > 1 ? "more than one Transfer-Encoding header"
+                                                   : "both Content-Length and Transfer-Encoding",
+                         "send exactly one of Content-Length or Transfer-Encoding: chunked");
+        return -1;
+    }
+    if (s.transfer_encoding && strcasecmp(s.te, "chunked") != 0) {
+        char detail[128];
+        snprintf(detail, sizeof(detail), "Transfer-Encoding \"%s\" is not supported", s.te);
+        http_reply_error(req, 501, "unsupported transfer encoding", detail,
+                         "send Content-Length, or Transfer-Encoding: chunked");
+        return -1;
+    }
+    return 0;
+}
+
+/* begin - the headers are in: check them and the route (auth before any body), and the declared length. */
+static int begin(http_req *req)
+{
+    if (check_head(req) < 0 || route_begin(req) < 0)
+        return -1;
+    const char *cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > req->body_max) {
+        char detail[160];
+        snprintf(detail, sizeof(detail), "this endpoint takes bodies of at most %zu bytes; this one is %.30s",
+                 req->body_max, cl);
+        http_reply_error(req, 413, "request body too large", detail,
+                         req->body_max == g_srv.cfg.max_body
+                             ? "send smaller batches, or raise max_body_mb in lockstepd.conf"
+                             : "see the limits in docs/server.md");
+        return -1;
+    }
+    return 0;
+}
+
+static enum MHD_Result too_large(http_req *req)
+{
+    char detail[128];
+    snprintf(detail, sizeof(detail), "this endpoint takes bodies of at most %zu bytes", req->body_max);
+    return http_reply_error(req, 413, "request body too large", detail,
+                            req->body_max == g_srv.cfg.max_body
+                                ? "send smaller batches, or raise max_body_mb in lockstepd.conf"
+                                : "see the limits in docs/server.md");
+}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls)
@@ -31,18 +144,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     (void)cls;
     (void)version;
     http_req *req = *con_cls;
-    if (!req) {
-        req = xcalloc(1, sizeof(*req));
-        req->conn = conn;
+    if (!req) /* no request line was seen (cannot happen with on_uri installed) */
+        *con_cls = req = on_uri(NULL, url, conn);
+    if (!req->started) {
+        req->started = 1;
         req->url = url;
         req->method = method;
-        req->route = MR_OTHER;
-        req->t0 = clock_mono_s();
-        *con_cls = req;
+        req->track = conntrack_of(conn);
+        conntrack_phase(req->track, CONN_BODY);
         atomic_fetch_add(&in_flight, 1);
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > g_srv.cfg.max_body)
-            req->too_large = 1;
+        if (begin(req) < 0)
+            req->replied_early = 1; /* the body is never read; libmicrohttpd closes the connection after it */
+        return MHD_YES;
+    }
+    if (req->replied_early) {
+        *upload_size = 0;
         return MHD_YES;
     }
     if (*upload_size) {
@@ -54,7 +170,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             req->busy = 1;
             req->too_large = 1;
         }
-        if (req->too_large || req->len + n > g_srv.cfg.max_body) {
+        if (req->too_large || req->len + n > req->body_max) {
             req->too_large = 1;
             atomic_fetch_sub(&buffered, req->cap);
             free(req->body);
@@ -76,6 +192,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         req->body[req->len] = 0;
         return MHD_YES;
     }
+    conntrack_phase(req->track, CONN_SERVER);
     if (req->reply_status) {
         json_t *reply = req->reply; /* a database worker finished this request */
         req->reply = NULL;
@@ -84,30 +201,40 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (req->busy)
         return http_reply_error(req, 503, "server busy", "too many request bodies are being received at once",
                                 "retry in a moment");
-    if (req->too_large) {
-        char detail[128];
-        snprintf(detail, sizeof(detail), "bodies are limited to %zu bytes", g_srv.cfg.max_body);
-        return http_reply_error(req, 413, "request body too large", detail,
-                                "send smaller batches, or raise max_body_mb in lockstepd.conf");
-    }
+    if (req->too_large)
+        return too_large(req);
     return route_dispatch(req);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)conn;
     (void)toe;
     http_req *req = *con_cls;
     if (!req)
         return;
-    metrics_request(req->route, req->status ? req->status : 500, clock_mono_s() - req->t0);
+    int status = req->status;
+    if (!status) {
+        /* libmicrohttpd's own answer (a malformed request, headers too large), or none at all */
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+        status = ci ? (int)ci->http_status : 0;
+    }
+    if (status)
+        metrics_request(req->route_metric, status, clock_mono_s() - req->t0);
+    else if (req->started)
+        metrics_abandoned(req->route_metric); /* the client went away (or timed out) before an answer */
     atomic_fetch_sub(&buffered, req->cap);
     json_decref(req->reply);
     free(req->body);
+    free(req->target);
+    free(req->segbuf);
+    free(req->ctx);
+    if (req->started) {
+        atomic_fetch_sub(&in_flight, 1);
+        conntrack_phase(conntrack_of(conn), CONN_HEADERS); /* the next request on this connection */
+    }
     free(req);
     *con_cls = NULL;
-    atomic_fetch_sub(&in_flight, 1);
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -139,6 +266,8 @@ int http_start(int *port)
 {
     const srv_config *c = &g_srv.cfg;
     if (defer_start(c->db_workers) < 0)
+        return -1;
+    if (conntrack_start(c->header_timeout_s, c->body_timeout_s) < 0)
         return -1;
     struct addrinfo hints = {0}, *ai = NULL;
     char portstr[16];
@@ -179,9 +308,13 @@ int http_start(int *port)
         {MHD_OPTION_SOCK_ADDR, 0, ai->ai_addr},
         {MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)c->threads, NULL},
         {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)c->max_connections, NULL},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)c->max_connections_per_ip, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)c->connection_timeout_s, NULL},
-        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 256 * 1024, NULL},
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_HEAD_MEMORY, NULL},
+        {MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL},
+        {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)conntrack_notify, NULL},
         {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL},
         {MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL},
         {tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, tls_cert_pem},
@@ -205,6 +338,7 @@ void http_stop(int grace_s)
 {
     if (!daemon_) {
         defer_stop();
+        conntrack_stop();
         return;
     }
     MHD_socket s = MHD_quiesce_daemon(daemon_);
@@ -219,6 +353,7 @@ void http_stop(int grace_s)
     defer_stop();
     MHD_stop_daemon(daemon_);
     daemon_ = NULL;
+    conntrack_stop();
     free(tls_cert_pem);
     free(tls_key_pem);
     tls_cert_pem = tls_key_pem = NULL;

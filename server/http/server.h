@@ -5,8 +5,9 @@
 #include "server/http/request.h"
 
 /* http_start - bind and start the daemon with the settings in g_srv.cfg
- * (thread pool, limits, TLS), and the database workers (http_defer). Returns
- * 0, or -1 after logging. The bound port goes to `*port`. */
+ * (thread pool, limits, timeouts, TLS), the connection watchdog and the
+ * database workers (http_defer). Returns 0, or -1 after logging. The bound
+ * port goes to `*port`. */
 int http_start(int *port);
 
 /* http_stop - shut the HTTP side down in order: stop accepting, let

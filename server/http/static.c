@@ -47,6 +47,22 @@ const char *web_content_type(const char *path)
     return "application/octet-stream";
 }
 
+/* The dashboard's own files: index.html at the top, and assets under these folders. Everything else in the
+ * web directory (node_modules/, package.json, web.mk, the browser tests' files) is not served. */
+static const char *const asset_dirs[] = {"css/", "js/", "vendor/"};
+
+int web_path_served(const char *rel)
+{
+    if (!*rel || !strcmp(rel, "index.html"))
+        return 1;
+    for (size_t i = 0; i < sizeof(asset_dirs) / sizeof(asset_dirs[0]); i++)
+        if (!strncmp(rel, asset_dirs[i], strlen(asset_dirs[i]))) {
+            const char *t = web_content_type(rel);
+            return strcmp(t, "application/octet-stream") != 0 && strncmp(t, "text/html", 9) != 0;
+        }
+    return 0;
+}
+
 int web_path_safe(const char *url)
 {
     if (url[0] != '/')
@@ -80,10 +96,7 @@ static enum MHD_Result web_not_found(http_req *req)
 enum MHD_Result web_serve(http_req *req, char **args)
 {
     (void)args;
-    if (strcmp(req->method, "GET") && strcmp(req->method, "HEAD"))
-        return http_reply_error(req, 405, "method not allowed", "static files are read with GET",
-                                "the API lives under /api/v1");
-    if (!g_srv.web_dir[0] || !web_path_safe(req->url))
+    if (!g_srv.web_dir[0] || !web_path_safe(req->url) || !web_path_served(req->url + 1))
         return web_not_found(req);
     char path[PATH_MAX], real[PATH_MAX];
     const char *rel = req->url + 1;
@@ -107,6 +120,7 @@ enum MHD_Result web_serve(http_req *req, char **args)
             char loc[2100];
             snprintf(loc, sizeof(loc), "%s/", req->url);
             MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, loc);
+            http_common_headers(resp);
             enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_MOVED_PERMANENTLY, resp);
             MHD_destroy_response(resp);
             req->status = 301;
@@ -120,7 +134,7 @@ enum MHD_Result web_serve(http_req *req, char **args)
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, web_content_type(real));
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    http_common_headers(resp);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     enum MHD_Result r = MHD_queue_response(req->conn, MHD_HTTP_OK, resp);
     MHD_destroy_response(resp);

@@ -13,6 +13,12 @@ const char *web_content_type(const char *path);
  * control bytes or hidden names. */
 int web_path_safe(const char *url);
 
+/* web_path_served - 1 when `rel` (a path inside the web directory, without
+ * its leading '/') is one of the dashboard's own files: "" or index.html, or
+ * a web asset (.css, .js, .svg, ... by its extension, not .html) under css/,
+ * js/ or vendor/. */
+int web_path_served(const char *rel);
+
 /* web_serve - GET/HEAD of a static file ("/" is index.html); 404 JSON when
  * missing, 405 for other methods. Symbolic links that leave the web
  * directory are refused. The route table's fallback (route_set_fallback). */

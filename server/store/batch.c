@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/dtype.h"
+#include "common/text.h"
 #include "server/core/xalloc.h"
 
 #define BATCH_MAX_RECORDS 10000000
@@ -110,39 +111,7 @@ static void fix_pointers(srv_batch *b)
 
 int batch_utf8_valid(const char *str, size_t n)
 {
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c == 0)
-            return 0;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t len;
-        unsigned min;
-        unsigned cp;
-        if ((c & 0xe0) == 0xc0)
-            len = 2, min = 0x80, cp = c & 0x1f;
-        else if ((c & 0xf0) == 0xe0)
-            len = 3, min = 0x800, cp = c & 0x0f;
-        else if ((c & 0xf8) == 0xf0)
-            len = 4, min = 0x10000, cp = c & 0x07;
-        else
-            return 0;
-        if (i + len > n)
-            return 0;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        i += len;
-    }
-    return 1;
+    return text_utf8_valid(str, n);
 }
 
 /* check_record - the checks both forms share, on record `i` of the batch. */
@@ -151,6 +120,9 @@ static int check_record(const srv_batch *b, const rec_record *r, size_t i, srv_e
     if (!batch_utf8_valid(r->name, r->name_len))
         return fail(e, "record name is not UTF-8", "record names are UTF-8 strings without NUL bytes",
                     "record %zu (seq %llu): the name is not well-formed UTF-8", i, (unsigned long long)r->seq);
+    if (!text_line_valid(r->name, r->name_len))
+        return fail(e, "bad record name", "record names hold no control characters (docs/api.md)",
+                    "record %zu (seq %llu): the name holds a control character", i, (unsigned long long)r->seq);
     if (r->seq > INT64_MAX || r->nbytes > INT64_MAX)
         return fail(e, "record field out of range", "seq and nbytes must fit in 63 bits",
                     "record %zu: seq %llu, nbytes %llu", i, (unsigned long long)r->seq,

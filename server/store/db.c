@@ -2,6 +2,7 @@
 #include "server/store/db.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,13 +53,32 @@ void db_register(const char *name, const char *sql)
     n_statements++;
 }
 
-/* complain - log a connection failure at most once a second. */
-static void complain(const char *what, const char *msg)
+static atomic_long suppressed;
+
+void db_complain(const char *fmt, ...)
 {
     long now = (long)time(NULL);
     long last = atomic_load(&last_complaint);
-    if (now != last && atomic_compare_exchange_strong(&last_complaint, &last, now))
-        log_error("%s: %s", what, msg);
+    if (now - last < DB_LOG_PERIOD_S || !atomic_compare_exchange_strong(&last_complaint, &last, now)) {
+        atomic_fetch_add(&suppressed, 1);
+        return;
+    }
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    long n = atomic_exchange(&suppressed, 0);
+    if (n)
+        log_error("%s (and %ld more database errors in the last %ld s)", msg, n, now - last);
+    else
+        log_error("%s", msg);
+}
+
+/* complain - a connection failure, logged as db_complain does. */
+static void complain(const char *what, const char *msg)
+{
+    db_complain("%s: %s", what, msg);
 }
 
 static PGconn *connect_new(void)
@@ -133,6 +153,10 @@ static PGresult *exec_retry(const char *stmt, const char *sql, int n, const char
                 snprintf(err, cap, "the database is unreachable");
             return NULL;
         }
+        /* Inside a transaction a second attempt would run on a new session, outside it (and outside its
+         * locks): the first failure is the answer then. */
+        if (attempt == 0 && PQtransactionStatus(c) != PQTRANS_IDLE)
+            attempt = 1;
         PGresult *r = stmt ? PQexecPrepared(c, stmt, n, params, NULL, NULL, binary) : PQexec(c, sql);
         if (db_ok(r))
             return r;
@@ -141,7 +165,7 @@ static PGresult *exec_retry(const char *stmt, const char *sql, int n, const char
             snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
         int broken = PQstatus(c) != CONNECTION_OK;
         if (!broken || attempt == 1)
-            log_warn("query %s failed: %s", stmt ? stmt : "(sql)", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+            db_complain("query %s failed: %s", stmt ? stmt : "(sql)", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
         PQclear(r);
         db_conn_broken();
         if (!broken)
@@ -158,6 +182,65 @@ PGresult *db_exec(const char *stmt, int n, const char *const *params, char *err,
 PGresult *db_exec_bin(const char *stmt, int n, const char *const *params, char *err, size_t cap)
 {
     return exec_retry(stmt, NULL, n, params, 1, err, cap);
+}
+
+PGresult *db_exec_once(const char *stmt, int n, const char *const *params, char *err, size_t cap)
+{
+    PGconn *c = db_conn();
+    if (!c) {
+        if (err)
+            snprintf(err, cap, "the database is unreachable");
+        return NULL;
+    }
+    PGresult *r = PQexecPrepared(c, stmt, n, params, NULL, NULL, 0);
+    if (db_ok(r))
+        return r;
+    metrics_db_error();
+    if (err)
+        snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+    db_complain("query %s failed: %s", stmt, r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+    PQclear(r);
+    if (PQstatus(c) != CONNECTION_OK)
+        db_conn_broken();
+    return NULL;
+}
+
+static int simple(const char *sql, char *err, size_t cap)
+{
+    PGconn *c = db_conn();
+    if (!c) {
+        if (err)
+            snprintf(err, cap, "the database is unreachable");
+        return -1;
+    }
+    PGresult *r = PQexec(c, sql);
+    int ok = db_ok(r);
+    if (!ok) {
+        metrics_db_error();
+        if (err)
+            snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+    }
+    PQclear(r);
+    if (!ok && PQstatus(c) != CONNECTION_OK)
+        db_conn_broken();
+    return ok ? 0 : -1;
+}
+
+int db_begin(char *err, size_t cap)
+{
+    return simple("BEGIN", err, cap);
+}
+
+int db_commit(char *err, size_t cap)
+{
+    return simple("COMMIT", err, cap);
+}
+
+void db_rollback(void)
+{
+    PGconn *c = pthread_getspecific(conn_key);
+    if (c && PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE)
+        PQclear(PQexec(c, "ROLLBACK"));
 }
 
 PGresult *db_exec_sql(const char *sql, char *err, size_t cap)

@@ -42,6 +42,26 @@ PGresult *db_exec_bin(const char *stmt, int n, const char *const *params, char *
 /* db_exec_sql - the same for plain SQL text without parameters. */
 PGresult *db_exec_sql(const char *sql, char *err, size_t cap);
 
+/* db_complain - log a database failure as one error line at most every
+ * DB_LOG_PERIOD_S seconds, saying how many were left out since: a database
+ * that is down writes one line a period, not one per request or batch. */
+#define DB_LOG_PERIOD_S 10
+void db_complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* db_exec_once - db_exec without the retry on a new connection: for
+ * statements inside a transaction (db_begin), where a retry would run
+ * outside it. Returns the result (caller PQclear) or NULL with `err`. */
+PGresult *db_exec_once(const char *stmt, int n, const char *const *params, char *err, size_t cap);
+
+/* db_begin - BEGIN on this thread's connection. Returns 0 or -1 with `err`. */
+int db_begin(char *err, size_t cap);
+
+/* db_commit - COMMIT. Returns 0, or -1 with `err` (nothing was committed). */
+int db_commit(char *err, size_t cap);
+
+/* db_rollback - ROLLBACK if a transaction is open (errors ignored). */
+void db_rollback(void);
+
 /* db_int_array_parse - PostgreSQL's text form of an integer array ("{2,3}",
  * "{}") into up to `cap` values of `out`. Returns how many it held (values
  * past `cap` are dropped). */

@@ -2,6 +2,7 @@
 #include "server/store/pgembed.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
@@ -14,7 +15,10 @@
 #include <libpq-fe.h>
 
 #include "common/fsutil.h"
+#include "server/core/clock.h"
 #include "server/core/log.h"
+#include "server/core/metrics.h"
+#include "server/core/worker.h"
 
 /* run_tool - run argv as pe's user with stdout and stderr appended to the
  * cluster log; returns the exit status, or -1 when it could not run. */
@@ -243,4 +247,126 @@ void pg_embed_stop(pg_embed *pe)
     else
         log_info("embedded PostgreSQL stopped");
     pe->started = 0;
+}
+
+/* ---- the watch: bring a dead embedded PostgreSQL back */
+
+static void watch_loop(worker *w);
+static worker watch = WORKER_INIT("embedded PostgreSQL watch", watch_loop);
+static pg_embed *watched;
+static int watch_max;
+static pg_embed_status status = {0, "up", 0, 0, 0}; /* under watch.lock */
+
+/* postmaster_alive - whether the postmaster named in the cluster's postmaster.pid runs (a zombie left to
+ * PID 1 counts as dead). */
+static int postmaster_alive(const pg_embed *pe)
+{
+    char path[1200], line[64], stat[256];
+    snprintf(path, sizeof(path), "%s/postmaster.pid", pe->data_dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int ok = fgets(line, sizeof(line), f) != NULL;
+    fclose(f);
+    long pid = ok ? strtol(line, NULL, 10) : 0;
+    if (pid <= 0 || (kill((pid_t)pid, 0) < 0 && errno == ESRCH))
+        return 0;
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    f = fopen(path, "r");
+    if (!f)
+        return 1; /* no /proc: kill() said it lives */
+    ok = fgets(stat, sizeof(stat), f) != NULL;
+    fclose(f);
+    const char *close_paren = ok ? strrchr(stat, ')') : NULL;
+    return !(close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X'));
+}
+
+/* restart - pg_ctl start once; 0 when it runs again. */
+static int restart(const pg_embed *pe)
+{
+    char dflag[1200], lflag[1200];
+    snprintf(dflag, sizeof(dflag), "--pgdata=%s", pe->data_dir);
+    snprintf(lflag, sizeof(lflag), "--log=%s/server.log", pe->data_dir);
+    char *argv[] = {(char *)pe->pg_ctl, "start", dflag, lflag, "--wait", "--timeout=60", NULL};
+    return run_tool(pe, argv) == 0 ? 0 : -1;
+}
+
+static void watch_loop(worker *w)
+{
+    int tries = 0;
+    double backoff = 1, next_try = 0;
+    for (;;) {
+        worker_lock(w);
+        int stop = worker_wait_locked(w, 1.0);
+        worker_unlock(w);
+        if (stop)
+            return;
+        if (postmaster_alive(watched)) {
+            if (tries) {
+                tries = 0;
+                backoff = 1;
+            }
+            continue;
+        }
+        worker_lock(w);
+        int gave_up = !strcmp(status.state, "failed");
+        if (!gave_up && strcmp(status.state, "restarting")) {
+            status.state = "restarting";
+            metrics_pg_up(0);
+            log_error("the embedded PostgreSQL in %s is not running; starting it again", watched->data_dir);
+        }
+        worker_unlock(w);
+        if (gave_up || clock_mono_s() < next_try)
+            continue;
+        int ok = restart(watched) == 0;
+        worker_lock(w);
+        if (ok) {
+            status.state = "up";
+            status.restarts++;
+            status.last_restart = clock_wall_s();
+            metrics_pg_restart();
+            metrics_pg_up(1);
+            log_info("the embedded PostgreSQL runs again (restart %ld)", status.restarts);
+            tries = 0;
+            backoff = 1;
+        } else {
+            status.failures++;
+            tries++;
+            if (watch_max > 0 && tries >= watch_max) {
+                status.state = "failed";
+                log_error("the embedded PostgreSQL did not start in %d tries; giving up (hint: see %s and "
+                          "%s/server.log, then restart lockstepd)",
+                          tries, watched->log_path, watched->data_dir);
+            } else {
+                log_warn("the embedded PostgreSQL did not start (try %d); trying again in %.0f s", tries, backoff);
+                next_try = clock_mono_s() + backoff;
+                backoff = backoff * 2 > 30 ? 30 : backoff * 2;
+            }
+        }
+        worker_unlock(w);
+    }
+}
+
+int pg_embed_watch_start(pg_embed *pe, int max_tries)
+{
+    watched = pe;
+    watch_max = max_tries;
+    worker_lock(&watch);
+    status.watched = 1;
+    status.state = "up";
+    worker_unlock(&watch);
+    metrics_pg_up(1);
+    return worker_start(&watch, 1);
+}
+
+void pg_embed_watch_stop(void)
+{
+    worker_stop(&watch);
+}
+
+void pg_embed_status_get(pg_embed_status *out)
+{
+    worker_lock(&watch);
+    *out = status;
+    worker_unlock(&watch);
 }

@@ -12,6 +12,7 @@
 #include "server/core/log.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
+#include "server/store/groups.h"
 
 #define CACHE_SLOTS 4096
 
@@ -20,28 +21,42 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void store_runs_register(void)
 {
+    store_groups_register();
     db_register("run_get", "SELECT run_key, run_id, job_id, coalesce(twin_group, ''), ranks, start_step "
                            "FROM runs WHERE run_id = $1::uuid");
     /* A repeated client_id returns the run it registered (the no-op update makes RETURNING see the row);
      * xmax = 0 only on a row this statement inserted. */
+    db_register("run_again", "SELECT run_key, run_id, coalesce(twin_group, ''), ranks, start_step FROM runs "
+                             "WHERE job_id = $1 AND client_id = $2");
+    /* A run joining a group: every rank of the group counts as not compared until it is compared again (the
+     * fleet's settle rule reads group_checks; the comparison starts such a rank over from its shared start). */
+    db_register("group_reset", "DELETE FROM group_checks WHERE twin_group = $1");
+    db_register("job_attested_user", "SELECT user_name FROM attestations WHERE job_id = $1 ORDER BY attested_at "
+                                     "LIMIT 1");
     db_register("run_ins", "INSERT INTO runs (run_id, job_id, step_id, twin_group, ranks, start_step, user_name, "
-                           "nodes, command, mode, client_id, partition, resume_template) VALUES (gen_random_uuid(), "
-                           "$1, $2, nullif($3, ''), $4, $5, $6, $7, $8, $9, nullif($10, ''), $11, $12) "
-                           "ON CONFLICT (job_id, client_id) WHERE client_id IS "
+                           "nodes, command, mode, client_id, partition, resume_template, attested_user) VALUES "
+                           "(gen_random_uuid(), $1, $2, nullif($3, ''), $4, $5, $6, $7, $8, $9, nullif($10, ''), $11, "
+                           "$12, $13) ON CONFLICT (job_id, client_id) WHERE client_id IS "
                            "NOT NULL DO UPDATE SET client_id = excluded.client_id RETURNING run_key, run_id, "
                            "coalesce(twin_group, ''), ranks, start_step, xmax = 0");
     db_register("checkpoint_put", "INSERT INTO run_checkpoints (run_key, step, path, rank) VALUES ($1, $2, $3, $4) "
                                   "ON CONFLICT (run_key, step) DO UPDATE SET path = excluded.path, rank = excluded.rank, "
                                   "declared_at = now()");
-    db_register("group_reset", "DELETE FROM group_checks WHERE twin_group = $1");
     db_register("manifest_put", "INSERT INTO manifests (run_key, rank, manifest) VALUES ($1, $2, $3::jsonb) "
                                 "ON CONFLICT (run_key, rank) DO UPDATE SET manifest = excluded.manifest, "
                                 "received_at = now()");
-    db_register("rank_end", "INSERT INTO rank_ends (run_key, rank, exit_code) VALUES ($1, $2, $3) "
-                            "ON CONFLICT (run_key, rank) DO UPDATE SET exit_code = excluded.exit_code");
+    /* A rank's end commits under its group rank's shared lock, with its time taken under it (see
+     * batch_lock in write.c): a comparison that saw it marks later; one that did not is older than it. */
+    db_register("end_lock", "SELECT pg_advisory_xact_lock_shared(lockstep_check_key($1, $2::int))");
+    /* The ends of one run take its row in turn: the last one's count then sees every other end committed
+     * (two ends counting at once, each without the other's uncommitted row, left the run running). */
+    db_register("end_run_lock", "SELECT 1 FROM runs WHERE run_key = $1 FOR UPDATE");
+    db_register("rank_end", "INSERT INTO rank_ends (run_key, rank, exit_code, ended_at) VALUES ($1, $2, $3, "
+                            "clock_timestamp()) ON CONFLICT (run_key, rank) DO UPDATE SET exit_code = "
+                            "excluded.exit_code, ended_at = excluded.ended_at");
     db_register("run_finish",
                 "UPDATE runs SET status = CASE WHEN e.bad > 0 THEN 'failed' ELSE 'ended' END, "
-                "ended_at = coalesce(ended_at, now()) FROM (SELECT count(*) AS n, count(*) FILTER "
+                "ended_at = coalesce(ended_at, clock_timestamp()) FROM (SELECT count(*) AS n, count(*) FILTER "
                 "(WHERE exit_code <> 0) AS bad FROM rank_ends WHERE run_key = $1) e "
                 "WHERE runs.run_key = $1 AND e.n >= runs.ranks RETURNING runs.status");
 }
@@ -121,39 +136,87 @@ static const char *str_or(const json_t *o, const char *key, const char *dflt)
     return json_is_string(v) ? json_string_value(v) : dflt;
 }
 
-int store_run_create(const json_t *o, run_info *out, int *created, srv_error *e)
+/* fill_created - `out` from a row of run_key, run_id, twin_group, ranks, start_step (and the job id). */
+static void fill_created(PGresult *r, const char *job_id, run_info *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->key = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    snprintf(out->run_id, sizeof(out->run_id), "%s", PQgetvalue(r, 0, 1));
+    snprintf(out->job_id, sizeof(out->job_id), "%s", job_id);
+    snprintf(out->group, sizeof(out->group), "%s", PQgetvalue(r, 0, 2));
+    out->ranks = atoi(PQgetvalue(r, 0, 3));
+    out->start_step = strtoll(PQgetvalue(r, 0, 4), NULL, 10);
+}
+
+const char *store_job_attested_user(const char *job_id, char *out, size_t cap)
+{
+    char err[256];
+    const char *p[] = {job_id};
+    PGresult *r = db_exec("job_attested_user", 1, p, err, sizeof(err));
+    const char *u = NULL;
+    if (r && PQntuples(r) == 1) {
+        snprintf(out, cap, "%s", PQgetvalue(r, 0, 0));
+        u = out;
+    }
+    PQclear(r);
+    return u;
+}
+
+int store_run_create(const json_t *o, const run_claim *who, run_info *out, int *created, srv_error *e)
 {
     char ranks[32], start[32], err[512];
     snprintf(ranks, sizeof(ranks), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "ranks")));
     snprintf(start, sizeof(start), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "start_step")));
-    const char *p[] = {str_or(o, "job_id", ""), str_or(o, "step_id", ""), str_or(o, "twin_group", ""), ranks, start,
-                       str_or(o, "user", ""),   str_or(o, "nodes", ""),   str_or(o, "command", ""),    str_or(o, "mode", ""),
-                       str_or(o, "client_id", ""), str_or(o, "partition", ""), str_or(o, "resume", "")};
-    PGresult *r = db_exec("run_ins", 12, p, err, sizeof(err));
-    if (!r) {
-        db_fail(e, "registering the run", err);
-        return -1;
-    }
-    memset(out, 0, sizeof(*out));
-    /* What the database holds: on a repeated registration, the first attempt's fields. */
-    out->key = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    snprintf(out->run_id, sizeof(out->run_id), "%s", PQgetvalue(r, 0, 1));
-    snprintf(out->job_id, sizeof(out->job_id), "%s", p[0]);
-    snprintf(out->group, sizeof(out->group), "%s", PQgetvalue(r, 0, 2));
-    out->ranks = atoi(PQgetvalue(r, 0, 3));
-    out->start_step = strtoll(PQgetvalue(r, 0, 4), NULL, 10);
-    *created = PQgetvalue(r, 0, 5)[0] == 't';
-    PQclear(r);
-    cache_put(out);
-    if (*created && out->group[0]) {
-        /* A new twin changes what the group's runs share: compare from the start again. */
-        const char *g[] = {out->group};
-        r = db_exec("group_reset", 1, g, err, sizeof(err));
+    const char *job = str_or(o, "job_id", ""), *group = str_or(o, "twin_group", ""), *cid = str_or(o, "client_id", "");
+    const char *p[] = {job, str_or(o, "step_id", ""), group, ranks, start, str_or(o, "user", ""),
+                       str_or(o, "nodes", ""), str_or(o, "command", ""), str_or(o, "mode", ""), cid,
+                       str_or(o, "partition", ""), str_or(o, "resume", ""), who->attested_user};
+    PGresult *r = NULL;
+    *created = 0;
+    if (db_begin(err, sizeof(err)) < 0)
+        return db_fail(e, "registering the run", err);
+    if (*cid) {
+        /* A registration repeated by its client: the run the first one made, whatever this one says (and
+         * even when its group has filled up since). */
+        const char *pa[] = {job, cid};
+        r = db_exec_once("run_again", 2, pa, err, sizeof(err));
         if (!r)
-            log_warn("cannot reset the comparison of group %s: %s", out->group, err);
+            goto out_db;
+        if (PQntuples(r) == 1) {
+            fill_created(r, job, out);
+            PQclear(r);
+            if (db_commit(err, sizeof(err)) < 0)
+                goto out_db;
+            cache_put(out);
+            return 0;
+        }
         PQclear(r);
     }
+    if (*group && store_group_admit(group, who, e) < 0)
+        goto out_rollback;
+    r = db_exec_once("run_ins", 13, p, err, sizeof(err));
+    if (!r)
+        goto out_db;
+    /* What the database holds: on a repeated registration that raced this one, the first attempt's fields. */
+    fill_created(r, job, out);
+    *created = PQgetvalue(r, 0, 5)[0] == 't';
+    PQclear(r);
+    if (*created && *group) {
+        const char *pg[] = {group};
+        r = db_exec_once("group_reset", 1, pg, err, sizeof(err));
+        if (!r)
+            goto out_db;
+        PQclear(r);
+    }
+    if (db_commit(err, sizeof(err)) < 0)
+        goto out_db;
+    cache_put(out);
     return 0;
+out_db:
+    db_fail(e, "registering the run", err);
+out_rollback:
+    db_rollback();
+    return -1;
 }
 
 int store_manifest(const run_info *run, int rank, const char *json_text, srv_error *e)
@@ -194,18 +257,35 @@ int store_rank_end(const run_info *run, int rank, int exit_code, int *run_done, 
     snprintf(rk, sizeof(rk), "%d", rank);
     snprintf(code, sizeof(code), "%d", exit_code);
     const char *p[] = {key, rk, code};
-    PGresult *r = db_exec("rank_end", 3, p, err, sizeof(err));
-    if (!r) {
-        db_fail(e, "recording the rank's end", err);
-        return -1;
+    const char *pl[] = {run->group, rk};
+    PGresult *r = NULL;
+    if (db_begin(err, sizeof(err)) < 0)
+        goto out_fail;
+    if (run->group[0]) {
+        r = db_exec_once("end_lock", 2, pl, err, sizeof(err));
+        if (!r)
+            goto out_rollback;
+        PQclear(r);
     }
+    r = db_exec_once("end_run_lock", 1, p, err, sizeof(err));
+    if (!r)
+        goto out_rollback;
     PQclear(r);
-    r = db_exec("run_finish", 1, p, err, sizeof(err));
-    if (!r) {
-        db_fail(e, "updating the run's status", err);
-        return -1;
-    }
+    r = db_exec_once("rank_end", 3, p, err, sizeof(err));
+    if (!r)
+        goto out_rollback;
+    PQclear(r);
+    r = db_exec_once("run_finish", 1, p, err, sizeof(err));
+    if (!r)
+        goto out_rollback;
     *run_done = PQntuples(r) > 0;
     PQclear(r);
+    if (db_commit(err, sizeof(err)) < 0)
+        goto out_rollback;
     return 0;
+out_rollback:
+    db_rollback();
+out_fail:
+    db_fail(e, "recording the rank's end", err);
+    return -1;
 }

@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "server/core/error.h"
+#include "server/store/groups.h"
 
 /* What ingest needs to know about a run; cached in memory (these fields
  * never change after registration). */
@@ -30,9 +31,16 @@ int store_run_lookup(const char *run_id, run_info *out, srv_error *e);
 
 /* store_run_create - register a run from the validated request object `o`
  * (job_id, step_id, twin_group, ranks, start_step, user, nodes, command,
- * mode, client_id, partition, resume). Returns 0 and fills `out` (*created is 0 when the job
- * already registered this client_id: `out` is that run), or -1 with `e` filled. */
-int store_run_create(const json_t *o, run_info *out, int *created, srv_error *e);
+ * mode, client_id, partition, resume) for `who`, in one transaction: a repeated
+ * client_id returns the run it made (*created 0); a twin group is created
+ * owned by `who`, or joined when the ownership rule and the run limit allow
+ * (store_group_admit). Returns 0 and fills `out`, or -1 with `e` filled
+ * (e->status 403 or 409 for a refusal, 0 for a database error). */
+int store_run_create(const json_t *o, const run_claim *who, run_info *out, int *created, srv_error *e);
+
+/* store_job_attested_user - the user slurmstepd attested for any step of
+ * `job_id`, into `out`; returns out, or NULL when none (or on an error). */
+const char *store_job_attested_user(const char *job_id, char *out, size_t cap);
 
 /* store_manifest - store (or replace) rank `rank`'s manifest JSON text.
  * Returns 0, or -1 with `e` filled. */

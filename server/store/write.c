@@ -230,7 +230,7 @@ int store_batch(const run_info *run, const srv_batch *bt, store_result *res, srv
     }
     if (rc < 0) {
         db_fail(e, "storing the batch", err);
-        log_warn("batch %" PRIu64 " of run %s rank %u not stored: %s", bt->batch_seq, run->run_id, bt->rank, err);
+        db_complain("batch %" PRIu64 " of run %s rank %u not stored: %s", bt->batch_seq, run->run_id, bt->rank, err);
     }
     params_release(&bp);
     return rc;

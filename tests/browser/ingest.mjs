@@ -1,5 +1,5 @@
 // ingest.mjs - build real runs for the browser tests and send them through lockstepd's ingest API.
-import { must } from './lib.mjs';
+import { BASE, must } from './lib.mjs';
 
 /* fp64(...parts) - a deterministic 64-bit fingerprint (16 hex digits) for a record's identity and variant. */
 export function fp64(...parts) {
@@ -60,9 +60,22 @@ export async function registerRun(spec) {
     user: spec.user || 'alice', nodes: spec.nodes || 'n[1-2]', command: spec.command || 'srun --lockstep=det python train.py', mode: 'det',
   });
   const id = spec.id = reg.run_id;
+  // What slurmstepd would attest (here the admin does): which host ran each rank. Hardware evidence counts
+  // only where a manifest's host agrees with it (docs/server.md, "Attested identity").
+  const hostOf = (rank) => (spec.hosts ? spec.hosts[rank] : `n${1 + (rank >> 1)}`);
+  const byHost = new Map();
+  for (let rank = 0; rank < spec.ranks; rank++) byHost.set(hostOf(rank), [...(byHost.get(hostOf(rank)) || []), rank]);
+  for (const [node, ranks] of byHost) {
+    const res = await fetch(BASE + '/api/v1/attest', {
+      method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${process.env.LOCKSTEP_ADMIN_TOKEN}` },
+      body: JSON.stringify({ job_id: String(spec.job), step_id: '0', node, ranks, user: spec.user || 'alice',
+        nodes: spec.nodes || 'n[1-2]' }),
+    });
+    if (res.status !== 200) throw new Error(`POST /attest -> ${res.status}: ${(await res.text()).slice(0, 300)}`);
+  }
   for (let rank = 0; rank < spec.ranks; rank++) {
     await must('POST', `/runs/${id}/manifest`, {
-      rank, host: spec.hosts ? spec.hosts[rank] : `n${1 + (rank >> 1)}`, gpu_name: 'NVIDIA H100 80GB HBM3',
+      rank, host: hostOf(rank), gpu_name: 'NVIDIA H100 80GB HBM3',
       gpu_uuid: `GPU-${fp64(spec.job, rank).slice(0, 8)}-0000`, gpu_pci_bus: `0000:${(0x18 + rank).toString(16)}:00.0`,
       driver: '550.54.15', cuda: '12.4', nccl: spec.nccl || '2.21.5', mpi: 'Open MPI 4.1.4',
       env: { NCCL_ALGO: spec.ncclAlgo || 'Ring', NCCL_PROTO: 'Simple', CUBLAS_WORKSPACE_CONFIG: ':4096:8', OMP_NUM_THREADS: '8', PYTHONHASHSEED: '0' },

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run.sh - the fuzz tier: run each libFuzzer target briefly (FUZZ_SECONDS, default 15) from its seed corpus:
-# fuzz_batch (lockstepd's ingest decoders) and fuzz_text (trace windows, fault specs, lockstepd config lines).
+# fuzz_batch (lockstepd's ingest decoders) and fuzz_text (trace windows, fault specs, lockstepd config lines, request targets, node lists, sanitized text).
 # usage: tests/fuzz/run.sh BUILD_DIR   (ends with "N passed, N failed")
 set -u
 build=${1:-build}

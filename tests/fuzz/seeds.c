@@ -22,6 +22,8 @@ static int text_seeds(const char *dir)
         "\x00metrics;ops:steps=120-125:ranks=0,4-7", "\x00collectives:steps=5-:ranks=3", "\x00off",
         "\x01" "7:0:12", "\x01" "20:3", "\x02node=n3,step=20,bit=12", "\x02rank=1,step=7",
         "\x03listen = 127.0.0.1:8080", "\x03retain_days = 30", "\x03alert_webhook_url = http://127.0.0.1:9/hook",
+        "\x04/api/v1/twins/caf%C3%A9/steps?from=0&to=9&compact=1", "\x04/index.html%00.js",
+        "\x05login,n[1-3,7],gpu[001-012]-ib", "\x05r[1-2]n[1-4]", "\x06job\n42 \xc3\xa9\xff",
     };
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         char name[32];

@@ -6,6 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
 #include "common/lsfp1.h"
 
 long it_call(const h_srv *s, const char *method, const char *path, const char *body, const char *token, json_t **out)
@@ -115,4 +120,94 @@ json_t *it_wait_group(const h_srv *s, const char *group, const char *want)
         usleep(50000);
     }
     return o;
+}
+
+int it_connect(int port, double timeout_s)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {(time_t)timeout_s, (suseconds_t)((timeout_s - (time_t)timeout_s) * 1e6)};
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int it_raw(int port, const void *data, size_t len, double timeout_s, char **out)
+{
+    *out = NULL;
+    int fd = it_connect(port, timeout_s);
+    if (fd < 0)
+        return -1;
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = send(fd, (const char *)data + off, len - off, MSG_NOSIGNAL);
+        if (n <= 0)
+            break; /* the server may answer and close before taking it all */
+        off += (size_t)n;
+    }
+    size_t cap = 65536, got = 0;
+    char *buf = malloc(cap);
+    double t0 = h_now();
+    while (buf && h_now() - t0 < timeout_s) {
+        if (got + 1 >= cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            if (!buf)
+                break;
+        }
+        ssize_t n = recv(fd, buf + got, cap - got - 1, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (!buf)
+        return 0;
+    buf[got] = 0;
+    *out = buf;
+    int status = 0;
+    if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+        status = 0;
+    return status;
+}
+
+long it_rss_kb(int pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "VmRSS:", 6))
+            kb = strtol(line + 6, NULL, 10);
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+double it_metric(const h_srv *s, const char *sample, const char *token)
+{
+    char url[256], *text = NULL;
+    snprintf(url, sizeof(url), "%s/metrics", s->base);
+    if (h_http("GET", url, NULL, NULL, 0, token, &text) != 200) {
+        free(text);
+        return -1;
+    }
+    double v = -1;
+    size_t l = strlen(sample);
+    for (char *line = text; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (!strncmp(line, sample, l) && line[l] == ' ')
+            v = strtod(line + l + 1, NULL);
+        line = nl ? nl + 1 : NULL;
+    }
+    free(text);
+    return v;
 }

@@ -38,4 +38,22 @@ long it_end(const h_srv *s, const char *run_id, int rank, const char *token);
  * 10 s pass); returns the last reply (caller decrefs) or NULL. */
 json_t *it_wait_group(const h_srv *s, const char *group, const char *want);
 
+/* it_connect - a TCP connection to 127.0.0.1:port with receive and send
+ * timeouts of `timeout_s`; the socket, or -1. */
+int it_connect(int port, double timeout_s);
+
+/* it_raw - send `len` bytes on a new connection to 127.0.0.1:port and read
+ * until the server closes it or `timeout_s` pass; the answer (malloc'd,
+ * NUL-terminated, "" when none) in *out. Returns the status of the first
+ * status line, 0 when none came, -1 when it could not connect. */
+int it_raw(int port, const void *data, size_t len, double timeout_s, char **out);
+
+/* it_rss_kb - the resident set size of process `pid` in KiB, or -1. */
+long it_rss_kb(int pid);
+
+/* it_metric - the value of the Prometheus sample line that starts with
+ * `sample` (name and labels) in GET /metrics of `s`, or -1 when absent.
+ * `token` is sent when given. */
+double it_metric(const h_srv *s, const char *sample, const char *token);
+
 #endif /* TESTS_INTEGRATION_COMMON_H */

@@ -49,7 +49,9 @@ static int setup(void **state)
     char p[400];
     snprintf(p, sizeof(p), "%s/index.html", webdir);
     write_file(p, "<!doctype html><title>lockstep</title>");
-    snprintf(p, sizeof(p), "%s/app.js", webdir);
+    snprintf(p, sizeof(p), "%s/js", webdir);
+    fs_mkdir_p(p);
+    snprintf(p, sizeof(p), "%s/js/app.js", webdir);
     write_file(p, "console.log(1);");
     snprintf(p, sizeof(p), "%s/outside.txt", tmpdir);
     write_file(p, "secret outside");
@@ -290,7 +292,7 @@ static void test_static_files(void **state)
     } cases[] = {
         {"/", 200, "<title>lockstep</title>"},
         {"/index.html", 200, "<!doctype html>"},
-        {"/app.js", 200, "console.log"},
+        {"/js/app.js", 200, "console.log"},
         {"/leak.txt", 404, "not found"},            /* symlink out of the web dir */
         {"/../outside.txt", 404, NULL},             /* curl may normalize; the server must refuse either way */
         {"/%2e%2e/outside.txt", 404, "not found"},

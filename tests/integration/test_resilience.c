@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -340,6 +341,87 @@ static void test_embedded_postgres(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* count_lines - lines of `path` that contain `needle`. */
+static int count_lines(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int n = 0;
+    while (f && fgets(line, sizeof(line), f))
+        n += strstr(line, needle) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* The embedded PostgreSQL killed under load (finding 14: nothing restarted it; 503 until a manual pg_ctl
+ * start, ~20k warning lines in 15 s): lockstepd starts it again, says so in /api/v1/health and /metrics, and
+ * logs a line per period, not per failed batch. */
+static void test_embedded_postgres_restarted(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/lsemb.XXXXXX", sd[64], pidfile[128];
+    assert_non_null(mkdtemp(dir));
+    chmod(dir, 0711);
+    snprintf(sd, sizeof(sd), "%s/s", dir);
+    snprintf(pidfile, sizeof(pidfile), "%s/pgdata/postmaster.pid", sd);
+    const char *args[] = {"--state-dir", sd, NULL};
+    h_srv srv;
+    assert_int_equal(h_srv_start(&srv, args), 0);
+    char run[40];
+    assert_int_equal(it_register(&srv, "410", NULL, 1, 0, NULL, run), 0);
+    FILE *f = fopen(pidfile, "r");
+    assert_non_null(f);
+    long pm = 0;
+    assert_int_equal(fscanf(f, "%ld", &pm), 1);
+    fclose(f);
+    assert_int_equal(kill((pid_t)pm, SIGKILL), 0);
+    double t0 = h_now(), back = 0;
+    int attempts = 0, ok = 0;
+    uint64_t seq = 0;
+    while (h_now() - t0 < 40) {
+        /* a client that keeps sending while the database is away */
+        for (int i = 0; i < 20; i++, attempts++)
+            ok += it_post_steps(&srv, run, 0, (uint64_t)attempts, attempts, 1, 3, -1, -1, -1, -1, &seq, NULL) == 200;
+        /* back: health answers and says the cluster was started again (right after the kill, a backend
+         * that has not noticed its postmaster's death may still answer) */
+        json_t *h = NULL;
+        if (it_call(&srv, "GET", "/api/v1/health", NULL, NULL, &h) == 200 &&
+            json_integer_value(json_object_get(json_object_get(h, "embedded_postgres"), "restarts")) >= 1) {
+            json_decref(h);
+            back = h_now() - t0;
+            break;
+        }
+        json_decref(h);
+        usleep(100000);
+    }
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/health", NULL, NULL, &o), 200);
+    json_t *emb = json_object_get(o, "embedded_postgres");
+    print_message("postmaster killed: health back after %.1f s; %d batches sent meanwhile (%d stored); restarts %lld\n",
+                  back, attempts, ok, (long long)json_integer_value(json_object_get(emb, "restarts")));
+    assert_true(back > 0 && back < 30);
+    assert_string_equal(json_string_value(json_object_get(emb, "state")), "up");
+    assert_true(json_integer_value(json_object_get(emb, "restarts")) >= 1);
+    json_decref(o);
+    assert_true(it_metric(&srv, "lockstepd_embedded_postgres_restarts_total", NULL) >= 1);
+    assert_true(it_metric(&srv, "lockstepd_embedded_postgres_up", NULL) == 1);
+    /* data written after the restart is stored */
+    seq = 100000;
+    assert_int_equal(it_post_steps(&srv, run, 0, 999999, 100000, 1, 3, -1, -1, -1, -1, &seq, NULL), 200);
+    /* one database error line a period (10 s), not one per failed batch */
+    int lines = count_lines(srv.log, "lockstepd: query") + count_lines(srv.log, "lockstepd: batch") +
+                count_lines(srv.log, "lockstepd: cannot connect");
+    print_message("database error lines in the log during the outage: %d (for %d requests)\n", lines, attempts);
+    assert_true(lines <= 2 + (int)(back / 10));
+    assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
+    assert_false(pg_running(sd));
+    h_srv_cleanup(&srv);
+    char cmd[100];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_pg_restart_under_load),
         cmocka_unit_test(test_two_servers_one_database),
         cmocka_unit_test(test_embedded_postgres),
+        cmocka_unit_test(test_embedded_postgres_restarted),
     };
     return cmocka_run_group_tests_name("lockstepd resilience", tests, setup, teardown);
 }

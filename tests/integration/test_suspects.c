@@ -22,7 +22,7 @@
 
 static h_pg pg;
 static h_srv srv;
-static char dir[256], hooklog[300], maillog[300], conf[300], admin_file[300];
+static char dir[256], hooklog[300], maillog[300], conf[300], admin_file[300], scontrol_log[300];
 static int rport;
 static pid_t receiver = -1;
 static const char *ADMIN = "admin-secret-token";
@@ -63,6 +63,12 @@ static int setup(void **state)
     /* a sendmail-compatible capture program: arguments and the message, appended */
     snprintf(text, sizeof(text), "#!/bin/sh\n{ echo \"ARGS: $*\"; cat; echo '=== END'; } >> %s\n", maillog);
     write_file(script, text, 0755);
+    /* an scontrol that writes down what it was asked (slurm_action = drain) */
+    char scontrol[300];
+    snprintf(scontrol_log, sizeof(scontrol_log), "%s/scontrol.log", dir);
+    snprintf(scontrol, sizeof(scontrol), "%s/scontrol.sh", dir);
+    snprintf(text, sizeof(text), "#!/bin/sh\necho \"$*\" >> %s\n", scontrol_log);
+    write_file(scontrol, text, 0755);
     write_file(admin_file, ADMIN, 0600);
     snprintf(text, sizeof(text),
              "alert_webhook_url = http://127.0.0.1:%d/hook\n"
@@ -71,8 +77,8 @@ static int setup(void **state)
              "mail_program = %s\nmail_domain = example.org\n"
              "public_url = https://lockstep.example/\n"
              "alert_retry_ms = 100\nalert_retry_max_s = 1\nsuspects_interval_ms = 200\nalert_give_up_s = 10\n"
-             "alert_resend_s = 1\ncluster = testcluster\n",
-             rport, rport, rport, script);
+             "alert_resend_s = 1\ncluster = testcluster\nslurm_action = drain\nscontrol = %s\n",
+             rport, rport, rport, script, scontrol);
     write_file(conf, text, 0644);
     const char *args[] = {"--db", pg.conninfo, "--config", conf, "--admin-token", admin_file, NULL};
     return h_srv_start(&srv, args);
@@ -128,15 +134,39 @@ static void manifest(const char *run, int rank, const char *node, const char *al
     assert_int_equal(it_call(&srv, "POST", path, body, NULL, NULL), 200);
 }
 
-/* run_rec - a run of `group` on `nranks` ranks with rank r on nodes[r]; record
+/* attest_run - what slurmstepd would attest for the run of `job` (registered without a step id): rank r ran on
+ * nodes[r]. Posted with the admin token, which may attest too (this lockstepd has no site secret). */
+static void attest_run(const char *job, int nranks, const char *const *nodes)
+{
+    for (int r = 0; r < nranks; r++) {
+        int first = 1;
+        for (int q = 0; q < r; q++)
+            first &= strcmp(nodes[q], nodes[r]) != 0;
+        if (!first)
+            continue; /* one attestation per node, naming all its ranks */
+        char body[512], list[128] = "";
+        size_t n = 0;
+        for (int q = r; q < nranks; q++)
+            if (!strcmp(nodes[q], nodes[r]))
+                n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%d", n ? "," : "", q);
+        snprintf(body, sizeof(body),
+                 "{\"job_id\": \"%s\", \"node\": \"%s\", \"ranks\": [%s], \"user\": \"alice\"}", job, nodes[r], list);
+        assert_int_equal(it_call(&srv, "POST", "/api/v1/attest", body, ADMIN, NULL), 200);
+    }
+}
+
+/* run_rec - a run of `group` on `nranks` ranks with rank r on nodes[r] (attested); record
  * `rec` (0: loss, 1..3: layerN.out) of step 3 flipped on rank `flip_rank`
  * (-1: none); 6 steps; ended. Each test flips its own record so that the
  * spread rule compares only its own groups. */
-static void run_rec(const char *group, int nranks, const char *const *nodes, int flip_rank, int rec, const char *algo)
+static void run_rec_as(const char *group, int nranks, const char *const *nodes, int flip_rank, int rec,
+                       const char *algo, int attested)
 {
     char id[40], job[16];
     snprintf(job, sizeof(job), "%d", job_no++);
     assert_int_equal(it_register(&srv, job, group, nranks, 0, NULL, id), 0);
+    if (attested)
+        attest_run(job, nranks, nodes);
     for (int r = 0; r < nranks; r++)
         manifest(id, r, nodes[r], algo ? algo : "Ring");
     for (int r = 0; r < nranks; r++) {
@@ -144,6 +174,11 @@ static void run_rec(const char *group, int nranks, const char *const *nodes, int
         assert_int_equal(it_post_steps(&srv, id, r, 0, 0, 6, 4, r == flip_rank ? 3 : -1, rec, -1, -1, &seq, NULL), 200);
         assert_int_equal(it_end(&srv, id, r, NULL), 200);
     }
+}
+
+static void run_rec(const char *group, int nranks, const char *const *nodes, int flip_rank, int rec, const char *algo)
+{
+    run_rec_as(group, nranks, nodes, flip_rank, rec, algo, 1);
 }
 
 static void run(const char *group, int nranks, const char *const *nodes, int flip_rank, const char *algo)
@@ -613,6 +648,32 @@ static int has_state(const char *node, const char *state)
     return ok;
 }
 
+/* node_runs - the exposures ("runs") of a node as last rescored, -1 when unknown. */
+static long long node_runs(const char *node)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
+    json_t *o = NULL;
+    long long n = it_call(&srv, "GET", path, NULL, NULL, &o) == 200
+                      ? json_integer_value(json_object_get(json_object_get(o, "node"), "runs"))
+                      : -1;
+    json_decref(o);
+    return n;
+}
+
+/* scontrol_count - how many scontrol calls mention `needle`. */
+static int scontrol_count(const char *needle)
+{
+    FILE *f = fopen(scontrol_log, "r");
+    int n = 0;
+    char line[1024];
+    while (f && fgets(line, sizeof(line), f))
+        n += strstr(line, needle) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
 /* history_count - the node's history events of `kind` (optionally in `group`). */
 static int history_count(const char *node, const char *kind, const char *group, double *weight)
 {
@@ -635,19 +696,6 @@ static int history_count(const char *node, const char *kind, const char *group, 
             *weight = json_number_value(json_object_get(e, "weight"));
         n++;
     }
-    json_decref(o);
-    return n;
-}
-
-/* node_runs - the node's twin-compared runs (exposures) as GET /nodes/{name} says, or -1. */
-static long long node_runs(const char *node)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
-    json_t *o = NULL;
-    long long n = it_call(&srv, "GET", path, NULL, NULL, &o) == 200
-                      ? json_integer_value(json_object_get(json_object_get(o, "node"), "runs"))
-                      : -1;
     json_decref(o);
     return n;
 }
@@ -711,6 +759,64 @@ static void test_fleet_pairs_name_n3(void **state)
     assert_int_equal(hook_count("/hook", "\"kind\":\"suspect\"", NULL), 1);
     assert_int_equal(hook_count("/am/api/v2/alerts", "LockstepHardwareSuspect", NULL), 1);
     assert_int_equal(it_call(&srv, "GET", "/api/v1/nodes/nope", NULL, NULL, NULL), 404);
+    /* slurm_action = drain: n3 was drained, and no other node */
+    assert_int_equal(scontrol_count("nodename=n3 state=drain"), 1);
+    assert_int_equal(scontrol_count("state=drain"), 1);
+}
+
+/* Three fabricated three-run groups whose odd run reports prod-gpu-17, none attested (finding 2: one job's
+ * token made prod-gpu-17 a suspect, score 0.993, and lockstepd drained it): no evidence, no suspect, no drain. */
+static void test_unattested_blames_nobody(void **state)
+{
+    (void)state;
+    const char *good[] = {"q1", "q2"}, *good2[] = {"q3", "q4"}, *bad[] = {"prod-gpu-17", "q5"};
+    char group[32];
+    for (int i = 0; i < 3; i++) {
+        snprintf(group, sizeof(group), "fabricated-%d", i);
+        run_rec_as(group, 2, good, -1, 2, NULL, 0);
+        run_rec_as(group, 2, good2, -1, 2, NULL, 0);
+        run_rec_as(group, 2, bad, 0, 2, NULL, 0);
+        json_t *a = wait_alert(group, NULL, NULL);
+        assert_string_equal(str(a, "classification"), "software");
+        assert_non_null(strstr(str(a, "text"), "no attested hardware"));
+        assert_non_null(strstr(str(a, "text"), "prod-gpu-17, reported, not attested"));
+        json_decref(a);
+    }
+    usleep(1000000); /* a rescore pass */
+    assert_int_equal(history_count("prod-gpu-17", "involvement", NULL, NULL), 0);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/nodes/prod-gpu-17", NULL, NULL, NULL), 404);
+    assert_int_equal(scontrol_count("prod-gpu-17"), 0);
+}
+
+/* An attested run whose manifest names another host than slurmstepd attested: the rank's hardware counts
+ * for nothing (neither the attested node nor the reported one is blamed for it). */
+static void test_reported_host_disagrees(void **state)
+{
+    (void)state;
+    /* the odd run comes last, so the group is first evaluated with all three (as test_three_runs_minority) */
+    const char *twin[] = {"k3", "k4"}, *third[] = {"k5", "k6"}, *ran[] = {"k1", "k2"}, *said[] = {"prod-gpu-18", "k2"};
+    for (int i = 0; i < 3; i++) {
+        char id[40], job[16];
+        snprintf(job, sizeof(job), "%d", job_no++);
+        assert_int_equal(it_register(&srv, job, "disagree", 2, 0, NULL, id), 0);
+        int odd = i == 2;
+        const char *const *nodes = odd ? ran : i == 0 ? twin : third;
+        attest_run(job, 2, nodes);
+        for (int r = 0; r < 2; r++)
+            manifest(id, r, odd ? said[r] : nodes[r], "Ring");
+        for (int r = 0; r < 2; r++) {
+            uint64_t seq = 0;
+            assert_int_equal(it_post_steps(&srv, id, r, 0, 0, 6, 4, odd && r == 0 ? 3 : -1, 3, -1, -1, &seq, NULL), 200);
+            assert_int_equal(it_end(&srv, id, r, NULL), 200);
+        }
+    }
+    json_t *a = wait_alert("disagree", NULL, NULL);
+    assert_string_equal(str(a, "classification"), "software");
+    assert_non_null(strstr(str(a, "text"), "no attested hardware"));
+    json_decref(a);
+    assert_int_equal(history_count("prod-gpu-18", "involvement", NULL, NULL), 0);
+    assert_int_equal(history_count("k1", "involvement", NULL, NULL), 0);
+    assert_int_equal(history_count("k3", "involvement", NULL, NULL), 0);
 }
 
 static void test_software_same_hardware(void **state)
@@ -750,6 +856,7 @@ static void json_run(const char *group, const char *const *nodes, int in_salt, i
     char id[40], job[16], path[128], body[4096];
     snprintf(job, sizeof(job), "%d", job_no++);
     assert_int_equal(it_register(&srv, job, group, 2, 0, NULL, id), 0);
+    attest_run(job, 2, nodes);
     for (int r = 0; r < 2; r++) {
         manifest(id, r, nodes[r], "Ring");
         size_t n = (size_t)snprintf(body, sizeof(body), "{\"rank\": %d, \"batch_seq\": 0, \"records\": [", r);
@@ -974,6 +1081,7 @@ static void collective_run(const char *group, const char *const *nodes, int in_r
     char id[40], job[16], path[128], body[8192];
     snprintf(job, sizeof(job), "%d", job_no++);
     assert_int_equal(it_register(&srv, job, group, 4, 0, NULL, id), 0);
+    attest_run(job, 4, nodes); /* slurmstepd's word on the placement: hardware evidence counts */
     for (int r = 0; r < 4; r++)
         manifest(id, r, nodes[r], "Ring");
     for (int r = 0; r < 4; r++) {
@@ -1119,6 +1227,67 @@ static void test_incomplete_supersedes(void **state)
     json_decref(tw);
 }
 
+/* A third run whose ranks report seconds apart: rank 1 (on the same node as a twin's rank 1) first, rank 0
+ * (whose input diverges, earlier in the program) later. The group is judged once rank 0 has been compared
+ * with the third run too, so the odd run's rank 0 node takes the blame; judged on rank 1 alone it was
+ * "same hardware", software, and the group's one alert said so. */
+static void test_third_run_ranks_apart(void **state)
+{
+    (void)state;
+    const char *na[] = {"y1", "y2"}, *nb[] = {"y3", "y4"}, *nc[] = {"y9", "y4"};
+    run_rec("apart", 2, na, -1, 2, NULL);
+    run_rec("apart", 2, nb, -1, 2, NULL);
+    usleep(1000000); /* the pair is compared and judged a match */
+    char id[40], job[16];
+    snprintf(job, sizeof(job), "%d", job_no++);
+    assert_int_equal(it_register(&srv, job, "apart", 2, 0, NULL, id), 0);
+    attest_run(job, 2, nc);
+    for (int r = 0; r < 2; r++)
+        manifest(id, r, nc[r], "Ring");
+    uint64_t seq1 = 0, seq0 = 0;
+    /* rank 1 diverges at step 3 on record 3 (a later seq), rank 0 on record 1 (an earlier seq) */
+    assert_int_equal(it_post_steps(&srv, id, 1, 0, 0, 6, 4, 3, 3, -1, -1, &seq1, NULL), 200);
+    assert_int_equal(it_end(&srv, id, 1, NULL), 200);
+    usleep(2500000); /* several comparison sweeps and fleet passes without rank 0 of the third run */
+    assert_int_equal(it_post_steps(&srv, id, 0, 0, 0, 6, 4, 3, 1, -1, -1, &seq0, NULL), 200);
+    assert_int_equal(it_end(&srv, id, 0, NULL), 200);
+    json_t *a = wait_alert("apart", NULL, NULL);
+    assert_string_equal(str(a, "classification"), "hardware");
+    assert_non_null(strstr(str(a, "text"), "strong evidence against y9"));
+    json_decref(a);
+    double w = 0;
+    for (int i = 0; i < 100 && history_count("y9", "involvement", "apart", &w) == 0; i++)
+        usleep(50000);
+    assert_true(w == 1.0);
+    assert_int_equal(history_count("y4", "involvement", NULL, NULL), 0);
+}
+
+/* With trust_reported_hosts = yes (a cluster without the SPANK plugin) manifests' own hosts count: the same
+ * unattested groups blame the odd run's node. (Last: it restarts lockstepd with that setting.) */
+static void test_trust_reported_hosts(void **state)
+{
+    (void)state;
+    assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
+    char conf2[320];
+    snprintf(conf2, sizeof(conf2), "%s/trust.conf", dir);
+    FILE *f = fopen(conf2, "w");
+    assert_non_null(f);
+    fprintf(f, "trust_reported_hosts = yes\nsuspects_interval_ms = 200\n");
+    fclose(f);
+    const char *args[] = {"--db", pg.conninfo, "--config", conf2, "--admin-token", admin_file, NULL};
+    h_srv_cleanup(&srv);
+    assert_int_equal(h_srv_start(&srv, args), 0);
+    const char *good[] = {"v1", "v2"}, *good2[] = {"v3", "v4"}, *bad[] = {"v9", "v5"};
+    run_rec_as("trusted", 2, good, -1, 1, NULL, 0);
+    run_rec_as("trusted", 2, good2, -1, 1, NULL, 0);
+    run_rec_as("trusted", 2, bad, 0, 1, NULL, 0);
+    double w = 0;
+    for (int i = 0; i < 200 && history_count("v9", "involvement", "trusted", &w) == 0; i++)
+        usleep(50000);
+    assert_int_equal(history_count("v9", "involvement", "trusted", &w), 1);
+    assert_true(w == 1.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1131,6 +1300,9 @@ int main(void)
         cmocka_unit_test(test_admin_actions_and_ack), cmocka_unit_test(test_undeliverable_gives_up),
         cmocka_unit_test(test_origin_rank_only),      cmocka_unit_test(test_every_rank_blames_no_node),
         cmocka_unit_test(test_incomplete_supersedes),
+        cmocka_unit_test(test_unattested_blames_nobody), cmocka_unit_test(test_reported_host_disagrees),
+        cmocka_unit_test(test_third_run_ranks_apart),
+        cmocka_unit_test(test_trust_reported_hosts),
     };
     return cmocka_run_group_tests_name("lockstepd suspects and alerts", tests, setup, teardown);
 }

@@ -176,6 +176,21 @@ t_pairs_run() {
   grep -c 'injected fault' "$tmp/err" | grep -qx 8 || { echo "a B run met the fault" >>"$tmp/err"; return 1; }
   echo "16 jobs in $(( ($(date +%s%N) - t) / 1000000 )) ms" >>"$tmp/err"
 }
+# Each run's placement comes from slurmstepd (the plugin's attestation), and pair-0's A run put rank 1 on n3.
+t_attested() {
+  local i id
+  for i in "${!A[@]}"; do
+    for id in $(get "/runs?group=pair-$i" | json "' '.join(r['run_id'] for r in d['items'])"); do
+      get "/runs/$id" | json "d['attested'] and d['attested']['by'] == 'slurmstepd' and d['attested']['user'] == 'root' and sorted(r for p in d['attested']['placement'] for r in p['ranks']) == [0, 1]" |
+        grep -qx True || { get "/runs/$id" >>"$tmp/err"; return 1; }
+    done
+  done
+  local n3=
+  for id in $(get "/runs?group=pair-0" | json "' '.join(r['run_id'] for r in d['items'])"); do
+    n3+=$(get "/runs/$id" | json "''.join(str(p['ranks']) for p in d['attested']['placement'] if p['node'] == 'n3')")
+  done
+  [ "$n3" = "[1]" ] || { echo "pair-0: n3 ran ranks '$n3'" >>"$tmp/err"; return 1; }
+}
 n3_blamed_all() { [ "$(get "/nodes/n3/history?limit=1000" | json "sum(1 for e in d['items'] if e['kind']=='involvement')")" = 8 ]; }
 t_n3_suspect() {
   wait_for 20 n3_blamed_all || { get "/nodes" >>"$tmp/err"; return 1; }
@@ -366,6 +381,7 @@ t_three_runs() {
 
 check "16 lockstep-train jobs: 8 twin pairs, the fault fires on n3" t_pairs_run
 check "the slurmctld epilog writes each job's outcome into its AdminComment (sacct, with slurmdbd)" t_epilog_comments
+check "slurmstepd attested every run's rank placement (the plugin, not the job)" t_attested
 check "n3 turns suspect (score >= 0.95); n1, n2, n4 stay ok" t_n3_suspect
 check "lockstepd drains n3 in Slurm with a lockstep: reason" t_n3_drained_in_slurm
 check "alerts: one per group, suspect n3 delivered to webhook, Slack, Alertmanager; mail to the user" t_alerts

@@ -11,7 +11,11 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <slurm/spank.h>
+#include <sys/socket.h>
 
 #include "common/crypto/token.h"
 
@@ -29,7 +33,7 @@ static struct {
     const char *given[8][2]; /* option name, value ("" for a bare flag) the user typed */
     int n_given;
     char *env[256];
-    uint32_t job_id, step_id, ntasks, node_id, global_id;
+    uint32_t job_id, step_id, ntasks, node_id, global_id, nlocal;
     uint16_t cpt;
     int task_id, exit_status;
     char log[16384];
@@ -124,6 +128,14 @@ spank_err_t spank_get_item(spank_t s, spank_item_t item, ...)
     case S_JOB_NODEID:
         *va_arg(ap, uint32_t *) = F.node_id;
         break;
+    case S_JOB_LOCAL_TASK_COUNT:
+        *va_arg(ap, uint32_t *) = F.nlocal;
+        break;
+    case S_JOB_LOCAL_TO_GLOBAL_ID: { /* node k runs ranks 2k, 2k+1 */
+        uint32_t local = va_arg(ap, uint32_t);
+        *va_arg(ap, uint32_t *) = F.node_id * F.nlocal + local;
+        break;
+    }
     case S_STEP_CPUS_PER_TASK:
         *va_arg(ap, uint16_t *) = F.cpt;
         break;
@@ -235,7 +247,74 @@ static void fake_reset(spank_context_t ctx)
     F.job_id = 77;
     F.step_id = 0;
     F.ntasks = 4;
+    F.nlocal = 2;
     F.cpt = 2;
+}
+
+/* ---- a tiny lockstepd stand-in: answers every request 200 "{}" and keeps what it was sent */
+
+static struct {
+    int fd, port;
+    char seen[16384];
+    int refuse_attest; /* answer this many attestations 503 first */
+    pthread_mutex_t lock;
+} H = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *http_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int c = accept(H.fd, NULL, NULL);
+        if (c < 0)
+            return NULL;
+        char buf[8192];
+        size_t n = 0;
+        char *body = NULL;
+        long want = -1;
+        while (n + 1 < sizeof(buf)) {
+            ssize_t r = recv(c, buf + n, sizeof(buf) - 1 - n, 0);
+            if (r <= 0)
+                break;
+            n += (size_t)r;
+            buf[n] = 0;
+            body = strstr(buf, "\r\n\r\n");
+            if (body && want < 0) {
+                char *cl = strcasestr(buf, "Content-Length:");
+                want = cl ? strtol(cl + 15, NULL, 10) : 0;
+            }
+            if (body && (long)(n - (size_t)(body + 4 - buf)) >= want)
+                break;
+        }
+        pthread_mutex_lock(&H.lock);
+        size_t l = strlen(H.seen);
+        snprintf(H.seen + l, sizeof(H.seen) - l, "%s\n====\n", buf);
+        int refuse = H.refuse_attest > 0 && strstr(buf, "POST /api/v1/attest");
+        if (refuse)
+            H.refuse_attest--;
+        pthread_mutex_unlock(&H.lock);
+        static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+                                 "Connection: close\r\n\r\n{}";
+        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                   "Content-Length: 2\r\nConnection: close\r\n\r\n{}";
+        if (refuse ? send(c, busy, sizeof(busy) - 1, MSG_NOSIGNAL) < 0 : send(c, ok, sizeof(ok) - 1, MSG_NOSIGNAL) < 0)
+            fprintf(stderr, "stand-in: send failed\n");
+        close(c);
+    }
+}
+
+/* http_start - the stand-in on a free loopback port (in this process: call it inside in_child's case). */
+static void http_start(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof(a);
+    H.fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (H.fd < 0 || bind(H.fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(H.fd, 8) < 0 ||
+        getsockname(H.fd, (struct sockaddr *)&a, &l) < 0)
+        _exit(2);
+    H.port = ntohs(a.sin_port);
+    pthread_t t;
+    pthread_create(&t, NULL, http_main, NULL);
+    pthread_detach(t);
 }
 
 static void env_put(const char *kv)
@@ -441,6 +520,96 @@ static void case_remote_det(void)
     F.global_id = 3;
     F.exit_status = 2 << 8;
     CHECK(slurm_spank_task_exit(sp, 0, NULL) == 0); /* not registered: nothing to report, no error */
+    CHECK(slurm_spank_exit(sp, 0, NULL) == 0);
+}
+
+/* Every node attests, from slurmstepd, which global ranks run on it (its name from the step's node list at
+ * slurmstepd's index), with the attestation token, which never enters the job's environment; the first node
+ * registers the run with that token too. */
+static void attests_on_node(uint32_t node, const char *want_node, const char *want_ranks)
+{
+    char want[TOKEN_HEX_LEN + 1], auth[128], server[64];
+    fake_reset(S_CTX_REMOTE);
+    http_start();
+    H.seen[0] = 0;
+    F.node_id = node;
+    static char *args[8];
+    args_base();
+    for (int i = 0; i < n_remote_args; i++)
+        args[i] = remote_args[i];
+    snprintf(server, sizeof(server), "server=http://127.0.0.1:%d", H.port);
+    args[2] = server;
+    env_put("SLURM_STEP_NODELIST=n[1-2]");
+    env_put("SLURM_STEP_GPUS=0,1");
+    user_gives("lockstep", "fp");
+    user_gives("lockstep-twin", "g1");
+    CHECK(init_and_options(n_remote_args, args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, args) == 0);
+    CHECK(token_compute_attest("s3cret", 6, "77", want) == 0);
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", want);
+    pthread_mutex_lock(&H.lock);
+    CHECK(strstr(H.seen, "POST /api/v1/attest"));
+    const char *at = strstr(H.seen, "POST /api/v1/attest");
+    CHECK(strstr(at, auth));
+    char node_field[64];
+    snprintf(node_field, sizeof(node_field), "\"node\":\"%s\"", want_node);
+    CHECK(strstr(at, node_field));
+    CHECK(strstr(at, want_ranks));
+    CHECK(strstr(at, "\"gpus\":\"0,1\"") && strstr(at, "\"user\":\"root\"") && strstr(at, "\"nodes\":\"n[1-2]\""));
+    /* the first node registers, with the attestation token; the others do not */
+    const char *reg = strstr(H.seen, "POST /api/v1/runs ");
+    CHECK(node == 0 ? reg && strstr(reg, auth) : reg == NULL);
+    pthread_mutex_unlock(&H.lock);
+    CHECK(strstr(F.log, "attested on"));
+    /* the job sees its own token only */
+    for (int i = 0; F.env[i]; i++)
+        CHECK(!strstr(F.env[i], want));
+}
+
+static void case_remote_attests(void)
+{
+    attests_on_node(1, "n2", "\"ranks\":[2,3]");
+}
+
+static void case_remote_attests_first(void)
+{
+    attests_on_node(0, "n1", "\"ranks\":[0,1]");
+}
+
+/* An attestation lockstepd did not take when the step started is tried once more at the first task exit
+ * (slurmstepd, still root, still holding the token). */
+static void case_remote_attest_again(void)
+{
+    char server[64];
+    fake_reset(S_CTX_REMOTE);
+    http_start();
+    H.seen[0] = 0;
+    H.refuse_attest = 1;
+    F.node_id = 1;
+    static char *args[8];
+    args_base();
+    for (int i = 0; i < n_remote_args; i++)
+        args[i] = remote_args[i];
+    snprintf(server, sizeof(server), "server=http://127.0.0.1:%d", H.port);
+    args[2] = server;
+    env_put("SLURM_STEP_NODELIST=n[1-2]");
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(n_remote_args, args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, args) == 0);
+    CHECK(strstr(F.log, "not attested on n2"));
+    F.global_id = 2;
+    CHECK(slurm_spank_task_exit(sp, 0, NULL) == 0);
+    CHECK(strstr(F.log, "attested on n2 (2 ranks)"));
+    pthread_mutex_lock(&H.lock);
+    const char *first = strstr(H.seen, "POST /api/v1/attest");
+    CHECK(first && strstr(first + 1, "POST /api/v1/attest"));
+    pthread_mutex_unlock(&H.lock);
+    F.global_id = 3;
+    CHECK(slurm_spank_task_exit(sp, 0, NULL) == 0); /* once only */
+    pthread_mutex_lock(&H.lock);
+    const char *second = strstr(strstr(H.seen, "POST /api/v1/attest") + 1, "POST /api/v1/attest");
+    CHECK(!strstr(second + 1, "POST /api/v1/attest"));
+    pthread_mutex_unlock(&H.lock);
     CHECK(slurm_spank_exit(sp, 0, NULL) == 0);
 }
 
@@ -700,6 +869,9 @@ static void test_slurmd(void **s) { (void)s; in_child(case_slurmd); }
 static void test_job_script(void **s) { (void)s; in_child(case_job_script); }
 static void test_remote_det(void **s) { (void)s; in_child(case_remote_det); }
 static void test_remote_det_conflict(void **s) { (void)s; in_child(case_remote_det_conflict); }
+static void test_remote_attests(void **s) { (void)s; in_child(case_remote_attests); }
+static void test_remote_attests_first(void **s) { (void)s; in_child(case_remote_attests_first); }
+static void test_remote_attest_again(void **s) { (void)s; in_child(case_remote_attest_again); }
 static void test_remote_fp_conflict(void **s) { (void)s; in_child(case_remote_fp_conflict); }
 static void test_remote_untouched(void **s) { (void)s; in_child(case_remote_untouched); }
 static void test_remote_stream(void **s) { (void)s; in_child(case_remote_stream); }
@@ -759,6 +931,9 @@ int main(void)
         cmocka_unit_test(test_job_script),
         cmocka_unit_test(test_remote_det),
         cmocka_unit_test(test_remote_det_conflict),
+        cmocka_unit_test(test_remote_attests),
+        cmocka_unit_test(test_remote_attests_first),
+        cmocka_unit_test(test_remote_attest_again),
         cmocka_unit_test(test_remote_fp_conflict),
         cmocka_unit_test(test_remote_untouched),
         cmocka_unit_test(test_remote_stream),

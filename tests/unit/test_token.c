@@ -37,6 +37,18 @@ static void test_job_ids_differ(void **state)
     assert_false(token_equal(a, "abc"));
 }
 
+/* The attestation token: a key derived from the secret, then the job id; never the job's own token. */
+static void test_attest_token(void **state)
+{
+    (void)state;
+    char a[TOKEN_HEX_LEN + 1], j[TOKEN_HEX_LEN + 1];
+    assert_int_equal(token_compute_attest("s", 1, "123", a), 0);
+    assert_string_equal(a, "25da359848b11ce8c713fd1a4834c5eff6f6e038e31efb2e14b3cfe1b834b616");
+    assert_int_equal(token_compute("s", 1, "123", j), 0);
+    assert_string_equal(j, "18998337dade6ea85a1c8241bbdf89392c6356ef21088a2c32f07e7960b2dcaf");
+    assert_false(token_equal(a, j));
+}
+
 static void test_secret_file(void **state)
 {
     (void)state;
@@ -68,7 +80,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rfc4231_case2),
-        cmocka_unit_test(test_job_ids_differ),
+        cmocka_unit_test(test_job_ids_differ), cmocka_unit_test(test_attest_token),
         cmocka_unit_test(test_secret_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

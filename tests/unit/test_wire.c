@@ -75,6 +75,26 @@ static void test_resume_check(void **state)
     assert_int_equal(wire_resume_check(NULL, why, sizeof(why)), -1);
 }
 
+static void test_attest_body(void **state)
+{
+    (void)state;
+    unsigned ranks[] = {2, 3, 6};
+    wire_attest a = {.job_id = "42", .step_id = "0", .node = "n3", .node_index = 2, .user = "alice",
+                     .nodes = "n[1-4]", .gpus = "", .ranks = ranks, .nranks = 3};
+    char *b = wire_attest_body(&a);
+    assert_non_null(b);
+    json_t *o = json_loads(b, 0, NULL);
+    assert_non_null(o);
+    assert_string_equal(json_string_value(json_object_get(o, "node")), "n3");
+    assert_int_equal(json_integer_value(json_object_get(o, "node_index")), 2);
+    assert_string_equal(json_string_value(json_object_get(o, "nodes")), "n[1-4]");
+    assert_null(json_object_get(o, "gpus")); /* empty: left out */
+    assert_int_equal(json_array_size(json_object_get(o, "ranks")), 3);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(o, "ranks"), 2)), 6);
+    json_decref(o);
+    free(b);
+}
+
 static void test_lookup_path(void **state)
 {
     (void)state;
@@ -141,6 +161,7 @@ int main(void)
         cmocka_unit_test(test_body),
         cmocka_unit_test(test_lookup_path),
         cmocka_unit_test(test_resume_check),
+        cmocka_unit_test(test_attest_body),
         cmocka_unit_test(test_pick),
         cmocka_unit_test(test_obj_string),
     };
