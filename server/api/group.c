@@ -11,6 +11,7 @@
 #include "server/api/pgjson.h"
 #include "server/core/state.h"
 #include "server/http/auth.h"
+#include "server/core/xalloc.h"
 #include "server/http/reply.h"
 #include "server/store/db.h"
 
@@ -41,6 +42,12 @@ void group_register(void)
     db_register("grp_reader", "SELECT coalesce((SELECT user_name FROM attestations WHERE job_id = $1 LIMIT 1), "
                               "(SELECT coalesce(attested_user, user_name) FROM runs WHERE job_id = $1 "
                               "ORDER BY run_key LIMIT 1))");
+    /* How many of the runs $1 (uuid[]) user $2 may not read: a run of a twin group through the group's owner and
+     * shares, a run outside any group through its own user (attested, else reported). */
+    db_register("grp_runs_hidden", "SELECT count(*) FROM runs r WHERE r.run_id = ANY($1::uuid[]) AND NOT CASE "
+                                   "WHEN coalesce(r.twin_group, '') <> '' THEN EXISTS (SELECT 1 FROM twin_groups o "
+                                   "WHERE o.twin_group = r.twin_group AND (o.owner = $2 OR $2 = ANY(o.shared_with) "
+                                   "OR '*' = ANY(o.shared_with))) ELSE coalesce(r.attested_user, r.user_name) = $2 END");
     db_register("grp_visible", "SELECT 1 FROM twin_groups WHERE twin_group = $1 AND (owner = $2 OR "
                                "$2 = ANY(shared_with) OR '*' = ANY(shared_with))");
 }
@@ -89,6 +96,33 @@ int group_readable(http_req *req, const char *group, const char *user)
     if (!ok)
         http_reply_error(req, 403, "twin group of another user",
                          "a job's token reads the twin groups its user owns or was shared with",
+                         "see docs/server.md, \"Twin groups and owners\"");
+    return ok;
+}
+
+int group_runs_readable(http_req *req, const char *user, const char *const *run_ids, int n)
+{
+    if (!*user || n <= 0)
+        return 1;
+    size_t cap = (size_t)n * 40 + 3, len = 0;
+    char *arr = xmalloc(cap), err[512];
+    arr[len++] = '{';
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(arr + len, cap - len, "%s%.36s", i ? "," : "", run_ids[i]);
+    snprintf(arr + len, cap - len, "}");
+    const char *p[] = {arr, user};
+    PGresult *r = db_exec("grp_runs_hidden", 2, p, err, sizeof(err));
+    free(arr);
+    if (!r) {
+        http_reply_db_down(req, err);
+        return 0;
+    }
+    int ok = PQntuples(r) == 1 && atoll(PQgetvalue(r, 0, 0)) == 0;
+    PQclear(r);
+    if (!ok)
+        http_reply_error(req, 403, "run of another user",
+                         "a job's token reads the runs of the twin groups its user owns or was shared with, and its "
+                         "user's runs outside any group",
                          "see docs/server.md, \"Twin groups and owners\"");
     return ok;
 }

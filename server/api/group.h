@@ -37,6 +37,12 @@ int group_reader(http_req *req, char *user, size_t cap);
  * group is shared with it (or with "*"); else 0 after replying 403 (or 503). */
 int group_readable(http_req *req, const char *group, const char *user);
 
+/* group_runs_readable - 1 when `user` ("" = anyone, from group_reader) may read every run of run_ids[0..n) (run
+ * ids as text): each run's twin group is readable to it (group_readable's rule), or the run is in no group and is
+ * that user's (attested, else reported); else 0 after replying 403 (or 503). What GET /api/v1/compare and the
+ * reads of one run's data outside a group read ask. */
+int group_runs_readable(http_req *req, const char *user, const char *const *run_ids, int n);
+
 /* group_open_for - group_reader, group_readable, then group_open: every read of one twin group. */
 int group_open_for(http_req *req, const char *group, group_runs *g, enum MHD_Result *sent);
 

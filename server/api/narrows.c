@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/api/group.h"
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/api/run_ref.h"
@@ -94,6 +95,9 @@ static enum MHD_Result set_jobs(http_req *req, char **args)
 /* read_narrow - GET /api/v1/narrows/{id}: the experiment, its placements and outcomes, its verdict. */
 static enum MHD_Result read_narrow(http_req *req, char **args)
 {
+    char user[256]; /* a job's token reads the narrows of its user's groups */
+    if (group_reader(req, user, sizeof(user)) < 0)
+        return MHD_YES;
     long long id = narrow_id_arg(req, args[0]);
     if (id < 0)
         return MHD_YES;
@@ -102,6 +106,11 @@ static enum MHD_Result read_narrow(http_req *req, char **args)
     json_t *doc = narrow_json(id, &status, &e);
     if (!doc)
         return http_reply_srv_error(req, status, &e);
+    const char *group = json_string_value(json_object_get(doc, "group"));
+    if (group && !group_readable(req, group, user)) {
+        json_decref(doc);
+        return MHD_YES;
+    }
     return http_reply_json(req, 200, json_pack("{s:o}", "narrow", doc));
 }
 
@@ -109,7 +118,9 @@ static enum MHD_Result read_narrow(http_req *req, char **args)
 static enum MHD_Result list_narrows(http_req *req, char **args)
 {
     long long limit, cursor;
-    if (api_page(req, 50, 500, "before", 0, &limit, &cursor) < 0)
+    char user[256];
+    if (group_reader(req, user, sizeof(user)) < 0 || !group_readable(req, args[0], user) ||
+        api_page(req, 50, 500, "before", 0, &limit, &cursor) < 0)
         return MHD_YES;
     srv_error e;
     json_t *items = narrow_list(args[0], limit, cursor, &e);
@@ -161,7 +172,12 @@ out_decref:
 static enum MHD_Result read_checkpoints(http_req *req, char **args)
 {
     run_info run;
-    if (api_run_find(req, args[0], &run, "list runs with GET /api/v1/runs") < 0)
+    char user[256];
+    if (group_reader(req, user, sizeof(user)) < 0 ||
+        api_run_find(req, args[0], &run, "list runs with GET /api/v1/runs") < 0)
+        return MHD_YES;
+    const char *ids[] = {run.run_id};
+    if (!group_runs_readable(req, user, ids, 1))
         return MHD_YES;
     long long limit, cursor;
     if (api_page(req, 100, 10000, NULL, 0, &limit, &cursor) < 0)
@@ -190,11 +206,11 @@ static enum MHD_Result read_checkpoints(http_req *req, char **args)
 
 static const route ROUTES[] = {
     {"POST", "/api/v1/twins/{}/narrows", MR_ADMIN, AUTH_ADMIN, start_narrow},
-    {"GET", "/api/v1/twins/{}/narrows", MR_READ, AUTH_READ, list_narrows},
-    {"GET", "/api/v1/narrows/{}", MR_READ, AUTH_READ, read_narrow},
+    {"GET", "/api/v1/twins/{}/narrows", MR_READ, AUTH_SELF, list_narrows},
+    {"GET", "/api/v1/narrows/{}", MR_READ, AUTH_SELF, read_narrow},
     {"POST", "/api/v1/narrows/{}/jobs", MR_ADMIN, AUTH_ADMIN, set_jobs},
     {"POST", "/api/v1/runs/{}/checkpoints", MR_OTHER, AUTH_SELF, declare_checkpoint},
-    {"GET", "/api/v1/runs/{}/checkpoints", MR_READ, AUTH_READ, read_checkpoints},
+    {"GET", "/api/v1/runs/{}/checkpoints", MR_READ, AUTH_SELF, read_checkpoints},
 };
 
 void api_narrows_register(void)
