@@ -95,24 +95,26 @@ BEGIN
     WITH locked AS (
         SELECT q.rk FROM unnest(rks) AS q(rk) WHERE pg_try_advisory_xact_lock(lockstep_check_key(g, q.rk))),
     runs_g AS (
-        SELECT u.run_key, u.run_id, u.start_step, u.status FROM runs u WHERE u.twin_group = g
-        ORDER BY u.run_key LIMIT max_runs),
+        SELECT u.run_key, u.run_id, u.start_step, u.status,
+               EXISTS (SELECT 1 FROM rank_progress q WHERE q.run_key = u.run_key) AS any_records
+        FROM runs u WHERE u.twin_group = g ORDER BY u.run_key LIMIT max_runs),
     cell AS ( -- per rank and run: its progress there and whether it ended there
         SELECT l.rk, x.run_key, x.run_id, x.start_step, p.max_step,
-               (e.ended IS NOT NULL OR x.status <> 'running') AS ended
+               (e.ended IS NOT NULL OR x.status <> 'running') AS ended, x.any_records
         FROM locked l CROSS JOIN runs_g x
         LEFT JOIN LATERAL (SELECT p1.max_step FROM rank_progress p1 WHERE p1.run_key = x.run_key AND p1.rank = l.rk
                            LIMIT 1) p ON true
         LEFT JOIN LATERAL (SELECT true AS ended FROM rank_ends e1 WHERE e1.run_key = x.run_key AND e1.rank = l.rk
                            LIMIT 1) e ON true),
-    per AS ( -- the members: runs with records on the rank (an ended run without records there is compared too:
-             -- all of it is missing); a running run without records is left out and makes the rank waiting
+    per AS ( -- the members: runs with records on the rank, and runs that ended there having recorded elsewhere (all
+             -- of this rank is missing then); a run that ended without any record is left out; a running run
+             -- without records here is left out and makes the rank waiting
         SELECT c.rk,
-               array_agg(c.run_key ORDER BY c.run_key) FILTER (WHERE c.max_step IS NOT NULL OR c.ended) AS mkeys,
-               array_agg(c.run_id::text ORDER BY c.run_key) FILTER (WHERE c.max_step IS NOT NULL OR c.ended) AS mids,
+               array_agg(c.run_key ORDER BY c.run_key) FILTER (WHERE c.max_step IS NOT NULL OR (c.ended AND c.any_records)) AS mkeys,
+               array_agg(c.run_id::text ORDER BY c.run_key) FILTER (WHERE c.max_step IS NOT NULL OR (c.ended AND c.any_records)) AS mids,
                bool_or(c.max_step IS NULL AND NOT c.ended) AS waiting,
                count(c.max_step) AS with_records,
-               max(c.start_step) FILTER (WHERE c.max_step IS NOT NULL OR c.ended) AS lo,
+               max(c.start_step) FILTER (WHERE c.max_step IS NOT NULL OR (c.ended AND c.any_records)) AS lo,
                min(CASE WHEN c.ended THEN c.max_step ELSE c.max_step - 1 END) AS hi
         FROM cell c GROUP BY c.rk),
     todo AS (
