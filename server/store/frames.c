@@ -307,6 +307,8 @@ static int cmp_key(const void *pa, const void *pb)
 static void reorder(frame_set *s, size_t from, sort_key *k)
 {
     size_t n = s->n - from;
+    if (n == 0)
+        return;
     rec_record *r = xmalloc(n * sizeof(*r));
     int64_t *rk = xmalloc(n * sizeof(*rk));
     size_t *wo = xmalloc(n * sizeof(*wo));
@@ -501,7 +503,7 @@ static int scan(const char *stmt, int64_t key, uint32_t rank, int64_t from, int6
                 if ((rc = decode_seg(out, key, rank, segs[k].step, segs[k].p, segs[k].len, f, err, cap)) < 0)
                     goto out_free;
             sort_tail(out, first, NULL, 0);
-            if (skip > 0) { /* drop the records before the page */
+            if (skip > 0 && out->n > first) { /* drop the records before the page */
                 size_t drop = (size_t)skip < out->n - first ? (size_t)skip : out->n - first;
                 memmove(out->recs + first, out->recs + first + drop, (out->n - first - drop) * sizeof(*out->recs));
                 memmove(out->run_key + first, out->run_key + first + drop, (out->n - first - drop) * sizeof(int64_t));
@@ -513,7 +515,8 @@ static int scan(const char *stmt, int64_t key, uint32_t rank, int64_t from, int6
             if ((long long)out->n >= limit)
                 break;
         }
-        memmove(segs, segs + upto, (n_segs - upto) * sizeof(*segs));
+        if (upto < n_segs) /* keep the last step's segments for the next fetch (none: segs may be NULL) */
+            memmove(segs, segs + upto, (n_segs - upto) * sizeof(*segs));
         n_segs -= upto;
         if (done || (long long)out->n >= limit)
             break;

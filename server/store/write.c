@@ -115,6 +115,39 @@ typedef struct batch_params {
     unsigned char *frames;
 } batch_params;
 
+/* What a batch adds to its rank's progress: the steps it covers (its step sums' and its state blocks', whose steps
+ * count for progress: restore checks wait on them; 0..0 when none), its newest seq and how many records count. */
+typedef struct batch_span {
+    int64_t min_step, max_step, count;
+    uint64_t max_seq;
+} batch_span;
+
+static batch_span span_of(const srv_batch *bt, const step_sum *steps, size_t n_steps)
+{
+    batch_span sp = {INT64_MAX, INT64_MIN, 0, 0};
+    for (size_t i = 0; i < n_steps; i++) {
+        sp.min_step = steps[i].step < sp.min_step ? steps[i].step : sp.min_step;
+        sp.max_step = steps[i].step > sp.max_step ? steps[i].step : sp.max_step;
+        sp.count += steps[i].n;
+    }
+    if (!bt->held) {
+        for (size_t i = 0; i < bt->n; i++) {
+            const rec_record *r = &bt->recs[i];
+            sp.max_seq = r->seq > sp.max_seq ? r->seq : sp.max_seq;
+            if (!rec_in_steps(r)) {
+                sp.min_step = r->step < sp.min_step ? r->step : sp.min_step;
+                sp.max_step = r->step > sp.max_step ? r->step : sp.max_step;
+                sp.count++;
+            }
+        }
+        for (size_t i = 0; i < bt->n_digests; i++)
+            sp.max_seq = bt->digests[i].seq > sp.max_seq ? bt->digests[i].seq : sp.max_seq;
+    }
+    if (!sp.count)
+        sp.min_step = sp.max_step = 0;
+    return sp;
+}
+
 static void params_build(batch_params *bp, const run_info *run, const srv_batch *bt)
 {
     frames_out fo = {0};
@@ -125,26 +158,7 @@ static void params_build(batch_params *bp, const run_info *run, const srv_batch 
     if (!bt->held)
         n_steps = sum_steps(bt, &steps);
 
-    int64_t min_step = INT64_MAX, max_step = INT64_MIN, count = 0;
-    uint64_t max_seq = 0;
-    for (size_t i = 0; i < n_steps; i++) {
-        min_step = steps[i].step < min_step ? steps[i].step : min_step;
-        max_step = steps[i].step > max_step ? steps[i].step : max_step;
-        count += steps[i].n;
-    }
-    if (!bt->held) {
-        for (size_t i = 0; i < bt->n; i++) {
-            const rec_record *r = &bt->recs[i];
-            max_seq = r->seq > max_seq ? r->seq : max_seq;
-            if (!rec_in_steps(r)) { /* state blocks: their steps count for progress (restore checks wait on it) */
-                min_step = r->step < min_step ? r->step : min_step;
-                max_step = r->step > max_step ? r->step : max_step;
-                count++;
-            }
-        }
-        for (size_t i = 0; i < bt->n_digests; i++)
-            max_seq = bt->digests[i].seq > max_seq ? bt->digests[i].seq : max_seq;
-    }
+    batch_span sp = span_of(bt, steps, n_steps);
     snprintf(bp->text[0], 32, "%" PRId64, run->key);
     snprintf(bp->text[1], 32, "%u", bt->rank);
     snprintf(bp->text[2], 32, "%" PRId64, (int64_t)bt->batch_seq);
@@ -156,10 +170,10 @@ static void params_build(batch_params *bp, const run_info *run, const srv_batch 
         lit_add(&bp->arr[1], steps[i].n);
         lit_add(&bp->arr[2], (int64_t)steps[i].digest);
     }
-    snprintf(bp->text[13], 32, "%" PRId64, count ? min_step : 0);
-    snprintf(bp->text[14], 32, "%" PRId64, count ? max_step : 0);
-    snprintf(bp->text[15], 32, "%" PRIu64, max_seq);
-    snprintf(bp->text[16], 32, "%" PRId64, count);
+    snprintf(bp->text[13], 32, "%" PRId64, sp.min_step);
+    snprintf(bp->text[14], 32, "%" PRId64, sp.max_step);
+    snprintf(bp->text[15], 32, "%" PRIu64, sp.max_seq);
+    snprintf(bp->text[16], 32, "%" PRId64, sp.count);
     for (int i = 0; i < N_PARAMS; i++)
         bp->v[i] = bp->text[i];
     for (int i = 0; i < 4; i++)
@@ -273,35 +287,16 @@ static void group_add(group_params *gp, int k, const run_info *run, const srv_ba
 {
     step_sum *steps = NULL;
     size_t n_steps = bt->held ? 0 : sum_steps(bt, &steps);
-    int64_t min_step = INT64_MAX, max_step = INT64_MIN, count = 0;
-    uint64_t max_seq = 0;
-    for (size_t i = 0; i < n_steps; i++) {
-        min_step = steps[i].step < min_step ? steps[i].step : min_step;
-        max_step = steps[i].step > max_step ? steps[i].step : max_step;
-        count += steps[i].n;
-    }
-    if (!bt->held) {
-        for (size_t i = 0; i < bt->n; i++) {
-            const rec_record *r = &bt->recs[i];
-            max_seq = r->seq > max_seq ? r->seq : max_seq;
-            if (!rec_in_steps(r)) { /* state blocks: their steps count for progress (restore checks wait on it) */
-                min_step = r->step < min_step ? r->step : min_step;
-                max_step = r->step > max_step ? r->step : max_step;
-                count++;
-            }
-        }
-        for (size_t i = 0; i < bt->n_digests; i++)
-            max_seq = bt->digests[i].seq > max_seq ? bt->digests[i].seq : max_seq;
-    }
+    batch_span sp = span_of(bt, steps, n_steps);
     lit_add(&gp->arr[0], run->key);
     lit_add(&gp->arr[1], bt->rank);
     lit_add(&gp->arr[2], (int64_t)bt->batch_seq);
     lit_add(&gp->arr[3], (int64_t)bt->n);
     lit_add(&gp->arr[4], bt->held); /* 0/1: cast to boolean[] by the statement */
-    lit_add(&gp->arr[5], count ? min_step : 0);
-    lit_add(&gp->arr[6], count ? max_step : 0);
-    lit_add(&gp->arr[7], (int64_t)max_seq);
-    lit_add(&gp->arr[8], count);
+    lit_add(&gp->arr[5], sp.min_step);
+    lit_add(&gp->arr[6], sp.max_step);
+    lit_add(&gp->arr[7], (int64_t)sp.max_seq);
+    lit_add(&gp->arr[8], sp.count);
     size_t first = gp->fo.n_seg;
     frames_cut(bt, &gp->fo); /* appends this batch's segments */
     for (size_t i = first; i < gp->fo.n_seg; i++) {
