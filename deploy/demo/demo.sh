@@ -240,11 +240,22 @@ if s.get("suspects") is not None:
 PY
 say ""
 say "dashboard:  $url/"
-say "try:        LOCKSTEP_SERVER=$url $ls twins demo-faulty"
-say "            LOCKSTEP_SERVER=$url $ls narrow demo-faulty --show"
-say "            LOCKSTEP_SERVER=$url SLURM_CONF=$SLURM_CONF OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo \\"
-say "              OMPI_MCA_btl=self,tcp $ls narrow demo-faulty --token-file $dir/admin-token"
-say "            LOCKSTEP_SERVER=$url $ls compare demo-exp demo-exp.change --noise demo-exp.noise"
+# The shell environment to explore the demo with (README.md): the lockstep command on PATH, pointed at this
+# lockstepd and this Slurm, with the demo's admin token (the file is the user's alone, like the token's).
+cat >"$dir/env" <<ENV
+# . $dir/env - the demo's lockstepd and Slurm for this shell, and the lockstep command on PATH (written by make demo)
+export PATH="$build/bin:\$PATH"
+export LOCKSTEP_SERVER=$url
+export SLURM_CONF=$SLURM_CONF
+export LOCKSTEP_ADMIN_TOKEN=$(cat "$dir/admin-token")
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
+ENV
+chmod 600 "$dir/env"
+say "explore:    . $dir/env     (lockstep on PATH, pointed at this demo)"
+say "            lockstep twins;  lockstep twins demo-faulty;  lockstep narrow demo-faulty --show"
+say "            lockstep nodes;  lockstep node n3;  lockstep alerts"
+say "            lockstep compare demo-exp demo-exp.change --noise demo-exp.noise"
+say "            lockstep narrow demo-faulty     (replays its window again on the demo's Slurm)"
 say "            $url/#/compare?base=demo-exp&changed=demo-exp.change&noise=demo-exp.noise"
 say "stop with:  make demo-stop"
 

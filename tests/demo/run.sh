@@ -44,6 +44,14 @@ if [ -f "$tmp/demo/port" ]; then
     if [ "$got" -eq "$want" ] && grep -Eq "$pat" "$tmp/o"; then pass=$((pass+1)); echo "ok   $name"
     else fail=$((fail+1)); echo "FAIL $name (exit $got, wanted $want; /$pat/)"; sed 's/^/     /' "$tmp/o" | tail -15; fi
   }
+  # README.md's commands as written, after `. build/demo/env`: lockstep by PATH, the server from the env file.
+  envrun() { env -u LOCKSTEP_SERVER -u SLURM_CONF -u LOCKSTEP_ADMIN_TOKEN bash -c '. "$0/env" && cd / && eval "$1"' "$tmp/demo" "$1"; }
+  sub "the env file: lockstep twins demo-faulty" 1 '^replay verdict: persistent-hardware on n3' envrun "lockstep twins demo-faulty"
+  sub "the env file: lockstep twins" 0 'demo-faulty' envrun "lockstep twins"
+  sub "the env file: lockstep narrow demo-faulty --show" 0 '^verdict: persistent-hardware, node n3' envrun "lockstep narrow demo-faulty --show"
+  sub "the env file: lockstep nodes" 0 '^n3 +suspect ' envrun "lockstep nodes"
+  sub "the env file: lockstep node n3" 0 'involvement +demo-faulty' envrun "lockstep node n3"
+  sub "the env file: lockstep compare" 1 'beyond-noise' envrun "lockstep compare demo-exp demo-exp.change --noise demo-exp.noise"
   # The demo narrowed its groups; the verdict, the placements and the record are kept, with history.
   sub "narrow --show: the verdict on demo-faulty names n3" 0 '^verdict: persistent-hardware, node n3' \
     "$ls" narrow demo-faulty --show
