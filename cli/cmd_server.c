@@ -30,6 +30,23 @@ static int take_opt(int *argc, char **argv, const char *name, char *out, size_t 
     return 0;
 }
 
+/* query_from_opts - `base` with a query parameter for each option of `filters` ({"--option", "param"}) given
+ * on the command line (taken out of argv by take_opt, which percent-encodes its value), into `out`. */
+static void query_from_opts(const char *base, const char *const filters[][2], size_t n, int *argc, char **argv,
+                            char *out, size_t cap)
+{
+    char sep = '?';
+    snprintf(out, cap, "%s", base);
+    for (size_t i = 0; i < n; i++) {
+        char v[600];
+        if (take_opt(argc, argv, filters[i][0], v, sizeof(v))) {
+            size_t len = strlen(out);
+            snprintf(out + len, cap - len, "%c%s=%s", sep, filters[i][1], v);
+            sep = '&';
+        }
+    }
+}
+
 int cmd_runs(int argc, char **argv)
 {
     client_conf c;
@@ -38,16 +55,8 @@ int cmd_runs(int argc, char **argv)
     static const char *const filters[][2] = {{"--user", "user"},   {"--job", "job"},     {"--group", "group"},
                                              {"--status", "status"}, {"--node", "node"}, {"--limit", "limit"},
                                              {"--offset", "offset"}};
-    char path[2048] = "/api/v1/runs";
-    char sep = '?';
-    for (size_t i = 0; i < sizeof(filters) / sizeof(filters[0]); i++) {
-        char v[600];
-        if (take_opt(&argc, argv, filters[i][0], v, sizeof(v))) {
-            size_t n = strlen(path);
-            snprintf(path + n, sizeof(path) - n, "%c%s=%s", sep, filters[i][1], v);
-            sep = '&';
-        }
-    }
+    char path[2048];
+    query_from_opts("/api/v1/runs", filters, sizeof(filters) / sizeof(filters[0]), &argc, argv, path, sizeof(path));
     if (argc != 1) {
         cli_errorf("usage: lockstep runs [--user U] [--job J] [--group G] [--status S] [--node N] [--limit N] "
                    "[--offset N] [--json]",
@@ -302,16 +311,8 @@ static int twins_list(client_conf *c, int argc, char **argv)
 {
     static const char *const filters[][2] = {{"--status", "status"}, {"--user", "user"},   {"--node", "node"},
                                              {"--since", "since"},   {"--limit", "limit"}, {"--cursor", "cursor"}};
-    char path[2048] = "/api/v1/twins";
-    char sep = '?';
-    for (size_t i = 0; i < sizeof(filters) / sizeof(filters[0]); i++) {
-        char v[600];
-        if (take_opt(&argc, argv, filters[i][0], v, sizeof(v))) {
-            size_t n = strlen(path);
-            snprintf(path + n, sizeof(path) - n, "%c%s=%s", sep, filters[i][1], v);
-            sep = '&';
-        }
-    }
+    char path[2048];
+    query_from_opts("/api/v1/twins", filters, sizeof(filters) / sizeof(filters[0]), &argc, argv, path, sizeof(path));
     if (argc != 1) {
         cli_errorf("usage: lockstep twins [GROUP] [--status S] [--user U] [--node N] [--since DAY] [--limit N] "
                    "[--cursor C] [--json]",

@@ -441,6 +441,12 @@ static int judge(nexp *x, char *err, size_t cap)
     }
     for (int k = 0; k < x->np; k++, n++) {
         plc *c = &x->p[k];
+        /* A placement decided in an earlier pass comes back from narrow_placements with its nodes but not its GPUs
+         * (the table keeps no GPU column): probe its manifests again, or the verdict names no GPU. */
+        if (!c->changed && !strcmp(c->outcome, "ran") && c->run_key[0] &&
+            narrow_probe(c->run_key, x->origin, x->norigin, c->nodes, c->probe, sizeof(c->probe), c->gpus,
+                         sizeof(c->gpus), err, cap) < 0)
+            return -1;
         snprintf(bufs[n], sizeof(bufs[n]), "%s", c->probe[0] ? c->probe : c->nodes);
         snprintf(gbufs[n], sizeof(gbufs[n]), "%s", c->gpus);
         snprintf(labels[n], sizeof(labels[n]), "%s on %s%s%s%s", c->role, c->probe[0] ? c->probe : c->nodes,

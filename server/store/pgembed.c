@@ -144,9 +144,23 @@ int pg_embed_start(pg_embed *pe, const srv_config *c, char *conninfo, size_t cap
     memset(pe, 0, sizeof(*pe));
     pe->uid = (uid_t)-1;
     pe->gid = (gid_t)-1;
-    snprintf(pe->data_dir, sizeof(pe->data_dir), "%s/pgdata", c->state_dir);
-    snprintf(pe->sock_dir, sizeof(pe->sock_dir), "%s/pgsock", c->state_dir);
-    snprintf(pe->log_path, sizeof(pe->log_path), "%s/postgresql.log", c->state_dir);
+    /* The cluster's paths are absolute: pg_ctl and PostgreSQL run from their own directories, where a relative
+     * --state-dir would name something else. */
+    char dir[1024], cwd[1024];
+    if (c->state_dir[0] != '/' && !getcwd(cwd, sizeof(cwd))) {
+        log_error("cannot resolve the state directory %s: %s (hint: give --state-dir an absolute path)", c->state_dir,
+                  strerror(errno));
+        return -1;
+    }
+    int dn = c->state_dir[0] == '/' ? snprintf(dir, sizeof(dir), "%s", c->state_dir)
+                                    : snprintf(dir, sizeof(dir), "%s/%s", cwd, c->state_dir);
+    if (dn < 0 || (size_t)dn >= sizeof(dir)) {
+        log_error("state directory path is too long: %s (hint: use a shorter --state-dir)", c->state_dir);
+        return -1;
+    }
+    snprintf(pe->data_dir, sizeof(pe->data_dir), "%s/pgdata", dir);
+    snprintf(pe->sock_dir, sizeof(pe->sock_dir), "%s/pgsock", dir);
+    snprintf(pe->log_path, sizeof(pe->log_path), "%s/postgresql.log", dir);
     snprintf(pe->pg_ctl, sizeof(pe->pg_ctl), "%s/pg_ctl", c->pg_bin);
     if (strlen(pe->sock_dir) + sizeof("/.s.PGSQL.5432") > 107) {
         log_error("state directory path is too long for a unix socket: %s (hint: use a shorter --state-dir)",
@@ -168,14 +182,14 @@ int pg_embed_start(pg_embed *pe, const srv_config *c, char *conninfo, size_t cap
         pe->uid = pw->pw_uid;
         pe->gid = pw->pw_gid;
     }
-    if (fs_mkdir_p(c->state_dir) < 0) {
-        log_error("cannot create state directory %s: %s", c->state_dir, strerror(errno));
+    if (fs_mkdir_p(dir) < 0) {
+        log_error("cannot create state directory %s: %s", dir, strerror(errno));
         return -1;
     }
     struct stat st;
-    if (pe->uid != (uid_t)-1 && stat(c->state_dir, &st) == 0 && !(st.st_mode & S_IXOTH))
-        chmod(c->state_dir, st.st_mode | S_IXOTH); /* let the cluster's user reach its directories */
-    if (pe->uid != (uid_t)-1 && unreachable_parent(c->state_dir, pe->uid, pe->gid) < 0)
+    if (pe->uid != (uid_t)-1 && stat(dir, &st) == 0 && !(st.st_mode & S_IXOTH))
+        chmod(dir, st.st_mode | S_IXOTH); /* let the cluster's user reach its directories */
+    if (pe->uid != (uid_t)-1 && unreachable_parent(dir, pe->uid, pe->gid) < 0)
         return -1;
     int fd = open(pe->log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (fd >= 0) {

@@ -38,8 +38,9 @@ exits() {
 
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/secret"
 echo "admin-$$-$RANDOM" >"$tmp/admin"
-"$build/bin/lockstepd" --listen 127.0.0.1:0 --port-file "$tmp/port" --state-dir "$tmp/state" \
-  --secret "$tmp/secret" --admin-token "$tmp/admin" --web-dir "$tmp" >"$tmp/lockstepd.log" 2>&1 &
+# started from $tmp with a relative --state-dir, as a user would type it (the embedded cluster resolves it)
+(cd "$tmp" && exec "$build/bin/lockstepd" --listen 127.0.0.1:0 --port-file "$tmp/port" --state-dir state \
+  --secret "$tmp/secret" --admin-token "$tmp/admin" --web-dir "$tmp" >"$tmp/lockstepd.log" 2>&1) &
 pid=$!
 for _ in $(seq 300); do [ -s "$tmp/port" ] && break; sleep 0.1; done
 if [ ! -s "$tmp/port" ]; then
