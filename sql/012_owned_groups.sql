@@ -69,8 +69,9 @@ $$;
 -- trip, now with what a rank's check records (target, members, checked_at, waiting) and under each rank's lock:
 --  * a rank whose lock a batch or an end holds (they commit under its shared form) is left alone: they ask for
 --    it again once committed;
---  * the runs compared are the group's first max_runs runs that reached the rank (records there, or ended
---    there); a running run that has not reached it yet no longer holds the rest: the rank is compared and
+--  * the runs compared are those of the group's first max_runs runs that server/compare/members.h's rule keeps
+--    on the rank (runs without records there, or with records only before their start_step, or not covering the
+--    shared start, are left out); a running run left out no longer holds the rest: the rank is compared and
 --    marked `waiting` (the fleet does not count it settled);
 --  * the range starts after the mark only when the same runs were compared (else from the shared start: a run
 --    joined or left); a late batch moves the mark back (server/store/write.c);
@@ -106,17 +107,37 @@ BEGIN
                            LIMIT 1) p ON true
         LEFT JOIN LATERAL (SELECT true AS ended FROM rank_ends e1 WHERE e1.run_key = x.run_key AND e1.rank = l.rk
                            LIMIT 1) e ON true),
-    per AS ( -- the members: runs with records on the rank, and runs that ended there having recorded elsewhere (all
-             -- of this rank is missing then); a run that ended without any record is left out; a running run
-             -- without records here is left out and makes the rank waiting
+    -- The members, by the rule of server/compare/members.h (the twin API applies the same rule to whole runs and
+    -- says why each run was left out; tests/integration/test_groups.c holds both to it):
+    cand AS ( -- rules 1-3 leave out a run that ended without any record, one that runs without records here
+              -- yet, and one whose records here all come before its start_step
+        SELECT c.*, NOT (c.ended AND NOT c.any_records) AND NOT (NOT c.ended AND c.max_step IS NULL)
+                    AND NOT (c.max_step IS NOT NULL AND c.start_step > c.max_step) AS kept
+        FROM cell c),
+    starts AS ( -- each kept run's start_step and how many kept runs cover it (from their start_step to their
+                -- highest step here; one that ended without records here covers every step, where it is missing)
+        SELECT s.rk, s.start_step AS lo,
+               (SELECT count(*) FROM cand c2 WHERE c2.rk = s.rk AND c2.kept AND (c2.max_step IS NULL OR
+                       (c2.start_step <= s.start_step AND c2.max_step >= s.start_step))) AS cover
+        FROM (SELECT DISTINCT c.rk, c.start_step FROM cand c WHERE c.kept AND c.max_step IS NOT NULL) s),
+    shared AS ( -- the shared start: the one most cover, the latest on a tie; none when no step is covered twice
+        SELECT DISTINCT ON (st.rk) st.rk, st.lo FROM starts st WHERE st.cover >= 2
+        ORDER BY st.rk, st.cover DESC, st.lo DESC),
+    cellm AS ( -- rules 4-5: a kept run that does not cover the shared start is left out too
+        SELECT c.*, sh.lo,
+               coalesce(c.kept AND (c.max_step IS NULL OR (c.start_step <= sh.lo AND c.max_step >= sh.lo)), false)
+                   AS member
+        FROM cand c LEFT JOIN shared sh ON sh.rk = c.rk),
+    per AS ( -- a running run left out (it has no records here yet, or has not reached the shared start) makes the
+             -- rank waiting: it joins, and the comparison starts over, once it covers the shared start
         SELECT c.rk,
-               array_agg(c.run_key ORDER BY c.run_key) FILTER (WHERE c.max_step IS NOT NULL OR (c.ended AND c.any_records)) AS mkeys,
-               array_agg(c.run_id::text ORDER BY c.run_key) FILTER (WHERE c.max_step IS NOT NULL OR (c.ended AND c.any_records)) AS mids,
-               bool_or(c.max_step IS NULL AND NOT c.ended) AS waiting,
-               count(c.max_step) AS with_records,
-               max(c.start_step) FILTER (WHERE c.max_step IS NOT NULL OR (c.ended AND c.any_records)) AS lo,
-               min(CASE WHEN c.ended THEN c.max_step ELSE c.max_step - 1 END) AS hi
-        FROM cell c GROUP BY c.rk),
+               array_agg(c.run_key ORDER BY c.run_key) FILTER (WHERE c.member) AS mkeys,
+               array_agg(c.run_id::text ORDER BY c.run_key) FILTER (WHERE c.member) AS mids,
+               bool_or(NOT c.member AND NOT c.ended) AS waiting,
+               count(c.max_step) FILTER (WHERE c.member) AS with_records,
+               min(c.lo) AS lo,
+               min(CASE WHEN c.ended THEN c.max_step ELSE c.max_step - 1 END) FILTER (WHERE c.member) AS hi
+        FROM cellm c GROUP BY c.rk),
     todo AS (
         SELECT per.rk, per.mkeys, per.mids, per.waiting, per.lo, per.hi,
                cardinality(per.mkeys) >= 2 AND per.with_records >= 1 AND per.lo <= per.hi AS comparable,

@@ -1,4 +1,5 @@
-/* test_groups.c - lockstepd integration: twin groups belong to their attested owner; runs that share no steps never hold the others back; at most 64 runs; late records are compared. */
+/* test_groups.c - lockstepd integration: twin groups belong to their attested owner; runs that share no steps never
+ * hold the others back; at most 64 runs; late records are compared. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,8 +80,8 @@ static const char *attest_token(const char *job)
 }
 
 /* reg - register a run of `job` in `group` as `user` with `token`; the HTTP status, the run id in `id`. */
-static long reg(const char *job, const char *group, const char *user, long long start_step, const char *token,
-                char *id, json_t **reply)
+static long reg(const char *job, const char *group, const char *user, long long start_step, const char *token, char *id,
+                json_t **reply)
 {
     char body[512];
     snprintf(body, sizeof(body),
@@ -168,14 +169,13 @@ static void test_owner_refuses_others(void **state)
     assert_int_equal(it_call(&srv, "POST", "/api/v1/twins/victim/share?job=9001", "{\"users\": [\"mallory\"]}",
                              job_token("9001"), NULL),
                      403);
-    assert_int_equal(it_call(&srv, "POST", "/api/v1/twins/victim/share?job=8001", "{\"users\": [\"mallory\"]}", NULL,
-                             NULL),
-                     401);
+    assert_int_equal(
+        it_call(&srv, "POST", "/api/v1/twins/victim/share?job=8001", "{\"users\": [\"mallory\"]}", NULL, NULL), 401);
     assert_int_equal(it_call(&srv, "POST", "/api/v1/twins/victim/share?job=8001", "{\"users\": [\"mallory\"]}",
                              job_token("8001"), &o),
                      200);
-    assert_string_equal(json_string_value(json_array_get(json_object_get(json_object_get(o, "owner"), "shared_with"), 0)),
-                        "mallory");
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(json_object_get(o, "owner"), "shared_with"), 0)), "mallory");
     json_decref(o);
     assert_int_equal(reg("9001", "victim", "mallory", 0, job_token("9001"), x, NULL), 201);
     /* the admin may always */
@@ -213,6 +213,50 @@ static void test_left_out_runs(void **state)
         if (!why[i]) {
             assert_true(json_is_true(json_object_get(r, "compared")));
             assert_true(json_is_null(json_object_get(r, "left_out")));
+        } else {
+            assert_true(json_is_false(json_object_get(r, "compared")));
+            assert_string_equal(str(r, "left_out"), why[i]);
+        }
+    }
+    json_decref(o);
+}
+
+/* Runs resumed at step 3 beside a run that ended at step 1 and one that starts at step 40: the shared start is
+ * step 3 (two runs cover it), the others are left out with the rule's words and the two are compared (before:
+ * the comparison took the latest start_step, 40, and the group stayed pending). */
+static void test_left_out_by_shared_start(void **state)
+{
+    (void)state;
+    char a[40], b[40], c[40], d[40];
+    uint64_t seq;
+    assert_int_equal(reg("8111", "resumed", "alice", 3, attest_token("8111"), a, NULL), 201);
+    assert_int_equal(reg("8112", "resumed", "alice", 3, attest_token("8112"), b, NULL), 201);
+    assert_int_equal(reg("8113", "resumed", "alice", 0, attest_token("8113"), c, NULL), 201);  /* ends at step 1 */
+    assert_int_equal(reg("8114", "resumed", "alice", 40, attest_token("8114"), d, NULL), 201); /* starts late */
+    seq = 0;
+    assert_int_equal(it_post_steps(&srv, c, 0, 0, 0, 2, 4, -1, -1, -1, -1, &seq, job_token("8113")), 200);
+    assert_int_equal(it_end(&srv, c, 0, job_token("8113")), 200);
+    seq = 0;
+    assert_int_equal(it_post_steps(&srv, d, 0, 0, 40, 2, 4, -1, -1, -1, -1, &seq, job_token("8114")), 200);
+    assert_int_equal(it_end(&srv, d, 0, job_token("8114")), 200);
+    seq = 0;
+    assert_int_equal(it_post_steps(&srv, a, 0, 0, 3, 4, 4, -1, -1, -1, -1, &seq, job_token("8111")), 200);
+    assert_int_equal(it_end(&srv, a, 0, job_token("8111")), 200);
+    seq = 0;
+    assert_int_equal(it_post_steps(&srv, b, 0, 0, 3, 4, 4, 5, 1, -1, -1, &seq, job_token("8112")), 200);
+    assert_int_equal(it_end(&srv, b, 0, job_token("8112")), 200);
+    json_t *o = it_wait_group(&srv, "resumed", "diverged");
+    assert_string_equal(str(o, "status"), "diverged");
+    json_t *fd = json_object_get(o, "first_divergence");
+    assert_int_equal(json_integer_value(json_object_get(fd, "step")), 5);
+    assert_int_equal(json_array_size(json_object_get(fd, "runs")), 2); /* a and b only */
+    json_t *runs = json_object_get(o, "runs");
+    static const char *const why[] = {NULL, NULL, "it has not reached the shared start_step",
+                                      "no other run has reached its start_step"};
+    for (int i = 0; i < 4; i++) {
+        json_t *r = json_array_get(runs, (size_t)i);
+        if (!why[i]) {
+            assert_true(json_is_true(json_object_get(r, "compared")));
         } else {
             assert_true(json_is_false(json_object_get(r, "compared")));
             assert_string_equal(str(r, "left_out"), why[i]);
@@ -286,8 +330,9 @@ static void test_late_records(void **state)
     char recs[1024];
     size_t n = 0;
     for (int s = 0; s < 6; s++)
-        n += (size_t)snprintf(recs + n, sizeof(recs) - n, "%s{\"seq\": %d, \"step\": %d, \"name\": \"loss\", "
-                                                          "\"fp\": \"%016x\"}",
+        n += (size_t)snprintf(recs + n, sizeof(recs) - n,
+                              "%s{\"seq\": %d, \"step\": %d, \"name\": \"loss\", "
+                              "\"fp\": \"%016x\"}",
                               s ? ", " : "", s, s, 100 + s);
     post_json_batch(a, "8401", 0, recs);
     post_json_batch(b, "8402", 0, recs);
@@ -304,9 +349,9 @@ static void test_late_records(void **state)
     assert_string_equal(str(json_object_get(o, "first_divergence"), "kind"), "missing");
     json_decref(o);
     assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/late/steps?from=3&to=3", NULL, NULL, &o), 200);
-    assert_string_equal(str(json_array_get(json_object_get(json_array_get(json_object_get(o, "steps"), 0), "ranks"), 0),
-                            "status"),
-                        "diverged");
+    assert_string_equal(
+        str(json_array_get(json_object_get(json_array_get(json_object_get(o, "steps"), 0), "ranks"), 0), "status"),
+        "diverged");
     json_decref(o);
     /* the same record arrives late in a too: step 3 matches again, the divergence goes */
     post_json_batch(a, "8401", 1, "{\"seq\": 10, \"step\": 3, \"name\": \"late.x\", \"fp\": \"00000000000000aa\"}");
@@ -350,8 +395,8 @@ static void test_concurrent_ends(void **state)
     for (int round = 0; round < 10; round++) {
         char body[256], path[128], job[16], id[40];
         snprintf(job, sizeof(job), "%d", 8600 + round);
-        snprintf(body, sizeof(body), "{\"job_id\": \"%s\", \"twin_group\": \"ends\", \"ranks\": %d, \"user\": \"alice\"}",
-                 job, R);
+        snprintf(body, sizeof(body),
+                 "{\"job_id\": \"%s\", \"twin_group\": \"ends\", \"ranks\": %d, \"user\": \"alice\"}", job, R);
         json_t *o = NULL;
         assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", body, attest_token(job), &o), 201);
         snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(o, "run_id")));
@@ -407,7 +452,8 @@ static void test_reads_follow_owners(void **state)
     char secret[300], adm[300];
     snprintf(secret, sizeof(secret), "%s/secret", dir);
     snprintf(adm, sizeof(adm), "%s/admin", dir);
-    const char *args[] = {"--db", pg.conninfo, "--secret", secret, "--admin-token", adm, "--read-access", "admin", NULL};
+    const char *args[] = {"--db", pg.conninfo,     "--secret", secret, "--admin-token",
+                          adm,    "--read-access", "admin",    NULL};
     assert_int_equal(h_srv_start(&srv, args), 0);
 
     json_t *o = NULL;
@@ -446,6 +492,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_owner_refuses_others),
         cmocka_unit_test(test_left_out_runs),
+        cmocka_unit_test(test_left_out_by_shared_start),
         cmocka_unit_test(test_group_limit),
         cmocka_unit_test(test_late_records),
         cmocka_unit_test(test_group_name_with_slash),
