@@ -73,10 +73,13 @@ static void check_target(const char *s)
 static void check_hostlist(const char *s)
 {
     long n = hostlist_count(s);
-    char name[64];
+    char name[64], names[64][HOSTLIST_NAME_MAX];
+    int all = n > 0 && n <= 64 ? hostlist_expand(s, names, 64) : -1;
     for (long i = 0; i < (n < 64 ? n : 64); i++) {
         if (hostlist_nth(s, (size_t)i, name, sizeof(name)) == 0 && !name[0])
             __builtin_trap(); /* an empty name is never one */
+        if (all == n && strcmp(name, names[i]))
+            __builtin_trap(); /* without duplicates, the plugin's node i is the expanded list's */
     }
     (void)hostlist_nth(s, (size_t)-1, name, sizeof(name));
 }

@@ -52,10 +52,29 @@ static void test_nth(void **state)
     assert_int_equal(hostlist_nth("node[100-101]", 0, small, sizeof(small)), -1);
     assert_int_equal(hostlist_count("login,n[1-3],gpu[01-02]"), 6);
     assert_int_equal(hostlist_count("n[1-"), -1);
+    assert_int_equal(hostlist_count(""), 0);
+}
+
+/* The plugin's node at a position and lockstepd's expanded list are one walk: the same names in one order. */
+static void test_nth_is_expand(void **state)
+{
+    (void)state;
+    static const char *const lists[] = {"n1", "n[1-4]", "login,n[1-3],gpu[01-02]", "n[1-2,7],x[009-011]-ib",
+                                        " a , b[1-2] "};
+    char names[16][HOSTLIST_NAME_MAX], one[HOSTLIST_NAME_MAX];
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        int n = hostlist_expand(lists[i], names, 16);
+        assert_int_equal(hostlist_count(lists[i]), n);
+        for (int k = 0; k < n; k++) {
+            assert_int_equal(hostlist_nth(lists[i], (size_t)k, one, sizeof(one)), 0);
+            assert_string_equal(one, names[k]);
+        }
+        assert_int_equal(hostlist_nth(lists[i], (size_t)n, one, sizeof(one)), -1);
+    }
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_nth)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_nth), cmocka_unit_test(test_nth_is_expand)};
     return cmocka_run_group_tests_name("node lists", tests, NULL, NULL);
 }
