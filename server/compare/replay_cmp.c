@@ -18,6 +18,70 @@ void rc_register(void)
                             "AND step BETWEEN $2 AND $3 AND ($4::int[] IS NULL OR rank = ANY($4::int[]))");
     db_register("rc_frames", "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
                              "AND step BETWEEN $2 AND $3 AND ($4::int[] IS NULL OR rank = ANY($4::int[]))");
+    /* state entries of one step (kinds 2 saved and 4 restored: the partial index record_frames_state) */
+    db_register("rc_state", "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
+                            "AND kind IN (2, 4) AND step = $2 AND ($3::int[] IS NULL OR rank = ANY($3::int[])) "
+                            "ORDER BY rank, run_key, seq_lo");
+}
+
+/* state_block - the entries of run `key` on `rank` with state flag `flag` from `set`, in record order. */
+static size_t state_block(const frame_set *set, int64_t key, uint32_t rank, int flag, const rec_record **out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < set->n; i++)
+        if (set->run_key[i] == key && set->recs[i].rank == rank && (set->recs[i].flags & REC_STATE_MASK) == flag)
+            out[n++] = &set->recs[i];
+    return n;
+}
+
+int rc_resume_check(int64_t replay, int64_t source, int64_t step, const char *ranks, rc_resume *out, char *err,
+                    size_t cap)
+{
+    char keys[64], st[32];
+    memset(out, 0, sizeof(*out));
+    snprintf(keys, sizeof(keys), "{%" PRId64 ",%" PRId64 "}", replay, source);
+    snprintf(st, sizeof(st), "%" PRId64, step);
+    const char *p[] = {keys, st, ranks};
+    PGresult *r = db_exec_bin("rc_state", 3, p, err, cap);
+    if (!r)
+        return -1;
+    frame_set set = {0};
+    if (frames_rows(&set, r, 0, 1, 2, 3, NULL, err, cap) < 0) {
+        frame_set_release(&set);
+        return -1;
+    }
+    const rec_record **mine = xcalloc(set.n + 1, sizeof(*mine)), **ref = xcalloc(set.n + 1, sizeof(*ref));
+    for (size_t i = 0; i < set.n && !out->differs; i++) {
+        uint32_t rank = set.recs[i].rank;
+        if (i && set.recs[i - 1].rank == rank)
+            continue; /* each rank once (rows come by rank) */
+        size_t n = state_block(&set, replay, rank, REC_STATE_RESTORED, mine);
+        size_t m = state_block(&set, source, rank, REC_STATE_SAVED, ref);
+        if (!n || !m) {
+            out->not_restored += !n && m;
+            out->not_saved += n && !m;
+            continue;
+        }
+        rec_restore_verdict v;
+        if (rec_restore_check(mine, n, ref, m, 1, &v) < 0)
+            abort(); /* out of memory: the server's policy (server/core/xalloc.h) */
+        out->checked++;
+        if (v.status == REC_RESTORE_SAME || v.status == REC_RESTORE_UNVERIFIED)
+            continue;
+        const rec_record *named = v.restored ? v.restored : v.ref;
+        out->differs = 1;
+        out->rank = (int)rank;
+        out->status = rec_restore_status_name(v.status);
+        out->diff = v.status == REC_RESTORE_DIFFERS ? rec_diff_name(v.diff) : NULL;
+        if (named) {
+            snprintf(out->name, sizeof(out->name), "%.*s", (int)named->name_len, named->name);
+            out->occurrence = named->occurrence;
+        }
+    }
+    free(mine);
+    free(ref);
+    frame_set_release(&set);
+    return 0;
 }
 
 /* One record of the window: its key, the comparable record and its row. */
@@ -65,7 +129,7 @@ static cause_inputs inputs_of(const rec_record *x, const rec_record *y)
     if (!x->n_inputs || !y->n_inputs)
         return CAUSE_IN_UNKNOWN;
     return x->n_inputs == y->n_inputs && !memcmp(x->inputs, y->inputs, x->n_inputs * sizeof(uint64_t)) ? CAUSE_IN_SAME
-                                                                                                        : CAUSE_IN_DIFF;
+                                                                                                       : CAUSE_IN_DIFF;
 }
 
 static void fill(rc_rec *o, const rrow *a, const rrow *b, cause_inputs in)
@@ -91,8 +155,7 @@ static int earlier(const rrow *a, const rc_rec *than, int have)
     return !have || a->step < than->step || (a->step == than->step && (int64_t)a->rec.seq < than->seq);
 }
 
-int rc_compare(int64_t a, int64_t b, int64_t from, int64_t to, const char *ranks, rc_result *out, char *err,
-               size_t cap)
+int rc_compare(int64_t a, int64_t b, int64_t from, int64_t to, const char *ranks, rc_result *out, char *err, size_t cap)
 {
     char keys[64], f[32], t[32];
     memset(out, 0, sizeof(*out));
@@ -183,8 +246,8 @@ int rc_compare(int64_t a, int64_t b, int64_t from, int64_t to, const char *ranks
     out->differs = have_first;
     if (nfirst) {
         for (int k = 0; k < nfirst; k++)
-            firsts[k] = (cause_rank){per[k].rank,   per[k].step,       per[k].seq, per[k].name, strlen(per[k].name),
-                                     per[k].occurrence, 0,              (cause_inputs)per[k].inputs};
+            firsts[k] = (cause_rank){per[k].rank,         per[k].step,       per[k].seq, per[k].name,
+                                     strlen(per[k].name), per[k].occurrence, 0,          (cause_inputs)per[k].inputs};
         int nranks = 0;
         for (int i = 0; i < n; i++)
             if (rows[i].rank + 1 > nranks)

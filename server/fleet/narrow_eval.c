@@ -1,4 +1,5 @@
-/* narrow_eval.c - the running replay experiments evaluated: placements decided as their replays record the window, the verdict, its history and alert (server/fleet/narrow.h). */
+/* narrow_eval.c - the running replay experiments evaluated: placements decided as their replays record the window, the
+ * verdict, its history and alert (server/fleet/narrow.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +59,10 @@ static const char *jstr(json_t *o, const char *k)
 static int load(nexp *x, char *err, size_t cap)
 {
     const char *p[] = {x->ids};
-    PGresult *r = sql_query("SELECT twin_group, narrow_group, step, from_step, to_step, design::text, now() > deadline_at "
-                            "FROM narrows WHERE id = $1::bigint AND state = 'running'",
-                            1, p, err, cap);
+    PGresult *r =
+        sql_query("SELECT twin_group, narrow_group, step, from_step, to_step, design::text, now() > deadline_at "
+                  "FROM narrows WHERE id = $1::bigint AND state = 'running'",
+                  1, p, err, cap);
     if (!r)
         return -1;
     if (!PQntuples(r)) {
@@ -84,8 +86,8 @@ static int load(nexp *x, char *err, size_t cap)
     x->nclasses = (int)json_array_size(json_object_get(x->design, "contents"));
 
     const char *pg[] = {x->group};
-    r = sql_query("SELECT run_key::text, run_id::text, job_id, nodes, start_step FROM runs WHERE twin_group = $1", 1, pg,
-                  err, cap);
+    r = sql_query("SELECT run_key::text, run_id::text, job_id, nodes, start_step FROM runs WHERE twin_group = $1", 1,
+                  pg, err, cap);
     if (!r)
         return -1;
     json_array_foreach(json_object_get(x->design, "runs"), i, v)
@@ -153,6 +155,57 @@ static void describe(const rc_result *rc, char *out, size_t cap)
              f->occurrence, cause_name(rc->cause));
 }
 
+/* origin_text - the experiment's origin ranks as an int array text ("{1,3}"). */
+static void origin_text(const nexp *x, char *out, size_t cap)
+{
+    size_t l = (size_t)snprintf(out, cap, "{");
+    for (int i = 0; i < x->norigin && l < cap - 16; i++)
+        l += (size_t)snprintf(out + l, cap - l, "%s%d", i ? "," : "", x->origin[i]);
+    snprintf(out + l, cap - l, "}");
+}
+
+/* resume_check - a placement that resumed from a checkpoint (its run `key`, start c->start): its restored state
+ * block at the checkpoint's step against the block the run it replays (c->source_key) saved there, on the origin
+ * ranks. Returns 1 when they differ (why in `note`: the placement did not replay what it should), 0 when not (a
+ * note on what was or could not be verified, starting "; ", or ""), -1 on a database error. */
+static int resume_check(const nexp *x, const plc *c, const char *key, char *note, size_t ncap, char *err, size_t cap)
+{
+    note[0] = 0;
+    if (c->start <= 0 || !c->source_key[0])
+        return 0; /* it ran from the start: nothing was loaded */
+    char ranks[400];
+    origin_text(x, ranks, sizeof(ranks));
+    rc_resume rs;
+    long long step = c->start - 1;
+    if (rc_resume_check(strtoll(key, NULL, 10), strtoll(c->source_key, NULL, 10), step, x->norigin ? ranks : NULL, &rs,
+                        err, cap) < 0)
+        return -1;
+    if (rs.differs) {
+        snprintf(note, ncap,
+                 "resumed from state that is not what the run it replays saved at step %lld: on rank %d, entry %s "
+                 "(occurrence %u) %s%s%s; it loaded another checkpoint, so its result does not count",
+                 step, rs.rank, rs.name[0] ? rs.name : "?", rs.occurrence, rs.status, rs.diff ? " in " : "",
+                 rs.diff ? rs.diff : "");
+        return 1;
+    }
+    if (rs.checked && !rs.not_restored && !rs.not_saved)
+        snprintf(note, ncap, "; its restored state at step %lld is what the run it replays saved there", step);
+    else if (rs.checked)
+        snprintf(note, ncap,
+                 "; its restored state at step %lld is what the run it replays saved there on %d rank%s (%d without a "
+                 "restored block, %d without a saved one)",
+                 step, rs.checked, rs.checked == 1 ? "" : "s", rs.not_restored, rs.not_saved);
+    else
+        snprintf(note, ncap,
+                 "; the checkpoint it loaded is not verified: %s at step %lld (programs record them with "
+                 "ls_state_begin)",
+                 rs.not_restored ? "it recorded no restored state block"
+                 : rs.not_saved  ? "the run it replays saved no state block"
+                                 : "neither it nor the run it replays recorded a state block",
+                 step);
+    return 0;
+}
+
 /* decide - the placement's outcome, when its replay has recorded the window (or ended, or the deadline passed).
  * Returns 0 (decided or still pending), -1 on a database error. */
 static int decide_one(nexp *x, plc *c, char *err, size_t cap)
@@ -162,19 +215,21 @@ static int decide_one(nexp *x, plc *c, char *err, size_t cap)
     if (!c->job[0]) {
         if (x->late) {
             snprintf(c->outcome, sizeof(c->outcome), "not-run");
-            snprintf(c->detail, sizeof(c->detail), "no Slurm job was reported for it before the deadline (the lockstep "
-                                                   "command that started the narrow stopped?)");
+            snprintf(c->detail, sizeof(c->detail),
+                     "no Slurm job was reported for it before the deadline (the lockstep "
+                     "command that started the narrow stopped?)");
             c->decided = c->changed = 1;
         }
         return 0;
     }
     const char *pj[] = {x->ngroup, c->job};
-    PGresult *r = sql_query("SELECT run_key::text, status, ranks, start_step, (SELECT count(*) FROM rank_progress p WHERE "
-                            "p.run_key = r.run_key), (SELECT min(max_step) FROM rank_progress p WHERE p.run_key = "
-                            "r.run_key), (SELECT string_agg(exit_code::text, ',' ORDER BY rank) FROM rank_ends e WHERE "
-                            "e.run_key = r.run_key AND exit_code <> 0) FROM runs r WHERE twin_group = $1 AND job_id = $2 "
-                            "ORDER BY run_key DESC LIMIT 1",
-                            2, pj, err, cap);
+    PGresult *r =
+        sql_query("SELECT run_key::text, status, ranks, start_step, (SELECT count(*) FROM rank_progress p WHERE "
+                  "p.run_key = r.run_key), (SELECT min(max_step) FROM rank_progress p WHERE p.run_key = "
+                  "r.run_key), (SELECT string_agg(exit_code::text, ',' ORDER BY rank) FROM rank_ends e WHERE "
+                  "e.run_key = r.run_key AND exit_code <> 0) FROM runs r WHERE twin_group = $1 AND job_id = $2 "
+                  "ORDER BY run_key DESC LIMIT 1",
+                  2, pj, err, cap);
     if (!r)
         return -1;
     if (!PQntuples(r)) {
@@ -241,8 +296,9 @@ static int decide_one(nexp *x, plc *c, char *err, size_t cap)
             return -1;
         if (rc.common > 0 && !rc.differs) {
             content = q->content;
-            snprintf(seen_as, sizeof(seen_as), "differs from every run of the group, as placement %d (%s) does (result %c)",
-                     q->idx, q->role, letter(content));
+            snprintf(seen_as, sizeof(seen_as),
+                     "differs from every run of the group, as placement %d (%s) does (result %c)", q->idx, q->role,
+                     letter(content));
         }
     }
     if (content < 0 && have_diff) {
@@ -253,10 +309,20 @@ static int decide_one(nexp *x, plc *c, char *err, size_t cap)
                  letter(content), d);
     }
     if (content >= 0 && (recorded || (have_diff && first_diff.first.step <= reached))) {
+        char resumed[600] = "";
+        int bad = resume_check(x, c, key, resumed, sizeof(resumed), err, cap);
+        if (bad < 0)
+            return -1;
+        if (bad) { /* it did not start from the state the run it replays saved: its result says nothing */
+            snprintf(c->outcome, sizeof(c->outcome), "failed");
+            snprintf(c->detail, sizeof(c->detail), "job %s %s", c->job, resumed);
+            c->decided = c->changed = 1;
+            return 0;
+        }
         snprintf(c->outcome, sizeof(c->outcome), "ran");
         c->content = content;
-        snprintf(c->detail, sizeof(c->detail), "job %s %s%s", c->job, seen_as,
-                 recorded ? "" : "; it ended before the window's end, after the difference");
+        snprintf(c->detail, sizeof(c->detail), "job %s %s%s%s", c->job, seen_as,
+                 recorded ? "" : "; it ended before the window's end, after the difference", resumed);
         if (narrow_probe(key, x->origin, x->norigin, c->nodes, c->probe, sizeof(c->probe), c->gpus, sizeof(c->gpus),
                          err, cap) < 0)
             return -1;
@@ -271,8 +337,8 @@ static int decide_one(nexp *x, plc *c, char *err, size_t cap)
         snprintf(c->detail, sizeof(c->detail),
                  "job %s ended (%s%s) having recorded up to step %lld on its slowest rank (%d of %d ranks reported), "
                  "before the window's end at step %lld%s",
-                 c->job, exits[0] ? "exit codes " : "status ", exits[0] ? exits : status, reached, reporting, ranks, x->to,
-                 !common_any ? "; it shares no record of the window with the group's runs" : "");
+                 c->job, exits[0] ? "exit codes " : "status ", exits[0] ? exits : status, reached, reporting, ranks,
+                 x->to, !common_any ? "; it shares no record of the window with the group's runs" : "");
     } else {
         snprintf(c->outcome, sizeof(c->outcome), "timed-out");
         snprintf(c->detail, sizeof(c->detail),
@@ -314,8 +380,11 @@ static json_t *record_json(const rc_result *rc, const char *replay_run, const ch
     static const char *const levels[] = {"metric", "collective", "module", "op"};
     json_t *o = json_pack("{s:I, s:i, s:s, s:i, s:s, s:s, s:s, s:b, s:s, s:s, s:s, s:s}", "step", (json_int_t)f->step,
                           "rank", f->rank, "name", f->name, "occurrence", (int)f->occurrence, "level",
-                          f->level >= 0 && f->level < 4 ? levels[f->level] : "?", "dtype", dtype_name((unsigned)f->dtype),
-                          "inputs", f->inputs == 1 ? "matched" : f->inputs == 2 ? "differed" : "none recorded",
+                          f->level >= 0 && f->level < 4 ? levels[f->level] : "?", "dtype",
+                          dtype_name((unsigned)f->dtype), "inputs",
+                          f->inputs == 1   ? "matched"
+                          : f->inputs == 2 ? "differed"
+                                           : "none recorded",
                           "output_differs_while_inputs_matched", rc->has_clean, "replay_run_id", replay_run,
                           "reference_run_id", ref_run, "fp", fa, "reference_fp", fb);
     if (f->has_value) {
@@ -343,11 +412,13 @@ static int run_id_of(const char *key, char *out, size_t ocap, char *err, size_t 
 }
 
 /* name_record - the first record whose output differs while its inputs matched, between a replay that diverged
- * and one that did not (or that produced another result), inside the window on the origin ranks; json null when
- * no two replays differ. */
+ * and one that did not (or that produced another result), inside the window on the origin ranks; for a software
+ * verdict whose replays all produced the same result (a nondeterministic program can repeat itself twice), between a
+ * replay and a run of the group with another result, over the records they share. json null when no two such runs
+ * differ (a one-off that no replay reproduced names none). */
 static json_t *name_record(nexp *x, const rp_verdict *v, int base, char *err, size_t cap, int *failed)
 {
-    int pi = -1, qi = -1;
+    int pi = -1, qi = -1, oi = -1;
     for (int k = 0; k < x->np && pi < 0; k++)
         if (v->diverged[base + k] == 1)
             pi = k;
@@ -357,22 +428,25 @@ static json_t *name_record(nexp *x, const rp_verdict *v, int base, char *err, si
                 pi = k;
     if (pi < 0)
         return json_null();
-    /* the reference: a replay with another result, of the same job when there is one */
+    /* the reference: a replay with another result, of the same job when there is one; else a run of the group
+     * with another result, the replayed one first */
     for (int pass = 0; pass < 2 && qi < 0; pass++)
         for (int k = 0; k < x->np && qi < 0; k++)
             if (k != pi && !strcmp(x->p[k].outcome, "ran") && x->p[k].content != x->p[pi].content &&
                 (pass || !strcmp(x->p[k].source_key, x->p[pi].source_key)))
                 qi = k;
-    if (qi < 0)
+    for (int pass = 0; pass < 2 && qi < 0 && oi < 0 && !strcmp(v->verdict, "software"); pass++)
+        for (int i = 0; i < x->no && oi < 0; i++)
+            if (x->o[i].content != x->p[pi].content && (pass || !strcmp(x->o[i].key, x->p[pi].source_key)))
+                oi = i;
+    if (qi < 0 && oi < 0)
         return json_null();
-    char ranks[300] = "{";
-    size_t l = 1;
-    for (int i = 0; i < x->norigin && l < sizeof(ranks) - 16; i++)
-        l += (size_t)snprintf(ranks + l, sizeof(ranks) - l, "%s%d", i ? "," : "", x->origin[i]);
-    snprintf(ranks + l, sizeof(ranks) - l, "}");
+    const char *ref_key = qi >= 0 ? x->p[qi].run_key : x->o[oi].key;
+    char ranks[400];
+    origin_text(x, ranks, sizeof(ranks));
     rc_result rc;
     long long lo = x->step - (x->to - x->step);
-    if (rc_compare(strtoll(x->p[pi].run_key, NULL, 10), strtoll(x->p[qi].run_key, NULL, 10), lo < 0 ? 0 : lo, x->to,
+    if (rc_compare(strtoll(x->p[pi].run_key, NULL, 10), strtoll(ref_key, NULL, 10), lo < 0 ? 0 : lo, x->to,
                    x->norigin ? ranks : NULL, &rc, err, cap) < 0) {
         *failed = 1;
         return NULL;
@@ -380,7 +454,7 @@ static json_t *name_record(nexp *x, const rp_verdict *v, int base, char *err, si
     if (!rc.differs)
         return json_null();
     char a[40], b[40];
-    if (run_id_of(x->p[pi].run_key, a, sizeof(a), err, cap) < 0 || run_id_of(x->p[qi].run_key, b, sizeof(b), err, cap) < 0) {
+    if (run_id_of(x->p[pi].run_key, a, sizeof(a), err, cap) < 0 || run_id_of(ref_key, b, sizeof(b), err, cap) < 0) {
         *failed = 1;
         return NULL;
     }
@@ -410,8 +484,8 @@ static int history(nexp *x, const rp_verdict *v, char *err, size_t cap)
         int named = !strcmp(v->node, list[i]);
         char detail[2400];
         snprintf(detail, sizeof(detail), "replay verdict %s%s%s of group %s (narrow %lld, replays in group %s): %s",
-                 v->verdict, named ? " naming this node" : "", named && v->gpu[0] ? " and its GPU" : "", x->group, x->id,
-                 x->ngroup, v->reason);
+                 v->verdict, named ? " naming this node" : "", named && v->gpu[0] ? " and its GPU" : "", x->group,
+                 x->id, x->ngroup, v->reason);
         const char *pn[] = {buf};
         const char *ph[] = {buf, named && v->gpu[0] ? v->gpu : NULL, x->group, detail};
         if (sql_do("INSERT INTO hw_nodes (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", 1, pn, err, cap) < 0 ||
@@ -484,8 +558,8 @@ static int judge(nexp *x, char *err, size_t cap)
     json_t *v;
     json_array_foreach(json_object_get(d, "notes"), i, v) if (nnotes < RP_MAX_NOTES)
         snprintf(notes[nnotes++], sizeof(notes[0]), "%s", json_string_value(v) ? json_string_value(v) : "");
-    rp_facts f = {cause, jstr(d, "cause_detail"), software, json_is_integer(mj) ? (int)json_integer_value(mj) : -1, e, n,
-                  (const char(*)[320])notes, nnotes};
+    rp_facts f = {cause, jstr(d, "cause_detail"),   software, json_is_integer(mj) ? (int)json_integer_value(mj) : -1, e,
+                  n,     (const char(*)[320])notes, nnotes};
     rp_verdict vd;
     rp_judge(&f, &vd);
 
@@ -505,8 +579,9 @@ static int judge(nexp *x, char *err, size_t cap)
     char *design_txt = json_dumps(d, JSON_COMPACT), *steps_txt = json_dumps(steps, JSON_COMPACT),
          *record_txt = json_is_null(record) ? NULL : json_dumps(record, JSON_COMPACT);
     json_decref(steps);
-    const char *pu[] = {x->ids, vd.verdict, vd.node[0] ? vd.node : NULL, vd.gpu[0] ? vd.gpu : NULL, vd.reason,
-                        steps_txt, record_txt, design_txt};
+    const char *pu[] = {
+        x->ids,     vd.verdict, vd.node[0] ? vd.node : NULL, vd.gpu[0] ? vd.gpu : NULL, vd.reason, steps_txt,
+        record_txt, design_txt};
     int rc = sql_do("UPDATE narrows SET state = 'done', verdict = $2, node = $3, gpu = $4, reason = $5, reasoning = "
                     "$6::jsonb, record = $7::jsonb, design = $8::jsonb, finished_at = now() WHERE id = $1::bigint",
                     8, pu, err, cap);
@@ -518,8 +593,9 @@ static int judge(nexp *x, char *err, size_t cap)
         snprintf(ix, sizeof(ix), "%d", x->p[k].idx);
         const char *dv = vd.diverged[x->no + k] < 0 ? NULL : vd.diverged[x->no + k] ? "true" : "false";
         const char *pp[] = {x->ids, ix, dv};
-        rc = sql_do("UPDATE narrow_placements SET diverged = $3::boolean WHERE narrow_id = $1::bigint AND idx = $2::int",
-                    3, pp, err, cap);
+        rc =
+            sql_do("UPDATE narrow_placements SET diverged = $3::boolean WHERE narrow_id = $1::bigint AND idx = $2::int",
+                   3, pp, err, cap);
     }
     if (rc == 0)
         rc = history(x, &vd, err, cap);
@@ -568,8 +644,13 @@ static int evaluate(long long id)
         char ix[16], content[16];
         snprintf(ix, sizeof(ix), "%d", c->idx);
         snprintf(content, sizeof(content), "%d", c->content);
-        const char *pp[] = {x->ids, ix, c->run_key[0] ? c->run_key : NULL, c->decided ? c->outcome : NULL,
-                            c->decided && !strcmp(c->outcome, "ran") ? content : NULL, c->probe, c->detail};
+        const char *pp[] = {x->ids,
+                            ix,
+                            c->run_key[0] ? c->run_key : NULL,
+                            c->decided ? c->outcome : NULL,
+                            c->decided && !strcmp(c->outcome, "ran") ? content : NULL,
+                            c->probe,
+                            c->detail};
         if (sql_do("UPDATE narrow_placements SET run_key = $3::bigint, outcome = $4, content = $5::int, probe_nodes = "
                    "$6, detail = $7, decided_at = CASE WHEN $4::text IS NULL THEN NULL ELSE now() END "
                    "WHERE narrow_id = $1::bigint AND idx = $2::int",
@@ -605,8 +686,8 @@ int narrow_pass(int *running)
 {
     char err[512];
     *running = 0;
-    PGresult *r = sql_query("SELECT id FROM narrows WHERE state = 'running' ORDER BY id LIMIT 100", 0, NULL, err,
-                            sizeof(err));
+    PGresult *r =
+        sql_query("SELECT id FROM narrows WHERE state = 'running' ORDER BY id LIMIT 100", 0, NULL, err, sizeof(err));
     if (!r) {
         log_warn("narrow: cannot list the running experiments: %s (hint: retried on the next pass)", err);
         return -1;

@@ -55,13 +55,9 @@ export function stepRecords({ rank, step, seq0, variant, diverge, extraName }) {
 
 /* registerRun(spec) - register a run and send each rank's manifest. Returns the run id (also in spec.id). */
 export async function registerRun(spec) {
-  const reg = await must('POST', '/runs', {
-    job_id: String(spec.job), step_id: '0', twin_group: spec.group, ranks: spec.ranks, start_step: spec.startStep || 0,
-    user: spec.user || 'alice', nodes: spec.nodes || 'n[1-2]', command: spec.command || 'srun --lockstep=det python train.py', mode: 'det',
-  });
-  const id = spec.id = reg.run_id;
-  // What slurmstepd would attest (here the admin does): which host ran each rank. Hardware evidence counts
-  // only where a manifest's host agrees with it (docs/server.md, "Attested identity").
+  // What slurmstepd would attest (here the admin does), before the run registers as the plugin's registration
+  // does: which host ran each rank and the job's user. Hardware evidence counts only where a manifest's host agrees
+  // with it, and a group whose owner is attested takes only attested runs (docs/server.md, "Attested identity").
   const hostOf = (rank) => (spec.hosts ? spec.hosts[rank] : `n${1 + (rank >> 1)}`);
   const byHost = new Map();
   for (let rank = 0; rank < spec.ranks; rank++) byHost.set(hostOf(rank), [...(byHost.get(hostOf(rank)) || []), rank]);
@@ -73,6 +69,11 @@ export async function registerRun(spec) {
     });
     if (res.status !== 200) throw new Error(`POST /attest -> ${res.status}: ${(await res.text()).slice(0, 300)}`);
   }
+  const reg = await must('POST', '/runs', {
+    job_id: String(spec.job), step_id: '0', twin_group: spec.group, ranks: spec.ranks, start_step: spec.startStep || 0,
+    user: spec.user || 'alice', nodes: spec.nodes || 'n[1-2]', command: spec.command || 'srun --lockstep=det python train.py', mode: 'det',
+  });
+  const id = spec.id = reg.run_id;
   for (let rank = 0; rank < spec.ranks; rank++) {
     await must('POST', `/runs/${id}/manifest`, {
       rank, host: hostOf(rank), gpu_name: 'NVIDIA H100 80GB HBM3',

@@ -70,7 +70,9 @@ static json_t *call(const char *method, const char *path, const char *body, cons
     return o;
 }
 
-static int saved_block_at = -1; /* >= 0: run_on's runs also record a saved state block of that step */
+static int saved_block_at = -1;    /* >= 0: run_on's runs also record a saved state block of that step */
+static int restored_block_at = -1; /* >= 0: ... and a restored one, of value restored_value, at that step */
+static const char *restored_value; /* NULL: none restored */
 
 /* run_on - a run of `group` (job `job`, 2 ranks on `node`, resume template `resume` or NULL) whose record `flip`
  * (1..3: layerN.out; -1 none) of step 3 is flipped on rank 1; steps 0-5 (from `first`), ended. */
@@ -113,6 +115,15 @@ static void run_on(const char *group, const char *job, const char *node, int fli
             snprintf(path, sizeof(path), "/api/v1/runs/%s/records", id);
             json_decref(call("POST", path, body, NULL, 200));
         }
+        if (restored_block_at >= 0 && restored_value) { /* the state it loaded, before its first step */
+            snprintf(body, sizeof(body),
+                     "{\"rank\": %d, \"batch_seq\": 2, \"records\": [{\"seq\": 100001, \"step\": %d, \"name\": "
+                     "\"params\", \"level\": \"metric\", \"dtype\": \"u64\", \"nbytes\": 8, \"fp\": \"%s\", "
+                     "\"value_bits\": \"%s\", \"state\": \"restored\"}]}",
+                     r, restored_block_at, restored_value, restored_value);
+            snprintf(path, sizeof(path), "/api/v1/runs/%s/records", id);
+            json_decref(call("POST", path, body, NULL, 200));
+        }
         assert_int_equal(it_end(&srv, id, r, NULL), 200);
     }
 }
@@ -145,6 +156,8 @@ static json_t *start(const char *group, const char *nodes, const char *extra)
  * `flip_on(nodes, index)` (or none); the jobs are reported to lockstepd, all at once, or with `one_by_one` each
  * alone, waiting until lockstepd has decided that placement before the next runs (replays that finish far apart,
  * so the verdict is given from placements decided in earlier passes). */
+static const char *(*restore_of)(int index); /* non-NULL: the state placement `index`'s replay restores */
+
 static void replay(json_t *n, int (*flip_on)(const char *nodes, int index), int one_by_one)
 {
     size_t i;
@@ -161,8 +174,10 @@ static void replay(json_t *n, int (*flip_on)(const char *nodes, int index), int 
         snprintf(job, sizeof(job), "%d", job_no++);
         const char *nodes = str(p, "nodes");
         json_t *rs = json_object_get(p, "start_step");
+        restored_value = restore_of ? restore_of((int)i) : NULL;
         run_on(str(n, "narrow_group"), job, nodes, flip_on(nodes, (int)i), NULL,
                json_is_integer(rs) ? json_integer_value(rs) : 0, id);
+        restored_value = NULL;
         if (one_by_one) {
             snprintf(one, sizeof(one), "{\"placements\": [{\"index\": %d, \"job_id\": \"%s\"}]}", (int)i, job);
             json_decref(call("POST", path, one, ADMIN, 200));
@@ -532,8 +547,16 @@ static void test_resume(void **state)
     replay_all(n, on_n3);
     json_t *d = wait_done(json_integer_value(json_object_get(n, "id")));
     assert_string_equal(str(d, "verdict"), "persistent-hardware");
+    /* no state blocks on either side: the replays say that what they loaded is not verified */
+    assert_non_null(strstr(str(json_array_get(json_object_get(d, "placements"), 0), "detail"),
+                           "the checkpoint it loaded is not verified: neither it nor the run it replays recorded"));
     json_decref(n);
     json_decref(d);
+}
+
+static const char *restores_other(int index)
+{
+    return index == 0 ? "00000000000000bb" : "00000000000000aa";
 }
 
 /* A run whose program records saved state blocks but declares no checkpoint (ls_state_begin without
@@ -565,7 +588,26 @@ static void test_resume_state_blocks(void **state)
     assert_string_equal(str(p0, "command"), "train --resume-step 1 --steps 4");
     assert_int_equal(json_integer_value(json_object_get(p0, "resume_step")), 1);
     assert_non_null(strstr(str(p0, "why"), "from the checkpoint of step 1, known from its saved state block"));
+    /* The replays restore step 1's state: the first loads another (0xbb, not the 0xaa its run saved) and does not
+     * count; the others loaded what their runs saved. */
+    restored_block_at = 1;
+    restore_of = restores_other;
+    replay_all(n, on_n3);
+    restore_of = NULL;
+    restored_block_at = -1;
+    json_t *d = wait_done(json_integer_value(json_object_get(n, "id")));
+    json_t *pl = json_object_get(d, "placements");
+    assert_string_equal(str(json_array_get(pl, 0), "outcome"), "failed");
+    assert_non_null(strstr(str(json_array_get(pl, 0), "detail"),
+                           "resumed from state that is not what the run it replays saved at step 1: on rank 1, entry "
+                           "params (occurrence 0) differs in content"));
+    for (size_t k = 1; k < json_array_size(pl); k++) {
+        assert_string_equal(str(json_array_get(pl, k), "outcome"), "ran");
+        assert_non_null(strstr(str(json_array_get(pl, k), "detail"),
+                               "its restored state at step 1 is what the run it replays saved there"));
+    }
     json_decref(n);
+    json_decref(d);
 }
 
 static void test_refusals(void **state)
