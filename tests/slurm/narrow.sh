@@ -270,6 +270,9 @@ t_resume() {
   [ "$(field resume "sorted(set(p['resume_step'] for p in d['placements']))")" = "[4]" ] || return 1
   field resume "d['placements'][0]['command']" | grep -q -- "--steps 7 --hidden 16 --batch 16 --resume $tmp/ck3/ck/step-00000004$" || return 1
   [ "$(field resume "d['verdict'], d['node']")" = "('persistent-hardware', 'n3')" ] || return 1
+  # each replay loaded what the run it replays saved at step 4 (lockstep-train's state blocks, held to each other)
+  field resume "[p['detail'] for p in d['placements']]" >>"$tmp/err"
+  [ "$(field resume "sum('its restored state at step 4 is what the run it replays saved there' in p['detail'] for p in d['placements']) == len(d['placements'])")" = "True" ] || return 1
   # the replays began at step 5 and stopped after the window (step 7); their earliest records are the restored
   # state block of the checkpoint's step 4 (lockstep-train records it as it loads the checkpoint, issue 17)
   local r
