@@ -275,6 +275,18 @@ static void hold_locked(const rec_record *r)
         agent_warn_once(&S.warned_hold, "out of memory holding records back; lockstepd cannot get some of them");
 }
 
+/* is_shard - a piece of a logical tensor (ls_tensor_shard): it goes in full when streaming digests, since a group of
+ * runs with different rank counts is compared on its logical tensors from the stored shards (server/compare/logical.c),
+ * and nothing asks for a shard a digest left out. */
+static int is_shard(const rec_record *r)
+{
+    if (!r->ext_len)
+        return 0;
+    rec_ext x;
+    rec_ext_of(r, &x);
+    return x.has_shard;
+}
+
 void send_push(const rec_record *r, int full)
 {
     pthread_mutex_lock(&S.mu);
@@ -291,7 +303,7 @@ void send_push(const rec_record *r, int full)
                                                restore checks (common/recmatch.h) */
         if (S.sum.n && S.sum.step != r->step)
             send_flush_digest_locked(); /* the step changed: its digest goes out */
-        if (!full && !(r->flags & REC_HAS_VALUE)) {
+        if (!full && !(r->flags & REC_HAS_VALUE) && !is_shard(r)) {
             hold_locked(r);
             goto out_unlock;
         }

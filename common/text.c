@@ -1,4 +1,5 @@
-/* text.c - well-formed UTF-8 and one-line text: the checks every program applies to strings that cross a boundary (common/text.h). */
+/* text.c - well-formed UTF-8 and one-line text: the checks every program applies to strings that cross a boundary
+ * (common/text.h). */
 #include "common/text.h"
 
 /* utf8_next - the length of the well-formed UTF-8 sequence at s[0..n) and its code point in *cp; 0 when the
@@ -64,28 +65,50 @@ int text_line_valid(const char *str, size_t n)
     return 1;
 }
 
-char *text_sanitize(const char *str, char *out, size_t cap)
+/* clean - text_sanitize and text_one_line: `blank` turns white-space controls into spaces, `mark` ends a copy that
+ * had to be cut with "..." (else it is cut where it stops fitting). */
+static char *clean(const char *str, char *out, size_t cap, int blank, int mark)
 {
     const unsigned char *s = (const unsigned char *)str;
-    size_t n = 0, o = 0;
+    size_t n = 0, o = 0, i = 0, whole = 0;
     if (!cap)
         return out;
     while (s[n])
         n++;
-    for (size_t i = 0; i < n && o + 1 < cap;) {
+    for (size_t k = 0; k < n;) { /* the copy's length, uncut: a bad byte or a control character is one byte */
+        unsigned cp;
+        size_t l = utf8_next(s + k, n - k, &cp);
+        whole += !l || is_control(cp) ? 1 : l;
+        k += l ? l : 1;
+    }
+    int cut = mark && whole + 1 > cap && cap > 4;
+    size_t room = cut ? cap - 4 : cap - 1; /* bytes of text; a cut copy keeps 3 for "..." */
+    while (i < n) {
         unsigned cp;
         size_t l = utf8_next(s + i, n - i, &cp);
-        if (!l || is_control(cp)) {
-            out[o++] = '?';
-            i += l ? l : 1;
-            continue;
-        }
-        if (o + l >= cap)
+        int bad = !l || is_control(cp);
+        if (o + (bad ? 1 : l) > room)
             break;
-        for (size_t k = 0; k < l; k++)
-            out[o++] = (char)s[i + k];
-        i += l;
+        if (bad)
+            out[o++] = blank && l && (cp == '\t' || cp == '\n' || cp == '\r' || cp == '\v' || cp == '\f') ? ' ' : '?';
+        else
+            for (size_t k = 0; k < l; k++)
+                out[o++] = (char)s[i + k];
+        i += l ? l : 1;
     }
+    if (cut)
+        for (int k = 0; k < 3; k++)
+            out[o++] = '.';
     out[o] = 0;
     return out;
+}
+
+char *text_sanitize(const char *str, char *out, size_t cap)
+{
+    return clean(str, out, cap, 0, 0);
+}
+
+char *text_one_line(const char *str, char *out, size_t cap)
+{
+    return clean(str, out, cap, 1, 1);
 }

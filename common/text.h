@@ -24,4 +24,12 @@ int text_line_valid(const char *s, size_t n);
  * sent may go into a log line or an error message. Returns out. */
 char *text_sanitize(const char *s, char *out, size_t cap);
 
+/* text_one_line - copy `s` (NUL-terminated) into `out` (cap bytes, always
+ * terminated) as one line of well-formed UTF-8: tabs, newlines and other
+ * white-space controls become a space, other control characters and bytes
+ * not part of well-formed UTF-8 '?'; cut at a character boundary when it does
+ * not fit, the cut marked "...". What a client sends as a descriptive field
+ * (a command line) so that lockstepd takes it. Returns out. */
+char *text_one_line(const char *s, char *out, size_t cap);
+
 #endif /* COMMON_TEXT_H */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/jsonw.h"
+#include "common/text.h"
 
 char *wire_run_body(const wire_run *r)
 {
@@ -14,17 +15,21 @@ char *wire_run_body(const wire_run *r)
     jw_obj_begin(&w);
     jw_kv_str(&w, "job_id", r->job_id ? r->job_id : "");
     jw_kv_str(&w, "step_id", r->step_id ? r->step_id : "");
+    /* the command describes the run, it names nothing: one line that fits (`python -c 'PROGRAM'` holds newlines) */
+    char *command = r->command ? malloc(WIRE_COMMAND_MAX) : NULL;
+    if (command)
+        text_one_line(r->command, command, WIRE_COMMAND_MAX);
     const struct {
         const char *key, *value;
-    } opt[] = {{"twin_group", r->twin_group}, {"user", r->user},       {"partition", r->partition},
-               {"nodes", r->nodes},           {"command", r->command}, {"mode", r->mode},
-               {"client_id", r->client_id}, {"resume", r->resume}};
+    } opt[] = {{"twin_group", r->twin_group}, {"user", r->user}, {"partition", r->partition}, {"nodes", r->nodes},
+               {"command", command},          {"mode", r->mode}, {"client_id", r->client_id}, {"resume", r->resume}};
     jw_kv_int(&w, "ranks", r->ranks > 0 ? r->ranks : 1);
     jw_kv_int(&w, "start_step", r->start_step);
     for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
         if (opt[i].value && *opt[i].value)
             jw_kv_str(&w, opt[i].key, opt[i].value);
     jw_obj_end(&w);
+    free(command);
     const char *t = jw_text(&w);
     char *out = t ? strdup(t) : NULL;
     jw_release(&w);
@@ -56,8 +61,9 @@ int wire_resume_check(const char *tpl, char *why, size_t cap)
         names_ckpt |= strcmp(*k, "{stop}") != 0;
     }
     if (!names_ckpt) {
-        snprintf(why, cap, "the resume template names no checkpoint: put {step} (the last step it holds) or {path} "
-                           "(where the job said it is) where the program takes it");
+        snprintf(why, cap,
+                 "the resume template names no checkpoint: put {step} (the last step it holds) or {path} "
+                 "(where the job said it is) where the program takes it");
         return -1;
     }
     return 0;

@@ -30,6 +30,10 @@ typedef struct wire_run {
  * of memory. */
 char *wire_run_body(const wire_run *r);
 
+/* WIRE_COMMAND_MAX - the most bytes of a registration's command lockstepd takes (server/core/limits.h uses it);
+ * wire_run_body makes the command one line of UTF-8 that fits, whatever the program's command line holds. */
+#define WIRE_COMMAND_MAX 4096
+
 /* WIRE_RESUME_MAX - the longest resume template, with its NUL. */
 #define WIRE_RESUME_MAX 4096
 

@@ -6,6 +6,8 @@
 #ifndef SERVER_CORE_LIMITS_H
 #define SERVER_CORE_LIMITS_H
 
+#include "common/wire.h"
+
 /* --- A run, as registered (POST /api/v1/runs; 400 past these) --- */
 #define RUN_MAX_RANKS 65536         /* ranks of one run */
 #define RUN_MAX_START_STEP ((long long)1 << 62) /* start_step is 0 .. this */
@@ -15,7 +17,7 @@
 #define USER_MAX 64                 /* bytes of user */
 #define PARTITION_MAX 128           /* bytes of partition */
 #define NODES_MAX 4096              /* bytes of nodes (a Slurm node list) */
-#define COMMAND_MAX 4096            /* bytes of command */
+#define COMMAND_MAX WIRE_COMMAND_MAX /* bytes of command (common/wire.h: clients cut theirs to fit) */
 #define CLIENT_ID_MAX 128           /* bytes of client_id */
 
 /* --- An attestation (POST /api/v1/attest) --- */

@@ -1,17 +1,20 @@
 """test_blocks.py - the binding's shards, scaled low-precision tensors, chunk sizes and state blocks against the real liblockstep and `lockstep diff`."""
 
+import concurrent.futures
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import types
 import unittest
 
 import numpy as np
 import torch
 
-from helpers import CLI, SRC, dump, env_for, run_py
+from helpers import CLI, SRC, Lockstepd, dump, env_for, run_py
 
 sys.path.insert(0, os.path.join(SRC, "agent", "python"))
 import lockstep  # noqa: E402
@@ -73,8 +76,6 @@ class Sharded(unittest.TestCase):
     def test_logical_fp_is_the_whole_tensors(self):
         p = subprocess.run([CLI, "dump", "--logical", self.run_dir("w3")], stdout=subprocess.PIPE, text=True)
         self.assertEqual(p.returncode, 0)
-        import json
-
         last = json.loads(p.stdout.splitlines()[-1])
         full = (torch.arange(600 * 700, dtype=torch.float64).reshape(600, 700) % 1013 / 7).float() * 3
         self.assertEqual(int(last["fp"], 16), lockstep.fingerprint(full))
@@ -86,6 +87,58 @@ class Sharded(unittest.TestCase):
         r = rep["ranks"][0]
         self.assertEqual((rep["first_step"], r["a"]["name"], r["first_chunk"]), (1, "tp.w", 1))
         self.assertEqual(r["chunk_holders"], {"a": [2, 3], "b": [1, 2]})  # bytes 1 MiB.. sit on ranks 2-3 of 4, 1-2 of 3
+
+
+class ShardsThroughLockstepd(unittest.TestCase):
+    """Runs of 4 and 3 ranks streamed to a real lockstepd, every record and as digests: the server compares their
+    logical tensors and names the flipped byte's tensor and step either way (streaming digests, the agent sends
+    shards in full: nothing would ask for them)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ls-shards-srv-")
+        cls.srv = Lockstepd(cls.tmp)
+        cls.bad = []
+        jobs = [(mode, name, world, flip, r) for mode in ("records", "digests")
+                for name, world, flip in (("w4", 4, None), ("f3", 3, "1:1200000")) for r in range(world)]
+
+        def one(job):
+            mode, name, world, flip, r = job
+            env = env_for(LOCKSTEP_SERVER=cls.srv.url, LOCKSTEP_TWIN_GROUP="py-shards-" + mode,
+                          LOCKSTEP_JOB_ID="sh-%s-%s" % (mode, name), LOCKSTEP_STEP_ID="0", LOCKSTEP_RANK=r,
+                          LOCKSTEP_RANKS=world, LOCKSTEP_STREAM=mode, LOCKSTEP_TRACE="modules",
+                          LOCKSTEP_SPOOL_DIR=os.path.join(cls.tmp, "spool-%s-%s-%d" % (mode, name, r)),
+                          WORLD=world, FLIP=flip or "")
+            p = run_py(["-c", SHARD_PROG], env)
+            return None if p.returncode == 0 else "%s %s rank %d: %s" % (mode, name, r, p.stderr[-2000:])
+
+        try:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=4) as ex:
+                cls.bad = [b for b in ex.map(one, jobs) if b]
+        except BaseException:
+            cls.srv.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def group(self, name):
+        self.assertEqual(self.bad, [])
+        deadline = time.monotonic() + 30
+        while True:
+            t = self.srv.get("/api/v1/twins/" + name)
+            if t["status"] == "diverged" or time.monotonic() > deadline:
+                return t
+            time.sleep(0.2)
+
+    def test_logical_divergence_both_ways(self):
+        for mode in ("records", "digests"):
+            t = self.group("py-shards-" + mode)
+            self.assertEqual((t["status"], t["logical"]), ("diverged", True), (mode, json.dumps(t)[:2000]))
+            f = t["first_divergence"]
+            self.assertEqual((f["step"], f["rank"], f["name"]), (1, -1, "tp.w"), (mode, json.dumps(f)[:2000]))
 
 
 class Traced(unittest.TestCase):

@@ -20,21 +20,21 @@ static void test_targets(void **state)
     } cases[] = {
         {"/api/v1/health", 1},
         {"/api/v1/twins/exp-42%2Fa.b_c:d@e+f/steps?from=0&to=9&compact=1", 1},
-        {"/api/v1/twins/caf%C3%A9", 1},           /* é */
+        {"/api/v1/twins/caf%C3%A9", 1}, /* é */
         {"/api/v1/runs?user=a+b&job=", 1},
         {"/", 1},
-        {"/api/v1/twins/%ff%fe", 0},              /* not UTF-8 */
-        {"/api/v1/twins/%C3%28", 0},              /* a broken sequence */
-        {"/api/v1/twins/%C0%AF", 0},              /* overlong '/' */
-        {"/api/v1/twins/%ED%A0%80", 0},           /* a surrogate */
-        {"/index.html%00.js", 0},                 /* NUL */
+        {"/api/v1/twins/%ff%fe", 0},    /* not UTF-8 */
+        {"/api/v1/twins/%C3%28", 0},    /* a broken sequence */
+        {"/api/v1/twins/%C0%AF", 0},    /* overlong '/' */
+        {"/api/v1/twins/%ED%A0%80", 0}, /* a surrogate */
+        {"/index.html%00.js", 0},       /* NUL */
         {"/api/v1/runs?user=a%00b", 0},
-        {"/api/v1/runs?user=a%0Ab", 0},           /* newline */
-        {"/api/v1/runs?u%1b=1", 0},               /* escape in a key */
-        {"/api/v1/runs?user=%C2%85", 0},          /* C1 control (NEL) */
-        {"/api/v1/runs?user=%zz", 0},             /* a bad escape */
+        {"/api/v1/runs?user=a%0Ab", 0},  /* newline */
+        {"/api/v1/runs?u%1b=1", 0},      /* escape in a key */
+        {"/api/v1/runs?user=%C2%85", 0}, /* C1 control (NEL) */
+        {"/api/v1/runs?user=%zz", 0},    /* a bad escape */
         {"/api/v1/runs?user=%4", 0},
-        {"/api/\x01v1", 0},                       /* a raw control byte */
+        {"/api/\x01v1", 0}, /* a raw control byte */
         {"/api/v1/\x7f", 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -70,6 +70,16 @@ static void test_text(void **state)
     assert_string_equal(text_sanitize("job\n42\xff\xc3\xa9", out, sizeof(out)), "job?42?\xc3\xa9");
     assert_string_equal(text_sanitize("abcdef", out, 4), "abc");
     assert_string_equal(text_sanitize("ab\xc3\xa9", out, 4), "ab"); /* never half a character */
+    /* one line for a descriptive field: white space becomes spaces, a cut is marked */
+    assert_string_equal(text_one_line("-c 'import x\n\tx.run()'\x01\xff", out, sizeof(out)),
+                        "-c 'import x  x.run()'??");
+    assert_string_equal(text_one_line("abcdefgh", out, 9), "abcdefgh"); /* fits exactly: uncut */
+    assert_string_equal(text_one_line("abcdefghi", out, 9), "abcde...");
+    assert_string_equal(text_one_line("abcd\xc3\xa9"
+                                      "fghi",
+                                      out, 9),
+                        "abcd..."); /* never half a character */
+    assert_string_equal(text_one_line("", out, 9), "");
 }
 
 int main(void)

@@ -14,9 +14,18 @@
 static void test_body(void **state)
 {
     (void)state;
-    wire_run r = {.job_id = "42", .step_id = "0.r1", .twin_group = "g \"1\"", .ranks = 4, .start_step = 90000,
-                  .user = "alice", .partition = "gpu", .nodes = "n[1-2]", .command = "train --lr 1e-3",
-                  .mode = "det", .client_id = "spank:42.0.r1", .resume = "train --resume /ck/step-{step}"};
+    wire_run r = {.job_id = "42",
+                  .step_id = "0.r1",
+                  .twin_group = "g \"1\"",
+                  .ranks = 4,
+                  .start_step = 90000,
+                  .user = "alice",
+                  .partition = "gpu",
+                  .nodes = "n[1-2]",
+                  .command = "train --lr 1e-3",
+                  .mode = "det",
+                  .client_id = "spank:42.0.r1",
+                  .resume = "train --resume /ck/step-{step}"};
     char *b = wire_run_body(&r);
     assert_non_null(b);
     json_error_t e;
@@ -39,6 +48,25 @@ static void test_body(void **state)
     assert_null(json_object_get(o, "resume"));
     json_decref(o);
     free(b);
+    /* a command lockstepd would refuse (newlines of a `python -c` program, bytes that are not UTF-8, too long) is
+     * sent as one line that fits: the run is registered, not refused */
+    char *big = malloc(3 * WIRE_COMMAND_MAX);
+    assert_non_null(big);
+    memset(big, 'x', 3 * WIRE_COMMAND_MAX - 1);
+    big[3 * WIRE_COMMAND_MAX - 1] = 0;
+    memcpy(big, "python3 -c 'import os\nprint(1)'\xff ", 33);
+    wire_run c = {.job_id = "8", .step_id = "0", .ranks = 1, .command = big};
+    b = wire_run_body(&c);
+    o = json_loads(b, 0, &e);
+    const char *cmd = json_string_value(json_object_get(o, "command"));
+    assert_non_null(cmd);
+    assert_true(strlen(cmd) < WIRE_COMMAND_MAX);
+    const char *head = "python3 -c 'import os print(1)'? xxx";
+    assert_true(!strncmp(cmd, head, strlen(head)));
+    assert_string_equal(cmd + strlen(cmd) - 3, "...");
+    json_decref(o);
+    free(b);
+    free(big);
 }
 
 /* Resume templates (--lockstep-resume), from a table: what names the checkpoint, what is refused and why. */
@@ -79,8 +107,15 @@ static void test_attest_body(void **state)
 {
     (void)state;
     unsigned ranks[] = {2, 3, 6};
-    wire_attest a = {.job_id = "42", .step_id = "0", .node = "n3", .node_index = 2, .user = "alice",
-                     .nodes = "n[1-4]", .gpus = "", .ranks = ranks, .nranks = 3};
+    wire_attest a = {.job_id = "42",
+                     .step_id = "0",
+                     .node = "n3",
+                     .node_index = 2,
+                     .user = "alice",
+                     .nodes = "n[1-4]",
+                     .gpus = "",
+                     .ranks = ranks,
+                     .nranks = 3};
     char *b = wire_attest_body(&a);
     assert_non_null(b);
     json_t *o = json_loads(b, 0, NULL);
@@ -110,9 +145,10 @@ static void test_pick(void **state)
 {
     (void)state;
     char id[64];
-    const char *list = "{\"items\":[{\"run_id\":\"r-0\",\"job_id\":\"42\",\"step_id\":\"0\",\"command\":\"run_id job_id\"},"
-                       "{\"run_id\":\"r-1\",\"job_id\":\"42\",\"step_id\":\"0.r1\",\"nested\":{\"step_id\":\"x\"}}],"
-                       "\"total\":2,\"limit\":1000,\"next_cursor\":null}";
+    const char *list =
+        "{\"items\":[{\"run_id\":\"r-0\",\"job_id\":\"42\",\"step_id\":\"0\",\"command\":\"run_id job_id\"},"
+        "{\"run_id\":\"r-1\",\"job_id\":\"42\",\"step_id\":\"0.r1\",\"nested\":{\"step_id\":\"x\"}}],"
+        "\"total\":2,\"limit\":1000,\"next_cursor\":null}";
     assert_int_equal(wire_lookup_pick(list, "42", "0.r1", id, sizeof(id)), 0);
     assert_string_equal(id, "r-1");
     assert_int_equal(wire_lookup_pick(list, "42", "0", id, sizeof(id)), 0);
@@ -146,7 +182,8 @@ static void test_obj_int_array(void **state)
     assert_int_equal(v[1], -2);
     assert_int_equal(v[2], 12);
     assert_int_equal(wire_obj_int_array("{\"send_steps\": []}", "send_steps", v, 4), 0);
-    assert_int_equal(wire_obj_int_array("{\"send_steps\": [1,2,3,4,5,6]}", "send_steps", v, 4), 4); /* the rest skipped */
+    assert_int_equal(wire_obj_int_array("{\"send_steps\": [1,2,3,4,5,6]}", "send_steps", v, 4),
+                     4); /* the rest skipped */
     assert_int_equal(v[3], 4);
     assert_int_equal(wire_obj_int_array("{\"stored\": 3}", "send_steps", v, 4), -1);
     assert_int_equal(wire_obj_int_array("{\"send_steps\": [\"7\"]}", "send_steps", v, 4), -1);
@@ -157,12 +194,8 @@ static void test_obj_int_array(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_obj_int_array),
-        cmocka_unit_test(test_body),
-        cmocka_unit_test(test_lookup_path),
-        cmocka_unit_test(test_resume_check),
-        cmocka_unit_test(test_attest_body),
-        cmocka_unit_test(test_pick),
+        cmocka_unit_test(test_obj_int_array), cmocka_unit_test(test_body),        cmocka_unit_test(test_lookup_path),
+        cmocka_unit_test(test_resume_check),  cmocka_unit_test(test_attest_body), cmocka_unit_test(test_pick),
         cmocka_unit_test(test_obj_string),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
