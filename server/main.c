@@ -175,15 +175,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (c->db_url[0]) {
-        snprintf(conninfo, sizeof(conninfo), "%s", c->db_url);
-    } else if (pg_embed_start(&pe, c, conninfo, sizeof(conninfo)) < 0) {
-        return 1;
-    } else if (pg_embed_watch_start(&pe, c->pg_restart_max) < 0) { /* a dead cluster is started again */
-        pg_embed_stop(&pe);
-        return 1;
-    }
-    db_init(conninfo);
+    /* Statements and routes first: a program that registers too many fails here, before it starts PostgreSQL. */
     store_runs_register();
     store_write_register();
     frames_register();
@@ -205,6 +197,16 @@ int main(int argc, char **argv)
     api_admin_register();
     api_attest_register();
     route_set_fallback(web_serve, MR_STATIC);
+
+    if (c->db_url[0]) {
+        snprintf(conninfo, sizeof(conninfo), "%s", c->db_url);
+    } else if (pg_embed_start(&pe, c, conninfo, sizeof(conninfo)) < 0) {
+        return 1;
+    } else if (pg_embed_watch_start(&pe, c->pg_restart_max) < 0) { /* a dead cluster is started again */
+        pg_embed_stop(&pe);
+        return 1;
+    }
+    db_init(conninfo);
 
     int migrated = -1;
     for (int i = 0; i < 60 && migrated < 0; i++) {
