@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
@@ -14,11 +15,26 @@
 #include "server/store/sql.h"
 
 #define ALERT_COLS                                                                                                     \
-    "a.id, a.kind, a.twin_group, a.node, a.severity, a.summary, a.body, a.url, a.details::text, " TS("a.created_at")   \
-    ", " TS("a.acked_at") ", a.acked_by, (SELECT json_agg(json_build_object('sink', d.sink, 'phase', d.phase, "        \
-    "'state', d.state, 'attempts', d.attempts, 'last_error', d.last_error, 'delivered_at', " TS("d.delivered_at")     \
-    ") ORDER BY d.sink, d.phase) FROM alert_deliveries d WHERE d.alert_id = a.id)::text, " TS("a.resolved_at")   \
-    ", a.resolved_reason, a.resolved_by, a.superseded_by, a.labels::text, a.annotations::text"
+    "a.id, a.kind, a.twin_group, a.node, a.severity, a.summary, a.body, a.url, a.details::text, " TS(                  \
+        "a.created_at") ", " TS("a.acked_at") ", a.acked_by, (SELECT json_agg(json_build_object('sink', d.sink, "      \
+                                              "'phase', d.phase, "                                                     \
+                                              "'state', d.state, 'attempts', d.attempts, 'last_error', d.last_error, " \
+                                              "'delivered_at', " TS(                                                   \
+                                                  "d.delivered_at") ") ORDER BY d.sink, d.phase) FROM "                \
+                                                                    "alert_deliveries d WHERE d.alert_id = "           \
+                                                                    "a.id)::text, " TS("a.resolved_at") ", "           \
+                                                                                                        "a.resolved_"  \
+                                                                                                        "reason, "     \
+                                                                                                        "a.resolved_"  \
+                                                                                                        "by, "         \
+                                                                                                        "a."           \
+                                                                                                        "superseded_"  \
+                                                                                                        "by, "         \
+                                                                                                        "a.labels::"   \
+                                                                                                        "text, "       \
+                                                                                                        "a."           \
+                                                                                                        "annotations:" \
+                                                                                                        ":text"
 #define ALERT_NCOLS 19
 
 /* alert_obj - row `i` of an ALERT_COLS result: state is open, acknowledged, or resolved (repaired, superseded). */
@@ -75,6 +91,36 @@ static enum MHD_Result alerts_list(http_req *req, char **args)
     return http_reply_json(req, 200, api_list(a, total, limit, total >= 0 && offset + n < total ? offset + n : -1));
 }
 
+/* ack_txn - acknowledge alert p[0] (by p[1]) and resolve it, in one transaction. *found: whether it exists. Returns
+ * 0, or -1 rolled back with the reason in `err` (sql_conflicted: may be run again). */
+static int ack_txn(const char *const *p, long long id, int *found, char *err, size_t cap)
+{
+    *found = 0;
+    if (sql_begin(err, cap) < 0)
+        return -1;
+    PGresult *r = sql_query("UPDATE alerts SET acked_at = coalesce(acked_at, now()), acked_by = coalesce(acked_by, $2) "
+                            "WHERE id = $1::bigint RETURNING id, acked_by",
+                            2, p, err, cap);
+    if (!r) {
+        sql_rollback();
+        return -1;
+    }
+    *found = PQntuples(r) > 0;
+    char by[256] = "";
+    if (*found)
+        snprintf(by, sizeof(by), "%s", PQgetvalue(r, 0, 1));
+    PQclear(r);
+    if (!*found) {
+        sql_rollback();
+        return 0;
+    }
+    if (alert_resolve(id, "acknowledged", by, 0, err, cap) < 0 || sql_commit(err, cap) < 0) {
+        sql_rollback();
+        return -1;
+    }
+    return 0;
+}
+
 static enum MHD_Result alert_ack(http_req *req, char **args)
 {
     const char *id = args[0];
@@ -87,34 +133,21 @@ static enum MHD_Result alert_ack(http_req *req, char **args)
     char err[512];
     const char *p[] = {id, actor ? actor : "admin"};
     /* Acknowledging ends the alert: resolved, with a resolution message to each HTTP sink, in one transaction
-     * (under the evaluator's lock, so a supersession cannot interleave). */
-    if (sql_begin(err, sizeof(err)) < 0) {
-        json_decref(b);
-        return http_reply_db_down(req, err);
+     * (under the evaluator's lock, so a supersession cannot interleave). A delivery of the alert updating it at the
+     * same moment makes the transaction fail on the concurrent update: it is simply run again. */
+    int found = 0, rc = -1;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        if ((rc = ack_txn(p, n, &found, err, sizeof(err))) == 0 || !sql_conflicted())
+            break;
+        usleep(20000u << attempt);
     }
-    PGresult *r = sql_query("UPDATE alerts SET acked_at = coalesce(acked_at, now()), acked_by = coalesce(acked_by, $2) "
-                            "WHERE id = $1::bigint RETURNING id, acked_by",
-                            2, p, err, sizeof(err));
-    json_decref(b);
-    if (!r) {
-        sql_rollback();
+    json_decref(b); /* p[1] pointed into it */
+    if (rc < 0)
         return http_reply_db_down(req, err);
-    }
-    int found = PQntuples(r) > 0;
-    char by[256] = "";
-    if (found)
-        snprintf(by, sizeof(by), "%s", PQgetvalue(r, 0, 1));
-    PQclear(r);
-    if (!found) {
-        sql_rollback();
+    if (!found)
         return http_reply_error(req, 404, "unknown alert", "no alert has that id", "see GET /api/v1/alerts");
-    }
-    if (alert_resolve(n, "acknowledged", by, 0, err, sizeof(err)) < 0 || sql_commit(err, sizeof(err)) < 0) {
-        sql_rollback();
-        return http_reply_db_down(req, err);
-    }
     alert_notify();
-    r = sql_query("SELECT " ALERT_COLS " FROM alerts a WHERE a.id = $1::bigint", 1, p, err, sizeof(err));
+    PGresult *r = sql_query("SELECT " ALERT_COLS " FROM alerts a WHERE a.id = $1::bigint", 1, p, err, sizeof(err));
     if (!r || PQntuples(r) != 1) {
         PQclear(r);
         return http_reply_db_down(req, err);

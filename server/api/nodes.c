@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
@@ -115,9 +116,10 @@ static enum MHD_Result nodes_list(http_req *req, char **args)
     PQclear(t);
     json_t *o = api_list(a, count, limit, more ? offset + limit : -1);
     json_object_set_new(o, "baseline", json_real(n > 0 ? k / n : 0.0));
-    json_object_set_new(o, "thresholds", json_pack("{s:f, s:f, s:f, s:f}", "suspect", g_srv.cfg.suspect_threshold,
-                                                   "min_evidence", g_srv.cfg.suspect_min_evidence, "ratio",
-                                                   g_srv.cfg.suspect_ratio, "prior", g_srv.cfg.suspect_prior));
+    json_object_set_new(o, "thresholds",
+                        json_pack("{s:f, s:f, s:f, s:f}", "suspect", g_srv.cfg.suspect_threshold, "min_evidence",
+                                  g_srv.cfg.suspect_min_evidence, "ratio", g_srv.cfg.suspect_ratio, "prior",
+                                  g_srv.cfg.suspect_prior));
     return http_reply_json(req, 200, o);
 }
 
@@ -153,8 +155,8 @@ static enum MHD_Result node_get(http_req *req, char **args)
 static json_t *event_obj(PGresult *r, int i)
 {
     json_t *o = json_pack("{s:I, s:s, s:s, s:o, s:o, s:o}", "id", (json_int_t)strtoll(PQgetvalue(r, i, 0), NULL, 10),
-                          "kind", PQgetvalue(r, i, 1), "at", PQgetvalue(r, i, 2), "group", pg_str(r, i, 3),
-                          "run_id", pg_str(r, i, 4), "gpu", pg_str(r, i, 5));
+                          "kind", PQgetvalue(r, i, 1), "at", PQgetvalue(r, i, 2), "group", pg_str(r, i, 3), "run_id",
+                          pg_str(r, i, 4), "gpu", pg_str(r, i, 5));
     json_object_set_new(o, "step",
                         PQgetisnull(r, i, 6) ? json_null() : json_integer(strtoll(PQgetvalue(r, i, 6), NULL, 10)));
     json_object_set_new(o, "rank", PQgetisnull(r, i, 7) ? json_null() : json_integer(atoi(PQgetvalue(r, i, 7))));
@@ -186,8 +188,8 @@ static enum MHD_Result node_history(http_req *req, char **args)
         return unknown_node(req, name);
     const char *p[] = {name, before, lim};
     PGresult *r = sql_query("SELECT " EVENT_COLS " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key "
-                       "WHERE h.node = $1 AND h.id < $2::bigint ORDER BY h.id DESC LIMIT $3::int",
-                       3, p, err, sizeof(err));
+                            "WHERE h.node = $1 AND h.id < $2::bigint ORDER BY h.id DESC LIMIT $3::int",
+                            3, p, err, sizeof(err));
     if (!r)
         return http_reply_db_down(req, err);
     json_t *ev = json_array();
@@ -198,6 +200,51 @@ static enum MHD_Result node_history(http_req *req, char **args)
     json_t *o = api_list(ev, -1, limit, next);
     json_object_set_new(o, "node", json_string(name));
     return http_reply_json(req, 200, o);
+}
+
+/* node_txn - an admin's action on node p[0] in one transaction: its new state p[1] (NULL: a note), the history event
+ * (actor p[2], detail p[3]); a repair clears its score and resolves the alerts that blame it. *known: whether the
+ * node exists (nothing done when not); *resolved: alerts resolved; `id`: the event's. Returns 0, or -1 rolled back
+ * with the reason in `err` (sql_conflicted: may be run again). */
+static int node_txn(const char *const *p, const char *state, int *known, int *resolved, char *id, size_t idcap,
+                    char *err, size_t cap)
+{
+    *known = *resolved = 0;
+    if (sql_begin(err, cap) < 0)
+        return -1;
+    PGresult *r = sql_query("SELECT state FROM hw_nodes WHERE name = $1 FOR UPDATE", 1, p, err, cap);
+    if (!r)
+        goto out_rollback;
+    *known = PQntuples(r) > 0;
+    PQclear(r);
+    if (!*known) {
+        sql_rollback();
+        return 0;
+    }
+    if (state && sql_do("UPDATE hw_nodes SET state = $2, state_since = now(), evidence_since = CASE WHEN $2 = "
+                        "'repaired' THEN now() ELSE evidence_since END, score = CASE WHEN $2 = 'repaired' THEN 0 ELSE "
+                        "score END, involvements = CASE WHEN $2 = 'repaired' THEN 0 ELSE involvements END "
+                        "WHERE name = $1",
+                        2, p, err, cap) < 0)
+        goto out_rollback;
+    if (state && !strcmp(state, "repaired") &&
+        sql_do("UPDATE hw_gpus SET state = 'ok', score = 0 WHERE node = $1", 1, p, err, cap) < 0)
+        goto out_rollback;
+    /* A repair ends the alerts that blame the node (its suspect alert, hardware divergences it ran). */
+    *resolved = state && !strcmp(state, "repaired") ? alert_resolve_blaming(p[0], err, cap) : 0;
+    if (*resolved < 0)
+        goto out_rollback;
+    r = sql_query("INSERT INTO hw_history (node, kind, state, actor, detail) VALUES ($1, 'action', $2, $3, $4) "
+                  "RETURNING id",
+                  4, p, err, cap);
+    if (!r)
+        goto out_rollback;
+    snprintf(id, idcap, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return sql_commit(err, cap);
+out_rollback:
+    sql_rollback();
+    return -1;
 }
 
 static enum MHD_Result node_action(http_req *req, char **args)
@@ -219,49 +266,31 @@ static enum MHD_Result node_action(http_req *req, char **args)
     const char *state = !strcmp(action, "drain") ? "drained" : !strcmp(action, "repair") ? "repaired" : NULL;
     const char *p[] = {name, state, actor ? actor : "admin", detail};
     enum MHD_Result res;
-    if (sql_begin(err, sizeof(err)) < 0)
+    int known = 0, resolved = 0;
+    char id[32];
+    /* Alert deliveries update alerts outside the evaluator's lock: a repair that resolves one while it is being
+     * delivered fails on the concurrent update, and is simply run again. */
+    int rc = -1;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        if ((rc = node_txn(p, state, &known, &resolved, id, sizeof(id), err, sizeof(err))) == 0 || !sql_conflicted())
+            break;
+        usleep(20000u << attempt);
+    }
+    if (rc < 0)
         goto out_db;
-    PGresult *r = sql_query("SELECT state FROM hw_nodes WHERE name = $1 FOR UPDATE", 1, p, err, sizeof(err));
-    if (!r)
-        goto out_rollback;
-    int known = PQntuples(r) > 0;
-    PQclear(r);
     if (!known) {
-        sql_rollback();
         json_decref(b);
         return unknown_node(req, name);
     }
-    if (state && sql_do("UPDATE hw_nodes SET state = $2, state_since = now(), evidence_since = CASE WHEN $2 = "
-                       "'repaired' THEN now() ELSE evidence_since END, score = CASE WHEN $2 = 'repaired' THEN 0 ELSE "
-                       "score END, involvements = CASE WHEN $2 = 'repaired' THEN 0 ELSE involvements END "
-                       "WHERE name = $1",
-                       2, p, err, sizeof(err)) < 0)
-        goto out_rollback;
-    if (state && !strcmp(state, "repaired") &&
-        sql_do("UPDATE hw_gpus SET state = 'ok', score = 0 WHERE node = $1", 1, p, err, sizeof(err)) < 0)
-        goto out_rollback;
-    /* A repair ends the alerts that blame the node (its suspect alert, hardware divergences it ran). */
-    int resolved = state && !strcmp(state, "repaired") ? alert_resolve_blaming(name, err, sizeof(err)) : 0;
-    if (resolved < 0)
-        goto out_rollback;
-    r = sql_query("INSERT INTO hw_history (node, kind, state, actor, detail) VALUES ($1, 'action', $2, $3, $4) "
-             "RETURNING id",
-             4, p, err, sizeof(err));
-    if (!r)
-        goto out_rollback;
-    char id[32];
-    snprintf(id, sizeof(id), "%s", PQgetvalue(r, 0, 0));
-    PQclear(r);
-    if (sql_commit(err, sizeof(err)) < 0)
-        goto out_db;
     if (state)
         slurm_apply(name, !strcmp(state, "drained"), reason && *reason ? reason : "drained by an admin");
     if (resolved)
         alert_notify();
     fleet_kick();
     const char *pi[] = {id};
-    r = sql_query("SELECT " EVENT_COLS " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key WHERE h.id = $1", 1, pi,
-             err, sizeof(err));
+    PGresult *r =
+        sql_query("SELECT " EVENT_COLS " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key WHERE h.id = $1",
+                  1, pi, err, sizeof(err));
     json_t *nodes = r ? load_nodes(name, 1, 0, NULL, err, sizeof(err)) : NULL;
     if (!nodes) {
         PQclear(r);
@@ -272,8 +301,6 @@ static enum MHD_Result node_action(http_req *req, char **args)
     PQclear(r);
     json_decref(b);
     return http_reply_json(req, 200, o);
-out_rollback:
-    sql_rollback();
 out_db:
     json_decref(b);
     res = http_reply_db_down(req, err);

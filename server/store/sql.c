@@ -8,6 +8,13 @@
 
 #define SUSPECTS_LOCK "7243105"
 
+static __thread char last_state[6]; /* the SQLSTATE of this thread's last failed statement ("" none) */
+
+int sql_conflicted(void)
+{
+    return !strcmp(last_state, "40001") || !strcmp(last_state, "40P01");
+}
+
 PGresult *sql_query(const char *sql, int n, const char *const *params, char *err, size_t cap)
 {
     PGconn *c = db_conn();
@@ -17,8 +24,12 @@ PGresult *sql_query(const char *sql, int n, const char *const *params, char *err
         return NULL;
     }
     PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
-    if (db_ok(r))
+    if (db_ok(r)) {
+        last_state[0] = 0;
         return r;
+    }
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(last_state, sizeof(last_state), "%s", state ? state : "");
     if (err)
         snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
     if (err) {

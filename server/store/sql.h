@@ -21,6 +21,12 @@ int sql_do(const char *sql, int n, const char *const *params, char *err, size_t 
  * comparison progress that follows it are seen together). 0 or -1. */
 int sql_begin(char *err, size_t cap);
 
+/* sql_conflicted - 1 when this thread's last failed statement failed on a
+ * concurrent update (serialization failure or deadlock): the transaction,
+ * rolled back, may simply be run again. A writer outside the evaluator's lock
+ * (alert deliveries) can make a REPEATABLE READ transaction fail so. */
+int sql_conflicted(void);
+
 /* sql_commit - COMMIT; sql_rollback - ROLLBACK (errors ignored). Both release
  * the advisory lock. */
 int sql_commit(char *err, size_t cap);
