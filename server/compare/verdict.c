@@ -34,10 +34,19 @@ void verdict_register(void)
     db_register("vd_divs", "SELECT rank, step, seq, name, occ, kind, odd_run_key, runs::text, " DB_TS("committed_at")
                            ", " DB_TS("detected_at") ", extract(epoch FROM detected_at - committed_at) * 1000 "
                            "FROM divergences WHERE twin_group = $1 ORDER BY step, rank");
-    /* (a stored manifest larger than a manifest may be now, MANIFEST_BODY_MAX, is left out) */
-    db_register("vd_manifests", "SELECT m.run_key, m.rank, m.manifest::text FROM manifests m JOIN runs r "
-                                "USING (run_key) WHERE r.twin_group = $1 AND pg_column_size(m.manifest) <= "
-                                MANIFEST_BODY_MAX_TEXT " ORDER BY m.run_key, m.rank");
+    /* The manifests the diff reads, bounded whatever a job uploaded (65,536 ranks of 256 KiB each would be 16 GiB a
+     * run): the lowest ranks of every run together, rank by rank, up to MDIFF_MANIFESTS manifests (the lowest rank
+     * always), so that every run is compared on the same ranks; a stored manifest larger than a manifest may be now
+     * (MANIFEST_BODY_MAX) is left out. Only keys are read to find the cut (each run's first MDIFF_MANIFESTS by its
+     * primary key). */
+    db_register("vd_manifests",
+                "WITH k AS (SELECT m1.rank FROM runs r CROSS JOIN LATERAL (SELECT m2.rank FROM manifests m2 WHERE "
+                "m2.run_key = r.run_key ORDER BY m2.rank LIMIT " MDIFF_MANIFESTS_TEXT ") m1 WHERE r.twin_group = $1), "
+                "cut AS (SELECT max(c.rank) AS last FROM (SELECT k.rank, count(*) OVER (ORDER BY k.rank) AS upto "
+                "FROM k) c WHERE c.upto <= " MDIFF_MANIFESTS_TEXT " OR c.rank = (SELECT min(rank) FROM k)) "
+                "SELECT m.run_key, m.rank, m.manifest::text FROM manifests m JOIN runs r USING (run_key), cut "
+                "WHERE r.twin_group = $1 AND m.rank <= cut.last AND pg_column_size(m.manifest) <= "
+                MANIFEST_BODY_MAX_TEXT " ORDER BY m.run_key, m.rank");
     /* What the manifest diff depends on besides the runs (which do not change once registered): how many
      * manifests, and the newest (a manifest posted again gets a new received_at). */
     db_register("vd_mstate", "SELECT count(*), coalesce(max(m.received_at)::text, '') FROM manifests m JOIN runs r "
@@ -436,6 +445,13 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     }
     if (!mdiff) {
         mdiff = load_mdiff(runs, man);
+        long stored = strtol(PQgetvalue(mstate, 0, 0), NULL, 10);
+        if (PQntuples(man) < stored) { /* the diff's bound: say how much of the group's manifests it read */
+            json_object_set_new(mdiff, "manifests_read", json_integer(PQntuples(man)));
+            json_object_set_new(mdiff, "manifests_stored", json_integer(stored));
+            json_object_set_new(mdiff, "ranks_through",
+                                json_integer(PQntuples(man) ? atoi(PQgetvalue(man, PQntuples(man) - 1, 1)) : -1));
+        }
         mdiff_keep(group, mkey, mdiff);
     }
     v->mdiff = mdiff;

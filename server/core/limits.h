@@ -34,6 +34,7 @@
 #define HTTP_BODY_DEFAULT (64 * 1024)   /* any endpoint that names no other limit */
 #define MANIFEST_BODY_MAX (256 * 1024)  /* one rank's manifest */
 #define MANIFEST_BODY_MAX_TEXT "262144" /* the same, for SQL text */
+#define MDIFF_MANIFESTS_TEXT "512"       /* manifests one manifest diff reads (the lowest ranks of every run) */
 #define HTTP_TARGET_MAX 2048            /* bytes of the request target (path and query) */
 #define HTTP_TARGET_MAX_TEXT "2048"
 #define HTTP_HEAD_MEMORY (64 * 1024)    /* request line and headers together (libmicrohttpd's pool) */
