@@ -1,16 +1,18 @@
-/* group.h - a twin group as the fleet evaluates it: its runs, the hardware each rank ran on, and the classification of its first divergence. */
+/* group.h - a twin group as the fleet evaluates it: its runs, the hardware each rank ran on, and the classification of
+ * its first divergence. */
 #ifndef SERVER_FLEET_GROUP_H
 #define SERVER_FLEET_GROUP_H
 
 #include "server/core/limits.h"
 
-#define GROUP_MAX_RANKS 1024 /* ranks whose hardware the evaluation maps (manifests of higher ranks are ignored) */
+#define GROUP_MAX_RANKS 1024 /* ranks whose hardware the evaluation maps (manifests of higher ranks are not read) */
+#define GROUP_MAX_RANKS_TEXT "1024"
 
 /* The hardware one rank of one run ran on. `node` is what counts as hardware evidence: the node slurmstepd
  * attested (when the manifest's own host agrees with it, or names none), or with trust_reported_hosts the
  * manifest's host; NULL when nothing counts. `reported` is the manifest's own host, kept to be shown. */
 typedef struct hw_slot {
-    const char *node, *gpu, *gpu_name, *manifest; /* borrowed from the manifests and attestations results */
+    const char *node, *gpu, *gpu_name; /* borrowed from the manifests and attestations results */
     const char *reported;
     int attested; /* `node` is slurmstepd's word */
 } hw_slot;

@@ -1,4 +1,5 @@
-/* suspects.c - evidence from twin divergences: the hardware that ran each diverging rank, hardware vs software, the suspects thread. */
+/* suspects.c - evidence from twin divergences: the hardware that ran each diverging rank, hardware vs software, the
+ * suspects thread. */
 #include "server/fleet/suspects.h"
 
 #include <ctype.h>
@@ -119,8 +120,7 @@ static int classify(grp *g, const grp_verdict *vd, json_t **entries, const int *
         v->code = "layout";
         snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
         return 0;
-    default:
-        break;
+    default: break;
     }
     /* Which runs diverged on the origin ranks, and whether a majority names them. */
     int strong = g->nruns >= 3;
@@ -165,9 +165,9 @@ static int classify(grp *g, const grp_verdict *vd, json_t **entries, const int *
     snprintf(win, sizeof(win), "%d days", g_srv.cfg.software_window_days);
     const char *p[] = {name, g->name, win, g->program};
     PGresult *r = sql_query("SELECT twin_group, implicated, reason_code FROM group_evidence WHERE origin_name = $1 "
-                       "AND program = $4 AND twin_group <> $2 AND evaluated_at > now() - $3::interval "
-                       "AND reason_code IN ('pair', 'minority', 'spread') AND implicated <> ''",
-                       4, p, err, ecap);
+                            "AND program = $4 AND twin_group <> $2 AND evaluated_at > now() - $3::interval "
+                            "AND reason_code IN ('pair', 'minority', 'spread') AND implicated <> ''",
+                            4, p, err, ecap);
     if (!r)
         return -1;
     int n = PQntuples(r);
@@ -199,7 +199,8 @@ static int classify(grp *g, const grp_verdict *vd, json_t **entries, const int *
         g->runs[a].weight = hit ? (strong ? 1.0 : g_srv.cfg.weak_weight) : 0.0;
     }
     snprintf(v->reason, sizeof(v->reason), "%s evidence against %.300s: %s (%s: %.560s)", strong ? "strong" : "weak",
-             v->implicated, strong ? "the minority run of the group diverged" : "two runs diverged; either may be at fault",
+             v->implicated,
+             strong ? "the minority run of the group diverged" : "two runs diverged; either may be at fault",
              cause_name(vd->cause), vd->cause_why);
     return 0;
 }
@@ -238,8 +239,8 @@ static int write_exposures(grp *g, const verdict *v, const char *why, const int 
                            const char *step, char *err, size_t cap)
 {
     const char *p1[] = {g->name};
-    PGresult *old = sql_query("SELECT run_key::text, node, gpu, weight, at::text FROM hw_exposures WHERE twin_group = $1", 1,
-                         p1, err, cap);
+    PGresult *old = sql_query(
+        "SELECT run_key::text, node, gpu, weight, at::text FROM hw_exposures WHERE twin_group = $1", 1, p1, err, cap);
     if (!old)
         return -1;
     int rc = -1;
@@ -269,7 +270,7 @@ static int write_exposures(grp *g, const verdict *v, const char *why, const int 
         const char *pg[] = {x[i].gpu, x[i].node, x[i].gpu_name ? x[i].gpu_name : ""};
         const char *pe[] = {g->name, g->runs[x[i].run].key, x[i].node, x[i].gpu, w, since};
         if (sql_do("INSERT INTO hw_nodes (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET last_seen = now()", 1, pn,
-                  err, cap) < 0)
+                   err, cap) < 0)
             goto out_free;
         if (*x[i].gpu) {
             /* A GPU stays on the node it was first seen on: a run's report cannot move a GPU (and its
@@ -301,8 +302,8 @@ static int write_exposures(grp *g, const verdict *v, const char *why, const int 
                 x[i].node, *x[i].gpu ? x[i].gpu : NULL, "involvement", g->name, g->runs[x[i].run].key, step, rank, w,
                 detail};
             if (sql_do("INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, step, rank, weight, detail) "
-                      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                      9, ph, err, cap) < 0)
+                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                       9, ph, err, cap) < 0)
                 goto out_free;
         }
     }
@@ -322,8 +323,8 @@ static int write_exposures(grp *g, const verdict *v, const char *why, const int 
         const char *gpu = *PQgetvalue(old, j, 2) ? PQgetvalue(old, j, 2) : NULL;
         const char *ph[] = {PQgetvalue(old, j, 1), gpu, "withdrawn", g->name, PQgetvalue(old, j, 0), "0", detail};
         if (sql_do("INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, weight, detail) "
-                  "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                  7, ph, err, cap) < 0)
+                   "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                   7, ph, err, cap) < 0)
             goto out_free;
     }
     rc = 0;
@@ -339,8 +340,8 @@ out_free:
     "coalesce(m.manifest->'gpu'->>'uuid', CASE WHEN jsonb_typeof(m.manifest->'gpus') = 'array' AND "                   \
     "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'uuid' END, ''), "                        \
     "coalesce(m.manifest->'gpu'->>'name', CASE WHEN jsonb_typeof(m.manifest->'gpus') = 'array' AND "                   \
-    "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'name' END, ''), m.manifest::text "       \
-    "FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = $1"
+    "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'name' END, '') "                         \
+    "FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = $1 AND m.rank < " GROUP_MAX_RANKS_TEXT
 
 /* on_node - 1 when run `a` ran one of the origin ranks on `node`. */
 static int on_node(const grp *g, int a, const int *origin, int norigin, const char *node)
@@ -360,7 +361,8 @@ static int on_node(const grp *g, int a, const int *origin, int norigin, const ch
  * `why` and returns 1 when it decided the weights; an inconclusive verdict changes nothing (returns 0). */
 static int apply_replay(grp *g, const narrow_verdict *nv, const int *origin, int norigin, char *why, size_t cap)
 {
-    int persistent = !strcmp(nv->verdict, "persistent-hardware"), transient = !strcmp(nv->verdict, "transient-hardware");
+    int persistent = !strcmp(nv->verdict, "persistent-hardware"),
+        transient = !strcmp(nv->verdict, "transient-hardware");
     if (!persistent && !transient && strcmp(nv->verdict, "software"))
         return 0;
     if (!persistent && !transient) {
@@ -395,14 +397,14 @@ static int replay_group(grp *g, const narrow_verdict *nv, verdict *v, int *expos
     }
     if (persistent)
         add_implicated(v, nv->node);
-    snprintf(v->reason, sizeof(v->reason), "replays of group %.200s (narrow %lld), verdict %s%s%.100s: %.600s", nv->group, nv->id,
-             nv->verdict, nv->node[0] ? " on " : "", nv->node, nv->reason);
+    snprintf(v->reason, sizeof(v->reason), "replays of group %.200s (narrow %lld), verdict %s%s%.100s: %.600s",
+             nv->group, nv->id, nv->verdict, nv->node[0] ? " on " : "", nv->node, nv->reason);
     return 0;
 }
 
 /* What slurmstepd attested: per run of the group, each node and the global ranks it ran. */
 #define Q_ATTESTED                                                                                                     \
-    "SELECT r.run_key::text, a.node, a.ranks::text, a.nodes FROM runs r JOIN attestations a ON a.job_id = r.job_id " \
+    "SELECT r.run_key::text, a.node, a.ranks::text, a.nodes FROM runs r JOIN attestations a ON a.job_id = r.job_id "   \
     "AND a.step_id = r.step_id WHERE r.twin_group = $1 ORDER BY r.run_key, a.node"
 
 /* same_host - whether a manifest's own host `reported` names attested node `node` (equal, or its short name). */
@@ -427,8 +429,8 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
     memset(&vd, 0, sizeof(vd));
     grp *g = xcalloc(1, sizeof(*g));
     g->name = group;
-    sig = sql_query("SELECT lockstep_group_signature($1), (SELECT signature FROM group_evidence WHERE twin_group = $1)", 1,
-               p1, err, sizeof(err));
+    sig = sql_query("SELECT lockstep_group_signature($1), (SELECT signature FROM group_evidence WHERE twin_group = $1)",
+                    1, p1, err, sizeof(err));
     if (!sig)
         goto out_rollback;
     if (!PQgetisnull(sig, 0, 1) && !strcmp(PQgetvalue(sig, 0, 0), PQgetvalue(sig, 0, 1))) {
@@ -436,8 +438,8 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         goto out_rollback;
     }
     runs = sql_query("SELECT run_key::text, run_id::text, nodes, user_name, job_id, status, command FROM runs "
-                "WHERE twin_group = $1 ORDER BY run_key",
-                1, p1, err, sizeof(err));
+                     "WHERE twin_group = $1 ORDER BY run_key",
+                     1, p1, err, sizeof(err));
     man = runs ? sql_query(Q_MANIFESTS, 1, p1, err, sizeof(err)) : NULL;
     att = man ? sql_query(Q_ATTESTED, 1, p1, err, sizeof(err)) : NULL;
     /* The group's verdict, in this transaction's snapshot: status, cause and origin ranks of its first
@@ -470,11 +472,12 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
          * (Also when every run has ended: their last ranks may still wait in
          * the comparison queue.) */
         const char *ps[] = {group, step};
-        PGresult *s = sql_query("SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
-                           "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "
-                           "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint OR c.waiting) = 0 OR "
-                           "(SELECT min(detected_at) FROM divergences WHERE twin_group = $1) < now() - interval '30 s'",
-                           2, ps, err, sizeof(err));
+        PGresult *s =
+            sql_query("SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
+                      "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "
+                      "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint OR c.waiting) = 0 OR "
+                      "(SELECT min(detected_at) FROM divergences WHERE twin_group = $1) < now() - interval '30 s'",
+                      2, ps, err, sizeof(err));
         if (!s)
             goto out_rollback;
         int settled = PQgetvalue(s, 0, 0)[0] == 't';
@@ -511,7 +514,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         r->ranks = xcalloc((size_t)g->nranks + 1, sizeof(hw_slot));
         const char *one = trust ? single_node(r->nodes) : NULL;
         for (int k = 0; k < g->nranks; k++)
-            r->ranks[k] = (hw_slot){one, "", "", NULL, NULL, 0};
+            r->ranks[k] = (hw_slot){one, "", "", NULL, 0};
     }
     for (int i = 0; i < PQntuples(att); i++) {
         int64_t ranks[ATTEST_MAX_RANKS];
@@ -521,7 +524,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
                 continue;
             for (int k = 0; k < n; k++)
                 if (ranks[k] >= 0 && ranks[k] < g->nranks)
-                    g->runs[a].ranks[ranks[k]] = (hw_slot){PQgetvalue(att, i, 1), "", "", NULL, NULL, 1};
+                    g->runs[a].ranks[ranks[k]] = (hw_slot){PQgetvalue(att, i, 1), "", "", NULL, 1};
         }
     }
     for (int i = 0; i < PQntuples(man); i++) {
@@ -531,7 +534,6 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
                 continue;
             hw_slot *slot = &g->runs[a].ranks[rk];
             const char *reported = PQgetvalue(man, i, 2);
-            slot->manifest = PQgetvalue(man, i, 5);
             slot->reported = reported;
             if (slot->attested)
                 slot->node = !*reported || same_host(reported, slot->node) ? slot->node : NULL;
@@ -612,14 +614,15 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
                         *evidence_narrow ? evidence_narrow : NULL,
                         why};
     if (sql_do("INSERT INTO group_evidence (twin_group, class, reason, reason_code, step, rank, origin_name, "
-              "implicated, signature, program, evidence_narrow, evidence_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, "
-              "$8, $9, $10, $11::bigint, $12) "
-              "ON CONFLICT (twin_group) DO UPDATE SET program = excluded.program, "
-              "class = excluded.class, reason = excluded.reason, reason_code = excluded.reason_code, "
-              "step = excluded.step, rank = excluded.rank, origin_name = excluded.origin_name, "
-              "implicated = excluded.implicated, signature = excluded.signature, "
-              "evidence_narrow = excluded.evidence_narrow, evidence_reason = excluded.evidence_reason, evaluated_at = now()",
-              12, pe, err, sizeof(err)) < 0)
+               "implicated, signature, program, evidence_narrow, evidence_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+               "$8, $9, $10, $11::bigint, $12) "
+               "ON CONFLICT (twin_group) DO UPDATE SET program = excluded.program, "
+               "class = excluded.class, reason = excluded.reason, reason_code = excluded.reason_code, "
+               "step = excluded.step, rank = excluded.rank, origin_name = excluded.origin_name, "
+               "implicated = excluded.implicated, signature = excluded.signature, "
+               "evidence_narrow = excluded.evidence_narrow, evidence_reason = excluded.evidence_reason, evaluated_at = "
+               "now()",
+               12, pe, err, sizeof(err)) < 0)
         goto out_rollback;
     /* The alert: raised for a diverged group; for an incomplete one with a first difference, only to correct
      * an alert raised before (divergence_alert.h). A replay group raises none: its narrow's follow-up speaks. */
