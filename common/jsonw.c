@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
+
 void jw_init(jw *w)
 {
     memset(w, 0, sizeof(*w));
@@ -85,21 +87,33 @@ void jw_arr_end(jw *w)
     close_c(w, "]");
 }
 
+/* quoted - `s` as a JSON string. JSON text is UTF-8: a byte that is not part of well-formed UTF-8 (an environment
+ * variable, a path or a command line can hold any bytes) is written as U+FFFD, so that the text stays JSON that
+ * lockstepd takes. */
 static void quoted(jw *w, const char *s)
 {
     put(w, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    const char *p = s ? s : "";
+    size_t left = strlen(p);
+    while (*p) {
+        const unsigned char c = (unsigned char)*p;
         char esc[8];
-        if (*p == '"' || *p == '\\') {
+        size_t l = c < 0x80 ? 1 : text_utf8_seq(p, left);
+        if (c == '"' || c == '\\') {
             esc[0] = '\\';
-            esc[1] = (char)*p;
+            esc[1] = (char)c;
             put(w, esc, 2);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            snprintf(esc, sizeof(esc), "\\u%04x", *p);
+        } else if (c < 0x20 || c == 0x7f) {
+            snprintf(esc, sizeof(esc), "\\u%04x", c);
             put(w, esc, 6);
+        } else if (!l) {
+            put(w, "\\ufffd", 6);
+            l = 1;
         } else {
-            put(w, (const char *)p, 1);
+            put(w, p, l);
         }
+        p += l;
+        left -= l;
     }
     put(w, "\"", 1);
 }

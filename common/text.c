@@ -34,6 +34,12 @@ static size_t utf8_next(const unsigned char *s, size_t n, unsigned *cp)
     return len;
 }
 
+size_t text_utf8_seq(const char *s, size_t n)
+{
+    unsigned cp;
+    return n ? utf8_next((const unsigned char *)s, n, &cp) : 0;
+}
+
 static int is_control(unsigned cp)
 {
     return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);

@@ -1,4 +1,5 @@
-/* text.h - the one rule for text that crosses a program boundary: well-formed UTF-8, and (for names, ids and other one-line fields) no control characters.
+/* text.h - the one rule for text that crosses a program boundary: well-formed UTF-8, and (for names, ids and other
+ * one-line fields) no control characters.
  *
  * lockstepd checks every string a client sends with these before it reaches PostgreSQL, a log line or an
  * error message; the tools that write such strings can check them the same way.
@@ -23,6 +24,10 @@ int text_line_valid(const char *s, size_t n);
  * and every control character, with '?': the form in which text a client
  * sent may go into a log line or an error message. Returns out. */
 char *text_sanitize(const char *s, char *out, size_t cap);
+
+/* text_utf8_seq - the length of the well-formed UTF-8 sequence at s[0..n)
+ * (1 to 4 bytes), or 0 when the bytes there are not one. */
+size_t text_utf8_seq(const char *s, size_t n);
 
 /* text_one_line - copy `s` (NUL-terminated) into `out` (cap bytes, always
  * terminated) as one line of well-formed UTF-8: tabs, newlines and other

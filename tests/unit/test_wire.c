@@ -9,6 +9,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "common/jsonw.h"
 #include "common/wire.h"
 
 static void test_body(void **state)
@@ -173,6 +174,27 @@ static void test_obj_string(void **state)
     assert_int_equal(wire_obj_string("{\"run_id\":\"toolong\"}", "run_id", out, 4), -1);
 }
 
+/* JSON text is UTF-8: bytes that are not (an environment variable, a path) become U+FFFD, and the text parses. */
+static void test_jsonw_bytes(void **state)
+{
+    (void)state;
+    jw w;
+    jw_init(&w);
+    jw_obj_begin(&w);
+    jw_kv_str(&w, "path", "/tmp/x\xfe");
+    jw_kv_str(&w, "name", "caf\xc3\xa9 \xe2\x82\xac \xc3 \xf0\x9f\x98\x80\n\"q\"");
+    jw_obj_end(&w);
+    json_error_t e;
+    json_t *o = json_loads(jw_text(&w), 0, &e);
+    if (!o)
+        fail_msg("not JSON: %s (%s)", jw_text(&w), e.text);
+    assert_string_equal(json_string_value(json_object_get(o, "path")), "/tmp/x\xef\xbf\xbd");
+    assert_string_equal(json_string_value(json_object_get(o, "name")),
+                        "caf\xc3\xa9 \xe2\x82\xac \xef\xbf\xbd \xf0\x9f\x98\x80\n\"q\"");
+    json_decref(o);
+    jw_release(&w);
+}
+
 static void test_obj_int_array(void **state)
 {
     (void)state;
@@ -196,7 +218,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_obj_int_array), cmocka_unit_test(test_body),        cmocka_unit_test(test_lookup_path),
         cmocka_unit_test(test_resume_check),  cmocka_unit_test(test_attest_body), cmocka_unit_test(test_pick),
-        cmocka_unit_test(test_obj_string),
+        cmocka_unit_test(test_obj_string),    cmocka_unit_test(test_jsonw_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
