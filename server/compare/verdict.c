@@ -449,8 +449,10 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
         if (PQntuples(man) < stored) { /* the diff's bound: say how much of the group's manifests it read */
             json_object_set_new(mdiff, "manifests_read", json_integer(PQntuples(man)));
             json_object_set_new(mdiff, "manifests_stored", json_integer(stored));
-            json_object_set_new(mdiff, "ranks_through",
-                                json_integer(PQntuples(man) ? atoi(PQgetvalue(man, PQntuples(man) - 1, 1)) : -1));
+            int through = -1; /* the highest rank read (every run is read through the same rank) */
+            for (int k = 0; k < PQntuples(man); k++)
+                through = atoi(PQgetvalue(man, k, 1)) > through ? atoi(PQgetvalue(man, k, 1)) : through;
+            json_object_set_new(mdiff, "ranks_through", json_integer(through));
         }
         mdiff_keep(group, mkey, mdiff);
     }
