@@ -1,4 +1,6 @@
-/* test_hostile.c - lockstepd under load from honest agents and a hostile client at once (huge bodies, trickling connections, absurd ranks, bad framing and bytes): every honest batch is committed, once, with bounded latency; the figures are printed. */
+/* test_hostile.c - lockstepd under load from honest agents and a hostile client at once (huge bodies, trickling
+ * connections, absurd ranks, bad framing and bytes): every honest batch is committed, once, with bounded latency; the
+ * figures are printed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -93,8 +95,8 @@ static void *agent_main(void *arg)
             a->retries++;
             usleep(100000);
             seq = start_seq;
-            code = it_post_steps(&srv, a->run, 0, (uint64_t)a->batches, step, STEPS_PER_BATCH, RECORDS_PER_STEP, -1,
-                                 -1, -1, -1, &seq, a->token);
+            code = it_post_steps(&srv, a->run, 0, (uint64_t)a->batches, step, STEPS_PER_BATCH, RECORDS_PER_STEP, -1, -1,
+                                 -1, -1, &seq, a->token);
         }
         if (code != 200)
             break;
@@ -240,8 +242,8 @@ static void test_honest_agents_under_attack(void **state)
         assert_int_equal(token_compute(SECRET, sizeof(SECRET) - 1, a->job, a->token), 0);
         char atok[TOKEN_HEX_LEN + 1], body[256];
         assert_int_equal(token_compute_attest(SECRET, sizeof(SECRET) - 1, a->job, atok), 0);
-        snprintf(body, sizeof(body), "{\"job_id\": \"%s\", \"twin_group\": \"honest\", \"ranks\": 1, \"user\": \"alice\"}",
-                 a->job);
+        snprintf(body, sizeof(body),
+                 "{\"job_id\": \"%s\", \"twin_group\": \"honest\", \"ranks\": 1, \"user\": \"alice\"}", a->job);
         json_t *o = NULL;
         assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", body, atok, &o), 201);
         snprintf(a->run, sizeof(a->run), "%s", json_string_value(json_object_get(o, "run_id")));
@@ -293,8 +295,8 @@ static void test_honest_agents_under_attack(void **state)
         snprintf(path, sizeof(path), "/api/v1/runs/%s", a->run);
         json_t *o = NULL;
         assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
-        long long stored = json_integer_value(json_object_get(json_array_get(json_object_get(o, "rank_status"), 0),
-                                                              "records"));
+        long long stored =
+            json_integer_value(json_object_get(json_array_get(json_object_get(o, "rank_status"), 0), "records"));
         json_decref(o);
         if ((uint64_t)stored != a->records)
             fail_msg("agent %d: %llu records acknowledged, %lld stored", i, (unsigned long long)a->records, stored);
@@ -308,17 +310,22 @@ static void test_honest_agents_under_attack(void **state)
                   wall, AGENTS, batches, (unsigned long long)records, records / wall, retries, p50 * 1e3, p99 * 1e3,
                   max * 1e3, health_worst * 1e3, atomic_load(&H.sent), atomic_load(&H.refused_early),
                   atomic_load(&H.other), rss0, rss_peak);
+    free(lat);
+    free(agents);
     /* bounded: honest batches take well under their timeouts on this busy 2-core machine; the hostile
-     * client's bodies never sit in lockstepd's memory */
+     * client's bodies never sit in lockstepd's memory (under AddressSanitizer, lockstepd also keeps up to 256 MiB
+     * of freed memory in its quarantine: the same bound on top of it) */
+    long rss_bound = 128 * 1024;
+#if defined(__SANITIZE_ADDRESS__)
+    rss_bound += 256 * 1024;
+#endif
     assert_true(batches >= AGENTS * 5);
     assert_true(p99 < 3.0);
     assert_true(max < 10.0);
     assert_true(health_worst < 2.0);
-    assert_true(rss_peak - rss0 < 128 * 1024);
+    assert_true(rss_peak - rss0 < rss_bound);
     assert_true(atomic_load(&H.refused_early) > 0);
     assert_int_equal(atomic_load(&H.other), 0);
-    free(lat);
-    free(agents);
 }
 
 int main(void)
