@@ -537,17 +537,21 @@ SCRIPT
   for _ in $(seq 1 300); do [ -e "$tmp/rq.first" ] && break; sleep 0.1; done
   [ -e "$tmp/rq.first" ] || { echo "job $jid: the first attempt did not finish its step" >>"$tmp/err"; return 1; }
   scontrol requeue "$jid" 2>>"$tmp/err" || return 1
-  # Slurm holds a requeued job back for a while (BeginTime): whenever it is pending again and no node is still
-  # completing the first attempt, let it start now (the update is refused until the requeue has gone through;
-  # asking again is harmless). Started while a node still completes it, slurmd refuses the batch script ("already
-  # killed, do not launch batch job") and the job fails: seen on a loaded machine. Done when the restarted job
-  # has completed (slurmctld keeps the record MinJobAge=60 s; a busy one may not answer a call).
-  local st= seen=
+  # Slurm holds a requeued job back for a while (BeginTime): whenever it is pending again, no node is still
+  # completing the first attempt and 3 s have passed since the requeue, let it start now (the update is refused
+  # until the requeue has gone through; asking again is harmless). Started sooner, slurmd refuses the batch script
+  # ("already killed, do not launch batch job": slurmd revoked the job's credentials when it killed the first
+  # attempt, at a one-second resolution) and the job fails: seen twice on a loaded machine, 0.35 s and 0.7 s after
+  # the kill. Done when the restarted job has completed (slurmctld keeps the record MinJobAge=60 s; a busy one may
+  # not answer a call).
+  local st= seen= requeued
+  requeued=$(date +%s)
   for _ in $(seq 1 450); do
     st=$(scontrol -o show job "$jid" 2>/dev/null | grep -o 'JobState=[A-Z_]* Reason=[^ ]*\|Restarts=[0-9]*' | tr '\n' ' ')
     [ -n "$st" ] && seen="$seen${seen:+, }$st"
     case $st in
-      *PENDING*) scontrol -o show node 2>/dev/null | grep -q 'State=[A-Z+]*COMPLETING' ||
+      *PENDING*) [ $(($(date +%s) - requeued)) -ge 3 ] &&
+                   ! scontrol -o show node 2>/dev/null | grep -q 'State=[A-Z+]*COMPLETING' &&
                    scontrol update JobId="$jid" StartTime=now 2>/dev/null ;;
       *COMPLETED*Restarts=[1-9]*) break ;;
     esac
