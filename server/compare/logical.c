@@ -39,6 +39,10 @@ void cmp_register_logical(void)
      * that carry some); the rank-local rest is never read */
     db_register("cmp_lg_recs", "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
                                "AND kind IN (1, 3) AND step BETWEEN $2 AND $3 ORDER BY step, run_key, rank, seq_lo");
+    /* runs of the group that recorded no record with extension fields (no shard can be among their records: the
+     * partial index record_frames_ext) */
+    db_register("cmp_lg_noshard", "SELECT count(*) FROM unnest($1::bigint[]) AS k WHERE NOT EXISTS (SELECT 1 FROM "
+                                  "record_frames f WHERE f.run_key = k AND f.kind = 3)");
     db_register("cmp_lg_checked", "SELECT checked_upto, members::text FROM group_checks WHERE twin_group = $1 "
                                   "AND rank = -1");
     /* The logical mark, on rank -1 and on every rank the runs reported (the twin API and the fleet read each
@@ -202,6 +206,15 @@ int cmp_check_logical(const char *group, double commit_s, cmp_found *out, int *a
     PQclear(r);
     cmp_key_array(g);
     int comparable = g->nruns >= 2 && lo <= hi;
+    if (comparable) { /* only shards are compared here: a run that recorded none leaves nothing to compare, and the
+                         group must not say its runs agreed (twin_status: "nothing they share to compare") */
+        const char *pk[] = {g->keyarr};
+        r = db_exec_once("cmp_lg_noshard", 1, pk, err, sizeof(err));
+        if (!r)
+            return -1;
+        comparable = atoi(PQgetvalue(r, 0, 0)) == 0;
+        PQclear(r);
+    }
 
     /* Where to start: after what was compared with these same runs (a batch of records of a step compared
      * already moves the mark back, server/store/write.c), else from the shared start. */

@@ -41,8 +41,8 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
         return "pending";
     }
     if (f->comparable <= 0) {
-        snprintf(why, cap, "every run ended, but they recorded nothing they share to compare (no records, or no "
-                 "steps in common)");
+        snprintf(why, cap, "every run ended, but they recorded nothing they share to compare (no records, no steps "
+                 "in common, or, for runs of different rank counts, which are compared on their shards, no shards)");
         return "incomplete";
     }
     snprintf(why, cap, "every run ended with exit 0 and agreed on every record of the steps they share");

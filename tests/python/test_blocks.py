@@ -89,6 +89,19 @@ class Sharded(unittest.TestCase):
         self.assertEqual(r["chunk_holders"], {"a": [2, 3], "b": [1, 2]})  # bytes 1 MiB.. sit on ranks 2-3 of 4, 1-2 of 3
 
 
+# One rank that records only a loss (no shard); BAD adds 0.5 to it.
+METRIC_PROG = r"""
+import os, sys
+sys.path.insert(0, os.environ["PYTHONPATH"])
+import lockstep
+lockstep.init()
+for step in range(3):
+    with lockstep.step(step):
+        lockstep.metric("loss", 1.0 + step + (0.5 if os.environ.get("BAD") else 0.0))
+lockstep.shutdown()
+"""
+
+
 class ShardsThroughLockstepd(unittest.TestCase):
     """Runs of 4 and 3 ranks streamed to a real lockstepd, every record and as digests: the server compares their
     logical tensors and names the flipped byte's tensor and step either way (streaming digests, the agent sends
@@ -99,17 +112,18 @@ class ShardsThroughLockstepd(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="ls-shards-srv-")
         cls.srv = Lockstepd(cls.tmp)
         cls.bad = []
-        jobs = [(mode, name, world, flip, r) for mode in ("records", "digests")
+        jobs = [(mode, name, world, flip, r) for mode in ("records", "digests", "noshard")
                 for name, world, flip in (("w4", 4, None), ("f3", 3, "1:1200000")) for r in range(world)]
 
         def one(job):
             mode, name, world, flip, r = job
             env = env_for(LOCKSTEP_SERVER=cls.srv.url, LOCKSTEP_TWIN_GROUP="py-shards-" + mode,
                           LOCKSTEP_JOB_ID="sh-%s-%s" % (mode, name), LOCKSTEP_STEP_ID="0", LOCKSTEP_RANK=r,
-                          LOCKSTEP_RANKS=world, LOCKSTEP_STREAM=mode, LOCKSTEP_TRACE="modules",
+                          LOCKSTEP_RANKS=world, LOCKSTEP_STREAM="records" if mode == "noshard" else mode,
+                          LOCKSTEP_TRACE="modules",
                           LOCKSTEP_SPOOL_DIR=os.path.join(cls.tmp, "spool-%s-%s-%d" % (mode, name, r)),
-                          WORLD=world, FLIP=flip or "")
-            p = run_py(["-c", SHARD_PROG], env)
+                          WORLD=world, FLIP=flip or "", BAD="1" if flip else "")
+            p = run_py(["-c", METRIC_PROG if mode == "noshard" else SHARD_PROG], env)
             return None if p.returncode == 0 else "%s %s rank %d: %s" % (mode, name, r, p.stderr[-2000:])
 
         try:
@@ -124,14 +138,21 @@ class ShardsThroughLockstepd(unittest.TestCase):
         cls.srv.stop()
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def group(self, name):
+    def group(self, name, want="diverged"):
         self.assertEqual(self.bad, [])
         deadline = time.monotonic() + 30
         while True:
             t = self.srv.get("/api/v1/twins/" + name)
-            if t["status"] == "diverged" or time.monotonic() > deadline:
+            if t["status"] == want or time.monotonic() > deadline:
                 return t
             time.sleep(0.2)
+
+    def test_no_shards_is_not_a_match(self):
+        """Runs of 4 and 3 ranks whose losses differ but that record no shard: nothing is compared (other records
+        are rank-local facts in such groups), and the group says so instead of calling them a match."""
+        t = self.group("py-shards-noshard", "incomplete")
+        self.assertEqual(t["status"], "incomplete", json.dumps(t)[:2000])
+        self.assertIn("no shards", t["status_reason"])
 
     def test_logical_divergence_both_ways(self):
         for mode in ("records", "digests"):
