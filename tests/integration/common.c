@@ -1,6 +1,13 @@
 /* common.c - helpers the lockstepd integration test binaries share on top of harness.h: JSON calls, runs, batches. */
 #include "tests/integration/common.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +16,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 
 #include "common/lsfp1.h"
@@ -24,8 +32,8 @@ long it_call(const h_srv *s, const char *method, const char *path, const char *b
     return code;
 }
 
-int it_register(const h_srv *s, const char *job, const char *group, int ranks, long long start_step,
-                const char *token, char *run_id)
+int it_register(const h_srv *s, const char *job, const char *group, int ranks, long long start_step, const char *token,
+                char *run_id)
 {
     char body[512];
     if (group)
@@ -125,8 +133,8 @@ json_t *it_wait_group(const h_srv *s, const char *group, const char *want)
 int it_connect(int port, double timeout_s)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = {
+        .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     struct timeval tv = {(time_t)timeout_s, (suseconds_t)((timeout_s - (time_t)timeout_s) * 1e6)};
     if (fd < 0)
         return -1;
@@ -210,4 +218,26 @@ double it_metric(const h_srv *s, const char *sample, const char *token)
     }
     free(text);
     return v;
+}
+
+void it_write_file(const char *path, const char *text, mode_t mode)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    if (mode)
+        chmod(path, mode);
+}
+
+int it_stop(h_srv *s, h_pg *pg, const char *dir)
+{
+    int st = h_srv_kill(s, SIGTERM);
+    h_srv_cleanup(s);
+    h_pg_stop(pg);
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir ? dir : "");
+    if (dir && system(cmd) != 0)
+        return -1;
+    return st == 0 ? 0 : -1;
 }

@@ -3,8 +3,17 @@
 #define TESTS_INTEGRATION_COMMON_H
 
 #include <jansson.h>
+#include <sys/types.h>
 
 #include "tests/integration/harness.h"
+
+/* it_write_file - write `text` into `path`, then give it `mode` (0: leave the mode); fails the test when it
+ * cannot. */
+void it_write_file(const char *path, const char *text, mode_t mode);
+
+/* it_stop - a test binary's teardown: stop lockstepd `s` (SIGTERM) and remove its files, stop PostgreSQL `pg`,
+ * remove directory `dir` (NULL: none). Returns 0 when lockstepd exited cleanly and the directory went, else -1. */
+int it_stop(h_srv *s, h_pg *pg, const char *dir);
 
 /* it_call - METHOD base+path with a JSON (or NULL) body; the parsed reply in
  * `*out` when out is given (NULL when not JSON). Returns the HTTP status. */
@@ -12,15 +21,15 @@ long it_call(const h_srv *s, const char *method, const char *path, const char *b
 
 /* it_register - register a run (group may be NULL) and write its id to
  * `run_id` (40 bytes). Returns 0 or -1. */
-int it_register(const h_srv *s, const char *job, const char *group, int ranks, long long start_step,
-                const char *token, char *run_id);
+int it_register(const h_srv *s, const char *job, const char *group, int ranks, long long start_step, const char *token,
+                char *run_id);
 
 /* Content of record `i` of a synthetic step; `salt` != 0 changes its fp. */
 typedef struct it_step {
     int64_t step;
-    int n;        /* records in the step */
-    int flip_at;  /* index whose fp is flipped, -1 for none */
-    int drop_at;  /* index left out, -1 for none */
+    int n;       /* records in the step */
+    int flip_at; /* index whose fp is flipped, -1 for none */
+    int drop_at; /* index left out, -1 for none */
 } it_step;
 
 /* it_post_steps - post steps [first, first+count) of `rank` as one binary

@@ -1,4 +1,5 @@
-/* test_api.c - lockstepd integration: every endpoint, auth, replayed batches, the data-driven bad inputs, limits, static files. */
+/* test_api.c - lockstepd integration: every endpoint, auth, replayed batches, the data-driven bad inputs, limits,
+ * static files. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,14 +25,6 @@ static const char *admin = "adm1n-t0ken";
 static char webdir[300];
 static char tmpdir[] = "/tmp/lsapi.XXXXXX";
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -43,18 +36,18 @@ static int setup(void **state)
     snprintf(secret, sizeof(secret), "%s/secret", tmpdir);
     snprintf(adm, sizeof(adm), "%s/admin", tmpdir);
     snprintf(webdir, sizeof(webdir), "%s/web", tmpdir);
-    write_file(secret, "site-secret\n\n");
-    write_file(adm, "adm1n-t0ken\n");
+    it_write_file(secret, "site-secret\n\n", 0);
+    it_write_file(adm, "adm1n-t0ken\n", 0);
     fs_mkdir_p(webdir);
     char p[400];
     snprintf(p, sizeof(p), "%s/index.html", webdir);
-    write_file(p, "<!doctype html><title>lockstep</title>");
+    it_write_file(p, "<!doctype html><title>lockstep</title>", 0);
     snprintf(p, sizeof(p), "%s/js", webdir);
     fs_mkdir_p(p);
     snprintf(p, sizeof(p), "%s/js/app.js", webdir);
-    write_file(p, "console.log(1);");
+    it_write_file(p, "console.log(1);", 0);
     snprintf(p, sizeof(p), "%s/outside.txt", tmpdir);
-    write_file(p, "secret outside");
+    it_write_file(p, "secret outside", 0);
     char link[400];
     snprintf(link, sizeof(link), "%s/leak.txt", webdir);
     if (symlink(p, link) < 0)
@@ -62,22 +55,15 @@ static int setup(void **state)
     /* the token is HMAC over the secret without its trailing newlines */
     if (token_compute("site-secret", 11, "7", tok7) < 0 || token_compute("site-secret", 11, "8", tok8) < 0)
         return -1;
-    const char *args[] = {"--db", pg.conninfo, "--secret", secret, "--admin-token", adm, "--web-dir", webdir,
-                          "--max-body-mb", "1", NULL};
+    const char *args[] = {"--db", pg.conninfo,     "--secret", secret, "--admin-token", adm, "--web-dir",
+                          webdir, "--max-body-mb", "1",        NULL};
     return h_srv_start(&srv, args);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    int st = h_srv_kill(&srv, SIGTERM);
-    h_srv_cleanup(&srv);
-    h_pg_stop(&pg);
-    char cmd[100];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
-    if (system(cmd) != 0)
-        return -1;
-    return st == 0 ? 0 : -1;
+    return it_stop(&srv, &pg, tmpdir);
 }
 
 static void test_health_and_metrics(void **state)
@@ -191,7 +177,8 @@ static void test_endpoints(void **state)
         "{\"rank\": 1, \"batch_seq\": 0, \"records\": ["
         "{\"seq\": 0, \"step\": 1, \"name\": \"loss\", \"occ\": 0, \"level\": \"metric\", \"dtype\": \"f64\", "
         "\"shape\": [], \"fp\": \"3ff4000000000000\", \"value\": 2.5},"
-        "{\"seq\": 1, \"step\": 1, \"name\": \"h\", \"dtype\": \"bf16\", \"value\": -1.5, \"fp\": \"00000000000000ff\"},"
+        "{\"seq\": 1, \"step\": 1, \"name\": \"h\", \"dtype\": \"bf16\", \"value\": -1.5, \"fp\": "
+        "\"00000000000000ff\"},"
         "{\"seq\": 5, \"step\": 1, \"name\": \"layer3.out\", \"occ\": 2, \"level\": \"module\", \"dtype\": \"f32\", "
         "\"shape\": [8, 16], \"nbytes\": 512, \"fp\": \"FFFFFFFFFFFFFFFF\", \"t_ns\": 123, "
         "\"inputs\": [\"0123456789abcdef\"], \"chunks\": [\"8000000000000000\", \"0000000000000001\"]}]}";
@@ -236,8 +223,8 @@ static void test_endpoints(void **state)
     assert_string_equal(json_string_value(json_object_get(o, "status")), "ended");
     assert_string_equal(json_string_value(json_object_get(o, "twin_group")), "api-g");
     json_t *m = json_array_get(json_object_get(o, "manifests"), 0);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(m, "manifest"), "gpu"), "name")),
-                        "H100");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(json_object_get(m, "manifest"), "gpu"), "name")), "H100");
     json_t *rs = json_object_get(o, "rank_status");
     assert_int_equal(json_array_size(rs), 2);
     assert_int_equal(json_integer_value(json_object_get(json_array_get(rs, 0), "records")), 8);
@@ -293,8 +280,8 @@ static void test_static_files(void **state)
         {"/", 200, "<title>lockstep</title>"},
         {"/index.html", 200, "<!doctype html>"},
         {"/js/app.js", 200, "console.log"},
-        {"/leak.txt", 404, "not found"},            /* symlink out of the web dir */
-        {"/../outside.txt", 404, NULL},             /* curl may normalize; the server must refuse either way */
+        {"/leak.txt", 404, "not found"}, /* symlink out of the web dir */
+        {"/../outside.txt", 404, NULL},  /* curl may normalize; the server must refuse either way */
         {"/%2e%2e/outside.txt", 404, "not found"},
         {"/.hidden", 404, "not found"},
         {"/nope.css", 404, "not found"},
@@ -429,10 +416,13 @@ static void test_bad_inputs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_health_and_metrics), cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_health_and_metrics),
+        cmocka_unit_test(test_auth),
         cmocka_unit_test(test_register_idempotent),
-        cmocka_unit_test(test_endpoints),          cmocka_unit_test(test_body_cap),
-        cmocka_unit_test(test_static_files),       cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_endpoints),
+        cmocka_unit_test(test_body_cap),
+        cmocka_unit_test(test_static_files),
+        cmocka_unit_test(test_bad_inputs),
     };
     return cmocka_run_group_tests_name("lockstepd api", tests, setup, teardown);
 }

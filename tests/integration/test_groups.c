@@ -23,14 +23,6 @@ static char dir[] = "/tmp/lsgroups.XXXXXX";
 static const char *ADMIN = "groups-admin-token";
 static const char SECRET[] = "groups-secret";
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -40,8 +32,8 @@ static int setup(void **state)
     char secret[300], adm[300];
     snprintf(secret, sizeof(secret), "%s/secret", dir);
     snprintf(adm, sizeof(adm), "%s/admin", dir);
-    write_file(secret, SECRET);
-    write_file(adm, ADMIN);
+    it_write_file(secret, SECRET, 0);
+    it_write_file(adm, ADMIN, 0);
     /* more HTTP threads than cores: rank ends of one run are handled at the same time (test_concurrent_ends) */
     const char *args[] = {"--db", pg.conninfo, "--secret", secret, "--admin-token", adm, "--threads", "8", NULL};
     return h_srv_start(&srv, args);
@@ -50,14 +42,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int st = h_srv_kill(&srv, SIGTERM);
-    h_srv_cleanup(&srv);
-    h_pg_stop(&pg);
-    char cmd[100];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        return -1;
-    return st == 0 ? 0 : -1;
+    return it_stop(&srv, &pg, dir);
 }
 
 /* job_token, attest_token - a job's own token and the one only slurmstepd (holding the secret) can make. */

@@ -58,14 +58,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int st = h_srv_kill(&srv, SIGTERM);
-    h_srv_cleanup(&srv);
-    h_pg_stop(&pg);
-    char cmd[100];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        return -1;
-    return st == 0 ? 0 : -1;
+    return it_stop(&srv, &pg, dir);
 }
 
 /* ---- honest agents */

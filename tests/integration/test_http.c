@@ -1,4 +1,6 @@
-/* test_http.c - lockstepd integration: the HTTP door under bad clients: auth before any body, slow and trickling connections, framing, bad bytes in targets and headers, abandoned requests, libmicrohttpd's own errors as JSON, the dashboard's headers and files. */
+/* test_http.c - lockstepd integration: the HTTP door under bad clients: auth before any body, slow and trickling
+ * connections, framing, bad bytes in targets and headers, abandoned requests, libmicrohttpd's own errors as JSON, the
+ * dashboard's headers and files. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,14 +27,6 @@ static const char *ADMIN = "http-admin-token";
 static char dir[] = "/tmp/lshttp.XXXXXX";
 static char run7[40];
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -44,25 +38,34 @@ static int setup(void **state)
     snprintf(adm, sizeof(adm), "%s/admin", dir);
     snprintf(web, sizeof(web), "%s/web", dir);
     snprintf(conf, sizeof(conf), "%s/lockstepd.conf", dir);
-    write_file(secret, "http-secret\n");
-    write_file(adm, ADMIN);
+    it_write_file(secret, "http-secret\n", 0);
+    it_write_file(adm, ADMIN, 0);
     /* a web directory as the repository's is: the dashboard's files, and others that are not to be served */
-    static const char *const files[] = {"index.html", "js/app.js", "js/pages/run.js", "css/app.css",
-                                        "vendor/uPlot.min.css", "package.json", "package-lock.json", "web.mk",
-                                        "node_modules/uplot/package.json", "node_modules/x/evil.js", "notes.txt"};
+    static const char *const files[] = {"index.html",
+                                        "js/app.js",
+                                        "js/pages/run.js",
+                                        "css/app.css",
+                                        "vendor/uPlot.min.css",
+                                        "package.json",
+                                        "package-lock.json",
+                                        "web.mk",
+                                        "node_modules/uplot/package.json",
+                                        "node_modules/x/evil.js",
+                                        "notes.txt"};
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         snprintf(p, sizeof(p), "%s/%s", web, files[i]);
         char d[400];
         snprintf(d, sizeof(d), "%s", p);
         *strrchr(d, '/') = 0;
         fs_mkdir_p(d);
-        write_file(p, !strcmp(files[i], "index.html") ? "<!doctype html><title>lockstep</title>" : "x");
+        it_write_file(p, !strcmp(files[i], "index.html") ? "<!doctype html><title>lockstep</title>" : "x", 0);
     }
-    write_file(conf, "read_access = admin\nheader_timeout = 2\nbody_timeout = 4\nmax_connections = 40\n");
+    it_write_file(conf, "read_access = admin\nheader_timeout = 2\nbody_timeout = 4\nmax_connections = 40\n", 0);
     if (token_compute("http-secret", 11, "7", tok7) < 0)
         return -1;
-    const char *args[] = {"--db", pg.conninfo, "--secret", secret, "--admin-token", adm, "--web-dir", web,
-                          "--config", conf, "--max-body-mb", "64", NULL};
+    const char *args[] = {"--db",      pg.conninfo, "--secret", secret, "--admin-token", adm,
+                          "--web-dir", web,         "--config", conf,   "--max-body-mb", "64",
+                          NULL};
     if (h_srv_start(&srv, args) < 0)
         return -1;
     return it_register(&srv, "7", "http-g", 1, 0, tok7, run7);
@@ -71,14 +74,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int st = h_srv_kill(&srv, SIGTERM);
-    h_srv_cleanup(&srv);
-    h_pg_stop(&pg);
-    char cmd[100];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        return -1;
-    return st == 0 ? 0 : -1;
+    return it_stop(&srv, &pg, dir);
 }
 
 /* body_json - the JSON body of a raw answer (after the blank line of the *last* head libmicrohttpd sent). */
@@ -113,8 +109,9 @@ static void test_auth_before_body(void **state)
 {
     (void)state;
     char req[1024];
-    snprintf(req, sizeof(req),
-             "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 65011712\r\n\r\n");
+    snprintf(
+        req, sizeof(req),
+        "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 65011712\r\n\r\n");
     expect_json_error("registration without a token, body held back", req, strlen(req), 401, 2.0);
     snprintf(req, sizeof(req),
              "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"
@@ -133,8 +130,7 @@ static void test_auth_before_body(void **state)
     expect_json_error("a manifest over 256 KiB, body held back", req, strlen(req), 413, 2.0);
     snprintf(req, sizeof(req), "POST /api/v1/attest HTTP/1.1\r\nHost: x\r\nContent-Length: 60000000\r\n\r\n");
     expect_json_error("an attestation without a token, body held back", req, strlen(req), 401, 2.0);
-    snprintf(req, sizeof(req),
-             "POST /api/v1/admin/retention HTTP/1.1\r\nHost: x\r\nContent-Length: 60000000\r\n\r\n");
+    snprintf(req, sizeof(req), "POST /api/v1/admin/retention HTTP/1.1\r\nHost: x\r\nContent-Length: 60000000\r\n\r\n");
     expect_json_error("an admin call without a token, body held back", req, strlen(req), 401, 2.0);
     snprintf(req, sizeof(req), "GET /api/v1/runs/%s HTTP/1.1\r\nHost: x\r\nContent-Length: 60000000\r\n\r\n", run7);
     expect_json_error("a read without the admin token (read_access = admin), body held back", req, strlen(req), 401,
@@ -151,9 +147,10 @@ static void *flood_main(void *arg)
 {
     flood *f = arg;
     char head[256];
-    int n = snprintf(head, sizeof(head),
-                     "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-                     f->bytes);
+    int n = snprintf(
+        head, sizeof(head),
+        "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+        f->bytes);
     char *buf = malloc(f->bytes + (size_t)n);
     memcpy(buf, head, (size_t)n);
     memset(buf + n, ' ', f->bytes);
@@ -383,15 +380,16 @@ static void test_strict_framing(void **state)
         int status;
     } cases[] = {
         {"Content-Length and Transfer-Encoding",
-         "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
+         "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+         400},
         {"two Content-Lengths",
          "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello", 400},
         {"an unknown Transfer-Encoding (it hung before)",
          "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\nhello", 501},
         {"a header line without a colon", "GET /api/v1/health HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", 400},
         {"HTTP/1.1 without Host", "GET /api/v1/health HTTP/1.1\r\n\r\n", 400},
-        {"a Content-Length that is no number",
-         "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400},
+        {"a Content-Length that is no number", "POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+         400},
         {"an unknown HTTP version", "GET /api/v1/health HTTP/2.0\r\nHost: x\r\n\r\n", 505},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -426,7 +424,8 @@ static void test_headers_405_and_metrics_access(void **state)
     assert_int_equal(it_raw(srv.port, del, sizeof(del) - 1, 3, &resp), 405);
     assert_true(has_header(resp, "Allow: GET, HEAD"));
     free(resp);
-    static const char post_static[] = "POST /index.html HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    static const char post_static[] =
+        "POST /index.html HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
     assert_int_equal(it_raw(srv.port, post_static, sizeof(post_static) - 1, 3, &resp), 405);
     assert_true(has_header(resp, "Allow: GET, HEAD"));
     free(resp);

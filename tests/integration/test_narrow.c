@@ -23,15 +23,6 @@ static char dir[256], conf[300], admin_file[300];
 static const char *ADMIN = "narrow-admin-token";
 static int job_no = 7000;
 
-static void write_file(const char *path, const char *text, mode_t mode)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    chmod(path, mode);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -40,8 +31,8 @@ static int setup(void **state)
         return -1;
     snprintf(conf, sizeof(conf), "%s/lockstepd.conf", dir);
     snprintf(admin_file, sizeof(admin_file), "%s/admin", dir);
-    write_file(admin_file, ADMIN, 0600);
-    write_file(conf, "suspects_interval_ms = 200\npublic_url = https://lockstep.example/\n", 0644);
+    it_write_file(admin_file, ADMIN, 0600);
+    it_write_file(conf, "suspects_interval_ms = 200\npublic_url = https://lockstep.example/\n", 0644);
     const char *args[] = {"--db", pg.conninfo, "--config", conf, "--admin-token", admin_file, NULL};
     return h_srv_start(&srv, args);
 }
@@ -49,14 +40,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int st = h_srv_kill(&srv, SIGTERM);
-    h_srv_cleanup(&srv);
-    h_pg_stop(&pg);
-    char cmd[300];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        return -1;
-    return st == 0 ? 0 : -1;
+    return it_stop(&srv, &pg, dir);
 }
 
 static json_t *call(const char *method, const char *path, const char *body, const char *token, long want)

@@ -1,4 +1,6 @@
-/* test_suspects.c - lockstepd integration: evidence, suspects, node history, admin actions and alerts to real local receivers (webhook, Slack, Alertmanager, mail): raised, re-sent, resolved by an acknowledgement, a repair or a supersession. */
+/* test_suspects.c - lockstepd integration: evidence, suspects, node history, admin actions and alerts to real local
+ * receivers (webhook, Slack, Alertmanager, mail): raised, re-sent, resolved by an acknowledgement, a repair or a
+ * supersession. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,15 +41,6 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
-static void write_file(const char *path, const char *text, mode_t mode)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    chmod(path, mode);
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -62,14 +55,14 @@ static int setup(void **state)
     snprintf(script, sizeof(script), "%s/capture-mail.sh", dir);
     /* a sendmail-compatible capture program: arguments and the message, appended */
     snprintf(text, sizeof(text), "#!/bin/sh\n{ echo \"ARGS: $*\"; cat; echo '=== END'; } >> %s\n", maillog);
-    write_file(script, text, 0755);
+    it_write_file(script, text, 0755);
     /* an scontrol that writes down what it was asked (slurm_action = drain) */
     char scontrol[300];
     snprintf(scontrol_log, sizeof(scontrol_log), "%s/scontrol.log", dir);
     snprintf(scontrol, sizeof(scontrol), "%s/scontrol.sh", dir);
     snprintf(text, sizeof(text), "#!/bin/sh\necho \"$*\" >> %s\n", scontrol_log);
-    write_file(scontrol, text, 0755);
-    write_file(admin_file, ADMIN, 0600);
+    it_write_file(scontrol, text, 0755);
+    it_write_file(admin_file, ADMIN, 0600);
     snprintf(text, sizeof(text),
              "alert_webhook_url = http://127.0.0.1:%d/hook\n"
              "alert_slack_url = http://127.0.0.1:%d/slack\n"
@@ -79,7 +72,7 @@ static int setup(void **state)
              "alert_retry_ms = 100\nalert_retry_max_s = 1\nsuspects_interval_ms = 200\nalert_give_up_s = 10\n"
              "alert_resend_s = 1\ncluster = testcluster\nslurm_action = drain\nscontrol = %s\n",
              rport, rport, rport, script, scontrol);
-    write_file(conf, text, 0644);
+    it_write_file(conf, text, 0644);
     const char *args[] = {"--db", pg.conninfo, "--config", conf, "--admin-token", admin_file, NULL};
     return h_srv_start(&srv, args);
 }
@@ -149,8 +142,8 @@ static void attest_run(const char *job, int nranks, const char *const *nodes)
         for (int q = r; q < nranks; q++)
             if (!strcmp(nodes[q], nodes[r]))
                 n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%d", n ? "," : "", q);
-        snprintf(body, sizeof(body),
-                 "{\"job_id\": \"%s\", \"node\": \"%s\", \"ranks\": [%s], \"user\": \"alice\"}", job, nodes[r], list);
+        snprintf(body, sizeof(body), "{\"job_id\": \"%s\", \"node\": \"%s\", \"ranks\": [%s], \"user\": \"alice\"}",
+                 job, nodes[r], list);
         assert_int_equal(it_call(&srv, "POST", "/api/v1/attest", body, ADMIN, NULL), 200);
     }
 }
@@ -328,11 +321,11 @@ static double iso_epoch(const char *s)
 
 /* What the receiver's Alertmanager endpoint heard of one alert (label `key` = `value`). */
 typedef struct am_seen {
-    int firing;       /* posts of it with endsAt after the post: "still firing" */
-    int resolved;     /* posts with endsAt at or before the post: "resolved" */
-    int firing_after; /* firing posts after the first resolution */
-    int changed;      /* posts whose labels, annotations or startsAt differ from the first post's */
-    json_t *first;    /* the first post of it (caller decrefs; NULL when none) */
+    int firing;         /* posts of it with endsAt after the post: "still firing" */
+    int resolved;       /* posts with endsAt at or before the post: "resolved" */
+    int firing_after;   /* firing posts after the first resolution */
+    int changed;        /* posts whose labels, annotations or startsAt differ from the first post's */
+    json_t *first;      /* the first post of it (caller decrefs; NULL when none) */
     json_t *resolution; /* the first resolution (caller decrefs; NULL when none) */
 } am_seen;
 
@@ -550,7 +543,8 @@ static void test_alertmanager_protocol(void **state)
     long long id = json_integer_value(json_object_get(a, "id"));
     json_t *runs = json_object_get(json_object_get(a, "details"), "runs");
     char jobs[64], ids[32];
-    snprintf(jobs, sizeof(jobs), "%s,%s", str(json_array_get(runs, 0), "job_id"), str(json_array_get(runs, 1), "job_id"));
+    snprintf(jobs, sizeof(jobs), "%s,%s", str(json_array_get(runs, 0), "job_id"),
+             str(json_array_get(runs, 1), "job_id"));
     snprintf(ids, sizeof(ids), "%lld", id);
     const char *created = str(a, "created_at");
     char created_at[40];
@@ -806,7 +800,8 @@ static void test_reported_host_disagrees(void **state)
             manifest(id, r, odd ? said[r] : nodes[r], "Ring");
         for (int r = 0; r < 2; r++) {
             uint64_t seq = 0;
-            assert_int_equal(it_post_steps(&srv, id, r, 0, 0, 6, 4, odd && r == 0 ? 3 : -1, 3, -1, -1, &seq, NULL), 200);
+            assert_int_equal(it_post_steps(&srv, id, r, 0, 0, 6, 4, odd && r == 0 ? 3 : -1, 3, -1, -1, &seq, NULL),
+                             200);
             assert_int_equal(it_end(&srv, id, r, NULL), 200);
         }
     }
@@ -864,7 +859,8 @@ static void json_run(const char *group, const char *const *nodes, int in_salt, i
             n += (size_t)snprintf(body + n, sizeof(body) - n,
                                   "%s{\"seq\": %d, \"step\": %d, \"name\": \"allreduce.out\", \"level\": "
                                   "\"collective\", \"fp\": \"%016x\", \"inputs\": [\"%016x\"]}",
-                                  s ? ", " : "", s, s, 0x1000 + s + (s == 3 ? out_salt : 0), 0x2000 + 16 * s + r + in_salt);
+                                  s ? ", " : "", s, s, 0x1000 + s + (s == 3 ? out_salt : 0),
+                                  0x2000 + 16 * s + r + in_salt);
         snprintf(body + n, sizeof(body) - n, "]}");
         snprintf(path, sizeof(path), "/api/v1/runs/%s/records", id);
         assert_int_equal(it_call(&srv, "POST", path, body, NULL, NULL), 200);
@@ -1291,17 +1287,15 @@ static void test_trust_reported_hosts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_receiver_down_then_up), cmocka_unit_test(test_one_alert_then_superseded),
-        cmocka_unit_test(test_alertmanager_protocol),
-        cmocka_unit_test(test_fleet_pairs_name_n3),   cmocka_unit_test(test_software_same_hardware),
-        cmocka_unit_test(test_software_manifest),     cmocka_unit_test(test_software_inputs_matched),
-        cmocka_unit_test(test_three_runs_minority),
-        cmocka_unit_test(test_pair_then_third_run),   cmocka_unit_test(test_spread_is_software),
-        cmocka_unit_test(test_admin_actions_and_ack), cmocka_unit_test(test_undeliverable_gives_up),
-        cmocka_unit_test(test_origin_rank_only),      cmocka_unit_test(test_every_rank_blames_no_node),
-        cmocka_unit_test(test_incomplete_supersedes),
-        cmocka_unit_test(test_unattested_blames_nobody), cmocka_unit_test(test_reported_host_disagrees),
-        cmocka_unit_test(test_third_run_ranks_apart),
+        cmocka_unit_test(test_receiver_down_then_up),   cmocka_unit_test(test_one_alert_then_superseded),
+        cmocka_unit_test(test_alertmanager_protocol),   cmocka_unit_test(test_fleet_pairs_name_n3),
+        cmocka_unit_test(test_software_same_hardware),  cmocka_unit_test(test_software_manifest),
+        cmocka_unit_test(test_software_inputs_matched), cmocka_unit_test(test_three_runs_minority),
+        cmocka_unit_test(test_pair_then_third_run),     cmocka_unit_test(test_spread_is_software),
+        cmocka_unit_test(test_admin_actions_and_ack),   cmocka_unit_test(test_undeliverable_gives_up),
+        cmocka_unit_test(test_origin_rank_only),        cmocka_unit_test(test_every_rank_blames_no_node),
+        cmocka_unit_test(test_incomplete_supersedes),   cmocka_unit_test(test_unattested_blames_nobody),
+        cmocka_unit_test(test_reported_host_disagrees), cmocka_unit_test(test_third_run_ranks_apart),
         cmocka_unit_test(test_trust_reported_hosts),
     };
     return cmocka_run_group_tests_name("lockstepd suspects and alerts", tests, setup, teardown);
