@@ -34,6 +34,17 @@ static size_t utf8_next(const unsigned char *s, size_t n, unsigned *cp)
     return len;
 }
 
+int text_hex_digit(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 size_t text_utf8_seq(const char *s, size_t n)
 {
     unsigned cp;

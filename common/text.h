@@ -25,6 +25,9 @@ int text_line_valid(const char *s, size_t n);
  * sent may go into a log line or an error message. Returns out. */
 char *text_sanitize(const char *s, char *out, size_t cap);
 
+/* text_hex_digit - the value of hexadecimal digit `c` (0-9, a-f, A-F), or -1. */
+int text_hex_digit(int c);
+
 /* text_utf8_seq - the length of the well-formed UTF-8 sequence at s[0..n)
  * (1 to 4 bytes), or 0 when the bytes there are not one. */
 size_t text_utf8_seq(const char *s, size_t n);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/state.h"
@@ -35,17 +36,6 @@ void route_set_fallback(route_fn fn, int metric)
     fallback_metric = metric;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* split_raw - the segments of the raw path at `p` (up to '?' or its end), each percent-decoded in place
  * into `buf` (as long as the path), empty segments skipped. Returns how many, or -1 past MAX_SEGS. */
 static int split_raw(const char *p, char *buf, char **segs)
@@ -62,7 +52,7 @@ static int split_raw(const char *p, char *buf, char **segs)
         segs[n++] = o;
         while (*p && *p != '/' && *p != '?') {
             int hi, lo;
-            if (*p == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0) {
+            if (*p == '%' && (hi = text_hex_digit(p[1])) >= 0 && (lo = text_hex_digit(p[2])) >= 0) {
                 *o++ = (char)(hi * 16 + lo);
                 p += 3;
             } else {

@@ -8,17 +8,6 @@
 #include "common/text.h"
 #include "server/core/xalloc.h"
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int http_target_check(const char *raw, size_t max, char *why, size_t cap)
 {
     size_t n = strlen(raw);
@@ -54,7 +43,7 @@ int http_target_check(const char *raw, size_t max, char *why, size_t cap)
             break;
         }
         if (c == '%') {
-            int hi = hexval(raw[i + 1]), lo = hi >= 0 ? hexval(raw[i + 2]) : -1;
+            int hi = text_hex_digit(raw[i + 1]), lo = hi >= 0 ? text_hex_digit(raw[i + 2]) : -1;
             if (hi < 0 || lo < 0) {
                 snprintf(why, cap, "a bad percent escape at byte %zu of the request target", i);
                 rc = -1;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/text.h"
 #include "server/core/error.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
@@ -268,18 +269,13 @@ int db_int_array_parse(const char *s, int64_t *out, int cap)
     return n < cap ? n : cap;
 }
 
-static int hex_digit(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 int db_hex_parse(const char *s, unsigned char *out, size_t cap)
 {
     if (s[0] == '\\' && s[1] == 'x')
         s += 2;
     size_t n = 0;
     for (; s[0]; s += 2, n++) {
-        int hi = hex_digit(s[0]), lo = s[1] ? hex_digit(s[1]) : -1;
+        int hi = text_hex_digit(s[0]), lo = s[1] ? text_hex_digit(s[1]) : -1;
         if (hi < 0 || lo < 0 || n >= cap)
             return -1;
         out[n] = (unsigned char)(hi << 4 | lo);
