@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
@@ -135,12 +134,9 @@ static enum MHD_Result alert_ack(http_req *req, char **args)
     /* Acknowledging ends the alert: resolved, with a resolution message to each HTTP sink, in one transaction
      * (under the evaluator's lock, so a supersession cannot interleave). A delivery of the alert updating it at the
      * same moment makes the transaction fail on the concurrent update: it is simply run again. */
-    int found = 0, rc = -1;
-    for (int attempt = 0; attempt < 5; attempt++) {
-        if ((rc = ack_txn(p, n, &found, err, sizeof(err))) == 0 || !sql_conflicted())
-            break;
-        usleep(20000u << attempt);
-    }
+    int found = 0, rc, attempt = 0;
+    while ((rc = ack_txn(p, n, &found, err, sizeof(err))) < 0 && sql_retry(attempt++))
+        ;
     json_decref(b); /* p[1] pointed into it */
     if (rc < 0)
         return http_reply_db_down(req, err);

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
@@ -270,12 +269,9 @@ static enum MHD_Result node_action(http_req *req, char **args)
     char id[32];
     /* Alert deliveries update alerts outside the evaluator's lock: a repair that resolves one while it is being
      * delivered fails on the concurrent update, and is simply run again. */
-    int rc = -1;
-    for (int attempt = 0; attempt < 5; attempt++) {
-        if ((rc = node_txn(p, state, &known, &resolved, id, sizeof(id), err, sizeof(err))) == 0 || !sql_conflicted())
-            break;
-        usleep(20000u << attempt);
-    }
+    int rc, attempt = 0;
+    while ((rc = node_txn(p, state, &known, &resolved, id, sizeof(id), err, sizeof(err))) < 0 && sql_retry(attempt++))
+        ;
     if (rc < 0)
         goto out_db;
     if (!known) {

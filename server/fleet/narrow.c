@@ -105,11 +105,8 @@ static json_t *entry_of(json_t *entries, const char *run_id)
 int narrow_probe(const char *run_key, const int *origin, int norigin, const char *nodes, char *probe, size_t pcap,
                  char *gpus, size_t gcap, char *err, size_t ecap)
 {
-    char ranks[400] = "{";
-    size_t l = 1;
-    for (int i = 0; i < norigin && l < sizeof(ranks) - 16; i++)
-        l += (size_t)snprintf(ranks + l, sizeof(ranks) - l, "%s%d", i ? "," : "", origin[i]);
-    snprintf(ranks + l, sizeof(ranks) - l, "}");
+    char ranks[400];
+    db_int_array_text(origin, norigin, ranks, sizeof(ranks));
     const char *p[] = {run_key, ranks};
     PGresult *r = sql_query("SELECT coalesce(nullif(manifest->>'slurm_node', ''), nullif(manifest->>'node', ''), "
                             "manifest->>'host', ''), coalesce(manifest->'gpu'->>'uuid', CASE WHEN "
@@ -393,7 +390,8 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
                 "SELECT step, max(path), bool_or(declared), bool_or(saved) FROM ("
                 "SELECT step, path, true AS declared, false AS saved FROM run_checkpoints WHERE run_key = $1::bigint "
                 "AND step < $2::bigint UNION ALL "
-                "SELECT step, '', false, true FROM record_frames WHERE run_key = $1::bigint AND kind = " CK_SAVED_KIND " "
+                "SELECT step, '', false, true FROM record_frames WHERE run_key = $1::bigint AND kind = " CK_SAVED_KIND
+                " "
                 "AND step < $2::bigint GROUP BY step HAVING count(DISTINCT rank) >= greatest(1, (SELECT count(*) "
                 "FROM manifests m WHERE m.run_key = $1::bigint))) c "
                 "GROUP BY step HAVING NOT $3::boolean OR max(path) <> '' ORDER BY step DESC LIMIT 1",

@@ -15,6 +15,7 @@
 #include "server/fleet/narrow.h"
 #include "server/fleet/narrow_int.h"
 #include "server/fleet/verdict_alert.h"
+#include "server/store/db.h"
 #include "server/store/sql.h"
 
 /* One run of the group, as the evaluation needs it. */
@@ -155,15 +156,6 @@ static void describe(const rc_result *rc, char *out, size_t cap)
              f->occurrence, cause_name(rc->cause));
 }
 
-/* origin_text - the experiment's origin ranks as an int array text ("{1,3}"). */
-static void origin_text(const nexp *x, char *out, size_t cap)
-{
-    size_t l = (size_t)snprintf(out, cap, "{");
-    for (int i = 0; i < x->norigin && l < cap - 16; i++)
-        l += (size_t)snprintf(out + l, cap - l, "%s%d", i ? "," : "", x->origin[i]);
-    snprintf(out + l, cap - l, "}");
-}
-
 /* resume_check - a placement that resumed from a checkpoint (its run `key`, start c->start): its restored state
  * block at the checkpoint's step against the block the run it replays (c->source_key) saved there, on the origin
  * ranks. Returns 1 when they differ (why in `note`: the placement did not replay what it should), 0 when not (a
@@ -174,7 +166,7 @@ static int resume_check(const nexp *x, const plc *c, const char *key, char *note
     if (c->start <= 0 || !c->source_key[0])
         return 0; /* it ran from the start: nothing was loaded */
     char ranks[400];
-    origin_text(x, ranks, sizeof(ranks));
+    db_int_array_text(x->origin, x->norigin, ranks, sizeof(ranks));
     rc_resume rs;
     long long step = c->start - 1;
     if (rc_resume_check(strtoll(key, NULL, 10), strtoll(c->source_key, NULL, 10), step, x->norigin ? ranks : NULL, &rs,
@@ -443,7 +435,7 @@ static json_t *name_record(nexp *x, const rp_verdict *v, int base, char *err, si
         return json_null();
     const char *ref_key = qi >= 0 ? x->p[qi].run_key : x->o[oi].key;
     char ranks[400];
-    origin_text(x, ranks, sizeof(ranks));
+    db_int_array_text(x->origin, x->norigin, ranks, sizeof(ranks));
     rc_result rc;
     long long lo = x->step - (x->to - x->step);
     if (rc_compare(strtoll(x->p[pi].run_key, NULL, 10), strtoll(ref_key, NULL, 10), lo < 0 ? 0 : lo, x->to,

@@ -144,8 +144,8 @@ int db_ok(const PGresult *r)
     return s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK;
 }
 
-static PGresult *exec_retry(const char *stmt, const char *sql, int n, const char *const *params, int binary,
-                            char *err, size_t cap)
+static PGresult *exec_retry(const char *stmt, const char *sql, int n, const char *const *params, int binary, char *err,
+                            size_t cap)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         PGconn *c = db_conn();
@@ -247,6 +247,15 @@ void db_rollback(void)
 PGresult *db_exec_sql(const char *sql, char *err, size_t cap)
 {
     return exec_retry(NULL, sql, 0, NULL, 0, err, cap);
+}
+
+char *db_int_array_text(const int *v, int n, char *out, size_t cap)
+{
+    size_t l = (size_t)snprintf(out, cap, "{");
+    for (int i = 0; i < n && l + 14 < cap; i++)
+        l += (size_t)snprintf(out + l, cap - l, "%s%d", i ? "," : "", v[i]);
+    snprintf(out + l, cap - l, "}");
+    return out;
 }
 
 int db_int_array_parse(const char *s, int64_t *out, int cap)

@@ -1,4 +1,5 @@
-/* db.h - PostgreSQL access for lockstepd: one libpq connection per thread, prepared statements, reconnects, migrations. */
+/* db.h - PostgreSQL access for lockstepd: one libpq connection per thread, prepared statements, reconnects, migrations.
+ */
 #ifndef SERVER_STORE_DB_H
 #define SERVER_STORE_DB_H
 
@@ -66,6 +67,11 @@ void db_rollback(void);
  * "{}") into up to `cap` values of `out`. Returns how many it held (values
  * past `cap` are dropped). */
 int db_int_array_parse(const char *text, int64_t *out, int cap);
+
+/* db_int_array_text - `n` integers as PostgreSQL's text form of an array
+ * ("{2,3}", "{}") into `out` (cap bytes, at least 3); the values that do not
+ * fit are left out. Returns out. */
+char *db_int_array_text(const int *v, int n, char *out, size_t cap);
 
 /* db_hex_parse - the bytes of a bytea read as encode(col, 'hex') (or "\\x" and
  * hex digits) into `out` (at most `cap`). Returns the length, or -1 when the

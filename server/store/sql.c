@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/store/db.h"
 
@@ -13,6 +14,14 @@ static __thread char last_state[6]; /* the SQLSTATE of this thread's last failed
 int sql_conflicted(void)
 {
     return !strcmp(last_state, "40001") || !strcmp(last_state, "40P01");
+}
+
+int sql_retry(int attempt)
+{
+    if (attempt >= 4 || !sql_conflicted())
+        return 0;
+    usleep(20000u << attempt);
+    return 1;
 }
 
 PGresult *sql_query(const char *sql, int n, const char *const *params, char *err, size_t cap)

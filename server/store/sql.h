@@ -27,6 +27,10 @@ int sql_begin(char *err, size_t cap);
  * (alert deliveries) can make a REPEATABLE READ transaction fail so. */
 int sql_conflicted(void);
 
+/* sql_retry - after attempt `attempt` (from 0) of a transaction failed: 1 when it failed on a concurrent update
+ * (sql_conflicted) and may run again, having waited (20 ms, doubling; 5 attempts in all), else 0. */
+int sql_retry(int attempt);
+
 /* sql_commit - COMMIT; sql_rollback - ROLLBACK (errors ignored). Both release
  * the advisory lock. */
 int sql_commit(char *err, size_t cap);
