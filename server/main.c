@@ -218,6 +218,10 @@ int main(int argc, char **argv)
         log_error("cannot prepare the database schema (hint: check --db and that PostgreSQL runs)");
         goto out_pg;
     }
+    if (db_prepare_all(err, sizeof(err)) < 0) { /* every statement fits the schema, or lockstepd does not start */
+        log_error("%s (hint: this lockstepd and the database's schema do not match)", err);
+        goto out_pg;
+    }
     int lz4 = frames_configure();
     if (lz4 < 0)
         log_warn("cannot read how record_frames stores frames; segments are cut uncompressed");

@@ -447,6 +447,9 @@ static void release_locked(pgroup *g)
 
 static void cmp_loop(worker *w)
 {
+    char err[512];
+    if (db_prepare_all(err, sizeof(err)) < 0) /* connected and ready before the first divergence waits on it */
+        log_warn("a comparison thread could not prepare its statements yet: %s", err);
     worker_lock(w);
     int first = next_sweep == 0;
     if (first)

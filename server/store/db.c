@@ -16,19 +16,30 @@
 #include "server/core/xalloc.h"
 
 #define MAX_STATEMENTS 256
+#define NAME_SLOTS 512 /* the statements' names by hash: a power of two, twice MAX_STATEMENTS */
 
 static char *conninfo;
 static struct {
     const char *name, *sql;
 } statements[MAX_STATEMENTS];
 static int n_statements;
+static short by_name[NAME_SLOTS]; /* 1 + the statement's index, 0 for an empty slot */
+
+/* A thread's connection and which statements it has prepared: each is prepared the first time the thread runs it
+ * (a connection costs one round trip, not one per registered statement; db_prepare_all checks them all at start). */
+typedef struct dbconn {
+    PGconn *c;
+    unsigned char ready[MAX_STATEMENTS / 8];
+} dbconn;
 static pthread_key_t conn_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static atomic_long last_complaint;
 
 static void conn_free(void *p)
 {
-    PQfinish(p);
+    dbconn *d = p;
+    PQfinish(d->c);
+    free(d);
 }
 
 static void key_create(void)
@@ -43,14 +54,40 @@ void db_init(const char *ci)
     pthread_once(&key_once, key_create);
 }
 
+static unsigned name_hash(const char *s)
+{
+    unsigned h = 2166136261u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* stmt_index - the registered statement called `name`, or -1. */
+static int stmt_index(const char *name)
+{
+    for (unsigned h = name_hash(name);; h++) {
+        int k = by_name[h & (NAME_SLOTS - 1)] - 1;
+        if (k < 0 || !strcmp(statements[k].name, name))
+            return k;
+    }
+}
+
 void db_register(const char *name, const char *sql)
 {
     if (n_statements >= MAX_STATEMENTS) {
         log_error("too many prepared statements (%d); raise MAX_STATEMENTS", MAX_STATEMENTS);
         abort();
     }
+    if (stmt_index(name) >= 0) {
+        log_error("statement %s registered twice", name);
+        abort();
+    }
     statements[n_statements].name = name;
     statements[n_statements].sql = sql;
+    unsigned h = name_hash(name);
+    while (by_name[h & (NAME_SLOTS - 1)])
+        h++;
+    by_name[h & (NAME_SLOTS - 1)] = (short)(n_statements + 1);
     n_statements++;
 }
 
@@ -82,8 +119,16 @@ static void complain(const char *what, const char *msg)
     db_complain("%s: %s", what, msg);
 }
 
-static PGconn *connect_new(void)
+static dbconn *this_conn(void)
 {
+    pthread_once(&key_once, key_create);
+    dbconn *d = pthread_getspecific(conn_key);
+    if (d && PQstatus(d->c) == CONNECTION_OK)
+        return d;
+    if (d) {
+        conn_free(d);
+        pthread_setspecific(conn_key, NULL);
+    }
     PGconn *c = PQconnectdb(conninfo);
     if (PQstatus(c) != CONNECTION_OK) {
         metrics_db_error();
@@ -91,40 +136,69 @@ static PGconn *connect_new(void)
         PQfinish(c);
         return NULL;
     }
-    for (int i = 0; i < n_statements; i++) {
-        PGresult *r = PQprepare(c, statements[i].name, statements[i].sql, 0, NULL);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-            metrics_db_error();
-            log_error("cannot prepare statement %s: %s", statements[i].name, PQresultErrorMessage(r));
-            PQclear(r);
-            PQfinish(c);
-            return NULL;
-        }
-        PQclear(r);
-    }
-    return c;
+    d = xcalloc(1, sizeof(*d));
+    d->c = c;
+    pthread_setspecific(conn_key, d);
+    return d;
 }
 
 PGconn *db_conn(void)
 {
-    pthread_once(&key_once, key_create);
-    PGconn *c = pthread_getspecific(conn_key);
-    if (c && PQstatus(c) == CONNECTION_OK)
-        return c;
-    if (c) {
-        PQfinish(c);
-        pthread_setspecific(conn_key, NULL);
+    dbconn *d = this_conn();
+    return d ? d->c : NULL;
+}
+
+/* prepare - statement k on `d`, unless it is already. 0, or -1 with the server's message in `err`. */
+static int prepare(dbconn *d, int k, char *err, size_t cap)
+{
+    if (d->ready[k / 8] & (1u << (k % 8)))
+        return 0;
+    PGresult *r = PQprepare(d->c, statements[k].name, statements[k].sql, 0, NULL);
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (ok)
+        d->ready[k / 8] |= (unsigned char)(1u << (k % 8));
+    else if (err)
+        snprintf(err, cap, "cannot prepare statement %s: %s", statements[k].name,
+                 r ? PQresultErrorMessage(r) : PQerrorMessage(d->c));
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+PGconn *db_prepared(const char *stmt, char *err, size_t cap)
+{
+    int k = stmt_index(stmt);
+    if (k < 0) {
+        log_error("statement %s was never registered", stmt);
+        abort();
     }
-    c = connect_new();
-    pthread_setspecific(conn_key, c);
-    return c;
+    dbconn *d = this_conn();
+    if (!d) {
+        if (err)
+            snprintf(err, cap, "the database is unreachable");
+        return NULL;
+    }
+    return prepare(d, k, err, cap) == 0 ? d->c : NULL;
+}
+
+int db_prepare_all(char *err, size_t cap)
+{
+    dbconn *d = this_conn();
+    if (!d) {
+        snprintf(err, cap, "the database is unreachable");
+        return -1;
+    }
+    for (int k = 0; k < n_statements; k++)
+        if (prepare(d, k, err, cap) < 0)
+            return -1;
+    return 0;
 }
 
 void db_conn_broken(void)
 {
-    PGconn *c = pthread_getspecific(conn_key);
-    if (!c)
+    dbconn *d = pthread_getspecific(conn_key);
+    if (!d)
         return;
+    PGconn *c = d->c;
     /* A failed transaction leaves the session usable once rolled back. */
     if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_UNKNOWN) {
         if (PQtransactionStatus(c) != PQTRANS_IDLE) {
@@ -134,7 +208,7 @@ void db_conn_broken(void)
         if (PQstatus(c) == CONNECTION_OK)
             return;
     }
-    PQfinish(c);
+    conn_free(d);
     pthread_setspecific(conn_key, NULL);
 }
 
@@ -142,6 +216,25 @@ int db_ok(const PGresult *r)
 {
     ExecStatusType s = PQresultStatus(r);
     return s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK;
+}
+
+/* run - statement `stmt` (prepared on this connection first, when it is not yet) or plain `sql` on this thread's
+ * connection. The result, or NULL with the reason in `why` (the connection is left as it is). */
+static PGresult *run(PGconn *c, const char *stmt, const char *sql, int n, const char *const *params, int binary,
+                     char *why, size_t cap)
+{
+    PGresult *r = NULL;
+    if (!stmt)
+        r = PQexec(c, sql);
+    else if (db_prepared(stmt, why, cap))
+        r = PQexecPrepared(c, stmt, n, params, NULL, NULL, binary);
+    else
+        return NULL;
+    if (db_ok(r))
+        return r;
+    snprintf(why, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+    PQclear(r);
+    return NULL;
 }
 
 static PGresult *exec_retry(const char *stmt, const char *sql, int n, const char *const *params, int binary, char *err,
@@ -158,16 +251,16 @@ static PGresult *exec_retry(const char *stmt, const char *sql, int n, const char
          * locks): the first failure is the answer then. */
         if (attempt == 0 && PQtransactionStatus(c) != PQTRANS_IDLE)
             attempt = 1;
-        PGresult *r = stmt ? PQexecPrepared(c, stmt, n, params, NULL, NULL, binary) : PQexec(c, sql);
-        if (db_ok(r))
+        char why[512];
+        PGresult *r = run(c, stmt, sql, n, params, binary, why, sizeof(why));
+        if (r)
             return r;
         metrics_db_error();
         if (err)
-            snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+            snprintf(err, cap, "%s", why);
         int broken = PQstatus(c) != CONNECTION_OK;
         if (!broken || attempt == 1)
-            db_complain("query %s failed: %s", stmt ? stmt : "(sql)", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-        PQclear(r);
+            db_complain("query %s failed: %s", stmt ? stmt : "(sql)", why);
         db_conn_broken();
         if (!broken)
             return NULL;
@@ -193,14 +286,14 @@ PGresult *db_exec_once(const char *stmt, int n, const char *const *params, char 
             snprintf(err, cap, "the database is unreachable");
         return NULL;
     }
-    PGresult *r = PQexecPrepared(c, stmt, n, params, NULL, NULL, 0);
-    if (db_ok(r))
+    char why[512];
+    PGresult *r = run(c, stmt, NULL, n, params, 0, why, sizeof(why));
+    if (r)
         return r;
     metrics_db_error();
     if (err)
-        snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-    db_complain("query %s failed: %s", stmt, r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-    PQclear(r);
+        snprintf(err, cap, "%s", why);
+    db_complain("query %s failed: %s", stmt, why);
     if (PQstatus(c) != CONNECTION_OK)
         db_conn_broken();
     return NULL;
@@ -239,9 +332,9 @@ int db_commit(char *err, size_t cap)
 
 void db_rollback(void)
 {
-    PGconn *c = pthread_getspecific(conn_key);
-    if (c && PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) != PQTRANS_IDLE)
-        PQclear(PQexec(c, "ROLLBACK"));
+    dbconn *d = pthread_getspecific(conn_key);
+    if (d && PQstatus(d->c) == CONNECTION_OK && PQtransactionStatus(d->c) != PQTRANS_IDLE)
+        PQclear(PQexec(d->c, "ROLLBACK"));
 }
 
 PGresult *db_exec_sql(const char *sql, char *err, size_t cap)

@@ -11,19 +11,31 @@
 #define DB_TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
 /* db_init - remember the conninfo that every thread connects with. Call
- * once, before db_register and before any thread uses the database. */
+ * once, before any thread uses the database. */
 void db_init(const char *conninfo);
 
-/* db_register - add a prepared statement that every connection prepares
- * when it connects. `name` and `sql` must stay valid for the program's life.
- * Call before the first db_conn. */
+/* db_register - add a prepared statement (a name registered twice aborts).
+ * A connection prepares it the first time its thread runs it. `name` and
+ * `sql` must stay valid for the program's life. Call before any thread uses
+ * the database. */
 void db_register(const char *name, const char *sql);
 
 /* db_conn - this thread's connection, connected (or reconnected after a
- * failure) with every registered statement prepared. Returns NULL when the
- * server cannot be reached (logged, rate-limited). The connection belongs to
- * the thread and is closed when the thread exits. */
+ * failure). Returns NULL when the server cannot be reached (logged,
+ * rate-limited). The connection belongs to the thread and is closed when the
+ * thread exits. */
 PGconn *db_conn(void);
+
+/* db_prepared - this thread's connection with statement `stmt` prepared on
+ * it (for PQexecPrepared with binary parameters). NULL with the reason in
+ * `err` when it cannot be. */
+PGconn *db_prepared(const char *stmt, char *err, size_t cap);
+
+/* db_prepare_all - prepare every registered statement on this thread's
+ * connection: lockstepd checks them all against the schema at start, so that
+ * a statement that does not fit it stops the start, not a request later.
+ * 0, or -1 with the statement and the server's message in `err`. */
+int db_prepare_all(char *err, size_t cap);
 
 /* db_conn_broken - call after an error: when the connection is bad it is
  * closed, so that the next db_conn reconnects. */

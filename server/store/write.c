@@ -224,9 +224,11 @@ int store_batch(const run_info *run, const srv_batch *bt, store_result *res, srv
     memset(res, 0, sizeof(*res));
     params_build(&bp, run, bt);
     for (int attempt = 0; attempt < 2; attempt++) {
-        PGconn *c = db_conn();
-        if (!c)
-            break;
+        PGconn *c = db_prepared("batch_store", err, sizeof(err));
+        if (!c) { /* a broken connection is dropped, and the next attempt connects again */
+            db_conn_broken();
+            continue;
+        }
         PGresult *r = PQexecPrepared(c, "batch_store", N_PARAMS, bp.v, bp.len, bp.fmt, 0);
         if (take_result(r, res) == 0) {
             res->commit_s = clock_wall_s();
@@ -380,7 +382,7 @@ int store_batches(const run_info *const *runs, const srv_batch *const *b, size_t
         group_add(&gp, (int)k + 1, runs[o[k].i], b[o[k].i]);
     group_finish(&gp);
     char err[512] = "the database is unreachable";
-    PGconn *c = db_conn();
+    PGconn *c = db_prepared("batches_store", err, sizeof(err));
     if (c && group_txn(c, &gp, o, n, res, err, sizeof(err)) == 0) {
         double now = clock_wall_s();
         for (size_t i = 0; i < n; i++) {
