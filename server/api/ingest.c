@@ -256,7 +256,9 @@ static json_t *store_reply(const store_job *j, int rc, const store_result *res, 
         return http_error_json(e->error, e->detail, e->hint);
     }
     metrics_batch(b->n, res->duplicate);
-    if (!res->duplicate && (b->n || b->n_digests))
+    if (!res->duplicate && b->n_digests && !b->held) /* streaming digests: a differing step waits for its records */
+        cmp_notify_digests(run->group, (int)b->rank, res->commit_s);
+    else if (!res->duplicate && (b->n || b->n_digests))
         cmp_notify(run->group, (int)b->rank, res->commit_s);
     *status = 200;
     json_t *o = json_pack("{s:s, s:i, s:I, s:I, s:b}", "run_id", run->run_id, "rank", (int)b->rank, "batch_seq",

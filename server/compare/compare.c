@@ -25,6 +25,10 @@
                                the differing ranks a look finds are shared out) */
 #define CMP_CHUNK 2000      /* ranks one first look takes */
 #define CMP_GAP_S 0.02      /* a group is looked at again at most this often: under load a look takes many ranks */
+#define CMP_GAP_DIGESTS_S 0.1 /* the same when only step digests came for it: their differing steps wait a step for
+                                 their records, and a look costs PostgreSQL ~1 ms however few ranks it takes (at a
+                                 batch a step, looks of one or two ranks were half of its time; docs/scale.md) */
+#define CMP_IDLE_S 1.0      /* a group nothing came for since this long is forgotten */
 
 /* A group with ranks to compare: the ranks batches touched since its last look, each once. */
 typedef struct pgroup {
@@ -36,6 +40,7 @@ typedef struct pgroup {
     size_t bits_cap;
     int active;       /* threads comparing some of its ranks now */
     double last;      /* when its last look started (monotonic seconds) */
+    double gap;       /* how long after `last` the next look may start: the smallest its notices since asked for */
 } pgroup;
 
 static void cmp_loop(worker *w);
@@ -53,9 +58,12 @@ void cmp_register(void)
 {
     cmp_step_register();
     /* The first look (sql/012_owned_groups.sql): ranks without a differing step are marked (or their step divergence
-     * dropped) in the statement's own transaction, under their locks; the others come back. */
+     * dropped) in the statement's own transaction, under their locks; the others come back. Its commit does not
+     * wait for the disk, as the comparison's own do not (step.c): a mark lost in a crash is compared again at the
+     * next start (cmp_backlog). */
     db_register("cmp_ranks", "SELECT r_rank, keys, ids, hi, upto, newest, step, from_step, waiting "
-                             "FROM lockstep_cmp_ranks($1, $2::int[], $3)");
+                             "FROM set_config('synchronous_commit', 'off', true), "
+                             "lockstep_cmp_ranks($1, $2::int[], $3)");
     /* Before a look (one round trip): whether the group's runs have different rank counts (compared on logical
      * tensors instead), and which of the ranks looked at hold restored state blocks (record_frames kind 4, under
      * the partial index record_frames_state: checked against the twins before their steps). */
@@ -95,7 +103,7 @@ void cmp_register(void)
     cmp_register_logical();
 }
 
-void cmp_notify(const char *group, int rank, double commit_s)
+static void notify(const char *group, int rank, double commit_s, double gap)
 {
     if (!group || !*group || rank < 0)
         return;
@@ -115,6 +123,8 @@ void cmp_notify(const char *group, int rank, double commit_s)
     }
     if (commit_s > 0 && (g->commit_s == 0 || commit_s < g->commit_s))
         g->commit_s = commit_s;
+    if (g->n == 0 || gap < g->gap)
+        g->gap = gap;
     size_t byte = (size_t)rank / 8;
     if (byte >= g->bits_cap) {
         size_t cap = g->bits_cap ? g->bits_cap : 64;
@@ -134,6 +144,16 @@ void cmp_notify(const char *group, int rank, double commit_s)
     }
     worker_kick_locked(&thread);
     worker_unlock(&thread);
+}
+
+void cmp_notify(const char *group, int rank, double commit_s)
+{
+    notify(group, rank, commit_s, CMP_GAP_S);
+}
+
+void cmp_notify_digests(const char *group, int rank, double commit_s)
+{
+    notify(group, rank, commit_s, CMP_GAP_DIGESTS_S);
 }
 
 /* parse_ids - a text[] of run ids ("{a,b}") into `ids`; returns how many. */
@@ -384,15 +404,33 @@ static void sweep(int backlog)
 
 static double next_sweep; /* under thread.lock */
 
+/* prune_locked - forget the groups nothing came for in a while. */
+static void prune_locked(double now)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n_groups; i++) {
+        pgroup *g = groups[i];
+        if (!g->n && !g->active && now - g->last > CMP_IDLE_S) {
+            free(g->ranks);
+            free(g->bits);
+            free(g);
+        } else {
+            groups[k++] = g;
+        }
+    }
+    n_groups = k;
+}
+
 /* take_locked - the ranks of the oldest group with ranks to compare that no thread looks at now, in a new array
  * the caller frees (*n of them), with the group's commit; NULL when none may be taken now (a group is looked at
  * again at most every CMP_GAP_S, so that under load one look takes many ranks). */
 static pgroup *take_locked(int **ranks, size_t *n, double *commit_s)
 {
     double now = clock_mono_s();
+    prune_locked(now);
     for (size_t i = 0; i < n_groups; i++) {
         pgroup *g = groups[i];
-        if (!g->n || g->active || now - g->last < CMP_GAP_S)
+        if (!g->n || g->active || now - g->last < g->gap)
             continue;
         g->last = now;
         *ranks = g->ranks;
@@ -419,7 +457,7 @@ static double runnable_locked(void)
         const pgroup *g = groups[i];
         if (!g->n || g->active)
             continue;
-        double w = g->last + CMP_GAP_S - now;
+        double w = g->last + g->gap - now;
         if (w <= 0)
             return 1e-9;
         if (wait == 0 || w < wait)
@@ -428,21 +466,11 @@ static double runnable_locked(void)
     return wait;
 }
 
-/* release_locked - a thread is done with `g`: forgotten when nothing came for it meanwhile. */
+/* release_locked - a thread is done with `g`. It stays queued, empty, so that its gap holds for the next notice
+ * (prune_locked forgets it later). */
 static void release_locked(pgroup *g)
 {
     g->active = 0;
-    if (g->n)
-        return;
-    for (size_t i = 0; i < n_groups; i++)
-        if (groups[i] == g) {
-            memmove(groups + i, groups + i + 1, (n_groups - i - 1) * sizeof(*groups));
-            n_groups--;
-            break;
-        }
-    free(g->ranks);
-    free(g->bits);
-    free(g);
 }
 
 static void cmp_loop(worker *w)

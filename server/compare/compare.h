@@ -28,6 +28,12 @@ void cmp_stop(void);
  * changed it. Never blocks on the database. */
 void cmp_notify(const char *group, int rank, double commit_s);
 
+/* cmp_notify_digests - cmp_notify for a batch that carries step digests
+ * (digest streaming): a differing step waits a step for its records anyway, so
+ * such a group is looked at less often (at most every 100 ms instead of 20 ms)
+ * unless a batch of records (held ones sent on demand too) came for it. */
+void cmp_notify_digests(const char *group, int rank, double commit_s);
+
 /* cmp_check - compare group `group` on rank `rank` now: find the first step
  * of the shared, complete steps not yet checked whose digests differ, and
  * store the first divergence among its records (server/compare/rule.h). Returns 1 when a divergence

@@ -1,0 +1,169 @@
+-- 013_settle_once.sql - a batch's end settled once, not twice: the rank's shared lock is taken before its progress
+-- is written, so the progress is stamped in the same write (012's lockstep_batch_settle wrote the row a second
+-- time, under the lock), and a group of batches takes its locks and stamps its progress in one statement for all
+-- its ranks instead of four statements per rank (issue 19: that settle was 40% of a digest batch's PostgreSQL
+-- time).
+--
+-- What holds, as in 012: a batch (or a group of them) commits under the shared form of each of its group ranks'
+-- locks (lockstep_check_key), so a comparison of that rank (which holds it exclusively: lockstep_cmp_ranks,
+-- server/compare/step.c) is either over or starts after the commit; under the lock, a batch that brings records
+-- (or step digests) of a step already compared moves the rank's mark back to the step before (and the group's
+-- logical mark, rank -1: server/compare/logical.c), and the rank's progress time is taken, so that a comparison's
+-- checked_at is later than the progress it saw and earlier than any it did not. Now also: the record requests a
+-- batch answers are marked under the lock, so a batch waiting for a comparison's lock holds none of the rows that
+-- comparison may write.
+
+CREATE OR REPLACE FUNCTION lockstep_store_batch(p_run bigint, p_rank int, p_bseq bigint, p_n int, p_held boolean,
+                                     f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[], f_frames bytea[],
+                                     d_step bigint[], d_n int[], d_digest bigint[],
+                                     p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint)
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+    grp text;
+    lo bigint;
+BEGIN
+    INSERT INTO batches (run_key, rank, batch_seq, n_records, max_step, committed_at) -- the time written, not
+        VALUES (p_run, p_rank, p_bseq, p_n, CASE WHEN p_count > 0 THEN p_max_step END, clock_timestamp()) -- the
+        ON CONFLICT DO NOTHING; -- transaction's start: a group of batches commits a little later still
+    IF NOT FOUND THEN
+        IF p_held THEN -- held records stored before: whatever asks for them again is answered
+            UPDATE record_requests SET answered = true
+                WHERE run_key = p_run AND rank = p_rank AND step = ANY (f_step) AND NOT answered;
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF cardinality(f_step) > 0 THEN
+        INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames)
+            SELECT p_run, p_rank, s, q, c, k, f FROM unnest(f_step, f_seq, f_n, f_kind, f_frames) AS u(s, q, c, k, f);
+    END IF;
+    IF cardinality(d_step) > 0 THEN
+        INSERT INTO step_digests (run_key, rank, step, n, digest)
+            SELECT p_run, p_rank, s, c, d FROM unnest(d_step, d_n, d_digest) AS u(s, c, d) ORDER BY s
+            ON CONFLICT (run_key, rank, step) DO UPDATE SET n = step_digests.n + excluded.n,
+                digest = step_digests.digest # excluded.digest;
+    END IF;
+    SELECT twin_group INTO grp FROM runs WHERE run_key = p_run;
+    IF grp <> '' THEN -- the group rank's lock, shared, from here to the commit
+        PERFORM pg_advisory_xact_lock_shared(lockstep_check_key(grp, p_rank));
+    END IF;
+    IF p_count > 0 THEN
+        INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records, updated_at)
+            VALUES (p_run, p_rank, p_min_step, p_max_step, p_max_seq, p_count, clock_timestamp())
+            ON CONFLICT (run_key, rank) DO UPDATE SET
+                min_step = least(rank_progress.min_step, excluded.min_step),
+                max_step = greatest(rank_progress.max_step, excluded.max_step),
+                max_seq = greatest(rank_progress.max_seq, excluded.max_seq),
+                n_records = rank_progress.n_records + excluded.n_records, updated_at = excluded.updated_at;
+    ELSIF grp <> '' THEN
+        UPDATE rank_progress SET updated_at = clock_timestamp() WHERE run_key = p_run AND rank = p_rank;
+    END IF;
+    IF p_held THEN
+        UPDATE record_requests SET answered = true
+            WHERE run_key = p_run AND rank = p_rank AND step = ANY (f_step) AND NOT answered;
+    END IF;
+    lo := least(CASE WHEN p_count > 0 THEN p_min_step END, (SELECT min(s) FROM unnest(f_step) AS s),
+                (SELECT min(s) FROM unnest(d_step) AS s));
+    IF grp <> '' AND lo IS NOT NULL THEN -- late data: compared again from the step before
+        UPDATE group_checks SET checked_upto = lo - 1
+            WHERE twin_group = grp AND rank IN (p_rank, -1) AND checked_upto >= lo;
+    END IF;
+    RETURN coalesce((SELECT array_agg(step ORDER BY step) FROM (SELECT step FROM record_requests
+                     WHERE run_key = p_run AND rank = p_rank AND NOT answered ORDER BY step LIMIT 64) w), '{}');
+END $$;
+
+CREATE OR REPLACE FUNCTION lockstep_store_batches(b_run bigint[], b_rank int[], b_bseq bigint[], b_n int[], b_held boolean[],
+                                       b_min_step bigint[], b_max_step bigint[], b_max_seq bigint[], b_count bigint[],
+                                       f_batch int[], f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[],
+                                       f_frames bytea[], d_batch int[], d_step bigint[], d_n int[], d_digest bigint[])
+RETURNS TABLE (i int, duplicate boolean, want bigint[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    stored int[];
+    s_group text[];  -- the stored batches' group ranks (in a twin group), in lock order
+    s_rank int[];
+    s_lo bigint[];   -- each one's smallest step in these batches (NULL: none)
+    j int;
+BEGIN
+    WITH b AS (SELECT * FROM unnest(b_run, b_rank, b_bseq, b_n, b_held, b_max_step, b_count)
+                   WITH ORDINALITY AS u(run_key, rank, bseq, n, held, max_step, cnt, k)),
+         ins AS (INSERT INTO batches (run_key, rank, batch_seq, n_records, max_step, committed_at)
+                 SELECT b.run_key, b.rank, b.bseq, b.n, CASE WHEN b.cnt > 0 THEN b.max_step END, clock_timestamp()
+                 FROM b ORDER BY b.k
+                 ON CONFLICT DO NOTHING RETURNING run_key, rank, batch_seq)
+    SELECT array_agg(x.k) INTO stored
+    FROM (SELECT min(b.k) AS k FROM b JOIN ins ON ins.run_key = b.run_key AND ins.rank = b.rank
+          AND ins.batch_seq = b.bseq GROUP BY b.run_key, b.rank, b.bseq) x;
+    stored := coalesce(stored, '{}');
+    INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames)
+        SELECT b_run[f.bi], b_rank[f.bi], f.s, f.q, f.c, f.kd, f.fr
+        FROM unnest(f_batch, f_step, f_seq, f_n, f_kind, f_frames) AS f(bi, s, q, c, kd, fr)
+        WHERE f.bi = ANY (stored);
+    INSERT INTO step_digests AS sd (run_key, rank, step, n, digest)
+        SELECT b_run[d.bi], b_rank[d.bi], d.s, sum(d.c), bit_xor(d.dg)
+        FROM unnest(d_batch, d_step, d_n, d_digest) AS d(bi, s, c, dg)
+        WHERE d.bi = ANY (stored)
+        GROUP BY b_run[d.bi], b_rank[d.bi], d.s ORDER BY 1, 2, 3
+        ON CONFLICT (run_key, rank, step) DO UPDATE SET n = sd.n + excluded.n, digest = sd.digest # excluded.digest;
+    -- the stored batches' group ranks and their smallest steps, then their locks, shared, in one order
+    SELECT array_agg(x.twin_group ORDER BY x.twin_group, x.rank), array_agg(x.rank ORDER BY x.twin_group, x.rank),
+           array_agg(x.lo ORDER BY x.twin_group, x.rank)
+        INTO s_group, s_rank, s_lo
+        FROM (SELECT u.twin_group, b_rank[k] AS rank,
+                     min(least(CASE WHEN b_count[k] > 0 THEN b_min_step[k] END, fl.lo, dl.lo)) AS lo
+              FROM unnest(stored) AS k
+              JOIN runs u ON u.run_key = b_run[k]
+              LEFT JOIN (SELECT f.bi, min(f.s) AS lo FROM unnest(f_batch, f_step) AS f(bi, s) GROUP BY f.bi) fl
+                  ON fl.bi = k
+              LEFT JOIN (SELECT d.bi, min(d.s) AS lo FROM unnest(d_batch, d_step) AS d(bi, s) GROUP BY d.bi) dl
+                  ON dl.bi = k
+              WHERE u.twin_group <> ''
+              GROUP BY u.twin_group, b_rank[k]) x;
+    PERFORM pg_advisory_xact_lock_shared(lockstep_check_key(q.g, q.r))
+        FROM unnest(s_group, s_rank) WITH ORDINALITY AS q(g, r, o) ORDER BY q.o;
+    -- under them: the ranks' progress, stamped as it is written
+    INSERT INTO rank_progress AS rp (run_key, rank, min_step, max_step, max_seq, n_records, updated_at)
+        SELECT b_run[k], b_rank[k], min(b_min_step[k]), max(b_max_step[k]), max(b_max_seq[k]), sum(b_count[k]),
+               clock_timestamp()
+        FROM unnest(stored) AS k WHERE b_count[k] > 0
+        GROUP BY b_run[k], b_rank[k] ORDER BY 1, 2
+        ON CONFLICT (run_key, rank) DO UPDATE SET
+            min_step = least(rp.min_step, excluded.min_step), max_step = greatest(rp.max_step, excluded.max_step),
+            max_seq = greatest(rp.max_seq, excluded.max_seq), n_records = rp.n_records + excluded.n_records,
+            updated_at = excluded.updated_at;
+    UPDATE rank_progress p SET updated_at = clock_timestamp() -- ranks whose batches brought nothing to count
+        FROM (SELECT b_run[k] AS run_key, b_rank[k] AS rank FROM unnest(stored) AS k
+              GROUP BY 1, 2 HAVING max(b_count[k]) <= 0) z
+        WHERE p.run_key = z.run_key AND p.rank = z.rank;
+    UPDATE record_requests q SET answered = true
+        FROM unnest(f_batch, f_step) AS f(bi, s)
+        WHERE b_held[f.bi] AND q.run_key = b_run[f.bi] AND q.rank = b_rank[f.bi] AND q.step = f.s AND NOT q.answered;
+    -- late data: each rank's mark, and its group's logical mark (rank -1), back to the step before it (one
+    -- statement a rank, each a lookup of group_checks' key: a join of the arrays with it was planned as a scan)
+    FOR j IN 1 .. coalesce(cardinality(s_group), 0) LOOP
+        CONTINUE WHEN s_lo[j] IS NULL;
+        UPDATE group_checks SET checked_upto = s_lo[j] - 1
+            WHERE twin_group = s_group[j] AND rank IN (s_rank[j], -1) AND checked_upto >= s_lo[j];
+    END LOOP;
+    RETURN QUERY
+        SELECT k::int, NOT (k::int = ANY (stored)),
+               CASE WHEN k::int = ANY (stored) THEN
+                   coalesce((SELECT array_agg(w.step ORDER BY w.step) FROM (SELECT r.step FROM record_requests r
+                             WHERE r.run_key = b_run[k] AND r.rank = b_rank[k] AND NOT r.answered
+                             ORDER BY r.step LIMIT 64) w), '{}') END
+        FROM generate_subscripts(b_run, 1) AS k;
+END $$;
+
+DROP FUNCTION IF EXISTS lockstep_batch_settle(bigint, int, bigint); -- folded into the two functions above
+
+-- The comparison's first look and the batch's statement run thousands of times a second with other arrays each
+-- time: planning their statements again for each call (PostgreSQL's custom plans, its choice for the first calls
+-- of a session and whenever they look cheaper) cost more than running them (a look at two ranks: 1.5 ms planned
+-- anew, 0.6 ms with the plan kept; at fifty ranks 5-8 ms against 4-4.5 ms). Their plans are kept.
+ALTER FUNCTION lockstep_cmp_ranks(text, int[], int) SET plan_cache_mode = force_generic_plan;
+ALTER FUNCTION lockstep_store_batch(bigint, int, bigint, int, boolean, bigint[], bigint[], int[], smallint[], bytea[],
+                                    bigint[], int[], bigint[], bigint, bigint, bigint, bigint)
+    SET plan_cache_mode = force_generic_plan;
+ALTER FUNCTION lockstep_store_batches(bigint[], int[], bigint[], int[], boolean[], bigint[], bigint[], bigint[],
+                                      bigint[], int[], bigint[], bigint[], int[], smallint[], bytea[], int[], bigint[],
+                                      int[], bigint[])
+    SET plan_cache_mode = force_generic_plan;
