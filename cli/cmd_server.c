@@ -430,6 +430,28 @@ int cmd_twins(int argc, char **argv)
     }
     table_print(&t, stdout);
     table_free(&t);
+    /* Digest streaming: records lockstepd asked for and has not received (an ended agent keeps them in its spool) */
+    json_t *aw = json_object_get(reply, "awaiting_records");
+    if (json_array_size(aw)) {
+        printf("\nrecords asked for, not received yet (held back by the agents; `lockstep replay --steps asked DIR` on "
+               "the node of an ended run sends them):\n");
+        static const char *const h3[] = {"RUN", "RANK", "STEP", "ASKED AT"};
+        table_init(&t, 4, h3);
+        json_array_foreach(aw, i, r)
+        {
+            if (i == 20)
+                break;
+            char b[4][64];
+            const char *row[4] = {str(r, "run_id", b[0], 64), str(r, "rank", b[1], 64), str(r, "step", b[2], 64),
+                                  str(r, "requested_at", b[3], 64)};
+            table_add(&t, row);
+        }
+        table_print(&t, stdout);
+        table_free(&t);
+        if (json_array_size(aw) > 20)
+            printf("(and %zu more: GET /api/v1/twins/%s lists them under awaiting_records)\n", json_array_size(aw) - 20,
+                   group);
+    }
     json_t *fd = json_object_get(reply, "first_divergence");
     if (json_is_object(fd)) {
         printf("\n");

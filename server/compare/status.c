@@ -35,6 +35,13 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
                  f->unchecked ? "nothing diverged in what could be compared" : "nothing diverged in what they recorded");
         return "incomplete";
     }
+    if (f->unchecked && f->awaiting) { /* the agents that held those records back have ended: only a person can */
+        snprintf(why, cap, "every run ended; the comparison of %ld rank%s waits for records %s agents held back "
+                 "(digest streaming) and left in their spools: `lockstep replay --steps asked DIR` on the nodes "
+                 "that ran them sends them (`lockstep twins GROUP` and awaiting_records say which runs, ranks and steps)",
+                 f->awaiting, f->awaiting > 1 ? "s" : "", f->awaiting > 1 ? "their" : "its");
+        return "pending";
+    }
     if (f->unchecked) {
         snprintf(why, cap, "every run ended; the comparison of %ld rank%s is not finished", f->unchecked,
                  f->unchecked > 1 ? "s" : "");

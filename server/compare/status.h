@@ -25,6 +25,7 @@ typedef struct twin_facts {
     int missing;     /* the group's first divergence is a record some run lacks (cause missing) */
     long unchecked;  /* ranks whose shared, complete steps are not all compared yet */
     long comparable; /* ranks on which two runs or more recorded steps they share */
+    long awaiting;   /* ranks whose comparison waits for records an agent held back (digest streaming) */
 } twin_facts;
 
 /* Every value twin_status returns, NULL-terminated (GET /api/v1/twins?status= accepts these). */

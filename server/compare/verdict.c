@@ -20,6 +20,11 @@
 #define VD_UNCHECKED                                                                                                   \
     "c.rank IS NULL OR c.checked_at < x.t OR c.checked_at < pe.t OR c.checked_at < re.t OR (c.target IS NOT NULL "   \
     "AND (c.checked_upto IS NULL OR c.checked_upto < c.target))"
+/* The ranks of group G whose comparison waits for records an agent held back (digest streaming) and lockstepd
+ * asked for: not received yet. */
+#define VD_AWAITING(G)                                                                                                 \
+    "(SELECT count(DISTINCT q.rank) FROM record_requests q JOIN runs r USING (run_key) WHERE r.twin_group = " G    \
+    " AND NOT q.answered)"
 
 void verdict_register(void)
 {
@@ -56,8 +61,8 @@ void verdict_register(void)
      * checked_at under the lock those commit under, so late records re-open it), whether the comparison found
      * two runs or more with steps they share (comparable: a target), and how many ranks recorded at all. */
     db_register("vd_progress",
-                "SELECT count(*) FILTER (WHERE " VD_UNCHECKED "), count(*) FILTER (WHERE c.target IS NOT NULL), count(*) "
-                "FROM (SELECT r.twin_group, p.rank, max(p.updated_at) AS t FROM rank_progress p JOIN runs r "
+                "SELECT count(*) FILTER (WHERE " VD_UNCHECKED "), count(*) FILTER (WHERE c.target IS NOT NULL), count(*), "
+                VD_AWAITING("$1") " FROM (SELECT r.twin_group, p.rank, max(p.updated_at) AS t FROM rank_progress p JOIN runs r "
                 "USING (run_key) WHERE r.twin_group = $1 GROUP BY 1, 2) x "
                 "LEFT JOIN (SELECT e.rank, max(e.ended_at) AS t FROM rank_ends e JOIN runs r USING (run_key) "
                 "WHERE r.twin_group = $1 GROUP BY 1) pe ON pe.rank = x.rank "
@@ -97,7 +102,8 @@ void verdict_register(void)
                 "(d.name = e0.name AND d.occ = e0.occ)) GROUP BY e0.twin_group, e0.miss) "
                 "SELECT g.name, coalesce(ru.nruns, 0), coalesce(ru.running, 0), coalesce(ru.failed, 0), "
                 "dv.twin_group IS NOT NULL, coalesce(dv.early_miss, false), coalesce(dv.e0_miss, false), "
-                "coalesce(dv.early, 0), coalesce(pr.unchecked, 0), coalesce(pr.comparable, 0) FROM g "
+                "coalesce(dv.early, 0), coalesce(pr.unchecked, 0), coalesce(pr.comparable, 0), "
+                VD_AWAITING("g.name") " FROM g "
                 "LEFT JOIN ru ON ru.twin_group = g.name LEFT JOIN pr ON pr.twin_group = g.name "
                 "LEFT JOIN dv ON dv.twin_group = g.name ORDER BY g.i");
 }
@@ -416,6 +422,7 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     f.unchecked = strtol(PQgetvalue(prog, 0, 0), NULL, 10);
     f.comparable = strtol(PQgetvalue(prog, 0, 1), NULL, 10);
     v->nranks = atoi(PQgetvalue(prog, 0, 2));
+    f.awaiting = strtol(PQgetvalue(prog, 0, 3), NULL, 10);
     f.diverged = PQntuples(divs) > 0;
 
     /* The per-rank divergences, as stored, each with its call site. */
@@ -497,6 +504,7 @@ int verdict_facts(const char *const *names, int n, twin_facts *out, char *err, s
         long early = strtol(PQgetvalue(r, i, 7), NULL, 10);
         f->unchecked = strtol(PQgetvalue(r, i, 8), NULL, 10);
         f->comparable = strtol(PQgetvalue(r, i, 9), NULL, 10);
+        f->awaiting = strtol(PQgetvalue(r, i, 10), NULL, 10);
         /* The cause rule's first divergence lacks a record when one at the earliest point does, unless the
          * cause is configuration (then it is e0 itself), or the earliest point holds more ranks than the rule
          * looks at (common/cause.c). Both need the whole verdict; asked for only where the status turns on it. */

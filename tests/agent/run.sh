@@ -511,12 +511,15 @@ twin_run dlate A digests -1
 held_files=$(find "$T/dlate-A/spool" -name 'held-*' | wc -l)
 twin_run dlate B records 7
 late=$(first_div dlate pending)
+late_why=$(curl -s "$URL/api/v1/twins/dlate-$$" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status_reason"])')
+LOCKSTEP_SERVER=$URL "$LS" twins "dlate-$$" >"$T/dlate-twins.out" 2>&1
+grep -q "records asked for, not received yet" "$T/dlate-twins.out" || late_why="lockstep twins lists no records asked for"
 "$LS" replay --steps asked "$T/dlate-A/spool" >"$T/dlate-replay.out" 2>&1; rr=$?
 after=$(first_div dlate diverged)
 if [ "$held_files" -eq 2 ] && [[ "$late" == "pending None [] "[1-9]* ]] && [ $rr -eq 0 ] && [ "$after" = "$full" ] &&
-   grep -q "held record(s) of steps asked" "$T/dlate-replay.out"; then
-  ok "an ended digest run keeps its held records; lockstepd asks for step 7; lockstep replay --steps asked sends them: $after"
-else bad "late twin: $held_files held files; before '$late', replay rc $rr ($(tail -1 "$T/dlate-replay.out")), after '$after'"; fi
+   grep -q "held record(s) of steps asked" "$T/dlate-replay.out" && [[ "$late_why" == *"lockstep replay --steps asked"* ]]; then
+  ok "an ended digest run keeps its held records; lockstepd asks for step 7 and its status says how to send them; lockstep replay --steps asked sends them: $after"
+else bad "late twin: $held_files held files; before '$late' ($late_why), replay rc $rr ($(tail -1 "$T/dlate-replay.out")), after '$after'"; fi
 
 # 12. https:// with LOCKSTEP_CA_FILE: lockstepd restarted with a self-signed certificate for 127.0.0.1.
 if command -v openssl >/dev/null; then

@@ -11,7 +11,7 @@
 
 static const struct {
     const char *what;
-    twin_facts f; /* nruns, running, failed, diverged, missing, unchecked, comparable */
+    twin_facts f; /* nruns, running, failed, diverged, missing, unchecked, comparable, awaiting */
     const char *status;
 } CASES[] = {
     {"no run", {0, 0, 0, 0, 0, 0, 0}, "pending"},
@@ -29,13 +29,30 @@ static const struct {
     {"diverged and failed", {2, 0, 1, 1, 0, 0, 2}, "diverged"},
     {"failed, and a run lacks records the other holds: the failure cut them short", {2, 0, 2, 1, 1, 0, 2}, "incomplete"},
     {"a record missing without a failure is a divergence", {2, 0, 0, 1, 1, 0, 2}, "diverged"},
+    {"ended, waiting for records agents held back", {2, 0, 0, 0, 0, 2, 2, 2}, "pending"},
+    {"still running, records asked for", {2, 1, 0, 0, 0, 1, 2, 1}, "pending"},
+    {"diverged on records asked for before", {2, 0, 0, 1, 0, 1, 2, 1}, "diverged"},
 };
+
+/* Records held back by agents that ended are only sent by a person: the reason says how. */
+static void test_awaiting_says_how(void **state)
+{
+    (void)state;
+    twin_facts f = {.nruns = 2, .unchecked = 3, .comparable = 3, .awaiting = 3};
+    char why[512] = "";
+    assert_string_equal(twin_status(&f, why, sizeof(why)), "pending");
+    assert_non_null(strstr(why, "3 ranks"));
+    assert_non_null(strstr(why, "lockstep replay --steps asked"));
+    f.awaiting = 0;
+    twin_status(&f, why, sizeof(why));
+    assert_null(strstr(why, "lockstep replay"));
+}
 
 static void test_cases(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
-        char why[300] = "";
+        char why[512] = "";
         const char *got = twin_status(&CASES[i].f, why, sizeof(why));
         if (strcmp(got, CASES[i].status))
             fail_msg("case \"%s\": %s (%s), want %s", CASES[i].what, got, why, CASES[i].status);
@@ -53,7 +70,7 @@ static void test_statuses_listed(void **state)
         n++;
     assert_int_equal(n, 4);
     for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
-        char why[300];
+        char why[512];
         const char *got = twin_status(&CASES[i].f, why, sizeof(why));
         int k = 0;
         while (TWIN_STATUSES[k] && strcmp(TWIN_STATUSES[k], got))
@@ -69,6 +86,7 @@ static void test_statuses_listed(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cases), cmocka_unit_test(test_statuses_listed)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cases), cmocka_unit_test(test_statuses_listed),
+                                       cmocka_unit_test(test_awaiting_says_how)};
     return cmocka_run_group_tests_name("status", tests, NULL, NULL);
 }
