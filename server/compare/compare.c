@@ -423,7 +423,8 @@ static void prune_locked(double now)
 
 /* take_locked - the ranks of the oldest group with ranks to compare that no thread looks at now, in a new array
  * the caller frees (*n of them), with the group's commit; NULL when none may be taken now (a group is looked at
- * again at most every CMP_GAP_S, so that under load one look takes many ranks). */
+ * again at most every CMP_GAP_S, or CMP_GAP_DIGESTS_S when only step digests came for it, so that under load one
+ * look takes many ranks). */
 static pgroup *take_locked(int **ranks, size_t *n, double *commit_s)
 {
     double now = clock_mono_s();
