@@ -59,7 +59,8 @@ void verdict_register(void)
     /* Per rank the runs recorded: whether its comparison is not finished (unchecked: no check yet, one short of
      * its target, or one older than the rank's last record or end, or the group's last run end: cmp_check marks
      * checked_at under the lock those commit under, so late records re-open it), whether the comparison found
-     * two runs or more with steps they share (comparable: a target), and how many ranks recorded at all. */
+     * two runs or more with steps they share (comparable: a target), how many ranks recorded at all, and how many
+     * wait for records agents held back (the status says how to send them once every run ended). */
     db_register("vd_progress",
                 "SELECT count(*) FILTER (WHERE " VD_UNCHECKED "), count(*) FILTER (WHERE c.target IS NOT NULL), count(*), "
                 VD_AWAITING("$1") " FROM (SELECT r.twin_group, p.rank, max(p.updated_at) AS t FROM rank_progress p JOIN runs r "
