@@ -138,7 +138,8 @@ BEGIN
         FROM unnest(f_batch, f_step) AS f(bi, s)
         WHERE b_held[f.bi] AND q.run_key = b_run[f.bi] AND q.rank = b_rank[f.bi] AND q.step = f.s AND NOT q.answered;
     -- late data: each rank's mark, and its group's logical mark (rank -1), back to the step before it (one
-    -- statement a rank, each a lookup of group_checks' key: a join of the arrays with it was planned as a scan)
+    -- statement a rank, each a lookup of group_checks' key: one UPDATE joining the arrays with group_checks cost
+    -- 0.53-0.74 ms a group of batches under load, these 0.11-0.15 ms a rank)
     FOR j IN 1 .. coalesce(cardinality(s_group), 0) LOOP
         CONTINUE WHEN s_lo[j] IS NULL;
         UPDATE group_checks SET checked_upto = s_lo[j] - 1
