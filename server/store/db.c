@@ -119,10 +119,16 @@ static void complain(const char *what, const char *msg)
     db_complain("%s: %s", what, msg);
 }
 
+/* current - this thread's connection as it is (NULL when none), without connecting. */
+static dbconn *current(void)
+{
+    return pthread_getspecific(conn_key);
+}
+
 static dbconn *this_conn(void)
 {
     pthread_once(&key_once, key_create);
-    dbconn *d = pthread_getspecific(conn_key);
+    dbconn *d = current();
     if (d && PQstatus(d->c) == CONNECTION_OK)
         return d;
     if (d) {
@@ -164,13 +170,20 @@ static int prepare(dbconn *d, int k, char *err, size_t cap)
     return ok ? 0 : -1;
 }
 
-PGconn *db_prepared(const char *stmt, char *err, size_t cap)
+/* registered - the index of statement `stmt`; a name never registered is a bug of the caller's and aborts. */
+static int registered(const char *stmt)
 {
     int k = stmt_index(stmt);
     if (k < 0) {
         log_error("statement %s was never registered", stmt);
         abort();
     }
+    return k;
+}
+
+PGconn *db_prepared(const char *stmt, char *err, size_t cap)
+{
+    int k = registered(stmt);
     dbconn *d = this_conn();
     if (!d) {
         if (err)
@@ -195,7 +208,7 @@ int db_prepare_all(char *err, size_t cap)
 
 void db_conn_broken(void)
 {
-    dbconn *d = pthread_getspecific(conn_key);
+    dbconn *d = current();
     if (!d)
         return;
     PGconn *c = d->c;
@@ -220,19 +233,19 @@ int db_ok(const PGresult *r)
 
 /* run - statement `stmt` (prepared on this connection first, when it is not yet) or plain `sql` on this thread's
  * connection. The result, or NULL with the reason in `why` (the connection is left as it is). */
-static PGresult *run(PGconn *c, const char *stmt, const char *sql, int n, const char *const *params, int binary,
+static PGresult *run(dbconn *d, const char *stmt, const char *sql, int n, const char *const *params, int binary,
                      char *why, size_t cap)
 {
     PGresult *r = NULL;
     if (!stmt)
-        r = PQexec(c, sql);
-    else if (db_prepared(stmt, why, cap))
-        r = PQexecPrepared(c, stmt, n, params, NULL, NULL, binary);
+        r = PQexec(d->c, sql);
+    else if (prepare(d, registered(stmt), why, cap) == 0)
+        r = PQexecPrepared(d->c, stmt, n, params, NULL, NULL, binary);
     else
         return NULL;
     if (db_ok(r))
         return r;
-    snprintf(why, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
+    snprintf(why, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(d->c));
     PQclear(r);
     return NULL;
 }
@@ -241,18 +254,19 @@ static PGresult *exec_retry(const char *stmt, const char *sql, int n, const char
                             size_t cap)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
-        PGconn *c = db_conn();
-        if (!c) {
+        dbconn *d = this_conn();
+        if (!d) {
             if (err)
                 snprintf(err, cap, "the database is unreachable");
             return NULL;
         }
+        PGconn *c = d->c;
         /* Inside a transaction a second attempt would run on a new session, outside it (and outside its
          * locks): the first failure is the answer then. */
         if (attempt == 0 && PQtransactionStatus(c) != PQTRANS_IDLE)
             attempt = 1;
         char why[512];
-        PGresult *r = run(c, stmt, sql, n, params, binary, why, sizeof(why));
+        PGresult *r = run(d, stmt, sql, n, params, binary, why, sizeof(why));
         if (r)
             return r;
         metrics_db_error();
@@ -280,14 +294,15 @@ PGresult *db_exec_bin(const char *stmt, int n, const char *const *params, char *
 
 PGresult *db_exec_once(const char *stmt, int n, const char *const *params, char *err, size_t cap)
 {
-    PGconn *c = db_conn();
-    if (!c) {
+    dbconn *d = this_conn();
+    if (!d) {
         if (err)
             snprintf(err, cap, "the database is unreachable");
         return NULL;
     }
+    PGconn *c = d->c;
     char why[512];
-    PGresult *r = run(c, stmt, NULL, n, params, 0, why, sizeof(why));
+    PGresult *r = run(d, stmt, NULL, n, params, 0, why, sizeof(why));
     if (r)
         return r;
     metrics_db_error();
@@ -332,7 +347,7 @@ int db_commit(char *err, size_t cap)
 
 void db_rollback(void)
 {
-    dbconn *d = pthread_getspecific(conn_key);
+    dbconn *d = current();
     if (d && PQstatus(d->c) == CONNECTION_OK && PQtransactionStatus(d->c) != PQTRANS_IDLE)
         PQclear(PQexec(d->c, "ROLLBACK"));
 }
