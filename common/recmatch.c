@@ -59,6 +59,15 @@ const char *rec_diff_name(rec_diff d)
     return (unsigned)d < sizeof(names) / sizeof(names[0]) ? names[d] : "?";
 }
 
+int rec_held_answers(int64_t n_have, uint64_t x_have, int64_t n_digest, uint64_t digest)
+{
+    if (n_have > n_digest)
+        return -1;
+    if (n_have < n_digest)
+        return 0;
+    return x_have == digest ? 1 : -1;
+}
+
 uint64_t rec_digest_term(const rec_record *r)
 {
     uint64_t h = fp_lsfp1(r->name, r->name_len);

@@ -53,6 +53,14 @@ static inline int rec_in_steps(const rec_record *r)
  * the term (version 1, before it, left it out). */
 uint64_t rec_digest_term(const rec_record *r);
 
+/* rec_held_answers - whether records can be those a step digest stands for (digest streaming: an agent sends
+ * a step's digest and holds the records back until lockstepd asks): `n_have` records whose terms XOR to `x_have`
+ * against a digest of `n_digest` records XORing to `digest`. Returns 1 when they are its whole answer, 0 when they
+ * may be part of it (fewer: the rest may still come), -1 when they cannot be (more, or as many with another XOR).
+ * lockstepd applies it to held records before storing them (server/store/held.c) and to a step's stored records
+ * before comparing them (server/compare/step.c). Tested in tests/unit/test_recmatch.c. */
+int rec_held_answers(int64_t n_have, uint64_t x_have, int64_t n_digest, uint64_t digest);
+
 #define REC_DIGEST_VERSION 2 /* a shard's place and a record's scales add terms; records without them are unchanged */
 
 /* How a restored state block compares with its reference. */

@@ -44,6 +44,7 @@
 #include "server/store/convert.h"
 #include "server/store/db.h"
 #include "server/store/frames.h"
+#include "server/store/held.h"
 #include "server/store/migrate.h"
 #include "server/store/pgembed.h"
 #include "server/store/retention.h"
@@ -178,6 +179,7 @@ int main(int argc, char **argv)
     /* Statements and routes first: a program that registers too many fails here, before it starts PostgreSQL. */
     store_runs_register();
     store_write_register();
+    store_held_register();
     frames_register();
     cmp_register();
     verdict_register();

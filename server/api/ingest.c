@@ -19,6 +19,7 @@
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/batch.h"
+#include "server/store/held.h"
 #include "server/store/runs.h"
 #include "server/store/write.h"
 
@@ -340,6 +341,10 @@ static enum MHD_Result ingest_records(http_req *req, char **args)
     }
     if (b->batch_seq > INT64_MAX) {
         res = http_reply_error(req, 400, "batch_seq out of range", "batch_seq must fit in 63 bits", "");
+        goto out_free;
+    }
+    if (b->held && (rc = store_held_check(run, b, &e)) < 0) { /* digest streaming: they must answer the digest */
+        res = rc == -1 ? http_reply_srv_error(req, e.status, &e) : http_reply_srv_error(req, 503, &e);
         goto out_free;
     }
     if (http_defer_grouped(req, store_jobs_run, store_job_free, j) == 0)

@@ -60,11 +60,12 @@ void cmp_step_register(void)
      * when the step became comparable (lockstep_shown_at: the detection latency counts from that commit,
      * whatever the queue coalesced, and for held records from the step digests' commit) and whether lockstepd
      * asked agents for the step's records (what = 1). */
-    db_register("cmp_step", "SELECT 0::int2, f.run_key, f.n, f.frames, NULL::float8, false FROM record_frames f "
+    db_register("cmp_step", "SELECT 0::int2, f.run_key, f.n, f.frames, NULL::float8, false, NULL::bigint "
+                            "FROM record_frames f "
                             "WHERE f.run_key = ANY($1::bigint[]) AND f.rank = $2 AND f.step = $3 UNION ALL "
                             "SELECT 1::int2, s.run_key, s.n, NULL::bytea, lockstep_shown_at($1::bigint[], $2, $3), "
                             "EXISTS (SELECT 1 FROM record_requests q WHERE q.run_key = ANY($1::bigint[]) "
-                            "AND q.rank = $2 AND q.step = $3) FROM step_digests s "
+                            "AND q.rank = $2 AND q.step = $3), s.digest FROM step_digests s "
                             "WHERE s.run_key = ANY($1::bigint[]) AND s.rank = $2 AND s.step = $3");
     /* Digest streaming: a run whose agent held the step's records back is asked for them (the reply to its
      * rank's next batch says so); `committed_at` keeps the commit that showed the difference, for the latency. */
@@ -262,12 +263,16 @@ void cmp_tell(const char *group, const cmp_found *f)
 }
 
 /* load_step - the records of `step` on `rank` of the group's runs (read into `set`), as rule input. Returns the
- * count; *out is a new array (caller frees); per run the count of its records in `counts`. */
-static size_t load_step(const frame_set *set, int nruns, const int64_t *keys, cmp_rec **out, int64_t *counts)
+ * count; *out is a new array (caller frees); per run the count of its records in `counts` and the XOR of their
+ * digest terms in `terms`. */
+static size_t load_step(const frame_set *set, int nruns, const int64_t *keys, cmp_rec **out, int64_t *counts,
+                        uint64_t *terms)
 {
     cmp_rec *recs = xcalloc(set->n + 1, sizeof(*recs));
-    for (int k = 0; k < nruns; k++)
+    for (int k = 0; k < nruns; k++) {
         counts[k] = 0;
+        terms[k] = 0;
+    }
     size_t n = 0;
     for (size_t i = 0; i < set->n; i++) {
         if (!rec_in_steps(&set->recs[i]))
@@ -277,8 +282,10 @@ static size_t load_step(const frame_set *set, int nruns, const int64_t *keys, cm
         c->run = 0;
         while (c->run < nruns && keys[c->run] != set->run_key[i])
             c->run++;
-        if (c->run < nruns)
+        if (c->run < nruns) {
             counts[c->run]++;
+            terms[c->run] ^= rec_digest_term(&set->recs[i]);
+        }
         c->rec = set->recs[i];
     }
     *out = recs;
@@ -288,15 +295,37 @@ static size_t load_step(const frame_set *set, int nruns, const int64_t *keys, cm
 /* The digest side of a step: per run the records its digests stand for. */
 typedef struct step_digest_info {
     int64_t n[GROUP_MAX_RUNS]; /* -1: no digest */
+    uint64_t digest[GROUP_MAX_RUNS];
     double shown;              /* when the step became comparable; 0 unknown */
     int asked;                 /* lockstepd asked agents for the step's records */
 } step_digest_info;
 
-/* held_back - the runs whose step digests stand for more records than are stored: their agents held them back
- * (digest streaming). Asks for them and returns how many runs are short, or -1 on a database error; when every
- * run is complete, settles the requests. */
+/* short_of - 1 when run `k`'s stored records of the step are not yet (or cannot be) what its step digest stands
+ * for: fewer, as when its agent held them back (digest streaming), or, once lockstepd asked for held records of
+ * the step, records that do not reproduce the digest (common/recmatch.h, rec_held_answers), which are never taken
+ * as agreeing with anything (ingest refuses them, server/store/held.c; two held batches of one step stored at once
+ * would pass it each). Steps nobody asked for hold no held records: their digests were summed from the records
+ * themselves, and may be of an older digest version (STEPS_PER_CHECK). */
+static int short_of(int k, const int64_t *counts, const uint64_t *terms, const step_digest_info *di, int rank,
+                    int64_t step, const int64_t *keys)
+{
+    if (!di->asked || counts[k] < di->n[k])
+        return counts[k] < di->n[k];
+    int a = rec_held_answers(counts[k], terms[k], di->n[k], di->digest[k]);
+    if (a < 0) {
+        metrics_held_refused(MH_COMPARE);
+        log_warn("run %" PRId64 " rank %d step %" PRId64 ": its %" PRId64 " stored records do not reproduce its step "
+                 "digest of %" PRId64 " records; the step is not compared until they do",
+                 keys[k], rank, step, counts[k], di->n[k]);
+    }
+    return a != 1;
+}
+
+/* held_back - the runs whose stored records are not what their step digests stand for: fewer when their agents
+ * held them back (digest streaming), or records that do not answer the digest (short_of). Asks for them and
+ * returns how many runs are short, or -1 on a database error; when every run is complete, settles the requests. */
 static int held_back(int rank, int64_t step, int nruns, const int64_t *keys, const char *keyarr, const int64_t *counts,
-                     const step_digest_info *di, double commit_s)
+                     const uint64_t *terms, const step_digest_info *di, double commit_s)
 {
     char rk[16], st[32], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
@@ -309,7 +338,7 @@ static int held_back(int rank, int64_t step, int nruns, const int64_t *keys, con
     for (int k = 0; k < nruns; k++) {
         if (di->n[k] < 0)
             continue;
-        if (counts[k] < di->n[k])
+        if (short_of(k, counts, terms, di, rank, step, keys))
             len += (size_t)snprintf(shortarr + len, sizeof(shortarr) - len, "%s%" PRId64, n_short++ ? "," : "",
                                     keys[k]);
         else
@@ -361,8 +390,10 @@ static int find_divergence(const char *group, int rank, int64_t step, int nruns,
             continue;
         int64_t key = frames_be64(PQgetvalue(sr, i, 1));
         for (int k = 0; k < nruns; k++)
-            if (keys[k] == key)
+            if (keys[k] == key) {
                 di.n[k] = frames_be32(PQgetvalue(sr, i, 2));
+                di.digest[k] = (uint64_t)frames_be64(PQgetvalue(sr, i, 6));
+            }
         if (!PQgetisnull(sr, i, 4)) {
             uint64_t bits = (uint64_t)frames_be64(PQgetvalue(sr, i, 4));
             memcpy(&di.shown, &bits, sizeof(double));
@@ -379,8 +410,9 @@ static int find_divergence(const char *group, int rank, int64_t step, int nruns,
     }
     cmp_rec *recs;
     int64_t counts[GROUP_MAX_RUNS];
-    size_t n = load_step(&set, nruns, keys, &recs, counts);
-    int held = held_back(rank, step, nruns, keys, keyarr, counts, &di, commit_s);
+    uint64_t terms[GROUP_MAX_RUNS];
+    size_t n = load_step(&set, nruns, keys, &recs, counts, terms);
+    int held = held_back(rank, step, nruns, keys, keyarr, counts, terms, &di, commit_s);
     if (held != 0) {
         free(recs);
         frame_set_release(&set);

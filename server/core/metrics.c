@@ -26,6 +26,7 @@ static atomic_ulong abandoned[MR_COUNT];
 static atomic_ulong conn_timeouts[MT_COUNT];
 static histogram detect_seconds;
 static atomic_ulong records_total, batches_stored, batches_duplicate, divergences_total, db_errors;
+static atomic_ulong held_refused[MH_COUNT];
 
 static void observe(histogram *h, double s)
 {
@@ -98,6 +99,12 @@ static atomic_ulong alert_resends[2]; /* [0] failed, [1] sent */
 void metrics_alert_resends(int ok, unsigned long n)
 {
     atomic_fetch_add(&alert_resends[ok ? 1 : 0], n);
+}
+
+void metrics_held_refused(int where)
+{
+    if (where >= 0 && where < MH_COUNT)
+        atomic_fetch_add(&held_refused[where], 1);
 }
 
 void metrics_db_error(void)
@@ -205,6 +212,12 @@ char *metrics_render(void)
         atomic_load(&records_total), atomic_load(&batches_stored), atomic_load(&batches_duplicate),
         atomic_load(&divergences_total), atomic_load(&db_errors));
     put_histogram(&b, "lockstepd_detection_seconds", "", &detect_seconds);
+    put(&b, "# HELP lockstepd_held_records_refused_total Held records (digest streaming) that did not answer their "
+            "step digest: batches refused at ingest, and steps the comparison would not take as agreeing.\n"
+            "# TYPE lockstepd_held_records_refused_total counter\n"
+            "lockstepd_held_records_refused_total{at=\"ingest\"} %lu\n"
+            "lockstepd_held_records_refused_total{at=\"compare\"} %lu\n",
+        atomic_load(&held_refused[MH_INGEST]), atomic_load(&held_refused[MH_COMPARE]));
     put(&b, "# HELP lockstepd_alert_deliveries_total Attempts to deliver an alert to a sink, by outcome (given_up: "
             "still failing alert_give_up_s after the alert was raised, no more attempts).\n"
             "# TYPE lockstepd_alert_deliveries_total counter\n");

@@ -46,6 +46,11 @@ void metrics_alert_delivery(int outcome);
 /* metrics_alert_resends - count `n` open alerts re-sent to Alertmanager in one request, sent (`ok`) or not. */
 void metrics_alert_resends(int ok, unsigned long n);
 
+/* metrics_held_refused - count held records (digest streaming) that do not answer their step digest: a batch
+ * refused at ingest (MH_INGEST), or a step the comparison would not take as agreeing (MH_COMPARE). */
+enum metric_held { MH_INGEST, MH_COMPARE, MH_COUNT };
+void metrics_held_refused(int where);
+
 /* metrics_db_error - count one failed database call or connection attempt. */
 void metrics_db_error(void);
 

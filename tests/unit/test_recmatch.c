@@ -292,6 +292,33 @@ static void test_key_in_digest(void **state)
     assert_int_not_equal(rec_digest_term(&a), rec_digest_term(&b));
 }
 
+/* The held-records rule (rec_held_answers): a table of what is there against what the digest counts. */
+static void test_held_answers(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t n_have;
+        uint64_t x_have;
+        int64_t n_digest;
+        uint64_t digest;
+        int want;
+        const char *what;
+    } cases[] = {
+        {3, 0xabc, 3, 0xabc, 1, "as many, same XOR: the whole answer"},
+        {3, 0xabd, 3, 0xabc, -1, "as many, another XOR: not its records"},
+        {0, 0, 0, 0, 1, "nothing held, nothing stored"},
+        {1, 0x1, 3, 0xabc, 0, "fewer: a part, the rest may come"},
+        {0, 0, 3, 0xabc, 0, "none yet"},
+        {4, 0xabc, 3, 0xabc, -1, "more than the digest counts, even with its XOR"},
+        {3, 0, 3, 0, 1, "an XOR of zero is an XOR like any other"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int got = rec_held_answers(cases[i].n_have, cases[i].x_have, cases[i].n_digest, cases[i].digest);
+        if (got != cases[i].want)
+            fail_msg("case %zu (%s): %d, expected %d", i, cases[i].what, got, cases[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_key_in_digest),
         cmocka_unit_test(test_ext_cases),
         cmocka_unit_test(test_restore_cases),
+        cmocka_unit_test(test_held_answers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
