@@ -40,7 +40,7 @@ export async function mount(el, _params, query, navigate) {
     last = key;
     const alerts = d.items;
     replace(body, card('Alerts', alerts.length ? [table([
-      { key: 'created_at', label: 'When (UTC)', render: (a) => fmtTime(a.created_at) },
+      { key: 'created_at', label: 'When (UTC)', class: 'when', render: (a) => fmtTime(a.created_at) },
       { key: 'kind', label: 'Kind', render: (a) => [String(a.kind || 'alert'), a.classification ? h('div', { class: 'rec-kind' }, a.classification) : null] },
       { key: 'subject', label: 'About', render: subject },
       { key: 'summary', label: 'What happened', class: 'wrap', render: (a) => h('span', { title: a.text || '' }, a.summary || a.text || '—') },
