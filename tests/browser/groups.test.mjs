@@ -173,9 +173,13 @@ test('an alert that ended says how: a repaired node resolves its alerts, and the
   await row.waitFor();
   assert.equal(await row.locator('.badge').first().textContent(), 'resolved');
   assert.equal(await row.locator('[data-field=resolution]').textContent(), 'node n9 repaired');
+  // An alert that has ended cannot be acknowledged: no button offers it.
+  assert.ok(await page.locator('tr[data-alert]').count() >= wasOpen.length);
+  assert.equal(await page.locator('tr[data-alert] [data-action=ack]').count(), 0, 'a resolved alert offers Acknowledge');
   const open = await must('GET', '/alerts?state=open&limit=1000');
   await visit(page, '/alerts?state=open');
   assert.equal(await page.locator('tr[data-alert]').count(), open.items.length);
+  assert.equal(await page.locator('tr[data-alert] [data-action=ack]').count(), open.items.length, 'each open alert offers Acknowledge');
   assert.ok(open.items.every((a) => a.state === 'open'));
   await shot(page, 'alerts-resolved');
   noProblems(b);

@@ -43,15 +43,20 @@ const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
   '--disable-default-apps', '--disable-dev-shm-usage', '--disable-extensions', '--no-default-browser-check'];
 
-/* openBrowser() - a fresh headless Chromium profile with one page; every console error, page error and
- * failed request is collected in `problems`. close() removes the profile. */
-export async function openBrowser() {
+/* openBrowser(opts) - a fresh headless Chromium profile with one page; every console error, page error and
+ * failed request is collected in `problems`. opts: viewport ({width, height}; 1366 x 900 by default), mobile
+ * (a phone: touch, the page's viewport meta tag honoured), colorScheme ('light' or 'dark': what the page's
+ * prefers-color-scheme media query sees, emulated by Chromium). close() removes the profile. */
+export async function openBrowser(opts = {}) {
   const profile = mkdtempSync(join(tmpdir(), 'lockstep-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     headless: true,
     args: ARGS,
-    viewport: { width: 1366, height: 900 },
+    viewport: opts.viewport || { width: 1366, height: 900 },
+    isMobile: !!opts.mobile,
+    hasTouch: !!opts.mobile,
+    colorScheme: opts.colorScheme || 'light',
     timezoneId: 'UTC',
   });
   const page = context.pages()[0] || await context.newPage();

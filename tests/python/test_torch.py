@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 import unittest
+import warnings
 from collections import OrderedDict
 
 import torch
@@ -353,19 +354,107 @@ class InProcess(unittest.TestCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     @staticmethod
-    def train(watch_level=None, steps=3):
+    def parts():
+        """A fresh model, its Adam optimizer, the criterion and one batch (x, y), the same every time."""
         torch.manual_seed(7)
         model = nn.Sequential(OrderedDict(fc1=nn.Linear(8, 16), act=nn.Tanh(), fc2=nn.Linear(16, 2)))
         opt = torch.optim.Adam(model.parameters(), lr=0.01)
         crit = nn.CrossEntropyLoss()
         x = torch.randn(64, 8, generator=torch.Generator().manual_seed(3))
         y = torch.randint(0, 2, (64,), generator=torch.Generator().manual_seed(4))
+        return model, opt, crit, x, y
+
+    @classmethod
+    def train(cls, watch_level=None, steps=3):
+        model, opt, crit, x, y = cls.parts()
         w = lockstep.torch.watch(model, opt, level=watch_level, loss_fn=crit) if watch_level else None
         for _ in range(steps):
             opt.zero_grad()
             crit(model(x), y).backward()
             opt.step()
         return model, opt, w
+
+    @staticmethod
+    def hooked(model, crit):
+        """The module hooks left on model and crit."""
+        return [m for m in list(model.modules()) + [crit] if m._forward_hooks or m._forward_pre_hooks]
+
+    def test_with_block_closes_the_watch(self):
+        model, opt, crit, x, y = self.parts()
+        with lockstep.torch.watch(model, opt, level="modules", loss_fn=crit) as w:
+            self.assertIsInstance(w, lockstep.torch.Watch)
+            self.assertIn("step", opt.__dict__)
+            self.assertTrue(self.hooked(model, crit))
+            for _ in range(2):
+                opt.zero_grad()
+                crit(model(x), y).backward()
+                opt.step()
+        self.assertNotIn("step", opt.__dict__)
+        self.assertEqual(self.hooked(model, crit), [])
+        opt.zero_grad()
+        crit(model(x), y).backward()
+        opt.step()  # after the block: trained, not recorded
+        lockstep.shutdown()
+        recs = dump(self.dir)
+        self.assertEqual([r["step"] for r in recs if r["name"] == "loss"], [0, 1])
+        self.assertEqual([r["step"] for r in recs if r["name"] == "grad_norm"], [0, 1])
+        w.close()  # closing again after the block is harmless
+
+    def test_with_block_closes_on_an_exception(self):
+        model, opt, crit, x, y = self.parts()
+        with self.assertRaises(ZeroDivisionError):
+            with lockstep.torch.watch(model, opt, loss_fn=crit):
+                crit(model(x), y).backward()
+                1 / 0
+        self.assertNotIn("step", opt.__dict__)
+        self.assertEqual(self.hooked(model, crit), [])
+
+    def schedule(self, order):
+        """Train 3 steps with a StepLR halving the rate each step, watched (order "watch-first": watch(), then
+        the scheduler; "scheduler-first": the other way round) or not (None), then close the watch and train
+        one step more. Returns (model, optimizer, the rate after each step, torch's warnings about the two)."""
+        model, opt, crit, x, y = self.parts()
+        w = None
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            if order == "watch-first":
+                w = lockstep.torch.watch(model, opt, level="modules", loss_fn=crit)
+            sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+            if order == "scheduler-first":
+                w = lockstep.torch.watch(model, opt, level="modules", loss_fn=crit)
+            lrs = []
+            for i in range(4):
+                if i == 3 and w is not None:
+                    w.close()
+                opt.zero_grad()
+                crit(model(x), y).backward()
+                opt.step()
+                sched.step()
+                lrs.append(opt.param_groups[0]["lr"])
+        said = [str(m.message) for m in seen if "optimizer.step()" in str(m.message)]
+        return model, opt, lrs, said
+
+    def test_lr_scheduler_built_after_watch(self):
+        # torch's scheduler wraps optimizer.step to count the calls (and warns when that wrapper is gone by its
+        # first step): it must wrap watch's step as it wraps the optimizer's own, and watch must still record.
+        plain, _, want_lrs, _ = self.schedule(None)
+        for order in ("watch-first", "scheduler-first"):
+            lockstep.shutdown()
+            d = os.path.join(self.dir, order)
+            lockstep.init(trace="modules", trace_dir=d, rank=0, run_id=order)
+            model, opt, lrs, said = self.schedule(order)
+            self.assertEqual(said, [], order)
+            self.assertEqual(lrs, want_lrs, order)
+            self.assertEqual(lrs, [0.005, 0.0025, 0.00125, 0.000625])
+            self.assertEqual(opt._step_count, 4, "%s: the scheduler's count survives close()" % order)
+            for (n, p), (_, q) in zip(plain.named_parameters(), model.named_parameters()):
+                self.assertTrue(torch.equal(p, q), "%s: %s" % (order, n))
+            lockstep.shutdown()
+            self.assertEqual([r["step"] for r in dump(d) if r["name"] == "grad_norm"], [0, 1, 2], order)
+            if order == "scheduler-first":
+                self.assertTrue(getattr(opt.__dict__.get("step"), "_with_counter", False) or
+                                getattr(opt.__dict__.get("step"), "_wrapped_by_lr_sched", False),
+                                "close() gives back the scheduler's wrapper")
 
     def test_watch_changes_no_numerics(self):
         plain, _, _ = self.train()

@@ -67,17 +67,16 @@ def main():
         from torch.nn.parallel import DistributedDataParallel
 
         model = DistributedDataParallel(model)  # gradients are averaged over ranks in backward
-    w = lockstep.torch.watch(model, opt, level=args.level, loss_fn=crit)
-    for step in range(args.steps):
-        if args.explicit_steps:
-            lockstep.step_begin(step)
-        opt.zero_grad()
-        loss = crit(model(x), y)
-        loss.backward()
-        opt.step()
-        if args.explicit_steps:
-            lockstep.step_end()
-    w.close()
+    with lockstep.torch.watch(model, opt, level=args.level, loss_fn=crit):
+        for step in range(args.steps):
+            if args.explicit_steps:
+                lockstep.step_begin(step)
+            opt.zero_grad()
+            loss = crit(model(x), y)
+            loss.backward()
+            opt.step()
+            if args.explicit_steps:
+                lockstep.step_end()
     lockstep.shutdown()
     if args.ddp:
         dist.destroy_process_group()

@@ -17,6 +17,21 @@ export class ApiError extends Error {
   }
 }
 
+const callWatchers = [];
+
+/* onCall(fn) - after every call, fn(null) when lockstepd answered it (a 4xx such as "no such run" is an answer),
+ * fn(err) with the ApiError when it could not be reached, failed as a server (5xx) or sent something that is not
+ * JSON; fn(err, path) also gets the API path called ('/health', '/runs', ...). */
+export function onCall(fn) {
+  callWatchers.push(fn);
+}
+
+function report(err, path) {
+  for (const fn of callWatchers) {
+    try { fn(err, path); } catch (e) { console.warn(e); }
+  }
+}
+
 /* qs(params) - a query string from an object, skipping empty values. */
 export function qs(params) {
   const u = new URLSearchParams();
@@ -48,8 +63,10 @@ async function request(method, path, body, token) {
     res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body),
                              cache: 'no-store' });
   } catch (e) {
-    throw new ApiError(0, 'The server could not be reached', String(e && e.message || e),
-                       'Check that lockstepd is running and reachable, then reload.', url);
+    const err = new ApiError(0, 'The server could not be reached', String(e && e.message || e),
+                             'Check that lockstepd is running and reachable, then reload.', url);
+    report(err, path);
+    throw err;
   }
   let data = null;
   const text = await res.text();
@@ -58,11 +75,16 @@ async function request(method, path, body, token) {
   }
   if (!res.ok) {
     const d = data && typeof data === 'object' ? data : {};
-    throw new ApiError(res.status, d.error || `HTTP ${res.status} from ${url}`, d.detail, d.hint, url);
+    const err = new ApiError(res.status, d.error || `HTTP ${res.status} from ${url}`, d.detail, d.hint, url);
+    report(res.status >= 500 ? err : null, path);
+    throw err;
   }
   if (data === null && text) {
-    throw new ApiError(res.status, 'The server sent something that is not JSON', url,
-                       'Is --web-dir or a proxy answering API paths? Check the lockstepd log.', url);
+    const err = new ApiError(res.status, 'The server sent something that is not JSON', url,
+                             'Is --web-dir or a proxy answering API paths? Check the lockstepd log.', url);
+    report(err, path);
+    throw err;
   }
+  report(null, path);
   return data;
 }

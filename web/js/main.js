@@ -1,7 +1,9 @@
-// main.js - the dashboard shell: hash routes with deep links, the page life cycle, live polling, health.
+// main.js - the dashboard shell: hash routes with deep links, the page life cycle, live polling, the top bar (its
+// menu on a phone, the server's state).
 import { h, clear } from './dom.js';
-import { apiGet } from './api.js';
+import { apiGet, onCall } from './api.js';
 import { errorBox } from './components.js';
+import { onSchemeChange } from './theme.js';
 import * as groupsPage from './pages/groups.js';
 import * as runsPage from './pages/runs.js';
 import * as runPage from './pages/run.js';
@@ -28,6 +30,8 @@ const ROUTES = [
 let current = null;      // { page, instance }
 let pollTimer = null;
 let polling = false;
+// What the top bar says about the server: /health's answer, and the newest failed call until a call answers again.
+const server = { health: null, failure: null, failures: 0 };
 
 const HOME = '/twins';   // the front page: the twin-group index
 
@@ -57,6 +61,8 @@ export function navigate(path, query, replaceState) {
 async function route() {
   const { path, query } = parseHash();
   const main = document.getElementById('main');
+  menu(false);
+  const failures = server.failures;
   if (current && current.instance && current.instance.destroy) current.instance.destroy();
   current = null;
   clear(main);
@@ -86,7 +92,7 @@ async function route() {
     console.warn(e);
   }
   if (current === mine) document.body.dataset.rendered = location.hash;
-  stamp();
+  if (server.failures === failures) stamp();
 }
 
 function stamp() {
@@ -94,13 +100,17 @@ function stamp() {
   if (el) el.textContent = 'Updated ' + new Date().toLocaleTimeString('en-GB');
 }
 
+/* tick() - the live refresh: the page's poll(), and while a call is failing /health too, so that the top bar
+ * follows the server back even on a page that has nothing to refresh. "Updated" moves only when nothing failed. */
 async function tick() {
   if (polling || document.hidden) return;
   polling = true;
+  const failures = server.failures;
   try {
+    if (server.failure) await health();
     if (current && current.instance && current.instance.poll) {
       await current.instance.poll();
-      stamp();
+      if (server.failures === failures) stamp();
     }
   } catch (e) {
     console.warn('live update failed', e);
@@ -109,19 +119,54 @@ async function tick() {
   }
 }
 
+/* health() - ask /health what lockstepd says of itself (ok, or what is wrong); a failure of the call itself
+ * reaches the top bar through callDone like any other. */
 async function health() {
-  const el = document.getElementById('health');
   try {
     const d = await apiGet('/health');
     const ok = !d || d.status === undefined || d.status === 'ok';
-    el.className = 'health ' + (ok ? 'health-ok' : 'health-bad');
-    el.textContent = ok ? 'Server OK' : `Server: ${d.status}`;
-    el.title = d && d.version ? `lockstepd ${d.version}` : '';
+    server.health = { ok, text: ok ? 'Server OK' : `Server: ${d.status}`, title: d && d.version ? `lockstepd ${d.version}` : '' };
+    showServer();
   } catch (e) {
-    el.className = 'health health-bad';
-    el.textContent = 'Server unreachable';
-    el.title = e.message;
+    // shown by callDone
   }
+}
+
+/* callDone(err, path) - every API call's outcome (api.js onCall): a failure shows at once; an answered call
+ * clears it. /health answering proves the server is reachable again, not that the failing endpoint works, so it
+ * clears only "unreachable". */
+function callDone(err, path) {
+  if (err) {
+    server.failure = err;
+    server.failures++;
+  } else if (server.failure && (!/^\/health\b/.test(path) || server.failure.status === 0)) {
+    server.failure = null;
+  } else {
+    return;
+  }
+  showServer();
+}
+
+/* showServer() - the top bar's server state: the failing call while there is one, else /health's answer. */
+function showServer() {
+  const el = document.getElementById('health');
+  if (!el) return;
+  const f = server.failure;
+  const s = f ? { ok: false, text: f.status === 0 ? 'Server unreachable' : f.status >= 500 ? `Server error (HTTP ${f.status})` : 'Server error',
+    title: `${f.message}${f.detail ? ': ' + f.detail : ''} (${f.path})` } : server.health;
+  if (!s) return;
+  el.className = 'health ' + (s.ok ? 'health-ok' : 'health-bad');
+  el.textContent = s.text;
+  el.title = s.title;
+}
+
+/* menu(open) - on a phone the nav and the group search fold behind the menu button; open or close them. */
+function menu(open) {
+  const bar = document.querySelector('.topbar');
+  const btn = document.querySelector('.nav-toggle');
+  if (!bar || !btn) return;
+  bar.classList.toggle('menu-open', open);
+  btn.setAttribute('aria-expanded', String(open));
 }
 
 function goGroup(ev) {
@@ -133,7 +178,9 @@ function goGroup(ev) {
 function shell() {
   document.body.appendChild(h('header', { class: 'topbar' },
     h('a', { class: 'brand', href: '#/twins' }, h('span', { class: 'logo', 'aria-hidden': 'true' }), 'Lockstep'),
-    h('nav', { class: 'top' },
+    h('button', { type: 'button', class: 'nav-toggle', 'data-action': 'menu', 'aria-expanded': 'false', 'aria-controls': 'nav-top',
+      onclick: () => menu(!document.querySelector('.topbar').classList.contains('menu-open')) }, '☰ Menu'),
+    h('nav', { class: 'top', id: 'nav-top' },
       h('a', { href: '#/twins', 'data-nav': 'twins' }, 'Twin groups'),
       h('a', { href: '#/runs', 'data-nav': 'runs' }, 'Runs'),
       h('a', { href: '#/fleet', 'data-nav': 'fleet' }, 'Fleet'),
@@ -147,7 +194,10 @@ function shell() {
 }
 
 shell();
+onCall(callDone);
 window.addEventListener('hashchange', route);
+window.addEventListener('keydown', (e) => { if (e.key === 'Escape') menu(false); });
+onSchemeChange(() => route());   // canvases and charts take their colours when drawn: draw them again
 route();
 health();
 pollTimer = setInterval(() => { tick(); }, POLL_MS);

@@ -1,7 +1,8 @@
 """torch.py - lockstep.torch.watch: fingerprint a PyTorch model's module outputs, gradients and aten ops, with loss and grad norm.
 
     import lockstep.torch
-    w = lockstep.torch.watch(model, optimizer, loss_fn=criterion)   # then train as usual
+    with lockstep.torch.watch(model, optimizer, loss_fn=criterion) as w:   # before any LR scheduler
+        ...train as usual...                                             # (or w = watch(...); w.close())
 
 Records (names are the model's qualified module names, "model" for the root):
   level metric  loss, grad_norm (L2 over every parameter gradient, in float64, before each optimizer step;
@@ -22,6 +23,7 @@ import math
 import os
 import platform
 import threading
+import types
 import warnings
 
 import torch
@@ -40,6 +42,13 @@ _SKIP_OPS = frozenset({
 })
 
 _LEVEL_NAME = {0: "metrics", 1: "collectives", 2: "modules", 3: "ops"}
+
+_ABSENT = object()  # optimizer.step was the class's method when watch() came (no instance attribute)
+
+# The marks torch's LR schedulers put on the optimizer.step they wrapped to count calls (_with_counter up to torch
+# 2.1, _wrapped_by_lr_sched since): a scheduler built before watch() finds them on watch's step too, which calls
+# its wrapper on, and does not warn that optimizer.step was overridden.
+_SCHEDULER_MARKS = ("_with_counter", "_wrapped_by_lr_sched")
 
 
 class _Busy:
@@ -187,7 +196,8 @@ class _OpsMode(TorchDispatchMode):
 
 
 class Watch:
-    """The hooks watch() installed on a model (and optimizer); close() removes them."""
+    """The hooks watch() installed on a model (and optimizer); close() removes them, and so does leaving a
+    `with` block on it (`with lockstep.torch.watch(model, opt) as w:`)."""
 
     def __init__(self, model, optimizer, level, loss_fn, name, auto_step, active=True):
         self.model, self.optimizer, self.level = model, optimizer, level
@@ -221,8 +231,7 @@ class Watch:
             self._handles.append(loss_fn.register_forward_pre_hook(self._loss_pre))
             self._handles.append(loss_fn.register_forward_hook(self._loss_hook))
         if optimizer is not None:
-            self._orig_step = optimizer.step
-            optimizer.step = self._optimizer_step
+            self._hook_step(optimizer)
         _core.add_step_listener(self._on_step)
         # numpy's and Python's generators as watch() finds them (see saved())
         self._rng_baseline = {}
@@ -354,7 +363,39 @@ class Watch:
             self._metric("loss", value.detach() if isinstance(value, torch.Tensor) else value)
 
     # --- optimizer
+    def _hook_step(self, optimizer):
+        """Put watch's step in front of optimizer.step, as a method of the optimizer: torch's LR schedulers
+        wrap optimizer.step by taking its __func__ and binding it to the optimizer again (to count the
+        calls), so a bound method of this Watch there would be called with the optimizer as self."""
+        watch = self
+
+        def step(opt, *args, **kwargs):
+            return watch._optimizer_step(*args, **kwargs)
+
+        step.__name__ = step.__qualname__ = "step"
+        step.__doc__ = "optimizer.step under lockstep.torch.watch (the gradients and grad_norm are recorded first)"
+        self._orig_step = optimizer.step
+        self._prev_step = optimizer.__dict__.get("step", _ABSENT)
+        for mark in _SCHEDULER_MARKS:
+            if hasattr(self._orig_step, mark):
+                setattr(step, mark, getattr(self._orig_step, mark))
+        self._step_fn = types.MethodType(step, optimizer)
+        optimizer.step = self._step_fn
+
+    def _unhook_step(self):
+        """Give optimizer.step back as watch found it. When something wrapped watch's step since (an LR
+        scheduler built after watch()), that wrapper stays, and the closed watch's step only passes calls on."""
+        opt = self.optimizer
+        if opt is None or opt.__dict__.get("step") is not self._step_fn:
+            return
+        if self._prev_step is _ABSENT:
+            del opt.step
+        else:
+            opt.step = self._prev_step
+
     def _optimizer_step(self, *args, **kwargs):
+        if self._closed:
+            return self._orig_step(*args, **kwargs)
         self._phase = "optimizer"
         with _Busy():
             try:
@@ -493,7 +534,8 @@ class Watch:
 
     def close(self):
         """Remove every hook, restore optimizer.step, leave the ops window and write the
-        manifest a last time. Safe to call twice."""
+        manifest a last time. Safe to call twice. The step watch numbers last stays open, as
+        without watch: lockstep.shutdown() (or the end of the process) closes it."""
         if self._closed:
             return
         self._closed = True
@@ -501,11 +543,18 @@ class Watch:
         for h in self._handles:
             h.remove()
         self._handles = []
-        if self.optimizer is not None and self.optimizer.__dict__.get("step") == self._optimizer_step:
-            del self.optimizer.step
+        self._unhook_step()
         _core.remove_step_listener(self._on_step)
         atexit.unregister(self.write_manifest)
         self.write_manifest()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        """Leaving the with block closes the watch (also on an exception, which goes on)."""
+        self.close()
+        return False
 
 
 def _sum_squares_cpu(v, use_numpy=True):
@@ -573,7 +622,12 @@ def _distributed_rank():
 
 
 def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, name="model"):
-    """Fingerprint `model` as it trains; returns a Watch (call .close() to stop).
+    """Fingerprint `model` as it trains; returns a Watch (call .close() to stop), which is also a
+    context manager: `with watch(model, optimizer) as w:` closes it when the block ends.
+
+    Call it once the model (on its device, wrapped in DistributedDataParallel if it is) and the
+    optimizer exist, and before an LR scheduler is built on that optimizer: the scheduler then
+    wraps watch's optimizer.step like any other (a scheduler built first works too).
 
     `level` is the finest level recorded: "metrics" (loss, grad norm), "modules" (also module
     outputs, output gradients and parameter gradients) or "ops" (also every aten op inside the

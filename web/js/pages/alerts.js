@@ -40,17 +40,21 @@ export async function mount(el, _params, query, navigate) {
     last = key;
     const alerts = d.items;
     replace(body, card('Alerts', alerts.length ? [table([
-      { key: 'created_at', label: 'When (UTC)', render: (a) => fmtTime(a.created_at) },
+      { key: 'created_at', label: 'When (UTC)', class: 'when', render: (a) => fmtTime(a.created_at) },
       { key: 'kind', label: 'Kind', render: (a) => [String(a.kind || 'alert'), a.classification ? h('div', { class: 'rec-kind' }, a.classification) : null] },
       { key: 'subject', label: 'About', render: subject },
       { key: 'summary', label: 'What happened', class: 'wrap', render: (a) => h('span', { title: a.text || '' }, a.summary || a.text || '—') },
       { key: 'delivery', label: 'Delivery', render: deliveryText },
       { key: 'state', label: 'State', render: stateCell },
-      { key: 'ack', label: '', render: (a) => (isAcked(a) ? h('span', { class: 'rec-kind' }, a.acked_by ? `by ${a.acked_by}` : '') : h('button', {
-        type: 'button', class: 'btn', 'data-action': 'ack', onclick: (ev) => ack(a, ev.target) }, 'Acknowledge')) },
+      { key: 'ack', label: '', render: ackCell },
     ], alerts, { rowAttrs: (a) => ({ 'data-alert': a.id }) }),
     pager({ offset, limit: LIMIT, total: d.total ?? undefined, count: alerts.length }, (o) => navigate('/alerts', { kind, state, offset: o || null }))]
       : emptyState(kind || state ? `No ${[state, kind].filter(Boolean).join(' ')} alerts.` : 'No alerts.', 'Alerts appear when a twin group first diverges, a node turns suspect or a replay gives its verdict; sinks are configured in lockstepd.conf.')));
+  }
+  /* ackCell - Acknowledge on an open alert only: an acknowledged one says by whom, a resolved one has ended already. */
+  function ackCell(a) {
+    if (a.state === 'open') return h('button', { type: 'button', class: 'btn', 'data-action': 'ack', onclick: (ev) => ack(a, ev.target) }, 'Acknowledge');
+    return a.state === 'acknowledged' && a.acked_by ? h('span', { class: 'rec-kind' }, `by ${a.acked_by}`) : '';
   }
   async function ack(a, btn) {
     const t = adminToken();
@@ -68,8 +72,6 @@ export async function mount(el, _params, query, navigate) {
   await load();
   return { poll: () => load() };
 }
-
-function isAcked(a) { return a.state === 'acknowledged'; }
 
 /* stateCell - open, acknowledged or resolved, and how it ended (as lockstepd recorded it). */
 function stateCell(a) {

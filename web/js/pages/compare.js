@@ -6,9 +6,10 @@ import { apiGet } from '../api.js';
 import { card, table, emptyState, errorBox, replace } from '../components.js';
 import { shortId, fmtFp, fmtValue, fmtCount } from '../format.js';
 import { recordsSection } from './records.js';
+import { alpha, color, palette } from '../theme.js';
+import { drawPlot } from '../plot.js';
 
 const VERDICT_CLASS = { 'beyond-noise': 'bad', differs: 'warn', undetermined: 'warn', 'within-noise': 'ok', identical: 'ok' };
-const PALETTE = ['#d64545', '#e08a26', '#8a4fbf', '#2aa3b5', '#b5478a', '#6b6b6b'];
 
 export function title() { return 'Compare'; }
 
@@ -193,18 +194,19 @@ function valuesChart(name, s, d, mark) {
   const band = s.band;
   const base = s.base;
   const data = [s.steps, base];
-  const series = [{ label: 'step' }, { label: 'BASE', stroke: '#1f5fbf', width: 1.5 }];
+  const [baseColor, ...changed] = palette();
+  const series = [{ label: 'step' }, { label: 'BASE', stroke: baseColor, width: 1.5 }];
   const bands = [];
   if (band) {
     data.push(base.map((b, i) => (b === null || band[i] === null ? null : b + band[i])),
       base.map((b, i) => (b === null || band[i] === null ? null : b - band[i])), s.noise_max, s.noise_min);
-    series.push({ label: 'band top', stroke: 'rgba(31,95,191,0.25)', width: 1 }, { label: 'band bottom', stroke: 'rgba(31,95,191,0.25)', width: 1 },
-      { label: 'noise max', stroke: '#9aa5b1', width: 1, dash: [2, 3] }, { label: 'noise min', stroke: '#9aa5b1', width: 1, dash: [2, 3] });
-    bands.push({ series: [2, 3], fill: 'rgba(31,95,191,0.15)' });
+    series.push({ label: 'band top', stroke: alpha(baseColor, 0.25), width: 1 }, { label: 'band bottom', stroke: alpha(baseColor, 0.25), width: 1 },
+      { label: 'noise max', stroke: color('faint'), width: 1, dash: [2, 3] }, { label: 'noise min', stroke: color('faint'), width: 1, dash: [2, 3] });
+    bands.push({ series: [2, 3], fill: alpha(baseColor, 0.15) });
   }
   s.changed.forEach((c, i) => {
     data.push(c.values);
-    series.push({ label: 'CHANGED ' + shortId(c.run_id), stroke: PALETTE[i % PALETTE.length], width: 1.5, dash: [6, 3] });
+    series.push({ label: 'CHANGED ' + shortId(c.run_id), stroke: changed[i % changed.length], width: 1.5, dash: [6, 3] });
   });
   return plot(`${name}: BASE and CHANGED${band ? ' over the noise band' : ''}`, data, series, { bands, mark, kind: 'values' });
 }
@@ -213,13 +215,14 @@ function valuesChart(name, s, d, mark) {
 function deviationChart(name, s, d) {
   const data = [s.steps];
   const series = [{ label: 'step' }];
+  const [baseColor, ...changed] = palette();
   if (s.band) {
     data.push(s.band.map((x) => (x > 0 ? x : null)));
-    series.push({ label: 'noise band', stroke: 'rgba(31,95,191,0.6)', width: 1, fill: 'rgba(31,95,191,0.12)' });
+    series.push({ label: 'noise band', stroke: alpha(baseColor, 0.6), width: 1, fill: alpha(baseColor, 0.12) });
   }
   s.changed.forEach((c, i) => {
     data.push(c.deviation.map((x) => (x === null || x === 0 ? null : Math.abs(x))));
-    series.push({ label: '|CHANGED − BASE| ' + shortId(c.run_id), stroke: PALETTE[i % PALETTE.length], width: 1.5 });
+    series.push({ label: '|CHANGED − BASE| ' + shortId(c.run_id), stroke: changed[i % changed.length], width: 1.5 });
   });
   const any = data.slice(1).some((a) => a.some((x) => x !== null));
   if (!any) return h('div', { class: 'chart empty-hint', 'data-chart': name + ' deviation' }, 'CHANGED equals BASE at every step: no deviation to draw.');
@@ -228,18 +231,14 @@ function deviationChart(name, s, d) {
 
 function plot(title, data, series, opts) {
   const wrap = h('div', { class: 'chart', 'data-chart': title, 'data-kind': opts.kind });
-  if (typeof window.uPlot !== 'function') {
-    wrap.appendChild(h('div', { class: 'empty-hint' }, 'The chart library did not load (vendor/uPlot.iife.min.js); run make to vendor it.'));
-    return wrap;
-  }
-  const mark = opts.mark;
+  const mark = opts.mark, markColor = color('divergence');
   const markPlugin = { hooks: { draw: [(u) => {
     if (mark === undefined || mark === null) return;
     const x = u.valToPos(mark, 'x', true);
     if (!Number.isFinite(x)) return;
     const ctx = u.ctx;
     ctx.save();
-    ctx.strokeStyle = '#d64545';
+    ctx.strokeStyle = markColor;
     ctx.setLineDash([6, 4]);
     ctx.lineWidth = 2 * devicePixelRatio;
     ctx.beginPath();
@@ -257,7 +256,7 @@ function plot(title, data, series, opts) {
       : { size: 80, values: (u, vals) => vals.map((v) => fmtNum(v)) }],
     series: series.map((s, i) => (i === 0 ? s : { spanGaps: !opts.log, ...s, value: (u, v) => (v === null || v === undefined ? '—' : String(v)) })),
   };
-  requestAnimationFrame(() => { wrap.__plot = new window.uPlot(uopts, data, wrap); });
+  drawPlot(wrap, uopts, data);
   return wrap;
 }
 

@@ -3,17 +3,15 @@ import { h } from '../dom.js';
 import { apiGet } from '../api.js';
 import { card, emptyState, errorBox, replace, loading } from '../components.js';
 import { shortId } from '../format.js';
-
-const PALETTE = ['#1f5fbf', '#d64545', '#3fa46a', '#8a4fbf', '#e08a26', '#2aa3b5', '#6b6b6b', '#b5478a'];
+import { color, palette } from '../theme.js';
+import { drawPlot } from '../plot.js';
 
 /* curveChart(title, series, opts) - series: [{label, steps: [], values: []}]; opts.markStep draws a
- * vertical line there; opts.width in pixels. Returns an element (a chart, or a note when uPlot is missing). */
+ * vertical line there; opts.width: the widest it gets, in pixels. Returns an element (a chart, or a note when
+ * uPlot is missing). */
 export function curveChart(title, series, opts = {}) {
   const wrap = h('div', { class: 'chart', 'data-chart': title });
-  if (typeof window.uPlot !== 'function') {
-    wrap.appendChild(h('div', { class: 'empty-hint' }, 'The chart library did not load (vendor/uPlot.iife.min.js); run make to vendor it.'));
-    return wrap;
-  }
+  const lines = palette(), markColor = color('divergence');
   const xs = [...new Set(series.flatMap((s) => s.steps))].sort((a, b) => a - b);
   const index = new Map(xs.map((x, i) => [x, i]));
   const data = [xs];
@@ -31,14 +29,14 @@ export function curveChart(title, series, opts = {}) {
         if (!Number.isFinite(x) || x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
         const ctx = u.ctx;
         ctx.save();
-        ctx.strokeStyle = '#d64545';
+        ctx.strokeStyle = markColor;
         ctx.setLineDash([6, 4]);
         ctx.lineWidth = 2 * devicePixelRatio;
         ctx.beginPath();
         ctx.moveTo(x, u.bbox.top);
         ctx.lineTo(x, u.bbox.top + u.bbox.height);
         ctx.stroke();
-        ctx.fillStyle = '#d64545';
+        ctx.fillStyle = markColor;
         ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
         const right = x > u.bbox.left + u.bbox.width * 0.6;   // keep the label inside the plot
         ctx.textAlign = right ? 'right' : 'left';
@@ -56,13 +54,12 @@ export function curveChart(title, series, opts = {}) {
     scales: { x: { time: false } },
     axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000] }, { size: 70 }],
     series: [{ label: 'step' }, ...series.map((s, i) => ({
-      label: s.label, stroke: PALETTE[i % PALETTE.length], width: 1.5, spanGaps: true,
+      label: s.label, stroke: lines[i % lines.length], width: 1.5, spanGaps: true,
       dash: i > 0 ? [8, 3 + i] : undefined,
       value: (u, v) => (v === null || v === undefined ? '—' : String(v)),
     }))],
   };
-  // uPlot needs the element in the document to measure; create after attach.
-  requestAnimationFrame(() => { wrap.__plot = new window.uPlot(uopts, data, wrap); });
+  drawPlot(wrap, uopts, data);
   return wrap;
 }
 

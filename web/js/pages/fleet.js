@@ -3,6 +3,8 @@ import { h, link } from '../dom.js';
 import { apiGet } from '../api.js';
 import { badge, card, table, emptyState, errorBox, unavailable, replace, loading } from '../components.js';
 import { fmtAgo, fmtTime } from '../format.js';
+import { alpha, color } from '../theme.js';
+import { drawPlot } from '../plot.js';
 
 export function title() { return 'Fleet'; }
 
@@ -69,6 +71,7 @@ export async function mount(el, _params, query, navigate) {
 function scoreChart(nodes, threshold) {
   const wrap = h('div', { class: 'chart', 'data-chart': 'scores' });
   if (typeof window.uPlot !== 'function') return wrap;
+  const bad = color('divergence'), warn = color('warn');
   const top = nodes.slice().sort((a, b) => cmp(scoreOf(b), scoreOf(a))).slice(0, 40);
   const xs = top.map((_, i) => i);
   const ys = top.map((n) => scoreOf(n) ?? 0);
@@ -79,19 +82,19 @@ function scoreChart(nodes, threshold) {
     legend: { show: false },
     axes: [{ values: (u, vals) => vals.map((v) => (Number.isInteger(v) && top[v] ? nameOf(top[v]) : '')), splits: () => xs, gap: 4 },
       { label: 'suspect score', size: 60 }],
-    series: [{}, { label: 'score', paths: bars, fill: '#d6454599', stroke: '#d64545', points: { show: false } }],
+    series: [{}, { label: 'score', paths: bars, fill: alpha(bad, 0.6), stroke: bad, points: { show: false } }],
     hooks: { draw: [(u) => {
       if (typeof threshold !== 'number') return;
       const y = u.valToPos(threshold, 'y', true), ctx = u.ctx;
       ctx.save();
-      ctx.strokeStyle = '#9a6a00';
+      ctx.strokeStyle = warn;
       ctx.setLineDash([5, 4]);
       ctx.lineWidth = devicePixelRatio;
       ctx.beginPath();
       ctx.moveTo(u.bbox.left, y);
       ctx.lineTo(u.bbox.left + u.bbox.width, y);
       ctx.stroke();
-      ctx.fillStyle = '#9a6a00';
+      ctx.fillStyle = warn;
       ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
       ctx.textAlign = 'left';
       ctx.textBaseline = 'alphabetic';
@@ -99,7 +102,7 @@ function scoreChart(nodes, threshold) {
       ctx.restore();
     }] },
   };
-  requestAnimationFrame(() => { wrap.__plot = new window.uPlot(opts, [xs, ys], wrap); });
+  drawPlot(wrap, opts, [xs, ys]);
   return wrap;
 }
 

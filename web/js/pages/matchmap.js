@@ -1,8 +1,13 @@
 // matchmap.js - the ranks x steps match map of a twin group, drawn on a canvas, with first divergences marked.
 import { h } from '../dom.js';
+import { color } from '../theme.js';
 
-export const CELL_COLORS = { match: '#3fa46a', diverged: '#d64545', missing: '#e0a526', pending: '#c9ced6' };
 const ORDER = ['match', 'diverged', 'missing', 'pending'];
+
+/* cellColors() - each cell status's colour in the current scheme (app.css's --cell-STATUS). */
+export function cellColors() {
+  return Object.fromEntries(ORDER.map((s) => [s, color('cell-' + s)]));
+}
 
 /* normalizeSteps(data) - GET /api/v1/twins/G/steps ({steps: [{step, ranks}]}, where ranks holds each rank's
  * status, null for a rank no run recorded, with ?compact=1, or {rank, status, runs} objects without it) as
@@ -48,14 +53,15 @@ export function matchMap(model, opts = {}) {
   canvas.style.width = W + 'px';
   canvas.style.height = H + 'px';
   const ctx = canvas.getContext('2d');
-  ctx.fillStyle = '#fff';
+  const cellColor = cellColors();
+  ctx.fillStyle = color('card');
   ctx.fillRect(0, 0, W, H);
   for (const c of cells) {
-    ctx.fillStyle = CELL_COLORS[c.status] || CELL_COLORS.pending;
+    ctx.fillStyle = cellColor[c.status] || cellColor.pending;
     const gap = cw > 3 ? 1 : 0;
     ctx.fillRect(left + (c.step - from) * cw, top + c.rank * ch, cw - gap, ch - (ch > 3 ? 1 : 0));
   }
-  ctx.strokeStyle = '#111';
+  ctx.strokeStyle = color('ink');
   ctx.lineWidth = 2;
   for (const m of opts.marks || []) {
     if (m.step < from || m.step > to) continue;
@@ -64,11 +70,11 @@ export function matchMap(model, opts = {}) {
   }
   if (opts.selected && Number.isFinite(opts.selected.step)) {
     const s = opts.selected;
-    ctx.strokeStyle = '#1f5fbf';
+    ctx.strokeStyle = color('accent');
     ctx.lineWidth = 2;
     ctx.strokeRect(left + (s.step - from) * cw - 1, top + s.rank * ch - 1, cw + 1, ch + 1);
   }
-  ctx.fillStyle = '#555';
+  ctx.fillStyle = color('muted');
   ctx.font = '11px system-ui, sans-serif';
   ctx.textBaseline = 'middle';
   const rankEvery = Math.ceil(12 / ch);
@@ -90,7 +96,7 @@ export function matchMap(model, opts = {}) {
     canvas.style.cursor = c ? 'pointer' : 'default';
   });
   const legend = h('div', { class: 'legend' }, ORDER.map((s) => h('span', { class: 'legend-item', 'data-count': s },
-    h('span', { class: 'swatch', style: { background: CELL_COLORS[s] } }), `${s} ${counts[s].toLocaleString('en-US')}`)),
+    h('span', { class: 'swatch', style: { background: cellColor[s] } }), `${s} ${counts[s].toLocaleString('en-US')}`)),
     h('span', { class: 'legend-item' }, h('span', { class: 'swatch swatch-mark' }), 'first divergence of a rank'));
   return h('div', { class: 'matchmap-wrap' }, legend, h('div', { class: 'matchmap-scroll' }, canvas));
 }

@@ -109,7 +109,7 @@ function render(n, history, evidence) {
       h('summary', null, `Every narrow of this group (${history.length})`),
       table([
         { key: 'id', label: 'Narrow', num: true },
-        { key: 'created_at', label: 'Started (UTC)', render: (x) => fmtTime(x.created_at) },
+        { key: 'created_at', label: 'Started (UTC)', class: 'when', render: (x) => fmtTime(x.created_at) },
         { key: 'verdict', label: 'Verdict', render: (x) => verdictBadge(x.verdict) },
         { key: 'node', label: 'Node', render: (x) => x.node || '—' },
         { key: 'reason', label: 'Reason', class: 'wrap', render: (x) => x.reason || '—' },

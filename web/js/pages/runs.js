@@ -109,7 +109,7 @@ export async function mount(el, _params, query, navigate) {
       { key: 'status', label: 'Run', sortable: true, render: (r) => h('span', { 'data-field': 'run-status' }, badge(r.status)) },
       { key: 'ranks', label: 'Ranks', num: true, sortable: true },
       { key: 'nodes', label: 'Nodes', sortable: true, render: (r) => r.nodes || '—' },
-      { key: 'created_at', label: 'Started (UTC)', sortable: true, render: (r) => fmtTime(r.created_at) },
+      { key: 'created_at', label: 'Started (UTC)', sortable: true, class: 'when', render: (r) => fmtTime(r.created_at) },
       { key: 'command', label: 'Command', class: 'cmd', render: (r) => h('code', { title: r.command || '' }, r.command || '—') },
     ];
     const notes = [];

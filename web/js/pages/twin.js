@@ -161,7 +161,7 @@ export async function mount(el, params, query, navigate) {
       { key: 'status', label: 'Status', render: (r) => badge(r.status) },
       { key: 'exit_code', label: 'Exit', num: true, render: (r) => (r.exit_code === null || r.exit_code === undefined ? '—'
         : String(r.exit_code) + (r.failed_ranks && r.failed_ranks.length ? ` (rank ${r.failed_ranks.join(', ')})` : '')) },
-      { key: 'created_at', label: 'Started (UTC)', render: (r) => fmtTime(r.created_at) },
+      { key: 'created_at', label: 'Started (UTC)', class: 'when', render: (r) => fmtTime(r.created_at) },
     ], runs, { compact: true, rowAttrs: (r) => ({ 'data-run': r.run_id }) })));
   }
 
