@@ -134,7 +134,7 @@ static const char *secret_value(secret_rule *r, const char *kv, size_t nlen, cha
                                             "that they are set, not what they hold", why);
     }
     if (r->key_state < 0 || env_digest(r->key, r->klen, kv, nlen, kv + nlen + 1, out, cap) < 0)
-        return "(secret; no digest key)";
+        return ENV_SECRET_NO_KEY;
     return out;
 }
 

@@ -193,6 +193,18 @@ t_admin_token_file() { # the admin token from a private file: ~/.config/lockstep
   # the variable still works (older scripts)
   [ "$(LOCKSTEP_ADMIN_TOKEN=$(cat "$tmp/admin") "$ls" token 777)" = "$want" ]
 }
+t_manifest_scrubbed() { # a manifest from an agent that predates the rule: lockstepd keeps no secret-named variable
+  local id tok; id=$(runid 501); tok=$("$ls" token 501 --secret "$tmp/secret")
+  curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
+    --data '{"rank":1,"env":{"LOCKSTEP_ADMIN_TOKEN":"adm1n-leak","HF_TOKEN":"hf-leak","NCCL_ALGO":"Ring"},
+             "files":[{"env":"NCCL_KEY_FILE","path":"/k","xxh3":"0"}]}' "$S/api/v1/runs/$id/manifest" | grep -q 200 ||
+    return 1
+  curl -s "$S/api/v1/runs/$id" >"$tmp/run.json" && ! grep -q 'adm1n-leak\|hf-leak\|NCCL_KEY_FILE' "$tmp/run.json" &&
+    python3 -c '
+import json, sys
+m = [x["manifest"] for x in json.load(open(sys.argv[1]))["manifests"] if x["rank"] == 1][0]
+assert m["env"] == {"NCCL_ALGO": "Ring"} and m["files"] == [], m' "$tmp/run.json"
+}
 t_job_token_enforced() { # a run of job 501 refuses records under job 502's token
   local id; id=$(runid 501)
   curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $("$ls" token 502 --secret "$tmp/secret")" \
@@ -257,7 +269,7 @@ t_config_file() {
 }
 
 for t in t_runs_table t_runs_filter t_runs_empty t_run_detail t_run_unknown t_twins_match t_twins_diverged \
-         t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_admin_token_file t_job_token_enforced t_late_joiner t_series t_checkpoint t_narrow_refusals t_twins_replay_fields t_unreachable t_no_server t_config_file; do
+         t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_admin_token_file t_job_token_enforced t_late_joiner t_series t_checkpoint t_narrow_refusals t_twins_replay_fields t_unreachable t_no_server t_config_file t_manifest_scrubbed; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"

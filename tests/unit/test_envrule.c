@@ -4,12 +4,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include <jansson.h>
+
 #include "common/crypto/token.h"
 #include "common/envrule.h"
+#include "common/json/msecret.h"
 
 static int secret(const char *name, const site_patterns *extra)
 {
@@ -129,11 +133,37 @@ static void test_env_key(void **state)
     assert_string_not_equal(a, t);
 }
 
+/* What lockstepd keeps of a manifest an older agent sent: no secret-named variable but a digest or the agent's
+ * note, no file such a variable names. */
+static void test_scrub(void **state)
+{
+    (void)state;
+    const char *digest = "hmac-sha256:0123456789abcdef:"
+                         "1111111111111111111111111111111111111111111111111111111111111111";
+    json_t *m = json_pack("{s:i, s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:[{s:s, s:s}, {s:s, s:s}]}", "rank", 0, "env",
+                          "LOCKSTEP_ADMIN_TOKEN", "adm1n", "LOCKSTEP_TOKEN", "j0b", "NCCL_ALGO", "Ring",
+                          "NCCL_IB_TOKEN", digest, "NCCL_X_KEY", ENV_SECRET_NO_KEY, "NCCL_Y_PASSWORD",
+                          "hmac-sha256:not-a-digest",
+                          "files", "env", "NCCL_TOPO_FILE", "path", "/t.xml", "env", "NCCL_KEY_FILE", "path", "/k");
+    assert_int_equal(msecret_scrub(m), 4);
+    char *t = json_dumps(m, JSON_SORT_KEYS | JSON_COMPACT);
+    assert_string_equal(t, "{\"env\":{\"NCCL_ALGO\":\"Ring\",\"NCCL_IB_TOKEN\":\"hmac-sha256:0123456789abcdef:"
+                           "1111111111111111111111111111111111111111111111111111111111111111\",\"NCCL_X_KEY\":"
+                           "\"(secret; no digest key)\"},\"files\":[{\"env\":\"NCCL_TOPO_FILE\",\"path\":"
+                           "\"/t.xml\"}],\"rank\":0}");
+    free(t);
+    assert_int_equal(msecret_scrub(m), 0);
+    json_decref(m);
+    json_t *bare = json_pack("{s:i}", "rank", 1); /* nothing to scrub, nothing broken */
+    assert_int_equal(msecret_scrub(bare), 0);
+    json_decref(bare);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_secret_names), cmocka_unit_test(test_site_patterns), cmocka_unit_test(test_classes),
-        cmocka_unit_test(test_digests),      cmocka_unit_test(test_env_key),
+        cmocka_unit_test(test_digests),      cmocka_unit_test(test_env_key),      cmocka_unit_test(test_scrub),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
