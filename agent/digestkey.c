@@ -62,7 +62,7 @@ static int key_dir(char *out, size_t cap, char *why, size_t wcap)
 static int read_key(const char *path, unsigned char *key, char *why, size_t cap)
 {
     char text[2 * KEY_BYTES + 8], reason[200];
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK); /* never wait on a FIFO */
     if (fd < 0) {
         int e = errno;
         snprintf(why, cap, "cannot open %s: %s", path, e == ELOOP ? "it is a symbolic link" : strerror(e));
