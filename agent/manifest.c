@@ -1,7 +1,10 @@
 /* manifest.c - what a rank ran on and with: host, GPUs, library versions, determinism environment, binary hashes. */
 #include "agent/manifest.h"
 
+#include "agent/agent.h"
+#include "agent/digestkey.h"
 #include "agent/http.h"
+#include "common/envrule.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -74,15 +77,70 @@ static int env_relevant(const char *kv)
     static const char *const prefixes[] = {"NCCL_", "CUBLAS_", "CUBLASLT_", "OMP_", "MKL_", "NVTE_",
                                            "LOCKSTEP_", "OMPI_MCA_coll", "CUDA_VISIBLE_DEVICES=",
                                            "CUDA_LAUNCH_BLOCKING=", "PYTHONHASHSEED=", "TORCH_DETERMINISTIC"};
-    if (strncmp(kv, "LOCKSTEP_TOKEN=", 15) == 0)
-        return 0; /* a credential, not configuration */
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
         if (strncmp(kv, prefixes[i], strlen(prefixes[i])) == 0)
             return 1;
     return 0;
 }
 
-static void add_env(jw *w)
+/* What the manifest may say of secret-named variables (common/envrule.h): the site's and the user's patterns
+ * (LOCKSTEP_SECRET_VARS), and the digest key once a variable needs it. */
+typedef struct secret_rule {
+    site_patterns *extra; /* NULL: none */
+    int all;              /* LOCKSTEP_SECRET_VARS could not be read: every variable counts as a secret */
+    int key_state;        /* 0: not loaded yet, 1: loaded, -1: none to be had */
+    unsigned char key[DIGESTKEY_MAX];
+    size_t klen;
+} secret_rule;
+
+static int warned_secret_vars, warned_no_key;
+
+static void secret_rule_init(secret_rule *r)
+{
+    char why[600];
+    memset(r, 0, sizeof(*r));
+    const char *spec = getenv("LOCKSTEP_SECRET_VARS");
+    if (!spec || !*spec)
+        return;
+    r->extra = malloc(sizeof(*r->extra));
+    if (!r->extra || site_patterns_parse(spec, r->extra, why, sizeof(why)) < 0) {
+        agent_warn_once(&warned_secret_vars, "LOCKSTEP_SECRET_VARS: %s; the manifest treats every variable as a secret",
+                        r->extra ? why : "out of memory");
+        r->all = 1;
+    }
+}
+
+static void secret_rule_release(secret_rule *r)
+{
+    free(r->extra);
+    explicit_bzero(r->key, sizeof(r->key));
+}
+
+/* is_secret - whether variable `kv` ("NAME=value", the name `nlen` bytes) must not be recorded as it is. */
+static int is_secret(const secret_rule *r, const char *kv, size_t nlen)
+{
+    return r->all || env_secret_name(kv, nlen, r->extra);
+}
+
+/* secret_value - what the manifest holds for a secret that can change results: its keyed digest, or a note
+ * that there was no key to make one with. */
+static const char *secret_value(secret_rule *r, const char *kv, size_t nlen, char *out, size_t cap)
+{
+    char why[600];
+    if (r->key_state == 0) {
+        r->key_state = digestkey_load(r->key, &r->klen, why, sizeof(why)) == 0 ? 1 : -1;
+        if (r->key_state < 0)
+            agent_warn_once(&warned_no_key, "no key to digest secret-named variables with (%s); the manifest records "
+                                            "that they are set, not what they hold", why);
+    }
+    if (r->key_state < 0 || env_digest(r->key, r->klen, kv, nlen, kv + nlen + 1, out, cap) < 0)
+        return ENV_SECRET_NO_KEY;
+    return out;
+}
+
+/* add_env - the recorded environment: a secret-named variable is left out, or, when it can change results, its
+ * keyed digest stands for its value. */
+static void add_env(jw *w, secret_rule *r)
 {
     jw_key(w, "env");
     jw_obj_begin(w);
@@ -92,11 +150,15 @@ static void add_env(jw *w)
         const char *eq = strchr(*e, '=');
         if (!eq)
             continue;
-        char key[256];
-        size_t n = (size_t)(eq - *e) < sizeof(key) - 1 ? (size_t)(eq - *e) : sizeof(key) - 1;
+        size_t nlen = (size_t)(eq - *e);
+        char key[256], digest[ENV_DIGEST_LEN + 1];
+        size_t n = nlen < sizeof(key) - 1 ? nlen : sizeof(key) - 1;
         memcpy(key, *e, n);
         key[n] = 0;
-        jw_kv_str(w, key, eq + 1);
+        if (!is_secret(r, *e, nlen))
+            jw_kv_str(w, key, eq + 1);
+        else if (env_classify(*e, nlen) == ENV_CONFIGURATION)
+            jw_kv_str(w, key, secret_value(r, *e, nlen, digest, sizeof(digest)));
     }
     jw_obj_end(w);
 }
@@ -244,13 +306,14 @@ static void add_job(jw *w)
 
 /* add_files - files named by the determinism environment (NCCL_TOPO_FILE, a cuBLAS or MKL setting that
  * is a path, ...), hashed: twins compare them by content, whatever their paths. Not the graph dump (its
- * text is nccl_graph) nor NCCL's log file. */
-static void add_files(jw *w, int hash)
+ * text is nccl_graph), NCCL's log file, nor a file a secret-named variable names. */
+static void add_files(jw *w, int hash, const secret_rule *r)
 {
     int open_arr = 0;
     for (char **e = environ; e && *e && hash; e++) {
         const char *eq = strchr(*e, '=');
         if (!eq || eq[1] != '/' || !env_relevant(*e) || !strncmp(*e, "LOCKSTEP_", 9) ||
+            is_secret(r, *e, (size_t)(eq - *e)) ||
             !strncmp(*e, "NCCL_GRAPH_DUMP_FILE=", 21) || !strncmp(*e, "NCCL_DEBUG_FILE=", 16))
             continue;
         struct stat st;
@@ -419,8 +482,11 @@ void manifest_build(jw *w, long rank, const int64_t *deadline, const char *libs)
     }
     add_argv(w);
     add_job(w);
-    add_env(w);
-    add_files(w, hash);
+    secret_rule r;
+    secret_rule_init(&r);
+    add_env(w, &r);
+    add_files(w, hash, &r);
+    secret_rule_release(&r);
     add_graph(w);
     add_binaries(w, hash, deadline, libs);
     jw_kv_str(w, "hash_algo", "xxh3-64");

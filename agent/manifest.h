@@ -10,7 +10,8 @@
  * rank, host, kernel, cpu_model, gpus (only when the process has already
  * loaded CUDA: the agent never initializes CUDA itself), cuda_driver,
  * cuda_runtime, nccl_version, mpi_version (when those libraries are loaded),
- * env (the determinism-relevant variables; LOCKSTEP_TOKEN is left out),
+ * env (the determinism-relevant variables; a secret-named one, common/envrule.h, is left out or, when it
+ * can change results, replaced by its keyed digest: agent/digestkey.h),
  * nccl_graph (NCCL_GRAPH_DUMP_FILE's text when present), exe with its XXH3,
  * and libraries (every mapped shared object with its XXH3: those of `libs`
  * when not NULL, else those mapped now), argv, job (the launcher's shape),

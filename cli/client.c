@@ -2,11 +2,15 @@
 #include "cli/client.h"
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "common/fsutil.h"
 
 /* take_flag - remove `--name VALUE` or `--name=VALUE` from argv into `out`. */
 static int take_flag(int *argc, char **argv, const char *name, char *out, size_t cap)
@@ -45,17 +49,26 @@ static int take_switch(int *argc, char **argv, const char *name)
     return 0;
 }
 
-/* read_config - fill unset fields from ~/.config/lockstep/config. */
-static void read_config(client_conf *c)
+/* config_path - $XDG_CONFIG_HOME/lockstep/NAME, else ~/.config/lockstep/NAME. Returns 0, or -1 when there is no
+ * home to look in. */
+static int config_path(const char *name, char *out, size_t cap)
 {
     const char *home = getenv("HOME");
     const char *xdg = getenv("XDG_CONFIG_HOME");
-    char path[1024];
     if (xdg && *xdg)
-        snprintf(path, sizeof(path), "%s/lockstep/config", xdg);
+        snprintf(out, cap, "%s/lockstep/%s", xdg, name);
     else if (home && *home)
-        snprintf(path, sizeof(path), "%s/.config/lockstep/config", home);
+        snprintf(out, cap, "%s/.config/lockstep/%s", home, name);
     else
+        return -1;
+    return 0;
+}
+
+/* read_config - fill unset fields from ~/.config/lockstep/config. */
+static void read_config(client_conf *c)
+{
+    char path[1100];
+    if (config_path("config", path, sizeof(path)) < 0)
         return;
     FILE *f = fopen(path, "r");
     if (!f)
@@ -78,16 +91,72 @@ static void read_config(client_conf *c)
     fclose(f);
 }
 
-static int read_token_file(const char *path, char *out, size_t cap)
+/* read_token_file - the admin token in `path` (from `origin`, for messages), trailing blanks and newlines dropped.
+ * The file must be private (fs_private_check; `strict` for the default file: yours, mode 0600). Returns 0, or -1
+ * after printing why; -1 with errno ENOENT and nothing printed when `missing_ok` and there is no such file. */
+static int read_token_file(const char *path, const char *origin, int strict, int missing_ok, char *out, size_t cap)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
+    char fact[1200], why[300];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO planted there must not hang the command */
+    if (fd < 0) {
+        int e = errno;
+        if (!(missing_ok && e == ENOENT))
+            cli_errorf("check the path given to --token-file or LOCKSTEP_ADMIN_TOKEN_FILE",
+                       "cannot read the admin token file %s (%s): %s", path, origin, strerror(e));
+        errno = e;
         return -1;
-    size_t n = fread(out, 1, cap - 1, f);
-    fclose(f);
+    }
+    snprintf(fact, sizeof(fact), "refusing the admin token file %s (%s)", path, origin);
+    if (fs_private_check(fd, strict, why, sizeof(why)) < 0) {
+        close(fd);
+        cli_error(fact, why,
+                  strict ? "the file must be yours and no one else's: chmod 600 it (whoever could read it holds the "
+                           "admin token: make a new one if others may have)"
+                         : "no other user may read an admin token: chmod o-rwx it, or copy it to a file of yours "
+                           "with mode 0600");
+        errno = EPERM;
+        return -1;
+    }
+    ssize_t n = read(fd, out, cap - 1);
+    close(fd);
+    if (n < 0)
+        n = 0;
     out[n] = 0;
-    while (n && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' '))
+    while (n && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' ' || out[n - 1] == '\t'))
         out[--n] = 0;
+    if (n == 0) {
+        cli_error(fact, "it is empty", "put the admin token (the file given to lockstepd --admin-token) in it");
+        errno = EINVAL;
+        return -1;
+    }
+    return 0;
+}
+
+/* load_token - the admin token from the command line and the environment: --token-file F, else --token T
+ * (already in c->token), else LOCKSTEP_ADMIN_TOKEN_FILE, else LOCKSTEP_ADMIN_TOKEN. Returns 0, or -1 after
+ * printing why. */
+static int load_token(client_conf *c, const char *token_file)
+{
+    const char *env;
+    if (token_file[0])
+        return read_token_file(token_file, "--token-file", 0, 0, c->token, sizeof(c->token));
+    if (!c->token[0] && (env = getenv("LOCKSTEP_ADMIN_TOKEN_FILE")) && *env &&
+        read_token_file(env, "LOCKSTEP_ADMIN_TOKEN_FILE", 0, 0, c->token, sizeof(c->token)) < 0)
+        return -1;
+    if (!c->token[0] && (env = getenv("LOCKSTEP_ADMIN_TOKEN")) && *env)
+        snprintf(c->token, sizeof(c->token), "%s", env);
+    return 0;
+}
+
+/* load_default_token - the admin token from ~/.config/lockstep/admin-token, when that file exists. Returns 0, or
+ * -1 after printing why it cannot be used. */
+static int load_default_token(client_conf *c)
+{
+    char path[1100];
+    if (config_path("admin-token", path, sizeof(path)) < 0)
+        return 0;
+    if (read_token_file(path, "the default", 1, 1, c->token, sizeof(c->token)) < 0 && errno != ENOENT)
+        return -1;
     return 0;
 }
 
@@ -100,18 +169,16 @@ int client_conf_load(client_conf *c, int *argc, char **argv)
     take_flag(argc, argv, "--token-file", token_file, sizeof(token_file));
     take_flag(argc, argv, "--ca-file", c->ca_file, sizeof(c->ca_file));
     c->json = take_switch(argc, argv, "--json");
-    if (token_file[0] && read_token_file(token_file, c->token, sizeof(c->token)) < 0) {
-        cli_errorf("check the path given to --token-file", "cannot read token file %s", token_file);
-        return -1;
-    }
     const char *env;
     if (!c->server[0] && (env = getenv("LOCKSTEP_SERVER")) && *env)
         snprintf(c->server, sizeof(c->server), "%s", env);
-    if (!c->token[0] && (env = getenv("LOCKSTEP_ADMIN_TOKEN")) && *env)
-        snprintf(c->token, sizeof(c->token), "%s", env);
     if (!c->ca_file[0] && (env = getenv("LOCKSTEP_CA_FILE")) && *env)
         snprintf(c->ca_file, sizeof(c->ca_file), "%s", env);
+    if (load_token(c, token_file) < 0)
+        return -1;
     read_config(c);
+    if (!c->token[0] && load_default_token(c) < 0)
+        return -1;
     if (!c->server[0]) {
         cli_error("no server given", "this command talks to lockstepd",
                   "pass --server http://HOST:PORT, set LOCKSTEP_SERVER, or put 'server = URL' in "
@@ -206,7 +273,8 @@ int client_fail(long status, json_t *reply, const char *what)
     char fact[1024];
     snprintf(fact, sizeof(fact), "%s: %s (HTTP %ld)", what, err ? err : "the server refused the request", status);
     if (!hint && (status == 401 || status == 403))
-        hint = "admin commands need the admin token: --token-file FILE or LOCKSTEP_ADMIN_TOKEN";
+        hint = "admin commands need the admin token: put it in ~/.config/lockstep/admin-token (mode 0600), or "
+               "pass --token-file FILE";
     cli_error(fact, detail, hint);
     return status == 404 || status == 400 ? CLI_BAD_INPUT : CLI_SERVER_ERROR;
 }

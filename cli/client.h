@@ -19,9 +19,12 @@ typedef struct client_conf {
 } client_conf;
 
 /* client_conf_load - resolve the server URL and token: the flags `--server URL`,
- * `--token T` (or `--token-file F`), `--ca-file F` and `--json`, removed from
- * argv; else LOCKSTEP_SERVER / LOCKSTEP_ADMIN_TOKEN / LOCKSTEP_CA_FILE; else
- * the keys server, token, ca_file of ~/.config/lockstep/config (key = value).
+ * `--token-file F` (or `--token T`), `--ca-file F` and `--json`, removed from
+ * argv; else LOCKSTEP_SERVER / LOCKSTEP_ADMIN_TOKEN_FILE (or
+ * LOCKSTEP_ADMIN_TOKEN) / LOCKSTEP_CA_FILE; else the keys server, token,
+ * ca_file of ~/.config/lockstep/config (key = value); else, for the token,
+ * ~/.config/lockstep/admin-token when it exists. A token file must be closed
+ * to other users (the default one: yours, mode 0600), else it is refused.
  * Returns 0, or -1 after printing an error. */
 int client_conf_load(client_conf *c, int *argc, char **argv);
 

@@ -52,7 +52,8 @@ static void help(FILE *out)
         fprintf(out, "  %s\n", cmds[i].usage);
     fprintf(out, "  help                  this text\n\n"
                  "server commands take --server URL (else LOCKSTEP_SERVER, else 'server = URL' in\n"
-                 "~/.config/lockstep/config), --token T or --token-file F (else LOCKSTEP_ADMIN_TOKEN) and --json.\n\n"
+                 "~/.config/lockstep/config), --json, and the admin token from ~/.config/lockstep/admin-token\n"
+                 "(yours, mode 0600), or --token-file F (else LOCKSTEP_ADMIN_TOKEN_FILE).\n\n"
                  "exit codes:\n"
                  "  0  success (diff, twins GROUP: the runs match; job: none of its twin groups failed to match;\n"
                  "     compare: identical or within noise)\n"

@@ -12,3 +12,7 @@ $(LIBCOMMON): $(COMMON_OBJS)
 COMMON_JSON_SRCS := $(wildcard common/json/*.c)
 COMMON_JSON_OBJS := $(COMMON_JSON_SRCS:%.c=$(B)/%.o)
 EXTRA_CFLAGS_common += $(call pc_cflags,jansson)
+
+# tests/unit/test_envrule.c also checks the plugin's per-user digest key (common/crypto/token.c).
+TEST_OBJS_test_envrule = $(TOKEN_OBJS)
+TEST_LIBS_test_envrule = $(TOKEN_LIBS)

@@ -1,9 +1,10 @@
-/* fsutil.c - small file-system helpers: mkdir -p, whole-file mapping, full writes. */
+/* fsutil.c - small file-system helpers: mkdir -p, whole-file mapping, full writes, files private to a user. */
 #include "common/fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -137,6 +138,29 @@ int fs_write_all(int fd, const void *buf, size_t n)
             return -1;
         p += w;
         n -= (size_t)w;
+    }
+    return 0;
+}
+
+int fs_private_check(int fd, int strict, char *why, size_t cap)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        snprintf(why, cap, "cannot stat it: %s", strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, cap, "it is not a regular file");
+        return -1;
+    }
+    if (strict && st.st_uid != geteuid()) {
+        snprintf(why, cap, "it belongs to uid %u, not to you (uid %u)", (unsigned)st.st_uid, (unsigned)geteuid());
+        return -1;
+    }
+    if (st.st_mode & (strict ? 077 : 007)) {
+        snprintf(why, cap, "its mode %04o lets %s read or write it", (unsigned)(st.st_mode & 07777),
+                 (st.st_mode & 007) ? "every user" : "its group");
+        return -1;
     }
     return 0;
 }

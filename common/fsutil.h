@@ -1,4 +1,4 @@
-/* fsutil.h - small file-system helpers: mkdir -p, whole-file mapping, full writes. */
+/* fsutil.h - small file-system helpers: mkdir -p, whole-file mapping, full writes, files private to a user. */
 #ifndef COMMON_FSUTIL_H
 #define COMMON_FSUTIL_H
 
@@ -23,5 +23,10 @@ void fs_blob_release(fs_blob *b);
 /* fs_write_all - write `n` bytes, retrying short writes and EINTR. Returns 0
  * or -1 with errno set. */
 int fs_write_all(int fd, const void *buf, size_t n);
+
+/* fs_private_check - 0 when the open file `fd` may hold this user's secret: a regular file that others (neither
+ * its owner nor its group) can neither read nor write and, when `strict`, owned by the effective user and closed to
+ * its group too (mode 0600 or 0400). Else -1 with a user-facing reason in `why` naming the mode or owner found. */
+int fs_private_check(int fd, int strict, char *why, size_t cap);
 
 #endif /* COMMON_FSUTIL_H */

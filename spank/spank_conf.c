@@ -75,8 +75,10 @@ int spank_conf_parse(spank_conf *c, int ac, char **av, char *why, size_t cap)
         const char *a = av[i];
         const char *eq = strchr(a, '=');
         if (!eq) {
-            snprintf(why, cap, "plugstack argument '%s' has no value; write it as key=value "
-                               "(server, secret, agent, default, enforce, spool, stream, timeout_ms, ignore)", a);
+            snprintf(why, cap,
+                     "plugstack argument '%s' has no value; write it as key=value "
+                     "(server, secret, agent, default, enforce, spool, stream, timeout_ms, ignore, secret_vars)",
+                     a);
             rv = -1;
             continue;
         }
@@ -111,6 +113,17 @@ int spank_conf_parse(spank_conf *c, int ac, char **av, char *why, size_t cap)
                 continue;
             }
             snprintf(c->ignore, sizeof(c->ignore), "%s", v);
+        } else if (klen == 11 && !strncmp(a, "secret_vars", 11)) {
+            site_patterns p;
+            char pwhy[600];
+            if (strlen(v) >= sizeof(c->secret_vars) || site_patterns_parse(v, &p, pwhy, sizeof(pwhy)) < 0 || !p.n) {
+                snprintf(why, cap, "invalid plugstack argument '%s': %s; secret_vars= takes glob patterns of "
+                                   "variable names separated by commas, e.g. secret_vars=NCCL_IB_PKEY,SITE_LICENSE*",
+                         a, strlen(v) >= sizeof(c->secret_vars) ? "too long" : !*v ? "empty" : pwhy);
+                rv = -1;
+                continue;
+            }
+            snprintf(c->secret_vars, sizeof(c->secret_vars), "%s", v);
         } else if (klen == 6 && !strncmp(a, "stream", 6)) {
             bad = (strcmp(v, "records") && strcmp(v, "digests")) || set_str(c->stream, sizeof(c->stream), v);
         } else if (klen == 10 && !strncmp(a, "timeout_ms", 10)) {
@@ -123,7 +136,7 @@ int spank_conf_parse(spank_conf *c, int ac, char **av, char *why, size_t cap)
         } else {
             snprintf(why, cap, "unknown plugstack argument '%s'; known: server=URL secret=FILE agent=PATH "
                                "default=off|fp|det enforce=off|fp|det spool=DIR stream=records|digests timeout_ms=N "
-                               "ignore=GLOB[,GLOB...]", a);
+                               "ignore=GLOB[,GLOB...] secret_vars=GLOB[,GLOB...]", a);
             rv = -1;
             continue;
         }

@@ -13,7 +13,7 @@ typedef enum spank_mode { SPANK_MODE_OFF = 0, SPANK_MODE_FP = 1, SPANK_MODE_DET 
 #endif
 
 /* What plugstack.conf says: `server=URL secret=FILE agent=PATH default=MODE enforce=MODE spool=DIR
- * stream=records|digests timeout_ms=N ignore=GLOBS`. */
+ * stream=records|digests timeout_ms=N ignore=GLOBS secret_vars=GLOBS`. */
 typedef struct spank_conf {
     char server[512];       /* lockstepd base URL, "" when none */
     char secret[PATH_MAX];  /* site secret file, read by slurmstepd only, "" when none */
@@ -24,6 +24,7 @@ typedef struct spank_conf {
     spank_mode enforce;     /* minimum mode the site imposes */
     int timeout_ms;         /* registration time limit (timeout_ms=) */
     char ignore[2048];      /* ignore=: the site's default LOCKSTEP_IGNORE patterns, "" when none */
+    char secret_vars[1024]; /* secret_vars=: names the manifest keeps out (LOCKSTEP_SECRET_VARS), "" when none */
 } spank_conf;
 
 /* A user's request: from --lockstep* options, else SLURM_LOCKSTEP* variables. */

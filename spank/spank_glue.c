@@ -256,8 +256,10 @@ static int trouble(const spank_glue_ops *ops, const spank_conf *c, const char *w
 }
 
 /* mint_token - the job's token and its attestation token from the site secret, into res->token and
- * res->attest (the latter stays in slurmstepd). */
-static int mint_token(const spank_conf *c, const spank_job_facts *f, spank_step_result *res, char *why, size_t cap)
+ * res->attest (the latter stays in slurmstepd), and the user's digest key into `env_key` ("" when the user is
+ * unknown). */
+static int mint_token(const spank_conf *c, const spank_job_facts *f, spank_step_result *res,
+                      char env_key[TOKEN_HEX_LEN + 1], char *why, size_t cap)
 {
     char job[16];
     size_t len = 0;
@@ -268,7 +270,8 @@ static int mint_token(const spank_conf *c, const spank_job_facts *f, spank_step_
                  errno == EINVAL ? "it is empty" : strerror(errno));
         return -1;
     }
-    int rc = token_compute(key, len, job, res->token) || token_compute_attest(key, len, job, res->attest);
+    int rc = token_compute(key, len, job, res->token) || token_compute_attest(key, len, job, res->attest) ||
+             (f->user[0] && token_compute_env_key(key, len, f->user, env_key));
     explicit_bzero(key, len);
     free(key);
     if (rc) {
@@ -284,6 +287,20 @@ void spank_step_key(const spank_job_facts *f, char *out, size_t cap)
         snprintf(out, cap, "%u.r%u", f->step_id, f->restarts);
     else
         snprintf(out, cap, "%u", f->step_id);
+}
+
+/* set_secret_vars - the site's secret_vars= patterns ahead of the job's own LOCKSTEP_SECRET_VARS: a job may add
+ * names the manifest keeps out, never take the site's away. */
+static void set_secret_vars(const spank_glue_ops *ops, const spank_conf *c, int *bad)
+{
+    char user[sizeof(c->secret_vars)], both[2 * sizeof(c->secret_vars) + 2];
+    if (!c->secret_vars[0])
+        return;
+    if (ops->get(ops->ctx, "LOCKSTEP_SECRET_VARS", user, sizeof(user)) == 1 && user[0])
+        snprintf(both, sizeof(both), "%s,%s", c->secret_vars, user);
+    else
+        snprintf(both, sizeof(both), "%s", c->secret_vars);
+    setv(ops, "LOCKSTEP_SECRET_VARS", both, bad);
 }
 
 /* set_identity - LOCKSTEP_* variables that tell the agent who it runs for. */
@@ -314,6 +331,7 @@ static void set_identity(const spank_glue_ops *ops, const spank_conf *c, const s
         setv(ops, "LOCKSTEP_SERVER", c->server, bad);
     if (c->spool[0])
         setv(ops, "LOCKSTEP_SPOOL_DIR", c->spool, bad);
+    set_secret_vars(ops, c, bad);
     if (c->stream[0] && ops->get(ops->ctx, "LOCKSTEP_STREAM", num, sizeof(num)) != 1)
         setv(ops, "LOCKSTEP_STREAM", c->stream, bad); /* the site's choice, unless the job made its own */
     if (mode == SPANK_MODE_DET && ops->get(ops->ctx, "NCCL_GRAPH_DUMP_FILE", nodes, 1024) == 0) {
@@ -480,14 +498,24 @@ static void do_attest(const spank_glue_ops *ops, const spank_conf *c, const span
     say(ops, ops->log, "step %s.%s attested on %s (%u ranks)", job, stepid, node, f->nlocal);
 }
 
+void spank_step_scrub(const spank_glue_ops *ops)
+{
+    static const char *const never[] = {"LOCKSTEP_ADMIN_TOKEN", NULL};
+    for (const char *const *v = never; *v; v++)
+        if (ops->unset(ops->ctx, *v))
+            say(ops, ops->log, "cannot remove %s from the step's environment", *v);
+}
+
 int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f,
                        spank_step_result *res)
 {
     spank_request r;
-    char why[1024];
+    char why[1024], env_key[TOKEN_HEX_LEN + 1] = "";
     char *nodes = NULL, *part = NULL;
     int bad = 0, rv = -1;
     memset(res, 0, sizeof(*res));
+
+    spank_step_scrub(ops); /* whatever the mode: no task of any step holds the operator's token */
 
     if (spank_request_read(ops, &r, why, sizeof(why))) {
         say(ops, ops->user_msg, "%s", why);
@@ -514,7 +542,7 @@ int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spa
         rv = trouble(ops, c, "out of memory");
         goto out_free;
     }
-    if (c->secret[0] && mint_token(c, f, res, why, sizeof(why))) {
+    if (c->secret[0] && mint_token(c, f, res, env_key, why, sizeof(why))) {
         rv = trouble(ops, c, why);
         goto out_free;
     }
@@ -527,6 +555,8 @@ int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spa
     set_identity(ops, c, &r, f, mode, nodes, part, &bad);
     if (res->token[0])
         setv(ops, "LOCKSTEP_TOKEN", res->token, &bad);
+    if (env_key[0]) /* the manifest digests secret-named variables with it (common/envrule.h) */
+        setv(ops, "LOCKSTEP_DIGEST_KEY", env_key, &bad);
     res->active = 1;
     /* Registration and attestation share timeout_ms: a slow or hung lockstepd delays the step by that at most. */
     struct timespec t0, t1;
@@ -543,6 +573,7 @@ out_check:
     if (bad && rv == 0)
         rv = trouble(ops, c, "some LOCKSTEP_* variables could not be set in the job's environment");
 out_free:
+    explicit_bzero(env_key, sizeof(env_key));
     free(part);
     free(nodes);
     return rv;

@@ -66,12 +66,18 @@ int spank_request_check(int which, const char *value, char *why, size_t cap);
  * Returns 0, or -1 with a user-facing reason in `why` for an invalid value. */
 int spank_request_read(const spank_glue_ops *ops, spank_request *r, char *why, size_t cap);
 
+/* spank_step_scrub - remove from the step's environment what no task may hold, whatever its mode: the
+ * operator's LOCKSTEP_ADMIN_TOKEN, which sbatch and srun pass on from the submitting shell. A failure is
+ * logged. */
+void spank_step_scrub(const spank_glue_ops *ops);
+
 /* spank_step_prepare - everything the plugin does to a step before its
- * tasks start: decide the mode; under det check the user's environment and
+ * tasks start: remove what spank_step_scrub removes; decide the mode; under det check the user's environment and
  * set the deterministic runtime (fail closed on a conflict); under fp record
  * conflicts in LOCKSTEP_CONFLICTS; append the agent to LD_PRELOAD; set
- * LOCKSTEP_* (never the secret, never the attestation token); mint the
- * tokens; register the step with lockstepd when one is configured (the first
+ * LOCKSTEP_* (never the secret, never the attestation token; the site's
+ * secret_vars= ahead of the job's LOCKSTEP_SECRET_VARS); mint the
+ * tokens and the user's LOCKSTEP_DIGEST_KEY; register the step with lockstepd when one is configured (the first
  * node, with the attestation token: the run's user is slurmstepd's word) and
  * attest, from every node, which global ranks run on it, under which user and
  * node list (POST /api/v1/attest); both within timeout_ms together. A batch step gets the runtime and

@@ -235,8 +235,10 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     if (spank_context() != S_CTX_REMOTE)
         return 0;
     conf_load(&step.conf, ac, av);
+    spank_glue_ops ops = {sp, sp_getenv, sp_setenv, sp_unsetenv, sp_option, sp_user_msg, sp_log};
     spank_job_facts f;
     if (job_facts(sp, &f)) {
+        spank_step_scrub(&ops);
         slurm_error("lockstep: cannot read the job and step id; this step runs without lockstep");
         if (step.conf.enforce > SPANK_MODE_OFF) {
             step.refused = 1;
@@ -248,7 +250,6 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     step.node_id = f.node_id;
     snprintf(step.job_id, sizeof(step.job_id), "%u", f.job_id);
     spank_step_key(&f, step.step_id, sizeof(step.step_id));
-    spank_glue_ops ops = {sp, sp_getenv, sp_setenv, sp_unsetenv, sp_option, sp_user_msg, sp_log};
     spank_step_result res;
     int rc = spank_step_prepare(&ops, &step.conf, &f, &res);
     step.active = res.active;

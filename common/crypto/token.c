@@ -39,6 +39,18 @@ int token_compute_attest(const void *secret, size_t secret_len, const char *job_
     return rc;
 }
 
+int token_compute_env_key(const void *secret, size_t secret_len, const char *user, char out[TOKEN_HEX_LEN + 1])
+{
+    static const char label[] = "\nlockstep env digest v1\n";
+    unsigned char key[EVP_MAX_MD_SIZE];
+    unsigned int key_len = 0;
+    if (!HMAC(EVP_sha256(), secret, (int)secret_len, (const unsigned char *)label, sizeof(label) - 1, key, &key_len))
+        return -1;
+    int rc = token_compute(key, key_len, user, out);
+    OPENSSL_cleanse(key, sizeof(key));
+    return rc;
+}
+
 unsigned char *token_load_secret(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");

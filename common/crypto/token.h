@@ -21,6 +21,14 @@ int token_compute(const void *secret, size_t secret_len, const char *job_id, cha
  * equal the derived key. Returns 0, or -1 when OpenSSL fails. */
 int token_compute_attest(const void *secret, size_t secret_len, const char *job_id, char out[TOKEN_HEX_LEN + 1]);
 
+/* token_compute_env_key - write user `user`'s environment digest key to `out` (64 lowercase hex digits and a
+ * NUL): HMAC-SHA256 keyed by HMAC-SHA256(secret, "\nlockstep env digest v1\n") over the user name. The plugin
+ * hands it to the user's tasks (LOCKSTEP_DIGEST_KEY), where the agent digests secret-named variables with it
+ * (common/envrule.h): every job of one user gets the same key, so their twins' digests compare, and no other
+ * user's job has it, so a digest in a manifest cannot be tried against guesses by its readers. Returns 0, or
+ * -1 when OpenSSL fails. */
+int token_compute_env_key(const void *secret, size_t secret_len, const char *user, char out[TOKEN_HEX_LEN + 1]);
+
 /* token_load_secret - read the secret file at `path` into a new buffer
  * (caller frees) with trailing newlines ("\n", "\r") removed; its length goes
  * to `*len`. Returns NULL with errno set when the file cannot be read, or with

@@ -1,6 +1,8 @@
 /* mdiff.c - the manifest diff of twin runs (common/json/mdiff.h): flatten, compare by class, collapse identical rank entries. */
 #include "common/json/mdiff.h"
 
+#include "common/envrule.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,19 +20,6 @@ static int in_list(const char *s, const char *const *list)
     return 0;
 }
 
-/* Environment variables that differ by nature between runs: ids, node lists, per-run paths. */
-static const char *const IDENTITY_ENV[] = {"LOCKSTEP_JOB_ID",      "LOCKSTEP_STEP_ID",   "LOCKSTEP_RUN_ID",
-                                           "LOCKSTEP_NODES",       "LOCKSTEP_TRACE_DIR", "LOCKSTEP_SPOOL_DIR",
-                                           "LOCKSTEP_USER",        "LOCKSTEP_PARTITION", "LOCKSTEP_TWIN_GROUP",
-                                           "NCCL_GRAPH_DUMP_FILE", "NCCL_DEBUG_FILE",    "CUDA_VISIBLE_DEVICES",
-                                           NULL};
-/* LOCKSTEP_* settings that change what is recorded, so that twins set apart by them diverge. */
-static const char *const RECORDING_ENV[] = {"LOCKSTEP_MODE",       "LOCKSTEP_IGNORE", "LOCKSTEP_STEP_ON",
-                                            "LOCKSTEP_TRACE",      "LOCKSTEP_MPI_INPUTS", "LOCKSTEP_RANKS",
-                                            "LOCKSTEP_START_STEP", NULL};
-/* The environment that can change a run's bits, by prefix. */
-static const char *const DET_ENV[] = {"NCCL_", "CUBLAS", "OMP_", "MKL_", "NVTE_", "OMPI_MCA_coll", "PYTHONHASHSEED",
-                                      "TORCH_DETERMINISTIC", "CUDA_LAUNCH_BLOCKING", NULL};
 static const char *const IDENTITY_TOP[] = {"host", "hostname", "slurm_node", "node", "exe", "pid", NULL};
 static const char *const CONFIG_TOP[] = {"exe_xxh3", "cuda_runtime", "cuda_driver", "nccl_version", "mpi_version",
                                          "nccl_graph", "argv", "command", "ranks", "nodes", NULL};
@@ -38,15 +27,8 @@ static const char *const CONFIG_TOP[] = {"exe_xxh3", "cuda_runtime", "cuda_drive
 const char *md_key_class(const char *key)
 {
     if (has_prefix(key, "env.")) {
-        const char *v = key + 4;
-        if (in_list(v, IDENTITY_ENV))
-            return "identity";
-        if (in_list(v, RECORDING_ENV))
-            return "configuration";
-        for (const char *const *p = DET_ENV; *p; p++)
-            if (has_prefix(v, *p))
-                return "configuration";
-        return "other";
+        static const char *const names[] = {"other", "configuration", "identity"};
+        return names[env_classify(key + 4, strlen(key + 4))];
     }
     if (has_prefix(key, "library:") || has_prefix(key, "file:") || has_prefix(key, "job."))
         return "configuration";
@@ -222,6 +204,23 @@ static json_t *by_field(json_t *arr, const char *key)
     return out;
 }
 
+/* digests_apart - 1 when the values are keyed digests of a secret (common/envrule.h) under different keys (runs of
+ * different users): unequal whatever the values were, so their difference explains nothing. */
+static int digests_apart(json_t *const *v, int n)
+{
+    char first[ENV_KEY_ID_LEN + 1] = "", id[ENV_KEY_ID_LEN + 1];
+    for (int k = 0; k < n; k++) {
+        if (!v[k])
+            continue;
+        if (env_digest_key_id(json_string_value(v[k]), id) < 0)
+            return 0;
+        if (first[0] && strcmp(first, id))
+            return 1;
+        memcpy(first, id, sizeof(id));
+    }
+    return 0;
+}
+
 /* compare_rank - every difference of one rank whose manifest each run holds. */
 static void compare_rank(acc *a, acc *ids, const md_run *runs, int n, int rank, json_t *const *m)
 {
@@ -252,6 +251,8 @@ static void compare_rank(acc *a, acc *ids, const md_run *runs, int n, int rank, 
         }
         for (int k = 0; k < n; k++)
             v[k] = json_object_get(flat[k], key);
+        if (has_prefix(key, "env.") && digests_apart(v, n))
+            cls = "other";
         compare(!strcmp(cls, "identity") ? ids : a, runs, n, key, cls, rank, v, has_prefix(key, "env."), NULL);
     }
     /* Each rank's own arguments. */

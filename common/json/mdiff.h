@@ -14,9 +14,11 @@
  *
  * A difference is "configuration" when it can change results (the determinism environment, versions,
  * binaries, libraries, files, command line, shape, and the LOCKSTEP_* settings that change what is
- * recorded) and "other" otherwise (kernel release, CPU model, the server's address). A version or hash one
- * manifest lacks (the agent had not seen MPI or CUDA yet) is not compared; an environment variable set in
- * some runs only is a difference.
+ * recorded) and "other" otherwise (kernel release, CPU model, the server's address); the environment's classes
+ * are common/envrule.h's. A version or hash one manifest lacks (the agent had not seen MPI or CUDA yet) is not
+ * compared; an environment variable set in some runs only is a difference. A secret-named variable is there as
+ * its keyed digest (common/envrule.h), compared like a value; digests under different keys (runs of different
+ * users) cannot be, and are "other".
  */
 #ifndef COMMON_JSON_MDIFF_H
 #define COMMON_JSON_MDIFF_H

@@ -49,7 +49,8 @@ echo $! >"$dir/lockstepd.pid"
 for _ in $(seq 300); do [ -s "$dir/port" ] && break; sleep 0.1; done
 [ -s "$dir/port" ] || die "lockstepd did not start; see $dir/lockstepd.log"
 url=http://127.0.0.1:$(cat "$dir/port")
-export LOCKSTEP_SERVER=$url LOCKSTEP_ADMIN_TOKEN=$(cat "$dir/admin-token")
+# The CLI reads the admin token from its file: a token in an exported variable would ride along in every job.
+export LOCKSTEP_SERVER=$url LOCKSTEP_ADMIN_TOKEN_FILE=$dir/admin-token
 say "lockstepd   $url (embedded PostgreSQL in $dir/lockstepd)"
 
 # --- a 4-node Slurm with the plugin
@@ -241,13 +242,15 @@ PY
 say ""
 say "dashboard:  $url/"
 # The shell environment to explore the demo with (README.md): the lockstep command on PATH, pointed at this
-# lockstepd and this Slurm, with the demo's admin token (the file is the user's alone, like the token's).
+# lockstepd and this Slurm, and at the file of the demo's admin token (mode 0600), never the token itself: jobs
+# submitted from that shell carry its environment.
 cat >"$dir/env" <<ENV
 # . $dir/env - the demo's lockstepd and Slurm for this shell, and the lockstep command on PATH (written by make demo)
 export PATH="$build/bin:\$PATH"
 export LOCKSTEP_SERVER=$url
 export SLURM_CONF=$SLURM_CONF
-export LOCKSTEP_ADMIN_TOKEN=$(cat "$dir/admin-token")
+export LOCKSTEP_ADMIN_TOKEN_FILE=$dir/admin-token
+unset LOCKSTEP_ADMIN_TOKEN
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
 ENV
 chmod 600 "$dir/env"

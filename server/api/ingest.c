@@ -8,6 +8,7 @@
 
 #include "server/api/run_ref.h"
 #include "server/compare/compare.h"
+#include "common/json/msecret.h"
 #include "common/text.h"
 #include "common/wire.h"
 #include "server/core/limits.h"
@@ -219,6 +220,7 @@ static enum MHD_Result ingest_manifest(http_req *req, char **args)
         return MHD_YES;
     enum MHD_Result res = MHD_YES;
     if (rank >= 0) {
+        msecret_scrub(o); /* an older agent's secret-named variables are not kept */
         char *text = json_dumps(o, JSON_COMPACT);
         srv_error e;
         if (!text)

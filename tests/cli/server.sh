@@ -9,6 +9,9 @@ ls=$build/bin/lockstep
 toy=$build/examples/toy_train
 tmp=$(mktemp -d /tmp/ls-cli-srv-XXXXXX)
 chmod 755 "$tmp" # the embedded PostgreSQL runs as postgres when we are root
+# No admin token from this machine's own ~/.config/lockstep: each test says where its token comes from.
+export HOME=$tmp/home-none
+unset XDG_CONFIG_HOME LOCKSTEP_ADMIN_TOKEN LOCKSTEP_ADMIN_TOKEN_FILE
 pid=
 cleanup() {
   if [ -n "$pid" ]; then
@@ -38,6 +41,7 @@ exits() {
 
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/secret"
 echo "admin-$$-$RANDOM" >"$tmp/admin"
+chmod 600 "$tmp/admin"
 # started from $tmp with a relative --state-dir, as a user would type it (the embedded cluster resolves it)
 (cd "$tmp" && exec "$build/bin/lockstepd" --listen 127.0.0.1:0 --port-file "$tmp/port" --state-dir state \
   --secret "$tmp/secret" --admin-token "$tmp/admin" --web-dir "$tmp" >"$tmp/lockstepd.log" 2>&1) &
@@ -161,6 +165,46 @@ t_token() { # the server mints for admins only, and agrees with the local comput
     exits 4 "$ls" token 777 --token wrong && grep -q 'HTTP 403' "$tmp/err" &&
     exits 2 "$ls" token 12x --secret "$tmp/secret"
 }
+t_admin_token_file() { # the admin token from a private file: ~/.config/lockstep/admin-token, --token-file, or
+  # LOCKSTEP_ADMIN_TOKEN_FILE; a file others can read is refused, with what to do
+  local want h=$tmp/tokhome f=$tmp/tokhome/.config/lockstep/admin-token
+  want=$("$ls" token 777 --secret "$tmp/secret") || return 1
+  mkdir -p "$h/.config/lockstep" && cp "$tmp/admin" "$f" && chmod 600 "$f" || return 1
+  [ "$(HOME=$h "$ls" token 777)" = "$want" ] || { echo "the default file was not used"; return 1; }
+  [ "$(HOME=/nonexistent XDG_CONFIG_HOME=$h/.config "$ls" token 777)" = "$want" ] || return 1
+  HOME=$h exits 4 "$ls" token 777 --token wrong && grep -q 'HTTP 403' "$tmp/err" || return 1 # a flag comes first
+  chmod 640 "$f"
+  HOME=$h exits 2 "$ls" token 777 && grep -q "refusing the admin token file $f (the default)" "$tmp/err" &&
+    grep -q 'its mode 0640 lets its group read or write it' "$tmp/err" && grep -q 'chmod 600' "$tmp/err" || return 1
+  HOME=$h exits 2 "$ls" runs || return 1 # refused whatever the command: the file must be fixed
+  chmod 600 "$f" && chown nobody "$f" || return 1
+  HOME=$h exits 2 "$ls" token 777 && grep -q 'not to you' "$tmp/err" || return 1
+  chown "$(id -u)" "$f"
+  # an explicit file: closed to other users, or refused
+  cp "$tmp/admin" "$tmp/admin-open" && chmod 644 "$tmp/admin-open" || return 1
+  exits 2 "$ls" token 777 --token-file "$tmp/admin-open" && grep -q 'lets every user read' "$tmp/err" || return 1
+  LOCKSTEP_ADMIN_TOKEN_FILE=$tmp/admin-open exits 2 "$ls" token 777 && grep -q 'LOCKSTEP_ADMIN_TOKEN_FILE' "$tmp/err" ||
+    return 1
+  chmod 640 "$tmp/admin-open"
+  [ "$("$ls" token 777 --token-file "$tmp/admin-open")" = "$want" ] || return 1
+  [ "$(LOCKSTEP_ADMIN_TOKEN_FILE=$tmp/admin "$ls" token 777)" = "$want" ] || return 1
+  exits 2 "$ls" token 777 --token-file "$tmp/no-such-file" && grep -q 'cannot read the admin token file' "$tmp/err" ||
+    return 1
+  # the variable still works (older scripts)
+  [ "$(LOCKSTEP_ADMIN_TOKEN=$(cat "$tmp/admin") "$ls" token 777)" = "$want" ]
+}
+t_manifest_scrubbed() { # a manifest from an agent that predates the rule: lockstepd keeps no secret-named variable
+  local id tok; id=$(runid 501); tok=$("$ls" token 501 --secret "$tmp/secret")
+  curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
+    --data '{"rank":1,"env":{"LOCKSTEP_ADMIN_TOKEN":"adm1n-leak","HF_TOKEN":"hf-leak","NCCL_ALGO":"Ring"},
+             "files":[{"env":"NCCL_KEY_FILE","path":"/k","xxh3":"0"}]}' "$S/api/v1/runs/$id/manifest" | grep -q 200 ||
+    return 1
+  curl -s "$S/api/v1/runs/$id" >"$tmp/run.json" && ! grep -q 'adm1n-leak\|hf-leak\|NCCL_KEY_FILE' "$tmp/run.json" &&
+    python3 -c '
+import json, sys
+m = [x["manifest"] for x in json.load(open(sys.argv[1]))["manifests"] if x["rank"] == 1][0]
+assert m["env"] == {"NCCL_ALGO": "Ring"} and m["files"] == [], m' "$tmp/run.json"
+}
 t_job_token_enforced() { # a run of job 501 refuses records under job 502's token
   local id; id=$(runid 501)
   curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $("$ls" token 502 --secret "$tmp/secret")" \
@@ -225,7 +269,7 @@ t_config_file() {
 }
 
 for t in t_runs_table t_runs_filter t_runs_empty t_run_detail t_run_unknown t_twins_match t_twins_diverged \
-         t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_job_token_enforced t_late_joiner t_series t_checkpoint t_narrow_refusals t_twins_replay_fields t_unreachable t_no_server t_config_file; do
+         t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_admin_token_file t_job_token_enforced t_late_joiner t_series t_checkpoint t_narrow_refusals t_twins_replay_fields t_unreachable t_no_server t_config_file t_manifest_scrubbed; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"

@@ -7,6 +7,9 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d /tmp/ls-demo-XXXXXX)
 chmod 755 "$tmp"
 trap '"$src/deploy/demo/stop.sh" "$tmp/demo" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+# No admin token from this machine's own shell or ~/.config/lockstep: the checks say where theirs comes from.
+export HOME=$tmp/home
+unset XDG_CONFIG_HOME LOCKSTEP_ADMIN_TOKEN LOCKSTEP_ADMIN_TOKEN_FILE
 pass=0; fail=0
 case $build in */san) export ASAN_OPTIONS=detect_leaks=0 ;; esac
 
@@ -45,13 +48,32 @@ if [ -f "$tmp/demo/port" ]; then
     else fail=$((fail+1)); echo "FAIL $name (exit $got, wanted $want; /$pat/)"; sed 's/^/     /' "$tmp/o" | tail -15; fi
   }
   # README.md's commands as written, after `. build/demo/env`: lockstep by PATH, the server from the env file.
-  envrun() { env -u LOCKSTEP_SERVER -u SLURM_CONF -u LOCKSTEP_ADMIN_TOKEN bash -c '. "$0/env" && cd / && eval "$1"' "$tmp/demo" "$1"; }
+  envrun() { env -u LOCKSTEP_SERVER -u SLURM_CONF bash -c '. "$0/env" && cd / && eval "$1"' "$tmp/demo" "$1"; }
   sub "the env file: lockstep twins demo-faulty" 1 '^replay verdict: persistent-hardware on n3' envrun "lockstep twins demo-faulty"
   sub "the env file: lockstep twins" 0 'demo-faulty' envrun "lockstep twins"
   sub "the env file: lockstep narrow demo-faulty --show" 0 '^verdict: persistent-hardware, node n3' envrun "lockstep narrow demo-faulty --show"
   sub "the env file: lockstep nodes" 0 '^n3 +suspect ' envrun "lockstep nodes"
   sub "the env file: lockstep node n3" 0 'involvement +demo-faulty' envrun "lockstep node n3"
   sub "the env file: lockstep compare" 1 'beyond-noise' envrun "lockstep compare demo-exp demo-exp.change --noise demo-exp.noise"
+  # The env file points the CLI at the token's file, never at the token: jobs submitted from that shell carry its
+  # environment. Admin commands still work from it.
+  adm=$(cat "$tmp/demo/admin-token")
+  sub "the env file holds no admin token, and exports none" 0 '^none$' \
+    envrun "! grep -qF '$adm' '$tmp/demo/env' && ! env | grep -q '^LOCKSTEP_ADMIN_TOKEN=' && echo none"
+  sub "the env file: an admin command (lockstep node n3 note)" 0 '^n3: suspect' \
+    envrun "lockstep node n3 note 'looked at from the env file'"
+  sub "the env file: lockstep narrow reaches lockstepd as admin" 2 'nothing to narrow' envrun "lockstep narrow demo-match"
+  # No manifest of the demo's jobs (submitted from a shell set up like the env file) holds the admin token.
+  sub "no run's manifest holds the admin token" 0 '^checked [1-9][0-9]* runs$' python3 - "$LOCKSTEP_SERVER" "$adm" <<'PY'
+import json, sys, urllib.request
+base, adm = sys.argv[1], sys.argv[2]
+runs = json.load(urllib.request.urlopen(base + "/api/v1/runs?limit=1000", timeout=10))["items"]
+for r in runs:
+    body = urllib.request.urlopen(base + "/api/v1/runs/" + r["run_id"], timeout=10).read().decode()
+    if adm in body or not json.loads(body)["manifests"]:
+        sys.exit("run %s: %s" % (r["run_id"], "holds the admin token" if adm in body else "has no manifest"))
+print("checked %d runs" % len(runs))
+PY
   # The demo narrowed its groups; the verdict, the placements and the record are kept, with history.
   sub "narrow --show: the verdict on demo-faulty names n3" 0 '^verdict: persistent-hardware, node n3' \
     "$ls" narrow demo-faulty --show

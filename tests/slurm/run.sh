@@ -366,6 +366,37 @@ t_exits_reported() { # ranks on both nodes: the first node's slurmstepd register
     [ "$(json 'd["job_id"] + " " + d["status"]' <"$tmp/out")" = "$jid failed" ]
 }
 
+t_secrets_stay() { # the operator's admin token in the submitting shell: no task sees it, no manifest publishes it;
+  # a secret-named variable that can change results is there as its digest under the user's key
+  local adm="adm1n-t0ken-$$-$RANDOM" ib="ib-t0ken-$$-$RANDOM" rid
+  LOCKSTEP_ADMIN_TOKEN=$adm NCCL_IB_TOKEN=$ib mjob -N2 -n2 --lockstep=fp --lockstep-twin=secrets || return 1
+  rid=$(envof 0 LOCKSTEP_RUN_ID)
+  [ -n "$rid" ] || { echo "no run id" >>"$tmp/err"; return 1; }
+  for r in 0 1; do
+    absent $r LOCKSTEP_ADMIN_TOKEN && want $r NCCL_IB_TOKEN "$ib" || return 1
+    [ "$(envof $r LOCKSTEP_DIGEST_KEY | wc -c)" = 65 ] || { echo "rank $r: no digest key" >>"$tmp/err"; return 1; }
+  done
+  for _ in $(seq 1 100); do
+    api "http://127.0.0.1:$lsd_port/api/v1/runs/$rid" >"$tmp/out" || return 1
+    [ "$(json 'len(d["manifests"])' <"$tmp/out")" = 2 ] && break
+    sleep 0.1
+  done
+  ! grep -qF "$adm" "$tmp/out" && ! grep -qF "$ib" "$tmp/out" &&
+    ! grep -qF "$(envof 0 LOCKSTEP_DIGEST_KEY)" "$tmp/out" || { echo "a secret is in GET /runs/$rid" >>"$tmp/err"; return 1; }
+  # the digest is HMAC-SHA256 under HMAC(HMAC(secret, label), user) over the name, a NUL and the value
+  python3 - "$tmp/secret" "$ib" "$tmp/out" 2>>"$tmp/err" <<'PY'
+import hashlib, hmac, json, sys
+secret = open(sys.argv[1], "rb").read().rstrip(b"\r\n")
+derived = hmac.new(secret, b"\nlockstep env digest v1\n", hashlib.sha256).digest()
+key = bytes.fromhex(hmac.new(derived, b"root", hashlib.sha256).hexdigest())
+kid = hmac.new(key, b"\nlockstep env digest key id v1\n", hashlib.sha256).hexdigest()[:16]
+want = "hmac-sha256:%s:%s" % (kid, hmac.new(key, b"NCCL_IB_TOKEN\0" + sys.argv[2].encode(), hashlib.sha256).hexdigest())
+ms = json.load(open(sys.argv[3]))["manifests"]
+got = [m["manifest"]["env"].get(k) for m in ms for k in ("NCCL_IB_TOKEN", "LOCKSTEP_ADMIN_TOKEN", "LOCKSTEP_DIGEST_KEY")]
+sys.exit(0 if got == [want, None, None] * 2 else "digests: %s, want %s" % (got, want))
+PY
+}
+
 t_token_scope() { # a job's token cannot write into another job's run
   [ -s "$tmp/jobA" ] || return 1
   read -r ja ta runa <"$tmp/jobA"
@@ -625,6 +656,7 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
     check "two det MPI runs: one twin group, right jobs/nodes/ranks, they match" t_twins_mpi
     check "task exits on every node are reported" t_exits_reported
     check "a job's token cannot write into another job's run" t_token_scope
+    check "the admin token reaches no task nor manifest; a secret is its digest under the user's key" t_secrets_stay
     check "a requeued job: each attempt its own run (steps 0 and 0.r1), both whole" t_requeue
     if [ -x "$apps/heat" ] && [ -x "$apps/solver" ] && [ -f "$tmp/lib/liblockstep_mpi.so" ]; then
       plugstack "$(mpi_args)"

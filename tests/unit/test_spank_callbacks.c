@@ -701,6 +701,78 @@ static void case_remote_batch_step(void)
     CHECK(F.env[0] == NULL);
 }
 
+/* The operator's admin token, passed on by sbatch and srun from the submitting shell, reaches no task of any
+ * step: under lockstep or not, the batch shell, the extern step. */
+static void admin_token_removed(const char *mode, uint32_t step_id, int with_args)
+{
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    F.step_id = step_id;
+    env_put("LOCKSTEP_ADMIN_TOKEN=adm1n-t0ken");
+    env_put("LD_PRELOAD=/u.so");
+    if (mode)
+        user_gives("lockstep", mode);
+    CHECK(init_and_options(with_args ? n_remote_args : 0, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, with_args ? n_remote_args : 0, remote_args) == 0);
+    CHECK(env_get("LOCKSTEP_ADMIN_TOKEN") == NULL);
+    CHECK(!strncmp(env_get("LD_PRELOAD"), "/u.so", 5)); /* nothing else of the user's is taken away */
+    for (int i = 0; F.env[i]; i++)
+        CHECK(!strstr(F.env[i], "adm1n-t0ken"));
+}
+
+static void case_remote_admin_token(void)
+{
+    admin_token_removed("det", 0, 1);
+    admin_token_removed("fp", 0, 1);
+    admin_token_removed("off", 0, 1);
+    admin_token_removed(NULL, 0, 1);        /* a job that asks for nothing */
+    admin_token_removed(NULL, 0, 0);        /* a plugin with no configuration */
+    admin_token_removed("det", 0xfffffffbu, 1); /* the batch shell */
+    admin_token_removed("det", 0xfffffffcu, 1); /* the extern step */
+}
+
+/* The user's digest key for the manifest's secret-named variables: from the site secret, the same for every job of
+ * the user; the site's secret_vars= go ahead of the job's own LOCKSTEP_SECRET_VARS. */
+static void case_remote_digest_key(void)
+{
+    char want[TOKEN_HEX_LEN + 1];
+    static char *args[8];
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    for (int i = 0; i < n_remote_args; i++)
+        args[i] = remote_args[i];
+    args[n_remote_args] = "secret_vars=SITE_*,NCCL_IB_PKEY";
+    env_put("LOCKSTEP_SECRET_VARS=MY_LICENSE");
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(n_remote_args + 1, args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args + 1, args) == 0);
+    CHECK(token_compute_env_key("s3cret", 6, "root", want) == 0);
+    CHECK(env_get("LOCKSTEP_DIGEST_KEY") && !strcmp(env_get("LOCKSTEP_DIGEST_KEY"), want));
+    CHECK(!strcmp(env_get("LOCKSTEP_SECRET_VARS"), "SITE_*,NCCL_IB_PKEY,MY_LICENSE"));
+    /* the job's own list alone when the site has none; no key without a secret */
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    args[0] = remote_args[0];
+    args[1] = "server=http://127.0.0.1:1";
+    env_put("LOCKSTEP_SECRET_VARS=MY_LICENSE");
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(2, args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, 2, args) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_MODE"), "fp"));
+    CHECK(env_get("LOCKSTEP_DIGEST_KEY") == NULL);
+    CHECK(!strcmp(env_get("LOCKSTEP_SECRET_VARS"), "MY_LICENSE"));
+    /* a bad secret_vars= is logged, and the step runs */
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    args[0] = remote_args[0];
+    args[1] = "secret_vars=[x";
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(2, args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, 2, args) == 0);
+    CHECK(strstr(F.log, "invalid plugstack argument 'secret_vars=[x'"));
+    CHECK(!strcmp(env_get("LOCKSTEP_MODE"), "fp") && env_get("LOCKSTEP_SECRET_VARS") == NULL);
+}
+
 /* A requeued job (SLURM_RESTART_COUNT) keeps its job id and numbers its steps again: the step key carries the
  * attempt, so the agent and lockstepd never mix it up with the previous attempt's run. */
 static void step_with_restarts(const char *restarts, const char *want_step)
@@ -891,6 +963,8 @@ static void test_remote_ignore(void **s)
     in_child(case_resume_env);
 }
 static void test_remote_secret_unreadable(void **s) { (void)s; in_child(case_remote_secret_unreadable); }
+static void test_remote_admin_token(void **s) { (void)s; in_child(case_remote_admin_token); }
+static void test_remote_digest_key(void **s) { (void)s; in_child(case_remote_digest_key); }
 
 static int setup(void **state)
 {
@@ -942,6 +1016,8 @@ int main(void)
         cmocka_unit_test(test_remote_agent_missing),
         cmocka_unit_test(test_remote_ignore),
         cmocka_unit_test(test_remote_secret_unreadable),
+        cmocka_unit_test(test_remote_admin_token),
+        cmocka_unit_test(test_remote_digest_key),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
