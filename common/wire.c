@@ -106,6 +106,21 @@ int wire_resume_check(const char *tpl, char *why, size_t cap)
     return 0;
 }
 
+int wire_ckpt_path_check(const char *path, char *why, size_t cap)
+{
+    size_t n = strlen(path);
+    if (n > WIRE_CKPT_PATH_MAX)
+        snprintf(why, cap, "the checkpoint's path is %zu bytes; it may be at most %d", n, WIRE_CKPT_PATH_MAX);
+    else if (!text_line_valid(path, n))
+        snprintf(why, cap,
+                 "the checkpoint's path holds a control character (a newline, a tab, ...) or bytes that are not UTF-8");
+    else if (path[0] == '-')
+        snprintf(why, cap, "the checkpoint's path begins with '-': a program would read it as an option");
+    else
+        return 0;
+    return -1;
+}
+
 char *wire_attest_body(const wire_attest *a)
 {
     jw w;

@@ -43,7 +43,9 @@ char *wire_run_body(const wire_run *r);
  * (each counted with its NUL). Its words are passed as they are, never parsed: any UTF-8 text (server/core/limits.h
  * uses these). */
 #define WIRE_ARGV_WORDS 1024
+#define WIRE_ARGV_WORDS_TEXT "1024"
 #define WIRE_ARGV_MAX 16384
+#define WIRE_ARGV_MAX_TEXT "16384"
 
 /* wire_argv_valid - 1 when argv[0..argc) is an argument vector lockstepd takes: 1 to WIRE_ARGV_WORDS words, the
  * first not empty, each UTF-8, WIRE_ARGV_MAX bytes in all; else 0. */
@@ -59,6 +61,15 @@ int wire_argv_valid(char *const *argv, int argc);
  * common/words.h splits into 1 to WIRE_RESUME_WORDS words (its quotes end). Returns 0, or -1 with the reason in
  * `why`. lockstepd splits it into words, then fills the placeholders in inside each word (server/fleet/narrow.c). */
 int wire_resume_check(const char *tpl, char *why, size_t cap);
+/* WIRE_CKPT_PATH_MAX - the most bytes of a declared checkpoint's path (POST /api/v1/runs/{id}/checkpoints). */
+#define WIRE_CKPT_PATH_MAX 4096
+
+/* wire_ckpt_path_check - whether `path` is a checkpoint path lockstepd takes (ls_checkpoint, its declarations):
+ * at most WIRE_CKPT_PATH_MAX bytes of UTF-8 without a control character, not beginning with '-' (a program would
+ * read it as an option where a replay's resume template puts it). "" is no path, and fine. Returns 0, or -1 with
+ * the reason in `why`. */
+int wire_ckpt_path_check(const char *path, char *why, size_t cap);
+
 /* What slurmstepd attests of one job step on one node (POST /api/v1/attest; docs/server.md). */
 typedef struct wire_attest {
     const char *job_id, *step_id; /* the step, as registered */
