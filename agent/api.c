@@ -690,7 +690,7 @@ int ls_checkpoint(int64_t step, const char *path)
     }
     /* lockstepd would refuse it (and a replay could not use it): say so here, not in a refusal no one reads */
     if (path && wire_ckpt_path_check(path, why, sizeof(why)) < 0) {
-        agent_set_error("ls_checkpoint: %s; the checkpoint of step %lld is not declared", why, (long long)step);
+        agent_set_error("ls_checkpoint: %s", why);
         agent_warn_once(&warned_ckpt_path, "%s; checkpoints with such a path are not declared, and a replay cannot "
                                            "resume from them (name them by a path without one)", why);
         return -1;

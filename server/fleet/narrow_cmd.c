@@ -149,13 +149,14 @@ int narrow_cmd_make(const char *run_key, const char *argv_json, const char *comm
         }
         PQclear(ck);
     }
-    if (!out->resume_step[0]) {
+    if (!out->resume_step[0]) { /* the whole run: its own words, and the reason the template was not used */
         char how[sizeof(out->how)];
         snprintf(how, sizeof(how), "%s", out->how);
+        out->how[0] = 0;
         run_words(argv_json, command, out);
         size_t l = strlen(how);
         snprintf(how + l, sizeof(how) - l, "%s", out->how);
-        snprintf(out->how, sizeof(out->how), "%s", how);
+        memcpy(out->how, how, sizeof(how));
     }
     /* The words as one line for people: what sh would run, on one line. */
     size_t n = json_array_size(out->argv);
