@@ -330,8 +330,7 @@ int cmd_narrow(int argc, char **argv)
         char why[1200];
         if (i >= MAX_PLACEMENTS)
             break;
-        if (strcmp(jstr(p, "outcome", "pending"), "pending")) {
-            fprintf(say_to, "  #%zu %s: %s\n", i, jstr(p, "outcome", "?"), jstr(p, "detail", ""));
+        if (strcmp(jstr(p, "outcome", "pending"), "pending")) { /* announced with the outcomes below */
             reported[i] = 1;
             continue;
         }
