@@ -51,7 +51,9 @@ static int take_lock(spool *s, int *busy, char *why, size_t cap)
     s->lock_fd = open_file(s, "lock", O_RDWR | O_CREAT);
     if (s->lock_fd < 0) {
         snprintf(why, cap, "cannot open spool lock %s/lock: %s", s->dir,
-                 errno == ELOOP ? "it is a link" : errno == EINVAL ? "not a regular file" : strerror(errno));
+                 errno == ELOOP    ? "it is a link"
+                 : errno == EINVAL ? "not a regular file"
+                                   : strerror(errno));
         spool_close(s);
         return -1;
     }
@@ -112,8 +114,9 @@ int spool_open_dir(spool *s, const char *dir, int force, int *busy, char *why, s
         return -1;
     struct stat st;
     if (s->owned && (fstat(s->dir_fd, &st) < 0 || st.st_uid != geteuid())) {
-        snprintf(why, cap, "spool %s belongs to uid %u, not to you: its files and the run it names are another "
-                           "user's (replay it as that user, or with --force)",
+        snprintf(why, cap,
+                 "spool %s belongs to uid %u, not to you: its files and the run it names are another "
+                 "user's (replay it as that user, or with --force)",
                  s->dir, (unsigned)st.st_uid);
         spool_close(s);
         return -1;
@@ -189,7 +192,7 @@ int spool_get(const spool *s, const char *name, unsigned char **buf, size_t *len
         if (errno == ENOENT)
             return 0;
         snprintf(why, cap, "cannot open spool file %s: %s", path,
-                 errno == ELOOP   ? "it is a link"
+                 errno == ELOOP    ? "it is a link"
                  : errno == EINVAL ? "not a regular file"
                  : errno == EPERM  ? "it belongs to another user"
                                    : strerror(errno));
@@ -241,8 +244,7 @@ int spool_rename(const spool *s, const char *from, const char *to)
 long long spool_size(const spool *s, const char *name)
 {
     struct stat st;
-    return fstatat(s->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size
-                                                                                          : -1;
+    return fstatat(s->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
 }
 
 DIR *spool_list(const spool *s)

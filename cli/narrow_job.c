@@ -100,8 +100,8 @@ static int user_of(json_t *p, replay_user *u, char *why, size_t cap)
     if (pw.pw_uid != me && me != 0) {
         snprintf(why, cap,
                  "the replay runs as %.200s, the owner of the run it replays, and lockstep narrow runs as uid %u: run "
-                 "it as %.200s, or as root",
-                 name, (unsigned)me, name);
+                 "it as %.200s%s",
+                 name, (unsigned)me, name, pw.pw_uid ? ", or as root" : "");
         return -1;
     }
     snprintf(u->name, sizeof(u->name), "%s", pw.pw_name);

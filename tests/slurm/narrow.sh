@@ -354,6 +354,21 @@ PROG
   [ "$(stat -c %U "$tmp/replays/uid-$(id -u "$hostile_owner")")" = "$hostile_owner" ]
 }
 
+# --- narrowed by a user who owns none of the runs: nothing is submitted, and each placement says why
+t_other_user() {
+  local o=$tmp/other
+  mkdir -p "$o" && cp "$tmp/admin" "$o/admin" && chown -R "$hostile_owner" "$o" || return 1
+  (cd "$o" && runuser -u "$hostile_owner" -- env SLURM_CONF="$SLURM_CONF" LOCKSTEP_SERVER="$LOCKSTEP_SERVER" \
+    ${user_preload:+LD_PRELOAD=$user_preload} timeout 300 "$cli" narrow nondet --token-file "$o/admin" --json \
+    --timeout 60 --output "$o/out") >"$tmp/other.json" 2>>"$tmp/err"
+  local rc=$?
+  [ "$rc" -le 1 ] || { echo "exit $rc, wanted a verdict (0 or 1)" >>"$tmp/err"; return 1; }
+  field other "[(p['outcome'], p['job_id']) for p in d['placements']]" >>"$tmp/err"
+  [ "$(field other "all(p['outcome'] == 'not-run' and p['job_id'] is None and
+        'the replay runs as root, the owner of the run it replays, and lockstep narrow runs as uid' in p['detail']
+        for p in d['placements'])")" = True ]
+}
+
 t_refusals() {
   "$cli" narrow gpu --json >"$tmp/out" 2>&1; [ $? = 4 ] && grep -q 'admin token' "$tmp/out" || return 1
   submit lone n1 >/dev/null && wait_for 240 queue_empty || return 1 # a lone run: pending, nothing to narrow
@@ -369,6 +384,7 @@ check "a two-run group: replays on free nodes break the tie, persistent-hardware
 check "not enough free nodes (n2, n4 drained): inconclusive, and the reason says so" t_not_enough_nodes
 check "a resume template and declared checkpoints: replays start at the checkpoint before the window" t_resume
 check "a job's hostile words and checkpoint path: only its program runs, with its words, as its owner" t_hostile
+check "narrowed by a user who owns none of the runs: nothing submitted, each placement says why" t_other_user
 check "narrow needs the admin token; refuses a group that did not diverge" t_refusals
 t_clean_stop() {
   kill -TERM "$srv_pid"; wait "$srv_pid"; local rc=$?; srv_pid=
