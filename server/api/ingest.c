@@ -162,7 +162,7 @@ static int check_run_fields(http_req *req, json_t *o, int job_only)
         bad_field(req, "ranks", what, 0);
         return -1;
     }
-    if (check_resume_argv(req, o) < 0)
+    if (!job_only && check_resume_argv(req, o) < 0)
         return -1;
     json_t *start = json_object_get(o, "start_step");
     if (!start)
