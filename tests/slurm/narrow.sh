@@ -303,19 +303,26 @@ t_hostile() {
   "$src/deploy/slurm/node-env.sh" "$run" n3 LOCKSTEP_FAULT=node=n3,step=6,bit=12 || return 1
   local h=$tmp/hostile g f bad=0
   mkdir -p "$h" && chmod 1777 "$h" || return 1
-  # the program: the trainer, given the arguments that are its options (the job's other words are only words)
+  # the program: the trainer, given the arguments that are its options (the job's other words are only words);
+  # with --declare-path its rank 0 first declares a checkpoint whose path holds a newline and a command
   cat >"$h/prog.sh" <<PROG
 #!/bin/bash
 args=()
-for a in "\$@"; do case \$a in '\$('* | ';'*) ;; *) args+=("\$a") ;; esac; done
+for a in "\$@"; do
+  case \$a in
+  '\$('* | ';'*) ;;
+  --declare-path) [ "\${SLURM_PROCID:-0}" != 0 ] || "$cli" checkpoint 4 \$'$h/ck/step-4\\ntouch $h/owned3 #' ;;
+  *) args+=("\$a") ;;
+  esac
+done
 exec "$train" --quiet "\${args[@]}"
 PROG
   printf '#!/bin/bash\nexec srun --mpi=pmix "$@"\n' >"$h/job.sh"
   chmod 755 "$h/prog.sh" "$h/job.sh"
-  # words that would run commands in a shell; a checkpoint directory whose name holds a newline and a command
+  # words that would run commands in a shell; a checkpoint declared with a path that holds a newline and a command
   hostile_runs words "$h" "\$(touch $h/owned1)" "; touch $h/owned2 #" || return 1
   hostile_runs path "$h" "--lockstep-resume=$train --quiet --steps {stop} --hidden 16 --batch 16 --resume {path}" -- \
-    --checkpoint-every 4 --checkpoint-dir $'ck\ntouch '"$h"$'/owned3 #' || return 1
+    --declare-path || return 1
   wait_for 300 queue_empty || return 1
   for g in words path; do
     wait_for 60 status_is "$g" diverged || { get "/twins/$g" >>"$tmp/err"; return 1; }
@@ -330,13 +337,13 @@ PROG
     [ ! -e "$h/$f" ] || { echo "$f was created: a shell read a job's text" >>"$tmp/err"; bad=1; }
   done
   [ "$bad" = 0 ] && [ "$rc" = 0 ] || return 1
-  # the runs registered their words as words; the checkpoints' paths (a newline) were never declared
+  # the runs registered their words as words; the checkpoint's path (a newline) was refused
   local id; id=$(get /twins/words | json "d['runs'][0]['run_id']")
   get "/runs/$id" | json "d['argv']" >>"$tmp/err"
   [ "$(get "/runs/$id" | json "d['argv'][1:3]")" = "['\$(touch $h/owned1)', '; touch $h/owned2 #']" ] || return 1
   [ "$(get "/runs/$(get /twins/path | json "d['runs'][0]['run_id']")/checkpoints" | json "len(d['items'])")" = 0 ] ||
     return 1
-  grep -q 'is not declared: ls_checkpoint: the checkpoint.s path holds a control character' "$h"/*.out || return 1
+  grep -q 'bad checkpoint path' "$h"/*.out || return 1
   [ "$(field path "[p['why'].count('(the whole run: no checkpoint with a path declared') for p in d['placements']]")" = \
     "[1, 1, 1, 1]" ] || return 1
   # the verdicts, from replays that ran the program with their run's very words, as its owner (slurmstepd's word)
