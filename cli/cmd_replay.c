@@ -18,10 +18,14 @@ int cmd_replay(int argc, char **argv)
      * command finds them (client_conf_load), never what a spool names. */
     char *rest[64];
     int nrest = 0;
+    if (argc >= 64) {
+        cli_error("too many arguments", NULL, usage);
+        return CLI_BAD_INPUT;
+    }
     for (int i = 0; i < argc; i++) {
         if (i > 0 && !strcmp(argv[i], "--token") && i + 1 < argc)
             o.token = argv[++i];
-        else if (nrest < 63)
+        else
             rest[nrest++] = argv[i];
     }
     rest[nrest] = NULL;
