@@ -19,6 +19,7 @@
 #include "common/record.h"
 #include "common/site.h"
 #include "common/tracespec.h"
+#include "common/wire.h"
 
 /* ST_FORKED: a fork()ed child's copy; it records nothing (its numbering
  * would collide with the parent's) until ls_shutdown and ls_init. */
@@ -50,7 +51,7 @@ static struct agent {
     occ_table state_occ;  /* occurrences within the open block */
 } A;
 
-static int warned_write, warned_forked, warned_autostart;
+static int warned_write, warned_forked, warned_autostart, warned_ckpt_path;
 
 static int64_t now_ns(void)
 {
@@ -685,6 +686,13 @@ int ls_checkpoint(int64_t step, const char *path)
     char why[300];
     if (step < 0) {
         agent_set_error("ls_checkpoint: step %lld is negative", (long long)step);
+        return -1;
+    }
+    /* lockstepd would refuse it (and a replay could not use it): say so here, not in a refusal no one reads */
+    if (path && wire_ckpt_path_check(path, why, sizeof(why)) < 0) {
+        agent_set_error("ls_checkpoint: %s", why);
+        agent_warn_once(&warned_ckpt_path, "%s; checkpoints with such a path are not declared, and a replay cannot "
+                                           "resume from them (name them by a path without one)", why);
         return -1;
     }
     pthread_mutex_lock(&mu);

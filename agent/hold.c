@@ -73,7 +73,7 @@ static int cmp_name(const void *a, const void *b)
 /* trim_disk - the held files hold more than disk_cap bytes: delete the oldest steps' until they fit. */
 static void trim_disk(hold_ring *h, const spool *sp)
 {
-    DIR *d = opendir(sp->dir);
+    DIR *d = spool_list(sp);
     if (!d)
         return;
     char **names = NULL;
@@ -99,10 +99,8 @@ static void trim_disk(hold_ring *h, const spool *sp)
     if (sizes) {
         qsort(names, n, sizeof(*names), cmp_name);
         for (size_t i = 0; i < n; i++) {
-            char path[4200];
-            struct stat st;
-            snprintf(path, sizeof(path), "%s/%s", sp->dir, names[i]);
-            sizes[i] = stat(path, &st) == 0 ? (size_t)st.st_size : 0;
+            long long size = spool_size(sp, names[i]);
+            sizes[i] = size > 0 ? (size_t)size : 0;
             total += sizes[i];
         }
         for (size_t i = 0; i < n && total > h->disk_cap; i++) {
@@ -264,7 +262,7 @@ long hold_spool_step(const spool *sp, int64_t step, hold_copy **out, char *why, 
 {
     unsigned long long key = step_key(step);
     *out = NULL;
-    DIR *d = opendir(sp->dir);
+    DIR *d = spool_list(sp);
     if (!d) {
         snprintf(why, cap, "cannot list spool %s", sp->dir);
         return -1;

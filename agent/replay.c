@@ -56,7 +56,7 @@ static void collect(const char *dir, int depth, dir_list *out)
             continue;
         snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
         struct stat st;
-        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode))
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) /* a link to a directory is not followed */
             collect(p, depth + 1, out);
     }
     closedir(d);
@@ -173,7 +173,7 @@ static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
     char why[600], line[900];
     int busy = 0, rc = -1;
 
-    if (spool_open_dir(&sp, dir, &busy, why, sizeof(why)) < 0) {
+    if (spool_open_dir(&sp, dir, o->force, &busy, why, sizeof(why)) < 0) {
         say(o, dir, busy ? "in use by a running agent; skipped" : why);
         return busy ? 1 : -1;
     }
@@ -181,12 +181,12 @@ static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
         say(o, dir, why);
         goto out_close;
     }
-    if (o->server)
-        snprintf(m.server, sizeof(m.server), "%s", o->server);
+    /* The server and CA file are the replaying user's, never what the spool names; the token is the spool's own job's
+     * unless the user gives one. */
+    snprintf(m.server, sizeof(m.server), "%s", o->server);
+    snprintf(m.ca_file, sizeof(m.ca_file), "%s", o->ca_file ? o->ca_file : "");
     if (o->token)
         snprintf(m.token, sizeof(m.token), "%s", o->token);
-    if (o->ca_file)
-        snprintf(m.ca_file, sizeof(m.ca_file), "%s", o->ca_file);
     if (uplink_open(&up, &m, o->timeout_ms, why, sizeof(why)) < 0) {
         say(o, dir, why);
         goto out_close;
@@ -242,10 +242,9 @@ static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
             snprintf(line, sizeof(line), "batch %llu refused, kept as %s.rejected: %s",
                      (unsigned long long)seqs[i], name, up.last_error);
             say(o, dir, line);
-            char from[4200], to[4300];
-            snprintf(from, sizeof(from), "%s/%s", dir, name);
-            snprintf(to, sizeof(to), "%s/%s.rejected", dir, name);
-            rename(from, to);
+            char to[100];
+            snprintf(to, sizeof(to), "%s.rejected", name);
+            spool_rename(&sp, name, to);
             st->rejected++;
             continue;
         }
@@ -283,6 +282,11 @@ int replay_tree(const char *root, const replay_opts *o, replay_stats *st)
 {
     dir_list l = {0};
     memset(st, 0, sizeof(*st));
+    if (!o->server || !*o->server) {
+        if (o->log)
+            fprintf(o->log, "%s: no server given; a spool's own server is never used\n", root);
+        return -1;
+    }
     collect(root, 0, &l);
     /* rank-00000 sorts first within its run, so rank 0 registers before the others look */
     if (l.n)

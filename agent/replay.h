@@ -7,9 +7,10 @@
 #include <stdio.h>
 
 typedef struct replay_opts {
-    const char *server;  /* overrides the spooled server URL when not NULL */
-    const char *token;   /* overrides the spooled token when not NULL */
-    const char *ca_file; /* overrides the spooled CA file when not NULL */
+    const char *server;  /* where to send (required): the replaying user's server, never the one a spool names */
+    const char *token;   /* overrides the spooled token (its job's) when not NULL */
+    const char *ca_file; /* the CA file for https (NULL: the system's), never the one a spool names */
+    int force;           /* replay spools that belong to another user too */
     long timeout_ms;     /* per request */
     long wait_ms;        /* how long a rank other than 0 waits for rank 0's run to appear */
     FILE *log;           /* one line per rank directory, or NULL */
@@ -27,11 +28,13 @@ typedef struct replay_stats {
 int replay_steps_valid(const char *steps);
 
 /* replay_tree - find every rank spool under `root` (directories holding
- * spool.meta, at most three levels down, rank 0 of each run first) and send
- * each: resolve or register the run, post the manifest, the batches in order
+ * spool.meta, at most three levels down, no link followed, rank 0 of each
+ * run first) and send each to o->server: resolve or register the run, post
+ * the manifest, the batches in order
  * and the end, removing each file once the server has it and the directory
  * once it is empty (a directory keeping held records stays). With o->steps,
- * the held records of those steps are posted too (and kept). A directory locked by a live agent is skipped. Returns 0
+ * the held records of those steps are posted too (and kept). A directory locked by a live agent is skipped, and
+ * one of another user's is refused (agent/spool.h) unless o->force. Returns 0
  * when everything was sent, -1 when something is left (reasons on o->log);
  * counts in `st`. */
 int replay_tree(const char *root, const replay_opts *o, replay_stats *st);

@@ -429,9 +429,9 @@ void send_stop(int exit_code)
     if (S.spool_batches > 0)
         agent_warn_once(&S.warned_thread,
                         "lockstepd at %s did not take %ld batch(es) of rank %u (unreachable, or slower than the "
-                        "%.1f s exit bound); they wait in %s (send them with: lockstep replay %s)",
+                        "%.1f s exit bound); they wait in %s (send them with: lockstep replay --server %s %s)",
                         S.cfg.server, S.spool_batches, S.cfg.hdr.rank, S.cfg.flush_ms / 1000.0, S.sp.dir,
-                        S.cfg.spool_root);
+                        S.cfg.server, S.cfg.spool_root);
     if (S.n_dropped)
         agent_warn_once(&S.warned_drop, "%llu record(s) could not be streamed or spooled and are lost",
                         (unsigned long long)S.n_dropped);

@@ -8,20 +8,53 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
 
+/* open_file - file `name` of the spool with `flags`, never through a link, never blocking on a FIFO; -1 with errno
+ * when it cannot be opened or (EINVAL) is not a regular file, (EPERM) belongs to another user of an owned spool. */
+static int open_file(const spool *s, const char *name, int flags)
+{
+    int fd = openat(s->dir_fd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    struct stat st;
+    if (fd < 0)
+        return -1;
+    int e = fstat(fd, &st) < 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : s->owned && st.st_uid != geteuid() ? EPERM : 0;
+    if (e) {
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+/* open_dir - s->dir_fd for s->dir, not through a link; -1 with `why`. */
+static int open_dir(spool *s, char *why, size_t cap)
+{
+    s->dir_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (s->dir_fd < 0) {
+        snprintf(why, cap, "cannot open spool directory %s: %s", s->dir,
+                 errno == ELOOP || errno == ENOTDIR ? "it is a link or not a directory" : strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int take_lock(spool *s, int *busy, char *why, size_t cap)
 {
-    char path[4200];
     if (busy)
         *busy = 0;
-    snprintf(path, sizeof(path), "%s/lock", s->dir);
-    s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    s->lock_fd = open_file(s, "lock", O_RDWR | O_CREAT);
     if (s->lock_fd < 0) {
-        snprintf(why, cap, "cannot open spool lock %s: %s", path, strerror(errno));
+        snprintf(why, cap, "cannot open spool lock %s/lock: %s", s->dir,
+                 errno == ELOOP    ? "it is a link"
+                 : errno == EINVAL ? "not a regular file"
+                                   : strerror(errno));
+        spool_close(s);
         return -1;
     }
     if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
@@ -31,6 +64,7 @@ static int take_lock(spool *s, int *busy, char *why, size_t cap)
         if (e == EWOULDBLOCK && busy)
             *busy = 1;
         snprintf(why, cap, "spool %s is in use by another process", s->dir);
+        spool_close(s);
         return -1;
     }
     return 0;
@@ -38,7 +72,8 @@ static int take_lock(spool *s, int *busy, char *why, size_t cap)
 
 int spool_open(spool *s, const char *root, const char *key, unsigned rank, int *busy, char *why, size_t cap)
 {
-    s->lock_fd = -1;
+    s->lock_fd = s->dir_fd = -1;
+    s->owned = 0;
     int n = snprintf(s->dir, sizeof(s->dir), "%s/%s/rank-%05u", root, key, rank);
     if (n < 0 || (size_t)n >= sizeof(s->dir)) {
         snprintf(why, cap, "spool path under %s is too long", root);
@@ -48,18 +83,44 @@ int spool_open(spool *s, const char *root, const char *key, unsigned rank, int *
         snprintf(why, cap, "cannot create spool directory %s: %s", s->dir, strerror(errno));
         return -1;
     }
-    chmod(s->dir, 0700); /* it may hold the job's token */
+    if (open_dir(s, why, cap) < 0)
+        return -1;
+    struct stat st;
+    if (fstat(s->dir_fd, &st) < 0 || st.st_uid != geteuid()) { /* made by another user first: not for our token */
+        snprintf(why, cap, "spool directory %s belongs to uid %u, not to this process's user", s->dir,
+                 (unsigned)st.st_uid);
+        spool_close(s);
+        return -1;
+    }
+    fchmod(s->dir_fd, 0700); /* it may hold the job's token */
     return take_lock(s, busy, why, cap);
 }
 
-int spool_open_dir(spool *s, const char *dir, int *busy, char *why, size_t cap)
+int spool_open_dir(spool *s, const char *dir, int force, int *busy, char *why, size_t cap)
 {
-    s->lock_fd = -1;
+    s->lock_fd = s->dir_fd = -1;
+    s->owned = !force;
+    if (busy)
+        *busy = 0;
     if (strlen(dir) >= sizeof(s->dir)) {
         snprintf(why, cap, "spool path %s is too long", dir);
         return -1;
     }
     snprintf(s->dir, sizeof(s->dir), "%s", dir);
+    size_t n = strlen(s->dir);
+    while (n > 1 && s->dir[n - 1] == '/')
+        s->dir[--n] = 0; /* "dir/" would follow a link named dir */
+    if (open_dir(s, why, cap) < 0)
+        return -1;
+    struct stat st;
+    if (s->owned && (fstat(s->dir_fd, &st) < 0 || st.st_uid != geteuid())) {
+        snprintf(why, cap,
+                 "spool %s belongs to uid %u, not to you: its files and the run it names are another "
+                 "user's (replay it as that user, or with --force)",
+                 s->dir, (unsigned)st.st_uid);
+        spool_close(s);
+        return -1;
+    }
     return take_lock(s, busy, why, cap);
 }
 
@@ -67,31 +128,41 @@ void spool_close(spool *s)
 {
     if (s->lock_fd >= 0)
         close(s->lock_fd);
-    s->lock_fd = -1;
+    if (s->dir_fd >= 0)
+        close(s->dir_fd);
+    s->lock_fd = s->dir_fd = -1;
 }
 
 int spool_put(const spool *s, const char *name, const void *buf, size_t len, char *why, size_t cap)
 {
-    char tmp[4200], path[4200];
-    snprintf(path, sizeof(path), "%s/%s", s->dir, name);
-    snprintf(tmp, sizeof(tmp), "%s/.%s.%ld.tmp", s->dir, name, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    /* a new file under a name nobody can guess (mkstemp's rule, in the spool's own directory), renamed over `name` */
+    char tmp[128];
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
+        unsigned long long r = 0;
+        if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+            r = ((unsigned long long)getpid() << 32) ^ (unsigned long long)time(NULL) ^ (unsigned long long)attempt;
+        snprintf(tmp, sizeof(tmp), ".%.60s.%016llx.tmp", name, r);
+        fd = openat(s->dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
     if (fd < 0) {
-        snprintf(why, cap, "cannot create spool file %s: %s", tmp, strerror(errno));
+        snprintf(why, cap, "cannot create a spool file in %s: %s", s->dir, strerror(errno));
         return -1;
     }
     if (fs_write_all(fd, buf, len) < 0) {
-        snprintf(why, cap, "cannot write spool file %s: %s", tmp, strerror(errno));
+        snprintf(why, cap, "cannot write spool file %s/%s: %s", s->dir, tmp, strerror(errno));
         goto out_unlink;
     }
     if (close(fd) < 0) {
         fd = -1;
-        snprintf(why, cap, "cannot write spool file %s: %s", tmp, strerror(errno));
+        snprintf(why, cap, "cannot write spool file %s/%s: %s", s->dir, tmp, strerror(errno));
         goto out_unlink;
     }
     fd = -1;
-    if (rename(tmp, path) < 0) {
-        snprintf(why, cap, "cannot rename spool file to %s: %s", path, strerror(errno));
+    if (renameat(s->dir_fd, tmp, s->dir_fd, name) < 0) {
+        snprintf(why, cap, "cannot rename spool file to %s/%s: %s", s->dir, name, strerror(errno));
         goto out_unlink;
     }
     return 0;
@@ -99,7 +170,7 @@ int spool_put(const spool *s, const char *name, const void *buf, size_t len, cha
 out_unlink:
     if (fd >= 0)
         close(fd);
-    unlink(tmp);
+    unlinkat(s->dir_fd, tmp, 0);
     return -1;
 }
 
@@ -116,11 +187,15 @@ int spool_get(const spool *s, const char *name, unsigned char **buf, size_t *len
     snprintf(path, sizeof(path), "%s/%s", s->dir, name);
     *buf = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open_file(s, name, O_RDONLY);
     if (fd < 0) {
         if (errno == ENOENT)
             return 0;
-        snprintf(why, cap, "cannot open spool file %s: %s", path, strerror(errno));
+        snprintf(why, cap, "cannot open spool file %s: %s", path,
+                 errno == ELOOP    ? "it is a link"
+                 : errno == EINVAL ? "not a regular file"
+                 : errno == EPERM  ? "it belongs to another user"
+                                   : strerror(errno));
         return -1;
     }
     struct stat st;
@@ -158,9 +233,27 @@ out_close:
 
 int spool_remove(const spool *s, const char *name)
 {
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/%s", s->dir, name);
-    return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+    return unlinkat(s->dir_fd, name, 0) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int spool_rename(const spool *s, const char *from, const char *to)
+{
+    return renameat(s->dir_fd, from, s->dir_fd, to);
+}
+
+long long spool_size(const spool *s, const char *name)
+{
+    struct stat st;
+    return fstatat(s->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
+}
+
+DIR *spool_list(const spool *s)
+{
+    int fd = openat(s->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d && fd >= 0)
+        close(fd);
+    return d;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -172,7 +265,7 @@ static int cmp_u64(const void *a, const void *b)
 long spool_batches(const spool *s, uint64_t **seqs, char *why, size_t cap)
 {
     *seqs = NULL;
-    DIR *d = opendir(s->dir);
+    DIR *d = spool_list(s);
     if (!d) {
         snprintf(why, cap, "cannot list spool %s: %s", s->dir, strerror(errno));
         return -1;
@@ -276,17 +369,14 @@ int spool_is_empty(const spool *s)
     free(seqs);
     if (n != 0)
         return 0;
-    char path[4200];
-    snprintf(path, sizeof(path), "%s/" SPOOL_MANIFEST, s->dir);
-    if (access(path, F_OK) == 0)
-        return 0;
-    snprintf(path, sizeof(path), "%s/" SPOOL_END, s->dir);
-    return access(path, F_OK) != 0;
+    struct stat st;
+    return fstatat(s->dir_fd, SPOOL_MANIFEST, &st, AT_SYMLINK_NOFOLLOW) != 0 &&
+           fstatat(s->dir_fd, SPOOL_END, &st, AT_SYMLINK_NOFOLLOW) != 0;
 }
 
 int spool_has_held(const spool *s)
 {
-    DIR *d = opendir(s->dir);
+    DIR *d = spool_list(s);
     if (!d)
         return 0;
     struct dirent *e;

@@ -11,10 +11,16 @@
  *   end.json            the rank's end report, until the server has it
  *   lock                flock()ed by the process that owns the directory (a live agent or a replay)
  * Every file is written to a temporary name and renamed, so a crash never leaves half a file under its name.
+ *
+ * Every file is reached through the rank directory's descriptor, opened once without following a link: no name
+ * in it is ever followed as a link, only regular files are read, a temporary file is a new one (O_EXCL, a name
+ * nobody can guess). `lockstep replay` opens a spool another process prepared; it refuses one whose directory or
+ * files belong to another user unless forced (spool_open_dir).
  */
 #ifndef AGENT_SPOOL_H
 #define AGENT_SPOOL_H
 
+#include <dirent.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,7 +44,9 @@ typedef struct spool_meta {
 
 typedef struct spool {
     char dir[4096];
+    int dir_fd;  /* the rank directory, -1 when closed */
     int lock_fd; /* -1 when not locked */
+    int owned;   /* 1: every file read must belong to this process's user (spool_open_dir without force) */
 } spool;
 
 /* spool_open - create ROOT/KEY/rank-NNNNN if needed and take its lock
@@ -48,10 +56,13 @@ typedef struct spool {
 int spool_open(spool *s, const char *root, const char *key, unsigned rank, int *busy, char *why, size_t cap);
 
 /* spool_open_dir - take the lock of an existing rank directory `dir`
- * without waiting. Returns 0, or -1 (busy as for spool_open). */
-int spool_open_dir(spool *s, const char *dir, int *busy, char *why, size_t cap);
+ * without waiting. Unless `force`, the directory must belong to this
+ * process's user, and so must every file spool_get reads from it later: a
+ * spool another user prepared is refused. `dir` itself must not be a link.
+ * Returns 0, or -1 (busy as for spool_open). */
+int spool_open_dir(spool *s, const char *dir, int force, int *busy, char *why, size_t cap);
 
-/* spool_close - release the lock. The directory stays. */
+/* spool_close - release the lock and the directory. The directory stays. */
 void spool_close(spool *s);
 
 /* spool_put - write `len` bytes as file `name` in the spool, atomically
@@ -63,11 +74,21 @@ int spool_put_batch(const spool *s, uint64_t seq, const void *buf, size_t len, c
 
 /* spool_get - read file `name` into a new NUL-terminated buffer (*buf, owned
  * by the caller, *len without the NUL). Returns 1 when read, 0 when the file
- * does not exist, -1 on error with `why`. */
+ * does not exist, -1 on error with `why` (also for a link, anything but a
+ * regular file, or, after spool_open_dir without force, another user's file). */
 int spool_get(const spool *s, const char *name, unsigned char **buf, size_t *len, char *why, size_t cap);
 
 /* spool_remove - delete file `name`; a missing file is fine. Returns 0 or -1. */
 int spool_remove(const spool *s, const char *name);
+
+/* spool_rename - rename file `from` to `to` inside the spool. Returns 0 or -1. */
+int spool_rename(const spool *s, const char *from, const char *to);
+
+/* spool_size - the size of regular file `name`, or -1 when it is not one. */
+long long spool_size(const spool *s, const char *name);
+
+/* spool_list - a listing of the spool's directory (a new DIR, caller closedir), or NULL. */
+DIR *spool_list(const spool *s);
 
 /* spool_batches - the sequence numbers of the spooled batches, ascending, in
  * a new array (*seqs, owned by the caller; NULL when none). Returns the count,

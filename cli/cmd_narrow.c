@@ -15,12 +15,12 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/narrow_job.h"
 #include "cli/proc.h"
+#include "common/words.h"
 
 #define MAX_NODES 4096
 #define MAX_PLACEMENTS 16
-
-extern char **environ;
 
 static const char *const usage =
     "usage: lockstep narrow GROUP [--level modules|ops] [--window K] [--placements N] [--timeout SECONDS]\n"
@@ -65,90 +65,6 @@ static json_t *node_states(void)
     return a;
 }
 
-/* child_env - this process's environment for the replay jobs, without what would leak a credential or
- * contradict the replay's own settings (the admin token, another job's token and run, a twin group or trace),
- * plus LOCKSTEP_START_STEP when the replay resumes. A new array of borrowed strings (the caller frees it). */
-static char **child_env(const char *start_step, char *buf, size_t cap)
-{
-    static const char *const drop[] = {"LOCKSTEP_ADMIN_TOKEN=", "LOCKSTEP_TOKEN=", "LOCKSTEP_RUN_ID=",
-                                       "LOCKSTEP_TWIN_GROUP=",  "LOCKSTEP_TRACE=", "LOCKSTEP_START_STEP=",
-                                       "SLURM_LOCKSTEP",        "LOCKSTEP_MODE=",  NULL};
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = calloc(n + 2, sizeof(char *));
-    if (!env)
-        return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        int skip = 0;
-        for (const char *const *d = drop; *d && !skip; d++)
-            skip = !strncmp(environ[i], *d, strlen(*d));
-        if (!skip)
-            env[k++] = environ[i];
-    }
-    if (start_step) {
-        snprintf(buf, cap, "LOCKSTEP_START_STEP=%s", start_step);
-        env[k++] = buf;
-    }
-    env[k] = NULL;
-    return env;
-}
-
-/* tail_of - the last line of file `path` that says something, into `out` ("" when none). */
-static void tail_of(const char *path, char *out, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    char line[512];
-    out[0] = 0;
-    while (f && fgets(line, sizeof(line), f)) {
-        line[strcspn(line, "\n")] = 0;
-        if (line[0])
-            snprintf(out, cap, "%s", line);
-    }
-    if (f)
-        fclose(f);
-}
-
-/* submit - one placement with sbatch; its job id into `job`, or why not into `why`. Returns 0 or -1. */
-static int submit(json_t *n, json_t *p, const char *launcher, const char *outdir, char *job, size_t jcap, char *why,
-                  size_t wcap)
-{
-    char name[64], nodes_a[700], ntasks[32], nnodes[32], mode[40], twin[400], trace[700], output[1200], wrap[9000];
-    long long id = (long long)json_integer_value(json_object_get(n, "id"));
-    int idx = (int)json_integer_value(json_object_get(p, "index"));
-    snprintf(name, sizeof(name), "--job-name=lockstep-narrow-%lld.%d", id, idx);
-    snprintf(nodes_a, sizeof(nodes_a), "--nodelist=%s", jstr(p, "nodes", ""));
-    snprintf(nnodes, sizeof(nnodes), "--nodes=%lld", (long long)json_integer_value(json_object_get(p, "nnodes")));
-    snprintf(ntasks, sizeof(ntasks), "--ntasks=%lld", (long long)json_integer_value(json_object_get(p, "ranks")));
-    snprintf(mode, sizeof(mode), "--lockstep=%s", *jstr(p, "mode", "") ? jstr(p, "mode", "fp") : "fp");
-    snprintf(twin, sizeof(twin), "--lockstep-twin=%s", jstr(n, "narrow_group", ""));
-    snprintf(trace, sizeof(trace), "--lockstep-trace=%s", jstr(json_object_get(n, "window"), "trace", "collectives"));
-    snprintf(output, sizeof(output), "--output=%s/%%j.out", outdir);
-    snprintf(wrap, sizeof(wrap), "--wrap=%s %s", launcher, jstr(p, "command", "true"));
-    char *av[] = {"sbatch", "--parsable", name, nnodes, ntasks, nodes_a, mode, twin, trace, output, wrap, NULL};
-    char start[32], envbuf[64];
-    json_t *ss = json_object_get(p, "start_step");
-    if (json_is_integer(ss))
-        snprintf(start, sizeof(start), "%" JSON_INTEGER_FORMAT, json_integer_value(ss));
-    char **env = child_env(json_is_integer(ss) ? start : NULL, envbuf, sizeof(envbuf));
-    static char out[8192];
-    int st = proc_run_env(av, env, 1, out, sizeof(out));
-    free(env);
-    long j = strtol(out, NULL, 10);
-    if (st != 0 || j <= 0) {
-        size_t l = strlen(out);
-        while (l && (out[l - 1] == '\n' || out[l - 1] == ' '))
-            out[--l] = 0;
-        for (char *nl = strchr(out, '\n'); nl; nl = strchr(nl, '\n'))
-            *nl = ' ';
-        snprintf(why, wcap, "sbatch %s exited %d: %s", nodes_a, st, out[0] ? out : "(it said nothing)");
-        return -1;
-    }
-    snprintf(job, jcap, "%ld", j);
-    return 0;
-}
-
 /* job_gone - 1 when Slurm no longer lists job `job` (ended, or never known). */
 static int job_gone(const char *job)
 {
@@ -178,7 +94,8 @@ static void print_design(json_t *n, FILE *f)
     json_array_foreach(json_object_get(n, "runs"), i, r)
     {
         json_int_t c = json_integer_value(json_object_get(r, "content"));
-        fprintf(f, "  run of job %-8s on %-12s result %c%s%s\n", jstr(r, "job_id", "?"), jstr(r, "nodes", "?"),
+        fprintf(f, "  run of job %-8s on %-12s result %c%s%s\n", jstr(r, "job_id", "?"),
+                *jstr(r, "nodes", "") ? jstr(r, "nodes", "") : "(not attested)",
                 (char)('A' + c % 26), json_is_true(json_object_get(r, "majority")) ? " (the majority's)" : "",
                 json_is_true(json_object_get(r, "odd")) ? " (odd one out)" : "");
     }
@@ -329,6 +246,16 @@ int cmd_narrow(int argc, char **argv)
     }
     if (show_only)
         return show(&c, group, show_id);
+    /* The operator's launcher, as words (quoted as for sh), each quoted again into every replay's script. */
+    char lbuf[2048], *lwords[NARROW_LAUNCHER_WORDS], lwhy[120];
+    int nl = strlen(launcher) < sizeof(lbuf)
+                 ? words_split(launcher, lbuf, sizeof(lbuf), lwords, NARROW_LAUNCHER_WORDS, lwhy, sizeof(lwhy))
+                 : -1;
+    if (nl < 0) {
+        cli_errorf("give the launcher as words, e.g. --launcher 'srun --mpi=pmix'", "--launcher '%.200s': %s", launcher,
+                   strlen(launcher) < sizeof(lbuf) ? lwhy : "too long");
+        return CLI_BAD_INPUT;
+    }
     say_to = c.json ? stderr : stdout;
     double t0 = now_s();
 
@@ -368,39 +295,53 @@ int cmd_narrow(int argc, char **argv)
     long long id = (long long)json_integer_value(json_object_get(n, "id"));
     print_design(n, say_to);
 
-    /* Where the replays' output goes. */
+    /* Where the replays' output goes: the operator's directory, or a new one of ours (a name nobody could have made
+     * first); other users' replays write into subdirectories of their own. */
     char dir[1024];
-    if (outdir)
+    if (outdir) {
         snprintf(dir, sizeof(dir), "%s", outdir);
-    else
-        snprintf(dir, sizeof(dir), "%s/lockstep-narrow-%lld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", id);
-    if (mkdir(dir, 0755) < 0 && access(dir, W_OK) < 0) {
-        cli_errorf("give a directory with --output DIR", "cannot create %s for the replays' output", dir);
-        json_decref(n);
-        return CLI_BAD_INPUT;
+        if (mkdir(dir, 0755) < 0 && access(dir, W_OK) < 0) {
+            cli_errorf("give a directory with --output DIR", "cannot create %s for the replays' output", dir);
+            json_decref(n);
+            return CLI_BAD_INPUT;
+        }
+    } else {
+        snprintf(dir, sizeof(dir), "%s/lockstep-narrow-%lld-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", id);
+        if (!mkdtemp(dir) || chmod(dir, 0711) < 0) {
+            cli_errorf("give a directory with --output DIR", "cannot create %s for the replays' output", dir);
+            json_decref(n);
+            return CLI_BAD_INPUT;
+        }
     }
 
-    /* Submit every placement; report the jobs (or why one could not be submitted). */
+    /* Submit every placement still pending (lockstepd decides some not-run at once, saying why); report the jobs, or
+     * why one could not be submitted. */
     size_t np = json_array_size(json_object_get(n, "placements"));
-    char jobs[MAX_PLACEMENTS][32];
+    narrow_job jobs[MAX_PLACEMENTS];
     int cancelled[MAX_PLACEMENTS] = {0}, reported[MAX_PLACEMENTS] = {0};
     double gone_since[MAX_PLACEMENTS] = {0};
     json_t *jobsreq = json_pack("{s:[]}", "placements");
     size_t i;
     json_t *p;
     int submitted = 0;
+    memset(jobs, 0, sizeof(jobs));
     json_array_foreach(json_object_get(n, "placements"), i, p)
     {
         char why[1200];
-        jobs[i][0] = 0;
         if (i >= MAX_PLACEMENTS)
             break;
-        if (submit(n, p, launcher, dir, jobs[i], sizeof(jobs[i]), why, sizeof(why)) == 0) {
+        if (strcmp(jstr(p, "outcome", "pending"), "pending")) { /* announced with the outcomes below */
+            reported[i] = 1;
+            continue;
+        }
+        if (narrow_job_submit(n, p, lwords, nl, dir, &jobs[i], why, sizeof(why)) == 0) {
             submitted++;
             json_array_append_new(json_object_get(jobsreq, "placements"),
-                                  json_pack("{s:I, s:s}", "index", (json_int_t)i, "job_id", jobs[i]));
-            fprintf(say_to, "  #%zu submitted: job %s on %s\n", i, jobs[i], jstr(p, "nodes", "?"));
+                                  json_pack("{s:I, s:s}", "index", (json_int_t)i, "job_id", jobs[i].id));
+            fprintf(say_to, "  #%zu submitted: job %s on %s as %s\n", i, jobs[i].id, jstr(p, "nodes", "?"),
+                    jstr(p, "user", "?"));
         } else {
+            jobs[i].id[0] = 0;
             json_array_append_new(json_object_get(jobsreq, "placements"),
                                   json_pack("{s:I, s:s}", "index", (json_int_t)i, "error", why));
             fprintf(say_to, "  #%zu not submitted: %s\n", i, why);
@@ -408,14 +349,14 @@ int cmd_narrow(int argc, char **argv)
         }
     }
     fflush(say_to);
-    if (np) {
+    if (json_array_size(json_object_get(jobsreq, "placements"))) {
         snprintf(path, sizeof(path), "/api/v1/narrows/%lld/jobs", id);
         int rc = client_post(&c, path, jobsreq, &reply, "cannot report the replay jobs");
         json_decref(jobsreq);
         if (rc) {
             for (size_t k = 0; k < np && k < MAX_PLACEMENTS; k++)
-                if (jobs[k][0])
-                    cancel(jobs[k]);
+                if (jobs[k].id[0])
+                    cancel(jobs[k].id);
             json_decref(n);
             return rc;
         }
@@ -457,16 +398,16 @@ int cmd_narrow(int argc, char **argv)
                     fflush(say_to);
                 }
                 /* lockstepd has what it needs: the rest of the run would only cost the node's time */
-                if (jobs[i][0] && !cancelled[i] && !strcmp(jstr(p, "run_status", ""), "running")) {
-                    cancel(jobs[i]);
+                if (jobs[i].id[0] && !cancelled[i] && !strcmp(jstr(p, "run_status", ""), "running")) {
+                    cancel(jobs[i].id);
                     cancelled[i] = 1;
                 }
                 continue;
             }
-            if (!jobs[i][0] || reported[i] || !json_is_null(json_object_get(p, "run_id")) || !check_queue)
+            if (!jobs[i].id[0] || reported[i] || !json_is_null(json_object_get(p, "run_id")) || !check_queue)
                 continue;
             /* A job Slurm no longer lists that never registered a run: say why, as far as its output tells. */
-            if (!job_gone(jobs[i])) {
+            if (!job_gone(jobs[i].id)) {
                 gone_since[i] = 0;
                 continue;
             }
@@ -474,12 +415,11 @@ int cmd_narrow(int argc, char **argv)
                 gone_since[i] = now_s();
             if (now_s() - gone_since[i] < 6.0) /* its run may still be on its way to lockstepd */
                 continue;
-            char out[1100 + 64], last[512], why[2400];
-            snprintf(out, sizeof(out), "%.1000s/%.31s.out", dir, jobs[i]);
-            tail_of(out, last, sizeof(last));
-            snprintf(why, sizeof(why), "job %s left Slurm's queue without registering a run in %s%s%s%s", jobs[i],
-                     jstr(cur, "narrow_group", "?"), last[0] ? "; its output ends: " : " (its output, ", last[0] ? last : out,
-                     last[0] ? "" : ", is empty or missing)");
+            char last[512], why[2400];
+            narrow_job_tail(&jobs[i], last, sizeof(last));
+            snprintf(why, sizeof(why), "job %.31s left Slurm's queue without registering a run in %.300s%s%.1200s%s",
+                     jobs[i].id, jstr(cur, "narrow_group", "?"), last[0] ? "; its output ends: " : " (its output, in ",
+                     last[0] ? last : jobs[i].outdir, last[0] ? "" : ", is empty or missing)");
             json_t *r2 = json_pack("{s:[{s:I, s:s}]}", "placements", "index", (json_int_t)i, "error", why);
             char jp[200];
             snprintf(jp, sizeof(jp), "/api/v1/narrows/%lld/jobs", id);
@@ -500,8 +440,8 @@ int cmd_narrow(int argc, char **argv)
         usleep(400000);
     }
     for (size_t k = 0; k < np && k < MAX_PLACEMENTS; k++)
-        if (jobs[k][0] && !cancelled[k] && !job_gone(jobs[k]))
-            cancel(jobs[k]);
+        if (jobs[k].id[0] && !cancelled[k] && !job_gone(jobs[k].id))
+            cancel(jobs[k].id);
     if (!rc && cur) {
         if (c.json) {
             json_object_set_new(cur, "elapsed_s", json_real(now_s() - t0));

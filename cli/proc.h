@@ -13,4 +13,8 @@ int proc_run(char *const *argv, char *out, size_t cap);
  * stderr captured into `out` too (interleaved with stdout). */
 int proc_run_env(char *const *argv, char *const *envp, int with_stderr, char *out, size_t cap);
 
+/* proc_run_input - proc_run_env (stderr captured too) with the `len` bytes at `input` as the program's standard
+ * input (a file in memory, read from its start). Returns as proc_run. */
+int proc_run_input(char *const *argv, char *const *envp, const char *input, size_t len, char *out, size_t cap);
+
 #endif /* CLI_PROC_H */

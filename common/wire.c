@@ -7,6 +7,7 @@
 
 #include "common/jsonw.h"
 #include "common/text.h"
+#include "common/words.h"
 
 char *wire_run_body(const wire_run *r)
 {
@@ -19,21 +20,47 @@ char *wire_run_body(const wire_run *r)
     char *command = r->command ? malloc(WIRE_COMMAND_MAX) : NULL;
     if (command)
         text_one_line(r->command, command, WIRE_COMMAND_MAX);
+    char why[200];
+    const char *resume = r->resume && *r->resume && wire_resume_check(r->resume, why, sizeof(why)) == 0 ? r->resume
+                                                                                                       : NULL;
     const struct {
         const char *key, *value;
     } opt[] = {{"twin_group", r->twin_group}, {"user", r->user}, {"partition", r->partition}, {"nodes", r->nodes},
-               {"command", command},          {"mode", r->mode}, {"client_id", r->client_id}, {"resume", r->resume}};
+               {"command", command},          {"mode", r->mode}, {"client_id", r->client_id}, {"resume", resume}};
     jw_kv_int(&w, "ranks", r->ranks > 0 ? r->ranks : 1);
     jw_kv_int(&w, "start_step", r->start_step);
     for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++)
         if (opt[i].value && *opt[i].value)
             jw_kv_str(&w, opt[i].key, opt[i].value);
+    if (wire_argv_valid(r->argv, r->argc)) {
+        jw_key(&w, "argv");
+        jw_arr_begin(&w);
+        for (int i = 0; i < r->argc; i++)
+            jw_str(&w, r->argv[i]);
+        jw_arr_end(&w);
+    }
     jw_obj_end(&w);
     free(command);
     const char *t = jw_text(&w);
     char *out = t ? strdup(t) : NULL;
     jw_release(&w);
     return out;
+}
+
+int wire_argv_valid(char *const *argv, int argc)
+{
+    size_t bytes = 0;
+    if (!argv || argc < 1 || argc > WIRE_ARGV_WORDS || !argv[0] || !argv[0][0])
+        return 0;
+    for (int i = 0; i < argc; i++) {
+        if (!argv[i])
+            return 0;
+        size_t n = strlen(argv[i]);
+        bytes += n + 1;
+        if (bytes > WIRE_ARGV_MAX || !text_utf8_valid(argv[i], n))
+            return 0;
+    }
+    return 1;
 }
 
 int wire_resume_check(const char *tpl, char *why, size_t cap)
@@ -66,7 +93,32 @@ int wire_resume_check(const char *tpl, char *why, size_t cap)
                  "(where the job said it is) where the program takes it");
         return -1;
     }
+    if (!text_line_valid(tpl, strlen(tpl))) {
+        snprintf(why, cap, "the resume template holds a control character (a newline, a tab, ...) or is not UTF-8");
+        return -1;
+    }
+    char buf[WIRE_RESUME_MAX], *words[WIRE_RESUME_WORDS], wwhy[120];
+    int n = words_split(tpl, buf, sizeof(buf), words, WIRE_RESUME_WORDS, wwhy, sizeof(wwhy));
+    if (n < 1) {
+        snprintf(why, cap, "the resume template does not split into words: %s", n < 0 ? wwhy : "it is blank");
+        return -1;
+    }
     return 0;
+}
+
+int wire_ckpt_path_check(const char *path, char *why, size_t cap)
+{
+    size_t n = strlen(path);
+    if (n > WIRE_CKPT_PATH_MAX)
+        snprintf(why, cap, "the checkpoint's path is %zu bytes; it may be at most %d", n, WIRE_CKPT_PATH_MAX);
+    else if (!text_line_valid(path, n))
+        snprintf(why, cap,
+                 "the checkpoint's path holds a control character (a newline, a tab, ...) or bytes that are not UTF-8");
+    else if (path[0] == '-')
+        snprintf(why, cap, "the checkpoint's path begins with '-': a program would read it as an option");
+    else
+        return 0;
+    return -1;
 }
 
 char *wire_attest_body(const wire_attest *a)

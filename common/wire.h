@@ -23,25 +23,53 @@ typedef struct wire_run {
     const char *mode;       /* "fp" or "det" */
     const char *client_id;  /* the same on every attempt: a repeat gets the run the first one created */
     const char *resume;     /* how the job resumes from a checkpoint (wire_resume_check), NULL or "" when unsaid */
+    char *const *argv;      /* the program's argument vector (slurmstepd's), argc words; NULL when unknown */
+    int argc;
 } wire_run;
 
 /* wire_run_body - the registration body as a malloc'd JSON text (caller
- * frees); optional strings that are NULL or "" are left out. NULL when out
- * of memory. */
+ * frees); optional strings that are NULL or "" are left out, and so are a
+ * resume template wire_resume_check refuses and an argv lockstepd would
+ * refuse (a word not UTF-8, more than WIRE_ARGV_WORDS words or
+ * WIRE_ARGV_MAX bytes): the run registers without them. NULL when out of
+ * memory. */
 char *wire_run_body(const wire_run *r);
 
 /* WIRE_COMMAND_MAX - the most bytes of a registration's command lockstepd takes (server/core/limits.h uses it);
  * wire_run_body makes the command one line of UTF-8 that fits, whatever the program's command line holds. */
 #define WIRE_COMMAND_MAX 4096
 
-/* WIRE_RESUME_MAX - the longest resume template, with its NUL. */
+/* WIRE_ARGV_WORDS, WIRE_ARGV_MAX - the most words of a registration's argv, and the most bytes of its words
+ * (each counted with its NUL). Its words are passed as they are, never parsed: any UTF-8 text (server/core/limits.h
+ * uses these). */
+#define WIRE_ARGV_WORDS 1024
+#define WIRE_ARGV_WORDS_TEXT "1024"
+#define WIRE_ARGV_MAX 16384
+#define WIRE_ARGV_MAX_TEXT "16384"
+
+/* wire_argv_valid - 1 when argv[0..argc) is an argument vector lockstepd takes: 1 to WIRE_ARGV_WORDS words, the
+ * first not empty, each UTF-8, WIRE_ARGV_MAX bytes in all; else 0. */
+int wire_argv_valid(char *const *argv, int argc);
+
+/* WIRE_RESUME_MAX - the longest resume template, with its NUL; WIRE_RESUME_WORDS its most words. */
 #define WIRE_RESUME_MAX 4096
+#define WIRE_RESUME_WORDS 256
 
 /* wire_resume_check - whether `tpl` is a usable resume template (--lockstep-resume): a command line that names
  * the checkpoint through {step} (the last step it holds) or {path} (where the job said it is), and may name
- * {stop} (the last step a replay needs); no other {...}; shorter than WIRE_RESUME_MAX. Returns 0, or -1 with the
- * reason in `why`. lockstepd fills the placeholders in (server/fleet/narrow.c). */
+ * {stop} (the last step a replay needs); no other {...}; shorter than WIRE_RESUME_MAX; one line of UTF-8 that
+ * common/words.h splits into 1 to WIRE_RESUME_WORDS words (its quotes end). Returns 0, or -1 with the reason in
+ * `why`. lockstepd splits it into words, then fills the placeholders in inside each word (server/fleet/narrow.c). */
 int wire_resume_check(const char *tpl, char *why, size_t cap);
+/* WIRE_CKPT_PATH_MAX - the most bytes of a declared checkpoint's path (POST /api/v1/runs/{id}/checkpoints). */
+#define WIRE_CKPT_PATH_MAX 4096
+
+/* wire_ckpt_path_check - whether `path` is a checkpoint path lockstepd takes (ls_checkpoint, its declarations):
+ * at most WIRE_CKPT_PATH_MAX bytes of UTF-8 without a control character, not beginning with '-' (a program would
+ * read it as an option where a replay's resume template puts it). "" is no path, and fine. Returns 0, or -1 with
+ * the reason in `why`. */
+int wire_ckpt_path_check(const char *path, char *why, size_t cap);
+
 /* What slurmstepd attests of one job step on one node (POST /api/v1/attest; docs/server.md). */
 typedef struct wire_attest {
     const char *job_id, *step_id; /* the step, as registered */

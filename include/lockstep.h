@@ -238,7 +238,8 @@ LS_API int ls_state_end(void);
  * checkpoint is complete. `step` is the step a saved state block of that
  * checkpoint carries (ls_state_begin(step, LS_STATE_SAVED)): both name the
  * one checkpoint, and lockstepd replays from either (a block has no path). Never waits on the network. Returns 0 (also when
- * not streaming to a server: nothing to declare), -1 on error. */
+ * not streaming to a server: nothing to declare), -1 on error, also for a path lockstepd refuses (a control
+ * character, not UTF-8, longer than 4096 bytes, a leading '-'; said once on stderr). */
 LS_API int ls_checkpoint(int64_t step, const char *path);
 
 #ifdef LOCKSTEP_CUDA

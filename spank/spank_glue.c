@@ -433,8 +433,10 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
                      .command = f->command,
                      .mode = spank_mode_name(mode),
                      .client_id = client,
-                     .resume = r->resume};
-    /* Sent with the attestation token: the user, nodes and command are slurmstepd's word. */
+                     .resume = r->resume,
+                     .argv = f->argv,
+                     .argc = f->argc};
+    /* Sent with the attestation token: the user, nodes, command and argv are slurmstepd's word. */
     if (spank_reg_register(c->server, res->attest[0] ? res->attest : res->token, &info, c->timeout_ms, res->run_id,
                            sizeof(res->run_id), why,
                            sizeof(why))) {

@@ -36,6 +36,8 @@ typedef struct spank_job_facts {
     long cpus_per_task;
     char user[64];
     char command[2048];
+    char **argv; /* the step's argument vector as slurmstepd holds it (S_JOB_ARGV, borrowed), argc words */
+    int argc;
     uint32_t nlocal;                            /* tasks on this node (0: unknown, nothing attested) */
     uint32_t local_ranks[SPANK_MAX_LOCAL_TASKS];/* their global ranks */
 } spank_job_facts;

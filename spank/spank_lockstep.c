@@ -205,8 +205,11 @@ static int job_facts(spank_t sp, spank_job_facts *f)
         else
             snprintf(f->user, sizeof(f->user), "%u", (unsigned)uid);
     }
-    if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS)
+    if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS) {
         spank_argv_join(argc, argv, f->command, sizeof(f->command));
+        f->argv = argv; /* registered as words: a replay runs exactly these (common/wire.h) */
+        f->argc = argc;
+    }
     /* The global ranks that run on this node, from slurmstepd's own task table (what it attests). */
     uint32_t nlocal = 0;
     if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &nlocal) == ESPANK_SUCCESS && nlocal <= SPANK_MAX_LOCAL_TASKS) {

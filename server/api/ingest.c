@@ -70,6 +70,40 @@ static const struct {
     {"resume", WIRE_RESUME_MAX - 1, 0, 0}, /* the plugin's --lockstep-resume template (wire_resume_check) */
 };
 
+/* check_resume_argv - a registration's resume template (one line, already checked) splits into words that name a
+ * checkpoint (wire_resume_check), and its argv, when given, is an argument vector (wire_argv_valid). Returns 0, or
+ * -1 after replying 400. */
+static int check_resume_argv(http_req *req, json_t *o)
+{
+    const char *resume = json_string_value(json_object_get(o, "resume"));
+    char why[300];
+    if (resume && *resume && wire_resume_check(resume, why, sizeof(why)) < 0) {
+        http_reply_error(req, 400, "bad resume template", why,
+                         "a resume template is the command that resumes from a checkpoint, in words quoted as for "
+                         "sh, naming {step} or {path}; see docs/server.md, Narrows");
+        return -1;
+    }
+    json_t *argv = json_object_get(o, "argv");
+    if (!argv || json_is_null(argv))
+        return 0;
+    char *words[WIRE_ARGV_WORDS + 1];
+    size_t n = json_is_array(argv) ? json_array_size(argv) : 0;
+    int ok = n >= 1 && n <= WIRE_ARGV_WORDS;
+    for (size_t i = 0; ok && i < n; i++) {
+        json_t *w = json_array_get(argv, i);
+        ok = json_is_string(w) && strlen(json_string_value(w)) == json_string_length(w);
+        words[i] = ok ? (char *)json_string_value(w) : NULL;
+    }
+    if (!ok || !wire_argv_valid(words, (int)n)) {
+        http_reply_error(req, 400, "bad argv",
+                         "\"argv\" must be an array of 1 to " WIRE_ARGV_WORDS_TEXT " strings (the program's words, "
+                         "the first not empty), UTF-8, " WIRE_ARGV_MAX_TEXT " bytes in all",
+                         "argv is the step's argument vector as slurmstepd gives it; leave it out when unknown");
+        return -1;
+    }
+    return 0;
+}
+
 /* check_run_fields - the registration's shape and name rules (docs/server.md, "Limits"): every text field a
  * string (job_id and step_id may be non-negative integers, made strings here), within its length, UTF-8
  * without control characters; mode one of off, fp, det; ranks 1..RUN_MAX_RANKS; start_step 0..
@@ -130,6 +164,8 @@ static int check_run_fields(http_req *req, json_t *o, int job_only)
         bad_field(req, "ranks", what, 0);
         return -1;
     }
+    if (!job_only && check_resume_argv(req, o) < 0)
+        return -1;
     json_t *start = json_object_get(o, "start_step");
     if (!start)
         json_object_set_new(o, "start_step", json_integer(0));

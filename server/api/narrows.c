@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/wire.h"
 #include "server/api/group.h"
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
@@ -147,13 +148,19 @@ static enum MHD_Result declare_checkpoint(http_req *req, char **args)
         return MHD_YES;
     json_t *step = json_object_get(o, "step"), *path = json_object_get(o, "path"), *rank = json_object_get(o, "rank");
     enum MHD_Result res;
-    if (!json_is_integer(step) || json_integer_value(step) < 0 || (path && !json_is_null(path) && (!json_is_string(path) ||
-                                                                                                  strlen(json_string_value(path)) > 4096)) ||
+    if (!json_is_integer(step) || json_integer_value(step) < 0 || (path && !json_is_null(path) && !json_is_string(path)) ||
         (rank && (!json_is_integer(rank) || json_integer_value(rank) < 0 || json_integer_value(rank) >= run.ranks))) {
         res = http_reply_error(req, 400, "bad checkpoint",
                                "\"step\" must be an integer >= 0 (the last step the checkpoint holds), \"path\" a string "
-                               "of at most 4096 bytes, \"rank\" one of the run's ranks",
-                               "see docs/server.md, Narrows");
+                               "(its path), \"rank\" one of the run's ranks",
+                               NARROW_HINT);
+        goto out_decref;
+    }
+    char why[200]; /* (the body's JSON holds no NUL: json_loadb refuses \u0000) */
+    if (json_is_string(path) && wire_ckpt_path_check(json_string_value(path), why, sizeof(why)) < 0) {
+        res = http_reply_error(req, 400, "bad checkpoint path", why,
+                               "a checkpoint's path is one line of UTF-8 text naming a file or directory; a replay "
+                               "puts it in the run's resume template as one word (docs/server.md, Narrows)");
         goto out_decref;
     }
     srv_error e;

@@ -30,7 +30,7 @@
 #define RUN_COLS                                                                                                \
     "run_id, left(job_id, 128), left(step_id, 64), left(coalesce(twin_group, ''), 255), ranks, start_step, "   \
     "left(user_name, 64), left(nodes, 4096), left(command, 4096), left(mode, 8), status, " TS("created_at") ", " \
-    TS("ended_at") ", left(partition, 128), left(resume_template, 4096)"
+    TS("ended_at") ", left(partition, 128), left(resume_template, 4096), array_to_json(argv)::text"
 
 
 /* run_json - a run object from the RUN_COLS columns at `row`. */
@@ -52,6 +52,8 @@ static json_t *run_json(PGresult *r, int row)
     json_object_set_new(o, "ended_at", pg_str(r, row, 12));
     json_object_set_new(o, "partition", json_string(PQgetvalue(r, row, 13)));
     json_object_set_new(o, "resume", *PQgetvalue(r, row, 14) ? json_string(PQgetvalue(r, row, 14)) : json_null());
+    json_t *argv = PQgetisnull(r, row, 15) ? NULL : json_loads(PQgetvalue(r, row, 15), 0, NULL);
+    json_object_set_new(o, "argv", argv ? argv : json_null()); /* the words a replay runs; null: none registered */
     return o;
 }
 
@@ -125,7 +127,7 @@ static enum MHD_Result read_runs(http_req *req, char **args)
     for (; n < PQntuples(r) && n < limit; n++) {
         if (n > 0 && bytes > LIST_MAX_BYTES)
             break; /* the answer is big enough: the rest is on the next page */
-        for (int col = 0; col < 15; col++)
+        for (int col = 0; col < 16; col++)
             bytes += (size_t)PQgetlength(r, n, col) + 16;
         json_array_append_new(runs, run_json(r, n));
     }
@@ -158,7 +160,7 @@ static enum MHD_Result read_run(http_req *req, char **args)
     }
     json_t *o = run_json(r, 0);
     char key[32], rf[16], lm[16], lr[16];
-    snprintf(key, sizeof(key), "%s", PQgetvalue(r, 0, 15));
+    snprintf(key, sizeof(key), "%s", PQgetvalue(r, 0, 16));
     PQclear(r);
     /* One page of ranks: at most RUN_DETAIL_MAX_MANIFESTS manifests (and LIST_MAX_BYTES of them) and
      * RUN_DETAIL_MAX_RANKS rank states from ?rank_from=; next_rank_from says where the next page starts. */

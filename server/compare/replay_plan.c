@@ -154,6 +154,13 @@ static int plan(const rp_group *g, const cluster *cl, int max, rp_plan *out, pla
         return -1;
     }
     for (int r = 0; r < g->nruns; r++) {
+        if (!g->runs[r].nodes || !*g->runs[r].nodes) { /* no replay goes where a job only said it ran */
+            nmine[r] = 0;
+            note(out, "run %s: slurmstepd attested no node list for its step, so its nodes are unknown: no replay "
+                      "is placed on them",
+                 g->runs[r].id);
+            continue;
+        }
         nmine[r] = hostlist_expand(g->runs[r].nodes, mine[r], RP_MAX_PROBE * 4);
         if (nmine[r] <= 0) {
             note(out, "run %s has no node list Lockstep can read ('%s')", g->runs[r].id, g->runs[r].nodes);
@@ -165,6 +172,8 @@ static int plan(const rp_group *g, const cluster *cl, int max, rp_plan *out, pla
     }
     if (g->software) {
         for (int r = 0; r < g->nruns; r++) {
+            if (!nmine[r])
+                continue; /* noted above */
             if (unusable(&c, mine[r], nmine[r], why, sizeof(why)))
                 note(out, "run %s cannot run again on its nodes: %s", g->runs[r].id, why);
             else
@@ -176,6 +185,11 @@ static int plan(const rp_group *g, const cluster *cl, int max, rp_plan *out, pla
 
     if (g->odd >= 0) {
         int o = g->odd, m = -1;
+        if (!nmine[o]) {
+            note(out, "the odd run's nodes are unknown: its job can neither run again where it ran nor be sized for "
+                      "other nodes");
+            return 0;
+        }
         /* A majority run on usable nodes of the odd run's size, preferably. */
         for (int pass = 0; pass < 2 && m < 0; pass++)
             for (int r = 0; r < g->nruns && m < 0; r++)
@@ -219,7 +233,9 @@ static int plan(const rp_group *g, const cluster *cl, int max, rp_plan *out, pla
     int ok[2];
     for (int i = 0; i < 2; i++) {
         int r = ab[i];
-        ok[i] = !unusable(&c, mine[r], nmine[r], why, sizeof(why));
+        ok[i] = nmine[r] && !unusable(&c, mine[r], nmine[r], why, sizeof(why));
+        if (!nmine[r])
+            continue; /* noted above */
         if (!ok[i])
             note(out, "run %s cannot run again on its nodes: %s", g->runs[r].id, why);
         else
@@ -227,18 +243,25 @@ static int plan(const rp_group *g, const cluster *cl, int max, rp_plan *out, pla
     }
     for (int i = 0; i < 2; i++) {
         int r = ab[i], other = ab[1 - i];
+        if (!nmine[r] || !nmine[other])
+            continue; /* noted above */
         if (nmine[r] != nmine[other])
             note(out, "the runs have different node counts: their jobs cannot be swapped");
         else if (ok[1 - i])
             place(out, max, "swapped", r, g->runs[other].nodes,
                   "the run's job on the other run's nodes: does the result follow the nodes or the job?");
     }
-    int ns = free_sets(&c, used, nused, nmine[a], max - out->n, sets, out);
+    int src = nmine[a] ? a : b; /* a control runs a job whose node count is known */
+    if (!nmine[src]) {
+        note(out, "neither run's nodes are known: no control can be sized");
+        return 0;
+    }
+    int ns = free_sets(&c, used, nused, nmine[src], max - out->n, sets, out);
     for (int s = 0; s < ns; s++)
-        place(out, max, "other-nodes", a, sets[s],
+        place(out, max, "other-nodes", src, sets[s],
               "on nodes outside the group: the third opinion that says which of the two results is right");
     if (!ns)
         note(out, "no %d usable node%s outside the group: without a third opinion two results cannot be told apart "
-                  "if each follows its nodes", nmine[a], nmine[a] == 1 ? "" : "s");
+                  "if each follows its nodes", nmine[src], nmine[src] == 1 ? "" : "s");
     return 0;
 }

@@ -16,7 +16,8 @@
 /* One run of the group, as the design sees it. */
 typedef struct rp_run {
     const char *id;    /* for notes */
-    const char *nodes; /* the Slurm node list it ran on */
+    const char *nodes; /* the Slurm node list slurmstepd attested it ran on; "" or NULL: unknown, and no replay
+                        * is placed there (a job's own report is never a placement) */
     int content;       /* its content class at the first divergence (0, 1, ...), -1 unknown */
 } rp_run;
 

@@ -15,7 +15,6 @@
 #include "server/core/xalloc.h"
 #include "server/fleet/narrow_int.h"
 #include "server/store/db.h"
-#include "server/store/frames.h"
 #include "server/store/sql.h"
 
 static int fail(int *status, int code, srv_error *e, const char *fact, const char *detail, const char *hint)
@@ -43,48 +42,6 @@ static long long int_of(json_t *o, const char *key, long long lo, long long hi, 
     return json_integer_value(v);
 }
 
-/* The records flag of a saved state block's entries (common/record.h), as SQL text. */
-#define CK_SAVED_KIND "2" /* saved state entries' own segments (server/store/frames.h) */
-_Static_assert(FRAMES_KIND_SAVED == 2, "CK_SAVED_KIND follows FRAMES_KIND_SAVED");
-
-/* substitute - `tpl` with {step}, {path} and {stop} filled in, into `out`. Returns 0, or -1 when it does not
- * fit or names a placeholder it cannot fill ({path} without a path). */
-static int substitute(const char *tpl, long long step, const char *path, long long stop, char *out, size_t cap)
-{
-    size_t n = 0;
-    for (const char *c = tpl; *c; c++) {
-        char val[4200];
-        const char *v = NULL;
-        if (!strncmp(c, "{step}", 6)) {
-            snprintf(val, sizeof(val), "%lld", step);
-            v = val;
-            c += 5;
-        } else if (!strncmp(c, "{stop}", 6)) {
-            snprintf(val, sizeof(val), "%lld", stop);
-            v = val;
-            c += 5;
-        } else if (!strncmp(c, "{path}", 6)) {
-            if (!path || !*path)
-                return -1;
-            v = path;
-            c += 5;
-        }
-        if (v) {
-            size_t l = strlen(v);
-            if (n + l >= cap)
-                return -1;
-            memcpy(out + n, v, l);
-            n += l;
-        } else {
-            if (n + 1 >= cap)
-                return -1;
-            out[n++] = *c;
-        }
-    }
-    out[n] = 0;
-    return 0;
-}
-
 /* content_key - what an entry of a divergence's runs holds: fingerprint and value bits, or "missing". */
 static void content_key(json_t *e, char *out, size_t cap)
 {
@@ -108,35 +65,29 @@ int narrow_probe(const char *run_key, const int *origin, int norigin, const char
     char ranks[400];
     db_int_array_text(origin, norigin, ranks, sizeof(ranks));
     const char *p[] = {run_key, ranks};
-    PGresult *r = sql_query("SELECT coalesce(nullif(manifest->>'slurm_node', ''), nullif(manifest->>'node', ''), "
-                            "manifest->>'host', ''), coalesce(manifest->'gpu'->>'uuid', CASE WHEN "
-                            "jsonb_typeof(manifest->'gpus') = 'array' AND jsonb_array_length(manifest->'gpus') = 1 "
-                            "THEN manifest->'gpus'->0->>'uuid' END, '') FROM manifests WHERE run_key = $1::bigint "
-                            "AND ($2::int[] = '{}' OR rank = ANY($2::int[])) ORDER BY rank",
-                            2, p, err, ecap);
+    /* Which node ran which rank is slurmstepd's word (attestations), never the job's: a manifest only names the
+     * GPU of a rank the node's attestation lists. Nodes in the order of their first origin rank. */
+    PGresult *r = sql_query(
+        "SELECT a.node, coalesce((SELECT coalesce(m.manifest->'gpu'->>'uuid', CASE WHEN jsonb_typeof(m.manifest->"
+        "'gpus') = 'array' AND jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'uuid' END) "
+        "FROM manifests m WHERE m.run_key = r.run_key AND m.rank = ANY(a.ranks) AND ($2::int[] = '{}' OR m.rank = "
+        "ANY($2::int[])) ORDER BY m.rank LIMIT 1), '') FROM runs r JOIN attestations a ON a.job_id = r.job_id AND "
+        "a.step_id = r.step_id WHERE r.run_key = $1::bigint AND ($2::int[] = '{}' OR a.ranks && $2::int[]) "
+        "ORDER BY (SELECT min(x) FROM unnest(a.ranks) x WHERE $2::int[] = '{}' OR x = ANY($2::int[])), a.node",
+        2, p, err, ecap);
     if (!r)
         return -1;
     size_t pl = 0, gl = 0;
     probe[0] = gpus[0] = 0;
-    for (int i = 0; i < PQntuples(r); i++) {
-        const char *node = PQgetvalue(r, i, 0), *gpu = PQgetvalue(r, i, 1);
-        if (!*node)
-            continue;
-        /* one entry per node (its GPU: the first origin rank's there) */
-        char pat[300];
-        snprintf(pat, sizeof(pat), ",%s,", node);
-        char have[1200];
-        snprintf(have, sizeof(have), ",%s,", probe);
-        if (strstr(have, pat))
-            continue;
+    for (int i = 0; i < PQntuples(r); i++) { /* one entry per node (attestations are per node) */
         if (pl < pcap)
-            pl += (size_t)snprintf(probe + pl, pcap - pl, "%s%s", pl ? "," : "", node);
+            pl += (size_t)snprintf(probe + pl, pcap - pl, "%s%s", i ? "," : "", PQgetvalue(r, i, 0));
         if (gl < gcap)
-            gl += (size_t)snprintf(gpus + gl, gcap - gl, "%s%s", pl > strlen(node) ? "," : "", gpu);
+            gl += (size_t)snprintf(gpus + gl, gcap - gl, "%s%s", i ? "," : "", PQgetvalue(r, i, 1));
     }
     PQclear(r);
     if (!probe[0]) {
-        /* No manifest: a run on one node ran its origin ranks there. */
+        /* Nothing attested: a replay placed on one node (Slurm's --nodelist) ran its origin ranks there. */
         char names[2][HOSTLIST_NAME_MAX];
         if (nodes && hostlist_expand(nodes, names, 2) == 1) {
             snprintf(probe, pcap, "%s", names[0]);
@@ -170,11 +121,58 @@ static int node_array(json_t *arr, rp_node *out, int max)
 
 /* The group's runs as the design needs them. */
 typedef struct nrun {
-    const char *key, *id, *job, *nodes, *command, *mode, *resume;
+    const char *key, *id, *job, *command, *mode, *resume;
+    const char *nodes;    /* the node list slurmstepd attested for its step; "" when none was (nodes unknown) */
+    const char *reported; /* the node list the job reported (shown, never placed on) */
+    const char *argv;     /* its registered argv as a JSON array; "" when none */
+    const char *run_as;   /* its attested user; NULL when none was attested (its job is not replayed) */
     int ranks;
     long long start;
     char probe[512], gpus[512];
 } nrun;
+
+/* store_placement - placement `k` of narrow `ids`: run `src`'s job on pl->nodes, as words (narrow_cmd_make) and as
+ * src's attested user. A run whose user was never attested, or that gave nothing to run, is decided not-run now,
+ * with the reason. Inside the caller's transaction. Returns 0, or -1 with the database's message. */
+static int store_placement(const char *ids, int k, const rp_place *pl, const nrun *src, long long from, long long to,
+                           char *err, size_t cap)
+{
+    narrow_cmd cmd;
+    if (narrow_cmd_make(src->key, src->argv, src->command, src->resume, from, to, &cmd, err, cap) < 0)
+        return -1;
+    char idx[16], why[900], not_run[600] = "";
+    snprintf(idx, sizeof(idx), "%d", k);
+    snprintf(why, sizeof(why), "%s%s", pl->why, cmd.how);
+    if (!src->run_as)
+        snprintf(not_run, sizeof(not_run),
+                 "not replayed: slurmstepd never attested the user of run %s (job %s), and lockstep replays a job "
+                 "only as its owner",
+                 src->id, src->job);
+    else if (!json_array_size(cmd.argv))
+        snprintf(not_run, sizeof(not_run), "not replayed: run %s (job %s) registered no command to run", src->id,
+                 src->job);
+    char *argv = json_dumps(cmd.argv, JSON_COMPACT);
+    json_decref(cmd.argv);
+    const char *pp[] = {ids,
+                        idx,
+                        pl->role,
+                        src->key,
+                        pl->nodes,
+                        why,
+                        cmd.command,
+                        cmd.resume_step[0] ? cmd.resume_step : NULL,
+                        argv,
+                        src->run_as,
+                        not_run[0] ? not_run : NULL};
+    int rc = sql_do("INSERT INTO narrow_placements (narrow_id, idx, role, source_run_key, nodes, why, command, "
+                    "resume_step, argv, run_as, outcome, detail, decided_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+                    "ARRAY(SELECT w FROM jsonb_array_elements_text($9::jsonb) WITH ORDINALITY AS a(w, i) ORDER BY i), "
+                    "$10, CASE WHEN $11::text IS NOT NULL THEN 'not-run' END, coalesce($11, ''), "
+                    "CASE WHEN $11::text IS NOT NULL THEN now() END)",
+                    11, pp, err, cap);
+    free(argv);
+    return rc;
+}
 
 long long narrow_create(const char *group, json_t *req, int *status, srv_error *e)
 {
@@ -228,8 +226,14 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
         goto out_release;
     }
     const char *p1[] = {group};
-    runs = sql_query("SELECT run_key::text, run_id::text, job_id, nodes, command, mode, ranks, start_step, "
-                     "resume_template FROM runs WHERE twin_group = $1 ORDER BY run_key",
+    /* A run's nodes for the design are those slurmstepd attested for its step (the step's node list, or the nodes
+     * that attested), never the list the job reported. */
+    runs = sql_query("SELECT r.run_key::text, r.run_id::text, r.job_id, coalesce(a.nodes, ''), r.command, r.mode, "
+                     "r.ranks, r.start_step, r.resume_template, coalesce(array_to_json(r.argv)::text, ''), "
+                     "r.attested_user, r.nodes FROM runs r LEFT JOIN LATERAL (SELECT coalesce(max(nullif(nodes, '')), "
+                     "string_agg(node, ',' ORDER BY node_index NULLS LAST, node)) AS nodes FROM attestations "
+                     "WHERE job_id = r.job_id AND step_id = r.step_id) a ON true WHERE r.twin_group = $1 "
+                     "ORDER BY r.run_key",
                      1, p1, err, sizeof(err));
     if (!runs) {
         fail(status, 503, e, "database unavailable", err, "retry shortly");
@@ -255,6 +259,9 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
         x->ranks = atoi(PQgetvalue(runs, i, 6));
         x->start = strtoll(PQgetvalue(runs, i, 7), NULL, 10);
         x->resume = PQgetvalue(runs, i, 8);
+        x->argv = PQgetvalue(runs, i, 9);
+        x->run_as = PQgetisnull(runs, i, 10) ? NULL : PQgetvalue(runs, i, 10);
+        x->reported = PQgetvalue(runs, i, 11);
         json_t *en = entry_of(entries, x->id);
         char k[160];
         content_key(en, k, sizeof(k));
@@ -322,8 +329,9 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
                                                   ids, "majority", c == majority, "at_first_divergence", keys[c]));
     }
     for (int i = 0; i < nr; i++)
-        json_array_append_new(jruns, json_pack("{s:s, s:s, s:s, s:i, s:b, s:b, s:s, s:s, s:n}", "run_id", rs[i].id,
-                                               "job_id", rs[i].job, "nodes", rs[i].nodes, "content", rr[i].content,
+        json_array_append_new(jruns, json_pack("{s:s, s:s, s:s, s:s, s:s?, s:i, s:b, s:b, s:s, s:s, s:n}", "run_id",
+                                               rs[i].id, "job_id", rs[i].job, "nodes", rs[i].nodes, "reported_nodes",
+                                               rs[i].reported, "user", rs[i].run_as, "content", rr[i].content,
                                                "majority", rr[i].content == majority, "odd", i == odd, "probe_nodes",
                                                rs[i].probe, "gpus", rs[i].gpus, "diverged"));
     for (int i = 0; i < nnodes; i++)
@@ -371,68 +379,9 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
                "actor, deadline_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, now() + $11::interval)",
                11, pn, err, sizeof(err)) < 0)
         goto out_rollback;
-    for (int k = 0; k < plan.n; k++) {
-        const rp_place *pl = &plan.p[k];
-        const nrun *src = &rs[pl->source];
-        char cmd[8192], idx[16], rstep[32] = "", why[600];
-        const char *resume_step = NULL;
-        snprintf(cmd, sizeof(cmd), "%s", src->command);
-        snprintf(why, sizeof(why), "%s", pl->why);
-        if (src->resume[0]) {
-            /* The newest checkpoint before the window, known from either fact a run gives of one: declared
-             * (ls_checkpoint, POST /runs/ID/checkpoints: its step and path) or a saved state block of that step on
-             * every rank (ls_state_begin LS_STATE_SAVED: its step only). A template that names {path} needs a
-             * declared one. */
-            char stepb[32];
-            snprintf(stepb, sizeof(stepb), "%lld", from);
-            const char *pc[] = {src->key, stepb, strstr(src->resume, "{path}") ? "t" : "f"};
-            PGresult *ck = sql_query(
-                "SELECT step, max(path), bool_or(declared), bool_or(saved) FROM ("
-                "SELECT step, path, true AS declared, false AS saved FROM run_checkpoints WHERE run_key = $1::bigint "
-                "AND step < $2::bigint UNION ALL "
-                "SELECT step, '', false, true FROM record_frames WHERE run_key = $1::bigint AND kind = " CK_SAVED_KIND
-                " "
-                "AND step < $2::bigint GROUP BY step HAVING count(DISTINCT rank) >= greatest(1, (SELECT count(*) "
-                "FROM manifests m WHERE m.run_key = $1::bigint))) c "
-                "GROUP BY step HAVING NOT $3::boolean OR max(path) <> '' ORDER BY step DESC LIMIT 1",
-                3, pc, err, sizeof(err));
-            if (!ck)
-                goto out_rollback;
-            if (PQntuples(ck) == 1) {
-                long long c = strtoll(PQgetvalue(ck, 0, 0), NULL, 10);
-                int declared = PQgetvalue(ck, 0, 2)[0] == 't', saved = PQgetvalue(ck, 0, 3)[0] == 't';
-                const char *known = declared && saved ? "declared, and its saved state block recorded"
-                                    : declared        ? "declared"
-                                                      : "known from its saved state block";
-                char filled[8192];
-                if (substitute(src->resume, c, PQgetvalue(ck, 0, 1), to, filled, sizeof(filled)) == 0) {
-                    snprintf(cmd, sizeof(cmd), "%s", filled);
-                    snprintf(rstep, sizeof(rstep), "%lld", c);
-                    resume_step = rstep;
-                    size_t wl = strlen(why);
-                    snprintf(why + wl, sizeof(why) - wl, " (from the checkpoint of step %lld, %s)", c, known);
-                } else {
-                    size_t wl = strlen(why);
-                    snprintf(why + wl, sizeof(why) - wl,
-                             " (the whole run: its resume template does not fit with the checkpoint of step %lld)", c);
-                }
-            } else {
-                size_t wl = strlen(why);
-                snprintf(why + wl, sizeof(why) - wl,
-                         strstr(src->resume, "{path}")
-                             ? " (the whole run: no checkpoint with a path declared before step %lld)"
-                             : " (the whole run: no checkpoint declared or saved before step %lld)",
-                         from);
-            }
-            PQclear(ck);
-        }
-        snprintf(idx, sizeof(idx), "%d", k);
-        const char *pp[] = {ids, idx, pl->role, src->key, pl->nodes, why, cmd, resume_step};
-        if (sql_do("INSERT INTO narrow_placements (narrow_id, idx, role, source_run_key, nodes, why, command, "
-                   "resume_step) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                   8, pp, err, sizeof(err)) < 0)
+    for (int k = 0; k < plan.n; k++)
+        if (store_placement(ids, k, &plan.p[k], &rs[plan.p[k].source], from, to, err, sizeof(err)) < 0)
             goto out_rollback;
-    }
     if (sql_commit(err, sizeof(err)) < 0) {
         free(design_txt);
         fail(status, 503, e, "database unavailable", err, "retry shortly");

@@ -33,10 +33,13 @@ void store_runs_register(void)
     db_register("group_reset", "DELETE FROM group_checks WHERE twin_group = $1");
     db_register("job_attested_user", "SELECT user_name FROM attestations WHERE job_id = $1 ORDER BY attested_at "
                                      "LIMIT 1");
+    /* argv arrives as the JSON array the client sent ($14, NULL when none): its words in their order */
     db_register("run_ins", "INSERT INTO runs (run_id, job_id, step_id, twin_group, ranks, start_step, user_name, "
-                           "nodes, command, mode, client_id, partition, resume_template, attested_user) VALUES "
+                           "nodes, command, mode, client_id, partition, resume_template, attested_user, argv) VALUES "
                            "(gen_random_uuid(), $1, $2, nullif($3, ''), $4, $5, $6, $7, $8, $9, nullif($10, ''), $11, "
-                           "$12, $13) ON CONFLICT (job_id, client_id) WHERE client_id IS "
+                           "$12, $13, CASE WHEN $14::jsonb IS NOT NULL THEN ARRAY(SELECT w FROM "
+                           "jsonb_array_elements_text($14::jsonb) WITH ORDINALITY AS a(w, i) ORDER BY i) END) "
+                           "ON CONFLICT (job_id, client_id) WHERE client_id IS "
                            "NOT NULL DO UPDATE SET client_id = excluded.client_id RETURNING run_key, run_id, "
                            "coalesce(twin_group, ''), ranks, start_step, xmax = 0");
     db_register("checkpoint_put", "INSERT INTO run_checkpoints (run_key, step, path, rank) VALUES ($1, $2, $3, $4) "
@@ -162,7 +165,9 @@ const char *store_job_attested_user(const char *job_id, char *out, size_t cap)
     return u;
 }
 
-int store_run_create(const json_t *o, const run_claim *who, run_info *out, int *created, srv_error *e)
+/* run_create - store_run_create with the request's argv as JSON text (NULL when none). */
+static int run_create(const json_t *o, const char *argv_json, const run_claim *who, run_info *out, int *created,
+                      srv_error *e)
 {
     char ranks[32], start[32], err[512];
     snprintf(ranks, sizeof(ranks), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "ranks")));
@@ -170,7 +175,7 @@ int store_run_create(const json_t *o, const run_claim *who, run_info *out, int *
     const char *job = str_or(o, "job_id", ""), *group = str_or(o, "twin_group", ""), *cid = str_or(o, "client_id", "");
     const char *p[] = {job, str_or(o, "step_id", ""), group, ranks, start, str_or(o, "user", ""),
                        str_or(o, "nodes", ""), str_or(o, "command", ""), str_or(o, "mode", ""), cid,
-                       str_or(o, "partition", ""), str_or(o, "resume", ""), who->attested_user};
+                       str_or(o, "partition", ""), str_or(o, "resume", ""), who->attested_user, argv_json};
     PGresult *r = NULL;
     *created = 0;
     if (db_begin(err, sizeof(err)) < 0)
@@ -194,7 +199,7 @@ int store_run_create(const json_t *o, const run_claim *who, run_info *out, int *
     }
     if (*group && store_group_admit(group, who, e) < 0)
         goto out_rollback;
-    r = db_exec_once("run_ins", 13, p, err, sizeof(err));
+    r = db_exec_once("run_ins", 14, p, err, sizeof(err));
     if (!r)
         goto out_db;
     /* What the database holds: on a repeated registration that raced this one, the first attempt's fields. */
@@ -217,6 +222,15 @@ out_db:
 out_rollback:
     db_rollback();
     return -1;
+}
+
+int store_run_create(const json_t *o, const run_claim *who, run_info *out, int *created, srv_error *e)
+{
+    const json_t *argv = json_object_get(o, "argv");
+    char *argv_json = json_is_array(argv) ? json_dumps(argv, JSON_COMPACT) : NULL;
+    int rc = run_create(o, argv_json, who, out, created, e);
+    free(argv_json);
+    return rc;
 }
 
 int store_manifest(const run_info *run, int rank, const char *json_text, srv_error *e)

@@ -31,7 +31,7 @@ int store_run_lookup(const char *run_id, run_info *out, srv_error *e);
 
 /* store_run_create - register a run from the validated request object `o`
  * (job_id, step_id, twin_group, ranks, start_step, user, nodes, command,
- * mode, client_id, partition, resume) for `who`, in one transaction: a repeated
+ * mode, client_id, partition, resume, argv) for `who`, in one transaction: a repeated
  * client_id returns the run it made (*created 0); a twin group is created
  * owned by `who`, or joined when the ownership rule and the run limit allow
  * (store_group_admit). Returns 0 and fills `out`, or -1 with `e` filled

@@ -146,12 +146,12 @@ if [ $rd -eq 0 ] && [ "$n_said" -eq 1 ] && [ "$n_spool" -gt 0 ] && python3 -c "e
   ok "server absent: job took ${ELAPSED}s, $n_spool batch(es) spooled, said once on stderr"
 else bad "server absent: rc $rd, ${ELAPSED}s, $n_spool spooled, said $n_said times: $(head -c 300 "$T/down.err")"; fi
 start_server || bad "lockstepd restarts"
-"$LS" replay "$T/down/spool" >"$T/replay.out" 2>&1; rr=$?
+"$LS" replay --server "$URL" "$T/down/spool" >"$T/replay.out" 2>&1; rr=$?
 if [ $rr -eq 0 ] && check J-down "$T/down/trace" 1 && [ "$(spooled "$T/down/spool")" -eq 0 ] &&
    [ "$(run_status J-down)" = ended ]; then
   ok "lockstep replay: $(tail -1 "$T/replay.out" | cut -c1-80); server equals the trace; spool emptied"
 else bad "lockstep replay (rc $rr): $(cat "$T/replay.out" | head -c 400)"; fi
-"$LS" replay "$T/down/spool" >"$T/replay2.out" 2>&1
+"$LS" replay --server "$URL" "$T/down/spool" >"$T/replay2.out" 2>&1
 if check J-down "$T/down/trace" 1 >/dev/null; then ok "a second replay doubles nothing"; else bad "second replay"; fi
 
 # 4. Server absent at start, back mid-run: the agent itself replays its spool in order, nothing lost.
@@ -514,7 +514,7 @@ late=$(first_div dlate pending)
 late_why=$(curl -s "$URL/api/v1/twins/dlate-$$" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status_reason"])')
 LOCKSTEP_SERVER=$URL "$LS" twins "dlate-$$" >"$T/dlate-twins.out" 2>&1
 grep -q "records asked for, not received yet" "$T/dlate-twins.out" || late_why="lockstep twins lists no records asked for"
-"$LS" replay --steps asked "$T/dlate-A/spool" >"$T/dlate-replay.out" 2>&1; rr=$?
+"$LS" replay --server "$URL" --steps asked "$T/dlate-A/spool" >"$T/dlate-replay.out" 2>&1; rr=$?
 after=$(first_div dlate diverged)
 if [ "$held_files" -eq 2 ] && [[ "$late" == "pending None [] "[1-9]* ]] && [ $rr -eq 0 ] && [ "$after" = "$full" ] &&
    grep -q "held record(s) of steps asked" "$T/dlate-replay.out" && [[ "$late_why" == *"lockstep replay --steps asked"* ]]; then

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "tests/integration/common.h"
 
 static h_pg pg;
@@ -55,6 +57,8 @@ static json_t *call(const char *method, const char *path, const char *body, cons
 }
 
 static int saved_block_at = -1;    /* >= 0: run_on's runs also record a saved state block of that step */
+static const char *run_extra = ""; /* more registration fields of run_on's runs (", \"argv\": [...]") */
+static const char *attest_on;      /* NULL: run_on's runs are attested on their node; "": not at all; else there */
 static int restored_block_at = -1; /* >= 0: ... and a restored one, of value restored_value, at that step */
 static const char *restored_value; /* NULL: none restored */
 
@@ -63,11 +67,12 @@ static const char *restored_value; /* NULL: none restored */
 static void run_on(const char *group, const char *job, const char *node, int flip, const char *resume, long long first,
                    char *id)
 {
-    char body[1024], path[200];
+    char body[4096], path[200];
     snprintf(body, sizeof(body),
              "{\"job_id\": \"%s\", \"step_id\": \"0\", \"twin_group\": \"%s\", \"ranks\": 2, \"start_step\": %lld, "
-             "\"user\": \"alice\", \"nodes\": \"%s\", \"command\": \"train --steps 6\", \"mode\": \"det\"%s%s%s}",
-             job, group, first, node, resume ? ", \"resume\": \"" : "", resume ? resume : "", resume ? "\"" : "");
+             "\"user\": \"alice\", \"nodes\": \"%s\", \"command\": \"train --steps 6\", \"mode\": \"det\"%s%s%s%s}",
+             job, group, first, node, resume ? ", \"resume\": \"" : "", resume ? resume : "", resume ? "\"" : "",
+             run_extra);
     json_t *o = call("POST", "/api/v1/runs", body, NULL, 201);
     snprintf(id, 40, "%s", json_string_value(json_object_get(o, "run_id")));
     json_decref(o);
@@ -75,8 +80,9 @@ static void run_on(const char *group, const char *job, const char *node, int fli
      * hardware evidence counts only where it was attested */
     snprintf(body, sizeof(body),
              "{\"job_id\": \"%s\", \"step_id\": \"0\", \"node\": \"%s\", \"ranks\": [0, 1], \"user\": \"alice\"}", job,
-             node);
-    assert_int_equal(it_call(&srv, "POST", "/api/v1/attest", body, ADMIN, NULL), 200);
+             attest_on ? attest_on : node);
+    if (!attest_on || *attest_on)
+        assert_int_equal(it_call(&srv, "POST", "/api/v1/attest", body, ADMIN, NULL), 200);
     for (int r = 0; r < 2; r++) {
         snprintf(body, sizeof(body),
                  "{\"rank\": %d, \"host\": \"localhost\", \"slurm_node\": \"%s\", \"gpus\": [{\"index\": 0, \"uuid\": "
@@ -121,6 +127,19 @@ static const char *str(json_t *o, const char *k)
 #define NODES4                                                                                                         \
     "[{\"name\": \"n1\", \"state\": \"idle\"}, {\"name\": \"n2\", \"state\": \"idle\"}, "                              \
     "{\"name\": \"n3\", \"state\": \"mix\"}, {\"name\": \"n4\", \"state\": \"idle\"}]"
+
+/* assert_words - the JSON array of strings `a` is the words of `want` ('|'-separated). */
+static void assert_words(json_t *a, const char *want)
+{
+    char got[4096] = "";
+    size_t l = 0, i;
+    json_t *w;
+    assert_true(json_is_array(a));
+    json_array_foreach(a, i, w) l += (size_t)snprintf(got + l, sizeof(got) - l, "%s%s", i ? "|" : "",
+                                                       json_string_value(w));
+    if (strcmp(got, want))
+        fail_msg("words \"%s\", want \"%s\"", got, want);
+}
 
 /* start - POST a narrow of `group` with `nodes`; the narrow (caller decrefs). */
 static json_t *start(const char *group, const char *nodes, const char *extra)
@@ -275,6 +294,10 @@ static void test_persistent(void **state)
     }
     assert_string_equal(str(n, "kind"), "three-run");
     assert_string_equal(str(n, "state"), "running");
+    /* runs registered without argv: their command split at white space, said so; run as their attested user */
+    assert_words(json_object_get(json_array_get(pl, 0), "argv"), "train|--steps|6");
+    assert_non_null(strstr(str(json_array_get(pl, 0), "why"), "split at white space"));
+    assert_string_equal(str(json_array_get(pl, 0), "user"), "alice");
     assert_string_equal(str(json_object_get(n, "window"), "trace"), "collectives;modules:steps=2-4:ranks=1");
     assert_string_equal(str(n, "narrow_group"), "np-persist.narrow-1");
     /* the group shows the replay while it runs */
@@ -523,7 +546,9 @@ static void test_resume(void **state)
     json_decref(it_wait_group(&srv, "np-resume", "diverged"));
     json_t *n = start("np-resume", NODES4, NULL);
     json_t *p0 = json_array_get(json_object_get(n, "placements"), 0);
-    assert_string_equal(str(p0, "command"), "train --resume /ck/step-1 --steps 4 # 1");
+    /* the template's words, filled in: "#" is a word like any other (shown quoted, as sh would need it) */
+    assert_string_equal(str(p0, "command"), "train --resume /ck/step-1 --steps 4 '#' 1");
+    assert_words(json_object_get(p0, "argv"), "train|--resume|/ck/step-1|--steps|4|#|1");
     assert_int_equal(json_integer_value(json_object_get(p0, "resume_step")), 1);
     assert_int_equal(json_integer_value(json_object_get(p0, "start_step")), 2);
     assert_non_null(strstr(str(p0, "why"), "from the checkpoint of step 1"));
@@ -594,6 +619,167 @@ static void test_resume_state_blocks(void **state)
     json_decref(d);
 }
 
+/* The words a job registered are the words its replays run, byte for byte, whatever they hold; they are shown quoted
+ * as sh would need them. */
+static void test_words(void **state)
+{
+    (void)state;
+    char id[40], job[16], path[100];
+    const char *nodes[] = {"n1", "n2", "n3"};
+    run_extra = ", \"argv\": [\"train\", \"--tag\", \"a b; touch owned #\", \"$(touch owned)\", \"it's\", \"\"]";
+    for (int k = 0; k < 3; k++) {
+        snprintf(job, sizeof(job), "%d", job_no++);
+        run_on("np-words", job, nodes[k], k == 2 ? 1 : -1, NULL, 0, id);
+    }
+    run_extra = "";
+    snprintf(path, sizeof(path), "/api/v1/runs/%s", id);
+    json_t *r = call("GET", path, NULL, NULL, 200);
+    assert_words(json_object_get(r, "argv"), "train|--tag|a b; touch owned #|$(touch owned)|it's|");
+    json_decref(r);
+    json_decref(it_wait_group(&srv, "np-words", "diverged"));
+    json_t *n = start("np-words", NODES4, "\"timeout_s\": 5");
+    size_t i;
+    json_t *p;
+    assert_int_equal(json_array_size(json_object_get(n, "placements")), 4);
+    json_array_foreach(json_object_get(n, "placements"), i, p)
+    {
+        assert_words(json_object_get(p, "argv"), "train|--tag|a b; touch owned #|$(touch owned)|it's|");
+        assert_string_equal(str(p, "command"), "train --tag 'a b; touch owned #' '$(touch owned)' 'it'\\''s' ''");
+        assert_null(strstr(str(p, "why"), "split at white space"));
+    }
+    json_decref(wait_done(json_integer_value(json_object_get(n, "id"))));
+    json_decref(n);
+}
+
+/* A resume template is split into words first, then filled in inside each word: a path with spaces, quotes and ';'
+ * stays one word. Paths a replay could not use are refused at the door. */
+static void test_template_words(void **state)
+{
+    (void)state;
+    char id[40], job[16], path[200];
+    const char *nodes[] = {"n1", "n2", "n3"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(job, sizeof(job), "%d", job_no++);
+        run_on("np-tpl", job, nodes[k], k == 2 ? 1 : -1,
+               "train --resume '{path}' --note \\\"{step} of {stop}\\\" --tag=\\\"a b\\\"", 0, id);
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/checkpoints", id);
+        json_decref(call("POST", path, "{\"step\": 1, \"path\": \"/ck/my ckpt/it's;$(touch owned) #\"}", NULL, 200));
+    }
+    /* a path that holds a control character or reads as an option: 400, and nothing stored */
+    static const char *const bad[] = {"{\"step\": 2, \"path\": \"/ck/step-2\\ntouch /tmp/owned\"}",
+                                      "{\"step\": 2, \"path\": \"--help\"}"};
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        json_t *e = call("POST", path, bad[k], NULL, 400);
+        assert_non_null(strstr(str(e, "error"), "bad checkpoint"));
+        json_decref(e);
+    }
+    json_t *c = call("GET", path, NULL, NULL, 200);
+    assert_int_equal(json_array_size(json_object_get(c, "items")), 1);
+    json_decref(c);
+    json_decref(it_wait_group(&srv, "np-tpl", "diverged"));
+    json_t *n = start("np-tpl", NODES4, "\"timeout_s\": 5");
+    json_t *p0 = json_array_get(json_object_get(n, "placements"), 0);
+    assert_words(json_object_get(p0, "argv"), "train|--resume|/ck/my ckpt/it's;$(touch owned) #|--note|1 of 4|--tag=a b");
+    assert_string_equal(str(p0, "command"),
+                        "train --resume '/ck/my ckpt/it'\\''s;$(touch owned) #' --note '1 of 4' '--tag=a b'");
+    json_decref(wait_done(json_integer_value(json_object_get(n, "id"))));
+    json_decref(n);
+}
+
+/* Replays go where slurmstepd attested the runs ran, never where a job said it ran, and run as the runs' attested
+ * users: a run reported on n2 but attested on n4 is placed on n4 (n2 is then a node outside the group); a run with no
+ * attestation has unknown nodes; a run whose user is not attested is not replayed. */
+static void test_attested(void **state)
+{
+    (void)state;
+    char ids[3][40], job[16];
+    const char *nodes[] = {"n1", "n2", "n3"}, *attested[] = {"", "n4", NULL};
+    for (int k = 0; k < 3; k++) {
+        snprintf(job, sizeof(job), "%d", job_no++);
+        attest_on = attested[k];
+        run_on("np-attested", job, nodes[k], k == 2 ? 1 : -1, NULL, 0, ids[k]);
+    }
+    attest_on = NULL;
+    json_decref(it_wait_group(&srv, "np-attested", "diverged"));
+    json_t *n = start("np-attested", NODES4, "\"timeout_s\": 5");
+    json_t *pl = json_object_get(n, "placements");
+    static const char *const want[] = {"odd-again@n3", "majority-on-odd-nodes@n3", "odd-on-majority-nodes@n4",
+                                       "odd-on-other-nodes@n1", "odd-on-other-nodes@n2"};
+    assert_int_equal(json_array_size(pl), 5);
+    for (size_t k = 0; k < 5; k++) {
+        char got[100];
+        snprintf(got, sizeof(got), "%s@%s", str(json_array_get(pl, k), "role"), str(json_array_get(pl, k), "nodes"));
+        assert_string_equal(got, want[k]);
+        assert_string_equal(str(json_array_get(pl, k), "user"), "alice");
+    }
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(n, "runs"), i, r)
+    {
+        if (!strcmp(str(r, "run_id"), ids[1])) {
+            assert_string_equal(str(r, "nodes"), "n4");
+            assert_string_equal(str(r, "reported_nodes"), "n2");
+        }
+        if (!strcmp(str(r, "run_id"), ids[0]))
+            assert_string_equal(str(r, "nodes"), "");
+    }
+    int noted = 0;
+    json_array_foreach(json_object_get(n, "notes"), i, r) noted |=
+        strstr(json_string_value(r), "slurmstepd attested no node list") != NULL;
+    assert_true(noted);
+    json_decref(wait_done(json_integer_value(json_object_get(n, "id"))));
+    json_decref(n);
+
+    /* the odd run's user no longer attested (a row from before attestation): its job is not replayed, the other's is */
+    PGconn *db = PQconnectdb(pg.conninfo);
+    assert_int_equal(PQstatus(db), CONNECTION_OK);
+    const char *pv[] = {ids[2]};
+    PGresult *u = PQexecParams(db, "UPDATE runs SET attested_user = NULL WHERE run_id = $1::uuid", 1, NULL, pv, NULL,
+                               NULL, 0);
+    assert_int_equal(PQresultStatus(u), PGRES_COMMAND_OK);
+    PQclear(u);
+    PQfinish(db);
+    n = start("np-attested", NODES4, "\"timeout_s\": 5");
+    json_array_foreach(json_object_get(n, "placements"), i, r)
+    {
+        int from_odd = strcmp(str(r, "role"), "majority-on-odd-nodes") != 0;
+        assert_string_equal(str(r, "outcome"), from_odd ? "not-run" : "pending");
+        if (from_odd) {
+            assert_true(json_is_null(json_object_get(r, "user")));
+            assert_non_null(strstr(str(r, "detail"), "never attested the user"));
+        }
+    }
+    json_decref(wait_done(json_integer_value(json_object_get(n, "id"))));
+    json_decref(n);
+}
+
+/* A registration's argv of more words than lockstepd keeps is refused (the other refusals are cases in
+ * tests/integration/cases/: run-argv-*, run-resume-*, checkpoint-path-*); words with any text are taken as they are. */
+static void test_argv_limits(void **state)
+{
+    (void)state;
+    char body[20000];
+    int l = snprintf(body, sizeof(body), "{\"job_id\": \"%d\", \"step_id\": \"0\", \"argv\": [\"train\"", job_no++);
+    for (int k = 0; k < 1024; k++)
+        l += snprintf(body + l, sizeof(body) - (size_t)l, ", \"w\"");
+    snprintf(body + l, sizeof(body) - (size_t)l, "]}");
+    json_t *e = call("POST", "/api/v1/runs", body, NULL, 400);
+    assert_non_null(strstr(str(e, "detail"), "1 to 1024 strings"));
+    json_decref(e);
+    /* a word may hold a newline, quotes, $(): it is passed as it is, never parsed */
+    snprintf(body, sizeof(body),
+             "{\"job_id\": \"%d\", \"step_id\": \"0\", \"argv\": [\"python3\", \"-c\", \"import os\\nprint(1)\", "
+             "\"$(touch owned)\"]}",
+             job_no++);
+    json_t *o = call("POST", "/api/v1/runs", body, NULL, 201);
+    char path[100];
+    snprintf(path, sizeof(path), "/api/v1/runs/%s", str(o, "run_id"));
+    json_t *r = call("GET", path, NULL, NULL, 200);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(r, "argv"), 2)), "import os\nprint(1)");
+    json_decref(r);
+    json_decref(o);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -629,6 +815,8 @@ int main(void)
         cmocka_unit_test(test_software_pair),        cmocka_unit_test(test_no_nodes),
         cmocka_unit_test(test_not_run_and_deadline), cmocka_unit_test(test_resume),
         cmocka_unit_test(test_resume_state_blocks),  cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_words),                cmocka_unit_test(test_template_words),
+        cmocka_unit_test(test_attested),             cmocka_unit_test(test_argv_limits),
     };
     return cmocka_run_group_tests_name("narrow", tests, setup, teardown);
 }

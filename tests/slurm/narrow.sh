@@ -4,7 +4,8 @@
 # starts there; deploy/slurm/node-env.sh), never to a job's environment: a fault on n3 in every job ->
 # persistent-hardware naming n3 (three runs, and two runs with a third node to break the tie); a one-off on n4 ->
 # transient-hardware; --nondeterministic -> software; a pair with no third node free -> inconclusive, saying why;
-# a job with a resume template and declared checkpoints -> replays from the checkpoint before the window.
+# a job with a resume template and declared checkpoints -> replays from the checkpoint before the window; a job of
+# another user whose words and checkpoint path hold shell -> its replays run its program only, as that user.
 # usage: tests/slurm/narrow.sh BUILD_DIR      (ends with "N passed, N failed")
 set -u
 build=$(readlink -f "${1:-build}")
@@ -35,8 +36,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-check() { # check NAME FUNCTION: the function must succeed
+check() { # check NAME FUNCTION: the function must succeed (NARROW_ONLY="t_a t_b": only those run)
   local name=$1; shift
+  [ -n "${NARROW_ONLY:-}" ] && [[ " $NARROW_ONLY t_clean_stop " != *" $1 "* ]] && return 0
   : >"$tmp/out"; : >"$tmp/err"
   local t; t=$(date +%s%N)
   if "$@"; then pass=$((pass+1)); echo "ok   $name ($(( ($(date +%s%N) - t) / 1000000 )) ms)"
@@ -282,6 +284,98 @@ t_resume() {
   done
 }
 
+# --- jobs whose words, or checkpoint paths, try to run commands, owned by another user than the one who narrows:
+# their replays run their program with exactly their words, as their owner, and nothing else runs
+hostile_owner=nobody
+# hostile_runs GROUP DIR [SBATCH OPTIONS --] [WORDS]: three runs of GROUP (n1 n2 n3) as $hostile_owner, in DIR/runK
+hostile_runs() {
+  local g=$1 h=$2 k exp=ALL opts=(); shift 2
+  if [[ " $* " == *" -- "* ]]; then while [ "$1" != -- ]; do opts+=("$1"); shift; done; shift; fi
+  [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload"
+  for k in 1 2 3; do
+    mkdir -p "$h/$g$k" && chown "$hostile_owner" "$h/$g$k" || return 1
+    sbatch --parsable --uid="$hostile_owner" --gid="$(id -g "$hostile_owner")" --export="$exp" -N1 -n2 -w "n$k" \
+      --lockstep=det --lockstep-twin="$g" --chdir="$h/$g$k" -o "$h/%j.out" "${opts[@]}" \
+      "$h/job.sh" "$h/prog.sh" "$@" "${TRAIN[@]}" >>"$tmp/err" || return 1
+  done
+}
+t_hostile() {
+  "$src/deploy/slurm/node-env.sh" "$run" n3 LOCKSTEP_FAULT=node=n3,step=6,bit=12 || return 1
+  local h=$tmp/hostile g f bad=0
+  mkdir -p "$h" && chmod 1777 "$h" || return 1
+  # the program: the trainer, given the arguments that are its options (the job's other words are only words);
+  # with --declare-path its rank 0 first declares a checkpoint whose path holds a newline and a command
+  cat >"$h/prog.sh" <<PROG
+#!/bin/bash
+args=()
+for a in "\$@"; do
+  case \$a in
+  '\$('* | ';'*) ;;
+  --declare-path) [ "\${SLURM_PROCID:-0}" != 0 ] || "$cli" checkpoint 4 \$'$h/ck/step-4\\ntouch $h/owned3 #' ;;
+  *) args+=("\$a") ;;
+  esac
+done
+exec "$train" --quiet "\${args[@]}"
+PROG
+  printf '#!/bin/bash\nexec srun --mpi=pmix "$@"\n' >"$h/job.sh"
+  chmod 755 "$h/prog.sh" "$h/job.sh"
+  # words that would run commands in a shell; a checkpoint declared with a path that holds a newline and a command
+  hostile_runs words "$h" "\$(touch $h/owned1)" "; touch $h/owned2 #" || return 1
+  hostile_runs path "$h" "--lockstep-resume=$train --quiet --steps {stop} --hidden 16 --batch 16 --resume {path}" -- \
+    --declare-path || return 1
+  wait_for 300 queue_empty || return 1
+  for g in words path; do
+    wait_for 60 status_is "$g" diverged || { get "/twins/$g" >>"$tmp/err"; return 1; }
+  done
+  local rc=0
+  for g in words path; do
+    (cd "$h" && narrow "$g") || rc=1
+    placements "$g" >>"$tmp/err"
+  done
+  # nothing but the program ran: no file of the hostile words or path
+  for f in owned1 owned2 owned3; do
+    [ ! -e "$h/$f" ] || { echo "$f was created: a shell read a job's text" >>"$tmp/err"; bad=1; }
+  done
+  [ "$bad" = 0 ] && [ "$rc" = 0 ] || return 1
+  # the runs registered their words as words; the checkpoint's path (a newline) was refused
+  local id; id=$(get /twins/words | json "d['runs'][0]['run_id']")
+  get "/runs/$id" | json "d['argv']" >>"$tmp/err"
+  [ "$(get "/runs/$id" | json "d['argv'][1:3]")" = "['\$(touch $h/owned1)', '; touch $h/owned2 #']" ] || return 1
+  [ "$(get "/runs/$(get /twins/path | json "d['runs'][0]['run_id']")/checkpoints" | json "len(d['items'])")" = 0 ] ||
+    return 1
+  grep -q 'bad checkpoint path' "$h"/*.out || return 1
+  [ "$(field path "[p['why'].count('(the whole run: no checkpoint with a path declared') for p in d['placements']]")" = \
+    "[1, 1, 1, 1]" ] || return 1
+  # the verdicts, from replays that ran the program with their run's very words, as its owner (slurmstepd's word)
+  for g in words path; do
+    [ "$(field "$g" "d['verdict'], d['node']")" = "('persistent-hardware', 'n3')" ] || return 1
+    [ "$(field "$g" "all(p['outcome'] == 'ran' and p['user'] == '$hostile_owner' for p in d['placements'])")" = True ] ||
+      return 1
+    local want r; want=$(get "/runs/$(get "/twins/$g" | json "d['runs'][0]['run_id']")" | json "d['argv']")
+    for r in $(field "$g" "' '.join(p['run_id'] for p in d['placements'])"); do
+      [ "$(get "/runs/$r" | json "d['argv']")" = "$want" ] &&
+        [ "$(get "/runs/$r" | json "d['attested']['user']")" = "$hostile_owner" ] || { get "/runs/$r" >>"$tmp/err"; return 1; }
+    done
+  done
+  # their output went to a directory of the owner's
+  [ "$(stat -c %U "$tmp/replays/uid-$(id -u "$hostile_owner")")" = "$hostile_owner" ]
+}
+
+# --- narrowed by a user who owns none of the runs: nothing is submitted, and each placement says why
+t_other_user() {
+  local o=$tmp/other
+  mkdir -p "$o" && cp "$tmp/admin" "$o/admin" && chown -R "$hostile_owner" "$o" || return 1
+  (cd "$o" && runuser -u "$hostile_owner" -- env SLURM_CONF="$SLURM_CONF" LOCKSTEP_SERVER="$LOCKSTEP_SERVER" \
+    ${user_preload:+LD_PRELOAD=$user_preload} timeout 300 "$cli" narrow nondet --token-file "$o/admin" --json \
+    --timeout 60 --output "$o/out") >"$tmp/other.json" 2>>"$tmp/err"
+  local rc=$?
+  [ "$rc" -le 1 ] || { echo "exit $rc, wanted a verdict (0 or 1)" >>"$tmp/err"; return 1; }
+  field other "[(p['outcome'], p['job_id']) for p in d['placements']]" >>"$tmp/err"
+  [ "$(field other "all(p['outcome'] == 'not-run' and p['job_id'] is None and
+        'the replay runs as root, the owner of the run it replays, and lockstep narrow runs as uid' in p['detail']
+        for p in d['placements'])")" = True ]
+}
+
 t_refusals() {
   "$cli" narrow gpu --json >"$tmp/out" 2>&1; [ $? = 4 ] && grep -q 'admin token' "$tmp/out" || return 1
   submit lone n1 >/dev/null && wait_for 240 queue_empty || return 1 # a lone run: pending, nothing to narrow
@@ -296,6 +390,8 @@ check "narrow --show prints the verdict, placements and reasoning again" t_show
 check "a two-run group: replays on free nodes break the tie, persistent-hardware naming n3" t_pair
 check "not enough free nodes (n2, n4 drained): inconclusive, and the reason says so" t_not_enough_nodes
 check "a resume template and declared checkpoints: replays start at the checkpoint before the window" t_resume
+check "a job's hostile words and checkpoint path: only its program runs, with its words, as its owner" t_hostile
+check "narrowed by a user who owns none of the runs: nothing submitted, each placement says why" t_other_user
 check "narrow needs the admin token; refuses a group that did not diverge" t_refusals
 t_clean_stop() {
   kill -TERM "$srv_pid"; wait "$srv_pid"; local rc=$?; srv_pid=

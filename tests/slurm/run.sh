@@ -420,7 +420,7 @@ t_down_then_back() { # lockstepd away: the job runs; its data arrives once locks
   echo "MPI job with lockstepd down took $ms ms" >>"$tmp/err"
   [ "$ms" -lt 15000 ] && grep -q "lockstep replay" "$tmp/err" || return 1
   start_lockstepd || return 1
-  "$lockstep_cli" replay "$tmp/spool" >>"$tmp/out" 2>>"$tmp/err" || return 1
+  "$lockstep_cli" replay --server "http://127.0.0.1:$lsd_port" "$tmp/spool" >>"$tmp/out" 2>>"$tmp/err" || return 1
   api "http://127.0.0.1:$lsd_port/api/v1/runs?job=$jid" >"$tmp/out" || return 1
   local rid; rid=$(json 'd["items"][0]["run_id"]' <"$tmp/out") || return 1
   api "http://127.0.0.1:$lsd_port/api/v1/runs/$rid" >"$tmp/out" || return 1

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,7 +15,9 @@
 #include "agent/config.h"
 #include "agent/http.h"
 #include "common/jsonw.h"
+#include "agent/replay.h"
 #include "agent/spool.h"
+#include "common/fsutil.h"
 #include "common/record.h"
 
 static char root[256];
@@ -108,12 +111,139 @@ static void test_lock_excludes_other_process(void **state)
         int busy = 0;
         char dir[4200];
         snprintf(dir, sizeof(dir), "%s/J.2/rank-00001", root);
-        _exit(spool_open_dir(&other, dir, &busy, why, sizeof(why)) < 0 && busy ? 0 : 1);
+        _exit(spool_open_dir(&other, dir, 0, &busy, why, sizeof(why)) < 0 && busy ? 0 : 1);
     }
     int st;
     waitpid(pid, &st, 0);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     spool_close(&sp);
+}
+
+/* write_file - `text` into `path` (mode 0644). */
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void expect_file(const char *path, const char *text)
+{
+    char buf[256] = "";
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    assert_string_equal(buf, text);
+}
+
+/* A spool someone else prepared with links where its files go: a replay never reads or writes through one. */
+static void test_planted_links(void **state)
+{
+    (void)state;
+    char dir[600], victim[600], link[700], why[512];
+    snprintf(dir, sizeof(dir), "%s/P.0/rank-00000", root);
+    snprintf(victim, sizeof(victim), "%s/victim", root);
+    assert_int_equal(fs_mkdir_p(dir), 0);
+    write_file(victim, "the replaying user's file\n");
+    /* the lock, a batch, the manifest, and every name the meta file's rewrite could use are links to the victim */
+    static const char *const names[] = {"lock", "batch-00000000000000000001.lsbatch", "manifest.json", NULL};
+    for (const char *const *n = names; *n; n++) {
+        snprintf(link, sizeof(link), "%s/%s", dir, *n);
+        assert_int_equal(symlink(victim, link), 0);
+    }
+    spool sp;
+    int busy;
+    assert_int_equal(spool_open_dir(&sp, dir, 0, &busy, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "link"));
+    snprintf(link, sizeof(link), "%s/lock", dir);
+    unlink(link);
+    assert_int_equal(spool_open_dir(&sp, dir, 0, &busy, why, sizeof(why)), 0);
+    for (int pid = getpid() - 2; pid <= getpid() + 2; pid++) { /* the temporary name a rewrite once used */
+        snprintf(link, sizeof(link), "%s/.%s.%d.tmp", dir, SPOOL_META, pid);
+        assert_int_equal(symlink(victim, link), 0);
+    }
+    unsigned char *buf;
+    size_t len;
+    assert_int_equal(spool_get(&sp, "manifest.json", &buf, &len, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "link"));
+    assert_int_equal(spool_get(&sp, "batch-00000000000000000001.lsbatch", &buf, &len, why, sizeof(why)), -1);
+    spool_meta m;
+    memset(&m, 0, sizeof(m));
+    snprintf(m.server, sizeof(m.server), "http://127.0.0.1:1");
+    assert_int_equal(spool_meta_write(&sp, &m, why, sizeof(why)), 0);
+    assert_int_equal(spool_meta_read(&sp, &m, why, sizeof(why)), 1);
+    /* a FIFO where a file goes: refused at once, not waited on */
+    snprintf(link, sizeof(link), "%s/end.json", dir);
+    assert_int_equal(mkfifo(link, 0600), 0);
+    assert_int_equal(spool_get(&sp, "end.json", &buf, &len, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "not a regular file"));
+    spool_close(&sp);
+    expect_file(victim, "the replaying user's file\n");
+    /* the rank directory itself a link: refused */
+    snprintf(link, sizeof(link), "%s/P.0/rank-00001", root);
+    assert_int_equal(symlink(dir, link), 0);
+    assert_int_equal(spool_open_dir(&sp, link, 1, &busy, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "link or not a directory"));
+}
+
+/* A spool directory, or a file in it, of another user: refused unless forced (needs root to make one). */
+static void test_foreign_spool(void **state)
+{
+    (void)state;
+    if (geteuid() != 0)
+        skip();
+    char dir[600], path[700], why[512];
+    snprintf(dir, sizeof(dir), "%s/F.0/rank-00000", root);
+    assert_int_equal(fs_mkdir_p(dir), 0);
+    snprintf(path, sizeof(path), "%s/manifest.json", dir);
+    write_file(path, "{}");
+    assert_int_equal(chown(dir, 65534, 65534), 0);
+    spool sp;
+    int busy;
+    assert_int_equal(spool_open_dir(&sp, dir, 0, &busy, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "belongs to uid 65534"));
+    assert_int_equal(spool_open_dir(&sp, dir, 1, &busy, why, sizeof(why)), 0);
+    spool_close(&sp);
+    /* our directory, another user's file in it */
+    assert_int_equal(chown(dir, 0, 0), 0);
+    assert_int_equal(chown(path, 65534, 65534), 0);
+    assert_int_equal(spool_open_dir(&sp, dir, 0, &busy, why, sizeof(why)), 0);
+    unsigned char *buf;
+    size_t len;
+    assert_int_equal(spool_get(&sp, "manifest.json", &buf, &len, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "another user"));
+    spool_close(&sp);
+    assert_int_equal(spool_open_dir(&sp, dir, 1, &busy, why, sizeof(why)), 0);
+    assert_int_equal(spool_get(&sp, "manifest.json", &buf, &len, why, sizeof(why)), 1);
+    free(buf);
+    spool_close(&sp);
+    /* an agent never spools into a rank directory another user made first */
+    assert_int_equal(chown(dir, 65534, 65534), 0);
+    assert_int_equal(spool_open(&sp, root, "F.0", 0, NULL, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "belongs to uid 65534"));
+}
+
+/* lockstep replay follows no link to a spool, and sends only where it is told, never where a spool says. */
+static void test_replay_tree_links_and_server(void **state)
+{
+    (void)state;
+    char dir[600], link[700], meta[700];
+    snprintf(dir, sizeof(dir), "%s/R.0/rank-00000", root);
+    assert_int_equal(fs_mkdir_p(dir), 0);
+    snprintf(meta, sizeof(meta), "%s/spool.meta", dir);
+    write_file(meta, "server=http://127.0.0.1:1\nrank=0\njob_id=R\nstep_id=0\n");
+    snprintf(link, sizeof(link), "%s/elsewhere", root);
+    assert_int_equal(symlink(dir, link), 0); /* a link to a spool: not followed */
+    replay_opts o = {.timeout_ms = 200, .wait_ms = 0, .log = NULL};
+    replay_stats st;
+    assert_int_equal(replay_tree(root, &o, &st), -1); /* no server: nothing is sent anywhere */
+    assert_int_equal(st.dirs, 0);
+    o.server = "http://127.0.0.1:1";
+    replay_tree(root, &o, &st);
+    assert_int_equal(st.dirs, 1);
 }
 
 static void test_jsonw_escapes_and_nests(void **state)
@@ -215,6 +345,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_batches_sorted_and_files_atomic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_meta_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_excludes_other_process, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_planted_links, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_spool, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replay_tree_links_and_server, setup, teardown),
         cmocka_unit_test(test_jsonw_escapes_and_nests),
         cmocka_unit_test(test_settings_parsers),
         cmocka_unit_test(test_stream_config_from_env),

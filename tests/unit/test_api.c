@@ -151,6 +151,11 @@ static void test_misuse_after_shutdown(void **state)
     assert_int_equal(ls_checkpoint(4, "/ck/step-4"), 0);
     assert_int_equal(ls_checkpoint(-1, NULL), -1);
     assert_non_null(strstr(ls_last_error(), "step -1 is negative"));
+    /* a path lockstepd would refuse is refused here, where the program hears of it */
+    assert_int_equal(ls_checkpoint(4, "/ck/step-4\ntouch owned"), -1);
+    assert_non_null(strstr(ls_last_error(), "control character"));
+    assert_int_equal(ls_checkpoint(4, "--evil"), -1);
+    assert_non_null(strstr(ls_last_error(), "begins with '-'"));
     ls_shutdown();
     ls_shutdown(); /* twice is fine */
     assert_int_equal(ls_metric("loss", 1.0), -1);

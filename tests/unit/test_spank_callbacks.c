@@ -143,8 +143,8 @@ spank_err_t spank_get_item(spank_t s, spank_item_t item, ...)
         *va_arg(ap, uid_t *) = 0;
         break;
     case S_JOB_ARGV: {
-        static char *argv[] = {"python", "train.py", NULL};
-        *va_arg(ap, int *) = 2;
+        static char *argv[] = {"python", "train.py", "--tag", "a b; touch x #", NULL};
+        *va_arg(ap, int *) = 4;
         *va_arg(ap, char ***) = argv;
         break;
     }
@@ -559,6 +559,9 @@ static void attests_on_node(uint32_t node, const char *want_node, const char *wa
     /* the first node registers, with the attestation token; the others do not */
     const char *reg = strstr(H.seen, "POST /api/v1/runs ");
     CHECK(node == 0 ? reg && strstr(reg, auth) : reg == NULL);
+    /* with slurmstepd's argv as words (a replay runs exactly these), beside the command line for people */
+    CHECK(node != 0 || strstr(reg, "\"argv\":[\"python\",\"train.py\",\"--tag\",\"a b; touch x #\"]"));
+    CHECK(node != 0 || strstr(reg, "\"command\":\"python train.py --tag a b; touch x #\""));
     pthread_mutex_unlock(&H.lock);
     CHECK(strstr(F.log, "attested on"));
     /* the job sees its own token only */

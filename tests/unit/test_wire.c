@@ -70,6 +70,52 @@ static void test_body(void **state)
     free(big);
 }
 
+/* The program's argument vector goes as it is, every word a JSON string; one lockstepd would refuse is left out, and
+ * so is a resume template it would refuse: the run registers either way. */
+static void test_body_argv(void **state)
+{
+    (void)state;
+    char *argv[] = {"python3", "train.py", "--name", "a b; touch x #", "$(id)", "line\nbreak", "", NULL};
+    wire_run r = {.job_id = "9", .step_id = "0", .ranks = 1, .command = "python3 train.py", .argv = argv, .argc = 7};
+    char *b = wire_run_body(&r);
+    json_error_t e;
+    json_t *o = json_loads(b, 0, &e);
+    json_t *a = json_object_get(o, "argv");
+    assert_int_equal(json_array_size(a), 7);
+    for (int i = 0; i < 7; i++)
+        assert_string_equal(json_string_value(json_array_get(a, (size_t)i)), argv[i]);
+    json_decref(o);
+    free(b);
+    char *bad[] = {"train", "caf\xc3", NULL};
+    char *empty[] = {"", "x", NULL};
+    char *const *refused[] = {bad, empty, NULL};
+    int counts[] = {2, 2, 0};
+    for (int k = 0; k < 3; k++) {
+        wire_run x = {.job_id = "9", .ranks = 1, .argv = refused[k], .argc = counts[k], .resume = "train --resume '{step}"};
+        b = wire_run_body(&x);
+        o = json_loads(b, 0, &e);
+        assert_non_null(o);
+        assert_null(json_object_get(o, "argv"));
+        assert_null(json_object_get(o, "resume"));
+        json_decref(o);
+        free(b);
+    }
+    char **many = calloc(WIRE_ARGV_WORDS + 2, sizeof(char *));
+    for (int i = 0; i <= WIRE_ARGV_WORDS; i++)
+        many[i] = "w";
+    assert_true(wire_argv_valid(many, WIRE_ARGV_WORDS));
+    assert_false(wire_argv_valid(many, WIRE_ARGV_WORDS + 1));
+    free(many);
+    char *long_word = malloc(WIRE_ARGV_MAX + 1);
+    memset(long_word, 'x', WIRE_ARGV_MAX);
+    long_word[WIRE_ARGV_MAX] = 0;
+    char *one[] = {long_word, NULL};
+    assert_false(wire_argv_valid(one, 1)); /* WIRE_ARGV_MAX + 1 bytes with its NUL: one too many */
+    long_word[WIRE_ARGV_MAX - 1] = 0;
+    assert_true(wire_argv_valid(one, 1));
+    free(long_word);
+}
+
 /* Resume templates (--lockstep-resume), from a table: what names the checkpoint, what is refused and why. */
 static void test_resume_check(void **state)
 {
@@ -87,6 +133,13 @@ static void test_resume_check(void **state)
         {"train --resume {checkpoint}", "names {checkpoint}"},
         {"train --resume {Step}", "names {Step}"},
         {"awk '{print}' {step}", "names {print}"},
+        {"train --resume '{path}' --note \"it's here\"", NULL},
+        {"train --resume '{path}", "does not end"},
+        {"train --resume \"{path}", "does not end"},
+        {"train --resume {path} \\", "backslash ends"},
+        {"train --resume {path}\ntouch owned", "control character"},
+        {"train\t--resume {step}", "control character"},
+        {"train --resume {step} \xff", "control character"},
     };
     char why[300];
     for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++) {
@@ -216,7 +269,7 @@ static void test_obj_int_array(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_obj_int_array), cmocka_unit_test(test_body),        cmocka_unit_test(test_lookup_path),
+        cmocka_unit_test(test_obj_int_array), cmocka_unit_test(test_body), cmocka_unit_test(test_body_argv),        cmocka_unit_test(test_lookup_path),
         cmocka_unit_test(test_resume_check),  cmocka_unit_test(test_attest_body), cmocka_unit_test(test_pick),
         cmocka_unit_test(test_obj_string),    cmocka_unit_test(test_jsonw_bytes),
     };

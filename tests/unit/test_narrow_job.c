@@ -1,0 +1,130 @@
+/* test_narrow_job.c - the batch script of a narrow's replay (cli/narrow_job.h): sh runs exactly the launcher's words
+ * and the placement's words, whatever they hold, and nothing else. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/narrow_job.h"
+
+/* run_script - sh SCRIPT (a file in `dir`) with its output captured; bytes read, -1 when sh failed. */
+static long run_script(const char *dir, const char *script, char *out, size_t cap)
+{
+    char path[300];
+    snprintf(path, sizeof(path), "%s/job.sh", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(script, f);
+    fclose(f);
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        if (chdir(dir) < 0)
+            _exit(126);
+        execl("/bin/sh", "sh", path, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t n = 0;
+    ssize_t r;
+    while ((r = read(fd[0], out + n, cap - n)) > 0)
+        n += (size_t)r;
+    close(fd[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    unlink(path);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? (long)n : -1;
+}
+
+static void test_script_runs_only_the_words(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ls-njob.XXXXXX", out[8192], why[200];
+    assert_non_null(mkdtemp(dir));
+    /* a job whose words try every way out of a command line, and a checkpoint path filled into a template */
+    static const char *const words[] = {"python3",
+                                        "train.py",
+                                        "; touch owned1 #",
+                                        "$(touch owned2)",
+                                        "`touch owned3`",
+                                        "x && touch owned4",
+                                        "/ck/step-4\ntouch owned5 #",
+                                        "it's \"quoted\"",
+                                        "*",
+                                        "-rf",
+                                        "",
+                                        "\xff\xfe bytes"};
+    json_t *argv = json_array();
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        json_array_append_new(argv, json_stringn_nocheck(words[i], strlen(words[i])));
+    /* the launcher: a program that prints its arguments, each ended by a NUL */
+    char *launcher[] = {"printf", "%s\\0"};
+    char *script = narrow_job_script(12, 3, launcher, 2, argv, why, sizeof(why));
+    assert_non_null(script);
+    assert_non_null(strstr(script, "# lockstep narrow 12, placement 3"));
+    long n = run_script(dir, script, out, sizeof(out));
+    free(script);
+    assert_true(n > 0);
+    long at = 0;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        size_t l = strlen(words[i]);
+        if (at + (long)l + 1 > n || memcmp(out + at, words[i], l) || out[at + (long)l])
+            fail_msg("word %zu did not reach the program as it was", i);
+        at += (long)l + 1;
+    }
+    assert_int_equal(at, n);
+    /* nothing but the program ran */
+    for (int k = 1; k <= 5; k++) {
+        char owned[300];
+        struct stat st;
+        snprintf(owned, sizeof(owned), "%s/owned%d", dir, k);
+        assert_int_equal(stat(owned, &st), -1);
+    }
+    /* sbatch reads #SBATCH lines only before the first command: the script has none, and its first command line
+     * follows the comment at once */
+    script = narrow_job_script(12, 3, launcher, 2, argv, why, sizeof(why));
+    const char *second = strchr(script, '\n') + 1, *third = strchr(second, '\n') + 1;
+    assert_true(!strncmp(second, "# lockstep", 10));
+    assert_true(third[0] == '\'');
+    assert_null(strstr(script, "\n#SBATCH"));
+    free(script);
+    json_decref(argv);
+    rmdir(dir);
+}
+
+static void test_script_refusals(void **state)
+{
+    (void)state;
+    char why[200];
+    char *launcher[] = {"srun"};
+    json_t *none = json_array();
+    assert_null(narrow_job_script(1, 0, launcher, 1, none, why, sizeof(why)));
+    assert_non_null(strstr(why, "no words"));
+    json_array_append_new(none, json_integer(7));
+    assert_null(narrow_job_script(1, 0, launcher, 1, none, why, sizeof(why)));
+    assert_non_null(strstr(why, "not a string"));
+    assert_null(narrow_job_script(1, 0, launcher, 1, NULL, why, sizeof(why)));
+    json_decref(none);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_script_runs_only_the_words),
+        cmocka_unit_test(test_script_refusals),
+    };
+    return cmocka_run_group_tests_name("narrow_job", tests, NULL, NULL);
+}
