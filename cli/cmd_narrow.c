@@ -280,7 +280,8 @@ int cmd_narrow(int argc, char **argv)
     if (status == 401 || status == 403) {
         json_decref(reply);
         cli_error("narrow needs lockstepd's admin token", status == 401 ? "none was given" : "the token given is not it",
-                  "pass --token-file FILE (or set LOCKSTEP_ADMIN_TOKEN): narrow starts jobs and records a verdict "
+                  "keep it in ~/.config/lockstep/admin-token (mode 0600) or pass --token-file FILE: narrow starts jobs "
+                  "and records a verdict "
                   "that can drain a node");
         return CLI_SERVER_ERROR;
     }
