@@ -2,7 +2,8 @@
 # build.sh - build Lockstep's Debian packages with dpkg-buildpackage from a copy of the tree (`make deb`).
 #
 # usage: deploy/deb/build.sh [-o OUT_DIR] [-j JOBS] [-l]
-#   -o  where the .deb files (and the .changes and .buildinfo) go; default build/deb
+#   -o  where the .deb files (and the .changes, the .buildinfo and build.log) go, replacing an earlier build's;
+#       default build/deb
 #   -j  parallel jobs of the build; default nproc
 #   -l  run lintian on the result: its tags print (info tags too), errors and warnings fail
 #
@@ -20,11 +21,11 @@ while getopts "o:j:l" o; do
   o) out=$OPTARG ;;
   j) jobs=$OPTARG ;;
   l) lint=1 ;;
-  *) sed -n 4,7p "$0" >&2; exit 2 ;;
+  *) sed -n 4,8p "$0" >&2; exit 2 ;;
   esac
 done
 
-for t in dpkg-buildpackage dh dh_python3; do
+for t in dpkg-buildpackage dh dh_python3 help2man; do
   command -v "$t" >/dev/null || { echo "build.sh: $t not found (hint: deploy/install-deps.sh installs the Debian build tools)" >&2; exit 1; }
 done
 [ "$lint" = 0 ] || command -v lintian >/dev/null || { echo "build.sh: lintian not found (hint: deploy/install-deps.sh)" >&2; exit 1; }
@@ -47,6 +48,10 @@ else # a release tarball: everything but the build outputs
 fi
 (cd "$src" && tar --null -T "$tmp/files" -cf - web/vendor) | tar -xf - -C "$tree"
 [ -n "$stamp" ] && echo "$stamp" >"$tree/COMMIT"
+# The vendored files are taken as they are: npm's stamp older than them, so that make runs no npm in the copy.
+mkdir -p "$tree/web/node_modules"
+touch "$tree/web/node_modules/.package-lock.json"
+touch "$tree"/web/vendor/*
 
 # 2. the changelog: one entry for this version
 date=$(date -R)
@@ -68,7 +73,13 @@ if ! (cd "$tree" && DEB_BUILD_OPTIONS="parallel=$jobs ${DEB_BUILD_OPTIONS:-}" dp
   echo "build.sh: dpkg-buildpackage failed (the lines above end its log)" >&2
   exit 1
 fi
+# OUT_DIR holds the packages of the latest build only (so that `apt install ./OUT/lockstepd_*.deb` picks one).
 mkdir -p "$out"
+rm -f "$out"/lockstep_*.changes "$out"/lockstep_*.buildinfo "$out"/build.log
+for p in lockstepd lockstep-node lockstep python3-lockstep liblockstep-dev; do
+  rm -f "$out/${p}"_*.deb "$out/${p}"-dbgsym_*.deb
+done
+cp "$log" "$out/build.log"
 changes=lockstep_${version}_$(dpkg-architecture -qDEB_HOST_ARCH).changes
 for f in $(sed -n '/^Files:/,/^[^ ]/s/^ [0-9a-f]* [0-9]* [^ ]* [^ ]* //p' "$tmp/$changes") "$changes"; do
   cp "$tmp/$f" "$out/"
