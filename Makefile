@@ -7,6 +7,8 @@
 #   make demo            lockstepd, a 4-node local Slurm and real twin jobs (see README.md)
 #   make demo-stop       stop what make demo left running
 #   make install PREFIX=/usr/local
+#   make deb             Debian packages (lockstepd, lockstep-node, lockstep, python3-lockstep, liblockstep-dev)
+#                        under build/deb/, built with dpkg-buildpackage from a copy of the tree (docs/install.md)
 #   make CUDA=0          never compile CUDA parts, even where nvcc exists
 
 SAN ?= 0
@@ -37,7 +39,7 @@ HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2
 HARDEN_LD := -Wl,-z,relro,-z,now
 
 .DEFAULT_GOAL := all
-.PHONY: all test check bench demo demo-stop demo-offline install clean deps format
+.PHONY: all test check bench demo demo-stop demo-offline install programs install-programs clean deps format
 .SUFFIXES:
 
 # Each part adds its outputs to these lists in its own fragment.
@@ -63,6 +65,7 @@ include cli/cli.mk
 -include agent/python/python.mk
 include examples/examples.mk
 include bench/bench.mk
+-include deploy/deb/deb.mk
 include tests/tests.mk
 
 all: $(ALL_TARGETS)
@@ -90,7 +93,13 @@ demo-stop:
 demo-offline: all
 	@examples/demo.sh $(B)
 
-install: all
+install: all install-programs
+
+# What `make install` installs, built and installed without the tests and benchmarks (the Debian packages take
+# these two and install-web).
+programs: $(INSTALL_BIN) $(INSTALL_SBIN) $(INSTALL_LIB)
+
+install-programs: programs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
 	install -m 755 $(INSTALL_BIN) $(DESTDIR)$(PREFIX)/bin/
 	$(if $(INSTALL_SBIN),install -m 755 $(INSTALL_SBIN) $(DESTDIR)$(PREFIX)/sbin/)
