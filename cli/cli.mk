@@ -14,7 +14,7 @@ $(LIBCLI): $(CLI_OBJS) $(COMMON_JSON_OBJS)
 # The job-token module (OpenSSL) is shared with lockstepd and the SPANK plugin.
 CLI_TOKEN_OBJ := $(B)/common/crypto/token.o
 
-$(LOCKSTEP_BIN): $(B)/cli/main.o $(LIBCLI) $(CLI_TOKEN_OBJ) $(LIBCOMMON)
+$(LOCKSTEP_BIN): $(B)/cli/main.o $(VERSION_OBJ) $(LIBCLI) $(CLI_TOKEN_OBJ) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARDEN_LD) $(CLI_LIBS)
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/version.h"
 
 static const struct {
     const char *name;
@@ -50,7 +51,8 @@ static void help(FILE *out)
     fprintf(out, "usage: lockstep COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
         fprintf(out, "  %s\n", cmds[i].usage);
-    fprintf(out, "  help                  this text\n\n"
+    fprintf(out, "  help                  this text\n"
+                 "  version               the release and commit of this lockstep (also --version)\n\n"
                  "server commands take --server URL (else LOCKSTEP_SERVER, else 'server = URL' in\n"
                  "~/.config/lockstep/config), --json, and the admin token from ~/.config/lockstep/admin-token\n"
                  "(yours, mode 0600), or --token-file F (else LOCKSTEP_ADMIN_TOKEN_FILE).\n\n"
@@ -71,6 +73,10 @@ int main(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         help(argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_BAD_INPUT : CLI_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("lockstep %s (commit %s)\n", version_release(), version_commit());
+        return CLI_OK;
     }
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
         if (strcmp(argv[1], cmds[i].name) == 0)

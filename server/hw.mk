@@ -3,7 +3,7 @@ SERVER_PKGS += libcurl
 
 # Unit tests of the pure parts (no database): tests/unit/test_score.c.
 TEST_OBJS_test_score = $(B)/server/fleet/score.o $(B)/server/fleet/evidence.o $(B)/server/fleet/sinks.o \
-  $(B)/server/core/config.o $(B)/server/core/state.o $(B)/server/core/log.o $(B)/server/core/xalloc.o
+  $(B)/server/core/config.o $(B)/server/core/state.o $(B)/server/core/log.o $(B)/server/core/xalloc.o $(VERSION_OBJ)
 TEST_LIBS_test_score = $(call pc_libs,jansson libcurl) -lm
 $(B)/tests/unit/test_score.o: EXTRA_CFLAGS_tests += $(call pc_cflags,jansson libcurl)
 

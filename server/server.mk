@@ -20,7 +20,7 @@ $(B)/server/migrations.c: $(MIGRATIONS) server/store/gen-migrations.sh
 $(B)/server/migrations.o: $(B)/server/migrations.c
 	$(CC) $(ALL_CFLAGS) $(EXTRA_CFLAGS_server) -c $< -o $@
 
-$(LOCKSTEPD): $(B)/server/main.o $(SERVER_OBJS) $(TOKEN_OBJS) $(COMMON_JSON_OBJS) $(LIBCOMMON)
+$(LOCKSTEPD): $(B)/server/main.o $(SERVER_OBJS) $(VERSION_OBJ) $(TOKEN_OBJS) $(COMMON_JSON_OBJS) $(LIBCOMMON)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARDEN_LD) -Wl,--export-dynamic-symbol=MHD_create_response_from_buffer \
 	  $(SERVER_LIBS)
@@ -85,7 +85,7 @@ $(B)/tests/fuzz/fuzz_batch: tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) server/store/ba
 	  $(call pc_cflags,jansson) tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) -o $@ $(call pc_libs,jansson) -lm
 ALL_TARGETS += $(B)/tests/fuzz/fuzz_batch
 FUZZ_TEXT_SRCS := common/tracespec.c common/dtype.c common/text.c common/hostlist.c kernels/train_opts.c \
-  server/core/config.c server/core/log.c server/core/xalloc.c server/http/target.c
+  server/core/config.c server/core/log.c server/core/xalloc.c server/http/target.c common/version.c
 $(B)/tests/fuzz/fuzz_text: tests/fuzz/fuzz_text.c $(FUZZ_TEXT_SRCS) common/tracespec.h kernels/train_opts.h server/core/config.h \
   common/hostlist.h common/text.h server/http/target.h
 	@mkdir -p $(@D)

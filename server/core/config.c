@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/version.h"
 #include "server/core/log.h"
 
 enum cfg_type {
@@ -290,7 +291,7 @@ int cfg_load_file(srv_config *c, const char *path, char *err, size_t cap)
 
 static void usage(void)
 {
-    printf("usage: lockstepd [--config FILE] [--listen ADDR:PORT] [--db URL] [--state-dir DIR]\n"
+    printf("usage: lockstepd [--version] [--config FILE] [--listen ADDR:PORT] [--db URL] [--state-dir DIR]\n"
            "                 [--secret FILE] [--admin-token FILE] [--web-dir DIR] [--tls-cert FILE --tls-key FILE]\n"
            "                 [--threads N] [--db-workers N] [--log-level LEVEL] [--log-file FILE] [--port-file FILE]\n"
            "                 [--retain-days N] [--max-body-mb N] [--pg-bin DIR] [--read-access open|admin]\n"
@@ -325,6 +326,10 @@ int cfg_parse_args(srv_config *c, int argc, char **argv, char *err, size_t cap)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage();
+            return 1;
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            printf("lockstepd %s (commit %s)\n", version_release(), version_commit());
             return 1;
         }
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc && cfg_load_file(c, argv[i + 1], err, cap) < 0)

@@ -217,11 +217,16 @@ t_logical_bad_tilings() {
 }
 
 t_usage() { exits 2 "$ls" && exits 2 "$ls" frobnicate && grep -q "lockstep help" "$tmp/err" && exits 0 "$ls" help; }
+t_version() { # lockstep and lockstepd report the release and commit deploy/version.sh gives
+  local want; want="$(deploy/version.sh) (commit $(deploy/version.sh --commit))"
+  exits 0 "$ls" --version && [ "$(cat "$tmp/out")" = "lockstep $want" ] &&
+    exits 0 "$build/bin/lockstepd" --version && [ "$(cat "$tmp/out")" = "lockstepd $want" ]
+}
 
 for t in t_fp_vectors t_fp_stdin t_fp_large t_fp_missing t_fp_dir t_dump t_dump_torn t_dump_garbage \
          t_diff_match t_diff_diverged t_diff_json t_diff_metric_ulp t_diff_extra_rank t_diff_overlap \
          t_diff_unreadable t_fp_manifest t_diff_restore_ok t_diff_restore_bugs t_diff_restore_records \
-         t_logical_any_rank_count t_logical_flipped_byte t_logical_bad_tilings t_usage; do
+         t_logical_any_rank_count t_logical_flipped_byte t_logical_bad_tilings t_usage t_version; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"
