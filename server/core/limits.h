@@ -20,6 +20,10 @@
 #define COMMAND_MAX WIRE_COMMAND_MAX /* bytes of command (common/wire.h: clients cut theirs to fit) */
 #define CLIENT_ID_MAX 128           /* bytes of client_id */
 
+/* --- A record (POST /api/v1/runs/{id}/records; 400 past these) --- */
+#define REC_STEP_LIMIT ((long long)1 << 62) /* a record's step is -this .. this: room for the comparison's step
+                                             * arithmetic (a mark one before a step, a window after it) */
+
 /* --- An attestation (POST /api/v1/attest) --- */
 #define ATTEST_MAX_RANKS 4096       /* ranks one node's attestation names */
 #define ATTEST_MAX_RANKS_TEXT "4096"
