@@ -107,6 +107,7 @@ void cfg_defaults(srv_config *c)
     c->threads = n > 0 ? (int)n : 2;
     c->db_workers = 2 * c->threads;
     c->max_connections = 1024;
+    c->max_connections_per_ip = SRV_PER_IP_DEFAULT;
     c->connection_timeout_s = 60;
     c->header_timeout_s = 20;
     c->body_timeout_s = 300;

@@ -321,8 +321,94 @@ static void test_honest_agents_under_attack(void **state)
     assert_int_equal(atomic_load(&H.other), 0);
 }
 
+/* ---- a slow-loris from one address */
+
+#define LORIS 160           /* connections the slow-loris tries to hold, more than max_connections (96 here) */
+#define LORIS_SECONDS 8.0
+#define LORIS_FROM "127.0.0.2" /* another loopback address: lockstepd sees another host than the probes' */
+
+static atomic_int loris_held; /* connections it held at the last round */
+
+/* loris_main - hold as many connections from one address as lockstepd lets in, each sending a header line now
+ * and then and never finishing its request (reopened when closed). */
+static void *loris_main(void *arg)
+{
+    (void)arg;
+    int fd[LORIS];
+    for (int i = 0; i < LORIS; i++)
+        fd[i] = -1;
+    while (!atomic_load(&stop_flag)) {
+        int held = 0;
+        for (int i = 0; i < LORIS; i++) {
+            if (fd[i] < 0) {
+                fd[i] = it_connect_from(LORIS_FROM, srv.port, 1.0);
+                if (fd[i] >= 0 && send(fd[i], "GET /api/v1/health HTTP/1.1\r\nHost: x\r\n", 38, MSG_NOSIGNAL) < 0) {
+                    close(fd[i]);
+                    fd[i] = -1;
+                }
+                continue;
+            }
+            char c;
+            ssize_t r = recv(fd[i], &c, 1, MSG_DONTWAIT);
+            if (r >= 0 || send(fd[i], "X-T: 1\r\n", 8, MSG_NOSIGNAL) < 0) { /* closed (or answered): again */
+                close(fd[i]);
+                fd[i] = -1;
+            } else {
+                held++;
+            }
+        }
+        atomic_store(&loris_held, held);
+        usleep(300000);
+    }
+    for (int i = 0; i < LORIS; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+    return NULL;
+}
+
+/* A slow-loris from one address with the default configuration (no max_connections_per_ip in this test's
+ * lockstepd.conf): it holds at most the per-address allowance, and /health from another address answers every
+ * time within a second, each on a new connection (a kept-alive one would need no free slot). */
+static void test_slow_loris(void **state)
+{
+    (void)state;
+    atomic_store(&stop_flag, 0);
+    atomic_store(&loris_held, 0);
+    pthread_t th;
+    pthread_create(&th, NULL, loris_main, NULL);
+    usleep(1500000); /* the slots are taken before the probes start */
+    static const char probe[] = "GET /api/v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    int probes = 0, failed = 0, most = 0;
+    double worst = 0, t0 = h_now();
+    while (h_now() - t0 < LORIS_SECONDS) {
+        double t = h_now();
+        char *resp = NULL;
+        int st = it_raw(srv.port, probe, sizeof(probe) - 1, 3.0, &resp);
+        free(resp);
+        double took = h_now() - t;
+        probes++;
+        if (st != 200)
+            failed++;
+        else if (took > worst)
+            worst = took;
+        int held = atomic_load(&loris_held);
+        most = held > most ? held : most;
+        usleep(200000);
+    }
+    atomic_store(&stop_flag, 1);
+    pthread_join(th, NULL);
+    print_message("{\"test\": \"slow_loris\", \"connections_tried\": %d, \"held_at_most\": %d, \"probes\": %d, "
+                  "\"probes_failed\": %d, \"health_worst_ms\": %.1f}\n",
+                  LORIS, most, probes, failed, worst * 1e3);
+    assert_true(most > 0);
+    assert_true(most <= 64); /* the default allowance of one address */
+    assert_int_equal(failed, 0);
+    assert_true(worst < 1.0);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_honest_agents_under_attack)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_honest_agents_under_attack),
+                                       cmocka_unit_test(test_slow_loris)};
     return cmocka_run_group_tests_name("lockstepd under a hostile client", tests, setup, teardown);
 }
