@@ -1,4 +1,4 @@
-/* alerts.c - the alert outbox: alerts enqueued in the evaluator's transaction, resolved when acknowledged, repaired or superseded; a delivery thread with retries and exponential backoff (at-least-once) that re-sends open alerts to Alertmanager. */
+/* alerts.c - the alert outbox: alerts enqueued in the evaluator's transaction, resolved when acknowledged, repaired or superseded; one delivery lane per sink (its own thread, queue and timeout) with retries and exponential backoff (at-least-once); the Alertmanager lane re-sends open alerts. */
 #include "server/fleet/alerts.h"
 
 #include <curl/curl.h>
@@ -15,13 +15,28 @@
 #include "server/fleet/sinks.h"
 #include "server/store/sql.h"
 
-#define LEASE "60 seconds"
-#define CLAIM_MAX "20"
+#define LEASE_SPARE_S 60 /* a claimed delivery's lease: its sink's attempt timeout and this */
+#define LANE_BURST 50    /* deliveries a lane makes before it looks at its re-sends and at stopping again */
 #define STR(x) #x
 #define XSTR(x) STR(x)
 
-static void alert_loop(worker *w);
-static worker thread = WORKER_INIT("alert delivery", alert_loop);
+/* One sink's delivery lane: a thread of its own that claims only its sink's outbox rows (its queue), so that
+ * a receiver that hangs holds back its own messages, each attempt cut at the sink's timeout, and no other
+ * sink's. Every sink has a lane, configured or not: rows left for a sink no longer configured fail as they
+ * always did, until alert_give_up_s. */
+typedef struct sink_lane {
+    worker w; /* first: the loop finds its lane from its worker */
+    const char *sink;
+} sink_lane;
+
+static void lane_loop(worker *w);
+static sink_lane lanes[] = {
+    {WORKER_INIT("alerts: webhook", lane_loop), "webhook"},
+    {WORKER_INIT("alerts: Slack", lane_loop), "slack"},
+    {WORKER_INIT("alerts: Alertmanager", lane_loop), "alertmanager"},
+    {WORKER_INIT("alerts: mail", lane_loop), "mail"},
+};
+#define N_LANES (sizeof(lanes) / sizeof(lanes[0]))
 
 char *alert_url(const char *fragment)
 {
@@ -190,7 +205,8 @@ int alert_resolve_blaming(const char *node, char *err, size_t cap)
 
 void alert_notify(void)
 {
-    worker_kick(&thread);
+    for (size_t i = 0; i < N_LANES; i++)
+        worker_kick(&lanes[i].w);
 }
 
 /* iso_in - the UTC time `seconds` from now as Alertmanager's timestamps ("2026-11-29T12:00:00.000Z"). */
@@ -317,28 +333,43 @@ static void deliver_one(const char *id, const char *sink, const char *phase, int
     "(x.sink <> 'alertmanager' OR NOT EXISTS (SELECT 1 FROM alerts a WHERE a.id = x.alert_id "                       \
     "AND a.resend_busy_until > now()))))"
 
-/* deliver_due - claim due deliveries (a lease keeps other lockstepd off
- * them) and send each. Returns the seconds until the next one is due. */
-static double deliver_due(void)
+/* lease_of - how long a claimed delivery of `sink` is kept from other lockstepd: its attempt's timeout
+ * (sinks.h) and LEASE_SPARE_S, so that a receiver that takes its time never gets the message twice at once. */
+static void lease_of(const char *sink, char *out, size_t cap)
 {
-    char err[512];
-    PGresult *r = sql_query("UPDATE alert_deliveries d SET next_at = now() + interval '" LEASE "', "
-                            "attempts = d.attempts + 1 FROM (SELECT x.alert_id, x.sink, x.phase FROM alert_deliveries x "
-                            "WHERE " CLAIMABLE " AND x.next_at <= now() ORDER BY x.next_at LIMIT " CLAIM_MAX
-                            " FOR UPDATE SKIP LOCKED) c WHERE d.alert_id = c.alert_id AND d.sink = c.sink "
-                            "AND d.phase = c.phase RETURNING d.alert_id, d.sink, d.phase, d.attempts",
-                            0, NULL, err, sizeof(err));
-    if (!r)
-        return 1.0;
-    int n = PQntuples(r);
-    for (int i = 0; i < n; i++)
-        deliver_one(PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), atoi(PQgetvalue(r, i, 3)));
-    PQclear(r);
-    if (n)
-        return 0;
-    r = sql_query("SELECT extract(epoch FROM least((SELECT min(x.next_at) FROM alert_deliveries x WHERE " CLAIMABLE
-                  "), (SELECT min(resend_at) FROM alerts WHERE resolved_at IS NULL AND $1)) - now())",
-                  1, (const char *[]){g_srv.cfg.alertmanager_url[0] ? "true" : "false"}, err, sizeof(err));
+    snprintf(out, cap, "%d seconds", sink_timeout_s(sink) + LEASE_SPARE_S);
+}
+
+/* deliver_due - claim this lane's due deliveries one at a time (a lease keeps other lockstepd off each) and send
+ * them, up to LANE_BURST. Returns the seconds until the next one is due (0: more are due now). */
+static double deliver_due(sink_lane *l)
+{
+    char err[512], lease[64];
+    lease_of(l->sink, lease, sizeof(lease));
+    const char *p[] = {l->sink, lease};
+    for (int n = 0; n < LANE_BURST && !worker_stopping(&l->w); n++) {
+        PGresult *r = sql_query("UPDATE alert_deliveries d SET next_at = now() + $2::interval, "
+                                "attempts = d.attempts + 1 FROM (SELECT x.alert_id, x.sink, x.phase FROM alert_deliveries x "
+                                "WHERE x.sink = $1 AND " CLAIMABLE " AND x.next_at <= now() ORDER BY x.next_at LIMIT 1 "
+                                "FOR UPDATE SKIP LOCKED) c WHERE d.alert_id = c.alert_id AND d.sink = c.sink "
+                                "AND d.phase = c.phase RETURNING d.alert_id, d.sink, d.phase, d.attempts",
+                                2, p, err, sizeof(err));
+        if (!r)
+            return 1.0;
+        int got = PQntuples(r) == 1;
+        if (got)
+            deliver_one(PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), atoi(PQgetvalue(r, 0, 3)));
+        PQclear(r);
+        if (!got)
+            break;
+        if (n + 1 == LANE_BURST)
+            return 0;
+    }
+    const char *q[] = {l->sink, !strcmp(l->sink, "alertmanager") && g_srv.cfg.alertmanager_url[0] ? "true" : "false"};
+    PGresult *r = sql_query("SELECT extract(epoch FROM least((SELECT min(x.next_at) FROM alert_deliveries x WHERE "
+                            "x.sink = $1 AND " CLAIMABLE "), (SELECT min(resend_at) FROM alerts WHERE resolved_at IS NULL "
+                            "AND $2)) - now())",
+                            2, q, err, sizeof(err));
     double wait = 5.0;
     if (r && !PQgetisnull(r, 0, 0))
         wait = atof(PQgetvalue(r, 0, 0));
@@ -405,11 +436,12 @@ static int resend_due(void)
     return n;
 }
 
-static void alert_loop(worker *w)
+static void lane_loop(worker *w)
 {
+    sink_lane *l = (sink_lane *)w;
     for (;;) {
-        double wait = deliver_due();
-        if (resend_due() > 0)
+        double wait = deliver_due(l);
+        if (!strcmp(l->sink, "alertmanager") && resend_due() > 0)
             wait = 0;
         worker_lock(w);
         int stop = worker_wait_locked(w, wait);
@@ -422,10 +454,16 @@ static void alert_loop(worker *w)
 int alert_start(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    return worker_start(&thread, 1);
+    for (size_t i = 0; i < N_LANES; i++)
+        if (worker_start(&lanes[i].w, 1) < 0) {
+            alert_stop();
+            return -1;
+        }
+    return 0;
 }
 
 void alert_stop(void)
 {
-    worker_stop(&thread);
+    for (size_t i = 0; i < N_LANES; i++)
+        worker_stop(&lanes[i].w);
 }

@@ -229,7 +229,14 @@ int sink_post(const char *url, const char *body, char *err, size_t cap)
     return 0;
 }
 
-/* run_mail - feed `msg` to `mail_program -t -i` (no shell), 30 s at most. */
+#define MAIL_TIMEOUT_S 30 /* the mail program is killed after this */
+
+int sink_timeout_s(const char *sink)
+{
+    return !strcmp(sink, "mail") ? MAIL_TIMEOUT_S : g_srv.cfg.alert_timeout_s;
+}
+
+/* run_mail - feed `msg` to `mail_program -t -i` (no shell), MAIL_TIMEOUT_S at most. */
 static int run_mail(const char *msg, char *err, size_t cap)
 {
     int fd[2];
@@ -267,7 +274,7 @@ static int run_mail(const char *msg, char *err, size_t cap)
     }
     close(fd[1]);
     int st = 0;
-    for (int i = 0; i < 300; i++) {
+    for (int i = 0; i < MAIL_TIMEOUT_S * 10; i++) {
         pid_t w = waitpid(pid, &st, WNOHANG);
         if (w == pid)
             goto done;
@@ -276,7 +283,7 @@ static int run_mail(const char *msg, char *err, size_t cap)
     }
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
-    snprintf(err, cap, "%s took more than 30 s", g_srv.cfg.mail_program);
+    snprintf(err, cap, "%s took more than %d s", g_srv.cfg.mail_program, MAIL_TIMEOUT_S);
     return -1;
 done:
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)

@@ -51,6 +51,10 @@ char *sink_mail_text(const alert_msg *a);
  * new string (caller frees). */
 char *sink_slack_escape(const char *s);
 
+/* sink_timeout_s - how long one attempt through `sink` may take before it is cut: alert_timeout_s for the HTTP
+ * sinks, 30 s for the mail program (then killed). */
+int sink_timeout_s(const char *sink);
+
 /* sink_deliver - deliver `a` through `sink` once. Returns 0 when the
  * receiver took it (HTTP 2xx, or the mail program exited 0), else -1 with
  * the reason in `err`. */
