@@ -82,6 +82,7 @@ static const cfg_key KEYS[] = {
     {"alert_alertmanager_url", NULL, CFG_URL, F(alertmanager_url), 0, 0, NULL},
     {"mail_program", NULL, CFG_STR, F(mail_program), 0, 0, NULL},
     {"mail_domain", NULL, CFG_STR, F(mail_domain), 0, 0, NULL},
+    {"mail_map", NULL, CFG_STR, F(mail_map), 0, 0, NULL},
     {"mail_from", NULL, CFG_STR, F(mail_from), 0, 0, NULL},
     {"mail_admin", NULL, CFG_STR, F(mail_admin), 0, 0, NULL},
     {"alert_retry_ms", NULL, CFG_INT, F(alert_retry_ms), 10, 3600000, NULL},

@@ -59,7 +59,8 @@ typedef struct srv_config {
     char slack_url[1024];        /* Slack incoming webhook */
     char alertmanager_url[1024]; /* Alertmanager base URL (POST BASE/api/v2/alerts) */
     char mail_program[1024];     /* sendmail-compatible program */
-    char mail_domain[256];       /* user -> user@mail_domain */
+    char mail_domain[256];       /* an attested user the map does not name -> user@mail_domain ("" = none) */
+    char mail_map[1024];         /* file of "user address" lines: where an attested user's mail goes */
     char mail_from[256];         /* From: (default lockstep@mail_domain) */
     char mail_admin[256];        /* recipient of node alerts ("" = none by mail) */
     int alert_retry_ms;          /* first retry delay (1000), doubled per attempt */

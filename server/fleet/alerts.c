@@ -7,11 +7,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/core/limits.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
 #include "server/core/state.h"
 #include "server/core/worker.h"
 #include "server/core/xalloc.h"
+#include "server/fleet/mailmap.h"
 #include "server/fleet/sinks.h"
 #include "server/store/sql.h"
 
@@ -28,6 +30,8 @@ typedef struct sink_lane {
     worker w; /* first: the loop finds its lane from its worker */
     const char *sink;
 } sink_lane;
+
+static mail_map site_mail; /* mail_map, read at start */
 
 static void lane_loop(worker *w);
 static sink_lane lanes[] = {
@@ -108,10 +112,50 @@ static json_t *annotations_of(const alert_spec *a)
     return o;
 }
 
+/* The attested user of each run of a group: what slurmstepd (or the admin) vouched for at registration, else what
+ * it attested for the run's job; never what the job reported. */
+#define GROUP_ATTESTED_USERS                                                                                           \
+    "SELECT DISTINCT u FROM (SELECT coalesce(r.attested_user, (SELECT a.user_name FROM attestations a "                \
+    "WHERE a.job_id = r.job_id ORDER BY a.attested_at, a.node LIMIT 1)) AS u FROM runs r WHERE r.twin_group = $1) x "  \
+    "WHERE u IS NOT NULL AND u <> '' ORDER BY u LIMIT " GROUP_MAX_RUNS_TEXT
+
+/* mail_of - the attested users of the alert's group (when it mails them) and the addresses its mail goes to
+ * (server/fleet/mailmap.h), as text[] literals into *users and *to (caller frees). Returns how many addresses, or
+ * -1 on a database error. */
+static int mail_of(const alert_spec *a, char **users, char **to, char *err, size_t cap)
+{
+    const char *names[GROUP_MAX_RUNS], *addrs[GROUP_MAX_RUNS + 1];
+    char buf[GROUP_MAX_RUNS + 1][MAIL_ADDR_MAX + 1];
+    int nn = 0, na = 0;
+    PGresult *r = NULL;
+    if (a->mail_users && a->group) {
+        const char *p[] = {a->group};
+        r = sql_query(GROUP_ATTESTED_USERS, 1, p, err, cap);
+        if (!r)
+            return -1;
+        for (int i = 0; i < PQntuples(r) && nn < GROUP_MAX_RUNS; i++) {
+            names[nn++] = PQgetvalue(r, i, 0);
+            if (mail_address_of(&site_mail, g_srv.cfg.mail_domain, PQgetvalue(r, i, 0), buf[na], sizeof(buf[na]))) {
+                addrs[na] = buf[na];
+                na++;
+            }
+        }
+    }
+    if (a->mail_to && mail_addr_valid(a->mail_to))
+        addrs[na++] = a->mail_to;
+    *users = pg_array(names, nn);
+    *to = pg_array(addrs, na);
+    PQclear(r);
+    return na;
+}
+
 long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
 {
+    char *users, *mail_to;
+    int naddrs = mail_of(a, &users, &mail_to, err, cap);
+    if (naddrs < 0)
+        return -1;
     char *details = a->details ? json_dumps(a->details, JSON_COMPACT) : NULL;
-    char *rcpt = pg_array(a->recipients, a->nrecipients);
     char *blames = pg_array(a->blames, a->nblames);
     json_t *lj = labels_of(a), *aj = annotations_of(a);
     char *labels = json_dumps(lj, JSON_COMPACT), *ann = json_dumps(aj, JSON_COMPACT);
@@ -119,14 +163,15 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
     json_decref(aj);
     const char *p[] = {
         a->dedup_key, a->kind, a->group, a->node, a->severity, a->summary, a->body, a->url, details ? details : "{}",
-        rcpt, labels, ann, blames, a->facts ? a->facts : ""};
+        users, labels, ann, blames, a->facts ? a->facts : "", mail_to};
     PGresult *r = sql_query("INSERT INTO alerts (dedup_key, kind, twin_group, node, severity, summary, body, url, details, "
-                            "recipients, labels, annotations, blames, facts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
-                            "$9::jsonb, $10::text[], $11::jsonb, $12::jsonb, $13::text[], $14) "
+                            "recipients, labels, annotations, blames, facts, mail_to) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+                            "$8, $9::jsonb, $10::text[], $11::jsonb, $12::jsonb, $13::text[], $14, $15::text[]) "
                             "ON CONFLICT (dedup_key) DO NOTHING RETURNING id",
-                            14, p, err, cap);
+                            15, p, err, cap);
     free(details);
-    free(rcpt);
+    free(users);
+    free(mail_to);
     free(blames);
     free(labels);
     free(ann);
@@ -153,7 +198,7 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
         sinks[n++] = "slack";
     if (g_srv.cfg.alertmanager_url[0])
         sinks[n++] = "alertmanager";
-    if (g_srv.cfg.mail_program[0] && a->nrecipients > 0)
+    if (g_srv.cfg.mail_program[0] && naddrs > 0)
         sinks[n++] = "mail";
     for (int i = 0; i < n; i++) {
         const char *q[] = {ids, sinks[i]};
@@ -227,7 +272,7 @@ static void iso_in(double seconds, char *out, size_t cap)
 #define AM_LAPSE_PERIODS 4
 
 #define ALERT_COLS                                                                                                     \
-    "id, kind, twin_group, node, severity, summary, body, url, details::text, array_to_string(recipients, ','), "      \
+    "id, kind, twin_group, node, severity, summary, body, url, details::text, array_to_string(mail_to, ','), "      \
     "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), labels::text, annotations::text, " \
     "to_char(resolved_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), resolved_reason, resolved_by, "    \
     "superseded_by"
@@ -250,7 +295,7 @@ static void msg_of(PGresult *r, int i, int resolved, char *ends_at, size_t ecap,
                      .body = PQgetvalue(r, i, 6),
                      .url = PQgetvalue(r, i, 7),
                      .details = json_loads(PQgetvalue(r, i, 8), 0, NULL),
-                     .recipients = PQgetvalue(r, i, 9),
+                     .mail_to = PQgetvalue(r, i, 9),
                      .created_at = PQgetvalue(r, i, 10),
                      .labels = json_loads(PQgetvalue(r, i, 11), 0, NULL),
                      .annotations = json_loads(PQgetvalue(r, i, 12), 0, NULL),
@@ -453,6 +498,14 @@ static void lane_loop(worker *w)
 
 int alert_start(void)
 {
+    char err[1200];
+    if (g_srv.cfg.mail_map[0] && mail_map_load(&site_mail, g_srv.cfg.mail_map, err, sizeof(err)) < 0) {
+        log_error("cannot read mail_map: %s (hint: one \"user address\" pair a line, docs/suspects.md)", err);
+        return -1;
+    }
+    if (g_srv.cfg.mail_admin[0] && !mail_addr_valid(g_srv.cfg.mail_admin))
+        log_warn("mail_admin \"%s\" is not an address (local@domain): suspect alerts are not mailed",
+                 g_srv.cfg.mail_admin);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     for (size_t i = 0; i < N_LANES; i++)
         if (worker_start(&lanes[i].w, 1) < 0) {
@@ -466,4 +519,5 @@ void alert_stop(void)
 {
     for (size_t i = 0; i < N_LANES; i++)
         worker_stop(&lanes[i].w);
+    mail_map_release(&site_mail);
 }
