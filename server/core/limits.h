@@ -54,4 +54,13 @@
 #define LIST_TOTAL_MAX_TEXT "10000"
 #define LIST_MAX_BYTES (4 << 20)    /* a list answer stops adding items past this many bytes (next_cursor follows) */
 
+/* --- GET /api/v1/compare: one request, whatever the runs hold (the steps are cut where a budget ends: the answer
+ * says where, and ?from= gets the rest) --- */
+#define COMPARE_MAX_POINTS 1000000   /* metric points kept, all runs together (16 bytes each) */
+#define COMPARE_MAX_DECODED 4000000  /* series points decoded, all runs together (metrics and other scalars) */
+#define COMPARE_MAX_NAMES 256        /* metric names read per run: the first by name */
+#define COMPARE_SERIES_CELLS 200000  /* numbers the answer's curves hold, all metrics together: curves are thinned */
+#define COMPARE_STEP_RECORDS 200000  /* records of one step (both runs) the first effect's rule reads, else 413 */
+#define COMPARE_WORKERS 2            /* compares computed at once (others wait their turn, suspended) */
+
 #endif /* SERVER_CORE_LIMITS_H */

@@ -34,6 +34,13 @@ enum MHD_Result http_reply(http_req *req, int status, const char *ctype, char *b
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (status == 405 && req->allow)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
+    if (req->hold_reply) { /* built on a slow thread: the connection's own thread queues it (server.c) */
+        if (req->held)
+            MHD_destroy_response(req->held);
+        req->held = resp;
+        req->status = status;
+        return MHD_YES;
+    }
     enum MHD_Result r = MHD_queue_response(req->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
     req->status = status;
