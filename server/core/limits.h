@@ -53,6 +53,8 @@
 #define LIST_TOTAL_MAX 10000        /* a list counts its total exactly up to this; past it "total" is null */
 #define LIST_TOTAL_MAX_TEXT "10000"
 #define LIST_MAX_BYTES (4 << 20)    /* a list answer stops adding items past this many bytes (next_cursor follows) */
+#define SERIES_MAX_POINTS 100000    /* points of one GET /runs/R/series answer (?limit= at most this; before: 10^6,
+                                     * whose answer held some 400 MB in lockstepd) */
 
 /* --- GET /api/v1/compare: one request, whatever the runs hold (the steps are cut where a budget ends: the answer
  * says where, and ?from= gets the rest) --- */
