@@ -116,9 +116,9 @@ static void trim_after(run_pts *rp, int64_t last)
 
 /* What reading one run found. */
 typedef struct read_state {
-    int64_t to;        /* the last step to read: lowered to the last whole step when a budget ends */
-    int cut;           /* 1 when a budget ended the read before `to` */
-    int too_big;       /* 1 when the first step alone is past the budget */
+    int64_t to;  /* the last step to read: lowered to the last whole step when a budget ends */
+    int cut;     /* 1 when a budget ended the read before `to` */
+    int too_big; /* 1 when the first step alone is past the budget */
     int64_t big_step;
     size_t kept, decoded;
 } read_state;

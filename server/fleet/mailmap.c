@@ -82,10 +82,10 @@ int mail_map_load(mail_map *m, const char *path, char *err, size_t cap)
         if (!user)
             continue;
         const char *why = !addr || strtok_r(NULL, " \t\r\n", &save) ? "expected \"user address\""
-                          : !mail_user_plain(user)                 ? "the user is not a plain user name"
-                          : !mail_addr_valid(addr)                 ? "the address is not local@domain"
-                          : map_add(m, user, addr) < 0             ? "the user is mapped twice"
-                                                                   : NULL;
+                          : !mail_user_plain(user)                  ? "the user is not a plain user name"
+                          : !mail_addr_valid(addr)                  ? "the address is not local@domain"
+                          : map_add(m, user, addr) < 0              ? "the user is mapped twice"
+                                                                    : NULL;
         if (why) {
             snprintf(err, cap, "%s:%d: %s", path, lineno, why);
             rc = -1;
