@@ -417,8 +417,16 @@ int main(int argc, char **argv)
     snprintf(state_dir, sizeof(state_dir), "%s", o->state_dir ? o->state_dir : "");
     if (!o->state_dir)
         snprintf(state_dir, sizeof(state_dir), "%s/state", state);
-    const char *args_embedded[] = {"--state-dir", state_dir, o->srv_threads ? "--threads" : NULL, o->srv_threads, NULL};
-    const char *args_db[] = {"--db", o->db, o->srv_threads ? "--threads" : NULL, o->srv_threads, NULL};
+    /* The whole simulated fleet connects from 127.0.0.1: lockstepd's allowance of one address (one node's agents)
+     * is off. */
+    char conf[400];
+    snprintf(conf, sizeof(conf), "%s/lockstepd.conf", state);
+    FILE *cf = fopen(conf, "w");
+    if (!cf || fputs("max_connections_per_ip = 0\n", cf) < 0 || fclose(cf) != 0)
+        return 1;
+    const char *args_embedded[] = {"--config", conf, "--state-dir", state_dir, o->srv_threads ? "--threads" : NULL,
+                                   o->srv_threads, NULL};
+    const char *args_db[] = {"--config", conf, "--db", o->db, o->srv_threads ? "--threads" : NULL, o->srv_threads, NULL};
     h_srv srv;
     if (h_srv_start(&srv, o->db ? args_db : args_embedded) < 0) {
         fprintf(stderr, "bench/fleet: lockstepd did not start\n");

@@ -448,8 +448,15 @@ int main(int argc, char **argv)
     snprintf(state_dir, sizeof(state_dir), "%s", o.state_dir ? o.state_dir : "");
     if (!o.state_dir)
         snprintf(state_dir, sizeof(state_dir), "%s/state", state);
-    const char *args_embedded[] = {"--state-dir", state_dir, o.threads ? "--threads" : NULL, o.threads, NULL};
-    const char *args_db[] = {"--db", o.db, o.threads ? "--threads" : NULL, o.threads, NULL};
+    /* Every client connects from 127.0.0.1: lockstepd's allowance of one address (one node's agents) is off. */
+    char conf[400];
+    snprintf(conf, sizeof(conf), "%s/lockstepd.conf", state);
+    FILE *cf = fopen(conf, "w");
+    if (!cf || fputs("max_connections_per_ip = 0\n", cf) < 0 || fclose(cf) != 0)
+        return 1;
+    const char *args_embedded[] = {"--config", conf, "--state-dir", state_dir, o.threads ? "--threads" : NULL,
+                                   o.threads, NULL};
+    const char *args_db[] = {"--config", conf, "--db", o.db, o.threads ? "--threads" : NULL, o.threads, NULL};
     h_srv s;
     if (h_srv_start(&s, o.db ? args_db : args_embedded) < 0) {
         fprintf(stderr, "bench/ingest: lockstepd did not start\n");

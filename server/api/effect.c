@@ -16,10 +16,12 @@
 #include "server/api/run_ref.h"
 #include "server/api/twin_records.h"
 #include "server/compare/noise.h"
+#include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
+#include "server/http/slow.h"
 
 #define MAX_RUNS (1 + 2 * EFFECT_MAX_SET) /* the baseline's reference, the changed runs, the noise runs */
 
@@ -189,11 +191,12 @@ static json_t *max_ulp(const effect_metric *m, int j)
 }
 
 /* series_json - the curves of one metric: steps, the baseline, the band (threshold * scale) and the noise
- * replicas' range, each changed run's values and deviation. */
-static json_t *series_json(const compare_req *c, const effect_metric *m, const cmp_band *b, double thr)
+ * replicas' range, each changed run's values and deviation; every `stride`-th step (the curves of a long run are
+ * thinned to bound the answer; the verdicts use every step). */
+static json_t *series_json(const compare_req *c, const effect_metric *m, const cmp_band *b, double thr, size_t stride)
 {
     json_t *steps = json_array(), *base = json_array(), *band = json_array(), *lo = json_array(), *hi = json_array();
-    for (size_t t = 0; t < m->steps; t++) {
+    for (size_t t = 0; t < m->steps; t += stride) {
         json_array_append_new(steps, json_integer((json_int_t)m->step[t]));
         json_array_append_new(base, real_or_null(m->vals[0][t]));
         if (!c->k)
@@ -213,7 +216,7 @@ static json_t *series_json(const compare_req *c, const effect_metric *m, const c
     json_t *changed = json_array();
     for (int j = 1; j <= c->changed.n; j++) {
         json_t *vals = json_array(), *dev = json_array();
-        for (size_t t = 0; t < m->steps; t++) {
+        for (size_t t = 0; t < m->steps; t += stride) {
             json_array_append_new(vals, real_or_null(m->vals[j][t]));
             json_array_append_new(dev, real_or_null(m->vals[j][t] - m->vals[0][t]));
         }
@@ -228,13 +231,24 @@ static json_t *series_json(const compare_req *c, const effect_metric *m, const c
         lo = json_null();
         hi = json_null();
     }
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "steps", steps, "base", base, "band", band, "noise_min", lo,
-                     "noise_max", hi, "changed", changed);
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I}", "steps", steps, "base", base, "band", band, "noise_min", lo,
+                     "noise_max", hi, "changed", changed, "stride", (json_int_t)stride);
 }
 
-/* metric_json - judge every changed run on metric `m` at `alpha` (per judgement); its verdict into *verdict. */
+/* series_stride - every how many steps the curves of a metric of `steps` steps keep, so that the curves of `nmetrics`
+ * metrics hold at most COMPARE_SERIES_CELLS numbers in all (1: every step). */
+static size_t series_stride(const compare_req *c, int nmetrics, size_t steps)
+{
+    size_t per_step = 2 + 2 * (size_t)c->changed.n + (c->k ? 3 : 0); /* step, base, each run's value and deviation, band */
+    size_t fit = COMPARE_SERIES_CELLS / (per_step * (size_t)(nmetrics > 0 ? nmetrics : 1));
+    fit = fit ? fit : 1;
+    return steps <= fit ? 1 : (steps + fit - 1) / fit;
+}
+
+/* metric_json - judge every changed run on metric `m` at `alpha` (per judgement); its verdict into *verdict; its
+ * curves every `stride`-th step. */
 static json_t *metric_json(const compare_req *c, const effect_metric *m, double alpha, cmp_verdict *verdict,
-                           json_t *notes)
+                           json_t *notes, size_t stride)
 {
     const double *noise[CMP_NOISE_MAX_REPLICAS];
     for (int k = 0; k < c->k; k++)
@@ -293,7 +307,7 @@ static json_t *metric_json(const compare_req *c, const effect_metric *m, double 
     json_object_set_new(o, "noise_scores", scores);
     json_object_set_new(o, "noise_quiet", have_band ? json_boolean(band.quiet) : json_null());
     if (c->series)
-        json_object_set_new(o, "series", series_json(c, m, &band, thr));
+        json_object_set_new(o, "series", series_json(c, m, &band, thr, stride));
     free(band.scale);
     free(band.usable);
     return o;
@@ -337,17 +351,16 @@ static void note(json_t *notes, const char *fmt, ...)
     json_array_append_new(notes, json_string(buf));
 }
 
-static enum MHD_Result read_compare(http_req *req, char **args)
+/* compare_run - the comparison `arg` (a parsed compare_req) answered on `req`: on a slow thread
+ * (server/http/slow.h), since it reads and judges many runs. */
+static enum MHD_Result compare_run(http_req *req, void *arg)
 {
-    (void)args;
-    compare_req *c = xcalloc(1, sizeof(*c));
+    compare_req *c = arg;
     enum MHD_Result sent = MHD_YES;
     json_t *notes = json_array(), *firsts = json_array(), *first = NULL;
     effect_base eb = {0};
     effect_metrics ms;
     memset(&ms, 0, sizeof(ms));
-    if (parse_args(req, c) < 0)
-        goto out;
 
     /* Where each changed run first departs from BASE, over every record of every rank; and BASE itself. */
     int64_t best_step = 0;
@@ -383,9 +396,12 @@ static enum MHD_Result read_compare(http_req *req, char **args)
     cmp_verdict mv = CMP_IDENTICAL;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     size_t longest = 0;
+    int thinned = 0;
     for (int i = 0; i < ms.n; i++) {
         cmp_verdict v;
-        json_array_append_new(metrics, metric_json(c, &ms.m[i], alpha_test, &v, notes));
+        size_t stride = series_stride(c, ms.n, ms.m[i].steps);
+        thinned |= stride > 1;
+        json_array_append_new(metrics, metric_json(c, &ms.m[i], alpha_test, &v, notes, stride));
         mv = worse(mv, v);
         const effect_metric *m = &ms.m[i];
         if (m->steps) {
@@ -444,6 +460,18 @@ static enum MHD_Result read_compare(http_req *req, char **args)
     }
     if (ms.more)
         note(notes, "%d more shared metrics are not compared (the first %d by name are).", ms.more, EFFECT_MAX_METRICS);
+    if (ms.names_dropped)
+        note(notes, "A run records more than %d metric names on this rank: %d are not read (the first %d by name are).",
+             COMPARE_MAX_NAMES, ms.names_dropped, COMPARE_MAX_NAMES);
+    if (ms.cut)
+        note(notes,
+             "The metrics are compared over steps up to %" PRId64 " only: one comparison reads at most %d metric points "
+             "and %d scalar records, all runs together. The rest: the same request with from=%" PRId64
+             " (lockstep compare --from %" PRId64 ").",
+             ms.next_from - 1, COMPARE_MAX_POINTS, COMPARE_MAX_DECODED, ms.next_from, ms.next_from);
+    if (thinned)
+        note(notes, "The curves show every n-th step (series.stride) to keep the answer small; the verdicts use every "
+                    "step.");
 
     int running = 0;
     for (int i = 0; i < c->n; i++)
@@ -466,6 +494,8 @@ static enum MHD_Result read_compare(http_req *req, char **args)
                   "rule", rule_json(c, tests, alpha_test), "steps", (json_int_t)longest, "verdict", verdict,
                   "first_effect", first, "first_effects", firsts, "metrics", metrics, "notes", notes);
     json_object_set_new(o, "running", json_boolean(running));
+    json_object_set_new(o, "cut", json_boolean(ms.cut));
+    json_object_set_new(o, "next_from", ms.cut ? json_integer((json_int_t)ms.next_from) : json_null());
     first = firsts = notes = NULL;
     sent = http_reply_json(req, 200, o);
 out:
@@ -474,6 +504,23 @@ out:
     json_decref(first);
     json_decref(firsts);
     json_decref(notes);
+    return sent;
+}
+
+/* read_compare - GET /api/v1/compare: its arguments checked here (who reads, which runs: quick lookups), the
+ * comparison itself on a slow thread, so that no HTTP thread computes one (at most COMPARE_WORKERS at once, each
+ * within the budgets of server/core/limits.h; others wait their turn). */
+static enum MHD_Result read_compare(http_req *req, char **args)
+{
+    (void)args;
+    compare_req *c = xcalloc(1, sizeof(*c));
+    if (parse_args(req, c) < 0) {
+        free(c);
+        return MHD_YES;
+    }
+    if (http_defer_slow(req, compare_run, free, c) == 0)
+        return MHD_YES;
+    enum MHD_Result sent = compare_run(req, c); /* the slow threads are stopping: answered here */
     free(c);
     return sent;
 }

@@ -16,6 +16,7 @@
 #include "server/api/recview.h"
 #include "server/compare/rule.h"
 #include "server/compare/verdict.h"
+#include "server/core/limits.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
 #include "server/store/db.h"
@@ -33,7 +34,8 @@ void effect_data_register(void)
     db_register("eff_span", "SELECT min(min_step), max(max_step), count(DISTINCT rank) FROM rank_progress "
                             "WHERE run_key = ANY($1::bigint[])");
     /* The (rank, step) pairs of steps $3..$4 whose digests differ between two runs, or that one of them lacks. */
-    db_register("eff_diff", "SELECT coalesce(a.rank, b.rank), coalesce(a.step, b.step) FROM "
+    db_register("eff_diff", "SELECT coalesce(a.rank, b.rank), coalesce(a.step, b.step), "
+                            "coalesce(a.n, 0) + coalesce(b.n, 0) FROM "
                             "(SELECT rank, step, n, digest FROM step_digests WHERE run_key = $1 "
                             "AND step BETWEEN $3 AND $4) a FULL JOIN "
                             "(SELECT rank, step, n, digest FROM step_digests WHERE run_key = $2 "
@@ -122,216 +124,6 @@ int effect_set_open(http_req *req, const char *role, const char *spec, effect_se
         return -1;
     }
     return 0;
-}
-
-/* ---- the metrics ---- */
-
-/* One run's rows of one metric name, by step: the result's row numbers (a step recorded twice, which one run's
- * occurrence 0 cannot be, keeps its first record). */
-typedef struct slice {
-    int run;
-    const frame_set *r; /* the run's series points: rows index r->recs */
-    const char *name;   /* not terminated: name_len bytes */
-    size_t name_len;
-    int *rows, count;
-} slice;
-
-/* names_cmp - two record names' order (bytewise, a prefix first). */
-static int names_cmp(const char *a, size_t na, const char *b, size_t nb)
-{
-    int c = memcmp(a, b, na < nb ? na : nb);
-    return c ? c : (na > nb) - (na < nb);
-}
-
-static int slice_by_name_run(const void *pa, const void *pb)
-{
-    const slice *a = pa, *b = pb;
-    int c = names_cmp(a->name, a->name_len, b->name, b->name_len);
-    return c ? c : a->run - b->run;
-}
-
-/* steps_text - "steps 1-100 (100)" of a slice, into `out`. */
-static void steps_text(const slice *s, char *out, size_t cap)
-{
-    if (!s->count) {
-        snprintf(out, cap, "no steps");
-        return;
-    }
-    snprintf(out, cap, "steps %" PRId64 "-%" PRId64 " (%d)", s->r->recs[s->rows[0]].step,
-             s->r->recs[s->rows[s->count - 1]].step, s->count);
-}
-
-/* slices_same_steps - two slices hold the same step numbers. */
-static int slices_same_steps(const slice *a, const slice *b)
-{
-    if (a->count != b->count)
-        return 0;
-    for (int i = 0; i < a->count; i++)
-        if (a->r->recs[a->rows[i]].step != b->r->recs[b->rows[i]].step)
-            return 0;
-    return 1;
-}
-
-/* row_by_name_step - order indexes of a run's series points `set` by name, then step (qsort_r: lockstepd's HTTP
- * threads sort at once). */
-static int row_by_name_step(const void *pa, const void *pb, void *set)
-{
-    const rec_record *recs = ((const frame_set *)set)->recs;
-    const rec_record *x = &recs[*(const int *)pa], *y = &recs[*(const int *)pb];
-    int c = names_cmp(x->name, x->name_len, y->name, y->name_len);
-    return c ? c : *(const int *)pa - *(const int *)pb; /* points come in (step, seq) order */
-}
-
-/* a metric's point: a scalar of the metric level (the series' other points are ops' and modules' scalars) */
-static int metric_point(const rec_record *r)
-{
-    return r->level == 0 && r->occurrence == 0 && (r->flags & REC_HAS_VALUE) && rec_in_steps(r);
-}
-
-int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *const *names, const char *const *roles,
-                        const int *running, int rank, int64_t from, int64_t to, effect_metrics *out)
-{
-    memset(out, 0, sizeof(*out));
-    out->nruns = n;
-    char err[512];
-    frame_set *res = xcalloc((size_t)n, sizeof(*res));
-    int **order = xcalloc((size_t)n, sizeof(*order));
-    slice *sl = NULL;
-    int ns = 0, cap = 0, rc = 0;
-
-    /* Each run's rows, cut into slices: one per metric name, by step. */
-    for (int k = 0; k < n && rc == 0; k++) {
-        int got = frames_read_points(keys[k], (uint32_t)rank, from, to, &res[k], err, sizeof(err));
-        if (got < 0) {
-            rv_reply_read_error(req, got, err);
-            rc = -1;
-            break;
-        }
-        const frame_set *r = &res[k];
-        int rows = 0;
-        order[k] = xmalloc((r->n + 1) * sizeof(int));
-        for (size_t i = 0; i < r->n; i++)
-            if (metric_point(&r->recs[i]))
-                order[k][rows++] = (int)i;
-        qsort_r(order[k], (size_t)rows, sizeof(int), row_by_name_step, (void *)r);
-        for (int i = 0; i < rows;) {
-            const rec_record *first = &r->recs[order[k][i]];
-            int j = i;
-            while (j < rows && !names_cmp(r->recs[order[k][j]].name, r->recs[order[k][j]].name_len, first->name,
-                                          first->name_len))
-                j++;
-            if (ns == cap) {
-                cap = cap ? 2 * cap : 64;
-                sl = xrealloc(sl, (size_t)cap * sizeof(*sl));
-            }
-            slice *s = &sl[ns++];
-            *s = (slice){.run = k, .r = r, .name = first->name, .name_len = first->name_len, .rows = order[k] + i};
-            for (int x = i; x < j; x++) /* a step recorded twice keeps its first record */
-                if (x == i || r->recs[order[k][x]].step != r->recs[order[k][x - 1]].step)
-                    s->rows[s->count++] = order[k][x];
-            i = j;
-        }
-    }
-    if (rc == 0 && ns)
-        qsort(sl, (size_t)ns, sizeof(*sl), slice_by_name_run);
-
-    /* Names every run records are shared; the others are listed. */
-    out->unshared = json_array();
-    for (int i = 0; i < ns && rc == 0;) {
-        int j = i, have = 0;
-        const slice *by_run[EFFECT_MAX_SET * 3 + 1] = {0};
-        for (; j < ns && !names_cmp(sl[j].name, sl[j].name_len, sl[i].name, sl[i].name_len); j++)
-            if (!by_run[sl[j].run]) {
-                by_run[sl[j].run] = &sl[j];
-                have++;
-            }
-        if (have < n) {
-            if (json_array_size(out->unshared) < 64)
-                json_array_append_new(out->unshared, json_stringn(sl[i].name, sl[i].name_len));
-        } else if (out->n == EFFECT_MAX_METRICS) {
-            out->more++;
-        } else {
-            const slice *b = by_run[0];
-            for (int k = 1; k < n; k++) {
-                if (slices_same_steps(b, by_run[k]))
-                    continue;
-                char sa[96], sb[96], detail[1200];
-                steps_text(b, sa, sizeof(sa));
-                steps_text(by_run[k], sb, sizeof(sb));
-                snprintf(detail, sizeof(detail), "metric \"%.*s\" on rank %d: BASE run %s has %s, %s run %s has %s%s",
-                         (int)(sl[i].name_len < 200 ? sl[i].name_len : 200), sl[i].name, rank, names[0], sa, roles[k], names[k], sb,
-                         running[k] || running[0] ? " (a run is still running)" : "");
-                http_reply_error(req, 400, "the runs cover different steps", detail,
-                                 "compare runs of the same length, wait until they have ended, or compare the steps "
-                                 "they share with ?from=&to= (lockstep compare --from A --to B)");
-                rc = -1;
-                break;
-            }
-            if (rc)
-                break;
-            effect_metric *m = &out->m[out->n++];
-            snprintf(m->name, sizeof(m->name), "%.*s", (int)sl[i].name_len, sl[i].name);
-            m->steps = (size_t)b->count;
-            m->step = xmalloc((m->steps + 1) * sizeof(int64_t));
-            m->bits = xcalloc((size_t)n, sizeof(uint64_t *));
-            m->vals = xcalloc((size_t)n, sizeof(double *));
-            m->dtypes = xcalloc((size_t)n, sizeof(int));
-            for (size_t x = 0; x < m->steps; x++)
-                m->step[x] = b->r->recs[b->rows[x]].step;
-            for (int k = 0; k < n; k++) {
-                const slice *sk = by_run[k];
-                m->bits[k] = xmalloc((m->steps + 1) * sizeof(uint64_t));
-                m->vals[k] = xmalloc((m->steps + 1) * sizeof(double));
-                m->dtypes[k] = sk->r->recs[sk->rows[0]].dtype;
-                for (size_t x = 0; x < m->steps; x++) {
-                    const rec_record *pt = &sk->r->recs[sk->rows[x]];
-                    m->bits[k][x] = pt->value;
-                    m->vals[k][x] = dtype_value_to_double(pt->dtype, pt->value);
-                }
-            }
-            m->dtype = m->dtypes[0];
-        }
-        i = j;
-    }
-    if (rc == 0 && out->n == 0) {
-        char detail[700];
-        snprintf(detail, sizeof(detail),
-                 "rank %d of the runs compared records no scalar metric (level metric, occurrence 0, a value) that "
-                 "every run has%s",
-                 rank, json_array_size(out->unshared) ? "; some runs record metrics the others lack" : "");
-        http_reply_error(req, 400, "no shared metric", detail,
-                         "compare runs of one program: each records its metrics with ls_metric(\"loss\", x) on every "
-                         "rank (or choose the rank with ?rank=)");
-        rc = -1;
-    }
-    free(sl);
-    for (int k = 0; k < n; k++) {
-        frame_set_release(&res[k]);
-        free(order[k]);
-    }
-    free(res);
-    free(order);
-    if (rc)
-        effect_metrics_free(out);
-    return rc;
-}
-
-void effect_metrics_free(effect_metrics *ms)
-{
-    for (int i = 0; i < ms->n; i++) {
-        effect_metric *m = &ms->m[i];
-        for (int k = 0; k < ms->nruns; k++) {
-            free(m->bits ? m->bits[k] : NULL);
-            free(m->vals ? m->vals[k] : NULL);
-        }
-        free(m->bits);
-        free(m->vals);
-        free(m->dtypes);
-        free(m->step);
-    }
-    json_decref(ms->unshared);
-    ms->unshared = NULL;
-    ms->n = 0;
 }
 
 /* ---- the first effect ---- */
@@ -491,6 +283,18 @@ static int first_in(http_req *req, int64_t base, const char *base_id, int64_t ch
         int64_t step = strtoll(PQgetvalue(d, i, 1), NULL, 10);
         if (json_array_size(found) && step != first_step)
             break; /* the other ranks that differ at the first step are listed; later steps are not needed */
+        long long nrec = strtoll(PQgetvalue(d, i, 2), NULL, 10);
+        if (nrec > COMPARE_STEP_RECORDS) { /* one step's records, whatever a job stored: bounded as the twin API's */
+            char detail[300];
+            snprintf(detail, sizeof(detail),
+                     "step %" PRId64 " of rank %d holds %lld records in the two runs; the first effect's rule reads at "
+                     "most %d",
+                     step, rank, nrec, COMPARE_STEP_RECORDS);
+            http_reply_error(req, 413, "too many records in one step", detail,
+                             "compare the steps after it (?from=), or another rank (?rank=)");
+            rc = -1;
+            break;
+        }
         /* The records of the step and rank in both runs, as lockstepd's comparison reads them: state blocks apart
          * (step digests leave them out), with their input fingerprints (the cause rule) and call sites. */
         frame_set set = {0};

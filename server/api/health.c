@@ -43,7 +43,8 @@ static enum MHD_Result health(http_req *req, char **args)
                                                    "embedded_postgres", embedded()));
     return http_reply_json(req, 503,
                            json_pack("{s:s, s:s, s:o, s:s, s:s, s:s}", "status", "degraded", "database", "unreachable",
-                                     "embedded_postgres", embedded(), "error", "database unreachable", "detail", err,
+                                     "embedded_postgres", embedded(), "error", "database unreachable", "detail",
+                                     "PostgreSQL does not answer (its message is in the lockstepd log)",
                                      "hint", "lockstepd reconnects by itself once PostgreSQL is back"));
 }
 

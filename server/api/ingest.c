@@ -292,7 +292,7 @@ static json_t *store_reply(const store_job *j, int rc, const store_result *res, 
     const srv_batch *b = &j->batch;
     if (rc < 0) {
         *status = 503;
-        return http_error_json(e->error, e->detail, e->hint);
+        return http_internal_error_json(e->error, e->detail, e->hint);
     }
     metrics_batch(b->n, res->duplicate);
     if (!res->duplicate && b->n_digests && !b->held) /* streaming digests: a differing step waits for its records */

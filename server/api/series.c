@@ -10,6 +10,7 @@
 #include "common/dtype.h"
 #include "server/api/run_ref.h"
 #include "server/api/recview.h"
+#include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
@@ -55,10 +56,10 @@ static enum MHD_Result read_run_series(http_req *req, char **args)
     char buf[2048];
     const char *names[SERIES_MAX_NAMES];
     int count;
-    if (rank < 0 || rank > UINT32_MAX || limit < 1 || limit > 1000000 || !ns ||
+    if (rank < 0 || rank > UINT32_MAX || limit < 1 || limit > SERIES_MAX_POINTS || !ns ||
         name_list(ns, buf, sizeof(buf), names, &count) < 0)
         return http_reply_error(req, 400, "bad series request",
-                                "?name= takes 1 to 16 comma-separated record names; rank >= 0; limit 1..1000000",
+                                "?name= takes 1 to 16 comma-separated record names; rank >= 0; limit 1..100000",
                                 "e.g. /api/v1/runs/ID/series?rank=0&name=loss,grad_norm");
     frame_set set = {0};
     char err[512];

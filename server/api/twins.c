@@ -166,6 +166,17 @@ static enum MHD_Result read_twins(http_req *req, char **args)
         json_object_set_new(o, "awaiting_records", aw);
     }
     PQclear(w);
+    /* Steps the comparison stopped at because retention removed a run's records there. */
+    w = db_exec("grp_removed", 1, p, err, sizeof(err));
+    if (w && PQntuples(w) > 0) {
+        json_t *rm = json_array();
+        for (int k = 0; k < PQntuples(w); k++)
+            json_array_append_new(rm, json_pack("{s:s, s:i, s:I}", "run_id", PQgetvalue(w, k, 0), "rank",
+                                                atoi(PQgetvalue(w, k, 1)), "step",
+                                                (json_int_t)strtoll(PQgetvalue(w, k, 2), NULL, 10)));
+        json_object_set_new(o, "records_removed", rm);
+    }
+    PQclear(w);
     json_object_set_new(o, "evidence", evidence_of(c, PQntuples(c) ? 0 : -1));
     json_object_set_new(o, "runs_total", json_integer((json_int_t)v.runs_total));
     if (PQntuples(own) == 1) {
@@ -520,5 +531,7 @@ void api_twins_register(void)
     db_register("grp_awaiting", "SELECT r.run_id, q.rank, q.step, " TS("q.requested_at") " FROM record_requests q "
                                 "JOIN runs r USING (run_key) WHERE r.twin_group = $1 AND NOT q.answered "
                                 "ORDER BY q.step, q.rank, q.run_key LIMIT 100");
+    db_register("grp_removed", "SELECT r.run_id, q.rank, q.step FROM record_requests q JOIN runs r USING (run_key) "
+                               "WHERE r.twin_group = $1 AND q.removed ORDER BY q.step, q.rank, q.run_key LIMIT 100");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

@@ -35,6 +35,14 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
                  f->unchecked ? "nothing diverged in what could be compared" : "nothing diverged in what they recorded");
         return "incomplete";
     }
+    if (f->unchecked && f->removed) { /* no agent has those records any more: nobody can send them */
+        snprintf(why, cap, "every run ended; the comparison of %ld rank%s reached a step whose records retention "
+                 "removed from a run (retain_days): the step digests differ there, so the runs are not identical, but "
+                 "the records that would say where they part are gone, and the steps after it are not compared "
+                 "(records_removed says which run, rank and step)",
+                 f->removed, f->removed > 1 ? "s" : "");
+        return "incomplete";
+    }
     if (f->unchecked && f->awaiting) { /* the agents that held those records back have ended: only a person can */
         snprintf(why, cap, "every run ended; the comparison of %ld rank%s waits for records %s agents held back "
                  "(digest streaming) and left in their spools: `lockstep replay --steps asked DIR` on the nodes "

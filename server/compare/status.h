@@ -5,8 +5,9 @@
  *   diverged    a first divergence was found (whether or not a run also failed; but see incomplete)
  *   incomplete  nothing diverged (or, a run having failed, the first divergence is a record some run lacks:
  *               what the failure cut short), but a run failed (a rank's non-zero exit: its other ranks may never
- *               report, killed by the launcher) or, every run ended, they recorded nothing they share:
- *               nothing says they would have agreed
+ *               report, killed by the launcher) or, every run ended, they recorded nothing they share, or the
+ *               comparison reached steps whose records retention removed (their digests differ, the records that
+ *               would say where are gone): nothing says they would have agreed
  *   match       every run ended with exit 0, the runs share compared records, and every one agreed
  * Tested from a table of cases in tests/unit/test_status.c. Issue 21's rule for runs that share no steps
  * belongs here too: this is the one place a group's status is decided.
@@ -26,6 +27,7 @@ typedef struct twin_facts {
     long unchecked;  /* ranks whose shared, complete steps are not all compared yet */
     long comparable; /* ranks on which two runs or more recorded steps they share */
     long awaiting;   /* ranks whose comparison waits for records an agent held back (digest streaming) */
+    long removed;    /* ranks whose comparison stopped at a step whose records retention removed from a run */
 } twin_facts;
 
 /* Every value twin_status returns, NULL-terminated (GET /api/v1/twins?status= accepts these). */

@@ -70,11 +70,16 @@ void cmp_step_register(void)
     /* Digest streaming: a run whose agent held the step's records back is asked for them (the reply to its
      * rank's next batch says so); `committed_at` keeps the commit that showed the difference, for the latency. */
     /* The runs still short are asked (again); the others' requests are answered, whatever raced with this read
-     * (a held batch stored after it was read must not be asked for again forever). */
-    db_register("cmp_request", "WITH ask AS (INSERT INTO record_requests (run_key, rank, step, committed_at) "
-                               "SELECT k, $2, $3, to_timestamp($4) FROM unnest($1::bigint[]) AS k "
-                               "ON CONFLICT (run_key, rank, step) DO UPDATE SET answered = false "
-                               "WHERE record_requests.answered) "
+     * (a held batch stored after it was read must not be asked for again forever). A run short because retention
+     * removed its records of the step (records_removed) is not asked: its request is kept answered and `removed`,
+     * and the rank's comparison stops there as for held records, which the group's status says. */
+    db_register("cmp_request", "WITH ask AS (INSERT INTO record_requests AS q (run_key, rank, step, committed_at, "
+                               "answered, removed) SELECT k, $2, $3, to_timestamp($4), g.gone, g.gone "
+                               "FROM unnest($1::bigint[]) AS k CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM "
+                               "records_removed x WHERE x.run_key = k AND x.rank = $2 AND $3::bigint BETWEEN x.step_lo "
+                               "AND x.step_hi) AS gone) g "
+                               "ON CONFLICT (run_key, rank, step) DO UPDATE SET answered = excluded.answered, "
+                               "removed = excluded.removed WHERE q.answered) "
                                "UPDATE record_requests SET answered = true WHERE run_key = ANY($5::bigint[]) "
                                "AND rank = $2 AND step = $3 AND NOT answered");
     db_register("cmp_answered", "DELETE FROM record_requests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "

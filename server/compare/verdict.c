@@ -26,6 +26,11 @@
     "(SELECT count(DISTINCT q.rank) FROM record_requests q JOIN runs r USING (run_key) WHERE r.twin_group = " G    \
     " AND NOT q.answered)"
 
+/* The ranks of group G whose comparison stopped at a step whose records retention removed from a run. */
+#define VD_REMOVED(G)                                                                                                  \
+    "(SELECT count(DISTINCT q.rank) FROM record_requests q JOIN runs r USING (run_key) WHERE r.twin_group = " G    \
+    " AND q.removed)"
+
 void verdict_register(void)
 {
     db_register("vd_runs", "SELECT run_key, run_id, job_id, step_id, user_name, nodes, command, ranks, status, "
@@ -63,7 +68,8 @@ void verdict_register(void)
      * wait for records agents held back (the status says how to send them once every run ended). */
     db_register("vd_progress",
                 "SELECT count(*) FILTER (WHERE " VD_UNCHECKED "), count(*) FILTER (WHERE c.target IS NOT NULL), count(*), "
-                VD_AWAITING("$1") " FROM (SELECT r.twin_group, p.rank, max(p.updated_at) AS t FROM rank_progress p JOIN runs r "
+                VD_AWAITING("$1") ", " VD_REMOVED("$1") " FROM (SELECT r.twin_group, p.rank, max(p.updated_at) AS t "
+                "FROM rank_progress p JOIN runs r "
                 "USING (run_key) WHERE r.twin_group = $1 GROUP BY 1, 2) x "
                 "LEFT JOIN (SELECT e.rank, max(e.ended_at) AS t FROM rank_ends e JOIN runs r USING (run_key) "
                 "WHERE r.twin_group = $1 GROUP BY 1) pe ON pe.rank = x.rank "
@@ -104,7 +110,7 @@ void verdict_register(void)
                 "SELECT g.name, coalesce(ru.nruns, 0), coalesce(ru.running, 0), coalesce(ru.failed, 0), "
                 "dv.twin_group IS NOT NULL, coalesce(dv.early_miss, false), coalesce(dv.e0_miss, false), "
                 "coalesce(dv.early, 0), coalesce(pr.unchecked, 0), coalesce(pr.comparable, 0), "
-                VD_AWAITING("g.name") " FROM g "
+                VD_AWAITING("g.name") ", " VD_REMOVED("g.name") " FROM g "
                 "LEFT JOIN ru ON ru.twin_group = g.name LEFT JOIN pr ON pr.twin_group = g.name "
                 "LEFT JOIN dv ON dv.twin_group = g.name ORDER BY g.i");
 }
@@ -424,6 +430,7 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     f.comparable = strtol(PQgetvalue(prog, 0, 1), NULL, 10);
     v->nranks = atoi(PQgetvalue(prog, 0, 2));
     f.awaiting = strtol(PQgetvalue(prog, 0, 3), NULL, 10);
+    f.removed = strtol(PQgetvalue(prog, 0, 4), NULL, 10);
     f.diverged = PQntuples(divs) > 0;
 
     /* The per-rank divergences, as stored, each with its call site. */
@@ -506,6 +513,7 @@ int verdict_facts(const char *const *names, int n, twin_facts *out, char *err, s
         f->unchecked = strtol(PQgetvalue(r, i, 8), NULL, 10);
         f->comparable = strtol(PQgetvalue(r, i, 9), NULL, 10);
         f->awaiting = strtol(PQgetvalue(r, i, 10), NULL, 10);
+        f->removed = strtol(PQgetvalue(r, i, 11), NULL, 10);
         /* The cause rule's first divergence lacks a record when one at the earliest point does, unless the
          * cause is configuration (then it is e0 itself), or the earliest point holds more ranks than the rule
          * looks at (common/cause.c). Both need the whole verdict; asked for only where the status turns on it. */

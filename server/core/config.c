@@ -83,6 +83,7 @@ static const cfg_key KEYS[] = {
     {"alert_alertmanager_url", NULL, CFG_URL, F(alertmanager_url), 0, 0, NULL},
     {"mail_program", NULL, CFG_STR, F(mail_program), 0, 0, NULL},
     {"mail_domain", NULL, CFG_STR, F(mail_domain), 0, 0, NULL},
+    {"mail_map", NULL, CFG_STR, F(mail_map), 0, 0, NULL},
     {"mail_from", NULL, CFG_STR, F(mail_from), 0, 0, NULL},
     {"mail_admin", NULL, CFG_STR, F(mail_admin), 0, 0, NULL},
     {"alert_retry_ms", NULL, CFG_INT, F(alert_retry_ms), 10, 3600000, NULL},
@@ -108,6 +109,7 @@ void cfg_defaults(srv_config *c)
     c->threads = n > 0 ? (int)n : 2;
     c->db_workers = 2 * c->threads;
     c->max_connections = 1024;
+    c->max_connections_per_ip = SRV_PER_IP_DEFAULT;
     c->connection_timeout_s = 60;
     c->header_timeout_s = 20;
     c->body_timeout_s = 300;

@@ -26,7 +26,7 @@ typedef struct srv_config {
     int threads;             /* HTTP worker threads (one libpq connection each) */
     int db_workers;          /* threads that store record batches (one libpq connection each) */
     int max_connections;
-    int max_connections_per_ip; /* 0: no per-address limit */
+    int max_connections_per_ip; /* 0: no per-address limit (default SRV_PER_IP_DEFAULT) */
     int connection_timeout_s;   /* idleness */
     int header_timeout_s;       /* a request's line and headers must be in within this */
     int body_timeout_s;         /* its body within this once the headers are in */
@@ -59,7 +59,8 @@ typedef struct srv_config {
     char slack_url[1024];        /* Slack incoming webhook */
     char alertmanager_url[1024]; /* Alertmanager base URL (POST BASE/api/v2/alerts) */
     char mail_program[1024];     /* sendmail-compatible program */
-    char mail_domain[256];       /* user -> user@mail_domain */
+    char mail_domain[256];       /* an attested user the map does not name -> user@mail_domain ("" = none) */
+    char mail_map[1024];         /* file of "user address" lines: where an attested user's mail goes */
     char mail_from[256];         /* From: (default lockstep@mail_domain) */
     char mail_admin[256];        /* recipient of node alerts ("" = none by mail) */
     int alert_retry_ms;          /* first retry delay (1000), doubled per attempt */
@@ -69,6 +70,13 @@ typedef struct srv_config {
     int alert_resend_s;          /* an open alert is re-sent to Alertmanager this often (60) */
     char cluster[128];           /* the `cluster` label of every alert ("" = none) */
 } srv_config;
+
+/* The default allowance of concurrent connections from one client address: one node's agents with room to
+ * spare. A node of 8 GPUs runs 8 ranks, each with one sender connection (kept alive), and per job step the
+ * plugin's registration and attestation (short-lived), plus a few `lockstep` commands: about 16 at once;
+ * 64 is four times that, while one address can no longer hold every connection slot (docs/server.md,
+ * "The door", says how to size it). */
+#define SRV_PER_IP_DEFAULT 64
 
 /* cfg_defaults - fill `c` with the built-in defaults. */
 void cfg_defaults(srv_config *c);

@@ -20,6 +20,10 @@
 #define COMMAND_MAX WIRE_COMMAND_MAX /* bytes of command (common/wire.h: clients cut theirs to fit) */
 #define CLIENT_ID_MAX 128           /* bytes of client_id */
 
+/* --- A record (POST /api/v1/runs/{id}/records; 400 past these) --- */
+#define REC_STEP_LIMIT ((long long)1 << 62) /* a record's step is -this .. this: room for the comparison's step
+                                             * arithmetic (a mark one before a step, a window after it) */
+
 /* --- An attestation (POST /api/v1/attest) --- */
 #define ATTEST_MAX_RANKS 4096       /* ranks one node's attestation names */
 #define ATTEST_MAX_RANKS_TEXT "4096"
@@ -49,5 +53,16 @@
 #define LIST_TOTAL_MAX 10000        /* a list counts its total exactly up to this; past it "total" is null */
 #define LIST_TOTAL_MAX_TEXT "10000"
 #define LIST_MAX_BYTES (4 << 20)    /* a list answer stops adding items past this many bytes (next_cursor follows) */
+#define SERIES_MAX_POINTS 100000    /* points of one GET /runs/R/series answer (?limit= at most this; before: 10^6,
+                                     * whose answer held some 400 MB in lockstepd) */
+
+/* --- GET /api/v1/compare: one request, whatever the runs hold (the steps are cut where a budget ends: the answer
+ * says where, and ?from= gets the rest) --- */
+#define COMPARE_MAX_POINTS 1000000   /* metric points kept, all runs together (16 bytes each) */
+#define COMPARE_MAX_DECODED 4000000  /* series points decoded, all runs together (metrics and other scalars) */
+#define COMPARE_MAX_NAMES 256        /* metric names read per run: the first by name */
+#define COMPARE_SERIES_CELLS 200000  /* numbers the answer's curves hold, all metrics together: curves are thinned */
+#define COMPARE_STEP_RECORDS 200000  /* records of one step (both runs) the first effect's rule reads, else 413 */
+#define COMPARE_WORKERS 2            /* compares computed at once (others wait their turn, suspended) */
 
 #endif /* SERVER_CORE_LIMITS_H */

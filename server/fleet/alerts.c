@@ -1,4 +1,4 @@
-/* alerts.c - the alert outbox: alerts enqueued in the evaluator's transaction, resolved when acknowledged, repaired or superseded; a delivery thread with retries and exponential backoff (at-least-once) that re-sends open alerts to Alertmanager. */
+/* alerts.c - the alert outbox: alerts enqueued in the evaluator's transaction, resolved when acknowledged, repaired or superseded; one delivery lane per sink (its own thread, queue and timeout) with retries and exponential backoff (at-least-once); the Alertmanager lane re-sends open alerts. */
 #include "server/fleet/alerts.h"
 
 #include <curl/curl.h>
@@ -7,21 +7,40 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/core/limits.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
 #include "server/core/state.h"
 #include "server/core/worker.h"
 #include "server/core/xalloc.h"
+#include "server/fleet/mailmap.h"
 #include "server/fleet/sinks.h"
 #include "server/store/sql.h"
 
-#define LEASE "60 seconds"
-#define CLAIM_MAX "20"
+#define LEASE_SPARE_S 60 /* a claimed delivery's lease: its sink's attempt timeout and this */
+#define LANE_BURST 50    /* deliveries a lane makes before it looks at its re-sends and at stopping again */
 #define STR(x) #x
 #define XSTR(x) STR(x)
 
-static void alert_loop(worker *w);
-static worker thread = WORKER_INIT("alert delivery", alert_loop);
+/* One sink's delivery lane: a thread of its own that claims only its sink's outbox rows (its queue), so that
+ * a receiver that hangs holds back its own messages, each attempt cut at the sink's timeout, and no other
+ * sink's. Every sink has a lane, configured or not: rows left for a sink no longer configured fail as they
+ * always did, until alert_give_up_s. */
+typedef struct sink_lane {
+    worker w; /* first: the loop finds its lane from its worker */
+    const char *sink;
+} sink_lane;
+
+static mail_map site_mail; /* mail_map, read at start */
+
+static void lane_loop(worker *w);
+static sink_lane lanes[] = {
+    {WORKER_INIT("alerts: webhook", lane_loop), "webhook"},
+    {WORKER_INIT("alerts: Slack", lane_loop), "slack"},
+    {WORKER_INIT("alerts: Alertmanager", lane_loop), "alertmanager"},
+    {WORKER_INIT("alerts: mail", lane_loop), "mail"},
+};
+#define N_LANES (sizeof(lanes) / sizeof(lanes[0]))
 
 char *alert_url(const char *fragment)
 {
@@ -93,10 +112,50 @@ static json_t *annotations_of(const alert_spec *a)
     return o;
 }
 
+/* The attested user of each run of a group: what slurmstepd (or the admin) vouched for at registration, else what
+ * it attested for the run's job; never what the job reported. */
+#define GROUP_ATTESTED_USERS                                                                                           \
+    "SELECT DISTINCT u FROM (SELECT coalesce(r.attested_user, (SELECT a.user_name FROM attestations a "                \
+    "WHERE a.job_id = r.job_id ORDER BY a.attested_at, a.node LIMIT 1)) AS u FROM runs r WHERE r.twin_group = $1) x "  \
+    "WHERE u IS NOT NULL AND u <> '' ORDER BY u LIMIT " GROUP_MAX_RUNS_TEXT
+
+/* mail_of - the attested users of the alert's group (when it mails them) and the addresses its mail goes to
+ * (server/fleet/mailmap.h), as text[] literals into *users and *to (caller frees). Returns how many addresses, or
+ * -1 on a database error. */
+static int mail_of(const alert_spec *a, char **users, char **to, char *err, size_t cap)
+{
+    const char *names[GROUP_MAX_RUNS], *addrs[GROUP_MAX_RUNS + 1];
+    char buf[GROUP_MAX_RUNS + 1][MAIL_ADDR_MAX + 1];
+    int nn = 0, na = 0;
+    PGresult *r = NULL;
+    if (a->mail_users && a->group) {
+        const char *p[] = {a->group};
+        r = sql_query(GROUP_ATTESTED_USERS, 1, p, err, cap);
+        if (!r)
+            return -1;
+        for (int i = 0; i < PQntuples(r) && nn < GROUP_MAX_RUNS; i++) {
+            names[nn++] = PQgetvalue(r, i, 0);
+            if (mail_address_of(&site_mail, g_srv.cfg.mail_domain, PQgetvalue(r, i, 0), buf[na], sizeof(buf[na]))) {
+                addrs[na] = buf[na];
+                na++;
+            }
+        }
+    }
+    if (a->mail_to && mail_addr_valid(a->mail_to))
+        addrs[na++] = a->mail_to;
+    *users = pg_array(names, nn);
+    *to = pg_array(addrs, na);
+    PQclear(r);
+    return na;
+}
+
 long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
 {
+    char *users, *mail_to;
+    int naddrs = mail_of(a, &users, &mail_to, err, cap);
+    if (naddrs < 0)
+        return -1;
     char *details = a->details ? json_dumps(a->details, JSON_COMPACT) : NULL;
-    char *rcpt = pg_array(a->recipients, a->nrecipients);
     char *blames = pg_array(a->blames, a->nblames);
     json_t *lj = labels_of(a), *aj = annotations_of(a);
     char *labels = json_dumps(lj, JSON_COMPACT), *ann = json_dumps(aj, JSON_COMPACT);
@@ -104,14 +163,15 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
     json_decref(aj);
     const char *p[] = {
         a->dedup_key, a->kind, a->group, a->node, a->severity, a->summary, a->body, a->url, details ? details : "{}",
-        rcpt, labels, ann, blames, a->facts ? a->facts : ""};
+        users, labels, ann, blames, a->facts ? a->facts : "", mail_to};
     PGresult *r = sql_query("INSERT INTO alerts (dedup_key, kind, twin_group, node, severity, summary, body, url, details, "
-                            "recipients, labels, annotations, blames, facts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
-                            "$9::jsonb, $10::text[], $11::jsonb, $12::jsonb, $13::text[], $14) "
+                            "recipients, labels, annotations, blames, facts, mail_to) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+                            "$8, $9::jsonb, $10::text[], $11::jsonb, $12::jsonb, $13::text[], $14, $15::text[]) "
                             "ON CONFLICT (dedup_key) DO NOTHING RETURNING id",
-                            14, p, err, cap);
+                            15, p, err, cap);
     free(details);
-    free(rcpt);
+    free(users);
+    free(mail_to);
     free(blames);
     free(labels);
     free(ann);
@@ -138,7 +198,7 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
         sinks[n++] = "slack";
     if (g_srv.cfg.alertmanager_url[0])
         sinks[n++] = "alertmanager";
-    if (g_srv.cfg.mail_program[0] && a->nrecipients > 0)
+    if (g_srv.cfg.mail_program[0] && naddrs > 0)
         sinks[n++] = "mail";
     for (int i = 0; i < n; i++) {
         const char *q[] = {ids, sinks[i]};
@@ -190,7 +250,8 @@ int alert_resolve_blaming(const char *node, char *err, size_t cap)
 
 void alert_notify(void)
 {
-    worker_kick(&thread);
+    for (size_t i = 0; i < N_LANES; i++)
+        worker_kick(&lanes[i].w);
 }
 
 /* iso_in - the UTC time `seconds` from now as Alertmanager's timestamps ("2026-11-29T12:00:00.000Z"). */
@@ -211,7 +272,7 @@ static void iso_in(double seconds, char *out, size_t cap)
 #define AM_LAPSE_PERIODS 4
 
 #define ALERT_COLS                                                                                                     \
-    "id, kind, twin_group, node, severity, summary, body, url, details::text, array_to_string(recipients, ','), "      \
+    "id, kind, twin_group, node, severity, summary, body, url, details::text, array_to_string(mail_to, ','), "      \
     "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), labels::text, annotations::text, " \
     "to_char(resolved_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), resolved_reason, resolved_by, "    \
     "superseded_by"
@@ -234,7 +295,7 @@ static void msg_of(PGresult *r, int i, int resolved, char *ends_at, size_t ecap,
                      .body = PQgetvalue(r, i, 6),
                      .url = PQgetvalue(r, i, 7),
                      .details = json_loads(PQgetvalue(r, i, 8), 0, NULL),
-                     .recipients = PQgetvalue(r, i, 9),
+                     .mail_to = PQgetvalue(r, i, 9),
                      .created_at = PQgetvalue(r, i, 10),
                      .labels = json_loads(PQgetvalue(r, i, 11), 0, NULL),
                      .annotations = json_loads(PQgetvalue(r, i, 12), 0, NULL),
@@ -317,28 +378,43 @@ static void deliver_one(const char *id, const char *sink, const char *phase, int
     "(x.sink <> 'alertmanager' OR NOT EXISTS (SELECT 1 FROM alerts a WHERE a.id = x.alert_id "                       \
     "AND a.resend_busy_until > now()))))"
 
-/* deliver_due - claim due deliveries (a lease keeps other lockstepd off
- * them) and send each. Returns the seconds until the next one is due. */
-static double deliver_due(void)
+/* lease_of - how long a claimed delivery of `sink` is kept from other lockstepd: its attempt's timeout
+ * (sinks.h) and LEASE_SPARE_S, so that a receiver that takes its time never gets the message twice at once. */
+static void lease_of(const char *sink, char *out, size_t cap)
 {
-    char err[512];
-    PGresult *r = sql_query("UPDATE alert_deliveries d SET next_at = now() + interval '" LEASE "', "
-                            "attempts = d.attempts + 1 FROM (SELECT x.alert_id, x.sink, x.phase FROM alert_deliveries x "
-                            "WHERE " CLAIMABLE " AND x.next_at <= now() ORDER BY x.next_at LIMIT " CLAIM_MAX
-                            " FOR UPDATE SKIP LOCKED) c WHERE d.alert_id = c.alert_id AND d.sink = c.sink "
-                            "AND d.phase = c.phase RETURNING d.alert_id, d.sink, d.phase, d.attempts",
-                            0, NULL, err, sizeof(err));
-    if (!r)
-        return 1.0;
-    int n = PQntuples(r);
-    for (int i = 0; i < n; i++)
-        deliver_one(PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), atoi(PQgetvalue(r, i, 3)));
-    PQclear(r);
-    if (n)
-        return 0;
-    r = sql_query("SELECT extract(epoch FROM least((SELECT min(x.next_at) FROM alert_deliveries x WHERE " CLAIMABLE
-                  "), (SELECT min(resend_at) FROM alerts WHERE resolved_at IS NULL AND $1)) - now())",
-                  1, (const char *[]){g_srv.cfg.alertmanager_url[0] ? "true" : "false"}, err, sizeof(err));
+    snprintf(out, cap, "%d seconds", sink_timeout_s(sink) + LEASE_SPARE_S);
+}
+
+/* deliver_due - claim this lane's due deliveries one at a time (a lease keeps other lockstepd off each) and send
+ * them, up to LANE_BURST. Returns the seconds until the next one is due (0: more are due now). */
+static double deliver_due(sink_lane *l)
+{
+    char err[512], lease[64];
+    lease_of(l->sink, lease, sizeof(lease));
+    const char *p[] = {l->sink, lease};
+    for (int n = 0; n < LANE_BURST && !worker_stopping(&l->w); n++) {
+        PGresult *r = sql_query("UPDATE alert_deliveries d SET next_at = now() + $2::interval, "
+                                "attempts = d.attempts + 1 FROM (SELECT x.alert_id, x.sink, x.phase FROM alert_deliveries x "
+                                "WHERE x.sink = $1 AND " CLAIMABLE " AND x.next_at <= now() ORDER BY x.next_at LIMIT 1 "
+                                "FOR UPDATE SKIP LOCKED) c WHERE d.alert_id = c.alert_id AND d.sink = c.sink "
+                                "AND d.phase = c.phase RETURNING d.alert_id, d.sink, d.phase, d.attempts",
+                                2, p, err, sizeof(err));
+        if (!r)
+            return 1.0;
+        int got = PQntuples(r) == 1;
+        if (got)
+            deliver_one(PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), atoi(PQgetvalue(r, 0, 3)));
+        PQclear(r);
+        if (!got)
+            break;
+        if (n + 1 == LANE_BURST)
+            return 0;
+    }
+    const char *q[] = {l->sink, !strcmp(l->sink, "alertmanager") && g_srv.cfg.alertmanager_url[0] ? "true" : "false"};
+    PGresult *r = sql_query("SELECT extract(epoch FROM least((SELECT min(x.next_at) FROM alert_deliveries x WHERE "
+                            "x.sink = $1 AND " CLAIMABLE "), (SELECT min(resend_at) FROM alerts WHERE resolved_at IS NULL "
+                            "AND $2)) - now())",
+                            2, q, err, sizeof(err));
     double wait = 5.0;
     if (r && !PQgetisnull(r, 0, 0))
         wait = atof(PQgetvalue(r, 0, 0));
@@ -405,11 +481,12 @@ static int resend_due(void)
     return n;
 }
 
-static void alert_loop(worker *w)
+static void lane_loop(worker *w)
 {
+    sink_lane *l = (sink_lane *)w;
     for (;;) {
-        double wait = deliver_due();
-        if (resend_due() > 0)
+        double wait = deliver_due(l);
+        if (!strcmp(l->sink, "alertmanager") && resend_due() > 0)
             wait = 0;
         worker_lock(w);
         int stop = worker_wait_locked(w, wait);
@@ -421,11 +498,26 @@ static void alert_loop(worker *w)
 
 int alert_start(void)
 {
+    char err[1200];
+    if (g_srv.cfg.mail_map[0] && mail_map_load(&site_mail, g_srv.cfg.mail_map, err, sizeof(err)) < 0) {
+        log_error("cannot read mail_map: %s (hint: one \"user address\" pair a line, docs/suspects.md)", err);
+        return -1;
+    }
+    if (g_srv.cfg.mail_admin[0] && !mail_addr_valid(g_srv.cfg.mail_admin))
+        log_warn("mail_admin \"%s\" is not an address (local@domain): suspect alerts are not mailed",
+                 g_srv.cfg.mail_admin);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    return worker_start(&thread, 1);
+    for (size_t i = 0; i < N_LANES; i++)
+        if (worker_start(&lanes[i].w, 1) < 0) {
+            alert_stop();
+            return -1;
+        }
+    return 0;
 }
 
 void alert_stop(void)
 {
-    worker_stop(&thread);
+    for (size_t i = 0; i < N_LANES; i++)
+        worker_stop(&lanes[i].w);
+    mail_map_release(&site_mail);
 }

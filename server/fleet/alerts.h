@@ -16,8 +16,8 @@ typedef struct alert_spec {
     const char *body;              /* the full text */
     const char *url;               /* dashboard deep link */
     json_t *details;               /* borrowed; may be NULL */
-    const char *const *recipients; /* job users for mail */
-    int nrecipients;
+    int mail_users;                /* 1: mail the attested users of `group`'s runs (server/fleet/mailmap.h) */
+    const char *mail_to;           /* an address the site configured (mail_admin), or NULL */
     json_t *labels;                /* borrowed; identifying Alertmanager labels beside the ones every alert has
                                     * (alertname, severity, service, cluster, lockstep_alert_id); empty values
                                     * are left out. May be NULL. */
@@ -29,9 +29,11 @@ typedef struct alert_spec {
 
 /* alert_enqueue - insert the alert and one pending delivery per configured
  * sink, on this thread's connection, inside the caller's open transaction
- * (so the alert exists exactly when what it reports is committed). Returns
- * the new alert's id, 0 when an alert with that dedup key already exists,
- * -1 on a database error (message in `err`). */
+ * (so the alert exists exactly when what it reports is committed). Its mail
+ * goes to the addresses the site maps the group's attested users to and to
+ * `mail_to`, fixed now (alerts.mail_to); no mail delivery when there are
+ * none. Returns the new alert's id, 0 when an alert with that dedup key
+ * already exists, -1 on a database error (message in `err`). */
 long long alert_enqueue(const alert_spec *a, char *err, size_t cap);
 
 /* alert_resolve - end alert `id` if it is still open, inside the caller's open transaction: set resolved_at,
@@ -49,15 +51,16 @@ int alert_resolve_blaming(const char *node, char *err, size_t cap);
  * address, as a new string (caller frees). */
 char *alert_url(const char *fragment);
 
-/* alert_start - start the delivery thread (links use g_srv.port when
- * public_url is not set). Returns 0 or -1. */
+/* alert_start - read mail_map (when set) and start a delivery lane per sink
+ * (links use g_srv.port when public_url is not set). Returns 0, or -1 after
+ * logging (mail_map unreadable or malformed: lockstepd does not start). */
 int alert_start(void);
 
-/* alert_stop - stop the delivery thread (undelivered alerts stay pending
+/* alert_stop - stop the delivery lanes (undelivered alerts stay pending
  * in the outbox and go out after the next start). */
 void alert_stop(void);
 
-/* alert_notify - wake the delivery thread (new alerts committed). */
+/* alert_notify - wake the delivery lanes (new alerts committed). */
 void alert_notify(void);
 
 #endif /* SERVER_FLEET_ALERTS_H */

@@ -167,8 +167,6 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
                                "--lockstep-ignore='%s' (LOCKSTEP_IGNORE='%s').\n",
                                vd->suggest, vd->suggest);
     json_t *runs = json_array();
-    const char *users[GROUP_MAX_RUNS];
-    int nusers = 0;
     for (int a = 0; a < g->nruns; a++) {
         json_t *mine = entry_of(entries, g->runs[a].id);
         const hw_slot *s = group_slot(g, a, rank);
@@ -205,11 +203,6 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
                                               g->runs[a].id, "job_id", g->runs[a].job, "user", g->runs[a].user, "node",
                                               s->node, "present", present, "fp", fp, "value", val, "value_bits", vb,
                                               "exit_code", code, "role", role));
-        int seen = !*g->runs[a].user;
-        for (int u = 0; u < nusers && !seen; u++)
-            seen = !strcmp(users[u], g->runs[a].user);
-        if (!seen)
-            users[nusers++] = g->runs[a].user;
     }
     if (bl < sizeof(body))
         bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "Group status: %s (%s).\nClassified as %s: %s.\nDashboard: %s\n",
@@ -252,8 +245,7 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
                     .body = body,
                     .url = url,
                     .details = details,
-                    .recipients = users,
-                    .nrecipients = nusers,
+                    .mail_users = 1, /* the group's attested users, at the addresses the site maps */
                     .labels = labels,
                     .annotations = ann,
                     .blames = blames,

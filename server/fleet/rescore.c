@@ -145,7 +145,6 @@ static int suspect_alert(const ent *e, const char *hist_id, char *err, size_t ca
              g_srv.cfg.slurm_drain ? "lockstepd drains it in Slurm (slurm_action = drain).\n" : "", url);
     json_t *d = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "node", e->id, "score", e->res.score, "involvements", e->k,
                           "runs", e->expo, "rate", e->res.rate, "baseline", e->res.baseline);
-    const char *admin[] = {g_srv.cfg.mail_admin};
     const char *blames[] = {e->id};
     char score[32], inv[64];
     snprintf(score, sizeof(score), "%.3f", e->res.score);
@@ -161,8 +160,7 @@ static int suspect_alert(const ent *e, const char *hist_id, char *err, size_t ca
                     .body = body,
                     .url = url,
                     .details = d,
-                    .recipients = admin,
-                    .nrecipients = g_srv.cfg.mail_admin[0] ? 1 : 0,
+                    .mail_to = g_srv.cfg.mail_admin[0] ? g_srv.cfg.mail_admin : NULL,
                     .labels = labels,
                     .annotations = ann,
                     .blames = blames,

@@ -15,6 +15,7 @@
 
 #include "server/core/state.h"
 #include "server/core/xalloc.h"
+#include "server/fleet/mailmap.h"
 
 char *sink_slack_escape(const char *s)
 {
@@ -137,34 +138,16 @@ json_t *sink_payload(const char *sink, const alert_msg *a)
     return NULL;
 }
 
-/* valid_user - a recipient we put in a header: letters, digits, . _ - (and one @). */
-static int valid_addr(const char *s, size_t n)
-{
-    int at = 0;
-    if (!n || n > 200)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '@')
-            at++;
-        else if (!isalnum((unsigned char)s[i]) && !strchr("._-+", s[i]))
-            return 0;
-    }
-    return at <= 1;
-}
-
 char *sink_mail_text(const alert_msg *a)
 {
-    char to[4096] = "";
+    char to[4096] = "", one[MAIL_ADDR_MAX + 1];
     size_t tl = 0;
-    for (const char *p = a->recipients ? a->recipients : ""; *p;) {
+    for (const char *p = a->mail_to ? a->mail_to : ""; *p;) {
         const char *e = strchr(p, ',');
         size_t l = e ? (size_t)(e - p) : strlen(p);
-        if (valid_addr(p, l) && tl + l + 300 < sizeof(to)) {
-            int has_at = memchr(p, '@', l) != NULL;
-            if (has_at || g_srv.cfg.mail_domain[0])
-                tl += (size_t)snprintf(to + tl, sizeof(to) - tl, "%s%.*s%s%s", tl ? ", " : "", (int)l, p,
-                                       has_at ? "" : "@", has_at ? "" : g_srv.cfg.mail_domain);
-        }
+        snprintf(one, sizeof(one), "%.*s", (int)(l < sizeof(one) ? l : sizeof(one) - 1), p);
+        if (l < sizeof(one) && mail_addr_valid(one) && tl + l + 3 < sizeof(to))
+            tl += (size_t)snprintf(to + tl, sizeof(to) - tl, "%s%s", tl ? ", " : "", one);
         p += l + (e ? 1 : 0);
     }
     if (!tl)
@@ -229,7 +212,14 @@ int sink_post(const char *url, const char *body, char *err, size_t cap)
     return 0;
 }
 
-/* run_mail - feed `msg` to `mail_program -t -i` (no shell), 30 s at most. */
+#define MAIL_TIMEOUT_S 30 /* the mail program is killed after this */
+
+int sink_timeout_s(const char *sink)
+{
+    return !strcmp(sink, "mail") ? MAIL_TIMEOUT_S : g_srv.cfg.alert_timeout_s;
+}
+
+/* run_mail - feed `msg` to `mail_program -t -i` (no shell), MAIL_TIMEOUT_S at most. */
 static int run_mail(const char *msg, char *err, size_t cap)
 {
     int fd[2];
@@ -267,7 +257,7 @@ static int run_mail(const char *msg, char *err, size_t cap)
     }
     close(fd[1]);
     int st = 0;
-    for (int i = 0; i < 300; i++) {
+    for (int i = 0; i < MAIL_TIMEOUT_S * 10; i++) {
         pid_t w = waitpid(pid, &st, WNOHANG);
         if (w == pid)
             goto done;
@@ -276,7 +266,7 @@ static int run_mail(const char *msg, char *err, size_t cap)
     }
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
-    snprintf(err, cap, "%s took more than 30 s", g_srv.cfg.mail_program);
+    snprintf(err, cap, "%s took more than %d s", g_srv.cfg.mail_program, MAIL_TIMEOUT_S);
     return -1;
 done:
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
@@ -307,8 +297,7 @@ int sink_deliver(const char *sink, const alert_msg *a, char *err, size_t cap)
         }
         char *m = sink_mail_text(a);
         if (!m) {
-            snprintf(err, cap, "no valid recipient (users %s, mail_domain %s)", a->recipients ? a->recipients : "",
-                     g_srv.cfg.mail_domain);
+            snprintf(err, cap, "no address to mail (mail_to \"%.200s\")", a->mail_to ? a->mail_to : "");
             return -1;
         }
         int rc = run_mail(m, err, cap);

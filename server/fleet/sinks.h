@@ -11,7 +11,7 @@ typedef struct alert_msg {
     const char *kind, *group, *node, *severity, *summary, *body, *url, *created_at;
     json_t *details;
     json_t *labels, *annotations; /* Alertmanager's, fixed when the alert was raised; may be NULL */
-    const char *recipients;       /* ','-separated job users (mail) */
+    const char *mail_to;          /* ','-separated addresses the mail goes to (fixed when it was raised) */
     int resolved;                 /* 0: the firing message; 1: the resolution message */
     const char *ends_at;          /* Alertmanager's endsAt: resolved_at when resolved, else when it lapses */
     const char *resolved_at, *resolved_reason, *resolved_by; /* NULL while the alert is open */
@@ -43,13 +43,18 @@ int sink_post(const char *url, const char *body, char *err, size_t cap);
 void sink_am_url(char *out, size_t cap);
 
 /* sink_mail_text - the whole message (headers and body) mailed for `a` to
- * the valid addresses among its recipients, as a new string (caller
- * frees), or NULL when no recipient is valid. */
+ * the valid addresses of its mail_to (server/fleet/mailmap.h: nothing else
+ * reaches a header), as a new string (caller frees), or NULL when none is
+ * valid. */
 char *sink_mail_text(const alert_msg *a);
 
 /* sink_slack_escape - `s` with &, < and > escaped for Slack mrkdwn, as a
  * new string (caller frees). */
 char *sink_slack_escape(const char *s);
+
+/* sink_timeout_s - how long one attempt through `sink` may take before it is cut: alert_timeout_s for the HTTP
+ * sinks, 30 s for the mail program (then killed). */
+int sink_timeout_s(const char *sink);
 
 /* sink_deliver - deliver `a` through `sink` once. Returns 0 when the
  * receiver took it (HTTP 2xx, or the mail program exited 0), else -1 with

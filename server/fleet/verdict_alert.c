@@ -70,14 +70,10 @@ int verdict_alert_enqueue(json_t *doc, char *err, size_t cap)
                 ? ": its output differs while its inputs matched"
                 : ": the first differing record at the finest level traced");
 
-    /* The group's users, and the fleet's classification of it (said beside the verdict, never replaced by it). */
+    /* The fleet's classification of the group (said beside the verdict, never replaced by it). */
     const char *pg[] = {group};
-    PGresult *u = sql_query("SELECT DISTINCT user_name FROM runs WHERE twin_group = $1 AND user_name <> '' LIMIT 64", 1,
-                            pg, err, cap);
-    PGresult *c =
-        u ? sql_query("SELECT class, reason FROM group_evidence WHERE twin_group = $1", 1, pg, err, cap) : NULL;
+    PGresult *c = sql_query("SELECT class, reason FROM group_evidence WHERE twin_group = $1", 1, pg, err, cap);
     if (!c) {
-        PQclear(u);
         free(url);
         return -1;
     }
@@ -89,10 +85,6 @@ int verdict_alert_enqueue(json_t *doc, char *err, size_t cap)
                                cls, PQgetvalue(c, 0, 1));
     if (bl < sizeof(body))
         bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "Dashboard: %s\n", url);
-    const char *users[GROUP_MAX_RUNS];
-    int nusers = 0;
-    for (int k = 0; k < PQntuples(u) && nusers < GROUP_MAX_RUNS; k++)
-        users[nusers++] = PQgetvalue(u, k, 0);
     json_t *placements = json_array();
     json_array_foreach(json_object_get(doc, "placements"), i, p) json_array_append_new(
         placements, json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "role", json_object_get(p, "role"), "nodes",
@@ -126,8 +118,7 @@ int verdict_alert_enqueue(json_t *doc, char *err, size_t cap)
                     .body = body,
                     .url = url,
                     .details = details,
-                    .recipients = users,
-                    .nrecipients = nusers,
+                    .mail_users = 1, /* the group's attested users, at the addresses the site maps */
                     .labels = labels,
                     .annotations = ann,
                     .blames = blames,
@@ -137,7 +128,6 @@ int verdict_alert_enqueue(json_t *doc, char *err, size_t cap)
     json_decref(details);
     json_decref(labels);
     json_decref(ann);
-    PQclear(u);
     PQclear(c);
     free(url);
     if (aid <= 0)

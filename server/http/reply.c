@@ -1,9 +1,12 @@
 /* reply.c - lockstepd's HTTP answers: JSON bodies, errors as {"error", "detail", "hint"}, the headers every answer carries. */
 #include "server/http/reply.h"
 
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/text.h"
+#include "server/core/log.h"
 #include "server/core/xalloc.h"
 
 /* The dashboard's policy: its own scripts, styles, images and API only, never inside another site's frame. */
@@ -31,6 +34,13 @@ enum MHD_Result http_reply(http_req *req, int status, const char *ctype, char *b
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (status == 405 && req->allow)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
+    if (req->hold_reply) { /* built on a slow thread: the connection's own thread queues it (server.c) */
+        if (req->held)
+            MHD_destroy_response(req->held);
+        req->held = resp;
+        req->status = status;
+        return MHD_YES;
+    }
     enum MHD_Result r = MHD_queue_response(req->conn, (unsigned)status, resp);
     MHD_destroy_response(resp);
     req->status = status;
@@ -63,6 +73,24 @@ json_t *http_error_json(const char *error, const char *detail, const char *hint)
                      text_sanitize(hint ? hint : "", h, sizeof(h)));
 }
 
+#define INTERNAL_LOG_PERIOD_S 10 /* one log line per period for the details of failures answered 5xx */
+
+json_t *http_internal_error_json(const char *error, const char *detail, const char *hint)
+{
+    static atomic_long last, suppressed;
+    long now = (long)time(NULL), then = atomic_load(&last);
+    if (now - then >= INTERNAL_LOG_PERIOD_S && atomic_compare_exchange_strong(&last, &then, now)) {
+        long n = atomic_exchange(&suppressed, 0);
+        log_warn("answered \"%s\" (5xx): %s%s", error ? error : "", detail ? detail : "",
+                 n ? " (and more such answers since, not logged)" : "");
+    } else {
+        atomic_fetch_add(&suppressed, 1);
+    }
+    return http_error_json(error, "lockstepd could not complete the request; the reason (the database's own "
+                                  "message) is in the lockstepd log, not in this answer",
+                           hint);
+}
+
 enum MHD_Result http_reply_error(http_req *req, int status, const char *error, const char *detail,
                                  const char *hint)
 {
@@ -71,10 +99,13 @@ enum MHD_Result http_reply_error(http_req *req, int status, const char *error, c
 
 enum MHD_Result http_reply_srv_error(http_req *req, int status, const srv_error *e)
 {
+    if (status >= 500)
+        return http_reply_json(req, status, http_internal_error_json(e->error, e->detail, e->hint));
     return http_reply_error(req, status, e->error, e->detail, e->hint);
 }
 
 enum MHD_Result http_reply_db_down(http_req *req, const char *err)
 {
-    return http_reply_error(req, 503, "database error", err, "retry later; check PostgreSQL and the lockstepd log");
+    return http_reply_json(req, 503, http_internal_error_json("database error", err,
+                                                             "retry later; check PostgreSQL and the lockstepd log"));
 }

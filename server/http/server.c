@@ -23,6 +23,7 @@
 #include "server/http/defer.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
+#include "server/http/slow.h"
 #include "server/http/target.h"
 
 static struct MHD_Daemon *daemon_;
@@ -193,6 +194,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     conntrack_phase(req->track, CONN_SERVER);
+    if (req->held) { /* a slow thread answered this request (server/http/slow.h) */
+        struct MHD_Response *resp = req->held;
+        req->held = NULL;
+        enum MHD_Result r = MHD_queue_response(conn, (unsigned)req->status, resp);
+        MHD_destroy_response(resp);
+        return r;
+    }
     if (req->reply_status) {
         json_t *reply = req->reply; /* a database worker finished this request */
         req->reply = NULL;
@@ -225,6 +233,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         metrics_abandoned(req->route_metric); /* the client went away (or timed out) before an answer */
     atomic_fetch_sub(&buffered, req->cap);
     json_decref(req->reply);
+    if (req->held)
+        MHD_destroy_response(req->held);
     free(req->body);
     free(req->target);
     free(req->segbuf);
@@ -265,7 +275,7 @@ static char *load_pem(const char *path)
 int http_start(int *port)
 {
     const srv_config *c = &g_srv.cfg;
-    if (defer_start(c->db_workers) < 0)
+    if (defer_start(c->db_workers) < 0 || slow_start(COMPARE_WORKERS) < 0)
         return -1;
     if (conntrack_start(c->header_timeout_s, c->body_timeout_s) < 0)
         return -1;
@@ -331,12 +341,19 @@ int http_start(int *port)
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
     *port = info ? info->port : c->listen_port;
+    if (c->read_open && strcmp(c->listen_host, "127.0.0.1") && strcmp(c->listen_host, "::1") &&
+        strcmp(c->listen_host, "localhost"))
+        log_warn("read_access = open on %s: anyone who reaches it reads every run, manifest and group (hint: serve "
+                 "it on a trusted network or behind the site's login proxy, or set read_access = admin; "
+                 "docs/server.md, \"Authentication\")",
+                 c->listen_host);
     return 0;
 }
 
 void http_stop(int grace_s)
 {
     if (!daemon_) {
+        slow_stop();
         defer_stop();
         conntrack_stop();
         return;
@@ -350,6 +367,7 @@ void http_stop(int grace_s)
         log_warn("%d requests still in flight after %d s; stopping anyway", atomic_load(&in_flight), grace_s);
     /* Every request a worker holds is replied to and resumed before the daemon, which owns the
      * connections, goes away. */
+    slow_stop();
     defer_stop();
     MHD_stop_daemon(daemon_);
     daemon_ = NULL;

@@ -10,6 +10,7 @@
 
 #include "common/dtype.h"
 #include "common/text.h"
+#include "server/core/limits.h"
 #include "server/core/xalloc.h"
 
 #define BATCH_MAX_RECORDS 10000000
@@ -123,6 +124,9 @@ static int check_record(const srv_batch *b, const rec_record *r, size_t i, srv_e
     if (!text_line_valid(r->name, r->name_len))
         return fail(e, "bad record name", "record names hold no control characters (docs/api.md)",
                     "record %zu (seq %llu): the name holds a control character", i, (unsigned long long)r->seq);
+    if (r->step < -REC_STEP_LIMIT || r->step > REC_STEP_LIMIT)
+        return fail(e, "record step out of range", "a record's step is -2^62 .. 2^62 (docs/server.md, \"Limits\")",
+                    "record %zu (seq %llu): step %lld", i, (unsigned long long)r->seq, (long long)r->step);
     if (r->seq > INT64_MAX || r->nbytes > INT64_MAX)
         return fail(e, "record field out of range", "seq and nbytes must fit in 63 bits",
                     "record %zu: seq %llu, nbytes %llu", i, (unsigned long long)r->seq,
@@ -142,6 +146,9 @@ static int add_digest(srv_batch *b, const rec_record *r, size_t i, srv_error *e)
         return fail(e, "step digest in a batch of held records",
                     "a batch sent on demand carries the held records themselves",
                     "record %zu is a step digest", i);
+    if (r->step < -REC_STEP_LIMIT || r->step > REC_STEP_LIMIT)
+        return fail(e, "record step out of range", "a step digest's step is -2^62 .. 2^62 (docs/server.md, \"Limits\")",
+                    "record %zu: step digest of step %lld", i, (long long)r->step);
     if (r->nbytes == 0 || r->nbytes > INT32_MAX || r->seq > INT64_MAX)
         return fail(e, "bad step digest", "a step digest stands for 1 to 2^31-1 held records",
                     "record %zu: step digest of step %lld for %llu records, seq %llu", i, (long long)r->step,

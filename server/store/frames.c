@@ -543,9 +543,34 @@ int frames_read_series(int64_t key, uint32_t rank, const char *const *names, int
     return scan("frames_series", key, rank, INT64_MIN, INT64_MAX, 0, limit, &f, out, err, cap);
 }
 
-int frames_read_points(int64_t key, uint32_t rank, int64_t from, int64_t to, frame_set *out, char *err, size_t cap)
+int frames_points_next(int64_t key, uint32_t rank, int64_t to, int64_t *step, long long *seq, frame_set *out, char *err,
+                       size_t cap)
 {
-    return scan("frames_series", key, rank, from, to, 0, LLONG_MAX, NULL, out, err, cap);
+    char ks[32], rk[16], fs[32], ts[32], qs[32], ls[16];
+    snprintf(ks, sizeof(ks), "%" PRId64, key);
+    snprintf(rk, sizeof(rk), "%u", rank);
+    snprintf(fs, sizeof(fs), "%" PRId64, *step);
+    snprintf(ts, sizeof(ts), "%" PRId64, to);
+    snprintf(qs, sizeof(qs), "%lld", *seq);
+    snprintf(ls, sizeof(ls), "%d", FRAMES_POINTS_SEGS);
+    const char *p[] = {ks, rk, fs, ts, qs, ls};
+    PGresult *r = db_exec_bin("frames_series", 6, p, err, cap);
+    if (!r)
+        return -1;
+    keep_result(out, r);
+    int rows = PQntuples(r);
+    for (int i = 0; i < rows; i++) { /* segments come in (step, seq_lo) order; a rank's seq only grows */
+        int rc = decode_seg(out, key, rank, be64(PQgetvalue(r, i, 0)), PQgetvalue(r, i, 3),
+                            (size_t)PQgetlength(r, i, 3), NULL, err, cap);
+        if (rc < 0)
+            return rc;
+    }
+    if (rows > 0) {
+        *step = be64(PQgetvalue(r, rows - 1, 0));
+        *seq = be64(PQgetvalue(r, rows - 1, 1));
+    }
+    finish(out);
+    return rows;
 }
 
 int frames_rows(frame_set *out, void *res, int key, int rank_col, int step_col, int fr, int (*keep)(const rec_record *),

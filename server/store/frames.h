@@ -136,10 +136,15 @@ int frames_read_range(int64_t key, uint32_t rank, int64_t from, int64_t to, long
 int frames_read_series(int64_t key, uint32_t rank, const char *const *names, int n_names, long long limit,
                        frame_set *out, char *err, size_t cap);
 
-/* frames_read_points - every series point (scalar record of occurrence 0, any name) of run `key`, rank `rank`,
- * steps from..to, in (step, seq) order. Returns 0, or -1 or FRAMES_DAMAGED with `err`. `out` must be released
- * either way. */
-int frames_read_points(int64_t key, uint32_t rank, int64_t from, int64_t to, frame_set *out, char *err, size_t cap);
+/* frames_points_next - the next series points (scalar records of occurrence 0, any name) of run `key`, rank
+ * `rank`, up to step `to`, after the cursor (*step, *seq: the last segment read; start with the first step and
+ * -1), in (step, seq) order: at most FRAMES_POINTS_SEGS segments (about FRAMES_POINTS_SEGS * FRAMES_SEG_MAX bytes
+ * of frames, whatever one step holds), so that a caller reads a run chunk by chunk in bounded memory (a step may
+ * continue in the next chunk). Moves the cursor. Returns how many segments it read (0: nothing is left), or -1
+ * or FRAMES_DAMAGED with `err`. `out` must be released either way. */
+#define FRAMES_POINTS_SEGS 256
+int frames_points_next(int64_t key, uint32_t rank, int64_t to, int64_t *step, long long *seq, frame_set *out, char *err,
+                       size_t cap);
 
 /* frames_rows - every segment of `res` (a PGresult of a caller's binary query, which the set takes over and
  * clears): column `key` the run (int8), `rank_col` (int4), `step_col` (int8), `fr` the frames; keeping only the

@@ -1,6 +1,7 @@
 /* pgembed.c - the embedded PostgreSQL cluster: initdb + pg_ctl under the state directory, unix socket only. */
 #include "server/store/pgembed.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
@@ -19,6 +20,8 @@
 #include "server/core/log.h"
 #include "server/core/metrics.h"
 #include "server/core/worker.h"
+
+#define PG_START_RETRY_S 60 /* a cluster not ready at start is tried again this long (docs/server.md) */
 
 /* run_tool - run argv as pe's user with stdout and stderr appended to the
  * cluster log; returns the exit status, or -1 when it could not run. */
@@ -87,14 +90,17 @@ static int append_conf(const pg_embed *pe)
     return fclose(f);
 }
 
-static int create_database(const char *sock_dir)
+/* create_database - the lockstep database, unless it exists. Returns 0, or -1 (logged when `loud`: the first
+ * try; the caller tries again). */
+static int create_database(const char *sock_dir, int loud)
 {
     char ci[1300];
     snprintf(ci, sizeof(ci), "host=%s dbname=postgres user=lockstep", sock_dir);
     PGconn *c = PQconnectdb(ci);
     int rc = -1;
     if (PQstatus(c) != CONNECTION_OK) {
-        log_error("cannot connect to the embedded PostgreSQL: %s", PQerrorMessage(c));
+        if (loud)
+            log_warn("cannot connect to the embedded PostgreSQL: %s", PQerrorMessage(c));
         goto out_finish;
     }
     PGresult *r = PQexec(c, "select 1 from pg_database where datname = 'lockstep'");
@@ -113,6 +119,123 @@ static int create_database(const char *sock_dir)
 out_finish:
     PQfinish(c);
     return rc;
+}
+
+/* ---- is the cluster alive: its postmaster, and any process still working in its data directory */
+
+/* works_in - whether live process `pid` works in directory `dir` (its cwd is `dir`, as every PostgreSQL process
+ * of a cluster has its data directory): 1 yes, 0 no, -1 when it cannot be told (no /proc, not ours to read). */
+static int works_in(long pid, const char *dir)
+{
+    char path[64], cwd[1200];
+    snprintf(path, sizeof(path), "/proc/%ld/cwd", pid);
+    ssize_t n = readlink(path, cwd, sizeof(cwd) - 1);
+    if (n < 0)
+        return errno == ENOENT ? 0 : -1;
+    cwd[n] = 0;
+    return !strcmp(cwd, dir);
+}
+
+/* zombie - whether process `pid` is dead and not yet reaped (left to a parent that does not reap). */
+static int zombie(long pid)
+{
+    char path[64], stat[256];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int ok = fgets(stat, sizeof(stat), f) != NULL;
+    fclose(f);
+    const char *close_paren = ok ? strrchr(stat, ')') : NULL;
+    return close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X');
+}
+
+/* postmaster_pid - the pid postmaster.pid names, or 0 when there is none. */
+static long postmaster_pid(const pg_embed *pe)
+{
+    char path[1200], line[64];
+    snprintf(path, sizeof(path), "%s/postmaster.pid", pe->data_dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int ok = fgets(line, sizeof(line), f) != NULL;
+    fclose(f);
+    long pid = ok ? strtol(line, NULL, 10) : 0;
+    return pid > 0 ? pid : 0;
+}
+
+/* postmaster_alive - whether the postmaster named in the cluster's postmaster.pid runs: a process of that pid
+ * that is not a zombie (a postmaster killed with lockstepd, left to a PID 1 that does not reap, still answers
+ * kill(pid, 0)) and that works in the data directory (the pid was not taken by another program since). */
+static int postmaster_alive(const pg_embed *pe)
+{
+    long pid = postmaster_pid(pe);
+    if (pid <= 0 || (kill((pid_t)pid, 0) < 0 && errno == ESRCH) || zombie(pid))
+        return 0;
+    char real[1200];
+    return !realpath(pe->data_dir, real) || works_in(pid, real) != 0;
+}
+
+/* cluster_busy - whether a live process still works in the data directory (a backend of a dead postmaster on
+ * its way out): PostgreSQL must not start over it. 0 when /proc cannot tell. */
+static int cluster_busy(const pg_embed *pe)
+{
+    char real[1200];
+    DIR *d = realpath(pe->data_dir, real) ? opendir("/proc") : NULL;
+    if (!d)
+        return 0;
+    int busy = 0;
+    for (struct dirent *e = readdir(d); e && !busy; e = readdir(d)) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        busy = pid > 0 && !*end && pid != (long)getpid() && works_in(pid, real) == 1 && !zombie(pid);
+    }
+    closedir(d);
+    return busy;
+}
+
+/* remove_socket_locks - the socket lock files (.s.PGSQL.PORT.lock) in `dir`: a dead postmaster's, which
+ * PostgreSQL would take for a live one's as it does its postmaster.pid. */
+static void remove_socket_locks(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+        size_t n = strlen(e->d_name);
+        if (strncmp(e->d_name, ".s.PGSQL.", 9) || n < 5 || strcmp(e->d_name + n - 5, ".lock"))
+            continue;
+        char path[1400];
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
+
+/* start_cluster - pg_ctl start, waiting up to `timeout_s`. A postmaster.pid left by a postmaster that is gone (no
+ * process works in the data directory any more) is removed first: PostgreSQL takes a zombie's pid for a live
+ * postmaster and refuses to start. Returns 0 when it runs, -1 when it did not start (or the dead cluster's
+ * processes are still on their way out: try again). */
+static int start_cluster(const pg_embed *pe, int timeout_s)
+{
+    long stale = postmaster_pid(pe);
+    if (stale) {
+        if (cluster_busy(pe))
+            return -1;
+        char path[1200];
+        snprintf(path, sizeof(path), "%s/postmaster.pid", pe->data_dir);
+        if (unlink(path) == 0)
+            log_warn("removed %s: postmaster %ld is gone (killed with lockstepd?) and nothing works in the data "
+                     "directory any more",
+                     path, stale);
+        remove_socket_locks(pe->sock_dir); /* they name the dead postmaster too */
+    }
+    char dflag[1200], lflag[1200], tflag[32];
+    snprintf(dflag, sizeof(dflag), "--pgdata=%s", pe->data_dir);
+    snprintf(lflag, sizeof(lflag), "--log=%s/server.log", pe->data_dir);
+    snprintf(tflag, sizeof(tflag), "--timeout=%d", timeout_s);
+    char *argv[] = {(char *)pe->pg_ctl, "start", dflag, lflag, "--wait", tflag, NULL};
+    return run_tool(pe, argv) == 0 ? 0 : -1;
 }
 
 /* unreachable_parent - -1 (logged) when user `uid` cannot search some
@@ -137,6 +260,40 @@ static int unreachable_parent(const char *dir, uid_t uid, gid_t gid)
         }
     }
     return 0;
+}
+
+/* bring_up - adopt the cluster when its postmaster lives, else start it, and create the lockstep database; a
+ * cluster that is not ready (a dead one's processes on their way out, crash recovery, a refused connection) is
+ * tried again every second for PG_START_RETRY_S, as a database that is not reachable at start is. Returns 0, or
+ * -1 after logging (a cluster it started is stopped again). */
+static int bring_up(pg_embed *pe)
+{
+    double deadline = clock_mono_s() + PG_START_RETRY_S;
+    for (int attempt = 1;; attempt++) {
+        int up;
+        if (postmaster_alive(pe)) {
+            if (!pe->started)
+                log_info("adopting the embedded PostgreSQL already running in %s", pe->data_dir);
+            up = 1;
+        } else {
+            up = start_cluster(pe, 120) == 0;
+            if (up)
+                log_info("embedded PostgreSQL started (socket in %s)", pe->sock_dir);
+        }
+        pe->started |= up;
+        if (up && create_database(pe->sock_dir, attempt == 1) == 0)
+            return 0;
+        if (clock_mono_s() >= deadline) {
+            log_error("the embedded PostgreSQL in %s is not ready after %d s (hint: see %s/server.log and %s)",
+                      pe->data_dir, PG_START_RETRY_S, pe->data_dir, pe->log_path);
+            pg_embed_stop(pe);
+            return -1;
+        }
+        if (attempt == 1)
+            log_warn("the embedded PostgreSQL in %s is not ready; trying again every second for %d s", pe->data_dir,
+                     PG_START_RETRY_S);
+        sleep(1);
+    }
 }
 
 int pg_embed_start(pg_embed *pe, const srv_config *c, char *conninfo, size_t cap)
@@ -225,26 +382,8 @@ int pg_embed_start(pg_embed *pe, const srv_config *c, char *conninfo, size_t cap
         }
     }
 
-    char dflag[1200];
-    snprintf(dflag, sizeof(dflag), "--pgdata=%s", pe->data_dir);
-    char *status_argv[] = {pe->pg_ctl, "status", dflag, NULL};
-    if (run_tool(pe, status_argv) == 0) {
-        log_info("adopting the embedded PostgreSQL already running in %s", pe->data_dir);
-    } else {
-        char lflag[1200];
-        snprintf(lflag, sizeof(lflag), "--log=%s/server.log", pe->data_dir);
-        char *start_argv[] = {pe->pg_ctl, "start", dflag, lflag, "--wait", "--timeout=120", NULL};
-        if (run_tool(pe, start_argv) != 0) {
-            log_error("pg_ctl start failed (see %s/server.log and %s)", pe->data_dir, pe->log_path);
-            return -1;
-        }
-        log_info("embedded PostgreSQL started (socket in %s)", pe->sock_dir);
-    }
-    pe->started = 1;
-    if (create_database(pe->sock_dir) < 0) {
-        pg_embed_stop(pe);
+    if (bring_up(pe) < 0)
         return -1;
-    }
     snprintf(conninfo, cap, "host=%s dbname=lockstep user=lockstep", pe->sock_dir);
     return 0;
 }
@@ -271,38 +410,10 @@ static pg_embed *watched;
 static int watch_max;
 static pg_embed_status status = {0, "up", 0, 0, 0}; /* under watch.lock */
 
-/* postmaster_alive - whether the postmaster named in the cluster's postmaster.pid runs (a zombie left to
- * PID 1 counts as dead). */
-static int postmaster_alive(const pg_embed *pe)
-{
-    char path[1200], line[64], stat[256];
-    snprintf(path, sizeof(path), "%s/postmaster.pid", pe->data_dir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    int ok = fgets(line, sizeof(line), f) != NULL;
-    fclose(f);
-    long pid = ok ? strtol(line, NULL, 10) : 0;
-    if (pid <= 0 || (kill((pid_t)pid, 0) < 0 && errno == ESRCH))
-        return 0;
-    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    f = fopen(path, "r");
-    if (!f)
-        return 1; /* no /proc: kill() said it lives */
-    ok = fgets(stat, sizeof(stat), f) != NULL;
-    fclose(f);
-    const char *close_paren = ok ? strrchr(stat, ')') : NULL;
-    return !(close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X'));
-}
-
-/* restart - pg_ctl start once; 0 when it runs again. */
+/* restart - pg_ctl start once (a postmaster.pid left by a dead postmaster removed first); 0 when it runs again. */
 static int restart(const pg_embed *pe)
 {
-    char dflag[1200], lflag[1200];
-    snprintf(dflag, sizeof(dflag), "--pgdata=%s", pe->data_dir);
-    snprintf(lflag, sizeof(lflag), "--log=%s/server.log", pe->data_dir);
-    char *argv[] = {(char *)pe->pg_ctl, "start", dflag, lflag, "--wait", "--timeout=60", NULL};
-    return run_tool(pe, argv) == 0 ? 0 : -1;
+    return start_cluster(pe, 60);
 }
 
 static void watch_loop(worker *w)

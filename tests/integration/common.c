@@ -132,6 +132,11 @@ json_t *it_wait_group(const h_srv *s, const char *group, const char *want)
 
 int it_connect(int port, double timeout_s)
 {
+    return it_connect_from(NULL, port, timeout_s);
+}
+
+int it_connect_from(const char *src, int port, double timeout_s)
+{
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {
         .sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -140,6 +145,11 @@ int it_connect(int port, double timeout_s)
         return -1;
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    struct sockaddr_in me = {.sin_family = AF_INET};
+    if (src && (inet_pton(AF_INET, src, &me.sin_addr) != 1 || bind(fd, (struct sockaddr *)&me, sizeof(me)) < 0)) {
+        close(fd);
+        return -1;
+    }
     if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
         close(fd);
         return -1;

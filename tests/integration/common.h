@@ -51,6 +51,10 @@ json_t *it_wait_group(const h_srv *s, const char *group, const char *want);
  * timeouts of `timeout_s`; the socket, or -1. */
 int it_connect(int port, double timeout_s);
 
+/* it_connect_from - the same from source address `src` (another loopback address, "127.0.0.2": a client
+ * lockstepd sees as another host; NULL: any). */
+int it_connect_from(const char *src, int port, double timeout_s);
+
 /* it_raw - send `len` bytes on a new connection to 127.0.0.1:port and read
  * until the server closes it or `timeout_s` pass; the answer (malloc'd,
  * NUL-terminated, "" when none) in *out. Returns the status of the first

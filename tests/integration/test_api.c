@@ -16,6 +16,7 @@
 
 #include "common/crypto/token.h"
 #include "common/fsutil.h"
+#include <libpq-fe.h>
 #include "tests/integration/common.h"
 
 static h_pg pg;
@@ -413,6 +414,107 @@ static void test_bad_inputs(void **state)
     json_decref(o);
 }
 
+/* sql_text - whether an answer quotes what PostgreSQL or libpq said (SQL, its error markers, the socket). */
+static int sql_text(const char *s)
+{
+    static const char *const marks[] = {"ERROR:", "CONTEXT:", "SQL statement", "PL/pgSQL", "UPDATE ", "SELECT ",
+                                        "INSERT ", "connection to server", "Connection refused", ".s.PGSQL", NULL};
+    for (int i = 0; s && marks[i]; i++)
+        if (strstr(s, marks[i]))
+            return 1;
+    return 0;
+}
+
+/* A record at an absurd step in a group whose steps were compared: the mark moved back before it overflowed in
+ * SQL, answered 503 "retry later" (agents retry for ever) quoting the SQL. Now 400 at the door. And a 503 never
+ * quotes the database: PostgreSQL stopped, every answer names what failed and points at the log. */
+static void test_out_of_range_step(void **state)
+{
+    (void)state;
+    char a[40], b[40], path[200], body[600];
+    assert_int_equal(it_register(&srv, "7", "far-steps", 1, 0, admin, a), 0);
+    assert_int_equal(it_register(&srv, "8", "far-steps", 1, 0, admin, b), 0);
+    uint64_t sa = 0, sb = 0;
+    assert_int_equal(it_post_steps(&srv, a, 0, 1, 0, 4, 3, -1, -1, -1, -1, &sa, admin), 200);
+    assert_int_equal(it_post_steps(&srv, b, 0, 1, 0, 4, 3, -1, -1, -1, -1, &sb, admin), 200);
+    for (int i = 0; i < 100; i++) { /* the first steps compared */
+        json_t *g = NULL;
+        assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/far-steps/steps?compact=1", NULL, admin, &g), 200);
+        char *t = json_dumps(g, 0);
+        int done = t && strstr(t, "\"match\"") != NULL;
+        free(t);
+        json_decref(g);
+        if (done)
+            break;
+        usleep(50000);
+    }
+    const char *steps[] = {"-9223372036854775808", "-9223372036854775807", "9223372036854775807",
+                           "4611686018427387905", "-4611686018427387905"};
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/records", a);
+        snprintf(body, sizeof(body),
+                 "{\"rank\": 0, \"batch_seq\": %zu, \"records\": [{\"seq\": %zu, \"step\": %s, \"name\": "
+                 "\"loss\", \"fp\": \"3ff4000000000000\", \"dtype\": \"f64\", \"value\": 1.25}]}",
+                 100 + i, 1000 + i, steps[i]);
+        json_t *o = NULL;
+        assert_int_equal(it_call(&srv, "POST", path, body, admin, &o), 400);
+        assert_string_equal(json_string_value(json_object_get(o, "error")), "record step out of range");
+        assert_false(sql_text(json_string_value(json_object_get(o, "detail"))));
+        json_decref(o);
+    }
+    /* the edges of the range are stored */
+    snprintf(body, sizeof(body),
+             "{\"rank\": 0, \"batch_seq\": 200, \"records\": [{\"seq\": 2000, \"step\": 4611686018427387904, "
+             "\"name\": \"loss\", \"fp\": \"3ff4000000000000\", \"dtype\": \"f64\", \"value\": 1.25}]}");
+    assert_int_equal(it_call(&srv, "POST", path, body, admin, NULL), 200);
+
+    /* PostgreSQL away: 503s, none quoting it */
+    assert_int_equal(h_pg_ctl(&pg, "stop"), 0);
+    char run_path[200], rec_path[200];
+    snprintf(run_path, sizeof(run_path), "/api/v1/runs/%s", b);
+    snprintf(rec_path, sizeof(rec_path), "/api/v1/runs/%s/records?rank=0&step=1", b);
+    const char *gets[] = {"/api/v1/health", "/api/v1/runs", run_path, rec_path, "/api/v1/twins",
+                          "/api/v1/twins/far-steps", "/api/v1/alerts", "/api/v1/nodes"};
+    for (size_t i = 0; i < sizeof(gets) / sizeof(gets[0]); i++) {
+        json_t *o = NULL;
+        long st = it_call(&srv, "GET", gets[i], NULL, admin, &o);
+        char *t = o ? json_dumps(o, 0) : NULL;
+        if (st >= 500 && sql_text(t))
+            fail_msg("GET %s answered %ld quoting the database: %s", gets[i], st, t);
+        free(t);
+        json_decref(o);
+    }
+    assert_int_equal(h_pg_ctl(&pg, "start"), 0);
+    for (int i = 0; i < 100 && it_call(&srv, "GET", "/api/v1/health", NULL, NULL, NULL) != 200; i++)
+        usleep(100000);
+
+    /* A statement that fails inside PostgreSQL (a trigger that raises, as the overflow did): 503, its
+     * message and SQL in the log only */
+    PGconn *c = PQconnectdb(pg.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PGresult *r = PQexec(c, "CREATE FUNCTION test_boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                            "RAISE EXCEPTION 'boom in the batches table'; END $$; CREATE TRIGGER test_boom BEFORE "
+                            "INSERT ON batches FOR EACH ROW EXECUTE FUNCTION test_boom()");
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/records", b);
+    snprintf(body, sizeof(body),
+             "{\"rank\": 0, \"batch_seq\": 300, \"records\": [{\"seq\": 3000, \"step\": 9, \"name\": "
+             "\"loss\", \"fp\": \"3ff4000000000000\", \"dtype\": \"f64\", \"value\": 1.25}]}");
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "POST", path, body, admin, &o), 503);
+    char *t = json_dumps(o, 0);
+    if (sql_text(t) || strstr(t, "boom"))
+        fail_msg("a batch answered 503 quoting the database: %s", t);
+    free(t);
+    json_decref(o);
+    r = PQexec(c, "DROP TRIGGER test_boom ON batches; DROP FUNCTION test_boom()");
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    PQfinish(c);
+    assert_int_equal(it_call(&srv, "POST", path, body, admin, NULL), 200);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_body_cap),
         cmocka_unit_test(test_static_files),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_out_of_range_step),
     };
     return cmocka_run_group_tests_name("lockstepd api", tests, setup, teardown);
 }

@@ -321,8 +321,236 @@ static void test_honest_agents_under_attack(void **state)
     assert_int_equal(atomic_load(&H.other), 0);
 }
 
+/* ---- compares of two long runs, three at once */
+
+#define CMP_STEPS 120000 /* steps of each run */
+#define CMP_METRICS 5    /* scalar metrics a step: 600,000 scalars a run, past one compare's share of two runs */
+#define CMP_BATCH_STEPS 5000
+
+/* long_run - register job `job` in no group and post CMP_STEPS steps of CMP_METRICS scalar metrics (`changed`: the
+ * values move from step 1000 on). Its run id into `run`. */
+static void long_run(const char *job, int changed, char *run)
+{
+    char tok[TOKEN_HEX_LEN + 1], atok[TOKEN_HEX_LEN + 1], body[256];
+    assert_int_equal(token_compute(SECRET, sizeof(SECRET) - 1, job, tok), 0);
+    assert_int_equal(token_compute_attest(SECRET, sizeof(SECRET) - 1, job, atok), 0);
+    snprintf(body, sizeof(body), "{\"job_id\": \"%s\", \"ranks\": 1, \"user\": \"alice\"}", job);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", body, atok, &o), 201);
+    snprintf(run, 40, "%s", json_string_value(json_object_get(o, "run_id")));
+    json_decref(o);
+    char url[256];
+    snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", srv.base, run);
+    uint64_t seq = 0;
+    for (int64_t first = 0, bseq = 0; first < CMP_STEPS; first += CMP_BATCH_STEPS, bseq++) {
+        h_batch b = {0};
+        h_batch_begin(&b, run, 0, (uint64_t)bseq);
+        for (int64_t step = first; step < first + CMP_BATCH_STEPS; step++)
+            for (int m = 0; m < CMP_METRICS; m++) {
+                char name[32];
+                snprintf(name, sizeof(name), "metric%d", m);
+                double v = 10.0 / (double)(step + 1 + m) + (changed && step >= 1000 ? 1e-9 * (double)(step % 7) : 0);
+                rec_record r = {.seq = seq++, .step = step, .level = LS_LEVEL_METRIC, .dtype = LS_F64, .nbytes = 8,
+                                .flags = REC_HAS_VALUE};
+                memcpy(&r.value, &v, 8);
+                r.fp = fp_lsfp1(&v, 8);
+                r.name = name;
+                r.name_len = (uint16_t)strlen(name);
+                h_batch_add(&b, &r);
+            }
+        assert_int_equal(h_http("POST", url, "application/x-lockstep", b.buf, b.len, tok, NULL), 200);
+        h_batch_free(&b);
+    }
+}
+
+typedef struct compare_call {
+    const char *base, *changed;
+    long status;
+    size_t bytes;
+    double seconds;
+} compare_call;
+
+static void *compare_main(void *arg)
+{
+    compare_call *c = arg;
+    char url[512], *resp = NULL;
+    snprintf(url, sizeof(url), "%s/api/v1/compare?base=%s&changed=%s", srv.base, c->base, c->changed);
+    double t = h_now();
+    c->status = h_http("GET", url, NULL, NULL, 0, NULL, &resp);
+    c->seconds = h_now() - t;
+    c->bytes = resp ? strlen(resp) : 0;
+    free(resp);
+    return NULL;
+}
+
+/* Three GET /api/v1/compare at once on two runs of 600,000 scalars each (the finding: on two runs of 1.6 M, one
+ * request took 9.7 s, answered 85 MB and took lockstepd from 39 MB to 1.1 GB; three at once stalled /health for
+ * 6.8 s). Each compare is computed on a slow thread within its budgets and answers a bounded size; /health stays
+ * under 1 s and lockstepd's memory grows by tens of MB. */
+static void test_compare_load(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    long_run("8100", 0, a);
+    long_run("8101", 1, b);
+    long rss0 = it_rss_kb(srv.pid), rss_peak = rss0;
+    compare_call calls[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        calls[i] = (compare_call){.base = a, .changed = b};
+        pthread_create(&th[i], NULL, compare_main, &calls[i]);
+    }
+    static const char probe[] = "GET /api/v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    double worst = 0, t0 = h_now();
+    int probes = 0, failed = 0;
+    for (;;) {
+        int done = 1;
+        for (int i = 0; i < 3; i++)
+            done &= calls[i].status != 0 || calls[i].seconds > 0;
+        if (done || h_now() - t0 > 120)
+            break;
+        double t = h_now();
+        char *resp = NULL;
+        int st = it_raw(srv.port, probe, sizeof(probe) - 1, 10.0, &resp);
+        free(resp);
+        probes++;
+        failed += st != 200;
+        worst = h_now() - t > worst ? h_now() - t : worst;
+        long rss = it_rss_kb(srv.pid);
+        rss_peak = rss > rss_peak ? rss : rss_peak;
+        usleep(100000);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    size_t most = 0;
+    double slowest = 0;
+    int answered = 0;
+    for (int i = 0; i < 3; i++) {
+        answered += calls[i].status == 200;
+        most = calls[i].bytes > most ? calls[i].bytes : most;
+        slowest = calls[i].seconds > slowest ? calls[i].seconds : slowest;
+    }
+    print_message("{\"test\": \"compare_load\", \"scalars_per_run\": %d, \"compares\": 3, \"slowest_s\": %.1f, "
+                  "\"answer_bytes_max\": %zu, \"health_probes\": %d, \"health_failed\": %d, \"health_worst_ms\": %.1f, "
+                  "\"rss_kib_before\": %ld, \"rss_kib_peak\": %ld}\n",
+                  CMP_STEPS * CMP_METRICS, slowest, most, probes, failed, worst * 1e3, rss0, rss_peak);
+    assert_int_equal(answered, 3);
+    assert_int_equal(failed, 0);
+    assert_true(worst < 1.0);
+    assert_true(most < (size_t)8 << 20);
+    /* what one compare cut: the metrics up to its budget (500,000 points a run: 100,000 steps of 5), and where the
+     * rest begins; the next request compares the rest */
+    char path[300];
+    snprintf(path, sizeof(path), "/api/v1/compare?base=%s&changed=%s&series=0", a, b);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
+    assert_true(json_is_true(json_object_get(o, "cut")));
+    json_int_t next = json_integer_value(json_object_get(o, "next_from"));
+    assert_int_equal(json_integer_value(json_object_get(o, "to")), next - 1);
+    assert_true(next > 1000 && next < CMP_STEPS);
+    assert_string_equal(json_string_value(json_object_get(o, "verdict")), "differs");
+    json_decref(o);
+    snprintf(path, sizeof(path), "/api/v1/compare?base=%s&changed=%s&series=0&from=%lld", a, b, (long long)next);
+    assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
+    assert_false(json_is_true(json_object_get(o, "cut")));
+    assert_int_equal(json_integer_value(json_object_get(o, "from")), next);
+    assert_int_equal(json_integer_value(json_object_get(o, "to")), CMP_STEPS - 1);
+    json_decref(o);
+    long rss_bound = 200 * 1024; /* two compares at a time, each within tens of MB */
+#if defined(__SANITIZE_ADDRESS__)
+    rss_bound += 256 * 1024;
+#endif
+    assert_true(rss_peak - rss0 < rss_bound);
+}
+
+/* ---- a slow-loris from one address */
+
+#define LORIS 160           /* connections the slow-loris tries to hold, more than max_connections (96 here) */
+#define LORIS_SECONDS 8.0
+#define LORIS_FROM "127.0.0.2" /* another loopback address: lockstepd sees another host than the probes' */
+
+static atomic_int loris_held; /* connections it held at the last round */
+
+/* loris_main - hold as many connections from one address as lockstepd lets in, each sending a header line now
+ * and then and never finishing its request (reopened when closed). */
+static void *loris_main(void *arg)
+{
+    (void)arg;
+    int fd[LORIS];
+    for (int i = 0; i < LORIS; i++)
+        fd[i] = -1;
+    while (!atomic_load(&stop_flag)) {
+        int held = 0;
+        for (int i = 0; i < LORIS; i++) {
+            if (fd[i] < 0) {
+                fd[i] = it_connect_from(LORIS_FROM, srv.port, 1.0);
+                if (fd[i] >= 0 && send(fd[i], "GET /api/v1/health HTTP/1.1\r\nHost: x\r\n", 38, MSG_NOSIGNAL) < 0) {
+                    close(fd[i]);
+                    fd[i] = -1;
+                }
+                continue;
+            }
+            char c;
+            ssize_t r = recv(fd[i], &c, 1, MSG_DONTWAIT);
+            if (r >= 0 || send(fd[i], "X-T: 1\r\n", 8, MSG_NOSIGNAL) < 0) { /* closed (or answered): again */
+                close(fd[i]);
+                fd[i] = -1;
+            } else {
+                held++;
+            }
+        }
+        atomic_store(&loris_held, held);
+        usleep(300000);
+    }
+    for (int i = 0; i < LORIS; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+    return NULL;
+}
+
+/* A slow-loris from one address with the default configuration (no max_connections_per_ip in this test's
+ * lockstepd.conf): it holds at most the per-address allowance, and /health from another address answers every
+ * time within a second, each on a new connection (a kept-alive one would need no free slot). */
+static void test_slow_loris(void **state)
+{
+    (void)state;
+    atomic_store(&stop_flag, 0);
+    atomic_store(&loris_held, 0);
+    pthread_t th;
+    pthread_create(&th, NULL, loris_main, NULL);
+    usleep(1500000); /* the slots are taken before the probes start */
+    static const char probe[] = "GET /api/v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    int probes = 0, failed = 0, most = 0;
+    double worst = 0, t0 = h_now();
+    while (h_now() - t0 < LORIS_SECONDS) {
+        double t = h_now();
+        char *resp = NULL;
+        int st = it_raw(srv.port, probe, sizeof(probe) - 1, 3.0, &resp);
+        free(resp);
+        double took = h_now() - t;
+        probes++;
+        if (st != 200)
+            failed++;
+        else if (took > worst)
+            worst = took;
+        int held = atomic_load(&loris_held);
+        most = held > most ? held : most;
+        usleep(200000);
+    }
+    atomic_store(&stop_flag, 1);
+    pthread_join(th, NULL);
+    print_message("{\"test\": \"slow_loris\", \"connections_tried\": %d, \"held_at_most\": %d, \"probes\": %d, "
+                  "\"probes_failed\": %d, \"health_worst_ms\": %.1f}\n",
+                  LORIS, most, probes, failed, worst * 1e3);
+    assert_true(most > 0);
+    assert_true(most <= 64); /* the default allowance of one address */
+    assert_int_equal(failed, 0);
+    assert_true(worst < 1.0);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_honest_agents_under_attack)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_honest_agents_under_attack),
+                                       cmocka_unit_test(test_slow_loris), cmocka_unit_test(test_compare_load)};
     return cmocka_run_group_tests_name("lockstepd under a hostile client", tests, setup, teardown);
 }

@@ -130,6 +130,86 @@ static void test_retention(void **state)
     h_srv_cleanup(&s);
 }
 
+/* retained_run - run `job` of `group` (1 rank, 6 steps of 3 records; `flip`: step 3's record 1 differs), ended. */
+static void retained_run(const h_srv *s, const char *job, const char *group, int flip, char *run)
+{
+    assert_int_equal(it_register(s, job, group, 1, 0, NULL, run), 0);
+    uint64_t seq = 0;
+    assert_int_equal(it_post_steps(s, run, 0, 0, 0, 6, 3, flip ? 3 : -1, flip ? 1 : -1, -1, -1, &seq, NULL), 200);
+    assert_int_equal(it_end(s, run, 0, NULL), 200);
+}
+
+/* age_records - move every record of `run` into the partition of day `day` (created), as if received then. */
+static void age_records(PGconn *c, const char *run, const char *day)
+{
+    char q[700];
+    snprintf(q, sizeof(q),
+             "CREATE TABLE record_frames_%.4s%.2s%.2s PARTITION OF record_frames FOR VALUES FROM ('%s') TO "
+             "(date '%s' + 1)",
+             day, day + 5, day + 8, day, day);
+    PGresult *r = PQexec(c, q);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    snprintf(q, sizeof(q),
+             "UPDATE record_frames SET received_on = '%s' WHERE run_key = (SELECT run_key FROM runs WHERE run_id = "
+             "'%s')",
+             day, run);
+    r = PQexec(c, q);
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+}
+
+/* A twin joins a group after retention removed its first run's records. Where their step digests agree the group
+ * still matches (digests stay); where they differ, the records that would say where are gone: the group says
+ * exactly that, `incomplete`, and asks no agent for them (before: `pending` for ever, "waits for records its agents
+ * held back ... lockstep replay", which no spool could answer). */
+static void test_retention_then_twin(void **state)
+{
+    (void)state;
+    char adm[200];
+    snprintf(adm, sizeof(adm), "%s/admin2", dir);
+    it_write_file(adm, "root-token\n", 0600);
+    const char *args[] = {"--db", pg.conninfo, "--admin-token", adm, NULL};
+    h_srv s;
+    assert_int_equal(h_srv_start(&s, args), 0);
+    char a1[40], a2[40], b1[40], b2[40];
+    retained_run(&s, "610", "kept-same", 0, a1);
+    retained_run(&s, "611", "kept-diff", 0, a2);
+    PGconn *c = PQconnectdb(pg.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    age_records(c, a1, "2020-02-01");
+    age_records(c, a2, "2020-02-02");
+    json_t *o = NULL;
+    assert_int_equal(it_call(&s, "POST", "/api/v1/admin/retention", "{\"retain_days\": 30}", "root-token", &o), 200);
+    assert_int_equal(json_integer_value(json_object_get(o, "dropped_partitions")), 2);
+    json_decref(o);
+    PQfinish(c);
+    retained_run(&s, "612", "kept-same", 0, b1);
+    retained_run(&s, "613", "kept-diff", 1, b2);
+    o = it_wait_group(&s, "kept-same", "match");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "match");
+    json_decref(o);
+    o = it_wait_group(&s, "kept-diff", "incomplete");
+    const char *why = json_string_value(json_object_get(o, "status_reason"));
+    print_message("kept-diff: %s (%s)\n", json_string_value(json_object_get(o, "status")), why);
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "incomplete");
+    assert_non_null(strstr(why, "retention removed"));
+    assert_null(strstr(why, "held back"));
+    assert_null(json_object_get(o, "awaiting_records"));
+    json_t *rm = json_array_get(json_object_get(o, "records_removed"), 0);
+    assert_string_equal(json_string_value(json_object_get(rm, "run_id")), a2);
+    assert_int_equal(json_integer_value(json_object_get(rm, "step")), 3);
+    json_decref(o);
+    /* nobody is asked for them */
+    char path[200];
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/wanted?rank=0", a2);
+    assert_int_equal(it_call(&s, "GET", path, NULL, NULL, &o), 200);
+    assert_int_equal(json_array_size(json_object_get(o, "steps")), 0);
+    json_decref(o);
+    assert_int_equal(h_srv_kill(&s, SIGTERM), 0);
+    h_srv_cleanup(&s);
+}
+
 static void test_sighup_and_metrics(void **state)
 {
     (void)state;
@@ -342,6 +422,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tls),
         cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_retention_then_twin),
         cmocka_unit_test(test_sighup_and_metrics),
         cmocka_unit_test(test_grafana_dashboard),
         cmocka_unit_test(test_config_file),

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/integration/common.h"
@@ -422,6 +424,68 @@ static void test_embedded_postgres_restarted(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* lockstepd and its embedded PostgreSQL killed together (kill -9 of both, a node's OOM killer, a power cut of the
+ * container), where nobody reaps the postmaster: its pid still answers kill(pid, 0), so pg_ctl status said the
+ * cluster ran; the restarted lockstepd adopted it, could not connect, and exited instead of retrying as documented.
+ * Here this test is the subreaper that does not reap it (a PID 1 that does not reap), so the dead postmaster stays
+ * a zombie. The restarted lockstepd sees it is gone, removes its postmaster.pid once nothing works in the data
+ * directory any more, starts the cluster and serves the data. */
+static void test_embedded_killed_together(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/lsemb.XXXXXX", sd[64], pidfile[128];
+    assert_non_null(mkdtemp(dir));
+    chmod(dir, 0711);
+    snprintf(sd, sizeof(sd), "%s/s", dir);
+    snprintf(pidfile, sizeof(pidfile), "%s/pgdata/postmaster.pid", sd);
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+    const char *args[] = {"--state-dir", sd, NULL};
+    h_srv srv;
+    assert_int_equal(h_srv_start(&srv, args), 0);
+    char run[40], path[300];
+    assert_int_equal(it_register(&srv, "420", NULL, 1, 0, NULL, run), 0);
+    uint64_t seq = 0;
+    assert_int_equal(it_post_steps(&srv, run, 0, 0, 0, 2, 3, -1, -1, -1, -1, &seq, NULL), 200);
+    FILE *f = fopen(pidfile, "r");
+    assert_non_null(f);
+    long pm = 0;
+    assert_int_equal(fscanf(f, "%ld", &pm), 1);
+    fclose(f);
+    /* both at once; the postmaster is ours (its pg_ctl is gone) and left unreaped */
+    assert_int_equal(kill((pid_t)pm, SIGKILL), 0);
+    assert_int_equal(h_srv_kill(&srv, SIGKILL), 128 + SIGKILL);
+    usleep(200000);
+    char st[300], line[256];
+    snprintf(st, sizeof(st), "/proc/%ld/stat", pm);
+    f = fopen(st, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    assert_non_null(strstr(line, ") Z ")); /* a zombie: kill(pid, 0) still succeeds */
+    assert_int_equal(kill((pid_t)pm, 0), 0);
+    /* the restart retries as documented and comes up on the same data */
+    double t0 = h_now();
+    assert_int_equal(h_srv_restart(&srv, args), 0);
+    print_message("lockstepd up again %.1f s after the restart\n", h_now() - t0);
+    snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(o, "rank_status"), 0), "records")),
+                     6);
+    json_decref(o);
+    assert_int_equal(it_post_steps(&srv, run, 0, 1, 2, 2, 3, -1, -1, -1, -1, &seq, NULL), 200);
+    assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
+    assert_false(pg_running(sd));
+    h_srv_cleanup(&srv);
+    /* reap what was left to us (the killed postmaster, its backends, the second cluster's processes) */
+    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+    char cmd[100];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -431,6 +495,7 @@ int main(void)
         cmocka_unit_test(test_two_servers_one_database),
         cmocka_unit_test(test_embedded_postgres),
         cmocka_unit_test(test_embedded_postgres_restarted),
+        cmocka_unit_test(test_embedded_killed_together),
     };
     return cmocka_run_group_tests_name("lockstepd resilience", tests, setup, teardown);
 }

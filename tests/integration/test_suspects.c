@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "tests/integration/common.h"
 
 static h_pg pg;
@@ -63,15 +65,18 @@ static int setup(void **state)
     snprintf(text, sizeof(text), "#!/bin/sh\necho \"$*\" >> %s\n", scontrol_log);
     it_write_file(scontrol, text, 0755);
     it_write_file(admin_file, ADMIN, 0600);
+    char map[300];
+    snprintf(map, sizeof(map), "%s/mail-map", dir);
+    it_write_file(map, "# the site's users and where their alert mail goes\ndave dave.smith@lab.example\n", 0644);
     snprintf(text, sizeof(text),
              "alert_webhook_url = http://127.0.0.1:%d/hook\n"
              "alert_slack_url = http://127.0.0.1:%d/slack\n"
              "alert_alertmanager_url = http://127.0.0.1:%d/am/\n"
-             "mail_program = %s\nmail_domain = example.org\n"
+             "mail_program = %s\nmail_domain = example.org\nmail_map = %s/mail-map\n"
              "public_url = https://lockstep.example/\n"
              "alert_retry_ms = 100\nalert_retry_max_s = 1\nsuspects_interval_ms = 200\nalert_give_up_s = 10\n"
              "alert_resend_s = 1\ncluster = testcluster\nslurm_action = drain\nscontrol = %s\n",
-             rport, rport, rport, script, scontrol);
+             rport, rport, rport, script, dir, scontrol);
     it_write_file(conf, text, 0644);
     const char *args[] = {"--db", pg.conninfo, "--config", conf, "--admin-token", admin_file, NULL};
     return h_srv_start(&srv, args);
@@ -277,10 +282,11 @@ static int all_delivered(json_t *a)
     return json_array_size(d) > 0;
 }
 
-/* hook_bodies - the receiver's requests on `path` whose body mentions `needle`. */
-static int hook_count(const char *path, const char *needle, json_t **last)
+/* hook_count_in - the requests on `path` logged in `log` by a receiver whose body mentions `needle` (the last one's
+ * body in *last when given; caller decrefs). */
+static int hook_count_in(const char *log, const char *path, const char *needle, json_t **last)
 {
-    FILE *f = fopen(hooklog, "r");
+    FILE *f = fopen(log, "r");
     int n = 0;
     char line[65536];
     if (last)
@@ -303,6 +309,12 @@ static int hook_count(const char *path, const char *needle, json_t **last)
     return n;
 }
 
+/* hook_count - the same in the shared receiver's log. */
+static int hook_count(const char *path, const char *needle, json_t **last)
+{
+    return hook_count_in(hooklog, path, needle, last);
+}
+
 static const char *str(json_t *o, const char *k)
 {
     const char *s = json_string_value(json_object_get(o, k));
@@ -317,6 +329,24 @@ static double iso_epoch(const char *s)
     if (!rest)
         return 0;
     return (double)timegm(&tm) + (*rest == '.' ? atof(rest) : 0);
+}
+
+/* slack_at - when the receiver logging to `log` first heard of `group` on /slack (epoch seconds; 0: never). */
+static double slack_at(const char *log, const char *group)
+{
+    FILE *f = fopen(log, "r");
+    char line[65536], needle[300];
+    snprintf(needle, sizeof(needle), "twin group %s ", group);
+    double at = 0;
+    while (f && !at && fgets(line, sizeof(line), f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        if (!strcmp(str(o, "path"), "/slack") && strstr(str(o, "body"), needle))
+            at = json_number_value(json_object_get(o, "at"));
+        json_decref(o);
+    }
+    if (f)
+        fclose(f);
+    return at;
 }
 
 /* What the receiver's Alertmanager endpoint heard of one alert (label `key` = `value`). */
@@ -1100,6 +1130,216 @@ static void collective_run(const char *group, const char *const *nodes, int in_r
 
 /* Every rank's output of a collective differs when one rank fed it another input: the evidence goes to
  * that rank's hardware only, in both runs, never to the nodes that received the change. */
+/* run_users - a diverging (flip: rank 0 flipped) or agreeing run of `group` on two nodes whose registration
+ * reports `reported` as its user and that slurmstepd attests as `attested` (NULL: not attested); the two runs'
+ * NCCL_ALGO differs, so the group is software and blames no node. */
+static void run_users(const char *group, const char *const *nodes, int flip, const char *reported, const char *attested)
+{
+    char id[40], job[16], body[512];
+    snprintf(job, sizeof(job), "%d", job_no++);
+    snprintf(body, sizeof(body), "{\"job_id\": \"%s\", \"twin_group\": \"%s\", \"ranks\": 2, \"user\": \"%s\", "
+             "\"nodes\": \"%s,%s\", \"mode\": \"det\"}", job, group, reported, nodes[0], nodes[1]);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", body, NULL, &o), 201);
+    snprintf(id, sizeof(id), "%s", str(o, "run_id"));
+    json_decref(o);
+    for (int r = 0; attested && r < 2; r++) {
+        snprintf(body, sizeof(body), "{\"job_id\": \"%s\", \"node\": \"%s\", \"ranks\": [%d], \"user\": \"%s\"}", job,
+                 nodes[r], r, attested);
+        assert_int_equal(it_call(&srv, "POST", "/api/v1/attest", body, ADMIN, NULL), 200);
+    }
+    for (int r = 0; r < 2; r++) {
+        manifest(id, r, nodes[r], flip ? "Ring" : "Tree"); /* software (configuration): no evidence on the nodes */
+        uint64_t seq = 0;
+        assert_int_equal(it_post_steps(&srv, id, r, 0, 0, 6, 4, flip && r == 0 ? 3 : -1, 0, -1, -1, &seq, NULL), 200);
+        assert_int_equal(it_end(&srv, id, r, NULL), 200);
+    }
+}
+
+/* mail_to_of - the To: line of the mail about `group` ("" when none was mailed), into `out`. */
+static void mail_to_of(const char *group, char *out, size_t cap)
+{
+    FILE *f = fopen(maillog, "r");
+    char line[4096], to[1024] = "", subject[300];
+    snprintf(subject, sizeof(subject), "Subject: [lockstep] twin group %s ", group);
+    *out = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        if (!strncmp(line, "To: ", 4))
+            snprintf(to, sizeof(to), "%.1000s", line + 4);
+        else if (!strncmp(line, subject, strlen(subject)))
+            snprintf(out, cap, "%.*s", (int)strcspn(to, "\n"), to);
+    }
+    if (f)
+        fclose(f);
+}
+
+static int has_mail_delivery(json_t *a)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(a, "deliveries"), i, d) if (!strcmp(str(d, "sink"), "mail")) return 1;
+    return 0;
+}
+
+static int mail_delivered(json_t *a)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(a, "deliveries"), i, d) if (!strcmp(str(d, "sink"), "mail")) return
+        !strcmp(str(d, "state"), "delivered");
+    return 0;
+}
+
+static int webhook_delivered(json_t *a)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(a, "deliveries"), i, d) if (!strcmp(str(d, "sink"), "webhook")) return
+        !strcmp(str(d, "state"), "delivered");
+    return 0;
+}
+
+/* Alert mail goes to the attested users of the group's runs, at the addresses the site maps (mail_map, else
+ * user@mail_domain), never to what a job reported: before, a job reporting user "mallory@evil.example" had the
+ * alert mailed there, and one reporting "carol" had it mailed to carol@example.org. */
+static void test_mail_to_mapped_attested_users(void **state)
+{
+    (void)state;
+    const char *na[] = {"mail1", "mail2"}, *nb[] = {"mail3", "mail4"};
+    char to[1024];
+    /* reported as an outside address, attested as bob: bob@mail_domain only */
+    run_users("mail-a", na, 1, "mallory@evil.example", "bob");
+    run_users("mail-a", nb, 0, "mallory@evil.example", "bob");
+    json_decref(wait_alert("mail-a", NULL, mail_delivered));
+    mail_to_of("mail-a", to, sizeof(to));
+    assert_string_equal(to, "bob@example.org");
+    /* reported, never attested: nobody is mailed (no mail delivery at all) */
+    run_users("mail-b", na, 1, "carol", NULL);
+    run_users("mail-b", nb, 0, "carol", NULL);
+    json_t *a = wait_alert("mail-b", NULL, webhook_delivered);
+    assert_false(has_mail_delivery(a));
+    json_decref(a);
+    mail_to_of("mail-b", to, sizeof(to));
+    assert_string_equal(to, "");
+    /* an attested user the site's map names: the map's address */
+    run_users("mail-c", na, 1, "dave", "dave");
+    run_users("mail-c", nb, 0, "dave", "dave");
+    json_decref(wait_alert("mail-c", NULL, mail_delivered));
+    mail_to_of("mail-c", to, sizeof(to));
+    assert_string_equal(to, "dave.smith@lab.example");
+    /* an attested user name that looks like an address is never used as one */
+    run_users("mail-d", na, 1, "x", "eve@evil.example");
+    run_users("mail-d", nb, 0, "x", "eve@evil.example");
+    a = wait_alert("mail-d", NULL, webhook_delivered);
+    assert_false(has_mail_delivery(a));
+    json_decref(a);
+    mail_to_of("mail-d", to, sizeof(to));
+    assert_string_equal(to, "");
+}
+
+/* One sink's receiver hangs (the webhook and Alertmanager here; each attempt cut at alert_timeout_s = 3 s): the
+ * other sinks still get every alert within seconds of it being raised (before, one thread delivered everything,
+ * and a hanging receiver added its timeout per attempt to every alert behind it: 0 -> 49.5 s over 6 alerts); once
+ * the receiver answers again it gets every alert (at least once). A lockstepd of its own, on a database of its
+ * own in the same PostgreSQL, so that no other lockstepd claims its outbox. */
+#define LANE_ALERTS 6
+static void test_hanging_sink_delays_no_other(void **state)
+{
+    (void)state;
+    char db[600], conf2[300], log2[300], hang[300], text[2048];
+    PGconn *c = PQconnectdb(pg.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    PGresult *r = PQexec(c, "CREATE DATABASE lanes");
+    assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+    PQclear(r);
+    PQfinish(c);
+    snprintf(db, sizeof(db), "%s", pg.conninfo);
+    char *dbname = strstr(db, "dbname=postgres");
+    assert_non_null(dbname);
+    memcpy(dbname, "dbname=lanes   ", 15);
+    int port2 = free_port();
+    snprintf(log2, sizeof(log2), "%s/lanes.jsonl", dir);
+    snprintf(hang, sizeof(hang), "%s/hang", dir);
+    snprintf(conf2, sizeof(conf2), "%s/lanes.conf", dir);
+    it_write_file(hang, "", 0644);
+    snprintf(text, sizeof(text),
+             "alert_webhook_url = http://127.0.0.1:%d/hang/hook\nalert_slack_url = http://127.0.0.1:%d/slack\n"
+             "alert_alertmanager_url = http://127.0.0.1:%d/hang/am\npublic_url = https://lockstep.example/\n"
+             "alert_timeout_s = 3\nalert_retry_ms = 100\nalert_retry_max_s = 1\nsuspects_interval_ms = 200\n",
+             port2, port2, port2);
+    it_write_file(conf2, text, 0644);
+    char script[600], ports[16];
+    const char *src = getenv("LOCKSTEP_SRC");
+    snprintf(script, sizeof(script), "%s/tests/integration/receiver.py", src ? src : ".");
+    snprintf(ports, sizeof(ports), "%d", port2);
+    pid_t rcv = fork();
+    if (rcv == 0) {
+        execlp("python3", "python3", script, ports, log2, hang, (char *)NULL);
+        _exit(127);
+    }
+    assert_true(rcv > 0);
+    h_srv lanes, saved = srv;
+    const char *args[] = {"--db", db, "--config", conf2, "--admin-token", admin_file, NULL};
+    assert_int_equal(h_srv_start(&lanes, args), 0);
+    srv = lanes; /* the helpers below talk to this lockstepd */
+    const char *na[] = {"l1", "l2"}, *nb[] = {"l3", "l4"};
+    char group[32];
+    for (int g = 0; g < LANE_ALERTS; g++) {
+        snprintf(group, sizeof(group), "lane-%d", g);
+        run(group, 2, na, 0, NULL);
+        run(group, 2, nb, -1, NULL);
+    }
+    /* Slack hears of every alert within seconds of it being raised, while the other two hang */
+    double t0 = h_now(), lag_worst = 0;
+    int heard = 0;
+    while (h_now() - t0 < 60 && heard < LANE_ALERTS) {
+        heard = 0;
+        for (int g = 0; g < LANE_ALERTS; g++) {
+            char needle[64];
+            snprintf(needle, sizeof(needle), "twin group lane-%d ", g);
+            heard += hook_count_in(log2, "/slack", needle, NULL) > 0;
+        }
+        usleep(100000);
+    }
+    assert_int_equal(heard, LANE_ALERTS);
+    json_t *all = get("/api/v1/alerts?limit=1000");
+    size_t i;
+    json_t *a;
+    int n = 0;
+    json_array_foreach(json_object_get(all, "items"), i, a)
+    {
+        const char *g = str(a, "group");
+        if (strncmp(g, "lane-", 5))
+            continue;
+        n++;
+        double raised = iso_epoch(str(a, "created_at")), at = slack_at(log2, g);
+        print_message("alert %lld (%s): on Slack %.2f s after it was raised\n",
+                      (long long)json_integer_value(json_object_get(a, "id")), g, at - raised);
+        lag_worst = at - raised > lag_worst ? at - raised : lag_worst;
+        json_t *d;
+        size_t k;
+        json_array_foreach(json_object_get(a, "deliveries"), k, d) if (!strcmp(str(d, "sink"), "webhook"))
+            assert_string_equal(str(d, "state"), "pending"); /* still trying: nothing dropped */
+    }
+    json_decref(all);
+    assert_int_equal(n, LANE_ALERTS);
+    assert_true(lag_worst < 5.0);
+    /* the receiver answers again: it gets every alert, and every delivery ends delivered */
+    unlink(hang);
+    for (int g = 0; g < LANE_ALERTS; g++) {
+        snprintf(group, sizeof(group), "lane-%d", g);
+        json_decref(wait_alert(group, NULL, all_delivered));
+        char needle[64];
+        snprintf(needle, sizeof(needle), "\"%s\"", group);
+        assert_true(hook_count_in(log2, "/hang/hook", needle, NULL) >= 1);
+    }
+    srv = saved;
+    assert_int_equal(h_srv_kill(&lanes, SIGTERM), 0);
+    h_srv_cleanup(&lanes);
+    kill(rcv, SIGTERM);
+    waitpid(rcv, NULL, 0);
+}
+
 static void test_origin_rank_only(void **state)
 {
     (void)state;
@@ -1288,7 +1528,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_receiver_down_then_up),   cmocka_unit_test(test_one_alert_then_superseded),
-        cmocka_unit_test(test_alertmanager_protocol),   cmocka_unit_test(test_fleet_pairs_name_n3),
+        cmocka_unit_test(test_alertmanager_protocol),   cmocka_unit_test(test_mail_to_mapped_attested_users),
+        cmocka_unit_test(test_fleet_pairs_name_n3),
         cmocka_unit_test(test_software_same_hardware),  cmocka_unit_test(test_software_manifest),
         cmocka_unit_test(test_software_inputs_matched), cmocka_unit_test(test_three_runs_minority),
         cmocka_unit_test(test_pair_then_third_run),     cmocka_unit_test(test_spread_is_software),
@@ -1297,6 +1538,7 @@ int main(void)
         cmocka_unit_test(test_incomplete_supersedes),   cmocka_unit_test(test_unattested_blames_nobody),
         cmocka_unit_test(test_reported_host_disagrees), cmocka_unit_test(test_third_run_ranks_apart),
         cmocka_unit_test(test_trust_reported_hosts),
+        cmocka_unit_test(test_hanging_sink_delays_no_other),
     };
     return cmocka_run_group_tests_name("lockstepd suspects and alerts", tests, setup, teardown);
 }

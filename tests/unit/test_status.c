@@ -11,7 +11,7 @@
 
 static const struct {
     const char *what;
-    twin_facts f; /* nruns, running, failed, diverged, missing, unchecked, comparable, awaiting */
+    twin_facts f; /* nruns, running, failed, diverged, missing, unchecked, comparable, awaiting, removed */
     const char *status;
 } CASES[] = {
     {"no run", {0, 0, 0, 0, 0, 0, 0}, "pending"},
@@ -32,6 +32,11 @@ static const struct {
     {"ended, waiting for records agents held back", {2, 0, 0, 0, 0, 2, 2, 2}, "pending"},
     {"still running, records asked for", {2, 1, 0, 0, 0, 1, 2, 1}, "pending"},
     {"diverged on records asked for before", {2, 0, 0, 1, 0, 1, 2, 1}, "diverged"},
+    {"ended, stopped at records retention removed", {2, 0, 0, 0, 0, 1, 2, 0, 1}, "incomplete"},
+    {"removed records beside records held back: nobody can send them", {2, 0, 0, 0, 0, 2, 2, 1, 1}, "incomplete"},
+    {"removed records while a run still runs", {2, 1, 0, 0, 0, 1, 2, 0, 1}, "pending"},
+    {"diverged before the removed records", {2, 0, 0, 1, 0, 1, 2, 0, 1}, "diverged"},
+    {"removed records of steps compared already (digests agreed)", {2, 0, 0, 0, 0, 0, 2, 0, 0}, "match"},
 };
 
 /* Records held back by agents that ended are only sent by a person: the reason says how. */
@@ -46,6 +51,19 @@ static void test_awaiting_says_how(void **state)
     f.awaiting = 0;
     twin_status(&f, why, sizeof(why));
     assert_null(strstr(why, "lockstep replay"));
+}
+
+/* Records retention removed: the group says so, not that agents hold them back (before, the held-back reason and
+ * `pending` for ever). */
+static void test_removed_says_what(void **state)
+{
+    (void)state;
+    twin_facts f = {.nruns = 2, .unchecked = 1, .comparable = 2, .awaiting = 0, .removed = 1};
+    char why[512] = "";
+    assert_string_equal(twin_status(&f, why, sizeof(why)), "incomplete");
+    assert_non_null(strstr(why, "retention removed"));
+    assert_null(strstr(why, "lockstep replay"));
+    assert_null(strstr(why, "held back"));
 }
 
 static void test_cases(void **state)
@@ -87,6 +105,7 @@ static void test_statuses_listed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_cases), cmocka_unit_test(test_statuses_listed),
-                                       cmocka_unit_test(test_awaiting_says_how)};
+                                       cmocka_unit_test(test_awaiting_says_how),
+                                       cmocka_unit_test(test_removed_says_what)};
     return cmocka_run_group_tests_name("status", tests, NULL, NULL);
 }

@@ -84,7 +84,10 @@ export async function mount(el, params, query, navigate) {
       d.noise ? h('p', { class: 'sub' }, `Each metric is judged at ${fmtNum(rule.alpha_per_judgement)} (alpha ${rule.alpha} over ${rule.judgements} judgements): ` +
         'a score is the root mean square over the steps of a run\'s deviation from BASE in units of the noise; the threshold is the upper ' +
         'prediction bound for the score of one more noise replica (docs/compare.md).') : null,
-      (d.notes || []).length ? h('ul', { class: 'notes' }, d.notes.map((n) => h('li', null, n))) : null));
+      (d.notes || []).length ? h('ul', { class: 'notes' }, d.notes.map((n) => h('li', null, n))) : null,
+      // One comparison reads a bounded number of points: the rest of the steps is the next request.
+      d.next_from !== null && d.next_from !== undefined ? h('p', null, h('a', { class: 'btn', 'data-action': 'next-steps',
+        href: '#/compare?' + new URLSearchParams({ ...clean(q), from: d.next_from }) }, `Compare the steps from ${d.next_from}`)) : null));
   }
 
   function renderFirst(d) {
