@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/version.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
@@ -38,14 +39,17 @@ static enum MHD_Result health(http_req *req, char **args)
     PGresult *r = db_exec("health", 0, NULL, err, sizeof(err));
     int ok = r != NULL;
     PQclear(r);
+    json_t *o;
     if (ok)
-        return http_reply_json(req, 200, json_pack("{s:s, s:s, s:o}", "status", "ok", "database", "ok",
-                                                   "embedded_postgres", embedded()));
-    return http_reply_json(req, 503,
-                           json_pack("{s:s, s:s, s:o, s:s, s:s, s:s}", "status", "degraded", "database", "unreachable",
-                                     "embedded_postgres", embedded(), "error", "database unreachable", "detail",
-                                     "PostgreSQL does not answer (its message is in the lockstepd log)",
-                                     "hint", "lockstepd reconnects by itself once PostgreSQL is back"));
+        o = json_pack("{s:s, s:s, s:o}", "status", "ok", "database", "ok", "embedded_postgres", embedded());
+    else
+        o = json_pack("{s:s, s:s, s:o, s:s, s:s, s:s}", "status", "degraded", "database", "unreachable",
+                      "embedded_postgres", embedded(), "error", "database unreachable", "detail",
+                      "PostgreSQL does not answer (its message is in the lockstepd log)", "hint",
+                      "lockstepd reconnects by itself once PostgreSQL is back");
+    json_object_set_new(o, "version", json_string(version_release()));
+    json_object_set_new(o, "commit", json_string(version_commit()));
+    return http_reply_json(req, ok ? 200 : 503, o);
 }
 
 /* The fleet's state, read from the database at each scrape (so every lockstepd on one database reports the

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/version.h"
 #include "server/core/xalloc.h"
 
 static const double bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
@@ -162,6 +163,10 @@ static void put_histogram(sbuf *b, const char *name, const char *labels, histogr
 char *metrics_render(void)
 {
     sbuf b = {xmalloc(8192), 0, 8192};
+    put(&b, "# HELP lockstep_build_info The release and commit this lockstepd was built from (always 1).\n"
+            "# TYPE lockstep_build_info gauge\n"
+            "lockstep_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+        version_release(), version_commit());
     put(&b, "# HELP lockstepd_http_requests_total HTTP requests by route and status class.\n"
             "# TYPE lockstepd_http_requests_total counter\n");
     for (int r = 0; r < MR_COUNT; r++)

@@ -73,10 +73,23 @@ static void test_health_and_metrics(void **state)
     json_t *o = NULL;
     assert_int_equal(it_call(&srv, "GET", "/api/v1/health", NULL, NULL, &o), 200);
     assert_string_equal(json_string_value(json_object_get(o, "database")), "ok");
+    /* the release of the tree's VERSION file, and the same release and commit in lockstep_build_info */
+    char release[64] = "", build_info[200];
+    snprintf(build_info, sizeof(build_info), "%s/VERSION", getenv("LOCKSTEP_SRC") ?: ".");
+    FILE *vf = fopen(build_info, "r");
+    assert_non_null(vf);
+    assert_non_null(fgets(release, sizeof(release), vf));
+    fclose(vf);
+    release[strcspn(release, "\n")] = 0;
+    assert_string_equal(json_string_value(json_object_get(o, "version")), release);
+    const char *commit = json_string_value(json_object_get(o, "commit"));
+    assert_non_null(commit);
+    snprintf(build_info, sizeof(build_info), "lockstep_build_info{version=\"%s\",commit=\"%s\"} 1\n", release, commit);
     json_decref(o);
     char url[200], *text = NULL;
     snprintf(url, sizeof(url), "%s/metrics", srv.base);
     assert_int_equal(h_http("GET", url, NULL, NULL, 0, NULL, &text), 200);
+    assert_non_null(strstr(text, build_info));
     assert_non_null(strstr(text, "# TYPE lockstepd_records_ingested_total counter"));
     assert_non_null(strstr(text, "lockstepd_http_requests_total{route=\"health\",code=\"2xx\"}"));
     assert_non_null(strstr(text, "lockstepd_db_errors_total"));
