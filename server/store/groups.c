@@ -103,7 +103,10 @@ int store_group_admit(const char *group, const run_claim *who, srv_error *e)
         e->status = 403;
         return -1;
     }
-    int claim = !g.owner_attested && who->attested_user && !strcmp(who->attested_user, g.owner);
+    /* What the claim needs, copied before the result that holds it is freed. */
+    char owner[USER_MAX + 1];
+    snprintf(owner, sizeof(owner), "%s", g.owner);
+    int claim = !g.owner_attested && who->attested_user && !strcmp(who->attested_user, owner);
     PQclear(r);
     if (runs >= GROUP_MAX_RUNS) {
         char detail[400];
@@ -114,7 +117,7 @@ int store_group_admit(const char *group, const run_claim *who, srv_error *e)
         return -1;
     }
     if (claim) { /* the owner's first attested run makes the ownership attested */
-        const char *pl[] = {group, g.owner};
+        const char *pl[] = {group, owner};
         r = db_exec_once("grp_claim", 2, pl, err, sizeof(err));
         if (!r)
             return db_fail(e, "claiming the twin group", err);

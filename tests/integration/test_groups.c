@@ -169,6 +169,28 @@ static void test_owner_refuses_others(void **state)
     assert_int_equal(it_call(&srv, "POST", "/api/v1/twins/victim/share", "{\"users\": \"x\"}", ADMIN, NULL), 400);
 }
 
+/* A group first registered unattested (every group made before attestation existed, at upgrade) is claimed by
+ * its owner's first attested run: the ownership becomes attested (before: the claim read the owner from a
+ * PostgreSQL result already freed; an ASan lockstepd aborted on this registration). */
+static void test_claim(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    assert_int_equal(reg("8701", "legacy", "alice", 0, job_token("8701"), a, NULL), 201);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/legacy", NULL, NULL, &o), 200);
+    assert_string_equal(str(json_object_get(o, "owner"), "user"), "alice");
+    assert_true(json_is_false(json_object_get(json_object_get(o, "owner"), "attested")));
+    json_decref(o);
+    assert_int_equal(reg("8702", "legacy", "alice", 0, attest_token("8702"), b, NULL), 201);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/legacy", NULL, NULL, &o), 200);
+    assert_string_equal(str(json_object_get(o, "owner"), "user"), "alice");
+    assert_true(json_is_true(json_object_get(json_object_get(o, "owner"), "attested")));
+    json_decref(o);
+    /* a later unattested run of "alice" no longer gets in */
+    assert_int_equal(reg("8703", "legacy", "alice", 0, job_token("8703"), NULL, NULL), 403);
+}
+
 /* Runs that share no steps with the others (nothing recorded, ended empty, an absurd start_step) never hold
  * the comparison of the others back, and the status says why each was left out (before: the group stayed
  * pending, its divergence unseen). */
@@ -476,6 +498,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_owner_refuses_others),
+        cmocka_unit_test(test_claim),
         cmocka_unit_test(test_left_out_runs),
         cmocka_unit_test(test_left_out_by_shared_start),
         cmocka_unit_test(test_group_limit),
