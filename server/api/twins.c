@@ -118,10 +118,10 @@ static int aside_and_namesakes(const char *key, json_t *o, char *err, size_t cap
     }
     json_t *aside = json_array(), *same = json_array();
     for (int i = 0; i < PQntuples(r); i++)
-        json_array_append_new(aside, json_pack("{s:s, s:s, s:s, s:o, s:s, s:s}", "run_id", PQgetvalue(r, i, 0), "job_id",
-                                               PQgetvalue(r, i, 1), "user", PQgetvalue(r, i, 2), "attested_user",
-                                               pg_str(r, i, 3), "reason", PQgetvalue(r, i, 4), "at",
-                                               PQgetvalue(r, i, 5)));
+        json_array_append_new(aside,
+                              json_pack("{s:s, s:s, s:s, s:o, s:s, s:s}", "run_id", PQgetvalue(r, i, 0), "job_id",
+                                        PQgetvalue(r, i, 1), "user", PQgetvalue(r, i, 2), "attested_user",
+                                        pg_str(r, i, 3), "reason", PQgetvalue(r, i, 4), "at", PQgetvalue(r, i, 5)));
     for (int i = 0; i < PQntuples(s); i++)
         json_array_append_new(same, json_string(PQgetvalue(s, i, 0)));
     PQclear(r);

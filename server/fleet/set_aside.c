@@ -19,8 +19,8 @@ int fleet_set_aside(const char *group, const char *why, char *err, size_t cap)
                2, p, err, cap) < 0 ||
         sql_do("DELETE FROM group_evidence WHERE twin_group = $1", 1, p, err, cap) < 0)
         return -1;
-    PGresult *r = sql_query("SELECT id FROM alerts WHERE twin_group = $1 AND resolved_at IS NULL ORDER BY id", 1, p,
-                            err, cap);
+    PGresult *r =
+        sql_query("SELECT id FROM alerts WHERE twin_group = $1 AND resolved_at IS NULL ORDER BY id", 1, p, err, cap);
     if (!r)
         return -1;
     int rc = 0;

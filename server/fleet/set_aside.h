@@ -1,4 +1,5 @@
-/* set_aside.h - what the fleet takes back when runs are set aside from a twin group (its owner claimed it: server/store/groups.h). */
+/* set_aside.h - what the fleet takes back when runs are set aside from a twin group (its owner claimed it:
+ * server/store/groups.h). */
 #ifndef SERVER_FLEET_SET_ASIDE_H
 #define SERVER_FLEET_SET_ASIDE_H
 

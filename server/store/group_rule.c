@@ -1,4 +1,5 @@
-/* group_rule.c - who may add a run to which twin group, and which group a registration's name means (server/store/group_rule.h). */
+/* group_rule.c - who may add a run to which twin group, and which group a registration's name means
+ * (server/store/group_rule.h). */
 #include "server/store/group_rule.h"
 
 #include <stdio.h>
@@ -40,8 +41,8 @@ int group_may_join(const group_owner *g, const run_claim *who, char *why, size_t
 {
     if (who->admin)
         return 0;
-    const char *user = g->owner_attested ? who->attested_user
-                                         : (who->attested_user ? who->attested_user : who->reported_user);
+    const char *user =
+        g->owner_attested ? who->attested_user : (who->attested_user ? who->attested_user : who->reported_user);
     if (g->owner_attested && !user) {
         snprintf(why, cap,
                  "twin group belongs to %.64s (attested); this run's user is not attested, so it cannot join "
@@ -184,13 +185,12 @@ int group_reserved(const char *name)
     return d < end && (size_t)(d - name) > sl && !strncmp(d - sl, suffix, sl);
 }
 
-int group_may_replay(const replay_source *src, int n, int owner_attested, const run_claim *who, char *why,
-                     size_t cap)
+int group_may_replay(const replay_source *src, int n, int owner_attested, const run_claim *who, char *why, size_t cap)
 {
     if (who->admin)
         return 0;
-    const char *user = owner_attested ? who->attested_user
-                                      : (who->attested_user ? who->attested_user : who->reported_user);
+    const char *user =
+        owner_attested ? who->attested_user : (who->attested_user ? who->attested_user : who->reported_user);
     for (int i = 0; user && i < n; i++) {
         const char *theirs = owner_attested ? src[i].attested_user
                                             : (src[i].attested_user ? src[i].attested_user : src[i].reported_user);
@@ -198,11 +198,13 @@ int group_may_replay(const replay_source *src, int n, int owner_attested, const 
             return 0;
     }
     if (owner_attested && !user)
-        snprintf(why, cap, "a narrow's replay group takes only runs attested as the user of a run it replays; this "
-                           "run's user is not attested (lockstep narrow submits the replays through the SPANK plugin)");
+        snprintf(why, cap,
+                 "a narrow's replay group takes only runs attested as the user of a run it replays; this "
+                 "run's user is not attested (lockstep narrow submits the replays through the SPANK plugin)");
     else
-        snprintf(why, cap, "a narrow's replay group takes only runs of the users whose runs it replays; %.64s%s is "
-                           "not one of them",
+        snprintf(why, cap,
+                 "a narrow's replay group takes only runs of the users whose runs it replays; %.64s%s is "
+                 "not one of them",
                  user && *user ? user : "(no user)", owner_attested ? " (attested)" : "");
     return -1;
 }

@@ -1,4 +1,5 @@
-/* group_rule.h - who may add a run to which twin group, and which group a registration's name means: the ownership rules, pure.
+/* group_rule.h - who may add a run to which twin group, and which group a registration's name means: the ownership
+ * rules, pure.
  *
  * A twin group belongs to the user of the run that created it: the attested user when slurmstepd (or the admin)
  * vouched for it, else the user the job reported (owner_attested false; on such groups any run reporting the same
@@ -53,21 +54,21 @@ typedef enum group_act { GROUP_JOIN, GROUP_CLAIM, GROUP_CREATE, GROUP_REFUSE } g
 
 typedef struct group_plan {
     group_act act;
-    int row;                        /* JOIN, CLAIM: the group, an index into the rows */
-    char key[GROUP_NAME_MAX + 1];   /* the group's key (CREATE: the new one) */
-    char name[GROUP_NAME_MAX + 1];  /* CREATE: the name it is made with */
-    int status;                     /* REFUSE: 400, 403 or 409 */
-    const char *title;              /* REFUSE: the error, in short */
-    char why[512];                  /* REFUSE: the reason, a user-facing sentence */
+    int row;                       /* JOIN, CLAIM: the group, an index into the rows */
+    char key[GROUP_NAME_MAX + 1];  /* the group's key (CREATE: the new one) */
+    char name[GROUP_NAME_MAX + 1]; /* CREATE: the name it is made with */
+    int status;                    /* REFUSE: 400, 403 or 409 */
+    const char *title;             /* REFUSE: the error, in short */
+    char why[512];                 /* REFUSE: the reason, a user-facing sentence */
 } group_plan;
 
 /* What a registration's name is made of: the name the user means for a group of their own, and, for a name with a
  * '/', the OWNER/NAME it may mean. The strings are the query's parameters; "" where none applies. */
 typedef struct group_ref {
-    char own[GROUP_NAME_MAX + 1];   /* the name: `typed`, less "USER/" when it names the registering user */
+    char own[GROUP_NAME_MAX + 1]; /* the name: `typed`, less "USER/" when it names the registering user */
     char own_key[GROUP_NAME_MAX + USER_MAX + 2]; /* USER/NAME of that name ("" when no attested user) */
-    char owner[GROUP_NAME_MAX + 1]; /* `typed` = OWNER/NAME: its OWNER, else "" */
-    char name[GROUP_NAME_MAX + 1];  /* ... and its NAME */
+    char owner[GROUP_NAME_MAX + 1];              /* `typed` = OWNER/NAME: its OWNER, else "" */
+    char name[GROUP_NAME_MAX + 1];               /* ... and its NAME */
 } group_ref;
 
 /* group_shared_has - 1 when the text[] literal `shared` names `user` or "*". */
@@ -103,7 +104,6 @@ typedef struct replay_source {
  * helper submits them so): the run's attested user must be the attested user of one of the replayed runs. On a
  * group whose owner was only reported, the run's user (attested, else reported) must be the user (attested, else
  * reported) of one of them. */
-int group_may_replay(const replay_source *src, int n, int owner_attested, const run_claim *who, char *why,
-                     size_t cap);
+int group_may_replay(const replay_source *src, int n, int owner_attested, const run_claim *who, char *why, size_t cap);
 
 #endif /* SERVER_STORE_GROUP_RULE_H */

@@ -1,4 +1,5 @@
-/* groups.c - twin groups and their owners in PostgreSQL: admitting a registration's run, claims, sharing (server/store/groups.h). */
+/* groups.c - twin groups and their owners in PostgreSQL: admitting a registration's run, claims, sharing
+ * (server/store/groups.h). */
 #include "server/store/groups.h"
 
 #include <stdio.h>
@@ -21,11 +22,10 @@ void store_groups_register(void)
 {
     /* Every group a registration's name may mean (group_rule.h), locked: the keys typed, own name and
      * USER/NAME, and the attested groups (USER, own name) and (OWNER, NAME). */
-    db_register("grp_candidates",
-                "SELECT twin_group, owner, owner_attested, name, shared_with::text, "
-                "(SELECT count(*) FROM runs r WHERE r.twin_group = g.twin_group) FROM twin_groups g "
-                "WHERE twin_group IN ($1, $2, $3) OR (owner_attested AND ((owner = $4 AND name = $2) "
-                "OR (owner = $5 AND name = $6))) ORDER BY twin_group LIMIT 8 FOR UPDATE");
+    db_register("grp_candidates", "SELECT twin_group, owner, owner_attested, name, shared_with::text, "
+                                  "(SELECT count(*) FROM runs r WHERE r.twin_group = g.twin_group) FROM twin_groups g "
+                                  "WHERE twin_group IN ($1, $2, $3) OR (owner_attested AND ((owner = $4 AND name = $2) "
+                                  "OR (owner = $5 AND name = $6))) ORDER BY twin_group LIMIT 8 FOR UPDATE");
     db_register("grp_create", "INSERT INTO twin_groups (twin_group, owner, owner_attested, name) VALUES ($1, $2, $3, "
                               "$4) ON CONFLICT DO NOTHING RETURNING 1");
     /* A claim: the owner's word is attested now; shares made while it was not are void. */
@@ -47,7 +47,8 @@ void store_groups_register(void)
     db_register("grp_lock", "SELECT (SELECT count(*) FROM runs r WHERE r.twin_group = g.twin_group) FROM twin_groups g "
                             "WHERE twin_group = $1 FOR UPDATE");
     db_register("grp_share",
-                "UPDATE twin_groups g SET shared_with = ARRAY(SELECT json_array_elements_text($2::json)) WHERE twin_group = $1 AND ($4::boolean OR EXISTS "
+                "UPDATE twin_groups g SET shared_with = ARRAY(SELECT json_array_elements_text($2::json)) WHERE "
+                "twin_group = $1 AND ($4::boolean OR EXISTS "
                 "(SELECT 1 FROM runs r WHERE r.twin_group = $1 AND r.job_id = $3 AND (CASE WHEN g.owner_attested "
                 "THEN r.attested_user ELSE coalesce(r.attested_user, r.user_name) END) = g.owner)) "
                 "RETURNING owner, owner_attested, array_to_json(shared_with)::text, name");
@@ -151,8 +152,8 @@ static int claim(const char *key, const char *owner, long long runs, group_admis
     if (adm->set_aside > 0) {
         char why[600];
         snprintf(why, sizeof(why),
-                 "%.64s claimed twin group %.255s with an attested run: %d run%s not attested as %.64s set aside", owner,
-                 key, adm->set_aside, adm->set_aside == 1 ? "" : "s", owner);
+                 "%.64s claimed twin group %.255s with an attested run: %d run%s not attested as %.64s set aside",
+                 owner, key, adm->set_aside, adm->set_aside == 1 ? "" : "s", owner);
         if (s_on_set_aside && s_on_set_aside(key, why, err, sizeof(err)) < 0)
             return db_fail(e, "taking back the evidence of the runs set aside", err);
         const char *pk[] = {key};
@@ -179,8 +180,9 @@ static int plan_once(const char *typed, const run_claim *who, group_plan *plan, 
     group_row rows[MAX_CANDIDATES];
     int n = PQntuples(r) < MAX_CANDIDATES ? PQntuples(r) : MAX_CANDIDATES;
     for (int i = 0; i < n; i++)
-        rows[i] = (group_row){PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4),
-                              PQgetvalue(r, i, 2)[0] == 't', strtoll(PQgetvalue(r, i, 5), NULL, 10)};
+        rows[i] =
+            (group_row){PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),           PQgetvalue(r, i, 3),
+                        PQgetvalue(r, i, 4), PQgetvalue(r, i, 2)[0] == 't', strtoll(PQgetvalue(r, i, 5), NULL, 10)};
     group_plan_make(typed, who, rows, n, plan);
     *runs = plan->row >= 0 ? rows[plan->row].runs : 0;
     PQclear(r); /* the plan holds copies of what it names */
@@ -202,12 +204,9 @@ int store_group_admit(const char *typed, const run_claim *who, group_admission *
             return -1;
         snprintf(adm->key, sizeof(adm->key), "%s", plan.key);
         switch (plan.act) {
-        case GROUP_REFUSE:
-            return refuse(e, plan.status, plan.title, plan.why);
-        case GROUP_JOIN:
-            return check_limit(plan.key, runs, e);
-        case GROUP_CLAIM:
-            return claim(plan.key, who->attested_user, runs, adm, e);
+        case GROUP_REFUSE: return refuse(e, plan.status, plan.title, plan.why);
+        case GROUP_JOIN: return check_limit(plan.key, runs, e);
+        case GROUP_CLAIM: return claim(plan.key, who->attested_user, runs, adm, e);
         case GROUP_CREATE: {
             const char *pc[] = {plan.key, creator ? creator : "", who->attested_user ? "true" : "false", plan.name};
             PGresult *r = db_exec_once("grp_create", 4, pc, err, sizeof(err));
@@ -244,8 +243,10 @@ int store_group_share(const char *key, const char *users_literal, const char *jo
     PQclear(g);
     if (!known)
         return 0;
-    srv_error_set(e, "not the group's owner", "only a job of the group's owner that has a run in it, or the admin, "
-                  "may share a twin group", "send the token of one of the owner's jobs in the group, or the admin token");
+    srv_error_set(e, "not the group's owner",
+                  "only a job of the group's owner that has a run in it, or the admin, "
+                  "may share a twin group",
+                  "send the token of one of the owner's jobs in the group, or the admin token");
     e->status = 403;
     return -1;
 }

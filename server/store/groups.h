@@ -1,4 +1,5 @@
-/* groups.h - twin groups and their owners in PostgreSQL: admitting a registration's run (the rules of server/store/group_rule.h), claims, sharing, what a group says of itself.
+/* groups.h - twin groups and their owners in PostgreSQL: admitting a registration's run (the rules of
+ * server/store/group_rule.h), claims, sharing, what a group says of itself.
  *
  * A claim: a group made before its owner's runs were attested (every group made before attestation existed, at
  * upgrade) becomes attested when its owner's first attested run registers into it. Then the runs in it that are
@@ -19,11 +20,11 @@
 
 /* What a registration's admission did. */
 typedef struct group_admission {
-    char key[GROUP_NAME_MAX + 1]; /* the group the run joins (runs.twin_group) */
-    int claimed;                  /* the run's attested user claimed the group */
-    int set_aside;                /* runs the claim set aside */
+    char key[GROUP_NAME_MAX + 1];           /* the group the run joins (runs.twin_group) */
+    int claimed;                            /* the run's attested user claimed the group */
+    int set_aside;                          /* runs the claim set aside */
     char set_aside_ids[GROUP_MAX_RUNS][40]; /* the first GROUP_MAX_RUNS of them */
-    int ranks;                    /* set_aside: the most ranks a run left in the group has (0..ranks-1 to compare) */
+    int ranks; /* set_aside: the most ranks a run left in the group has (0..ranks-1 to compare) */
 } group_admission;
 
 /* group_set_aside_fn - told, inside the claim's transaction, that runs of group `group` were set aside (`why`, a

@@ -1,5 +1,5 @@
-/* test_owners.c - lockstepd integration: twin group names scoped to their attested owner, sharing by OWNER/NAME, a claim
- * that sets the runs of others aside (comparison and evidence redone without them), names lockstepd reserves. */
+/* test_owners.c - lockstepd integration: twin group names scoped to their attested owner, sharing by OWNER/NAME, a
+ * claim that sets the runs of others aside (comparison and evidence redone without them), names lockstepd reserves. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -229,9 +229,8 @@ static int history_has(const char *node, const char *kind, const char *group, co
     size_t i;
     json_t *e;
     int found = 0;
-    json_array_foreach(json_object_get(o, "items"), i, e) found |= !strcmp(str(e, "kind"), kind) &&
-                                                                   !strcmp(str(e, "group"), group) &&
-                                                                   strstr(str(e, "detail"), needle) != NULL;
+    json_array_foreach(json_object_get(o, "items"), i, e) found |=
+        !strcmp(str(e, "kind"), kind) && !strcmp(str(e, "group"), group) && strstr(str(e, "detail"), needle) != NULL;
     json_decref(o);
     return found;
 }

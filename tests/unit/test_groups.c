@@ -48,12 +48,12 @@ static void test_may_join(void **state)
 
 /* The groups that exist, as the registration reads them. */
 static const group_row ROWS[] = {
-    {"exp1", "alice", "exp1", "{}", 1, 2},           /* alice's, first of its name */
-    {"bob/exp1", "bob", "exp1", "{}", 1, 1},         /* bob's, the name held */
-    {"shared", "alice", "shared", "{bob}", 1, 1},    /* alice's, shared with bob */
-    {"old", "alice", "old", "{}", 0, 3},             /* made before alice was attested */
-    {"squat", "mallory", "squat", "{}", 0, 1},       /* made unattested by mallory */
-    {"paper", "mallory", "paper", "{}", 1, 1},       /* an attested squatter took alice's name first */
+    {"exp1", "alice", "exp1", "{}", 1, 2},               /* alice's, first of its name */
+    {"bob/exp1", "bob", "exp1", "{}", 1, 1},             /* bob's, the name held */
+    {"shared", "alice", "shared", "{bob}", 1, 1},        /* alice's, shared with bob */
+    {"old", "alice", "old", "{}", 0, 3},                 /* made before alice was attested */
+    {"squat", "mallory", "squat", "{}", 0, 1},           /* made unattested by mallory */
+    {"paper", "mallory", "paper", "{}", 1, 1},           /* an attested squatter took alice's name first */
     {"alice/taken", "carol", "alice/taken", "{}", 0, 1}, /* an old unattested group holding alice's OWNER/NAME */
 };
 
@@ -127,9 +127,8 @@ static void test_reserved(void **state)
         const char *name;
         int want;
     } cases[] = {
-        {"g.narrow-1", 1},     {"alice/g.narrow-12", 1}, {"g.narrow-", 0}, {".narrow-3", 0},
-        {"g.narrow-3x", 0},    {"g.narrow3", 0},         {"narrow-3", 0},  {"g.narrow-3/x", 0},
-        {"g.narrow-0042", 1}, {"g", 0},
+        {"g.narrow-1", 1}, {"alice/g.narrow-12", 1}, {"g.narrow-", 0},    {".narrow-3", 0},     {"g.narrow-3x", 0},
+        {"g.narrow3", 0},  {"narrow-3", 0},          {"g.narrow-3/x", 0}, {"g.narrow-0042", 1}, {"g", 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         if (group_reserved(cases[i].name) != cases[i].want)
