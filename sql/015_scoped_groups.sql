@@ -35,7 +35,8 @@ BEGIN
         set_aside_reason = format('%s claimed twin group %s with an attested run; this run %s, so it no longer '
                                   'counts in the group''s comparison or in hardware evidence', owner, g,
                                   CASE WHEN r.attested_user IS NULL
-                                       THEN format('was not attested (it reported user %s)', coalesce(nullif(r.user_name, ''), '(none)'))
+                                       THEN format('was not attested (it reported user %s)',
+                                                   coalesce(nullif(r.user_name, ''), '(none)'))
                                        ELSE format('was attested as %s', r.attested_user) END)
     WHERE r.twin_group = g AND r.attested_user IS DISTINCT FROM owner
     RETURNING r.run_id;
