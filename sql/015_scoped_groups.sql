@@ -61,7 +61,8 @@ $$;
 
 -- lockstep_group_resolve - the group(s) a name read from a request means for viewer `v` (as above): the group of
 -- that key; else the viewer's own attested group of that name (NAME, or v/NAME); else the attested group OWNER/NAME
--- it spells; else the groups of that name (two or more: the caller answers 409 with them). No row: no such group.
+-- it spells; else the groups of that name the viewer may read (two or more: the caller answers 409 with them). No
+-- row: no such group.
 -- Keys stay what links, alerts and history name, so a key always means its own group.
 CREATE OR REPLACE FUNCTION lockstep_group_resolve(t text, v text, v_att boolean)
 RETURNS TABLE (key text, owner text, owner_attested boolean, name text) LANGUAGE plpgsql STABLE AS $$
@@ -84,8 +85,8 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    RETURN QUERY SELECT o.twin_group, o.owner, o.owner_attested, o.name FROM twin_groups o WHERE o.name = t
-        ORDER BY o.twin_group LIMIT 16;
+    RETURN QUERY SELECT o.twin_group, o.owner, o.owner_attested, o.name FROM twin_groups o
+        WHERE o.name = t AND lockstep_group_visible(o.twin_group, v, v_att) ORDER BY o.twin_group LIMIT 16;
 END $$;
 
 -- lockstep_group_key - the key a name read by anyone means: lockstep_group_resolve's one group, else the name
