@@ -377,6 +377,31 @@ static int twins_list(client_conf *c, int argc, char **argv)
     return CLI_OK;
 }
 
+/* print_ownership - a twin group's owner, and (when there are) the other owners' groups of its name and the runs
+ * set aside when its owner claimed it (docs/server.md, "Twin groups and owners"). */
+static void print_ownership(json_t *reply)
+{
+    json_t *own = json_object_get(reply, "owner");
+    const char *user = json_string_value(json_object_get(own, "user")),
+               *name = json_string_value(json_object_get(reply, "name"));
+    const char *key = json_string_value(json_object_get(reply, "group"));
+    if (user)
+        printf("owner: %s (%s)%s%s\n", *user ? user : "(none)",
+               json_is_true(json_object_get(own, "attested")) ? "attested" : "reported, not attested",
+               name && key && strcmp(name, key) ? ", name " : "", name && key && strcmp(name, key) ? name : "");
+    json_t *same = json_object_get(reply, "same_name");
+    if (json_array_size(same)) {
+        printf("other owners' groups named %s:", name ? name : "so");
+        size_t i;
+        json_t *g;
+        json_array_foreach(same, i, g) printf("%s %s", i ? "," : "", json_string_value(g));
+        printf(" (name one as OWNER/NAME)\n");
+    }
+    size_t aside = json_array_size(json_object_get(reply, "set_aside"));
+    if (aside)
+        printf("runs set aside when its owner claimed it: %zu (not compared, no evidence; --json says why)\n", aside);
+}
+
 int cmd_twins(int argc, char **argv)
 {
     client_conf conf, *c = &conf;
@@ -406,9 +431,11 @@ int cmd_twins(int argc, char **argv)
         client_print_json(reply); /* takes the reply */
         return code;
     }
-    printf("twin group %s: %s", group, status ? status : "?");
+    const char *key = json_string_value(json_object_get(reply, "group"));
+    printf("twin group %s: %s", key ? key : group, status ? status : "?");
     const char *why = json_string_value(json_object_get(reply, "status_reason"));
     printf("%s%s\n", why ? ": " : "", why ? why : "");
+    print_ownership(reply);
     /* what the fleet concluded (hardware or software) and why: the classification, null until evaluated */
     json_t *cls = json_object_get(reply, "classification");
     const char *klass = json_string_value(json_object_get(cls, "class"));

@@ -38,6 +38,7 @@
 #include "server/core/xalloc.h"
 #include "server/fleet/alerts.h"
 #include "server/fleet/fleet_thread.h"
+#include "server/fleet/set_aside.h"
 #include "server/http/route.h"
 #include "server/http/server.h"
 #include "server/http/static.h"
@@ -45,6 +46,7 @@
 #include "server/store/db.h"
 #include "server/store/frames.h"
 #include "server/store/held.h"
+#include "server/store/groups.h"
 #include "server/store/migrate.h"
 #include "server/store/pgembed.h"
 #include "server/store/retention.h"
@@ -185,6 +187,7 @@ int main(int argc, char **argv)
     verdict_register();
     rc_register();
     cmp_on_divergence(fleet_notify); /* evidence, suspects and the group's alert */
+    store_groups_on_set_aside(fleet_set_aside); /* a claim's runs set aside: their evidence taken back */
     api_health_register();
     api_ingest_register();
     api_runs_register();

@@ -58,6 +58,11 @@ static enum MHD_Result attest_post(http_req *req, char **args)
         text_field(req, o, "user", USER_MAX, 1, &user) < 0 || text_field(req, o, "nodes", NODES_MAX, 0, &nodes) < 0 ||
         text_field(req, o, "gpus", 1024, 0, &gpus) < 0)
         goto out_decref;
+    if (strchr(user, '/')) { /* a group's OWNER/NAME key needs owners without '/' */
+        res = http_reply_error(req, 400, "bad attestation", "\"user\" holds a '/'; user names hold none",
+                               "see docs/server.md, \"Attested identity\"");
+        goto out_decref;
+    }
     const json_t *ranks = json_object_get(o, "ranks"), *idx = json_object_get(o, "node_index");
     if (!json_is_array(ranks) || json_array_size(ranks) > ATTEST_MAX_RANKS ||
         (idx && (!json_is_integer(idx) || json_integer_value(idx) < 0 || json_integer_value(idx) > 1000000))) {

@@ -78,8 +78,8 @@ static int parse_args(http_req *req, compare_req *c)
 {
     memset(c, 0, sizeof(*c));
     long long from, to;
-    char user[256]; /* who reads, decided before anything is looked up (server/api/group.h) */
-    if (group_reader(req, user, sizeof(user)) < 0)
+    group_viewer user; /* who reads, decided before anything is looked up (server/api/group.h) */
+    if (group_reader(req, &user) < 0)
         return -1;
     if (api_int_arg(req, "rank", 0, INT32_MAX, 0, &c->rank) < 0 ||
         api_int_arg(req, "from", INT64_MIN, INT64_MAX, INT64_MIN, &from) < 0 ||
@@ -123,7 +123,7 @@ static int parse_args(http_req *req, compare_req *c)
         const char *ids[EFFECT_MAX_SET];
         for (int i = 0; i < own[x]->n; i++)
             ids[i] = own[x]->ids[i];
-        if (!group_runs_readable(req, user, ids, own[x]->n))
+        if (!group_runs_readable(req, &user, ids, own[x]->n))
             return -1;
     }
     /* No run may play two parts. */
@@ -539,15 +539,15 @@ static enum MHD_Result read_compare_records(http_req *req, char **args)
     if (!b || !ch || !http_query(req, "step"))
         return http_reply_error(req, 400, "missing argument", "?base=RUN&changed=RUN&step=S (and ?rank=R) are needed",
                                 "e.g. /api/v1/compare/records?base=ID&changed=ID&rank=0&step=2");
-    char user[256];
-    if (group_reader(req, user, sizeof(user)) < 0)
+    group_viewer user;
+    if (group_reader(req, &user) < 0)
         return MHD_YES;
     run_info rb, rc;
     if (api_run_find(req, b, &rb, "BASE is a run id here") < 0 ||
         api_run_find(req, ch, &rc, "CHANGED is a run id here") < 0)
         return MHD_YES;
     const char *ids[] = {rb.run_id, rc.run_id};
-    if (!group_runs_readable(req, user, ids, 2))
+    if (!group_runs_readable(req, &user, ids, 2))
         return MHD_YES;
     char keys[64];
     snprintf(keys, sizeof(keys), "{%" PRId64 ",%" PRId64 "}", rb.key, rc.key);

@@ -28,7 +28,7 @@
 void effect_data_register(void)
 {
     db_register("eff_group", "SELECT run_key, run_id, coalesce(twin_group, ''), status FROM runs "
-                             "WHERE twin_group = $1 ORDER BY run_key LIMIT 65");
+                             "WHERE twin_group = (SELECT lockstep_group_key($1)) ORDER BY run_key LIMIT 65");
     db_register("eff_run",
                 "SELECT run_key, run_id, coalesce(twin_group, ''), status FROM runs WHERE run_id = $1::uuid");
     db_register("eff_span", "SELECT min(min_step), max(max_step), count(DISTINCT rank) FROM rank_progress "

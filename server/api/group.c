@@ -37,29 +37,26 @@ void group_register(void)
                                  TS("created_at") ", " TS("ended_at") ", count(*) OVER (), attested_user FROM runs "
                                  "WHERE run_key = ANY($1::bigint[]) ORDER BY array_position($1::bigint[], run_key) "
                                  "LIMIT " GROUP_MAX_RUNS_TEXT);
-    /* The user a job's token reads as: the user slurmstepd attested for the job, else the one its first run
-     * was attested or reported as. */
-    db_register("grp_reader", "SELECT coalesce((SELECT user_name FROM attestations WHERE job_id = $1 LIMIT 1), "
-                              "(SELECT coalesce(attested_user, user_name) FROM runs WHERE job_id = $1 "
-                              "ORDER BY run_key LIMIT 1))");
-    /* How many of the runs $1 (uuid[]) user $2 may not read: a run of a twin group through the group's owner and
-     * shares, a run outside any group through its own user (attested, else reported). */
+    /* Whom a job's token reads as: the user slurmstepd attested for the job, else one a run of the job was
+     * attested as (the admin registered it so), else, unattested, what its first run reported. */
+    db_register("grp_reader", "SELECT coalesce((SELECT user_name FROM attestations WHERE job_id = $1 "
+                              "ORDER BY attested_at LIMIT 1), (SELECT attested_user FROM runs WHERE job_id = $1 "
+                              "AND attested_user IS NOT NULL ORDER BY run_key LIMIT 1)), "
+                              "(SELECT user_name FROM runs WHERE job_id = $1 ORDER BY run_key LIMIT 1)");
+    /* How many of the runs $1 (uuid[]) viewer $2 (attested: $3) may not read: a run of a twin group through the
+     * group (lockstep_group_visible), a run outside any group through its user: attested, else (for an attested
+     * viewer, or a run no one attested) reported. */
     db_register("grp_runs_hidden", "SELECT count(*) FROM runs r WHERE r.run_id = ANY($1::uuid[]) AND NOT CASE "
-                                   "WHEN coalesce(r.twin_group, '') <> '' THEN EXISTS (SELECT 1 FROM twin_groups o "
-                                   "WHERE o.twin_group = r.twin_group AND (o.owner = $2 OR $2 = ANY(o.shared_with) "
-                                   "OR '*' = ANY(o.shared_with))) ELSE coalesce(r.attested_user, r.user_name) = $2 END");
-    db_register("grp_visible", "SELECT 1 FROM twin_groups WHERE twin_group = $1 AND (owner = $2 OR "
-                               "$2 = ANY(shared_with) OR '*' = ANY(shared_with))");
+                                   "WHEN coalesce(r.twin_group, '') <> '' THEN lockstep_group_visible(r.twin_group, "
+                                   "$2, $3) WHEN $3 THEN coalesce(r.attested_user, r.user_name) = $2 "
+                                   "ELSE r.attested_user IS NULL AND r.user_name = $2 END");
+    db_register("grp_visible", "SELECT lockstep_group_visible($1, $2, $3)");
+    db_register("grp_resolve", "SELECT key, owner, owner_attested FROM lockstep_group_resolve($1, $2, $3)");
 }
 
-int group_reader(http_req *req, char *user, size_t cap)
+int group_job_viewer(http_req *req, const char *job, group_viewer *v)
 {
-    *user = 0;
-    if (g_srv.cfg.read_open || http_is_admin(req))
-        return 1;
-    const char *job = http_query(req, "job");
-    if (!job || !*job || !http_token_is_job(req, job))
-        return http_auth_read(req) < 0 ? -1 : 1;
+    memset(v, 0, sizeof(*v));
     char err[512];
     const char *p[] = {job};
     PGresult *r = db_exec("grp_reader", 1, p, err, sizeof(err));
@@ -67,10 +64,28 @@ int group_reader(http_req *req, char *user, size_t cap)
         http_reply_db_down(req, err);
         return -1;
     }
-    int known = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) && *PQgetvalue(r, 0, 0);
-    if (known)
-        snprintf(user, cap, "%s", PQgetvalue(r, 0, 0));
+    int att = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) && *PQgetvalue(r, 0, 0);
+    int col = att ? 0 : 1;
+    int known = PQntuples(r) == 1 && !PQgetisnull(r, 0, col) && *PQgetvalue(r, 0, col);
+    if (known) {
+        snprintf(v->user, sizeof(v->user), "%s", PQgetvalue(r, 0, col));
+        v->attested = att;
+    }
     PQclear(r);
+    return known;
+}
+
+int group_reader(http_req *req, group_viewer *v)
+{
+    memset(v, 0, sizeof(*v));
+    if (g_srv.cfg.read_open || http_is_admin(req))
+        return 1;
+    const char *job = http_query(req, "job");
+    if (!job || !*job || !http_token_is_job(req, job))
+        return http_auth_read(req) < 0 ? -1 : 1;
+    int known = group_job_viewer(req, job, v);
+    if (known < 0)
+        return -1;
     if (!known) {
         http_reply_error(req, 403, "no user for this job",
                          "the job of ?job= has no run (nor attestation) that says whose it is",
@@ -80,29 +95,57 @@ int group_reader(http_req *req, char *user, size_t cap)
     return 0;
 }
 
-int group_readable(http_req *req, const char *group, const char *user)
+int group_resolve(http_req *req, const char *name, const group_viewer *v, char *key, size_t cap)
 {
-    if (!*user)
-        return 1;
     char err[512];
-    const char *p[] = {group, user};
-    PGresult *r = db_exec("grp_visible", 2, p, err, sizeof(err));
+    const char *p[] = {name, v->user, v->attested ? "true" : "false"};
+    PGresult *r = db_exec("grp_resolve", 3, p, err, sizeof(err));
     if (!r) {
         http_reply_db_down(req, err);
         return 0;
     }
-    int ok = PQntuples(r) > 0;
+    int n = PQntuples(r);
+    snprintf(key, cap, "%s", n == 1 ? PQgetvalue(r, 0, 0) : name);
+    if (n > 1) {
+        char detail[1200];
+        size_t len = (size_t)snprintf(detail, sizeof(detail), "%d twin groups are named \"%.255s\":", n, name);
+        for (int i = 0; i < n && len < sizeof(detail); i++)
+            len += (size_t)snprintf(detail + len, sizeof(detail) - len, "%s %.255s (%.64s%s)", i ? "," : "",
+                                    PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+                                    PQgetvalue(r, i, 2)[0] == 't' ? ", attested" : "");
+        http_reply_error(req, 409, "ambiguous twin group name", detail,
+                         "name one of them by its key, or as OWNER/NAME (docs/server.md, \"Twin groups and owners\")");
+    }
+    PQclear(r);
+    return n <= 1;
+}
+
+int group_readable(http_req *req, const char *key, const group_viewer *v)
+{
+    if (!*v->user)
+        return 1;
+    char err[512];
+    const char *p[] = {key, v->user, v->attested ? "true" : "false"};
+    PGresult *r = db_exec("grp_visible", 3, p, err, sizeof(err));
+    if (!r) {
+        http_reply_db_down(req, err);
+        return 0;
+    }
+    int ok = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
     PQclear(r);
     if (!ok)
         http_reply_error(req, 403, "twin group of another user",
-                         "a job's token reads the twin groups its user owns or was shared with",
+                         v->attested ? "a job's token reads the twin groups its user owns or was shared with"
+                                     : "a job's token reads the twin groups its user owns or was shared with; this "
+                                       "job's user is not attested, so it reads only groups whose owner is not "
+                                       "attested either",
                          "see docs/server.md, \"Twin groups and owners\"");
     return ok;
 }
 
-int group_runs_readable(http_req *req, const char *user, const char *const *run_ids, int n)
+int group_runs_readable(http_req *req, const group_viewer *v, const char *const *run_ids, int n)
 {
-    if (!*user || n <= 0)
+    if (!*v->user || n <= 0)
         return 1;
     size_t cap = (size_t)n * 40 + 3, len = 0;
     char *arr = xmalloc(cap), err[512];
@@ -110,8 +153,8 @@ int group_runs_readable(http_req *req, const char *user, const char *const *run_
     for (int i = 0; i < n; i++)
         len += (size_t)snprintf(arr + len, cap - len, "%s%.36s", i ? "," : "", run_ids[i]);
     snprintf(arr + len, cap - len, "}");
-    const char *p[] = {arr, user};
-    PGresult *r = db_exec("grp_runs_hidden", 2, p, err, sizeof(err));
+    const char *p[] = {arr, v->user, v->attested ? "true" : "false"};
+    PGresult *r = db_exec("grp_runs_hidden", 3, p, err, sizeof(err));
     free(arr);
     if (!r) {
         http_reply_db_down(req, err);
@@ -127,15 +170,19 @@ int group_runs_readable(http_req *req, const char *user, const char *const *run_
     return ok;
 }
 
-int group_open_for(http_req *req, const char *group, group_runs *g, enum MHD_Result *sent)
+int group_find(http_req *req, const char *name, char *key, size_t cap)
 {
-    char user[256];
-    int who = group_reader(req, user, sizeof(user));
-    if (who < 0 || !group_readable(req, group, user)) {
+    group_viewer v;
+    return group_reader(req, &v) >= 0 && group_resolve(req, name, &v, key, cap) && group_readable(req, key, &v);
+}
+
+int group_open_for(http_req *req, const char *name, group_runs *g, enum MHD_Result *sent)
+{
+    if (!group_find(req, name, g->key, sizeof(g->key))) {
         *sent = MHD_YES;
         return 0;
     }
-    return group_open(req, group, g, sent);
+    return group_open(req, g->key, g, sent);
 }
 
 static enum MHD_Result unknown_group(http_req *req, const char *group)

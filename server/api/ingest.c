@@ -15,6 +15,7 @@
 #include "server/core/log.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
+#include "server/fleet/fleet_thread.h"
 #include "server/http/auth.h"
 #include "server/http/defer.h"
 #include "server/http/reply.h"
@@ -197,12 +198,27 @@ static enum MHD_Result ingest_run_create(http_req *req, char **args)
         who.attested_user = user;
     else if (!who.admin)
         who.attested_user = store_job_attested_user(job_id, known, sizeof(known));
+    if (who.attested_user && strchr(who.attested_user, '/')) { /* OWNER/NAME keys need owners without '/' */
+        res = http_reply_error(req, 400, "bad user", "an attested user name holds no '/'",
+                               "see docs/server.md, \"Twin groups and owners\"");
+        goto out_decref;
+    }
     run_info run;
     srv_error e;
     int created = 0;
-    if (store_run_create(o, &who, &run, &created, &e) < 0) {
+    group_admission adm;
+    if (store_run_create(o, &who, &run, &created, &adm, &e) < 0) {
         res = http_reply_srv_error(req, e.status ? e.status : 503, &e);
         goto out_decref;
+    }
+    if (adm.set_aside > 0) {
+        /* Its owner claimed the group and runs of others left it: compared again from the start without them,
+         * and evaluated again (the fleet took back its evidence in the claim's transaction). */
+        log_info("twin group %s claimed by %s: %d runs set aside", adm.key, who.attested_user, adm.set_aside);
+        for (int r = 0; r < adm.ranks; r++)
+            cmp_notify(adm.key, r, 0);
+        fleet_notify(adm.key);
+        fleet_kick();
     }
     if (created)
         log_info("run %s registered (job %s, group %s, %d ranks)", run.run_id, run.job_id,

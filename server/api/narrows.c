@@ -57,12 +57,16 @@ static long long narrow_id_arg(http_req *req, const char *arg)
  * narrow, whose placements the client submits to Slurm. */
 static enum MHD_Result start_narrow(http_req *req, char **args)
 {
+    group_viewer admin = {"", 0};
+    char group[GROUP_NAME_MAX + 1];
+    if (!group_resolve(req, args[0], &admin, group, sizeof(group)))
+        return MHD_YES;
     json_t *o = body_object(req);
     if (!o)
         return MHD_YES;
     int status = 500;
     srv_error e;
-    long long id = narrow_create(args[0], o, &status, &e);
+    long long id = narrow_create(group, o, &status, &e);
     json_decref(o);
     if (id < 0)
         return http_reply_srv_error(req, status, &e);
@@ -96,8 +100,8 @@ static enum MHD_Result set_jobs(http_req *req, char **args)
 /* read_narrow - GET /api/v1/narrows/{id}: the experiment, its placements and outcomes, its verdict. */
 static enum MHD_Result read_narrow(http_req *req, char **args)
 {
-    char user[256]; /* a job's token reads the narrows of its user's groups */
-    if (group_reader(req, user, sizeof(user)) < 0)
+    group_viewer user; /* a job's token reads the narrows of its user's groups */
+    if (group_reader(req, &user) < 0)
         return MHD_YES;
     long long id = narrow_id_arg(req, args[0]);
     if (id < 0)
@@ -108,7 +112,7 @@ static enum MHD_Result read_narrow(http_req *req, char **args)
     if (!doc)
         return http_reply_srv_error(req, status, &e);
     const char *group = json_string_value(json_object_get(doc, "group"));
-    if (group && !group_readable(req, group, user)) {
+    if (group && !group_readable(req, group, &user)) {
         json_decref(doc);
         return MHD_YES;
     }
@@ -119,19 +123,18 @@ static enum MHD_Result read_narrow(http_req *req, char **args)
 static enum MHD_Result list_narrows(http_req *req, char **args)
 {
     long long limit, cursor;
-    char user[256];
-    if (group_reader(req, user, sizeof(user)) < 0 || !group_readable(req, args[0], user) ||
-        api_page(req, 50, 500, "before", 0, &limit, &cursor) < 0)
+    char group[GROUP_NAME_MAX + 1];
+    if (!group_find(req, args[0], group, sizeof(group)) || api_page(req, 50, 500, "before", 0, &limit, &cursor) < 0)
         return MHD_YES;
     srv_error e;
-    json_t *items = narrow_list(args[0], limit, cursor, &e);
+    json_t *items = narrow_list(group, limit, cursor, &e);
     if (!items)
         return http_reply_srv_error(req, 503, &e);
     long long next = -1;
     if ((long long)json_array_size(items) == limit)
         next = json_integer_value(json_object_get(json_array_get(items, json_array_size(items) - 1), "id"));
     json_t *doc = api_list(items, -1, limit, next);
-    json_object_set_new(doc, "group", json_string(args[0]));
+    json_object_set_new(doc, "group", json_string(group));
     return http_reply_json(req, 200, doc);
 }
 
@@ -179,12 +182,11 @@ out_decref:
 static enum MHD_Result read_checkpoints(http_req *req, char **args)
 {
     run_info run;
-    char user[256];
-    if (group_reader(req, user, sizeof(user)) < 0 ||
-        api_run_find(req, args[0], &run, "list runs with GET /api/v1/runs") < 0)
+    group_viewer user;
+    if (group_reader(req, &user) < 0 || api_run_find(req, args[0], &run, "list runs with GET /api/v1/runs") < 0)
         return MHD_YES;
     const char *ids[] = {run.run_id};
-    if (!group_runs_readable(req, user, ids, 1))
+    if (!group_runs_readable(req, &user, ids, 1))
         return MHD_YES;
     long long limit, cursor;
     if (api_page(req, 100, 10000, NULL, 0, &limit, &cursor) < 0)

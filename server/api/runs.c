@@ -161,6 +161,11 @@ static enum MHD_Result read_run(http_req *req, char **args)
     json_t *o = run_json(r, 0);
     char key[32], rf[16], lm[16], lr[16];
     snprintf(key, sizeof(key), "%s", PQgetvalue(r, 0, 16));
+    /* set aside from its twin group when the group's owner claimed it: from where, why, when */
+    json_object_set_new(o, "set_aside",
+                        PQgetisnull(r, 0, 17) ? json_null()
+                                              : json_pack("{s:s, s:s, s:o}", "group", PQgetvalue(r, 0, 17), "reason",
+                                                          PQgetvalue(r, 0, 18), "at", pg_str(r, 0, 19)));
     PQclear(r);
     /* One page of ranks: at most RUN_DETAIL_MAX_MANIFESTS manifests (and LIST_MAX_BYTES of them) and
      * RUN_DETAIL_MAX_RANKS rank states from ?rank_from=; next_rank_from says where the next page starts. */
@@ -316,13 +321,15 @@ static const route ROUTES[] = {
 void api_runs_register(void)
 {
 #define RUNS_WHERE                                                                                                \
-    "WHERE ($1 = '' OR user_name = $1) AND ($2 = '' OR job_id = $2) AND ($3 = '' OR twin_group = $3) "          \
+    "WHERE ($1 = '' OR user_name = $1) AND ($2 = '' OR job_id = $2) AND ($3 = '' OR twin_group = "              \
+    "(SELECT lockstep_group_key($3))) "                                                                       \
     "AND ($4 = '' OR status = $4) AND ($7 = '' OR step_id = $7)"
     db_register("runs_list", "SELECT " RUN_COLS " FROM runs " RUNS_WHERE " ORDER BY run_key DESC LIMIT $5 OFFSET $6");
     /* $5 and $6 unused but typed alike, so that both statements take the same parameters. */
     db_register("runs_count", "SELECT count(*) FROM (SELECT 1 FROM runs " RUNS_WHERE
                               " AND $5::text IS NOT NULL AND $6::text IS NOT NULL LIMIT " LIST_TOTAL_MAX_TEXT " + 1) x");
-    db_register("run_one", "SELECT " RUN_COLS ", run_key FROM runs WHERE run_id = $1::uuid");
+    db_register("run_one", "SELECT " RUN_COLS ", run_key, set_aside_from, set_aside_reason, " TS("set_aside_at")
+                           " FROM runs WHERE run_id = $1::uuid");
     db_register("run_manifests", "SELECT rank, manifest::text FROM manifests WHERE run_key = $1 AND rank >= $2::int "
                                  "ORDER BY rank LIMIT $3");
     db_register("run_ranks",

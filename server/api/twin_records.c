@@ -254,7 +254,7 @@ static enum MHD_Result read_twin_records(http_req *req, char **args)
     enum MHD_Result sent;
     if (!group_open_for(req, group, &g, &sent))
         return sent;
-    return api_records_side_by_side(req, &g, rank, step, limit, offset, json_pack("{s:s}", "group", group));
+    return api_records_side_by_side(req, &g, rank, step, limit, offset, json_pack("{s:s}", "group", g.key));
 }
 
 static const route ROUTES[] = {

@@ -245,7 +245,7 @@ static enum MHD_Result read_twin_steps(http_req *req, char **args)
     }
     free(p);
     free(rows);
-    json_t *o = json_pack("{s:s, s:I, s:I, s:i, s:I, s:I, s:o}", "group", group, "from", (json_int_t)from, "to",
+    json_t *o = json_pack("{s:s, s:I, s:I, s:i, s:I, s:I, s:o}", "group", g.key, "from", (json_int_t)from, "to",
                           (json_int_t)to, "ranks", nranks, "rank_from", (json_int_t)rank_from, "rank_to",
                           (json_int_t)rank_to, "steps", steps);
     json_object_set_new(o, "logical", json_boolean(logical));

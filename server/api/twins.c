@@ -103,14 +103,41 @@ static json_t *restores_json(PGresult *c)
     return a;
 }
 
+/* aside_and_namesakes - "set_aside": the runs set aside from group `key` when its owner claimed it (at most
+ * GROUP_MAX_RUNS, oldest first: run_id, job_id, user, attested_user, reason, at), and "same_name": the keys of the
+ * other groups of its name (each owner's own: docs/server.md, "Twin groups and owners"), into `o`. Returns 0, or -1
+ * with the database's message. */
+static int aside_and_namesakes(const char *key, json_t *o, char *err, size_t cap)
+{
+    const char *p[] = {key};
+    PGresult *r = db_exec("grp_set_aside_runs", 1, p, err, cap);
+    PGresult *s = r ? db_exec("grp_namesakes", 1, p, err, cap) : NULL;
+    if (!s) {
+        PQclear(r);
+        return -1;
+    }
+    json_t *aside = json_array(), *same = json_array();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(aside,
+                              json_pack("{s:s, s:s, s:s, s:o, s:s, s:s}", "run_id", PQgetvalue(r, i, 0), "job_id",
+                                        PQgetvalue(r, i, 1), "user", PQgetvalue(r, i, 2), "attested_user",
+                                        pg_str(r, i, 3), "reason", PQgetvalue(r, i, 4), "at", PQgetvalue(r, i, 5)));
+    for (int i = 0; i < PQntuples(s); i++)
+        json_array_append_new(same, json_string(PQgetvalue(s, i, 0)));
+    PQclear(r);
+    PQclear(s);
+    json_object_set_new(o, "set_aside", aside);
+    json_object_set_new(o, "same_name", same);
+    return 0;
+}
+
 /* read_twins - GET /api/v1/twins/{group}: the group's status (with why), its runs and their exits, its first
  * divergence with cause, origin ranks and call site, each rank's first divergence (server/compare/verdict.h),
  * and the fleet's classification. */
 static enum MHD_Result read_twins(http_req *req, char **args)
 {
-    const char *group = args[0];
-    char err[512], user[256];
-    if (group_reader(req, user, sizeof(user)) < 0 || !group_readable(req, group, user))
+    char err[512], group[GROUP_NAME_MAX + 1];
+    if (!group_find(req, args[0], group, sizeof(group)))
         return MHD_YES;
     grp_verdict v;
     int got = verdict_load(group, &v, err, sizeof(err));
@@ -118,7 +145,7 @@ static enum MHD_Result read_twins(http_req *req, char **args)
         return http_reply_db_down(req, err);
     if (got == 0) {
         char detail[320];
-        snprintf(detail, sizeof(detail), "no run belongs to twin group \"%.255s\"", group);
+        snprintf(detail, sizeof(detail), "no run belongs to twin group \"%.255s\"", args[0]);
         return http_reply_error(req, 404, "unknown twin group", detail, "list the twin groups with GET /api/v1/twins");
     }
     const char *p[] = {group};
@@ -184,10 +211,19 @@ static enum MHD_Result read_twins(http_req *req, char **args)
         json_object_set_new(o, "owner", json_pack("{s:s, s:b, s:o}", "user", PQgetvalue(own, 0, 0), "attested",
                                                   PQgetvalue(own, 0, 1)[0] == 't', "shared_with",
                                                   shared ? shared : json_array()));
+        json_object_set_new(o, "name", json_string(PQgetvalue(own, 0, 3)));
     } else {
         json_object_set_new(o, "owner", json_null());
+        json_object_set_new(o, "name", json_string(group));
     }
     PQclear(own);
+    if (aside_and_namesakes(group, o, err, sizeof(err)) < 0) {
+        PQclear(c);
+        PQclear(rs);
+        verdict_release(&v);
+        json_decref(o);
+        return http_reply_db_down(req, err);
+    }
     PQclear(c);
     PQclear(rs);
     verdict_release(&v);
@@ -219,9 +255,9 @@ static json_t *list_item(const list_group *lg)
 {
     char why[512];
     const char *status = twin_status(&lg->facts, why, sizeof(why));
-    return json_pack("{s:s, s:s, s:s, s:i, s:[], s:[], s:n, s:n, s:n, s:n, s:n}", "group", lg->name, "status", status,
-                     "status_reason", why, "run_count", 0, "runs", "users", "created_at", "last_run_at",
-                     "first_divergence", "classification", "replay");
+    return json_pack("{s:s, s:s, s:n, s:s, s:s, s:i, s:[], s:[], s:n, s:n, s:n, s:n, s:n}", "group", lg->name, "name",
+                     lg->name, "owner", "status", status, "status_reason", why, "run_count", 0, "runs", "users",
+                     "created_at", "last_run_at", "first_divergence", "classification", "replay");
 }
 
 /* fill_items - runs, users, times and classification of every item of `items` (an object keyed by group
@@ -234,11 +270,23 @@ static int fill_items(json_t *items, const char *names_json, const list_group *p
     PGresult *r = db_exec("twins_runs", 1, p, err, cap);
     PGresult *v = r ? db_exec("twins_classes", 1, p, err, cap) : NULL;
     PGresult *nr = v ? db_exec("twins_replays", 1, p, err, cap) : NULL;
-    if (!nr) {
+    PGresult *ow = nr ? db_exec("twins_owners", 1, p, err, cap) : NULL;
+    if (!ow) {
         PQclear(r);
         PQclear(v);
+        PQclear(nr);
         return -1;
     }
+    /* each group's name and owner (a group holds its name as its key unless another owner's holds it) */
+    for (int i = 0; i < PQntuples(ow); i++) {
+        json_t *it = json_object_get(items, PQgetvalue(ow, i, 0));
+        if (!it)
+            continue;
+        json_object_set_new(it, "name", json_string(PQgetvalue(ow, i, 1)));
+        json_object_set_new(it, "owner", json_pack("{s:s, s:b}", "user", PQgetvalue(ow, i, 2), "attested",
+                                                   PQgetvalue(ow, i, 3)[0] == 't'));
+    }
+    PQclear(ow);
     /* each group's newest narrow (lockstep narrow): its state and verdict, beside the classification */
     for (int i = 0; i < PQntuples(nr); i++) {
         json_t *it = json_object_get(items, PQgetvalue(nr, i, 0));
@@ -302,8 +350,8 @@ static enum MHD_Result read_twins_list(http_req *req, char **args)
     (void)args;
     long long limit, cursor;
     char since[64], err[512];
-    char viewer[256];
-    if (group_reader(req, viewer, sizeof(viewer)) < 0)
+    group_viewer viewer;
+    if (group_reader(req, &viewer) < 0)
         return MHD_YES;
     if (api_page(req, 50, LIST_MAX, "offset", 0, &limit, &cursor) < 0 || api_time_arg(req, "since", since, sizeof(since)) < 0)
         return MHD_YES;
@@ -330,8 +378,9 @@ static enum MHD_Result read_twins_list(http_req *req, char **args)
         char lim[32], off[32];
         snprintf(lim, sizeof(lim), "%lld", chunk);
         snprintf(off, sizeof(off), "%lld", pos);
-        const char *p[] = {user ? user : "", node ? node : "", since, lim, off, viewer};
-        PGresult *r = db_exec("twins_list", 6, p, err, sizeof(err));
+        const char *p[] = {user ? user : "", node ? node : "", since, lim, off, viewer.user,
+                           viewer.attested ? "true" : "false"};
+        PGresult *r = db_exec("twins_list", 7, p, err, sizeof(err));
         if (!r)
             goto out_down;
         int rows = PQntuples(r);
@@ -422,12 +471,26 @@ static int check_share(http_req *req, char **args)
     return -1;
 }
 
+/* share_key - the key of the group `name` means to the sharer (the admin: anyone's; a job's token ?job=J: J's user
+ * first, as a read by J resolves it) into `key`. 1, or 0 after replying. */
+static int share_key(http_req *req, const char *name, char *key, size_t cap)
+{
+    group_viewer v;
+    memset(&v, 0, sizeof(v));
+    const char *job = http_query(req, "job");
+    if (!http_is_admin(req) && job && *job && group_job_viewer(req, job, &v) < 0)
+        return 0;
+    return group_resolve(req, name, &v, key, cap);
+}
+
 /* share_group - POST /api/v1/twins/{group}/share {"users": ["bob", ...]} ("*": anyone): the users whose runs
  * may join the group as well (replacing the list). The owner (the token of one of the owner's jobs with a run
  * in the group) or the admin. */
 static enum MHD_Result share_group(http_req *req, char **args)
 {
-    const char *group = args[0];
+    char group[GROUP_NAME_MAX + 1];
+    if (!share_key(req, args[0], group, sizeof(group)))
+        return MHD_YES;
     json_t *o = req->len ? json_loadb(req->body, req->len, JSON_REJECT_DUPLICATES, NULL) : NULL;
     json_t *users = json_object_get(o, "users");
     int ok = json_is_array(users) && json_array_size(users) <= GROUP_MAX_SHARED;
@@ -455,7 +518,7 @@ static enum MHD_Result share_group(http_req *req, char **args)
         return http_reply_srv_error(req, e.status ? e.status : 503, &e);
     if (got == 0) {
         char detail[320];
-        snprintf(detail, sizeof(detail), "no twin group \"%.255s\"", group);
+        snprintf(detail, sizeof(detail), "no twin group \"%.255s\"", args[0]);
         return http_reply_error(req, 404, "unknown twin group", detail, "list runs with GET /api/v1/runs?group=NAME");
     }
     json_t *shared = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
@@ -469,9 +532,8 @@ static enum MHD_Result share_group(http_req *req, char **args)
 /* read_manifest_diff - GET /api/v1/twins/{group}/manifest-diff: common/json/mdiff.h over the group's runs. */
 static enum MHD_Result read_manifest_diff(http_req *req, char **args)
 {
-    const char *group = args[0];
-    char err[512], user[256];
-    if (group_reader(req, user, sizeof(user)) < 0 || !group_readable(req, group, user))
+    char err[512], group[GROUP_NAME_MAX + 1];
+    if (!group_find(req, args[0], group, sizeof(group)))
         return MHD_YES;
     grp_verdict v;
     int got = verdict_load(group, &v, err, sizeof(err));
@@ -479,7 +541,7 @@ static enum MHD_Result read_manifest_diff(http_req *req, char **args)
         return http_reply_db_down(req, err);
     if (got == 0) {
         char detail[320];
-        snprintf(detail, sizeof(detail), "no run belongs to twin group \"%.255s\"", group);
+        snprintf(detail, sizeof(detail), "no run belongs to twin group \"%.255s\"", args[0]);
         return http_reply_error(req, 404, "unknown twin group", detail, "list runs with GET /api/v1/runs?group=NAME");
     }
     json_t *ids = json_array(), *r;
@@ -507,10 +569,10 @@ void api_twins_register(void)
                                       "FROM group_evidence WHERE twin_group = $1");
     /* The list: groups newest first (by their newest run), filtered by a run's user, a node one of their runs
      * ran on (its hostlist or a rank's manifest, lockstep_run_on_node), and their newest run's start; for a job's
-     * token ($6, group_reader), only the groups its user owns or was shared with. */
+     * token ($6, attested: $7; group_reader), only the groups it may read (lockstep_group_visible). */
     db_register("twins_list", "SELECT twin_group, count(*) OVER () FROM runs WHERE twin_group IS NOT NULL "
                               "AND twin_group <> '' AND ($6 = '' OR twin_group IN (SELECT o.twin_group FROM "
-                              "twin_groups o WHERE o.owner = $6 OR $6 = ANY(o.shared_with) OR '*' = ANY(o.shared_with))) "
+                              "twin_groups o WHERE lockstep_group_visible(o.twin_group, $6, $7::boolean))) "
                               "GROUP BY twin_group HAVING ($1 = '' OR bool_or(user_name = $1)) "
                               "AND ($2 = '' OR bool_or(lockstep_run_on_node(run_key, nodes, $2))) "
                               "AND max(created_at) >= coalesce(nullif($3, '')::timestamptz, '-infinity') "
@@ -518,6 +580,14 @@ void api_twins_register(void)
     db_register("twins_runs", "SELECT twin_group, run_id, job_id, step_id, user_name, nodes, status, " TS("created_at")
                               ", " TS("ended_at") " FROM runs WHERE twin_group IN "
                               "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY twin_group, run_key");
+    db_register("twins_owners", "SELECT twin_group, name, owner, owner_attested FROM twin_groups WHERE twin_group IN "
+                                "(SELECT jsonb_array_elements_text($1::jsonb))");
+    /* The runs set aside from a group when its owner claimed it, and the other groups of its name. */
+    db_register("grp_set_aside_runs", "SELECT run_id, job_id, user_name, attested_user, set_aside_reason, "
+                                      TS("set_aside_at") " FROM runs WHERE set_aside_from = $1 ORDER BY run_key "
+                                      "LIMIT " GROUP_MAX_RUNS_TEXT);
+    db_register("grp_namesakes", "SELECT o.twin_group FROM twin_groups o JOIN twin_groups g ON g.twin_group = $1 "
+                                 "AND o.name = g.name AND o.twin_group <> g.twin_group ORDER BY o.twin_group LIMIT 16");
     db_register("twins_classes", "SELECT " CLASS_COLS ", twin_group FROM group_evidence WHERE twin_group IN "
                                  "(SELECT jsonb_array_elements_text($1::jsonb))");
     db_register("twins_replays", "SELECT DISTINCT ON (twin_group) twin_group, id, state, verdict, node FROM narrows "

@@ -165,15 +165,26 @@ const char *store_job_attested_user(const char *job_id, char *out, size_t cap)
     return u;
 }
 
+/* cache_forget - drop run `run_id`'s cache entry (its group changed). */
+static void cache_forget(const char *run_id)
+{
+    pthread_mutex_lock(&cache_lock);
+    run_info *c = &cache[slot_of(run_id)];
+    if (!strcmp(c->run_id, run_id))
+        memset(c, 0, sizeof(*c));
+    pthread_mutex_unlock(&cache_lock);
+}
+
 /* run_create - store_run_create with the request's argv as JSON text (NULL when none). */
 static int run_create(const json_t *o, const char *argv_json, const run_claim *who, run_info *out, int *created,
-                      srv_error *e)
+                      group_admission *adm, srv_error *e)
 {
     char ranks[32], start[32], err[512];
     snprintf(ranks, sizeof(ranks), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "ranks")));
     snprintf(start, sizeof(start), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "start_step")));
     const char *job = str_or(o, "job_id", ""), *group = str_or(o, "twin_group", ""), *cid = str_or(o, "client_id", "");
-    const char *p[] = {job, str_or(o, "step_id", ""), group, ranks, start, str_or(o, "user", ""),
+    memset(adm, 0, sizeof(*adm));
+    const char *p[] = {job, str_or(o, "step_id", ""), adm->key, ranks, start, str_or(o, "user", ""),
                        str_or(o, "nodes", ""), str_or(o, "command", ""), str_or(o, "mode", ""), cid,
                        str_or(o, "partition", ""), str_or(o, "resume", ""), who->attested_user, argv_json};
     PGresult *r = NULL;
@@ -197,7 +208,7 @@ static int run_create(const json_t *o, const char *argv_json, const run_claim *w
         }
         PQclear(r);
     }
-    if (*group && store_group_admit(group, who, e) < 0)
+    if (*group && store_group_admit(group, who, adm, e) < 0)
         goto out_rollback;
     r = db_exec_once("run_ins", 14, p, err, sizeof(err));
     if (!r)
@@ -207,7 +218,7 @@ static int run_create(const json_t *o, const char *argv_json, const run_claim *w
     *created = PQgetvalue(r, 0, 5)[0] == 't';
     PQclear(r);
     if (*created && *group) {
-        const char *pg[] = {group};
+        const char *pg[] = {adm->key};
         r = db_exec_once("group_reset", 1, pg, err, sizeof(err));
         if (!r)
             goto out_db;
@@ -216,6 +227,8 @@ static int run_create(const json_t *o, const char *argv_json, const run_claim *w
     if (db_commit(err, sizeof(err)) < 0)
         goto out_db;
     cache_put(out);
+    for (int i = 0; i < adm->set_aside && i < GROUP_MAX_RUNS; i++)
+        cache_forget(adm->set_aside_ids[i]);
     return 0;
 out_db:
     db_fail(e, "registering the run", err);
@@ -224,11 +237,12 @@ out_rollback:
     return -1;
 }
 
-int store_run_create(const json_t *o, const run_claim *who, run_info *out, int *created, srv_error *e)
+int store_run_create(const json_t *o, const run_claim *who, run_info *out, int *created, group_admission *adm,
+                     srv_error *e)
 {
     const json_t *argv = json_object_get(o, "argv");
     char *argv_json = json_is_array(argv) ? json_dumps(argv, JSON_COMPACT) : NULL;
-    int rc = run_create(o, argv_json, who, out, created, e);
+    int rc = run_create(o, argv_json, who, out, created, adm, e);
     free(argv_json);
     return rc;
 }

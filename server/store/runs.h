@@ -9,12 +9,13 @@
 #include "server/store/groups.h"
 
 /* What ingest needs to know about a run; cached in memory (these fields
- * never change after registration). */
+ * never change after registration, but for a run set aside from its group,
+ * whose entry a claim drops). */
 typedef struct run_info {
     int64_t key;
     char run_id[40];
     char job_id[256];
-    char group[256]; /* "" when the run has no twin group */
+    char group[GROUP_NAME_MAX + 1]; /* the twin group's key, "" when the run has none */
     int ranks;
     int64_t start_step;
 } run_info;
@@ -32,11 +33,14 @@ int store_run_lookup(const char *run_id, run_info *out, srv_error *e);
 /* store_run_create - register a run from the validated request object `o`
  * (job_id, step_id, twin_group, ranks, start_step, user, nodes, command,
  * mode, client_id, partition, resume, argv) for `who`, in one transaction: a repeated
- * client_id returns the run it made (*created 0); a twin group is created
- * owned by `who`, or joined when the ownership rule and the run limit allow
- * (store_group_admit). Returns 0 and fills `out`, or -1 with `e` filled
- * (e->status 403 or 409 for a refusal, 0 for a database error). */
-int store_run_create(const json_t *o, const run_claim *who, run_info *out, int *created, srv_error *e);
+ * client_id returns the run it made (*created 0); the twin group its name
+ * means is created owned by `who`, joined or claimed when the ownership rules
+ * and the run limit allow (store_group_admit: `adm` says what it did; runs a
+ * claim set aside are forgotten by the cache). Returns 0 and fills `out`, or
+ * -1 with `e` filled (e->status 400, 403 or 409 for a refusal, 0 for a
+ * database error). */
+int store_run_create(const json_t *o, const run_claim *who, run_info *out, int *created, group_admission *adm,
+                     srv_error *e);
 
 /* store_job_attested_user - the user slurmstepd attested for any step of
  * `job_id`, into `out`; returns out, or NULL when none (or on an error). */

@@ -73,6 +73,11 @@ int sql_begin(char *err, size_t cap)
     return 0;
 }
 
+int sql_lock_evaluator(char *err, size_t cap)
+{
+    return sql_do("SELECT pg_advisory_xact_lock(" SUSPECTS_LOCK ")", 0, NULL, err, cap);
+}
+
 static void unlock(PGconn *c)
 {
     PQclear(PQexec(c, "SELECT pg_advisory_unlock(" SUSPECTS_LOCK ")"));

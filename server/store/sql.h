@@ -21,6 +21,12 @@ int sql_do(const char *sql, int n, const char *const *params, char *err, size_t 
  * comparison progress that follows it are seen together). 0 or -1. */
 int sql_begin(char *err, size_t cap);
 
+/* sql_lock_evaluator - inside a transaction begun elsewhere (db_begin): take the
+ * fleet evaluator's lock until it ends, so that no evaluation is under way
+ * while it changes what evaluations write, and the next one sees it
+ * committed. 0 or -1. */
+int sql_lock_evaluator(char *err, size_t cap);
+
 /* sql_conflicted - 1 when this thread's last failed statement failed on a
  * concurrent update (serialization failure or deadlock): the transaction,
  * rolled back, may simply be run again. A writer outside the evaluator's lock

@@ -5,7 +5,7 @@ import { must, BASE } from './lib.mjs';
 import { compareFixtures } from './compare_fixtures.mjs';
 
 export const XSS_COMMAND = `python train.py --tag '<img src=x onerror="window.__xss=1">' <script>window.__xss=2</script>`;
-export const XSS_USER = '<b>mallory</b>';
+export const XSS_USER = '<b onmouseover=window.__xss=4>mallory'; // markup, but no '/': attested users hold none
 export const XSS_RECORD = '<svg onload=window.__xss=3>';
 
 async function main() {

@@ -240,9 +240,27 @@ void it_write_file(const char *path, const char *text, mode_t mode)
         chmod(path, mode);
 }
 
+/* sanitizer_report - 1 when lockstepd's log `log` holds a sanitizer report (a SAN=1 build writes what it found
+ * there; one that does not end the process, or ends it at exit, is still found), printing its line. */
+static int sanitizer_report(const char *log)
+{
+    FILE *f = fopen(log, "r");
+    char line[1024];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof(line), f))
+        found = strstr(line, "AddressSanitizer") || strstr(line, "runtime error:") || strstr(line, "LeakSanitizer");
+    if (found)
+        fprintf(stderr, "lockstepd's log %s: %s", log, line);
+    if (f)
+        fclose(f);
+    return found;
+}
+
 int it_stop(h_srv *s, h_pg *pg, const char *dir)
 {
     int st = h_srv_kill(s, SIGTERM);
+    if (sanitizer_report(s->log))
+        st = -1;
     h_srv_cleanup(s);
     h_pg_stop(pg);
     char cmd[400];

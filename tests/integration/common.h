@@ -12,7 +12,8 @@
 void it_write_file(const char *path, const char *text, mode_t mode);
 
 /* it_stop - a test binary's teardown: stop lockstepd `s` (SIGTERM) and remove its files, stop PostgreSQL `pg`,
- * remove directory `dir` (NULL: none). Returns 0 when lockstepd exited cleanly and the directory went, else -1. */
+ * remove directory `dir` (NULL: none). Returns 0 when lockstepd exited cleanly, its log holds no sanitizer report
+ * (SAN=1: every scenario of the tier runs under ASan and UBSan) and the directory went, else -1. */
 int it_stop(h_srv *s, h_pg *pg, const char *dir);
 
 /* it_call - METHOD base+path with a JSON (or NULL) body; the parsed reply in

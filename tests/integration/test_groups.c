@@ -136,9 +136,13 @@ static void test_owner_refuses_others(void **state)
     json_decref(r);
     assert_int_equal(reg("9001", "victim", "alice", 0, job_token("9001"), x, NULL), 403);
     attest("9001", "mallory", "n9");
-    assert_int_equal(reg("9001", "victim", "alice", 0, job_token("9001"), x, NULL), 403);
+    /* attested, mallory's "victim" is a group of her own (mallory/victim); alice's OWNER/NAME stays closed */
+    assert_int_equal(reg("9001", "victim", "alice", 0, job_token("9001"), x, NULL), 201);
+    assert_int_equal(reg("9001", "alice/victim", "mallory", 0, job_token("9001"), x, &r), 403);
+    assert_string_equal(str(r, "error"), "twin group belongs to another user");
+    json_decref(r);
     /* an empty run, an ended run with an absurd start: none gets in */
-    assert_int_equal(reg("9001", "victim", "mallory", 4000000000000000000LL, job_token("9001"), x, NULL), 403);
+    assert_int_equal(reg("9001", "alice/victim", "mallory", 4000000000000000000LL, job_token("9001"), x, NULL), 403);
     /* the job's own token cannot attest */
     assert_int_equal(it_call(&srv, "POST", "/api/v1/attest",
                              "{\"job_id\": \"9001\", \"step_id\": \"0\", \"node\": \"n1\", \"ranks\": [0], "
@@ -162,11 +166,36 @@ static void test_owner_refuses_others(void **state)
     assert_string_equal(
         json_string_value(json_array_get(json_object_get(json_object_get(o, "owner"), "shared_with"), 0)), "mallory");
     json_decref(o);
-    assert_int_equal(reg("9001", "victim", "mallory", 0, job_token("9001"), x, NULL), 201);
+    assert_int_equal(reg("9001", "alice/victim", "mallory", 0, job_token("9001"), x, NULL), 201);
+    o = it_wait_group(&srv, "victim", "pending");
+    assert_int_equal(json_array_size(json_object_get(o, "runs")), 3);
+    json_decref(o);
     /* the admin may always */
     assert_int_equal(reg("9003", "victim", "ops", 0, ADMIN, x, NULL), 201);
     assert_int_equal(it_call(&srv, "POST", "/api/v1/twins/nope/share", "{\"users\": []}", ADMIN, NULL), 404);
     assert_int_equal(it_call(&srv, "POST", "/api/v1/twins/victim/share", "{\"users\": \"x\"}", ADMIN, NULL), 400);
+}
+
+/* A group first registered unattested (every group made before attestation existed, at upgrade) is claimed by
+ * its owner's first attested run: the ownership becomes attested (before: the claim read the owner from a
+ * PostgreSQL result already freed; an ASan lockstepd aborted on this registration). */
+static void test_claim(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    assert_int_equal(reg("8701", "legacy", "alice", 0, job_token("8701"), a, NULL), 201);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/legacy", NULL, NULL, &o), 200);
+    assert_string_equal(str(json_object_get(o, "owner"), "user"), "alice");
+    assert_true(json_is_false(json_object_get(json_object_get(o, "owner"), "attested")));
+    json_decref(o);
+    assert_int_equal(reg("8702", "legacy", "alice", 0, attest_token("8702"), b, NULL), 201);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/legacy", NULL, NULL, &o), 200);
+    assert_string_equal(str(json_object_get(o, "owner"), "user"), "alice");
+    assert_true(json_is_true(json_object_get(json_object_get(o, "owner"), "attested")));
+    json_decref(o);
+    /* a later unattested run of "alice" no longer gets in */
+    assert_int_equal(reg("8703", "legacy", "alice", 0, job_token("8703"), NULL, NULL), 403);
 }
 
 /* Runs that share no steps with the others (nothing recorded, ended empty, an absurd start_step) never hold
@@ -346,7 +375,8 @@ static void test_late_records(void **state)
 }
 
 /* A group name with a '/' (the plugin allows it) is read with the slash percent-encoded: routing splits the
- * raw path and decodes each segment on its own (before, the decoded path split at the slash: 404). */
+ * raw path and decodes each segment on its own (before, the decoded path split at the slash: 404). Such a name's
+ * key is its owner's OWNER/NAME; the name alone finds it while it is the only group of that name. */
 static void test_group_name_with_slash(void **state)
 {
     (void)state;
@@ -354,9 +384,11 @@ static void test_group_name_with_slash(void **state)
     assert_int_equal(reg("8501", "exp-42/a.b_c:d@e+f", "alice", 0, attest_token("8501"), a, NULL), 201);
     json_t *o = NULL;
     assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/exp-42%2Fa.b_c:d@e+f", NULL, NULL, &o), 200);
-    assert_string_equal(str(o, "group"), "exp-42/a.b_c:d@e+f");
+    assert_string_equal(str(o, "group"), "alice/exp-42/a.b_c:d@e+f");
+    assert_string_equal(str(o, "name"), "exp-42/a.b_c:d@e+f");
     json_decref(o);
     assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/exp-42%2Fa.b_c:d@e+f/steps", NULL, NULL, NULL), 200);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/alice%2Fexp-42%2Fa.b_c:d@e+f/steps", NULL, NULL, NULL), 200);
 }
 
 typedef struct ender {
@@ -466,6 +498,33 @@ static void test_reads_follow_owners(void **state)
     json_decref(o);
     assert_int_equal(get_code("/api/v1/twins/bobs?job=7901", job_token("7901"), NULL), 200);
     assert_int_equal(get_code("/api/v1/twins/victim/steps?job=7901", job_token("7901"), NULL), 403);
+    /* a job nobody attested that reports "alice" reads as an unattested alice: her attested groups and runs stay
+     * closed to it, its own unattested group reads (before: it read every group of alice's) */
+    char y[40], path[160];
+    assert_int_equal(reg("7902", "claimed-alice", "alice", 0, job_token("7902"), y, NULL), 201);
+    assert_int_equal(get_code("/api/v1/twins?job=7902", job_token("7902"), &o), 200);
+    assert_false(has_group(o, "victim"));
+    assert_true(has_group(o, "claimed-alice"));
+    json_decref(o);
+    const char *closed[] = {"/api/v1/twins/victim?job=7902", "/api/v1/twins/victim/steps?job=7902",
+                            "/api/v1/twins/victim/records?job=7902&step=0&rank=0",
+                            "/api/v1/twins/victim/manifest-diff?job=7902", "/api/v1/twins/victim/narrows?job=7902"};
+    for (size_t i = 0; i < sizeof(closed) / sizeof(closed[0]); i++) {
+        assert_int_equal(get_code(closed[i], job_token("7902"), &o), 403);
+        assert_string_equal(str(o, "error"), "twin group of another user");
+        json_decref(o);
+    }
+    assert_int_equal(get_code("/api/v1/twins/claimed-alice?job=7902", job_token("7902"), NULL), 200);
+    assert_int_equal(get_code("/api/v1/runs?job=8001", job_token("8001"), &o), 200);
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/checkpoints?job=7902",
+             str(json_array_get(json_object_get(o, "items"), 0), "run_id"));
+    json_decref(o);
+    assert_int_equal(get_code(path, job_token("7902"), NULL), 403);
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/checkpoints?job=7902", y);
+    assert_int_equal(get_code(path, job_token("7902"), NULL), 200);
+    /* once slurmstepd attests the job as alice, it reads as alice */
+    attest("7902", "alice", "n1");
+    assert_int_equal(get_code("/api/v1/twins/victim?job=7902", job_token("7902"), NULL), 200);
     /* the admin sees every group */
     assert_int_equal(get_code("/api/v1/twins", ADMIN, &o), 200);
     assert_true(has_group(o, "victim") && has_group(o, "bobs"));
@@ -476,6 +535,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_owner_refuses_others),
+        cmocka_unit_test(test_claim),
         cmocka_unit_test(test_left_out_runs),
         cmocka_unit_test(test_left_out_by_shared_start),
         cmocka_unit_test(test_group_limit),

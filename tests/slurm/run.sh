@@ -314,6 +314,9 @@ start_lockstepd() {
   echo "lockstepd did not start:" >>"$tmp/err"; tail -5 "$tmp/lsd.log" >>"$tmp/err"; return 1
 }
 stop_lockstepd() { [ -n "$srv_pid" ] && stop_pid "$srv_pid"; srv_pid=; }
+# t_lsd_clean - last: lockstepd stops, and (SAN=1) its log holds no sanitizer report from what the plugin registered
+# and attested
+t_lsd_clean() { stop_lockstepd; ! grep -E 'AddressSanitizer|runtime error:|LeakSanitizer' "$tmp/lsd.log" >>"$tmp/err"; }
 
 # mjob NAME ARGS...: the MPI program under srun; each task's env in $tmp/env.RANK.
 mjob() {
@@ -679,7 +682,7 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
     else
       echo "skip lockstepd down then back: 'lockstep replay' is not built yet"; skip=$((skip+1))
     fi
-    stop_lockstepd
+    check "lockstepd stops with no sanitizer report in its log" t_lsd_clean
   else
     fail=$((fail+1)); echo "FAIL lockstepd did not start"; sed 's/^/     /' "$tmp/err" | head
   fi
