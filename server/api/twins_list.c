@@ -20,9 +20,9 @@
 #include "server/store/db.h"
 
 /* The twin-group list: candidates are read newest first (by their newest run) with the SQL filters applied; a
- * status or kind filter is applied to them with twin_status and twin_kind (the facts of LIST_SCAN_CHUNK candidates
- * at a time from verdict_facts and glance_kinds), looking at most at LIST_SCAN_MAX candidates per request. The
- * cursor is a position among the candidates. */
+ * kind or status filter is applied to them with twin_kind and twin_status (the kinds of every candidate read from
+ * glance_kinds at once, the status facts of LIST_SCAN_CHUNK candidates at a time from verdict_facts), looking at most
+ * at LIST_SCAN_MAX candidates per request (scan). The cursor is a position among the candidates. */
 #define LIST_SCAN_CHUNK 200
 #define LIST_SCAN_MAX 5000
 #define LIST_MAX 500
@@ -196,7 +196,7 @@ static int parse_filter(http_req *req, list_filter *f)
     if (!kinds || !*kinds)
         return 0;
     f->kinds = 0;
-    for (const char *p = kinds; *p;) {
+    for (const char *p = kinds;;) { /* every comma-separated part, an empty one included */
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);
         char one[32];
@@ -210,71 +210,108 @@ static int parse_filter(http_req *req, list_filter *f)
             return -1;
         }
         f->kinds |= 1u << k;
-        p += len + (e ? 1 : 0);
+        if (!e)
+            return 0;
+        p = e + 1;
     }
-    return 0;
 }
 
-/* scan - the page from position `cursor`: candidates read LIST_SCAN_CHUNK at a time (one read of `limit` without a
- * filter), kept when they pass `f`, into page[0..*n). *total, *next: the envelope's (-1: null). Returns 0, or -1 with
- * the database's message. */
+/* read_candidates - at most `count` candidates from position `from` (the SQL filters of `sqlp`), their kinds
+ * (glance_kinds) into *kinds (the caller frees it) and how many candidates there are in all into *all (-1 when none
+ * was read). Returns the result (the caller clears it), or NULL with the database's message. */
+static PGresult *read_candidates(const char *const *sqlp, long long from, long long count, twin_kind_id **kinds,
+                                 long long *all, char *err, size_t cap)
+{
+    char lim[32], off[32];
+    snprintf(lim, sizeof(lim), "%lld", count);
+    snprintf(off, sizeof(off), "%lld", from);
+    const char *p[] = {sqlp[0], sqlp[1], sqlp[2], lim, off, sqlp[3], sqlp[4]};
+    PGresult *r = db_exec("twins_list", 7, p, err, cap);
+    if (!r)
+        return NULL;
+    int rows = PQntuples(r);
+    *all = rows ? strtoll(PQgetvalue(r, 0, 1), NULL, 10) : -1;
+    const char **names = xcalloc((size_t)rows + 1, sizeof(char *));
+    *kinds = xcalloc((size_t)rows + 1, sizeof(twin_kind_id));
+    for (int j = 0; j < rows; j++)
+        names[j] = PQgetvalue(r, j, 0);
+    int rc = glance_kinds(names, rows, *kinds, err, cap);
+    free(names);
+    if (rc < 0) {
+        free(*kinds);
+        *kinds = NULL;
+        PQclear(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* scan - the page from position `cursor` (a position among the candidates) into page[0..*n), and the envelope's
+ * *total and *next (-1: null). Without a filter, one read of `limit` candidates, `total` every candidate. With one,
+ * up to LIST_SCAN_MAX candidates are read at once with their kinds (from the first one while the cursor is among
+ * them, so that a kind filter's total is exact: the front page's default), and their status facts are read
+ * LIST_SCAN_CHUNK kind-matching ones at a time (the page's only, with no status filter) until the page is full.
+ * Returns 0, or -1 with the database's message. */
 static int scan(const char *const *sqlp, const list_filter *f, long long limit, long long cursor, list_group *page,
                 int *n, long long *total, long long *next, char *err, size_t cap)
 {
-    int filtered = f->status || f->kinds != ALL_KINDS, end = 0, more = 0;
-    long long pos = cursor, candidates = -1, scanned = 0;
+    int filtered = f->status || f->kinds != ALL_KINDS, more = 0, rc = 0;
+    long long base = !filtered || (f->status && f->kinds == ALL_KINDS) || cursor >= LIST_SCAN_MAX ? cursor : 0;
+    long long all;
+    twin_kind_id *kinds = NULL;
+    PGresult *r = read_candidates(sqlp, base, filtered ? LIST_SCAN_MAX : limit, &kinds, &all, err, cap);
+    if (!r)
+        return -1;
+    int rows = PQntuples(r), j = (int)(cursor - base), matching = 0;
     *n = 0;
-    while (!end && !more && scanned < LIST_SCAN_MAX) {
-        long long chunk = filtered ? LIST_SCAN_CHUNK : limit;
-        char lim[32], off[32];
-        snprintf(lim, sizeof(lim), "%lld", chunk);
-        snprintf(off, sizeof(off), "%lld", pos);
-        const char *p[] = {sqlp[0], sqlp[1], sqlp[2], lim, off, sqlp[3], sqlp[4]};
-        PGresult *r = db_exec("twins_list", 7, p, err, cap);
-        if (!r)
-            return -1;
-        int rows = PQntuples(r);
-        if (rows)
-            candidates = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
-        const char **names = xcalloc((size_t)rows + 1, sizeof(char *));
-        twin_facts *facts = xcalloc((size_t)rows + 1, sizeof(twin_facts));
-        twin_kind_id *kinds = xcalloc((size_t)rows + 1, sizeof(twin_kind_id));
-        for (int j = 0; j < rows; j++)
-            names[j] = PQgetvalue(r, j, 0);
-        int rc = verdict_facts(names, rows, facts, err, cap) < 0 || glance_kinds(names, rows, kinds, err, cap) < 0;
-        int j = 0;
-        for (; !rc && j < rows; j++) {
+    for (int k = 0; k < rows; k++)
+        matching += (f->kinds & (1u << kinds[k])) != 0;
+    const char **names = xcalloc((size_t)rows + 1, sizeof(char *));
+    int *at = xcalloc((size_t)rows + 1, sizeof(int));
+    twin_facts *facts = xcalloc((size_t)rows + 1, sizeof(twin_facts));
+    while (j < rows && !more && rc == 0) {
+        /* the next kind-matching candidates, and their status facts */
+        int want = f->status ? LIST_SCAN_CHUNK : (int)(limit + 1 - *n), cnt = 0, k = j;
+        for (; k < rows && cnt < want; k++)
+            if (f->kinds & (1u << kinds[k])) {
+                names[cnt] = PQgetvalue(r, k, 0);
+                at[cnt++] = k;
+            }
+        if (verdict_facts(names, cnt, facts, err, cap) < 0) {
+            rc = -1;
+            break;
+        }
+        for (int i = 0; i < cnt; i++) {
             char why[512];
-            if ((f->status && strcmp(twin_status(&facts[j], why, sizeof(why)), f->status)) ||
-                !(f->kinds & (1u << kinds[j])))
+            if (f->status && strcmp(twin_status(&facts[i], why, sizeof(why)), f->status))
                 continue;
             if (*n == limit) { /* a further match: the next page starts with it */
                 more = 1;
+                *next = base + at[i];
                 break;
             }
-            page[*n] = (list_group){xstrdup(names[j]), facts[j], kinds[j]};
+            page[*n] = (list_group){xstrdup(names[i]), facts[i], kinds[at[i]]};
             (*n)++;
         }
-        free(names);
-        free(facts);
-        free(kinds);
-        PQclear(r);
-        if (rc)
-            return -1;
-        scanned += j;
-        pos += j;
-        end = rows < chunk || (candidates >= 0 && pos >= candidates);
-        if (!filtered || *n == limit)
-            break; /* without a filter a page is one read; with one, a full page ends at its chunk */
+        j = k;
     }
-    if (!filtered) {
-        *total = *n || cursor == 0 ? (candidates >= 0 ? candidates : 0) : -1;
+    int read_all = all < 0 || base + rows >= all;
+    if (!more)
+        *next = read_all ? -1 : base + rows;
+    if (!filtered)
+        *total = *n || cursor == 0 ? (all >= 0 ? all : 0) : -1;
+    else if (!f->status)
+        *total = base == 0 && read_all ? matching : -1; /* every candidate's kind is known */
+    else
+        *total = cursor == 0 && read_all && !more ? *n : -1; /* every candidate was looked at */
+    if (!filtered) /* one read of the page: the next page follows it */
         *next = *total >= 0 && cursor + *n < *total ? cursor + *n : -1;
-    } else {
-        *total = cursor == 0 && end && !more ? *n : -1; /* known when every candidate was looked at */
-        *next = more ? pos : end ? -1 : pos;
-    }
-    return 0;
+    free(names);
+    free(at);
+    free(facts);
+    free(kinds);
+    PQclear(r);
+    return rc;
 }
 
 /* read_twins_list - GET /api/v1/twins: the twin groups, newest first, filtered by kind and status (the rules),
