@@ -13,22 +13,21 @@
 #define STR(x) #x
 #define XSTR(x) STR(x)
 
-/* The series, in the order they are written. Counts read from the database have every label value always
- * present (a series that is 0 is still there). Alerts are never deleted, so their counts only grow: counters. */
-enum {
-    FM_ALERTS_RAISED,
-    FM_ALERTS_OPEN,
-    FM_ALERTS_RESOLVED,
-    FM_NODES,
-    FM_SUSPECTS,
-    FM_DIVERGED_GROUPS,
-    FM_VERDICTS,
-    FM_NODE_SCORE,
-    FM_NODE_STATE,
-    FM_NODE_INVOLVEMENTS,
-    FM_NODE_RUNS,
-    FM_N
-};
+/* The series, in the order they are written (numbers, not an enum: the statement below names them). Counts read
+ * from the database have every label value always present (a series that is 0 is still there). Alerts are never
+ * deleted, so their counts only grow: counters. */
+#define FM_ALERTS_RAISED 0
+#define FM_ALERTS_OPEN 1
+#define FM_ALERTS_RESOLVED 2
+#define FM_NODES 3
+#define FM_SUSPECTS 4
+#define FM_DIVERGED_GROUPS 5
+#define FM_VERDICTS 6
+#define FM_NODE_SCORE 7
+#define FM_NODE_STATE 8
+#define FM_NODE_INVOLVEMENTS 9
+#define FM_NODE_RUNS 10
+#define FM_N 11
 
 static const struct {
     const char *name, *type, *help;

@@ -100,8 +100,8 @@ static char *one_line(const char *s, size_t max)
     return o;
 }
 
-/* labels_of - every alert's Alertmanager labels (alertname, kind, severity, service, cluster), `user` when the
- * group's owner is attested (`owner`, or NULL), and the alert's own identifying ones, empty values left out, as a
+/* labels_of - every alert's Alertmanager labels (alertname, kind, severity, service, cluster), `user` (user_of:
+ * `owner`, or NULL), and the alert's own identifying ones, empty values left out, as a
  * new object. */
 static json_t *labels_of(const alert_spec *a, const char *owner)
 {
@@ -145,28 +145,38 @@ static json_t *annotations_of(const alert_spec *a)
     return o;
 }
 
-/* owner_of - the attested owner of twin group `group` into `out` ("" when none, or its owner was only reported:
- * a job's word is never a routing label). Returns 0, or -1 on a database error. */
-static int owner_of(const char *group, char *out, size_t cap, char *err, size_t ecap)
+/* The attested user of run r: what slurmstepd (or the admin) vouched for at registration, else what it attested for
+ * the run's job; never what the job reported. */
+#define RUN_ATTESTED_USER                                                                                              \
+    "coalesce(r.attested_user, (SELECT a.user_name FROM attestations a WHERE a.job_id = r.job_id "                     \
+    "ORDER BY a.attested_at, a.node LIMIT 1))"
+
+/* user_of - whose alert a group's alert is, as an attested identity, into `out`: the group's owner when the owner
+ * was attested or one of its runs was attested as the owner (a run attested after it registered counts as
+ * attested); else the one user its attested runs were attested as; else "" (none, or several): a job's word is
+ * never a routing label. Returns 0, or -1 on a database error. */
+static int user_of(const char *group, char *out, size_t cap, char *err, size_t ecap)
 {
     *out = 0;
     if (!group)
         return 0;
     const char *p[] = {group};
-    PGresult *r = sql_query("SELECT owner FROM twin_groups WHERE twin_group = $1 AND owner_attested", 1, p, err, ecap);
+    PGresult *r = sql_query("SELECT CASE WHEN g.owner_attested OR g.owner = ANY (u.users) THEN g.owner "
+                            "WHEN cardinality(u.users) = 1 THEN u.users[1] END FROM twin_groups g, LATERAL (SELECT "
+                            "coalesce(array_agg(DISTINCT x.u), '{}') AS users FROM (SELECT " RUN_ATTESTED_USER " AS u "
+                            "FROM runs r WHERE r.twin_group = g.twin_group) x WHERE x.u <> '') u WHERE g.twin_group = $1",
+                            1, p, err, ecap);
     if (!r)
         return -1;
-    if (PQntuples(r) == 1)
+    if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
         snprintf(out, cap, "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
     return 0;
 }
 
-/* The attested user of each run of a group: what slurmstepd (or the admin) vouched for at registration, else what
- * it attested for the run's job; never what the job reported. */
+/* The attested users of a group's runs (RUN_ATTESTED_USER). */
 #define GROUP_ATTESTED_USERS                                                                                           \
-    "SELECT DISTINCT u FROM (SELECT coalesce(r.attested_user, (SELECT a.user_name FROM attestations a "                \
-    "WHERE a.job_id = r.job_id ORDER BY a.attested_at, a.node LIMIT 1)) AS u FROM runs r WHERE r.twin_group = $1) x "  \
+    "SELECT DISTINCT u FROM (SELECT " RUN_ATTESTED_USER " AS u FROM runs r WHERE r.twin_group = $1) x "                \
     "WHERE u IS NOT NULL AND u <> '' ORDER BY u LIMIT " GROUP_MAX_RUNS_TEXT
 
 /* mail_of - the attested users of the alert's group (when it mails them) and the addresses its mail goes to
@@ -203,7 +213,7 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
 {
     char *users, *mail_to;
     char owner[USER_MAX + 1];
-    if (owner_of(a->group, owner, sizeof(owner), err, cap) < 0)
+    if (user_of(a->group, owner, sizeof(owner), err, cap) < 0)
         return -1;
     int naddrs = mail_of(a, &users, &mail_to, err, cap);
     if (naddrs < 0)

@@ -22,7 +22,7 @@ typedef struct alert_spec {
     const char *mail_to;           /* an address the site configured (mail_admin), or NULL */
     json_t *labels;                /* borrowed; identifying Alertmanager labels beside the ones every alert has
                                     * (alertname, kind, severity, service, cluster, lockstep_alert_id, and for a
-                                    * group's alert `group` and `user`: the group's owner when attested); empty
+                                    * group's alert `user`, its attested owner: alerts.c, user_of); empty
                                     * values are left out. May be NULL. */
     json_t *annotations;           /* borrowed; Alertmanager annotations (summary, description and dashboard,
                                     * each one line, are added) */
