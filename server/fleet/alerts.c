@@ -88,29 +88,33 @@ static char *pg_array(const char *const *v, int n)
     return o;
 }
 
-/* one_line - a copy of `s` (NULL: "") cut at `max` bytes, its line breaks and tabs made spaces (caller frees). */
+/* one_line - a copy of `s` (NULL: "") cut to fewer than `max` bytes (at a character's start, "..." added), its
+ * line breaks and tabs made spaces (caller frees). */
 static char *one_line(const char *s, size_t max)
 {
     char *o = xstrdup(s ? s : "");
-    if (strlen(o) > max)
-        strcpy(o + max - 4, "...");
+    if (strlen(o) >= max) {
+        size_t cut = max - 4;
+        while (cut > 0 && ((unsigned char)o[cut] & 0xC0) == 0x80) /* not inside a UTF-8 sequence */
+            cut--;
+        strcpy(o + cut, "...");
+    }
     for (char *c = o; *c; c++)
         if (*c == '\n' || *c == '\r' || *c == '\t')
             *c = ' ';
     return o;
 }
 
-/* labels_of - every alert's Alertmanager labels (alertname, kind, severity, service, cluster), `user` (user_of:
- * `owner`, or NULL), and the alert's own identifying ones, empty values left out, as a
- * new object. */
-static json_t *labels_of(const alert_spec *a, const char *owner)
+/* labels_of - every alert's Alertmanager labels (alertname, kind, severity, service, cluster), `user` (user_of; ""
+ * or NULL: none) and the alert's own identifying ones, empty values left out, as a new object. */
+static json_t *labels_of(const alert_spec *a, const char *user)
 {
     json_t *l = json_pack("{s:s, s:s, s:s, s:s}", "alertname", sink_alert_name(a->kind), "kind", a->kind, "severity",
                           a->severity, "service", "lockstep");
     if (g_srv.cfg.cluster[0])
         json_object_set_new(l, "cluster", json_string(g_srv.cfg.cluster));
-    if (owner && *owner)
-        json_object_set_new(l, "user", json_string(owner));
+    if (user && *user)
+        json_object_set_new(l, "user", json_string(user));
     const char *k;
     json_t *v;
     json_object_foreach(a->labels, k, v) if (json_is_string(v) && *json_string_value(v)) json_object_set(l, k, v);
@@ -212,15 +216,15 @@ static int mail_of(const alert_spec *a, char **users, char **to, char *err, size
 long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
 {
     char *users, *mail_to;
-    char owner[USER_MAX + 1];
-    if (user_of(a->group, owner, sizeof(owner), err, cap) < 0)
+    char user[USER_MAX + 1];
+    if (user_of(a->group, user, sizeof(user), err, cap) < 0)
         return -1;
     int naddrs = mail_of(a, &users, &mail_to, err, cap);
     if (naddrs < 0)
         return -1;
     char *details = a->details ? json_dumps(a->details, JSON_COMPACT) : NULL;
     char *blames = pg_array(a->blames, a->nblames);
-    json_t *lj = labels_of(a, owner), *aj = annotations_of(a);
+    json_t *lj = labels_of(a, user), *aj = annotations_of(a);
     char *labels = json_dumps(lj, JSON_COMPACT), *ann = json_dumps(aj, JSON_COMPACT);
     json_decref(lj);
     json_decref(aj);
