@@ -44,8 +44,8 @@ static const struct {
     [FM_DIVERGED_GROUPS] = {"lockstep_diverged_groups", "gauge",
                             "Twin groups whose first divergence the fleet classified, by classification (replay "
                             "groups and noise replicas left out)."},
-    [FM_VERDICTS] = {"lockstep_replay_verdicts", "gauge", "Replay experiments (lockstep narrow) that gave a verdict, by "
-                                                          "verdict."},
+    [FM_VERDICTS] = {"lockstep_replay_verdicts", "gauge",
+                     "Replay experiments (lockstep narrow) that gave a verdict, by verdict."},
     [FM_NODE_SCORE] = {"lockstep_node_score", "gauge",
                        "A node's suspect score: the probability that its divergence rate is above suspect_ratio x the "
                        "fleet baseline (0..1)."},
