@@ -4,6 +4,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,12 +149,22 @@ static int load_token(client_conf *c, const char *token_file)
     return 0;
 }
 
-/* load_default_token - the admin token from ~/.config/lockstep/admin-token, when that file exists. Returns 0, or
- * -1 after printing why it cannot be used. */
+/* load_default_token - the admin token from ~/.config/lockstep/admin-token, when that file exists in a directory
+ * of the caller's. A directory the caller cannot read or does not own is another user's, and its file is passed
+ * over without a word: HOME can name another user's home (a job submitted by one user that runs as another keeps
+ * the submitter's HOME), and a command that needs no admin token must not fail on it. In the caller's own
+ * directory the file must be the caller's and private. Returns 0, or -1 after printing why it cannot be used. */
 static int load_default_token(client_conf *c)
 {
-    char path[1100];
+    char path[1100], dir[1100];
+    struct stat st;
     if (config_path("admin-token", path, sizeof(path)) < 0)
+        return 0;
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    if (!slash || stat(dir, &st) < 0 || st.st_uid != geteuid() || access(path, F_OK) < 0)
         return 0;
     if (read_token_file(path, "the default", 1, 1, c->token, sizeof(c->token)) < 0 && errno != ENOENT)
         return -1;

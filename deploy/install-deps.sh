@@ -20,6 +20,7 @@ PKGS_SERVICES=(
   slurmctld slurmd slurm-client munge libslurm-dev openssl
   slurmdbd mariadb-server-core mariadb-client-core  # accounting in the local Slurm (deploy/slurm/up.sh -A): sacct
   libopenmpi-dev openmpi-bin
+  prometheus prometheus-alertmanager  # the boards' queries and the example route, run for real (test_observe)
 )
 
 # Web dashboard: Node/npm for its libraries and browser tests, Chromium to run them headless.

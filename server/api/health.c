@@ -1,4 +1,4 @@
-/* health.c - the service's own state: GET /api/v1/health (the database reachable?) and GET /metrics (Prometheus text, with the fleet's alert and suspect counts from the database). */
+/* health.c - the service's own state: GET /api/v1/health (the database reachable?) and GET /metrics (Prometheus text: the process's own series and the fleet's, server/api/fleet_metrics.h). */
 #include "server/api/health.h"
 
 #include <stdio.h>
@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "common/version.h"
+#include "server/api/fleet_metrics.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
@@ -52,61 +53,10 @@ static enum MHD_Result health(http_req *req, char **args)
     return http_reply_json(req, ok ? 200 : 503, o);
 }
 
-/* The fleet's state, read from the database at each scrape (so every lockstepd on one database reports the
- * same): one row per series, every label value always present (a series that is 0 is still there). Alerts are
- * never deleted, so their counts only grow: counters. */
-static const struct {
-    const char *name, *type, *help;
-} FLEET_METRICS[] = {
-    {"lockstepd_alerts_raised_total", "counter", "Alerts raised, by kind (divergence: a twin group's first divergence; "
-                                                 "suspect: a node turning suspect)."},
-    {"lockstepd_alerts_open", "gauge", "Alerts not yet resolved (acknowledged, repaired or superseded), by kind."},
-    {"lockstepd_alerts_resolved_total", "counter", "Alerts resolved, by reason."},
-    {"lockstepd_nodes", "gauge", "Nodes seen in manifests, by state."},
-    {"lockstepd_suspects", "gauge", "Hardware suspects now: nodes and GPUs in state suspect."},
-};
-
-#define FLEET_SQL                                                                                                          "SELECT 0, 'kind', k, (SELECT count(*) FROM alerts WHERE kind = k) FROM unnest('{divergence,suspect}'::text[]) k "     "UNION ALL SELECT 1, 'kind', k, (SELECT count(*) FROM alerts WHERE kind = k AND resolved_at IS NULL) "                "FROM unnest('{divergence,suspect}'::text[]) k "                                                                       "UNION ALL SELECT 2, 'reason', k, (SELECT count(*) FROM alerts WHERE resolved_reason = k) "                            "FROM unnest('{acknowledged,repaired,superseded}'::text[]) k "                                                         "UNION ALL SELECT 3, 'state', k, (SELECT count(*) FROM hw_nodes WHERE state = k) "                                     "FROM unnest('{ok,suspect,drained,repaired}'::text[]) k "                                                              "UNION ALL SELECT 4, 'kind', 'node', (SELECT count(*) FROM hw_nodes WHERE state = 'suspect') "                         "UNION ALL SELECT 4, 'kind', 'gpu', (SELECT count(*) FROM hw_gpus WHERE state = 'suspect') ORDER BY 1"
-
-/* fleet_text - the fleet series as Prometheus text (a new string), or a comment saying why they are missing. */
-static char *fleet_text(void)
-{
-    char err[256];
-    PGresult *r = db_exec("metrics_fleet", 0, NULL, err, sizeof(err));
-    if (!r) {
-        size_t n = strlen(err) + 100;
-        char *t = xmalloc(n);
-        snprintf(t, n, "# the fleet series are missing: the database did not answer (%s)\n", err);
-        for (char *c = t + 2; *c && c[1]; c++) /* one comment line */
-            if (*c == '\n' || *c == '\r')
-                *c = ' ';
-        return t;
-    }
-    size_t cap = 4096, len = 0;
-    char *t = xmalloc(cap);
-    t[0] = 0;
-    int last = -1;
-    for (int i = 0; i < PQntuples(r); i++) {
-        int m = atoi(PQgetvalue(r, i, 0));
-        if (m < 0 || m >= (int)(sizeof(FLEET_METRICS) / sizeof(FLEET_METRICS[0])))
-            continue;
-        if (len + 1024 > cap)
-            t = xrealloc(t, cap *= 2);
-        if (m != last)
-            len += (size_t)snprintf(t + len, cap - len, "# HELP %s %s\n# TYPE %s %s\n", FLEET_METRICS[m].name,
-                                    FLEET_METRICS[m].help, FLEET_METRICS[m].name, FLEET_METRICS[m].type);
-        last = m;
-        len += (size_t)snprintf(t + len, cap - len, "%s{%s=\"%s\"} %s\n", FLEET_METRICS[m].name, PQgetvalue(r, i, 1),
-                                PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
-    }
-    PQclear(r);
-    return t;
-}
-
 static enum MHD_Result metrics(http_req *req, char **args)
 {
     (void)args;
-    char *own = metrics_render(), *fleet = fleet_text();
+    char *own = metrics_render(), *fleet = fleet_metrics_text();
     size_t a = strlen(own), b = strlen(fleet);
     char *text = xrealloc(own, a + b + 1);
     memcpy(text + a, fleet, b + 1);
@@ -122,6 +72,6 @@ static const route ROUTES[] = {
 void api_health_register(void)
 {
     db_register("health", "SELECT 1");
-    db_register("metrics_fleet", FLEET_SQL);
+    fleet_metrics_register();
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

@@ -88,35 +88,99 @@ static char *pg_array(const char *const *v, int n)
     return o;
 }
 
-/* labels_of - every alert's Alertmanager labels (alertname, severity, service, cluster) and the alert's own
- * identifying ones, empty values left out, as a new object. */
-static json_t *labels_of(const alert_spec *a)
+/* one_line - a copy of `s` (NULL: "") cut to fewer than `max` bytes (at a character's start, "..." added), its
+ * line breaks and tabs made spaces (caller frees). */
+static char *one_line(const char *s, size_t max)
 {
-    json_t *l = json_pack("{s:s, s:s, s:s}", "alertname", sink_alert_name(a->kind), "severity", a->severity, "service",
-                          "lockstep");
+    char *o = xstrdup(s ? s : "");
+    if (strlen(o) >= max) {
+        size_t cut = max - 4;
+        while (cut > 0 && ((unsigned char)o[cut] & 0xC0) == 0x80) /* not inside a UTF-8 sequence */
+            cut--;
+        strcpy(o + cut, "...");
+    }
+    for (char *c = o; *c; c++)
+        if (*c == '\n' || *c == '\r' || *c == '\t')
+            *c = ' ';
+    return o;
+}
+
+/* labels_of - every alert's Alertmanager labels (alertname, kind, severity, service, cluster), `user` (user_of; ""
+ * or NULL: none) and the alert's own identifying ones, empty values left out, as a new object. */
+static json_t *labels_of(const alert_spec *a, const char *user)
+{
+    json_t *l = json_pack("{s:s, s:s, s:s, s:s}", "alertname", sink_alert_name(a->kind), "kind", a->kind, "severity",
+                          a->severity, "service", "lockstep");
     if (g_srv.cfg.cluster[0])
         json_object_set_new(l, "cluster", json_string(g_srv.cfg.cluster));
+    if (user && *user)
+        json_object_set_new(l, "user", json_string(user));
     const char *k;
     json_t *v;
     json_object_foreach(a->labels, k, v) if (json_is_string(v) && *json_string_value(v)) json_object_set(l, k, v);
     return l;
 }
 
-/* annotations_of - summary and description, then the alert's own annotations (empty strings left out). */
+#define ANNOTATION_MAX 1000 /* bytes of a one-line annotation */
+
+/* annotations_of - summary, description and the dashboard link, each one line, then the alert's own annotations
+ * (empty strings left out). */
 static json_t *annotations_of(const alert_spec *a)
 {
-    json_t *o = json_pack("{s:s, s:s}", "summary", a->summary, "description", a->body);
+    char *summary = one_line(a->summary, ANNOTATION_MAX), *description;
+    if (a->description)
+        description = one_line(a->description, ANNOTATION_MAX);
+    else {
+        size_t l = strcspn(a->body ? a->body : "", "\n");
+        description = xmalloc(l + 1);
+        snprintf(description, l + 1, "%s", a->body ? a->body : "");
+        char *d = one_line(description, ANNOTATION_MAX);
+        free(description);
+        description = d;
+    }
+    json_t *o = json_pack("{s:s, s:s}", "summary", summary, "description", description);
+    if (a->url && *a->url)
+        json_object_set_new(o, "dashboard", json_string(a->url));
+    free(summary);
+    free(description);
     const char *k;
     json_t *v;
     json_object_foreach(a->annotations, k, v) if (json_is_string(v) && *json_string_value(v)) json_object_set(o, k, v);
     return o;
 }
 
-/* The attested user of each run of a group: what slurmstepd (or the admin) vouched for at registration, else what
- * it attested for the run's job; never what the job reported. */
+/* The attested user of run r: what slurmstepd (or the admin) vouched for at registration, else what it attested for
+ * the run's job; never what the job reported. */
+#define RUN_ATTESTED_USER                                                                                              \
+    "coalesce(r.attested_user, (SELECT a.user_name FROM attestations a WHERE a.job_id = r.job_id "                     \
+    "ORDER BY a.attested_at, a.node LIMIT 1))"
+
+/* user_of - whose alert a group's alert is, as an attested identity, into `out`: the group's owner when the owner
+ * was attested or one of its runs was attested as the owner (a run attested after it registered counts as
+ * attested); else the one user its attested runs were attested as; else "" (none, or several): a job's word is
+ * never a routing label. Returns 0, or -1 on a database error. */
+static int user_of(const char *group, char *out, size_t cap, char *err, size_t ecap)
+{
+    *out = 0;
+    if (!group)
+        return 0;
+    const char *p[] = {group};
+    PGresult *r = sql_query("SELECT CASE WHEN g.owner_attested OR g.owner = ANY (u.users) THEN g.owner "
+                            "WHEN cardinality(u.users) = 1 THEN u.users[1] END FROM twin_groups g, LATERAL (SELECT "
+                            "coalesce(array_agg(DISTINCT x.u), '{}') AS users FROM (SELECT " RUN_ATTESTED_USER " AS u "
+                            "FROM runs r WHERE r.twin_group = g.twin_group) x WHERE x.u <> '') u WHERE g.twin_group = $1",
+                            1, p, err, ecap);
+    if (!r)
+        return -1;
+    if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
+        snprintf(out, cap, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return 0;
+}
+
+/* The attested users of a group's runs (RUN_ATTESTED_USER). */
 #define GROUP_ATTESTED_USERS                                                                                           \
-    "SELECT DISTINCT u FROM (SELECT coalesce(r.attested_user, (SELECT a.user_name FROM attestations a "                \
-    "WHERE a.job_id = r.job_id ORDER BY a.attested_at, a.node LIMIT 1)) AS u FROM runs r WHERE r.twin_group = $1) x "  \
+    "SELECT DISTINCT u FROM (SELECT " RUN_ATTESTED_USER " AS u FROM runs r WHERE r.twin_group = $1) x "                \
     "WHERE u IS NOT NULL AND u <> '' ORDER BY u LIMIT " GROUP_MAX_RUNS_TEXT
 
 /* mail_of - the attested users of the alert's group (when it mails them) and the addresses its mail goes to
@@ -152,12 +216,15 @@ static int mail_of(const alert_spec *a, char **users, char **to, char *err, size
 long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
 {
     char *users, *mail_to;
+    char user[USER_MAX + 1];
+    if (user_of(a->group, user, sizeof(user), err, cap) < 0)
+        return -1;
     int naddrs = mail_of(a, &users, &mail_to, err, cap);
     if (naddrs < 0)
         return -1;
     char *details = a->details ? json_dumps(a->details, JSON_COMPACT) : NULL;
     char *blames = pg_array(a->blames, a->nblames);
-    json_t *lj = labels_of(a), *aj = annotations_of(a);
+    json_t *lj = labels_of(a, user), *aj = annotations_of(a);
     char *labels = json_dumps(lj, JSON_COMPACT), *ann = json_dumps(aj, JSON_COMPACT);
     json_decref(lj);
     json_decref(aj);

@@ -13,19 +13,28 @@ typedef struct alert_spec {
     const char *node;              /* or NULL */
     const char *severity;          /* warning | critical */
     const char *summary;           /* one line */
+    const char *description;       /* what happened and what follows, in a line or two (Alertmanager's
+                                    * `description`); NULL: the body's first line */
     const char *body;              /* the full text */
     const char *url;               /* dashboard deep link */
     json_t *details;               /* borrowed; may be NULL */
     int mail_users;                /* 1: mail the attested users of `group`'s runs (server/fleet/mailmap.h) */
     const char *mail_to;           /* an address the site configured (mail_admin), or NULL */
     json_t *labels;                /* borrowed; identifying Alertmanager labels beside the ones every alert has
-                                    * (alertname, severity, service, cluster, lockstep_alert_id); empty values
-                                    * are left out. May be NULL. */
-    json_t *annotations;           /* borrowed; Alertmanager annotations (summary and description are added) */
+                                    * (alertname, kind, severity, service, cluster, lockstep_alert_id, and for a
+                                    * group's alert `user`, its attested owner: alerts.c, user_of); empty
+                                    * values are left out. May be NULL. */
+    json_t *annotations;           /* borrowed; Alertmanager annotations (summary, description and dashboard,
+                                    * each one line, are added) */
     const char *const *blames;     /* nodes the alert blames: repairing one resolves it */
     int nblames;
     const char *facts;             /* what the alert reports, as a comparable string (or NULL) */
 } alert_spec;
+
+/* The kinds of alert, as a PostgreSQL text[] literal: what /metrics counts by kind (server/api/health.c). */
+#define ALERT_KINDS_SQL "'{divergence,suspect,verdict}'"
+/* How an alert ends (alerts.resolved_reason), likewise. */
+#define ALERT_RESOLVED_REASONS_SQL "'{acknowledged,repaired,superseded,set-aside}'"
 
 /* alert_enqueue - insert the alert and one pending delivery per configured
  * sink, on this thread's connection, inside the caller's open transaction

@@ -230,8 +230,17 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
     snprintf(step_s, sizeof(step_s), "%lld", (long long)step);
     snprintf(rank_s, sizeof(rank_s), "%d", rank);
     snprintf(record, sizeof(record), "%s (occurrence %lld, seq %lld, %s)", name, (long long)occ, (long long)seq, kind);
-    json_t *labels = json_pack("{s:s, s:s, s:s, s:s}", "twin_group", g->name, "node", nodes, "gpu_uuid", gpus,
-                               "job_id", jobs);
+    json_t *labels = json_pack("{s:s, s:s, s:s, s:s}", "group", g->name, "node", nodes, "gpu", gpus, "job_id", jobs);
+    /* Alertmanager's description, in a line: why, whose fault, where. */
+    char description[3072], why_s[1024], reason_s[1024];
+    snprintf(why_s, sizeof(why_s), "%s", vd->cause_why);
+    snprintf(reason_s, sizeof(reason_s), "%s", v->reason);
+    for (char *t = why_s; t; t = t == why_s ? reason_s : NULL) /* the sentences' own full stops: one is enough */
+        for (size_t l = strlen(t); l && (t[l - 1] == '.' || t[l - 1] == ' ' || t[l - 1] == '\n'); l--)
+            t[l - 1] = 0;
+    snprintf(description, sizeof(description), "%s: %s. Classified as %s: %s.%s%s%s%s%s", cause, why_s, v->cls,
+             reason_s, *nodes ? " Diverged on " : "", nodes, *nodes ? " (job " : "", *nodes ? jobs : "",
+             *nodes ? ")." : "");
     /* Annotations (empty ones are left out): where (first step, rank, record, call site), how (the cause, in a
      * word and in sentences), the group's status, and the fleet's classification. */
     json_t *ann = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "first_step", step_s, "rank", rank_s,
@@ -242,6 +251,7 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
                     .group = g->name,
                     .severity = "warning",
                     .summary = summary,
+                    .description = description,
                     .body = body,
                     .url = url,
                     .details = details,

@@ -20,6 +20,7 @@
 #include "server/fleet/rescore.h"
 #include "server/store/db.h"
 #include "server/store/frames.h"
+#include "server/store/group_rule.h"
 #include "server/store/sql.h"
 
 #define MAX_ORIGIN 16
@@ -552,7 +553,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
      * its own (the experiment's follow-up alert speaks for it). */
     narrow_verdict nv;
     char why[1400] = "", evidence_narrow[32] = ""; /* the weights' reason, and the narrow whose verdict set them */
-    int replays = narrow_of_group(group, &nv, err, sizeof(err));
+    int replays = narrow_of_group(group, &nv, err, sizeof(err)), noise = group_kind_of(group) == GROUP_NOISE;
     if (replays < 0)
         goto out_rollback;
     if (replays) {
@@ -569,6 +570,14 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         ndivs = 0;
         snprintf(step, sizeof(step), "%lld", (long long)nv.step);
         origin_name = NULL;
+    } else if (ndivs && noise) {
+        /* Runs declared nondeterministic differ by design: their divergence says nothing of their hardware. */
+        v.cls = "software";
+        v.code = "nondeterministic";
+        snprintf(v.reason, sizeof(v.reason),
+                 "its runs are declared nondeterministic (noise replicas, %s: lockstep twin --noise), so their "
+                 "differences are expected and no evidence",
+                 group);
     } else if (ndivs) {
         /* Hardware evidence goes to the origin ranks only: the ranks where the change began, not those
          * that received it through a collective. */
@@ -597,6 +606,8 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
     } else {
         snprintf(v.reason, sizeof(v.reason), "the %d runs matched on every step they share", g->nruns);
     }
+    if (noise)
+        exposed = 0; /* noise replicas tell nothing of their hardware, whether they matched or not */
     if (!*evidence_narrow)
         snprintf(why, sizeof(why), "%s", v.reason);
     if (write_exposures(g, &v, why, origin, norigin, exposed, step, err, sizeof(err)) < 0)
@@ -625,8 +636,9 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
                12, pe, err, sizeof(err)) < 0)
         goto out_rollback;
     /* The alert: raised for a diverged group; for an incomplete one with a first difference, only to correct
-     * an alert raised before (divergence_alert.h). A replay group raises none: its narrow's follow-up speaks. */
-    if (!replays && (ndivs || json_is_object(vd.first)) && divergence_alert_enqueue(g, &vd, &v, err, sizeof(err)) < 0)
+     * an alert raised before (divergence_alert.h). A replay group raises none: its narrow's follow-up speaks; nor
+     * does a group of noise replicas, which diverge by design. */
+    if (!replays && !noise && (ndivs || json_is_object(vd.first)) && divergence_alert_enqueue(g, &vd, &v, err, sizeof(err)) < 0)
         goto out_rollback;
     if (sql_commit(err, sizeof(err)) < 0)
         goto out_fail;

@@ -100,8 +100,10 @@ int verdict_alert_enqueue(json_t *doc, char *err, size_t cap)
     char narrow_s[32], step_s[32], facts[800];
     snprintf(narrow_s, sizeof(narrow_s), "%lld", id);
     snprintf(step_s, sizeof(step_s), "%lld", (long long)json_integer_value(json_object_get(fd, "step")));
-    json_t *labels =
-        json_pack("{s:s, s:s, s:s}", "twin_group", group, "node", node ? node : "", "gpu_uuid", gpu ? gpu : "");
+    json_t *labels = json_pack("{s:s, s:s, s:s}", "group", group, "node", node ? node : "", "gpu", gpu ? gpu : "");
+    char description[1600];
+    snprintf(description, sizeof(description), "Replayed as narrow %lld (%s): %s%s%s%s%s: %s.", id, ngroup, verdict,
+             node ? " on node " : "", node ? node : "", gpu ? " GPU " : "", gpu ? gpu : "", jstr(doc, "reason", ""));
     json_t *ann = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "verdict", verdict, "reason", jstr(doc, "reason", ""),
                             "narrow", narrow_s, "narrow_group", ngroup, "first_step", step_s, "classification", cls);
     /* A persistent-hardware verdict blames its node: a repair of the node resolves the alert. */
@@ -115,6 +117,7 @@ int verdict_alert_enqueue(json_t *doc, char *err, size_t cap)
                     .node = node,
                     .severity = !strcmp(verdict, "persistent-hardware") ? "critical" : "warning",
                     .summary = summary,
+                    .description = description,
                     .body = body,
                     .url = url,
                     .details = details,

@@ -185,6 +185,29 @@ int group_reserved(const char *name)
     return d < end && (size_t)(d - name) > sl && !strncmp(d - sl, suffix, sl);
 }
 
+/* ends_with - 1 when `s` is longer than `suffix` and ends with it. */
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t l = strlen(s), sl = strlen(suffix);
+    return l > sl && !strcmp(s + l - sl, suffix);
+}
+
+group_kind group_kind_of(const char *key)
+{
+    if (group_reserved(key))
+        return GROUP_REPLAY;
+    if (ends_with(key, ".noise") && key[strlen(key) - 7] != '/')
+        return GROUP_NOISE;
+    if (ends_with(key, ".change") && key[strlen(key) - 8] != '/')
+        return GROUP_EXPERIMENT;
+    return GROUP_TWINS;
+}
+
+const char *group_kind_name(group_kind k)
+{
+    return k == GROUP_REPLAY ? "replay" : k == GROUP_NOISE ? "noise" : k == GROUP_EXPERIMENT ? "experiment" : "twins";
+}
+
 int group_may_replay(const replay_source *src, int n, int owner_attested, const run_claim *who, char *why, size_t cap)
 {
     if (who->admin)

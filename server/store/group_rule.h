@@ -92,6 +92,22 @@ void group_plan_make(const char *typed, const run_claim *who, const group_row *r
  * narrow's replay group (NAME.narrow-N, N digits: server/fleet/narrow.c); else 0. */
 int group_reserved(const char *name);
 
+/* What a group is for, by its key: the names `lockstep twin` and `lockstep narrow` give declare it.
+ *   GROUP_TWINS       twins that must match (an incident when they do not): every other name;
+ *   GROUP_REPLAY      a narrow's replay group, NAME.narrow-N (group_reserved): its outcome is the narrow's verdict;
+ *   GROUP_NOISE       NAME.noise, the noise replicas of `lockstep twin --noise` (docs/compare.md): runs declared
+ *                     nondeterministic, whose differences are expected, so they are no evidence and raise no
+ *                     divergence alert (docs/suspects.md);
+ *   GROUP_EXPERIMENT  NAME.change, the changed runs of `lockstep twin --change`: twins among themselves.
+ * A key OWNER/NAME is judged by its NAME's end the same way. Table-tested in tests/unit/test_groups.c. */
+typedef enum group_kind { GROUP_TWINS, GROUP_REPLAY, GROUP_NOISE, GROUP_EXPERIMENT } group_kind;
+
+/* group_kind_of - the kind of the group whose key (or name) is `key`. */
+group_kind group_kind_of(const char *key);
+
+/* group_kind_name - "twins", "replay", "noise" or "experiment" (a static string). */
+const char *group_kind_name(group_kind k);
+
 /* One run a narrow replays, as the replay rule sees it. */
 typedef struct replay_source {
     const char *attested_user; /* NULL when not attested */

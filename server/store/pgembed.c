@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,7 +173,7 @@ static int postmaster_alive(const pg_embed *pe)
     long pid = postmaster_pid(pe);
     if (pid <= 0 || (kill((pid_t)pid, 0) < 0 && errno == ESRCH) || zombie(pid))
         return 0;
-    char real[1200];
+    char real[PATH_MAX];
     return !realpath(pe->data_dir, real) || works_in(pid, real) != 0;
 }
 
@@ -180,7 +181,7 @@ static int postmaster_alive(const pg_embed *pe)
  * its way out): PostgreSQL must not start over it. 0 when /proc cannot tell. */
 static int cluster_busy(const pg_embed *pe)
 {
-    char real[1200];
+    char real[PATH_MAX];
     DIR *d = realpath(pe->data_dir, real) ? opendir("/proc") : NULL;
     if (!d)
         return 0;
@@ -242,7 +243,7 @@ static int start_cluster(const pg_embed *pe, int timeout_s)
  * directory above `dir`, which PostgreSQL needs to reach its data. */
 static int unreachable_parent(const char *dir, uid_t uid, gid_t gid)
 {
-    char path[1100];
+    char path[PATH_MAX];
     if (!realpath(dir, path))
         return 0;
     for (char *slash = strrchr(path, '/'); slash && slash != path; slash = strrchr(path, '/')) {

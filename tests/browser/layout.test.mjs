@@ -149,6 +149,9 @@ test('switching the scheme while a page is open redraws it, canvas and charts in
   t.after(() => b.close());
   const { page } = b;
   await visit(page, '/twins/pair-diverged');
+  // the page's chart and match map exist (drawn() alone is satisfied by a page that has no chart yet)
+  await page.waitForFunction(() => document.querySelector('.chart')?.__plot && document.querySelector('canvas.matchmap'),
+    null, { timeout: 10000 });
   await drawn(page);
   const look = () => page.evaluate(() => {
     const px = document.querySelector('canvas.matchmap').getContext('2d').getImageData(1, 1, 1, 1).data;

@@ -190,6 +190,13 @@ t_admin_token_file() { # the admin token from a private file: ~/.config/lockstep
   [ "$(LOCKSTEP_ADMIN_TOKEN_FILE=$tmp/admin "$ls" token 777)" = "$want" ] || return 1
   exits 2 "$ls" token 777 --token-file "$tmp/no-such-file" && grep -q 'cannot read the admin token file' "$tmp/err" ||
     return 1
+  # a HOME of another user's (a job submitted by one user, run as another, keeps the submitter's HOME): its token
+  # file is not this user's default, and a command that needs no admin token works
+  local o=$tmp/otherhome
+  mkdir -p "$o/.config/lockstep" && cp "$tmp/admin" "$o/.config/lockstep/admin-token" &&
+    chmod 600 "$o/.config/lockstep/admin-token" && chown -R nobody "$o" || return 1
+  HOME=$o "$ls" runs >/dev/null || return 1
+  HOME=$o exits 4 "$ls" token 777 || return 1 # (no admin token: lockstepd refuses)
   # the variable still works (older scripts)
   [ "$(LOCKSTEP_ADMIN_TOKEN=$(cat "$tmp/admin") "$ls" token 777)" = "$want" ]
 }

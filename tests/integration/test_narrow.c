@@ -277,6 +277,32 @@ static int history_has(const char *node, const char *kind, const char *needle)
     return found;
 }
 
+/* assert_alert_metrics_match - /metrics counts the alerts GET /api/v1/alerts lists, for every kind: raised (every
+ * state) and open; `verdicts` is how many verdict alerts there must be at least. */
+static void assert_alert_metrics_match(int verdicts)
+{
+    static const char *const kinds[] = {"divergence", "suspect", "verdict"};
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        char path[200], sample[200];
+        snprintf(path, sizeof(path), "/api/v1/alerts?limit=1&kind=%s", kinds[k]);
+        json_t *all = call("GET", path, NULL, NULL, 200);
+        snprintf(path, sizeof(path), "/api/v1/alerts?limit=1&kind=%s&state=open", kinds[k]);
+        json_t *open = call("GET", path, NULL, NULL, 200);
+        long long raised = json_integer_value(json_object_get(all, "total"));
+        long long now_open = json_integer_value(json_object_get(open, "total"));
+        snprintf(sample, sizeof(sample), "lockstepd_alerts_raised_total{kind=\"%s\"}", kinds[k]);
+        if (it_metric(&srv, sample, NULL) != (double)raised)
+            fail_msg("%s is %g, the API lists %lld", sample, it_metric(&srv, sample, NULL), raised);
+        snprintf(sample, sizeof(sample), "lockstepd_alerts_open{kind=\"%s\"}", kinds[k]);
+        if (it_metric(&srv, sample, NULL) != (double)now_open)
+            fail_msg("%s is %g, the API has %lld open", sample, it_metric(&srv, sample, NULL), now_open);
+        if (!strcmp(kinds[k], "verdict"))
+            assert_true(raised >= verdicts);
+        json_decref(all);
+        json_decref(open);
+    }
+}
+
 static void test_persistent(void **state)
 {
     (void)state;
@@ -375,8 +401,16 @@ static void test_persistent(void **state)
                            p) if (!strcmp(str(p, "group"), "np-persist") && !strcmp(str(p, "kind"), "verdict"))
         {
             verdict_id = (long long)json_integer_value(json_object_get(p, "id"));
-            assert_string_equal(str(json_object_get(p, "labels"), "alertname"), "LockstepReplayVerdict");
-            assert_string_equal(str(json_object_get(p, "labels"), "node"), "n3");
+            json_t *l = json_object_get(p, "labels");
+            assert_string_equal(str(l, "alertname"), "LockstepReplayVerdict");
+            assert_string_equal(str(l, "node"), "n3");
+            assert_string_equal(str(l, "gpu"), "GPU-n3-0");
+            assert_string_equal(str(l, "group"), "np-persist");
+            assert_string_equal(str(l, "kind"), "verdict");
+            assert_string_equal(str(l, "severity"), "critical");
+            assert_string_equal(str(l, "user"), "alice"); /* as slurmstepd attested the group's runs */
+            assert_null(strchr(str(json_object_get(p, "annotations"), "description"), '\n'));
+            assert_non_null(strstr(str(json_object_get(p, "annotations"), "dashboard"), "/#/twins/np-persist"));
             assert_string_equal(str(json_object_get(p, "annotations"), "verdict"), "persistent-hardware");
             assert_string_equal(str(p, "state"), "open");
         }
@@ -389,6 +423,11 @@ static void test_persistent(void **state)
             usleep(50000);
     }
     assert_true(superseded);
+    /* the replay group raised no divergence alert of its own (its verdict speaks); /metrics counts as the API */
+    json_t *al = call("GET", "/api/v1/alerts?limit=1000", NULL, NULL, 200);
+    json_array_foreach(json_object_get(al, "items"), i, p) assert_string_not_equal(str(p, "group"), "np-persist.narrow-1");
+    json_decref(al);
+    assert_alert_metrics_match(1);
     assert_true(history_has("n3", "verdict", "persistent-hardware"));
     /* n3: the group's strong evidence and the two replays that reproduced it there */
     int ok = 0;

@@ -1,4 +1,4 @@
-/* test_ops.c - lockstepd integration: TLS, retention by partition, SIGHUP log reopening, metrics (and the Grafana dashboard that charts them) and run filters. */
+/* test_ops.c - lockstepd integration: TLS, retention by partition, SIGHUP log reopening, metrics and run filters (the Grafana boards: test_observe.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -255,60 +255,6 @@ static void test_sighup_and_metrics(void **state)
     h_srv_cleanup(&s);
 }
 
-/* grafana_check - run tests/integration/grafana_check.py on `dashboard` and the /metrics text in `metrics`;
- * its exit status. */
-static int grafana_check(const char *dashboard, const char *metrics)
-{
-    const char *src = getenv("LOCKSTEP_SRC");
-    char cmd[1200];
-    snprintf(cmd, sizeof(cmd), "python3 %s/tests/integration/grafana_check.py %s %s", src ? src : ".", dashboard, metrics);
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-/* The Grafana dashboard in deploy/grafana/ queries only what lockstepd's /metrics has: after a batch, every
- * metric and every exact label value of its queries is there (and the checker does fail on one that is not). */
-static void test_grafana_dashboard(void **state)
-{
-    (void)state;
-    const char *args[] = {"--db", pg.conninfo, NULL};
-    h_srv s;
-    assert_int_equal(h_srv_start(&s, args), 0);
-    char run[40];
-    uint64_t seq = 0;
-    assert_int_equal(it_register(&s, "701", NULL, 2, 0, NULL, run), 0);
-    assert_int_equal(it_post_steps(&s, run, 1, 0, 0, 4, 5, -1, -1, -1, -1, &seq, NULL), 200);
-    char url[200], *m = NULL, path[200], bad[200], dash[600];
-    snprintf(url, sizeof(url), "%s/metrics", s.base);
-    assert_int_equal(h_http("GET", url, NULL, NULL, 0, NULL, &m), 200);
-    snprintf(path, sizeof(path), "%s/metrics.txt", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(m, f);
-    fclose(f);
-    free(m);
-    const char *src = getenv("LOCKSTEP_SRC");
-    snprintf(dash, sizeof(dash), "%s/deploy/grafana/lockstep.json", src ? src : ".");
-    assert_int_equal(grafana_check(dash, path), 0);
-    /* a metric lockstepd does not have, and a label value it never uses: both refused */
-    static const char *const wrong[] = {
-        "rate(lockstepd_records_lost_total[5m])",
-        "rate(lockstepd_batches_total{result=\\\"lost\\\"}[5m])",
-    };
-    for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
-        snprintf(bad, sizeof(bad), "%s/bad-%zu.json", dir, i);
-        char cmd[1500];
-        snprintf(cmd, sizeof(cmd),
-                 "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d[\"panels\"][1][\"targets\"][0][\"expr\"]=sys.argv[2]; "
-                 "json.dump(d, open(sys.argv[3], \"w\"))' %s \"%s\" %s",
-                 dash, wrong[i], bad);
-        assert_int_equal(system(cmd), 0);
-        assert_int_equal(grafana_check(bad, path), 1);
-    }
-    assert_int_equal(h_srv_kill(&s, SIGTERM), 0);
-    h_srv_cleanup(&s);
-}
-
 static void test_config_file(void **state)
 {
     (void)state;
@@ -424,7 +370,6 @@ int main(void)
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_retention_then_twin),
         cmocka_unit_test(test_sighup_and_metrics),
-        cmocka_unit_test(test_grafana_dashboard),
         cmocka_unit_test(test_config_file),
         cmocka_unit_test(test_sigterm_finishes_inflight),
     };

@@ -477,11 +477,12 @@ static void test_receiver_down_then_up(void **state)
 
     /* Alertmanager: the alert, then the same alert again every alert_resend_s (1 s here) while it is open */
     assert_true(hook_count("/am/api/v2/alerts", "a-down", NULL) >= 1);
-    am_seen am = am_alerts("twin_group", "a-down");
+    am_seen am = am_alerts("group", "a-down");
     assert_non_null(am.first);
     assert_string_equal(str(json_object_get(am.first, "labels"), "alertname"), "LockstepTwinDivergence");
     assert_string_equal(str(am.first, "generatorURL"), "https://lockstep.example/#/twins/a-down");
-    assert_non_null(strstr(str(json_object_get(am.first, "annotations"), "description"), "record loss"));
+    assert_non_null(strstr(str(json_object_get(am.first, "annotations"), "summary"), "(rank 0, loss)"));
+    assert_non_null(strstr(str(json_object_get(am.first, "annotations"), "description"), "Classified as "));
     assert_int_equal(strlen(str(am.first, "startsAt")), 24);
     assert_int_equal(am.resolved, 0);
     am_seen_free(&am);
@@ -508,7 +509,7 @@ static void test_one_alert_then_superseded(void **state)
     long long first = json_integer_value(json_object_get(a, "id"));
     json_t *labels = json_object_get(a, "labels");
     assert_string_equal(str(labels, "node"), "b1,b3"); /* a pair: either run may be the odd one */
-    assert_string_equal(str(labels, "twin_group"), "b-once");
+    assert_string_equal(str(labels, "group"), "b-once");
     json_decref(a);
     json_t *all, *last;
     assert_int_equal(alerts_of("b-once", NULL, &all, &last), 1);
@@ -589,21 +590,26 @@ static void test_alertmanager_protocol(void **state)
     assert_int_equal(am.changed, 0); /* every post: the same labels, annotations and startsAt */
     json_t *l = json_object_get(am.first, "labels"), *an = json_object_get(am.first, "annotations");
     assert_string_equal(str(l, "alertname"), "LockstepTwinDivergence");
-    assert_string_equal(str(l, "twin_group"), "am-life");
+    assert_string_equal(str(l, "kind"), "divergence");
+    assert_string_equal(str(l, "group"), "am-life");
+    assert_string_equal(str(l, "user"), "alice"); /* the owner, as slurmstepd attested the group's runs */
     assert_string_equal(str(l, "node"), "c1,c3");
-    assert_string_equal(str(l, "gpu_uuid"), "GPU-c1-0,GPU-c3-0");
+    assert_string_equal(str(l, "gpu"), "GPU-c1-0,GPU-c3-0");
     assert_string_equal(str(l, "job_id"), jobs);
     assert_string_equal(str(l, "severity"), "warning");
     assert_string_equal(str(l, "cluster"), "testcluster");
     assert_string_equal(str(l, "service"), "lockstep");
     assert_string_equal(str(l, "lockstep_alert_id"), ids);
-    assert_int_equal(json_object_size(l), 9);
+    assert_int_equal(json_object_size(l), 11);
     char want_summary[200];
     snprintf(want_summary, sizeof(want_summary), "twin group am-life diverged at step 3 (rank 0, loss): %s",
              str(an, "cause"));
     assert_string_equal(str(an, "summary"), want_summary);
-    assert_non_null(strstr(str(an, "description"), "record loss"));
-    assert_non_null(strstr(str(an, "description"), "Group status: diverged"));
+    /* what Alertmanager's default templates show: a one-line description (why, whose fault, where) and the link */
+    assert_null(strchr(str(an, "description"), '\n'));
+    assert_non_null(strstr(str(an, "description"), "Classified as hardware"));
+    assert_non_null(strstr(str(an, "description"), "Diverged on c1,c3"));
+    assert_string_equal(str(an, "dashboard"), "https://lockstep.example/#/twins/am-life");
     assert_string_equal(str(an, "first_step"), "3");
     assert_string_equal(str(an, "rank"), "0");
     assert_string_equal(str(an, "record"), "loss (occurrence 0, seq 12, mismatch)");
@@ -1006,6 +1012,40 @@ static void test_three_runs_minority(void **state)
     json_decref(l);
 }
 
+/* Noise replicas (`lockstep twin --noise` names them NAME.noise) are declared nondeterministic: their divergence is
+ * expected, so it classifies as software, raises no alert and is no evidence (before: an alert for each new odd run,
+ * and weak or strong evidence against the nodes that ran them). */
+static void test_noise_replicas_raise_nothing(void **state)
+{
+    (void)state;
+    const char *na[] = {"z1", "z2"}, *nb[] = {"z3", "z4"}, *nc[] = {"z5", "z6"};
+    run_rec("exp.noise", 2, na, -1, 2, NULL);
+    run_rec("exp.noise", 2, nb, 0, 2, NULL);
+    run_rec("exp.noise", 2, nc, -1, 2, NULL);
+    const char *code = NULL;
+    json_t *t = NULL;
+    for (int i = 0; i < 200; i++) {
+        json_decref(t);
+        t = get("/api/v1/twins/exp.noise");
+        code = str(json_object_get(t, "classification"), "code");
+        if (code && !strcmp(code, "nondeterministic"))
+            break;
+        usleep(50000);
+    }
+    assert_string_equal(str(t, "status"), "diverged");
+    assert_string_equal(code, "nondeterministic");
+    assert_string_equal(str(json_object_get(t, "classification"), "class"), "software");
+    json_decref(t);
+    usleep(500000); /* a few more sweeps: still nothing */
+    json_t *all, *first;
+    assert_int_equal(alerts_of("exp.noise", NULL, &all, &first), 0);
+    json_decref(all);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(history_count(nb[k], "involvement", NULL, NULL), 0);
+        assert_true(node_runs(nb[k]) <= 0); /* no exposure either: noise tells nothing of its hardware */
+    }
+}
+
 static void test_pair_then_third_run(void **state)
 {
     (void)state;
@@ -1291,14 +1331,17 @@ static void test_mail_to_mapped_attested_users(void **state)
     /* reported as an outside address, attested as bob: bob@mail_domain only */
     run_users("mail-a", na, 1, "mallory@evil.example", "bob");
     run_users("mail-a", nb, 0, "mallory@evil.example", "bob");
-    json_decref(wait_alert("mail-a", NULL, mail_delivered));
+    json_t *a = wait_alert("mail-a", NULL, mail_delivered);
+    assert_string_equal(str(json_object_get(a, "labels"), "user"), "bob"); /* the routing label: attested too */
+    json_decref(a);
     mail_to_of("mail-a", to, sizeof(to));
     assert_string_equal(to, "bob@example.org");
     /* reported, never attested: nobody is mailed (no mail delivery at all) */
     run_users("mail-b", na, 1, "carol", NULL);
     run_users("mail-b", nb, 0, "carol", NULL);
-    json_t *a = wait_alert("mail-b", NULL, webhook_delivered);
+    a = wait_alert("mail-b", NULL, webhook_delivered);
     assert_false(has_mail_delivery(a));
+    assert_null(json_object_get(json_object_get(a, "labels"), "user")); /* "carol" was only reported */
     json_decref(a);
     mail_to_of("mail-b", to, sizeof(to));
     assert_string_equal(to, "");
@@ -1613,6 +1656,7 @@ int main(void)
         cmocka_unit_test(test_fleet_pairs_name_n3),
         cmocka_unit_test(test_software_same_hardware),  cmocka_unit_test(test_software_manifest),
         cmocka_unit_test(test_software_inputs_matched), cmocka_unit_test(test_three_runs_minority),
+        cmocka_unit_test(test_noise_replicas_raise_nothing),
         cmocka_unit_test(test_pair_then_third_run),     cmocka_unit_test(test_spread_is_software),
         cmocka_unit_test(test_admin_actions_and_ack),   cmocka_unit_test(test_undeliverable_gives_up),
         cmocka_unit_test(test_origin_rank_only),        cmocka_unit_test(test_every_rank_blames_no_node),

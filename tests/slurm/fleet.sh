@@ -229,7 +229,7 @@ for line in open(log):
             c["/slack"] += 1
     else:
         for a in b:
-            if a["labels"].get("twin_group") == group and (ts(a["endsAt"]) <= r["at"]) == resolved:
+            if a["labels"].get("group") == group and (ts(a["endsAt"]) <= r["at"]) == resolved:
                 am.add(a["labels"]["lockstep_alert_id"] + a["endsAt"] * resolved)
 c["/api/v2/alerts"] = len(am)
 print(" ".join("%s=%d" % kv for kv in sorted(c.items()) if kv[1]))
@@ -258,13 +258,16 @@ for line in open(sys.argv[1]):
         continue
     for a in json.loads(r["body"]):
         l = a["labels"]
-        if l.get("twin_group") == "pair-0":
-            want = {"alertname": "LockstepTwinDivergence", "twin_group": "pair-0", "node": "n3,n4", "job_id": sys.argv[2],
-                    "severity": "warning", "cluster": "fleet-test", "service": "lockstep"}
+        if l.get("group") == "pair-0":
+            # user: the group's owner as slurmstepd attested it (the jobs run as root here)
+            want = {"alertname": "LockstepTwinDivergence", "kind": "divergence", "group": "pair-0", "node": "n3,n4",
+                    "job_id": sys.argv[2], "user": "root", "severity": "warning", "cluster": "fleet-test",
+                    "service": "lockstep"}
             assert {k: l.get(k) for k in want} == want, l
             an = a["annotations"]
             assert an["classification"] == "hardware" and an["first_step"] == "2" and "verdict" not in an, an
             assert an["cause"] == "origin" and an["cause_detail"] and an["status"] == "diverged", an
+            assert an["dashboard"] == "http://dashboard.test:8080/#/twins/pair-0" and "\n" not in an["description"], an
             site = json.loads(sys.argv[3])  # GET /twins/pair-0's first divergence's call site
             assert an.get("site") == (site or {}).get("text"), (an, site)
             sys.exit(0)

@@ -343,7 +343,7 @@ PROG
   [ "$(get "/runs/$id" | json "d['argv'][1:3]")" = "['\$(touch $h/owned1)', '; touch $h/owned2 #']" ] || return 1
   [ "$(get "/runs/$(get /twins/path | json "d['runs'][0]['run_id']")/checkpoints" | json "len(d['items'])")" = 0 ] ||
     return 1
-  grep -q 'bad checkpoint path' "$h"/*.out || return 1
+  grep -q 'bad checkpoint path' "$h"/*.out || { tail -n 5 "$h"/*.out >>"$tmp/err"; return 1; }
   [ "$(field path "[p['why'].count('(the whole run: no checkpoint with a path declared') for p in d['placements']]")" = \
     "[1, 1, 1, 1]" ] || return 1
   # the verdicts, from replays that ran the program with their run's very words, as its owner (slurmstepd's word)

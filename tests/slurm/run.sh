@@ -331,10 +331,11 @@ json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 t_twins_mpi() {
   local j1 j2 t1 run1
-  mjob -N2 -n4 --lockstep=det --lockstep-twin=g || return 1
+  # both on n1 and n2 (-w): left to itself, Slurm may place the second on n3 and n4 while n1 and n2 still complete
+  mjob -N2 -n4 -w 'n[1-2]' --lockstep=det --lockstep-twin=g || return 1
   j1=$(envof 0 SLURM_JOB_ID); run1=$(envof 0 LOCKSTEP_RUN_ID); t1=$(envof 0 LOCKSTEP_TOKEN)
   cp "$tmp/env.0" "$tmp/envA"
-  mjob -N2 -n4 --lockstep=det --lockstep-twin=g || return 1
+  mjob -N2 -n4 -w 'n[1-2]' --lockstep=det --lockstep-twin=g || return 1
   j2=$(envof 0 SLURM_JOB_ID)
   [ -n "$run1" ] || { echo "the plugin did not register job $j1 (no LOCKSTEP_RUN_ID)" >>"$tmp/err"; return 1; }
   local st=
