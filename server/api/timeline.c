@@ -6,12 +6,12 @@
 #include <string.h>
 
 #include "server/api/list.h"
-#include "server/compare/glance.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/db.h"
+#include "server/store/group_rule.h"
 
 #define TIMELINE_MAX_DAYS 90
 #define TIMELINE_MAX_GROUPS 20000 /* diverged groups one answer counts (the oldest first) */
@@ -23,18 +23,11 @@ typedef struct day_counts {
 } day_counts;
 
 /* count_groups - each group that first diverged in the window (rows of tl_divergences: key, day, class) into its
- * day's count by class, when it is an incident (twin_kind: twins); *others counts the other kinds. Returns 0, or -1
- * with the database's message. */
-static int count_groups(PGresult *r, day_counts *days, int ndays, long *others, char *err, size_t cap)
+ * day's count by class, when it is an incident (group_kind_of: twins); *others counts the other kinds. */
+static void count_groups(PGresult *r, day_counts *days, int ndays, long *others)
 {
-    int n = PQntuples(r);
-    const char **names = xcalloc((size_t)n + 1, sizeof(char *));
-    twin_kind_id *kinds = xcalloc((size_t)n + 1, sizeof(twin_kind_id));
-    for (int i = 0; i < n; i++)
-        names[i] = PQgetvalue(r, i, 0);
-    int rc = glance_kinds(names, n, kinds, err, cap);
-    for (int i = 0; rc == 0 && i < n; i++) {
-        if (kinds[i] != KIND_TWINS) {
+    for (int i = 0; i < PQntuples(r); i++) {
+        if (group_kind_of(PQgetvalue(r, i, 0)) != GROUP_TWINS) {
             (*others)++;
             continue;
         }
@@ -51,9 +44,6 @@ static int count_groups(PGresult *r, day_counts *days, int ndays, long *others, 
             break;
         }
     }
-    free(names);
-    free(kinds);
-    return rc;
 }
 
 /* fleet_timeline - GET /api/v1/fleet/timeline?days=14: the last `days` days (UTC, today last): per day, the incidents
@@ -85,13 +75,9 @@ static enum MHD_Result fleet_timeline(http_req *req, char **args)
     }
     long others = 0;
     int truncated = PQntuples(d) == TIMELINE_MAX_GROUPS;
-    int rc = count_groups(d, days, n, &others, err, sizeof(err));
+    count_groups(d, days, n, &others);
     PQclear(s);
     PQclear(d);
-    if (rc < 0) {
-        free(days);
-        return http_reply_db_down(req, err);
-    }
     json_t *buckets = json_array();
     for (int i = 0; i < n; i++)
         json_array_append_new(buckets, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i}", "day", days[i].day, "hardware",

@@ -26,6 +26,7 @@
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/db.h"
+#include "server/store/group_rule.h"
 #include "server/store/groups.h"
 
 /* evidence_of - what the group's evidence against its hardware follows, from row `i` of grp_classification (after
@@ -164,7 +165,7 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     }
     PQclear(w);
     json_object_set_new(o, "evidence", evidence_of(c, PQntuples(c) ? 0 : -1));
-    json_object_set_new(o, "kind", json_string(TWIN_KINDS[v.kind]));
+    json_object_set_new(o, "kind", json_string(group_kind_name(group_kind_of(group))));
     json_object_set_new(o, "odd_runs", twin_row_odd_runs(v.runs));
     json_object_set_new(o, "runs_total", json_integer((json_int_t)v.runs_total));
     if (PQntuples(own) == 1) {

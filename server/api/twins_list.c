@@ -9,7 +9,6 @@
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/api/twin_row.h"
-#include "server/compare/glance.h"
 #include "server/compare/outcome.h"
 #include "server/compare/verdict.h"
 #include "server/core/limits.h"
@@ -18,11 +17,12 @@
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/db.h"
+#include "server/store/group_rule.h"
 
 /* The twin-group list: candidates are read newest first (by their newest run) with the SQL filters applied; a
- * kind or status filter is applied to them with twin_kind and twin_status (the kinds of every candidate read from
- * glance_kinds at once, the status facts of LIST_SCAN_CHUNK candidates at a time from verdict_facts), looking at most
- * at LIST_SCAN_MAX candidates per request (scan). The cursor is a position among the candidates. */
+ * kind or status filter is applied to them with group_kind_of (server/store/group_rule.h: the kind is read from the
+ * key) and twin_status (the status facts of LIST_SCAN_CHUNK candidates at a time from verdict_facts), looking at
+ * most at LIST_SCAN_MAX candidates per request (scan). The cursor is a position among the candidates. */
 #define LIST_SCAN_CHUNK 200
 #define LIST_SCAN_MAX 5000
 #define LIST_MAX 500
@@ -31,16 +31,26 @@
 typedef struct list_group {
     char *name;
     twin_facts facts;
-    twin_kind_id kind;
+    group_kind kind;
 } list_group;
 
-/* What the request filters on besides SQL's filters: a status (NULL: any) and a set of kinds (bit k: TWIN_KINDS[k]). */
+/* What the request filters on besides SQL's filters: a status (NULL: any) and a set of kinds (bit k: group_kind k). */
 typedef struct list_filter {
     const char *status;
     unsigned kinds;
 } list_filter;
 
-#define ALL_KINDS ((1u << (KIND_EXPERIMENT + 1)) - 1)
+#define NKINDS (GROUP_EXPERIMENT + 1)
+#define ALL_KINDS ((1u << NKINDS) - 1)
+
+/* kind_parse - the group kind named `s` (group_kind_name), or -1. */
+static int kind_parse(const char *s)
+{
+    for (int k = 0; k < NKINDS; k++)
+        if (!strcmp(group_kind_name((group_kind)k), s))
+            return k;
+    return -1;
+}
 
 /* list_item - the page's JSON item of group `lg`: its kind, its status by the one rule; runs, users, times, first
  * divergence, classification, suspected hardware, odd runs and the newest replay verdict are filled in later. */
@@ -49,7 +59,7 @@ static json_t *list_item(const list_group *lg)
     char why[512];
     const char *status = twin_status(&lg->facts, why, sizeof(why));
     json_t *o = json_pack("{s:s, s:s, s:n, s:s, s:s, s:s, s:i, s:[], s:[], s:n, s:n, s:n, s:n, s:n, s:[]}", "group",
-                          lg->name, "name", lg->name, "owner", "kind", TWIN_KINDS[lg->kind], "status", status,
+                          lg->name, "name", lg->name, "owner", "kind", group_kind_name(lg->kind), "status", status,
                           "status_reason", why, "run_count", 0, "runs", "users", "created_at", "last_run_at",
                           "first_divergence", "classification", "replay", "odd_runs");
     return o;
@@ -173,7 +183,7 @@ static int fill_items(json_t *items, const char *names_json, const list_group *p
     return fill_verdicts(items, page, n, err, cap);
 }
 
-/* parse_filter - ?status= (one of TWIN_STATUSES) and ?kind= (kinds of TWIN_KINDS, comma-separated) into `f`. Returns
+/* parse_filter - ?status= (one of TWIN_STATUSES) and ?kind= (group kinds, comma-separated) into `f`. Returns
  * 0, or -1 after replying 400. */
 static int parse_filter(http_req *req, list_filter *f)
 {
@@ -200,12 +210,13 @@ static int parse_filter(http_req *req, list_filter *f)
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);
         char one[32];
-        int k = len < sizeof(one) ? (snprintf(one, sizeof(one), "%.*s", (int)len, p), twin_kind_parse(one)) : -1;
+        int k = len < sizeof(one) ? (snprintf(one, sizeof(one), "%.*s", (int)len, p), kind_parse(one)) : -1;
         if (k < 0) {
             size_t n = (size_t)snprintf(detail, sizeof(detail),
                                         "?kind=%.60s is not a list of group kinds; each one of", kinds);
-            for (int i = 0; TWIN_KINDS[i] && n < sizeof(detail); i++)
-                n += (size_t)snprintf(detail + n, sizeof(detail) - n, "%s %s", i ? "," : "", TWIN_KINDS[i]);
+            for (int i = 0; i < NKINDS && n < sizeof(detail); i++)
+                n += (size_t)snprintf(detail + n, sizeof(detail) - n, "%s %s", i ? "," : "",
+                                      group_kind_name((group_kind)i));
             http_reply_error(req, 400, "bad query argument", detail, "e.g. ?kind=twins, or ?kind=replay,noise");
             return -1;
         }
@@ -217,9 +228,9 @@ static int parse_filter(http_req *req, list_filter *f)
 }
 
 /* read_candidates - at most `count` candidates from position `from` (the SQL filters of `sqlp`), their kinds
- * (glance_kinds) into *kinds (the caller frees it) and how many candidates there are in all into *all (-1 when none
+ * (group_kind_of) into *kinds (the caller frees it) and how many candidates there are in all into *all (-1 when none
  * was read). Returns the result (the caller clears it), or NULL with the database's message. */
-static PGresult *read_candidates(const char *const *sqlp, long long from, long long count, twin_kind_id **kinds,
+static PGresult *read_candidates(const char *const *sqlp, long long from, long long count, group_kind **kinds,
                                  long long *all, char *err, size_t cap)
 {
     char lim[32], off[32];
@@ -231,18 +242,9 @@ static PGresult *read_candidates(const char *const *sqlp, long long from, long l
         return NULL;
     int rows = PQntuples(r);
     *all = rows ? strtoll(PQgetvalue(r, 0, 1), NULL, 10) : -1;
-    const char **names = xcalloc((size_t)rows + 1, sizeof(char *));
-    *kinds = xcalloc((size_t)rows + 1, sizeof(twin_kind_id));
+    *kinds = xcalloc((size_t)rows + 1, sizeof(group_kind));
     for (int j = 0; j < rows; j++)
-        names[j] = PQgetvalue(r, j, 0);
-    int rc = glance_kinds(names, rows, *kinds, err, cap);
-    free(names);
-    if (rc < 0) {
-        free(*kinds);
-        *kinds = NULL;
-        PQclear(r);
-        return NULL;
-    }
+        (*kinds)[j] = group_kind_of(PQgetvalue(r, j, 0));
     return r;
 }
 
@@ -258,7 +260,7 @@ static int scan(const char *const *sqlp, const list_filter *f, long long limit, 
     int filtered = f->status || f->kinds != ALL_KINDS, more = 0, rc = 0;
     long long base = !filtered || (f->status && f->kinds == ALL_KINDS) || cursor >= LIST_SCAN_MAX ? cursor : 0;
     long long all;
-    twin_kind_id *kinds = NULL;
+    group_kind *kinds = NULL;
     PGresult *r = read_candidates(sqlp, base, filtered ? LIST_SCAN_MAX : limit, &kinds, &all, err, cap);
     if (!r)
         return -1;

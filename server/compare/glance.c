@@ -1,49 +1,9 @@
-/* glance.c - a twin group's kind and each run's outcome, read from PostgreSQL and judged by the pure rules (server/compare/glance.h). */
+/* glance.c - each run's outcome in its twin group, from the verdict's facts (server/compare/glance.h). */
 #include "server/compare/glance.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "server/compare/outcome.h"
-#include "server/store/db.h"
-
-void glance_register(void)
-{
-    /* Per group ($1: a JSON array of keys), in the order given: the name its owner registered (the key itself for a
-     * group without an owner's row), whether a narrow made it (its replay group), and whether its owner holds a
-     * group named NAME.change or NAME.noise (lockstep twin --change / --noise: the baseline of an experiment). */
-    db_register("glance_kinds",
-                "SELECT k.name, coalesce(g.name, k.name), EXISTS (SELECT 1 FROM narrows n WHERE n.narrow_group = "
-                "k.name), g.name IS NOT NULL AND EXISTS (SELECT 1 FROM twin_groups c WHERE c.name = g.name || "
-                "'.change' AND c.owner = g.owner), g.name IS NOT NULL AND EXISTS (SELECT 1 FROM twin_groups c WHERE "
-                "c.name = g.name || '.noise' AND c.owner = g.owner) FROM jsonb_array_elements_text($1::jsonb) WITH "
-                "ORDINALITY AS k(name, i) LEFT JOIN twin_groups g ON g.twin_group = k.name ORDER BY k.i");
-}
-
-int glance_kinds(const char *const *names, int n, twin_kind_id *out, char *err, size_t cap)
-{
-    for (int i = 0; i < n; i++)
-        out[i] = KIND_TWINS;
-    if (n <= 0)
-        return 0;
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_string(names[i]));
-    char *arr = json_dumps(a, JSON_COMPACT);
-    json_decref(a);
-    const char *p[] = {arr};
-    PGresult *r = db_exec("glance_kinds", 1, p, err, cap);
-    free(arr);
-    if (!r)
-        return -1;
-    for (int i = 0; i < PQntuples(r) && i < n; i++) {
-        kind_facts f = {PQgetvalue(r, i, 1), PQgetvalue(r, i, 2)[0] == 't', PQgetvalue(r, i, 3)[0] == 't',
-                        PQgetvalue(r, i, 4)[0] == 't'};
-        out[i] = twin_kind(&f);
-    }
-    PQclear(r);
-    return 0;
-}
 
 /* entry_of - the entry of run `id` among a divergence's run entries, or NULL. */
 static json_t *entry_of(json_t *entries, const char *id)

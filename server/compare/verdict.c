@@ -34,7 +34,6 @@
 
 void verdict_register(void)
 {
-    glance_register();
     db_register("vd_runs", "SELECT run_key, run_id, job_id, step_id, user_name, nodes, command, ranks, status, "
                            "start_step, mode, " DB_TS("created_at") ", " DB_TS("ended_at") ", attested_user, "
                            "(SELECT max(p.max_step) FROM rank_progress p WHERE p.run_key = runs.run_key) FROM runs "
@@ -479,17 +478,13 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     f.missing = v->first_missing;
     v->status = twin_status(&f, v->status_why, sizeof(v->status_why));
     glance_outcomes(v->runs, v->first, v->status);
-    const char *names[] = {group};
-    int rc = glance_kinds(names, 1, &v->kind, err, cap) < 0 ? -1 : 1;
-    if (rc < 0)
-        verdict_release(v); /* a failed load leaves nothing to release */
     PQclear(runs);
     PQclear(exits);
     PQclear(divs);
     PQclear(mstate);
     PQclear(man);
     PQclear(prog);
-    return rc;
+    return 1;
 }
 
 int verdict_facts(const char *const *names, int n, twin_facts *out, char *err, size_t cap)

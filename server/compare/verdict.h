@@ -12,13 +12,11 @@
 #include <jansson.h>
 
 #include "common/cause.h"
-#include "server/compare/kind.h"
 #include "server/compare/status.h"
 
 typedef struct grp_verdict {
     const char *status;    /* twin_status: pending, diverged, incomplete, match */
     char status_why[512];
-    twin_kind_id kind;     /* what the group is for (server/compare/kind.h: twins, replay, noise, experiment) */
     json_t *runs;          /* [{"run_id", "job_id", "step_id", "user", "nodes", "command", "status", "start_step",
                               "ranks", "mode", "created_at", "ended_at", "attested_user", "exit_code",
                               "failed_ranks", "ended_ranks", "compared", "left_out", "outcome"}] in run order; exit_code: the first failing rank's, 0 when every

@@ -17,6 +17,7 @@ static const struct {
     {"no_hardware", "Software: no attested hardware ran the diverging rank"},
     {"spread", "Software: the record diverges on too many unrelated nodes"},
     {"replay", "Software: so the replays of lockstep narrow say"},
+    {"nondeterministic", "Software: noise replicas, declared nondeterministic"},
 };
 
 /* node_list - the first two names of the comma-separated `list` ("n3", "n3 <joiner> n4", "n3, n4 and 2 more") into

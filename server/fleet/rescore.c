@@ -162,9 +162,9 @@ static int suspect_alert(const ent *e, const char *hist_id, char *err, size_t ca
     json_t *labels = json_pack("{s:s}", "node", e->id);
     char description[600];
     snprintf(description, sizeof(description),
-             "Its runs were blamed for %.2f divergences in %.0f twin-compared runs (rate %.3f, fleet baseline %.3f); "
-             "score %.3f >= %.2f.%s",
-             e->k, e->expo, e->res.rate, e->res.baseline, e->res.score, g_srv.cfg.suspect_threshold,
+             "Its runs were blamed for %.2f divergences in %.0f twin-compared runs (rate %s; fleet baseline %s, the "
+             "rest of the fleet %s); score %.3f >= %.2f.%s",
+             e->k, e->expo, rate, fleet, ref, e->res.score, g_srv.cfg.suspect_threshold,
              g_srv.cfg.slurm_drain ? " lockstepd drains it in Slurm." : "");
     json_t *ann = json_pack("{s:s, s:s, s:s}", "score", score, "involvements", inv, "classification", "hardware");
     alert_spec a = {.dedup_key = key,

@@ -63,14 +63,14 @@ test('incidents first: replay groups, noise replicas and experiments are behind 
   assert.equal(kinds['pair-diverged'], 'twins');
   assert.equal(kinds['cmpx.noise'], 'noise');
   assert.equal(kinds['cmpx.change'], 'experiment');
-  assert.equal(kinds.cmpx, 'experiment');   // the baseline of an experiment: its owner holds cmpx.change and cmpx.noise
+  assert.equal(kinds.cmpx, 'twins');   // the baseline of an experiment: deterministic twins, an incident if they part
   assert.equal(kinds[FIX.narrow.narrow_group], 'replay');
   const incidents = await must('GET', '/twins?kind=twins&limit=100');
   await visit(page, '/twins');
   const rows = await page.$$eval('tr[data-group]', (trs) => trs.map((t) => [t.dataset.group, t.dataset.kind]));
   assert.deepEqual(rows.map(([gname]) => gname), incidents.items.map((g) => g.group).slice(0, 50));
   assert.ok(rows.every(([, k]) => k === 'twins'));
-  for (const other of ['cmpx.noise', 'cmpx.change', 'cmpx', FIX.narrow.narrow_group]) {
+  for (const other of ['cmpx.noise', 'cmpx.change', FIX.narrow.narrow_group]) {
     assert.equal(await page.locator(`tr[data-group="${other}"]`).count(), 0, `${other} is not an incident`);
   }
   assert.match(await page.textContent('[data-field=kind-note]'), /Incident twins only/);

@@ -832,6 +832,7 @@ static void test_fleet_pairs_name_n3(void **state)
     assert_non_null(strstr(str(a, "text"), "%; fleet baseline "));
     assert_non_null(strstr(str(a, "text"), "%, the rest of the fleet "));
     assert_non_null(strstr(str(json_object_get(a, "annotations"), "involvements"), "%, fleet baseline "));
+    assert_non_null(strstr(str(json_object_get(a, "annotations"), "description"), "%, the rest of the fleet "));
     assert_true(json_is_number(json_object_get(json_object_get(a, "details"), "reference_rate")));
     json_decref(a);
     check_one_baseline();

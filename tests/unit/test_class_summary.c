@@ -32,6 +32,7 @@ static const struct {
     {"software", "no_hardware", "", "Software: no attested hardware ran the diverging rank"},
     {"software", "spread", "n1,n2,n3,n4", "Software: the record diverges on too many unrelated nodes"},
     {"software", "replay", "", "Software: so the replays of lockstep narrow say"},
+    {"software", "nondeterministic", "", "Software: noise replicas, declared nondeterministic"},
     {"software", "something-new", "", "Software"},
     {"none", "match", "", "No divergence: nothing to classify"},
     {"none", "incomplete", "", "Not classified: a run failed or nothing was compared"},

@@ -1,5 +1,6 @@
 // glance.js - what the dashboard writes the same way on every page: a group's kind, a run's outcome in its group, the
-// hardware a group's evidence suspects (each as lockstepd decides it: server/compare/kind.h, outcome.h).
+// hardware a group's evidence suspects (each as lockstepd decides it: group_kind_of in server/store/group_rule.h,
+// twin_outcome in server/compare/outcome.h).
 import { h } from '../dom.js';
 import { badge } from '../components.js';
 
@@ -14,7 +15,7 @@ export const OUTCOME_WHY = {
   pending: 'the group is still being compared',
 };
 
-/* What each kind of group is (server/compare/kind.h); incident twins carry no tag. */
+/* What each kind of group is (group_kind_of, server/store/group_rule.h); incident twins carry no tag. */
 export const KIND_LABEL = { replay: 'replay group', noise: 'noise replicas', experiment: 'experiment' };
 
 /* kindTag(kind) - a tag naming a group that is not incident twins. */

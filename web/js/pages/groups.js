@@ -13,8 +13,8 @@ import { chartStrip } from './strip.js';
 const LIMIT = 50;
 const FILTERS = ['kind', 'status', 'user', 'node', 'since'];
 const STATUSES = ['', 'diverged', 'incomplete', 'pending', 'match'];   // the values GET /api/v1/twins?status= takes
-// The kind filter: its URL value, its label, and the ?kind= it asks lockstepd for (server/compare/kind.h). Incident
-// twins unless the URL says otherwise.
+// The kind filter: its URL value, its label, and the ?kind= it asks lockstepd for (group_kind_of,
+// server/store/group_rule.h). Incident twins unless the URL says otherwise.
 const KINDS = [
   ['', 'Incident twins', 'twins'],
   ['replay', 'Replay groups', 'replay'],
