@@ -11,7 +11,7 @@
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/api/run_ref.h"
-#include "server/compare/outcome.h"
+#include "server/compare/glance.h"
 #include "server/compare/verdict.h"
 #include "server/api/recview.h"
 #include "server/core/limits.h"
@@ -61,14 +61,15 @@ static json_t *run_json(PGresult *r, int row)
 static const char *const LIST_RUNS = "list runs with GET /api/v1/runs";
 
 /* set_outcomes - give each run of `runs` its twin group's status ("group_status": twin_status over the group's facts
- * from verdict_facts, as GET /twins/G says it) and its own outcome in the group ("twin_outcome": twin_outcome, as GET
- * /twins/G's runs say it: from the verdict of a group that diverged or is incomplete, which knows the run's place at
- * the first divergence and whether it failed; from the status alone otherwise); both null for a run outside any
- * group. Returns 0, or -1 with the database's message. */
+ * from verdict_facts, as GET /twins/G says it) and its own outcome in the group ("twin_outcome": as GET /twins/G's
+ * runs say it, glance_run_outcomes); both null for a run outside any group. Returns 0, or -1 with the database's
+ * message. */
 static int set_outcomes(json_t *runs, char *err, size_t cap)
 {
     size_t n = json_array_size(runs), i, k;
-    const char **names = xcalloc(n + 1, sizeof(char *));
+    const char **names = xcalloc(n + 1, sizeof(char *)), **groups = xcalloc(n + 1, sizeof(char *)),
+               **ids = xcalloc(n + 1, sizeof(char *)), **statuses = xcalloc(n + 1, sizeof(char *)),
+               **outcomes = xcalloc(n + 1, sizeof(char *));
     int m = 0;
     json_t *r;
     json_array_foreach(runs, i, r)
@@ -82,40 +83,29 @@ static int set_outcomes(json_t *runs, char *err, size_t cap)
     }
     twin_facts *facts = xcalloc((size_t)m + 1, sizeof(twin_facts));
     int rc = verdict_facts(names, m, facts, err, cap);
-    for (k = 0; rc == 0 && k < (size_t)m; k++) {
-        char why[512];
-        const char *st = twin_status(&facts[k], why, sizeof(why));
-        grp_verdict v = {0};
-        int got = 0;
-        if (!strcmp(st, "diverged") || !strcmp(st, "incomplete"))
-            if ((got = verdict_load(names[k], &v, err, cap)) < 0)
-                rc = -1;
-        json_array_foreach(runs, i, r)
-        {
-            const char *g = json_string_value(json_object_get(r, "twin_group"));
-            if (!g || strcmp(g, names[k]))
-                continue;
-            run_place place = {.status = st};
-            json_t *outcome = json_string(twin_outcome(&place)), *e;
-            size_t j;
-            const char *id = json_string_value(json_object_get(r, "run_id")) ?: "";
-            json_array_foreach(got > 0 ? v.runs : NULL, j, e) if (!strcmp(json_string_value(json_object_get(e, "run_id")) ?: "", id))
-            {
-                json_decref(outcome);
-                outcome = json_incref(json_object_get(e, "outcome"));
-            }
-            json_object_set_new(r, "group_status", json_string(st));
-            json_object_set_new(r, "twin_outcome", outcome);
-        }
-        if (got > 0)
-            verdict_release(&v);
-    }
-    json_array_foreach(runs, i, r) if (!json_object_get(r, "group_status"))
+    json_array_foreach(runs, i, r)
     {
-        json_object_set_new(r, "group_status", json_null());
-        json_object_set_new(r, "twin_outcome", json_null());
+        const char *g = json_string_value(json_object_get(r, "twin_group"));
+        char why[512];
+        ids[i] = json_string_value(json_object_get(r, "run_id")) ?: "";
+        for (k = 0; g && rc == 0 && k < (size_t)m && !groups[i]; k++)
+            if (!strcmp(names[k], g)) {
+                groups[i] = g;
+                statuses[i] = twin_status(&facts[k], why, sizeof(why));
+            }
+    }
+    if (rc == 0)
+        rc = glance_run_outcomes(ids, groups, statuses, (int)n, outcomes, err, cap);
+    json_array_foreach(runs, i, r)
+    {
+        json_object_set_new(r, "group_status", statuses[i] ? json_string(statuses[i]) : json_null());
+        json_object_set_new(r, "twin_outcome", outcomes[i] ? json_string(outcomes[i]) : json_null());
     }
     free(names);
+    free(groups);
+    free(ids);
+    free(statuses);
+    free(outcomes);
     free(facts);
     return rc;
 }

@@ -9,7 +9,7 @@
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/api/twin_row.h"
-#include "server/compare/outcome.h"
+#include "server/compare/glance.h"
 #include "server/compare/verdict.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
@@ -87,8 +87,8 @@ static void fill_replays_owners(json_t *items, PGresult *nr, PGresult *ow)
     }
 }
 
-/* fill_runs - each item's runs (each with the outcome its group's status alone gives it: see fill_verdicts), users,
- * run count and times, from the twins_runs rows `r` (in run order). */
+/* fill_runs - each item's runs (their outcomes: fill_verdicts), users, run count and times, from the twins_runs rows
+ * `r` (in run order). */
 static void fill_runs(json_t *items, PGresult *r)
 {
     for (int i = 0; i < PQntuples(r); i++) {
@@ -98,13 +98,12 @@ static void fill_runs(json_t *items, PGresult *r)
         json_t *runs = json_object_get(it, "runs"), *users = json_object_get(it, "users");
         const char *created = PQgetvalue(r, i, 7), *user = PQgetvalue(r, i, 4);
         json_object_set_new(it, "run_count", json_integer(json_integer_value(json_object_get(it, "run_count")) + 1));
-        run_place place = {.status = json_string_value(json_object_get(it, "status"))};
         if (json_array_size(runs) < GROUP_MAX_RUNS)
-            json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:s}", "run_id",
+            json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "run_id",
                                                   PQgetvalue(r, i, 1), "job_id", PQgetvalue(r, i, 2), "step_id",
                                                   PQgetvalue(r, i, 3), "user", user, "nodes", PQgetvalue(r, i, 5),
                                                   "status", PQgetvalue(r, i, 6), "created_at", created, "ended_at",
-                                                  pg_str(r, i, 8), "outcome", twin_outcome(&place)));
+                                                  pg_str(r, i, 8)));
         int seen = !*user;
         size_t k;
         json_t *u;
@@ -117,38 +116,53 @@ static void fill_runs(json_t *items, PGresult *r)
     }
 }
 
-/* fill_verdicts - for each group of `page` that diverged or is incomplete, its verdict (verdict_load): the first
- * divergence (the object GET /twins/G shows, with its cause, origin ranks and call site) and each run's outcome (which
- * needs the run's place at the first divergence, or whether it failed); then every item's odd runs. Returns 0, or -1
- * with the database's message. */
+/* fill_verdicts - for each group of `page` that diverged, its verdict (verdict_load): the first divergence (the object
+ * GET /twins/G shows, with its cause, origin ranks and call site); then each run's outcome (glance_run_outcomes, as
+ * GET /twins/G's runs say it) and every item's odd runs. Returns 0, or -1 with the database's message. */
 static int fill_verdicts(json_t *items, const list_group *page, int n, char *err, size_t cap)
 {
+    size_t nruns = 0, k;
+    json_t *run;
     for (int i = 0; i < n; i++) {
         json_t *it = json_object_get(items, page[i].name);
-        const char *st = json_string_value(json_object_get(it, "status")) ?: "";
-        if (!strcmp(st, "diverged") || !strcmp(st, "incomplete")) {
-            grp_verdict vd;
-            int got = verdict_load(page[i].name, &vd, err, cap);
-            if (got < 0)
-                return -1;
-            if (got > 0 && json_is_object(vd.first)) {
-                twin_row_ulps(json_object_get(vd.first, "runs"));
-                json_object_set(it, "first_divergence", vd.first);
-            }
-            size_t k;
-            json_t *run, *mine;
-            json_array_foreach(json_object_get(it, "runs"), k, run)
-            {
-                size_t j;
-                const char *id = json_string_value(json_object_get(run, "run_id")) ?: "";
-                json_array_foreach(vd.runs, j, mine) if (!strcmp(json_string_value(json_object_get(mine, "run_id")) ?: "", id))
-                    json_object_set(run, "outcome", json_object_get(mine, "outcome"));
-            }
-            verdict_release(&vd);
+        nruns += json_array_size(json_object_get(it, "runs"));
+        if (!page[i].facts.diverged)
+            continue;
+        grp_verdict vd;
+        int got = verdict_load(page[i].name, &vd, err, cap);
+        if (got < 0)
+            return -1;
+        if (got > 0 && json_is_object(vd.first)) {
+            twin_row_ulps(json_object_get(vd.first, "runs"));
+            json_object_set(it, "first_divergence", vd.first);
         }
+        verdict_release(&vd);
+    }
+    const char **ids = xcalloc(nruns + 1, sizeof(char *)), **groups = xcalloc(nruns + 1, sizeof(char *)),
+               **statuses = xcalloc(nruns + 1, sizeof(char *)), **outcomes = xcalloc(nruns + 1, sizeof(char *));
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        json_t *it = json_object_get(items, page[i].name);
+        json_array_foreach(json_object_get(it, "runs"), k, run)
+        {
+            ids[at] = json_string_value(json_object_get(run, "run_id")) ?: "";
+            groups[at] = page[i].name;
+            statuses[at++] = json_string_value(json_object_get(it, "status")) ?: "pending";
+        }
+    }
+    int rc = glance_run_outcomes(ids, groups, statuses, (int)nruns, outcomes, err, cap);
+    at = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        json_t *it = json_object_get(items, page[i].name);
+        json_array_foreach(json_object_get(it, "runs"), k, run)
+            json_object_set_new(run, "outcome", json_string(outcomes[at++] ?: "pending"));
         json_object_set_new(it, "odd_runs", twin_row_odd_runs(json_object_get(it, "runs")));
     }
-    return 0;
+    free(ids);
+    free(groups);
+    free(statuses);
+    free(outcomes);
+    return rc;
 }
 
 /* fill_items - every item of `items` (an object keyed by group key; `page` in order) from batched reads: name, owner,

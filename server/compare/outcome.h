@@ -1,7 +1,8 @@
 /* outcome.h - one run's outcome in its twin group, one pure rule: what that run did, not what its group did (the healthy runs of a group with an odd run matched).
  *
- * From the group's status (server/compare/status.h) and the run's place at the group's first divergence (the
- * per-rank divergence that stands for the group, server/compare/verdict.h), in order:
+ * From the group's status (server/compare/status.h) and the run's place at the group's earliest divergence (the first
+ * diverging step, its smallest seq, its lowest rank: the cause rule's earliest point, common/cause.h; read by
+ * server/compare/glance.h), in order:
  *   pending       the group is pending
  *   matched       the group matched; or it diverged and the run holds the majority's content at the first
  *                 divergence (more than half of the runs compared there share it), or another run is named the odd
@@ -18,7 +19,7 @@
 #ifndef SERVER_COMPARE_OUTCOME_H
 #define SERVER_COMPARE_OUTCOME_H
 
-/* What a run's outcome rests on. */
+/* What a run's outcome rests on ("first divergence": the group's earliest one). */
 typedef struct run_place {
     const char *status; /* the group's status (twin_status) */
     int failed;         /* the run failed: a rank's non-zero exit, or its status `failed` */

@@ -34,6 +34,7 @@
 
 void verdict_register(void)
 {
+    glance_register();
     db_register("vd_runs", "SELECT run_key, run_id, job_id, step_id, user_name, nodes, command, ranks, status, "
                            "start_step, mode, " DB_TS("created_at") ", " DB_TS("ended_at") ", attested_user, "
                            "(SELECT max(p.max_step) FROM rank_progress p WHERE p.run_key = runs.run_key) FROM runs "
@@ -477,7 +478,7 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     judge(v);
     f.missing = v->first_missing;
     v->status = twin_status(&f, v->status_why, sizeof(v->status_why));
-    glance_outcomes(v->runs, v->first, v->status);
+    glance_outcomes(v->runs, v->per_rank, v->status);
     PQclear(runs);
     PQclear(exits);
     PQclear(divs);
