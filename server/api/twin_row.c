@@ -53,8 +53,12 @@ json_t *twin_row_odd_runs(json_t *runs)
 {
     json_t *odd = json_array(), *r;
     size_t i;
-    json_array_foreach(runs, i, r) if (!strcmp(json_string_value(json_object_get(r, "outcome")) ?: "", "odd"))
-        json_array_append(odd, json_object_get(r, "run_id"));
+    json_array_foreach(runs, i, r)
+    {
+        const char *o = json_string_value(json_object_get(r, "outcome")) ?: "";
+        if (!strcmp(o, "odd-one-out") || !strcmp(o, "outside-majority"))
+            json_array_append(odd, json_object_get(r, "run_id"));
+    }
     return odd;
 }
 

@@ -33,8 +33,8 @@ json_t *twin_row_classification(PGresult *r, int i);
  * database's message. */
 int twin_row_suspected(const char *names_json, json_t *items, char *err, size_t cap);
 
-/* twin_row_odd_runs - the run ids of the runs of `runs` whose "outcome" is "odd" (server/compare/outcome.h), as a new
- * JSON array. */
+/* twin_row_odd_runs - the run ids of the runs of `runs` outside the majority: whose "outcome" is "odd-one-out" or
+ * "outside-majority" (server/compare/outcome.h), as a new JSON array. */
 json_t *twin_row_odd_runs(json_t *runs);
 
 /* twin_row_ulps - give each run entry of a divergence (`runs`) its "ulp" distance from the reference entry: the first

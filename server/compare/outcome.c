@@ -3,7 +3,8 @@
 
 #include <string.h>
 
-const char *const RUN_OUTCOMES[] = {"pending", "matched", "odd", "diverged", "not-compared", "failed", "incomplete",
+const char *const RUN_OUTCOMES[] = {"matched",     "pending",          "failed",   "incomplete",
+                                    "odd-one-out", "outside-majority", "majority", "diverged",
                                     NULL};
 
 const char *twin_outcome(const run_place *p)
@@ -15,11 +16,9 @@ const char *twin_outcome(const run_place *p)
         return p->failed ? "failed" : "incomplete";
     if (strcmp(st, "diverged"))
         return "pending";
-    if (!p->at_first)
-        return "not-compared";
     if (p->is_named)
-        return "odd";
-    if (p->majority)
-        return p->in_majority ? "matched" : "odd";
-    return p->named ? "matched" : "diverged";
+        return "odd-one-out";
+    if (p->at_first && p->majority)
+        return p->in_majority ? "majority" : "outside-majority";
+    return "diverged";
 }

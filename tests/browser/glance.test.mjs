@@ -33,9 +33,9 @@ test('the front page says whose fault at a glance: suspected node, odd run, a cl
   // the odd run: the one lockstepd names (outside the majority), with its job and node
   assert.equal(g.odd_runs.length, 1);
   const odd = g.runs.find((r) => r.run_id === g.odd_runs[0]);
-  assert.equal(odd.outcome, 'odd');
+  assert.equal(odd.outcome, 'odd-one-out');
   assert.equal(odd.job_id, '6002');
-  assert.deepEqual(g.runs.filter((r) => r.outcome === 'matched').length, 2);
+  assert.deepEqual(g.runs.filter((r) => r.outcome === 'majority').length, 2);
   assert.equal(await row.locator('[data-field=odd-run] a').textContent(), 'job 6002');
   assert.equal(await row.locator('[data-field=odd-run] a').getAttribute('href'), '#/runs/' + odd.run_id);
   assert.match(await row.locator('[data-field=odd-run]').textContent(), /on n9/);
@@ -206,12 +206,12 @@ test('the runs list marks the odd run, not its group\'s status', async () => {
   const marks = Object.fromEntries(await page.$$eval('table.data tbody tr', (trs) => trs.map((r) =>
     [r.dataset.run, r.querySelector('[data-field=twin-outcome]').textContent])));
   assert.equal(Object.keys(marks).length, 3);
-  for (const [id, m] of Object.entries(marks)) assert.equal(m, id === odd ? 'odd' : 'matched', `run ${id}`);
+  for (const [id, m] of Object.entries(marks)) assert.equal(m, id === odd ? 'odd-one-out' : 'majority', `run ${id}`);
   // the group's status is still there, on hover
   assert.equal(await page.getAttribute(`tr[data-run="${odd}"] [data-field=twin-outcome]`, 'data-group-status'), 'diverged');
   // the API says the same, and a pair's runs (nothing says which) both read diverged
   const api = await must('GET', '/runs?group=trio');
-  for (const r of api.items) assert.equal(r.twin_outcome, r.run_id === odd ? 'odd' : 'matched');
+  for (const r of api.items) assert.equal(r.twin_outcome, r.run_id === odd ? 'odd-one-out' : 'majority');
   await visit(page, '/runs?group=pair-diverged');
   assert.deepEqual(await texts(page, 'table.data tbody tr [data-field=twin-outcome]'), ['diverged', 'diverged']);
   await visit(page, '/runs?group=pair-match');

@@ -126,7 +126,7 @@ test('each run on the Runs page shows its outcome in its group, and its group\'s
   await visit(page, '/runs?group=trio');
   const st = await page.$$eval('table.data tbody tr [data-field=twin-outcome]', (els) => els.map((e) => e.dataset.groupStatus));
   assert.deepEqual(st, ['diverged', 'diverged', 'diverged']);
-  assert.deepEqual((await texts(page, 'table.data tbody tr [data-field=twin-outcome]')).sort(), ['matched', 'matched', 'odd']);
+  assert.deepEqual((await texts(page, 'table.data tbody tr [data-field=twin-outcome]')).sort(), ['majority', 'majority', 'odd-one-out']);
   assert.deepEqual(await texts(page, 'table.data tbody tr [data-field=run-status]'), ['ended', 'ended', 'ended']);
   await visit(page, '/runs?group=pair-match');
   assert.deepEqual(await texts(page, 'table.data tbody tr [data-field=twin-outcome]'), ['matched', 'matched']);

@@ -162,7 +162,7 @@ static void test_kinds(void **state)
     assert_int_equal(it_call(&srv, "GET", "/api/v1/twins?kind=twins,", NULL, NULL, NULL), 400);
 }
 
-/* Each run's outcome is its own: the odd one out and the two that matched (not "diverged" for all three), in GET
+/* Each run's outcome is its own: the odd one out and the two of the majority (not "diverged" for all three), in GET
  * /twins/G, the list and GET /runs; a pair that disagrees names no odd run. */
 static void test_outcomes(void **state)
 {
@@ -175,7 +175,7 @@ static void test_outcomes(void **state)
     run("o-pair", "alice", 4, q);
     json_t *t = it_wait_group(&srv, "o-trio", "diverged");
     assert_string_equal(str(t, "status"), "diverged");
-    const char *want[] = {"matched", "matched", "odd"};
+    const char *want[] = {"majority", "majority", "odd-one-out"};
     for (int i = 0; i < 3; i++)
         assert_string_equal(str(json_array_get(json_object_get(t, "runs"), (size_t)i), "outcome"), want[i]);
     assert_int_equal(json_array_size(json_object_get(t, "odd_runs")), 1);
@@ -187,7 +187,7 @@ static void test_outcomes(void **state)
     json_array_foreach(json_object_get(o, "items"), i, r)
     {
         assert_string_equal(str(r, "group_status"), "diverged");
-        assert_string_equal(str(r, "twin_outcome"), !strcmp(str(r, "run_id"), c) ? "odd" : "matched");
+        assert_string_equal(str(r, "twin_outcome"), !strcmp(str(r, "run_id"), c) ? "odd-one-out" : "majority");
     }
     json_decref(o);
     long long total;
@@ -199,8 +199,8 @@ static void test_outcomes(void **state)
             continue;
         found = 1;
         assert_string_equal(json_string_value(json_array_get(json_object_get(g, "odd_runs"), 0)), c);
-        assert_string_equal(str(json_array_get(json_object_get(g, "runs"), 0), "outcome"), "matched");
-        assert_string_equal(str(json_array_get(json_object_get(g, "runs"), 2), "outcome"), "odd");
+        assert_string_equal(str(json_array_get(json_object_get(g, "runs"), 0), "outcome"), "majority");
+        assert_string_equal(str(json_array_get(json_object_get(g, "runs"), 2), "outcome"), "odd-one-out");
     }
     assert_true(found);
     json_decref(l);

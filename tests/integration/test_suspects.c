@@ -1005,8 +1005,8 @@ static void test_three_runs_minority(void **state)
         json_t *odd = json_object_get(reads[k], "odd_runs"), *runs = json_object_get(reads[k], "runs");
         assert_int_equal(json_array_size(odd), 1);
         assert_string_equal(json_string_value(json_array_get(odd, 0)), str(json_array_get(runs, 2), "run_id"));
-        assert_string_equal(str(json_array_get(runs, 0), "outcome"), "matched");
-        assert_string_equal(str(json_array_get(runs, 2), "outcome"), "odd");
+        assert_string_equal(str(json_array_get(runs, 0), "outcome"), "majority");
+        assert_string_equal(str(json_array_get(runs, 2), "outcome"), "odd-one-out");
         assert_string_equal(str(reads[k], "kind"), "twins");
     }
     json_decref(g);

@@ -87,7 +87,7 @@ function deltaChart(s, measure, mark, outcome) {
     scales: { x: { time: false }, y: { distr: 3, range: logRange } },
     axes: [{ label: 'step', incrs: STEP_INCRS }, logAxis(MEASURES[measure].axis)],
     series: [{ label: 'step' }, ...shown.map(({ r, i }) => ({
-      label: 'run ' + shortId(r.run_id) + (outcome[r.run_id] === 'odd' ? ' (odd one out)' : ''),
+      label: 'run ' + shortId(r.run_id) + (outcome[r.run_id] === 'odd-one-out' ? ' (odd one out)' : ''),
       stroke: lines[i % lines.length], width: 1.5, spanGaps: false,
       points: { show: true, size: 6, filter: isolated },
       value: (u, v) => (v === null || v === undefined ? '—' : String(v)),

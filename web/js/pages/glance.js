@@ -6,10 +6,11 @@ import { badge } from '../components.js';
 
 /* What each run outcome means (server/compare/outcome.h), on hover. */
 export const OUTCOME_WHY = {
-  matched: 'holds what the majority holds at the first divergence (or the group matched)',
-  odd: 'the odd one out: outside the majority at the first divergence',
-  diverged: 'differs from its twin; nothing says which of them is at fault',
-  'not-compared': 'the comparison did not reach this run at the first divergence',
+  matched: 'the group matched',
+  majority: 'holds what the majority holds where the runs parted',
+  'odd-one-out': 'the odd one out: the one run outside the majority where the runs parted',
+  'outside-majority': 'outside the majority where the runs parted, with other runs',
+  diverged: 'differs from a twin; nothing says which of them is at fault',
   failed: 'a rank exited non-zero',
   incomplete: 'the group could not be compared to the end',
   pending: 'the group is still being compared',

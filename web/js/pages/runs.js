@@ -106,7 +106,7 @@ export async function mount(el, _params, query, navigate) {
       { key: 'twin_group', label: 'Twin group', sortable: true, render: (r) => (groupOf(r)
         ? link('/twins/' + encodeURIComponent(groupOf(r)), groupOf(r)) : '—') },
       // The run's own outcome in its group (lockstepd's twin_outcome), not the group's status: the healthy runs of a
-      // group with an odd run matched; the group's status is on hover.
+      // group with an odd run are in its majority; the group's status is on hover.
       { key: 'twin_outcome', label: 'In its group', sortable: true, render: (r) => (r.twin_outcome
         ? h('span', { 'data-field': 'twin-outcome', 'data-group-status': r.group_status || '' },
           badge(r.twin_outcome, `${OUTCOME_WHY[r.twin_outcome] || r.twin_outcome}; the group is ${r.group_status}`)) : '—') },

@@ -1,4 +1,4 @@
-/* test_outcome.c - one run's outcome in its twin group (server/compare/outcome.h), from a table of cases. */
+/* test_run_outcome.c - one run's outcome in its twin group (server/compare/outcome.h), from a table of cases. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,15 +18,15 @@ static const struct {
     {"a pending group's run", {"pending", 0, 0, 0, 0, 0, 0}, "pending"},
     {"a pending group's failed run: the group is not decided yet", {"pending", 1, 0, 0, 0, 0, 0}, "pending"},
     {"a matching group's run", {"match", 0, 0, 0, 0, 0, 0}, "matched"},
-    {"three runs, this one in the majority", {"diverged", 0, 1, 1, 1, 1, 0}, "matched"},
-    {"three runs, this one the odd one out", {"diverged", 0, 1, 1, 0, 1, 1}, "odd"},
-    {"five runs, two outside the majority, none named", {"diverged", 0, 1, 1, 0, 0, 0}, "odd"},
-    {"five runs, in the majority of three", {"diverged", 0, 1, 1, 1, 0, 0}, "matched"},
+    {"three runs, this one in the majority", {"diverged", 0, 1, 1, 1, 1, 0}, "majority"},
+    {"three runs, this one the odd one out", {"diverged", 0, 1, 1, 0, 1, 1}, "odd-one-out"},
+    {"five runs, two outside the majority, none named", {"diverged", 0, 1, 1, 0, 0, 0}, "outside-majority"},
+    {"five runs, in the majority of three", {"diverged", 0, 1, 1, 1, 0, 0}, "majority"},
     {"a pair that disagrees: nothing says which", {"diverged", 0, 1, 0, 0, 0, 0}, "diverged"},
-    {"a restore difference names the resumed run", {"diverged", 0, 1, 0, 0, 1, 1}, "odd"},
-    {"... and the run whose checkpoint it restored matched", {"diverged", 0, 1, 0, 0, 1, 0}, "matched"},
-    {"a run the first divergence did not compare", {"diverged", 0, 0, 1, 0, 1, 0}, "not-compared"},
-    {"in the majority of a diverged group, though it failed later", {"diverged", 1, 1, 1, 1, 1, 0}, "matched"},
+    {"a restore difference names the resumed run", {"diverged", 0, 1, 0, 0, 1, 1}, "odd-one-out"},
+    {"... and the run whose checkpoint it restored is not placed", {"diverged", 0, 1, 0, 0, 1, 0}, "diverged"},
+    {"a run the divergence did not compare", {"diverged", 0, 0, 1, 0, 1, 0}, "diverged"},
+    {"in the majority of a diverged group, though it failed later", {"diverged", 1, 1, 1, 1, 1, 0}, "majority"},
     {"an incomplete group's failed run", {"incomplete", 1, 0, 0, 0, 0, 0}, "failed"},
     {"an incomplete group's other run", {"incomplete", 0, 0, 0, 0, 0, 0}, "incomplete"},
     {"no status given", {NULL, 0, 0, 0, 0, 0, 0}, "pending"},
