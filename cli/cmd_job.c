@@ -50,33 +50,6 @@ static void dashboard_url(const client_conf *c, const char *name, char *out, siz
     snprintf(out, cap, "%.500s/#/twins/%.280s", c->server, esc);
 }
 
-/* take_flag - remove `name` from argv; 1 if it was there. */
-static int take_flag(int *argc, char **argv, const char *name)
-{
-    for (int i = 1; i < *argc; i++)
-        if (!strcmp(argv[i], name)) {
-            memmove(argv + i, argv + i + 1, (size_t)(*argc - i) * sizeof(char *));
-            (*argc)--;
-            return 1;
-        }
-    return 0;
-}
-
-/* take_value - remove `name VALUE` from argv into *out; 1 if it was there, -1 when VALUE is missing. */
-static int take_value(int *argc, char **argv, const char *name, const char **out)
-{
-    for (int i = 1; i < *argc; i++)
-        if (!strcmp(argv[i], name)) {
-            if (i + 1 >= *argc)
-                return -1;
-            *out = argv[i + 1];
-            memmove(argv + i, argv + i + 2, (size_t)(*argc - i - 1) * sizeof(char *));
-            *argc -= 2;
-            return 1;
-        }
-    return 0;
-}
-
 /* What lockstepd says of one job: its runs (every step) and each of their twin groups. */
 typedef struct job_state {
     json_t *reply; /* GET /api/v1/runs?job=J */
@@ -153,20 +126,24 @@ static int job_settling(const job_state *j)
     return 0;
 }
 
-int cmd_job(int argc, char **argv)
+enum { JOB_SUMMARY = CLI_KEY_LONG, JOB_TWIN_JOBS, JOB_WAIT };
+
+static int cmd_job(const cli_args *a)
 {
+    const char *wait_s = cli_args_last(a, JOB_WAIT);
+    int summary = cli_args_count(a, JOB_SUMMARY) > 0, twin_jobs = cli_args_count(a, JOB_TWIN_JOBS) > 0;
+    char *end = NULL;
+    double wait = wait_s ? strtod(wait_s, &end) : 0;
+    if (a->npos != 1)
+        return cli_args_fail(a, "job takes one job id");
+    if (wait_s && (end == wait_s || *end || wait < 0 || wait > 3600))
+        return cli_args_fail(a, "--wait takes 0 to 3600 seconds, not '%s'", wait_s);
+    if (summary && twin_jobs)
+        return cli_args_fail(a, "--summary and --twin-jobs go one at a time");
     client_conf c;
-    if (client_conf_load(&c, &argc, argv) < 0)
+    if (client_conf_load(&c, &a->g) < 0)
         return CLI_BAD_INPUT;
-    const char *wait_s = NULL;
-    int summary = take_flag(&argc, argv, "--summary"), twin_jobs = take_flag(&argc, argv, "--twin-jobs");
-    int has_wait = take_value(&argc, argv, "--wait", &wait_s);
-    double wait = has_wait > 0 ? atof(wait_s) : 0;
-    if (argc != 2 || argv[1][0] == '-' || has_wait < 0 || wait < 0 || wait > 3600) {
-        cli_error("wrong arguments", NULL, "usage: lockstep job JOBID [--summary | --twin-jobs] [--wait SECONDS] [--json]");
-        return CLI_BAD_INPUT;
-    }
-    const char *job = argv[1];
+    const char *job = a->pos[0];
     job_state j;
     int rc = job_load(&c, job, &j);
     if (rc)
@@ -275,3 +252,20 @@ out_free:
     job_state_free(&j);
     return rc;
 }
+
+static const cli_opt job_opts[] = {
+    {"summary", JOB_SUMMARY, NULL, NULL, "one line, as the slurmctld epilog writes it into the job's AdminComment"},
+    {"twin-jobs", JOB_TWIN_JOBS, NULL, NULL, "the other jobs of the job's twin groups, one a line"},
+    {"wait", JOB_WAIT, "SECONDS", NULL, "wait up to SECONDS for the job's own runs to end and be compared"},
+    {0},
+};
+
+const cli_command cli_cmd_job = {
+    .name = "job",
+    .run = cmd_job,
+    .synopsis = "job JOBID [--summary | --twin-jobs] [--wait SECONDS]",
+    .summary = "a Slurm job's outcome: every step's run and its twin group's status\n"
+               "(--summary: one line, as the slurmctld epilog writes it to AdminComment)",
+    .opts = job_opts,
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+};

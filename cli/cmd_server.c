@@ -8,61 +8,51 @@
 #include "cli/client.h"
 #include "cli/table.h"
 
+/* The options of the list commands, each a query parameter of the API. */
+enum { Q_USER = CLI_KEY_LONG, Q_JOB, Q_GROUP, Q_STATUS, Q_NODE, Q_LIMIT, Q_OFFSET, Q_SINCE, Q_CURSOR };
+
+struct query_filter {
+    int key;
+    const char *param;
+};
+
 /* str - a JSON member as exact text for a table cell (see client_cell). */
 static const char *str(json_t *o, const char *key, char *buf, size_t cap)
 {
     return client_cell(o, key, 0, buf, cap);
 }
 
-/* take_opt - remove `--name VALUE` from argv into `out`; 1 if found. */
-static int take_opt(int *argc, char **argv, const char *name, char *out, size_t cap)
-{
-    for (int i = 1; i + 1 < *argc; i++) {
-        if (strcmp(argv[i], name) != 0)
-            continue;
-        char esc[600];
-        client_escape(argv[i + 1], esc, sizeof(esc));
-        snprintf(out, cap, "%s", esc);
-        memmove(argv + i, argv + i + 2, (size_t)(*argc - i - 1) * sizeof(char *));
-        *argc -= 2;
-        return 1;
-    }
-    return 0;
-}
-
-/* query_from_opts - `base` with a query parameter for each option of `filters` ({"--option", "param"}) given
- * on the command line (taken out of argv by take_opt, which percent-encodes its value), into `out`. */
-static void query_from_opts(const char *base, const char *const filters[][2], size_t n, int *argc, char **argv,
+/* query_from_opts - `base` with a query parameter for each option of `filters` ({key, "param"}) given on the
+ * command line (the last of each, percent-encoded), into `out`. */
+static void query_from_opts(const char *base, const struct query_filter *filters, size_t n, const cli_args *a,
                             char *out, size_t cap)
 {
     char sep = '?';
     snprintf(out, cap, "%s", base);
     for (size_t i = 0; i < n; i++) {
-        char v[600];
-        if (take_opt(argc, argv, filters[i][0], v, sizeof(v))) {
-            size_t len = strlen(out);
-            snprintf(out + len, cap - len, "%c%s=%s", sep, filters[i][1], v);
-            sep = '&';
-        }
+        const char *v = cli_args_last(a, filters[i].key);
+        if (!v)
+            continue;
+        char esc[600];
+        client_escape(v, esc, sizeof(esc));
+        size_t len = strlen(out);
+        snprintf(out + len, cap - len, "%c%s=%s", sep, filters[i].param, esc);
+        sep = '&';
     }
 }
 
-int cmd_runs(int argc, char **argv)
+static int cmd_runs(const cli_args *a)
 {
+    if (a->npos)
+        return cli_args_fail(a, "unexpected argument '%s'", a->pos[0]);
     client_conf c;
-    if (client_conf_load(&c, &argc, argv) < 0)
+    if (client_conf_load(&c, &a->g) < 0)
         return CLI_BAD_INPUT;
-    static const char *const filters[][2] = {{"--user", "user"},   {"--job", "job"},     {"--group", "group"},
-                                             {"--status", "status"}, {"--node", "node"}, {"--limit", "limit"},
-                                             {"--offset", "offset"}};
+    static const struct query_filter filters[] = {{Q_USER, "user"},   {Q_JOB, "job"},     {Q_GROUP, "group"},
+                                                  {Q_STATUS, "status"}, {Q_NODE, "node"}, {Q_LIMIT, "limit"},
+                                                  {Q_OFFSET, "offset"}};
     char path[2048];
-    query_from_opts("/api/v1/runs", filters, sizeof(filters) / sizeof(filters[0]), &argc, argv, path, sizeof(path));
-    if (argc != 1) {
-        cli_errorf("usage: lockstep runs [--user U] [--job J] [--group G] [--status S] [--node N] [--limit N] "
-                   "[--offset N] [--json]",
-                   "unexpected argument '%s'", argv[1]);
-        return CLI_BAD_INPUT;
-    }
+    query_from_opts("/api/v1/runs", filters, sizeof(filters) / sizeof(filters[0]), a, path, sizeof(path));
     json_t *reply;
     int rc = client_get(&c, path, &reply, "cannot list runs");
     if (rc)
@@ -100,13 +90,12 @@ int cmd_runs(int argc, char **argv)
     return CLI_OK;
 }
 
-int cmd_run(int argc, char **argv)
+static int cmd_run(const cli_args *a)
 {
     client_conf c;
     json_t *reply;
     const char *id;
-    int rc = client_fetch(&c, argc, argv, "usage: lockstep run RUN_ID [--json]", "/api/v1/runs/%s",
-                          "cannot show the run", &reply, &id);
+    int rc = client_fetch(&c, a, "/api/v1/runs/%s", "cannot show the run", &reply, &id);
     if (rc)
         return rc;
     if (c.json) {
@@ -307,18 +296,12 @@ static const char *first_divergence_text(json_t *fd, char *out, size_t cap)
 }
 
 /* twins_list - `lockstep twins` without a group: the server's twin groups, newest first, with their status. */
-static int twins_list(client_conf *c, int argc, char **argv)
+static int twins_list(client_conf *c, const cli_args *a)
 {
-    static const char *const filters[][2] = {{"--status", "status"}, {"--user", "user"},   {"--node", "node"},
-                                             {"--since", "since"},   {"--limit", "limit"}, {"--cursor", "cursor"}};
+    static const struct query_filter filters[] = {{Q_STATUS, "status"}, {Q_USER, "user"},   {Q_NODE, "node"},
+                                                  {Q_SINCE, "since"},   {Q_LIMIT, "limit"}, {Q_CURSOR, "cursor"}};
     char path[2048];
-    query_from_opts("/api/v1/twins", filters, sizeof(filters) / sizeof(filters[0]), &argc, argv, path, sizeof(path));
-    if (argc != 1) {
-        cli_errorf("usage: lockstep twins [GROUP] [--status S] [--user U] [--node N] [--since DAY] [--limit N] "
-                   "[--cursor C] [--json]",
-                   "unexpected argument '%s'", argv[1]);
-        return CLI_BAD_INPUT;
-    }
+    query_from_opts("/api/v1/twins", filters, sizeof(filters) / sizeof(filters[0]), a, path, sizeof(path));
     json_t *reply;
     int rc = client_get(c, path, &reply, "cannot list the twin groups");
     if (rc)
@@ -402,19 +385,19 @@ static void print_ownership(json_t *reply)
         printf("runs set aside when its owner claimed it: %zu (not compared, no evidence; --json says why)\n", aside);
 }
 
-int cmd_twins(int argc, char **argv)
+static int cmd_twins(const cli_args *a)
 {
     client_conf conf, *c = &conf;
-    if (client_conf_load(c, &argc, argv) < 0)
+    if (a->npos > 1)
+        return cli_args_fail(a, "twins takes one group");
+    if (a->npos == 1 && a->ngiven)
+        return cli_args_fail(a, "the filters list groups: give them without GROUP");
+    if (client_conf_load(c, &a->g) < 0)
         return CLI_BAD_INPUT;
-    if (argc == 1 || argv[1][0] == '-')
-        return twins_list(c, argc, argv);
-    if (argc != 2) {
-        cli_error("wrong arguments", NULL, "usage: lockstep twins [GROUP] [--json]");
-        return CLI_BAD_INPUT;
-    }
+    if (a->npos == 0)
+        return twins_list(c, a);
     json_t *reply;
-    const char *group = argv[1];
+    const char *group = a->pos[0];
     char esc[600], path[700];
     client_escape(group, esc, sizeof(esc));
     snprintf(path, sizeof(path), "/api/v1/twins/%s", esc);
@@ -476,8 +459,8 @@ int cmd_twins(int argc, char **argv)
         table_print(&t, stdout);
         table_free(&t);
         if (json_array_size(aw) > 20)
-            printf("(and %zu more: GET /api/v1/twins/%s lists them under awaiting_records)\n", json_array_size(aw) - 20,
-                   group);
+            printf("(and %zu more: lockstep twins %s --json lists them under awaiting_records)\n",
+                   json_array_size(aw) - 20, group);
     }
     json_t *fd = json_object_get(reply, "first_divergence");
     if (json_is_object(fd)) {
@@ -577,13 +560,12 @@ static void print_entries(json_t *entries, int with_class)
     table_free(&t);
 }
 
-int cmd_manifest_diff(int argc, char **argv)
+static int cmd_manifest_diff(const cli_args *a)
 {
     client_conf c;
     json_t *reply;
     const char *group;
-    int rc = client_fetch(&c, argc, argv, "usage: lockstep manifest-diff GROUP [--json]",
-                          "/api/v1/twins/%s/manifest-diff", "cannot diff the manifests", &reply, &group);
+    int rc = client_fetch(&c, a, "/api/v1/twins/%s/manifest-diff", "cannot diff the manifests", &reply, &group);
     if (rc)
         return rc;
     if (c.json) {
@@ -606,3 +588,59 @@ int cmd_manifest_diff(int argc, char **argv)
     json_decref(reply);
     return CLI_OK;
 }
+
+static const cli_opt runs_opts[] = {
+    {"user", Q_USER, "USER", NULL, "only the runs of USER"},
+    {"job", Q_JOB, "JOBID", NULL, "only the runs (steps) of Slurm job JOBID"},
+    {"group", Q_GROUP, "GROUP", NULL, "only the runs of twin group GROUP"},
+    {"status", Q_STATUS, "STATUS", "running ended failed", "only the runs in this state: running, ended, failed"},
+    {"node", Q_NODE, "NODE", NULL, "only the runs that ran on NODE"},
+    {"limit", Q_LIMIT, "N", NULL, "at most N runs (newest first)"},
+    {"offset", Q_OFFSET, "N", NULL, "skip the first N runs (the next page)"},
+    {0},
+};
+
+const cli_command cli_cmd_runs = {
+    .name = "runs",
+    .run = cmd_runs,
+    .synopsis = "runs [--user U] [--job J] [--group G] [--status S] [--node N] [--limit N] [--offset N]",
+    .summary = "list runs on the server",
+    .opts = runs_opts,
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+};
+
+const cli_command cli_cmd_run = {
+    .name = "run",
+    .run = cmd_run,
+    .synopsis = "run RUN_ID",
+    .summary = "one run: job, ranks, nodes, manifests",
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+};
+
+static const cli_opt twins_opts[] = {
+    {"status", Q_STATUS, "STATUS", "pending diverged incomplete match", "only the groups with this status"},
+    {"user", Q_USER, "USER", NULL, "only the groups USER ran in"},
+    {"node", Q_NODE, "NODE", NULL, "only the groups that ran on NODE"},
+    {"since", Q_SINCE, "DAY", NULL, "only the groups with a run since DAY (YYYY-MM-DD, or a time)"},
+    {"limit", Q_LIMIT, "N", NULL, "at most N groups (newest first)"},
+    {"cursor", Q_CURSOR, "C", NULL, "the next page (the cursor the previous page printed)"},
+    {0},
+};
+
+const cli_command cli_cmd_twins = {
+    .name = "twins",
+    .run = cmd_twins,
+    .synopsis = "twins [--status S] [--user U] [--node N] [--since DAY] [--limit N] [--cursor C]\ntwins GROUP",
+    .summary = "without GROUP: the twin groups, newest first; with it: its status and\n"
+               "classification, runs, first divergence (cause, call site), per rank",
+    .opts = twins_opts,
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+};
+
+const cli_command cli_cmd_manifest_diff = {
+    .name = "manifest-diff",
+    .run = cmd_manifest_diff,
+    .synopsis = "manifest-diff GROUP",
+    .summary = "what differs between the twins' manifests",
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+};
