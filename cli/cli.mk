@@ -27,3 +27,6 @@ $(LOCKSTEP_COMPLETION): $(LOCKSTEP_BIN)
 ALL_TARGETS += $(LOCKSTEP_BIN) $(LOCKSTEP_COMPLETION)
 INSTALL_BIN += $(LOCKSTEP_BIN)
 INSTALL_COMPLETION += $(LOCKSTEP_COMPLETION)
+
+# The parser's test links the whole command table, so every command's objects.
+TEST_OBJS_test_cli_args = $(VERSION_OBJ) $(CLI_TOKEN_OBJ)

@@ -261,6 +261,25 @@ import json, sys
 d = json.load(sys.stdin)
 assert d["replay"] is None and d["replays"] == 0 and d["narrow_of"] is None, d'
 }
+t_option_forms() { # --opt=value as --opt value; the global options before or after the subcommand
+  local want; want=$("$ls" runs --group trio --limit 2 --json) || return 1
+  [ "$(echo "$want" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["total"], len(d["items"]))')" = "3 2" ] ||
+    return 1
+  [ "$("$ls" runs --group=trio --limit=2 --json)" = "$want" ] && [ "$("$ls" --json runs --group=trio --limit 2)" = "$want" ] &&
+    [ "$(LOCKSTEP_SERVER= "$ls" --server "$S" runs --group trio --limit=2 --json)" = "$want" ] &&
+    [ "$(LOCKSTEP_SERVER= "$ls" --json runs --limit 2 --server="$S" --group=trio)" = "$want" ] || return 1
+  LOCKSTEP_SERVER= exits 1 "$ls" --server="$S" twins trio && grep -q 'twin group trio: diverged' "$tmp/out" || return 1
+  exits 0 "$ls" job 501 --summary --wait=0 && grep -q '^lockstep: pair-ok ' "$tmp/out" || return 1
+  exits 2 "$ls" runs --limit && grep -q "option '--limit' needs a value" "$tmp/err"
+}
+t_cli_hints() { # a missing run or group: the command to run next, not lockstepd's HTTP routes
+  exits 2 "$ls" twins no-such-group && grep -q 'hint: .*lockstep twins' "$tmp/err" && ! grep -q '/api/' "$tmp/err" ||
+    return 1
+  exits 2 "$ls" run no-such-run && grep -q 'hint: .*lockstep runs' "$tmp/err" && ! grep -q '/api/' "$tmp/err" ||
+    return 1
+  exits 2 "$ls" manifest-diff no-such-group && ! grep -q '/api/' "$tmp/err" || return 1
+  exits 2 "$ls" compare trio no-such-group && ! grep -q '/api/' "$tmp/err"
+}
 t_unreachable() { exits 3 "$ls" runs --server http://127.0.0.1:9 && grep -q 'cannot reach lockstepd' "$tmp/err"; }
 t_no_server() { LOCKSTEP_SERVER= HOME=$tmp/nohome exits 2 "$ls" runs && grep -q 'no server given' "$tmp/err"; }
 t_config_file() {
@@ -274,7 +293,7 @@ t_clean_stop() { # last: SIGTERM; lockstepd exits 0 and (SAN=1) its log holds no
 }
 
 for t in t_runs_table t_runs_filter t_runs_empty t_run_detail t_run_unknown t_twins_match t_twins_diverged \
-         t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_admin_token_file t_job_token_enforced t_late_joiner t_series t_checkpoint t_narrow_refusals t_twins_replay_fields t_unreachable t_no_server t_config_file t_manifest_scrubbed t_clean_stop; do
+         t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_admin_token_file t_job_token_enforced t_late_joiner t_series t_checkpoint t_narrow_refusals t_twins_replay_fields t_option_forms t_cli_hints t_unreachable t_no_server t_config_file t_manifest_scrubbed t_clean_stop; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"
