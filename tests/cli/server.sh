@@ -116,15 +116,34 @@ d = json.load(open(sys.argv[1]))
 assert [g["group"] for g in d["items"]] == ["trio", "pair-ok"] and d["total"] == 2, d' "$tmp/out" || return 1
   exits 2 "$ls" twins --status nonsense && grep -q "not a group status" "$tmp/err"
 }
-t_job() { # a job's runs and its group's status; --summary: the one line for AdminComment
+t_job() { # a job's runs and its own outcome in its group; --summary: the one line for AdminComment
   local cause; cause=$(cause_of trio) && [ -n "$cause" ] || return 1
   exits 1 "$ls" job 505 || return 1
   grep -q '^job 505: 1 run under lockstep, 1 twin group, diverged' "$tmp/out" &&
     grep -Eq '^0 +[0-9a-f-]{36} +ended +2 .* trio +diverged$' "$tmp/out" &&
-    grep -q "^trio diverged at step 6, rank 1 (linear.weight): $cause" "$tmp/out" || return 1
-  exits 0 "$ls" job 501 --summary && [ "$(cat "$tmp/out")" = "lockstep: pair-ok match" ] || return 1
+    grep -q "^trio odd one out at step 6, rank 1 (linear.weight): $cause" "$tmp/out" || return 1
+  exits 0 "$ls" job 501 --summary && [ "$(cat "$tmp/out")" = "lockstep: pair-ok matched" ] || return 1
   exits 1 "$ls" job 505 --summary || return 1
-  case $(cat "$tmp/out") in "lockstep: trio diverged at step 6, rank 1 (linear.weight): $cause"*" $S/#/twins/trio") ;; *) return 1 ;; esac
+  case $(cat "$tmp/out") in "lockstep: trio odd one out at step 6, rank 1 (linear.weight): $cause"*" $S/#/twins/trio") ;;
+    *) return 1 ;; esac
+  # each twin job its own outcome, never the odd run's: 503 and 504 matched the majority
+  for j in 503 504; do
+    exits 1 "$ls" job $j --summary &&
+      [ "$(cat "$tmp/out")" = "lockstep: trio matched the majority (job 505 is the odd one out) $S/#/twins/trio" ] ||
+      return 1
+  done
+  exits 1 "$ls" job 503 --json && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [g["job_outcome"]["outcome"] for g in d["groups"]] == ["majority"], d["groups"][0]["job_outcome"]' "$tmp/out" ||
+    return 1
+  # a pair that diverged: no majority says which run is off; each job names its twin
+  run 510 pair-div && run 511 pair-div --perturb-step 3 || return 1
+  for _ in $(seq 50); do "$ls" twins pair-div --json 2>/dev/null | grep -q '"diverged"' && break; sleep 0.2; done
+  exits 1 "$ls" job 510 --summary &&
+    grep -q '^lockstep: pair-div diverged from its twin, job 511, at step 3, rank 1 (' "$tmp/out" || return 1
+  exits 1 "$ls" job 511 --summary &&
+    grep -q '^lockstep: pair-div diverged from its twin, job 510, at step 3, rank 1 (' "$tmp/out" || return 1
   exits 0 "$ls" job 503 --twin-jobs && [ "$(sort "$tmp/out" | tr '\n' ' ')" = "504 505 " ] || return 1
   exits 2 "$ls" job 999999 && grep -q 'job 999999 has no run on this server' "$tmp/err" || return 1
   exits 0 "$ls" job 999999 --summary && [ "$(cat "$tmp/out")" = "lockstep: no run" ]
