@@ -336,6 +336,23 @@ int client_fetch(client_conf *c, const cli_args *a, const char *fmt, const char 
     return client_get(c, path, reply, what);
 }
 
+void client_query(const char *base, const client_filter *filters, size_t n, const cli_args *a, char *out,
+                  size_t cap)
+{
+    char sep = '?';
+    snprintf(out, cap, "%s", base);
+    for (size_t i = 0; i < n; i++) {
+        const char *v = cli_args_last(a, filters[i].key);
+        if (!v)
+            continue;
+        char esc[600];
+        client_escape(v, esc, sizeof(esc));
+        size_t len = strlen(out);
+        snprintf(out + len, cap - len, "%c%s=%s", sep, filters[i].param, esc);
+        sep = '&';
+    }
+}
+
 const char *client_cell(json_t *o, const char *key, int short_reals, char *buf, size_t cap)
 {
     json_t *v = json_object_get(o, key);

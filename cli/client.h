@@ -54,6 +54,17 @@ int client_post(const client_conf *c, const char *path, json_t *body, json_t **r
 int client_fetch(client_conf *c, const cli_args *a, const char *fmt, const char *what, json_t **reply,
                  const char **arg);
 
+/* A list command's option that is a query parameter of its API request. */
+typedef struct client_filter {
+    int key;           /* the option's key (cli_opt.key) */
+    const char *param; /* the query parameter */
+} client_filter;
+
+/* client_query - `base` with a query parameter for each option of `filters` given on the command line (the last of
+ * each, percent-encoded), into `out`. */
+void client_query(const char *base, const client_filter *filters, size_t n, const cli_args *a, char *out,
+                  size_t cap);
+
 /* client_cell - a JSON member as text for a table cell: strings as they
  * are, integers in decimal, reals with `%.17g` (exact) or `%.3g` (short),
  * booleans as yes/no; NULL when absent or null. `buf` holds the text. */
