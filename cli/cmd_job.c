@@ -208,8 +208,9 @@ static void print_table(const client_conf *c, const job_state *j, const char *jo
     json_array_foreach(j->runs, i, r)
     {
         char b[7][64];
-        const char *row[7] = {cell(r, "step_id", b[0], 64), cell(r, "run_id", b[1], 64), cell(r, "status", b[2], 64),
-                              cell(r, "ranks", b[3], 64),   cell(r, "nodes", b[4], 64),  cell(r, "twin_group", b[5], 64),
+        const char *row[7] = {cell(r, "step_id", b[0], 64),   cell(r, "run_id", b[1], 64),
+                              cell(r, "status", b[2], 64),    cell(r, "ranks", b[3], 64),
+                              cell(r, "nodes", b[4], 64),     cell(r, "twin_group", b[5], 64),
                               cell(r, "group_status", b[6], 64)};
         table_add(&t, row);
     }
