@@ -292,7 +292,7 @@ EOF
   done
   grep -q '^NCCL_ALGO=Ring$' "$tmp/benv.batch" && ! grep -q "^LD_PRELOAD=.*liblockstep" "$tmp/benv.batch" &&
     [ ! -e "$tmp/benv.ran" ] && grep -q 'NCCL_ALGO=Tree breaks --lockstep=det' "$tmp/batch.out" &&
-    grep -q 'inner=1' "$tmp/batch.out"
+    grep -q 'inner=1' "$tmp/batch.out" && ! grep -q 'does nothing' "$tmp/batch.out" # the sruns inside got --lockstep
 }
 
 t_salloc_carries() {
@@ -302,6 +302,7 @@ t_salloc_carries() {
   timeout 30 salloc --immediate=10 -N2 --lockstep=det --lockstep-twin=sa srun --export="$exp" \
     bash -c 'env >'"$tmp"'/env.$SLURM_PROCID' >"$tmp/out" 2>"$tmp/err" || return 1
   for r in 0 1; do want $r LOCKSTEP_MODE det && want $r LOCKSTEP_TWIN_GROUP sa && want $r NCCL_ALGO Ring || return 1; done
+  ! grep -q 'does nothing' "$tmp/err" # the srun inside got --lockstep from salloc
 }
 
 # --- lockstepd down: the job runs, and not slowly
