@@ -249,9 +249,10 @@ t_option_forms() { # --opt=value as --opt value, options after the arguments, --
   exits 2 "$ls" fp --jobs && grep -q "option '--jobs' needs a value" "$tmp/err" && grep -q 'lockstep fp --help' "$tmp/err"
 }
 # compl WORD...: what bash completion offers for the last word (COMP_WORDS as bash splits them: --opt=V is 3 words)
-compl() {
+compl() { # (a candidate holding a blank or a newline, which bash would offer as one word, shows as BAD[...])
   bash -c 'source "$1"; shift; COMP_WORDS=(lockstep "$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _lockstep
-           printf "%s\n" "${COMPREPLY[@]}" | sort -u | tr "\n" " "' _ "$tmp/comp.bash" "$@"
+           for w in "${COMPREPLY[@]}"; do case $w in *[[:space:]]*) w="BAD[$w]" ;; esac; printf "%s\n" "$w"; done |
+             sort -u | tr "\n" " "' _ "$tmp/comp.bash" "$@"
 }
 t_completion() { # bash completion, written from the command table: what make built is what the command writes
   "$ls" completion bash >"$tmp/comp.bash" && bash -n "$tmp/comp.bash" &&

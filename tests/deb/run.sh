@@ -122,8 +122,8 @@ lockstep.shutdown()' || return 1
   t_completion() { # bash completion: where bash-completion looks, and what the installed CLI writes
     local f=/usr/share/bash-completion/completions/lockstep
     lockstep completion bash | cmp - "$f" && bash -n "$f" &&
-      [ "$(bash -c 'source "$1"; COMP_WORDS=(lockstep twi); COMP_CWORD=1; _lockstep; echo "${COMPREPLY[*]}"' _ "$f")" = \
-        "twin twins" ]
+      [ "$(bash -c 'source "$1"; COMP_WORDS=(lockstep twi); COMP_CWORD=1; _lockstep; printf "[%s]" "${COMPREPLY[@]}"' \
+        _ "$f")" = "[twins][twin]" ]
   }
   t_epilog() { # the slurmctld epilog reads /etc/lockstep/epilog.conf, gets the job's line from the installed CLI,
     # and exits 0 (there is no slurmctld here to write it to)
