@@ -53,6 +53,7 @@ BENCHES :=
 INSTALL_BIN :=
 INSTALL_LIB :=
 INSTALL_SBIN :=
+INSTALL_COMPLETION :=
 
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
@@ -100,7 +101,7 @@ install: all install-programs
 
 # What `make install` installs, built and installed without the tests and benchmarks (the Debian packages take
 # these two and install-web).
-programs: $(INSTALL_BIN) $(INSTALL_SBIN) $(INSTALL_LIB)
+programs: $(INSTALL_BIN) $(INSTALL_SBIN) $(INSTALL_LIB) $(INSTALL_COMPLETION)
 
 install-programs: programs
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include
@@ -108,6 +109,8 @@ install-programs: programs
 	$(if $(INSTALL_SBIN),install -m 755 $(INSTALL_SBIN) $(DESTDIR)$(PREFIX)/sbin/)
 	install -m 644 $(INSTALL_LIB) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/lockstep.h $(DESTDIR)$(PREFIX)/include/
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 644 $(INSTALL_COMPLETION) $(DESTDIR)$(PREFIX)/share/bash-completion/completions/
 
 clean:
 	rm -rf build

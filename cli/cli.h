@@ -1,6 +1,8 @@
-/* cli.h - what the lockstep command's subcommands share: entry points, exit codes, error output. */
+/* cli.h - what the lockstep command's subcommands share: the command table, exit codes, error output. */
 #ifndef CLI_CLI_H
 #define CLI_CLI_H
+
+#include "cli/args.h"
 
 /* Exit codes of every subcommand (documented in `lockstep help`). */
 enum cli_exit {
@@ -17,22 +19,14 @@ void cli_error(const char *fact, const char *detail, const char *hint);
 /* cli_errorf - cli_error with a formatted fact. */
 void cli_errorf(const char *hint, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-int cmd_fp(int argc, char **argv);
-int cmd_dump(int argc, char **argv);
-int cmd_diff(int argc, char **argv);
-int cmd_runs(int argc, char **argv);
-int cmd_run(int argc, char **argv);
-int cmd_twins(int argc, char **argv);
-int cmd_job(int argc, char **argv);
-int cmd_manifest_diff(int argc, char **argv);
-int cmd_token(int argc, char **argv);
-int cmd_replay(int argc, char **argv);
-int cmd_twin(int argc, char **argv);
-int cmd_nodes(int argc, char **argv);
-int cmd_node(int argc, char **argv);
-int cmd_alerts(int argc, char **argv);
-int cmd_narrow(int argc, char **argv);
-int cmd_compare(int argc, char **argv);
-int cmd_checkpoint(int argc, char **argv);
+/* The subcommands, in the order `lockstep help` lists them (cli/commands.c), ended by NULL. */
+extern const cli_command *const cli_commands[];
+
+/* cli_command_find - the subcommand called `name`, or NULL. */
+const cli_command *cli_command_find(const char *name);
+
+extern const cli_command cli_cmd_fp, cli_cmd_dump, cli_cmd_diff, cli_cmd_runs, cli_cmd_run, cli_cmd_twins, cli_cmd_job,
+    cli_cmd_manifest_diff, cli_cmd_twin, cli_cmd_compare, cli_cmd_narrow, cli_cmd_checkpoint, cli_cmd_replay,
+    cli_cmd_nodes, cli_cmd_node, cli_cmd_alerts, cli_cmd_token, cli_cmd_help, cli_cmd_version, cli_cmd_completion;
 
 #endif /* CLI_CLI_H */

@@ -18,5 +18,15 @@ $(LOCKSTEP_BIN): $(B)/cli/main.o $(VERSION_OBJ) $(LIBCLI) $(CLI_TOKEN_OBJ) $(LIB
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARDEN_LD) $(CLI_LIBS)
 
-ALL_TARGETS += $(LOCKSTEP_BIN)
+# The bash completion script, written by the command from its own tables (cli/completion.c).
+LOCKSTEP_COMPLETION := $(B)/share/bash-completion/completions/lockstep
+$(LOCKSTEP_COMPLETION): $(LOCKSTEP_BIN)
+	@mkdir -p $(@D)
+	$(LOCKSTEP_BIN) completion bash >$@.tmp && mv $@.tmp $@
+
+ALL_TARGETS += $(LOCKSTEP_BIN) $(LOCKSTEP_COMPLETION)
 INSTALL_BIN += $(LOCKSTEP_BIN)
+INSTALL_COMPLETION += $(LOCKSTEP_COMPLETION)
+
+# The parser's test links the whole command table, so every command's objects.
+TEST_OBJS_test_cli_args = $(VERSION_OBJ) $(CLI_TOKEN_OBJ)

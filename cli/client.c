@@ -13,43 +13,6 @@
 #include "cli/cli.h"
 #include "common/fsutil.h"
 
-/* take_flag - remove `--name VALUE` or `--name=VALUE` from argv into `out`. */
-static int take_flag(int *argc, char **argv, const char *name, char *out, size_t cap)
-{
-    size_t n = strlen(name);
-    for (int i = 1; i < *argc; i++) {
-        const char *val = NULL;
-        int used = 0;
-        if (strcmp(argv[i], name) == 0 && i + 1 < *argc)
-            val = argv[i + 1], used = 2;
-        else if (strncmp(argv[i], name, n) == 0 && argv[i][n] == '=')
-            val = argv[i] + n + 1, used = 1;
-        else if (strcmp(argv[i], "--") == 0)
-            break;
-        if (!val)
-            continue;
-        snprintf(out, cap, "%s", val);
-        memmove(argv + i, argv + i + used, (size_t)(*argc - i - used + 1) * sizeof(char *));
-        *argc -= used;
-        return 1;
-    }
-    return 0;
-}
-
-static int take_switch(int *argc, char **argv, const char *name)
-{
-    for (int i = 1; i < *argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            break;
-        if (strcmp(argv[i], name) == 0) {
-            memmove(argv + i, argv + i + 1, (size_t)(*argc - i) * sizeof(char *));
-            (*argc)--;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* config_path - $XDG_CONFIG_HOME/lockstep/NAME, else ~/.config/lockstep/NAME. Returns 0, or -1 when there is no
  * home to look in. */
 static int config_path(const char *name, char *out, size_t cap)
@@ -171,15 +134,15 @@ static int load_default_token(client_conf *c)
     return 0;
 }
 
-int client_conf_load(client_conf *c, int *argc, char **argv)
+int client_conf_load(client_conf *c, const cli_globals *g)
 {
     char token_file[1024] = "";
     memset(c, 0, sizeof(*c));
-    take_flag(argc, argv, "--server", c->server, sizeof(c->server));
-    take_flag(argc, argv, "--token", c->token, sizeof(c->token));
-    take_flag(argc, argv, "--token-file", token_file, sizeof(token_file));
-    take_flag(argc, argv, "--ca-file", c->ca_file, sizeof(c->ca_file));
-    c->json = take_switch(argc, argv, "--json");
+    snprintf(c->server, sizeof(c->server), "%s", g->server ? g->server : "");
+    snprintf(c->token, sizeof(c->token), "%s", g->token ? g->token : "");
+    snprintf(token_file, sizeof(token_file), "%s", g->token_file ? g->token_file : "");
+    snprintf(c->ca_file, sizeof(c->ca_file), "%s", g->ca_file ? g->ca_file : "");
+    c->json = g->json;
     const char *env;
     if (!c->server[0] && (env = getenv("LOCKSTEP_SERVER")) && *env)
         snprintf(c->server, sizeof(c->server), "%s", env);
@@ -276,11 +239,41 @@ long client_request(const client_conf *c, const char *method, const char *path, 
     return status;
 }
 
-int client_fail(long status, json_t *reply, const char *what)
+/* The CLI's own words for where to look next, by the request that failed: a hint of lockstepd's that speaks of its
+ * HTTP routes ("list runs with GET /api/v1/runs") is meant for API clients, and a user of this command is told the
+ * command instead. The first entry whose path prefix the request's path starts with gives the hint. */
+static const struct {
+    const char *prefix;
+    const char *hint;
+} CLI_HINTS[] = {
+    {"/api/v1/twins/", "list the twin groups with `lockstep twins` (a group of another owner: OWNER/NAME)"},
+    {"/api/v1/twins", "`lockstep twins --help` says which filters it takes"},
+    {"/api/v1/runs/", "list runs with `lockstep runs` (--group G, --job J, --user U)"},
+    {"/api/v1/runs", "`lockstep runs --help` says which filters it takes"},
+    {"/api/v1/narrows", "a group's replays: `lockstep narrow GROUP --show [ID]`"},
+    {"/api/v1/nodes/", "list the nodes with `lockstep nodes`"},
+    {"/api/v1/alerts/", "list the alerts with `lockstep alerts`"},
+    {"/api/v1/compare", "`lockstep compare --help` says what BASE, CHANGED and NOISE may be"},
+    {"/api/v1/admin/tokens", "`lockstep token --help`"},
+};
+
+/* cli_hint - the hint to show for a failed request to `path`: lockstepd's own, unless it speaks HTTP (then the
+ * command's words for it, else the docs). */
+static const char *cli_hint(const char *path, const char *server_hint)
+{
+    if (!server_hint || !strstr(server_hint, "/api/v1/"))
+        return server_hint;
+    for (size_t i = 0; path && i < sizeof(CLI_HINTS) / sizeof(CLI_HINTS[0]); i++)
+        if (!strncmp(path, CLI_HINTS[i].prefix, strlen(CLI_HINTS[i].prefix)))
+            return CLI_HINTS[i].hint;
+    return "docs/cli.md describes each command";
+}
+
+int client_fail(long status, json_t *reply, const char *what, const char *path)
 {
     const char *err = json_string_value(json_object_get(reply, "error"));
     const char *detail = json_string_value(json_object_get(reply, "detail"));
-    const char *hint = json_string_value(json_object_get(reply, "hint"));
+    const char *hint = cli_hint(path, json_string_value(json_object_get(reply, "hint")));
     char fact[1024];
     snprintf(fact, sizeof(fact), "%s: %s (HTTP %ld)", what, err ? err : "the server refused the request", status);
     if (!hint && (status == 401 || status == 403))
@@ -298,7 +291,7 @@ static int call(const client_conf *c, const char *method, const char *path, json
     if (st < 0)
         return CLI_UNREACHABLE;
     if (st < 200 || st >= 300) {
-        int rc = client_fail(st, *reply, what);
+        int rc = client_fail(st, *reply, what, path);
         json_decref(*reply);
         *reply = NULL;
         return rc;
@@ -340,20 +333,35 @@ int client_post(const client_conf *c, const char *path, json_t *body, json_t **r
     return call(c, "POST", path, body, reply, what);
 }
 
-int client_fetch(client_conf *c, int argc, char **argv, const char *usage, const char *fmt, const char *what,
-                 json_t **reply, const char **arg)
+int client_fetch(client_conf *c, const cli_args *a, const char *fmt, const char *what, json_t **reply,
+                 const char **arg)
 {
-    if (client_conf_load(c, &argc, argv) < 0)
+    if (a->npos != 1)
+        return cli_args_fail(a, a->npos ? "%s takes one argument" : "%s needs an argument", a->cmd->name);
+    if (client_conf_load(c, &a->g) < 0)
         return CLI_BAD_INPUT;
-    if (argc != 2 || argv[1][0] == '-') {
-        cli_error("wrong arguments", NULL, usage);
-        return CLI_BAD_INPUT;
-    }
     char esc[600], path[1400];
-    client_escape(argv[1], esc, sizeof(esc));
+    client_escape(a->pos[0], esc, sizeof(esc));
     snprintf(path, sizeof(path), fmt, esc);
-    *arg = argv[1];
+    *arg = a->pos[0];
     return client_get(c, path, reply, what);
+}
+
+void client_query(const char *base, const client_filter *filters, size_t n, const cli_args *a, char *out,
+                  size_t cap)
+{
+    char sep = '?';
+    snprintf(out, cap, "%s", base);
+    for (size_t i = 0; i < n; i++) {
+        const char *v = cli_args_last(a, filters[i].key);
+        if (!v)
+            continue;
+        char esc[600];
+        client_escape(v, esc, sizeof(esc));
+        size_t len = strlen(out);
+        snprintf(out + len, cap - len, "%c%s=%s", sep, filters[i].param, esc);
+        sep = '&';
+    }
 }
 
 const char *client_cell(json_t *o, const char *key, int short_reals, char *buf, size_t cap)

@@ -6,50 +6,32 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 
-static const char *const usage = "usage: lockstep checkpoint STEP [PATH] [--run RUN_ID] [--rank R] [--server URL] "
-                                 "[--token T]\n"
-                                 "  STEP: the last step the checkpoint holds; inside a job the run, its token and "
-                                 "the server come from LOCKSTEP_RUN_ID, LOCKSTEP_TOKEN and LOCKSTEP_SERVER";
+enum { CK_RUN = CLI_KEY_LONG, CK_RANK };
 
-int cmd_checkpoint(int argc, char **argv)
+static int cmd_checkpoint(const cli_args *a)
 {
     const char *tok = getenv("LOCKSTEP_TOKEN");
-    int given_token = 0;
-    for (int i = 1; i < argc; i++)
-        given_token |= !strcmp(argv[i], "--token") || !strcmp(argv[i], "--token-file");
-    client_conf c;
-    if (client_conf_load(&c, &argc, argv) < 0)
-        return CLI_BAD_INPUT;
-    /* A job writes with its own token: LOCKSTEP_TOKEN, which the plugin sets, before any admin token. */
-    if (!given_token && tok && *tok)
-        snprintf(c.token, sizeof(c.token), "%s", tok);
-    const char *run = getenv("LOCKSTEP_RUN_ID"), *step_s = NULL, *path = NULL, *rank_s = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--run") && i + 1 < argc)
-            run = argv[++i];
-        else if (!strcmp(argv[i], "--rank") && i + 1 < argc)
-            rank_s = argv[++i];
-        else if ((argv[i][0] != '-' || (argv[i][1] >= '0' && argv[i][1] <= '9')) && !step_s)
-            step_s = argv[i]; /* a negative number is a (wrong) step, not an option */
-        else if (argv[i][0] != '-' && !path)
-            path = argv[i];
-        else {
-            cli_errorf(usage, "unexpected argument '%s'", argv[i]);
-            return CLI_BAD_INPUT;
-        }
-    }
+    int given_token = a->g.token || a->g.token_file;
+    if (a->npos > 2)
+        return cli_args_fail(a, "unexpected argument '%s'", a->pos[2]);
+    const char *run = cli_args_last(a, CK_RUN) ?: getenv("LOCKSTEP_RUN_ID"), *rank_s = cli_args_last(a, CK_RANK);
+    const char *step_s = a->npos ? a->pos[0] : NULL, *path = a->npos > 1 ? a->pos[1] : NULL;
     char *end = NULL;
     long long step = step_s ? strtoll(step_s, &end, 10) : -1;
-    if (!step_s || *end || step < 0) {
-        cli_error("checkpoint needs the step it holds, a number >= 0", NULL, usage);
-        return CLI_BAD_INPUT;
-    }
+    if (!step_s || *end || step < 0)
+        return cli_args_fail(a, "checkpoint needs the step it holds, a number >= 0");
     if (!run || !*run) {
         cli_error("no run to declare the checkpoint for", "LOCKSTEP_RUN_ID is not set and no --run was given",
                   "run it inside a task of a job under --lockstep (the plugin sets LOCKSTEP_RUN_ID), or give --run "
                   "RUN_ID");
         return CLI_BAD_INPUT;
     }
+    client_conf c;
+    if (client_conf_load(&c, &a->g) < 0)
+        return CLI_BAD_INPUT;
+    /* A job writes with its own token: LOCKSTEP_TOKEN, which the plugin sets, before any admin token. */
+    if (!given_token && tok && *tok)
+        snprintf(c.token, sizeof(c.token), "%s", tok);
     if (!rank_s)
         rank_s = getenv("LOCKSTEP_RANK") ? getenv("LOCKSTEP_RANK") : getenv("SLURM_PROCID");
     json_t *body = json_pack("{s:I}", "step", (json_int_t)step);
@@ -73,3 +55,21 @@ int cmd_checkpoint(int argc, char **argv)
     }
     return CLI_OK;
 }
+
+static const cli_opt checkpoint_opts[] = {
+    {"run", CK_RUN, "RUN_ID", NULL, "the run (default: LOCKSTEP_RUN_ID, which the plugin sets)"},
+    {"rank", CK_RANK, "R", NULL, "the rank that wrote it (default: LOCKSTEP_RANK, else SLURM_PROCID)"},
+    {0},
+};
+
+const cli_command cli_cmd_checkpoint = {
+    .name = "checkpoint",
+    .run = cmd_checkpoint,
+    .synopsis = "checkpoint STEP [PATH] [--run RUN_ID] [--rank R]",
+    .summary = "declare, from inside a job, a checkpoint it wrote (STEP: the last step\n"
+               "it holds; the run, its token and the server come from LOCKSTEP_RUN_ID,\n"
+               "LOCKSTEP_TOKEN and LOCKSTEP_SERVER)",
+    .opts = checkpoint_opts,
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+    .complete = {NULL, "@file"},
+};

@@ -9,9 +9,7 @@
 #include "cli/client.h"
 #include "cli/table.h"
 
-static const char *const usage =
-    "usage: lockstep compare BASE CHANGED [--noise NOISE] [--rank R] [--from STEP] [--to STEP] [--alpha A] [--json]\n"
-    "  BASE, CHANGED, NOISE: twin groups or run ids (comma-separated)";
+enum { CMP_NOISE = CLI_KEY_LONG, CMP_RANK, CMP_FROM, CMP_TO, CMP_ALPHA };
 
 /* g - a JSON member as short text for a cell ("-" when absent or null). */
 static const char *g(json_t *o, const char *key, char *buf, size_t cap)
@@ -157,33 +155,17 @@ static void print_metrics(json_t *metrics, int noise, int many)
     table_free(&t);
 }
 
-int cmd_compare(int argc, char **argv)
+static int cmd_compare(const cli_args *a)
 {
+    if (a->npos != 2)
+        return cli_args_fail(a, "compare needs BASE and CHANGED");
+    const char *pos[2] = {a->pos[0], a->pos[1]};
+    const char *noise = cli_args_last(a, CMP_NOISE), *rank = cli_args_last(a, CMP_RANK),
+               *from = cli_args_last(a, CMP_FROM), *to = cli_args_last(a, CMP_TO),
+               *alpha = cli_args_last(a, CMP_ALPHA);
     client_conf c;
-    if (client_conf_load(&c, &argc, argv) < 0)
+    if (client_conf_load(&c, &a->g) < 0)
         return CLI_BAD_INPUT;
-    const char *pos[2] = {NULL, NULL}, *noise = NULL, *rank = NULL, *from = NULL, *to = NULL, *alpha = NULL;
-    int npos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char **opt = !strcmp(argv[i], "--noise")   ? &noise
-                           : !strcmp(argv[i], "--rank")  ? &rank
-                           : !strcmp(argv[i], "--from")  ? &from
-                           : !strcmp(argv[i], "--to")    ? &to
-                           : !strcmp(argv[i], "--alpha") ? &alpha
-                                                         : NULL;
-        if (opt && i + 1 < argc) {
-            *opt = argv[++i];
-        } else if (argv[i][0] == '-' || opt || npos == 2) {
-            cli_errorf(usage, "unexpected argument '%s'", argv[i]);
-            return CLI_BAD_INPUT;
-        } else {
-            pos[npos++] = argv[i];
-        }
-    }
-    if (npos != 2) {
-        cli_error("compare needs BASE and CHANGED", NULL, usage);
-        return CLI_BAD_INPUT;
-    }
     char path[8192] = "/api/v1/compare?series=";
     strcat(path, c.json ? "1" : "0");
     add_query(path, sizeof(path), "base", pos[0]);
@@ -249,3 +231,22 @@ int cmd_compare(int argc, char **argv)
     json_decref(d);
     return code;
 }
+
+static const cli_opt compare_opts[] = {
+    {"noise", CMP_NOISE, "NOISE", NULL, "the noise replicas: a twin group or run ids (comma-separated)"},
+    {"rank", CMP_RANK, "R", NULL, "compare rank R's metrics (default 0)"},
+    {"from", CMP_FROM, "STEP", NULL, "from step STEP"},
+    {"to", CMP_TO, "STEP", NULL, "up to step STEP"},
+    {"alpha", CMP_ALPHA, "A", NULL, "the noise band's false-alarm rate (docs/compare.md)"},
+    {0},
+};
+
+const cli_command cli_cmd_compare = {
+    .name = "compare",
+    .run = cmd_compare,
+    .synopsis = "compare BASE CHANGED [--noise NOISE] [--rank R] [--from S] [--to S] [--alpha A]",
+    .summary = "the effect of a change against the run-to-run noise band; BASE, CHANGED,\n"
+               "NOISE: twin groups or run ids (comma-separated)",
+    .opts = compare_opts,
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+};

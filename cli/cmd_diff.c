@@ -1,6 +1,7 @@
 /* cmd_diff.c - `lockstep diff A B`: where two runs' traces part, for people (text) or machines (--json). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -404,48 +405,23 @@ static md_run run_of_info(json_t *info)
                     json_object_get(info, "manifests")};
 }
 
-int cmd_diff(int argc, char **argv)
+enum { DIFF_OVERLAP = CLI_KEY_LONG, DIFF_LOGICAL };
+
+static int cmd_diff(const cli_args *args)
 {
-    int json = 0, overlap = 0, logical = 0;
-    const char *paths[2];
-    int n = 0;
-    const char *usage =
-        "usage: lockstep diff [--json] [--overlap] [--logical] A B   (trace directories, or run ids with --server)";
+    int json = args->g.json, overlap = cli_args_count(args, DIFF_OVERLAP) > 0,
+        logical = cli_args_count(args, DIFF_LOGICAL) > 0;
+    if (args->npos != 2)
+        return cli_args_fail(args, "diff takes two runs");
+    const char *paths[2] = {args->pos[0], args->pos[1]};
 
     /* A server is used for arguments that are not local paths. */
     client_conf conf, *c = NULL;
-    int remote_wanted = getenv("LOCKSTEP_SERVER") != NULL;
-    for (int i = 1; i < argc; i++)
-        if (strncmp(argv[i], "--server", 8) == 0)
-            remote_wanted = 1;
-    if (remote_wanted) {
-        if (client_conf_load(&conf, &argc, argv) < 0)
+    if (getenv("LOCKSTEP_SERVER") || args->g.server) {
+        if (client_conf_load(&conf, &args->g) < 0)
             return CLI_BAD_INPUT;
         c = &conf;
-        json = conf.json;
     }
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--overlap") == 0) {
-            overlap = 1;
-        } else if (strcmp(argv[i], "--logical") == 0) {
-            logical = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            cli_errorf(usage, "unknown option '%s'", argv[i]);
-            return CLI_BAD_INPUT;
-        } else if (n < 2) {
-            paths[n++] = argv[i];
-        } else {
-            cli_error("diff takes two runs", NULL, usage);
-            return CLI_BAD_INPUT;
-        }
-    }
-    if (n != 2) {
-        cli_error("diff takes two runs", NULL, usage);
-        return CLI_BAD_INPUT;
-    }
-
     td_run a, b;
     json_t *info_a = NULL, *info_b = NULL, *md = NULL;
     int rc = load_side("A", paths[0], c, &a, &info_a);
@@ -510,3 +486,20 @@ int cmd_diff(int argc, char **argv)
     td_release(&b);
     return rc;
 }
+
+static const cli_opt diff_opts[] = {
+    {"overlap", DIFF_OVERLAP, NULL, NULL, "compare only the steps both runs hold (a run resumed from a checkpoint)"},
+    {"logical", DIFF_LOGICAL, NULL, NULL, "compare logical tensors, shards combined: runs of any rank counts"},
+    {0},
+};
+
+const cli_command cli_cmd_diff = {
+    .name = "diff",
+    .run = cmd_diff,
+    .synopsis = "diff [--json] [--overlap] [--logical] A B",
+    .summary = "compare two runs' trace directories (or files), or run ids on the server;\n"
+               "--logical: their logical tensors, whatever their rank counts",
+    .opts = diff_opts,
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+    .complete = {"@dir", "@dir"},
+};

@@ -58,16 +58,16 @@ static int dump_logical(const char *path)
     return rc;
 }
 
-int cmd_dump(int argc, char **argv)
+enum { DUMP_LOGICAL = CLI_KEY_LONG };
+
+static int cmd_dump(const cli_args *a)
 {
-    if (argc == 3 && strcmp(argv[1], "--logical") == 0)
-        return dump_logical(argv[2]);
-    if (argc != 2 || (argv[1][0] == '-' && argv[1][1])) {
-        cli_error("dump needs one trace file", NULL,
-                  "usage: lockstep dump TRACE ('-' reads stdin), or lockstep dump --logical TRACE_DIR");
-        return CLI_BAD_INPUT;
-    }
-    const char *path = argv[1];
+    if (a->npos != 1)
+        return cli_args_fail(a, cli_args_count(a, DUMP_LOGICAL) ? "dump --logical needs one trace directory"
+                                                                 : "dump needs one trace file");
+    if (cli_args_count(a, DUMP_LOGICAL))
+        return dump_logical(a->pos[0]);
+    const char *path = a->pos[0];
     fs_blob blob;
     if (fs_blob_load(&blob, path) < 0) {
         char detail[512];
@@ -116,3 +116,18 @@ out_release:
     fs_blob_release(&blob);
     return rc;
 }
+
+static const cli_opt dump_opts[] = {
+    {"logical", DUMP_LOGICAL, NULL, NULL, "a run's logical tensors (DIR: its trace directory), shards combined"},
+    {0},
+};
+
+const cli_command cli_cmd_dump = {
+    .name = "dump",
+    .run = cmd_dump,
+    .synopsis = "dump TRACE\ndump --logical DIR",
+    .summary = "a trace file's records as JSON lines ('-' reads stdin); --logical: a run's logical\n"
+               "tensors, its shards combined across ranks",
+    .opts = dump_opts,
+    .complete = {"@file"},
+};

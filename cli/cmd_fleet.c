@@ -40,15 +40,13 @@ static void node_table(json_t *nodes)
     table_free(&t);
 }
 
-int cmd_nodes(int argc, char **argv)
+static int cmd_nodes(const cli_args *a)
 {
+    if (a->npos)
+        return cli_args_fail(a, "unexpected argument '%s'", a->pos[0]);
     client_conf c;
-    if (client_conf_load(&c, &argc, argv) < 0)
+    if (client_conf_load(&c, &a->g) < 0)
         return CLI_BAD_INPUT;
-    if (argc != 1) {
-        cli_errorf("usage: lockstep nodes [--json]", "unexpected argument '%s'", argv[1]);
-        return CLI_BAD_INPUT;
-    }
     json_t *reply;
     int rc = client_get(&c, "/api/v1/nodes", &reply, "cannot list nodes");
     if (rc)
@@ -70,26 +68,24 @@ int cmd_nodes(int argc, char **argv)
     return CLI_OK;
 }
 
-int cmd_node(int argc, char **argv)
+static int cmd_node(const cli_args *a)
 {
+    if (a->npos == 2)
+        return cli_args_fail(a, "node NAME %s takes a reason: lockstep node NAME %s \"REASON\"", a->pos[1], a->pos[1]);
+    if (a->npos != 1 && a->npos != 3)
+        return cli_args_fail(a, "node takes a NAME, or a NAME, an action and its reason");
     client_conf c;
-    if (client_conf_load(&c, &argc, argv) < 0)
+    if (client_conf_load(&c, &a->g) < 0)
         return CLI_BAD_INPUT;
-    const char *usage = "usage: lockstep node NAME [--json] | lockstep node NAME drain|repair|note REASON";
-    if (argc != 2 && argc != 4) {
-        cli_error("wrong arguments", NULL, usage);
-        return CLI_BAD_INPUT;
-    }
+    const char *name = a->pos[0];
     char esc[300], path[600];
-    client_escape(argv[1], esc, sizeof(esc));
-    if (argc == 4) { /* an admin action */
-        const char *act = argv[2];
-        if (strcmp(act, "drain") && strcmp(act, "repair") && strcmp(act, "note")) {
-            cli_errorf(usage, "unknown action '%s'", act);
-            return CLI_BAD_INPUT;
-        }
+    client_escape(name, esc, sizeof(esc));
+    if (a->npos == 3) { /* an admin action */
+        const char *act = a->pos[1];
+        if (strcmp(act, "drain") && strcmp(act, "repair") && strcmp(act, "note"))
+            return cli_args_fail(a, "unknown action '%s' (drain, repair or note)", act);
         const char *who = getenv("USER");
-        json_t *body = json_pack("{s:s, s:s, s:s}", "action", act, "reason", argv[3], "actor", who ? who : "cli");
+        json_t *body = json_pack("{s:s, s:s, s:s}", "action", act, "reason", a->pos[2], "actor", who ? who : "cli");
         json_t *reply;
         snprintf(path, sizeof(path), "/api/v1/nodes/%s/actions", esc);
         int rc = client_post(&c, path, body, &reply, "the action was refused");
@@ -99,7 +95,7 @@ int cmd_node(int argc, char **argv)
         if (c.json)
             return dump(reply);
         char b[64];
-        printf("%s: %s (%s)\n", argv[1], cell(json_object_get(reply, "node"), "state", b, sizeof(b)) ?: "?",
+        printf("%s: %s (%s)\n", name, cell(json_object_get(reply, "node"), "state", b, sizeof(b)) ?: "?",
                json_string_value(json_object_get(json_object_get(reply, "event"), "detail")) ?: act);
         json_decref(reply);
         return CLI_OK;
@@ -168,14 +164,18 @@ int cmd_node(int argc, char **argv)
     return CLI_OK;
 }
 
-int cmd_alerts(int argc, char **argv)
+static int cmd_alerts(const cli_args *a)
 {
+    if (a->npos == 1 && !strcmp(a->pos[0], "ack"))
+        return cli_args_fail(a, "alerts ack needs the alert's id");
+    if (a->npos && !(a->npos == 2 && !strcmp(a->pos[0], "ack")))
+        return cli_args_fail(a, "unexpected argument '%s'", a->pos[0]);
     client_conf c;
-    if (client_conf_load(&c, &argc, argv) < 0)
+    if (client_conf_load(&c, &a->g) < 0)
         return CLI_BAD_INPUT;
-    if (argc == 3 && !strcmp(argv[1], "ack")) {
+    if (a->npos == 2) {
         char esc[100], path[300];
-        client_escape(argv[2], esc, sizeof(esc));
+        client_escape(a->pos[1], esc, sizeof(esc));
         snprintf(path, sizeof(path), "/api/v1/alerts/%s/ack", esc);
         const char *who = getenv("USER");
         json_t *body = json_pack("{s:s}", "actor", who ? who : "cli"), *reply;
@@ -185,13 +185,9 @@ int cmd_alerts(int argc, char **argv)
             return rc;
         if (c.json)
             return dump(reply);
-        printf("alert %s acknowledged\n", argv[2]);
+        printf("alert %s acknowledged\n", a->pos[1]);
         json_decref(reply);
         return CLI_OK;
-    }
-    if (argc != 1) {
-        cli_error("wrong arguments", NULL, "usage: lockstep alerts [--json] | lockstep alerts ack ID");
-        return CLI_BAD_INPUT;
     }
     json_t *reply;
     int rc = client_get(&c, "/api/v1/alerts?limit=100", &reply, "cannot list alerts");
@@ -209,12 +205,12 @@ int cmd_alerts(int argc, char **argv)
     table t;
     table_init(&t, 6, head);
     size_t i, k;
-    json_t *a, *d;
-    json_array_foreach(alerts, i, a)
+    json_t *al, *d;
+    json_array_foreach(alerts, i, al)
     {
         char b[5][64], deliv[128] = "";
         size_t done = 0, all = 0;
-        json_array_foreach(json_object_get(a, "deliveries"), k, d)
+        json_array_foreach(json_object_get(al, "deliveries"), k, d)
         {
             all++;
             const char *st = json_string_value(json_object_get(d, "state"));
@@ -223,12 +219,12 @@ int cmd_alerts(int argc, char **argv)
         snprintf(deliv, sizeof(deliv), "%zu/%zu", done, all);
         /* how it ended: "resolved (repaired)", "resolved (superseded)" */
         char state[96];
-        const char *st = cell(a, "state", b[2], 64), *why = json_string_value(json_object_get(a, "resolved_reason"));
+        const char *st = cell(al, "state", b[2], 64), *why = json_string_value(json_object_get(al, "resolved_reason"));
         snprintf(state, sizeof(state), "%s%s%s%s", st ? st : "?", why && st && strcmp(st, why) ? " (" : "",
                  why && st && strcmp(st, why) ? why : "", why && st && strcmp(st, why) ? ")" : "");
-        const char *row[6] = {cell(a, "id", b[0], 64),         cell(a, "kind", b[1], 64),
-                              state,                           cell(a, "created_at", b[3], 64),
-                              deliv,                           cell(a, "summary", b[4], 64)};
+        const char *row[6] = {cell(al, "id", b[0], 64),         cell(al, "kind", b[1], 64),
+                              state,                           cell(al, "created_at", b[3], 64),
+                              deliv,                           cell(al, "summary", b[4], 64)};
         table_add(&t, row);
     }
     table_print(&t, stdout);
@@ -236,3 +232,29 @@ int cmd_alerts(int argc, char **argv)
     json_decref(reply);
     return CLI_OK;
 }
+
+const cli_command cli_cmd_nodes = {
+    .name = "nodes",
+    .run = cmd_nodes,
+    .synopsis = "nodes",
+    .summary = "nodes and GPUs with their suspect scores and states",
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+};
+
+const cli_command cli_cmd_node = {
+    .name = "node",
+    .run = cmd_node,
+    .synopsis = "node NAME\nnode NAME drain|repair|note REASON",
+    .summary = "a node's defect history; admin actions (admin token)",
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+    .complete = {NULL, "drain repair note", NULL},
+};
+
+const cli_command cli_cmd_alerts = {
+    .name = "alerts",
+    .run = cmd_alerts,
+    .synopsis = "alerts\nalerts ack ID",
+    .summary = "alerts and their deliveries; acknowledge one (admin token)",
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+    .complete = {"ack", NULL},
+};

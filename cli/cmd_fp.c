@@ -15,8 +15,7 @@
 
 #define FP_READ_BYTES (8u << 20)
 
-static const char *const USAGE = "usage: lockstep fp [-r] [-j N] FILE|DIR... ('-' reads stdin)\n"
-                                 "       lockstep fp --check [--quiet] [-j N] MANIFEST";
+enum { FP_RECURSIVE = 'r', FP_CHECK = 'c', FP_JOBS = 'j', FP_QUIET = CLI_KEY_LONG };
 
 /* fp_fd - LSFP-1 of everything readable from `fd`, streamed in 8 MiB reads
  * (a checkpoint may not fit in memory twice). Returns 0 or -1 with errno. */
@@ -78,12 +77,12 @@ static void read_error(const char *path, int err)
 }
 
 /* parse_jobs - the value of -j. */
-static int parse_jobs(const char *s, int *out)
+static int parse_jobs(const cli_args *a, const char *s, int *out)
 {
     char *end;
     long v = s ? strtol(s, &end, 10) : 0;
     if (!s || *end || v < 1 || v > 256) {
-        cli_error("-j takes a thread count from 1 to 256", NULL, USAGE);
+        cli_args_fail(a, "-j takes a thread count from 1 to 256");
         return -1;
     }
     *out = (int)v;
@@ -215,49 +214,22 @@ out_free:
     return rc;
 }
 
-int cmd_fp(int argc, char **argv)
+static int cmd_fp(const cli_args *a)
 {
-    int recursive = 0, check = 0, quiet = 0, threads = fpf_default_threads(), n_paths = 0;
-    const char **paths = calloc((size_t)argc, sizeof(*paths));
-    if (!paths) {
-        cli_error("out of memory", NULL, NULL);
+    int recursive = cli_args_count(a, FP_RECURSIVE) > 0, check = cli_args_count(a, FP_CHECK) > 0,
+        quiet = cli_args_count(a, FP_QUIET) > 0, threads = fpf_default_threads(), n_paths = a->npos;
+    const char *const *paths = (const char *const *)a->pos;
+    const char *jobs = cli_args_last(a, FP_JOBS);
+    if (jobs && parse_jobs(a, jobs, &threads) < 0)
         return CLI_BAD_INPUT;
-    }
     int rc = CLI_OK;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-r") || !strcmp(argv[i], "--recursive")) {
-            recursive = 1;
-        } else if (!strcmp(argv[i], "--check") || !strcmp(argv[i], "-c")) {
-            check = 1;
-        } else if (!strcmp(argv[i], "--quiet")) {
-            quiet = 1;
-        } else if (!strcmp(argv[i], "-j")) {
-            if (parse_jobs(i + 1 < argc ? argv[++i] : NULL, &threads) < 0) {
-                rc = CLI_BAD_INPUT;
-                goto out_free;
-            }
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            cli_errorf(USAGE, "unknown option '%s'", argv[i]);
-            rc = CLI_BAD_INPUT;
-            goto out_free;
-        } else {
-            paths[n_paths++] = argv[i];
-        }
-    }
     if (check) {
-        if (n_paths != 1 || recursive) {
-            cli_error("fp --check takes one manifest", NULL, USAGE);
-            rc = CLI_BAD_INPUT;
-        } else {
-            rc = check_manifest(paths[0], threads, quiet);
-        }
-        goto out_free;
+        if (n_paths != 1 || recursive)
+            return cli_args_fail(a, "fp --check takes one manifest");
+        return check_manifest(paths[0], threads, quiet);
     }
-    if (!n_paths) {
-        cli_error("fp needs at least one file", NULL, USAGE);
-        rc = CLI_BAD_INPUT;
-        goto out_free;
-    }
+    if (!n_paths)
+        return cli_args_fail(a, "fp needs at least one file");
 
     /* Every file to hash, in output order; '-' (stdin) is read here after the pool. */
     fpf_list l = {0};
@@ -300,7 +272,24 @@ int cmd_fp(int argc, char **argv)
     fpf_release(&l);
     if (fflush(stdout) != 0)
         rc = CLI_BAD_INPUT;
-out_free:
-    free(paths);
     return rc;
 }
+
+static const cli_opt fp_opts[] = {
+    {"recursive", FP_RECURSIVE, NULL, NULL, "every file under each DIR, in name order (a checkpoint manifest)"},
+    {"check", FP_CHECK, NULL, NULL, "recompute the fingerprints a manifest lists, like sha256sum -c"},
+    {"quiet", FP_QUIET, NULL, NULL, "with --check: print only the files that fail"},
+    {"jobs", FP_JOBS, "N", NULL, "hash with N threads (1 to 256; default: the CPUs, at most 16)"},
+    {0},
+};
+
+const cli_command cli_cmd_fp = {
+    .name = "fp",
+    .run = cmd_fp,
+    .synopsis = "fp [-r] [-j N] FILE|DIR...\nfp --check [--quiet] [-j N] MANIFEST",
+    .summary = "LSFP-1 of each file ('-' reads stdin), like sha256sum; -r: every file\n"
+               "under DIR (a checkpoint manifest); --check: recompute a manifest's\n"
+               "fingerprints, like sha256sum -c",
+    .opts = fp_opts,
+    .complete = {"@file", "@file", "@file"},
+};

@@ -1,4 +1,5 @@
-/* cmd_job.c - `lockstep job JOBID`: a Slurm job's Lockstep outcome, every step's run and its twin group's status (or one line for the job's AdminComment, as the slurmctld epilog writes it). */
+/* cmd_job.c - `lockstep job JOBID`: a Slurm job's Lockstep outcome, every step's run and its own outcome in each of
+ * its twin groups (or one line for the job's AdminComment, as the slurmctld epilog writes it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,14 +7,16 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/outcome.h"
 #include "cli/table.h"
 
 #define JOB_MAX_GROUPS 64
 
-/* One twin group the job's steps belong to, with what lockstepd says of it. */
+/* One twin group the job's steps belong to, with what lockstepd says of it and the job's own outcome there. */
 typedef struct job_group {
     const char *name;
     json_t *twin; /* GET /api/v1/twins/NAME, or NULL */
+    job_outcome out;
 } job_group;
 
 static const char *cell(json_t *o, const char *key, char *buf, size_t cap)
@@ -22,59 +25,12 @@ static const char *cell(json_t *o, const char *key, char *buf, size_t cap)
     return v ? v : "-";
 }
 
-/* group_line - "GROUP STATUS[ at step S, rank R (NAME): CAUSE][, CLASS]" into `out`: the group's status, its
- * first divergence with its cause (GET /twins/G's), and the fleet's classification (hardware, software) once
- * it has one. */
-static void group_line(const job_group *g, char *out, size_t cap)
-{
-    const char *status = json_string_value(json_object_get(g->twin, "status"));
-    json_t *fd = json_object_get(g->twin, "first_divergence");
-    const char *klass = json_string_value(json_object_get(json_object_get(g->twin, "classification"), "class"));
-    size_t n = (size_t)snprintf(out, cap, "%s %s", g->name, status ? status : "unknown");
-    if (json_is_object(fd) && n < cap) {
-        char b[4][64];
-        const char *cause = client_cell(fd, "cause", 0, b[3], 64);
-        n += (size_t)snprintf(out + n, cap - n, " at step %s, rank %s (%s)%s%s", cell(fd, "step", b[0], 64),
-                              cell(fd, "rank", b[1], 64), cell(fd, "name", b[2], 64), cause ? ": " : "",
-                              cause ? cause : "");
-    }
-    if (klass && strcmp(klass, "none") && n < cap)
-        snprintf(out + n, cap - n, ", %s", klass);
-}
-
 /* dashboard_url - the dashboard link of group `name` on this server, into `out`. */
 static void dashboard_url(const client_conf *c, const char *name, char *out, size_t cap)
 {
     char esc[600];
     client_escape(name, esc, sizeof(esc));
     snprintf(out, cap, "%.500s/#/twins/%.280s", c->server, esc);
-}
-
-/* take_flag - remove `name` from argv; 1 if it was there. */
-static int take_flag(int *argc, char **argv, const char *name)
-{
-    for (int i = 1; i < *argc; i++)
-        if (!strcmp(argv[i], name)) {
-            memmove(argv + i, argv + i + 1, (size_t)(*argc - i) * sizeof(char *));
-            (*argc)--;
-            return 1;
-        }
-    return 0;
-}
-
-/* take_value - remove `name VALUE` from argv into *out; 1 if it was there, -1 when VALUE is missing. */
-static int take_value(int *argc, char **argv, const char *name, const char **out)
-{
-    for (int i = 1; i < *argc; i++)
-        if (!strcmp(argv[i], name)) {
-            if (i + 1 >= *argc)
-                return -1;
-            *out = argv[i + 1];
-            memmove(argv + i, argv + i + 2, (size_t)(*argc - i - 1) * sizeof(char *));
-            *argc -= 2;
-            return 1;
-        }
-    return 0;
 }
 
 /* What lockstepd says of one job: its runs (every step) and each of their twin groups. */
@@ -91,6 +47,37 @@ static void job_state_free(job_state *j)
         json_decref(j->groups[k].twin);
     json_decref(j->reply);
     memset(j, 0, sizeof(*j));
+}
+
+/* job_node - where the job's run of a group that diverged without a majority ran the diverging rank (slurmstepd's
+ * attestation, GET /api/v1/runs/ID), into `node` ("" when that is unknown or cannot be read: the outcome then
+ * goes without it). */
+static void job_node(const client_conf *c, json_t *twin, const char *job, char *node, size_t cap)
+{
+    int rank;
+    const char *run = outcome_run_to_place(twin, job, &rank);
+    char esc[300], path[400];
+    json_t *reply = NULL;
+    node[0] = 0;
+    if (!run)
+        return;
+    client_escape(run, esc, sizeof(esc));
+    snprintf(path, sizeof(path), "/api/v1/runs/%s", esc);
+    if (client_request(c, "GET", path, NULL, &reply) != 200) {
+        json_decref(reply);
+        return;
+    }
+    size_t i, k;
+    json_t *p, *r;
+    json_array_foreach(json_object_get(json_object_get(reply, "attested"), "placement"), i, p)
+    {
+        json_array_foreach(json_object_get(p, "ranks"), k, r)
+        {
+            if (json_integer_value(r) == rank && json_is_string(json_object_get(p, "node")))
+                snprintf(node, cap, "%s", json_string_value(json_object_get(p, "node")));
+        }
+    }
+    json_decref(reply);
 }
 
 /* job_load - the job's runs and groups. Returns 0, or the exit code after printing the error. */
@@ -127,6 +114,9 @@ static int job_load(const client_conf *c, const char *job, job_state *j)
             job_state_free(j);
             return rc;
         }
+        char node[256] = "";
+        job_node(c, j->groups[j->ng].twin, job, node, sizeof(node));
+        outcome_of(j->groups[j->ng].twin, g, job, node, &j->groups[j->ng].out);
         j->ng++;
     }
     return 0;
@@ -153,20 +143,106 @@ static int job_settling(const job_state *j)
     return 0;
 }
 
-int cmd_job(int argc, char **argv)
+/* print_twin_jobs - the other jobs of the job's twin groups, once each (the epilog rewrites their comments too). */
+static void print_twin_jobs(const job_state *j, const char *job)
 {
-    client_conf c;
-    if (client_conf_load(&c, &argc, argv) < 0)
-        return CLI_BAD_INPUT;
-    const char *wait_s = NULL;
-    int summary = take_flag(&argc, argv, "--summary"), twin_jobs = take_flag(&argc, argv, "--twin-jobs");
-    int has_wait = take_value(&argc, argv, "--wait", &wait_s);
-    double wait = has_wait > 0 ? atof(wait_s) : 0;
-    if (argc != 2 || argv[1][0] == '-' || has_wait < 0 || wait < 0 || wait > 3600) {
-        cli_error("wrong arguments", NULL, "usage: lockstep job JOBID [--summary | --twin-jobs] [--wait SECONDS] [--json]");
-        return CLI_BAD_INPUT;
+    json_t *seen = json_object();
+    json_object_set_new(seen, job, json_true());
+    for (int k = 0; k < j->ng; k++) {
+        size_t i;
+        json_t *r;
+        json_array_foreach(json_object_get(j->groups[k].twin, "runs"), i, r)
+        {
+            const char *other = json_string_value(json_object_get(r, "job_id"));
+            if (other && !json_object_get(seen, other)) {
+                json_object_set_new(seen, other, json_true());
+                printf("%s\n", other);
+            }
+        }
     }
-    const char *job = argv[1];
+    json_decref(seen);
+}
+
+/* print_json - {"job_id", "runs", "groups": each group's document with "job_outcome": {"outcome", "text"}}. */
+static void print_json(const job_state *j, const char *job)
+{
+    json_t *o = json_pack("{s:s, s:O, s:[]}", "job_id", job, "runs", j->runs, "groups");
+    for (int k = 0; k < j->ng; k++) {
+        json_t *g = json_deep_copy(j->groups[k].twin);
+        json_object_set_new(g, "job_outcome", json_pack("{s:s, s:s}", "outcome", j->groups[k].out.kind, "text",
+                                                        j->groups[k].out.text));
+        json_array_append_new(json_object_get(o, "groups"), g);
+    }
+    client_print_json(o);
+}
+
+/* print_summary - one line for the job's AdminComment (deploy/slurm/epilog-lockstep.sh): the job's own outcome in
+ * each of its groups, and the dashboard link of the first group that needs a look. */
+static void print_summary(const client_conf *c, const job_state *j)
+{
+    char line[2400], url[900] = "";
+    size_t n = (size_t)snprintf(line, sizeof(line), "lockstep:");
+    for (int k = 0; k < j->ng && n < sizeof(line); k++) {
+        n += (size_t)snprintf(line + n, sizeof(line) - n, "%s %s", k ? ";" : "", j->groups[k].out.text);
+        if (!url[0] && j->groups[k].out.needs_look)
+            dashboard_url(c, j->groups[k].name, url, sizeof(url));
+    }
+    if (j->ungrouped && n < sizeof(line))
+        n += (size_t)snprintf(line + n, sizeof(line) - n, "%s %d step%s in no twin group", j->ng ? ";" : "",
+                              j->ungrouped, j->ungrouped > 1 ? "s" : "");
+    if (url[0] && n < sizeof(line))
+        snprintf(line + n, sizeof(line) - n, " %s", url);
+    printf("%s\n", line);
+}
+
+/* print_table - every step's run and its group's status, then the job's outcome in each group with its link. */
+static void print_table(const client_conf *c, const job_state *j, const char *job, const char *state)
+{
+    size_t nruns = json_array_size(j->runs), i;
+    printf("job %s: %zu run%s under lockstep, %d twin group%s%s\n\n", job, nruns, nruns == 1 ? "" : "s", j->ng,
+           j->ng == 1 ? "" : "s", state);
+    static const char *const head[] = {"STEP", "RUN", "RUN STATUS", "RANKS", "NODES", "GROUP", "GROUP STATUS"};
+    table t;
+    table_init(&t, 7, head);
+    json_t *r;
+    json_array_foreach(j->runs, i, r)
+    {
+        char b[7][64];
+        const char *row[7] = {cell(r, "step_id", b[0], 64),   cell(r, "run_id", b[1], 64),
+                              cell(r, "status", b[2], 64),    cell(r, "ranks", b[3], 64),
+                              cell(r, "nodes", b[4], 64),     cell(r, "twin_group", b[5], 64),
+                              cell(r, "group_status", b[6], 64)};
+        table_add(&t, row);
+    }
+    table_print(&t, stdout);
+    table_free(&t);
+    if (j->ng)
+        printf("\n");
+    for (int k = 0; k < j->ng; k++) {
+        char url[900];
+        dashboard_url(c, j->groups[k].name, url, sizeof(url));
+        printf("%s  %s\n", j->groups[k].out.text, url);
+    }
+}
+
+enum { JOB_SUMMARY = CLI_KEY_LONG, JOB_TWIN_JOBS, JOB_WAIT };
+
+static int cmd_job(const cli_args *a)
+{
+    const char *wait_s = cli_args_last(a, JOB_WAIT);
+    int summary = cli_args_count(a, JOB_SUMMARY) > 0, twin_jobs = cli_args_count(a, JOB_TWIN_JOBS) > 0;
+    char *end = NULL;
+    double wait = wait_s ? strtod(wait_s, &end) : 0;
+    if (a->npos != 1)
+        return cli_args_fail(a, "job takes one job id");
+    if (wait_s && (end == wait_s || *end || wait < 0 || wait > 3600))
+        return cli_args_fail(a, "--wait takes 0 to 3600 seconds, not '%s'", wait_s);
+    if (summary && twin_jobs)
+        return cli_args_fail(a, "--summary and --twin-jobs go one at a time");
+    client_conf c;
+    if (client_conf_load(&c, &a->g) < 0)
+        return CLI_BAD_INPUT;
+    const char *job = a->pos[0];
     job_state j;
     int rc = job_load(&c, job, &j);
     if (rc)
@@ -184,12 +260,7 @@ int cmd_job(int argc, char **argv)
         if ((rc = job_load(&c, job, &j)) != 0)
             return rc;
     }
-    json_t *runs = j.runs;
-    job_group *groups = j.groups;
-    int ng = j.ng, ungrouped = j.ungrouped;
-    size_t i;
-    json_t *r;
-    if (!json_array_size(runs)) {
+    if (!json_array_size(j.runs)) {
         rc = CLI_OK;
         if (summary) /* the epilog writes what there is: nothing ran under lockstep */
             printf("lockstep: no run\n");
@@ -202,76 +273,38 @@ int cmd_job(int argc, char **argv)
     }
     /* the runs do not match when a group diverged, or is incomplete (failed runs, or nothing in common) */
     int diverged = 0, unmatched = 0;
-    for (int k = 0; k < ng; k++) {
-        const char *st = json_string_value(json_object_get(groups[k].twin, "status")) ?: "";
+    for (int k = 0; k < j.ng; k++) {
+        const char *st = json_string_value(json_object_get(j.groups[k].twin, "status")) ?: "";
         diverged |= !strcmp(st, "diverged");
         unmatched |= !strcmp(st, "diverged") || !strcmp(st, "incomplete");
     }
-    if (twin_jobs) {
-        /* The other jobs of the job's twin groups, once each (the epilog rewrites their comments too). */
-        json_t *seen = json_object();
-        json_object_set_new(seen, job, json_true());
-        for (int k = 0; k < ng; k++)
-            json_array_foreach(json_object_get(groups[k].twin, "runs"), i, r)
-            {
-                const char *other = json_string_value(json_object_get(r, "job_id"));
-                if (other && !json_object_get(seen, other)) {
-                    json_object_set_new(seen, other, json_true());
-                    printf("%s\n", other);
-                }
-            }
-        json_decref(seen);
-    } else if (c.json) {
-        json_t *o = json_pack("{s:s, s:O, s:o}", "job_id", job, "runs", runs, "groups", json_array());
-        for (int k = 0; k < ng; k++)
-            json_array_append(json_object_get(o, "groups"), groups[k].twin);
-        client_print_json(o);
-    } else if (summary) {
-        /* One line for the job's AdminComment (deploy/slurm/epilog-lockstep.sh): each group's status, the
-         * first divergence of a diverged one, and the dashboard link of the first group that needs a look. */
-        char line[1200], g[400], url[900] = "";
-        size_t n = (size_t)snprintf(line, sizeof(line), "lockstep:");
-        for (int k = 0; k < ng && n < sizeof(line); k++) {
-            group_line(&groups[k], g, sizeof(g));
-            n += (size_t)snprintf(line + n, sizeof(line) - n, "%s %s", k ? ";" : "", g);
-            const char *st = json_string_value(json_object_get(groups[k].twin, "status")) ?: "";
-            if (!url[0] && (!strcmp(st, "diverged") || !strcmp(st, "incomplete")))
-                dashboard_url(&c, groups[k].name, url, sizeof(url));
-        }
-        if (ungrouped && n < sizeof(line))
-            n += (size_t)snprintf(line + n, sizeof(line) - n, "%s %d step%s in no twin group", ng ? ";" : "",
-                                  ungrouped, ungrouped > 1 ? "s" : "");
-        if (url[0] && n < sizeof(line))
-            snprintf(line + n, sizeof(line) - n, " %s", url);
-        printf("%s\n", line);
-    } else {
-        printf("job %s: %zu run%s under lockstep, %d twin group%s%s\n\n", job, json_array_size(runs),
-               json_array_size(runs) == 1 ? "" : "s", ng, ng == 1 ? "" : "s", diverged ? ", diverged" : unmatched ? ", incomplete" : "");
-        static const char *const head[] = {"STEP", "RUN", "RUN STATUS", "RANKS", "NODES", "GROUP", "GROUP STATUS"};
-        table t;
-        table_init(&t, 7, head);
-        json_array_foreach(runs, i, r)
-        {
-            char b[7][64];
-            const char *row[7] = {cell(r, "step_id", b[0], 64),    cell(r, "run_id", b[1], 64),
-                                  cell(r, "status", b[2], 64),     cell(r, "ranks", b[3], 64),
-                                  cell(r, "nodes", b[4], 64),      cell(r, "twin_group", b[5], 64),
-                                  cell(r, "group_status", b[6], 64)};
-            table_add(&t, row);
-        }
-        table_print(&t, stdout);
-        table_free(&t);
-        if (ng)
-            printf("\n");
-        for (int k = 0; k < ng; k++) {
-            char g[400], url[900];
-            group_line(&groups[k], g, sizeof(g));
-            dashboard_url(&c, groups[k].name, url, sizeof(url));
-            printf("%s  %s\n", g, url);
-        }
-    }
+    if (twin_jobs)
+        print_twin_jobs(&j, job);
+    else if (c.json)
+        print_json(&j, job);
+    else if (summary)
+        print_summary(&c, &j);
+    else
+        print_table(&c, &j, job, diverged ? ", diverged" : unmatched ? ", incomplete" : "");
     rc = unmatched && !twin_jobs ? CLI_DIVERGED : CLI_OK;
 out_free:
     job_state_free(&j);
     return rc;
 }
+
+static const cli_opt job_opts[] = {
+    {"summary", JOB_SUMMARY, NULL, NULL, "one line, as the slurmctld epilog writes it into the job's AdminComment"},
+    {"twin-jobs", JOB_TWIN_JOBS, NULL, NULL, "the other jobs of the job's twin groups, one a line"},
+    {"wait", JOB_WAIT, "SECONDS", NULL, "wait up to SECONDS for the job's own runs to end and be compared"},
+    {0},
+};
+
+const cli_command cli_cmd_job = {
+    .name = "job",
+    .run = cmd_job,
+    .synopsis = "job JOBID [--summary | --twin-jobs] [--wait SECONDS]",
+    .summary = "a Slurm job's outcome: every step's run, and the job's own outcome in each twin group\n"
+               "(--summary: one line, as the slurmctld epilog writes it to AdminComment)",
+    .opts = job_opts,
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+};

@@ -22,10 +22,7 @@
 #define MAX_NODES 4096
 #define MAX_PLACEMENTS 16
 
-static const char *const usage =
-    "usage: lockstep narrow GROUP [--level modules|ops] [--window K] [--placements N] [--timeout SECONDS]\n"
-    "                      [--launcher 'srun --mpi=pmix'] [--output DIR] [--server URL] [--token-file F] [--json]\n"
-    "       lockstep narrow GROUP --show [ID]      the newest (or narrow ID's) verdict, without replaying";
+enum { NW_LEVEL = CLI_KEY_LONG, NW_WINDOW, NW_TIMEOUT, NW_PLACEMENTS, NW_LAUNCHER, NW_OUTPUT, NW_SHOW };
 
 static double now_s(void)
 {
@@ -205,45 +202,45 @@ static int show(const client_conf *c, const char *group, const char *id)
     return rc;
 }
 
-int cmd_narrow(int argc, char **argv)
+/* number_opt - option `key`'s value as a whole number in [lo, hi] into *out (unchanged when not given). Returns 0,
+ * or -1 after printing why. */
+static int number_opt(const cli_args *a, int key, const char *name, long lo, long hi, long *out)
 {
-    client_conf c;
-    if (client_conf_load(&c, &argc, argv) < 0)
-        return CLI_BAD_INPUT;
-    const char *group = NULL, *level = "modules", *launcher = "srun --mpi=pmix", *outdir = NULL, *show_id = NULL;
+    const char *v = cli_args_last(a, key);
+    char *end = NULL;
+    if (!v)
+        return 0;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || n < lo || n > hi) {
+        cli_args_fail(a, "--%s takes %ld to %ld, not '%s'", name, lo, hi, v);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
+
+static int cmd_narrow(const cli_args *a)
+{
+    const char *group = a->npos ? a->pos[0] : NULL, *level = cli_args_last(a, NW_LEVEL) ?: "modules",
+               *launcher = cli_args_last(a, NW_LAUNCHER) ?: "srun --mpi=pmix", *outdir = cli_args_last(a, NW_OUTPUT),
+               *show_id = a->npos > 1 ? a->pos[1] : NULL;
     long window = 1, timeout = 900, placements = 6;
-    int show_only = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--level") && i + 1 < argc)
-            level = argv[++i];
-        else if (!strcmp(argv[i], "--window") && i + 1 < argc)
-            window = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
-            timeout = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--placements") && i + 1 < argc)
-            placements = atol(argv[++i]);
-        else if (!strcmp(argv[i], "--launcher") && i + 1 < argc)
-            launcher = argv[++i];
-        else if (!strcmp(argv[i], "--output") && i + 1 < argc)
-            outdir = argv[++i];
-        else if (!strcmp(argv[i], "--show")) {
-            show_only = 1;
-            if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9')
-                show_id = argv[++i];
-        } else if (argv[i][0] != '-' && !group)
-            group = argv[i];
-        else {
-            cli_errorf(usage, "unexpected argument '%s'", argv[i]);
-            return CLI_BAD_INPUT;
-        }
-    }
-    if (!group || (strcmp(level, "modules") && strcmp(level, "ops")) || window < 0 || window > 1000 || timeout < 5 ||
-        timeout > 86400 || placements < 1 || placements > MAX_PLACEMENTS) {
-        cli_error("narrow needs a group; --level modules or ops, --window 0..1000, --timeout 5..86400 s, "
-                  "--placements 1..16",
-                  NULL, usage);
+    int show_only = cli_args_count(a, NW_SHOW) > 0;
+    if (!group)
+        return cli_args_fail(a, "narrow needs a group");
+    if (a->npos > (show_only ? 2 : 1))
+        return cli_args_fail(a, "unexpected argument '%s'", a->pos[show_only ? 2 : 1]);
+    if (show_id && (!*show_id || strspn(show_id, "0123456789") != strlen(show_id)))
+        return cli_args_fail(a, "--show takes a narrow's number, not '%s'", show_id);
+    if (strcmp(level, "modules") && strcmp(level, "ops"))
+        return cli_args_fail(a, "--level takes modules or ops, not '%s'", level);
+    if (number_opt(a, NW_WINDOW, "window", 0, 1000, &window) < 0 ||
+        number_opt(a, NW_TIMEOUT, "timeout", 5, 86400, &timeout) < 0 ||
+        number_opt(a, NW_PLACEMENTS, "placements", 1, MAX_PLACEMENTS, &placements) < 0)
         return CLI_BAD_INPUT;
-    }
+    client_conf c;
+    if (client_conf_load(&c, &a->g) < 0)
+        return CLI_BAD_INPUT;
     if (show_only)
         return show(&c, group, show_id);
     /* The operator's launcher, as words (quoted as for sh), each quoted again into every replay's script. */
@@ -286,11 +283,11 @@ int cmd_narrow(int argc, char **argv)
         return CLI_SERVER_ERROR;
     }
     if (status == 409) {
-        int rc = client_fail(status, reply, "cannot narrow the group");
+        int rc = client_fail(status, reply, "cannot narrow the group", path);
         return rc == CLI_SERVER_ERROR ? CLI_BAD_INPUT : rc;
     }
     if (status < 200 || status >= 300)
-        return client_fail(status, reply, "cannot start the narrow");
+        return client_fail(status, reply, "cannot start the narrow", path);
     json_t *n = json_incref(json_object_get(reply, "narrow"));
     json_decref(reply);
     long long id = (long long)json_integer_value(json_object_get(n, "id"));
@@ -458,3 +455,27 @@ int cmd_narrow(int argc, char **argv)
     json_decref(n);
     return rc;
 }
+
+static const cli_opt narrow_opts[] = {
+    {"level", NW_LEVEL, "LEVEL", "modules ops", "what the replays trace in the window: modules (default) or ops"},
+    {"window", NW_WINDOW, "K", NULL, "replay K steps before the first divergence too (0 to 1000, default 1)"},
+    {"placements", NW_PLACEMENTS, "N", NULL, "at most N replays (1 to 16, default 6)"},
+    {"timeout", NW_TIMEOUT, "SECONDS", NULL, "lockstepd's deadline for the verdict (5 to 86400, default 900)"},
+    {"launcher", NW_LAUNCHER, "'CMD'", NULL, "how each replay starts its ranks (default 'srun --mpi=pmix')"},
+    {"output", NW_OUTPUT, "DIR", "@dir", "where the replays' output goes (default: a new directory in /tmp)"},
+    {"show", NW_SHOW, NULL, NULL, "print the group's newest (or narrow ID's) verdict, without replaying"},
+    {0},
+};
+
+const cli_command cli_cmd_narrow = {
+    .name = "narrow",
+    .run = cmd_narrow,
+    .synopsis = "narrow GROUP [--level modules|ops] [--window K] [--placements N] [--timeout SECONDS]\n"
+                "       [--launcher 'srun --mpi=pmix'] [--output DIR]\n"
+                "narrow GROUP --show [ID]",
+    .summary = "replay a diverged group's window on chosen nodes: software,\n"
+               "persistent or transient hardware (admin token); --show: the\n"
+               "group's newest (or narrow ID's) verdict, without replaying",
+    .opts = narrow_opts,
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+};

@@ -7,49 +7,28 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 
-static const char *const usage =
-    "usage: lockstep replay [--server URL] [--token T] [--ca-file F] [--steps LIST|asked] [--force] [--quiet] DIR";
+enum { RP_STEPS = CLI_KEY_LONG, RP_FORCE, RP_QUIET, RP_TOKEN };
 
-int cmd_replay(int argc, char **argv)
+static int cmd_replay(const cli_args *a)
 {
     replay_opts o = {.timeout_ms = 10000, .wait_ms = 10000, .log = stderr};
-    const char *dir = NULL;
-    /* The spool's job token (--token) is this command's own; the server and CA file are the user's, as every
-     * command finds them (client_conf_load), never what a spool names. */
-    char *rest[64];
-    int nrest = 0;
-    if (argc >= 64) {
-        cli_error("too many arguments", NULL, usage);
-        return CLI_BAD_INPUT;
-    }
-    for (int i = 0; i < argc; i++) {
-        if (i > 0 && !strcmp(argv[i], "--token") && i + 1 < argc)
-            o.token = argv[++i];
-        else
-            rest[nrest++] = argv[i];
-    }
-    rest[nrest] = NULL;
+    if (a->npos != 1)
+        return cli_args_fail(a, a->npos ? "replay takes one spool directory" : "no spool directory given");
+    const char *dir = a->pos[0];
+    if (cli_args_count(a, RP_QUIET))
+        o.log = NULL;
+    o.force = cli_args_count(a, RP_FORCE) > 0;
+    o.steps = cli_args_last(a, RP_STEPS);
+    if (o.steps && !replay_steps_valid(o.steps))
+        return cli_args_fail(a, "--steps takes a list of steps (3,7-9) or 'asked', not '%s'", o.steps);
+    /* The spool's job token (--token, before or after the command) is this command's own; the server and CA file
+     * are the user's, as every command finds them (client_conf_load), never what a spool names. */
+    o.token = cli_args_last(a, RP_TOKEN) ?: a->g.token;
+    cli_globals g = a->g;
+    g.token = NULL;
     client_conf c;
-    if (client_conf_load(&c, &nrest, rest) < 0)
+    if (client_conf_load(&c, &g) < 0)
         return CLI_BAD_INPUT;
-    for (int i = 1; i < nrest; i++) {
-        if (!strcmp(rest[i], "--quiet"))
-            o.log = NULL;
-        else if (!strcmp(rest[i], "--force"))
-            o.force = 1;
-        else if (!strcmp(rest[i], "--steps") && i + 1 < nrest && replay_steps_valid(rest[i + 1]))
-            o.steps = rest[++i];
-        else if (rest[i][0] != '-' && !dir)
-            dir = rest[i];
-        else {
-            cli_errorf(usage, "unexpected argument '%s'", rest[i]);
-            return CLI_BAD_INPUT;
-        }
-    }
-    if (!dir) {
-        cli_error("no spool directory given", NULL, usage);
-        return CLI_BAD_INPUT;
-    }
     o.server = c.server;
     o.ca_file = c.ca_file[0] ? c.ca_file : NULL;
     if (!o.token) {
@@ -79,3 +58,22 @@ int cmd_replay(int argc, char **argv)
     }
     return CLI_OK;
 }
+
+static const cli_opt replay_opts_table[] = {
+    {"steps", RP_STEPS, "LIST", "asked", "also send the held records (digest streaming) of these steps, or of those "
+                                         "lockstepd asks for (asked)"},
+    {"force", RP_FORCE, NULL, NULL, "also another user's spools"},
+    {"quiet", RP_QUIET, NULL, NULL, "say nothing but the summary"},
+    {"token", RP_TOKEN, "TOKEN", NULL, "the job's token (default: LOCKSTEP_TOKEN)"},
+    {0},
+};
+
+const cli_command cli_cmd_replay = {
+    .name = "replay",
+    .run = cmd_replay,
+    .synopsis = "replay [--steps LIST|asked] [--force] [--quiet] DIR",
+    .summary = "send what agents left in a spool directory to lockstepd",
+    .opts = replay_opts_table,
+    .globals = CLI_G_SERVER,
+    .complete = {"@dir"},
+};

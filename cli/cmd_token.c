@@ -8,7 +8,7 @@
 #include "cli/client.h"
 #include "common/crypto/token.h"
 
-static const char *const usage = "usage: lockstep token JOB [--secret FILE | --server URL --token-file ADMIN] [--json]";
+enum { TK_SECRET = CLI_KEY_LONG };
 
 /* print_token - the token alone, or {"job_id","token"} with --json. */
 static void print_token(const char *job, const char *tok, int json)
@@ -30,31 +30,14 @@ static int valid_job(const char *job)
     return 1;
 }
 
-int cmd_token(int argc, char **argv)
+static int cmd_token(const cli_args *a)
 {
-    const char *secret = getenv("LOCKSTEP_SECRET_FILE");
-    int json = 0;
+    const char *secret = cli_args_last(a, TK_SECRET) ?: getenv("LOCKSTEP_SECRET_FILE");
+    if (a->npos != 1 || !valid_job(a->pos[0]))
+        return cli_args_fail(a, "token needs one job id (decimal)");
+    const char *job = a->pos[0];
     /* --secret FILE: mint locally; otherwise ask the server. */
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--secret") == 0 && i + 1 < argc) {
-            secret = argv[i + 1];
-            memmove(argv + i, argv + i + 2, (size_t)(argc - i - 1) * sizeof(char *));
-            argc -= 2;
-            i--;
-        }
-    }
     if (secret && *secret) {
-        for (int i = 1; i < argc; i++)
-            if (strcmp(argv[i], "--json") == 0) {
-                json = 1;
-                memmove(argv + i, argv + i + 1, (size_t)(argc - i) * sizeof(char *));
-                argc--;
-                i--;
-            }
-        if (argc != 2 || !valid_job(argv[1])) {
-            cli_error("token needs one job id (decimal)", NULL, usage);
-            return CLI_BAD_INPUT;
-        }
         size_t len;
         unsigned char *key = token_load_secret(secret, &len);
         if (!key) {
@@ -64,31 +47,27 @@ int cmd_token(int argc, char **argv)
             return CLI_BAD_INPUT;
         }
         char tok[TOKEN_HEX_LEN + 1];
-        int rc = token_compute(key, len, argv[1], tok);
+        int rc = token_compute(key, len, job, tok);
         free(key);
         if (rc < 0) {
             cli_error("cannot compute the token", "OpenSSL's HMAC failed", NULL);
             return CLI_BAD_INPUT;
         }
-        print_token(argv[1], tok, json);
+        print_token(job, tok, a->g.json);
         return CLI_OK;
     }
 
     client_conf c;
-    if (client_conf_load(&c, &argc, argv) < 0)
+    if (client_conf_load(&c, &a->g) < 0)
         return CLI_BAD_INPUT;
-    if (argc != 2 || !valid_job(argv[1])) {
-        cli_error("token needs one job id (decimal)", NULL, usage);
-        return CLI_BAD_INPUT;
-    }
-    json_t *body = json_pack("{s:s}", "job_id", argv[1]), *reply;
+    json_t *body = json_pack("{s:s}", "job_id", job), *reply;
     int rc = client_post(&c, "/api/v1/admin/tokens", body, &reply, "cannot mint the token");
     json_decref(body);
     if (rc)
         return rc;
     const char *tok = json_string_value(json_object_get(reply, "token"));
     if (tok) {
-        print_token(argv[1], tok, c.json);
+        print_token(job, tok, c.json);
     } else {
         cli_error("the server's answer holds no token", NULL, "is --server pointing at lockstepd?");
         rc = CLI_SERVER_ERROR;
@@ -96,3 +75,17 @@ int cmd_token(int argc, char **argv)
     json_decref(reply);
     return rc;
 }
+
+static const cli_opt token_opts[] = {
+    {"secret", TK_SECRET, "FILE", "@file", "compute it here from the site secret (default: LOCKSTEP_SECRET_FILE)"},
+    {0},
+};
+
+const cli_command cli_cmd_token = {
+    .name = "token",
+    .run = cmd_token,
+    .synopsis = "token JOB [--secret FILE]",
+    .summary = "a job's ingest token (admin: from the site secret or the server)",
+    .opts = token_opts,
+    .globals = CLI_G_SERVER | CLI_G_JSON,
+};

@@ -15,11 +15,18 @@
 #define MAX_NODES 4096
 #define MAX_EXTRA 32 /* --change / --noise-arg / --*-env options */
 
-static const char *const usage =
-    "usage: lockstep twin -n N [--spread [--exclude NODES]] [--group NAME] -- sbatch [SBATCH ARGS] SCRIPT [ARGS]\n"
-    "       lockstep twin -n N [--spread [--exclude NODES]] [--group NAME] [--change ARG]... [--change-env VAR=VALUE]...\n"
-    "                     [--noise K [--noise-arg ARG]... [--noise-env VAR=VALUE]... [--noise-mode fp]]\n"
-    "                     -- sbatch [SBATCH ARGS] SCRIPT [ARGS]";
+enum {
+    TW_COPIES = 'n',
+    TW_SPREAD = CLI_KEY_LONG,
+    TW_EXCLUDE,
+    TW_GROUP,
+    TW_CHANGE,
+    TW_CHANGE_ENV,
+    TW_NOISE,
+    TW_NOISE_ARG,
+    TW_NOISE_ENV,
+    TW_NOISE_MODE,
+};
 
 /* One set of copies to submit: a twin group, how many, and what sets it apart from the baseline. */
 typedef struct copy_set {
@@ -244,10 +251,10 @@ static void print_set(const copy_set *s)
         printf("    job %s%s%s\n", s->jobs[c], s->placed[c][0] ? " on " : "", s->placed[c]);
 }
 
-static int add_extra(const char **list, int *n, const char *v, const char *opt)
+static int add_extra(const cli_args *a, const char **list, int *n, const char *v, const char *opt)
 {
     if (*n == MAX_EXTRA) {
-        cli_errorf(usage, "too many %s options (at most %d)", opt, MAX_EXTRA);
+        cli_args_fail(a, "too many %s options (at most %d)", opt, MAX_EXTRA);
         return -1;
     }
     if (strstr(opt, "-env") && (!strchr(v, '=') || v[0] == '=')) {
@@ -258,73 +265,76 @@ static int add_extra(const char **list, int *n, const char *v, const char *opt)
     return 0;
 }
 
-int cmd_twin(int argc, char **argv)
+/* take_opts - the twin command's options, in the order given, into the sets and the rest. Returns 0, or -1 after
+ * printing what is wrong. */
+static int take_opts(const cli_args *a, copy_set *sets, int *copies, int *spread, int *noise, char *group,
+                     size_t gcap, const char **exclude)
 {
-    int copies = 0, spread = 0, sep = -1, noise = -1;
+    copy_set *change = &sets[1], *nz = &sets[2];
+    for (int i = 0; i < a->ngiven; i++) {
+        const char *v = a->given[i].value, *name = a->given[i].opt->name;
+        char *end = NULL;
+        int bad = 0;
+        switch (a->given[i].opt->key) {
+        case TW_COPIES:
+            *copies = (int)strtol(v, &end, 10);
+            bad = *end != 0;
+            name = "-n";
+            break;
+        case TW_SPREAD: *spread = 1; break;
+        case TW_EXCLUDE:
+            *exclude = v;
+            if (!*v) {
+                cli_args_fail(a, "--exclude wants a node list such as n3 or n[3-4], not '%s'", v);
+                return -1;
+            }
+            break;
+        case TW_GROUP: snprintf(group, gcap, "%s", v); break;
+        case TW_NOISE:
+            *noise = (int)strtol(v, &end, 10);
+            bad = *end != 0;
+            break;
+        case TW_CHANGE: bad = add_extra(a, change->args, &change->nargs, v, "--change") < 0; break;
+        case TW_CHANGE_ENV: bad = add_extra(a, change->env, &change->nenv, v, "--change-env") < 0; break;
+        case TW_NOISE_ARG: bad = add_extra(a, nz->args, &nz->nargs, v, "--noise-arg") < 0; break;
+        case TW_NOISE_ENV: bad = add_extra(a, nz->env, &nz->nenv, v, "--noise-env") < 0; break;
+        case TW_NOISE_MODE:
+            nz->fp_mode = !strcmp(v, "fp");
+            bad = !nz->fp_mode && strcmp(v, "det");
+            break;
+        default: break;
+        }
+        if (bad) {
+            cli_args_fail(a, "bad value for %s%s: '%s'", name[0] == '-' ? "" : "--", name, v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int cmd_twin(const cli_args *a)
+{
+    int copies = 0, spread = 0, noise = -1;
     char group[128] = "";
     static copy_set sets[3];
     memset(sets, 0, sizeof(sets));
     copy_set *base = &sets[0], *change = &sets[1], *nz = &sets[2];
     const char *exclude = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int bad = 0;
-        if (!strcmp(a, "--")) {
-            sep = i;
-            break;
-        } else if (!strcmp(a, "-n") && v) {
-            copies = atoi(argv[++i]);
-        } else if (!strcmp(a, "--spread")) {
-            spread = 1;
-        } else if (!strcmp(a, "--exclude") && v) {
-            exclude = argv[++i];
-            if (!*exclude) {
-                cli_errorf(usage, "--exclude wants a node list such as n3 or n[3-4], not '%s'", exclude);
-                return CLI_BAD_INPUT;
-            }
-        } else if (!strcmp(a, "--group") && v) {
-            snprintf(group, sizeof(group), "%s", argv[++i]);
-        } else if (!strcmp(a, "--noise") && v) {
-            char *end;
-            noise = (int)strtol(argv[++i], &end, 10);
-            bad = *end != 0;
-        } else if (!strcmp(a, "--change") && v) {
-            bad = add_extra(change->args, &change->nargs, argv[++i], a) < 0;
-        } else if (!strcmp(a, "--change-env") && v) {
-            bad = add_extra(change->env, &change->nenv, argv[++i], a) < 0;
-        } else if (!strcmp(a, "--noise-arg") && v) {
-            bad = add_extra(nz->args, &nz->nargs, argv[++i], a) < 0;
-        } else if (!strcmp(a, "--noise-env") && v) {
-            bad = add_extra(nz->env, &nz->nenv, argv[++i], a) < 0;
-        } else if (!strcmp(a, "--noise-mode") && v) {
-            i++;
-            nz->fp_mode = !strcmp(v, "fp");
-            bad = !nz->fp_mode && strcmp(v, "det");
-        } else {
-            cli_errorf(usage, "unknown option '%s'", a);
-            return CLI_BAD_INPUT;
-        }
-        if (bad) {
-            cli_errorf(usage, "bad value for %s", a);
-            return CLI_BAD_INPUT;
-        }
-    }
-    int experiment = noise >= 0 || change->nargs || change->nenv;
-    if (sep < 0 || sep + 2 >= argc || copies < (experiment ? 1 : 2) || copies > MAX_COPIES) {
-        cli_error(experiment ? "twin needs -n N (1 to 64) and a command after --"
-                             : "twin needs -n N (2 to 64) and a command after --",
-                  NULL, usage);
+    if (take_opts(a, sets, &copies, &spread, &noise, group, sizeof(group), &exclude) < 0)
         return CLI_BAD_INPUT;
-    }
+    if (a->ndash > 0)
+        return cli_args_fail(a, "twin takes its sbatch command after --, not '%s'", a->pos[0]);
+    int experiment = noise >= 0 || change->nargs || change->nenv;
+    if (a->npos < 2 || copies < (experiment ? 1 : 2) || copies > MAX_COPIES)
+        return cli_args_fail(a, experiment ? "twin needs -n N (1 to 64) and a command after --"
+                                           : "twin needs -n N (2 to 64) and a command after --");
     if (noise >= 0 && (noise < 2 || noise > MAX_COPIES)) {
         cli_error("--noise takes 2 to 64 replicas", "a noise band needs at least 2 replicas to estimate its spread",
                   "4 or more give a useful band");
         return CLI_BAD_INPUT;
     }
-    if (noise < 0 && (nz->nargs || nz->nenv || nz->fp_mode)) {
-        cli_error("--noise-arg, --noise-env and --noise-mode need --noise K", NULL, usage);
-        return CLI_BAD_INPUT;
-    }
+    if (noise < 0 && (nz->nargs || nz->nenv || nz->fp_mode))
+        return cli_args_fail(a, "--noise-arg, --noise-env and --noise-mode need --noise K");
     if (noise > 0 && !nz->nargs && !nz->nenv && !nz->fp_mode) {
         cli_error("the noise replicas need a nondeterministic setting",
                   "without one they are deterministic twins "
@@ -332,18 +342,14 @@ int cmd_twin(int argc, char **argv)
                   "name it: --noise-arg --nondeterministic, or --noise-env NCCL_ALGO=Tree --noise-mode fp");
         return CLI_BAD_INPUT;
     }
-    char **cmd = argv + sep + 1;
-    int cmdc = argc - sep - 1;
+    char **cmd = a->pos;
+    int cmdc = a->npos;
     const char *exe = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
-    if (strcmp(exe, "sbatch") != 0) {
-        cli_errorf(usage, "twin submits with sbatch, not '%s'", cmd[0]);
-        return CLI_BAD_INPUT;
-    }
+    if (strcmp(exe, "sbatch") != 0)
+        return cli_args_fail(a, "twin submits with sbatch, not '%s'", cmd[0]);
     int script = script_index(cmdc, cmd);
-    if (script < 0) {
-        cli_error("no batch script after the sbatch options", NULL, usage);
-        return CLI_BAD_INPUT;
-    }
+    if (script < 0)
+        return cli_args_fail(a, "no batch script after the sbatch options");
     if (!group[0]) {
         time_t now = time(NULL);
         struct tm tm;
@@ -417,3 +423,29 @@ int cmd_twin(int argc, char **argv)
     printf("compare it: %s\n", cmp);
     return CLI_OK;
 }
+
+static const cli_opt twin_opts[] = {
+    {NULL, TW_COPIES, "N", NULL, "how many copies (2 to 64; with --change or --noise: 1 to 64)"},
+    {"spread", TW_SPREAD, NULL, NULL, "place the copies on disjoint nodes (sinfo's responding nodes)"},
+    {"exclude", TW_EXCLUDE, "NODES", NULL, "with --spread: leave these nodes out (n3, n[3-4])"},
+    {"group", TW_GROUP, "NAME", NULL, "the twin group's name (default: twin-DATE-TIME-XXXX, exp-... for experiments)"},
+    {"change", TW_CHANGE, "ARG", NULL, "an argument the change's copies add to the script's (GROUP.change)"},
+    {"change-env", TW_CHANGE_ENV, "VAR=VALUE", NULL, "a variable the change's copies run with"},
+    {"noise", TW_NOISE, "K", NULL, "K noise replicas (2 to 64) of the baseline (GROUP.noise)"},
+    {"noise-arg", TW_NOISE_ARG, "ARG", NULL, "the replicas' nondeterministic setting, as an argument"},
+    {"noise-env", TW_NOISE_ENV, "VAR=VALUE", NULL, "... or as a variable (e.g. NCCL_ALGO=Tree)"},
+    {"noise-mode", TW_NOISE_MODE, "MODE", "fp det", "fp: the replicas run --lockstep=fp (without the det runtime)"},
+    {0},
+};
+
+const cli_command cli_cmd_twin = {
+    .name = "twin",
+    .run = cmd_twin,
+    .synopsis = "twin -n N [--spread [--exclude NODES]] [--group NAME] -- sbatch ARGS SCRIPT\n"
+                "twin -n N [--change ARG]... [--change-env VAR=VALUE]... [--noise K [--noise-arg ARG]...\n"
+                "     [--noise-env VAR=VALUE]... [--noise-mode fp]] -- sbatch ARGS SCRIPT",
+    .summary = "submit N copies as one twin group (--spread: on disjoint nodes);\n"
+               "with --change/--noise: the baseline, the change, K noise replicas",
+    .opts = twin_opts,
+    .complete = {"@program", "@file", "@file"},
+};

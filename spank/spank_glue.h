@@ -57,17 +57,6 @@ typedef struct spank_step_result {
  * SLURM_STEP_ID and SLURM_RESTART_COUNT when the plugin is not there. */
 void spank_step_key(const spank_job_facts *f, char *out, size_t cap);
 
-/* spank_request_check - validate one option value (`which` is SPANK_OPT_*).
- * Returns 0, or -1 with a user-facing reason in `why`. */
-int spank_request_check(int which, const char *value, char *why, size_t cap);
-
-/* spank_request_read - the user's request: each --lockstep* option, else its
- * SLURM_LOCKSTEP, SLURM_LOCKSTEP_TWIN, SLURM_LOCKSTEP_TRACE or
- * SLURM_LOCKSTEP_IGNORE variable (ignore patterns also from the job's own
- * LOCKSTEP_IGNORE, the agent's variable, when neither is given).
- * Returns 0, or -1 with a user-facing reason in `why` for an invalid value. */
-int spank_request_read(const spank_glue_ops *ops, spank_request *r, char *why, size_t cap);
-
 /* spank_step_scrub - remove from the step's environment what no task may hold, whatever its mode: the
  * operator's LOCKSTEP_ADMIN_TOKEN, which sbatch and srun pass on from the submitting shell. A failure is
  * logged. */

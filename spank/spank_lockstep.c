@@ -15,6 +15,7 @@
 #include "spank/spank_env.h"
 #include "spank/spank_glue.h"
 #include "spank/spank_reg.h"
+#include "spank/spank_request.h"
 
 #pragma GCC visibility push(default)
 #include <slurm/spank.h>
@@ -77,7 +78,7 @@ static int opt_check(int val, const char *optarg, int remote)
 {
     char why[256];
     (void)remote;
-    if (spank_request_check(val, optarg, why, sizeof(why))) {
+    if (spank_request_check(val, optarg, NULL, why, sizeof(why))) {
         slurm_error("lockstep: %s", why);
         return -1;
     }
@@ -231,11 +232,63 @@ static int job_facts(spank_t sp, spank_job_facts *f)
     return 0;
 }
 
-/* slurm_spank_init_post_opt - in slurmstepd, still as root: decide the mode,
- * validate and set the runtime, mint the token, register the step. */
+/* Lookups at submission (srun, sbatch, salloc): the submitting shell's own environment, which the job takes
+ * along; nothing there is set or unset. */
+static int submit_getenv(void *ctx, const char *name, char *buf, size_t cap)
+{
+    (void)ctx;
+    const char *v = getenv(name);
+    if (!v)
+        return 0;
+    if (strlen(v) >= cap)
+        return -1;
+    memcpy(buf, v, strlen(v) + 1);
+    return 1;
+}
+
+static int submit_setenv(void *ctx, const char *name, const char *value)
+{
+    (void)ctx;
+    (void)name;
+    (void)value;
+    return -1;
+}
+
+static int submit_unsetenv(void *ctx, const char *name)
+{
+    (void)ctx;
+    (void)name;
+    return -1;
+}
+
+/* submit_check - before anything is allocated: a SLURM_LOCKSTEP* variable with a bad value fails the submission
+ * with the reason, and requests that would do nothing without --lockstep are worth a warning (spank_request.h).
+ * The plugstack arguments are read quietly: slurmd reports a bad one to the site, not to every user. */
+static int submit_check(spank_t sp, int ac, char **av)
+{
+    spank_conf c;
+    char why[1024];
+    spank_conf_defaults(&c);
+    spank_conf_parse(&c, ac, av, why, sizeof(why));
+    spank_glue_ops ops = {sp, submit_getenv, submit_setenv, submit_unsetenv, sp_option, sp_user_msg, sp_log};
+    int rc = spank_submit_check(&ops, &c, why, sizeof(why));
+    if (rc < 0) {
+        slurm_error("lockstep: %s", why);
+        return -1;
+    }
+    if (rc > 0)
+        slurm_spank_log("lockstep: %s", why);
+    return 0;
+}
+
+/* slurm_spank_init_post_opt - in srun, sbatch and salloc: check the request before anything is allocated. In
+ * slurmstepd, still as root: decide the mode, validate and set the runtime, mint the token, register the step. */
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
-    if (spank_context() != S_CTX_REMOTE)
+    spank_context_t ctx = spank_context();
+    if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR)
+        return submit_check(sp, ac, av);
+    if (ctx != S_CTX_REMOTE)
         return 0;
     conf_load(&step.conf, ac, av);
     spank_glue_ops ops = {sp, sp_getenv, sp_setenv, sp_unsetenv, sp_option, sp_user_msg, sp_log};

@@ -5,8 +5,10 @@
 #
 #   slurm.conf:  EpilogSlurmctld=/usr/local/libexec/lockstep/epilog-lockstep.sh
 #
-# The comment is one line from `lockstep job JOBID --summary`, e.g.
-#   lockstep: g1 diverged at step 57, rank 3 (grad_norm): origin, hardware https://lockstep.example/#/twins/g1
+# The comment is one line from `lockstep job JOBID --summary`: that job's own outcome in each of its twin groups
+# (odd one out, matched the majority, diverged from its twin, matched, pending, failed), e.g.
+#   lockstep: g1 odd one out at step 57, rank 3 (grad_norm): origin, hardware https://lockstep.example/#/twins/g1
+#   lockstep: g1 matched the majority (job 4711 is the odd one out) https://lockstep.example/#/twins/g1
 # Jobs that ran nothing under --lockstep get no comment.
 #
 # Where it lands: Slurm refuses to change a job that has ended (scontrol update: "Job has already finished"), and
@@ -15,7 +17,8 @@
 # (the other jobs of its twin groups, LOCKSTEP_EPILOG_TWINS) are rewritten too: a twin that still runs gets it in
 # slurmctld, where `scontrol show job` shows it (and slurmdbd records it when the twin ends); a twin that ended
 # earlier (and read "pending" then) gets the final status in accounting. A comment another tool wrote (jobstats'
-# JS1:...) is left alone. Without slurmdbd only twins that still run can be written.
+# JS1:...) is left alone. Without slurmdbd only twins that still run can be written. What could not be read or
+# written (Slurm's configuration, a job's comment, Slurm's answer) is logged as Slurm said it.
 #
 # Settings, as shell assignments, from epilog-lockstep.conf beside this script, else /etc/lockstep/epilog.conf
 # (slurmctld gives its epilog no environment of its own but SLURM_JOB_*):
@@ -72,34 +75,57 @@ summary() {
 
 # Where Slurm keeps an AdminComment: slurmctld takes one only for a job that has not ended (scontrol update of an
 # ended job is refused, "Job has already finished", in every Slurm up to the current one); after that only the
-# accounting database can take it (sacctmgr update job, as jobstats does), and only where slurmdbd runs.
-dbd=0
-scontrol show config 2>/dev/null | grep -q '^AccountingStorageType *= *accounting_storage/slurmdbd' && dbd=1
+# accounting database can take it (sacctmgr update job, as jobstats does), and only where slurmdbd runs. Whether it
+# does is in Slurm's configuration; when that cannot be read, nothing can be written, and the log says why.
+dbd=0 storage= conf_err=
+if [ -n "${SLURM_CONF:-}" ] && [ ! -r "$SLURM_CONF" ]; then
+  conf_err="SLURM_CONF=$SLURM_CONF: $( [ -e "$SLURM_CONF" ] && echo "not readable by $(id -un)" || echo "no such file")"
+elif config=$(timeout 30 scontrol show config 2>&1); then
+  storage=$(printf '%s\n' "$config" | sed -n 's/^AccountingStorageType *= *//p' | head -1)
+  [ "$storage" = accounting_storage/slurmdbd ] && dbd=1
+else
+  conf_err="scontrol show config: $(printf '%s' "$config" | tr '\n' ' ' | cut -c1-300) (SLURM_CONF=${SLURM_CONF:-unset})"
+fi
+[ -n "$conf_err" ] && log "cannot read Slurm's configuration, so no AdminComment can be read or written: $conf_err"
 
-# current JOB: the job's AdminComment now (slurmctld's, else the accounting database's).
+# current JOB: the job's AdminComment now (slurmctld's, else the accounting database's); says what it could not read.
 current() {
-  local c
-  c=$(scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | head -1)
+  local c= out
+  if out=$(scontrol show job "$1" 2>&1); then
+    c=$(printf '%s\n' "$out" | sed -n 's/^ *AdminComment=//p' | head -1)
+  elif [ "$dbd" != 1 ]; then
+    log "job $1: cannot read its AdminComment: scontrol show job: $(printf '%s' "$out" | tr '\n' ' ' | cut -c1-200)"
+  fi
   [ -z "$c" ] && [ "$dbd" = 1 ] && c=$(sacct -n -X -P -j "$1" -o AdminComment 2>/dev/null | head -1)
   printf '%s' "${c%"${c##*[![:space:]]}"}"
 }
 
 # write JOB LINE: make LINE the job's AdminComment: in slurmctld while the job has not ended, else in the
-# accounting database. A comment another tool wrote (jobstats' JS1:…) is left alone.
+# accounting database. A comment another tool wrote (jobstats' JS1:…) is left alone. What Slurm answered when it
+# cannot be written is logged.
 write() {
-  local old where
+  local old where err acct_err
+  if [ -n "$conf_err" ]; then
+    log "job $1: cannot write '$2': Slurm's configuration could not be read ($conf_err)"
+    return
+  fi
   old=$(current "$1")
   if [ -n "$old" ] && [ "${old#lockstep:}" = "$old" ]; then
     log "job $1: its AdminComment holds another tool's text; left alone"
     return
   fi
   [ "$old" = "$2" ] && return
-  if scontrol update "JobId=$1" "AdminComment=$2" 2>/dev/null; then
+  if err=$(scontrol update "JobId=$1" "AdminComment=$2" 2>&1); then
     where=slurmctld
-  elif [ "$dbd" = 1 ] && timeout 30 sacctmgr -i update job where "jobid=$1" set "AdminComment=$2" >/dev/null 2>&1; then
+  elif [ "$dbd" = 1 ] && acct_err=$(timeout 30 sacctmgr -i update job where "jobid=$1" set "AdminComment=$2" 2>&1); then
     where=accounting
   else
-    log "job $1: nowhere to write '$2': the job has ended, and without slurmdbd Slurm keeps no AdminComment set after that"
+    err="scontrol update: $(printf '%s' "$err" | tr '\n' ' ' | cut -c1-200)"
+    if [ "$dbd" = 1 ]; then
+      log "job $1: cannot write '$2': $err; sacctmgr update job: $(printf '%s' "$acct_err" | tr '\n' ' ' | cut -c1-200)"
+    else
+      log "job $1: nowhere to write '$2': $err; AccountingStorageType is ${storage:-not set}, not accounting_storage/slurmdbd, and without slurmdbd Slurm keeps no AdminComment set after a job ends"
+    fi
     return
   fi
   log "job $1: AdminComment ($where): $2"

@@ -216,6 +216,63 @@ t_logical_bad_tilings() {
   exits 2 "$ls" dump --logical "$tmp/gap" && grep -q 'gap' "$tmp/err"
 }
 
+# --- the habits of git and kubectl: each command's --help, --opt=value, global options anywhere, completion
+commands="fp dump diff runs run twins job manifest-diff twin compare narrow checkpoint replay nodes node alerts token
+          help version completion"
+t_help_habits() { # lockstep SUB --help, SUB -h and lockstep help SUB: that command's usage on stdout, exit 0
+  local c
+  for c in $commands; do
+    LOCKSTEP_SERVER=http://127.0.0.1:9 exits 0 "$ls" "$c" --help && grep -q "^usage: lockstep $c" "$tmp/out" &&
+      [ ! -s "$tmp/err" ] && cp "$tmp/out" "$tmp/usage" || { echo "lockstep $c --help"; return 1; }
+    exits 0 "$ls" help "$c" && cmp -s "$tmp/out" "$tmp/usage" && exits 0 "$ls" "$c" -h && cmp -s "$tmp/out" "$tmp/usage" &&
+      exits 0 "$ls" --help "$c" && cmp -s "$tmp/out" "$tmp/usage" || { echo "lockstep help $c"; return 1; }
+  done
+  # node --help is node's usage, not a node called --help: no server is asked (there is none at port 9)
+  LOCKSTEP_SERVER=http://127.0.0.1:9 exits 0 "$ls" node --help && grep -q '^  node NAME drain|repair|note REASON' \
+    <(sed 's/^usage: lockstep /  /; s/^       lockstep /  /' "$tmp/out") || return 1
+  exits 0 "$ls" --help && grep -q '^global options, before or after the command' "$tmp/out" || return 1
+  exits 2 "$ls" help frobnicate && grep -q "unknown command 'frobnicate'" "$tmp/err"
+}
+t_option_forms() { # --opt=value as --opt value, options after the arguments, -- ends them, globals before or after
+  "$ls" fp --jobs=2 "$tmp/a" >"$tmp/hab-f1" && "$ls" fp "$tmp/a" --jobs 2 >"$tmp/hab-f2" && "$ls" fp -j2 "$tmp/a" >"$tmp/hab-f3" &&
+    cmp "$tmp/hab-f1" "$tmp/hab-f2" && cmp "$tmp/hab-f1" "$tmp/hab-f3" || return 1
+  local abs; abs=$(readlink -f "$ls")
+  cp "$tmp/a" "$tmp/-r" && (cd "$tmp" && "$abs" fp -- -r) >"$tmp/hab-f4" &&
+    [ "$(cut -c1-16 "$tmp/hab-f4")" = "$(cut -c1-16 "$tmp/hab-f1")" ] || return 1
+  exits 1 "$ls" diff --json "$tmp/m1" "$tmp/v" && cp "$tmp/out" "$tmp/hab-d1" || return 1
+  exits 1 "$ls" diff "$tmp/m1" "$tmp/v" --json && cmp "$tmp/out" "$tmp/hab-d1" || return 1
+  exits 1 "$ls" --json diff "$tmp/m1" "$tmp/v" && cmp "$tmp/out" "$tmp/hab-d1" || return 1
+  exits 0 "$ls" diff --overlap=1 "$tmp/m1" "$tmp/m2" 2>/dev/null && return 1 # a switch takes no value
+  grep -q "option '--overlap' takes no value" "$tmp/err" || return 1
+  exits 2 "$ls" fp --json "$tmp/a" && grep -q 'fp takes no --json' "$tmp/err" || return 1
+  exits 2 "$ls" --json fp "$tmp/a" && grep -q 'fp takes no --json' "$tmp/err" || return 1
+  exits 2 "$ls" fp --jobs && grep -q "option '--jobs' needs a value" "$tmp/err" && grep -q 'lockstep fp --help' "$tmp/err"
+}
+# compl WORD...: what bash completion offers for the last word (COMP_WORDS as bash splits them: --opt=V is 3 words)
+compl() { # (a candidate holding a blank or a newline, which bash would offer as one word, shows as BAD[...])
+  bash -c 'source "$1"; shift; COMP_WORDS=(lockstep "$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _lockstep
+           for w in "${COMPREPLY[@]}"; do case $w in *[[:space:]]*) w="BAD[$w]" ;; esac; printf "%s\n" "$w"; done |
+             sort -u | tr "\n" " "' _ "$tmp/comp.bash" "$@"
+}
+t_completion() { # bash completion, written from the command table: what make built is what the command writes
+  "$ls" completion bash >"$tmp/comp.bash" && bash -n "$tmp/comp.bash" &&
+    cmp "$tmp/comp.bash" "$build/share/bash-completion/completions/lockstep" || return 1
+  [ "$(compl tw)" = "twin twins " ] && [ "$(compl runs --status '')" = "ended failed running " ] &&
+    [ "$(compl runs --status = en)" = "ended " ] && [ "$(compl --json twins --cu)" = "--cursor " ] &&
+    [ "$(compl node n1 '')" = "drain note repair " ] && [ "$(compl help nod)" = "node nodes " ] &&
+    [ "$(compl narrow g --level = m)" = "modules " ] && [ "$(compl narrow g --level '')" = "modules ops " ] &&
+    [ "$(compl --server http://x runs --li)" = "--limit " ] && [ "$(compl '')" = "$(echo $commands | tr ' ' '\n' | sort | tr '\n' ' ')" ] ||
+    { echo "completion: $(compl runs --status = en) / $(compl --json twins --cu)"; return 1; }
+  # every option each command's usage names is offered after that command
+  local c o
+  for c in $commands; do
+    "$ls" "$c" --help | grep -oE '^  (-[a-zA-Z], )?--[a-z-]+|^  -[a-zA-Z]' | sed 's/.*, //; s/^ *//' >"$tmp/opts"
+    while read -r o; do
+      case " $(compl "$c" "$o") " in *" $o "*) ;; *) echo "lockstep $c $o: not completed"; return 1 ;; esac
+    done <"$tmp/opts"
+  done
+}
+
 t_usage() { exits 2 "$ls" && exits 2 "$ls" frobnicate && grep -q "lockstep help" "$tmp/err" && exits 0 "$ls" help; }
 t_version() { # lockstep and lockstepd report the release and commit deploy/version.sh gives
   local want; want="$(deploy/version.sh) (commit $(deploy/version.sh --commit))"
@@ -226,7 +283,8 @@ t_version() { # lockstep and lockstepd report the release and commit deploy/vers
 for t in t_fp_vectors t_fp_stdin t_fp_large t_fp_missing t_fp_dir t_dump t_dump_torn t_dump_garbage \
          t_diff_match t_diff_diverged t_diff_json t_diff_metric_ulp t_diff_extra_rank t_diff_overlap \
          t_diff_unreadable t_fp_manifest t_diff_restore_ok t_diff_restore_bugs t_diff_restore_records \
-         t_logical_any_rank_count t_logical_flipped_byte t_logical_bad_tilings t_usage t_version; do
+         t_logical_any_rank_count t_logical_flipped_byte t_logical_bad_tilings t_usage t_version t_help_habits \
+         t_option_forms t_completion; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"

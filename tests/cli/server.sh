@@ -116,15 +116,34 @@ d = json.load(open(sys.argv[1]))
 assert [g["group"] for g in d["items"]] == ["trio", "pair-ok"] and d["total"] == 2, d' "$tmp/out" || return 1
   exits 2 "$ls" twins --status nonsense && grep -q "not a group status" "$tmp/err"
 }
-t_job() { # a job's runs and its group's status; --summary: the one line for AdminComment
+t_job() { # a job's runs and its own outcome in its group; --summary: the one line for AdminComment
   local cause; cause=$(cause_of trio) && [ -n "$cause" ] || return 1
   exits 1 "$ls" job 505 || return 1
   grep -q '^job 505: 1 run under lockstep, 1 twin group, diverged' "$tmp/out" &&
     grep -Eq '^0 +[0-9a-f-]{36} +ended +2 .* trio +diverged$' "$tmp/out" &&
-    grep -q "^trio diverged at step 6, rank 1 (linear.weight): $cause" "$tmp/out" || return 1
-  exits 0 "$ls" job 501 --summary && [ "$(cat "$tmp/out")" = "lockstep: pair-ok match" ] || return 1
+    grep -q "^trio odd one out at step 6, rank 1 (linear.weight): $cause" "$tmp/out" || return 1
+  exits 0 "$ls" job 501 --summary && [ "$(cat "$tmp/out")" = "lockstep: pair-ok matched" ] || return 1
   exits 1 "$ls" job 505 --summary || return 1
-  case $(cat "$tmp/out") in "lockstep: trio diverged at step 6, rank 1 (linear.weight): $cause"*" $S/#/twins/trio") ;; *) return 1 ;; esac
+  case $(cat "$tmp/out") in "lockstep: trio odd one out at step 6, rank 1 (linear.weight): $cause"*" $S/#/twins/trio") ;;
+    *) return 1 ;; esac
+  # each twin job its own outcome, never the odd run's: 503 and 504 matched the majority
+  for j in 503 504; do
+    exits 1 "$ls" job $j --summary &&
+      [ "$(cat "$tmp/out")" = "lockstep: trio matched the majority (job 505 is the odd one out) $S/#/twins/trio" ] ||
+      return 1
+  done
+  exits 1 "$ls" job 503 --json && python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert [g["job_outcome"]["outcome"] for g in d["groups"]] == ["majority"], d["groups"][0]["job_outcome"]' "$tmp/out" ||
+    return 1
+  # a pair that diverged: no majority says which run is off; each job names its twin
+  run 510 pair-div && run 511 pair-div --perturb-step 3 || return 1
+  for _ in $(seq 50); do "$ls" twins pair-div --json 2>/dev/null | grep -q '"diverged"' && break; sleep 0.2; done
+  exits 1 "$ls" job 510 --summary &&
+    grep -q '^lockstep: pair-div diverged from its twin, job 511, at step 3, rank 1 (' "$tmp/out" || return 1
+  exits 1 "$ls" job 511 --summary &&
+    grep -q '^lockstep: pair-div diverged from its twin, job 510, at step 3, rank 1 (' "$tmp/out" || return 1
   exits 0 "$ls" job 503 --twin-jobs && [ "$(sort "$tmp/out" | tr '\n' ' ')" = "504 505 " ] || return 1
   exits 2 "$ls" job 999999 && grep -q 'job 999999 has no run on this server' "$tmp/err" || return 1
   exits 0 "$ls" job 999999 --summary && [ "$(cat "$tmp/out")" = "lockstep: no run" ]
@@ -268,6 +287,25 @@ import json, sys
 d = json.load(sys.stdin)
 assert d["replay"] is None and d["replays"] == 0 and d["narrow_of"] is None, d'
 }
+t_option_forms() { # --opt=value as --opt value; the global options before or after the subcommand
+  local want; want=$("$ls" runs --group trio --limit 2 --json) || return 1
+  [ "$(echo "$want" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["total"], len(d["items"]))')" = "3 2" ] ||
+    return 1
+  [ "$("$ls" runs --group=trio --limit=2 --json)" = "$want" ] && [ "$("$ls" --json runs --group=trio --limit 2)" = "$want" ] &&
+    [ "$(LOCKSTEP_SERVER= "$ls" --server "$S" runs --group trio --limit=2 --json)" = "$want" ] &&
+    [ "$(LOCKSTEP_SERVER= "$ls" --json runs --limit 2 --server="$S" --group=trio)" = "$want" ] || return 1
+  LOCKSTEP_SERVER= exits 1 "$ls" --server="$S" twins trio && grep -q 'twin group trio: diverged' "$tmp/out" || return 1
+  exits 0 "$ls" job 501 --summary --wait=0 && grep -q '^lockstep: pair-ok ' "$tmp/out" || return 1
+  exits 2 "$ls" runs --limit && grep -q "option '--limit' needs a value" "$tmp/err"
+}
+t_cli_hints() { # a missing run or group: the command to run next, not lockstepd's HTTP routes
+  exits 2 "$ls" twins no-such-group && grep -q 'hint: .*lockstep twins' "$tmp/err" && ! grep -q '/api/' "$tmp/err" ||
+    return 1
+  exits 2 "$ls" run no-such-run && grep -q 'hint: .*lockstep runs' "$tmp/err" && ! grep -q '/api/' "$tmp/err" ||
+    return 1
+  exits 2 "$ls" manifest-diff no-such-group && ! grep -q '/api/' "$tmp/err" || return 1
+  exits 2 "$ls" compare trio no-such-group && ! grep -q '/api/' "$tmp/err"
+}
 t_unreachable() { exits 3 "$ls" runs --server http://127.0.0.1:9 && grep -q 'cannot reach lockstepd' "$tmp/err"; }
 t_no_server() { LOCKSTEP_SERVER= HOME=$tmp/nohome exits 2 "$ls" runs && grep -q 'no server given' "$tmp/err"; }
 t_config_file() {
@@ -281,7 +319,7 @@ t_clean_stop() { # last: SIGTERM; lockstepd exits 0 and (SAN=1) its log holds no
 }
 
 for t in t_runs_table t_runs_filter t_runs_empty t_run_detail t_run_unknown t_twins_match t_twins_diverged \
-         t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_admin_token_file t_job_token_enforced t_late_joiner t_series t_checkpoint t_narrow_refusals t_twins_replay_fields t_unreachable t_no_server t_config_file t_manifest_scrubbed t_clean_stop; do
+         t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_admin_token_file t_job_token_enforced t_late_joiner t_series t_checkpoint t_narrow_refusals t_twins_replay_fields t_option_forms t_cli_hints t_unreachable t_no_server t_config_file t_manifest_scrubbed t_clean_stop; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"

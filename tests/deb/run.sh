@@ -119,6 +119,12 @@ lockstep.shutdown()' || return 1
     local mine; mine=$(lockstep token 4242 --secret /etc/lockstep/secret) || return 1
     [ "$(lockstep token 4242 --token-file /etc/lockstep/admin-token)" = "$mine" ]
   }
+  t_completion() { # bash completion: where bash-completion looks, and what the installed CLI writes
+    local f=/usr/share/bash-completion/completions/lockstep
+    lockstep completion bash | cmp - "$f" && bash -n "$f" &&
+      [ "$(bash -c 'source "$1"; COMP_WORDS=(lockstep twi); COMP_CWORD=1; _lockstep; printf "[%s]" "${COMPREPLY[@]}"' \
+        _ "$f")" = "[twins][twin]" ]
+  }
   t_epilog() { # the slurmctld epilog reads /etc/lockstep/epilog.conf, gets the job's line from the installed CLI,
     # and exits 0 (there is no slurmctld here to write it to)
     echo "LOCKSTEP_SERVER=$LOCKSTEP_SERVER" >/etc/lockstep/epilog.conf
@@ -133,6 +139,7 @@ lockstep.shutdown()' || return 1
   check "python3-lockstep loads /usr/lib/liblockstep.so (and liblockstep_mpi.so loads)" t_python_library
   check "a run streamed by the installed agent shows in the installed CLI" t_stream
   check "the installed admin token is lockstepd's" t_admin_token
+  check "the installed bash completion is the installed CLI's" t_completion
   check "the installed epilog gets the job's outcome from the installed CLI" t_epilog
 
   stop_lockstepd

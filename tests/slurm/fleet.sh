@@ -275,28 +275,46 @@ sys.exit("no Alertmanager alert for pair-0")
 PY
 }
 # The slurmctld epilog. Slurm refuses to change a job that has ended, so a job's own comment can only go to the
-# accounting database: with slurmdbd, the last pair's jobs carry the group's outcome in `sacct -o AdminComment`
+# accounting database: with slurmdbd, the last pair's jobs carry their own outcomes in `sacct -o AdminComment`
 # (job A's written first as pending, then again by job B's epilog), the line `lockstep job --summary` prints;
 # without it, the epilog says there is nowhere to write, and `sacct -c` (jobcomp/filetxt) keeps no comment.
 comment() { scontrol show job "$1" 2>/dev/null | sed -n 's/^ *AdminComment=//p' | sed 's/ *$//'; }
 acct_comment() { sacct -n -X -P -j "$1" -o AdminComment 2>/dev/null | head -1; }
+# want_comment GROUP JOB TWIN: the line `lockstep job JOB --summary` gives a job of a pair that diverged: its twin,
+# the group's first divergence, its cause and the classification as GET /twins/GROUP says them, and where this job's
+# run ran the diverging rank (slurmstepd's attestation) - each job its own line.
+want_comment() {
+  local run; run=$(get "/runs?job=$2" | json "d['items'][0]['run_id']")
+  get "/twins/$1" | python3 -c "
+import json, sys, urllib.request
+d = json.load(sys.stdin); fd = d['first_divergence']
+run = json.load(urllib.request.urlopen('$api/runs/$run'))
+node = [p['node'] for p in run['attested']['placement'] if fd['rank'] in p['ranks']][0]
+print('lockstep: $1 diverged from its twin, job $3, at step %d, rank %d (%s): %s, %s (its rank %d ran on %s) '
+      'http://127.0.0.1:$lsd_port/#/twins/$1' % (fd['step'], fd['rank'], fd['name'], fd['cause'],
+      d['classification']['class'], fd['rank'], node))"
+}
 t_epilog_comments() {
   get "/twins/pair-7" >"$tmp/out" || return 1
-  local ja jb want got
+  local ja jb want wa wb got
   ja=$(json "d['runs'][0]['job_id']" <"$tmp/out"); jb=$(json "d['runs'][1]['job_id']" <"$tmp/out")
-  # the group's first divergence, its cause and the classification, as GET /twins/pair-7 says them
-  want="lockstep: pair-7 diverged at step $(json "d['first_divergence']['step']" <"$tmp/out"), rank $(json "d['first_divergence']['rank']" <"$tmp/out") ($(json "d['first_divergence']['name']" <"$tmp/out")): $(json "d['first_divergence']['cause']" <"$tmp/out"), $(json "d['classification']['class']" <"$tmp/out") http://127.0.0.1:$lsd_port/#/twins/pair-7"
-  case $want in *", hardware http"*) ;; *) echo "pair-7: $want" >>"$tmp/err"; return 1 ;; esac
-  [ "$(LOCKSTEP_SERVER=http://127.0.0.1:$lsd_port "$tmp/bin/lockstep" job "$jb" --summary)" = "$want" ] || return 1
+  wa=$(want_comment pair-7 "$ja" "$jb") && wb=$(want_comment pair-7 "$jb" "$ja") || return 1
+  # job A ran on n3, job B did not: each comment names its own node
+  case "$wa|$wb" in *", hardware (its rank "*" ran on n3) http"*"|"*) ;; *) echo "pair-7: $wa | $wb" >>"$tmp/err"; return 1 ;; esac
+  case $wb in *" ran on n3) "*) echo "pair-7 B: $wb" >>"$tmp/err"; return 1 ;; esac
+  [ "$(LOCKSTEP_SERVER=http://127.0.0.1:$lsd_port "$tmp/bin/lockstep" job "$jb" --summary)" = "$wb" ] &&
+    [ "$(LOCKSTEP_SERVER=http://127.0.0.1:$lsd_port "$tmp/bin/lockstep" job "$ja" --summary)" = "$wa" ] || return 1
   LOCKSTEP_SERVER=http://127.0.0.1:$lsd_port "$tmp/bin/lockstep" job "$jb" >"$tmp/out"; [ $? = 1 ] || return 1
   grep -q "pair-7 *diverged" "$tmp/out" || return 1
   if [ -z "$acct" ]; then
-    wait_for 20 grep -q "job $jb: nowhere to write 'lockstep: pair-7 diverged" "$tmp/epilog.log" || { cat "$tmp/epilog.log" >>"$tmp/err"; return 1; }
+    wait_for 20 grep -q "job $jb: nowhere to write 'lockstep: pair-7 diverged from its twin, job $ja" "$tmp/epilog.log" ||
+      { cat "$tmp/epilog.log" >>"$tmp/err"; return 1; }
     { echo "no slurmdbd: sacct -c (jobcomp/filetxt) for job $jb:"; sacct -c -j "$jb" -o JobID,State,AdminComment 2>&1; } >>"$tmp/err"
     sacct -c -j "$jb" -o JobID,State 2>/dev/null | grep -q "^$jb .*COMPLETED"
     return
   fi
   for j in "$jb" "$ja"; do
+    want=$wb; [ "$j" = "$ja" ] && want=$wa
     for _ in $(seq 1 100); do [ "$(acct_comment "$j")" = "$want" ] && break; sleep 0.2; done
     got=$(acct_comment "$j")
     [ "$got" = "$want" ] || { echo "job $j: sacct AdminComment='$got', want '$want'" >>"$tmp/err"; cat "$tmp/epilog.log" >>"$tmp/err"; return 1; }
@@ -318,7 +336,7 @@ t_epilog_running_twin() {
   wait_for 60 bash -c "curl -s '$api/runs?job=$ja' | grep -q '\"status\": *\"ended\"'" || { cat "$tmp/live.out" >>"$tmp/err"; return 1; }
   timeout 60 srun --immediate=10 --mpi=pmix --export="$exp" -N2 -n2 -w n3,n4 --lockstep=det --lockstep-twin=ep-live \
     "$train" --quiet --steps 3 --hidden 16 --batch 8 >>"$tmp/out" 2>>"$tmp/err" || return 1
-  want="lockstep: ep-live match"
+  want="lockstep: ep-live matched"
   wait_for 20 bash -c "[ \"\$(scontrol show job $ja | sed -n 's/^ *AdminComment=//p' | sed 's/ *\$//')\" = '$want' ]" ||
     { echo "job $ja: AdminComment='$(comment "$ja")'"; cat "$tmp/epilog.log"; } >>"$tmp/err"
   [ "$(comment "$ja")" = "$want" ] || return 1
@@ -379,7 +397,20 @@ t_three_runs() {
     { get "/nodes/n3/history" >>"$tmp/err"; return 1; }
   local n
   for n in n1 n2 n4; do [ -z "$(involvements $n three)" ] || { echo "$n blamed: $(involvements $n three)" >>"$tmp/err"; return 1; }; done
-  group_alert three "a['details']['reason']" | grep 'strong evidence against n3' >/dev/null
+  group_alert three "a['details']['reason']" | grep 'strong evidence against n3' >/dev/null || return 1
+  # each job's own outcome (what the epilog writes into its AdminComment): the odd one out, the others not
+  local odd j line
+  odd=$(get /twins/three | json "[r['job_id'] for r in d['runs'] if r['run_id'] == d['first_divergence']['odd_run_id']][0]")
+  for j in $(get /twins/three | json "' '.join(r['job_id'] for r in d['runs'])"); do
+    line=$(LOCKSTEP_SERVER=http://127.0.0.1:$lsd_port "$tmp/bin/lockstep" job "$j" --summary)
+    echo "job $j: $line" >>"$tmp/err"
+    if [ "$j" = "$odd" ]; then
+      case $line in "lockstep: three odd one out at step "*", hardware http"*) ;; *) return 1 ;; esac
+    else
+      [ "$line" = "lockstep: three matched the majority (job $odd is the odd one out) http://127.0.0.1:$lsd_port/#/twins/three" ] ||
+        return 1
+    fi
+  done
 }
 
 check "16 lockstep-train jobs: 8 twin pairs, the fault fires on n3" t_pairs_run
@@ -392,7 +423,7 @@ check "nondeterministic twins: software, no node blamed" t_nondet_software
 check "repair resumes n3 in Slurm (admin token required)" t_repair_resumes
 check "the repair resolves n3's alerts: a resolution to webhook, Slack and Alertmanager each" t_repair_resolves
 check "the epilog writes a twin that still runs: scontrol show job shows its group's outcome" t_epilog_running_twin
-check "a three-run group with one faulty run (sbatch) names n3 (strong evidence)" t_three_runs
+check "a three-run group with one faulty run (sbatch) names n3 (strong evidence); each job its own outcome" t_three_runs
 t_clean_stop() { # SIGTERM: exit 0, no sanitizer report (SAN=1), nothing left in the outbox
   get "/alerts?limit=1000" | json "sum(1 for a in d['items'] for x in a['deliveries'] if x['state'] != 'delivered')" >"$tmp/out"
   kill -TERM "$srv_pid"; wait "$srv_pid"; local rc=$?; srv_pid=

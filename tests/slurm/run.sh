@@ -217,7 +217,58 @@ t_env_fallback() {
     want 0 LOCKSTEP_MODE det && want 0 LOCKSTEP_TWIN_GROUP envgrp && want 0 LOCKSTEP_TRACE ops && want 0 NCCL_ALGO Ring
 }
 t_option_beats_env() { SLURM_LOCKSTEP=det job -N1 --lockstep=fp && want 0 LOCKSTEP_MODE fp; }
-t_env_fallback_bad() { ! SLURM_LOCKSTEP=maybe job -N1 && grep -q 'not a mode' "$tmp/err" && [ ! -e "$tmp/ran.0" ]; }
+t_env_fallback_bad() { # refused at submission, in the words of the variable the user set
+  ! SLURM_LOCKSTEP=maybe job -N1 && grep -q 'SLURM_LOCKSTEP=maybe is not a mode' "$tmp/err" && [ ! -e "$tmp/ran.0" ] &&
+    ! grep -q -- '--lockstep=maybe' "$tmp/err"
+}
+# A variable's bad value fails sbatch before any allocation: no job id, no job; the error names the variable.
+t_env_bad_at_submission() {
+  ! SLURM_LOCKSTEP_TWIN='a b' sbatch --parsable --wrap true --lockstep=fp >"$tmp/out" 2>"$tmp/err" &&
+    [ ! -s "$tmp/out" ] && grep -q 'SLURM_LOCKSTEP_TWIN=a b is not a twin group name' "$tmp/err" &&
+    ! grep -q -- '--lockstep-twin' "$tmp/err" && [ -z "$(squeue -h)" ] || return 1
+  ! SLURM_LOCKSTEP_TRACE='bogus:x' job -N1 --lockstep=fp &&
+    grep -q 'SLURM_LOCKSTEP_TRACE=bogus:x is not a trace spec' "$tmp/err" && [ ! -e "$tmp/ran.0" ]
+}
+# --lockstep-twin without --lockstep where the site's default is off: said at submission, and the job still runs.
+t_twin_without_mode() {
+  local jid
+  jid=$(sbatch --parsable --wrap true --lockstep-twin=lonely -o /dev/null 2>"$tmp/err") && [ -n "$jid" ] &&
+    grep -q 'lockstep: --lockstep-twin does nothing without --lockstep' "$tmp/err" &&
+    grep -q 'add --lockstep' "$tmp/err" || return 1
+  for _ in $(seq 1 150); do [ -n "$(squeue -h -j "$jid" 2>/dev/null)" ] || break; sleep 0.1; done
+  job -N1 --lockstep-ignore=report_timings && [ -e "$tmp/ran.0" ] &&
+    grep -q 'lockstep: --lockstep-ignore does nothing without --lockstep' "$tmp/err" || return 1
+  SLURM_LOCKSTEP_TWIN=g job -N1 --lockstep=off && grep -q 'SLURM_LOCKSTEP_TWIN does nothing with --lockstep=off' "$tmp/err" ||
+    return 1
+  job -N1 --lockstep --lockstep-twin=fine && ! grep -q 'does nothing' "$tmp/err" || return 1
+  plugstack "$args default=fp"
+  job -N1 --lockstep-twin=fine && ! grep -q 'does nothing' "$tmp/err" && want 0 LOCKSTEP_TWIN_GROUP fine
+  local rc=$?
+  plugstack "$args"
+  return $rc
+}
+
+# --- the slurmctld epilog says what it could not read or write, as Slurm said it (a stand-in for the CLI gives the
+# line): Slurm's configuration that SLURM_CONF does not name, never "without slurmdbd"; with this cluster's
+# configuration (no accounting), Slurm's answer and the accounting storage it has.
+epilog() { # epilog SLURM_CONF: the epilog for job 4242 with its log in $tmp/ep/log
+  mkdir -p "$tmp/ep" && cp "$src/deploy/slurm/epilog-lockstep.sh" "$tmp/ep/" && rm -f "$tmp/ep/log" || return 1
+  printf '#!/bin/sh\necho "lockstep: g1 matched"\n' >"$tmp/ep/cli" && chmod 755 "$tmp/ep/cli"
+  printf 'LOCKSTEP_SERVER=http://127.0.0.1:9\nLOCKSTEP_CLI=%s\nSLURM_CONF=%s\nLOCKSTEP_EPILOG_LOG=%s\nLOCKSTEP_EPILOG_TWINS=0\n' \
+    "$tmp/ep/cli" "$1" "$tmp/ep/log" >"$tmp/ep/epilog-lockstep.conf"
+  SLURM_JOB_ID=4242 "$tmp/ep/epilog-lockstep.sh" || return 1
+  cat "$tmp/ep/log" >>"$tmp/err"
+}
+t_epilog_says_why() {
+  epilog "$tmp/ep/no-such.conf" &&
+    grep -q "cannot read Slurm's configuration, so no AdminComment can be read or written: SLURM_CONF=$tmp/ep/no-such.conf: no such file" \
+      "$tmp/ep/log" &&
+    grep -q "job 4242: cannot write 'lockstep: g1 matched': Slurm's configuration could not be read (SLURM_CONF=" "$tmp/ep/log" &&
+    ! grep -q 'slurmdbd' "$tmp/ep/log" || return 1
+  epilog "$run/slurm.conf" && ! grep -q "cannot read Slurm's configuration" "$tmp/ep/log" &&
+    grep -q "job 4242: nowhere to write 'lockstep: g1 matched': scontrol update: .*[Ii]nvalid job id" "$tmp/ep/log" &&
+    grep -q 'AccountingStorageType is accounting_storage/none, not accounting_storage/slurmdbd' "$tmp/ep/log"
+}
 
 # --- sbatch: options carry into the steps; the batch shell gets no agent
 t_sbatch_carries() {
@@ -241,7 +292,7 @@ EOF
   done
   grep -q '^NCCL_ALGO=Ring$' "$tmp/benv.batch" && ! grep -q "^LD_PRELOAD=.*liblockstep" "$tmp/benv.batch" &&
     [ ! -e "$tmp/benv.ran" ] && grep -q 'NCCL_ALGO=Tree breaks --lockstep=det' "$tmp/batch.out" &&
-    grep -q 'inner=1' "$tmp/batch.out"
+    grep -q 'inner=1' "$tmp/batch.out" && ! grep -q 'does nothing' "$tmp/batch.out" # the sruns inside got --lockstep
 }
 
 t_salloc_carries() {
@@ -251,6 +302,7 @@ t_salloc_carries() {
   timeout 30 salloc --immediate=10 -N2 --lockstep=det --lockstep-twin=sa srun --export="$exp" \
     bash -c 'env >'"$tmp"'/env.$SLURM_PROCID' >"$tmp/out" 2>"$tmp/err" || return 1
   for r in 0 1; do want $r LOCKSTEP_MODE det && want $r LOCKSTEP_TWIN_GROUP sa && want $r NCCL_ALGO Ring || return 1; done
+  ! grep -q 'does nothing' "$tmp/err" # the srun inside got --lockstep from salloc
 }
 
 # --- lockstepd down: the job runs, and not slowly
@@ -542,6 +594,9 @@ check "a job without --lockstep is untouched" t_untouched
 check "SLURM_LOCKSTEP* fallbacks" t_env_fallback
 check "an option beats its SLURM_LOCKSTEP* variable" t_option_beats_env
 check "a bad SLURM_LOCKSTEP fails the step" t_env_fallback_bad
+check "a bad SLURM_LOCKSTEP_* fails sbatch and srun at submission, naming the variable" t_env_bad_at_submission
+check "--lockstep-twin (and the others) without --lockstep: a warning at submission" t_twin_without_mode
+check "the epilog says what it could not read: Slurm's configuration, Slurm's answer" t_epilog_says_why
 check "sbatch options carry into srun steps" t_sbatch_carries
 check "salloc options carry into srun steps" t_salloc_carries
 check "lockstepd down: the job still runs, quickly" t_server_down

@@ -451,12 +451,65 @@ static void case_local(void)
 static void case_allocator(void)
 {
     fake_reset(S_CTX_ALLOCATOR);
+    user_gives("lockstep", "det");
     user_gives("lockstep-twin", "grp");
     CHECK(init_and_options(0, NULL) == 0);
     CHECK(F.n_opts == 5);
     CHECK(slurm_spank_init_post_opt(sp, 0, NULL) == 0);
     CHECK(slurm_spank_exit(sp, 0, NULL) == 0);
     CHECK(F.log[0] == 0);
+}
+
+/* At submission (sbatch, salloc, srun), before anything is allocated: a twin group without --lockstep, where the
+ * site's default is off, would do nothing (a warning, the submission goes on); a SLURM_LOCKSTEP* variable with a
+ * bad value fails it, naming the variable. (The submitting shell's environment: the real one, in this process.) */
+static void submit_case(spank_context_t ctx, char **av, int ac, const char *opt, const char *value, const char *env,
+                        int want_rc, const char *want_log)
+{
+    fflush(NULL);
+    pid_t pid = fork(); /* one srun a case: the plugin keeps what its option callbacks saw */
+    if (pid > 0) {
+        int st = 0;
+        CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        return;
+    }
+    fake_reset(ctx);
+    unsetenv("SLURM_LOCKSTEP");
+    unsetenv("SLURM_LOCKSTEP_TWIN");
+    unsetenv("SLURM_LOCKSTEP_TRACE");
+    if (opt)
+        user_gives(opt, value);
+    if (env)
+        putenv((char *)env);
+    CHECK(init_and_options(ac, av) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, ac, av) == want_rc);
+    if (want_log)
+        CHECK(strstr(F.log, want_log));
+    else
+        CHECK(F.log[0] == 0);
+    CHECK(F.env[0] == NULL); /* nothing of the job's environment is touched at submission */
+    _exit(0);
+}
+
+static void case_submit(void)
+{
+    char *fp[] = {"default=fp"}, *enforced[] = {"enforce=fp"}, *off[] = {"default=off"};
+    submit_case(S_CTX_ALLOCATOR, NULL, 0, "lockstep-twin", "grp", NULL, 0,
+                "user: lockstep: --lockstep-twin does nothing without --lockstep: this site fingerprints only the "
+                "jobs that ask");
+    submit_case(S_CTX_LOCAL, off, 1, "lockstep-trace", "metrics", "SLURM_LOCKSTEP_TWIN=g", 0,
+                "user: lockstep: SLURM_LOCKSTEP_TWIN and --lockstep-trace do nothing without --lockstep");
+    submit_case(S_CTX_LOCAL, NULL, 0, "lockstep-twin", "grp", "SLURM_LOCKSTEP=off", 0,
+                "--lockstep-twin does nothing with SLURM_LOCKSTEP=off");
+    submit_case(S_CTX_ALLOCATOR, fp, 1, "lockstep-twin", "grp", NULL, 0, NULL);       /* the site fingerprints */
+    submit_case(S_CTX_ALLOCATOR, enforced, 1, "lockstep-twin", "grp", NULL, 0, NULL); /* ... every job */
+    submit_case(S_CTX_LOCAL, NULL, 0, "lockstep-twin", "grp", "SLURM_LOCKSTEP=det", 0, NULL);
+    submit_case(S_CTX_LOCAL, NULL, 0, NULL, NULL, NULL, 0, NULL); /* a job that asks for nothing hears nothing */
+    /* a bad variable fails the submission, in the user's words */
+    submit_case(S_CTX_ALLOCATOR, NULL, 0, "lockstep", "fp", "SLURM_LOCKSTEP_TWIN=a b", -1,
+                "error: lockstep: SLURM_LOCKSTEP_TWIN=a b is not a twin group name; use");
+    submit_case(S_CTX_LOCAL, NULL, 0, NULL, NULL, "SLURM_LOCKSTEP=maybe", -1,
+                "error: lockstep: SLURM_LOCKSTEP=maybe is not a mode; use SLURM_LOCKSTEP=off, fp or det");
 }
 
 static void case_slurmd(void)
@@ -813,7 +866,7 @@ static void case_remote_env_fallback(void)
     env_put("SLURM_LOCKSTEP=always");
     CHECK(init_and_options(n_remote_args, remote_args) == 0);
     CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
-    CHECK(task_init_in_child(0, err, sizeof(err)) == 1 && strstr(err, "--lockstep=always is not a mode"));
+    CHECK(task_init_in_child(0, err, sizeof(err)) == 1 && strstr(err, "SLURM_LOCKSTEP=always is not a mode"));
 }
 
 /* Ignore patterns: the option, else SLURM_LOCKSTEP_IGNORE, else the job's own LOCKSTEP_IGNORE, else the site's
@@ -940,6 +993,7 @@ static void case_remote_secret_unreadable(void)
 
 static void test_local(void **s) { (void)s; in_child(case_local); }
 static void test_allocator(void **s) { (void)s; in_child(case_allocator); }
+static void test_submit(void **s) { (void)s; in_child(case_submit); }
 static void test_slurmd(void **s) { (void)s; in_child(case_slurmd); }
 static void test_job_script(void **s) { (void)s; in_child(case_job_script); }
 static void test_remote_det(void **s) { (void)s; in_child(case_remote_det); }
@@ -1004,6 +1058,7 @@ int main(void)
         cmocka_unit_test(test_local),
         cmocka_unit_test(test_remote_requeued),
         cmocka_unit_test(test_allocator),
+        cmocka_unit_test(test_submit),
         cmocka_unit_test(test_slurmd),
         cmocka_unit_test(test_job_script),
         cmocka_unit_test(test_remote_det),

@@ -21,6 +21,7 @@
 #include "spank/spank_env.h"
 #include "spank/spank_glue.h"
 #include "spank/spank_reg.h"
+#include "spank/spank_request.h"
 
 /* --- plugstack.conf arguments, data-driven */
 
@@ -337,35 +338,45 @@ static void test_request_check(void **state)
 {
     (void)state;
     char why[256];
-    assert_int_equal(spank_request_check(SPANK_OPT_MODE, "det", why, sizeof(why)), 0);
-    assert_int_equal(spank_request_check(SPANK_OPT_MODE, NULL, why, sizeof(why)), 0);
-    assert_int_equal(spank_request_check(SPANK_OPT_MODE, "yes", why, sizeof(why)), -1);
+    assert_int_equal(spank_request_check(SPANK_OPT_MODE, "det", NULL, why, sizeof(why)), 0);
+    assert_int_equal(spank_request_check(SPANK_OPT_MODE, NULL, NULL, why, sizeof(why)), 0);
+    assert_int_equal(spank_request_check(SPANK_OPT_MODE, "yes", NULL, why, sizeof(why)), -1);
     assert_non_null(strstr(why, "--lockstep=yes is not a mode"));
-    assert_int_equal(spank_request_check(SPANK_OPT_TRACE, "metrics;ops:steps=1-2:ranks=0,3", why, sizeof(why)), 0);
-    assert_int_equal(spank_request_check(SPANK_OPT_TRACE, "everything", why, sizeof(why)), -1);
-    assert_int_equal(spank_request_check(SPANK_OPT_TRACE, "", why, sizeof(why)), -1);
-    assert_int_equal(spank_request_check(SPANK_OPT_TWIN, "g1", why, sizeof(why)), 0);
-    assert_int_equal(spank_request_check(SPANK_OPT_TWIN, NULL, why, sizeof(why)), -1);
+    assert_int_equal(spank_request_check(SPANK_OPT_TRACE, "metrics;ops:steps=1-2:ranks=0,3", NULL, why, sizeof(why)),
+                     0);
+    assert_int_equal(spank_request_check(SPANK_OPT_TRACE, "everything", NULL, why, sizeof(why)), -1);
+    assert_int_equal(spank_request_check(SPANK_OPT_TRACE, "", NULL, why, sizeof(why)), -1);
+    assert_int_equal(spank_request_check(SPANK_OPT_TWIN, "g1", NULL, why, sizeof(why)), 0);
+    assert_int_equal(spank_request_check(SPANK_OPT_TWIN, NULL, NULL, why, sizeof(why)), -1);
+    /* a value from a variable is named as the variable the user set, never as the option */
+    assert_int_equal(spank_request_check(SPANK_OPT_TWIN, "a b", "SLURM_LOCKSTEP_TWIN", why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "SLURM_LOCKSTEP_TWIN=a b is not a twin group name"));
+    assert_null(strstr(why, "--lockstep"));
+    assert_int_equal(spank_request_check(SPANK_OPT_MODE, "yes", "SLURM_LOCKSTEP", why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "SLURM_LOCKSTEP=yes is not a mode; use SLURM_LOCKSTEP=off, fp or det"));
     /* --lockstep-ignore: glob patterns, checked where the user typed them; "" drops the site's default */
     char long_why[1024];
-    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "report_timings,Solver::finish*", long_why,
+    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "report_timings,Solver::finish*", NULL, long_why,
                                          sizeof(long_why)),
                      0);
-    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "", long_why, sizeof(long_why)), 0);
-    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "report_timings,", long_why, sizeof(long_why)), -1);
+    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "", NULL, long_why, sizeof(long_why)), 0);
+    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "report_timings,", NULL, long_why, sizeof(long_why)),
+                     -1);
     assert_non_null(strstr(long_why, "--lockstep-ignore=report_timings, is not a list of patterns (an empty pattern"));
-    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "f(int, double)", long_why, sizeof(long_why)), -1);
-    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, NULL, long_why, sizeof(long_why)), -1);
+    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "f(int, double)", NULL, long_why, sizeof(long_why)), -1);
+    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, NULL, NULL, long_why, sizeof(long_why)), -1);
     /* --lockstep-resume: a command that names the checkpoint ({step} or {path}) */
-    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, "train --resume /ck/step-{step} --steps {stop}", long_why,
+    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, "train --resume /ck/step-{step} --steps {stop}", NULL,
+                                         long_why,
                                          sizeof(long_why)),
                      0);
-    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, "train --resume /ck/latest", long_why, sizeof(long_why)), -1);
+    assert_int_equal(
+        spank_request_check(SPANK_OPT_RESUME, "train --resume /ck/latest", NULL, long_why, sizeof(long_why)), -1);
     assert_non_null(strstr(long_why, "--lockstep-resume=train --resume /ck/latest is not a resume template (the resume "
                                      "template names no checkpoint"));
-    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, "train {ckpt}", long_why, sizeof(long_why)), -1);
+    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, "train {ckpt}", NULL, long_why, sizeof(long_why)), -1);
     assert_non_null(strstr(long_why, "names {ckpt}"));
-    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, NULL, long_why, sizeof(long_why)), -1);
+    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, NULL, NULL, long_why, sizeof(long_why)), -1);
 }
 
 /* --- lockstepd calls: the body, and time limits against real sockets */
