@@ -9,6 +9,8 @@ TEST_LIBS_test_score = $(call pc_libs,jansson libcurl) -lm
 $(B)/tests/unit/test_score.o: EXTRA_CFLAGS_tests += $(call pc_cflags,jansson libcurl)
 # Where alert mail may go (server/fleet/mailmap.h): tests/unit/test_mailmap.c.
 TEST_OBJS_test_mailmap = $(B)/server/fleet/mailmap.o $(B)/server/core/xalloc.o
+# The classification in a dozen words (server/fleet/class_summary.h): tests/unit/test_class_summary.c.
+TEST_OBJS_test_class_summary = $(B)/server/fleet/class_summary.o
 
 
 # The fleet scenario on the local 4-node Slurm: lockstep-train twins, a fault on n3, alerts to real receivers.

@@ -25,6 +25,7 @@
 #include "server/api/nodes.h"
 #include "server/api/runs.h"
 #include "server/api/series.h"
+#include "server/api/timeline.h"
 #include "server/api/twin_records.h"
 #include "server/api/twin_steps.h"
 #include "server/api/twins.h"
@@ -197,6 +198,7 @@ int main(int argc, char **argv)
     api_effect_register();
     api_twin_steps_register();
     api_nodes_register();
+    api_timeline_register();
     api_alerts_register();
     api_narrows_register();
     api_admin_register();

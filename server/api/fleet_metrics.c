@@ -48,7 +48,7 @@ static const struct {
                      "Replay experiments (lockstep narrow) that gave a verdict, by verdict."},
     [FM_NODE_SCORE] = {"lockstep_node_score", "gauge",
                        "A node's suspect score: the probability that its divergence rate is above suspect_ratio x the "
-                       "fleet baseline (0..1)."},
+                       "rest of the fleet's rate (0..1)."},
     [FM_NODE_STATE] = {"lockstep_node_state", "gauge", "A node's state: 1 for the state it is in, 0 for the others."},
     [FM_NODE_INVOLVEMENTS] = {"lockstep_node_involvements", "gauge",
                               "Divergences a node was blamed for since its last repair (strong 1, weak a share)."},

@@ -12,6 +12,7 @@
 #include "server/core/state.h"
 #include "server/fleet/alerts.h"
 #include "server/fleet/fleet_thread.h"
+#include "server/fleet/score.h"
 #include "server/fleet/slurm_action.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
@@ -35,14 +36,17 @@ static int first_gpu(PGresult *gpus, const char *node)
     return lo;
 }
 
-/* node_obj - node row `i` of a NODE_COLS result, with its GPUs from `gpus` (sorted by node, C collation). */
-static json_t *node_obj(PGresult *r, int i, PGresult *gpus)
+/* node_obj - node row `i` of a NODE_COLS result, with its GPUs from `gpus` (sorted by node, C collation) and the
+ * fleet baseline `fleet` (the same for every node: score_fleet_baseline). Its own "reference_rate" is what its score
+ * compares against: the rest of the fleet's rate, stored by the fleet pass (hw_nodes.baseline). */
+static json_t *node_obj(PGresult *r, int i, PGresult *gpus, double fleet)
 {
     double k = atof(PQgetvalue(r, i, 3)), n = atof(PQgetvalue(r, i, 4));
-    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:f, s:o, s:s, s:s, s:s}", "name", PQgetvalue(r, i, 0), "state",
-                          PQgetvalue(r, i, 1), "score", pg_real(r, i, 2), "involvements", pg_real(r, i, 3), "runs",
-                          (json_int_t)n, "rate", n > 0 ? k / n : 0.0, "baseline", pg_real(r, i, 5), "state_since",
-                          PQgetvalue(r, i, 6), "first_seen", PQgetvalue(r, i, 7), "last_seen", PQgetvalue(r, i, 8));
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:I, s:f, s:f, s:o, s:s, s:s, s:s}", "name", PQgetvalue(r, i, 0),
+                          "state", PQgetvalue(r, i, 1), "score", pg_real(r, i, 2), "involvements", pg_real(r, i, 3),
+                          "runs", (json_int_t)n, "rate", n > 0 ? k / n : 0.0, "baseline", fleet, "reference_rate",
+                          pg_real(r, i, 5), "state_since", PQgetvalue(r, i, 6), "first_seen", PQgetvalue(r, i, 7),
+                          "last_seen", PQgetvalue(r, i, 8));
     json_t *list = json_array();
     const char *name = PQgetvalue(r, i, 0);
     for (int g = first_gpu(gpus, name); gpus && g < PQntuples(gpus) && !strcmp(PQgetvalue(gpus, g, 1), name); g++)
@@ -54,10 +58,34 @@ static json_t *node_obj(PGresult *r, int i, PGresult *gpus)
     return o;
 }
 
-/* load_nodes - nodes as JSON, highest score first: the one named, or `limit` of them from position `offset`
- * (with their GPUs); NULL on error. *more is set when nodes follow the page. */
-static json_t *load_nodes(const char *name, long long limit, long long offset, int *more, char *err, size_t cap)
+/* fleet_totals - how many nodes the fleet has and its fleet baseline (score_fleet_baseline over every node's
+ * involvements and runs since its last repair). Returns 0, or -1 with the database's message. */
+static int fleet_totals(long long *count, double *baseline, char *err, size_t cap)
 {
+    PGresult *t = sql_query("SELECT count(*), coalesce(sum(involvements), 0), coalesce(sum(exposures), 0) FROM hw_nodes",
+                            0, NULL, err, cap);
+    if (!t)
+        return -1;
+    *count = strtoll(PQgetvalue(t, 0, 0), NULL, 10);
+    *baseline = score_fleet_baseline(atof(PQgetvalue(t, 0, 1)), atof(PQgetvalue(t, 0, 2)));
+    PQclear(t);
+    return 0;
+}
+
+/* load_nodes - nodes as JSON, highest score first: the one named, or `limit` of them from position `offset`
+ * (with their GPUs and the fleet baseline); NULL on error. *more is set when nodes follow the page; *count and
+ * *baseline, when not NULL, are how many nodes the fleet has and its fleet baseline. */
+static json_t *load_nodes(const char *name, long long limit, long long offset, int *more, long long *count,
+                          double *baseline, char *err, size_t cap)
+{
+    long long all;
+    double fleet;
+    if (fleet_totals(&all, &fleet, err, cap) < 0)
+        return NULL;
+    if (count)
+        *count = all;
+    if (baseline)
+        *baseline = fleet;
     char lim[32], off[32];
     snprintf(lim, sizeof(lim), "%lld", limit + 1);
     snprintf(off, sizeof(off), "%lld", offset);
@@ -87,7 +115,7 @@ static json_t *load_nodes(const char *name, long long limit, long long offset, i
     }
     json_t *a = json_array();
     for (int i = 0; i < n; i++)
-        json_array_append_new(a, node_obj(r, i, g));
+        json_array_append_new(a, node_obj(r, i, g, fleet));
     PQclear(r);
     PQclear(g);
     return a;
@@ -101,20 +129,13 @@ static enum MHD_Result nodes_list(http_req *req, char **args)
     if (api_page(req, 1000, 5000, "offset", 0, &limit, &offset) < 0)
         return MHD_YES;
     int more = 0;
-    json_t *a = load_nodes(NULL, limit, offset, &more, err, sizeof(err));
-    PGresult *t = a ? sql_query("SELECT count(*), coalesce(sum(involvements), 0), coalesce(sum(exposures), 0) "
-                                "FROM hw_nodes",
-                                0, NULL, err, sizeof(err))
-                    : NULL;
-    if (!t) {
-        json_decref(a);
+    long long count = 0;
+    double fleet = 0;
+    json_t *a = load_nodes(NULL, limit, offset, &more, &count, &fleet, err, sizeof(err));
+    if (!a)
         return http_reply_db_down(req, err);
-    }
-    long long count = strtoll(PQgetvalue(t, 0, 0), NULL, 10);
-    double k = atof(PQgetvalue(t, 0, 1)), n = atof(PQgetvalue(t, 0, 2));
-    PQclear(t);
     json_t *o = api_list(a, count, limit, more ? offset + limit : -1);
-    json_object_set_new(o, "baseline", json_real(n > 0 ? k / n : 0.0));
+    json_object_set_new(o, "baseline", json_real(fleet)); /* the fleet baseline, as every node says it too */
     json_object_set_new(o, "thresholds",
                         json_pack("{s:f, s:f, s:f, s:f}", "suspect", g_srv.cfg.suspect_threshold, "min_evidence",
                                   g_srv.cfg.suspect_min_evidence, "ratio", g_srv.cfg.suspect_ratio, "prior",
@@ -135,7 +156,7 @@ static enum MHD_Result node_get(http_req *req, char **args)
 {
     const char *name = args[0];
     char err[512];
-    json_t *a = load_nodes(name, 1, 0, NULL, err, sizeof(err));
+    json_t *a = load_nodes(name, 1, 0, NULL, NULL, NULL, err, sizeof(err));
     if (!a)
         return http_reply_db_down(req, err);
     if (!json_array_size(a)) {
@@ -149,7 +170,7 @@ static enum MHD_Result node_get(http_req *req, char **args)
 
 #define EVENT_COLS                                                                                                     \
     "h.id, h.kind, " TS("h.at") ", h.twin_group, r.run_id::text, h.gpu, h.step, h.rank, h.weight, h.score, "           \
-                                "h.state, h.actor, h.detail"
+                                "h.state, h.actor, h.detail, h.involvements, h.exposures"
 
 static json_t *event_obj(PGresult *r, int i)
 {
@@ -164,7 +185,59 @@ static json_t *event_obj(PGresult *r, int i)
     json_object_set_new(o, "state", pg_str(r, i, 10));
     json_object_set_new(o, "actor", pg_str(r, i, 11));
     json_object_set_new(o, "detail", json_string(PQgetvalue(r, i, 12)));
+    /* score and state events: the involvements and runs the score was computed from (null before they were kept) */
+    json_object_set_new(o, "involvements", pg_real(r, i, 13));
+    json_object_set_new(o, "runs", pg_real(r, i, 14));
     return o;
+}
+
+/* The node page's charts read at most this many events (its newest). */
+#define TIMELINE_MAX 2000
+
+/* node_timeline - GET /api/v1/nodes/{name}/timeline: the node's score, involvements and runs over time, oldest
+ * first: each score or state event (the fleet pass writes one when the score or the involvements move), each repair
+ * (evidence afresh: all three 0), and the node as it stands now; with the thresholds the score is judged by. */
+static enum MHD_Result node_timeline(http_req *req, char **args)
+{
+    const char *name = args[0];
+    char err[512], lim[16];
+    snprintf(lim, sizeof(lim), "%d", TIMELINE_MAX);
+    const char *p[] = {name, lim};
+    PGresult *n = sql_query("SELECT " TS("now()") ", score, involvements, exposures, state FROM hw_nodes "
+                            "WHERE name = $1",
+                            1, p, err, sizeof(err));
+    if (!n)
+        return http_reply_db_down(req, err);
+    if (PQntuples(n) == 0) {
+        PQclear(n);
+        return unknown_node(req, name);
+    }
+    PGresult *r = sql_query("SELECT * FROM (SELECT h.id, h.kind, " TS("h.at") ", CASE WHEN h.state = 'repaired' AND "
+                            "h.kind = 'action' THEN 0 ELSE h.score END, CASE WHEN h.state = 'repaired' AND h.kind = "
+                            "'action' THEN 0 ELSE h.involvements END, CASE WHEN h.state = 'repaired' AND h.kind = "
+                            "'action' THEN 0 ELSE h.exposures END, h.state FROM hw_history h WHERE h.node = $1 AND "
+                            "h.gpu IS NULL AND (h.kind IN ('score', 'state') OR (h.kind = 'action' AND h.state = "
+                            "'repaired')) ORDER BY h.id DESC LIMIT $2::int) t ORDER BY id",
+                            2, p, err, sizeof(err));
+    if (!r) {
+        PQclear(n);
+        return http_reply_db_down(req, err);
+    }
+    json_t *pts = json_array();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_array_append_new(pts, json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "at", PQgetvalue(r, i, 2), "kind",
+                                             PQgetvalue(r, i, 1), "score", pg_real(r, i, 3), "involvements",
+                                             pg_real(r, i, 4), "runs", pg_real(r, i, 5), "state", pg_str(r, i, 6)));
+    json_array_append_new(pts, json_pack("{s:s, s:s, s:o, s:o, s:o, s:s}", "at", PQgetvalue(n, 0, 0), "kind", "now",
+                                         "score", pg_real(n, 0, 1), "involvements", pg_real(n, 0, 2), "runs",
+                                         pg_real(n, 0, 3), "state", PQgetvalue(n, 0, 4)));
+    int cut = PQntuples(r) == TIMELINE_MAX;
+    PQclear(r);
+    PQclear(n);
+    return http_reply_json(req, 200,
+                           json_pack("{s:s, s:o, s:b, s:{s:f, s:f}}", "node", name, "points", pts, "truncated", cut,
+                                     "thresholds", "suspect", g_srv.cfg.suspect_threshold, "min_evidence",
+                                     g_srv.cfg.suspect_min_evidence));
 }
 
 static enum MHD_Result node_history(http_req *req, char **args)
@@ -287,7 +360,7 @@ static enum MHD_Result node_action(http_req *req, char **args)
     PGresult *r =
         sql_query("SELECT " EVENT_COLS " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key WHERE h.id = $1",
                   1, pi, err, sizeof(err));
-    json_t *nodes = r ? load_nodes(name, 1, 0, NULL, err, sizeof(err)) : NULL;
+    json_t *nodes = r ? load_nodes(name, 1, 0, NULL, NULL, NULL, err, sizeof(err)) : NULL;
     if (!nodes) {
         PQclear(r);
         goto out_db;
@@ -307,6 +380,7 @@ static const route ROUTES[] = {
     {"GET", "/api/v1/nodes", MR_READ, AUTH_READ, nodes_list},
     {"GET", "/api/v1/nodes/{}", MR_READ, AUTH_READ, node_get},
     {"GET", "/api/v1/nodes/{}/history", MR_READ, AUTH_READ, node_history},
+    {"GET", "/api/v1/nodes/{}/timeline", MR_READ, AUTH_READ, node_timeline},
     {"POST", "/api/v1/nodes/{}/actions", MR_ADMIN, AUTH_ADMIN, node_action},
 };
 

@@ -11,6 +11,7 @@
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/api/run_ref.h"
+#include "server/compare/glance.h"
 #include "server/compare/verdict.h"
 #include "server/api/recview.h"
 #include "server/core/limits.h"
@@ -59,12 +60,16 @@ static json_t *run_json(PGresult *r, int row)
 
 static const char *const LIST_RUNS = "list runs with GET /api/v1/runs";
 
-/* set_group_status - give each run of `runs` its twin group's status ("group_status": twin_status over the
- * group's facts from verdict_facts, as GET /twins/G says it; null for a run outside any group). Returns 0, or -1 with the database's message. */
-static int set_group_status(json_t *runs, char *err, size_t cap)
+/* set_outcomes - give each run of `runs` its twin group's status ("group_status": twin_status over the group's facts
+ * from verdict_facts, as GET /twins/G says it) and its own outcome in the group ("twin_outcome": as GET /twins/G's
+ * runs say it, glance_run_outcomes); both null for a run outside any group. Returns 0, or -1 with the database's
+ * message. */
+static int set_outcomes(json_t *runs, char *err, size_t cap)
 {
     size_t n = json_array_size(runs), i, k;
-    const char **names = xcalloc(n + 1, sizeof(char *));
+    const char **names = xcalloc(n + 1, sizeof(char *)), **groups = xcalloc(n + 1, sizeof(char *)),
+               **ids = xcalloc(n + 1, sizeof(char *)), **statuses = xcalloc(n + 1, sizeof(char *)),
+               **outcomes = xcalloc(n + 1, sizeof(char *));
     int m = 0;
     json_t *r;
     json_array_foreach(runs, i, r)
@@ -81,14 +86,26 @@ static int set_group_status(json_t *runs, char *err, size_t cap)
     json_array_foreach(runs, i, r)
     {
         const char *g = json_string_value(json_object_get(r, "twin_group"));
-        const char *st = NULL;
         char why[512];
-        for (k = 0; g && rc == 0 && k < (size_t)m && !st; k++)
-            if (!strcmp(names[k], g))
-                st = twin_status(&facts[k], why, sizeof(why));
-        json_object_set_new(r, "group_status", st ? json_string(st) : json_null());
+        ids[i] = json_string_value(json_object_get(r, "run_id")) ?: "";
+        for (k = 0; g && rc == 0 && k < (size_t)m && !groups[i]; k++)
+            if (!strcmp(names[k], g)) {
+                groups[i] = g;
+                statuses[i] = twin_status(&facts[k], why, sizeof(why));
+            }
+    }
+    if (rc == 0)
+        rc = glance_run_outcomes(ids, groups, statuses, (int)n, outcomes, err, cap);
+    json_array_foreach(runs, i, r)
+    {
+        json_object_set_new(r, "group_status", statuses[i] ? json_string(statuses[i]) : json_null());
+        json_object_set_new(r, "twin_outcome", outcomes[i] ? json_string(outcomes[i]) : json_null());
     }
     free(names);
+    free(groups);
+    free(ids);
+    free(statuses);
+    free(outcomes);
     free(facts);
     return rc;
 }
@@ -134,7 +151,7 @@ static enum MHD_Result read_runs(http_req *req, char **args)
     int more = n < PQntuples(r);
     PQclear(r);
     long long total = counted > LIST_TOTAL_MAX ? -1 : counted;
-    if (set_group_status(runs, err, sizeof(err)) < 0) {
+    if (set_outcomes(runs, err, sizeof(err)) < 0) {
         json_decref(runs);
         return http_reply_db_down(req, err);
     }

@@ -18,12 +18,7 @@
 #include "server/store/frames.h"
 #include "server/store/runs.h"
 
-#define SERIES_MAX_NAMES 16
-
-
-/* name_list - "loss,grad_norm" split into `names` (pointers into `buf`, a copy of `list`); -1 when a name is
- * empty or there are too many. */
-static int name_list(const char *list, char *buf, size_t cap, const char **names, int *count)
+int series_name_list(const char *list, char *buf, size_t cap, const char **names, int *count)
 {
     *count = 0;
     if (strlen(list) >= cap)
@@ -57,7 +52,7 @@ static enum MHD_Result read_run_series(http_req *req, char **args)
     const char *names[SERIES_MAX_NAMES];
     int count;
     if (rank < 0 || rank > UINT32_MAX || limit < 1 || limit > SERIES_MAX_POINTS || !ns ||
-        name_list(ns, buf, sizeof(buf), names, &count) < 0)
+        series_name_list(ns, buf, sizeof(buf), names, &count) < 0)
         return http_reply_error(req, 400, "bad series request",
                                 "?name= takes 1 to 16 comma-separated record names; rank >= 0; limit 1..100000",
                                 "e.g. /api/v1/runs/ID/series?rank=0&name=loss,grad_norm");

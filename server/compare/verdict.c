@@ -9,6 +9,7 @@
 
 #include "common/json/mdiff.h"
 #include "common/site.h"
+#include "server/compare/glance.h"
 #include "server/compare/members.h"
 #include "server/compare/status.h"
 #include "server/core/limits.h"
@@ -33,6 +34,7 @@
 
 void verdict_register(void)
 {
+    glance_register();
     db_register("vd_runs", "SELECT run_key, run_id, job_id, step_id, user_name, nodes, command, ranks, status, "
                            "start_step, mode, " DB_TS("created_at") ", " DB_TS("ended_at") ", attested_user, "
                            "(SELECT max(p.max_step) FROM rank_progress p WHERE p.run_key = runs.run_key) FROM runs "
@@ -476,6 +478,7 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     judge(v);
     f.missing = v->first_missing;
     v->status = twin_status(&f, v->status_why, sizeof(v->status_why));
+    glance_outcomes(v->runs, v->per_rank, v->status);
     PQclear(runs);
     PQclear(exits);
     PQclear(divs);

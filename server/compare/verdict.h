@@ -19,8 +19,8 @@ typedef struct grp_verdict {
     char status_why[512];
     json_t *runs;          /* [{"run_id", "job_id", "step_id", "user", "nodes", "command", "status", "start_step",
                               "ranks", "mode", "created_at", "ended_at", "attested_user", "exit_code",
-                              "failed_ranks", "ended_ranks", "compared", "left_out"}] in run order; exit_code: the first failing rank's, 0 when every
-                              ended rank exited 0, null while none ended */
+                              "failed_ranks", "ended_ranks", "compared", "left_out", "outcome"}] in run order; exit_code: the first failing rank's, 0 when every
+                              ended rank exited 0, null while none ended; outcome: server/compare/outcome.h */
     json_t *per_rank;      /* every rank's first divergence, by step and rank: {"step", "rank", "name",
                               "occurrence", "seq", "kind", "odd_run_id", "runs", "committed_at", "detected_at",
                               "detection_ms", "site"}; kind "restore" for a restore difference (a resumed run's

@@ -1,6 +1,7 @@
 /* rescore.c - the fleet pass: involvements and exposures per node and GPU, scores, state changes, their history and alerts. */
 #include "server/fleet/rescore.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,8 @@
 /* One scored entity (node or GPU). */
 typedef struct ent {
     const char *id, *node, *state;
-    double old_score, expo, strong, k;
+    double old_score, old_k, expo, strong, k;
+    double fleet; /* the fleet baseline of its kind (nodes, GPUs): score_fleet_baseline */
     score_result res;
 } ent;
 
@@ -31,7 +33,7 @@ static int find_ent(ent *e, int n, const char *id)
     return -1;
 }
 
-/* load - entities (`list`: id, node, state, score) with their exposures
+/* load - entities (`list`: id, node, state, score, involvements) with their exposures
  * (`expo`: id, count) and involvement rows (`inv`: group, id, weight) into a
  * new array; weak rows become blame shares. */
 static ent *load(PGresult *list, PGresult *expo, PGresult *inv, int *nout)
@@ -39,14 +41,11 @@ static ent *load(PGresult *list, PGresult *expo, PGresult *inv, int *nout)
     int n = PQntuples(list);
     ent *e = xcalloc((size_t)n + 1, sizeof(ent));
     for (int i = 0; i < n; i++)
-        e[i] = (ent){PQgetvalue(list, i, 0),
-                     PQgetvalue(list, i, 1),
-                     PQgetvalue(list, i, 2),
-                     atof(PQgetvalue(list, i, 3)),
-                     0,
-                     0,
-                     0,
-                     {0}};
+        e[i] = (ent){.id = PQgetvalue(list, i, 0),
+                     .node = PQgetvalue(list, i, 1),
+                     .state = PQgetvalue(list, i, 2),
+                     .old_score = atof(PQgetvalue(list, i, 3)),
+                     .old_k = atof(PQgetvalue(list, i, 4))};
     for (int i = 0; i < PQntuples(expo); i++) {
         int j = find_ent(e, n, PQgetvalue(expo, i, 0));
         if (j >= 0)
@@ -92,8 +91,10 @@ static ent *load(PGresult *list, PGresult *expo, PGresult *inv, int *nout)
     }
     const score_params params = {g_srv.cfg.suspect_threshold, g_srv.cfg.suspect_min_evidence, g_srv.cfg.suspect_ratio,
                                  g_srv.cfg.suspect_prior};
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         score_compute(&params, e[i].k, e[i].expo, fk, fn, &e[i].res);
+        e[i].fleet = score_fleet_baseline(fk, fn);
+    }
     free(strong);
     free(ex);
     free(k);
@@ -102,15 +103,19 @@ static ent *load(PGresult *list, PGresult *expo, PGresult *inv, int *nout)
     return e;
 }
 
-static int history(const char *node, const char *gpu, const char *kind, double score, const char *state,
-                   const char *detail, char *id_out, size_t idcap, char *err, size_t cap)
+/* history - a score or state event of entity `e` (`gpu`: one of node's GPUs), with its score, involvements and runs
+ * as numbers (the node page's charts: GET /api/v1/nodes/{name}/timeline). */
+static int history(const ent *e, const char *gpu, const char *kind, const char *state, const char *detail,
+                   char *id_out, size_t idcap, char *err, size_t cap)
 {
-    char sc[32];
-    snprintf(sc, sizeof(sc), "%.6f", score);
-    const char *p[] = {node, gpu, kind, sc, state, detail};
-    PGresult *r = sql_query("INSERT INTO hw_history (node, gpu, kind, score, state, detail) VALUES ($1, $2, $3, $4, $5, $6) "
-                       "RETURNING id",
-                       6, p, err, cap);
+    char sc[32], k[32], n[32];
+    snprintf(sc, sizeof(sc), "%.6f", e->res.score);
+    snprintf(k, sizeof(k), "%.6f", e->k);
+    snprintf(n, sizeof(n), "%.0f", e->expo);
+    const char *p[] = {e->node, gpu, kind, sc, state, detail, k, n};
+    PGresult *r = sql_query("INSERT INTO hw_history (node, gpu, kind, score, state, detail, involvements, exposures) "
+                            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                            8, p, err, cap);
     if (!r)
         return -1;
     if (id_out)
@@ -132,30 +137,34 @@ static const char *next_state(const ent *e)
 
 static int suspect_alert(const ent *e, const char *hist_id, char *err, size_t cap)
 {
-    char key[300], summary[400], body[2048], frag[300];
+    char key[300], summary[400], body[2048], frag[300], rate[32], ref[32], fleet[32];
+    score_format_rate(e->res.rate, rate, sizeof(rate));
+    score_format_rate(e->res.reference, ref, sizeof(ref));
+    score_format_rate(e->fleet, fleet, sizeof(fleet));
     snprintf(key, sizeof(key), "suspect:%s:%s", e->id, hist_id);
     snprintf(summary, sizeof(summary), "node %s is a hardware suspect (score %.3f)", e->id, e->res.score);
     snprintf(frag, sizeof(frag), "/nodes/%s", e->id);
     char *url = alert_url(frag);
     snprintf(body, sizeof(body),
              "Node %s turned suspect: its runs were blamed for %.2f divergences in %.0f twin-compared runs "
-             "(rate %.3f) against a fleet baseline of %.3f; score %.3f >= %.2f (P(rate > %.1f x baseline)).\n%s"
+             "(rate %s; fleet baseline %s, the rest of the fleet %s); score %.3f >= %.2f (P(rate > %.1f x the rest "
+             "of the fleet's rate)).\n%s"
              "Dashboard: %s\n",
-             e->id, e->k, e->expo, e->res.rate, e->res.baseline, e->res.score, g_srv.cfg.suspect_threshold, g_srv.cfg.suspect_ratio,
+             e->id, e->k, e->expo, rate, fleet, ref, e->res.score, g_srv.cfg.suspect_threshold, g_srv.cfg.suspect_ratio,
              g_srv.cfg.slurm_drain ? "lockstepd drains it in Slurm (slurm_action = drain).\n" : "", url);
-    json_t *d = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "node", e->id, "score", e->res.score, "involvements", e->k,
-                          "runs", e->expo, "rate", e->res.rate, "baseline", e->res.baseline);
+    json_t *d = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f}", "node", e->id, "score", e->res.score, "involvements",
+                          e->k, "runs", e->expo, "rate", e->res.rate, "baseline", e->fleet, "reference_rate",
+                          e->res.reference);
     const char *blames[] = {e->id};
-    char score[32], inv[64];
+    char score[32], inv[160];
     snprintf(score, sizeof(score), "%.3f", e->res.score);
-    snprintf(inv, sizeof(inv), "%.2f in %.0f runs (rate %.3f, fleet baseline %.3f)", e->k, e->expo, e->res.rate,
-             e->res.baseline);
+    snprintf(inv, sizeof(inv), "%.2f in %.0f runs (rate %s, fleet baseline %s)", e->k, e->expo, rate, fleet);
     json_t *labels = json_pack("{s:s}", "node", e->id);
     char description[600];
     snprintf(description, sizeof(description),
-             "Its runs were blamed for %.2f divergences in %.0f twin-compared runs (rate %.3f, fleet baseline %.3f); "
-             "score %.3f >= %.2f.%s",
-             e->k, e->expo, e->res.rate, e->res.baseline, e->res.score, g_srv.cfg.suspect_threshold,
+             "Its runs were blamed for %.2f divergences in %.0f twin-compared runs (rate %s; fleet baseline %s, the "
+             "rest of the fleet %s); score %.3f >= %.2f.%s",
+             e->k, e->expo, rate, fleet, ref, e->res.score, g_srv.cfg.suspect_threshold,
              g_srv.cfg.slurm_drain ? " lockstepd drains it in Slurm." : "");
     json_t *ann = json_pack("{s:s, s:s, s:s}", "score", score, "involvements", inv, "classification", "hardware");
     alert_spec a = {.dedup_key = key,
@@ -189,7 +198,7 @@ static int apply(ent *e, int n, int gpus, char turned[][256], int *nturned, char
         snprintf(sc, sizeof(sc), "%.6f", e[i].res.score);
         snprintf(k, sizeof(k), "%.6f", e[i].k);
         snprintf(ex, sizeof(ex), "%.0f", e[i].expo);
-        snprintf(base, sizeof(base), "%.6f", e[i].res.baseline);
+        snprintf(base, sizeof(base), "%.6f", e[i].res.reference);
         const char *st = next_state(&e[i]);
         const char *p[] = {e[i].id, sc, k, ex, base, st};
         if (sql_do(gpus ? "UPDATE hw_gpus SET score = $2, involvements = $3, exposures = $4, state = $6 WHERE uuid = $1 "
@@ -200,10 +209,20 @@ static int apply(ent *e, int n, int gpus, char turned[][256], int *nturned, char
                   6, p, err, cap) < 0)
             return -1;
         const char *gpu = gpus ? e[i].id : NULL;
-        if (e[i].res.score - e[i].old_score >= 0.01 || e[i].old_score - e[i].res.score >= 0.01) {
-            snprintf(detail, sizeof(detail), "involvements %.2f of %.0f runs (rate %.3f); fleet baseline %.3f", e[i].k,
-                     e[i].expo, e[i].res.rate, e[i].res.baseline);
-            if (history(e[i].node, gpu, "score", e[i].res.score, NULL, detail, NULL, 0, err, cap) < 0)
+        /* a score event when the score or the involvements moved (the node page draws both over time) */
+        if (fabs(e[i].res.score - e[i].old_score) >= 0.01 || fabs(e[i].k - e[i].old_k) >= 0.01) {
+            char rate[32], ref[32], fleet[32];
+            score_format_rate(e[i].res.rate, rate, sizeof(rate));
+            score_format_rate(e[i].res.reference, ref, sizeof(ref));
+            score_format_rate(e[i].fleet, fleet, sizeof(fleet));
+            if (gpus)
+                snprintf(detail, sizeof(detail), "involvements %.2f of %.0f runs (rate %s); the other GPUs %s",
+                         e[i].k, e[i].expo, rate, ref);
+            else
+                snprintf(detail, sizeof(detail),
+                         "involvements %.2f of %.0f runs (rate %s); fleet baseline %s, the rest of the fleet %s",
+                         e[i].k, e[i].expo, rate, fleet, ref);
+            if (history(&e[i], gpu, "score", NULL, detail, NULL, 0, err, cap) < 0)
                 return -1;
         }
         if (strcmp(st, e[i].state)) {
@@ -211,7 +230,7 @@ static int apply(ent *e, int n, int gpus, char turned[][256], int *nturned, char
             snprintf(detail, sizeof(detail), "%s -> %s: score %.3f %s %.2f, involvements %.2f (minimum %.2f)",
                      e[i].state, st, e[i].res.score, e[i].res.suspect ? ">=" : "<", g_srv.cfg.suspect_threshold, e[i].k,
                      g_srv.cfg.suspect_min_evidence);
-            if (history(e[i].node, gpu, "state", e[i].res.score, st, detail, hid, sizeof(hid), err, cap) < 0)
+            if (history(&e[i], gpu, "state", st, detail, hid, sizeof(hid), err, cap) < 0)
                 return -1;
             log_info("suspects: %s %s: %s", gpus ? "GPU" : "node", e[i].id, detail);
             if (!gpus && !strcmp(st, "suspect")) {
@@ -231,7 +250,8 @@ int rescore_fleet(void)
     if (sql_begin(err, sizeof(err)) < 0)
         goto out_log;
     PGresult *r[6] = {0};
-    r[0] = sql_query("SELECT name, name, state, score FROM hw_nodes ORDER BY name", 0, NULL, err, sizeof(err));
+    r[0] = sql_query("SELECT name, name, state, score, involvements FROM hw_nodes ORDER BY name", 0, NULL, err,
+                     sizeof(err));
     r[1] = r[0] ? sql_query("SELECT e.node, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
                        "ON n.name = e.node WHERE e.at >= n.evidence_since GROUP BY e.node",
                        0, NULL, err, sizeof(err))
@@ -242,7 +262,9 @@ int rescore_fleet(void)
                       "ORDER BY e.twin_group",
                       0, NULL, err, sizeof(err))
                : NULL;
-    r[3] = r[2] ? sql_query("SELECT uuid, node, state, score FROM hw_gpus ORDER BY uuid", 0, NULL, err, sizeof(err)) : NULL;
+    r[3] = r[2] ? sql_query("SELECT uuid, node, state, score, involvements FROM hw_gpus ORDER BY uuid", 0, NULL, err,
+                            sizeof(err))
+                : NULL;
     r[4] = r[3] ? sql_query("SELECT e.gpu, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
                        "ON n.name = e.node WHERE e.gpu <> '' AND e.at >= n.evidence_since GROUP BY e.gpu",
                        0, NULL, err, sizeof(err))

@@ -1,7 +1,8 @@
-/* score.c - the suspect score: a Beta-Binomial posterior of a node's divergence-involvement rate against the fleet baseline. */
+/* score.c - the suspect score: a Beta-Binomial posterior of a node's divergence-involvement rate against the rest of the fleet's; and the fleet baseline. */
 #include "server/fleet/score.h"
 
 #include <math.h>
+#include <stdio.h>
 
 /* beta_frac - the continued fraction of I_x(a, b), evaluated with the
  * modified Lentz method; converges fast for x < (a + 1) / (a + b + 2). */
@@ -75,10 +76,20 @@ void score_compute(const score_params *p, double k, double n, double fleet_k, do
         a = 1e-6;
     if (b < 1e-6)
         b = 1e-6;
-    out->baseline = base;
+    out->reference = base;
     out->rate = n > 0 ? k / n : 0.0;
     out->score = n > 0 ? 1.0 - score_beta_cdf(t, a, b) : 0.0;
     if (out->score < 0)
         out->score = 0;
     out->suspect = out->score >= p->threshold && k >= p->min_evidence;
+}
+
+double score_fleet_baseline(double fleet_k, double fleet_n)
+{
+    return fleet_n > 0 && fleet_k > 0 ? fleet_k / fleet_n : 0.0;
+}
+
+void score_format_rate(double rate, char *out, size_t cap)
+{
+    snprintf(out, cap, "%.1f%%", rate * 100.0);
 }

@@ -16,7 +16,7 @@ async function shown(page) {
 
 test('the front page is the twin-group index: status, runs, first divergence and its cause, classification from lockstepd', async () => {
   const { page } = b;
-  const api = await must('GET', '/twins?limit=50');
+  const api = await must('GET', '/twins?kind=twins&limit=50');   // incident twins: what the front page opens on
   await visit(page, '/');
   await shot(page, 'front');
   assert.equal(await page.title(), 'Twin groups · Lockstep');
@@ -40,13 +40,14 @@ test('the front page is the twin-group index: status, runs, first divergence and
   assert.equal(await row.locator('[data-field=where]').textContent(), `step ${fd.step}, rank ${fd.rank}, ${fd.name}`);
   assert.equal(fd.step, FIX.divergence.step);
   assert.equal(await row.locator('[data-field=cause]').textContent(), fd.cause);
-  assert.equal(await row.locator('[data-field=class]').textContent(), pd.classification.class);
+  assert.equal(await row.locator('[data-field=class]').getAttribute('data-class'), pd.classification.class);
+  assert.equal(await row.locator('[data-field=class]').textContent(), pd.classification.summary);
   assert.equal(await row.locator('[data-field=classification-reason]').textContent(), pd.classification.reason);
   assert.match(pd.classification.reason, /NCCL_ALGO/);
   assert.equal(await row.locator('[data-field=status]').getAttribute('title'), pd.status_reason);   // why, on hover
   const faulty = page.locator('tr[data-group="faulty-0"]');
   const ff = api.items.find((g) => g.group === 'faulty-0');
-  assert.equal(await faulty.locator('[data-field=class]').textContent(), 'hardware');
+  assert.equal(await faulty.locator('[data-field=class]').getAttribute('data-class'), 'hardware');
   assert.equal(await faulty.locator('[data-field=where]').textContent(), `step ${FIX.faulty.step}, rank ${FIX.faulty.rank}, ${FIX.faulty.name}`);
   assert.equal(await faulty.locator('[data-field=cause]').textContent(), ff.first_divergence.cause);
   // A row opens its group.
@@ -64,7 +65,7 @@ test('filters narrow the index on the server and live in the URL', async () => {
   await page.click('form.filters button[type=submit]');
   await page.waitForFunction(() => location.hash.includes('status=diverged'));
   await settle(page);
-  const api = await must('GET', '/twins?status=diverged&limit=50');
+  const api = await must('GET', '/twins?status=diverged&kind=twins&limit=50');
   assert.deepEqual(Object.keys(await shown(page)).sort(), api.items.map((g) => g.group).sort());
   assert.ok(Object.values(await shown(page)).every((s) => s === 'diverged'));
   await shot(page, 'front-diverged');
@@ -120,18 +121,21 @@ test('the index follows ingest live: a new group appears pending and turns diver
   noProblems(b);
 });
 
-test('each run on the Runs page shows its twin group\'s status', async () => {
+test('each run on the Runs page shows its outcome in its group, and its group\'s status on hover', async () => {
   const { page } = b;
   await visit(page, '/runs?group=trio');
-  const st = await texts(page, 'table.data tbody tr [data-field=group-status]');
+  const st = await page.$$eval('table.data tbody tr [data-field=twin-outcome]', (els) => els.map((e) => e.dataset.groupStatus));
   assert.deepEqual(st, ['diverged', 'diverged', 'diverged']);
+  assert.deepEqual((await texts(page, 'table.data tbody tr [data-field=twin-outcome]')).sort(), ['majority', 'majority', 'odd-one-out']);
   assert.deepEqual(await texts(page, 'table.data tbody tr [data-field=run-status]'), ['ended', 'ended', 'ended']);
   await visit(page, '/runs?group=pair-match');
-  assert.deepEqual(await texts(page, 'table.data tbody tr [data-field=group-status]'), ['match', 'match']);
+  assert.deepEqual(await texts(page, 'table.data tbody tr [data-field=twin-outcome]'), ['matched', 'matched']);
   const api = await must('GET', '/runs?limit=50');
   await visit(page, '/runs');
-  const byRun = Object.fromEntries(await page.$$eval('table.data tbody tr', (trs) => trs.map((t) =>
-    [t.dataset.run, (t.querySelector('[data-field=group-status]') || {}).textContent || null])));
+  const byRun = Object.fromEntries(await page.$$eval('table.data tbody tr', (trs) => trs.map((t) => {
+    const o = t.querySelector('[data-field=twin-outcome]');
+    return [t.dataset.run, o ? o.dataset.groupStatus : null];
+  })));
   for (const r of api.items) assert.equal(byRun[r.run_id], r.group_status, `run ${r.run_id}`);
   await shot(page, 'runs-group-status');
   noProblems(b);
@@ -141,7 +145,8 @@ test('the twin page says the fleet\'s classification and why', async () => {
   const { page } = b;
   const t = await must('GET', '/twins/faulty-1');
   await visit(page, '/twins/faulty-1');
-  assert.equal(await page.textContent('[data-section=classification] [data-field=class]'), 'hardware');
+  assert.equal(await page.getAttribute('[data-section=classification] [data-field=class]', 'data-class'), 'hardware');
+  assert.equal(await page.textContent('[data-section=classification] [data-field=class]'), t.classification.summary);
   assert.equal(await page.textContent('[data-section=classification] [data-field=classification-reason]'), t.classification.reason);
   assert.match(t.classification.reason, /n9/);
   // the first divergence's cause stays where issue 22 put it

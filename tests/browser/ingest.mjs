@@ -20,11 +20,20 @@ export function nextUlp(x, n) {
   return dv.getFloat64(0);
 }
 
+/* flipLowBit(x) - x with the lowest bit of its (double) mantissa flipped: 1 ULP away. */
+export function flipLowBit(x) {
+  const dv = new DataView(new ArrayBuffer(8));
+  dv.setFloat64(0, x);
+  dv.setBigUint64(0, dv.getBigUint64(0) ^ 1n);
+  return dv.getFloat64(0);
+}
+
 /* stepRecords(opts) - the records one rank writes in one step: two module outputs (the same name twice),
  * allreduce.out (collective), grad_norm and loss (metrics). With opts.variant set, the run diverges like a
  * real one: at diverge.step only diverge.name on diverge.rank differs; every later step differs on every
- * rank, the metrics by a few ULP. */
-export function stepRecords({ rank, step, seq0, variant, diverge, extraName }) {
+ * rank, the metrics by a few ULP. With opts.flip ({step, rank}) the loss of that step and rank has its lowest
+ * bit flipped, and nothing else differs (a bit flip in one value, which training here does not carry on). */
+export function stepRecords({ rank, step, seq0, variant, diverge, extraName, flip }) {
   const after = variant && step > diverge.step;
   const at = variant && step === diverge.step && rank === diverge.rank;
   const loss0 = 2.5 / (1 + step * 0.1) + rank * 1e-3;
@@ -38,6 +47,7 @@ export function stepRecords({ rank, step, seq0, variant, diverge, extraName }) {
     const differs = after || (at && name === diverge.name);
     let value = null, dtype = 'f32', shape = [64, 128];
     if (name === 'loss') { value = differs ? nextUlp(loss0, 3 + step - diverge.step) : loss0; dtype = 'f64'; shape = []; }
+    if (name === 'loss' && flip && flip.step === step && flip.rank === rank) value = flipLowBit(value);
     if (name === 'grad_norm') { value = differs ? nextUlp(gn0, 1 + step - diverge.step) : gn0; dtype = 'f64'; shape = []; }
     const fp = fp64(name, step, rank, occ, value === null ? (differs ? variant : 'same') : value);
     const rec = { seq: seq++, step, name, occ, level, dtype, shape, fp };
@@ -109,7 +119,7 @@ export async function sendSteps(id, spec, from, to) {
       const records = [];
       for (let step = s; step <= Math.min(to, s + 9); step++) {
         const recs = stepRecords({ rank, step, seq0: spec.seq[rank] || 0, variant: spec.variant || null,
-          diverge: spec.diverge, extraName: spec.extraName });
+          diverge: spec.diverge, extraName: spec.extraName, flip: spec.flip });
         spec.seq[rank] = (spec.seq[rank] || 0) + recs.length;
         records.push(...recs);
       }

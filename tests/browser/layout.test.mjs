@@ -13,7 +13,9 @@ function views() {
   const div = FIX.divergence, cmp = 'base=cmpx&changed=cmpx.change&noise=cmpx.noise';
   return [
     ['groups', '/twins'],
+    ['groups of other kinds', '/twins?kind=others'],
     ['twin', '/twins/pair-diverged'],
+    ['bit flip', '/twins/bitflip'],
     ['records', `/twins/pair-diverged?step=${div.step}&rank=${div.rank}`],
     ['replay', '/twins/trio-replayed'],
     ['replay group', `/twins/${FIX.narrow.narrow_group}`],

@@ -42,7 +42,7 @@ test('the runs page shows a newly registered run without a reload', async () => 
   const id = await ingestRun({ group, job: 7101, ranks: 1, user: 'frank', keepRunning: true });
   await page.waitForSelector(`tr[data-run="${id}"]`, { timeout: 20000 });
   assert.equal(await page.textContent(`tr[data-run="${id}"] [data-field=run-status]`), 'running');
-  assert.equal(await page.textContent(`tr[data-run="${id}"] [data-field=group-status]`), 'pending');   // alone in its group
+  assert.equal(await page.textContent(`tr[data-run="${id}"] [data-field=twin-outcome]`), 'pending');   // alone in its group
   await endRun(id, 1);
   await page.waitForFunction((x) => document.querySelector(`tr[data-run="${x}"] [data-field=run-status]`).textContent === 'ended', id, { timeout: 20000 });
   assert.equal(await page.evaluate(() => window.__sameDocument), true);

@@ -68,7 +68,13 @@ async function main() {
       { job: 6001 + 10 * g, ranks: 2, steps: [0, 9], user: 'grace', nodes: 'n1' },
       { job: 6002 + 10 * g, ranks: 2, steps: [0, 9], user: 'grace', nodes: 'n9', hosts: ['n9', 'n9'], variant: 'f', diverge: faulty }]);
   }
-  // Enough runs to page through (50 a page).
+  // A bit flip: the third of three runs (on n6) has the lowest bit of its loss flipped at step 9 on rank 0, and
+  // nothing else differs: invisible in the overlaid curves, 1 ULP in the twin page's delta plot.
+  const flip = { step: 9, rank: 0 };
+  await group('bitflip', [9101, 9102, 9103].map((job, k) => ({ job, ranks: 2, steps: [0, 14], user: 'heidi', nodes: 'n6',
+    hosts: ['n6', 'n6'], ...(k === 2 ? { flip } : {}) })));
+  fx.flip = flip;
+    // Enough runs to page through (50 a page).
   fx.groups.bulk = [];
   for (let i = 0; i < 50; i++) fx.groups.bulk.push(await ingestRun({ group: 'bulk', job: 5000 + i, ranks: 1, user: 'dave', command: `./sweep.sh --lr ${i}` }));
   // A baseline, noise replicas and a change, for the compare page.
@@ -82,6 +88,7 @@ async function main() {
   for (let g = 0; g < 3; g++) await settled(`faulty-${g}`, (t) => t.classification && t.classification.class === 'hardware');
   await until('node n9 turns suspect', async () => (await must('GET', '/nodes')).items.some((n) => n.name === 'n9' && n.state === 'suspect'));
   await settled('resume-bad', (t) => t.first_divergence && t.first_divergence.kind === 'restore');
+  await settled('bitflip', (t) => t.status === 'diverged' && t.classification !== null);
   fx.divergence = div;
   fx.odd = odd;
   fx.faulty = faulty;

@@ -365,6 +365,11 @@ static void test_persistent(void **state)
     json_decref(t);
     t = call("GET", "/api/v1/twins/np-persist.narrow-1", NULL, NULL, 200);
     assert_string_equal(str(json_object_get(t, "narrow_of"), "group"), "np-persist");
+    assert_string_equal(str(t, "kind"), "replay"); /* behind the front page's kind filter */
+    json_decref(t);
+    t = call("GET", "/api/v1/twins?kind=replay", NULL, NULL, 200);
+    assert_int_equal(json_array_size(json_object_get(t, "items")), 1);
+    assert_string_equal(str(json_array_get(json_object_get(t, "items"), 0), "group"), "np-persist.narrow-1");
     json_decref(t);
     t = call("GET", "/api/v1/twins/np-persist/narrows", NULL, NULL, 200);
     assert_int_equal(json_array_size(json_object_get(t, "items")), 1);

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -730,6 +731,51 @@ static int history_count(const char *node, const char *kind, const char *group, 
     return n;
 }
 
+/* check_one_baseline - GET /api/v1/nodes says one fleet baseline: the fleet's involvements over its runs, the same
+ * at the top and in every node object (GET /nodes/N too), beside each node's own reference rate (the rest of the
+ * fleet); before, the top said K/N and each node its reference, both called "baseline". And n3's timeline ends
+ * with n3 as it stands, after score events that carry the involvements and runs they were computed from. */
+static void check_one_baseline(void)
+{
+    json_t *o = get("/api/v1/nodes");
+    double k = 0, runs = 0, base = json_number_value(json_object_get(o, "baseline"));
+    size_t i;
+    json_t *n;
+    json_array_foreach(json_object_get(o, "items"), i, n)
+    {
+        k += json_number_value(json_object_get(n, "involvements"));
+        runs += json_number_value(json_object_get(n, "runs"));
+        assert_true(json_number_value(json_object_get(n, "baseline")) == base);
+        assert_true(json_is_number(json_object_get(n, "reference_rate")));
+    }
+    assert_true(runs > 0 && fabs(base - k / runs) < 1e-9);
+    json_decref(o);
+    o = get("/api/v1/nodes/n3");
+    json_t *n3 = json_object_get(o, "node");
+    assert_true(json_number_value(json_object_get(n3, "baseline")) == base);
+    double ref = json_number_value(json_object_get(n3, "reference_rate"));
+    assert_true(ref > 0 && fabs(ref - base) > 0.01); /* the rest of the fleet: another number */
+    json_t *t = get("/api/v1/nodes/n3/timeline");
+    json_t *pts = json_object_get(t, "points"), *last = json_array_get(pts, json_array_size(pts) - 1);
+    assert_string_equal(str(last, "kind"), "now");
+    assert_true(json_number_value(json_object_get(last, "score")) == json_number_value(json_object_get(n3, "score")));
+    assert_true(json_number_value(json_object_get(last, "involvements")) ==
+                json_number_value(json_object_get(n3, "involvements")));
+    int scored = 0, suspect = 0;
+    json_array_foreach(pts, i, n)
+    {
+        if (!strcmp(str(n, "kind"), "score")) {
+            scored++;
+            assert_true(json_is_number(json_object_get(n, "involvements")) && json_is_number(json_object_get(n, "runs")));
+        }
+        suspect |= !strcmp(str(n, "kind"), "state") && !strcmp(str(n, "state"), "suspect");
+    }
+    assert_true(scored >= 2 && suspect);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/nodes/nope/timeline", NULL, NULL, NULL), 404);
+    json_decref(t);
+    json_decref(o);
+}
+
 static void test_fleet_pairs_name_n3(void **state)
 {
     (void)state;
@@ -782,7 +828,14 @@ static void test_fleet_pairs_name_n3(void **state)
     json_t *a = wait_alert(NULL, "n3", all_delivered);
     assert_string_equal(str(a, "kind"), "suspect");
     assert_string_equal(str(a, "url"), "https://lockstep.example/#/nodes/n3");
+    /* the alert names the fleet baseline and the rest of the fleet apart, as percentages */
+    assert_non_null(strstr(str(a, "text"), "%; fleet baseline "));
+    assert_non_null(strstr(str(a, "text"), "%, the rest of the fleet "));
+    assert_non_null(strstr(str(json_object_get(a, "annotations"), "involvements"), "%, fleet baseline "));
+    assert_non_null(strstr(str(json_object_get(a, "annotations"), "description"), "%, the rest of the fleet "));
+    assert_true(json_is_number(json_object_get(json_object_get(a, "details"), "reference_rate")));
     json_decref(a);
+    check_one_baseline();
     json_t *all, *first;
     assert_int_equal(alerts_of(NULL, "n1", &all, &first), 0);
     json_decref(all);
@@ -937,6 +990,27 @@ static void test_three_runs_minority(void **state)
     assert_int_equal(history_count("t3", "involvement", NULL, NULL), 0);
     assert_int_equal(history_count("t2", "involvement", NULL, NULL), 0);
     assert_int_equal(history_count("t4", "involvement", NULL, NULL), 0);
+    /* at a glance, in both reads: the node suspected (t9, strong), the odd run, the classification in short */
+    json_t *g = get("/api/v1/twins/three"), *l = get("/api/v1/twins?user=alice&limit=500"), *it = NULL, *x;
+    size_t i;
+    json_array_foreach(json_object_get(l, "items"), i, x) if (!strcmp(str(x, "group"), "three")) it = x;
+    assert_non_null(it);
+    json_t *reads[] = {g, it};
+    for (int k = 0; k < 2; k++) {
+        json_t *sus = json_object_get(reads[k], "suspected");
+        assert_int_equal(json_array_size(sus), 1);
+        assert_string_equal(str(json_array_get(sus, 0), "node"), "t9");
+        assert_true(json_number_value(json_object_get(json_array_get(sus, 0), "weight")) == 1.0);
+        assert_string_equal(str(json_object_get(reads[k], "classification"), "summary"), "Hardware: the odd run's node t9");
+        json_t *odd = json_object_get(reads[k], "odd_runs"), *runs = json_object_get(reads[k], "runs");
+        assert_int_equal(json_array_size(odd), 1);
+        assert_string_equal(json_string_value(json_array_get(odd, 0)), str(json_array_get(runs, 2), "run_id"));
+        assert_string_equal(str(json_array_get(runs, 0), "outcome"), "majority");
+        assert_string_equal(str(json_array_get(runs, 2), "outcome"), "odd-one-out");
+        assert_string_equal(str(reads[k], "kind"), "twins");
+    }
+    json_decref(g);
+    json_decref(l);
 }
 
 /* Noise replicas (`lockstep twin --noise` names them NAME.noise) are declared nondeterministic: their divergence is
@@ -985,6 +1059,14 @@ static void test_pair_then_third_run(void **state)
         usleep(50000);
     assert_int_equal(history_count("w1", "involvement", "late-third", &w), 1);
     assert_true(w == 0.5);
+    /* a pair: both runs' origin nodes suspected, weakly; no odd run; the summary says one of the two */
+    json_t *g = get("/api/v1/twins/late-third");
+    assert_int_equal(json_array_size(json_object_get(g, "suspected")), 2);
+    assert_true(json_number_value(json_object_get(json_array_get(json_object_get(g, "suspected"), 0), "weight")) == 0.5);
+    assert_int_equal(json_array_size(json_object_get(g, "odd_runs")), 0);
+    assert_string_equal(str(json_object_get(g, "classification"), "summary"), "Hardware: w1 or w3, one of the pair");
+    assert_string_equal(str(json_array_get(json_object_get(g, "runs"), 0), "outcome"), "diverged");
+    json_decref(g);
     run_rec("late-third", 2, nc, -1, 3, NULL);
     for (int i = 0; i < 200 && history_count("w3", "withdrawn", "late-third", NULL) == 0; i++)
         usleep(50000);

@@ -36,7 +36,7 @@ static void test_score_separates_a_bad_node(void **state)
     score_result r;
     /* the worked example of docs/suspects.md: 7 involvements in 8 runs, the fleet 8.5 in 32 */
     score_compute(&p, 7, 8, 8.5, 32, &r);
-    assert_true(fabs(r.baseline - 2.0 / 25.0) < 1e-12);
+    assert_true(fabs(r.reference - 2.0 / 25.0) < 1e-12);
     assert_true(r.score > 0.999 && r.suspect);
     /* a healthy node at the baseline */
     score_compute(&p, 0.5, 8, 8.5, 32, &r);
@@ -47,6 +47,30 @@ static void test_score_separates_a_bad_node(void **state)
     /* no exposure, no score */
     score_compute(&p, 0, 0, 5, 50, &r);
     assert_true(r.score == 0.0 && !r.suspect && r.rate == 0.0);
+}
+
+/* The fleet baseline is one number for the whole fleet (its involvements over its runs), the same whichever node is
+ * looked at; a node's reference rate is another one (the rest of the fleet, smoothed), and the text of both is a
+ * percentage with one decimal. The worked example of docs/suspects.md: 8 involvements in 32 runs. */
+static void test_fleet_baseline_is_one_number(void **state)
+{
+    (void)state;
+    score_params p = {.threshold = 0.95, .min_evidence = 2.0, .ratio = 2.0, .prior = 2.0};
+    assert_true(fabs(score_fleet_baseline(8, 32) - 0.25) < 1e-12);
+    assert_true(score_fleet_baseline(0, 0) == 0.0 && score_fleet_baseline(0, 10) == 0.0);
+    score_result n3, n4;
+    score_compute(&p, 6.772, 8, 8, 32, &n3);
+    score_compute(&p, 1.059, 8, 8, 32, &n4);
+    assert_true(fabs(n3.reference - 0.0691) < 1e-4 && fabs(n4.reference - 0.2976) < 1e-4);
+    char t[32];
+    score_format_rate(score_fleet_baseline(8, 32), t, sizeof(t));
+    assert_string_equal(t, "25.0%");
+    score_format_rate(0.19, t, sizeof(t));
+    assert_string_equal(t, "19.0%");
+    score_format_rate(0.0416, t, sizeof(t));
+    assert_string_equal(t, "4.2%");
+    score_format_rate(0.0, t, sizeof(t));
+    assert_string_equal(t, "0.0%");
 }
 
 static void test_share_blame_follows_the_common_node(void **state)
@@ -209,6 +233,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_beta_cdf_known_values),
         cmocka_unit_test(test_score_separates_a_bad_node),
+        cmocka_unit_test(test_fleet_baseline_is_one_number),
         cmocka_unit_test(test_share_blame_follows_the_common_node),
         cmocka_unit_test(test_cover_size),
         cmocka_unit_test(test_slack_escape_and_payloads),

@@ -5,7 +5,7 @@ const STATUS_CLASS = {
   match: 'ok', ok: 'ok', ended: 'neutral', done: 'neutral', finished: 'neutral', repaired: 'ok',
   diverged: 'bad', failed: 'bad', suspect: 'bad', drained: 'warn', firing: 'bad',
   pending: 'warn', incomplete: 'warn', running: 'info', missing: 'warn', acknowledged: 'neutral', open: 'bad',
-  resolved: 'ok',
+  resolved: 'ok', matched: 'ok', majority: 'ok', 'odd-one-out': 'bad', 'outside-majority': 'bad',
 };
 
 /* badge(status) - a coloured status pill; unknown statuses are grey. */

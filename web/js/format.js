@@ -53,3 +53,10 @@ export function fmtCount(n) {
   const x = Number(n);
   return Number.isFinite(x) ? x.toLocaleString('en-US') : String(n);
 }
+
+/* fmtRate(r) - a rate (0..1) as a percentage with one decimal, "19.0%": how every page writes the fleet baseline and
+ * a node's rates, as lockstepd's alerts do (docs/suspects.md, "The fleet baseline"). */
+export function fmtRate(r) {
+  if (r === null || r === undefined || !Number.isFinite(Number(r))) return '—';
+  return `${(Number(r) * 100).toFixed(1)}%`;
+}

@@ -44,3 +44,63 @@ function fit(wrap, widest) {
   const room = box.clientWidth - parseFloat(st.paddingLeft) - parseFloat(st.paddingRight);
   return Math.max(200, Math.min(widest, Math.floor(room)));
 }
+
+/* markStep(step, label) - a uPlot plugin that draws a dashed vertical line at x = step in the divergence colour, with
+ * `label` beside it (kept inside the plot) when one is given; nothing when step is null. */
+export function markStep(step, label) {
+  const markColor = color('divergence');
+  return {
+    hooks: {
+      draw: [(u) => {
+        if (step === undefined || step === null) return;
+        const x = u.valToPos(step, 'x', true);
+        if (!Number.isFinite(x) || x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
+        const ctx = u.ctx;
+        ctx.save();
+        ctx.strokeStyle = markColor;
+        ctx.setLineDash([6, 4]);
+        ctx.lineWidth = 2 * devicePixelRatio;
+        ctx.beginPath();
+        ctx.moveTo(x, u.bbox.top);
+        ctx.lineTo(x, u.bbox.top + u.bbox.height);
+        ctx.stroke();
+        if (label) {
+          ctx.fillStyle = markColor;
+          ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
+          const right = x > u.bbox.left + u.bbox.width * 0.6;   // keep the label inside the plot
+          ctx.textAlign = right ? 'right' : 'left';
+          ctx.textBaseline = 'alphabetic';
+          ctx.fillText(label, x + (right ? -4 : 4) * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
+        }
+        ctx.restore();
+      }],
+    },
+  };
+}
+
+/* STEP_INCRS - the step axis's tick spacings (whole steps). */
+export const STEP_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
+
+/* logAxis() - a log-scale y axis labelled at powers of ten only ("1e-7", "0.01", "100"). */
+export function logAxis(label) {
+  return {
+    label, size: 70, space: 20,
+    filter: (u, splits) => splits.map((v) => (isPow10(v) ? v : null)),
+    values: (u, vals) => vals.map((v) => (v === null ? '' : v >= 1e-3 && v < 1e4 ? String(v) : '1e' + Math.round(Math.log10(v)))),
+  };
+}
+
+/* logRange(u, lo, hi) - a log scale's range from the powers of ten around the data (lo and hi may be null). */
+export function logRange(u, lo, hi) {
+  const a = lo > 0 ? 10 ** Math.floor(Math.log10(lo)) : 1;
+  let b = hi > 0 ? 10 ** Math.ceil(Math.log10(hi)) : 10;
+  if (b <= a) b = a * 10;
+  return [a, b];
+}
+
+/* isPow10(v) - v is a power of ten (the ticks a log axis labels and grids). */
+export function isPow10(v) {
+  if (!(v > 0)) return false;
+  const e = Math.round(Math.log10(v));
+  return Math.abs(v / 10 ** e - 1) < 1e-9;
+}

@@ -7,7 +7,7 @@ import { card, table, emptyState, errorBox, replace } from '../components.js';
 import { shortId, fmtFp, fmtValue, fmtCount } from '../format.js';
 import { recordsSection } from './records.js';
 import { alpha, color, palette } from '../theme.js';
-import { drawPlot } from '../plot.js';
+import { drawPlot, logAxis, markStep, STEP_INCRS } from '../plot.js';
 
 const VERDICT_CLASS = { 'beyond-noise': 'bad', differs: 'warn', undetermined: 'warn', 'within-noise': 'ok', identical: 'ok' };
 
@@ -234,40 +234,15 @@ function deviationChart(name, s, d) {
 
 function plot(title, data, series, opts) {
   const wrap = h('div', { class: 'chart', 'data-chart': title, 'data-kind': opts.kind });
-  const mark = opts.mark, markColor = color('divergence');
-  const markPlugin = { hooks: { draw: [(u) => {
-    if (mark === undefined || mark === null) return;
-    const x = u.valToPos(mark, 'x', true);
-    if (!Number.isFinite(x)) return;
-    const ctx = u.ctx;
-    ctx.save();
-    ctx.strokeStyle = markColor;
-    ctx.setLineDash([6, 4]);
-    ctx.lineWidth = 2 * devicePixelRatio;
-    ctx.beginPath();
-    ctx.moveTo(x, u.bbox.top);
-    ctx.lineTo(x, u.bbox.top + u.bbox.height);
-    ctx.stroke();
-    ctx.restore();
-  }] } };
   const uopts = {
-    title, width: 540, height: 250, plugins: [markPlugin], bands: opts.bands || [],
+    title, width: 540, height: 250, plugins: [markStep(opts.mark)], bands: opts.bands || [],
     scales: { x: { time: false }, y: opts.log ? { distr: 3 } : {} },
-    axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000] }, opts.log
-      ? { size: 80, space: 20, filter: (u, splits) => splits.map((v) => (isPow10(v) ? v : null)),
-        values: (u, vals) => vals.map((v) => (v === null ? '' : v >= 1e-3 && v < 1e4 ? String(v) : '1e' + Math.round(Math.log10(v)))) }
+    axes: [{ label: 'step', incrs: STEP_INCRS }, opts.log ? { ...logAxis(), size: 80 }
       : { size: 80, values: (u, vals) => vals.map((v) => fmtNum(v)) }],
     series: series.map((s, i) => (i === 0 ? s : { spanGaps: !opts.log, ...s, value: (u, v) => (v === null || v === undefined ? '—' : String(v)) })),
   };
   drawPlot(wrap, uopts, data);
   return wrap;
-}
-
-/* isPow10(v) - v is a power of ten (the ticks a log axis labels and grids). */
-function isPow10(v) {
-  if (!(v > 0)) return false;
-  const e = Math.round(Math.log10(v));
-  return Math.abs(v / 10 ** e - 1) < 1e-9;
 }
 
 function verdictSentence(d) {

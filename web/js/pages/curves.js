@@ -3,15 +3,15 @@ import { h } from '../dom.js';
 import { apiGet } from '../api.js';
 import { card, emptyState, errorBox, replace, loading } from '../components.js';
 import { shortId } from '../format.js';
-import { color, palette } from '../theme.js';
-import { drawPlot } from '../plot.js';
+import { palette } from '../theme.js';
+import { drawPlot, markStep, STEP_INCRS } from '../plot.js';
 
 /* curveChart(title, series, opts) - series: [{label, steps: [], values: []}]; opts.markStep draws a
  * vertical line there; opts.width: the widest it gets, in pixels. Returns an element (a chart, or a note when
  * uPlot is missing). */
 export function curveChart(title, series, opts = {}) {
   const wrap = h('div', { class: 'chart', 'data-chart': title });
-  const lines = palette(), markColor = color('divergence');
+  const lines = palette();
   const xs = [...new Set(series.flatMap((s) => s.steps))].sort((a, b) => a - b);
   const index = new Map(xs.map((x, i) => [x, i]));
   const data = [xs];
@@ -20,39 +20,13 @@ export function curveChart(title, series, opts = {}) {
     s.steps.forEach((st, i) => { ys[index.get(st)] = s.values[i]; });
     data.push(ys);
   }
-  const mark = opts.markStep;
-  const markPlugin = {
-    hooks: {
-      draw: [(u) => {
-        if (mark === undefined || mark === null) return;
-        const x = u.valToPos(mark, 'x', true);
-        if (!Number.isFinite(x) || x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
-        const ctx = u.ctx;
-        ctx.save();
-        ctx.strokeStyle = markColor;
-        ctx.setLineDash([6, 4]);
-        ctx.lineWidth = 2 * devicePixelRatio;
-        ctx.beginPath();
-        ctx.moveTo(x, u.bbox.top);
-        ctx.lineTo(x, u.bbox.top + u.bbox.height);
-        ctx.stroke();
-        ctx.fillStyle = markColor;
-        ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
-        const right = x > u.bbox.left + u.bbox.width * 0.6;   // keep the label inside the plot
-        ctx.textAlign = right ? 'right' : 'left';
-        ctx.textBaseline = 'alphabetic';
-        ctx.fillText(`first divergence (step ${mark})`, x + (right ? -4 : 4) * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
-        ctx.restore();
-      }],
-    },
-  };
   const uopts = {
     title,
     width: opts.width || 520,
     height: opts.height || 240,
-    plugins: [markPlugin],
+    plugins: [markStep(opts.markStep, opts.markStep === undefined || opts.markStep === null ? '' : `first divergence (step ${opts.markStep})`)],
     scales: { x: { time: false } },
-    axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000] }, { size: 70 }],
+    axes: [{ label: 'step', incrs: STEP_INCRS }, { size: 70 }],
     series: [{ label: 'step' }, ...series.map((s, i) => ({
       label: s.label, stroke: lines[i % lines.length], width: 1.5, spanGaps: true,
       dash: i > 0 ? [8, 3 + i] : undefined,

@@ -2,7 +2,7 @@
 import { h, link } from '../dom.js';
 import { apiGet } from '../api.js';
 import { badge, card, table, emptyState, errorBox, unavailable, replace, loading } from '../components.js';
-import { fmtAgo, fmtTime } from '../format.js';
+import { fmtAgo, fmtRate, fmtTime } from '../format.js';
 import { alpha, color } from '../theme.js';
 import { drawPlot } from '../plot.js';
 
@@ -42,8 +42,10 @@ export async function mount(el, _params, query, navigate) {
     const suspects = nodes.filter((n) => n.state === 'suspect').length;
     replace(body,
       card('Suspect scores', h('p', { class: 'sub' }, `${nodes.length} nodes, ${suspects} suspect.` +
-        (typeof d.baseline === 'number' ? ` Fleet baseline: ${(d.baseline * 100).toFixed(1)}% of twin-compared runs involved in a divergence.` : '') +
-        (th.suspect !== undefined ? ` A node turns suspect at score ≥ ${th.suspect} with at least ${th.min_evidence} involvements.` : '')),
+        (typeof d.baseline === 'number' ? ' Fleet baseline: ' : ''),
+        typeof d.baseline === 'number' ? h('span', { 'data-field': 'fleet-baseline' }, fmtRate(d.baseline)) : null,
+        typeof d.baseline === 'number' ? ' of twin-compared runs involved in a divergence.' : '',
+        th.suspect !== undefined ? ` A node turns suspect at score ≥ ${th.suspect} with at least ${th.min_evidence} involvements.` : ''),
         scoreChart(nodes, th.suspect)),
       card('Nodes', table([
         { key: 'name', label: 'Node', sortable: true, render: (n) => link('/nodes/' + encodeURIComponent(nameOf(n)), nameOf(n)) },
@@ -51,7 +53,7 @@ export async function mount(el, _params, query, navigate) {
         { key: 'score', label: 'Suspect score', num: true, sortable: true, render: (n) => fmtScore(scoreOf(n)) },
         { key: 'involvements', label: 'Divergence involvements', num: true, sortable: true, render: (n) => String(invOf(n) ?? '—') },
         { key: 'runs', label: 'Runs', num: true, sortable: true, render: (n) => String(n.runs) },
-        { key: 'rate', label: 'Rate', num: true, sortable: true, render: (n) => (typeof n.rate === 'number' ? (n.rate * 100).toFixed(1) + '%' : '—') },
+        { key: 'rate', label: 'Rate', num: true, sortable: true, render: (n) => fmtRate(n.rate) },
         { key: 'gpus', label: 'GPUs', num: true, render: (n) => String(n.gpus.length || '—') },
         { key: 'last_seen', label: 'Last seen', sortable: true, render: (n) => h('span', { title: fmtTime(n.last_seen) }, fmtAgo(n.last_seen)) },
       ], nodes, { sort, onSort, rowAttrs: (n) => ({ 'data-node': nameOf(n) }) })),

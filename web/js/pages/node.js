@@ -1,9 +1,12 @@
-// node.js - the Node page: state and score, GPUs, its defect history as a timeline, and admin actions.
+// node.js - the Node page: state and score, GPUs, its score and involvements over time, its defect history as a
+// timeline, and admin actions.
 import { h, link } from '../dom.js';
 import { apiGet, apiPost } from '../api.js';
 import { badge, card, kv, table, emptyState, errorBox, unavailable, replace, loading, adminToken, adminTokenForm } from '../components.js';
-import { fmtTime, fmtAgo, shortId } from '../format.js';
+import { fmtTime, fmtAgo, fmtRate, shortId, toDate } from '../format.js';
 import { nameOf, scoreOf, fmtScore, invOf } from './fleet.js';
+import { color, palette } from '../theme.js';
+import { drawPlot } from '../plot.js';
 
 export function title(params) { return 'Node ' + params[0]; }
 
@@ -16,10 +19,11 @@ export async function mount(el, params) {
     h('h1', null, 'Node ', h('span', { class: 'group-name' }, name)),
     h('p', { class: 'sub' }, h('a', { href: '#/runs?node=' + encodeURIComponent(name) }, `Runs that ran on ${name} →`))));
   const top = h('div', null, loading('Loading node…'));
+  const over = h('div', { 'data-section': 'node-charts' });
   const hist = h('div');
   const actions = h('div');
-  el.append(top, hist, actions);
-  let lastTop = '', lastHist = '', older = [], nextBefore = null, known = false;
+  el.append(top, over, hist, actions);
+  let lastTop = '', lastHist = '', lastOver = '', older = [], nextBefore = null, known = false;
 
   async function loadNode() {
     let n;
@@ -47,7 +51,11 @@ export async function mount(el, params) {
         ['Suspect score', fmtScore(scoreOf(node))],
         ['Divergence involvements', String(invOf(node) ?? '—')],
         ['Twin-compared runs', node.runs !== undefined ? String(node.runs) : undefined],
-        ['Involvement rate', typeof node.rate === 'number' ? `${(node.rate * 100).toFixed(1)}%` + (typeof node.baseline === 'number' ? ` (fleet ${(node.baseline * 100).toFixed(1)}%)` : '') : undefined],
+        ['Involvement rate', typeof node.rate === 'number' ? h('span', { 'data-field': 'rate' }, fmtRate(node.rate)) : undefined],
+        ['Fleet baseline', typeof node.baseline === 'number' ? h('span', { title: "the fleet's involvements over its twin-compared runs (docs/suspects.md)" },
+          h('span', { 'data-field': 'fleet-baseline' }, fmtRate(node.baseline))) : undefined],
+        ['The rest of the fleet', typeof node.reference_rate === 'number' ? h('span', { 'data-field': 'reference-rate',
+          title: 'the fleet without this node: what its score compares its rate against' }, fmtRate(node.reference_rate)) : undefined],
         ['First seen', node.first_seen ? fmtTime(node.first_seen) : undefined],
         ['Last seen', node.last_seen ? `${fmtTime(node.last_seen)} (${fmtAgo(node.last_seen)})` : '—']])),
       card('GPUs', (node.gpus || []).length ? table([
@@ -58,6 +66,21 @@ export async function mount(el, params) {
         { key: 'involvements', label: 'Involvements', num: true, render: (g) => String(invOf(g) ?? '—') },
       ], node.gpus, { compact: true }) : emptyState('No GPU reported for this node.', 'CPU-only runs report none.'))));
     return true;
+  }
+
+  async function loadOver() {
+    let d;
+    try {
+      d = await apiGet(npath + '/timeline');
+    } catch (e) {
+      lastOver = '';
+      replace(over, e.missingEndpoint ? null : card('Score and involvements over time', errorBox(e, 'The charts could not be loaded')));
+      return;
+    }
+    const k = JSON.stringify(d);
+    if (k === lastOver) return;
+    lastOver = k;
+    replace(over, nodeCharts(d));
   }
 
   async function loadHistory() {
@@ -121,7 +144,7 @@ export async function mount(el, params) {
     const had = known;
     if (await loadNode()) {
       if (!had) renderActions();
-      await loadHistory();
+      await Promise.all([loadOver(), loadHistory()]);
     }
   }
   await load();
@@ -145,4 +168,61 @@ function eventItem(e) {
     h('div', { class: 'tl-body' }, h('span', { class: 'tl-kind' }, kind.replace(/_/g, ' ')),
       e.detail ? h('span', { class: 'tl-detail' }, ' — ' + e.detail) : null,
       bits.length ? h('div', { class: 'tl-meta' }, bits.flatMap((b, i) => (i ? [' · ', b] : [b]))) : null));
+}
+
+/* nodeCharts(d) - the node's suspect score over time against the suspect threshold, and its involvements and runs over
+ * time (GET /nodes/{name}/timeline: each score or state change, each repair, and now). */
+function nodeCharts(d) {
+  const pts = (d.points || []).filter((p) => toDate(p.at));
+  if (pts.length < 2) {
+    return card('Score and involvements over time', emptyState('Nothing to draw yet.',
+      'The score and the involvements are drawn once a twin group this node ran in has been evaluated.'));
+  }
+  const xs = pts.map((p) => toDate(p.at).getTime() / 1000);
+  const th = d.thresholds || {};
+  const [c0, c1] = palette();
+  const warn = color('warn');
+  const thresholdLine = (value, label) => ({ hooks: { draw: [(u) => {
+    if (typeof value !== 'number') return;
+    const y = u.valToPos(value, 'y', true), ctx = u.ctx;
+    if (!Number.isFinite(y)) return;
+    ctx.save();
+    ctx.strokeStyle = warn;
+    ctx.setLineDash([5, 4]);
+    ctx.lineWidth = devicePixelRatio;
+    ctx.beginPath();
+    ctx.moveTo(u.bbox.left, y);
+    ctx.lineTo(u.bbox.left + u.bbox.width, y);
+    ctx.stroke();
+    ctx.fillStyle = warn;
+    ctx.font = `${11 * devicePixelRatio}px system-ui, sans-serif`;
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'alphabetic';
+    ctx.fillText(label, u.bbox.left + 6 * devicePixelRatio, y - 4 * devicePixelRatio);
+    ctx.restore();
+  }] } });
+  const num = (v) => (typeof v === 'number' ? v : null);
+  // a value holds until the next change: step paths where the library has them
+  const stepped = window.uPlot && window.uPlot.paths && window.uPlot.paths.stepped ? window.uPlot.paths.stepped({ align: 1 }) : undefined;
+  const score = h('div', { class: 'chart', 'data-chart': 'node score' });
+  drawPlot(score, {
+    title: 'Suspect score', width: 560, height: 220, plugins: [thresholdLine(th.suspect, `suspect at ${th.suspect}`)],
+    scales: { x: { time: true }, y: { range: [0, 1] } },
+    axes: [{}, { size: 50 }],
+    series: [{ label: 'time' }, { label: 'score', stroke: c0, width: 1.5, paths: stepped, spanGaps: true,
+      value: (u, v) => (v === null || v === undefined ? '—' : Number(v).toFixed(3)) }],
+  }, [xs, pts.map((p) => num(p.score))]);
+  const inv = h('div', { class: 'chart', 'data-chart': 'node involvements' });
+  drawPlot(inv, {
+    title: 'Divergence involvements and runs', width: 560, height: 220,
+    plugins: [thresholdLine(th.min_evidence, `suspect needs ${th.min_evidence} involvements`)],
+    scales: { x: { time: true }, y: { range: (u, lo, hi) => [0, Math.max(1, hi || 0) * 1.1] } },
+    axes: [{}, { size: 50 }],
+    series: [{ label: 'time' },
+      { label: 'involvements', stroke: c1, width: 1.5, paths: stepped, spanGaps: true, value: (u, v) => (v === null || v === undefined ? '—' : String(v)) },
+      { label: 'runs', stroke: color('faint'), width: 1, dash: [4, 3], paths: stepped, spanGaps: true, value: (u, v) => (v === null || v === undefined ? '—' : String(v)) }],
+  }, [xs, pts.map((p) => num(p.involvements)), pts.map((p) => num(p.runs))]);
+  return card('Score and involvements over time', h('p', { class: 'sub' },
+    'Each change of the score or the involvements, each repair (the evidence starts afresh) and now' +
+    (d.truncated ? '; only the newest changes are drawn.' : '.')), h('div', { class: 'charts' }, score, inv));
 }

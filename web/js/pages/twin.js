@@ -5,6 +5,8 @@ import { badge, card, table, emptyState, errorBox, replace, loading } from '../c
 import { fmtTime, shortId, fmtFp, fmtValue, fmtCount } from '../format.js';
 import { normalizeSteps, matchMap } from './matchmap.js';
 import { curvesSection } from './curves.js';
+import { deltasSection } from './deltas.js';
+import { OUTCOME_WHY, kindTag, suspectedItems } from './glance.js';
 import { valText } from './run.js';
 import { recordsSection } from './records.js';
 import { compareSection } from './compare.js';
@@ -32,12 +34,13 @@ export async function mount(el, params, query, navigate) {
   const mapBox = h('div', null, loading('Loading the match map…'));
   const recBox = h('div', { id: 'records', 'data-section': 'records' });
   const curvesBox = h('div', { 'data-section': 'curves' });
+  const deltasBox = h('div', { 'data-section': 'deltas' });
   const runsBox = h('div', { 'data-section': 'runs' });
   const manifestBox = h('div', { id: 'manifest-diff', 'data-section': 'manifest-diff' }, loading('Loading the manifest diff…'));
   const compareBox = h('div', { 'data-section': 'compare' });
   el.append(head, divergence, restoresBox, replayBox,
     card('Match map', h('p', { class: 'sub' }, 'One cell per rank and step, comparing every run of the group. Click a cell to see its records.'), mapBox),
-    recBox, curvesBox, runsBox, manifestBox, compareBox);
+    recBox, curvesBox, deltasBox, runsBox, manifestBox, compareBox);
 
   let summary = null, lastSummary = '', lastSteps = '', lastManifest = '', gone = false;
   let records = null;
@@ -70,9 +73,10 @@ export async function mount(el, params, query, navigate) {
   function renderHead(d) {
     const runs = d.runs || [];
     replace(head, h('div', { class: 'crumbs' }, h('a', { href: '#/twins' }, 'Twin groups'), ' / Twin group'),
-      h('h1', null, 'Twin group ', h('span', { class: 'group-name' }, d.group), ' ', badge(d.status)),
+      h('h1', null, 'Twin group ', h('span', { class: 'group-name' }, d.group), ' ', badge(d.status), kindTag(d.kind)),
       h('p', { class: 'sub' }, statusSentence(d, runs.length)),
-      classificationLine(d.classification));
+      classificationLine(d.classification),
+      suspectedLine(d.suspected));
   }
 
   function renderDivergence(d) {
@@ -159,6 +163,7 @@ export async function mount(el, params, query, navigate) {
       { key: 'start_step', label: 'Start step', num: true },
       { key: 'mode', label: 'Mode' },
       { key: 'status', label: 'Status', render: (r) => badge(r.status) },
+      { key: 'outcome', label: 'In the group', render: (r) => (r.outcome ? h('span', { 'data-field': 'outcome' }, badge(r.outcome, OUTCOME_WHY[r.outcome])) : '—') },
       { key: 'exit_code', label: 'Exit', num: true, render: (r) => (r.exit_code === null || r.exit_code === undefined ? '—'
         : String(r.exit_code) + (r.failed_ranks && r.failed_ranks.length ? ` (rank ${r.failed_ranks.join(', ')})` : '')) },
       { key: 'created_at', label: 'Started (UTC)', class: 'when', render: (r) => fmtTime(r.created_at) },
@@ -250,6 +255,7 @@ export async function mount(el, params, query, navigate) {
   }
   await Promise.all([loadSteps(), loadRecords(), loadManifest()]);
   curvesSection(curvesBox, summary);
+  deltasSection(deltasBox, summary);
   compareSection(compareBox, group);
   if (sel.step !== null) requestAnimationFrame(() => { if (!gone) recBox.scrollIntoView({ block: 'start' }); });
   let polls = 0;
@@ -263,7 +269,10 @@ export async function mount(el, params, query, navigate) {
       const running = summary && (summary.runs || []).some((r) => r.status === 'running');
       if (!running && before === lastSummary && lastSteps) return;
       await Promise.all([loadSteps(), loadRecords(), loadManifest()]);
-      if (running ? ++polls % 5 === 0 : before !== lastSummary) curvesSection(curvesBox, summary, true);
+      if (running ? ++polls % 5 === 0 : before !== lastSummary) {
+        curvesSection(curvesBox, summary, true);
+        deltasSection(deltasBox, summary, true);
+      }
     },
     destroy: () => { gone = true; },
   };
@@ -305,14 +314,22 @@ function intOr(v) {
   return Number.isFinite(n) ? n : null;
 }
 
-/* classificationLine(c) - what the fleet concluded (hardware or software) and why, as lockstepd says it
- * (GET /twins/G's "classification"; null until the group is evaluated, class "none" when it matched). */
+/* classificationLine(c) - what the fleet concluded (hardware or software) in a dozen words, and why, as lockstepd says
+ * it (GET /twins/G's "classification"; null until the group is evaluated, class "none" when it matched). */
 function classificationLine(c) {
   if (!c || c.class === 'none') return null;
-  return h('p', { class: 'classification-line', 'data-section': 'classification' }, 'Classified as ',
-    h('span', { class: `classification classification-${c.class}`, 'data-field': 'class' }, c.class),
+  return h('p', { class: 'classification-line', 'data-section': 'classification' },
+    h('span', { class: `classification classification-${c.class}`, 'data-field': 'class', 'data-class': c.class },
+      c.summary || c.class),
     ' — ', h('span', { 'data-field': 'classification-reason' }, c.reason));
 }
+
+/* suspectedLine(list) - the hardware the group's evidence holds involved (GET /twins/G's "suspected"). */
+function suspectedLine(list) {
+  if (!list || !list.length) return null;
+  return h('p', { class: 'sub', 'data-section': 'suspected' }, 'Suspected hardware: ', suspectedItems(list));
+}
+
 
 function statusSentence(d, n) {
   const runs = `${n} run${n === 1 ? '' : 's'}`;
