@@ -59,10 +59,12 @@ static int cmd_nodes(const cli_args *a)
     } else {
         node_table(nodes);
         json_t *th = json_object_get(reply, "thresholds");
-        char b[3][64];
-        printf("\nfleet baseline %s; suspect when score >= %s with at least %s involvements\n",
-               cell(reply, "baseline", b[0], 64) ?: "-", cell(th, "suspect", b[1], 64) ?: "-",
-               cell(th, "min_evidence", b[2], 64) ?: "-");
+        char b[3][64], base[32] = "-";
+        const json_t *bv = json_object_get(reply, "baseline");
+        if (json_is_number(bv)) /* one way everywhere: a percentage with one decimal (docs/suspects.md) */
+            snprintf(base, sizeof(base), "%.1f%%", 100.0 * json_number_value(bv));
+        printf("\nfleet baseline %s; suspect when score >= %s with at least %s involvements\n", base,
+               cell(th, "suspect", b[1], 64) ?: "-", cell(th, "min_evidence", b[2], 64) ?: "-");
     }
     json_decref(reply);
     return CLI_OK;
