@@ -4,8 +4,8 @@
 #
 # usage: bench/ab.sh OLD_BUILD NEW_BUILD [ROUNDS] [BENCH ...]
 #   OLD_BUILD, NEW_BUILD: build directories (each holds bin/lockstepd and bench/<name>/<name>); ROUNDS: 3 by default;
-#   BENCH: ingest and api by default (any bench/<name>/<name> binary that prints one JSON line).
-# Arguments after the benches' names go to nobody: give a bench's own options by running it by hand.
+#   BENCH: ingest and api by default (any bench/<name>/<name> binary that prints one JSON line), each run with its
+#   defaults (to give a bench options, run it by hand).
 # Why alternate: these machines are shared, and load drifts over minutes; a figure is compared only with the other
 # build's figure of the same round's neighbourhood, never with last week's.
 set -u
