@@ -113,11 +113,6 @@ void metrics_db_error(void)
     atomic_fetch_add(&db_errors, 1);
 }
 
-unsigned long metrics_db_errors(void)
-{
-    return atomic_load(&db_errors);
-}
-
 void metrics_divergence(double seconds)
 {
     atomic_fetch_add(&divergences_total, 1);

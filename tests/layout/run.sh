@@ -4,7 +4,8 @@
 # Layers, lowest first: server/core -> server/store, server/http -> server/compare -> server/fleet -> server/api
 # -> server/main.c. A file may include headers of its own folder and of lower layers only (store and http sit
 # side by side and include neither each other). common/ and include/ are below everything. A module is a .c
-# with its .h; module A depends on B when A.c or A.h includes B.h; the dependency graph has no cycle.
+# with its .h; module A depends on B when A.c or A.h includes B.h; the dependency graph has no cycle. Across the
+# whole tree, no function is defined and never referenced (tests/layout/unreferenced.py).
 # usage: run.sh [BUILD_DIR]  (the build dir is not needed; the sources are read). Ends with "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -115,6 +116,35 @@ if up:
 else:
     passed += 1
     print("ok   common/ includes only common/ and include/")
+
+# 6. no function is defined and never referenced; the scan still finds those planted in its fixture
+import subprocess
+def unreferenced(*args):
+    r = subprocess.run([sys.executable, "tests/layout/unreferenced.py", "--tests-only"] + list(args),
+                       capture_output=True, text=True)
+    return r.returncode, r.stdout.splitlines()
+rc, lines = unreferenced("--root", "tests/layout/cases/unreferenced")
+found = sorted(l.split()[1] for l in lines if l.startswith("FAIL "))
+want = ["b_dead", "dead_global", "dead_helper", "dead_recursive", "same_name"]
+if rc != 1 or found != want:
+    failed += 1
+    print("FAIL the unreferenced-function scan finds %s in its fixture, not %s" % (found, want))
+else:
+    passed += 1
+    print("ok   the unreferenced-function scan finds the %d planted in its fixture" % len(want))
+rc, lines = unreferenced()
+dead = [l for l in lines if l.startswith("FAIL ")]
+if rc != 0 or dead:
+    failed += 1
+    print("FAIL functions defined and never referenced (delete them, or call them):")
+    for l in dead:
+        print("       " + l[5:])
+else:
+    passed += 1
+    print("ok   every function is referenced (%s)" % lines[-1])
+for l in lines:
+    if l.startswith("note "):
+        print("     " + l)
 
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
