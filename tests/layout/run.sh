@@ -5,7 +5,8 @@
 # -> server/main.c. A file may include headers of its own folder and of lower layers only (store and http sit
 # side by side and include neither each other). common/ and include/ are below everything. A module is a .c
 # with its .h; module A depends on B when A.c or A.h includes B.h; the dependency graph has no cycle. Across the
-# whole tree, no function is defined and never referenced (tests/layout/unreferenced.py).
+# whole tree, no function is defined and never referenced (tests/layout/unreferenced.py), and the JavaScript of
+# web/js and tests/browser passes eslint (web/eslint.config.js).
 # usage: run.sh [BUILD_DIR]  (the build dir is not needed; the sources are read). Ends with "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -145,6 +146,24 @@ else:
 for l in lines:
     if l.startswith("note "):
         print("     " + l)
+
+# 7. the dashboard's JavaScript and its browser tests pass the lint (web/eslint.config.js, eslint pinned in
+#    web/package.json and installed by deploy/install-deps.sh)
+eslint = "web/node_modules/.bin/eslint"
+if not os.path.exists(eslint):
+    failed += 1
+    print("FAIL no %s: run deploy/install-deps.sh (npm ci in web/)" % eslint)
+else:
+    r = subprocess.run([eslint, "-c", "web/eslint.config.js", "--max-warnings", "0", "web/js", "tests/browser"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        failed += 1
+        print("FAIL eslint finds problems in web/js or tests/browser:")
+        for l in (r.stdout + r.stderr).strip().splitlines():
+            print("       " + l)
+    else:
+        passed += 1
+        print("ok   eslint passes web/js and tests/browser")
 
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
