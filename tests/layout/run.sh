@@ -6,7 +6,7 @@
 # side by side and include neither each other). common/ and include/ are below everything. A module is a .c
 # with its .h; module A depends on B when A.c or A.h includes B.h; the dependency graph has no cycle. Across the
 # whole tree, no function is defined and never referenced (tests/layout/unreferenced.py), and the JavaScript of
-# web/js and tests/browser passes eslint (web/eslint.config.js).
+# web/js and tests/browser passes eslint (web/eslint.config.js), and the commit-msg hook judges its cases right.
 # usage: run.sh [BUILD_DIR]  (the build dir is not needed; the sources are read). Ends with "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -164,6 +164,22 @@ else:
     else:
         passed += 1
         print("ok   eslint passes web/js and tests/browser")
+
+# 8. the commit-msg hook (deploy/hooks/commit-msg) passes every message of cases/commit-msg/pass and refuses every
+#    one of cases/commit-msg/fail
+wrong = []
+for want in ("pass", "fail"):
+    d = os.path.join("tests/layout/cases/commit-msg", want)
+    for n in sorted(os.listdir(d)):
+        r = subprocess.run(["deploy/hooks/commit-msg", os.path.join(d, n)], capture_output=True, text=True)
+        if (r.returncode == 0) != (want == "pass"):
+            wrong.append("%s/%s (exit %d)" % (want, n, r.returncode))
+if wrong:
+    failed += 1
+    print("FAIL the commit-msg hook judges these messages wrongly: " + ", ".join(wrong))
+else:
+    passed += 1
+    print("ok   the commit-msg hook passes and refuses the messages of tests/layout/cases/commit-msg")
 
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
