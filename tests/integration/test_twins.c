@@ -538,7 +538,7 @@ static void test_group_list(void **state)
     assert_true(json_equal(fd, json_object_get(t, "first_divergence"))); /* the same object as the group's */
     assert_int_equal(json_integer_value(json_object_get(fd, "step")), 4);
     assert_int_equal(json_integer_value(json_object_get(fd, "rank")), 1);
-    assert_non_null(json_string_value(json_object_get(fd, "cause"))); /* issue 22's cause, as GET /twins/G has it */
+    assert_non_null(json_string_value(json_object_get(fd, "cause"))); /* the cause, as GET /twins/G has it */
     assert_true(json_equal(json_object_get(it, "classification"), json_object_get(t, "classification")));
     assert_string_equal(json_string_value(json_object_get(it, "status_reason")),
                         json_string_value(json_object_get(t, "status_reason")));

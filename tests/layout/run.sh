@@ -181,6 +181,27 @@ else:
     passed += 1
     print("ok   the commit-msg hook passes and refuses the messages of tests/layout/cases/commit-msg")
 
+# 9. code and tests give reasons, not issue numbers ("issue 20's lifecycle" says nothing once the tracker is gone)
+issue = re.compile(r"\bissues? ?#?[0-9]+", re.I)
+cited = []
+for top in ("agent", "bench", "cli", "common", "deploy", "examples", "include", "kernels", "server", "spank", "tests",
+            "web/js"):
+    for root, subdirs, names in os.walk(top):
+        subdirs[:] = [x for x in subdirs if x != "node_modules"]
+        for n in names:
+            p = os.path.join(root, n)
+            if not n.endswith((".c", ".h", ".cu", ".sh", ".mk", ".py", ".js", ".mjs")) or p == "tests/layout/run.sh":
+                continue  # (this file names the habit it checks)
+            for i, line in enumerate(open(p, encoding="utf-8", errors="replace"), 1):
+                if issue.search(line):
+                    cited.append("%s:%d" % (p, i))
+if cited:
+    failed += 1
+    print("FAIL code cites issue numbers instead of reasons: " + ", ".join(cited))
+else:
+    passed += 1
+    print("ok   no code or test comment cites an issue number")
+
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
 PY
