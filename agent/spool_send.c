@@ -1,5 +1,5 @@
-/* replay.c - send what a spool holds to lockstepd: used by `lockstep replay DIR` (a later process). */
-#include "agent/replay.h"
+/* spool_send.c - send what a spool holds to lockstepd: used by `lockstep replay DIR` (a later process). */
+#include "agent/spool_send.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -67,7 +67,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void say(const replay_opts *o, const char *dir, const char *what)
+static void say(const spool_send_opts *o, const char *dir, const char *what)
 {
     if (o->log)
         fprintf(o->log, "%s: %s\n", dir, what);
@@ -100,7 +100,7 @@ static int parse_steps(const char *s, long long (*r)[2], int cap)
     return n;
 }
 
-int replay_steps_valid(const char *steps)
+int spool_send_steps_valid(const char *steps)
 {
     long long r[64][2];
     return steps && (!strcmp(steps, "asked") || parse_steps(steps, r, 64) > 0);
@@ -108,7 +108,7 @@ int replay_steps_valid(const char *steps)
 
 /* send_held - post the held records of the steps o->steps names (or lockstepd asks for) kept in `sp`. Returns 0,
  * or -1 when something could not be sent (said on o->log). */
-static int send_held(const spool *sp, const spool_meta *m, uplink *up, const replay_opts *o, replay_stats *st)
+static int send_held(const spool *sp, const spool_meta *m, uplink *up, const spool_send_opts *o, spool_send_stats *st)
 {
     char why[600], line[900];
     long long steps[MAX_STEPS];
@@ -165,7 +165,7 @@ static int send_held(const spool *sp, const spool_meta *m, uplink *up, const rep
 
 /* replay_one - send one rank directory. Returns 0 when it is gone, -1 when
  * something is left, 1 when busy. */
-static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
+static int replay_one(const char *dir, const spool_send_opts *o, spool_send_stats *st)
 {
     spool sp;
     spool_meta m;
@@ -278,7 +278,7 @@ out_close:
     return rc;
 }
 
-int replay_tree(const char *root, const replay_opts *o, replay_stats *st)
+int spool_send_tree(const char *root, const spool_send_opts *o, spool_send_stats *st)
 {
     dir_list l = {0};
     memset(st, 0, sizeof(*st));
