@@ -163,9 +163,9 @@ static int send_held(const spool *sp, const spool_meta *m, uplink *up, const spo
     return rc;
 }
 
-/* replay_one - send one rank directory. Returns 0 when it is gone, -1 when
+/* send_one - send one rank directory. Returns 0 when it is gone, -1 when
  * something is left, 1 when busy. */
-static int replay_one(const char *dir, const spool_send_opts *o, spool_send_stats *st)
+static int send_one(const char *dir, const spool_send_opts *o, spool_send_stats *st)
 {
     spool sp;
     spool_meta m;
@@ -181,7 +181,7 @@ static int replay_one(const char *dir, const spool_send_opts *o, spool_send_stat
         say(o, dir, why);
         goto out_close;
     }
-    /* The server and CA file are the replaying user's, never what the spool names; the token is the spool's own job's
+    /* The server and CA file are the sending user's, never what the spool names; the token is the spool's own job's
      * unless the user gives one. */
     snprintf(m.server, sizeof(m.server), "%s", o->server);
     snprintf(m.ca_file, sizeof(m.ca_file), "%s", o->ca_file ? o->ca_file : "");
@@ -294,7 +294,7 @@ int spool_send_tree(const char *root, const spool_send_opts *o, spool_send_stats
     int rc = 0;
     for (size_t i = 0; i < l.n; i++) {
         st->dirs++;
-        int r = replay_one(l.v[i], o, st);
+        int r = send_one(l.v[i], o, st);
         if (r == 0)
             st->dirs_done++;
         else if (r > 0)

@@ -7,10 +7,10 @@
 #include <stdio.h>
 
 typedef struct spool_send_opts {
-    const char *server;  /* where to send (required): the replaying user's server, never the one a spool names */
+    const char *server;  /* where to send (required): the sending user's server, never the one a spool names */
     const char *token;   /* overrides the spooled token (its job's) when not NULL */
     const char *ca_file; /* the CA file for https (NULL: the system's), never the one a spool names */
-    int force;           /* replay spools that belong to another user too */
+    int force;           /* send spools that belong to another user too */
     long timeout_ms;     /* per request */
     long wait_ms;        /* how long a rank other than 0 waits for rank 0's run to appear */
     FILE *log;           /* one line per rank directory, or NULL */
