@@ -10,6 +10,7 @@
 #   make deb             Debian packages (lockstepd, lockstep-node, lockstep, python3-lockstep, liblockstep-dev)
 #                        under build/deb/, built with dpkg-buildpackage from a copy of the tree (docs/install.md)
 #   make CUDA=0          never compile CUDA parts, even where nvcc exists
+#   make HOOKS=0         leave .git/hooks alone (make installs the commit-msg hook of deploy/hooks/ otherwise)
 
 SAN ?= 0
 PREFIX ?= /usr/local
@@ -71,6 +72,21 @@ include examples/examples.mk
 include bench/bench.mk
 -include deploy/deb/deb.mk
 include tests/tests.mk
+
+# The commit message rule (deploy/hooks/commit-msg, CONTRIBUTING.md) as the checkout's git hook: installed when the
+# tree is a git checkout (a copy, such as make deb's, has no .git), and never over a commit-msg hook of another
+# origin. make HOOKS=0 leaves the hooks alone.
+HOOKS ?= 1
+ifeq ($(HOOKS)$(wildcard .git),1.git)
+GIT_HOOK := $(shell git rev-parse --git-path hooks/commit-msg 2>/dev/null)
+ifneq ($(GIT_HOOK),)
+ALL_TARGETS += $(GIT_HOOK)
+$(GIT_HOOK): deploy/hooks/commit-msg
+	@mkdir -p $(@D)
+	@if [ ! -e $@ ] || grep -q '^# commit-msg - the commit message rule' $@; then \
+	  cp $< $@.tmp && chmod 755 $@.tmp && mv $@.tmp $@ && echo "make: installed $@ (the commit message rule)"; fi
+endif
+endif
 
 all: $(ALL_TARGETS)
 

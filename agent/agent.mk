@@ -41,7 +41,7 @@ ALL_TARGETS += $(LIBLOCKSTEP_MPI_SO)
 INSTALL_LIB += $(LIBLOCKSTEP_MPI_SO)
 endif
 
-# `lockstep replay` (cli/cmd_replay.c) uses the agent's spool, uplink and replay: the archive goes at the
+# `lockstep replay` (cli/cmd_replay.c) uses the agent's spool, uplink and spool sender: the archive goes at the
 # end of the link line.
 $(B)/bin/lockstep: $(LIBLOCKSTEP_A)
 $(B)/bin/lockstep: CLI_LIBS += $(LIBLOCKSTEP_A) -lpthread -ldl

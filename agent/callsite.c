@@ -165,8 +165,3 @@ cs_entry *callsite_get(const void *ret)
     pthread_mutex_unlock(&mu);
     return e;
 }
-
-unsigned callsite_count(void)
-{
-    return __atomic_load_n(&count, __ATOMIC_RELAXED);
-}

@@ -31,7 +31,4 @@ typedef struct cs_entry {
  * then has no site. */
 cs_entry *callsite_get(const void *ret);
 
-/* callsite_count - how many return addresses have been resolved. */
-unsigned callsite_count(void);
-
 #endif /* AGENT_CALLSITE_H */

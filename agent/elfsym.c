@@ -197,9 +197,3 @@ int elfsym_lookup(const char *path, uint64_t vaddr, char *name, size_t cap, uint
     *start = s->st_value;
     return 1;
 }
-
-void elfsym_release(void)
-{
-    for (int i = 0; i < MODS; i++)
-        mod_unmap(&mods[i]);
-}

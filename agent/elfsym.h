@@ -3,7 +3,7 @@
  * dladdr(3) knows only the dynamic symbols, and names the nearest exported symbol *below* an address even
  * when the address lies in a static function after it (a stripped library's helpers): this reads the
  * file's full symbol table when it has one and takes a symbol only when the address is inside its extent.
- * Files are mapped once and kept (a small table of modules) until elfsym_release; reads only.
+ * Files are mapped once and kept in a small table of modules (the oldest unmapped when it is full); reads only.
  */
 #ifndef AGENT_ELFSYM_H
 #define AGENT_ELFSYM_H
@@ -16,8 +16,5 @@
  * raw (mangled) name in `name` (cut to `cap`) and its start in *start, 0 when no symbol holds it, -1 when
  * the file cannot be read as ELF or memory runs out. Not thread-safe: callers serialize. */
 int elfsym_lookup(const char *path, uint64_t vaddr, char *name, size_t cap, uint64_t *start);
-
-/* elfsym_release - unmap every file kept. */
-void elfsym_release(void);
 
 #endif /* AGENT_ELFSYM_H */

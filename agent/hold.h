@@ -1,7 +1,7 @@
 /* hold.h - digest streaming's ring: the records of recent steps this rank holds back (their step digest is sent instead), in memory, then in the spool, sent when lockstepd asks for a step.
  *
  * Each step's held records form a block: a ready-to-post batch stream (header flag REC_HDR_HELD, batch_seq
- * HOLD_SEQ_BASE + the seq of its first record, so that a block sent twice - by the agent, then by a replay - is
+ * HOLD_SEQ_BASE + the seq of its first record, so that a block sent twice - by the agent, then by a spool send - is
  * stored once) followed by the records' frames. Closed blocks wait in memory, oldest first, up to mem_cap bytes;
  * past it the oldest half moves to the spool as one file (SPOOL_HELD_FMT: entries of u32 length, i64 step, then
  * the block, little-endian), and the spool keeps at most disk_cap bytes of them (the oldest steps go first). At

@@ -494,27 +494,3 @@ void send_atfork_child(void)
     }
     pthread_mutex_unlock(&S.mu);
 }
-
-void send_bytes(uint64_t *posted, uint64_t *on_demand)
-{
-    pthread_mutex_lock(&S.mu);
-    if (posted)
-        *posted = S.bytes_posted;
-    if (on_demand)
-        *on_demand = S.bytes_on_demand;
-    pthread_mutex_unlock(&S.mu);
-}
-
-void send_stats(uint64_t *records, uint64_t *posted, uint64_t *spooled, uint64_t *dropped)
-{
-    pthread_mutex_lock(&S.mu);
-    if (records)
-        *records = S.n_records;
-    if (posted)
-        *posted = S.n_posted;
-    if (spooled)
-        *spooled = S.n_spooled;
-    if (dropped)
-        *dropped = S.n_dropped;
-    pthread_mutex_unlock(&S.mu);
-}

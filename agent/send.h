@@ -68,12 +68,4 @@ void send_atfork_prepare(void);
 void send_atfork_parent(void);
 void send_atfork_child(void);
 
-/* send_stats - counters since send_start: records queued, batches posted,
- * batches spooled, records dropped. Any pointer may be NULL. */
-void send_stats(uint64_t *records, uint64_t *posted, uint64_t *spooled, uint64_t *dropped);
-
-/* send_bytes - bytes of batch bodies posted to lockstepd since send_start
- * (held records sent on demand included in `on_demand`). Either may be NULL. */
-void send_bytes(uint64_t *posted, uint64_t *on_demand);
-
 #endif /* AGENT_SEND_H */

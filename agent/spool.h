@@ -1,4 +1,4 @@
-/* spool.h - the on-disk spool of one rank: batches the server has not acknowledged yet, and what replays them.
+/* spool.h - the on-disk spool of one rank: batches the server has not acknowledged yet, and what sends them later (a spool send).
  *
  * Layout: ROOT/KEY/rank-NNNNN/ holds
  *   spool.meta          key=value lines: server, token, ca_file, run_id (once known), rank, job_id, step_id,
@@ -9,7 +9,7 @@
  *   held-LO-HI-SEQ.lsheld  digest streaming: records this rank held back (agent/hold.h), per step a batch ready
  *                       to post when lockstepd asks, steps LO..HI; kept after the run for `lockstep replay --steps`
  *   end.json            the rank's end report, until the server has it
- *   lock                flock()ed by the process that owns the directory (a live agent or a replay)
+ *   lock                flock()ed by the process that owns the directory (a live agent or a spool send)
  * Every file is written to a temporary name and renamed, so a crash never leaves half a file under its name.
  *
  * Every file is reached through the rank directory's descriptor, opened once without following a link: no name

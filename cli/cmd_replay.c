@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/replay.h"
+#include "agent/spool_send.h"
 #include "cli/cli.h"
 #include "cli/client.h"
 
@@ -11,7 +11,7 @@ enum { RP_STEPS = CLI_KEY_LONG, RP_FORCE, RP_QUIET, RP_TOKEN };
 
 static int cmd_replay(const cli_args *a)
 {
-    replay_opts o = {.timeout_ms = 10000, .wait_ms = 10000, .log = stderr};
+    spool_send_opts o = {.timeout_ms = 10000, .wait_ms = 10000, .log = stderr};
     if (a->npos != 1)
         return cli_args_fail(a, a->npos ? "replay takes one spool directory" : "no spool directory given");
     const char *dir = a->pos[0];
@@ -19,7 +19,7 @@ static int cmd_replay(const cli_args *a)
         o.log = NULL;
     o.force = cli_args_count(a, RP_FORCE) > 0;
     o.steps = cli_args_last(a, RP_STEPS);
-    if (o.steps && !replay_steps_valid(o.steps))
+    if (o.steps && !spool_send_steps_valid(o.steps))
         return cli_args_fail(a, "--steps takes a list of steps (3,7-9) or 'asked', not '%s'", o.steps);
     /* The spool's job token (--token, before or after the command) is this command's own; the server and CA file
      * are the user's, as every command finds them (client_conf_load), never what a spool names. */
@@ -36,8 +36,8 @@ static int cmd_replay(const cli_args *a)
         if (t && *t)
             o.token = t;
     }
-    replay_stats st;
-    int rc = replay_tree(dir, &o, &st);
+    spool_send_stats st;
+    int rc = spool_send_tree(dir, &o, &st);
     printf("replayed %llu batch(es), %llu record(s) from %u of %u spool(s) in %s to %s", (unsigned long long)st.batches,
            (unsigned long long)st.records, st.dirs_done, st.dirs, dir, o.server);
     if (st.dirs_busy)

@@ -275,7 +275,7 @@ static int check_restores(const td_rank *mine, const td_rank *other, int side, d
         int saved = m > 0;
         if (!saved)
             m = step_records(other, k, ref);
-        rec_restore_verdict v;
+        rec_restore_result v;
         if (rec_restore_check(blk, n, ref, m, saved, &v) < 0)
             goto out_free;
         d->restores++;
@@ -302,7 +302,7 @@ out_free:
     return rc;
 }
 
-/* compare_restores - the restore checks of one rank; a difference becomes the rank's verdict when no step
+/* compare_restores - the restore checks of one rank; a difference becomes the rank's result when no step
  * at or before its block's step diverged. */
 static int compare_restores(const td_rank *ra, const td_rank *rb, diff_rank *d)
 {

@@ -24,7 +24,7 @@ typedef enum diff_kind {
 
 const char *diff_kind_name(diff_kind k);
 
-/* One rank's verdict. `a` and `b` point into the runs (NULL where absent). */
+/* One rank's result. `a` and `b` point into the runs (NULL where absent). */
 typedef struct diff_rank {
     uint32_t rank;
     diff_kind kind;
@@ -36,7 +36,7 @@ typedef struct diff_rank {
     int has_ulp;
     /* DIFF_RESTORE: `a` and `b` are the entry in A and in B (NULL where absent), `step` the block's step */
     int restored_by;               /* 0: A restored (B is the reference), 1: B restored */
-    rec_restore_verdict restore;   /* the verdict (its pointers point into the runs) */
+    rec_restore_result restore;    /* the check's result (its pointers point into the runs) */
     int restore_ref_saved;         /* the reference was a saved block (else the twin's records of the step) */
     /* every restored block of this rank, either side */
     size_t restores, restores_same, restores_unverified;
@@ -52,7 +52,7 @@ typedef struct diff_result {
     int64_t overlap_lo, overlap_hi; /* with --overlap: the steps compared */
     size_t compared;          /* records compared, over all ranks both runs hold (restored state entries checked
                                  included) */
-    cause_verdict cause;      /* diff_cause's verdict (kind CAUSE_NONE before it, or when nothing diverged) */
+    cause_result cause;       /* diff_cause's answer (kind CAUSE_NONE before it, or when nothing diverged) */
     cause_rank *cause_ranks;  /* what cause.first points into */
 } diff_result;
 
@@ -78,7 +78,7 @@ void diff_release(diff_result *r);
  * or -1 when out of memory. */
 int diff_cause(diff_result *res, int configuration, int logical);
 
-/* diff_rank_of - the verdict of rank `rank`, or NULL. */
+/* diff_rank_of - the result of rank `rank`, or NULL. */
 const diff_rank *diff_rank_of(const diff_result *res, uint32_t rank);
 
 #endif /* CLI_DIFF_H */

@@ -39,8 +39,8 @@ static int same_key(const cause_rank *a, const cause_rank *b)
            (a->name_len == 0 || memcmp(a->name, b->name, a->name_len) == 0);
 }
 
-/* add_origin - append `rank` to the verdict's origin ranks, kept ascending. */
-static void add_origin(cause_verdict *v, int rank)
+/* add_origin - append `rank` to the result's origin ranks, kept ascending. */
+static void add_origin(cause_result *v, int rank)
 {
     if (v->norigin == CAUSE_MAX_ORIGIN)
         return;
@@ -67,7 +67,7 @@ static void rank_list(const int *r, int n, char *out, size_t cap)
     }
 }
 
-void cause_judge(const cause_facts *f, cause_verdict *v)
+void cause_judge(const cause_facts *f, cause_result *v)
 {
     memset(v, 0, sizeof(*v));
     if (!f->n)

@@ -81,7 +81,7 @@ typedef struct cause_facts {
     int configuration; /* 1: a determinism-relevant configuration difference was found */
 } cause_facts;
 
-typedef struct cause_verdict {
+typedef struct cause_result {
     cause_kind kind;
     int64_t step;                   /* the group's first diverging step */
     const cause_rank *first;        /* the divergence that stands for the group (points into the facts) */
@@ -90,10 +90,10 @@ typedef struct cause_verdict {
     int norigin;
     int thin;                       /* 1: the records cannot tell (no input fingerprints, a single rank) */
     char why[768];                  /* one or two sentences for people */
-} cause_verdict;
+} cause_result;
 
 /* cause_judge - apply the rule to `f` into `out`. With no divergence the
  * kind is CAUSE_NONE and `first` is NULL. Never fails. */
-void cause_judge(const cause_facts *f, cause_verdict *out);
+void cause_judge(const cause_facts *f, cause_result *out);
 
 #endif /* COMMON_CAUSE_H */

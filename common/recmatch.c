@@ -143,7 +143,7 @@ static keyed *sorted_keys(const rec_record *const *v, size_t n, int skip_state, 
 }
 
 int rec_restore_check(const rec_record *const *restored, size_t n, const rec_record *const *ref, size_t m,
-                      int ref_saved, rec_restore_verdict *out)
+                      int ref_saved, rec_restore_result *out)
 {
     size_t na, nb;
     memset(out, 0, sizeof(*out));

@@ -72,14 +72,14 @@ typedef enum rec_restore_status {
     REC_RESTORE_UNVERIFIED,   /* no entry has a counterpart: nothing could be compared */
 } rec_restore_status;
 
-typedef struct rec_restore_verdict {
+typedef struct rec_restore_result {
     rec_restore_status status;
     rec_diff diff;               /* with REC_RESTORE_DIFFERS */
     const rec_record *restored;  /* the first differing entry of the restored block (NULL: absent there) */
     const rec_record *ref;       /* its counterpart in the reference (NULL: absent there) */
     size_t compared;             /* entries with a counterpart */
     size_t unverified;           /* restored entries without one (records as the reference only) */
-} rec_restore_verdict;
+} rec_restore_result;
 
 /* rec_restore_status_name - "same", "differs", "not-restored", "not-saved", "unverified". */
 const char *rec_restore_status_name(rec_restore_status s);
@@ -96,6 +96,6 @@ const char *rec_restore_status_name(rec_restore_status s);
  * unverified, and records without an entry are ignored. Returns 0 with
  * `out` filled (pointers into the arrays), -1 when out of memory. */
 int rec_restore_check(const rec_record *const *restored, size_t n, const rec_record *const *ref, size_t m,
-                      int ref_saved, rec_restore_verdict *out);
+                      int ref_saved, rec_restore_result *out);
 
 #endif /* COMMON_RECMATCH_H */

@@ -30,7 +30,8 @@ command -v npm >/dev/null 2>&1 || PKGS_WEB+=(npm)
 
 PKGS=("${PKGS_BUILD[@]}" "${PKGS_SERVICES[@]}" "${PKGS_WEB[@]}")
 
-# web_npm - install the dashboard's npm libraries (web/package-lock.json) unless web/node_modules is current.
+# web_npm - install the dashboard's npm packages (web/package-lock.json: uPlot, and for the tests playwright-core and
+# the pinned eslint the layout tier runs) unless web/node_modules is current.
 web_npm() {
   local web; web="$(cd "$(dirname "$0")/.." && pwd)/web"
   [ -f "$web/package-lock.json" ] || return 0

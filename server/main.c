@@ -31,7 +31,7 @@
 #include "server/api/twins.h"
 #include "server/compare/compare.h"
 #include "server/compare/replay_cmp.h"
-#include "server/compare/verdict.h"
+#include "server/compare/findings.h"
 #include "server/core/config.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
@@ -185,7 +185,7 @@ int main(int argc, char **argv)
     store_held_register();
     frames_register();
     cmp_register();
-    verdict_register();
+    findings_register();
     rc_register();
     cmp_on_divergence(fleet_notify); /* evidence, suspects and the group's alert */
     store_groups_on_set_aside(fleet_set_aside); /* a claim's runs set aside: their evidence taken back */

@@ -101,5 +101,5 @@ $(B)/tests/fuzz/seeds: $(B)/tests/fuzz/seeds.o $(LIBCOMMON)
 ALL_TARGETS += $(B)/tests/fuzz/seeds
 TEST_TIERS += tests/fuzz/run.sh
 
-# Suspects, alerts and the Slurm action (issue 8): their own fragment.
+# Suspects, alerts and the Slurm action: their own fragment.
 -include server/hw.mk

@@ -14,10 +14,10 @@ SPANK_LIBS = $(call pc_libs,libcurl jansson libcrypto)
 SPANK_AGENT_DEFAULT ?= $(PREFIX)/lib/liblockstep.so
 
 EXTRA_CFLAGS_spank = $(HARDEN) -Wno-format-truncation $(call pc_cflags,libcurl jansson libcrypto) \
-  -DSPANK_DEFAULT_AGENT='"$(SPANK_AGENT_DEFAULT)"'
+  -DLSP_DEFAULT_AGENT='"$(SPANK_AGENT_DEFAULT)"'
 
 SPANK_SO_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -Wno-format-truncation $(HARDEN) -fPIC -fvisibility=hidden -I. -D_GNU_SOURCE -MMD -MP \
-  $(call pc_cflags,libcurl jansson libcrypto) -DSPANK_DEFAULT_AGENT='"$(SPANK_AGENT_DEFAULT)"'
+  $(call pc_cflags,libcurl jansson libcrypto) -DLSP_DEFAULT_AGENT='"$(SPANK_AGENT_DEFAULT)"'
 
 $(B)/spank/so/%.o: spank/%.c
 	@mkdir -p $(@D)

@@ -9,41 +9,39 @@
 
 #include "common/site.h"
 
-void spank_conf_defaults(spank_conf *c)
+void lsp_conf_defaults(lsp_conf *c)
 {
     memset(c, 0, sizeof(*c));
-    snprintf(c->agent, sizeof(c->agent), "%s", SPANK_DEFAULT_AGENT);
-    c->dflt = SPANK_MODE_OFF;
-    c->enforce = SPANK_MODE_OFF;
+    snprintf(c->agent, sizeof(c->agent), "%s", LSP_DEFAULT_AGENT);
+    c->dflt = LSP_MODE_OFF;
+    c->enforce = LSP_MODE_OFF;
     c->timeout_ms = 3000;
 }
 
-int spank_mode_parse(const char *s, spank_mode *out)
+int lsp_mode_parse(const char *s, lsp_mode *out)
 {
     if (!s || !*s || !strcasecmp(s, "fp"))
-        *out = SPANK_MODE_FP;
+        *out = LSP_MODE_FP;
     else if (!strcasecmp(s, "off"))
-        *out = SPANK_MODE_OFF;
+        *out = LSP_MODE_OFF;
     else if (!strcasecmp(s, "det"))
-        *out = SPANK_MODE_DET;
+        *out = LSP_MODE_DET;
     else
         return -1;
     return 0;
 }
 
-const char *spank_mode_name(spank_mode m)
+const char *lsp_mode_name(lsp_mode m)
 {
     switch (m) {
-    case SPANK_MODE_FP:
-        return "fp";
-    case SPANK_MODE_DET:
-        return "det";
+    case LSP_MODE_FP: return "fp";
+    case LSP_MODE_DET: return "det";
     default:
         return "off";
     }
 }
 
-int spank_twin_valid(const char *s)
+int lsp_twin_valid(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n > 255)
@@ -68,7 +66,7 @@ static int set_str(char *dst, size_t cap, const char *val)
     return 0;
 }
 
-int spank_conf_parse(spank_conf *c, int ac, char **av, char *why, size_t cap)
+int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
 {
     int rv = 0;
     for (int i = 0; i < ac; i++) {
@@ -99,9 +97,9 @@ int spank_conf_parse(spank_conf *c, int ac, char **av, char *why, size_t cap)
         } else if (klen == 5 && !strncmp(a, "spool", 5)) {
             bad = v[0] != '/' || set_str(c->spool, sizeof(c->spool), v);
         } else if (klen == 7 && !strncmp(a, "default", 7)) {
-            bad = !*v || spank_mode_parse(v, &c->dflt);
+            bad = !*v || lsp_mode_parse(v, &c->dflt);
         } else if (klen == 7 && !strncmp(a, "enforce", 7)) {
-            bad = !*v || spank_mode_parse(v, &c->enforce);
+            bad = !*v || lsp_mode_parse(v, &c->enforce);
         } else if (klen == 6 && !strncmp(a, "ignore", 6)) {
             site_patterns p;
             char pwhy[600];
@@ -150,8 +148,8 @@ int spank_conf_parse(spank_conf *c, int ac, char **av, char *why, size_t cap)
     return rv;
 }
 
-spank_mode spank_effective_mode(const spank_conf *c, const spank_request *r)
+lsp_mode lsp_effective_mode(const lsp_conf *c, const lsp_request *r)
 {
-    spank_mode m = r->mode_set ? r->mode : c->dflt;
+    lsp_mode m = r->mode_set ? r->mode : c->dflt;
     return m < c->enforce ? c->enforce : m;
 }

@@ -61,7 +61,7 @@ static const det_rule rules[] = {
 
 static const char *const why_channels =
     "NCCL splits reductions over a varying number of channels unless the count is fixed; unset both "
-    "(lockstep sets " SPANK_DET_NCHANNELS ") or set NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS equal";
+    "(lockstep sets " LSP_DET_NCHANNELS ") or set NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS equal";
 
 /* parse_num - a decimal integer; -1 when `s` is not one. */
 static long long parse_num(const char *s)
@@ -117,17 +117,17 @@ static int rule_ok(const det_rule *r, const char *v)
 }
 
 /* add - append a setting to one of the plan's lists. */
-static void add(int *n, spank_setting *list, const char *name, const char *value, const char *why)
+static void add(int *n, lsp_setting *list, const char *name, const char *value, const char *why)
 {
-    if (*n >= SPANK_DET_MAX)
+    if (*n >= LSP_DET_MAX)
         return;
-    spank_setting *s = &list[(*n)++];
+    lsp_setting *s = &list[(*n)++];
     s->name = name;
     snprintf(s->value, sizeof(s->value), "%s", value);
     s->why = why;
 }
 
-void spank_det_plan_make(spank_getenv_fn get, void *ctx, long omp_threads, spank_det_plan *p)
+void lsp_det_plan_make(lsp_getenv_fn get, void *ctx, long omp_threads, lsp_det_plan *p)
 {
     memset(p, 0, sizeof(*p));
     char threads[24];
@@ -156,8 +156,8 @@ void spank_det_plan_make(spank_getenv_fn get, void *ctx, long omp_threads, spank
     else if (hi && !lo)
         add(&p->n_set, p->set, "NCCL_MIN_NCHANNELS", hi, NULL);
     else if (!lo && !hi) {
-        add(&p->n_set, p->set, "NCCL_MIN_NCHANNELS", SPANK_DET_NCHANNELS, NULL);
-        add(&p->n_set, p->set, "NCCL_MAX_NCHANNELS", SPANK_DET_NCHANNELS, NULL);
+        add(&p->n_set, p->set, "NCCL_MIN_NCHANNELS", LSP_DET_NCHANNELS, NULL);
+        add(&p->n_set, p->set, "NCCL_MAX_NCHANNELS", LSP_DET_NCHANNELS, NULL);
     }
 }
 
@@ -175,13 +175,13 @@ static void append(char *buf, size_t cap, size_t *len, const char *fmt, const ch
         *len = cap - 1;
 }
 
-size_t spank_det_message(const spank_det_plan *p, char *buf, size_t cap)
+size_t lsp_det_message(const lsp_det_plan *p, char *buf, size_t cap)
 {
     size_t len = 0;
     if (cap)
         buf[0] = 0;
     for (int i = 0; i < p->n_conflict; i++) {
-        const spank_setting *s = &p->conflict[i];
+        const lsp_setting *s = &p->conflict[i];
         append(buf, cap, &len, "%s%s=%s breaks --lockstep=det", i ? "\n" : "", s->name, s->value);
         append(buf, cap, &len, ": %s%s%s", s->why,
                "; or run with --lockstep=fp to fingerprint without the deterministic runtime", "");
@@ -189,7 +189,7 @@ size_t spank_det_message(const spank_det_plan *p, char *buf, size_t cap)
     return len;
 }
 
-size_t spank_det_conflicts(const spank_det_plan *p, char *buf, size_t cap)
+size_t lsp_det_conflicts(const lsp_det_plan *p, char *buf, size_t cap)
 {
     size_t len = 0;
     if (cap)

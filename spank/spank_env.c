@@ -23,7 +23,7 @@ static int has_entry(const char *list, const char *agent)
     return 0;
 }
 
-int spank_preload_join(const char *cur, const char *agent, char *out, size_t cap)
+int lsp_preload_join(const char *cur, const char *agent, char *out, size_t cap)
 {
     size_t len = 0;
     if (!cap)
@@ -56,7 +56,7 @@ int spank_preload_join(const char *cur, const char *agent, char *out, size_t cap
     return 0;
 }
 
-int spank_exit_code(int status)
+int lsp_exit_code(int status)
 {
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
@@ -65,7 +65,7 @@ int spank_exit_code(int status)
     return status;
 }
 
-size_t spank_argv_join(int argc, char **argv, char *out, size_t cap)
+size_t lsp_argv_join(int argc, char **argv, char *out, size_t cap)
 {
     size_t len = 0;
     if (!cap)

@@ -23,10 +23,10 @@
 
 #define ENV_MAX 8192
 
-/* Environment reads for spank_det_plan_make: a few rotating buffers, since it
+/* Environment reads for lsp_det_plan_make: a few rotating buffers, since it
  * holds two values at once. */
 typedef struct env_reader {
-    const spank_glue_ops *ops;
+    const lsp_glue_ops *ops;
     char buf[4][512];
     int next;
     int failed;
@@ -46,9 +46,9 @@ static const char *reader_get(void *ctx, const char *name)
 }
 
 /* say - format a message and hand it to `fn`. */
-static void say(const spank_glue_ops *ops, void (*fn)(void *, const char *), const char *fmt, ...)
+static void say(const lsp_glue_ops *ops, void (*fn)(void *, const char *), const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void say(const spank_glue_ops *ops, void (*fn)(void *, const char *), const char *fmt, ...)
+static void say(const lsp_glue_ops *ops, void (*fn)(void *, const char *), const char *fmt, ...)
 {
     char msg[2048];
     va_list ap;
@@ -59,7 +59,7 @@ static void say(const spank_glue_ops *ops, void (*fn)(void *, const char *), con
 }
 
 /* setv - set one variable, counting failures in *bad. */
-static void setv(const spank_glue_ops *ops, const char *name, const char *value, int *bad)
+static void setv(const lsp_glue_ops *ops, const char *name, const char *value, int *bad)
 {
     if (ops->set(ops->ctx, name, value))
         (*bad)++;
@@ -68,22 +68,22 @@ static void setv(const spank_glue_ops *ops, const char *name, const char *value,
 /* apply_det - check the user's environment against the det runtime. Under
  * det set what is missing (or fail on a conflict); under fp record conflicts.
  * Returns 0, or -1 when a det step must fail. */
-static int apply_det(const spank_glue_ops *ops, spank_mode mode, const spank_job_facts *f, int *bad)
+static int apply_det(const lsp_glue_ops *ops, lsp_mode mode, const lsp_job_facts *f, int *bad)
 {
     env_reader *rd = calloc(1, sizeof(*rd));
-    spank_det_plan *plan = calloc(1, sizeof(*plan));
+    lsp_det_plan *plan = calloc(1, sizeof(*plan));
     char *text = malloc(ENV_MAX);
     int rv = -1;
     if (!rd || !plan || !text) {
         say(ops, ops->log, "out of memory checking the deterministic runtime");
         (*bad)++;
-        rv = mode == SPANK_MODE_DET ? -1 : 0;
+        rv = mode == LSP_MODE_DET ? -1 : 0;
         goto out_free;
     }
     rd->ops = ops;
-    spank_det_plan_make(reader_get, rd, f->cpus_per_task, plan);
-    if (plan->n_conflict && mode == SPANK_MODE_DET) {
-        spank_det_message(plan, text, ENV_MAX);
+    lsp_det_plan_make(reader_get, rd, f->cpus_per_task, plan);
+    if (plan->n_conflict && mode == LSP_MODE_DET) {
+        lsp_det_message(plan, text, ENV_MAX);
         char *line = text;
         while (line && *line) {
             char *nl = strchr(line, '\n');
@@ -97,14 +97,14 @@ static int apply_det(const spank_glue_ops *ops, spank_mode mode, const spank_job
         goto out_free;
     }
     if (plan->n_conflict) {
-        spank_det_conflicts(plan, text, ENV_MAX);
+        lsp_det_conflicts(plan, text, ENV_MAX);
         setv(ops, "LOCKSTEP_CONFLICTS", text, bad);
         say(ops, ops->log, "step %u.%u runs under fp with settings that break determinism: %s", f->job_id,
             f->step_id, text);
     } else {
         ops->unset(ops->ctx, "LOCKSTEP_CONFLICTS");
     }
-    if (mode == SPANK_MODE_DET)
+    if (mode == LSP_MODE_DET)
         for (int i = 0; i < plan->n_set; i++)
             setv(ops, plan->set[i].name, plan->set[i].value, bad);
     rv = 0;
@@ -116,11 +116,11 @@ out_free:
 }
 
 /* trouble - lockstep's own problem: fail the step under enforce, else warn and go on. */
-static int trouble(const spank_glue_ops *ops, const spank_conf *c, const char *what)
+static int trouble(const lsp_glue_ops *ops, const lsp_conf *c, const char *what)
 {
-    if (c->enforce > SPANK_MODE_OFF) {
+    if (c->enforce > LSP_MODE_OFF) {
         say(ops, ops->user_msg, "%s; the site enforces --lockstep=%s, so this step cannot run", what,
-            spank_mode_name(c->enforce));
+            lsp_mode_name(c->enforce));
         return -1;
     }
     say(ops, ops->user_msg, "%s; the step runs without fingerprinting", what);
@@ -130,8 +130,8 @@ static int trouble(const spank_glue_ops *ops, const spank_conf *c, const char *w
 /* mint_token - the job's token and its attestation token from the site secret, into res->token and
  * res->attest (the latter stays in slurmstepd), and the user's digest key into `env_key` ("" when the user is
  * unknown). */
-static int mint_token(const spank_conf *c, const spank_job_facts *f, spank_step_result *res,
-                      char env_key[TOKEN_HEX_LEN + 1], char *why, size_t cap)
+static int mint_token(const lsp_conf *c, const lsp_job_facts *f, lsp_step_result *res, char env_key[TOKEN_HEX_LEN + 1],
+                      char *why, size_t cap)
 {
     char job[16];
     size_t len = 0;
@@ -153,7 +153,7 @@ static int mint_token(const spank_conf *c, const spank_job_facts *f, spank_step_
     return 0;
 }
 
-void spank_step_key(const spank_job_facts *f, char *out, size_t cap)
+void lsp_step_key(const lsp_job_facts *f, char *out, size_t cap)
 {
     if (f->restarts > 0)
         snprintf(out, cap, "%u.r%u", f->step_id, f->restarts);
@@ -163,7 +163,7 @@ void spank_step_key(const spank_job_facts *f, char *out, size_t cap)
 
 /* set_secret_vars - the site's secret_vars= patterns ahead of the job's own LOCKSTEP_SECRET_VARS: a job may add
  * names the manifest keeps out, never take the site's away. */
-static void set_secret_vars(const spank_glue_ops *ops, const spank_conf *c, int *bad)
+static void set_secret_vars(const lsp_glue_ops *ops, const lsp_conf *c, int *bad)
 {
     char user[sizeof(c->secret_vars)], both[2 * sizeof(c->secret_vars) + 2];
     if (!c->secret_vars[0])
@@ -176,14 +176,14 @@ static void set_secret_vars(const spank_glue_ops *ops, const spank_conf *c, int 
 }
 
 /* set_identity - LOCKSTEP_* variables that tell the agent who it runs for. */
-static void set_identity(const spank_glue_ops *ops, const spank_conf *c, const spank_request *r,
-                         const spank_job_facts *f, spank_mode mode, char *nodes, char *part, int *bad)
+static void set_identity(const lsp_glue_ops *ops, const lsp_conf *c, const lsp_request *r, const lsp_job_facts *f,
+                         lsp_mode mode, char *nodes, char *part, int *bad)
 {
     char num[32];
-    setv(ops, "LOCKSTEP_MODE", spank_mode_name(mode), bad);
+    setv(ops, "LOCKSTEP_MODE", lsp_mode_name(mode), bad);
     snprintf(num, sizeof(num), "%u", f->job_id);
     setv(ops, "LOCKSTEP_JOB_ID", num, bad);
-    spank_step_key(f, num, sizeof(num));
+    lsp_step_key(f, num, sizeof(num));
     setv(ops, "LOCKSTEP_STEP_ID", num, bad);
     snprintf(num, sizeof(num), "%u", f->ntasks);
     setv(ops, "LOCKSTEP_RANKS", num, bad);
@@ -206,7 +206,7 @@ static void set_identity(const spank_glue_ops *ops, const spank_conf *c, const s
     set_secret_vars(ops, c, bad);
     if (c->stream[0] && ops->get(ops->ctx, "LOCKSTEP_STREAM", num, sizeof(num)) != 1)
         setv(ops, "LOCKSTEP_STREAM", c->stream, bad); /* the site's choice, unless the job made its own */
-    if (mode == SPANK_MODE_DET && ops->get(ops->ctx, "NCCL_GRAPH_DUMP_FILE", nodes, 1024) == 0) {
+    if (mode == LSP_MODE_DET && ops->get(ops->ctx, "NCCL_GRAPH_DUMP_FILE", nodes, 1024) == 0) {
         /* NCCL writes the topology graph it chose here; the agent puts it in the manifest. */
         char path[PATH_MAX + 64];
         snprintf(path, sizeof(path), "%s/nccl-graph.%u.%u.xml", c->spool[0] ? c->spool : "/tmp", f->job_id,
@@ -227,7 +227,7 @@ static void set_identity(const spank_glue_ops *ops, const spank_conf *c, const s
 }
 
 /* add_agent - append the agent to the job's LD_PRELOAD. Returns 0, or -1 with `why`. */
-static int add_agent(const spank_glue_ops *ops, const spank_conf *c, char *why, size_t cap)
+static int add_agent(const lsp_glue_ops *ops, const lsp_conf *c, char *why, size_t cap)
 {
     char *cur = malloc(ENV_MAX), *joined = malloc(ENV_MAX);
     int rv = -1;
@@ -251,7 +251,7 @@ static int add_agent(const spank_glue_ops *ops, const spank_conf *c, char *why, 
         snprintf(why, cap, "the job's LD_PRELOAD is too long to extend");
         goto out_free;
     }
-    if (spank_preload_join(g == 1 ? cur : NULL, c->agent, joined, ENV_MAX) || ops->set(ops->ctx, "LD_PRELOAD", joined)) {
+    if (lsp_preload_join(g == 1 ? cur : NULL, c->agent, joined, ENV_MAX) || ops->set(ops->ctx, "LD_PRELOAD", joined)) {
         snprintf(why, cap, "cannot set LD_PRELOAD for the agent");
         goto out_free;
     }
@@ -264,7 +264,7 @@ out_free:
 
 /* make_spool - create the agents' spool directory (world-writable, sticky, as /tmp) when it is missing.
  * Failure is logged; the agent then says so itself. */
-static void make_spool(const spank_glue_ops *ops, const spank_conf *c)
+static void make_spool(const lsp_glue_ops *ops, const lsp_conf *c)
 {
     struct stat st;
     if (stat(c->spool, &st) == 0 || errno != ENOENT)
@@ -276,14 +276,13 @@ static void make_spool(const spank_glue_ops *ops, const spank_conf *c)
 /* do_register - register the step with lockstepd (first node only); on success
  * the tasks get LOCKSTEP_RUN_ID. Failure is logged, never fatal: the agent
  * registers the run itself from its spool once the server answers. */
-static void do_register(const spank_glue_ops *ops, const spank_conf *c, const spank_request *r,
-                        const spank_job_facts *f, spank_mode mode, const char *nodes, const char *part,
-                        spank_step_result *res)
+static void do_register(const lsp_glue_ops *ops, const lsp_conf *c, const lsp_request *r, const lsp_job_facts *f,
+                        lsp_mode mode, const char *nodes, const char *part, lsp_step_result *res)
 {
     char job[16], stepid[32], why[600];
     int bad = 0;
     snprintf(job, sizeof(job), "%u", f->job_id);
-    spank_step_key(f, stepid, sizeof(stepid));
+    lsp_step_key(f, stepid, sizeof(stepid));
     /* A run resumed from a checkpoint says where it starts (LOCKSTEP_START_STEP in the job's
      * environment), so that lockstepd compares it with its twins on the overlap only. */
     char start[32];
@@ -303,15 +302,14 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
                      .partition = part,
                      .nodes = nodes,
                      .command = f->command,
-                     .mode = spank_mode_name(mode),
+                     .mode = lsp_mode_name(mode),
                      .client_id = client,
                      .resume = r->resume,
                      .argv = f->argv,
                      .argc = f->argc};
     /* Sent with the attestation token: the user, nodes, command and argv are slurmstepd's word. */
-    if (spank_reg_register(c->server, res->attest[0] ? res->attest : res->token, &info, c->timeout_ms, res->run_id,
-                           sizeof(res->run_id), why,
-                           sizeof(why))) {
+    if (lsp_reg_register(c->server, res->attest[0] ? res->attest : res->token, &info, c->timeout_ms, res->run_id,
+                         sizeof(res->run_id), why, sizeof(why))) {
         res->run_id[0] = 0;
         ops->unset(ops->ctx, "LOCKSTEP_RUN_ID"); /* never a run id the user brought along */
         say(ops, ops->log, "step %s.%s not registered now (the agent will): %s", job, stepid, why);
@@ -321,11 +319,11 @@ static void do_register(const spank_glue_ops *ops, const spank_conf *c, const sp
     say(ops, ops->log, "step %s.%s registered as run %s", job, stepid, res->run_id);
 }
 
-static void do_attest(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f, const char *nodes,
-                      int budget_ms, spank_step_result *res);
+static void do_attest(const lsp_glue_ops *ops, const lsp_conf *c, const lsp_job_facts *f, const char *nodes,
+                      int budget_ms, lsp_step_result *res);
 
-void spank_step_attest(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f, int budget_ms,
-                       spank_step_result *res)
+void lsp_step_attest(const lsp_glue_ops *ops, const lsp_conf *c, const lsp_job_facts *f, int budget_ms,
+                     lsp_step_result *res)
 {
     if (c->server[0] && res->attest[0] && !res->attested)
         do_attest(ops, c, f, res->nodes, budget_ms, res);
@@ -334,12 +332,12 @@ void spank_step_attest(const spank_glue_ops *ops, const spank_conf *c, const spa
 /* do_attest - tell lockstepd, with the attestation token, which global ranks run on this node: its name
  * (the step's node list at slurmstepd's index of this node), the user, the GPUs Slurm gave the step here.
  * Failure is logged, never fatal: the step's runs then carry no hardware evidence. */
-static void do_attest(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f, const char *nodes,
-                      int budget_ms, spank_step_result *res)
+static void do_attest(const lsp_glue_ops *ops, const lsp_conf *c, const lsp_job_facts *f, const char *nodes,
+                      int budget_ms, lsp_step_result *res)
 {
     char job[16], stepid[32], node[256], gpus[256] = "", why[600];
     snprintf(job, sizeof(job), "%u", f->job_id);
-    spank_step_key(f, stepid, sizeof(stepid));
+    lsp_step_key(f, stepid, sizeof(stepid));
     if (!f->nlocal) {
         say(ops, ops->log, "step %s.%s not attested: slurmstepd did not say which ranks run here", job, stepid);
         return;
@@ -364,7 +362,7 @@ static void do_attest(const spank_glue_ops *ops, const spank_conf *c, const span
                      .gpus = gpus,
                      .ranks = f->local_ranks,
                      .nranks = f->nlocal};
-    if (spank_reg_attest(c->server, res->attest, &a, budget_ms, why, sizeof(why))) {
+    if (lsp_reg_attest(c->server, res->attest, &a, budget_ms, why, sizeof(why))) {
         say(ops, ops->log, "step %s.%s not attested on %s: %s", job, stepid, node, why);
         return;
     }
@@ -372,7 +370,7 @@ static void do_attest(const spank_glue_ops *ops, const spank_conf *c, const span
     say(ops, ops->log, "step %s.%s attested on %s (%u ranks)", job, stepid, node, f->nlocal);
 }
 
-void spank_step_scrub(const spank_glue_ops *ops)
+void lsp_step_scrub(const lsp_glue_ops *ops)
 {
     static const char *const never[] = {"LOCKSTEP_ADMIN_TOKEN", NULL};
     for (const char *const *v = never; *v; v++)
@@ -380,32 +378,31 @@ void spank_step_scrub(const spank_glue_ops *ops)
             say(ops, ops->log, "cannot remove %s from the step's environment", *v);
 }
 
-int spank_step_prepare(const spank_glue_ops *ops, const spank_conf *c, const spank_job_facts *f,
-                       spank_step_result *res)
+int lsp_step_prepare(const lsp_glue_ops *ops, const lsp_conf *c, const lsp_job_facts *f, lsp_step_result *res)
 {
-    spank_request r;
+    lsp_request r;
     char why[1024], env_key[TOKEN_HEX_LEN + 1] = "";
     char *nodes = NULL, *part = NULL;
     int bad = 0, rv = -1;
     memset(res, 0, sizeof(*res));
 
-    spank_step_scrub(ops); /* whatever the mode: no task of any step holds the operator's token */
+    lsp_step_scrub(ops); /* whatever the mode: no task of any step holds the operator's token */
 
-    if (spank_request_read(ops, &r, why, sizeof(why))) {
+    if (lsp_request_read(ops, &r, why, sizeof(why))) {
         say(ops, ops->user_msg, "%s", why);
         return -1;
     }
-    spank_mode mode = spank_effective_mode(c, &r);
-    if (mode == SPANK_MODE_OFF || f->is_special)
+    lsp_mode mode = lsp_effective_mode(c, &r);
+    if (mode == LSP_MODE_OFF || f->is_special)
         return 0;
     if (r.mode_set && r.mode < mode)
         say(ops, ops->log, "step %u.%u asked for --lockstep=%s; the site enforces %s", f->job_id, f->step_id,
-            spank_mode_name(r.mode), spank_mode_name(mode));
+            lsp_mode_name(r.mode), lsp_mode_name(mode));
 
     if (apply_det(ops, mode, f, &bad))
         return -1;
     if (f->is_batch) { /* the batch shell gets the runtime; its srun steps get the agent */
-        setv(ops, "LOCKSTEP_MODE", spank_mode_name(mode), &bad);
+        setv(ops, "LOCKSTEP_MODE", lsp_mode_name(mode), &bad);
         rv = 0;
         goto out_check;
     }

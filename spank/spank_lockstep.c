@@ -32,18 +32,18 @@ static struct spank_option opt_table[] = {
     {"lockstep", "[off|fp|det]",
      "Fingerprint this job with Lockstep (fp, the default), also under a deterministic runtime (det), or not "
      "(off)",
-     2, SPANK_OPT_MODE, opt_check},
-    {"lockstep-twin", "NAME", "Lockstep twin group: runs that must be bitwise identical", 1, SPANK_OPT_TWIN, opt_check},
-    {"lockstep-trace", "SPEC", "What Lockstep records, e.g. 'metrics;ops:steps=120-125:ranks=0,4-7'", 1, SPANK_OPT_TRACE,
+     2, LSP_OPT_MODE, opt_check},
+    {"lockstep-twin", "NAME", "Lockstep twin group: runs that must be bitwise identical", 1, LSP_OPT_TWIN, opt_check},
+    {"lockstep-trace", "SPEC", "What Lockstep records, e.g. 'metrics;ops:steps=120-125:ranks=0,4-7'", 1, LSP_OPT_TRACE,
      opt_check},
     {"lockstep-ignore", "GLOB[,GLOB...]",
      "Records Lockstep does not make: patterns matched against record names and the functions of their call sites, "
      "e.g. report_timings for a closing reduction of timings",
-     1, SPANK_OPT_IGNORE, opt_check},
+     1, LSP_OPT_IGNORE, opt_check},
     {"lockstep-resume", "'CMD TEMPLATE'",
      "How this job resumes from a checkpoint, for replays of a late step by lockstep narrow: the command with {step} "
      "(the checkpoint's last step) or {path}, and optionally {stop} (the last step the replay needs)",
-     1, SPANK_OPT_RESUME, opt_check},
+     1, LSP_OPT_RESUME, opt_check},
 };
 #define N_OPTS (sizeof(opt_table) / sizeof(opt_table[0]))
 
@@ -55,12 +55,12 @@ static struct {
     uint32_t node_id;    /* this node's index in the step */
     char job_id[16], step_id[32];
     int looked_up;       /* task_exit asked lockstepd for the run id once */
-    spank_conf conf;
+    lsp_conf conf;
     char token[TOKEN_HEX_LEN + 1];
     char run_id[128];
     int attest_again;    /* the attestation did not get through at the start: try once more at a task exit */
-    spank_job_facts facts;
-    spank_step_result res; /* its attestation token stays in slurmstepd, wiped at exit */
+    lsp_job_facts facts;
+    lsp_step_result res; /* its attestation token stays in slurmstepd, wiped at exit */
 } step;
 
 /* Option values seen by opt_check in this process. In slurmstepd the
@@ -78,7 +78,7 @@ static int opt_check(int val, const char *optarg, int remote)
 {
     char why[256];
     (void)remote;
-    if (spank_request_check(val, optarg, NULL, why, sizeof(why))) {
+    if (lsp_request_check(val, optarg, NULL, why, sizeof(why))) {
         slurm_error("lockstep: %s", why);
         return -1;
     }
@@ -93,11 +93,11 @@ static int opt_check(int val, const char *optarg, int remote)
 /* conf_load - the plugstack.conf arguments, parsed again in every callback
  * (prolog and epilog processes never see slurm_spank_init). Each bad
  * argument is logged, the others apply. */
-static void conf_load(spank_conf *c, int ac, char **av)
+static void conf_load(lsp_conf *c, int ac, char **av)
 {
     char why[512];
-    spank_conf_defaults(c);
-    if (spank_conf_parse(c, ac, av, why, sizeof(why)))
+    lsp_conf_defaults(c);
+    if (lsp_conf_parse(c, ac, av, why, sizeof(why)))
         slurm_error("lockstep: %s", why);
 }
 
@@ -108,7 +108,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 {
     spank_context_t ctx = spank_context();
     if (ctx == S_CTX_SLURMD) { /* report bad arguments once, in slurmd's log, at start */
-        spank_conf c;
+        lsp_conf c;
         conf_load(&c, ac, av);
         return 0;
     }
@@ -176,7 +176,7 @@ static void sp_log(void *ctx, const char *msg)
 }
 
 /* job_facts - the step's identity and shape from the SPANK items. */
-static int job_facts(spank_t sp, spank_job_facts *f)
+static int job_facts(spank_t sp, lsp_job_facts *f)
 {
     uint32_t job = 0, stepid = 0, ntasks = 0, nodeid = 0;
     uint16_t cpt = 0;
@@ -207,13 +207,13 @@ static int job_facts(spank_t sp, spank_job_facts *f)
             snprintf(f->user, sizeof(f->user), "%u", (unsigned)uid);
     }
     if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) == ESPANK_SUCCESS) {
-        spank_argv_join(argc, argv, f->command, sizeof(f->command));
+        lsp_argv_join(argc, argv, f->command, sizeof(f->command));
         f->argv = argv; /* registered as words: a replay runs exactly these (common/wire.h) */
         f->argc = argc;
     }
     /* The global ranks that run on this node, from slurmstepd's own task table (what it attests). */
     uint32_t nlocal = 0;
-    if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &nlocal) == ESPANK_SUCCESS && nlocal <= SPANK_MAX_LOCAL_TASKS) {
+    if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &nlocal) == ESPANK_SUCCESS && nlocal <= LSP_MAX_LOCAL_TASKS) {
         uint32_t i;
         for (i = 0; i < nlocal; i++)
             if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &f->local_ranks[i]) != ESPANK_SUCCESS)
@@ -266,12 +266,12 @@ static int submit_unsetenv(void *ctx, const char *name)
  * The plugstack arguments are read quietly: slurmd reports a bad one to the site, not to every user. */
 static int submit_check(spank_t sp, int ac, char **av)
 {
-    spank_conf c;
+    lsp_conf c;
     char why[1024];
-    spank_conf_defaults(&c);
-    spank_conf_parse(&c, ac, av, why, sizeof(why));
-    spank_glue_ops ops = {sp, submit_getenv, submit_setenv, submit_unsetenv, sp_option, sp_user_msg, sp_log};
-    int rc = spank_submit_check(&ops, &c, why, sizeof(why));
+    lsp_conf_defaults(&c);
+    lsp_conf_parse(&c, ac, av, why, sizeof(why));
+    lsp_glue_ops ops = {sp, submit_getenv, submit_setenv, submit_unsetenv, sp_option, sp_user_msg, sp_log};
+    int rc = lsp_submit_check(&ops, &c, why, sizeof(why));
     if (rc < 0) {
         slurm_error("lockstep: %s", why);
         return -1;
@@ -291,12 +291,12 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     if (ctx != S_CTX_REMOTE)
         return 0;
     conf_load(&step.conf, ac, av);
-    spank_glue_ops ops = {sp, sp_getenv, sp_setenv, sp_unsetenv, sp_option, sp_user_msg, sp_log};
-    spank_job_facts f;
+    lsp_glue_ops ops = {sp, sp_getenv, sp_setenv, sp_unsetenv, sp_option, sp_user_msg, sp_log};
+    lsp_job_facts f;
     if (job_facts(sp, &f)) {
-        spank_step_scrub(&ops);
+        lsp_step_scrub(&ops);
         slurm_error("lockstep: cannot read the job and step id; this step runs without lockstep");
-        if (step.conf.enforce > SPANK_MODE_OFF) {
+        if (step.conf.enforce > LSP_MODE_OFF) {
             step.refused = 1;
             snprintf(step.note, sizeof(step.note),
                      "cannot read the job and step id, and the site enforces lockstep");
@@ -305,9 +305,9 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     }
     step.node_id = f.node_id;
     snprintf(step.job_id, sizeof(step.job_id), "%u", f.job_id);
-    spank_step_key(&f, step.step_id, sizeof(step.step_id));
-    spank_step_result res;
-    int rc = spank_step_prepare(&ops, &step.conf, &f, &res);
+    lsp_step_key(&f, step.step_id, sizeof(step.step_id));
+    lsp_step_result res;
+    int rc = lsp_step_prepare(&ops, &step.conf, &f, &res);
     step.active = res.active;
     memcpy(step.token, res.token, sizeof(step.token));
     memcpy(step.run_id, res.run_id, sizeof(step.run_id));
@@ -360,8 +360,8 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
         /* lockstepd was slow or away when the step started: its rank placement, once more (hardware
          * evidence counts only attested ranks). */
         step.attest_again = 0;
-        spank_glue_ops ops = {sp, sp_getenv, sp_setenv, sp_unsetenv, sp_option, sp_user_msg, sp_log};
-        spank_step_attest(&ops, &step.conf, &step.facts, step.conf.timeout_ms, &step.res);
+        lsp_glue_ops ops = {sp, sp_getenv, sp_setenv, sp_unsetenv, sp_option, sp_user_msg, sp_log};
+        lsp_step_attest(&ops, &step.conf, &step.facts, step.conf.timeout_ms, &step.res);
         explicit_bzero(step.res.attest, sizeof(step.res.attest));
     }
     uint32_t rank = 0;
@@ -377,8 +377,8 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
         struct timespec t0, now;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (;;) {
-            int rc = spank_reg_lookup(step.conf.server, step.token, step.job_id, step.step_id,
-                                      step.conf.timeout_ms, step.run_id, sizeof(step.run_id), why, sizeof(why));
+            int rc = lsp_reg_lookup(step.conf.server, step.token, step.job_id, step.step_id, step.conf.timeout_ms,
+                                    step.run_id, sizeof(step.run_id), why, sizeof(why));
             clock_gettime(CLOCK_MONOTONIC, &now);
             long ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
             if (rc <= 0 || ms + 100 > step.conf.timeout_ms)
@@ -391,8 +391,8 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
     }
     if (!step.run_id[0])
         return 0;
-    if (spank_reg_end(step.conf.server, step.token, step.run_id, (long)rank, spank_exit_code(status),
-                      step.conf.timeout_ms, why, sizeof(why)))
+    if (lsp_reg_end(step.conf.server, step.token, step.run_id, (long)rank, lsp_exit_code(status), step.conf.timeout_ms,
+                    why, sizeof(why)))
         slurm_info("lockstep: could not report the exit of rank %u (the agent reports it too): %s", rank, why);
     return 0;
 }

@@ -80,8 +80,8 @@ out_cleanup_curl:
     return rv;
 }
 
-int spank_reg_register(const char *server, const char *token, const wire_run *info, int timeout_ms,
-                       char *run_id, size_t run_id_cap, char *why, size_t cap)
+int lsp_reg_register(const char *server, const char *token, const wire_run *info, int timeout_ms, char *run_id,
+                     size_t run_id_cap, char *why, size_t cap)
 {
     int rv = -1;
     long status = 0;
@@ -115,8 +115,8 @@ out_free_body:
     return rv;
 }
 
-int spank_reg_attest(const char *server, const char *attest_token, const wire_attest *a, int timeout_ms, char *why,
-                     size_t cap)
+int lsp_reg_attest(const char *server, const char *attest_token, const wire_attest *a, int timeout_ms, char *why,
+                   size_t cap)
 {
     char url[600];
     long status = 0;
@@ -139,8 +139,8 @@ int spank_reg_attest(const char *server, const char *attest_token, const wire_at
     return rv;
 }
 
-int spank_reg_end(const char *server, const char *token, const char *run_id, long rank, int exit_code,
-                  int timeout_ms, char *why, size_t cap)
+int lsp_reg_end(const char *server, const char *token, const char *run_id, long rank, int exit_code, int timeout_ms,
+                char *why, size_t cap)
 {
     char url[700], body[96];
     long status = 0;
@@ -157,8 +157,8 @@ int spank_reg_end(const char *server, const char *token, const char *run_id, lon
     return 0;
 }
 
-int spank_reg_lookup(const char *server, const char *token, const char *job_id, const char *step_id,
-                     int timeout_ms, char *run_id, size_t run_id_cap, char *why, size_t cap)
+int lsp_reg_lookup(const char *server, const char *token, const char *job_id, const char *step_id, int timeout_ms,
+                   char *run_id, size_t run_id_cap, char *why, size_t cap)
 {
     char url[2200], path[1700];
     long status = 0;

@@ -8,47 +8,47 @@
 #include "common/tracespec.h"
 #include "common/wire.h"
 
-/* How the user writes each request (by SPANK_OPT_*): the option, and the variable that stands for it. */
+/* How the user writes each request (by LSP_OPT_*): the option, and the variable that stands for it. */
 static const char *const OPT_NAME[] = {NULL, "--lockstep", "--lockstep-twin", "--lockstep-trace", "--lockstep-ignore",
                                        "--lockstep-resume"};
 static const char *const ENV_NAME[] = {NULL, "SLURM_LOCKSTEP", "SLURM_LOCKSTEP_TWIN", "SLURM_LOCKSTEP_TRACE",
                                        "SLURM_LOCKSTEP_IGNORE", "SLURM_LOCKSTEP_RESUME"};
 
-int spank_request_check(int which, const char *value, const char *from, char *why, size_t cap)
+int lsp_request_check(int which, const char *value, const char *from, char *why, size_t cap)
 {
-    spank_mode m;
+    lsp_mode m;
     trace_spec ts;
     char tw[256];
-    if (which < SPANK_OPT_MODE || which > SPANK_OPT_RESUME) {
+    if (which < LSP_OPT_MODE || which > LSP_OPT_RESUME) {
         snprintf(why, cap, "unknown option");
         return -1;
     }
     const char *as = from ? from : OPT_NAME[which]; /* as the user wrote it */
     switch (which) {
-    case SPANK_OPT_MODE:
-        if (spank_mode_parse(value, &m)) {
+    case LSP_OPT_MODE:
+        if (lsp_mode_parse(value, &m)) {
             snprintf(why, cap, "%s=%s is not a mode; use %s=off, fp or det", as, value, as);
             return -1;
         }
         return 0;
-    case SPANK_OPT_TWIN:
-        if (!value || spank_twin_valid(value)) {
+    case LSP_OPT_TWIN:
+        if (!value || lsp_twin_valid(value)) {
             snprintf(why, cap, "%s=%s is not a twin group name; use 1-255 letters, digits and . _ - : / @ +", as,
                      value ? value : "");
             return -1;
         }
         return 0;
-    case SPANK_OPT_TRACE:
+    case LSP_OPT_TRACE:
         if (!value || !*value || strlen(value) >= 512 || ts_parse(value, &ts, tw, sizeof(tw))) {
             snprintf(why, cap, "%s=%s is not a trace spec (%s); e.g. %s='metrics;ops:steps=120-125:ranks=0'", as,
                      value ? value : "", value && *value ? tw : "empty", as);
             return -1;
         }
         return 0;
-    case SPANK_OPT_IGNORE: {
+    case LSP_OPT_IGNORE: {
         site_patterns p;
         char pwhy[600];
-        if (!value || strlen(value) >= sizeof(((spank_request *)0)->ignore) ||
+        if (!value || strlen(value) >= sizeof(((lsp_request *)0)->ignore) ||
             site_patterns_parse(value, &p, pwhy, sizeof(pwhy))) {
             snprintf(why, cap,
                      "%s=%.200s is not a list of patterns (%s); give glob patterns separated by commas, matched "
@@ -59,7 +59,7 @@ int spank_request_check(int which, const char *value, const char *from, char *wh
         }
         return 0;
     }
-    default: { /* SPANK_OPT_RESUME */
+    default: { /* LSP_OPT_RESUME */
         char rwhy[300];
         if (!value || wire_resume_check(value, rwhy, sizeof(rwhy))) {
             snprintf(why, cap,
@@ -76,7 +76,7 @@ int spank_request_check(int which, const char *value, const char *from, char *wh
 /* read_one - request `which`: its option, else its variable, into *out (a bare option's value is NULL) and, when
  * it came from the variable, its name into *from (else NULL). Returns 1 when given, 0 when not, -1 when the
  * variable could not be read (too long for `cap`). */
-static int read_one(const spank_glue_ops *ops, int which, char *buf, size_t cap, const char **out, const char **from)
+static int read_one(const lsp_glue_ops *ops, int which, char *buf, size_t cap, const char **out, const char **from)
 {
     const char *v = NULL;
     *from = NULL;
@@ -99,53 +99,53 @@ static int unreadable(const char *var, int which, char *why, size_t cap)
     return -1;
 }
 
-int spank_request_read(const spank_glue_ops *ops, spank_request *r, char *why, size_t cap)
+int lsp_request_read(const lsp_glue_ops *ops, lsp_request *r, char *why, size_t cap)
 {
     char buf[2048], rbuf[4096];
     const char *v, *from;
     int g;
     memset(r, 0, sizeof(*r));
 
-    if ((g = read_one(ops, SPANK_OPT_MODE, buf, sizeof(buf), &v, &from)) < 0)
-        return unreadable(ENV_NAME[SPANK_OPT_MODE], SPANK_OPT_MODE, why, cap);
+    if ((g = read_one(ops, LSP_OPT_MODE, buf, sizeof(buf), &v, &from)) < 0)
+        return unreadable(ENV_NAME[LSP_OPT_MODE], LSP_OPT_MODE, why, cap);
     if (g == 1) {
-        if (spank_request_check(SPANK_OPT_MODE, v, from, why, cap))
+        if (lsp_request_check(LSP_OPT_MODE, v, from, why, cap))
             return -1;
-        spank_mode_parse(v, &r->mode);
+        lsp_mode_parse(v, &r->mode);
         r->mode_set = 1;
     }
-    if ((g = read_one(ops, SPANK_OPT_TWIN, buf, sizeof(buf), &v, &from)) < 0)
-        return unreadable(ENV_NAME[SPANK_OPT_TWIN], SPANK_OPT_TWIN, why, cap);
+    if ((g = read_one(ops, LSP_OPT_TWIN, buf, sizeof(buf), &v, &from)) < 0)
+        return unreadable(ENV_NAME[LSP_OPT_TWIN], LSP_OPT_TWIN, why, cap);
     if (g == 1) {
-        if (spank_request_check(SPANK_OPT_TWIN, v, from, why, cap))
+        if (lsp_request_check(LSP_OPT_TWIN, v, from, why, cap))
             return -1;
         snprintf(r->twin, sizeof(r->twin), "%s", v);
     }
-    if ((g = read_one(ops, SPANK_OPT_TRACE, buf, sizeof(buf), &v, &from)) < 0)
-        return unreadable(ENV_NAME[SPANK_OPT_TRACE], SPANK_OPT_TRACE, why, cap);
+    if ((g = read_one(ops, LSP_OPT_TRACE, buf, sizeof(buf), &v, &from)) < 0)
+        return unreadable(ENV_NAME[LSP_OPT_TRACE], LSP_OPT_TRACE, why, cap);
     if (g == 1) {
-        if (spank_request_check(SPANK_OPT_TRACE, v, from, why, cap))
+        if (lsp_request_check(LSP_OPT_TRACE, v, from, why, cap))
             return -1;
         snprintf(r->trace, sizeof(r->trace), "%s", v);
     }
-    if ((g = read_one(ops, SPANK_OPT_IGNORE, buf, sizeof(buf), &v, &from)) < 0)
-        return unreadable(ENV_NAME[SPANK_OPT_IGNORE], SPANK_OPT_IGNORE, why, cap);
+    if ((g = read_one(ops, LSP_OPT_IGNORE, buf, sizeof(buf), &v, &from)) < 0)
+        return unreadable(ENV_NAME[LSP_OPT_IGNORE], LSP_OPT_IGNORE, why, cap);
     if (g == 0 && (g = ops->get(ops->ctx, "LOCKSTEP_IGNORE", buf, sizeof(buf))) == 1) {
         v = buf; /* the agent's own variable, set in the job's environment */
         from = "LOCKSTEP_IGNORE";
     }
     if (g < 0)
-        return unreadable("LOCKSTEP_IGNORE", SPANK_OPT_IGNORE, why, cap);
+        return unreadable("LOCKSTEP_IGNORE", LSP_OPT_IGNORE, why, cap);
     if (g == 1) {
-        if (spank_request_check(SPANK_OPT_IGNORE, v, from, why, cap))
+        if (lsp_request_check(LSP_OPT_IGNORE, v, from, why, cap))
             return -1;
         snprintf(r->ignore, sizeof(r->ignore), "%s", v ? v : "");
         r->ignore_set = 1;
     }
-    if ((g = read_one(ops, SPANK_OPT_RESUME, rbuf, sizeof(rbuf), &v, &from)) < 0)
-        return unreadable(ENV_NAME[SPANK_OPT_RESUME], SPANK_OPT_RESUME, why, cap);
+    if ((g = read_one(ops, LSP_OPT_RESUME, rbuf, sizeof(rbuf), &v, &from)) < 0)
+        return unreadable(ENV_NAME[LSP_OPT_RESUME], LSP_OPT_RESUME, why, cap);
     if (g == 1) {
-        if (spank_request_check(SPANK_OPT_RESUME, v, from, why, cap))
+        if (lsp_request_check(LSP_OPT_RESUME, v, from, why, cap))
             return -1;
         snprintf(r->resume, sizeof(r->resume), "%s", v);
     }
@@ -153,7 +153,7 @@ int spank_request_read(const spank_glue_ops *ops, spank_request *r, char *why, s
 }
 
 /* given_as - how the user gave request `which`: its option's name, its variable's name, or NULL when not at all. */
-static const char *given_as(const spank_glue_ops *ops, int which)
+static const char *given_as(const lsp_glue_ops *ops, int which)
 {
     const char *v;
     char buf[16];
@@ -162,18 +162,18 @@ static const char *given_as(const spank_glue_ops *ops, int which)
     return ops->get(ops->ctx, ENV_NAME[which], buf, sizeof(buf)) != 0 ? ENV_NAME[which] : NULL;
 }
 
-int spank_submit_check(const spank_glue_ops *ops, const spank_conf *c, char *why, size_t cap)
+int lsp_submit_check(const lsp_glue_ops *ops, const lsp_conf *c, char *why, size_t cap)
 {
-    spank_request r;
-    if (spank_request_read(ops, &r, why, cap))
+    lsp_request r;
+    if (lsp_request_read(ops, &r, why, cap))
         return -1;
-    if (spank_effective_mode(c, &r) != SPANK_MODE_OFF)
+    if (lsp_effective_mode(c, &r) != LSP_MODE_OFF)
         return 0;
     /* The job runs without lockstep: say which of its requests will do nothing, in the user's words. */
     char names[200] = "";
     size_t n = 0;
     int count = 0;
-    for (int which = SPANK_OPT_TWIN; which <= SPANK_OPT_RESUME; which++) {
+    for (int which = LSP_OPT_TWIN; which <= LSP_OPT_RESUME; which++) {
         const char *as = given_as(ops, which);
         if (as && n < sizeof(names))
             n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", count++ ? " and " : "", as);
@@ -183,7 +183,7 @@ int spank_submit_check(const spank_glue_ops *ops, const spank_conf *c, char *why
     const char *does = count > 1 ? "do" : "does";
     if (r.mode_set) /* the user said off */
         snprintf(why, cap, "%s %s nothing with %s=off: the job runs without lockstep", names, does,
-                 given_as(ops, SPANK_OPT_MODE));
+                 given_as(ops, LSP_OPT_MODE));
     else
         snprintf(why, cap,
                  "%s %s nothing without --lockstep: this site fingerprints only the jobs that ask (its default is "

@@ -115,16 +115,16 @@ static int beyond(const series *base, const series *pool, const int *idx, int k,
 {
     int any = 0;
     for (int m = 0; m < n_metrics && !any; m++) {
-        const double *noise[CMP_NOISE_MAX_REPLICAS];
+        const double *noise[NOISE_MAX_REPLICAS];
         for (int j = 0; j < k; j++)
             noise[j] = pool[idx[j]].v[m];
-        cmp_noise_in in = {.steps = n_steps, .base = base->v[m], .noise = noise, .k = k, .mant_bits = 52};
-        cmp_band b = {.scale = scale, .usable = usable};
-        if (cmp_noise_band(&in, &b) < 0)
+        noise_in in = {.steps = n_steps, .base = base->v[m], .noise = noise, .k = k, .mant_bits = 52};
+        noise_band b = {.scale = scale, .usable = usable};
+        if (noise_band_fit(&in, &b) < 0)
             return 0;
-        cmp_effect e;
-        cmp_noise_judge(&in, &b, cmp_noise_threshold(&b, alpha / n_metrics), cand->v[m], &e);
-        any = e.verdict == CMP_BEYOND;
+        noise_effect e;
+        noise_judge(&in, &b, noise_threshold(&b, alpha / n_metrics), cand->v[m], &e);
+        any = e.verdict == NOISE_BEYOND;
     }
     return any;
 }
@@ -161,7 +161,7 @@ int main(int argc, char **argv)
     }
     const char *root = argv[1], *ks = "2,3,4,6,8";
     int trials = 20000;
-    double alpha = CMP_NOISE_ALPHA;
+    double alpha = NOISE_ALPHA;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--k"))
             ks = argv[i + 1];
@@ -209,7 +209,7 @@ int main(int argc, char **argv)
     snprintf(kbuf, sizeof(kbuf), "%s", ks);
     for (char *save, *tok = strtok_r(kbuf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int k = atoi(tok);
-        if (k < CMP_NOISE_MIN_REPLICAS || k + 1 > np)
+        if (k < NOISE_MIN_REPLICAS || k + 1 > np)
             continue;
         /* One more replica, resampled from the pool. */
         int fp = 0;

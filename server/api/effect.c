@@ -90,7 +90,7 @@ static int parse_args(http_req *req, compare_req *c)
     c->ranged = http_query(req, "from") || http_query(req, "to");
     const char *a = http_query(req, "alpha"), *se = http_query(req, "series");
     char *end = NULL;
-    c->alpha = a && *a ? strtod(a, &end) : CMP_NOISE_ALPHA;
+    c->alpha = a && *a ? strtod(a, &end) : NOISE_ALPHA;
     if ((a && *a && *end) || !(c->alpha > 0 && c->alpha <= 0.5)) {
         http_reply_error(req, 400, "bad query argument",
                          "?alpha= must be a number in (0, 0.5]: the false-alarm rate for one more noise replica",
@@ -110,7 +110,7 @@ static int parse_args(http_req *req, compare_req *c)
         if (effect_set_open(req, "NOISE", ns, &c->noise) < 0)
             return -1;
         c->k = c->noise.n;
-        if (c->k < CMP_NOISE_MIN_REPLICAS) {
+        if (c->k < NOISE_MIN_REPLICAS) {
             http_reply_error(req, 400, "too few noise replicas",
                              "NOISE names 1 run; a noise band needs at least 2 replicas to estimate its spread",
                              "launch 4 or more (lockstep twin --noise 4), or compare without NOISE");
@@ -161,14 +161,14 @@ static int parse_args(http_req *req, compare_req *c)
 }
 
 /* weight - how much a verdict weighs in a summary: beyond > differs > undetermined > within > identical. */
-static int weight(cmp_verdict v)
+static int weight(noise_verdict v)
 {
     static const int w[] = {
-        [CMP_IDENTICAL] = 0, [CMP_WITHIN] = 1, [CMP_UNDETERMINED] = 2, [CMP_DIFFERS] = 3, [CMP_BEYOND] = 4};
+        [NOISE_IDENTICAL] = 0, [NOISE_WITHIN] = 1, [NOISE_UNDETERMINED] = 2, [NOISE_DIFFERS] = 3, [NOISE_BEYOND] = 4};
     return w[v];
 }
 
-static cmp_verdict worse(cmp_verdict a, cmp_verdict b)
+static noise_verdict worse(noise_verdict a, noise_verdict b)
 {
     return weight(b) > weight(a) ? b : a;
 }
@@ -193,7 +193,7 @@ static json_t *max_ulp(const effect_metric *m, int j)
 /* series_json - the curves of one metric: steps, the baseline, the band (threshold * scale) and the noise
  * replicas' range, each changed run's values and deviation; every `stride`-th step (the curves of a long run are
  * thinned to bound the answer; the verdicts use every step). */
-static json_t *series_json(const compare_req *c, const effect_metric *m, const cmp_band *b, double thr, size_t stride)
+static json_t *series_json(const compare_req *c, const effect_metric *m, const noise_band *b, double thr, size_t stride)
 {
     json_t *steps = json_array(), *base = json_array(), *band = json_array(), *lo = json_array(), *hi = json_array();
     for (size_t t = 0; t < m->steps; t += stride) {
@@ -247,24 +247,23 @@ static size_t series_stride(const compare_req *c, int nmetrics, size_t steps)
 
 /* metric_json - judge every changed run on metric `m` at `alpha` (per judgement); its verdict into *verdict; its
  * curves every `stride`-th step. */
-static json_t *metric_json(const compare_req *c, const effect_metric *m, double alpha, cmp_verdict *verdict,
+static json_t *metric_json(const compare_req *c, const effect_metric *m, double alpha, noise_verdict *verdict,
                            json_t *notes, size_t stride)
 {
-    const double *noise[CMP_NOISE_MAX_REPLICAS];
+    const double *noise[NOISE_MAX_REPLICAS];
     for (int k = 0; k < c->k; k++)
         noise[k] = m->vals[1 + c->changed.n + k];
-    cmp_noise_in in = {
-        .steps = m->steps, .base = m->vals[0], .noise = noise, .k = c->k, .mant_bits = mant_bits(m->dtype)};
-    cmp_band band = {.scale = xcalloc(m->steps + 1, sizeof(double)), .usable = xcalloc(m->steps + 1, 1)};
-    int have_band = c->k && cmp_noise_band(&in, &band) == 0;
-    double thr = have_band ? cmp_noise_threshold(&band, alpha) : 0;
-    *verdict = CMP_IDENTICAL;
+    noise_in in = {.steps = m->steps, .base = m->vals[0], .noise = noise, .k = c->k, .mant_bits = mant_bits(m->dtype)};
+    noise_band band = {.scale = xcalloc(m->steps + 1, sizeof(double)), .usable = xcalloc(m->steps + 1, 1)};
+    int have_band = c->k && noise_band_fit(&in, &band) == 0;
+    double thr = have_band ? noise_threshold(&band, alpha) : 0;
+    *verdict = NOISE_IDENTICAL;
     json_t *runs = json_array();
-    const cmp_effect *worst = NULL;
-    cmp_effect effs[EFFECT_MAX_SET];
+    const noise_effect *worst = NULL;
+    noise_effect effs[EFFECT_MAX_SET];
     for (int j = 1; j <= c->changed.n; j++) {
-        cmp_effect *e = &effs[j - 1];
-        cmp_noise_judge(&in, have_band ? &band : NULL, thr, m->vals[j], e);
+        noise_effect *e = &effs[j - 1];
+        noise_judge(&in, have_band ? &band : NULL, thr, m->vals[j], e);
         *verdict = worse(*verdict, e->verdict);
         double ratio = thr > 0 ? e->score / thr : NAN;
         if (!worst || weight(e->verdict) > weight(worst->verdict) ||
@@ -272,22 +271,22 @@ static json_t *metric_json(const compare_req *c, const effect_metric *m, double 
             worst = e;
         json_array_append_new(runs,
                               json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "run_id", c->ids[j],
-                                        "verdict", cmp_verdict_name(e->verdict), "score",
+                                        "verdict", noise_verdict_name(e->verdict), "score",
                                         have_band ? real_or_null(e->score) : json_null(), "ratio", real_or_null(ratio),
                                         "first_step_differs", step_or_null(m, e->first_differs), "first_step_beyond",
-                                        e->verdict == CMP_BEYOND ? step_or_null(m, e->first_beyond) : json_null(),
+                                        e->verdict == NOISE_BEYOND ? step_or_null(m, e->first_beyond) : json_null(),
                                         "max_abs_deviation", json_real(e->max_abs), "max_rel_deviation",
                                         json_real(e->max_rel), "max_ulp", max_ulp(m, j), "nonfinite", e->nonfinite));
     }
     json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:o}", "name", m->name, "dtype", dtype_name((unsigned)m->dtype),
-                          "verdict", cmp_verdict_name(*verdict), "steps", (json_int_t)m->steps, "changed", runs);
+                          "verdict", noise_verdict_name(*verdict), "steps", (json_int_t)m->steps, "changed", runs);
     json_object_set_new(o, "score", have_band ? real_or_null(worst->score) : json_null());
     json_object_set_new(o, "threshold", have_band ? json_real(thr) : json_null());
     json_object_set_new(o, "ratio", thr > 0 ? real_or_null(worst->score / thr) : json_null());
     json_object_set_new(o, "first_step_differs", step_or_null(m, worst->first_differs));
     /* Where a run beyond the noise first leaves the band; a run within it may cross it at single steps. */
     json_object_set_new(o, "first_step_beyond",
-                        worst->verdict == CMP_BEYOND ? step_or_null(m, worst->first_beyond) : json_null());
+                        worst->verdict == NOISE_BEYOND ? step_or_null(m, worst->first_beyond) : json_null());
     json_object_set_new(o, "max_abs_deviation", json_real(worst->max_abs));
     json_object_set_new(o, "max_rel_deviation", json_real(worst->max_rel));
     json_t *scores = json_null();
@@ -334,8 +333,8 @@ static json_t *rule_json(const compare_req *c, int tests, double alpha_test)
 {
     json_t *o = json_pack("{s:f, s:i, s:f, s:i}", "alpha", c->alpha, "judgements", tests, "alpha_per_judgement",
                           alpha_test, "replicas", c->k);
-    json_object_set_new(o, "window", json_integer(CMP_NOISE_WINDOW));
-    json_object_set_new(o, "min_log_sd", json_real(CMP_NOISE_MIN_LOG_SD));
+    json_object_set_new(o, "window", json_integer(NOISE_WINDOW));
+    json_object_set_new(o, "min_log_sd", json_real(NOISE_MIN_LOG_SD));
     json_object_set_new(o, "docs", json_string("docs/compare.md"));
     return o;
 }
@@ -393,12 +392,12 @@ static enum MHD_Result compare_run(http_req *req, void *arg)
         tests = 1;
     double alpha_test = c->alpha / tests;
     json_t *metrics = json_array();
-    cmp_verdict mv = CMP_IDENTICAL;
+    noise_verdict mv = NOISE_IDENTICAL;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     size_t longest = 0;
     int thinned = 0;
     for (int i = 0; i < ms.n; i++) {
-        cmp_verdict v;
+        noise_verdict v;
         size_t stride = series_stride(c, ms.n, ms.m[i].steps);
         thinned |= stride > 1;
         json_array_append_new(metrics, metric_json(c, &ms.m[i], alpha_test, &v, notes, stride));
@@ -412,11 +411,11 @@ static enum MHD_Result compare_run(http_req *req, void *arg)
     }
     /* Overall: identical when no record differs; without replicas, differs; else the heaviest metric verdict
      * (a change that touches records but no shared metric is within-noise). */
-    const char *verdict = json_is_null(first) && mv == CMP_IDENTICAL ? "identical"
-                          : !c->k                                    ? "differs"
-                          : mv == CMP_BEYOND                         ? "beyond-noise"
-                          : mv == CMP_UNDETERMINED                   ? "undetermined"
-                                                                     : "within-noise";
+    const char *verdict = json_is_null(first) && mv == NOISE_IDENTICAL ? "identical"
+                          : !c->k                                      ? "differs"
+                          : mv == NOISE_BEYOND                         ? "beyond-noise"
+                          : mv == NOISE_UNDETERMINED                   ? "undetermined"
+                                                                       : "within-noise";
 
     /* What can and cannot be concluded. */
     if (eb.first)
@@ -439,7 +438,7 @@ static enum MHD_Result compare_run(http_req *req, void *arg)
              ", rank %d) and how large its differences are, not whether they exceed run-to-run variation: launch "
              "noise replicas (lockstep twin --noise K) and pass them as NOISE.",
              best_step, best_rank);
-    else if (mv == CMP_IDENTICAL)
+    else if (mv == NOISE_IDENTICAL)
         note(notes, "CHANGED departs from BASE from step %" PRId64 " (rank %d), but none of the shared metrics moved.",
              best_step, best_rank);
     if (c->k && c->k < 4)

@@ -15,7 +15,7 @@
 #include "server/api/pgjson.h"
 #include "server/api/recview.h"
 #include "server/compare/rule.h"
-#include "server/compare/verdict.h"
+#include "server/compare/findings.h"
 #include "server/core/limits.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
@@ -238,7 +238,7 @@ static json_t *judge_first(http_req *req, json_t *found, const cause_rank *cr, i
         return NULL;
     size_t n = json_array_size(found);
     cause_facts f = {cr, n, nranks, cfg};
-    cause_verdict cv;
+    cause_result cv;
     cause_judge(&f, &cv);
     size_t at = cv.first ? (size_t)(cv.first - cr) : 0;
     json_t *o = json_incref(json_array_get(found, at)), *origin = json_array(), *ranks = json_array();
@@ -388,15 +388,15 @@ int effect_base_departs(http_req *req, const effect_set *base, effect_base *out)
     memset(out, 0, sizeof(*out));
     if (base->n < 2)
         return 0;
-    /* BASE is exactly one twin group: lockstepd compares it as records arrive; its verdict (status and first
-     * divergence, server/compare/verdict.h) says. */
+    /* BASE is exactly one twin group: lockstepd compares it as records arrive; its findings (status and first
+     * divergence, server/compare/findings.h) says. */
     int one_group = !strcmp(base->spec, base->groups[0]);
     for (int i = 1; i < base->n && one_group; i++)
         one_group = !strcmp(base->groups[i], base->groups[0]);
     if (one_group) {
         char err[512];
-        grp_verdict v;
-        int got = verdict_load(base->groups[0], &v, err, sizeof(err));
+        grp_findings v;
+        int got = findings_load(base->groups[0], &v, err, sizeof(err));
         if (got < 0) {
             http_reply_db_down(req, err);
             return -1;
@@ -407,7 +407,7 @@ int effect_base_departs(http_req *req, const effect_set *base, effect_base *out)
             if (json_is_object(v.first))
                 out->first = json_incref(v.first);
         }
-        verdict_release(&v);
+        findings_release(&v);
         return 0;
     }
     for (int j = 1; j < base->n && !out->first; j++) {

@@ -88,7 +88,7 @@ typedef struct effect_base {
 } effect_base;
 
 /* effect_base_departs - what BASE's runs say of each other into *out (release out->first with json_decref).
- * When BASE is one twin group, lockstepd's verdict of it (server/compare/verdict.h) answers: its status and
+ * When BASE is one twin group, lockstepd's findings of it (server/compare/findings.h) answers: its status and
  * first divergence; else each run is searched against the first as effect_first does (no status). Returns 0,
  * or -1 after replying 503. */
 int effect_base_departs(http_req *req, const effect_set *base, effect_base *out);

@@ -235,12 +235,6 @@ int group_run_index(const group_runs *g, int64_t key)
     return -1;
 }
 
-const char *group_run_id(const group_runs *g, int64_t key)
-{
-    int i = group_run_index(g, key);
-    return i < 0 ? NULL : PQgetvalue(g->res, i, 1);
-}
-
 void group_keys(const group_runs *g, char *out, size_t cap)
 {
     size_t n = (size_t)snprintf(out, cap, "{");

@@ -80,8 +80,6 @@ int group_open_runs(http_req *req, const char *keys, group_runs *g, enum MHD_Res
 /* group_run_index - the index of run `key` in `g`, or -1. */
 int group_run_index(const group_runs *g, int64_t key);
 
-/* group_run_id - the run id of run `key` (borrowed from g->res), or NULL. */
-const char *group_run_id(const group_runs *g, int64_t key);
 
 /* group_keys - the runs' keys as a PostgreSQL bigint[] literal ("{1,2,3}")
  * into `out` (GROUP_KEYS_CAP bytes hold any group). */

@@ -299,7 +299,7 @@ typedef struct store_job {
     srv_batch batch;
 } store_job;
 
-/* store_reply - the reply to one batch once stored (or not): 200 once committed or for a replay, with the steps
+/* store_reply - the reply to one batch once stored (or not): 200 once committed or for a duplicate, with the steps
  * whose held-back records lockstepd wants (digest streaming); 503 with an error object when the database failed.
  * Counts it and queues its comparison. */
 static json_t *store_reply(const store_job *j, int rc, const store_result *res, const srv_error *e, int *status)

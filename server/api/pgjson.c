@@ -27,15 +27,6 @@ json_t *pg_real(PGresult *r, int row, int col)
     return PQgetisnull(r, row, col) ? json_null() : json_real(atof(PQgetvalue(r, row, col)));
 }
 
-json_t *pg_hex64(PGresult *r, int row, int col)
-{
-    if (PQgetisnull(r, row, col))
-        return json_null();
-    char h[17];
-    snprintf(h, sizeof(h), "%016" PRIx64, (uint64_t)strtoll(PQgetvalue(r, row, col), NULL, 10));
-    return json_string(h);
-}
-
 json_t *pg_int_array(const char *s, int hex)
 {
     int cap = (int)strlen(s) / 2 + 1; /* "{1,2}": at most one value per two characters */
@@ -55,11 +46,6 @@ json_t *pg_int_array(const char *s, int hex)
     return a;
 }
 
-json_t *pg_hex_array(PGresult *r, int row, int col)
-{
-    return PQgetisnull(r, row, col) ? json_null() : pg_int_array(PQgetvalue(r, row, col), 1);
-}
-
 json_t *pg_site_json(const rec_site *st)
 {
     if (!st->module_len && !st->function_len && !st->caller_len)
@@ -73,49 +59,6 @@ json_t *pg_site_json(const rec_site *st)
     return json_pack("{s:s%, s:I, s:s%, s:I, s:s%, s:s}", "module", s.module, (size_t)s.module_len, "offset",
                      (json_int_t)s.offset, "function", s.function, (size_t)s.function_len, "function_offset",
                      (json_int_t)s.function_offset, "caller", s.caller, (size_t)s.caller_len, "text", text);
-}
-
-json_t *pg_site(PGresult *r, int row, int col)
-{
-    if (PQgetisnull(r, row, col) && PQgetisnull(r, row, col + 2) && PQgetisnull(r, row, col + 4))
-        return json_null();
-    rec_site s;
-    memset(&s, 0, sizeof(s));
-    s.module = PQgetvalue(r, row, col);
-    s.module_len = (uint16_t)PQgetlength(r, row, col);
-    s.offset = (uint64_t)strtoll(PQgetvalue(r, row, col + 1), NULL, 10);
-    s.function = PQgetvalue(r, row, col + 2);
-    s.function_len = (uint16_t)PQgetlength(r, row, col + 2);
-    s.function_offset = (uint64_t)strtoll(PQgetvalue(r, row, col + 3), NULL, 10);
-    s.caller = PQgetvalue(r, row, col + 4);
-    s.caller_len = (uint16_t)PQgetlength(r, row, col + 4);
-    char text[SITE_TEXT_MAX];
-    site_format(&s, text, sizeof(text));
-    return json_pack("{s:s, s:I, s:s, s:I, s:s, s:s}", "module", s.module, "offset", (json_int_t)s.offset, "function",
-                     s.function, "function_offset", (json_int_t)s.function_offset, "caller", s.caller, "text", text);
-}
-
-void pg_ext_decode(PGresult *r, int row, int col, unsigned char *buf, rec_record *rec)
-{
-    rec->ext = NULL;
-    rec->ext_len = 0;
-    if (PQgetisnull(r, row, col))
-        return;
-    int n = db_hex_parse(PQgetvalue(r, row, col), buf, REC_EXT_MAX);
-    if (n > 0) {
-        rec->ext = buf;
-        rec->ext_len = (uint16_t)n;
-    }
-}
-
-void pg_record_extras(json_t *o, int flags, PGresult *r, int row, int col)
-{
-    unsigned char buf[REC_EXT_MAX];
-    rec_record rec;
-    memset(&rec, 0, sizeof(rec));
-    rec.flags = (uint8_t)flags;
-    pg_ext_decode(r, row, col, buf, &rec);
-    pg_rec_extras(o, &rec);
 }
 
 void pg_rec_extras(json_t *o, const rec_record *rec)

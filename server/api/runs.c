@@ -12,7 +12,7 @@
 #include "server/api/pgjson.h"
 #include "server/api/run_ref.h"
 #include "server/compare/glance.h"
-#include "server/compare/verdict.h"
+#include "server/compare/findings.h"
 #include "server/api/recview.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
@@ -61,7 +61,7 @@ static json_t *run_json(PGresult *r, int row)
 static const char *const LIST_RUNS = "list runs with GET /api/v1/runs";
 
 /* set_outcomes - give each run of `runs` its twin group's status ("group_status": twin_status over the group's facts
- * from verdict_facts, as GET /twins/G says it) and its own outcome in the group ("twin_outcome": as GET /twins/G's
+ * from findings_facts, as GET /twins/G says it) and its own outcome in the group ("twin_outcome": as GET /twins/G's
  * runs say it, glance_run_outcomes); both null for a run outside any group. Returns 0, or -1 with the database's
  * message. */
 static int set_outcomes(json_t *runs, char *err, size_t cap)
@@ -82,7 +82,7 @@ static int set_outcomes(json_t *runs, char *err, size_t cap)
             names[m++] = g;
     }
     twin_facts *facts = xcalloc((size_t)m + 1, sizeof(twin_facts));
-    int rc = verdict_facts(names, m, facts, err, cap);
+    int rc = findings_facts(names, m, facts, err, cap);
     json_array_foreach(runs, i, r)
     {
         const char *g = json_string_value(json_object_get(r, "twin_group"));

@@ -1,4 +1,4 @@
-/* twin_row.h - what the twin API says of a group beside its verdict, in both its reads (GET /api/v1/twins and GET /api/v1/twins/{group}): the classification with its summary, the hardware its evidence suspects, the odd runs, each divergence entry's ULP distance. */
+/* twin_row.h - what the twin API says of a group beside its findings, in both its reads (GET /api/v1/twins and GET /api/v1/twins/{group}): the classification with its summary, the hardware its evidence suspects, the odd runs, each divergence entry's ULP distance. */
 #ifndef SERVER_API_TWIN_ROW_H
 #define SERVER_API_TWIN_ROW_H
 

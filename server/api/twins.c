@@ -15,7 +15,7 @@
 #include "server/api/twin_row.h"
 #include "server/api/twin_deltas.h"
 #include "server/api/twins_list.h"
-#include "server/compare/verdict.h"
+#include "server/compare/findings.h"
 #include "server/fleet/narrow.h"
 #include "server/core/limits.h"
 #include "server/core/log.h"
@@ -92,15 +92,15 @@ static int aside_and_namesakes(const char *key, json_t *o, char *err, size_t cap
 }
 
 /* read_twins - GET /api/v1/twins/{group}: the group's status (with why), its runs and their exits, its first
- * divergence with cause, origin ranks and call site, each rank's first divergence (server/compare/verdict.h),
+ * divergence with cause, origin ranks and call site, each rank's first divergence (server/compare/findings.h),
  * and the fleet's classification. */
 static enum MHD_Result read_twins(http_req *req, char **args)
 {
     char err[512], group[GROUP_NAME_MAX + 1];
     if (!group_find(req, args[0], group, sizeof(group)))
         return MHD_YES;
-    grp_verdict v;
-    int got = verdict_load(group, &v, err, sizeof(err));
+    grp_findings v;
+    int got = findings_load(group, &v, err, sizeof(err));
     if (got < 0)
         return http_reply_db_down(req, err);
     if (got == 0) {
@@ -114,14 +114,14 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     PGresult *own = c ? store_group_get(group, &e) : NULL;
     if (!own) {
         PQclear(c);
-        verdict_release(&v);
+        findings_release(&v);
         return http_reply_db_down(req, c ? e.detail : err);
     }
     PGresult *rs = db_exec("grp_restores", 1, p, err, sizeof(err));
     if (!rs) {
         PQclear(c);
         PQclear(own);
-        verdict_release(&v);
+        findings_release(&v);
         return http_reply_db_down(req, err);
     }
     size_t i;
@@ -182,13 +182,13 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     if (aside_and_namesakes(group, o, err, sizeof(err)) < 0) {
         PQclear(c);
         PQclear(rs);
-        verdict_release(&v);
+        findings_release(&v);
         json_decref(o);
         return http_reply_db_down(req, err);
     }
     PQclear(c);
     PQclear(rs);
-    verdict_release(&v);
+    findings_release(&v);
     /* The hardware its evidence suspects, as the list says it. */
     const char *one[] = {group};
     char *arr = group_names_json(one, 1);
@@ -286,8 +286,8 @@ static enum MHD_Result read_manifest_diff(http_req *req, char **args)
     char err[512], group[GROUP_NAME_MAX + 1];
     if (!group_find(req, args[0], group, sizeof(group)))
         return MHD_YES;
-    grp_verdict v;
-    int got = verdict_load(group, &v, err, sizeof(err));
+    grp_findings v;
+    int got = findings_load(group, &v, err, sizeof(err));
     if (got < 0)
         return http_reply_db_down(req, err);
     if (got == 0) {
@@ -301,7 +301,7 @@ static enum MHD_Result read_manifest_diff(http_req *req, char **args)
     json_t *o = json_deep_copy(v.mdiff);
     json_object_set_new(o, "group", json_string(group));
     json_object_set_new(o, "runs", ids);
-    verdict_release(&v);
+    findings_release(&v);
     return http_reply_json(req, 200, o);
 }
 

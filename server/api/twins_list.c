@@ -10,7 +10,7 @@
 #include "server/api/pgjson.h"
 #include "server/api/twin_row.h"
 #include "server/compare/glance.h"
-#include "server/compare/verdict.h"
+#include "server/compare/findings.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
@@ -21,7 +21,7 @@
 
 /* The twin-group list: candidates are read newest first (by their newest run) with the SQL filters applied; a
  * kind or status filter is applied to them with group_kind_of (server/store/group_rule.h: the kind is read from the
- * key) and twin_status (the status facts of LIST_SCAN_CHUNK candidates at a time from verdict_facts), looking at
+ * key) and twin_status (the status facts of LIST_SCAN_CHUNK candidates at a time from findings_facts), looking at
  * most at LIST_SCAN_MAX candidates per request (scan). The cursor is a position among the candidates. */
 #define LIST_SCAN_CHUNK 200
 #define LIST_SCAN_MAX 5000
@@ -87,7 +87,7 @@ static void fill_replays_owners(json_t *items, PGresult *nr, PGresult *ow)
     }
 }
 
-/* fill_runs - each item's runs (their outcomes: fill_verdicts), users, run count and times, from the twins_runs rows
+/* fill_runs - each item's runs (their outcomes: fill_findings), users, run count and times, from the twins_runs rows
  * `r` (in run order). */
 static void fill_runs(json_t *items, PGresult *r)
 {
@@ -116,10 +116,10 @@ static void fill_runs(json_t *items, PGresult *r)
     }
 }
 
-/* fill_verdicts - for each group of `page` that diverged, its verdict (verdict_load): the first divergence (the object
- * GET /twins/G shows, with its cause, origin ranks and call site); then each run's outcome (glance_run_outcomes, as
- * GET /twins/G's runs say it) and every item's odd runs. Returns 0, or -1 with the database's message. */
-static int fill_verdicts(json_t *items, const list_group *page, int n, char *err, size_t cap)
+/* fill_findings - for each group of `page` that diverged, its findings (findings_load): the first divergence (the
+ * object GET /twins/G shows, with its cause, origin ranks and call site); then each run's outcome (glance_run_outcomes,
+ * as GET /twins/G's runs say it) and every item's odd runs. Returns 0, or -1 with the database's message. */
+static int fill_findings(json_t *items, const list_group *page, int n, char *err, size_t cap)
 {
     size_t nruns = 0, k;
     json_t *run;
@@ -128,15 +128,15 @@ static int fill_verdicts(json_t *items, const list_group *page, int n, char *err
         nruns += json_array_size(json_object_get(it, "runs"));
         if (!page[i].facts.diverged)
             continue;
-        grp_verdict vd;
-        int got = verdict_load(page[i].name, &vd, err, cap);
+        grp_findings vd;
+        int got = findings_load(page[i].name, &vd, err, cap);
         if (got < 0)
             return -1;
         if (got > 0 && json_is_object(vd.first)) {
             twin_row_ulps(json_object_get(vd.first, "runs"));
             json_object_set(it, "first_divergence", vd.first);
         }
-        verdict_release(&vd);
+        findings_release(&vd);
     }
     const char **ids = xcalloc(nruns + 1, sizeof(char *)), **groups = xcalloc(nruns + 1, sizeof(char *)),
                **statuses = xcalloc(nruns + 1, sizeof(char *)), **outcomes = xcalloc(nruns + 1, sizeof(char *));
@@ -166,7 +166,7 @@ static int fill_verdicts(json_t *items, const list_group *page, int n, char *err
 }
 
 /* fill_items - every item of `items` (an object keyed by group key; `page` in order) from batched reads: name, owner,
- * newest narrow, runs, users, times, classification, suspected hardware; then the verdicts (fill_verdicts). Returns
+ * newest narrow, runs, users, times, classification, suspected hardware; then the findings (fill_findings). Returns
  * 0, or -1 with the database's message. */
 static int fill_items(json_t *items, const char *names_json, const list_group *page, int n, char *err, size_t cap)
 {
@@ -194,7 +194,7 @@ static int fill_items(json_t *items, const char *names_json, const list_group *p
     PQclear(v);
     if (twin_row_suspected(names_json, items, err, cap) < 0)
         return -1;
-    return fill_verdicts(items, page, n, err, cap);
+    return fill_findings(items, page, n, err, cap);
 }
 
 /* parse_filter - ?status= (one of TWIN_STATUSES) and ?kind= (group kinds, comma-separated) into `f`. Returns
@@ -293,7 +293,7 @@ static int scan(const char *const *sqlp, const list_filter *f, long long limit, 
                 names[cnt] = PQgetvalue(r, k, 0);
                 at[cnt++] = k;
             }
-        if (verdict_facts(names, cnt, facts, err, cap) < 0) {
+        if (findings_facts(names, cnt, facts, err, cap) < 0) {
             rc = -1;
             break;
         }

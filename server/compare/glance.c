@@ -11,13 +11,13 @@
 void glance_register(void)
 {
     /* The earliest divergence of each group of $1 (a JSON array of keys): the first diverging step, its smallest
-     * seq, its lowest rank (common/cause.h's earliest point, as glance_outcomes picks it from verdict_load's), with
+     * seq, its lowest rank (common/cause.h's earliest point, as glance_outcomes picks it from findings_load's), with
      * its run entries and the run it names odd. */
     db_register("glance_earliest",
                 "SELECT DISTINCT ON (d.twin_group) d.twin_group, d.runs::text, o.run_id FROM divergences d "
                 "LEFT JOIN runs o ON o.run_key = d.odd_run_key WHERE d.twin_group IN "
                 "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY d.twin_group, d.step, d.seq, d.rank");
-    /* Which of the runs $1 (a JSON array of run ids) failed: its status, or a rank's non-zero exit (as verdict_load
+    /* Which of the runs $1 (a JSON array of run ids) failed: its status, or a rank's non-zero exit (as findings_load
      * counts a failed run). */
     db_register("glance_failed",
                 "SELECT r.run_id::text FROM runs r WHERE r.run_id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid) "

@@ -2,7 +2,7 @@
  *
  * The earliest divergence is the cause rule's earliest point (common/cause.h): the first diverging step, its
  * smallest seq, its lowest rank. A run's place there (in the majority or not, the run named odd) and whether it
- * failed decide its outcome. verdict_load gives every run of one group its "outcome" through glance_outcomes; the
+ * failed decide its outcome. findings_load gives every run of one group its "outcome" through glance_outcomes; the
  * runs list and the twin-group list read the same facts for many runs at once with glance_run_outcomes, so that
  * GET /api/v1/twins/{group}, the list and GET /api/v1/runs say the same of each run.
  */
@@ -15,9 +15,9 @@
 /* glance_register - prepare the statements glance_run_outcomes runs. */
 void glance_register(void);
 
-/* glance_outcomes - set "outcome" on each run of `runs` (verdict_load's run objects: "run_id", "status",
+/* glance_outcomes - set "outcome" on each run of `runs` (findings_load's run objects: "run_id", "status",
  * "failed_ranks") by twin_outcome, for a group of status `status` whose per-rank divergences are `per_rank`
- * (verdict_load's: "step", "seq", "rank", "runs" entries with "majority", "odd_run_id"). Never fails. */
+ * (findings_load's: "step", "seq", "rank", "runs" entries with "majority", "odd_run_id"). Never fails. */
 void glance_outcomes(json_t *runs, json_t *per_rank, const char *status);
 
 /* glance_run_outcomes - the outcome of each of `n` runs (run_ids[i] of group groups[i], whose status is

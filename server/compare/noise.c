@@ -4,14 +4,14 @@
 #include <math.h>
 #include <string.h>
 
-const char *cmp_verdict_name(cmp_verdict v)
+const char *noise_verdict_name(noise_verdict v)
 {
     switch (v) {
-    case CMP_IDENTICAL: return "identical";
-    case CMP_WITHIN: return "within-noise";
-    case CMP_BEYOND: return "beyond-noise";
-    case CMP_DIFFERS: return "differs";
-    case CMP_UNDETERMINED: return "undetermined";
+    case NOISE_IDENTICAL: return "identical";
+    case NOISE_WITHIN: return "within-noise";
+    case NOISE_BEYOND: return "beyond-noise";
+    case NOISE_DIFFERS: return "differs";
+    case NOISE_UNDETERMINED: return "undetermined";
     }
     return "?";
 }
@@ -70,22 +70,22 @@ static double ibeta(double a, double b, double x)
     return 1 - exp(front) * beta_cf(b, a, 1 - x) / b;
 }
 
-double cmp_t_tail(double t, double df)
+double noise_t_tail(double t, double df)
 {
     double tail = 0.5 * ibeta(df / 2, 0.5, df / (df + t * t));
     return t >= 0 ? tail : 1 - tail;
 }
 
-double cmp_t_quantile(double p, double df)
+double noise_t_quantile(double p, double df)
 {
     if (p <= 0.5)
         return 0;
     double alpha = 1 - p, lo = 0, hi = 1;
-    while (cmp_t_tail(hi, df) > alpha && hi < 1e300)
+    while (noise_t_tail(hi, df) > alpha && hi < 1e300)
         hi *= 2;
     for (int i = 0; i < 400 && hi - lo > 1e-12 * hi; i++) {
         double mid = 0.5 * (lo + hi);
-        if (cmp_t_tail(mid, df) > alpha)
+        if (noise_t_tail(mid, df) > alpha)
             lo = mid;
         else
             hi = mid;
@@ -109,16 +109,16 @@ static double ulp_floor(double v, int mant_bits)
 
 static size_t win_lo(size_t t)
 {
-    return t > CMP_NOISE_WINDOW ? t - CMP_NOISE_WINDOW : 0;
+    return t > NOISE_WINDOW ? t - NOISE_WINDOW : 0;
 }
 
 static size_t win_hi(size_t t, size_t n)
 {
-    return t + CMP_NOISE_WINDOW < n ? t + CMP_NOISE_WINDOW : n - 1;
+    return t + NOISE_WINDOW < n ? t + NOISE_WINDOW : n - 1;
 }
 
 /* own_sum - replica k's squared deviations over step t's window (usable steps only), and their count. */
-static double own_sum(const cmp_noise_in *in, const unsigned char *usable, int k, size_t t, size_t *count)
+static double own_sum(const noise_in *in, const unsigned char *usable, int k, size_t t, size_t *count)
 {
     double s = 0;
     size_t c = 0;
@@ -139,10 +139,10 @@ static int same_bits(double a, double b)
     return memcmp(&a, &b, sizeof(double)) == 0;
 }
 
-int cmp_noise_band(const cmp_noise_in *in, cmp_band *b)
+int noise_band_fit(const noise_in *in, noise_band *b)
 {
     b->k = in->k;
-    if (in->k < CMP_NOISE_MIN_REPLICAS || in->k > CMP_NOISE_MAX_REPLICAS || in->steps == 0)
+    if (in->k < NOISE_MIN_REPLICAS || in->k > NOISE_MAX_REPLICAS || in->steps == 0)
         return -1;
     size_t n = in->steps;
     int K = in->k;
@@ -214,7 +214,7 @@ int cmp_noise_band(const cmp_noise_in *in, cmp_band *b)
     b->log_mean = b->log_sd = 0;
     if (!isfinite(minpos))
         return 0; /* every score is 0 */
-    double lg[CMP_NOISE_MAX_REPLICAS], m = 0, v = 0;
+    double lg[NOISE_MAX_REPLICAS], m = 0, v = 0;
     for (int k = 0; k < K; k++) {
         lg[k] = log(b->scores[k] > 0 ? b->scores[k] : minpos / 10);
         m += lg[k];
@@ -227,19 +227,19 @@ int cmp_noise_band(const cmp_noise_in *in, cmp_band *b)
     return 0;
 }
 
-double cmp_noise_threshold(const cmp_band *b, double alpha)
+double noise_threshold(const noise_band *b, double alpha)
 {
     int any = 0;
     for (int k = 0; k < b->k; k++)
         any |= b->scores[k] > 0;
     if (!any)
         return 0;
-    double sd = b->log_sd > CMP_NOISE_MIN_LOG_SD ? b->log_sd : CMP_NOISE_MIN_LOG_SD;
-    double q = cmp_t_quantile(1 - alpha, b->k - 1 < CMP_NOISE_MAX_DF ? b->k - 1 : CMP_NOISE_MAX_DF);
+    double sd = b->log_sd > NOISE_MIN_LOG_SD ? b->log_sd : NOISE_MIN_LOG_SD;
+    double q = noise_t_quantile(1 - alpha, b->k - 1 < NOISE_MAX_DF ? b->k - 1 : NOISE_MAX_DF);
     return exp(b->log_mean + q * sd * sqrt(1 + 1.0 / b->k));
 }
 
-void cmp_noise_judge(const cmp_noise_in *in, const cmp_band *b, double threshold, const double *cand, cmp_effect *out)
+void noise_judge(const noise_in *in, const noise_band *b, double threshold, const double *cand, noise_effect *out)
 {
     memset(out, 0, sizeof(*out));
     out->first_differs = out->first_beyond = -1;
@@ -272,18 +272,18 @@ void cmp_noise_judge(const cmp_noise_in *in, const cmp_band *b, double threshold
             out->first_beyond = (long long)t;
     }
     if (out->first_differs < 0) {
-        out->verdict = CMP_IDENTICAL;
+        out->verdict = NOISE_IDENTICAL;
         out->first_beyond = -1;
         return;
     }
     if (!b) {
-        out->verdict = CMP_DIFFERS;
+        out->verdict = NOISE_DIFFERS;
         return;
     }
     if (b->used == 0) {
-        out->verdict = CMP_UNDETERMINED;
+        out->verdict = NOISE_UNDETERMINED;
         return;
     }
     out->score = isinf(acc) ? INFINITY : sqrt(acc / (double)b->used);
-    out->verdict = out->score > threshold ? CMP_BEYOND : CMP_WITHIN;
+    out->verdict = out->score > threshold ? NOISE_BEYOND : NOISE_WITHIN;
 }

@@ -10,7 +10,7 @@
  *
  *  1. Deviations from the baseline: e_kt = n_kt - b_t for each replica, d_t = c_t - b_t for the candidate.
  *  2. The noise scale of step t, s_t: the root mean square of the replicas' deviations over the steps
- *     t-W .. t+W (W = CMP_NOISE_WINDOW, clipped to the range), never below about one unit in the last place of
+ *     t-W .. t+W (W = NOISE_WINDOW, clipped to the range), never below about one unit in the last place of
  *     the metric's dtype at b_t, so that a window where no replica happened to differ does not make every
  *     difference there infinitely large. Steps where the baseline or a replica is not finite are skipped.
  *  3. A run's score is the root mean square over the usable steps of its deviation in units of the scale:
@@ -18,9 +18,9 @@
  *     scores +inf. Each replica's own score is computed against the scale of the other K-1 replicas (leave one
  *     out), so that no replica is judged against a band it helped make.
  *  4. The threshold: the log of a replica's score is modelled as normal. From the K replicas' log-scores (mean
- *     m, sample standard deviation sd, taken as at least CMP_NOISE_MIN_LOG_SD) the upper prediction bound for
+ *     m, sample standard deviation sd, taken as at least NOISE_MIN_LOG_SD) the upper prediction bound for
  *     ONE MORE replica at level 1 - a is  exp(m + t(1 - a; v) * sd * sqrt(1 + 1/K)),  t the quantile of
- *     Student's t with v = min(K - 1, CMP_NOISE_MAX_DF) degrees of freedom. With v = K - 1 it would be exact
+ *     Student's t with v = min(K - 1, NOISE_MAX_DF) degrees of freedom. With v = K - 1 it would be exact
  *     under the model whatever K is (t(0.99; 3) = 4.54, t(0.99; 1) = 31.8); real replicas' log-scores have a
  *     heavier upper tail than the normal's (lockstep-train's grad_norm: a tenth of the replicas score 1.4 times
  *     the others), which a bound that tightens with K lets through (1.3% beyond at K = 8, 2.1% at K = 12), so v
@@ -48,45 +48,45 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CMP_NOISE_WINDOW 4         /* steps on each side pooled into one step's noise scale */
-#define CMP_NOISE_MIN_REPLICAS 2   /* fewer replicas cannot estimate a spread */
-#define CMP_NOISE_MAX_REPLICAS 256 /* the most replicas one band takes */
-#define CMP_NOISE_MIN_LOG_SD 0.1   /* the smallest spread of the replicas' log-scores the threshold assumes */
-#define CMP_NOISE_MAX_DF 3         /* the most degrees of freedom the prediction bound's t takes (step 4) */
-#define CMP_NOISE_ALPHA 0.01       /* the default false-alarm rate for one more replica */
+#define NOISE_WINDOW 4         /* steps on each side pooled into one step's noise scale */
+#define NOISE_MIN_REPLICAS 2   /* fewer replicas cannot estimate a spread */
+#define NOISE_MAX_REPLICAS 256 /* the most replicas one band takes */
+#define NOISE_MIN_LOG_SD 0.1   /* the smallest spread of the replicas' log-scores the threshold assumes */
+#define NOISE_MAX_DF 3         /* the most degrees of freedom the prediction bound's t takes (step 4) */
+#define NOISE_ALPHA 0.01       /* the default false-alarm rate for one more replica */
 
 /* A verdict on one metric (or on a whole comparison). */
-typedef enum cmp_verdict {
-    CMP_IDENTICAL,    /* the same bits at every step */
-    CMP_WITHIN,       /* differs, by no more than the noise */
-    CMP_BEYOND,       /* differs by more than the noise */
-    CMP_DIFFERS,      /* differs; no replicas to say by how much relative to noise */
-    CMP_UNDETERMINED, /* differs, and no step has a finite baseline and finite replicas */
-} cmp_verdict;
+typedef enum noise_verdict {
+    NOISE_IDENTICAL,    /* the same bits at every step */
+    NOISE_WITHIN,       /* differs, by no more than the noise */
+    NOISE_BEYOND,       /* differs by more than the noise */
+    NOISE_DIFFERS,      /* differs; no replicas to say by how much relative to noise */
+    NOISE_UNDETERMINED, /* differs, and no step has a finite baseline and finite replicas */
+} noise_verdict;
 
 /* One metric's baseline and replicas, aligned on the same `steps` steps (index 0 .. steps-1). */
-typedef struct cmp_noise_in {
+typedef struct noise_in {
     size_t steps;
     const double *base;         /* steps values */
     const double *const *noise; /* k arrays of steps values; may be NULL when k == 0 */
     int k;
     int mant_bits; /* significand bits of the dtype (52 f64, 23 f32, 10 f16, 7 bf16, 3 or 2 fp8); 0: an integer */
-} cmp_noise_in;
+} noise_in;
 
 /* The band estimated from the replicas. `scale` and `usable` are arrays of `steps` elements the caller owns. */
-typedef struct cmp_band {
+typedef struct noise_band {
     double *scale;         /* s_t from all K replicas; 0 where the step is not usable */
     unsigned char *usable; /* 1 where the baseline and every replica are finite */
     size_t used;           /* usable steps */
     int k;
-    double scores[CMP_NOISE_MAX_REPLICAS]; /* each replica's leave-one-out score */
+    double scores[NOISE_MAX_REPLICAS];     /* each replica's leave-one-out score */
     int quiet;                             /* every replica has the baseline's bits at every usable step */
     double log_mean, log_sd;               /* of the log-scores (sd as measured, before its floor); 0 when quiet */
-} cmp_band;
+} noise_band;
 
 /* What the rule says of one candidate. Step positions are indices into the aligned steps. */
-typedef struct cmp_effect {
-    cmp_verdict verdict;
+typedef struct noise_effect {
+    noise_verdict verdict;
     double score;            /* S (+inf: not finite where the baseline is); 0 without replicas */
     double threshold;        /* the threshold it was judged against; 0 without replicas */
     long long first_differs; /* the first step whose bits differ from the baseline's, -1 when none */
@@ -94,28 +94,28 @@ typedef struct cmp_effect {
     double max_abs;          /* the largest |d_t| over steps where both are finite */
     double max_rel;          /* the largest |d_t| / |b_t| there (b_t != 0) */
     int nonfinite;           /* the candidate is not finite at some step where the baseline is */
-} cmp_effect;
+} noise_effect;
 
-/* cmp_noise_band - estimate the band of `in` (k >= CMP_NOISE_MIN_REPLICAS) into `b`, whose `scale` and `usable`
+/* noise_band_fit - estimate the band of `in` (k >= NOISE_MIN_REPLICAS) into `b`, whose `scale` and `usable`
  * arrays (in->steps elements each) the caller provides. Returns 0, or -1 when in->k is out of
- * CMP_NOISE_MIN_REPLICAS .. CMP_NOISE_MAX_REPLICAS or in->steps is 0 (b is then untouched but for k). */
-int cmp_noise_band(const cmp_noise_in *in, cmp_band *b);
+ * NOISE_MIN_REPLICAS .. NOISE_MAX_REPLICAS or in->steps is 0 (b is then untouched but for k). */
+int noise_band_fit(const noise_in *in, noise_band *b);
 
-/* cmp_noise_threshold - the upper prediction bound at level 1 - alpha (0 < alpha < 1) for the score of one more
+/* noise_threshold - the upper prediction bound at level 1 - alpha (0 < alpha < 1) for the score of one more
  * replica, from the band's replica scores (step 4 above); 0 when the band is quiet. */
-double cmp_noise_threshold(const cmp_band *b, double alpha);
+double noise_threshold(const noise_band *b, double alpha);
 
-/* cmp_noise_judge - judge candidate `cand` (in->steps values) against band `b` (NULL: no replicas, then the
+/* noise_judge - judge candidate `cand` (in->steps values) against band `b` (NULL: no replicas, then the
  * verdict is identical or differs and only the sizes are filled) and `threshold`. Never fails. */
-void cmp_noise_judge(const cmp_noise_in *in, const cmp_band *b, double threshold, const double *cand, cmp_effect *out);
+void noise_judge(const noise_in *in, const noise_band *b, double threshold, const double *cand, noise_effect *out);
 
-/* cmp_verdict_name - "identical", "within-noise", "beyond-noise", "differs", "undetermined". */
-const char *cmp_verdict_name(cmp_verdict v);
+/* noise_verdict_name - "identical", "within-noise", "beyond-noise", "differs", "undetermined". */
+const char *noise_verdict_name(noise_verdict v);
 
-/* cmp_t_tail - P(T > t) for Student's t with `df` > 0 degrees of freedom. */
-double cmp_t_tail(double t, double df);
+/* noise_t_tail - P(T > t) for Student's t with `df` > 0 degrees of freedom. */
+double noise_t_tail(double t, double df);
 
-/* cmp_t_quantile - the t with P(T <= t) = p, for 0.5 <= p < 1 and df > 0 (relative error < 1e-10). */
-double cmp_t_quantile(double p, double df);
+/* noise_t_quantile - the t with P(T <= t) = p, for 0.5 <= p < 1 and df > 0 (relative error < 1e-10). */
+double noise_t_quantile(double p, double df);
 
 #endif /* SERVER_COMPARE_NOISE_H */

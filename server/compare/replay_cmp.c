@@ -62,7 +62,7 @@ int rc_resume_check(int64_t replay, int64_t source, int64_t step, const char *ra
             out->not_saved += n && !m;
             continue;
         }
-        rec_restore_verdict v;
+        rec_restore_result v;
         if (rec_restore_check(mine, n, ref, m, 1, &v) < 0)
             abort(); /* out of memory: the server's policy (server/core/xalloc.h) */
         out->checked++;
@@ -253,7 +253,7 @@ int rc_compare(int64_t a, int64_t b, int64_t from, int64_t to, const char *ranks
             if (rows[i].rank + 1 > nranks)
                 nranks = rows[i].rank + 1;
         cause_facts cf = {firsts, (size_t)nfirst, nranks, 0};
-        cause_verdict cv;
+        cause_result cv;
         cause_judge(&cf, &cv);
         out->cause = cv.kind;
         for (int k = 0; k < cv.norigin && out->norigin < RC_MAX_ORIGIN; k++)

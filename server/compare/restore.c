@@ -76,11 +76,11 @@ static cmp_rec *as_cmp(const rec_record *r, int run, cmp_rec *tmp)
     return tmp;
 }
 
-/* store_verdict - the restore_checks row of one pair, and the group's divergence when it differs. Returns 1 when a
+/* store_check - the restore_checks row of one pair, and the group's divergence when it differs. Returns 1 when a
  * divergence was stored, 0 when none, -1 on a database error. */
-static int store_verdict(const char *group, int rank, const cmp_group *g, int a, int b, int64_t step,
-                         const char *reference, const rec_restore_verdict *v, const rec_record *first_restored,
-                         double commit_s, cmp_found *out)
+static int store_check(const char *group, int rank, const cmp_group *g, int a, int b, int64_t step,
+                       const char *reference, const rec_restore_result *v, const rec_record *first_restored,
+                       double commit_s, cmp_found *out)
 {
     char run_s[32], rk[16], st[32], ref_s[32], occ_s[16], cmp_s[16], unv_s[16], name[LS_NAME_MAX + 1], err[512];
     const rec_record *named = v->restored ? v->restored : v->ref;
@@ -196,13 +196,13 @@ int cmp_check_restores(const char *group, int rank, const cmp_group *g, double c
             if (b == a || g->ranks[b] != g->ranks[a] || is_done(done, ndone, g->keys[a], k, g->keys[b]))
                 continue; /* another layout's rank r holds other state: not comparable here */
             size_t m = block(&rows, b, REC_STATE_SAVED, k, ref);
-            rec_restore_verdict v;
+            rec_restore_result v;
             if (m) {
                 if (!complete(g, b, k))
                     continue; /* the twin is still saving it */
                 if (rec_restore_check(mine, n, ref, m, 1, &v) < 0)
                     abort(); /* out of memory: the server's policy (server/core/xalloc.h) */
-                int got = store_verdict(group, rank, g, a, b, k, "saved", &v, mine[0], commit_s, out);
+                int got = store_check(group, rank, g, a, b, k, "saved", &v, mine[0], commit_s, out);
                 rc = got < 0 ? -1 : rc | got;
                 continue;
             }
@@ -221,7 +221,7 @@ int cmp_check_restores(const char *group, int rank, const cmp_group *g, double c
                 tref[t] = &trows.recs[t].rec;
             if (rec_restore_check(mine, n, tref, trows.n, 0, &v) < 0)
                 abort();
-            int got = store_verdict(group, rank, g, a, b, k, trows.n ? "records" : "none", &v, mine[0], commit_s, out);
+            int got = store_check(group, rank, g, a, b, k, trows.n ? "records" : "none", &v, mine[0], commit_s, out);
             rc = got < 0 ? -1 : rc | got;
             free(tref);
             cmp_rows_release(&trows);

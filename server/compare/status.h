@@ -9,8 +9,8 @@
  *               comparison reached steps whose records retention removed (their digests differ, the records that
  *               would say where are gone): nothing says they would have agreed
  *   match       every run ended with exit 0, the runs share compared records, and every one agreed
- * Tested from a table of cases in tests/unit/test_status.c. Issue 21's rule for runs that share no steps
- * belongs here too: this is the one place a group's status is decided.
+ * Tested from a table of cases in tests/unit/test_status.c. The rule for runs that share no steps (inconclusive,
+ * above) belongs here too: this is the one place a group's status is decided.
  */
 #ifndef SERVER_COMPARE_STATUS_H
 #define SERVER_COMPARE_STATUS_H

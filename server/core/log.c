@@ -20,16 +20,6 @@ void log_set_level(int level)
     min_level = level;
 }
 
-int log_parse_level(const char *s)
-{
-    for (int i = 0; i < 4; i++)
-        if (strcmp(s, names[i]) == 0)
-            return i;
-    if (strcmp(s, "warning") == 0)
-        return LOG_WARN;
-    return -1;
-}
-
 int log_open_file(const char *path)
 {
     if (!path) {

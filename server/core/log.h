@@ -7,9 +7,6 @@ enum log_level { LOG_DEBUG = 0, LOG_INFO = 1, LOG_WARN = 2, LOG_ERROR = 3 };
 /* log_set_level - lines below `level` are dropped. */
 void log_set_level(int level);
 
-/* log_parse_level - "debug", "info", "warn", "error" to a level; -1 if none. */
-int log_parse_level(const char *s);
-
 /* log_open_file - send log lines to `path` (appending) instead of stderr;
  * NULL means stderr. Returns 0, or -1 with errno set (logging stays where it
  * was). */

@@ -113,11 +113,6 @@ void metrics_db_error(void)
     atomic_fetch_add(&db_errors, 1);
 }
 
-unsigned long metrics_db_errors(void)
-{
-    return atomic_load(&db_errors);
-}
-
 void metrics_divergence(double seconds)
 {
     atomic_fetch_add(&divergences_total, 1);
@@ -202,7 +197,7 @@ char *metrics_render(void)
         "# HELP lockstepd_records_ingested_total Records stored.\n"
         "# TYPE lockstepd_records_ingested_total counter\n"
         "lockstepd_records_ingested_total %lu\n"
-        "# HELP lockstepd_batches_total Batches acknowledged, stored or replayed.\n"
+        "# HELP lockstepd_batches_total Batches acknowledged: stored, or duplicates of stored ones.\n"
         "# TYPE lockstepd_batches_total counter\n"
         "lockstepd_batches_total{result=\"stored\"} %lu\n"
         "lockstepd_batches_total{result=\"duplicate\"} %lu\n"

@@ -54,9 +54,6 @@ void metrics_held_refused(int where);
 /* metrics_db_error - count one failed database call or connection attempt. */
 void metrics_db_error(void);
 
-/* metrics_db_errors - how many database errors lockstepd has seen. */
-unsigned long metrics_db_errors(void);
-
 /* metrics_pg_up, metrics_pg_restart - the embedded PostgreSQL: whether it
  * runs (the gauge appears once lockstepd watches one), and one restart that
  * brought it back. */

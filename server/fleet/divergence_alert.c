@@ -63,8 +63,8 @@ static int earlier_alerts(const char *group, const char *facts, int *count, long
     return same;
 }
 
-/* run_of - the verdict's entry of run `id` (its exit), or NULL. */
-static json_t *run_of(const grp_verdict *vd, const char *id)
+/* run_of - the findings' entry of run `id` (its exit), or NULL. */
+static json_t *run_of(const grp_findings *vd, const char *id)
 {
     size_t i;
     json_t *r;
@@ -72,7 +72,7 @@ static json_t *run_of(const grp_verdict *vd, const char *id)
     return NULL;
 }
 
-int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict *v, char *err, size_t cap)
+int divergence_alert_enqueue(const grp *g, const grp_findings *vd, const grp_class *v, char *err, size_t cap)
 {
     json_t *first = vd->first, *entries = json_object_get(first, "runs");
     if (!json_is_object(first))
@@ -117,7 +117,7 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
         return 0; /* an incomplete group raises no alert of its own; it only corrects one raised before */
 
     char summary[600], frag[600], body[8192];
-    /* One story: the verdict's first divergence and cause (server/compare/verdict.h); a restore difference and a
+    /* One story: the findings' first divergence and cause (server/compare/findings.h); a restore difference and a
      * logical tensor of runs of different rank counts say what they are; a group found incomplete after an
      * alert says so. */
     int restore = !strcmp(kind, "restore"), logical = json_is_true(json_object_get(first, "logical"));

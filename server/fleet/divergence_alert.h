@@ -6,12 +6,12 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "server/compare/verdict.h"
+#include "server/compare/findings.h"
 #include "server/fleet/group.h"
 
 /* divergence_alert_enqueue - enqueue group `g`'s first-divergence alert
  * inside the evaluator's open transaction: where and how the runs parted (the
- * verdict's first divergence, with its cause, origin ranks, call site, and the
+ * findings' first divergence, with its cause, origin ranks, call site, and the
  * ignore rule when every rank's inputs differed), each run's values and exit,
  * the group's status, and `v`, the hardware-or-software classification, with
  * Alertmanager labels naming the diverging runs' nodes, GPUs and jobs. Once
@@ -24,6 +24,6 @@
  * its own follow-up supersedes this alert instead. A group that is not "diverged" (incomplete: its runs failed) raises
  * nothing unless it was alerted before; then the new alert says so. Returns 0,
  * or -1 with the database's message in `err`. */
-int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict *v, char *err, size_t cap);
+int divergence_alert_enqueue(const grp *g, const grp_findings *vd, const grp_class *v, char *err, size_t cap);
 
 #endif /* SERVER_FLEET_DIVERGENCE_ALERT_H */

@@ -41,10 +41,10 @@ static inline const hw_slot *group_slot(const grp *g, int run, int rank)
 }
 
 /* Classification of the group's first divergence. */
-typedef struct verdict {
+typedef struct grp_class {
     const char *cls, *code;
     char reason[1024];
     char implicated[1024];
-} verdict;
+} grp_class;
 
 #endif /* SERVER_FLEET_GROUP_H */

@@ -10,7 +10,7 @@
 #include "common/hostlist.h"
 #include "common/record.h"
 #include "server/compare/replay.h"
-#include "server/compare/verdict.h"
+#include "server/compare/findings.h"
 #include "server/core/log.h"
 #include "server/core/xalloc.h"
 #include "server/fleet/narrow_int.h"
@@ -209,8 +209,8 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
             if (!strcmp(nodes[i].name, PQgetvalue(sus, k, 0)))
                 nodes[i].suspect = 1;
     PQclear(sus);
-    grp_verdict vd;
-    int got = verdict_load(group, &vd, err, sizeof(err));
+    grp_findings vd;
+    int got = findings_load(group, &vd, err, sizeof(err));
     if (got < 0)
         return fail(status, 503, e, "database unavailable", err, "retry shortly");
     if (got == 0) {
@@ -400,7 +400,7 @@ out_rollback:
 out_release:
     free(rs);
     PQclear(runs);
-    verdict_release(&vd);
+    findings_release(&vd);
     return id;
 }
 

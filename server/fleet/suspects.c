@@ -11,7 +11,7 @@
 
 #include "server/core/log.h"
 #include "server/core/state.h"
-#include "server/compare/verdict.h"
+#include "server/compare/findings.h"
 #include "server/core/xalloc.h"
 #include "server/fleet/divergence_alert.h"
 #include "server/fleet/evidence.h"
@@ -68,7 +68,7 @@ static int has_majority(json_t *entries)
     return 0;
 }
 
-static void add_implicated(verdict *v, const char *node)
+static void add_implicated(grp_class *v, const char *node)
 {
     if (!node || !*node)
         return;
@@ -85,11 +85,11 @@ static void add_implicated(verdict *v, const char *node)
 }
 
 /* classify - the rules of docs/suspects.md, in order: the cause (common/cause.h, through the group's
- * verdict) when it is software by nature (configuration, every-rank, operation); then, on the origin
+ * findings) when it is software by nature (configuration, every-rank, operation); then, on the origin
  * ranks only, the same hardware and no hardware named; then the spread over unrelated nodes; else
  * hardware, with strong (minority of 3+) or weak (pair) weights set on the runs. */
-static int classify(grp *g, const grp_verdict *vd, json_t **entries, const int *origin, int norigin, const char *name,
-                    verdict *v, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
+static int classify(grp *g, const grp_findings *vd, json_t **entries, const int *origin, int norigin, const char *name,
+                    grp_class *v, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
 {
     char ka[128], kb[128];
     switch (vd->cause) {
@@ -236,7 +236,7 @@ static int add_expo(expo *x, int n, int run, const hw_slot *s, int rank, double 
 /* write_exposures - replace the group's exposures (none unless `exposed`: a group whose runs failed tells
  * nothing); history for each involvement that appeared, grew or went away, saying `why` (the classification's
  * reason, or the replay verdict's when the weights follow one). */
-static int write_exposures(grp *g, const verdict *v, const char *why, const int *origin, int norigin, int exposed,
+static int write_exposures(grp *g, const grp_class *v, const char *why, const int *origin, int norigin, int exposed,
                            const char *step, char *err, size_t cap)
 {
     const char *p1[] = {g->name};
@@ -384,7 +384,7 @@ static int apply_replay(grp *g, const narrow_verdict *nv, const int *origin, int
 /* replay_group - the evidence of a narrow's replay group, once its experiment has a verdict: every replay that ran
  * is an exposure of its nodes; under persistent-hardware, each replay that reproduced the divergence on the named
  * node is strong evidence against it. Software and inconclusive verdicts give none. */
-static int replay_group(grp *g, const narrow_verdict *nv, verdict *v, int *exposed, char *err, size_t cap)
+static int replay_group(grp *g, const narrow_verdict *nv, grp_class *v, int *exposed, char *err, size_t cap)
 {
     int persistent = !strcmp(nv->verdict, "persistent-hardware");
     *exposed = persistent || !strcmp(nv->verdict, "transient-hardware");
@@ -426,7 +426,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
     PGresult *sig = NULL, *runs = NULL, *man = NULL, *att = NULL;
     json_t *entries[MAX_ORIGIN] = {0};
     int norigin = 0, rc = -1;
-    grp_verdict vd;
+    grp_findings vd;
     memset(&vd, 0, sizeof(vd));
     grp *g = xcalloc(1, sizeof(*g));
     g->name = group;
@@ -443,9 +443,9 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
                      1, p1, err, sizeof(err));
     man = runs ? sql_query(Q_MANIFESTS, 1, p1, err, sizeof(err)) : NULL;
     att = man ? sql_query(Q_ATTESTED, 1, p1, err, sizeof(err)) : NULL;
-    /* The group's verdict, in this transaction's snapshot: status, cause and origin ranks of its first
-     * divergence (the same verdict the twin API shows). */
-    if (!att || verdict_load(group, &vd, err, sizeof(err)) < 0)
+    /* The group's findings, in this transaction's snapshot: status, cause and origin ranks of its first
+     * divergence (the same findings the twin API shows). */
+    if (!att || findings_load(group, &vd, err, sizeof(err)) < 0)
         goto out_rollback;
     g->nruns = PQntuples(runs) < GROUP_MAX_RUNS ? PQntuples(runs) : GROUP_MAX_RUNS;
     g->program = g->nruns ? PQgetvalue(runs, 0, 6) : "";
@@ -546,7 +546,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
             }
         }
     }
-    verdict v = {.cls = "none", .code = "match"};
+    grp_class v = {.cls = "none", .code = "match"};
     int origin[MAX_ORIGIN], exposed = 1;
     const char *origin_name = ndivs ? json_string_value(json_object_get(vd.first, "name")) : NULL;
     /* A narrow's replay group: its evidence is the experiment's, once it has a verdict; it raises no alert of
@@ -659,7 +659,7 @@ out_free:
     PQclear(sig);
     PQclear(runs);
     PQclear(man);
-    verdict_release(&vd);
+    findings_release(&vd);
     PQclear(att);
     return rc;
 }

@@ -8,7 +8,7 @@
 /* verdict_alert_enqueue - enqueue the follow-up alert of the finished narrow `doc` (narrow_json's document)
  * inside the caller's open transaction: kind "verdict", one per narrow (dedup key narrow:ID), to the group's
  * users, critical for a persistent-hardware verdict and a warning otherwise, with the fleet's classification
- * of the group beside the verdict. It is the group's newer report (issue 20's lifecycle, server/fleet/alerts.h):
+ * of the group beside the verdict. It is the group's newer report (an alert's lifecycle: server/fleet/alerts.h):
  * it supersedes the group's open divergence alert and an earlier narrow's open follow-up. A
  * persistent-hardware verdict blames its node (repairing it resolves the alert). Returns 0, or -1 with the
  * database's message in `err`. */

@@ -21,7 +21,6 @@ struct conn_track {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* the list, and every record's fields */
 static struct conn_track *head;
-static int open_count;
 static int header_limit, body_limit;
 
 static void watch_loop(worker *w);
@@ -42,7 +41,6 @@ void conntrack_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
         if (head)
             head->prev = t;
         head = t;
-        open_count++;
         pthread_mutex_unlock(&lock);
         *socket_context = t;
         return;
@@ -59,7 +57,6 @@ void conntrack_notify(void *cls, struct MHD_Connection *conn, void **socket_cont
         head = t->next;
     if (t->next)
         t->next->prev = t->prev;
-    open_count--;
     pthread_mutex_unlock(&lock);
     free(t);
     *socket_context = NULL;
@@ -80,14 +77,6 @@ void conntrack_phase(struct conn_track *t, enum conn_phase phase)
     t->phase = phase;
     t->since = now;
     pthread_mutex_unlock(&lock);
-}
-
-int conntrack_open(void)
-{
-    pthread_mutex_lock(&lock);
-    int n = open_count;
-    pthread_mutex_unlock(&lock);
-    return n;
 }
 
 /* sweep - shut down every connection past its phase's deadline. */

@@ -39,7 +39,4 @@ int conntrack_start(int header_timeout_s, int body_timeout_s);
 /* conntrack_stop - stop the watchdog. */
 void conntrack_stop(void);
 
-/* conntrack_open - how many connections are open now. */
-int conntrack_open(void);
-
 #endif /* SERVER_HTTP_CONNTRACK_H */

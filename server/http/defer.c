@@ -9,8 +9,7 @@
 typedef struct defer_job {
     struct defer_job *next;
     http_req *req;
-    defer_fn fn;
-    defer_group_fn gfn; /* instead of fn: run with the other queued jobs of the same gfn */
+    defer_group_fn gfn; /* run with the other queued jobs of the same gfn */
     void (*release)(void *arg);
     void *arg;
 } defer_job;
@@ -73,18 +72,11 @@ static void defer_loop(worker *w)
             if (!head)
                 tail = NULL;
             j->next = NULL;
-            if (j->gfn)
-                n = take_group(j, group);
+            n = take_group(j, group);
         }
         worker_unlock(w);
         if (!j)
             return; /* stopping, and the queue is empty */
-        if (!j->gfn) {
-            int status = 0;
-            json_t *reply = j->fn(j->arg, &status);
-            finish(j, reply, status);
-            continue;
-        }
         for (size_t i = 0; i < n; i++) {
             args[i] = group[i]->arg;
             replies[i] = NULL;
@@ -106,11 +98,10 @@ void defer_stop(void)
     worker_stop(&workers);
 }
 
-static int enqueue(http_req *req, defer_fn fn, defer_group_fn gfn, void (*release)(void *arg), void *arg)
+int http_defer_grouped(http_req *req, defer_group_fn gfn, void (*release)(void *arg), void *arg)
 {
     defer_job *j = xcalloc(1, sizeof(*j));
     j->req = req;
-    j->fn = fn;
     j->gfn = gfn;
     j->release = release;
     j->arg = arg;
@@ -129,14 +120,4 @@ static int enqueue(http_req *req, defer_fn fn, defer_group_fn gfn, void (*releas
     worker_kick_locked(&workers);
     worker_unlock(&workers);
     return 0;
-}
-
-int http_defer(http_req *req, defer_fn fn, void (*release)(void *arg), void *arg)
-{
-    return enqueue(req, fn, NULL, release, arg);
-}
-
-int http_defer_grouped(http_req *req, defer_group_fn gfn, void (*release)(void *arg), void *arg)
-{
-    return enqueue(req, NULL, gfn, release, arg);
 }

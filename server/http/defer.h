@@ -6,11 +6,7 @@
 
 #include "server/http/request.h"
 
-/* The work deferred: run on a database worker with `arg`; returns the reply
- * (a new reference) and its HTTP status in *status. */
-typedef json_t *(*defer_fn)(void *arg, int *status);
-
-/* The same kind of work for several requests at once (one database
+/* The work deferred, for one or several requests at once (one database
  * transaction for all): fill replies[i] (a new reference) and statuses[i]
  * for each of the `n` args. */
 typedef void (*defer_group_fn)(void **args, size_t n, json_t **replies, int *statuses);
@@ -25,17 +21,14 @@ int defer_start(int workers);
  * to) and stop them. Called by http_stop once nothing can defer any more. */
 void defer_stop(void);
 
-/* http_defer - run `fn(arg)` on a worker: suspends req's connection and,
- * when fn returns, sets req->reply_status and req->reply and resumes the
- * connection, whose handler then sends the reply. `arg` is taken over and
- * handed to `release` (may be NULL) after fn ran. Returns 0, or -1 when the
- * workers are not running (nothing suspended, `arg` still the caller's). */
-int http_defer(http_req *req, defer_fn fn, void (*release)(void *arg), void *arg);
-
-/* http_defer_grouped - as http_defer, but a worker that takes this request
- * also takes the other queued requests deferred with the same `gfn` (up to
- * DEFER_GROUP_MAX) and runs them in one call: under load, many batches share
- * one transaction and one commit, and each is replied to only after it. */
+/* http_defer_grouped - run `gfn` on a worker for this request and the other
+ * queued requests deferred with the same `gfn` (up to DEFER_GROUP_MAX), in one
+ * call: under load, many batches share one transaction and one commit. Suspends
+ * req's connection; when gfn returns, sets each request's reply_status and
+ * reply and resumes its connection, whose handler then sends the reply. `arg`
+ * is taken over and handed to `release` (may be NULL) after gfn ran. Returns 0,
+ * or -1 when the workers are not running (nothing suspended, `arg` still the
+ * caller's). */
 int http_defer_grouped(http_req *req, defer_group_fn gfn, void (*release)(void *arg), void *arg);
 
 #endif /* SERVER_HTTP_DEFER_H */

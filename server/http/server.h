@@ -6,7 +6,7 @@
 
 /* http_start - bind and start the daemon with the settings in g_srv.cfg
  * (thread pool, limits, timeouts, TLS), the connection watchdog and the
- * database workers (http_defer). Returns 0, or -1 after logging. The bound
+ * database workers (http_defer_grouped). Returns 0, or -1 after logging. The bound
  * port goes to `*port`. */
 int http_start(int *port);
 

@@ -386,25 +386,6 @@ int frames_step_result(frame_set *out, void *res, int sel, int key, int fr, cons
     return 0;
 }
 
-int frames_step_rows(frame_set *out, const void *res, int sel, int key, int fr, int rank_col, int step_col,
-                     const int64_t *keys, int nkeys, uint32_t rank, int64_t step, char *err, size_t cap)
-{
-    const PGresult *r = res;
-    size_t from = out->n;
-    for (int i = 0; i < PQntuples(r); i++) {
-        if (frames_be16(PQgetvalue(r, i, sel)) != 0 || (uint32_t)be32(PQgetvalue(r, i, rank_col)) != rank ||
-            be64(PQgetvalue(r, i, step_col)) != step)
-            continue;
-        int rc = decode_seg(out, be64(PQgetvalue(r, i, key)), rank, step, PQgetvalue(r, i, fr),
-                            (size_t)PQgetlength(r, i, fr), NULL, err, cap);
-        if (rc < 0)
-            return rc;
-    }
-    sort_tail(out, from, keys, nkeys);
-    finish(out);
-    return 0;
-}
-
 int frames_read_step(const int64_t *keys, int nkeys, uint32_t rank, int64_t step, frame_set *out, char *err,
                      size_t cap)
 {

@@ -110,13 +110,6 @@ int frames_read_step(const int64_t *keys, int nkeys, uint32_t rank, int64_t step
 int frames_step_result(frame_set *out, void *r, int sel, int key, int fr, const int64_t *keys, int nkeys,
                        uint32_t rank, int64_t step, char *err, size_t cap);
 
-/* frames_step_rows - as frames_step_result, for one (rank, step) of a
- * result holding several: only the rows whose column `rank_col` (int4) and
- * `step_col` (int8) are `rank` and `step`. The result stays the caller's and
- * must outlive `out` (the names point into it). */
-int frames_step_rows(frame_set *out, const void *r, int sel, int key, int fr, int rank_col, int step_col,
-                     const int64_t *keys, int nkeys, uint32_t rank, int64_t step, char *err, size_t cap);
-
 /* frames_be64, frames_be32, frames_be16 - a big-endian integer of a binary result. */
 int64_t frames_be64(const char *p);
 int32_t frames_be32(const char *p);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run.sh - the ABI tier: each shared object exports exactly the symbols its version script lists.
+# run.sh - the ABI tier: each shared object exports exactly the symbols its version script lists, and the SPANK
+# plugin's own symbols stay out of Slurm's spank_ namespace.
 # usage: tests/abi/run.sh BUILD_DIR      (ends with "N passed, N failed")
 set -u
 build=${1:-build}
@@ -29,6 +30,23 @@ for pair in "$build/lib/liblockstep.so:agent/liblockstep.map" "$build/lib/libloc
   case $so in *_nccl.so | *_cuda.so) [ -f "$so" ] || { echo "skip $(basename "$so") (not built here: no nvcc)"; continue; } ;; esac
   if exports_match "$so" "${pair#*:}"; then pass=$((pass+1)); else fail=$((fail+1)); fi
 done
+
+# The SPANK plugin (where the Slurm headers let it be built): what Slurm looks up, nothing else, and none of its own
+# functions or variables, exported or not, named spank_* (Slurm's namespace: slurmstepd loads other plugins beside it).
+# The one spank_ name it defines is SPANK_PLUGIN's spank_plugin_version, which Slurm requires.
+so=$build/lib/spank_lockstep.so
+if [ -f "$so" ]; then
+  if exports_match "$so" spank/spank_lockstep.map; then pass=$((pass+1)); else fail=$((fail+1)); fi
+  own=$(nm --defined-only "$so" | awk '{print $3}' | grep -E '^_*spank_' | grep -vx 'spank_plugin_version' | sort -u)
+  if [ -z "$own" ]; then
+    echo "ok   spank_lockstep.so defines no spank_* symbol but spank_plugin_version"; pass=$((pass+1))
+  else
+    echo "FAIL spank_lockstep.so defines symbols in Slurm's spank_ namespace:"; echo "$own" | sed 's/^/     /'
+    fail=$((fail+1))
+  fi
+else
+  echo "skip spank_lockstep.so (not built here: no Slurm headers)"
+fi
 
 # The public header compiles on its own, as C and as C++.
 for lang in c c++; do

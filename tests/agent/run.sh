@@ -307,7 +307,7 @@ fi
 # 10. Real programs, unmodified, under LD_PRELOAD (tests/apps): call sites, causes, the ignore rule, configuration,
 #     failures. heat (C) reduces its residual each step from relax_step and ends by reducing its timings from
 #     report_timings; solver (C++) calls MPI from Solver::iterate and, at the end, from a static helper inside the
-#     stripped libsolver.so. Every verdict below is lockstepd's (tests/agent/verdict.py), read like a user would.
+#     stripped libsolver.so. Every finding below is lockstepd's (tests/agent/findings.py), read like a user would.
 HEAT=$B/tests/apps/heat
 SOLVER=$B/tests/apps/solver
 # app NAME GROUP PROGRAM [ENV=V...] -- ARGS: PROGRAM on 4 ranks under the agent, traced and streamed, twin group GROUP.
@@ -321,7 +321,7 @@ app() {
     -x LOCKSTEP_TRACE_DIR="$T/app-$name/trace" -x LOCKSTEP_SPOOL_DIR="$T/app-$name/spool" -x LOCKSTEP_BATCH_MS=50 \
     "${envs[@]}" ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$prog" "$@" >"$T/app-$name.out" 2>&1
 }
-verdict() { python3 "$SRC/tests/agent/verdict.py" "$URL" "$1" 4 --timeout 40; } # GROUP: one JSON line
+findings() { python3 "$SRC/tests/agent/findings.py" "$URL" "$1" 4 --timeout 40; } # GROUP: one JSON line
 field() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d[sys.argv[2]])" "$1" "$2"; }
 
 if [ -x "$HEAT" ] && [ -x "$SOLVER" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; then
@@ -332,7 +332,7 @@ if [ -x "$HEAT" ] && [ -x "$SOLVER" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; the
   g=g-origin-$$
   app oa "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings -- --steps 30
   app ob "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings HEAT_PERTURB=3:18 -- --steps 30
-  v=$(verdict "$g")
+  v=$(findings "$g")
   if [ "$(field "$v" status)" = diverged ] && [ "$(field "$v" cause)" = origin ] && [ "$(field "$v" origin_ranks)" = "[3]" ] &&
      [ "$(field "$v" rank)" = 3 ] && [ "$(field "$v" function)" = relax_step ] && [ "$(field "$v" per_rank)" = 4 ]; then
     ok "origin: rank 3 named (not rank 0), at $(field "$v" site)"
@@ -342,12 +342,12 @@ if [ -x "$HEAT" ] && [ -x "$SOLVER" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; the
      grep -q '^rank 3 .*<- origin' "$T/origin-diff.out" && grep -q 'at relax_step+0x' "$T/origin-diff.out"; then
     ok "origin from the trace files too (lockstep diff): rank 3, relax_step"
   else bad "lockstep diff origin: $(head -8 "$T/origin-diff.out")"; fi
-  # The same twin, lockstepd away: spooled, replayed later; the verdict is the same.
+  # The same twin, lockstepd away: spooled, sent later (a spool send); the findings are the same.
   g=g-replay-$$
   app ra "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings -- --steps 30
   APP_SERVER=http://127.0.0.1:1 app rb "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings LOCKSTEP_FLUSH_TIMEOUT=1 HEAT_PERTURB=3:18 -- --steps 30
   "$LS" replay --server "$URL" "$T/app-rb/spool" >"$T/replay-app.out" 2>&1
-  v=$(verdict "$g")
+  v=$(findings "$g")
   if [ "$(field "$v" cause)" = origin ] && [ "$(field "$v" origin_ranks)" = "[3]" ] && [ "$(field "$v" function)" = relax_step ]; then
     ok "origin after a spool replay: rank 3, relax_step"
   else bad "origin after replay: $v ($(tail -2 "$T/replay-app.out"))"; fi
@@ -357,7 +357,7 @@ if [ -x "$HEAT" ] && [ -x "$SOLVER" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; the
   g=g-timings-$$
   app ta "$g" "$HEAT" -- --steps 12
   app tb "$g" "$HEAT" -- --steps 12
-  v=$(verdict "$g")
+  v=$(findings "$g")
   if [ "$(field "$v" cause)" = every-rank ] && [ "$(field "$v" origin_ranks)" = "[]" ] &&
      [ "$(field "$v" function)" = report_timings ] && [ "$(field "$v" suggest_ignore)" = report_timings ]; then
     ok "closing timings: every-rank at $(field "$v" site), ignore rule report_timings"
@@ -376,7 +376,7 @@ if [ -x "$HEAT" ] && [ -x "$SOLVER" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; the
   g=g-timings-ign-$$
   app tia "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings -- --steps 12
   app tib "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings -- --steps 12
-  v=$(verdict "$g")
+  v=$(findings "$g")
   n_red=$("$LS" dump "$T/app-tia/trace/rank-00000.lstrace" | grep -c '"mpi.reduce"')
   if [ "$(field "$v" status)" = match ] && [ "$n_red" -eq 0 ]; then ok "LOCKSTEP_IGNORE=report_timings: no such record is made; the twins match"
   else bad "with the ignore rule: $v, $n_red reduce records"; fi
@@ -386,7 +386,7 @@ if [ -x "$HEAT" ] && [ -x "$SOLVER" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; the
   g=g-solver-$$
   app sa "$g" "$SOLVER" -- 8
   app sb "$g" "$SOLVER" -- 8
-  v=$(verdict "$g")
+  v=$(findings "$g")
   if [ "$(field "$v" cause)" = every-rank ] && [ "$(field "$v" caller)" = "Solver::finish()" ] &&
      [ "$(field "$v" function)" = "" ] && [ "$(field "$v" suggest_ignore)" = "Solver::finish" ] &&
      echo "$(field "$v" site)" | grep -q '^libsolver.so+0x[0-9a-f]* (no symbol), called from Solver::finish()$'; then
@@ -400,7 +400,7 @@ if [ -x "$HEAT" ] && [ -x "$SOLVER" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; the
   g=g-solver-ign-$$
   app sia "$g" "$SOLVER" LOCKSTEP_IGNORE=Solver::finish -- 8
   app sib "$g" "$SOLVER" LOCKSTEP_IGNORE=Solver::finish -- 8
-  v=$(verdict "$g")
+  v=$(findings "$g")
   if [ "$(field "$v" status)" = match ]; then ok "LOCKSTEP_IGNORE=Solver::finish covers its symbol-less helper: match"
   else bad "solver with the ignore rule: $v"; fi
 
@@ -408,7 +408,7 @@ if [ -x "$HEAT" ] && [ -x "$SOLVER" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; the
   g=g-grid-$$
   app ga "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings -- --steps 6 --grid 2x2
   app gb "$g" "$HEAT" LOCKSTEP_IGNORE=report_timings -- --steps 6 --grid 4x1
-  v=$(verdict "$g")
+  v=$(findings "$g")
   "$LS" manifest-diff "$g" --server "$URL" >"$T/grid-md.out" 2>&1
   curl -s "$URL/api/v1/twins/$g/manifest-diff" >"$T/grid-md.json"
   keys=$(python3 -c 'import json,sys; print(" ".join(sorted({d["key"] for d in json.load(open(sys.argv[1]))["diffs"] if d["class"] == "configuration"})))' "$T/grid-md.json")
@@ -421,7 +421,7 @@ if [ -x "$HEAT" ] && [ -x "$SOLVER" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; the
   g=g-fail-$$
   app fa "$g" "$HEAT" -- --input "$T/no-such-deck"; rfa=$?
   app fb "$g" "$HEAT" -- --input "$T/no-such-deck"; rfb=$?
-  v=$(verdict "$g")
+  v=$(findings "$g")
   "$LS" twins "$g" --server "$URL" >"$T/twins-fail.out" 2>&1; rc_tw=$?
   if [ $rfa -ne 0 ] && [ $rfb -ne 0 ] && [ "$(field "$v" status)" = incomplete ] && [ "$(field "$v" exits)" = "[3, 3]" ] &&
      [ $rc_tw -eq 1 ] && grep -q 'incomplete: 2 of 2 runs failed' "$T/twins-fail.out"; then

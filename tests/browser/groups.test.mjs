@@ -149,7 +149,7 @@ test('the twin page says the fleet\'s classification and why', async () => {
   assert.equal(await page.textContent('[data-section=classification] [data-field=class]'), t.classification.summary);
   assert.equal(await page.textContent('[data-section=classification] [data-field=classification-reason]'), t.classification.reason);
   assert.match(t.classification.reason, /n9/);
-  // the first divergence's cause stays where issue 22 put it
+  // the first divergence's cause stays in its own section, apart from the fleet's classification
   assert.equal(await page.textContent('[data-section=first-divergence] [data-field=cause]'), t.first_divergence.cause);
   assert.deepEqual(await texts(page, '.crumbs a'), ['Twin groups']);
   noProblems(b);

@@ -65,7 +65,7 @@ function overflow(page) {
  * it is under 3:1, surfaces that are light in the dark scheme (or dark in the light one), the match map's canvas
  * background and the chart axes' colour against the card. */
 function scheme(page, dark) {
-  return page.evaluate((dark) => {
+  return page.evaluate((inDark) => {
     const rgba = (s) => {
       const m = s.match(/rgba?\(([^)]+)\)/);
       if (!m) return null;
@@ -93,7 +93,7 @@ function scheme(page, dark) {
       const st = getComputedStyle(el);
       const bg = rgba(st.backgroundColor);
       // Status colours (badges, tags, swatches) are tinted on purpose; a plain surface is near white or near black.
-      if (!bar && bg && bg.a > 0.5 && (dark ? lum(bg) > 0.35 : lum(bg) < 0.05) && !el.matches('.btn-primary, .seg-item.active, .badge, .tag, .ev')) wrongSurfaces.push(name(el));
+      if (!bar && bg && bg.a > 0.5 && (inDark ? lum(bg) > 0.35 : lum(bg) < 0.05) && !el.matches('.btn-primary, .seg-item.active, .badge, .tag, .ev')) wrongSurfaces.push(name(el));
       const text = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
       if (!text || parseFloat(st.opacity) < 0.6 || el.closest('[disabled]')) continue;
       const c = contrast(rgba(st.color), surface(el));

@@ -100,7 +100,7 @@ static void feed(spec *s)
                     memcpy(&r.value, &v, 8);
                     r.flags = REC_HAS_VALUE;
                     r.fp = fp_lsfp1(&v, 8);
-                    /* where the program records it (issue 22's call site) */
+                    /* where the program records it: the record's call site */
                     r.site = (rec_site){.module = "train",
                                         .module_len = 5,
                                         .offset = 0x1c40,

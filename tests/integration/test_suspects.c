@@ -613,7 +613,7 @@ static void test_alertmanager_protocol(void **state)
     assert_string_equal(str(an, "first_step"), "3");
     assert_string_equal(str(an, "rank"), "0");
     assert_string_equal(str(an, "record"), "loss (occurrence 0, seq 12, mismatch)");
-    /* cause: the first divergence's (issue 22's words); classification: the fleet's conclusion */
+    /* cause: the first divergence's (common/cause.h's words); classification: the fleet's conclusion */
     json_t *tw = get("/api/v1/twins/am-life");
     json_t *fd = json_object_get(tw, "first_divergence");
     assert_string_equal(str(an, "cause"), str(fd, "cause"));

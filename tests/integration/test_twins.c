@@ -315,7 +315,7 @@ static void collective_run(const char *run, int ranks, int in_rank, int in_at, i
     }
 }
 
-/* wait_settled - the group's verdict once `ranks` ranks have their divergence. */
+/* wait_settled - the group's findings once `ranks` ranks have their divergence. */
 static json_t *wait_settled(const char *group, int ranks)
 {
     json_t *o = it_wait_group(&srv, group, "diverged");
@@ -538,7 +538,7 @@ static void test_group_list(void **state)
     assert_true(json_equal(fd, json_object_get(t, "first_divergence"))); /* the same object as the group's */
     assert_int_equal(json_integer_value(json_object_get(fd, "step")), 4);
     assert_int_equal(json_integer_value(json_object_get(fd, "rank")), 1);
-    assert_non_null(json_string_value(json_object_get(fd, "cause"))); /* issue 22's cause, as GET /twins/G has it */
+    assert_non_null(json_string_value(json_object_get(fd, "cause"))); /* the cause, as GET /twins/G has it */
     assert_true(json_equal(json_object_get(it, "classification"), json_object_get(t, "classification")));
     assert_string_equal(json_string_value(json_object_get(it, "status_reason")),
                         json_string_value(json_object_get(t, "status_reason")));
@@ -673,7 +673,7 @@ static void settle(const char *g, const char *want, int ranks)
     json_decref(o);
 }
 
-/* The list's status (from verdict_facts, batched) is GET /twins/G's (from verdict_load) for every group of a
+/* The list's status (from findings_facts, batched) is GET /twins/G's (from findings_load) for every group of a
  * mixed set: match, diverged, diverged with a failed run, pending (one run; a run still running), incomplete
  * (failed runs; nothing in common; a missing record the failure explains), and the two cases where the cause
  * rule's first divergence decides whether the failure explains it (the earliest point mixes a missing and a

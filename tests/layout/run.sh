@@ -4,7 +4,9 @@
 # Layers, lowest first: server/core -> server/store, server/http -> server/compare -> server/fleet -> server/api
 # -> server/main.c. A file may include headers of its own folder and of lower layers only (store and http sit
 # side by side and include neither each other). common/ and include/ are below everything. A module is a .c
-# with its .h; module A depends on B when A.c or A.h includes B.h; the dependency graph has no cycle.
+# with its .h; module A depends on B when A.c or A.h includes B.h; the dependency graph has no cycle. Across the
+# whole tree, no function is defined and never referenced (tests/layout/unreferenced.py), and the JavaScript of
+# web/js and tests/browser passes eslint (web/eslint.config.js), and the commit-msg hook judges its cases right.
 # usage: run.sh [BUILD_DIR]  (the build dir is not needed; the sources are read). Ends with "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -115,6 +117,90 @@ if up:
 else:
     passed += 1
     print("ok   common/ includes only common/ and include/")
+
+# 6. no function is defined and never referenced; the scan still finds those planted in its fixture
+import subprocess
+def unreferenced(*args):
+    r = subprocess.run([sys.executable, "tests/layout/unreferenced.py", "--tests-only"] + list(args),
+                       capture_output=True, text=True)
+    return r.returncode, r.stdout.splitlines()
+rc, lines = unreferenced("--root", "tests/layout/cases/unreferenced")
+found = sorted(l.split()[1] for l in lines if l.startswith("FAIL "))
+want = ["b_dead", "dead_global", "dead_helper", "dead_recursive", "same_name"]
+if rc != 1 or found != want:
+    failed += 1
+    print("FAIL the unreferenced-function scan finds %s in its fixture, not %s" % (found, want))
+else:
+    passed += 1
+    print("ok   the unreferenced-function scan finds the %d planted in its fixture" % len(want))
+rc, lines = unreferenced()
+dead = [l for l in lines if l.startswith("FAIL ")]
+if rc != 0 or dead:
+    failed += 1
+    print("FAIL functions defined and never referenced (delete them, or call them):")
+    for l in dead:
+        print("       " + l[5:])
+else:
+    passed += 1
+    print("ok   every function is referenced (%s)" % lines[-1])
+for l in lines:
+    if l.startswith("note "):
+        print("     " + l)
+
+# 7. the dashboard's JavaScript and its browser tests pass the lint (web/eslint.config.js, eslint pinned in
+#    web/package.json and installed by deploy/install-deps.sh)
+eslint = "web/node_modules/.bin/eslint"
+if not os.path.exists(eslint):
+    failed += 1
+    print("FAIL no %s: run deploy/install-deps.sh (npm ci in web/)" % eslint)
+else:
+    r = subprocess.run([eslint, "-c", "web/eslint.config.js", "--max-warnings", "0", "web/js", "tests/browser"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        failed += 1
+        print("FAIL eslint finds problems in web/js or tests/browser:")
+        for l in (r.stdout + r.stderr).strip().splitlines():
+            print("       " + l)
+    else:
+        passed += 1
+        print("ok   eslint passes web/js and tests/browser")
+
+# 8. the commit-msg hook (deploy/hooks/commit-msg) passes every message of cases/commit-msg/pass and refuses every
+#    one of cases/commit-msg/fail
+wrong = []
+for want in ("pass", "fail"):
+    d = os.path.join("tests/layout/cases/commit-msg", want)
+    for n in sorted(os.listdir(d)):
+        r = subprocess.run(["deploy/hooks/commit-msg", os.path.join(d, n)], capture_output=True, text=True)
+        if (r.returncode == 0) != (want == "pass"):
+            wrong.append("%s/%s (exit %d)" % (want, n, r.returncode))
+if wrong:
+    failed += 1
+    print("FAIL the commit-msg hook judges these messages wrongly: " + ", ".join(wrong))
+else:
+    passed += 1
+    print("ok   the commit-msg hook passes and refuses the messages of tests/layout/cases/commit-msg")
+
+# 9. code and tests give reasons, not issue numbers ("issue 20's lifecycle" says nothing once the tracker is gone)
+issue = re.compile(r"\bissues? ?#?[0-9]+", re.I)
+cited = []
+for top in ("agent", "bench", "cli", "common", "deploy", "examples", "include", "kernels", "server", "spank", "tests",
+            "web/js"):
+    for root, subdirs, names in os.walk(top):
+        subdirs[:] = [x for x in subdirs if x != "node_modules"]
+        for n in names:
+            p = os.path.join(root, n)
+            if not n.endswith((".c", ".h", ".cu", ".sh", ".mk", ".py", ".js", ".mjs")) or p == "tests/layout/run.sh":
+                continue  # (this file names the habit it checks)
+            for i, line in enumerate(open(p, encoding="utf-8", errors="replace"), 1):
+                if issue.search(line):
+                    cited.append("%s:%d" % (p, i))
+if cited:
+    failed += 1
+    print("FAIL code cites issue numbers instead of reasons: " + ", ".join(cited))
+else:
+    passed += 1
+    print("ok   no code or test comment cites an issue number")
 
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

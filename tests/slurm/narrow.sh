@@ -276,7 +276,7 @@ t_resume() {
   field resume "[p['detail'] for p in d['placements']]" >>"$tmp/err"
   [ "$(field resume "sum('its restored state at step 4 is what the run it replays saved there' in p['detail'] for p in d['placements']) == len(d['placements'])")" = "True" ] || return 1
   # the replays began at step 5 and stopped after the window (step 7); their earliest records are the restored
-  # state block of the checkpoint's step 4 (lockstep-train records it as it loads the checkpoint, issue 17)
+  # state block of the checkpoint's step 4 (lockstep-train records it as it loads the checkpoint)
   local r
   for r in $(field resume "' '.join(p['run_id'] for p in d['placements'])"); do
     get "/runs/$r" | json "d['start_step'], min(x['min_step'] for x in d['rank_status']), max(x['max_step'] for x in d['rank_status'])" >>"$tmp/err"

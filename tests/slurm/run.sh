@@ -495,7 +495,7 @@ ajob() {
   [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload"
   timeout 90 srun --immediate=10 --mpi=pmix --export="$exp" -N2 -n4 "${opts[@]}" "$@" >"$tmp/out" 2>"$tmp/err"
 }
-verdict_of() { python3 "$src/tests/agent/verdict.py" "http://127.0.0.1:$lsd_port" "$1" 4 --timeout 40; }
+findings_of() { python3 "$src/tests/agent/findings.py" "http://127.0.0.1:$lsd_port" "$1" 4 --timeout 40; }
 vfield() { python3 -c "import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])" "$1" "$2"; }
 # involved NODE GROUP: how many involvements the node's history holds for the group.
 involved() {
@@ -525,7 +525,7 @@ t_slurm_origin() { # rank 3 alone changes its input: rank 3 named, evidence on r
   ajob --nodelist=n1,n2 --lockstep=det --lockstep-twin=s-origin --lockstep-ignore=report_timings -- "$apps/heat" --steps 30 || return 1
   HEAT_PERTURB=3:18 ajob --nodelist=n3,n4 --lockstep=det --lockstep-twin=s-origin --lockstep-ignore=report_timings -- \
     "$apps/heat" --steps 30 || return 1
-  local v; v=$(verdict_of s-origin)
+  local v; v=$(findings_of s-origin)
   echo "$v" >>"$tmp/err"
   [ "$(vfield "$v" cause)" = origin ] && [ "$(vfield "$v" origin_ranks)" = "[3]" ] && [ "$(vfield "$v" rank)" = 3 ] &&
     [ "$(vfield "$v" function)" = relax_step ] && [ "$(group_class s-origin)" = hardware ] || return 1
@@ -537,7 +537,7 @@ t_slurm_origin() { # rank 3 alone changes its input: rank 3 named, evidence on r
 t_slurm_timings() { # a closing reduction of timings inside a stripped library: every-rank, software, no node scored
   ajob --nodelist=n1,n2 --lockstep=det --lockstep-twin=s-timings -- "$apps/solver" 8 || return 1
   ajob --nodelist=n3,n4 --lockstep=det --lockstep-twin=s-timings -- "$apps/solver" 8 || return 1
-  local v; v=$(verdict_of s-timings)
+  local v; v=$(findings_of s-timings)
   echo "$v" >>"$tmp/err"
   [ "$(vfield "$v" cause)" = every-rank ] && [ "$(vfield "$v" caller)" = "Solver::finish()" ] &&
     [ "$(vfield "$v" suggest_ignore)" = Solver::finish ] && [ "$(group_class s-timings)" = software ] || return 1
@@ -547,14 +547,14 @@ t_slurm_timings() { # a closing reduction of timings inside a stripped library: 
   # with the rule the suggestion gives, the twins match
   ajob --nodelist=n1,n2 --lockstep=det --lockstep-twin=s-timings-ign --lockstep-ignore=Solver::finish -- "$apps/solver" 8 || return 1
   ajob --nodelist=n3,n4 --lockstep=det --lockstep-twin=s-timings-ign --lockstep-ignore=Solver::finish -- "$apps/solver" 8 || return 1
-  v=$(verdict_of s-timings-ign)
+  v=$(findings_of s-timings-ign)
   echo "$v" >>"$tmp/err"
   [ "$(vfield "$v" status)" = match ]
 }
 t_slurm_grid() { # another process grid: configuration, the command line in the manifest diff, no library noise
   ajob --lockstep=det --lockstep-twin=s-grid --lockstep-ignore=report_timings -- "$apps/heat" --steps 6 --grid 2x2 || return 1
   ajob --lockstep=det --lockstep-twin=s-grid --lockstep-ignore=report_timings -- "$apps/heat" --steps 6 --grid 4x1 || return 1
-  local v; v=$(verdict_of s-grid)
+  local v; v=$(findings_of s-grid)
   echo "$v" >>"$tmp/err"
   api "http://127.0.0.1:$lsd_port/api/v1/twins/s-grid/manifest-diff" >"$tmp/out" || return 1
   local keys; keys=$(json '" ".join(sorted({x["key"] for x in d["diffs"] if x["class"] == "configuration"}))' <"$tmp/out")
@@ -565,7 +565,7 @@ t_slurm_failed() { # twins that both abort at once: incomplete, each run's exit,
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
   local v st=
-  for _ in 1 2 3; do v=$(verdict_of s-failed); st=$(vfield "$v" status); [ "$st" != pending ] && break; done
+  for _ in 1 2 3; do v=$(findings_of s-failed); st=$(vfield "$v" status); [ "$st" != pending ] && break; done
   echo "$v" >>"$tmp/err"
   [ "$st" = incomplete ] && python3 -c 'import json,sys; e=json.loads(sys.argv[1])["exits"]; sys.exit(0 if len(e) == 2 and all(x not in (0, None) for x in e) else 1)' "$v"
 }

@@ -15,7 +15,7 @@
 #include "agent/config.h"
 #include "agent/http.h"
 #include "common/jsonw.h"
-#include "agent/replay.h"
+#include "agent/spool_send.h"
 #include "agent/spool.h"
 #include "common/fsutil.h"
 #include "common/record.h"
@@ -237,12 +237,12 @@ static void test_replay_tree_links_and_server(void **state)
     write_file(meta, "server=http://127.0.0.1:1\nrank=0\njob_id=R\nstep_id=0\n");
     snprintf(link, sizeof(link), "%s/elsewhere", root);
     assert_int_equal(symlink(dir, link), 0); /* a link to a spool: not followed */
-    replay_opts o = {.timeout_ms = 200, .wait_ms = 0, .log = NULL};
-    replay_stats st;
-    assert_int_equal(replay_tree(root, &o, &st), -1); /* no server: nothing is sent anywhere */
+    spool_send_opts o = {.timeout_ms = 200, .wait_ms = 0, .log = NULL};
+    spool_send_stats st;
+    assert_int_equal(spool_send_tree(root, &o, &st), -1); /* no server: nothing is sent anywhere */
     assert_int_equal(st.dirs, 0);
     o.server = "http://127.0.0.1:1";
-    replay_tree(root, &o, &st);
+    spool_send_tree(root, &o, &st);
     assert_int_equal(st.dirs, 1);
 }
 

@@ -14,7 +14,7 @@
 /* A case: each rank's first divergence as "RANK STEP SEQ NAME OCC FLAG", FLAG one of '!' (inputs differ),
  * '=' (inputs agree), '-' (no input fingerprints), 'm' (a run lacks the record), 'r' (a restore difference: a
  * state entry of the block of STEP), 'l' (a logical tensor of runs of different layouts); the ranks the runs recorded;
- * whether the configuration differs; the verdict: cause, origin ranks ("1,3", "" for none), the rank that
+ * whether the configuration differs; the result: cause, origin ranks ("1,3", "" for none), the rank that
  * stands for the group, and whether the evidence is thin. */
 typedef struct cause_case {
     const char *what;
@@ -104,7 +104,7 @@ static void test_cases(void **state)
         size_t n;
         parse(c, ranks, &n, names);
         cause_facts f = {ranks, n, c->nranks, c->config};
-        cause_verdict v;
+        cause_result v;
         cause_judge(&f, &v);
         char origin[128] = "";
         size_t len = 0;

@@ -55,13 +55,13 @@ static void test_t_quantiles(void **state)
         {0.5, 5, 0, 0},
     };
     for (size_t i = 0; i < sizeof(T) / sizeof(T[0]); i++) {
-        double got = cmp_t_quantile(T[i].p, T[i].df);
+        double got = noise_t_quantile(T[i].p, T[i].df);
         if (fabs(got - T[i].t) > T[i].tol * fabs(T[i].t) + 1e-12)
             fail_msg("t(%g; %g) = %.10g, want %.10g", T[i].p, T[i].df, got, T[i].t);
-        if (T[i].t > 0 && fabs(cmp_t_tail(got, T[i].df) - (1 - T[i].p)) > 1e-9 * (1 - T[i].p) + 1e-15)
-            fail_msg("tail(t(%g; %g)) = %.12g", T[i].p, T[i].df, cmp_t_tail(got, T[i].df));
+        if (T[i].t > 0 && fabs(noise_t_tail(got, T[i].df) - (1 - T[i].p)) > 1e-9 * (1 - T[i].p) + 1e-15)
+            fail_msg("tail(t(%g; %g)) = %.12g", T[i].p, T[i].df, noise_t_tail(got, T[i].df));
     }
-    assert_true(fabs(cmp_t_tail(-2, 3) - (1 - cmp_t_tail(2, 3))) < 1e-14);
+    assert_true(fabs(noise_t_tail(-2, 3) - (1 - noise_t_tail(2, 3))) < 1e-14);
 }
 
 /* ---- a table of cases ---- */
@@ -77,24 +77,24 @@ typedef struct noise_case {
     double param; /* C_SHIFT: the shift in noise scales; C_NAN_AT, C_STEP_FROM: the step */
     int base_nan; /* a step where the baseline (and every run) is NaN, -1 for none */
     int mant_bits;
-    cmp_verdict want;
+    noise_verdict want;
     long long first_differs; /* -2: do not check */
 } noise_case;
 
 static const noise_case CASES[] = {
-    {"the baseline itself is identical", 4, 50, IID, C_BASE, 0, -1, 52, CMP_IDENTICAL, -1},
-    {"one more replica is within the noise", 6, 80, GROWING, C_REPLICA, 0, -1, 52, CMP_WITHIN, -2},
-    {"a shift of 50 noise scales is beyond", 4, 80, GROWING, C_SHIFT, 50, -1, 52, CMP_BEYOND, 0},
-    {"two replicas still judge a huge change", 2, 40, IID, C_SHIFT, 1e4, -1, 52, CMP_BEYOND, 0},
-    {"two replicas: one more replica is within", 2, 40, IID, C_REPLICA, 0, -1, 52, CMP_WITHIN, -2},
-    {"replicas that never differ: any difference is beyond", 4, 30, QUIET, C_STEP_FROM, 7, -1, 52, CMP_BEYOND, 7},
-    {"replicas that never differ, candidate identical", 4, 30, QUIET, C_BASE, 0, -1, 52, CMP_IDENTICAL, -1},
-    {"a NaN where the baseline is finite is beyond", 4, 30, IID, C_NAN_AT, 12, -1, 52, CMP_BEYOND, 12},
-    {"a step NaN everywhere is skipped", 5, 60, IID, C_REPLICA, 0, 9, 52, CMP_WITHIN, -2},
-    {"a change from step 20 on is found there", 4, 60, IID, C_STEP_FROM, 20, -1, 52, CMP_BEYOND, 20},
-    {"-0 against +0: other bits, no deviation", 4, 30, QUIET, C_NEGZERO, 0, -1, 52, CMP_WITHIN, 0},
-    {"an integer metric moved by one", 3, 20, QUIET, C_INT_PLUS_ONE, 0, -1, 0, CMP_BEYOND, 0},
-    {"random-walk noise: one more replica is within", 6, 200, WALK, C_REPLICA, 0, -1, 23, CMP_WITHIN, -2},
+    {"the baseline itself is identical", 4, 50, IID, C_BASE, 0, -1, 52, NOISE_IDENTICAL, -1},
+    {"one more replica is within the noise", 6, 80, GROWING, C_REPLICA, 0, -1, 52, NOISE_WITHIN, -2},
+    {"a shift of 50 noise scales is beyond", 4, 80, GROWING, C_SHIFT, 50, -1, 52, NOISE_BEYOND, 0},
+    {"two replicas still judge a huge change", 2, 40, IID, C_SHIFT, 1e4, -1, 52, NOISE_BEYOND, 0},
+    {"two replicas: one more replica is within", 2, 40, IID, C_REPLICA, 0, -1, 52, NOISE_WITHIN, -2},
+    {"replicas that never differ: any difference is beyond", 4, 30, QUIET, C_STEP_FROM, 7, -1, 52, NOISE_BEYOND, 7},
+    {"replicas that never differ, candidate identical", 4, 30, QUIET, C_BASE, 0, -1, 52, NOISE_IDENTICAL, -1},
+    {"a NaN where the baseline is finite is beyond", 4, 30, IID, C_NAN_AT, 12, -1, 52, NOISE_BEYOND, 12},
+    {"a step NaN everywhere is skipped", 5, 60, IID, C_REPLICA, 0, 9, 52, NOISE_WITHIN, -2},
+    {"a change from step 20 on is found there", 4, 60, IID, C_STEP_FROM, 20, -1, 52, NOISE_BEYOND, 20},
+    {"-0 against +0: other bits, no deviation", 4, 30, QUIET, C_NEGZERO, 0, -1, 52, NOISE_WITHIN, 0},
+    {"an integer metric moved by one", 3, 20, QUIET, C_INT_PLUS_ONE, 0, -1, 0, NOISE_BEYOND, 0},
+    {"random-walk noise: one more replica is within", 6, 200, WALK, C_REPLICA, 0, -1, 23, NOISE_WITHIN, -2},
 };
 
 #define MAXK 16
@@ -132,7 +132,7 @@ static void gen_sigma(enum noise_kind kind, int steps)
 }
 
 /* gen_case - fill g_base, g_noise, g_cand for a case; returns the input. */
-static cmp_noise_in gen_case(const noise_case *c, const double **rows)
+static noise_in gen_case(const noise_case *c, const double **rows)
 {
     gen_sigma(c->noise, c->steps);
     for (int t = 0; t < c->steps; t++)
@@ -168,8 +168,7 @@ static cmp_noise_in gen_case(const noise_case *c, const double **rows)
         for (int k = 0; k < c->k; k++)
             g_noise[k][c->base_nan] = NAN;
     }
-    return (cmp_noise_in){
-        .steps = (size_t)c->steps, .base = g_base, .noise = rows, .k = c->k, .mant_bits = c->mant_bits};
+    return (noise_in){.steps = (size_t)c->steps, .base = g_base, .noise = rows, .k = c->k, .mant_bits = c->mant_bits};
 }
 
 static void test_cases(void **state)
@@ -179,17 +178,17 @@ static void test_cases(void **state)
         const noise_case *c = &CASES[i];
         rng_state = 1000 + i;
         const double *rows[MAXK];
-        cmp_noise_in in = gen_case(c, rows);
+        noise_in in = gen_case(c, rows);
         double scale[MAXT];
         unsigned char usable[MAXT];
-        cmp_band b = {.scale = scale, .usable = usable};
-        assert_int_equal(cmp_noise_band(&in, &b), 0);
-        double thr = cmp_noise_threshold(&b, CMP_NOISE_ALPHA);
-        cmp_effect e;
-        cmp_noise_judge(&in, &b, thr, g_cand, &e);
+        noise_band b = {.scale = scale, .usable = usable};
+        assert_int_equal(noise_band_fit(&in, &b), 0);
+        double thr = noise_threshold(&b, NOISE_ALPHA);
+        noise_effect e;
+        noise_judge(&in, &b, thr, g_cand, &e);
         if (e.verdict != c->want)
-            fail_msg("case \"%s\": %s (score %g, threshold %g), want %s", c->what, cmp_verdict_name(e.verdict), e.score,
-                     thr, cmp_verdict_name(c->want));
+            fail_msg("case \"%s\": %s (score %g, threshold %g), want %s", c->what, noise_verdict_name(e.verdict),
+                     e.score, thr, noise_verdict_name(c->want));
         if (c->first_differs != -2 && e.first_differs != c->first_differs)
             fail_msg("case \"%s\": first difference at %lld, want %lld", c->what, e.first_differs, c->first_differs);
         if (c->base_nan >= 0 && (b.usable[c->base_nan] || b.used != (size_t)c->steps - 1))
@@ -199,15 +198,15 @@ static void test_cases(void **state)
             double on[MAXT];
             for (int t = 0; t < c->steps; t++)
                 on[t] = usable[t] ? g_base[t] + thr * scale[t] : g_base[t];
-            cmp_effect edge;
-            cmp_noise_judge(&in, &b, thr, on, &edge);
+            noise_effect edge;
+            noise_judge(&in, &b, thr, on, &edge);
             if (fabs(edge.score - thr) > 1e-6 * thr)
                 fail_msg("case \"%s\": a run on the band scores %g, threshold %g", c->what, edge.score, thr);
         }
         /* Without replicas only the sizes are said. */
-        cmp_effect plain;
-        cmp_noise_judge(&in, NULL, 0, g_cand, &plain);
-        assert_int_equal(plain.verdict, c->want == CMP_IDENTICAL ? CMP_IDENTICAL : CMP_DIFFERS);
+        noise_effect plain;
+        noise_judge(&in, NULL, 0, g_cand, &plain);
+        assert_int_equal(plain.verdict, c->want == NOISE_IDENTICAL ? NOISE_IDENTICAL : NOISE_DIFFERS);
         assert_int_equal(plain.first_differs, e.first_differs);
     }
 }
@@ -222,40 +221,40 @@ static void test_quiet_and_sizes(void **state)
         base[t] = n0[t] = n1[t] = cand[t] = 1.0 + t;
     cand[5] = 6.5;
     const double *rows[] = {n0, n1};
-    cmp_noise_in in = {.steps = 20, .base = base, .noise = rows, .k = 2, .mant_bits = 52};
-    cmp_band b = {.scale = scale, .usable = usable};
-    assert_int_equal(cmp_noise_band(&in, &b), 0);
+    noise_in in = {.steps = 20, .base = base, .noise = rows, .k = 2, .mant_bits = 52};
+    noise_band b = {.scale = scale, .usable = usable};
+    assert_int_equal(noise_band_fit(&in, &b), 0);
     assert_true(b.quiet);
-    assert_true(cmp_noise_threshold(&b, 0.01) == 0);
-    cmp_effect e;
-    cmp_noise_judge(&in, &b, 0, cand, &e);
-    assert_int_equal(e.verdict, CMP_BEYOND);
+    assert_true(noise_threshold(&b, 0.01) == 0);
+    noise_effect e;
+    noise_judge(&in, &b, 0, cand, &e);
+    assert_int_equal(e.verdict, NOISE_BEYOND);
     assert_int_equal(e.first_differs, 5);
     assert_int_equal(e.first_beyond, 5);
     assert_true(e.max_abs == 0.5 && fabs(e.max_rel - 0.5 / 6) < 1e-15);
     /* Too few replicas, or no steps. */
     in.k = 1;
-    assert_int_equal(cmp_noise_band(&in, &b), -1);
+    assert_int_equal(noise_band_fit(&in, &b), -1);
     in.k = 2;
     in.steps = 0;
-    assert_int_equal(cmp_noise_band(&in, &b), -1);
+    assert_int_equal(noise_band_fit(&in, &b), -1);
 }
 
 static void test_alpha_orders_thresholds(void **state)
 {
     (void)state;
     rng_state = 77;
-    const noise_case c = {"", 4, 100, IID, C_REPLICA, 0, -1, 52, CMP_WITHIN, -2};
+    const noise_case c = {"", 4, 100, IID, C_REPLICA, 0, -1, 52, NOISE_WITHIN, -2};
     const double *rows[MAXK];
-    cmp_noise_in in = gen_case(&c, rows);
+    noise_in in = gen_case(&c, rows);
     double scale[MAXT];
     unsigned char usable[MAXT];
-    cmp_band b = {.scale = scale, .usable = usable};
-    assert_int_equal(cmp_noise_band(&in, &b), 0);
-    double t1 = cmp_noise_threshold(&b, 0.05), t2 = cmp_noise_threshold(&b, 0.01), t3 = cmp_noise_threshold(&b, 0.001);
+    noise_band b = {.scale = scale, .usable = usable};
+    assert_int_equal(noise_band_fit(&in, &b), 0);
+    double t1 = noise_threshold(&b, 0.05), t2 = noise_threshold(&b, 0.01), t3 = noise_threshold(&b, 0.001);
     assert_true(t1 < t2 && t2 < t3);
     /* By hand: exp(m + t(0.99; 3) * max(sd, 0.1) * sqrt(1 + 1/4)). */
-    double sd = b.log_sd > CMP_NOISE_MIN_LOG_SD ? b.log_sd : CMP_NOISE_MIN_LOG_SD;
+    double sd = b.log_sd > NOISE_MIN_LOG_SD ? b.log_sd : NOISE_MIN_LOG_SD;
     assert_true(fabs(t2 - exp(b.log_mean + 4.540702858 * sd * sqrt(1.25))) < 1e-6 * t2);
 }
 
@@ -265,16 +264,16 @@ static double simulate(enum noise_kind kind, int K, int steps, int trials, doubl
 {
     int beyond = 0;
     for (int i = 0; i < trials; i++) {
-        noise_case c = {"", K, steps, kind, shift > 0 ? C_SHIFT : C_REPLICA, shift, -1, 52, CMP_WITHIN, -2};
+        noise_case c = {"", K, steps, kind, shift > 0 ? C_SHIFT : C_REPLICA, shift, -1, 52, NOISE_WITHIN, -2};
         const double *rows[MAXK];
-        cmp_noise_in in = gen_case(&c, rows);
+        noise_in in = gen_case(&c, rows);
         double scale[MAXT];
         unsigned char usable[MAXT];
-        cmp_band b = {.scale = scale, .usable = usable};
-        assert_int_equal(cmp_noise_band(&in, &b), 0);
-        cmp_effect e;
-        cmp_noise_judge(&in, &b, cmp_noise_threshold(&b, alpha), g_cand, &e);
-        beyond += e.verdict == CMP_BEYOND;
+        noise_band b = {.scale = scale, .usable = usable};
+        assert_int_equal(noise_band_fit(&in, &b), 0);
+        noise_effect e;
+        noise_judge(&in, &b, noise_threshold(&b, alpha), g_cand, &e);
+        beyond += e.verdict == NOISE_BEYOND;
     }
     return (double)beyond / trials;
 }

@@ -268,7 +268,7 @@ static void test_restore_cases(void **state)
             rb[nb].flags = k->ref_saved ? REC_STATE_SAVED : 0;
             pb[nb] = &rb[nb];
         }
-        rec_restore_verdict v;
+        rec_restore_result v;
         assert_int_equal(rec_restore_check(pa, na, pb, nb, k->ref_saved, &v), 0);
         const rec_record *named = v.restored ? v.restored : v.ref;
         char got[64] = "";

@@ -67,11 +67,11 @@ static void test_conf_cases(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof(arg_cases) / sizeof(arg_cases[0]); i++) {
-        spank_conf c;
+        lsp_conf c;
         char why[512] = "";
         char *av[] = {(char *)arg_cases[i].arg};
-        spank_conf_defaults(&c);
-        int rc = spank_conf_parse(&c, 1, av, why, sizeof(why));
+        lsp_conf_defaults(&c);
+        int rc = lsp_conf_parse(&c, 1, av, why, sizeof(why));
         if (arg_cases[i].ok && rc != 0)
             fail_msg("'%s' should be accepted: %s", arg_cases[i].arg, why);
         if (!arg_cases[i].ok && (rc != -1 || !strstr(why, arg_cases[i].why)))
@@ -83,22 +83,22 @@ static void test_conf_cases(void **state)
 static void test_conf_values(void **state)
 {
     (void)state;
-    spank_conf c;
+    lsp_conf c;
     char why[512] = "";
     char *av[] = {"server=http://h:1/", "secret=/s", "agent=/a.so", "default=fp", "enforce=det", "spool=/sp",
                   "bogus=1", "timeout_ms=700", "stream=digests"};
-    spank_conf_defaults(&c);
-    assert_string_equal(c.agent, SPANK_DEFAULT_AGENT);
-    assert_int_equal(c.dflt, SPANK_MODE_OFF);
+    lsp_conf_defaults(&c);
+    assert_string_equal(c.agent, LSP_DEFAULT_AGENT);
+    assert_int_equal(c.dflt, LSP_MODE_OFF);
     /* One bad argument does not stop the others from applying. */
-    assert_int_equal(spank_conf_parse(&c, 9, av, why, sizeof(why)), -1);
+    assert_int_equal(lsp_conf_parse(&c, 9, av, why, sizeof(why)), -1);
     assert_non_null(strstr(why, "bogus=1"));
     assert_string_equal(c.server, "http://h:1");
     assert_string_equal(c.secret, "/s");
     assert_string_equal(c.agent, "/a.so");
     assert_string_equal(c.spool, "/sp");
-    assert_int_equal(c.dflt, SPANK_MODE_FP);
-    assert_int_equal(c.enforce, SPANK_MODE_DET);
+    assert_int_equal(c.dflt, LSP_MODE_FP);
+    assert_int_equal(c.enforce, LSP_MODE_DET);
     assert_int_equal(c.timeout_ms, 700);
     assert_string_equal(c.stream, "digests");
 }
@@ -122,10 +122,10 @@ static void test_conf_example(void **state)
             av[ac++] = t;
         assert_true(ac > 2);
         assert_string_equal(av[0], "required");
-        spank_conf c;
+        lsp_conf c;
         char why[512] = "";
-        spank_conf_defaults(&c);
-        if (spank_conf_parse(&c, ac - 2, av + 2, why, sizeof(why)))
+        lsp_conf_defaults(&c);
+        if (lsp_conf_parse(&c, ac - 2, av + 2, why, sizeof(why)))
             fail_msg("%s: %s", path, why);
         assert_string_equal(c.secret, "/etc/lockstep/secret");
         found++;
@@ -137,36 +137,36 @@ static void test_conf_example(void **state)
 static void test_modes(void **state)
 {
     (void)state;
-    spank_mode m;
-    assert_int_equal(spank_mode_parse(NULL, &m), 0);
-    assert_int_equal(m, SPANK_MODE_FP);
-    assert_int_equal(spank_mode_parse("", &m), 0);
-    assert_int_equal(m, SPANK_MODE_FP);
-    assert_int_equal(spank_mode_parse("DET", &m), 0);
-    assert_int_equal(m, SPANK_MODE_DET);
-    assert_int_equal(spank_mode_parse("off", &m), 0);
-    assert_int_equal(m, SPANK_MODE_OFF);
-    assert_int_equal(spank_mode_parse("on", &m), -1);
-    assert_string_equal(spank_mode_name(SPANK_MODE_DET), "det");
+    lsp_mode m;
+    assert_int_equal(lsp_mode_parse(NULL, &m), 0);
+    assert_int_equal(m, LSP_MODE_FP);
+    assert_int_equal(lsp_mode_parse("", &m), 0);
+    assert_int_equal(m, LSP_MODE_FP);
+    assert_int_equal(lsp_mode_parse("DET", &m), 0);
+    assert_int_equal(m, LSP_MODE_DET);
+    assert_int_equal(lsp_mode_parse("off", &m), 0);
+    assert_int_equal(m, LSP_MODE_OFF);
+    assert_int_equal(lsp_mode_parse("on", &m), -1);
+    assert_string_equal(lsp_mode_name(LSP_MODE_DET), "det");
 
-    spank_conf c;
-    spank_conf_defaults(&c);
-    spank_request r = {0};
-    assert_int_equal(spank_effective_mode(&c, &r), SPANK_MODE_OFF);
-    c.dflt = SPANK_MODE_FP;
-    assert_int_equal(spank_effective_mode(&c, &r), SPANK_MODE_FP);
+    lsp_conf c;
+    lsp_conf_defaults(&c);
+    lsp_request r = {0};
+    assert_int_equal(lsp_effective_mode(&c, &r), LSP_MODE_OFF);
+    c.dflt = LSP_MODE_FP;
+    assert_int_equal(lsp_effective_mode(&c, &r), LSP_MODE_FP);
     r.mode_set = 1;
-    r.mode = SPANK_MODE_OFF; /* the user may opt out of a default... */
-    assert_int_equal(spank_effective_mode(&c, &r), SPANK_MODE_OFF);
-    c.enforce = SPANK_MODE_FP; /* ...but not out of what the site enforces */
-    assert_int_equal(spank_effective_mode(&c, &r), SPANK_MODE_FP);
-    r.mode = SPANK_MODE_DET;
-    assert_int_equal(spank_effective_mode(&c, &r), SPANK_MODE_DET);
+    r.mode = LSP_MODE_OFF; /* the user may opt out of a default... */
+    assert_int_equal(lsp_effective_mode(&c, &r), LSP_MODE_OFF);
+    c.enforce = LSP_MODE_FP; /* ...but not out of what the site enforces */
+    assert_int_equal(lsp_effective_mode(&c, &r), LSP_MODE_FP);
+    r.mode = LSP_MODE_DET;
+    assert_int_equal(lsp_effective_mode(&c, &r), LSP_MODE_DET);
 
-    assert_int_equal(spank_twin_valid("exp-42/a.b_c:d@e+f"), 0);
-    assert_int_equal(spank_twin_valid(""), -1);
-    assert_int_equal(spank_twin_valid("a b"), -1);
-    assert_int_equal(spank_twin_valid("a;rm"), -1);
+    assert_int_equal(lsp_twin_valid("exp-42/a.b_c:d@e+f"), 0);
+    assert_int_equal(lsp_twin_valid(""), -1);
+    assert_int_equal(lsp_twin_valid("a b"), -1);
+    assert_int_equal(lsp_twin_valid("a;rm"), -1);
 }
 
 /* --- the det rules, against a fake environment */
@@ -185,7 +185,7 @@ static const char *fake_get(void *ctx, const char *name)
     return NULL;
 }
 
-static const char *plan_value(const spank_setting *list, int n, const char *name)
+static const char *plan_value(const lsp_setting *list, int n, const char *name)
 {
     for (int i = 0; i < n; i++)
         if (!strcmp(list[i].name, name))
@@ -197,8 +197,8 @@ static void test_det_empty_env(void **state)
 {
     (void)state;
     fake_env e = {{NULL}};
-    spank_det_plan p;
-    spank_det_plan_make(fake_get, &e, 4, &p);
+    lsp_det_plan p;
+    lsp_det_plan_make(fake_get, &e, 4, &p);
     assert_int_equal(p.n_conflict, 0);
     assert_string_equal(plan_value(p.set, p.n_set, "NCCL_ALGO"), "Ring");
     assert_string_equal(plan_value(p.set, p.n_set, "NCCL_PROTO"), "Simple");
@@ -209,12 +209,12 @@ static void test_det_empty_env(void **state)
     assert_string_equal(plan_value(p.set, p.n_set, "MKL_CBWR"), "COMPATIBLE");
     assert_string_equal(plan_value(p.set, p.n_set, "PYTHONHASHSEED"), "0");
     assert_string_equal(plan_value(p.set, p.n_set, "OMP_NUM_THREADS"), "4");
-    assert_string_equal(plan_value(p.set, p.n_set, "NCCL_MIN_NCHANNELS"), SPANK_DET_NCHANNELS);
-    assert_string_equal(plan_value(p.set, p.n_set, "NCCL_MAX_NCHANNELS"), SPANK_DET_NCHANNELS);
+    assert_string_equal(plan_value(p.set, p.n_set, "NCCL_MIN_NCHANNELS"), LSP_DET_NCHANNELS);
+    assert_string_equal(plan_value(p.set, p.n_set, "NCCL_MAX_NCHANNELS"), LSP_DET_NCHANNELS);
     assert_string_equal(plan_value(p.set, p.n_set, "OMPI_MCA_coll_tuned_use_dynamic_rules"), "1");
     assert_string_equal(plan_value(p.set, p.n_set, "OMPI_MCA_coll_tuned_allreduce_algorithm"), "4");
     char buf[64];
-    assert_int_equal(spank_det_message(&p, buf, sizeof(buf)), 0);
+    assert_int_equal(lsp_det_message(&p, buf, sizeof(buf)), 0);
     assert_string_equal(buf, "");
 }
 
@@ -243,13 +243,13 @@ static void test_det_cases(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(det_cases) / sizeof(det_cases[0]); i++) {
         fake_env e = {{det_cases[i].kv, NULL}};
-        spank_det_plan p;
-        spank_det_plan_make(fake_get, &e, 1, &p);
+        lsp_det_plan p;
+        lsp_det_plan_make(fake_get, &e, 1, &p);
         if (det_cases[i].ok != (p.n_conflict == 0))
             fail_msg("%s: det should %s it", det_cases[i].kv, det_cases[i].ok ? "accept" : "refuse");
         if (!det_cases[i].ok) {
             char msg[1024];
-            spank_det_message(&p, msg, sizeof(msg));
+            lsp_det_message(&p, msg, sizeof(msg));
             if (!strstr(msg, det_cases[i].kv) || !strstr(msg, "breaks --lockstep=det") || !strstr(msg, "--lockstep=fp"))
                 fail_msg("%s: the message does not name it, the mode and the way out: %s", det_cases[i].kv, msg);
         }
@@ -259,20 +259,20 @@ static void test_det_cases(void **state)
 static void test_det_channels(void **state)
 {
     (void)state;
-    spank_det_plan p;
+    lsp_det_plan p;
     fake_env lo = {{"NCCL_MIN_NCHANNELS=4", NULL}};
-    spank_det_plan_make(fake_get, &lo, 1, &p);
+    lsp_det_plan_make(fake_get, &lo, 1, &p);
     assert_string_equal(plan_value(p.set, p.n_set, "NCCL_MAX_NCHANNELS"), "4");
     assert_null(plan_value(p.set, p.n_set, "NCCL_MIN_NCHANNELS"));
     fake_env hi = {{"NCCL_MAX_NCHANNELS=2", NULL}};
-    spank_det_plan_make(fake_get, &hi, 1, &p);
+    lsp_det_plan_make(fake_get, &hi, 1, &p);
     assert_string_equal(plan_value(p.set, p.n_set, "NCCL_MIN_NCHANNELS"), "2");
     fake_env both = {{"NCCL_MIN_NCHANNELS=2", "NCCL_MAX_NCHANNELS=16", NULL}};
-    spank_det_plan_make(fake_get, &both, 1, &p);
+    lsp_det_plan_make(fake_get, &both, 1, &p);
     assert_int_equal(p.n_conflict, 1);
     assert_string_equal(p.conflict[0].name, "NCCL_MIN_NCHANNELS");
     fake_env same = {{"NCCL_MIN_NCHANNELS=16", "NCCL_MAX_NCHANNELS=16", NULL}};
-    spank_det_plan_make(fake_get, &same, 1, &p);
+    lsp_det_plan_make(fake_get, &same, 1, &p);
     assert_int_equal(p.n_conflict, 0);
     assert_null(plan_value(p.set, p.n_set, "NCCL_MIN_NCHANNELS"));
 }
@@ -281,16 +281,16 @@ static void test_det_conflict_list(void **state)
 {
     (void)state;
     fake_env e = {{"NCCL_ALGO=Tree", "PYTHONHASHSEED=random", "OMP_NUM_THREADS=2", NULL}};
-    spank_det_plan p;
-    spank_det_plan_make(fake_get, &e, 1, &p);
+    lsp_det_plan p;
+    lsp_det_plan_make(fake_get, &e, 1, &p);
     assert_int_equal(p.n_conflict, 2);
     char buf[256];
-    spank_det_conflicts(&p, buf, sizeof(buf));
+    lsp_det_conflicts(&p, buf, sizeof(buf));
     assert_string_equal(buf, "NCCL_ALGO=Tree;PYTHONHASHSEED=random");
     /* The user's OMP_NUM_THREADS is kept: not in the list of things to set. */
     assert_null(plan_value(p.set, p.n_set, "OMP_NUM_THREADS"));
     /* Truncation keeps the string terminated. */
-    assert_true(spank_det_conflicts(&p, buf, 10) <= 9);
+    assert_true(lsp_det_conflicts(&p, buf, 10) <= 9);
     assert_int_equal(strlen(buf), 9);
 }
 
@@ -300,37 +300,37 @@ static void test_preload(void **state)
 {
     (void)state;
     char out[256];
-    assert_int_equal(spank_preload_join(NULL, "/a/ls.so", out, sizeof(out)), 0);
+    assert_int_equal(lsp_preload_join(NULL, "/a/ls.so", out, sizeof(out)), 0);
     assert_string_equal(out, "/a/ls.so");
-    assert_int_equal(spank_preload_join("", "/a/ls.so", out, sizeof(out)), 0);
+    assert_int_equal(lsp_preload_join("", "/a/ls.so", out, sizeof(out)), 0);
     assert_string_equal(out, "/a/ls.so");
-    assert_int_equal(spank_preload_join("/u/x.so /u/y.so", "/a/ls.so", out, sizeof(out)), 0);
+    assert_int_equal(lsp_preload_join("/u/x.so /u/y.so", "/a/ls.so", out, sizeof(out)), 0);
     assert_string_equal(out, "/u/x.so /u/y.so:/a/ls.so");
-    assert_int_equal(spank_preload_join("/a/ls.so:/u/x.so", "/a/ls.so", out, sizeof(out)), 0);
+    assert_int_equal(lsp_preload_join("/a/ls.so:/u/x.so", "/a/ls.so", out, sizeof(out)), 0);
     assert_string_equal(out, "/a/ls.so:/u/x.so");
-    assert_int_equal(spank_preload_join("/a/ls.so.1", "/a/ls.so", out, sizeof(out)), 0);
+    assert_int_equal(lsp_preload_join("/a/ls.so.1", "/a/ls.so", out, sizeof(out)), 0);
     assert_string_equal(out, "/a/ls.so.1:/a/ls.so");
-    assert_int_equal(spank_preload_join("/u/x.so", "/a/ls.so", out, 10), -1);
+    assert_int_equal(lsp_preload_join("/u/x.so", "/a/ls.so", out, 10), -1);
     /* Several agent libraries: each appended once, in order. */
-    assert_int_equal(spank_preload_join("/u/x.so", "/a/ls.so:/a/ls_mpi.so", out, sizeof(out)), 0);
+    assert_int_equal(lsp_preload_join("/u/x.so", "/a/ls.so:/a/ls_mpi.so", out, sizeof(out)), 0);
     assert_string_equal(out, "/u/x.so:/a/ls.so:/a/ls_mpi.so");
-    assert_int_equal(spank_preload_join("/a/ls_mpi.so", "/a/ls.so:/a/ls_mpi.so", out, sizeof(out)), 0);
+    assert_int_equal(lsp_preload_join("/a/ls_mpi.so", "/a/ls.so:/a/ls_mpi.so", out, sizeof(out)), 0);
     assert_string_equal(out, "/a/ls_mpi.so:/a/ls.so");
 }
 
 static void test_exit_code_and_argv(void **state)
 {
     (void)state;
-    assert_int_equal(spank_exit_code(0), 0);
-    assert_int_equal(spank_exit_code(3 << 8), 3);
-    assert_int_equal(spank_exit_code(9), 137); /* killed by SIGKILL */
+    assert_int_equal(lsp_exit_code(0), 0);
+    assert_int_equal(lsp_exit_code(3 << 8), 3);
+    assert_int_equal(lsp_exit_code(9), 137); /* killed by SIGKILL */
     char *argv[] = {"python", "train.py", "--lr", "0.1"};
     char out[64];
-    assert_int_equal(spank_argv_join(4, argv, out, sizeof(out)), 24);
+    assert_int_equal(lsp_argv_join(4, argv, out, sizeof(out)), 24);
     assert_string_equal(out, "python train.py --lr 0.1");
-    assert_int_equal(spank_argv_join(4, argv, out, 8), 7);
+    assert_int_equal(lsp_argv_join(4, argv, out, 8), 7);
     assert_string_equal(out, "python ");
-    assert_int_equal(spank_argv_join(0, NULL, out, sizeof(out)), 0);
+    assert_int_equal(lsp_argv_join(0, NULL, out, sizeof(out)), 0);
     assert_string_equal(out, "");
 }
 
@@ -338,45 +338,41 @@ static void test_request_check(void **state)
 {
     (void)state;
     char why[256];
-    assert_int_equal(spank_request_check(SPANK_OPT_MODE, "det", NULL, why, sizeof(why)), 0);
-    assert_int_equal(spank_request_check(SPANK_OPT_MODE, NULL, NULL, why, sizeof(why)), 0);
-    assert_int_equal(spank_request_check(SPANK_OPT_MODE, "yes", NULL, why, sizeof(why)), -1);
+    assert_int_equal(lsp_request_check(LSP_OPT_MODE, "det", NULL, why, sizeof(why)), 0);
+    assert_int_equal(lsp_request_check(LSP_OPT_MODE, NULL, NULL, why, sizeof(why)), 0);
+    assert_int_equal(lsp_request_check(LSP_OPT_MODE, "yes", NULL, why, sizeof(why)), -1);
     assert_non_null(strstr(why, "--lockstep=yes is not a mode"));
-    assert_int_equal(spank_request_check(SPANK_OPT_TRACE, "metrics;ops:steps=1-2:ranks=0,3", NULL, why, sizeof(why)),
-                     0);
-    assert_int_equal(spank_request_check(SPANK_OPT_TRACE, "everything", NULL, why, sizeof(why)), -1);
-    assert_int_equal(spank_request_check(SPANK_OPT_TRACE, "", NULL, why, sizeof(why)), -1);
-    assert_int_equal(spank_request_check(SPANK_OPT_TWIN, "g1", NULL, why, sizeof(why)), 0);
-    assert_int_equal(spank_request_check(SPANK_OPT_TWIN, NULL, NULL, why, sizeof(why)), -1);
+    assert_int_equal(lsp_request_check(LSP_OPT_TRACE, "metrics;ops:steps=1-2:ranks=0,3", NULL, why, sizeof(why)), 0);
+    assert_int_equal(lsp_request_check(LSP_OPT_TRACE, "everything", NULL, why, sizeof(why)), -1);
+    assert_int_equal(lsp_request_check(LSP_OPT_TRACE, "", NULL, why, sizeof(why)), -1);
+    assert_int_equal(lsp_request_check(LSP_OPT_TWIN, "g1", NULL, why, sizeof(why)), 0);
+    assert_int_equal(lsp_request_check(LSP_OPT_TWIN, NULL, NULL, why, sizeof(why)), -1);
     /* a value from a variable is named as the variable the user set, never as the option */
-    assert_int_equal(spank_request_check(SPANK_OPT_TWIN, "a b", "SLURM_LOCKSTEP_TWIN", why, sizeof(why)), -1);
+    assert_int_equal(lsp_request_check(LSP_OPT_TWIN, "a b", "SLURM_LOCKSTEP_TWIN", why, sizeof(why)), -1);
     assert_non_null(strstr(why, "SLURM_LOCKSTEP_TWIN=a b is not a twin group name"));
     assert_null(strstr(why, "--lockstep"));
-    assert_int_equal(spank_request_check(SPANK_OPT_MODE, "yes", "SLURM_LOCKSTEP", why, sizeof(why)), -1);
+    assert_int_equal(lsp_request_check(LSP_OPT_MODE, "yes", "SLURM_LOCKSTEP", why, sizeof(why)), -1);
     assert_non_null(strstr(why, "SLURM_LOCKSTEP=yes is not a mode; use SLURM_LOCKSTEP=off, fp or det"));
     /* --lockstep-ignore: glob patterns, checked where the user typed them; "" drops the site's default */
     char long_why[1024];
-    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "report_timings,Solver::finish*", NULL, long_why,
-                                         sizeof(long_why)),
-                     0);
-    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "", NULL, long_why, sizeof(long_why)), 0);
-    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "report_timings,", NULL, long_why, sizeof(long_why)),
-                     -1);
-    assert_non_null(strstr(long_why, "--lockstep-ignore=report_timings, is not a list of patterns (an empty pattern"));
-    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, "f(int, double)", NULL, long_why, sizeof(long_why)), -1);
-    assert_int_equal(spank_request_check(SPANK_OPT_IGNORE, NULL, NULL, long_why, sizeof(long_why)), -1);
-    /* --lockstep-resume: a command that names the checkpoint ({step} or {path}) */
-    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, "train --resume /ck/step-{step} --steps {stop}", NULL,
-                                         long_why,
-                                         sizeof(long_why)),
-                     0);
     assert_int_equal(
-        spank_request_check(SPANK_OPT_RESUME, "train --resume /ck/latest", NULL, long_why, sizeof(long_why)), -1);
+        lsp_request_check(LSP_OPT_IGNORE, "report_timings,Solver::finish*", NULL, long_why, sizeof(long_why)), 0);
+    assert_int_equal(lsp_request_check(LSP_OPT_IGNORE, "", NULL, long_why, sizeof(long_why)), 0);
+    assert_int_equal(lsp_request_check(LSP_OPT_IGNORE, "report_timings,", NULL, long_why, sizeof(long_why)), -1);
+    assert_non_null(strstr(long_why, "--lockstep-ignore=report_timings, is not a list of patterns (an empty pattern"));
+    assert_int_equal(lsp_request_check(LSP_OPT_IGNORE, "f(int, double)", NULL, long_why, sizeof(long_why)), -1);
+    assert_int_equal(lsp_request_check(LSP_OPT_IGNORE, NULL, NULL, long_why, sizeof(long_why)), -1);
+    /* --lockstep-resume: a command that names the checkpoint ({step} or {path}) */
+    assert_int_equal(lsp_request_check(LSP_OPT_RESUME, "train --resume /ck/step-{step} --steps {stop}", NULL, long_why,
+                                       sizeof(long_why)),
+                     0);
+    assert_int_equal(lsp_request_check(LSP_OPT_RESUME, "train --resume /ck/latest", NULL, long_why, sizeof(long_why)),
+                     -1);
     assert_non_null(strstr(long_why, "--lockstep-resume=train --resume /ck/latest is not a resume template (the resume "
                                      "template names no checkpoint"));
-    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, "train {ckpt}", NULL, long_why, sizeof(long_why)), -1);
+    assert_int_equal(lsp_request_check(LSP_OPT_RESUME, "train {ckpt}", NULL, long_why, sizeof(long_why)), -1);
     assert_non_null(strstr(long_why, "names {ckpt}"));
-    assert_int_equal(spank_request_check(SPANK_OPT_RESUME, NULL, NULL, long_why, sizeof(long_why)), -1);
+    assert_int_equal(lsp_request_check(LSP_OPT_RESUME, NULL, NULL, long_why, sizeof(long_why)), -1);
 }
 
 /* --- lockstepd calls: the body, and time limits against real sockets */
@@ -441,11 +437,11 @@ static void test_reg_server_down(void **state)
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
     wire_run info = {"1", "0", NULL, 1, 0, "u", NULL, NULL, "true", "fp", NULL};
     double t = now_ms();
-    assert_int_equal(spank_reg_register(url, "tok", &info, 2000, id, sizeof(id), why, sizeof(why)), -1);
+    assert_int_equal(lsp_reg_register(url, "tok", &info, 2000, id, sizeof(id), why, sizeof(why)), -1);
     assert_true(now_ms() - t < 1000);
     assert_non_null(strstr(why, url));
-    assert_int_equal(spank_reg_end(url, "tok", "run", 0, 0, 2000, why, sizeof(why)), -1);
-    assert_int_equal(spank_reg_lookup(url, "tok", "1", "0", 2000, id, sizeof(id), why, sizeof(why)), -1);
+    assert_int_equal(lsp_reg_end(url, "tok", "run", 0, 0, 2000, why, sizeof(why)), -1);
+    assert_int_equal(lsp_reg_lookup(url, "tok", "1", "0", 2000, id, sizeof(id), why, sizeof(why)), -1);
 }
 
 static void test_reg_server_hangs(void **state)
@@ -458,7 +454,7 @@ static void test_reg_server_hangs(void **state)
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
     wire_run info = {"1", "0", NULL, 1, 0, "u", NULL, NULL, "true", "fp", NULL};
     double t = now_ms();
-    assert_int_equal(spank_reg_register(url, NULL, &info, 300, id, sizeof(id), why, sizeof(why)), -1);
+    assert_int_equal(lsp_reg_register(url, NULL, &info, 300, id, sizeof(id), why, sizeof(why)), -1);
     double took = now_ms() - t;
     assert_true(took >= 250 && took < 1500);
     assert_non_null(strstr(why, "imeout"));

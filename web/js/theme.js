@@ -15,7 +15,7 @@ export function palette() {
 
 /* alpha(c, a) - colour c ('#rrggbb' or '#rgb') at opacity a, as rgba(); other notations come back unchanged. */
 export function alpha(c, a) {
-  let m = /^#([0-9a-f]{3}|[0-9a-f]{6})$/i.exec(c);
+  const m = /^#([0-9a-f]{3}|[0-9a-f]{6})$/i.exec(c);
   if (!m) return c;
   let hex = m[1];
   if (hex.length === 3) hex = hex.replace(/./g, '$&$&');

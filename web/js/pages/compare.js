@@ -165,7 +165,7 @@ export async function mount(el, params, query, navigate) {
         h('h2', null, m.name, ' ', verdictBadge(m.verdict)),
         h('div', { class: 'charts' },
           valuesChart(m.name, s, d, fe ? m.first_step_differs : null),
-          deviationChart(m.name, s, d)));
+          deviationChart(m.name, s)));
     });
     replace(chartsBox, ...(cards.length ? cards : [card('Curves', emptyState('No curves.', 'The comparison holds no metric series.'))]));
   }
@@ -215,7 +215,7 @@ function valuesChart(name, s, d, mark) {
 }
 
 /* deviationChart - |CHANGED − BASE| per step against the band's half-width, on a log scale (zero: no point). */
-function deviationChart(name, s, d) {
+function deviationChart(name, s) {
   const data = [s.steps];
   const series = [{ label: 'step' }];
   const [baseColor, ...changed] = palette();
@@ -232,10 +232,10 @@ function deviationChart(name, s, d) {
   return plot(`${name}: |CHANGED − BASE| against the band (log scale)`, data, series, { log: true, kind: 'deviation' });
 }
 
-function plot(title, data, series, opts) {
-  const wrap = h('div', { class: 'chart', 'data-chart': title, 'data-kind': opts.kind });
+function plot(heading, data, series, opts) {
+  const wrap = h('div', { class: 'chart', 'data-chart': heading, 'data-kind': opts.kind });
   const uopts = {
-    title, width: 540, height: 250, plugins: [markStep(opts.mark)], bands: opts.bands || [],
+    title: heading, width: 540, height: 250, plugins: [markStep(opts.mark)], bands: opts.bands || [],
     scales: { x: { time: false }, y: opts.log ? { distr: 3 } : {} },
     axes: [{ label: 'step', incrs: STEP_INCRS }, opts.log ? { ...logAxis(), size: 80 }
       : { size: 80, values: (u, vals) => vals.map((v) => fmtNum(v)) }],

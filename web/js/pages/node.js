@@ -4,7 +4,7 @@ import { h, link } from '../dom.js';
 import { apiGet, apiPost } from '../api.js';
 import { badge, card, kv, table, emptyState, errorBox, unavailable, replace, loading, adminToken, adminTokenForm } from '../components.js';
 import { fmtTime, fmtAgo, fmtRate, shortId, toDate } from '../format.js';
-import { nameOf, scoreOf, fmtScore, invOf } from './fleet.js';
+import { scoreOf, fmtScore, invOf } from './fleet.js';
 import { color, palette } from '../theme.js';
 import { drawPlot } from '../plot.js';
 

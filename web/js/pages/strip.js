@@ -48,7 +48,7 @@ function stackChart(name, title, buckets, stacks) {
   const xs = buckets.map((_, i) => i);
   const cols = stacks.map(([k]) => buckets.map((x) => Number(x[k]) || 0));
   // uPlot draws series in order: the tallest stack (every field summed) first, each lower part over it.
-  const sums = stacks.map((_, i) => xs.map((_, d) => cols.slice(0, i + 1).reduce((n, c) => n + c[d], 0)));
+  const sums = stacks.map((_stack, i) => xs.map((_x, d) => cols.slice(0, i + 1).reduce((n, c) => n + c[d], 0)));
   const top = Math.max(1, ...sums[sums.length - 1]);
   const wrap = h('div', { class: 'chart', 'data-chart': name });
   const today = name === 'suspects';

@@ -173,15 +173,15 @@ export async function mount(el, params, query, navigate) {
   async function loadSteps() {
     const fd = summary && summary.first_divergence;
     const center = sel.step !== null ? sel.step : fd ? fd.step : null;
-    let params = {};
-    if (from !== null) params = { from, to: from + WINDOW - 1 };
+    let range = {};
+    if (from !== null) range = { from, to: from + WINDOW - 1 };
     else if (center !== null) {
       const f = Math.max(0, center - WINDOW / 2);
-      params = { from: f, to: f + WINDOW - 1 };
-    } else params = { from: 0, to: WINDOW - 1 };
+      range = { from: f, to: f + WINDOW - 1 };
+    } else range = { from: 0, to: WINDOW - 1 };
     let d;
     try {
-      d = await apiGet(gpath + '/steps', { ...params, compact: 1 }); // one status per rank, by index
+      d = await apiGet(gpath + '/steps', { ...range, compact: 1 }); // one status per rank, by index
     } catch (e) {
       lastSteps = '';
       replace(mapBox, errorBox(e, 'The match map could not be loaded'));

@@ -1,5 +1,5 @@
-/* replay.c - send what a spool holds to lockstepd: used by `lockstep replay DIR` (a later process). */
-#include "agent/replay.h"
+/* spool_send.c - send what a spool holds to lockstepd: used by `lockstep replay DIR` (a later process). */
+#include "agent/spool_send.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -67,7 +67,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void say(const replay_opts *o, const char *dir, const char *what)
+static void say(const spool_send_opts *o, const char *dir, const char *what)
 {
     if (o->log)
         fprintf(o->log, "%s: %s\n", dir, what);
@@ -100,7 +100,7 @@ static int parse_steps(const char *s, long long (*r)[2], int cap)
     return n;
 }
 
-int replay_steps_valid(const char *steps)
+int spool_send_steps_valid(const char *steps)
 {
     long long r[64][2];
     return steps && (!strcmp(steps, "asked") || parse_steps(steps, r, 64) > 0);
@@ -108,7 +108,7 @@ int replay_steps_valid(const char *steps)
 
 /* send_held - post the held records of the steps o->steps names (or lockstepd asks for) kept in `sp`. Returns 0,
  * or -1 when something could not be sent (said on o->log). */
-static int send_held(const spool *sp, const spool_meta *m, uplink *up, const replay_opts *o, replay_stats *st)
+static int send_held(const spool *sp, const spool_meta *m, uplink *up, const spool_send_opts *o, spool_send_stats *st)
 {
     char why[600], line[900];
     long long steps[MAX_STEPS];
@@ -163,9 +163,9 @@ static int send_held(const spool *sp, const spool_meta *m, uplink *up, const rep
     return rc;
 }
 
-/* replay_one - send one rank directory. Returns 0 when it is gone, -1 when
+/* send_one - send one rank directory. Returns 0 when it is gone, -1 when
  * something is left, 1 when busy. */
-static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
+static int send_one(const char *dir, const spool_send_opts *o, spool_send_stats *st)
 {
     spool sp;
     spool_meta m;
@@ -181,7 +181,7 @@ static int replay_one(const char *dir, const replay_opts *o, replay_stats *st)
         say(o, dir, why);
         goto out_close;
     }
-    /* The server and CA file are the replaying user's, never what the spool names; the token is the spool's own job's
+    /* The server and CA file are the sending user's, never what the spool names; the token is the spool's own job's
      * unless the user gives one. */
     snprintf(m.server, sizeof(m.server), "%s", o->server);
     snprintf(m.ca_file, sizeof(m.ca_file), "%s", o->ca_file ? o->ca_file : "");
@@ -278,7 +278,7 @@ out_close:
     return rc;
 }
 
-int replay_tree(const char *root, const replay_opts *o, replay_stats *st)
+int spool_send_tree(const char *root, const spool_send_opts *o, spool_send_stats *st)
 {
     dir_list l = {0};
     memset(st, 0, sizeof(*st));
@@ -294,7 +294,7 @@ int replay_tree(const char *root, const replay_opts *o, replay_stats *st)
     int rc = 0;
     for (size_t i = 0; i < l.n; i++) {
         st->dirs++;
-        int r = replay_one(l.v[i], o, st);
+        int r = send_one(l.v[i], o, st);
         if (r == 0)
             st->dirs_done++;
         else if (r > 0)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""verdict.py - wait for a twin group's verdict on lockstepd and print the fields the tiers check.
+"""findings.py - wait for a twin group's findings on lockstepd and print the fields the tiers check.
 
-usage: verdict.py SERVER_URL GROUP RANKS [--timeout S]
+usage: findings.py SERVER_URL GROUP RANKS [--timeout S]
 Waits until the group is no longer pending and, when it diverged, until RANKS ranks have their divergence
 (the comparison has settled); prints one line of JSON:
   {"status", "cause", "origin_ranks", "rank", "occurrence", "name", "site", "suggest_ignore", "configuration",

@@ -1,5 +1,5 @@
-/* verdict.c - a twin group's status, cause, origin ranks, call site and manifest diff, read from PostgreSQL and judged by the pure rules (server/compare/verdict.h). */
-#include "server/compare/verdict.h"
+/* findings.c - a twin group's findings: its status, cause, origin ranks, call site and manifest diff, read from PostgreSQL and judged by the pure rules (server/compare/findings.h). */
+#include "server/compare/findings.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -32,7 +32,7 @@
     "(SELECT count(DISTINCT q.rank) FROM record_requests q JOIN runs r USING (run_key) WHERE r.twin_group = " G    \
     " AND q.removed)"
 
-void verdict_register(void)
+void findings_register(void)
 {
     glance_register();
     db_register("vd_runs", "SELECT run_key, run_id, job_id, step_id, user_name, nodes, command, ranks, status, "
@@ -77,7 +77,7 @@ void verdict_register(void)
                 "WHERE r.twin_group = $1 GROUP BY 1) pe ON pe.rank = x.rank "
                 "LEFT JOIN (SELECT max(ended_at) AS t FROM runs WHERE twin_group = $1) re ON true "
                 "LEFT JOIN group_checks c ON c.twin_group = $1 AND c.rank = x.rank");
-    /* verdict_facts: the same facts for a set of groups ($1: a JSON array of names; $2: GROUP_MAX_RUNS), in
+    /* findings_facts: the same facts for a set of groups ($1: a JSON array of names; $2: GROUP_MAX_RUNS), in
      * the order given. Per group: runs (the first $2 by run_key), failed ones (status failed, or a rank's
      * non-zero exit), running ones (not failed); the progress per rank as vd_progress; whether a divergence
      * is stored; and, at the cause rule's earliest point (the first diverging step, the smallest seq there,
@@ -186,7 +186,7 @@ static cause_inputs inputs_state(json_t *runs)
 
 /* set_members - each run's "compared" and "left_out" (why not), by the rule the comparison applies to each rank
  * (server/compare/members.h), here to whole runs: whether it recorded anything, how far, whether it ended. */
-static void set_members(PGresult *runs, grp_verdict *v)
+static void set_members(PGresult *runs, grp_findings *v)
 {
     int n = (int)json_array_size(v->runs);
     cmp_member m[GROUP_MAX_RUNS];
@@ -207,7 +207,7 @@ static void set_members(PGresult *runs, grp_verdict *v)
 }
 
 /* load_runs - the runs and their exits into v->runs and the md_run table; counts for the status. */
-static void load_runs(PGresult *runs, PGresult *exits, grp_verdict *v, twin_facts *f)
+static void load_runs(PGresult *runs, PGresult *exits, grp_findings *v, twin_facts *f)
 {
     v->runs = json_array();
     for (int i = 0; i < PQntuples(runs) && i < GROUP_MAX_RUNS; i++) {
@@ -273,9 +273,9 @@ static json_t *load_mdiff(PGresult *runs, PGresult *man)
     return d ? d : json_pack("{s:b, s:s, s:[], s:[]}", "explains", 0, "summary", "", "diffs", "identities");
 }
 
-/* The manifest diff of a group is the costly part of its verdict (every rank's manifest of every run, read and
+/* The manifest diff of a group is the costly part of its findings (every rank's manifest of every run, read and
  * parsed: megabytes for a large job) and changes only when a run joins or a manifest arrives; the twin-group
- * list reads the verdict of every diverged group of a page. So the last diff of each group is kept, with the
+ * list reads the findings of every diverged group of a page. So the last diff of each group is kept, with the
  * state it was computed from (mdiff_key), in a small direct-mapped table shared by the database workers. */
 #define MDIFF_SLOTS 256
 static struct {
@@ -336,7 +336,7 @@ static void mdiff_keep(const char *group, const char *key, json_t *d)
 }
 
 /* judge - the cause of the first divergence over the per-rank divergences; fills v->first. */
-static void judge(grp_verdict *v)
+static void judge(grp_findings *v)
 {
     size_t n = json_array_size(v->per_rank), i;
     if (!n) {
@@ -362,7 +362,7 @@ static void judge(grp_verdict *v)
         cr[i].inputs = cr[i].restore || cr[i].logical ? CAUSE_IN_UNKNOWN : inputs_state(rr);
     }
     cause_facts f = {cr, n, v->nranks, json_is_true(json_object_get(v->mdiff, "explains"))};
-    cause_verdict cv;
+    cause_result cv;
     cause_judge(&f, &cv);
     v->cause = cv.kind;
     v->norigin = cv.norigin;
@@ -394,7 +394,7 @@ static void judge(grp_verdict *v)
     free(cr);
 }
 
-int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
+int findings_load(const char *group, grp_findings *v, char *err, size_t cap)
 {
     memset(v, 0, sizeof(*v));
     v->first_rank = -1;
@@ -488,7 +488,7 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     return 1;
 }
 
-int verdict_facts(const char *const *names, int n, twin_facts *out, char *err, size_t cap)
+int findings_facts(const char *const *names, int n, twin_facts *out, char *err, size_t cap)
 {
     memset(out, 0, (size_t)(n > 0 ? n : 0) * sizeof(*out));
     if (n <= 0)
@@ -519,24 +519,24 @@ int verdict_facts(const char *const *names, int n, twin_facts *out, char *err, s
         f->removed = strtol(PQgetvalue(r, i, 11), NULL, 10);
         /* The cause rule's first divergence lacks a record when one at the earliest point does, unless the
          * cause is configuration (then it is e0 itself), or the earliest point holds more ranks than the rule
-         * looks at (common/cause.c). Both need the whole verdict; asked for only where the status turns on it. */
+         * looks at (common/cause.c). Both need the whole findings; asked for only where the status turns on it. */
         f->missing = early_miss;
         if (f->diverged && f->failed && (early_miss != e0_miss || early > CAUSE_MAX_ORIGIN * 4)) {
-            grp_verdict v;
-            int got = verdict_load(names[i], &v, err, cap);
+            grp_findings v;
+            int got = findings_load(names[i], &v, err, cap);
             if (got < 0) {
                 rc = -1;
                 break;
             }
             f->missing = got > 0 && v.first_missing;
-            verdict_release(&v);
+            findings_release(&v);
         }
     }
     PQclear(r);
     return rc;
 }
 
-void verdict_release(grp_verdict *v)
+void findings_release(grp_findings *v)
 {
     json_decref(v->runs);
     json_decref(v->per_rank);

@@ -1,12 +1,12 @@
-/* verdict.h - what lockstepd says of a twin group: its status, and for a diverged group the cause, origin ranks and call site of its first divergence, with the manifest diff that may explain it.
+/* findings.h - what lockstepd finds of a twin group: its status, and for a diverged group the cause, origin ranks and call site of its first divergence, with the manifest diff that may explain it.
  *
  * One function for every reader: the twin API (and through it the CLI and the dashboard), the group's
- * alert and the suspects rules all call verdict_load, so they cannot tell different stories. The rules
+ * alert and the suspects rules all call findings_load, so they cannot tell different stories. The rules
  * themselves are pure and live apart: the status in server/compare/status.h, the cause in common/cause.h,
  * the manifest diff in common/json/mdiff.h; this module reads what they need from PostgreSQL.
  */
-#ifndef SERVER_COMPARE_VERDICT_H
-#define SERVER_COMPARE_VERDICT_H
+#ifndef SERVER_COMPARE_FINDINGS_H
+#define SERVER_COMPARE_FINDINGS_H
 
 #include <stddef.h>
 #include <jansson.h>
@@ -14,7 +14,7 @@
 #include "common/cause.h"
 #include "server/compare/status.h"
 
-typedef struct grp_verdict {
+typedef struct grp_findings {
     const char *status;    /* twin_status: pending, diverged, incomplete, match */
     char status_why[512];
     json_t *runs;          /* [{"run_id", "job_id", "step_id", "user", "nodes", "command", "status", "start_step",
@@ -39,31 +39,31 @@ typedef struct grp_verdict {
     int left_out;          /* runs the comparison leaves out (server/compare/members.h; each run's "left_out") */
     char suggest[300];     /* every-rank: the ignore pattern for the first divergence's call site, else "" */
     char cause_why[768];
-} grp_verdict;
+} grp_findings;
 
-/* verdict_register - prepare the statements verdict_load runs. */
-void verdict_register(void);
+/* findings_register - prepare the statements findings_load runs. */
+void findings_register(void);
 
-/* verdict_load - the verdict of twin group `group` into `v` (the caller
- * releases it with verdict_release). Runs on this thread's connection, so
+/* findings_load - the findings of twin group `group` into `v` (the caller
+ * releases it with findings_release). Runs on this thread's connection, so
  * inside a caller's transaction its reads are the transaction's. The
  * manifest diff is kept per group with the state it came from (the runs, the
  * manifests' count and newest arrival) and read again only when that changed. Returns 1
  * loaded, 0 when no run belongs to the group (v is then empty), -1 on a
  * database error (`err`). */
-int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap);
+int findings_load(const char *group, grp_findings *v, char *err, size_t cap);
 
-/* verdict_facts - the facts twin_status decides from for `n` groups at once (names[i] into out[i]; a group
- * without runs gets zeros, hence "pending"): one query with the same meaning as what verdict_load reads for
+/* findings_facts - the facts twin_status decides from for `n` groups at once (names[i] into out[i]; a group
+ * without runs gets zeros, hence "pending"): one query with the same meaning as what findings_load reads for
  * one group (at most GROUP_MAX_RUNS runs counted, in run order; a run with a failed rank counts as failed;
  * the same progress per rank; `missing` as the cause rule's first divergence says it). Only where the cause
  * rule would need the manifest diff to tell `missing` (a configuration cause when the earliest point mixes
- * missing and present records) and it matters (a diverged group with a failed run) does it ask verdict_load
+ * missing and present records) and it matters (a diverged group with a failed run) does it ask findings_load
  * for that group. For the twin-group list and its status filter, and the runs list's group status.
  * Returns 0, or -1 with the database's message in `err`. */
-int verdict_facts(const char *const *names, int n, twin_facts *out, char *err, size_t cap);
+int findings_facts(const char *const *names, int n, twin_facts *out, char *err, size_t cap);
 
-/* verdict_release - drop what verdict_load made; safe on an empty verdict. */
-void verdict_release(grp_verdict *v);
+/* findings_release - drop what findings_load made; safe on empty findings. */
+void findings_release(grp_findings *v);
 
-#endif /* SERVER_COMPARE_VERDICT_H */
+#endif /* SERVER_COMPARE_FINDINGS_H */
