@@ -1,8 +1,9 @@
-# server.mk - lockstepd (server/), its migrations (sql/), integration and fuzz tests, and bench/ingest.
+# server.mk - lockstepd (server/), its schema (sql/migrations/, sql/functions/), integration and fuzz tests, and bench/ingest.
 SERVER_SRCS := $(wildcard server/*/*.c)
 SERVER_OBJS := $(SERVER_SRCS:%.c=$(B)/%.o) $(B)/server/migrations.o
 LOCKSTEPD := $(B)/bin/lockstepd
-MIGRATIONS := $(sort $(wildcard sql/[0-9]*.sql))
+MIGRATIONS := $(sort $(wildcard sql/migrations/[0-9]*.sql))
+SQL_FUNCTIONS := $(sort $(wildcard sql/functions/*.sql))
 
 # The token module (HMAC-SHA256 via OpenSSL) sits apart from common/*.c so that
 # liblockstep.so does not link OpenSSL; the SPANK plugin and CLI link these too.
@@ -13,9 +14,12 @@ SERVER_PKGS := libmicrohttpd jansson libpq libcrypto
 EXTRA_CFLAGS_server = $(call pc_cflags,$(SERVER_PKGS)) -I$(shell pg_config --includedir 2>/dev/null)
 SERVER_LIBS = $(call pc_libs,$(SERVER_PKGS)) -lpthread -lm
 
-$(B)/server/migrations.c: $(MIGRATIONS) server/store/gen-migrations.sh
+# The schema compiled into lockstepd; gen-migrations.sh refuses a migration that defines a function and a function
+# defined twice (sql/README.md).
+$(B)/server/migrations.c: $(MIGRATIONS) $(SQL_FUNCTIONS) server/store/gen-migrations.sh
 	@mkdir -p $(@D)
-	server/store/gen-migrations.sh $(MIGRATIONS) > $@
+	server/store/gen-migrations.sh $(MIGRATIONS) -- $(SQL_FUNCTIONS) > $@.tmp
+	mv $@.tmp $@
 
 $(B)/server/migrations.o: $(B)/server/migrations.c
 	$(CC) $(ALL_CFLAGS) $(EXTRA_CFLAGS_server) -c $< -o $@

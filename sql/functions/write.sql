@@ -1,23 +1,28 @@
--- 013_settle_once.sql - a batch's end settled once, not twice: the rank's shared lock is taken before its progress
--- is written, so the progress is stamped in the same write (012's lockstep_batch_settle wrote the row a second
--- time, under the lock), and a group of batches takes its locks and stamps its progress in one statement for all
--- its ranks instead of four statements per rank (issue 19: that settle was 40% of a digest batch's PostgreSQL
--- time).
+-- write.sql - a batch's write and settle, in one statement (so one transaction and one round trip): the replay
+-- guard, the frames, the per-step digests, the rank's progress, the late-data rewind of the comparison's marks, and
+-- the steps of held-back records lockstepd wants. Called by server/store/write.c.
 --
--- What holds, as in 012: a batch (or a group of them) commits under the shared form of each of its group ranks'
--- locks (lockstep_check_key), so a comparison of that rank (which holds it exclusively: lockstep_cmp_ranks,
+-- What holds: a batch (or a group of them) commits under the shared form of each of its group ranks' locks
+-- (lockstep_check_key, compare.sql), so a comparison of that rank (which holds it exclusively: lockstep_cmp_ranks,
 -- server/compare/step.c) is either over or starts after the commit; under the lock, a batch that brings records
 -- (or step digests) of a step already compared moves the rank's mark back to the step before (and the group's
 -- logical mark, rank -1: server/compare/logical.c), and the rank's progress time is taken, so that a comparison's
--- checked_at is later than the progress it saw and earlier than any it did not. Now also: the record requests a
--- batch answers are marked under the lock, so a batch waiting for a comparison's lock holds none of the rows that
--- comparison may write.
+-- checked_at is later than the progress it saw and earlier than any it did not. The record requests a batch
+-- answers are marked under the lock, so a batch waiting for a comparison's lock holds none of the rows that
+-- comparison may write. The lock is taken before the progress is written, so the progress is stamped in the same
+-- write, and a group of batches takes its locks and stamps its progress in one statement for all its ranks (that
+-- settle was 40% of a digest batch's PostgreSQL time when it took four statements per rank). Plans are kept
+-- (plan_cache_mode): see compare.sql.
 
+-- lockstep_store_batch - one batch: the replay guard first (NULL: a replay, nothing stored), the frames, the
+-- per-step digests, the rank's progress; then the steps of this rank whose held-back records lockstepd wants (an
+-- empty array when none). `held`: the batch carries records an agent held back and was asked for; their digests
+-- and progress came with the step digests it sent before.
 CREATE OR REPLACE FUNCTION lockstep_store_batch(p_run bigint, p_rank int, p_bseq bigint, p_n int, p_held boolean,
                                      f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[], f_frames bytea[],
                                      d_step bigint[], d_n int[], d_digest bigint[],
                                      p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint)
-RETURNS bigint[] LANGUAGE plpgsql AS $$
+RETURNS bigint[] LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     grp text;
     lo bigint;
@@ -71,12 +76,16 @@ BEGIN
                      WHERE run_key = p_run AND rank = p_rank AND NOT answered ORDER BY step LIMIT 64) w), '{}');
 END $$;
 
+-- lockstep_store_batches - lockstep_store_batch for many batches in one statement (a database worker's group of
+-- queued batches; b_* per batch, in the order their locks are taken; f_* and d_* the segments and step digests,
+-- each naming its batch by its index in b_*, from 1). Returns per batch whether it was a replay (stored before, or
+-- twice in this group: the first one counts) and the steps of its rank whose held-back records lockstepd wants.
 CREATE OR REPLACE FUNCTION lockstep_store_batches(b_run bigint[], b_rank int[], b_bseq bigint[], b_n int[], b_held boolean[],
                                        b_min_step bigint[], b_max_step bigint[], b_max_seq bigint[], b_count bigint[],
                                        f_batch int[], f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[],
                                        f_frames bytea[], d_batch int[], d_step bigint[], d_n int[], d_digest bigint[])
 RETURNS TABLE (i int, duplicate boolean, want bigint[])
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     stored int[];
     s_group text[];  -- the stored batches' group ranks (in a twin group), in lock order
@@ -153,18 +162,3 @@ BEGIN
                              ORDER BY r.step LIMIT 64) w), '{}') END
         FROM generate_subscripts(b_run, 1) AS k;
 END $$;
-
-DROP FUNCTION IF EXISTS lockstep_batch_settle(bigint, int, bigint); -- folded into the two functions above
-
--- The comparison's first look and the batch's statement run thousands of times a second with other arrays each
--- time: planning their statements again for each call (PostgreSQL's custom plans, its choice for the first calls
--- of a session and whenever they look cheaper) cost more than running them (a look at two ranks: 1.5 ms planned
--- anew, 0.6 ms with the plan kept; at fifty ranks 5-8 ms against 4-4.5 ms). Their plans are kept.
-ALTER FUNCTION lockstep_cmp_ranks(text, int[], int) SET plan_cache_mode = force_generic_plan;
-ALTER FUNCTION lockstep_store_batch(bigint, int, bigint, int, boolean, bigint[], bigint[], int[], smallint[], bytea[],
-                                    bigint[], int[], bigint[], bigint, bigint, bigint, bigint)
-    SET plan_cache_mode = force_generic_plan;
-ALTER FUNCTION lockstep_store_batches(bigint[], int[], bigint[], int[], boolean[], bigint[], bigint[], bigint[],
-                                      bigint[], int[], bigint[], bigint[], int[], smallint[], bytea[], int[], bigint[],
-                                      int[], bigint[])
-    SET plan_cache_mode = force_generic_plan;
