@@ -64,8 +64,8 @@ static int apply_functions(PGconn *c)
         PGresult *r = PQexec(c, db_functions[i].sql);
         int ok = db_ok(r);
         if (!ok)
-            log_error("applying sql/functions/%s.sql failed: %s (hint: a function whose return type or parameter "
-                      "names change must first be dropped by a migration: sql/README.md)",
+            log_error("applying sql/functions/%s.sql failed: %s (hint: when it changes a function's return type or "
+                      "parameter names, a migration drops the old one first: sql/README.md)",
                       db_functions[i].name, PQresultErrorMessage(r));
         PQclear(r);
         if (!ok)
