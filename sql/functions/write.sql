@@ -14,72 +14,12 @@
 -- settle was 40% of a digest batch's PostgreSQL time when it took four statements per rank). Plans are kept
 -- (plan_cache_mode): see compare.sql.
 
--- lockstep_store_batch - one batch: the replay guard first (NULL: a replay, nothing stored), the frames, the
--- per-step digests, the rank's progress; then the steps of this rank whose held-back records lockstepd wants (an
--- empty array when none). `held`: the batch carries records an agent held back and was asked for; their digests
--- and progress came with the step digests it sent before.
-CREATE OR REPLACE FUNCTION lockstep_store_batch(p_run bigint, p_rank int, p_bseq bigint, p_n int, p_held boolean,
-                                     f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[], f_frames bytea[],
-                                     d_step bigint[], d_n int[], d_digest bigint[],
-                                     p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint)
-RETURNS bigint[] LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
-DECLARE
-    grp text;
-    lo bigint;
-BEGIN
-    INSERT INTO batches (run_key, rank, batch_seq, n_records, max_step, committed_at) -- the time written, not
-        VALUES (p_run, p_rank, p_bseq, p_n, CASE WHEN p_count > 0 THEN p_max_step END, clock_timestamp()) -- the
-        ON CONFLICT DO NOTHING; -- transaction's start: a group of batches commits a little later still
-    IF NOT FOUND THEN
-        IF p_held THEN -- held records stored before: whatever asks for them again is answered
-            UPDATE record_requests SET answered = true
-                WHERE run_key = p_run AND rank = p_rank AND step = ANY (f_step) AND NOT answered;
-        END IF;
-        RETURN NULL;
-    END IF;
-    IF cardinality(f_step) > 0 THEN
-        INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames)
-            SELECT p_run, p_rank, s, q, c, k, f FROM unnest(f_step, f_seq, f_n, f_kind, f_frames) AS u(s, q, c, k, f);
-    END IF;
-    IF cardinality(d_step) > 0 THEN
-        INSERT INTO step_digests (run_key, rank, step, n, digest)
-            SELECT p_run, p_rank, s, c, d FROM unnest(d_step, d_n, d_digest) AS u(s, c, d) ORDER BY s
-            ON CONFLICT (run_key, rank, step) DO UPDATE SET n = step_digests.n + excluded.n,
-                digest = step_digests.digest # excluded.digest;
-    END IF;
-    SELECT twin_group INTO grp FROM runs WHERE run_key = p_run;
-    IF grp <> '' THEN -- the group rank's lock, shared, from here to the commit
-        PERFORM pg_advisory_xact_lock_shared(lockstep_check_key(grp, p_rank));
-    END IF;
-    IF p_count > 0 THEN
-        INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records, updated_at)
-            VALUES (p_run, p_rank, p_min_step, p_max_step, p_max_seq, p_count, clock_timestamp())
-            ON CONFLICT (run_key, rank) DO UPDATE SET
-                min_step = least(rank_progress.min_step, excluded.min_step),
-                max_step = greatest(rank_progress.max_step, excluded.max_step),
-                max_seq = greatest(rank_progress.max_seq, excluded.max_seq),
-                n_records = rank_progress.n_records + excluded.n_records, updated_at = excluded.updated_at;
-    ELSIF grp <> '' THEN
-        UPDATE rank_progress SET updated_at = clock_timestamp() WHERE run_key = p_run AND rank = p_rank;
-    END IF;
-    IF p_held THEN
-        UPDATE record_requests SET answered = true
-            WHERE run_key = p_run AND rank = p_rank AND step = ANY (f_step) AND NOT answered;
-    END IF;
-    lo := least(CASE WHEN p_count > 0 THEN p_min_step END, (SELECT min(s) FROM unnest(f_step) AS s),
-                (SELECT min(s) FROM unnest(d_step) AS s));
-    IF grp <> '' AND lo IS NOT NULL THEN -- late data: compared again from the step before
-        UPDATE group_checks SET checked_upto = lo - 1
-            WHERE twin_group = grp AND rank IN (p_rank, -1) AND checked_upto >= lo;
-    END IF;
-    RETURN coalesce((SELECT array_agg(step ORDER BY step) FROM (SELECT step FROM record_requests
-                     WHERE run_key = p_run AND rank = p_rank AND NOT answered ORDER BY step LIMIT 64) w), '{}');
-END $$;
-
--- lockstep_store_batches - lockstep_store_batch for many batches in one statement (a database worker's group of
--- queued batches; b_* per batch, in the order their locks are taken; f_* and d_* the segments and step digests,
--- each naming its batch by its index in b_*, from 1). Returns per batch whether it was a replay (stored before, or
--- twice in this group: the first one counts) and the steps of its rank whose held-back records lockstepd wants.
+-- lockstep_store_batches - a group of batches in one statement (a database worker's group of queued batches; b_*
+-- per batch, in the order their locks are taken; f_* and d_* the segments and step digests, each naming its batch
+-- by its index in b_*, from 1): the replay guard first, the frames, the per-step digests, each rank's progress,
+-- the late-data rewind, the answered record requests. Returns per batch whether it was a replay (stored before, or
+-- twice in this group: the first one counts; nothing of it is stored) and the steps of its rank whose held-back
+-- records lockstepd wants.
 CREATE OR REPLACE FUNCTION lockstep_store_batches(b_run bigint[], b_rank int[], b_bseq bigint[], b_n int[], b_held boolean[],
                                        b_min_step bigint[], b_max_step bigint[], b_max_seq bigint[], b_count bigint[],
                                        f_batch int[], f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[],
@@ -162,3 +102,18 @@ BEGIN
                              ORDER BY r.step LIMIT 64) w), '{}') END
         FROM generate_subscripts(b_run, 1) AS k;
 END $$;
+
+-- lockstep_store_batch - one batch, as a group of one (lockstep_store_batches): NULL for a replay (stored before,
+-- nothing stored), else the steps of this rank whose held-back records lockstepd wants (an empty array when none).
+-- `held`: the batch carries records an agent held back and was asked for; their digests and progress came with the
+-- step digests it sent before.
+CREATE OR REPLACE FUNCTION lockstep_store_batch(p_run bigint, p_rank int, p_bseq bigint, p_n int, p_held boolean,
+                                     f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[], f_frames bytea[],
+                                     d_step bigint[], d_n int[], d_digest bigint[],
+                                     p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint)
+RETURNS bigint[] LANGUAGE sql AS $$
+    SELECT b.want FROM lockstep_store_batches(ARRAY[p_run], ARRAY[p_rank], ARRAY[p_bseq], ARRAY[p_n], ARRAY[p_held],
+        ARRAY[p_min_step], ARRAY[p_max_step], ARRAY[p_max_seq], ARRAY[p_count],
+        array_fill(1, ARRAY[coalesce(cardinality(f_step), 0)]), f_step, f_seq, f_n, f_kind, f_frames,
+        array_fill(1, ARRAY[coalesce(cardinality(d_step), 0)]), d_step, d_n, d_digest) b
+$$;
