@@ -78,9 +78,8 @@ $(B)/tests/integration/test_%: $(B)/tests/integration/test_%.o $(IT_OBJS) $(LIBC
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,cmocka libpq) $(HARNESS_LIBS) $(TOKEN_LIBS) -lm
 ALL_TARGETS += $(IT_BINS)
 TEST_TIERS += tests/integration/run.sh
-# The SQL tier: SQL that restates a C rule, held to that rule's case table (tests/data/), and the schema: fresh and
-# upgraded databases alike (sql/README.md). Each binary starts its own PostgreSQL and applies lockstepd's schema with
-# lockstepd's own db_migrate.
+# The SQL tier: SQL that restates a C rule, held to that rule's case table (tests/data/), and the checks of the sql/
+# split (sql/README.md). Each binary starts its own PostgreSQL and applies lockstepd's schema with db_migrate.
 SQLT_BINS := $(patsubst tests/sql/%.c,$(B)/tests/sql/%,$(wildcard tests/sql/test_*.c))
 SQLT_OBJS := $(B)/tests/sql/sqlt.o $(HARNESS_OBJS) $(B)/server/store/migrate.o $(B)/server/migrations.o \
   $(B)/server/store/db.o $(B)/server/core/log.o $(B)/server/core/metrics.o $(B)/server/core/xalloc.o \
