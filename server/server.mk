@@ -1,8 +1,9 @@
-# server.mk - lockstepd (server/), its migrations (sql/), integration and fuzz tests, and bench/ingest.
+# server.mk - lockstepd (server/), its schema (sql/migrations/, sql/functions/), integration and fuzz tests, and bench/ingest.
 SERVER_SRCS := $(wildcard server/*/*.c)
 SERVER_OBJS := $(SERVER_SRCS:%.c=$(B)/%.o) $(B)/server/migrations.o
 LOCKSTEPD := $(B)/bin/lockstepd
-MIGRATIONS := $(sort $(wildcard sql/[0-9]*.sql))
+MIGRATIONS := $(sort $(wildcard sql/migrations/[0-9]*.sql))
+SQL_FUNCTIONS := $(sort $(wildcard sql/functions/*.sql))
 
 # The token module (HMAC-SHA256 via OpenSSL) sits apart from common/*.c so that
 # liblockstep.so does not link OpenSSL; the SPANK plugin and CLI link these too.
@@ -13,9 +14,12 @@ SERVER_PKGS := libmicrohttpd jansson libpq libcrypto
 EXTRA_CFLAGS_server = $(call pc_cflags,$(SERVER_PKGS)) -I$(shell pg_config --includedir 2>/dev/null)
 SERVER_LIBS = $(call pc_libs,$(SERVER_PKGS)) -lpthread -lm
 
-$(B)/server/migrations.c: $(MIGRATIONS) server/store/gen-migrations.sh
+# The schema compiled into lockstepd; gen-migrations.sh refuses a migration that defines a function and a function
+# defined twice (sql/README.md).
+$(B)/server/migrations.c: $(MIGRATIONS) $(SQL_FUNCTIONS) server/store/gen-migrations.sh
 	@mkdir -p $(@D)
-	server/store/gen-migrations.sh $(MIGRATIONS) > $@
+	server/store/gen-migrations.sh $(MIGRATIONS) -- $(SQL_FUNCTIONS) > $@.tmp
+	mv $@.tmp $@
 
 $(B)/server/migrations.o: $(B)/server/migrations.c
 	$(CC) $(ALL_CFLAGS) $(EXTRA_CFLAGS_server) -c $< -o $@
@@ -74,6 +78,17 @@ $(B)/tests/integration/test_%: $(B)/tests/integration/test_%.o $(IT_OBJS) $(LIBC
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,cmocka libpq) $(HARNESS_LIBS) $(TOKEN_LIBS) -lm
 ALL_TARGETS += $(IT_BINS)
 TEST_TIERS += tests/integration/run.sh
+# The SQL tier: SQL that restates a C rule, held to that rule's case table (tests/data/), and the checks of the sql/
+# split (sql/README.md). Each binary starts its own PostgreSQL and applies lockstepd's schema with db_migrate.
+SQLT_BINS := $(patsubst tests/sql/%.c,$(B)/tests/sql/%,$(wildcard tests/sql/test_*.c))
+SQLT_OBJS := $(B)/tests/sql/sqlt.o $(HARNESS_OBJS) $(B)/server/store/migrate.o $(B)/server/migrations.o \
+  $(B)/server/store/db.o $(B)/server/core/log.o $(B)/server/core/metrics.o $(B)/server/core/xalloc.o \
+  $(B)/server/core/error.o $(B)/server/compare/members.o $(VERSION_OBJ)
+$(B)/tests/sql/%.o: EXTRA_CFLAGS_tests += $(call pc_cflags,libpq)
+$(B)/tests/sql/test_%: $(B)/tests/sql/test_%.o $(SQLT_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,cmocka libpq) $(HARNESS_LIBS) -lm
+ALL_TARGETS += $(SQLT_BINS)
+TEST_TIERS += tests/sql/run.sh
 # The compare tier: lockstep-train runs streamed into lockstepd, judged by `lockstep compare` (docs/compare.md).
 TEST_TIERS += tests/compare/run.sh
 

@@ -185,8 +185,8 @@ static pid_t postmaster_pid(const char *state_dir)
 
 /* ---- the row model's limit: the same records as rows, COPYed into an unindexed table ---- */
 
-/* The 22 columns of the row layout's records table (sql/001_init.sql with the call site of sql/007 and the
- * extension fields of sql/009, before migration 010), received_on by default: the table the COPY phase fills has no index and no partitions, the row model at its fastest. */
+/* The 22 columns of the row layout's records table (sql/migrations/001_init.sql with the call site of
+ * sql/migrations/007 and the extension fields of sql/migrations/009, before migration 010), received_on by default: the table the COPY phase fills has no index and no partitions, the row model at its fastest. */
 #define ROWS_TABLE "bench_copy_rows"
 #define ROWS_DDL                                                                                                 \
     "CREATE TABLE " ROWS_TABLE " (run_key bigint NOT NULL, rank int NOT NULL, seq bigint NOT NULL, step bigint " \

@@ -39,7 +39,7 @@ typedef struct group_viewer {
  * groups of one user (a job's own token with ?job=J under read_access = admin: the user slurmstepd attested for
  * J, else the one a run of J was attested as; else, unattested, the one J's first run reported), in `v`; -1
  * after replying (401/403 when neither, 503). Attested data is read on attested identity only
- * (lockstep_group_visible, sql/015_scoped_groups.sql). */
+ * (lockstep_group_visible, sql/functions/groups.sql). */
 int group_reader(http_req *req, group_viewer *v);
 
 /* group_job_viewer - whom job `job`'s token reads as (group_reader's rule, whatever the token) into `v`: 1, 0 when

@@ -57,10 +57,10 @@ void cmp_on_divergence(cmp_divergence_fn fn)
 void cmp_register(void)
 {
     cmp_step_register();
-    /* The first look (sql/012_owned_groups.sql): ranks without a differing step are marked (or their step divergence
-     * dropped) in the statement's own transaction, under their locks; the others come back. Its commit does not
-     * wait for the disk, as the comparison's own do not (step.c): a mark lost in a crash is compared again at the
-     * next start (cmp_backlog). */
+    /* The first look (lockstep_cmp_ranks, sql/functions/compare.sql): ranks without a differing step are marked (or
+     * their step divergence dropped) in the statement's own transaction, under their locks; the others come back.
+     * Its commit does not wait for the disk, as the comparison's own do not (step.c): a mark lost in a crash is
+     * compared again at the next start (cmp_backlog). */
     db_register("cmp_ranks", "SELECT r_rank, keys, ids, hi, upto, newest, step, from_step, waiting "
                              "FROM set_config('synchronous_commit', 'off', true), "
                              "lockstep_cmp_ranks($1, $2::int[], $3)");

@@ -62,7 +62,7 @@ static int convert_rows(PGconn *c, const char *key, const char *rank, PGresult *
     b.n = (size_t)(to - from);
     b.recs = xcalloc(b.n + 1, sizeof(*b.recs));
     uint64_t **words = xcalloc(2 * b.n + 1, sizeof(*words));
-    unsigned char *ext = xmalloc(b.n * REC_EXT_MAX + 1); /* the extension fields (sql/009), decoded */
+    unsigned char *ext = xmalloc(b.n * REC_EXT_MAX + 1); /* the extension fields (sql/migrations/009), decoded */
     for (int i = from; i < to; i++) {
         rec_record *x = &b.recs[i - from];
         x->seq = strtoull(PQgetvalue(r, i, 0), NULL, 10);
@@ -90,7 +90,7 @@ static int convert_rows(PGconn *c, const char *key, const char *rank, PGresult *
             x->n_chunks = (uint32_t)words_parse(PQgetvalue(r, i, 13), ch);
             x->chunks = *ch;
         }
-        rec_site *st = &x->site; /* the call site (sql/007_record_sites): its strings borrowed from `r` */
+        rec_site *st = &x->site; /* the call site (sql/migrations/007_record_sites): its strings borrowed from `r` */
         if (!PQgetisnull(r, i, 15) || !PQgetisnull(r, i, 17) || !PQgetisnull(r, i, 19)) {
             st->module = PQgetvalue(r, i, 15);
             st->module_len = (uint16_t)PQgetlength(r, i, 15);

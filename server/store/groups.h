@@ -4,9 +4,9 @@
  * A claim: a group made before its owner's runs were attested (every group made before attestation existed, at
  * upgrade) becomes attested when its owner's first attested run registers into it. Then the runs in it that are
  * not attested as the owner (unattested runs, other users' runs) are set aside: they leave the group, kept with
- * why (runs.set_aside_*), the group's comparison starts over without them (sql/015_scoped_groups.sql) and the
- * fleet takes back what it concluded from them (store_groups_on_set_aside); the shares made while the owner was
- * unattested are cleared.
+ * why (runs.set_aside_*), the group's comparison starts over without them (lockstep_group_set_aside,
+ * sql/functions/groups.sql) and the fleet takes back what it concluded from them (store_groups_on_set_aside); the
+ * shares made while the owner was unattested are cleared.
  */
 #ifndef SERVER_STORE_GROUPS_H
 #define SERVER_STORE_GROUPS_H

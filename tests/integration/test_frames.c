@@ -58,13 +58,13 @@ static char *scalar(PGconn *c, const char *sql, char *out, size_t cap)
     return out;
 }
 
-/* old_schema - a database as lockstepd left it before frames: migrations 001-009 of sql/ (call sites, extension
+/* old_schema - a database as lockstepd left it before frames: migrations 001-009 of sql/migrations/ (call sites, extension
  * fields and the state index included), recorded as applied. */
 static void old_schema(PGconn *c)
 {
     const char *src = getenv("LOCKSTEP_SRC");
     char pat[1100];
-    snprintf(pat, sizeof(pat), "%s/sql/00[1-9]_*.sql", src ? src : ".");
+    snprintf(pat, sizeof(pat), "%s/sql/migrations/00[1-9]_*.sql", src ? src : ".");
     glob_t g;
     assert_int_equal(glob(pat, 0, NULL, &g), 0);
     assert_int_equal(g.gl_pathc, 9);

@@ -1,4 +1,4 @@
-/* test_hostlist.c - Slurm node lists (common/hostlist.h), from a table. */
+/* test_hostlist.c - Slurm node lists (common/hostlist.h), from tables: the expansion's in tests/data/hostlist/cases.json, which tests/sql/ holds the SQL copy of the rule to as well. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,6 +6,9 @@
 
 #include <cmocka.h>
 
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/hostlist.h"
@@ -73,8 +76,50 @@ static void test_nth_is_expand(void **state)
     }
 }
 
+/* Every list of the shared case table expands to its names, in order, or is refused when the table says
+ * malformed; and names none of the names it does not name. */
+static void test_expand_table(void **state)
+{
+    (void)state;
+    const char *src = getenv("LOCKSTEP_SRC");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/tests/data/hostlist/cases.json", src && *src ? src : ".");
+    json_error_t err;
+    json_t *doc = json_load_file(path, 0, &err), *cs = json_object_get(doc, "cases"), *c;
+    if (!json_is_array(cs) || !json_array_size(cs))
+        fail_msg("%s:%d: %s", path, err.line, doc ? "no cases" : err.text);
+    size_t k;
+    json_array_foreach(cs, k, c)
+    {
+        const char *list = json_string_value(json_object_get(c, "list"));
+        json_t *want = json_object_get(c, "names"), *no = json_object_get(c, "not"), *x;
+        char names[64][HOSTLIST_NAME_MAX];
+        int n = hostlist_expand(list, names, 64);
+        if (json_is_null(want)) {
+            if (n >= 0)
+                fail_msg("\"%s\": %d names, want it refused as malformed", list, n);
+            continue;
+        }
+        if (n != (int)json_array_size(want))
+            fail_msg("\"%s\": %d names, want %zu", list, n, json_array_size(want));
+        for (int i = 0; i < n; i++)
+            if (strcmp(names[i], json_string_value(json_array_get(want, (size_t)i))))
+                fail_msg("\"%s\": name %d is \"%s\", want \"%s\"", list, i, names[i],
+                         json_string_value(json_array_get(want, (size_t)i)));
+        size_t j;
+        json_array_foreach(no, j, x)
+        {
+            for (int i = 0; i < n; i++)
+                if (!strcmp(names[i], json_string_value(x)))
+                    fail_msg("\"%s\" names \"%s\"", list, names[i]);
+        }
+    }
+    json_decref(doc);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_nth), cmocka_unit_test(test_nth_is_expand)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_nth), cmocka_unit_test(test_nth_is_expand),
+                                       cmocka_unit_test(test_expand_table)};
     return cmocka_run_group_tests_name("node lists", tests, NULL, NULL);
 }

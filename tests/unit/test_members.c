@@ -1,4 +1,4 @@
-/* test_members.c - which runs of a twin group are compared (server/compare/members.h), from a table. */
+/* test_members.c - which runs of a twin group are compared (server/compare/members.h), from the case table tests/data/members/cases.json (which tests/sql/ holds the SQL copy of the rule to as well). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,73 +6,58 @@
 
 #include <cmocka.h>
 
+#include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/compare/members.h"
 
-#define BIG ((int64_t)1 << 62)
-
-/* A run: start, records here, records anywhere, max step, ended; then the verdict ("" = compared). */
-typedef struct row {
-    int64_t start;
-    int rec, any;
-    int64_t max;
-    int ended;
-    const char *want;
-} row;
-
-static const struct {
-    const char *what;
-    int n;
-    row r[4];
-} cases[] = {
-    {"two twins", 2, {{0, 1, 1, 50, 0, ""}, {0, 1, 1, 40, 0, ""}}},
-    {"an ended run without a record anywhere", 3,
-     {{0, 1, 1, 50, 1, ""}, {0, 1, 1, 50, 1, ""}, {0, 0, 0, 0, 1, CMP_OUT_ENDED_EMPTY}}},
-    {"an ended run with records elsewhere is missing here, so compared", 2,
-     {{0, 1, 1, 50, 1, ""}, {0, 0, 1, 0, 1, ""}}},
-    {"a running run without records here yet does not hold the others back", 3,
-     {{0, 1, 1, 50, 0, ""}, {0, 1, 1, 50, 0, ""}, {0, 0, 0, 0, 0, CMP_OUT_NOT_YET}}},
-    {"an absurd start_step, ended, with records before it", 3,
-     {{0, 1, 1, 9, 1, ""}, {0, 1, 1, 9, 1, ""}, {BIG, 1, 1, 5, 1, CMP_OUT_BEFORE_START}}},
-    {"an absurd start_step, running, nothing recorded", 3,
-     {{0, 1, 1, 9, 0, ""}, {0, 1, 1, 9, 0, ""}, {BIG, 0, 0, 0, 0, CMP_OUT_NOT_YET}}},
-    {"a resumed run its twin has not reached yet: nothing overlaps", 2,
-     {{0, 1, 1, 40, 0, CMP_OUT_NO_OVERLAP}, {100, 1, 1, 150, 0, CMP_OUT_NO_OVERLAP}}},
-    {"a resumed run its twin has reached", 2, {{0, 1, 1, 120, 0, ""}, {100, 1, 1, 150, 0, ""}}},
-    {"a resumed run its twins have not reached yet", 3,
-     {{0, 1, 1, 40, 0, ""}, {0, 1, 1, 60, 0, ""}, {100, 1, 1, 150, 0, CMP_OUT_NOT_REACHED}}},
-    {"runs that share no step at all", 3,
-     {{0, 1, 1, 10, 1, CMP_OUT_NO_OVERLAP}, {50, 1, 1, 60, 1, CMP_OUT_NO_OVERLAP}, {100, 1, 1, 200, 1, CMP_OUT_NO_OVERLAP}}},
-    {"two resumed runs that reached each other, and an early run behind them", 3,
-     {{0, 1, 1, 10, 0, CMP_OUT_BEHIND}, {100, 1, 1, 150, 0, ""}, {100, 1, 1, 140, 0, ""}}},
-    {"a resumed run all three reach: compared from its start", 3,
-     {{0, 1, 1, 200, 0, ""}, {0, 1, 1, 200, 0, ""}, {150, 1, 1, 200, 0, ""}}},
-    {"an absurd start_step with a record there, twins far behind", 3,
-     {{0, 1, 1, 9, 0, ""}, {0, 1, 1, 9, 0, ""}, {BIG, 1, 1, BIG, 0, CMP_OUT_NOT_REACHED}}},
-    {"one run alone", 1, {{0, 1, 1, 5, 0, CMP_OUT_NO_OVERLAP}}},
-};
+#define CASES "tests/data/members/cases.json"
+#define MAX_RUNS 8
 
 static void test_table(void **state)
 {
     (void)state;
-    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        cmp_member m[4];
-        int want_in = 0;
-        for (int i = 0; i < cases[c].n; i++) {
-            const row *r = &cases[c].r[i];
-            m[i] = (cmp_member){r->start, r->rec, r->any, r->max, r->ended, 0, NULL};
-            want_in += !*r->want;
+    const char *src = getenv("LOCKSTEP_SRC");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", src && *src ? src : ".", CASES);
+    json_error_t err;
+    json_t *doc = json_load_file(path, 0, &err), *cs = json_object_get(doc, "cases"), *c;
+    if (!json_is_array(cs) || !json_array_size(cs))
+        fail_msg("%s:%d: %s", path, err.line, doc ? "no cases" : err.text);
+    size_t k;
+    json_array_foreach(cs, k, c)
+    {
+        const char *what = json_string_value(json_object_get(c, "what"));
+        json_t *runs = json_object_get(c, "runs"), *r;
+        cmp_member m[MAX_RUNS];
+        int n = 0, want_in = 0;
+        size_t i;
+        assert_true(json_array_size(runs) <= MAX_RUNS);
+        json_array_foreach(runs, i, r)
+        {
+            m[n++] = (cmp_member){json_integer_value(json_object_get(r, "start")),
+                                  json_is_true(json_object_get(r, "records")), json_is_true(json_object_get(r, "any")),
+                                  json_integer_value(json_object_get(r, "max")),
+                                  json_is_true(json_object_get(r, "ended")), 0, NULL};
+            want_in += !*json_string_value(json_object_get(r, "out"));
         }
         int64_t lo;
-        int in = cmp_members_pick(m, cases[c].n, &lo);
-        for (int i = 0; i < cases[c].n; i++) {
-            const char *got = m[i].in ? "" : m[i].why;
-            if (strcmp(got, cases[c].r[i].want))
-                fail_msg("%s: run %d: got \"%s\", want \"%s\"", cases[c].what, i, got, cases[c].r[i].want);
+        int in = cmp_members_pick(m, n, &lo);
+        for (int j = 0; j < n; j++) {
+            const char *got = m[j].in ? "" : m[j].why;
+            const char *want = json_string_value(json_object_get(json_array_get(runs, (size_t)j), "out"));
+            if (strcmp(got, want))
+                fail_msg("%s: run %d: got \"%s\", want \"%s\"", what, j, got, want);
         }
-        assert_int_equal(in, want_in);
+        if (in != want_in)
+            fail_msg("%s: %d compared, want %d", what, in, want_in);
+        json_t *want_lo = json_object_get(c, "lo");
+        if (in >= 2 && (!json_is_integer(want_lo) || lo != json_integer_value(want_lo)))
+            fail_msg("%s: shared start %lld, want %s", what, (long long)lo,
+                     json_is_integer(want_lo) ? "the table's lo" : "an lo in the table");
     }
+    json_decref(doc);
 }
 
 int main(void)

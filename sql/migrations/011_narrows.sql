@@ -68,17 +68,3 @@ CREATE INDEX IF NOT EXISTS narrow_placements_job ON narrow_placements (job_id) W
 -- classification's) and why, in words (also each involvement's history detail).
 ALTER TABLE group_evidence ADD COLUMN IF NOT EXISTS evidence_narrow bigint;
 ALTER TABLE group_evidence ADD COLUMN IF NOT EXISTS evidence_reason text NOT NULL DEFAULT '';
-
--- lockstep_group_signature (002, 008) - what a group's evaluation depends on; now also the verdict of its newest
--- finished replay (a verdict re-evaluates the group's evidence and raises the follow-up alert) and, for a narrow
--- group, its experiment's state. Keeps 008's failed ranks.
-CREATE OR REPLACE FUNCTION lockstep_group_signature(g text) RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT (SELECT count(*) || '/' || count(*) FILTER (WHERE status <> 'running') FROM runs WHERE twin_group = g)
-        || '/' || (SELECT count(*) FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = g)
-        || '/' || (SELECT count(*) || '/' || coalesce(max(detected_at)::text, '') FROM divergences WHERE twin_group = g)
-        || '/' || (SELECT count(*) FROM rank_ends e JOIN runs r USING (run_key) WHERE r.twin_group = g
-                   AND e.exit_code <> 0)
-        || coalesce((SELECT '/v' || id || ':' || verdict FROM narrows WHERE twin_group = g AND state = 'done'
-                     ORDER BY id DESC LIMIT 1), '')
-        || coalesce((SELECT '/n' || id || ':' || state FROM narrows WHERE narrow_group = g), '')
-$$;

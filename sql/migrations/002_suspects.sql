@@ -74,14 +74,6 @@ CREATE TABLE hw_history (
 );
 CREATE INDEX hw_history_node ON hw_history (node, id);
 
--- lockstep_group_signature - what a group's evaluation depends on: runs (and how many
--- ended), manifests, divergences (count and latest change). A change re-evaluates it.
-CREATE FUNCTION lockstep_group_signature(g text) RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT (SELECT count(*) || '/' || count(*) FILTER (WHERE status <> 'running') FROM runs WHERE twin_group = g)
-        || '/' || (SELECT count(*) FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = g)
-        || '/' || (SELECT count(*) || '/' || coalesce(max(detected_at)::text, '') FROM divergences WHERE twin_group = g)
-$$;
-
 -- The suspects thread looks for groups with recent activity every few seconds.
 CREATE INDEX runs_created_at ON runs (created_at);
 CREATE INDEX runs_ended_at ON runs (ended_at);

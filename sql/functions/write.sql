@@ -1,82 +1,31 @@
--- 013_settle_once.sql - a batch's end settled once, not twice: the rank's shared lock is taken before its progress
--- is written, so the progress is stamped in the same write (012's lockstep_batch_settle wrote the row a second
--- time, under the lock), and a group of batches takes its locks and stamps its progress in one statement for all
--- its ranks instead of four statements per rank (issue 19: that settle was 40% of a digest batch's PostgreSQL
--- time).
+-- write.sql - a batch's write and settle, in one statement (so one transaction and one round trip): the replay
+-- guard, the frames, the per-step digests, the rank's progress, the late-data rewind of the comparison's marks, and
+-- the steps of held-back records lockstepd wants. Called by server/store/write.c.
 --
--- What holds, as in 012: a batch (or a group of them) commits under the shared form of each of its group ranks'
--- locks (lockstep_check_key), so a comparison of that rank (which holds it exclusively: lockstep_cmp_ranks,
+-- What holds: a batch (or a group of them) commits under the shared form of each of its group ranks' locks
+-- (lockstep_check_key, compare.sql), so a comparison of that rank (which holds it exclusively: lockstep_cmp_ranks,
 -- server/compare/step.c) is either over or starts after the commit; under the lock, a batch that brings records
 -- (or step digests) of a step already compared moves the rank's mark back to the step before (and the group's
 -- logical mark, rank -1: server/compare/logical.c), and the rank's progress time is taken, so that a comparison's
--- checked_at is later than the progress it saw and earlier than any it did not. Now also: the record requests a
--- batch answers are marked under the lock, so a batch waiting for a comparison's lock holds none of the rows that
--- comparison may write.
+-- checked_at is later than the progress it saw and earlier than any it did not. The record requests a batch
+-- answers are marked under the lock, so a batch waiting for a comparison's lock holds none of the rows that
+-- comparison may write. The lock is taken before the progress is written, so the progress is stamped in the same
+-- write, and a group of batches takes its locks and stamps its progress in one statement for all its ranks (that
+-- settle was 40% of a digest batch's PostgreSQL time when it took four statements per rank). Plans are kept
+-- (plan_cache_mode): see compare.sql.
 
-CREATE OR REPLACE FUNCTION lockstep_store_batch(p_run bigint, p_rank int, p_bseq bigint, p_n int, p_held boolean,
-                                     f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[], f_frames bytea[],
-                                     d_step bigint[], d_n int[], d_digest bigint[],
-                                     p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint)
-RETURNS bigint[] LANGUAGE plpgsql AS $$
-DECLARE
-    grp text;
-    lo bigint;
-BEGIN
-    INSERT INTO batches (run_key, rank, batch_seq, n_records, max_step, committed_at) -- the time written, not
-        VALUES (p_run, p_rank, p_bseq, p_n, CASE WHEN p_count > 0 THEN p_max_step END, clock_timestamp()) -- the
-        ON CONFLICT DO NOTHING; -- transaction's start: a group of batches commits a little later still
-    IF NOT FOUND THEN
-        IF p_held THEN -- held records stored before: whatever asks for them again is answered
-            UPDATE record_requests SET answered = true
-                WHERE run_key = p_run AND rank = p_rank AND step = ANY (f_step) AND NOT answered;
-        END IF;
-        RETURN NULL;
-    END IF;
-    IF cardinality(f_step) > 0 THEN
-        INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames)
-            SELECT p_run, p_rank, s, q, c, k, f FROM unnest(f_step, f_seq, f_n, f_kind, f_frames) AS u(s, q, c, k, f);
-    END IF;
-    IF cardinality(d_step) > 0 THEN
-        INSERT INTO step_digests (run_key, rank, step, n, digest)
-            SELECT p_run, p_rank, s, c, d FROM unnest(d_step, d_n, d_digest) AS u(s, c, d) ORDER BY s
-            ON CONFLICT (run_key, rank, step) DO UPDATE SET n = step_digests.n + excluded.n,
-                digest = step_digests.digest # excluded.digest;
-    END IF;
-    SELECT twin_group INTO grp FROM runs WHERE run_key = p_run;
-    IF grp <> '' THEN -- the group rank's lock, shared, from here to the commit
-        PERFORM pg_advisory_xact_lock_shared(lockstep_check_key(grp, p_rank));
-    END IF;
-    IF p_count > 0 THEN
-        INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records, updated_at)
-            VALUES (p_run, p_rank, p_min_step, p_max_step, p_max_seq, p_count, clock_timestamp())
-            ON CONFLICT (run_key, rank) DO UPDATE SET
-                min_step = least(rank_progress.min_step, excluded.min_step),
-                max_step = greatest(rank_progress.max_step, excluded.max_step),
-                max_seq = greatest(rank_progress.max_seq, excluded.max_seq),
-                n_records = rank_progress.n_records + excluded.n_records, updated_at = excluded.updated_at;
-    ELSIF grp <> '' THEN
-        UPDATE rank_progress SET updated_at = clock_timestamp() WHERE run_key = p_run AND rank = p_rank;
-    END IF;
-    IF p_held THEN
-        UPDATE record_requests SET answered = true
-            WHERE run_key = p_run AND rank = p_rank AND step = ANY (f_step) AND NOT answered;
-    END IF;
-    lo := least(CASE WHEN p_count > 0 THEN p_min_step END, (SELECT min(s) FROM unnest(f_step) AS s),
-                (SELECT min(s) FROM unnest(d_step) AS s));
-    IF grp <> '' AND lo IS NOT NULL THEN -- late data: compared again from the step before
-        UPDATE group_checks SET checked_upto = lo - 1
-            WHERE twin_group = grp AND rank IN (p_rank, -1) AND checked_upto >= lo;
-    END IF;
-    RETURN coalesce((SELECT array_agg(step ORDER BY step) FROM (SELECT step FROM record_requests
-                     WHERE run_key = p_run AND rank = p_rank AND NOT answered ORDER BY step LIMIT 64) w), '{}');
-END $$;
-
+-- lockstep_store_batches - a group of batches in one statement (a database worker's group of queued batches; b_*
+-- per batch, in the order their locks are taken; f_* and d_* the segments and step digests, each naming its batch
+-- by its index in b_*, from 1): the replay guard first, the frames, the per-step digests, each rank's progress,
+-- the late-data rewind, the answered record requests. Returns per batch whether it was a replay (stored before, or
+-- twice in this group: the first one counts; nothing of it is stored) and the steps of its rank whose held-back
+-- records lockstepd wants.
 CREATE OR REPLACE FUNCTION lockstep_store_batches(b_run bigint[], b_rank int[], b_bseq bigint[], b_n int[], b_held boolean[],
                                        b_min_step bigint[], b_max_step bigint[], b_max_seq bigint[], b_count bigint[],
                                        f_batch int[], f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[],
                                        f_frames bytea[], d_batch int[], d_step bigint[], d_n int[], d_digest bigint[])
 RETURNS TABLE (i int, duplicate boolean, want bigint[])
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     stored int[];
     s_group text[];  -- the stored batches' group ranks (in a twin group), in lock order
@@ -154,17 +103,17 @@ BEGIN
         FROM generate_subscripts(b_run, 1) AS k;
 END $$;
 
-DROP FUNCTION IF EXISTS lockstep_batch_settle(bigint, int, bigint); -- folded into the two functions above
-
--- The comparison's first look and the batch's statement run thousands of times a second with other arrays each
--- time: planning their statements again for each call (PostgreSQL's custom plans, its choice for the first calls
--- of a session and whenever they look cheaper) cost more than running them (a look at two ranks: 1.5 ms planned
--- anew, 0.6 ms with the plan kept; at fifty ranks 5-8 ms against 4-4.5 ms). Their plans are kept.
-ALTER FUNCTION lockstep_cmp_ranks(text, int[], int) SET plan_cache_mode = force_generic_plan;
-ALTER FUNCTION lockstep_store_batch(bigint, int, bigint, int, boolean, bigint[], bigint[], int[], smallint[], bytea[],
-                                    bigint[], int[], bigint[], bigint, bigint, bigint, bigint)
-    SET plan_cache_mode = force_generic_plan;
-ALTER FUNCTION lockstep_store_batches(bigint[], int[], bigint[], int[], boolean[], bigint[], bigint[], bigint[],
-                                      bigint[], int[], bigint[], bigint[], int[], smallint[], bytea[], int[], bigint[],
-                                      int[], bigint[])
-    SET plan_cache_mode = force_generic_plan;
+-- lockstep_store_batch - one batch, as a group of one (lockstep_store_batches): NULL for a replay (stored before,
+-- nothing stored), else the steps of this rank whose held-back records lockstepd wants (an empty array when none).
+-- `held`: the batch carries records an agent held back and was asked for; their digests and progress came with the
+-- step digests it sent before.
+CREATE OR REPLACE FUNCTION lockstep_store_batch(p_run bigint, p_rank int, p_bseq bigint, p_n int, p_held boolean,
+                                     f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[], f_frames bytea[],
+                                     d_step bigint[], d_n int[], d_digest bigint[],
+                                     p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint)
+RETURNS bigint[] LANGUAGE sql AS $$
+    SELECT b.want FROM lockstep_store_batches(ARRAY[p_run], ARRAY[p_rank], ARRAY[p_bseq], ARRAY[p_n], ARRAY[p_held],
+        ARRAY[p_min_step], ARRAY[p_max_step], ARRAY[p_max_seq], ARRAY[p_count],
+        array_fill(1, ARRAY[coalesce(cardinality(f_step), 0)]), f_step, f_seq, f_n, f_kind, f_frames,
+        array_fill(1, ARRAY[coalesce(cardinality(d_step), 0)]), d_step, d_n, d_digest) b
+$$;

@@ -1,0 +1,149 @@
+-- compare.sql - the comparison's SQL: the lock of a group's rank, the first look at ranks (which runs are compared,
+-- where to look, the first differing step), and when a step became comparable. Called by server/compare/compare.c
+-- and server/compare/step.c; the batch write shares the lock (write.sql).
+--
+-- The first look and the batch's statement run thousands of times a second with other arrays each time: planning
+-- their statements again for each call (PostgreSQL's custom plans, its choice for the first calls of a session and
+-- whenever they look cheaper) cost more than running them (a look at two ranks: 1.5 ms planned anew, 0.6 ms with
+-- the plan kept; at fifty ranks 5-8 ms against 4-4.5 ms). Their plans are kept (plan_cache_mode).
+
+-- lockstep_check_key - the advisory lock of one group's rank: the comparison holds it exclusively while it
+-- compares, a batch and a rank's end share it while they commit, so a comparison never marks as compared
+-- a step whose records were committed while it looked.
+CREATE OR REPLACE FUNCTION lockstep_check_key(g text, r int) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+    SELECT hashtextextended(g || '/' || r::text, 7243106)
+$$;
+
+-- lockstep_cmp_ranks - the comparison's first look at ranks `rks` of group `g` in one round trip (the ranks batches
+-- touched since the last look), under each rank's lock:
+--  * a rank whose lock a batch or an end holds (they commit under its shared form) is left alone: they ask for
+--    it again once committed;
+--  * the runs compared are those of the group's first max_runs runs that server/compare/members.h's rule keeps
+--    on the rank (runs without records there, or with records only before their start_step, or not covering the
+--    shared start, are left out); a running run left out no longer holds the rest: the rank is compared and
+--    marked `waiting` (the fleet does not count it settled);
+--  * per rank: the shared complete steps up to `hi`; the range starts after the mark only when the same runs were
+--    compared (else from the shared start: a run joined or left); a late batch moves the mark back (write.sql);
+--  * a rank without a differing step is marked in the same statement (target, members, checked_at, waiting); its
+--    stored step divergence (not a restore difference) inside the range just compared is dropped: the runs no
+--    longer show it;
+--  * a rank with a differing step is returned (its runs, ids, hi, upto, newest run key, the step) and compared
+--    record by record in its own transaction (server/compare/step.c), which writes its mark.
+-- Ranks a twin has not reached, or with nothing new, are left out. The locks taken here are transaction-level:
+-- they hold until this statement's transaction commits.
+CREATE OR REPLACE FUNCTION lockstep_cmp_ranks(g text, rks int[], max_runs int)
+RETURNS TABLE (r_rank int, keys bigint[], ids text[], hi bigint, upto bigint, newest bigint, step bigint,
+               from_step bigint, waiting boolean)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    newest_key bigint;
+BEGIN
+    SELECT max(u.run_key) INTO newest_key FROM runs u WHERE u.twin_group = g;
+    IF newest_key IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH locked AS (
+        SELECT q.rk FROM unnest(rks) AS q(rk) WHERE pg_try_advisory_xact_lock(lockstep_check_key(g, q.rk))),
+    runs_g AS (
+        SELECT u.run_key, u.run_id, u.start_step, u.status,
+               EXISTS (SELECT 1 FROM rank_progress q WHERE q.run_key = u.run_key) AS any_records
+        FROM runs u WHERE u.twin_group = g ORDER BY u.run_key LIMIT max_runs),
+    cell AS ( -- per rank and run: its progress there and whether it ended there
+        SELECT l.rk, x.run_key, x.run_id, x.start_step, p.max_step,
+               (e.ended IS NOT NULL OR x.status <> 'running') AS ended, x.any_records
+        FROM locked l CROSS JOIN runs_g x
+        LEFT JOIN LATERAL (SELECT p1.max_step FROM rank_progress p1 WHERE p1.run_key = x.run_key AND p1.rank = l.rk
+                           LIMIT 1) p ON true
+        LEFT JOIN LATERAL (SELECT true AS ended FROM rank_ends e1 WHERE e1.run_key = x.run_key AND e1.rank = l.rk
+                           LIMIT 1) e ON true),
+    -- The members, by the rule of server/compare/members.h (the twin API applies the same rule to whole runs and
+    -- says why each run was left out; tests/integration/test_groups.c holds both to it):
+    cand AS ( -- rules 1-3 leave out a run that ended without any record, one that runs without records here
+              -- yet, and one whose records here all come before its start_step
+        SELECT c.*, NOT (c.ended AND NOT c.any_records) AND NOT (NOT c.ended AND c.max_step IS NULL)
+                    AND NOT (c.max_step IS NOT NULL AND c.start_step > c.max_step) AS kept
+        FROM cell c),
+    starts AS ( -- each kept run's start_step and how many kept runs cover it (from their start_step to their
+                -- highest step here; one that ended without records here covers every step, where it is missing)
+        SELECT s.rk, s.start_step AS lo,
+               (SELECT count(*) FROM cand c2 WHERE c2.rk = s.rk AND c2.kept AND (c2.max_step IS NULL OR
+                       (c2.start_step <= s.start_step AND c2.max_step >= s.start_step))) AS cover
+        FROM (SELECT DISTINCT c.rk, c.start_step FROM cand c WHERE c.kept AND c.max_step IS NOT NULL) s),
+    shared AS ( -- the shared start: the one most cover, the latest on a tie; none when no step is covered twice
+        SELECT DISTINCT ON (st.rk) st.rk, st.lo FROM starts st WHERE st.cover >= 2
+        ORDER BY st.rk, st.cover DESC, st.lo DESC),
+    cellm AS ( -- rules 4-5: a kept run that does not cover the shared start is left out too
+        SELECT c.*, sh.lo,
+               coalesce(c.kept AND (c.max_step IS NULL OR (c.start_step <= sh.lo AND c.max_step >= sh.lo)), false)
+                   AS member
+        FROM cand c LEFT JOIN shared sh ON sh.rk = c.rk),
+    per AS ( -- a running run left out (it has no records here yet, or has not reached the shared start) makes the
+             -- rank waiting: it joins, and the comparison starts over, once it covers the shared start
+        SELECT c.rk,
+               array_agg(c.run_key ORDER BY c.run_key) FILTER (WHERE c.member) AS mkeys,
+               array_agg(c.run_id::text ORDER BY c.run_key) FILTER (WHERE c.member) AS mids,
+               bool_or(NOT c.member AND NOT c.ended) AS waiting,
+               count(c.max_step) FILTER (WHERE c.member) AS with_records,
+               min(c.lo) AS lo,
+               min(CASE WHEN c.ended THEN c.max_step ELSE c.max_step - 1 END) FILTER (WHERE c.member) AS hi
+        FROM cellm c GROUP BY c.rk),
+    todo AS (
+        SELECT per.rk, per.mkeys, per.mids, per.waiting, per.lo, per.hi,
+               cardinality(per.mkeys) >= 2 AND per.with_records >= 1 AND per.lo <= per.hi AS comparable,
+               CASE WHEN ck.members = per.mkeys AND ck.checked_upto >= per.lo THEN ck.checked_upto + 1
+                    ELSE per.lo END AS from_step,
+               CASE WHEN ck.members = per.mkeys THEN ck.checked_upto END AS done,
+               d.step AS div_step, d.kind AS div_kind
+        FROM per
+        LEFT JOIN LATERAL (SELECT c1.checked_upto, c1.members FROM group_checks c1 WHERE c1.twin_group = g
+                           AND c1.rank = per.rk LIMIT 1) ck ON true
+        LEFT JOIN LATERAL (SELECT d1.step, d1.kind FROM divergences d1 WHERE d1.twin_group = g AND d1.rank = per.rk
+                           LIMIT 1) d ON true),
+    found AS ( -- the first differing step past the mark, up to the stored divergence (nothing after it can come
+               -- before it; a divergence before the range stands)
+        SELECT t.rk, t.mkeys, t.mids, t.hi, least(t.hi, t.div_step) AS upto, x.step, t.from_step, t.waiting
+        FROM todo t CROSS JOIN LATERAL (
+            SELECT s.step FROM step_digests s
+            WHERE s.run_key = ANY (t.mkeys) AND s.rank = t.rk
+              AND s.step BETWEEN t.from_step AND least(t.hi, t.div_step)
+            GROUP BY s.step
+            HAVING count(*) < cardinality(t.mkeys) OR min(s.digest) <> max(s.digest) OR min(s.n) <> max(s.n)
+            ORDER BY s.step LIMIT 1) x
+        WHERE t.comparable AND t.from_step <= t.hi AND (t.div_step IS NULL OR t.div_step >= t.from_step)),
+    dropped AS ( -- compared through the range without a difference: a step divergence there no longer shows
+        DELETE FROM divergences d USING todo t
+        WHERE d.twin_group = g AND d.rank = t.rk AND t.comparable AND t.from_step <= t.hi
+          AND t.div_step BETWEEN t.from_step AND t.hi AND t.div_kind <> 'restore'
+          AND NOT EXISTS (SELECT 1 FROM found f WHERE f.rk = t.rk)
+        RETURNING d.rank),
+    mark AS (
+        INSERT INTO group_checks AS c (twin_group, rank, checked_upto, target, members, checked_at, waiting)
+        SELECT g, t.rk,
+               CASE WHEN t.comparable THEN t.hi ELSE t.done END,
+               CASE WHEN t.comparable THEN t.hi END,
+               coalesce(t.mkeys, '{}'), clock_timestamp(), t.waiting
+        FROM todo t
+        WHERE NOT EXISTS (SELECT 1 FROM found f WHERE f.rk = t.rk)
+        ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto, target = excluded.target,
+            members = excluded.members, checked_at = excluded.checked_at, waiting = excluded.waiting
+        RETURNING 1)
+    SELECT f.rk, f.mkeys, f.mids, f.hi, f.upto, newest_key, f.step, f.from_step, f.waiting FROM found f
+    UNION ALL -- a rank whose stored divergence was dropped: keys NULL tell the caller to tell the fleet
+    SELECT d.rank, NULL::bigint[], NULL::text[], NULL::bigint, NULL::bigint, newest_key, NULL::bigint, NULL::bigint,
+           NULL::boolean FROM dropped d;
+END $$;
+
+-- lockstep_shown_at - when step `st` of rank `rk` became comparable across the runs `keys`: per run, the commit of
+-- its first batch past the step (or its rank's end), the latest of them; NULL when some run has neither on record.
+-- The detection latency counts from here: the commit of the batch that showed the divergence. With
+-- track_commit_timestamp on (lockstepd's embedded cluster sets it) that is the transaction's commit; else the time
+-- the batch was written, a little earlier.
+CREATE OR REPLACE FUNCTION lockstep_shown_at(keys bigint[], rk int, st bigint) RETURNS double precision LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN count(*) = count(t) THEN extract(epoch FROM max(t)) END
+    FROM (SELECT k, coalesce((SELECT min(coalesce(CASE WHEN current_setting('track_commit_timestamp') = 'on'
+                                                       THEN pg_xact_commit_timestamp(b.xmin) END, b.committed_at))
+                              FROM batches b WHERE b.run_key = k AND b.rank = rk AND b.max_step > st),
+                             (SELECT e.ended_at FROM rank_ends e WHERE e.run_key = k AND e.rank = rk)) AS t
+          FROM unnest(keys) AS k) x
+$$;

@@ -1,0 +1,20 @@
+-- fleet.sql - what the suspects evaluation (server/fleet/suspects.c) reads of a group in SQL.
+
+-- lockstep_group_signature - what a group's evaluation depends on; a change re-evaluates it: its runs (and how many
+-- ended), manifests, divergences (count and latest change); its failed ranks (a rank's non-zero exit makes its run
+-- failed, even while the launcher's killed ranks never report, and can turn a diverged group incomplete:
+-- server/compare/status.h, which its alert must then say); the verdict of its newest finished replay (a verdict
+-- re-evaluates the group's evidence and raises the follow-up alert) and, for a narrow group, its experiment's
+-- state; its attestations.
+CREATE OR REPLACE FUNCTION lockstep_group_signature(g text) RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT (SELECT count(*) || '/' || count(*) FILTER (WHERE status <> 'running') FROM runs WHERE twin_group = g)
+        || '/' || (SELECT count(*) FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = g)
+        || '/' || (SELECT count(*) || '/' || coalesce(max(detected_at)::text, '') FROM divergences WHERE twin_group = g)
+        || '/' || (SELECT count(*) FROM rank_ends e JOIN runs r USING (run_key) WHERE r.twin_group = g
+                   AND e.exit_code <> 0)
+        || coalesce((SELECT '/v' || id || ':' || verdict FROM narrows WHERE twin_group = g AND state = 'done'
+                     ORDER BY id DESC LIMIT 1), '')
+        || coalesce((SELECT '/n' || id || ':' || state FROM narrows WHERE narrow_group = g), '')
+        || '/a' || (SELECT count(*) || '/' || coalesce(max(a.attested_at)::text, '') FROM attestations a
+                    JOIN runs r ON a.job_id = r.job_id AND a.step_id = r.step_id WHERE r.twin_group = g)
+$$;

@@ -1,0 +1,52 @@
+-- partitions.sql - the daily partitions of record_frames: made ahead, dropped past retention (what went is noted in
+-- records_removed). Called by server/store/retention.c.
+
+-- lockstep_ensure_partitions - create the daily record_frames partitions from today to `days_ahead` days ahead
+-- (skipping a day whose rows already sit in the default partition).
+CREATE OR REPLACE FUNCTION lockstep_ensure_partitions(days_ahead int) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    d date;
+    name text;
+BEGIN
+    FOR i IN 0..days_ahead LOOP
+        d := current_date + i;
+        name := 'record_frames_' || to_char(d, 'YYYYMMDD');
+        IF to_regclass(name) IS NULL
+           AND NOT EXISTS (SELECT 1 FROM record_frames_default WHERE received_on = d) THEN
+            BEGIN
+                EXECUTE format('CREATE TABLE %I PARTITION OF record_frames FOR VALUES FROM (%L) TO (%L) '
+                               'WITH (toast_tuple_target = 8160)', name, d, d + 1);
+            EXCEPTION WHEN duplicate_table THEN
+                NULL; -- another lockstepd made it first
+            END;
+        END IF;
+    END LOOP;
+END $$;
+
+-- lockstep_drop_partitions - drop daily record_frames partitions older than `keep_days`, and old rows of the default
+-- partition, noting in records_removed which steps of which run and rank went; returns how many partitions it
+-- dropped. Runs, digests and divergences stay.
+CREATE OR REPLACE FUNCTION lockstep_drop_partitions(keep_days int) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+    p record;
+    dropped int := 0;
+BEGIN
+    FOR p IN SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+             WHERE i.inhparent = 'record_frames'::regclass AND c.relname ~ '^record_frames_[0-9]{8}$' LOOP
+        IF to_date(substr(p.relname, 15), 'YYYYMMDD') < current_date - keep_days THEN
+            EXECUTE format('INSERT INTO records_removed AS x (run_key, rank, step_lo, step_hi) '
+                           'SELECT run_key, rank, min(step), max(step) FROM %I GROUP BY 1, 2 '
+                           'ON CONFLICT (run_key, rank) DO UPDATE SET step_lo = least(x.step_lo, excluded.step_lo), '
+                           'step_hi = greatest(x.step_hi, excluded.step_hi), removed_at = now()', p.relname);
+            EXECUTE format('DROP TABLE %I', p.relname);
+            dropped := dropped + 1;
+        END IF;
+    END LOOP;
+    WITH gone AS (DELETE FROM record_frames_default WHERE received_on < current_date - keep_days
+                  RETURNING run_key, rank, step)
+    INSERT INTO records_removed AS x (run_key, rank, step_lo, step_hi)
+        SELECT run_key, rank, min(step), max(step) FROM gone GROUP BY 1, 2
+        ON CONFLICT (run_key, rank) DO UPDATE SET step_lo = least(x.step_lo, excluded.step_lo),
+            step_hi = greatest(x.step_hi, excluded.step_hi), removed_at = now();
+    RETURN dropped;
+END $$;

@@ -1,0 +1,40 @@
+/* sqlt.h - what the tests/sql tier shares: a private PostgreSQL holding lockstepd's schema, statements that fail the test when they fail, and the case tables of tests/data/. */
+#ifndef TESTS_SQL_SQLT_H
+#define TESTS_SQL_SQLT_H
+
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <stddef.h>
+
+#include "tests/integration/harness.h"
+
+/* sqlt_start - start a PostgreSQL cluster in `pg` (h_pg_start), bring its database "postgres" to lockstepd's schema
+ * with lockstepd's own db_migrate (sql/migrations/, then sql/functions/), and connect. Returns the connection, or
+ * NULL with a message on stderr. */
+PGconn *sqlt_start(h_pg *pg);
+
+/* sqlt_connect - a connection to database `db` of cluster `pg` (NULL: "postgres"); fails the test when none. */
+PGconn *sqlt_connect(const h_pg *pg, const char *db);
+
+/* sqlt_conninfo - the conninfo of database `db` of cluster `pg` into `out`. */
+void sqlt_conninfo(const h_pg *pg, const char *db, char *out, size_t cap);
+
+/* sqlt_exec - run `sql` with the text parameters p[0..n); fails the test unless it succeeds. Returns the result
+ * (the caller PQclears it). */
+PGresult *sqlt_exec(PGconn *c, const char *sql, int n, const char *const *p);
+
+/* sqlt_do - sqlt_exec for a statement whose result is not needed. */
+void sqlt_do(PGconn *c, const char *sql, int n, const char *const *p);
+
+/* sqlt_value - the one value sqlt_exec(c, sql, n, p) returns into `out` ("" for NULL); fails the test unless it
+ * returns one row. Returns `out`. */
+char *sqlt_value(PGconn *c, const char *sql, int n, const char *const *p, char *out, size_t cap);
+
+/* sqlt_cases - the JSON case table `path` (relative to the source tree: LOCKSTEP_SRC, else the working
+ * directory); fails the test when it does not parse. The caller decrefs it. */
+json_t *sqlt_cases(const char *path);
+
+/* sqlt_bool - the text of a boolean for a statement's parameter. */
+const char *sqlt_bool(int b);
+
+#endif /* TESTS_SQL_SQLT_H */
