@@ -13,11 +13,6 @@
 #include "server/store/migrate.h"
 #include "tests/sql/sqlt.h"
 
-void sqlt_conninfo(const h_pg *pg, const char *db, char *out, size_t cap)
-{
-    snprintf(out, cap, "host=127.0.0.1 port=%d dbname=%s user=lockstep", pg->port, db ? db : "postgres");
-}
-
 PGconn *sqlt_start(h_pg *pg)
 {
     if (h_pg_start(pg) < 0)
@@ -33,17 +28,6 @@ PGconn *sqlt_start(h_pg *pg)
         PQfinish(c);
         return NULL;
     }
-    PQclear(PQexec(c, "SET client_min_messages = warning"));
-    return c;
-}
-
-PGconn *sqlt_connect(const h_pg *pg, const char *db)
-{
-    char ci[512];
-    sqlt_conninfo(pg, db, ci, sizeof(ci));
-    PGconn *c = PQconnectdb(ci);
-    if (PQstatus(c) != CONNECTION_OK)
-        fail_msg("connecting to %s: %s", ci, PQerrorMessage(c));
     PQclear(PQexec(c, "SET client_min_messages = warning"));
     return c;
 }

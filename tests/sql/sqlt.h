@@ -13,12 +13,6 @@
  * NULL with a message on stderr. */
 PGconn *sqlt_start(h_pg *pg);
 
-/* sqlt_connect - a connection to database `db` of cluster `pg` (NULL: "postgres"); fails the test when none. */
-PGconn *sqlt_connect(const h_pg *pg, const char *db);
-
-/* sqlt_conninfo - the conninfo of database `db` of cluster `pg` into `out`. */
-void sqlt_conninfo(const h_pg *pg, const char *db, char *out, size_t cap);
-
 /* sqlt_exec - run `sql` with the text parameters p[0..n); fails the test unless it succeeds. Returns the result
  * (the caller PQclears it). */
 PGresult *sqlt_exec(PGconn *c, const char *sql, int n, const char *const *p);
