@@ -175,8 +175,9 @@ static int judge_same_nodes(const rp_facts *f, int n, rp_verdict *v)
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
             const rp_exec *x = &f->e[i], *y = &f->e[j];
-            if (x->original || y->original || x->outcome != RP_RAN || y->outcome != RP_RAN || x->content == y->content ||
-                !same_probe(x, y) || (seen(f, n, x->content) > 1 && seen(f, n, y->content) > 1))
+            if (x->original || y->original || x->outcome != RP_RAN || y->outcome != RP_RAN ||
+                x->content == y->content || !same_probe(x, y) ||
+                (seen(f, n, x->content) > 1 && seen(f, n, y->content) > 1))
                 continue;
             nset s;
             nset_of(x, &s);
