@@ -200,6 +200,7 @@ typedef struct nruns {
     int nkeys, majority, odd;
 } nruns;
 
+/* nruns_release - free what `R` holds (not `R`). */
 static void nruns_release(nruns *R)
 {
     free(R->rs);
