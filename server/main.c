@@ -133,53 +133,52 @@ static int write_port_file(const char *path, int port)
     return rename(tmp, path);
 }
 
-int main(int argc, char **argv)
+/* configure - the settings from the command line, the log, the site secret, the admin token and the dashboard's
+ * directory into g_srv. 0 to start; else 1 with the exit status in *status (0 after --help or --version, 2 on a
+ * bad setting, said on stderr or in the log). */
+static int configure(int argc, char **argv, int *status)
 {
-    char err[1024], conninfo[2048];
-    pg_embed pe = {0};
-    int rc = 1, port = 0;
-
-    xalloc_init();
+    char err[1024];
     cfg_defaults(&g_srv.cfg);
     int got = cfg_parse_args(&g_srv.cfg, argc, argv, err, sizeof(err));
-    if (got == 1)
-        return 0;
+    *status = 2;
+    if (got == 1) {
+        *status = 0;
+        return 1;
+    }
     if (got < 0) {
         fprintf(stderr, "lockstepd: bad configuration\n  detail: %s\n  hint: see lockstepd --help\n", err);
-        return 2;
+        return 1;
     }
     srv_config *c = &g_srv.cfg;
     log_set_level(c->log_level);
     if (c->log_file[0] && log_open_file(c->log_file) < 0) {
         fprintf(stderr, "lockstepd: cannot open log file %s: %s\n", c->log_file, strerror(errno));
-        return 2;
+        return 1;
     }
 
     if (c->secret_file[0]) {
         g_srv.secret = token_load_secret(c->secret_file, &g_srv.secret_len);
         if (!g_srv.secret) {
             log_error("cannot read the site secret %s: %s (hint: check --secret)", c->secret_file, strerror(errno));
-            return 2;
+            return 1;
         }
     } else {
         log_warn("no --secret: ingest is OPEN, any client may write any run");
     }
-    if (c->admin_token_file[0] && load_admin_token(c->admin_token_file, g_srv.admin_token, sizeof(g_srv.admin_token)) < 0)
-        return 2;
+    if (c->admin_token_file[0] &&
+        load_admin_token(c->admin_token_file, g_srv.admin_token, sizeof(g_srv.admin_token)) < 0)
+        return 1;
     find_web_dir(c, g_srv.web_dir, sizeof(g_srv.web_dir));
     if (g_srv.web_dir[0])
         log_info("serving the dashboard from %s", g_srv.web_dir);
+    return 0;
+}
 
-    /* Signals go to the main thread only (sigwait below); every thread inherits this mask. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    /* Statements and routes first: a program that registers too many fails here, before it starts PostgreSQL. */
+/* register_all - every module's prepared statements, routes and hooks. Statements and routes first: a program
+ * that registers too many fails here, before it starts PostgreSQL. */
+static void register_all(void)
+{
     store_runs_register();
     store_write_register();
     store_held_register();
@@ -187,7 +186,7 @@ int main(int argc, char **argv)
     cmp_register();
     findings_register();
     rc_register();
-    cmp_on_divergence(fleet_notify); /* evidence, suspects and the group's alert */
+    cmp_on_divergence(fleet_notify);            /* evidence, suspects and the group's alert */
     store_groups_on_set_aside(fleet_set_aside); /* a claim's runs set aside: their evidence taken back */
     api_health_register();
     api_ingest_register();
@@ -204,17 +203,30 @@ int main(int argc, char **argv)
     api_admin_register();
     api_attest_register();
     route_set_fallback(web_serve, MR_STATIC);
+}
 
+/* open_database - the database's conninfo into `conninfo`: --db's, or the embedded PostgreSQL's, started (and
+ * watched, to start it again when it dies). 0, or -1 after logging (nothing left running). */
+static int open_database(const srv_config *c, pg_embed *pe, char *conninfo, size_t cap)
+{
     if (c->db_url[0]) {
-        snprintf(conninfo, sizeof(conninfo), "%s", c->db_url);
-    } else if (pg_embed_start(&pe, c, conninfo, sizeof(conninfo)) < 0) {
-        return 1;
-    } else if (pg_embed_watch_start(&pe, c->pg_restart_max) < 0) { /* a dead cluster is started again */
-        pg_embed_stop(&pe);
-        return 1;
+        snprintf(conninfo, cap, "%s", c->db_url);
+    } else if (pg_embed_start(pe, c, conninfo, cap) < 0) {
+        return -1;
+    } else if (pg_embed_watch_start(pe, c->pg_restart_max) < 0) { /* a dead cluster is started again */
+        pg_embed_stop(pe);
+        return -1;
     }
     db_init(conninfo);
+    return 0;
+}
 
+/* prepare_database - the schema migrated (waiting up to a minute for PostgreSQL), every statement checked
+ * against it, record frames configured, the records of the row layout converted, the partitions made. 0, or -1
+ * after logging when lockstepd cannot start on it. */
+static int prepare_database(const char *conninfo)
+{
+    char err[1024];
     int migrated = -1;
     for (int i = 0; i < 60 && migrated < 0; i++) {
         migrated = db_migrate(conninfo);
@@ -223,11 +235,11 @@ int main(int argc, char **argv)
     }
     if (migrated < 0) {
         log_error("cannot prepare the database schema (hint: check --db and that PostgreSQL runs)");
-        goto out_pg;
+        return -1;
     }
     if (db_prepare_all(err, sizeof(err)) < 0) { /* every statement fits the schema, or lockstepd does not start */
         log_error("%s (hint: this lockstepd and the database's schema do not match)", err);
-        goto out_pg;
+        return -1;
     }
     int lz4 = frames_configure();
     if (lz4 < 0)
@@ -237,10 +249,57 @@ int main(int argc, char **argv)
     if (store_convert_rows(conninfo) < 0) { /* records of the row layout, before migration 010 */
         log_error("cannot convert the stored records to frames (hint: see the error above; lockstepd tries again "
                   "at its next start and goes on where it stopped)");
-        goto out_pg;
+        return -1;
     }
     if (retention_ensure_partitions(err, sizeof(err)) < 0)
         log_warn("cannot create records partitions: %s", err);
+    return 0;
+}
+
+/* wait_for_stop - wait for SIGTERM or SIGINT (blocked in `set`); SIGHUP reopens the log meanwhile. */
+static void wait_for_stop(const sigset_t *set)
+{
+    for (;;) {
+        int sig = 0;
+        if (sigwait(set, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            if (log_reopen() < 0)
+                log_error("cannot reopen the log file: %s", strerror(errno));
+            else
+                log_info("SIGHUP: log reopened");
+            continue;
+        }
+        log_info("%s: finishing in-flight requests", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        return;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    char conninfo[2048];
+    pg_embed pe = {0};
+    int rc = 1, port = 0, status;
+
+    xalloc_init();
+    if (configure(argc, argv, &status))
+        return status;
+    srv_config *c = &g_srv.cfg;
+
+    /* Signals go to the main thread only (sigwait below); every thread inherits this mask. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    register_all();
+    if (open_database(c, &pe, conninfo, sizeof(conninfo)) < 0)
+        return 1;
+    if (prepare_database(conninfo) < 0)
+        goto out_pg;
     if (retention_start(c->retain_days) < 0 || cmp_start() < 0) {
         log_error("cannot start background threads");
         goto out_threads;
@@ -257,20 +316,7 @@ int main(int argc, char **argv)
     if (c->port_file[0] && write_port_file(c->port_file, port) < 0)
         log_warn("cannot write port file %s: %s", c->port_file, strerror(errno));
 
-    for (;;) {
-        int sig = 0;
-        if (sigwait(&set, &sig) != 0)
-            continue;
-        if (sig == SIGHUP) {
-            if (log_reopen() < 0)
-                log_error("cannot reopen the log file: %s", strerror(errno));
-            else
-                log_info("SIGHUP: log reopened");
-            continue;
-        }
-        log_info("%s: finishing in-flight requests", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-        break;
-    }
+    wait_for_stop(&set);
     rc = 0;
     /* In order: no new requests, then the database workers finish theirs (inside http_stop), then the
      * threads that read what requests wrote, then the database. */

@@ -350,85 +350,79 @@ static void note(json_t *notes, const char *fmt, ...)
     json_array_append_new(notes, json_string(buf));
 }
 
-/* compare_run - the comparison `arg` (a parsed compare_req) answered on `req`: on a slow thread
- * (server/http/slow.h), since it reads and judges many runs. */
-static enum MHD_Result compare_run(http_req *req, void *arg)
+/* first_effects - where each changed run first departs from BASE, over every record of every rank, appended to
+ * `firsts` (null for a run that does not); the earliest of them (by step, then rank) in *first (a new reference,
+ * null when none) with its step and rank. 0, or -1 when a read failed (answered on `req`). */
+static int first_effects(http_req *req, const compare_req *c, json_t *firsts, json_t **first, int64_t *best_step,
+                         int *best_rank)
 {
-    compare_req *c = arg;
-    enum MHD_Result sent = MHD_YES;
-    json_t *notes = json_array(), *firsts = json_array(), *first = NULL;
-    effect_base eb = {0};
-    effect_metrics ms;
-    memset(&ms, 0, sizeof(ms));
-
-    /* Where each changed run first departs from BASE, over every record of every rank; and BASE itself. */
-    int64_t best_step = 0;
-    int best_rank = 0;
     json_t *earliest = NULL; /* borrowed from firsts */
     for (int j = 1; j <= c->changed.n; j++) {
         json_t *fe;
         if (effect_first(req, c->keys[0], c->ids[0], c->keys[j], c->ids[j], c->from, c->to, &fe) < 0)
-            goto out;
+            return -1;
         json_array_append_new(firsts, fe);
         if (json_is_object(fe)) {
             int64_t s = json_integer_value(json_object_get(fe, "step"));
             int r = (int)json_integer_value(json_object_get(fe, "rank"));
-            if (!earliest || s < best_step || (s == best_step && r < best_rank)) {
+            if (!earliest || s < *best_step || (s == *best_step && r < *best_rank)) {
                 earliest = fe;
-                best_step = s;
-                best_rank = r;
+                *best_step = s;
+                *best_rank = r;
             }
         }
     }
-    first = earliest ? json_incref(earliest) : json_null();
-    if (effect_base_departs(req, &c->base, &eb) < 0)
-        goto out;
+    *first = earliest ? json_incref(earliest) : json_null();
+    return 0;
+}
 
-    /* The metrics, aligned; the verdicts. */
-    if (effect_metrics_load(req, c->n, c->keys, c->ids, c->roles, c->running, (int)c->rank, c->from, c->to, &ms) < 0)
-        goto out;
-    int tests = ms.n * distinct_changed(c, &ms);
-    if (tests < 1)
-        tests = 1;
-    double alpha_test = c->alpha / tests;
+/* What the metrics' judgements come to: the heaviest verdict, the steps they span and whether a curve was thinned. */
+typedef struct metrics_span {
+    noise_verdict mv;
+    int64_t lo, hi; /* lo > hi when no metric has a step */
+    size_t longest;
+    int thinned;
+} metrics_span;
+
+/* judge_metrics - each metric of `ms` judged at `alpha_test` (notes appended to `notes`), as the answer's
+ * "metrics" array (a new reference), with what they come to in `span`. */
+static json_t *judge_metrics(const compare_req *c, const effect_metrics *ms, double alpha_test, json_t *notes,
+                             metrics_span *span)
+{
     json_t *metrics = json_array();
-    noise_verdict mv = NOISE_IDENTICAL;
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    size_t longest = 0;
-    int thinned = 0;
-    for (int i = 0; i < ms.n; i++) {
+    *span = (metrics_span){NOISE_IDENTICAL, INT64_MAX, INT64_MIN, 0, 0};
+    for (int i = 0; i < ms->n; i++) {
         noise_verdict v;
-        size_t stride = series_stride(c, ms.n, ms.m[i].steps);
-        thinned |= stride > 1;
-        json_array_append_new(metrics, metric_json(c, &ms.m[i], alpha_test, &v, notes, stride));
-        mv = worse(mv, v);
-        const effect_metric *m = &ms.m[i];
+        size_t stride = series_stride(c, ms->n, ms->m[i].steps);
+        span->thinned |= stride > 1;
+        json_array_append_new(metrics, metric_json(c, &ms->m[i], alpha_test, &v, notes, stride));
+        span->mv = worse(span->mv, v);
+        const effect_metric *m = &ms->m[i];
         if (m->steps) {
-            lo = m->step[0] < lo ? m->step[0] : lo;
-            hi = m->step[m->steps - 1] > hi ? m->step[m->steps - 1] : hi;
-            longest = m->steps > longest ? m->steps : longest;
+            span->lo = m->step[0] < span->lo ? m->step[0] : span->lo;
+            span->hi = m->step[m->steps - 1] > span->hi ? m->step[m->steps - 1] : span->hi;
+            span->longest = m->steps > span->longest ? m->steps : span->longest;
         }
     }
-    /* Overall: identical when no record differs; without replicas, differs; else the heaviest metric verdict
-     * (a change that touches records but no shared metric is within-noise). */
-    const char *verdict = json_is_null(first) && mv == NOISE_IDENTICAL ? "identical"
-                          : !c->k                                      ? "differs"
-                          : mv == NOISE_BEYOND                         ? "beyond-noise"
-                          : mv == NOISE_UNDETERMINED                   ? "undetermined"
-                                                                       : "within-noise";
+    return metrics;
+}
 
-    /* What can and cannot be concluded. */
-    if (eb.first)
+/* verdict_notes - what can and cannot be concluded from `verdict`: whether BASE is bit-identical, what the
+ * verdict means without replicas or with few, whether runs still run. */
+static void verdict_notes(const compare_req *c, const effect_base *eb, const char *verdict, noise_verdict mv,
+                          int64_t best_step, int best_rank, json_t *notes)
+{
+    if (eb->first)
         note(notes,
              "BASE's runs are not bit-identical to each other (they part at step %" JSON_INTEGER_FORMAT
              ", rank %" JSON_INTEGER_FORMAT ", record %.200s; cause %s); run %s is the reference.",
-             json_integer_value(json_object_get(eb.first, "step")),
-             json_integer_value(json_object_get(eb.first, "rank")),
-             json_string_value(json_object_get(eb.first, "name")),
-             json_string_value(json_object_get(eb.first, "cause")) ?: "unknown", c->ids[0]);
-    else if (eb.status && strcmp(eb.status, "match"))
+             json_integer_value(json_object_get(eb->first, "step")),
+             json_integer_value(json_object_get(eb->first, "rank")),
+             json_string_value(json_object_get(eb->first, "name")),
+             json_string_value(json_object_get(eb->first, "cause")) ?: "unknown", c->ids[0]);
+    else if (eb->status && strcmp(eb->status, "match"))
         note(notes, "BASE's twin group is %s, so whether its runs are bit-identical is not established: %.600s",
-             eb.status, eb.status_why);
+             eb->status, eb->status_why);
     if (!strcmp(verdict, "identical"))
         note(notes, "CHANGED is bit-identical to BASE on every record of the steps compared: the change has no "
                     "numerical effect here.");
@@ -451,47 +445,101 @@ static enum MHD_Result compare_run(http_req *req, void *arg)
             note(notes, "Some runs are still running: the comparison covers the steps recorded so far.");
             break;
         }
+}
 
-    if (json_array_size(ms.unshared)) {
-        char *names = json_dumps(ms.unshared, JSON_COMPACT);
+/* coverage_notes - what the comparison left out: metrics not shared or over the limits, steps past the cut, and
+ * curves thinned. */
+static void coverage_notes(const effect_metrics *ms, int thinned, json_t *notes)
+{
+    if (json_array_size(ms->unshared)) {
+        char *names = json_dumps(ms->unshared, JSON_COMPACT);
         note(notes, "Not compared, recorded by some runs only: %.900s.", names);
         free(names);
     }
-    if (ms.more)
-        note(notes, "%d more shared metrics are not compared (the first %d by name are).", ms.more, EFFECT_MAX_METRICS);
-    if (ms.names_dropped)
+    if (ms->more)
+        note(notes, "%d more shared metrics are not compared (the first %d by name are).", ms->more,
+             EFFECT_MAX_METRICS);
+    if (ms->names_dropped)
         note(notes, "A run records more than %d metric names on this rank: %d are not read (the first %d by name are).",
-             COMPARE_MAX_NAMES, ms.names_dropped, COMPARE_MAX_NAMES);
-    if (ms.cut)
+             COMPARE_MAX_NAMES, ms->names_dropped, COMPARE_MAX_NAMES);
+    if (ms->cut)
         note(notes,
-             "The metrics are compared over steps up to %" PRId64 " only: one comparison reads at most %d metric points "
+             "The metrics are compared over steps up to %" PRId64
+             " only: one comparison reads at most %d metric points "
              "and %d scalar records, all runs together. The rest: the same request with from=%" PRId64
              " (lockstep compare --from %" PRId64 ").",
-             ms.next_from - 1, COMPARE_MAX_POINTS, COMPARE_MAX_DECODED, ms.next_from, ms.next_from);
+             ms->next_from - 1, COMPARE_MAX_POINTS, COMPARE_MAX_DECODED, ms->next_from, ms->next_from);
     if (thinned)
         note(notes, "The curves show every n-th step (series.stride) to keep the answer small; the verdicts use every "
                     "step.");
+}
+
+/* base_json - the answer's "base": BASE's runs, its reference run, and whether they are bit-identical: for one
+ * twin group, as its status says (match: yes; a divergence: no; else not known). A new reference. */
+static json_t *base_json(const compare_req *c, const effect_base *eb)
+{
+    json_t *base = set_json(&c->base);
+    json_object_set_new(base, "reference_run", json_string(c->ids[0]));
+    json_t *ident = c->base.n < 2                                 ? json_null()
+                    : eb->first                                   ? json_false()
+                    : !eb->status || !strcmp(eb->status, "match") ? json_true()
+                                                                  : json_null();
+    json_object_set_new(base, "identical", ident);
+    json_object_set_new(base, "status", eb->status ? json_string(eb->status) : json_null());
+    json_object_set_new(base, "status_why", eb->status ? json_string(eb->status_why) : json_null());
+    json_object_set_new(base, "first_divergence", eb->first ? json_incref(eb->first) : json_null());
+    return base;
+}
+
+/* compare_run - the comparison `arg` (a parsed compare_req) answered on `req`: on a slow thread
+ * (server/http/slow.h), since it reads and judges many runs. */
+static enum MHD_Result compare_run(http_req *req, void *arg)
+{
+    compare_req *c = arg;
+    enum MHD_Result sent = MHD_YES;
+    json_t *notes = json_array(), *firsts = json_array(), *first = NULL;
+    effect_base eb = {0};
+    effect_metrics ms;
+    memset(&ms, 0, sizeof(ms));
+
+    /* Where each changed run first departs from BASE; and BASE itself. */
+    int64_t best_step = 0;
+    int best_rank = 0;
+    if (first_effects(req, c, firsts, &first, &best_step, &best_rank) < 0)
+        goto out;
+    if (effect_base_departs(req, &c->base, &eb) < 0)
+        goto out;
+
+    /* The metrics, aligned; the verdicts. */
+    if (effect_metrics_load(req, c->n, c->keys, c->ids, c->roles, c->running, (int)c->rank, c->from, c->to, &ms) < 0)
+        goto out;
+    int tests = ms.n * distinct_changed(c, &ms);
+    if (tests < 1)
+        tests = 1;
+    double alpha_test = c->alpha / tests;
+    metrics_span span;
+    json_t *metrics = judge_metrics(c, &ms, alpha_test, notes, &span);
+    noise_verdict mv = span.mv;
+    /* Overall: identical when no record differs; without replicas, differs; else the heaviest metric verdict
+     * (a change that touches records but no shared metric is within-noise). */
+    const char *verdict = json_is_null(first) && mv == NOISE_IDENTICAL ? "identical"
+                          : !c->k                                    ? "differs"
+                          : mv == NOISE_BEYOND                         ? "beyond-noise"
+                          : mv == NOISE_UNDETERMINED                   ? "undetermined"
+                                                                     : "within-noise";
+    verdict_notes(c, &eb, verdict, mv, best_step, best_rank, notes);
+    coverage_notes(&ms, span.thinned, notes);
 
     int running = 0;
     for (int i = 0; i < c->n; i++)
         running |= c->running[i];
-    json_t *base = set_json(&c->base);
-    json_object_set_new(base, "reference_run", json_string(c->ids[0]));
-    /* Bit-identical: for one twin group, as its status says (match: yes; a divergence: no; else not known). */
-    json_t *ident = c->base.n < 2                               ? json_null()
-                    : eb.first                                  ? json_false()
-                    : !eb.status || !strcmp(eb.status, "match") ? json_true()
-                                                                : json_null();
-    json_object_set_new(base, "identical", ident);
-    json_object_set_new(base, "status", eb.status ? json_string(eb.status) : json_null());
-    json_object_set_new(base, "status_why", eb.status ? json_string(eb.status_why) : json_null());
-    json_object_set_new(base, "first_divergence", eb.first ? json_incref(eb.first) : json_null());
-    json_t *o =
-        json_pack("{s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:I, s:s, s:o, s:o, s:o, s:o}", "base", base, "changed",
-                  set_json(&c->changed), "noise", c->k ? set_json(&c->noise) : json_null(), "rank", (json_int_t)c->rank,
-                  "from", lo <= hi ? json_integer(lo) : json_null(), "to", lo <= hi ? json_integer(hi) : json_null(),
-                  "rule", rule_json(c, tests, alpha_test), "steps", (json_int_t)longest, "verdict", verdict,
-                  "first_effect", first, "first_effects", firsts, "metrics", metrics, "notes", notes);
+    int64_t lo = span.lo, hi = span.hi;
+    json_t *o = json_pack("{s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:I, s:s, s:o, s:o, s:o, s:o}", "base",
+                          base_json(c, &eb), "changed", set_json(&c->changed), "noise",
+                          c->k ? set_json(&c->noise) : json_null(), "rank", (json_int_t)c->rank, "from",
+                          lo <= hi ? json_integer(lo) : json_null(), "to", lo <= hi ? json_integer(hi) : json_null(),
+                          "rule", rule_json(c, tests, alpha_test), "steps", (json_int_t)span.longest, "verdict",
+                          verdict, "first_effect", first, "first_effects", firsts, "metrics", metrics, "notes", notes);
     json_object_set_new(o, "running", json_boolean(running));
     json_object_set_new(o, "cut", json_boolean(ms.cut));
     json_object_set_new(o, "next_from", ms.cut ? json_integer((json_int_t)ms.next_from) : json_null());

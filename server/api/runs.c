@@ -161,6 +161,31 @@ static enum MHD_Result read_runs(http_req *req, char **args)
     return http_reply_json(req, 200, o);
 }
 
+/* run_attested - what slurmstepd (or the admin) attested of run `key`'s step: the user, the nodes, by whom, and
+ * which node ran which ranks (at most RUN_DETAIL_MAX_RANKS nodes); JSON null when nothing was. A new reference,
+ * or NULL with the database's message in `err`. */
+static json_t *run_attested(const char *key, char *err, size_t cap)
+{
+    const char *ka[] = {key};
+    PGresult *r = db_exec("run_attested", 1, ka, err, cap);
+    if (!r)
+        return NULL;
+    json_t *placement = json_array(), *att = json_null();
+    for (int i = 0; i < PQntuples(r) && i < RUN_DETAIL_MAX_RANKS; i++) {
+        if (i == 0)
+            att = json_pack("{s:s, s:s, s:s}", "user", PQgetvalue(r, 0, 2), "nodes", PQgetvalue(r, 0, 3), "by",
+                            PQgetvalue(r, 0, 4));
+        json_array_append_new(placement, json_pack("{s:s, s:o}", "node", PQgetvalue(r, i, 0), "ranks",
+                                                   pg_int_array(PQgetvalue(r, i, 1), 0)));
+    }
+    PQclear(r);
+    if (json_is_object(att))
+        json_object_set_new(att, "placement", placement);
+    else
+        json_decref(placement);
+    return att;
+}
+
 static enum MHD_Result read_run(http_req *req, char **args)
 {
     const char *run_id = args[0];
@@ -237,24 +262,9 @@ static enum MHD_Result read_run(http_req *req, char **args)
         json_array_remove(manifests, json_array_size(manifests) - 1); /* both lists cover the same ranks */
     json_object_set_new(o, "manifests", manifests);
     json_object_set_new(o, "rank_status", ranks);
-    /* What slurmstepd (or the admin) attested of the run's step: the user, and which node ran which ranks. */
-    const char *ka[] = {key};
-    r = db_exec("run_attested", 1, ka, err, sizeof(err));
-    if (!r)
+    json_t *att = run_attested(key, err, sizeof(err));
+    if (!att)
         goto out_down_attach;
-    json_t *placement = json_array(), *att = json_null();
-    for (int i = 0; i < PQntuples(r) && i < RUN_DETAIL_MAX_RANKS; i++) {
-        if (i == 0)
-            att = json_pack("{s:s, s:s, s:s}", "user", PQgetvalue(r, 0, 2), "nodes", PQgetvalue(r, 0, 3), "by",
-                            PQgetvalue(r, 0, 4));
-        json_array_append_new(placement, json_pack("{s:s, s:o}", "node", PQgetvalue(r, i, 0), "ranks",
-                                                   pg_int_array(PQgetvalue(r, i, 1), 0)));
-    }
-    PQclear(r);
-    if (json_is_object(att))
-        json_object_set_new(att, "placement", placement);
-    else
-        json_decref(placement);
     json_object_set_new(o, "attested", att);
     json_object_set_new(o, "rank_from", json_integer(rank_from));
     json_object_set_new(o, "next_rank_from", next >= 0 ? json_integer(next) : json_null());

@@ -91,6 +91,66 @@ static int aside_and_namesakes(const char *key, json_t *o, char *err, size_t cap
     return 0;
 }
 
+/* missing_records - the records the group's comparison waits for or lost, into `o`: "awaiting_records", the
+ * steps whose records agents hold back and lockstepd asked for, not received yet (an agent that ended keeps them
+ * in its spool: `lockstep replay --steps asked DIR` sends them); "records_removed", the steps the comparison
+ * stopped at because retention removed a run's records there. Each left out when there is none (or the database
+ * does not answer). */
+static void missing_records(const char *group, json_t *o)
+{
+    char err[512];
+    const char *p[] = {group};
+    PGresult *w = db_exec("grp_awaiting", 1, p, err, sizeof(err));
+    if (w && PQntuples(w) > 0) {
+        json_t *aw = json_array();
+        for (int k = 0; k < PQntuples(w); k++)
+            json_array_append_new(aw, json_pack("{s:s, s:i, s:I, s:s}", "run_id", PQgetvalue(w, k, 0), "rank",
+                                                atoi(PQgetvalue(w, k, 1)), "step",
+                                                (json_int_t)strtoll(PQgetvalue(w, k, 2), NULL, 10), "requested_at",
+                                                PQgetvalue(w, k, 3)));
+        json_object_set_new(o, "awaiting_records", aw);
+    }
+    PQclear(w);
+    w = db_exec("grp_removed", 1, p, err, sizeof(err));
+    if (w && PQntuples(w) > 0) {
+        json_t *rm = json_array();
+        for (int k = 0; k < PQntuples(w); k++)
+            json_array_append_new(rm, json_pack("{s:s, s:i, s:I}", "run_id", PQgetvalue(w, k, 0), "rank",
+                                                atoi(PQgetvalue(w, k, 1)), "step",
+                                                (json_int_t)strtoll(PQgetvalue(w, k, 2), NULL, 10)));
+        json_object_set_new(o, "records_removed", rm);
+    }
+    PQclear(w);
+}
+
+/* owner_fields - the group's "owner" (its user, whether attested, whom it is shared with; null when unowned) and
+ * "name" into `o`, from its row `own` (store_group_get). */
+static void owner_fields(const char *group, PGresult *own, json_t *o)
+{
+    if (PQntuples(own) == 1) {
+        json_t *shared = json_loads(PQgetvalue(own, 0, 2), 0, NULL);
+        json_object_set_new(o, "owner",
+                            json_pack("{s:s, s:b, s:o}", "user", PQgetvalue(own, 0, 0), "attested",
+                                      PQgetvalue(own, 0, 1)[0] == 't', "shared_with", shared ? shared : json_array()));
+        json_object_set_new(o, "name", json_string(PQgetvalue(own, 0, 3)));
+    } else {
+        json_object_set_new(o, "owner", json_null());
+        json_object_set_new(o, "name", json_string(group));
+    }
+}
+
+/* runs_logical - 1 when the verdict's `runs` have different rank counts: they are compared on logical tensors
+ * (server/compare/logical.c). */
+static int runs_logical(json_t *runs)
+{
+    size_t i;
+    json_t *run;
+    int logical = 0;
+    json_int_t ranks0 = json_integer_value(json_object_get(json_array_get(runs, 0), "ranks"));
+    json_array_foreach(runs, i, run) logical |= json_integer_value(json_object_get(run, "ranks")) != ranks0;
+    return logical;
+}
+
 /* read_twins - GET /api/v1/twins/{group}: the group's status (with why), its runs and their exits, its first
  * divergence with cause, origin ranks and call site, each rank's first divergence (server/compare/findings.h),
  * and the fleet's classification. */
@@ -129,55 +189,19 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     json_array_foreach(v.per_rank, i, d) twin_row_ulps(json_object_get(d, "runs"));
     if (json_is_object(v.first))
         twin_row_ulps(json_object_get(v.first, "runs"));
-    /* runs of different rank counts are compared on logical tensors (server/compare/logical.c) */
-    int logical = 0;
-    json_int_t ranks0 = json_integer_value(json_object_get(json_array_get(v.runs, 0), "ranks"));
-    json_t *run;
-    json_array_foreach(v.runs, i, run) logical |= json_integer_value(json_object_get(run, "ranks")) != ranks0;
-    json_t *o = json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:{s:O, s:O}, s:o, s:o, s:b}", "group", group, "status",
-                          v.status, "status_reason", v.status_why, "runs", v.runs, "first_divergence", v.first,
-                          "per_rank", v.per_rank, "manifest_diff", "explains", json_object_get(v.mdiff, "explains"),
-                          "summary", json_object_get(v.mdiff, "summary"), "classification",
-                          twin_row_classification(c, PQntuples(c) ? 0 : -1), "restores", restores_json(rs), "logical",
-                          logical);
-    /* Digest streaming: steps whose records agents hold back and lockstepd asked for, not received yet (an agent
-     * that ended keeps them in its spool: `lockstep replay --steps asked DIR` sends them). */
-    PGresult *w = db_exec("grp_awaiting", 1, p, err, sizeof(err));
-    if (w && PQntuples(w) > 0) {
-        json_t *aw = json_array();
-        for (int k = 0; k < PQntuples(w); k++)
-            json_array_append_new(aw, json_pack("{s:s, s:i, s:I, s:s}", "run_id", PQgetvalue(w, k, 0), "rank",
-                                                atoi(PQgetvalue(w, k, 1)), "step",
-                                                (json_int_t)strtoll(PQgetvalue(w, k, 2), NULL, 10), "requested_at",
-                                                PQgetvalue(w, k, 3)));
-        json_object_set_new(o, "awaiting_records", aw);
-    }
-    PQclear(w);
-    /* Steps the comparison stopped at because retention removed a run's records there. */
-    w = db_exec("grp_removed", 1, p, err, sizeof(err));
-    if (w && PQntuples(w) > 0) {
-        json_t *rm = json_array();
-        for (int k = 0; k < PQntuples(w); k++)
-            json_array_append_new(rm, json_pack("{s:s, s:i, s:I}", "run_id", PQgetvalue(w, k, 0), "rank",
-                                                atoi(PQgetvalue(w, k, 1)), "step",
-                                                (json_int_t)strtoll(PQgetvalue(w, k, 2), NULL, 10)));
-        json_object_set_new(o, "records_removed", rm);
-    }
-    PQclear(w);
+    int logical = runs_logical(v.runs);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:O, s:O, s:O, s:{s:O, s:O}, s:o, s:o, s:b}", "group", group, "status", v.status,
+                  "status_reason", v.status_why, "runs", v.runs, "first_divergence", v.first, "per_rank", v.per_rank,
+                  "manifest_diff", "explains", json_object_get(v.mdiff, "explains"), "summary",
+                  json_object_get(v.mdiff, "summary"), "classification",
+                  twin_row_classification(c, PQntuples(c) ? 0 : -1), "restores", restores_json(rs), "logical", logical);
+    missing_records(group, o);
     json_object_set_new(o, "evidence", evidence_of(c, PQntuples(c) ? 0 : -1));
     json_object_set_new(o, "kind", json_string(group_kind_name(group_kind_of(group))));
     json_object_set_new(o, "odd_runs", twin_row_odd_runs(v.runs));
     json_object_set_new(o, "runs_total", json_integer((json_int_t)v.runs_total));
-    if (PQntuples(own) == 1) {
-        json_t *shared = json_loads(PQgetvalue(own, 0, 2), 0, NULL);
-        json_object_set_new(o, "owner", json_pack("{s:s, s:b, s:o}", "user", PQgetvalue(own, 0, 0), "attested",
-                                                  PQgetvalue(own, 0, 1)[0] == 't', "shared_with",
-                                                  shared ? shared : json_array()));
-        json_object_set_new(o, "name", json_string(PQgetvalue(own, 0, 3)));
-    } else {
-        json_object_set_new(o, "owner", json_null());
-        json_object_set_new(o, "name", json_string(group));
-    }
+    owner_fields(group, own, o);
     PQclear(own);
     if (aside_and_namesakes(group, o, err, sizeof(err)) < 0) {
         PQclear(c);

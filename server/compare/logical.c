@@ -170,16 +170,22 @@ static int compare_step(const char *group, const cmp_group *g, cmp_rows *all, si
     return rc;
 }
 
-int cmp_check_logical(const char *group, double commit_s, cmp_found *out, int *again)
+/* The steps a group's runs share: from the latest start (lo) to the last step every rank of every run completed
+ * (hi; INT64_MIN while a run has recorded nothing yet), the last step any run recorded (top). */
+typedef struct lg_window {
+    int64_t lo, hi, top;
+    int all_ended;
+} lg_window;
+
+/* group_window - the group's runs into `g` (their keys, ids, rank counts, starts) and the steps they share into
+ * `w`. 0, or -1 on a database error. */
+static int group_window(const char *group, cmp_group *g, lg_window *w)
 {
     char err[512];
     const char *p[] = {group};
     PGresult *r = db_exec_once("cmp_lg_runs", 1, p, err, sizeof(err));
     if (!r)
         return -1;
-    cmp_group G;
-    memset(&G, 0, sizeof(G));
-    cmp_group *g = &G;
     int64_t lo = INT64_MIN, hi = INT64_MAX, top = INT64_MIN;
     int all_ended = 1;
     for (int i = 0; i < PQntuples(r) && g->nruns < GROUP_MAX_RUNS; i++) {
@@ -204,6 +210,57 @@ int cmp_check_logical(const char *group, double commit_s, cmp_found *out, int *a
         top = most > top ? most : top;
     }
     PQclear(r);
+    *w = (lg_window){lo, hi, top, all_ended};
+    return 0;
+}
+
+/* compare_steps - compare the group's shards step by step from `from` to at most LOGICAL_STEPS steps on, up to
+ * `hi`; the last step compared in *to. Returns what compare_step returned last (0 or 1), or -1 on an error. */
+static int compare_steps(const char *group, const cmp_group *g, int64_t from, int64_t hi, double commit_s,
+                         cmp_found *out, int64_t *to_out)
+{
+    char err[512];
+    char from_s[32], to_s[32];
+    int rc = 0;
+    int64_t to = hi - from >= LOGICAL_STEPS ? from + LOGICAL_STEPS - 1 : hi;
+    snprintf(from_s, sizeof(from_s), "%" PRId64, from);
+    snprintf(to_s, sizeof(to_s), "%" PRId64, to);
+    const char *pq[] = {g->keyarr, from_s, to_s};
+    PGresult *r = db_exec_bin("cmp_lg_recs", 3, pq, err, sizeof(err));
+    if (!r)
+        return -1;
+    frame_set set = {0};
+    if (frames_rows(&set, r, 0, 1, 2, 3, has_ext, err, sizeof(err)) < 0) {
+        log_warn("logical comparison of group %s: %s", group, err);
+        frame_set_release(&set);
+        return -1;
+    }
+    cmp_rows rows;
+    cmp_rows_from_set(&set, g, NULL, &rows);
+    for (size_t i = 0; i < rows.n && rc == 0;) {
+        size_t j = i;
+        while (j < rows.n && rows.recs[j].rec.step == rows.recs[i].rec.step)
+            j++;
+        rc = compare_step(group, g, &rows, i, j, rows.recs[i].rec.step, commit_s, out);
+        i = j;
+    }
+    cmp_rows_release(&rows);
+    *to_out = to;
+    return rc;
+}
+
+int cmp_check_logical(const char *group, double commit_s, cmp_found *out, int *again)
+{
+    char err[512];
+    const char *p[] = {group};
+    PGresult *r;
+    cmp_group G;
+    memset(&G, 0, sizeof(G));
+    cmp_group *g = &G;
+    lg_window w;
+    if (group_window(group, g, &w) < 0)
+        return -1;
+    int64_t lo = w.lo, hi = w.hi;
     cmp_key_array(g);
     int comparable = g->nruns >= 2 && lo <= hi;
     if (comparable) { /* only shards are compared here: a run that recorded none leaves nothing to compare, and the
@@ -228,30 +285,8 @@ int cmp_check_logical(const char *group, double commit_s, cmp_found *out, int *a
     int64_t checked = same_members ? done : INT64_MIN, target = hi;
     int rc = 0;
     if (comparable && from <= hi) {
-        char from_s[32], to_s[32];
-        int64_t to = hi - from >= LOGICAL_STEPS ? from + LOGICAL_STEPS - 1 : hi;
-        snprintf(from_s, sizeof(from_s), "%" PRId64, from);
-        snprintf(to_s, sizeof(to_s), "%" PRId64, to);
-        const char *pq[] = {g->keyarr, from_s, to_s};
-        r = db_exec_bin("cmp_lg_recs", 3, pq, err, sizeof(err));
-        if (!r)
-            return -1;
-        frame_set set = {0};
-        if (frames_rows(&set, r, 0, 1, 2, 3, has_ext, err, sizeof(err)) < 0) {
-            log_warn("logical comparison of group %s: %s", group, err);
-            frame_set_release(&set);
-            return -1;
-        }
-        cmp_rows rows;
-        cmp_rows_from_set(&set, g, NULL, &rows);
-        for (size_t i = 0; i < rows.n && rc == 0;) {
-            size_t j = i;
-            while (j < rows.n && rows.recs[j].rec.step == rows.recs[i].rec.step)
-                j++;
-            rc = compare_step(group, g, &rows, i, j, rows.recs[i].rec.step, commit_s, out);
-            i = j;
-        }
-        cmp_rows_release(&rows);
+        int64_t to;
+        rc = compare_steps(group, g, from, hi, commit_s, out, &to);
         if (rc < 0)
             return -1;
         checked = to;
@@ -260,8 +295,8 @@ int cmp_check_logical(const char *group, double commit_s, cmp_found *out, int *a
     } else if (comparable) {
         checked = hi;
     }
-    if (comparable && !*again && all_ended && top > checked)
-        checked = target = top; /* nothing past the shared steps can be compared: the group is checked to its end */
+    if (comparable && !*again && w.all_ended && w.top > checked)
+        checked = target = w.top; /* nothing past the shared steps can be compared: the group is checked to its end */
     char up[32], tg[32];
     snprintf(up, sizeof(up), "%" PRId64, checked);
     snprintf(tg, sizeof(tg), "%" PRId64, target);

@@ -155,17 +155,21 @@ static int earlier(const rrow *a, const rc_rec *than, int have)
     return !have || a->step < than->step || (a->step == than->step && (int64_t)a->rec.seq < than->seq);
 }
 
-int rc_compare(int64_t a, int64_t b, int64_t from, int64_t to, const char *ranks, rc_result *out, char *err, size_t cap)
+/* read_rows - the step records of runs `a` and `b` over steps [from, to] on ranks `ranks` (entries of state blocks
+ * are no step records: common/recmatch.h), run a's first, each run's sorted by key, with how many in *n and how
+ * many are run a's in *na. `set` holds the records the rows borrow (frame_set_release). The rows (caller frees),
+ * or NULL with `err` (a database error, or more than RC_MAX_RECORDS records). */
+static rrow *read_rows(int64_t a, int64_t b, int64_t from, int64_t to, const char *ranks, frame_set *set, int *n,
+                       int *na, char *err, size_t cap)
 {
     char keys[64], f[32], t[32];
-    memset(out, 0, sizeof(*out));
     snprintf(keys, sizeof(keys), "{%" PRId64 ",%" PRId64 "}", a, b);
     snprintf(f, sizeof(f), "%" PRId64, from);
     snprintf(t, sizeof(t), "%" PRId64, to);
     const char *p[] = {keys, f, t, ranks};
     PGresult *r = db_exec("rc_count", 4, p, err, cap);
     if (!r)
-        return -1;
+        return NULL;
     long long stored = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
     if (stored > RC_MAX_RECORDS) {
@@ -173,36 +177,41 @@ int rc_compare(int64_t a, int64_t b, int64_t from, int64_t to, const char *ranks
                  "steps %" PRId64 "-%" PRId64 " of the two runs hold more than %d records; declare checkpoints so that "
                  "a replay starts closer to the divergence",
                  from, to, RC_MAX_RECORDS);
-        return -1;
+        return NULL;
     }
     r = db_exec_bin("rc_frames", 4, p, err, cap);
     if (!r)
-        return -1;
-    /* the window's step records (entries of state blocks are no step records: common/recmatch.h) */
-    frame_set set = {0};
-    if (frames_rows(&set, r, 0, 1, 2, 3, in_steps, err, cap) < 0) {
-        frame_set_release(&set);
-        return -1;
-    }
-    int n = (int)set.n;
-    rrow *rows = xcalloc((size_t)n + 1, sizeof(*rows));
-    for (int i = 0; i < n; i++) {
+        return NULL;
+    if (frames_rows(set, r, 0, 1, 2, 3, in_steps, err, cap) < 0)
+        return NULL;
+    *n = (int)set->n;
+    rrow *rows = xcalloc((size_t)*n + 1, sizeof(*rows));
+    for (int i = 0; i < *n; i++) {
         rrow *x = &rows[i];
-        x->run = set.run_key[i] == a ? 0 : 1;
-        x->rec = set.recs[i];
+        x->run = set->run_key[i] == a ? 0 : 1;
+        x->rec = set->recs[i];
         x->rank = (int)x->rec.rank;
         x->step = x->rec.step;
         x->level = x->rec.level;
     }
-    qsort(rows, (size_t)n, sizeof(*rows), by_key);
-    int na = 0;
-    while (na < n && rows[na].run == 0)
-        na++;
-    /* Merge the two sorted halves; per rank, the first difference. */
+    qsort(rows, (size_t)*n, sizeof(*rows), by_key);
+    *na = 0;
+    while (*na < *n && rows[*na].run == 0)
+        (*na)++;
+    return rows;
+}
+
+/* merge_rows - merge the two sorted halves of `rows` (run a's [0, na), run b's [na, n)): the records both hold
+ * (out->common), the first difference (out->first, out->differs) and the first whose inputs matched
+ * (out->clean). Returns each rank's first difference (caller frees), how many in *nfirst, and in *firsts the
+ * array judge_cause fills from them (as large; caller frees). */
+static rc_rec *merge_rows(const rrow *rows, int n, int na, rc_result *out, int *nfirst, cause_rank **firsts_out)
+{
     cause_rank *firsts = xcalloc(64, sizeof(*firsts));
     rc_rec *per = xcalloc(64, sizeof(*per));
-    int nfirst = 0, capfirst = 64;
+    int capfirst = 64;
     int have_first = 0;
+    *nfirst = 0;
     for (int i = 0, j = na; i < na && j < n;) {
         int c = cmp_key(&rows[i], &rows[j]);
         if (c < 0) {
@@ -218,15 +227,15 @@ int rc_compare(int64_t a, int64_t b, int64_t from, int64_t to, const char *ranks
         if (rec_compare(&x->rec, &y->rec) != REC_SAME) {
             cause_inputs in = inputs_of(&x->rec, &y->rec);
             int k;
-            for (k = 0; k < nfirst && firsts[k].rank != x->rank; k++)
+            for (k = 0; k < *nfirst && firsts[k].rank != x->rank; k++)
                 ;
-            if (k == nfirst) {
-                if (nfirst == capfirst) {
+            if (k == *nfirst) {
+                if (*nfirst == capfirst) {
                     capfirst *= 2;
                     firsts = xrealloc(firsts, (size_t)capfirst * sizeof(*firsts));
                     per = xrealloc(per, (size_t)capfirst * sizeof(*per));
                 }
-                nfirst++;
+                (*nfirst)++;
                 fill(&per[k], x, y, in);
             } else if (earlier(x, &per[k], 1)) {
                 fill(&per[k], x, y, in);
@@ -244,21 +253,44 @@ int rc_compare(int64_t a, int64_t b, int64_t from, int64_t to, const char *ranks
         j++;
     }
     out->differs = have_first;
-    if (nfirst) {
-        for (int k = 0; k < nfirst; k++)
-            firsts[k] = (cause_rank){per[k].rank,         per[k].step,       per[k].seq, per[k].name,
-                                     strlen(per[k].name), per[k].occurrence, 0,          (cause_inputs)per[k].inputs};
-        int nranks = 0;
-        for (int i = 0; i < n; i++)
-            if (rows[i].rank + 1 > nranks)
-                nranks = rows[i].rank + 1;
-        cause_facts cf = {firsts, (size_t)nfirst, nranks, 0};
-        cause_result cv;
-        cause_judge(&cf, &cv);
-        out->cause = cv.kind;
-        for (int k = 0; k < cv.norigin && out->norigin < RC_MAX_ORIGIN; k++)
-            out->origin[out->norigin++] = cv.origin[k];
+    *firsts_out = firsts;
+    return per;
+}
+
+/* judge_cause - the cause rule (common/cause.h) over each rank's first difference `per` (nfirst > 0, copied into
+ * `firsts`), the rank count from `rows`: out->cause and its origin ranks. */
+static void judge_cause(const rrow *rows, int n, const rc_rec *per, cause_rank *firsts, int nfirst, rc_result *out)
+{
+    for (int k = 0; k < nfirst; k++)
+        firsts[k] = (cause_rank){per[k].rank,         per[k].step,       per[k].seq, per[k].name,
+                                 strlen(per[k].name), per[k].occurrence, 0,          (cause_inputs)per[k].inputs};
+    int nranks = 0;
+    for (int i = 0; i < n; i++)
+        if (rows[i].rank + 1 > nranks)
+            nranks = rows[i].rank + 1;
+    cause_facts cf = {firsts, (size_t)nfirst, nranks, 0};
+    cause_result cv;
+    cause_judge(&cf, &cv);
+    out->cause = cv.kind;
+    for (int k = 0; k < cv.norigin && out->norigin < RC_MAX_ORIGIN; k++)
+        out->origin[out->norigin++] = cv.origin[k];
+}
+
+int rc_compare(int64_t a, int64_t b, int64_t from, int64_t to, const char *ranks, rc_result *out, char *err, size_t cap)
+{
+    memset(out, 0, sizeof(*out));
+    frame_set set = {0};
+    int n = 0, na = 0;
+    rrow *rows = read_rows(a, b, from, to, ranks, &set, &n, &na, err, cap);
+    if (!rows) {
+        frame_set_release(&set);
+        return -1;
     }
+    int nfirst;
+    cause_rank *firsts;
+    rc_rec *per = merge_rows(rows, n, na, out, &nfirst, &firsts);
+    if (nfirst)
+        judge_cause(rows, n, per, firsts, nfirst, out);
     free(firsts);
     free(per);
     free(rows);

@@ -119,11 +119,13 @@ static int free_sets(const cluster *c, name_t *used, int nused, int k, int want,
     return sets;
 }
 
-/* Scratch space of one design (too large for some threads' stacks). */
+/* Scratch space of one design (too large for some threads' stacks): the group's nodes, per run and in all. */
 typedef struct plan_scratch {
     name_t used[RP_MAX_NODES];
     name_t mine[RP_MAX_RUNS][RP_MAX_PROBE * 4];
     char sets[RP_MAX_PLACEMENTS][RP_LIST_CAP];
+    int nmine[RP_MAX_RUNS]; /* per run, its nodes (0: unknown) */
+    int nused;              /* the group's nodes, every run's together */
 } plan_scratch;
 
 static int plan(const rp_group *g, const cluster *cl, int max, rp_plan *out, plan_scratch *w);
@@ -137,92 +139,98 @@ int rp_plan_make(const rp_group *g, const rp_node *nodes, int nnodes, int max, r
     return rc;
 }
 
-static int plan(const rp_group *g, const cluster *cl, int max, rp_plan *out, plan_scratch *w)
+/* group_nodes - each run's nodes (w->mine, w->nmine; none for a run whose step no slurmstepd attested, noted)
+ * and the group's (w->used). 0, or -1 with a note when a run's node list cannot be read. */
+static int group_nodes(const rp_group *g, rp_plan *out, plan_scratch *w)
 {
-    name_t *used = w->used;
-    name_t(*mine)[RP_MAX_PROBE * 4] = w->mine;
-    char(*sets)[RP_LIST_CAP] = w->sets;
-    const cluster c = *cl;
-    int nmine[RP_MAX_RUNS], nused = 0;
-    char why[320];
-    memset(out, 0, sizeof(*out));
-    if (max < 1 || max > RP_MAX_PLACEMENTS)
-        max = RP_MAX_PLACEMENTS;
-    out->kind = g->software ? "in-place" : g->odd >= 0 ? "three-run" : "two-run";
-    if (g->nruns < 2 || g->nruns > RP_MAX_RUNS) {
-        note(out, "a replay needs a group of 2 to %d runs; this one has %d", RP_MAX_RUNS, g->nruns);
-        return -1;
-    }
+    w->nused = 0;
     for (int r = 0; r < g->nruns; r++) {
         if (!g->runs[r].nodes || !*g->runs[r].nodes) { /* no replay goes where a job only said it ran */
-            nmine[r] = 0;
-            note(out, "run %s: slurmstepd attested no node list for its step, so its nodes are unknown: no replay "
-                      "is placed on them",
+            w->nmine[r] = 0;
+            note(out,
+                 "run %s: slurmstepd attested no node list for its step, so its nodes are unknown: no replay "
+                 "is placed on them",
                  g->runs[r].id);
             continue;
         }
-        nmine[r] = hostlist_expand(g->runs[r].nodes, mine[r], RP_MAX_PROBE * 4);
-        if (nmine[r] <= 0) {
+        w->nmine[r] = hostlist_expand(g->runs[r].nodes, w->mine[r], RP_MAX_PROBE * 4);
+        if (w->nmine[r] <= 0) {
             note(out, "run %s has no node list Lockstep can read ('%s')", g->runs[r].id, g->runs[r].nodes);
             return -1;
         }
-        for (int i = 0; i < nmine[r] && nused < RP_MAX_NODES; i++)
-            if (!in_list(used, nused, mine[r][i]))
-                snprintf(used[nused++], HOSTLIST_NAME_MAX, "%s", mine[r][i]);
+        for (int i = 0; i < w->nmine[r] && w->nused < RP_MAX_NODES; i++)
+            if (!in_list(w->used, w->nused, w->mine[r][i]))
+                snprintf(w->used[w->nused++], HOSTLIST_NAME_MAX, "%s", w->mine[r][i]);
     }
-    if (g->software) {
-        for (int r = 0; r < g->nruns; r++) {
-            if (!nmine[r])
-                continue; /* noted above */
-            if (unusable(&c, mine[r], nmine[r], why, sizeof(why)))
-                note(out, "run %s cannot run again on its nodes: %s", g->runs[r].id, why);
-            else
-                place(out, max, "run-again", r, g->runs[r].nodes,
-                      "the run again where it ran: the finer trace names the record (the cause decides)");
-        }
-        return 0;
-    }
+    return 0;
+}
 
-    if (g->odd >= 0) {
-        int o = g->odd, m = -1;
-        if (!nmine[o]) {
-            note(out, "the odd run's nodes are unknown: its job can neither run again where it ran nor be sized for "
-                      "other nodes");
-            return 0;
-        }
-        /* A majority run on usable nodes of the odd run's size, preferably. */
-        for (int pass = 0; pass < 2 && m < 0; pass++)
-            for (int r = 0; r < g->nruns && m < 0; r++)
-                if (r != o && g->runs[r].content != g->runs[o].content && nmine[r] == nmine[o] &&
-                    (pass == 1 || !unusable(&c, mine[r], nmine[r], why, sizeof(why))))
-                    m = r;
-        const char *bad_o = unusable(&c, mine[o], nmine[o], why, sizeof(why));
-        if (bad_o) {
-            note(out, "the odd run's nodes take no replay: %s; the divergence cannot be re-run where it happened", why);
-        } else {
-            place(out, max, "odd-again", o, g->runs[o].nodes,
-                  "the odd run's job on its own nodes again: does the divergence come back where it happened?");
-            if (m >= 0)
-                place(out, max, "majority-on-odd-nodes", m, g->runs[o].nodes,
-                      "a majority run's job on the odd run's nodes: does the divergence follow the nodes?");
-        }
-        if (m < 0)
-            note(out, "no majority run has the odd run's node count: the jobs cannot be swapped");
-        else if (unusable(&c, mine[m], nmine[m], why, sizeof(why)))
-            note(out, "the majority runs' nodes take no replay (%s): the odd run's job cannot run there", why);
+/* plan_in_place - a cause that is software by nature: each run again where it ran. */
+static void plan_in_place(const rp_group *g, const cluster *c, int max, rp_plan *out, plan_scratch *w)
+{
+    char why[320];
+    for (int r = 0; r < g->nruns; r++) {
+        if (!w->nmine[r])
+            continue; /* noted above */
+        if (unusable(c, w->mine[r], w->nmine[r], why, sizeof(why)))
+            note(out, "run %s cannot run again on its nodes: %s", g->runs[r].id, why);
         else
-            place(out, max, "odd-on-majority-nodes", o, g->runs[m].nodes,
-                  "the odd run's job on a majority run's nodes: is its job sound elsewhere?");
-        int ns = free_sets(&c, used, nused, nmine[o], max - out->n, sets, out);
-        for (int s = 0; s < ns; s++)
-            place(out, max, "odd-on-other-nodes", o, sets[s],
-                  "the odd run's job on nodes outside the group: a control at replay time");
-        if (!ns)
-            note(out, "no %d usable node%s outside the group for a control", nmine[o], nmine[o] == 1 ? "" : "s");
-        return 0;
+            place(out, max, "run-again", r, g->runs[r].nodes,
+                  "the run again where it ran: the finer trace names the record (the cause decides)");
     }
+}
 
-    /* Two runs, or no majority: the first run and the first whose content differs from it. */
+/* plan_three_run - a majority names the odd run: it again on its nodes, a majority run's job there, the odd
+ * run's job on the majority's nodes, and controls outside the group. */
+static void plan_three_run(const rp_group *g, const cluster *c, int max, rp_plan *out, plan_scratch *w)
+{
+    name_t(*mine)[RP_MAX_PROBE * 4] = w->mine;
+    const int *nmine = w->nmine;
+    char why[320];
+    int o = g->odd, m = -1;
+    if (!nmine[o]) {
+        note(out, "the odd run's nodes are unknown: its job can neither run again where it ran nor be sized for "
+                  "other nodes");
+        return;
+    }
+    /* A majority run on usable nodes of the odd run's size, preferably. */
+    for (int pass = 0; pass < 2 && m < 0; pass++)
+        for (int r = 0; r < g->nruns && m < 0; r++)
+            if (r != o && g->runs[r].content != g->runs[o].content && nmine[r] == nmine[o] &&
+                (pass == 1 || !unusable(c, mine[r], nmine[r], why, sizeof(why))))
+                m = r;
+    const char *bad_o = unusable(c, mine[o], nmine[o], why, sizeof(why));
+    if (bad_o) {
+        note(out, "the odd run's nodes take no replay: %s; the divergence cannot be re-run where it happened", why);
+    } else {
+        place(out, max, "odd-again", o, g->runs[o].nodes,
+              "the odd run's job on its own nodes again: does the divergence come back where it happened?");
+        if (m >= 0)
+            place(out, max, "majority-on-odd-nodes", m, g->runs[o].nodes,
+                  "a majority run's job on the odd run's nodes: does the divergence follow the nodes?");
+    }
+    if (m < 0)
+        note(out, "no majority run has the odd run's node count: the jobs cannot be swapped");
+    else if (unusable(c, mine[m], nmine[m], why, sizeof(why)))
+        note(out, "the majority runs' nodes take no replay (%s): the odd run's job cannot run there", why);
+    else
+        place(out, max, "odd-on-majority-nodes", o, g->runs[m].nodes,
+              "the odd run's job on a majority run's nodes: is its job sound elsewhere?");
+    int ns = free_sets(c, w->used, w->nused, nmine[o], max - out->n, w->sets, out);
+    for (int s = 0; s < ns; s++)
+        place(out, max, "odd-on-other-nodes", o, w->sets[s],
+              "the odd run's job on nodes outside the group: a control at replay time");
+    if (!ns)
+        note(out, "no %d usable node%s outside the group for a control", nmine[o], nmine[o] == 1 ? "" : "s");
+}
+
+/* plan_two_run - two runs, or no majority: the first run and the first whose content differs from it, each
+ * again, swapped, and on nodes outside the group (the third opinion). */
+static void plan_two_run(const rp_group *g, const cluster *c, int max, rp_plan *out, plan_scratch *w)
+{
+    name_t(*mine)[RP_MAX_PROBE * 4] = w->mine;
+    const int *nmine = w->nmine;
+    char why[320];
     int a = 0, b = -1;
     for (int r = 1; r < g->nruns && b < 0; r++)
         if (g->runs[r].content != g->runs[a].content || g->runs[a].content < 0)
@@ -233,13 +241,14 @@ static int plan(const rp_group *g, const cluster *cl, int max, rp_plan *out, pla
     int ok[2];
     for (int i = 0; i < 2; i++) {
         int r = ab[i];
-        ok[i] = nmine[r] && !unusable(&c, mine[r], nmine[r], why, sizeof(why));
+        ok[i] = nmine[r] && !unusable(c, mine[r], nmine[r], why, sizeof(why));
         if (!nmine[r])
             continue; /* noted above */
         if (!ok[i])
             note(out, "run %s cannot run again on its nodes: %s", g->runs[r].id, why);
         else
-            place(out, max, "run-again", r, g->runs[r].nodes, "the run's job on its own nodes again: does it repeat itself?");
+            place(out, max, "run-again", r, g->runs[r].nodes,
+                  "the run's job on its own nodes again: does it repeat itself?");
     }
     for (int i = 0; i < 2; i++) {
         int r = ab[i], other = ab[1 - i];
@@ -254,14 +263,36 @@ static int plan(const rp_group *g, const cluster *cl, int max, rp_plan *out, pla
     int src = nmine[a] ? a : b; /* a control runs a job whose node count is known */
     if (!nmine[src]) {
         note(out, "neither run's nodes are known: no control can be sized");
-        return 0;
+        return;
     }
-    int ns = free_sets(&c, used, nused, nmine[src], max - out->n, sets, out);
+    int ns = free_sets(c, w->used, w->nused, nmine[src], max - out->n, w->sets, out);
     for (int s = 0; s < ns; s++)
-        place(out, max, "other-nodes", src, sets[s],
+        place(out, max, "other-nodes", src, w->sets[s],
               "on nodes outside the group: the third opinion that says which of the two results is right");
     if (!ns)
-        note(out, "no %d usable node%s outside the group: without a third opinion two results cannot be told apart "
-                  "if each follows its nodes", nmine[src], nmine[src] == 1 ? "" : "s");
+        note(out,
+             "no %d usable node%s outside the group: without a third opinion two results cannot be told apart "
+             "if each follows its nodes",
+             nmine[src], nmine[src] == 1 ? "" : "s");
+}
+
+static int plan(const rp_group *g, const cluster *cl, int max, rp_plan *out, plan_scratch *w)
+{
+    memset(out, 0, sizeof(*out));
+    if (max < 1 || max > RP_MAX_PLACEMENTS)
+        max = RP_MAX_PLACEMENTS;
+    out->kind = g->software ? "in-place" : g->odd >= 0 ? "three-run" : "two-run";
+    if (g->nruns < 2 || g->nruns > RP_MAX_RUNS) {
+        note(out, "a replay needs a group of 2 to %d runs; this one has %d", RP_MAX_RUNS, g->nruns);
+        return -1;
+    }
+    if (group_nodes(g, out, w) < 0)
+        return -1;
+    if (g->software)
+        plan_in_place(g, cl, max, out, w);
+    else if (g->odd >= 0)
+        plan_three_run(g, cl, max, out, w);
+    else
+        plan_two_run(g, cl, max, out, w);
     return 0;
 }

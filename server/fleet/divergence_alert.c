@@ -72,104 +72,136 @@ static json_t *run_of(const grp_findings *vd, const char *id)
     return NULL;
 }
 
-int divergence_alert_enqueue(const grp *g, const grp_findings *vd, const grp_class *v, char *err, size_t cap)
-{
-    json_t *first = vd->first, *entries = json_object_get(first, "runs");
-    if (!json_is_object(first))
-        return 0; /* nothing diverged: nothing to report */
-    int diverged = !strcmp(vd->status, "diverged");
-    const char *name = json_string_value(json_object_get(first, "name")) ?: "";
-    const char *kind = json_string_value(json_object_get(first, "kind")) ?: "";
-    const char *cause = json_string_value(json_object_get(first, "cause")) ?: "";
-    json_int_t step = json_integer_value(json_object_get(first, "step"));
-    json_int_t occ = json_integer_value(json_object_get(first, "occurrence"));
-    json_int_t seq = json_integer_value(json_object_get(first, "seq"));
-    int rank = (int)json_integer_value(json_object_get(first, "rank"));
-    json_t *site = json_object_get(first, "site");
-    const char *site_text = json_string_value(json_object_get(site, "text"));
+/* The first divergence as the alert tells it (borrowed from the findings), and what the alert reports. */
+typedef struct fdiv {
+    json_t *first, *entries, *site;
+    const char *name, *kind, *cause, *site_text;
+    json_int_t step, occ, seq;
+    int rank;
+    int diverged, restore, logical; /* the group diverged (else incomplete); a restore difference; a logical tensor */
+    const char *nodes, *gpus, *jobs; /* who diverged (who_diverged) */
+    const char *facts;               /* what the alert reports: a new alert when it changes */
+} fdiv;
 
-    /* Who diverged: the odd run out when a majority names one, else every run. Their node, GPU and job on
-     * the first divergence's rank are the alert's identifying labels. */
+/* fdiv_of - the first divergence of `vd` (an object) into `f`; who diverged and the facts are left unset. */
+static void fdiv_of(const grp_findings *vd, fdiv *f)
+{
+    memset(f, 0, sizeof(*f));
+    json_t *first = f->first = vd->first;
+    f->entries = json_object_get(first, "runs");
+    f->diverged = !strcmp(vd->status, "diverged");
+    f->name = json_string_value(json_object_get(first, "name")) ?: "";
+    f->kind = json_string_value(json_object_get(first, "kind")) ?: "";
+    f->cause = json_string_value(json_object_get(first, "cause")) ?: "";
+    f->step = json_integer_value(json_object_get(first, "step"));
+    f->occ = json_integer_value(json_object_get(first, "occurrence"));
+    f->seq = json_integer_value(json_object_get(first, "seq"));
+    f->rank = (int)json_integer_value(json_object_get(first, "rank"));
+    f->site = json_object_get(first, "site");
+    f->site_text = json_string_value(json_object_get(f->site, "text"));
+    f->restore = !strcmp(f->kind, "restore");
+    f->logical = json_is_true(json_object_get(first, "logical"));
+}
+
+/* who_diverged - the odd run out when a majority names one, else every run: their node, GPU and job on the first
+ * divergence's rank as ','-separated lists into `nodes`, `gpus` and `jobs` (512 bytes each), the alert's
+ * identifying labels. */
+static void who_diverged(const grp *g, const fdiv *f, char *nodes, char *gpus, char *jobs)
+{
     int with_majority = 0;
     for (int a = 0; a < g->nruns; a++)
-        with_majority |= json_is_true(json_object_get(entry_of(entries, g->runs[a].id), "majority"));
-    char nodes[512] = "", gpus[512] = "", jobs[512] = "";
+        with_majority |= json_is_true(json_object_get(entry_of(f->entries, g->runs[a].id), "majority"));
     for (int a = 0; a < g->nruns; a++) {
-        if (with_majority && !json_is_false(json_object_get(entry_of(entries, g->runs[a].id), "majority")))
+        if (with_majority && !json_is_false(json_object_get(entry_of(f->entries, g->runs[a].id), "majority")))
             continue;
-        const hw_slot *s = group_slot(g, a, rank);
-        add_unique(nodes, sizeof(nodes), s->node);
-        add_unique(gpus, sizeof(gpus), s->gpu);
-        add_unique(jobs, sizeof(jobs), g->runs[a].job);
+        const hw_slot *s = group_slot(g, a, f->rank);
+        add_unique(nodes, 512, s->node);
+        add_unique(gpus, 512, s->gpu);
+        add_unique(jobs, 512, g->runs[a].job);
     }
-    /* What the alert reports: a re-evaluation that changes any of it raises a new alert, which supersedes the
-     * open one (a third run naming the odd one, the spread rule turning hardware into software, a cause that
-     * changed, a group found incomplete after all). */
-    char facts[2048];
-    snprintf(facts, sizeof(facts), "step %lld|rank %d|%s#%lld|%s|%s|%s|%s|%s|%s|%s", (long long)step, rank, name,
-             (long long)occ, vd->status, cause, v->cls, v->implicated, nodes, gpus, jobs);
-    long long open[16];
-    int count = 0, nopen = 0;
-    int same = earlier_alerts(g->name, facts, &count, open, 16, &nopen, err, cap);
-    if (same != 0) /* reported already (1), or a database error (-1) */
-        return same < 0 ? -1 : 0;
-    if (!diverged && count == 0)
-        return 0; /* an incomplete group raises no alert of its own; it only corrects one raised before */
+}
 
-    char summary[600], frag[600], body[8192];
-    /* One story: the findings' first divergence and cause (server/compare/findings.h); a restore difference and a
-     * logical tensor of runs of different rank counts say what they are; a group found incomplete after an
-     * alert says so. */
-    int restore = !strcmp(kind, "restore"), logical = json_is_true(json_object_get(first, "logical"));
-    if (!diverged)
-        snprintf(summary, sizeof(summary), "twin group %s is %s after all (runs failed; first difference at step "
-                 "%lld, rank %d, %s: %s)", g->name, vd->status, (long long)step, rank, name, cause);
-    else if (restore)
-        snprintf(summary, sizeof(summary), "twin group %s: a resumed run restored step %lld with other state (rank %d, "
-                 "%s): %s", g->name, (long long)step, rank, name, cause);
-    else if (logical)
-        snprintf(summary, sizeof(summary), "twin group %s diverged at step %lld (logical tensor %s, runs of different "
-                 "rank counts): %s", g->name, (long long)step, name, cause);
+/* alert_summary - the alert's one line. One story: the findings' first divergence and cause
+ * (server/compare/findings.h); a restore difference and a logical tensor of runs of different rank counts say what
+ * they are; a group found incomplete after an alert says so. */
+static void alert_summary(const grp *g, const grp_findings *vd, const fdiv *f, char *summary, size_t cap)
+{
+    if (!f->diverged)
+        snprintf(summary, cap,
+                 "twin group %s is %s after all (runs failed; first difference at step "
+                 "%lld, rank %d, %s: %s)",
+                 g->name, vd->status, (long long)f->step, f->rank, f->name, f->cause);
+    else if (f->restore)
+        snprintf(summary, cap,
+                 "twin group %s: a resumed run restored step %lld with other state (rank %d, "
+                 "%s): %s",
+                 g->name, (long long)f->step, f->rank, f->name, f->cause);
+    else if (f->logical)
+        snprintf(summary, cap,
+                 "twin group %s diverged at step %lld (logical tensor %s, runs of different "
+                 "rank counts): %s",
+                 g->name, (long long)f->step, f->name, f->cause);
     else
-        snprintf(summary, sizeof(summary), "twin group %s diverged at step %lld (rank %d, %s): %s", g->name,
-                 (long long)step, rank, name, cause);
-    /* the group name is percent-encoded in the link */
+        snprintf(summary, cap, "twin group %s diverged at step %lld (rank %d, %s): %s", g->name, (long long)f->step,
+                 f->rank, f->name, f->cause);
+}
+
+/* group_url - the dashboard's page of group `g` (alert_url; the caller frees it). The group name is
+ * percent-encoded in the link. */
+static char *group_url(const grp *g)
+{
+    char frag[600];
     size_t fl = (size_t)snprintf(frag, sizeof(frag), "/twins/");
     for (const unsigned char *c = (const unsigned char *)g->name; *c && fl + 4 < sizeof(frag); c++)
         fl += (size_t)(isalnum(*c) || strchr("-._~", *c) ? snprintf(frag + fl, sizeof(frag) - fl, "%c", *c)
                                                          : snprintf(frag + fl, sizeof(frag) - fl, "%%%02X", *c));
-    char *url = alert_url(frag);
+    return alert_url(frag);
+}
+
+/* body_head - the body's first lines: where the runs parted and why, and the ignore rule when one is suggested.
+ * Returns how long the text would be (as snprintf). */
+static size_t body_head(const grp *g, const grp_findings *vd, const fdiv *f, char *body, size_t cap)
+{
     size_t bl;
-    if (diverged && restore)
-        bl = (size_t)snprintf(body, sizeof(body),
-                              "Twin group %s: restore difference at step %lld, rank %d: state entry %s (occurrence "
-                              "%lld) of the resumed run is not what its twin saved in the checkpoint of that step; "
-                              "every later step is suspect.\n"
-                              "Cause: %s: %s.\n",
-                              g->name, (long long)step, rank, name, (long long)occ, cause, vd->cause_why);
-    else if (diverged && logical)
-        bl = (size_t)snprintf(body, sizeof(body),
-                              "Twin group %s diverged: first divergence at step %lld in logical tensor %s (occurrence "
-                              "%lld, %s), its shards combined across ranks (the runs have different rank counts).\n"
-                              "Cause: %s: %s.\n",
-                              g->name, (long long)step, name, (long long)occ, kind, cause, vd->cause_why);
+    if (f->diverged && f->restore)
+        bl =
+            (size_t)snprintf(body, cap,
+                             "Twin group %s: restore difference at step %lld, rank %d: state entry %s (occurrence "
+                             "%lld) of the resumed run is not what its twin saved in the checkpoint of that step; "
+                             "every later step is suspect.\n"
+                             "Cause: %s: %s.\n",
+                             g->name, (long long)f->step, f->rank, f->name, (long long)f->occ, f->cause, vd->cause_why);
+    else if (f->diverged && f->logical)
+        bl =
+            (size_t)snprintf(body, cap,
+                             "Twin group %s diverged: first divergence at step %lld in logical tensor %s (occurrence "
+                             "%lld, %s), its shards combined across ranks (the runs have different rank counts).\n"
+                             "Cause: %s: %s.\n",
+                             g->name, (long long)f->step, f->name, (long long)f->occ, f->kind, f->cause, vd->cause_why);
     else
-        bl = (size_t)snprintf(body, sizeof(body),
+        bl = (size_t)snprintf(body, cap,
                               "Twin group %s %s: first divergence at step %lld, rank %d, record %s "
                               "(occurrence %lld, seq %lld, %s)%s%s.\n"
                               "Cause: %s: %s.\n",
-                              g->name, diverged ? "diverged" : "is incomplete", (long long)step, rank, name,
-                              (long long)occ, (long long)seq, kind, site_text ? ", called at " : "",
-                              site_text ? site_text : "", cause, vd->cause_why);
-    if (vd->suggest[0] && bl < sizeof(body))
-        bl += (size_t)snprintf(body + bl, sizeof(body) - bl,
+                              g->name, f->diverged ? "diverged" : "is incomplete", (long long)f->step, f->rank, f->name,
+                              (long long)f->occ, (long long)f->seq, f->kind, f->site_text ? ", called at " : "",
+                              f->site_text ? f->site_text : "", f->cause, vd->cause_why);
+    if (vd->suggest[0] && bl < cap)
+        bl += (size_t)snprintf(body + bl, cap - bl,
                                "If these are run-specific values (timings, process ids), leave them out: "
                                "--lockstep-ignore='%s' (LOCKSTEP_IGNORE='%s').\n",
                                vd->suggest, vd->suggest);
+    return bl;
+}
+
+/* body_runs - a line of the body per run (its job, user, node, exit and what it held at the first divergence),
+ * appended at *bl; returns the same as the details' "runs" array (new reference). */
+static json_t *body_runs(const grp *g, const grp_findings *vd, const fdiv *f, char *body, size_t cap, size_t *bl)
+{
     json_t *runs = json_array();
     for (int a = 0; a < g->nruns; a++) {
-        json_t *mine = entry_of(entries, g->runs[a].id);
-        const hw_slot *s = group_slot(g, a, rank);
+        json_t *mine = entry_of(f->entries, g->runs[a].id);
+        const hw_slot *s = group_slot(g, a, f->rank);
         json_t *val = mine ? json_object_get(mine, "value") : NULL;
         char vtxt[64] = "none", exit_txt[48] = "running";
         if (json_is_number(val))
@@ -188,38 +220,68 @@ int divergence_alert_enqueue(const grp *g, const grp_findings *vd, const grp_cla
             snprintf(where, sizeof(where), "%.200s, reported, not attested", s->reported);
         else
             snprintf(where, sizeof(where), "?");
-        if (bl < sizeof(body))
-            bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "  run %s (job %s, user %s, node %s, %s)%s%s: %s\n",
-                                   g->runs[a].id, g->runs[a].job, g->runs[a].user, where, exit_txt,
-                                   role ? ", " : "", role ? role : "",
-                                   present ? "" : restore && role && !strcmp(role, "restored") ? "not restored"
-                                                                                               : "record missing");
-        if (present && bl < sizeof(body)) {
-            bl--; /* replace the newline */
-            bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "fp %s, value %s%s%s%s\n", fp ? fp : "?", vtxt,
-                                   vb ? " (bits " : "", vb ? vb : "", vb ? ")" : "");
+        if (*bl < cap)
+            *bl += (size_t)snprintf(body + *bl, cap - *bl, "  run %s (job %s, user %s, node %s, %s)%s%s: %s\n",
+                                    g->runs[a].id, g->runs[a].job, g->runs[a].user, where, exit_txt, role ? ", " : "",
+                                    role ? role : "",
+                                    present                                           ? ""
+                                    : f->restore && role && !strcmp(role, "restored") ? "not restored"
+                                                                                      : "record missing");
+        if (present && *bl < cap) {
+            (*bl)--; /* replace the newline */
+            *bl += (size_t)snprintf(body + *bl, cap - *bl, "fp %s, value %s%s%s%s\n", fp ? fp : "?", vtxt,
+                                    vb ? " (bits " : "", vb ? vb : "", vb ? ")" : "");
         }
         json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s?, s:O?, s:s?, s:O?, s:s?}", "run_id",
                                               g->runs[a].id, "job_id", g->runs[a].job, "user", g->runs[a].user, "node",
                                               s->node, "present", present, "fp", fp, "value", val, "value_bits", vb,
                                               "exit_code", code, "role", role));
     }
+    return runs;
+}
+
+/* alert_description - Alertmanager's description, in a line: why, whose fault, where. */
+static void alert_description(const grp_findings *vd, const grp_class *v, const fdiv *f, char *description, size_t cap)
+{
+    const char *nodes = f->nodes, *jobs = f->jobs;
+    char why_s[1024], reason_s[1024];
+    snprintf(why_s, sizeof(why_s), "%s", vd->cause_why);
+    snprintf(reason_s, sizeof(reason_s), "%s", v->reason);
+    for (char *t = why_s; t; t = t == why_s ? reason_s : NULL) /* the sentences' own full stops: one is enough */
+        for (size_t l = strlen(t); l && (t[l - 1] == '.' || t[l - 1] == ' ' || t[l - 1] == '\n'); l--)
+            t[l - 1] = 0;
+    snprintf(description, cap, "%s: %s. Classified as %s: %s.%s%s%s%s%s", f->cause, why_s, v->cls, reason_s,
+             *nodes ? " Diverged on " : "", nodes, *nodes ? " (job " : "", *nodes ? jobs : "", *nodes ? ")." : "");
+}
+
+/* raise_alert - enqueue the alert of `f` (after `count` divergence alerts of the group: its dedup key says how
+ * many) and resolve the `nopen` open ones it supersedes. 0, or -1 with the database's message. */
+static int raise_alert(const grp *g, const grp_findings *vd, const grp_class *v, const fdiv *f, int count,
+                       const long long *open, int nopen, char *err, size_t cap)
+{
+    char summary[600], body[8192];
+    alert_summary(g, vd, f, summary, sizeof(summary));
+    char *url = group_url(g);
+    size_t bl = body_head(g, vd, f, body, sizeof(body));
+    json_t *runs = body_runs(g, vd, f, body, sizeof(body), &bl);
     if (bl < sizeof(body))
-        bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "Group status: %s (%s).\nClassified as %s: %s.\nDashboard: %s\n",
-                               vd->status, vd->status_why, v->cls, v->reason, url);
-    json_t *details = json_pack(
-        "{s:s, s:I, s:i, s:s, s:I, s:I, s:s, s:s, s:s, s:O, s:O, s:s?, s:s, s:s, s:s, s:o}", "group", g->name, "step",
-        step, "rank", rank, "name", name, "occurrence", occ, "seq", seq, "kind", kind, "cause", cause, "cause_detail",
-        vd->cause_why, "origin_ranks", json_object_get(first, "origin_ranks"), "site", site ? site : json_null(),
-        "suggest_ignore", vd->suggest[0] ? vd->suggest : NULL, "status", vd->status, "classification", v->cls, "reason",
-        v->reason, "runs", runs);
+        bl += (size_t)snprintf(body + bl, sizeof(body) - bl,
+                               "Group status: %s (%s).\nClassified as %s: %s.\nDashboard: %s\n", vd->status,
+                               vd->status_why, v->cls, v->reason, url);
+    json_t *details = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:s, s:s, s:s, s:O, s:O, s:s?, s:s, s:s, s:s, s:o}",
+                                "group", g->name, "step", f->step, "rank", f->rank, "name", f->name, "occurrence",
+                                f->occ, "seq", f->seq, "kind", f->kind, "cause", f->cause, "cause_detail",
+                                vd->cause_why, "origin_ranks", json_object_get(f->first, "origin_ranks"), "site",
+                                f->site ? f->site : json_null(), "suggest_ignore", vd->suggest[0] ? vd->suggest : NULL,
+                                "status", vd->status, "classification", v->cls, "reason", v->reason, "runs", runs);
     /* The nodes it blames (a repair of one resolves it): those of a hardware classification only. */
     const char *blames[64];
     int nblames = 0;
     char implicated[sizeof(v->implicated)];
     snprintf(implicated, sizeof(implicated), "%s", v->implicated);
     if (!strcmp(v->cls, "hardware"))
-        for (char *save = NULL, *t = strtok_r(implicated, ",", &save); t && nblames < 64; t = strtok_r(NULL, ",", &save))
+        for (char *save = NULL, *t = strtok_r(implicated, ",", &save); t && nblames < 64;
+             t = strtok_r(NULL, ",", &save))
             blames[nblames++] = t;
     char key[300];
     if (count == 0)
@@ -227,24 +289,18 @@ int divergence_alert_enqueue(const grp *g, const grp_findings *vd, const grp_cla
     else
         snprintf(key, sizeof(key), "group:%s#%d", g->name, count + 1);
     char step_s[32], rank_s[16], record[600];
-    snprintf(step_s, sizeof(step_s), "%lld", (long long)step);
-    snprintf(rank_s, sizeof(rank_s), "%d", rank);
-    snprintf(record, sizeof(record), "%s (occurrence %lld, seq %lld, %s)", name, (long long)occ, (long long)seq, kind);
-    json_t *labels = json_pack("{s:s, s:s, s:s, s:s}", "group", g->name, "node", nodes, "gpu", gpus, "job_id", jobs);
-    /* Alertmanager's description, in a line: why, whose fault, where. */
-    char description[3072], why_s[1024], reason_s[1024];
-    snprintf(why_s, sizeof(why_s), "%s", vd->cause_why);
-    snprintf(reason_s, sizeof(reason_s), "%s", v->reason);
-    for (char *t = why_s; t; t = t == why_s ? reason_s : NULL) /* the sentences' own full stops: one is enough */
-        for (size_t l = strlen(t); l && (t[l - 1] == '.' || t[l - 1] == ' ' || t[l - 1] == '\n'); l--)
-            t[l - 1] = 0;
-    snprintf(description, sizeof(description), "%s: %s. Classified as %s: %s.%s%s%s%s%s", cause, why_s, v->cls,
-             reason_s, *nodes ? " Diverged on " : "", nodes, *nodes ? " (job " : "", *nodes ? jobs : "",
-             *nodes ? ")." : "");
+    snprintf(step_s, sizeof(step_s), "%lld", (long long)f->step);
+    snprintf(rank_s, sizeof(rank_s), "%d", f->rank);
+    snprintf(record, sizeof(record), "%s (occurrence %lld, seq %lld, %s)", f->name, (long long)f->occ,
+             (long long)f->seq, f->kind);
+    json_t *labels =
+        json_pack("{s:s, s:s, s:s, s:s}", "group", g->name, "node", f->nodes, "gpu", f->gpus, "job_id", f->jobs);
+    char description[3072];
+    alert_description(vd, v, f, description, sizeof(description));
     /* Annotations (empty ones are left out): where (first step, rank, record, call site), how (the cause, in a
      * word and in sentences), the group's status, and the fleet's classification. */
-    json_t *ann = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "first_step", step_s, "rank", rank_s,
-                            "record", record, "site", site_text ? site_text : "", "cause", cause, "cause_detail",
+    json_t *ann = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "first_step", step_s, "rank", rank_s, "record",
+                            record, "site", f->site_text ? f->site_text : "", "cause", f->cause, "cause_detail",
                             vd->cause_why, "status", vd->status, "classification", v->cls);
     alert_spec a = {.dedup_key = key,
                     .kind = "divergence",
@@ -260,7 +316,7 @@ int divergence_alert_enqueue(const grp *g, const grp_findings *vd, const grp_cla
                     .annotations = ann,
                     .blames = blames,
                     .nblames = nblames,
-                    .facts = facts};
+                    .facts = f->facts};
     long long id = alert_enqueue(&a, err, cap);
     json_decref(details);
     json_decref(labels);
@@ -270,4 +326,32 @@ int divergence_alert_enqueue(const grp *g, const grp_findings *vd, const grp_cla
         if (alert_resolve(open[k], "superseded", NULL, id, err, cap) < 0)
             return -1;
     return id < 0 ? -1 : 0;
+}
+
+int divergence_alert_enqueue(const grp *g, const grp_findings *vd, const grp_class *v, char *err, size_t cap)
+{
+    if (!json_is_object(vd->first))
+        return 0; /* nothing diverged: nothing to report */
+    fdiv f;
+    fdiv_of(vd, &f);
+    char nodes[512] = "", gpus[512] = "", jobs[512] = "";
+    who_diverged(g, &f, nodes, gpus, jobs);
+    /* What the alert reports: a re-evaluation that changes any of it raises a new alert, which supersedes the
+     * open one (a third run naming the odd one, the spread rule turning hardware into software, a cause that
+     * changed, a group found incomplete after all). */
+    char facts[2048];
+    snprintf(facts, sizeof(facts), "step %lld|rank %d|%s#%lld|%s|%s|%s|%s|%s|%s|%s", (long long)f.step, f.rank,
+             f.name, (long long)f.occ, vd->status, f.cause, v->cls, v->implicated, nodes, gpus, jobs);
+    f.nodes = nodes;
+    f.gpus = gpus;
+    f.jobs = jobs;
+    f.facts = facts;
+    long long open[16];
+    int count = 0, nopen = 0;
+    int same = earlier_alerts(g->name, facts, &count, open, 16, &nopen, err, cap);
+    if (same != 0) /* reported already (1), or a database error (-1) */
+        return same < 0 ? -1 : 0;
+    if (!f.diverged && count == 0)
+        return 0; /* an incomplete group raises no alert of its own; it only corrects one raised before */
+    return raise_alert(g, vd, v, &f, count, open, nopen, err, cap);
 }

@@ -174,6 +174,227 @@ static int store_placement(const char *ids, int k, const rp_place *pl, const nru
     return rc;
 }
 
+/* mark_suspects - mark the nodes lockstepd already suspects (or drained): they are never controls
+ * (server/compare/replay.h). 0, or -1 with the database's message. */
+static int mark_suspects(rp_node *nodes, int nnodes, char *err, size_t cap)
+{
+    PGresult *sus = sql_query("SELECT name FROM hw_nodes WHERE state IN ('suspect', 'drained')", 0, NULL, err, cap);
+    if (!sus)
+        return -1;
+    for (int i = 0; i < nnodes; i++)
+        for (int k = 0; k < PQntuples(sus); k++)
+            if (!strcmp(nodes[i].name, PQgetvalue(sus, k, 0)))
+                nodes[i].suspect = 1;
+    PQclear(sus);
+    return 0;
+}
+
+/* The group's runs as the design reads them: their rows, content classes at the first divergence (the
+ * majority's is 0, "A") and which one is odd. `res` and `rs` are owned (nruns_release). */
+typedef struct nruns {
+    PGresult *res;
+    nrun *rs;
+    int nr;
+    rp_run rr[RP_MAX_RUNS];
+    char keys[RP_MAX_RUNS][160]; /* per content class, what the runs hold at the first divergence */
+    int nkeys, majority, odd;
+} nruns;
+
+/* nruns_release - free what `R` holds (not `R`). */
+static void nruns_release(nruns *R)
+{
+    free(R->rs);
+    PQclear(R->res);
+}
+
+/* read_runs - the runs of `group` (the first RP_MAX_RUNS) into `R`, with their content classes at the first
+ * divergence of `vd` and the nodes that ran its origin ranks. 0, or -1 with the database's message (what was read
+ * stays in `R` for nruns_release). */
+static int read_runs(const char *group, const grp_findings *vd, nruns *R, char *err, size_t cap)
+{
+    const char *p1[] = {group};
+    /* A run's nodes for the design are those slurmstepd attested for its step (the step's node list, or the nodes
+     * that attested), never the list the job reported. */
+    PGresult *runs = R->res =
+        sql_query("SELECT r.run_key::text, r.run_id::text, r.job_id, coalesce(a.nodes, ''), r.command, r.mode, "
+                  "r.ranks, r.start_step, r.resume_template, coalesce(array_to_json(r.argv)::text, ''), "
+                  "r.attested_user, r.nodes FROM runs r LEFT JOIN LATERAL (SELECT coalesce(max(nullif(nodes, '')), "
+                  "string_agg(node, ',' ORDER BY node_index NULLS LAST, node)) AS nodes FROM attestations "
+                  "WHERE job_id = r.job_id AND step_id = r.step_id) a ON true WHERE r.twin_group = $1 "
+                  "ORDER BY r.run_key",
+                  1, p1, err, cap);
+    if (!runs)
+        return -1;
+    int nr = R->nr = PQntuples(runs) < RP_MAX_RUNS ? PQntuples(runs) : RP_MAX_RUNS;
+    R->rs = xcalloc((size_t)nr + 1, sizeof(*R->rs));
+    json_t *entries = json_object_get(vd->first, "runs");
+    R->nkeys = 0;
+    R->majority = -1;
+    R->odd = -1;
+    const char *odd_id = str_of(vd->first, "odd_run_id", NULL);
+    for (int i = 0; i < nr; i++) {
+        nrun *x = &R->rs[i];
+        x->key = PQgetvalue(runs, i, 0);
+        x->id = PQgetvalue(runs, i, 1);
+        x->job = PQgetvalue(runs, i, 2);
+        x->nodes = PQgetvalue(runs, i, 3);
+        x->command = PQgetvalue(runs, i, 4);
+        x->mode = PQgetvalue(runs, i, 5);
+        x->ranks = atoi(PQgetvalue(runs, i, 6));
+        x->start = strtoll(PQgetvalue(runs, i, 7), NULL, 10);
+        x->resume = PQgetvalue(runs, i, 8);
+        x->argv = PQgetvalue(runs, i, 9);
+        x->run_as = PQgetisnull(runs, i, 10) ? NULL : PQgetvalue(runs, i, 10);
+        x->reported = PQgetvalue(runs, i, 11);
+        json_t *en = entry_of(entries, x->id);
+        char k[160];
+        content_key(en, k, sizeof(k));
+        int c;
+        for (c = 0; c < R->nkeys && strcmp(R->keys[c], k); c++)
+            ;
+        if (c == R->nkeys)
+            snprintf(R->keys[R->nkeys++], sizeof(R->keys[0]), "%s", k);
+        R->rr[i] = (rp_run){x->id, x->nodes, c};
+        if (en && json_is_true(json_object_get(en, "majority")))
+            R->majority = c;
+        if (odd_id && !strcmp(odd_id, x->id))
+            R->odd = i;
+        if (narrow_probe(x->key, vd->origin, vd->norigin, x->nodes, x->probe, sizeof(x->probe), x->gpus,
+                         sizeof(x->gpus), err, cap) < 0)
+            return -1;
+    }
+    if (R->majority < 0)
+        R->odd = -1;
+    /* The majority's result is A, whatever the order the runs registered in. */
+    if (R->majority > 0) {
+        char tmp[sizeof(R->keys[0])];
+        memcpy(tmp, R->keys[0], sizeof(tmp));
+        memcpy(R->keys[0], R->keys[R->majority], sizeof(tmp));
+        memcpy(R->keys[R->majority], tmp, sizeof(tmp));
+        for (int i = 0; i < nr; i++)
+            R->rr[i].content = R->rr[i].content == R->majority ? 0
+                               : R->rr[i].content == 0         ? R->majority
+                                                               : R->rr[i].content;
+        R->majority = 0;
+    }
+    return 0;
+}
+
+/* The replay window around the first divergence's step, and the finer trace the replays record inside it. */
+typedef struct nwindow {
+    int64_t S;
+    long long from, to;
+    const char *level;
+    char trace[600];
+} nwindow;
+
+/* window_of - `window` steps either side of the first divergence of `vd`, traced at `level` on its origin ranks. */
+static void window_of(const grp_findings *vd, const char *level, long long window, nwindow *w)
+{
+    int64_t S = w->S = json_integer_value(json_object_get(vd->first, "step"));
+    long long from = w->from = S - window < 0 ? 0 : S - window, to = w->to = S + window;
+    char ranks_txt[300] = "";
+    size_t rl = 0;
+    w->level = level;
+    for (int k = 0; k < vd->norigin && rl < sizeof(ranks_txt) - 12; k++)
+        rl += (size_t)snprintf(ranks_txt + rl, sizeof(ranks_txt) - rl, "%s%d", k ? "," : "", vd->origin[k]);
+    snprintf(w->trace, sizeof(w->trace), "collectives;%s:steps=%lld-%lld%s%s", level, from, to, rl ? ":ranks=" : "",
+             ranks_txt);
+}
+
+/* design_text - the design document of the experiment (docs/server.md, Narrows) as compact JSON text; the
+ * caller frees it. */
+static char *design_text(const grp_findings *vd, const nruns *R, const rp_node *nodes, int nnodes, const rp_plan *plan,
+                         long long maxp, int64_t S)
+{
+    json_t *first = vd->first;
+    const nrun *rs = R->rs;
+    const rp_run *rr = R->rr;
+    int nr = R->nr, majority = R->majority, odd = R->odd;
+    json_t *design = json_object(), *jruns = json_array(), *jnodes = json_array(), *jnotes = json_array(),
+           *origin = json_array(), *contents = json_array();
+    for (int k = 0; k < vd->norigin; k++)
+        json_array_append_new(origin, json_integer(vd->origin[k]));
+    for (int c = 0; c < R->nkeys; c++) {
+        json_t *ids = json_array();
+        for (int i = 0; i < nr; i++)
+            if (rr[i].content == c)
+                json_array_append_new(ids, json_string(rs[i].id));
+        char label[8];
+        snprintf(label, sizeof(label), "%c", 'A' + c % 26);
+        json_array_append_new(contents, json_pack("{s:i, s:s, s:o, s:b, s:s}", "content", c, "label", label, "runs",
+                                                  ids, "majority", c == majority, "at_first_divergence", R->keys[c]));
+    }
+    for (int i = 0; i < nr; i++)
+        json_array_append_new(jruns, json_pack("{s:s, s:s, s:s, s:s, s:s?, s:i, s:b, s:b, s:s, s:s, s:n}", "run_id",
+                                               rs[i].id, "job_id", rs[i].job, "nodes", rs[i].nodes, "reported_nodes",
+                                               rs[i].reported, "user", rs[i].run_as, "content", rr[i].content,
+                                               "majority", rr[i].content == majority, "odd", i == odd, "probe_nodes",
+                                               rs[i].probe, "gpus", rs[i].gpus, "diverged"));
+    for (int i = 0; i < nnodes; i++)
+        json_array_append_new(jnodes, json_pack("{s:s, s:s, s:b, s:b}", "name", nodes[i].name, "state", nodes[i].state,
+                                                "usable", rp_node_usable(nodes[i].state), "suspect", nodes[i].suspect));
+    for (int i = 0; i < plan->nnotes; i++)
+        json_array_append_new(jnotes, json_string(plan->notes[i]));
+    json_object_set_new(design, "kind", json_string(plan->kind));
+    json_object_set_new(design, "cause", json_string(cause_name(vd->cause)));
+    json_object_set_new(design, "cause_detail", json_string(vd->cause_why));
+    json_object_set_new(design, "origin_ranks", origin);
+    json_object_set_new(design, "first_divergence",
+                        json_pack("{s:I, s:i, s:s, s:I, s:s?}", "step", (json_int_t)S, "rank",
+                                  (int)json_integer_value(json_object_get(first, "rank")), "name",
+                                  str_of(first, "name", ""), "occurrence",
+                                  json_integer_value(json_object_get(first, "occurrence")), "odd_run_id",
+                                  str_of(first, "odd_run_id", NULL)));
+    json_object_set_new(design, "majority_content", majority >= 0 ? json_integer(majority) : json_null());
+    json_object_set_new(design, "contents", contents);
+    json_object_set_new(design, "runs", jruns);
+    json_object_set_new(design, "nodes", jnodes);
+    json_object_set_new(design, "notes", jnotes);
+    json_object_set_new(design, "max_placements", json_integer(maxp));
+    char *design_txt = json_dumps(design, JSON_COMPACT);
+    json_decref(design);
+    return design_txt;
+}
+
+/* store_narrow - in one transaction, the narrow of `group` (its window `w`, design, actor and `timeout` in
+ * seconds) and the placements of `plan` (runs `rs`). Returns the new narrow's id, or -1 with the database's
+ * message (nothing stored). */
+static long long store_narrow(const char *group, const nwindow *w, const char *design_txt, const char *actor,
+                              long long timeout, const rp_plan *plan, const nrun *rs, char *err, size_t cap)
+{
+    if (sql_begin(err, cap) < 0)
+        return -1;
+    PGresult *seq = sql_query("SELECT nextval('narrows_id_seq')", 0, NULL, err, cap);
+    if (!seq)
+        goto out_rollback;
+    long long id = strtoll(PQgetvalue(seq, 0, 0), NULL, 10);
+    PQclear(seq);
+    char ids[32], ngroup[300], st[32], fs[32], ts[32], tmo[32];
+    snprintf(ids, sizeof(ids), "%lld", id);
+    snprintf(ngroup, sizeof(ngroup), "%.200s.narrow-%lld", group, id);
+    snprintf(st, sizeof(st), "%" PRId64, w->S);
+    snprintf(fs, sizeof(fs), "%lld", w->from);
+    snprintf(ts, sizeof(ts), "%lld", w->to);
+    snprintf(tmo, sizeof(tmo), "%lld seconds", timeout);
+    const char *pn[] = {ids, group, ngroup, st, fs, ts, w->level, w->trace, design_txt, actor, tmo};
+    if (sql_do("INSERT INTO narrows (id, twin_group, narrow_group, step, from_step, to_step, level, trace, design, "
+               "actor, deadline_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, now() + $11::interval)",
+               11, pn, err, cap) < 0)
+        goto out_rollback;
+    for (int k = 0; k < plan->n; k++)
+        if (store_placement(ids, k, &plan->p[k], &rs[plan->p[k].source], w->from, w->to, err, cap) < 0)
+            goto out_rollback;
+    if (sql_commit(err, cap) < 0)
+        return -1;
+    log_info("narrow %lld of group %s: %s design, %d placements, window %lld-%lld, replay group %s", id, group,
+             plan->kind, plan->n, w->from, w->to, ngroup);
+    return id;
+out_rollback:
+    sql_rollback();
+    return -1;
+}
+
 long long narrow_create(const char *group, json_t *req, int *status, srv_error *e)
 {
     char err[512], detail[1200];
@@ -198,17 +419,8 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
             "\"nodes\" must list the cluster's nodes as [{\"name\": \"n1\", \"state\": \"idle\"}, ...] (1 to 256; "
             "names of letters, digits, '.', '_' and '-')",
             "the lockstep command sends sinfo's node states; see docs/server.md, Narrows");
-
-    /* Nodes lockstepd already suspects are never controls (server/compare/replay.h). */
-    PGresult *sus =
-        sql_query("SELECT name FROM hw_nodes WHERE state IN ('suspect', 'drained')", 0, NULL, err, sizeof(err));
-    if (!sus)
+    if (mark_suspects(nodes, nnodes, err, sizeof(err)) < 0)
         return fail(status, 503, e, "database unavailable", err, "retry shortly");
-    for (int i = 0; i < nnodes; i++)
-        for (int k = 0; k < PQntuples(sus); k++)
-            if (!strcmp(nodes[i].name, PQgetvalue(sus, k, 0)))
-                nodes[i].suspect = 1;
-    PQclear(sus);
     grp_findings vd;
     int got = findings_load(group, &vd, err, sizeof(err));
     if (got < 0)
@@ -218,188 +430,36 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
         return fail(status, 404, e, "unknown twin group", detail, "list runs with GET /api/v1/runs?group=NAME");
     }
     long long id = -1;
-    PGresult *runs = NULL;
-    nrun *rs = NULL;
+    nruns *R = xcalloc(1, sizeof(*R));
     if (strcmp(vd.status, "diverged") || !json_is_object(vd.first)) {
         snprintf(detail, sizeof(detail), "group %.255s is %s (%s): nothing to narrow", group, vd.status, vd.status_why);
         fail(status, 409, e, "narrow works on a diverged group", detail, "see lockstep twins GROUP");
         goto out_release;
     }
-    const char *p1[] = {group};
-    /* A run's nodes for the design are those slurmstepd attested for its step (the step's node list, or the nodes
-     * that attested), never the list the job reported. */
-    runs = sql_query("SELECT r.run_key::text, r.run_id::text, r.job_id, coalesce(a.nodes, ''), r.command, r.mode, "
-                     "r.ranks, r.start_step, r.resume_template, coalesce(array_to_json(r.argv)::text, ''), "
-                     "r.attested_user, r.nodes FROM runs r LEFT JOIN LATERAL (SELECT coalesce(max(nullif(nodes, '')), "
-                     "string_agg(node, ',' ORDER BY node_index NULLS LAST, node)) AS nodes FROM attestations "
-                     "WHERE job_id = r.job_id AND step_id = r.step_id) a ON true WHERE r.twin_group = $1 "
-                     "ORDER BY r.run_key",
-                     1, p1, err, sizeof(err));
-    if (!runs) {
+    if (read_runs(group, &vd, R, err, sizeof(err)) < 0) {
         fail(status, 503, e, "database unavailable", err, "retry shortly");
         goto out_release;
     }
-    int nr = PQntuples(runs) < RP_MAX_RUNS ? PQntuples(runs) : RP_MAX_RUNS;
-    rs = xcalloc((size_t)nr + 1, sizeof(*rs));
-    json_t *first = vd.first, *entries = json_object_get(first, "runs");
-    int64_t S = json_integer_value(json_object_get(first, "step"));
-    /* Content classes at the first divergence, and the majority's. */
-    char keys[RP_MAX_RUNS][160];
-    int nkeys = 0, majority = -1, odd = -1;
-    rp_run rr[RP_MAX_RUNS];
-    const char *odd_id = str_of(first, "odd_run_id", NULL);
-    for (int i = 0; i < nr; i++) {
-        nrun *x = &rs[i];
-        x->key = PQgetvalue(runs, i, 0);
-        x->id = PQgetvalue(runs, i, 1);
-        x->job = PQgetvalue(runs, i, 2);
-        x->nodes = PQgetvalue(runs, i, 3);
-        x->command = PQgetvalue(runs, i, 4);
-        x->mode = PQgetvalue(runs, i, 5);
-        x->ranks = atoi(PQgetvalue(runs, i, 6));
-        x->start = strtoll(PQgetvalue(runs, i, 7), NULL, 10);
-        x->resume = PQgetvalue(runs, i, 8);
-        x->argv = PQgetvalue(runs, i, 9);
-        x->run_as = PQgetisnull(runs, i, 10) ? NULL : PQgetvalue(runs, i, 10);
-        x->reported = PQgetvalue(runs, i, 11);
-        json_t *en = entry_of(entries, x->id);
-        char k[160];
-        content_key(en, k, sizeof(k));
-        int c;
-        for (c = 0; c < nkeys && strcmp(keys[c], k); c++)
-            ;
-        if (c == nkeys)
-            snprintf(keys[nkeys++], sizeof(keys[0]), "%s", k);
-        rr[i] = (rp_run){x->id, x->nodes, c};
-        if (en && json_is_true(json_object_get(en, "majority")))
-            majority = c;
-        if (odd_id && !strcmp(odd_id, x->id))
-            odd = i;
-        if (narrow_probe(x->key, vd.origin, vd.norigin, x->nodes, x->probe, sizeof(x->probe), x->gpus, sizeof(x->gpus),
-                         err, sizeof(err)) < 0) {
-            fail(status, 503, e, "database unavailable", err, "retry shortly");
-            goto out_release;
-        }
-    }
-    if (majority < 0)
-        odd = -1;
-    /* The majority's result is A, whatever the order the runs registered in. */
-    if (majority > 0) {
-        char tmp[sizeof(keys[0])];
-        memcpy(tmp, keys[0], sizeof(tmp));
-        memcpy(keys[0], keys[majority], sizeof(tmp));
-        memcpy(keys[majority], tmp, sizeof(tmp));
-        for (int i = 0; i < nr; i++)
-            rr[i].content = rr[i].content == majority ? 0 : rr[i].content == 0 ? majority : rr[i].content;
-        majority = 0;
-    }
     int software = vd.cause == CAUSE_CONFIGURATION || vd.cause == CAUSE_EVERY_RANK || vd.cause == CAUSE_OPERATION;
-    rp_group g = {rr, nr, odd, software};
+    rp_group g = {R->rr, R->nr, R->odd, software};
     rp_plan plan;
     if (rp_plan_make(&g, nodes, nnodes, (int)maxp, &plan) < 0) {
         fail(status, 409, e, "cannot design a replay of this group", plan.notes[0], "see docs/cli.md, narrow");
         goto out_release;
     }
-    if (PQntuples(runs) > RP_MAX_RUNS && plan.nnotes < RP_MAX_NOTES)
+    if (PQntuples(R->res) > RP_MAX_RUNS && plan.nnotes < RP_MAX_NOTES)
         snprintf(plan.notes[plan.nnotes++], sizeof(plan.notes[0]),
-                 "only the first %d of the group's %d runs are considered", RP_MAX_RUNS, PQntuples(runs));
-
-    /* The window, and the finer trace inside it on the origin ranks. */
-    long long from = S - window < 0 ? 0 : S - window, to = S + window;
-    char trace[600], ranks_txt[300] = "";
-    size_t rl = 0;
-    for (int k = 0; k < vd.norigin && rl < sizeof(ranks_txt) - 12; k++)
-        rl += (size_t)snprintf(ranks_txt + rl, sizeof(ranks_txt) - rl, "%s%d", k ? "," : "", vd.origin[k]);
-    snprintf(trace, sizeof(trace), "collectives;%s:steps=%lld-%lld%s%s", level, from, to, rl ? ":ranks=" : "",
-             ranks_txt);
-
-    /* The design document. */
-    json_t *design = json_object(), *jruns = json_array(), *jnodes = json_array(), *jnotes = json_array(),
-           *origin = json_array(), *contents = json_array();
-    for (int k = 0; k < vd.norigin; k++)
-        json_array_append_new(origin, json_integer(vd.origin[k]));
-    for (int c = 0; c < nkeys; c++) {
-        json_t *ids = json_array();
-        for (int i = 0; i < nr; i++)
-            if (rr[i].content == c)
-                json_array_append_new(ids, json_string(rs[i].id));
-        char label[8];
-        snprintf(label, sizeof(label), "%c", 'A' + c % 26);
-        json_array_append_new(contents, json_pack("{s:i, s:s, s:o, s:b, s:s}", "content", c, "label", label, "runs",
-                                                  ids, "majority", c == majority, "at_first_divergence", keys[c]));
-    }
-    for (int i = 0; i < nr; i++)
-        json_array_append_new(jruns, json_pack("{s:s, s:s, s:s, s:s, s:s?, s:i, s:b, s:b, s:s, s:s, s:n}", "run_id",
-                                               rs[i].id, "job_id", rs[i].job, "nodes", rs[i].nodes, "reported_nodes",
-                                               rs[i].reported, "user", rs[i].run_as, "content", rr[i].content,
-                                               "majority", rr[i].content == majority, "odd", i == odd, "probe_nodes",
-                                               rs[i].probe, "gpus", rs[i].gpus, "diverged"));
-    for (int i = 0; i < nnodes; i++)
-        json_array_append_new(jnodes, json_pack("{s:s, s:s, s:b, s:b}", "name", nodes[i].name, "state", nodes[i].state,
-                                                "usable", rp_node_usable(nodes[i].state), "suspect", nodes[i].suspect));
-    for (int i = 0; i < plan.nnotes; i++)
-        json_array_append_new(jnotes, json_string(plan.notes[i]));
-    json_object_set_new(design, "kind", json_string(plan.kind));
-    json_object_set_new(design, "cause", json_string(cause_name(vd.cause)));
-    json_object_set_new(design, "cause_detail", json_string(vd.cause_why));
-    json_object_set_new(design, "origin_ranks", origin);
-    json_object_set_new(design, "first_divergence",
-                        json_pack("{s:I, s:i, s:s, s:I, s:s?}", "step", (json_int_t)S, "rank",
-                                  (int)json_integer_value(json_object_get(first, "rank")), "name",
-                                  str_of(first, "name", ""), "occurrence",
-                                  json_integer_value(json_object_get(first, "occurrence")), "odd_run_id", odd_id));
-    json_object_set_new(design, "majority_content", majority >= 0 ? json_integer(majority) : json_null());
-    json_object_set_new(design, "contents", contents);
-    json_object_set_new(design, "runs", jruns);
-    json_object_set_new(design, "nodes", jnodes);
-    json_object_set_new(design, "notes", jnotes);
-    json_object_set_new(design, "max_placements", json_integer(maxp));
-    char *design_txt = json_dumps(design, JSON_COMPACT);
-    json_decref(design);
-
-    if (sql_begin(err, sizeof(err)) < 0) {
-        free(design_txt);
-        fail(status, 503, e, "database unavailable", err, "retry shortly");
-        goto out_release;
-    }
-    PGresult *seq = sql_query("SELECT nextval('narrows_id_seq')", 0, NULL, err, sizeof(err));
-    if (!seq)
-        goto out_rollback;
-    id = strtoll(PQgetvalue(seq, 0, 0), NULL, 10);
-    PQclear(seq);
-    char ids[32], ngroup[300], st[32], fs[32], ts[32], tmo[32];
-    snprintf(ids, sizeof(ids), "%lld", id);
-    snprintf(ngroup, sizeof(ngroup), "%.200s.narrow-%lld", group, id);
-    snprintf(st, sizeof(st), "%" PRId64, S);
-    snprintf(fs, sizeof(fs), "%lld", from);
-    snprintf(ts, sizeof(ts), "%lld", to);
-    snprintf(tmo, sizeof(tmo), "%lld seconds", timeout);
-    const char *pn[] = {ids, group, ngroup, st, fs, ts, level, trace, design_txt, actor, tmo};
-    if (sql_do("INSERT INTO narrows (id, twin_group, narrow_group, step, from_step, to_step, level, trace, design, "
-               "actor, deadline_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, now() + $11::interval)",
-               11, pn, err, sizeof(err)) < 0)
-        goto out_rollback;
-    for (int k = 0; k < plan.n; k++)
-        if (store_placement(ids, k, &plan.p[k], &rs[plan.p[k].source], from, to, err, sizeof(err)) < 0)
-            goto out_rollback;
-    if (sql_commit(err, sizeof(err)) < 0) {
-        free(design_txt);
-        fail(status, 503, e, "database unavailable", err, "retry shortly");
-        id = -1;
-        goto out_release;
-    }
+                 "only the first %d of the group's %d runs are considered", RP_MAX_RUNS, PQntuples(R->res));
+    nwindow w;
+    window_of(&vd, level, window, &w);
+    char *design_txt = design_text(&vd, R, nodes, nnodes, &plan, maxp, w.S);
+    id = store_narrow(group, &w, design_txt, actor, timeout, &plan, R->rs, err, sizeof(err));
     free(design_txt);
-    log_info("narrow %lld of group %s: %s design, %d placements, window %lld-%lld, replay group %s", id, group,
-             plan.kind, plan.n, from, to, ngroup);
-    goto out_release;
-out_rollback:
-    sql_rollback();
-    free(design_txt);
-    fail(status, 503, e, "database unavailable", err, "retry shortly");
-    id = -1;
+    if (id < 0)
+        fail(status, 503, e, "database unavailable", err, "retry shortly");
 out_release:
-    free(rs);
-    PQclear(runs);
+    nruns_release(R);
+    free(R);
     findings_release(&vd);
     return id;
 }

@@ -198,22 +198,18 @@ static int resume_check(const nexp *x, const plc *c, const char *key, char *note
     return 0;
 }
 
-/* decide - the placement's outcome, when its replay has recorded the window (or ended, or the deadline passed).
- * Returns 0 (decided or still pending), -1 on a database error. */
-static int decide_one(nexp *x, plc *c, char *err, size_t cap)
+/* What a placement's replay run shows: its newest run in the narrow group, and how far it got. */
+typedef struct replay_row {
+    char key[32], status[16], exits[200]; /* exits: its ranks' nonzero exit codes, ','-separated */
+    int ranks, reporting;                 /* ranks it has, ranks that reported progress */
+    long long start, reached;             /* its start step; the step its slowest rank reached (-1 none) */
+    int recorded, ended;                  /* it recorded the whole window; it ended (or a rank failed) */
+} replay_row;
+
+/* find_replay - the run placement `c`'s job registered in the narrow group, into `rr`. Returns 1; 0 when it
+ * registered none (then, past the deadline, the placement is decided timed-out); -1 on a database error. */
+static int find_replay(nexp *x, plc *c, replay_row *rr, char *err, size_t cap)
 {
-    char to_s[32];
-    snprintf(to_s, sizeof(to_s), "%lld", x->to);
-    if (!c->job[0]) {
-        if (x->late) {
-            snprintf(c->outcome, sizeof(c->outcome), "not-run");
-            snprintf(c->detail, sizeof(c->detail),
-                     "no Slurm job was reported for it before the deadline (the lockstep "
-                     "command that started the narrow stopped?)");
-            c->decided = c->changed = 1;
-        }
-        return 0;
-    }
     const char *pj[] = {x->ngroup, c->job};
     PGresult *r =
         sql_query("SELECT run_key::text, status, ranks, start_step, (SELECT count(*) FROM rank_progress p WHERE "
@@ -236,47 +232,52 @@ static int decide_one(nexp *x, plc *c, char *err, size_t cap)
         }
         return 0;
     }
-    char key[32], status[16], exits[200];
-    snprintf(key, sizeof(key), "%s", PQgetvalue(r, 0, 0));
-    snprintf(status, sizeof(status), "%s", PQgetvalue(r, 0, 1));
-    snprintf(exits, sizeof(exits), "%s", PQgetvalue(r, 0, 6));
-    int ranks = atoi(PQgetvalue(r, 0, 2)), reporting = atoi(PQgetvalue(r, 0, 4));
-    long long start = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
-    long long reached = PQgetisnull(r, 0, 5) ? -1 : strtoll(PQgetvalue(r, 0, 5), NULL, 10);
+    snprintf(rr->key, sizeof(rr->key), "%s", PQgetvalue(r, 0, 0));
+    snprintf(rr->status, sizeof(rr->status), "%s", PQgetvalue(r, 0, 1));
+    snprintf(rr->exits, sizeof(rr->exits), "%s", PQgetvalue(r, 0, 6));
+    rr->ranks = atoi(PQgetvalue(r, 0, 2));
+    rr->reporting = atoi(PQgetvalue(r, 0, 4));
+    rr->start = strtoll(PQgetvalue(r, 0, 3), NULL, 10);
+    rr->reached = PQgetisnull(r, 0, 5) ? -1 : strtoll(PQgetvalue(r, 0, 5), NULL, 10);
     PQclear(r);
-    if (strcmp(c->run_key, key)) {
-        snprintf(c->run_key, sizeof(c->run_key), "%s", key);
-        c->changed = 1;
-    }
-    int recorded = reporting >= ranks && reached >= x->to;
-    int ended = strcmp(status, "running") != 0 || exits[0];
-    if (!recorded && !ended && !x->late)
-        return 0;
+    rr->recorded = rr->reporting >= rr->ranks && rr->reached >= x->to;
+    rr->ended = strcmp(rr->status, "running") != 0 || rr->exits[0];
+    return 1;
+}
 
-    /* Which result did it produce? Against the group's runs first, then the replays with new results. */
-    long long lo = x->from > start ? x->from : start;
-    int content = -1, common_any = 0;
+/* Which result a replay produced. */
+typedef struct replay_seen {
+    int content;    /* its content class, -1 when none is known */
+    int common_any; /* it shares a record of the window with a run of the group */
+    int have_diff;  /* it differs from a run of the group; first_diff is the earliest such difference */
     rc_result first_diff;
-    int have_diff = 0;
-    memset(&first_diff, 0, sizeof(first_diff));
-    char seen_as[700] = "";
-    for (int i = 0; i < x->no && content < 0; i++) {
+    char seen_as[700]; /* how it was recognised, for people */
+} replay_seen;
+
+/* replay_content - which result replay run `key` of placement `c` produced over steps lo..x->to: against the
+ * group's runs first, then the replays with new results; else a new content class when it differs from them.
+ * 0, or -1 on a database error. */
+static int replay_content(nexp *x, const plc *c, const char *key, long long lo, replay_seen *s, char *err, size_t cap)
+{
+    memset(s, 0, sizeof(*s));
+    s->content = -1;
+    for (int i = 0; i < x->no && s->content < 0; i++) {
         rc_result rc;
         long long l2 = lo > x->o[i].start ? lo : x->o[i].start;
         if (rc_compare(strtoll(key, NULL, 10), strtoll(x->o[i].key, NULL, 10), l2, x->to, NULL, &rc, err, cap) < 0)
             return -1;
-        common_any |= rc.common > 0;
+        s->common_any |= rc.common > 0;
         if (rc.common > 0 && !rc.differs) {
-            content = x->o[i].content;
-            snprintf(seen_as, sizeof(seen_as), "matches the run of job %s%s (result %c)", x->o[i].job,
-                     x->o[i].odd ? ", the odd one" : "", letter(content));
-        } else if (rc.differs && (!have_diff || rc.first.step < first_diff.first.step)) {
-            first_diff = rc;
-            have_diff = 1;
+            s->content = x->o[i].content;
+            snprintf(s->seen_as, sizeof(s->seen_as), "matches the run of job %s%s (result %c)", x->o[i].job,
+                     x->o[i].odd ? ", the odd one" : "", letter(s->content));
+        } else if (rc.differs && (!s->have_diff || rc.first.step < s->first_diff.first.step)) {
+            s->first_diff = rc;
+            s->have_diff = 1;
         }
     }
-    for (int k = 0; k < x->np && content < 0; k++) {
-        plc *q = &x->p[k];
+    for (int k = 0; k < x->np && s->content < 0; k++) {
+        const plc *q = &x->p[k];
         int known = 0;
         for (int i = 0; i < x->no; i++)
             known |= x->o[i].content == q->content;
@@ -287,22 +288,31 @@ static int decide_one(nexp *x, plc *c, char *err, size_t cap)
         if (rc_compare(strtoll(key, NULL, 10), strtoll(q->run_key, NULL, 10), l2, x->to, NULL, &rc, err, cap) < 0)
             return -1;
         if (rc.common > 0 && !rc.differs) {
-            content = q->content;
-            snprintf(seen_as, sizeof(seen_as),
+            s->content = q->content;
+            snprintf(s->seen_as, sizeof(s->seen_as),
                      "differs from every run of the group, as placement %d (%s) does (result %c)", q->idx, q->role,
-                     letter(content));
+                     letter(s->content));
         }
     }
-    if (content < 0 && have_diff) {
-        content = x->nclasses++;
+    if (s->content < 0 && s->have_diff) {
+        s->content = x->nclasses++;
         char d[300];
-        describe(&first_diff, d, sizeof(d));
-        snprintf(seen_as, sizeof(seen_as), "differs from every run of the group (result %c), first at %.400s",
-                 letter(content), d);
+        describe(&s->first_diff, d, sizeof(d));
+        snprintf(s->seen_as, sizeof(s->seen_as), "differs from every run of the group (result %c), first at %.400s",
+                 letter(s->content), d);
     }
-    if (content >= 0 && (recorded || (have_diff && first_diff.first.step <= reached))) {
+    return 0;
+}
+
+/* settle_placement - placement `c`'s outcome from its replay run `rr` and the result it produced `s` (over
+ * steps lo..x->to): ran (unless it resumed from other state than the run it replays saved: failed), failed or
+ * timed-out, with the detail. 0, or -1 on a database error. */
+static int settle_placement(nexp *x, plc *c, const replay_row *rr, const replay_seen *s, long long lo, char *err,
+                            size_t cap)
+{
+    if (s->content >= 0 && (rr->recorded || (s->have_diff && s->first_diff.first.step <= rr->reached))) {
         char resumed[600] = "";
-        int bad = resume_check(x, c, key, resumed, sizeof(resumed), err, cap);
+        int bad = resume_check(x, c, rr->key, resumed, sizeof(resumed), err, cap);
         if (bad < 0)
             return -1;
         if (bad) { /* it did not start from the state the run it replays saved: its result says nothing */
@@ -312,34 +322,66 @@ static int decide_one(nexp *x, plc *c, char *err, size_t cap)
             return 0;
         }
         snprintf(c->outcome, sizeof(c->outcome), "ran");
-        c->content = content;
-        snprintf(c->detail, sizeof(c->detail), "job %s %s%s%s", c->job, seen_as,
-                 recorded ? "" : "; it ended before the window's end, after the difference", resumed);
-        if (narrow_probe(key, x->origin, x->norigin, c->nodes, c->probe, sizeof(c->probe), c->gpus, sizeof(c->gpus),
+        c->content = s->content;
+        snprintf(c->detail, sizeof(c->detail), "job %s %s%s%s", c->job, s->seen_as,
+                 rr->recorded ? "" : "; it ended before the window's end, after the difference", resumed);
+        if (narrow_probe(rr->key, x->origin, x->norigin, c->nodes, c->probe, sizeof(c->probe), c->gpus, sizeof(c->gpus),
                          err, cap) < 0)
             return -1;
-    } else if (recorded) {
+    } else if (rr->recorded) {
         snprintf(c->outcome, sizeof(c->outcome), "failed");
         snprintf(c->detail, sizeof(c->detail),
                  "job %s recorded steps %lld-%lld but shares no record with the group's runs there (another program, "
                  "or records the runs did not make)",
                  c->job, lo, x->to);
-    } else if (ended) {
+    } else if (rr->ended) {
         snprintf(c->outcome, sizeof(c->outcome), "failed");
         snprintf(c->detail, sizeof(c->detail),
                  "job %s ended (%s%s) having recorded up to step %lld on its slowest rank (%d of %d ranks reported), "
                  "before the window's end at step %lld%s",
-                 c->job, exits[0] ? "exit codes " : "status ", exits[0] ? exits : status, reached, reporting, ranks,
-                 x->to, !common_any ? "; it shares no record of the window with the group's runs" : "");
+                 c->job, rr->exits[0] ? "exit codes " : "status ", rr->exits[0] ? rr->exits : rr->status, rr->reached,
+                 rr->reporting, rr->ranks, x->to,
+                 !s->common_any ? "; it shares no record of the window with the group's runs" : "");
     } else {
         snprintf(c->outcome, sizeof(c->outcome), "timed-out");
         snprintf(c->detail, sizeof(c->detail),
                  "job %s had recorded up to step %lld on its slowest rank (%d of %d ranks reported) when the deadline "
                  "passed; the window ends at step %lld",
-                 c->job, reached, reporting, ranks, x->to);
+                 c->job, rr->reached, rr->reporting, rr->ranks, x->to);
     }
     c->decided = c->changed = 1;
     return 0;
+}
+
+/* decide - the placement's outcome, when its replay has recorded the window (or ended, or the deadline passed).
+ * Returns 0 (decided or still pending), -1 on a database error. */
+static int decide_one(nexp *x, plc *c, char *err, size_t cap)
+{
+    if (!c->job[0]) {
+        if (x->late) {
+            snprintf(c->outcome, sizeof(c->outcome), "not-run");
+            snprintf(c->detail, sizeof(c->detail),
+                     "no Slurm job was reported for it before the deadline (the lockstep "
+                     "command that started the narrow stopped?)");
+            c->decided = c->changed = 1;
+        }
+        return 0;
+    }
+    replay_row rr;
+    int found = find_replay(x, c, &rr, err, cap);
+    if (found <= 0)
+        return found;
+    if (strcmp(c->run_key, rr.key)) {
+        snprintf(c->run_key, sizeof(c->run_key), "%s", rr.key);
+        c->changed = 1;
+    }
+    if (!rr.recorded && !rr.ended && !x->late)
+        return 0;
+    long long lo = x->from > rr.start ? x->from : rr.start;
+    replay_seen s;
+    if (replay_content(x, c, rr.key, lo, &s, err, cap) < 0)
+        return -1;
+    return settle_placement(x, c, &rr, &s, lo, err, cap);
 }
 
 static rp_outcome outcome_of(const char *o)
@@ -488,22 +530,52 @@ static int history(nexp *x, const rp_verdict *v, char *err, size_t cap)
     return 0;
 }
 
-/* judge - every placement decided: the verdict, stored with its record, history and alert. */
-static int judge(nexp *x, char *err, size_t cap)
-{
+/* The facts a verdict is judged on: every execution (the group's runs, then the placements) and the design's
+ * notes, with the text they borrow. */
+typedef struct jfacts {
     rp_exec e[RP_MAX_EXEC];
     char bufs[RP_MAX_EXEC][512], gbufs[RP_MAX_EXEC][512], labels[RP_MAX_EXEC][200];
+    int n;
+    char notes[RP_MAX_NOTES][320];
+    int nnotes;
+} jfacts;
+
+/* split_gpus - execution `e`'s GPU list `gbuf` (','-separated, one entry per probe node, empty entries kept)
+ * into e->gpu, "" where none is known. */
+static void split_gpus(rp_exec *e, char *gbuf)
+{
+    char *gp[RP_MAX_PROBE];
+    int g = 0;
+    char *s = gbuf;
+    for (; g < e->nprobe; g++) {
+        gp[g] = s;
+        char *comma = strchr(s, ',');
+        if (!comma) {
+            g++;
+            break;
+        }
+        *comma = 0;
+        s = comma + 1;
+    }
+    for (int k = 0; k < e->nprobe; k++)
+        e->gpu[k] = k < g ? gp[k] : "";
+}
+
+/* executions_of - every execution of `x` into `j`: the group's runs (originals), then the placements, each with
+ * its label, outcome, content and the nodes (and GPUs) that ran the origin ranks. 0, or -1 on a database error. */
+static int executions_of(nexp *x, jfacts *j, char *err, size_t cap)
+{
     int n = 0;
-    memset(e, 0, sizeof(e));
+    memset(j->e, 0, sizeof(j->e));
     for (int i = 0; i < x->no; i++, n++) {
-        snprintf(bufs[n], sizeof(bufs[n]), "%s", x->o[i].probe);
-        snprintf(gbufs[n], sizeof(gbufs[n]), "%s", x->o[i].gpus);
-        snprintf(labels[n], sizeof(labels[n]), "the %srun of job %s on %s", x->o[i].odd ? "odd " : "", x->o[i].job,
-                 x->o[i].probe[0] ? x->o[i].probe : x->o[i].nodes);
-        e[n].original = 1;
-        e[n].label = labels[n];
-        e[n].outcome = RP_RAN;
-        e[n].content = x->o[i].content;
+        snprintf(j->bufs[n], sizeof(j->bufs[n]), "%s", x->o[i].probe);
+        snprintf(j->gbufs[n], sizeof(j->gbufs[n]), "%s", x->o[i].gpus);
+        snprintf(j->labels[n], sizeof(j->labels[n]), "the %srun of job %s on %s", x->o[i].odd ? "odd " : "",
+                 x->o[i].job, x->o[i].probe[0] ? x->o[i].probe : x->o[i].nodes);
+        j->e[n].original = 1;
+        j->e[n].label = j->labels[n];
+        j->e[n].outcome = RP_RAN;
+        j->e[n].content = x->o[i].content;
     }
     for (int k = 0; k < x->np; k++, n++) {
         plc *c = &x->p[k];
@@ -513,66 +585,59 @@ static int judge(nexp *x, char *err, size_t cap)
             narrow_probe(c->run_key, x->origin, x->norigin, c->nodes, c->probe, sizeof(c->probe), c->gpus,
                          sizeof(c->gpus), err, cap) < 0)
             return -1;
-        snprintf(bufs[n], sizeof(bufs[n]), "%s", c->probe[0] ? c->probe : c->nodes);
-        snprintf(gbufs[n], sizeof(gbufs[n]), "%s", c->gpus);
-        snprintf(labels[n], sizeof(labels[n]), "%s on %s%s%s%s", c->role, c->probe[0] ? c->probe : c->nodes,
+        snprintf(j->bufs[n], sizeof(j->bufs[n]), "%s", c->probe[0] ? c->probe : c->nodes);
+        snprintf(j->gbufs[n], sizeof(j->gbufs[n]), "%s", c->gpus);
+        snprintf(j->labels[n], sizeof(j->labels[n]), "%s on %s%s%s%s", c->role, c->probe[0] ? c->probe : c->nodes,
                  c->job[0] ? " (job " : "", c->job, c->job[0] ? ")" : "");
-        e[n].label = labels[n];
-        e[n].outcome = outcome_of(c->outcome);
-        e[n].content = c->content;
+        j->e[n].label = j->labels[n];
+        j->e[n].outcome = outcome_of(c->outcome);
+        j->e[n].content = c->content;
     }
     for (int i = 0; i < n; i++) {
-        char *gp[RP_MAX_PROBE];
-        e[i].nprobe = split(bufs[i], e[i].probe, RP_MAX_PROBE);
+        j->e[i].nprobe = split(j->bufs[i], j->e[i].probe, RP_MAX_PROBE);
         /* the GPU list keeps empty entries: split it by hand */
-        int g = 0;
-        char *s = gbufs[i];
-        for (; g < e[i].nprobe; g++) {
-            gp[g] = s;
-            char *comma = strchr(s, ',');
-            if (!comma) {
-                g++;
-                break;
-            }
-            *comma = 0;
-            s = comma + 1;
-        }
-        for (int k = 0; k < e[i].nprobe; k++)
-            e[i].gpu[k] = k < g ? gp[k] : "";
+        split_gpus(&j->e[i], j->gbufs[i]);
     }
-    json_t *d = x->design;
+    j->n = n;
+    return 0;
+}
+
+/* facts_of - the facts rp_judge weighs, from the executions in `j` and the design `d` (its cause, majority and
+ * notes, copied into `j`). */
+static rp_facts facts_of(json_t *d, jfacts *j)
+{
     const char *cause = jstr(d, "cause");
     int software = !strcmp(cause, "configuration") || !strcmp(cause, "every-rank") || !strcmp(cause, "operation");
     json_t *mj = json_object_get(d, "majority_content");
-    char notes[RP_MAX_NOTES][320];
-    int nnotes = 0;
     size_t i;
     json_t *v;
-    json_array_foreach(json_object_get(d, "notes"), i, v) if (nnotes < RP_MAX_NOTES)
-        snprintf(notes[nnotes++], sizeof(notes[0]), "%s", json_string_value(v) ? json_string_value(v) : "");
-    rp_facts f = {cause, jstr(d, "cause_detail"),   software, json_is_integer(mj) ? (int)json_integer_value(mj) : -1, e,
-                  n,     (const char(*)[320])notes, nnotes};
-    rp_verdict vd;
-    rp_judge(&f, &vd);
+    j->nnotes = 0;
+    json_array_foreach(json_object_get(d, "notes"), i, v) if (j->nnotes < RP_MAX_NOTES)
+        snprintf(j->notes[j->nnotes++], sizeof(j->notes[0]), "%s", json_string_value(v) ? json_string_value(v) : "");
+    return (rp_facts){
+        cause, jstr(d, "cause_detail"),      software, json_is_integer(mj) ? (int)json_integer_value(mj) : -1, j->e,
+        j->n,  (const char(*)[320])j->notes, j->nnotes};
+}
 
-    int failed = 0;
-    json_t *record = name_record(x, &vd, x->no, err, cap, &failed);
-    if (failed)
-        return -1;
-    /* The design again, with each run's judgement. */
+/* store_verdict - the narrow done with verdict `vd`: the design again with each run's judgement, the reasoning,
+ * `record` (the record the finer trace names, or null), and each placement's judgement. 0, or -1 on a database
+ * error. */
+static int store_verdict(nexp *x, const rp_verdict *vd, json_t *record, char *err, size_t cap)
+{
+    json_t *d = x->design;
     json_t *runs = json_object_get(d, "runs");
     for (int k = 0; k < x->no && k < (int)json_array_size(runs); k++)
         json_object_set_new(json_array_get(runs, (size_t)k), "diverged",
-                            vd.diverged[k] < 0 ? json_null() : json_boolean(vd.diverged[k]));
-    json_object_set_new(d, "healthy_content", vd.healthy >= 0 ? json_integer(vd.healthy) : json_null());
+                            vd->diverged[k] < 0 ? json_null() : json_boolean(vd->diverged[k]));
+    json_object_set_new(d, "healthy_content", vd->healthy >= 0 ? json_integer(vd->healthy) : json_null());
     json_t *steps = json_array();
-    for (int k = 0; k < vd.nsteps; k++)
-        json_array_append_new(steps, json_string(vd.steps[k]));
+    for (int k = 0; k < vd->nsteps; k++)
+        json_array_append_new(steps, json_string(vd->steps[k]));
     char *design_txt = json_dumps(d, JSON_COMPACT), *steps_txt = json_dumps(steps, JSON_COMPACT),
          *record_txt = json_is_null(record) ? NULL : json_dumps(record, JSON_COMPACT);
     json_decref(steps);
     const char *pu[] = {
-        x->ids,     vd.verdict, vd.node[0] ? vd.node : NULL, vd.gpu[0] ? vd.gpu : NULL, vd.reason, steps_txt,
+        x->ids,     vd->verdict, vd->node[0] ? vd->node : NULL, vd->gpu[0] ? vd->gpu : NULL, vd->reason, steps_txt,
         record_txt, design_txt};
     int rc = sql_do("UPDATE narrows SET state = 'done', verdict = $2, node = $3, gpu = $4, reason = $5, reasoning = "
                     "$6::jsonb, record = $7::jsonb, design = $8::jsonb, finished_at = now() WHERE id = $1::bigint",
@@ -583,14 +648,20 @@ static int judge(nexp *x, char *err, size_t cap)
     for (int k = 0; k < x->np && rc == 0; k++) {
         char ix[16];
         snprintf(ix, sizeof(ix), "%d", x->p[k].idx);
-        const char *dv = vd.diverged[x->no + k] < 0 ? NULL : vd.diverged[x->no + k] ? "true" : "false";
+        const char *dv = vd->diverged[x->no + k] < 0 ? NULL : vd->diverged[x->no + k] ? "true" : "false";
         const char *pp[] = {x->ids, ix, dv};
         rc =
             sql_do("UPDATE narrow_placements SET diverged = $3::boolean WHERE narrow_id = $1::bigint AND idx = $2::int",
                    3, pp, err, cap);
     }
-    if (rc == 0)
-        rc = history(x, &vd, err, cap);
+    return rc;
+}
+
+/* follow_up - the verdict's history on the node and its follow-up alert (server/fleet/verdict_alert.h). 0, or
+ * -1 with `err`. */
+static int follow_up(nexp *x, const rp_verdict *vd, char *err, size_t cap)
+{
+    int rc = history(x, vd, err, cap);
     if (rc == 0) {
         int st;
         srv_error se;
@@ -603,6 +674,29 @@ static int judge(nexp *x, char *err, size_t cap)
             json_decref(doc);
         }
     }
+    return rc;
+}
+
+/* judge - every placement decided: the verdict, stored with its record, history and alert. */
+static int judge(nexp *x, char *err, size_t cap)
+{
+    jfacts *j = xcalloc(1, sizeof(*j));
+    if (executions_of(x, j, err, cap) < 0) {
+        free(j);
+        return -1;
+    }
+    rp_facts f = facts_of(x->design, j);
+    rp_verdict vd;
+    rp_judge(&f, &vd);
+    free(j);
+
+    int failed = 0;
+    json_t *record = name_record(x, &vd, x->no, err, cap, &failed);
+    if (failed)
+        return -1;
+    int rc = store_verdict(x, &vd, record, err, cap);
+    if (rc == 0)
+        rc = follow_up(x, &vd, err, cap);
     json_decref(record);
     if (rc == 0)
         log_info("narrow %lld of group %s: %s%s%s: %s", x->id, x->group, vd.verdict, vd.node[0] ? " on " : "", vd.node,

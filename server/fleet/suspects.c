@@ -84,50 +84,51 @@ static void add_implicated(grp_class *v, const char *node)
         snprintf(v->implicated + n, sizeof(v->implicated) - n, "%s%s", n ? "," : "", node);
 }
 
-/* classify - the rules of docs/suspects.md, in order: the cause (common/cause.h, through the group's
- * findings) when it is software by nature (configuration, every-rank, operation); then, on the origin
- * ranks only, the same hardware and no hardware named; then the spread over unrelated nodes; else
- * hardware, with strong (minority of 3+) or weak (pair) weights set on the runs. */
-static int classify(grp *g, const grp_findings *vd, json_t **entries, const int *origin, int norigin, const char *name,
-                    grp_class *v, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
+/* classify_cause - the first rule: a cause that is software by nature (configuration, every-rank, operation,
+ * restore, layout) classifies the group as software. 1 when it did (into `v`), else 0. */
+static int classify_cause(const grp_findings *vd, grp_class *v)
 {
-    char ka[128], kb[128];
     switch (vd->cause) {
     case CAUSE_CONFIGURATION:
         v->cls = "software";
         v->code = "configuration";
         snprintf(v->reason, sizeof(v->reason), "the twins' configurations differ: %s",
                  json_string_value(json_object_get(vd->mdiff, "summary")));
-        return 0;
+        return 1;
     case CAUSE_EVERY_RANK:
         v->cls = "software";
         v->code = "every_rank";
         snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
-        return 0;
+        return 1;
     case CAUSE_OPERATION:
         v->cls = "software";
         v->code = "operation";
         snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
-        return 0;
+        return 1;
     case CAUSE_RESTORE:
         /* the resumed run loaded other state than its twin saved: the checkpoint code, on any hardware */
         v->cls = "software";
         v->code = "restore";
         snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
-        return 0;
+        return 1;
     case CAUSE_LAYOUT:
         /* runs of different rank counts: no one rank's hardware holds the differing tensor in both */
         v->cls = "software";
         v->code = "layout";
         snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
-        return 0;
+        return 1;
     default: break;
     }
-    /* Which runs diverged on the origin ranks, and whether a majority names them. */
-    int strong = g->nruns >= 3;
-    for (int o = 0; o < norigin; o++)
-        if (!has_majority(entries[o]))
-            strong = 0;
+    return 0;
+}
+
+/* classify_same_hardware - on the origin ranks: add the nodes of the runs that diverged to v->implicated (the
+ * minority's when `strong`, else every run's), and classify as software when two runs that differ ran the rank
+ * on the same hardware. 1 when it classified, else 0. */
+static int classify_same_hardware(const grp *g, json_t **entries, const int *origin, int norigin, int strong,
+                                  grp_class *v)
+{
+    char ka[128], kb[128];
     for (int o = 0; o < norigin; o++) {
         for (int a = 0; a < g->nruns; a++) {
             const hw_slot *sa = group_slot(g, a, origin[o]);
@@ -147,21 +148,20 @@ static int classify(grp *g, const grp_findings *vd, json_t **entries, const int 
                     snprintf(v->reason, sizeof(v->reason),
                              "twins ran rank %d on the same hardware (%s%s%s) and still diverged", origin[o], sa->node,
                              *sa->gpu ? " " : "", sa->gpu);
-                    return 0;
+                    return 1;
                 }
             }
         }
     }
-    if (!v->implicated[0]) {
-        v->cls = "software";
-        v->code = "no_hardware";
-        snprintf(v->reason, sizeof(v->reason),
-                 "no attested hardware ran rank %d (a manifest's own host counts only where slurmstepd attested "
-                 "the same node, or with trust_reported_hosts)",
-                 norigin ? origin[0] : 0);
-        return 0;
-    }
-    /* Spread: does one record diverge on more unrelated nodes than one fault explains? */
+    return 0;
+}
+
+/* classify_spread - does record `name` diverge, over the software window, in other groups of the program on
+ * more unrelated nodes than one fault explains (software_spread)? Then classify as software and append the
+ * other groups not yet classified so to `requeue`. 1 when it classified, 0 when not, -1 with `err`. */
+static int classify_spread(const grp *g, const char *name, grp_class *v, char (*requeue)[256], int cap, int *nrequeue,
+                           char *err, size_t ecap)
+{
     char win[32];
     snprintf(win, sizeof(win), "%d days", g_srv.cfg.software_window_days);
     const char *p[] = {name, g->name, win, g->program};
@@ -178,19 +178,51 @@ static int classify(grp *g, const grp_findings *vd, json_t **entries, const int 
     sets[n] = v->implicated;
     int cover = ev_cover_size(sets, n + 1);
     free(sets);
-    if (cover >= g_srv.cfg.software_spread) {
-        v->cls = "software";
-        v->code = "spread";
-        snprintf(v->reason, sizeof(v->reason),
-                 "record %s diverged in %d groups that need %d different nodes to explain (software_spread = %d)", name,
-                 n + 1, cover, g_srv.cfg.software_spread);
-        for (int i = 0; i < n; i++)
-            if (strcmp(PQgetvalue(r, i, 2), "spread") && *nrequeue < cap)
-                snprintf(requeue[(*nrequeue)++], 256, "%s", PQgetvalue(r, i, 0));
+    if (cover < g_srv.cfg.software_spread) {
         PQclear(r);
         return 0;
     }
+    v->cls = "software";
+    v->code = "spread";
+    snprintf(v->reason, sizeof(v->reason),
+             "record %s diverged in %d groups that need %d different nodes to explain (software_spread = %d)", name,
+             n + 1, cover, g_srv.cfg.software_spread);
+    for (int i = 0; i < n; i++)
+        if (strcmp(PQgetvalue(r, i, 2), "spread") && *nrequeue < cap)
+            snprintf(requeue[(*nrequeue)++], 256, "%s", PQgetvalue(r, i, 0));
     PQclear(r);
+    return 1;
+}
+
+/* classify - the rules of docs/suspects.md, in order: the cause (common/cause.h, through the group's
+ * findings) when it is software by nature (configuration, every-rank, operation); then, on the origin
+ * ranks only, the same hardware and no hardware named; then the spread over unrelated nodes; else
+ * hardware, with strong (minority of 3+) or weak (pair) weights set on the runs. */
+static int classify(grp *g, const grp_findings *vd, json_t **entries, const int *origin, int norigin, const char *name,
+                    grp_class *v, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
+{
+    if (classify_cause(vd, v))
+        return 0;
+    /* Which runs diverged on the origin ranks, and whether a majority names them. */
+    int strong = g->nruns >= 3;
+    for (int o = 0; o < norigin; o++)
+        if (!has_majority(entries[o]))
+            strong = 0;
+    if (classify_same_hardware(g, entries, origin, norigin, strong, v))
+        return 0;
+    if (!v->implicated[0]) {
+        v->cls = "software";
+        v->code = "no_hardware";
+        snprintf(v->reason, sizeof(v->reason),
+                 "no attested hardware ran rank %d (a manifest's own host counts only where slurmstepd attested "
+                 "the same node, or with trust_reported_hosts)",
+                 norigin ? origin[0] : 0);
+        return 0;
+    }
+    /* Spread: does one record diverge on more unrelated nodes than one fault explains? */
+    int spread = classify_spread(g, name, v, requeue, cap, nrequeue, err, ecap);
+    if (spread != 0)
+        return spread < 0 ? -1 : 0;
     v->cls = "hardware";
     v->code = strong ? "minority" : "pair";
     for (int a = 0; a < g->nruns; a++) {
@@ -297,8 +329,8 @@ static int write_exposures(grp *g, const grp_class *v, const char *why, const in
                 !strcmp(PQgetvalue(old, j, 2), x[i].gpu))
                 before = atof(PQgetvalue(old, j, 3));
         if (x[i].weight > 0 && x[i].weight != before) {
-            char detail[1200];
-            snprintf(detail, sizeof(detail), "%s", why);
+            char detail[1200]; /* `why`, cut to what detail holds */
+            snprintf(detail, sizeof(detail), "%.*s", (int)sizeof(detail) - 1, why);
             const char *ph[] = {
                 x[i].node, *x[i].gpu ? x[i].gpu : NULL, "involvement", g->name, g->runs[x[i].run].key, step, rank, w,
                 detail};
@@ -319,8 +351,9 @@ static int write_exposures(grp *g, const grp_class *v, const char *why, const in
                     !strcmp(PQgetvalue(old, j, 1), x[i].node) && !strcmp(PQgetvalue(old, j, 2), x[i].gpu);
         if (still)
             continue;
-        char detail[1200];
-        snprintf(detail, sizeof(detail), "re-evaluated as %s: %s", v->cls, why);
+        char detail[1200]; /* cut to what it holds: `why` to what is left beside the words around it */
+        snprintf(detail, sizeof(detail), "re-evaluated as %s: %.*s", v->cls,
+                 (int)(sizeof(detail) - sizeof("re-evaluated as : ")), why);
         const char *gpu = *PQgetvalue(old, j, 2) ? PQgetvalue(old, j, 2) : NULL;
         const char *ph[] = {PQgetvalue(old, j, 1), gpu, "withdrawn", g->name, PQgetvalue(old, j, 0), "0", detail};
         if (sql_do("INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, weight, detail) "
@@ -415,79 +448,98 @@ static int same_host(const char *reported, const char *node)
     return !strcmp(reported, node) || (!strncmp(reported, node, n) && reported[n] == '.');
 }
 
-int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeue)
+/* evaluation - one evaluation of a group: what it read in the transaction's snapshot, and the evidence it comes
+ * to. The results, entries and the group's runs are owned (evaluation_free). */
+typedef struct evaluation {
+    const char *group;
+    grp *g;
+    PGresult *sig, *runs, *man, *att;
+    grp_findings vd; /* the group's findings: status, cause and origin ranks of its first divergence */
+    int ndivs;      /* ranks that diverged (0 once a replay group's narrow speaks for it) */
+    char step[32], rank0[16];
+    json_t *entries[MAX_ORIGIN]; /* per origin rank, its runs' entries of the first divergence */
+    int origin[MAX_ORIGIN], norigin;
+    const char *origin_name;
+    int replays, noise, exposed;
+    grp_class v;
+    char why[1400], evidence_narrow[32]; /* the weights' reason, and the narrow whose verdict set them */
+} evaluation;
+
+/* evaluation_read - read the group's signature, runs, manifests, attestations and findings into `ev`. Returns 1,
+ * 0 when the group was evaluated already at this signature (nothing changed), or -1 with `err`. */
+static int evaluation_read(evaluation *ev, char *err, size_t cap)
 {
-    char err[512];
-    const char *p1[] = {group};
-    if (sql_begin(err, sizeof(err)) < 0) {
-        fail_log("lock for", group, err);
+    const char *p1[] = {ev->group};
+    grp *g = ev->g;
+    ev->sig =
+        sql_query("SELECT lockstep_group_signature($1), (SELECT signature FROM group_evidence WHERE twin_group = $1)",
+                  1, p1, err, cap);
+    if (!ev->sig)
         return -1;
-    }
-    PGresult *sig = NULL, *runs = NULL, *man = NULL, *att = NULL;
-    json_t *entries[MAX_ORIGIN] = {0};
-    int norigin = 0, rc = -1;
-    grp_findings vd;
-    memset(&vd, 0, sizeof(vd));
-    grp *g = xcalloc(1, sizeof(*g));
-    g->name = group;
-    sig = sql_query("SELECT lockstep_group_signature($1), (SELECT signature FROM group_evidence WHERE twin_group = $1)",
-                    1, p1, err, sizeof(err));
-    if (!sig)
-        goto out_rollback;
-    if (!PQgetisnull(sig, 0, 1) && !strcmp(PQgetvalue(sig, 0, 0), PQgetvalue(sig, 0, 1))) {
-        rc = 0; /* evaluated already, nothing changed */
-        goto out_rollback;
-    }
-    runs = sql_query("SELECT run_key::text, run_id::text, nodes, user_name, job_id, status, command FROM runs "
-                     "WHERE twin_group = $1 ORDER BY run_key",
-                     1, p1, err, sizeof(err));
-    man = runs ? sql_query(Q_MANIFESTS, 1, p1, err, sizeof(err)) : NULL;
-    att = man ? sql_query(Q_ATTESTED, 1, p1, err, sizeof(err)) : NULL;
+    if (!PQgetisnull(ev->sig, 0, 1) && !strcmp(PQgetvalue(ev->sig, 0, 0), PQgetvalue(ev->sig, 0, 1)))
+        return 0; /* evaluated already, nothing changed */
+    ev->runs = sql_query("SELECT run_key::text, run_id::text, nodes, user_name, job_id, status, command FROM runs "
+                         "WHERE twin_group = $1 ORDER BY run_key",
+                         1, p1, err, cap);
+    ev->man = ev->runs ? sql_query(Q_MANIFESTS, 1, p1, err, cap) : NULL;
+    ev->att = ev->man ? sql_query(Q_ATTESTED, 1, p1, err, cap) : NULL;
     /* The group's findings, in this transaction's snapshot: status, cause and origin ranks of its first
      * divergence (the same findings the twin API shows). */
-    if (!att || findings_load(group, &vd, err, sizeof(err)) < 0)
-        goto out_rollback;
-    g->nruns = PQntuples(runs) < GROUP_MAX_RUNS ? PQntuples(runs) : GROUP_MAX_RUNS;
-    g->program = g->nruns ? PQgetvalue(runs, 0, 6) : "";
+    if (!ev->att || findings_load(ev->group, &ev->vd, err, cap) < 0)
+        return -1;
+    g->nruns = PQntuples(ev->runs) < GROUP_MAX_RUNS ? PQntuples(ev->runs) : GROUP_MAX_RUNS;
+    g->program = g->nruns ? PQgetvalue(ev->runs, 0, 6) : "";
+    ev->ndivs = strcmp(ev->vd.status, "diverged") ? 0 : (int)json_array_size(ev->vd.per_rank);
+    if (ev->ndivs) {
+        snprintf(ev->step, sizeof(ev->step), "%lld",
+                 (long long)json_integer_value(json_object_get(ev->vd.first, "step")));
+        snprintf(ev->rank0, sizeof(ev->rank0), "%d", ev->vd.first_rank);
+    }
+    return 1;
+}
+
+/* evaluation_ready - whether the group is ready to evaluate: 1 yes; 0 not yet (fewer than two runs, or no
+ * divergence while a run is still running and no failure explains a difference); 2 diverged but not settled
+ * (ask again soon); -1 with `err`. */
+static int evaluation_ready(const evaluation *ev, char *err, size_t cap)
+{
+    const grp *g = ev->g;
     /* A group whose runs failed is incomplete even with a record some run lacks (the failure cut it short):
      * no divergence to weigh, no alert. */
-    int all_ended = 1, ndivs = strcmp(vd.status, "diverged") ? 0 : (int)json_array_size(vd.per_rank);
-    char step[32] = "", rank0[16] = "";
-    if (ndivs) {
-        snprintf(step, sizeof(step), "%lld", (long long)json_integer_value(json_object_get(vd.first, "step")));
-        snprintf(rank0, sizeof(rank0), "%d", vd.first_rank);
-    }
+    int all_ended = 1;
     for (int a = 0; a < g->nruns; a++)
-        all_ended &= strcmp(PQgetvalue(runs, a, 5), "running") != 0;
+        all_ended &= strcmp(PQgetvalue(ev->runs, a, 5), "running") != 0;
     /* An incomplete group with a first difference (a failure explains it) is decided too, even while the
      * launcher's killed ranks never report: an alert raised when it looked diverged must say so. */
-    int explained = json_is_object(vd.first) && !strcmp(vd.status, "incomplete");
-    if (g->nruns < 2 || (!ndivs && !all_ended && !explained)) {
-        rc = 0; /* not ready: compared only once it diverged, a failure explains its difference, or every run ended */
-        goto out_rollback;
-    }
-    if (ndivs) {
-        /* Settled? Every rank compared past the first divergence's step (so a
-         * rank whose divergence at that step comes first in the program has
-         * been seen), or the divergence is 30 s old. Until then: not ready.
-         * (Also when every run has ended: their last ranks may still wait in
-         * the comparison queue.) */
-        const char *ps[] = {group, step};
-        PGresult *s =
-            sql_query("SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
-                      "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "
-                      "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint OR c.waiting) = 0 OR "
-                      "(SELECT min(detected_at) FROM divergences WHERE twin_group = $1) < now() - interval '30 s'",
-                      2, ps, err, sizeof(err));
-        if (!s)
-            goto out_rollback;
-        int settled = PQgetvalue(s, 0, 0)[0] == 't';
-        PQclear(s);
-        if (!settled) {
-            rc = 2;
-            goto out_rollback;
-        }
-    }
+    int explained = json_is_object(ev->vd.first) && !strcmp(ev->vd.status, "incomplete");
+    if (g->nruns < 2 || (!ev->ndivs && !all_ended && !explained))
+        return 0; /* not ready: compared only once it diverged, a failure explains its difference, or every run ended */
+    if (!ev->ndivs)
+        return 1;
+    /* Settled? Every rank compared past the first divergence's step (so a
+     * rank whose divergence at that step comes first in the program has
+     * been seen), or the divergence is 30 s old. Until then: not ready.
+     * (Also when every run has ended: their last ranks may still wait in
+     * the comparison queue.) */
+    const char *ps[] = {ev->group, ev->step};
+    PGresult *s =
+        sql_query("SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
+                  "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "
+                  "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint OR c.waiting) = 0 OR "
+                  "(SELECT min(detected_at) FROM divergences WHERE twin_group = $1) < now() - interval '30 s'",
+                  2, ps, err, cap);
+    if (!s)
+        return -1;
+    int settled = PQgetvalue(s, 0, 0)[0] == 't';
+    PQclear(s);
+    return settled ? 1 : 2;
+}
+
+/* group_hardware - which hardware ran each rank of each run of `g`, from the manifests `man` and the
+ * attestations `att` (rows of Q_MANIFESTS and Q_ATTESTED) of its `runs`: sets g->nranks and each run's slots
+ * (owned by the run). */
+static void group_hardware(grp *g, PGresult *runs, PGresult *man, PGresult *att)
+{
     for (int i = 0; i < PQntuples(man); i++) {
         int rk = atoi(PQgetvalue(man, i, 1));
         if (rk >= 0 && rk < GROUP_MAX_RANKS && rk + 1 > g->nranks)
@@ -546,84 +598,106 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
             }
         }
     }
-    grp_class v = {.cls = "none", .code = "match"};
-    int origin[MAX_ORIGIN], exposed = 1;
-    const char *origin_name = ndivs ? json_string_value(json_object_get(vd.first, "name")) : NULL;
-    /* A narrow's replay group: its evidence is the experiment's, once it has a verdict; it raises no alert of
-     * its own (the experiment's follow-up alert speaks for it). */
-    narrow_verdict nv;
-    char why[1400] = "", evidence_narrow[32] = ""; /* the weights' reason, and the narrow whose verdict set them */
-    int replays = narrow_of_group(group, &nv, err, sizeof(err)), noise = group_kind_of(group) == GROUP_NOISE;
-    if (replays < 0)
-        goto out_rollback;
-    if (replays) {
-        if (!nv.done) {
-            rc = 0;
-            goto out_rollback;
+}
+
+/* decide_diverged - the evidence of a diverged group: classify its first divergence on its origin ranks (the
+ * ranks where the change began, not those that received it through a collective), then let the latest replay
+ * verdict of its narrows decide the weights. 0, or -1 with `err`. */
+static int decide_diverged(evaluation *ev, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
+{
+    const grp_findings *vd = &ev->vd;
+    for (int o = 0; o < vd->norigin && ev->norigin < MAX_ORIGIN; o++) {
+        size_t i;
+        json_t *d;
+        json_array_foreach(vd->per_rank, i, d) if (json_integer_value(json_object_get(d, "rank")) == vd->origin[o])
+        {
+            ev->origin[ev->norigin] = vd->origin[o];
+            ev->entries[ev->norigin++] = json_incref(json_object_get(d, "runs"));
+            break;
         }
-        for (int o = 0; o < nv.norigin && norigin < MAX_ORIGIN; o++)
-            origin[norigin++] = nv.origin[o];
-        if (replay_group(g, &nv, &v, &exposed, err, sizeof(err)) < 0)
-            goto out_rollback;
-        snprintf(evidence_narrow, sizeof(evidence_narrow), "%lld", nv.id);
-        snprintf(why, sizeof(why), "%s", v.reason);
-        ndivs = 0;
-        snprintf(step, sizeof(step), "%lld", (long long)nv.step);
-        origin_name = NULL;
-    } else if (ndivs && noise) {
+    }
+    if (classify(ev->g, vd, ev->entries, ev->origin, ev->norigin, ev->origin_name, &ev->v, requeue, cap, nrequeue, err,
+                 ecap) < 0)
+        return -1;
+    narrow_verdict nv;
+    int has = narrow_latest(ev->group, &nv, err, ecap);
+    if (has < 0)
+        return -1;
+    if (has && apply_replay(ev->g, &nv, ev->origin, ev->norigin, ev->why, sizeof(ev->why)))
+        snprintf(ev->evidence_narrow, sizeof(ev->evidence_narrow), "%lld", nv.id);
+    return 0;
+}
+
+/* evaluation_decide - the group's evidence into ev->v, ev->why and its exposure. A narrow's replay group: the
+ * experiment's, once it has a verdict (it raises no alert of its own: the experiment's follow-up alert speaks
+ * for it); noise replicas: none; a diverged group: decide_diverged; else what its status says. Returns 1, 0 when
+ * a replay group's experiment has no verdict yet, or -1 with `err`. */
+static int evaluation_decide(evaluation *ev, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
+{
+    narrow_verdict nv;
+    ev->origin_name = ev->ndivs ? json_string_value(json_object_get(ev->vd.first, "name")) : NULL;
+    ev->replays = narrow_of_group(ev->group, &nv, err, ecap);
+    ev->noise = group_kind_of(ev->group) == GROUP_NOISE;
+    if (ev->replays < 0)
+        return -1;
+    if (ev->replays) {
+        if (!nv.done)
+            return 0;
+        for (int o = 0; o < nv.norigin && ev->norigin < MAX_ORIGIN; o++)
+            ev->origin[ev->norigin++] = nv.origin[o];
+        if (replay_group(ev->g, &nv, &ev->v, &ev->exposed, err, ecap) < 0)
+            return -1;
+        snprintf(ev->evidence_narrow, sizeof(ev->evidence_narrow), "%lld", nv.id);
+        snprintf(ev->why, sizeof(ev->why), "%s", ev->v.reason);
+        ev->ndivs = 0;
+        snprintf(ev->step, sizeof(ev->step), "%lld", (long long)nv.step);
+        ev->origin_name = NULL;
+    } else if (ev->ndivs && ev->noise) {
         /* Runs declared nondeterministic differ by design: their divergence says nothing of their hardware. */
-        v.cls = "software";
-        v.code = "nondeterministic";
-        snprintf(v.reason, sizeof(v.reason),
+        ev->v.cls = "software";
+        ev->v.code = "nondeterministic";
+        snprintf(ev->v.reason, sizeof(ev->v.reason),
                  "its runs are declared nondeterministic (noise replicas, %s: lockstep twin --noise), so their "
                  "differences are expected and no evidence",
-                 group);
-    } else if (ndivs) {
-        /* Hardware evidence goes to the origin ranks only: the ranks where the change began, not those
-         * that received it through a collective. */
-        for (int o = 0; o < vd.norigin && norigin < MAX_ORIGIN; o++) {
-            size_t i;
-            json_t *d;
-            json_array_foreach(vd.per_rank, i, d) if (json_integer_value(json_object_get(d, "rank")) == vd.origin[o])
-            {
-                origin[norigin] = vd.origin[o];
-                entries[norigin++] = json_incref(json_object_get(d, "runs"));
-                break;
-            }
-        }
-        if (classify(g, &vd, entries, origin, norigin, origin_name, &v, requeue, cap, nrequeue, err, sizeof(err)) < 0)
-            goto out_rollback;
-        int has = narrow_latest(group, &nv, err, sizeof(err));
-        if (has < 0)
-            goto out_rollback;
-        if (has && apply_replay(g, &nv, origin, norigin, why, sizeof(why)))
-            snprintf(evidence_narrow, sizeof(evidence_narrow), "%lld", nv.id);
-    } else if (strcmp(vd.status, "match")) {
+                 ev->group);
+    } else if (ev->ndivs) {
+        if (decide_diverged(ev, requeue, cap, nrequeue, err, ecap) < 0)
+            return -1;
+    } else if (strcmp(ev->vd.status, "match")) {
         /* Runs that failed or recorded nothing in common tell nothing about their hardware. */
-        v.code = "incomplete";
-        exposed = 0;
-        snprintf(v.reason, sizeof(v.reason), "%s", vd.status_why);
+        ev->v.code = "incomplete";
+        ev->exposed = 0;
+        snprintf(ev->v.reason, sizeof(ev->v.reason), "%s", ev->vd.status_why);
     } else {
-        snprintf(v.reason, sizeof(v.reason), "the %d runs matched on every step they share", g->nruns);
+        snprintf(ev->v.reason, sizeof(ev->v.reason), "the %d runs matched on every step they share", ev->g->nruns);
     }
-    if (noise)
-        exposed = 0; /* noise replicas tell nothing of their hardware, whether they matched or not */
-    if (!*evidence_narrow)
-        snprintf(why, sizeof(why), "%s", v.reason);
-    if (write_exposures(g, &v, why, origin, norigin, exposed, step, err, sizeof(err)) < 0)
-        goto out_rollback;
-    const char *pe[] = {group,
-                        v.cls,
-                        v.reason,
-                        v.code,
-                        ndivs ? step : NULL,
-                        ndivs ? rank0 : NULL,
-                        origin_name,
-                        v.implicated,
-                        PQgetvalue(sig, 0, 0),
-                        g->program,
-                        *evidence_narrow ? evidence_narrow : NULL,
-                        why};
+    if (ev->noise)
+        ev->exposed = 0; /* noise replicas tell nothing of their hardware, whether they matched or not */
+    if (!*ev->evidence_narrow)
+        snprintf(ev->why, sizeof(ev->why), "%s", ev->v.reason);
+    return 1;
+}
+
+/* evaluation_write - write the group's exposures and its evidence row, and enqueue its alert: raised for a
+ * diverged group; for an incomplete one with a first difference, only to correct an alert raised before
+ * (divergence_alert.h). A replay group raises none: its narrow's follow-up speaks; nor does a group of noise
+ * replicas, which diverge by design. 0, or -1 with `err`. */
+static int evaluation_write(evaluation *ev, char *err, size_t cap)
+{
+    if (write_exposures(ev->g, &ev->v, ev->why, ev->origin, ev->norigin, ev->exposed, ev->step, err, cap) < 0)
+        return -1;
+    const char *pe[] = {ev->group,
+                        ev->v.cls,
+                        ev->v.reason,
+                        ev->v.code,
+                        ev->ndivs ? ev->step : NULL,
+                        ev->ndivs ? ev->rank0 : NULL,
+                        ev->origin_name,
+                        ev->v.implicated,
+                        PQgetvalue(ev->sig, 0, 0),
+                        ev->g->program,
+                        *ev->evidence_narrow ? ev->evidence_narrow : NULL,
+                        ev->why};
     if (sql_do("INSERT INTO group_evidence (twin_group, class, reason, reason_code, step, rank, origin_name, "
                "implicated, signature, program, evidence_narrow, evidence_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, "
                "$8, $9, $10, $11::bigint, $12) "
@@ -633,16 +707,57 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
                "implicated = excluded.implicated, signature = excluded.signature, "
                "evidence_narrow = excluded.evidence_narrow, evidence_reason = excluded.evidence_reason, evaluated_at = "
                "now()",
-               12, pe, err, sizeof(err)) < 0)
+               12, pe, err, cap) < 0)
+        return -1;
+    if (!ev->replays && !ev->noise && (ev->ndivs || json_is_object(ev->vd.first)) &&
+        divergence_alert_enqueue(ev->g, &ev->vd, &ev->v, err, cap) < 0)
+        return -1;
+    return 0;
+}
+
+/* evaluation_free - free what `ev` holds, and `ev`. */
+static void evaluation_free(evaluation *ev)
+{
+    for (int o = 0; o < ev->norigin; o++)
+        json_decref(ev->entries[o]);
+    for (int a = 0; a < ev->g->nruns; a++)
+        free(ev->g->runs[a].ranks);
+    free(ev->g);
+    PQclear(ev->sig);
+    PQclear(ev->runs);
+    PQclear(ev->man);
+    findings_release(&ev->vd);
+    PQclear(ev->att);
+    free(ev);
+}
+
+int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeue)
+{
+    char err[512];
+    if (sql_begin(err, sizeof(err)) < 0) {
+        fail_log("lock for", group, err);
+        return -1;
+    }
+    int rc = -1;
+    evaluation *ev = xcalloc(1, sizeof(*ev));
+    ev->group = group;
+    ev->g = xcalloc(1, sizeof(*ev->g));
+    ev->g->name = group;
+    ev->v = (grp_class){.cls = "none", .code = "match"};
+    ev->exposed = 1;
+    if ((rc = evaluation_read(ev, err, sizeof(err))) < 1)
         goto out_rollback;
-    /* The alert: raised for a diverged group; for an incomplete one with a first difference, only to correct
-     * an alert raised before (divergence_alert.h). A replay group raises none: its narrow's follow-up speaks; nor
-     * does a group of noise replicas, which diverge by design. */
-    if (!replays && !noise && (ndivs || json_is_object(vd.first)) && divergence_alert_enqueue(g, &vd, &v, err, sizeof(err)) < 0)
+    if ((rc = evaluation_ready(ev, err, sizeof(err))) != 1)
+        goto out_rollback;
+    group_hardware(ev->g, ev->runs, ev->man, ev->att);
+    if ((rc = evaluation_decide(ev, requeue, cap, nrequeue, err, sizeof(err))) < 1)
+        goto out_rollback;
+    rc = -1;
+    if (evaluation_write(ev, err, sizeof(err)) < 0)
         goto out_rollback;
     if (sql_commit(err, sizeof(err)) < 0)
         goto out_fail;
-    log_info("suspects: group %s evaluated: %s (%s)", group, v.cls, v.reason);
+    log_info("suspects: group %s evaluated: %s (%s)", group, ev->v.cls, ev->v.reason);
     rc = 1;
     goto out_free;
 out_rollback:
@@ -651,15 +766,6 @@ out_fail:
     if (rc < 0)
         fail_log("evaluate", group, err);
 out_free:
-    for (int o = 0; o < norigin; o++)
-        json_decref(entries[o]);
-    for (int a = 0; a < g->nruns; a++)
-        free(g->runs[a].ranks);
-    free(g);
-    PQclear(sig);
-    PQclear(runs);
-    PQclear(man);
-    findings_release(&vd);
-    PQclear(att);
+    evaluation_free(ev);
     return rc;
 }

@@ -7,6 +7,7 @@
 # with its .h; module A depends on B when A.c or A.h includes B.h; the dependency graph has no cycle. Across the
 # whole tree, no function is defined and never referenced (tests/layout/unreferenced.py), and the JavaScript of
 # web/js and tests/browser passes eslint (web/eslint.config.js), and the commit-msg hook judges its cases right.
+# No function of server/ is longer than 100 lines (its body, from the `{` at column 0 to the `}` at column 0).
 # usage: run.sh [BUILD_DIR]  (the build dir is not needed; the sources are read). Ends with "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -201,6 +202,54 @@ if cited:
 else:
     passed += 1
     print("ok   no code or test comment cites an issue number")
+
+# 10. no function of server/ is longer than MAX_FUNC lines. The code's style puts a definition's name at column 0
+# and its body's braces alone on a line at column 0, and nothing else there; a body is counted from its `{` to its
+# `}`, both included. A `{` or `}` at column 0 that breaks that shape fails the check too, so it cannot miscount.
+MAX_FUNC = 100
+name_re = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*\(')
+long_funcs, shape = [], []
+for f in sorted(x for x in files if x.endswith(".c")):
+    lines = open(f, encoding="utf-8").read().split("\n")
+    start = None
+    for i, line in enumerate(lines):
+        if line.startswith("{") and line.rstrip() != "{":
+            shape.append("%s:%d: a line starts with { but holds more" % (f, i + 1))
+        if line.rstrip() == "{":
+            if start is not None:
+                shape.append("%s:%d: { at column 0 inside the body opened at line %d" % (f, i + 1, start + 1))
+            start = i
+        elif line.rstrip() == "}":
+            if start is None:
+                shape.append("%s:%d: } at column 0 with no { at column 0 before it" % (f, i + 1))
+                continue
+            # the name: the first identifier followed by ( on the nearest column-0 line of the head above the {
+            name = None
+            for k in range(start - 1, max(start - 8, -1), -1):
+                if lines[k][:1] not in ("", " ", "\t", "#", "/", "*"):
+                    m = name_re.search(lines[k])
+                    if m:
+                        name = m.group(1)
+                        break
+            n = i - start + 1
+            if n > MAX_FUNC:
+                long_funcs.append((n, f, name or "(line %d)" % (start + 1)))
+            start = None
+    if start is not None:
+        shape.append("%s:%d: { at column 0 never closed at column 0" % (f, start + 1))
+if shape:
+    failed += 1
+    print("FAIL function bodies in server/ do not have their braces alone at column 0, so their length is unknown:")
+    for s in shape:
+        print("       " + s)
+elif long_funcs:
+    failed += 1
+    print("FAIL functions in server/ longer than %d lines (split them by their steps):" % MAX_FUNC)
+    for n, f, name in sorted(long_funcs, reverse=True):
+        print("       %s %s: %d lines" % (f, name, n))
+else:
+    passed += 1
+    print("ok   no function of server/ is longer than %d lines" % MAX_FUNC)
 
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
