@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/hostlist.h"
+#include "common/json/node_of.h"
 #include "common/record.h"
 #include "server/compare/replay.h"
 #include "server/compare/verdict.h"
@@ -66,12 +67,14 @@ int narrow_probe(const char *run_key, const int *origin, int norigin, const char
     db_int_array_text(origin, norigin, ranks, sizeof(ranks));
     const char *p[] = {run_key, ranks};
     /* Which node ran which rank is slurmstepd's word (attestations), never the job's: a manifest only names the
-     * GPU of a rank the node's attestation lists. Nodes in the order of their first origin rank. */
+     * GPU of a rank the node's attestation lists, and only when it does not name another host
+     * (common/json/node_of.h; the manifest cut to the keys that rule reads). Nodes in the order of their first
+     * origin rank. */
     PGresult *r = sql_query(
-        "SELECT a.node, coalesce((SELECT coalesce(m.manifest->'gpu'->>'uuid', CASE WHEN jsonb_typeof(m.manifest->"
-        "'gpus') = 'array' AND jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'uuid' END) "
+        "SELECT a.node, (SELECT CASE WHEN jsonb_typeof(m.manifest) = 'object' THEN (SELECT jsonb_object_agg(e.k, "
+        "e.v) FROM jsonb_each(m.manifest) AS e(k, v) WHERE e.k = ANY('" NODE_OF_KEYS_SQL "'::text[]))::text END "
         "FROM manifests m WHERE m.run_key = r.run_key AND m.rank = ANY(a.ranks) AND ($2::int[] = '{}' OR m.rank = "
-        "ANY($2::int[])) ORDER BY m.rank LIMIT 1), '') FROM runs r JOIN attestations a ON a.job_id = r.job_id AND "
+        "ANY($2::int[])) ORDER BY m.rank LIMIT 1) FROM runs r JOIN attestations a ON a.job_id = r.job_id AND "
         "a.step_id = r.step_id WHERE r.run_key = $1::bigint AND ($2::int[] = '{}' OR a.ranks && $2::int[]) "
         "ORDER BY (SELECT min(x) FROM unnest(a.ranks) x WHERE $2::int[] = '{}' OR x = ANY($2::int[])), a.node",
         2, p, err, ecap);
@@ -80,10 +83,15 @@ int narrow_probe(const char *run_key, const int *origin, int norigin, const char
     size_t pl = 0, gl = 0;
     probe[0] = gpus[0] = 0;
     for (int i = 0; i < PQntuples(r); i++) { /* one entry per node (attestations are per node) */
+        json_t *doc = PQgetisnull(r, i, 1) ? NULL : json_loads(PQgetvalue(r, i, 1), 0, NULL);
+        node_facts f = {PQgetvalue(r, i, 0), 0, NULL};
+        node_place at;
+        node_of_rank(doc, &f, &at);
         if (pl < pcap)
             pl += (size_t)snprintf(probe + pl, pcap - pl, "%s%s", i ? "," : "", PQgetvalue(r, i, 0));
         if (gl < gcap)
-            gl += (size_t)snprintf(gpus + gl, gcap - gl, "%s%s", i ? "," : "", PQgetvalue(r, i, 1));
+            gl += (size_t)snprintf(gpus + gl, gcap - gl, "%s%s", i ? "," : "", at.gpu);
+        json_decref(doc);
     }
     PQclear(r);
     if (!probe[0]) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/json/node_of.h"
 #include "server/core/log.h"
 #include "server/core/state.h"
 #include "server/compare/verdict.h"
@@ -24,12 +25,6 @@
 #include "server/store/sql.h"
 
 #define MAX_ORIGIN 16
-
-/* single_node - `nodes` when it names one node (no list or range), else NULL. */
-static const char *single_node(const char *nodes)
-{
-    return nodes && *nodes && !strpbrk(nodes, "[],") ? nodes : NULL;
-}
 
 /* content_key - what run `run_id` holds for the divergence (entries of its
  * runs array): fp and value bits, or "missing". */
@@ -335,14 +330,12 @@ out_free:
     return rc;
 }
 
+/* The manifests of the group's ranks, each cut to the keys the node rule reads (common/json/node_of.h). */
 #define Q_MANIFESTS                                                                                                    \
-    "SELECT m.run_key::text, m.rank, coalesce(nullif(m.manifest->>'slurm_node', ''), "                                 \
-    "nullif(m.manifest->>'node', ''), m.manifest->>'host', ''), "                                                      \
-    "coalesce(m.manifest->'gpu'->>'uuid', CASE WHEN jsonb_typeof(m.manifest->'gpus') = 'array' AND "                   \
-    "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'uuid' END, ''), "                        \
-    "coalesce(m.manifest->'gpu'->>'name', CASE WHEN jsonb_typeof(m.manifest->'gpus') = 'array' AND "                   \
-    "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'name' END, '') "                         \
-    "FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = $1 AND m.rank < " GROUP_MAX_RANKS_TEXT
+    "SELECT m.run_key::text, m.rank, CASE WHEN jsonb_typeof(m.manifest) = 'object' THEN (SELECT "                       \
+    "jsonb_object_agg(e.k, e.v) FROM jsonb_each(m.manifest) AS e(k, v) WHERE e.k = ANY('" NODE_OF_KEYS_SQL            \
+    "'::text[]))::text END FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = $1 AND m.rank < "         \
+    GROUP_MAX_RANKS_TEXT
 
 /* on_node - 1 when run `a` ran one of the origin ranks on `node`. */
 static int on_node(const grp *g, int a, const int *origin, int norigin, const char *node)
@@ -408,11 +401,45 @@ static int replay_group(grp *g, const narrow_verdict *nv, verdict *v, int *expos
     "SELECT r.run_key::text, a.node, a.ranks::text, a.nodes FROM runs r JOIN attestations a ON a.job_id = r.job_id "   \
     "AND a.step_id = r.step_id WHERE r.twin_group = $1 ORDER BY r.run_key, a.node"
 
-/* same_host - whether a manifest's own host `reported` names attested node `node` (equal, or its short name). */
-static int same_host(const char *reported, const char *node)
+/* place_ranks - which hardware ran each rank of each run, as far as it counts (common/json/node_of.h): slurmstepd's
+ * attested node (a manifest that names another host takes the rank's evidence away: the job's word and Slurm's
+ * disagree), or with trust_reported_hosts the manifest's own host (or the run's single node). A rank no one
+ * attested counts for nothing: no unattested run can make a node suspect. The manifests `man` (run key, rank, the
+ * node rule's keys) are parsed into docs[] (the caller's, one per row, released by it), which the slots borrow. */
+static void place_ranks(grp *g, PGresult *man, PGresult *att, json_t **docs)
 {
-    size_t n = strlen(node);
-    return !strcmp(reported, node) || (!strncmp(reported, node, n) && reported[n] == '.');
+    size_t cells = (size_t)g->nruns * (size_t)g->nranks;
+    const char **attested = xcalloc(cells + 1, sizeof(char *));
+    json_t **of = xcalloc(cells + 1, sizeof(json_t *)); /* [run * nranks + rank]: its manifest, borrowed */
+    for (int i = 0; i < PQntuples(att); i++) {
+        int64_t ranks[ATTEST_MAX_RANKS];
+        int n = db_int_array_parse(PQgetvalue(att, i, 2), ranks, ATTEST_MAX_RANKS);
+        for (int a = 0; a < g->nruns; a++) {
+            if (strcmp(g->runs[a].key, PQgetvalue(att, i, 0)))
+                continue;
+            for (int k = 0; k < n; k++)
+                if (ranks[k] >= 0 && ranks[k] < g->nranks)
+                    attested[(size_t)a * g->nranks + ranks[k]] = PQgetvalue(att, i, 1);
+        }
+    }
+    for (int i = 0; i < PQntuples(man); i++) {
+        int rk = atoi(PQgetvalue(man, i, 1));
+        docs[i] = PQgetisnull(man, i, 2) ? NULL : json_loads(PQgetvalue(man, i, 2), 0, NULL);
+        for (int a = 0; a < g->nruns && rk >= 0 && rk < g->nranks; a++)
+            if (!strcmp(g->runs[a].key, PQgetvalue(man, i, 0)))
+                of[(size_t)a * g->nranks + rk] = docs[i];
+    }
+    for (int a = 0; a < g->nruns; a++) {
+        for (int k = 0; k < g->nranks; k++) {
+            size_t c = (size_t)a * g->nranks + k;
+            node_facts f = {attested[c], g_srv.cfg.trust_reported_hosts, g->runs[a].nodes};
+            node_place p;
+            node_of_rank(of[c], &f, &p);
+            g->runs[a].ranks[k] = (hw_slot){p.node, p.gpu, p.gpu_name, p.reported, attested[c] != NULL};
+        }
+    }
+    free(attested);
+    free(of);
 }
 
 int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeue)
@@ -424,7 +451,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         return -1;
     }
     PGresult *sig = NULL, *runs = NULL, *man = NULL, *att = NULL;
-    json_t *entries[MAX_ORIGIN] = {0};
+    json_t *entries[MAX_ORIGIN] = {0}, **docs = NULL; /* docs: the manifests parsed, one per row of man */
     int norigin = 0, rc = -1;
     grp_verdict vd;
     memset(&vd, 0, sizeof(vd));
@@ -500,11 +527,6 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
             if (ranks[k] >= 0 && ranks[k] < GROUP_MAX_RANKS && ranks[k] + 1 > g->nranks)
                 g->nranks = (int)ranks[k] + 1;
     }
-    /* Which hardware ran each rank, as far as it counts: slurmstepd's attested node (a manifest that
-     * names another host takes the rank's evidence away: the job's word and Slurm's disagree), or with
-     * trust_reported_hosts the manifest's own host (or the run's single node). A rank no one attested
-     * counts for nothing: no unattested run can make a node suspect. */
-    int trust = g_srv.cfg.trust_reported_hosts;
     for (int a = 0; a < g->nruns; a++) {
         grp_run *r = &g->runs[a];
         r->key = PQgetvalue(runs, a, 0);
@@ -513,39 +535,9 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         r->user = PQgetvalue(runs, a, 3);
         r->job = PQgetvalue(runs, a, 4);
         r->ranks = xcalloc((size_t)g->nranks + 1, sizeof(hw_slot));
-        const char *one = trust ? single_node(r->nodes) : NULL;
-        for (int k = 0; k < g->nranks; k++)
-            r->ranks[k] = (hw_slot){one, "", "", NULL, 0};
     }
-    for (int i = 0; i < PQntuples(att); i++) {
-        int64_t ranks[ATTEST_MAX_RANKS];
-        int n = db_int_array_parse(PQgetvalue(att, i, 2), ranks, ATTEST_MAX_RANKS);
-        for (int a = 0; a < g->nruns; a++) {
-            if (strcmp(g->runs[a].key, PQgetvalue(att, i, 0)))
-                continue;
-            for (int k = 0; k < n; k++)
-                if (ranks[k] >= 0 && ranks[k] < g->nranks)
-                    g->runs[a].ranks[ranks[k]] = (hw_slot){PQgetvalue(att, i, 1), "", "", NULL, 1};
-        }
-    }
-    for (int i = 0; i < PQntuples(man); i++) {
-        int rk = atoi(PQgetvalue(man, i, 1));
-        for (int a = 0; a < g->nruns && rk >= 0 && rk < g->nranks; a++) {
-            if (strcmp(g->runs[a].key, PQgetvalue(man, i, 0)))
-                continue;
-            hw_slot *slot = &g->runs[a].ranks[rk];
-            const char *reported = PQgetvalue(man, i, 2);
-            slot->reported = reported;
-            if (slot->attested)
-                slot->node = !*reported || same_host(reported, slot->node) ? slot->node : NULL;
-            else if (trust && *reported)
-                slot->node = reported;
-            if (slot->node) {
-                slot->gpu = PQgetvalue(man, i, 3);
-                slot->gpu_name = PQgetvalue(man, i, 4);
-            }
-        }
-    }
+    docs = xcalloc((size_t)PQntuples(man) + 1, sizeof(json_t *));
+    place_ranks(g, man, att, docs);
     verdict v = {.cls = "none", .code = "match"};
     int origin[MAX_ORIGIN], exposed = 1;
     const char *origin_name = ndivs ? json_string_value(json_object_get(vd.first, "name")) : NULL;
@@ -656,6 +648,9 @@ out_free:
     for (int a = 0; a < g->nruns; a++)
         free(g->runs[a].ranks);
     free(g);
+    for (int i = 0; docs && i < PQntuples(man); i++)
+        json_decref(docs[i]);
+    free(docs);
     PQclear(sig);
     PQclear(runs);
     PQclear(man);
