@@ -32,9 +32,8 @@ INSTALL_SBIN += $(LOCKSTEPD)
 # Installed, lockstepd serves the dashboard from PREFIX/share/lockstep/web (web/web.mk installs it).
 $(B)/server/main.o: EXTRA_CFLAGS_server += -DLOCKSTEP_SHARE='"$(PREFIX)/share/lockstep"' 
 
-# Unit tests of server modules (tests/unit/test_batch.c, test_rule.c, test_token.c, test_target.c).
+# Unit tests of server modules (tests/unit/test_batch.c, test_token.c, test_target.c, ...).
 TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
-TEST_OBJS_test_rule := $(B)/server/compare/rule.o
 TEST_OBJS_test_status := $(B)/server/compare/status.o
 TEST_OBJS_test_noise := $(B)/server/compare/noise.o
 TEST_OBJS_test_replay := $(B)/server/compare/replay.o $(B)/server/compare/replay_plan.o $(B)/server/core/xalloc.o
