@@ -54,13 +54,12 @@ void verdict_register(void);
 int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap);
 
 /* verdict_facts - the facts twin_status decides from for `n` groups at once (names[i] into out[i]; a group
- * without runs gets zeros, hence "pending"): one query with the same meaning as what verdict_load reads for
- * one group (at most GROUP_MAX_RUNS runs counted, in run order; a run with a failed rank counts as failed;
- * the same progress per rank; `missing` as the cause rule's first divergence says it). Only where the cause
- * rule would need the manifest diff to tell `missing` (a configuration cause when the earliest point mixes
- * missing and present records) and it matters (a diverged group with a failed run) does it ask verdict_load
- * for that group. For the twin-group list and its status filter, and the runs list's group status.
- * Returns 0, or -1 with the database's message in `err`. */
+ * without runs gets zeros, hence "pending"): the statement verdict_load reads its group's facts with (vd_facts:
+ * facts only, at most GROUP_MAX_RUNS runs counted, in run order; a run with a failed rank counts as failed), and,
+ * where the status turns on it (a diverged group with a failed run), `missing` by the cause rule itself
+ * (common/cause.h) over the divergences at the group's first step; only where that answer turns on the manifest
+ * diff does it ask verdict_load for the group. For the twin-group list and its status filter, and the runs list's
+ * group status. Returns 0, or -1 with the database's message in `err`. */
 int verdict_facts(const char *const *names, int n, twin_facts *out, char *err, size_t cap);
 
 /* verdict_release - drop what verdict_load made; safe on an empty verdict. */
