@@ -12,6 +12,7 @@
 #include "server/api/pgjson.h"
 #include "server/api/run_ref.h"
 #include "server/compare/glance.h"
+#include "server/compare/outcome.h"
 #include "server/compare/verdict.h"
 #include "server/api/recview.h"
 #include "server/core/limits.h"
@@ -100,6 +101,7 @@ static int set_outcomes(json_t *runs, char *err, size_t cap)
     {
         json_object_set_new(r, "group_status", statuses[i] ? json_string(statuses[i]) : json_null());
         json_object_set_new(r, "twin_outcome", outcomes[i] ? json_string(outcomes[i]) : json_null());
+        json_object_set_new(r, "twin_outcome_why", outcomes[i] ? json_string(twin_outcome_why(outcomes[i])) : json_null());
     }
     free(names);
     free(groups);

@@ -85,7 +85,9 @@ void glance_outcomes(json_t *runs, json_t *per_rank, const char *status)
         const char *id = json_string_value(json_object_get(r, "run_id")) ?: "";
         int failed = !strcmp(json_string_value(json_object_get(r, "status")) ?: "", "failed") ||
                      json_array_size(json_object_get(r, "failed_ranks")) > 0;
-        json_object_set_new(r, "outcome", json_string(outcome_at(entries, odd, status, id, failed)));
+        const char *o = outcome_at(entries, odd, status, id, failed);
+        json_object_set_new(r, "outcome", json_string(o));
+        json_object_set_new(r, "outcome_why", json_string(twin_outcome_why(o)));
     }
 }
 
