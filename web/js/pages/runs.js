@@ -3,7 +3,6 @@ import { h, link } from '../dom.js';
 import { apiGet } from '../api.js';
 import { badge, table, pager, emptyState, errorBox, replace, loading } from '../components.js';
 import { fmtTime, shortId, toDate } from '../format.js';
-import { expandHostlist } from './hostlist.js';
 
 const LIMIT = 50;
 const SERVER_FILTERS = ['user', 'job', 'group', 'status'];   // GET /api/v1/runs filters these
@@ -134,13 +133,10 @@ function field(label, input) {
   return h('label', { class: 'field' }, h('span', null, label), input);
 }
 
-/* localMatch(run, f) - the node and date filters: the node among the run's expanded hostlist, the start
- * date within since..until (inclusive days, UTC). */
+/* localMatch(run, f) - the node and date filters: the node among the run's node names (lockstepd expands its
+ * Slurm node list: node_names), the start date within since..until (inclusive days, UTC). */
 function localMatch(r, f) {
-  if (f.node) {
-    const hosts = expandHostlist(r.nodes || '');
-    if (!hosts.includes(f.node)) return false;
-  }
+  if (f.node && !(r.node_names || []).includes(f.node)) return false;
   const d = toDate(r.created_at);
   if (f.since && (!d || d.toISOString().slice(0, 10) < f.since)) return false;
   if (f.until && (!d || d.toISOString().slice(0, 10) > f.until)) return false;
