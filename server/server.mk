@@ -41,6 +41,7 @@ TEST_OBJS_test_token := $(TOKEN_OBJS)
 TEST_OBJS_test_target := $(B)/server/http/target.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_members := $(B)/server/compare/members.o
 TEST_OBJS_test_run_outcome := $(B)/server/compare/outcome.o
+TEST_OBJS_test_first_json := $(B)/server/compare/first_json.o
 TEST_OBJS_test_delta := $(B)/server/compare/delta.o
 TEST_OBJS_test_groups := $(B)/server/store/group_rule.o
 TEST_LIBS_test_token = $(TOKEN_LIBS)

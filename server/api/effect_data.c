@@ -15,6 +15,7 @@
 #include "server/api/pgjson.h"
 #include "server/api/recview.h"
 #include "common/first.h"
+#include "server/compare/first_json.h"
 #include "server/compare/verdict.h"
 #include "server/core/limits.h"
 #include "server/core/xalloc.h"
@@ -241,18 +242,11 @@ static json_t *judge_first(http_req *req, json_t *found, const cause_rank *cr, i
     cause_verdict cv;
     cause_judge(&f, &cv);
     size_t at = cv.first ? (size_t)(cv.first - cr) : 0;
-    json_t *o = json_incref(json_array_get(found, at)), *origin = json_array(), *ranks = json_array();
-    for (int k = 0; k < cv.norigin; k++)
-        json_array_append_new(origin, json_integer(cv.origin[k]));
+    json_t *o = json_incref(json_array_get(found, at)), *ranks = json_array();
     for (size_t k = 0; k < n; k++)
         json_array_append_new(ranks, json_integer(cr[k].rank));
-    json_object_set_new(o, "cause", json_string(cause_name(cv.kind)));
-    json_object_set_new(o, "cause_detail", json_string(cv.why));
-    json_object_set_new(o, "origin_ranks", origin);
-    json_object_set_new(o, "thin_evidence", json_boolean(cv.thin));
-    json_object_set_new(o, "configuration", cv.kind == CAUSE_CONFIGURATION && summary ? summary : json_null());
-    if (!(cv.kind == CAUSE_CONFIGURATION && summary))
-        json_decref(summary);
+    first_json_judge(o, &cv, summary);
+    json_decref(summary);
     json_object_set_new(o, "ranks", ranks);
     return o;
 }

@@ -9,6 +9,7 @@
 
 #include "common/json/mdiff.h"
 #include "common/site.h"
+#include "server/compare/first_json.h"
 #include "server/compare/glance.h"
 #include "server/compare/members.h"
 #include "server/compare/status.h"
@@ -350,16 +351,7 @@ static void judge(grp_verdict *v)
     v->first_missing = cv.first && cv.first->missing;
     size_t at = cv.first ? (size_t)(cv.first - cr) : 0;
     json_t *first = json_deep_copy(json_array_get(v->per_rank, at));
-    json_t *origin = json_array();
-    for (int k = 0; k < cv.norigin; k++)
-        json_array_append_new(origin, json_integer(cv.origin[k]));
-    json_object_set_new(first, "cause", json_string(cause_name(cv.kind)));
-    json_object_set_new(first, "cause_detail", json_string(cv.why));
-    json_object_set_new(first, "origin_ranks", origin);
-    json_object_set_new(first, "thin_evidence", json_boolean(cv.thin));
-    json_object_set_new(first, "configuration", cv.kind == CAUSE_CONFIGURATION
-                                                    ? json_incref(json_object_get(v->mdiff, "summary"))
-                                                    : json_null());
+    first_json_judge(first, &cv, json_object_get(v->mdiff, "summary"));
     rec_site s;
     int has_site = site_from_json(entry_site(json_object_get(first, "runs")), &s);
     if (cv.kind == CAUSE_EVERY_RANK) {
