@@ -314,31 +314,47 @@ static void mdiff_keep(const char *group, const char *key, json_t *d)
     json_decref(od);
 }
 
+/* read_divergence - row `i` of vd_divs (rank, step, seq, name, occurrence, kind, odd run key, runs) into `d`, the
+ * odd run named by its id from `runs` (vd_runs: key, id). */
+static void read_divergence(PGresult *divs, int i, PGresult *runs, divergence *d)
+{
+    d->rank = atoi(PQgetvalue(divs, i, 0));
+    d->step = strtoll(PQgetvalue(divs, i, 1), NULL, 10);
+    d->seq = strtoll(PQgetvalue(divs, i, 2), NULL, 10);
+    d->name = xstrdup(PQgetvalue(divs, i, 3));
+    d->occurrence = atoi(PQgetvalue(divs, i, 4));
+    d->kind = xstrdup(PQgetvalue(divs, i, 5));
+    d->logical = d->rank < 0;
+    if (!PQgetisnull(divs, i, 6))
+        for (int k = 0; k < PQntuples(runs) && !d->odd_run_id; k++)
+            if (!strcmp(PQgetvalue(runs, k, 0), PQgetvalue(divs, i, 6)))
+                d->odd_run_id = xstrdup(PQgetvalue(runs, k, 1));
+    d->runs = json_loads(PQgetvalue(divs, i, 7), 0, NULL);
+    if (!d->runs)
+        d->runs = json_array();
+}
+
 /* judge - the cause of the first divergence over the per-rank divergences; fills v->first. */
 static void judge(grp_verdict *v)
 {
-    size_t n = json_array_size(v->per_rank), i;
+    size_t n = (size_t)v->ndivs;
     if (!n) {
         v->first = json_null();
         return;
     }
     cause_rank *cr = xcalloc(n, sizeof(*cr));
-    json_t *d;
-    json_array_foreach(v->per_rank, i, d)
-    {
-        const char *name = json_string_value(json_object_get(d, "name"));
-        json_t *rr = json_object_get(d, "runs");
-        cr[i].rank = (int)json_integer_value(json_object_get(d, "rank"));
-        cr[i].step = json_integer_value(json_object_get(d, "step"));
-        cr[i].seq = json_integer_value(json_object_get(d, "seq"));
-        cr[i].name = name;
-        cr[i].name_len = name ? strlen(name) : 0;
-        cr[i].occurrence = (uint32_t)json_integer_value(json_object_get(d, "occurrence"));
-        const char *kind = json_string_value(json_object_get(d, "kind")) ?: "";
-        cr[i].restore = !strcmp(kind, "restore"); /* server/compare/restore.c */
-        cr[i].logical = json_is_true(json_object_get(d, "logical"));
-        cr[i].missing = !strcmp(kind, "missing");
-        cr[i].inputs = cr[i].restore || cr[i].logical ? CAUSE_IN_UNKNOWN : inputs_state(rr);
+    for (size_t i = 0; i < n; i++) {
+        const divergence *d = &v->divs[i];
+        cr[i].rank = d->rank;
+        cr[i].step = d->step;
+        cr[i].seq = d->seq;
+        cr[i].name = d->name;
+        cr[i].name_len = strlen(d->name);
+        cr[i].occurrence = (uint32_t)d->occurrence;
+        cr[i].restore = !strcmp(d->kind, "restore"); /* server/compare/restore.c */
+        cr[i].logical = d->logical;
+        cr[i].missing = !strcmp(d->kind, "missing");
+        cr[i].inputs = cr[i].restore || cr[i].logical ? CAUSE_IN_UNKNOWN : inputs_state(d->runs);
     }
     cause_facts f = {cr, n, v->nranks, json_is_true(json_object_get(v->mdiff, "explains"))};
     cause_verdict cv;
@@ -350,6 +366,7 @@ static void judge(grp_verdict *v)
     v->first_rank = cv.first ? cv.first->rank : -1;
     v->first_missing = cv.first && cv.first->missing;
     size_t at = cv.first ? (size_t)(cv.first - cr) : 0;
+    v->first_div = &v->divs[at];
     json_t *first = json_deep_copy(json_array_get(v->per_rank, at));
     first_json_judge(first, &cv, json_object_get(v->mdiff, "summary"));
     rec_site s;
@@ -432,27 +449,21 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
 
     /* The per-rank divergences, as stored, each with its call site. */
     v->per_rank = json_array();
-    for (int i = 0; i < PQntuples(divs); i++) {
-        json_t *rr = json_loads(PQgetvalue(divs, i, 7), 0, NULL);
-        if (!rr)
-            rr = json_array();
-        const char *odd = NULL;
-        if (!PQgetisnull(divs, i, 6))
-            for (int k = 0; k < PQntuples(runs); k++)
-                if (!strcmp(PQgetvalue(runs, k, 0), PQgetvalue(divs, i, 6)))
-                    odd = PQgetvalue(runs, k, 1);
-        json_t *o = json_pack("{s:I, s:i, s:s, s:i, s:I, s:s, s:s?, s:O, s:s, s:s, s:f}", "step",
-                              (json_int_t)strtoll(PQgetvalue(divs, i, 1), NULL, 10), "rank", atoi(PQgetvalue(divs, i, 0)),
-                              "name", PQgetvalue(divs, i, 3), "occurrence", atoi(PQgetvalue(divs, i, 4)), "seq",
-                              (json_int_t)strtoll(PQgetvalue(divs, i, 2), NULL, 10), "kind", PQgetvalue(divs, i, 5),
-                              "odd_run_id", odd, "runs", rr, "committed_at", PQgetvalue(divs, i, 8), "detected_at",
-                              PQgetvalue(divs, i, 9), "detection_ms", atof(PQgetvalue(divs, i, 10)));
-        if (!odd)
+    v->ndivs = PQntuples(divs);
+    v->divs = xcalloc((size_t)v->ndivs + 1, sizeof(*v->divs));
+    for (int i = 0; i < v->ndivs; i++) {
+        divergence *d = &v->divs[i];
+        read_divergence(divs, i, runs, d);
+        json_t *o = json_pack("{s:I, s:i, s:s, s:i, s:I, s:s, s:s?, s:O, s:s, s:s, s:f}", "step", (json_int_t)d->step,
+                              "rank", d->rank, "name", d->name, "occurrence", d->occurrence, "seq", (json_int_t)d->seq,
+                              "kind", d->kind, "odd_run_id", d->odd_run_id, "runs", d->runs, "committed_at",
+                              PQgetvalue(divs, i, 8), "detected_at", PQgetvalue(divs, i, 9), "detection_ms",
+                              atof(PQgetvalue(divs, i, 10)));
+        if (!d->odd_run_id)
             json_object_set_new(o, "odd_run_id", json_null());
-        if (atoi(PQgetvalue(divs, i, 0)) < 0) /* runs of different rank counts: their logical tensors parted */
+        if (d->logical) /* runs of different rank counts: their logical tensors parted */
             json_object_set_new(o, "logical", json_true());
-        json_object_set_new(o, "site", site_out(entry_site(rr)));
-        json_decref(rr);
+        json_object_set_new(o, "site", site_out(entry_site(d->runs)));
         json_array_append_new(v->per_rank, o);
     }
     if (!mdiff) {
@@ -473,7 +484,7 @@ int verdict_load(const char *group, grp_verdict *v, char *err, size_t cap)
     judge(v);
     f.missing = v->first_missing;
     v->status = twin_status(&f, v->status_why, sizeof(v->status_why));
-    glance_outcomes(v->runs, v->per_rank, v->status);
+    glance_outcomes(v->runs, v->divs, v->ndivs, v->status);
     PQclear(runs);
     PQclear(exits);
     PQclear(divs);
@@ -571,4 +582,14 @@ void verdict_release(grp_verdict *v)
     json_decref(v->first);
     json_decref(v->mdiff);
     v->runs = v->per_rank = v->first = v->mdiff = NULL;
+    for (int i = 0; i < v->ndivs; i++) {
+        free(v->divs[i].name);
+        free(v->divs[i].kind);
+        free(v->divs[i].odd_run_id);
+        json_decref(v->divs[i].runs);
+    }
+    free(v->divs);
+    v->divs = NULL;
+    v->ndivs = 0;
+    v->first_div = NULL;
 }

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "common/cause.h"
+#include "server/compare/divergence.h"
 #include "server/compare/status.h"
 
 typedef struct grp_verdict {
@@ -29,6 +30,9 @@ typedef struct grp_verdict {
     json_t *first;         /* the group's first divergence (the per_rank entry that stands for it) with "cause",
                               "cause_detail", "origin_ranks", "site", "suggest_ignore", "thin_evidence",
                               "configuration"; JSON null when nothing diverged */
+    divergence *divs;      /* per_rank's divergences, typed, in its order */
+    int ndivs;
+    const divergence *first_div; /* the one that stands for the group (first is its JSON), NULL when none */
     json_t *mdiff;         /* common/json/mdiff.h's diff of the group's runs */
     cause_kind cause;      /* CAUSE_NONE when nothing diverged */
     int origin[CAUSE_MAX_ORIGIN], norigin;

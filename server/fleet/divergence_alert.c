@@ -53,9 +53,9 @@ static int earlier_alerts(const char *group, const char *facts, int *count, long
     *nopen = 0;
     int same = 0;
     for (int i = 0; i < PQntuples(r); i++) {
-        int divergence = PQgetvalue(r, i, 3)[0] == 't';
-        *count += divergence;
-        same |= divergence && !strcmp(PQgetvalue(r, i, 1), facts);
+        int diverged = PQgetvalue(r, i, 3)[0] == 't';
+        *count += diverged;
+        same |= diverged && !strcmp(PQgetvalue(r, i, 1), facts);
         if (PQgetvalue(r, i, 2)[0] == 't' && *nopen < cap)
             open[(*nopen)++] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
     }
@@ -74,18 +74,15 @@ static json_t *run_of(const grp_verdict *vd, const char *id)
 
 int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict *v, char *err, size_t cap)
 {
-    json_t *first = vd->first, *entries = json_object_get(first, "runs");
-    if (!json_is_object(first))
+    const divergence *first = vd->first_div;
+    if (!first)
         return 0; /* nothing diverged: nothing to report */
+    json_t *entries = first->runs;
     int diverged = !strcmp(vd->status, "diverged");
-    const char *name = json_string_value(json_object_get(first, "name")) ?: "";
-    const char *kind = json_string_value(json_object_get(first, "kind")) ?: "";
-    const char *cause = json_string_value(json_object_get(first, "cause")) ?: "";
-    json_int_t step = json_integer_value(json_object_get(first, "step"));
-    json_int_t occ = json_integer_value(json_object_get(first, "occurrence"));
-    json_int_t seq = json_integer_value(json_object_get(first, "seq"));
-    int rank = (int)json_integer_value(json_object_get(first, "rank"));
-    json_t *site = json_object_get(first, "site");
+    const char *name = first->name, *kind = first->kind, *cause = cause_name(vd->cause);
+    json_int_t step = first->step, occ = first->occurrence, seq = first->seq;
+    int rank = first->rank;
+    json_t *site = json_object_get(vd->first, "site"); /* as the twin API gives it */
     const char *site_text = json_string_value(json_object_get(site, "text"));
 
     /* Who diverged: the odd run out when a majority names one, else every run. Their node, GPU and job on
@@ -120,7 +117,7 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
     /* One story: the verdict's first divergence and cause (server/compare/verdict.h); a restore difference and a
      * logical tensor of runs of different rank counts say what they are; a group found incomplete after an
      * alert says so. */
-    int restore = !strcmp(kind, "restore"), logical = json_is_true(json_object_get(first, "logical"));
+    int restore = !strcmp(kind, "restore"), logical = first->logical;
     if (!diverged)
         snprintf(summary, sizeof(summary), "twin group %s is %s after all (runs failed; first difference at step "
                  "%lld, rank %d, %s: %s)", g->name, vd->status, (long long)step, rank, name, cause);
@@ -207,10 +204,13 @@ int divergence_alert_enqueue(const grp *g, const grp_verdict *vd, const verdict 
     if (bl < sizeof(body))
         bl += (size_t)snprintf(body + bl, sizeof(body) - bl, "Group status: %s (%s).\nClassified as %s: %s.\nDashboard: %s\n",
                                vd->status, vd->status_why, v->cls, v->reason, url);
+    json_t *origin = json_array();
+    for (int k = 0; k < vd->norigin; k++)
+        json_array_append_new(origin, json_integer(vd->origin[k]));
     json_t *details = json_pack(
-        "{s:s, s:I, s:i, s:s, s:I, s:I, s:s, s:s, s:s, s:O, s:O, s:s?, s:s, s:s, s:s, s:o}", "group", g->name, "step",
+        "{s:s, s:I, s:i, s:s, s:I, s:I, s:s, s:s, s:s, s:o, s:O, s:s?, s:s, s:s, s:s, s:o}", "group", g->name, "step",
         step, "rank", rank, "name", name, "occurrence", occ, "seq", seq, "kind", kind, "cause", cause, "cause_detail",
-        vd->cause_why, "origin_ranks", json_object_get(first, "origin_ranks"), "site", site ? site : json_null(),
+        vd->cause_why, "origin_ranks", origin, "site", site ? site : json_null(),
         "suggest_ignore", vd->suggest[0] ? vd->suggest : NULL, "status", vd->status, "classification", v->cls, "reason",
         v->reason, "runs", runs);
     /* The nodes it blames (a repair of one resolves it): those of a hardware classification only. */

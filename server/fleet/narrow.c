@@ -228,7 +228,7 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
     long long id = -1;
     PGresult *runs = NULL;
     nrun *rs = NULL;
-    if (strcmp(vd.status, "diverged") || !json_is_object(vd.first)) {
+    if (strcmp(vd.status, "diverged") || !vd.first_div) {
         snprintf(detail, sizeof(detail), "group %.255s is %s (%s): nothing to narrow", group, vd.status, vd.status_why);
         fail(status, 409, e, "narrow works on a diverged group", detail, "see lockstep twins GROUP");
         goto out_release;
@@ -249,13 +249,14 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
     }
     int nr = PQntuples(runs) < RP_MAX_RUNS ? PQntuples(runs) : RP_MAX_RUNS;
     rs = xcalloc((size_t)nr + 1, sizeof(*rs));
-    json_t *first = vd.first, *entries = json_object_get(first, "runs");
-    int64_t S = json_integer_value(json_object_get(first, "step"));
+    const divergence *first = vd.first_div;
+    json_t *entries = first->runs;
+    int64_t S = first->step;
     /* Content classes at the first divergence, and the majority's. */
     char keys[RP_MAX_RUNS][160];
     int nkeys = 0, majority = -1, odd = -1;
     rp_run rr[RP_MAX_RUNS];
-    const char *odd_id = str_of(first, "odd_run_id", NULL);
+    const char *odd_id = first->odd_run_id;
     for (int i = 0; i < nr; i++) {
         nrun *x = &rs[i];
         x->key = PQgetvalue(runs, i, 0);
@@ -352,10 +353,8 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
     json_object_set_new(design, "cause_detail", json_string(vd.cause_why));
     json_object_set_new(design, "origin_ranks", origin);
     json_object_set_new(design, "first_divergence",
-                        json_pack("{s:I, s:i, s:s, s:I, s:s?}", "step", (json_int_t)S, "rank",
-                                  (int)json_integer_value(json_object_get(first, "rank")), "name",
-                                  str_of(first, "name", ""), "occurrence",
-                                  json_integer_value(json_object_get(first, "occurrence")), "odd_run_id", odd_id));
+                        json_pack("{s:I, s:i, s:s, s:I, s:s?}", "step", (json_int_t)S, "rank", first->rank, "name",
+                                  first->name, "occurrence", (json_int_t)first->occurrence, "odd_run_id", odd_id));
     json_object_set_new(design, "majority_content", majority >= 0 ? json_integer(majority) : json_null());
     json_object_set_new(design, "contents", contents);
     json_object_set_new(design, "runs", jruns);

@@ -481,14 +481,14 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
     int all_ended = 1, ndivs = strcmp(vd.status, "diverged") ? 0 : (int)json_array_size(vd.per_rank);
     char step[32] = "", rank0[16] = "";
     if (ndivs) {
-        snprintf(step, sizeof(step), "%lld", (long long)json_integer_value(json_object_get(vd.first, "step")));
+        snprintf(step, sizeof(step), "%lld", (long long)vd.first_div->step);
         snprintf(rank0, sizeof(rank0), "%d", vd.first_rank);
     }
     for (int a = 0; a < g->nruns; a++)
         all_ended &= strcmp(PQgetvalue(runs, a, 5), "running") != 0;
     /* An incomplete group with a first difference (a failure explains it) is decided too, even while the
      * launcher's killed ranks never report: an alert raised when it looked diverged must say so. */
-    int explained = json_is_object(vd.first) && !strcmp(vd.status, "incomplete");
+    int explained = vd.first_div && !strcmp(vd.status, "incomplete");
     if (g->nruns < 2 || (!ndivs && !all_ended && !explained)) {
         rc = 0; /* not ready: compared only once it diverged, a failure explains its difference, or every run ended */
         goto out_rollback;
@@ -540,7 +540,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
     place_ranks(g, man, att, docs);
     verdict v = {.cls = "none", .code = "match"};
     int origin[MAX_ORIGIN], exposed = 1;
-    const char *origin_name = ndivs ? json_string_value(json_object_get(vd.first, "name")) : NULL;
+    const char *origin_name = ndivs ? vd.first_div->name : NULL;
     /* A narrow's replay group: its evidence is the experiment's, once it has a verdict; it raises no alert of
      * its own (the experiment's follow-up alert speaks for it). */
     narrow_verdict nv;
@@ -574,14 +574,12 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         /* Hardware evidence goes to the origin ranks only: the ranks where the change began, not those
          * that received it through a collective. */
         for (int o = 0; o < vd.norigin && norigin < MAX_ORIGIN; o++) {
-            size_t i;
-            json_t *d;
-            json_array_foreach(vd.per_rank, i, d) if (json_integer_value(json_object_get(d, "rank")) == vd.origin[o])
-            {
-                origin[norigin] = vd.origin[o];
-                entries[norigin++] = json_incref(json_object_get(d, "runs"));
-                break;
-            }
+            for (int i = 0; i < vd.ndivs; i++)
+                if (vd.divs[i].rank == vd.origin[o]) {
+                    origin[norigin] = vd.origin[o];
+                    entries[norigin++] = json_incref(vd.divs[i].runs);
+                    break;
+                }
         }
         if (classify(g, &vd, entries, origin, norigin, origin_name, &v, requeue, cap, nrequeue, err, sizeof(err)) < 0)
             goto out_rollback;
@@ -630,7 +628,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
     /* The alert: raised for a diverged group; for an incomplete one with a first difference, only to correct
      * an alert raised before (divergence_alert.h). A replay group raises none: its narrow's follow-up speaks; nor
      * does a group of noise replicas, which diverge by design. */
-    if (!replays && !noise && (ndivs || json_is_object(vd.first)) && divergence_alert_enqueue(g, &vd, &v, err, sizeof(err)) < 0)
+    if (!replays && !noise && (ndivs || vd.first_div) && divergence_alert_enqueue(g, &vd, &v, err, sizeof(err)) < 0)
         goto out_rollback;
     if (sql_commit(err, sizeof(err)) < 0)
         goto out_fail;
