@@ -1,11 +1,7 @@
 /* diff.c - compare two runs' traces: per rank the first divergence, overall the first step.
  *
- * Records are matched on (step, name, occurrence) and judged by the one rule
- * every program uses (common/recmatch.h). Up to a rank's first
- * divergence both runs hold the same records in the same order, so the
- * earliest candidate, ordered by (step, position within the step), is the
- * first divergence: the first record of A that B lacks or holds differently,
- * or the first record of B that A lacks, whichever comes first.
+ * Each rank's first divergence is the one rule lockstepd applies (common/first.h), step by step: records matched
+ * on (step, name, occurrence), judged by common/recmatch.h, the first diverging record by its place in the step.
  *
  * Entries of state blocks (ls_state_begin) take no part in that: a restored
  * block is paired with the other run's saved block of its step (or its
@@ -18,6 +14,7 @@
 #include <string.h>
 
 #include "common/dtype.h"
+#include "common/first.h"
 #include "common/recmatch.h"
 
 const char *diff_kind_name(diff_kind k)
@@ -25,20 +22,6 @@ const char *diff_kind_name(diff_kind k)
     static const char *const names[] = {"match",  "content", "dtype",  "shape",  "missing",
                                         "extra",  "only-a",  "only-b", "restore", "scales"};
     return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
-}
-
-static uint64_t key_hash(const rec_record *r)
-{
-    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)r->step * 0x9e3779b97f4a7c15ULL ^ r->occurrence;
-    for (unsigned i = 0; i < r->name_len; i++)
-        h = (h ^ (unsigned char)r->name[i]) * 0x100000001b3ULL;
-    return h ^ (h >> 31);
-}
-
-static int same_key(const rec_record *x, const rec_record *y)
-{
-    return x->step == y->step && x->occurrence == y->occurrence && x->name_len == y->name_len &&
-           memcmp(x->name, y->name, x->name_len) == 0;
 }
 
 /* A set of steps, for --overlap. */
@@ -87,17 +70,6 @@ static void intersect(step_set *sa, const step_set *sb)
     sa->n = u;
 }
 
-/* Position of a record in the divergence order. */
-typedef struct pos {
-    int64_t step;
-    size_t idx; /* index within its step in its own run */
-} pos;
-
-static int pos_before(pos x, pos y)
-{
-    return x.step < y.step || (x.step == y.step && x.idx < y.idx);
-}
-
 static int64_t first_differing_chunk(const rec_record *a, const rec_record *b)
 {
     if (!a->n_chunks || a->n_chunks != b->n_chunks || rec_chunk_bytes(a) != rec_chunk_bytes(b))
@@ -108,114 +80,93 @@ static int64_t first_differing_chunk(const rec_record *a, const rec_record *b)
     return -1;
 }
 
-/* compare_rank - find rank `ra`/`rb`'s first divergence into `out`. */
+/* by_step_seq - records by step, then seq. */
+static int by_step_seq(const void *pa, const void *pb)
+{
+    const rec_record *a = *(const rec_record *const *)pa, *b = *(const rec_record *const *)pb;
+    if (a->step != b->step)
+        return a->step < b->step ? -1 : 1;
+    if (a->seq != b->seq)
+        return a->seq < b->seq ? -1 : 1;
+    return a < b ? -1 : a > b; /* a trace's own order */
+}
+
+/* kept_steps - the step records of `r` whose step is kept, ordered by step, then seq (a new array of *n pointers
+ * into `r`; NULL when out of memory). */
+static const rec_record **kept_steps(const td_rank *r, const step_set *keep, size_t *n)
+{
+    const rec_record **v = malloc((r->n + 1) * sizeof(*v));
+    *n = 0;
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < r->n; i++)
+        if (rec_in_steps(&r->recs[i]) && (!keep || has_step(keep, r->recs[i].step)))
+            v[(*n)++] = &r->recs[i];
+    qsort(v, *n, sizeof(*v), by_step_seq);
+    return v;
+}
+
+/* set_verdict - a rank's verdict from the rule's first divergence of one step (run 0 is A, 1 is B). */
+static void set_verdict(const first_div *f, const rec_record *const *va, const rec_record *const *vb, diff_rank *out)
+{
+    static const diff_kind kinds[] = {[REC_SAME] = DIFF_MATCH, [REC_DIFF_DTYPE] = DIFF_DTYPE,
+                                      [REC_DIFF_SHAPE] = DIFF_SHAPE, [REC_DIFF_CONTENT] = DIFF_CONTENT,
+                                      [REC_DIFF_SCALES] = DIFF_SCALES};
+    const rec_record *a = f->by_run[0] ? va[f->by_run[0]->row] : NULL, *b = f->by_run[1] ? vb[f->by_run[1]->row] : NULL;
+    out->kind = a && b ? kinds[rec_compare(a, b)] : a ? DIFF_MISSING : DIFF_EXTRA;
+    out->step = f->step;
+    out->a = a;
+    out->b = b;
+    if (out->kind == DIFF_CONTENT || out->kind == DIFF_SCALES) {
+        out->first_chunk = first_differing_chunk(a, b);
+        if ((a->flags & REC_HAS_VALUE) && (b->flags & REC_HAS_VALUE)) {
+            out->has_ulp = 1;
+            out->ulp = dtype_ulp_distance(a->dtype, a->value, b->value);
+        }
+    }
+}
+
+/* compare_rank - rank `ra`/`rb`'s first divergence into `out`: the first-divergence rule (common/first.h) over
+ * each step both runs' traces hold, in step order, until one diverges. Returns 0, or -1 when out of memory. */
 static int compare_rank(const td_rank *ra, const td_rank *rb, const step_set *keep, diff_rank *out)
 {
-    size_t cap = 16;
-    while (cap < 2 * rb->n)
-        cap *= 2;
-    uint32_t *table = calloc(cap, sizeof(uint32_t)); /* index+1 into rb->recs */
-    unsigned char *matched = calloc(rb->n ? rb->n : 1, 1);
-    if (!table || !matched) {
-        free(table);
-        free(matched);
-        return -1;
-    }
-    for (size_t i = 0; i < rb->n; i++) {
-        const rec_record *r = &rb->recs[i];
-        if (!rec_in_steps(r) || (keep && !has_step(keep, r->step)))
-            continue;
-        size_t h = key_hash(r) & (cap - 1);
-        while (table[h]) {
-            if (same_key(&rb->recs[table[h] - 1], r))
-                break; /* a duplicate key in B: the first one stands */
-            h = (h + 1) & (cap - 1);
+    size_t na, nb, i = 0, k = 0, cap = 0;
+    const rec_record **va = kept_steps(ra, keep, &na), **vb = kept_steps(rb, keep, &nb);
+    first_rec *step = NULL; /* one step's records of both runs at a time */
+    int rc = -1;
+    if (!va || !vb)
+        goto out_free;
+    out->compared += na;
+    while (i < na || k < nb) {
+        int64_t s = i < na && (k >= nb || va[i]->step <= vb[k]->step) ? va[i]->step : vb[k]->step;
+        size_t ea = i, eb = k, n = 0;
+        while (ea < na && va[ea]->step == s)
+            ea++;
+        while (eb < nb && vb[eb]->step == s)
+            eb++;
+        if (ea - i + eb - k > cap) {
+            cap = 2 * (ea - i + eb - k);
+            free(step);
+            if (!(step = malloc(cap * sizeof(*step))))
+                goto out_free;
         }
-        if (!table[h])
-            table[h] = (uint32_t)i + 1;
-    }
-
-    int found_a = 0;
-    pos pa = {0, 0};
-    diff_rank cand = *out;
-    int64_t cur = INT64_MIN;
-    size_t idx = 0;
-    for (size_t i = 0; i < ra->n; i++) {
-        const rec_record *r = &ra->recs[i];
-        if (!rec_in_steps(r) || (keep && !has_step(keep, r->step)))
-            continue;
-        if (r->step != cur) {
-            cur = r->step;
-            idx = 0;
-        }
-        out->compared++;
-        size_t h = key_hash(r) & (cap - 1);
-        const rec_record *m = NULL;
-        while (table[h]) {
-            if (same_key(&rb->recs[table[h] - 1], r)) {
-                m = &rb->recs[table[h] - 1];
-                matched[table[h] - 1] = 1;
-                break;
-            }
-            h = (h + 1) & (cap - 1);
-        }
-        if (!found_a) {
-            static const diff_kind kinds[] = {[REC_SAME] = DIFF_MATCH, [REC_DIFF_DTYPE] = DIFF_DTYPE,
-                                              [REC_DIFF_SHAPE] = DIFF_SHAPE, [REC_DIFF_CONTENT] = DIFF_CONTENT,
-                                              [REC_DIFF_SCALES] = DIFF_SCALES};
-            diff_kind k = m ? kinds[rec_compare(r, m)] : DIFF_MISSING;
-            if (k != DIFF_MATCH) {
-                found_a = 1;
-                pa = (pos){r->step, idx};
-                cand.kind = k;
-                cand.step = r->step;
-                cand.a = r;
-                cand.b = m;
-            }
-        }
-        idx++;
-    }
-
-    /* The first record of B that A lacks. */
-    cur = INT64_MIN;
-    idx = 0;
-    for (size_t i = 0; i < rb->n; i++) {
-        const rec_record *r = &rb->recs[i];
-        if (!rec_in_steps(r) || (keep && !has_step(keep, r->step)))
-            continue;
-        if (r->step != cur) {
-            cur = r->step;
-            idx = 0;
-        }
-        if (!matched[i]) {
-            pos pb = {r->step, idx};
-            if (!found_a || pos_before(pb, pa)) {
-                found_a = 1;
-                cand.kind = DIFF_EXTRA;
-                cand.step = r->step;
-                cand.a = NULL;
-                cand.b = r;
-            }
+        for (; i < ea; i++)
+            step[n++] = (first_rec){.run = 0, .rec = *va[i], .row = (int)i};
+        for (; k < eb; k++)
+            step[n++] = (first_rec){.run = 1, .rec = *vb[k], .row = (int)k};
+        first_div f;
+        first_find(step, n, 2, &f);
+        if (f.found) {
+            set_verdict(&f, va, vb, out);
             break;
         }
-        idx++;
     }
-    free(table);
-    free(matched);
-
-    if (found_a) {
-        size_t compared = out->compared;
-        *out = cand;
-        out->compared = compared;
-        if (cand.kind == DIFF_CONTENT || cand.kind == DIFF_SCALES) {
-            out->first_chunk = first_differing_chunk(cand.a, cand.b);
-            if ((cand.a->flags & REC_HAS_VALUE) && (cand.b->flags & REC_HAS_VALUE)) {
-                out->has_ulp = 1;
-                out->ulp = dtype_ulp_distance(cand.a->dtype, cand.a->value, cand.b->value);
-            }
-        }
-    }
-    return 0;
+    rc = 0;
+out_free:
+    free(va);
+    free(vb);
+    free(step);
+    return rc;
 }
 
 /* first_kept - the first record of `r` whose step is kept, or NULL. */

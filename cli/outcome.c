@@ -1,4 +1,5 @@
-/* outcome.c - one job's own outcome in a twin group, from the group's document (GET /api/v1/twins/G). */
+/* outcome.c - one job's own outcome in a twin group, in words, from the group's document (GET /api/v1/twins/G): the
+ * outcome is lockstepd's (each run's "outcome", server/compare/outcome.h); this file only says it. */
 #include "cli/outcome.h"
 
 #include <stdio.h>
@@ -30,12 +31,11 @@ static int is_mine(json_t *twin, const char *run_id, const char *job)
     return !strcmp(job_of(twin, run_id), job);
 }
 
-/* failed - 1 when the run ended with a nonzero exit, or failed. *code is its exit code (-1 when none). */
-static int failed(json_t *run, long long *code)
+/* exit_code_of - the run's exit code (its first failing rank's), -1 when none is known. */
+static long long exit_code_of(json_t *run)
 {
     json_t *c = json_object_get(run, "exit_code");
-    *code = json_is_integer(c) ? (long long)json_integer_value(c) : -1;
-    return (*code > 0) || !strcmp(str(run, "status"), "failed");
+    return json_is_integer(c) ? (long long)json_integer_value(c) : -1;
 }
 
 /* where - " at step S, rank R (NAME)[: CAUSE][, CLASS]" of the group's first divergence, into `out`. */
@@ -52,74 +52,86 @@ static void where(json_t *twin, char *out, size_t cap)
         snprintf(out + n, cap - n, ", %s", klass);
 }
 
-/* Where this job's runs stand at the first divergence: in the majority, outside it, the odd one out, or not
- * placed by a majority (a pair, or no content shared by more than half the runs). */
+/* The most telling outcome first: a job with several runs in the group reads as the most telling of theirs. */
+static const char *const BY_WEIGHT[] = {"odd-one-out", "outside-majority", "failed",  "majority",
+                                        "diverged",    "incomplete",       "matched", "pending"};
+
+static size_t weight(const char *o)
+{
+    for (size_t i = 0; i < sizeof(BY_WEIGHT) / sizeof(BY_WEIGHT[0]); i++)
+        if (!strcmp(o, BY_WEIGHT[i]))
+            return i;
+    return sizeof(BY_WEIGHT) / sizeof(BY_WEIGHT[0]);
+}
+
+/* What lockstepd says of the group's runs (each run's "outcome", server/compare/outcome.h), for job `job`. */
 typedef struct standing {
-    int odd, outside, inside, unplaced, others;
+    const char *kind;      /* the job's most telling outcome; NULL when lockstepd gave its runs none */
+    json_t *run;           /* the job's run of that outcome (borrowed) */
     const char *odd_job;   /* the odd run's job when it is another job's */
-    const char *other_job; /* a job of another run of the group (a pair's twin) */
-    char off_jobs[200];    /* the jobs of other runs outside the majority, "4 and 5" */
+    char off_jobs[200];    /* the jobs of other runs outside the majority, "4, 5" */
+    const char *failed_job; /* another job whose run failed */
+    int others;            /* other jobs' runs the first divergence compared */
+    const char *other_job; /* a job of one of them (a pair's twin) */
 } standing;
 
 static void stand(json_t *twin, const char *job, standing *s)
 {
     memset(s, 0, sizeof(*s));
-    json_t *fd = json_object_get(twin, "first_divergence");
-    const char *odd = str(fd, "odd_run_id");
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(fd, "runs"), i, r)
+    json_array_foreach(json_object_get(twin, "runs"), i, r)
     {
-        const char *id = str(r, "run_id");
-        json_t *maj = json_object_get(r, "majority");
-        if (!is_mine(twin, id, job)) {
-            s->others++;
-            s->other_job = job_of(twin, id);
-            if (*odd && !strcmp(id, odd))
-                s->odd_job = s->other_job;
-            size_t n = strlen(s->off_jobs);
-            if (json_is_false(maj) && n < sizeof(s->off_jobs))
-                snprintf(s->off_jobs + n, sizeof(s->off_jobs) - n, "%s%s", n ? ", " : "", s->other_job);
+        const char *o = str(r, "outcome"), *j = str(r, "job_id");
+        if (!*o)
+            continue;
+        if (!strcmp(j, job)) {
+            if (!s->kind || weight(o) < weight(s->kind)) {
+                s->kind = o;
+                s->run = r;
+            }
             continue;
         }
-        if (*odd && !strcmp(id, odd))
-            s->odd++;
-        else if (json_is_false(maj))
-            s->outside++;
-        else if (json_is_true(maj))
-            s->inside++;
-        else
-            s->unplaced++;
+        if (!strcmp(o, "odd-one-out"))
+            s->odd_job = j;
+        else if (!strcmp(o, "failed"))
+            s->failed_job = j;
+        size_t n = strlen(s->off_jobs);
+        if ((!strcmp(o, "odd-one-out") || !strcmp(o, "outside-majority")) && n < sizeof(s->off_jobs))
+            snprintf(s->off_jobs + n, sizeof(s->off_jobs) - n, "%s%s", n ? ", " : "", j);
+    }
+    json_array_foreach(json_object_get(json_object_get(twin, "first_divergence"), "runs"), i, r)
+    {
+        if (is_mine(twin, str(r, "run_id"), job))
+            continue;
+        s->others++;
+        s->other_job = job_of(twin, str(r, "run_id"));
     }
 }
 
-/* diverged - the outcome in a diverged group. */
-static void diverged(json_t *twin, const char *name, const char *job, const char *node, job_outcome *out)
+/* diverged - the words for the job's outcome `s->kind` in a diverged group. */
+static void diverged(json_t *twin, const char *name, const char *node, const standing *s, job_outcome *out)
 {
     char at[400];
-    standing s;
     where(twin, at, sizeof(at));
-    stand(twin, job, &s);
     out->needs_look = 1;
-    if (s.odd) {
-        out->kind = "odd-one-out";
+    out->kind = s->kind;
+    if (!strcmp(s->kind, "odd-one-out")) {
         snprintf(out->text, sizeof(out->text), "%s odd one out%s", name, at);
-    } else if (s.outside) {
-        out->kind = "outside-majority";
+    } else if (!strcmp(s->kind, "outside-majority")) {
         snprintf(out->text, sizeof(out->text), "%s outside the majority%s", name, at);
-    } else if (s.inside) {
-        out->kind = "majority";
-        if (s.odd_job && *s.odd_job)
+    } else if (!strcmp(s->kind, "majority")) {
+        if (s->odd_job && *s->odd_job)
             snprintf(out->text, sizeof(out->text), "%s matched the majority (job %s is the odd one out)", name,
-                     s.odd_job);
+                     s->odd_job);
         else
             snprintf(out->text, sizeof(out->text), "%s matched the majority (jobs %s are outside it)", name,
-                     s.off_jobs);
+                     s->off_jobs);
     } else {
         out->kind = "diverged";
         int n = snprintf(out->text, sizeof(out->text), "%s diverged ", name);
-        if (s.others == 1 && s.other_job && *s.other_job)
-            n += snprintf(out->text + n, sizeof(out->text) - (size_t)n, "from its twin, job %s,", s.other_job);
+        if (s->others == 1 && s->other_job && *s->other_job)
+            n += snprintf(out->text + n, sizeof(out->text) - (size_t)n, "from its twin, job %s,", s->other_job);
         else
             n += snprintf(out->text + n, sizeof(out->text) - (size_t)n, "with no majority to say which run is off,");
         n += snprintf(out->text + n, sizeof(out->text) - (size_t)n, "%s", at);
@@ -130,31 +142,23 @@ static void diverged(json_t *twin, const char *name, const char *job, const char
     }
 }
 
-/* incomplete - the outcome in an incomplete group: this job's run failed, another's did, or nothing in common. */
-static void incomplete(json_t *twin, const char *name, const char *job, job_outcome *out)
+/* incomplete - the words for the job's outcome in an incomplete group: its run failed, another's did, or nothing
+ * in common. */
+static void incomplete(const char *name, const standing *s, job_outcome *out)
 {
-    size_t i;
-    json_t *r;
-    long long code;
-    const char *other = NULL;
     out->needs_look = 1;
-    json_array_foreach(json_object_get(twin, "runs"), i, r)
-    {
-        if (!failed(r, &code))
-            continue;
-        if (!strcmp(str(r, "job_id"), job)) {
-            out->kind = "failed";
-            if (code > 0)
-                snprintf(out->text, sizeof(out->text), "%s incomplete: this job's run failed (exit %lld)", name, code);
-            else
-                snprintf(out->text, sizeof(out->text), "%s incomplete: this job's run failed", name);
-            return;
-        }
-        other = str(r, "job_id");
+    if (!strcmp(s->kind, "failed")) {
+        long long code = exit_code_of(s->run);
+        out->kind = "failed";
+        if (code > 0)
+            snprintf(out->text, sizeof(out->text), "%s incomplete: this job's run failed (exit %lld)", name, code);
+        else
+            snprintf(out->text, sizeof(out->text), "%s incomplete: this job's run failed", name);
+        return;
     }
     out->kind = "incomplete";
-    if (other)
-        snprintf(out->text, sizeof(out->text), "%s incomplete: job %s's run failed", name, other);
+    if (s->failed_job)
+        snprintf(out->text, sizeof(out->text), "%s incomplete: job %s's run failed", name, s->failed_job);
     else
         snprintf(out->text, sizeof(out->text), "%s incomplete: the runs have nothing in common to compare", name);
 }
@@ -162,17 +166,20 @@ static void incomplete(json_t *twin, const char *name, const char *job, job_outc
 void outcome_of(json_t *twin, const char *name, const char *job, const char *node, job_outcome *out)
 {
     const char *status = str(twin, "status");
+    standing s;
     memset(out, 0, sizeof(*out));
-    if (!strcmp(status, "match")) {
-        out->kind = "matched";
-        snprintf(out->text, sizeof(out->text), "%s matched", name);
-    } else if (!strcmp(status, "diverged")) {
-        diverged(twin, name, job, node, out);
-    } else if (!strcmp(status, "incomplete")) {
-        incomplete(twin, name, job, out);
-    } else {
-        out->kind = *status ? status : "unknown";
+    stand(twin, job, &s);
+    if (!s.kind) { /* lockstepd named no outcome for this job's runs (none listed, or an older lockstepd) */
+        out->kind = !strcmp(status, "match") ? "matched" : *status ? status : "unknown";
+        out->needs_look = !strcmp(status, "diverged") || !strcmp(status, "incomplete");
         snprintf(out->text, sizeof(out->text), "%s %s", name, out->kind);
+    } else if (!strcmp(status, "diverged")) {
+        diverged(twin, name, node, &s, out);
+    } else if (!strcmp(status, "incomplete")) {
+        incomplete(name, &s, out);
+    } else {
+        out->kind = s.kind;
+        snprintf(out->text, sizeof(out->text), "%s %s", name, s.kind);
     }
 }
 
@@ -184,8 +191,8 @@ const char *outcome_run_to_place(json_t *twin, const char *job, int *rank)
         return NULL;
     stand(twin, job, &s);
     *rank = (int)json_integer_value(json_object_get(fd, "rank"));
-    if (s.odd || s.outside || s.inside || *rank < 0)
-        return NULL;
+    if (!s.kind || strcmp(s.kind, "diverged") || *rank < 0)
+        return NULL; /* placed by a majority (or nothing known): the node would tell nothing more */
     size_t i;
     json_t *r;
     json_array_foreach(json_object_get(fd, "runs"), i, r)

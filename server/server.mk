@@ -36,9 +36,8 @@ INSTALL_SBIN += $(LOCKSTEPD)
 # Installed, lockstepd serves the dashboard from PREFIX/share/lockstep/web (web/web.mk installs it).
 $(B)/server/main.o: EXTRA_CFLAGS_server += -DLOCKSTEP_SHARE='"$(PREFIX)/share/lockstep"' 
 
-# Unit tests of server modules (tests/unit/test_batch.c, test_rule.c, test_token.c, test_target.c).
+# Unit tests of server modules (tests/unit/test_batch.c, test_token.c, test_target.c, ...).
 TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
-TEST_OBJS_test_rule := $(B)/server/compare/rule.o
 TEST_OBJS_test_status := $(B)/server/compare/status.o
 TEST_OBJS_test_noise := $(B)/server/compare/noise.o
 TEST_OBJS_test_replay := $(B)/server/compare/replay.o $(B)/server/compare/replay_plan.o $(B)/server/core/xalloc.o
@@ -46,6 +45,7 @@ TEST_OBJS_test_token := $(TOKEN_OBJS)
 TEST_OBJS_test_target := $(B)/server/http/target.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_members := $(B)/server/compare/members.o
 TEST_OBJS_test_run_outcome := $(B)/server/compare/outcome.o
+TEST_OBJS_test_first_json := $(B)/server/compare/first_json.o
 TEST_OBJS_test_delta := $(B)/server/compare/delta.o
 TEST_OBJS_test_groups := $(B)/server/store/group_rule.o
 TEST_LIBS_test_token = $(TOKEN_LIBS)

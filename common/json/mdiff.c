@@ -2,6 +2,7 @@
 #include "common/json/mdiff.h"
 
 #include "common/envrule.h"
+#include "common/json/node_of.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,8 +317,9 @@ static void compare_rank(acc *a, acc *ids, const md_run *runs, int n, int rank, 
     }
 }
 
-/* node_count - how many distinct nodes a run's manifests name; 0 (unknown) when the run has fewer manifests
- * than ranks: ranks killed before they sent one (a failed run) would make the count a guess. */
+/* node_count - how many distinct nodes a run's manifests name (each its host, common/json/node_of.h); 0 (unknown)
+ * when the run has fewer manifests than ranks: ranks killed before they sent one (a failed run) would make the count
+ * a guess. */
 static json_int_t node_count(const md_run *r)
 {
     if (r->ranks > 0 && (long)json_array_size(r->manifests) < r->ranks)
@@ -326,11 +328,8 @@ static json_int_t node_count(const md_run *r)
     size_t i;
     json_array_foreach(r->manifests, i, e)
     {
-        json_t *m = json_object_get(e, "manifest");
-        const char *node = json_string_value(json_object_get(m, "slurm_node"));
-        if (!node || !*node)
-            node = json_string_value(json_object_get(m, "host"));
-        if (node && *node)
+        const char *node = node_of_reported(json_object_get(e, "manifest")); /* the manifest's own host */
+        if (*node)
             json_object_set_new(seen, node, json_true());
     }
     json_int_t n = (json_int_t)json_object_size(seen);

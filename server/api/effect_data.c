@@ -14,7 +14,8 @@
 #include "common/recmatch.h"
 #include "server/api/pgjson.h"
 #include "server/api/recview.h"
-#include "server/compare/rule.h"
+#include "common/first.h"
+#include "server/compare/first_json.h"
 #include "server/compare/findings.h"
 #include "server/core/limits.h"
 #include "server/core/xalloc.h"
@@ -129,7 +130,7 @@ int effect_set_open(http_req *req, const char *role, const char *spec, effect_se
 /* ---- the first effect ---- */
 
 /* cell_json - one run's record at the first effect, or null when it lacks it. */
-static json_t *cell_json(const cmp_rec *c, const char *run_id)
+static json_t *cell_json(const first_rec *c, const char *run_id)
 {
     if (!c)
         return json_null();
@@ -148,10 +149,10 @@ static json_t *cell_json(const cmp_rec *c, const char *run_id)
 
 /* first_json - the departure found by the rule at (rank, step) of records `r`, with its call site: the record's
  * as BASE holds it (CHANGED's when BASE lacks it), as the twin API gives a divergence's. */
-static json_t *first_json(const cmp_first *fx, int rank, int64_t step, const char *base_id,
+static json_t *first_json(const first_div *fx, int rank, int64_t step, const char *base_id,
                           const char *changed_id)
 {
-    const cmp_rec *b = fx->by_run[0], *c = fx->by_run[1], *any = b ? b : c;
+    const first_rec *b = fx->by_run[0], *c = fx->by_run[1], *any = b ? b : c;
     const char *kind = !b ? "extra" : !c ? "missing" : rec_diff_name(rec_compare(&b->rec, &c->rec));
     json_t *ulp = json_null();
     if (b && c && (b->rec.flags & REC_HAS_VALUE) && (c->rec.flags & REC_HAS_VALUE) && b->rec.dtype == c->rec.dtype &&
@@ -170,12 +171,12 @@ static json_t *first_json(const cmp_first *fx, int rank, int64_t step, const cha
 }
 
 /* inputs_of - what the two runs' input fingerprints of the departing record say (common/cause.h). */
-static cause_inputs inputs_of(const cmp_first *fx)
+static cause_inputs inputs_of(const first_div *fx)
 {
     const uint64_t *lists[2];
     int counts[2];
     for (int k = 0; k < 2; k++) {
-        const cmp_rec *c = fx->by_run[k];
+        const first_rec *c = fx->by_run[k];
         lists[k] = c ? c->rec.inputs : NULL;
         counts[k] = c ? c->rec.n_inputs : 0;
     }
@@ -241,18 +242,11 @@ static json_t *judge_first(http_req *req, json_t *found, const cause_rank *cr, i
     cause_result cv;
     cause_judge(&f, &cv);
     size_t at = cv.first ? (size_t)(cv.first - cr) : 0;
-    json_t *o = json_incref(json_array_get(found, at)), *origin = json_array(), *ranks = json_array();
-    for (int k = 0; k < cv.norigin; k++)
-        json_array_append_new(origin, json_integer(cv.origin[k]));
+    json_t *o = json_incref(json_array_get(found, at)), *ranks = json_array();
     for (size_t k = 0; k < n; k++)
         json_array_append_new(ranks, json_integer(cr[k].rank));
-    json_object_set_new(o, "cause", json_string(cause_name(cv.kind)));
-    json_object_set_new(o, "cause_detail", json_string(cv.why));
-    json_object_set_new(o, "origin_ranks", origin);
-    json_object_set_new(o, "thin_evidence", json_boolean(cv.thin));
-    json_object_set_new(o, "configuration", cv.kind == CAUSE_CONFIGURATION && summary ? summary : json_null());
-    if (!(cv.kind == CAUSE_CONFIGURATION && summary))
-        json_decref(summary);
+    first_json_judge(o, &cv, summary);
+    json_decref(summary);
     json_object_set_new(o, "ranks", ranks);
     return o;
 }
@@ -306,12 +300,12 @@ static int first_in(http_req *req, int64_t base, const char *base_id, int64_t ch
             break;
         }
         int n = 0;
-        cmp_rec *cs = xcalloc(set.n + 1, sizeof(*cs));
+        first_rec *cs = xcalloc(set.n + 1, sizeof(*cs));
         for (size_t k = 0; k < set.n; k++)
             if (rec_in_steps(&set.recs[k]))
-                cs[n++] = (cmp_rec){.run = set.run_key[k] == base ? 0 : 1, .rec = set.recs[k], .row = (int)k};
-        cmp_first fx;
-        cmp_rule_first(cs, (size_t)n, 2, &fx);
+                cs[n++] = (first_rec){.run = set.run_key[k] == base ? 0 : 1, .rec = set.recs[k], .row = (int)k};
+        first_div fx;
+        first_find(cs, (size_t)n, 2, &fx);
         if (fx.found) { /* else: digests of an older version differ while every record matches */
             json_t *o = first_json(&fx, rank, step, base_id, changed_id);
             size_t at = json_array_size(found);

@@ -8,10 +8,12 @@
 #include <string.h>
 
 #include "common/dtype.h"
+#include "common/hostlist.h"
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/api/run_ref.h"
 #include "server/compare/glance.h"
+#include "server/compare/outcome.h"
 #include "server/compare/findings.h"
 #include "server/api/recview.h"
 #include "server/core/limits.h"
@@ -34,6 +36,23 @@
     TS("ended_at") ", left(partition, 128), left(resume_template, 4096), array_to_json(argv)::text"
 
 
+/* Most node names a run's "node_names" spells out; a longer list reads null there (its "nodes" is still whole). */
+#define RUN_NODE_NAMES_MAX 4096
+
+/* node_names_json - the node names Slurm node list `nodes` names (hostlist_expand, the one parser of node lists:
+ * ranges keep their zero padding, each name once), so that no client parses a node list; null when the list is
+ * malformed or names more than RUN_NODE_NAMES_MAX nodes. */
+static json_t *node_names_json(const char *nodes)
+{
+    char(*names)[HOSTLIST_NAME_MAX] = xmalloc(sizeof(*names) * RUN_NODE_NAMES_MAX);
+    int n = hostlist_expand(nodes, names, RUN_NODE_NAMES_MAX);
+    json_t *a = n < 0 ? json_null() : json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_string(names[i]));
+    free(names);
+    return a;
+}
+
 /* run_json - a run object from the RUN_COLS columns at `row`. */
 static json_t *run_json(PGresult *r, int row)
 {
@@ -46,6 +65,7 @@ static json_t *run_json(PGresult *r, int row)
     json_object_set_new(o, "start_step", json_integer(strtoll(PQgetvalue(r, row, 5), NULL, 10)));
     json_object_set_new(o, "user", json_string(PQgetvalue(r, row, 6)));
     json_object_set_new(o, "nodes", json_string(PQgetvalue(r, row, 7)));
+    json_object_set_new(o, "node_names", node_names_json(PQgetvalue(r, row, 7)));
     json_object_set_new(o, "command", json_string(PQgetvalue(r, row, 8)));
     json_object_set_new(o, "mode", json_string(PQgetvalue(r, row, 9)));
     json_object_set_new(o, "status", json_string(PQgetvalue(r, row, 10)));
@@ -100,6 +120,7 @@ static int set_outcomes(json_t *runs, char *err, size_t cap)
     {
         json_object_set_new(r, "group_status", statuses[i] ? json_string(statuses[i]) : json_null());
         json_object_set_new(r, "twin_outcome", outcomes[i] ? json_string(outcomes[i]) : json_null());
+        json_object_set_new(r, "twin_outcome_why", outcomes[i] ? json_string(twin_outcome_why(outcomes[i])) : json_null());
     }
     free(names);
     free(groups);

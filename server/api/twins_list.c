@@ -10,6 +10,7 @@
 #include "server/api/pgjson.h"
 #include "server/api/twin_row.h"
 #include "server/compare/glance.h"
+#include "server/compare/outcome.h"
 #include "server/compare/findings.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
@@ -155,7 +156,11 @@ static int fill_findings(json_t *items, const list_group *page, int n, char *err
     for (int i = 0; rc == 0 && i < n; i++) {
         json_t *it = json_object_get(items, page[i].name);
         json_array_foreach(json_object_get(it, "runs"), k, run)
-            json_object_set_new(run, "outcome", json_string(outcomes[at++] ?: "pending"));
+        {
+            const char *o = outcomes[at++] ?: "pending";
+            json_object_set_new(run, "outcome", json_string(o));
+            json_object_set_new(run, "outcome_why", json_string(twin_outcome_why(o)));
+        }
         json_object_set_new(it, "odd_runs", twin_row_odd_runs(json_object_get(it, "runs")));
     }
     free(ids);
@@ -370,7 +375,11 @@ static enum MHD_Result read_twins_list(http_req *req, char **args)
         json_decref(items);
         return http_reply_db_down(req, err);
     }
-    return http_reply_json(req, 200, api_list(items, total, limit, next));
+    json_t *o = api_list(items, total, limit, next), *statuses = json_array();
+    for (int i = 0; TWIN_STATUSES[i]; i++) /* what ?status= takes: the dashboard's filter offers these */
+        json_array_append_new(statuses, json_string(TWIN_STATUSES[i]));
+    json_object_set_new(o, "statuses", statuses);
+    return http_reply_json(req, 200, o);
 }
 
 static const route ROUTES[] = {

@@ -8,9 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "server/compare/rule.h"
+#include "common/first.h"
 #include "server/core/limits.h"
 #include "server/store/frames.h"
+
+_Static_assert(GROUP_MAX_RUNS <= FIRST_MAX_RUNS, "the first-divergence rule compares every run of a group");
 
 /* A twin group's runs as one comparison sees them. */
 typedef struct cmp_group {
@@ -27,7 +29,7 @@ typedef struct cmp_group {
 /* Records read back from their frames (server/store/frames.h), as rule input: names, call sites, extension fields,
  * chunk partials and input fingerprints point into `set`. */
 typedef struct cmp_rows {
-    cmp_rec *recs;
+    first_rec *recs;
     size_t n;
     frame_set set;
 } cmp_rows;
@@ -40,7 +42,7 @@ void cmp_rows_release(cmp_rows *rows);
 /* cmp_run_entry - what a run holds for a divergence (a new object, as stored in divergences.runs): its record's
  * seq, fp, dtype, size and value, its input fingerprints (what the cause rule reads, common/cause.h), its call
  * site and its scales' fingerprint, or present: false when `c` is NULL. */
-json_t *cmp_run_entry(const char *run_id, const cmp_rec *c);
+json_t *cmp_run_entry(const char *run_id, const first_rec *c);
 
 /* What a comparison changed, told to the fleet (cmp_on_divergence), the log and the metrics once its
  * transaction commits (cmp_check): the first divergence it wrote, or that it dropped the stored one. */

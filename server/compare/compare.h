@@ -36,7 +36,7 @@ void cmp_notify_digests(const char *group, int rank, double commit_s);
 
 /* cmp_check - compare group `group` on rank `rank` now: find the first step
  * of the shared, complete steps not yet checked whose digests differ, and
- * store the first divergence among its records (server/compare/rule.h). Returns 1 when a divergence
+ * store the first divergence among its records (common/first.h). Returns 1 when a divergence
  * was stored or made earlier, 0 when none, -1 on a database error. */
 int cmp_check(const char *group, int rank, double commit_s);
 

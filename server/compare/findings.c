@@ -9,6 +9,7 @@
 
 #include "common/json/mdiff.h"
 #include "common/site.h"
+#include "server/compare/first_json.h"
 #include "server/compare/glance.h"
 #include "server/compare/members.h"
 #include "server/compare/status.h"
@@ -63,26 +64,14 @@ void findings_register(void)
      * manifests, and the newest (a manifest posted again gets a new received_at). */
     db_register("vd_mstate", "SELECT count(*), coalesce(max(m.received_at)::text, '') FROM manifests m JOIN runs r "
                              "USING (run_key) WHERE r.twin_group = $1");
-    /* Per rank the runs recorded: whether its comparison is not finished (unchecked: no check yet, one short of
-     * its target, or one older than the rank's last record or end, or the group's last run end: cmp_check marks
-     * checked_at under the lock those commit under, so late records re-open it), whether the comparison found
-     * two runs or more with steps they share (comparable: a target), how many ranks recorded at all, and how many
-     * wait for records agents held back (the status says how to send them once every run ended). */
-    db_register("vd_progress",
-                "SELECT count(*) FILTER (WHERE " VD_UNCHECKED "), count(*) FILTER (WHERE c.target IS NOT NULL), count(*), "
-                VD_AWAITING("$1") ", " VD_REMOVED("$1") " FROM (SELECT r.twin_group, p.rank, max(p.updated_at) AS t "
-                "FROM rank_progress p JOIN runs r "
-                "USING (run_key) WHERE r.twin_group = $1 GROUP BY 1, 2) x "
-                "LEFT JOIN (SELECT e.rank, max(e.ended_at) AS t FROM rank_ends e JOIN runs r USING (run_key) "
-                "WHERE r.twin_group = $1 GROUP BY 1) pe ON pe.rank = x.rank "
-                "LEFT JOIN (SELECT max(ended_at) AS t FROM runs WHERE twin_group = $1) re ON true "
-                "LEFT JOIN group_checks c ON c.twin_group = $1 AND c.rank = x.rank");
-    /* findings_facts: the same facts for a set of groups ($1: a JSON array of names; $2: GROUP_MAX_RUNS), in
-     * the order given. Per group: runs (the first $2 by run_key), failed ones (status failed, or a rank's
-     * non-zero exit), running ones (not failed); the progress per rank as vd_progress; whether a divergence
-     * is stored; and, at the cause rule's earliest point (the first diverging step, the smallest seq there,
-     * then the lowest rank: e0; with it every rank at that step at the same seq or the same record), whether
-     * some or e0 lacks the record, and how many ranks it holds. */
+    /* The facts twin_status decides from, for a set of groups ($1: a JSON array of names; $2: GROUP_MAX_RUNS), in
+     * the order given. Per group: runs (the first $2 by run_key), failed ones (status failed, or a rank's non-zero
+     * exit), running ones (not failed); per rank the runs recorded, whether its comparison is not finished
+     * (unchecked: no check yet, one short of its target, or one older than the rank's last record or end, or the
+     * group's last run end: cmp_check marks checked_at under the lock those commit under, so late records re-open
+     * it), whether the comparison found two runs or more with steps they share (comparable: a target), how many
+     * ranks recorded at all, and how many wait for records agents held back or lost to retention; whether a
+     * divergence is stored. Facts only: the rules that read them are C's (twin_status, cause_judge). */
     db_register("vd_facts",
                 "WITH g AS (SELECT name, i FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS t(name, i)), "
                 "rr AS (SELECT r.twin_group, r.status, row_number() OVER (PARTITION BY r.twin_group ORDER BY r.run_key) "
@@ -98,23 +87,20 @@ void findings_register(void)
                 "re AS (SELECT twin_group, max(ended_at) AS t FROM runs WHERE twin_group IN (SELECT name FROM g) "
                 "GROUP BY 1), "
                 "pr AS (SELECT x.twin_group, count(*) FILTER (WHERE " VD_UNCHECKED ") AS unchecked, "
-                "count(*) FILTER (WHERE c.target IS NOT NULL) AS comparable FROM px x "
+                "count(*) FILTER (WHERE c.target IS NOT NULL) AS comparable, count(*) AS nranks FROM px x "
                 "LEFT JOIN pe ON pe.twin_group = x.twin_group AND pe.rank = x.rank "
                 "LEFT JOIN re ON re.twin_group = x.twin_group "
-                "LEFT JOIN group_checks c ON c.twin_group = x.twin_group AND c.rank = x.rank GROUP BY x.twin_group), "
-                "dd AS (SELECT twin_group, rank, step, seq, name, occ, kind = 'missing' AS miss FROM divergences "
-                "WHERE twin_group IN (SELECT name FROM g)), "
-                "e0 AS (SELECT DISTINCT ON (twin_group) twin_group, step, seq, name, occ, miss FROM dd "
-                "ORDER BY twin_group, step, seq, rank), "
-                "dv AS (SELECT e0.twin_group, e0.miss AS e0_miss, bool_or(d.miss) AS early_miss, count(*) AS early "
-                "FROM e0 JOIN dd d ON d.twin_group = e0.twin_group AND d.step = e0.step AND (d.seq = e0.seq OR "
-                "(d.name = e0.name AND d.occ = e0.occ)) GROUP BY e0.twin_group, e0.miss) "
+                "LEFT JOIN group_checks c ON c.twin_group = x.twin_group AND c.rank = x.rank GROUP BY x.twin_group) "
                 "SELECT g.name, coalesce(ru.nruns, 0), coalesce(ru.running, 0), coalesce(ru.failed, 0), "
-                "dv.twin_group IS NOT NULL, coalesce(dv.early_miss, false), coalesce(dv.e0_miss, false), "
-                "coalesce(dv.early, 0), coalesce(pr.unchecked, 0), coalesce(pr.comparable, 0), "
-                VD_AWAITING("g.name") ", " VD_REMOVED("g.name") " FROM g "
-                "LEFT JOIN ru ON ru.twin_group = g.name LEFT JOIN pr ON pr.twin_group = g.name "
-                "LEFT JOIN dv ON dv.twin_group = g.name ORDER BY g.i");
+                "EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g.name), coalesce(pr.unchecked, 0), "
+                "coalesce(pr.comparable, 0), coalesce(pr.nranks, 0), " VD_AWAITING("g.name") ", " VD_REMOVED("g.name")
+                " FROM g LEFT JOIN ru ON ru.twin_group = g.name LEFT JOIN pr ON pr.twin_group = g.name ORDER BY g.i");
+    /* The divergences of each group of $1 (a JSON array of names) at its first diverging step: what the cause rule
+     * (common/cause.h) needs to say whether the group's first divergence is a record some run lacks. */
+    db_register("vd_early", "SELECT d.twin_group, d.rank, d.step, d.seq, d.name, d.occ, d.kind FROM divergences d "
+                            "WHERE d.twin_group IN (SELECT jsonb_array_elements_text($1::jsonb)) AND d.step = (SELECT "
+                            "min(x.step) FROM divergences x WHERE x.twin_group = d.twin_group) "
+                            "ORDER BY d.twin_group, d.step, d.seq, d.rank");
 }
 
 static json_t *str_or_null(PGresult *r, int row, int col)
@@ -206,16 +192,16 @@ static void set_members(PGresult *runs, grp_findings *v)
     }
 }
 
-/* load_runs - the runs and their exits into v->runs and the md_run table; counts for the status. */
-static void load_runs(PGresult *runs, PGresult *exits, grp_findings *v, twin_facts *f)
+/* load_runs - the runs and their exits into v->runs. */
+static void load_runs(PGresult *runs, PGresult *exits, grp_findings *v)
 {
     v->runs = json_array();
     for (int i = 0; i < PQntuples(runs) && i < GROUP_MAX_RUNS; i++) {
-        const char *key = PQgetvalue(runs, i, 0), *status = PQgetvalue(runs, i, 8);
+        const char *key = PQgetvalue(runs, i, 0);
         json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:s, s:s, s:o}", "run_id",
                               PQgetvalue(runs, i, 1), "job_id", PQgetvalue(runs, i, 2), "step_id",
                               PQgetvalue(runs, i, 3), "user", PQgetvalue(runs, i, 4), "nodes", PQgetvalue(runs, i, 5),
-                              "command", PQgetvalue(runs, i, 6), "status", status, "start_step",
+                              "command", PQgetvalue(runs, i, 6), "status", PQgetvalue(runs, i, 8), "start_step",
                               (json_int_t)strtoll(PQgetvalue(runs, i, 9), NULL, 10), "ranks",
                               atoi(PQgetvalue(runs, i, 7)), "mode", PQgetvalue(runs, i, 10), "created_at",
                               PQgetvalue(runs, i, 11), "ended_at", str_or_null(runs, i, 12));
@@ -239,13 +225,6 @@ static void load_runs(PGresult *runs, PGresult *exits, grp_findings *v, twin_fac
         json_object_set_new(o, "failed_ranks", failed);
         json_object_set_new(o, "ended_ranks", json_integer(ended));
         json_array_append_new(v->runs, o);
-        f->nruns++;
-        /* A run with a failed rank has failed, even while its other ranks have not reported (a launcher
-         * that kills them after an MPI_Abort leaves them no time to). */
-        if (!strcmp(status, "failed") || json_array_size(failed))
-            f->failed++;
-        else if (!strcmp(status, "running"))
-            f->running++;
     }
 }
 
@@ -335,31 +314,47 @@ static void mdiff_keep(const char *group, const char *key, json_t *d)
     json_decref(od);
 }
 
+/* read_divergence - row `i` of vd_divs (rank, step, seq, name, occurrence, kind, odd run key, runs) into `d`, the
+ * odd run named by its id from `runs` (vd_runs: key, id). */
+static void read_divergence(PGresult *divs, int i, PGresult *runs, divergence *d)
+{
+    d->rank = atoi(PQgetvalue(divs, i, 0));
+    d->step = strtoll(PQgetvalue(divs, i, 1), NULL, 10);
+    d->seq = strtoll(PQgetvalue(divs, i, 2), NULL, 10);
+    d->name = xstrdup(PQgetvalue(divs, i, 3));
+    d->occurrence = atoi(PQgetvalue(divs, i, 4));
+    d->kind = xstrdup(PQgetvalue(divs, i, 5));
+    d->logical = d->rank < 0;
+    if (!PQgetisnull(divs, i, 6))
+        for (int k = 0; k < PQntuples(runs) && !d->odd_run_id; k++)
+            if (!strcmp(PQgetvalue(runs, k, 0), PQgetvalue(divs, i, 6)))
+                d->odd_run_id = xstrdup(PQgetvalue(runs, k, 1));
+    d->runs = json_loads(PQgetvalue(divs, i, 7), 0, NULL);
+    if (!d->runs)
+        d->runs = json_array();
+}
+
 /* judge - the cause of the first divergence over the per-rank divergences; fills v->first. */
 static void judge(grp_findings *v)
 {
-    size_t n = json_array_size(v->per_rank), i;
+    size_t n = (size_t)v->ndivs;
     if (!n) {
         v->first = json_null();
         return;
     }
     cause_rank *cr = xcalloc(n, sizeof(*cr));
-    json_t *d;
-    json_array_foreach(v->per_rank, i, d)
-    {
-        const char *name = json_string_value(json_object_get(d, "name"));
-        json_t *rr = json_object_get(d, "runs");
-        cr[i].rank = (int)json_integer_value(json_object_get(d, "rank"));
-        cr[i].step = json_integer_value(json_object_get(d, "step"));
-        cr[i].seq = json_integer_value(json_object_get(d, "seq"));
-        cr[i].name = name;
-        cr[i].name_len = name ? strlen(name) : 0;
-        cr[i].occurrence = (uint32_t)json_integer_value(json_object_get(d, "occurrence"));
-        const char *kind = json_string_value(json_object_get(d, "kind")) ?: "";
-        cr[i].restore = !strcmp(kind, "restore"); /* server/compare/restore.c */
-        cr[i].logical = json_is_true(json_object_get(d, "logical"));
-        cr[i].missing = !strcmp(kind, "missing");
-        cr[i].inputs = cr[i].restore || cr[i].logical ? CAUSE_IN_UNKNOWN : inputs_state(rr);
+    for (size_t i = 0; i < n; i++) {
+        const divergence *d = &v->divs[i];
+        cr[i].rank = d->rank;
+        cr[i].step = d->step;
+        cr[i].seq = d->seq;
+        cr[i].name = d->name;
+        cr[i].name_len = strlen(d->name);
+        cr[i].occurrence = (uint32_t)d->occurrence;
+        cr[i].restore = !strcmp(d->kind, "restore"); /* server/compare/restore.c */
+        cr[i].logical = d->logical;
+        cr[i].missing = !strcmp(d->kind, "missing");
+        cr[i].inputs = cr[i].restore || cr[i].logical ? CAUSE_IN_UNKNOWN : inputs_state(d->runs);
     }
     cause_facts f = {cr, n, v->nranks, json_is_true(json_object_get(v->mdiff, "explains"))};
     cause_result cv;
@@ -371,17 +366,9 @@ static void judge(grp_findings *v)
     v->first_rank = cv.first ? cv.first->rank : -1;
     v->first_missing = cv.first && cv.first->missing;
     size_t at = cv.first ? (size_t)(cv.first - cr) : 0;
+    v->first_div = &v->divs[at];
     json_t *first = json_deep_copy(json_array_get(v->per_rank, at));
-    json_t *origin = json_array();
-    for (int k = 0; k < cv.norigin; k++)
-        json_array_append_new(origin, json_integer(cv.origin[k]));
-    json_object_set_new(first, "cause", json_string(cause_name(cv.kind)));
-    json_object_set_new(first, "cause_detail", json_string(cv.why));
-    json_object_set_new(first, "origin_ranks", origin);
-    json_object_set_new(first, "thin_evidence", json_boolean(cv.thin));
-    json_object_set_new(first, "configuration", cv.kind == CAUSE_CONFIGURATION
-                                                    ? json_incref(json_object_get(v->mdiff, "summary"))
-                                                    : json_null());
+    first_json_judge(first, &cv, json_object_get(v->mdiff, "summary"));
     rec_site s;
     int has_site = site_from_json(entry_site(json_object_get(first, "runs")), &s);
     if (cv.kind == CAUSE_EVERY_RANK) {
@@ -392,6 +379,38 @@ static void judge(grp_findings *v)
     }
     v->first = first;
     free(cr);
+}
+
+/* facts_read - the status facts of `n` groups (names[i] into out[i], `missing` left 0) and the ranks each recorded
+ * (nranks[i]), in one statement. Returns 0, or -1 with the database's message in `err`. */
+static int facts_read(const char *const *names, int n, twin_facts *out, int *nranks, char *err, size_t cap)
+{
+    memset(out, 0, (size_t)n * sizeof(*out));
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_string(names[i]));
+    char *arr = json_dumps(a, JSON_COMPACT), maxruns[16];
+    json_decref(a);
+    snprintf(maxruns, sizeof(maxruns), "%d", GROUP_MAX_RUNS);
+    const char *p[] = {arr, maxruns};
+    PGresult *r = db_exec("vd_facts", 2, p, err, cap);
+    free(arr);
+    if (!r)
+        return -1;
+    for (int i = 0; i < PQntuples(r) && i < n; i++) {
+        twin_facts *f = &out[i];
+        f->nruns = atoi(PQgetvalue(r, i, 1));
+        f->running = atoi(PQgetvalue(r, i, 2));
+        f->failed = atoi(PQgetvalue(r, i, 3));
+        f->diverged = PQgetvalue(r, i, 4)[0] == 't';
+        f->unchecked = strtol(PQgetvalue(r, i, 5), NULL, 10);
+        f->comparable = strtol(PQgetvalue(r, i, 6), NULL, 10);
+        nranks[i] = atoi(PQgetvalue(r, i, 7));
+        f->awaiting = strtol(PQgetvalue(r, i, 8), NULL, 10);
+        f->removed = strtol(PQgetvalue(r, i, 9), NULL, 10);
+    }
+    PQclear(r);
+    return 0;
 }
 
 int findings_load(const char *group, grp_findings *v, char *err, size_t cap)
@@ -410,54 +429,41 @@ int findings_load(const char *group, grp_findings *v, char *err, size_t cap)
     PGresult *exits = db_exec("vd_exits", 1, p, err, cap);
     PGresult *divs = exits ? db_exec("vd_divs", 1, p, err, cap) : NULL;
     PGresult *mstate = divs ? db_exec("vd_mstate", 1, p, err, cap) : NULL;
-    PGresult *prog = mstate ? db_exec("vd_progress", 1, p, err, cap) : NULL;
+    twin_facts f;
+    int got = mstate ? facts_read(&group, 1, &f, &v->nranks, err, cap) : -1;
     /* the manifest diff: the one kept for this state of the group, else computed from the manifests */
-    char *mkey = prog ? mdiff_key(runs, mstate) : NULL;
+    char *mkey = got == 0 ? mdiff_key(runs, mstate) : NULL;
     json_t *mdiff = mkey ? mdiff_cached(group, mkey) : NULL;
     PGresult *man = mkey && !mdiff ? db_exec("vd_manifests", 1, p, err, cap) : NULL;
-    if (!prog || (!mdiff && !man)) {
+    if (got < 0 || (!mdiff && !man)) {
         PQclear(runs);
         PQclear(exits);
         PQclear(divs);
         PQclear(mstate);
-        PQclear(prog);
         free(mkey);
         return -1;
     }
-    twin_facts f = {0};
-    load_runs(runs, exits, v, &f);
+    load_runs(runs, exits, v);
     v->runs_total = PQntuples(runs);
     set_members(runs, v);
-    f.unchecked = strtol(PQgetvalue(prog, 0, 0), NULL, 10);
-    f.comparable = strtol(PQgetvalue(prog, 0, 1), NULL, 10);
-    v->nranks = atoi(PQgetvalue(prog, 0, 2));
-    f.awaiting = strtol(PQgetvalue(prog, 0, 3), NULL, 10);
-    f.removed = strtol(PQgetvalue(prog, 0, 4), NULL, 10);
-    f.diverged = PQntuples(divs) > 0;
 
     /* The per-rank divergences, as stored, each with its call site. */
     v->per_rank = json_array();
-    for (int i = 0; i < PQntuples(divs); i++) {
-        json_t *rr = json_loads(PQgetvalue(divs, i, 7), 0, NULL);
-        if (!rr)
-            rr = json_array();
-        const char *odd = NULL;
-        if (!PQgetisnull(divs, i, 6))
-            for (int k = 0; k < PQntuples(runs); k++)
-                if (!strcmp(PQgetvalue(runs, k, 0), PQgetvalue(divs, i, 6)))
-                    odd = PQgetvalue(runs, k, 1);
-        json_t *o = json_pack("{s:I, s:i, s:s, s:i, s:I, s:s, s:s?, s:O, s:s, s:s, s:f}", "step",
-                              (json_int_t)strtoll(PQgetvalue(divs, i, 1), NULL, 10), "rank", atoi(PQgetvalue(divs, i, 0)),
-                              "name", PQgetvalue(divs, i, 3), "occurrence", atoi(PQgetvalue(divs, i, 4)), "seq",
-                              (json_int_t)strtoll(PQgetvalue(divs, i, 2), NULL, 10), "kind", PQgetvalue(divs, i, 5),
-                              "odd_run_id", odd, "runs", rr, "committed_at", PQgetvalue(divs, i, 8), "detected_at",
-                              PQgetvalue(divs, i, 9), "detection_ms", atof(PQgetvalue(divs, i, 10)));
-        if (!odd)
+    v->ndivs = PQntuples(divs);
+    v->divs = xcalloc((size_t)v->ndivs + 1, sizeof(*v->divs));
+    for (int i = 0; i < v->ndivs; i++) {
+        divergence *d = &v->divs[i];
+        read_divergence(divs, i, runs, d);
+        json_t *o = json_pack("{s:I, s:i, s:s, s:i, s:I, s:s, s:s?, s:O, s:s, s:s, s:f}", "step", (json_int_t)d->step,
+                              "rank", d->rank, "name", d->name, "occurrence", d->occurrence, "seq", (json_int_t)d->seq,
+                              "kind", d->kind, "odd_run_id", d->odd_run_id, "runs", d->runs, "committed_at",
+                              PQgetvalue(divs, i, 8), "detected_at", PQgetvalue(divs, i, 9), "detection_ms",
+                              atof(PQgetvalue(divs, i, 10)));
+        if (!d->odd_run_id)
             json_object_set_new(o, "odd_run_id", json_null());
-        if (atoi(PQgetvalue(divs, i, 0)) < 0) /* runs of different rank counts: their logical tensors parted */
+        if (d->logical) /* runs of different rank counts: their logical tensors parted */
             json_object_set_new(o, "logical", json_true());
-        json_object_set_new(o, "site", site_out(entry_site(rr)));
-        json_decref(rr);
+        json_object_set_new(o, "site", site_out(entry_site(d->runs)));
         json_array_append_new(v->per_rank, o);
     }
     if (!mdiff) {
@@ -478,61 +484,94 @@ int findings_load(const char *group, grp_findings *v, char *err, size_t cap)
     judge(v);
     f.missing = v->first_missing;
     v->status = twin_status(&f, v->status_why, sizeof(v->status_why));
-    glance_outcomes(v->runs, v->per_rank, v->status);
+    glance_outcomes(v->runs, v->divs, v->ndivs, v->status);
     PQclear(runs);
     PQclear(exits);
     PQclear(divs);
     PQclear(mstate);
     PQclear(man);
-    PQclear(prog);
     return 1;
+}
+
+/* missing_of - whether the cause rule (common/cause.h) makes the first divergence of a group a record some run
+ * lacks, over its divergences at its first step (`cr`, n): 1 or 0, or -1 when the answer turns on whether the
+ * manifest diff explains the divergence (configuration). */
+static int missing_of(const cause_rank *cr, size_t n, int nranks)
+{
+    cause_facts f = {cr, n, nranks, 0};
+    cause_result plain, configured;
+    cause_judge(&f, &plain);
+    f.configuration = 1;
+    cause_judge(&f, &configured);
+    int a = plain.first && plain.first->missing, b = configured.first && configured.first->missing;
+    return a == b ? a : -1;
+}
+
+/* early_missing - out[i].missing for the groups whose status turns on it (diverged, and a run failed), by the cause
+ * rule over their divergences at the first step (vd_early), asking findings_load only where the manifest diff
+ * decides it. Returns 0, or -1 with the database's message in `err`. */
+static int early_missing(const char *const *names, int n, twin_facts *out, const int *nranks, char *err, size_t cap)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        if (out[i].diverged && out[i].failed)
+            json_array_append_new(a, json_string(names[i]));
+    if (!json_array_size(a)) {
+        json_decref(a);
+        return 0;
+    }
+    char *arr = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    const char *p[] = {arr};
+    PGresult *r = db_exec("vd_early", 1, p, err, cap);
+    free(arr);
+    if (!r)
+        return -1;
+    int rows = PQntuples(r), rc = 0;
+    cause_rank *cr = xcalloc((size_t)rows + 1, sizeof(*cr));
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (!out[i].diverged || !out[i].failed)
+            continue;
+        size_t k = 0;
+        for (int j = 0; j < rows; j++) {
+            if (strcmp(PQgetvalue(r, j, 0), names[i]))
+                continue;
+            const char *kind = PQgetvalue(r, j, 6);
+            cr[k++] = (cause_rank){.rank = atoi(PQgetvalue(r, j, 1)),
+                                   .step = strtoll(PQgetvalue(r, j, 2), NULL, 10),
+                                   .seq = strtoll(PQgetvalue(r, j, 3), NULL, 10),
+                                   .name = PQgetvalue(r, j, 4),
+                                   .name_len = (size_t)PQgetlength(r, j, 4),
+                                   .occurrence = (uint32_t)strtoul(PQgetvalue(r, j, 5), NULL, 10),
+                                   .missing = !strcmp(kind, "missing"),
+                                   .restore = !strcmp(kind, "restore"),
+                                   .logical = atoi(PQgetvalue(r, j, 1)) < 0};
+        }
+        int m = missing_of(cr, k, nranks[i]);
+        if (m < 0) {
+            grp_findings v;
+            int got = findings_load(names[i], &v, err, cap);
+            if (got < 0)
+                rc = -1;
+            m = got > 0 && v.first_missing;
+            findings_release(&v);
+        }
+        out[i].missing = m;
+    }
+    free(cr);
+    PQclear(r);
+    return rc;
 }
 
 int findings_facts(const char *const *names, int n, twin_facts *out, char *err, size_t cap)
 {
-    memset(out, 0, (size_t)(n > 0 ? n : 0) * sizeof(*out));
     if (n <= 0)
         return 0;
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_string(names[i]));
-    char *arr = json_dumps(a, JSON_COMPACT), maxruns[16];
-    json_decref(a);
-    snprintf(maxruns, sizeof(maxruns), "%d", GROUP_MAX_RUNS);
-    const char *p[] = {arr, maxruns};
-    PGresult *r = db_exec("vd_facts", 2, p, err, cap);
-    free(arr);
-    if (!r)
-        return -1;
-    int rc = 0;
-    for (int i = 0; i < PQntuples(r) && i < n; i++) {
-        twin_facts *f = &out[i];
-        f->nruns = atoi(PQgetvalue(r, i, 1));
-        f->running = atoi(PQgetvalue(r, i, 2));
-        f->failed = atoi(PQgetvalue(r, i, 3));
-        f->diverged = PQgetvalue(r, i, 4)[0] == 't';
-        int early_miss = PQgetvalue(r, i, 5)[0] == 't', e0_miss = PQgetvalue(r, i, 6)[0] == 't';
-        long early = strtol(PQgetvalue(r, i, 7), NULL, 10);
-        f->unchecked = strtol(PQgetvalue(r, i, 8), NULL, 10);
-        f->comparable = strtol(PQgetvalue(r, i, 9), NULL, 10);
-        f->awaiting = strtol(PQgetvalue(r, i, 10), NULL, 10);
-        f->removed = strtol(PQgetvalue(r, i, 11), NULL, 10);
-        /* The cause rule's first divergence lacks a record when one at the earliest point does, unless the
-         * cause is configuration (then it is e0 itself), or the earliest point holds more ranks than the rule
-         * looks at (common/cause.c). Both need the whole findings; asked for only where the status turns on it. */
-        f->missing = early_miss;
-        if (f->diverged && f->failed && (early_miss != e0_miss || early > CAUSE_MAX_ORIGIN * 4)) {
-            grp_findings v;
-            int got = findings_load(names[i], &v, err, cap);
-            if (got < 0) {
-                rc = -1;
-                break;
-            }
-            f->missing = got > 0 && v.first_missing;
-            findings_release(&v);
-        }
-    }
-    PQclear(r);
+    int *nranks = xcalloc((size_t)n, sizeof(int));
+    int rc = facts_read(names, n, out, nranks, err, cap);
+    if (rc == 0)
+        rc = early_missing(names, n, out, nranks, err, cap);
+    free(nranks);
     return rc;
 }
 
@@ -543,4 +582,14 @@ void findings_release(grp_findings *v)
     json_decref(v->first);
     json_decref(v->mdiff);
     v->runs = v->per_rank = v->first = v->mdiff = NULL;
+    for (int i = 0; i < v->ndivs; i++) {
+        free(v->divs[i].name);
+        free(v->divs[i].kind);
+        free(v->divs[i].odd_run_id);
+        json_decref(v->divs[i].runs);
+    }
+    free(v->divs);
+    v->divs = NULL;
+    v->ndivs = 0;
+    v->first_div = NULL;
 }

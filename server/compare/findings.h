@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "common/cause.h"
+#include "server/compare/divergence.h"
 #include "server/compare/status.h"
 
 typedef struct grp_findings {
@@ -29,6 +30,9 @@ typedef struct grp_findings {
     json_t *first;         /* the group's first divergence (the per_rank entry that stands for it) with "cause",
                               "cause_detail", "origin_ranks", "site", "suggest_ignore", "thin_evidence",
                               "configuration"; JSON null when nothing diverged */
+    divergence *divs;      /* per_rank's divergences, typed, in its order */
+    int ndivs;
+    const divergence *first_div; /* the one that stands for the group (first is its JSON), NULL when none */
     json_t *mdiff;         /* common/json/mdiff.h's diff of the group's runs */
     cause_kind cause;      /* CAUSE_NONE when nothing diverged */
     int origin[CAUSE_MAX_ORIGIN], norigin;
@@ -54,13 +58,12 @@ void findings_register(void);
 int findings_load(const char *group, grp_findings *v, char *err, size_t cap);
 
 /* findings_facts - the facts twin_status decides from for `n` groups at once (names[i] into out[i]; a group
- * without runs gets zeros, hence "pending"): one query with the same meaning as what findings_load reads for
- * one group (at most GROUP_MAX_RUNS runs counted, in run order; a run with a failed rank counts as failed;
- * the same progress per rank; `missing` as the cause rule's first divergence says it). Only where the cause
- * rule would need the manifest diff to tell `missing` (a configuration cause when the earliest point mixes
- * missing and present records) and it matters (a diverged group with a failed run) does it ask findings_load
- * for that group. For the twin-group list and its status filter, and the runs list's group status.
- * Returns 0, or -1 with the database's message in `err`. */
+ * without runs gets zeros, hence "pending"): the statement findings_load reads its group's facts with (vd_facts:
+ * facts only, at most GROUP_MAX_RUNS runs counted, in run order; a run with a failed rank counts as failed), and,
+ * where the status turns on it (a diverged group with a failed run), `missing` by the cause rule itself
+ * (common/cause.h) over the divergences at the group's first step; only where that answer turns on the manifest
+ * diff does it ask findings_load for the group. For the twin-group list and its status filter, and the runs list's
+ * group status. Returns 0, or -1 with the database's message in `err`. */
 int findings_facts(const char *const *names, int n, twin_facts *out, char *err, size_t cap);
 
 /* findings_release - drop what findings_load made; safe on empty findings. */

@@ -53,39 +53,33 @@ static const char *outcome_at(json_t *entries, const char *odd, const char *stat
     return twin_outcome(&p);
 }
 
-/* earliest - the per-rank divergence with the smallest (step, seq, rank), or NULL. */
-static json_t *earliest(json_t *per_rank)
+/* earliest - the divergence of divs[0..n) with the smallest (step, seq, rank), or NULL. */
+static const divergence *earliest(const divergence *divs, int n)
 {
-    json_t *best = NULL, *d;
-    size_t i;
-    json_array_foreach(per_rank, i, d)
-    {
-        json_int_t st = json_integer_value(json_object_get(d, "step")), sq = json_integer_value(json_object_get(d, "seq")),
-                   rk = json_integer_value(json_object_get(d, "rank"));
-        if (!best) {
-            best = d;
-            continue;
-        }
-        json_int_t bst = json_integer_value(json_object_get(best, "step")),
-                   bsq = json_integer_value(json_object_get(best, "seq")),
-                   brk = json_integer_value(json_object_get(best, "rank"));
-        if (st < bst || (st == bst && (sq < bsq || (sq == bsq && rk < brk))))
+    const divergence *best = NULL;
+    for (int i = 0; i < n; i++) {
+        const divergence *d = &divs[i];
+        if (!best || d->step < best->step ||
+            (d->step == best->step && (d->seq < best->seq || (d->seq == best->seq && d->rank < best->rank))))
             best = d;
     }
     return best;
 }
 
-void glance_outcomes(json_t *runs, json_t *per_rank, const char *status)
+void glance_outcomes(json_t *runs, const divergence *divs, int n, const char *status)
 {
-    json_t *e0 = earliest(per_rank), *entries = json_object_get(e0, "runs"), *r;
-    const char *odd = json_string_value(json_object_get(e0, "odd_run_id"));
+    const divergence *e0 = earliest(divs, n);
+    json_t *entries = e0 ? e0->runs : NULL, *r;
+    const char *odd = e0 ? e0->odd_run_id : NULL;
     size_t i;
     json_array_foreach(runs, i, r)
     {
         const char *id = json_string_value(json_object_get(r, "run_id")) ?: "";
         int failed = !strcmp(json_string_value(json_object_get(r, "status")) ?: "", "failed") ||
                      json_array_size(json_object_get(r, "failed_ranks")) > 0;
-        json_object_set_new(r, "outcome", json_string(outcome_at(entries, odd, status, id, failed)));
+        const char *o = outcome_at(entries, odd, status, id, failed);
+        json_object_set_new(r, "outcome", json_string(o));
+        json_object_set_new(r, "outcome_why", json_string(twin_outcome_why(o)));
     }
 }
 

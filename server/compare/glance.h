@@ -12,13 +12,15 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "server/compare/divergence.h"
+
 /* glance_register - prepare the statements glance_run_outcomes runs. */
 void glance_register(void);
 
-/* glance_outcomes - set "outcome" on each run of `runs` (findings_load's run objects: "run_id", "status",
- * "failed_ranks") by twin_outcome, for a group of status `status` whose per-rank divergences are `per_rank`
- * (findings_load's: "step", "seq", "rank", "runs" entries with "majority", "odd_run_id"). Never fails. */
-void glance_outcomes(json_t *runs, json_t *per_rank, const char *status);
+/* glance_outcomes - set "outcome" and "outcome_why" on each run of `runs` (findings_load's run objects: "run_id",
+ * "status", "failed_ranks") by twin_outcome, for a group of status `status` whose per-rank divergences are
+ * divs[0..n) (findings_load's; their "runs" entries say "majority"). Never fails. */
+void glance_outcomes(json_t *runs, const divergence *divs, int n, const char *status);
 
 /* glance_run_outcomes - the outcome of each of `n` runs (run_ids[i] of group groups[i], whose status is
  * statuses[i]; groups[i] NULL: a run in no group, outcome NULL) into out[i] (a static string, or NULL), reading the

@@ -1,6 +1,6 @@
 /* logical.c - a twin group whose runs have different rank counts, compared on its logical tensors: per step, each run's
  * shard records combined across its ranks (common/shard.h) into one record per tensor, then the first-divergence rule
- * (server/compare/rule.h) over those records; a divergence is stored at rank -1 and names the tensor, the first
+ * (common/first.h) over those records; a divergence is stored at rank -1 and names the tensor, the first
  * differing 1 MiB chunk and the ranks that hold it in each run. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -84,7 +84,7 @@ static int compare_step(const char *group, const cmp_group *g, cmp_rows *all, si
         uint32_t cur_rank = UINT32_MAX;
         size_t pos = 0;
         for (size_t i = lo; i < hi; i++) {
-            const cmp_rec *c = &all->recs[i];
+            const first_rec *c = &all->recs[i];
             if (c->run != k)
                 continue;
             if (c->rec.rank != cur_rank) {
@@ -105,7 +105,7 @@ static int compare_step(const char *group, const cmp_group *g, cmp_rows *all, si
     }
     free(src);
     /* the logical records of every run, for the one rule; seq is each tensor's place in its run's order */
-    cmp_rec *recs = xcalloc(total + 1, sizeof(*recs));
+    first_rec *recs = xcalloc(total + 1, sizeof(*recs));
     size_t n = 0;
     for (int k = 0; k < g->nruns; k++)
         for (size_t i = 0; i < lg[k].n; i++) {
@@ -114,8 +114,8 @@ static int compare_step(const char *group, const cmp_group *g, cmp_rows *all, si
             recs[n].rec.seq = i;
             n++;
         }
-    cmp_first f;
-    cmp_rule_first(recs, n, g->nruns, &f);
+    first_div f;
+    first_find(recs, n, g->nruns, &f);
     int rc = 0;
     int any_bad = 0;
     for (int k = 0; k < g->nruns; k++)

@@ -36,4 +36,8 @@ extern const char *const RUN_OUTCOMES[];
 /* twin_outcome - the outcome of the run `p` describes. Never fails. */
 const char *twin_outcome(const run_place *p);
 
+/* twin_outcome_why - what outcome `outcome` (one of RUN_OUTCOMES) means, in a few words for people (the
+ * dashboard shows it on hover); "" for any other word. */
+const char *twin_outcome_why(const char *outcome);
+
 #endif /* SERVER_COMPARE_OUTCOME_H */

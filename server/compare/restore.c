@@ -67,7 +67,7 @@ static size_t block(const cmp_rows *rows, int run, int flag, int64_t step, const
     return n;
 }
 
-static cmp_rec *as_cmp(const rec_record *r, int run, cmp_rec *tmp)
+static first_rec *as_cmp(const rec_record *r, int run, first_rec *tmp)
 {
     if (!r)
         return NULL;
@@ -85,7 +85,7 @@ static int store_check(const char *group, int rank, const cmp_group *g, int a, i
     char run_s[32], rk[16], st[32], ref_s[32], occ_s[16], cmp_s[16], unv_s[16], name[LS_NAME_MAX + 1], err[512];
     const rec_record *named = v->restored ? v->restored : v->ref;
     int differs = v->status != REC_RESTORE_SAME && v->status != REC_RESTORE_UNVERIFIED;
-    cmp_rec ta, tb;
+    first_rec ta, tb;
     json_t *mine = cmp_run_entry(g->ids[a], as_cmp(v->restored, a, &ta));
     json_t *theirs = cmp_run_entry(g->ids[b], as_cmp(v->ref, b, &tb));
     json_object_set_new(mine, "role", json_string("restored"));
@@ -180,7 +180,7 @@ int cmp_check_restores(const char *group, int rank, const cmp_group *g, double c
     mine = xcalloc(rows.n + 1, sizeof(*mine));
     ref = xcalloc(rows.n + 1, sizeof(*ref));
     for (size_t i = 0; i < rows.n && rc >= 0; i++) {
-        const cmp_rec *c = &rows.recs[i];
+        const first_rec *c = &rows.recs[i];
         int a = c->run;
         int64_t k = c->rec.step;
         if (a >= g->nruns || !(c->rec.flags & REC_STATE_RESTORED) || !complete(g, a, k))

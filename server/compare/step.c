@@ -11,7 +11,7 @@
 #include "common/dtype.h"
 #include "common/recmatch.h"
 #include "server/compare/compare.h"
-#include "server/compare/rule.h"
+#include "common/first.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
@@ -125,7 +125,7 @@ static json_t *inputs_json(const rec_record *r)
     return a;
 }
 
-json_t *cmp_run_entry(const char *run_id, const cmp_rec *c)
+json_t *cmp_run_entry(const char *run_id, const first_rec *c)
 {
     if (!c)
         return json_pack("{s:s, s:b, s:n, s:n, s:n}", "run_id", run_id, "present", 0, "seq", "fp", "value");
@@ -162,7 +162,7 @@ void cmp_rows_from_set(frame_set *set, const cmp_group *g, int (*keep)(const rec
     for (size_t i = 0; i < out->set.n; i++) {
         if (keep && !keep(&out->set.recs[i]))
             continue;
-        cmp_rec *c = &out->recs[out->n];
+        first_rec *c = &out->recs[out->n];
         c->row = (int)i;
         c->run = 0;
         while (c->run < g->nruns && g->keys[c->run] != out->set.run_key[i])
@@ -270,10 +270,10 @@ void cmp_tell(const char *group, const cmp_found *f)
 /* load_step - the records of `step` on `rank` of the group's runs (read into `set`), as rule input. Returns the
  * count; *out is a new array (caller frees); per run the count of its records in `counts` and the XOR of their
  * digest terms in `terms`. */
-static size_t load_step(const frame_set *set, int nruns, const int64_t *keys, cmp_rec **out, int64_t *counts,
+static size_t load_step(const frame_set *set, int nruns, const int64_t *keys, first_rec **out, int64_t *counts,
                         uint64_t *terms)
 {
-    cmp_rec *recs = xcalloc(set->n + 1, sizeof(*recs));
+    first_rec *recs = xcalloc(set->n + 1, sizeof(*recs));
     for (int k = 0; k < nruns; k++) {
         counts[k] = 0;
         terms[k] = 0;
@@ -282,7 +282,7 @@ static size_t load_step(const frame_set *set, int nruns, const int64_t *keys, cm
     for (size_t i = 0; i < set->n; i++) {
         if (!rec_in_steps(&set->recs[i]))
             continue; /* entries of state blocks: the restore checks' (server/compare/restore.c) */
-        cmp_rec *c = &recs[n++];
+        first_rec *c = &recs[n++];
         c->row = (int)i;
         c->run = 0;
         while (c->run < nruns && keys[c->run] != set->run_key[i])
@@ -413,7 +413,7 @@ static int find_divergence(const char *group, int rank, int64_t step, int nruns,
         frame_set_release(&set);
         return -1;
     }
-    cmp_rec *recs;
+    first_rec *recs;
     int64_t counts[GROUP_MAX_RUNS];
     uint64_t terms[GROUP_MAX_RUNS];
     size_t n = load_step(&set, nruns, keys, &recs, counts, terms);
@@ -423,8 +423,8 @@ static int find_divergence(const char *group, int rank, int64_t step, int nruns,
         frame_set_release(&set);
         return held < 0 ? -1 : 2;
     }
-    cmp_first f;
-    cmp_rule_first(recs, n, nruns, &f);
+    first_div f;
+    first_find(recs, n, nruns, &f);
     int rc = 0;
     if (!f.found)
         goto out_free;

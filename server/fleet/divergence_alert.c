@@ -53,9 +53,9 @@ static int earlier_alerts(const char *group, const char *facts, int *count, long
     *nopen = 0;
     int same = 0;
     for (int i = 0; i < PQntuples(r); i++) {
-        int divergence = PQgetvalue(r, i, 3)[0] == 't';
-        *count += divergence;
-        same |= divergence && !strcmp(PQgetvalue(r, i, 1), facts);
+        int diverged = PQgetvalue(r, i, 3)[0] == 't';
+        *count += diverged;
+        same |= diverged && !strcmp(PQgetvalue(r, i, 1), facts);
         if (PQgetvalue(r, i, 2)[0] == 't' && *nopen < cap)
             open[(*nopen)++] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
     }
@@ -74,7 +74,7 @@ static json_t *run_of(const grp_findings *vd, const char *id)
 
 /* The first divergence as the alert tells it (borrowed from the findings), and what the alert reports. */
 typedef struct fdiv {
-    json_t *first, *entries, *site;
+    json_t *entries, *site; /* borrowed: the runs of the first divergence, its call site as the twin API gives it */
     const char *name, *kind, *cause, *site_text;
     json_int_t step, occ, seq;
     int rank;
@@ -83,24 +83,24 @@ typedef struct fdiv {
     const char *facts;               /* what the alert reports: a new alert when it changes */
 } fdiv;
 
-/* fdiv_of - the first divergence of `vd` (an object) into `f`; who diverged and the facts are left unset. */
+/* fdiv_of - the first divergence of `vd` (vd->first_div, set) into `f`; who diverged and the facts are left unset. */
 static void fdiv_of(const grp_findings *vd, fdiv *f)
 {
     memset(f, 0, sizeof(*f));
-    json_t *first = f->first = vd->first;
-    f->entries = json_object_get(first, "runs");
+    const divergence *first = vd->first_div;
+    f->entries = first->runs;
     f->diverged = !strcmp(vd->status, "diverged");
-    f->name = json_string_value(json_object_get(first, "name")) ?: "";
-    f->kind = json_string_value(json_object_get(first, "kind")) ?: "";
-    f->cause = json_string_value(json_object_get(first, "cause")) ?: "";
-    f->step = json_integer_value(json_object_get(first, "step"));
-    f->occ = json_integer_value(json_object_get(first, "occurrence"));
-    f->seq = json_integer_value(json_object_get(first, "seq"));
-    f->rank = (int)json_integer_value(json_object_get(first, "rank"));
-    f->site = json_object_get(first, "site");
+    f->name = first->name;
+    f->kind = first->kind;
+    f->cause = cause_name(vd->cause);
+    f->step = first->step;
+    f->occ = first->occurrence;
+    f->seq = first->seq;
+    f->rank = first->rank;
+    f->site = json_object_get(vd->first, "site"); /* as the twin API gives it */
     f->site_text = json_string_value(json_object_get(f->site, "text"));
     f->restore = !strcmp(f->kind, "restore");
-    f->logical = json_is_true(json_object_get(first, "logical"));
+    f->logical = first->logical;
 }
 
 /* who_diverged - the odd run out when a majority names one, else every run: their node, GPU and job on the first
@@ -268,10 +268,13 @@ static int raise_alert(const grp *g, const grp_findings *vd, const grp_class *v,
         bl += (size_t)snprintf(body + bl, sizeof(body) - bl,
                                "Group status: %s (%s).\nClassified as %s: %s.\nDashboard: %s\n", vd->status,
                                vd->status_why, v->cls, v->reason, url);
-    json_t *details = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:s, s:s, s:s, s:O, s:O, s:s?, s:s, s:s, s:s, s:o}",
+    json_t *origin = json_array();
+    for (int k = 0; k < vd->norigin; k++)
+        json_array_append_new(origin, json_integer(vd->origin[k]));
+    json_t *details = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:s, s:s, s:s, s:o, s:O, s:s?, s:s, s:s, s:s, s:o}",
                                 "group", g->name, "step", f->step, "rank", f->rank, "name", f->name, "occurrence",
                                 f->occ, "seq", f->seq, "kind", f->kind, "cause", f->cause, "cause_detail",
-                                vd->cause_why, "origin_ranks", json_object_get(f->first, "origin_ranks"), "site",
+                                vd->cause_why, "origin_ranks", origin, "site",
                                 f->site ? f->site : json_null(), "suggest_ignore", vd->suggest[0] ? vd->suggest : NULL,
                                 "status", vd->status, "classification", v->cls, "reason", v->reason, "runs", runs);
     /* The nodes it blames (a repair of one resolves it): those of a hardware classification only. */
@@ -330,7 +333,7 @@ static int raise_alert(const grp *g, const grp_findings *vd, const grp_class *v,
 
 int divergence_alert_enqueue(const grp *g, const grp_findings *vd, const grp_class *v, char *err, size_t cap)
 {
-    if (!json_is_object(vd->first))
+    if (!vd->first_div)
         return 0; /* nothing diverged: nothing to report */
     fdiv f;
     fdiv_of(vd, &f);

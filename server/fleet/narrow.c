@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/hostlist.h"
+#include "common/json/node_of.h"
 #include "common/record.h"
 #include "server/compare/replay.h"
 #include "server/compare/findings.h"
@@ -66,12 +67,14 @@ int narrow_probe(const char *run_key, const int *origin, int norigin, const char
     db_int_array_text(origin, norigin, ranks, sizeof(ranks));
     const char *p[] = {run_key, ranks};
     /* Which node ran which rank is slurmstepd's word (attestations), never the job's: a manifest only names the
-     * GPU of a rank the node's attestation lists. Nodes in the order of their first origin rank. */
+     * GPU of a rank the node's attestation lists, and only when it does not name another host
+     * (common/json/node_of.h; the manifest cut to the keys that rule reads). Nodes in the order of their first
+     * origin rank. */
     PGresult *r = sql_query(
-        "SELECT a.node, coalesce((SELECT coalesce(m.manifest->'gpu'->>'uuid', CASE WHEN jsonb_typeof(m.manifest->"
-        "'gpus') = 'array' AND jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'uuid' END) "
+        "SELECT a.node, (SELECT CASE WHEN jsonb_typeof(m.manifest) = 'object' THEN (SELECT jsonb_object_agg(e.k, "
+        "e.v) FROM jsonb_each(m.manifest) AS e(k, v) WHERE e.k = ANY('" NODE_OF_KEYS_SQL "'::text[]))::text END "
         "FROM manifests m WHERE m.run_key = r.run_key AND m.rank = ANY(a.ranks) AND ($2::int[] = '{}' OR m.rank = "
-        "ANY($2::int[])) ORDER BY m.rank LIMIT 1), '') FROM runs r JOIN attestations a ON a.job_id = r.job_id AND "
+        "ANY($2::int[])) ORDER BY m.rank LIMIT 1) FROM runs r JOIN attestations a ON a.job_id = r.job_id AND "
         "a.step_id = r.step_id WHERE r.run_key = $1::bigint AND ($2::int[] = '{}' OR a.ranks && $2::int[]) "
         "ORDER BY (SELECT min(x) FROM unnest(a.ranks) x WHERE $2::int[] = '{}' OR x = ANY($2::int[])), a.node",
         2, p, err, ecap);
@@ -80,10 +83,15 @@ int narrow_probe(const char *run_key, const int *origin, int norigin, const char
     size_t pl = 0, gl = 0;
     probe[0] = gpus[0] = 0;
     for (int i = 0; i < PQntuples(r); i++) { /* one entry per node (attestations are per node) */
+        json_t *doc = PQgetisnull(r, i, 1) ? NULL : json_loads(PQgetvalue(r, i, 1), 0, NULL);
+        node_facts f = {PQgetvalue(r, i, 0), 0, NULL};
+        node_place at;
+        node_of_rank(doc, &f, &at);
         if (pl < pcap)
             pl += (size_t)snprintf(probe + pl, pcap - pl, "%s%s", i ? "," : "", PQgetvalue(r, i, 0));
         if (gl < gcap)
-            gl += (size_t)snprintf(gpus + gl, gcap - gl, "%s%s", i ? "," : "", PQgetvalue(r, i, 1));
+            gl += (size_t)snprintf(gpus + gl, gcap - gl, "%s%s", i ? "," : "", at.gpu);
+        json_decref(doc);
     }
     PQclear(r);
     if (!probe[0]) {
@@ -227,11 +235,11 @@ static int read_runs(const char *group, const grp_findings *vd, nruns *R, char *
         return -1;
     int nr = R->nr = PQntuples(runs) < RP_MAX_RUNS ? PQntuples(runs) : RP_MAX_RUNS;
     R->rs = xcalloc((size_t)nr + 1, sizeof(*R->rs));
-    json_t *entries = json_object_get(vd->first, "runs");
+    json_t *entries = vd->first_div->runs;
     R->nkeys = 0;
     R->majority = -1;
     R->odd = -1;
-    const char *odd_id = str_of(vd->first, "odd_run_id", NULL);
+    const char *odd_id = vd->first_div->odd_run_id;
     for (int i = 0; i < nr; i++) {
         nrun *x = &R->rs[i];
         x->key = PQgetvalue(runs, i, 0);
@@ -291,7 +299,7 @@ typedef struct nwindow {
 /* window_of - `window` steps either side of the first divergence of `vd`, traced at `level` on its origin ranks. */
 static void window_of(const grp_findings *vd, const char *level, long long window, nwindow *w)
 {
-    int64_t S = w->S = json_integer_value(json_object_get(vd->first, "step"));
+    int64_t S = w->S = vd->first_div->step;
     long long from = w->from = S - window < 0 ? 0 : S - window, to = w->to = S + window;
     char ranks_txt[300] = "";
     size_t rl = 0;
@@ -307,7 +315,7 @@ static void window_of(const grp_findings *vd, const char *level, long long windo
 static char *design_text(const grp_findings *vd, const nruns *R, const rp_node *nodes, int nnodes, const rp_plan *plan,
                          long long maxp, int64_t S)
 {
-    json_t *first = vd->first;
+    const divergence *first = vd->first_div;
     const nrun *rs = R->rs;
     const rp_run *rr = R->rr;
     int nr = R->nr, majority = R->majority, odd = R->odd;
@@ -341,11 +349,9 @@ static char *design_text(const grp_findings *vd, const nruns *R, const rp_node *
     json_object_set_new(design, "cause_detail", json_string(vd->cause_why));
     json_object_set_new(design, "origin_ranks", origin);
     json_object_set_new(design, "first_divergence",
-                        json_pack("{s:I, s:i, s:s, s:I, s:s?}", "step", (json_int_t)S, "rank",
-                                  (int)json_integer_value(json_object_get(first, "rank")), "name",
-                                  str_of(first, "name", ""), "occurrence",
-                                  json_integer_value(json_object_get(first, "occurrence")), "odd_run_id",
-                                  str_of(first, "odd_run_id", NULL)));
+                        json_pack("{s:I, s:i, s:s, s:I, s:s?}", "step", (json_int_t)S, "rank", first->rank, "name",
+                                  first->name, "occurrence", (json_int_t)first->occurrence, "odd_run_id",
+                                  first->odd_run_id));
     json_object_set_new(design, "majority_content", majority >= 0 ? json_integer(majority) : json_null());
     json_object_set_new(design, "contents", contents);
     json_object_set_new(design, "runs", jruns);
@@ -431,7 +437,7 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
     }
     long long id = -1;
     nruns *R = xcalloc(1, sizeof(*R));
-    if (strcmp(vd.status, "diverged") || !json_is_object(vd.first)) {
+    if (strcmp(vd.status, "diverged") || !vd.first_div) {
         snprintf(detail, sizeof(detail), "group %.255s is %s (%s): nothing to narrow", group, vd.status, vd.status_why);
         fail(status, 409, e, "narrow works on a diverged group", detail, "see lockstep twins GROUP");
         goto out_release;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/json/node_of.h"
 #include "server/core/log.h"
 #include "server/core/state.h"
 #include "server/compare/findings.h"
@@ -24,12 +25,6 @@
 #include "server/store/sql.h"
 
 #define MAX_ORIGIN 16
-
-/* single_node - `nodes` when it names one node (no list or range), else NULL. */
-static const char *single_node(const char *nodes)
-{
-    return nodes && *nodes && !strpbrk(nodes, "[],") ? nodes : NULL;
-}
 
 /* content_key - what run `run_id` holds for the divergence (entries of its
  * runs array): fp and value bits, or "missing". */
@@ -368,14 +363,12 @@ out_free:
     return rc;
 }
 
+/* The manifests of the group's ranks, each cut to the keys the node rule reads (common/json/node_of.h). */
 #define Q_MANIFESTS                                                                                                    \
-    "SELECT m.run_key::text, m.rank, coalesce(nullif(m.manifest->>'slurm_node', ''), "                                 \
-    "nullif(m.manifest->>'node', ''), m.manifest->>'host', ''), "                                                      \
-    "coalesce(m.manifest->'gpu'->>'uuid', CASE WHEN jsonb_typeof(m.manifest->'gpus') = 'array' AND "                   \
-    "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'uuid' END, ''), "                        \
-    "coalesce(m.manifest->'gpu'->>'name', CASE WHEN jsonb_typeof(m.manifest->'gpus') = 'array' AND "                   \
-    "jsonb_array_length(m.manifest->'gpus') = 1 THEN m.manifest->'gpus'->0->>'name' END, '') "                         \
-    "FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = $1 AND m.rank < " GROUP_MAX_RANKS_TEXT
+    "SELECT m.run_key::text, m.rank, CASE WHEN jsonb_typeof(m.manifest) = 'object' THEN (SELECT "                       \
+    "jsonb_object_agg(e.k, e.v) FROM jsonb_each(m.manifest) AS e(k, v) WHERE e.k = ANY('" NODE_OF_KEYS_SQL            \
+    "'::text[]))::text END FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = $1 AND m.rank < "         \
+    GROUP_MAX_RANKS_TEXT
 
 /* on_node - 1 when run `a` ran one of the origin ranks on `node`. */
 static int on_node(const grp *g, int a, const int *origin, int norigin, const char *node)
@@ -441,11 +434,45 @@ static int replay_group(grp *g, const narrow_verdict *nv, grp_class *v, int *exp
     "SELECT r.run_key::text, a.node, a.ranks::text, a.nodes FROM runs r JOIN attestations a ON a.job_id = r.job_id "   \
     "AND a.step_id = r.step_id WHERE r.twin_group = $1 ORDER BY r.run_key, a.node"
 
-/* same_host - whether a manifest's own host `reported` names attested node `node` (equal, or its short name). */
-static int same_host(const char *reported, const char *node)
+/* place_ranks - which hardware ran each rank of each run, as far as it counts (common/json/node_of.h): slurmstepd's
+ * attested node (a manifest that names another host takes the rank's evidence away: the job's word and Slurm's
+ * disagree), or with trust_reported_hosts the manifest's own host (or the run's single node). A rank no one
+ * attested counts for nothing: no unattested run can make a node suspect. The manifests `man` (run key, rank, the
+ * node rule's keys) are parsed into docs[] (the caller's, one per row, released by it), which the slots borrow. */
+static void place_ranks(grp *g, PGresult *man, PGresult *att, json_t **docs)
 {
-    size_t n = strlen(node);
-    return !strcmp(reported, node) || (!strncmp(reported, node, n) && reported[n] == '.');
+    size_t cells = (size_t)g->nruns * (size_t)g->nranks;
+    const char **attested = xcalloc(cells + 1, sizeof(char *));
+    json_t **of = xcalloc(cells + 1, sizeof(json_t *)); /* [run * nranks + rank]: its manifest, borrowed */
+    for (int i = 0; i < PQntuples(att); i++) {
+        int64_t ranks[ATTEST_MAX_RANKS];
+        int n = db_int_array_parse(PQgetvalue(att, i, 2), ranks, ATTEST_MAX_RANKS);
+        for (int a = 0; a < g->nruns; a++) {
+            if (strcmp(g->runs[a].key, PQgetvalue(att, i, 0)))
+                continue;
+            for (int k = 0; k < n; k++)
+                if (ranks[k] >= 0 && ranks[k] < g->nranks)
+                    attested[(size_t)a * g->nranks + ranks[k]] = PQgetvalue(att, i, 1);
+        }
+    }
+    for (int i = 0; i < PQntuples(man); i++) {
+        int rk = atoi(PQgetvalue(man, i, 1));
+        docs[i] = PQgetisnull(man, i, 2) ? NULL : json_loads(PQgetvalue(man, i, 2), 0, NULL);
+        for (int a = 0; a < g->nruns && rk >= 0 && rk < g->nranks; a++)
+            if (!strcmp(g->runs[a].key, PQgetvalue(man, i, 0)))
+                of[(size_t)a * g->nranks + rk] = docs[i];
+    }
+    for (int a = 0; a < g->nruns; a++) {
+        for (int k = 0; k < g->nranks; k++) {
+            size_t c = (size_t)a * g->nranks + k;
+            node_facts f = {attested[c], g_srv.cfg.trust_reported_hosts, g->runs[a].nodes};
+            node_place p;
+            node_of_rank(of[c], &f, &p);
+            g->runs[a].ranks[k] = (hw_slot){p.node, p.gpu, p.gpu_name, p.reported, attested[c] != NULL};
+        }
+    }
+    free(attested);
+    free(of);
 }
 
 /* evaluation - one evaluation of a group: what it read in the transaction's snapshot, and the evidence it comes
@@ -454,6 +481,7 @@ typedef struct evaluation {
     const char *group;
     grp *g;
     PGresult *sig, *runs, *man, *att;
+    json_t **docs; /* the manifests parsed, one per row of man (place_ranks), which the slots borrow */
     grp_findings vd; /* the group's findings: status, cause and origin ranks of its first divergence */
     int ndivs;      /* ranks that diverged (0 once a replay group's narrow speaks for it) */
     char step[32], rank0[16];
@@ -491,8 +519,7 @@ static int evaluation_read(evaluation *ev, char *err, size_t cap)
     g->program = g->nruns ? PQgetvalue(ev->runs, 0, 6) : "";
     ev->ndivs = strcmp(ev->vd.status, "diverged") ? 0 : (int)json_array_size(ev->vd.per_rank);
     if (ev->ndivs) {
-        snprintf(ev->step, sizeof(ev->step), "%lld",
-                 (long long)json_integer_value(json_object_get(ev->vd.first, "step")));
+        snprintf(ev->step, sizeof(ev->step), "%lld", (long long)ev->vd.first_div->step);
         snprintf(ev->rank0, sizeof(ev->rank0), "%d", ev->vd.first_rank);
     }
     return 1;
@@ -511,7 +538,7 @@ static int evaluation_ready(const evaluation *ev, char *err, size_t cap)
         all_ended &= strcmp(PQgetvalue(ev->runs, a, 5), "running") != 0;
     /* An incomplete group with a first difference (a failure explains it) is decided too, even while the
      * launcher's killed ranks never report: an alert raised when it looked diverged must say so. */
-    int explained = json_is_object(ev->vd.first) && !strcmp(ev->vd.status, "incomplete");
+    int explained = ev->vd.first_div && !strcmp(ev->vd.status, "incomplete");
     if (g->nruns < 2 || (!ev->ndivs && !all_ended && !explained))
         return 0; /* not ready: compared only once it diverged, a failure explains its difference, or every run ended */
     if (!ev->ndivs)
@@ -535,11 +562,13 @@ static int evaluation_ready(const evaluation *ev, char *err, size_t cap)
     return settled ? 1 : 2;
 }
 
-/* group_hardware - which hardware ran each rank of each run of `g`, from the manifests `man` and the
- * attestations `att` (rows of Q_MANIFESTS and Q_ATTESTED) of its `runs`: sets g->nranks and each run's slots
- * (owned by the run). */
-static void group_hardware(grp *g, PGresult *runs, PGresult *man, PGresult *att)
+/* group_hardware - which hardware ran each rank of each run of the group, from the manifests and the attestations
+ * `ev` read (rows of Q_MANIFESTS and Q_ATTESTED) of its runs: sets g->nranks and each run's slots (owned by the
+ * run; place_ranks). */
+static void group_hardware(evaluation *ev)
 {
+    grp *g = ev->g;
+    PGresult *runs = ev->runs, *man = ev->man, *att = ev->att;
     for (int i = 0; i < PQntuples(man); i++) {
         int rk = atoi(PQgetvalue(man, i, 1));
         if (rk >= 0 && rk < GROUP_MAX_RANKS && rk + 1 > g->nranks)
@@ -552,11 +581,6 @@ static void group_hardware(grp *g, PGresult *runs, PGresult *man, PGresult *att)
             if (ranks[k] >= 0 && ranks[k] < GROUP_MAX_RANKS && ranks[k] + 1 > g->nranks)
                 g->nranks = (int)ranks[k] + 1;
     }
-    /* Which hardware ran each rank, as far as it counts: slurmstepd's attested node (a manifest that
-     * names another host takes the rank's evidence away: the job's word and Slurm's disagree), or with
-     * trust_reported_hosts the manifest's own host (or the run's single node). A rank no one attested
-     * counts for nothing: no unattested run can make a node suspect. */
-    int trust = g_srv.cfg.trust_reported_hosts;
     for (int a = 0; a < g->nruns; a++) {
         grp_run *r = &g->runs[a];
         r->key = PQgetvalue(runs, a, 0);
@@ -565,39 +589,9 @@ static void group_hardware(grp *g, PGresult *runs, PGresult *man, PGresult *att)
         r->user = PQgetvalue(runs, a, 3);
         r->job = PQgetvalue(runs, a, 4);
         r->ranks = xcalloc((size_t)g->nranks + 1, sizeof(hw_slot));
-        const char *one = trust ? single_node(r->nodes) : NULL;
-        for (int k = 0; k < g->nranks; k++)
-            r->ranks[k] = (hw_slot){one, "", "", NULL, 0};
     }
-    for (int i = 0; i < PQntuples(att); i++) {
-        int64_t ranks[ATTEST_MAX_RANKS];
-        int n = db_int_array_parse(PQgetvalue(att, i, 2), ranks, ATTEST_MAX_RANKS);
-        for (int a = 0; a < g->nruns; a++) {
-            if (strcmp(g->runs[a].key, PQgetvalue(att, i, 0)))
-                continue;
-            for (int k = 0; k < n; k++)
-                if (ranks[k] >= 0 && ranks[k] < g->nranks)
-                    g->runs[a].ranks[ranks[k]] = (hw_slot){PQgetvalue(att, i, 1), "", "", NULL, 1};
-        }
-    }
-    for (int i = 0; i < PQntuples(man); i++) {
-        int rk = atoi(PQgetvalue(man, i, 1));
-        for (int a = 0; a < g->nruns && rk >= 0 && rk < g->nranks; a++) {
-            if (strcmp(g->runs[a].key, PQgetvalue(man, i, 0)))
-                continue;
-            hw_slot *slot = &g->runs[a].ranks[rk];
-            const char *reported = PQgetvalue(man, i, 2);
-            slot->reported = reported;
-            if (slot->attested)
-                slot->node = !*reported || same_host(reported, slot->node) ? slot->node : NULL;
-            else if (trust && *reported)
-                slot->node = reported;
-            if (slot->node) {
-                slot->gpu = PQgetvalue(man, i, 3);
-                slot->gpu_name = PQgetvalue(man, i, 4);
-            }
-        }
-    }
+    ev->docs = xcalloc((size_t)PQntuples(man) + 1, sizeof(json_t *));
+    place_ranks(g, man, att, ev->docs);
 }
 
 /* decide_diverged - the evidence of a diverged group: classify its first divergence on its origin ranks (the
@@ -607,14 +601,12 @@ static int decide_diverged(evaluation *ev, char (*requeue)[256], int cap, int *n
 {
     const grp_findings *vd = &ev->vd;
     for (int o = 0; o < vd->norigin && ev->norigin < MAX_ORIGIN; o++) {
-        size_t i;
-        json_t *d;
-        json_array_foreach(vd->per_rank, i, d) if (json_integer_value(json_object_get(d, "rank")) == vd->origin[o])
-        {
-            ev->origin[ev->norigin] = vd->origin[o];
-            ev->entries[ev->norigin++] = json_incref(json_object_get(d, "runs"));
-            break;
-        }
+        for (int i = 0; i < vd->ndivs; i++)
+            if (vd->divs[i].rank == vd->origin[o]) {
+                ev->origin[ev->norigin] = vd->origin[o];
+                ev->entries[ev->norigin++] = json_incref(vd->divs[i].runs);
+                break;
+            }
     }
     if (classify(ev->g, vd, ev->entries, ev->origin, ev->norigin, ev->origin_name, &ev->v, requeue, cap, nrequeue, err,
                  ecap) < 0)
@@ -635,7 +627,7 @@ static int decide_diverged(evaluation *ev, char (*requeue)[256], int cap, int *n
 static int evaluation_decide(evaluation *ev, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
 {
     narrow_verdict nv;
-    ev->origin_name = ev->ndivs ? json_string_value(json_object_get(ev->vd.first, "name")) : NULL;
+    ev->origin_name = ev->ndivs ? ev->vd.first_div->name : NULL;
     ev->replays = narrow_of_group(ev->group, &nv, err, ecap);
     ev->noise = group_kind_of(ev->group) == GROUP_NOISE;
     if (ev->replays < 0)
@@ -709,7 +701,7 @@ static int evaluation_write(evaluation *ev, char *err, size_t cap)
                "now()",
                12, pe, err, cap) < 0)
         return -1;
-    if (!ev->replays && !ev->noise && (ev->ndivs || json_is_object(ev->vd.first)) &&
+    if (!ev->replays && !ev->noise && (ev->ndivs || ev->vd.first_div) &&
         divergence_alert_enqueue(ev->g, &ev->vd, &ev->v, err, cap) < 0)
         return -1;
     return 0;
@@ -723,6 +715,9 @@ static void evaluation_free(evaluation *ev)
     for (int a = 0; a < ev->g->nruns; a++)
         free(ev->g->runs[a].ranks);
     free(ev->g);
+    for (int i = 0; ev->docs && i < PQntuples(ev->man); i++)
+        json_decref(ev->docs[i]);
+    free(ev->docs);
     PQclear(ev->sig);
     PQclear(ev->runs);
     PQclear(ev->man);
@@ -749,7 +744,7 @@ int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nre
         goto out_rollback;
     if ((rc = evaluation_ready(ev, err, sizeof(err))) != 1)
         goto out_rollback;
-    group_hardware(ev->g, ev->runs, ev->man, ev->att);
+    group_hardware(ev);
     if ((rc = evaluation_decide(ev, requeue, cap, nrequeue, err, sizeof(err))) < 1)
         goto out_rollback;
     rc = -1;

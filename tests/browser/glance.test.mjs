@@ -209,6 +209,13 @@ test('the runs list marks the odd run, not its group\'s status', async () => {
   for (const [id, m] of Object.entries(marks)) assert.equal(m, id === odd ? 'odd-one-out' : 'majority', `run ${id}`);
   // the group's status is still there, on hover
   assert.equal(await page.getAttribute(`tr[data-run="${odd}"] [data-field=twin-outcome]`, 'data-group-status'), 'diverged');
+  // what each outcome means, on hover, in lockstepd's words (twin_outcome_why): the dashboard restates none
+  const trio = await must('GET', '/runs?group=trio');
+  for (const r of trio.items) {
+    assert.ok(r.twin_outcome_why, `run ${r.run_id} has no twin_outcome_why`);
+    assert.equal(await page.getAttribute(`tr[data-run="${r.run_id}"] [data-field=twin-outcome] .badge`, 'title'),
+      `${r.twin_outcome_why}; the group is diverged`);
+  }
   // the API says the same, and a pair's runs (nothing says which) both read diverged
   const api = await must('GET', '/runs?group=trio');
   for (const r of api.items) assert.equal(r.twin_outcome, r.run_id === odd ? 'odd-one-out' : 'majority');

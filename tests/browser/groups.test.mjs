@@ -61,6 +61,10 @@ test('the front page is the twin-group index: status, runs, first divergence and
 test('filters narrow the index on the server and live in the URL', async () => {
   const { page } = b;
   await visit(page, '/twins');
+  // the status filter offers what lockstepd says ?status= takes, and restates none
+  const all = await must('GET', '/twins?kind=twins&limit=50');
+  await page.waitForFunction((n) => document.querySelectorAll('select[name=status] option').length === n, all.statuses.length + 1);
+  assert.deepEqual(await page.$$eval('select[name=status] option', (os) => os.map((o) => o.value)), ['', ...all.statuses]);
   await page.selectOption('select[name=status]', 'diverged');
   await page.click('form.filters button[type=submit]');
   await page.waitForFunction(() => location.hash.includes('status=diverged'));

@@ -1,7 +1,7 @@
 // twin.test.mjs - the Twin group page: runs -> group -> first divergence -> records, the match map, curves,
 // the three-run majority, a matching pair, the manifest diff, and deep links to each view.
 import { test, before, after } from 'node:test';
-import { openBrowser, visit, settle, shot, noProblems, texts, assert, FIX } from './lib.mjs';
+import { openBrowser, visit, settle, shot, noProblems, texts, must, assert, FIX } from './lib.mjs';
 
 let b;
 before(async () => { b = await openBrowser(); });
@@ -16,6 +16,13 @@ test('runs -> twin group -> first divergence -> records at that step and rank', 
   await page.waitForFunction(() => location.hash === '#/twins/pair-diverged');
   await settle(page);
   assert.equal(await page.textContent('h1 .badge'), 'diverged');
+  // why the group has its status, and what each run's outcome means: lockstepd's sentences, restated by no page
+  const g = await must('GET', '/twins/pair-diverged');
+  assert.equal(await page.textContent('[data-field=status-reason]'), `${g.runs.length} runs: ${g.status_reason}.`);
+  for (const r of g.runs) {
+    assert.ok(r.outcome_why, `run ${r.run_id} has no outcome_why`);
+    assert.equal(await page.getAttribute(`tr[data-run="${r.run_id}"] [data-field=outcome] .badge`, 'title'), r.outcome_why);
+  }
   const fd = page.locator('[data-section=first-divergence]');
   assert.equal(await fd.locator('[data-field=step]').textContent(), String(d.step));
   assert.equal(await fd.locator('[data-field=rank]').textContent(), String(d.rank));

@@ -529,10 +529,18 @@ static void test_group_list(void **state)
     assert_string_equal(got, "L-div L-match"); /* newest first */
     assert_int_equal(json_integer_value(json_object_get(o, "total")), 2);
     assert_string_equal(next_of(o), "null");
+    /* the statuses ?status= takes come with the list (the dashboard's filter restates none) */
+    json_t *sts = json_object_get(o, "statuses");
+    assert_int_equal(json_array_size(sts), 4);
+    for (size_t k = 0; k < 4; k++)
+        assert_string_equal(json_string_value(json_array_get(sts, k)), TWIN_STATUS_NAMES[k]);
     json_t *it = json_array_get(json_object_get(o, "items"), 0);
     assert_string_equal(json_string_value(json_object_get(it, "status")), "diverged");
     assert_int_equal(json_integer_value(json_object_get(it, "run_count")), 2);
     assert_int_equal(json_array_size(json_object_get(it, "runs")), 2);
+    json_t *r0 = json_array_get(json_object_get(it, "runs"), 0); /* each run's outcome, with what it means */
+    assert_string_equal(json_string_value(json_object_get(r0, "outcome")), "diverged");
+    assert_non_null(strstr(json_string_value(json_object_get(r0, "outcome_why")) ?: "", "twin"));
     assert_string_equal(json_string_value(json_array_get(json_object_get(it, "users"), 0)), "lu1");
     json_t *fd = json_object_get(it, "first_divergence");
     assert_true(json_equal(fd, json_object_get(t, "first_divergence"))); /* the same object as the group's */

@@ -42,7 +42,7 @@ static void test_outcome_table(void **state)
     }
 }
 
-/* Every outcome the rule gives is one RUN_OUTCOMES lists (docs/server.md names these). */
+/* Every outcome the rule gives is one RUN_OUTCOMES lists (docs/server.md names these), each with its words. */
 static void test_outcomes_listed(void **state)
 {
     (void)state;
@@ -52,6 +52,8 @@ static void test_outcomes_listed(void **state)
             listed |= !strcmp(RUN_OUTCOMES[k], twin_outcome(&CASES[i].p));
         assert_true(listed);
     }
+    for (int k = 0; RUN_OUTCOMES[k]; k++) /* and each says what it means (the dashboard's words on hover) */
+        assert_true(*twin_outcome_why(RUN_OUTCOMES[k]));
 }
 
 int main(void)

@@ -1,20 +1,8 @@
-// glance.js - what the dashboard writes the same way on every page: a group's kind, a run's outcome in its group, the
-// hardware a group's evidence suspects (each as lockstepd decides it: group_kind_of in server/store/group_rule.h,
-// twin_outcome in server/compare/outcome.h).
+// glance.js - what the dashboard writes the same way on every page: a group's kind and the hardware a group's evidence
+// suspects (as lockstepd decides them: group_kind_of in server/store/group_rule.h); a run's outcome and what it means
+// come from lockstepd as they are (outcome, outcome_why: server/compare/outcome.h).
 import { h } from '../dom.js';
 import { badge } from '../components.js';
-
-/* What each run outcome means (server/compare/outcome.h), on hover. */
-export const OUTCOME_WHY = {
-  matched: 'the group matched',
-  majority: 'holds what the majority holds where the runs parted',
-  'odd-one-out': 'the odd one out: the one run outside the majority where the runs parted',
-  'outside-majority': 'outside the majority where the runs parted, with other runs',
-  diverged: 'differs from a twin; nothing says which of them is at fault',
-  failed: 'a rank exited non-zero',
-  incomplete: 'the group could not be compared to the end',
-  pending: 'the group is still being compared',
-};
 
 /* What each kind of group is (group_kind_of, server/store/group_rule.h); incident twins carry no tag. */
 export const KIND_LABEL = { replay: 'replay group', noise: 'noise replicas', experiment: 'experiment' };

@@ -12,7 +12,6 @@ import { chartStrip } from './strip.js';
 
 const LIMIT = 50;
 const FILTERS = ['kind', 'status', 'user', 'node', 'since'];
-const STATUSES = ['', 'diverged', 'incomplete', 'pending', 'match'];   // the values GET /api/v1/twins?status= takes
 // The kind filter: its URL value, its label, and the ?kind= it asks lockstepd for (group_kind_of,
 // server/store/group_rule.h). Incident twins unless the URL says otherwise.
 const KINDS = [
@@ -35,6 +34,8 @@ export async function mount(el, _params, query, navigate) {
   const go = (changes) => navigate('/twins', { ...f, cursor, ...changes });
 
   const kind = KINDS.find((k) => k[0] === f.kind) || KINDS[0];
+  // The statuses ?status= takes come with the list (lockstepd's "statuses"); until then, the one in the URL.
+  const statusSelect = h('select', { name: 'status' }, statusOptions(f.status ? [f.status] : [], f.status));
   const form = h('form', { class: 'filters', 'aria-label': 'Filter twin groups', onsubmit: (e) => {
     e.preventDefault();
     const fd = new FormData(form);
@@ -44,8 +45,7 @@ export async function mount(el, _params, query, navigate) {
   } },
     field('Kind', h('select', { name: 'kind' }, KINDS.map(([v, label]) =>
       h('option', { value: v, selected: v === kind[0] }, label)))),
-    field('Status', h('select', { name: 'status' }, STATUSES.map((s) =>
-      h('option', { value: s, selected: s === f.status }, s || 'any')))),
+    field('Status', statusSelect),
     field('User', h('input', { name: 'user', value: f.user, placeholder: 'alice' })),
     field('Node', h('input', { name: 'node', value: f.node, placeholder: 'n3' })),
     field('Since', h('input', { name: 'since', type: 'date', value: f.since })),
@@ -78,6 +78,7 @@ export async function mount(el, _params, query, navigate) {
     const key = JSON.stringify(d);
     if (key === last) return;
     last = key;
+    if (d.statuses && statusSelect.options.length !== d.statuses.length + 1) replace(statusSelect, ...statusOptions(d.statuses, f.status));
     const groups = d.items;
     if (!groups.length) {
       const filtered = FILTERS.some((k) => f[k]);
@@ -134,6 +135,11 @@ export async function mount(el, _params, query, navigate) {
 
 function field(label, input) {
   return h('label', { class: 'field' }, h('span', null, label), input);
+}
+
+/* statusOptions(statuses, current) - 'any' and each status lockstepd gives, the current one selected. */
+function statusOptions(statuses, current) {
+  return ['', ...statuses].map((s) => h('option', { value: s, selected: s === current }, s || 'any'));
 }
 
 /* divergenceCell - where the runs parted (step, rank, record) and the cause lockstepd gives it. */

@@ -3,8 +3,6 @@ import { h, link } from '../dom.js';
 import { apiGet } from '../api.js';
 import { badge, table, pager, emptyState, errorBox, replace, loading } from '../components.js';
 import { fmtTime, shortId, toDate } from '../format.js';
-import { expandHostlist } from './hostlist.js';
-import { OUTCOME_WHY } from './glance.js';
 
 const LIMIT = 50;
 const SERVER_FILTERS = ['user', 'job', 'group', 'status'];   // GET /api/v1/runs filters these
@@ -109,7 +107,7 @@ export async function mount(el, _params, query, navigate) {
       // group with an odd run are in its majority; the group's status is on hover.
       { key: 'twin_outcome', label: 'In its group', sortable: true, render: (r) => (r.twin_outcome
         ? h('span', { 'data-field': 'twin-outcome', 'data-group-status': r.group_status || '' },
-          badge(r.twin_outcome, `${OUTCOME_WHY[r.twin_outcome] || r.twin_outcome}; the group is ${r.group_status}`)) : '—') },
+          badge(r.twin_outcome, `${r.twin_outcome_why || r.twin_outcome}; the group is ${r.group_status}`)) : '—') },
       { key: 'status', label: 'Run', sortable: true, render: (r) => h('span', { 'data-field': 'run-status' }, badge(r.status)) },
       { key: 'ranks', label: 'Ranks', num: true, sortable: true },
       { key: 'nodes', label: 'Nodes', sortable: true, render: (r) => r.nodes || '—' },
@@ -135,13 +133,10 @@ function field(label, input) {
   return h('label', { class: 'field' }, h('span', null, label), input);
 }
 
-/* localMatch(run, f) - the node and date filters: the node among the run's expanded hostlist, the start
- * date within since..until (inclusive days, UTC). */
+/* localMatch(run, f) - the node and date filters: the node among the run's node names (lockstepd expands its
+ * Slurm node list: node_names), the start date within since..until (inclusive days, UTC). */
 function localMatch(r, f) {
-  if (f.node) {
-    const hosts = expandHostlist(r.nodes || '');
-    if (!hosts.includes(f.node)) return false;
-  }
+  if (f.node && !(r.node_names || []).includes(f.node)) return false;
   const d = toDate(r.created_at);
   if (f.since && (!d || d.toISOString().slice(0, 10) < f.since)) return false;
   if (f.until && (!d || d.toISOString().slice(0, 10) > f.until)) return false;

@@ -6,7 +6,7 @@ import { fmtTime, shortId, fmtFp, fmtValue, fmtCount } from '../format.js';
 import { normalizeSteps, matchMap } from './matchmap.js';
 import { curvesSection } from './curves.js';
 import { deltasSection } from './deltas.js';
-import { OUTCOME_WHY, kindTag, suspectedItems } from './glance.js';
+import { kindTag, suspectedItems } from './glance.js';
 import { valText } from './run.js';
 import { recordsSection } from './records.js';
 import { compareSection } from './compare.js';
@@ -74,7 +74,7 @@ export async function mount(el, params, query, navigate) {
     const runs = d.runs || [];
     replace(head, h('div', { class: 'crumbs' }, h('a', { href: '#/twins' }, 'Twin groups'), ' / Twin group'),
       h('h1', null, 'Twin group ', h('span', { class: 'group-name' }, d.group), ' ', badge(d.status), kindTag(d.kind)),
-      h('p', { class: 'sub' }, statusSentence(d, runs.length)),
+      h('p', { class: 'sub', 'data-field': 'status-reason' }, statusSentence(d, runs.length)),
       classificationLine(d.classification),
       suspectedLine(d.suspected));
   }
@@ -163,7 +163,7 @@ export async function mount(el, params, query, navigate) {
       { key: 'start_step', label: 'Start step', num: true },
       { key: 'mode', label: 'Mode' },
       { key: 'status', label: 'Status', render: (r) => badge(r.status) },
-      { key: 'outcome', label: 'In the group', render: (r) => (r.outcome ? h('span', { 'data-field': 'outcome' }, badge(r.outcome, OUTCOME_WHY[r.outcome])) : '—') },
+      { key: 'outcome', label: 'In the group', render: (r) => (r.outcome ? h('span', { 'data-field': 'outcome' }, badge(r.outcome, r.outcome_why)) : '—') },
       { key: 'exit_code', label: 'Exit', num: true, render: (r) => (r.exit_code === null || r.exit_code === undefined ? '—'
         : String(r.exit_code) + (r.failed_ranks && r.failed_ranks.length ? ` (rank ${r.failed_ranks.join(', ')})` : '')) },
       { key: 'created_at', label: 'Started (UTC)', class: 'when', render: (r) => fmtTime(r.created_at) },
@@ -331,14 +331,7 @@ function suspectedLine(list) {
 }
 
 
+/* statusSentence(d, n) - the group's runs and why it has its status, in lockstepd's words (status_reason). */
 function statusSentence(d, n) {
-  const runs = `${n} run${n === 1 ? '' : 's'}`;
-  switch (d.status) {
-  case 'match': return `${runs}, bit-identical on every step they share.`;
-  case 'diverged': return `${runs}; they stopped being bit-identical at step ${d.first_divergence ? d.first_divergence.step : '?'}.`;
-  case 'pending': return n < 2 ? `${runs}; a second run with the same twin group is needed to compare.`
-    : `${runs}; comparing as records arrive — no difference so far.`;
-  case 'incomplete': return `${runs}; not a match: ${d.status_reason || 'a run failed, or they share nothing to compare'}.`;
-  default: return runs + (d.status_reason ? `: ${d.status_reason}.` : '.');
-  }
+  return `${n} run${n === 1 ? '' : 's'}` + (d.status_reason ? `: ${d.status_reason}.` : '.');
 }
