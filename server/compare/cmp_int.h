@@ -120,13 +120,10 @@ void cmp_step_on_divergence(void (*fn)(const char *group));
 /* cmp_found_run - compare a rank a look found differing, in one transaction under the rank's lock
  * (cmp_txn_begin): its records from the step found on (frames, server/store/frames.h), the stored step divergence
  * replaced by what the runs show now or dropped when they no longer show it, and the rank's mark (target,
- * members, checked_at, waiting); the fleet is told after the commit. On a database error, or when more is left,
- * the rank is queued again. Returns 1 when a divergence was found, 0 when none (or the lock was taken), -1 on a
- * database error. */
-int cmp_found_run(const found_item *f);
-
-/* cmp_found_batch - the differing ranks `f` (one look's: one group and one set of runs), each compared by
- * cmp_found_run in its own transaction under its rank's lock. The items stay the caller's. */
-void cmp_found_batch(found_item **f, size_t n);
+ * members, checked_at, waiting); the fleet is told after the commit. Sets *again when the rank must be compared
+ * again (a database error, or more is left): the caller queues it (cmp_notify), so that this module calls nothing
+ * of compare.c. Returns 1 when a divergence was found, 0 when none (or the lock was taken), -1 on a database
+ * error. */
+int cmp_found_run(const found_item *f, int *again);
 
 #endif /* SERVER_COMPARE_CMP_INT_H */

@@ -259,6 +259,16 @@ static int prelook(const char *group, const int *ranks, size_t n, double commit_
     return any;
 }
 
+/* found_run - cmp_found_run, and the rank queued again when it asks to be. */
+static int found_run(const found_item *f)
+{
+    int again = 0;
+    int got = cmp_found_run(f, &again);
+    if (again)
+        cmp_notify(f->group, f->rank, f->commit_s);
+    return got;
+}
+
 /* look_group - the first look at `n` ranks of `group` in one round trip a chunk; then each rank with a differing
  * step compared on its own: here when `share` is 0, else handed to the comparison threads (a burst of them is
  * compared side by side). Returns 1 when some divergence was stored here, 0 when none, -1 on a database error
@@ -341,7 +351,7 @@ static int look_group(const char *group, const int *ranks, size_t n, double comm
                 many[n_many++] = f;
                 continue;
             }
-            int got = cmp_found_run(f);
+            int got = found_run(f);
             free(f);
             if (got > 0)
                 any = 1;
@@ -374,9 +384,10 @@ static void found_share(found_item **many, size_t n)
         worker_kick_locked(&thread);
         worker_unlock(&thread);
     } else if (n > 1) {
-        cmp_found_batch(many, n);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+            found_run(many[i]);
             free(many[i]);
+        }
     }
     free(many);
 }
@@ -503,7 +514,7 @@ static void cmp_loop(worker *w)
                 worker_kick_locked(w);
             worker_unlock(w);
             if (!worker_stopping(w))
-                cmp_found_run(f);
+                found_run(f);
             free(f);
             continue;
         }

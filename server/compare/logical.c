@@ -11,7 +11,6 @@
 #include "common/recmatch.h"
 #include "common/shard.h"
 #include "server/compare/cmp_int.h"
-#include "server/compare/compare.h"
 #include "server/core/log.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"

@@ -10,7 +10,6 @@
 
 #include "common/dtype.h"
 #include "common/recmatch.h"
-#include "server/compare/compare.h"
 #include "common/first.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
@@ -21,7 +20,7 @@
 
 #define STEPS_PER_CHECK 256 /* differing digests whose records match (an older digest version): checked per call */
 
-static cmp_divergence_fn on_divergence;
+static void (*on_divergence)(const char *group);
 
 void cmp_step_on_divergence(void (*fn)(const char *group))
 {
@@ -540,25 +539,18 @@ static int rank_locked(const found_item *it, cmp_found *out, int *again)
     return rc;
 }
 
-int cmp_found_run(const found_item *f)
+int cmp_found_run(const found_item *f, int *again)
 {
+    *again = 0;
     int locked = cmp_txn_begin(f->group, f->rank);
     if (locked <= 0) {
-        if (locked < 0)
-            cmp_notify(f->group, f->rank, f->commit_s);
+        *again = locked < 0;
         return locked; /* 0: a batch or an end of the rank is committing; it asks again */
     }
     cmp_found out;
     memset(&out, 0, sizeof(out));
-    int again = 0;
-    int rc = cmp_txn_end(f->group, rank_locked(f, &out, &again), &out);
-    if (rc < 0 || again)
-        cmp_notify(f->group, f->rank, f->commit_s);
+    int more = 0;
+    int rc = cmp_txn_end(f->group, rank_locked(f, &out, &more), &out);
+    *again = rc < 0 || more;
     return rc;
-}
-
-void cmp_found_batch(found_item **f, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        cmp_found_run(f[i]);
 }

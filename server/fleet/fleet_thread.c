@@ -85,7 +85,7 @@ int fleet_pass(void)
     int rc = 0, changed = 0;
     /* Replay experiments first: a verdict re-evaluates its groups (they are notified for the next pass). */
     int running = 0;
-    if (narrow_pass(&running) < 0)
+    if (narrow_pass(&running, fleet_notify) < 0)
         rc = -1;
     s_narrowing = running > 0;
     PGresult *r = sql_query(Q_CHANGED, 0, NULL, err, sizeof(err));

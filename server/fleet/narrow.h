@@ -50,10 +50,11 @@ int narrow_twin_fields(const char *group, json_t *o, char *err, size_t cap);
 /* narrow_pass - evaluate the running experiments (the fleet thread calls it on every pass): decide the
  * placements whose replays recorded the window, judge the experiments whose placements are all decided or
  * whose deadline passed, and for each finished one store the verdict, the node's history and the follow-up
- * alert in one transaction, then wake the evaluation of its group and its replay group. Sets *running to how
- * many are still running. Returns how many experiments finished, -1 on a database error (retried on the next
- * pass). */
-int narrow_pass(int *running);
+ * alert in one transaction, then wake the evaluation of its group and its replay group (`wake`, called with each
+ * group's name once the transaction committed; the fleet thread passes its own queue, so that this module calls
+ * nothing of the thread that calls it). Sets *running to how many are still running. Returns how many
+ * experiments finished, -1 on a database error (retried on the next pass). */
+int narrow_pass(int *running, void (*wake)(const char *group));
 
 /* What the suspects evaluation needs of a replay verdict. */
 typedef struct narrow_verdict {

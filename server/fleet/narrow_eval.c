@@ -11,7 +11,6 @@
 #include "server/core/log.h"
 #include "server/core/xalloc.h"
 #include "server/fleet/alerts.h"
-#include "server/fleet/fleet_thread.h"
 #include "server/fleet/narrow.h"
 #include "server/fleet/narrow_int.h"
 #include "server/fleet/verdict_alert.h"
@@ -705,7 +704,7 @@ static int judge(nexp *x, char *err, size_t cap)
 }
 
 /* evaluate - one running experiment. Returns 1 finished, 0 not yet, -1 on a database error. */
-static int evaluate(long long id)
+static int evaluate(long long id, void (*wake)(const char *group))
 {
     char err[512];
     nexp *x = xcalloc(1, sizeof(*x));
@@ -752,8 +751,8 @@ static int evaluate(long long id)
         goto out_log;
     rc = finished;
     if (finished) {
-        fleet_notify(x->group);
-        fleet_notify(x->ngroup);
+        wake(x->group);
+        wake(x->ngroup);
         alert_notify();
     }
     goto out_free;
@@ -768,7 +767,7 @@ out_free:
     return rc;
 }
 
-int narrow_pass(int *running)
+int narrow_pass(int *running, void (*wake)(const char *group))
 {
     char err[512];
     *running = 0;
@@ -780,7 +779,7 @@ int narrow_pass(int *running)
     }
     int done = 0, failed = 0;
     for (int i = 0; i < PQntuples(r); i++) {
-        int got = evaluate(strtoll(PQgetvalue(r, i, 0), NULL, 10));
+        int got = evaluate(strtoll(PQgetvalue(r, i, 0), NULL, 10), wake);
         if (got < 0)
             failed = 1;
         else
