@@ -276,7 +276,7 @@ static void hold_locked(const rec_record *r)
 }
 
 /* is_shard - a piece of a logical tensor (ls_tensor_shard): it goes in full when streaming digests, since a group of
- * runs with different rank counts is compared on its logical tensors from the stored shards (server/compare/logical.c),
+ * runs with different rank counts is compared on its logical tensors from the stored shards (server/twins/logical.c),
  * and nothing asks for a shard a digest left out. */
 static int is_shard(const rec_record *r)
 {

@@ -39,6 +39,6 @@ ALL_TARGETS += $(BENCH_COMPARE)
 BENCHES += $(BENCH_COMPARE)
 endif
 BENCH_CALIBRATE := $(B)/bench/compare/calibrate
-$(BENCH_CALIBRATE): $(B)/bench/compare/calibrate.o $(B)/server/compare/noise.o $(LIBCLI) $(LIBCOMMON)
+$(BENCH_CALIBRATE): $(B)/bench/compare/calibrate.o $(B)/server/rules/noise.o $(LIBCLI) $(LIBCOMMON)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) -lm
 ALL_TARGETS += $(BENCH_CALIBRATE)

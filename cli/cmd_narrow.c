@@ -1,7 +1,7 @@
 /* cmd_narrow.c - `lockstep narrow GROUP`: differential replay of a diverged twin group on chosen nodes, and the verdict: software, persistent or transient hardware, or inconclusive with the reason.
  *
  * lockstepd designs the experiment from the group and the node states this command reads from sinfo
- * (server/compare/replay.h), this command submits each placement with sbatch into the narrow's replay group,
+ * (server/rules/replay.h), this command submits each placement with sbatch into the narrow's replay group,
  * reports the jobs, cancels each one once lockstepd has what it needs from it, and prints the verdict with the
  * placements tried, their outcomes and the reasoning (docs/cli.md, "narrow").
  */

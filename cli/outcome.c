@@ -1,5 +1,5 @@
 /* outcome.c - one job's own outcome in a twin group, in words, from the group's document (GET /api/v1/twins/G): the
- * outcome is lockstepd's (each run's "outcome", server/compare/outcome.h); this file only says it. */
+ * outcome is lockstepd's (each run's "outcome", server/rules/outcome.h); this file only says it. */
 #include "cli/outcome.h"
 
 #include <stdio.h>
@@ -64,7 +64,7 @@ static size_t weight(const char *o)
     return sizeof(BY_WEIGHT) / sizeof(BY_WEIGHT[0]);
 }
 
-/* What lockstepd says of the group's runs (each run's "outcome", server/compare/outcome.h), for job `job`. */
+/* What lockstepd says of the group's runs (each run's "outcome", server/rules/outcome.h), for job `job`. */
 typedef struct standing {
     const char *kind;      /* the job's most telling outcome; NULL when lockstepd gave its runs none */
     json_t *run;           /* the job's run of that outcome (borrowed) */

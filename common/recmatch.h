@@ -58,7 +58,7 @@ uint64_t rec_digest_term(const rec_record *r);
  * against a digest of `n_digest` records XORing to `digest`. Returns 1 when they are its whole answer, 0 when they
  * may be part of it (fewer: the rest may still come), -1 when they cannot be (more, or as many with another XOR).
  * lockstepd applies it to held records before storing them (server/store/held.c) and to a step's stored records
- * before comparing them (server/compare/step.c). Tested in tests/unit/test_recmatch.c. */
+ * before comparing them (server/twins/step.c). Tested in tests/unit/test_recmatch.c. */
 int rec_held_answers(int64_t n_have, uint64_t x_have, int64_t n_digest, uint64_t digest);
 
 #define REC_DIGEST_VERSION 2 /* a shard's place and a record's scales add terms; records without them are unchanged */

@@ -38,16 +38,16 @@ $(B)/server/main.o: EXTRA_CFLAGS_server += -DLOCKSTEP_SHARE='"$(PREFIX)/share/lo
 
 # Unit tests of server modules (tests/unit/test_batch.c, test_token.c, test_target.c, ...).
 TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
-TEST_OBJS_test_status := $(B)/server/compare/status.o
-TEST_OBJS_test_noise := $(B)/server/compare/noise.o
-TEST_OBJS_test_replay := $(B)/server/compare/replay.o $(B)/server/compare/replay_plan.o $(B)/server/core/xalloc.o
+TEST_OBJS_test_status := $(B)/server/rules/status.o
+TEST_OBJS_test_noise := $(B)/server/rules/noise.o
+TEST_OBJS_test_replay := $(B)/server/rules/replay.o $(B)/server/rules/replay_plan.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_token := $(TOKEN_OBJS)
 TEST_OBJS_test_target := $(B)/server/http/target.o $(B)/server/core/xalloc.o
-TEST_OBJS_test_members := $(B)/server/compare/members.o
-TEST_OBJS_test_run_outcome := $(B)/server/compare/outcome.o
-TEST_OBJS_test_first_json := $(B)/server/compare/first_json.o
-TEST_OBJS_test_delta := $(B)/server/compare/delta.o
-TEST_OBJS_test_groups := $(B)/server/store/group_rule.o
+TEST_OBJS_test_members := $(B)/server/rules/members.o
+TEST_OBJS_test_run_outcome := $(B)/server/rules/outcome.o
+TEST_OBJS_test_first_json := $(B)/server/twins/first_json.o
+TEST_OBJS_test_delta := $(B)/server/rules/delta.o
+TEST_OBJS_test_groups := $(B)/server/rules/group_rule.o
 TEST_LIBS_test_token = $(TOKEN_LIBS)
 
 # Integration test support shared by the tests and the benchmark.
@@ -83,7 +83,7 @@ TEST_TIERS += tests/integration/run.sh
 SQLT_BINS := $(patsubst tests/sql/%.c,$(B)/tests/sql/%,$(wildcard tests/sql/test_*.c))
 SQLT_OBJS := $(B)/tests/sql/sqlt.o $(HARNESS_OBJS) $(B)/server/store/migrate.o $(B)/server/migrations.o \
   $(B)/server/store/db.o $(B)/server/core/log.o $(B)/server/core/metrics.o $(B)/server/core/xalloc.o \
-  $(B)/server/core/error.o $(B)/server/compare/members.o $(VERSION_OBJ)
+  $(B)/server/core/error.o $(B)/server/rules/members.o $(VERSION_OBJ)
 $(B)/tests/sql/%.o: EXTRA_CFLAGS_tests += $(call pc_cflags,libpq)
 $(B)/tests/sql/test_%: $(B)/tests/sql/test_%.o $(SQLT_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,cmocka libpq) $(HARNESS_LIBS) -lm

@@ -1,4 +1,4 @@
-/* calibrate.c - calibration of the effect-versus-noise rule (server/compare/noise.h) on real traces: how often one
+/* calibrate.c - calibration of the effect-versus-noise rule (server/rules/noise.h) on real traces: how often one
  * more replica of the noise is judged beyond-noise (the promise: at most 1 in 100), and how often real changes are.
  *
  * Reads ROOT/base (a deterministic run), ROOT/noise-* (replicas with nondeterminism on) and ROOT/change-* (runs
@@ -18,7 +18,7 @@
 
 #include "cli/tracedir.h"
 #include "common/dtype.h"
-#include "server/compare/noise.h"
+#include "server/rules/noise.h"
 
 #define MAX_METRICS 8
 #define MAX_POOL 2048

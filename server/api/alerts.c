@@ -8,7 +8,7 @@
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/core/metrics.h"
-#include "server/fleet/alerts.h"
+#include "server/alerts/alerts.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/sql.h"

@@ -15,7 +15,7 @@
 #include "server/api/list.h"
 #include "server/api/run_ref.h"
 #include "server/api/twin_records.h"
-#include "server/compare/noise.h"
+#include "server/rules/noise.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"

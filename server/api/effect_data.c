@@ -15,8 +15,8 @@
 #include "server/api/pgjson.h"
 #include "server/api/recview.h"
 #include "common/first.h"
-#include "server/compare/first_json.h"
-#include "server/compare/findings.h"
+#include "server/twins/first_json.h"
+#include "server/twins/findings.h"
 #include "server/core/limits.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
@@ -383,7 +383,7 @@ int effect_base_departs(http_req *req, const effect_set *base, effect_base *out)
     if (base->n < 2)
         return 0;
     /* BASE is exactly one twin group: lockstepd compares it as records arrive; its findings (status and first
-     * divergence, server/compare/findings.h) says. */
+     * divergence, server/twins/findings.h) says. */
     int one_group = !strcmp(base->spec, base->groups[0]);
     for (int i = 1; i < base->n && one_group; i++)
         one_group = !strcmp(base->groups[i], base->groups[0]);

@@ -81,14 +81,14 @@ int effect_first(http_req *req, int64_t base, const char *base_id, int64_t chang
 
 /* What BASE's own runs say of each other. */
 typedef struct effect_base {
-    const char *status; /* BASE is one twin group: its status (twin_status, server/compare/status.h); else NULL */
+    const char *status; /* BASE is one twin group: its status (twin_status, server/rules/status.h); else NULL */
     char status_why[512];
     json_t *first; /* where BASE's runs part (the group's first divergence, or effect_first's departure of a
                       run from the first), or NULL when they do not (so far) */
 } effect_base;
 
 /* effect_base_departs - what BASE's runs say of each other into *out (release out->first with json_decref).
- * When BASE is one twin group, lockstepd's findings of it (server/compare/findings.h) answers: its status and
+ * When BASE is one twin group, lockstepd's findings of it (server/twins/findings.h) answers: its status and
  * first divergence; else each run is searched against the first as effect_first does (no status). Returns 0,
  * or -1 after replying 503. */
 int effect_base_departs(http_req *req, const effect_set *base, effect_base *out);

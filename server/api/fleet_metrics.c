@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "server/core/xalloc.h"
-#include "server/fleet/alerts.h"
+#include "server/alerts/alerts.h"
 #include "server/store/db.h"
 
 #define STR(x) #x
@@ -56,7 +56,7 @@ static const struct {
                       "Twin-compared runs a node took part in since its last repair (its exposures)."},
 };
 
-/* Node states, the replay verdicts (server/compare/replay.h) and the classifications, as text[] literals. */
+/* Node states, the replay verdicts (server/rules/replay.h) and the classifications, as text[] literals. */
 #define NODE_STATES_SQL "'{ok,suspect,drained,repaired}'"
 #define VERDICTS_SQL "'{software,persistent-hardware,transient-hardware,inconclusive}'"
 #define CLASSES_SQL "'{hardware,software}'"

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "server/api/run_ref.h"
-#include "server/compare/compare.h"
+#include "server/twins/compare.h"
 #include "common/json/msecret.h"
 #include "common/text.h"
 #include "common/wire.h"

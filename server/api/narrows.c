@@ -12,7 +12,7 @@
 #include "server/api/pgjson.h"
 #include "server/api/run_ref.h"
 #include "server/core/metrics.h"
-#include "server/fleet/narrow.h"
+#include "server/replay/narrow.h"
 #include "server/http/auth.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"

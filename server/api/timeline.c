@@ -11,7 +11,7 @@
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/db.h"
-#include "server/store/group_rule.h"
+#include "server/rules/group_rule.h"
 
 #define TIMELINE_MAX_DAYS 90
 #define TIMELINE_MAX_GROUPS 20000 /* diverged groups one answer counts (the oldest first) */

@@ -9,7 +9,7 @@
 #include "server/api/group.h"
 #include "server/api/recview.h"
 #include "server/api/series.h"
-#include "server/compare/delta.h"
+#include "server/rules/delta.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
@@ -119,7 +119,7 @@ static json_t *series_json(const char *name, int k, run_pts *rp, const char *con
 }
 
 /* read_twin_deltas - GET /api/v1/twins/{group}/deltas?rank=0&name=loss,grad_norm&limit=100000: for each named
- * scalar series of the rank, each run's distance from the majority at each step (server/compare/delta.h). */
+ * scalar series of the rank, each run's distance from the majority at each step (server/rules/delta.h). */
 static enum MHD_Result read_twin_deltas(http_req *req, char **args)
 {
     group_runs g;

@@ -4,7 +4,7 @@
 
 /* api_twin_deltas_register - add GET /api/v1/twins/{group}/deltas?rank=0&name=loss,grad_norm&limit=N to the route
  * table: {"group", "rank", "limit" (points read of each run), "truncated", "series": [{"name", "dtype", "steps",
- * "first_step", "runs": [{"run_id", "ulp": [...], "rel": [...]}]}]} (server/compare/delta.h; docs/server.md). */
+ * "first_step", "runs": [{"run_id", "ulp": [...], "rel": [...]}]}]} (server/rules/delta.h; docs/server.md). */
 void api_twin_deltas_register(void);
 
 #endif /* SERVER_API_TWIN_DELTAS_H */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/dtype.h"
-#include "server/fleet/class_summary.h"
+#include "server/rules/class_summary.h"
 #include "server/store/batch.h"
 #include "server/store/db.h"
 

@@ -20,7 +20,7 @@ void twin_row_register(void);
 
 /* twin_row_classification - what the fleet concluded of a group (docs/suspects.md) from row `i` of a result whose first
  * columns are TWIN_CLASS_COLS: {"class": hardware | software | none, "code": the rule that decided it, "reason": why,
- * in words, "summary": the same in a dozen words at most (server/fleet/class_summary.h), "evaluated_at"}; JSON null
+ * in words, "summary": the same in a dozen words at most (server/rules/class_summary.h), "evaluated_at"}; JSON null
  * when i < 0 (not evaluated yet: it has not diverged and settled, nor have all its runs ended). Not to be confused
  * with the first divergence's "cause" (where and how the runs parted) nor with a replay's verdict. A new reference. */
 json_t *twin_row_classification(PGresult *r, int i);
@@ -34,7 +34,7 @@ json_t *twin_row_classification(PGresult *r, int i);
 int twin_row_suspected(const char *names_json, json_t *items, char *err, size_t cap);
 
 /* twin_row_odd_runs - the run ids of the runs of `runs` outside the majority: whose "outcome" is "odd-one-out" or
- * "outside-majority" (server/compare/outcome.h), as a new JSON array. */
+ * "outside-majority" (server/rules/outcome.h), as a new JSON array. */
 json_t *twin_row_odd_runs(json_t *runs);
 
 /* twin_row_ulps - give each run entry of a divergence (`runs`) its "ulp" distance from the reference entry: the first

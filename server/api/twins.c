@@ -15,8 +15,8 @@
 #include "server/api/twin_row.h"
 #include "server/api/twin_deltas.h"
 #include "server/api/twins_list.h"
-#include "server/compare/findings.h"
-#include "server/fleet/narrow.h"
+#include "server/twins/findings.h"
+#include "server/replay/narrow.h"
 #include "server/core/limits.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
@@ -26,7 +26,7 @@
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/db.h"
-#include "server/store/group_rule.h"
+#include "server/rules/group_rule.h"
 #include "server/store/groups.h"
 
 /* evidence_of - what the group's evidence against its hardware follows, from row `i` of grp_classification (after
@@ -140,7 +140,7 @@ static void owner_fields(const char *group, PGresult *own, json_t *o)
 }
 
 /* runs_logical - 1 when the verdict's `runs` have different rank counts: they are compared on logical tensors
- * (server/compare/logical.c). */
+ * (server/twins/logical.c). */
 static int runs_logical(json_t *runs)
 {
     size_t i;
@@ -152,7 +152,7 @@ static int runs_logical(json_t *runs)
 }
 
 /* read_twins - GET /api/v1/twins/{group}: the group's status (with why), its runs and their exits, its first
- * divergence with cause, origin ranks and call site, each rank's first divergence (server/compare/findings.h),
+ * divergence with cause, origin ranks and call site, each rank's first divergence (server/twins/findings.h),
  * and the fleet's classification. */
 static enum MHD_Result read_twins(http_req *req, char **args)
 {
@@ -220,7 +220,7 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     int sus = twin_row_suspected(arr, byname, err, sizeof(err));
     free(arr);
     json_decref(byname);
-    /* Replays: the group's newest narrow and its verdict, or the group it replays (server/fleet/narrow.h). */
+    /* Replays: the group's newest narrow and its verdict, or the group it replays (server/replay/narrow.h). */
     if (sus < 0 || narrow_twin_fields(group, o, err, sizeof(err)) < 0) {
         json_decref(o);
         return http_reply_db_down(req, err);

@@ -9,19 +9,19 @@
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/api/twin_row.h"
-#include "server/compare/glance.h"
-#include "server/compare/outcome.h"
-#include "server/compare/findings.h"
+#include "server/twins/glance.h"
+#include "server/rules/outcome.h"
+#include "server/twins/findings.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/db.h"
-#include "server/store/group_rule.h"
+#include "server/rules/group_rule.h"
 
 /* The twin-group list: candidates are read newest first (by their newest run) with the SQL filters applied; a
- * kind or status filter is applied to them with group_kind_of (server/store/group_rule.h: the kind is read from the
+ * kind or status filter is applied to them with group_kind_of (server/rules/group_rule.h: the kind is read from the
  * key) and twin_status (the status facts of LIST_SCAN_CHUNK candidates at a time from findings_facts), looking at
  * most at LIST_SCAN_MAX candidates per request (scan). The cursor is a position among the candidates. */
 #define LIST_SCAN_CHUNK 200

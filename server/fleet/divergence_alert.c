@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/fleet/alerts.h"
+#include "server/alerts/alerts.h"
 #include "server/store/sql.h"
 
 /* add_unique - append `v` to the ','-separated list `out` unless it is empty or there already. */
@@ -39,7 +39,7 @@ static json_t *entry_of(json_t *entries, const char *id)
 /* earlier_alerts - the group's earlier divergence alerts: when one already reports `facts`, nothing is raised
  * (returns 1); else returns 0 with how many there are in *count and the open ones' ids in `open` (at most
  * `cap`, *nopen of them), which the new alert supersedes, together with an open replay verdict's follow-up
- * (server/fleet/verdict_alert.h: it was reached on the older facts). -1 on a database error. */
+ * (server/replay/verdict_alert.h: it was reached on the older facts). -1 on a database error. */
 static int earlier_alerts(const char *group, const char *facts, int *count, long long *open, int cap, int *nopen,
                           char *err, size_t ecap)
 {
@@ -122,7 +122,7 @@ static void who_diverged(const grp *g, const fdiv *f, char *nodes, char *gpus, c
 }
 
 /* alert_summary - the alert's one line. One story: the findings' first divergence and cause
- * (server/compare/findings.h); a restore difference and a logical tensor of runs of different rank counts say what
+ * (server/twins/findings.h); a restore difference and a logical tensor of runs of different rank counts say what
  * they are; a group found incomplete after an alert says so. */
 static void alert_summary(const grp *g, const grp_findings *vd, const fdiv *f, char *summary, size_t cap)
 {

@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "server/compare/findings.h"
+#include "server/twins/findings.h"
 #include "server/fleet/group.h"
 
 /* divergence_alert_enqueue - enqueue group `g`'s first-divergence alert

@@ -9,9 +9,9 @@
 #include "server/core/log.h"
 #include "server/core/state.h"
 #include "server/core/xalloc.h"
-#include "server/fleet/alerts.h"
+#include "server/alerts/alerts.h"
 #include "server/fleet/evidence.h"
-#include "server/fleet/score.h"
+#include "server/rules/score.h"
 #include "server/fleet/slurm_action.h"
 #include "server/store/sql.h"
 

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "server/fleet/alerts.h"
+#include "server/alerts/alerts.h"
 #include "server/store/sql.h"
 
 int fleet_set_aside(const char *group, const char *why, char *err, size_t cap)

@@ -12,16 +12,16 @@
 #include "common/json/node_of.h"
 #include "server/core/log.h"
 #include "server/core/state.h"
-#include "server/compare/findings.h"
+#include "server/twins/findings.h"
 #include "server/core/xalloc.h"
 #include "server/fleet/divergence_alert.h"
 #include "server/fleet/evidence.h"
 #include "server/fleet/group.h"
-#include "server/fleet/narrow.h"
+#include "server/replay/narrow.h"
 #include "server/fleet/rescore.h"
 #include "server/store/db.h"
 #include "server/store/frames.h"
-#include "server/store/group_rule.h"
+#include "server/rules/group_rule.h"
 #include "server/store/sql.h"
 
 #define MAX_ORIGIN 16
@@ -381,7 +381,7 @@ static int on_node(const grp *g, int a, const int *origin, int norigin, const ch
     return 0;
 }
 
-/* apply_replay - a replay verdict (server/fleet/narrow.h) decides the group's evidence, beside the classification
+/* apply_replay - a replay verdict (server/replay/narrow.h) decides the group's evidence, beside the classification
  * (which stays what the rules above concluded, and what the twin API and the divergence alert say): software
  * withdraws the weights, persistent-hardware makes them strong on the node the replays named (and clears the
  * other runs), transient-hardware leaves the node a weaker share (replay_transient_weight). Writes why into

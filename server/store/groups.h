@@ -1,5 +1,5 @@
 /* groups.h - twin groups and their owners in PostgreSQL: admitting a registration's run (the rules of
- * server/store/group_rule.h), claims, sharing, what a group says of itself.
+ * server/rules/group_rule.h), claims, sharing, what a group says of itself.
  *
  * A claim: a group made before its owner's runs were attested (every group made before attestation existed, at
  * upgrade) becomes attested when its owner's first attested run registers into it. Then the runs in it that are
@@ -16,7 +16,7 @@
 
 #include "server/core/error.h"
 #include "server/core/limits.h"
-#include "server/store/group_rule.h"
+#include "server/rules/group_rule.h"
 
 /* What a registration's admission did. */
 typedef struct group_admission {

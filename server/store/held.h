@@ -8,7 +8,7 @@
  * stored records plus the batch's must not be more than the step digest counts, and when they are exactly as many,
  * their terms must XOR to it. Fewer is accepted: a step's held records may come in several blocks.
  *
- * The comparison checks the same rule again when it reads a step (server/compare/step.c: a run whose stored
+ * The comparison checks the same rule again when it reads a step (server/twins/step.c: a run whose stored
  * records do not answer its digest is never taken as agreeing), which covers held batches of one step stored by
  * two requests at once.
  */

@@ -1,6 +1,6 @@
 -- compare.sql - the comparison's SQL: the lock of a group's rank, the first look at ranks (which runs are compared,
--- where to look, the first differing step), and when a step became comparable. Called by server/compare/compare.c
--- and server/compare/step.c; the batch write shares the lock (write.sql).
+-- where to look, the first differing step), and when a step became comparable. Called by server/twins/compare.c
+-- and server/twins/step.c; the batch write shares the lock (write.sql).
 --
 -- The first look and the batch's statement run thousands of times a second with other arrays each time: planning
 -- their statements again for each call (PostgreSQL's custom plans, its choice for the first calls of a session and
@@ -18,7 +18,7 @@ $$;
 -- touched since the last look), under each rank's lock:
 --  * a rank whose lock a batch or an end holds (they commit under its shared form) is left alone: they ask for
 --    it again once committed;
---  * the runs compared are those of the group's first max_runs runs that server/compare/members.h's rule keeps
+--  * the runs compared are those of the group's first max_runs runs that server/rules/members.h's rule keeps
 --    on the rank (runs without records there, or with records only before their start_step, or not covering the
 --    shared start, are left out); a running run left out no longer holds the rest: the rank is compared and
 --    marked `waiting` (the fleet does not count it settled);
@@ -28,7 +28,7 @@ $$;
 --    stored step divergence (not a restore difference) inside the range just compared is dropped: the runs no
 --    longer show it;
 --  * a rank with a differing step is returned (its runs, ids, hi, upto, newest run key, the step) and compared
---    record by record in its own transaction (server/compare/step.c), which writes its mark.
+--    record by record in its own transaction (server/twins/step.c), which writes its mark.
 -- Ranks a twin has not reached, or with nothing new, are left out. The locks taken here are transaction-level:
 -- they hold until this statement's transaction commits.
 CREATE OR REPLACE FUNCTION lockstep_cmp_ranks(g text, rks int[], max_runs int)
@@ -57,7 +57,7 @@ BEGIN
                            LIMIT 1) p ON true
         LEFT JOIN LATERAL (SELECT true AS ended FROM rank_ends e1 WHERE e1.run_key = x.run_key AND e1.rank = l.rk
                            LIMIT 1) e ON true),
-    -- The members, by the rule of server/compare/members.h (the twin API applies the same rule to whole runs and
+    -- The members, by the rule of server/rules/members.h (the twin API applies the same rule to whole runs and
     -- says why each run was left out; tests/integration/test_groups.c holds both to it):
     cand AS ( -- rules 1-3 leave out a run that ended without any record, one that runs without records here
               -- yet, and one whose records here all come before its start_step

@@ -3,7 +3,7 @@
 -- lockstep_group_signature - what a group's evaluation depends on; a change re-evaluates it: its runs (and how many
 -- ended), manifests, divergences (count and latest change); its failed ranks (a rank's non-zero exit makes its run
 -- failed, even while the launcher's killed ranks never report, and can turn a diverged group incomplete:
--- server/compare/status.h, which its alert must then say); the verdict of its newest finished replay (a verdict
+-- server/rules/status.h, which its alert must then say); the verdict of its newest finished replay (a verdict
 -- re-evaluates the group's evidence and raises the follow-up alert) and, for a narrow group, its experiment's
 -- state; its attestations.
 CREATE OR REPLACE FUNCTION lockstep_group_signature(g text) RETURNS text LANGUAGE sql STABLE AS $$

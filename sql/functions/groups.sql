@@ -1,6 +1,6 @@
 -- groups.sql - twin groups scoped to their owners: the runs a claim sets aside, who reads a group, and which group a
 -- name read from a request means (server/api/group.h). Registration's rule (who may join, which group a
--- registration's name means) is C, server/store/group_rule.h; the key is NAME or OWNER/NAME as it says.
+-- registration's name means) is C, server/rules/group_rule.h; the key is NAME or OWNER/NAME as it says.
 
 -- lockstep_group_set_aside - inside the claim's transaction (server/store/groups.c), once group `g` belongs to
 -- `owner` as attested: the group's runs not attested as `owner` leave it (runs.set_aside_*; their ids are

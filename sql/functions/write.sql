@@ -4,9 +4,9 @@
 --
 -- What holds: a batch (or a group of them) commits under the shared form of each of its group ranks' locks
 -- (lockstep_check_key, compare.sql), so a comparison of that rank (which holds it exclusively: lockstep_cmp_ranks,
--- server/compare/step.c) is either over or starts after the commit; under the lock, a batch that brings records
+-- server/twins/step.c) is either over or starts after the commit; under the lock, a batch that brings records
 -- (or step digests) of a step already compared moves the rank's mark back to the step before (and the group's
--- logical mark, rank -1: server/compare/logical.c), and the rank's progress time is taken, so that a comparison's
+-- logical mark, rank -1: server/twins/logical.c), and the rank's progress time is taken, so that a comparison's
 -- checked_at is later than the progress it saw and earlier than any it did not. The record requests a batch
 -- answers are marked under the lock, so a batch waiting for a comparison's lock holds none of the rows that
 -- comparison may write. The lock is taken before the progress is written, so the progress is stamped in the same

@@ -1,7 +1,7 @@
 -- 015_scoped_groups.sql - twin group names scoped to their attested owner; runs set aside when an owner claims a group; who reads a group, and which group a name read means.
 
 -- A group's key (twin_groups.twin_group, runs.twin_group and every table keyed by group) and the name its owner
--- typed. The key is the name while no other group holds it, else OWNER/NAME (server/store/group_rule.h). Every
+-- typed. The key is the name while no other group holds it, else OWNER/NAME (server/rules/group_rule.h). Every
 -- group made before keeps its key, which is its name: reachable as before, and as OWNER/NAME once its owner is
 -- attested.
 ALTER TABLE twin_groups ADD COLUMN IF NOT EXISTS name text;

@@ -1,5 +1,5 @@
 -- 016_alert_mail_retention.sql - alert mail goes only to addresses the site maps (each alert keeps the addresses it
--- mails, resolved when it is raised: server/fleet/mailmap.h; mail of alerts raised before is not sent); what retention
+-- mails, resolved when it is raised: server/alerts/mailmap.h; mail of alerts raised before is not sent); what retention
 -- removed, so that a group says what it can no longer compare.
 
 -- The addresses the alert's mail goes to: its group's attested users at the addresses mail_map or mail_domain

@@ -92,7 +92,7 @@ static int has(json_t *keys, const char *k)
     return 0;
 }
 
-/* A group's kind by the names lockstep twin gives (group_kind_of, server/store/group_rule.h); ?kind= keeps those kinds
+/* A group's kind by the names lockstep twin gives (group_kind_of, server/rules/group_rule.h); ?kind= keeps those kinds
  * (a comma-separated list), with an exact total; a bad kind is a 400. */
 static void test_kinds(void **state)
 {

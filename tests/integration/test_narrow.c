@@ -392,7 +392,7 @@ static void test_persistent(void **state)
             usleep(50000);
     }
     assert_true(alert);
-    /* an alert's lifecycle (server/fleet/alerts.h): the follow-up supersedes the group's divergence alert; it blames n3 (labels) */
+    /* an alert's lifecycle (server/alerts/alerts.h): the follow-up supersedes the group's divergence alert; it blames n3 (labels) */
     int superseded = 0;
     long long verdict_id = 0;
     for (int k = 0; k < 200 && !superseded; k++) {

@@ -13,7 +13,7 @@
 
 #include "tests/integration/common.h"
 
-/* the statuses GET /api/v1/twins?status= takes (server/compare/status.h) */
+/* the statuses GET /api/v1/twins?status= takes (server/rules/status.h) */
 static const char *const TWIN_STATUS_NAMES[] = {"pending", "diverged", "incomplete", "match", NULL};
 
 static h_pg pg;

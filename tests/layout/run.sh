@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # run.sh - layout tier: lockstepd's folders keep their layers and no module includes its way into a cycle.
 #
-# Layers, lowest first: server/core -> server/store, server/http -> server/compare -> server/fleet -> server/api
-# -> server/main.c. A file may include headers of its own folder and of lower layers only (store and http sit
-# side by side and include neither each other). common/ and include/ are below everything. A module is a .c
+# Layers, lowest first: server/core -> server/rules (pure rules) -> server/store, server/http -> server/twins (twin
+# comparison), server/alerts (the outbox) -> server/replay (replay experiments) -> server/fleet (suspects) ->
+# server/api -> server/main.c. A file may include headers of its own folder and of lower layers only (folders of
+# one rank sit side by side and include neither each other). common/ and include/ are below everything. A module is a .c
 # with its .h; module A depends on B when A.c or A.h includes B.h; the dependency graph has no cycle. Across the
 # whole tree, no function is defined and never referenced (tests/layout/unreferenced.py), and the JavaScript of
 # web/js and tests/browser passes eslint (web/eslint.config.js), and the commit-msg hook judges its cases right.
@@ -14,7 +15,8 @@ cd "$(dirname "$0")/../.."
 python3 - "$@" <<'PY'
 import os, re, sys
 
-RANK = {"core": 0, "store": 1, "http": 1, "compare": 2, "fleet": 3, "api": 4, "main": 5}
+RANK = {"core": 0, "rules": 1, "store": 2, "http": 2, "twins": 3, "alerts": 3, "replay": 4, "fleet": 5, "api": 6,
+        "main": 7}
 inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 passed = failed = 0
 

@@ -1,4 +1,4 @@
-/* test_members.c - the members rule in SQL (the CTEs of lockstep_cmp_ranks, sql/functions/compare.sql) against the case table of its C rule (server/compare/members.h, tests/data/members/cases.json) and the C rule itself, on a real PostgreSQL. */
+/* test_members.c - the members rule in SQL (the CTEs of lockstep_cmp_ranks, sql/functions/compare.sql) against the case table of its C rule (server/rules/members.h, tests/data/members/cases.json) and the C rule itself, on a real PostgreSQL. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/compare/members.h"
+#include "server/rules/members.h"
 #include "tests/sql/sqlt.h"
 
 #define MAX_RUNS 8

@@ -1,4 +1,4 @@
-/* test_class_summary.c - a twin group's classification in a dozen words (server/fleet/class_summary.h), from a table. */
+/* test_class_summary.c - a twin group's classification in a dozen words (server/rules/class_summary.h), from a table. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/fleet/class_summary.h"
+#include "server/rules/class_summary.h"
 
 static const struct {
     const char *cls, *code, *implicated, *summary;

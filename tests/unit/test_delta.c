@@ -1,4 +1,4 @@
-/* test_delta.c - each run's per-step distance from the majority (server/compare/delta.h), from a table of cases. */
+/* test_delta.c - each run's per-step distance from the majority (server/rules/delta.h), from a table of cases. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "include/lockstep.h"
-#include "server/compare/delta.h"
+#include "server/rules/delta.h"
 
 static uint64_t f64(double x)
 {

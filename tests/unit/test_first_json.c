@@ -1,4 +1,4 @@
-/* test_first_json.c - a first divergence's judgement in JSON (server/compare/first_json.h), from a table of
+/* test_first_json.c - a first divergence's judgement in JSON (server/twins/first_json.h), from a table of
  * verdicts: the keys a twin group's first_divergence and a change's first effect both carry. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/compare/first_json.h"
+#include "server/twins/first_json.h"
 
 static const struct {
     const char *what;

@@ -1,4 +1,4 @@
-/* test_groups.c - the twin group ownership rules (server/store/group_rule.h), from tables. */
+/* test_groups.c - the twin group ownership rules (server/rules/group_rule.h), from tables. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/store/group_rule.h"
+#include "server/rules/group_rule.h"
 
 /* Who joins whose group: 0 = may, -1 = may not. */
 static void test_may_join(void **state)

@@ -1,4 +1,4 @@
-/* test_mailmap.c - where alert mail may go (server/fleet/mailmap.h), from tables of cases: plain user names, the
+/* test_mailmap.c - where alert mail may go (server/alerts/mailmap.h), from tables of cases: plain user names, the
  * site's map, mail_domain, and maps that are refused. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "server/fleet/mailmap.h"
+#include "server/alerts/mailmap.h"
 
 /* The map every lookup case runs against. */
 static const char MAP[] = "# site users\n"

@@ -1,4 +1,4 @@
-/* test_members.c - which runs of a twin group are compared (server/compare/members.h), from the case table tests/data/members/cases.json (which tests/sql/ holds the SQL copy of the rule to as well). */
+/* test_members.c - which runs of a twin group are compared (server/rules/members.h), from the case table tests/data/members/cases.json (which tests/sql/ holds the SQL copy of the rule to as well). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/compare/members.h"
+#include "server/rules/members.h"
 
 #define CASES "tests/data/members/cases.json"
 #define MAX_RUNS 8

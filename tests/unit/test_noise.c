@@ -1,4 +1,4 @@
-/* test_noise.c - the effect-versus-noise rule (server/compare/noise.h): Student's t, a table of cases, and a
+/* test_noise.c - the effect-versus-noise rule (server/rules/noise.h): Student's t, a table of cases, and a
  * simulated calibration (one more replica of the noise is within-noise at least 99 times in 100). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "server/compare/noise.h"
+#include "server/rules/noise.h"
 
 /* ---- a small deterministic generator (splitmix64 + Box-Muller) ---- */
 

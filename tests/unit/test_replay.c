@@ -1,4 +1,4 @@
-/* test_replay.c - the designed experiment of a replay and its verdict (server/compare/replay.h), from tables of cases. */
+/* test_replay.c - the designed experiment of a replay and its verdict (server/rules/replay.h), from tables of cases. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "common/hostlist.h"
-#include "server/compare/replay.h"
+#include "server/rules/replay.h"
 
 /* ---- node lists ---- */
 

@@ -1,4 +1,4 @@
-/* test_run_outcome.c - one run's outcome in its twin group (server/compare/outcome.h), from a table of cases. */
+/* test_run_outcome.c - one run's outcome in its twin group (server/rules/outcome.h), from a table of cases. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "server/compare/outcome.h"
+#include "server/rules/outcome.h"
 
 static const struct {
     const char *what;

@@ -12,8 +12,8 @@
 
 #include "server/fleet/evidence.h"
 #include "server/core/state.h"
-#include "server/fleet/score.h"
-#include "server/fleet/sinks.h"
+#include "server/rules/score.h"
+#include "server/alerts/sinks.h"
 
 static void test_beta_cdf_known_values(void **state)
 {

@@ -1,4 +1,4 @@
-/* test_status.c - a twin group's status (server/compare/status.h), from a table of cases. */
+/* test_status.c - a twin group's status (server/rules/status.h), from a table of cases. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "server/compare/status.h"
+#include "server/rules/status.h"
 
 static const struct {
     const char *what;

@@ -1,6 +1,6 @@
 // deltas.js - on the twin group page, each run's per-step distance from the majority of the runs (ULP or relative, log
 // scale, the first divergence marked): a bit flip that overlaid curves cannot show. Every number is lockstepd's
-// (GET /api/v1/twins/{group}/deltas, server/compare/delta.h); nothing is compared here.
+// (GET /api/v1/twins/{group}/deltas, server/rules/delta.h); nothing is compared here.
 import { h } from '../dom.js';
 import { apiGet } from '../api.js';
 import { card, emptyState, errorBox, replace, loading } from '../components.js';

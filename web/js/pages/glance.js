@@ -1,10 +1,10 @@
 // glance.js - what the dashboard writes the same way on every page: a group's kind and the hardware a group's evidence
-// suspects (as lockstepd decides them: group_kind_of in server/store/group_rule.h); a run's outcome and what it means
-// come from lockstepd as they are (outcome, outcome_why: server/compare/outcome.h).
+// suspects (as lockstepd decides them: group_kind_of in server/rules/group_rule.h); a run's outcome and what it means
+// come from lockstepd as they are (outcome, outcome_why: server/rules/outcome.h).
 import { h } from '../dom.js';
 import { badge } from '../components.js';
 
-/* What each kind of group is (group_kind_of, server/store/group_rule.h); incident twins carry no tag. */
+/* What each kind of group is (group_kind_of, server/rules/group_rule.h); incident twins carry no tag. */
 export const KIND_LABEL = { replay: 'replay group', noise: 'noise replicas', experiment: 'experiment' };
 
 /* kindTag(kind) - a tag naming a group that is not incident twins. */

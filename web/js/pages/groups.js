@@ -13,7 +13,7 @@ import { chartStrip } from './strip.js';
 const LIMIT = 50;
 const FILTERS = ['kind', 'status', 'user', 'node', 'since'];
 // The kind filter: its URL value, its label, and the ?kind= it asks lockstepd for (group_kind_of,
-// server/store/group_rule.h). Incident twins unless the URL says otherwise.
+// server/rules/group_rule.h). Incident twins unless the URL says otherwise.
 const KINDS = [
   ['', 'Incident twins', 'twins'],
   ['replay', 'Replay groups', 'replay'],

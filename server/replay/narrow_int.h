@@ -1,0 +1,32 @@
+/* narrow_int.h - what narrow.c, narrow_cmd.c and narrow_eval.c share; not used outside server/replay/narrow*.c. */
+#ifndef SERVER_REPLAY_NARROW_INT_H
+#define SERVER_REPLAY_NARROW_INT_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+/* narrow_probe - the nodes (and their GPUs, "" when unknown) that ran ranks `origin[0..norigin)` of run
+ * `run_key` (every rank when norigin is 0), from its manifests, as ','-separated lists in `probe` and `gpus`
+ * (one entry per node, in the same order); without manifests, the run's node when `nodes` names one. Inside
+ * the caller's transaction. Returns 0, or -1 with the database's message. */
+int narrow_probe(const char *run_key, const int *origin, int norigin, const char *nodes, char *probe, size_t pcap,
+                 char *gpus, size_t gcap, char *err, size_t ecap);
+
+/* What one placement runs (narrow_cmd.c). */
+typedef struct narrow_cmd {
+    json_t *argv;         /* its words, a new array (empty when the run gave none) */
+    char command[4096];   /* the words as one line for people (quoted where sh would need it) */
+    char resume_step[32]; /* the checkpoint it resumes from, "" for the whole run */
+    char how[600];        /* what the placement's "why" adds: from which checkpoint, or why the whole run */
+} narrow_cmd;
+
+/* narrow_cmd_make - the words a replay of run `run_key` runs when the narrow compares steps from..to: with a resume
+ * template `resume` ("" when none) and a checkpoint before `from` (declared, or a saved state block; {path} needs a
+ * declared path), the template split into words (common/words.h) with {step}, {path} and {stop} (= to) filled in
+ * inside each word; else the run's words: `argv_json` (its registered argv, a JSON array; NULL or "" when none),
+ * else `command` split at white space. Inside the caller's transaction. Returns 0 with `out` filled (the caller
+ * owns out->argv), or -1 with the database's message. */
+int narrow_cmd_make(const char *run_key, const char *argv_json, const char *command, const char *resume,
+                    long long from, long long to, narrow_cmd *out, char *err, size_t cap);
+
+#endif /* SERVER_REPLAY_NARROW_INT_H */

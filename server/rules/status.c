@@ -1,0 +1,65 @@
+/* status.c - a twin group's status (server/rules/status.h): pure, tested from a table of cases. */
+#include "server/rules/status.h"
+
+#include <stdio.h>
+
+const char *const TWIN_STATUSES[] = {"pending", "diverged", "incomplete", "match", NULL};
+
+const char *twin_status(const twin_facts *f, char *why, size_t cap)
+{
+    if (f->nruns < 2) {
+        snprintf(why, cap, "%s: waiting for a twin to compare with", f->nruns ? "one run" : "no run");
+        return "pending";
+    }
+    if (f->diverged && f->failed && f->missing) {
+        snprintf(why, cap, "%d of %d runs failed (see each run's exit); the first difference is a record some run "
+                 "lacks, which the failure explains: nothing diverged before it",
+                 f->failed, f->nruns);
+        return "incomplete";
+    }
+    if (f->diverged) {
+        if (f->failed)
+            snprintf(why, cap, "the runs diverged (and %d of them failed)", f->failed);
+        else
+            snprintf(why, cap, "the runs diverged");
+        return "diverged";
+    }
+    if (f->running) {
+        snprintf(why, cap, "%d of %d runs still running; they agree so far", f->running, f->nruns);
+        return "pending";
+    }
+    if (f->failed) {
+        snprintf(why, cap, "%d of %d runs failed (see each run's exit); %s, but a failed run says nothing about "
+                 "the steps it did not reach",
+                 f->failed, f->nruns,
+                 f->unchecked ? "nothing diverged in what could be compared" : "nothing diverged in what they recorded");
+        return "incomplete";
+    }
+    if (f->unchecked && f->removed) { /* no agent has those records any more: nobody can send them */
+        snprintf(why, cap, "every run ended; the comparison of %ld rank%s reached a step whose records retention "
+                 "removed from a run (retain_days): the step digests differ there, so the runs are not identical, but "
+                 "the records that would say where they part are gone, and the steps after it are not compared "
+                 "(records_removed says which run, rank and step)",
+                 f->removed, f->removed > 1 ? "s" : "");
+        return "incomplete";
+    }
+    if (f->unchecked && f->awaiting) { /* the agents that held those records back have ended: only a person can */
+        snprintf(why, cap, "every run ended; the comparison of %ld rank%s waits for records %s agents held back "
+                 "(digest streaming) and left in their spools: `lockstep replay --steps asked DIR` on the nodes "
+                 "that ran them sends them (`lockstep twins GROUP` and awaiting_records say which runs, ranks and steps)",
+                 f->awaiting, f->awaiting > 1 ? "s" : "", f->awaiting > 1 ? "their" : "its");
+        return "pending";
+    }
+    if (f->unchecked) {
+        snprintf(why, cap, "every run ended; the comparison of %ld rank%s is not finished", f->unchecked,
+                 f->unchecked > 1 ? "s" : "");
+        return "pending";
+    }
+    if (f->comparable <= 0) {
+        snprintf(why, cap, "every run ended, but they recorded nothing they share to compare (no records, no steps "
+                 "in common, or, for runs of different rank counts, which are compared on their shards, no shards)");
+        return "incomplete";
+    }
+    snprintf(why, cap, "every run ended with exit 0 and agreed on every record of the steps they share");
+    return "match";
+}

@@ -1,0 +1,40 @@
+/* status.h - a twin group's status, one pure rule: match only when the runs agree over the steps they share, recorded something comparable and ended as expected.
+ *
+ * The statuses, in the order the rule decides them:
+ *   pending     fewer than two runs (waiting for a twin), a run still running, or steps not compared yet
+ *   diverged    a first divergence was found (whether or not a run also failed; but see incomplete)
+ *   incomplete  nothing diverged (or, a run having failed, the first divergence is a record some run lacks:
+ *               what the failure cut short), but a run failed (a rank's non-zero exit: its other ranks may never
+ *               report, killed by the launcher) or, every run ended, they recorded nothing they share, or the
+ *               comparison reached steps whose records retention removed (their digests differ, the records that
+ *               would say where are gone): nothing says they would have agreed
+ *   match       every run ended with exit 0, the runs share compared records, and every one agreed
+ * Tested from a table of cases in tests/unit/test_status.c. The rule for runs that share no steps (inconclusive,
+ * above) belongs here too: this is the one place a group's status is decided.
+ */
+#ifndef SERVER_RULES_STATUS_H
+#define SERVER_RULES_STATUS_H
+
+#include <stddef.h>
+
+/* What the status rests on. */
+typedef struct twin_facts {
+    int nruns;
+    int running;     /* runs not ended, none of whose ranks failed */
+    int failed;      /* runs with a non-zero exit on some rank (ended or not) */
+    int diverged;    /* a first divergence is stored */
+    int missing;     /* the group's first divergence is a record some run lacks (cause missing) */
+    long unchecked;  /* ranks whose shared, complete steps are not all compared yet */
+    long comparable; /* ranks on which two runs or more recorded steps they share */
+    long awaiting;   /* ranks whose comparison waits for records an agent held back (digest streaming) */
+    long removed;    /* ranks whose comparison stopped at a step whose records retention removed from a run */
+} twin_facts;
+
+/* Every value twin_status returns, NULL-terminated (GET /api/v1/twins?status= accepts these). */
+extern const char *const TWIN_STATUSES[];
+
+/* twin_status - "pending", "diverged", "incomplete" or "match" for `f`, with
+ * why in `why` (one sentence for people). Never fails. */
+const char *twin_status(const twin_facts *f, char *why, size_t cap);
+
+#endif /* SERVER_RULES_STATUS_H */

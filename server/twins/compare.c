@@ -1,0 +1,580 @@
+/* compare.c - twin comparison as records arrive: the queue of groups and ranks batches touched, the threads that look at them (per-step digests first, in one round trip a group, under each rank's lock) and hand differing ranks to step.c. */
+#include "server/twins/compare.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/dtype.h"
+#include "server/twins/cmp_int.h"
+#include "server/core/clock.h"
+#include "server/core/limits.h"
+#include "server/core/log.h"
+#include "server/core/metrics.h"
+#include "server/core/worker.h"
+#include "server/core/xalloc.h"
+#include "server/store/db.h"
+#include "server/store/frames.h"
+
+#define SWEEP_S 5
+#define CMP_THREADS 8       /* comparing is mostly waiting for PostgreSQL: eight at once (one look a group at a time;
+                               the differing ranks a look finds are shared out) */
+#define CMP_CHUNK 2000      /* ranks one first look takes */
+#define CMP_GAP_S 0.02      /* a group is looked at again at most this often: under load a look takes many ranks */
+#define CMP_GAP_DIGESTS_S 0.1 /* the same when only step digests came for it: their differing steps wait a step for
+                                 their records, and a look costs PostgreSQL ~1 ms however few ranks it takes (at a
+                                 batch a step, looks of one or two ranks were half of its time; docs/scale.md) */
+#define CMP_IDLE_S 1.0      /* a group nothing came for since this long is forgotten */
+
+/* A group with ranks to compare: the ranks batches touched since its last look, each once. */
+typedef struct pgroup {
+    char name[256];
+    double commit_s;  /* the earliest commit among them (a fallback: the latency is read from the database) */
+    int *ranks;
+    size_t n, cap;
+    unsigned char *bits; /* which ranks are in `ranks` */
+    size_t bits_cap;
+    int active;       /* threads comparing some of its ranks now */
+    double last;      /* when its last look started (monotonic seconds) */
+    double gap;       /* how long after `last` the next look may start: the smallest its notices since asked for */
+} pgroup;
+
+static void cmp_loop(worker *w);
+static worker thread = WORKER_INIT("comparison", cmp_loop);
+static pgroup **groups; /* under thread.lock: groups with ranks to compare or being compared, oldest first */
+static size_t n_groups, cap_groups;
+
+static found_item *found_head, *found_tail; /* under thread.lock */
+void cmp_on_divergence(cmp_divergence_fn fn)
+{
+    cmp_step_on_divergence(fn);
+}
+
+void cmp_register(void)
+{
+    cmp_step_register();
+    /* The first look (lockstep_cmp_ranks, sql/functions/compare.sql): ranks without a differing step are marked (or
+     * their step divergence dropped) in the statement's own transaction, under their locks; the others come back.
+     * Its commit does not wait for the disk, as the comparison's own do not (step.c): a mark lost in a crash is
+     * compared again at the next start (cmp_backlog). */
+    db_register("cmp_ranks", "SELECT r_rank, keys, ids, hi, upto, newest, step, from_step, waiting "
+                             "FROM set_config('synchronous_commit', 'off', true), "
+                             "lockstep_cmp_ranks($1, $2::int[], $3)");
+    /* Before a look (one round trip): whether the group's runs have different rank counts (compared on logical
+     * tensors instead), and which of the ranks looked at hold restored state blocks (record_frames kind 4, under
+     * the partial index record_frames_state: checked against the twins before their steps). */
+    db_register("cmp_prelook",
+                "SELECT (SELECT count(DISTINCT ranks) > 1 FROM runs WHERE twin_group = $1), "
+                "(SELECT coalesce(array_agg(DISTINCT f.rank), '{}') FROM runs r JOIN record_frames f "
+                "ON f.run_key = r.run_key AND f.rank = ANY($2::int[]) AND f.kind = 4 WHERE r.twin_group = $1)");
+    /* a restore check's view of the group on one rank (server/twins/restore.c): every run (first GROUP_MAX_RUNS
+     * by key), its start, its progress there and whether it ended there */
+    db_register("cmp_runs",
+                "SELECT r.run_key, r.run_id, r.start_step, p.max_step, "
+                "(e.run_key IS NOT NULL OR r.status <> 'running') AS ended, r.ranks "
+                "FROM runs r LEFT JOIN rank_progress p ON p.run_key = r.run_key AND p.rank = $2 "
+                "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
+                "WHERE r.twin_group = $1 ORDER BY r.run_key LIMIT " GROUP_MAX_RUNS_TEXT);
+    /* At start: every group and rank whose comparison is older than its data (work a killed lockstepd left). */
+    db_register("cmp_backlog",
+                "SELECT x.twin_group, x.rank FROM (SELECT r.twin_group, p.rank, max(p.updated_at) AS t "
+                "FROM rank_progress p JOIN runs r USING (run_key) WHERE r.twin_group IS NOT NULL GROUP BY 1, 2) x "
+                "LEFT JOIN group_checks g USING (twin_group, rank) WHERE g.rank IS NULL OR g.checked_at < x.t "
+                "OR g.checked_upto IS DISTINCT FROM g.target AND g.target IS NOT NULL "
+                "UNION SELECT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
+                "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
+                "WHERE r.twin_group IS NOT NULL AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
+    /* Every few seconds: ranks with recent records or ends that no comparison has seen yet (written by
+     * another lockstepd on the same database, or a notice that got lost). */
+    db_register("cmp_active",
+                "SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p JOIN runs r USING (run_key) "
+                "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = p.rank "
+                "WHERE r.twin_group IS NOT NULL AND p.updated_at > now() - $1::interval "
+                "AND (g.rank IS NULL OR g.checked_at < p.updated_at) "
+                "UNION SELECT DISTINCT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
+                "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
+                "WHERE r.twin_group IS NOT NULL AND e.ended_at > now() - $1::interval "
+                "AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
+    cmp_register_restores();
+    cmp_register_logical();
+}
+
+static void notify(const char *group, int rank, double commit_s, double gap)
+{
+    if (!group || !*group || rank < 0)
+        return;
+    worker_lock(&thread);
+    pgroup *g = NULL;
+    for (size_t i = 0; i < n_groups && !g; i++)
+        if (!strcmp(groups[i]->name, group))
+            g = groups[i];
+    if (!g) {
+        if (n_groups == cap_groups) {
+            cap_groups = cap_groups ? 2 * cap_groups : 16;
+            groups = xrealloc(groups, cap_groups * sizeof(*groups));
+        }
+        g = xcalloc(1, sizeof(*g));
+        snprintf(g->name, sizeof(g->name), "%s", group);
+        groups[n_groups++] = g;
+    }
+    if (commit_s > 0 && (g->commit_s == 0 || commit_s < g->commit_s))
+        g->commit_s = commit_s;
+    if (g->n == 0 || gap < g->gap)
+        g->gap = gap;
+    size_t byte = (size_t)rank / 8;
+    if (byte >= g->bits_cap) {
+        size_t cap = g->bits_cap ? g->bits_cap : 64;
+        while (cap <= byte)
+            cap *= 2;
+        g->bits = xrealloc(g->bits, cap);
+        memset(g->bits + g->bits_cap, 0, cap - g->bits_cap);
+        g->bits_cap = cap;
+    }
+    if (!(g->bits[byte] & (1u << (rank % 8)))) {
+        g->bits[byte] |= (unsigned char)(1u << (rank % 8));
+        if (g->n == g->cap) {
+            g->cap = g->cap ? 2 * g->cap : 16;
+            g->ranks = xrealloc(g->ranks, g->cap * sizeof(int));
+        }
+        g->ranks[g->n++] = rank;
+    }
+    worker_kick_locked(&thread);
+    worker_unlock(&thread);
+}
+
+void cmp_notify(const char *group, int rank, double commit_s)
+{
+    notify(group, rank, commit_s, CMP_GAP_S);
+}
+
+void cmp_notify_digests(const char *group, int rank, double commit_s)
+{
+    notify(group, rank, commit_s, CMP_GAP_DIGESTS_S);
+}
+
+/* parse_ids - a text[] of run ids ("{a,b}") into `ids`; returns how many. */
+static int parse_ids(const char *s, char ids[][40], int cap)
+{
+    int n = 0;
+    if (*s == '{')
+        s++;
+    while (*s && *s != '}' && n < cap) {
+        size_t len = strcspn(s, ",}");
+        snprintf(ids[n++], 40, "%.*s", (int)(len < 39 ? len : 39), s);
+        s += len;
+        if (*s == ',')
+            s++;
+    }
+    return n;
+}
+
+/* check_restores - the restore checks of `rank` of `group` (server/twins/restore.c), in a transaction under the
+ * rank's lock; the fleet is told after the commit. Every run of the group is paired (left-out ones too). Returns 1
+ * when a restore difference was stored, 0 when none (or the rank's lock was taken: its batch asks again), -1 on a
+ * database error. */
+static int check_restores(const char *group, int rank, double commit_s)
+{
+    int locked = cmp_txn_begin(group, rank);
+    if (locked <= 0)
+        return locked;
+    char rk[16], err[512];
+    snprintf(rk, sizeof(rk), "%d", rank);
+    const char *p[] = {group, rk};
+    cmp_found found;
+    memset(&found, 0, sizeof(found));
+    PGresult *r = db_exec("cmp_runs", 2, p, err, sizeof(err));
+    if (!r)
+        return cmp_txn_end(group, -1, &found);
+    cmp_group G;
+    memset(&G, 0, sizeof(G));
+    cmp_group *g = &G;
+    for (int i = 0; i < PQntuples(r) && g->nruns < GROUP_MAX_RUNS; i++) {
+        int k = g->nruns++;
+        g->keys[k] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        snprintf(g->ids[k], sizeof(g->ids[k]), "%s", PQgetvalue(r, i, 1));
+        g->start[k] = strtoll(PQgetvalue(r, i, 2), NULL, 10);
+        g->max_step[k] = PQgetisnull(r, i, 3) ? INT64_MIN : strtoll(PQgetvalue(r, i, 3), NULL, 10);
+        g->ended[k] = PQgetvalue(r, i, 4)[0] == 't';
+        g->ranks[k] = atoi(PQgetvalue(r, i, 5));
+    }
+    PQclear(r);
+    cmp_key_array(g);
+    int rc = g->nruns >= 2 ? cmp_check_restores(group, rank, g, commit_s, &found) : 0;
+    return cmp_txn_end(group, rc, &found);
+}
+
+/* check_logical - a group of runs of different rank counts compared on its logical tensors
+ * (server/twins/logical.c), in a transaction under the lock of the rank that asked; the fleet is told after the
+ * commit, and the group is queued again when more steps are left. Returns as check_restores. */
+static int check_logical(const char *group, int rank, double commit_s)
+{
+    int locked = cmp_txn_begin(group, rank);
+    if (locked <= 0)
+        return locked;
+    cmp_found found;
+    memset(&found, 0, sizeof(found));
+    int again = 0;
+    int rc = cmp_txn_end(group, cmp_check_logical(group, commit_s, &found, &again), &found);
+    if (rc >= 0 && again)
+        cmp_notify(group, rank, commit_s);
+    return rc;
+}
+
+/* prelook - before the digests' look at ranks `ranks` of `group`: a group of runs with different rank counts is
+ * compared on its logical tensors instead (returns 2 after doing so, or -1); restored state blocks on these ranks
+ * are checked (a restore difference is stored before any later step's). Returns 1 when something was stored, 0
+ * when not, -1 on a database error. */
+static int prelook(const char *group, const int *ranks, size_t n, double commit_s)
+{
+    char err[512];
+    char *arr = xmalloc(n * 12 + 3);
+    size_t len = 0;
+    arr[len++] = '{';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)sprintf(arr + len, "%s%d", i ? "," : "", ranks[i]);
+    arr[len++] = '}';
+    arr[len] = 0;
+    const char *p[] = {group, arr};
+    PGresult *r = db_exec("cmp_prelook", 2, p, err, sizeof(err));
+    free(arr);
+    if (!r)
+        return -1;
+    int layouts = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
+    int64_t restored[CMP_CHUNK];
+    int nr = PQntuples(r) == 1 ? db_int_array_parse(PQgetvalue(r, 0, 1), restored, CMP_CHUNK) : 0;
+    PQclear(r);
+    if (layouts) /* runs of different rank counts: their ranks hold different pieces; compare logical tensors */
+        return check_logical(group, ranks[0], commit_s) < 0 ? -1 : 2;
+    int any = 0;
+    for (int i = 0; i < nr; i++) {
+        int got = check_restores(group, (int)restored[i], commit_s);
+        if (got < 0)
+            return -1;
+        any |= got > 0;
+    }
+    return any;
+}
+
+/* found_run - cmp_found_run, and the rank queued again when it asks to be. */
+static int found_run(const found_item *f)
+{
+    int again = 0;
+    int got = cmp_found_run(f, &again);
+    if (again)
+        cmp_notify(f->group, f->rank, f->commit_s);
+    return got;
+}
+
+/* look_group - the first look at `n` ranks of `group` in one round trip a chunk; then each rank with a differing
+ * step compared on its own: here when `share` is 0, else handed to the comparison threads (a burst of them is
+ * compared side by side). Returns 1 when some divergence was stored here, 0 when none, -1 on a database error
+ * (the ranks not compared are queued again). */
+static int look_group(const char *group, const int *ranks, size_t n, double commit_s, int share, found_item ***out,
+                     size_t *n_out)
+{
+    int any = 0;
+    found_item **many = NULL; /* share: the differing ranks of this look, for the caller */
+    size_t n_many = 0, n_dropped = 0;
+    cmp_found dropped = {.stored = 0}; /* what the look dropped, told once it is over */
+    char mr[16], err[512];
+    snprintf(mr, sizeof(mr), "%d", GROUP_MAX_RUNS);
+    for (size_t c = 0; c < n; c += CMP_CHUNK) {
+        int pre = prelook(group, ranks + c, n - c < CMP_CHUNK ? n - c : CMP_CHUNK, commit_s);
+        if (pre < 0) {
+            for (size_t i = c; i < n; i++)
+                cmp_notify(group, ranks[i], commit_s); /* try again shortly */
+            return -1;
+        }
+        if (pre == 2) {
+            if (share) {
+                *out = NULL;
+                *n_out = 0;
+            }
+            return 0; /* compared on logical tensors: nothing per rank */
+        }
+        any |= pre;
+    }
+    for (size_t c = 0; c < n; c += CMP_CHUNK) {
+        size_t m = n - c < CMP_CHUNK ? n - c : CMP_CHUNK;
+        char *arr = xmalloc(m * 12 + 3);
+        size_t len = 0;
+        arr[len++] = '{';
+        for (size_t i = 0; i < m; i++)
+            len += (size_t)sprintf(arr + len, "%s%d", i ? "," : "", ranks[c + i]);
+        arr[len++] = '}';
+        arr[len] = 0;
+        const char *p[] = {group, arr, mr};
+        PGresult *r = db_exec("cmp_ranks", 3, p, err, sizeof(err));
+        free(arr);
+        if (!r) {
+            for (size_t i = c; i < n; i++)
+                cmp_notify(group, ranks[i], commit_s); /* try again shortly */
+            for (size_t i = 0; i < n_many; i++)
+                cmp_notify(group, many[i]->rank, commit_s), free(many[i]);
+            free(many);
+            return -1;
+        }
+        for (int i = 0; i < PQntuples(r); i++) {
+            int rank = atoi(PQgetvalue(r, i, 0));
+            if (PQgetisnull(r, i, 1)) { /* its step divergence no longer shows: dropped and committed */
+                if (!dropped.stored)
+                    dropped = (cmp_found){.stored = -1, .rank = rank};
+                n_dropped++;
+                continue;
+            }
+            int64_t keys[GROUP_MAX_RUNS];
+            char ids[GROUP_MAX_RUNS][40];
+            int nruns = db_int_array_parse(PQgetvalue(r, i, 1), keys, GROUP_MAX_RUNS);
+            if (parse_ids(PQgetvalue(r, i, 2), ids, GROUP_MAX_RUNS) != nruns) {
+                log_warn("comparing group %s rank %d: the runs' ids do not parse", group, rank);
+                continue;
+            }
+            found_item *f = xcalloc(1, sizeof(*f));
+            snprintf(f->group, sizeof(f->group), "%s", group);
+            f->rank = rank;
+            f->nruns = nruns;
+            memcpy(f->keys, keys, sizeof(keys));
+            memcpy(f->ids, ids, sizeof(ids));
+            f->hi = strtoll(PQgetvalue(r, i, 3), NULL, 10);
+            f->upto = strtoll(PQgetvalue(r, i, 4), NULL, 10);
+            f->newest = strtoll(PQgetvalue(r, i, 5), NULL, 10);
+            f->step = strtoll(PQgetvalue(r, i, 6), NULL, 10);
+            f->from = strtoll(PQgetvalue(r, i, 7), NULL, 10);
+            f->waiting = PQgetvalue(r, i, 8)[0] == 't';
+            f->commit_s = commit_s;
+            if (share) {
+                many = xrealloc(many, (n_many + 1) * sizeof(*many));
+                many[n_many++] = f;
+                continue;
+            }
+            int got = found_run(f);
+            free(f);
+            if (got > 0)
+                any = 1;
+        }
+        PQclear(r);
+    }
+    if (n_dropped) { /* cmp_ranks committed: the fleet may be told */
+        if (n_dropped > 1)
+            log_info("group %s: %zu ranks' divergences no longer show", group, n_dropped);
+        cmp_tell(group, &dropped);
+    }
+    if (share) {
+        *out = many;
+        *n_out = n_many;
+    }
+    return any;
+}
+
+/* found_share - what a look found, once its group is free for the next look: one rank to any thread, a burst
+ * compared together here (two round trips). Frees the items. */
+static void found_share(found_item **many, size_t n)
+{
+    if (n == 1) {
+        worker_lock(&thread);
+        if (found_tail)
+            found_tail->next = many[0];
+        else
+            found_head = many[0];
+        found_tail = many[0];
+        worker_kick_locked(&thread);
+        worker_unlock(&thread);
+    } else if (n > 1) {
+        for (size_t i = 0; i < n; i++) {
+            found_run(many[i]);
+            free(many[i]);
+        }
+    }
+    free(many);
+}
+
+int cmp_check(const char *group, int rank, double commit_s)
+{
+    return look_group(group, &rank, 1, commit_s, 0, NULL, NULL);
+}
+
+/* sweep - queue the groups with recent activity; at start (`backlog`), every
+ * group and rank whose shared steps are not all compared yet (work a killed
+ * lockstepd left undone). */
+static void sweep(int backlog)
+{
+    char err[256];
+    const char *p[] = {"15 seconds"};
+    PGresult *r = backlog ? db_exec("cmp_backlog", 0, NULL, err, sizeof(err))
+                          : db_exec("cmp_active", 1, p, err, sizeof(err));
+    if (!r)
+        return;
+    for (int i = 0; i < PQntuples(r); i++)
+        cmp_notify(PQgetvalue(r, i, 0), atoi(PQgetvalue(r, i, 1)), 0);
+    PQclear(r);
+}
+
+static double next_sweep; /* under thread.lock */
+
+/* prune_locked - forget the groups nothing came for in a while. */
+static void prune_locked(double now)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n_groups; i++) {
+        pgroup *g = groups[i];
+        if (!g->n && !g->active && now - g->last > CMP_IDLE_S) {
+            free(g->ranks);
+            free(g->bits);
+            free(g);
+        } else {
+            groups[k++] = g;
+        }
+    }
+    n_groups = k;
+}
+
+/* take_locked - the ranks of the oldest group with ranks to compare that no thread looks at now, in a new array
+ * the caller frees (*n of them), with the group's commit; NULL when none may be taken now (a group is looked at
+ * again at most every CMP_GAP_S, or CMP_GAP_DIGESTS_S when only step digests came for it, so that under load one
+ * look takes many ranks). */
+static pgroup *take_locked(int **ranks, size_t *n, double *commit_s)
+{
+    double now = clock_mono_s();
+    prune_locked(now);
+    for (size_t i = 0; i < n_groups; i++) {
+        pgroup *g = groups[i];
+        if (!g->n || g->active || now - g->last < g->gap)
+            continue;
+        g->last = now;
+        *ranks = g->ranks;
+        *n = g->n;
+        *commit_s = g->commit_s;
+        g->ranks = NULL;
+        g->n = g->cap = 0;
+        g->commit_s = 0;
+        memset(g->bits, 0, g->bits_cap);
+        g->active = 1;
+        return g;
+    }
+    return NULL;
+}
+
+/* runnable_locked - 0 when nothing waits; else how long until something may be done (a tiny positive time when
+ * it may now: a found rank, or a group whose gap has passed). */
+static double runnable_locked(void)
+{
+    if (found_head)
+        return 1e-9;
+    double now = clock_mono_s(), wait = 0;
+    for (size_t i = 0; i < n_groups; i++) {
+        const pgroup *g = groups[i];
+        if (!g->n || g->active)
+            continue;
+        double w = g->last + g->gap - now;
+        if (w <= 0)
+            return 1e-9;
+        if (wait == 0 || w < wait)
+            wait = w;
+    }
+    return wait;
+}
+
+/* release_locked - a thread is done with `g`. It stays queued, empty, so that its gap holds for the next notice
+ * (prune_locked forgets it later). */
+static void release_locked(pgroup *g)
+{
+    g->active = 0;
+}
+
+static void cmp_loop(worker *w)
+{
+    char err[512];
+    if (db_prepare_all(err, sizeof(err)) < 0) /* connected and ready before the first divergence waits on it */
+        log_warn("a comparison thread could not prepare its statements yet: %s", err);
+    worker_lock(w);
+    int first = next_sweep == 0;
+    if (first)
+        next_sweep = clock_mono_s() + SWEEP_S;
+    worker_unlock(w);
+    if (first)
+        sweep(1);
+    for (;;) {
+        worker_lock(w);
+        for (;;) {
+            double until = runnable_locked(), left = next_sweep - clock_mono_s();
+            if (w->stopping || left <= 0 || (until > 0 && until <= 1e-9))
+                break;
+            worker_wait_locked(w, until > 0 && until < left ? until : left);
+        }
+        found_item *f = found_head;
+        if (f) { /* a differing rank first: its divergence waits on it */
+            found_head = f->next;
+            if (!found_head)
+                found_tail = NULL;
+            if (found_head)
+                worker_kick_locked(w);
+            worker_unlock(w);
+            if (!worker_stopping(w))
+                found_run(f);
+            free(f);
+            continue;
+        }
+        int *ranks = NULL;
+        size_t n = 0;
+        double commit_s = 0;
+        pgroup *g = take_locked(&ranks, &n, &commit_s);
+        char name[256] = "";
+        if (g)
+            snprintf(name, sizeof(name), "%s", g->name);
+        if (g && runnable_locked() > 0)
+            worker_kick_locked(w); /* the rest of this group, or another group, for the other thread */
+        int do_sweep = clock_mono_s() >= next_sweep;
+        if (do_sweep)
+            next_sweep = clock_mono_s() + SWEEP_S;
+        worker_unlock(w);
+        found_item **many = NULL;
+        size_t n_many = 0;
+        int failed = g && !worker_stopping(w) && look_group(name, ranks, n, commit_s, 1, &many, &n_many) < 0;
+        free(ranks);
+        worker_lock(w);
+        if (g)
+            release_locked(g); /* the next look may start while this thread compares what this one found */
+        if (runnable_locked() > 0)
+            worker_kick_locked(w);
+        worker_unlock(w);
+        if (n_many)
+            found_share(many, n_many);
+        else
+            free(many);
+        if (worker_stopping(w))
+            return;
+        if (failed)
+            usleep(200000);
+        if (do_sweep)
+            sweep(0);
+    }
+}
+
+int cmp_start(void)
+{
+    return worker_start(&thread, CMP_THREADS);
+}
+
+void cmp_stop(void)
+{
+    worker_stop(&thread);
+    /* no thread is left: what was still waiting is compared again at the next start (cmp_backlog) */
+    while (found_head) {
+        found_item *f = found_head;
+        found_head = f->next;
+        free(f);
+    }
+    found_tail = NULL;
+    for (size_t i = 0; i < n_groups; i++) {
+        free(groups[i]->ranks);
+        free(groups[i]->bits);
+        free(groups[i]);
+    }
+    free(groups);
+    groups = NULL;
+    n_groups = cap_groups = 0;
+}

@@ -1,0 +1,43 @@
+/* compare.h - twin comparison as records arrive: per-step digests first, then the records of the first differing step. */
+#ifndef SERVER_TWINS_COMPARE_H
+#define SERVER_TWINS_COMPARE_H
+
+/* cmp_divergence_fn - told the name of a twin group whose comparison stored
+ * a new (or an earlier) first divergence. Runs on the comparison thread; it
+ * must not block on more than a queue. */
+typedef void (*cmp_divergence_fn)(const char *group);
+
+/* cmp_on_divergence - whom to tell about divergences (main wires the fleet's
+ * evaluator here, so that the comparison knows nothing of suspects or alerts).
+ * Call before cmp_start. */
+void cmp_on_divergence(cmp_divergence_fn fn);
+
+/* cmp_register - register this module's prepared statements. */
+void cmp_register(void);
+
+/* cmp_start - start the comparison thread (it sweeps recently active groups
+ * every few seconds as well, so batches stored by another lockstepd on the
+ * same database are compared too). Returns 0 or -1. */
+int cmp_start(void);
+
+/* cmp_stop - finish the queued work and stop the thread. */
+void cmp_stop(void);
+
+/* cmp_notify - ask for group `group`, rank `rank` to be compared again
+ * because a batch committed at `commit_s` (epoch seconds; 0 if unknown)
+ * changed it. Never blocks on the database. */
+void cmp_notify(const char *group, int rank, double commit_s);
+
+/* cmp_notify_digests - cmp_notify for a batch that carries step digests
+ * (digest streaming): a differing step waits a step for its records anyway, so
+ * such a group is looked at less often (at most every 100 ms instead of 20 ms)
+ * unless a batch of records (held ones sent on demand too) came for it. */
+void cmp_notify_digests(const char *group, int rank, double commit_s);
+
+/* cmp_check - compare group `group` on rank `rank` now: find the first step
+ * of the shared, complete steps not yet checked whose digests differ, and
+ * store the first divergence among its records (common/first.h). Returns 1 when a divergence
+ * was stored or made earlier, 0 when none, -1 on a database error. */
+int cmp_check(const char *group, int rank, double commit_s);
+
+#endif /* SERVER_TWINS_COMPARE_H */
