@@ -11,6 +11,7 @@
 
 #include "common/dtype.h"
 #include "server/api/effect_data.h"
+#include "server/api/effect_metrics.h"
 #include "server/api/group.h"
 #include "server/api/list.h"
 #include "server/api/run_ref.h"

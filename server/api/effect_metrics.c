@@ -1,5 +1,5 @@
 /* effect_metrics.c - the scalar metrics GET /api/v1/compare judges, read chunk by chunk within a budget: the steps are cut where it ends. */
-#include "server/api/effect_data.h"
+#include "server/api/effect_metrics.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,7 +8,9 @@
 
 #include "common/dtype.h"
 #include "common/recmatch.h"
+#include "server/api/effect_data.h"
 #include "server/api/recview.h"
+#include "server/core/limits.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
 #include "server/store/frames.h"

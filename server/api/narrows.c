@@ -13,6 +13,7 @@
 #include "server/api/run_ref.h"
 #include "server/core/metrics.h"
 #include "server/replay/narrow.h"
+#include "server/replay/narrow_read.h"
 #include "server/http/auth.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"

@@ -16,7 +16,7 @@
 #include "server/api/twin_deltas.h"
 #include "server/api/twins_list.h"
 #include "server/twins/findings.h"
-#include "server/replay/narrow.h"
+#include "server/replay/narrow_read.h"
 #include "server/core/limits.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"

@@ -7,7 +7,7 @@
 #include <libpq-fe.h>
 
 #include "server/twins/findings.h"
-#include "server/fleet/group.h"
+#include "server/fleet/suspects_int.h"
 
 /* divergence_alert_enqueue - enqueue group `g`'s first-divergence alert
  * inside the evaluator's open transaction: where and how the runs parted (the

@@ -11,7 +11,7 @@
 #include "server/core/worker.h"
 #include "server/core/xalloc.h"
 #include "server/alerts/alerts.h"
-#include "server/replay/narrow.h"
+#include "server/replay/narrow_eval.h"
 #include "server/fleet/rescore.h"
 #include "server/fleet/suspects.h"
 #include "server/store/sql.h"

@@ -1,5 +1,7 @@
 /* narrow_eval.c - the running replay experiments evaluated: placements decided as their replays record the window, the
- * verdict, its history and alert (server/replay/narrow.h). */
+ * verdict, its history and alert (server/replay/narrow_eval.h). */
+#include "server/replay/narrow_eval.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +13,8 @@
 #include "server/core/log.h"
 #include "server/core/xalloc.h"
 #include "server/alerts/alerts.h"
-#include "server/replay/narrow.h"
 #include "server/replay/narrow_int.h"
+#include "server/replay/narrow_read.h"
 #include "server/replay/verdict_alert.h"
 #include "server/store/db.h"
 #include "server/store/sql.h"

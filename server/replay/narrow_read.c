@@ -1,5 +1,5 @@
-/* narrow_read.c - replay experiments as the API shows them, and what the suspects evaluation reads of their verdicts (server/replay/narrow.h). */
-#include "server/replay/narrow.h"
+/* narrow_read.c - replay experiments as the API shows them, and what the suspects evaluation reads of their verdicts (server/replay/narrow_read.h). */
+#include "server/replay/narrow_read.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* divergence.h - a rank's first divergence as the comparison stored it, typed: what crosses from the twin verdict
+/* divergence.h - a rank's first divergence as the comparison stored it, typed: what crosses from a twin group's findings
  * (server/twins/findings.h, which fills it) to the rules that read it (the runs' outcomes in
  * server/twins/glance.h, the fleet's rules in server/fleet/), none of which parses a divergence back from JSON.
  * JSON is made of it only for answers and alerts.
@@ -19,5 +19,8 @@ typedef struct divergence {
     char *odd_run_id;   /* the run named odd at it, NULL when none */
     json_t *runs;       /* each run's entry as stored (jsonb: fp, value, inputs, site, majority) */
 } divergence;
+
+/* divergences_free - free divs[0..n) (their names, kinds, odd run ids and runs) and the array; NULL is fine. */
+void divergences_free(divergence *divs, int n);
 
 #endif /* SERVER_TWINS_DIVERGENCE_H */

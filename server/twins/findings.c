@@ -582,13 +582,7 @@ void findings_release(grp_findings *v)
     json_decref(v->first);
     json_decref(v->mdiff);
     v->runs = v->per_rank = v->first = v->mdiff = NULL;
-    for (int i = 0; i < v->ndivs; i++) {
-        free(v->divs[i].name);
-        free(v->divs[i].kind);
-        free(v->divs[i].odd_run_id);
-        json_decref(v->divs[i].runs);
-    }
-    free(v->divs);
+    divergences_free(v->divs, v->ndivs);
     v->divs = NULL;
     v->ndivs = 0;
     v->first_div = NULL;

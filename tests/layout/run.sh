@@ -4,11 +4,14 @@
 # Layers, lowest first: server/core -> server/rules (pure rules) -> server/store, server/http -> server/twins (twin
 # comparison), server/alerts (the outbox) -> server/replay (replay experiments) -> server/fleet (suspects) ->
 # server/api -> server/main.c. A file may include headers of its own folder and of lower layers only (folders of
-# one rank sit side by side and include neither each other). common/ and include/ are below everything. A module is a .c
-# with its .h; module A depends on B when A.c or A.h includes B.h; the dependency graph has no cycle. Across the
-# whole tree, no function is defined and never referenced (tests/layout/unreferenced.py), and the JavaScript of
-# web/js and tests/browser passes eslint (web/eslint.config.js), and the commit-msg hook judges its cases right.
-# No function of server/ is longer than 100 lines (its body, from the `{` at column 0 to the `}` at column 0).
+# one rank sit side by side and include neither each other). common/ and include/ are below everything.
+# A module is a .c with its .h; module A depends on B when A.c or A.h includes B.h, or A.c names a function B.c
+# defines; the dependency graph has no cycle.
+# A header serves one .c (its own), unless it is an *_int.h shared inside its folder. server/rules/ is pure.
+# Across the whole tree, no function is defined and never referenced (tests/layout/unreferenced.py), the
+# JavaScript of web/js and tests/browser passes eslint (web/eslint.config.js), and the commit-msg hook judges its
+# cases right. No function of server/ is longer than 100 lines (its body, from the `{` at column 0 to the `}` at
+# column 0).
 # usage: run.sh [BUILD_DIR]  (the build dir is not needed; the sources are read). Ends with "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.."
@@ -113,7 +116,57 @@ else:
     passed += 1
     print("ok   no include or call cycle among %d modules" % len({f[:-2] for f in files}))
 
-# 4. the router includes no handler, and nothing outside main.c includes server/api
+# 4. a header serves one .c: X.h declares functions X.c defines (an *_int.h, what the modules of its folder share:
+# functions defined in its folder); a header without its .c is an *_int.h, or holds macros only (limits.h).
+# Prototypes are read at the left margin, as every server header writes them.
+proto = re.compile(r'^(?!typedef\b|static\b|#)[A-Za-z_][\w \t*]*?\b(\w+)\s*\([^;{)]*(\([^)]*\)[^;{)]*)*\)'
+                   r'\s*(__attribute__\s*\(\(.*?\)\))?\s*;', re.M)
+astray, checked = [], 0
+for h in sorted(f for f in files if f.endswith(".h")):
+    text = code_of(open(h, encoding="utf-8").read())
+    internal = h.endswith("_int.h")
+    if not internal and not os.path.exists(h[:-2] + ".c"):
+        rest = [l for l in text.split("\n") if l.strip() and not l.lstrip().startswith("#")]
+        if rest:
+            astray.append("%s has no %s.c and is no *_int.h" % (h, os.path.basename(h[:-2])))
+    for m in proto.finditer(text):
+        checked += 1
+        o = owner.get(m.group(1))
+        if internal and (not o or os.path.dirname(o) != os.path.dirname(h)):
+            astray.append("%s declares %s, defined %s" % (h, m.group(1), "in " + o + ".c" if o else "nowhere"))
+        elif not internal and o != h[:-2]:
+            astray.append("%s declares %s, defined %s" % (h, m.group(1), "in " + o + ".c" if o else "nowhere"))
+if astray:
+    failed += 1
+    print("FAIL a header serves other .c files than its own:")
+    for a in astray:
+        print("       " + a)
+else:
+    passed += 1
+    print("ok   each header serves its own .c, or is an *_int.h of its folder (%d prototypes)" % checked)
+
+# 5. the pure rules stay pure: server/rules/ includes no libpq, Jansson, libcurl nor libmicrohttpd, and of the
+# server only core/ headers that do no I/O (limits.h, xalloc.h)
+sysinc = re.compile(r'^\s*#\s*include\s+<([^>]+)>', re.M)
+impure = []
+for f in sorted(f for f in files if layer(f) == "rules"):
+    src = open(f, encoding="utf-8").read()
+    for h in sysinc.findall(src):
+        if h.split("/")[0] in ("libpq-fe.h", "jansson.h", "curl", "microhttpd.h", "pthread.h"):
+            impure.append("%s includes <%s>" % (f, h))
+    for h in inc.findall(src):
+        if h.startswith("server/") and layer(h) != "rules" and h not in ("server/core/limits.h", "server/core/xalloc.h"):
+            impure.append("%s includes %s" % (f, h))
+if impure:
+    failed += 1
+    print("FAIL server/rules/ is not pure:")
+    for i in impure:
+        print("       " + i)
+else:
+    passed += 1
+    print("ok   server/rules/ is pure (no libpq, Jansson, libcurl, libmicrohttpd, threads; of core only limits, xalloc)")
+
+# 6. the router includes no handler, and nothing outside main.c includes server/api
 leaks = [f for f in files if layer(f) != "api" and layer(f) != "main" and
          any(h.startswith("server/api/") for h in inc.findall(open(f, encoding="utf-8").read()))]
 if leaks:
@@ -123,7 +176,7 @@ else:
     passed += 1
     print("ok   only main.c includes the handlers (they register routes in tables)")
 
-# 5. common/ includes nothing of the programs above it
+# 7. common/ includes nothing of the programs above it
 up = []
 for root, _, names in os.walk("common"):
     for n in names:

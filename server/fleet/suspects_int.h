@@ -1,7 +1,7 @@
-/* group.h - a twin group as the fleet evaluates it: its runs, the hardware each rank ran on, and the classification of
- * its first divergence. */
-#ifndef SERVER_FLEET_GROUP_H
-#define SERVER_FLEET_GROUP_H
+/* suspects_int.h - what suspects.c and divergence_alert.c share: a twin group as the fleet evaluates it, its runs,
+ * the hardware each rank ran on, and the classification of its first divergence. */
+#ifndef SERVER_FLEET_SUSPECTS_INT_H
+#define SERVER_FLEET_SUSPECTS_INT_H
 
 #include "server/core/limits.h"
 
@@ -47,4 +47,4 @@ typedef struct grp_class {
     char implicated[1024];
 } grp_class;
 
-#endif /* SERVER_FLEET_GROUP_H */
+#endif /* SERVER_FLEET_SUSPECTS_INT_H */
