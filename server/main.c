@@ -1,7 +1,8 @@
 /* main.c - lockstepd: wires the parts together (settings, PostgreSQL, migrations, the route table, threads) and stops them in order.
  *
  * Layers, lowest first (a folder includes only its own and lower ones; tests/layout checks it):
- *   core/ (settings, state, log, metrics, threads, memory) -> store/ and http/ -> compare/ -> fleet/ -> api/ -> main.c
+ *   core/ (settings, state, log, metrics, threads, memory) -> rules/ and compare/ (pure rules) -> store/ and http/
+ *   -> twins/ (twin comparison) and alerts/ -> replay/ (replay experiments) -> fleet/ (suspects) -> api/ -> main.c
  * docs/design.md walks a record from ls_metric to the dashboard through these folders.
  */
 #include <errno.h>
@@ -38,6 +39,7 @@
 #include "server/core/state.h"
 #include "server/core/xalloc.h"
 #include "server/alerts/alerts.h"
+#include "server/fleet/exposures.h"
 #include "server/fleet/fleet_thread.h"
 #include "server/fleet/set_aside.h"
 #include "server/http/route.h"
@@ -186,6 +188,7 @@ static void register_all(void)
     cmp_register();
     findings_register();
     rc_register();
+    exposures_register();
     cmp_on_divergence(fleet_notify);            /* evidence, suspects and the group's alert */
     store_groups_on_set_aside(fleet_set_aside); /* a claim's runs set aside: their evidence taken back */
     api_health_register();

@@ -37,9 +37,7 @@ static enum MHD_Result health(http_req *req, char **args)
 {
     (void)args;
     char err[256];
-    PGresult *r = db_exec("health", 0, NULL, err, sizeof(err));
-    int ok = r != NULL;
-    PQclear(r);
+    int ok = db_ping(err, sizeof(err)) == 0;
     json_t *o;
     if (ok)
         o = json_pack("{s:s, s:s, s:o}", "status", "ok", "database", "ok", "embedded_postgres", embedded());
@@ -71,7 +69,6 @@ static const route ROUTES[] = {
 
 void api_health_register(void)
 {
-    db_register("health", "SELECT 1");
     fleet_metrics_register();
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

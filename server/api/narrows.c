@@ -192,12 +192,8 @@ static enum MHD_Result read_checkpoints(http_req *req, char **args)
     long long limit, cursor;
     if (api_page(req, 100, 10000, NULL, 0, &limit, &cursor) < 0)
         return MHD_YES;
-    char key[32], lim[32], off[32], err[512];
-    snprintf(key, sizeof(key), "%" PRId64, run.key);
-    snprintf(lim, sizeof(lim), "%lld", limit);
-    snprintf(off, sizeof(off), "%lld", cursor);
-    const char *p[] = {key, lim, off};
-    PGresult *r = db_exec("ckpt_list", 3, p, err, sizeof(err));
+    char err[512];
+    PGresult *r = store_checkpoints_read(run.key, limit, cursor, err, sizeof(err));
     if (!r)
         return http_reply_db_down(req, err);
     json_t *items = json_array();
@@ -225,7 +221,5 @@ static const route ROUTES[] = {
 
 void api_narrows_register(void)
 {
-    db_register("ckpt_list", "SELECT step, path, rank, " TS("declared_at") ", count(*) OVER () FROM run_checkpoints "
-                             "WHERE run_key = $1::bigint ORDER BY step DESC LIMIT $2::bigint OFFSET $3::bigint");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

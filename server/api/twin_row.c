@@ -8,16 +8,8 @@
 #include "common/dtype.h"
 #include "server/rules/class_summary.h"
 #include "server/store/batch.h"
+#include "server/fleet/exposures.h"
 #include "server/store/db.h"
-
-void twin_row_register(void)
-{
-    db_register("twin_suspected",
-                "SELECT e.twin_group, e.node, nullif(e.gpu, ''), max(e.weight), coalesce(min(n.state), 'ok') "
-                "FROM hw_exposures e LEFT JOIN hw_nodes n ON n.name = e.node WHERE e.weight > 0 AND e.twin_group IN "
-                "(SELECT jsonb_array_elements_text($1::jsonb)) GROUP BY e.twin_group, e.node, e.gpu "
-                "ORDER BY e.twin_group, max(e.weight) DESC, e.node, e.gpu");
-}
 
 json_t *twin_row_classification(PGresult *r, int i)
 {
@@ -34,8 +26,7 @@ int twin_row_suspected(const char *names_json, json_t *items, char *err, size_t 
     const char *key;
     json_t *it;
     json_object_foreach(items, key, it) json_object_set_new(it, "suspected", json_array());
-    const char *p[] = {names_json};
-    PGresult *r = db_exec("twin_suspected", 1, p, err, cap);
+    PGresult *r = exposures_of_groups(names_json, err, cap);
     if (!r)
         return -1;
     for (int i = 0; i < PQntuples(r); i++) {

@@ -15,9 +15,6 @@
 /* Most hardware entries a group's "suspected" lists (its evidence's, strongest first). */
 #define TWIN_SUSPECTED_MAX 8
 
-/* twin_row_register - prepare the statement twin_row_suspected runs. */
-void twin_row_register(void);
-
 /* twin_row_classification - what the fleet concluded of a group (docs/suspects.md) from row `i` of a result whose first
  * columns are TWIN_CLASS_COLS: {"class": hardware | software | none, "code": the rule that decided it, "reason": why,
  * in words, "summary": the same in a dozen words at most (server/rules/class_summary.h), "evaluated_at"}; JSON null

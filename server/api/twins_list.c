@@ -389,7 +389,6 @@ static const route ROUTES[] = {
 
 void api_twins_list_register(void)
 {
-    twin_row_register();
     /* The list: groups newest first (by their newest run), filtered by a run's user, a node one of their runs
      * ran on (its hostlist or a rank's manifest, lockstep_run_on_node), and their newest run's start; for a job's
      * token ($6, attested: $7; group_reader), only the groups it may read (lockstep_group_visible). */

@@ -357,6 +357,15 @@ PGresult *db_exec_sql(const char *sql, char *err, size_t cap)
     return exec_retry(NULL, sql, 0, NULL, 0, err, cap);
 }
 
+int db_ping(char *err, size_t cap)
+{
+    PGresult *r = exec_retry(NULL, "SELECT 1", 0, NULL, 0, err, cap);
+    if (!r)
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
 char *db_int_array_text(const int *v, int n, char *out, size_t cap)
 {
     size_t l = (size_t)snprintf(out, cap, "{");

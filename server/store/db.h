@@ -54,6 +54,10 @@ PGresult *db_exec_bin(const char *stmt, int n, const char *const *params, char *
 /* db_exec_sql - the same for plain SQL text without parameters. */
 PGresult *db_exec_sql(const char *sql, char *err, size_t cap);
 
+/* db_ping - whether PostgreSQL answers a trivial query now (the health check). Returns 0, or -1 with the
+ * database's message in `err`. */
+int db_ping(char *err, size_t cap);
+
 /* db_complain - log a database failure as one error line at most every
  * DB_LOG_PERIOD_S seconds, saying how many were left out since: a database
  * that is down writes one line a period, not one per request or batch. */

@@ -45,6 +45,9 @@ void store_runs_register(void)
     db_register("checkpoint_put", "INSERT INTO run_checkpoints (run_key, step, path, rank) VALUES ($1, $2, $3, $4) "
                                   "ON CONFLICT (run_key, step) DO UPDATE SET path = excluded.path, rank = excluded.rank, "
                                   "declared_at = now()");
+    db_register("checkpoint_list", "SELECT step, path, rank, " DB_TS("declared_at") ", count(*) OVER () "
+                                   "FROM run_checkpoints WHERE run_key = $1::bigint ORDER BY step DESC "
+                                   "LIMIT $2::bigint OFFSET $3::bigint");
     db_register("manifest_put", "INSERT INTO manifests (run_key, rank, manifest) VALUES ($1, $2, $3::jsonb) "
                                 "ON CONFLICT (run_key, rank) DO UPDATE SET manifest = excluded.manifest, "
                                 "received_at = now()");
@@ -316,4 +319,14 @@ out_rollback:
 out_fail:
     db_fail(e, "recording the rank's end", err);
     return -1;
+}
+
+PGresult *store_checkpoints_read(int64_t key, long long limit, long long offset, char *err, size_t cap)
+{
+    char k[32], lim[32], off[32];
+    snprintf(k, sizeof(k), "%" PRId64, key);
+    snprintf(lim, sizeof(lim), "%lld", limit);
+    snprintf(off, sizeof(off), "%lld", offset);
+    const char *p[] = {k, lim, off};
+    return db_exec("checkpoint_list", 3, p, err, cap);
 }

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <jansson.h>
+#include <libpq-fe.h>
 
 #include "server/core/error.h"
 #include "server/store/groups.h"
@@ -60,5 +61,10 @@ int store_checkpoint(const run_info *run, int64_t step, const char *path, int ra
  * rank has ended the run's status becomes ended (or failed if any exit code
  * was non-zero). Sets `*run_done` to 1 then. Returns 0, or -1 with `e`. */
 int store_rank_end(const run_info *run, int rank, int exit_code, int *run_done, srv_error *e);
+
+/* store_checkpoints_read - the checkpoints run `key` declared, newest step first, `limit` of them from `offset`:
+ * rows of step, path, rank, declared_at (ISO 8601, UTC) and the count of all. NULL with the database's message
+ * in `err`. Free with PQclear. */
+PGresult *store_checkpoints_read(int64_t key, long long limit, long long offset, char *err, size_t cap);
 
 #endif /* SERVER_STORE_RUNS_H */
