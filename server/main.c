@@ -42,6 +42,7 @@
 #include "server/fleet/exposures.h"
 #include "server/fleet/fleet_thread.h"
 #include "server/fleet/set_aside.h"
+#include "server/fleet/timeline.h"
 #include "server/http/route.h"
 #include "server/http/server.h"
 #include "server/http/static.h"
@@ -189,6 +190,7 @@ static void register_all(void)
     findings_register();
     rc_register();
     exposures_register();
+    timeline_register();
     cmp_on_divergence(fleet_notify);            /* evidence, suspects and the group's alert */
     store_groups_on_set_aside(fleet_set_aside); /* a claim's runs set aside: their evidence taken back */
     api_health_register();

@@ -8,6 +8,7 @@
 #include "server/api/list.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
+#include "server/fleet/timeline.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/store/db.h"
@@ -56,12 +57,9 @@ static enum MHD_Result fleet_timeline(http_req *req, char **args)
     long long ndays;
     if (api_int_arg(req, "days", 1, TIMELINE_MAX_DAYS, 14, &ndays) < 0)
         return MHD_YES;
-    char dn[16], lim[16], err[512];
-    snprintf(dn, sizeof(dn), "%lld", ndays);
-    snprintf(lim, sizeof(lim), "%d", TIMELINE_MAX_GROUPS);
-    const char *p[] = {dn}, *pl[] = {dn, lim};
-    PGresult *s = db_exec("tl_suspects", 1, p, err, sizeof(err));
-    PGresult *d = s ? db_exec("tl_divergences", 2, pl, err, sizeof(err)) : NULL;
+    char err[512];
+    PGresult *s = timeline_node_states(ndays, err, sizeof(err));
+    PGresult *d = s ? timeline_divergences(ndays, TIMELINE_MAX_GROUPS, err, sizeof(err)) : NULL;
     if (!d) {
         PQclear(s);
         return http_reply_db_down(req, err);
@@ -94,27 +92,7 @@ static const route ROUTES[] = {
     {"GET", "/api/v1/fleet/timeline", MR_READ, AUTH_READ, fleet_timeline},
 };
 
-/* The window's first day, 00:00 UTC, as a timestamptz ($1: the number of days, today included). */
-#define TL_FROM "((date_trunc('day', now() AT TIME ZONE 'UTC') - ($1::int - 1) * interval '1 day') AT TIME ZONE 'UTC')"
-
 void api_timeline_register(void)
 {
-    /* Each day of the window with the nodes whose newest state event before its end (a fleet pass's state change,
-     * an admin's drain or repair: hw_history_node_states) says suspect or drained. */
-    db_register("tl_suspects",
-                "SELECT to_char(d.day, 'YYYY-MM-DD'), count(*) FILTER (WHERE s.state = 'suspect'), "
-                "count(*) FILTER (WHERE s.state = 'drained') FROM generate_series(date_trunc('day', now() AT TIME "
-                "ZONE 'UTC') - ($1::int - 1) * interval '1 day', date_trunc('day', now() AT TIME ZONE 'UTC'), "
-                "interval '1 day') AS d(day) LEFT JOIN LATERAL (SELECT DISTINCT ON (h.node) h.state FROM hw_history "
-                "h WHERE h.state IS NOT NULL AND h.gpu IS NULL AND h.at < (d.day + interval '1 day') AT TIME ZONE "
-                "'UTC' ORDER BY h.node, h.id DESC) s ON true GROUP BY d.day ORDER BY d.day");
-    /* The groups whose first divergence (the earliest of their per-rank divergences) was detected in the window,
-     * with the day (UTC) and their classification now ('' before it is evaluated), oldest first. */
-    db_register("tl_divergences",
-                "WITH g AS (SELECT DISTINCT twin_group FROM divergences WHERE detected_at >= " TL_FROM "), "
-                "f AS (SELECT d.twin_group, min(d.detected_at) AS t FROM divergences d JOIN g USING (twin_group) "
-                "GROUP BY d.twin_group HAVING min(d.detected_at) >= " TL_FROM ") "
-                "SELECT f.twin_group, to_char(f.t AT TIME ZONE 'UTC', 'YYYY-MM-DD'), coalesce(e.class, '') FROM f "
-                "LEFT JOIN group_evidence e USING (twin_group) ORDER BY f.t, f.twin_group LIMIT $2::int");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }
