@@ -1,4 +1,4 @@
-/* health.c - the service's own state: GET /api/v1/health (the database reachable?) and GET /metrics (Prometheus text: the process's own series and the fleet's, server/api/fleet_metrics.h). */
+/* health.c - the service's own state: GET /api/v1/health (the database reachable?) and GET /metrics (Prometheus text: the process's own series and the fleet's, server/fleet/fleet_metrics.h). */
 #include "server/api/health.h"
 
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "common/version.h"
-#include "server/api/fleet_metrics.h"
+#include "server/fleet/fleet_metrics.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"

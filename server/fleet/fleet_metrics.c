@@ -1,5 +1,5 @@
-/* fleet_metrics.c - the fleet's state as Prometheus series (server/api/fleet_metrics.h): counts that are the same on every lockstepd of one database, and one series per node for its score and state. */
-#include "server/api/fleet_metrics.h"
+/* fleet_metrics.c - the fleet's state as Prometheus series (server/fleet/fleet_metrics.h): counts that are the same on every lockstepd of one database, and one series per node for its score and state. */
+#include "server/fleet/fleet_metrics.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* fleet_metrics.h - the fleet's state as Prometheus series, read from the database at each scrape of GET /metrics. */
-#ifndef SERVER_API_FLEET_METRICS_H
-#define SERVER_API_FLEET_METRICS_H
+#ifndef SERVER_FLEET_FLEET_METRICS_H
+#define SERVER_FLEET_FLEET_METRICS_H
 
 /* FLEET_METRICS_NODES - nodes whose per-node series one scrape shows (the highest scores first); a comment says
  * when a fleet has more. */
@@ -16,4 +16,4 @@ void fleet_metrics_register(void);
  * why. */
 char *fleet_metrics_text(void);
 
-#endif /* SERVER_API_FLEET_METRICS_H */
+#endif /* SERVER_FLEET_FLEET_METRICS_H */
