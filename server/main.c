@@ -46,6 +46,7 @@
 #include "server/http/route.h"
 #include "server/http/server.h"
 #include "server/http/static.h"
+#include "server/store/attest.h"
 #include "server/store/convert.h"
 #include "server/store/db.h"
 #include "server/store/frames.h"
@@ -185,6 +186,7 @@ static void register_all(void)
     store_runs_register();
     store_write_register();
     store_held_register();
+    store_attest_register();
     frames_register();
     cmp_register();
     findings_register();

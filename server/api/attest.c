@@ -19,6 +19,7 @@
 #include "server/http/auth.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
+#include "server/store/attest.h"
 #include "server/store/db.h"
 
 /* text_field - the string member `key` of `o`: 0 with *out set (NULL when absent and optional), or -1 after
@@ -92,17 +93,14 @@ static enum MHD_Result attest_post(http_req *req, char **args)
     char err[512];
     if (!step)
         step = ""; /* a run registered without a step id */
-    const char *p[] = {job, step, node, idx ? index : NULL, list, user, nodes ? nodes : "", gpus ? gpus : "",
-                       http_is_admin(req) ? "admin" : "slurmstepd"};
-    PGresult *r = db_exec("attest_put", 9, p, err, sizeof(err));
-    if (!r) {
+    store_attestation a = {job, step, node, idx ? index : NULL, list, user, nodes ? nodes : "", gpus ? gpus : "",
+                           http_is_admin(req) ? "admin" : "slurmstepd"};
+    if (store_attest_put(&a, err, sizeof(err)) < 0) {
         res = http_reply_db_down(req, err);
         goto out_decref;
     }
-    PQclear(r);
     /* Its twin groups are evaluated again with the facts now known. */
-    const char *pg[] = {job, step};
-    r = db_exec("attest_groups", 2, pg, err, sizeof(err));
+    PGresult *r = store_attested_groups(job, step, err, sizeof(err));
     for (int k = 0; r && k < PQntuples(r); k++)
         fleet_notify(PQgetvalue(r, k, 0));
     PQclear(r);
@@ -127,15 +125,5 @@ static const route ROUTES[] = {
 
 void api_attest_register(void)
 {
-    /* One node's word on one step; a later word from the same node replaces it. The job's runs get the user. */
-    db_register("attest_put",
-                "WITH a AS (INSERT INTO attestations (job_id, step_id, node, node_index, ranks, user_name, nodes, gpus, "
-                "attested_by) VALUES ($1, $2, $3, $4::int, $5::int[], $6, $7, $8, $9) ON CONFLICT (job_id, step_id, "
-                "node) DO UPDATE SET node_index = excluded.node_index, ranks = excluded.ranks, user_name = "
-                "excluded.user_name, nodes = excluded.nodes, gpus = excluded.gpus, attested_by = excluded.attested_by, "
-                "attested_at = now() RETURNING 1) UPDATE runs SET attested_user = $6 WHERE job_id = $1 "
-                "AND attested_user IS NULL");
-    db_register("attest_groups", "SELECT DISTINCT twin_group FROM runs WHERE job_id = $1 AND step_id = $2 "
-                                 "AND twin_group IS NOT NULL LIMIT 64");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }
