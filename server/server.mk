@@ -41,6 +41,7 @@ TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)
 TEST_OBJS_test_status := $(B)/server/rules/status.o
 TEST_OBJS_test_noise := $(B)/server/rules/noise.o
 TEST_OBJS_test_replay := $(B)/server/rules/replay.o $(B)/server/rules/replay_plan.o $(B)/server/core/xalloc.o
+TEST_OBJS_test_replay_diff := $(B)/server/rules/replay_diff.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_token := $(TOKEN_OBJS)
 TEST_OBJS_test_target := $(B)/server/http/target.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_members := $(B)/server/rules/members.o

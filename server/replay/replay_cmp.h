@@ -1,10 +1,6 @@
 /* replay_cmp.h - how two runs compare over a window of steps, from their stored records: a replay against the group's
- * runs and against the other replays.
- *
- * Only the records both runs hold are compared (a replay traced finer inside its window holds more), by the one
- * rule of common/recmatch.h. Where they differ, each rank's first difference goes through the cause rule
- * (common/cause.h) to find the ranks where the difference began, and the first record whose output differs
- * while its input fingerprints matched is kept: the record a narrow names.
+ * runs and against the other replays. This module reads the records; the comparison's rule is
+ * server/rules/replay_diff.h.
  */
 #ifndef SERVER_REPLAY_REPLAY_CMP_H
 #define SERVER_REPLAY_REPLAY_CMP_H
@@ -12,34 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/cause.h"
+#include "server/rules/replay_diff.h"
 
 #define RC_MAX_RECORDS 2000000 /* records of the two runs in one window; more is refused */
-#define RC_MAX_ORIGIN 16
-
-/* One differing record. */
-typedef struct rc_rec {
-    int rank;
-    int64_t step, seq;
-    char name[256];
-    uint32_t occurrence;
-    int level, dtype;
-    uint64_t fp_a, fp_b;
-    int has_value;
-    uint64_t value_a, value_b;
-    int inputs; /* cause_inputs: 0 none on some side, 1 the same, 2 different */
-} rc_rec;
-
-typedef struct rc_result {
-    long common;  /* records both runs hold in the window */
-    int differs;  /* 1: a shared record differs */
-    rc_rec first; /* differs: the first differing record (smallest step, then seq in run a) */
-    rc_rec clean; /* the first whose output differs while its inputs matched (has_clean) */
-    int has_clean;
-    cause_kind cause; /* differs: the cause rule over each rank's first difference */
-    int origin[RC_MAX_ORIGIN];
-    int norigin;
-} rc_result;
 
 /* rc_register - prepare the statements rc_compare runs. */
 void rc_register(void);
