@@ -1,6 +1,7 @@
 /* alerts.c - the alert outbox: alerts enqueued in the evaluator's transaction, resolved when acknowledged, repaired or superseded; one delivery lane per sink (its own thread, queue and timeout) with retries and exponential backoff (at-least-once); the Alertmanager lane re-sends open alerts. */
 #include "server/alerts/alerts.h"
 
+#include <ctype.h>
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,16 @@ char *alert_url(const char *fragment)
     char *u = xmalloc(n);
     snprintf(u, n, "%s/#%s", base, fragment);
     return u;
+}
+
+char *alert_group_url(const char *group)
+{
+    char frag[GROUP_NAME_MAX * 3 + 16]; /* every byte of the longest name percent-encoded */
+    size_t fl = (size_t)snprintf(frag, sizeof(frag), "/twins/");
+    for (const unsigned char *c = (const unsigned char *)group; *c && fl + 4 < sizeof(frag); c++)
+        fl += (size_t)(isalnum(*c) || strchr("-._~", *c) ? snprintf(frag + fl, sizeof(frag) - fl, "%c", *c)
+                                                         : snprintf(frag + fl, sizeof(frag) - fl, "%%%02X", *c));
+    return alert_url(frag);
 }
 
 /* pg_array - a text[] literal of `v` (quoted, with \ and " escaped). */

@@ -60,6 +60,10 @@ int alert_resolve_blaming(const char *node, char *err, size_t cap);
  * address, as a new string (caller frees). */
 char *alert_url(const char *fragment);
 
+/* alert_group_url - the dashboard link of twin group `group`'s page (alert_url of "/twins/NAME", the name
+ * percent-encoded but for letters, digits and "-._~"), as a new string (caller frees). */
+char *alert_group_url(const char *group);
+
 /* alert_start - read mail_map (when set) and start a delivery lane per sink
  * (links use g_srv.port when public_url is not set). Returns 0, or -1 after
  * logging (mail_map unreadable or malformed: lockstepd does not start). */

@@ -1,7 +1,6 @@
 /* divergence_alert.c - the alert a twin group's first divergence raises: its summary, text, details, recipients and Alertmanager labels; a new one when a re-evaluation changes what it reports, which supersedes the old. */
 #include "server/fleet/divergence_alert.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,18 +145,6 @@ static void alert_summary(const grp *g, const grp_findings *vd, const fdiv *f, c
                  f->rank, f->name, f->cause);
 }
 
-/* group_url - the dashboard's page of group `g` (alert_url; the caller frees it). The group name is
- * percent-encoded in the link. */
-static char *group_url(const grp *g)
-{
-    char frag[600];
-    size_t fl = (size_t)snprintf(frag, sizeof(frag), "/twins/");
-    for (const unsigned char *c = (const unsigned char *)g->name; *c && fl + 4 < sizeof(frag); c++)
-        fl += (size_t)(isalnum(*c) || strchr("-._~", *c) ? snprintf(frag + fl, sizeof(frag) - fl, "%c", *c)
-                                                         : snprintf(frag + fl, sizeof(frag) - fl, "%%%02X", *c));
-    return alert_url(frag);
-}
-
 /* body_head - the body's first lines: where the runs parted and why, and the ignore rule when one is suggested.
  * Returns how long the text would be (as snprintf). */
 static size_t body_head(const grp *g, const grp_findings *vd, const fdiv *f, char *body, size_t cap)
@@ -261,7 +248,7 @@ static int raise_alert(const grp *g, const grp_findings *vd, const grp_class *v,
 {
     char summary[600], body[8192];
     alert_summary(g, vd, f, summary, sizeof(summary));
-    char *url = group_url(g);
+    char *url = alert_group_url(g->name);
     size_t bl = body_head(g, vd, f, body, sizeof(body));
     json_t *runs = body_runs(g, vd, f, body, sizeof(body), &bl);
     if (bl < sizeof(body))

@@ -1,7 +1,6 @@
 /* verdict_alert.c - the follow-up alert that states a replay experiment's verdict (server/replay/verdict_alert.h). */
 #include "server/replay/verdict_alert.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,14 +122,10 @@ int verdict_alert_enqueue(json_t *doc, char *err, size_t cap)
                (long long)json_integer_value(json_object_get(doc, "id"))};
     const char *group = v.group, *verdict = v.verdict, *node = v.node, *gpu = v.gpu, *ngroup = v.ngroup;
     long long id = v.id;
-    char summary[600], frag[700], body[12000], key[64];
+    char summary[600], body[12000], key[64];
     snprintf(summary, sizeof(summary), "twin group %s: replay verdict %s%s%s%s%s", group, verdict, node ? " on " : "",
              node ? node : "", gpu ? " GPU " : "", gpu ? gpu : "");
-    size_t fl = (size_t)snprintf(frag, sizeof(frag), "/twins/");
-    for (const unsigned char *c = (const unsigned char *)group; *c && fl + 4 < sizeof(frag); c++)
-        fl += (size_t)(isalnum(*c) || strchr("-._~", *c) ? snprintf(frag + fl, sizeof(frag) - fl, "%c", *c)
-                                                         : snprintf(frag + fl, sizeof(frag) - fl, "%%%02X", *c));
-    char *url = alert_url(frag);
+    char *url = alert_group_url(group);
     size_t bl = body_text(&v, body, sizeof(body));
 
     /* The fleet's classification of the group (said beside the verdict, never replaced by it). */

@@ -32,6 +32,24 @@ PGconn *sqlt_start(h_pg *pg)
     return c;
 }
 
+PGconn *sqlt_c;
+static h_pg sqlt_pg;
+
+int sqlt_setup(void **state)
+{
+    (void)state;
+    sqlt_c = sqlt_start(&sqlt_pg);
+    return sqlt_c ? 0 : -1;
+}
+
+int sqlt_teardown(void **state)
+{
+    (void)state;
+    PQfinish(sqlt_c);
+    h_pg_stop(&sqlt_pg);
+    return 0;
+}
+
 PGresult *sqlt_exec(PGconn *c, const char *sql, int n, const char *const *p)
 {
     PGresult *r = PQexecParams(c, sql, n, NULL, p, NULL, NULL, 0);

@@ -13,6 +13,14 @@
  * NULL with a message on stderr. */
 PGconn *sqlt_start(h_pg *pg);
 
+/* sqlt_c - the connection sqlt_setup made for the group's tests. */
+extern PGconn *sqlt_c;
+
+/* sqlt_setup - a cmocka group setup: sqlt_start into sqlt_c (a private cluster the group's tests share); fails the
+ * group when it cannot. sqlt_teardown - its teardown: the connection closed and the cluster stopped. */
+int sqlt_setup(void **state);
+int sqlt_teardown(void **state);
+
 /* sqlt_exec - run `sql` with the text parameters p[0..n); fails the test unless it succeeds. Returns the result
  * (the caller PQclears it). */
 PGresult *sqlt_exec(PGconn *c, const char *sql, int n, const char *const *p);

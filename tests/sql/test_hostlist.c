@@ -12,30 +12,12 @@
 #include "common/hostlist.h"
 #include "tests/sql/sqlt.h"
 
-static h_pg pg;
-static PGconn *c;
-
-static int setup(void **state)
-{
-    (void)state;
-    c = sqlt_start(&pg);
-    return c ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    PQfinish(c);
-    h_pg_stop(&pg);
-    return 0;
-}
-
 /* has - lockstep_hostlist_has(list, host), and lockstep_run_on_node for a run without manifests, which must say
  * the same. */
 static int has(const char *list, const char *host)
 {
     const char *p[] = {list, host};
-    PGresult *r = sqlt_exec(c, "SELECT lockstep_hostlist_has($1, $2), lockstep_run_on_node(-1, $1, $2)", 2, p);
+    PGresult *r = sqlt_exec(sqlt_c, "SELECT lockstep_hostlist_has($1, $2), lockstep_run_on_node(-1, $1, $2)", 2, p);
     int a = PQgetvalue(r, 0, 0)[0] == 't', b = PQgetvalue(r, 0, 1)[0] == 't';
     PQclear(r);
     if (a != b)
@@ -85,7 +67,7 @@ static void test_nothing(void **state)
 {
     (void)state;
     char v[16];
-    assert_string_equal(sqlt_value(c, "SELECT lockstep_hostlist_has(NULL, 'n1') OR lockstep_hostlist_has('n1', NULL) "
+    assert_string_equal(sqlt_value(sqlt_c, "SELECT lockstep_hostlist_has(NULL, 'n1') OR lockstep_hostlist_has('n1', NULL) "
                                       "OR lockstep_hostlist_has('n1,', '') OR lockstep_hostlist_has('', '')",
                                    0, NULL, v, sizeof(v)),
                         "f");
@@ -94,5 +76,5 @@ static void test_nothing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_table), cmocka_unit_test(test_nothing)};
-    return cmocka_run_group_tests_name("Slurm node lists in SQL", tests, setup, teardown);
+    return cmocka_run_group_tests_name("Slurm node lists in SQL", tests, sqlt_setup, sqlt_teardown);
 }

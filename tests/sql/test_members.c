@@ -16,24 +16,6 @@
 
 #define MAX_RUNS 8
 
-static h_pg pg;
-static PGconn *c;
-
-static int setup(void **state)
-{
-    (void)state;
-    c = sqlt_start(&pg);
-    return c ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    PQfinish(c);
-    h_pg_stop(&pg);
-    return 0;
-}
-
 /* add_run - run `i` of case group `g` as the table gives it, on rank 0: its progress there (and on rank 1 when it
  * recorded only elsewhere), step digests over its steps (a digest of its own: every step differs, so the first
  * look returns the first step it compares), its end (the run's status for even i, a rank end for odd i). Returns
@@ -45,29 +27,29 @@ static int64_t add_run(const char *g, int i, json_t *r)
     snprintf(max, sizeof(max), "%" PRId64, (int64_t)json_integer_value(json_object_get(r, "max")));
     int ended = json_is_true(json_object_get(r, "ended")), records = json_is_true(json_object_get(r, "records"));
     const char *p[] = {g, start, ended && i % 2 == 0 ? "ended" : "running"};
-    sqlt_value(c,
+    sqlt_value(sqlt_c,
                "INSERT INTO runs (run_id, job_id, twin_group, ranks, start_step, status) "
                "VALUES (gen_random_uuid(), 'j', $1, 2, $2, $3) RETURNING run_key",
                3, p, key, sizeof(key));
     if (records) {
         const char *q[] = {key, start, max};
-        sqlt_do(c,
+        sqlt_do(sqlt_c,
                 "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
                 "VALUES ($1, 0, least($2::bigint, $3::bigint), $3, 0, 1)",
                 3, q);
-        sqlt_do(c,
+        sqlt_do(sqlt_c,
                 "INSERT INTO step_digests (run_key, rank, step, n, digest) SELECT $1, 0, s, 1, $1 "
                 "FROM generate_series(greatest(least($2::bigint, $3::bigint), $3::bigint - 300), $3::bigint) s",
                 3, q);
     } else if (json_is_true(json_object_get(r, "any"))) {
         const char *q[] = {key};
-        sqlt_do(c, "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
+        sqlt_do(sqlt_c, "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
                    "VALUES ($1, 1, 0, 0, 0, 1)",
                 1, q);
     }
     if (ended && i % 2 == 1) {
         const char *q[] = {key};
-        sqlt_do(c, "INSERT INTO rank_ends (run_key, rank, exit_code) VALUES ($1, 0, 0)", 1, q);
+        sqlt_do(sqlt_c, "INSERT INTO rank_ends (run_key, rank, exit_code) VALUES ($1, 0, 0)", 1, q);
     }
     return strtoll(key, NULL, 10);
 }
@@ -131,7 +113,7 @@ static void test_table(void **state)
             fail_msg("%s: the C rule keeps runs 0x%x, the table 0x%x", what, c_in, want);
 
         const char *p[] = {g};
-        PGresult *res = sqlt_exec(c, "SELECT keys, from_step, waiting FROM lockstep_cmp_ranks($1, '{0}', 64)", 1, p);
+        PGresult *res = sqlt_exec(sqlt_c, "SELECT keys, from_step, waiting FROM lockstep_cmp_ranks($1, '{0}', 64)", 1, p);
         unsigned got;
         int waiting;
         if (PQntuples(res) == 1) { /* comparable: the first step it looks at is the shared start */
@@ -142,7 +124,7 @@ static void test_table(void **state)
                 fail_msg("%s: SQL compares from step %" PRId64 ", the C rule from %" PRId64, what, from, c_lo);
         } else { /* nothing comparable: the mark says whom it would compare */
             assert_int_equal(PQntuples(res), 0);
-            PGresult *mk = sqlt_exec(c, "SELECT members, waiting FROM group_checks WHERE twin_group = $1 AND rank = 0",
+            PGresult *mk = sqlt_exec(sqlt_c, "SELECT members, waiting FROM group_checks WHERE twin_group = $1 AND rank = 0",
                                      1, p);
             if (PQntuples(mk) != 1)
                 fail_msg("%s: lockstep_cmp_ranks left no mark", what);
@@ -162,5 +144,5 @@ static void test_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_table)};
-    return cmocka_run_group_tests_name("members rule in SQL", tests, setup, teardown);
+    return cmocka_run_group_tests_name("members rule in SQL", tests, sqlt_setup, sqlt_teardown);
 }

@@ -12,24 +12,6 @@
 
 #include "tests/sql/sqlt.h"
 
-static h_pg pg;
-static PGconn *c;
-
-static int setup(void **state)
-{
-    (void)state;
-    c = sqlt_start(&pg);
-    return c ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    PQfinish(c);
-    h_pg_stop(&pg);
-    return 0;
-}
-
 /* differs - 1 (after printing why) when column `f` of row 0 of `r` is not the case's `want` (a string, or null
  * for SQL NULL). */
 static int differs(const char *what, PGresult *r, int f, const json_t *want)
@@ -52,7 +34,7 @@ static void test_table(void **state)
     json_t *doc = sqlt_cases("tests/data/node_of/cases.json"), *cs = json_object_get(doc, "cases"), *cse;
     assert_true(json_array_size(cs) >= 20);
     char key[32];
-    sqlt_value(c, "INSERT INTO runs (run_id, job_id, ranks) VALUES (gen_random_uuid(), 'node-of', 1) RETURNING run_key",
+    sqlt_value(sqlt_c, "INSERT INTO runs (run_id, job_id, ranks) VALUES (gen_random_uuid(), 'node-of', 1) RETURNING run_key",
                0, NULL, key, sizeof(key));
     size_t k;
     int bad = 0;
@@ -65,22 +47,22 @@ static void test_table(void **state)
         const char *p[] = {json_is_null(manifest) ? NULL : m, json_string_value(json_object_get(in, "attested")),
                            sqlt_bool(json_is_true(json_object_get(in, "trust_reported_hosts"))),
                            json_string_value(json_object_get(in, "run_nodes"))};
-        PGresult *r = sqlt_exec(c, "SELECT reported, node, gpu, gpu_name FROM lockstep_node_of($1::jsonb, $2, $3, $4)",
+        PGresult *r = sqlt_exec(sqlt_c, "SELECT reported, node, gpu, gpu_name FROM lockstep_node_of($1::jsonb, $2, $3, $4)",
                                 4, p);
         assert_int_equal(PQntuples(r), 1);
         static const char *const field[] = {"reported", "node", "gpu", "gpu_name"};
         for (int f = 0; f < 4; f++)
             bad += differs(what, r, f, json_object_get(out, field[f]));
         PQclear(r);
-        sqlt_do(c, "DELETE FROM manifests WHERE run_key = $1", 1, (const char *const[]){key});
+        sqlt_do(sqlt_c, "DELETE FROM manifests WHERE run_key = $1", 1, (const char *const[]){key});
         if (!json_is_null(manifest)) {
             const char *q[] = {key, m};
-            sqlt_do(c, "INSERT INTO manifests (run_key, rank, manifest) VALUES ($1, 0, $2::jsonb)", 2, q);
+            sqlt_do(sqlt_c, "INSERT INTO manifests (run_key, rank, manifest) VALUES ($1, 0, $2::jsonb)", 2, q);
         }
         const char *reported = json_string_value(json_object_get(out, "reported"));
         const char *on[] = {key, reported, "elsewhere"};
         char v[64];
-        sqlt_value(c,
+        sqlt_value(sqlt_c,
                    "SELECT (lockstep_run_on_node($1, '', $2) = ($2 <> ''))::text || "
                    "(NOT lockstep_run_on_node($1, '', $3))::text",
                    3, on, v, sizeof(v));
@@ -98,5 +80,5 @@ static void test_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_table)};
-    return cmocka_run_group_tests_name("a rank's node and GPU in SQL", tests, setup, teardown);
+    return cmocka_run_group_tests_name("a rank's node and GPU in SQL", tests, sqlt_setup, sqlt_teardown);
 }
