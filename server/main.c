@@ -33,6 +33,8 @@
 #include "server/twins/compare.h"
 #include "server/replay/replay_cmp.h"
 #include "server/twins/findings.h"
+#include "server/twins/step_read.h"
+#include "server/twins/twin_read.h"
 #include "server/core/config.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
@@ -55,6 +57,8 @@
 #include "server/store/migrate.h"
 #include "server/store/pgembed.h"
 #include "server/store/retention.h"
+#include "server/store/group_read.h"
+#include "server/store/run_read.h"
 #include "server/store/runs.h"
 #include "server/store/write.h"
 
@@ -187,9 +191,13 @@ static void register_all(void)
     store_write_register();
     store_held_register();
     store_attest_register();
+    run_read_register();
+    group_read_register();
     frames_register();
     cmp_register();
     findings_register();
+    step_read_register();
+    twin_read_register();
     rc_register();
     exposures_register();
     timeline_register();
