@@ -41,6 +41,7 @@
 #include "server/core/state.h"
 #include "server/core/xalloc.h"
 #include "server/alerts/alerts.h"
+#include "server/effect/effect_data.h"
 #include "server/fleet/exposures.h"
 #include "server/fleet/fleet_thread.h"
 #include "server/fleet/set_aside.h"
@@ -201,6 +202,7 @@ static void register_all(void)
     rc_register();
     exposures_register();
     timeline_register();
+    effect_data_register();
     cmp_on_divergence(fleet_notify);            /* evidence, suspects and the group's alert */
     store_groups_on_set_aside(fleet_set_aside); /* a claim's runs set aside: their evidence taken back */
     api_health_register();
