@@ -6,10 +6,6 @@
 #include <libpq-fe.h>
 
 #include "common/record.h"
-#include "server/store/db.h"
-
-/* TS - a timestamptz column as ISO 8601 UTC text with milliseconds, in SQL (DB_TS). */
-#define TS(col) DB_TS(col)
 
 /* pg_str - the cell as a string, or null for SQL NULL. */
 json_t *pg_str(PGresult *r, int row, int col);

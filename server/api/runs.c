@@ -23,7 +23,6 @@
 #include "server/http/auth.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
-#include "server/store/db.h"
 #include "server/store/frames.h"
 #include "server/store/run_read.h"
 #include "server/store/runs.h"

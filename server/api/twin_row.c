@@ -10,7 +10,6 @@
 #include "server/api/pgjson.h"
 #include "server/store/batch.h"
 #include "server/fleet/exposures.h"
-#include "server/store/db.h"
 
 json_t *twin_row_classification(PGresult *r, int i)
 {

@@ -13,7 +13,6 @@
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
-#include "server/store/db.h"
 #include "server/twins/step_read.h"
 
 /* One step digest row, parsed. */

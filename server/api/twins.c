@@ -26,7 +26,6 @@
 #include "server/http/auth.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
-#include "server/store/db.h"
 #include "server/rules/group_rule.h"
 #include "server/store/groups.h"
 

@@ -18,7 +18,6 @@
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
-#include "server/store/db.h"
 #include "server/rules/group_rule.h"
 
 /* The twin-group list: candidates are read newest first (by their newest run) with the SQL filters applied; a
