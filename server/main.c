@@ -33,12 +33,15 @@
 #include "server/twins/compare.h"
 #include "server/replay/replay_cmp.h"
 #include "server/twins/findings.h"
+#include "server/twins/step_read.h"
+#include "server/twins/twin_read.h"
 #include "server/core/config.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
 #include "server/core/state.h"
 #include "server/core/xalloc.h"
 #include "server/alerts/alerts.h"
+#include "server/effect/effect_data.h"
 #include "server/fleet/exposures.h"
 #include "server/fleet/fleet_thread.h"
 #include "server/fleet/set_aside.h"
@@ -55,6 +58,8 @@
 #include "server/store/migrate.h"
 #include "server/store/pgembed.h"
 #include "server/store/retention.h"
+#include "server/store/group_read.h"
+#include "server/store/run_read.h"
 #include "server/store/runs.h"
 #include "server/store/write.h"
 
@@ -187,12 +192,17 @@ static void register_all(void)
     store_write_register();
     store_held_register();
     store_attest_register();
+    run_read_register();
+    group_read_register();
     frames_register();
     cmp_register();
     findings_register();
+    step_read_register();
+    twin_read_register();
     rc_register();
     exposures_register();
     timeline_register();
+    effect_data_register();
     cmp_on_divergence(fleet_notify);            /* evidence, suspects and the group's alert */
     store_groups_on_set_aside(fleet_set_aside); /* a claim's runs set aside: their evidence taken back */
     api_health_register();

@@ -10,8 +10,6 @@
 #include <string.h>
 
 #include "common/dtype.h"
-#include "server/api/effect_data.h"
-#include "server/api/effect_metrics.h"
 #include "server/api/group.h"
 #include "server/api/list.h"
 #include "server/api/run_ref.h"
@@ -20,6 +18,8 @@
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
+#include "server/effect/effect_data.h"
+#include "server/effect/effect_metrics.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
 #include "server/http/slow.h"
@@ -74,6 +74,15 @@ static json_t *set_json(const effect_set *s)
     return json_pack("{s:s, s:o}", "ref", s->spec, "runs", ids);
 }
 
+/* reply_fail - the answer to a read of the effect check that failed (`f`, server/effect/effect_data.h): the
+ * database's 503, or the error it describes. */
+static enum MHD_Result reply_fail(http_req *req, const effect_fail *f)
+{
+    if (f->status == 503)
+        return http_reply_db_down(req, f->detail);
+    return http_reply_error(req, f->status, f->error, f->detail, f->hint);
+}
+
 /* parse_args - the query into `c`. Returns 0, or -1 after replying 400 or 404. */
 static int parse_args(http_req *req, compare_req *c)
 {
@@ -103,13 +112,18 @@ static int parse_args(http_req *req, compare_req *c)
         return -1;
     }
     c->series = !(se && !strcmp(se, "0"));
-    if (effect_set_open(req, "BASE", http_query(req, "base"), &c->base) < 0 ||
-        effect_set_open(req, "CHANGED", http_query(req, "changed"), &c->changed) < 0)
+    effect_fail f;
+    if (effect_set_open("BASE", http_query(req, "base"), &c->base, &f) < 0 ||
+        effect_set_open("CHANGED", http_query(req, "changed"), &c->changed, &f) < 0) {
+        reply_fail(req, &f);
         return -1;
+    }
     const char *ns = http_query(req, "noise");
     if (ns && *ns) {
-        if (effect_set_open(req, "NOISE", ns, &c->noise) < 0)
+        if (effect_set_open("NOISE", ns, &c->noise, &f) < 0) {
+            reply_fail(req, &f);
             return -1;
+        }
         c->k = c->noise.n;
         if (c->k < NOISE_MIN_REPLICAS) {
             http_reply_error(req, 400, "too few noise replicas",
@@ -353,14 +367,14 @@ static void note(json_t *notes, const char *fmt, ...)
 
 /* first_effects - where each changed run first departs from BASE, over every record of every rank, appended to
  * `firsts` (null for a run that does not); the earliest of them (by step, then rank) in *first (a new reference,
- * null when none) with its step and rank. 0, or -1 when a read failed (answered on `req`). */
-static int first_effects(http_req *req, const compare_req *c, json_t *firsts, json_t **first, int64_t *best_step,
-                         int *best_rank)
+ * null when none) with its step and rank. 0, or -1 with why a read failed in `f`. */
+static int first_effects(const compare_req *c, json_t *firsts, json_t **first, int64_t *best_step, int *best_rank,
+                         effect_fail *f)
 {
     json_t *earliest = NULL; /* borrowed from firsts */
     for (int j = 1; j <= c->changed.n; j++) {
         json_t *fe;
-        if (effect_first(req, c->keys[0], c->ids[0], c->keys[j], c->ids[j], c->from, c->to, &fe) < 0)
+        if (effect_first(c->keys[0], c->ids[0], c->keys[j], c->ids[j], c->from, c->to, &fe, f) < 0)
             return -1;
         json_array_append_new(firsts, fe);
         if (json_is_object(fe)) {
@@ -501,19 +515,18 @@ static enum MHD_Result compare_run(http_req *req, void *arg)
     json_t *notes = json_array(), *firsts = json_array(), *first = NULL;
     effect_base eb = {0};
     effect_metrics ms;
+    effect_fail f;
     memset(&ms, 0, sizeof(ms));
 
     /* Where each changed run first departs from BASE; and BASE itself. */
     int64_t best_step = 0;
     int best_rank = 0;
-    if (first_effects(req, c, firsts, &first, &best_step, &best_rank) < 0)
-        goto out;
-    if (effect_base_departs(req, &c->base, &eb) < 0)
-        goto out;
+    if (first_effects(c, firsts, &first, &best_step, &best_rank, &f) < 0 || effect_base_departs(&c->base, &eb, &f) < 0)
+        goto out_fail;
 
     /* The metrics, aligned; the verdicts. */
-    if (effect_metrics_load(req, c->n, c->keys, c->ids, c->roles, c->running, (int)c->rank, c->from, c->to, &ms) < 0)
-        goto out;
+    if (effect_metrics_load(c->n, c->keys, c->ids, c->roles, c->running, (int)c->rank, c->from, c->to, &ms, &f) < 0)
+        goto out_fail;
     int tests = ms.n * distinct_changed(c, &ms);
     if (tests < 1)
         tests = 1;
@@ -546,6 +559,9 @@ static enum MHD_Result compare_run(http_req *req, void *arg)
     json_object_set_new(o, "next_from", ms.cut ? json_integer((json_int_t)ms.next_from) : json_null());
     first = firsts = notes = NULL;
     sent = http_reply_json(req, 200, o);
+    goto out;
+out_fail:
+    sent = reply_fail(req, &f);
 out:
     effect_metrics_free(&ms);
     json_decref(eb.first);
@@ -614,6 +630,5 @@ static const route ROUTES[] = {
 
 void api_effect_register(void)
 {
-    effect_data_register();
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

@@ -13,7 +13,7 @@
 #include "server/http/auth.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
-#include "server/store/db.h"
+#include "server/store/group_read.h"
 
 char *group_names_json(const char *const *names, int n)
 {
@@ -25,41 +25,11 @@ char *group_names_json(const char *const *names, int n)
     return s;
 }
 
-void group_register(void)
-{
-    /* The first GROUP_MAX_RUNS runs (a group holds no more since registration refuses the next one; older
-     * data may), and how many there are. */
-    db_register("grp_runs", "SELECT run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode, "
-                            TS("created_at") ", " TS("ended_at") ", count(*) OVER (), attested_user FROM runs WHERE twin_group = $1 "
-                            "ORDER BY run_key LIMIT " GROUP_MAX_RUNS_TEXT);
-    /* Runs by key, as an ad hoc group in the order asked (GET /api/v1/compare/records); the same columns. */
-    db_register("grp_runs_keys", "SELECT run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode, "
-                                 TS("created_at") ", " TS("ended_at") ", count(*) OVER (), attested_user FROM runs "
-                                 "WHERE run_key = ANY($1::bigint[]) ORDER BY array_position($1::bigint[], run_key) "
-                                 "LIMIT " GROUP_MAX_RUNS_TEXT);
-    /* Whom a job's token reads as: the user slurmstepd attested for the job, else one a run of the job was
-     * attested as (the admin registered it so), else, unattested, what its first run reported. */
-    db_register("grp_reader", "SELECT coalesce((SELECT user_name FROM attestations WHERE job_id = $1 "
-                              "ORDER BY attested_at LIMIT 1), (SELECT attested_user FROM runs WHERE job_id = $1 "
-                              "AND attested_user IS NOT NULL ORDER BY run_key LIMIT 1)), "
-                              "(SELECT user_name FROM runs WHERE job_id = $1 ORDER BY run_key LIMIT 1)");
-    /* How many of the runs $1 (uuid[]) viewer $2 (attested: $3) may not read: a run of a twin group through the
-     * group (lockstep_group_visible), a run outside any group through its user: attested, else (for an attested
-     * viewer, or a run no one attested) reported. */
-    db_register("grp_runs_hidden", "SELECT count(*) FROM runs r WHERE r.run_id = ANY($1::uuid[]) AND NOT CASE "
-                                   "WHEN coalesce(r.twin_group, '') <> '' THEN lockstep_group_visible(r.twin_group, "
-                                   "$2, $3) WHEN $3 THEN coalesce(r.attested_user, r.user_name) = $2 "
-                                   "ELSE r.attested_user IS NULL AND r.user_name = $2 END");
-    db_register("grp_visible", "SELECT lockstep_group_visible($1, $2, $3)");
-    db_register("grp_resolve", "SELECT key, owner, owner_attested FROM lockstep_group_resolve($1, $2, $3)");
-}
-
 int group_job_viewer(http_req *req, const char *job, group_viewer *v)
 {
     memset(v, 0, sizeof(*v));
     char err[512];
-    const char *p[] = {job};
-    PGresult *r = db_exec("grp_reader", 1, p, err, sizeof(err));
+    PGresult *r = group_read_job_user(job, err, sizeof(err));
     if (!r) {
         http_reply_db_down(req, err);
         return -1;
@@ -98,8 +68,7 @@ int group_reader(http_req *req, group_viewer *v)
 int group_resolve(http_req *req, const char *name, const group_viewer *v, char *key, size_t cap)
 {
     char err[512];
-    const char *p[] = {name, v->user, v->attested ? "true" : "false"};
-    PGresult *r = db_exec("grp_resolve", 3, p, err, sizeof(err));
+    PGresult *r = group_read_resolve(name, v->user, v->attested, err, sizeof(err));
     if (!r) {
         http_reply_db_down(req, err);
         return 0;
@@ -125,8 +94,7 @@ int group_readable(http_req *req, const char *key, const group_viewer *v)
     if (!*v->user)
         return 1;
     char err[512];
-    const char *p[] = {key, v->user, v->attested ? "true" : "false"};
-    PGresult *r = db_exec("grp_visible", 3, p, err, sizeof(err));
+    PGresult *r = group_read_visible(key, v->user, v->attested, err, sizeof(err));
     if (!r) {
         http_reply_db_down(req, err);
         return 0;
@@ -153,8 +121,7 @@ int group_runs_readable(http_req *req, const group_viewer *v, const char *const 
     for (int i = 0; i < n; i++)
         len += (size_t)snprintf(arr + len, cap - len, "%s%.36s", i ? "," : "", run_ids[i]);
     snprintf(arr + len, cap - len, "}");
-    const char *p[] = {arr, v->user, v->attested ? "true" : "false"};
-    PGresult *r = db_exec("grp_runs_hidden", 3, p, err, sizeof(err));
+    PGresult *r = group_read_hidden_runs(arr, v->user, v->attested, err, sizeof(err));
     free(arr);
     if (!r) {
         http_reply_db_down(req, err);
@@ -192,13 +159,9 @@ static enum MHD_Result unknown_group(http_req *req, const char *group)
     return http_reply_error(req, 404, "unknown twin group", detail, "list runs with GET /api/v1/runs?group=NAME");
 }
 
-/* open_with - group_open's body for statement `stmt` with its one parameter. */
-static int open_with(http_req *req, const char *stmt, const char *param, const char *group, group_runs *g,
-                     enum MHD_Result *sent)
+/* open_with - group_open's body: `g` from the runs read (g->res; NULL when the read failed, with `err`). */
+static int open_with(http_req *req, const char *err, const char *group, group_runs *g, enum MHD_Result *sent)
 {
-    char err[512];
-    const char *p[] = {param};
-    g->res = db_exec(stmt, 1, p, err, sizeof(err));
     if (!g->res) {
         *sent = http_reply_db_down(req, err);
         return 0;
@@ -219,12 +182,16 @@ static int open_with(http_req *req, const char *stmt, const char *param, const c
 
 int group_open(http_req *req, const char *group, group_runs *g, enum MHD_Result *sent)
 {
-    return open_with(req, "grp_runs", group, group, g, sent);
+    char err[512];
+    g->res = group_read_runs(group, err, sizeof(err));
+    return open_with(req, err, group, g, sent);
 }
 
 int group_open_runs(http_req *req, const char *keys, group_runs *g, enum MHD_Result *sent)
 {
-    return open_with(req, "grp_runs_keys", keys, NULL, g, sent);
+    char err[512];
+    g->res = group_read_runs_keys(keys, err, sizeof(err));
+    return open_with(req, err, NULL, g, sent);
 }
 
 int group_run_index(const group_runs *g, int64_t key)

@@ -20,9 +20,6 @@ typedef struct group_runs {
     int64_t keys[GROUP_MAX_RUNS];
 } group_runs;
 
-/* group_register - prepare the statement group_open runs. */
-void group_register(void);
-
 /* group_open - load the runs of `group`. Returns 1 with `g` loaded (the
  * caller PQclears g->res), or 0 after replying (503, or 404 for a group
  * without runs) with MHD's result in `sent`. */

@@ -12,15 +12,11 @@
 #include "server/core/state.h"
 #include "server/alerts/alerts.h"
 #include "server/fleet/fleet_thread.h"
+#include "server/fleet/node_read.h"
 #include "server/rules/score.h"
 #include "server/fleet/slurm_action.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
-#include "server/store/sql.h"
-
-#define NODE_COLS                                                                                                      \
-    "name, state, score, involvements, exposures, baseline, " TS("state_since") ", " TS("first_seen") ", " TS(         \
-        "last_seen")
 
 /* first_gpu - the first row of `gpus` (sorted by node in C collation) on node `node`, or PQntuples. */
 static int first_gpu(PGresult *gpus, const char *node)
@@ -36,7 +32,7 @@ static int first_gpu(PGresult *gpus, const char *node)
     return lo;
 }
 
-/* node_obj - node row `i` of a NODE_COLS result, with its GPUs from `gpus` (sorted by node, C collation) and the
+/* node_obj - node row `i` of node_read_page (server/fleet/node_read.h), with its GPUs from `gpus` (sorted by node, C collation) and the
  * fleet baseline `fleet` (the same for every node: score_fleet_baseline). Its own "reference_rate" is what its score
  * compares against: the rest of the fleet's rate, stored by the fleet pass (hw_nodes.baseline). */
 static json_t *node_obj(PGresult *r, int i, PGresult *gpus, double fleet)
@@ -62,8 +58,7 @@ static json_t *node_obj(PGresult *r, int i, PGresult *gpus, double fleet)
  * involvements and runs since its last repair). Returns 0, or -1 with the database's message. */
 static int fleet_totals(long long *count, double *baseline, char *err, size_t cap)
 {
-    PGresult *t = sql_query("SELECT count(*), coalesce(sum(involvements), 0), coalesce(sum(exposures), 0) FROM hw_nodes",
-                            0, NULL, err, cap);
+    PGresult *t = node_read_totals(err, cap);
     if (!t)
         return -1;
     *count = strtoll(PQgetvalue(t, 0, 0), NULL, 10);
@@ -86,13 +81,7 @@ static json_t *load_nodes(const char *name, long long limit, long long offset, i
         *count = all;
     if (baseline)
         *baseline = fleet;
-    char lim[32], off[32];
-    snprintf(lim, sizeof(lim), "%lld", limit + 1);
-    snprintf(off, sizeof(off), "%lld", offset);
-    const char *p[] = {name ? name : "", lim, off};
-    PGresult *r = sql_query("SELECT " NODE_COLS " FROM hw_nodes WHERE $1 = '' OR name = $1 ORDER BY score DESC, name "
-                            "LIMIT $2::bigint OFFSET $3::bigint",
-                            3, p, err, cap);
+    PGresult *r = node_read_page(name ? name : "", limit + 1, offset, err, cap);
     if (!r)
         return NULL;
     int n = PQntuples(r) < limit ? PQntuples(r) : (int)limit;
@@ -103,11 +92,7 @@ static json_t *load_nodes(const char *name, long long limit, long long offset, i
         json_array_append_new(names, json_string(PQgetvalue(r, i, 0)));
     char *names_text = json_dumps(names, JSON_COMPACT);
     json_decref(names);
-    const char *pg[] = {names_text};
-    PGresult *g = sql_query("SELECT uuid, node, name, state, score, involvements, exposures FROM hw_gpus "
-                            "WHERE node = ANY(ARRAY(SELECT json_array_elements_text($1::json))) "
-                            "ORDER BY node COLLATE \"C\", score DESC, uuid",
-                            1, pg, err, cap);
+    PGresult *g = node_read_gpus(names_text, err, cap);
     free(names_text);
     if (!g) {
         PQclear(r);
@@ -168,10 +153,7 @@ static enum MHD_Result node_get(http_req *req, char **args)
     return http_reply_json(req, 200, o);
 }
 
-#define EVENT_COLS                                                                                                     \
-    "h.id, h.kind, " TS("h.at") ", h.twin_group, r.run_id::text, h.gpu, h.step, h.rank, h.weight, h.score, "           \
-                                "h.state, h.actor, h.detail, h.involvements, h.exposures"
-
+/* event_obj - history event row `i` of node_read_history or node_read_event (server/fleet/node_read.h). */
 static json_t *event_obj(PGresult *r, int i)
 {
     json_t *o = json_pack("{s:I, s:s, s:s, s:o, s:o, s:o}", "id", (json_int_t)strtoll(PQgetvalue(r, i, 0), NULL, 10),
@@ -200,25 +182,15 @@ static json_t *event_obj(PGresult *r, int i)
 static enum MHD_Result node_timeline(http_req *req, char **args)
 {
     const char *name = args[0];
-    char err[512], lim[16];
-    snprintf(lim, sizeof(lim), "%d", TIMELINE_MAX);
-    const char *p[] = {name, lim};
-    PGresult *n = sql_query("SELECT " TS("now()") ", score, involvements, exposures, state FROM hw_nodes "
-                            "WHERE name = $1",
-                            1, p, err, sizeof(err));
+    char err[512];
+    PGresult *n = node_read_now(name, err, sizeof(err));
     if (!n)
         return http_reply_db_down(req, err);
     if (PQntuples(n) == 0) {
         PQclear(n);
         return unknown_node(req, name);
     }
-    PGresult *r = sql_query("SELECT * FROM (SELECT h.id, h.kind, " TS("h.at") ", CASE WHEN h.state = 'repaired' AND "
-                            "h.kind = 'action' THEN 0 ELSE h.score END, CASE WHEN h.state = 'repaired' AND h.kind = "
-                            "'action' THEN 0 ELSE h.involvements END, CASE WHEN h.state = 'repaired' AND h.kind = "
-                            "'action' THEN 0 ELSE h.exposures END, h.state FROM hw_history h WHERE h.node = $1 AND "
-                            "h.gpu IS NULL AND (h.kind IN ('score', 'state') OR (h.kind = 'action' AND h.state = "
-                            "'repaired')) ORDER BY h.id DESC LIMIT $2::int) t ORDER BY id",
-                            2, p, err, sizeof(err));
+    PGresult *r = node_read_timeline(name, TIMELINE_MAX, err, sizeof(err));
     if (!r) {
         PQclear(n);
         return http_reply_db_down(req, err);
@@ -246,22 +218,15 @@ static enum MHD_Result node_history(http_req *req, char **args)
     long long limit, cursor;
     if (api_page(req, 200, 1000, "before", INT64_MAX, &limit, &cursor) < 0)
         return MHD_YES;
-    char lim[24], before[32];
-    snprintf(lim, sizeof(lim), "%lld", limit);
-    snprintf(before, sizeof(before), "%lld", cursor);
     char err[512];
-    const char *p1[] = {name};
-    PGresult *e = sql_query("SELECT 1 FROM hw_nodes WHERE name = $1", 1, p1, err, sizeof(err));
+    PGresult *e = node_read_known(name, err, sizeof(err));
     if (!e)
         return http_reply_db_down(req, err);
     int known = PQntuples(e) > 0;
     PQclear(e);
     if (!known)
         return unknown_node(req, name);
-    const char *p[] = {name, before, lim};
-    PGresult *r = sql_query("SELECT " EVENT_COLS " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key "
-                            "WHERE h.node = $1 AND h.id < $2::bigint ORDER BY h.id DESC LIMIT $3::int",
-                            3, p, err, sizeof(err));
+    PGresult *r = node_read_history(name, cursor, limit, err, sizeof(err));
     if (!r)
         return http_reply_db_down(req, err);
     json_t *ev = json_array();
@@ -272,51 +237,6 @@ static enum MHD_Result node_history(http_req *req, char **args)
     json_t *o = api_list(ev, -1, limit, next);
     json_object_set_new(o, "node", json_string(name));
     return http_reply_json(req, 200, o);
-}
-
-/* node_txn - an admin's action on node p[0] in one transaction: its new state p[1] (NULL: a note), the history event
- * (actor p[2], detail p[3]); a repair clears its score and resolves the alerts that blame it. *known: whether the
- * node exists (nothing done when not); *resolved: alerts resolved; `id`: the event's. Returns 0, or -1 rolled back
- * with the reason in `err` (sql_conflicted: may be run again). */
-static int node_txn(const char *const *p, const char *state, int *known, int *resolved, char *id, size_t idcap,
-                    char *err, size_t cap)
-{
-    *known = *resolved = 0;
-    if (sql_begin(err, cap) < 0)
-        return -1;
-    PGresult *r = sql_query("SELECT state FROM hw_nodes WHERE name = $1 FOR UPDATE", 1, p, err, cap);
-    if (!r)
-        goto out_rollback;
-    *known = PQntuples(r) > 0;
-    PQclear(r);
-    if (!*known) {
-        sql_rollback();
-        return 0;
-    }
-    if (state && sql_do("UPDATE hw_nodes SET state = $2, state_since = now(), evidence_since = CASE WHEN $2 = "
-                        "'repaired' THEN now() ELSE evidence_since END, score = CASE WHEN $2 = 'repaired' THEN 0 ELSE "
-                        "score END, involvements = CASE WHEN $2 = 'repaired' THEN 0 ELSE involvements END "
-                        "WHERE name = $1",
-                        2, p, err, cap) < 0)
-        goto out_rollback;
-    if (state && !strcmp(state, "repaired") &&
-        sql_do("UPDATE hw_gpus SET state = 'ok', score = 0 WHERE node = $1", 1, p, err, cap) < 0)
-        goto out_rollback;
-    /* A repair ends the alerts that blame the node (its suspect alert, hardware divergences it ran). */
-    *resolved = state && !strcmp(state, "repaired") ? alert_resolve_blaming(p[0], err, cap) : 0;
-    if (*resolved < 0)
-        goto out_rollback;
-    r = sql_query("INSERT INTO hw_history (node, kind, state, actor, detail) VALUES ($1, 'action', $2, $3, $4) "
-                  "RETURNING id",
-                  4, p, err, cap);
-    if (!r)
-        goto out_rollback;
-    snprintf(id, idcap, "%s", PQgetvalue(r, 0, 0));
-    PQclear(r);
-    return sql_commit(err, cap);
-out_rollback:
-    sql_rollback();
-    return -1;
 }
 
 static enum MHD_Result node_action(http_req *req, char **args)
@@ -336,16 +256,10 @@ static enum MHD_Result node_action(http_req *req, char **args)
     char err[512], detail[700];
     snprintf(detail, sizeof(detail), "%s%s%s", action, reason && *reason ? ": " : "", reason ? reason : "");
     const char *state = !strcmp(action, "drain") ? "drained" : !strcmp(action, "repair") ? "repaired" : NULL;
-    const char *p[] = {name, state, actor ? actor : "admin", detail};
     enum MHD_Result res;
     int known = 0, resolved = 0;
     char id[32];
-    /* Alert deliveries update alerts outside the evaluator's lock: a repair that resolves one while it is being
-     * delivered fails on the concurrent update, and is simply run again. */
-    int rc, attempt = 0;
-    while ((rc = node_txn(p, state, &known, &resolved, id, sizeof(id), err, sizeof(err))) < 0 && sql_retry(attempt++))
-        ;
-    if (rc < 0)
+    if (node_act(name, state, actor ? actor : "admin", detail, &known, &resolved, id, sizeof(id), err, sizeof(err)) < 0)
         goto out_db;
     if (!known) {
         json_decref(b);
@@ -356,10 +270,7 @@ static enum MHD_Result node_action(http_req *req, char **args)
     if (resolved)
         alert_notify();
     fleet_kick();
-    const char *pi[] = {id};
-    PGresult *r =
-        sql_query("SELECT " EVENT_COLS " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key WHERE h.id = $1",
-                  1, pi, err, sizeof(err));
+    PGresult *r = node_read_event(id, err, sizeof(err));
     json_t *nodes = r ? load_nodes(name, 1, 0, NULL, NULL, NULL, err, sizeof(err)) : NULL;
     if (!nodes) {
         PQclear(r);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/site.h"
 #include "common/dtype.h"
 #include "common/lsfp1.h"
 #include "server/core/xalloc.h"
@@ -44,21 +43,6 @@ json_t *pg_int_array(const char *s, int hex)
     }
     free(v);
     return a;
-}
-
-json_t *pg_site_json(const rec_site *st)
-{
-    if (!st->module_len && !st->function_len && !st->caller_len)
-        return json_null();
-    rec_site s = *st;
-    s.module = s.module ? s.module : "";
-    s.function = s.function ? s.function : "";
-    s.caller = s.caller ? s.caller : "";
-    char text[SITE_TEXT_MAX];
-    site_format(&s, text, sizeof(text));
-    return json_pack("{s:s%, s:I, s:s%, s:I, s:s%, s:s}", "module", s.module, (size_t)s.module_len, "offset",
-                     (json_int_t)s.offset, "function", s.function, (size_t)s.function_len, "function_offset",
-                     (json_int_t)s.function_offset, "caller", s.caller, (size_t)s.caller_len, "text", text);
 }
 
 void pg_rec_extras(json_t *o, const rec_record *rec)

@@ -6,10 +6,6 @@
 #include <libpq-fe.h>
 
 #include "common/record.h"
-#include "server/store/db.h"
-
-/* TS - a timestamptz column as ISO 8601 UTC text with milliseconds, in SQL (DB_TS). */
-#define TS(col) DB_TS(col)
 
 /* pg_str - the cell as a string, or null for SQL NULL. */
 json_t *pg_str(PGresult *r, int row, int col);
@@ -23,11 +19,6 @@ json_t *pg_real(PGresult *r, int row, int col);
 /* pg_int_array - "{1,-2}" (a bigint[] as text) as a JSON array: of
  * integers, or with `hex` of 16-digit hex strings ("fffffffffffffffe"). */
 json_t *pg_int_array(const char *text, int hex);
-
-/* pg_site_json - a decoded record's call site (rec_record.site, e.g. from its stored frame) as {"module",
- * "offset", "function", "function_offset", "caller", "text"} (text as people read it: common/site.h), or null
- * when it has none. */
-json_t *pg_site_json(const rec_site *st);
 
 /* pg_rec_extras - add to record object `o` what `lockstep dump` spells beyond the plain fields of decoded record
  * `rec`: "state" ("saved" or "restored") from its flags, and its extension fields: "chunk_bytes" (when not

@@ -8,6 +8,7 @@
 #include "common/dtype.h"
 #include "server/api/pgjson.h"
 #include "server/http/reply.h"
+#include "server/twins/first_json.h"
 #include "server/store/frames.h"
 
 json_t *rv_hex64(uint64_t v)
@@ -50,7 +51,7 @@ json_t *rv_record(const rec_record *r)
     if (r->n_chunks)
         json_object_set_new(o, "chunks", rv_hex_words(r->chunks, r->n_chunks));
     if (rec_has_site(r))
-        json_object_set_new(o, "site", pg_site_json(&r->site));
+        json_object_set_new(o, "site", first_json_site(&r->site));
     pg_rec_extras(o, r);
     return o;
 }

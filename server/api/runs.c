@@ -23,18 +23,10 @@
 #include "server/http/auth.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
-#include "server/store/db.h"
 #include "server/store/frames.h"
+#include "server/store/run_read.h"
 #include "server/store/runs.h"
 #include "server/store/write.h"
-
-/* Text columns are cut to their registration limits (server/core/limits.h), so that a row is bounded whatever
- * was stored before the limits existed. */
-#define RUN_COLS                                                                                                \
-    "run_id, left(job_id, 128), left(step_id, 64), left(coalesce(twin_group, ''), 255), ranks, start_step, "   \
-    "left(user_name, 64), left(nodes, 4096), left(command, 4096), left(mode, 8), status, " TS("created_at") ", " \
-    TS("ended_at") ", left(partition, 128), left(resume_template, 4096), array_to_json(argv)::text"
-
 
 /* Most node names a run's "node_names" spells out; a longer list reads null there (its "nodes" is still whole). */
 #define RUN_NODE_NAMES_MAX 4096
@@ -53,7 +45,7 @@ static json_t *node_names_json(const char *nodes)
     return a;
 }
 
-/* run_json - a run object from the RUN_COLS columns at `row`. */
+/* run_json - a run object from the RUN_READ_NCOLS columns at `row` (server/store/run_read.h). */
 static json_t *run_json(PGresult *r, int row)
 {
     json_t *o = json_object();
@@ -143,14 +135,12 @@ static enum MHD_Result read_runs(http_req *req, char **args)
     long long limit, offset;
     if (api_page(req, 50, 1000, "offset", 0, &limit, &offset) < 0)
         return MHD_YES;
-    char lim[32], off[32], err[512];
-    snprintf(lim, sizeof(lim), "%lld", limit + 1); /* one more: is there a next page? */
-    snprintf(off, sizeof(off), "%lld", offset);
+    char err[512];
     const char *u = http_query(req, "user"), *j = http_query(req, "job"), *g = http_query(req, "group"),
                *s = http_query(req, "status"), *st = http_query(req, "step");
-    const char *p[] = {u ? u : "", j ? j : "", g ? g : "", s ? s : "", lim, off, st ? st : ""};
-    PGresult *r = db_exec("runs_list", 7, p, err, sizeof(err));
-    PGresult *c = r ? db_exec("runs_count", 7, p, err, sizeof(err)) : NULL;
+    run_filter f = {u ? u : "", j ? j : "", g ? g : "", s ? s : "", st ? st : ""};
+    PGresult *r = run_read_list(&f, limit + 1, offset, err, sizeof(err)); /* one more: is there a next page? */
+    PGresult *c = r ? run_read_count(&f, err, sizeof(err)) : NULL;
     if (!r || !c) {
         PQclear(r);
         return http_reply_db_down(req, err);
@@ -165,7 +155,7 @@ static enum MHD_Result read_runs(http_req *req, char **args)
     for (; n < PQntuples(r) && n < limit; n++) {
         if (n > 0 && bytes > LIST_MAX_BYTES)
             break; /* the answer is big enough: the rest is on the next page */
-        for (int col = 0; col < 16; col++)
+        for (int col = 0; col < RUN_READ_NCOLS; col++)
             bytes += (size_t)PQgetlength(r, n, col) + 16;
         json_array_append_new(runs, run_json(r, n));
     }
@@ -187,8 +177,7 @@ static enum MHD_Result read_runs(http_req *req, char **args)
  * or NULL with the database's message in `err`. */
 static json_t *run_attested(const char *key, char *err, size_t cap)
 {
-    const char *ka[] = {key};
-    PGresult *r = db_exec("run_attested", 1, ka, err, cap);
+    PGresult *r = run_read_attested(key, err, cap);
     if (!r)
         return NULL;
     json_t *placement = json_array(), *att = json_null();
@@ -213,8 +202,7 @@ static enum MHD_Result read_run(http_req *req, char **args)
     if (!store_uuid_valid(run_id))
         return api_run_reply_unknown(req, run_id, LIST_RUNS);
     char err[512];
-    const char *p[] = {run_id};
-    PGresult *r = db_exec("run_one", 1, p, err, sizeof(err));
+    PGresult *r = run_read_one(run_id, err, sizeof(err));
     if (!r)
         return http_reply_db_down(req, err);
     if (PQntuples(r) != 1) {
@@ -222,7 +210,7 @@ static enum MHD_Result read_run(http_req *req, char **args)
         return api_run_reply_unknown(req, run_id, LIST_RUNS);
     }
     json_t *o = run_json(r, 0);
-    char key[32], rf[16], lm[16], lr[16];
+    char key[32];
     snprintf(key, sizeof(key), "%s", PQgetvalue(r, 0, 16));
     /* set aside from its twin group when the group's owner claimed it: from where, why, when */
     json_object_set_new(o, "set_aside",
@@ -237,13 +225,9 @@ static enum MHD_Result read_run(http_req *req, char **args)
         json_decref(o);
         return MHD_YES;
     }
-    snprintf(rf, sizeof(rf), "%lld", rank_from);
-    snprintf(lm, sizeof(lm), "%d", RUN_DETAIL_MAX_MANIFESTS + 1);
-    snprintf(lr, sizeof(lr), "%d", RUN_DETAIL_MAX_RANKS + 1);
-    const char *km[] = {key, rf, lm}, *kr[] = {key, rf, lr};
     json_t *manifests = json_array(), *ranks = json_array();
     long long next = -1;
-    r = db_exec("run_manifests", 3, km, err, sizeof(err));
+    r = run_read_manifests(key, rank_from, RUN_DETAIL_MAX_MANIFESTS + 1, err, sizeof(err));
     if (!r)
         goto out_down;
     size_t bytes = 0;
@@ -258,7 +242,7 @@ static enum MHD_Result read_run(http_req *req, char **args)
                                                    m ? m : json_null()));
     }
     PQclear(r);
-    r = db_exec("run_ranks", 3, kr, err, sizeof(err));
+    r = run_read_ranks(key, rank_from, RUN_DETAIL_MAX_RANKS + 1, err, sizeof(err));
     if (!r)
         goto out_down;
     for (int i = 0; i < PQntuples(r); i++) {
@@ -368,25 +352,5 @@ static const route ROUTES[] = {
 
 void api_runs_register(void)
 {
-#define RUNS_WHERE                                                                                                \
-    "WHERE ($1 = '' OR user_name = $1) AND ($2 = '' OR job_id = $2) AND ($3 = '' OR twin_group = "              \
-    "(SELECT lockstep_group_key($3))) "                                                                       \
-    "AND ($4 = '' OR status = $4) AND ($7 = '' OR step_id = $7)"
-    db_register("runs_list", "SELECT " RUN_COLS " FROM runs " RUNS_WHERE " ORDER BY run_key DESC LIMIT $5 OFFSET $6");
-    /* $5 and $6 unused but typed alike, so that both statements take the same parameters. */
-    db_register("runs_count", "SELECT count(*) FROM (SELECT 1 FROM runs " RUNS_WHERE
-                              " AND $5::text IS NOT NULL AND $6::text IS NOT NULL LIMIT " LIST_TOTAL_MAX_TEXT " + 1) x");
-    db_register("run_one", "SELECT " RUN_COLS ", run_key, set_aside_from, set_aside_reason, " TS("set_aside_at")
-                           " FROM runs WHERE run_id = $1::uuid");
-    db_register("run_manifests", "SELECT rank, manifest::text FROM manifests WHERE run_key = $1 AND rank >= $2::int "
-                                 "ORDER BY rank LIMIT $3");
-    db_register("run_ranks",
-                "SELECT coalesce(p.rank, e.rank), p.min_step, p.max_step, p.max_seq, p.n_records, e.exit_code "
-                "FROM (SELECT * FROM rank_progress WHERE run_key = $1 AND rank >= $2::int ORDER BY rank LIMIT $3) p "
-                "FULL JOIN (SELECT * FROM rank_ends WHERE run_key = $1 AND rank >= $2::int ORDER BY rank LIMIT $3) e "
-                "ON p.rank = e.rank ORDER BY 1 LIMIT $3");
-    db_register("run_attested", "SELECT a.node, a.ranks::text, a.user_name, a.nodes, a.attested_by FROM attestations a "
-                                "JOIN runs r ON a.job_id = r.job_id AND a.step_id = r.step_id WHERE r.run_key = $1 "
-                                "ORDER BY a.node_index NULLS LAST, a.node LIMIT 4097");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

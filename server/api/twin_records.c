@@ -13,6 +13,7 @@
 #include "server/api/list.h"
 #include "server/api/pgjson.h"
 #include "server/api/recview.h"
+#include "server/twins/first_json.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
@@ -130,7 +131,7 @@ static json_t *row_json(const grow *w, int nruns, const group_runs *g)
             inputs_same = 0;
         all_chunks &= x->n_chunks > 0;
         pg_rec_extras(o, x);
-        json_object_set_new(o, "site", pg_site_json(&x->site));
+        json_object_set_new(o, "site", first_json_site(&x->site));
         json_object_set_new(cells, PQgetvalue(g->res, k, 1), o);
     }
     const char *status = missing ? "missing" : differs ? "diverged" : "match";
@@ -161,7 +162,7 @@ static json_t *row_json(const grow *w, int nruns, const group_runs *g)
         }
     }
     json_object_set_new(o, "first_chunk", chunk);
-    json_object_set_new(o, "site", pg_site_json(&w->cell[ref]->rec.site)); /* the reference run's */
+    json_object_set_new(o, "site", first_json_site(&w->cell[ref]->rec.site)); /* the reference run's */
     return o;
 }
 

@@ -7,9 +7,9 @@
 
 #include "common/dtype.h"
 #include "server/rules/class_summary.h"
+#include "server/api/pgjson.h"
 #include "server/store/batch.h"
 #include "server/fleet/exposures.h"
-#include "server/store/db.h"
 
 json_t *twin_row_classification(PGresult *r, int i)
 {

@@ -6,17 +6,13 @@
 #include <libpq-fe.h>
 #include <stddef.h>
 
-#include "server/api/pgjson.h"
-
-/* The classification's columns of group_evidence, first in every query twin_row_classification reads. */
-#define TWIN_CLASS_COLS "class, reason_code, reason, " TS("evaluated_at") ", implicated"
-#define TWIN_CLASS_NCOLS 5
+#include "server/twins/twin_read.h"
 
 /* Most hardware entries a group's "suspected" lists (its evidence's, strongest first). */
 #define TWIN_SUSPECTED_MAX 8
 
 /* twin_row_classification - what the fleet concluded of a group (docs/suspects.md) from row `i` of a result whose first
- * columns are TWIN_CLASS_COLS: {"class": hardware | software | none, "code": the rule that decided it, "reason": why,
+ * columns are the classification's (TWIN_CLASS_NCOLS, server/twins/twin_read.h): {"class": hardware | software | none, "code": the rule that decided it, "reason": why,
  * in words, "summary": the same in a dozen words at most (server/rules/class_summary.h), "evaluated_at"}; JSON null
  * when i < 0 (not evaluated yet: it has not diverged and settled, nor have all its runs ended). Not to be confused
  * with the first divergence's "cause" (where and how the runs parted) nor with a replay's verdict. A new reference. */

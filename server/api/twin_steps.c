@@ -13,7 +13,7 @@
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
-#include "server/store/db.h"
+#include "server/twins/step_read.h"
 
 /* One step digest row, parsed. */
 typedef struct dig {
@@ -154,9 +154,8 @@ static int steps_args(http_req *req, const group_runs *g, steps_win *w, enum MHD
 static prog *read_progress(const group_runs *g, const char *keys, const char *rf, const char *rt, int *np, int *nranks,
                            int *more_ranks, char *err, size_t cap)
 {
-    const char *pp[] = {keys, rf, rt};
-    PGresult *pr = db_exec("steps_progress", 3, pp, err, cap);
-    PGresult *more = pr ? db_exec("steps_more_ranks", 2, (const char *[]){keys, rt}, err, cap) : NULL;
+    PGresult *pr = step_read_progress(keys, rf, rt, err, cap);
+    PGresult *more = pr ? step_read_more_ranks(keys, rt, err, cap) : NULL;
     if (!pr || !more) {
         PQclear(pr);
         return NULL;
@@ -190,15 +189,9 @@ static prog *read_progress(const group_runs *g, const char *keys, const char *rf
 static dig *read_digests(const group_runs *g, const char *keys, steps_win *w, const char *rf, const char *rt, int *nr,
                          char *err, size_t cap)
 {
-    char f[32], t[32];
     PGresult *sr = NULL;
     for (;;) {
-        char lim[32];
-        snprintf(f, sizeof(f), "%" PRId64, (int64_t)w->from);
-        snprintf(t, sizeof(t), "%" PRId64, (int64_t)w->to);
-        snprintf(lim, sizeof(lim), "%d", STEPS_MAX_CELLS + 1);
-        const char *ps[] = {keys, f, t, rf, rt, lim};
-        sr = db_exec("steps_digests", 6, ps, err, cap);
+        sr = step_read_digests(keys, (int64_t)w->from, (int64_t)w->to, rf, rt, STEPS_MAX_CELLS + 1, err, cap);
         if (!sr || PQntuples(sr) <= STEPS_MAX_CELLS || w->to == w->from)
             break;
         PQclear(sr);
@@ -315,17 +308,5 @@ static const route ROUTES[] = {
 
 void api_twin_steps_register(void)
 {
-    db_register("steps_progress",
-                "SELECT p.run_key, p.rank, p.max_step, e.run_key IS NOT NULL OR r.status <> 'running' "
-                "FROM rank_progress p JOIN runs r USING (run_key) LEFT JOIN rank_ends e "
-                "ON e.run_key = p.run_key AND e.rank = p.rank "
-                "WHERE p.run_key = ANY($1::bigint[]) AND p.rank BETWEEN $2::int AND $3::int");
-    db_register("steps_more_ranks",
-                "SELECT 1 FROM rank_progress WHERE run_key = ANY($1::bigint[]) AND rank > $2::int LIMIT 1");
-    /* No ORDER BY: the rows are sorted in C, which spares PostgreSQL an on-disk sort of a
-     * 500-step x 64-rank window (see bench/api). The LIMIT is the bound whatever is stored. */
-    db_register("steps_digests", "SELECT run_key, rank, step, n, digest FROM step_digests "
-                                 "WHERE run_key = ANY($1::bigint[]) AND step BETWEEN $2 AND $3 "
-                                 "AND rank BETWEEN $4::int AND $5::int LIMIT $6");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

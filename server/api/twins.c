@@ -16,6 +16,7 @@
 #include "server/api/twin_deltas.h"
 #include "server/api/twins_list.h"
 #include "server/twins/findings.h"
+#include "server/twins/twin_read.h"
 #include "server/replay/narrow_read.h"
 #include "server/core/limits.h"
 #include "server/core/log.h"
@@ -25,12 +26,11 @@
 #include "server/http/auth.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
-#include "server/store/db.h"
 #include "server/rules/group_rule.h"
 #include "server/store/groups.h"
 
-/* evidence_of - what the group's evidence against its hardware follows, from row `i` of grp_classification (after
- * its TWIN_CLASS_COLS):
+/* evidence_of - what the group's evidence against its hardware follows, from row `i` of twin_read_classification
+ * (after its TWIN_CLASS_NCOLS columns):
  * {"from": "classification" or "replay", "narrow": the narrow whose verdict it follows or null, "reason"}; JSON
  * null when i < 0. A replay verdict decides the weights beside the classification, which it leaves unchanged. */
 static json_t *evidence_of(PGresult *r, int i)
@@ -69,9 +69,8 @@ static json_t *restores_json(PGresult *c)
  * with the database's message. */
 static int aside_and_namesakes(const char *key, json_t *o, char *err, size_t cap)
 {
-    const char *p[] = {key};
-    PGresult *r = db_exec("grp_set_aside_runs", 1, p, err, cap);
-    PGresult *s = r ? db_exec("grp_namesakes", 1, p, err, cap) : NULL;
+    PGresult *r = twin_read_set_aside(key, err, cap);
+    PGresult *s = r ? twin_read_namesakes(key, err, cap) : NULL;
     if (!s) {
         PQclear(r);
         return -1;
@@ -99,8 +98,7 @@ static int aside_and_namesakes(const char *key, json_t *o, char *err, size_t cap
 static void missing_records(const char *group, json_t *o)
 {
     char err[512];
-    const char *p[] = {group};
-    PGresult *w = db_exec("grp_awaiting", 1, p, err, sizeof(err));
+    PGresult *w = twin_read_awaiting(group, err, sizeof(err));
     if (w && PQntuples(w) > 0) {
         json_t *aw = json_array();
         for (int k = 0; k < PQntuples(w); k++)
@@ -111,7 +109,7 @@ static void missing_records(const char *group, json_t *o)
         json_object_set_new(o, "awaiting_records", aw);
     }
     PQclear(w);
-    w = db_exec("grp_removed", 1, p, err, sizeof(err));
+    w = twin_read_removed(group, err, sizeof(err));
     if (w && PQntuples(w) > 0) {
         json_t *rm = json_array();
         for (int k = 0; k < PQntuples(w); k++)
@@ -168,8 +166,7 @@ static enum MHD_Result read_twins(http_req *req, char **args)
         snprintf(detail, sizeof(detail), "no run belongs to twin group \"%.255s\"", args[0]);
         return http_reply_error(req, 404, "unknown twin group", detail, "list the twin groups with GET /api/v1/twins");
     }
-    const char *p[] = {group};
-    PGresult *c = db_exec("grp_classification", 1, p, err, sizeof(err));
+    PGresult *c = twin_read_classification(group, err, sizeof(err));
     srv_error e;
     PGresult *own = c ? store_group_get(group, &e) : NULL;
     if (!own) {
@@ -177,7 +174,7 @@ static enum MHD_Result read_twins(http_req *req, char **args)
         findings_release(&v);
         return http_reply_db_down(req, c ? e.detail : err);
     }
-    PGresult *rs = db_exec("grp_restores", 1, p, err, sizeof(err));
+    PGresult *rs = twin_read_restores(group, err, sizeof(err));
     if (!rs) {
         PQclear(c);
         PQclear(own);
@@ -338,26 +335,7 @@ static const route ROUTES[] = {
 
 void api_twins_register(void)
 {
-    group_register();
     api_twins_list_register();
     api_twin_deltas_register();
-    db_register("grp_classification", "SELECT " TWIN_CLASS_COLS ", coalesce(evidence_narrow::text, ''), evidence_reason "
-                                      "FROM group_evidence WHERE twin_group = $1");
-    /* The runs set aside from a group when its owner claimed it, and the other groups of its name. */
-    db_register("grp_set_aside_runs", "SELECT run_id, job_id, user_name, attested_user, set_aside_reason, "
-                                      TS("set_aside_at") " FROM runs WHERE set_aside_from = $1 ORDER BY run_key "
-                                      "LIMIT " GROUP_MAX_RUNS_TEXT);
-    db_register("grp_namesakes", "SELECT o.twin_group FROM twin_groups o JOIN twin_groups g ON g.twin_group = $1 "
-                                 "AND o.name = g.name AND o.twin_group <> g.twin_group ORDER BY o.twin_group LIMIT 16");
-    db_register("grp_restores",
-                "SELECT r.run_id, c.rank, c.step, t.run_id, c.reference, c.status, c.entry, c.occ, c.diff, c.compared, "
-                "c.unverified, c.detail::text FROM restore_checks c JOIN runs r ON r.run_key = c.run_key "
-                "JOIN runs t ON t.run_key = c.ref_run_key WHERE c.twin_group = $1 ORDER BY c.step, c.rank, r.run_key, "
-                "t.run_key");
-    db_register("grp_awaiting", "SELECT r.run_id, q.rank, q.step, " TS("q.requested_at") " FROM record_requests q "
-                                "JOIN runs r USING (run_key) WHERE r.twin_group = $1 AND NOT q.answered "
-                                "ORDER BY q.step, q.rank, q.run_key LIMIT 100");
-    db_register("grp_removed", "SELECT r.run_id, q.rank, q.step FROM record_requests q JOIN runs r USING (run_key) "
-                               "WHERE r.twin_group = $1 AND q.removed ORDER BY q.step, q.rank, q.run_key LIMIT 100");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

@@ -12,12 +12,12 @@
 #include "server/twins/glance.h"
 #include "server/rules/outcome.h"
 #include "server/twins/findings.h"
+#include "server/twins/twin_read.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
-#include "server/store/db.h"
 #include "server/rules/group_rule.h"
 
 /* The twin-group list: candidates are read newest first (by their newest run) with the SQL filters applied; a
@@ -175,11 +175,10 @@ static int fill_findings(json_t *items, const list_group *page, int n, char *err
  * 0, or -1 with the database's message. */
 static int fill_items(json_t *items, const char *names_json, const list_group *page, int n, char *err, size_t cap)
 {
-    const char *p[] = {names_json};
-    PGresult *r = db_exec("twins_runs", 1, p, err, cap);
-    PGresult *v = r ? db_exec("twins_classes", 1, p, err, cap) : NULL;
-    PGresult *nr = v ? db_exec("twins_replays", 1, p, err, cap) : NULL;
-    PGresult *ow = nr ? db_exec("twins_owners", 1, p, err, cap) : NULL;
+    PGresult *r = twin_read_runs(names_json, err, cap);
+    PGresult *v = r ? twin_read_classes(names_json, err, cap) : NULL;
+    PGresult *nr = v ? twin_read_replays(names_json, err, cap) : NULL;
+    PGresult *ow = nr ? twin_read_owners(names_json, err, cap) : NULL;
     if (!ow) {
         PQclear(r);
         PQclear(v);
@@ -246,17 +245,13 @@ static int parse_filter(http_req *req, list_filter *f)
     }
 }
 
-/* read_candidates - at most `count` candidates from position `from` (the SQL filters of `sqlp`), their kinds
+/* read_candidates - at most `count` candidates from position `from` (those filter `tf` selects), their kinds
  * (group_kind_of) into *kinds (the caller frees it) and how many candidates there are in all into *all (-1 when none
  * was read). Returns the result (the caller clears it), or NULL with the database's message. */
-static PGresult *read_candidates(const char *const *sqlp, long long from, long long count, group_kind **kinds,
+static PGresult *read_candidates(const twin_list_filter *tf, long long from, long long count, group_kind **kinds,
                                  long long *all, char *err, size_t cap)
 {
-    char lim[32], off[32];
-    snprintf(lim, sizeof(lim), "%lld", count);
-    snprintf(off, sizeof(off), "%lld", from);
-    const char *p[] = {sqlp[0], sqlp[1], sqlp[2], lim, off, sqlp[3], sqlp[4]};
-    PGresult *r = db_exec("twins_list", 7, p, err, cap);
+    PGresult *r = twin_read_list(tf, from, count, err, cap);
     if (!r)
         return NULL;
     int rows = PQntuples(r);
@@ -273,14 +268,14 @@ static PGresult *read_candidates(const char *const *sqlp, long long from, long l
  * them, so that a kind filter's total is exact: the front page's default), and their status facts are read
  * LIST_SCAN_CHUNK kind-matching ones at a time (the page's only, with no status filter) until the page is full.
  * Returns 0, or -1 with the database's message. */
-static int scan(const char *const *sqlp, const list_filter *f, long long limit, long long cursor, list_group *page,
+static int scan(const twin_list_filter *tf, const list_filter *f, long long limit, long long cursor, list_group *page,
                 int *n, long long *total, long long *next, char *err, size_t cap)
 {
     int filtered = f->status || f->kinds != ALL_KINDS, more = 0, rc = 0;
     long long base = !filtered || (f->status && f->kinds == ALL_KINDS) || cursor >= LIST_SCAN_MAX ? cursor : 0;
     long long all;
     group_kind *kinds = NULL;
-    PGresult *r = read_candidates(sqlp, base, filtered ? LIST_SCAN_MAX : limit, &kinds, &all, err, cap);
+    PGresult *r = read_candidates(tf, base, filtered ? LIST_SCAN_MAX : limit, &kinds, &all, err, cap);
     if (!r)
         return -1;
     int rows = PQntuples(r), j = (int)(cursor - base), matching = 0;
@@ -350,10 +345,10 @@ static enum MHD_Result read_twins_list(http_req *req, char **args)
         api_time_arg(req, "since", since, sizeof(since)) < 0 || parse_filter(req, &f) < 0)
         return MHD_YES;
     const char *user = http_query(req, "user"), *node = http_query(req, "node");
-    const char *sqlp[] = {user ? user : "", node ? node : "", since, viewer.user, viewer.attested ? "true" : "false"};
+    twin_list_filter tf = {user ? user : "", node ? node : "", since, viewer.user, viewer.attested};
     list_group *page = xcalloc((size_t)limit + 1, sizeof(*page));
     int n = 0;
-    int rc = scan(sqlp, &f, limit, cursor, page, &n, &total, &next, err, sizeof(err));
+    int rc = scan(&tf, &f, limit, cursor, page, &n, &total, &next, err, sizeof(err));
     json_t *byname = json_object(), *items = json_array();
     const char **names = xcalloc((size_t)n + 1, sizeof(char *));
     for (int i = 0; i < n; i++) {
@@ -389,25 +384,5 @@ static const route ROUTES[] = {
 
 void api_twins_list_register(void)
 {
-    /* The list: groups newest first (by their newest run), filtered by a run's user, a node one of their runs
-     * ran on (its hostlist or a rank's manifest, lockstep_run_on_node), and their newest run's start; for a job's
-     * token ($6, attested: $7; group_reader), only the groups it may read (lockstep_group_visible). */
-    db_register("twins_list", "SELECT twin_group, count(*) OVER () FROM runs WHERE twin_group IS NOT NULL "
-                              "AND twin_group <> '' AND ($6 = '' OR twin_group IN (SELECT o.twin_group FROM "
-                              "twin_groups o WHERE lockstep_group_visible(o.twin_group, $6, $7::boolean))) "
-                              "GROUP BY twin_group HAVING ($1 = '' OR bool_or(user_name = $1)) "
-                              "AND ($2 = '' OR bool_or(lockstep_run_on_node(run_key, nodes, $2))) "
-                              "AND max(created_at) >= coalesce(nullif($3, '')::timestamptz, '-infinity') "
-                              "ORDER BY max(run_key) DESC, twin_group LIMIT $4 OFFSET $5");
-    db_register("twins_runs", "SELECT twin_group, run_id, job_id, step_id, user_name, nodes, status, " TS("created_at")
-                              ", " TS("ended_at") " FROM runs WHERE twin_group IN "
-                              "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY twin_group, run_key");
-    db_register("twins_owners", "SELECT twin_group, name, owner, owner_attested FROM twin_groups WHERE twin_group IN "
-                                "(SELECT jsonb_array_elements_text($1::jsonb))");
-    db_register("twins_classes", "SELECT " TWIN_CLASS_COLS ", twin_group FROM group_evidence WHERE twin_group IN "
-                                 "(SELECT jsonb_array_elements_text($1::jsonb))");
-    db_register("twins_replays", "SELECT DISTINCT ON (twin_group) twin_group, id, state, verdict, node FROM narrows "
-                                 "WHERE twin_group IN (SELECT jsonb_array_elements_text($1::jsonb)) "
-                                 "ORDER BY twin_group, id DESC");
     route_add(ROUTES, sizeof(ROUTES) / sizeof(ROUTES[0]));
 }

@@ -1,6 +1,8 @@
 /* first_json.c - a first divergence's judgement in JSON (server/twins/first_json.h). */
 #include "server/twins/first_json.h"
 
+#include "common/site.h"
+
 void first_json_judge(json_t *o, const cause_result *cv, json_t *configuration)
 {
     json_t *origin = json_array();
@@ -13,4 +15,19 @@ void first_json_judge(json_t *o, const cause_result *cv, json_t *configuration)
     json_object_set_new(o, "configuration", cv->kind == CAUSE_CONFIGURATION && configuration
                                                 ? json_incref(configuration)
                                                 : json_null());
+}
+
+json_t *first_json_site(const rec_site *st)
+{
+    if (!st->module_len && !st->function_len && !st->caller_len)
+        return json_null();
+    rec_site s = *st;
+    s.module = s.module ? s.module : "";
+    s.function = s.function ? s.function : "";
+    s.caller = s.caller ? s.caller : "";
+    char text[SITE_TEXT_MAX];
+    site_format(&s, text, sizeof(text));
+    return json_pack("{s:s%, s:I, s:s%, s:I, s:s%, s:s}", "module", s.module, (size_t)s.module_len, "offset",
+                     (json_int_t)s.offset, "function", s.function, (size_t)s.function_len, "function_offset",
+                     (json_int_t)s.function_offset, "caller", s.caller, (size_t)s.caller_len, "text", text);
 }

@@ -2,12 +2,14 @@
 # run.sh - layout tier: lockstepd's folders keep their layers and no module includes its way into a cycle.
 #
 # Layers, lowest first: server/core -> server/rules (pure rules) -> server/store, server/http -> server/twins (twin
-# comparison), server/alerts (the outbox) -> server/replay (replay experiments) -> server/fleet (suspects) ->
+# comparison), server/alerts (the outbox) -> server/replay (replay experiments), server/effect (the effect check's
+# reads) -> server/fleet (suspects) ->
 # server/api -> server/main.c. A file may include headers of its own folder and of lower layers only (folders of
 # one rank sit side by side and include neither each other). common/ and include/ are below everything.
 # A module is a .c with its .h; module A depends on B when A.c or A.h includes B.h, or A.c names a function B.c
 # defines; the dependency graph has no cycle.
 # A header serves one .c (its own), unless it is an *_int.h shared inside its folder. server/rules/ is pure.
+# server/api/ holds handlers only: no SQL text, no database call.
 # Across the whole tree, no function is defined and never referenced (tests/layout/unreferenced.py), the
 # JavaScript of web/js and tests/browser passes eslint (web/eslint.config.js), and the commit-msg hook judges its
 # cases right. No function of server/ is longer than 100 lines (its body, from the `{` at column 0 to the `}` at
@@ -18,8 +20,8 @@ cd "$(dirname "$0")/../.."
 python3 - "$@" <<'PY'
 import os, re, sys
 
-RANK = {"core": 0, "rules": 1, "store": 2, "http": 2, "twins": 3, "alerts": 3, "replay": 4, "fleet": 5, "api": 6,
-        "main": 7}
+RANK = {"core": 0, "rules": 1, "store": 2, "http": 2, "twins": 3, "alerts": 3, "replay": 4, "effect": 4, "fleet": 5,
+        "api": 6, "main": 7}
 inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 passed = failed = 0
 
@@ -166,7 +168,31 @@ else:
     passed += 1
     print("ok   server/rules/ is pure (no libpq, Jansson, libcurl, libmicrohttpd, threads; of core only limits, xalloc)")
 
-# 6. the router includes no handler, and nothing outside main.c includes server/api
+# 6. api/ holds handlers only: no SQL text and no database call. The SQL of an endpoint lives in the folder of
+# its data (store, twins, replay, effect, fleet, alerts), behind a read function the handler calls once.
+sqltext = re.compile(r'\b(SELECT|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|WITH\s+\w+\s+AS|FROM|WHERE|JOIN)\b')
+dbcall = re.compile(r'\b(db_register|db_exec|db_exec_bin|db_exec_sql|db_exec_once|db_prepared|db_conn|db_begin|'
+                    r'db_commit|db_rollback|sql_query|sql_do|sql_begin|sql_commit|sql_rollback|sql_retry|'
+                    r'PQexec\w*|PQprepare)\s*\(')
+strlit = re.compile(r'"((?:\\.|[^"\\\n])*)"')
+sqlapi = []
+for f in sorted(f for f in files if layer(f) == "api"):
+    raw = re.sub(r'/\*.*?\*/', ' ', open(f, encoding="utf-8").read(), flags=re.S)
+    raw = re.sub(r'//[^\n]*', ' ', raw)
+    n_sql = sum(1 for lit in strlit.findall(raw) if sqltext.search(lit))
+    n_db = len(dbcall.findall(code_of(raw)))
+    if n_sql or n_db:
+        sqlapi.append("%s: %d string(s) of SQL, %d database call(s)" % (f, n_sql, n_db))
+if sqlapi:
+    failed += 1
+    print("FAIL api/ holds SQL (move it to the folder of its data):")
+    for a in sqlapi:
+        print("       " + a)
+else:
+    passed += 1
+    print("ok   api/ holds no SQL text and calls the database only through the domain folders")
+
+# 7. the router includes no handler, and nothing outside main.c includes server/api
 leaks = [f for f in files if layer(f) != "api" and layer(f) != "main" and
          any(h.startswith("server/api/") for h in inc.findall(open(f, encoding="utf-8").read()))]
 if leaks:
@@ -176,7 +202,7 @@ else:
     passed += 1
     print("ok   only main.c includes the handlers (they register routes in tables)")
 
-# 7. common/ includes nothing of the programs above it
+# 8. common/ includes nothing of the programs above it
 up = []
 for root, _, names in os.walk("common"):
     for n in names:

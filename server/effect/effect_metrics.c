@@ -1,5 +1,5 @@
 /* effect_metrics.c - the scalar metrics GET /api/v1/compare judges, read chunk by chunk within a budget: the steps are cut where it ends. */
-#include "server/api/effect_metrics.h"
+#include "server/effect/effect_metrics.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,11 +8,9 @@
 
 #include "common/dtype.h"
 #include "common/recmatch.h"
-#include "server/api/effect_data.h"
-#include "server/api/recview.h"
+#include "server/effect/effect_data.h"
 #include "server/core/limits.h"
 #include "server/core/xalloc.h"
-#include "server/http/reply.h"
 #include "server/store/frames.h"
 
 /* One metric of one run as its points stream in: steps and raw bits in step order (a step recorded twice keeps
@@ -215,9 +213,9 @@ static void add_metric(effect_metrics *out, int n, const name_pts *const *by_run
 }
 
 /* build - the metrics every run records, aligned on BASE's steps, into `out` (BASE's names in order: the first
- * EFFECT_MAX_METRICS compared, the rest counted; names some runs lack listed). Returns 0, or -1 after replying
- * 400 when a shared metric covers other steps in some run. */
-static int build(http_req *req, int n, run_pts *rp, const char *const *names, const char *const *roles,
+ * EFFECT_MAX_METRICS compared, the rest counted; names some runs lack listed). Returns 0, or -1 with why in `f`
+ * (400) when a shared metric covers other steps in some run. */
+static int build(effect_fail *f, int n, run_pts *rp, const char *const *names, const char *const *roles,
                  const int *running, int rank, effect_metrics *out)
 {
     out->unshared = json_array();
@@ -253,10 +251,9 @@ static int build(http_req *req, int n, run_pts *rp, const char *const *names, co
                 snprintf(detail, sizeof(detail), "metric \"%.*s\" on rank %d: BASE run %s has %s, %s run %s has %s%s",
                          (int)(p->name_len < 200 ? p->name_len : 200), p->name, rank, names[0], sa, roles[j], names[j],
                          sb, running[j] || running[0] ? " (a run is still running)" : "");
-                http_reply_error(req, 400, "the runs cover different steps", detail,
-                                 "compare runs of the same length, wait until they have ended, or compare the steps "
-                                 "they share with ?from=&to= (lockstep compare --from A --to B)");
-                return -1;
+                return effect_fail_set(f, 400, "the runs cover different steps", detail,
+                                       "compare runs of the same length, wait until they have ended, or compare the "
+                                       "steps they share with ?from=&to= (lockstep compare --from A --to B)");
             }
             add_metric(out, n, by_run);
         }
@@ -265,8 +262,8 @@ static int build(http_req *req, int n, run_pts *rp, const char *const *names, co
     return 0;
 }
 
-int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *const *names, const char *const *roles,
-                        const int *running, int rank, int64_t from, int64_t to, effect_metrics *out)
+int effect_metrics_load(int n, const int64_t *keys, const char *const *names, const char *const *roles,
+                        const int *running, int rank, int64_t from, int64_t to, effect_metrics *out, effect_fail *f)
 {
     memset(out, 0, sizeof(*out));
     out->nruns = n;
@@ -280,17 +277,15 @@ int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *c
         int got = read_run(keys[k], rank, from, COMPARE_MAX_POINTS / (size_t)n, COMPARE_MAX_DECODED / (size_t)n, &rp[k],
                            &st, err, sizeof(err));
         if (got < 0) {
-            rv_reply_read_error(req, got, err);
-            rc = -1;
+            rc = effect_fail_read(f, got, err);
         } else if (st.too_big) {
             char detail[600];
             snprintf(detail, sizeof(detail),
                      "step %" PRId64 " of %s run %s, rank %d, holds more scalar records than one comparison reads "
                      "(%d metric points or %d scalar records, all runs together)",
                      st.big_step, roles[k], names[k], rank, COMPARE_MAX_POINTS, COMPARE_MAX_DECODED);
-            http_reply_error(req, 413, "too many records in one step", detail,
-                             "compare fewer runs at once, another rank (?rank=), or the steps after it (?from=)");
-            rc = -1;
+            rc = effect_fail_set(f, 413, "too many records in one step", detail,
+                                 "compare fewer runs at once, another rank (?rank=), or the steps after it (?from=)");
         }
     }
     if (rc == 0 && st.cut) {
@@ -300,17 +295,16 @@ int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *c
         out->next_from = st.to + 1;
     }
     if (rc == 0)
-        rc = build(req, n, rp, names, roles, running, rank, out);
+        rc = build(f, n, rp, names, roles, running, rank, out);
     if (rc == 0 && out->n == 0) {
         char detail[700];
         snprintf(detail, sizeof(detail),
                  "rank %d of the runs compared records no scalar metric (level metric, occurrence 0, a value) that "
                  "every run has%s",
                  rank, json_array_size(out->unshared) ? "; some runs record metrics the others lack" : "");
-        http_reply_error(req, 400, "no shared metric", detail,
-                         "compare runs of one program: each records its metrics with ls_metric(\"loss\", x) on every "
-                         "rank (or choose the rank with ?rank=)");
-        rc = -1;
+        rc = effect_fail_set(f, 400, "no shared metric", detail,
+                             "compare runs of one program: each records its metrics with ls_metric(\"loss\", x) on "
+                             "every rank (or choose the rank with ?rank=)");
     }
     for (int k = 0; k < n; k++)
         run_release(&rp[k]);

@@ -1,6 +1,6 @@
 /* effect_data.c - what GET /api/v1/compare reads: the runs its arguments name, their scalar metrics aligned step by
  * step, and the first record where a changed run departs from the baseline. */
-#include "server/api/effect_data.h"
+#include "server/effect/effect_data.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -12,14 +12,11 @@
 #include "common/dtype.h"
 #include "common/json/mdiff.h"
 #include "common/recmatch.h"
-#include "server/api/pgjson.h"
-#include "server/api/recview.h"
 #include "common/first.h"
 #include "server/twins/first_json.h"
 #include "server/twins/findings.h"
 #include "server/core/limits.h"
 #include "server/core/xalloc.h"
-#include "server/http/reply.h"
 #include "server/store/db.h"
 #include "server/store/frames.h"
 #include "server/store/runs.h"
@@ -50,6 +47,24 @@ void effect_data_register(void)
                                  "WHERE run_key = ANY($1::bigint[]) ORDER BY run_key, rank");
 }
 
+int effect_fail_set(effect_fail *f, int status, const char *error, const char *detail, const char *hint)
+{
+    f->status = status;
+    snprintf(f->error, sizeof(f->error), "%s", error);
+    snprintf(f->detail, sizeof(f->detail), "%s", detail);
+    snprintf(f->hint, sizeof(f->hint), "%s", hint);
+    return -1;
+}
+
+int effect_fail_read(effect_fail *f, int rc, const char *err)
+{
+    if (rc == FRAMES_DAMAGED)
+        return effect_fail_set(f, 500, "stored records are damaged", err,
+                               "their frames fail their checksums: the rows were changed outside lockstepd or the "
+                               "disk damaged them; restore them from a backup");
+    return effect_fail_set(f, 503, "", err, "");
+}
+
 /* ---- the runs an argument names ---- */
 
 /* add_runs - the rows of eff_group/eff_run into `s`, skipping runs it holds. Returns 0, or -1 when full. */
@@ -73,7 +88,7 @@ static int add_runs(effect_set *s, PGresult *r)
     return 0;
 }
 
-int effect_set_open(http_req *req, const char *role, const char *spec, effect_set *s)
+int effect_set_open(const char *role, const char *spec, effect_set *s, effect_fail *f)
 {
     memset(s, 0, sizeof(*s));
     s->role = role;
@@ -81,10 +96,9 @@ int effect_set_open(http_req *req, const char *role, const char *spec, effect_se
     char detail[700];
     if (!spec || !*spec) {
         snprintf(detail, sizeof(detail), "?%s= names no twin group or run", role[0] == 'B' ? "base" : "changed");
-        http_reply_error(req, 400, "missing argument", detail,
-                         "e.g. /api/v1/compare?base=GROUP&changed=GROUP&noise=GROUP (groups or run ids, "
-                         "comma-separated)");
-        return -1;
+        return effect_fail_set(f, 400, "missing argument", detail,
+                               "e.g. /api/v1/compare?base=GROUP&changed=GROUP&noise=GROUP (groups or run ids, "
+                               "comma-separated)");
     }
     char buf[4096];
     snprintf(buf, sizeof(buf), "%s", spec);
@@ -97,32 +111,27 @@ int effect_set_open(http_req *req, const char *role, const char *spec, effect_se
             PQclear(r);
             r = db_exec("eff_run", 1, p, err, sizeof(err));
         }
-        if (!r) {
-            http_reply_db_down(req, err);
-            return -1;
-        }
+        if (!r)
+            return effect_fail_set(f, 503, "", err, "");
         if (PQntuples(r) == 0) {
             PQclear(r);
             snprintf(detail, sizeof(detail),
                      "%s names \"%.255s\": no twin group has runs of that name and no run has "
                      "that id",
                      role, part);
-            http_reply_error(req, 404, "unknown twin group or run", detail,
-                             "list the groups and runs with GET /api/v1/runs (lockstep runs)");
-            return -1;
+            return effect_fail_set(f, 404, "unknown twin group or run", detail,
+                                   "list the groups and runs with GET /api/v1/runs (lockstep runs)");
         }
         int full = add_runs(s, r) < 0 || PQntuples(r) > EFFECT_MAX_SET;
         PQclear(r);
         if (full) {
             snprintf(detail, sizeof(detail), "%s names more than %d runs", role, EFFECT_MAX_SET);
-            http_reply_error(req, 400, "too many runs", detail, "name fewer groups or runs");
-            return -1;
+            return effect_fail_set(f, 400, "too many runs", detail, "name fewer groups or runs");
         }
     }
     if (s->n == 0) {
         snprintf(detail, sizeof(detail), "%s is \"%.255s\", which names nothing", role, spec);
-        http_reply_error(req, 400, "missing argument", detail, "name twin groups or run ids, comma-separated");
-        return -1;
+        return effect_fail_set(f, 400, "missing argument", detail, "name twin groups or run ids, comma-separated");
     }
     return 0;
 }
@@ -166,7 +175,7 @@ static json_t *first_json(const first_div *fx, int rank, int64_t step, const cha
                           (int)any->rec.occurrence, "seq", (json_int_t)fx->seq, "level", level_name(any->rec.level),
                           "dtype", dtype_name(any->rec.dtype), "kind", kind, "base", cell_json(b, base_id), "changed",
                           cell_json(c, changed_id), "ulp", ulp);
-    json_object_set_new(o, "site", pg_site_json(&any->rec.site));
+    json_object_set_new(o, "site", first_json_site(&any->rec.site));
     return o;
 }
 
@@ -184,9 +193,9 @@ static cause_inputs inputs_of(const first_div *fx)
 }
 
 /* config_explains - whether the manifest diff of runs base and changed (common/json/mdiff.h) finds a
- * configuration difference that can change bits: 1 (its summary in *summary, a new reference), 0, or -1 after
- * replying 503. */
-static int config_explains(http_req *req, int64_t base, int64_t changed, json_t **summary)
+ * configuration difference that can change bits: 1 (its summary in *summary, a new reference), 0, or -1 with
+ * the database's message in `f`. */
+static int config_explains(int64_t base, int64_t changed, json_t **summary, effect_fail *f)
 {
     *summary = NULL;
     char keys[64], err[512];
@@ -196,8 +205,7 @@ static int config_explains(http_req *req, int64_t base, int64_t changed, json_t 
     PGresult *man = runs ? db_exec("eff_manifests", 1, p, err, sizeof(err)) : NULL;
     if (!man) {
         PQclear(runs);
-        http_reply_db_down(req, err);
-        return -1;
+        return effect_fail_set(f, 503, "", err, "");
     }
     int n = PQntuples(runs) < 2 ? PQntuples(runs) : 2;
     md_run rs[2];
@@ -229,18 +237,18 @@ static int config_explains(http_req *req, int64_t base, int64_t changed, json_t 
 /* judge_first - the cause rule (common/cause.h) over the ranks departing at the first step (`found`, one object
  * per rank, each first_json's): the departure that stands for them, with "cause", "cause_detail",
  * "origin_ranks", "thin_evidence", "configuration" and every departing rank in "ranks". Steals `found`'s
- * members' references into the result; NULL after replying 503. */
-static json_t *judge_first(http_req *req, json_t *found, const cause_rank *cr, int nranks, int64_t base,
-                           int64_t changed)
+ * members' references into the result; NULL with why in `f`. */
+static json_t *judge_first(json_t *found, const cause_rank *cr, int nranks, int64_t base, int64_t changed,
+                           effect_fail *f)
 {
     json_t *summary = NULL;
-    int cfg = config_explains(req, base, changed, &summary);
+    int cfg = config_explains(base, changed, &summary, f);
     if (cfg < 0)
         return NULL;
     size_t n = json_array_size(found);
-    cause_facts f = {cr, n, nranks, cfg};
+    cause_facts facts = {cr, n, nranks, cfg};
     cause_result cv;
-    cause_judge(&f, &cv);
+    cause_judge(&facts, &cv);
     size_t at = cv.first ? (size_t)(cv.first - cr) : 0;
     json_t *o = json_incref(json_array_get(found, at)), *ranks = json_array();
     for (size_t k = 0; k < n; k++)
@@ -251,10 +259,10 @@ static json_t *judge_first(http_req *req, json_t *found, const cause_rank *cr, i
     return o;
 }
 
-/* first_in - effect_first over steps lo..hi (one window): 1 with *out set when found, 0 when not, -1 after
- * replying 503. `nranks`: the ranks the two runs recorded (the cause rule's every-rank). */
-static int first_in(http_req *req, int64_t base, const char *base_id, int64_t changed, const char *changed_id,
-                    int64_t lo, int64_t hi, int nranks, json_t **out)
+/* first_in - effect_first over steps lo..hi (one window): 1 with *out set when found, 0 when not, -1 with why
+ * in `fail`. `nranks`: the ranks the two runs recorded (the cause rule's every-rank). */
+static int first_in(int64_t base, const char *base_id, int64_t changed, const char *changed_id, int64_t lo, int64_t hi,
+                    int nranks, json_t **out, effect_fail *fail)
 {
     char a[24], b[24], f[32], t[32], err[512];
     snprintf(a, sizeof(a), "%" PRId64, base);
@@ -263,10 +271,8 @@ static int first_in(http_req *req, int64_t base, const char *base_id, int64_t ch
     snprintf(t, sizeof(t), "%" PRId64, hi);
     const char *p[] = {a, b, f, t};
     PGresult *d = db_exec("eff_diff", 4, p, err, sizeof(err));
-    if (!d) {
-        http_reply_db_down(req, err);
-        return -1;
-    }
+    if (!d)
+        return effect_fail_set(fail, 503, "", err, "");
     const int64_t keys[2] = {base, changed};
     json_t *found = json_array(); /* each departing rank's first_json at the first step */
     cause_rank *cr = xcalloc((size_t)PQntuples(d) + 1, sizeof(*cr));
@@ -284,9 +290,8 @@ static int first_in(http_req *req, int64_t base, const char *base_id, int64_t ch
                      "step %" PRId64 " of rank %d holds %lld records in the two runs; the first effect's rule reads at "
                      "most %d",
                      step, rank, nrec, COMPARE_STEP_RECORDS);
-            http_reply_error(req, 413, "too many records in one step", detail,
-                             "compare the steps after it (?from=), or another rank (?rank=)");
-            rc = -1;
+            rc = effect_fail_set(fail, 413, "too many records in one step", detail,
+                                 "compare the steps after it (?from=), or another rank (?rank=)");
             break;
         }
         /* The records of the step and rank in both runs, as lockstepd's comparison reads them: state blocks apart
@@ -295,8 +300,7 @@ static int first_in(http_req *req, int64_t base, const char *base_id, int64_t ch
         int got = frames_read_step(keys, 2, (uint32_t)rank, step, &set, err, sizeof(err));
         if (got < 0) {
             frame_set_release(&set);
-            rc = -1;
-            rv_reply_read_error(req, got, err);
+            rc = effect_fail_read(fail, got, err);
             break;
         }
         int n = 0;
@@ -327,7 +331,7 @@ static int first_in(http_req *req, int64_t base, const char *base_id, int64_t ch
     PQclear(d);
     json_t *first = NULL;
     if (rc == 0 && json_array_size(found)) {
-        first = judge_first(req, found, cr, nranks, base, changed);
+        first = judge_first(found, cr, nranks, base, changed, fail);
         if (!first)
             rc = -1;
     }
@@ -339,8 +343,8 @@ static int first_in(http_req *req, int64_t base, const char *base_id, int64_t ch
     return first != NULL;
 }
 
-int effect_first(http_req *req, int64_t base, const char *base_id, int64_t changed, const char *changed_id,
-                 int64_t from, int64_t to, json_t **out)
+int effect_first(int64_t base, const char *base_id, int64_t changed, const char *changed_id, int64_t from, int64_t to,
+                 json_t **out, effect_fail *f)
 {
     *out = json_null();
     /* The steps either run holds, cut to from..to; searched in windows that double, so that an early effect (the
@@ -349,10 +353,8 @@ int effect_first(http_req *req, int64_t base, const char *base_id, int64_t chang
     snprintf(keys, sizeof(keys), "{%" PRId64 ",%" PRId64 "}", base, changed);
     const char *p[] = {keys};
     PGresult *r = db_exec("eff_span", 1, p, err, sizeof(err));
-    if (!r) {
-        http_reply_db_down(req, err);
-        return -1;
-    }
+    if (!r)
+        return effect_fail_set(f, 503, "", err, "");
     int none = PQgetisnull(r, 0, 0);
     int64_t lo = none ? 0 : strtoll(PQgetvalue(r, 0, 0), NULL, 10),
             hi = none ? -1 : strtoll(PQgetvalue(r, 0, 1), NULL, 10);
@@ -363,7 +365,7 @@ int effect_first(http_req *req, int64_t base, const char *base_id, int64_t chang
     for (int64_t w = 512, at = lo; at <= hi; w = w < ((int64_t)1 << 40) ? w * 2 : w) {
         int64_t end = hi - at < w - 1 ? hi : at + w - 1;
         json_t *fe = NULL;
-        int got = first_in(req, base, base_id, changed, changed_id, at, end, nranks, &fe);
+        int got = first_in(base, base_id, changed, changed_id, at, end, nranks, &fe, f);
         if (got < 0)
             return -1;
         if (got) {
@@ -377,7 +379,7 @@ int effect_first(http_req *req, int64_t base, const char *base_id, int64_t chang
     return 0;
 }
 
-int effect_base_departs(http_req *req, const effect_set *base, effect_base *out)
+int effect_base_departs(const effect_set *base, effect_base *out, effect_fail *f)
 {
     memset(out, 0, sizeof(*out));
     if (base->n < 2)
@@ -391,10 +393,8 @@ int effect_base_departs(http_req *req, const effect_set *base, effect_base *out)
         char err[512];
         grp_findings v;
         int got = findings_load(base->groups[0], &v, err, sizeof(err));
-        if (got < 0) {
-            http_reply_db_down(req, err);
-            return -1;
-        }
+        if (got < 0)
+            return effect_fail_set(f, 503, "", err, "");
         if (got > 0) {
             out->status = v.status; /* a constant of twin_status */
             snprintf(out->status_why, sizeof(out->status_why), "%s", v.status_why);
@@ -406,7 +406,7 @@ int effect_base_departs(http_req *req, const effect_set *base, effect_base *out)
     }
     for (int j = 1; j < base->n && !out->first; j++) {
         json_t *fe;
-        if (effect_first(req, base->keys[0], base->ids[0], base->keys[j], base->ids[j], INT64_MIN, INT64_MAX, &fe) < 0)
+        if (effect_first(base->keys[0], base->ids[0], base->keys[j], base->ids[j], INT64_MIN, INT64_MAX, &fe, f) < 0)
             return -1;
         if (json_is_object(fe))
             out->first = fe;

@@ -1,13 +1,13 @@
 /* effect_metrics.h - the scalar metrics GET /api/v1/compare judges, aligned on the baseline's steps and read within
  * a budget. */
-#ifndef SERVER_API_EFFECT_METRICS_H
-#define SERVER_API_EFFECT_METRICS_H
+#ifndef SERVER_EFFECT_EFFECT_METRICS_H
+#define SERVER_EFFECT_EFFECT_METRICS_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
 
-#include "server/http/request.h"
+#include "server/effect/effect_data.h"
 
 #define EFFECT_MAX_METRICS 32         /* scalar metrics compared (the first by name when more are shared) */
 
@@ -40,13 +40,14 @@ typedef struct effect_metrics {
  * is read chunk by chunk within its share of COMPARE_MAX_POINTS points kept and COMPARE_MAX_DECODED decoded
  * (server/core/limits.h), whatever it holds; where a share ends, the steps compared end for every run at the
  * last whole step before (out->cut, out->next_from). Returns 0 with `out` filled (free it with
- * effect_metrics_free), or -1 after replying: 400 when no metric is shared ("no shared metric") or a run covers
+ * effect_metrics_free), or -1 with why in `f`: 400 when no metric is shared ("no shared metric") or a run covers
  * other steps than the baseline ("the runs cover different steps"; `names` and `roles` name the runs in the
- * detail), 413 when not one whole step fits the budget, 503 on a database error. */
-int effect_metrics_load(http_req *req, int n, const int64_t *keys, const char *const *names, const char *const *roles,
-                        const int *running, int rank, int64_t from, int64_t to, effect_metrics *out);
+ * detail), 413 when not one whole step fits the budget, 500 when stored records are damaged, 503 on a
+ * database error. */
+int effect_metrics_load(int n, const int64_t *keys, const char *const *names, const char *const *roles,
+                        const int *running, int rank, int64_t from, int64_t to, effect_metrics *out, effect_fail *f);
 
 /* effect_metrics_free - release what effect_metrics_load allocated. */
 void effect_metrics_free(effect_metrics *ms);
 
-#endif /* SERVER_API_EFFECT_METRICS_H */
+#endif /* SERVER_EFFECT_EFFECT_METRICS_H */
