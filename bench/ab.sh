@@ -55,7 +55,7 @@ for b in benches:
     for side in ("old", "new"):
         with open("%s/%s.%s" % (out, b, side)) as f:
             sides[side] = [json.loads(l) for l in f if l.startswith("{")]
-    line = {"bench": "ab", "of": b, "rounds": rounds, "old": old, "new": new}
+    line = {"bench": "ab", "of": b, "ab_rounds": rounds, "old": old, "new": new}
     for k, v in sides["old"][0].items():
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             continue
