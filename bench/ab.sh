@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ab.sh - two builds side by side in one run: each bench of each build in turn, rounds alternating which goes first;
-# one JSON line per bench with each figure's median for both builds and their ratio (new / old).
+# one JSON line per bench with each figure's median for both builds, their ratio (new / old) and every run's
+# figure (old_runs, new_runs: how far apart the runs of one build are says how much of the ratio is noise).
 #
 # usage: bench/ab.sh OLD_BUILD NEW_BUILD [ROUNDS] [BENCH ...]
 #   OLD_BUILD, NEW_BUILD: build directories (each holds bin/lockstepd and bench/<name>/<name>); ROUNDS: 3 by default;
@@ -61,6 +62,7 @@ for b in benches:
             continue
         o = statistics.median(x[k] for x in sides["old"] if k in x)
         n = statistics.median(x[k] for x in sides["new"] if k in x)
-        line[k] = {"old": o, "new": n, "ratio": round(n / o, 3) if o else None}
+        line[k] = {"old": o, "new": n, "ratio": round(n / o, 3) if o else None,
+                   "old_runs": [x.get(k) for x in sides["old"]], "new_runs": [x.get(k) for x in sides["new"]]}
     print(json.dumps(line))
 PY
