@@ -81,19 +81,18 @@ enum rec_field {
 };
 
 /* Header flags. */
-#define REC_HDR_HELD 0x01 /* a batch of records the agent held back and lockstepd asked for (digest streaming):
-                             their step digests were sent before, in REC_STEP_DIGEST entries */
+/* a batch of records the agent held back and lockstepd asked for (digest streaming): their step digests were sent before, in REC_STEP_DIGEST entries */
+#define REC_HDR_HELD 0x01
 
 /* Record flags. */
 #define REC_HAS_VALUE 0x01      /* `value` holds the scalar's raw bits */
-#define REC_HAS_EXT 0x02        /* framing only: an extension block follows the chunks (the codec sets and clears
-                                   it: a decoded record never has it) */
+/* framing only: an extension block follows the chunks (the codec sets and clears it: a decoded record never has it) */
+#define REC_HAS_EXT 0x02
 #define REC_STATE_SAVED 0x04    /* an entry of a state block saved with a checkpoint (ls_state_begin) */
 #define REC_STATE_RESTORED 0x08 /* an entry of a state block loaded from one */
 #define REC_STATE_MASK (REC_STATE_SAVED | REC_STATE_RESTORED)
-#define REC_STEP_DIGEST 0x10 /* not a record but a step digest (digest streaming): `nbytes` records of `step` held
-                                back by the agent, `fp` the XOR of their rec_digest_term (common/recmatch.h), `seq`
-                                the last one's seq; named REC_STEP_DIGEST_NAME */
+/* not a record but a step digest (digest streaming): `nbytes` records of `step` held back by the agent, `fp` the XOR of their rec_digest_term (common/recmatch.h), `seq` the last one's seq; named REC_STEP_DIGEST_NAME */
+#define REC_STEP_DIGEST 0x10
 #define REC_STEP_DIGEST_NAME "step.digest"
 
 /* Extension field keys. */

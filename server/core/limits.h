@@ -21,8 +21,8 @@
 #define CLIENT_ID_MAX 128           /* bytes of client_id */
 
 /* --- A record (POST /api/v1/runs/{id}/records; 400 past these) --- */
-#define REC_STEP_LIMIT ((long long)1 << 62) /* a record's step is -this .. this: room for the comparison's step
-                                             * arithmetic (a mark one before a step, a window after it) */
+/* a record's step is -this .. this: room for the comparison's step arithmetic (a mark one before a step, a window after it) */
+#define REC_STEP_LIMIT ((long long)1 << 62)
 
 /* --- An attestation (POST /api/v1/attest) --- */
 #define ATTEST_MAX_RANKS 4096       /* ranks one node's attestation names */
@@ -53,8 +53,8 @@
 #define LIST_TOTAL_MAX 10000        /* a list counts its total exactly up to this; past it "total" is null */
 #define LIST_TOTAL_MAX_TEXT "10000"
 #define LIST_MAX_BYTES (4 << 20)    /* a list answer stops adding items past this many bytes (next_cursor follows) */
-#define SERIES_MAX_POINTS 100000    /* points of one GET /runs/R/series answer (?limit= at most this; before: 10^6,
-                                     * whose answer held some 400 MB in lockstepd) */
+/* points of one GET /runs/R/series answer (?limit= at most this; before: 10^6, whose answer held some 400 MB in lockstepd) */
+#define SERIES_MAX_POINTS 100000
 
 /* --- GET /api/v1/compare: one request, whatever the runs hold (the steps are cut where a budget ends: the answer
  * says where, and ?from= gets the rest) --- */

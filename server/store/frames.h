@@ -24,10 +24,10 @@
 #define FRAMES_KIND_RECORDS 0
 #define FRAMES_KIND_SERIES 1 /* scalar records of occurrence 0: the series endpoint's points */
 #define FRAMES_KIND_SAVED 2  /* entries of state blocks saved with a checkpoint (REC_STATE_SAVED) */
-#define FRAMES_KIND_EXT 3    /* other records with extension fields (shards, scales, chunk sizes): the logical
-                                comparison reads only these (and the series points that have some) */
-#define FRAMES_KIND_RESTORED 4 /* entries of restored state blocks (REC_STATE_RESTORED): kinds 2 and 4 are the
-                                  restore checks' index of state entries (record_frames_state) */
+/* other records with extension fields (shards, scales, chunk sizes): the logical comparison reads only these (and the series points that have some) */
+#define FRAMES_KIND_EXT 3
+/* entries of restored state blocks (REC_STATE_RESTORED): kinds 2 and 4 are the restore checks' index of state entries (record_frames_state) */
+#define FRAMES_KIND_RESTORED 4
 #define FRAMES_KINDS 5
 
 /* One segment of a batch being written: its frames are frames_out.buf[off .. off+len). */

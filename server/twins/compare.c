@@ -21,13 +21,12 @@
 #include "server/store/frames.h"
 
 #define SWEEP_S 5
-#define CMP_THREADS 8       /* comparing is mostly waiting for PostgreSQL: eight at once (one look a group at a time;
-                               the differing ranks a look finds are shared out) */
+/* comparing is mostly waiting for PostgreSQL: eight at once (one look a group at a time; the differing ranks a look finds are shared out) */
+#define CMP_THREADS 8
 #define CMP_CHUNK 2000      /* ranks one first look takes */
 #define CMP_GAP_S 0.02      /* a group is looked at again at most this often: under load a look takes many ranks */
-#define CMP_GAP_DIGESTS_S 0.1 /* the same when only step digests came for it: their differing steps wait a step for
-                                 their records, and a look costs PostgreSQL ~1 ms however few ranks it takes (at a
-                                 batch a step, looks of one or two ranks were half of its time; docs/scale.md) */
+/* the same when only step digests came for it: their differing steps wait a step for their records, and a look costs PostgreSQL ~1 ms however few ranks it takes (at a batch a step, looks of one or two ranks were half of its time; docs/scale.md) */
+#define CMP_GAP_DIGESTS_S 0.1
 #define CMP_IDLE_S 1.0      /* a group nothing came for since this long is forgotten */
 
 /* A group with ranks to compare: the ranks batches touched since its last look, each once. */
