@@ -9,6 +9,7 @@
 #   make install PREFIX=/usr/local
 #   make deb             Debian packages (lockstepd, lockstep-node, lockstep, python3-lockstep, liblockstep-dev)
 #                        under build/deb/, built with dpkg-buildpackage from a copy of the tree (docs/install.md)
+#   make format          lay C out as .clang-format says; make format-check fails on a file it would change
 #   make CUDA=0          never compile CUDA parts, even where nvcc exists
 #   make HOOKS=0         leave .git/hooks alone (make installs the commit-msg hook of deploy/hooks/ otherwise)
 
@@ -43,7 +44,7 @@ HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2
 HARDEN_LD := -Wl,-z,relro,-z,now
 
 .DEFAULT_GOAL := all
-.PHONY: all test check bench demo demo-stop demo-offline install programs install-programs clean deps format
+.PHONY: all test check bench demo demo-stop demo-offline install programs install-programs clean deps format format-check
 .SUFFIXES:
 
 # Each part adds its outputs to these lists in its own fragment.
@@ -131,7 +132,21 @@ install-programs: programs
 clean:
 	rm -rf build
 
+# The C layout is .clang-format's, by Debian 12's clang-format 14 (pinned: another release lays some lines out
+# otherwise); `make format` applies it, `make format-check` (in .ci/run) fails on any file it would change.
+CLANG_FORMAT ?= clang-format-14
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h' '*.cu')
 format:
-	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
+	$(CLANG_FORMAT) -i $(FORMAT_FILES)
+
+format-check:
+	@command -v $(CLANG_FORMAT) >/dev/null || { echo "format-check: no $(CLANG_FORMAT); run deploy/install-deps.sh" >&2; exit 1; }
+	@if $(CLANG_FORMAT) --dry-run --Werror $(FORMAT_FILES) 2>/dev/null; then \
+	  echo "format-check: $(words $(FORMAT_FILES)) files keep .clang-format"; \
+	else \
+	  echo "format-check: these files differ from .clang-format:" >&2; \
+	  for f in $(FORMAT_FILES); do $(CLANG_FORMAT) --dry-run --Werror $$f >/dev/null 2>&1 || echo "  $$f" >&2; done; \
+	  echo "hint: make format, then commit the result" >&2; exit 1; \
+	fi
 
 -include $(shell find build -name '*.d' 2>/dev/null)

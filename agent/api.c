@@ -35,20 +35,20 @@ static struct agent {
     int64_t step;
     uint64_t seq;
     occ_table occ;
-    int tracing;          /* a trace file is open */
+    int tracing; /* a trace file is open */
     trace_writer trace;
-    int streaming;        /* the sender is configured */
-    site_patterns ignore; /* LOCKSTEP_IGNORE: records whose name or call site matches are not made */
+    int streaming;                      /* the sender is configured */
+    site_patterns ignore;               /* LOCKSTEP_IGNORE: records whose name or call site matches are not made */
     char step_on[SITE_PATTERN_MAX + 1]; /* LOCKSTEP_STEP_ON: a record of this name, or matching this pattern */
     size_t step_on_len;
     site_patterns step_glob; /* LOCKSTEP_STEP_ON as a pattern (empty when it is not a valid one) */
-    uint32_t gen;         /* bumped at each ls_init: the call sites' cached decisions are of this generation */
+    uint32_t gen;            /* bumped at each ls_init: the call sites' cached decisions are of this generation */
     int atexit_done;
     int atfork_done;
-    int state_open;       /* a state block is open (ls_state_begin) */
-    int state_kind;       /* REC_STATE_SAVED or REC_STATE_RESTORED */
+    int state_open; /* a state block is open (ls_state_begin) */
+    int state_kind; /* REC_STATE_SAVED or REC_STATE_RESTORED */
     int64_t state_step;
-    occ_table state_occ;  /* occurrences within the open block */
+    occ_table state_occ; /* occurrences within the open block */
 } A;
 
 static int warned_write, warned_forked, warned_autostart, warned_ckpt_path;
@@ -425,8 +425,9 @@ static int admit_locked(int level, const char *fn)
     if (A.state == ST_OFF)
         return 0;
     if (A.state == ST_FORKED) {
-        agent_warn_once(&warned_forked, "a fork()ed child (pid %ld) does not record: its records would collide "
-                                        "with its parent's",
+        agent_warn_once(&warned_forked,
+                        "a fork()ed child (pid %ld) does not record: its records would collide "
+                        "with its parent's",
                         (long)getpid());
         return 0;
     }
@@ -691,8 +692,10 @@ int ls_checkpoint(int64_t step, const char *path)
     /* lockstepd would refuse it (and a replay could not use it): say so here, not in a refusal no one reads */
     if (path && wire_ckpt_path_check(path, why, sizeof(why)) < 0) {
         agent_set_error("ls_checkpoint: %s", why);
-        agent_warn_once(&warned_ckpt_path, "%s; checkpoints with such a path are not declared, and a replay cannot "
-                                           "resume from them (name them by a path without one)", why);
+        agent_warn_once(&warned_ckpt_path,
+                        "%s; checkpoints with such a path are not declared, and a replay cannot "
+                        "resume from them (name them by a path without one)",
+                        why);
         return -1;
     }
     pthread_mutex_lock(&mu);

@@ -1,4 +1,5 @@
-/* callsite.c - return addresses resolved once to module, offset, demangled function and nearest named caller (agent/callsite.h). */
+/* callsite.c - return addresses resolved once to module, offset, demangled function and nearest named caller
+ * (agent/callsite.h). */
 #include "agent/callsite.h"
 
 #include <dlfcn.h>

@@ -1,4 +1,5 @@
-/* callsite.h - the call site of an interposed call: its return address resolved once to module, offset, function and nearest named caller. */
+/* callsite.h - the call site of an interposed call: its return address resolved once to module, offset, function and
+ * nearest named caller. */
 #ifndef AGENT_CALLSITE_H
 #define AGENT_CALLSITE_H
 

@@ -1,4 +1,5 @@
-/* elfsym.h - which function of an ELF file holds an address: the file's own symbol table (.symtab, else .dynsym), read from disk.
+/* elfsym.h - which function of an ELF file holds an address: the file's own symbol table (.symtab, else .dynsym), read
+ * from disk.
  *
  * dladdr(3) knows only the dynamic symbols, and names the nearest exported symbol *below* an address even
  * when the address lies in a static function after it (a stripped library's helpers): this reads the

@@ -1,4 +1,5 @@
-/* hold.c - digest streaming's ring: the records of recent steps this rank holds back, in memory, then in the spool, sent when lockstepd asks for a step. */
+/* hold.c - digest streaming's ring: the records of recent steps this rank holds back, in memory, then in the spool,
+ * sent when lockstepd asks for a step. */
 #include "agent/hold.h"
 
 #include <dirent.h>

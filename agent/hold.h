@@ -1,4 +1,5 @@
-/* hold.h - digest streaming's ring: the records of recent steps this rank holds back (their step digest is sent instead), in memory, then in the spool, sent when lockstepd asks for a step.
+/* hold.h - digest streaming's ring: the records of recent steps this rank holds back (their step digest is sent
+ * instead), in memory, then in the spool, sent when lockstepd asks for a step.
  *
  * Each step's held records form a block: a ready-to-post batch stream (header flag REC_HDR_HELD, batch_seq
  * HOLD_SEQ_BASE + the seq of its first record, so that a block sent twice - by the agent, then by a spool send - is

@@ -53,14 +53,14 @@ static void load_curl(void)
         cu.loaded = -1;
         return;
     }
-#define SYM(field, name)                                                                                           \
-    do {                                                                                                           \
-        *(void **)&cu.field = dlsym(lib, name);                                                                    \
-        if (!cu.field) {                                                                                           \
-            snprintf(cu.why, sizeof(cu.why), "libcurl lacks %s", name);                                            \
-            cu.loaded = -1;                                                                                        \
-            return;                                                                                                \
-        }                                                                                                          \
+#define SYM(field, name)                                                                                               \
+    do {                                                                                                               \
+        *(void **)&cu.field = dlsym(lib, name);                                                                        \
+        if (!cu.field) {                                                                                               \
+            snprintf(cu.why, sizeof(cu.why), "libcurl lacks %s", name);                                                \
+            cu.loaded = -1;                                                                                            \
+            return;                                                                                                    \
+        }                                                                                                              \
     } while (0)
     SYM(easy_init, "curl_easy_init");
     SYM(easy_setopt, "curl_easy_setopt");
@@ -157,8 +157,8 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
     return at != 0 && mono_ns() >= at;
 }
 
-long http_request(http_client *c, const char *method, const char *path, const char *ctype, const void *body,
-                  size_t len, long timeout_ms, char *resp, size_t resp_cap, char *why, size_t cap)
+long http_request(http_client *c, const char *method, const char *path, const char *ctype, const void *body, size_t len,
+                  long timeout_ms, char *resp, size_t resp_cap, char *why, size_t cap)
 {
     char url[2048];
     struct curl_slist *hdrs = NULL;
@@ -235,4 +235,3 @@ void http_close(http_client *c)
         cu.easy_cleanup(c->h);
     free(c);
 }
-

@@ -31,8 +31,8 @@ void http_set_abort(http_client *c, const int64_t *abort_at_ns);
  * with up to resp_cap-1 bytes of the response body NUL-terminated in `resp`
  * (may be NULL); or -1 when no response came (refused, timed out, aborted),
  * with a reason in `why`. */
-long http_request(http_client *c, const char *method, const char *path, const char *ctype, const void *body,
-                  size_t len, long timeout_ms, char *resp, size_t resp_cap, char *why, size_t cap);
+long http_request(http_client *c, const char *method, const char *path, const char *ctype, const void *body, size_t len,
+                  long timeout_ms, char *resp, size_t resp_cap, char *why, size_t cap);
 
 /* http_close - close the connection and free the client; NULL is fine. */
 void http_close(http_client *c);

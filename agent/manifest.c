@@ -74,9 +74,18 @@ static void cpu_model(char *out, size_t cap)
 
 static int env_relevant(const char *kv)
 {
-    static const char *const prefixes[] = {"NCCL_", "CUBLAS_", "CUBLASLT_", "OMP_", "MKL_", "NVTE_",
-                                           "LOCKSTEP_", "OMPI_MCA_coll", "CUDA_VISIBLE_DEVICES=",
-                                           "CUDA_LAUNCH_BLOCKING=", "PYTHONHASHSEED=", "TORCH_DETERMINISTIC"};
+    static const char *const prefixes[] = {"NCCL_",
+                                           "CUBLAS_",
+                                           "CUBLASLT_",
+                                           "OMP_",
+                                           "MKL_",
+                                           "NVTE_",
+                                           "LOCKSTEP_",
+                                           "OMPI_MCA_coll",
+                                           "CUDA_VISIBLE_DEVICES=",
+                                           "CUDA_LAUNCH_BLOCKING=",
+                                           "PYTHONHASHSEED=",
+                                           "TORCH_DETERMINISTIC"};
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
         if (strncmp(kv, prefixes[i], strlen(prefixes[i])) == 0)
             return 1;
@@ -130,8 +139,10 @@ static const char *secret_value(secret_rule *r, const char *kv, size_t nlen, cha
     if (r->key_state == 0) {
         r->key_state = digestkey_load(r->key, &r->klen, why, sizeof(why)) == 0 ? 1 : -1;
         if (r->key_state < 0)
-            agent_warn_once(&warned_no_key, "no key to digest secret-named variables with (%s); the manifest records "
-                                            "that they are set, not what they hold", why);
+            agent_warn_once(&warned_no_key,
+                            "no key to digest secret-named variables with (%s); the manifest records "
+                            "that they are set, not what they hold",
+                            why);
     }
     if (r->key_state < 0 || env_digest(r->key, r->klen, kv, nlen, kv + nlen + 1, out, cap) < 0)
         return ENV_SECRET_NO_KEY;
@@ -313,8 +324,8 @@ static void add_files(jw *w, int hash, const secret_rule *r)
     for (char **e = environ; e && *e && hash; e++) {
         const char *eq = strchr(*e, '=');
         if (!eq || eq[1] != '/' || !env_relevant(*e) || !strncmp(*e, "LOCKSTEP_", 9) ||
-            is_secret(r, *e, (size_t)(eq - *e)) ||
-            !strncmp(*e, "NCCL_GRAPH_DUMP_FILE=", 21) || !strncmp(*e, "NCCL_DEBUG_FILE=", 16))
+            is_secret(r, *e, (size_t)(eq - *e)) || !strncmp(*e, "NCCL_GRAPH_DUMP_FILE=", 21) ||
+            !strncmp(*e, "NCCL_DEBUG_FILE=", 16))
             continue;
         struct stat st;
         char hex[17], key[256];

@@ -31,8 +31,7 @@ int occ_init(occ_table *t)
     return t->slots ? 0 : -1;
 }
 
-static struct occ_slot *find(struct occ_slot *slots, size_t cap, uint32_t gen, uint64_t h, const char *name,
-                             size_t len)
+static struct occ_slot *find(struct occ_slot *slots, size_t cap, uint32_t gen, uint64_t h, const char *name, size_t len)
 {
     for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1)) {
         struct occ_slot *s = &slots[i];

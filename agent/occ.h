@@ -7,9 +7,9 @@
 
 typedef struct occ_table {
     struct occ_slot *slots;
-    size_t cap;        /* power of two */
-    size_t used;       /* slots used in the current generation */
-    uint32_t gen;      /* bumped at each step; slots of older generations are free */
+    size_t cap;   /* power of two */
+    size_t used;  /* slots used in the current generation */
+    uint32_t gen; /* bumped at each step; slots of older generations are free */
 } occ_table;
 
 /* occ_init - an empty table. Returns 0, or -1 when out of memory. */

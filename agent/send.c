@@ -381,8 +381,7 @@ static int open_spool_locked(void)
     S.meta.rank = c->hdr.rank;
 
     int busy = 0;
-    if (c->spool_root[0] &&
-        spool_open(&S.sp, c->spool_root, c->spool_key, c->hdr.rank, &busy, why, sizeof(why)) == 0) {
+    if (c->spool_root[0] && spool_open(&S.sp, c->spool_root, c->spool_key, c->hdr.rank, &busy, why, sizeof(why)) == 0) {
         S.spool_ok = 1;
         uint64_t *seqs;
         long n = spool_batches(&S.sp, &seqs, why, sizeof(why));
@@ -430,8 +429,8 @@ void send_stop(int exit_code)
         agent_warn_once(&S.warned_thread,
                         "lockstepd at %s did not take %ld batch(es) of rank %u (unreachable, or slower than the "
                         "%.1f s exit bound); they wait in %s (send them with: lockstep replay --server %s %s)",
-                        S.cfg.server, S.spool_batches, S.cfg.hdr.rank, S.cfg.flush_ms / 1000.0, S.sp.dir,
-                        S.cfg.server, S.cfg.spool_root);
+                        S.cfg.server, S.spool_batches, S.cfg.hdr.rank, S.cfg.flush_ms / 1000.0, S.sp.dir, S.cfg.server,
+                        S.cfg.spool_root);
     if (S.n_dropped)
         agent_warn_once(&S.warned_drop, "%llu record(s) could not be streamed or spooled and are lost",
                         (unsigned long long)S.n_dropped);
@@ -454,12 +453,15 @@ void send_stop(int exit_code)
         }
     }
     if (S.hold.n_lost)
-        agent_warn_once(&S.warned_hold, "%llu held record(s) of rank %u could be kept neither in memory nor in "
-                        "the spool; lockstepd cannot get them", (unsigned long long)S.hold.n_lost, S.cfg.hdr.rank);
+        agent_warn_once(&S.warned_hold,
+                        "%llu held record(s) of rank %u could be kept neither in memory nor in "
+                        "the spool; lockstepd cannot get them",
+                        (unsigned long long)S.hold.n_lost, S.cfg.hdr.rank);
     hold_release(&S.hold);
     if (S.nckpt)
-        agent_warn_once(&S.warned_ckpt, "lockstepd did not take %d checkpoint declaration(s) of rank %u before the "
-                                        "rank ended; a replay of a later step starts from an older checkpoint",
+        agent_warn_once(&S.warned_ckpt,
+                        "lockstepd did not take %d checkpoint declaration(s) of rank %u before the "
+                        "rank ended; a replay of a later step starts from an older checkpoint",
                         S.nckpt, S.cfg.hdr.rank);
     for (int i = 0; i < S.nckpt; i++)
         free(S.ckpt[i]);

@@ -12,8 +12,8 @@ typedef struct send_cfg {
     char token[512];
     char ca_file[1024];
     char spool_root[2048];
-    char spool_key[300];   /* ROOT/KEY/rank-N: the job and step, or the local run id */
-    char run_id[256];      /* the server's run id when known in advance (LOCKSTEP_RUN_ID), else "" */
+    char spool_key[300]; /* ROOT/KEY/rank-N: the job and step, or the local run id */
+    char run_id[256];    /* the server's run id when known in advance (LOCKSTEP_RUN_ID), else "" */
     char job_id[256];
     char step_id[256];
     char *reg_json;        /* owned: the registration body */

@@ -42,7 +42,7 @@ struct sender {
     struct batch *head, *tail;
     size_t mem; /* bytes held: queue + current */
     uint64_t next_seq;
-    int spool_ok;      /* the spool directory is open and locked */
+    int spool_ok;       /* the spool directory is open and locked */
     long spool_batches; /* batches waiting in the spool */
     uint64_t n_records, n_posted, n_spooled, n_dropped;
     uint64_t bytes_posted, bytes_on_demand;
@@ -55,7 +55,7 @@ struct sender {
     hold_ring hold;
     int64_t asked_step[16], asked_at[16]; /* steps sent on demand lately (sender thread only) */
     int exit_code;
-    int64_t abort_at; /* monotonic deadline of the exit flush; 0 before */
+    int64_t abort_at;          /* monotonic deadline of the exit flush; 0 before */
     char *ckpt[SEND_MAX_CKPT]; /* checkpoint declarations (JSON) not yet taken by the server, oldest first */
     int nckpt;
     /* sender thread only */
@@ -68,7 +68,7 @@ struct sender {
     long backoff_ms;
     int manifest_done, end_done;
     char *manifest; /* the manifest's text, kept in memory too when there is no spool */
-    char *libs; /* the mapped libraries at the first record (manifest_libraries), for the manifest */
+    char *libs;     /* the mapped libraries at the first record (manifest_libraries), for the manifest */
     int warned_drop, warned_spool, warned_reject, warned_thread, warned_hold, warned_ckpt; /* once per process */
     int exit_hooked; /* exit_hook is registered (once per process) */
 };

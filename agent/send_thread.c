@@ -402,4 +402,3 @@ void *send_thread_main(void *arg)
     S.up_ok = 0;
     return NULL;
 }
-

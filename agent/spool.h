@@ -1,4 +1,5 @@
-/* spool.h - the on-disk spool of one rank: batches the server has not acknowledged yet, and what sends them later (a spool send).
+/* spool.h - the on-disk spool of one rank: batches the server has not acknowledged yet, and what sends them later (a
+ * spool send).
  *
  * Layout: ROOT/KEY/rank-NNNNN/ holds
  *   spool.meta          key=value lines: server, token, ca_file, run_id (once known), rank, job_id, step_id,

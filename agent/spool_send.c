@@ -239,8 +239,8 @@ static int send_one(const char *dir, const spool_send_opts *o, spool_send_stats 
             goto out_uplink;
         }
         if (r == UP_REJECT) {
-            snprintf(line, sizeof(line), "batch %llu refused, kept as %s.rejected: %s",
-                     (unsigned long long)seqs[i], name, up.last_error);
+            snprintf(line, sizeof(line), "batch %llu refused, kept as %s.rejected: %s", (unsigned long long)seqs[i],
+                     name, up.last_error);
             say(o, dir, line);
             char to[100];
             snprintf(to, sizeof(to), "%s.rejected", name);

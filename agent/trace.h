@@ -10,7 +10,7 @@
 #define TRACE_FILE_FMT "rank-%05u.lstrace"
 
 typedef struct trace_writer {
-    int fd;            /* -1 when closed */
+    int fd; /* -1 when closed */
     unsigned char *buf;
     size_t len, cap;
     char path[4096];

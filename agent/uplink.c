@@ -63,8 +63,9 @@ static int lookup(uplink *u)
     free(resp);
     if (got == 0)
         return UP_OK;
-    snprintf(u->last_error, sizeof(u->last_error), got > 0 ? "no run of job %s step %s on the server yet"
-                                                           : "the server's runs list for job %s step %s is unreadable",
+    snprintf(u->last_error, sizeof(u->last_error),
+             got > 0 ? "no run of job %s step %s on the server yet"
+                     : "the server's runs list for job %s step %s is unreadable",
              m->job_id, m->step_id);
     return UP_RETRY;
 }
@@ -90,8 +91,7 @@ int uplink_resolve(uplink *u)
     if (rc != UP_OK)
         return rc;
     if (wire_obj_string(resp, "run_id", id, sizeof(id)) < 0) {
-        snprintf(u->last_error, sizeof(u->last_error), "lockstepd registered the run but sent no run_id: %.300s",
-                 resp);
+        snprintf(u->last_error, sizeof(u->last_error), "lockstepd registered the run but sent no run_id: %.300s", resp);
         return UP_REJECT;
     }
     snprintf(m->run_id, sizeof(m->run_id), "%s", id);
@@ -137,7 +137,7 @@ int uplink_post_json(uplink *u, const char *what, const char *json, char *resp_o
     size_t cap = resp_out ? resp_cap : sizeof(local);
     resp[0] = 0;
     snprintf(path, sizeof(path), "/api/v1/runs/%s/%s", u->m->run_id, what);
-    long status = http_request(u->http, "POST", path, "application/json", json, strlen(json), u->timeout_ms, resp,
-                               cap, u->last_error, sizeof(u->last_error));
+    long status = http_request(u->http, "POST", path, "application/json", json, strlen(json), u->timeout_ms, resp, cap,
+                               u->last_error, sizeof(u->last_error));
     return classify(u, status, resp);
 }

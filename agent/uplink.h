@@ -9,17 +9,17 @@
 
 /* What a call to the server came to. */
 enum uplink_rc {
-    UP_OK = 0,       /* the server has it */
-    UP_RETRY = -1,   /* no answer, or a 5xx/408/429: try again later */
-    UP_REJECT = -2,  /* a 4xx: sending it again cannot help */
+    UP_OK = 0,      /* the server has it */
+    UP_RETRY = -1,  /* no answer, or a 5xx/408/429: try again later */
+    UP_REJECT = -2, /* a 4xx: sending it again cannot help */
 };
 
 typedef struct uplink {
     http_client *http;
-    spool_meta *m;     /* borrowed: server, token, run_id (filled in by uplink_resolve), rank, job and step */
-    long timeout_ms;   /* per request */
-    long last_status;  /* HTTP status of the last request, -1 when none came */
-    int reg_tried;     /* rank 0 sent a registration before */
+    spool_meta *m;    /* borrowed: server, token, run_id (filled in by uplink_resolve), rank, job and step */
+    long timeout_ms;  /* per request */
+    long last_status; /* HTTP status of the last request, -1 when none came */
+    int reg_tried;    /* rank 0 sent a registration before */
     char last_error[512];
 } uplink;
 

@@ -54,12 +54,12 @@ typedef struct cli_given {
 struct cli_args {
     const cli_command *cmd;
     cli_globals g;
-    char **pos;       /* the positional arguments in order, those after "--" included (borrowed from argv) */
+    char **pos; /* the positional arguments in order, those after "--" included (borrowed from argv) */
     int npos;
     int ndash;        /* how many positional arguments came before "--" (npos when there was none) */
     cli_given *given; /* the command's own options in the order given */
     int ngiven;
-    int help;         /* --help or -h was given: print the command's usage instead of running it */
+    int help; /* --help or -h was given: print the command's usage instead of running it */
 };
 
 /* cli_globals_parse - the global options before the subcommand (argv[1..]), and --help / --version there.

@@ -333,8 +333,7 @@ int client_post(const client_conf *c, const char *path, json_t *body, json_t **r
     return call(c, "POST", path, body, reply, what);
 }
 
-int client_fetch(client_conf *c, const cli_args *a, const char *fmt, const char *what, json_t **reply,
-                 const char **arg)
+int client_fetch(client_conf *c, const cli_args *a, const char *fmt, const char *what, json_t **reply, const char **arg)
 {
     if (a->npos != 1)
         return cli_args_fail(a, a->npos ? "%s takes one argument" : "%s needs an argument", a->cmd->name);
@@ -347,8 +346,7 @@ int client_fetch(client_conf *c, const cli_args *a, const char *fmt, const char 
     return client_get(c, path, reply, what);
 }
 
-void client_query(const char *base, const client_filter *filters, size_t n, const cli_args *a, char *out,
-                  size_t cap)
+void client_query(const char *base, const client_filter *filters, size_t n, const cli_args *a, char *out, size_t cap)
 {
     char sep = '?';
     snprintf(out, cap, "%s", base);

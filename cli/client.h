@@ -8,16 +8,16 @@
 
 /* Exit codes of the server subcommands, beside those in cli.h. */
 enum client_exit {
-    CLI_UNREACHABLE = 3, /* the server could not be reached */
+    CLI_UNREACHABLE = 3,  /* the server could not be reached */
     CLI_SERVER_ERROR = 4, /* the server answered with an error */
 };
 
 /* Where to reach lockstepd and with which credentials. */
 typedef struct client_conf {
-    char server[1024];   /* base URL, no trailing slash */
-    char token[512];     /* bearer token (admin or job), may be empty */
-    char ca_file[1024];  /* for https, may be empty */
-    int json;            /* --json: print the server's JSON */
+    char server[1024];  /* base URL, no trailing slash */
+    char token[512];    /* bearer token (admin or job), may be empty */
+    char ca_file[1024]; /* for https, may be empty */
+    int json;           /* --json: print the server's JSON */
 } client_conf;
 
 /* client_conf_load - resolve the server URL and token: the global options `--server URL`, `--token-file F` (or
@@ -62,8 +62,7 @@ typedef struct client_filter {
 
 /* client_query - `base` with a query parameter for each option of `filters` given on the command line (the last of
  * each, percent-encoded), into `out`. */
-void client_query(const char *base, const client_filter *filters, size_t n, const cli_args *a, char *out,
-                  size_t cap);
+void client_query(const char *base, const client_filter *filters, size_t n, const cli_args *a, char *out, size_t cap);
 
 /* client_cell - a JSON member as text for a table cell: strings as they
  * are, integers in decimal, reals with `%.17g` (exact) or `%.3g` (short),

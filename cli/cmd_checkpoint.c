@@ -1,4 +1,5 @@
-/* cmd_checkpoint.c - `lockstep checkpoint STEP [PATH]`: from inside a job, declare a checkpoint it wrote, so that a replay of a later step starts there (docs/cli.md). */
+/* cmd_checkpoint.c - `lockstep checkpoint STEP [PATH]`: from inside a job, declare a checkpoint it wrote, so that a
+ * replay of a later step starts there (docs/cli.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

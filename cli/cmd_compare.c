@@ -161,8 +161,7 @@ static int cmd_compare(const cli_args *a)
         return cli_args_fail(a, "compare needs BASE and CHANGED");
     const char *pos[2] = {a->pos[0], a->pos[1]};
     const char *noise = cli_args_last(a, CMP_NOISE), *rank = cli_args_last(a, CMP_RANK),
-               *from = cli_args_last(a, CMP_FROM), *to = cli_args_last(a, CMP_TO),
-               *alpha = cli_args_last(a, CMP_ALPHA);
+               *from = cli_args_last(a, CMP_FROM), *to = cli_args_last(a, CMP_TO), *alpha = cli_args_last(a, CMP_ALPHA);
     client_conf c;
     if (client_conf_load(&c, &a->g) < 0)
         return CLI_BAD_INPUT;

@@ -100,7 +100,9 @@ static void print_side(const char *label, const rec_record *r)
     rec_fp_hex(r->fp, fp);
     fmt_shape(r, shape, sizeof(shape));
     printf("      %s  seq %-6" PRIu64 " fp %s  %s %s %s", label, r->seq, fp,
-           (r->flags & REC_STATE_SAVED) ? "saved" : (r->flags & REC_STATE_RESTORED) ? "restored" : level_name(r->level),
+           (r->flags & REC_STATE_SAVED)      ? "saved"
+           : (r->flags & REC_STATE_RESTORED) ? "restored"
+                                             : level_name(r->level),
            dtype_name(r->dtype), shape);
     rec_ext x;
     rec_ext_of(r, &x);
@@ -169,8 +171,7 @@ static void print_text(const td_run *a, const td_run *b, const diff_result *res,
                        const lg_run *lb)
 {
     if (res->diverged)
-        printf("DIVERGED: first divergence at step %" PRId64 "%s\n", res->first_step,
-               la ? " (logical tensors)" : "");
+        printf("DIVERGED: first divergence at step %" PRId64 "%s\n", res->first_step, la ? " (logical tensors)" : "");
     else if (!res->compared)
         printf("INCOMPLETE: the runs share no %s to compare (nothing says they would agree)\n",
                la ? "logical tensors" : "records");
@@ -224,7 +225,7 @@ static void print_text(const td_run *a, const td_run *b, const diff_result *res,
         int both_scales = d->kind == DIFF_CONTENT && d->a && d->b && rec_scales_differ(d->a, d->b);
         if (d->kind == DIFF_RESTORE) {
             printf("%s RESTORE DIFFERENCE at step %" PRId64 ": %s%s\n", who, d->step, kind_text(d->kind),
-                   is_origin(res, d->rank)       ? "  <- origin"
+                   is_origin(res, d->rank)      ? "  <- origin"
                    : d->step == res->first_step ? "  <- first"
                                                 : "");
             printf("      state entry \"%.*s\" occurrence %u %s\n", (int)r->name_len, r->name, r->occurrence,
@@ -269,9 +270,9 @@ static json_t *run_json(const td_run *r)
     for (size_t i = 0; i < r->n_ranks; i++) {
         const td_rank *x = &r->ranks[i];
         if (x->status != REC_OK)
-            json_array_append_new(notes, json_pack("{s:I, s:s, s:I, s:s}", "rank", (json_int_t)x->hdr.rank,
-                                                   "stopped", rec_status_name(x->status), "offset",
-                                                   (json_int_t)x->err_off, "detail", x->err));
+            json_array_append_new(notes, json_pack("{s:I, s:s, s:I, s:s}", "rank", (json_int_t)x->hdr.rank, "stopped",
+                                                   rec_status_name(x->status), "offset", (json_int_t)x->err_off,
+                                                   "detail", x->err));
     }
     return json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "path", r->path, "run_id", run_label(r), "ranks",
                      (json_int_t)r->n_ranks, "records", (json_int_t)r->n_records, "state_entries", (json_int_t)state,
@@ -341,10 +342,13 @@ static int print_json(const td_run *a, const td_run *b, const diff_result *res, 
                                       (json_int_t)lb->run.n_records, "a_plain", (json_int_t)la->n_plain, "b_plain",
                                       (json_int_t)lb->n_plain));
     if (res->overlap)
-        json_object_set_new(top, "overlap", json_pack("{s:I, s:I}", "from", (json_int_t)res->overlap_lo, "to",
-                                                      (json_int_t)res->overlap_hi));
+        json_object_set_new(
+            top, "overlap",
+            json_pack("{s:I, s:I}", "from", (json_int_t)res->overlap_lo, "to", (json_int_t)res->overlap_hi));
     json_object_set_new(top, "status",
-                        json_string(res->diverged ? "diverged" : res->compared ? "match" : "incomplete"));
+                        json_string(res->diverged   ? "diverged"
+                                    : res->compared ? "match"
+                                                    : "incomplete"));
     json_object_set_new(top, "compared", json_integer((json_int_t)res->compared));
     if (res->diverged) {
         json_t *origin = json_array();
@@ -395,14 +399,11 @@ static md_run run_of_info(json_t *info)
     json_t *run = json_object_get(info, "run");
     if (!run)
         run = info;
-    return (md_run){json_string_value(json_object_get(run, "run_id")),
-                    json_string_value(json_object_get(run, "job_id")),
-                    json_string_value(json_object_get(run, "step_id")),
-                    json_string_value(json_object_get(run, "user")),
-                    json_string_value(json_object_get(run, "nodes")),
-                    json_string_value(json_object_get(run, "command")),
-                    (long)json_integer_value(json_object_get(run, "ranks")),
-                    json_object_get(info, "manifests")};
+    return (md_run){
+        json_string_value(json_object_get(run, "run_id")),       json_string_value(json_object_get(run, "job_id")),
+        json_string_value(json_object_get(run, "step_id")),      json_string_value(json_object_get(run, "user")),
+        json_string_value(json_object_get(run, "nodes")),        json_string_value(json_object_get(run, "command")),
+        (long)json_integer_value(json_object_get(run, "ranks")), json_object_get(info, "manifests")};
 }
 
 enum { DIFF_OVERLAP = CLI_KEY_LONG, DIFF_LOGICAL };

@@ -64,7 +64,7 @@ static int cmd_dump(const cli_args *a)
 {
     if (a->npos != 1)
         return cli_args_fail(a, cli_args_count(a, DUMP_LOGICAL) ? "dump --logical needs one trace directory"
-                                                                 : "dump needs one trace file");
+                                                                : "dump needs one trace file");
     if (cli_args_count(a, DUMP_LOGICAL))
         return dump_logical(a->pos[0]);
     const char *path = a->pos[0];

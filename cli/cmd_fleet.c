@@ -1,4 +1,5 @@
-/* cmd_fleet.c - `lockstep nodes|node NAME|alerts [ack ID]`: hardware suspects, node history and alerts from lockstepd. */
+/* cmd_fleet.c - `lockstep nodes|node NAME|alerts [ack ID]`: hardware suspects, node history and alerts from lockstepd.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +31,14 @@ static void node_table(json_t *nodes)
     {
         char b[8][64];
         snprintf(b[6], 64, "%zu", json_array_size(json_object_get(n, "gpus")));
-        const char *row[8] = {cell(n, "name", b[0], 64),         cell(n, "state", b[1], 64),
-                              cell(n, "score", b[2], 64),        cell(n, "involvements", b[3], 64),
-                              cell(n, "runs", b[4], 64),         cell(n, "rate", b[5], 64),
-                              b[6],                              cell(n, "last_seen", b[7], 64)};
+        const char *row[8] = {cell(n, "name", b[0], 64),
+                              cell(n, "state", b[1], 64),
+                              cell(n, "score", b[2], 64),
+                              cell(n, "involvements", b[3], 64),
+                              cell(n, "runs", b[4], 64),
+                              cell(n, "rate", b[5], 64),
+                              b[6],
+                              cell(n, "last_seen", b[7], 64)};
         table_add(&t, row);
     }
     table_print(&t, stdout);
@@ -134,8 +139,8 @@ static int cmd_node(const cli_args *a)
         json_array_foreach(gpus, i, g)
         {
             char b[6][64];
-            const char *row[6] = {cell(g, "uuid", b[0], 64),  cell(g, "name", b[1], 64),
-                                  cell(g, "state", b[2], 64), cell(g, "score", b[3], 64),
+            const char *row[6] = {cell(g, "uuid", b[0], 64),         cell(g, "name", b[1], 64),
+                                  cell(g, "state", b[2], 64),        cell(g, "score", b[3], 64),
                                   cell(g, "involvements", b[4], 64), cell(g, "runs", b[5], 64)};
             table_add(&t, row);
         }
@@ -224,9 +229,9 @@ static int cmd_alerts(const cli_args *a)
         const char *st = cell(al, "state", b[2], 64), *why = json_string_value(json_object_get(al, "resolved_reason"));
         snprintf(state, sizeof(state), "%s%s%s%s", st ? st : "?", why && st && strcmp(st, why) ? " (" : "",
                  why && st && strcmp(st, why) ? why : "", why && st && strcmp(st, why) ? ")" : "");
-        const char *row[6] = {cell(al, "id", b[0], 64),         cell(al, "kind", b[1], 64),
-                              state,                           cell(al, "created_at", b[3], 64),
-                              deliv,                           cell(al, "summary", b[4], 64)};
+        const char *row[6] = {
+            cell(al, "id", b[0], 64),     cell(al, "kind", b[1], 64), state, cell(al, "created_at", b[3], 64), deliv,
+            cell(al, "summary", b[4], 64)};
         table_add(&t, row);
     }
     table_print(&t, stdout);

@@ -129,7 +129,8 @@ static int job_settling(const job_state *j)
 {
     size_t i;
     json_t *r;
-    json_array_foreach(j->runs, i, r) if (!strcmp(json_string_value(json_object_get(r, "status")) ?: "", "running")) return 1;
+    json_array_foreach(j->runs, i,
+                       r) if (!strcmp(json_string_value(json_object_get(r, "status")) ?: "", "running")) return 1;
     for (int k = 0; k < j->ng; k++) {
         json_t *t = j->groups[k].twin;
         if (strcmp(json_string_value(json_object_get(t, "status")) ?: "", "pending"))
@@ -169,8 +170,8 @@ static void print_json(const job_state *j, const char *job)
     json_t *o = json_pack("{s:s, s:O, s:[]}", "job_id", job, "runs", j->runs, "groups");
     for (int k = 0; k < j->ng; k++) {
         json_t *g = json_deep_copy(j->groups[k].twin);
-        json_object_set_new(g, "job_outcome", json_pack("{s:s, s:s}", "outcome", j->groups[k].out.kind, "text",
-                                                        j->groups[k].out.text));
+        json_object_set_new(g, "job_outcome",
+                            json_pack("{s:s, s:s}", "outcome", j->groups[k].out.kind, "text", j->groups[k].out.text));
         json_array_append_new(json_object_get(o, "groups"), g);
     }
     client_print_json(o);
@@ -208,9 +209,9 @@ static void print_table(const client_conf *c, const job_state *j, const char *jo
     json_array_foreach(j->runs, i, r)
     {
         char b[7][64];
-        const char *row[7] = {cell(r, "step_id", b[0], 64),   cell(r, "run_id", b[1], 64),
-                              cell(r, "status", b[2], 64),    cell(r, "ranks", b[3], 64),
-                              cell(r, "nodes", b[4], 64),     cell(r, "twin_group", b[5], 64),
+        const char *row[7] = {cell(r, "step_id", b[0], 64),     cell(r, "run_id", b[1], 64),
+                              cell(r, "status", b[2], 64),      cell(r, "ranks", b[3], 64),
+                              cell(r, "nodes", b[4], 64),       cell(r, "twin_group", b[5], 64),
                               cell(r, "group_status", b[6], 64)};
         table_add(&t, row);
     }

@@ -1,4 +1,5 @@
-/* cmd_narrow.c - `lockstep narrow GROUP`: differential replay of a diverged twin group on chosen nodes, and the verdict: software, persistent or transient hardware, or inconclusive with the reason.
+/* cmd_narrow.c - `lockstep narrow GROUP`: differential replay of a diverged twin group on chosen nodes, and the
+ * verdict: software, persistent or transient hardware, or inconclusive with the reason.
  *
  * lockstepd designs the experiment from the group and the node states this command reads from sinfo
  * (server/rules/replay.h), this command submits each placement with sbatch into the narrow's replay group,
@@ -82,8 +83,9 @@ static void cancel(const char *job)
 static void print_design(json_t *n, FILE *f)
 {
     json_t *fd = json_object_get(n, "first_divergence"), *w = json_object_get(n, "window");
-    fprintf(f, "narrowing %s: first divergence at step %" JSON_INTEGER_FORMAT ", rank %" JSON_INTEGER_FORMAT
-               ", \"%s\" (cause %s)\n",
+    fprintf(f,
+            "narrowing %s: first divergence at step %" JSON_INTEGER_FORMAT ", rank %" JSON_INTEGER_FORMAT
+            ", \"%s\" (cause %s)\n",
             jstr(n, "group", "?"), json_integer_value(json_object_get(fd, "step")),
             json_integer_value(json_object_get(fd, "rank")), jstr(fd, "name", "?"), jstr(n, "cause", "?"));
     size_t i;
@@ -92,12 +94,13 @@ static void print_design(json_t *n, FILE *f)
     {
         json_int_t c = json_integer_value(json_object_get(r, "content"));
         fprintf(f, "  run of job %-8s on %-12s result %c%s%s\n", jstr(r, "job_id", "?"),
-                *jstr(r, "nodes", "") ? jstr(r, "nodes", "") : "(not attested)",
-                (char)('A' + c % 26), json_is_true(json_object_get(r, "majority")) ? " (the majority's)" : "",
+                *jstr(r, "nodes", "") ? jstr(r, "nodes", "") : "(not attested)", (char)('A' + c % 26),
+                json_is_true(json_object_get(r, "majority")) ? " (the majority's)" : "",
                 json_is_true(json_object_get(r, "odd")) ? " (odd one out)" : "");
     }
-    fprintf(f, "design: %s; replays in twin group %s, traced '%s' (steps %" JSON_INTEGER_FORMAT "-%" JSON_INTEGER_FORMAT
-               " compared)\n",
+    fprintf(f,
+            "design: %s; replays in twin group %s, traced '%s' (steps %" JSON_INTEGER_FORMAT "-%" JSON_INTEGER_FORMAT
+            " compared)\n",
             jstr(n, "kind", "?"), jstr(n, "narrow_group", "?"), jstr(w, "trace", "?"),
             json_integer_value(json_object_get(w, "from")), json_integer_value(json_object_get(w, "to")));
     json_t *p;
@@ -132,9 +135,12 @@ static void print_verdict(json_t *n, FILE *f)
     json_array_foreach(json_object_get(n, "placements"), i, p)
     {
         json_t *d = json_object_get(p, "diverged");
-        fprintf(f, "  #%-2" JSON_INTEGER_FORMAT " %-22s on %-10s job %-8s %-10s %s\n", json_integer_value(json_object_get(p, "index")),
-                jstr(p, "role", "?"), jstr(p, "nodes", "?"), jstr(p, "job_id", "-"), jstr(p, "outcome", "?"),
-                json_is_true(d) ? "reproduced the divergence" : json_is_false(d) ? "clean" : "");
+        fprintf(f, "  #%-2" JSON_INTEGER_FORMAT " %-22s on %-10s job %-8s %-10s %s\n",
+                json_integer_value(json_object_get(p, "index")), jstr(p, "role", "?"), jstr(p, "nodes", "?"),
+                jstr(p, "job_id", "-"), jstr(p, "outcome", "?"),
+                json_is_true(d)    ? "reproduced the divergence"
+                : json_is_false(d) ? "clean"
+                                   : "");
         if (*jstr(p, "detail", ""))
             fprintf(f, "      %s\n", jstr(p, "detail", ""));
     }
@@ -143,15 +149,17 @@ static void print_verdict(json_t *n, FILE *f)
     json_array_foreach(json_object_get(n, "reasoning"), i, p) fprintf(f, "  - %s\n", json_string_value(p));
     json_t *rec = json_object_get(n, "record");
     if (json_is_object(rec)) {
-        fprintf(f, "%s:\n  step %" JSON_INTEGER_FORMAT ", rank %" JSON_INTEGER_FORMAT ", \"%s\" occurrence %" JSON_INTEGER_FORMAT
-                   " (%s %s), inputs %s\n  replay %s fp %s, reference %s fp %s\n",
+        fprintf(f,
+                "%s:\n  step %" JSON_INTEGER_FORMAT ", rank %" JSON_INTEGER_FORMAT
+                ", \"%s\" occurrence %" JSON_INTEGER_FORMAT
+                " (%s %s), inputs %s\n  replay %s fp %s, reference %s fp %s\n",
                 json_is_true(json_object_get(rec, "output_differs_while_inputs_matched"))
                     ? "first record whose output differs while its inputs matched"
                     : "first differing record at the finest level traced (no input fingerprints clear it)",
                 json_integer_value(json_object_get(rec, "step")), json_integer_value(json_object_get(rec, "rank")),
                 jstr(rec, "name", "?"), json_integer_value(json_object_get(rec, "occurrence")), jstr(rec, "level", "?"),
-                jstr(rec, "dtype", "?"), jstr(rec, "inputs", "?"), jstr(rec, "replay_run_id", "?"), jstr(rec, "fp", "?"),
-                jstr(rec, "reference_run_id", "?"), jstr(rec, "reference_fp", "?"));
+                jstr(rec, "dtype", "?"), jstr(rec, "inputs", "?"), jstr(rec, "replay_run_id", "?"),
+                jstr(rec, "fp", "?"), jstr(rec, "reference_run_id", "?"), jstr(rec, "reference_fp", "?"));
     } else if (strcmp(v, "none")) {
         fprintf(f, "record: none named (no two replays differ)\n");
     }
@@ -179,7 +187,8 @@ static int show(const client_conf *c, const char *group, const char *id)
             cli_errorf("start one with lockstep narrow GROUP", "group %s was never narrowed", group);
             return CLI_BAD_INPUT;
         }
-        snprintf(path, sizeof(path), "/api/v1/narrows/%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(first, "id")));
+        snprintf(path, sizeof(path), "/api/v1/narrows/%" JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(first, "id")));
         json_decref(o);
     } else {
         snprintf(path, sizeof(path), "/api/v1/narrows/%s", id);
@@ -276,7 +285,8 @@ static int cmd_narrow(const cli_args *a)
         return CLI_UNREACHABLE;
     if (status == 401 || status == 403) {
         json_decref(reply);
-        cli_error("narrow needs lockstepd's admin token", status == 401 ? "none was given" : "the token given is not it",
+        cli_error("narrow needs lockstepd's admin token",
+                  status == 401 ? "none was given" : "the token given is not it",
                   "keep it in ~/.config/lockstep/admin-token (mode 0600) or pass --token-file FILE: narrow starts jobs "
                   "and records a verdict "
                   "that can drain a node");
@@ -362,10 +372,11 @@ static int cmd_narrow(const cli_args *a)
     } else {
         json_decref(jobsreq);
     }
-    fprintf(say_to, "waiting for %d replay%s to record steps up to %" JSON_INTEGER_FORMAT
-                    " (lockstepd's deadline: %ld s; job output in %s)\n",
-            submitted, submitted == 1 ? "" : "s", json_integer_value(json_object_get(json_object_get(n, "window"), "to")),
-            timeout, dir);
+    fprintf(say_to,
+            "waiting for %d replay%s to record steps up to %" JSON_INTEGER_FORMAT
+            " (lockstepd's deadline: %ld s; job output in %s)\n",
+            submitted, submitted == 1 ? "" : "s",
+            json_integer_value(json_object_get(json_object_get(n, "window"), "to")), timeout, dir);
     fflush(say_to);
 
     /* Wait for the verdict; cancel each replay once it is decided; report jobs that left Slurm without a run. */
@@ -391,8 +402,8 @@ static int cmd_narrow(const cli_args *a)
             if (strcmp(outcome, "pending")) {
                 if (!announced[i]) {
                     announced[i] = 1;
-                    fprintf(say_to, "  #%zu %s on %s: %s (%s) [%.1f s]\n", i, jstr(p, "role", "?"), jstr(p, "nodes", "?"),
-                            outcome, jstr(p, "detail", ""), now_s() - t0);
+                    fprintf(say_to, "  #%zu %s on %s: %s (%s) [%.1f s]\n", i, jstr(p, "role", "?"),
+                            jstr(p, "nodes", "?"), outcome, jstr(p, "detail", ""), now_s() - t0);
                     fflush(say_to);
                 }
                 /* lockstepd has what it needs: the rest of the run would only cost the node's time */
@@ -431,7 +442,8 @@ static int cmd_narrow(const cli_args *a)
             break;
         if (now_s() - t0 > (double)timeout + 60) {
             cli_errorf("lockstepd's fleet thread may be stuck; see its log",
-                       "narrow %lld has no verdict %.0f s after it started (deadline %ld s)", id, now_s() - t0, timeout);
+                       "narrow %lld has no verdict %.0f s after it started (deadline %ld s)", id, now_s() - t0,
+                       timeout);
             rc = CLI_SERVER_ERROR;
             break;
         }
@@ -446,8 +458,8 @@ static int cmd_narrow(const cli_args *a)
             client_print_json(json_incref(cur));
         } else {
             print_verdict(cur, stdout);
-            printf("narrowed in %.1f s (%d job%s); lockstep narrow %s --show prints it again\n", now_s() - t0, submitted,
-                   submitted == 1 ? "" : "s", group);
+            printf("narrowed in %.1f s (%d job%s); lockstep narrow %s --show prints it again\n", now_s() - t0,
+                   submitted, submitted == 1 ? "" : "s", group);
         }
         rc = exit_of(cur);
     }

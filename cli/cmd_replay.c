@@ -60,8 +60,9 @@ static int cmd_replay(const cli_args *a)
 }
 
 static const cli_opt replay_opts_table[] = {
-    {"steps", RP_STEPS, "LIST", "asked", "also send the held records (digest streaming) of these steps, or of those "
-                                         "lockstepd asks for (asked)"},
+    {"steps", RP_STEPS, "LIST", "asked",
+     "also send the held records (digest streaming) of these steps, or of those "
+     "lockstepd asks for (asked)"},
     {"force", RP_FORCE, NULL, NULL, "also another user's spools"},
     {"quiet", RP_QUIET, NULL, NULL, "say nothing but the summary"},
     {"token", RP_TOKEN, "TOKEN", NULL, "the job's token (default: LOCKSTEP_TOKEN)"},

@@ -23,7 +23,7 @@ static int cmd_runs(const cli_args *a)
     client_conf c;
     if (client_conf_load(&c, &a->g) < 0)
         return CLI_BAD_INPUT;
-    static const client_filter filters[] = {{Q_USER, "user"}, {Q_JOB, "job"},     {Q_GROUP, "group"},
+    static const client_filter filters[] = {{Q_USER, "user"},     {Q_JOB, "job"},   {Q_GROUP, "group"},
                                             {Q_STATUS, "status"}, {Q_NODE, "node"}, {Q_LIMIT, "limit"},
                                             {Q_OFFSET, "offset"}};
     char path[2048];
@@ -80,8 +80,8 @@ static int cmd_run(const cli_args *a)
     json_t *run = json_object_get(reply, "run");
     if (!run)
         run = reply;
-    const char *keys[] = {"run_id", "job_id", "step_id", "user", "partition", "twin_group", "mode", "ranks",
-                          "start_step", "nodes", "status", "command", "created_at", "ended_at"};
+    const char *keys[] = {"run_id", "job_id",     "step_id", "user",   "partition", "twin_group", "mode",
+                          "ranks",  "start_step", "nodes",   "status", "command",   "created_at", "ended_at"};
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         char b[64];
         const char *v = str(run, keys[i], b, sizeof(b));
@@ -101,10 +101,14 @@ static int cmd_run(const cli_args *a)
             json_t *body = json_object_get(m, "manifest");
             json_t *gpu = json_array_get(json_object_get(body, "gpus"), 0);
             char b[8][64];
-            const char *row[8] = {str(m, "rank", b[0], 64),          str(body, "host", b[1], 64),
-                                  str(body, "slurm_node", b[2], 64),  str(gpu, "name", b[3], 64),
-                                  str(gpu, "uuid", b[4], 64),         str(body, "cuda_runtime", b[5], 64),
-                                  str(body, "nccl_version", b[6], 64), str(body, "mpi_version", b[7], 64)};
+            const char *row[8] = {str(m, "rank", b[0], 64),
+                                  str(body, "host", b[1], 64),
+                                  str(body, "slurm_node", b[2], 64),
+                                  str(gpu, "name", b[3], 64),
+                                  str(gpu, "uuid", b[4], 64),
+                                  str(body, "cuda_runtime", b[5], 64),
+                                  str(body, "nccl_version", b[6], 64),
+                                  str(body, "mpi_version", b[7], 64)};
             table_add(&t, row);
         }
         table_print(&t, stdout);
@@ -150,7 +154,8 @@ static void print_entries(json_t *entries, int with_class)
         json_t *rk = json_object_get(d, "ranks");
         if (json_is_array(rk)) {
             size_t n = json_array_size(rk);
-            long long lo = json_integer_value(json_array_get(rk, 0)), hi = json_integer_value(json_array_get(rk, n - 1));
+            long long lo = json_integer_value(json_array_get(rk, 0)),
+                      hi = json_integer_value(json_array_get(rk, n - 1));
             if (n == 1)
                 snprintf(ranks, sizeof(ranks), "%lld", lo);
             else if (hi - lo + 1 == (long long)n)
@@ -164,15 +169,18 @@ static void print_entries(json_t *entries, int with_class)
         json_array_foreach(json_object_get(d, "values"), k, v)
         {
             json_t *val = json_object_get(v, "value");
-            char *txt = json_is_string(val) ? strdup(json_string_value(val))
+            char *txt = json_is_string(val)         ? strdup(json_string_value(val))
                         : json_is_null(val) || !val ? strdup("(absent)")
-                                                     : json_dumps(val, JSON_ENCODE_ANY);
+                                                    : json_dumps(val, JSON_ENCODE_ANY);
             if (txt && strlen(txt) > 120)
                 strcpy(txt + 117, "...");
             char b[64];
             const char *cls = json_string_value(json_object_get(d, "class"));
-            const char *row5[5] = {k ? "" : ranks, k ? "" : key, k ? "" : cls ? cls : "", str(v, "run_id", b, 64),
-                                   txt ? txt : "?"};
+            const char *row5[5] = {k ? "" : ranks, k ? "" : key,
+                                   k     ? ""
+                                   : cls ? cls
+                                         : "",
+                                   str(v, "run_id", b, 64), txt ? txt : "?"};
             const char *row4[4] = {k ? "" : ranks, k ? "" : key, str(v, "run_id", b, 64), txt ? txt : "?"};
             table_add(&t, with_class ? row5 : row4);
             free(txt);
@@ -195,9 +203,10 @@ static int cmd_manifest_diff(const cli_args *a)
         return CLI_OK;
     }
     json_t *diffs = json_object_get(reply, "diffs"), *ids = json_object_get(reply, "identities");
-    printf("%s%s\n", json_is_true(json_object_get(reply, "explains")) ? "the configurations differ where it can change "
-                                                                       "results: "
-                                                                     : "",
+    printf("%s%s\n",
+           json_is_true(json_object_get(reply, "explains")) ? "the configurations differ where it can change "
+                                                              "results: "
+                                                            : "",
            json_string_value(json_object_get(reply, "summary")) ?: "");
     if (json_array_size(diffs)) {
         printf("\n");

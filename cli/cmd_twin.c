@@ -267,8 +267,8 @@ static int add_extra(const cli_args *a, const char **list, int *n, const char *v
 
 /* take_opts - the twin command's options, in the order given, into the sets and the rest. Returns 0, or -1 after
  * printing what is wrong. */
-static int take_opts(const cli_args *a, copy_set *sets, int *copies, int *spread, int *noise, char *group,
-                     size_t gcap, const char **exclude)
+static int take_opts(const cli_args *a, copy_set *sets, int *copies, int *spread, int *noise, char *group, size_t gcap,
+                     const char **exclude)
 {
     copy_set *change = &sets[1], *nz = &sets[2];
     for (int i = 0; i < a->ngiven; i++) {
@@ -377,7 +377,8 @@ static int cmd_twin(const cli_args *a)
         }
         n_nodes = list_nodes(nodes, MAX_NODES, exclude);
         if (n_nodes < 0) {
-            cli_error("cannot list the cluster's nodes", exclude ? "sinfo failed, or --exclude is not a node list" : "sinfo failed",
+            cli_error("cannot list the cluster's nodes",
+                      exclude ? "sinfo failed, or --exclude is not a node list" : "sinfo failed",
                       "is SLURM_CONF set and slurmctld up? --exclude takes a list such as n3 or n[3-4]");
             return CLI_BAD_INPUT;
         }

@@ -78,8 +78,8 @@ static void print_divergence(json_t *d)
             size_t n = (size_t)snprintf(note, sizeof(note), "MiB %s on rank", str(r, "first_chunk", x[3], 64));
             size_t k;
             json_t *h;
-            json_array_foreach(holders, k, h) if (n < sizeof(note)) n += (size_t)snprintf(
-                note + n, sizeof(note) - n, "%s%lld", k ? "," : " ", (long long)json_integer_value(h));
+            json_array_foreach(holders, k, h) if (n < sizeof(note)) n +=
+                (size_t)snprintf(note + n, sizeof(note) - n, "%s%lld", k ? "," : " ", (long long)json_integer_value(h));
         } else
             snprintf(note, sizeof(note), "%s", odd && id && strcmp(odd, id) == 0 ? "<- odd one out" : "");
         const char *row[5] = {id, str(r, "seq", x[1], 64), present ? str(r, "fp", x[2], 64) : "(absent)",
@@ -104,9 +104,10 @@ static void print_restores(json_t *restores)
     json_array_foreach(restores, i, r)
     {
         char b[7][64];
-        const char *row[7] = {str(r, "run_id", b[0], 64), str(r, "rank", b[1], 64), str(r, "step", b[2], 64),
-                              str(r, "reference_run_id", b[3], 64), str(r, "reference", b[4], 64),
-                              str(r, "status", b[5], 64), str(r, "entry", b[6], 64)};
+        const char *row[7] = {str(r, "run_id", b[0], 64),    str(r, "rank", b[1], 64),
+                              str(r, "step", b[2], 64),      str(r, "reference_run_id", b[3], 64),
+                              str(r, "reference", b[4], 64), str(r, "status", b[5], 64),
+                              str(r, "entry", b[6], 64)};
         table_add(&t, row);
     }
     table_print(&t, stdout);
@@ -175,18 +176,21 @@ static int twins_list(client_conf *c, const cli_args *a)
         char b[4][64], users[256] = "", fd[200];
         size_t k, ul = 0;
         json_t *u;
-        json_array_foreach(json_object_get(g, "users"), k, u) ul +=
-            (size_t)snprintf(users + ul, ul < sizeof(users) ? sizeof(users) - ul : 0, "%s%s", k ? "," : "",
-                             json_string_value(u));
+        json_array_foreach(json_object_get(g, "users"), k, u) ul += (size_t)snprintf(
+            users + ul, ul < sizeof(users) ? sizeof(users) - ul : 0, "%s%s", k ? "," : "", json_string_value(u));
         json_t *first = json_object_get(g, "first_divergence");
         /* the fleet's classification (hardware, software; none when it matched), "-" until evaluated */
         const char *klass = json_string_value(json_object_get(json_object_get(g, "classification"), "class"));
         /* the newest replay verdict of lockstep narrow (its node for a hardware one), "-" when never narrowed */
         json_t *rp = json_object_get(g, "replay");
-        const char *rv = json_string_value(json_object_get(rp, "verdict")), *rn = json_string_value(json_object_get(rp, "node"));
+        const char *rv = json_string_value(json_object_get(rp, "verdict")),
+                   *rn = json_string_value(json_object_get(rp, "node"));
         char verdict[128];
-        snprintf(verdict, sizeof(verdict), "%s%s%s", !json_is_object(rp) ? "-" : rv ? rv : "running", rn ? " " : "",
-                 rn ? rn : "");
+        snprintf(verdict, sizeof(verdict), "%s%s%s",
+                 !json_is_object(rp) ? "-"
+                 : rv                ? rv
+                                     : "running",
+                 rn ? " " : "", rn ? rn : "");
         const char *row[9] = {str(g, "group", b[0], 64),
                               str(g, "status", b[1], 64),
                               str(g, "run_count", b[2], 64),
@@ -199,7 +203,8 @@ static int twins_list(client_conf *c, const cli_args *a)
         table_add(&t, row);
     }
     if (t.rows == 0)
-        printf("no twin group matches (runs join one with srun --lockstep-twin=NAME, or the filters exclude them all)\n");
+        printf(
+            "no twin group matches (runs join one with srun --lockstep-twin=NAME, or the filters exclude them all)\n");
     else
         table_print(&t, stdout);
     json_t *total = json_object_get(reply, "total");
@@ -260,8 +265,8 @@ static int cmd_twins(const cli_args *a)
         return rc;
     const char *status = json_string_value(json_object_get(reply, "status"));
     /* 0 only for a match: a group that diverged or is incomplete is 1, one still pending 5 */
-    int code = !status ? CLI_SERVER_ERROR
-               : !strcmp(status, "match") ? CLI_OK
+    int code = !status                      ? CLI_SERVER_ERROR
+               : !strcmp(status, "match")   ? CLI_OK
                : !strcmp(status, "pending") ? CLI_PENDING
                                             : CLI_DIVERGED;
     if (c->json) {
@@ -324,7 +329,8 @@ static int cmd_twins(const cli_args *a)
     /* Replays: the newest verdict of lockstep narrow, or the group this one replays. */
     json_t *rp = json_object_get(reply, "replay"), *of = json_object_get(reply, "narrow_of");
     if (json_is_object(rp)) {
-        const char *v = json_string_value(json_object_get(rp, "verdict")), *node = json_string_value(json_object_get(rp, "node"));
+        const char *v = json_string_value(json_object_get(rp, "verdict")),
+                   *node = json_string_value(json_object_get(rp, "node"));
         printf("\nreplay verdict: %s%s%s (narrow %lld of %lld; lockstep narrow %s --show)\n",
                v ? v : "pending: the replays still run", node ? " on " : "", node ? node : "",
                (long long)json_integer_value(json_object_get(rp, "id")),
@@ -340,8 +346,9 @@ static int cmd_twins(const cli_args *a)
     }
     if (json_is_object(of))
         printf("\nthese runs are the replays of narrow %lld of group %s (lockstep narrow %s --show %lld)\n",
-               (long long)json_integer_value(json_object_get(of, "id")), json_string_value(json_object_get(of, "group")),
-               json_string_value(json_object_get(of, "group")), (long long)json_integer_value(json_object_get(of, "id")));
+               (long long)json_integer_value(json_object_get(of, "id")),
+               json_string_value(json_object_get(of, "group")), json_string_value(json_object_get(of, "group")),
+               (long long)json_integer_value(json_object_get(of, "id")));
     json_t *per = json_object_get(reply, "per_rank");
     if (json_array_size(per)) {
         printf("\n");
@@ -353,9 +360,12 @@ static int cmd_twins(const cli_args *a)
             char b[6][64], site[128];
             const char *st = json_string_value(json_object_get(json_object_get(r, "site"), "text"));
             snprintf(site, sizeof(site), "%s", st ? st : "");
-            const char *row[7] = {str(r, "rank", b[0], 64),       str(r, "step", b[1], 64),
-                                  str(r, "seq", b[2], 64),        str(r, "name", b[3], 64),
-                                  str(r, "occurrence", b[4], 64), str(r, "kind", b[5], 64),
+            const char *row[7] = {str(r, "rank", b[0], 64),
+                                  str(r, "step", b[1], 64),
+                                  str(r, "seq", b[2], 64),
+                                  str(r, "name", b[3], 64),
+                                  str(r, "occurrence", b[4], 64),
+                                  str(r, "kind", b[5], 64),
                                   site};
             table_add(&t, row);
         }
@@ -386,4 +396,3 @@ const cli_command cli_cmd_twins = {
     .opts = twins_opts,
     .globals = CLI_G_SERVER | CLI_G_JSON,
 };
-

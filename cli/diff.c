@@ -19,8 +19,8 @@
 
 const char *diff_kind_name(diff_kind k)
 {
-    static const char *const names[] = {"match",  "content", "dtype",  "shape",  "missing",
-                                        "extra",  "only-a",  "only-b", "restore", "scales"};
+    static const char *const names[] = {"match", "content", "dtype",  "shape",   "missing",
+                                        "extra", "only-a",  "only-b", "restore", "scales"};
     return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
 }
 
@@ -109,8 +109,10 @@ static const rec_record **kept_steps(const td_rank *r, const step_set *keep, siz
 /* set_verdict - a rank's verdict from the rule's first divergence of one step (run 0 is A, 1 is B). */
 static void set_verdict(const first_div *f, const rec_record *const *va, const rec_record *const *vb, diff_rank *out)
 {
-    static const diff_kind kinds[] = {[REC_SAME] = DIFF_MATCH, [REC_DIFF_DTYPE] = DIFF_DTYPE,
-                                      [REC_DIFF_SHAPE] = DIFF_SHAPE, [REC_DIFF_CONTENT] = DIFF_CONTENT,
+    static const diff_kind kinds[] = {[REC_SAME] = DIFF_MATCH,
+                                      [REC_DIFF_DTYPE] = DIFF_DTYPE,
+                                      [REC_DIFF_SHAPE] = DIFF_SHAPE,
+                                      [REC_DIFF_CONTENT] = DIFF_CONTENT,
                                       [REC_DIFF_SCALES] = DIFF_SCALES};
     const rec_record *a = f->by_run[0] ? va[f->by_run[0]->row] : NULL, *b = f->by_run[1] ? vb[f->by_run[1]->row] : NULL;
     out->kind = a && b ? kinds[rec_compare(a, b)] : a ? DIFF_MISSING : DIFF_EXTRA;

@@ -11,15 +11,15 @@
 
 typedef enum diff_kind {
     DIFF_MATCH = 0,
-    DIFF_CONTENT,     /* same record, different fingerprint */
-    DIFF_DTYPE,       /* same record, different dtype */
-    DIFF_SHAPE,       /* same record, different shape or byte count */
-    DIFF_MISSING,     /* in A, not in B */
-    DIFF_EXTRA,       /* in B, not in A */
-    DIFF_ONLY_A,      /* the whole rank is in A only */
-    DIFF_ONLY_B,      /* the whole rank is in B only */
-    DIFF_RESTORE,     /* a restored state block differs from its twin's saved state (or records) at that step */
-    DIFF_SCALES,      /* same record, same values, different scales */
+    DIFF_CONTENT, /* same record, different fingerprint */
+    DIFF_DTYPE,   /* same record, different dtype */
+    DIFF_SHAPE,   /* same record, different shape or byte count */
+    DIFF_MISSING, /* in A, not in B */
+    DIFF_EXTRA,   /* in B, not in A */
+    DIFF_ONLY_A,  /* the whole rank is in A only */
+    DIFF_ONLY_B,  /* the whole rank is in B only */
+    DIFF_RESTORE, /* a restored state block differs from its twin's saved state (or records) at that step */
+    DIFF_SCALES,  /* same record, same values, different scales */
 } diff_kind;
 
 const char *diff_kind_name(diff_kind k);
@@ -28,32 +28,32 @@ const char *diff_kind_name(diff_kind k);
 typedef struct diff_rank {
     uint32_t rank;
     diff_kind kind;
-    int64_t step;              /* step of the first divergence */
-    const rec_record *a, *b;   /* the diverging records */
-    size_t compared;           /* records compared on this rank (of A) */
-    int64_t first_chunk;       /* first differing 1 MiB chunk, or -1 */
-    uint64_t ulp;              /* scalars: distance in ULPs (UINT64_MAX: NaN) */
+    int64_t step;            /* step of the first divergence */
+    const rec_record *a, *b; /* the diverging records */
+    size_t compared;         /* records compared on this rank (of A) */
+    int64_t first_chunk;     /* first differing 1 MiB chunk, or -1 */
+    uint64_t ulp;            /* scalars: distance in ULPs (UINT64_MAX: NaN) */
     int has_ulp;
     /* DIFF_RESTORE: `a` and `b` are the entry in A and in B (NULL where absent), `step` the block's step */
-    int restored_by;               /* 0: A restored (B is the reference), 1: B restored */
-    rec_restore_result restore;    /* the check's result (its pointers point into the runs) */
-    int restore_ref_saved;         /* the reference was a saved block (else the twin's records of the step) */
+    int restored_by;            /* 0: A restored (B is the reference), 1: B restored */
+    rec_restore_result restore; /* the check's result (its pointers point into the runs) */
+    int restore_ref_saved;      /* the reference was a saved block (else the twin's records of the step) */
     /* every restored block of this rank, either side */
     size_t restores, restores_same, restores_unverified;
-    size_t restore_compared;       /* state entries those checks compared */
+    size_t restore_compared; /* state entries those checks compared */
 } diff_rank;
 
 typedef struct diff_result {
     int diverged;
-    int64_t first_step;       /* smallest divergence step over ranks */
+    int64_t first_step; /* smallest divergence step over ranks */
     size_t n_ranks;
-    diff_rank *ranks;         /* sorted by rank */
+    diff_rank *ranks; /* sorted by rank */
     int overlap;
     int64_t overlap_lo, overlap_hi; /* with --overlap: the steps compared */
-    size_t compared;          /* records compared, over all ranks both runs hold (restored state entries checked
-                                 included) */
-    cause_result cause;       /* diff_cause's answer (kind CAUSE_NONE before it, or when nothing diverged) */
-    cause_rank *cause_ranks;  /* what cause.first points into */
+    size_t compared;                /* records compared, over all ranks both runs hold (restored state entries checked
+                                       included) */
+    cause_result cause;             /* diff_cause's answer (kind CAUSE_NONE before it, or when nothing diverged) */
+    cause_rank *cause_ranks;        /* what cause.first points into */
 } diff_result;
 
 /* diff_runs - compare runs `a` and `b`, matching records on (rank, step,

@@ -153,10 +153,11 @@ static int has_prefix(const char *s, const char *const *list)
  * replay resumes. A new array of borrowed strings (the caller frees it). */
 static char **child_env(const replay_user *u, const char *start_step, env_bufs *b)
 {
-    static const char *const drop[] = {"LOCKSTEP_ADMIN_TOKEN=", "LOCKSTEP_ADMIN_TOKEN_FILE=", "LOCKSTEP_TOKEN=",
-                                       "LOCKSTEP_RUN_ID=",      "LOCKSTEP_TWIN_GROUP=",       "LOCKSTEP_TRACE=",
-                                       "LOCKSTEP_START_STEP=",  "SLURM_LOCKSTEP",             "LOCKSTEP_MODE=",
-                                       NULL};
+    static const char *const drop[] = {"LOCKSTEP_ADMIN_TOKEN=", "LOCKSTEP_ADMIN_TOKEN_FILE=",
+                                       "LOCKSTEP_TOKEN=",       "LOCKSTEP_RUN_ID=",
+                                       "LOCKSTEP_TWIN_GROUP=",  "LOCKSTEP_TRACE=",
+                                       "LOCKSTEP_START_STEP=",  "SLURM_LOCKSTEP",
+                                       "LOCKSTEP_MODE=",        NULL};
     static const char *const keep[] = {
         "PATH=",     "LD_LIBRARY_PATH=", "LD_PRELOAD=", "LANG=",         "LANGUAGE=",      "LC_", "TZ=", "SLURM_CONF=",
         "OMPI_MCA_", "PMIX_MCA_",        "UCX_",        "ASAN_OPTIONS=", "UBSAN_OPTIONS=", NULL};

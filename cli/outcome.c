@@ -66,13 +66,13 @@ static size_t weight(const char *o)
 
 /* What lockstepd says of the group's runs (each run's "outcome", server/rules/outcome.h), for job `job`. */
 typedef struct standing {
-    const char *kind;      /* the job's most telling outcome; NULL when lockstepd gave its runs none */
-    json_t *run;           /* the job's run of that outcome (borrowed) */
-    const char *odd_job;   /* the odd run's job when it is another job's */
-    char off_jobs[200];    /* the jobs of other runs outside the majority, "4, 5" */
+    const char *kind;       /* the job's most telling outcome; NULL when lockstepd gave its runs none */
+    json_t *run;            /* the job's run of that outcome (borrowed) */
+    const char *odd_job;    /* the odd run's job when it is another job's */
+    char off_jobs[200];     /* the jobs of other runs outside the majority, "4, 5" */
     const char *failed_job; /* another job whose run failed */
-    int others;            /* other jobs' runs the first divergence compared */
-    const char *other_job; /* a job of one of them (a pair's twin) */
+    int others;             /* other jobs' runs the first divergence compared */
+    const char *other_job;  /* a job of one of them (a pair's twin) */
 } standing;
 
 static void stand(json_t *twin, const char *job, standing *s)

@@ -30,11 +30,10 @@ json_t *rec_site_json(const rec_site *s)
 {
     char text[SITE_TEXT_MAX];
     site_format(s, text, sizeof(text));
-    json_t *o = json_pack("{s:s%, s:I, s:s%, s:I, s:s%, s:s}", "module", s->module ? s->module : "",
-                          (size_t)s->module_len, "offset", (json_int_t)s->offset, "function",
-                          s->function ? s->function : "", (size_t)s->function_len, "function_offset",
-                          (json_int_t)s->function_offset, "caller", s->caller ? s->caller : "",
-                          (size_t)s->caller_len, "text", text);
+    json_t *o = json_pack(
+        "{s:s%, s:I, s:s%, s:I, s:s%, s:s}", "module", s->module ? s->module : "", (size_t)s->module_len, "offset",
+        (json_int_t)s->offset, "function", s->function ? s->function : "", (size_t)s->function_len, "function_offset",
+        (json_int_t)s->function_offset, "caller", s->caller ? s->caller : "", (size_t)s->caller_len, "text", text);
     return o;
 }
 
@@ -45,11 +44,11 @@ json_t *rec_to_json(const rec_record *r)
     for (unsigned i = 0; shape && i < r->ndim; i++)
         json_array_append_new(shape, json_integer(r->shape[i]));
     rec_fp_hex(r->fp, fp);
-    json_t *o = json_pack("{s:I, s:I, s:I, s:s%, s:I, s:s, s:s, s:o, s:I, s:s, s:I}", "rank", (json_int_t)r->rank,
-                          "seq", (json_int_t)r->seq, "step", (json_int_t)r->step, "name", r->name,
-                          (size_t)r->name_len, "occurrence", (json_int_t)r->occurrence, "level", level_name(r->level),
-                          "dtype", dtype_name(r->dtype), "shape", shape, "nbytes", (json_int_t)r->nbytes, "fp", fp,
-                          "t_ns", (json_int_t)r->t_ns);
+    json_t *o =
+        json_pack("{s:I, s:I, s:I, s:s%, s:I, s:s, s:s, s:o, s:I, s:s, s:I}", "rank", (json_int_t)r->rank, "seq",
+                  (json_int_t)r->seq, "step", (json_int_t)r->step, "name", r->name, (size_t)r->name_len, "occurrence",
+                  (json_int_t)r->occurrence, "level", level_name(r->level), "dtype", dtype_name(r->dtype), "shape",
+                  shape, "nbytes", (json_int_t)r->nbytes, "fp", fp, "t_ns", (json_int_t)r->t_ns);
     if (!o)
         return NULL;
     if (r->flags & REC_HAS_VALUE) {
@@ -82,16 +81,18 @@ void rec_ext_to_json(const rec_record *r, json_t *o)
         json_object_set_new(o, "chunk_bytes", json_integer((json_int_t)x.chunk_bytes));
     if (x.has_shard) {
         rec_fp_hex(x.shard_acc, h);
-        json_object_set_new(o, "shard", json_pack("{s:I, s:I, s:s}", "offset", (json_int_t)x.shard_offset, "total",
-                                                  (json_int_t)x.shard_total, "acc", h));
+        json_object_set_new(o, "shard",
+                            json_pack("{s:I, s:I, s:s}", "offset", (json_int_t)x.shard_offset, "total",
+                                      (json_int_t)x.shard_total, "acc", h));
     }
     if (x.has_scales) {
         json_t *shape = json_array();
         for (unsigned i = 0; shape && i < x.scales_ndim; i++)
             json_array_append_new(shape, json_integer(x.scales_shape[i]));
         rec_fp_hex(x.scales_fp, h);
-        json_object_set_new(o, "scales", json_pack("{s:s, s:o, s:I, s:s}", "dtype", dtype_name(x.scales_dtype),
-                                                   "shape", shape, "nbytes", (json_int_t)x.scales_nbytes, "fp", h));
+        json_object_set_new(o, "scales",
+                            json_pack("{s:s, s:o, s:I, s:s}", "dtype", dtype_name(x.scales_dtype), "shape", shape,
+                                      "nbytes", (json_int_t)x.scales_nbytes, "fp", h));
     }
 }
 

@@ -218,8 +218,8 @@ int remote_load_run(const client_conf *c, const char *run_id, td_run *run, json_
             td_release(run);
             return rc;
         }
-        const char *fields[][2] = {{"run_id", tr->hdr.run_id}, {"job_id", tr->hdr.job_id},
-                                   {"twin_group", tr->hdr.twin_group}};
+        const char *fields[][2] = {
+            {"run_id", tr->hdr.run_id}, {"job_id", tr->hdr.job_id}, {"twin_group", tr->hdr.twin_group}};
         for (size_t k = 0; k < 3; k++) {
             const char *v = json_string_value(json_object_get(info, fields[k][0]));
             snprintf((char *)fields[k][1], REC_STR_MAX + 1, "%s", v ? v : "");

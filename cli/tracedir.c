@@ -161,8 +161,8 @@ int td_load(td_run *run, const char *path, char *why, size_t cap)
     qsort(run->ranks, run->n_ranks, sizeof(*run->ranks), by_rank);
     for (size_t i = 1; i < run->n_ranks; i++) {
         if (run->ranks[i].hdr.rank == run->ranks[i - 1].hdr.rank) {
-            snprintf(why, cap, "%s and %s both hold rank %u: one directory must hold one run",
-                     run->ranks[i - 1].path, run->ranks[i].path, run->ranks[i].hdr.rank);
+            snprintf(why, cap, "%s and %s both hold rank %u: one directory must hold one run", run->ranks[i - 1].path,
+                     run->ranks[i].path, run->ranks[i].hdr.rank);
             goto out_release;
         }
     }

@@ -77,8 +77,8 @@ void cause_judge(const cause_facts *f, cause_result *v)
     const cause_rank *e0 = NULL;
     for (size_t i = 0; i < f->n; i++) {
         const cause_rank *c = &f->ranks[i];
-        if (!e0 || c->step < e0->step || (c->step == e0->step && (c->seq < e0->seq ||
-                                                                 (c->seq == e0->seq && c->rank < e0->rank))))
+        if (!e0 || c->step < e0->step ||
+            (c->step == e0->step && (c->seq < e0->seq || (c->seq == e0->seq && c->rank < e0->rank))))
             e0 = c;
     }
     v->step = e0->step;
@@ -174,8 +174,8 @@ void cause_judge(const cause_facts *f, cause_result *v)
                 snprintf(v->why + n, sizeof(v->why) - n,
                          " (a single rank: a run-specific value and a local fault look alike)");
             } else if (n_unknown && n < sizeof(v->why)) {
-                snprintf(v->why + n, sizeof(v->why) - n, " (%d rank%s recorded no input fingerprints there)",
-                         n_unknown, n_unknown > 1 ? "s" : "");
+                snprintf(v->why + n, sizeof(v->why) - n, " (%d rank%s recorded no input fingerprints there)", n_unknown,
+                         n_unknown > 1 ? "s" : "");
             }
         }
     } else if (!n_unknown) {

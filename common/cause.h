@@ -1,4 +1,5 @@
-/* cause.h - why twins parted: the cause and origin ranks of a first divergence, one rule for lockstepd and `lockstep diff`.
+/* cause.h - why twins parted: the cause and origin ranks of a first divergence, one rule for lockstepd and `lockstep
+ * diff`.
  *
  * Pure: no database, no JSON, no files. The input is each rank's first divergence (step, seq, record key,
  * whether a run lacks the record, whether the runs' input fingerprints of that record agree) and whether a
@@ -83,13 +84,13 @@ typedef struct cause_facts {
 
 typedef struct cause_result {
     cause_kind kind;
-    int64_t step;                   /* the group's first diverging step */
-    const cause_rank *first;        /* the divergence that stands for the group (points into the facts) */
-    int origin[CAUSE_MAX_ORIGIN];   /* origin ranks, ascending (origin; also missing, content and restore: where seen
-                                       first) */
+    int64_t step;                 /* the group's first diverging step */
+    const cause_rank *first;      /* the divergence that stands for the group (points into the facts) */
+    int origin[CAUSE_MAX_ORIGIN]; /* origin ranks, ascending (origin; also missing, content and restore: where seen
+                                     first) */
     int norigin;
-    int thin;                       /* 1: the records cannot tell (no input fingerprints, a single rank) */
-    char why[768];                  /* one or two sentences for people */
+    int thin;      /* 1: the records cannot tell (no input fingerprints, a single rank) */
+    char why[768]; /* one or two sentences for people */
 } cause_result;
 
 /* cause_judge - apply the rule to `f` into `out`. With no divergence the

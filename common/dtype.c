@@ -10,11 +10,11 @@ static const struct {
     size_t size;
     int is_float;
 } dtypes[LS_DTYPE_COUNT] = {
-    [LS_BYTES] = {"bytes", 1, 0}, [LS_F64] = {"f64", 8, 1},    [LS_F32] = {"f32", 4, 1},
-    [LS_F16] = {"f16", 2, 1},     [LS_BF16] = {"bf16", 2, 1},  [LS_I64] = {"i64", 8, 0},
-    [LS_I32] = {"i32", 4, 0},     [LS_I16] = {"i16", 2, 0},    [LS_I8] = {"i8", 1, 0},
-    [LS_U64] = {"u64", 8, 0},     [LS_U32] = {"u32", 4, 0},    [LS_U16] = {"u16", 2, 0},
-    [LS_U8] = {"u8", 1, 0},       [LS_BOOL] = {"bool", 1, 0},  [LS_F8E4M3] = {"f8e4m3", 1, 1},
+    [LS_BYTES] = {"bytes", 1, 0},   [LS_F64] = {"f64", 8, 1},       [LS_F32] = {"f32", 4, 1},
+    [LS_F16] = {"f16", 2, 1},       [LS_BF16] = {"bf16", 2, 1},     [LS_I64] = {"i64", 8, 0},
+    [LS_I32] = {"i32", 4, 0},       [LS_I16] = {"i16", 2, 0},       [LS_I8] = {"i8", 1, 0},
+    [LS_U64] = {"u64", 8, 0},       [LS_U32] = {"u32", 4, 0},       [LS_U16] = {"u16", 2, 0},
+    [LS_U8] = {"u8", 1, 0},         [LS_BOOL] = {"bool", 1, 0},     [LS_F8E4M3] = {"f8e4m3", 1, 1},
     [LS_F8E5M2] = {"f8e5m2", 1, 1}, [LS_F4E2M1] = {"f4e2m1", 1, 1}, [LS_E8M0] = {"e8m0", 1, 1},
 };
 
@@ -75,7 +75,7 @@ static void float_layout(unsigned dtype, int *bits, int *exp_bits, int *man_bits
     case LS_F8E4M3: *bits = 8, *exp_bits = 4, *man_bits = 3; break;
     case LS_F4E2M1: *bits = 4, *exp_bits = 2, *man_bits = 1; break;
     case LS_E8M0: *bits = 8, *exp_bits = 8, *man_bits = 0; break; /* unsigned: no sign bit */
-    default: *bits = 8, *exp_bits = 5, *man_bits = 2; break; /* f8e5m2 */
+    default: *bits = 8, *exp_bits = 5, *man_bits = 2; break;      /* f8e5m2 */
     }
 }
 
@@ -176,15 +176,20 @@ double dtype_value_to_double(unsigned dtype, uint64_t bits)
         memcpy(&f, &u, 4);
         return f;
     }
-    case LS_F16: case LS_BF16: case LS_F8E4M3: case LS_F8E5M2: case LS_F4E2M1: case LS_E8M0:
-        return small_float_to_double(dtype, bits);
+    case LS_F16:
+    case LS_BF16:
+    case LS_F8E4M3:
+    case LS_F8E5M2:
+    case LS_F4E2M1:
+    case LS_E8M0: return small_float_to_double(dtype, bits);
     case LS_I64: return (double)(int64_t)bits;
     case LS_I32: return (double)(int32_t)(uint32_t)bits;
     case LS_I16: return (double)(int16_t)(uint16_t)bits;
     case LS_I8: return (double)(int8_t)(uint8_t)bits;
     case LS_U32: return (double)(uint32_t)bits;
     case LS_U16: return (double)(uint16_t)bits;
-    case LS_U8: case LS_BOOL: return (double)(uint8_t)bits;
+    case LS_U8:
+    case LS_BOOL: return (double)(uint8_t)bits;
     default: return (double)bits;
     }
 }
@@ -192,7 +197,13 @@ double dtype_value_to_double(unsigned dtype, uint64_t bits)
 void dtype_format_value(unsigned dtype, uint64_t bits, char *out, size_t cap)
 {
     switch (dtype) {
-    case LS_F64: case LS_F32: case LS_F16: case LS_BF16: case LS_F8E4M3: case LS_F8E5M2: case LS_F4E2M1:
+    case LS_F64:
+    case LS_F32:
+    case LS_F16:
+    case LS_BF16:
+    case LS_F8E4M3:
+    case LS_F8E5M2:
+    case LS_F4E2M1:
     case LS_E8M0: {
         double d = dtype_value_to_double(dtype, bits);
         /* %.17g round-trips every double; narrower types print shorter exactly. */
@@ -200,13 +211,14 @@ void dtype_format_value(unsigned dtype, uint64_t bits, char *out, size_t cap)
         snprintf(out, cap, "%.*g", prec, d);
         break;
     }
-    case LS_I64: case LS_I32: case LS_I16: case LS_I8:
+    case LS_I64:
+    case LS_I32:
+    case LS_I16:
+    case LS_I8:
         snprintf(out, cap, "%lld", (long long)dtype_value_to_double(dtype, bits));
         if (dtype == LS_I64)
             snprintf(out, cap, "%lld", (long long)(int64_t)bits);
         break;
-    default:
-        snprintf(out, cap, "%llu", (unsigned long long)bits);
-        break;
+    default: snprintf(out, cap, "%llu", (unsigned long long)bits); break;
     }
 }

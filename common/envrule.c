@@ -8,18 +8,34 @@
 #include "common/sha256.h"
 
 /* Variables that differ by nature between runs: ids, node lists, per-run paths. */
-static const char *const IDENTITY_ENV[] = {"LOCKSTEP_JOB_ID",      "LOCKSTEP_STEP_ID",   "LOCKSTEP_RUN_ID",
-                                           "LOCKSTEP_NODES",       "LOCKSTEP_TRACE_DIR", "LOCKSTEP_SPOOL_DIR",
-                                           "LOCKSTEP_USER",        "LOCKSTEP_PARTITION", "LOCKSTEP_TWIN_GROUP",
-                                           "NCCL_GRAPH_DUMP_FILE", "NCCL_DEBUG_FILE",    "CUDA_VISIBLE_DEVICES",
+static const char *const IDENTITY_ENV[] = {"LOCKSTEP_JOB_ID",
+                                           "LOCKSTEP_STEP_ID",
+                                           "LOCKSTEP_RUN_ID",
+                                           "LOCKSTEP_NODES",
+                                           "LOCKSTEP_TRACE_DIR",
+                                           "LOCKSTEP_SPOOL_DIR",
+                                           "LOCKSTEP_USER",
+                                           "LOCKSTEP_PARTITION",
+                                           "LOCKSTEP_TWIN_GROUP",
+                                           "NCCL_GRAPH_DUMP_FILE",
+                                           "NCCL_DEBUG_FILE",
+                                           "CUDA_VISIBLE_DEVICES",
                                            NULL};
 /* LOCKSTEP_* settings that change what is recorded, so that twins set apart by them diverge. */
-static const char *const RECORDING_ENV[] = {"LOCKSTEP_MODE",       "LOCKSTEP_IGNORE", "LOCKSTEP_STEP_ON",
-                                            "LOCKSTEP_TRACE",      "LOCKSTEP_MPI_INPUTS", "LOCKSTEP_RANKS",
-                                            "LOCKSTEP_START_STEP", NULL};
+static const char *const RECORDING_ENV[] = {
+    "LOCKSTEP_MODE",       "LOCKSTEP_IGNORE", "LOCKSTEP_STEP_ON",    "LOCKSTEP_TRACE",
+    "LOCKSTEP_MPI_INPUTS", "LOCKSTEP_RANKS",  "LOCKSTEP_START_STEP", NULL};
 /* The environment that can change a run's bits, by prefix. */
-static const char *const DET_ENV[] = {"NCCL_", "CUBLAS", "OMP_", "MKL_", "NVTE_", "OMPI_MCA_coll", "PYTHONHASHSEED",
-                                      "TORCH_DETERMINISTIC", "CUDA_LAUNCH_BLOCKING", NULL};
+static const char *const DET_ENV[] = {"NCCL_",
+                                      "CUBLAS",
+                                      "OMP_",
+                                      "MKL_",
+                                      "NVTE_",
+                                      "OMPI_MCA_coll",
+                                      "PYTHONHASHSEED",
+                                      "TORCH_DETERMINISTIC",
+                                      "CUDA_LAUNCH_BLOCKING",
+                                      NULL};
 
 /* The built-in secret rule: words anywhere in the name, and KEY as a word (envrule.h). */
 static const char *const SECRET_PARTS[] = {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", NULL};

@@ -30,8 +30,8 @@ typedef enum env_class {
 } env_class;
 
 #define ENV_DIGEST_PREFIX "hmac-sha256:"
-#define ENV_DIGEST_LEN 93 /* "hmac-sha256:" + 16 hex + ":" + 64 hex, without the NUL */
-#define ENV_KEY_ID_LEN 16 /* hex digits of a key id */
+#define ENV_DIGEST_LEN 93                           /* "hmac-sha256:" + 16 hex + ":" + 64 hex, without the NUL */
+#define ENV_KEY_ID_LEN 16                           /* hex digits of a key id */
 #define ENV_SECRET_NO_KEY "(secret; no digest key)" /* what stands for a secret's value when there is no key */
 
 /* env_classify - the class of variable `name` (`len` bytes; need not be NUL-terminated). */

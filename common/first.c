@@ -46,8 +46,8 @@ static int by_key(const void *pa, const void *pb)
 
 static int same_key(const first_rec *a, const first_rec *b)
 {
-    return a->rec.step == b->rec.step && a->rec.occurrence == b->rec.occurrence &&
-           a->rec.name_len == b->rec.name_len && memcmp(a->rec.name, b->rec.name, a->rec.name_len) == 0;
+    return a->rec.step == b->rec.step && a->rec.occurrence == b->rec.occurrence && a->rec.name_len == b->rec.name_len &&
+           memcmp(a->rec.name, b->rec.name, a->rec.name_len) == 0;
 }
 
 int first_same(const first_rec *a, const first_rec *b)

@@ -1,4 +1,5 @@
-/* first.h - the first divergence: among twin runs' records of one rank, which record diverges first and which run is the odd one out; one rule for lockstepd's comparison and `lockstep diff`.
+/* first.h - the first divergence: among twin runs' records of one rank, which record diverges first and which run is
+ * the odd one out; one rule for lockstepd's comparison and `lockstep diff`.
  *
  * Pure: no database, no JSON, no files. Records are matched on their key (step, name, occurrence); a key diverges
  * when a run lacks it or holds it differently (common/recmatch.h decides "differently"). A record's place is its
@@ -32,14 +33,14 @@ typedef struct first_rec {
 
 /* The first divergence of the records given. */
 typedef struct first_div {
-    int found;                              /* 0: every run holds the same records */
-    int64_t step;                           /* the diverging key's step */
-    int64_t seq;                            /* the smallest seq of the diverging key's records */
+    int found;                               /* 0: every run holds the same records */
+    int64_t step;                            /* the diverging key's step */
+    int64_t seq;                             /* the smallest seq of the diverging key's records */
     const first_rec *by_run[FIRST_MAX_RUNS]; /* the diverging key's record in each run; NULL: missing there */
-    int missing;                            /* some run lacks the record */
-    int majority;                           /* a run holding the majority's content, or -1 when none */
-    int agrees[FIRST_MAX_RUNS];             /* with a majority: 1 for each run that holds its content */
-    int odd;                                /* with 3+ runs: the one run outside the majority, else -1 */
+    int missing;                             /* some run lacks the record */
+    int majority;                            /* a run holding the majority's content, or -1 when none */
+    int agrees[FIRST_MAX_RUNS];              /* with a majority: 1 for each run that holds its content */
+    int odd;                                 /* with 3+ runs: the one run outside the majority, else -1 */
 } first_div;
 
 /* first_find - sort `recs` (n records of `nruns` runs; runs outside [0, nruns) and past FIRST_MAX_RUNS are not

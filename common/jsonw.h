@@ -1,4 +1,5 @@
-/* jsonw.h - a tiny JSON writer that never aborts (an allocation failure marks the text unusable): the agent's bodies and the wire requests. */
+/* jsonw.h - a tiny JSON writer that never aborts (an allocation failure marks the text unusable): the agent's bodies
+ * and the wire requests. */
 #ifndef COMMON_JSONW_H
 #define COMMON_JSONW_H
 

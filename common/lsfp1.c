@@ -52,7 +52,7 @@ __attribute__((target("avx512f,avx512dq"))) static inline __m512i fmix_v(__m512i
 /* acc_words_avx512 - the same sum, eight words per vector, two vectors per
  * iteration. Little-endian only, as is every x86-64. */
 __attribute__((target("avx512f,avx512dq"))) static uint64_t acc_words_avx512(const unsigned char *p, size_t n,
-                                                                              uint64_t first)
+                                                                             uint64_t first)
 {
     const __m512i step = _mm512_set1_epi64((long long)(16 * FP_WORD_KEY));
     __m512i k0 = _mm512_set_epi64((long long)((first + 8) * FP_WORD_KEY), (long long)((first + 7) * FP_WORD_KEY),

@@ -74,11 +74,11 @@ typedef enum rec_restore_status {
 
 typedef struct rec_restore_result {
     rec_restore_status status;
-    rec_diff diff;               /* with REC_RESTORE_DIFFERS */
-    const rec_record *restored;  /* the first differing entry of the restored block (NULL: absent there) */
-    const rec_record *ref;       /* its counterpart in the reference (NULL: absent there) */
-    size_t compared;             /* entries with a counterpart */
-    size_t unverified;           /* restored entries without one (records as the reference only) */
+    rec_diff diff;              /* with REC_RESTORE_DIFFERS */
+    const rec_record *restored; /* the first differing entry of the restored block (NULL: absent there) */
+    const rec_record *ref;      /* its counterpart in the reference (NULL: absent there) */
+    size_t compared;            /* entries with a counterpart */
+    size_t unverified;          /* restored entries without one (records as the reference only) */
 } rec_restore_result;
 
 /* rec_restore_status_name - "same", "differs", "not-restored", "not-saved", "unverified". */

@@ -487,8 +487,8 @@ int rec_decode_payload(const unsigned char *p, size_t len, rec_record *out, uint
     out->n_chunks = get32(p + 60);
     if (out->ndim > LS_MAX_DIMS || out->n_inputs > REC_MAX_INPUTS || out->n_chunks > REC_MAX_CHUNKS ||
         out->name_len == 0 || out->name_len > LS_NAME_MAX) {
-        snprintf(why, cap, "impossible counts (ndim %u, name %u bytes, %u inputs, %u chunks)", out->ndim,
-                 out->name_len, out->n_inputs, out->n_chunks);
+        snprintf(why, cap, "impossible counts (ndim %u, name %u bytes, %u inputs, %u chunks)", out->ndim, out->name_len,
+                 out->n_inputs, out->n_chunks);
         return -1;
     }
     int has_ext = (out->flags & REC_HAS_EXT) != 0;
@@ -566,8 +566,7 @@ int rec_reader_init(rec_reader *rd, const void *buf, size_t len)
         return stop(rd, REC_TORN, 0, "input ends after %zu bytes, inside the header", len);
     uint16_t version = get16(p + 8);
     if (version != REC_VERSION)
-        return stop(rd, REC_BAD_VERSION, 8, "format version %u; this reader knows version %d", version,
-                    REC_VERSION);
+        return stop(rd, REC_BAD_VERSION, 8, "format version %u; this reader knows version %d", version, REC_VERSION);
     uint32_t hdr_len = get32(p + 12);
     if (hdr_len < REC_HDR_FIXED + 4 || hdr_len > REC_HDR_MAX)
         return stop(rd, REC_BAD_LENGTH, 12, "header length %u is outside %d..%d", hdr_len, REC_HDR_FIXED + 4,
@@ -632,13 +631,11 @@ int rec_reader_next(rec_reader *rd, rec_record *out)
     }
     uint32_t plen = get32(p);
     if (plen < REC_FIXED || plen > REC_MAX_PAYLOAD) {
-        stop(rd, REC_BAD_LENGTH, rd->off, "record length %u is outside %d..%d", plen, REC_FIXED,
-             (int)REC_MAX_PAYLOAD);
+        stop(rd, REC_BAD_LENGTH, rd->off, "record length %u is outside %d..%d", plen, REC_FIXED, (int)REC_MAX_PAYLOAD);
         return 0;
     }
     if ((size_t)plen + 8 > left) {
-        stop(rd, REC_TORN, rd->off, "input ends inside a record: %u bytes announced, %zu present", plen,
-             left - 8);
+        stop(rd, REC_TORN, rd->off, "input ends inside a record: %u bytes announced, %zu present", plen, left - 8);
         return 0;
     }
     uint32_t want = get32(p + 4);

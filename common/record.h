@@ -51,22 +51,22 @@
 
 #define REC_MAGIC "LOCKSTEP"
 #define REC_VERSION 1
-#define REC_HDR_FIXED 40             /* bytes before the header fields */
-#define REC_HDR_MAX 65536            /* the largest header a reader accepts */
-#define REC_FIXED 64                 /* payload bytes before shape */
+#define REC_HDR_FIXED 40  /* bytes before the header fields */
+#define REC_HDR_MAX 65536 /* the largest header a reader accepts */
+#define REC_FIXED 64      /* payload bytes before shape */
 #define REC_MAX_INPUTS 16
-#define REC_MAX_CHUNKS (1u << 20)    /* 1 TiB of 1 MiB chunks */
-#define REC_SITE_MODULE_MAX 255      /* longest module name of a call site */
-#define REC_SITE_NAME_MAX 1023       /* longest function or caller name of a call site */
-#define REC_SITE_FIXED 22            /* site field bytes before its strings */
+#define REC_MAX_CHUNKS (1u << 20) /* 1 TiB of 1 MiB chunks */
+#define REC_SITE_MODULE_MAX 255   /* longest module name of a call site */
+#define REC_SITE_NAME_MAX 1023    /* longest function or caller name of a call site */
+#define REC_SITE_FIXED 22         /* site field bytes before its strings */
 #define REC_SITE_FIELD_MAX (4 + REC_SITE_FIXED + REC_SITE_MODULE_MAX + 2 * REC_SITE_NAME_MAX)
-#define REC_EXT_MAX 1024             /* the most bytes of extension fields other than the site (rec_record.ext) */
+#define REC_EXT_MAX 1024 /* the most bytes of extension fields other than the site (rec_record.ext) */
 #define REC_EXT_BLOCK_MAX (2 + REC_SITE_FIELD_MAX + REC_EXT_MAX) /* a whole block, its length word included */
-#define REC_MAX_PAYLOAD                                                                                          \
+#define REC_MAX_PAYLOAD                                                                                                \
     (REC_FIXED + 8 * LS_MAX_DIMS + LS_NAME_MAX + 8 * REC_MAX_INPUTS + 8 * REC_MAX_CHUNKS + REC_EXT_BLOCK_MAX)
-#define REC_CHUNK_MIN 64             /* the smallest per-record chunk size */
-#define REC_CHUNK_MAX (1ULL << 30)   /* the largest */
-#define REC_STR_MAX 255              /* longest string header field */
+#define REC_CHUNK_MIN 64           /* the smallest per-record chunk size */
+#define REC_CHUNK_MAX (1ULL << 30) /* the largest */
+#define REC_STR_MAX 255            /* longest string header field */
 
 enum rec_kind { REC_KIND_TRACE = 1, REC_KIND_SPOOL = 2, REC_KIND_BATCH = 3 };
 
@@ -81,19 +81,20 @@ enum rec_field {
 };
 
 /* Header flags. */
-#define REC_HDR_HELD 0x01 /* a batch of records the agent held back and lockstepd asked for (digest streaming):
-                             their step digests were sent before, in REC_STEP_DIGEST entries */
+/* a batch of records the agent held back and lockstepd asked for (digest streaming): their step digests were sent
+ * before, in REC_STEP_DIGEST entries */
+#define REC_HDR_HELD 0x01
 
 /* Record flags. */
-#define REC_HAS_VALUE 0x01      /* `value` holds the scalar's raw bits */
-#define REC_HAS_EXT 0x02        /* framing only: an extension block follows the chunks (the codec sets and clears
-                                   it: a decoded record never has it) */
+#define REC_HAS_VALUE 0x01 /* `value` holds the scalar's raw bits */
+/* framing only: an extension block follows the chunks (the codec sets and clears it: a decoded record never has it) */
+#define REC_HAS_EXT 0x02
 #define REC_STATE_SAVED 0x04    /* an entry of a state block saved with a checkpoint (ls_state_begin) */
 #define REC_STATE_RESTORED 0x08 /* an entry of a state block loaded from one */
 #define REC_STATE_MASK (REC_STATE_SAVED | REC_STATE_RESTORED)
-#define REC_STEP_DIGEST 0x10 /* not a record but a step digest (digest streaming): `nbytes` records of `step` held
-                                back by the agent, `fp` the XOR of their rec_digest_term (common/recmatch.h), `seq`
-                                the last one's seq; named REC_STEP_DIGEST_NAME */
+/* not a record but a step digest (digest streaming): `nbytes` records of `step` held back by the agent, `fp` the XOR of
+ * their rec_digest_term (common/recmatch.h), `seq` the last one's seq; named REC_STEP_DIGEST_NAME */
+#define REC_STEP_DIGEST 0x10
 #define REC_STEP_DIGEST_NAME "step.digest"
 
 /* Extension field keys. */
@@ -225,13 +226,13 @@ int rec_check(const rec_record *r, char *why, size_t cap);
 
 /* Why a reader stopped. */
 typedef enum rec_status {
-    REC_OK = 0,       /* clean end of input */
-    REC_TORN,         /* input ends inside a record or header: a torn write */
-    REC_BAD_CRC,      /* a checksum does not match: corruption */
-    REC_BAD_LENGTH,   /* a length field is impossible */
-    REC_BAD_FIELD,    /* a field holds an impossible value */
-    REC_BAD_MAGIC,    /* not a Lockstep stream */
-    REC_BAD_VERSION,  /* a format version this reader does not know */
+    REC_OK = 0,      /* clean end of input */
+    REC_TORN,        /* input ends inside a record or header: a torn write */
+    REC_BAD_CRC,     /* a checksum does not match: corruption */
+    REC_BAD_LENGTH,  /* a length field is impossible */
+    REC_BAD_FIELD,   /* a field holds an impossible value */
+    REC_BAD_MAGIC,   /* not a Lockstep stream */
+    REC_BAD_VERSION, /* a format version this reader does not know */
 } rec_status;
 
 const char *rec_status_name(rec_status s);
@@ -239,13 +240,13 @@ const char *rec_status_name(rec_status s);
 typedef struct rec_reader {
     const unsigned char *buf;
     size_t len;
-    size_t off;          /* where the next record starts */
+    size_t off; /* where the next record starts */
     rec_header hdr;
-    uint64_t count;      /* records returned so far */
-    rec_status status;   /* why reading stopped (REC_OK at a clean end) */
-    size_t err_off;      /* byte offset of the bad frame */
-    char err[256];       /* the reason, for people */
-    uint64_t *scratch;   /* aligned copies of inputs and chunks */
+    uint64_t count;    /* records returned so far */
+    rec_status status; /* why reading stopped (REC_OK at a clean end) */
+    size_t err_off;    /* byte offset of the bad frame */
+    char err[256];     /* the reason, for people */
+    uint64_t *scratch; /* aligned copies of inputs and chunks */
     size_t scratch_cap;
 } rec_reader;
 

@@ -1,4 +1,5 @@
-/* site.c - call sites as people read them, and the glob patterns that pick records by name or call site (common/site.h). */
+/* site.c - call sites as people read them, and the glob patterns that pick records by name or call site
+ * (common/site.h). */
 #include "common/site.h"
 
 #include <fnmatch.h>
@@ -24,8 +25,8 @@ int site_pattern_check(const char *pat, size_t len, char *why, size_t cap)
             return -1;
         }
         if (c == ',') {
-            snprintf(why, cap, "pattern '%.*s' contains a comma, which separates patterns; match it with '?'",
-                     (int)len, pat);
+            snprintf(why, cap, "pattern '%.*s' contains a comma, which separates patterns; match it with '?'", (int)len,
+                     pat);
             return -1;
         }
         if (c != '*')
@@ -60,8 +61,9 @@ int site_pattern_check(const char *pat, size_t len, char *why, size_t cap)
     }
     if (parens) {
         /* "f(int, double)" split at its comma: say so, rather than match two halves of a signature */
-        snprintf(why, cap, "pattern '%.*s' has a '(' without its ')'; commas separate patterns, so match a comma "
-                           "inside a signature with '?'",
+        snprintf(why, cap,
+                 "pattern '%.*s' has a '(' without its ')'; commas separate patterns, so match a comma "
+                 "inside a signature with '?'",
                  (int)len, pat);
         return -1;
     }
@@ -184,9 +186,9 @@ size_t site_format(const rec_site *s, char *out, size_t cap)
         n = snprintf(out, cap, "%.*s+0x%" PRIx64 " (%.*s+0x%" PRIx64 ")", (int)s->function_len, s->function,
                      s->function_offset, (int)s->module_len, s->module, s->offset);
     else if (s->function_len)
-        n = s->function_offset ? snprintf(out, cap, "%.*s+0x%" PRIx64, (int)s->function_len, s->function,
-                                          s->function_offset)
-                               : snprintf(out, cap, "%.*s", (int)s->function_len, s->function);
+        n = s->function_offset
+                ? snprintf(out, cap, "%.*s+0x%" PRIx64, (int)s->function_len, s->function, s->function_offset)
+                : snprintf(out, cap, "%.*s", (int)s->function_len, s->function);
     else if (s->module_len && s->caller_len)
         n = snprintf(out, cap, "%.*s+0x%" PRIx64 " (no symbol), called from %.*s", (int)s->module_len, s->module,
                      s->offset, (int)s->caller_len, s->caller);

@@ -21,8 +21,8 @@ char *wire_run_body(const wire_run *r)
     if (command)
         text_one_line(r->command, command, WIRE_COMMAND_MAX);
     char why[200];
-    const char *resume = r->resume && *r->resume && wire_resume_check(r->resume, why, sizeof(why)) == 0 ? r->resume
-                                                                                                       : NULL;
+    const char *resume =
+        r->resume && *r->resume && wire_resume_check(r->resume, why, sizeof(why)) == 0 ? r->resume : NULL;
     const struct {
         const char *key, *value;
     } opt[] = {{"twin_group", r->twin_group}, {"user", r->user}, {"partition", r->partition}, {"nodes", r->nodes},

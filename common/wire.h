@@ -1,4 +1,5 @@
-/* wire.h - the requests every client sends lockstepd the same way: a run's registration body, the lookup of a run by job and step, and reading the answer.
+/* wire.h - the requests every client sends lockstepd the same way: a run's registration body, the lookup of a run by
+ * job and step, and reading the answer.
  *
  * The agent (liblockstep.so, over its dlopen'd libcurl) and the SPANK plugin (in slurmstepd, over libcurl)
  * both build these here, so lockstepd sees one form. No allocation failure aborts: the callers run inside
@@ -20,10 +21,10 @@ typedef struct wire_run {
     const char *partition;
     const char *nodes;
     const char *command;
-    const char *mode;       /* "fp" or "det" */
-    const char *client_id;  /* the same on every attempt: a repeat gets the run the first one created */
-    const char *resume;     /* how the job resumes from a checkpoint (wire_resume_check), NULL or "" when unsaid */
-    char *const *argv;      /* the program's argument vector (slurmstepd's), argc words; NULL when unknown */
+    const char *mode;      /* "fp" or "det" */
+    const char *client_id; /* the same on every attempt: a repeat gets the run the first one created */
+    const char *resume;    /* how the job resumes from a checkpoint (wire_resume_check), NULL or "" when unsaid */
+    char *const *argv;     /* the program's argument vector (slurmstepd's), argc words; NULL when unknown */
     int argc;
 } wire_run;
 

@@ -12,6 +12,7 @@ PKGS_BUILD=(
   libcmocka-dev libxxhash-dev
   libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev curl
   clang-14 libclang-rt-14-dev  # lockstepd's fuzz tier (libFuzzer)
+  clang-format-14  # make format, make format-check (.ci/run)
   dpkg-dev debhelper dh-python help2man lintian  # make deb and the deb tier (deploy/deb/build.sh)
 )
 # Integration tiers: real PostgreSQL, Slurm with munge, Open MPI.

@@ -164,8 +164,8 @@ LS_API int ls_rank(void);
  * multiple of 8 from 64 to 1 GiB, and nbytes / chunk_bytes must not exceed
  * 2^20 chunks. The fingerprint is the same as ls_tensor's. Returns 0 when
  * recorded or filtered out, -1 on error. */
-LS_API int ls_tensor_chunked(ls_level level, const char *name, const void *host_data, size_t nbytes,
-                             size_t chunk_bytes, ls_dtype dtype, int ndim, const int64_t *shape);
+LS_API int ls_tensor_chunked(ls_level level, const char *name, const void *host_data, size_t nbytes, size_t chunk_bytes,
+                             ls_dtype dtype, int ndim, const int64_t *shape);
 
 /* ls_tensor_shard - record bytes [offset, offset + nbytes) of a logical
  * tensor of `total_nbytes` bytes whose shape is `full_shape` (level module):
@@ -222,8 +222,7 @@ LS_API int ls_state(const char *name, const void *host_data, size_t nbytes, ls_d
 
 /* ls_state_fp - an entry of the open state block whose fingerprint was
  * computed elsewhere (on a device). Returns 0 or -1. */
-LS_API int ls_state_fp(const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
-                       const int64_t *shape);
+LS_API int ls_state_fp(const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim, const int64_t *shape);
 
 /* ls_state_end - close the open state block and write the buffered records
  * out. Returns 0, or -1 when no block is open. */
@@ -237,8 +236,8 @@ LS_API int ls_state_end(void);
  * (--lockstep-resume). Call it once per checkpoint, from one rank, after the
  * checkpoint is complete. `step` is the step a saved state block of that
  * checkpoint carries (ls_state_begin(step, LS_STATE_SAVED)): both name the
- * one checkpoint, and lockstepd replays from either (a block has no path). Never waits on the network. Returns 0 (also when
- * not streaming to a server: nothing to declare), -1 on error, also for a path lockstepd refuses (a control
+ * one checkpoint, and lockstepd replays from either (a block has no path). Never waits on the network. Returns 0 (also
+ * when not streaming to a server: nothing to declare), -1 on error, also for a path lockstepd refuses (a control
  * character, not UTF-8, longer than 4096 bytes, a leading '-'; said once on stderr). */
 LS_API int ls_checkpoint(int64_t step, const char *path);
 

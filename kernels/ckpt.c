@@ -261,8 +261,8 @@ int ckpt_load(const char *dir, int64_t step, int rank, ckpt_state *s, char *why,
         goto out_release;
     }
     if (s->rank != rank || s->step != step) {
-        snprintf(why, cap, "%s holds rank %d step %" PRId64 ", not rank %d step %" PRId64, path, s->rank, s->step,
-                 rank, step);
+        snprintf(why, cap, "%s holds rank %d step %" PRId64 ", not rank %d step %" PRId64, path, s->rank, s->step, rank,
+                 step);
         goto out_release;
     }
     s->params = malloc(n ? n : 1);
@@ -294,7 +294,8 @@ int ckpt_record_state(const ckpt_state *s, int kind)
     size_t n = (size_t)s->n_params * sizeof(float);
     if (ls_state_begin(s->step, kind) < 0)
         return -1;
-    int rc = ls_state("params", s->params, n, LS_F32, 1, shape) < 0 || ls_state("adam.m", s->m, n, LS_F32, 1, shape) < 0 ||
+    int rc = ls_state("params", s->params, n, LS_F32, 1, shape) < 0 ||
+                     ls_state("adam.m", s->m, n, LS_F32, 1, shape) < 0 ||
                      ls_state("adam.v", s->v, n, LS_F32, 1, shape) < 0 ||
                      ls_state("adam_t", &s->adam_t, sizeof(s->adam_t), LS_I64, 0, NULL) < 0 ||
                      ls_state("data_pos", &s->data_pos, sizeof(s->data_pos), LS_U64, 0, NULL) < 0 ||

@@ -12,7 +12,7 @@
 /* The state of one rank after `step` steps. The arrays (n_params floats
  * each) are borrowed when saving and owned by the caller when loading. */
 typedef struct ckpt_state {
-    int64_t step;      /* steps done */
+    int64_t step; /* steps done */
     int rank, world;
     uint64_t seed;
     mlp_dims dims;

@@ -30,13 +30,13 @@ static void report(const char *check, int ok, const char *fmt, ...)
         failures++;
 }
 
-#define CK(call)                                                                                                 \
-    do {                                                                                                         \
-        cudaError_t rc_ = (call);                                                                                \
-        if (rc_ != cudaSuccess) {                                                                                \
-            fprintf(stderr, "gpu_check: %s: %s\n", #call, cudaGetErrorString(rc_));                              \
-            exit(2);                                                                                             \
-        }                                                                                                        \
+#define CK(call)                                                                                                       \
+    do {                                                                                                               \
+        cudaError_t rc_ = (call);                                                                                      \
+        if (rc_ != cudaSuccess) {                                                                                      \
+            fprintf(stderr, "gpu_check: %s: %s\n", #call, cudaGetErrorString(rc_));                                    \
+            exit(2);                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
 /* device_fp - LSFP-1 (and chunk partials) of host bytes copied to the
@@ -122,8 +122,8 @@ static void check_tensor_device(unsigned char *d_buf)
     int c = lsk_tensor_device_at(LS_LEVEL_COLLECTIVE, "x.collective", d_buf + 3, n, LS_U8, 1, shape, 0);
     ls_step_end();
     ls_shutdown();
-    report("ls_tensor_device", rc == 0 && a == 0 && b == 0 && c == 0, "\"init\":%d,\"host\":%d,\"device\":%d", rc,
-           a, b);
+    report("ls_tensor_device", rc == 0 && a == 0 && b == 0 && c == 0, "\"init\":%d,\"host\":%d,\"device\":%d", rc, a,
+           b);
     free(h);
 }
 

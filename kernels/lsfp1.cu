@@ -1,11 +1,13 @@
-/* lsfp1.cu - LSFP-1 over device memory: tiles summed per block, chunk partials by integer atomics, one finish kernel. */
+/* lsfp1.cu - LSFP-1 over device memory: tiles summed per block, chunk partials by integer atomics, one finish kernel.
+ */
 #include "kernels/lsfp1_cuda.h"
 
 #include "kernels/lsfp1_dev.h"
 
 #include <stdlib.h>
 
-namespace {
+namespace
+{
 
 /* block_sum - the sum of every thread's `v`, valid in thread 0. Integer
  * addition: the order of the tree does not matter. */
@@ -65,8 +67,7 @@ __global__ void __launch_bounds__(LSK_THREADS)
 }
 
 /* finish_kernel - out[0] = fp_finish(sum of the nparts partials at out+1). */
-__global__ void __launch_bounds__(LSK_THREADS)
-    finish_kernel(unsigned long long *out, uint64_t nparts, uint64_t nbytes)
+__global__ void __launch_bounds__(LSK_THREADS) finish_kernel(unsigned long long *out, uint64_t nparts, uint64_t nbytes)
 {
     __shared__ unsigned long long sh[LSK_THREADS / 32];
     unsigned long long acc = 0;

@@ -22,8 +22,7 @@ size_t lsk_lsfp1_out_words(size_t nbytes, int with_chunks);
  * uint64; it is also the scratch space. Nothing is waited for: the values
  * are there once the stream reaches this point. Returns cudaSuccess or the
  * launch error. */
-cudaError_t lsk_lsfp1_async(const void *d_data, size_t nbytes, int with_chunks, uint64_t *d_out,
-                            cudaStream_t stream);
+cudaError_t lsk_lsfp1_async(const void *d_data, size_t nbytes, int with_chunks, uint64_t *d_out, cudaStream_t stream);
 
 /* lsk_lsfp1_sync - the same, waiting for the result: *fp and (when chunks
  * is not NULL) chunks[0 .. fp_chunk_count(nbytes)). Allocates its scratch

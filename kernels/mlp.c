@@ -17,11 +17,10 @@ int mlp_layout_init(mlp_layout *L, const mlp_dims *d)
     memset(L, 0, sizeof(*L));
     L->d = *d;
     L->d0 = d->d_in + d->d_emb;
-    static const char *const names[MLP_NTENSORS] = {"embedding.weight", "layer0.weight", "layer0.bias",
-                                                    "layer1.weight",    "layer1.bias",   "layer2.weight",
-                                                    "layer2.bias"};
-    const int64_t shapes[MLP_NTENSORS][2] = {{d->vocab, d->d_emb}, {d->hidden, L->d0}, {d->hidden, 0},
-                                             {d->hidden, d->hidden}, {d->hidden, 0},   {d->d_out, d->hidden},
+    static const char *const names[MLP_NTENSORS] = {"embedding.weight", "layer0.weight", "layer0.bias", "layer1.weight",
+                                                    "layer1.bias",      "layer2.weight", "layer2.bias"};
+    const int64_t shapes[MLP_NTENSORS][2] = {{d->vocab, d->d_emb},   {d->hidden, L->d0}, {d->hidden, 0},
+                                             {d->hidden, d->hidden}, {d->hidden, 0},     {d->d_out, d->hidden},
                                              {d->d_out, 0}};
     size_t off = 0;
     for (int i = 0; i < MLP_NTENSORS; i++) {
@@ -124,8 +123,8 @@ double mlp_grad(const mlp_layout *L, const float *p, const mlp_batch *b, int lo,
 {
     const int din = L->d.d_in, de = L->d.d_emb, H = L->d.hidden, dout = L->d.d_out, d0 = L->d0;
     const mlp_tensor *t = L->t;
-    float *a0 = work, *h1 = a0 + d0, *h2 = h1 + H, *out = h2 + H, *dO = out + dout, *dz2 = dO + dout,
-          *dz1 = dz2 + H, *da0 = dz1 + H;
+    float *a0 = work, *h1 = a0 + d0, *h2 = h1 + H, *out = h2 + H, *dO = out + dout, *dz2 = dO + dout, *dz1 = dz2 + H,
+          *da0 = dz1 + H;
     double sse = 0.0;
 
     for (int s = lo; s < hi; s++) {

@@ -3,7 +3,8 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
-namespace {
+namespace
+{
 
 constexpr int kThreads = 256;
 constexpr unsigned kMaxSumBlocks = 1024;
@@ -32,8 +33,8 @@ __device__ float block_tree(float v, float *sh)
     return r;
 }
 
-__global__ void __launch_bounds__(kThreads) sum_kernel(const float *__restrict__ x, size_t n, float *out,
-                                                       float *parts, unsigned *done, int atomic)
+__global__ void __launch_bounds__(kThreads)
+    sum_kernel(const float *__restrict__ x, size_t n, float *out, float *parts, unsigned *done, int atomic)
 {
     __shared__ float sh[kThreads];
     __shared__ bool last;
@@ -83,8 +84,8 @@ __global__ void colsum_atomic_kernel(const float *__restrict__ X, int rows, int 
     atomicAdd(&out[c], X[(size_t)r * cols + c]);
 }
 
-__global__ void outer_det_kernel(const float *__restrict__ D, const float *__restrict__ A, int n, int rows,
-                                 int cols, float *dW)
+__global__ void outer_det_kernel(const float *__restrict__ D, const float *__restrict__ A, int n, int rows, int cols,
+                                 float *dW)
 {
     size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= (size_t)rows * cols)
@@ -96,8 +97,8 @@ __global__ void outer_det_kernel(const float *__restrict__ D, const float *__res
     dW[t] += s;
 }
 
-__global__ void outer_atomic_kernel(const float *__restrict__ D, const float *__restrict__ A, int n, int rows,
-                                    int cols, float *dW, uint32_t rot)
+__global__ void outer_atomic_kernel(const float *__restrict__ D, const float *__restrict__ A, int n, int rows, int cols,
+                                    float *dW, uint32_t rot)
 {
     size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     size_t rc = (size_t)rows * cols;
@@ -119,10 +120,9 @@ __global__ void iota_kernel(int32_t *v, int n)
 /* scatter_det_kernel - one warp per sorted position; the warp at the start
  * of an index's segment adds that index's rows in ascending row order, its
  * lanes covering the columns. The other warps return at once. */
-__global__ void __launch_bounds__(kThreads) scatter_det_kernel(const float *__restrict__ src, int ld,
-                                                               const int32_t *__restrict__ keys,
-                                                               const int32_t *__restrict__ rows, int n, int d,
-                                                               float *out)
+__global__ void __launch_bounds__(kThreads)
+    scatter_det_kernel(const float *__restrict__ src, int ld, const int32_t *__restrict__ keys,
+                       const int32_t *__restrict__ rows, int n, int d, float *out)
 {
     int i = (int)(((size_t)blockIdx.x * kThreads + threadIdx.x) / 32), lane = threadIdx.x & 31;
     if (i >= n || (i > 0 && keys[i] == keys[i - 1]))
@@ -241,8 +241,7 @@ extern "C" cudaError_t lsk_scatter_sort(const int32_t *idx, int n, int vocab, vo
     scatter_parts(d_ws, n, &keys, &rows_in, &rows, &temp);
     size_t temp_bytes = lsk_scatter_ws_bytes(n, vocab) - 3 * align256((size_t)n * sizeof(int32_t));
     iota_kernel<<<blocks_for((size_t)n, kThreads), kThreads, 0, stream>>>(rows_in, n);
-    return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, idx, keys, rows_in, rows, n, 0, key_bits(vocab),
-                                           stream);
+    return cub::DeviceRadixSort::SortPairs(temp, temp_bytes, idx, keys, rows_in, rows, n, 0, key_bits(vocab), stream);
 }
 
 extern "C" cudaError_t lsk_scatter_add_sorted_f32(const float *src, int ld, int n, int d, float *out, const void *d_ws,

@@ -45,8 +45,8 @@ size_t lsk_scatter_ws_bytes(int n, int vocab);
  * row numbers by index (a stable radix sort) and adds each index's rows in
  * ascending j; atomic mode adds with atomicAdd. idx values must lie in
  * [0, vocab). `d_ws` holds lsk_scatter_ws_bytes(n, vocab) bytes. */
-cudaError_t lsk_scatter_add_f32(lsk_mode mode, const float *src, int ld, const int32_t *idx, int n, int d,
-                                float *out, int vocab, void *d_ws, uint32_t rot, cudaStream_t stream);
+cudaError_t lsk_scatter_add_f32(lsk_mode mode, const float *src, int ld, const int32_t *idx, int n, int d, float *out,
+                                int vocab, void *d_ws, uint32_t rot, cudaStream_t stream);
 
 /* lsk_scatter_sort - the first half of the deterministic scatter-add: sort
  * the row numbers 0..n-1 by idx (stable) into `d_ws`. A caller whose

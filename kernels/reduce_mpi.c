@@ -48,8 +48,8 @@ static void sleep_until(int64_t t)
 /* piece_delay - when piece k of `rank` leaves, after the rank is ready. */
 static int64_t piece_delay(uint64_t run_seed, int64_t step, int rank, int k)
 {
-    uint64_t h = fp_fmix64(run_seed ^ fp_fmix64((uint64_t)step * 0x9e3779b97f4a7c15ULL + (uint64_t)rank * 977 +
-                                                 (uint64_t)k * 131 + 1));
+    uint64_t h = fp_fmix64(
+        run_seed ^ fp_fmix64((uint64_t)step * 0x9e3779b97f4a7c15ULL + (uint64_t)rank * 977 + (uint64_t)k * 131 + 1));
     return (int64_t)(h % SLOTS) * SLOT_NS;
 }
 
@@ -63,8 +63,8 @@ static void add_piece(float *out, const float *src, size_t n, int first)
         out[i] += src[i];
 }
 
-int red_sum_arrival(float *const *pieces, size_t n, float *out, float *tmp, uint64_t run_seed, int64_t step,
-                    int *order, MPI_Comm comm)
+int red_sum_arrival(float *const *pieces, size_t n, float *out, float *tmp, uint64_t run_seed, int64_t step, int *order,
+                    MPI_Comm comm)
 {
     int rank, world;
     MPI_Comm_rank(comm, &rank);

@@ -23,8 +23,8 @@ int red_sum_fixed(float *g, size_t n, float *tmp, MPI_Comm comm);
  * runs with different seeds see different orders. On rank 0, order[] gets
  * the pieces' ids (rank * RED_PIECES + piece) in the order they were added
  * (world * RED_PIECES entries). `tmp` holds n floats. Returns 0 or -1. */
-int red_sum_arrival(float *const *pieces, size_t n, float *out, float *tmp, uint64_t run_seed, int64_t step,
-                    int *order, MPI_Comm comm);
+int red_sum_arrival(float *const *pieces, size_t n, float *out, float *tmp, uint64_t run_seed, int64_t step, int *order,
+                    MPI_Comm comm);
 
 /* red_run_seed - a seed that differs from run to run (time and pid on rank
  * 0, broadcast). */

@@ -1,4 +1,5 @@
-/* tensor_device.c - ls_tensor_device and ls_state_device: LSFP-1 of device memory on the GPU, recorded through ls_record_fp or ls_state_fp. */
+/* tensor_device.c - ls_tensor_device and ls_state_device: LSFP-1 of device memory on the GPU, recorded through
+ * ls_record_fp or ls_state_fp. */
 #include "kernels/tensor_device.h"
 
 #include <stdio.h>
@@ -47,8 +48,9 @@ int lsk_tensor_device_at(ls_level level, const char *name, const void *dptr, siz
      * ls_init..ls_shutdown, without recording. */
     if (!dptr && nbytes) { /* refused before anything is recorded */
         if (!__atomic_exchange_n(&warned_null, 1, __ATOMIC_RELAXED))
-            fprintf(stderr, "lockstep: device tensor %s: NULL pointer with %zu bytes; not recorded\n"
-                            "  hint: pass the tensor's device pointer (or nbytes 0 for an empty tensor)\n",
+            fprintf(stderr,
+                    "lockstep: device tensor %s: NULL pointer with %zu bytes; not recorded\n"
+                    "  hint: pass the tensor's device pointer (or nbytes 0 for an empty tensor)\n",
                     name ? name : "(null)", nbytes);
         return -1;
     }
@@ -58,16 +60,17 @@ int lsk_tensor_device_at(ls_level level, const char *name, const void *dptr, siz
     cudaError_t rc = device_fp(dptr, nbytes, stream, &fp);
     if (rc != cudaSuccess) {
         if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-            fprintf(stderr, "lockstep: cannot fingerprint device tensor %s: CUDA error: %s\n"
-                            "  hint: records of device tensors are being lost; check the pointer and stream\n",
+            fprintf(stderr,
+                    "lockstep: cannot fingerprint device tensor %s: CUDA error: %s\n"
+                    "  hint: records of device tensors are being lost; check the pointer and stream\n",
                     name ? name : "(null)", cudaGetErrorString(rc));
         return -1;
     }
     return ls_record_fp(level, name, fp, nbytes, dtype, ndim, shape, 0, NULL);
 }
 
-int ls_tensor_device(const char *name, const void *dptr, size_t nbytes, ls_dtype dtype, int ndim,
-                     const int64_t *shape, cudaStream_t stream)
+int ls_tensor_device(const char *name, const void *dptr, size_t nbytes, ls_dtype dtype, int ndim, const int64_t *shape,
+                     cudaStream_t stream)
 {
     return lsk_tensor_device_at(LS_LEVEL_MODULE, name, dptr, nbytes, dtype, ndim, shape, stream);
 }
@@ -77,8 +80,9 @@ int ls_state_device(const char *name, const void *dptr, size_t nbytes, ls_dtype 
 {
     if (!dptr && nbytes) {
         if (!__atomic_exchange_n(&warned_null, 1, __ATOMIC_RELAXED))
-            fprintf(stderr, "lockstep: device state entry %s: NULL pointer with %zu bytes; not recorded\n"
-                            "  hint: pass the buffer's device pointer (or nbytes 0 for an empty one)\n",
+            fprintf(stderr,
+                    "lockstep: device state entry %s: NULL pointer with %zu bytes; not recorded\n"
+                    "  hint: pass the buffer's device pointer (or nbytes 0 for an empty one)\n",
                     name ? name : "(null)", nbytes);
         return -1;
     }
@@ -86,8 +90,9 @@ int ls_state_device(const char *name, const void *dptr, size_t nbytes, ls_dtype 
     cudaError_t rc = device_fp(dptr, nbytes, stream, &fp);
     if (rc != cudaSuccess) {
         if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-            fprintf(stderr, "lockstep: cannot fingerprint device state entry %s: CUDA error: %s\n"
-                            "  hint: the state block is incomplete; check the pointer and stream\n",
+            fprintf(stderr,
+                    "lockstep: cannot fingerprint device state entry %s: CUDA error: %s\n"
+                    "  hint: the state block is incomplete; check the pointer and stream\n",
                     name ? name : "(null)", cudaGetErrorString(rc));
         return -1;
     }

@@ -21,7 +21,7 @@ typedef struct trainer {
     mlp_layout L;
     int rank, world;
     char node[256];
-    float *p, *m, *v;         /* parameters and Adam moments */
+    float *p, *m, *v;          /* parameters and Adam moments */
     float *pieces[RED_PIECES]; /* gradients of the two halves of the batch */
     float *g_local, *g_sum, *tmp, *work;
     mlp_batch b;
@@ -136,8 +136,8 @@ static void resume(trainer *t)
         snprintf(d, sizeof(d),
                  "checkpoint: %d ranks, seed %" PRIu64 ", hidden %d, batch %d, dataset %" PRIu64
                  "; this run: %d ranks, seed %" PRIu64 ", hidden %d, batch %d, dataset %" PRIu64,
-                 s.world, s.seed, s.dims.hidden, s.batch, s.dataset, t->world, t->o.seed, t->o.dims.hidden,
-                 t->o.batch, t->o.dataset);
+                 s.world, s.seed, s.dims.hidden, s.batch, s.dataset, t->world, t->o.seed, t->o.dims.hidden, t->o.batch,
+                 t->o.dataset);
         die(t, "the checkpoint was written by a different configuration", d,
             "resume with the same -np, --seed, --hidden, --batch and --dataset");
     }
@@ -164,15 +164,24 @@ static void resume(trainer *t)
 static void checkpoint(trainer *t)
 {
     char why[512];
-    ckpt_state s = {.step = t->step, .rank = t->rank, .world = t->world, .seed = t->o.seed, .dims = t->o.dims,
-                    .batch = t->o.batch, .dataset = t->o.dataset, .data_pos = t->data_pos,
-                    .rng_ctr = t->rng_ctr, .adam_t = t->adam_t, .n_params = t->L.n_params,
-                    .params = t->p, .m = t->m, .v = t->v};
+    ckpt_state s = {.step = t->step,
+                    .rank = t->rank,
+                    .world = t->world,
+                    .seed = t->o.seed,
+                    .dims = t->o.dims,
+                    .batch = t->o.batch,
+                    .dataset = t->o.dataset,
+                    .data_pos = t->data_pos,
+                    .rng_ctr = t->rng_ctr,
+                    .adam_t = t->adam_t,
+                    .n_params = t->L.n_params,
+                    .params = t->p,
+                    .m = t->m,
+                    .v = t->v};
     if (ckpt_save(t->o.ckpt_dir, &s, why, sizeof(why)) < 0)
         die(t, "cannot write a checkpoint", why, "check the space and permissions of --checkpoint-dir");
     if (ckpt_record_state(&s, LS_STATE_SAVED) < 0)
-        fprintf(stderr, "lockstep-train: rank %d: the saved state block is incomplete: %s\n", t->rank,
-                ls_last_error());
+        fprintf(stderr, "lockstep-train: rank %d: the saved state block is incomplete: %s\n", t->rank, ls_last_error());
     MPI_Barrier(MPI_COMM_WORLD);
     if (t->rank == 0 && ckpt_mark_complete(t->o.ckpt_dir, t->step, why, sizeof(why)) < 0)
         die(t, "cannot write a checkpoint", why, NULL);
@@ -216,16 +225,15 @@ static void train_step(trainer *t, int64_t step)
     int64_t t0 = mono_ns();
 
     ls_step_begin(step);
-    mlp_make_batch(&t->L, t->o.seed, t->data_pos + (uint64_t)t->rank * (uint64_t)B, t->o.dataset, t->rank,
-                   &t->rng_ctr, &t->b);
+    mlp_make_batch(&t->L, t->o.seed, t->data_pos + (uint64_t)t->rank * (uint64_t)B, t->o.dataset, t->rank, &t->rng_ctr,
+                   &t->b);
     t->data_pos += (uint64_t)world * (uint64_t)B;
 
     float scale = 1.0f / ((float)world * (float)B * (float)t->L.d.d_out);
     double sse = 0.0;
     for (int k = 0; k < RED_PIECES; k++) {
         memset(t->pieces[k], 0, n * sizeof(float));
-        sse += mlp_grad(&t->L, t->p, &t->b, k * B / RED_PIECES, (k + 1) * B / RED_PIECES, scale, t->pieces[k],
-                        t->work);
+        sse += mlp_grad(&t->L, t->p, &t->b, k * B / RED_PIECES, (k + 1) * B / RED_PIECES, scale, t->pieces[k], t->work);
     }
     if (train_fault_applies(&t->o.fault, step, t->rank, t->node))
         inject_fault(t, t->pieces[0], step);

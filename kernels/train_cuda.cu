@@ -26,7 +26,8 @@ extern "C" {
 #include "kernels/lsfp1_cuda.h"
 #include "kernels/reduce_cuda.h"
 
-namespace {
+namespace
+{
 
 constexpr int kT = 256;
 
@@ -231,8 +232,8 @@ void backward(gpu_trainer *t, uint32_t rot)
     ck(lsk_outer_f32(t->mode, t->dz1, t->a0, B, H, d0, g + T[MLP_W0].off, rot, t->st), "outer");
     ck(lsk_colsum_f32(t->mode, t->dz1, B, H, g + T[MLP_B0].off, rot, t->st), "colsum");
     backin_kernel<<<blocks((size_t)B * d0), kT, 0, t->st>>>(p + T[MLP_W0].off, t->dz1, nullptr, B, H, d0, t->da0);
-    ck(lsk_scatter_add_f32(t->mode, t->da0 + t->L.d.d_in, d0, t->tok, B, t->L.d.d_emb, g + T[MLP_EMB].off,
-                           t->L.d.vocab, t->scatter_ws, rot, t->st),
+    ck(lsk_scatter_add_f32(t->mode, t->da0 + t->L.d.d_in, d0, t->tok, B, t->L.d.d_emb, g + T[MLP_EMB].off, t->L.d.vocab,
+                           t->scatter_ws, rot, t->st),
        "scatter_add");
 }
 
@@ -251,19 +252,19 @@ void train_step(gpu_trainer *t, int64_t step)
     int64_t t0 = mono_ns();
 
     ls_step_begin(step);
-    mlp_make_batch(&t->L, t->o.seed, t->data_pos + (uint64_t)t->rank * (uint64_t)B, t->o.dataset, t->rank,
-                   &t->rng_ctr, &t->hb);
+    mlp_make_batch(&t->L, t->o.seed, t->data_pos + (uint64_t)t->rank * (uint64_t)B, t->o.dataset, t->rank, &t->rng_ctr,
+                   &t->hb);
     t->data_pos += (uint64_t)t->world * (uint64_t)B;
     ck(cudaMemcpyAsync(t->x, t->hb.x, (size_t)B * din * sizeof(float), cudaMemcpyHostToDevice, t->st), "copy");
     ck(cudaMemcpyAsync(t->y, t->hb.y, (size_t)B * dout * sizeof(float), cudaMemcpyHostToDevice, t->st), "copy");
     ck(cudaMemcpyAsync(t->tok, t->hb.tok, (size_t)B * sizeof(int32_t), cudaMemcpyHostToDevice, t->st), "copy");
 
-    gather_kernel<<<blocks((size_t)B * d0), kT, 0, t->st>>>(t->x, t->tok, t->p + T[MLP_EMB].off, B, din,
-                                                             t->L.d.d_emb, t->a0);
-    linear_kernel<<<blocks((size_t)B * H), kT, 0, t->st>>>(t->p + T[MLP_W0].off, t->p + T[MLP_B0].off, t->a0, B, H,
-                                                           d0, 1, t->h1);
-    linear_kernel<<<blocks((size_t)B * H), kT, 0, t->st>>>(t->p + T[MLP_W1].off, t->p + T[MLP_B1].off, t->h1, B, H,
-                                                           H, 1, t->h2);
+    gather_kernel<<<blocks((size_t)B * d0), kT, 0, t->st>>>(t->x, t->tok, t->p + T[MLP_EMB].off, B, din, t->L.d.d_emb,
+                                                            t->a0);
+    linear_kernel<<<blocks((size_t)B * H), kT, 0, t->st>>>(t->p + T[MLP_W0].off, t->p + T[MLP_B0].off, t->a0, B, H, d0,
+                                                           1, t->h1);
+    linear_kernel<<<blocks((size_t)B * H), kT, 0, t->st>>>(t->p + T[MLP_W1].off, t->p + T[MLP_B1].off, t->h1, B, H, H,
+                                                           1, t->h2);
     linear_kernel<<<blocks((size_t)B * dout), kT, 0, t->st>>>(t->p + T[MLP_W2].off, t->p + T[MLP_B2].off, t->h2, B,
                                                               dout, H, 0, t->out);
     float scale = 1.0f / ((float)t->world * (float)B * (float)dout);
@@ -405,7 +406,8 @@ void resume(gpu_trainer *t)
     static char dir[4096];
     int64_t step = ckpt_resolve(t->o.resume_dir, t->o.resume_step, dir, sizeof(dir), why, sizeof(why));
     if (t->rank == 0 && step < 0)
-        die(t->rank, "cannot resume", why, "pass the --checkpoint-dir of an earlier run, or one of its step directories");
+        die(t->rank, "cannot resume", why,
+            "pass the --checkpoint-dir of an earlier run, or one of its step directories");
     MPI_Bcast(&step, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
     if (t->o.ckpt_dir == t->o.resume_dir)
         t->o.ckpt_dir = dir; /* checkpoints continue beside the one resumed from */

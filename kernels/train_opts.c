@@ -274,8 +274,7 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-void train_timing(double *step_ns, int64_t n_timed, double step_total, double rec_total, int64_t done,
-                  double out[3])
+void train_timing(double *step_ns, int64_t n_timed, double step_total, double rec_total, int64_t done, double out[3])
 {
     out[0] = out[1] = out[2] = 0;
     if (done <= 0 || n_timed <= 0)

@@ -11,8 +11,8 @@
 typedef struct train_fault {
     int set;
     int64_t step;
-    int rank;  /* -1: every rank that matches `node` */
-    int bit;   /* 0..31 of a float32 */
+    int rank;       /* -1: every rank that matches `node` */
+    int bit;        /* 0..31 of a float32 */
     char node[128]; /* "" : any node */
 } train_fault;
 
@@ -20,20 +20,20 @@ typedef struct train_opts {
     int64_t steps;
     uint64_t seed;
     mlp_dims dims;
-    int batch;            /* samples per rank per step */
-    uint64_t dataset;     /* samples in the synthetic data set */
+    int batch;        /* samples per rank per step */
+    uint64_t dataset; /* samples in the synthetic data set */
     mlp_adam adam;
-    int nondet;           /* --nondeterministic */
-    train_fault fault;    /* --inject-fault, else LOCKSTEP_FAULT */
-    int64_t ckpt_every;   /* 0: never */
+    int nondet;         /* --nondeterministic */
+    train_fault fault;  /* --inject-fault, else LOCKSTEP_FAULT */
+    int64_t ckpt_every; /* 0: never */
     const char *ckpt_dir;
     const char *resume_dir;
     const char *resume_fault; /* --resume-fault moments|rng|data: a loader that forgets it (tests the check) */
-    int64_t resume_step;  /* --resume-step N: exactly that checkpoint of resume_dir; -1: the newest */
-    const char *order_log; /* --order-log FILE: rank 0 writes the reduction order per step */
-    const char *reduce;    /* GPU path: "det" or "atomic" reductions (default: det, atomic when nondet) */
+    int64_t resume_step;      /* --resume-step N: exactly that checkpoint of resume_dir; -1: the newest */
+    const char *order_log;    /* --order-log FILE: rank 0 writes the reduction order per step */
+    const char *reduce;       /* GPU path: "det" or "atomic" reductions (default: det, atomic when nondet) */
     int quiet;
-    int json;              /* --json: print a one-line JSON summary at the end (rank 0) */
+    int json; /* --json: print a one-line JSON summary at the end (rank 0) */
 } train_opts;
 
 /* TRAIN_DEFAULT_BIT - the bit --inject-fault flips when none is given. */
@@ -65,8 +65,7 @@ void train_node_name(char *out, size_t cap);
  * step, out[1] the median step, out[2] the mean time inside recording calls,
  * from `n_timed` per-step times (sorted in place), their total and the
  * recording total (all in ns) over `done` steps. Zeros when done is 0. */
-void train_timing(double *step_ns, int64_t n_timed, double step_total, double rec_total, int64_t done,
-                  double out[3]);
+void train_timing(double *step_ns, int64_t n_timed, double step_total, double rec_total, int64_t done, double out[3]);
 
 /* train_usage - the help text. */
 const char *train_usage(void);

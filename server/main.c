@@ -1,4 +1,5 @@
-/* main.c - lockstepd: wires the parts together (settings, PostgreSQL, migrations, the route table, threads) and stops them in order.
+/* main.c - lockstepd: wires the parts together (settings, PostgreSQL, migrations, the route table, threads) and stops
+ * them in order.
  *
  * Layers, lowest first (a folder includes only its own and lower ones; tests/layout checks it):
  *   core/ (settings, state, log, metrics, threads, memory) -> rules/ and compare/ (pure rules) -> store/ and http/

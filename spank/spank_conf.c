@@ -36,8 +36,7 @@ const char *lsp_mode_name(lsp_mode m)
     switch (m) {
     case LSP_MODE_FP: return "fp";
     case LSP_MODE_DET: return "det";
-    default:
-        return "off";
+    default: return "off";
     }
 }
 
@@ -104,8 +103,9 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
             site_patterns p;
             char pwhy[600];
             if (strlen(v) >= sizeof(c->ignore) || site_patterns_parse(v, &p, pwhy, sizeof(pwhy)) < 0) {
-                snprintf(why, cap, "invalid plugstack argument '%s': %s; ignore= takes glob patterns separated by "
-                                   "commas, e.g. ignore=report_timings,MPI_Wtime",
+                snprintf(why, cap,
+                         "invalid plugstack argument '%s': %s; ignore= takes glob patterns separated by "
+                         "commas, e.g. ignore=report_timings,MPI_Wtime",
                          a, strlen(v) >= sizeof(c->ignore) ? "too long" : pwhy);
                 rv = -1;
                 continue;
@@ -115,9 +115,13 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
             site_patterns p;
             char pwhy[600];
             if (strlen(v) >= sizeof(c->secret_vars) || site_patterns_parse(v, &p, pwhy, sizeof(pwhy)) < 0 || !p.n) {
-                snprintf(why, cap, "invalid plugstack argument '%s': %s; secret_vars= takes glob patterns of "
-                                   "variable names separated by commas, e.g. secret_vars=NCCL_IB_PKEY,SITE_LICENSE*",
-                         a, strlen(v) >= sizeof(c->secret_vars) ? "too long" : !*v ? "empty" : pwhy);
+                snprintf(why, cap,
+                         "invalid plugstack argument '%s': %s; secret_vars= takes glob patterns of "
+                         "variable names separated by commas, e.g. secret_vars=NCCL_IB_PKEY,SITE_LICENSE*",
+                         a,
+                         strlen(v) >= sizeof(c->secret_vars) ? "too long"
+                         : !*v                               ? "empty"
+                                                             : pwhy);
                 rv = -1;
                 continue;
             }
@@ -132,16 +136,20 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
             if (!bad)
                 c->timeout_ms = (int)t;
         } else {
-            snprintf(why, cap, "unknown plugstack argument '%s'; known: server=URL secret=FILE agent=PATH "
-                               "default=off|fp|det enforce=off|fp|det spool=DIR stream=records|digests timeout_ms=N "
-                               "ignore=GLOB[,GLOB...] secret_vars=GLOB[,GLOB...]", a);
+            snprintf(why, cap,
+                     "unknown plugstack argument '%s'; known: server=URL secret=FILE agent=PATH "
+                     "default=off|fp|det enforce=off|fp|det spool=DIR stream=records|digests timeout_ms=N "
+                     "ignore=GLOB[,GLOB...] secret_vars=GLOB[,GLOB...]",
+                     a);
             rv = -1;
             continue;
         }
         if (bad) {
-            snprintf(why, cap, "invalid plugstack argument '%s'; server wants an http(s):// URL, secret, "
-                               "agent and spool an absolute path, default and enforce off|fp|det, "
-                               "stream records|digests, timeout_ms 1-60000", a);
+            snprintf(why, cap,
+                     "invalid plugstack argument '%s'; server wants an http(s):// URL, secret, "
+                     "agent and spool an absolute path, default and enforce off|fp|det, "
+                     "stream records|digests, timeout_ms 1-60000",
+                     a);
             rv = -1;
         }
     }

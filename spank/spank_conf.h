@@ -29,13 +29,13 @@ typedef struct lsp_conf {
 
 /* A user's request: from --lockstep* options, else SLURM_LOCKSTEP* variables. */
 typedef struct lsp_request {
-    int mode_set;            /* 1 when the user chose a mode */
+    int mode_set; /* 1 when the user chose a mode */
     lsp_mode mode;
-    char twin[256];          /* twin group, "" when none */
-    char trace[512];         /* LOCKSTEP_TRACE spec, "" when none */
-    int ignore_set;          /* 1 when the user gave ignore patterns (possibly none: "" drops the site's) */
-    char ignore[2048];       /* LOCKSTEP_IGNORE patterns */
-    char resume[4096];       /* how the job resumes (--lockstep-resume), "" when unsaid */
+    char twin[256];    /* twin group, "" when none */
+    char trace[512];   /* LOCKSTEP_TRACE spec, "" when none */
+    int ignore_set;    /* 1 when the user gave ignore patterns (possibly none: "" drops the site's) */
+    char ignore[2048]; /* LOCKSTEP_IGNORE patterns */
+    char resume[4096]; /* how the job resumes (--lockstep-resume), "" when unsaid */
 } lsp_request;
 
 /* lsp_conf_defaults - fill `c` with the built-in defaults (mode off, the

@@ -10,11 +10,11 @@
 
 /* How a user's own value is judged. */
 typedef enum det_check {
-    CHECK_EXACT,     /* equal to one of `ok` (case-insensitive) */
-    CHECK_RING,      /* NCCL_ALGO: only Ring named */
-    CHECK_POS_INT,   /* a positive decimal integer */
-    CHECK_UINT,      /* a decimal integer >= 0 */
-    CHECK_NOT_AUTO,  /* MKL_CBWR: a fixed code path, not AUTO */
+    CHECK_EXACT,    /* equal to one of `ok` (case-insensitive) */
+    CHECK_RING,     /* NCCL_ALGO: only Ring named */
+    CHECK_POS_INT,  /* a positive decimal integer */
+    CHECK_UINT,     /* a decimal integer >= 0 */
+    CHECK_NOT_AUTO, /* MKL_CBWR: a fixed code path, not AUTO */
 } det_check;
 
 typedef struct det_rule {
@@ -26,35 +26,71 @@ typedef struct det_rule {
 } det_rule;
 
 static const det_rule rules[] = {
-    {"CUBLAS_WORKSPACE_CONFIG", ":4096:8", CHECK_EXACT, {":4096:8", ":16:8"},
+    {"CUBLAS_WORKSPACE_CONFIG",
+     ":4096:8",
+     CHECK_EXACT,
+     {":4096:8", ":16:8"},
      "cuBLAS picks nondeterministic split-K reductions without a fixed workspace; "
      "unset it (lockstep sets :4096:8) or set :4096:8 or :16:8"},
-    {"NCCL_ALGO", "Ring", CHECK_RING, {0},
+    {"NCCL_ALGO",
+     "Ring",
+     CHECK_RING,
+     {0},
      "NCCL Tree, NVLS and CollNet sum in a topology-dependent order, which changes low bits between runs; "
      "unset it (lockstep sets Ring) or set NCCL_ALGO=Ring"},
-    {"NCCL_NVLS_ENABLE", "0", CHECK_EXACT, {"0"},
+    {"NCCL_NVLS_ENABLE",
+     "0",
+     CHECK_EXACT,
+     {"0"},
      "NVLink SHARP reduces in switch hardware in no fixed order; unset it or set 0"},
-    {"NCCL_COLLNET_ENABLE", "0", CHECK_EXACT, {"0"},
+    {"NCCL_COLLNET_ENABLE",
+     "0",
+     CHECK_EXACT,
+     {"0"},
      "CollNet reduces in the network in no fixed order; unset it or set 0"},
-    {"NCCL_PROTO", "Simple", CHECK_EXACT, {"Simple"},
+    {"NCCL_PROTO",
+     "Simple",
+     CHECK_EXACT,
+     {"Simple"},
      "LL and LL128 change how reductions are split; unset it (lockstep sets Simple) or set Simple"},
-    {"NVTE_ALLOW_NONDETERMINISTIC_ALGO", "0", CHECK_EXACT, {"0"},
+    {"NVTE_ALLOW_NONDETERMINISTIC_ALGO",
+     "0",
+     CHECK_EXACT,
+     {"0"},
      "Transformer Engine may pick nondeterministic kernels; unset it or set 0"},
-    {"MKL_CBWR", "COMPATIBLE", CHECK_NOT_AUTO, {0},
+    {"MKL_CBWR",
+     "COMPATIBLE",
+     CHECK_NOT_AUTO,
+     {0},
      "MKL picks a code path per CPU, so results differ across nodes; unset it (lockstep sets COMPATIBLE) "
      "or name a fixed path such as COMPATIBLE"},
-    {"PYTHONHASHSEED", "0", CHECK_UINT, {0},
+    {"PYTHONHASHSEED",
+     "0",
+     CHECK_UINT,
+     {0},
      "a random hash seed changes iteration order of sets and dicts of str; unset it (lockstep sets 0) "
      "or set a fixed number"},
-    {"OMP_NUM_THREADS", NULL, CHECK_POS_INT, {0},
+    {"OMP_NUM_THREADS",
+     NULL,
+     CHECK_POS_INT,
+     {0},
      "OpenMP reductions depend on the thread count; unset it (lockstep pins it to the step's CPUs per task) "
      "or set one positive number"},
-    {"OMPI_MCA_coll_tuned_use_dynamic_rules", "1", CHECK_EXACT, {"1", "true"},
+    {"OMPI_MCA_coll_tuned_use_dynamic_rules",
+     "1",
+     CHECK_EXACT,
+     {"1", "true"},
      "without dynamic rules Open MPI ignores the pinned collective algorithms; unset it or set 1"},
-    {"OMPI_MCA_coll_tuned_allreduce_algorithm", "4", CHECK_POS_INT, {0},
+    {"OMPI_MCA_coll_tuned_allreduce_algorithm",
+     "4",
+     CHECK_POS_INT,
+     {0},
      "0 lets Open MPI choose an allreduce algorithm by message size; unset it (lockstep pins ring, 4) "
      "or set a fixed algorithm number"},
-    {"OMPI_MCA_coll_tuned_reduce_algorithm", "1", CHECK_POS_INT, {0},
+    {"OMPI_MCA_coll_tuned_reduce_algorithm",
+     "1",
+     CHECK_POS_INT,
+     {0},
      "0 lets Open MPI choose a reduce algorithm by message size; unset it (lockstep pins linear, 1) "
      "or set a fixed algorithm number"},
 };
@@ -104,14 +140,10 @@ static int rule_ok(const det_rule *r, const char *v)
             if (!strcasecmp(v, r->ok[i]))
                 return 1;
         return 0;
-    case CHECK_RING:
-        return ring_only(v);
-    case CHECK_POS_INT:
-        return parse_num(v) > 0;
-    case CHECK_UINT:
-        return parse_num(v) >= 0;
-    case CHECK_NOT_AUTO:
-        return *v && strncasecmp(v, "AUTO", 4) != 0;
+    case CHECK_RING: return ring_only(v);
+    case CHECK_POS_INT: return parse_num(v) > 0;
+    case CHECK_UINT: return parse_num(v) >= 0;
+    case CHECK_NOT_AUTO: return *v && strncasecmp(v, "AUTO", 4) != 0;
     }
     return 0;
 }
@@ -162,8 +194,7 @@ void lsp_det_plan_make(lsp_getenv_fn get, void *ctx, long omp_threads, lsp_det_p
 }
 
 /* append - snprintf at the end of buf; keeps `*len` at most cap-1. */
-static void append(char *buf, size_t cap, size_t *len, const char *fmt, const char *a, const char *b,
-                   const char *c)
+static void append(char *buf, size_t cap, size_t *len, const char *fmt, const char *a, const char *b, const char *c)
 {
     if (*len + 1 >= cap)
         return;

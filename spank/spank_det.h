@@ -12,16 +12,16 @@
 typedef const char *(*lsp_getenv_fn)(void *ctx, const char *name);
 
 typedef struct lsp_setting {
-    const char *name;   /* static string */
+    const char *name; /* static string */
     char value[160];
-    const char *why;    /* conflicts only: why it breaks determinism, and the fix */
+    const char *why; /* conflicts only: why it breaks determinism, and the fix */
 } lsp_setting;
 
 /* The outcome of checking a job's environment against the det runtime. */
 typedef struct lsp_det_plan {
-    int n_set;                             /* variables to set: absent from the job's env */
+    int n_set; /* variables to set: absent from the job's env */
     lsp_setting set[LSP_DET_MAX];
-    int n_conflict;                        /* user values that break determinism */
+    int n_conflict; /* user values that break determinism */
     lsp_setting conflict[LSP_DET_MAX];
 } lsp_det_plan;
 

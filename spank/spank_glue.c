@@ -99,8 +99,8 @@ static int apply_det(const lsp_glue_ops *ops, lsp_mode mode, const lsp_job_facts
     if (plan->n_conflict) {
         lsp_det_conflicts(plan, text, ENV_MAX);
         setv(ops, "LOCKSTEP_CONFLICTS", text, bad);
-        say(ops, ops->log, "step %u.%u runs under fp with settings that break determinism: %s", f->job_id,
-            f->step_id, text);
+        say(ops, ops->log, "step %u.%u runs under fp with settings that break determinism: %s", f->job_id, f->step_id,
+            text);
     } else {
         ops->unset(ops->ctx, "LOCKSTEP_CONFLICTS");
     }
@@ -209,8 +209,7 @@ static void set_identity(const lsp_glue_ops *ops, const lsp_conf *c, const lsp_r
     if (mode == LSP_MODE_DET && ops->get(ops->ctx, "NCCL_GRAPH_DUMP_FILE", nodes, 1024) == 0) {
         /* NCCL writes the topology graph it chose here; the agent puts it in the manifest. */
         char path[PATH_MAX + 64];
-        snprintf(path, sizeof(path), "%s/nccl-graph.%u.%u.xml", c->spool[0] ? c->spool : "/tmp", f->job_id,
-                 f->step_id);
+        snprintf(path, sizeof(path), "%s/nccl-graph.%u.%u.xml", c->spool[0] ? c->spool : "/tmp", f->job_id, f->step_id);
         setv(ops, "NCCL_GRAPH_DUMP_FILE", path, bad);
     }
     if (f->user[0])

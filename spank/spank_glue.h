@@ -38,17 +38,17 @@ typedef struct lsp_job_facts {
     char command[2048];
     char **argv; /* the step's argument vector as slurmstepd holds it (S_JOB_ARGV, borrowed), argc words */
     int argc;
-    uint32_t nlocal;                            /* tasks on this node (0: unknown, nothing attested) */
-    uint32_t local_ranks[LSP_MAX_LOCAL_TASKS];  /* their global ranks */
+    uint32_t nlocal;                           /* tasks on this node (0: unknown, nothing attested) */
+    uint32_t local_ranks[LSP_MAX_LOCAL_TASKS]; /* their global ranks */
 } lsp_job_facts;
 
 typedef struct lsp_step_result {
-    int active;         /* tasks get the agent */
-    char token[65];     /* the job's token ("" when no secret is configured) */
-    char attest[65];    /* the job's attestation token: slurmstepd's own, never in the job's environment */
-    char run_id[128];   /* from lockstepd when registration succeeded, else "" */
-    int attested;       /* lockstepd took this node's attestation */
-    char nodes[1024];   /* the step's node list as attested ("" when unknown) */
+    int active;       /* tasks get the agent */
+    char token[65];   /* the job's token ("" when no secret is configured) */
+    char attest[65];  /* the job's attestation token: slurmstepd's own, never in the job's environment */
+    char run_id[128]; /* from lockstepd when registration succeeded, else "" */
+    int attested;     /* lockstepd took this node's attestation */
+    char nodes[1024]; /* the step's node list as attested ("" when unknown) */
 } lsp_step_result;
 
 /* lsp_step_key - the step id lockstepd knows this step by: "S", or "S.rN" in the job's N-th requeue. A

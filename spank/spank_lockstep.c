@@ -49,16 +49,16 @@ static struct spank_option opt_table[] = {
 
 /* State kept in one slurmstepd between callbacks (one step per process). */
 static struct {
-    int active;          /* this step is under lockstep and tasks get the agent */
-    int refused;         /* init_post_opt refused the step: task_init fails its tasks */
-    char note[4096];     /* what the user must be told: printed on the tasks' stderr */
-    uint32_t node_id;    /* this node's index in the step */
+    int active;       /* this step is under lockstep and tasks get the agent */
+    int refused;      /* init_post_opt refused the step: task_init fails its tasks */
+    char note[4096];  /* what the user must be told: printed on the tasks' stderr */
+    uint32_t node_id; /* this node's index in the step */
     char job_id[16], step_id[32];
-    int looked_up;       /* task_exit asked lockstepd for the run id once */
+    int looked_up; /* task_exit asked lockstepd for the run id once */
     lsp_conf conf;
     char token[TOKEN_HEX_LEN + 1];
     char run_id[128];
-    int attest_again;    /* the attestation did not get through at the start: try once more at a task exit */
+    int attest_again; /* the attestation did not get through at the start: try once more at a task exit */
     lsp_job_facts facts;
     lsp_step_result res; /* its attestation token stays in slurmstepd, wiped at exit */
 } step;
@@ -298,8 +298,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
         slurm_error("lockstep: cannot read the job and step id; this step runs without lockstep");
         if (step.conf.enforce > LSP_MODE_OFF) {
             step.refused = 1;
-            snprintf(step.note, sizeof(step.note),
-                     "cannot read the job and step id, and the site enforces lockstep");
+            snprintf(step.note, sizeof(step.note), "cannot read the job and step id, and the site enforces lockstep");
         }
         return 0;
     }

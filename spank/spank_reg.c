@@ -27,8 +27,8 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 
 /* post_json - POST `body` (GET when NULL) to `url`; the status in *status, the answer in `resp`. Returns 0
  * when an HTTP answer came (any status), -1 with `why` on a transport error or timeout. */
-static int post_json(const char *url, const char *token, const char *body, int timeout_ms, long *status,
-                     reg_buf *resp, char *why, size_t cap)
+static int post_json(const char *url, const char *token, const char *body, int timeout_ms, long *status, reg_buf *resp,
+                     char *why, size_t cap)
 {
     int rv = -1;
     char auth[256];

@@ -9,10 +9,14 @@
 #include "common/wire.h"
 
 /* How the user writes each request (by LSP_OPT_*): the option, and the variable that stands for it. */
-static const char *const OPT_NAME[] = {NULL, "--lockstep", "--lockstep-twin", "--lockstep-trace", "--lockstep-ignore",
-                                       "--lockstep-resume"};
-static const char *const ENV_NAME[] = {NULL, "SLURM_LOCKSTEP", "SLURM_LOCKSTEP_TWIN", "SLURM_LOCKSTEP_TRACE",
-                                       "SLURM_LOCKSTEP_IGNORE", "SLURM_LOCKSTEP_RESUME"};
+static const char *const OPT_NAME[] = {
+    NULL, "--lockstep", "--lockstep-twin", "--lockstep-trace", "--lockstep-ignore", "--lockstep-resume"};
+static const char *const ENV_NAME[] = {NULL,
+                                       "SLURM_LOCKSTEP",
+                                       "SLURM_LOCKSTEP_TWIN",
+                                       "SLURM_LOCKSTEP_TRACE",
+                                       "SLURM_LOCKSTEP_IGNORE",
+                                       "SLURM_LOCKSTEP_RESUME"};
 
 int lsp_request_check(int which, const char *value, const char *from, char *why, size_t cap)
 {
@@ -54,7 +58,11 @@ int lsp_request_check(int which, const char *value, const char *from, char *why,
                      "%s=%.200s is not a list of patterns (%s); give glob patterns separated by commas, matched "
                      "against record names and the functions of their call sites, e.g. "
                      "%s=report_timings,'Solver::finish*'",
-                     as, value ? value : "", !value ? "no value" : strlen(value) >= 2048 ? "too long" : pwhy, as);
+                     as, value ? value : "",
+                     !value                  ? "no value"
+                     : strlen(value) >= 2048 ? "too long"
+                                             : pwhy,
+                     as);
             return -1;
         }
         return 0;

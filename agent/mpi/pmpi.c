@@ -32,23 +32,26 @@ static void *resolve(void **slot, const char *name)
     return f;
 }
 
-#define REAL(type, name, ...)                                                                                      \
-    static void *slot_##name;                                                                                      \
-    type (*real_##name)(__VA_ARGS__) = (type (*)(__VA_ARGS__))resolve(&slot_##name, "P" #name)
+#define REAL(type, name, ...)                                                                                          \
+    static void *slot_##name;                                                                                          \
+    type (*real_##name)(__VA_ARGS__) = (type(*)(__VA_ARGS__))resolve(&slot_##name, "P" #name)
 
 /* --- datatypes ------------------------------------------------------------ */
 
 typedef struct dt_info {
-    int size;       /* bytes of data per element */
+    int size;        /* bytes of data per element */
     MPI_Aint extent; /* bytes between elements */
-    int contiguous; /* count elements are size*count bytes from the buffer start */
+    int contiguous;  /* count elements are size*count bytes from the buffer start */
     ls_dtype dtype;
 } dt_info;
 
 static const struct {
     const char *name;
     ls_dtype dtype;
-} float_types[] = {{"MPI_DOUBLE", LS_F64}, {"MPI_FLOAT", LS_F32}, {"MPI_REAL8", LS_F64}, {"MPI_REAL4", LS_F32},
+} float_types[] = {{"MPI_DOUBLE", LS_F64},
+                   {"MPI_FLOAT", LS_F32},
+                   {"MPI_REAL8", LS_F64},
+                   {"MPI_REAL4", LS_F32},
                    {"MPI_C_BOOL", LS_BOOL}};
 
 static ls_dtype int_dtype(int size, int is_unsigned)
@@ -197,8 +200,7 @@ static int inputs_on(void)
 
 /* in_of / in_segments - fp_of and fp_segments for an input: 0 without
  * hashing when inputs are off. */
-static uint64_t in_of(const void *buf, int count, MPI_Datatype dt, const dt_info *d, uint64_t *nbytes,
-                      MPI_Comm comm)
+static uint64_t in_of(const void *buf, int count, MPI_Datatype dt, const dt_info *d, uint64_t *nbytes, MPI_Comm comm)
 {
     return inputs_on() ? fp_of(buf, count, dt, d, nbytes, comm) : 0;
 }
@@ -230,8 +232,8 @@ static int comm_rank(MPI_Comm comm)
 }
 
 /* emit - one record: shape {communicator size, output elements}, and the call site the wrapper returns to. */
-static void emit(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int csize,
-                 long elems, int n_inputs, const uint64_t *inputs, const void *ret)
+static void emit(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int csize, long elems,
+                 int n_inputs, const uint64_t *inputs, const void *ret)
 {
     int64_t shape[2] = {csize, elems};
     ls_record_fp_at(level, name, fp, nbytes, dtype, 2, shape, inputs_on() ? n_inputs : 0, inputs, ret, NULL);
@@ -306,8 +308,8 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
             out = in, nbytes = in_bytes;
         else
             out = fp_lsfp1("", 0);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.reduce", out, nbytes, d.dtype, comm_size(comm), me == root ? count : 0, 1,
-             &in, RET);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.reduce", out, nbytes, d.dtype, comm_size(comm), me == root ? count : 0, 1, &in,
+             RET);
     }
     return rc;
 }
@@ -328,8 +330,8 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     return rc;
 }
 
-int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
-                  MPI_Datatype rtype, MPI_Comm comm)
+int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount, MPI_Datatype rtype,
+                  MPI_Comm comm)
 {
     REAL(int, MPI_Allgather, const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
     dt_info ds, dr;
@@ -337,9 +339,9 @@ int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *rec
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     int p = comm_size(comm);
-    uint64_t in = sendbuf == MPI_IN_PLACE
-                      ? in_of((char *)recvbuf + (MPI_Aint)comm_rank(comm) * rcount * dr.extent, rcount, rtype, &dr, NULL, comm)
-                      : in_of(sendbuf, scount, stype, &ds, NULL, comm);
+    uint64_t in = sendbuf == MPI_IN_PLACE ? in_of((char *)recvbuf + (MPI_Aint)comm_rank(comm) * rcount * dr.extent,
+                                                  rcount, rtype, &dr, NULL, comm)
+                                          : in_of(sendbuf, scount, stype, &ds, NULL, comm);
     uint64_t nbytes;
     int rc = real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     if (rc == MPI_SUCCESS) {
@@ -392,8 +394,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int rcounts[], 
     return rc;
 }
 
-int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int rcount, MPI_Datatype dt, MPI_Op op,
-                             MPI_Comm comm)
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int rcount, MPI_Datatype dt, MPI_Op op, MPI_Comm comm)
 {
     REAL(int, MPI_Reduce_scatter_block, const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
     dt_info d;

@@ -20,9 +20,9 @@
 #include "kernels/lsfp1_cuda.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define RING 4096   /* pending records; a full ring waits for its oldest entry */
-#define WORDS 4     /* per slot: input fp + scratch, output fp + scratch */
-#define DEFER 1024  /* output hashes waiting for the group's end */
+#define RING 4096  /* pending records; a full ring waits for its oldest entry */
+#define WORDS 4    /* per slot: input fp + scratch, output fp + scratch */
+#define DEFER 1024 /* output hashes waiting for the group's end */
 
 struct pend {
     char name[40];
@@ -78,9 +78,9 @@ static void *real(void **slot, const char *name)
     }
     return f;
 }
-#define REAL(ret, name, ...)                                                                                       \
-    static void *slot_##name;                                                                                      \
-    ret (*real_##name)(__VA_ARGS__) = (ret (*)(__VA_ARGS__))real(&slot_##name, #name)
+#define REAL(ret, name, ...)                                                                                           \
+    static void *slot_##name;                                                                                          \
+    ret (*real_##name)(__VA_ARGS__) = (ret(*)(__VA_ARGS__))real(&slot_##name, #name)
 
 static void drain_locked(int wait);
 
@@ -251,8 +251,7 @@ static void finish_locked(unsigned i, const void *out, size_t out_bytes, cudaStr
         N.p[i].has_out = 1;
     }
     if (e == cudaSuccess)
-        e = cudaMemcpyAsync(N.h_ring + (size_t)i * WORDS, d, sizeof(uint64_t) * WORDS, cudaMemcpyDeviceToHost,
-                            stream);
+        e = cudaMemcpyAsync(N.h_ring + (size_t)i * WORDS, d, sizeof(uint64_t) * WORDS, cudaMemcpyDeviceToHost, stream);
     if (e == cudaSuccess)
         e = cudaEventRecord(N.p[i].ev, stream);
     N.p[i].armed = e == cudaSuccess ? 1 : -1;
@@ -327,26 +326,26 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 /* collective - the shared body of the wrapped collectives. The call site is resolved (ls_enabled_at) in the
  * calling thread, now; the record, made later, names it by the same return address. LOCKSTEP_IGNORE
  * leaves the call alone: nothing is hashed. */
-#define COLLECTIVE(NAME, LEVEL, IN, IN_BYTES, OUT, OUT_COUNT, CALL)                                               \
-    do {                                                                                                           \
-        int slot_ = -1;                                                                                            \
-        const void *ret_ = __builtin_return_address(0);                                                            \
-        if (ls_enabled_at(LEVEL, NAME, ret_)) {                                                                    \
-            pthread_mutex_lock(&N.mu);                                                                             \
-            slot_ = begin_locked(NAME, ret_, LEVEL, datatype, comm_count(comm), OUT_COUNT, IN, IN_BYTES, stream);  \
-            pthread_mutex_unlock(&N.mu);                                                                           \
-        }                                                                                                          \
-        ncclResult_t rc_ = CALL;                                                                                   \
-        if (slot_ >= 0) {                                                                                          \
-            pthread_mutex_lock(&N.mu);                                                                             \
-            after_locked(slot_, rc_ == ncclSuccess ? (OUT) : NULL, (OUT_COUNT) * dtype_bytes(datatype), stream);   \
-            pthread_mutex_unlock(&N.mu);                                                                           \
-        }                                                                                                          \
-        return rc_;                                                                                                \
+#define COLLECTIVE(NAME, LEVEL, IN, IN_BYTES, OUT, OUT_COUNT, CALL)                                                    \
+    do {                                                                                                               \
+        int slot_ = -1;                                                                                                \
+        const void *ret_ = __builtin_return_address(0);                                                                \
+        if (ls_enabled_at(LEVEL, NAME, ret_)) {                                                                        \
+            pthread_mutex_lock(&N.mu);                                                                                 \
+            slot_ = begin_locked(NAME, ret_, LEVEL, datatype, comm_count(comm), OUT_COUNT, IN, IN_BYTES, stream);      \
+            pthread_mutex_unlock(&N.mu);                                                                               \
+        }                                                                                                              \
+        ncclResult_t rc_ = CALL;                                                                                       \
+        if (slot_ >= 0) {                                                                                              \
+            pthread_mutex_lock(&N.mu);                                                                                 \
+            after_locked(slot_, rc_ == ncclSuccess ? (OUT) : NULL, (OUT_COUNT)*dtype_bytes(datatype), stream);         \
+            pthread_mutex_unlock(&N.mu);                                                                               \
+        }                                                                                                              \
+        return rc_;                                                                                                    \
     } while (0)
 
 EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
-                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+                                  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
     REAL(ncclResult_t, ncclAllReduce, const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
          cudaStream_t);
@@ -354,8 +353,8 @@ EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t c
                real_ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream));
 }
 
-EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
-                        int root, ncclComm_t comm, cudaStream_t stream)
+EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                               ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
 {
     REAL(ncclResult_t, ncclReduce, const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t,
          cudaStream_t);
@@ -369,7 +368,7 @@ EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t coun
 }
 
 EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
-                           ncclComm_t comm, cudaStream_t stream)
+                                  ncclComm_t comm, cudaStream_t stream)
 {
     REAL(ncclResult_t, ncclBroadcast, const void *, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
     REAL(ncclResult_t, ncclCommUserRank, const ncclComm_t, int *);
@@ -380,7 +379,7 @@ EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t c
 }
 
 EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype,
-                           ncclComm_t comm, cudaStream_t stream)
+                                  ncclComm_t comm, cudaStream_t stream)
 {
     REAL(ncclResult_t, ncclAllGather, const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
     size_t total = sendcount * (size_t)comm_count(comm);
@@ -389,17 +388,17 @@ EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t s
 }
 
 EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype,
-                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+                                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
     REAL(ncclResult_t, ncclReduceScatter, const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
          cudaStream_t);
     size_t total = recvcount * (size_t)comm_count(comm);
-    COLLECTIVE("nccl.reduce_scatter", LS_LEVEL_COLLECTIVE, sendbuff, total * dtype_bytes(datatype), recvbuff,
-               recvcount, real_ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
+    COLLECTIVE("nccl.reduce_scatter", LS_LEVEL_COLLECTIVE, sendbuff, total * dtype_bytes(datatype), recvbuff, recvcount,
+               real_ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
 }
 
 EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-                      cudaStream_t stream)
+                             cudaStream_t stream)
 {
     REAL(ncclResult_t, ncclSend, const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
     /* What is sent is the record: its fingerprint travels as the "input" slot. */
@@ -408,7 +407,7 @@ EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t 
 }
 
 EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
-                      cudaStream_t stream)
+                             cudaStream_t stream)
 {
     REAL(ncclResult_t, ncclRecv, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
     COLLECTIVE("nccl.recv", LS_LEVEL_OP, (const void *)NULL, 0, recvbuff, count,

@@ -231,16 +231,17 @@ int main(int argc, char **argv)
         goto out_stop;
     }
 
-    static const char *const labels[] = {"twin_ms", "steps_window_ms", "records_a_ms", "records_b_ms",
-                                         "manifest_diff_ms", "curves_ms"};
+    static const char *const labels[] = {"twin_ms",      "steps_window_ms",  "records_a_ms",
+                                         "records_b_ms", "manifest_diff_ms", "curves_ms"};
     char paths[6][512];
     int64_t from = o.odd_step - 250 > 0 ? o.odd_step - 250 : 0;
     snprintf(paths[0], 512, "/api/v1/twins/%s", group);
-    snprintf(paths[1], 512, "/api/v1/twins/%s/steps?from=%" PRId64 "&to=%" PRId64 "&compact=1", group, from, from + 499);
-    snprintf(paths[2], 512, "/api/v1/runs/%s/records?rank=%d&step=%" PRId64 "&limit=10000", cs[0].run_id[0],
-             o.odd_rank, o.odd_step);
-    snprintf(paths[3], 512, "/api/v1/runs/%s/records?rank=%d&step=%" PRId64 "&limit=10000", cs[0].run_id[1],
-             o.odd_rank, o.odd_step);
+    snprintf(paths[1], 512, "/api/v1/twins/%s/steps?from=%" PRId64 "&to=%" PRId64 "&compact=1", group, from,
+             from + 499);
+    snprintf(paths[2], 512, "/api/v1/runs/%s/records?rank=%d&step=%" PRId64 "&limit=10000", cs[0].run_id[0], o.odd_rank,
+             o.odd_step);
+    snprintf(paths[3], 512, "/api/v1/runs/%s/records?rank=%d&step=%" PRId64 "&limit=10000", cs[0].run_id[1], o.odd_rank,
+             o.odd_step);
     snprintf(paths[4], 512, "/api/v1/twins/%s/manifest-diff", group);
     snprintf(paths[5], 512, "/api/v1/runs/%s/series?rank=0&name=loss,grad_norm&limit=100000", cs[0].run_id[0]);
     double p50[6], max[6], worst = 0;

@@ -1,4 +1,6 @@
-/* fleet.c - bench/fleet: one lockstepd (embedded PostgreSQL on this machine) driven by the streams of a simulated fleet, 10,000 ranks at a 1 s step by default, streaming digests (or records); says whether it keeps up and how fast divergences are found. One JSON line.
+/* fleet.c - bench/fleet: one lockstepd (embedded PostgreSQL on this machine) driven by the streams of a simulated
+ * fleet, 10,000 ranks at a 1 s step by default, streaming digests (or records); says whether it keeps up and how fast
+ * divergences are found. One JSON line.
  *
  * The ranks belong to twin groups of two runs. Every rank makes `per_step` records a step, `metrics` of them
  * scalars (loss, grad norm, ...), the others collective fingerprints; its step is due at t0 + step * step_s +
@@ -41,10 +43,10 @@ typedef struct opts {
 
 /* One simulated rank. */
 typedef struct srank {
-    int group, run, rank;  /* run 0 or 1 of the group; rank within the run */
-    double phase;          /* seconds into each step when it posts */
+    int group, run, rank; /* run 0 or 1 of the group; rank within the run */
+    double phase;         /* seconds into each step when it posts */
     uint64_t bseq;
-    int64_t diverge_at;    /* -1: never */
+    int64_t diverge_at; /* -1: never */
 } srank;
 
 typedef struct sim {
@@ -354,8 +356,16 @@ int main(int argc, char **argv)
 {
     static sim s;
     opts *o = &s.o;
-    *o = (opts){.ranks = 10000, .groups = 10, .per_step = 100, .metrics = 4, .threads = 200, .diverge = 5,
-                .step_s = 1.0, .seconds = 120, .digests = 1, .batch_steps = 1};
+    *o = (opts){.ranks = 10000,
+                .groups = 10,
+                .per_step = 100,
+                .metrics = 4,
+                .threads = 200,
+                .diverge = 5,
+                .step_s = 1.0,
+                .seconds = 120,
+                .digests = 1,
+                .batch_steps = 1};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
         if (!strcmp(k, "--ranks"))
@@ -385,9 +395,12 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--server-threads"))
             o->srv_threads = v;
         else {
-            fprintf(stderr, "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
-                            "[--seconds T] [--batch-steps K] [--mode digests|records] [--threads N] [--diverge G] [--server-threads N] "
-                            "[--db URL | --state-dir DIR]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
+                    "[--seconds T] [--batch-steps K] [--mode digests|records] [--threads N] [--diverge G] "
+                    "[--server-threads N] "
+                    "[--db URL | --state-dir DIR]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -424,9 +437,10 @@ int main(int argc, char **argv)
     FILE *cf = fopen(conf, "w");
     if (!cf || fputs("max_connections_per_ip = 0\n", cf) < 0 || fclose(cf) != 0)
         return 1;
-    const char *args_embedded[] = {"--config", conf, "--state-dir", state_dir, o->srv_threads ? "--threads" : NULL,
+    const char *args_embedded[] = {"--config",     conf, "--state-dir", state_dir, o->srv_threads ? "--threads" : NULL,
                                    o->srv_threads, NULL};
-    const char *args_db[] = {"--config", conf, "--db", o->db, o->srv_threads ? "--threads" : NULL, o->srv_threads, NULL};
+    const char *args_db[] = {"--config",     conf, "--db", o->db, o->srv_threads ? "--threads" : NULL,
+                             o->srv_threads, NULL};
     h_srv srv;
     if (h_srv_start(&srv, o->db ? args_db : args_embedded) < 0) {
         fprintf(stderr, "bench/fleet: lockstepd did not start\n");
@@ -442,8 +456,9 @@ int main(int argc, char **argv)
         snprintf(s.groups[g], sizeof(s.groups[g]), "fleet-%d-%d", (int)getpid(), g);
         for (int k = 0; k < 2; k++) {
             char body[300];
-            snprintf(body, sizeof(body), "{\"job_id\": \"%d\", \"twin_group\": \"%s\", \"ranks\": %d, \"mode\": \"det\"}",
-                     1000 + 2 * g + k, s.groups[g], s.ranks_per_run);
+            snprintf(body, sizeof(body),
+                     "{\"job_id\": \"%d\", \"twin_group\": \"%s\", \"ranks\": %d, \"mode\": \"det\"}", 1000 + 2 * g + k,
+                     s.groups[g], s.ranks_per_run);
             if (h_http("POST", url, NULL, body, strlen(body), NULL, &resp) != 201 ||
                 h_json_str(resp, "run_id", s.run_ids[g * 2 + k], 40) < 0) {
                 fprintf(stderr, "bench/fleet: cannot register a run: %s\n", resp ? resp : "");
@@ -577,24 +592,26 @@ int main(int argc, char **argv)
     double offered = o->ranks / o->step_s / o->batch_steps, rate = (double)(posts - on_demand) / o->seconds;
     double lag99 = pct(lag, n, 0.99) * 1e3;
     int keeps_up = fails == 0 && rate >= 0.97 * offered && lag99 < o->step_s * 500;
-    printf("{\"bench\": \"fleet\", \"mode\": \"%s\", \"ranks\": %d, \"groups\": %d, \"runs\": %d, \"step_s\": %.2f, "
-           "\"seconds\": %.1f, \"records_per_rank_step\": %d, \"batch_steps\": %d, \"client_threads\": %d, \"offered_batches_per_s\": %.0f, "
-           "\"batches_per_s\": %.1f, \"records_made_per_s\": %.0f, \"keeps_up\": %s, \"lag_p50_ms\": %.1f, "
-           "\"lag_p99_ms\": %.1f, \"lag_max_ms\": %.1f, \"post_p50_ms\": %.2f, \"post_p99_ms\": %.2f, "
-           "\"failed_posts\": %" PRIu64 ", \"steps_asked\": %" PRIu64 ", \"divergences_found\": %d, "
-           "\"divergences_right\": %d, \"divergences_expected\": %d, \"detect_p50_ms\": %.1f, \"detect_max_ms\": %.1f, "
-           "\"e2e_p50_ms\": %.1f, \"e2e_max_ms\": %.1f, \"bytes_per_rank_step\": %.1f, \"on_demand_bytes\": %" PRIu64 ", "
-           "\"lockstepd_cpu_s\": %.1f, \"postgres_cpu_s\": %.1f, \"server_cpu_us_per_batch\": %.0f, \"sim_cpu_s\": %.1f, "
-           "\"wal_bytes_per_s\": %.0f, "
-           "\"load_avg_1m\": %.2f}\n",
-           o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
-           o->batch_steps, o->threads, offered, rate, (double)made / elapsed, keeps_up ? "true" : "false", pct(lag, n, 0.5) * 1e3,
-           lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3, pct(lat, n, 0.99) * 1e3, fails,
-           atomic_load(&s.asked), n_found, n_right, o->diverge, pct(det, (size_t)n_found, 0.5),
-           n_found ? det[n_found - 1] : 0, pct(e2e, (size_t)n_found, 0.5), n_found ? e2e[n_found - 1] : 0,
-           steps_posted ? (double)atomic_load(&s.bytes) / (double)steps_posted / o->batch_steps : 0,
-           (uint64_t)atomic_load(&s.bytes_on_demand), srv_cpu, pg_cpu, posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0,
-           sim_cpu, wal / elapsed, load[0]);
+    printf(
+        "{\"bench\": \"fleet\", \"mode\": \"%s\", \"ranks\": %d, \"groups\": %d, \"runs\": %d, \"step_s\": %.2f, "
+        "\"seconds\": %.1f, \"records_per_rank_step\": %d, \"batch_steps\": %d, \"client_threads\": %d, "
+        "\"offered_batches_per_s\": %.0f, "
+        "\"batches_per_s\": %.1f, \"records_made_per_s\": %.0f, \"keeps_up\": %s, \"lag_p50_ms\": %.1f, "
+        "\"lag_p99_ms\": %.1f, \"lag_max_ms\": %.1f, \"post_p50_ms\": %.2f, \"post_p99_ms\": %.2f, "
+        "\"failed_posts\": %" PRIu64 ", \"steps_asked\": %" PRIu64 ", \"divergences_found\": %d, "
+        "\"divergences_right\": %d, \"divergences_expected\": %d, \"detect_p50_ms\": %.1f, \"detect_max_ms\": %.1f, "
+        "\"e2e_p50_ms\": %.1f, \"e2e_max_ms\": %.1f, \"bytes_per_rank_step\": %.1f, \"on_demand_bytes\": %" PRIu64 ", "
+        "\"lockstepd_cpu_s\": %.1f, \"postgres_cpu_s\": %.1f, \"server_cpu_us_per_batch\": %.0f, \"sim_cpu_s\": %.1f, "
+        "\"wal_bytes_per_s\": %.0f, "
+        "\"load_avg_1m\": %.2f}\n",
+        o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
+        o->batch_steps, o->threads, offered, rate, (double)made / elapsed, keeps_up ? "true" : "false",
+        pct(lag, n, 0.5) * 1e3, lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3, pct(lat, n, 0.99) * 1e3, fails,
+        atomic_load(&s.asked), n_found, n_right, o->diverge, pct(det, (size_t)n_found, 0.5),
+        n_found ? det[n_found - 1] : 0, pct(e2e, (size_t)n_found, 0.5), n_found ? e2e[n_found - 1] : 0,
+        steps_posted ? (double)atomic_load(&s.bytes) / (double)steps_posted / o->batch_steps : 0,
+        (uint64_t)atomic_load(&s.bytes_on_demand), srv_cpu, pg_cpu,
+        posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0, sim_cpu, wal / elapsed, load[0]);
     free(lag);
     free(lat);
     free(ws);

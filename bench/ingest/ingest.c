@@ -1,4 +1,6 @@
-/* ingest.c - bench/ingest: N loopback clients post binary batches to a fresh lockstepd (embedded PostgreSQL on this machine), then the same records are COPYed as rows into an unindexed table of the same PostgreSQL (the row model's limit); one JSON line of figures. */
+/* ingest.c - bench/ingest: N loopback clients post binary batches to a fresh lockstepd (embedded PostgreSQL on this
+ * machine), then the same records are COPYed as rows into an unindexed table of the same PostgreSQL (the row model's
+ * limit); one JSON line of figures. */
 #include <dirent.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -16,14 +18,14 @@
 #include "tests/integration/harness.h"
 
 typedef struct opts {
-    int clients;     /* even: half post to run A, half to run B */
+    int clients; /* even: half post to run A, half to run B */
     double seconds;
-    int batch;       /* records per batch */
-    int per_step;    /* records per step */
+    int batch;            /* records per batch */
+    int per_step;         /* records per step */
     int64_t diverge_step; /* run B's ranks flip a record here: by default step 600, 30 batches into each stream,
                              so that detection is measured on a server under way (--diverge-step 30: the first
                              second of a fresh one: its connections, plans and statistics) */
-    int ranks;       /* per run; each client posts for ranks i, i + half, ... in turn */
+    int ranks;            /* per run; each client posts for ranks i, i + half, ... in turn */
     const char *db;
     const char *state_dir; /* reuse this embedded cluster instead of a fresh one */
     const char *threads;   /* lockstepd --threads; NULL: its default (one per core) */
@@ -182,17 +184,17 @@ static pid_t postmaster_pid(const char *state_dir)
     return (pid_t)pid;
 }
 
-
 /* ---- the row model's limit: the same records as rows, COPYed into an unindexed table ---- */
 
 /* The 22 columns of the row layout's records table (sql/migrations/001_init.sql with the call site of
- * sql/migrations/007 and the extension fields of sql/migrations/009, before migration 010), received_on by default: the table the COPY phase fills has no index and no partitions, the row model at its fastest. */
+ * sql/migrations/007 and the extension fields of sql/migrations/009, before migration 010), received_on by default: the
+ * table the COPY phase fills has no index and no partitions, the row model at its fastest. */
 #define ROWS_TABLE "bench_copy_rows"
-#define ROWS_DDL                                                                                                 \
-    "CREATE TABLE " ROWS_TABLE " (run_key bigint NOT NULL, rank int NOT NULL, seq bigint NOT NULL, step bigint " \
-    "NOT NULL, name text NOT NULL, occ int NOT NULL, level smallint NOT NULL, dtype smallint NOT NULL, flags "   \
-    "smallint NOT NULL, t_ns bigint NOT NULL, nbytes bigint NOT NULL, fp bigint NOT NULL, value bigint, shape "  \
-    "bigint[] NOT NULL, inputs bigint[], chunks bigint[], site_module text, site_offset bigint, site_function " \
+#define ROWS_DDL                                                                                                       \
+    "CREATE TABLE " ROWS_TABLE " (run_key bigint NOT NULL, rank int NOT NULL, seq bigint NOT NULL, step bigint "       \
+    "NOT NULL, name text NOT NULL, occ int NOT NULL, level smallint NOT NULL, dtype smallint NOT NULL, flags "         \
+    "smallint NOT NULL, t_ns bigint NOT NULL, nbytes bigint NOT NULL, fp bigint NOT NULL, value bigint, shape "        \
+    "bigint[] NOT NULL, inputs bigint[], chunks bigint[], site_module text, site_offset bigint, site_function "        \
     "text, site_function_offset bigint, site_caller text, ext bytea, received_on date NOT NULL DEFAULT current_date)"
 
 typedef struct cbuf {
@@ -398,8 +400,14 @@ static double pct(const double *v, size_t n, double p)
 
 int main(int argc, char **argv)
 {
-    opts o = {.clients = 8, .seconds = 10, .batch = 2000, .per_step = 100, .diverge_step = 600, .ranks = 8,
-              .copy_sessions = 4, .rounds = 5};
+    opts o = {.clients = 8,
+              .seconds = 10,
+              .batch = 2000,
+              .per_step = 100,
+              .diverge_step = 600,
+              .ranks = 8,
+              .copy_sessions = 4,
+              .rounds = 5};
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--clients"))
             o.clients = atoi(argv[i + 1]);
@@ -422,8 +430,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--diverge-step"))
             o.diverge_step = atoll(argv[i + 1]);
         else {
-            fprintf(stderr, "usage: %s [--clients N] [--seconds S] [--batch RECORDS] [--ranks N] [--threads N] "
-                            "[--copy-sessions N] [--rounds N] [--diverge-step STEP] [--db URL | --state-dir DIR]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--clients N] [--seconds S] [--batch RECORDS] [--ranks N] [--threads N] "
+                    "[--copy-sessions N] [--rounds N] [--diverge-step STEP] [--db URL | --state-dir DIR]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -455,7 +465,7 @@ int main(int argc, char **argv)
     if (!cf || fputs("max_connections_per_ip = 0\n", cf) < 0 || fclose(cf) != 0)
         return 1;
     const char *args_embedded[] = {"--config", conf, "--state-dir", state_dir, o.threads ? "--threads" : NULL,
-                                   o.threads, NULL};
+                                   o.threads,  NULL};
     const char *args_db[] = {"--config", conf, "--db", o.db, o.threads ? "--threads" : NULL, o.threads, NULL};
     h_srv s;
     if (h_srv_start(&s, o.db ? args_db : args_embedded) < 0) {
@@ -632,14 +642,15 @@ int main(int argc, char **argv)
            "\"divergences_right\": %d, \"divergences_expected\": %d, "
            "\"detect_p50_ms\": %.2f, \"detect_p99_ms\": %.2f, \"lockstepd_cpu_s\": %.2f, \"postgres_cpu_s\": %.2f, "
            "\"client_cpu_s\": %.2f, \"records_per_server_cpu_s\": %.0f, \"wal_bytes_per_record\": %.1f, "
-           "\"rounds\": %d, \"copy_records\": %" PRIu64 ", \"copy_sessions\": %d, \"copy_seconds\": %.1f, \"copy_postgres_cpu_s\": %.2f, "
+           "\"rounds\": %d, \"copy_records\": %" PRIu64
+           ", \"copy_sessions\": %d, \"copy_seconds\": %.1f, \"copy_postgres_cpu_s\": %.2f, "
            "\"copy_wal_bytes_per_record\": %.1f, \"load_avg_1m\": %.2f}\n",
            o.clients, o.batch, elapsed, o.ranks, rate, copy_rate, copy_rate > 0 ? rate / copy_rate : 0,
            batches / elapsed, pct(lat, n_lat, 0.5) * 1e3, pct(lat, n_lat, 0.99) * 1e3, failures, o.diverge_step, n_det,
-           n_right, o.ranks,
-           pct(det, (size_t)n_det, 0.5), pct(det, (size_t)n_det, 0.99), srv_cpu, pg_cpu, client_cpu,
+           n_right, o.ranks, pct(det, (size_t)n_det, 0.5), pct(det, (size_t)n_det, 0.99), srv_cpu, pg_cpu, client_cpu,
            srv_cpu + pg_cpu > 0 ? (double)records / (srv_cpu + pg_cpu) : 0, records ? wal / (double)records : 0,
-           o.rounds, copied, o.copy_sessions, copy_elapsed, copy_pg_cpu, copied ? copy_wal / (double)copied : 0, load[0]);
+           o.rounds, copied, o.copy_sessions, copy_elapsed, copy_pg_cpu, copied ? copy_wal / (double)copied : 0,
+           load[0]);
     free(lat);
     free(cs);
     free(th);

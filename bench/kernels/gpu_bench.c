@@ -17,13 +17,13 @@
 
 #define ROUNDS 9
 
-#define CK(call)                                                                                                 \
-    do {                                                                                                         \
-        cudaError_t rc_ = (call);                                                                                \
-        if (rc_ != cudaSuccess) {                                                                                \
-            fprintf(stderr, "gpu_bench: %s: %s\n", #call, cudaGetErrorString(rc_));                              \
-            exit(1);                                                                                             \
-        }                                                                                                        \
+#define CK(call)                                                                                                       \
+    do {                                                                                                               \
+        cudaError_t rc_ = (call);                                                                                      \
+        if (rc_ != cudaSuccess) {                                                                                      \
+            fprintf(stderr, "gpu_bench: %s: %s\n", #call, cudaGetErrorString(rc_));                                    \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
 static int cmp_float(const void *a, const void *b)
@@ -133,8 +133,8 @@ static void op_outer_atomic(void *p)
 
 static void print_pair(const char *name, const char *a, const char *b, float ma, float mb, const char *extra)
 {
-    printf("{\"bench\":\"kernels.%s\",\"%s_ms\":%.4f,\"%s_ms\":%.4f,\"ratio\":%.4f%s}\n", name, a, ma, b, mb,
-           ma / mb, extra);
+    printf("{\"bench\":\"kernels.%s\",\"%s_ms\":%.4f,\"%s_ms\":%.4f,\"ratio\":%.4f%s}\n", name, a, ma, b, mb, ma / mb,
+           extra);
     fflush(stdout);
 }
 

@@ -1,4 +1,5 @@
-/* token.c - per-job ingest tokens: lowercase hex HMAC-SHA256(site secret, job id) with OpenSSL; kept out of common/ top level so liblockstep.so needs no OpenSSL. */
+/* token.c - per-job ingest tokens: lowercase hex HMAC-SHA256(site secret, job id) with OpenSSL; kept out of common/ top
+ * level so liblockstep.so needs no OpenSSL. */
 #include "common/crypto/token.h"
 
 #include <errno.h>

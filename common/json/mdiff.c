@@ -1,4 +1,5 @@
-/* mdiff.c - the manifest diff of twin runs (common/json/mdiff.h): flatten, compare by class, collapse identical rank entries. */
+/* mdiff.c - the manifest diff of twin runs (common/json/mdiff.h): flatten, compare by class, collapse identical rank
+ * entries. */
 #include "common/json/mdiff.h"
 
 #include "common/envrule.h"
@@ -22,8 +23,9 @@ static int in_list(const char *s, const char *const *list)
 }
 
 static const char *const IDENTITY_TOP[] = {"host", "hostname", "slurm_node", "node", "exe", "pid", NULL};
-static const char *const CONFIG_TOP[] = {"exe_xxh3", "cuda_runtime", "cuda_driver", "nccl_version", "mpi_version",
-                                         "nccl_graph", "argv", "command", "ranks", "nodes", NULL};
+static const char *const CONFIG_TOP[] = {"exe_xxh3",    "cuda_runtime", "cuda_driver", "nccl_version",
+                                         "mpi_version", "nccl_graph",   "argv",        "command",
+                                         "ranks",       "nodes",        NULL};
 
 const char *md_key_class(const char *key)
 {
@@ -395,8 +397,10 @@ json_t *md_diff(const md_run *runs, int n)
         static const char *const id_keys[] = {"job_id", "step_id", "user", "node_list"};
         for (size_t i = 0; i < sizeof(id_keys) / sizeof(id_keys[0]); i++) {
             for (int k = 0; k < n; k++) {
-                const char *s = i == 0 ? runs[k].job_id : i == 1 ? runs[k].step_id : i == 2 ? runs[k].user
-                                                                                    : runs[k].nodes;
+                const char *s = i == 0   ? runs[k].job_id
+                                : i == 1 ? runs[k].step_id
+                                : i == 2 ? runs[k].user
+                                         : runs[k].nodes;
                 owned[k] = s ? json_string(s) : NULL;
             }
             compare(&ids, runs, n, id_keys[i], "identity", -1, owned, 0, NULL);
@@ -467,8 +471,8 @@ json_t *md_diff(const md_run *runs, int n)
                      (long long)json_integer_value(json_array_get(rk, 0)), json_array_size(rk) > 1 ? " and more" : "");
         if (len < sizeof(summary))
             len += (size_t)snprintf(summary + len, sizeof(summary) - len, "%s%s %s%s: %s", len ? "; " : "",
-                                    json_string_value(json_object_get(d, "key")), change ? change : "differs",
-                                    where, vals);
+                                    json_string_value(json_object_get(d, "key")), change ? change : "differs", where,
+                                    vals);
     }
     if (explains > 3 && len < sizeof(summary))
         snprintf(summary + len, sizeof(summary) - len, "; and %d more", explains - 3);
@@ -476,6 +480,6 @@ json_t *md_diff(const md_run *runs, int n)
         snprintf(summary, sizeof(summary), "%s",
                  n < 2 ? "a single run: nothing to compare"
                        : "nothing that can change results differs between the runs' configurations");
-    return json_pack("{s:b, s:s, s:o, s:o}", "explains", explains > 0, "summary", summary, "diffs", diffs,
-                     "identities", idents);
+    return json_pack("{s:b, s:s, s:o, s:o}", "explains", explains > 0, "summary", summary, "diffs", diffs, "identities",
+                     idents);
 }

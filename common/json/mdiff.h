@@ -1,4 +1,5 @@
-/* mdiff.h - the manifest diff of twin runs: what differs that can change their bits, apart from what differs by nature. One implementation for lockstepd's API, its suspects rules, the CLI and (through the API) the dashboard.
+/* mdiff.h - the manifest diff of twin runs: what differs that can change their bits, apart from what differs by nature.
+ * One implementation for lockstepd's API, its suspects rules, the CLI and (through the API) the dashboard.
  *
  * Pure: JSON in, JSON out (jansson), no I/O. Each rank's manifests (agent/manifest.c) are flattened to
  * dotted keys and compared across the runs, and the runs themselves on their command line and shape:
@@ -28,8 +29,8 @@
 /* One run of the group, as the diff sees it (everything borrowed). */
 typedef struct md_run {
     const char *run_id, *job_id, *step_id, *user, *nodes, *command;
-    long ranks;         /* ranks registered; <= 0 when unknown */
-    json_t *manifests;  /* array of {"rank": N, "manifest": {...}} (NULL: none) */
+    long ranks;        /* ranks registered; <= 0 when unknown */
+    json_t *manifests; /* array of {"rank": N, "manifest": {...}} (NULL: none) */
 } md_run;
 
 /* md_key_class - "identity", "configuration" or "other" for a flattened manifest key ("env.NCCL_ALGO",

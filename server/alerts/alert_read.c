@@ -8,29 +8,30 @@
 #include "server/store/sql.h"
 
 #define ALERT_COLS                                                                                                     \
-    "a.id, a.kind, a.twin_group, a.node, a.severity, a.summary, a.body, a.url, a.details::text, " DB_TS(                  \
-        "a.created_at") ", " DB_TS("a.acked_at") ", a.acked_by, (SELECT json_agg(json_build_object('sink', d.sink, "      \
-                                              "'phase', d.phase, "                                                     \
-                                              "'state', d.state, 'attempts', d.attempts, 'last_error', d.last_error, " \
-                                              "'delivered_at', " DB_TS(                                                   \
-                                                  "d.delivered_at") ") ORDER BY d.sink, d.phase) FROM "                \
-                                                                    "alert_deliveries d WHERE d.alert_id = "           \
-                                                                    "a.id)::text, " DB_TS("a.resolved_at") ", "           \
-                                                                                                        "a.resolved_"  \
-                                                                                                        "reason, "     \
-                                                                                                        "a.resolved_"  \
-                                                                                                        "by, "         \
-                                                                                                        "a."           \
-                                                                                                        "superseded_"  \
-                                                                                                        "by, "         \
-                                                                                                        "a.labels::"   \
-                                                                                                        "text, "       \
-                                                                                                        "a."           \
-                                                                                                        "annotations:" \
-                                                                                                        ":text"
+    "a.id, a.kind, a.twin_group, a.node, a.severity, a.summary, a.body, a.url, a.details::text, " DB_TS(               \
+        "a.created_at") ", " DB_TS("a.acked_at") ", a.acked_by, (SELECT json_agg(json_build_object('sink', d.sink, "   \
+                                                 "'phase', d.phase, "                                                  \
+                                                 "'state', d.state, 'attempts', d.attempts, 'last_error', "            \
+                                                 "d.last_error, "                                                      \
+                                                 "'delivered_at', " DB_TS(                                             \
+                                                     "d.delivered_at") ") ORDER BY d.sink, d.phase) FROM "             \
+                                                                       "alert_deliveries d WHERE d.alert_id = "        \
+                                                                       "a.id)::text, " DB_TS(                          \
+                                                                           "a.resolved_at") ", "                       \
+                                                                                            "a.resolved_"              \
+                                                                                            "reason, "                 \
+                                                                                            "a.resolved_"              \
+                                                                                            "by, "                     \
+                                                                                            "a."                       \
+                                                                                            "superseded_"              \
+                                                                                            "by, "                     \
+                                                                                            "a.labels::"               \
+                                                                                            "text, "                   \
+                                                                                            "a."                       \
+                                                                                            "annotations:"             \
+                                                                                            ":text"
 
-PGresult *alert_list_read(const char *kind, const char *state, long long limit, long long offset, char *err,
-                          size_t cap)
+PGresult *alert_list_read(const char *kind, const char *state, long long limit, long long offset, char *err, size_t cap)
 {
     char lim[24], off[32];
     snprintf(lim, sizeof(lim), "%lld", limit);

@@ -1,4 +1,6 @@
-/* alerts.c - the alert outbox: alerts enqueued in the evaluator's transaction, resolved when acknowledged, repaired or superseded; one delivery lane per sink (its own thread, queue and timeout) with retries and exponential backoff (at-least-once); the Alertmanager lane re-sends open alerts. */
+/* alerts.c - the alert outbox: alerts enqueued in the evaluator's transaction, resolved when acknowledged, repaired or
+ * superseded; one delivery lane per sink (its own thread, queue and timeout) with retries and exponential backoff
+ * (at-least-once); the Alertmanager lane re-sends open alerts. */
 #include "server/alerts/alerts.h"
 
 #include <ctype.h>
@@ -176,11 +178,12 @@ static int user_of(const char *group, char *out, size_t cap, char *err, size_t e
     if (!group)
         return 0;
     const char *p[] = {group};
-    PGresult *r = sql_query("SELECT CASE WHEN g.owner_attested OR g.owner = ANY (u.users) THEN g.owner "
-                            "WHEN cardinality(u.users) = 1 THEN u.users[1] END FROM twin_groups g, LATERAL (SELECT "
-                            "coalesce(array_agg(DISTINCT x.u), '{}') AS users FROM (SELECT " RUN_ATTESTED_USER " AS u "
-                            "FROM runs r WHERE r.twin_group = g.twin_group) x WHERE x.u <> '') u WHERE g.twin_group = $1",
-                            1, p, err, ecap);
+    PGresult *r =
+        sql_query("SELECT CASE WHEN g.owner_attested OR g.owner = ANY (u.users) THEN g.owner "
+                  "WHEN cardinality(u.users) = 1 THEN u.users[1] END FROM twin_groups g, LATERAL (SELECT "
+                  "coalesce(array_agg(DISTINCT x.u), '{}') AS users FROM (SELECT " RUN_ATTESTED_USER " AS u "
+                  "FROM runs r WHERE r.twin_group = g.twin_group) x WHERE x.u <> '') u WHERE g.twin_group = $1",
+                  1, p, err, ecap);
     if (!r)
         return -1;
     if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
@@ -239,14 +242,27 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
     char *labels = json_dumps(lj, JSON_COMPACT), *ann = json_dumps(aj, JSON_COMPACT);
     json_decref(lj);
     json_decref(aj);
-    const char *p[] = {
-        a->dedup_key, a->kind, a->group, a->node, a->severity, a->summary, a->body, a->url, details ? details : "{}",
-        users, labels, ann, blames, a->facts ? a->facts : "", mail_to};
-    PGresult *r = sql_query("INSERT INTO alerts (dedup_key, kind, twin_group, node, severity, summary, body, url, details, "
-                            "recipients, labels, annotations, blames, facts, mail_to) VALUES ($1, $2, $3, $4, $5, $6, $7, "
-                            "$8, $9::jsonb, $10::text[], $11::jsonb, $12::jsonb, $13::text[], $14, $15::text[]) "
-                            "ON CONFLICT (dedup_key) DO NOTHING RETURNING id",
-                            15, p, err, cap);
+    const char *p[] = {a->dedup_key,
+                       a->kind,
+                       a->group,
+                       a->node,
+                       a->severity,
+                       a->summary,
+                       a->body,
+                       a->url,
+                       details ? details : "{}",
+                       users,
+                       labels,
+                       ann,
+                       blames,
+                       a->facts ? a->facts : "",
+                       mail_to};
+    PGresult *r =
+        sql_query("INSERT INTO alerts (dedup_key, kind, twin_group, node, severity, summary, body, url, details, "
+                  "recipients, labels, annotations, blames, facts, mail_to) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+                  "$8, $9::jsonb, $10::text[], $11::jsonb, $12::jsonb, $13::text[], $14, $15::text[]) "
+                  "ON CONFLICT (dedup_key) DO NOTHING RETURNING id",
+                  15, p, err, cap);
     free(details);
     free(users);
     free(mail_to);
@@ -350,9 +366,9 @@ static void iso_in(double seconds, char *out, size_t cap)
 #define AM_LAPSE_PERIODS 4
 
 #define ALERT_COLS                                                                                                     \
-    "id, kind, twin_group, node, severity, summary, body, url, details::text, array_to_string(mail_to, ','), "      \
-    "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), labels::text, annotations::text, " \
-    "to_char(resolved_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), resolved_reason, resolved_by, "    \
+    "id, kind, twin_group, node, severity, summary, body, url, details::text, array_to_string(mail_to, ','), "         \
+    "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), labels::text, annotations::text, "   \
+    "to_char(resolved_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), resolved_reason, resolved_by, "     \
     "superseded_by"
 
 /* msg_of - row `i` of an ALERT_COLS result as the sinks see it in `phase` (JSON members owned by the caller:
@@ -421,17 +437,18 @@ static void deliver_one(const char *id, const char *sink, const char *phase, int
     /* A delivery still failing alert_give_up_s after the alert was raised (its resolution: after it ended)
      * stops: 'failed', kept with its last error for the dashboard and the API, and counted in /metrics. Once
      * Alertmanager has a firing alert, it hears of it again every alert_resend_s while it is open. */
-    r = sql_query(ok ? "WITH u AS (UPDATE alert_deliveries SET state = 'delivered', delivered_at = now(), last_error = $3 "
-                       "WHERE alert_id = $1 AND sink = $2 AND phase = $6 AND $4::interval IS NOT NULL "
-                       "AND $5::interval IS NOT NULL RETURNING state), "
-                       "a AS (UPDATE alerts SET resend_at = now() + $7::interval WHERE id = $1 AND $2 = 'alertmanager' "
-                       "AND $6 = 'firing' AND resolved_at IS NULL RETURNING 1) SELECT state FROM u"
-                     : "UPDATE alert_deliveries d SET next_at = now() + $4::interval, last_error = $3, state = CASE "
-                       "WHEN (CASE WHEN d.phase = 'resolved' THEN a.resolved_at ELSE a.created_at END) "
-                       "< now() - $5::interval THEN 'failed' ELSE 'pending' END FROM alerts a "
-                       "WHERE a.id = d.alert_id AND d.alert_id = $1 AND d.sink = $2 AND d.phase = $6 "
-                       "AND $7::interval IS NOT NULL RETURNING d.state",
-                  7, q, e2, sizeof(e2));
+    r = sql_query(
+        ok ? "WITH u AS (UPDATE alert_deliveries SET state = 'delivered', delivered_at = now(), last_error = $3 "
+             "WHERE alert_id = $1 AND sink = $2 AND phase = $6 AND $4::interval IS NOT NULL "
+             "AND $5::interval IS NOT NULL RETURNING state), "
+             "a AS (UPDATE alerts SET resend_at = now() + $7::interval WHERE id = $1 AND $2 = 'alertmanager' "
+             "AND $6 = 'firing' AND resolved_at IS NULL RETURNING 1) SELECT state FROM u"
+           : "UPDATE alert_deliveries d SET next_at = now() + $4::interval, last_error = $3, state = CASE "
+             "WHEN (CASE WHEN d.phase = 'resolved' THEN a.resolved_at ELSE a.created_at END) "
+             "< now() - $5::interval THEN 'failed' ELSE 'pending' END FROM alerts a "
+             "WHERE a.id = d.alert_id AND d.alert_id = $1 AND d.sink = $2 AND d.phase = $6 "
+             "AND $7::interval IS NOT NULL RETURNING d.state",
+        7, q, e2, sizeof(e2));
     int gave_up = r && PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "failed");
     if (!r)
         log_warn("alerts: cannot record the delivery of alert %s to %s: %s", id, sink, e2);
@@ -451,9 +468,9 @@ static void deliver_one(const char *id, const char *sink, const char *phase, int
  * longer pending (messages arrive in order) and, for Alertmanager, no re-send of the alert is in flight (the
  * resolution is the last word). */
 #define CLAIMABLE                                                                                                      \
-    "x.state = 'pending' AND (x.phase = 'firing' OR (NOT EXISTS (SELECT 1 FROM alert_deliveries f "                 \
-    "WHERE f.alert_id = x.alert_id AND f.sink = x.sink AND f.phase = 'firing' AND f.state = 'pending') AND "          \
-    "(x.sink <> 'alertmanager' OR NOT EXISTS (SELECT 1 FROM alerts a WHERE a.id = x.alert_id "                       \
+    "x.state = 'pending' AND (x.phase = 'firing' OR (NOT EXISTS (SELECT 1 FROM alert_deliveries f "                    \
+    "WHERE f.alert_id = x.alert_id AND f.sink = x.sink AND f.phase = 'firing' AND f.state = 'pending') AND "           \
+    "(x.sink <> 'alertmanager' OR NOT EXISTS (SELECT 1 FROM alerts a WHERE a.id = x.alert_id "                         \
     "AND a.resend_busy_until > now()))))"
 
 /* lease_of - how long a claimed delivery of `sink` is kept from other lockstepd: its attempt's timeout
@@ -471,12 +488,13 @@ static double deliver_due(sink_lane *l)
     lease_of(l->sink, lease, sizeof(lease));
     const char *p[] = {l->sink, lease};
     for (int n = 0; n < LANE_BURST && !worker_stopping(&l->w); n++) {
-        PGresult *r = sql_query("UPDATE alert_deliveries d SET next_at = now() + $2::interval, "
-                                "attempts = d.attempts + 1 FROM (SELECT x.alert_id, x.sink, x.phase FROM alert_deliveries x "
-                                "WHERE x.sink = $1 AND " CLAIMABLE " AND x.next_at <= now() ORDER BY x.next_at LIMIT 1 "
-                                "FOR UPDATE SKIP LOCKED) c WHERE d.alert_id = c.alert_id AND d.sink = c.sink "
-                                "AND d.phase = c.phase RETURNING d.alert_id, d.sink, d.phase, d.attempts",
-                                2, p, err, sizeof(err));
+        PGresult *r =
+            sql_query("UPDATE alert_deliveries d SET next_at = now() + $2::interval, "
+                      "attempts = d.attempts + 1 FROM (SELECT x.alert_id, x.sink, x.phase FROM alert_deliveries x "
+                      "WHERE x.sink = $1 AND " CLAIMABLE " AND x.next_at <= now() ORDER BY x.next_at LIMIT 1 "
+                      "FOR UPDATE SKIP LOCKED) c WHERE d.alert_id = c.alert_id AND d.sink = c.sink "
+                      "AND d.phase = c.phase RETURNING d.alert_id, d.sink, d.phase, d.attempts",
+                      2, p, err, sizeof(err));
         if (!r)
             return 1.0;
         int got = PQntuples(r) == 1;
@@ -489,10 +507,11 @@ static double deliver_due(sink_lane *l)
             return 0;
     }
     const char *q[] = {l->sink, !strcmp(l->sink, "alertmanager") && g_srv.cfg.alertmanager_url[0] ? "true" : "false"};
-    PGresult *r = sql_query("SELECT extract(epoch FROM least((SELECT min(x.next_at) FROM alert_deliveries x WHERE "
-                            "x.sink = $1 AND " CLAIMABLE "), (SELECT min(resend_at) FROM alerts WHERE resolved_at IS NULL "
-                            "AND $2)) - now())",
-                            2, q, err, sizeof(err));
+    PGresult *r =
+        sql_query("SELECT extract(epoch FROM least((SELECT min(x.next_at) FROM alert_deliveries x WHERE "
+                  "x.sink = $1 AND " CLAIMABLE "), (SELECT min(resend_at) FROM alerts WHERE resolved_at IS NULL "
+                  "AND $2)) - now())",
+                  2, q, err, sizeof(err));
     double wait = 5.0;
     if (r && !PQgetisnull(r, 0, 0))
         wait = atof(PQgetvalue(r, 0, 0));
@@ -512,10 +531,11 @@ static int resend_due(void)
     snprintf(resend, sizeof(resend), "%d seconds", g_srv.cfg.alert_resend_s);
     snprintf(busy, sizeof(busy), "%d seconds", g_srv.cfg.alert_timeout_s + 5);
     const char *p[] = {resend, busy};
-    PGresult *r = sql_query("UPDATE alerts SET resend_at = now() + $1::interval, resend_busy_until = now() + $2::interval "
-                            "WHERE id IN (SELECT id FROM alerts WHERE resolved_at IS NULL AND resend_at <= now() "
-                            "ORDER BY resend_at LIMIT " XSTR(RESEND_MAX) " FOR UPDATE SKIP LOCKED) RETURNING " ALERT_COLS,
-                            2, p, err, sizeof(err));
+    PGresult *r =
+        sql_query("UPDATE alerts SET resend_at = now() + $1::interval, resend_busy_until = now() + $2::interval "
+                  "WHERE id IN (SELECT id FROM alerts WHERE resolved_at IS NULL AND resend_at <= now() "
+                  "ORDER BY resend_at LIMIT " XSTR(RESEND_MAX) " FOR UPDATE SKIP LOCKED) RETURNING " ALERT_COLS,
+                  2, p, err, sizeof(err));
     if (!r) {
         log_warn("alerts: cannot claim the Alertmanager re-sends: %s (hint: retried in a moment)", err);
         return 0;

@@ -1,4 +1,6 @@
-/* alerts.h - the alert outbox: alerts enqueued in the evaluator's transaction, resolved when acknowledged, repaired or superseded; a delivery thread with retries and exponential backoff (at-least-once) that re-sends open alerts to Alertmanager. */
+/* alerts.h - the alert outbox: alerts enqueued in the evaluator's transaction, resolved when acknowledged, repaired or
+ * superseded; a delivery thread with retries and exponential backoff (at-least-once) that re-sends open alerts to
+ * Alertmanager. */
 #ifndef SERVER_ALERTS_ALERTS_H
 #define SERVER_ALERTS_ALERTS_H
 
@@ -7,28 +9,28 @@
 
 /* What one alert says. Strings are borrowed. */
 typedef struct alert_spec {
-    const char *dedup_key;         /* "group:NAME", "suspect:NODE:ID": a second enqueue of one key is a no-op */
-    const char *kind;              /* divergence | suspect | verdict (a replay's follow-up) */
-    const char *group;             /* or NULL */
-    const char *node;              /* or NULL */
-    const char *severity;          /* warning | critical */
-    const char *summary;           /* one line */
-    const char *description;       /* what happened and what follows, in a line or two (Alertmanager's
-                                    * `description`); NULL: the body's first line */
-    const char *body;              /* the full text */
-    const char *url;               /* dashboard deep link */
-    json_t *details;               /* borrowed; may be NULL */
-    int mail_users;                /* 1: mail the attested users of `group`'s runs (server/alerts/mailmap.h) */
-    const char *mail_to;           /* an address the site configured (mail_admin), or NULL */
-    json_t *labels;                /* borrowed; identifying Alertmanager labels beside the ones every alert has
-                                    * (alertname, kind, severity, service, cluster, lockstep_alert_id, and for a
-                                    * group's alert `user`, its attested owner: alerts.c, user_of); empty
-                                    * values are left out. May be NULL. */
-    json_t *annotations;           /* borrowed; Alertmanager annotations (summary, description and dashboard,
-                                    * each one line, are added) */
-    const char *const *blames;     /* nodes the alert blames: repairing one resolves it */
+    const char *dedup_key;     /* "group:NAME", "suspect:NODE:ID": a second enqueue of one key is a no-op */
+    const char *kind;          /* divergence | suspect | verdict (a replay's follow-up) */
+    const char *group;         /* or NULL */
+    const char *node;          /* or NULL */
+    const char *severity;      /* warning | critical */
+    const char *summary;       /* one line */
+    const char *description;   /* what happened and what follows, in a line or two (Alertmanager's
+                                * `description`); NULL: the body's first line */
+    const char *body;          /* the full text */
+    const char *url;           /* dashboard deep link */
+    json_t *details;           /* borrowed; may be NULL */
+    int mail_users;            /* 1: mail the attested users of `group`'s runs (server/alerts/mailmap.h) */
+    const char *mail_to;       /* an address the site configured (mail_admin), or NULL */
+    json_t *labels;            /* borrowed; identifying Alertmanager labels beside the ones every alert has
+                                * (alertname, kind, severity, service, cluster, lockstep_alert_id, and for a
+                                * group's alert `user`, its attested owner: alerts.c, user_of); empty
+                                * values are left out. May be NULL. */
+    json_t *annotations;       /* borrowed; Alertmanager annotations (summary, description and dashboard,
+                                * each one line, are added) */
+    const char *const *blames; /* nodes the alert blames: repairing one resolves it */
     int nblames;
-    const char *facts;             /* what the alert reports, as a comparable string (or NULL) */
+    const char *facts; /* what the alert reports, as a comparable string (or NULL) */
 } alert_spec;
 
 /* The kinds of alert, as a PostgreSQL text[] literal: what /metrics counts by kind (server/api/health.c). */

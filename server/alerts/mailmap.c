@@ -1,4 +1,5 @@
-/* mailmap.c - where alert mail may go (server/alerts/mailmap.h): the site's map of users to addresses and mail_domain. */
+/* mailmap.c - where alert mail may go (server/alerts/mailmap.h): the site's map of users to addresses and mail_domain.
+ */
 #include "server/alerts/mailmap.h"
 
 #include <ctype.h>

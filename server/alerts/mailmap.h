@@ -1,4 +1,5 @@
-/* mailmap.h - where alert mail may go: the addresses a site maps its users to (mail_map, mail_domain), never an address a job wrote.
+/* mailmap.h - where alert mail may go: the addresses a site maps its users to (mail_map, mail_domain), never an address
+ * a job wrote.
  *
  * The rule, for one user (the attested user of a run: what slurmstepd or the admin vouched for, never what a job
  * reported):

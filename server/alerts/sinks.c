@@ -1,4 +1,5 @@
-/* sinks.c - alert formats and delivery: generic JSON webhook, Slack incoming webhook, Alertmanager v2, mail through a sendmail-compatible program. */
+/* sinks.c - alert formats and delivery: generic JSON webhook, Slack incoming webhook, Alertmanager v2, mail through a
+ * sendmail-compatible program. */
 #include "server/alerts/sinks.h"
 
 #include <ctype.h>
@@ -45,7 +46,9 @@ void sink_resolution_text(const alert_msg *a, char *out, size_t cap)
     else if (!strcmp(why, "repaired"))
         snprintf(out, cap, "node %s repaired", by ? by : "?");
     else if (!strcmp(why, "superseded") && a->superseded_by > 0)
-        snprintf(out, cap, "superseded by alert %lld (a newer report on the group: it was evaluated again, or a replay gave its verdict)",
+        snprintf(out, cap,
+                 "superseded by alert %lld (a newer report on the group: it was evaluated again, or a replay gave its "
+                 "verdict)",
                  a->superseded_by);
     else
         snprintf(out, cap, "%s", *why ? why : "resolved");
@@ -112,18 +115,20 @@ json_t *sink_am_alert(const alert_msg *a)
 json_t *sink_payload(const char *sink, const alert_msg *a)
 {
     if (!strcmp(sink, "webhook")) {
-        json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:s?, s:s?, s:s, s:s, s:s, s:s, s:O}", "id", (json_int_t)a->id,
-                              "kind", a->kind, "status", a->resolved ? "resolved" : "firing", "created_at",
-                              a->created_at, "group", a->group, "node", a->node, "severity", a->severity, "summary",
-                              a->summary, "text", a->body, "url", a->url, "details",
-                              a->details ? a->details : json_null());
+        json_t *o =
+            json_pack("{s:I, s:s, s:s, s:s, s:s?, s:s?, s:s, s:s, s:s, s:s, s:O}", "id", (json_int_t)a->id, "kind",
+                      a->kind, "status", a->resolved ? "resolved" : "firing", "created_at", a->created_at, "group",
+                      a->group, "node", a->node, "severity", a->severity, "summary", a->summary, "text", a->body, "url",
+                      a->url, "details", a->details ? a->details : json_null());
         if (a->resolved) {
             char why[400];
             sink_resolution_text(a, why, sizeof(why));
             json_object_set_new(o, "resolved_at", a->resolved_at ? json_string(a->resolved_at) : json_null());
-            json_object_set_new(o, "resolved_reason", a->resolved_reason ? json_string(a->resolved_reason) : json_null());
+            json_object_set_new(o, "resolved_reason",
+                                a->resolved_reason ? json_string(a->resolved_reason) : json_null());
             json_object_set_new(o, "resolved_by", a->resolved_by ? json_string(a->resolved_by) : json_null());
-            json_object_set_new(o, "superseded_by", a->superseded_by > 0 ? json_integer(a->superseded_by) : json_null());
+            json_object_set_new(o, "superseded_by",
+                                a->superseded_by > 0 ? json_integer(a->superseded_by) : json_null());
             json_object_set_new(o, "resolution", json_string(why));
         }
         return o;
@@ -271,7 +276,8 @@ static int run_mail(const char *msg, char *err, size_t cap)
 done:
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
         return 0;
-    snprintf(err, cap, "%s exited with %d", g_srv.cfg.mail_program, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    snprintf(err, cap, "%s exited with %d", g_srv.cfg.mail_program,
+             WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
     return -1;
 }
 

@@ -1,4 +1,5 @@
-/* sinks.h - alert formats and delivery: generic JSON webhook, Slack incoming webhook, Alertmanager v2, mail through a sendmail-compatible program. */
+/* sinks.h - alert formats and delivery: generic JSON webhook, Slack incoming webhook, Alertmanager v2, mail through a
+ * sendmail-compatible program. */
 #ifndef SERVER_ALERTS_SINKS_H
 #define SERVER_ALERTS_SINKS_H
 
@@ -15,7 +16,7 @@ typedef struct alert_msg {
     int resolved;                 /* 0: the firing message; 1: the resolution message */
     const char *ends_at;          /* Alertmanager's endsAt: resolved_at when resolved, else when it lapses */
     const char *resolved_at, *resolved_reason, *resolved_by; /* NULL while the alert is open */
-    long long superseded_by;      /* the alert that replaced it (resolved_reason "superseded"), else 0 */
+    long long superseded_by; /* the alert that replaced it (resolved_reason "superseded"), else 0 */
 } alert_msg;
 
 /* sink_payload - the request body `sink` ("webhook", "slack",

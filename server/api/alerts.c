@@ -13,7 +13,8 @@
 #include "server/http/reply.h"
 #include "server/http/route.h"
 
-/* alert_obj - row `i` of an alert result (server/alerts/alert_read.h): state is open, acknowledged, or resolved (repaired, superseded). */
+/* alert_obj - row `i` of an alert result (server/alerts/alert_read.h): state is open, acknowledged, or resolved
+ * (repaired, superseded). */
 static json_t *alert_obj(PGresult *r, int i)
 {
     json_t *details = json_loads(PQgetvalue(r, i, 8), 0, NULL);

@@ -1,4 +1,5 @@
-/* attest.c - POST /api/v1/attest: slurmstepd (or the admin) vouches for a job step's user, node list and which ranks ran on which node.
+/* attest.c - POST /api/v1/attest: slurmstepd (or the admin) vouches for a job step's user, node list and which ranks
+ * ran on which node.
  *
  * The SPANK plugin posts one attestation per node of each step, from slurmstepd (as root) with the job's
  * attestation token (common/crypto/token.h), which is derived from the site secret and never given to the
@@ -93,7 +94,14 @@ static enum MHD_Result attest_post(http_req *req, char **args)
     char err[512];
     if (!step)
         step = ""; /* a run registered without a step id */
-    store_attestation a = {job, step, node, idx ? index : NULL, list, user, nodes ? nodes : "", gpus ? gpus : "",
+    store_attestation a = {job,
+                           step,
+                           node,
+                           idx ? index : NULL,
+                           list,
+                           user,
+                           nodes ? nodes : "",
+                           gpus ? gpus : "",
                            http_is_admin(req) ? "admin" : "slurmstepd"};
     if (store_attest_put(&a, err, sizeof(err)) < 0) {
         res = http_reply_db_down(req, err);
@@ -105,8 +113,9 @@ static enum MHD_Result attest_post(http_req *req, char **args)
         fleet_notify(PQgetvalue(r, k, 0));
     PQclear(r);
     log_info("job %s step %s attested on node %s (%zu ranks, user %s)", job, step, node, json_array_size(ranks), user);
-    res = http_reply_json(req, 200, json_pack("{s:s, s:s, s:s, s:i}", "job_id", job, "step_id", step, "node", node,
-                                              "ranks", (int)json_array_size(ranks)));
+    res = http_reply_json(req, 200,
+                          json_pack("{s:s, s:s, s:s, s:i}", "job_id", job, "step_id", step, "node", node, "ranks",
+                                    (int)json_array_size(ranks)));
 out_decref:
     json_decref(o);
     return res;

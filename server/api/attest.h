@@ -1,4 +1,5 @@
-/* attest.h - POST /api/v1/attest: slurmstepd (or the admin) vouches for a job step's user, node list and which ranks ran on which node. */
+/* attest.h - POST /api/v1/attest: slurmstepd (or the admin) vouches for a job step's user, node list and which ranks
+ * ran on which node. */
 #ifndef SERVER_API_ATTEST_H
 #define SERVER_API_ATTEST_H
 

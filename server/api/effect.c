@@ -254,7 +254,8 @@ static json_t *series_json(const compare_req *c, const effect_metric *m, const n
  * metrics hold at most COMPARE_SERIES_CELLS numbers in all (1: every step). */
 static size_t series_stride(const compare_req *c, int nmetrics, size_t steps)
 {
-    size_t per_step = 2 + 2 * (size_t)c->changed.n + (c->k ? 3 : 0); /* step, base, each run's value and deviation, band */
+    size_t per_step =
+        2 + 2 * (size_t)c->changed.n + (c->k ? 3 : 0); /* step, base, each run's value and deviation, band */
     size_t fit = COMPARE_SERIES_CELLS / (per_step * (size_t)(nmetrics > 0 ? nmetrics : 1));
     fit = fit ? fit : 1;
     return steps <= fit ? 1 : (steps + fit - 1) / fit;
@@ -537,10 +538,10 @@ static enum MHD_Result compare_run(http_req *req, void *arg)
     /* Overall: identical when no record differs; without replicas, differs; else the heaviest metric verdict
      * (a change that touches records but no shared metric is within-noise). */
     const char *verdict = json_is_null(first) && mv == NOISE_IDENTICAL ? "identical"
-                          : !c->k                                    ? "differs"
+                          : !c->k                                      ? "differs"
                           : mv == NOISE_BEYOND                         ? "beyond-noise"
                           : mv == NOISE_UNDETERMINED                   ? "undetermined"
-                                                                     : "within-noise";
+                                                                       : "within-noise";
     verdict_notes(c, &eb, verdict, mv, best_step, best_rank, notes);
     coverage_notes(&ms, span.thinned, notes);
 

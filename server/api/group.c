@@ -1,4 +1,5 @@
-/* group.c - what every twin group read starts with: the group's runs, loaded once per request, and lookups into them. */
+/* group.c - what every twin group read starts with: the group's runs, loaded once per request, and lookups into them.
+ */
 #include "server/api/group.h"
 
 #include <inttypes.h>

@@ -1,4 +1,5 @@
-/* group.h - what every twin group read starts with: the group's runs, loaded once per request, and lookups into them. */
+/* group.h - what every twin group read starts with: the group's runs, loaded once per request, and lookups into them.
+ */
 #ifndef SERVER_API_GROUP_H
 #define SERVER_API_GROUP_H
 
@@ -76,7 +77,6 @@ int group_open_runs(http_req *req, const char *keys, group_runs *g, enum MHD_Res
 
 /* group_run_index - the index of run `key` in `g`, or -1. */
 int group_run_index(const group_runs *g, int64_t key);
-
 
 /* group_keys - the runs' keys as a PostgreSQL bigint[] literal ("{1,2,3}")
  * into `out` (GROUP_KEYS_CAP bytes hold any group). */

@@ -1,4 +1,5 @@
-/* health.c - the service's own state: GET /api/v1/health (the database reachable?) and GET /metrics (Prometheus text: the process's own series and the fleet's, server/fleet/fleet_metrics.h). */
+/* health.c - the service's own state: GET /api/v1/health (the database reachable?) and GET /metrics (Prometheus text:
+ * the process's own series and the fleet's, server/fleet/fleet_metrics.h). */
 #include "server/api/health.h"
 
 #include <stdio.h>

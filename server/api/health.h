@@ -1,4 +1,5 @@
-/* health.h - the service's own state: GET /api/v1/health (the database reachable?) and GET /metrics (Prometheus text). */
+/* health.h - the service's own state: GET /api/v1/health (the database reachable?) and GET /metrics (Prometheus text).
+ */
 #ifndef SERVER_API_HEALTH_H
 #define SERVER_API_HEALTH_H
 

@@ -65,9 +65,15 @@ static const struct {
     size_t max;
     int required, integer_ok;
 } RUN_FIELDS[] = {
-    {"job_id", JOB_ID_MAX, 1, 1},     {"step_id", STEP_ID_MAX, 0, 1},     {"twin_group", GROUP_NAME_MAX, 0, 0},
-    {"user", USER_MAX, 0, 0},         {"partition", PARTITION_MAX, 0, 0}, {"nodes", NODES_MAX, 0, 0},
-    {"command", COMMAND_MAX, 0, 0},   {"mode", 8, 0, 0},                  {"client_id", CLIENT_ID_MAX, 0, 0},
+    {"job_id", JOB_ID_MAX, 1, 1},
+    {"step_id", STEP_ID_MAX, 0, 1},
+    {"twin_group", GROUP_NAME_MAX, 0, 0},
+    {"user", USER_MAX, 0, 0},
+    {"partition", PARTITION_MAX, 0, 0},
+    {"nodes", NODES_MAX, 0, 0},
+    {"command", COMMAND_MAX, 0, 0},
+    {"mode", 8, 0, 0},
+    {"client_id", CLIENT_ID_MAX, 0, 0},
     {"resume", WIRE_RESUME_MAX - 1, 0, 0}, /* the plugin's --lockstep-resume template (wire_resume_check) */
 };
 
@@ -139,8 +145,7 @@ static int check_run_fields(http_req *req, json_t *o, int job_only)
             return -1;
         }
         if (len > RUN_FIELDS[i].max) {
-            snprintf(detail, sizeof(detail), "\"%s\" is %zu bytes; it may be at most %zu", key, len,
-                     RUN_FIELDS[i].max);
+            snprintf(detail, sizeof(detail), "\"%s\" is %zu bytes; it may be at most %zu", key, len, RUN_FIELDS[i].max);
             http_reply_error(req, 400, "field too long", detail, "see the limits in docs/server.md");
             return -1;
         }
@@ -425,8 +430,8 @@ static enum MHD_Result ingest_end(http_req *req, char **args)
     if (rank < 0)
         goto out_decref;
     const json_t *code = json_object_get(o, "exit_code");
-    if (code && (!json_is_integer(code) || json_integer_value(code) < INT32_MIN ||
-                 json_integer_value(code) > INT32_MAX)) {
+    if (code &&
+        (!json_is_integer(code) || json_integer_value(code) < INT32_MIN || json_integer_value(code) > INT32_MAX)) {
         res = bad_field(req, "exit_code", "an integer", 0);
         goto out_decref;
     }
@@ -479,8 +484,7 @@ static int check_run_writer(http_req *req, char **args)
 
 static const route ROUTES[] = {
     {"POST", "/api/v1/runs", MR_RUNS_CREATE, AUTH_SELF, ingest_run_create, HTTP_BODY_DEFAULT, check_token_present},
-    {"POST", "/api/v1/runs/{}/manifest", MR_MANIFEST, AUTH_SELF, ingest_manifest, MANIFEST_BODY_MAX,
-     check_run_writer},
+    {"POST", "/api/v1/runs/{}/manifest", MR_MANIFEST, AUTH_SELF, ingest_manifest, MANIFEST_BODY_MAX, check_run_writer},
     {"POST", "/api/v1/runs/{}/records", MR_RECORDS, AUTH_SELF, ingest_records, ROUTE_BODY_CONFIG, check_run_writer},
     {"POST", "/api/v1/runs/{}/end", MR_END, AUTH_SELF, ingest_end, HTTP_BODY_DEFAULT, check_run_writer},
 };

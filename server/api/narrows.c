@@ -1,4 +1,5 @@
-/* narrows.c - the replay endpoints: start a narrow of a twin group, report its jobs, read it; and the checkpoints a run declares (docs/server.md, "Narrows"). */
+/* narrows.c - the replay endpoints: start a narrow of a twin group, report its jobs, read it; and the checkpoints a run
+ * declares (docs/server.md, "Narrows"). */
 #include "server/api/narrows.h"
 
 #include <inttypes.h>
@@ -152,12 +153,14 @@ static enum MHD_Result declare_checkpoint(http_req *req, char **args)
         return MHD_YES;
     json_t *step = json_object_get(o, "step"), *path = json_object_get(o, "path"), *rank = json_object_get(o, "rank");
     enum MHD_Result res;
-    if (!json_is_integer(step) || json_integer_value(step) < 0 || (path && !json_is_null(path) && !json_is_string(path)) ||
+    if (!json_is_integer(step) || json_integer_value(step) < 0 ||
+        (path && !json_is_null(path) && !json_is_string(path)) ||
         (rank && (!json_is_integer(rank) || json_integer_value(rank) < 0 || json_integer_value(rank) >= run.ranks))) {
-        res = http_reply_error(req, 400, "bad checkpoint",
-                               "\"step\" must be an integer >= 0 (the last step the checkpoint holds), \"path\" a string "
-                               "(its path), \"rank\" one of the run's ranks",
-                               NARROW_HINT);
+        res =
+            http_reply_error(req, 400, "bad checkpoint",
+                             "\"step\" must be an integer >= 0 (the last step the checkpoint holds), \"path\" a string "
+                             "(its path), \"rank\" one of the run's ranks",
+                             NARROW_HINT);
         goto out_decref;
     }
     char why[200]; /* (the body's JSON holds no NUL: json_loadb refuses \u0000) */
@@ -168,8 +171,8 @@ static enum MHD_Result declare_checkpoint(http_req *req, char **args)
         goto out_decref;
     }
     srv_error e;
-    if (store_checkpoint(&run, json_integer_value(step), json_string_value(path), rank ? (int)json_integer_value(rank) : 0,
-                         &e) < 0) {
+    if (store_checkpoint(&run, json_integer_value(step), json_string_value(path),
+                         rank ? (int)json_integer_value(rank) : 0, &e) < 0) {
         res = http_reply_srv_error(req, 503, &e);
         goto out_decref;
     }
@@ -198,13 +201,13 @@ static enum MHD_Result read_checkpoints(http_req *req, char **args)
         return http_reply_db_down(req, err);
     json_t *items = json_array();
     for (int i = 0; i < PQntuples(r); i++)
-        json_array_append_new(items, json_pack("{s:I, s:s, s:i, s:o}", "step",
-                                               (json_int_t)strtoll(PQgetvalue(r, i, 0), NULL, 10), "path",
-                                               PQgetvalue(r, i, 1), "rank", atoi(PQgetvalue(r, i, 2)), "declared_at",
-                                               pg_str(r, i, 3)));
+        json_array_append_new(
+            items, json_pack("{s:I, s:s, s:i, s:o}", "step", (json_int_t)strtoll(PQgetvalue(r, i, 0), NULL, 10), "path",
+                             PQgetvalue(r, i, 1), "rank", atoi(PQgetvalue(r, i, 2)), "declared_at", pg_str(r, i, 3)));
     long long total = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 4), NULL, 10) : 0;
     PQclear(r);
-    long long next = cursor + (long long)json_array_size(items) < total ? cursor + (long long)json_array_size(items) : -1;
+    long long next =
+        cursor + (long long)json_array_size(items) < total ? cursor + (long long)json_array_size(items) : -1;
     json_t *doc = api_list(items, total, limit, next);
     json_object_set_new(doc, "run_id", json_string(run.run_id));
     return http_reply_json(req, 200, doc);

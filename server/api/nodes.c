@@ -32,9 +32,9 @@ static int first_gpu(PGresult *gpus, const char *node)
     return lo;
 }
 
-/* node_obj - node row `i` of node_read_page (server/fleet/node_read.h), with its GPUs from `gpus` (sorted by node, C collation) and the
- * fleet baseline `fleet` (the same for every node: score_fleet_baseline). Its own "reference_rate" is what its score
- * compares against: the rest of the fleet's rate, stored by the fleet pass (hw_nodes.baseline). */
+/* node_obj - node row `i` of node_read_page (server/fleet/node_read.h), with its GPUs from `gpus` (sorted by node, C
+ * collation) and the fleet baseline `fleet` (the same for every node: score_fleet_baseline). Its own "reference_rate"
+ * is what its score compares against: the rest of the fleet's rate, stored by the fleet pass (hw_nodes.baseline). */
 static json_t *node_obj(PGresult *r, int i, PGresult *gpus, double fleet)
 {
     double k = atof(PQgetvalue(r, i, 3)), n = atof(PQgetvalue(r, i, 4));

@@ -58,15 +58,17 @@ void pg_rec_extras(json_t *o, const rec_record *rec)
         json_object_set_new(o, "chunk_bytes", json_integer((json_int_t)x.chunk_bytes));
     if (x.has_shard) {
         snprintf(h, sizeof(h), "%016" PRIx64, x.shard_acc);
-        json_object_set_new(o, "shard", json_pack("{s:I, s:I, s:s}", "offset", (json_int_t)x.shard_offset, "total",
-                                                  (json_int_t)x.shard_total, "acc", h));
+        json_object_set_new(o, "shard",
+                            json_pack("{s:I, s:I, s:s}", "offset", (json_int_t)x.shard_offset, "total",
+                                      (json_int_t)x.shard_total, "acc", h));
     }
     if (x.has_scales) {
         json_t *shape = json_array();
         for (unsigned i = 0; i < x.scales_ndim; i++)
             json_array_append_new(shape, json_integer(x.scales_shape[i]));
         snprintf(h, sizeof(h), "%016" PRIx64, x.scales_fp);
-        json_object_set_new(o, "scales", json_pack("{s:s, s:o, s:I, s:s}", "dtype", dtype_name(x.scales_dtype),
-                                                   "shape", shape, "nbytes", (json_int_t)x.scales_nbytes, "fp", h));
+        json_object_set_new(o, "scales",
+                            json_pack("{s:s, s:o, s:I, s:s}", "dtype", dtype_name(x.scales_dtype), "shape", shape,
+                                      "nbytes", (json_int_t)x.scales_nbytes, "fp", h));
     }
 }

@@ -1,4 +1,5 @@
-/* recview.h - a stored record (decoded from its frame) as the read API spells it: fingerprints and value bits as 16 hex digits, shapes as integer arrays. */
+/* recview.h - a stored record (decoded from its frame) as the read API spells it: fingerprints and value bits as 16 hex
+ * digits, shapes as integer arrays. */
 #ifndef SERVER_API_RECVIEW_H
 #define SERVER_API_RECVIEW_H
 

@@ -112,7 +112,8 @@ static int set_outcomes(json_t *runs, char *err, size_t cap)
     {
         json_object_set_new(r, "group_status", statuses[i] ? json_string(statuses[i]) : json_null());
         json_object_set_new(r, "twin_outcome", outcomes[i] ? json_string(outcomes[i]) : json_null());
-        json_object_set_new(r, "twin_outcome_why", outcomes[i] ? json_string(twin_outcome_why(outcomes[i])) : json_null());
+        json_object_set_new(r, "twin_outcome_why",
+                            outcomes[i] ? json_string(twin_outcome_why(outcomes[i])) : json_null());
     }
     free(names);
     free(groups);
@@ -238,8 +239,8 @@ static enum MHD_Result read_run(http_req *req, char **args)
         }
         bytes += (size_t)PQgetlength(r, i, 1);
         json_t *m = json_loads(PQgetvalue(r, i, 1), 0, NULL);
-        json_array_append_new(manifests, json_pack("{s:i, s:o}", "rank", atoi(PQgetvalue(r, i, 0)), "manifest",
-                                                   m ? m : json_null()));
+        json_array_append_new(
+            manifests, json_pack("{s:i, s:o}", "rank", atoi(PQgetvalue(r, i, 0)), "manifest", m ? m : json_null()));
     }
     PQclear(r);
     r = run_read_ranks(key, rank_from, RUN_DETAIL_MAX_RANKS + 1, err, sizeof(err));
@@ -263,7 +264,8 @@ static enum MHD_Result read_run(http_req *req, char **args)
     }
     PQclear(r);
     while (next >= 0 && json_array_size(manifests) &&
-           json_integer_value(json_object_get(json_array_get(manifests, json_array_size(manifests) - 1), "rank")) >= next)
+           json_integer_value(json_object_get(json_array_get(manifests, json_array_size(manifests) - 1), "rank")) >=
+               next)
         json_array_remove(manifests, json_array_size(manifests) - 1); /* both lists cover the same ranks */
     json_object_set_new(o, "manifests", manifests);
     json_object_set_new(o, "rank_status", ranks);
@@ -339,8 +341,8 @@ static enum MHD_Result read_run_wanted(http_req *req, char **args)
     json_t *steps = json_array();
     for (int i = 0; i < n; i++)
         json_array_append_new(steps, json_integer(want[i]));
-    return http_reply_json(req, 200, json_pack("{s:s, s:I, s:o}", "run_id", run.run_id, "rank", (json_int_t)rank,
-                                               "steps", steps));
+    return http_reply_json(
+        req, 200, json_pack("{s:s, s:I, s:o}", "run_id", run.run_id, "rank", (json_int_t)rank, "steps", steps));
 }
 
 static const route ROUTES[] = {

@@ -91,8 +91,8 @@ static enum MHD_Result read_run_series(http_req *req, char **args)
         json_array_append_new(json_object_get(s, "value_bits"), json_string(hex));
     }
     frame_set_release(&set);
-    return http_reply_json(req, 200, json_pack("{s:s, s:I, s:o}", "run_id", run.run_id, "rank", (json_int_t)rank,
-                                               "series", series));
+    return http_reply_json(
+        req, 200, json_pack("{s:s, s:I, s:o}", "run_id", run.run_id, "rank", (json_int_t)rank, "series", series));
 }
 
 static const route ROUTES[] = {

@@ -1,4 +1,5 @@
-/* timeline.c - GET /api/v1/fleet/timeline: the front page's chart strip, day by day: incidents that diverged by the fleet's classification, and nodes that are open suspects. */
+/* timeline.c - GET /api/v1/fleet/timeline: the front page's chart strip, day by day: incidents that diverged by the
+ * fleet's classification, and nodes that are open suspects. */
 #include "server/api/timeline.h"
 
 #include <stdio.h>

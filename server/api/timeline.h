@@ -1,4 +1,5 @@
-/* timeline.h - GET /api/v1/fleet/timeline: incidents by classification and open suspects, day by day (the front page's chart strip). */
+/* timeline.h - GET /api/v1/fleet/timeline: incidents by classification and open suspects, day by day (the front page's
+ * chart strip). */
 #ifndef SERVER_API_TIMELINE_H
 #define SERVER_API_TIMELINE_H
 

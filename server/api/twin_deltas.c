@@ -1,4 +1,5 @@
-/* twin_deltas.c - GET /api/v1/twins/{group}/deltas: each run's per-step distance from the majority on a twin group's scalar series (the twin page's delta plot). */
+/* twin_deltas.c - GET /api/v1/twins/{group}/deltas: each run's per-step distance from the majority on a twin group's
+ * scalar series (the twin page's delta plot). */
 #include "server/api/twin_deltas.h"
 
 #include <stdio.h>
@@ -41,7 +42,8 @@ static void run_pts_free(run_pts *r)
 }
 
 /* read_run - the points of `names` of run `key`, rank `rank` (at most `limit`; a second point of a name at one step
- * is left out) into `out`. Returns 0 (*full set when the limit cut it), else frames_read_series's failure with `err`. */
+ * is left out) into `out`. Returns 0 (*full set when the limit cut it), else frames_read_series's failure with `err`.
+ */
 static int read_run(int64_t key, uint32_t rank, const char *const *names, int count, long long limit, run_pts *out,
                     int *full, char *err, size_t cap)
 {
@@ -100,8 +102,9 @@ static json_t *series_json(const char *name, int k, run_pts *rp, const char *con
         for (int r = 0; r < nruns; r++) {
             json_t *o = json_array_get(runs, (size_t)r);
             json_array_append_new(json_object_get(o, "ulp"),
-                                  out[r].has_ulp ? json_integer((json_int_t)(out[r].ulp > INT64_MAX ? INT64_MAX : out[r].ulp))
-                                                 : json_null());
+                                  out[r].has_ulp
+                                      ? json_integer((json_int_t)(out[r].ulp > INT64_MAX ? INT64_MAX : out[r].ulp))
+                                      : json_null());
             json_array_append_new(json_object_get(o, "rel"), out[r].has_rel ? json_real(out[r].rel) : json_null());
             differs |= pts[r].has && ((out[r].has_ulp && out[r].ulp) || (out[r].has_rel && out[r].rel > 0) ||
                                       (!out[r].has_ulp && !out[r].has_rel));
@@ -166,8 +169,8 @@ static enum MHD_Result read_twin_deltas(http_req *req, char **args)
                 json_array_append_new(series, series_json(names[k], k, rp, ids, g.n));
         }
         res = http_reply_json(req, 200,
-                              json_pack("{s:s, s:I, s:I, s:b, s:o}", "group", g.key, "rank", (json_int_t)rank,
-                                        "limit", (json_int_t)limit, "truncated", truncated, "series", series));
+                              json_pack("{s:s, s:I, s:I, s:b, s:o}", "group", g.key, "rank", (json_int_t)rank, "limit",
+                                        (json_int_t)limit, "truncated", truncated, "series", series));
     }
     for (int r = 0; r < g.n; r++)
         run_pts_free(&rp[r]);

@@ -1,4 +1,5 @@
-/* twin_deltas.h - GET /api/v1/twins/{group}/deltas: each run's per-step distance from the majority on a scalar series. */
+/* twin_deltas.h - GET /api/v1/twins/{group}/deltas: each run's per-step distance from the majority on a scalar series.
+ */
 #ifndef SERVER_API_TWIN_DELTAS_H
 #define SERVER_API_TWIN_DELTAS_H
 

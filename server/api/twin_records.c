@@ -1,4 +1,5 @@
-/* twin_records.c - GET /api/v1/twins/{group}/records: every run's records at one step and rank, side by side, judged by the one rule. */
+/* twin_records.c - GET /api/v1/twins/{group}/records: every run's records at one step and rank, side by side, judged by
+ * the one rule. */
 #include "server/api/twin_records.h"
 
 #include <inttypes.h>
@@ -135,19 +136,19 @@ static json_t *row_json(const grow *w, int nruns, const group_runs *g)
         json_object_set_new(cells, PQgetvalue(g->res, k, 1), o);
     }
     const char *status = missing ? "missing" : differs ? "diverged" : "match";
-    json_t *o = json_pack("{s:I, s:s#, s:i, s:s, s:s, s:o, s:s, s:s?, s:s, s:o, s:o}", "seq", (json_int_t)w->seq, "name",
-                          rr->name, (int)rr->name_len, "occurrence", (int)rr->occurrence, "level",
-                          level_name(rr->level), "dtype", dtype_name(rr->dtype), "shape",
-                          rv_shape(rr), "status", status, "diff",
-                          differs ? rec_diff_name(worst) : NULL, "reference", PQgetvalue(g->res, ref, 1), "cells", cells,
-                          "ulp", has_ulp ? json_integer((json_int_t)max_ulp) : json_null());
+    json_t *o =
+        json_pack("{s:I, s:s#, s:i, s:s, s:s, s:o, s:s, s:s?, s:s, s:o, s:o}", "seq", (json_int_t)w->seq, "name",
+                  rr->name, (int)rr->name_len, "occurrence", (int)rr->occurrence, "level", level_name(rr->level),
+                  "dtype", dtype_name(rr->dtype), "shape", rv_shape(rr), "status", status, "diff",
+                  differs ? rec_diff_name(worst) : NULL, "reference", PQgetvalue(g->res, ref, 1), "cells", cells, "ulp",
+                  has_ulp ? json_integer((json_int_t)max_ulp) : json_null());
     /* What the inputs and the 1 MiB chunk partials say: a record that differs while its inputs matched is
      * where the divergence arose; the first differing chunk locates it. */
     int present = 0;
     for (int k = 0; k < nruns; k++)
         present += w->cell[k] != NULL;
-    json_object_set_new(o, "inputs", present >= 2 && all_inputs ? json_string(inputs_same ? "matched" : "differ")
-                                                                 : json_null());
+    json_object_set_new(o, "inputs",
+                        present >= 2 && all_inputs ? json_string(inputs_same ? "matched" : "differ") : json_null());
     json_t *chunk = json_null();
     if (differs && present >= 2 && all_chunks) {
         for (int k = 0; k < nruns && json_is_null(chunk); k++) {
@@ -204,8 +205,7 @@ enum MHD_Result api_records_side_by_side(http_req *req, group_runs *g, long long
         grow *w = &rows[nrows++];
         w->seq = INT64_MAX;
         int j = i;
-        for (; j < n && !name_cmp(&recs[j].rec, &recs[i].rec) &&
-               recs[j].rec.occurrence == recs[i].rec.occurrence;
+        for (; j < n && !name_cmp(&recs[j].rec, &recs[i].rec) && recs[j].rec.occurrence == recs[i].rec.occurrence;
              j++) {
             if (recs[j].run >= 0 && !w->cell[recs[j].run])
                 w->cell[recs[j].run] = &recs[j];

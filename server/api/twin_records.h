@@ -1,4 +1,5 @@
-/* twin_records.h - GET /api/v1/twins/{group}/records: every run's records at one step and rank, side by side, judged by the one rule. */
+/* twin_records.h - GET /api/v1/twins/{group}/records: every run's records at one step and rank, side by side, judged by
+ * the one rule. */
 #ifndef SERVER_API_TWIN_RECORDS_H
 #define SERVER_API_TWIN_RECORDS_H
 

@@ -1,4 +1,5 @@
-/* twin_row.c - a group's classification and summary, suspected hardware, odd runs and ULP distances, as both twin reads say them (server/api/twin_row.h). */
+/* twin_row.c - a group's classification and summary, suspected hardware, odd runs and ULP distances, as both twin reads
+ * say them (server/api/twin_row.h). */
 #include "server/api/twin_row.h"
 
 #include <inttypes.h>
@@ -32,9 +33,9 @@ int twin_row_suspected(const char *names_json, json_t *items, char *err, size_t 
     for (int i = 0; i < PQntuples(r); i++) {
         json_t *list = json_object_get(json_object_get(items, PQgetvalue(r, i, 0)), "suspected");
         if (list && json_array_size(list) < TWIN_SUSPECTED_MAX)
-            json_array_append_new(list, json_pack("{s:s, s:o, s:f, s:s}", "node", PQgetvalue(r, i, 1), "gpu",
-                                                  pg_str(r, i, 2), "weight", atof(PQgetvalue(r, i, 3)), "node_state",
-                                                  PQgetvalue(r, i, 4)));
+            json_array_append_new(list,
+                                  json_pack("{s:s, s:o, s:f, s:s}", "node", PQgetvalue(r, i, 1), "gpu", pg_str(r, i, 2),
+                                            "weight", atof(PQgetvalue(r, i, 3)), "node_state", PQgetvalue(r, i, 4)));
     }
     PQclear(r);
     return 0;
@@ -76,7 +77,7 @@ void twin_row_ulps(json_t *runs)
     json_array_foreach(runs, i, e)
     {
         const char *vb = json_string_value(json_object_get(e, "value_bits"));
-        json_object_set_new(e, "ulp", e == ref ? json_null()
-                                               : ulp_of(rb, vb, json_string_value(json_object_get(e, "dtype"))));
+        json_object_set_new(e, "ulp",
+                            e == ref ? json_null() : ulp_of(rb, vb, json_string_value(json_object_get(e, "dtype"))));
     }
 }

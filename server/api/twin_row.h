@@ -1,4 +1,6 @@
-/* twin_row.h - what the twin API says of a group beside its findings, in both its reads (GET /api/v1/twins and GET /api/v1/twins/{group}): the classification with its summary, the hardware its evidence suspects, the odd runs, each divergence entry's ULP distance. */
+/* twin_row.h - what the twin API says of a group beside its findings, in both its reads (GET /api/v1/twins and GET
+ * /api/v1/twins/{group}): the classification with its summary, the hardware its evidence suspects, the odd runs, each
+ * divergence entry's ULP distance. */
 #ifndef SERVER_API_TWIN_ROW_H
 #define SERVER_API_TWIN_ROW_H
 
@@ -12,10 +14,11 @@
 #define TWIN_SUSPECTED_MAX 8
 
 /* twin_row_classification - what the fleet concluded of a group (docs/suspects.md) from row `i` of a result whose first
- * columns are the classification's (TWIN_CLASS_NCOLS, server/twins/twin_read.h): {"class": hardware | software | none, "code": the rule that decided it, "reason": why,
- * in words, "summary": the same in a dozen words at most (server/rules/class_summary.h), "evaluated_at"}; JSON null
- * when i < 0 (not evaluated yet: it has not diverged and settled, nor have all its runs ended). Not to be confused
- * with the first divergence's "cause" (where and how the runs parted) nor with a replay's verdict. A new reference. */
+ * columns are the classification's (TWIN_CLASS_NCOLS, server/twins/twin_read.h): {"class": hardware | software | none,
+ * "code": the rule that decided it, "reason": why, in words, "summary": the same in a dozen words at most
+ * (server/rules/class_summary.h), "evaluated_at"}; JSON null when i < 0 (not evaluated yet: it has not diverged and
+ * settled, nor have all its runs ended). Not to be confused with the first divergence's "cause" (where and how the runs
+ * parted) nor with a replay's verdict. A new reference. */
 json_t *twin_row_classification(PGresult *r, int i);
 
 /* twin_row_suspected - give each group of `items` (an object of group objects keyed by group key) its "suspected":

@@ -1,4 +1,5 @@
-/* twin_steps.c - GET /api/v1/twins/{group}/steps: per step and rank, whether the group's runs match, from the step digests; bounded in memory and time whatever is stored. */
+/* twin_steps.c - GET /api/v1/twins/{group}/steps: per step and rank, whether the group's runs match, from the step
+ * digests; bounded in memory and time whatever is stored. */
 #include "server/api/twin_steps.h"
 
 #include <inttypes.h>

@@ -1,4 +1,5 @@
-/* twin_steps.h - GET /api/v1/twins/{group}/steps: per step and rank, whether the group's runs match, from the step digests; bounded in memory and time whatever is stored. */
+/* twin_steps.h - GET /api/v1/twins/{group}/steps: per step and rank, whether the group's runs match, from the step
+ * digests; bounded in memory and time whatever is stored. */
 #ifndef SERVER_API_TWIN_STEPS_H
 #define SERVER_API_TWIN_STEPS_H
 

@@ -1,4 +1,5 @@
-/* twins.c - the twin group read endpoints: one group's kind, status, runs and their outcomes, first divergence, classification and suspected hardware; its manifest diff; sharing it. */
+/* twins.c - the twin group read endpoints: one group's kind, status, runs and their outcomes, first divergence,
+ * classification and suspected hardware; its manifest diff; sharing it. */
 #include "server/api/twins.h"
 
 #include <inttypes.h>
@@ -48,12 +49,12 @@ static json_t *restores_json(PGresult *c)
 {
     json_t *a = json_array();
     for (int i = 0; i < PQntuples(c); i++) {
-        json_t *o = json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:i, s:i}", "run_id", PQgetvalue(c, i, 0),
-                              "rank", atoi(PQgetvalue(c, i, 1)), "step",
-                              (json_int_t)strtoll(PQgetvalue(c, i, 2), NULL, 10), "reference_run_id",
-                              PQgetvalue(c, i, 3), "reference", PQgetvalue(c, i, 4), "status", PQgetvalue(c, i, 5),
-                              "entry", pg_str(c, i, 6), "occurrence", pg_int(c, i, 7), "diff", pg_str(c, i, 8),
-                              "compared", atoi(PQgetvalue(c, i, 9)), "unverified", atoi(PQgetvalue(c, i, 10)));
+        json_t *o =
+            json_pack("{s:s, s:i, s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:i, s:i}", "run_id", PQgetvalue(c, i, 0), "rank",
+                      atoi(PQgetvalue(c, i, 1)), "step", (json_int_t)strtoll(PQgetvalue(c, i, 2), NULL, 10),
+                      "reference_run_id", PQgetvalue(c, i, 3), "reference", PQgetvalue(c, i, 4), "status",
+                      PQgetvalue(c, i, 5), "entry", pg_str(c, i, 6), "occurrence", pg_int(c, i, 7), "diff",
+                      pg_str(c, i, 8), "compared", atoi(PQgetvalue(c, i, 9)), "unverified", atoi(PQgetvalue(c, i, 10)));
         json_t *d = PQgetisnull(c, i, 11) ? NULL : json_loads(PQgetvalue(c, i, 11), 0, NULL);
         json_object_set_new(o, "restored_entry", d ? json_incref(json_object_get(d, "restored")) : json_null());
         json_object_set_new(o, "reference_entry", d ? json_incref(json_object_get(d, "reference")) : json_null());

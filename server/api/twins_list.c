@@ -1,4 +1,5 @@
-/* twins_list.c - GET /api/v1/twins: the twin groups, newest first, each with its kind, status, first divergence, classification, suspected hardware and odd runs, filtered by kind, status, user, node and time. */
+/* twins_list.c - GET /api/v1/twins: the twin groups, newest first, each with its kind, status, first divergence,
+ * classification, suspected hardware and odd runs, filtered by kind, status, user, node and time. */
 #include "server/api/twins_list.h"
 
 #include <stdio.h>
@@ -75,16 +76,17 @@ static void fill_replays_owners(json_t *items, PGresult *nr, PGresult *ow)
         if (!it)
             continue;
         json_object_set_new(it, "name", json_string(PQgetvalue(ow, i, 1)));
-        json_object_set_new(it, "owner", json_pack("{s:s, s:b}", "user", PQgetvalue(ow, i, 2), "attested",
-                                                   PQgetvalue(ow, i, 3)[0] == 't'));
+        json_object_set_new(
+            it, "owner",
+            json_pack("{s:s, s:b}", "user", PQgetvalue(ow, i, 2), "attested", PQgetvalue(ow, i, 3)[0] == 't'));
     }
     for (int i = 0; i < PQntuples(nr); i++) {
         json_t *it = json_object_get(items, PQgetvalue(nr, i, 0));
         if (it)
             json_object_set_new(it, "replay",
-                                json_pack("{s:I, s:s, s:o, s:o}", "id", (json_int_t)strtoll(PQgetvalue(nr, i, 1), NULL, 10),
-                                          "state", PQgetvalue(nr, i, 2), "verdict", pg_str(nr, i, 3), "node",
-                                          pg_str(nr, i, 4)));
+                                json_pack("{s:I, s:s, s:o, s:o}", "id",
+                                          (json_int_t)strtoll(PQgetvalue(nr, i, 1), NULL, 10), "state",
+                                          PQgetvalue(nr, i, 2), "verdict", pg_str(nr, i, 3), "node", pg_str(nr, i, 4)));
     }
 }
 
@@ -100,11 +102,11 @@ static void fill_runs(json_t *items, PGresult *r)
         const char *created = PQgetvalue(r, i, 7), *user = PQgetvalue(r, i, 4);
         json_object_set_new(it, "run_count", json_integer(json_integer_value(json_object_get(it, "run_count")) + 1));
         if (json_array_size(runs) < GROUP_MAX_RUNS)
-            json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "run_id",
-                                                  PQgetvalue(r, i, 1), "job_id", PQgetvalue(r, i, 2), "step_id",
-                                                  PQgetvalue(r, i, 3), "user", user, "nodes", PQgetvalue(r, i, 5),
-                                                  "status", PQgetvalue(r, i, 6), "created_at", created, "ended_at",
-                                                  pg_str(r, i, 8)));
+            json_array_append_new(runs,
+                                  json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "run_id", PQgetvalue(r, i, 1),
+                                            "job_id", PQgetvalue(r, i, 2), "step_id", PQgetvalue(r, i, 3), "user", user,
+                                            "nodes", PQgetvalue(r, i, 5), "status", PQgetvalue(r, i, 6), "created_at",
+                                            created, "ended_at", pg_str(r, i, 8)));
         int seen = !*user;
         size_t k;
         json_t *u;
@@ -230,8 +232,8 @@ static int parse_filter(http_req *req, list_filter *f)
         char one[32];
         int k = len < sizeof(one) ? (snprintf(one, sizeof(one), "%.*s", (int)len, p), kind_parse(one)) : -1;
         if (k < 0) {
-            size_t n = (size_t)snprintf(detail, sizeof(detail),
-                                        "?kind=%.60s is not a list of group kinds; each one of", kinds);
+            size_t n = (size_t)snprintf(detail, sizeof(detail), "?kind=%.60s is not a list of group kinds; each one of",
+                                        kinds);
             for (int i = 0; i < NKINDS && n < sizeof(detail); i++)
                 n += (size_t)snprintf(detail + n, sizeof(detail) - n, "%s %s", i ? "," : "",
                                       group_kind_name((group_kind)i));
@@ -320,7 +322,7 @@ static int scan(const twin_list_filter *tf, const list_filter *f, long long limi
         *total = base == 0 && read_all ? matching : -1; /* every candidate's kind is known */
     else
         *total = cursor == 0 && read_all && !more ? *n : -1; /* every candidate was looked at */
-    if (!filtered) /* one read of the page: the next page follows it */
+    if (!filtered)                                           /* one read of the page: the next page follows it */
         *next = *total >= 0 && cursor + *n < *total ? cursor + *n : -1;
     free(names);
     free(at);

@@ -226,14 +226,16 @@ static int apply(srv_config *c, const cfg_key *k, const char *v, char *err, size
         {
             size_t n = (size_t)snprintf(err, cap, "%s must be", k->key);
             for (int i = 0; k->choices[i] && n < cap; i++)
-                n += (size_t)snprintf(err + n, cap - n, "%s %s", i == 0 ? "" : k->choices[i + 1] ? "," : " or",
+                n += (size_t)snprintf(err + n, cap - n, "%s %s",
+                                      i == 0              ? ""
+                                      : k->choices[i + 1] ? ","
+                                                          : " or",
                                       k->choices[i]);
             if (n < cap)
                 snprintf(err + n, cap - n, ", not \"%s\"", v);
         }
         return -1;
-    case CFG_LISTEN:
-        return set_listen(c, v, err, cap);
+    case CFG_LISTEN: return set_listen(c, v, err, cap);
     }
     return -1;
 }

@@ -9,49 +9,49 @@
  * docs/server.md and docs/suspects.md list them. */
 typedef struct srv_config {
     /* The service. */
-    char listen_host[256];   /* "127.0.0.1", "::1", "0.0.0.0", "*" */
-    int listen_port;         /* 0: any free port (printed at start) */
-    char db_url[1024];       /* empty: embedded PostgreSQL under state_dir */
+    char listen_host[256]; /* "127.0.0.1", "::1", "0.0.0.0", "*" */
+    int listen_port;       /* 0: any free port (printed at start) */
+    char db_url[1024];     /* empty: embedded PostgreSQL under state_dir */
     char state_dir[1024];
-    char secret_file[1024];  /* empty: ingest is open */
+    char secret_file[1024]; /* empty: ingest is open */
     char admin_token_file[1024];
     char web_dir[1024];
     char tls_cert[1024];
     char tls_key[1024];
     char log_file[1024];
-    char pg_bin[1024];       /* PostgreSQL server binaries for the embedded cluster */
-    char pg_user[64];        /* OS user the embedded cluster runs as when lockstepd is root */
-    char port_file[1024];    /* where to write the bound port (tests, scripts) */
-    int log_level;           /* enum log_level */
-    int threads;             /* HTTP worker threads (one libpq connection each) */
-    int db_workers;          /* threads that store record batches (one libpq connection each) */
+    char pg_bin[1024];    /* PostgreSQL server binaries for the embedded cluster */
+    char pg_user[64];     /* OS user the embedded cluster runs as when lockstepd is root */
+    char port_file[1024]; /* where to write the bound port (tests, scripts) */
+    int log_level;        /* enum log_level */
+    int threads;          /* HTTP worker threads (one libpq connection each) */
+    int db_workers;       /* threads that store record batches (one libpq connection each) */
     int max_connections;
     int max_connections_per_ip; /* 0: no per-address limit (default SRV_PER_IP_DEFAULT) */
     int connection_timeout_s;   /* idleness */
     int header_timeout_s;       /* a request's line and headers must be in within this */
     int body_timeout_s;         /* its body within this once the headers are in */
-    size_t max_body;         /* bytes */
-    size_t max_buffered;     /* bytes of bodies held at once, all requests together */
-    int retain_days;         /* 0: keep records forever */
-    int read_open;           /* 1: reads need no token; 0: reads need the admin token */
-    int trust_reported_hosts; /* 1: manifests' own hosts count as hardware evidence without attestation */
-    int pg_restart_max;      /* embedded PostgreSQL: restarts tried in a row before giving up (0: never) */
+    size_t max_body;            /* bytes */
+    size_t max_buffered;        /* bytes of bodies held at once, all requests together */
+    int retain_days;            /* 0: keep records forever */
+    int read_open;              /* 1: reads need no token; 0: reads need the admin token */
+    int trust_reported_hosts;   /* 1: manifests' own hosts count as hardware evidence without attestation */
+    int pg_restart_max;         /* embedded PostgreSQL: restarts tried in a row before giving up (0: never) */
 
     /* Hardware suspects (docs/suspects.md). */
-    double suspect_threshold;    /* score at or above which a node turns suspect (0.95) */
-    double suspect_min_evidence; /* weighted involvements needed as well (2.0) */
-    double suspect_ratio;        /* "elevated" means above ratio x baseline (2.0) */
-    double suspect_prior;        /* prior strength in pseudo-runs (2.0) */
-    double weak_weight;          /* evidence of each run of a diverging pair (0.5) */
+    double suspect_threshold;       /* score at or above which a node turns suspect (0.95) */
+    double suspect_min_evidence;    /* weighted involvements needed as well (2.0) */
+    double suspect_ratio;           /* "elevated" means above ratio x baseline (2.0) */
+    double suspect_prior;           /* prior strength in pseudo-runs (2.0) */
+    double weak_weight;             /* evidence of each run of a diverging pair (0.5) */
     double replay_transient_weight; /* evidence on a node whose divergence a replay judged transient (0.5) */
-    int software_spread;         /* nodes needed to explain one record's divergences before it is software (4) */
-    int software_window_days;    /* how far back the spread rule looks (7) */
-    int suspects_interval_ms;    /* sweep period of the suspects thread (2000) */
+    int software_spread;            /* nodes needed to explain one record's divergences before it is software (4) */
+    int software_window_days;       /* how far back the spread rule looks (7) */
+    int suspects_interval_ms;       /* sweep period of the suspects thread (2000) */
 
     /* The Slurm action. */
-    int slurm_drain;             /* slurm_action = drain: drain suspects, resume repaired nodes */
-    char scontrol[1024];         /* scontrol program (default: scontrol on PATH) */
-    char slurm_conf[1024];       /* SLURM_CONF for scontrol ("" = inherit) */
+    int slurm_drain;       /* slurm_action = drain: drain suspects, resume repaired nodes */
+    char scontrol[1024];   /* scontrol program (default: scontrol on PATH) */
+    char slurm_conf[1024]; /* SLURM_CONF for scontrol ("" = inherit) */
 
     /* Alerts. */
     char public_url[512];        /* dashboard base URL for links ("" = http://LISTEN) */

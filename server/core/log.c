@@ -10,7 +10,7 @@
 #include "common/text.h"
 
 static int min_level = LOG_INFO;
-static FILE *log_file;      /* NULL: stderr */
+static FILE *log_file; /* NULL: stderr */
 static char log_path[4096];
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *const names[] = {"debug", "info", "warn", "error"};

@@ -20,7 +20,7 @@ typedef struct histogram {
 } histogram;
 
 static const char *const route_names[MR_COUNT] = {"runs_create", "manifest", "records", "end",   "read",
-                                                 "health",      "metrics",  "static",  "admin", "other"};
+                                                  "health",      "metrics",  "static",  "admin", "other"};
 static atomic_ulong requests[MR_COUNT][6]; /* by status class 1xx..5xx, [0] unused */
 static histogram request_seconds[MR_COUNT];
 static atomic_ulong abandoned[MR_COUNT];
@@ -158,9 +158,10 @@ static void put_histogram(sbuf *b, const char *name, const char *labels, histogr
 char *metrics_render(void)
 {
     sbuf b = {xmalloc(8192), 0, 8192};
-    put(&b, "# HELP lockstep_build_info The release and commit this lockstepd was built from (always 1).\n"
-            "# TYPE lockstep_build_info gauge\n"
-            "lockstep_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+    put(&b,
+        "# HELP lockstep_build_info The release and commit this lockstepd was built from (always 1).\n"
+        "# TYPE lockstep_build_info gauge\n"
+        "lockstep_build_info{version=\"%s\",commit=\"%s\"} 1\n",
         version_release(), version_commit());
     put(&b, "# HELP lockstepd_http_requests_total HTTP requests by route and status class.\n"
             "# TYPE lockstepd_http_requests_total counter\n");
@@ -178,11 +179,12 @@ char *metrics_render(void)
         if (v)
             put(&b, "lockstepd_http_requests_abandoned_total{route=\"%s\"} %lu\n", route_names[r], v);
     }
-    put(&b, "# HELP lockstepd_http_connection_timeouts_total Connections closed for sending their headers or body "
-            "too slowly (header_timeout, body_timeout).\n"
-            "# TYPE lockstepd_http_connection_timeouts_total counter\n"
-            "lockstepd_http_connection_timeouts_total{phase=\"headers\"} %lu\n"
-            "lockstepd_http_connection_timeouts_total{phase=\"body\"} %lu\n",
+    put(&b,
+        "# HELP lockstepd_http_connection_timeouts_total Connections closed for sending their headers or body "
+        "too slowly (header_timeout, body_timeout).\n"
+        "# TYPE lockstepd_http_connection_timeouts_total counter\n"
+        "lockstepd_http_connection_timeouts_total{phase=\"headers\"} %lu\n"
+        "lockstepd_http_connection_timeouts_total{phase=\"body\"} %lu\n",
         atomic_load(&conn_timeouts[MT_HEADERS]), atomic_load(&conn_timeouts[MT_BODY]));
     put(&b, "# HELP lockstepd_http_request_seconds Time from a request's arrival to its response.\n"
             "# TYPE lockstepd_http_request_seconds histogram\n");
@@ -212,11 +214,12 @@ char *metrics_render(void)
         atomic_load(&records_total), atomic_load(&batches_stored), atomic_load(&batches_duplicate),
         atomic_load(&divergences_total), atomic_load(&db_errors));
     put_histogram(&b, "lockstepd_detection_seconds", "", &detect_seconds);
-    put(&b, "# HELP lockstepd_held_records_refused_total Held records (digest streaming) that did not answer their "
-            "step digest: batches refused at ingest, and steps the comparison would not take as agreeing.\n"
-            "# TYPE lockstepd_held_records_refused_total counter\n"
-            "lockstepd_held_records_refused_total{at=\"ingest\"} %lu\n"
-            "lockstepd_held_records_refused_total{at=\"compare\"} %lu\n",
+    put(&b,
+        "# HELP lockstepd_held_records_refused_total Held records (digest streaming) that did not answer their "
+        "step digest: batches refused at ingest, and steps the comparison would not take as agreeing.\n"
+        "# TYPE lockstepd_held_records_refused_total counter\n"
+        "lockstepd_held_records_refused_total{at=\"ingest\"} %lu\n"
+        "lockstepd_held_records_refused_total{at=\"compare\"} %lu\n",
         atomic_load(&held_refused[MH_INGEST]), atomic_load(&held_refused[MH_COMPARE]));
     put(&b, "# HELP lockstepd_alert_deliveries_total Attempts to deliver an alert to a sink, by outcome (given_up: "
             "still failing alert_give_up_s after the alert was raised, no more attempts).\n"
@@ -231,12 +234,13 @@ char *metrics_render(void)
         "lockstepd_alert_resends_total{outcome=\"failed\"} %lu\n",
         atomic_load(&alert_resends[1]), atomic_load(&alert_resends[0]));
     if (atomic_load(&pg_up) >= 0)
-        put(&b, "# HELP lockstepd_embedded_postgres_up Whether the embedded PostgreSQL runs (1) or not (0).\n"
-                "# TYPE lockstepd_embedded_postgres_up gauge\n"
-                "lockstepd_embedded_postgres_up %d\n"
-                "# HELP lockstepd_embedded_postgres_restarts_total Restarts of the embedded PostgreSQL after it died.\n"
-                "# TYPE lockstepd_embedded_postgres_restarts_total counter\n"
-                "lockstepd_embedded_postgres_restarts_total %lu\n",
+        put(&b,
+            "# HELP lockstepd_embedded_postgres_up Whether the embedded PostgreSQL runs (1) or not (0).\n"
+            "# TYPE lockstepd_embedded_postgres_up gauge\n"
+            "lockstepd_embedded_postgres_up %d\n"
+            "# HELP lockstepd_embedded_postgres_restarts_total Restarts of the embedded PostgreSQL after it died.\n"
+            "# TYPE lockstepd_embedded_postgres_restarts_total counter\n"
+            "lockstepd_embedded_postgres_restarts_total %lu\n",
             atomic_load(&pg_up), atomic_load(&pg_restarts));
     return b.p;
 }

@@ -12,18 +12,17 @@
 
 typedef struct worker worker;
 struct worker {
-    const char *name;         /* for log lines: "comparison", "alerts", ... */
-    void (*loop)(worker *w);  /* the thread's body; returns once worker_stopping(w) */
-    pthread_mutex_t lock;     /* guards the part's own queue as well as the fields below */
+    const char *name;        /* for log lines: "comparison", "alerts", ... */
+    void (*loop)(worker *w); /* the thread's body; returns once worker_stopping(w) */
+    pthread_mutex_t lock;    /* guards the part's own queue as well as the fields below */
     pthread_cond_t cond;
     int stopping, kicked, running, n;
     pthread_t *threads;
 };
 
-#define WORKER_INIT(name_, loop_)                                                                  \
-    {                                                                                              \
-        .name = (name_), .loop = (loop_), .lock = PTHREAD_MUTEX_INITIALIZER,                       \
-        .cond = PTHREAD_COND_INITIALIZER                                                           \
+#define WORKER_INIT(name_, loop_)                                                                                      \
+    {                                                                                                                  \
+        .name = (name_), .loop = (loop_), .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER          \
     }
 
 /* worker_start - start `nthreads` threads running w->loop. Returns 0, or -1

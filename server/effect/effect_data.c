@@ -158,8 +158,7 @@ static json_t *cell_json(const first_rec *c, const char *run_id)
 
 /* first_json - the departure found by the rule at (rank, step) of records `r`, with its call site: the record's
  * as BASE holds it (CHANGED's when BASE lacks it), as the twin API gives a divergence's. */
-static json_t *first_json(const first_div *fx, int rank, int64_t step, const char *base_id,
-                          const char *changed_id)
+static json_t *first_json(const first_div *fx, int rank, int64_t step, const char *base_id, const char *changed_id)
 {
     const first_rec *b = fx->by_run[0], *c = fx->by_run[1], *any = b ? b : c;
     const char *kind = !b ? "extra" : !c ? "missing" : rec_diff_name(rec_compare(&b->rec, &c->rec));

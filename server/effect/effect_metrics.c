@@ -1,4 +1,5 @@
-/* effect_metrics.c - the scalar metrics GET /api/v1/compare judges, read chunk by chunk within a budget: the steps are cut where it ends. */
+/* effect_metrics.c - the scalar metrics GET /api/v1/compare judges, read chunk by chunk within a budget: the steps are
+ * cut where it ends. */
 #include "server/effect/effect_metrics.h"
 
 #include <inttypes.h>

@@ -9,7 +9,7 @@
 
 #include "server/effect/effect_data.h"
 
-#define EFFECT_MAX_METRICS 32         /* scalar metrics compared (the first by name when more are shared) */
+#define EFFECT_MAX_METRICS 32 /* scalar metrics compared (the first by name when more are shared) */
 
 /* One scalar metric shared by the runs compared, aligned on the baseline's steps. Run 0 is the baseline's
  * reference run, then the changed runs, then the noise runs. */
@@ -29,7 +29,8 @@ typedef struct effect_metrics {
     int n;
     effect_metric m[EFFECT_MAX_METRICS];
     int more;          /* shared metrics beyond EFFECT_MAX_METRICS, not compared */
-    int names_dropped; /* metric names of a run past the first COMPARE_MAX_NAMES by name, not read (the most of any run) */
+    int names_dropped; /* metric names of a run past the first COMPARE_MAX_NAMES by name, not read (the most of any run)
+                        */
     json_t *unshared;  /* names some runs record and others do not (new reference; at most 64) */
     int cut;           /* 1: the budget ended before `to`: the steps compared end at next_from - 1 */
     int64_t next_from; /* with cut: where the rest begins (?from=) */

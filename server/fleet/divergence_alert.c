@@ -1,4 +1,5 @@
-/* divergence_alert.c - the alert a twin group's first divergence raises: its summary, text, details, recipients and Alertmanager labels; a new one when a re-evaluation changes what it reports, which supersedes the old. */
+/* divergence_alert.c - the alert a twin group's first divergence raises: its summary, text, details, recipients and
+ * Alertmanager labels; a new one when a re-evaluation changes what it reports, which supersedes the old. */
 #include "server/fleet/divergence_alert.h"
 
 #include <stdio.h>
@@ -77,7 +78,7 @@ typedef struct fdiv {
     const char *name, *kind, *cause, *site_text;
     json_int_t step, occ, seq;
     int rank;
-    int diverged, restore, logical; /* the group diverged (else incomplete); a restore difference; a logical tensor */
+    int diverged, restore, logical;  /* the group diverged (else incomplete); a restore difference; a logical tensor */
     const char *nodes, *gpus, *jobs; /* who diverged (who_diverged) */
     const char *facts;               /* what the alert reports: a new alert when it changes */
 } fdiv;
@@ -258,12 +259,12 @@ static int raise_alert(const grp *g, const grp_findings *vd, const grp_class *v,
     json_t *origin = json_array();
     for (int k = 0; k < vd->norigin; k++)
         json_array_append_new(origin, json_integer(vd->origin[k]));
-    json_t *details = json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:s, s:s, s:s, s:o, s:O, s:s?, s:s, s:s, s:s, s:o}",
-                                "group", g->name, "step", f->step, "rank", f->rank, "name", f->name, "occurrence",
-                                f->occ, "seq", f->seq, "kind", f->kind, "cause", f->cause, "cause_detail",
-                                vd->cause_why, "origin_ranks", origin, "site",
-                                f->site ? f->site : json_null(), "suggest_ignore", vd->suggest[0] ? vd->suggest : NULL,
-                                "status", vd->status, "classification", v->cls, "reason", v->reason, "runs", runs);
+    json_t *details =
+        json_pack("{s:s, s:I, s:i, s:s, s:I, s:I, s:s, s:s, s:s, s:o, s:O, s:s?, s:s, s:s, s:s, s:o}", "group", g->name,
+                  "step", f->step, "rank", f->rank, "name", f->name, "occurrence", f->occ, "seq", f->seq, "kind",
+                  f->kind, "cause", f->cause, "cause_detail", vd->cause_why, "origin_ranks", origin, "site",
+                  f->site ? f->site : json_null(), "suggest_ignore", vd->suggest[0] ? vd->suggest : NULL, "status",
+                  vd->status, "classification", v->cls, "reason", v->reason, "runs", runs);
     /* The nodes it blames (a repair of one resolves it): those of a hardware classification only. */
     const char *blames[64];
     int nblames = 0;
@@ -330,8 +331,8 @@ int divergence_alert_enqueue(const grp *g, const grp_findings *vd, const grp_cla
      * open one (a third run naming the odd one, the spread rule turning hardware into software, a cause that
      * changed, a group found incomplete after all). */
     char facts[2048];
-    snprintf(facts, sizeof(facts), "step %lld|rank %d|%s#%lld|%s|%s|%s|%s|%s|%s|%s", (long long)f.step, f.rank,
-             f.name, (long long)f.occ, vd->status, f.cause, v->cls, v->implicated, nodes, gpus, jobs);
+    snprintf(facts, sizeof(facts), "step %lld|rank %d|%s#%lld|%s|%s|%s|%s|%s|%s|%s", (long long)f.step, f.rank, f.name,
+             (long long)f.occ, vd->status, f.cause, v->cls, v->implicated, nodes, gpus, jobs);
     f.nodes = nodes;
     f.gpus = gpus;
     f.jobs = jobs;

@@ -1,4 +1,5 @@
-/* divergence_alert.h - the alert a twin group's first divergence raises: its summary, text, details, recipients and Alertmanager labels; a new one when a re-evaluation changes what it reports, which supersedes the old. */
+/* divergence_alert.h - the alert a twin group's first divergence raises: its summary, text, details, recipients and
+ * Alertmanager labels; a new one when a re-evaluation changes what it reports, which supersedes the old. */
 #ifndef SERVER_FLEET_DIVERGENCE_ALERT_H
 #define SERVER_FLEET_DIVERGENCE_ALERT_H
 

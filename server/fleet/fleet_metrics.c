@@ -1,4 +1,5 @@
-/* fleet_metrics.c - the fleet's state as Prometheus series (server/fleet/fleet_metrics.h): counts that are the same on every lockstepd of one database, and one series per node for its score and state. */
+/* fleet_metrics.c - the fleet's state as Prometheus series (server/fleet/fleet_metrics.h): counts that are the same on
+ * every lockstepd of one database, and one series per node for its score and state. */
 #include "server/fleet/fleet_metrics.h"
 
 #include <stdarg.h>
@@ -32,9 +33,10 @@
 static const struct {
     const char *name, *type, *help;
 } SERIES[FM_N] = {
-    [FM_ALERTS_RAISED] = {"lockstepd_alerts_raised_total", "counter",
-                          "Alerts raised, by kind (divergence: a twin group's first divergence; suspect: a node turning "
-                          "suspect; verdict: a replay experiment's follow-up), as GET /api/v1/alerts?kind= counts them."},
+    [FM_ALERTS_RAISED] =
+        {"lockstepd_alerts_raised_total", "counter",
+         "Alerts raised, by kind (divergence: a twin group's first divergence; suspect: a node turning "
+         "suspect; verdict: a replay experiment's follow-up), as GET /api/v1/alerts?kind= counts them."},
     [FM_ALERTS_OPEN] = {"lockstepd_alerts_open", "gauge",
                         "Alerts open (neither acknowledged nor resolved), by kind, as GET /api/v1/alerts?state=open "
                         "counts them."},
@@ -62,21 +64,43 @@ static const struct {
 #define CLASSES_SQL "'{hardware,software}'"
 
 /* One row a series: (series, label, value, count). */
-#define COUNTS_SQL                                                                                                     \
-    "SELECT " XSTR(FM_ALERTS_RAISED) ", 'kind', k, (SELECT count(*) FROM alerts WHERE kind = k) "                      \
-    "FROM unnest(" ALERT_KINDS_SQL "::text[]) k "                                                                      \
-    "UNION ALL SELECT " XSTR(FM_ALERTS_OPEN) ", 'kind', k, (SELECT count(*) FROM alerts WHERE kind = k "               \
-    "AND acked_at IS NULL AND resolved_at IS NULL) FROM unnest(" ALERT_KINDS_SQL "::text[]) k "                        \
-    "UNION ALL SELECT " XSTR(FM_ALERTS_RESOLVED) ", 'reason', k, (SELECT count(*) FROM alerts "                        \
-    "WHERE resolved_reason = k) FROM unnest(" ALERT_RESOLVED_REASONS_SQL "::text[]) k "                                \
-    "UNION ALL SELECT " XSTR(FM_NODES) ", 'state', k, (SELECT count(*) FROM hw_nodes WHERE state = k) "                \
-    "FROM unnest(" NODE_STATES_SQL "::text[]) k "                                                                      \
-    "UNION ALL SELECT " XSTR(FM_SUSPECTS) ", 'kind', 'node', (SELECT count(*) FROM hw_nodes WHERE state = 'suspect') " \
-    "UNION ALL SELECT " XSTR(FM_SUSPECTS) ", 'kind', 'gpu', (SELECT count(*) FROM hw_gpus WHERE state = 'suspect') "   \
-    "UNION ALL SELECT " XSTR(FM_DIVERGED_GROUPS) ", 'class', k, (SELECT count(*) FROM group_evidence WHERE "           \
-    "class = k AND step IS NOT NULL AND reason_code <> 'nondeterministic') FROM unnest(" CLASSES_SQL "::text[]) k "   \
-    "UNION ALL SELECT " XSTR(FM_VERDICTS) ", 'verdict', k, (SELECT count(*) FROM narrows WHERE state = 'done' "        \
-    "AND verdict = k) FROM unnest(" VERDICTS_SQL "::text[]) k ORDER BY 1"
+#define COUNTS_SQL                                                                                                                                                                                                                             \
+    "SELECT " XSTR(                                                                                                                                                                                                                            \
+        FM_ALERTS_RAISED) ", 'kind', k, (SELECT count(*) FROM alerts WHERE kind = k) "                                                                                                                                                         \
+                          "FROM unnest(" ALERT_KINDS_SQL "::text[]) k "                                                                                                                                                                        \
+                          "UNION ALL SELECT " XSTR(                                                                                                                                                                                            \
+                              FM_ALERTS_OPEN) ", 'kind', k, (SELECT count(*) FROM alerts WHERE kind = k "                                                                                                                                      \
+                                              "AND acked_at IS NULL AND resolved_at IS NULL) FROM "                                                                                                                                            \
+                                              "unnest(" ALERT_KINDS_SQL "::text[]) k "                                                                                                                                                         \
+                                              "UNION ALL SELECT " XSTR(                                                                                                                                                                        \
+                                                  FM_ALERTS_RESOLVED) ", 'reason', k, (SELECT count(*) FROM alerts "                                                                                                                           \
+                                                                      "WHERE resolved_reason = k) FROM "                                                                                                                                       \
+                                                                      "unnest(" ALERT_RESOLVED_REASONS_SQL                                                                                                                                     \
+                                                                      "::text[]) k "                                                                                                                                                           \
+                                                                      "UNION ALL SELECT " XSTR(                                                                                                                                                \
+                                                                          FM_NODES) ", 'state', k, (SELECT count(*) "                                                                                                                          \
+                                                                                    "FROM hw_nodes WHERE state = k) "                                                                                                                          \
+                                                                                    "FROM unnest(" NODE_STATES_SQL                                                                                                                             \
+                                                                                    "::text[]) k "                                                                                                                                             \
+                                                                                    "UNION ALL SELECT " XSTR(                                                                                                                                  \
+                                                                                        FM_SUSPECTS) ", 'kind', "                                                                                                                              \
+                                                                                                     "'node', "                                                                                                                                \
+                                                                                                     "(SELECT "                                                                                                                                \
+                                                                                                     "count(*) FROM "                                                                                                                          \
+                                                                                                     "hw_nodes WHERE "                                                                                                                         \
+                                                                                                     "state = "                                                                                                                                \
+                                                                                                     "'suspect') "                                                                                                                             \
+                                                                                                     "UNION ALL "                                                                                                                              \
+                                                                                                     "SELECT " XSTR(                                                                                                                           \
+                                                                                                         FM_SUSPECTS) ", 'kind', 'gpu', (SELECT count(*) FROM hw_gpus WHERE state = 'suspect') "                                               \
+                                                                                                                      "UNION ALL SELECT " XSTR(                                                                                                \
+                                                                                                                          FM_DIVERGED_GROUPS) ", 'class', k, (SELECT count(*) FROM group_evidence WHERE "                                      \
+                                                                                                                                              "class = k AND step IS NOT NULL AND reason_code <> 'nondeterministic') FROM unnest(" CLASSES_SQL \
+                                                                                                                                              "::text[]) k "                                                                                   \
+                                                                                                                                              "UNION ALL SELECT " XSTR(                                                                        \
+                                                                                                                                                  FM_VERDICTS) ", 'verdict', k, (SELECT count(*) FROM narrows WHERE state = 'done' "           \
+                                                                                                                                                               "AND verdict = k) FROM unnest(" VERDICTS_SQL                                    \
+                                                                                                                                                               "::text[]) k ORDER BY 1"
 
 /* The nodes, highest score first (one more than shown, to tell that some were left out). */
 #define NODES_SQL                                                                                                      \
@@ -141,7 +165,7 @@ static void put_nodes(text_buf *b, PGresult *r)
 {
     static const char *const states[] = {"ok", "suspect", "drained", "repaired"};
     int n = PQntuples(r) > FLEET_METRICS_NODES ? FLEET_METRICS_NODES : PQntuples(r);
-    char (*names)[600] = xcalloc((size_t)n + 1, sizeof(*names));
+    char(*names)[600] = xcalloc((size_t)n + 1, sizeof(*names));
     for (int i = 0; i < n; i++)
         label_value(PQgetvalue(r, i, 0), names[i], sizeof(names[i]));
     static const int per_node[] = {FM_NODE_SCORE, FM_NODE_STATE, FM_NODE_INVOLVEMENTS, FM_NODE_RUNS};
@@ -155,7 +179,10 @@ static void put_nodes(text_buf *b, PGresult *r)
                         !strcmp(PQgetvalue(r, i, 1), states[k]));
             else
                 put(b, "%s{node=\"%s\"} %s\n", SERIES[m].name, names[i],
-                    PQgetvalue(r, i, m == FM_NODE_SCORE ? 2 : m == FM_NODE_INVOLVEMENTS ? 3 : 4));
+                    PQgetvalue(r, i,
+                               m == FM_NODE_SCORE          ? 2
+                               : m == FM_NODE_INVOLVEMENTS ? 3
+                                                           : 4));
         }
     }
     if (PQntuples(r) > FLEET_METRICS_NODES)

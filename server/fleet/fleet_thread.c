@@ -1,4 +1,5 @@
-/* fleet_thread.c - the fleet thread: evaluate notified and changed twin groups, rescore the fleet, wake the alert sender. */
+/* fleet_thread.c - the fleet thread: evaluate notified and changed twin groups, rescore the fleet, wake the alert
+ * sender. */
 #include "server/fleet/fleet_thread.h"
 
 #include <stdio.h>
@@ -58,8 +59,8 @@ void fleet_notify(const char *group)
 #define RECENT "now() - interval '15 minutes'"
 #define Q_CHANGED                                                                                                      \
     "SELECT a.g FROM (SELECT twin_group AS g FROM runs WHERE twin_group IS NOT NULL AND (created_at > " RECENT         \
-    " OR ended_at > " RECENT ") UNION SELECT twin_group FROM divergences WHERE detected_at > " RECENT                \
-    " UNION SELECT r.twin_group FROM rank_ends e JOIN runs r USING (run_key) WHERE r.twin_group IS NOT NULL AND "   \
+    " OR ended_at > " RECENT ") UNION SELECT twin_group FROM divergences WHERE detected_at > " RECENT                  \
+    " UNION SELECT r.twin_group FROM rank_ends e JOIN runs r USING (run_key) WHERE r.twin_group IS NOT NULL AND "      \
     "e.exit_code <> 0 AND e.ended_at > " RECENT ") a "                                                                 \
     "WHERE (SELECT count(*) FROM runs r WHERE r.twin_group = a.g) >= 2 AND (EXISTS (SELECT 1 FROM divergences d "      \
     "WHERE d.twin_group = a.g) OR NOT EXISTS (SELECT 1 FROM runs r WHERE r.twin_group = a.g AND r.status = "           \

@@ -1,4 +1,5 @@
-/* fleet_thread.h - the fleet thread: evaluate notified and changed twin groups, rescore the fleet, wake the alert sender. */
+/* fleet_thread.h - the fleet thread: evaluate notified and changed twin groups, rescore the fleet, wake the alert
+ * sender. */
 #ifndef SERVER_FLEET_FLEET_THREAD_H
 #define SERVER_FLEET_FLEET_THREAD_H
 

@@ -1,4 +1,5 @@
-/* node_read.c - the hardware suspects as the nodes endpoints read them, and an admin's action on a node (server/fleet/node_read.h). */
+/* node_read.c - the hardware suspects as the nodes endpoints read them, and an admin's action on a node
+ * (server/fleet/node_read.h). */
 #include "server/fleet/node_read.h"
 
 #include <stdio.h>
@@ -9,12 +10,12 @@
 #include "server/store/sql.h"
 
 #define NODE_COLS                                                                                                      \
-    "name, state, score, involvements, exposures, baseline, " DB_TS("state_since") ", " DB_TS("first_seen") ", "     \
-    DB_TS("last_seen")
+    "name, state, score, involvements, exposures, baseline, " DB_TS("state_since") ", " DB_TS(                         \
+        "first_seen") ", " DB_TS("last_seen")
 
 #define EVENT_COLS                                                                                                     \
     "h.id, h.kind, " DB_TS("h.at") ", h.twin_group, r.run_id::text, h.gpu, h.step, h.rank, h.weight, h.score, "        \
-    "h.state, h.actor, h.detail, h.involvements, h.exposures"
+                                   "h.state, h.actor, h.detail, h.involvements, h.exposures"
 
 PGresult *node_read_totals(char *err, size_t cap)
 {
@@ -54,13 +55,15 @@ PGresult *node_read_timeline(const char *name, int limit, char *err, size_t cap)
     char lim[16];
     snprintf(lim, sizeof(lim), "%d", limit);
     const char *p[] = {name, lim};
-    return sql_query("SELECT * FROM (SELECT h.id, h.kind, " DB_TS("h.at") ", CASE WHEN h.state = 'repaired' AND "
-                     "h.kind = 'action' THEN 0 ELSE h.score END, CASE WHEN h.state = 'repaired' AND h.kind = "
-                     "'action' THEN 0 ELSE h.involvements END, CASE WHEN h.state = 'repaired' AND h.kind = "
-                     "'action' THEN 0 ELSE h.exposures END, h.state FROM hw_history h WHERE h.node = $1 AND "
-                     "h.gpu IS NULL AND (h.kind IN ('score', 'state') OR (h.kind = 'action' AND h.state = "
-                     "'repaired')) ORDER BY h.id DESC LIMIT $2::int) t ORDER BY id",
-                     2, p, err, cap);
+    return sql_query(
+        "SELECT * FROM (SELECT h.id, h.kind, " DB_TS(
+            "h.at") ", CASE WHEN h.state = 'repaired' AND "
+                    "h.kind = 'action' THEN 0 ELSE h.score END, CASE WHEN h.state = 'repaired' AND h.kind = "
+                    "'action' THEN 0 ELSE h.involvements END, CASE WHEN h.state = 'repaired' AND h.kind = "
+                    "'action' THEN 0 ELSE h.exposures END, h.state FROM hw_history h WHERE h.node = $1 AND "
+                    "h.gpu IS NULL AND (h.kind IN ('score', 'state') OR (h.kind = 'action' AND h.state = "
+                    "'repaired')) ORDER BY h.id DESC LIMIT $2::int) t ORDER BY id",
+        2, p, err, cap);
 }
 
 PGresult *node_read_known(const char *name, char *err, size_t cap)
@@ -83,7 +86,8 @@ PGresult *node_read_history(const char *name, long long before, long long limit,
 PGresult *node_read_event(const char *id, char *err, size_t cap)
 {
     const char *p[] = {id};
-    return sql_query("SELECT " EVENT_COLS " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key WHERE h.id = $1",
+    return sql_query("SELECT " EVENT_COLS
+                     " FROM hw_history h LEFT JOIN runs r ON r.run_key = h.run_key WHERE h.id = $1",
                      1, p, err, cap);
 }
 

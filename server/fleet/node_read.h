@@ -1,4 +1,5 @@
-/* node_read.h - the hardware suspects as the nodes endpoints read them (nodes with their GPUs, a node's history and timeline), and an admin's action on a node. */
+/* node_read.h - the hardware suspects as the nodes endpoints read them (nodes with their GPUs, a node's history and
+ * timeline), and an admin's action on a node. */
 #ifndef SERVER_FLEET_NODE_READ_H
 #define SERVER_FLEET_NODE_READ_H
 

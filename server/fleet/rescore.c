@@ -1,4 +1,5 @@
-/* rescore.c - the fleet pass: involvements and exposures per node and GPU, scores, state changes, their history and alerts. */
+/* rescore.c - the fleet pass: involvements and exposures per node and GPU, scores, state changes, their history and
+ * alerts. */
 #include "server/fleet/rescore.h"
 
 #include <math.h>
@@ -105,8 +106,8 @@ static ent *load(PGresult *list, PGresult *expo, PGresult *inv, int *nout)
 
 /* history - a score or state event of entity `e` (`gpu`: one of node's GPUs), with its score, involvements and runs
  * as numbers (the node page's charts: GET /api/v1/nodes/{name}/timeline). */
-static int history(const ent *e, const char *gpu, const char *kind, const char *state, const char *detail,
-                   char *id_out, size_t idcap, char *err, size_t cap)
+static int history(const ent *e, const char *gpu, const char *kind, const char *state, const char *detail, char *id_out,
+                   size_t idcap, char *err, size_t cap)
 {
     char sc[32], k[32], n[32];
     snprintf(sc, sizeof(sc), "%.6f", e->res.score);
@@ -152,9 +153,9 @@ static int suspect_alert(const ent *e, const char *hist_id, char *err, size_t ca
              "Dashboard: %s\n",
              e->id, e->k, e->expo, rate, fleet, ref, e->res.score, g_srv.cfg.suspect_threshold, g_srv.cfg.suspect_ratio,
              g_srv.cfg.slurm_drain ? "lockstepd drains it in Slurm (slurm_action = drain).\n" : "", url);
-    json_t *d = json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f}", "node", e->id, "score", e->res.score, "involvements",
-                          e->k, "runs", e->expo, "rate", e->res.rate, "baseline", e->fleet, "reference_rate",
-                          e->res.reference);
+    json_t *d =
+        json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f}", "node", e->id, "score", e->res.score, "involvements", e->k,
+                  "runs", e->expo, "rate", e->res.rate, "baseline", e->fleet, "reference_rate", e->res.reference);
     const char *blames[] = {e->id};
     char score[32], inv[160];
     snprintf(score, sizeof(score), "%.3f", e->res.score);
@@ -201,12 +202,13 @@ static int apply(ent *e, int n, int gpus, char turned[][256], int *nturned, char
         snprintf(base, sizeof(base), "%.6f", e[i].res.reference);
         const char *st = next_state(&e[i]);
         const char *p[] = {e[i].id, sc, k, ex, base, st};
-        if (sql_do(gpus ? "UPDATE hw_gpus SET score = $2, involvements = $3, exposures = $4, state = $6 WHERE uuid = $1 "
+        if (sql_do(gpus
+                       ? "UPDATE hw_gpus SET score = $2, involvements = $3, exposures = $4, state = $6 WHERE uuid = $1 "
                          "AND $5::float8 >= 0"
                        : "UPDATE hw_nodes SET score = $2, involvements = $3, exposures = $4, baseline = $5, "
                          "state_since = CASE WHEN state = $6 THEN state_since ELSE now() END, state = $6 "
                          "WHERE name = $1",
-                  6, p, err, cap) < 0)
+                   6, p, err, cap) < 0)
             return -1;
         const char *gpu = gpus ? e[i].id : NULL;
         /* a score event when the score or the involvements moved (the node page draws both over time) */
@@ -216,8 +218,8 @@ static int apply(ent *e, int n, int gpus, char turned[][256], int *nturned, char
             score_format_rate(e[i].res.reference, ref, sizeof(ref));
             score_format_rate(e[i].fleet, fleet, sizeof(fleet));
             if (gpus)
-                snprintf(detail, sizeof(detail), "involvements %.2f of %.0f runs (rate %s); the other GPUs %s",
-                         e[i].k, e[i].expo, rate, ref);
+                snprintf(detail, sizeof(detail), "involvements %.2f of %.0f runs (rate %s); the other GPUs %s", e[i].k,
+                         e[i].expo, rate, ref);
             else
                 snprintf(detail, sizeof(detail),
                          "involvements %.2f of %.0f runs (rate %s); fleet baseline %s, the rest of the fleet %s",
@@ -252,27 +254,29 @@ int rescore_fleet(void)
     PGresult *r[6] = {0};
     r[0] = sql_query("SELECT name, name, state, score, involvements FROM hw_nodes ORDER BY name", 0, NULL, err,
                      sizeof(err));
-    r[1] = r[0] ? sql_query("SELECT e.node, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
-                       "ON n.name = e.node WHERE e.at >= n.evidence_since GROUP BY e.node",
-                       0, NULL, err, sizeof(err))
-                : NULL;
-    r[2] = r[1]
-               ? sql_query("SELECT e.twin_group, e.node, max(e.weight) FROM hw_exposures e JOIN hw_nodes n ON n.name = "
+    r[1] =
+        r[0] ? sql_query("SELECT e.node, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
+                         "ON n.name = e.node WHERE e.at >= n.evidence_since GROUP BY e.node",
+                         0, NULL, err, sizeof(err))
+             : NULL;
+    r[2] = r[1] ? sql_query(
+                      "SELECT e.twin_group, e.node, max(e.weight) FROM hw_exposures e JOIN hw_nodes n ON n.name = "
                       "e.node WHERE e.weight > 0 AND e.at >= n.evidence_since GROUP BY e.twin_group, e.run_key, e.node "
                       "ORDER BY e.twin_group",
                       0, NULL, err, sizeof(err))
-               : NULL;
+                : NULL;
     r[3] = r[2] ? sql_query("SELECT uuid, node, state, score, involvements FROM hw_gpus ORDER BY uuid", 0, NULL, err,
                             sizeof(err))
                 : NULL;
-    r[4] = r[3] ? sql_query("SELECT e.gpu, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
-                       "ON n.name = e.node WHERE e.gpu <> '' AND e.at >= n.evidence_since GROUP BY e.gpu",
-                       0, NULL, err, sizeof(err))
-                : NULL;
+    r[4] =
+        r[3] ? sql_query("SELECT e.gpu, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
+                         "ON n.name = e.node WHERE e.gpu <> '' AND e.at >= n.evidence_since GROUP BY e.gpu",
+                         0, NULL, err, sizeof(err))
+             : NULL;
     r[5] = r[4] ? sql_query("SELECT e.twin_group, e.gpu, max(e.weight) FROM hw_exposures e JOIN hw_nodes n ON n.name = "
-                       "e.node WHERE e.weight > 0 AND e.gpu <> '' AND e.at >= n.evidence_since "
-                       "GROUP BY e.twin_group, e.run_key, e.gpu ORDER BY e.twin_group",
-                       0, NULL, err, sizeof(err))
+                            "e.node WHERE e.weight > 0 AND e.gpu <> '' AND e.at >= n.evidence_since "
+                            "GROUP BY e.twin_group, e.run_key, e.gpu ORDER BY e.twin_group",
+                            0, NULL, err, sizeof(err))
                 : NULL;
     int rc = -1, nn = 0, ng = 0, nturned = 0;
     char turned[MAX_TURNED][256];

@@ -1,4 +1,5 @@
-/* rescore.h - the fleet pass: involvements and exposures per node and GPU, scores, state changes, their history and alerts. */
+/* rescore.h - the fleet pass: involvements and exposures per node and GPU, scores, state changes, their history and
+ * alerts. */
 #ifndef SERVER_FLEET_RESCORE_H
 #define SERVER_FLEET_RESCORE_H
 

@@ -1,4 +1,5 @@
-/* slurm_action.c - drain a suspect node and resume a repaired one in Slurm with scontrol (opt-in: slurm_action = drain). */
+/* slurm_action.c - drain a suspect node and resume a repaired one in Slurm with scontrol (opt-in: slurm_action =
+ * drain). */
 #include "server/fleet/slurm_action.h"
 
 #include <ctype.h>
@@ -36,8 +37,8 @@ int slurm_set_state(const char *node, int drain, const char *reason, char *out, 
     for (char *c = a_reason; *c; c++)
         if (*c == '\n' || *c == '\r' || *c == '"')
             *c = ' ';
-    size_t o = (size_t)snprintf(out, cap, "%s update %s %s%s%s%s", g_srv.cfg.scontrol, a_node, a_state, drain ? " \"" : "",
-                                drain ? a_reason : "", drain ? "\"" : "");
+    size_t o = (size_t)snprintf(out, cap, "%s update %s %s%s%s%s", g_srv.cfg.scontrol, a_node, a_state,
+                                drain ? " \"" : "", drain ? a_reason : "", drain ? "\"" : "");
     if (o >= cap)
         o = cap - 1;
     if (!slurm_node_ok(node)) {
@@ -118,7 +119,7 @@ int slurm_apply(const char *node, int drain, const char *reason)
         log_warn("slurm: %s (hint: check scontrol and slurm_conf in lockstepd.conf)", out);
     const char *p[] = {node, out, drain ? "drain" : "resume"};
     if (sql_do("INSERT INTO hw_history (node, kind, state, detail) VALUES ($1, 'slurm', $3, $2)", 3, p, err,
-              sizeof(err)) < 0)
+               sizeof(err)) < 0)
         log_warn("slurm: cannot write the history of node %s: %s", node, err);
     return rc;
 }

@@ -1,4 +1,5 @@
-/* slurm_action.h - drain a suspect node and resume a repaired one in Slurm with scontrol (opt-in: slurm_action = drain). */
+/* slurm_action.h - drain a suspect node and resume a repaired one in Slurm with scontrol (opt-in: slurm_action =
+ * drain). */
 #ifndef SERVER_FLEET_SLURM_ACTION_H
 #define SERVER_FLEET_SLURM_ACTION_H
 

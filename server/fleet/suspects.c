@@ -365,10 +365,10 @@ out_free:
 
 /* The manifests of the group's ranks, each cut to the keys the node rule reads (common/json/node_of.h). */
 #define Q_MANIFESTS                                                                                                    \
-    "SELECT m.run_key::text, m.rank, CASE WHEN jsonb_typeof(m.manifest) = 'object' THEN (SELECT "                       \
-    "jsonb_object_agg(e.k, e.v) FROM jsonb_each(m.manifest) AS e(k, v) WHERE e.k = ANY('" NODE_OF_KEYS_SQL            \
-    "'::text[]))::text END FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = $1 AND m.rank < "         \
-    GROUP_MAX_RANKS_TEXT
+    "SELECT m.run_key::text, m.rank, CASE WHEN jsonb_typeof(m.manifest) = 'object' THEN (SELECT "                      \
+    "jsonb_object_agg(e.k, e.v) FROM jsonb_each(m.manifest) AS e(k, v) WHERE e.k = ANY('" NODE_OF_KEYS_SQL             \
+    "'::text[]))::text END FROM manifests m JOIN runs r USING (run_key) WHERE r.twin_group = $1 AND m.rank "           \
+    "< " GROUP_MAX_RANKS_TEXT
 
 /* on_node - 1 when run `a` ran one of the origin ranks on `node`. */
 static int on_node(const grp *g, int a, const int *origin, int norigin, const char *node)
@@ -481,9 +481,9 @@ typedef struct evaluation {
     const char *group;
     grp *g;
     PGresult *sig, *runs, *man, *att;
-    json_t **docs; /* the manifests parsed, one per row of man (place_ranks), which the slots borrow */
+    json_t **docs;   /* the manifests parsed, one per row of man (place_ranks), which the slots borrow */
     grp_findings vd; /* the group's findings: status, cause and origin ranks of its first divergence */
-    int ndivs;      /* ranks that diverged (0 once a replay group's narrow speaks for it) */
+    int ndivs;       /* ranks that diverged (0 once a replay group's narrow speaks for it) */
     char step[32], rank0[16];
     json_t *entries[MAX_ORIGIN]; /* per origin rank, its runs' entries of the first divergence */
     int origin[MAX_ORIGIN], norigin;

@@ -1,4 +1,5 @@
-/* conntrack.c - open connections, their phases and deadlines, and the watchdog that shuts down the slow ones (server/http/conntrack.h). */
+/* conntrack.c - open connections, their phases and deadlines, and the watchdog that shuts down the slow ones
+ * (server/http/conntrack.h). */
 #include "server/http/conntrack.h"
 
 #include <pthread.h>
@@ -15,8 +16,8 @@ struct conn_track {
     struct conn_track *prev, *next;
     int fd;
     enum conn_phase phase;
-    double since;  /* monotonic seconds the phase began */
-    int shut;      /* already shut down by the watchdog */
+    double since; /* monotonic seconds the phase began */
+    int shut;     /* already shut down by the watchdog */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* the list, and every record's fields */

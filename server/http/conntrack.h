@@ -1,4 +1,5 @@
-/* conntrack.h - every open HTTP connection with the phase it is in and since when; a watchdog closes those that take too long to send their headers or their body.
+/* conntrack.h - every open HTTP connection with the phase it is in and since when; a watchdog closes those that take
+ * too long to send their headers or their body.
  *
  * libmicrohttpd only knows an idle timeout, which a client defeats by sending one byte now and then. Here
  * each connection has deadlines for the phases a client controls: its request's headers must be in within

@@ -1,4 +1,5 @@
-/* defer.c - hand a request to a database worker: its connection waits suspended, so HTTP threads never block on a commit. */
+/* defer.c - hand a request to a database worker: its connection waits suspended, so HTTP threads never block on a
+ * commit. */
 #include "server/http/defer.h"
 
 #include <stdlib.h>

@@ -1,4 +1,5 @@
-/* defer.h - hand a request to a database worker: its connection waits suspended, so HTTP threads never block on a commit. */
+/* defer.h - hand a request to a database worker: its connection waits suspended, so HTTP threads never block on a
+ * commit. */
 #ifndef SERVER_HTTP_DEFER_H
 #define SERVER_HTTP_DEFER_H
 

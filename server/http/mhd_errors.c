@@ -1,4 +1,5 @@
-/* mhd_errors.c - libmicrohttpd's own error answers (a malformed request line, headers too large, a bad Content-Length, ...) as lockstepd's JSON errors.
+/* mhd_errors.c - libmicrohttpd's own error answers (a malformed request line, headers too large, a bad Content-Length,
+ * ...) as lockstepd's JSON errors.
  *
  * libmicrohttpd 0.9.75 answers requests it cannot parse itself, before lockstepd sees them, with fixed HTML
  * pages, and has no hook to change them. It builds each of those answers with

@@ -1,4 +1,5 @@
-/* reply.c - lockstepd's HTTP answers: JSON bodies, errors as {"error", "detail", "hint"}, the headers every answer carries. */
+/* reply.c - lockstepd's HTTP answers: JSON bodies, errors as {"error", "detail", "hint"}, the headers every answer
+ * carries. */
 #include "server/http/reply.h"
 
 #include <stdatomic.h>
@@ -10,8 +11,9 @@
 #include "server/core/xalloc.h"
 
 /* The dashboard's policy: its own scripts, styles, images and API only, never inside another site's frame. */
-#define CSP "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " \
-            "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+#define CSP                                                                                                            \
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "                  \
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 void http_common_headers(struct MHD_Response *resp)
 {
@@ -86,13 +88,13 @@ json_t *http_internal_error_json(const char *error, const char *detail, const ch
     } else {
         atomic_fetch_add(&suppressed, 1);
     }
-    return http_error_json(error, "lockstepd could not complete the request; the reason (the database's own "
-                                  "message) is in the lockstepd log, not in this answer",
+    return http_error_json(error,
+                           "lockstepd could not complete the request; the reason (the database's own "
+                           "message) is in the lockstepd log, not in this answer",
                            hint);
 }
 
-enum MHD_Result http_reply_error(http_req *req, int status, const char *error, const char *detail,
-                                 const char *hint)
+enum MHD_Result http_reply_error(http_req *req, int status, const char *error, const char *detail, const char *hint)
 {
     return http_reply_json(req, status, http_error_json(error, detail, hint));
 }
@@ -106,6 +108,7 @@ enum MHD_Result http_reply_srv_error(http_req *req, int status, const srv_error 
 
 enum MHD_Result http_reply_db_down(http_req *req, const char *err)
 {
-    return http_reply_json(req, 503, http_internal_error_json("database error", err,
-                                                             "retry later; check PostgreSQL and the lockstepd log"));
+    return http_reply_json(
+        req, 503,
+        http_internal_error_json("database error", err, "retry later; check PostgreSQL and the lockstepd log"));
 }

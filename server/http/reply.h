@@ -31,8 +31,7 @@ json_t *http_error_json(const char *error, const char *detail, const char *hint)
 json_t *http_internal_error_json(const char *error, const char *detail, const char *hint);
 
 /* http_reply_error - send `status` with {"error", "detail", "hint"}. */
-enum MHD_Result http_reply_error(http_req *req, int status, const char *error, const char *detail,
-                                 const char *hint);
+enum MHD_Result http_reply_error(http_req *req, int status, const char *error, const char *detail, const char *hint);
 
 /* http_reply_srv_error - the same from a filled srv_error; a 5xx as http_internal_error_json (its detail only
  * logged). */

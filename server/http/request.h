@@ -40,9 +40,9 @@ typedef struct http_req {
     const char *allow; /* with a 405: the methods the path takes (the Allow header) */
     int reply_status;  /* set by a database worker before it resumes the connection */
     json_t *reply;
-    int hold_reply;    /* a slow thread runs the handler: http_reply keeps the answer in `held` (server/http/slow.h) */
+    int hold_reply; /* a slow thread runs the handler: http_reply keeps the answer in `held` (server/http/slow.h) */
     struct MHD_Response *held; /* the answer the connection's thread queues once it resumes */
-    void *ctx; /* what a route's check left for its handler (freed with free()) */
+    void *ctx;                 /* what a route's check left for its handler (freed with free()) */
 } http_req;
 
 /* http_query - the query argument `key`, or NULL. Borrowed from MHD. The raw

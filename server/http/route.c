@@ -1,4 +1,5 @@
-/* route.c - the route table: match method and raw path against the registered patterns, check the auth class and the route's own check before any body is read, call the handler. */
+/* route.c - the route table: match method and raw path against the registered patterns, check the auth class and the
+ * route's own check before any body is read, call the handler. */
 #include "server/http/route.h"
 
 #include <stdio.h>
@@ -147,8 +148,8 @@ int route_begin(http_req *req)
                 memcpy(req->args, args, sizeof(args));
                 req->route_metric = r->metric;
                 req->body_max = r->max_body == ROUTE_BODY_CONFIG ? g_srv.cfg.max_body
-                                : r->max_body                   ? r->max_body
-                                                                : HTTP_BODY_DEFAULT;
+                                : r->max_body                    ? r->max_body
+                                                                 : HTTP_BODY_DEFAULT;
                 if ((r->auth == AUTH_READ && http_auth_read(req) < 0) ||
                     (r->auth == AUTH_ADMIN && http_auth_admin(req) < 0))
                     return -1;

@@ -1,4 +1,5 @@
-/* route.h - the route table: each handler module registers its routes (method, path pattern, metric label, auth class, body limit, early check); the router includes no handler. */
+/* route.h - the route table: each handler module registers its routes (method, path pattern, metric label, auth class,
+ * body limit, early check); the router includes no handler. */
 #ifndef SERVER_HTTP_ROUTE_H
 #define SERVER_HTTP_ROUTE_H
 
@@ -35,8 +36,8 @@ typedef struct route {
     int metric;          /* the label it is counted under in /metrics (enum metric_route) */
     int auth;            /* enum route_auth */
     route_fn fn;
-    size_t max_body;     /* bytes of body it reads (see above) */
-    route_check_fn check;/* NULL, or its own check before the body (AUTH_SELF writes) */
+    size_t max_body;      /* bytes of body it reads (see above) */
+    route_check_fn check; /* NULL, or its own check before the body (AUTH_SELF writes) */
 } route;
 
 #define ROUTE_MAX_ARGS HTTP_MAX_ARGS

@@ -1,4 +1,5 @@
-/* server.c - lockstepd's HTTP transport on libmicrohttpd: the daemon, one request's life, its checks, its body and arguments. */
+/* server.c - lockstepd's HTTP transport on libmicrohttpd: the daemon, one request's life, its checks, its body and
+ * arguments. */
 #include "server/http/server.h"
 
 #include <errno.h>
@@ -94,7 +95,7 @@ static int check_head(http_req *req)
     }
     if (s.content_length > 1 || s.transfer_encoding > 1 || (s.content_length && s.transfer_encoding)) {
         http_reply_error(req, 400, "bad framing",
-                         s.content_length > 1       ? "more than one Content-Length header"
+                         s.content_length > 1      ? "more than one Content-Length header"
                          : s.transfer_encoding > 1 ? "more than one Transfer-Encoding header"
                                                    : "both Content-Length and Transfer-Encoding",
                          "send exactly one of Content-Length or Transfer-Encoding: chunked");
@@ -290,8 +291,8 @@ int http_start(int *port)
         log_error("cannot resolve listen address %s: %s", c->listen_host, gai_strerror(gai));
         return -1;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG |
-                     MHD_ALLOW_SUSPEND_RESUME;
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     int tls = c->tls_cert[0] || c->tls_key[0];
@@ -331,8 +332,8 @@ int http_start(int *port)
         {tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, tls_key_pem},
         {MHD_OPTION_END, 0, NULL},
     };
-    daemon_ = MHD_start_daemon(flags, (uint16_t)c->listen_port, NULL, NULL, on_request, NULL, MHD_OPTION_ARRAY,
-                               opts, MHD_OPTION_END);
+    daemon_ = MHD_start_daemon(flags, (uint16_t)c->listen_port, NULL, NULL, on_request, NULL, MHD_OPTION_ARRAY, opts,
+                               MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!daemon_) {
         log_error("cannot listen on %s:%d (hint: is the port in use? pass --listen ADDR:PORT)", c->listen_host,

@@ -1,4 +1,5 @@
-/* slow.c - requests whose handler takes long run on a few threads of their own, their connection suspended meanwhile (server/http/slow.h). */
+/* slow.c - requests whose handler takes long run on a few threads of their own, their connection suspended meanwhile
+ * (server/http/slow.h). */
 #include "server/http/slow.h"
 
 #include <stdlib.h>

@@ -1,4 +1,5 @@
-/* slow.h - requests whose handler takes long (GET /api/v1/compare reads and judges many runs) run on a few threads of their own while their connection waits suspended: no HTTP thread computes one. */
+/* slow.h - requests whose handler takes long (GET /api/v1/compare reads and judges many runs) run on a few threads of
+ * their own while their connection waits suspended: no HTTP thread computes one. */
 #ifndef SERVER_HTTP_SLOW_H
 #define SERVER_HTTP_SLOW_H
 

@@ -1,4 +1,5 @@
-/* target.c - the raw request target's check: every part, once percent-decoded, is UTF-8 text without control bytes (server/http/target.h). */
+/* target.c - the raw request target's check: every part, once percent-decoded, is UTF-8 text without control bytes
+ * (server/http/target.h). */
 #include "server/http/target.h"
 
 #include <stdio.h>
@@ -26,8 +27,9 @@ int http_target_check(const char *raw, size_t max, char *why, size_t cap)
         int end = c == 0 || c == '?' || c == '&' || c == '=';
         if (end) {
             if (!text_line_valid(dec, o)) {
-                snprintf(why, cap, "a part of the request target is not UTF-8 text without control bytes once "
-                                   "decoded (byte %zu)",
+                snprintf(why, cap,
+                         "a part of the request target is not UTF-8 text without control bytes once "
+                         "decoded (byte %zu)",
                          i);
                 rc = -1;
                 break;
@@ -57,4 +59,3 @@ int http_target_check(const char *raw, size_t max, char *why, size_t cap)
     free(dec);
     return rc;
 }
-

@@ -1,4 +1,6 @@
-/* narrow.h - replay experiments of diverged twin groups (`lockstep narrow`): designed and stored with their placements, evaluated as the replays record, judged into a verdict that reaches the twin API, the group's evidence, the node history and a follow-up alert.
+/* narrow.h - replay experiments of diverged twin groups (`lockstep narrow`): designed and stored with their placements,
+ * evaluated as the replays record, judged into a verdict that reaches the twin API, the group's evidence, the node
+ * history and a follow-up alert.
  *
  * The lifecycle (docs/cli.md, "narrow"; docs/server.md, "Narrows"):
  *   1. a client (the CLI) sends the cluster's nodes and their states: narrow_create designs the experiment

@@ -26,7 +26,7 @@ typedef struct narrow_cmd {
  * inside each word; else the run's words: `argv_json` (its registered argv, a JSON array; NULL or "" when none),
  * else `command` split at white space. Inside the caller's transaction. Returns 0 with `out` filled (the caller
  * owns out->argv), or -1 with the database's message. */
-int narrow_cmd_make(const char *run_key, const char *argv_json, const char *command, const char *resume,
-                    long long from, long long to, narrow_cmd *out, char *err, size_t cap);
+int narrow_cmd_make(const char *run_key, const char *argv_json, const char *command, const char *resume, long long from,
+                    long long to, narrow_cmd *out, char *err, size_t cap);
 
 #endif /* SERVER_REPLAY_NARROW_INT_H */

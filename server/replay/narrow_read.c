@@ -1,4 +1,5 @@
-/* narrow_read.c - replay experiments as the API shows them, and what the suspects evaluation reads of their verdicts (server/replay/narrow_read.h). */
+/* narrow_read.c - replay experiments as the API shows them, and what the suspects evaluation reads of their verdicts
+ * (server/replay/narrow_read.h). */
 #include "server/replay/narrow_read.h"
 
 #include <stdio.h>
@@ -17,9 +18,9 @@ static void fail(int *status, int code, srv_error *e, const char *fact, const ch
 }
 
 #define NARROW_COLS                                                                                                    \
-    "n.id, n.twin_group, n.narrow_group, n.state, n.step, n.from_step, n.to_step, n.level, n.trace, n.design::text, " \
-    "n.verdict, n.node, n.gpu, n.reason, n.reasoning::text, n.record::text, n.actor, " DB_TS("n.created_at") ", "    \
-    DB_TS("n.deadline_at") ", " DB_TS("n.finished_at")
+    "n.id, n.twin_group, n.narrow_group, n.state, n.step, n.from_step, n.to_step, n.level, n.trace, n.design::text, "  \
+    "n.verdict, n.node, n.gpu, n.reason, n.reasoning::text, n.record::text, n.actor, " DB_TS(                          \
+        "n.created_at") ", " DB_TS("n.deadline_at") ", " DB_TS("n.finished_at")
 
 static json_t *cell(PGresult *r, int row, int col)
 {
@@ -61,14 +62,17 @@ json_t *narrow_json(long long id, int *status, srv_error *e)
     }
     if (!PQntuples(r)) {
         PQclear(r);
-        fail(status, 404, e, "unknown narrow", "no narrow has this id", "list a group's with GET /api/v1/twins/G/narrows");
+        fail(status, 404, e, "unknown narrow", "no narrow has this id",
+             "list a group's with GET /api/v1/twins/G/narrows");
         return NULL;
     }
     PGresult *pl = sql_query(
         "SELECT p.idx, p.role, s.run_id::text, s.job_id, p.nodes, p.why, p.command, p.resume_step, p.job_id, "
-        "x.run_id::text, p.outcome, p.content, p.diverged, p.probe_nodes, p.detail, " DB_TS("p.decided_at") ", s.ranks, "
-        "s.mode, x.status, array_to_json(p.argv)::text, p.run_as FROM narrow_placements p JOIN runs s ON s.run_key = p.source_run_key "
-        "LEFT JOIN runs x ON x.run_key = p.run_key WHERE p.narrow_id = $1::bigint ORDER BY p.idx",
+        "x.run_id::text, p.outcome, p.content, p.diverged, p.probe_nodes, p.detail, " DB_TS(
+            "p.decided_at") ", s.ranks, "
+                            "s.mode, x.status, array_to_json(p.argv)::text, p.run_as FROM narrow_placements p JOIN "
+                            "runs s ON s.run_key = p.source_run_key "
+                            "LEFT JOIN runs x ON x.run_key = p.run_key WHERE p.narrow_id = $1::bigint ORDER BY p.idx",
         1, p, err, sizeof(err));
     if (!pl) {
         PQclear(r);
@@ -79,11 +83,11 @@ json_t *narrow_json(long long id, int *status, srv_error *e)
     json_object_set_new(o, "deadline_at", cell(r, 0, 18));
     json_object_set_new(o, "actor", cell(r, 0, 16));
     json_object_set_new(o, "window",
-                        json_pack("{s:I, s:I, s:s, s:s}", "from", (json_int_t)strtoll(PQgetvalue(r, 0, 5), NULL, 10), "to",
-                                  (json_int_t)strtoll(PQgetvalue(r, 0, 6), NULL, 10), "level", PQgetvalue(r, 0, 7),
-                                  "trace", PQgetvalue(r, 0, 8)));
-    static const char *const lift[] = {"kind", "cause", "cause_detail", "origin_ranks", "first_divergence",
-                                       "contents", "runs", "nodes", "notes", NULL};
+                        json_pack("{s:I, s:I, s:s, s:s}", "from", (json_int_t)strtoll(PQgetvalue(r, 0, 5), NULL, 10),
+                                  "to", (json_int_t)strtoll(PQgetvalue(r, 0, 6), NULL, 10), "level",
+                                  PQgetvalue(r, 0, 7), "trace", PQgetvalue(r, 0, 8)));
+    static const char *const lift[] = {"kind",     "cause", "cause_detail", "origin_ranks", "first_divergence",
+                                       "contents", "runs",  "nodes",        "notes",        NULL};
     for (const char *const *k = lift; *k; k++) {
         json_t *v = json_object_get(design, *k);
         json_object_set(o, *k, v ? v : json_null());
@@ -107,10 +111,11 @@ json_t *narrow_json(long long id, int *status, srv_error *e)
         json_object_set_new(x, "argv", cell_json(pl, i, 19)); /* the words it runs, each its own argument */
         json_object_set_new(x, "user", cell(pl, i, 20));      /* who it runs as: the attested user, null: none */
         json_object_set_new(x, "resume_step",
-                            PQgetisnull(pl, i, 7) ? json_null() : json_integer(strtoll(PQgetvalue(pl, i, 7), NULL, 10)));
-        json_object_set_new(x, "start_step", PQgetisnull(pl, i, 7)
-                                                 ? json_null()
-                                                 : json_integer(strtoll(PQgetvalue(pl, i, 7), NULL, 10) + 1));
+                            PQgetisnull(pl, i, 7) ? json_null()
+                                                  : json_integer(strtoll(PQgetvalue(pl, i, 7), NULL, 10)));
+        json_object_set_new(x, "start_step",
+                            PQgetisnull(pl, i, 7) ? json_null()
+                                                  : json_integer(strtoll(PQgetvalue(pl, i, 7), NULL, 10) + 1));
         json_object_set_new(x, "job_id", cell(pl, i, 8));
         json_object_set_new(x, "run_id", cell(pl, i, 9));
         json_object_set_new(x, "run_status", cell(pl, i, 18));
@@ -118,12 +123,13 @@ json_t *narrow_json(long long id, int *status, srv_error *e)
         json_t *content = PQgetisnull(pl, i, 11) ? json_null() : json_integer(atoi(PQgetvalue(pl, i, 11)));
         json_object_set_new(x, "content", content);
         char label[8];
-        snprintf(label, sizeof(label), "%c", 'A' + (json_is_integer(content) ? (int)json_integer_value(content) % 26 : 0));
+        snprintf(label, sizeof(label), "%c",
+                 'A' + (json_is_integer(content) ? (int)json_integer_value(content) % 26 : 0));
         json_object_set_new(x, "result", json_is_integer(content) ? json_string(label) : json_null());
         json_object_set_new(x, "diverged",
                             PQgetisnull(pl, i, 12) ? json_null() : json_boolean(PQgetvalue(pl, i, 12)[0] == 't'));
-        json_object_set_new(x, "reproduced", PQgetisnull(pl, i, 12) ? json_null()
-                                                                    : json_boolean(PQgetvalue(pl, i, 12)[0] == 't'));
+        json_object_set_new(x, "reproduced",
+                            PQgetisnull(pl, i, 12) ? json_null() : json_boolean(PQgetvalue(pl, i, 12)[0] == 't'));
         json_object_set_new(x, "probe_nodes", cell(pl, i, 13));
         json_object_set_new(x, "detail", cell(pl, i, 14));
         json_object_set_new(x, "decided_at", cell(pl, i, 15));
@@ -160,9 +166,10 @@ json_t *narrow_list(const char *group, long long limit, long long before, srv_er
 int narrow_twin_fields(const char *group, json_t *o, char *err, size_t cap)
 {
     const char *p[] = {group};
-    PGresult *r = sql_query("SELECT " NARROW_COLS ", (SELECT count(*) FROM narrows WHERE twin_group = $1) FROM narrows n "
-                            "WHERE n.twin_group = $1 ORDER BY n.id DESC LIMIT 1",
-                            1, p, err, cap);
+    PGresult *r =
+        sql_query("SELECT " NARROW_COLS ", (SELECT count(*) FROM narrows WHERE twin_group = $1) FROM narrows n "
+                  "WHERE n.twin_group = $1 ORDER BY n.id DESC LIMIT 1",
+                  1, p, err, cap);
     if (!r)
         return -1;
     json_object_set_new(o, "replay", PQntuples(r) ? summary(r, 0) : json_null());
@@ -171,10 +178,10 @@ int narrow_twin_fields(const char *group, json_t *o, char *err, size_t cap)
     r = sql_query("SELECT id, twin_group FROM narrows WHERE narrow_group = $1", 1, p, err, cap);
     if (!r)
         return -1;
-    json_object_set_new(o, "narrow_of", PQntuples(r) ? json_pack("{s:I, s:s}", "id",
-                                                                 (json_int_t)strtoll(PQgetvalue(r, 0, 0), NULL, 10),
-                                                                 "group", PQgetvalue(r, 0, 1))
-                                                     : json_null());
+    json_object_set_new(o, "narrow_of",
+                        PQntuples(r) ? json_pack("{s:I, s:s}", "id", (json_int_t)strtoll(PQgetvalue(r, 0, 0), NULL, 10),
+                                                 "group", PQgetvalue(r, 0, 1))
+                                     : json_null());
     PQclear(r);
     return 0;
 }
@@ -200,7 +207,7 @@ static void fill_verdict(PGresult *r, narrow_verdict *out)
 }
 
 #define VERDICT_COLS                                                                                                   \
-    "id, twin_group, narrow_group, state, coalesce(verdict, ''), coalesce(node, ''), coalesce(gpu, ''), reason, "   \
+    "id, twin_group, narrow_group, state, coalesce(verdict, ''), coalesce(node, ''), coalesce(gpu, ''), reason, "      \
     "step, translate(coalesce(design->>'origin_ranks', '[]'), '[]', '{}')"
 
 int narrow_latest(const char *group, narrow_verdict *out, char *err, size_t cap)

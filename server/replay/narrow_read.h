@@ -27,13 +27,13 @@ int narrow_twin_fields(const char *group, json_t *o, char *err, size_t cap);
 /* What the suspects evaluation needs of a replay verdict. */
 typedef struct narrow_verdict {
     long long id;
-    char verdict[32];     /* software, persistent-hardware, transient-hardware, inconclusive */
+    char verdict[32]; /* software, persistent-hardware, transient-hardware, inconclusive */
     char node[256], gpu[128];
     char reason[1200];
     char narrow_group[300];
-    char group[300];      /* the group narrowed (for a replay group) */
-    int done;             /* the experiment finished */
-    int64_t step;         /* the group's first diverging step */
+    char group[300];                        /* the group narrowed (for a replay group) */
+    int done;                               /* the experiment finished */
+    int64_t step;                           /* the group's first diverging step */
     int origin[NARROW_MAX_ORIGIN], norigin; /* its origin ranks */
 } narrow_verdict;
 

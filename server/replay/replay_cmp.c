@@ -94,7 +94,7 @@ static int in_steps(const rec_record *r)
  * (frame_set_release). The rows (caller frees), or NULL with `err` (a database error, or more than RC_MAX_RECORDS
  * records). */
 static rc_row *read_rows(int64_t a, int64_t b, int64_t from, int64_t to, const char *ranks, frame_set *set, int *n,
-                        char *err, size_t cap)
+                         char *err, size_t cap)
 {
     char keys[64], f[32], t[32];
     snprintf(keys, sizeof(keys), "{%" PRId64 ",%" PRId64 "}", a, b);

@@ -1,4 +1,5 @@
-/* verdict_alert.h - the follow-up alert of a replay experiment: the verdict on a twin group that diverged, with the placements tried and the reasoning. */
+/* verdict_alert.h - the follow-up alert of a replay experiment: the verdict on a twin group that diverged, with the
+ * placements tried and the reasoning. */
 #ifndef SERVER_REPLAY_VERDICT_ALERT_H
 #define SERVER_REPLAY_VERDICT_ALERT_H
 

@@ -1,4 +1,5 @@
-/* class_summary.c - a twin group's classification in a dozen words (server/rules/class_summary.h): pure, tested from a table. */
+/* class_summary.c - a twin group's classification in a dozen words (server/rules/class_summary.h): pure, tested from a
+ * table. */
 #include "server/rules/class_summary.h"
 
 #include <stdio.h>

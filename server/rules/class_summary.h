@@ -1,4 +1,5 @@
-/* class_summary.h - the fleet's classification of a twin group in a dozen words at most, one pure rule: what the front page shows at a glance (the reason in full on expand).
+/* class_summary.h - the fleet's classification of a twin group in a dozen words at most, one pure rule: what the front
+ * page shows at a glance (the reason in full on expand).
  *
  * From the classification's class and rule code (docs/suspects.md: server/fleet/suspects.c decides them) and the
  * nodes its evidence implicates, e.g. "Hardware: the odd run's node n3", "Hardware: n3 or n4, one of the pair",

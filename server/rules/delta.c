@@ -1,4 +1,5 @@
-/* delta.c - each run's distance from the majority at one step (server/rules/delta.h): pure, tested from a table of cases. */
+/* delta.c - each run's distance from the majority at one step (server/rules/delta.h): pure, tested from a table of
+ * cases. */
 #include "server/rules/delta.h"
 
 #include <math.h>

@@ -1,4 +1,5 @@
-/* delta.h - how far each run of a twin group is from the majority at each step: one pure rule for the twin page's per-step delta plot (GET /api/v1/twins/{group}/deltas).
+/* delta.h - how far each run of a twin group is from the majority at each step: one pure rule for the twin page's
+ * per-step delta plot (GET /api/v1/twins/{group}/deltas).
  *
  * At one step of one scalar series (a metric such as loss), among the runs that hold a point there:
  *   the reference is the value more than half of those runs hold (the same dtype and the same bits), else, when no

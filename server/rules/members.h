@@ -1,4 +1,5 @@
-/* members.h - which runs of a twin group are compared: runs that share no steps with the others (an absurd start_step, nothing recorded, ended empty) never hold the comparison of the others back.
+/* members.h - which runs of a twin group are compared: runs that share no steps with the others (an absurd start_step,
+ * nothing recorded, ended empty) never hold the comparison of the others back.
  *
  * Pure: no database. The comparison applies it to each rank (facts of that rank), the group's status to
  * whole runs (facts of any rank), so the status says why a run was left out with the same words the

@@ -79,9 +79,9 @@ typedef struct noise_band {
     unsigned char *usable; /* 1 where the baseline and every replica are finite */
     size_t used;           /* usable steps */
     int k;
-    double scores[NOISE_MAX_REPLICAS];     /* each replica's leave-one-out score */
-    int quiet;                             /* every replica has the baseline's bits at every usable step */
-    double log_mean, log_sd;               /* of the log-scores (sd as measured, before its floor); 0 when quiet */
+    double scores[NOISE_MAX_REPLICAS]; /* each replica's leave-one-out score */
+    int quiet;                         /* every replica has the baseline's bits at every usable step */
+    double log_mean, log_sd;           /* of the log-scores (sd as measured, before its floor); 0 when quiet */
 } noise_band;
 
 /* What the rule says of one candidate. Step positions are indices into the aligned steps. */

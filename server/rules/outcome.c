@@ -3,9 +3,8 @@
 
 #include <string.h>
 
-const char *const RUN_OUTCOMES[] = {"matched",     "pending",          "failed",   "incomplete",
-                                    "odd-one-out", "outside-majority", "majority", "diverged",
-                                    NULL};
+const char *const RUN_OUTCOMES[] = {"matched",          "pending",  "failed",   "incomplete", "odd-one-out",
+                                    "outside-majority", "majority", "diverged", NULL};
 
 const char *twin_outcome_why(const char *outcome)
 {

@@ -1,4 +1,5 @@
-/* outcome.h - one run's outcome in its twin group, one pure rule: what that run did, not what its group did (the healthy runs of a group with an odd run matched the majority).
+/* outcome.h - one run's outcome in its twin group, one pure rule: what that run did, not what its group did (the
+ * healthy runs of a group with an odd run matched the majority).
  *
  * From the group's status (server/rules/status.h) and the run's place at the group's earliest divergence (the first
  * diverging step, its smallest seq, its lowest rank: the cause rule's earliest point, common/cause.h; read by

@@ -89,14 +89,10 @@ static void labels(const rp_facts *f, const int *which, char *out, size_t cap)
 static const char *outcome_text(rp_outcome o)
 {
     switch (o) {
-    case RP_RAN:
-        return "ran";
-    case RP_FAILED:
-        return "failed before the window was recorded";
-    case RP_NOT_RUN:
-        return "was never started";
-    case RP_TIMED_OUT:
-        return "had not recorded the window at the deadline";
+    case RP_RAN: return "ran";
+    case RP_FAILED: return "failed before the window was recorded";
+    case RP_NOT_RUN: return "was never started";
+    case RP_TIMED_OUT: return "had not recorded the window at the deadline";
     }
     return "?";
 }

@@ -1,4 +1,5 @@
-/* replay.h - verdicts by replay: the designed experiment that re-runs a diverged twin group's window on chosen nodes, and the verdict its outcomes give. Pure: no database, no JSON.
+/* replay.h - verdicts by replay: the designed experiment that re-runs a diverged twin group's window on chosen nodes,
+ * and the verdict its outcomes give. Pure: no database, no JSON.
  *
  * The design (rp_plan_make), from the group's runs, which one is odd, and the nodes Slurm offers:
  *
@@ -52,7 +53,7 @@
 #include "server/rules/replay_plan.h"
 
 #define RP_MAX_EXEC (RP_MAX_RUNS + RP_MAX_PLACEMENTS) /* executions one verdict weighs */
-#define RP_MAX_STEPS 12                                /* steps of its reasoning */
+#define RP_MAX_STEPS 12                               /* steps of its reasoning */
 
 /* How an execution came out. */
 typedef enum rp_outcome {
@@ -65,7 +66,7 @@ typedef enum rp_outcome {
 /* One execution: a run of the group (original) or a replay. Strings are borrowed. */
 typedef struct rp_exec {
     int original;
-    const char *label; /* how the reasoning names it, e.g. "odd-again (job 45) on n3" */
+    const char *label;               /* how the reasoning names it, e.g. "odd-again (job 45) on n3" */
     const char *probe[RP_MAX_PROBE]; /* nodes that ran the origin ranks */
     const char *gpu[RP_MAX_PROBE];   /* their GPUs, "" or NULL when unknown */
     int nprobe;
@@ -85,7 +86,7 @@ typedef struct rp_facts {
 } rp_facts;
 
 typedef struct rp_verdict {
-    const char *verdict; /* software, persistent-hardware, transient-hardware, inconclusive */
+    const char *verdict;    /* software, persistent-hardware, transient-hardware, inconclusive */
     char node[RP_LIST_CAP]; /* the node a hardware verdict names ("" otherwise) */
     char gpu[128];
     int healthy;               /* the content judged healthy, -1 when none */

@@ -93,8 +93,7 @@ static int in_list(name_t *list, int n, const char *name)
 
 /* free_sets - up to `want` sets of `k` usable nodes outside `used` (idle ones first), as node lists in `out`.
  * Returns how many sets. */
-static int free_sets(const cluster *c, name_t *used, int nused, int k, int want, char (*out)[RP_LIST_CAP],
-                     rp_plan *p)
+static int free_sets(const cluster *c, name_t *used, int nused, int k, int want, char (*out)[RP_LIST_CAP], rp_plan *p)
 {
     name_t *pick = xcalloc(RP_MAX_NODES, sizeof(name_t));
     int np = 0;

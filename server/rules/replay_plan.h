@@ -1,4 +1,5 @@
-/* replay_plan.h - the designed experiment of a replay: which runs' jobs go on which nodes (the table in server/rules/replay.h). Pure. */
+/* replay_plan.h - the designed experiment of a replay: which runs' jobs go on which nodes (the table in
+ * server/rules/replay.h). Pure. */
 #ifndef SERVER_RULES_REPLAY_PLAN_H
 #define SERVER_RULES_REPLAY_PLAN_H
 

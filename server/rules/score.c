@@ -1,4 +1,5 @@
-/* score.c - the suspect score: a Beta-Binomial posterior of a node's divergence-involvement rate against the rest of the fleet's; and the fleet baseline. */
+/* score.c - the suspect score: a Beta-Binomial posterior of a node's divergence-involvement rate against the rest of
+ * the fleet's; and the fleet baseline. */
 #include "server/rules/score.h"
 
 #include <math.h>

@@ -1,4 +1,5 @@
-/* score.h - the suspect score: a Beta-Binomial posterior of a node's divergence-involvement rate against the rest of the fleet's; and the fleet baseline. */
+/* score.h - the suspect score: a Beta-Binomial posterior of a node's divergence-involvement rate against the rest of
+ * the fleet's; and the fleet baseline. */
 #ifndef SERVER_RULES_SCORE_H
 #define SERVER_RULES_SCORE_H
 

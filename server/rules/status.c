@@ -12,7 +12,8 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
         return "pending";
     }
     if (f->diverged && f->failed && f->missing) {
-        snprintf(why, cap, "%d of %d runs failed (see each run's exit); the first difference is a record some run "
+        snprintf(why, cap,
+                 "%d of %d runs failed (see each run's exit); the first difference is a record some run "
                  "lacks, which the failure explains: nothing diverged before it",
                  f->failed, f->nruns);
         return "incomplete";
@@ -29,14 +30,17 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
         return "pending";
     }
     if (f->failed) {
-        snprintf(why, cap, "%d of %d runs failed (see each run's exit); %s, but a failed run says nothing about "
+        snprintf(why, cap,
+                 "%d of %d runs failed (see each run's exit); %s, but a failed run says nothing about "
                  "the steps it did not reach",
                  f->failed, f->nruns,
-                 f->unchecked ? "nothing diverged in what could be compared" : "nothing diverged in what they recorded");
+                 f->unchecked ? "nothing diverged in what could be compared"
+                              : "nothing diverged in what they recorded");
         return "incomplete";
     }
     if (f->unchecked && f->removed) { /* no agent has those records any more: nobody can send them */
-        snprintf(why, cap, "every run ended; the comparison of %ld rank%s reached a step whose records retention "
+        snprintf(why, cap,
+                 "every run ended; the comparison of %ld rank%s reached a step whose records retention "
                  "removed from a run (retain_days): the step digests differ there, so the runs are not identical, but "
                  "the records that would say where they part are gone, and the steps after it are not compared "
                  "(records_removed says which run, rank and step)",
@@ -44,10 +48,12 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
         return "incomplete";
     }
     if (f->unchecked && f->awaiting) { /* the agents that held those records back have ended: only a person can */
-        snprintf(why, cap, "every run ended; the comparison of %ld rank%s waits for records %s agents held back "
-                 "(digest streaming) and left in their spools: `lockstep replay --steps asked DIR` on the nodes "
-                 "that ran them sends them (`lockstep twins GROUP` and awaiting_records say which runs, ranks and steps)",
-                 f->awaiting, f->awaiting > 1 ? "s" : "", f->awaiting > 1 ? "their" : "its");
+        snprintf(
+            why, cap,
+            "every run ended; the comparison of %ld rank%s waits for records %s agents held back "
+            "(digest streaming) and left in their spools: `lockstep replay --steps asked DIR` on the nodes "
+            "that ran them sends them (`lockstep twins GROUP` and awaiting_records say which runs, ranks and steps)",
+            f->awaiting, f->awaiting > 1 ? "s" : "", f->awaiting > 1 ? "their" : "its");
         return "pending";
     }
     if (f->unchecked) {
@@ -56,7 +62,8 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
         return "pending";
     }
     if (f->comparable <= 0) {
-        snprintf(why, cap, "every run ended, but they recorded nothing they share to compare (no records, no steps "
+        snprintf(why, cap,
+                 "every run ended, but they recorded nothing they share to compare (no records, no steps "
                  "in common, or, for runs of different rank counts, which are compared on their shards, no shards)");
         return "incomplete";
     }

@@ -1,4 +1,5 @@
-/* status.h - a twin group's status, one pure rule: match only when the runs agree over the steps they share, recorded something comparable and ended as expected.
+/* status.h - a twin group's status, one pure rule: match only when the runs agree over the steps they share, recorded
+ * something comparable and ended as expected.
  *
  * The statuses, in the order the rule decides them:
  *   pending     fewer than two runs (waiting for a twin), a run still running, or steps not compared yet

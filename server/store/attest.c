@@ -6,13 +6,14 @@
 void store_attest_register(void)
 {
     /* One node's word on one step; a later word from the same node replaces it. The job's runs get the user. */
-    db_register("attest_put",
-                "WITH a AS (INSERT INTO attestations (job_id, step_id, node, node_index, ranks, user_name, nodes, gpus, "
-                "attested_by) VALUES ($1, $2, $3, $4::int, $5::int[], $6, $7, $8, $9) ON CONFLICT (job_id, step_id, "
-                "node) DO UPDATE SET node_index = excluded.node_index, ranks = excluded.ranks, user_name = "
-                "excluded.user_name, nodes = excluded.nodes, gpus = excluded.gpus, attested_by = excluded.attested_by, "
-                "attested_at = now() RETURNING 1) UPDATE runs SET attested_user = $6 WHERE job_id = $1 "
-                "AND attested_user IS NULL");
+    db_register(
+        "attest_put",
+        "WITH a AS (INSERT INTO attestations (job_id, step_id, node, node_index, ranks, user_name, nodes, gpus, "
+        "attested_by) VALUES ($1, $2, $3, $4::int, $5::int[], $6, $7, $8, $9) ON CONFLICT (job_id, step_id, "
+        "node) DO UPDATE SET node_index = excluded.node_index, ranks = excluded.ranks, user_name = "
+        "excluded.user_name, nodes = excluded.nodes, gpus = excluded.gpus, attested_by = excluded.attested_by, "
+        "attested_at = now() RETURNING 1) UPDATE runs SET attested_user = $6 WHERE job_id = $1 "
+        "AND attested_user IS NULL");
     db_register("attest_groups", "SELECT DISTINCT twin_group FROM runs WHERE job_id = $1 AND step_id = $2 "
                                  "AND twin_group IS NOT NULL LIMIT 64");
 }

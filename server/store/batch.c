@@ -16,7 +16,7 @@
 #define BATCH_MAX_RECORDS 10000000
 
 __attribute__((format(printf, 4, 5))) static int fail(srv_error *e, const char *error, const char *hint,
-                                                     const char *fmt, ...)
+                                                      const char *fmt, ...)
 {
     va_list ap;
     snprintf(e->error, sizeof(e->error), "%s", error);
@@ -129,8 +129,7 @@ static int check_record(const srv_batch *b, const rec_record *r, size_t i, srv_e
                     "record %zu (seq %llu): step %lld", i, (unsigned long long)r->seq, (long long)r->step);
     if (r->seq > INT64_MAX || r->nbytes > INT64_MAX)
         return fail(e, "record field out of range", "seq and nbytes must fit in 63 bits",
-                    "record %zu: seq %llu, nbytes %llu", i, (unsigned long long)r->seq,
-                    (unsigned long long)r->nbytes);
+                    "record %zu: seq %llu, nbytes %llu", i, (unsigned long long)r->seq, (unsigned long long)r->nbytes);
     if (i > 0 && r->seq <= b->recs[b->n - 1].seq)
         return fail(e, "record sequence numbers are not increasing",
                     "a rank's records carry strictly increasing seq; send them in order",
@@ -144,8 +143,7 @@ static int add_digest(srv_batch *b, const rec_record *r, size_t i, srv_error *e)
 {
     if (b->held)
         return fail(e, "step digest in a batch of held records",
-                    "a batch sent on demand carries the held records themselves",
-                    "record %zu is a step digest", i);
+                    "a batch sent on demand carries the held records themselves", "record %zu is a step digest", i);
     if (r->step < -REC_STEP_LIMIT || r->step > REC_STEP_LIMIT)
         return fail(e, "record step out of range", "a step digest's step is -2^62 .. 2^62 (docs/server.md, \"Limits\")",
                     "record %zu: step digest of step %lld", i, (long long)r->step);
@@ -307,8 +305,7 @@ static int value_to_bits(unsigned dtype, const json_t *v, uint64_t *out)
     return 0;
 }
 
-static int hex_list(const json_t *a, uint64_t **dst, size_t *n, size_t max, size_t i, const char *what,
-                    srv_error *e)
+static int hex_list(const json_t *a, uint64_t **dst, size_t *n, size_t max, size_t i, const char *what, srv_error *e)
 {
     if (!json_is_array(a) || json_array_size(a) > max)
         return fail(e, "wrong type in record", "see the JSON ingest form in docs/server.md",
@@ -430,8 +427,8 @@ static int json_ext(const json_t *o, size_t i, rec_record *r, unsigned char *ext
     if (sh) {
         const char *acc = NULL;
         if (!json_is_object(sh) || u64_field(sh, "offset", &x.shard_offset, i, "shard", e) < 0 ||
-            u64_field(sh, "total", &x.shard_total, i, "shard", e) < 0 || str_field(sh, "acc", &acc, i, e) < 0 ||
-            !acc || batch_parse_hex64(acc, &x.shard_acc) < 0)
+            u64_field(sh, "total", &x.shard_total, i, "shard", e) < 0 || str_field(sh, "acc", &acc, i, e) < 0 || !acc ||
+            batch_parse_hex64(acc, &x.shard_acc) < 0)
             return fail(e, "bad shard", "shard is {\"offset\", \"total\", \"acc\": 16 hex digits}",
                         "record %zu: a malformed \"shard\"", i);
         x.has_shard = 1;
@@ -439,8 +436,8 @@ static int json_ext(const json_t *o, size_t i, rec_record *r, unsigned char *ext
     if (sc) {
         const char *dt = NULL, *fp = NULL;
         const json_t *shape = json_is_object(sc) ? json_object_get(sc, "shape") : NULL;
-        if (!json_is_object(sc) || str_field(sc, "dtype", &dt, i, e) < 0 || str_field(sc, "fp", &fp, i, e) < 0 ||
-            !dt || dtype_parse(dt) < 0 || !fp || batch_parse_hex64(fp, &x.scales_fp) < 0 ||
+        if (!json_is_object(sc) || str_field(sc, "dtype", &dt, i, e) < 0 || str_field(sc, "fp", &fp, i, e) < 0 || !dt ||
+            dtype_parse(dt) < 0 || !fp || batch_parse_hex64(fp, &x.scales_fp) < 0 ||
             u64_field(sc, "nbytes", &x.scales_nbytes, i, "scales", e) < 0 ||
             (shape && (!json_is_array(shape) || json_array_size(shape) > LS_MAX_DIMS)))
             return fail(e, "bad scales", "scales is {\"dtype\", \"shape\", \"nbytes\", \"fp\": 16 hex digits}",
@@ -470,7 +467,8 @@ static int json_record(const json_t *o, size_t i, rec_record *r, uint64_t **in, 
     memset(r, 0, sizeof(*r));
     if (!json_is_object(o))
         return fail(e, "wrong type in record", "records is an array of objects", "record %zu is not an object", i);
-    if (int_field(o, "seq", 1, 0, INT64_MAX, &seq, i, e) < 0 || int_field(o, "step", 1, INT64_MIN, INT64_MAX, &step, i, e) < 0 ||
+    if (int_field(o, "seq", 1, 0, INT64_MAX, &seq, i, e) < 0 ||
+        int_field(o, "step", 1, INT64_MIN, INT64_MAX, &step, i, e) < 0 ||
         int_field(o, json_object_get(o, "occurrence") ? "occurrence" : "occ", 0, 0, UINT32_MAX, &occ, i, e) < 0 ||
         int_field(o, "nbytes", 0, 0, INT64_MAX, &nbytes, i, e) < 0 ||
         int_field(o, "t_ns", 0, INT64_MIN, INT64_MAX, &t_ns, i, e) < 0)
@@ -507,8 +505,8 @@ static int json_record(const json_t *o, size_t i, rec_record *r, uint64_t **in, 
     const json_t *shape = json_object_get(o, "shape");
     if (shape) {
         if (!json_is_array(shape) || json_array_size(shape) > LS_MAX_DIMS)
-            return fail(e, "wrong type in record", "shape is an array of at most 8 integers",
-                        "record %zu: bad shape", i);
+            return fail(e, "wrong type in record", "shape is an array of at most 8 integers", "record %zu: bad shape",
+                        i);
         r->ndim = (uint8_t)json_array_size(shape);
         for (unsigned k = 0; k < r->ndim; k++) {
             const json_t *d = json_array_get(shape, k);
@@ -610,4 +608,3 @@ out_decref:
     json_decref(root);
     return rc;
 }
-

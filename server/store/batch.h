@@ -21,14 +21,14 @@ typedef struct srv_step_digest {
 typedef struct srv_batch {
     uint32_t rank;
     uint64_t batch_seq;
-    int held; /* REC_HDR_HELD: records sent on demand; their digests came before */
+    int held;                     /* REC_HDR_HELD: records sent on demand; their digests came before */
     char run_id[REC_STR_MAX + 1]; /* from a binary header; "" if absent */
     size_t n, cap;
     rec_record *recs;
-    const unsigned char *body; /* binary batches: the body decoded (borrowed), whose frames frame_off locate */
-    size_t *frame_off;         /* binary batches: where record i's frame starts in body (rec_encoded_size long) */
-    int reframe;               /* a call site's bytes were not UTF-8 and were replaced: its frames are encoded
-                                  again from the records (server/store/frames.c), not stored as they arrived */
+    const unsigned char *body;   /* binary batches: the body decoded (borrowed), whose frames frame_off locate */
+    size_t *frame_off;           /* binary batches: where record i's frame starts in body (rec_encoded_size long) */
+    int reframe;                 /* a call site's bytes were not UTF-8 and were replaced: its frames are encoded
+                                    again from the records (server/store/frames.c), not stored as they arrived */
     size_t *name_off, *word_off; /* where each record's bytes sit while decoding */
     srv_step_digest *digests;
     size_t n_digests, cap_digests;

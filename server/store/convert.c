@@ -1,4 +1,5 @@
-/* convert.c - the one-time move of a database's records from the row layout (records_rows: one row per record, before migration 010) into frames. */
+/* convert.c - the one-time move of a database's records from the row layout (records_rows: one row per record, before
+ * migration 010) into frames. */
 #include "server/store/convert.h"
 
 #include <inttypes.h>
@@ -14,7 +15,7 @@
 #include "server/store/frames.h"
 
 #define CONVERT_LOCK 0x4c4f434b46524d53LL /* "LOCKFRMS" */
-#define CONVERT_ROWS 100000              /* rows one transaction converts at most (whole steps) */
+#define CONVERT_ROWS 100000               /* rows one transaction converts at most (whole steps) */
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -48,9 +49,10 @@ static size_t words_parse(const char *text, uint64_t **out)
 }
 
 /* Columns of the row query, in order. */
-#define ROW_COLS "seq, step, name, occ, level, dtype, flags, t_ns, nbytes, fp, value, shape::text, inputs::text, " \
-                 "chunks::text, received_on::text, site_module, site_offset, site_function, site_function_offset, " \
-                 "site_caller, encode(ext, 'hex')"
+#define ROW_COLS                                                                                                       \
+    "seq, step, name, occ, level, dtype, flags, t_ns, nbytes, fp, value, shape::text, inputs::text, "                  \
+    "chunks::text, received_on::text, site_module, site_offset, site_function, site_function_offset, "                 \
+    "site_caller, encode(ext, 'hex')"
 
 /* convert_rows - frame rows [from, to) of result `r` (one day's rows of one rank, in step, seq order) and insert
  * them as segments. 0 or -1 with `err`. */
@@ -118,11 +120,12 @@ static int convert_rows(PGconn *c, const char *key, const char *rank, PGresult *
     unsigned char *frames = frames_bytea_array(&fo, &flen);
     const char *p[] = {key, rank, arr[0], arr[1], arr[2], arr[3], (const char *)frames, PQgetvalue(r, from, 14)};
     int lens[8] = {0, 0, 0, 0, 0, 0, (int)flen, 0}, fmts[8] = {0, 0, 0, 0, 0, 0, 1, 0};
-    PGresult *ins = PQexecParams(c,
-                                 "INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames, received_on) "
-                                 "SELECT $1, $2, s, q, c, k, f, $8::date FROM unnest($3::bigint[], $4::bigint[], "
-                                 "$5::int[], $6::smallint[], $7::bytea[]) AS u(s, q, c, k, f)",
-                                 8, NULL, p, lens, fmts, 0);
+    PGresult *ins =
+        PQexecParams(c,
+                     "INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames, received_on) "
+                     "SELECT $1, $2, s, q, c, k, f, $8::date FROM unnest($3::bigint[], $4::bigint[], "
+                     "$5::int[], $6::smallint[], $7::bytea[]) AS u(s, q, c, k, f)",
+                     8, NULL, p, lens, fmts, 0);
     int rc = db_ok(ins) ? 0 : -1;
     if (rc < 0)
         snprintf(err, cap, "%s", PQresultErrorMessage(ins));
@@ -188,8 +191,9 @@ static long convert_chunk(PGconn *c, const char *key, const char *rank, char *er
         i = j;
     }
     PQclear(r);
-    r = q(c, "DELETE FROM records_rows WHERE run_key = $1 AND rank = $2 AND step >= $3 AND ($4::bigint IS NULL OR "
-             "step < $4)",
+    r = q(c,
+          "DELETE FROM records_rows WHERE run_key = $1 AND rank = $2 AND step >= $3 AND ($4::bigint IS NULL OR "
+          "step < $4)",
           4, p3, err, cap);
     if (!r)
         goto out_rollback;
@@ -235,8 +239,9 @@ int store_convert_rows(const char *conninfo)
     while (present) {
         /* the next (run, rank) along the index: the converted ones, deleted, lie behind it */
         const char *after[] = {key, rank};
-        r = q(c, "SELECT run_key, rank FROM records_rows WHERE (run_key, rank) > ($1::bigint, $2::int) "
-                 "ORDER BY run_key, rank LIMIT 1",
+        r = q(c,
+              "SELECT run_key, rank FROM records_rows WHERE (run_key, rank) > ($1::bigint, $2::int) "
+              "ORDER BY run_key, rank LIMIT 1",
               2, after, err, sizeof(err));
         if (!r)
             goto out_unlock;

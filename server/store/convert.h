@@ -1,4 +1,5 @@
-/* convert.h - the one-time move of a database's records from the row layout (records_rows: one row per record, before migration 010) into frames. */
+/* convert.h - the one-time move of a database's records from the row layout (records_rows: one row per record, before
+ * migration 010) into frames. */
 #ifndef SERVER_STORE_CONVERT_H
 #define SERVER_STORE_CONVERT_H
 

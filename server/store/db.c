@@ -1,4 +1,5 @@
-/* db.c - PostgreSQL access for lockstepd: one libpq connection per thread, prepared statements, reconnects, migrations. */
+/* db.c - PostgreSQL access for lockstepd: one libpq connection per thread, prepared statements, reconnects, migrations.
+ */
 #include "server/store/db.h"
 
 #include <pthread.h>

@@ -1,4 +1,5 @@
-/* db.h - PostgreSQL access for lockstepd: one libpq connection per thread, prepared statements, reconnects, migrations. */
+/* db.h - PostgreSQL access for lockstepd: one libpq connection per thread, prepared statements, reconnects, migrations.
+ */
 #ifndef SERVER_STORE_DB_H
 #define SERVER_STORE_DB_H
 

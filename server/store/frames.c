@@ -1,4 +1,5 @@
-/* frames.c - records as stored: a batch's CRC-checked frames cut per step into page-sized segments (record_frames), and the reads that decode them. */
+/* frames.c - records as stored: a batch's CRC-checked frames cut per step into page-sized segments (record_frames), and
+ * the reads that decode them. */
 #include "server/store/frames.h"
 
 #include <inttypes.h>
@@ -386,8 +387,7 @@ int frames_step_result(frame_set *out, void *res, int sel, int key, int fr, cons
     return 0;
 }
 
-int frames_read_step(const int64_t *keys, int nkeys, uint32_t rank, int64_t step, frame_set *out, char *err,
-                     size_t cap)
+int frames_read_step(const int64_t *keys, int nkeys, uint32_t rank, int64_t step, frame_set *out, char *err, size_t cap)
 {
     char *arr = xmalloc((size_t)nkeys * 22 + 3), rk[16], st[32];
     size_t len = 0;
@@ -455,8 +455,10 @@ static int scan(const char *stmt, int64_t key, uint32_t rank, int64_t from, int6
                 cap_segs = cap_segs ? 2 * cap_segs : FETCH_SEGS;
                 segs = xrealloc(segs, cap_segs * sizeof(*segs));
             }
-            segs[n_segs++] = (pending_seg){.step = be64(PQgetvalue(r, i, 0)), .n = be32(PQgetvalue(r, i, 2)),
-                                           .p = PQgetvalue(r, i, 3), .len = (size_t)PQgetlength(r, i, 3)};
+            segs[n_segs++] = (pending_seg){.step = be64(PQgetvalue(r, i, 0)),
+                                           .n = be32(PQgetvalue(r, i, 2)),
+                                           .p = PQgetvalue(r, i, 3),
+                                           .len = (size_t)PQgetlength(r, i, 3)};
         }
         if (rows > 0) {
             last_step = be64(PQgetvalue(r, rows - 1, 0));
@@ -581,4 +583,3 @@ int frames_rows(frame_set *out, void *res, int key, int rank_col, int step_col, 
     finish(out);
     return 0;
 }
-

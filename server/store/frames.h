@@ -1,13 +1,14 @@
-/* frames.h - records as stored: a batch's CRC-checked frames cut per step into page-sized segments (record_frames), and the reads that decode them.
+/* frames.h - records as stored: a batch's CRC-checked frames cut per step into page-sized segments (record_frames), and
+ * the reads that decode them.
  *
  * A segment is the frames (common/record.h: u32 length, u32 CRC32C, payload) of consecutive records of one step
  * of one batch, in seq order, at most FRAMES_SEG_MAX bytes unless one record alone is larger, so that its row stays
  * inline in one 8 KB heap page: PostgreSQL writes one row and one index entry for ~70 records instead of one of
  * each per record. Scalar records of occurrence 0 (the series endpoint's points) go into segments of their own
  * (kind 1), so that a curve reads only those; so do entries of state blocks (kinds 2 saved and 4 restored, for the
- * restore checks) and other records with extension fields (kind 3, for the logical comparison). Frames carry every field of a record:
- * its call site and extension fields in the frame's extension block (common/record.h). Every read checks each frame's CRC and decodes it here, and orders
- * records by step, then seq, as the row layout's queries did.
+ * restore checks) and other records with extension fields (kind 3, for the logical comparison). Frames carry every
+ * field of a record: its call site and extension fields in the frame's extension block (common/record.h). Every read
+ * checks each frame's CRC and decodes it here, and orders records by step, then seq, as the row layout's queries did.
  */
 #ifndef SERVER_STORE_FRAMES_H
 #define SERVER_STORE_FRAMES_H
@@ -24,10 +25,12 @@
 #define FRAMES_KIND_RECORDS 0
 #define FRAMES_KIND_SERIES 1 /* scalar records of occurrence 0: the series endpoint's points */
 #define FRAMES_KIND_SAVED 2  /* entries of state blocks saved with a checkpoint (REC_STATE_SAVED) */
-#define FRAMES_KIND_EXT 3    /* other records with extension fields (shards, scales, chunk sizes): the logical
-                                comparison reads only these (and the series points that have some) */
-#define FRAMES_KIND_RESTORED 4 /* entries of restored state blocks (REC_STATE_RESTORED): kinds 2 and 4 are the
-                                  restore checks' index of state entries (record_frames_state) */
+/* other records with extension fields (shards, scales, chunk sizes): the logical comparison reads only these (and the
+ * series points that have some) */
+#define FRAMES_KIND_EXT 3
+/* entries of restored state blocks (REC_STATE_RESTORED): kinds 2 and 4 are the restore checks' index of state entries
+ * (record_frames_state) */
+#define FRAMES_KIND_RESTORED 4
 #define FRAMES_KINDS 5
 
 /* One segment of a batch being written: its frames are frames_out.buf[off .. off+len). */
@@ -107,8 +110,8 @@ int frames_read_step(const int64_t *keys, int nkeys, uint32_t rank, int64_t step
  * whose int2 column `sel` is 0 are segments of (`rank`, `step`), column
  * `key` their run, column `fr` their frames. Returns 0, or FRAMES_DAMAGED
  * with `err`. `out` must be released either way. */
-int frames_step_result(frame_set *out, void *r, int sel, int key, int fr, const int64_t *keys, int nkeys,
-                       uint32_t rank, int64_t step, char *err, size_t cap);
+int frames_step_result(frame_set *out, void *r, int sel, int key, int fr, const int64_t *keys, int nkeys, uint32_t rank,
+                       int64_t step, char *err, size_t cap);
 
 /* frames_be64, frames_be32, frames_be16 - a big-endian integer of a binary result. */
 int64_t frames_be64(const char *p);

@@ -8,14 +8,18 @@ void group_read_register(void)
 {
     /* The first GROUP_MAX_RUNS runs (a group holds no more since registration refuses the next one; older
      * data may), and how many there are. */
-    db_register("grp_runs", "SELECT run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode, "
-                            DB_TS("created_at") ", " DB_TS("ended_at") ", count(*) OVER (), attested_user FROM runs "
-                            "WHERE twin_group = $1 ORDER BY run_key LIMIT " GROUP_MAX_RUNS_TEXT);
+    db_register(
+        "grp_runs",
+        "SELECT run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode, " DB_TS(
+            "created_at") ", " DB_TS("ended_at") ", count(*) OVER (), attested_user FROM runs "
+                                                 "WHERE twin_group = $1 ORDER BY run_key LIMIT " GROUP_MAX_RUNS_TEXT);
     /* Runs by key, as an ad hoc group in the order asked (GET /api/v1/compare/records); the same columns. */
-    db_register("grp_runs_keys", "SELECT run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode, "
-                                 DB_TS("created_at") ", " DB_TS("ended_at") ", count(*) OVER (), attested_user FROM runs "
-                                 "WHERE run_key = ANY($1::bigint[]) ORDER BY array_position($1::bigint[], run_key) "
-                                 "LIMIT " GROUP_MAX_RUNS_TEXT);
+    db_register("grp_runs_keys",
+                "SELECT run_key, run_id, job_id, user_name, nodes, status, start_step, ranks, mode, " DB_TS(
+                    "created_at") ", " DB_TS("ended_at") ", count(*) OVER (), attested_user FROM runs "
+                                                         "WHERE run_key = ANY($1::bigint[]) ORDER BY "
+                                                         "array_position($1::bigint[], run_key) "
+                                                         "LIMIT " GROUP_MAX_RUNS_TEXT);
     /* Whom a job's token reads as: the user slurmstepd attested for the job, else one a run of the job was
      * attested as (the admin registered it so), else, unattested, what its first run reported. */
     db_register("grp_reader", "SELECT coalesce((SELECT user_name FROM attestations WHERE job_id = $1 "

@@ -1,4 +1,5 @@
-/* group_read.h - what every twin group read asks of the database first: a group's runs, whom a job reads as, which group a name means, and who may read a group or a run. */
+/* group_read.h - what every twin group read asks of the database first: a group's runs, whom a job reads as, which
+ * group a name means, and who may read a group or a run. */
 #ifndef SERVER_STORE_GROUP_READ_H
 #define SERVER_STORE_GROUP_READ_H
 

@@ -125,14 +125,19 @@ static int refuse(const run_info *run, const srv_batch *b, const held_step *s, s
 {
     char detail[400];
     if (s->n_digest < 0)
-        snprintf(detail, sizeof(detail), "rank %u of run %s sent held records of step %" PRId64
-                 ", for which it sent no step digest", b->rank, run->run_id, s->step);
+        snprintf(detail, sizeof(detail),
+                 "rank %u of run %s sent held records of step %" PRId64 ", for which it sent no step digest", b->rank,
+                 run->run_id, s->step);
     else if (s->n > s->n_digest)
-        snprintf(detail, sizeof(detail), "rank %u of run %s: step %" PRId64 "'s digest stands for %" PRId64
-                 " held records, and these would make %" PRId64, b->rank, run->run_id, s->step, s->n_digest, s->n);
+        snprintf(detail, sizeof(detail),
+                 "rank %u of run %s: step %" PRId64 "'s digest stands for %" PRId64
+                 " held records, and these would make %" PRId64,
+                 b->rank, run->run_id, s->step, s->n_digest, s->n);
     else
-        snprintf(detail, sizeof(detail), "rank %u of run %s: the %" PRId64 " records of step %" PRId64
-                 " do not reproduce the step digest the rank sent for them", b->rank, run->run_id, s->n, s->step);
+        snprintf(detail, sizeof(detail),
+                 "rank %u of run %s: the %" PRId64 " records of step %" PRId64
+                 " do not reproduce the step digest the rank sent for them",
+                 b->rank, run->run_id, s->n, s->step);
     log_warn("held records refused: %s", detail);
     metrics_held_refused(MH_INGEST);
     srv_error_set(e, "held records do not answer their step digest", detail,

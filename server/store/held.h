@@ -1,4 +1,5 @@
-/* held.h - digest streaming: the records an agent held back are checked against the step digests they answer before they are stored.
+/* held.h - digest streaming: the records an agent held back are checked against the step digests they answer before
+ * they are stored.
  *
  * An agent that streams digests sends, for each step, a step digest (the XOR of rec_digest_term over the records
  * it held back, and their count) and keeps the records; lockstepd asks for them when the step's digests differ
@@ -26,9 +27,9 @@
 void store_held_register(void);
 
 /* store_held_check - before a batch of held records `b` (b->held) of `run` is stored: each of its steps against
- * the step's digest and the records stored for it already (rec_held_answers, common/recmatch.h). A batch stored before (the same rank and
- * batch_seq: a replay) is not checked again. Returns 0 when it may be stored; -1 with `e` filled and e->status 409
- * when it may not (counted: metrics_held_refused); -2 with `e` filled (status 0) on a database error. */
+ * the step's digest and the records stored for it already (rec_held_answers, common/recmatch.h). A batch stored before
+ * (the same rank and batch_seq: a replay) is not checked again. Returns 0 when it may be stored; -1 with `e` filled and
+ * e->status 409 when it may not (counted: metrics_held_refused); -2 with `e` filled (status 0) on a database error. */
 int store_held_check(const run_info *run, const srv_batch *b, srv_error *e);
 
 #endif /* SERVER_STORE_HELD_H */

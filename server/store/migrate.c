@@ -1,4 +1,5 @@
-/* migrate.c - bring the database schema up to date: the migrations of sql/migrations/ compiled into lockstepd, each once, then every function of sql/functions/, in one transaction. */
+/* migrate.c - bring the database schema up to date: the migrations of sql/migrations/ compiled into lockstepd, each
+ * once, then every function of sql/functions/, in one transaction. */
 #include "server/store/migrate.h"
 
 #include <stdio.h>
@@ -43,8 +44,7 @@ static int apply_migrations(PGconn *c, int *applied, int *n)
             continue;
         if (exec_simple(c, m->sql, m->name) < 0)
             return -1;
-        r = PQexecParams(c, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", 2, NULL, p, NULL, NULL,
-                         0);
+        r = PQexecParams(c, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", 2, NULL, p, NULL, NULL, 0);
         int ok = db_ok(r);
         if (!ok)
             log_error("recording migration %s failed: %s", m->name, PQresultErrorMessage(r));

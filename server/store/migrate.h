@@ -1,4 +1,5 @@
-/* migrate.h - bring the database schema up to date: the migrations of sql/migrations/ compiled into lockstepd, each once, then every function of sql/functions/. */
+/* migrate.h - bring the database schema up to date: the migrations of sql/migrations/ compiled into lockstepd, each
+ * once, then every function of sql/functions/. */
 #ifndef SERVER_STORE_MIGRATE_H
 #define SERVER_STORE_MIGRATE_H
 

@@ -251,8 +251,9 @@ static int unreachable_parent(const char *dir, uid_t uid, gid_t gid)
         struct stat st;
         if (stat(path, &st) < 0)
             continue;
-        int ok = st.st_uid == uid ? (st.st_mode & S_IXUSR) : st.st_gid == gid ? (st.st_mode & S_IXGRP)
-                                                                              : (st.st_mode & S_IXOTH);
+        int ok = st.st_uid == uid   ? (st.st_mode & S_IXUSR)
+                 : st.st_gid == gid ? (st.st_mode & S_IXGRP)
+                                    : (st.st_mode & S_IXOTH);
         if (!ok) {
             log_error("the embedded PostgreSQL runs as uid %u, which cannot enter %s (hint: chmod o+x %s, or "
                       "choose another --state-dir)",
@@ -370,8 +371,7 @@ int pg_embed_start(pg_embed *pe, const srv_config *c, char *conninfo, size_t cap
         char initdb[1100], dflag[1200];
         snprintf(initdb, sizeof(initdb), "%s/initdb", c->pg_bin);
         snprintf(dflag, sizeof(dflag), "--pgdata=%s", pe->data_dir);
-        char *argv[] = {initdb, dflag, "--username=lockstep", "--auth=trust", "--encoding=UTF8",
-                        "--locale=C", NULL};
+        char *argv[] = {initdb, dflag, "--username=lockstep", "--auth=trust", "--encoding=UTF8", "--locale=C", NULL};
         log_info("initializing the embedded PostgreSQL cluster in %s", pe->data_dir);
         if (run_tool(pe, argv) != 0) {
             log_error("initdb failed (see %s)", pe->log_path);

@@ -40,10 +40,10 @@ void pg_embed_watch_stop(void);
 
 /* What the watch knows, for /api/v1/health and /metrics. */
 typedef struct pg_embed_status {
-    int watched;       /* 1 when lockstepd runs an embedded cluster and watches it */
-    const char *state; /* "up", "restarting", "failed" (gave up) */
-    long restarts;     /* restarts that brought it back */
-    long failures;     /* failed start attempts, in all */
+    int watched;         /* 1 when lockstepd runs an embedded cluster and watches it */
+    const char *state;   /* "up", "restarting", "failed" (gave up) */
+    long restarts;       /* restarts that brought it back */
+    long failures;       /* failed start attempts, in all */
     double last_restart; /* wall seconds of the last restart, 0: none */
 } pg_embed_status;
 

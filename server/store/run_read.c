@@ -8,23 +8,25 @@
 
 /* Text columns are cut to their registration limits (server/core/limits.h), so that a row is bounded whatever
  * was stored before the limits existed. */
-#define RUN_COLS                                                                                                \
-    "run_id, left(job_id, 128), left(step_id, 64), left(coalesce(twin_group, ''), 255), ranks, start_step, "   \
-    "left(user_name, 64), left(nodes, 4096), left(command, 4096), left(mode, 8), status, " DB_TS("created_at") ", " \
-    DB_TS("ended_at") ", left(partition, 128), left(resume_template, 4096), array_to_json(argv)::text"
+#define RUN_COLS                                                                                                       \
+    "run_id, left(job_id, 128), left(step_id, 64), left(coalesce(twin_group, ''), 255), ranks, start_step, "           \
+    "left(user_name, 64), left(nodes, 4096), left(command, 4096), left(mode, 8), status, " DB_TS(                      \
+        "created_at") ", " DB_TS("ended_at") ", left(partition, 128), left(resume_template, 4096), "                   \
+                                             "array_to_json(argv)::text"
 
 void run_read_register(void)
 {
-#define RUNS_WHERE                                                                                                \
-    "WHERE ($1 = '' OR user_name = $1) AND ($2 = '' OR job_id = $2) AND ($3 = '' OR twin_group = "              \
-    "(SELECT lockstep_group_key($3))) "                                                                       \
+#define RUNS_WHERE                                                                                                     \
+    "WHERE ($1 = '' OR user_name = $1) AND ($2 = '' OR job_id = $2) AND ($3 = '' OR twin_group = "                     \
+    "(SELECT lockstep_group_key($3))) "                                                                                \
     "AND ($4 = '' OR status = $4) AND ($7 = '' OR step_id = $7)"
     db_register("runs_list", "SELECT " RUN_COLS " FROM runs " RUNS_WHERE " ORDER BY run_key DESC LIMIT $5 OFFSET $6");
     /* $5 and $6 unused but typed alike, so that both statements take the same parameters. */
-    db_register("runs_count", "SELECT count(*) FROM (SELECT 1 FROM runs " RUNS_WHERE
-                              " AND $5::text IS NOT NULL AND $6::text IS NOT NULL LIMIT " LIST_TOTAL_MAX_TEXT " + 1) x");
-    db_register("run_one", "SELECT " RUN_COLS ", run_key, set_aside_from, set_aside_reason, " DB_TS("set_aside_at")
-                           " FROM runs WHERE run_id = $1::uuid");
+    db_register("runs_count",
+                "SELECT count(*) FROM (SELECT 1 FROM runs " RUNS_WHERE
+                " AND $5::text IS NOT NULL AND $6::text IS NOT NULL LIMIT " LIST_TOTAL_MAX_TEXT " + 1) x");
+    db_register("run_one", "SELECT " RUN_COLS ", run_key, set_aside_from, set_aside_reason, " DB_TS(
+                               "set_aside_at") " FROM runs WHERE run_id = $1::uuid");
     db_register("run_manifests", "SELECT rank, manifest::text FROM manifests WHERE run_key = $1 AND rank >= $2::int "
                                  "ORDER BY rank LIMIT $3");
     db_register("run_ranks",

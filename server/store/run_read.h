@@ -1,4 +1,5 @@
-/* run_read.h - the runs as the read API lists and shows them: the list, one run, its manifests, its ranks and what was attested of it. */
+/* run_read.h - the runs as the read API lists and shows them: the list, one run, its manifests, its ranks and what was
+ * attested of it. */
 #ifndef SERVER_STORE_RUN_READ_H
 #define SERVER_STORE_RUN_READ_H
 

@@ -42,10 +42,13 @@ void store_runs_register(void)
                            "ON CONFLICT (job_id, client_id) WHERE client_id IS "
                            "NOT NULL DO UPDATE SET client_id = excluded.client_id RETURNING run_key, run_id, "
                            "coalesce(twin_group, ''), ranks, start_step, xmax = 0");
-    db_register("checkpoint_put", "INSERT INTO run_checkpoints (run_key, step, path, rank) VALUES ($1, $2, $3, $4) "
-                                  "ON CONFLICT (run_key, step) DO UPDATE SET path = excluded.path, rank = excluded.rank, "
-                                  "declared_at = now()");
-    db_register("checkpoint_list", "SELECT step, path, rank, " DB_TS("declared_at") ", count(*) OVER () "
+    db_register("checkpoint_put",
+                "INSERT INTO run_checkpoints (run_key, step, path, rank) VALUES ($1, $2, $3, $4) "
+                "ON CONFLICT (run_key, step) DO UPDATE SET path = excluded.path, rank = excluded.rank, "
+                "declared_at = now()");
+    db_register("checkpoint_list",
+                "SELECT step, path, rank, " DB_TS(
+                    "declared_at") ", count(*) OVER () "
                                    "FROM run_checkpoints WHERE run_key = $1::bigint ORDER BY step DESC "
                                    "LIMIT $2::bigint OFFSET $3::bigint");
     db_register("manifest_put", "INSERT INTO manifests (run_key, rank, manifest) VALUES ($1, $2, $3::jsonb) "
@@ -187,9 +190,20 @@ static int run_create(const json_t *o, const char *argv_json, const run_claim *w
     snprintf(start, sizeof(start), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(o, "start_step")));
     const char *job = str_or(o, "job_id", ""), *group = str_or(o, "twin_group", ""), *cid = str_or(o, "client_id", "");
     memset(adm, 0, sizeof(*adm));
-    const char *p[] = {job, str_or(o, "step_id", ""), adm->key, ranks, start, str_or(o, "user", ""),
-                       str_or(o, "nodes", ""), str_or(o, "command", ""), str_or(o, "mode", ""), cid,
-                       str_or(o, "partition", ""), str_or(o, "resume", ""), who->attested_user, argv_json};
+    const char *p[] = {job,
+                       str_or(o, "step_id", ""),
+                       adm->key,
+                       ranks,
+                       start,
+                       str_or(o, "user", ""),
+                       str_or(o, "nodes", ""),
+                       str_or(o, "command", ""),
+                       str_or(o, "mode", ""),
+                       cid,
+                       str_or(o, "partition", ""),
+                       str_or(o, "resume", ""),
+                       who->attested_user,
+                       argv_json};
     PGresult *r = NULL;
     *created = 0;
     if (db_begin(err, sizeof(err)) < 0)

@@ -1,4 +1,5 @@
-/* write.c - the write path of a record batch: one statement, so one transaction (batches row, frames, step digests, rank progress), acknowledged only after COMMIT. */
+/* write.c - the write path of a record batch: one statement, so one transaction (batches row, frames, step digests,
+ * rank progress), acknowledged only after COMMIT. */
 #include "server/store/write.h"
 
 #include <inttypes.h>

@@ -1,4 +1,5 @@
-/* write.h - the write path of a record batch: one statement, so one transaction (batches row, frames, step digests, rank progress), acknowledged only after COMMIT. */
+/* write.h - the write path of a record batch: one statement, so one transaction (batches row, frames, step digests,
+ * rank progress), acknowledged only after COMMIT. */
 #ifndef SERVER_STORE_WRITE_H
 #define SERVER_STORE_WRITE_H
 
@@ -12,9 +13,9 @@
 
 /* What storing a batch came to. */
 typedef struct store_result {
-    int duplicate;                  /* a replay: stored before, nothing stored now */
-    double commit_s;                /* wall-clock time of the commit (seconds since the epoch) */
-    int n_want;                     /* steps of this rank whose held-back records lockstepd asks for */
+    int duplicate;   /* a replay: stored before, nothing stored now */
+    double commit_s; /* wall-clock time of the commit (seconds since the epoch) */
+    int n_want;      /* steps of this rank whose held-back records lockstepd asks for */
     int64_t want[STORE_WANT_MAX];
 } store_result;
 

@@ -1,5 +1,5 @@
-/* cmp_int.h - what the comparison's modules share (compare.c, step.c, restore.c, logical.c): the group's runs, records read
- * back from PostgreSQL, and storing a divergence. Not used outside server/twins/. */
+/* cmp_int.h - what the comparison's modules share (compare.c, step.c, restore.c, logical.c): the group's runs, records
+ * read back from PostgreSQL, and storing a divergence. Not used outside server/twins/. */
 #ifndef SERVER_TWINS_CMP_INT_H
 #define SERVER_TWINS_CMP_INT_H
 

@@ -1,4 +1,6 @@
-/* compare.c - twin comparison as records arrive: the queue of groups and ranks batches touched, the threads that look at them (per-step digests first, in one round trip a group, under each rank's lock) and hand differing ranks to step.c. */
+/* compare.c - twin comparison as records arrive: the queue of groups and ranks batches touched, the threads that look
+ * at them (per-step digests first, in one round trip a group, under each rank's lock) and hand differing ranks to
+ * step.c. */
 #include "server/twins/compare.h"
 
 #include <inttypes.h>
@@ -21,26 +23,28 @@
 #include "server/store/frames.h"
 
 #define SWEEP_S 5
-#define CMP_THREADS 8       /* comparing is mostly waiting for PostgreSQL: eight at once (one look a group at a time;
-                               the differing ranks a look finds are shared out) */
-#define CMP_CHUNK 2000      /* ranks one first look takes */
-#define CMP_GAP_S 0.02      /* a group is looked at again at most this often: under load a look takes many ranks */
-#define CMP_GAP_DIGESTS_S 0.1 /* the same when only step digests came for it: their differing steps wait a step for
-                                 their records, and a look costs PostgreSQL ~1 ms however few ranks it takes (at a
-                                 batch a step, looks of one or two ranks were half of its time; docs/scale.md) */
-#define CMP_IDLE_S 1.0      /* a group nothing came for since this long is forgotten */
+/* comparing is mostly waiting for PostgreSQL: eight at once (one look a group at a time; the differing ranks a look
+ * finds are shared out) */
+#define CMP_THREADS 8
+#define CMP_CHUNK 2000 /* ranks one first look takes */
+#define CMP_GAP_S 0.02 /* a group is looked at again at most this often: under load a look takes many ranks */
+/* the same when only step digests came for it: their differing steps wait a step for their records, and a look costs
+ * PostgreSQL ~1 ms however few ranks it takes (at a batch a step, looks of one or two ranks were half of its time;
+ * docs/scale.md) */
+#define CMP_GAP_DIGESTS_S 0.1
+#define CMP_IDLE_S 1.0 /* a group nothing came for since this long is forgotten */
 
 /* A group with ranks to compare: the ranks batches touched since its last look, each once. */
 typedef struct pgroup {
     char name[256];
-    double commit_s;  /* the earliest commit among them (a fallback: the latency is read from the database) */
+    double commit_s; /* the earliest commit among them (a fallback: the latency is read from the database) */
     int *ranks;
     size_t n, cap;
     unsigned char *bits; /* which ranks are in `ranks` */
     size_t bits_cap;
-    int active;       /* threads comparing some of its ranks now */
-    double last;      /* when its last look started (monotonic seconds) */
-    double gap;       /* how long after `last` the next look may start: the smallest its notices since asked for */
+    int active;  /* threads comparing some of its ranks now */
+    double last; /* when its last look started (monotonic seconds) */
+    double gap;  /* how long after `last` the next look may start: the smallest its notices since asked for */
 } pgroup;
 
 static void cmp_loop(worker *w);
@@ -73,12 +77,11 @@ void cmp_register(void)
                 "ON f.run_key = r.run_key AND f.rank = ANY($2::int[]) AND f.kind = 4 WHERE r.twin_group = $1)");
     /* a restore check's view of the group on one rank (server/twins/restore.c): every run (first GROUP_MAX_RUNS
      * by key), its start, its progress there and whether it ended there */
-    db_register("cmp_runs",
-                "SELECT r.run_key, r.run_id, r.start_step, p.max_step, "
-                "(e.run_key IS NOT NULL OR r.status <> 'running') AS ended, r.ranks "
-                "FROM runs r LEFT JOIN rank_progress p ON p.run_key = r.run_key AND p.rank = $2 "
-                "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
-                "WHERE r.twin_group = $1 ORDER BY r.run_key LIMIT " GROUP_MAX_RUNS_TEXT);
+    db_register("cmp_runs", "SELECT r.run_key, r.run_id, r.start_step, p.max_step, "
+                            "(e.run_key IS NOT NULL OR r.status <> 'running') AS ended, r.ranks "
+                            "FROM runs r LEFT JOIN rank_progress p ON p.run_key = r.run_key AND p.rank = $2 "
+                            "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
+                            "WHERE r.twin_group = $1 ORDER BY r.run_key LIMIT " GROUP_MAX_RUNS_TEXT);
     /* At start: every group and rank whose comparison is older than its data (work a killed lockstepd left). */
     db_register("cmp_backlog",
                 "SELECT x.twin_group, x.rank FROM (SELECT r.twin_group, p.rank, max(p.updated_at) AS t "
@@ -90,15 +93,14 @@ void cmp_register(void)
                 "WHERE r.twin_group IS NOT NULL AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
     /* Every few seconds: ranks with recent records or ends that no comparison has seen yet (written by
      * another lockstepd on the same database, or a notice that got lost). */
-    db_register("cmp_active",
-                "SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p JOIN runs r USING (run_key) "
-                "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = p.rank "
-                "WHERE r.twin_group IS NOT NULL AND p.updated_at > now() - $1::interval "
-                "AND (g.rank IS NULL OR g.checked_at < p.updated_at) "
-                "UNION SELECT DISTINCT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
-                "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
-                "WHERE r.twin_group IS NOT NULL AND e.ended_at > now() - $1::interval "
-                "AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
+    db_register("cmp_active", "SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p JOIN runs r USING (run_key) "
+                              "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = p.rank "
+                              "WHERE r.twin_group IS NOT NULL AND p.updated_at > now() - $1::interval "
+                              "AND (g.rank IS NULL OR g.checked_at < p.updated_at) "
+                              "UNION SELECT DISTINCT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
+                              "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
+                              "WHERE r.twin_group IS NOT NULL AND e.ended_at > now() - $1::interval "
+                              "AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
     cmp_register_restores();
     cmp_register_logical();
 }
@@ -274,7 +276,7 @@ static int found_run(const found_item *f)
  * compared side by side). Returns 1 when some divergence was stored here, 0 when none, -1 on a database error
  * (the ranks not compared are queued again). */
 static int look_group(const char *group, const int *ranks, size_t n, double commit_s, int share, found_item ***out,
-                     size_t *n_out)
+                      size_t *n_out)
 {
     int any = 0;
     found_item **many = NULL; /* share: the differing ranks of this look, for the caller */
@@ -404,8 +406,8 @@ static void sweep(int backlog)
 {
     char err[256];
     const char *p[] = {"15 seconds"};
-    PGresult *r = backlog ? db_exec("cmp_backlog", 0, NULL, err, sizeof(err))
-                          : db_exec("cmp_active", 1, p, err, sizeof(err));
+    PGresult *r =
+        backlog ? db_exec("cmp_backlog", 0, NULL, err, sizeof(err)) : db_exec("cmp_active", 1, p, err, sizeof(err));
     if (!r)
         return;
     for (int i = 0; i < PQntuples(r); i++)

@@ -1,4 +1,5 @@
-/* compare.h - twin comparison as records arrive: per-step digests first, then the records of the first differing step. */
+/* compare.h - twin comparison as records arrive: per-step digests first, then the records of the first differing step.
+ */
 #ifndef SERVER_TWINS_COMPARE_H
 #define SERVER_TWINS_COMPARE_H
 

@@ -1,4 +1,5 @@
-/* findings.c - a twin group's findings: its status, cause, origin ranks, call site and manifest diff, read from PostgreSQL and judged by the pure rules (server/twins/findings.h). */
+/* findings.c - a twin group's findings: its status, cause, origin ranks, call site and manifest diff, read from
+ * PostgreSQL and judged by the pure rules (server/twins/findings.h). */
 #include "server/twins/findings.h"
 
 #include <inttypes.h>
@@ -20,46 +21,51 @@
 /* A rank's comparison is not finished (x: its newest record, pe: its newest rank end, re: the group's newest run
  * end, c: its group_checks row, written by server/twins/compare.c). */
 #define VD_UNCHECKED                                                                                                   \
-    "c.rank IS NULL OR c.checked_at < x.t OR c.checked_at < pe.t OR c.checked_at < re.t OR (c.target IS NOT NULL "   \
+    "c.rank IS NULL OR c.checked_at < x.t OR c.checked_at < pe.t OR c.checked_at < re.t OR (c.target IS NOT NULL "     \
     "AND (c.checked_upto IS NULL OR c.checked_upto < c.target))"
 /* The ranks of group G whose comparison waits for records an agent held back (digest streaming) and lockstepd
  * asked for: not received yet. */
 #define VD_AWAITING(G)                                                                                                 \
-    "(SELECT count(DISTINCT q.rank) FROM record_requests q JOIN runs r USING (run_key) WHERE r.twin_group = " G    \
+    "(SELECT count(DISTINCT q.rank) FROM record_requests q JOIN runs r USING (run_key) WHERE r.twin_group = " G        \
     " AND NOT q.answered)"
 
 /* The ranks of group G whose comparison stopped at a step whose records retention removed from a run. */
 #define VD_REMOVED(G)                                                                                                  \
-    "(SELECT count(DISTINCT q.rank) FROM record_requests q JOIN runs r USING (run_key) WHERE r.twin_group = " G    \
+    "(SELECT count(DISTINCT q.rank) FROM record_requests q JOIN runs r USING (run_key) WHERE r.twin_group = " G        \
     " AND q.removed)"
 
 void findings_register(void)
 {
     glance_register();
-    db_register("vd_runs", "SELECT run_key, run_id, job_id, step_id, user_name, nodes, command, ranks, status, "
-                           "start_step, mode, " DB_TS("created_at") ", " DB_TS("ended_at") ", attested_user, "
-                           "(SELECT max(p.max_step) FROM rank_progress p WHERE p.run_key = runs.run_key) FROM runs "
-                           "WHERE twin_group = $1 ORDER BY run_key");
+    db_register(
+        "vd_runs",
+        "SELECT run_key, run_id, job_id, step_id, user_name, nodes, command, ranks, status, "
+        "start_step, mode, " DB_TS("created_at") ", " DB_TS(
+            "ended_at") ", attested_user, "
+                        "(SELECT max(p.max_step) FROM rank_progress p WHERE p.run_key = runs.run_key) FROM runs "
+                        "WHERE twin_group = $1 ORDER BY run_key");
     db_register("vd_exits", "SELECT e.run_key, count(*), (array_agg(e.rank ORDER BY e.rank) FILTER "
                             "(WHERE e.exit_code <> 0))::text, (array_agg(e.exit_code ORDER BY e.rank) FILTER "
                             "(WHERE e.exit_code <> 0))[1] FROM rank_ends e JOIN runs r USING (run_key) "
                             "WHERE r.twin_group = $1 GROUP BY e.run_key");
-    db_register("vd_divs", "SELECT rank, step, seq, name, occ, kind, odd_run_key, runs::text, " DB_TS("committed_at")
-                           ", " DB_TS("detected_at") ", extract(epoch FROM detected_at - committed_at) * 1000 "
-                           "FROM divergences WHERE twin_group = $1 ORDER BY step, rank");
+    db_register("vd_divs",
+                "SELECT rank, step, seq, name, occ, kind, odd_run_key, runs::text, " DB_TS("committed_at") ", " DB_TS(
+                    "detected_at") ", extract(epoch FROM detected_at - committed_at) * 1000 "
+                                   "FROM divergences WHERE twin_group = $1 ORDER BY step, rank");
     /* The manifests the diff reads, bounded whatever a job uploaded (65,536 ranks of 256 KiB each would be 16 GiB a
      * run): the lowest ranks of every run together, rank by rank, up to MDIFF_MANIFESTS manifests (the lowest rank
      * always), so that every run is compared on the same ranks; a stored manifest larger than a manifest may be now
      * (MANIFEST_BODY_MAX) is left out. Only keys are read to find the cut (each run's first MDIFF_MANIFESTS by its
      * primary key). */
-    db_register("vd_manifests",
-                "WITH k AS (SELECT m1.rank FROM runs r CROSS JOIN LATERAL (SELECT m2.rank FROM manifests m2 WHERE "
-                "m2.run_key = r.run_key ORDER BY m2.rank LIMIT " MDIFF_MANIFESTS_TEXT ") m1 WHERE r.twin_group = $1), "
-                "cut AS (SELECT max(c.rank) AS last FROM (SELECT k.rank, count(*) OVER (ORDER BY k.rank) AS upto "
-                "FROM k) c WHERE c.upto <= " MDIFF_MANIFESTS_TEXT " OR c.rank = (SELECT min(rank) FROM k)) "
-                "SELECT m.run_key, m.rank, m.manifest::text FROM manifests m JOIN runs r USING (run_key), cut "
-                "WHERE r.twin_group = $1 AND m.rank <= cut.last AND pg_column_size(m.manifest) <= "
-                MANIFEST_BODY_MAX_TEXT " ORDER BY m.run_key, m.rank");
+    db_register(
+        "vd_manifests",
+        "WITH k AS (SELECT m1.rank FROM runs r CROSS JOIN LATERAL (SELECT m2.rank FROM manifests m2 WHERE "
+        "m2.run_key = r.run_key ORDER BY m2.rank LIMIT " MDIFF_MANIFESTS_TEXT ") m1 WHERE r.twin_group = $1), "
+        "cut AS (SELECT max(c.rank) AS last FROM (SELECT k.rank, count(*) OVER (ORDER BY k.rank) AS upto "
+        "FROM k) c WHERE c.upto <= " MDIFF_MANIFESTS_TEXT " OR c.rank = (SELECT min(rank) FROM k)) "
+        "SELECT m.run_key, m.rank, m.manifest::text FROM manifests m JOIN runs r USING (run_key), cut "
+        "WHERE r.twin_group = $1 AND m.rank <= cut.last AND pg_column_size(m.manifest) <= " MANIFEST_BODY_MAX_TEXT
+        " ORDER BY m.run_key, m.rank");
     /* What the manifest diff depends on besides the runs (which do not change once registered): how many
      * manifests, and the newest (a manifest posted again gets a new received_at). */
     db_register("vd_mstate", "SELECT count(*), coalesce(max(m.received_at)::text, '') FROM manifests m JOIN runs r "
@@ -72,29 +78,31 @@ void findings_register(void)
      * it), whether the comparison found two runs or more with steps they share (comparable: a target), how many
      * ranks recorded at all, and how many wait for records agents held back or lost to retention; whether a
      * divergence is stored. Facts only: the rules that read them are C's (twin_status, cause_judge). */
-    db_register("vd_facts",
-                "WITH g AS (SELECT name, i FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS t(name, i)), "
-                "rr AS (SELECT r.twin_group, r.status, row_number() OVER (PARTITION BY r.twin_group ORDER BY r.run_key) "
-                "AS k, EXISTS (SELECT 1 FROM rank_ends e WHERE e.run_key = r.run_key AND e.exit_code <> 0) AS bad "
-                "FROM runs r WHERE r.twin_group IN (SELECT name FROM g)), "
-                "ru AS (SELECT twin_group, count(*) AS nruns, count(*) FILTER (WHERE status = 'failed' OR bad) AS failed, "
-                "count(*) FILTER (WHERE NOT (status = 'failed' OR bad) AND status = 'running') AS running "
-                "FROM rr WHERE k <= $2::int GROUP BY twin_group), "
-                "px AS (SELECT r.twin_group, p.rank, max(p.updated_at) AS t FROM rank_progress p JOIN runs r "
-                "USING (run_key) WHERE r.twin_group IN (SELECT name FROM g) GROUP BY 1, 2), "
-                "pe AS (SELECT r.twin_group, e.rank, max(e.ended_at) AS t FROM rank_ends e JOIN runs r USING (run_key) "
-                "WHERE r.twin_group IN (SELECT name FROM g) GROUP BY 1, 2), "
-                "re AS (SELECT twin_group, max(ended_at) AS t FROM runs WHERE twin_group IN (SELECT name FROM g) "
-                "GROUP BY 1), "
-                "pr AS (SELECT x.twin_group, count(*) FILTER (WHERE " VD_UNCHECKED ") AS unchecked, "
-                "count(*) FILTER (WHERE c.target IS NOT NULL) AS comparable, count(*) AS nranks FROM px x "
-                "LEFT JOIN pe ON pe.twin_group = x.twin_group AND pe.rank = x.rank "
-                "LEFT JOIN re ON re.twin_group = x.twin_group "
-                "LEFT JOIN group_checks c ON c.twin_group = x.twin_group AND c.rank = x.rank GROUP BY x.twin_group) "
-                "SELECT g.name, coalesce(ru.nruns, 0), coalesce(ru.running, 0), coalesce(ru.failed, 0), "
-                "EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g.name), coalesce(pr.unchecked, 0), "
-                "coalesce(pr.comparable, 0), coalesce(pr.nranks, 0), " VD_AWAITING("g.name") ", " VD_REMOVED("g.name")
-                " FROM g LEFT JOIN ru ON ru.twin_group = g.name LEFT JOIN pr ON pr.twin_group = g.name ORDER BY g.i");
+    db_register(
+        "vd_facts",
+        "WITH g AS (SELECT name, i FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS t(name, i)), "
+        "rr AS (SELECT r.twin_group, r.status, row_number() OVER (PARTITION BY r.twin_group ORDER BY r.run_key) "
+        "AS k, EXISTS (SELECT 1 FROM rank_ends e WHERE e.run_key = r.run_key AND e.exit_code <> 0) AS bad "
+        "FROM runs r WHERE r.twin_group IN (SELECT name FROM g)), "
+        "ru AS (SELECT twin_group, count(*) AS nruns, count(*) FILTER (WHERE status = 'failed' OR bad) AS failed, "
+        "count(*) FILTER (WHERE NOT (status = 'failed' OR bad) AND status = 'running') AS running "
+        "FROM rr WHERE k <= $2::int GROUP BY twin_group), "
+        "px AS (SELECT r.twin_group, p.rank, max(p.updated_at) AS t FROM rank_progress p JOIN runs r "
+        "USING (run_key) WHERE r.twin_group IN (SELECT name FROM g) GROUP BY 1, 2), "
+        "pe AS (SELECT r.twin_group, e.rank, max(e.ended_at) AS t FROM rank_ends e JOIN runs r USING (run_key) "
+        "WHERE r.twin_group IN (SELECT name FROM g) GROUP BY 1, 2), "
+        "re AS (SELECT twin_group, max(ended_at) AS t FROM runs WHERE twin_group IN (SELECT name FROM g) "
+        "GROUP BY 1), "
+        "pr AS (SELECT x.twin_group, count(*) FILTER (WHERE " VD_UNCHECKED ") AS unchecked, "
+        "count(*) FILTER (WHERE c.target IS NOT NULL) AS comparable, count(*) AS nranks FROM px x "
+        "LEFT JOIN pe ON pe.twin_group = x.twin_group AND pe.rank = x.rank "
+        "LEFT JOIN re ON re.twin_group = x.twin_group "
+        "LEFT JOIN group_checks c ON c.twin_group = x.twin_group AND c.rank = x.rank GROUP BY x.twin_group) "
+        "SELECT g.name, coalesce(ru.nruns, 0), coalesce(ru.running, 0), coalesce(ru.failed, 0), "
+        "EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g.name), coalesce(pr.unchecked, 0), "
+        "coalesce(pr.comparable, 0), coalesce(pr.nranks, 0), " VD_AWAITING("g.name") ", " VD_REMOVED(
+            "g.name") " FROM g LEFT JOIN ru ON ru.twin_group = g.name LEFT JOIN pr ON pr.twin_group = g.name ORDER BY "
+                      "g.i");
     /* The divergences of each group of $1 (a JSON array of names) at its first diverging step: what the cause rule
      * (common/cause.h) needs to say whether the group's first divergence is a record some run lacks. */
     db_register("vd_early", "SELECT d.twin_group, d.rank, d.step, d.seq, d.name, d.occ, d.kind FROM divergences d "
@@ -114,7 +122,8 @@ static int site_from_json(json_t *o, rec_site *s)
     memset(s, 0, sizeof(*s));
     if (!json_is_object(o))
         return 0;
-    const char *m = json_string_value(json_object_get(o, "module")), *f = json_string_value(json_object_get(o, "function")),
+    const char *m = json_string_value(json_object_get(o, "module")),
+               *f = json_string_value(json_object_get(o, "function")),
                *c = json_string_value(json_object_get(o, "caller"));
     s->module = m;
     s->module_len = (uint16_t)(m ? strnlen(m, REC_SITE_MODULE_MAX) : 0);
@@ -178,9 +187,13 @@ static void set_members(PGresult *runs, grp_findings *v)
     cmp_member m[GROUP_MAX_RUNS];
     for (int i = 0; i < n; i++) {
         int has = !PQgetisnull(runs, i, 14);
-        m[i] = (cmp_member){strtoll(PQgetvalue(runs, i, 9), NULL, 10), has, has,
+        m[i] = (cmp_member){strtoll(PQgetvalue(runs, i, 9), NULL, 10),
+                            has,
+                            has,
                             has ? strtoll(PQgetvalue(runs, i, 14), NULL, 10) : 0,
-                            strcmp(PQgetvalue(runs, i, 8), "running") != 0, 0, NULL};
+                            strcmp(PQgetvalue(runs, i, 8), "running") != 0,
+                            0,
+                            NULL};
     }
     int64_t lo;
     cmp_members_pick(m, n, &lo);
@@ -198,13 +211,12 @@ static void load_runs(PGresult *runs, PGresult *exits, grp_findings *v)
     v->runs = json_array();
     for (int i = 0; i < PQntuples(runs) && i < GROUP_MAX_RUNS; i++) {
         const char *key = PQgetvalue(runs, i, 0);
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:s, s:s, s:o}", "run_id",
-                              PQgetvalue(runs, i, 1), "job_id", PQgetvalue(runs, i, 2), "step_id",
-                              PQgetvalue(runs, i, 3), "user", PQgetvalue(runs, i, 4), "nodes", PQgetvalue(runs, i, 5),
-                              "command", PQgetvalue(runs, i, 6), "status", PQgetvalue(runs, i, 8), "start_step",
-                              (json_int_t)strtoll(PQgetvalue(runs, i, 9), NULL, 10), "ranks",
-                              atoi(PQgetvalue(runs, i, 7)), "mode", PQgetvalue(runs, i, 10), "created_at",
-                              PQgetvalue(runs, i, 11), "ended_at", str_or_null(runs, i, 12));
+        json_t *o = json_pack(
+            "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:s, s:s, s:o}", "run_id", PQgetvalue(runs, i, 1), "job_id",
+            PQgetvalue(runs, i, 2), "step_id", PQgetvalue(runs, i, 3), "user", PQgetvalue(runs, i, 4), "nodes",
+            PQgetvalue(runs, i, 5), "command", PQgetvalue(runs, i, 6), "status", PQgetvalue(runs, i, 8), "start_step",
+            (json_int_t)strtoll(PQgetvalue(runs, i, 9), NULL, 10), "ranks", atoi(PQgetvalue(runs, i, 7)), "mode",
+            PQgetvalue(runs, i, 10), "created_at", PQgetvalue(runs, i, 11), "ended_at", str_or_null(runs, i, 12));
         json_t *code = json_null(), *failed = json_array();
         int ended = 0;
         for (int k = 0; k < PQntuples(exits); k++) {
@@ -234,16 +246,16 @@ static json_t *load_mdiff(PGresult *runs, PGresult *man)
     int n = PQntuples(runs) < GROUP_MAX_RUNS ? PQntuples(runs) : GROUP_MAX_RUNS;
     md_run rs[GROUP_MAX_RUNS];
     for (int i = 0; i < n; i++) {
-        rs[i] = (md_run){PQgetvalue(runs, i, 1), PQgetvalue(runs, i, 2), PQgetvalue(runs, i, 3),
-                         PQgetvalue(runs, i, 4), PQgetvalue(runs, i, 5), PQgetvalue(runs, i, 6),
-                         atol(PQgetvalue(runs, i, 7)), json_array()};
+        rs[i] = (md_run){
+            PQgetvalue(runs, i, 1), PQgetvalue(runs, i, 2), PQgetvalue(runs, i, 3),       PQgetvalue(runs, i, 4),
+            PQgetvalue(runs, i, 5), PQgetvalue(runs, i, 6), atol(PQgetvalue(runs, i, 7)), json_array()};
         for (int k = 0; k < PQntuples(man); k++) {
             if (strcmp(PQgetvalue(man, k, 0), PQgetvalue(runs, i, 0)))
                 continue;
             json_t *doc = json_loads(PQgetvalue(man, k, 2), 0, NULL);
             if (doc)
-                json_array_append_new(rs[i].manifests, json_pack("{s:i, s:o}", "rank", atoi(PQgetvalue(man, k, 1)),
-                                                                 "manifest", doc));
+                json_array_append_new(rs[i].manifests,
+                                      json_pack("{s:i, s:o}", "rank", atoi(PQgetvalue(man, k, 1)), "manifest", doc));
         }
     }
     json_t *d = md_diff(rs, n);
@@ -454,11 +466,11 @@ int findings_load(const char *group, grp_findings *v, char *err, size_t cap)
     for (int i = 0; i < v->ndivs; i++) {
         divergence *d = &v->divs[i];
         read_divergence(divs, i, runs, d);
-        json_t *o = json_pack("{s:I, s:i, s:s, s:i, s:I, s:s, s:s?, s:O, s:s, s:s, s:f}", "step", (json_int_t)d->step,
-                              "rank", d->rank, "name", d->name, "occurrence", d->occurrence, "seq", (json_int_t)d->seq,
-                              "kind", d->kind, "odd_run_id", d->odd_run_id, "runs", d->runs, "committed_at",
-                              PQgetvalue(divs, i, 8), "detected_at", PQgetvalue(divs, i, 9), "detection_ms",
-                              atof(PQgetvalue(divs, i, 10)));
+        json_t *o =
+            json_pack("{s:I, s:i, s:s, s:i, s:I, s:s, s:s?, s:O, s:s, s:s, s:f}", "step", (json_int_t)d->step, "rank",
+                      d->rank, "name", d->name, "occurrence", d->occurrence, "seq", (json_int_t)d->seq, "kind", d->kind,
+                      "odd_run_id", d->odd_run_id, "runs", d->runs, "committed_at", PQgetvalue(divs, i, 8),
+                      "detected_at", PQgetvalue(divs, i, 9), "detection_ms", atof(PQgetvalue(divs, i, 10)));
         if (!d->odd_run_id)
             json_object_set_new(o, "odd_run_id", json_null());
         if (d->logical) /* runs of different rank counts: their logical tensors parted */

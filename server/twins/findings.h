@@ -1,4 +1,5 @@
-/* findings.h - what lockstepd finds of a twin group: its status, and for a diverged group the cause, origin ranks and call site of its first divergence, with the manifest diff that may explain it.
+/* findings.h - what lockstepd finds of a twin group: its status, and for a diverged group the cause, origin ranks and
+ * call site of its first divergence, with the manifest diff that may explain it.
  *
  * One function for every reader: the twin API (and through it the CLI and the dashboard), the group's
  * alert and the suspects rules all call findings_load, so they cannot tell different stories. The rules
@@ -16,32 +17,33 @@
 #include "server/rules/status.h"
 
 typedef struct grp_findings {
-    const char *status;    /* twin_status: pending, diverged, incomplete, match */
+    const char *status; /* twin_status: pending, diverged, incomplete, match */
     char status_why[512];
-    json_t *runs;          /* [{"run_id", "job_id", "step_id", "user", "nodes", "command", "status", "start_step",
-                              "ranks", "mode", "created_at", "ended_at", "attested_user", "exit_code",
-                              "failed_ranks", "ended_ranks", "compared", "left_out", "outcome"}] in run order; exit_code: the first failing rank's, 0 when every
-                              ended rank exited 0, null while none ended; outcome: server/rules/outcome.h */
-    json_t *per_rank;      /* every rank's first divergence, by step and rank: {"step", "rank", "name",
-                              "occurrence", "seq", "kind", "odd_run_id", "runs", "committed_at", "detected_at",
-                              "detection_ms", "site"}; kind "restore" for a restore difference (a resumed run's
-                              state block, server/twins/restore.c), "logical": true and rank -1 for a logical
-                              tensor of runs of different rank counts (server/twins/logical.c) */
-    json_t *first;         /* the group's first divergence (the per_rank entry that stands for it) with "cause",
-                              "cause_detail", "origin_ranks", "site", "suggest_ignore", "thin_evidence",
-                              "configuration"; JSON null when nothing diverged */
-    divergence *divs;      /* per_rank's divergences, typed, in its order */
+    json_t *runs;     /* [{"run_id", "job_id", "step_id", "user", "nodes", "command", "status", "start_step",
+                         "ranks", "mode", "created_at", "ended_at", "attested_user", "exit_code",
+                         "failed_ranks", "ended_ranks", "compared", "left_out", "outcome"}] in run order; exit_code: the
+                         first failing rank's, 0 when every     ended rank exited 0, null while none ended; outcome:
+                         server/rules/outcome.h */
+    json_t *per_rank; /* every rank's first divergence, by step and rank: {"step", "rank", "name",
+                         "occurrence", "seq", "kind", "odd_run_id", "runs", "committed_at", "detected_at",
+                         "detection_ms", "site"}; kind "restore" for a restore difference (a resumed run's
+                         state block, server/twins/restore.c), "logical": true and rank -1 for a logical
+                         tensor of runs of different rank counts (server/twins/logical.c) */
+    json_t *first;    /* the group's first divergence (the per_rank entry that stands for it) with "cause",
+                         "cause_detail", "origin_ranks", "site", "suggest_ignore", "thin_evidence",
+                         "configuration"; JSON null when nothing diverged */
+    divergence *divs; /* per_rank's divergences, typed, in its order */
     int ndivs;
     const divergence *first_div; /* the one that stands for the group (first is its JSON), NULL when none */
-    json_t *mdiff;         /* common/json/mdiff.h's diff of the group's runs */
-    cause_kind cause;      /* CAUSE_NONE when nothing diverged */
+    json_t *mdiff;               /* common/json/mdiff.h's diff of the group's runs */
+    cause_kind cause;            /* CAUSE_NONE when nothing diverged */
     int origin[CAUSE_MAX_ORIGIN], norigin;
-    int first_rank;        /* the rank standing for the group, -1 when none */
-    int first_missing;     /* its first divergence is a record some run lacks */
-    int nranks;            /* ranks the runs recorded */
-    long runs_total;       /* runs the group has (runs lists the first GROUP_MAX_RUNS) */
-    int left_out;          /* runs the comparison leaves out (server/rules/members.h; each run's "left_out") */
-    char suggest[300];     /* every-rank: the ignore pattern for the first divergence's call site, else "" */
+    int first_rank;    /* the rank standing for the group, -1 when none */
+    int first_missing; /* its first divergence is a record some run lacks */
+    int nranks;        /* ranks the runs recorded */
+    long runs_total;   /* runs the group has (runs lists the first GROUP_MAX_RUNS) */
+    int left_out;      /* runs the comparison leaves out (server/rules/members.h; each run's "left_out") */
+    char suggest[300]; /* every-rank: the ignore pattern for the first divergence's call site, else "" */
     char cause_why[768];
 } grp_findings;
 

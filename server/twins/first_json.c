@@ -12,9 +12,8 @@ void first_json_judge(json_t *o, const cause_result *cv, json_t *configuration)
     json_object_set_new(o, "cause_detail", json_string(cv->why));
     json_object_set_new(o, "origin_ranks", origin);
     json_object_set_new(o, "thin_evidence", json_boolean(cv->thin));
-    json_object_set_new(o, "configuration", cv->kind == CAUSE_CONFIGURATION && configuration
-                                                ? json_incref(configuration)
-                                                : json_null());
+    json_object_set_new(o, "configuration",
+                        cv->kind == CAUSE_CONFIGURATION && configuration ? json_incref(configuration) : json_null());
 }
 
 json_t *first_json_site(const rec_site *st)

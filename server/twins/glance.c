@@ -1,4 +1,5 @@
-/* glance.c - each run's outcome in its twin group, from its place at the group's earliest divergence (server/twins/glance.h). */
+/* glance.c - each run's outcome in its twin group, from its place at the group's earliest divergence
+ * (server/twins/glance.h). */
 #include "server/twins/glance.h"
 
 #include <stdlib.h>
@@ -19,10 +20,11 @@ void glance_register(void)
                 "(SELECT jsonb_array_elements_text($1::jsonb)) ORDER BY d.twin_group, d.step, d.seq, d.rank");
     /* Which of the runs $1 (a JSON array of run ids) failed: its status, or a rank's non-zero exit (as findings_load
      * counts a failed run). */
-    db_register("glance_failed",
-                "SELECT r.run_id::text FROM runs r WHERE r.run_id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid) "
-                "AND (r.status = 'failed' OR EXISTS (SELECT 1 FROM rank_ends e WHERE e.run_key = r.run_key AND "
-                "e.exit_code <> 0))");
+    db_register(
+        "glance_failed",
+        "SELECT r.run_id::text FROM runs r WHERE r.run_id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid) "
+        "AND (r.status = 'failed' OR EXISTS (SELECT 1 FROM rank_ends e WHERE e.run_key = r.run_key AND "
+        "e.exit_code <> 0))");
 }
 
 /* entry_of - the entry of run `id` among a divergence's run entries, or NULL. */
@@ -99,7 +101,8 @@ int glance_run_outcomes(const char *const *run_ids, const char *const *groups, c
     char *dj = json_dumps(div, JSON_COMPACT), *ij = json_dumps(inc, JSON_COMPACT);
     const char *pd[] = {dj}, *pi[] = {ij};
     PGresult *e = json_array_size(div) ? db_exec("glance_earliest", 1, pd, err, cap) : NULL;
-    PGresult *f = (e || !json_array_size(div)) && json_array_size(inc) ? db_exec("glance_failed", 1, pi, err, cap) : NULL;
+    PGresult *f =
+        (e || !json_array_size(div)) && json_array_size(inc) ? db_exec("glance_failed", 1, pi, err, cap) : NULL;
     int rc = (json_array_size(div) && !e) || (json_array_size(inc) && !f) ? -1 : 0;
     int ne = e ? PQntuples(e) : 0;
     json_t **entries = xcalloc((size_t)ne + 1, sizeof(json_t *)); /* each group's, parsed once */

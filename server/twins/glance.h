@@ -1,4 +1,5 @@
-/* glance.h - what each run of a twin group did, beside the group's status: its outcome (the pure rule: server/rules/outcome.h), from the run's place at the group's earliest divergence.
+/* glance.h - what each run of a twin group did, beside the group's status: its outcome (the pure rule:
+ * server/rules/outcome.h), from the run's place at the group's earliest divergence.
  *
  * The earliest divergence is the cause rule's earliest point (common/cause.h): the first diverging step, its
  * smallest seq, its lowest rank. A run's place there (in the majority or not, the run named odd) and whether it

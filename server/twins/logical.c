@@ -36,8 +36,9 @@ void cmp_register_logical(void)
                 "GROUP BY r.run_key ORDER BY r.run_key");
     /* only records with extension fields can be shards: their own segments (kind 3, and series points, kind 1,
      * that carry some); the rank-local rest is never read */
-    db_register("cmp_lg_recs", "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
-                               "AND kind IN (1, 3) AND step BETWEEN $2 AND $3 ORDER BY step, run_key, rank, seq_lo");
+    db_register("cmp_lg_recs",
+                "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
+                "AND kind IN (1, 3) AND step BETWEEN $2 AND $3 ORDER BY step, run_key, rank, seq_lo");
     /* runs of the group that recorded no record with extension fields (no shard can be among their records: the
      * partial index record_frames_ext) */
     db_register("cmp_lg_noshard", "SELECT count(*) FROM unnest($1::bigint[]) AS k WHERE NOT EXISTS (SELECT 1 FROM "

@@ -1,4 +1,5 @@
-/* step.c - one step of one rank compared record by record: its frames and digest counts read, records agents held back asked for, the first-divergence rule applied and the divergence stored (alone, or many found at once together). */
+/* step.c - one step of one rank compared record by record: its frames and digest counts read, records agents held back
+ * asked for, the first-divergence rule applied and the divergence stored (alone, or many found at once together). */
 #include "server/twins/cmp_int.h"
 
 #include <inttypes.h>
@@ -87,16 +88,17 @@ void cmp_step_register(void)
      * stored one; with $11 (the step comparison, which knows the stored divergence under the rank's lock and
      * compared from where it stands) any other than a restore difference is replaced too, so that late records
      * move it. Restore differences (restore.c) and logical ones (logical.c) keep the earliest. */
-    db_register("cmp_store",
-                "INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, runs, "
-                "committed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10)) "
-                "ON CONFLICT (twin_group, rank) DO UPDATE SET step = excluded.step, seq = excluded.seq, "
-                "name = excluded.name, occ = excluded.occ, kind = excluded.kind, odd_run_key = excluded.odd_run_key, "
-                "runs = excluded.runs, committed_at = excluded.committed_at, detected_at = clock_timestamp() "
-                "WHERE (excluded.step, excluded.seq, excluded.name, excluded.occ, excluded.kind, excluded.runs) IS DISTINCT "
-                "FROM (d.step, d.seq, d.name, d.occ, d.kind, d.runs) AND ((excluded.step, excluded.seq) < (d.step, d.seq) "
-                "OR ((excluded.step, excluded.seq) = (d.step, d.seq) AND excluded.runs IS DISTINCT FROM d.runs) "
-                "OR ($11::boolean AND d.kind <> 'restore')) RETURNING 1");
+    db_register(
+        "cmp_store",
+        "INSERT INTO divergences AS d (twin_group, rank, step, seq, name, occ, kind, odd_run_key, runs, "
+        "committed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10)) "
+        "ON CONFLICT (twin_group, rank) DO UPDATE SET step = excluded.step, seq = excluded.seq, "
+        "name = excluded.name, occ = excluded.occ, kind = excluded.kind, odd_run_key = excluded.odd_run_key, "
+        "runs = excluded.runs, committed_at = excluded.committed_at, detected_at = clock_timestamp() "
+        "WHERE (excluded.step, excluded.seq, excluded.name, excluded.occ, excluded.kind, excluded.runs) IS DISTINCT "
+        "FROM (d.step, d.seq, d.name, d.occ, d.kind, d.runs) AND ((excluded.step, excluded.seq) < (d.step, d.seq) "
+        "OR ((excluded.step, excluded.seq) = (d.step, d.seq) AND excluded.runs IS DISTINCT FROM d.runs) "
+        "OR ($11::boolean AND d.kind <> 'restore')) RETURNING 1");
 }
 
 /* site_json - a record's call site as stored with a divergence (null: none). */
@@ -300,8 +302,8 @@ static size_t load_step(const frame_set *set, int nruns, const int64_t *keys, fi
 typedef struct step_digest_info {
     int64_t n[GROUP_MAX_RUNS]; /* -1: no digest */
     uint64_t digest[GROUP_MAX_RUNS];
-    double shown;              /* when the step became comparable; 0 unknown */
-    int asked;                 /* lockstepd asked agents for the step's records */
+    double shown; /* when the step became comparable; 0 unknown */
+    int asked;    /* lockstepd asked agents for the step's records */
 } step_digest_info;
 
 /* short_of - 1 when run `k`'s stored records of the step are not yet (or cannot be) what its step digest stands
@@ -343,8 +345,8 @@ static int held_back(int rank, int64_t step, int nruns, const int64_t *keys, con
         if (di->n[k] < 0)
             continue;
         if (short_of(k, counts, terms, di, rank, step, keys))
-            len += (size_t)snprintf(shortarr + len, sizeof(shortarr) - len, "%s%" PRId64, n_short++ ? "," : "",
-                                    keys[k]);
+            len +=
+                (size_t)snprintf(shortarr + len, sizeof(shortarr) - len, "%s%" PRId64, n_short++ ? "," : "", keys[k]);
         else
             wlen += (size_t)snprintf(whole + wlen, sizeof(whole) - wlen, "%s%" PRId64, n_whole++ ? "," : "", keys[k]);
     }
@@ -376,8 +378,8 @@ static int held_back(int rank, int64_t step, int nruns, const int64_t *keys, con
  * diverge (stored, or the same one kept), 0 when the records match, 2 when some run's agent holds the step's
  * records back (asked for; the step is compared again when they come), -1 on a database error. What was written
  * goes to `out`. */
-static int find_divergence(const char *group, int rank, int64_t step, int nruns, const int64_t *keys,
-                           char ids[][40], const char *keyarr, double commit_s, cmp_found *out)
+static int find_divergence(const char *group, int rank, int64_t step, int nruns, const int64_t *keys, char ids[][40],
+                           const char *keyarr, double commit_s, cmp_found *out)
 {
     char rk[16], st[32], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
@@ -498,8 +500,8 @@ static int rank_locked(const found_item *it, cmp_found *out, int *again)
             step = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
             PQclear(r);
         }
-        rc = find_divergence(it->group, it->rank, step, it->nruns, it->keys, (char(*)[40])it->ids, keyarr,
-                             it->commit_s, out);
+        rc = find_divergence(it->group, it->rank, step, it->nruns, it->keys, (char(*)[40])it->ids, keyarr, it->commit_s,
+                             out);
         if (rc == 2) { /* records held back by an agent: compared from this step once they come */
             mark = step - 1;
             held = 1;

@@ -1,4 +1,5 @@
-/* step_read.h - what the per-step view of a twin group reads: how far each run got on each rank, and its step digests. */
+/* step_read.h - what the per-step view of a twin group reads: how far each run got on each rank, and its step digests.
+ */
 #ifndef SERVER_TWINS_STEP_READ_H
 #define SERVER_TWINS_STEP_READ_H
 

@@ -25,13 +25,13 @@ static void register_list(void)
                               "AND ($2 = '' OR bool_or(lockstep_run_on_node(run_key, nodes, $2))) "
                               "AND max(created_at) >= coalesce(nullif($3, '')::timestamptz, '-infinity') "
                               "ORDER BY max(run_key) DESC, twin_group LIMIT $4 OFFSET $5");
-    db_register("twins_runs", "SELECT twin_group, run_id, job_id, step_id, user_name, nodes, status, "
-                              DB_TS("created_at") ", " DB_TS("ended_at") " FROM runs WHERE twin_group "
-                              IN_NAMES " ORDER BY twin_group, run_key");
-    db_register("twins_owners", "SELECT twin_group, name, owner, owner_attested FROM twin_groups WHERE twin_group "
-                                IN_NAMES);
-    db_register("twins_classes", "SELECT " TWIN_CLASS_COLS ", twin_group FROM group_evidence WHERE twin_group "
-                                 IN_NAMES);
+    db_register("twins_runs",
+                "SELECT twin_group, run_id, job_id, step_id, user_name, nodes, status, " DB_TS("created_at") ", " DB_TS(
+                    "ended_at") " FROM runs WHERE twin_group " IN_NAMES " ORDER BY twin_group, run_key");
+    db_register("twins_owners",
+                "SELECT twin_group, name, owner, owner_attested FROM twin_groups WHERE twin_group " IN_NAMES);
+    db_register("twins_classes",
+                "SELECT " TWIN_CLASS_COLS ", twin_group FROM group_evidence WHERE twin_group " IN_NAMES);
     db_register("twins_replays", "SELECT DISTINCT ON (twin_group) twin_group, id, state, verdict, node FROM narrows "
                                  "WHERE twin_group " IN_NAMES " ORDER BY twin_group, id DESC");
 }
@@ -39,12 +39,13 @@ static void register_list(void)
 void twin_read_register(void)
 {
     register_list();
-    db_register("grp_classification", "SELECT " TWIN_CLASS_COLS ", coalesce(evidence_narrow::text, ''), evidence_reason "
-                                      "FROM group_evidence WHERE twin_group = $1");
+    db_register("grp_classification",
+                "SELECT " TWIN_CLASS_COLS ", coalesce(evidence_narrow::text, ''), evidence_reason "
+                "FROM group_evidence WHERE twin_group = $1");
     /* The runs set aside from a group when its owner claimed it, and the other groups of its name. */
-    db_register("grp_set_aside_runs", "SELECT run_id, job_id, user_name, attested_user, set_aside_reason, "
-                                      DB_TS("set_aside_at") " FROM runs WHERE set_aside_from = $1 ORDER BY run_key "
-                                      "LIMIT " GROUP_MAX_RUNS_TEXT);
+    db_register("grp_set_aside_runs", "SELECT run_id, job_id, user_name, attested_user, set_aside_reason, " DB_TS(
+                                          "set_aside_at") " FROM runs WHERE set_aside_from = $1 ORDER BY run_key "
+                                                          "LIMIT " GROUP_MAX_RUNS_TEXT);
     db_register("grp_namesakes", "SELECT o.twin_group FROM twin_groups o JOIN twin_groups g ON g.twin_group = $1 "
                                  "AND o.name = g.name AND o.twin_group <> g.twin_group ORDER BY o.twin_group LIMIT 16");
     db_register("grp_restores",
@@ -52,9 +53,11 @@ void twin_read_register(void)
                 "c.unverified, c.detail::text FROM restore_checks c JOIN runs r ON r.run_key = c.run_key "
                 "JOIN runs t ON t.run_key = c.ref_run_key WHERE c.twin_group = $1 ORDER BY c.step, c.rank, r.run_key, "
                 "t.run_key");
-    db_register("grp_awaiting", "SELECT r.run_id, q.rank, q.step, " DB_TS("q.requested_at") " FROM record_requests q "
-                                "JOIN runs r USING (run_key) WHERE r.twin_group = $1 AND NOT q.answered "
-                                "ORDER BY q.step, q.rank, q.run_key LIMIT 100");
+    db_register("grp_awaiting",
+                "SELECT r.run_id, q.rank, q.step, " DB_TS(
+                    "q.requested_at") " FROM record_requests q "
+                                      "JOIN runs r USING (run_key) WHERE r.twin_group = $1 AND NOT q.answered "
+                                      "ORDER BY q.step, q.rank, q.run_key LIMIT 100");
     db_register("grp_removed", "SELECT r.run_id, q.rank, q.step FROM record_requests q JOIN runs r USING (run_key) "
                                "WHERE r.twin_group = $1 AND q.removed ORDER BY q.step, q.rank, q.run_key LIMIT 100");
 }

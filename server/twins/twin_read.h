@@ -1,4 +1,5 @@
-/* twin_read.h - what the twin API reads of twin groups beside their findings: the list, the classification, restores, missing records, runs set aside, namesakes, owners and newest replays. */
+/* twin_read.h - what the twin API reads of twin groups beside their findings: the list, the classification, restores,
+ * missing records, runs set aside, namesakes, owners and newest replays. */
 #ifndef SERVER_TWINS_TWIN_READ_H
 #define SERVER_TWINS_TWIN_READ_H
 

@@ -9,12 +9,12 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#define CHECK(x)                                                                                                   \
-    do {                                                                                                           \
-        if ((x) != 0) {                                                                                            \
-            fprintf(stderr, "nccl_allreduce: %s failed\n", #x);                                                   \
-            return 1;                                                                                              \
-        }                                                                                                          \
+#define CHECK(x)                                                                                                       \
+    do {                                                                                                               \
+        if ((x) != 0) {                                                                                                \
+            fprintf(stderr, "nccl_allreduce: %s failed\n", #x);                                                        \
+            return 1;                                                                                                  \
+        }                                                                                                              \
     } while (0)
 
 int main(int argc, char **argv)

@@ -1,4 +1,5 @@
-/* heat.c - an unmodified MPI program (no Lockstep calls): 2D heat diffusion on a process grid that ends, as real codes do, by reducing its timings.
+/* heat.c - an unmodified MPI program (no Lockstep calls): 2D heat diffusion on a process grid that ends, as real codes
+ * do, by reducing its timings.
  *
  * usage: [HEAT_PERTURB=RANK:K] heat [--grid PxQ] [--n N] [--steps S] [--input FILE] [--no-timings]
  *
@@ -7,8 +8,9 @@
  * MPI_Allreduce). At the end it reduces its timings (MPI_Wtime spans, run-specific by nature) to rank 0
  * (report_timings: MPI_Reduce and MPI_Allreduce). HEAT_PERTURB=R:K makes rank R change its share of the
  * residual (by a part in 10^9) just before the K-th residual allreduce (K counted from 0): a fault injected
- * from the environment, which leaves the twins' command lines and recorded settings equal, as a real one would. --input FILE reads a scale factor from FILE
- * after broadcasting the parameters, and aborts the job (MPI_Abort) when FILE cannot be read.
+ * from the environment, which leaves the twins' command lines and recorded settings equal, as a real one would. --input
+ * FILE reads a scale factor from FILE after broadcasting the parameters, and aborts the job (MPI_Abort) when FILE
+ * cannot be read.
  */
 #include <math.h>
 #include <mpi.h>
@@ -35,8 +37,8 @@ static void exchange(grid *g)
     /* rows: contiguous */
     MPI_Sendrecv(&AT(g, g->u, 1, 1), g->ny, MPI_DOUBLE, g->up, 1, &AT(g, g->u, g->nx + 1, 1), g->ny, MPI_DOUBLE,
                  g->down, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    MPI_Sendrecv(&AT(g, g->u, g->nx, 1), g->ny, MPI_DOUBLE, g->down, 2, &AT(g, g->u, 0, 1), g->ny, MPI_DOUBLE, g->up,
-                 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(&AT(g, g->u, g->nx, 1), g->ny, MPI_DOUBLE, g->down, 2, &AT(g, g->u, 0, 1), g->ny, MPI_DOUBLE, g->up, 2,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     /* columns: packed by hand */
     for (int i = 0; i < g->nx; i++)
         sbuf[i] = AT(g, g->u, i + 1, 1);
@@ -64,8 +66,8 @@ NOINLINE static double relax_step(grid *g, int perturb)
     exchange(g);
     for (int i = 1; i <= g->nx; i++)
         for (int j = 1; j <= g->ny; j++) {
-            double nv = 0.25 * (AT(g, g->u, i - 1, j) + AT(g, g->u, i + 1, j) + AT(g, g->u, i, j - 1) +
-                                AT(g, g->u, i, j + 1));
+            double nv =
+                0.25 * (AT(g, g->u, i - 1, j) + AT(g, g->u, i + 1, j) + AT(g, g->u, i, j - 1) + AT(g, g->u, i, j + 1));
             double d = nv - AT(g, g->u, i, j);
             local += d * d;
             AT(g, g->v, i, j) = nv;

@@ -6,14 +6,18 @@
 
 #include <vector>
 
-class Solver {
+class Solver
+{
   public:
     Solver(MPI_Comm comm, int n);
     // iterate - `steps` conjugate-gradient-like sweeps, each ending in an MPI_Allreduce of the dot product.
     void iterate(int steps);
     // finish - reduce the run's timings to rank 0 and print them (through a static helper of the library).
     void finish();
-    double residual() const { return residual_; }
+    double residual() const
+    {
+        return residual_;
+    }
 
   private:
     MPI_Comm comm_;

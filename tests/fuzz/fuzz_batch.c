@@ -49,8 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     srv_batch b;
     srv_error e;
-    int rc = (data[0] & 1) ? batch_decode_json(&b, data + 1, size - 1, &e)
-                           : batch_decode_binary(&b, data + 1, size - 1, &e);
+    int rc =
+        (data[0] & 1) ? batch_decode_json(&b, data + 1, size - 1, &e) : batch_decode_binary(&b, data + 1, size - 1, &e);
     if (rc == 0) {
         /* a decoded batch is whole: every record passes the framing's own checks */
         for (size_t i = 0; i < b.n; i++) {

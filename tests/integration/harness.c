@@ -1,4 +1,5 @@
-/* harness.c - what lockstepd's integration tests and bench/ingest share: a private PostgreSQL, lockstepd processes, HTTP calls, batches. */
+/* harness.c - what lockstepd's integration tests and bench/ingest share: a private PostgreSQL, lockstepd processes,
+ * HTTP calls, batches. */
 #include "tests/integration/harness.h"
 
 #include <arpa/inet.h>
@@ -126,8 +127,8 @@ int h_pg_start(h_pg *pg)
     char data[300], initlog[300];
     snprintf(data, sizeof(data), "--pgdata=%s/data", pg->dir);
     snprintf(initlog, sizeof(initlog), "%s/initdb.log", pg->dir);
-    char *argv[] = {PG_BIN "/initdb", data, "--username=lockstep", "--auth=trust", "--encoding=UTF8", "--locale=C",
-                    "--no-sync", NULL};
+    char *argv[] = {PG_BIN "/initdb",  data,         "--username=lockstep", "--auth=trust",
+                    "--encoding=UTF8", "--locale=C", "--no-sync",           NULL};
     if (run_as_pg(argv, initlog) != 0) {
         fprintf(stderr, "harness: initdb failed, see %s\n", initlog);
         return -1;
@@ -137,16 +138,16 @@ int h_pg_start(h_pg *pg)
     FILE *f = fopen(conf, "a");
     if (!f)
         return -1;
-    fprintf(f, "listen_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\nfsync = off\n"
-               "max_connections = 200\nshared_buffers = 128MB\n",
+    fprintf(f,
+            "listen_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\nfsync = off\n"
+            "max_connections = 200\nshared_buffers = 128MB\n",
             pg->dir);
     fclose(f);
     if (h_pg_ctl(pg, "start") != 0) {
         fprintf(stderr, "harness: pg_ctl start failed, see %s/server.log\n", pg->dir);
         return -1;
     }
-    snprintf(pg->conninfo, sizeof(pg->conninfo), "host=127.0.0.1 port=%d dbname=postgres user=lockstep",
-             pg->port);
+    snprintf(pg->conninfo, sizeof(pg->conninfo), "host=127.0.0.1 port=%d dbname=postgres user=lockstep", pg->port);
     return 0;
 }
 
@@ -387,8 +388,8 @@ static void curl_setup(void)
     pthread_key_create(&curl_key, curl_free_handle);
 }
 
-long h_http(const char *method, const char *url, const char *ctype, const void *body, size_t len,
-            const char *token, char **resp)
+long h_http(const char *method, const char *url, const char *ctype, const void *body, size_t len, const char *token,
+            char **resp)
 {
     pthread_once(&curl_once, curl_setup);
     CURL *curl = pthread_getspecific(curl_key); /* one keep-alive handle per thread, freed at its exit */

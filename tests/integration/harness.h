@@ -1,4 +1,5 @@
-/* harness.h - what lockstepd's integration tests and bench/ingest share: a private PostgreSQL, lockstepd processes, HTTP calls, batches. */
+/* harness.h - what lockstepd's integration tests and bench/ingest share: a private PostgreSQL, lockstepd processes,
+ * HTTP calls, batches. */
 #ifndef TESTS_INTEGRATION_HARNESS_H
 #define TESTS_INTEGRATION_HARNESS_H
 
@@ -59,8 +60,8 @@ void h_srv_cleanup(h_srv *s);
  * may be NULL; `ctype` NULL means application/json; `token` adds a Bearer
  * header. Returns the status (0 when no response), the body in `*resp`
  * (malloc'd, NUL-terminated; pass NULL to drop it). */
-long h_http(const char *method, const char *url, const char *ctype, const void *body, size_t len,
-            const char *token, char **resp);
+long h_http(const char *method, const char *url, const char *ctype, const void *body, size_t len, const char *token,
+            char **resp);
 
 /* h_http_cainfo - verify HTTPS servers against the CA file `path` (NULL:
  * the system's). */

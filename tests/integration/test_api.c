@@ -430,8 +430,9 @@ static void test_bad_inputs(void **state)
 /* sql_text - whether an answer quotes what PostgreSQL or libpq said (SQL, its error markers, the socket). */
 static int sql_text(const char *s)
 {
-    static const char *const marks[] = {"ERROR:", "CONTEXT:", "SQL statement", "PL/pgSQL", "UPDATE ", "SELECT ",
-                                        "INSERT ", "connection to server", "Connection refused", ".s.PGSQL", NULL};
+    static const char *const marks[] = {"ERROR:",  "CONTEXT:", "SQL statement",        "PL/pgSQL",           "UPDATE ",
+                                        "SELECT ", "INSERT ",  "connection to server", "Connection refused", ".s.PGSQL",
+                                        NULL};
     for (int i = 0; s && marks[i]; i++)
         if (strstr(s, marks[i]))
             return 1;
@@ -461,8 +462,8 @@ static void test_out_of_range_step(void **state)
             break;
         usleep(50000);
     }
-    const char *steps[] = {"-9223372036854775808", "-9223372036854775807", "9223372036854775807",
-                           "4611686018427387905", "-4611686018427387905"};
+    const char *steps[] = {"-9223372036854775808", "-9223372036854775807", "9223372036854775807", "4611686018427387905",
+                           "-4611686018427387905"};
     for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
         snprintf(path, sizeof(path), "/api/v1/runs/%s/records", a);
         snprintf(body, sizeof(body),
@@ -486,7 +487,7 @@ static void test_out_of_range_step(void **state)
     char run_path[200], rec_path[200];
     snprintf(run_path, sizeof(run_path), "/api/v1/runs/%s", b);
     snprintf(rec_path, sizeof(rec_path), "/api/v1/runs/%s/records?rank=0&step=1", b);
-    const char *gets[] = {"/api/v1/health", "/api/v1/runs", run_path, rec_path, "/api/v1/twins",
+    const char *gets[] = {"/api/v1/health",          "/api/v1/runs",   run_path,       rec_path, "/api/v1/twins",
                           "/api/v1/twins/far-steps", "/api/v1/alerts", "/api/v1/nodes"};
     for (size_t i = 0; i < sizeof(gets) / sizeof(gets[0]); i++) {
         json_t *o = NULL;

@@ -1,4 +1,5 @@
-/* test_frames.c - lockstepd integration: records stored as frames; a database of the row layout converted at start; pages across segments; damaged frames refused. */
+/* test_frames.c - lockstepd integration: records stored as frames; a database of the row layout converted at start;
+ * pages across segments; damaged frames refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,8 +59,8 @@ static char *scalar(PGconn *c, const char *sql, char *out, size_t cap)
     return out;
 }
 
-/* old_schema - a database as lockstepd left it before frames: migrations 001-009 of sql/migrations/ (call sites, extension
- * fields and the state index included), recorded as applied. */
+/* old_schema - a database as lockstepd left it before frames: migrations 001-009 of sql/migrations/ (call sites,
+ * extension fields and the state index included), recorded as applied. */
 static void old_schema(PGconn *c)
 {
     const char *src = getenv("LOCKSTEP_SRC");
@@ -157,9 +158,9 @@ static void test_convert_rows(void **state)
     json_decref(o2);
     /* the shard and the state entry went into their own segments (the logical comparison's and the restore
      * checks' indexes) */
-    assert_string_equal(scalar(c, "SELECT string_agg(kind::text, ',' ORDER BY kind) FROM record_frames WHERE rank = 2",
-                               v, sizeof(v)),
-                        "3,4");
+    assert_string_equal(
+        scalar(c, "SELECT string_agg(kind::text, ',' ORDER BY kind) FROM record_frames WHERE rank = 2", v, sizeof(v)),
+        "3,4");
     assert_string_equal(scalar(c, "SELECT sum(n) FROM record_frames WHERE rank = 1", v, sizeof(v)), "120000");
     assert_string_equal(scalar(c, "SELECT sum(n) FROM record_frames WHERE received_on = '2020-01-01'", v, sizeof(v)),
                         "3");
@@ -179,9 +180,11 @@ static void test_convert_rows(void **state)
         assert_string_equal(json_string_value(json_object_get(r, "level")), k ? "collective" : "metric");
         if (k == 0) {
             char bits[17];
-            snprintf(bits, sizeof(bits), "%016" PRIx64, (uint64_t)(step == 3 ? 0x7ff8000000000001ULL : 0x4000000000000000ULL + (uint64_t)step));
+            snprintf(bits, sizeof(bits), "%016" PRIx64,
+                     (uint64_t)(step == 3 ? 0x7ff8000000000001ULL : 0x4000000000000000ULL + (uint64_t)step));
             assert_string_equal(json_string_value(json_object_get(r, "value_bits")), bits);
-            assert_true(step == 3 ? json_is_null(json_object_get(r, "value")) : json_is_real(json_object_get(r, "value")));
+            assert_true(step == 3 ? json_is_null(json_object_get(r, "value"))
+                                  : json_is_real(json_object_get(r, "value")));
             assert_int_equal(json_array_size(json_object_get(r, "shape")), 0);
         } else {
             assert_null(json_object_get(r, "value_bits"));

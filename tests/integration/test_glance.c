@@ -1,4 +1,6 @@
-/* test_glance.c - lockstepd integration: what the twin API says at a glance: each group's kind and the ?kind= filter, each run's outcome in its group (GET /twins/G, the list, GET /runs), the per-step deltas of a bit flip, and the fleet timeline. */
+/* test_glance.c - lockstepd integration: what the twin API says at a glance: each group's kind and the ?kind= filter,
+ * each run's outcome in its group (GET /twins/G, the list, GET /runs), the per-step deltas of a bit flip, and the fleet
+ * timeline. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -106,7 +108,7 @@ static void test_kinds(void **state)
     reg_as("k-solo", "bob", id);
     static const struct {
         const char *group, *kind;
-    } want[] = {{"k-plain", "twins"},     {"k-exp", "twins"}, {"k-exp.change", "experiment"},
+    } want[] = {{"k-plain", "twins"},     {"k-exp", "twins"},  {"k-exp.change", "experiment"},
                 {"k-exp.noise", "noise"}, {"k-solo", "twins"}, {"k-solo.change", "experiment"}};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         char path[128];
@@ -238,7 +240,8 @@ static void test_deltas(void **state)
     assert_int_equal(json_array_size(steps), 12);
     assert_int_equal(json_array_size(runs), 3);
     for (size_t r = 0; r < 3; r++) {
-        json_t *ulp = json_object_get(json_array_get(runs, r), "ulp"), *rel = json_object_get(json_array_get(runs, r), "rel");
+        json_t *ulp = json_object_get(json_array_get(runs, r), "ulp"),
+               *rel = json_object_get(json_array_get(runs, r), "rel");
         for (size_t k = 0; k < 12; k++) {
             long long want = r == 2 && json_integer_value(json_array_get(steps, k)) == 5 ? 1 : 0;
             assert_int_equal(json_integer_value(json_array_get(ulp, k)), want);
@@ -252,8 +255,12 @@ static void test_deltas(void **state)
     size_t i;
     json_array_foreach(json_object_get(d, "series"), i, x) if (!strcmp(str(x, "name"), "loss")) loss = x;
     assert_non_null(loss); /* loss and grad_norm by default; only loss is recorded */
-    assert_int_equal(json_integer_value(json_array_get(json_object_get(json_array_get(json_object_get(loss, "runs"), 1), "ulp"), 4)), 1);
-    assert_int_equal(json_integer_value(json_array_get(json_object_get(json_array_get(json_object_get(loss, "runs"), 0), "ulp"), 4)), 0);
+    assert_int_equal(
+        json_integer_value(json_array_get(json_object_get(json_array_get(json_object_get(loss, "runs"), 1), "ulp"), 4)),
+        1);
+    assert_int_equal(
+        json_integer_value(json_array_get(json_object_get(json_array_get(json_object_get(loss, "runs"), 0), "ulp"), 4)),
+        0);
     json_decref(d);
     assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/o-trio/deltas?rank=-1", NULL, NULL, NULL), 400);
     assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/o-trio/deltas?name=a,,b", NULL, NULL, NULL), 400);
@@ -281,7 +288,8 @@ static void test_timeline(void **state)
     strftime(today, sizeof(today), "%Y-%m-%d", &tm);
     json_t *last = json_array_get(bk, 2);
     assert_string_equal(str(last, "day"), today);
-    long long n = json_integer_value(json_object_get(last, "hardware")) + json_integer_value(json_object_get(last, "software")) +
+    long long n = json_integer_value(json_object_get(last, "hardware")) +
+                  json_integer_value(json_object_get(last, "software")) +
                   json_integer_value(json_object_get(last, "unclassified"));
     assert_int_equal(n, 2); /* o-trio and o-pair */
     assert_int_equal(json_integer_value(json_object_get(o, "other_kinds")), 1);

@@ -534,14 +534,10 @@ static void test_reads_follow_owners(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_owner_refuses_others),
-        cmocka_unit_test(test_claim),
-        cmocka_unit_test(test_left_out_runs),
-        cmocka_unit_test(test_left_out_by_shared_start),
-        cmocka_unit_test(test_group_limit),
-        cmocka_unit_test(test_late_records),
-        cmocka_unit_test(test_group_name_with_slash),
-        cmocka_unit_test(test_concurrent_ends),
+        cmocka_unit_test(test_owner_refuses_others),  cmocka_unit_test(test_claim),
+        cmocka_unit_test(test_left_out_runs),         cmocka_unit_test(test_left_out_by_shared_start),
+        cmocka_unit_test(test_group_limit),           cmocka_unit_test(test_late_records),
+        cmocka_unit_test(test_group_name_with_slash), cmocka_unit_test(test_concurrent_ends),
         cmocka_unit_test(test_reads_follow_owners),
     };
     return cmocka_run_group_tests_name("lockstepd twin groups", tests, setup, teardown);

@@ -1,4 +1,5 @@
-/* test_held.c - lockstepd integration: digest streaming's held records must answer the step digests they stand for: records that do not are refused at ingest, counted, and never make a differing step agree. */
+/* test_held.c - lockstepd integration: digest streaming's held records must answer the step digests they stand for:
+ * records that do not are refused at ingest, counted, and never make a differing step agree. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,8 +19,8 @@
 #include "tests/integration/common.h"
 
 #define STEPS 6
-#define TENSORS 3          /* held back by the digest-streaming run; the loss goes in full */
-#define DIFF_STEP 3        /* where the digest-streaming run really differs: tensor 1's fingerprint */
+#define TENSORS 3              /* held back by the digest-streaming run; the loss goes in full */
+#define DIFF_STEP 3            /* where the digest-streaming run really differs: tensor 1's fingerprint */
 #define HELD_BASE (1ULL << 62) /* the agent's batch_seq of held blocks (agent/hold.h) */
 
 static h_pg pg;
@@ -133,8 +134,13 @@ static void post_digests(const char *run_id)
             rec_record r = record(step, i, step == DIFF_STEP && i == 1, name);
             x ^= rec_digest_term(&r);
         }
-        rec_record d = {.seq = (uint64_t)(step * 10 + TENSORS), .step = step, .nbytes = TENSORS, .fp = x,
-                        .flags = REC_STEP_DIGEST, .dtype = LS_BYTES, .name = REC_STEP_DIGEST_NAME,
+        rec_record d = {.seq = (uint64_t)(step * 10 + TENSORS),
+                        .step = step,
+                        .nbytes = TENSORS,
+                        .fp = x,
+                        .flags = REC_STEP_DIGEST,
+                        .dtype = LS_BYTES,
+                        .name = REC_STEP_DIGEST_NAME,
                         .name_len = sizeof(REC_STEP_DIGEST_NAME) - 1};
         stream_add(&s, &d);
     }

@@ -350,7 +350,11 @@ static void long_run(const char *job, int changed, char *run)
                 char name[32];
                 snprintf(name, sizeof(name), "metric%d", m);
                 double v = 10.0 / (double)(step + 1 + m) + (changed && step >= 1000 ? 1e-9 * (double)(step % 7) : 0);
-                rec_record r = {.seq = seq++, .step = step, .level = LS_LEVEL_METRIC, .dtype = LS_F64, .nbytes = 8,
+                rec_record r = {.seq = seq++,
+                                .step = step,
+                                .level = LS_LEVEL_METRIC,
+                                .dtype = LS_F64,
+                                .nbytes = 8,
                                 .flags = REC_HAS_VALUE};
                 memcpy(&r.value, &v, 8);
                 r.fp = fp_lsfp1(&v, 8);
@@ -465,7 +469,7 @@ static void test_compare_load(void **state)
 
 /* ---- a slow-loris from one address */
 
-#define LORIS 160           /* connections the slow-loris tries to hold, more than max_connections (96 here) */
+#define LORIS 160 /* connections the slow-loris tries to hold, more than max_connections (96 here) */
 #define LORIS_SECONDS 8.0
 #define LORIS_FROM "127.0.0.2" /* another loopback address: lockstepd sees another host than the probes' */
 

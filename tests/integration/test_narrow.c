@@ -135,8 +135,8 @@ static void assert_words(json_t *a, const char *want)
     size_t l = 0, i;
     json_t *w;
     assert_true(json_is_array(a));
-    json_array_foreach(a, i, w) l += (size_t)snprintf(got + l, sizeof(got) - l, "%s%s", i ? "|" : "",
-                                                       json_string_value(w));
+    json_array_foreach(a, i, w) l +=
+        (size_t)snprintf(got + l, sizeof(got) - l, "%s%s", i ? "|" : "", json_string_value(w));
     if (strcmp(got, want))
         fail_msg("words \"%s\", want \"%s\"", got, want);
 }
@@ -392,7 +392,8 @@ static void test_persistent(void **state)
             usleep(50000);
     }
     assert_true(alert);
-    /* an alert's lifecycle (server/alerts/alerts.h): the follow-up supersedes the group's divergence alert; it blames n3 (labels) */
+    /* an alert's lifecycle (server/alerts/alerts.h): the follow-up supersedes the group's divergence alert; it blames
+     * n3 (labels) */
     int superseded = 0;
     long long verdict_id = 0;
     for (int k = 0; k < 200 && !superseded; k++) {
@@ -425,7 +426,8 @@ static void test_persistent(void **state)
     assert_true(superseded);
     /* the replay group raised no divergence alert of its own (its verdict speaks); /metrics counts as the API */
     json_t *al = call("GET", "/api/v1/alerts?limit=1000", NULL, NULL, 200);
-    json_array_foreach(json_object_get(al, "items"), i, p) assert_string_not_equal(str(p, "group"), "np-persist.narrow-1");
+    json_array_foreach(json_object_get(al, "items"), i, p)
+        assert_string_not_equal(str(p, "group"), "np-persist.narrow-1");
     json_decref(al);
     assert_alert_metrics_match(1);
     assert_true(history_has("n3", "verdict", "persistent-hardware"));
@@ -723,7 +725,8 @@ static void test_template_words(void **state)
     json_decref(it_wait_group(&srv, "np-tpl", "diverged"));
     json_t *n = start("np-tpl", NODES4, "\"timeout_s\": 5");
     json_t *p0 = json_array_get(json_object_get(n, "placements"), 0);
-    assert_words(json_object_get(p0, "argv"), "train|--resume|/ck/my ckpt/it's;$(touch owned) #|--note|1 of 4|--tag=a b");
+    assert_words(json_object_get(p0, "argv"),
+                 "train|--resume|/ck/my ckpt/it's;$(touch owned) #|--note|1 of 4|--tag=a b");
     assert_string_equal(str(p0, "command"),
                         "train --resume '/ck/my ckpt/it'\\''s;$(touch owned) #' --note '1 of 4' '--tag=a b'");
     json_decref(wait_done(json_integer_value(json_object_get(n, "id"))));
@@ -778,8 +781,8 @@ static void test_attested(void **state)
     PGconn *db = PQconnectdb(pg.conninfo);
     assert_int_equal(PQstatus(db), CONNECTION_OK);
     const char *pv[] = {ids[2]};
-    PGresult *u = PQexecParams(db, "UPDATE runs SET attested_user = NULL WHERE run_id = $1::uuid", 1, NULL, pv, NULL,
-                               NULL, 0);
+    PGresult *u =
+        PQexecParams(db, "UPDATE runs SET attested_user = NULL WHERE run_id = $1::uuid", 1, NULL, pv, NULL, NULL, 0);
     assert_int_equal(PQresultStatus(u), PGRES_COMMAND_OK);
     PQclear(u);
     PQfinish(db);
@@ -855,12 +858,18 @@ static void test_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_persistent),           cmocka_unit_test(test_transient),
-        cmocka_unit_test(test_software_pair),        cmocka_unit_test(test_no_nodes),
-        cmocka_unit_test(test_not_run_and_deadline), cmocka_unit_test(test_resume),
-        cmocka_unit_test(test_resume_state_blocks),  cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_words),                cmocka_unit_test(test_template_words),
-        cmocka_unit_test(test_attested),             cmocka_unit_test(test_argv_limits),
+        cmocka_unit_test(test_persistent),
+        cmocka_unit_test(test_transient),
+        cmocka_unit_test(test_software_pair),
+        cmocka_unit_test(test_no_nodes),
+        cmocka_unit_test(test_not_run_and_deadline),
+        cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_resume_state_blocks),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_words),
+        cmocka_unit_test(test_template_words),
+        cmocka_unit_test(test_attested),
+        cmocka_unit_test(test_argv_limits),
     };
     return cmocka_run_group_tests_name("narrow", tests, setup, teardown);
 }

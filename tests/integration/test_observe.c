@@ -1,4 +1,6 @@
-/* test_observe.c - lockstepd watched by the tools sites run: the Grafana boards' queries run by a real Prometheus that scrapes a real lockstepd, `promtool check metrics`, and the example Alertmanager route (deploy/examples/alertmanager.yml) in a real Alertmanager sending each user their own alerts. */
+/* test_observe.c - lockstepd watched by the tools sites run: the Grafana boards' queries run by a real Prometheus that
+ * scrapes a real lockstepd, `promtool check metrics`, and the example Alertmanager route
+ * (deploy/examples/alertmanager.yml) in a real Alertmanager sending each user their own alerts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,8 +136,9 @@ static void diverging_pair(const h_srv *s, const char *group, const char *report
         for (int r = 0; r < 2; r++) {
             const char *node = nodes[2 * run + r];
             if (attested) {
-                snprintf(body, sizeof(body), "{\"job_id\": \"%s\", \"node\": \"%s\", \"ranks\": [%d], \"user\": \"%s\"}",
-                         job, node, r, attested);
+                snprintf(body, sizeof(body),
+                         "{\"job_id\": \"%s\", \"node\": \"%s\", \"ranks\": [%d], \"user\": \"%s\"}", job, node, r,
+                         attested);
                 assert_int_equal(it_call(s, "POST", "/api/v1/attest", body, ADMIN, NULL), 200);
             }
             snprintf(body, sizeof(body),
@@ -187,8 +190,11 @@ static int grafana_check(const char *dashboard, const char *metrics, const char 
     const char *src = getenv("LOCKSTEP_SRC");
     char cmd[1600];
     snprintf(cmd, sizeof(cmd), "python3 %s/tests/integration/grafana_check.py %s%s%s %s%s%s", src ? src : ".",
-             strchr(dashboard, '/') ? "" : src ? src : ".", strchr(dashboard, '/') ? "" : "/deploy/grafana/", dashboard,
-             metrics, prom ? " --prometheus " : "", prom ? prom : "");
+             strchr(dashboard, '/') ? ""
+             : src                  ? src
+                                    : ".",
+             strchr(dashboard, '/') ? "" : "/deploy/grafana/", dashboard, metrics, prom ? " --prometheus " : "",
+             prom ? prom : "");
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -257,7 +263,8 @@ static void test_boards_against_prometheus(void **state)
     snprintf(bad, sizeof(bad), "%s/bad.json", dir);
     snprintf(cmd, sizeof(cmd),
              "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
-             "d[\"panels\"][1][\"targets\"][0][\"expr\"]=\"sum(rate(lockstepd_http_requests_total{code=~\\\"5xx\\\"}[5m]))\"; "
+             "d[\"panels\"][1][\"targets\"][0][\"expr\"]=\"sum(rate(lockstepd_http_requests_total{code=~\\\"5xx\\\"}["
+             "5m]))\"; "
              "json.dump(d, open(sys.argv[2], \"w\"))' %s/deploy/grafana/lockstep-fleet.json %s",
              getenv("LOCKSTEP_SRC") ? getenv("LOCKSTEP_SRC") : ".", bad);
     assert_int_equal(system(cmd), 0);
@@ -270,7 +277,8 @@ static void test_boards_against_prometheus(void **state)
     };
     for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
         snprintf(cmd, sizeof(cmd),
-                 "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d[\"panels\"][1][\"targets\"][0][\"expr\"]=sys.argv[2]; "
+                 "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+                 "d[\"panels\"][1][\"targets\"][0][\"expr\"]=sys.argv[2]; "
                  "json.dump(d, open(sys.argv[3], \"w\"))' %s/deploy/grafana/lockstep.json \"%s\" %s",
                  getenv("LOCKSTEP_SRC") ? getenv("LOCKSTEP_SRC") : ".", wrong[i], bad);
         assert_int_equal(system(cmd), 0);
@@ -352,8 +360,8 @@ static void test_alertmanager_routes_to_owners(void **state)
     snprintf(cfg_arg, sizeof(cfg_arg), "--config.file=%s", conf);
     snprintf(store, sizeof(store), "--storage.path=%s/am", dir);
     snprintf(listen, sizeof(listen), "--web.listen-address=127.0.0.1:%d", aport);
-    char *aargv[] = {(char *)tool("prometheus-alertmanager"), cfg_arg, store, listen, "--cluster.listen-address=",
-                     NULL};
+    char *aargv[] = {
+        (char *)tool("prometheus-alertmanager"), cfg_arg, store, listen, "--cluster.listen-address=", NULL};
     pid_t ap = spawn(aargv, log);
     char url[200];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/-/ready", aport);

@@ -1,4 +1,5 @@
-/* test_ops.c - lockstepd integration: TLS, retention by partition, SIGHUP log reopening, metrics and run filters (the Grafana boards: test_observe.c). */
+/* test_ops.c - lockstepd integration: TLS, retention by partition, SIGHUP log reopening, metrics and run filters (the
+ * Grafana boards: test_observe.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -270,8 +271,9 @@ static void test_config_file(void **state)
     fputs("reader\n", f);
     fclose(f);
     f = fopen(conf, "w");
-    fprintf(f, "# lockstepd.conf for the test\nread_access = admin\nadmin_token = %s\nsecret = %s\n"
-               "connection_timeout = 1   # seconds\nlog_level = debug\nthreads = 3\n",
+    fprintf(f,
+            "# lockstepd.conf for the test\nread_access = admin\nadmin_token = %s\nsecret = %s\n"
+            "connection_timeout = 1   # seconds\nlog_level = debug\nthreads = 3\n",
             adm, secret);
     fclose(f);
     const char *args[] = {"--config", conf, "--db", pg.conninfo, NULL};

@@ -1,4 +1,5 @@
-/* test_reads.c - lockstepd integration: every read path stays bounded in memory, size and time whatever is stored (data written straight into PostgreSQL, as older versions or another writer could have left it). */
+/* test_reads.c - lockstepd integration: every read path stays bounded in memory, size and time whatever is stored (data
+ * written straight into PostgreSQL, as older versions or another writer could have left it). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -140,9 +141,8 @@ static void test_steps_window_is_cut(void **state)
     assert_true(to < 39);
     assert_int_equal(json_integer_value(json_object_get(o, "next_from")), to + 1);
     assert_int_equal((long long)json_array_size(json_object_get(o, "steps")), to + 1);
-    assert_string_equal(json_string_value(json_array_get(json_object_get(json_array_get(json_object_get(o, "steps"), 0),
-                                                                         "ranks"),
-                                                          4095)),
+    assert_string_equal(json_string_value(json_array_get(
+                            json_object_get(json_array_get(json_object_get(o, "steps"), 0), "ranks"), 4095)),
                         "match");
     json_decref(o);
 }
@@ -160,9 +160,8 @@ static void test_runs_list_bounded(void **state)
     json_t *o = NULL;
     assert_int_equal(get("/api/v1/runs?limit=1000&job=long7", &bytes, &o, &secs), 200);
     assert_int_equal(json_array_size(json_object_get(o, "items")), 1);
-    assert_int_equal(strlen(json_string_value(json_object_get(json_array_get(json_object_get(o, "items"), 0),
-                                                              "command"))),
-                     4096);
+    assert_int_equal(
+        strlen(json_string_value(json_object_get(json_array_get(json_object_get(o, "items"), 0), "command"))), 4096);
     json_decref(o);
     assert_int_equal(get("/api/v1/runs?limit=1000", &bytes, &o, &secs), 200);
     print_message("GET /api/v1/runs?limit=1000 over 100 runs of 4 x 64 KiB strings: %zu bytes, %.2f s\n", bytes, secs);
@@ -225,7 +224,8 @@ static void test_run_detail_pages(void **state)
     sql("INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) SELECT run_key, rk, 0, "
         "1, 1, 2 FROM runs, generate_series(0, 9999) rk WHERE job_id = 'detail'");
     sql("INSERT INTO manifests (run_key, rank, manifest) SELECT run_key, rk, jsonb_build_object('rank', rk, 'host', "
-        "'h' || (rk % 7), 'pad', repeat('p', 2000)) FROM runs, generate_series(0, 1999) rk WHERE twin_group = 'detail-g'");
+        "'h' || (rk % 7), 'pad', repeat('p', 2000)) FROM runs, generate_series(0, 1999) rk WHERE twin_group = "
+        "'detail-g'");
     json_t *o = NULL;
     size_t bytes = 0;
     assert_int_equal(get("/api/v1/runs/11111111-2222-3333-4444-555555555555", &bytes, &o, NULL), 200);
@@ -245,7 +245,8 @@ static void test_run_detail_pages(void **state)
     json_decref(o);
     /* the one manifest diff (common/json/mdiff.h), kept per group, reads the lowest ranks of both runs together up
      * to 512 manifests (ranks 0-255 of each) whatever was uploaded, and says so; a difference there still shows */
-    sql("UPDATE manifests SET manifest = manifest || '{\"env\": {\"NCCL_ALGO\": \"Tree\"}}' WHERE rank = 3 AND run_key = "
+    sql("UPDATE manifests SET manifest = manifest || '{\"env\": {\"NCCL_ALGO\": \"Tree\"}}' WHERE rank = 3 AND run_key "
+        "= "
         "(SELECT run_key FROM runs WHERE job_id = 'detail2')");
     double secs = 0;
     assert_int_equal(get("/api/v1/twins/detail-g/manifest-diff", &bytes, &o, &secs), 200);
@@ -290,12 +291,9 @@ static void test_nodes_page(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_steps_absurd_ranks),
-        cmocka_unit_test(test_steps_window_is_cut),
-        cmocka_unit_test(test_runs_list_bounded),
-        cmocka_unit_test(test_run_detail_pages),
-        cmocka_unit_test(test_nodes_page),
-        cmocka_unit_test(test_runs_node_names),
+        cmocka_unit_test(test_steps_absurd_ranks), cmocka_unit_test(test_steps_window_is_cut),
+        cmocka_unit_test(test_runs_list_bounded),  cmocka_unit_test(test_run_detail_pages),
+        cmocka_unit_test(test_nodes_page),         cmocka_unit_test(test_runs_node_names),
     };
     return cmocka_run_group_tests_name("lockstepd bounded reads", tests, setup, teardown);
 }

@@ -1,4 +1,5 @@
-/* test_resilience.c - lockstepd integration: kill -9 and orderly stops under concurrent ingest, PostgreSQL restarted under load, two servers on one database, embedded PostgreSQL, TLS. */
+/* test_resilience.c - lockstepd integration: kill -9 and orderly stops under concurrent ingest, PostgreSQL restarted
+ * under load, two servers on one database, embedded PostgreSQL, TLS. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -54,8 +55,8 @@ static void *load_main(void *arg)
     uint64_t seq = 0;
     while (!atomic_load(l->stop)) {
         uint64_t first_seq = seq;
-        long code = it_post_steps(l->srv, l->run, l->rank, l->acked, (int64_t)l->acked, 1, 10, -1, -1, -1, -1, &seq,
-                                  NULL);
+        long code =
+            it_post_steps(l->srv, l->run, l->rank, l->acked, (int64_t)l->acked, 1, 10, -1, -1, -1, -1, &seq, NULL);
         if (code == 200) {
             l->acked++;
         } else {
@@ -94,8 +95,8 @@ static void check_exactly_once(const char *run, loader *ls)
         assert_true((uint64_t)batches >= ls[r].acked && (uint64_t)batches <= ls[r].acked + 1);
         assert_int_equal(max_bseq + 1, batches); /* no gaps, no doubles */
         assert_int_equal(records, 10 * batches);
-        assert_int_equal(doubled, 0);       /* no segment stored twice */
-        assert_int_equal(steps, batches);   /* one step a batch */
+        assert_int_equal(doubled, 0);     /* no segment stored twice */
+        assert_int_equal(steps, batches); /* one step a batch */
     }
     PQfinish(c);
 }
@@ -289,8 +290,8 @@ static void test_two_servers_one_database(void **state)
     assert_int_equal(it_post_steps(&b.srv, run, 0, 0, 0, 3, 4, -1, -1, -1, -1, &seq, NULL), 200);
     snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
     assert_int_equal(it_call(&b.srv, "GET", path, NULL, NULL, &o), 200);
-    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(o, "rank_status"), 0), "records")),
-                     12);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(json_object_get(o, "rank_status"), 0), "records")), 12);
     json_decref(o);
     assert_int_equal(h_srv_kill(&a.srv, SIGTERM), 0);
     assert_int_equal(h_srv_kill(&b.srv, SIGTERM), 0);
@@ -332,8 +333,8 @@ static void test_embedded_postgres(void **state)
     snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
     json_t *o = NULL;
     assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
-    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(o, "rank_status"), 0), "records")),
-                     6);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(json_object_get(o, "rank_status"), 0), "records")), 6);
     json_decref(o);
     assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
     assert_false(pg_running(sd));
@@ -470,8 +471,8 @@ static void test_embedded_killed_together(void **state)
     snprintf(path, sizeof(path), "/api/v1/runs/%s", run);
     json_t *o = NULL;
     assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
-    assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(o, "rank_status"), 0), "records")),
-                     6);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_array_get(json_object_get(o, "rank_status"), 0), "records")), 6);
     json_decref(o);
     assert_int_equal(it_post_steps(&srv, run, 0, 1, 2, 2, 3, -1, -1, -1, -1, &seq, NULL), 200);
     assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
@@ -489,12 +490,9 @@ static void test_embedded_killed_together(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kill9_during_ingest),
-        cmocka_unit_test(test_stop_under_load),
-        cmocka_unit_test(test_pg_restart_under_load),
-        cmocka_unit_test(test_two_servers_one_database),
-        cmocka_unit_test(test_embedded_postgres),
-        cmocka_unit_test(test_embedded_postgres_restarted),
+        cmocka_unit_test(test_kill9_during_ingest),      cmocka_unit_test(test_stop_under_load),
+        cmocka_unit_test(test_pg_restart_under_load),    cmocka_unit_test(test_two_servers_one_database),
+        cmocka_unit_test(test_embedded_postgres),        cmocka_unit_test(test_embedded_postgres_restarted),
         cmocka_unit_test(test_embedded_killed_together),
     };
     return cmocka_run_group_tests_name("lockstepd resilience", tests, setup, teardown);

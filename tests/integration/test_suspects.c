@@ -766,7 +766,8 @@ static void check_one_baseline(void)
     {
         if (!strcmp(str(n, "kind"), "score")) {
             scored++;
-            assert_true(json_is_number(json_object_get(n, "involvements")) && json_is_number(json_object_get(n, "runs")));
+            assert_true(json_is_number(json_object_get(n, "involvements")) &&
+                        json_is_number(json_object_get(n, "runs")));
         }
         suspect |= !strcmp(str(n, "kind"), "state") && !strcmp(str(n, "state"), "suspect");
     }
@@ -1001,7 +1002,8 @@ static void test_three_runs_minority(void **state)
         assert_int_equal(json_array_size(sus), 1);
         assert_string_equal(str(json_array_get(sus, 0), "node"), "t9");
         assert_true(json_number_value(json_object_get(json_array_get(sus, 0), "weight")) == 1.0);
-        assert_string_equal(str(json_object_get(reads[k], "classification"), "summary"), "Hardware: the odd run's node t9");
+        assert_string_equal(str(json_object_get(reads[k], "classification"), "summary"),
+                            "Hardware: the odd run's node t9");
         json_t *odd = json_object_get(reads[k], "odd_runs"), *runs = json_object_get(reads[k], "runs");
         assert_int_equal(json_array_size(odd), 1);
         assert_string_equal(json_string_value(json_array_get(odd, 0)), str(json_array_get(runs, 2), "run_id"));
@@ -1062,7 +1064,8 @@ static void test_pair_then_third_run(void **state)
     /* a pair: both runs' origin nodes suspected, weakly; no odd run; the summary says one of the two */
     json_t *g = get("/api/v1/twins/late-third");
     assert_int_equal(json_array_size(json_object_get(g, "suspected")), 2);
-    assert_true(json_number_value(json_object_get(json_array_get(json_object_get(g, "suspected"), 0), "weight")) == 0.5);
+    assert_true(json_number_value(json_object_get(json_array_get(json_object_get(g, "suspected"), 0), "weight")) ==
+                0.5);
     assert_int_equal(json_array_size(json_object_get(g, "odd_runs")), 0);
     assert_string_equal(str(json_object_get(g, "classification"), "summary"), "Hardware: w1 or w3, one of the pair");
     assert_string_equal(str(json_array_get(json_object_get(g, "runs"), 0), "outcome"), "diverged");
@@ -1259,8 +1262,10 @@ static void run_users(const char *group, const char *const *nodes, int flip, con
 {
     char id[40], job[16], body[512];
     snprintf(job, sizeof(job), "%d", job_no++);
-    snprintf(body, sizeof(body), "{\"job_id\": \"%s\", \"twin_group\": \"%s\", \"ranks\": 2, \"user\": \"%s\", "
-             "\"nodes\": \"%s,%s\", \"mode\": \"det\"}", job, group, reported, nodes[0], nodes[1]);
+    snprintf(body, sizeof(body),
+             "{\"job_id\": \"%s\", \"twin_group\": \"%s\", \"ranks\": 2, \"user\": \"%s\", "
+             "\"nodes\": \"%s,%s\", \"mode\": \"det\"}",
+             job, group, reported, nodes[0], nodes[1]);
     json_t *o = NULL;
     assert_int_equal(it_call(&srv, "POST", "/api/v1/runs", body, NULL, &o), 201);
     snprintf(id, sizeof(id), "%s", str(o, "run_id"));
@@ -1307,8 +1312,8 @@ static int mail_delivered(json_t *a)
 {
     size_t i;
     json_t *d;
-    json_array_foreach(json_object_get(a, "deliveries"), i, d) if (!strcmp(str(d, "sink"), "mail")) return
-        !strcmp(str(d, "state"), "delivered");
+    json_array_foreach(json_object_get(a, "deliveries"), i,
+                       d) if (!strcmp(str(d, "sink"), "mail")) return !strcmp(str(d, "state"), "delivered");
     return 0;
 }
 
@@ -1316,8 +1321,8 @@ static int webhook_delivered(json_t *a)
 {
     size_t i;
     json_t *d;
-    json_array_foreach(json_object_get(a, "deliveries"), i, d) if (!strcmp(str(d, "sink"), "webhook")) return
-        !strcmp(str(d, "state"), "delivered");
+    json_array_foreach(json_object_get(a, "deliveries"), i,
+                       d) if (!strcmp(str(d, "sink"), "webhook")) return !strcmp(str(d, "state"), "delivered");
     return 0;
 }
 
@@ -1654,17 +1659,15 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_receiver_down_then_up),   cmocka_unit_test(test_one_alert_then_superseded),
         cmocka_unit_test(test_alertmanager_protocol),   cmocka_unit_test(test_mail_to_mapped_attested_users),
-        cmocka_unit_test(test_fleet_pairs_name_n3),
-        cmocka_unit_test(test_software_same_hardware),  cmocka_unit_test(test_software_manifest),
-        cmocka_unit_test(test_software_inputs_matched), cmocka_unit_test(test_three_runs_minority),
-        cmocka_unit_test(test_noise_replicas_raise_nothing),
+        cmocka_unit_test(test_fleet_pairs_name_n3),     cmocka_unit_test(test_software_same_hardware),
+        cmocka_unit_test(test_software_manifest),       cmocka_unit_test(test_software_inputs_matched),
+        cmocka_unit_test(test_three_runs_minority),     cmocka_unit_test(test_noise_replicas_raise_nothing),
         cmocka_unit_test(test_pair_then_third_run),     cmocka_unit_test(test_spread_is_software),
         cmocka_unit_test(test_admin_actions_and_ack),   cmocka_unit_test(test_undeliverable_gives_up),
         cmocka_unit_test(test_origin_rank_only),        cmocka_unit_test(test_every_rank_blames_no_node),
         cmocka_unit_test(test_incomplete_supersedes),   cmocka_unit_test(test_unattested_blames_nobody),
         cmocka_unit_test(test_reported_host_disagrees), cmocka_unit_test(test_third_run_ranks_apart),
-        cmocka_unit_test(test_trust_reported_hosts),
-        cmocka_unit_test(test_hanging_sink_delays_no_other),
+        cmocka_unit_test(test_trust_reported_hosts),    cmocka_unit_test(test_hanging_sink_delays_no_other),
     };
     return cmocka_run_group_tests_name("lockstepd suspects and alerts", tests, setup, teardown);
 }

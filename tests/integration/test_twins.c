@@ -1,4 +1,5 @@
-/* test_twins.c - lockstepd integration: twin groups that match, diverge at a chosen step and rank, vote 2 to 1, resume, and miss records; the twin-group list and its filters. */
+/* test_twins.c - lockstepd integration: twin groups that match, diverge at a chosen step and rank, vote 2 to 1, resume,
+ * and miss records; the twin-group list and its filters. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,8 +40,8 @@ static int teardown(void **state)
 
 /* Post `steps` steps (in batches of `per_batch` steps) on every rank of run,
  * flipping record `flip` of step `flip_step` on rank `flip_rank`. */
-static void feed(const char *run, int ranks, int64_t first, int steps, int per_batch, int flip_rank,
-                 int64_t flip_step, int flip, int drop_rank, int64_t drop_step, int drop)
+static void feed(const char *run, int ranks, int64_t first, int steps, int per_batch, int flip_rank, int64_t flip_step,
+                 int flip, int drop_rank, int64_t drop_step, int drop)
 {
     for (int r = 0; r < ranks; r++) {
         uint64_t seq = (uint64_t)first * 1000, bseq = 0;
@@ -89,8 +90,11 @@ static void test_diverge_at_step_and_rank(void **state)
     for (int r = 0; r < 4; r++) {
         uint64_t seq = 0, bseq = 0;
         for (int64_t s = 0; s < 30; s += 5)
-            assert_int_equal(it_post_steps(&srv, b, r, bseq++, s, 5, 5, r == 2 ? 17 : r == 3 ? 25 : -1, 3, -1, -1,
-                                           &seq, NULL),
+            assert_int_equal(it_post_steps(&srv, b, r, bseq++, s, 5, 5,
+                                           r == 2   ? 17
+                                           : r == 3 ? 25
+                                                    : -1,
+                                           3, -1, -1, &seq, NULL),
                              200);
     }
     json_t *o = it_wait_group(&srv, "t-div", "diverged");
@@ -243,15 +247,17 @@ static void test_manifest_diff(void **state)
     assert_int_equal(it_register(&srv, "150", "t-man", 1, 0, NULL, a), 0);
     assert_int_equal(it_register(&srv, "151", "t-man", 1, 0, NULL, b), 0);
     snprintf(path, sizeof(path), "/api/v1/runs/%s/manifest", a);
-    assert_int_equal(it_call(&srv, "POST", path,
-                             "{\"rank\": 0, \"host\": \"n1\", \"env\": {\"NCCL_ALGO\": \"Ring\", \"OMP_NUM_THREADS\": \"4\"}}",
-                             NULL, NULL),
-                     200);
+    assert_int_equal(
+        it_call(&srv, "POST", path,
+                "{\"rank\": 0, \"host\": \"n1\", \"env\": {\"NCCL_ALGO\": \"Ring\", \"OMP_NUM_THREADS\": \"4\"}}", NULL,
+                NULL),
+        200);
     snprintf(path, sizeof(path), "/api/v1/runs/%s/manifest", b);
-    assert_int_equal(it_call(&srv, "POST", path,
-                             "{\"rank\": 0, \"host\": \"n2\", \"env\": {\"NCCL_ALGO\": \"Tree\", \"OMP_NUM_THREADS\": \"4\"}}",
-                             NULL, NULL),
-                     200);
+    assert_int_equal(
+        it_call(&srv, "POST", path,
+                "{\"rank\": 0, \"host\": \"n2\", \"env\": {\"NCCL_ALGO\": \"Tree\", \"OMP_NUM_THREADS\": \"4\"}}", NULL,
+                NULL),
+        200);
     json_t *o = NULL;
     assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/t-man/manifest-diff", NULL, NULL, &o), 200);
     /* The host differs by nature: an identity, kept apart; NCCL_ALGO is a difference that explains. */
@@ -446,7 +452,6 @@ static void test_incomplete(void **state)
     json_decref(o);
 }
 
-
 /* reg - register a run of `group` for `user` on `nodes` (ranks 2); its id into `id`. */
 static void reg(const char *job, const char *group, const char *user, const char *nodes, char *id)
 {
@@ -617,12 +622,12 @@ static void test_group_list(void **state)
 
     /* the runs list: each run with its group's status */
     assert_int_equal(it_call(&srv, "GET", "/api/v1/runs?job=903", NULL, NULL, &o), 200);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "items"), 0), "group_status")),
-                        "diverged");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(o, "items"), 0), "group_status")), "diverged");
     json_decref(o);
     assert_int_equal(it_call(&srv, "GET", "/api/v1/runs?job=904", NULL, NULL, &o), 200);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "items"), 0), "group_status")),
-                        "pending");
+    assert_string_equal(
+        json_string_value(json_object_get(json_array_get(json_object_get(o, "items"), 0), "group_status")), "pending");
     json_decref(o);
     char solo[40];
     assert_int_equal(it_register(&srv, "909", NULL, 1, 0, NULL, solo), 0);
@@ -676,8 +681,8 @@ static void settle(const char *g, const char *want, int ranks)
     if (strcmp(json_string_value(json_object_get(o, "status")) ?: "", want) ||
         (int)json_array_size(json_object_get(o, "per_rank")) != ranks)
         fail_msg("group %s: %s with %zu divergences, want %s with %d", g,
-                 json_string_value(json_object_get(o, "status")), json_array_size(json_object_get(o, "per_rank")),
-                 want, ranks);
+                 json_string_value(json_object_get(o, "status")), json_array_size(json_object_get(o, "per_rank")), want,
+                 ranks);
     json_decref(o);
 }
 
@@ -737,9 +742,9 @@ static void test_list_status_is_the_groups(void **state)
     static const struct {
         const char *group, *status;
         int divs;
-    } want[] = {{"M-match", "match", 0},          {"M-div", "diverged", 2},         {"M-div-failed", "diverged", 2},
-                {"M-one", "pending", 0},          {"M-running", "pending", 0},      {"M-failed", "incomplete", 0},
-                {"M-nothing", "incomplete", 0},   {"M-cut", "incomplete", 1},       {"M-early", "incomplete", 2},
+    } want[] = {{"M-match", "match", 0},        {"M-div", "diverged", 2},    {"M-div-failed", "diverged", 2},
+                {"M-one", "pending", 0},        {"M-running", "pending", 0}, {"M-failed", "incomplete", 0},
+                {"M-nothing", "incomplete", 0}, {"M-cut", "incomplete", 1},  {"M-early", "incomplete", 2},
                 {"M-early-conf", "diverged", 2}};
     size_t nwant = sizeof(want) / sizeof(want[0]);
     for (size_t i = 0; i < nwant; i++)
@@ -810,12 +815,18 @@ static void test_list_status_is_the_groups(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_match),           cmocka_unit_test(test_diverge_at_step_and_rank),
-        cmocka_unit_test(test_majority),        cmocka_unit_test(test_resumed_overlap),
-        cmocka_unit_test(test_missing_at_end),  cmocka_unit_test(test_rank_never_sent),
-        cmocka_unit_test(test_manifest_diff),   cmocka_unit_test(test_cause_origin),
-        cmocka_unit_test(test_cause_every_rank), cmocka_unit_test(test_cause_operation_and_configuration),
-        cmocka_unit_test(test_incomplete),      cmocka_unit_test(test_group_list),
+        cmocka_unit_test(test_match),
+        cmocka_unit_test(test_diverge_at_step_and_rank),
+        cmocka_unit_test(test_majority),
+        cmocka_unit_test(test_resumed_overlap),
+        cmocka_unit_test(test_missing_at_end),
+        cmocka_unit_test(test_rank_never_sent),
+        cmocka_unit_test(test_manifest_diff),
+        cmocka_unit_test(test_cause_origin),
+        cmocka_unit_test(test_cause_every_rank),
+        cmocka_unit_test(test_cause_operation_and_configuration),
+        cmocka_unit_test(test_incomplete),
+        cmocka_unit_test(test_group_list),
         cmocka_unit_test(test_list_status_is_the_groups),
     };
     return cmocka_run_group_tests_name("lockstepd twins", tests, setup, teardown);

@@ -1,4 +1,5 @@
-/* mpi_twin.c - the Slurm tier's MPI program: allreduces a fixed vector each step and records it through the public API. */
+/* mpi_twin.c - the Slurm tier's MPI program: allreduces a fixed vector each step and records it through the public API.
+ */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
-/* sqlt.h - what the tests/sql tier shares: a private PostgreSQL holding lockstepd's schema, statements that fail the test when they fail, and the case tables of tests/data/. */
+/* sqlt.h - what the tests/sql tier shares: a private PostgreSQL holding lockstepd's schema, statements that fail the
+ * test when they fail, and the case tables of tests/data/. */
 #ifndef TESTS_SQL_SQLT_H
 #define TESTS_SQL_SQLT_H
 

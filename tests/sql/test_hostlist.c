@@ -1,4 +1,6 @@
-/* test_hostlist.c - Slurm node lists in SQL (lockstep_hostlist_has, lockstep_run_on_node: sql/functions/nodes.sql) against the case table of the C rule (common/hostlist.h, tests/data/hostlist/cases.json) and the C rule itself, on a real PostgreSQL. */
+/* test_hostlist.c - Slurm node lists in SQL (lockstep_hostlist_has, lockstep_run_on_node: sql/functions/nodes.sql)
+ * against the case table of the C rule (common/hostlist.h, tests/data/hostlist/cases.json) and the C rule itself, on a
+ * real PostgreSQL. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,8 +69,9 @@ static void test_nothing(void **state)
 {
     (void)state;
     char v[16];
-    assert_string_equal(sqlt_value(sqlt_c, "SELECT lockstep_hostlist_has(NULL, 'n1') OR lockstep_hostlist_has('n1', NULL) "
-                                      "OR lockstep_hostlist_has('n1,', '') OR lockstep_hostlist_has('', '')",
+    assert_string_equal(sqlt_value(sqlt_c,
+                                   "SELECT lockstep_hostlist_has(NULL, 'n1') OR lockstep_hostlist_has('n1', NULL) "
+                                   "OR lockstep_hostlist_has('n1,', '') OR lockstep_hostlist_has('', '')",
                                    0, NULL, v, sizeof(v)),
                         "f");
 }

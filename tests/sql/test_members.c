@@ -1,4 +1,6 @@
-/* test_members.c - the members rule in SQL (the CTEs of lockstep_cmp_ranks, sql/functions/compare.sql) against the case table of its C rule (server/rules/members.h, tests/data/members/cases.json) and the C rule itself, on a real PostgreSQL. */
+/* test_members.c - the members rule in SQL (the CTEs of lockstep_cmp_ranks, sql/functions/compare.sql) against the case
+ * table of its C rule (server/rules/members.h, tests/data/members/cases.json) and the C rule itself, on a real
+ * PostgreSQL. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,8 +45,9 @@ static int64_t add_run(const char *g, int i, json_t *r)
                 3, q);
     } else if (json_is_true(json_object_get(r, "any"))) {
         const char *q[] = {key};
-        sqlt_do(sqlt_c, "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
-                   "VALUES ($1, 1, 0, 0, 0, 1)",
+        sqlt_do(sqlt_c,
+                "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
+                "VALUES ($1, 1, 0, 0, 0, 1)",
                 1, q);
     }
     if (ended && i % 2 == 1) {
@@ -95,11 +98,16 @@ static void test_table(void **state)
         assert_true(json_array_size(runs) <= MAX_RUNS);
         json_array_foreach(runs, i, r)
         {
-            int out = *json_string_value(json_object_get(r, "out")) != 0, ended = json_is_true(json_object_get(r, "ended"));
+            int out = *json_string_value(json_object_get(r, "out")) != 0,
+                ended = json_is_true(json_object_get(r, "ended"));
             keys[n] = add_run(g, n, r);
-            m[n] = (cmp_member){json_integer_value(json_object_get(r, "start")), json_is_true(json_object_get(r, "records")),
-                                json_is_true(json_object_get(r, "any")), json_integer_value(json_object_get(r, "max")),
-                                ended, 0, NULL};
+            m[n] = (cmp_member){json_integer_value(json_object_get(r, "start")),
+                                json_is_true(json_object_get(r, "records")),
+                                json_is_true(json_object_get(r, "any")),
+                                json_integer_value(json_object_get(r, "max")),
+                                ended,
+                                0,
+                                NULL};
             want |= !out ? 1u << n : 0;
             want_waiting |= out && !ended;
             n++;
@@ -113,7 +121,8 @@ static void test_table(void **state)
             fail_msg("%s: the C rule keeps runs 0x%x, the table 0x%x", what, c_in, want);
 
         const char *p[] = {g};
-        PGresult *res = sqlt_exec(sqlt_c, "SELECT keys, from_step, waiting FROM lockstep_cmp_ranks($1, '{0}', 64)", 1, p);
+        PGresult *res =
+            sqlt_exec(sqlt_c, "SELECT keys, from_step, waiting FROM lockstep_cmp_ranks($1, '{0}', 64)", 1, p);
         unsigned got;
         int waiting;
         if (PQntuples(res) == 1) { /* comparable: the first step it looks at is the shared start */
@@ -124,8 +133,8 @@ static void test_table(void **state)
                 fail_msg("%s: SQL compares from step %" PRId64 ", the C rule from %" PRId64, what, from, c_lo);
         } else { /* nothing comparable: the mark says whom it would compare */
             assert_int_equal(PQntuples(res), 0);
-            PGresult *mk = sqlt_exec(sqlt_c, "SELECT members, waiting FROM group_checks WHERE twin_group = $1 AND rank = 0",
-                                     1, p);
+            PGresult *mk =
+                sqlt_exec(sqlt_c, "SELECT members, waiting FROM group_checks WHERE twin_group = $1 AND rank = 0", 1, p);
             if (PQntuples(mk) != 1)
                 fail_msg("%s: lockstep_cmp_ranks left no mark", what);
             got = in_set(PQgetvalue(mk, 0, 0), keys, n);

@@ -1,4 +1,6 @@
-/* test_node_of.c - which node and GPU ran a rank in SQL (lockstep_node_of, lockstep_run_on_node: sql/functions/nodes.sql) against the case table of the C rule (common/json/node_of.h, tests/data/node_of/cases.json) on a real PostgreSQL. */
+/* test_node_of.c - which node and GPU ran a rank in SQL (lockstep_node_of, lockstep_run_on_node:
+ * sql/functions/nodes.sql) against the case table of the C rule (common/json/node_of.h, tests/data/node_of/cases.json)
+ * on a real PostgreSQL. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,8 +22,8 @@ static int differs(const char *what, PGresult *r, int f, const json_t *want)
     const char *w = json_string_value(want);
     if (got ? w && !strcmp(got, w) : json_is_null(want))
         return 0;
-    printf("%s: %s is %s%s%s, want %s%s%s\n", what, PQfname(r, f), got ? "\"" : "", got ? got : "NULL",
-           got ? "\"" : "", w ? "\"" : "", w ? w : "NULL", w ? "\"" : "");
+    printf("%s: %s is %s%s%s, want %s%s%s\n", what, PQfname(r, f), got ? "\"" : "", got ? got : "NULL", got ? "\"" : "",
+           w ? "\"" : "", w ? w : "NULL", w ? "\"" : "");
     return 1;
 }
 
@@ -34,8 +36,9 @@ static void test_table(void **state)
     json_t *doc = sqlt_cases("tests/data/node_of/cases.json"), *cs = json_object_get(doc, "cases"), *cse;
     assert_true(json_array_size(cs) >= 20);
     char key[32];
-    sqlt_value(sqlt_c, "INSERT INTO runs (run_id, job_id, ranks) VALUES (gen_random_uuid(), 'node-of', 1) RETURNING run_key",
-               0, NULL, key, sizeof(key));
+    sqlt_value(sqlt_c,
+               "INSERT INTO runs (run_id, job_id, ranks) VALUES (gen_random_uuid(), 'node-of', 1) RETURNING run_key", 0,
+               NULL, key, sizeof(key));
     size_t k;
     int bad = 0;
     json_array_foreach(cs, k, cse)
@@ -47,8 +50,8 @@ static void test_table(void **state)
         const char *p[] = {json_is_null(manifest) ? NULL : m, json_string_value(json_object_get(in, "attested")),
                            sqlt_bool(json_is_true(json_object_get(in, "trust_reported_hosts"))),
                            json_string_value(json_object_get(in, "run_nodes"))};
-        PGresult *r = sqlt_exec(sqlt_c, "SELECT reported, node, gpu, gpu_name FROM lockstep_node_of($1::jsonb, $2, $3, $4)",
-                                4, p);
+        PGresult *r = sqlt_exec(
+            sqlt_c, "SELECT reported, node, gpu, gpu_name FROM lockstep_node_of($1::jsonb, $2, $3, $4)", 4, p);
         assert_int_equal(PQntuples(r), 1);
         static const char *const field[] = {"reported", "node", "gpu", "gpu_name"};
         for (int f = 0; f < 4; f++)

@@ -1,4 +1,5 @@
-/* test_agent_hold.c - digest streaming's ring of held records: blocks per step, eviction to the spool past the memory cap, the spool's cap, lookup by step, the exit spill, and each block a ready batch. */
+/* test_agent_hold.c - digest streaming's ring of held records: blocks per step, eviction to the spool past the memory
+ * cap, the spool's cap, lookup by step, the exit spill, and each block a ready batch. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,8 +39,15 @@ static void add_step(hold_ring *h, const spool *sp, int64_t step, int n, uint64_
     for (int i = 0; i < n; i++) {
         char name[64];
         snprintf(name, sizeof(name), "layers.%03d.grad.allreduce.out", i);
-        rec_record r = {.seq = (*seq)++, .step = step, .nbytes = 4096, .fp = (uint64_t)step * 1000 + (uint64_t)i,
-                        .level = LS_LEVEL_COLLECTIVE, .dtype = LS_F32, .ndim = 1, .shape = {1024}, .name = name,
+        rec_record r = {.seq = (*seq)++,
+                        .step = step,
+                        .nbytes = 4096,
+                        .fp = (uint64_t)step * 1000 + (uint64_t)i,
+                        .level = LS_LEVEL_COLLECTIVE,
+                        .dtype = LS_F32,
+                        .ndim = 1,
+                        .shape = {1024},
+                        .name = name,
                         .name_len = (uint16_t)strlen(name)};
         assert_int_equal(hold_add(h, &r, sp), 0);
     }
@@ -94,7 +102,7 @@ static void test_ring_memory_then_spool(void **state)
     assert_int_equal(h.n_held, 4000);
     assert_int_equal(h.n_lost, 0);
     assert_true(h.mem <= 256 * 1024 + 32 * 1024); /* the open block on top of the cap */
-    assert_true(held_files(&sp) >= 1);           /* the oldest steps went to the spool, several per file */
+    assert_true(held_files(&sp) >= 1);            /* the oldest steps went to the spool, several per file */
     assert_true(held_files(&sp) < 40);
 
     /* a recent step from memory, an old one from the spool; the open step is closed to be sent */

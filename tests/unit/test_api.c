@@ -80,7 +80,7 @@ static void test_call_sites(void **state)
 {
     (void)state;
     setenv("LOCKSTEP_TRACE", "collectives", 1);
-    setenv("LOCKSTEP_STEP_ON", "integrator_run", 1);    /* a call-site pattern: each call opens a step */
+    setenv("LOCKSTEP_STEP_ON", "integrator_run", 1);       /* a call-site pattern: each call opens a step */
     setenv("LOCKSTEP_IGNORE", "solver_report_t?mings", 1); /* by function: never made */
     assert_int_equal(ls_init(), 0);
     for (int i = 0; i < 3; i++) {
@@ -294,8 +294,8 @@ static void test_rank_sources(void **state)
         {{{"LOCKSTEP_RANK", "4"}, {"RANK", "5"}, {"LOCAL_RANK", "1"}}, 4},
         {{{"PMI_RANK", "6"}}, 6},
     };
-    static const char *const all[] = {"LOCKSTEP_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
-                                      "PMI_RANK", "RANK", "LOCAL_RANK"};
+    static const char *const all[] = {"LOCKSTEP_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                      "RANK",          "LOCAL_RANK"};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         for (size_t k = 0; k < sizeof(all) / sizeof(all[0]); k++)
             unsetenv(all[k]);

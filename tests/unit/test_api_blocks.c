@@ -157,8 +157,8 @@ static void test_ignore_and_step_on(void **state)
     uint64_t pos = 7;
     int64_t one[1] = {1};
     assert_int_equal(ls_state_begin(0, LS_STATE_SAVED), 0);
-    assert_int_equal(ls_state("optim.m", &m, sizeof(m), LS_F64, 0, NULL), 0);   /* ignored: no error, no record */
-    assert_int_equal(ls_state_fp("optim.v", 0x99, 8, LS_F64, 0, NULL), 0);      /* ignored */
+    assert_int_equal(ls_state("optim.m", &m, sizeof(m), LS_F64, 0, NULL), 0);      /* ignored: no error, no record */
+    assert_int_equal(ls_state_fp("optim.v", 0x99, 8, LS_F64, 0, NULL), 0);         /* ignored */
     assert_int_equal(ls_state("data_pos", &pos, sizeof(pos), LS_U64, 0, NULL), 0); /* kept; opens no step */
     assert_int_equal(ls_state_end(), 0);
     assert_int_equal(ls_tensor_shard("tmp.w", &m, 8, 0, 8, LS_F64, 1, one), 0); /* ignored */

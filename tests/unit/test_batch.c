@@ -23,14 +23,19 @@ static void test_json_values_exact(void **state)
     (void)state;
     srv_batch b;
     srv_error e;
-    const char *j = "{\"rank\": 3, \"batch_seq\": 9, \"records\": ["
-                    "{\"seq\": 1, \"step\": -2, \"name\": \"a\", \"dtype\": \"f64\", \"fp\": \"00000000000000ff\", \"value\": 0.1},"
-                    "{\"seq\": 2, \"step\": 0, \"name\": \"b\", \"dtype\": \"f32\", \"fp\": \"0x00000000000000FF\", \"value\": 0.5},"
-                    "{\"seq\": 3, \"step\": 0, \"name\": \"c\", \"dtype\": \"bf16\", \"fp\": \"0000000000000001\", \"value\": -2.0},"
-                    "{\"seq\": 4, \"step\": 0, \"name\": \"d\", \"dtype\": \"f16\", \"fp\": \"0000000000000001\", \"value\": 65504},"
-                    "{\"seq\": 5, \"step\": 0, \"name\": \"e\", \"dtype\": \"i8\", \"fp\": \"0000000000000001\", \"value\": -1},"
-                    "{\"seq\": 6, \"step\": 0, \"name\": \"f\", \"dtype\": \"f64\", \"fp\": \"0000000000000001\", \"value_bits\": \"7ff8000000000001\"},"
-                    "{\"seq\": 7, \"step\": 0, \"name\": \"g\", \"fp\": \"0000000000000001\"}]}";
+    const char *j =
+        "{\"rank\": 3, \"batch_seq\": 9, \"records\": ["
+        "{\"seq\": 1, \"step\": -2, \"name\": \"a\", \"dtype\": \"f64\", \"fp\": \"00000000000000ff\", \"value\": 0.1},"
+        "{\"seq\": 2, \"step\": 0, \"name\": \"b\", \"dtype\": \"f32\", \"fp\": \"0x00000000000000FF\", \"value\": "
+        "0.5},"
+        "{\"seq\": 3, \"step\": 0, \"name\": \"c\", \"dtype\": \"bf16\", \"fp\": \"0000000000000001\", \"value\": "
+        "-2.0},"
+        "{\"seq\": 4, \"step\": 0, \"name\": \"d\", \"dtype\": \"f16\", \"fp\": \"0000000000000001\", \"value\": "
+        "65504},"
+        "{\"seq\": 5, \"step\": 0, \"name\": \"e\", \"dtype\": \"i8\", \"fp\": \"0000000000000001\", \"value\": -1},"
+        "{\"seq\": 6, \"step\": 0, \"name\": \"f\", \"dtype\": \"f64\", \"fp\": \"0000000000000001\", \"value_bits\": "
+        "\"7ff8000000000001\"},"
+        "{\"seq\": 7, \"step\": 0, \"name\": \"g\", \"fp\": \"0000000000000001\"}]}";
     assert_int_equal(decode_json(&b, j, &e), 0);
     assert_int_equal(b.rank, 3);
     assert_int_equal(b.batch_seq, 9);
@@ -39,19 +44,21 @@ static void test_json_values_exact(void **state)
     assert_int_equal(b.recs[0].value, 0x3fb999999999999aULL);
     assert_int_equal(b.recs[1].value, 0x3f000000u);
     assert_int_equal(b.recs[1].fp, 0xff);
-    assert_int_equal(b.recs[2].value, 0xc000u);  /* bf16 -2 */
-    assert_int_equal(b.recs[3].value, 0x7bffu);  /* f16 max */
-    assert_int_equal(b.recs[4].value, 0xffu);    /* i8 -1 in its own width */
+    assert_int_equal(b.recs[2].value, 0xc000u); /* bf16 -2 */
+    assert_int_equal(b.recs[3].value, 0x7bffu); /* f16 max */
+    assert_int_equal(b.recs[4].value, 0xffu);   /* i8 -1 in its own width */
     assert_int_equal(b.recs[5].value, 0x7ff8000000000001ULL);
     assert_true(b.recs[5].flags & REC_HAS_VALUE);
     assert_false(b.recs[6].flags & REC_HAS_VALUE);
     assert_int_equal(b.recs[6].dtype, LS_BYTES);
     assert_memory_equal(b.recs[2].name, "c", 1);
     batch_release(&b);
-    assert_int_equal(decode_json(&b, "{\"rank\": 0, \"batch_seq\": 0, \"records\": [{\"seq\": 0, \"step\": 0, "
-                                     "\"name\": \"x\", \"dtype\": \"bf16\", \"value\": 1.001, \"fp\": \"0000000000000001\"}]}",
-                                 &e),
-                     -1);
+    assert_int_equal(
+        decode_json(&b,
+                    "{\"rank\": 0, \"batch_seq\": 0, \"records\": [{\"seq\": 0, \"step\": 0, "
+                    "\"name\": \"x\", \"dtype\": \"bf16\", \"value\": 1.001, \"fp\": \"0000000000000001\"}]}",
+                    &e),
+        -1);
     assert_string_equal(e.error, "value does not fit its dtype");
     batch_release(&b);
 }
@@ -64,9 +71,23 @@ static void test_binary_round_trip(void **state)
     snprintf(h.run_id, sizeof(h.run_id), "run-x");
     size_t n = rec_header_encode(&h, buf);
     uint64_t in[2] = {11, 12}, ch[3] = {1, 2, 3};
-    rec_record r = {.seq = 10, .step = 4, .t_ns = 99, .nbytes = 64, .fp = 0xdeadbeefULL, .value = 7,
-                    .flags = REC_HAS_VALUE, .occurrence = 2, .level = LS_LEVEL_OP, .dtype = LS_I64, .ndim = 1,
-                    .shape = {8}, .name = "op.out", .name_len = 6, .n_inputs = 2, .inputs = in, .n_chunks = 3,
+    rec_record r = {.seq = 10,
+                    .step = 4,
+                    .t_ns = 99,
+                    .nbytes = 64,
+                    .fp = 0xdeadbeefULL,
+                    .value = 7,
+                    .flags = REC_HAS_VALUE,
+                    .occurrence = 2,
+                    .level = LS_LEVEL_OP,
+                    .dtype = LS_I64,
+                    .ndim = 1,
+                    .shape = {8},
+                    .name = "op.out",
+                    .name_len = 6,
+                    .n_inputs = 2,
+                    .inputs = in,
+                    .n_chunks = 3,
                     .chunks = ch};
     n += rec_encode(&r, buf + n);
     r.seq = 11;
@@ -114,15 +135,21 @@ static void test_hex_and_utf8(void **state)
     assert_int_equal(batch_parse_hex64("0123456789abcdeg", &v), -1);
     assert_true(batch_utf8_valid("layer.\xc3\xa9", 8));
     assert_false(batch_utf8_valid("\xc3", 1));
-    assert_false(batch_utf8_valid("\xc0\xaf", 2));        /* overlong */
-    assert_false(batch_utf8_valid("\xed\xa0\x80", 3));    /* surrogate */
+    assert_false(batch_utf8_valid("\xc0\xaf", 2));     /* overlong */
+    assert_false(batch_utf8_valid("\xed\xa0\x80", 3)); /* surrogate */
     assert_false(batch_utf8_valid("a\0b", 3));
 }
 
 static size_t put_digest(unsigned char *p, int64_t step, uint64_t n, uint64_t digest, uint64_t seq)
 {
-    rec_record d = {.seq = seq, .step = step, .nbytes = n, .fp = digest, .flags = REC_STEP_DIGEST,
-                    .dtype = LS_BYTES, .name = REC_STEP_DIGEST_NAME, .name_len = sizeof(REC_STEP_DIGEST_NAME) - 1};
+    rec_record d = {.seq = seq,
+                    .step = step,
+                    .nbytes = n,
+                    .fp = digest,
+                    .flags = REC_STEP_DIGEST,
+                    .dtype = LS_BYTES,
+                    .name = REC_STEP_DIGEST_NAME,
+                    .name_len = sizeof(REC_STEP_DIGEST_NAME) - 1};
     return rec_encode(&d, p);
 }
 
@@ -134,8 +161,15 @@ static void test_step_digests(void **state)
     unsigned char buf[4096];
     rec_header h = {.kind = REC_KIND_BATCH, .rank = 1, .batch_seq = 3};
     size_t n = rec_header_encode(&h, buf);
-    rec_record r = {.seq = 10, .step = 4, .nbytes = 8, .fp = 1, .value = 2, .flags = REC_HAS_VALUE,
-                    .dtype = LS_F64, .name = "loss", .name_len = 4};
+    rec_record r = {.seq = 10,
+                    .step = 4,
+                    .nbytes = 8,
+                    .fp = 1,
+                    .value = 2,
+                    .flags = REC_HAS_VALUE,
+                    .dtype = LS_F64,
+                    .name = "loss",
+                    .name_len = 4};
     n += rec_encode(&r, buf + n);
     n += put_digest(buf + n, 4, 95, 0xabcdef, 105); /* its seq is past the next record's: not checked */
     r.seq = 11;

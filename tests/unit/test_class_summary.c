@@ -1,4 +1,5 @@
-/* test_class_summary.c - a twin group's classification in a dozen words (server/rules/class_summary.h), from a table. */
+/* test_class_summary.c - a twin group's classification in a dozen words (server/rules/class_summary.h), from a table.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -25,12 +25,9 @@ static int run_nothing(const cli_args *a)
 }
 
 static const cli_opt test_opts[] = {
-    {"switch", K_SWITCH, NULL, NULL, "a switch"},
-    {"value", K_VALUE, "V", NULL, "takes a value"},
-    {"jobs", 'j', "N", NULL, "a short and a long name"},
-    {NULL, 'n', "N", NULL, "a short name only"},
-    {"recursive", 'r', NULL, NULL, "a short switch"},
-    {0},
+    {"switch", K_SWITCH, NULL, NULL, "a switch"},        {"value", K_VALUE, "V", NULL, "takes a value"},
+    {"jobs", 'j', "N", NULL, "a short and a long name"}, {NULL, 'n', "N", NULL, "a short name only"},
+    {"recursive", 'r', NULL, NULL, "a short switch"},    {0},
 };
 
 static const cli_command server_cmd = {

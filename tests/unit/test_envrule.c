@@ -24,15 +24,36 @@ static int secret(const char *name, const site_patterns *extra)
 static void test_secret_names(void **state)
 {
     (void)state;
-    static const char *const yes[] = {
-        "LOCKSTEP_ADMIN_TOKEN", "LOCKSTEP_TOKEN", "LOCKSTEP_ADMIN_TOKEN_FILE", "HF_TOKEN", "github_token",
-        "NCCL_SECRET", "DJANGO_SECRET_KEY", "PGPASSWORD", "MYSQL_PWD_PASSWD", "GPG_PASSPHRASE",
-        "GOOGLE_APPLICATION_CREDENTIALS", "API_KEY", "WANDB_API_KEY", "AWS_ACCESS_KEY_ID", "KEY", "SSH_KEYS",
-        "OPENAI_APIKEY", "NCCL_AuthKey", "MY_PRIVKEY", "TLS_PRIVATEKEY", "S3_ACCESSKEY", "LOCKSTEP_DIGEST_KEY",
-        "NCCL_IB_KEY", "key", "x.key", "LOCKSTEP_SECRET_VARS", NULL};
-    static const char *const no[] = {"NCCL_IB_PKEY", "KEYBOARD_LAYOUT", "MONKEY",      "NCCL_ALGO",
-                                      "OMP_NUM_THREADS", "LOCKSTEP_SERVER", "KEYFILE", "CUBLAS_WORKSPACE_CONFIG",
-                                      "PASS",             "NCCL_TOKE",       "KEYSTORE", NULL};
+    static const char *const yes[] = {"LOCKSTEP_ADMIN_TOKEN",
+                                      "LOCKSTEP_TOKEN",
+                                      "LOCKSTEP_ADMIN_TOKEN_FILE",
+                                      "HF_TOKEN",
+                                      "github_token",
+                                      "NCCL_SECRET",
+                                      "DJANGO_SECRET_KEY",
+                                      "PGPASSWORD",
+                                      "MYSQL_PWD_PASSWD",
+                                      "GPG_PASSPHRASE",
+                                      "GOOGLE_APPLICATION_CREDENTIALS",
+                                      "API_KEY",
+                                      "WANDB_API_KEY",
+                                      "AWS_ACCESS_KEY_ID",
+                                      "KEY",
+                                      "SSH_KEYS",
+                                      "OPENAI_APIKEY",
+                                      "NCCL_AuthKey",
+                                      "MY_PRIVKEY",
+                                      "TLS_PRIVATEKEY",
+                                      "S3_ACCESSKEY",
+                                      "LOCKSTEP_DIGEST_KEY",
+                                      "NCCL_IB_KEY",
+                                      "key",
+                                      "x.key",
+                                      "LOCKSTEP_SECRET_VARS",
+                                      NULL};
+    static const char *const no[] = {
+        "NCCL_IB_PKEY", "KEYBOARD_LAYOUT",         "MONKEY", "NCCL_ALGO", "OMP_NUM_THREADS", "LOCKSTEP_SERVER",
+        "KEYFILE",      "CUBLAS_WORKSPACE_CONFIG", "PASS",   "NCCL_TOKE", "KEYSTORE",        NULL};
     for (const char *const *n = yes; *n; n++)
         if (!secret(*n, NULL))
             fail_msg("%s should look like a secret", *n);
@@ -65,18 +86,12 @@ static void test_classes(void **state)
         const char *name;
         env_class want;
     } cases[] = {
-        {"NCCL_ALGO", ENV_CONFIGURATION},
-        {"NCCL_IB_PKEY", ENV_CONFIGURATION},
-        {"CUBLASLT_X", ENV_CONFIGURATION},
-        {"LOCKSTEP_TRACE", ENV_CONFIGURATION},
-        {"LOCKSTEP_IGNORE", ENV_CONFIGURATION},
-        {"LOCKSTEP_RUN_ID", ENV_IDENTITY},
-        {"NCCL_GRAPH_DUMP_FILE", ENV_IDENTITY},
-        {"CUDA_VISIBLE_DEVICES", ENV_IDENTITY},
-        {"LOCKSTEP_SERVER", ENV_OTHER},
-        {"LOCKSTEP_ADMIN_TOKEN", ENV_OTHER},
-        {"LOCKSTEP_DIGEST_KEY", ENV_OTHER},
-        {"HOME", ENV_OTHER},
+        {"NCCL_ALGO", ENV_CONFIGURATION},       {"NCCL_IB_PKEY", ENV_CONFIGURATION},
+        {"CUBLASLT_X", ENV_CONFIGURATION},      {"LOCKSTEP_TRACE", ENV_CONFIGURATION},
+        {"LOCKSTEP_IGNORE", ENV_CONFIGURATION}, {"LOCKSTEP_RUN_ID", ENV_IDENTITY},
+        {"NCCL_GRAPH_DUMP_FILE", ENV_IDENTITY}, {"CUDA_VISIBLE_DEVICES", ENV_IDENTITY},
+        {"LOCKSTEP_SERVER", ENV_OTHER},         {"LOCKSTEP_ADMIN_TOKEN", ENV_OTHER},
+        {"LOCKSTEP_DIGEST_KEY", ENV_OTHER},     {"HOME", ENV_OTHER},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         if (env_classify(cases[i].name, strlen(cases[i].name)) != cases[i].want)
@@ -140,11 +155,11 @@ static void test_scrub(void **state)
     (void)state;
     const char *digest = "hmac-sha256:0123456789abcdef:"
                          "1111111111111111111111111111111111111111111111111111111111111111";
-    json_t *m = json_pack("{s:i, s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:[{s:s, s:s}, {s:s, s:s}]}", "rank", 0, "env",
-                          "LOCKSTEP_ADMIN_TOKEN", "adm1n", "LOCKSTEP_TOKEN", "j0b", "NCCL_ALGO", "Ring",
-                          "NCCL_IB_TOKEN", digest, "NCCL_X_KEY", ENV_SECRET_NO_KEY, "NCCL_Y_PASSWORD",
-                          "hmac-sha256:not-a-digest",
-                          "files", "env", "NCCL_TOPO_FILE", "path", "/t.xml", "env", "NCCL_KEY_FILE", "path", "/k");
+    json_t *m =
+        json_pack("{s:i, s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:[{s:s, s:s}, {s:s, s:s}]}", "rank", 0, "env",
+                  "LOCKSTEP_ADMIN_TOKEN", "adm1n", "LOCKSTEP_TOKEN", "j0b", "NCCL_ALGO", "Ring", "NCCL_IB_TOKEN",
+                  digest, "NCCL_X_KEY", ENV_SECRET_NO_KEY, "NCCL_Y_PASSWORD", "hmac-sha256:not-a-digest", "files",
+                  "env", "NCCL_TOPO_FILE", "path", "/t.xml", "env", "NCCL_KEY_FILE", "path", "/k");
     assert_int_equal(msecret_scrub(m), 4);
     char *t = json_dumps(m, JSON_SORT_KEYS | JSON_COMPACT);
     assert_string_equal(t, "{\"env\":{\"NCCL_ALGO\":\"Ring\",\"NCCL_IB_TOKEN\":\"hmac-sha256:0123456789abcdef:"
@@ -163,7 +178,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_secret_names), cmocka_unit_test(test_site_patterns), cmocka_unit_test(test_classes),
-        cmocka_unit_test(test_digests),      cmocka_unit_test(test_env_key),      cmocka_unit_test(test_scrub),
+        cmocka_unit_test(test_digests),      cmocka_unit_test(test_env_key),       cmocka_unit_test(test_scrub),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,16 +19,36 @@ static const struct {
     int give_summary; /* a manifest diff summary is given */
     const char *json; /* what first_json_judge sets, keys in order */
 } CASES[] = {
-    {"an origin on two ranks", CAUSE_ORIGIN, {1, 3}, 2, 0, 1,
+    {"an origin on two ranks",
+     CAUSE_ORIGIN,
+     {1, 3},
+     2,
+     0,
+     1,
      "{\"cause\":\"origin\",\"cause_detail\":\"why\",\"origin_ranks\":[1,3],\"thin_evidence\":false,"
      "\"configuration\":null}"},
-    {"every rank, thin evidence", CAUSE_EVERY_RANK, {0}, 0, 1, 0,
+    {"every rank, thin evidence",
+     CAUSE_EVERY_RANK,
+     {0},
+     0,
+     1,
+     0,
      "{\"cause\":\"every-rank\",\"cause_detail\":\"why\",\"origin_ranks\":[],\"thin_evidence\":true,"
      "\"configuration\":null}"},
-    {"a configuration difference with its summary", CAUSE_CONFIGURATION, {0}, 1, 0, 1,
+    {"a configuration difference with its summary",
+     CAUSE_CONFIGURATION,
+     {0},
+     1,
+     0,
+     1,
      "{\"cause\":\"configuration\",\"cause_detail\":\"why\",\"origin_ranks\":[0],\"thin_evidence\":false,"
      "\"configuration\":\"NCCL_ALGO differs\"}"},
-    {"a configuration difference without a summary", CAUSE_CONFIGURATION, {0}, 1, 0, 0,
+    {"a configuration difference without a summary",
+     CAUSE_CONFIGURATION,
+     {0},
+     1,
+     0,
+     0,
      "{\"cause\":\"configuration\",\"cause_detail\":\"why\",\"origin_ranks\":[0],\"thin_evidence\":false,"
      "\"configuration\":null}"},
 };

@@ -143,11 +143,21 @@ static void test_kind_of(void **state)
         const char *key;
         group_kind want;
     } cases[] = {
-        {"exp", GROUP_TWINS},          {"exp.noise", GROUP_NOISE},          {"alice/exp.noise", GROUP_NOISE},
-        {"exp.change", GROUP_EXPERIMENT}, {"bob/exp.change", GROUP_EXPERIMENT}, {"exp.narrow-3", GROUP_REPLAY},
-        {"alice/exp.narrow-12", GROUP_REPLAY}, {".noise", GROUP_TWINS},     {"alice/.noise", GROUP_TWINS},
-        {"exp.noisy", GROUP_TWINS},    {"exp.noise.2", GROUP_TWINS},        {"noise", GROUP_TWINS},
-        {".change", GROUP_TWINS},      {"exp.narrow-", GROUP_TWINS},        {"exp.noise.narrow-4", GROUP_REPLAY},
+        {"exp", GROUP_TWINS},
+        {"exp.noise", GROUP_NOISE},
+        {"alice/exp.noise", GROUP_NOISE},
+        {"exp.change", GROUP_EXPERIMENT},
+        {"bob/exp.change", GROUP_EXPERIMENT},
+        {"exp.narrow-3", GROUP_REPLAY},
+        {"alice/exp.narrow-12", GROUP_REPLAY},
+        {".noise", GROUP_TWINS},
+        {"alice/.noise", GROUP_TWINS},
+        {"exp.noisy", GROUP_TWINS},
+        {"exp.noise.2", GROUP_TWINS},
+        {"noise", GROUP_TWINS},
+        {".change", GROUP_TWINS},
+        {"exp.narrow-", GROUP_TWINS},
+        {"exp.noise.narrow-4", GROUP_REPLAY},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         if (group_kind_of(cases[i].key) != cases[i].want)
@@ -190,11 +200,8 @@ static void test_may_replay(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_may_join),
-        cmocka_unit_test(test_plan),
-        cmocka_unit_test(test_reserved),
-        cmocka_unit_test(test_kind_of),
-        cmocka_unit_test(test_may_replay),
+        cmocka_unit_test(test_may_join), cmocka_unit_test(test_plan),       cmocka_unit_test(test_reserved),
+        cmocka_unit_test(test_kind_of),  cmocka_unit_test(test_may_replay),
     };
     return cmocka_run_group_tests_name("twin group ownership rules", tests, NULL, NULL);
 }

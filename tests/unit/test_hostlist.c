@@ -1,4 +1,5 @@
-/* test_hostlist.c - Slurm node lists (common/hostlist.h), from tables: the expansion's in tests/data/hostlist/cases.json, which tests/sql/ holds the SQL copy of the rule to as well. */
+/* test_hostlist.c - Slurm node lists (common/hostlist.h), from tables: the expansion's in
+ * tests/data/hostlist/cases.json, which tests/sql/ holds the SQL copy of the rule to as well. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

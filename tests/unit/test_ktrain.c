@@ -87,8 +87,8 @@ static void test_fault_env(void **state)
     assert_int_equal(train_fault_parse_env("rank=2,step=5", &f, why, sizeof(why)), 0);
     assert_true(train_fault_applies(&f, 5, 2, "anything"));
     assert_false(train_fault_applies(&f, 5, 1, "anything"));
-    static const char *const bad[] = {"node=n3", "step=5", "node=n3,step=x", "node=n3,step=1,bit=40",
-                                      "node=n3,step=1,colour=red", "garbage"};
+    static const char *const bad[] = {
+        "node=n3", "step=5", "node=n3,step=x", "node=n3,step=1,bit=40", "node=n3,step=1,colour=red", "garbage"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         if (train_fault_parse_env(bad[i], &f, why, sizeof(why)) != -1)
             fail_msg("'%s' was accepted", bad[i]);
@@ -164,9 +164,20 @@ static void test_checkpoint_roundtrip_and_corruption(void **state)
     char dir[] = "/tmp/ls-test-ckpt-XXXXXX", why[512];
     assert_non_null(mkdtemp(dir));
     float p[5] = {1, 2, 3, 4, 5}, m[5] = {0.5f}, v[5] = {0.25f, 0, 0, 0, -0.0f};
-    ckpt_state s = {.step = 8, .rank = 1, .world = 2, .seed = 42, .dims = {16, 64, 8, 64, 4}, .batch = 32,
-                    .dataset = 1000, .data_pos = 512, .rng_ctr = 256, .adam_t = 8, .n_params = 5,
-                    .params = p, .m = m, .v = v};
+    ckpt_state s = {.step = 8,
+                    .rank = 1,
+                    .world = 2,
+                    .seed = 42,
+                    .dims = {16, 64, 8, 64, 4},
+                    .batch = 32,
+                    .dataset = 1000,
+                    .data_pos = 512,
+                    .rng_ctr = 256,
+                    .adam_t = 8,
+                    .n_params = 5,
+                    .params = p,
+                    .m = m,
+                    .v = v};
     assert_int_equal(ckpt_latest(dir, why, sizeof(why)), -1);
     assert_int_equal(ckpt_save(dir, &s, why, sizeof(why)), 0);
     assert_int_equal(ckpt_latest(dir, why, sizeof(why)), -1); /* not complete yet */

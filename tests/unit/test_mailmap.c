@@ -36,7 +36,10 @@ static const struct {
     {"a leading dot", ".profile", "example.org", NULL},
     {"empty", "", "example.org", NULL},
     {"too long", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "example.org", NULL},
-    {"non-ASCII", "ali\xc3\xa7""e", "example.org", NULL},
+    {"non-ASCII",
+     "ali\xc3\xa7"
+     "e",
+     "example.org", NULL},
     {"dots, dashes, underscores", "j.doe-2_x", "example.org", "j.doe-2_x@example.org"},
     {"a bad domain gives nothing", "alice", "exa mple.org", NULL},
 };
@@ -45,10 +48,13 @@ static const struct {
     const char *addr;
     int valid;
 } ADDRS[] = {
-    {"a@b.org", 1},          {"first.last+tag@sub.example.org", 1}, {"a@b", 0},   {"@b.org", 0},
-    {"a@.org", 0},           {"a@b.org.", 0},                       {"a@@b.org", 0}, {"a@b@c.org", 0},
-    {"a b@c.org", 0},        {"a@b.org\nBcc: x@y.org", 0},          {"a\"@b.org", 0}, {"a@-b.org", 0},
-    {"<a@b.org>", 0},        {"", 0},
+    {"a@b.org", 1},   {"first.last+tag@sub.example.org", 1},
+    {"a@b", 0},       {"@b.org", 0},
+    {"a@.org", 0},    {"a@b.org.", 0},
+    {"a@@b.org", 0},  {"a@b@c.org", 0},
+    {"a b@c.org", 0}, {"a@b.org\nBcc: x@y.org", 0},
+    {"a\"@b.org", 0}, {"a@-b.org", 0},
+    {"<a@b.org>", 0}, {"", 0},
 };
 
 /* MAPS: a map file and whether it loads (a line that is not "user address", a user that is not plain, an

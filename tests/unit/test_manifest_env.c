@@ -52,8 +52,8 @@ static json_t *build(void)
     manifest_build(&w, 0, NULL, "");
     assert_non_null(jw_text(&w));
     const char *t = jw_text(&w);
-    static const char *const never[] = {"adm1n-t0ken-value", "j0b-t0ken-value", "pa55-hint", "l1cense-value",
-                                        KEY_A, KEY_B, "ibsecret", NULL};
+    static const char *const never[] = {
+        "adm1n-t0ken-value", "j0b-t0ken-value", "pa55-hint", "l1cense-value", KEY_A, KEY_B, "ibsecret", NULL};
     for (const char *const *s = never; *s; s++)
         if (strstr(t, *s))
             fail_msg("the manifest holds '%s':\n%s", *s, t);
@@ -115,8 +115,12 @@ static void test_secrets_left_out(void **state)
     assert_string_equal(env_of(m, "NCCL_ALGO"), "Ring");
     assert_string_equal(env_of(m, "LOCKSTEP_TRACE"), "metrics");
     assert_string_equal(env_of(m, "LOCKSTEP_SERVER"), "http://127.0.0.1:1");
-    static const char *const absent[] = {"LOCKSTEP_ADMIN_TOKEN", "LOCKSTEP_ADMIN_TOKEN_FILE", "LOCKSTEP_TOKEN",
-                                         "LOCKSTEP_PASSWORD_HINT", "LOCKSTEP_DIGEST_KEY", "LOCKSTEP_SECRET_VARS",
+    static const char *const absent[] = {"LOCKSTEP_ADMIN_TOKEN",
+                                         "LOCKSTEP_ADMIN_TOKEN_FILE",
+                                         "LOCKSTEP_TOKEN",
+                                         "LOCKSTEP_PASSWORD_HINT",
+                                         "LOCKSTEP_DIGEST_KEY",
+                                         "LOCKSTEP_SECRET_VARS",
                                          NULL};
     for (const char *const *n = absent; *n; n++)
         if (env_of(m, *n))
@@ -224,8 +228,10 @@ static void test_bad_site_list(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_secrets_left_out),     cmocka_unit_test(test_digest_differs),
-        cmocka_unit_test(test_other_key_explains_nothing), cmocka_unit_test(test_key_file),
+        cmocka_unit_test(test_secrets_left_out),
+        cmocka_unit_test(test_digest_differs),
+        cmocka_unit_test(test_other_key_explains_nothing),
+        cmocka_unit_test(test_key_file),
         cmocka_unit_test(test_bad_site_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,4 +1,5 @@
-/* test_mdiff.c - the manifest diff (common/json/mdiff.h), from the cases in tests/data/mdiff/ (adding a case needs no code). */
+/* test_mdiff.c - the manifest diff (common/json/mdiff.h), from the cases in tests/data/mdiff/ (adding a case needs no
+ * code). */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -53,14 +54,11 @@ static void run_case(const char *path)
     assert_true(n <= 8);
     json_array_foreach(runs, i, r)
     {
-        rs[i] = (md_run){json_string_value(json_object_get(r, "run_id")),
-                         json_string_value(json_object_get(r, "job_id")),
-                         json_string_value(json_object_get(r, "step_id")),
-                         json_string_value(json_object_get(r, "user")),
-                         json_string_value(json_object_get(r, "nodes")),
-                         json_string_value(json_object_get(r, "command")),
-                         (long)json_integer_value(json_object_get(r, "ranks")),
-                         json_object_get(r, "manifests")};
+        rs[i] = (md_run){
+            json_string_value(json_object_get(r, "run_id")),       json_string_value(json_object_get(r, "job_id")),
+            json_string_value(json_object_get(r, "step_id")),      json_string_value(json_object_get(r, "user")),
+            json_string_value(json_object_get(r, "nodes")),        json_string_value(json_object_get(r, "command")),
+            (long)json_integer_value(json_object_get(r, "ranks")), json_object_get(r, "manifests")};
     }
     json_t *got = md_diff(rs, (int)n);
     assert_non_null(got);

@@ -1,4 +1,5 @@
-/* test_members.c - which runs of a twin group are compared (server/rules/members.h), from the case table tests/data/members/cases.json (which tests/sql/ holds the SQL copy of the rule to as well). */
+/* test_members.c - which runs of a twin group are compared (server/rules/members.h), from the case table
+ * tests/data/members/cases.json (which tests/sql/ holds the SQL copy of the rule to as well). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,9 +38,12 @@ static void test_table(void **state)
         json_array_foreach(runs, i, r)
         {
             m[n++] = (cmp_member){json_integer_value(json_object_get(r, "start")),
-                                  json_is_true(json_object_get(r, "records")), json_is_true(json_object_get(r, "any")),
+                                  json_is_true(json_object_get(r, "records")),
+                                  json_is_true(json_object_get(r, "any")),
                                   json_integer_value(json_object_get(r, "max")),
-                                  json_is_true(json_object_get(r, "ended")), 0, NULL};
+                                  json_is_true(json_object_get(r, "ended")),
+                                  0,
+                                  NULL};
             want_in += !*json_string_value(json_object_get(r, "out"));
         }
         int64_t lo;

@@ -15,27 +15,27 @@
 /* Three runs of jobs 1, 2 and 3 with lockstepd's outcomes (GET /api/v1/twins/G's runs[].outcome), and a first
  * divergence whose run entries `runs` name `odd`. */
 #define RUNS3(o1, o2, o3)                                                                                              \
-    "\"runs\": [{\"run_id\": \"a\", \"job_id\": \"1\", \"exit_code\": 0, \"outcome\": \"" o1 "\"}, {\"run_id\": "    \
-    "\"b\", \"job_id\": \"2\", \"exit_code\": 0, \"outcome\": \"" o2 "\"}, {\"run_id\": \"c\", \"job_id\": \"3\", "   \
+    "\"runs\": [{\"run_id\": \"a\", \"job_id\": \"1\", \"exit_code\": 0, \"outcome\": \"" o1 "\"}, {\"run_id\": "      \
+    "\"b\", \"job_id\": \"2\", \"exit_code\": 0, \"outcome\": \"" o2 "\"}, {\"run_id\": \"c\", \"job_id\": \"3\", "    \
     "\"exit_code\": 0, \"outcome\": \"" o3 "\"}]"
 #define FD(runs, odd)                                                                                                  \
-    "\"first_divergence\": {\"step\": 6, \"rank\": 1, \"name\": \"linear.weight\", \"cause\": \"origin\", "          \
+    "\"first_divergence\": {\"step\": 6, \"rank\": 1, \"name\": \"linear.weight\", \"cause\": \"origin\", "            \
     "\"odd_run_id\": " odd ", \"runs\": [" runs "]}"
 #define TRIO_FD                                                                                                        \
-    FD("{\"run_id\": \"a\", \"majority\": true}, {\"run_id\": \"b\", \"majority\": true}, {\"run_id\": \"c\", "      \
-       "\"majority\": false}",                                                                                        \
+    FD("{\"run_id\": \"a\", \"majority\": true}, {\"run_id\": \"b\", \"majority\": true}, {\"run_id\": \"c\", "        \
+       "\"majority\": false}",                                                                                         \
        "\"c\"")
 #define FIVE(o4, o5)                                                                                                   \
-    "\"runs\": [{\"run_id\": \"a\", \"job_id\": \"1\", \"outcome\": \"majority\"}, {\"run_id\": \"b\", \"job_id\": " \
-    "\"2\", \"outcome\": \"majority\"}, {\"run_id\": \"c\", \"job_id\": \"3\", \"outcome\": \"majority\"}, "          \
-    "{\"run_id\": \"d\", \"job_id\": \"4\", \"outcome\": \"" o4 "\"}, {\"run_id\": \"e\", \"job_id\": \"5\", "       \
-    "\"outcome\": \"" o5 "\"}], " FD("{\"run_id\": \"a\", \"majority\": true}, {\"run_id\": \"b\", \"majority\": "  \
-                                     "true}, {\"run_id\": \"c\", \"majority\": true}, {\"run_id\": \"d\", "           \
-                                     "\"majority\": false}, {\"run_id\": \"e\", \"majority\": false}",               \
+    "\"runs\": [{\"run_id\": \"a\", \"job_id\": \"1\", \"outcome\": \"majority\"}, {\"run_id\": \"b\", \"job_id\": "   \
+    "\"2\", \"outcome\": \"majority\"}, {\"run_id\": \"c\", \"job_id\": \"3\", \"outcome\": \"majority\"}, "           \
+    "{\"run_id\": \"d\", \"job_id\": \"4\", \"outcome\": \"" o4 "\"}, {\"run_id\": \"e\", \"job_id\": \"5\", "         \
+    "\"outcome\": \"" o5 "\"}], " FD("{\"run_id\": \"a\", \"majority\": true}, {\"run_id\": \"b\", \"majority\": "     \
+                                     "true}, {\"run_id\": \"c\", \"majority\": true}, {\"run_id\": \"d\", "            \
+                                     "\"majority\": false}, {\"run_id\": \"e\", \"majority\": false}",                 \
                                      "null")
 #define PAIR                                                                                                           \
-    "{\"status\": \"diverged\", \"classification\": {\"class\": \"hardware\"}, \"runs\": [{\"run_id\": \"a\", "       \
-    "\"job_id\": \"11\", \"outcome\": \"diverged\"}, {\"run_id\": \"b\", \"job_id\": \"12\", \"outcome\": "         \
+    "{\"status\": \"diverged\", \"classification\": {\"class\": \"hardware\"}, \"runs\": [{\"run_id\": \"a\", "        \
+    "\"job_id\": \"11\", \"outcome\": \"diverged\"}, {\"run_id\": \"b\", \"job_id\": \"12\", \"outcome\": "            \
     "\"diverged\"}], " FD("{\"run_id\": \"a\"}, {\"run_id\": \"b\"}", "null") "}"
 
 static const struct {
@@ -44,11 +44,11 @@ static const struct {
 } CASES[] = {
     {"{\"status\": \"match\", " RUNS3("matched", "matched", "matched") "}", "2", NULL, "matched", "g matched", 0},
     {"{\"status\": \"pending\", " RUNS3("pending", "pending", "pending") "}", "1", NULL, "pending", "g pending", 0},
-    {"{\"status\": \"diverged\", \"classification\": {\"class\": \"hardware\"}, " RUNS3(
-         "majority", "majority", "odd-one-out") ", " TRIO_FD "}",
+    {"{\"status\": \"diverged\", \"classification\": {\"class\": \"hardware\"}, " RUNS3("majority", "majority",
+                                                                                        "odd-one-out") ", " TRIO_FD "}",
      "3", NULL, "odd-one-out", "g odd one out at step 6, rank 1 (linear.weight): origin, hardware", 1},
-    {"{\"status\": \"diverged\", \"classification\": {\"class\": \"hardware\"}, " RUNS3(
-         "majority", "majority", "odd-one-out") ", " TRIO_FD "}",
+    {"{\"status\": \"diverged\", \"classification\": {\"class\": \"hardware\"}, " RUNS3("majority", "majority",
+                                                                                        "odd-one-out") ", " TRIO_FD "}",
      "1", NULL, "majority", "g matched the majority (job 3 is the odd one out)", 1},
     /* four runs, two off the majority: no single odd run */
     {"{\"status\": \"diverged\", " FIVE("outside-majority", "outside-majority") "}", "4", NULL, "outside-majority",

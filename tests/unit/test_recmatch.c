@@ -1,4 +1,5 @@
-/* test_recmatch.c - one rule for "the same record" (common/recmatch.h), from a table of cases: what differs, what does not, and the digest agreeing with it. */
+/* test_recmatch.c - one rule for "the same record" (common/recmatch.h), from a table of cases: what differs, what does
+ * not, and the digest agreeing with it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,10 +18,22 @@ typedef struct rm_case {
     rec_diff want;
 } rm_case;
 
-static void e_none(rec_record *r) { (void)r; }
-static void e_seq(rec_record *r) { r->seq += 7; }
-static void e_time(rec_record *r) { r->t_ns += 12345; }
-static void e_level(rec_record *r) { r->level = LS_LEVEL_OP; }
+static void e_none(rec_record *r)
+{
+    (void)r;
+}
+static void e_seq(rec_record *r)
+{
+    r->seq += 7;
+}
+static void e_time(rec_record *r)
+{
+    r->t_ns += 12345;
+}
+static void e_level(rec_record *r)
+{
+    r->level = LS_LEVEL_OP;
+}
 static void e_inputs(rec_record *r)
 {
     static const uint64_t in[2] = {1, 2};
@@ -33,14 +46,39 @@ static void e_chunks(rec_record *r)
     r->chunks = ch;
     r->n_chunks = 1;
 }
-static void e_fp(rec_record *r) { r->fp ^= 1; }
-static void e_value_and_fp(rec_record *r) { r->fp ^= 1; }
-static void e_value(rec_record *r) { r->value ^= 1; }
-static void e_no_value(rec_record *r) { r->flags &= (uint8_t)~REC_HAS_VALUE; }
-static void e_dtype(rec_record *r) { r->dtype = LS_F32; }
-static void e_shape(rec_record *r) { r->shape[1] = 4; }
-static void e_ndim(rec_record *r) { r->ndim = 1; r->shape[0] = 6; }
-static void e_nbytes(rec_record *r) { r->nbytes = 96; } /* the same fingerprint, recorded with another size */
+static void e_fp(rec_record *r)
+{
+    r->fp ^= 1;
+}
+static void e_value_and_fp(rec_record *r)
+{
+    r->fp ^= 1;
+}
+static void e_value(rec_record *r)
+{
+    r->value ^= 1;
+}
+static void e_no_value(rec_record *r)
+{
+    r->flags &= (uint8_t)~REC_HAS_VALUE;
+}
+static void e_dtype(rec_record *r)
+{
+    r->dtype = LS_F32;
+}
+static void e_shape(rec_record *r)
+{
+    r->shape[1] = 4;
+}
+static void e_ndim(rec_record *r)
+{
+    r->ndim = 1;
+    r->shape[0] = 6;
+}
+static void e_nbytes(rec_record *r)
+{
+    r->nbytes = 96;
+} /* the same fingerprint, recorded with another size */
 
 /* Extension fields: each edit sets r->ext to one of these encodings. */
 static unsigned char ext_buf[16][REC_EXT_ENCODED_MAX];
@@ -74,27 +112,62 @@ static rec_ext sharded(uint64_t off, uint64_t total)
     return x;
 }
 /* Cases on a scaled base: the base carries scales 0xabc of 2 e8m0 elements. */
-static void e_scaled_base(rec_record *r) { rec_ext x = scaled(0xabc, 2); set_ext(r, &x); }
-static void e_scales_fp(rec_record *r) { rec_ext x = scaled(0xabd, 2); set_ext(r, &x); }
-static void e_scales_fp_and_values(rec_record *r) { e_scales_fp(r); r->fp ^= 1; }
-static void e_scales_shape(rec_record *r) { rec_ext x = scaled(0xabc, 3); set_ext(r, &x); }
-static void e_no_scales(rec_record *r) { r->ext = NULL; r->ext_len = 0; }
+static void e_scaled_base(rec_record *r)
+{
+    rec_ext x = scaled(0xabc, 2);
+    set_ext(r, &x);
+}
+static void e_scales_fp(rec_record *r)
+{
+    rec_ext x = scaled(0xabd, 2);
+    set_ext(r, &x);
+}
+static void e_scales_fp_and_values(rec_record *r)
+{
+    e_scales_fp(r);
+    r->fp ^= 1;
+}
+static void e_scales_shape(rec_record *r)
+{
+    rec_ext x = scaled(0xabc, 3);
+    set_ext(r, &x);
+}
+static void e_no_scales(rec_record *r)
+{
+    r->ext = NULL;
+    r->ext_len = 0;
+}
 static void e_chunk_size(rec_record *r)
 {
     rec_ext x = scaled(0xabc, 2);
     x.chunk_bytes = 4096; /* the chunk size explains; it is not content */
     set_ext(r, &x);
 }
-static void e_sharded_base(rec_record *r) { rec_ext x = sharded(48, 96); set_ext(r, &x); }
-static void e_shard_offset(rec_record *r) { rec_ext x = sharded(0, 96); set_ext(r, &x); }
-static void e_shard_total(rec_record *r) { rec_ext x = sharded(48, 144); set_ext(r, &x); }
+static void e_sharded_base(rec_record *r)
+{
+    rec_ext x = sharded(48, 96);
+    set_ext(r, &x);
+}
+static void e_shard_offset(rec_record *r)
+{
+    rec_ext x = sharded(0, 96);
+    set_ext(r, &x);
+}
+static void e_shard_total(rec_record *r)
+{
+    rec_ext x = sharded(48, 144);
+    set_ext(r, &x);
+}
 static void e_shard_acc_only(rec_record *r) /* the acc follows fp; fp is what the rule reads */
 {
     rec_ext x = sharded(48, 96);
     x.shard_acc = 78;
     set_ext(r, &x);
 }
-static void e_state(rec_record *r) { r->flags |= REC_STATE_SAVED; } /* which block an entry is in is not content */
+static void e_state(rec_record *r)
+{
+    r->flags |= REC_STATE_SAVED;
+} /* which block an entry is in is not content */
 
 static const rm_case CASES[] = {
     {"identical", e_none, REC_SAME},
@@ -224,21 +297,70 @@ typedef struct rs_case {
 } rs_case;
 
 static const rs_case RS_CASES[] = {
-    {"all restored", {{"params", 1}, {"momentum", 2}, {"rng", 3}}, {{"params", 1}, {"momentum", 2}, {"rng", 3}}, 1,
-     REC_RESTORE_SAME, NULL, 3, 0},
-    {"order does not matter", {{"rng", 3}, {"params", 1}}, {{"params", 1}, {"rng", 3}}, 1, REC_RESTORE_SAME, NULL, 2, 0},
-    {"the loader forgot the optimizer", {{"params", 1}, {"rng", 3}}, {{"params", 1}, {"momentum", 2}, {"rng", 3}}, 1,
-     REC_RESTORE_NOT_RESTORED, "momentum", 2, 0},
-    {"the wrong rng", {{"params", 1}, {"momentum", 2}, {"rng", 9}}, {{"params", 1}, {"momentum", 2}, {"rng", 3}}, 1,
-     REC_RESTORE_DIFFERS, "rng", 3, 0},
-    {"first in the saved order wins", {{"rng", 9}, {"params", 8}}, {{"params", 1}, {"rng", 3}}, 1, REC_RESTORE_DIFFERS,
-     "params", 2, 0},
-    {"restored but never saved", {{"params", 1}, {"extra", 5}}, {{"params", 1}}, 1, REC_RESTORE_NOT_SAVED, "extra", 1,
+    {"all restored",
+     {{"params", 1}, {"momentum", 2}, {"rng", 3}},
+     {{"params", 1}, {"momentum", 2}, {"rng", 3}},
+     1,
+     REC_RESTORE_SAME,
+     NULL,
+     3,
      0},
-    {"a difference beats not-saved", {{"extra", 5}, {"params", 2}}, {{"params", 1}}, 1, REC_RESTORE_DIFFERS, "params",
-     1, 0},
-    {"records as the reference", {{"params", 1}, {"data_pos", 4}}, {{"params", 1}, {"loss", 7}}, 0, REC_RESTORE_SAME,
-     NULL, 1, 1},
+    {"order does not matter",
+     {{"rng", 3}, {"params", 1}},
+     {{"params", 1}, {"rng", 3}},
+     1,
+     REC_RESTORE_SAME,
+     NULL,
+     2,
+     0},
+    {"the loader forgot the optimizer",
+     {{"params", 1}, {"rng", 3}},
+     {{"params", 1}, {"momentum", 2}, {"rng", 3}},
+     1,
+     REC_RESTORE_NOT_RESTORED,
+     "momentum",
+     2,
+     0},
+    {"the wrong rng",
+     {{"params", 1}, {"momentum", 2}, {"rng", 9}},
+     {{"params", 1}, {"momentum", 2}, {"rng", 3}},
+     1,
+     REC_RESTORE_DIFFERS,
+     "rng",
+     3,
+     0},
+    {"first in the saved order wins",
+     {{"rng", 9}, {"params", 8}},
+     {{"params", 1}, {"rng", 3}},
+     1,
+     REC_RESTORE_DIFFERS,
+     "params",
+     2,
+     0},
+    {"restored but never saved",
+     {{"params", 1}, {"extra", 5}},
+     {{"params", 1}},
+     1,
+     REC_RESTORE_NOT_SAVED,
+     "extra",
+     1,
+     0},
+    {"a difference beats not-saved",
+     {{"extra", 5}, {"params", 2}},
+     {{"params", 1}},
+     1,
+     REC_RESTORE_DIFFERS,
+     "params",
+     1,
+     0},
+    {"records as the reference",
+     {{"params", 1}, {"data_pos", 4}},
+     {{"params", 1}, {"loss", 7}},
+     0,
+     REC_RESTORE_SAME,
+     NULL,
+     1,
+     1},
     {"records that differ", {{"params", 2}}, {{"params", 1}}, 0, REC_RESTORE_DIFFERS, "params", 1, 0},
     {"nothing to compare", {{"params", 1}}, {{"loss", 7}}, 0, REC_RESTORE_UNVERIFIED, NULL, 0, 1},
     {"an empty saved block", {{"params", 1}}, {{NULL, 0}}, 1, REC_RESTORE_NOT_SAVED, "params", 0, 0},
@@ -322,11 +444,8 @@ static void test_held_answers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cases),
-        cmocka_unit_test(test_key_in_digest),
-        cmocka_unit_test(test_ext_cases),
-        cmocka_unit_test(test_restore_cases),
-        cmocka_unit_test(test_held_answers),
+        cmocka_unit_test(test_cases),         cmocka_unit_test(test_key_in_digest), cmocka_unit_test(test_ext_cases),
+        cmocka_unit_test(test_restore_cases), cmocka_unit_test(test_held_answers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

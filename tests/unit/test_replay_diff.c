@@ -52,8 +52,8 @@ static void test_same(void **state)
 {
     (void)state;
     const crec R[] = {
-        {0, 0, 1, 1, "loss", 7, 0},  {1, 0, 1, 1, "loss", 7, 0},  {0, 1, 1, 1, "loss", 7, 0},
-        {1, 1, 1, 1, "loss", 7, 0},  {1, 1, 1, 2, "extra", 9, 0}, /* traced finer: only run b holds it */
+        {0, 0, 1, 1, "loss", 7, 0}, {1, 0, 1, 1, "loss", 7, 0},  {0, 1, 1, 1, "loss", 7, 0},
+        {1, 1, 1, 1, "loss", 7, 0}, {1, 1, 1, 2, "extra", 9, 0}, /* traced finer: only run b holds it */
     };
     uint64_t ins[8];
     rc_result o = diff(R, 5, ins);
@@ -104,7 +104,12 @@ static void test_each_rank_once(void **state)
     for (int rank = 1; rank <= 2; rank++)
         for (int step = 10; step < 10 + 90; step++)
             for (int run = 0; run < 2; run++)
-                R[n++] = (crec){run, rank, step, (uint64_t)step, "grad", (uint64_t)(step * 4 + run + rank * 1000),
+                R[n++] = (crec){run,
+                                rank,
+                                step,
+                                (uint64_t)step,
+                                "grad",
+                                (uint64_t)(step * 4 + run + rank * 1000),
                                 (uint64_t)(rank == 1 && step == 10 ? 100 + run : 100)};
     uint64_t ins[MAX_ROWS];
     rc_result o = diff(R, n, ins);

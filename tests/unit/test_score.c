@@ -1,4 +1,5 @@
-/* test_score.c - the suspects' pure parts: the incomplete beta function, the score, blame shares, the spread cover, manifest differences, Slack escaping and alert payloads. */
+/* test_score.c - the suspects' pure parts: the incomplete beta function, the score, blame shares, the spread cover,
+ * manifest differences, Slack escaping and alert payloads. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -137,8 +138,9 @@ static void test_slack_escape_and_payloads(void **state)
     assert_true(json_is_array(am));
     json_t *labels = json_object_get(json_array_get(am, 0), "labels");
     assert_true(json_equal(labels, m.labels));
-    assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(am, 0), "annotations"), "classification")),
-                        "hardware");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(json_array_get(am, 0), "annotations"), "classification")),
+        "hardware");
     assert_string_equal(json_string_value(json_object_get(json_array_get(am, 0), "startsAt")), m.created_at);
     assert_string_equal(json_string_value(json_object_get(json_array_get(am, 0), "endsAt")), m.ends_at);
     assert_string_equal(json_string_value(json_object_get(json_array_get(am, 0), "generatorURL")), m.url);
@@ -162,9 +164,11 @@ static void test_slack_escape_and_payloads(void **state)
     assert_true(json_is_null(json_object_get(w, "superseded_by")));
     json_decref(w);
     s = sink_payload("slack", &r);
-    assert_string_equal(json_string_value(json_object_get(s, "text")),
-                        "lockstep: resolved (acknowledged by ops): twin group g<1> diverged at step 7 — http://h/#/twins/g%3C1%3E");
-    body = json_string_value(json_object_get(json_object_get(json_array_get(json_object_get(s, "blocks"), 1), "text"), "text"));
+    assert_string_equal(
+        json_string_value(json_object_get(s, "text")),
+        "lockstep: resolved (acknowledged by ops): twin group g<1> diverged at step 7 — http://h/#/twins/g%3C1%3E");
+    body = json_string_value(
+        json_object_get(json_object_get(json_array_get(json_object_get(s, "blocks"), 1), "text"), "text"));
     assert_string_equal(body, "Resolved: acknowledged by ops.");
     json_decref(s);
     am = sink_payload("alertmanager", &r);
@@ -179,7 +183,9 @@ static void test_slack_escape_and_payloads(void **state)
     r.resolved_reason = "superseded";
     r.superseded_by = 12;
     sink_resolution_text(&r, why, sizeof(why));
-    assert_string_equal(why, "superseded by alert 12 (a newer report on the group: it was evaluated again, or a replay gave its verdict)");
+    assert_string_equal(
+        why,
+        "superseded by alert 12 (a newer report on the group: it was evaluated again, or a replay gave its verdict)");
     char err[200];
     assert_int_equal(sink_deliver("mail", &r, err, sizeof(err)), -1); /* mail carries no resolution */
     assert_string_equal(err, "mail carries no resolution message");

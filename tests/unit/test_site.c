@@ -48,8 +48,7 @@ static void test_parse(void **state)
         if (!SPECS[i].refused && rc != 0)
             fail_msg("'%s' refused: %s", SPECS[i].spec, why);
         if (SPECS[i].refused && (rc == 0 || !strstr(why, SPECS[i].refused)))
-            fail_msg("'%s': rc %d, reason '%s', want a refusal naming '%s'", SPECS[i].spec, rc, why,
-                     SPECS[i].refused);
+            fail_msg("'%s': rc %d, reason '%s', want a refusal naming '%s'", SPECS[i].spec, rc, why, SPECS[i].refused);
     }
     site_patterns p;
     char why[256];
@@ -107,8 +106,8 @@ static void test_match(void **state)
         int got = site_patterns_match(&p, MATCHES[i].name, strlen(MATCHES[i].name), &s);
         if (got != MATCHES[i].match)
             fail_msg("'%s' against %s / %s / %s: %d, want %d", MATCHES[i].spec, MATCHES[i].name,
-                     MATCHES[i].function ? MATCHES[i].function : "-", MATCHES[i].caller ? MATCHES[i].caller : "-",
-                     got, MATCHES[i].match);
+                     MATCHES[i].function ? MATCHES[i].function : "-", MATCHES[i].caller ? MATCHES[i].caller : "-", got,
+                     MATCHES[i].match);
     }
 }
 

@@ -1,4 +1,5 @@
-/* test_spank_callbacks.c - spank_lockstep's callbacks in each SPANK context, against a fake SPANK API (one process per case). */
+/* test_spank_callbacks.c - spank_lockstep's callbacks in each SPANK context, against a fake SPANK API (one process per
+ * case). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,49 +117,28 @@ spank_err_t spank_get_item(spank_t s, spank_item_t item, ...)
     va_start(ap, item);
     spank_err_t rc = ESPANK_SUCCESS;
     switch (item) {
-    case S_JOB_ID:
-        *va_arg(ap, uint32_t *) = F.job_id;
-        break;
-    case S_JOB_STEPID:
-        *va_arg(ap, uint32_t *) = F.step_id;
-        break;
-    case S_JOB_TOTAL_TASK_COUNT:
-        *va_arg(ap, uint32_t *) = F.ntasks;
-        break;
-    case S_JOB_NODEID:
-        *va_arg(ap, uint32_t *) = F.node_id;
-        break;
-    case S_JOB_LOCAL_TASK_COUNT:
-        *va_arg(ap, uint32_t *) = F.nlocal;
-        break;
+    case S_JOB_ID: *va_arg(ap, uint32_t *) = F.job_id; break;
+    case S_JOB_STEPID: *va_arg(ap, uint32_t *) = F.step_id; break;
+    case S_JOB_TOTAL_TASK_COUNT: *va_arg(ap, uint32_t *) = F.ntasks; break;
+    case S_JOB_NODEID: *va_arg(ap, uint32_t *) = F.node_id; break;
+    case S_JOB_LOCAL_TASK_COUNT: *va_arg(ap, uint32_t *) = F.nlocal; break;
     case S_JOB_LOCAL_TO_GLOBAL_ID: { /* node k runs ranks 2k, 2k+1 */
         uint32_t local = va_arg(ap, uint32_t);
         *va_arg(ap, uint32_t *) = F.node_id * F.nlocal + local;
         break;
     }
-    case S_STEP_CPUS_PER_TASK:
-        *va_arg(ap, uint16_t *) = F.cpt;
-        break;
-    case S_JOB_UID:
-        *va_arg(ap, uid_t *) = 0;
-        break;
+    case S_STEP_CPUS_PER_TASK: *va_arg(ap, uint16_t *) = F.cpt; break;
+    case S_JOB_UID: *va_arg(ap, uid_t *) = 0; break;
     case S_JOB_ARGV: {
         static char *argv[] = {"python", "train.py", "--tag", "a b; touch x #", NULL};
         *va_arg(ap, int *) = 4;
         *va_arg(ap, char ***) = argv;
         break;
     }
-    case S_TASK_ID:
-        *va_arg(ap, int *) = F.task_id;
-        break;
-    case S_TASK_GLOBAL_ID:
-        *va_arg(ap, uint32_t *) = F.global_id;
-        break;
-    case S_TASK_EXIT_STATUS:
-        *va_arg(ap, int *) = F.exit_status;
-        break;
-    default:
-        rc = ESPANK_BAD_ARG;
+    case S_TASK_ID: *va_arg(ap, int *) = F.task_id; break;
+    case S_TASK_GLOBAL_ID: *va_arg(ap, uint32_t *) = F.global_id; break;
+    case S_TASK_EXIT_STATUS: *va_arg(ap, int *) = F.exit_status; break;
+    default: rc = ESPANK_BAD_ARG;
     }
     va_end(ap);
     return rc;
@@ -228,12 +208,12 @@ spank_err_t spank_unsetenv(spank_t s, const char *var)
 
 /* ---- helpers for one simulated process */
 
-#define CHECK(c)                                                                                                  \
-    do {                                                                                                          \
-        if (!(c)) {                                                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s\nlog:\n%s", __FILE__, __LINE__, #c, F.log);                 \
-            _exit(1);                                                                                             \
-        }                                                                                                         \
+#define CHECK(c)                                                                                                       \
+    do {                                                                                                               \
+        if (!(c)) {                                                                                                    \
+            fprintf(stderr, "%s:%d: check failed: %s\nlog:\n%s", __FILE__, __LINE__, #c, F.log);                       \
+            _exit(1);                                                                                                  \
+        }                                                                                                              \
     } while (0)
 
 static char tmpdir[64];
@@ -781,8 +761,8 @@ static void case_remote_admin_token(void)
     admin_token_removed("det", 0, 1);
     admin_token_removed("fp", 0, 1);
     admin_token_removed("off", 0, 1);
-    admin_token_removed(NULL, 0, 1);        /* a job that asks for nothing */
-    admin_token_removed(NULL, 0, 0);        /* a plugin with no configuration */
+    admin_token_removed(NULL, 0, 1);            /* a job that asks for nothing */
+    admin_token_removed(NULL, 0, 0);            /* a plugin with no configuration */
     admin_token_removed("det", 0xfffffffbu, 1); /* the batch shell */
     admin_token_removed("det", 0xfffffffcu, 1); /* the extern step */
 }
@@ -991,23 +971,91 @@ static void case_remote_secret_unreadable(void)
     CHECK(task_init_in_child(0, err, sizeof(err)) == 0 && strstr(err, "cannot read the site secret"));
 }
 
-static void test_local(void **s) { (void)s; in_child(case_local); }
-static void test_allocator(void **s) { (void)s; in_child(case_allocator); }
-static void test_submit(void **s) { (void)s; in_child(case_submit); }
-static void test_slurmd(void **s) { (void)s; in_child(case_slurmd); }
-static void test_job_script(void **s) { (void)s; in_child(case_job_script); }
-static void test_remote_det(void **s) { (void)s; in_child(case_remote_det); }
-static void test_remote_det_conflict(void **s) { (void)s; in_child(case_remote_det_conflict); }
-static void test_remote_attests(void **s) { (void)s; in_child(case_remote_attests); }
-static void test_remote_attests_first(void **s) { (void)s; in_child(case_remote_attests_first); }
-static void test_remote_attest_again(void **s) { (void)s; in_child(case_remote_attest_again); }
-static void test_remote_fp_conflict(void **s) { (void)s; in_child(case_remote_fp_conflict); }
-static void test_remote_untouched(void **s) { (void)s; in_child(case_remote_untouched); }
-static void test_remote_stream(void **s) { (void)s; in_child(case_remote_stream); }
-static void test_remote_batch_step(void **s) { (void)s; in_child(case_remote_batch_step); }
-static void test_remote_requeued(void **s) { (void)s; in_child(case_remote_requeued); }
-static void test_remote_env_fallback(void **s) { (void)s; in_child(case_remote_env_fallback); }
-static void test_remote_agent_missing(void **s) { (void)s; in_child(case_remote_agent_missing); }
+static void test_local(void **s)
+{
+    (void)s;
+    in_child(case_local);
+}
+static void test_allocator(void **s)
+{
+    (void)s;
+    in_child(case_allocator);
+}
+static void test_submit(void **s)
+{
+    (void)s;
+    in_child(case_submit);
+}
+static void test_slurmd(void **s)
+{
+    (void)s;
+    in_child(case_slurmd);
+}
+static void test_job_script(void **s)
+{
+    (void)s;
+    in_child(case_job_script);
+}
+static void test_remote_det(void **s)
+{
+    (void)s;
+    in_child(case_remote_det);
+}
+static void test_remote_det_conflict(void **s)
+{
+    (void)s;
+    in_child(case_remote_det_conflict);
+}
+static void test_remote_attests(void **s)
+{
+    (void)s;
+    in_child(case_remote_attests);
+}
+static void test_remote_attests_first(void **s)
+{
+    (void)s;
+    in_child(case_remote_attests_first);
+}
+static void test_remote_attest_again(void **s)
+{
+    (void)s;
+    in_child(case_remote_attest_again);
+}
+static void test_remote_fp_conflict(void **s)
+{
+    (void)s;
+    in_child(case_remote_fp_conflict);
+}
+static void test_remote_untouched(void **s)
+{
+    (void)s;
+    in_child(case_remote_untouched);
+}
+static void test_remote_stream(void **s)
+{
+    (void)s;
+    in_child(case_remote_stream);
+}
+static void test_remote_batch_step(void **s)
+{
+    (void)s;
+    in_child(case_remote_batch_step);
+}
+static void test_remote_requeued(void **s)
+{
+    (void)s;
+    in_child(case_remote_requeued);
+}
+static void test_remote_env_fallback(void **s)
+{
+    (void)s;
+    in_child(case_remote_env_fallback);
+}
+static void test_remote_agent_missing(void **s)
+{
+    (void)s;
+    in_child(case_remote_agent_missing);
+}
 static void test_remote_ignore(void **s)
 {
     (void)s;
@@ -1019,9 +1067,21 @@ static void test_remote_ignore(void **s)
     in_child(case_resume_option);
     in_child(case_resume_env);
 }
-static void test_remote_secret_unreadable(void **s) { (void)s; in_child(case_remote_secret_unreadable); }
-static void test_remote_admin_token(void **s) { (void)s; in_child(case_remote_admin_token); }
-static void test_remote_digest_key(void **s) { (void)s; in_child(case_remote_digest_key); }
+static void test_remote_secret_unreadable(void **s)
+{
+    (void)s;
+    in_child(case_remote_secret_unreadable);
+}
+static void test_remote_admin_token(void **s)
+{
+    (void)s;
+    in_child(case_remote_admin_token);
+}
+static void test_remote_digest_key(void **s)
+{
+    (void)s;
+    in_child(case_remote_digest_key);
+}
 
 static int setup(void **state)
 {

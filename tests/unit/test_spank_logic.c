@@ -1,4 +1,5 @@
-/* test_spank_logic.c - the SPANK plugin's pure parts: plugstack arguments, modes, det rules, env helpers, lockstepd calls. */
+/* test_spank_logic.c - the SPANK plugin's pure parts: plugstack arguments, modes, det rules, env helpers, lockstepd
+ * calls. */
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <netinet/in.h>
@@ -75,8 +76,7 @@ static void test_conf_cases(void **state)
         if (arg_cases[i].ok && rc != 0)
             fail_msg("'%s' should be accepted: %s", arg_cases[i].arg, why);
         if (!arg_cases[i].ok && (rc != -1 || !strstr(why, arg_cases[i].why)))
-            fail_msg("'%s' should be refused with '%s', got rc %d '%s'", arg_cases[i].arg, arg_cases[i].why, rc,
-                     why);
+            fail_msg("'%s' should be refused with '%s', got rc %d '%s'", arg_cases[i].arg, arg_cases[i].why, rc, why);
     }
 }
 
@@ -85,8 +85,8 @@ static void test_conf_values(void **state)
     (void)state;
     lsp_conf c;
     char why[512] = "";
-    char *av[] = {"server=http://h:1/", "secret=/s", "agent=/a.so", "default=fp", "enforce=det", "spool=/sp",
-                  "bogus=1", "timeout_ms=700", "stream=digests"};
+    char *av[] = {"server=http://h:1/", "secret=/s", "agent=/a.so",    "default=fp",    "enforce=det",
+                  "spool=/sp",          "bogus=1",   "timeout_ms=700", "stream=digests"};
     lsp_conf_defaults(&c);
     assert_string_equal(c.agent, LSP_DEFAULT_AGENT);
     assert_int_equal(c.dflt, LSP_MODE_OFF);
@@ -225,16 +225,32 @@ typedef struct det_case {
 } det_case;
 
 static const det_case det_cases[] = {
-    {"NCCL_ALGO=Ring", 1},        {"NCCL_ALGO=ring", 1},         {"NCCL_ALGO=allreduce:ring", 1},
-    {"NCCL_ALGO=Tree", 0},        {"NCCL_ALGO=NVLS", 0},         {"NCCL_ALGO=Ring,Tree", 0},
-    {"NCCL_ALGO=^Tree", 0},       {"NCCL_ALGO=CollnetDirect", 0}, {"NCCL_PROTO=Simple", 1},
-    {"NCCL_PROTO=LL128", 0},      {"NCCL_NVLS_ENABLE=1", 0},     {"NCCL_COLLNET_ENABLE=1", 0},
-    {"CUBLAS_WORKSPACE_CONFIG=:16:8", 1}, {"CUBLAS_WORKSPACE_CONFIG=:4096:2", 0},
-    {"PYTHONHASHSEED=123", 1},    {"PYTHONHASHSEED=random", 0},  {"OMP_NUM_THREADS=8", 1},
-    {"OMP_NUM_THREADS=0", 0},     {"OMP_NUM_THREADS=4,2", 0},    {"MKL_CBWR=AVX2", 1},
-    {"MKL_CBWR=AUTO", 0},         {"NVTE_ALLOW_NONDETERMINISTIC_ALGO=1", 0},
-    {"OMPI_MCA_coll_tuned_use_dynamic_rules=0", 0}, {"OMPI_MCA_coll_tuned_allreduce_algorithm=0", 0},
-    {"OMPI_MCA_coll_tuned_allreduce_algorithm=6", 1}, {"NCCL_MIN_NCHANNELS=4", 1},
+    {"NCCL_ALGO=Ring", 1},
+    {"NCCL_ALGO=ring", 1},
+    {"NCCL_ALGO=allreduce:ring", 1},
+    {"NCCL_ALGO=Tree", 0},
+    {"NCCL_ALGO=NVLS", 0},
+    {"NCCL_ALGO=Ring,Tree", 0},
+    {"NCCL_ALGO=^Tree", 0},
+    {"NCCL_ALGO=CollnetDirect", 0},
+    {"NCCL_PROTO=Simple", 1},
+    {"NCCL_PROTO=LL128", 0},
+    {"NCCL_NVLS_ENABLE=1", 0},
+    {"NCCL_COLLNET_ENABLE=1", 0},
+    {"CUBLAS_WORKSPACE_CONFIG=:16:8", 1},
+    {"CUBLAS_WORKSPACE_CONFIG=:4096:2", 0},
+    {"PYTHONHASHSEED=123", 1},
+    {"PYTHONHASHSEED=random", 0},
+    {"OMP_NUM_THREADS=8", 1},
+    {"OMP_NUM_THREADS=0", 0},
+    {"OMP_NUM_THREADS=4,2", 0},
+    {"MKL_CBWR=AVX2", 1},
+    {"MKL_CBWR=AUTO", 0},
+    {"NVTE_ALLOW_NONDETERMINISTIC_ALGO=1", 0},
+    {"OMPI_MCA_coll_tuned_use_dynamic_rules=0", 0},
+    {"OMPI_MCA_coll_tuned_allreduce_algorithm=0", 0},
+    {"OMPI_MCA_coll_tuned_allreduce_algorithm=6", 1},
+    {"NCCL_MIN_NCHANNELS=4", 1},
     {"NCCL_MAX_NCHANNELS=x", 0},
 };
 
@@ -465,13 +481,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conf_cases),      cmocka_unit_test(test_conf_values),
-        cmocka_unit_test(test_conf_example),
-        cmocka_unit_test(test_modes),           cmocka_unit_test(test_det_empty_env),
-        cmocka_unit_test(test_det_cases),       cmocka_unit_test(test_det_channels),
-        cmocka_unit_test(test_det_conflict_list), cmocka_unit_test(test_preload),
-        cmocka_unit_test(test_exit_code_and_argv), cmocka_unit_test(test_request_check),
-        cmocka_unit_test(test_reg_body),        cmocka_unit_test(test_reg_server_down),
-        cmocka_unit_test(test_reg_server_hangs),
+        cmocka_unit_test(test_conf_example),    cmocka_unit_test(test_modes),
+        cmocka_unit_test(test_det_empty_env),   cmocka_unit_test(test_det_cases),
+        cmocka_unit_test(test_det_channels),    cmocka_unit_test(test_det_conflict_list),
+        cmocka_unit_test(test_preload),         cmocka_unit_test(test_exit_code_and_argv),
+        cmocka_unit_test(test_request_check),   cmocka_unit_test(test_reg_body),
+        cmocka_unit_test(test_reg_server_down), cmocka_unit_test(test_reg_server_hangs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -80,7 +80,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rfc4231_case2),
-        cmocka_unit_test(test_job_ids_differ), cmocka_unit_test(test_attest_token),
+        cmocka_unit_test(test_job_ids_differ),
+        cmocka_unit_test(test_attest_token),
         cmocka_unit_test(test_secret_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

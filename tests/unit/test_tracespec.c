@@ -80,14 +80,14 @@ static void test_in_window(void **state)
     trace_spec ts;
     char why[200];
     assert_int_equal(ts_parse("collectives;ops:steps=120-125:ranks=0,4-7", &ts, why, sizeof(why)), 0);
-    assert_false(ts_in_window(&ts, LS_LEVEL_COLLECTIVE, 10, 0));   /* the broad clause admits, no window */
+    assert_false(ts_in_window(&ts, LS_LEVEL_COLLECTIVE, 10, 0)); /* the broad clause admits, no window */
     assert_true(ts_admits(&ts, LS_LEVEL_COLLECTIVE, 10, 0));
     assert_true(ts_in_window(&ts, LS_LEVEL_COLLECTIVE, 121, 5));
     assert_true(ts_in_window(&ts, LS_LEVEL_OP, 125, 0));
-    assert_false(ts_in_window(&ts, LS_LEVEL_OP, 125, 3));          /* rank outside */
-    assert_false(ts_in_window(&ts, LS_LEVEL_OP, 126, 0));          /* step outside */
+    assert_false(ts_in_window(&ts, LS_LEVEL_OP, 125, 3)); /* rank outside */
+    assert_false(ts_in_window(&ts, LS_LEVEL_OP, 126, 0)); /* step outside */
     assert_int_equal(ts_parse("modules:steps=5-", &ts, why, sizeof(why)), 0);
-    assert_true(ts_in_window(&ts, LS_LEVEL_MODULE, 6, 0));           /* half-open windows are windows */
+    assert_true(ts_in_window(&ts, LS_LEVEL_MODULE, 6, 0)); /* half-open windows are windows */
     assert_int_equal(ts_parse("modules", &ts, why, sizeof(why)), 0);
     assert_false(ts_in_window(&ts, LS_LEVEL_METRIC, 6, 0));
 }

@@ -91,7 +91,8 @@ static void test_body_argv(void **state)
     char *const *refused[] = {bad, empty, NULL};
     int counts[] = {2, 2, 0};
     for (int k = 0; k < 3; k++) {
-        wire_run x = {.job_id = "9", .ranks = 1, .argv = refused[k], .argc = counts[k], .resume = "train --resume '{step}"};
+        wire_run x = {
+            .job_id = "9", .ranks = 1, .argv = refused[k], .argc = counts[k], .resume = "train --resume '{step}"};
         b = wire_run_body(&x);
         o = json_loads(b, 0, &e);
         assert_non_null(o);
@@ -269,9 +270,9 @@ static void test_obj_int_array(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_obj_int_array), cmocka_unit_test(test_body), cmocka_unit_test(test_body_argv),        cmocka_unit_test(test_lookup_path),
-        cmocka_unit_test(test_resume_check),  cmocka_unit_test(test_attest_body), cmocka_unit_test(test_pick),
-        cmocka_unit_test(test_obj_string),    cmocka_unit_test(test_jsonw_bytes),
+        cmocka_unit_test(test_obj_int_array), cmocka_unit_test(test_body),         cmocka_unit_test(test_body_argv),
+        cmocka_unit_test(test_lookup_path),   cmocka_unit_test(test_resume_check), cmocka_unit_test(test_attest_body),
+        cmocka_unit_test(test_pick),          cmocka_unit_test(test_obj_string),   cmocka_unit_test(test_jsonw_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

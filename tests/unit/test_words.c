@@ -277,9 +277,12 @@ static void test_split_then_quote(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quote_through_sh), cmocka_unit_test(test_quote_cut),
-        cmocka_unit_test(test_join),             cmocka_unit_test(test_split_table),
-        cmocka_unit_test(test_split_limits),     cmocka_unit_test(test_split_then_quote),
+        cmocka_unit_test(test_quote_through_sh),
+        cmocka_unit_test(test_quote_cut),
+        cmocka_unit_test(test_join),
+        cmocka_unit_test(test_split_table),
+        cmocka_unit_test(test_split_limits),
+        cmocka_unit_test(test_split_then_quote),
     };
     return cmocka_run_group_tests_name("words", tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@ static void loop_fn(worker *w);
 static const struct {
     const char *name;
     void (*fn)(void *);
-} table[] = {{"tick", on_tick}};                          /* a pointer stored in a table */
+} table[] = {{"tick", on_tick}};                     /* a pointer stored in a table */
 static worker thread = WORKER_INIT("loop", loop_fn); /* a file-scope initialiser */
 
 static void on_tick(void *arg)
