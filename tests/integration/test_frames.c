@@ -114,8 +114,8 @@ static void test_convert_rows(void **state)
     exec_ok(c, "INSERT INTO records (run_key, rank, seq, step, name, occ, level, dtype, flags, t_ns, nbytes, fp, "
                "shape) SELECT 1, 1, i, i / 400, 'layer' || (i % 400) || '.out', 0, 2, 1, 0, i, 64, i * 7, '{16}' "
                "FROM generate_series(0, 119999) i");
-    /* rank 2: a record with a call site (sql/007) and a shard (extension fields, sql/009), and an entry of a
-     * restored state block */
+    /* rank 2: a record with a call site (sql/migrations/007) and a shard (extension fields, sql/migrations/009), and an
+     * entry of a restored state block */
     rec_ext x;
     memset(&x, 0, sizeof(x));
     x.has_shard = 1;
