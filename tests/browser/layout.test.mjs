@@ -153,11 +153,15 @@ test('switching the scheme while a page is open redraws it, canvas and charts in
   await page.waitForFunction(() => document.querySelector('.chart')?.__plot && document.querySelector('canvas.matchmap'),
     null, { timeout: 10000 });
   await drawn(page);
-  const look = () => page.evaluate(() => {
-    const px = document.querySelector('canvas.matchmap').getContext('2d').getImageData(1, 1, 1, 1).data;
-    const u = document.querySelector('.chart').__plot;
+  // what the page shows once its chart is drawn with axes other than `was` (the page polls its group, and a refresh
+  // may catch the chart between its old plot and its new one; a chart never redrawn in the new scheme times out)
+  const look = async (was) => (await page.waitForFunction((w) => {
+    const c = document.querySelector('canvas.matchmap'), u = document.querySelector('.chart')?.__plot;
+    if (!c || !u || u.axes[1].stroke(u, 1) === w)
+      return null;
+    const px = c.getContext('2d').getImageData(1, 1, 1, 1).data;
     return { body: getComputedStyle(document.body).backgroundColor, map: [...px.slice(0, 3)], axis: u.axes[1].stroke(u, 1) };
-  });
+  }, was, { timeout: 5000 })).jsonValue();
   const light = await look();
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.waitForFunction((m) => {
@@ -165,7 +169,7 @@ test('switching the scheme while a page is open redraws it, canvas and charts in
     return c && String([...c.getContext('2d').getImageData(1, 1, 1, 1).data.slice(0, 3)]) !== String(m);
   }, light.map, { timeout: 5000 });
   await drawn(page);
-  const dark = await look();
+  const dark = await look(light.axis);
   assert.notEqual(dark.body, light.body);
   assert.ok(dark.map.every((v) => v < 60), `the match map's background in the dark: ${dark.map}`);
   assert.notEqual(dark.axis, light.axis, 'the chart axes take the dark scheme\'s colour');
