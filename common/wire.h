@@ -60,7 +60,8 @@ int wire_argv_valid(char *const *argv, int argc);
  * the checkpoint through {step} (the last step it holds) or {path} (where the job said it is), and may name
  * {stop} (the last step a replay needs); no other {...}; shorter than WIRE_RESUME_MAX; one line of UTF-8 that
  * common/words.h splits into 1 to WIRE_RESUME_WORDS words (its quotes end). Returns 0, or -1 with the reason in
- * `why`. lockstepd splits it into words, then fills the placeholders in inside each word (server/replay/narrow.c). */
+ * `why`. lockstepd splits it into words, then puts {step}, {path} and {stop} in inside each word
+ * (server/replay/narrow.c). */
 int wire_resume_check(const char *tpl, char *why, size_t cap);
 /* WIRE_CKPT_PATH_MAX - the most bytes of a declared checkpoint's path (POST /api/v1/runs/{id}/checkpoints). */
 #define WIRE_CKPT_PATH_MAX 4096

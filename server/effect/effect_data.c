@@ -206,21 +206,8 @@ static int config_explains(int64_t base, int64_t changed, json_t **summary, effe
         PQclear(runs);
         return effect_fail_set(f, 503, "", err, "");
     }
-    int n = PQntuples(runs) < 2 ? PQntuples(runs) : 2;
     md_run rs[2];
-    for (int i = 0; i < n; i++) {
-        rs[i] = (md_run){
-            PQgetvalue(runs, i, 1), PQgetvalue(runs, i, 2), PQgetvalue(runs, i, 3),       PQgetvalue(runs, i, 4),
-            PQgetvalue(runs, i, 5), PQgetvalue(runs, i, 6), atol(PQgetvalue(runs, i, 7)), json_array()};
-        for (int k = 0; k < PQntuples(man); k++) {
-            if (strcmp(PQgetvalue(man, k, 0), PQgetvalue(runs, i, 0)))
-                continue;
-            json_t *doc = json_loads(PQgetvalue(man, k, 2), 0, NULL);
-            if (doc)
-                json_array_append_new(rs[i].manifests,
-                                      json_pack("{s:i, s:o}", "rank", atoi(PQgetvalue(man, k, 1)), "manifest", doc));
-        }
-    }
+    int n = findings_md_runs(runs, man, rs, 2);
     json_t *d = n == 2 ? md_diff(rs, 2) : NULL;
     for (int i = 0; i < n; i++)
         json_decref(rs[i].manifests);

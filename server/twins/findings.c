@@ -240,11 +240,9 @@ static void load_runs(PGresult *runs, PGresult *exits, grp_findings *v)
     }
 }
 
-/* load_mdiff - the manifest diff of the group's runs. */
-static json_t *load_mdiff(PGresult *runs, PGresult *man)
+int findings_md_runs(PGresult *runs, PGresult *man, md_run *rs, int max)
 {
-    int n = PQntuples(runs) < GROUP_MAX_RUNS ? PQntuples(runs) : GROUP_MAX_RUNS;
-    md_run rs[GROUP_MAX_RUNS];
+    int n = PQntuples(runs) < max ? PQntuples(runs) : max;
     for (int i = 0; i < n; i++) {
         rs[i] = (md_run){
             PQgetvalue(runs, i, 1), PQgetvalue(runs, i, 2), PQgetvalue(runs, i, 3),       PQgetvalue(runs, i, 4),
@@ -258,6 +256,14 @@ static json_t *load_mdiff(PGresult *runs, PGresult *man)
                                       json_pack("{s:i, s:o}", "rank", atoi(PQgetvalue(man, k, 1)), "manifest", doc));
         }
     }
+    return n;
+}
+
+/* load_mdiff - the manifest diff of the group's runs. */
+static json_t *load_mdiff(PGresult *runs, PGresult *man)
+{
+    md_run rs[GROUP_MAX_RUNS];
+    int n = findings_md_runs(runs, man, rs, GROUP_MAX_RUNS);
     json_t *d = md_diff(rs, n);
     for (int i = 0; i < n; i++)
         json_decref(rs[i].manifests);

@@ -11,8 +11,10 @@
 
 #include <stddef.h>
 #include <jansson.h>
+#include <libpq-fe.h>
 
 #include "common/cause.h"
+#include "common/json/mdiff.h"
 #include "server/twins/divergence.h"
 #include "server/rules/status.h"
 
@@ -67,6 +69,11 @@ int findings_load(const char *group, grp_findings *v, char *err, size_t cap);
  * diff does it ask findings_load for the group. For the twin-group list and its status filter, and the runs list's
  * group status. Returns 0, or -1 with the database's message in `err`. */
 int findings_facts(const char *const *names, int n, twin_facts *out, char *err, size_t cap);
+
+/* findings_md_runs - the first `max` runs of `runs` (run key, run id, job, step, user, nodes, command, ranks) with
+ * their manifests from `man` (key, rank, manifest) into rs[0..n), as md_diff (common/json/mdiff.h) takes them; each
+ * run's manifests array is new (the caller decrefs it). Returns n. */
+int findings_md_runs(PGresult *runs, PGresult *man, md_run *rs, int max);
 
 /* findings_release - drop what findings_load made; safe on empty findings. */
 void findings_release(grp_findings *v);

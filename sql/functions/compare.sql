@@ -88,7 +88,7 @@ BEGIN
                min(c.lo) AS lo,
                min(CASE WHEN c.ended THEN c.max_step ELSE c.max_step - 1 END) FILTER (WHERE c.member) AS hi
         FROM cellm c GROUP BY c.rk),
-    todo AS (
+    due AS (
         SELECT per.rk, per.mkeys, per.mids, per.waiting, per.lo, per.hi,
                cardinality(per.mkeys) >= 2 AND per.with_records >= 1 AND per.lo <= per.hi AS comparable,
                CASE WHEN ck.members = per.mkeys AND ck.checked_upto >= per.lo THEN ck.checked_upto + 1
@@ -103,7 +103,7 @@ BEGIN
     found AS ( -- the first differing step past the mark, up to the stored divergence (nothing after it can come
                -- before it; a divergence before the range stands)
         SELECT t.rk, t.mkeys, t.mids, t.hi, least(t.hi, t.div_step) AS upto, x.step, t.from_step, t.waiting
-        FROM todo t CROSS JOIN LATERAL (
+        FROM due t CROSS JOIN LATERAL (
             SELECT s.step FROM step_digests s
             WHERE s.run_key = ANY (t.mkeys) AND s.rank = t.rk
               AND s.step BETWEEN t.from_step AND least(t.hi, t.div_step)
@@ -112,7 +112,7 @@ BEGIN
             ORDER BY s.step LIMIT 1) x
         WHERE t.comparable AND t.from_step <= t.hi AND (t.div_step IS NULL OR t.div_step >= t.from_step)),
     dropped AS ( -- compared through the range without a difference: a step divergence there no longer shows
-        DELETE FROM divergences d USING todo t
+        DELETE FROM divergences d USING due t
         WHERE d.twin_group = g AND d.rank = t.rk AND t.comparable AND t.from_step <= t.hi
           AND t.div_step BETWEEN t.from_step AND t.hi AND t.div_kind <> 'restore'
           AND NOT EXISTS (SELECT 1 FROM found f WHERE f.rk = t.rk)
@@ -123,7 +123,7 @@ BEGIN
                CASE WHEN t.comparable THEN t.hi ELSE t.done END,
                CASE WHEN t.comparable THEN t.hi END,
                coalesce(t.mkeys, '{}'), clock_timestamp(), t.waiting
-        FROM todo t
+        FROM due t
         WHERE NOT EXISTS (SELECT 1 FROM found f WHERE f.rk = t.rk)
         ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto, target = excluded.target,
             members = excluded.members, checked_at = excluded.checked_at, waiting = excluded.waiting
