@@ -32,8 +32,8 @@ $(B)/agent/mpi/%.o: agent/mpi/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(MPI_CFLAGS) -c $< -o $@
 
-$(LIBLOCKSTEP_MPI_SO): $(B)/agent/mpi/pmpi.o $(B)/common/lsfp1.o $(LIBLOCKSTEP_SO) agent/mpi/liblockstep_mpi.map
-	$(CC) -shared -o $@ $(B)/agent/mpi/pmpi.o $(B)/common/lsfp1.o $(ALL_LDFLAGS) $(HARDEN_LD) \
+$(LIBLOCKSTEP_MPI_SO): $(B)/agent/mpi/pmpi.o $(B)/agent/mpi/comm.o $(B)/common/lsfp1.o $(LIBLOCKSTEP_SO) agent/mpi/liblockstep_mpi.map
+	$(CC) -shared -o $@ $(B)/agent/mpi/pmpi.o $(B)/agent/mpi/comm.o $(B)/common/lsfp1.o $(ALL_LDFLAGS) $(HARDEN_LD) \
 	  -Wl,--version-script=agent/mpi/liblockstep_mpi.map -Wl,-soname,liblockstep_mpi.so \
 	  -L$(B)/lib -Wl,-rpath,'$$ORIGIN' -llockstep -ldl
 

@@ -50,9 +50,11 @@ static void print_divergence(json_t *d)
         printf("  call site: %s\n", site);
     const char *ignore = json_string_value(json_object_get(d, "suggest_ignore"));
     if (ignore)
-        printf("  if these are run-specific values (timings, process ids), leave them out: --lockstep-ignore='%s' "
-               "(LOCKSTEP_IGNORE='%s' outside Slurm)\n",
-               ignore, ignore);
+    {
+        const char *why = json_string_value(json_object_get(d, "suggest_why"));
+        printf("  %s: --lockstep-ignore='%s' (LOCKSTEP_IGNORE='%s' outside Slurm)\n",
+               why ? why : "if these are run-specific values (timings, process ids), leave them out", ignore, ignore);
+    }
     const char *config = json_string_value(json_object_get(d, "configuration"));
     if (config)
         printf("  configuration: %s (lockstep manifest-diff shows every difference)\n", config);

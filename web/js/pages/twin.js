@@ -102,7 +102,7 @@ export async function mount(el, params, query, navigate) {
           h('strong', { 'data-field': 'origin' }, fd.origin_ranks.join(', '))] : null,
         ' — ', fd.cause_detail || '', fd.thin_evidence ? ' (the records cannot tell more)' : '') : null,
       fd.site && fd.site.text ? h('p', null, 'Call site: ', h('code', { 'data-field': 'site' }, fd.site.text)) : null,
-      fd.suggest_ignore ? h('p', { class: 'sub', 'data-field': 'suggest-ignore' }, 'If these are run-specific values (timings, process ids), leave them out: ',
+      fd.suggest_ignore ? h('p', { class: 'sub', 'data-field': 'suggest-ignore' }, (fd.suggest_why || 'If these are run-specific values (timings, process ids), leave them out') + ': ',
         h('code', null, `--lockstep-ignore='${fd.suggest_ignore}'`), ' (LOCKSTEP_IGNORE outside Slurm).') : null,
       fd.configuration ? h('p', { class: 'sub', 'data-field': 'configuration' }, 'Configuration: ', fd.configuration) : null,
       fd.detection_ms !== undefined ? h('p', { class: 'sub' }, `Detected ${fmtTime(fd.detected_at)} UTC, ${Math.round(fd.detection_ms)} ms after the batch that showed it was committed.`) : null,
