@@ -52,7 +52,7 @@ void hw_judge(const hw_facts *f, hw_verdict *v)
                  why);
         return;
     }
-    if (f->cause == CAUSE_CONTENT && f->nranks >= 2) {
+    if (f->cause == CAUSE_CONTENT && f->nranks >= 2 && !f->strong) {
         decide(v, "inconclusive", "content");
         snprintf(v->reason, sizeof(v->reason),
                  "every rank diverged at once and the records cannot tell where the change began: evidence on "

@@ -10,9 +10,9 @@
  *   3 root input: the origin is the root of a broadcast whose buffer already differed before it, nothing having
  *     diverged earlier: the value came from outside the recorded computation (a file the root read, the clock,
  *     its environment)                                                                  -> software, `root_input`
- *   4 every rank diverged at one record that carries no input fingerprints (cause content, two ranks or more):
- *     the records cannot tell where the change began, and evidence spread over every node names none
- *                                                                                 -> inconclusive, `content`
+ *   4 every rank diverged at one record that carries no input fingerprints (cause content, two ranks or more)
+ *     and no majority of three runs or more names an odd run on each: the records cannot tell where the change
+ *     began, and evidence spread over every node of a pair names none                -> inconclusive, `content`
  *   5 two runs that differ on an origin rank ran it on the same hardware: a transient fault does exactly that,
  *     and so does nondeterminism; a replay tells them apart                    -> inconclusive, `same_hardware`
  *   6 no attested hardware ran an origin rank                                    -> software, `no_hardware`
