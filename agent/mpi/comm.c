@@ -21,6 +21,7 @@ static struct {
     int (*group_size)(MPI_Group, int *);
     int (*translate)(MPI_Group, int, const int[], MPI_Group, int[]);
     int (*group_free)(MPI_Group *);
+    MPI_Comm world; /* MPI_COMM_WORLD, looked up: in Open MPI the macro names libmpi's object */
     int keyval, ok;
 } M;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -29,6 +30,15 @@ static void *fn(const char *name)
 {
     void *f = dlsym(RTLD_NEXT, name);
     return f ? f : dlsym(RTLD_DEFAULT, name);
+}
+
+/* no_copy - the attribute's copy callback: a duplicated communicator computes its own (MPI_COMM_NULL_COPY_FN, which
+ * is a symbol of libmpi: this library must load into programs without MPI, so it names no symbol of libmpi). */
+static int no_copy(MPI_Comm comm, int keyval, void *extra, void *in, void *out, int *flag)
+{
+    (void)comm, (void)keyval, (void)extra, (void)in, (void)out;
+    *flag = 0;
+    return MPI_SUCCESS;
 }
 
 /* drop - the attribute's delete callback: MPI frees the communicator, its answer goes with it. */
@@ -48,10 +58,13 @@ static void setup(void)
     *(void **)&M.group_size = fn("PMPI_Group_size");
     *(void **)&M.translate = fn("PMPI_Group_translate_ranks");
     *(void **)&M.group_free = fn("PMPI_Group_free");
+    /* an object, not a function: searched from the program first, since a program that names MPI_COMM_WORLD may
+     * hold the object itself (a copy relocation) and libmpi's own copy is then unused */
+    M.world = (MPI_Comm)dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world");
     if (!M.create_keyval || !M.get_attr || !M.set_attr || !M.comm_group || !M.group_size || !M.translate ||
-        !M.group_free)
+        !M.group_free || !M.world)
         return;
-    M.ok = M.create_keyval(MPI_COMM_NULL_COPY_FN, drop, &M.keyval, NULL) == MPI_SUCCESS;
+    M.ok = M.create_keyval(no_copy, drop, &M.keyval, NULL) == MPI_SUCCESS;
 }
 
 /* compute - the communicator's entry (malloc'd), or NULL. */
@@ -63,7 +76,7 @@ static comm_entry *compute(MPI_Comm comm)
         return NULL;
     comm_entry *e = NULL;
     int *mine = NULL;
-    if (M.group_size(g, &n) != MPI_SUCCESS || n <= 0 || M.comm_group(MPI_COMM_WORLD, &world) != MPI_SUCCESS)
+    if (M.group_size(g, &n) != MPI_SUCCESS || n <= 0 || M.comm_group(M.world, &world) != MPI_SUCCESS)
         goto out_free_group;
     e = malloc(sizeof(*e) + (size_t)n * sizeof(int));
     mine = malloc((size_t)n * sizeof(int));
@@ -89,7 +102,7 @@ out_free_group:
 int comm_of(MPI_Comm comm, ls_comm *out)
 {
     pthread_once(&once, setup);
-    if (!M.ok || comm == MPI_COMM_NULL)
+    if (!M.ok)
         return -1;
     comm_entry *e = NULL;
     int found = 0;
