@@ -50,8 +50,7 @@ static void print_divergence(json_t *d)
     if (site)
         printf("  call site: %s\n", site);
     const char *ignore = json_string_value(json_object_get(d, "suggest_ignore"));
-    if (ignore)
-    {
+    if (ignore) {
         const char *why = json_string_value(json_object_get(d, "suggest_why"));
         printf("  %s: --lockstep-ignore='%s' (LOCKSTEP_IGNORE='%s' outside Slurm)\n",
                why ? why : "if these are run-specific values (timings, process ids), leave them out", ignore, ignore);

@@ -113,8 +113,8 @@ static void receivers(const cause_rank *c, const cause_result *v, char *out, siz
         }
         char list[200];
         rank_list(others, n, list, sizeof(list));
-        snprintf(out, cap, "rank%s %s%s, the other member%s of its communicator of %d processes,", n + more > 1 ? "s" : "",
-                 list, more ? " and more" : "", n + more > 1 ? "s" : "", c->comm_size);
+        snprintf(out, cap, "rank%s %s%s, the other member%s of its communicator of %d processes,",
+                 n + more > 1 ? "s" : "", list, more ? " and more" : "", n + more > 1 ? "s" : "", c->comm_size);
     } else if (c->comm_size > 1) {
         snprintf(out, cap, "the other ranks of its communicator of %d processes", c->comm_size);
     } else {
@@ -164,11 +164,12 @@ static void judge_origin(const cause_rank *const *early, int ne, int n_unknown, 
     receivers(o, v, recv, sizeof(recv));
     if (name_is(o, BCAST) && v->norigin == 1) {
         v->root_input = 1;
-        snprintf(v->why, sizeof(v->why),
-                 "rank %.12s, the root of %.200s, already held another value before broadcasting it, and nothing diverged "
-                 "earlier: the value entered at the root from outside the recorded computation (a file it read, "
-                 "the clock, its environment); %.240s received it through the broadcast",
-                 who, rec, recv);
+        snprintf(
+            v->why, sizeof(v->why),
+            "rank %.12s, the root of %.200s, already held another value before broadcasting it, and nothing diverged "
+            "earlier: the value entered at the root from outside the recorded computation (a file it read, "
+            "the clock, its environment); %.240s received it through the broadcast",
+            who, rec, recv);
         return;
     }
     if (name_is(o, REDUCE) && v->norigin == 1 && ne == 1) {

@@ -75,9 +75,9 @@ typedef struct cause_rank {
     uint32_t occurrence;
     int missing; /* some run lacks the record */
     cause_inputs inputs;
-    int restore; /* a restore difference: the entry (name, occurrence) of the state block of `step` */
-    int logical; /* a logical tensor of runs of different layouts (`rank` stands for none) */
-    int comm_size;             /* processes of the record's communicator, 0 when not known (cause_comm_of) */
+    int restore;                /* a restore difference: the entry (name, occurrence) of the state block of `step` */
+    int logical;                /* a logical tensor of runs of different layouts (`rank` stands for none) */
+    int comm_size;              /* processes of the record's communicator, 0 when not known (cause_comm_of) */
     const uint32_t *comm_ranks; /* the world ranks it spans in its own order, borrowed; NULL when not listed */
     int comm_nlisted;
 } cause_rank;
@@ -96,11 +96,11 @@ typedef struct cause_result {
     int origin[CAUSE_MAX_ORIGIN]; /* origin ranks, ascending (origin; also missing, content and restore: where seen
                                      first) */
     int norigin;
-    int thin;      /* 1: the records cannot tell (no input fingerprints, a single rank) */
-    int local;     /* origin: the change stayed in the origin's process (communicator of one, a reduce's root) */
+    int thin;       /* 1: the records cannot tell (no input fingerprints, a single rank) */
+    int local;      /* origin: the change stayed in the origin's process (communicator of one, a reduce's root) */
     int root_input; /* origin: a broadcast's root held another value before it (read from outside) */
     int comm_size;  /* the diverging collective's communicator size, 0 when not known */
-    char why[768]; /* one or two sentences for people */
+    char why[768];  /* one or two sentences for people */
 } cause_result;
 
 /* cause_comm_size - the communicator size a record states when it has no comm field: the shape the MPI and NCCL

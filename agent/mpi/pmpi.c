@@ -330,7 +330,8 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     int rc = real_MPI_Bcast(buf, count, dt, root, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(buf, count, dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.bcast", out, nbytes, d.dtype, comm_size(comm), count, me == root, &in, RET, comm);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.bcast", out, nbytes, d.dtype, comm_size(comm), count, me == root, &in, RET,
+             comm);
     }
     return rc;
 }

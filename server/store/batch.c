@@ -457,8 +457,8 @@ static int json_ext(const json_t *o, size_t i, rec_record *r, unsigned char *ext
         const json_t *sz = json_object_get(cm, "size"), *w = json_object_get(cm, "ranks");
         size_t nw = json_array_size(w);
         if (!json_is_object(cm) || !json_is_integer(sz) || json_integer_value(sz) < 1 ||
-            json_integer_value(sz) > INT32_MAX || (w && (!json_is_array(w) || nw > REC_COMM_LIST_MAX ||
-                                                         (json_int_t)nw != json_integer_value(sz))))
+            json_integer_value(sz) > INT32_MAX ||
+            (w && (!json_is_array(w) || nw > REC_COMM_LIST_MAX || (json_int_t)nw != json_integer_value(sz))))
             return fail(e, "bad comm", "comm is {\"size\": N, \"ranks\": [N world ranks]} (ranks optional)",
                         "record %zu: a malformed \"comm\"", i);
         x.has_comm = 1;

@@ -33,7 +33,7 @@ typedef struct step_sum {
     int64_t step;
     int64_t n;
     uint64_t digest;
-    uint64_t inputs; /* XOR of the records' rec_inputs_term */
+    uint64_t inputs;    /* XOR of the records' rec_inputs_term */
     int inputs_unknown; /* a digest of held-back records is part of the step: their inputs are not known */
 } step_sum;
 
@@ -43,8 +43,8 @@ static int cmp_step(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void add_term(step_sum **s, size_t *n, size_t *cap, int64_t step, int64_t count, uint64_t term,
-                     uint64_t inputs, int unknown)
+static void add_term(step_sum **s, size_t *n, size_t *cap, int64_t step, int64_t count, uint64_t term, uint64_t inputs,
+                     int unknown)
 {
     size_t k = *n;
     if (*n && (*s)[*n - 1].step == step)
@@ -74,8 +74,8 @@ static size_t sum_steps(const srv_batch *bt, step_sum **out)
     step_sum *s = NULL;
     for (size_t i = 0; i < bt->n; i++)
         if (rec_in_steps(&bt->recs[i])) /* an entry of a state block is no step record: no digest, no count */
-            add_term(&s, &n, &cap, bt->recs[i].step, 1, rec_digest_term(&bt->recs[i]),
-                     rec_inputs_term(&bt->recs[i]), 0);
+            add_term(&s, &n, &cap, bt->recs[i].step, 1, rec_digest_term(&bt->recs[i]), rec_inputs_term(&bt->recs[i]),
+                     0);
     for (size_t i = 0; i < bt->n_digests; i++)
         add_term(&s, &n, &cap, bt->digests[i].step, bt->digests[i].n, bt->digests[i].digest, 0, 1);
     if (n)

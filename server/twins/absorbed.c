@@ -85,8 +85,8 @@ int absorbed_load(const char *group, json_t **out, char *err, size_t cap)
         return -1;
     long long count = PQntuples(r) ? atoll(PQgetvalue(r, 0, 0)) : 0;
     if (count > 0) {
-        json_t *first = first_json(atoi(PQgetvalue(r, 0, 2)), strtoll(PQgetvalue(r, 0, 3), NULL, 10),
-                                   PQgetvalue(r, 0, 4));
+        json_t *first =
+            first_json(atoi(PQgetvalue(r, 0, 2)), strtoll(PQgetvalue(r, 0, 3), NULL, 10), PQgetvalue(r, 0, 4));
         *out = json_pack("{s:I, s:i, s:o}", "count", (json_int_t)count, "ranks", atoi(PQgetvalue(r, 0, 1)), "first",
                          first);
     }

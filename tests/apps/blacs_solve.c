@@ -1,8 +1,8 @@
 /* blacs_solve.c - an unmodified MPI program (no Lockstep calls) over Debian's ScaLAPACK, the pattern of the
  * electronic-structure codes that use it: a 1x1 BLACS process grid on rank 0 of however many ranks, a dense solve
  * on it (pdgesv), and a parameter block broadcast over the grid with BLACS (dgebs2d_) whose last word is scratch the
- * program never reads (here the wall clock's nanoseconds, so it differs from run to run). On a 1x1 grid BLACS broadcasts on a
- * communicator of one process: nothing is sent. Every rank then agrees on a checksum (MPI_Allreduce).
+ * program never reads (here the wall clock's nanoseconds, so it differs from run to run). On a 1x1 grid BLACS
+ * broadcasts on a communicator of one process: nothing is sent. Every rank then agrees on a checksum (MPI_Allreduce).
  *
  * usage: blacs_solve [N]   (the order of the system, 8 by default)
  */
@@ -22,8 +22,8 @@ extern void dgebr2d_(int *ctx, const char *scope, const char *top, int *m, int *
                      int *csrc);
 extern void descinit_(int *desc, int *m, int *n, int *mb, int *nb, int *irsrc, int *icsrc, int *ctx, int *lld,
                       int *info);
-extern void pdgesv_(int *n, int *nrhs, double *a, int *ia, int *ja, int *desca, int *ipiv, double *b, int *ib,
-                    int *jb, int *descb, int *info);
+extern void pdgesv_(int *n, int *nrhs, double *a, int *ia, int *ja, int *desca, int *ipiv, double *b, int *ib, int *jb,
+                    int *descb, int *info);
 
 /* solve - the grid's dense solve; x[0] of the answer. */
 static double solve(int ctx, int n)
