@@ -32,8 +32,8 @@ $(B)/agent/mpi/%.o: agent/mpi/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(MPI_CFLAGS) -c $< -o $@
 
-$(LIBLOCKSTEP_MPI_SO): $(B)/agent/mpi/pmpi.o $(B)/common/lsfp1.o $(LIBLOCKSTEP_SO) agent/mpi/liblockstep_mpi.map
-	$(CC) -shared -o $@ $(B)/agent/mpi/pmpi.o $(B)/common/lsfp1.o $(ALL_LDFLAGS) $(HARDEN_LD) \
+$(LIBLOCKSTEP_MPI_SO): $(B)/agent/mpi/pmpi.o $(B)/agent/mpi/comm.o $(B)/common/lsfp1.o $(LIBLOCKSTEP_SO) agent/mpi/liblockstep_mpi.map
+	$(CC) -shared -o $@ $(B)/agent/mpi/pmpi.o $(B)/agent/mpi/comm.o $(B)/common/lsfp1.o $(ALL_LDFLAGS) $(HARDEN_LD) \
 	  -Wl,--version-script=agent/mpi/liblockstep_mpi.map -Wl,-soname,liblockstep_mpi.so \
 	  -L$(B)/lib -Wl,-rpath,'$$ORIGIN' -llockstep -ldl
 
@@ -73,8 +73,17 @@ $(B)/tests/apps/libsolver.so: tests/apps/libsolver.cpp tests/apps/solver.h
 	strip --strip-unneeded $@
 $(B)/tests/apps/solver: tests/apps/solver.cpp tests/apps/solver.h $(B)/tests/apps/libsolver.so
 	mpicxx $(APPS_CXXFLAGS) -o $@ $< $(ALL_LDFLAGS) -L$(B)/tests/apps -lsolver -Wl,-rpath,'$$ORIGIN'
+# blacs_solve (C over Debian's ScaLAPACK: a 1x1 BLACS grid, whose broadcasts run on a one-process communicator),
+# built where libscalapack-openmpi-dev is installed.
+SCALAPACK_SO := $(wildcard /usr/lib/x86_64-linux-gnu/libscalapack-openmpi.so /usr/lib/libscalapack-openmpi.so)
+$(B)/tests/apps/blacs_solve: tests/apps/blacs_solve.c
+	@mkdir -p $(@D)
+	mpicc -std=gnu11 $(CFLAGS) $(WARN) $(SANFLAGS) -o $@ $< $(ALL_LDFLAGS) -lscalapack-openmpi -lm
 ifneq ($(MPI_CFLAGS),)
 ALL_TARGETS += $(B)/tests/apps/heat $(B)/tests/apps/libsolver.so $(B)/tests/apps/solver
+ifneq ($(SCALAPACK_SO),)
+ALL_TARGETS += $(B)/tests/apps/blacs_solve
+endif
 endif
 
 # bench/agent: an allreduce-heavy MPI program with and without the agent, server up and down.

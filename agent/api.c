@@ -582,9 +582,35 @@ static void site_from(const ls_site *s, rec_site *out)
     out->caller_len = (uint16_t)(s->caller ? strnlen(s->caller, REC_SITE_NAME_MAX) : 0);
 }
 
-int ls_record_fp_at(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
-                    const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
-                    const ls_site *site)
+/* comm_ext - the comm extension field of `comm` into `ext` (REC_EXT_ENCODED_MAX bytes); its length, 0 for none. */
+static size_t comm_ext(const ls_comm *comm, unsigned char *ext)
+{
+    if (!comm || comm->size <= 0)
+        return 0;
+    rec_ext x;
+    memset(&x, 0, sizeof(x));
+    x.has_comm = 1;
+    x.comm_size = (uint32_t)comm->size;
+    if (comm->world_ranks && comm->size <= REC_COMM_LIST_MAX) {
+        x.comm_nlisted = (uint32_t)comm->size;
+        for (int i = 0; i < comm->size; i++)
+            x.comm_ranks[i] = (uint32_t)comm->world_ranks[i];
+        x.comm_id = rec_comm_id(x.comm_ranks, x.comm_nlisted);
+    } else if (comm->world_ranks) {
+        uint64_t h = 0; /* the id alone, over every rank */
+        for (int i = 0; i < comm->size; i++) {
+            uint32_t w = (uint32_t)comm->world_ranks[i];
+            h = i ? rec_comm_id(&w, 1) ^ (h * 0x9e3779b97f4a7c15ULL) : rec_comm_id(&w, 1);
+        }
+        x.comm_id = h ^ (uint64_t)comm->size;
+    }
+    return rec_ext_encode(&x, ext);
+}
+
+/* record_fp - ls_record_fp_at with an optional communicator. */
+static int record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                     const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
+                     const ls_site *site, const ls_comm *comm)
 {
     size_t len;
     if (agent_check_name(name, &len) < 0)
@@ -615,6 +641,9 @@ int ls_record_fp_at(ls_level level, const char *name, uint64_t fp, uint64_t nbyt
     r.n_inputs = (uint16_t)n_inputs;
     r.inputs = inputs;
     r.t_ns = now_ns();
+    unsigned char ext[REC_EXT_ENCODED_MAX];
+    r.ext_len = (uint16_t)comm_ext(comm, ext);
+    r.ext = r.ext_len ? ext : NULL;
     cs_entry *e = NULL;
     if (site)
         site_from(site, &r.site);
@@ -625,6 +654,20 @@ int ls_record_fp_at(ls_level level, const char *name, uint64_t fp, uint64_t nbyt
     int rc = record_locked(&r, 0, "ls_record_fp", e);
     pthread_mutex_unlock(&mu);
     return rc < 0 ? -1 : 0;
+}
+
+int ls_record_fp_at(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                    const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
+                    const ls_site *site)
+{
+    return record_fp(level, name, fp, nbytes, dtype, ndim, shape, n_inputs, inputs, return_address, site, NULL);
+}
+
+int ls_record_fp_comm(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                      const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
+                      const ls_comm *comm)
+{
+    return record_fp(level, name, fp, nbytes, dtype, ndim, shape, n_inputs, inputs, return_address, NULL, comm);
 }
 
 int ls_record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/absorbed.h"
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/table.h"
@@ -194,6 +195,9 @@ static int cmd_compare(const cli_args *a)
               json_is_true(ident)    ? ", bit-identical"
               : json_is_false(ident) ? ", NOT bit-identical"
                                      : bx);
+    char absorbed[1200];
+    if (absorbed_text(json_object_get(base, "absorbed"), absorbed, sizeof(absorbed)))
+        printf("         absorbed: %s\n", absorbed);
     print_set("CHANGED", json_object_get(d, "changed"), NULL);
     if (json_is_object(nz))
         print_set("NOISE", nz, NULL);

@@ -83,7 +83,7 @@ static void suggestion(const diff_result *res, char *out, size_t cap)
 {
     out[0] = 0;
     const cause_rank *f = res->cause.first;
-    if (res->cause.kind != CAUSE_EVERY_RANK || !f)
+    if ((res->cause.kind != CAUSE_EVERY_RANK && !res->cause.local) || !f)
         return;
     const diff_rank *d = diff_rank_of(res, (uint32_t)f->rank);
     const rec_record *r = d ? (d->a ? d->a : d->b) : NULL;
@@ -202,8 +202,7 @@ static void print_text(const td_run *a, const td_run *b, const diff_result *res,
         char pat[SITE_PATTERN_MAX + 1];
         suggestion(res, pat, sizeof(pat));
         if (pat[0])
-            printf("  if these are run-specific values (timings, process ids), leave them out: LOCKSTEP_IGNORE='%s' "
-                   "(srun/sbatch --lockstep-ignore='%s')\n",
+            printf("  %s: LOCKSTEP_IGNORE='%s' (srun/sbatch --lockstep-ignore='%s')\n", cause_ignore_why(&res->cause),
                    pat, pat);
         if (config)
             printf("  configuration: %s\n", config);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/absorbed.h"
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/table.h"
@@ -49,10 +50,11 @@ static void print_divergence(json_t *d)
     if (site)
         printf("  call site: %s\n", site);
     const char *ignore = json_string_value(json_object_get(d, "suggest_ignore"));
-    if (ignore)
-        printf("  if these are run-specific values (timings, process ids), leave them out: --lockstep-ignore='%s' "
-               "(LOCKSTEP_IGNORE='%s' outside Slurm)\n",
-               ignore, ignore);
+    if (ignore) {
+        const char *why = json_string_value(json_object_get(d, "suggest_why"));
+        printf("  %s: --lockstep-ignore='%s' (LOCKSTEP_IGNORE='%s' outside Slurm)\n",
+               why ? why : "if these are run-specific values (timings, process ids), leave them out", ignore, ignore);
+    }
     const char *config = json_string_value(json_object_get(d, "configuration"));
     if (config)
         printf("  configuration: %s (lockstep manifest-diff shows every difference)\n", config);
@@ -283,6 +285,10 @@ static int cmd_twins(const cli_args *a)
     const char *klass = json_string_value(json_object_get(cls, "class"));
     if (klass && strcmp(klass, "none"))
         printf("classification: %s: %s\n", klass, json_string_value(json_object_get(cls, "reason")) ?: "");
+    /* collectives whose inputs differed while their outputs matched: no divergence, but worth a look */
+    char absorbed[1200];
+    if (absorbed_text(json_object_get(reply, "absorbed"), absorbed, sizeof(absorbed)))
+        printf("absorbed: %s (no evidence; lockstep narrow tells a fault from a value read from outside)\n", absorbed);
     printf("\n");
     static const char *const head[] = {"RUN", "JOB", "USER", "NODES", "STATUS", "EXIT"};
     table t;

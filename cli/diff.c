@@ -353,8 +353,10 @@ void diff_release(diff_result *r)
 {
     free(r->ranks);
     free(r->cause_ranks);
+    free(r->comm_ranks);
     r->ranks = NULL;
     r->cause_ranks = NULL;
+    r->comm_ranks = NULL;
     r->n_ranks = 0;
 }
 
@@ -369,8 +371,10 @@ const diff_rank *diff_rank_of(const diff_result *res, uint32_t rank)
 int diff_cause(diff_result *res, int configuration, int logical)
 {
     free(res->cause_ranks);
+    free(res->comm_ranks);
     res->cause_ranks = calloc(res->n_ranks + 1, sizeof(cause_rank));
-    if (!res->cause_ranks)
+    res->comm_ranks = calloc((res->n_ranks + 1) * REC_COMM_LIST_MAX, sizeof(uint32_t));
+    if (!res->cause_ranks || !res->comm_ranks)
         return -1;
     size_t n = 0;
     for (size_t i = 0; i < res->n_ranks; i++) {
@@ -392,6 +396,17 @@ int diff_cause(diff_result *res, int configuration, int logical)
             const uint64_t *lists[2] = {d->a->inputs, d->b->inputs};
             int counts[2] = {d->a->n_inputs, d->b->n_inputs};
             c->inputs = cause_inputs_of(lists, counts, 2);
+        }
+        if (r) { /* the collective's communicator: its comm field, else the size its shape states */
+            rec_ext x;
+            rec_ext_of(r, &x);
+            c->comm_size = x.has_comm ? (int)x.comm_size : cause_comm_size(r->name, r->name_len, r->ndim, r->shape);
+            if (x.has_comm && x.comm_nlisted == x.comm_size) {
+                uint32_t *w = res->comm_ranks + (n - 1) * REC_COMM_LIST_MAX;
+                memcpy(w, x.comm_ranks, x.comm_nlisted * sizeof(uint32_t));
+                c->comm_ranks = w;
+                c->comm_nlisted = (int)x.comm_nlisted;
+            }
         }
     }
     cause_facts f = {res->cause_ranks, n, (int)res->n_ranks, configuration};

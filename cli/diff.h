@@ -54,6 +54,7 @@ typedef struct diff_result {
                                        included) */
     cause_result cause;             /* diff_cause's answer (kind CAUSE_NONE before it, or when nothing diverged) */
     cause_rank *cause_ranks;        /* what cause.first points into */
+    uint32_t *comm_ranks;           /* the cause ranks' communicators' world ranks (REC_COMM_LIST_MAX each) */
 } diff_result;
 
 /* diff_runs - compare runs `a` and `b`, matching records on (rank, step,

@@ -94,6 +94,17 @@ void rec_ext_to_json(const rec_record *r, json_t *o)
                             json_pack("{s:s, s:o, s:I, s:s}", "dtype", dtype_name(x.scales_dtype), "shape", shape,
                                       "nbytes", (json_int_t)x.scales_nbytes, "fp", h));
     }
+    if (x.has_comm) {
+        rec_fp_hex(x.comm_id, h);
+        json_t *c = json_pack("{s:i, s:s}", "size", (int)x.comm_size, "id", h);
+        if (c && x.comm_nlisted) {
+            json_t *w = json_array();
+            for (uint32_t i = 0; w && i < x.comm_nlisted; i++)
+                json_array_append_new(w, json_integer(x.comm_ranks[i]));
+            json_object_set_new(c, "ranks", w);
+        }
+        json_object_set_new(o, "comm", c);
+    }
 }
 
 static uint64_t hex_of(const json_t *v)
@@ -136,6 +147,20 @@ int rec_ext_from_json(const json_t *o, uint8_t *flags, rec_ext *x)
             x->scales_shape[i] = json_integer_value(json_array_get(shape, i));
         x->scales_nbytes = (uint64_t)json_integer_value(json_object_get(sc, "nbytes"));
         x->scales_fp = hex_of(json_object_get(sc, "fp"));
+    }
+    const json_t *cm = json_object_get(o, "comm");
+    if (json_is_object(cm)) {
+        const json_t *w = json_object_get(cm, "ranks");
+        json_int_t size = json_integer_value(json_object_get(cm, "size"));
+        size_t nw = json_array_size(w);
+        if (size < 1 || size > INT32_MAX || nw > REC_COMM_LIST_MAX || (nw && (json_int_t)nw != size))
+            return -1;
+        x->has_comm = 1;
+        x->comm_size = (uint32_t)size;
+        x->comm_nlisted = (uint32_t)nw;
+        for (size_t i = 0; i < nw; i++)
+            x->comm_ranks[i] = (uint32_t)json_integer_value(json_array_get(w, i));
+        x->comm_id = hex_of(json_object_get(cm, "id"));
     }
     return 0;
 }

@@ -67,6 +67,139 @@ static void rank_list(const int *r, int n, char *out, size_t cap)
     }
 }
 
+int cause_comm_size(const char *name, size_t name_len, int ndim, const int64_t *shape)
+{
+    int mpi = name_len > 4 && memcmp(name, "mpi.", 4) == 0, nccl = name_len > 5 && memcmp(name, "nccl.", 5) == 0;
+    if ((!mpi && !nccl) || ndim != 2 || shape[0] <= 0 || shape[0] > INT32_MAX)
+        return 0;
+    return (int)shape[0];
+}
+
+/* name_is - 1 when the record's name is one of `names` (a NULL-terminated list). */
+static int name_is(const cause_rank *c, const char *const *names)
+{
+    for (; *names; names++)
+        if (strlen(*names) == c->name_len && memcmp(c->name, *names, c->name_len) == 0)
+            return 1;
+    return 0;
+}
+
+static const char *const BCAST[] = {"mpi.bcast", "nccl.broadcast", "nccl.bcast", NULL};
+static const char *const REDUCE[] = {"mpi.reduce", "nccl.reduce", NULL};
+
+/* in_list - 1 when `x` is among r[0..n). */
+static int in_list(const int *r, int n, int x)
+{
+    for (int i = 0; i < n; i++)
+        if (r[i] == x)
+            return 1;
+    return 0;
+}
+
+/* receivers - who received the change through collective `c` (the origin's record): its communicator's other
+ * members by world rank when it lists them, else how many, else "the other ranks". */
+static void receivers(const cause_rank *c, const cause_result *v, char *out, size_t cap)
+{
+    if (c->comm_size > 1 && c->comm_ranks && c->comm_nlisted == c->comm_size) {
+        int others[CAUSE_MAX_ORIGIN], n = 0, more = 0;
+        for (int i = 0; i < c->comm_nlisted; i++) {
+            int w = (int)c->comm_ranks[i];
+            if (in_list(v->origin, v->norigin, w))
+                continue;
+            if (n < CAUSE_MAX_ORIGIN)
+                others[n++] = w;
+            else
+                more++;
+        }
+        char list[200];
+        rank_list(others, n, list, sizeof(list));
+        snprintf(out, cap, "rank%s %s%s, the other member%s of its communicator of %d processes,",
+                 n + more > 1 ? "s" : "", list, more ? " and more" : "", n + more > 1 ? "s" : "", c->comm_size);
+    } else if (c->comm_size > 1) {
+        snprintf(out, cap, "the other ranks of its communicator of %d processes", c->comm_size);
+    } else {
+        snprintf(out, cap, "the other ranks");
+    }
+}
+
+/* every_member - 1 when the collective's communicator lists its members and each of them is among the `n` early
+ * ranks whose inputs differed. */
+static int every_member(const cause_rank *c, const cause_rank *const *early, int n)
+{
+    if (!c->comm_ranks || c->comm_size < 2 || c->comm_nlisted != c->comm_size)
+        return 0;
+    for (int i = 0; i < c->comm_nlisted; i++) {
+        int hit = 0;
+        for (int k = 0; k < n && !hit; k++)
+            hit = early[k]->rank == (int)c->comm_ranks[i] && early[k]->inputs == CAUSE_IN_DIFF;
+        if (!hit)
+            return 0;
+    }
+    return 1;
+}
+
+/* judge_origin - the origin ranks are set (the ranks whose inputs differed at `e0`'s collective): say what the
+ * collective did with the change, true to its communicator. */
+static void judge_origin(const cause_rank *const *early, int ne, int n_unknown, int all, const char *rec,
+                         cause_result *v)
+{
+    const cause_rank *o = early[0];
+    for (int i = 0; i < ne; i++)
+        if (early[i]->rank == v->origin[0])
+            o = early[i];
+    char who[160], recv[300];
+    rank_list(v->origin, v->norigin, who, sizeof(who));
+    const char *s = v->norigin > 1 ? "s" : "";
+    v->kind = CAUSE_ORIGIN;
+    v->comm_size = o->comm_size;
+    if (o->comm_size == 1) {
+        v->local = 1;
+        snprintf(v->why, sizeof(v->why),
+                 "rank%s %s called %s on a communicator of one process: nothing was sent or received, so the "
+                 "difference (a buffer that process alone holds, often a word the program never uses) stayed in "
+                 "that process",
+                 s, who, rec);
+        return;
+    }
+    receivers(o, v, recv, sizeof(recv));
+    if (name_is(o, BCAST) && v->norigin == 1) {
+        v->root_input = 1;
+        snprintf(
+            v->why, sizeof(v->why),
+            "rank %.12s, the root of %.200s, already held another value before broadcasting it, and nothing diverged "
+            "earlier: the value entered at the root from outside the recorded computation (a file it read, "
+            "the clock, its environment); %.240s received it through the broadcast",
+            who, rec, recv);
+        return;
+    }
+    if (name_is(o, REDUCE) && v->norigin == 1 && ne == 1) {
+        v->local = 1;
+        snprintf(v->why, sizeof(v->why),
+                 "the inputs of %s differed on rank %.12s only, and no other rank diverged there: a reduce delivers "
+                 "its result to its root alone, so the difference stayed in rank %.12s's own buffer",
+                 rec, who, who);
+        return;
+    }
+    size_t n = (size_t)snprintf(v->why, sizeof(v->why),
+                                "the inputs of %s differed on rank%s %s only; %.240s received the change through the "
+                                "collective",
+                                rec, s, who, recv);
+    if (all == 1 && n < sizeof(v->why)) {
+        v->thin = 1;
+        snprintf(v->why + n, sizeof(v->why) - n, " (a single rank: a run-specific value and a local fault look alike)");
+    } else if (n_unknown && n < sizeof(v->why)) {
+        snprintf(v->why + n, sizeof(v->why) - n, " (%d rank%s recorded no input fingerprints there)", n_unknown,
+                 n_unknown > 1 ? "s" : "");
+    }
+}
+
+const char *cause_ignore_why(const cause_result *v)
+{
+    if (v->local)
+        return "Nothing left the process: if the program never uses this buffer, leave the call out";
+    return "If these are run-specific values (timings, process ids), leave them out";
+}
+
 void cause_judge(const cause_facts *f, cause_result *v)
 {
     memset(v, 0, sizeof(*v));
@@ -155,28 +288,16 @@ void cause_judge(const cause_facts *f, cause_result *v)
             if (early[i]->inputs == CAUSE_IN_DIFF)
                 add_origin(v, early[i]->rank);
         rank_list(v->origin, v->norigin, who, sizeof(who));
-        if (n_diff >= all && all >= 2) {
+        if ((n_diff >= all && all >= 2) || every_member(e0, early, ne)) {
             v->kind = CAUSE_EVERY_RANK;
             snprintf(v->why, sizeof(v->why),
-                     "the inputs of %s differed on every rank at once, with nothing diverging before: run-specific "
-                     "values (timings, process ids, host names) or nondeterministic computation on every rank, "
-                     "not one faulty node",
-                     rec);
+                     "the inputs of %s differed on every rank%s at once, with nothing diverging before: "
+                     "run-specific values (timings, process ids, host names) or nondeterministic computation on "
+                     "every rank, not one faulty node",
+                     rec, n_diff >= all ? "" : " of its communicator");
             v->norigin = 0;
         } else {
-            v->kind = CAUSE_ORIGIN;
-            size_t n = (size_t)snprintf(v->why, sizeof(v->why),
-                                        "the inputs of %s differed on rank%s %s only; the other ranks received the "
-                                        "change through the collective",
-                                        rec, v->norigin > 1 ? "s" : "", who);
-            if (all == 1 && n < sizeof(v->why)) {
-                v->thin = 1;
-                snprintf(v->why + n, sizeof(v->why) - n,
-                         " (a single rank: a run-specific value and a local fault look alike)");
-            } else if (n_unknown && n < sizeof(v->why)) {
-                snprintf(v->why + n, sizeof(v->why) - n, " (%d rank%s recorded no input fingerprints there)", n_unknown,
-                         n_unknown > 1 ? "s" : "");
-            }
+            judge_origin(early, ne, n_unknown, all, rec, v);
         }
     } else if (!n_unknown) {
         v->kind = CAUSE_OPERATION;

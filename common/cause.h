@@ -14,9 +14,13 @@
  *   configuration  the runs' configuration differs where it can change bits: that explains the divergence.
  *   missing        at the earliest point a run lacks the record the others hold.
  *   origin         the inputs of the earliest diverging record differed on some ranks only: those are the
- *                  origin ranks; the others received the change through the collective. Also, without input
- *                  fingerprints, the ranks that diverged first in program order while others diverged later
- *                  or not at all.
+ *                  origin ranks; the other ranks of the collective's own communicator received the change
+ *                  through it. Also, without input fingerprints, the ranks that diverged first in program order
+ *                  while others diverged later or not at all. Two kinds are flagged, for the evidence rules
+ *                  (server/rules/hw_rule.h): `local`, the change never left the origin's process (a collective
+ *                  on a communicator of one process moves no data; a reduce whose root alone diverged kept its
+ *                  own buffer), and `root_input`, the origin is the root of a broadcast whose buffer already
+ *                  differed before it (the value entered at the root from outside the recorded computation).
  *   every-rank     the inputs differed on every rank at once (two ranks or more): run-specific values (timings,
  *                  process ids, host names) or nondeterministic computation on every rank; software.
  *   operation      the inputs matched everywhere and the output differs: the operation itself.
@@ -71,8 +75,11 @@ typedef struct cause_rank {
     uint32_t occurrence;
     int missing; /* some run lacks the record */
     cause_inputs inputs;
-    int restore; /* a restore difference: the entry (name, occurrence) of the state block of `step` */
-    int logical; /* a logical tensor of runs of different layouts (`rank` stands for none) */
+    int restore;                /* a restore difference: the entry (name, occurrence) of the state block of `step` */
+    int logical;                /* a logical tensor of runs of different layouts (`rank` stands for none) */
+    int comm_size;              /* processes of the record's communicator, 0 when not known (cause_comm_of) */
+    const uint32_t *comm_ranks; /* the world ranks it spans in its own order, borrowed; NULL when not listed */
+    int comm_nlisted;
 } cause_rank;
 
 typedef struct cause_facts {
@@ -89,9 +96,21 @@ typedef struct cause_result {
     int origin[CAUSE_MAX_ORIGIN]; /* origin ranks, ascending (origin; also missing, content and restore: where seen
                                      first) */
     int norigin;
-    int thin;      /* 1: the records cannot tell (no input fingerprints, a single rank) */
-    char why[768]; /* one or two sentences for people */
+    int thin;       /* 1: the records cannot tell (no input fingerprints, a single rank) */
+    int local;      /* origin: the change stayed in the origin's process (communicator of one, a reduce's root) */
+    int root_input; /* origin: a broadcast's root held another value before it (read from outside) */
+    int comm_size;  /* the diverging collective's communicator size, 0 when not known */
+    char why[768];  /* one or two sentences for people */
 } cause_result;
+
+/* cause_comm_size - the communicator size a record states when it has no comm field: the shape the MPI and NCCL
+ * wrappers give their records, {communicator size, elements}, for names starting "mpi." or "nccl." with two
+ * dimensions; else 0 (not known). */
+int cause_comm_size(const char *name, size_t name_len, int ndim, const int64_t *shape);
+
+/* cause_ignore_why - the sentence that goes before a suggested ignore rule (every-rank and local causes): why
+ * leaving the call out is right, for `v`. */
+const char *cause_ignore_why(const cause_result *v);
 
 /* cause_judge - apply the rule to `f` into `out`. With no divergence the
  * kind is CAUSE_NONE and `first` is NULL. Never fails. */

@@ -97,6 +97,17 @@ uint64_t rec_digest_term(const rec_record *r)
     return h;
 }
 
+uint64_t rec_inputs_term(const rec_record *r)
+{
+    if (!r->n_inputs || !r->inputs)
+        return 0;
+    uint64_t h = fp_lsfp1(r->name, r->name_len);
+    h = fp_fmix64(h ^ ((uint64_t)r->occurrence * 0x9e3779b97f4a7c15ULL) ^ 0x494e);
+    for (unsigned i = 0; i < r->n_inputs; i++)
+        h = fp_fmix64(h + r->inputs[i]);
+    return h ? h : 1;
+}
+
 const char *rec_restore_status_name(rec_restore_status s)
 {
     static const char *const names[] = {"same", "differs", "not-restored", "not-saved", "unverified"};

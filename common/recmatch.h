@@ -53,6 +53,13 @@ static inline int rec_in_steps(const rec_record *r)
  * the term (version 1, before it, left it out). */
 uint64_t rec_digest_term(const rec_record *r);
 
+/* rec_inputs_term - the term of one record in its step's inputs digest: the
+ * XOR over a rank's step of these tells whether two runs' records of that step
+ * carried the same input fingerprints. 0 for a record without inputs. Beside
+ * equal step digests, unequal inputs digests mean an absorbed difference: some
+ * collective's inputs differed while its output matched. */
+uint64_t rec_inputs_term(const rec_record *r);
+
 /* rec_held_answers - whether records can be those a step digest stands for (digest streaming: an agent sends
  * a step's digest and holds the records back until lockstepd asks): `n_have` records whose terms XOR to `x_have`
  * against a digest of `n_digest` records XORing to `digest`. Returns 1 when they are its whole answer, 0 when they

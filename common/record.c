@@ -131,6 +131,14 @@ static size_t ext_size(const rec_record *r)
     return n ? 2 + n : 0;
 }
 
+uint64_t rec_comm_id(const uint32_t *ranks, size_t n)
+{
+    uint64_t h = fp_fmix64(0x434f4d4dULL ^ (uint64_t)n);
+    for (size_t i = 0; i < n; i++)
+        h = fp_fmix64(h + ranks[i] + 1);
+    return h;
+}
+
 size_t rec_ext_encode(const rec_ext *x, unsigned char *out)
 {
     unsigned char *p = out;
@@ -160,6 +168,17 @@ size_t rec_ext_encode(const rec_ext *x, unsigned char *out)
         for (unsigned i = 0; i < nd; i++)
             put64(p + 28 + 8 * i, (uint64_t)x->scales_shape[i]);
         p += 28 + 8 * nd;
+    }
+    if (x->has_comm) {
+        uint32_t nl = x->comm_nlisted <= REC_COMM_LIST_MAX ? x->comm_nlisted : 0;
+        p[0] = REC_X_COMM, p[1] = 0;
+        put16(p + 2, (uint16_t)(16 + 4 * nl));
+        put32(p + 4, x->comm_size);
+        put32(p + 8, nl);
+        put64(p + 12, x->comm_id);
+        for (uint32_t i = 0; i < nl; i++)
+            put32(p + 20 + 4 * i, x->comm_ranks[i]);
+        p += 20 + 4 * nl;
     }
     return (size_t)(p - out);
 }
@@ -217,6 +236,19 @@ int rec_ext_parse(const unsigned char *ext, size_t len, rec_ext *out, char *why,
             out->scales_fp = get64(v + 16);
             for (unsigned i = 0; i < out->scales_ndim; i++)
                 out->scales_shape[i] = (int64_t)get64(v + 24 + 8 * i);
+            break;
+        case REC_X_COMM:
+            if (flen < 16 || out->has_comm || get32(v + 4) > REC_COMM_LIST_MAX || get32(v + 4) > get32(v) ||
+                flen != 16 + 4 * (size_t)get32(v + 4) || get32(v) == 0) {
+                snprintf(why, cap, "communicator field of %zu bytes does not hold its ranks", flen);
+                return -1;
+            }
+            out->has_comm = 1;
+            out->comm_size = get32(v);
+            out->comm_nlisted = get32(v + 4);
+            out->comm_id = get64(v + 8);
+            for (uint32_t i = 0; i < out->comm_nlisted; i++)
+                out->comm_ranks[i] = get32(v + 16 + 4 * i);
             break;
         default: break; /* a field of a newer writer: skipped */
         }
@@ -449,7 +481,7 @@ static int decode_ext(const unsigned char *p, size_t len, rec_record *out, unsig
             st->module = (const char *)f + REC_SITE_FIXED;
             st->function = st->module + st->module_len;
             st->caller = st->function + st->function_len;
-        } else if (key == REC_X_SHARD || key == REC_X_CHUNK || key == REC_X_SCALES) {
+        } else if (key == REC_X_SHARD || key == REC_X_CHUNK || key == REC_X_SCALES || key == REC_X_COMM) {
             if (kept + 4 + flen > REC_EXT_MAX) {
                 snprintf(why, cap, "extension fields of more than %d bytes besides the call site", REC_EXT_MAX);
                 return -1;

@@ -28,6 +28,12 @@
  *             (a multiple of 8 in REC_CHUNK_MIN..REC_CHUNK_MAX), not 1 MiB
  *   4 scales  u8 dtype, u8 ndim, u16 0, u32 0, u64 nbytes, u64 fp, i64 shape[ndim]:
  *             the scale buffer that goes with the record's values (MXFP8, NVFP4)
+ *   5 comm    u32 size, u32 n_listed, u64 id, u32 world_ranks[n_listed]: the
+ *             communicator of a collective: its process count, the world ranks
+ *             it spans in its own rank order (listed when size <= REC_COMM_LIST_MAX,
+ *             else n_listed 0), and an id that is the same for the same world
+ *             ranks in the same order (rec_comm_id). Metadata: not part of the
+ *             record's equality or step digest
  * The encoder writes the site first, then the other fields in key order.
  *
  * Compatibility, both ways. Unknown header fields and unknown extension keys
@@ -98,7 +104,9 @@ enum rec_field {
 #define REC_STEP_DIGEST_NAME "step.digest"
 
 /* Extension field keys. */
-enum rec_ext_key { REC_X_SITE = 1, REC_X_SHARD = 2, REC_X_CHUNK = 3, REC_X_SCALES = 4 };
+enum rec_ext_key { REC_X_SITE = 1, REC_X_SHARD = 2, REC_X_CHUNK = 3, REC_X_SCALES = 4, REC_X_COMM = 5 };
+
+#define REC_COMM_LIST_MAX 64 /* world ranks a comm field lists (a larger communicator: its size and id only) */
 
 /* The call site of a record made on behalf of other code (an interposed MPI
  * or NCCL call): where in the application the call was issued. `offset` is
@@ -125,10 +133,14 @@ typedef struct rec_ext {
     uint8_t scales_dtype, scales_ndim;
     uint64_t scales_nbytes, scales_fp;
     int64_t scales_shape[LS_MAX_DIMS];
+    int has_comm;
+    uint32_t comm_size, comm_nlisted;
+    uint64_t comm_id;
+    uint32_t comm_ranks[REC_COMM_LIST_MAX]; /* world ranks, in the communicator's rank order */
 } rec_ext;
 
 /* The most bytes rec_ext_encode writes. */
-#define REC_EXT_ENCODED_MAX (4 + 24 + 4 + 8 + 4 + 24 + 8 * LS_MAX_DIMS)
+#define REC_EXT_ENCODED_MAX (4 + 24 + 4 + 8 + 4 + 24 + 8 * LS_MAX_DIMS + 4 + 16 + 4 * REC_COMM_LIST_MAX)
 
 typedef struct rec_header {
     uint16_t version;
@@ -179,8 +191,13 @@ static inline int rec_has_site(const rec_record *r)
     return r->site.module_len || r->site.function_len || r->site.caller_len;
 }
 
+/* rec_comm_id - the id of a communicator that spans world ranks `ranks[0..n)`
+ * in that order (the comm field's id): the same on every rank and in every run
+ * that builds the same communicator. */
+uint64_t rec_comm_id(const uint32_t *ranks, size_t n);
+
 /* rec_ext_encode - encode the fields `x` holds (a shard, a chunk size other
- * than the default, scales) into `out` (REC_EXT_ENCODED_MAX bytes), in key
+ * than the default, scales, a communicator) into `out` (REC_EXT_ENCODED_MAX bytes), in key
  * order, as rec_record.ext. Returns the length; 0 when there is nothing to
  * encode. */
 size_t rec_ext_encode(const rec_ext *x, unsigned char *out);

@@ -21,6 +21,7 @@ PKGS_SERVICES=(
   slurmctld slurmd slurm-client munge libslurm-dev openssl
   slurmdbd mariadb-server-core mariadb-client-core  # accounting in the local Slurm (deploy/slurm/up.sh -A): sacct
   libopenmpi-dev openmpi-bin
+  libscalapack-openmpi-dev  # tests/apps/blacs_solve: ScaLAPACK on a 1x1 BLACS grid (the Slurm tier)
   prometheus prometheus-alertmanager  # the boards' queries and the example route, run for real (test_observe)
 )
 

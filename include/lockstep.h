@@ -142,6 +142,22 @@ LS_API int ls_record_fp_at(ls_level level, const char *name, uint64_t fp, uint64
                            const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
                            const ls_site *site);
 
+/* The communicator of a collective record: its process count and the world
+ * ranks it spans, in its own rank order (`world_ranks` holds `size` entries,
+ * or is NULL when they are not known). lockstepd states a divergence's origin
+ * within the communicator, and knows that one of one process moves no data. */
+typedef struct ls_comm {
+    int size;
+    const int *world_ranks;
+} ls_comm;
+
+/* ls_record_fp_comm - ls_record_fp_at (call site from `return_address`) for
+ * a collective on communicator `comm` (NULL: none recorded). Returns 0 when
+ * recorded or left out, -1 on error. */
+LS_API int ls_record_fp_comm(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                             const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
+                             const ls_comm *comm);
+
 /* ls_last_error - the calling thread's last error message, or "" if none.
  * The string is owned by the library and valid until the thread's next
  * ls_* call. */

@@ -33,6 +33,7 @@
 #include "server/api/twins.h"
 #include "server/twins/compare.h"
 #include "server/replay/replay_cmp.h"
+#include "server/twins/absorbed.h"
 #include "server/twins/findings.h"
 #include "server/twins/step_read.h"
 #include "server/twins/twin_read.h"
@@ -198,6 +199,7 @@ static void register_all(void)
     frames_register();
     cmp_register();
     findings_register();
+    absorbed_register();
     step_read_register();
     twin_read_register();
     rc_register();

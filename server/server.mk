@@ -49,6 +49,7 @@ TEST_OBJS_test_run_outcome := $(B)/server/rules/outcome.o
 TEST_OBJS_test_first_json := $(B)/server/twins/first_json.o
 TEST_OBJS_test_delta := $(B)/server/rules/delta.o
 TEST_OBJS_test_groups := $(B)/server/rules/group_rule.o
+TEST_OBJS_test_hw_rule := $(B)/server/rules/hw_rule.o
 TEST_LIBS_test_token = $(TOKEN_LIBS)
 
 # Integration test support shared by the tests and the benchmark.

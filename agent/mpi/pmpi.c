@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include "agent/mpi/comm.h"
 #include "common/lsfp1.h"
 #include "include/lockstep.h"
 
@@ -231,12 +232,16 @@ static int comm_rank(MPI_Comm comm)
     return r;
 }
 
-/* emit - one record: shape {communicator size, output elements}, and the call site the wrapper returns to. */
+/* emit - one record: shape {communicator size, output elements}, the call site the wrapper returns to, and the
+ * world ranks the communicator spans (agent/mpi/comm.h). */
 static void emit(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int csize, long elems,
-                 int n_inputs, const uint64_t *inputs, const void *ret)
+                 int n_inputs, const uint64_t *inputs, const void *ret, MPI_Comm comm)
 {
     int64_t shape[2] = {csize, elems};
-    ls_record_fp_at(level, name, fp, nbytes, dtype, 2, shape, inputs_on() ? n_inputs : 0, inputs, ret, NULL);
+    ls_comm c;
+    int known = comm_of(comm, &c) == 0;
+    ls_record_fp_comm(level, name, fp, nbytes, dtype, 2, shape, inputs_on() ? n_inputs : 0, inputs, ret,
+                      known ? &c : NULL);
 }
 
 /* --- MPI_Pcontrol: the standard switch a program gives its profiling library -------------------------------
@@ -284,7 +289,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt
     int rc = real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, count, dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.allreduce", out, nbytes, d.dtype, comm_size(comm), count, 1, &in, RET);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.allreduce", out, nbytes, d.dtype, comm_size(comm), count, 1, &in, RET, comm);
     }
     return rc;
 }
@@ -309,7 +314,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt, M
         else
             out = fp_lsfp1("", 0);
         emit(LS_LEVEL_COLLECTIVE, "mpi.reduce", out, nbytes, d.dtype, comm_size(comm), me == root ? count : 0, 1, &in,
-             RET);
+             RET, comm);
     }
     return rc;
 }
@@ -325,7 +330,8 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     int rc = real_MPI_Bcast(buf, count, dt, root, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(buf, count, dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.bcast", out, nbytes, d.dtype, comm_size(comm), count, me == root, &in, RET);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.bcast", out, nbytes, d.dtype, comm_size(comm), count, me == root, &in, RET,
+             comm);
     }
     return rc;
 }
@@ -346,7 +352,7 @@ int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *rec
     int rc = real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, p * rcount, rtype, &dr, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.allgather", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in, RET);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.allgather", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in, RET, comm);
     }
     return rc;
 }
@@ -369,7 +375,7 @@ int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *re
         uint64_t nbytes;
         long elems;
         uint64_t out = fp_segments(recvbuf, p, rcounts, displs, rtype, &dr, &nbytes, &elems, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.allgatherv", out, nbytes, dr.dtype, p, elems, 1, &in, RET);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.allgatherv", out, nbytes, dr.dtype, p, elems, 1, &in, RET, comm);
     }
     return rc;
 }
@@ -389,7 +395,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int rcounts[], 
     int rc = real_MPI_Reduce_scatter(sendbuf, recvbuf, rcounts, dt, op, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, rcounts[me], dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter", out, nbytes, d.dtype, p, rcounts[me], 1, &in, RET);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter", out, nbytes, d.dtype, p, rcounts[me], 1, &in, RET, comm);
     }
     return rc;
 }
@@ -405,7 +411,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int rcount, MPI
     int rc = real_MPI_Reduce_scatter_block(sendbuf, recvbuf, rcount, dt, op, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, rcount, dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter_block", out, nbytes, d.dtype, p, rcount, 1, &in, RET);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.reduce_scatter_block", out, nbytes, d.dtype, p, rcount, 1, &in, RET, comm);
     }
     return rc;
 }
@@ -424,7 +430,7 @@ int MPI_Alltoall(const void *sendbuf, int scount, MPI_Datatype stype, void *recv
     int rc = real_MPI_Alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t nbytes, out = fp_of(recvbuf, p * rcount, rtype, &dr, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.alltoall", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in, RET);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.alltoall", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in, RET, comm);
     }
     return rc;
 }
@@ -448,7 +454,7 @@ int MPI_Alltoallv(const void *sendbuf, const int scounts[], const int sdispls[],
     int rc = real_MPI_Alltoallv(sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_segments(recvbuf, p, rcounts, rdispls, rtype, &dr, &nbytes, &elems, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.alltoallv", out, nbytes, dr.dtype, p, elems, 1, &in, RET);
+        emit(LS_LEVEL_COLLECTIVE, "mpi.alltoallv", out, nbytes, dr.dtype, p, elems, 1, &in, RET, comm);
     }
     return rc;
 }
@@ -461,7 +467,7 @@ int MPI_Send(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI
     dt_info d;
     if (recording(LS_LEVEL_OP, "mpi.send", RET) && dtype_info(dt, &d) == 0) {
         uint64_t nbytes, fp = fp_of(buf, count, dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_OP, "mpi.send", fp, nbytes, d.dtype, comm_size(comm), count, 0, NULL, RET);
+        emit(LS_LEVEL_OP, "mpi.send", fp, nbytes, d.dtype, comm_size(comm), count, 0, NULL, RET, comm);
     }
     return real_MPI_Send(buf, count, dt, dest, tag, comm);
 }
@@ -481,7 +487,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
         if (got == MPI_UNDEFINED || got < 0)
             got = count;
         uint64_t nbytes, fp = fp_of(buf, got, dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_OP, "mpi.recv", fp, nbytes, d.dtype, comm_size(comm), got, 0, NULL, RET);
+        emit(LS_LEVEL_OP, "mpi.recv", fp, nbytes, d.dtype, comm_size(comm), got, 0, NULL, RET, comm);
     }
     return rc;
 }
@@ -506,7 +512,7 @@ int MPI_Sendrecv(const void *sendbuf, int scount, MPI_Datatype stype, int dest, 
         if (got == MPI_UNDEFINED || got < 0)
             got = rcount;
         uint64_t nbytes, out = fp_of(recvbuf, got, rtype, &dr, &nbytes, comm);
-        emit(LS_LEVEL_OP, "mpi.sendrecv", out, nbytes, dr.dtype, comm_size(comm), got, 1, &in, RET);
+        emit(LS_LEVEL_OP, "mpi.sendrecv", out, nbytes, dr.dtype, comm_size(comm), got, 1, &in, RET, comm);
     }
     return rc;
 }

@@ -15,6 +15,7 @@
 #include "server/api/run_ref.h"
 #include "server/api/twin_records.h"
 #include "server/rules/noise.h"
+#include "server/twins/absorbed.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
@@ -504,6 +505,11 @@ static json_t *base_json(const compare_req *c, const effect_base *eb)
     json_object_set_new(base, "status", eb->status ? json_string(eb->status) : json_null());
     json_object_set_new(base, "status_why", eb->status ? json_string(eb->status_why) : json_null());
     json_object_set_new(base, "first_divergence", eb->first ? json_incref(eb->first) : json_null());
+    /* BASE's twin group (its first run's): the collectives whose inputs differed while their outputs matched */
+    json_t *absorbed = NULL;
+    char err[256];
+    if (c->base.n >= 2 && c->base.groups[0][0] && absorbed_load(c->base.groups[0], &absorbed, err, sizeof(err)) == 0)
+        json_object_set_new(base, "absorbed", absorbed);
     return base;
 }
 

@@ -71,4 +71,15 @@ void pg_rec_extras(json_t *o, const rec_record *rec)
                             json_pack("{s:s, s:o, s:I, s:s}", "dtype", dtype_name(x.scales_dtype), "shape", shape,
                                       "nbytes", (json_int_t)x.scales_nbytes, "fp", h));
     }
+    if (x.has_comm) { /* as lockstep dump spells it (cli/recjson.c) */
+        snprintf(h, sizeof(h), "%016" PRIx64, x.comm_id);
+        json_t *c = json_pack("{s:i, s:s}", "size", (int)x.comm_size, "id", h);
+        if (x.comm_nlisted) {
+            json_t *w = json_array();
+            for (uint32_t i = 0; i < x.comm_nlisted; i++)
+                json_array_append_new(w, json_integer(x.comm_ranks[i]));
+            json_object_set_new(c, "ranks", w);
+        }
+        json_object_set_new(o, "comm", c);
+    }
 }

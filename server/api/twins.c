@@ -16,6 +16,7 @@
 #include "server/api/twin_row.h"
 #include "server/api/twin_deltas.h"
 #include "server/api/twins_list.h"
+#include "server/twins/absorbed.h"
 #include "server/twins/findings.h"
 #include "server/twins/twin_read.h"
 #include "server/replay/narrow_read.h"
@@ -201,13 +202,16 @@ static enum MHD_Result read_twins(http_req *req, char **args)
     json_object_set_new(o, "runs_total", json_integer((json_int_t)v.runs_total));
     owner_fields(group, own, o);
     PQclear(own);
-    if (aside_and_namesakes(group, o, err, sizeof(err)) < 0) {
+    json_t *absorbed = NULL;
+    if (absorbed_load(group, &absorbed, err, sizeof(err)) < 0 || aside_and_namesakes(group, o, err, sizeof(err)) < 0) {
+        json_decref(absorbed);
         PQclear(c);
         PQclear(rs);
         findings_release(&v);
         json_decref(o);
         return http_reply_db_down(req, err);
     }
+    json_object_set_new(o, "absorbed", absorbed); /* server/twins/absorbed.h */
     PQclear(c);
     PQclear(rs);
     findings_release(&v);

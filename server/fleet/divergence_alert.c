@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cause.h"
 #include "server/alerts/alerts.h"
 #include "server/store/sql.h"
 
@@ -175,10 +176,8 @@ static size_t body_head(const grp *g, const grp_findings *vd, const fdiv *f, cha
                               (long long)f->occ, (long long)f->seq, f->kind, f->site_text ? ", called at " : "",
                               f->site_text ? f->site_text : "", f->cause, vd->cause_why);
     if (vd->suggest[0] && bl < cap)
-        bl += (size_t)snprintf(body + bl, cap - bl,
-                               "If these are run-specific values (timings, process ids), leave them out: "
-                               "--lockstep-ignore='%s' (LOCKSTEP_IGNORE='%s').\n",
-                               vd->suggest, vd->suggest);
+        bl += (size_t)snprintf(body + bl, cap - bl, "%s: --lockstep-ignore='%s' (LOCKSTEP_IGNORE='%s').\n",
+                               cause_ignore_why(&(cause_result){.local = vd->local}), vd->suggest, vd->suggest);
     return bl;
 }
 

@@ -22,6 +22,7 @@
 #include "server/store/db.h"
 #include "server/store/frames.h"
 #include "server/rules/group_rule.h"
+#include "server/rules/hw_rule.h"
 #include "server/store/sql.h"
 
 #define MAX_ORIGIN 16
@@ -79,49 +80,10 @@ static void add_implicated(grp_class *v, const char *node)
         snprintf(v->implicated + n, sizeof(v->implicated) - n, "%s%s", n ? "," : "", node);
 }
 
-/* classify_cause - the first rule: a cause that is software by nature (configuration, every-rank, operation,
- * restore, layout) classifies the group as software. 1 when it did (into `v`), else 0. */
-static int classify_cause(const grp_findings *vd, grp_class *v)
-{
-    switch (vd->cause) {
-    case CAUSE_CONFIGURATION:
-        v->cls = "software";
-        v->code = "configuration";
-        snprintf(v->reason, sizeof(v->reason), "the twins' configurations differ: %s",
-                 json_string_value(json_object_get(vd->mdiff, "summary")));
-        return 1;
-    case CAUSE_EVERY_RANK:
-        v->cls = "software";
-        v->code = "every_rank";
-        snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
-        return 1;
-    case CAUSE_OPERATION:
-        v->cls = "software";
-        v->code = "operation";
-        snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
-        return 1;
-    case CAUSE_RESTORE:
-        /* the resumed run loaded other state than its twin saved: the checkpoint code, on any hardware */
-        v->cls = "software";
-        v->code = "restore";
-        snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
-        return 1;
-    case CAUSE_LAYOUT:
-        /* runs of different rank counts: no one rank's hardware holds the differing tensor in both */
-        v->cls = "software";
-        v->code = "layout";
-        snprintf(v->reason, sizeof(v->reason), "%s", vd->cause_why);
-        return 1;
-    default: break;
-    }
-    return 0;
-}
-
-/* classify_same_hardware - on the origin ranks: add the nodes of the runs that diverged to v->implicated (the
- * minority's when `strong`, else every run's), and classify as software when two runs that differ ran the rank
- * on the same hardware. 1 when it classified, else 0. */
-static int classify_same_hardware(const grp *g, json_t **entries, const int *origin, int norigin, int strong,
-                                  grp_class *v)
+/* same_hardware - on the origin ranks: add the nodes of the runs that diverged to v->implicated (the minority's when
+ * `strong`, else every run's), and note in `h` when two runs that differ ran the rank on the same hardware. */
+static void same_hardware(const grp *g, json_t **entries, const int *origin, int norigin, int strong, grp_class *v,
+                          hw_facts *h)
 {
     char ka[128], kb[128];
     for (int o = 0; o < norigin; o++) {
@@ -131,24 +93,21 @@ static int classify_same_hardware(const grp *g, json_t **entries, const int *ori
             if (implicated)
                 add_implicated(v, sa->node);
             content_key(entries[o], g->runs[a].id, ka, sizeof(ka));
-            for (int b = a + 1; b < g->nruns; b++) {
+            for (int b = a + 1; b < g->nruns && !h->same_hw; b++) {
                 const hw_slot *sb = group_slot(g, b, origin[o]);
                 content_key(entries[o], g->runs[b].id, kb, sizeof(kb));
                 if (!strcmp(ka, kb))
                     continue;
                 if (sa->node && sb->node && !strcmp(sa->node, sb->node) &&
                     (!*sa->gpu || !*sb->gpu || !strcmp(sa->gpu, sb->gpu))) {
-                    v->cls = "software";
-                    v->code = "same_hardware";
-                    snprintf(v->reason, sizeof(v->reason),
-                             "twins ran rank %d on the same hardware (%s%s%s) and still diverged", origin[o], sa->node,
-                             *sa->gpu ? " " : "", sa->gpu);
-                    return 1;
+                    h->same_hw = 1;
+                    h->same_hw_rank = origin[o];
+                    h->same_hw_node = sa->node;
+                    h->same_hw_gpu = sa->gpu;
                 }
             }
         }
     }
-    return 0;
 }
 
 /* classify_spread - does record `name` diverge, over the software window, in other groups of the program on
@@ -189,47 +148,47 @@ static int classify_spread(const grp *g, const char *name, grp_class *v, char (*
     return 1;
 }
 
-/* classify - the rules of docs/suspects.md, in order: the cause (common/cause.h, through the group's
- * findings) when it is software by nature (configuration, every-rank, operation); then, on the origin
- * ranks only, the same hardware and no hardware named; then the spread over unrelated nodes; else
- * hardware, with strong (minority of 3+) or weak (pair) weights set on the runs. */
+/* classify - the rules of docs/suspects.md (server/rules/hw_rule.h) on the group's findings and, on the origin ranks
+ * only, the hardware that ran them; then, where the rule would give hardware evidence, the spread over unrelated
+ * nodes (it needs the fleet's history); else hardware, with strong (minority of 3+) or weak (pair) weights set on
+ * the runs. */
 static int classify(grp *g, const grp_findings *vd, json_t **entries, const int *origin, int norigin, const char *name,
                     grp_class *v, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
 {
-    if (classify_cause(vd, v))
-        return 0;
     /* Which runs diverged on the origin ranks, and whether a majority names them. */
     int strong = g->nruns >= 3;
     for (int o = 0; o < norigin; o++)
         if (!has_majority(entries[o]))
             strong = 0;
-    if (classify_same_hardware(g, entries, origin, norigin, strong, v))
-        return 0;
-    if (!v->implicated[0]) {
-        v->cls = "software";
-        v->code = "no_hardware";
-        snprintf(v->reason, sizeof(v->reason),
-                 "no attested hardware ran rank %d (a manifest's own host counts only where slurmstepd attested "
-                 "the same node, or with trust_reported_hosts)",
-                 norigin ? origin[0] : 0);
-        return 0;
+    hw_facts h = {.cause = vd->cause,
+                  .local = vd->local,
+                  .root_input = vd->root_input,
+                  .nranks = vd->nranks,
+                  .cause_why = vd->cause_why,
+                  .config_summary = json_string_value(json_object_get(vd->mdiff, "summary")),
+                  .origin_rank = norigin ? origin[0] : 0,
+                  .strong = strong,
+                  .group = g->name};
+    same_hardware(g, entries, origin, norigin, strong, v, &h);
+    h.attested = v->implicated[0] != 0;
+    h.implicated = v->implicated;
+    hw_verdict hv;
+    hw_judge(&h, &hv);
+    if (hw_is_evidence(&hv)) {
+        /* Spread: does one record diverge on more unrelated nodes than one fault explains? */
+        int spread = classify_spread(g, name, v, requeue, cap, nrequeue, err, ecap);
+        if (spread != 0)
+            return spread < 0 ? -1 : 0;
     }
-    /* Spread: does one record diverge on more unrelated nodes than one fault explains? */
-    int spread = classify_spread(g, name, v, requeue, cap, nrequeue, err, ecap);
-    if (spread != 0)
-        return spread < 0 ? -1 : 0;
-    v->cls = "hardware";
-    v->code = strong ? "minority" : "pair";
+    v->cls = hv.cls;
+    v->code = hv.code;
+    snprintf(v->reason, sizeof(v->reason), "%s", hv.reason);
     for (int a = 0; a < g->nruns; a++) {
         int hit = 0;
         for (int o = 0; o < norigin; o++)
             hit |= strong ? is_minority(entries[o], g->runs[a].id) : 1;
-        g->runs[a].weight = hit ? (strong ? 1.0 : g_srv.cfg.weak_weight) : 0.0;
+        g->runs[a].weight = hw_is_evidence(&hv) && hit ? (strong ? 1.0 : g_srv.cfg.weak_weight) : 0.0;
     }
-    snprintf(v->reason, sizeof(v->reason), "%s evidence against %.300s: %s (%s: %.560s)", strong ? "strong" : "weak",
-             v->implicated,
-             strong ? "the minority run of the group diverged" : "two runs diverged; either may be at fault",
-             cause_name(vd->cause), vd->cause_why);
     return 0;
 }
 

@@ -14,7 +14,9 @@ static const struct {
     {"operation", "Software: same inputs, another output (an order-dependent reduction)"},
     {"restore", "Software: the resumed run restored other state than was saved"},
     {"layout", "Software: other rank counts round differently"},
-    {"same_hardware", "Software: the twins diverged on the same hardware"},
+    {"same_hardware", "Software: the twins diverged on the same hardware"}, /* before inconclusive took it */
+    {"local", "Software: the difference never left its process"},
+    {"root_input", "Software: the broadcast's root read another value"},
     {"no_hardware", "Software: no attested hardware ran the diverging rank"},
     {"spread", "Software: the record diverges on too many unrelated nodes"},
     {"replay", "Software: so the replays of lockstep narrow say"},
@@ -94,6 +96,15 @@ void class_summary(const char *cls, const char *code, const char *implicated, ch
                 return;
             }
         snprintf(out, cap, "Software");
+        return;
+    }
+    if (!strcmp(cls, "inconclusive")) {
+        if (!strcmp(code, "same_hardware"))
+            snprintf(out, cap, "Inconclusive: diverged on the same hardware, narrow it");
+        else if (!strcmp(code, "content"))
+            snprintf(out, cap, "Inconclusive: every rank diverged at once, narrow it");
+        else
+            snprintf(out, cap, "Inconclusive: narrow it");
         return;
     }
     if (!strcmp(code, "match"))

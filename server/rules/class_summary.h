@@ -15,8 +15,8 @@
 #define CLASS_SUMMARY_WORDS 12
 #define CLASS_SUMMARY_MAX 256 /* bytes that hold any summary */
 
-/* class_summary - the summary of class `cls` (hardware, software, none), rule `code` and the implicated nodes
- * `implicated` (comma-separated, may be NULL or "") into `out`. Never fails; `out` always holds a summary. */
+/* class_summary - the summary of class `cls` (hardware, software, inconclusive, none), rule `code` and the implicated
+ * nodes `implicated` (comma-separated, may be NULL or "") into `out`. Never fails; `out` always holds a summary. */
 void class_summary(const char *cls, const char *code, const char *implicated, char *out, size_t cap);
 
 #endif /* SERVER_RULES_CLASS_SUMMARY_H */

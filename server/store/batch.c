@@ -403,7 +403,7 @@ static int u64_field(const json_t *o, const char *key, uint64_t *out, size_t i, 
     return 0;
 }
 
-/* json_ext - "state", "chunk_bytes", "shard" and "scales" of a record object, as the record's flags and its
+/* json_ext - "state", "chunk_bytes", "shard", "scales" and "comm" of a record object, as the record's flags and its
  * encoded extension fields in `ext` (REC_EXT_ENCODED_MAX bytes, the caller's). */
 static int json_ext(const json_t *o, size_t i, rec_record *r, unsigned char *ext, srv_error *e)
 {
@@ -451,6 +451,26 @@ static int json_ext(const json_t *o, size_t i, rec_record *r, unsigned char *ext
                 return fail(e, "bad scales", "scales.shape is an array of integers", "record %zu", i);
             x.scales_shape[k] = json_integer_value(d);
         }
+    }
+    const json_t *cm = json_object_get(o, "comm");
+    if (cm) {
+        const json_t *sz = json_object_get(cm, "size"), *w = json_object_get(cm, "ranks");
+        size_t nw = json_array_size(w);
+        if (!json_is_object(cm) || !json_is_integer(sz) || json_integer_value(sz) < 1 ||
+            json_integer_value(sz) > INT32_MAX ||
+            (w && (!json_is_array(w) || nw > REC_COMM_LIST_MAX || (json_int_t)nw != json_integer_value(sz))))
+            return fail(e, "bad comm", "comm is {\"size\": N, \"ranks\": [N world ranks]} (ranks optional)",
+                        "record %zu: a malformed \"comm\"", i);
+        x.has_comm = 1;
+        x.comm_size = (uint32_t)json_integer_value(sz);
+        for (size_t k = 0; k < nw; k++) {
+            const json_t *v = json_array_get(w, k);
+            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
+                return fail(e, "bad comm", "comm.ranks holds world ranks", "record %zu", i);
+            x.comm_ranks[k] = (uint32_t)json_integer_value(v);
+        }
+        x.comm_nlisted = (uint32_t)nw;
+        x.comm_id = rec_comm_id(x.comm_ranks, nw);
     }
     r->ext_len = (uint16_t)rec_ext_encode(&x, ext);
     r->ext = r->ext_len ? ext : NULL;

@@ -53,7 +53,12 @@ int frames_kind(const rec_record *r)
         return (r->flags & REC_STATE_RESTORED) ? FRAMES_KIND_RESTORED : FRAMES_KIND_SAVED;
     if ((r->flags & REC_HAS_VALUE) && r->occurrence == 0)
         return FRAMES_KIND_SERIES;
-    return r->ext_len ? FRAMES_KIND_EXT : FRAMES_KIND_RECORDS;
+    if (!r->ext_len)
+        return FRAMES_KIND_RECORDS;
+    /* a communicator alone (every MPI collective's) does not make a record a possible shard */
+    rec_ext x;
+    rec_ext_of(r, &x);
+    return x.has_shard || x.has_scales || x.chunk_bytes ? FRAMES_KIND_EXT : FRAMES_KIND_RECORDS;
 }
 
 static unsigned char *out_grow(frames_out *o, size_t n)

@@ -29,8 +29,10 @@ void store_runs_register(void)
     db_register("run_again", "SELECT run_key, run_id, coalesce(twin_group, ''), ranks, start_step FROM runs "
                              "WHERE job_id = $1 AND client_id = $2");
     /* A run joining a group: every rank of the group counts as not compared until it is compared again (the
-     * fleet's settle rule reads group_checks; the comparison starts such a rank over from its shared start). */
-    db_register("group_reset", "DELETE FROM group_checks WHERE twin_group = $1");
+     * fleet's settle rule reads group_checks; the comparison starts such a rank over from its shared start), and
+     * its absorbed differences are noted again over the new set of runs. */
+    db_register("group_reset", "WITH a AS (DELETE FROM group_absorbed WHERE twin_group = $1) "
+                               "DELETE FROM group_checks WHERE twin_group = $1");
     db_register("job_attested_user", "SELECT user_name FROM attestations WHERE job_id = $1 ORDER BY attested_at "
                                      "LIMIT 1");
     /* argv arrives as the JSON array the client sent ($14, NULL when none): its words in their order */

@@ -15,7 +15,7 @@
 #include "server/store/db.h"
 #include "server/store/frames.h"
 
-#define N_PARAMS 17
+#define N_PARAMS 18
 #define P_FRAMES 9 /* the bytea[] parameter, sent in binary */
 
 void store_write_register(void)
@@ -23,9 +23,9 @@ void store_write_register(void)
     db_register("wanted_steps", "SELECT step FROM record_requests WHERE run_key = $1 AND rank = $2 AND NOT answered "
                                 "ORDER BY step LIMIT $3");
     db_register("batch_store", "SELECT lockstep_store_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-                               "$14, $15, $16, $17)");
+                               "$14, $15, $16, $17, $18)");
     db_register("batches_store", "SELECT i, duplicate, want FROM lockstep_store_batches($1, $2, $3, $4, $5, $6, $7, "
-                                 "$8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)");
+                                 "$8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)");
 }
 
 /* Per-step digests of one batch. */
@@ -33,6 +33,8 @@ typedef struct step_sum {
     int64_t step;
     int64_t n;
     uint64_t digest;
+    uint64_t inputs;    /* XOR of the records' rec_inputs_term */
+    int inputs_unknown; /* a digest of held-back records is part of the step: their inputs are not known */
 } step_sum;
 
 static int cmp_step(const void *a, const void *b)
@@ -41,7 +43,8 @@ static int cmp_step(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static void add_term(step_sum **s, size_t *n, size_t *cap, int64_t step, int64_t count, uint64_t term)
+static void add_term(step_sum **s, size_t *n, size_t *cap, int64_t step, int64_t count, uint64_t term, uint64_t inputs,
+                     int unknown)
 {
     size_t k = *n;
     if (*n && (*s)[*n - 1].step == step)
@@ -59,6 +62,8 @@ static void add_term(step_sum **s, size_t *n, size_t *cap, int64_t step, int64_t
     }
     (*s)[k].n += count;
     (*s)[k].digest ^= term;
+    (*s)[k].inputs ^= inputs;
+    (*s)[k].inputs_unknown |= unknown;
 }
 
 /* sum_steps - the batch's digests per step: its records' terms (common/recmatch.h) and the step digests it
@@ -69,9 +74,10 @@ static size_t sum_steps(const srv_batch *bt, step_sum **out)
     step_sum *s = NULL;
     for (size_t i = 0; i < bt->n; i++)
         if (rec_in_steps(&bt->recs[i])) /* an entry of a state block is no step record: no digest, no count */
-            add_term(&s, &n, &cap, bt->recs[i].step, 1, rec_digest_term(&bt->recs[i]));
+            add_term(&s, &n, &cap, bt->recs[i].step, 1, rec_digest_term(&bt->recs[i]), rec_inputs_term(&bt->recs[i]),
+                     0);
     for (size_t i = 0; i < bt->n_digests; i++)
-        add_term(&s, &n, &cap, bt->digests[i].step, bt->digests[i].n, bt->digests[i].digest);
+        add_term(&s, &n, &cap, bt->digests[i].step, bt->digests[i].n, bt->digests[i].digest, 0, 1);
     if (n)
         qsort(s, n, sizeof(*s), cmp_step);
     *out = s;
@@ -93,6 +99,20 @@ static void lit_add(lit *l, int64_t v)
     l->len += (size_t)sprintf(l->p + l->len, "%c%" PRId64, l->len ? ',' : '{', v);
 }
 
+/* lit_add_or_null - v, or NULL when `null`. */
+static void lit_add_or_null(lit *l, int64_t v, int null)
+{
+    if (!null) {
+        lit_add(l, v);
+        return;
+    }
+    if (l->len + 8 > l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 256;
+        l->p = xrealloc(l->p, l->cap);
+    }
+    l->len += (size_t)sprintf(l->p + l->len, "%cNULL", l->len ? ',' : '{');
+}
+
 static const char *lit_end(lit *l)
 {
     if (l->len + 3 > l->cap) {
@@ -109,7 +129,7 @@ static const char *lit_end(lit *l)
 /* The parameters of lockstep_store_batch for one batch. */
 typedef struct batch_params {
     char text[N_PARAMS][32];
-    lit arr[3];
+    lit arr[4];
     char *seg_arr[4];
     const char *v[N_PARAMS];
     int len[N_PARAMS], fmt[N_PARAMS];
@@ -170,6 +190,7 @@ static void params_build(batch_params *bp, const run_info *run, const srv_batch 
         lit_add(&bp->arr[0], steps[i].step);
         lit_add(&bp->arr[1], steps[i].n);
         lit_add(&bp->arr[2], (int64_t)steps[i].digest);
+        lit_add_or_null(&bp->arr[3], (int64_t)steps[i].inputs, steps[i].inputs_unknown);
     }
     snprintf(bp->text[13], 32, "%" PRId64, sp.min_step);
     snprintf(bp->text[14], 32, "%" PRId64, sp.max_step);
@@ -181,6 +202,7 @@ static void params_build(batch_params *bp, const run_info *run, const srv_batch 
         bp->v[5 + i] = bp->seg_arr[i];
     for (int i = 0; i < 3; i++)
         bp->v[10 + i] = lit_end(&bp->arr[i]);
+    bp->v[17] = lit_end(&bp->arr[3]);
     size_t flen;
     bp->frames = frames_bytea_array(&fo, &flen);
     bp->v[P_FRAMES] = (const char *)bp->frames;
@@ -192,7 +214,7 @@ static void params_build(batch_params *bp, const run_info *run, const srv_batch 
 
 static void params_release(batch_params *bp)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         free(bp->arr[i].p);
     for (int i = 0; i < 4; i++)
         free(bp->seg_arr[i]);
@@ -273,7 +295,7 @@ static int cmp_order(const void *pa, const void *pb)
     return a->i < b->i ? -1 : a->i > b->i;
 }
 
-#define G_PARAMS 19
+#define G_PARAMS 20
 #define G_FRAMES 14 /* the bytea[] parameter */
 
 /* The parameters of lockstep_store_batches for a group, batch after batch in lock order. */
@@ -315,6 +337,7 @@ static void group_add(group_params *gp, int k, const run_info *run, const srv_ba
         lit_add(&gp->arr[16], steps[i].step);
         lit_add(&gp->arr[17], steps[i].n);
         lit_add(&gp->arr[18], (int64_t)steps[i].digest);
+        lit_add_or_null(&gp->arr[19], (int64_t)steps[i].inputs, steps[i].inputs_unknown);
     }
     free(steps);
 }

@@ -179,6 +179,29 @@ static cause_inputs inputs_state(json_t *runs)
     return differ ? CAUSE_IN_DIFF : CAUSE_IN_SAME;
 }
 
+/* comm_state - the communicator of a divergence's record (the first run that holds it states it: twins build the
+ * same communicators) into c (its ranks copied to `ranks`, REC_COMM_LIST_MAX of them). */
+static void comm_state(json_t *runs, cause_rank *c, uint32_t *ranks)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(runs, i, e)
+    {
+        json_t *cm = json_object_get(e, "comm"), *w = json_object_get(cm, "ranks");
+        if (!json_is_true(json_object_get(e, "present")) || !json_is_object(cm))
+            continue;
+        c->comm_size = (int)json_integer_value(json_object_get(cm, "size"));
+        size_t n = json_array_size(w);
+        if (n && n == (size_t)c->comm_size && n <= REC_COMM_LIST_MAX) {
+            for (size_t k = 0; k < n; k++)
+                ranks[k] = (uint32_t)json_integer_value(json_array_get(w, k));
+            c->comm_ranks = ranks;
+            c->comm_nlisted = (int)n;
+        }
+        return;
+    }
+}
+
 /* set_members - each run's "compared" and "left_out" (why not), by the rule the comparison applies to each rank
  * (server/rules/members.h), here to whole runs: whether it recorded anything, how far, whether it ended. */
 static void set_members(PGresult *runs, grp_findings *v)
@@ -361,6 +384,7 @@ static void judge(grp_findings *v)
         return;
     }
     cause_rank *cr = xcalloc(n, sizeof(*cr));
+    uint32_t *ranks = xcalloc(n * REC_COMM_LIST_MAX, sizeof(*ranks));
     for (size_t i = 0; i < n; i++) {
         const divergence *d = &v->divs[i];
         cr[i].rank = d->rank;
@@ -373,6 +397,7 @@ static void judge(grp_findings *v)
         cr[i].logical = d->logical;
         cr[i].missing = !strcmp(d->kind, "missing");
         cr[i].inputs = cr[i].restore || cr[i].logical ? CAUSE_IN_UNKNOWN : inputs_state(d->runs);
+        comm_state(d->runs, &cr[i], &ranks[i * REC_COMM_LIST_MAX]);
     }
     cause_facts f = {cr, n, v->nranks, json_is_true(json_object_get(v->mdiff, "explains"))};
     cause_result cv;
@@ -389,13 +414,17 @@ static void judge(grp_findings *v)
     first_json_judge(first, &cv, json_object_get(v->mdiff, "summary"));
     rec_site s;
     int has_site = site_from_json(entry_site(json_object_get(first, "runs")), &s);
-    if (cv.kind == CAUSE_EVERY_RANK) {
+    if (cv.kind == CAUSE_EVERY_RANK || cv.local) {
         site_suggest_ignore(has_site ? &s : NULL, cv.first->name, cv.first->name_len, v->suggest, sizeof(v->suggest));
         json_object_set_new(first, "suggest_ignore", json_string(v->suggest));
+        json_object_set_new(first, "suggest_why", json_string(cause_ignore_why(&cv)));
     } else {
         json_object_set_new(first, "suggest_ignore", json_null());
     }
     v->first = first;
+    v->local = cv.local;
+    v->root_input = cv.root_input;
+    free(ranks);
     free(cr);
 }
 

@@ -45,7 +45,9 @@ typedef struct grp_findings {
     int nranks;        /* ranks the runs recorded */
     long runs_total;   /* runs the group has (runs lists the first GROUP_MAX_RUNS) */
     int left_out;      /* runs the comparison leaves out (server/rules/members.h; each run's "left_out") */
-    char suggest[300]; /* every-rank: the ignore pattern for the first divergence's call site, else "" */
+    char suggest[300]; /* every-rank and local: the ignore pattern for the first divergence's call site, else "" */
+    int local;         /* the cause's flags (common/cause.h): the difference stayed in one process */
+    int root_input;    /* a broadcast's root held another value before it */
     char cause_why[768];
 } grp_findings;
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cause.h"
 #include "common/dtype.h"
 #include "common/recmatch.h"
 #include "common/first.h"
@@ -147,6 +148,18 @@ json_t *cmp_run_entry(const char *run_id, const first_rec *c)
     json_object_set_new(o, "site", site_json(&r->site));
     rec_ext x;
     rec_ext_of(r, &x);
+    /* the collective's communicator: the agent's comm field, else the size its shape states (older agents) */
+    int csize = x.has_comm ? (int)x.comm_size : cause_comm_size(r->name, r->name_len, r->ndim, r->shape);
+    if (csize > 0) {
+        json_t *cm = json_pack("{s:i}", "size", csize);
+        if (x.has_comm && x.comm_nlisted) {
+            json_t *w = json_array();
+            for (uint32_t i = 0; i < x.comm_nlisted; i++)
+                json_array_append_new(w, json_integer(x.comm_ranks[i]));
+            json_object_set_new(cm, "ranks", w);
+        }
+        json_object_set_new(o, "comm", cm);
+    }
     if (x.has_scales) {
         snprintf(fp, sizeof(fp), "%016" PRIx64, x.scales_fp);
         json_object_set_new(o, "scales_fp", json_string(fp));

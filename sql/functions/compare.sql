@@ -28,7 +28,9 @@ $$;
 --    stored step divergence (not a restore difference) inside the range just compared is dropped: the runs no
 --    longer show it;
 --  * a rank with a differing step is returned (its runs, ids, hi, upto, newest run key, the step) and compared
---    record by record in its own transaction (server/twins/step.c), which writes its mark.
+--    record by record in its own transaction (server/twins/step.c), which writes its mark;
+--  * a step before it (or in a range without one) whose records agree in every run while their input fingerprints
+--    do not (step_digests.inputs) is noted in group_absorbed: an absorbed difference.
 -- Ranks a twin has not reached, or with nothing new, are left out. The locks taken here are transaction-level:
 -- they hold until this statement's transaction commits.
 CREATE OR REPLACE FUNCTION lockstep_cmp_ranks(g text, rks int[], max_runs int)
@@ -100,17 +102,30 @@ BEGIN
                            AND c1.rank = per.rk LIMIT 1) ck ON true
         LEFT JOIN LATERAL (SELECT d1.step, d1.kind FROM divergences d1 WHERE d1.twin_group = g AND d1.rank = per.rk
                            LIMIT 1) d ON true),
-    found AS ( -- the first differing step past the mark, up to the stored divergence (nothing after it can come
-               -- before it; a divergence before the range stands)
-        SELECT t.rk, t.mkeys, t.mids, t.hi, least(t.hi, t.div_step) AS upto, x.step, t.from_step, t.waiting
+    sx AS MATERIALIZED ( -- the steps past the mark, up to the stored divergence (nothing after it can come before
+                         -- it; a divergence before the range stands), that differ, or whose records agree in every
+                         -- run while their input fingerprints do not (an absorbed difference), in one pass
+        SELECT t.rk, x.step, x.differs
         FROM due t CROSS JOIN LATERAL (
-            SELECT s.step FROM step_digests s
+            SELECT s.step,
+                   count(*) < cardinality(t.mkeys) OR min(s.digest) <> max(s.digest) OR min(s.n) <> max(s.n)
+                       AS differs
+            FROM step_digests s
             WHERE s.run_key = ANY (t.mkeys) AND s.rank = t.rk
               AND s.step BETWEEN t.from_step AND least(t.hi, t.div_step)
             GROUP BY s.step
             HAVING count(*) < cardinality(t.mkeys) OR min(s.digest) <> max(s.digest) OR min(s.n) <> max(s.n)
-            ORDER BY s.step LIMIT 1) x
+                OR (count(s.inputs) = count(*) AND min(s.inputs) <> max(s.inputs))) x
         WHERE t.comparable AND t.from_step <= t.hi AND (t.div_step IS NULL OR t.div_step >= t.from_step)),
+    found AS ( -- the first differing step
+        SELECT t.rk, t.mkeys, t.mids, t.hi, least(t.hi, t.div_step) AS upto, x.step, t.from_step, t.waiting
+        FROM due t JOIN (SELECT sx.rk, min(sx.step) AS step FROM sx WHERE sx.differs GROUP BY sx.rk) x
+            ON x.rk = t.rk),
+    absorbed AS ( -- the absorbed differences before it, each rank's step once (a second look finds its row)
+        INSERT INTO group_absorbed (twin_group, rank, step, keys)
+        SELECT g, sx.rk, sx.step, t.mkeys FROM sx JOIN due t ON t.rk = sx.rk
+        WHERE NOT sx.differs AND sx.step < coalesce((SELECT f.step FROM found f WHERE f.rk = sx.rk), t.hi + 1)
+        ON CONFLICT DO NOTHING RETURNING 1),
     dropped AS ( -- compared through the range without a difference: a step divergence there no longer shows
         DELETE FROM divergences d USING due t
         WHERE d.twin_group = g AND d.rank = t.rk AND t.comparable AND t.from_step <= t.hi

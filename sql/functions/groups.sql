@@ -29,6 +29,7 @@ BEGIN
     DELETE FROM divergences WHERE twin_group = g;
     DELETE FROM group_checks WHERE twin_group = g;
     DELETE FROM restore_checks WHERE twin_group = g;
+    DELETE FROM group_absorbed WHERE twin_group = g;
 END $$;
 
 -- lockstep_group_visible - whether viewer `v` reads group `g` ('' = anyone: open reads, the admin token). `v_att`:

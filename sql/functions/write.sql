@@ -23,7 +23,8 @@
 CREATE OR REPLACE FUNCTION lockstep_store_batches(b_run bigint[], b_rank int[], b_bseq bigint[], b_n int[], b_held boolean[],
                                        b_min_step bigint[], b_max_step bigint[], b_max_seq bigint[], b_count bigint[],
                                        f_batch int[], f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[],
-                                       f_frames bytea[], d_batch int[], d_step bigint[], d_n int[], d_digest bigint[])
+                                       f_frames bytea[], d_batch int[], d_step bigint[], d_n int[], d_digest bigint[],
+                                       d_inputs bigint[])
 RETURNS TABLE (i int, duplicate boolean, want bigint[])
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
@@ -47,12 +48,15 @@ BEGIN
         SELECT b_run[f.bi], b_rank[f.bi], f.s, f.q, f.c, f.kd, f.fr
         FROM unnest(f_batch, f_step, f_seq, f_n, f_kind, f_frames) AS f(bi, s, q, c, kd, fr)
         WHERE f.bi = ANY (stored);
-    INSERT INTO step_digests AS sd (run_key, rank, step, n, digest)
-        SELECT b_run[d.bi], b_rank[d.bi], d.s, sum(d.c), bit_xor(d.dg)
-        FROM unnest(d_batch, d_step, d_n, d_digest) AS d(bi, s, c, dg)
+    -- the inputs digest merges like the digest; one part not known (NULL: digests of held-back records) makes it so
+    INSERT INTO step_digests AS sd (run_key, rank, step, n, digest, inputs)
+        SELECT b_run[d.bi], b_rank[d.bi], d.s, sum(d.c), bit_xor(d.dg),
+               CASE WHEN count(d.ip) = count(*) THEN bit_xor(d.ip) END
+        FROM unnest(d_batch, d_step, d_n, d_digest, d_inputs) AS d(bi, s, c, dg, ip)
         WHERE d.bi = ANY (stored)
         GROUP BY b_run[d.bi], b_rank[d.bi], d.s ORDER BY 1, 2, 3
-        ON CONFLICT (run_key, rank, step) DO UPDATE SET n = sd.n + excluded.n, digest = sd.digest # excluded.digest;
+        ON CONFLICT (run_key, rank, step) DO UPDATE SET n = sd.n + excluded.n, digest = sd.digest # excluded.digest,
+            inputs = sd.inputs # excluded.inputs;
     -- the stored batches' group ranks and their smallest steps, then their locks, shared, in one order
     SELECT array_agg(x.twin_group ORDER BY x.twin_group, x.rank), array_agg(x.rank ORDER BY x.twin_group, x.rank),
            array_agg(x.lo ORDER BY x.twin_group, x.rank)
@@ -110,10 +114,11 @@ END $$;
 CREATE OR REPLACE FUNCTION lockstep_store_batch(p_run bigint, p_rank int, p_bseq bigint, p_n int, p_held boolean,
                                      f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[], f_frames bytea[],
                                      d_step bigint[], d_n int[], d_digest bigint[],
-                                     p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint)
+                                     p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint,
+                                     d_inputs bigint[])
 RETURNS bigint[] LANGUAGE sql AS $$
     SELECT b.want FROM lockstep_store_batches(ARRAY[p_run], ARRAY[p_rank], ARRAY[p_bseq], ARRAY[p_n], ARRAY[p_held],
         ARRAY[p_min_step], ARRAY[p_max_step], ARRAY[p_max_seq], ARRAY[p_count],
         array_fill(1, ARRAY[coalesce(cardinality(f_step), 0)]), f_step, f_seq, f_n, f_kind, f_frames,
-        array_fill(1, ARRAY[coalesce(cardinality(d_step), 0)]), d_step, d_n, d_digest) b
+        array_fill(1, ARRAY[coalesce(cardinality(d_step), 0)]), d_step, d_n, d_digest, d_inputs) b
 $$;

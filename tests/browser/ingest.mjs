@@ -32,8 +32,10 @@ export function flipLowBit(x) {
  * allreduce.out (collective), grad_norm and loss (metrics). With opts.variant set, the run diverges like a
  * real one: at diverge.step only diverge.name on diverge.rank differs; every later step differs on every
  * rank, the metrics by a few ULP. With opts.flip ({step, rank}) the loss of that step and rank has its lowest
- * bit flipped, and nothing else differs (a bit flip in one value, which training here does not carry on). */
-export function stepRecords({ rank, step, seq0, variant, diverge, extraName, flip }) {
+ * bit flipped, and nothing else differs (a bit flip in one value, which training here does not carry on). With
+ * opts.absorb ({step, rank}) the allreduce.out of that step and rank has another input fingerprint and the same
+ * output: a difference the reduction absorbed. */
+export function stepRecords({ rank, step, seq0, variant, diverge, extraName, flip, absorb }) {
   const after = variant && step > diverge.step;
   const at = variant && step === diverge.step && rank === diverge.rank;
   const loss0 = 2.5 / (1 + step * 0.1) + rank * 1e-3;
@@ -55,7 +57,8 @@ export function stepRecords({ rank, step, seq0, variant, diverge, extraName, fli
     if (name === 'allreduce.out') {
       // A 4 MiB output: its input fingerprint differs only once an earlier record did; chunk 2 holds the change.
       rec.nbytes = 4 << 20;
-      rec.inputs = [fp64('allreduce.in', step, rank, after ? variant : 'same')];
+      const absorbed = absorb && absorb.step === step && absorb.rank === rank;
+      rec.inputs = [fp64('allreduce.in', step, rank, after ? variant : absorbed ? 'absorbed' : 'same')];
       rec.chunks = [0, 1, 2, 3].map((c) => fp64('chunk', c, step, rank, differs && c === 2 ? variant : 'same'));
     }
     out.push(rec);
@@ -119,7 +122,7 @@ export async function sendSteps(id, spec, from, to) {
       const records = [];
       for (let step = s; step <= Math.min(to, s + 9); step++) {
         const recs = stepRecords({ rank, step, seq0: spec.seq[rank] || 0, variant: spec.variant || null,
-          diverge: spec.diverge, extraName: spec.extraName, flip: spec.flip });
+          diverge: spec.diverge, extraName: spec.extraName, flip: spec.flip, absorb: spec.absorb });
         spec.seq[rank] = (spec.seq[rank] || 0) + recs.length;
         records.push(...recs);
       }

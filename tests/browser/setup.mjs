@@ -20,6 +20,9 @@ async function main() {
   // A matching pair: 2 ranks, 20 steps, bit-identical.
   await group('pair-match', [{ job: 1001, ranks: 2, steps: [0, 19], user: 'alice' },
     { job: 1002, ranks: 2, steps: [0, 19], user: 'alice' }]);
+  // A matching pair whose allreduce absorbed one rank's other input at step 3 (the outputs agree).
+  await group('pair-absorbed', [{ job: 1011, ranks: 2, steps: [0, 5], user: 'alice' },
+    { job: 1012, ranks: 2, steps: [0, 5], user: 'alice', absorb: { step: 3, rank: 1 } }]);
   // A diverged pair: 4 ranks, 30 steps; the second run's allreduce.out on rank 2 differs at step 12, and it
   // ran with NCCL_ALGO=Tree on other hosts (the manifest diff explains it).
   const div = { step: 12, rank: 2, name: 'allreduce.out' };
@@ -83,6 +86,7 @@ async function main() {
   fx.compare = { changeAt: cmp.changeAt };
   // Comparison runs as batches commit; wait until the server has seen what was sent.
   await settled('pair-match', (t) => t.status === 'match');
+  await settled('pair-absorbed', (t) => t.status === 'match' && t.absorbed !== null);
   await settled('pair-diverged', (t) => t.per_rank.length === 4);
   await settled('trio', (t) => t.per_rank.length === 2);
   for (let g = 0; g < 3; g++) await settled(`faulty-${g}`, (t) => t.classification && t.classification.class === 'hardware');

@@ -180,3 +180,17 @@ test('a resumed run that did not restore its optimizer: the restore difference a
   await shot(page, 'twin-restore');
   noProblems(b);
 });
+
+test('a matching pair that absorbed a difference says so, with the first one', async () => {
+  const { page } = b;
+  const t = await must('GET', '/twins/pair-absorbed');
+  assert.equal(t.status, 'match');
+  assert.equal(t.absorbed.count, 1);
+  await visit(page, '/twins/pair-absorbed');
+  await settle(page);
+  const line = page.locator('[data-section=absorbed]');
+  assert.equal(await line.locator('[data-field=absorbed-count]').textContent(), '1');
+  assert.equal(await line.locator('[data-field=absorbed-rank]').textContent(), '1');
+  assert.match(await line.textContent(), /first at step 3, rank 1: allreduce\.out \(occurrence 0\)/);
+  noProblems(b);
+});

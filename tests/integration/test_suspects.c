@@ -904,6 +904,8 @@ static void test_reported_host_disagrees(void **state)
     assert_int_equal(history_count("k3", "involvement", NULL, NULL), 0);
 }
 
+/* Both twins ran the diverging rank on the same node: a transient fault does exactly that, so the group is
+ * inconclusive (narrow it), not software, and no node takes evidence until a replay decides. */
 static void test_software_same_hardware(void **state)
 {
     (void)state;
@@ -911,8 +913,10 @@ static void test_software_same_hardware(void **state)
     run("sw-same", 2, na, 0, NULL);
     run("sw-same", 2, nb, -1, NULL);
     json_t *a = wait_alert("sw-same", NULL, NULL);
-    assert_string_equal(str(a, "classification"), "software");
+    assert_string_equal(str(a, "classification"), "inconclusive");
     assert_non_null(strstr(str(a, "text"), "same hardware (s1"));
+    assert_non_null(strstr(str(a, "text"), "a transient fault does exactly that"));
+    assert_non_null(strstr(str(a, "text"), "lockstep narrow sw-same"));
     json_decref(a);
     assert_int_equal(history_count("s1", "involvement", NULL, NULL), 0);
     assert_int_equal(history_count("s2", "involvement", NULL, NULL), 0);
@@ -1526,6 +1530,109 @@ static void test_every_rank_blames_no_node(void **state)
         assert_int_equal(history_count(n < 4 ? na[n] : nb[n - 4], "involvement", NULL, NULL), 0);
 }
 
+/* bcast_run - a run of `group` on `nranks` ranks (rank r on nodes[r]), each making 4 "mpi.bcast" records from root 0
+ * at step 0 on a communicator of `csize` processes (1: each rank's own, MPI_COMM_SELF-like; listed with its world
+ * ranks when `listed`); the root's buffer of occurrence 2 differs when `differ` (its input and, on a communicator
+ * of more than one, every member's output). The records of a one-process communicator state it by their shape
+ * only when not listed, as agents before the comm field did. */
+static void bcast_run(const char *group, int nranks, const char *const *nodes, int csize, int listed, int differ)
+{
+    char id[40], job[16], path[128], body[8192];
+    snprintf(job, sizeof(job), "%d", job_no++);
+    assert_int_equal(it_register(&srv, job, group, nranks, 0, NULL, id), 0);
+    attest_run(job, nranks, nodes);
+    for (int r = 0; r < nranks; r++)
+        manifest(id, r, nodes[r], "Ring");
+    for (int r = 0; r < nranks; r++) {
+        int root = csize == 1 || r == 0;
+        size_t n = (size_t)snprintf(body, sizeof(body), "{\"rank\": %d, \"batch_seq\": 0, \"records\": [", r);
+        for (int k = 0; k < 4; k++) {
+            int flip = differ && k == 2 && (csize > 1 || r == 0);
+            char comm[128], inputs[64] = "";
+            if (!listed)
+                snprintf(comm, sizeof(comm), "\"shape\": [%d, 1]", csize);
+            else if (csize == 1)
+                snprintf(comm, sizeof(comm), "\"shape\": [1, 1], \"comm\": {\"size\": 1, \"ranks\": [%d]}", r);
+            else
+                snprintf(comm, sizeof(comm), "\"shape\": [%d, 1], \"comm\": {\"size\": %d, \"ranks\": [0, 1, 2, 3]}",
+                         csize, csize);
+            if (root)
+                snprintf(inputs, sizeof(inputs), ", \"inputs\": [\"%016x\"]", 0x3000 + k + (flip ? 0x700 : 0));
+            n += (size_t)snprintf(body + n, sizeof(body) - n,
+                                  "%s{\"seq\": %d, \"step\": 0, \"name\": \"mpi.bcast\", \"occurrence\": %d, "
+                                  "\"level\": \"collective\", \"fp\": \"%016x\"%s, %s, \"site\": {\"module\": "
+                                  "\"app\", \"offset\": 8192, \"function\": \"dgebs2d_\"}}",
+                                  k ? ", " : "", k, k, 0x3000 + k + (flip ? 0x700 : 0), inputs, comm);
+        }
+        snprintf(body + n, sizeof(body) - n, "]}");
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/records", id);
+        assert_int_equal(it_call(&srv, "POST", path, body, NULL, NULL), 200);
+        assert_int_equal(it_end(&srv, id, r, NULL), 200);
+    }
+}
+
+/* A broadcast on a communicator of one process (BLACS on a 1x1 grid) whose buffer, a word the program never uses,
+ * differs between the twins on disjoint nodes: nothing was sent, so no node takes evidence, the cause does not
+ * claim any rank received anything, and the first report suggests the ignore rule for the call. With the comm field
+ * and, as an older agent's records state it, with the shape alone. */
+static void test_one_process_bcast_blames_no_node(void **state)
+{
+    (void)state;
+    for (int listed = 1; listed >= 0; listed--) {
+        const char *na[] = {listed ? "bs1" : "bo1", listed ? "bs2" : "bo2"},
+                   *nb[] = {listed ? "bs3" : "bo3", listed ? "bs4" : "bo4"};
+        const char *group = listed ? "blacs" : "blacs-old";
+        bcast_run(group, 2, na, 1, listed, 0);
+        bcast_run(group, 2, nb, 1, listed, 1);
+        json_t *a = wait_alert(group, NULL, NULL);
+        json_t *d = json_object_get(a, "details");
+        assert_string_equal(str(a, "classification"), "software");
+        assert_string_equal(str(d, "cause"), "origin");
+        assert_non_null(strstr(str(d, "cause_detail"), "communicator of one process: nothing was sent or received"));
+        assert_null(strstr(str(a, "text"), "received the change"));
+        assert_string_equal(str(d, "suggest_ignore"), "dgebs2d_");
+        assert_non_null(strstr(str(a, "text"), "Nothing left the process"));
+        assert_non_null(strstr(str(a, "text"), "--lockstep-ignore='dgebs2d_'"));
+        json_decref(a);
+        char path[128];
+        snprintf(path, sizeof(path), "/api/v1/twins/%s", group);
+        json_t *tw = get(path);
+        json_t *cl = json_object_get(tw, "classification");
+        assert_string_equal(str(cl, "code"), "local");
+        json_t *fd = json_object_get(tw, "first_divergence");
+        assert_string_equal(str(fd, "suggest_ignore"), "dgebs2d_");
+        json_t *runs = json_object_get(fd, "runs");
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(json_array_get(runs, 0), "comm"), "size")),
+                         1);
+        json_decref(tw);
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(history_count(na[k], "involvement", NULL, NULL), 0);
+            assert_int_equal(history_count(nb[k], "involvement", NULL, NULL), 0);
+        }
+    }
+}
+
+/* The root's buffer differed before a broadcast to four ranks, nothing diverging before: a value the root read (an
+ * edited input file) entered from outside; software, no node blamed, the receivers named within the communicator. */
+static void test_root_input_blames_no_node(void **state)
+{
+    (void)state;
+    const char *na[] = {"ri1", "ri2", "ri3", "ri4"}, *nb[] = {"ri5", "ri6", "ri7", "ri8"};
+    bcast_run("input-file", 4, na, 4, 1, 0);
+    bcast_run("input-file", 4, nb, 4, 1, 1);
+    json_t *a = wait_alert("input-file", NULL, NULL);
+    json_t *d = json_object_get(a, "details");
+    assert_string_equal(str(a, "classification"), "software");
+    assert_non_null(strstr(str(d, "cause_detail"), "entered at the root from outside"));
+    assert_non_null(strstr(str(d, "cause_detail"), "ranks 1, 2 and 3, the other members of its communicator"));
+    assert_non_null(strstr(str(a, "text"), "compare what the runs read"));
+    json_decref(a);
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(history_count(na[k], "involvement", NULL, NULL), 0);
+        assert_int_equal(history_count(nb[k], "involvement", NULL, NULL), 0);
+    }
+}
+
 /* A pair diverges at a record one run lacks, and is alerted; then that run's rank reports a failure (its other
  * rank, killed by the launcher, never reports): the group is incomplete after all. The re-evaluation (a failed
  * rank changes the group's signature) supersedes the alert with one that says so. */
@@ -1657,17 +1764,30 @@ static void test_trust_reported_hosts(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_receiver_down_then_up),   cmocka_unit_test(test_one_alert_then_superseded),
-        cmocka_unit_test(test_alertmanager_protocol),   cmocka_unit_test(test_mail_to_mapped_attested_users),
-        cmocka_unit_test(test_fleet_pairs_name_n3),     cmocka_unit_test(test_software_same_hardware),
-        cmocka_unit_test(test_software_manifest),       cmocka_unit_test(test_software_inputs_matched),
-        cmocka_unit_test(test_three_runs_minority),     cmocka_unit_test(test_noise_replicas_raise_nothing),
-        cmocka_unit_test(test_pair_then_third_run),     cmocka_unit_test(test_spread_is_software),
-        cmocka_unit_test(test_admin_actions_and_ack),   cmocka_unit_test(test_undeliverable_gives_up),
-        cmocka_unit_test(test_origin_rank_only),        cmocka_unit_test(test_every_rank_blames_no_node),
-        cmocka_unit_test(test_incomplete_supersedes),   cmocka_unit_test(test_unattested_blames_nobody),
-        cmocka_unit_test(test_reported_host_disagrees), cmocka_unit_test(test_third_run_ranks_apart),
-        cmocka_unit_test(test_trust_reported_hosts),    cmocka_unit_test(test_hanging_sink_delays_no_other),
+        cmocka_unit_test(test_receiver_down_then_up),
+        cmocka_unit_test(test_one_alert_then_superseded),
+        cmocka_unit_test(test_alertmanager_protocol),
+        cmocka_unit_test(test_mail_to_mapped_attested_users),
+        cmocka_unit_test(test_fleet_pairs_name_n3),
+        cmocka_unit_test(test_software_same_hardware),
+        cmocka_unit_test(test_one_process_bcast_blames_no_node),
+        cmocka_unit_test(test_root_input_blames_no_node),
+        cmocka_unit_test(test_software_manifest),
+        cmocka_unit_test(test_software_inputs_matched),
+        cmocka_unit_test(test_three_runs_minority),
+        cmocka_unit_test(test_noise_replicas_raise_nothing),
+        cmocka_unit_test(test_pair_then_third_run),
+        cmocka_unit_test(test_spread_is_software),
+        cmocka_unit_test(test_admin_actions_and_ack),
+        cmocka_unit_test(test_undeliverable_gives_up),
+        cmocka_unit_test(test_origin_rank_only),
+        cmocka_unit_test(test_every_rank_blames_no_node),
+        cmocka_unit_test(test_incomplete_supersedes),
+        cmocka_unit_test(test_unattested_blames_nobody),
+        cmocka_unit_test(test_reported_host_disagrees),
+        cmocka_unit_test(test_third_run_ranks_apart),
+        cmocka_unit_test(test_trust_reported_hosts),
+        cmocka_unit_test(test_hanging_sink_delays_no_other),
     };
     return cmocka_run_group_tests_name("lockstepd suspects and alerts", tests, setup, teardown);
 }

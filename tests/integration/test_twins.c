@@ -366,6 +366,55 @@ static void test_cause_origin(void **state)
     json_decref(o);
 }
 
+/* One rank's input of an allreduce differed while every rank's output matched (the sum absorbed it): the group is
+ * a match, and its report counts the absorbed difference and shows the first (rank, record, call site), in the twin
+ * API and in lockstep twins. A diverging group's step of divergence is no absorbed difference. */
+static void test_absorbed_difference(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    static const char site[] = "{\"module\": \"heat\", \"offset\": 7891, \"function\": \"relax_step\", "
+                               "\"function_offset\": 1003}";
+    assert_int_equal(it_register(&srv, "170", "t-absorbed", 4, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "171", "t-absorbed", 4, 0, NULL, b), 0);
+    collective_run(a, 4, -2, -1, 0, site);
+    collective_run(b, 4, 2, 7, 0, site); /* rank 2's 8th input differs; the outputs match */
+    json_t *o = it_wait_group(&srv, "t-absorbed", "match");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "match");
+    json_t *ab = json_object_get(o, "absorbed");
+    for (int i = 0; i < 100 && !json_is_object(ab); i++) { /* the looks that note it may come after the status */
+        json_decref(o);
+        usleep(50000);
+        o = it_wait_group(&srv, "t-absorbed", "match");
+        ab = json_object_get(o, "absorbed");
+    }
+    assert_true(json_is_object(ab));
+    assert_int_equal(json_integer_value(json_object_get(ab, "count")), 1);
+    assert_int_equal(json_integer_value(json_object_get(ab, "ranks")), 1);
+    json_t *f = json_object_get(ab, "first");
+    assert_int_equal(json_integer_value(json_object_get(f, "rank")), 2);
+    assert_int_equal(json_integer_value(json_object_get(f, "step")), 0);
+    assert_string_equal(json_string_value(json_object_get(f, "name")), "mpi.allreduce");
+    assert_int_equal(json_integer_value(json_object_get(f, "occurrence")), 7);
+    assert_string_equal(json_string_value(json_object_get(f, "site")), "relax_step+0x3eb (heat+0x1ed3)");
+    json_decref(o);
+    char cmd[600], line[512];
+    snprintf(cmd, sizeof(cmd), "%s/bin/lockstep twins t-absorbed --server %s", getenv("LOCKSTEP_BUILD") ?: "build",
+             srv.base);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    int said = 0;
+    while (fgets(line, sizeof(line), p))
+        said |= strstr(line, "absorbed: 1 collective's inputs differed on some ranks while its outputs matched; "
+                             "first at step 0, rank 2: mpi.allreduce (occurrence 7) at relax_step+0x3eb") != NULL;
+    pclose(p);
+    assert_true(said);
+    /* the step where a group diverges is its divergence, not an absorbed difference */
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/t-origin", NULL, NULL, &o), 200);
+    assert_true(json_is_null(json_object_get(o, "absorbed")));
+    json_decref(o);
+}
+
 static void test_cause_every_rank(void **state)
 {
     (void)state;
@@ -823,6 +872,7 @@ int main(void)
         cmocka_unit_test(test_rank_never_sent),
         cmocka_unit_test(test_manifest_diff),
         cmocka_unit_test(test_cause_origin),
+        cmocka_unit_test(test_absorbed_difference),
         cmocka_unit_test(test_cause_every_rank),
         cmocka_unit_test(test_cause_operation_and_configuration),
         cmocka_unit_test(test_incomplete),

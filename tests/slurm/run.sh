@@ -48,7 +48,7 @@ for f in bin/lockstepd bin/lockstep bin/lockstep-train tests/slurm/mpi_twin; do 
 # The MPI wrappers and the real programs of tests/apps (the stripped library beside its program).
 [ -f "$build/lib/liblockstep_mpi.so" ] && cp "$build/lib/liblockstep_mpi.so" "$tmp/lib/"
 mkdir -p "$tmp/tests/apps"
-for f in heat solver libsolver.so; do [ -f "$build/tests/apps/$f" ] && cp "$build/tests/apps/$f" "$tmp/tests/apps/"; done
+for f in heat solver libsolver.so blacs_solve; do [ -f "$build/tests/apps/$f" ] && cp "$build/tests/apps/$f" "$tmp/tests/apps/"; done
 lockstepd=$tmp/bin/lockstepd
 lockstep_cli=$tmp/bin/lockstep
 
@@ -561,6 +561,24 @@ t_slurm_grid() { # another process grid: configuration, the command line in the 
   echo "configuration keys: $keys" >>"$tmp/err"
   [ "$(vfield "$v" cause)" = configuration ] && [ "$keys" = "argv command" ] && [ "$(group_class s-grid)" = software ]
 }
+t_slurm_blacs() { # ScaLAPACK on a 1x1 BLACS grid: its broadcast of an unused word moves no data; no node blamed
+  ajob --nodelist=n1,n2 --lockstep=det --lockstep-twin=s-blacs -- "$apps/blacs_solve" 8 || return 1
+  ajob --nodelist=n3,n4 --lockstep=det --lockstep-twin=s-blacs -- "$apps/blacs_solve" 8 || return 1
+  local v; v=$(python3 "$src/tests/agent/findings.py" "http://127.0.0.1:$lsd_port" s-blacs 1 --timeout 40)
+  echo "$v" >>"$tmp/err"
+  [ "$(vfield "$v" cause)" = origin ] && [ "$(vfield "$v" function)" = dgebs2d_ ] &&
+    [ "$(vfield "$v" suggest_ignore)" = dgebs2d_ ] && [ "$(group_class s-blacs)" = software ] || return 1
+  for n in n1 n2 n3 n4; do [ "$(involved $n s-blacs)" = 0 ] || { echo "$n was blamed" >>"$tmp/err"; return 1; }; done
+  "$lockstep_cli" twins s-blacs --server "http://127.0.0.1:$lsd_port" >"$tmp/out" 2>&1
+  grep -q "communicator of one process: nothing was sent or received" "$tmp/out" &&
+    ! grep -q "received the change" "$tmp/out" && grep -q "lockstep-ignore='dgebs2d_'" "$tmp/out" || return 1
+  # with the rule the first report suggests, the twins match
+  ajob --nodelist=n1,n2 --lockstep=det --lockstep-twin=s-blacs-ign --lockstep-ignore=dgebs2d_ -- "$apps/blacs_solve" 8 || return 1
+  ajob --nodelist=n3,n4 --lockstep=det --lockstep-twin=s-blacs-ign --lockstep-ignore=dgebs2d_ -- "$apps/blacs_solve" 8 || return 1
+  v=$(findings_of s-blacs-ign)
+  echo "$v" >>"$tmp/err"
+  [ "$(vfield "$v" status)" = match ]
+}
 t_slurm_failed() { # twins that both abort at once: incomplete, each run's exit, not a match
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
@@ -724,6 +742,11 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
       check "closing timings in a stripped library: every-rank, software, no node scored; the ignore rule matches" t_slurm_timings
       check "another process grid: configuration, argv and command, no library noise" t_slurm_grid
       check "twins that abort at once: incomplete, not a match" t_slurm_failed
+      if [ -x "$apps/blacs_solve" ]; then
+        check "ScaLAPACK on a 1x1 grid: a one-process broadcast blames no node; its ignore rule matches" t_slurm_blacs
+      else
+        echo "skip ScaLAPACK on a 1x1 grid: tests/apps/blacs_solve is not built (libscalapack-openmpi-dev)"; skip=$((skip+1))
+      fi
       plugstack "${args/server=http:\/\/127.0.0.1:$dead_port/server=http://127.0.0.1:$lsd_port}"
     else
       fail=$((fail+1)); echo "FAIL tests/apps or liblockstep_mpi.so is not built"

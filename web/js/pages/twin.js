@@ -76,6 +76,7 @@ export async function mount(el, params, query, navigate) {
       h('h1', null, 'Twin group ', h('span', { class: 'group-name' }, d.group), ' ', badge(d.status), kindTag(d.kind)),
       h('p', { class: 'sub', 'data-field': 'status-reason' }, statusSentence(d, runs.length)),
       classificationLine(d.classification),
+      absorbedLine(d.absorbed),
       suspectedLine(d.suspected));
   }
 
@@ -102,7 +103,7 @@ export async function mount(el, params, query, navigate) {
           h('strong', { 'data-field': 'origin' }, fd.origin_ranks.join(', '))] : null,
         ' — ', fd.cause_detail || '', fd.thin_evidence ? ' (the records cannot tell more)' : '') : null,
       fd.site && fd.site.text ? h('p', null, 'Call site: ', h('code', { 'data-field': 'site' }, fd.site.text)) : null,
-      fd.suggest_ignore ? h('p', { class: 'sub', 'data-field': 'suggest-ignore' }, 'If these are run-specific values (timings, process ids), leave them out: ',
+      fd.suggest_ignore ? h('p', { class: 'sub', 'data-field': 'suggest-ignore' }, (fd.suggest_why || 'If these are run-specific values (timings, process ids), leave them out') + ': ',
         h('code', null, `--lockstep-ignore='${fd.suggest_ignore}'`), ' (LOCKSTEP_IGNORE outside Slurm).') : null,
       fd.configuration ? h('p', { class: 'sub', 'data-field': 'configuration' }, 'Configuration: ', fd.configuration) : null,
       fd.detection_ms !== undefined ? h('p', { class: 'sub' }, `Detected ${fmtTime(fd.detected_at)} UTC, ${Math.round(fd.detection_ms)} ms after the batch that showed it was committed.`) : null,
@@ -322,6 +323,21 @@ function classificationLine(c) {
     h('span', { class: `classification classification-${c.class}`, 'data-field': 'class', 'data-class': c.class },
       c.summary || c.class),
     ' — ', h('span', { 'data-field': 'classification-reason' }, c.reason));
+}
+
+/* absorbedLine(a) - collectives whose inputs differed on some ranks while their outputs matched (GET /twins/G's
+ * "absorbed": count and the first one), null when none. No evidence, but worth a look. */
+function absorbedLine(a) {
+  if (!a || !a.count) return null;
+  const f = a.first || {};
+  return h('p', { class: 'sub', 'data-section': 'absorbed' }, 'Absorbed: ',
+    h('strong', { 'data-field': 'absorbed-count' }, String(a.count)),
+    a.count === 1 ? " collective's inputs differed on some ranks while its outputs matched; first at step "
+      : " collectives' inputs differed on some ranks while their outputs matched; first at step ",
+    h('strong', null, String(f.step)), ', rank ', h('strong', { 'data-field': 'absorbed-rank' }, String(f.rank)),
+    f.name ? [': ', h('code', null, f.name), ` (occurrence ${f.occurrence})`] : null,
+    f.site ? [' at ', h('code', { 'data-field': 'absorbed-site' }, f.site)] : null,
+    '. No hardware evidence: a fault and a value read from outside look alike there (lockstep narrow tells them apart).');
 }
 
 /* suspectedLine(list) - the hardware the group's evidence holds involved (GET /twins/G's "suspected"). */
