@@ -2,8 +2,10 @@
  * entries. */
 #include "common/json/mdiff.h"
 
+#include "common/elide.h"
 #include "common/envrule.h"
 #include "common/json/node_of.h"
+#include "common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,23 +355,65 @@ static json_t *finish(acc *a)
     return out;
 }
 
-/* value_text - a short text of one entry's values, for the summary. */
+/* value_text - a short text of one entry's values, for the summary: the part where they differ
+ * (common/elide.h). */
 static void value_text(json_t *values, char *out, size_t cap)
 {
-    size_t len = 0, i;
+    size_t n = json_array_size(values), i;
+    char *t[n ? n : 1];
     json_t *x;
-    out[0] = 0;
     json_array_foreach(values, i, x)
     {
         json_t *v = json_object_get(x, "value");
-        char *t = json_is_string(v) ? strdup(json_string_value(v))
-                  : json_is_null(v) ? strdup("(unset)")
-                                    : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-        if (len < cap)
-            len += (size_t)snprintf(out + len, cap - len, "%s'%.60s%s'", i ? " vs " : "", t ? t : "?",
-                                    t && strlen(t) > 60 ? "..." : "");
-        free(t);
+        t[i] = json_is_string(v) ? strdup(json_string_value(v))
+               : json_is_null(v) ? strdup("(unset)")
+                                 : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
     }
+    elide_values((const char *const *)t, (int)n, out, cap);
+    for (i = 0; i < n; i++)
+        free(t[i]);
+}
+
+/* summary_of - the first few configuration differences of `diffs` named into `out` (cap bytes), or what it means
+ * that there is none; cut at a character's start. Returns how many configuration differences there are. */
+static int summary_of(json_t *diffs, int n, char *summary, size_t cap)
+{
+    size_t len = 0, i;
+    int explains = 0;
+    json_t *d;
+    summary[0] = 0;
+    json_array_foreach(diffs, i, d)
+    {
+        if (strcmp(json_string_value(json_object_get(d, "class")), "configuration"))
+            continue;
+        if (explains++ >= 3)
+            continue;
+        char vals[400];
+        value_text(json_object_get(d, "values"), vals, sizeof(vals));
+        const char *change = json_string_value(json_object_get(d, "change"));
+        json_t *rk = json_object_get(d, "ranks");
+        char where[64] = "";
+        if (json_is_array(rk))
+            snprintf(where, sizeof(where), " (rank%s %lld%s)", json_array_size(rk) > 1 ? "s" : "",
+                     (long long)json_integer_value(json_array_get(rk, 0)), json_array_size(rk) > 1 ? " and more" : "");
+        if (len < cap)
+            len += (size_t)snprintf(summary + len, cap - len, "%s%s %s%s: %s", len ? "; " : "",
+                                    json_string_value(json_object_get(d, "key")), change ? change : "differs", where,
+                                    vals);
+    }
+    if (explains > 3 && len < cap)
+        len += (size_t)snprintf(summary + len, cap - len, "; and %d more", explains - 3);
+    if (!explains)
+        snprintf(summary, cap, "%s",
+                 n < 2 ? "a single run: nothing to compare"
+                       : "nothing that can change results differs between the runs' configurations");
+    if (len >= cap) { /* cut: never inside a character */
+        size_t end = cap - 1;
+        while (end > 0 && !text_utf8_valid(summary, end))
+            end--;
+        summary[end] = 0;
+    }
+    return explains;
 }
 
 json_t *md_diff(const md_run *runs, int n)
@@ -450,36 +494,8 @@ json_t *md_diff(const md_run *runs, int n)
     json_decref(ids.index);
     json_decref(ids.list);
 
-    /* Does anything explain a divergence? Name the first few that do. */
-    char summary[1024];
-    size_t len = 0, i;
-    int explains = 0;
-    json_t *d;
-    json_array_foreach(diffs, i, d)
-    {
-        if (strcmp(json_string_value(json_object_get(d, "class")), "configuration"))
-            continue;
-        if (explains++ >= 3)
-            continue;
-        char vals[300];
-        value_text(json_object_get(d, "values"), vals, sizeof(vals));
-        const char *change = json_string_value(json_object_get(d, "change"));
-        json_t *rk = json_object_get(d, "ranks");
-        char where[64] = "";
-        if (json_is_array(rk))
-            snprintf(where, sizeof(where), " (rank%s %lld%s)", json_array_size(rk) > 1 ? "s" : "",
-                     (long long)json_integer_value(json_array_get(rk, 0)), json_array_size(rk) > 1 ? " and more" : "");
-        if (len < sizeof(summary))
-            len += (size_t)snprintf(summary + len, sizeof(summary) - len, "%s%s %s%s: %s", len ? "; " : "",
-                                    json_string_value(json_object_get(d, "key")), change ? change : "differs", where,
-                                    vals);
-    }
-    if (explains > 3 && len < sizeof(summary))
-        snprintf(summary + len, sizeof(summary) - len, "; and %d more", explains - 3);
-    if (!explains)
-        snprintf(summary, sizeof(summary), "%s",
-                 n < 2 ? "a single run: nothing to compare"
-                       : "nothing that can change results differs between the runs' configurations");
+    char summary[4096];
+    int explains = summary_of(diffs, n, summary, sizeof(summary));
     return json_pack("{s:b, s:s, s:o, s:o}", "explains", explains > 0, "summary", summary, "diffs", diffs, "identities",
                      idents);
 }

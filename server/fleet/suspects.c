@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "common/json/node_of.h"
+#include "common/text.h"
 #include "server/core/log.h"
 #include "server/core/state.h"
 #include "server/twins/findings.h"
@@ -84,12 +85,15 @@ static void add_implicated(grp_class *v, const char *node)
 static int classify_cause(const grp_findings *vd, grp_class *v)
 {
     switch (vd->cause) {
-    case CAUSE_CONFIGURATION:
+    case CAUSE_CONFIGURATION: {
+        static const char lead[] = "the twins' configurations differ: ";
         v->cls = "software";
         v->code = "configuration";
-        snprintf(v->reason, sizeof(v->reason), "the twins' configurations differ: %s",
-                 json_string_value(json_object_get(vd->mdiff, "summary")));
+        memcpy(v->reason, lead, sizeof(lead)); /* the summary after it, cut at a character's start */
+        text_one_line(json_string_value(json_object_get(vd->mdiff, "summary")) ?: "", v->reason + sizeof(lead) - 1,
+                      sizeof(v->reason) - sizeof(lead) + 1);
         return 1;
+    }
     case CAUSE_EVERY_RANK:
         v->cls = "software";
         v->code = "every_rank";
