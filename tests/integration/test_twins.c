@@ -448,7 +448,28 @@ static void test_incomplete(void **state)
     end_with(d, 0, 0);
     o = it_wait_group(&srv, "t-nothing", "incomplete");
     assert_string_equal(json_string_value(json_object_get(o, "status")), "incomplete");
-    assert_non_null(strstr(json_string_value(json_object_get(o, "status_reason")), "nothing"));
+    const char *why = json_string_value(json_object_get(o, "status_reason"));
+    assert_non_null(strstr(why, "none recorded anything (no records)"));
+    assert_null(strstr(why, "shard")); /* the reason that applies, not every possible one */
+    json_decref(o);
+    /* runs of 2 and 4 ranks, compared on their shards, that recorded none: "no shards", not "no records" */
+    char e[40], f[40];
+    assert_int_equal(it_register(&srv, "194", "t-noshard", 2, 0, NULL, e), 0);
+    assert_int_equal(it_register(&srv, "195", "t-noshard", 4, 0, NULL, f), 0);
+    for (int r = 0; r < 4; r++) {
+        if (r < 2) {
+            post_json(e, r, 0, rec);
+            end_with(e, r, 0);
+        }
+        post_json(f, r, 0, rec);
+        end_with(f, r, 0);
+    }
+    o = it_wait_group(&srv, "t-noshard", "incomplete");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "incomplete");
+    why = json_string_value(json_object_get(o, "status_reason"));
+    assert_non_null(strstr(why, "different rank counts (2 to 4 ranks)"));
+    assert_non_null(strstr(why, "2 of 2 runs recorded no shard (no shards)"));
+    assert_null(strstr(why, "no records"));
     json_decref(o);
 }
 

@@ -27,14 +27,14 @@ static const struct {
     /* a word added at the end: the words before it as context */
     {PY " --steps 20", PY " --steps 20 --lr=4e-3", "'…--steps 20' vs '…--steps 20 --lr=4e-3'"},
     /* a value changed in the middle: its word (the long path before it is more than the context), the rest elided */
-    {PY " --lr=1e-3 --steps 20 --seed 7", PY " --lr=4e-3 --steps 20 --seed 7",
-     "'…--lr=1e-3…' vs '…--lr=4e-3…'"},
+    {PY " --lr=1e-3 --steps 20 --seed 7", PY " --lr=4e-3 --steps 20 --seed 7", "'…--lr=1e-3…' vs '…--lr=4e-3…'"},
     /* a differing first word longer than the context: cut after a '/' */
     {"/usr/bin/python3.11 /home/someone/projects/train/x.py --steps 20",
      "/usr/bin/python3.12 /home/someone/projects/train/x.py --steps 20", "'…bin/python3.11…' vs '…bin/python3.12…'"},
     /* one long word: cut after a '/' within the context */
     {"/home/someone/projects/train/data/run-2024-01-01/input.cfg",
-     "/home/someone/projects/train/data/run-2024-01-02/input.cfg", "'…run-2024-01-01/input.cfg' vs '…run-2024-01-02/input.cfg'"},
+     "/home/someone/projects/train/data/run-2024-01-02/input.cfg",
+     "'…run-2024-01-01/input.cfg' vs '…run-2024-01-02/input.cfg'"},
     /* a word removed */
     {PY " --steps 20 --fast --seed 7", PY " --steps 20 --seed 7", "'…--steps 20 --fast…' vs '…--steps 20…'"},
 };
