@@ -297,6 +297,12 @@ void ls_shutdown_with(int exit_code)
     shutdown_with(exit_code);
 }
 
+void ls_shutdown_abort(int exit_code)
+{
+    send_mark_abort();
+    shutdown_with(exit_code);
+}
+
 /* not_active - the error for calls outside ls_init..ls_shutdown. */
 static int not_active(const char *fn)
 {

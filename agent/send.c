@@ -65,6 +65,7 @@ int send_start(send_cfg *cfg, char *why, size_t cap)
     S.started = S.stopping = S.child = 0;
     S.abort_at = 0;
     S.exit_code = 0;
+    S.aborted = 0;
     S.down = 0;
     S.backoff_ms = 0;
     S.retry_at = 0;
@@ -405,6 +406,13 @@ static int open_spool_locked(void)
         agent_warn_once(&S.warned_spool, "%s; batches the server does not take are lost", why);
     }
     return 0;
+}
+
+void send_mark_abort(void)
+{
+    pthread_mutex_lock(&S.mu);
+    S.aborted = 1;
+    pthread_mutex_unlock(&S.mu);
 }
 
 void send_stop(int exit_code)

@@ -284,7 +284,11 @@ static void post_checkpoints(void)
 static void finish(int exit_code)
 {
     char why[512], body[128];
-    snprintf(body, sizeof(body), "{\"rank\":%ld,\"exit_code\":%d}", S.meta.rank, exit_code);
+    pthread_mutex_lock(&S.mu);
+    int aborted = S.aborted;
+    pthread_mutex_unlock(&S.mu);
+    snprintf(body, sizeof(body), "{\"rank\":%ld,\"exit_code\":%d%s}", S.meta.rank, exit_code,
+             aborted ? ",\"abort\":true" : "");
     if (S.spool_ok)
         spool_put(&S.sp, SPOOL_END, body, strlen(body), why, sizeof(why));
     if (!S.down)

@@ -72,6 +72,12 @@ LS_API void ls_shutdown(void);
  * Waits at most LOCKSTEP_FLUSH_TIMEOUT for the server. */
 LS_API void ls_shutdown_with(int exit_code);
 
+/* ls_shutdown_abort - ls_shutdown_with for a process about to be aborted
+ * (MPI_Abort): the end is reported as this rank's abort with `exit_code`, so
+ * that lockstepd shows the run's exit as the abort's code, not as the signal
+ * the launcher then kills its other ranks with. */
+LS_API void ls_shutdown_abort(int exit_code);
+
 /* ls_step_begin - open step `step`: later records carry it, and occurrence
  * counts restart. Steps need not be contiguous. */
 LS_API void ls_step_begin(int64_t step);

@@ -44,9 +44,14 @@ void findings_register(void)
             "ended_at") ", attested_user, "
                         "(SELECT max(p.max_step) FROM rank_progress p WHERE p.run_key = runs.run_key) FROM runs "
                         "WHERE twin_group = $1 ORDER BY run_key");
+    /* Per run: ranks ended, the failed ones, the lowest failed rank's code, and the first abort (MPI_Abort: its
+     * rank and code: the lowest rank that aborted, so that twins whose ranks all abort at once say the same),
+     * which is the run's exit when there is one. */
     db_register("vd_exits", "SELECT e.run_key, count(*), (array_agg(e.rank ORDER BY e.rank) FILTER "
                             "(WHERE e.exit_code <> 0))::text, (array_agg(e.exit_code ORDER BY e.rank) FILTER "
-                            "(WHERE e.exit_code <> 0))[1] FROM rank_ends e JOIN runs r USING (run_key) "
+                            "(WHERE e.exit_code <> 0))[1], (array_agg(e.rank ORDER BY e.rank) FILTER "
+                            "(WHERE e.aborted))[1], (array_agg(e.exit_code ORDER BY e.rank) FILTER "
+                            "(WHERE e.aborted))[1] FROM rank_ends e JOIN runs r USING (run_key) "
                             "WHERE r.twin_group = $1 GROUP BY e.run_key");
     db_register("vd_divs",
                 "SELECT rank, step, seq, name, occ, kind, odd_run_key, runs::text, " DB_TS("committed_at") ", " DB_TS(
@@ -225,7 +230,7 @@ static void load_runs(PGresult *runs, PGresult *exits, grp_findings *v)
             PQgetvalue(runs, i, 5), "command", PQgetvalue(runs, i, 6), "status", PQgetvalue(runs, i, 8), "start_step",
             (json_int_t)strtoll(PQgetvalue(runs, i, 9), NULL, 10), "ranks", atoi(PQgetvalue(runs, i, 7)), "mode",
             PQgetvalue(runs, i, 10), "created_at", PQgetvalue(runs, i, 11), "ended_at", str_or_null(runs, i, 12));
-        json_t *code = json_null(), *failed = json_array();
+        json_t *code = json_null(), *failed = json_array(), *aborted = json_null(), *detail = json_null();
         int ended = 0;
         for (int k = 0; k < PQntuples(exits); k++) {
             if (strcmp(PQgetvalue(exits, k, 0), key))
@@ -233,6 +238,16 @@ static void load_runs(PGresult *runs, PGresult *exits, grp_findings *v)
             ended = atoi(PQgetvalue(exits, k, 1));
             json_decref(code);
             code = PQgetisnull(exits, k, 3) ? json_integer(0) : json_integer(atoi(PQgetvalue(exits, k, 3)));
+            if (!PQgetisnull(exits, k, 4)) { /* an abort: its code is the run's exit, whichever rank failed first */
+                int ar = atoi(PQgetvalue(exits, k, 4)), ac = atoi(PQgetvalue(exits, k, 5));
+                char t[160];
+                snprintf(t, sizeof(t), "rank %d called MPI_Abort with code %d; the other ranks were killed after it",
+                         ar, ac);
+                json_decref(code);
+                code = json_integer(ac);
+                aborted = json_integer(ar);
+                detail = json_string(t);
+            }
             if (!PQgetisnull(exits, k, 2)) {
                 int64_t rk[64];
                 int n = db_int_array_parse(PQgetvalue(exits, k, 2), rk, 64);
@@ -243,6 +258,8 @@ static void load_runs(PGresult *runs, PGresult *exits, grp_findings *v)
         json_object_set_new(o, "attested_user", str_or_null(runs, i, 13));
         json_object_set_new(o, "exit_code", code);
         json_object_set_new(o, "failed_ranks", failed);
+        json_object_set_new(o, "aborted_rank", aborted);
+        json_object_set_new(o, "exit_detail", detail);
         json_object_set_new(o, "ended_ranks", json_integer(ended));
         json_array_append_new(v->runs, o);
     }

@@ -561,6 +561,16 @@ t_slurm_grid() { # another process grid: configuration, the command line in the 
   echo "configuration keys: $keys" >>"$tmp/err"
   [ "$(vfield "$v" cause)" = configuration ] && [ "$keys" = "argv command" ] && [ "$(group_class s-grid)" = software ]
 }
+t_slurm_abort() { # rank 1 calls MPI_Abort(5) in both twins: each run's exit is the abort's code, rank 1 named
+  ! MPI_TWIN_ABORT=1:3:5 ajob --lockstep=det --lockstep-twin=s-abort -- "$mpi_twin" 6
+  ! MPI_TWIN_ABORT=1:3:5 ajob --lockstep=det --lockstep-twin=s-abort -- "$mpi_twin" 6
+  local v st=
+  for _ in 1 2 3; do v=$(findings_of s-abort); st=$(vfield "$v" status); [ "$st" != pending ] && break; done
+  echo "$v" >>"$tmp/err"
+  "$lockstep_cli" twins s-abort --server "http://127.0.0.1:$lsd_port" >"$tmp/out" 2>&1
+  [ "$st" = incomplete ] && [ "$(vfield "$v" exits)" = "[5, 5]" ] &&
+    [ "$(grep -c '5 (rank 1 aborted, others killed)' "$tmp/out")" = 2 ]
+}
 t_slurm_failed() { # twins that both abort at once: incomplete, each run's exit, not a match
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
@@ -724,6 +734,7 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
       check "closing timings in a stripped library: every-rank, software, no node scored; the ignore rule matches" t_slurm_timings
       check "another process grid: configuration, argv and command, no library noise" t_slurm_grid
       check "twins that abort at once: incomplete, not a match" t_slurm_failed
+      check "MPI_Abort on rank 1 in both twins: the same exit, the abort's code, rank 1 named" t_slurm_abort
       plugstack "${args/server=http:\/\/127.0.0.1:$dead_port/server=http://127.0.0.1:$lsd_port}"
     else
       fail=$((fail+1)); echo "FAIL tests/apps or liblockstep_mpi.so is not built"
