@@ -247,6 +247,16 @@ LS_API int ls_state_end(void);
  * character, not UTF-8, longer than 4096 bytes, a leading '-'; said once on stderr). */
 LS_API int ls_checkpoint(int64_t step, const char *path);
 
+/* ls_manifest_set - report a fact of the configuration this rank really runs
+ * with, as the program learns it (a binding's thread count:
+ * "threads.torch_intra" = "4"): the manifest's "used" object carries it,
+ * twins compare it as configuration, and lockstepd gets the manifest again
+ * when a fact changes after it went out. `key`: 1 to 63 letters, digits, '_',
+ * '-' or '.'; `value`: at most 127 bytes of UTF-8; at most 32 keys. Works
+ * before ls_init too. Never waits on the network. Returns 0, or -1 on a bad
+ * key or value or a full table (ls_last_error says which). */
+LS_API int ls_manifest_set(const char *key, const char *value);
+
 #ifdef LOCKSTEP_CUDA
 /* The CUDA runtime's stream type (driver_types.h), so that this header needs
  * no CUDA headers; repeating an identical typedef is allowed. */

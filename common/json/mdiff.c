@@ -35,7 +35,7 @@ const char *md_key_class(const char *key)
         static const char *const names[] = {"other", "configuration", "identity"};
         return names[env_classify(key + 4, strlen(key + 4))];
     }
-    if (has_prefix(key, "library:") || has_prefix(key, "file:") || has_prefix(key, "job."))
+    if (has_prefix(key, "library:") || has_prefix(key, "file:") || has_prefix(key, "job.") || has_prefix(key, "used."))
         return "configuration";
     if (in_list(key, IDENTITY_TOP))
         return "identity";
@@ -54,7 +54,8 @@ const char *md_key_class(const char *key)
 /* flatten - every leaf of `v` under `path` into `out`, but the parts compared apart. */
 static void flatten(json_t *out, const char *path, json_t *v)
 {
-    static const char *const apart[] = {"rank", "libraries", "files", "argv", "hash_algo", "hashes_incomplete", NULL};
+    static const char *const apart[] = {"rank",      "libraries",         "files", "arg_files", "argv",
+                                        "hash_algo", "hashes_incomplete", NULL};
     if (json_is_object(v)) {
         const char *k;
         json_t *x;
@@ -226,16 +227,38 @@ static int digests_apart(json_t *const *v, int n)
     return 0;
 }
 
+/* compare_files - the files of `by` (each run's {name -> {"xxh3"}}) compared by content, as "file:NAME". */
+static void compare_files(acc *a, const md_run *runs, int n, int rank, json_t *const *by)
+{
+    json_t *names = json_object(), *v[n], *unused;
+    for (int k = 0; k < n; k++) {
+        const char *f;
+        json_t *x;
+        json_object_foreach(by[k], f, x) json_object_set_new(names, f, json_true());
+    }
+    const char *f;
+    json_object_foreach(names, f, unused)
+    {
+        char fk[600];
+        snprintf(fk, sizeof(fk), "file:%s", f);
+        for (int k = 0; k < n; k++)
+            v[k] = json_object_get(json_object_get(by[k], f), "xxh3");
+        compare(a, runs, n, fk, "configuration", rank, v, 0, "changed");
+    }
+    json_decref(names);
+}
+
 /* compare_rank - every difference of one rank whose manifest each run holds. */
 static void compare_rank(acc *a, acc *ids, const md_run *runs, int n, int rank, json_t *const *m)
 {
-    json_t *flat[n], *libs[n], *files[n], *v[n];
+    json_t *flat[n], *libs[n], *files[n], *args[n], *v[n];
     json_t *keys = json_object();
     for (int k = 0; k < n; k++) {
         flat[k] = json_object();
         flatten(flat[k], "", m[k]);
         libs[k] = by_field(json_object_get(m[k], "libraries"), "path");
         files[k] = by_field(json_object_get(m[k], "files"), "env");
+        args[k] = by_field(json_object_get(m[k], "arg_files"), "arg");
         const char *key;
         json_t *x;
         json_object_foreach(flat[k], key, x) json_object_set_new(keys, key, json_true());
@@ -266,23 +289,9 @@ static void compare_rank(acc *a, acc *ids, const md_run *runs, int n, int rank, 
     compare(a, runs, n, "argv", "configuration", rank, v, 0, NULL);
     for (int k = 0; k < n; k++)
         json_decref(v[k]);
-    /* Files named by the environment, by content. */
-    json_t *names = json_object();
-    for (int k = 0; k < n; k++) {
-        const char *f;
-        json_t *x;
-        json_object_foreach(files[k], f, x) json_object_set_new(names, f, json_true());
-    }
-    const char *f;
-    json_object_foreach(names, f, unused)
-    {
-        char fk[600];
-        snprintf(fk, sizeof(fk), "file:%s", f);
-        for (int k = 0; k < n; k++)
-            v[k] = json_object_get(json_object_get(files[k], f), "xxh3");
-        compare(a, runs, n, fk, "configuration", rank, v, 0, "changed");
-    }
-    json_decref(names);
+    /* Files named by the environment, and on the command line, by content. */
+    compare_files(a, runs, n, rank, files);
+    compare_files(a, runs, n, rank, args);
     /* Libraries, as a set by path. */
     json_t *paths = json_object();
     for (int k = 0; k < n; k++) {
@@ -318,6 +327,7 @@ static void compare_rank(acc *a, acc *ids, const md_run *runs, int n, int rank, 
         json_decref(flat[k]);
         json_decref(libs[k]);
         json_decref(files[k]);
+        json_decref(args[k]);
     }
 }
 
