@@ -561,6 +561,22 @@ t_slurm_grid() { # another process grid: configuration, the command line in the 
   echo "configuration keys: $keys" >>"$tmp/err"
   [ "$(vfield "$v" cause)" = configuration ] && [ "$keys" = "argv command" ] && [ "$(group_class s-grid)" = software ]
 }
+t_slurm_input() { # twins differ by one character of the input file heat reads: configuration, the file named, no node blamed
+  printf '1.000\n' >"$tmp/deck.in"
+  ajob --nodelist=n1,n2 --lockstep=det --lockstep-twin=s-input --lockstep-ignore=report_timings -- \
+    "$apps/heat" --steps 6 --input "$tmp/deck.in" || return 1
+  printf '1.001\n' >"$tmp/deck.in"
+  ajob --nodelist=n3,n4 --lockstep=det --lockstep-twin=s-input --lockstep-ignore=report_timings -- \
+    "$apps/heat" --steps 6 --input "$tmp/deck.in" || return 1
+  local v; v=$(findings_of s-input)
+  echo "$v" >>"$tmp/err"
+  api "http://127.0.0.1:$lsd_port/api/v1/twins/s-input/manifest-diff" >"$tmp/out" || return 1
+  local keys; keys=$(json '" ".join(sorted({x["key"] for x in d["diffs"] if x["class"] == "configuration"}))' <"$tmp/out")
+  echo "configuration keys: $keys" >>"$tmp/err"
+  [ "$(vfield "$v" cause)" = configuration ] && [ "$keys" = "file:$tmp/deck.in" ] && [ "$(group_class s-input)" = software ] ||
+    return 1
+  for n in n1 n2 n3 n4; do [ "$(involved $n s-input)" = 0 ] || { echo "$n was blamed" >>"$tmp/err"; return 1; }; done
+}
 t_slurm_abort() { # rank 1 calls MPI_Abort(5) in both twins: each run's exit is the abort's code, rank 1 named
   ! MPI_TWIN_ABORT=1:3:5 ajob --lockstep=det --lockstep-twin=s-abort -- "$mpi_twin" 6
   ! MPI_TWIN_ABORT=1:3:5 ajob --lockstep=det --lockstep-twin=s-abort -- "$mpi_twin" 6
@@ -734,6 +750,7 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
       check "closing timings in a stripped library: every-rank, software, no node scored; the ignore rule matches" t_slurm_timings
       check "another process grid: configuration, argv and command, no library noise" t_slurm_grid
       check "twins that abort at once: incomplete, not a match" t_slurm_failed
+      check "one character changed in heat's input file: configuration, the file named, no node blamed" t_slurm_input
       check "MPI_Abort on rank 1 in both twins: the same exit, the abort's code, rank 1 named" t_slurm_abort
       plugstack "${args/server=http:\/\/127.0.0.1:$dead_port/server=http://127.0.0.1:$lsd_port}"
     else
