@@ -14,10 +14,12 @@
 #include "agent/occ.h"
 #include "agent/send.h"
 #include "agent/trace.h"
+#include "agent/used.h"
 #include "common/dtype.h"
 #include "common/lsfp1.h"
 #include "common/record.h"
 #include "common/site.h"
+#include "common/text.h"
 #include "common/tracespec.h"
 #include "common/wire.h"
 
@@ -297,6 +299,12 @@ void ls_shutdown_with(int exit_code)
     shutdown_with(exit_code);
 }
 
+void ls_shutdown_abort(int exit_code)
+{
+    send_mark_abort();
+    shutdown_with(exit_code);
+}
+
 /* not_active - the error for calls outside ls_init..ls_shutdown. */
 static int not_active(const char *fn)
 {
@@ -307,13 +315,34 @@ static int not_active(const char *fn)
 void ls_step_begin(int64_t step)
 {
     pthread_mutex_lock(&mu);
-    if (A.state == ST_ACTIVE) {
+    int active = A.state == ST_ACTIVE;
+    if (active) {
         A.step = step;
         occ_reset(&A.occ);
     } else if (A.state == ST_UNINIT) {
         not_active("ls_step_begin");
     }
     pthread_mutex_unlock(&mu);
+    if (active)
+        used_probe_threads(NULL); /* on the program's thread: a thread count changed since the last step */
+}
+
+int ls_manifest_set(const char *key, const char *value)
+{
+    if (!used_key_valid(key)) {
+        agent_set_error("manifest key '%.80s' is not 1 to %d letters, digits, '_', '-' or '.'", key ? key : "(null)",
+                        USED_KEY_MAX);
+        return -1;
+    }
+    if (!value || !text_line_valid(value, strlen(value)) || strlen(value) > USED_VALUE_MAX) {
+        agent_set_error("manifest value of %s must be at most %d bytes of UTF-8 on one line", key, USED_VALUE_MAX);
+        return -1;
+    }
+    if (send_note(key, value) < 0) {
+        agent_set_error("manifest key %s: more than %d keys reported", key, USED_FACTS_MAX);
+        return -1;
+    }
+    return 0;
 }
 
 void ls_step_end(void)

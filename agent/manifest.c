@@ -4,6 +4,7 @@
 #include "agent/agent.h"
 #include "agent/digestkey.h"
 #include "agent/http.h"
+#include "agent/used.h"
 #include "common/envrule.h"
 
 #include <dlfcn.h>
@@ -79,6 +80,8 @@ static int env_relevant(const char *kv)
                                            "CUBLASLT_",
                                            "OMP_",
                                            "MKL_",
+                                           "OPENBLAS_",
+                                           "GOTO_NUM_THREADS=",
                                            "NVTE_",
                                            "LOCKSTEP_",
                                            "OMPI_MCA_coll",
@@ -497,6 +500,8 @@ void manifest_build(jw *w, long rank, const int64_t *deadline, const char *libs)
     secret_rule_init(&r);
     add_env(w, &r);
     add_files(w, hash, &r);
+    if (hash)
+        used_arg_files(w);
     secret_rule_release(&r);
     add_graph(w);
     add_binaries(w, hash, deadline, libs);

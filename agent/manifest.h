@@ -15,7 +15,8 @@
  * nccl_graph (NCCL_GRAPH_DUMP_FILE's text when present), exe with its XXH3,
  * and libraries (every mapped shared object with its XXH3: those of `libs`
  * when not NULL, else those mapped now), argv, job (the launcher's shape),
- * files (files named by the determinism environment, hashed). Hashing can be
+ * files (files named by the determinism environment, hashed), arg_files (regular files named on the command
+ * line, hashed: agent/used.h). Hashing can be
  * switched off with LOCKSTEP_MANIFEST_HASH=0. Once CLOCK_MONOTONIC passes
  * *deadline (read atomically; NULL or 0: never), the remaining libraries are
  * listed without hashes and "hashes_incomplete" is set. Errors leave fields

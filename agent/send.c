@@ -65,12 +65,15 @@ int send_start(send_cfg *cfg, char *why, size_t cap)
     S.started = S.stopping = S.child = 0;
     S.abort_at = 0;
     S.exit_code = 0;
+    S.aborted = 0;
     S.down = 0;
     S.backoff_ms = 0;
     S.retry_at = 0;
     S.up_ok = 0;
     free(S.libs); /* an earlier ls_init's */
     S.libs = NULL;
+    free(S.manifest_base);
+    S.manifest_base = NULL;
     S.configured = 1;
     rc = 0;
 out_unlock:
@@ -289,6 +292,7 @@ static int is_shard(const rec_record *r)
 
 void send_push(const rec_record *r, int full)
 {
+    char *probe = NULL; /* the libraries, the first time: thread counts are read then, outside S.mu */
     pthread_mutex_lock(&S.mu);
     if (!S.configured || S.child || S.stopping)
         goto out_unlock;
@@ -297,8 +301,10 @@ void send_push(const rec_record *r, int full)
     /* The manifest lists the libraries mapped at the first record, taken here in the program's own thread:
      * a point of the program, the same in twins, not a moment the sender thread happens to be scheduled at
      * (runtimes such as Open MPI load and unload plugins as they go, MPI_Finalize unloads them all). */
-    if (!S.libs && S.cfg.manifest)
+    if (!S.libs && S.cfg.manifest) {
         S.libs = manifest_libraries();
+        probe = S.libs ? strdup(S.libs) : NULL;
+    }
     if (S.cfg.digests && rec_in_steps(r)) { /* state blocks are in no step digest: they go in full, for the
                                                restore checks (common/recmatch.h) */
         if (S.sum.n && S.sum.step != r->step)
@@ -311,6 +317,9 @@ void send_push(const rec_record *r, int full)
     append_locked(r, 1);
 out_unlock:
     pthread_mutex_unlock(&S.mu);
+    if (probe)
+        used_probe_threads(probe);
+    free(probe);
 }
 
 int send_checkpoint(int64_t step, const char *path, char *why, size_t cap)
@@ -405,6 +414,35 @@ static int open_spool_locked(void)
         agent_warn_once(&S.warned_spool, "%s; batches the server does not take are lost", why);
     }
     return 0;
+}
+
+int send_note(const char *key, const char *value)
+{
+    if (strlen(value) > USED_VALUE_MAX)
+        return -1;
+    pthread_mutex_lock(&S.mu);
+    int i = 0;
+    while (i < S.nused && strcmp(S.used[i].key, key))
+        i++;
+    int rc = 0;
+    if (i == S.nused && S.nused == USED_FACTS_MAX) {
+        rc = -1;
+    } else if (i == S.nused || strcmp(S.used[i].value, value)) {
+        snprintf(S.used[i].key, sizeof(S.used[i].key), "%s", key);
+        snprintf(S.used[i].value, sizeof(S.used[i].value), "%s", value);
+        S.nused += i == S.nused;
+        S.used_dirty = 1;
+        pthread_cond_signal(&S.cv);
+    }
+    pthread_mutex_unlock(&S.mu);
+    return rc;
+}
+
+void send_mark_abort(void)
+{
+    pthread_mutex_lock(&S.mu);
+    S.aborted = 1;
+    pthread_mutex_unlock(&S.mu);
 }
 
 void send_stop(int exit_code)

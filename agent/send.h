@@ -62,6 +62,15 @@ int send_checkpoint(int64_t step, const char *path, char *why, size_t cap);
  * never started. */
 void send_stop(int exit_code);
 
+/* send_note - set fact `key` (used_key_valid) of this rank's configuration to `value` (at most USED_VALUE_MAX
+ * bytes): the manifest's "used" object carries it, and when it changes after the manifest went out the sender
+ * posts the manifest again. Returns 0, or -1 when the table is full (USED_FACTS_MAX) or the value too long. */
+int send_note(const char *key, const char *value);
+
+/* send_mark_abort - the end send_stop reports is an abort (MPI_Abort): lockstepd shows the run's exit as this
+ * rank's abort, not as the signal its peers are killed with. Call before send_stop. */
+void send_mark_abort(void);
+
 /* send_atfork_prepare / parent / child - keep the sender consistent across
  * fork(): the child has no sender thread, so its copy stops streaming. */
 void send_atfork_prepare(void);

@@ -10,6 +10,7 @@
 #include "agent/send.h"
 #include "agent/spool.h"
 #include "agent/uplink.h"
+#include "agent/used.h"
 
 #define SEND_ASK_MAX 64 /* steps one reply may ask for */
 #define BACKOFF_MIN_MS 200
@@ -55,6 +56,7 @@ struct sender {
     hold_ring hold;
     int64_t asked_step[16], asked_at[16]; /* steps sent on demand lately (sender thread only) */
     int exit_code;
+    int aborted;               /* the end reported is an abort (send_mark_abort) */
     int64_t abort_at;          /* monotonic deadline of the exit flush; 0 before */
     char *ckpt[SEND_MAX_CKPT]; /* checkpoint declarations (JSON) not yet taken by the server, oldest first */
     int nckpt;
@@ -67,8 +69,13 @@ struct sender {
     int64_t retry_at;
     long backoff_ms;
     int manifest_done, end_done;
-    char *manifest; /* the manifest's text, kept in memory too when there is no spool */
-    char *libs;     /* the mapped libraries at the first record (manifest_libraries), for the manifest */
+    char *manifest;      /* the manifest's text, kept in memory too when there is no spool */
+    char *libs;          /* the mapped libraries at the first record (manifest_libraries), for the manifest */
+    char *manifest_base; /* the manifest built at start, without "used" (sender thread only) */
+    struct {
+        char key[USED_KEY_MAX + 1], value[USED_VALUE_MAX + 1];
+    } used[USED_FACTS_MAX]; /* facts reported (send_note), under S.mu, kept across ls_init */
+    int nused, used_dirty;  /* under S.mu: a fact changed since the manifest was last composed */
     int warned_drop, warned_spool, warned_reject, warned_thread, warned_hold, warned_ckpt; /* once per process */
     int exit_hooked; /* exit_hook is registered (once per process) */
 };

@@ -35,6 +35,52 @@ static void mark_up(void)
     S.retry_at = 0;
 }
 
+/* manifest_text - the manifest as it is posted: the one built at start with the facts reported so far as its
+ * "used" object (a new string, or NULL when out of memory or none was built). Clears used_dirty. */
+static char *manifest_text(void)
+{
+    if (!S.manifest_base)
+        return NULL;
+    jw w;
+    jw_init(&w);
+    jw_obj_begin(&w);
+    pthread_mutex_lock(&S.mu);
+    for (int i = 0; i < S.nused; i++)
+        jw_kv_str(&w, S.used[i].key, S.used[i].value);
+    int n = S.nused;
+    S.used_dirty = 0;
+    pthread_mutex_unlock(&S.mu);
+    jw_obj_end(&w);
+    const char *used = jw_text(&w);
+    size_t bl = strlen(S.manifest_base);
+    char *out = used && bl > 2 ? malloc(bl + strlen(used) + 16) : NULL;
+    if (out && n) /* the base ends with its object's '}': the facts go in before it */
+        sprintf(out, "%.*s,\"used\":%s}", (int)(bl - 1), S.manifest_base, used);
+    else if (out)
+        memcpy(out, S.manifest_base, bl + 1);
+    jw_release(&w);
+    return out;
+}
+
+/* repost_manifest - post the manifest again when a fact changed since it went out (the run known). */
+static void repost_manifest(void)
+{
+    pthread_mutex_lock(&S.mu);
+    int dirty = S.used_dirty;
+    pthread_mutex_unlock(&S.mu);
+    if (!dirty || !S.manifest_done || !S.manifest_base || !S.up_ok || !S.meta.run_id[0] || S.down)
+        return;
+    char *txt = manifest_text();
+    int rc = txt ? uplink_post_json(&S.up, "manifest", txt, NULL, 0) : UP_REJECT;
+    free(txt);
+    if (rc == UP_RETRY) {
+        pthread_mutex_lock(&S.mu);
+        S.used_dirty = 1;
+        pthread_mutex_unlock(&S.mu);
+        mark_down();
+    }
+}
+
 /* setup - in the sender thread: the manifest (hashing can take a while), then connect. */
 static void setup(void)
 {
@@ -48,12 +94,16 @@ static void setup(void)
         pthread_mutex_unlock(&S.mu);
         manifest_build(&w, c->hdr.rank, &S.abort_at, libs);
         free(libs);
-        const char *txt = jw_text(&w);
+        free(S.manifest_base);
+        S.manifest_base = jw_text(&w) ? strdup(jw_text(&w)) : NULL;
+        jw_release(&w);
+        char *txt = manifest_text();
         if (txt && S.spool_ok && spool_put(&S.sp, SPOOL_MANIFEST, txt, strlen(txt), why, sizeof(why)) < 0)
             agent_warn_once(&S.warned_spool, "%s", why);
         free(S.manifest);
-        S.manifest = txt && !S.spool_ok ? strdup(txt) : NULL;
-        jw_release(&w);
+        S.manifest = txt && !S.spool_ok ? txt : NULL;
+        if (S.manifest != txt)
+            free(txt);
     }
     S.manifest_done = !c->manifest;
 
@@ -284,12 +334,17 @@ static void post_checkpoints(void)
 static void finish(int exit_code)
 {
     char why[512], body[128];
-    snprintf(body, sizeof(body), "{\"rank\":%ld,\"exit_code\":%d}", S.meta.rank, exit_code);
+    pthread_mutex_lock(&S.mu);
+    int aborted = S.aborted;
+    pthread_mutex_unlock(&S.mu);
+    snprintf(body, sizeof(body), "{\"rank\":%ld,\"exit_code\":%d%s}", S.meta.rank, exit_code,
+             aborted ? ",\"abort\":true" : "");
     if (S.spool_ok)
         spool_put(&S.sp, SPOOL_END, body, strlen(body), why, sizeof(why));
     if (!S.down)
         post_checkpoints();
     if (!S.down && resolve()) {
+        repost_manifest(); /* facts reported since the manifest went out, before the end */
         pthread_mutex_lock(&S.mu);
         long pending = S.spool_batches;
         pthread_mutex_unlock(&S.mu);
@@ -341,6 +396,15 @@ void *send_thread_main(void *arg)
         }
         if (S.stopping)
             break;
+        if (S.used_dirty && S.manifest_done && S.manifest_base && S.up_ok && S.meta.run_id[0] && !S.down &&
+            now >= S.retry_at) {
+            pthread_mutex_unlock(&S.mu);
+            repost_manifest();
+            pthread_mutex_lock(&S.mu);
+            if (S.used_dirty)
+                goto wait;
+            continue;
+        }
         if (S.nckpt && S.spool_batches == 0 && now >= S.retry_at) {
             pthread_mutex_unlock(&S.mu);
             S.down = 0;

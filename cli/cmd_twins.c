@@ -116,12 +116,19 @@ static void print_restores(json_t *restores)
     table_free(&t);
 }
 
-/* exit_text - a run's exit as the twins table shows it: "0", "3 (ranks 0, 1)", or "-" while none ended. */
+/* exit_text - a run's exit as the twins table shows it: "0", "3 (ranks 0, 1)", "3 (rank 1 aborted, others
+ * killed)" after an MPI_Abort, or "-" while none ended. */
 static void exit_text(json_t *run, char *out, size_t cap)
 {
-    json_t *code = json_object_get(run, "exit_code"), *failed = json_object_get(run, "failed_ranks");
+    json_t *code = json_object_get(run, "exit_code"), *failed = json_object_get(run, "failed_ranks"),
+           *aborted = json_object_get(run, "aborted_rank");
     if (!json_is_integer(code)) {
         snprintf(out, cap, "-");
+        return;
+    }
+    if (json_is_integer(aborted)) {
+        snprintf(out, cap, "%lld (rank %lld aborted, others killed)", (long long)json_integer_value(code),
+                 (long long)json_integer_value(aborted));
         return;
     }
     size_t n = (size_t)snprintf(out, cap, "%lld", (long long)json_integer_value(code));

@@ -35,6 +35,10 @@ static const char *const DET_ENV[] = {"NCCL_",
                                       "PYTHONHASHSEED",
                                       "TORCH_DETERMINISTIC",
                                       "CUDA_LAUNCH_BLOCKING",
+                                      "OPENBLAS_",
+                                      "GOTO_NUM_THREADS",
+                                      "LOCKSTEP_PY_NUM_THREADS",
+                                      "LOCKSTEP_PY_DETERMINISTIC",
                                       NULL};
 
 /* The built-in secret rule: words anywhere in the name, and KEY as a word (envrule.h). */

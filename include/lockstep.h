@@ -72,6 +72,12 @@ LS_API void ls_shutdown(void);
  * Waits at most LOCKSTEP_FLUSH_TIMEOUT for the server. */
 LS_API void ls_shutdown_with(int exit_code);
 
+/* ls_shutdown_abort - ls_shutdown_with for a process about to be aborted
+ * (MPI_Abort): the end is reported as this rank's abort with `exit_code`, so
+ * that lockstepd shows the run's exit as the abort's code, not as the signal
+ * the launcher then kills its other ranks with. */
+LS_API void ls_shutdown_abort(int exit_code);
+
 /* ls_step_begin - open step `step`: later records carry it, and occurrence
  * counts restart. Steps need not be contiguous. */
 LS_API void ls_step_begin(int64_t step);
@@ -256,6 +262,16 @@ LS_API int ls_state_end(void);
  * when not streaming to a server: nothing to declare), -1 on error, also for a path lockstepd refuses (a control
  * character, not UTF-8, longer than 4096 bytes, a leading '-'; said once on stderr). */
 LS_API int ls_checkpoint(int64_t step, const char *path);
+
+/* ls_manifest_set - report a fact of the configuration this rank really runs
+ * with, as the program learns it (a binding's thread count:
+ * "threads.torch_intra" = "4"): the manifest's "used" object carries it,
+ * twins compare it as configuration, and lockstepd gets the manifest again
+ * when a fact changes after it went out. `key`: 1 to 63 letters, digits, '_',
+ * '-' or '.'; `value`: at most 127 bytes of UTF-8; at most 32 keys. Works
+ * before ls_init too. Never waits on the network. Returns 0, or -1 on a bad
+ * key or value or a full table (ls_last_error says which). */
+LS_API int ls_manifest_set(const char *key, const char *value);
 
 #ifdef LOCKSTEP_CUDA
 /* The CUDA runtime's stream type (driver_types.h), so that this header needs

@@ -268,12 +268,13 @@ int MPI_Pcontrol(const int level, ...)
 }
 
 /* --- MPI_Abort: the launcher kills every rank with a signal right after it, so the records made so far and
- * this rank's failure are sent first (within LOCKSTEP_FLUSH_TIMEOUT): twins that abort are then seen as
- * failed, not as runs that agreed on a handful of records. */
+ * this rank's abort are sent first (within LOCKSTEP_FLUSH_TIMEOUT): twins that abort are then seen as
+ * failed, not as runs that agreed on a handful of records, and the run's exit is the abort's code (an abort
+ * with code 0 still ends the job as failed: it counts as 1), not the signal that killed its peers. */
 int MPI_Abort(MPI_Comm comm, int errorcode)
 {
     REAL(int, MPI_Abort, MPI_Comm, int);
-    ls_shutdown_with(errorcode ? errorcode : 1);
+    ls_shutdown_abort(errorcode ? errorcode : 1);
     return real_MPI_Abort(comm, errorcode);
 }
 

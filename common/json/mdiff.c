@@ -2,8 +2,10 @@
  * entries. */
 #include "common/json/mdiff.h"
 
+#include "common/elide.h"
 #include "common/envrule.h"
 #include "common/json/node_of.h"
+#include "common/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +35,7 @@ const char *md_key_class(const char *key)
         static const char *const names[] = {"other", "configuration", "identity"};
         return names[env_classify(key + 4, strlen(key + 4))];
     }
-    if (has_prefix(key, "library:") || has_prefix(key, "file:") || has_prefix(key, "job."))
+    if (has_prefix(key, "library:") || has_prefix(key, "file:") || has_prefix(key, "job.") || has_prefix(key, "used."))
         return "configuration";
     if (in_list(key, IDENTITY_TOP))
         return "identity";
@@ -52,7 +54,8 @@ const char *md_key_class(const char *key)
 /* flatten - every leaf of `v` under `path` into `out`, but the parts compared apart. */
 static void flatten(json_t *out, const char *path, json_t *v)
 {
-    static const char *const apart[] = {"rank", "libraries", "files", "argv", "hash_algo", "hashes_incomplete", NULL};
+    static const char *const apart[] = {"rank",      "libraries",         "files", "arg_files", "argv",
+                                        "hash_algo", "hashes_incomplete", NULL};
     if (json_is_object(v)) {
         const char *k;
         json_t *x;
@@ -224,16 +227,38 @@ static int digests_apart(json_t *const *v, int n)
     return 0;
 }
 
+/* compare_files - the files of `by` (each run's {name -> {"xxh3"}}) compared by content, as "file:NAME". */
+static void compare_files(acc *a, const md_run *runs, int n, int rank, json_t *const *by)
+{
+    json_t *names = json_object(), *v[n], *unused;
+    for (int k = 0; k < n; k++) {
+        const char *f;
+        json_t *x;
+        json_object_foreach(by[k], f, x) json_object_set_new(names, f, json_true());
+    }
+    const char *f;
+    json_object_foreach(names, f, unused)
+    {
+        char fk[600];
+        snprintf(fk, sizeof(fk), "file:%s", f);
+        for (int k = 0; k < n; k++)
+            v[k] = json_object_get(json_object_get(by[k], f), "xxh3");
+        compare(a, runs, n, fk, "configuration", rank, v, 0, "changed");
+    }
+    json_decref(names);
+}
+
 /* compare_rank - every difference of one rank whose manifest each run holds. */
 static void compare_rank(acc *a, acc *ids, const md_run *runs, int n, int rank, json_t *const *m)
 {
-    json_t *flat[n], *libs[n], *files[n], *v[n];
+    json_t *flat[n], *libs[n], *files[n], *args[n], *v[n];
     json_t *keys = json_object();
     for (int k = 0; k < n; k++) {
         flat[k] = json_object();
         flatten(flat[k], "", m[k]);
         libs[k] = by_field(json_object_get(m[k], "libraries"), "path");
         files[k] = by_field(json_object_get(m[k], "files"), "env");
+        args[k] = by_field(json_object_get(m[k], "arg_files"), "arg");
         const char *key;
         json_t *x;
         json_object_foreach(flat[k], key, x) json_object_set_new(keys, key, json_true());
@@ -264,23 +289,9 @@ static void compare_rank(acc *a, acc *ids, const md_run *runs, int n, int rank, 
     compare(a, runs, n, "argv", "configuration", rank, v, 0, NULL);
     for (int k = 0; k < n; k++)
         json_decref(v[k]);
-    /* Files named by the environment, by content. */
-    json_t *names = json_object();
-    for (int k = 0; k < n; k++) {
-        const char *f;
-        json_t *x;
-        json_object_foreach(files[k], f, x) json_object_set_new(names, f, json_true());
-    }
-    const char *f;
-    json_object_foreach(names, f, unused)
-    {
-        char fk[600];
-        snprintf(fk, sizeof(fk), "file:%s", f);
-        for (int k = 0; k < n; k++)
-            v[k] = json_object_get(json_object_get(files[k], f), "xxh3");
-        compare(a, runs, n, fk, "configuration", rank, v, 0, "changed");
-    }
-    json_decref(names);
+    /* Files named by the environment, and on the command line, by content. */
+    compare_files(a, runs, n, rank, files);
+    compare_files(a, runs, n, rank, args);
     /* Libraries, as a set by path. */
     json_t *paths = json_object();
     for (int k = 0; k < n; k++) {
@@ -316,6 +327,7 @@ static void compare_rank(acc *a, acc *ids, const md_run *runs, int n, int rank, 
         json_decref(flat[k]);
         json_decref(libs[k]);
         json_decref(files[k]);
+        json_decref(args[k]);
     }
 }
 
@@ -353,23 +365,65 @@ static json_t *finish(acc *a)
     return out;
 }
 
-/* value_text - a short text of one entry's values, for the summary. */
+/* value_text - a short text of one entry's values, for the summary: the part where they differ
+ * (common/elide.h). */
 static void value_text(json_t *values, char *out, size_t cap)
 {
-    size_t len = 0, i;
+    size_t n = json_array_size(values), i;
+    char *t[n ? n : 1];
     json_t *x;
-    out[0] = 0;
     json_array_foreach(values, i, x)
     {
         json_t *v = json_object_get(x, "value");
-        char *t = json_is_string(v) ? strdup(json_string_value(v))
-                  : json_is_null(v) ? strdup("(unset)")
-                                    : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-        if (len < cap)
-            len += (size_t)snprintf(out + len, cap - len, "%s'%.60s%s'", i ? " vs " : "", t ? t : "?",
-                                    t && strlen(t) > 60 ? "..." : "");
-        free(t);
+        t[i] = json_is_string(v) ? strdup(json_string_value(v))
+               : json_is_null(v) ? strdup("(unset)")
+                                 : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
     }
+    elide_values((const char *const *)t, (int)n, out, cap);
+    for (i = 0; i < n; i++)
+        free(t[i]);
+}
+
+/* summary_of - the first few configuration differences of `diffs` named into `out` (cap bytes), or what it means
+ * that there is none; cut at a character's start. Returns how many configuration differences there are. */
+static int summary_of(json_t *diffs, int n, char *summary, size_t cap)
+{
+    size_t len = 0, i;
+    int explains = 0;
+    json_t *d;
+    summary[0] = 0;
+    json_array_foreach(diffs, i, d)
+    {
+        if (strcmp(json_string_value(json_object_get(d, "class")), "configuration"))
+            continue;
+        if (explains++ >= 3)
+            continue;
+        char vals[400];
+        value_text(json_object_get(d, "values"), vals, sizeof(vals));
+        const char *change = json_string_value(json_object_get(d, "change"));
+        json_t *rk = json_object_get(d, "ranks");
+        char where[64] = "";
+        if (json_is_array(rk))
+            snprintf(where, sizeof(where), " (rank%s %lld%s)", json_array_size(rk) > 1 ? "s" : "",
+                     (long long)json_integer_value(json_array_get(rk, 0)), json_array_size(rk) > 1 ? " and more" : "");
+        if (len < cap)
+            len += (size_t)snprintf(summary + len, cap - len, "%s%s %s%s: %s", len ? "; " : "",
+                                    json_string_value(json_object_get(d, "key")), change ? change : "differs", where,
+                                    vals);
+    }
+    if (explains > 3 && len < cap)
+        len += (size_t)snprintf(summary + len, cap - len, "; and %d more", explains - 3);
+    if (!explains)
+        snprintf(summary, cap, "%s",
+                 n < 2 ? "a single run: nothing to compare"
+                       : "nothing that can change results differs between the runs' configurations");
+    if (len >= cap) { /* cut: never inside a character */
+        size_t end = cap - 1;
+        while (end > 0 && !text_utf8_valid(summary, end))
+            end--;
+        summary[end] = 0;
+    }
+    return explains;
 }
 
 json_t *md_diff(const md_run *runs, int n)
@@ -450,36 +504,8 @@ json_t *md_diff(const md_run *runs, int n)
     json_decref(ids.index);
     json_decref(ids.list);
 
-    /* Does anything explain a divergence? Name the first few that do. */
-    char summary[1024];
-    size_t len = 0, i;
-    int explains = 0;
-    json_t *d;
-    json_array_foreach(diffs, i, d)
-    {
-        if (strcmp(json_string_value(json_object_get(d, "class")), "configuration"))
-            continue;
-        if (explains++ >= 3)
-            continue;
-        char vals[300];
-        value_text(json_object_get(d, "values"), vals, sizeof(vals));
-        const char *change = json_string_value(json_object_get(d, "change"));
-        json_t *rk = json_object_get(d, "ranks");
-        char where[64] = "";
-        if (json_is_array(rk))
-            snprintf(where, sizeof(where), " (rank%s %lld%s)", json_array_size(rk) > 1 ? "s" : "",
-                     (long long)json_integer_value(json_array_get(rk, 0)), json_array_size(rk) > 1 ? " and more" : "");
-        if (len < sizeof(summary))
-            len += (size_t)snprintf(summary + len, sizeof(summary) - len, "%s%s %s%s: %s", len ? "; " : "",
-                                    json_string_value(json_object_get(d, "key")), change ? change : "differs", where,
-                                    vals);
-    }
-    if (explains > 3 && len < sizeof(summary))
-        snprintf(summary + len, sizeof(summary) - len, "; and %d more", explains - 3);
-    if (!explains)
-        snprintf(summary, sizeof(summary), "%s",
-                 n < 2 ? "a single run: nothing to compare"
-                       : "nothing that can change results differs between the runs' configurations");
+    char summary[4096];
+    int explains = summary_of(diffs, n, summary, sizeof(summary));
     return json_pack("{s:b, s:s, s:o, s:o}", "explains", explains > 0, "summary", summary, "diffs", diffs, "identities",
                      idents);
 }

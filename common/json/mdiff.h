@@ -6,7 +6,11 @@
  *
  *   libraries     a set by path: a library added, removed, or with another hash (load order is no difference)
  *   files         files named by the environment are compared by their content (the file's hash), their
- *                 paths kept apart as identities; the NCCL graph dump by its text, not its file name
+ *                 paths kept apart as identities; the NCCL graph dump by its text, not its file name; regular
+ *                 files named on the command line (arg_files) by their content, under the name the command line
+ *                 gives them ("file:input.cfg")
+ *   used          the facts the program reported as it ran (ls_manifest_set: "used.threads.torch_intra") and
+ *                 the thread counts the agent read (OpenMP, MKL, OpenBLAS): configuration
  *   command, argv the launch's command line and each rank's own arguments
  *   shape         ranks and nodes of each run (nodes: those its manifests name, when every rank sent one);
  *                 each rank's job.* (tasks, nodes, cpus per task, threads)

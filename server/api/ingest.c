@@ -435,9 +435,14 @@ static enum MHD_Result ingest_end(http_req *req, char **args)
         res = bad_field(req, "exit_code", "an integer", 0);
         goto out_decref;
     }
+    const json_t *abort = json_object_get(o, "abort");
+    if (abort && !json_is_boolean(abort)) {
+        res = bad_field(req, "abort", "true or false", 0);
+        goto out_decref;
+    }
     int done = 0;
     srv_error e;
-    if (store_rank_end(&run, rank, code ? (int)json_integer_value(code) : 0, &done, &e) < 0) {
+    if (store_rank_end(&run, rank, code ? (int)json_integer_value(code) : 0, json_is_true(abort), &done, &e) < 0) {
         res = http_reply_srv_error(req, 503, &e);
         goto out_decref;
     }

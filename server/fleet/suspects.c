@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "common/json/node_of.h"
+#include "common/text.h"
 #include "server/core/log.h"
 #include "server/core/state.h"
 #include "server/twins/findings.h"

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/text.h"
+
 static void decide(hw_verdict *v, const char *cls, const char *code)
 {
     v->cls = cls;
@@ -15,11 +17,14 @@ static int by_nature(const hw_facts *f, hw_verdict *v)
 {
     const char *why = f->cause_why ? f->cause_why : "";
     switch (f->cause) {
-    case CAUSE_CONFIGURATION:
+    case CAUSE_CONFIGURATION: {
+        static const char lead[] = "the twins' configurations differ: ";
         decide(v, "software", "configuration");
-        snprintf(v->reason, sizeof(v->reason), "the twins' configurations differ: %.900s",
-                 f->config_summary ? f->config_summary : "(see the manifest diff)");
+        memcpy(v->reason, lead, sizeof(lead)); /* the summary after it, cut at a character's start */
+        text_one_line(f->config_summary ? f->config_summary : "(see the manifest diff)", v->reason + sizeof(lead) - 1,
+                      sizeof(v->reason) - sizeof(lead) + 1);
         return 1;
+    }
     case CAUSE_EVERY_RANK: decide(v, "software", "every_rank"); break;
     case CAUSE_OPERATION: decide(v, "software", "operation"); break;
     case CAUSE_RESTORE: decide(v, "software", "restore"); break;

@@ -5,6 +5,33 @@
 
 const char *const TWIN_STATUSES[] = {"pending", "diverged", "incomplete", "match", NULL};
 
+/* nothing_shared - why runs that all ended share nothing to compare: the one reason that applies. */
+static void nothing_shared(const twin_facts *f, char *why, size_t cap)
+{
+    char counts[64] = "";
+    int differ = f->min_ranks > 0 && f->max_ranks > f->min_ranks;
+    if (differ)
+        snprintf(counts, sizeof(counts), "%d to %d ranks", f->min_ranks, f->max_ranks);
+    if (f->silent >= f->nruns)
+        snprintf(why, cap, "every run ended, but none recorded anything (no records): was the agent loaded?");
+    else if (f->silent > 0)
+        snprintf(why, cap,
+                 "every run ended, but %d of %d runs recorded nothing (no records): nothing to compare them with",
+                 f->silent, f->nruns);
+    else if (differ && f->shardless > 0)
+        snprintf(why, cap,
+                 "every run ended, but the runs have different rank counts (%s), so only their tensor shards "
+                 "(ls_tensor_shard) are compared, and %d of %d runs recorded no shard (no shards)",
+                 counts, f->shardless, f->nruns);
+    else if (differ)
+        snprintf(why, cap,
+                 "every run ended, but the runs (of different rank counts, %s, compared on their tensor shards) "
+                 "recorded no step in common",
+                 counts);
+    else
+        snprintf(why, cap, "every run ended, but the runs recorded no step in common");
+}
+
 const char *twin_status(const twin_facts *f, char *why, size_t cap)
 {
     if (f->nruns < 2) {
@@ -62,9 +89,7 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
         return "pending";
     }
     if (f->comparable <= 0) {
-        snprintf(why, cap,
-                 "every run ended, but they recorded nothing they share to compare (no records, no steps "
-                 "in common, or, for runs of different rank counts, which are compared on their shards, no shards)");
+        nothing_shared(f, why, cap);
         return "incomplete";
     }
     snprintf(why, cap, "every run ended with exit 0 and agreed on every record of the steps they share");

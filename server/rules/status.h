@@ -8,7 +8,9 @@
  *               what the failure cut short), but a run failed (a rank's non-zero exit: its other ranks may never
  *               report, killed by the launcher) or, every run ended, they recorded nothing they share, or the
  *               comparison reached steps whose records retention removed (their digests differ, the records that
- *               would say where are gone): nothing says they would have agreed
+ *               would say where are gone): nothing says they would have agreed. Its reason names the one that
+ *               applies: runs that recorded nothing ("no records"), runs of different rank counts (compared on
+ *               their tensor shards) of which some recorded no shard ("no shards"), or steps not in common.
  *   match       every run ended with exit 0, the runs share compared records, and every one agreed
  * Tested from a table of cases in tests/unit/test_status.c. The rule for runs that share no steps (inconclusive,
  * above) belongs here too: this is the one place a group's status is decided.
@@ -29,6 +31,10 @@ typedef struct twin_facts {
     long comparable; /* ranks on which two runs or more recorded steps they share */
     long awaiting;   /* ranks whose comparison waits for records an agent held back (digest streaming) */
     long removed;    /* ranks whose comparison stopped at a step whose records retention removed from a run */
+    /* Why runs that ended share nothing to compare (only read when comparable is 0): */
+    int silent;               /* runs that recorded nothing at all */
+    int min_ranks, max_ranks; /* the runs' registered rank counts (0: not known) */
+    int shardless;            /* when the rank counts differ: runs that recorded no tensor shard */
 } twin_facts;
 
 /* Every value twin_status returns, NULL-terminated (GET /api/v1/twins?status= accepts these). */

@@ -44,9 +44,14 @@ void findings_register(void)
             "ended_at") ", attested_user, "
                         "(SELECT max(p.max_step) FROM rank_progress p WHERE p.run_key = runs.run_key) FROM runs "
                         "WHERE twin_group = $1 ORDER BY run_key");
+    /* Per run: ranks ended, the failed ones, the lowest failed rank's code, and the first abort (MPI_Abort: its
+     * rank and code: the lowest rank that aborted, so that twins whose ranks all abort at once say the same),
+     * which is the run's exit when there is one. */
     db_register("vd_exits", "SELECT e.run_key, count(*), (array_agg(e.rank ORDER BY e.rank) FILTER "
                             "(WHERE e.exit_code <> 0))::text, (array_agg(e.exit_code ORDER BY e.rank) FILTER "
-                            "(WHERE e.exit_code <> 0))[1] FROM rank_ends e JOIN runs r USING (run_key) "
+                            "(WHERE e.exit_code <> 0))[1], (array_agg(e.rank ORDER BY e.rank) FILTER "
+                            "(WHERE e.aborted))[1], (array_agg(e.exit_code ORDER BY e.rank) FILTER "
+                            "(WHERE e.aborted))[1] FROM rank_ends e JOIN runs r USING (run_key) "
                             "WHERE r.twin_group = $1 GROUP BY e.run_key");
     db_register("vd_divs",
                 "SELECT rank, step, seq, name, occ, kind, odd_run_key, runs::text, " DB_TS("committed_at") ", " DB_TS(
@@ -77,16 +82,23 @@ void findings_register(void)
      * group's last run end: cmp_check marks checked_at under the lock those commit under, so late records re-open
      * it), whether the comparison found two runs or more with steps they share (comparable: a target), how many
      * ranks recorded at all, and how many wait for records agents held back or lost to retention; whether a
-     * divergence is stored. Facts only: the rules that read them are C's (twin_status, cause_judge). */
+     * divergence is stored; why nothing may be shared: runs that recorded nothing (no rank's progress), the runs'
+     * rank counts, and, where those differ, runs without a shard record (kind 3 frames hold them). Facts only: the
+     * rules that read them are C's (twin_status, cause_judge). */
     db_register(
         "vd_facts",
         "WITH g AS (SELECT name, i FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS t(name, i)), "
-        "rr AS (SELECT r.twin_group, r.status, row_number() OVER (PARTITION BY r.twin_group ORDER BY r.run_key) "
-        "AS k, EXISTS (SELECT 1 FROM rank_ends e WHERE e.run_key = r.run_key AND e.exit_code <> 0) AS bad "
+        "rr AS (SELECT r.twin_group, r.run_key, r.status, r.ranks, row_number() OVER (PARTITION BY r.twin_group "
+        "ORDER BY r.run_key) AS k, EXISTS (SELECT 1 FROM rank_ends e WHERE e.run_key = r.run_key AND "
+        "e.exit_code <> 0) AS bad, EXISTS (SELECT 1 FROM rank_progress p WHERE p.run_key = r.run_key) AS rec "
         "FROM runs r WHERE r.twin_group IN (SELECT name FROM g)), "
         "ru AS (SELECT twin_group, count(*) AS nruns, count(*) FILTER (WHERE status = 'failed' OR bad) AS failed, "
-        "count(*) FILTER (WHERE NOT (status = 'failed' OR bad) AND status = 'running') AS running "
+        "count(*) FILTER (WHERE NOT (status = 'failed' OR bad) AND status = 'running') AS running, "
+        "count(*) FILTER (WHERE NOT rec) AS silent, min(ranks) AS min_ranks, max(ranks) AS max_ranks "
         "FROM rr WHERE k <= $2::int GROUP BY twin_group), "
+        "sh AS (SELECT rr.twin_group, count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM record_frames f WHERE "
+        "f.run_key = rr.run_key AND f.kind = 3)) AS shardless FROM rr JOIN ru USING (twin_group) WHERE rr.k <= "
+        "$2::int AND ru.max_ranks > ru.min_ranks GROUP BY rr.twin_group), "
         "px AS (SELECT r.twin_group, p.rank, max(p.updated_at) AS t FROM rank_progress p JOIN runs r "
         "USING (run_key) WHERE r.twin_group IN (SELECT name FROM g) GROUP BY 1, 2), "
         "pe AS (SELECT r.twin_group, e.rank, max(e.ended_at) AS t FROM rank_ends e JOIN runs r USING (run_key) "
@@ -101,8 +113,9 @@ void findings_register(void)
         "SELECT g.name, coalesce(ru.nruns, 0), coalesce(ru.running, 0), coalesce(ru.failed, 0), "
         "EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g.name), coalesce(pr.unchecked, 0), "
         "coalesce(pr.comparable, 0), coalesce(pr.nranks, 0), " VD_AWAITING("g.name") ", " VD_REMOVED(
-            "g.name") " FROM g LEFT JOIN ru ON ru.twin_group = g.name LEFT JOIN pr ON pr.twin_group = g.name ORDER BY "
-                      "g.i");
+            "g.name") ", coalesce(ru.silent, 0), coalesce(ru.min_ranks, 0), coalesce(ru.max_ranks, 0), "
+                      "coalesce(sh.shardless, 0) FROM g LEFT JOIN ru ON ru.twin_group = g.name LEFT JOIN pr ON "
+                      "pr.twin_group = g.name LEFT JOIN sh ON sh.twin_group = g.name ORDER BY g.i");
     /* The divergences of each group of $1 (a JSON array of names) at its first diverging step: what the cause rule
      * (common/cause.h) needs to say whether the group's first divergence is a record some run lacks. */
     db_register("vd_early", "SELECT d.twin_group, d.rank, d.step, d.seq, d.name, d.occ, d.kind FROM divergences d "
@@ -240,7 +253,7 @@ static void load_runs(PGresult *runs, PGresult *exits, grp_findings *v)
             PQgetvalue(runs, i, 5), "command", PQgetvalue(runs, i, 6), "status", PQgetvalue(runs, i, 8), "start_step",
             (json_int_t)strtoll(PQgetvalue(runs, i, 9), NULL, 10), "ranks", atoi(PQgetvalue(runs, i, 7)), "mode",
             PQgetvalue(runs, i, 10), "created_at", PQgetvalue(runs, i, 11), "ended_at", str_or_null(runs, i, 12));
-        json_t *code = json_null(), *failed = json_array();
+        json_t *code = json_null(), *failed = json_array(), *aborted = json_null(), *detail = json_null();
         int ended = 0;
         for (int k = 0; k < PQntuples(exits); k++) {
             if (strcmp(PQgetvalue(exits, k, 0), key))
@@ -248,6 +261,16 @@ static void load_runs(PGresult *runs, PGresult *exits, grp_findings *v)
             ended = atoi(PQgetvalue(exits, k, 1));
             json_decref(code);
             code = PQgetisnull(exits, k, 3) ? json_integer(0) : json_integer(atoi(PQgetvalue(exits, k, 3)));
+            if (!PQgetisnull(exits, k, 4)) { /* an abort: its code is the run's exit, whichever rank failed first */
+                int ar = atoi(PQgetvalue(exits, k, 4)), ac = atoi(PQgetvalue(exits, k, 5));
+                char t[160];
+                snprintf(t, sizeof(t), "rank %d called MPI_Abort with code %d; the other ranks were killed after it",
+                         ar, ac);
+                json_decref(code);
+                code = json_integer(ac);
+                aborted = json_integer(ar);
+                detail = json_string(t);
+            }
             if (!PQgetisnull(exits, k, 2)) {
                 int64_t rk[64];
                 int n = db_int_array_parse(PQgetvalue(exits, k, 2), rk, 64);
@@ -258,6 +281,8 @@ static void load_runs(PGresult *runs, PGresult *exits, grp_findings *v)
         json_object_set_new(o, "attested_user", str_or_null(runs, i, 13));
         json_object_set_new(o, "exit_code", code);
         json_object_set_new(o, "failed_ranks", failed);
+        json_object_set_new(o, "aborted_rank", aborted);
+        json_object_set_new(o, "exit_detail", detail);
         json_object_set_new(o, "ended_ranks", json_integer(ended));
         json_array_append_new(v->runs, o);
     }
@@ -455,6 +480,10 @@ static int facts_read(const char *const *names, int n, twin_facts *out, int *nra
         nranks[i] = atoi(PQgetvalue(r, i, 7));
         f->awaiting = strtol(PQgetvalue(r, i, 8), NULL, 10);
         f->removed = strtol(PQgetvalue(r, i, 9), NULL, 10);
+        f->silent = atoi(PQgetvalue(r, i, 10));
+        f->min_ranks = atoi(PQgetvalue(r, i, 11));
+        f->max_ranks = atoi(PQgetvalue(r, i, 12));
+        f->shardless = atoi(PQgetvalue(r, i, 13));
     }
     PQclear(r);
     return 0;

@@ -2,6 +2,7 @@
 // the three-run majority, a matching pair, the manifest diff, and deep links to each view.
 import { test, before, after } from 'node:test';
 import { openBrowser, visit, settle, shot, noProblems, texts, must, assert, FIX } from './lib.mjs';
+import { ingestRun } from './ingest.mjs';
 
 let b;
 before(async () => { b = await openBrowser(); });
@@ -145,6 +146,26 @@ test('the manifest diff names what differs between the twins', async () => {
   // NCCL_ALGO explains the divergence: its cause is the configuration
   assert.equal(await page.textContent('[data-section=first-divergence] [data-field=cause]'), 'configuration');
   await page.locator('#manifest-diff').scrollIntoViewIfNeeded();
+  noProblems(b);
+});
+
+test('twins whose rank 1 called MPI_Abort show the same exit: the abort\'s code, rank 1 named', async () => {
+  const { page } = b;
+  const group = 'abort-pair-' + Date.now();
+  const ids = [];
+  for (const job of [7401, 7402]) ids.push(await ingestRun({ group, job, ranks: 2, steps: [0, 3], keepRunning: true }));
+  // one twin's killed peer reports first, the other's abort does; the plugin's report of the aborting rank after
+  await must('POST', `/runs/${ids[0]}/end`, { rank: 0, exit_code: 137 });
+  await must('POST', `/runs/${ids[0]}/end`, { rank: 1, exit_code: 5, abort: true });
+  await must('POST', `/runs/${ids[1]}/end`, { rank: 1, exit_code: 5, abort: true });
+  await must('POST', `/runs/${ids[1]}/end`, { rank: 0, exit_code: 137 });
+  await must('POST', `/runs/${ids[1]}/end`, { rank: 1, exit_code: 137 });
+  await visit(page, '/twins/' + group);
+  for (const id of ids) {
+    const cell = page.locator(`tr[data-run="${id}"] td:has-text("aborted")`);
+    assert.equal(await cell.textContent(), '5 (rank 1 aborted, others killed)');
+    assert.match(await cell.locator('span').getAttribute('title'), /rank 1 called MPI_Abort with code 5/);
+  }
   noProblems(b);
 });
 

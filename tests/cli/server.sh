@@ -313,13 +313,20 @@ t_config_file() {
   LOCKSTEP_SERVER= HOME=$tmp/home "$ls" runs --group pair-ok | grep -q pair-ok
 }
 
+t_config_summary() { # a configuration difference is shown by the part that differs, in `twins` and `manifest-diff`
+  run 520 cfg-pair && run 521 cfg-pair --perturb-step 6 || return 1
+  for _ in $(seq 50); do "$ls" twins cfg-pair --json | grep -q '"diverged"' && break; sleep 0.2; done
+  local want="argv differs (rank 1): '…--steps 12' vs '…--steps 12 --perturb-step 6'"
+  exits 1 "$ls" twins cfg-pair && grep -F "configuration: " "$tmp/out" | grep -qF "$want" || return 1
+  exits 0 "$ls" manifest-diff cfg-pair && grep -qF "$want" "$tmp/out"
+}
 t_clean_stop() { # last: SIGTERM; lockstepd exits 0 and (SAN=1) its log holds no sanitizer report
   kill -TERM "$pid"; wait "$pid"; local rc=$?; pid=
   [ "$rc" = 0 ] && ! grep -E 'AddressSanitizer|runtime error:|LeakSanitizer' "$tmp/lockstepd.log"
 }
 
 for t in t_runs_table t_runs_filter t_runs_empty t_run_detail t_run_unknown t_twins_match t_twins_diverged \
-         t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_admin_token_file t_job_token_enforced t_late_joiner t_series t_checkpoint t_narrow_refusals t_twins_replay_fields t_option_forms t_cli_hints t_unreachable t_no_server t_config_file t_manifest_scrubbed t_clean_stop; do
+         t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_admin_token_file t_job_token_enforced t_late_joiner t_series t_checkpoint t_narrow_refusals t_twins_replay_fields t_option_forms t_cli_hints t_unreachable t_no_server t_config_file t_manifest_scrubbed t_config_summary t_clean_stop; do
   check "$t" "$t"
 done
 echo "$pass passed, $fail failed"

@@ -497,7 +497,67 @@ static void test_incomplete(void **state)
     end_with(d, 0, 0);
     o = it_wait_group(&srv, "t-nothing", "incomplete");
     assert_string_equal(json_string_value(json_object_get(o, "status")), "incomplete");
-    assert_non_null(strstr(json_string_value(json_object_get(o, "status_reason")), "nothing"));
+    const char *why = json_string_value(json_object_get(o, "status_reason"));
+    assert_non_null(strstr(why, "none recorded anything (no records)"));
+    assert_null(strstr(why, "shard")); /* the reason that applies, not every possible one */
+    json_decref(o);
+    /* runs of 2 and 4 ranks, compared on their shards, that recorded none: "no shards", not "no records" */
+    char e[40], f[40];
+    assert_int_equal(it_register(&srv, "194", "t-noshard", 2, 0, NULL, e), 0);
+    assert_int_equal(it_register(&srv, "195", "t-noshard", 4, 0, NULL, f), 0);
+    for (int r = 0; r < 4; r++) {
+        if (r < 2) {
+            post_json(e, r, 0, rec);
+            end_with(e, r, 0);
+        }
+        post_json(f, r, 0, rec);
+        end_with(f, r, 0);
+    }
+    o = it_wait_group(&srv, "t-noshard", "incomplete");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "incomplete");
+    why = json_string_value(json_object_get(o, "status_reason"));
+    assert_non_null(strstr(why, "different rank counts (2 to 4 ranks)"));
+    assert_non_null(strstr(why, "2 of 2 runs recorded no shard (no shards)"));
+    assert_null(strstr(why, "no records"));
+    json_decref(o);
+}
+
+/* end_abort - rank `rank` of `run` reports an abort (MPI_Abort) with `code`, as the agent does before it. */
+static void end_abort(const char *run, int rank, int code)
+{
+    char path[300], body[100];
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/end", run);
+    snprintf(body, sizeof(body), "{\"rank\": %d, \"exit_code\": %d, \"abort\": true}", rank, code);
+    assert_int_equal(it_call(&srv, "POST", path, body, NULL, NULL), 200);
+}
+
+/* The same MPI_Abort shows the same exit in both twins, whichever rank's end arrives first and whatever signal the
+ * launcher's report of the aborting rank names: the abort's code and rank. */
+static void test_abort_exit(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    assert_int_equal(it_register(&srv, "196", "t-abort", 2, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "197", "t-abort", 2, 0, NULL, b), 0);
+    static const char rec[] = "{\"seq\": 0, \"step\": 0, \"name\": \"mpi.bcast\", \"fp\": \"00000000000000aa\"}";
+    for (int r = 0; r < 2; r++) {
+        post_json(a, r, 0, rec);
+        post_json(b, r, 0, rec);
+    }
+    end_with(a, 0, 137); /* a: the killed peer's end first, then the abort, then the plugin's report of it */
+    end_abort(a, 1, 3);
+    end_with(a, 1, 3);
+    end_abort(b, 1, 3); /* b: the abort first; the plugin reports the aborting rank as killed */
+    end_with(b, 0, 137);
+    end_with(b, 1, 137);
+    json_t *o = it_wait_group(&srv, "t-abort", "incomplete");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "incomplete");
+    for (int i = 0; i < 2; i++) {
+        json_t *run = json_array_get(json_object_get(o, "runs"), (size_t)i);
+        assert_int_equal(json_integer_value(json_object_get(run, "exit_code")), 3);
+        assert_int_equal(json_integer_value(json_object_get(run, "aborted_rank")), 1);
+        assert_non_null(strstr(json_string_value(json_object_get(run, "exit_detail")), "rank 1 called MPI_Abort"));
+    }
     json_decref(o);
 }
 
@@ -876,6 +936,7 @@ int main(void)
         cmocka_unit_test(test_cause_every_rank),
         cmocka_unit_test(test_cause_operation_and_configuration),
         cmocka_unit_test(test_incomplete),
+        cmocka_unit_test(test_abort_exit),
         cmocka_unit_test(test_group_list),
         cmocka_unit_test(test_list_status_is_the_groups),
     };

@@ -339,6 +339,68 @@ class ThroughLockstepd(unittest.TestCase):
         vals = {x["key"]: [v["value"] for v in x["values"]] for x in d["diffs"]}
         self.assertEqual(sorted(vals.get("env.LOCKSTEP_PY_NUM_THREADS", [])), ["1", "2"], json.dumps(d)[:1500])
         self.assertNotIn("env.LOCKSTEP_PY_TORCH_VERSION", vals)
+        # the thread count is configuration: it explains the divergence (no hardware to suspect)
+        self.assertEqual(sorted(vals.get("used.threads.torch_intra", [])), ["1", "2"], json.dumps(d)[:1500])
+        self.assertEqual(f["cause"], "configuration", json.dumps(f)[:1500])
+
+
+class AgentFirst(unittest.TestCase):
+    """As under Slurm, the agent starts before Python (preloaded, LOCKSTEP_SERVER set): the thread count Python
+    sets afterwards still reaches lockstepd's manifest (ls_manifest_set, the manifest posted again), and twins
+    that differ only by torch.set_num_threads are `configuration` with the thread count named."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ls-torch-pre-")
+        cls.srv = Lockstepd(cls.tmp)
+        cls.out = {}
+        preload = " ".join(x for x in (os.environ.get("LD_PRELOAD", ""), LIB) if x)
+
+        def one(job):
+            # the same command line: the thread count comes from the environment, which the manifest does not keep
+            env = env_for(LOCKSTEP_SERVER=cls.srv.url, LOCKSTEP_TWIN_GROUP="py-threads-pre",
+                          LOCKSTEP_JOB_ID="py-" + job, LOCKSTEP_MANIFEST_HASH="0", LOCKSTEP_TRACE="modules",
+                          LOCKSTEP_SPOOL_DIR=os.path.join(cls.tmp, "spool-" + job), LD_PRELOAD=preload,
+                          TRAIN_MLP_THREADS={"p1": 1, "p2": 2}[job])
+            return job, run_py([TRAIN, "--steps", str(STEPS)], env)
+
+        try:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
+                cls.out = dict(ex.map(one, ["p1", "p2"]))
+        except BaseException:
+            cls.srv.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_thread_count_is_configuration(self):
+        for job, p in self.out.items():
+            self.assertEqual(p.returncode, 0, "%s: %s" % (job, p.stderr[-2000:]))
+        deadline = time.monotonic() + 20
+        while True:
+            t = self.srv.get("/api/v1/twins/py-threads-pre")
+            if t["status"] != "pending" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual(t["status"], "diverged", json.dumps(t)[:1500])
+        d = self.srv.get("/api/v1/twins/py-threads-pre/manifest-diff")
+        vals = {x["key"]: [v["value"] for v in x["values"]] for x in d["diffs"]}
+        self.assertNotIn("env.LOCKSTEP_PY_NUM_THREADS", vals)  # the agent started first: only the facts carry it
+        self.assertNotIn("command", vals)
+        self.assertEqual(sorted(vals.get("used.threads.torch_intra", [])), ["1", "2"], json.dumps(d)[:1500])
+        f = t["first_divergence"]
+        self.assertEqual(f["cause"], "configuration", json.dumps(f)[:1500])
+        self.assertRegex(f["configuration"], r"used\.threads\.torch_intra differs \(rank 0\): '(1' vs '2|2' vs '1)'")
+        # the fleet's classification: software, by configuration; no node gets evidence from it
+        deadline = time.monotonic() + 20
+        while not t.get("classification") and time.monotonic() < deadline:
+            time.sleep(0.2)
+            t = self.srv.get("/api/v1/twins/py-threads-pre")
+        c = t.get("classification") or {}
+        self.assertEqual((c.get("class"), c.get("code")), ("software", "configuration"), json.dumps(t)[:1500])
 
 
 class InProcess(unittest.TestCase):

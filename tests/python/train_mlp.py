@@ -1,12 +1,13 @@
 """train_mlp.py - a small real PyTorch training loop under lockstep.torch.watch, for the Python tier.
 
-usage: train_mlp.py [--threads N] [--steps N] [--level modules|ops] [--perturb MODULE:STEP]
+usage: train_mlp.py [--threads N (default: $TRAIN_MLP_THREADS or 1)] [--steps N] [--level modules|ops] [--perturb MODULE:STEP]
                     [--explicit-steps] [--ddp [--rank1-threads N]]
 The trace goes to LOCKSTEP_TRACE_DIR (set by the caller). --perturb flips the lowest mantissa
 bit of one weight of MODULE as STEP's forward starts: a deterministic stand-in for a faulty op.
 """
 
 import argparse
+import os
 import sys
 from collections import OrderedDict
 
@@ -20,7 +21,8 @@ import lockstep.torch
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=int(os.environ.get("TRAIN_MLP_THREADS", "1")),
+                    help="torch.set_num_threads (default: TRAIN_MLP_THREADS, else 1)")
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--batch", type=int, default=4096)
     ap.add_argument("--level", default="modules")

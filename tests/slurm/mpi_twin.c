@@ -1,4 +1,5 @@
 /* mpi_twin.c - the Slurm tier's MPI program: allreduces a fixed vector each step and records it through the public API.
+ * MPI_TWIN_ABORT=R:S:C makes rank R call MPI_Abort(MPI_COMM_WORLD, C) at the start of step S.
  */
 #include <math.h>
 #include <mpi.h>
@@ -21,8 +22,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "rank %d: ls_init: %s\n", rank, ls_last_error());
     static double buf[N];
     int64_t shape[1] = {N};
+    int abort_rank = -1, abort_step = -1, abort_code = 1;
+    const char *ab = getenv("MPI_TWIN_ABORT");
+    if (ab)
+        sscanf(ab, "%d:%d:%d", &abort_rank, &abort_step, &abort_code);
     for (int s = 0; s < steps; s++) {
         ls_step_begin(s);
+        if (rank == abort_rank && s == abort_step)
+            MPI_Abort(MPI_COMM_WORLD, abort_code);
         for (int i = 0; i < N; i++)
             buf[i] = sin(0.001 * (rank * 7919 + s * 131 + i)) / (1 + i);
         MPI_Allreduce(MPI_IN_PLACE, buf, N, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);

@@ -579,6 +579,32 @@ t_slurm_blacs() { # ScaLAPACK on a 1x1 BLACS grid: its broadcast of an unused wo
   echo "$v" >>"$tmp/err"
   [ "$(vfield "$v" status)" = match ]
 }
+t_slurm_input() { # twins differ by one character of the input file heat reads: configuration, the file named, no node blamed
+  printf '1.000\n' >"$tmp/deck.in"
+  ajob --nodelist=n1,n2 --lockstep=det --lockstep-twin=s-input --lockstep-ignore=report_timings -- \
+    "$apps/heat" --steps 6 --input "$tmp/deck.in" || return 1
+  printf '1.001\n' >"$tmp/deck.in"
+  ajob --nodelist=n3,n4 --lockstep=det --lockstep-twin=s-input --lockstep-ignore=report_timings -- \
+    "$apps/heat" --steps 6 --input "$tmp/deck.in" || return 1
+  local v; v=$(findings_of s-input)
+  echo "$v" >>"$tmp/err"
+  api "http://127.0.0.1:$lsd_port/api/v1/twins/s-input/manifest-diff" >"$tmp/out" || return 1
+  local keys; keys=$(json '" ".join(sorted({x["key"] for x in d["diffs"] if x["class"] == "configuration"}))' <"$tmp/out")
+  echo "configuration keys: $keys" >>"$tmp/err"
+  [ "$(vfield "$v" cause)" = configuration ] && [ "$keys" = "file:$tmp/deck.in" ] && [ "$(group_class s-input)" = software ] ||
+    return 1
+  for n in n1 n2 n3 n4; do [ "$(involved $n s-input)" = 0 ] || { echo "$n was blamed" >>"$tmp/err"; return 1; }; done
+}
+t_slurm_abort() { # rank 1 calls MPI_Abort(5) in both twins: each run's exit is the abort's code, rank 1 named
+  ! MPI_TWIN_ABORT=1:3:5 ajob --lockstep=det --lockstep-twin=s-abort -- "$mpi_twin" 6
+  ! MPI_TWIN_ABORT=1:3:5 ajob --lockstep=det --lockstep-twin=s-abort -- "$mpi_twin" 6
+  local v st=
+  for _ in 1 2 3; do v=$(findings_of s-abort); st=$(vfield "$v" status); [ "$st" != pending ] && break; done
+  echo "$v" >>"$tmp/err"
+  "$lockstep_cli" twins s-abort --server "http://127.0.0.1:$lsd_port" >"$tmp/out" 2>&1
+  [ "$st" = incomplete ] && [ "$(vfield "$v" exits)" = "[5, 5]" ] &&
+    [ "$(grep -c '5 (rank 1 aborted, others killed)' "$tmp/out")" = 2 ]
+}
 t_slurm_failed() { # twins that both abort at once: incomplete, each run's exit, not a match
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
@@ -747,6 +773,8 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
       else
         echo "skip ScaLAPACK on a 1x1 grid: tests/apps/blacs_solve is not built (libscalapack-openmpi-dev)"; skip=$((skip+1))
       fi
+      check "one character changed in heat's input file: configuration, the file named, no node blamed" t_slurm_input
+      check "MPI_Abort on rank 1 in both twins: the same exit, the abort's code, rank 1 named" t_slurm_abort
       plugstack "${args/server=http:\/\/127.0.0.1:$dead_port/server=http://127.0.0.1:$lsd_port}"
     else
       fail=$((fail+1)); echo "FAIL tests/apps or liblockstep_mpi.so is not built"

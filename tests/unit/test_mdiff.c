@@ -138,6 +138,10 @@ static void test_classes(void **state)
     assert_string_equal(md_key_class("job.cpus_per_task"), "configuration");
     assert_string_equal(md_key_class("cpu_model"), "other");
     assert_string_equal(md_key_class("host"), "identity");
+    assert_string_equal(md_key_class("used.threads.torch_intra"), "configuration");
+    assert_string_equal(md_key_class("used.threads.omp"), "configuration");
+    assert_string_equal(md_key_class("env.OPENBLAS_NUM_THREADS"), "configuration");
+    assert_string_equal(md_key_class("env.LOCKSTEP_PY_NUM_THREADS"), "configuration");
 }
 
 int main(void)

@@ -68,6 +68,51 @@ static void test_removed_says_what(void **state)
     assert_null(strstr(why, "held back"));
 }
 
+/* Runs that ended sharing nothing: the reason is the one that applies, never a list of possible ones. */
+static const struct {
+    const char *what;
+    twin_facts f;
+    const char *says, *not1, *not2;
+} NOTHING_SHARED[] = {
+    {"no run recorded",
+     {.nruns = 2, .silent = 2, .min_ranks = 2, .max_ranks = 4},
+     "(no records)",
+     "shard",
+     "in common"},
+    {"one run recorded nothing",
+     {.nruns = 2, .silent = 1, .min_ranks = 2, .max_ranks = 2},
+     "1 of 2 runs recorded nothing",
+     "shard",
+     "in common"},
+    {"rank counts differ, a run without shards",
+     {.nruns = 2, .min_ranks = 2, .max_ranks = 4, .shardless = 1},
+     "different rank counts (2 to 4 ranks)",
+     "no records",
+     "in common"},
+    {"rank counts differ, shards in both, no step in common",
+     {.nruns = 2, .min_ranks = 2, .max_ranks = 4},
+     "no step in common",
+     "no records",
+     "no shards"},
+    {"same rank counts, no step in common",
+     {.nruns = 2, .min_ranks = 2, .max_ranks = 2},
+     "no step in common",
+     "shard",
+     "no records"},
+};
+
+static void test_nothing_shared_says_which(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(NOTHING_SHARED) / sizeof(NOTHING_SHARED[0]); i++) {
+        char why[512] = "";
+        const char *got = twin_status(&NOTHING_SHARED[i].f, why, sizeof(why));
+        if (strcmp(got, "incomplete") || !strstr(why, NOTHING_SHARED[i].says) || strstr(why, NOTHING_SHARED[i].not1) ||
+            strstr(why, NOTHING_SHARED[i].not2))
+            fail_msg("case \"%s\": %s (%s)", NOTHING_SHARED[i].what, got, why);
+    }
+}
+
 static void test_cases(void **state)
 {
     (void)state;
@@ -106,8 +151,8 @@ static void test_statuses_listed(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cases), cmocka_unit_test(test_statuses_listed),
-                                       cmocka_unit_test(test_awaiting_says_how),
-                                       cmocka_unit_test(test_removed_says_what)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cases), cmocka_unit_test(test_statuses_listed), cmocka_unit_test(test_awaiting_says_how),
+        cmocka_unit_test(test_removed_says_what), cmocka_unit_test(test_nothing_shared_says_which)};
     return cmocka_run_group_tests_name("status", tests, NULL, NULL);
 }

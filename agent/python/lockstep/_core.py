@@ -282,6 +282,19 @@ def fingerprint(obj):
     return int(_lib.load().ls_fingerprint(v.ptr, v.nbytes))
 
 
+def manifest_set(key, value):
+    """Report a fact of the configuration this rank really runs with (ls_manifest_set): the manifest lockstepd
+    holds carries it as used.KEY, and twins compare it as configuration. Returns False when the loaded library
+    predates ls_manifest_set or refuses the fact; never raises."""
+    try:
+        lib = _lib.load()
+    except _lib.LibraryNotFound:
+        return False
+    if not hasattr(lib, "ls_manifest_set"):
+        return False
+    return lib.ls_manifest_set(str(key).encode(), str(value).encode()) == 0
+
+
 def run_id():
     """This process's run id (str), or None before init."""
     s = _lib.load().ls_run_id()

@@ -109,6 +109,7 @@ def _declare(lib):
         "ls_state": ([c.c_char_p, vp, sz, c.c_int, c.c_int, i64p], c.c_int),
         "ls_state_fp": ([c.c_char_p, u64, u64, c.c_int, c.c_int, i64p], c.c_int),
         "ls_state_end": ([], c.c_int),
+        "ls_manifest_set": ([c.c_char_p, c.c_char_p], c.c_int),
     }
     for fn, (args, res) in optional.items():
         if hasattr(lib, fn):

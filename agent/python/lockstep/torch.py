@@ -513,6 +513,7 @@ class Watch:
             m.__exit__(None, None, None)
 
     def _check_threads(self, step):
+        _report_threads()
         if self.manifest is None:
             return
         n = torch.get_num_threads()
@@ -597,6 +598,14 @@ def grad_norm(grads):
     return math.sqrt(total)
 
 
+def _report_threads():
+    """Report torch's thread counts as they are now into the manifest lockstepd holds (ls_manifest_set): under
+    Slurm the agent starts before Python, so only this carries them there; the agent posts the manifest again
+    when they change."""
+    _core.manifest_set("threads.torch_intra", torch.get_num_threads())
+    _core.manifest_set("threads.torch_interop", torch.get_num_interop_threads())
+
+
 def _export_env(info):
     """Put what Python knows into LOCKSTEP_PY_* so the agent's own manifest (which keeps
     LOCKSTEP_* variables) carries it; only useful before ls_init."""
@@ -662,6 +671,7 @@ def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, 
         _export_env(info)
         info["env"]["LOCKSTEP_TRACE"] = os.environ["LOCKSTEP_TRACE"]
     _core.init()
+    _report_threads()
     w = Watch(model, optimizer, lv, loss_fn, name, auto_step if auto_step is not None else optimizer is not None,
               active=_core.is_active())
     if _core.is_active():

@@ -166,6 +166,7 @@ export async function mount(el, params, query, navigate) {
       { key: 'status', label: 'Status', render: (r) => badge(r.status) },
       { key: 'outcome', label: 'In the group', render: (r) => (r.outcome ? h('span', { 'data-field': 'outcome' }, badge(r.outcome, r.outcome_why)) : '—') },
       { key: 'exit_code', label: 'Exit', num: true, render: (r) => (r.exit_code === null || r.exit_code === undefined ? '—'
+        : r.aborted_rank !== null && r.aborted_rank !== undefined ? h('span', { title: r.exit_detail || '' }, `${r.exit_code} (rank ${r.aborted_rank} aborted, others killed)`)
         : String(r.exit_code) + (r.failed_ranks && r.failed_ranks.length ? ` (rank ${r.failed_ranks.join(', ')})` : '')) },
       { key: 'created_at', label: 'Started (UTC)', class: 'when', render: (r) => fmtTime(r.created_at) },
     ], runs, { compact: true, rowAttrs: (r) => ({ 'data-run': r.run_id }) })));
