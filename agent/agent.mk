@@ -32,8 +32,11 @@ $(B)/agent/mpi/%.o: agent/mpi/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(MPI_CFLAGS) -c $< -o $@
 
-$(LIBLOCKSTEP_MPI_SO): $(B)/agent/mpi/pmpi.o $(B)/common/lsfp1.o $(LIBLOCKSTEP_SO) agent/mpi/liblockstep_mpi.map
-	$(CC) -shared -o $@ $(B)/agent/mpi/pmpi.o $(B)/common/lsfp1.o $(ALL_LDFLAGS) $(HARDEN_LD) \
+# Its Fortran entry points (fortran.c) call its own C wrappers: -Bsymbolic-functions binds those calls here even
+# when the library is linked rather than preloaded.
+LIBLOCKSTEP_MPI_OBJS := $(B)/agent/mpi/pmpi.o $(B)/agent/mpi/fortran.o $(B)/common/lsfp1.o
+$(LIBLOCKSTEP_MPI_SO): $(LIBLOCKSTEP_MPI_OBJS) $(LIBLOCKSTEP_SO) agent/mpi/liblockstep_mpi.map
+	$(CC) -shared -o $@ $(LIBLOCKSTEP_MPI_OBJS) $(ALL_LDFLAGS) $(HARDEN_LD) -Wl,-Bsymbolic-functions \
 	  -Wl,--version-script=agent/mpi/liblockstep_mpi.map -Wl,-soname,liblockstep_mpi.so \
 	  -L$(B)/lib -Wl,-rpath,'$$ORIGIN' -llockstep -ldl
 
