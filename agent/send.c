@@ -19,6 +19,7 @@
 #include "agent/agent.h"
 #include "agent/hold.h"
 #include "agent/http.h"
+#include "agent/mpiseen.h"
 #include "agent/spool.h"
 #include "agent/uplink.h"
 #include "common/recmatch.h"
@@ -65,6 +66,7 @@ int send_start(send_cfg *cfg, char *why, size_t cap)
     S.started = S.stopping = S.child = 0;
     S.abort_at = 0;
     S.exit_code = 0;
+    S.mpi_unseen = NULL;
     S.down = 0;
     S.backoff_ms = 0;
     S.retry_at = 0;
@@ -152,7 +154,7 @@ static void spill_locked(void)
 static void exit_hook(int status, void *arg)
 {
     (void)arg;
-    send_stop(status);
+    send_stop(status, mpiseen_unseen());
 }
 
 static int start_locked(void)
@@ -407,7 +409,7 @@ static int open_spool_locked(void)
     return 0;
 }
 
-void send_stop(int exit_code)
+void send_stop(int exit_code, const char *mpi_unseen)
 {
     pthread_mutex_lock(&S.mu);
     if (!S.configured || S.child) {
@@ -415,9 +417,15 @@ void send_stop(int exit_code)
         pthread_mutex_unlock(&S.mu);
         return;
     }
+    /* A self-started agent streams from its first record: a process that used MPI without recording any of it
+     * registers now, so that its run says why it has nothing (launchers and shells, which record nothing either,
+     * never initialize MPI). */
+    if (!S.started && mpi_unseen)
+        start_locked();
     int started = S.started;
     S.stopping = 1;
     S.exit_code = exit_code;
+    S.mpi_unseen = mpi_unseen;
     __atomic_store_n(&S.abort_at, mono_ns() + (int64_t)S.cfg.flush_ms * 1000000, __ATOMIC_RELAXED);
     pthread_cond_signal(&S.cv);
     pthread_mutex_unlock(&S.mu);

@@ -60,9 +60,10 @@ void store_runs_register(void)
     /* The ends of one run take its row in turn: the last one's count then sees every other end committed
      * (two ends counting at once, each without the other's uncommitted row, left the run running). */
     db_register("end_run_lock", "SELECT 1 FROM runs WHERE run_key = $1 FOR UPDATE");
-    db_register("rank_end", "INSERT INTO rank_ends (run_key, rank, exit_code, ended_at) VALUES ($1, $2, $3, "
-                            "clock_timestamp()) ON CONFLICT (run_key, rank) DO UPDATE SET exit_code = "
-                            "excluded.exit_code, ended_at = excluded.ended_at");
+    db_register("rank_end", "INSERT INTO rank_ends (run_key, rank, exit_code, mpi_unseen, ended_at) VALUES ($1, $2, "
+                            "$3, NULLIF($4, ''), clock_timestamp()) ON CONFLICT (run_key, rank) DO UPDATE SET "
+                            "exit_code = excluded.exit_code, mpi_unseen = excluded.mpi_unseen, "
+                            "ended_at = excluded.ended_at");
     db_register("run_finish",
                 "UPDATE runs SET status = CASE WHEN e.bad > 0 THEN 'failed' ELSE 'ended' END, "
                 "ended_at = coalesce(ended_at, clock_timestamp()) FROM (SELECT count(*) AS n, count(*) FILTER "
@@ -295,13 +296,13 @@ int store_checkpoint(const run_info *run, int64_t step, const char *path, int ra
     return 0;
 }
 
-int store_rank_end(const run_info *run, int rank, int exit_code, int *run_done, srv_error *e)
+int store_rank_end(const run_info *run, int rank, int exit_code, const char *mpi_unseen, int *run_done, srv_error *e)
 {
     char key[32], rk[16], code[16], err[512];
     snprintf(key, sizeof(key), "%" PRId64, run->key);
     snprintf(rk, sizeof(rk), "%d", rank);
     snprintf(code, sizeof(code), "%d", exit_code);
-    const char *p[] = {key, rk, code};
+    const char *p[] = {key, rk, code, mpi_unseen ? mpi_unseen : ""};
     const char *pl[] = {run->group, rk};
     PGresult *r = NULL;
     if (db_begin(err, sizeof(err)) < 0)
@@ -316,7 +317,7 @@ int store_rank_end(const run_info *run, int rank, int exit_code, int *run_done, 
     if (!r)
         goto out_rollback;
     PQclear(r);
-    r = db_exec_once("rank_end", 3, p, err, sizeof(err));
+    r = db_exec_once("rank_end", 4, p, err, sizeof(err));
     if (!r)
         goto out_rollback;
     PQclear(r);

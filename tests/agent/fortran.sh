@@ -52,6 +52,28 @@ if [ -x "$B/tests/apps/fortran_mpifh" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; t
   if [ "$(field "$v" status)" = match ] && [ "$sites" = "mixed_energy:4 solver::residual:4" ]; then
     ok "mixed Fortran/C: both halves recorded ($sites); twins match"
   else bad "mixed Fortran/C: $v, sites '$sites'"; fi
+
+  # 10k. Runs that used MPI and recorded none of it say why, in the status and in `lockstep twins`: calls that take
+  #      a way in the wrappers do not interpose (PMPI_* directly), and a Fortran program under the agent alone.
+  g=g-unseen-$$
+  app una "$g" "$B/tests/agent/mpi_pmpi" --
+  app unb "$g" "$B/tests/agent/mpi_pmpi" --
+  v=$(findings "$g")
+  "$LS" twins "$g" --server "$URL" >"$T/twins-unseen.out" 2>&1
+  if [ "$(field "$v" status)" = incomplete ] &&
+     grep -q 'incomplete: every run ended, but they recorded nothing to compare: 2 of 2 runs made MPI calls that Lockstep did not see (.*another MPI library or binding)' "$T/twins-unseen.out" &&
+     grep -q 'none of its MPI calls reached liblockstep_mpi.so' "$T/app-una.out"; then
+    ok "MPI calls the wrappers do not see: lockstep twins says so, not just 'nothing recorded'"
+  else bad "MPI calls unseen: $v; $(head -1 "$T/twins-unseen.out")"; fi
+  g=g-unloaded-$$
+  APP_PRELOAD=$B/lib/liblockstep.so app ula "$g" "$B/tests/apps/fortran_f08" -- 2
+  APP_PRELOAD=$B/lib/liblockstep.so app ulb "$g" "$B/tests/apps/fortran_f08" -- 2
+  v=$(findings "$g")
+  "$LS" twins "$g" --server "$URL" >"$T/twins-unloaded.out" 2>&1
+  if [ "$(field "$v" status)" = incomplete ] &&
+     grep -q '2 of 2 runs made MPI calls that Lockstep did not see (liblockstep_mpi.so was not .*LD_PRELOAD)' "$T/twins-unloaded.out"; then
+    ok "an MPI program without liblockstep_mpi.so: lockstep twins says to load it"
+  else bad "MPI without the wrappers: $v; $(head -1 "$T/twins-unloaded.out")"; fi
 else
   bad "tests/apps/fortran_* (mpifort) or liblockstep_mpi.so missing"
 fi

@@ -311,13 +311,14 @@ fi
 #     stripped libsolver.so. Every finding below is lockstepd's (tests/agent/findings.py), read like a user would.
 HEAT=$B/tests/apps/heat
 SOLVER=$B/tests/apps/solver
-# app NAME GROUP PROGRAM [ENV=V...] -- ARGS: PROGRAM on 4 ranks under the agent, traced and streamed, twin group GROUP.
+# app NAME GROUP PROGRAM [ENV=V...] -- ARGS: PROGRAM on 4 ranks under the agent, traced and streamed, twin group GROUP
+# (APP_PRELOAD: the library preloaded instead of liblockstep_mpi.so).
 app() {
   local name=$1 group=$2 prog=$3; shift 3
   local envs=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
   shift
-  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so" \
+  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE${APP_PRELOAD:-$B/lib/liblockstep_mpi.so}" \
     -x LOCKSTEP_SERVER="${APP_SERVER:-$URL}" -x LOCKSTEP_JOB_ID="J-$name" -x LOCKSTEP_STEP_ID=0 -x LOCKSTEP_TWIN_GROUP="$group" \
     -x LOCKSTEP_TRACE_DIR="$T/app-$name/trace" -x LOCKSTEP_SPOOL_DIR="$T/app-$name/spool" -x LOCKSTEP_BATCH_MS=50 \
     "${envs[@]}" ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$prog" "$@" >"$T/app-$name.out" 2>&1
