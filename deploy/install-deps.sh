@@ -21,6 +21,8 @@ PKGS_SERVICES=(
   slurmctld slurmd slurm-client munge libslurm-dev openssl
   slurmdbd mariadb-server-core mariadb-client-core  # accounting in the local Slurm (deploy/slurm/up.sh -A): sacct
   libopenmpi-dev openmpi-bin
+  gfortran  # mpifort: the Fortran programs of tests/apps (agent and Slurm tiers)
+  quantum-espresso quantum-espresso-data  # pw.x and its pseudopotentials: a real Fortran MPI code (Slurm tier)
   prometheus prometheus-alertmanager  # the boards' queries and the example route, run for real (test_observe)
 )
 

@@ -21,6 +21,7 @@
 
 #include <mpi.h>
 
+#include "agent/mpi/fortran.h"
 #include "agent/mpi/pmpi.h"
 
 _Static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran INTEGER must be C int");
@@ -110,118 +111,118 @@ static int leave(MPI_Fint *ierr, int rc)
     return rc;
 }
 
-/* FORTRAN_NAMES - exports `fn` under the Fortran names of MPI function `lower` (mpi_allreduce) / `upper`. */
+/* FORTRAN_ALIASES - the other names of mpi_NAME_ (`lower` mpi_NAME, `upper` MPI_NAME): the other manglings and
+ * use mpi_f08's. */
 #define ALIAS(fn, sym) extern __typeof(fn) sym __attribute__((alias(#fn), visibility("default")))
-#define FORTRAN_NAMES(fn, lower, upper)                                                                                \
-    ALIAS(fn, lower##_);                                                                                               \
-    ALIAS(fn, lower##__);                                                                                              \
-    ALIAS(fn, lower);                                                                                                  \
-    ALIAS(fn, upper);                                                                                                  \
-    ALIAS(fn, lower##_f08_)
-
-typedef MPI_Fint fint;
+#define FORTRAN_ALIASES(lower, upper)                                                                                  \
+    ALIAS(lower##_, lower##__);                                                                                        \
+    ALIAS(lower##_, lower);                                                                                            \
+    ALIAS(lower##_, upper);                                                                                            \
+    ALIAS(lower##_, lower##_f08_)
 
 /* --- collectives ------------------------------------------------------------------------------------------- */
 
-static void f_allreduce(const void *sbuf, void *rbuf, const fint *count, const fint *dt, const fint *op,
-                        const fint *comm, fint *ierr)
+void mpi_allreduce_(const void *sbuf, void *rbuf, const MPI_Fint *count, const MPI_Fint *dt, const MPI_Fint *op,
+                    const MPI_Fint *comm, MPI_Fint *ierr)
 {
     ENTER();
     leave(ierr, MPI_Allreduce(in_place(sbuf), bottom(rbuf), *count, type_of(dt), op_of(op), comm_of(comm)));
 }
-FORTRAN_NAMES(f_allreduce, mpi_allreduce, MPI_ALLREDUCE);
+FORTRAN_ALIASES(mpi_allreduce, MPI_ALLREDUCE);
 
-static void f_reduce(const void *sbuf, void *rbuf, const fint *count, const fint *dt, const fint *op,
-                     const fint *root, const fint *comm, fint *ierr)
+void mpi_reduce_(const void *sbuf, void *rbuf, const MPI_Fint *count, const MPI_Fint *dt, const MPI_Fint *op,
+                 const MPI_Fint *root, const MPI_Fint *comm, MPI_Fint *ierr)
 {
     ENTER();
     leave(ierr, MPI_Reduce(in_place(sbuf), bottom(rbuf), *count, type_of(dt), op_of(op), *root, comm_of(comm)));
 }
-FORTRAN_NAMES(f_reduce, mpi_reduce, MPI_REDUCE);
+FORTRAN_ALIASES(mpi_reduce, MPI_REDUCE);
 
-static void f_bcast(void *buf, const fint *count, const fint *dt, const fint *root, const fint *comm, fint *ierr)
+void mpi_bcast_(void *buf, const MPI_Fint *count, const MPI_Fint *dt, const MPI_Fint *root, const MPI_Fint *comm,
+                MPI_Fint *ierr)
 {
     ENTER();
     leave(ierr, MPI_Bcast(bottom(buf), *count, type_of(dt), *root, comm_of(comm)));
 }
-FORTRAN_NAMES(f_bcast, mpi_bcast, MPI_BCAST);
+FORTRAN_ALIASES(mpi_bcast, MPI_BCAST);
 
-static void f_allgather(const void *sbuf, const fint *scount, const fint *stype, void *rbuf, const fint *rcount,
-                        const fint *rtype, const fint *comm, fint *ierr)
+void mpi_allgather_(const void *sbuf, const MPI_Fint *scount, const MPI_Fint *stype, void *rbuf, const MPI_Fint *rcount,
+                    const MPI_Fint *rtype, const MPI_Fint *comm, MPI_Fint *ierr)
 {
     ENTER();
-    leave(ierr, MPI_Allgather(in_place(sbuf), *scount, type_of(stype), bottom(rbuf), *rcount, type_of(rtype),
-                             comm_of(comm)));
+    leave(ierr,
+          MPI_Allgather(in_place(sbuf), *scount, type_of(stype), bottom(rbuf), *rcount, type_of(rtype), comm_of(comm)));
 }
-FORTRAN_NAMES(f_allgather, mpi_allgather, MPI_ALLGATHER);
+FORTRAN_ALIASES(mpi_allgather, MPI_ALLGATHER);
 
-static void f_allgatherv(const void *sbuf, const fint *scount, const fint *stype, void *rbuf, const fint *rcounts,
-                         const fint *displs, const fint *rtype, const fint *comm, fint *ierr)
+void mpi_allgatherv_(const void *sbuf, const MPI_Fint *scount, const MPI_Fint *stype, void *rbuf,
+                     const MPI_Fint *rcounts, const MPI_Fint *displs, const MPI_Fint *rtype, const MPI_Fint *comm,
+                     MPI_Fint *ierr)
 {
     ENTER();
-    leave(ierr, MPI_Allgatherv(in_place(sbuf), *scount, type_of(stype), bottom(rbuf), rcounts, displs,
-                              type_of(rtype), comm_of(comm)));
+    leave(ierr, MPI_Allgatherv(in_place(sbuf), *scount, type_of(stype), bottom(rbuf), rcounts, displs, type_of(rtype),
+                               comm_of(comm)));
 }
-FORTRAN_NAMES(f_allgatherv, mpi_allgatherv, MPI_ALLGATHERV);
+FORTRAN_ALIASES(mpi_allgatherv, MPI_ALLGATHERV);
 
-static void f_reduce_scatter(const void *sbuf, void *rbuf, const fint *rcounts, const fint *dt, const fint *op,
-                             const fint *comm, fint *ierr)
+void mpi_reduce_scatter_(const void *sbuf, void *rbuf, const MPI_Fint *rcounts, const MPI_Fint *dt, const MPI_Fint *op,
+                         const MPI_Fint *comm, MPI_Fint *ierr)
 {
     ENTER();
     leave(ierr, MPI_Reduce_scatter(in_place(sbuf), bottom(rbuf), rcounts, type_of(dt), op_of(op), comm_of(comm)));
 }
-FORTRAN_NAMES(f_reduce_scatter, mpi_reduce_scatter, MPI_REDUCE_SCATTER);
+FORTRAN_ALIASES(mpi_reduce_scatter, MPI_REDUCE_SCATTER);
 
-static void f_reduce_scatter_block(const void *sbuf, void *rbuf, const fint *rcount, const fint *dt,
-                                   const fint *op, const fint *comm, fint *ierr)
+void mpi_reduce_scatter_block_(const void *sbuf, void *rbuf, const MPI_Fint *rcount, const MPI_Fint *dt,
+                               const MPI_Fint *op, const MPI_Fint *comm, MPI_Fint *ierr)
 {
     ENTER();
-    leave(ierr, MPI_Reduce_scatter_block(in_place(sbuf), bottom(rbuf), *rcount, type_of(dt), op_of(op),
-                                        comm_of(comm)));
+    leave(ierr, MPI_Reduce_scatter_block(in_place(sbuf), bottom(rbuf), *rcount, type_of(dt), op_of(op), comm_of(comm)));
 }
-FORTRAN_NAMES(f_reduce_scatter_block, mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK);
+FORTRAN_ALIASES(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK);
 
-static void f_alltoall(const void *sbuf, const fint *scount, const fint *stype, void *rbuf, const fint *rcount,
-                       const fint *rtype, const fint *comm, fint *ierr)
+void mpi_alltoall_(const void *sbuf, const MPI_Fint *scount, const MPI_Fint *stype, void *rbuf, const MPI_Fint *rcount,
+                   const MPI_Fint *rtype, const MPI_Fint *comm, MPI_Fint *ierr)
 {
     ENTER();
-    leave(ierr, MPI_Alltoall(in_place(sbuf), *scount, type_of(stype), bottom(rbuf), *rcount, type_of(rtype),
-                            comm_of(comm)));
+    leave(ierr,
+          MPI_Alltoall(in_place(sbuf), *scount, type_of(stype), bottom(rbuf), *rcount, type_of(rtype), comm_of(comm)));
 }
-FORTRAN_NAMES(f_alltoall, mpi_alltoall, MPI_ALLTOALL);
+FORTRAN_ALIASES(mpi_alltoall, MPI_ALLTOALL);
 
-static void f_alltoallv(const void *sbuf, const fint *scounts, const fint *sdispls, const fint *stype, void *rbuf,
-                        const fint *rcounts, const fint *rdispls, const fint *rtype, const fint *comm, fint *ierr)
+void mpi_alltoallv_(const void *sbuf, const MPI_Fint *scounts, const MPI_Fint *sdispls, const MPI_Fint *stype,
+                    void *rbuf, const MPI_Fint *rcounts, const MPI_Fint *rdispls, const MPI_Fint *rtype,
+                    const MPI_Fint *comm, MPI_Fint *ierr)
 {
     ENTER();
     leave(ierr, MPI_Alltoallv(in_place(sbuf), scounts, sdispls, type_of(stype), bottom(rbuf), rcounts, rdispls,
-                             type_of(rtype), comm_of(comm)));
+                              type_of(rtype), comm_of(comm)));
 }
-FORTRAN_NAMES(f_alltoallv, mpi_alltoallv, MPI_ALLTOALLV);
+FORTRAN_ALIASES(mpi_alltoallv, MPI_ALLTOALLV);
 
 /* --- point to point ---------------------------------------------------------------------------------------- */
 
-static void f_send(const void *buf, const fint *count, const fint *dt, const fint *dest, const fint *tag,
-                   const fint *comm, fint *ierr)
+void mpi_send_(const void *buf, const MPI_Fint *count, const MPI_Fint *dt, const MPI_Fint *dest, const MPI_Fint *tag,
+               const MPI_Fint *comm, MPI_Fint *ierr)
 {
     ENTER();
     leave(ierr, MPI_Send(bottom(buf), *count, type_of(dt), *dest, *tag, comm_of(comm)));
 }
-FORTRAN_NAMES(f_send, mpi_send, MPI_SEND);
+FORTRAN_ALIASES(mpi_send, MPI_SEND);
 
-static void f_recv(void *buf, const fint *count, const fint *dt, const fint *source, const fint *tag,
-                   const fint *comm, fint *status, fint *ierr)
+void mpi_recv_(void *buf, const MPI_Fint *count, const MPI_Fint *dt, const MPI_Fint *source, const MPI_Fint *tag,
+               const MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
 {
     MPI_Status c;
     ENTER();
     if (leave(ierr, MPI_Recv(bottom(buf), *count, type_of(dt), *source, *tag, comm_of(comm), &c)) == MPI_SUCCESS)
         status_out(&c, status);
 }
-FORTRAN_NAMES(f_recv, mpi_recv, MPI_RECV);
+FORTRAN_ALIASES(mpi_recv, MPI_RECV);
 
-static void f_sendrecv(const void *sbuf, const fint *scount, const fint *stype, const fint *dest, const fint *stag,
-                       void *rbuf, const fint *rcount, const fint *rtype, const fint *source, const fint *rtag,
-                       const fint *comm, fint *status, fint *ierr)
+void mpi_sendrecv_(const void *sbuf, const MPI_Fint *scount, const MPI_Fint *stype, const MPI_Fint *dest,
+                   const MPI_Fint *stag, void *rbuf, const MPI_Fint *rcount, const MPI_Fint *rtype,
+                   const MPI_Fint *source, const MPI_Fint *rtag, const MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr)
 {
     MPI_Status c;
     ENTER();
@@ -229,19 +230,19 @@ static void f_sendrecv(const void *sbuf, const fint *scount, const fint *stype, 
                                  type_of(rtype), *source, *rtag, comm_of(comm), &c)) == MPI_SUCCESS)
         status_out(&c, status);
 }
-FORTRAN_NAMES(f_sendrecv, mpi_sendrecv, MPI_SENDRECV);
+FORTRAN_ALIASES(mpi_sendrecv, MPI_SENDRECV);
 
 /* --- the program's switches -------------------------------------------------------------------------------- */
 
-static void f_abort(const fint *comm, const fint *errorcode, fint *ierr)
+void mpi_abort_(const MPI_Fint *comm, const MPI_Fint *errorcode, MPI_Fint *ierr)
 {
     ENTER();
     leave(ierr, MPI_Abort(comm_of(comm), *errorcode));
 }
-FORTRAN_NAMES(f_abort, mpi_abort, MPI_ABORT);
+FORTRAN_ALIASES(mpi_abort, MPI_ABORT);
 
-static void f_pcontrol(const fint *level)
+void mpi_pcontrol_(const MPI_Fint *level)
 {
     MPI_Pcontrol(*level);
 }
-FORTRAN_NAMES(f_pcontrol, mpi_pcontrol, MPI_PCONTROL);
+FORTRAN_ALIASES(mpi_pcontrol, MPI_PCONTROL);

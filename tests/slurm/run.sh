@@ -48,7 +48,7 @@ for f in bin/lockstepd bin/lockstep bin/lockstep-train tests/slurm/mpi_twin; do 
 # The MPI wrappers and the real programs of tests/apps (the stripped library beside its program).
 [ -f "$build/lib/liblockstep_mpi.so" ] && cp "$build/lib/liblockstep_mpi.so" "$tmp/lib/"
 mkdir -p "$tmp/tests/apps"
-for f in heat solver libsolver.so; do [ -f "$build/tests/apps/$f" ] && cp "$build/tests/apps/$f" "$tmp/tests/apps/"; done
+for f in heat solver libsolver.so fortran_f08; do [ -f "$build/tests/apps/$f" ] && cp "$build/tests/apps/$f" "$tmp/tests/apps/"; done
 lockstepd=$tmp/bin/lockstepd
 lockstep_cli=$tmp/bin/lockstep
 
@@ -561,6 +561,7 @@ t_slurm_grid() { # another process grid: configuration, the command line in the 
   echo "configuration keys: $keys" >>"$tmp/err"
   [ "$(vfield "$v" cause)" = configuration ] && [ "$keys" = "argv command" ] && [ "$(group_class s-grid)" = software ]
 }
+. "$src/tests/slurm/fortran.sh"
 t_slurm_failed() { # twins that both abort at once: incomplete, each run's exit, not a match
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
@@ -724,6 +725,12 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
       check "closing timings in a stripped library: every-rank, software, no node scored; the ignore rule matches" t_slurm_timings
       check "another process grid: configuration, argv and command, no library noise" t_slurm_grid
       check "twins that abort at once: incomplete, not a match" t_slurm_failed
+      check "Fortran (use mpi_f08), a bit flipped on rank 2: rank 2 named at physics::exchange" t_slurm_fortran
+      if [ -x /usr/bin/pw.x ]; then
+        check "Quantum ESPRESSO pw.x twice: every rank recorded; rank 0 broadcasts unset bytes (origin 0)" t_slurm_pw
+      else
+        echo "skip pw.x: quantum-espresso is not installed (deploy/install-deps.sh)"; skip=$((skip+1))
+      fi
       plugstack "${args/server=http:\/\/127.0.0.1:$dead_port/server=http://127.0.0.1:$lsd_port}"
     else
       fail=$((fail+1)); echo "FAIL tests/apps or liblockstep_mpi.so is not built"
