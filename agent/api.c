@@ -285,7 +285,7 @@ static void shutdown_with(int exit_code)
     A.state = ST_UNINIT;
     pthread_mutex_unlock(&mu);
     if (streaming)
-        send_stop(exit_code, mpiseen_unseen());
+        send_stop(exit_code);
 }
 
 void ls_shutdown(void)

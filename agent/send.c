@@ -154,7 +154,7 @@ static void spill_locked(void)
 static void exit_hook(int status, void *arg)
 {
     (void)arg;
-    send_stop(status, mpiseen_unseen());
+    send_stop(status);
 }
 
 static int start_locked(void)
@@ -409,7 +409,7 @@ static int open_spool_locked(void)
     return 0;
 }
 
-void send_stop(int exit_code, const char *mpi_unseen)
+void send_stop(int exit_code)
 {
     pthread_mutex_lock(&S.mu);
     if (!S.configured || S.child) {
@@ -417,9 +417,11 @@ void send_stop(int exit_code, const char *mpi_unseen)
         pthread_mutex_unlock(&S.mu);
         return;
     }
-    /* A self-started agent streams from its first record: a process that used MPI without recording any of it
-     * registers now, so that its run says why it has nothing (launchers and shells, which record nothing either,
-     * never initialize MPI). */
+    /* A rank that recorded nothing may have used MPI past the wrappers: its end says so. A self-started agent
+     * streams from its first record, so such a process registers now, for its run to say why it has nothing
+     * (launchers and shells, which record nothing either, never initialize MPI). A rank with records (NCCL's,
+     * the API's: MPI only to start) had its calls seen. */
+    const char *mpi_unseen = S.n_records ? NULL : mpiseen_unseen();
     if (!S.started && mpi_unseen)
         start_locked();
     int started = S.started;

@@ -11,10 +11,12 @@ t_slurm_fortran() { # a bit flipped on rank 2 of a use mpi_f08 program: rank 2 n
     [ "$(vfield "$v" function)" = physics::exchange ] && [ "$(vfield "$v" name)" = mpi.allreduce ]
 }
 
-# pw_run NAME: pw.x on 4 ranks (2 nodes): silicon, 2 atoms, a 12 Ry cutoff, 2x2x2 k-points (about a second).
+# pw_run NAME: pw.x on 2 ranks of one node: silicon, 2 atoms, a 12 Ry cutoff, 2x2x2 k-points (about a second;
+# its hundreds of all-to-alls take ten times longer over TCP, hence one node and shared memory). Both twins read
+# the same input file (its path is on the command line, which twins must share).
 pw_run() {
-  mkdir -p "$tmp/pw-$1" && sed "s|OUTDIR|$tmp/pw-$1|" "$src/tests/apps/pw-si.in" >"$tmp/pw-$1/si.in" || return 1
-  ajob --lockstep=det --lockstep-twin=s-pw -- /usr/bin/pw.x -in "$tmp/pw-$1/si.in"
+  mkdir -p "$tmp/pw" "$tmp/pw-$1" && sed "s|OUTDIR|$tmp/pw|" "$src/tests/apps/pw-si.in" >"$tmp/pw/si.in" || return 1
+  OMPI_MCA_btl=self,vader,tcp ajob -N1 -n2 --lockstep=det --lockstep-twin=s-pw -- /usr/bin/pw.x -in "$tmp/pw/si.in"
   local rc=$?
   mv "$tmp/out" "$tmp/pw-$1/out" && : >"$tmp/out"
   grep -q '^!    total energy' "$tmp/pw-$1/out" && [ $rc -eq 0 ] && return 0
@@ -31,7 +33,7 @@ t_slurm_pw() {
   local ea eb; ea=$(grep '^!    total energy' "$tmp/pw-a/out"); eb=$(grep '^!    total energy' "$tmp/pw-b/out")
   echo "energies: $ea / $eb" >>"$tmp/err"
   [ "$ea" = "$eb" ] || return 1
-  local v; v=$(findings_of s-pw)
+  local v; v=$(python3 "$src/tests/agent/findings.py" "http://127.0.0.1:$lsd_port" s-pw 2 --timeout 40)
   echo "$v" >>"$tmp/err"
   api "http://127.0.0.1:$lsd_port/api/v1/twins/s-pw" >"$tmp/out" || return 1
   local recs; recs=$(python3 -c '
@@ -41,7 +43,7 @@ for r in d["runs"]:
     x = json.load(urllib.request.urlopen(sys.argv[2] + "/api/v1/runs/" + r["run_id"], timeout=10))
     print(" ".join(str(s["records"] > 1000) for s in x["rank_status"]))' "$tmp/out" "http://127.0.0.1:$lsd_port")
   echo "ranks with records: $recs" >>"$tmp/err"
-  [ "$(echo $recs)" = "True True True True True True True True" ] &&
+  [ "$(echo $recs)" = "True True True True" ] &&
     [ "$(vfield "$v" status)" = diverged ] && [ "$(vfield "$v" cause)" = origin ] &&
     [ "$(vfield "$v" origin_ranks)" = "[0]" ] && [ "$(vfield "$v" name)" = mpi.bcast ] &&
     vfield "$v" site | grep -q '^pw.x+0x[0-9a-f]*'
