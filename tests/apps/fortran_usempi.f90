@@ -27,6 +27,7 @@ contains
       x(i) = 1.0d0 / dble(rank + step + i)
     end do
     if (flip) x(3) = transfer(ieor(transfer(x(3), 0_8), ishft(1_8, 40)), x(3))
+    ierr = -1 ! the binding must set it
     call MPI_Allreduce(x, y, 8, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
     call check(ierr == MPI_SUCCESS .and. abs(y(1) - sum([(1.0d0 / dble(i + step + 1), i = 0, nproc - 1)])) < 1d-12, &
                'allreduce')
