@@ -8,10 +8,11 @@ fortran_counts() { "$LS" dump "$1" | python3 -c 'import json,sys,collections; c=
 
 if [ -x "$B/tests/apps/fortran_mpifh" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; then
   export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
-  # 10h. Each binding: 3 exchanges of 2 allreduces (one in place), a bcast of a strided derived type, an
-  #      allgather, an in-place allgatherv and a reduce, then a closing allreduce from an external procedure.
+  # 10h. Each binding: 3 exchanges of 2 allreduces (one in place), a bcast of a strided derived type, a bcast of
+  #      the same row from MPI_BOTTOM, an allgather, an in-place allgatherv and a reduce, then a closing allreduce
+  #      from an external procedure.
   #      Twins match; every call is recorded once, at the user's line in the module procedure.
-  want="mpi.allgather:3 mpi.allgatherv:3 mpi.allreduce:7 mpi.bcast:3 mpi.reduce:3"
+  want="mpi.allgather:3 mpi.allgatherv:3 mpi.allreduce:7 mpi.bcast:6 mpi.reduce:3"
   for b in mpifh usempi f08; do
     g=g-fortran-$b-$$
     app "f$b-a" "$g" "$B/tests/apps/fortran_$b" -- 3; ra=$?

@@ -19,7 +19,9 @@ contains
   subroutine exchange(step, flip)
     integer, intent(in) :: step
     logical, intent(in) :: flip
-    double precision :: x(8), y(8), col(4, 3), g(64), gv(256)
+    double precision :: x(8), y(8), g(64), gv(256)
+    double precision, volatile :: col(4, 3) ! MPI_BOTTOM writes it behind the compiler's back
+    integer(kind=MPI_ADDRESS_KIND) :: addr(3)
     integer :: ierr, rank, nproc, i, row, counts(16), displs(16), st(MPI_STATUS_SIZE), got
     call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
     call MPI_Comm_size(MPI_COMM_WORLD, nproc, ierr)
@@ -40,6 +42,17 @@ contains
     call MPI_Type_commit(row, ierr)
     call MPI_Bcast(col, 1, row, 0, MPI_COMM_WORLD, ierr)
     call check(ierr == MPI_SUCCESS .and. col(1, 3) == 3.5d0 .and. col(2, 1) == dble(rank), 'bcast of a derived type')
+    call MPI_Type_free(row, ierr)
+    ! the same row from MPI_BOTTOM, through a type of absolute addresses
+    col(1, :) = dble(rank)
+    if (rank == 0) col(1, :) = [4.5d0, 5.5d0, 6.5d0]
+    do i = 1, 3
+      call MPI_Get_address(col(1, i), addr(i), ierr)
+    end do
+    call MPI_Type_create_hindexed(3, [1, 1, 1], addr, MPI_DOUBLE_PRECISION, row, ierr)
+    call MPI_Type_commit(row, ierr)
+    call MPI_Bcast(MPI_BOTTOM, 1, row, 0, MPI_COMM_WORLD, ierr)
+    call check(ierr == MPI_SUCCESS .and. col(1, 2) == 5.5d0 .and. col(2, 2) == dble(rank), 'bcast from MPI_BOTTOM')
     call MPI_Type_free(row, ierr)
     call MPI_Allgather(x, 2, MPI_DOUBLE_PRECISION, g, 2, MPI_DOUBLE_PRECISION, MPI_COMM_WORLD, ierr)
     call check(ierr == MPI_SUCCESS .and. g(2 * nproc - 1) == 1.0d0 / dble(nproc + step), 'allgather')
