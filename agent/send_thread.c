@@ -285,8 +285,8 @@ static void finish(int exit_code)
 {
     char why[512], body[160];
     if (S.mpi_unseen) /* a static word (agent/mpiseen.h): nothing to escape */
-        snprintf(body, sizeof(body), "{\"rank\":%ld,\"exit_code\":%d,\"mpi_unseen\":\"%s\"}", S.meta.rank,
-                 exit_code, S.mpi_unseen);
+        snprintf(body, sizeof(body), "{\"rank\":%ld,\"exit_code\":%d,\"mpi_unseen\":\"%s\"}", S.meta.rank, exit_code,
+                 S.mpi_unseen);
     else
         snprintf(body, sizeof(body), "{\"rank\":%ld,\"exit_code\":%d}", S.meta.rank, exit_code);
     if (S.spool_ok)

@@ -34,11 +34,12 @@
     "(SELECT count(DISTINCT q.rank) FROM record_requests q JOIN runs r USING (run_key) WHERE r.twin_group = " G        \
     " AND q.removed)"
 
-/* VD_MPI_UNSEEN(G, WHY) - how many runs of group G have a rank that ended saying its MPI calls went unrecorded for
- * WHY (rank_ends.mpi_unseen, agent/mpiseen.h). */
-#define VD_MPI_UNSEEN(G, WHY)                                                                                          \
-    "(SELECT count(DISTINCT e.run_key) FROM rank_ends e JOIN runs r USING (run_key) WHERE r.twin_group = " G          \
+/* VD_MPI_UNSEEN(G) - two columns: how many runs of group G have a rank that ended saying its MPI calls went
+ * unrecorded, for each reason (rank_ends.mpi_unseen, agent/mpiseen.h): "unloaded", then "unseen". */
+#define VD_MPI_UNSEEN_AS(G, WHY)                                                                                       \
+    "(SELECT count(DISTINCT e.run_key) FROM rank_ends e JOIN runs r USING (run_key) WHERE r.twin_group = " G           \
     " AND e.mpi_unseen = '" WHY "')"
+#define VD_MPI_UNSEEN(G) VD_MPI_UNSEEN_AS(G, "unloaded") ", " VD_MPI_UNSEEN_AS(G, "unseen")
 
 void findings_register(void)
 {
@@ -83,7 +84,8 @@ void findings_register(void)
      * group's last run end: cmp_check marks checked_at under the lock those commit under, so late records re-open
      * it), whether the comparison found two runs or more with steps they share (comparable: a target), how many
      * ranks recorded at all, and how many wait for records agents held back or lost to retention; whether a
-     * divergence is stored; how many runs made MPI calls their agent did not see. Facts only: the rules that read them are C's (twin_status, cause_judge). */
+     * divergence is stored; how many runs made MPI calls their agent did not see. Facts only: the rules that read them
+     * are C's (twin_status, cause_judge). */
     db_register(
         "vd_facts",
         "WITH g AS (SELECT name, i FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS t(name, i)), "
@@ -107,9 +109,8 @@ void findings_register(void)
         "SELECT g.name, coalesce(ru.nruns, 0), coalesce(ru.running, 0), coalesce(ru.failed, 0), "
         "EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g.name), coalesce(pr.unchecked, 0), "
         "coalesce(pr.comparable, 0), coalesce(pr.nranks, 0), " VD_AWAITING("g.name") ", " VD_REMOVED(
-            "g.name") ", " VD_MPI_UNSEEN("g.name", "unloaded") ", " VD_MPI_UNSEEN(
-            "g.name", "unseen") " FROM g LEFT JOIN ru ON ru.twin_group = g.name LEFT JOIN pr ON pr.twin_group = "
-                                "g.name ORDER BY g.i");
+            "g.name") ", " VD_MPI_UNSEEN("g.name") " FROM g LEFT JOIN ru ON ru.twin_group = g.name LEFT JOIN pr ON "
+                                                   "pr.twin_group = g.name ORDER BY g.i");
     /* The divergences of each group of $1 (a JSON array of names) at its first diverging step: what the cause rule
      * (common/cause.h) needs to say whether the group's first divergence is a record some run lacks. */
     db_register("vd_early", "SELECT d.twin_group, d.rank, d.step, d.seq, d.name, d.occ, d.kind FROM divergences d "
