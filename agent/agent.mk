@@ -32,8 +32,11 @@ $(B)/agent/mpi/%.o: agent/mpi/%.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -Wno-format-truncation $(MPI_CFLAGS) -c $< -o $@
 
-$(LIBLOCKSTEP_MPI_SO): $(B)/agent/mpi/pmpi.o $(B)/agent/mpi/comm.o $(B)/common/lsfp1.o $(LIBLOCKSTEP_SO) agent/mpi/liblockstep_mpi.map
-	$(CC) -shared -o $@ $(B)/agent/mpi/pmpi.o $(B)/agent/mpi/comm.o $(B)/common/lsfp1.o $(ALL_LDFLAGS) $(HARDEN_LD) \
+# Its Fortran entry points (fortran.c) call its own C wrappers: -Bsymbolic-functions binds those calls here even
+# when the library is linked rather than preloaded.
+LIBLOCKSTEP_MPI_OBJS := $(B)/agent/mpi/pmpi.o $(B)/agent/mpi/fortran.o $(B)/agent/mpi/comm.o $(B)/common/lsfp1.o
+$(LIBLOCKSTEP_MPI_SO): $(LIBLOCKSTEP_MPI_OBJS) $(LIBLOCKSTEP_SO) agent/mpi/liblockstep_mpi.map
+	$(CC) -shared -o $@ $(LIBLOCKSTEP_MPI_OBJS) $(ALL_LDFLAGS) $(HARDEN_LD) -Wl,-Bsymbolic-functions \
 	  -Wl,--version-script=agent/mpi/liblockstep_mpi.map -Wl,-soname,liblockstep_mpi.so \
 	  -L$(B)/lib -Wl,-rpath,'$$ORIGIN' -llockstep -ldl
 
@@ -84,6 +87,23 @@ ALL_TARGETS += $(B)/tests/apps/heat $(B)/tests/apps/libsolver.so $(B)/tests/apps
 ifneq ($(SCALAPACK_SO),)
 ALL_TARGETS += $(B)/tests/apps/blacs_solve
 endif
+endif
+# Fortran programs (mpifort): one per Open MPI binding (mpif.h, use mpi, use mpi_f08), and a mixed Fortran/C
+# one. mpif.h declares no interfaces, so gfortran 10 and later refuse its untyped buffers (MPI_IN_PLACE an
+# INTEGER, the data REAL) unless -fallow-argument-mismatch, which the codes that use mpif.h build with (its
+# warnings, one per call, silenced). Each program's .mod files go in a folder of its own.
+MPIFORT := $(shell command -v mpifort 2>/dev/null)
+FORTRAN_APPS := $(patsubst tests/apps/%.f90,$(B)/tests/apps/%,$(wildcard tests/apps/fortran_*.f90)) $(B)/tests/apps/mixed
+$(B)/tests/apps/fortran_mpifh: FORTRAN_FLAGS := -fallow-argument-mismatch -w
+$(B)/tests/apps/fortran_%: tests/apps/fortran_%.f90
+	@mkdir -p $(@D)/mod-$(@F)
+	mpifort -g -O1 -Wall $(FORTRAN_FLAGS) -J $(@D)/mod-$(@F) -o $@ $<
+$(B)/tests/apps/mixed: tests/apps/mixed.f90 tests/apps/mixed_energy.c
+	@mkdir -p $(@D)/mod-$(@F)
+	mpicc -std=gnu11 $(CFLAGS) $(WARN) -c -o $(@D)/mixed_energy.o tests/apps/mixed_energy.c
+	mpifort -g -O1 -Wall -J $(@D)/mod-$(@F) -o $@ tests/apps/mixed.f90 $(@D)/mixed_energy.o
+ifneq ($(MPIFORT),)
+ALL_TARGETS += $(FORTRAN_APPS)
 endif
 
 # bench/agent: an allreduce-heavy MPI program with and without the agent, server up and down.

@@ -11,6 +11,7 @@
 #include "agent/agent.h"
 #include "agent/callsite.h"
 #include "agent/config.h"
+#include "agent/mpiseen.h"
 #include "agent/occ.h"
 #include "agent/send.h"
 #include "agent/trace.h"
@@ -707,6 +708,7 @@ int ls_record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes,
 
 int ls_enabled_at(ls_level level, const char *name, const void *return_address)
 {
+    mpiseen_note(name);
     pthread_mutex_lock(&mu);
     int rc = A.state == ST_ACTIVE && ts_admits(&A.spec, level, A.step, A.rank);
     int rules = A.ignore.n || A.step_on_len;

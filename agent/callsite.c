@@ -37,9 +37,27 @@ static cs_entry *find(size_t b, const void *ret)
     return NULL;
 }
 
+/* fortran_name - a gfortran symbol as its source names it, into `out`: a module procedure
+ * (__MODULE_MOD_PROC) as MODULE::PROC, an external procedure (PROC_) as PROC. Returns 1 when `raw` is one. */
+static int fortran_name(const char *raw, char *out, size_t cap)
+{
+    const char *mod = strstr(raw, "_MOD_");
+    size_t n = strlen(raw);
+    if (raw[0] == '_' && raw[1] == '_' && mod && mod > raw + 2 && mod[5]) {
+        snprintf(out, cap, "%.*s::%s", (int)(mod - raw - 2), raw + 2, mod + 5);
+        return 1;
+    }
+    if (n > 1 && raw[n - 1] == '_' && raw[n - 2] != '_' && raw[0] != '_') {
+        snprintf(out, cap, "%.*s", (int)(n - 1), raw);
+        return 1;
+    }
+    return 0;
+}
+
 /* demangle - `raw` as people read it, into `out`: C++ names through __cxa_demangle when the process has
- * libstdc++ loaded (a C++ program always does), others as they are. */
-static void demangle(const char *raw, char *out, size_t cap)
+ * libstdc++ loaded (a C++ program always does), gfortran's when `fortran` says the module is gfortran's
+ * (fortran_name), others as they are. */
+static void demangle(const char *raw, int fortran, char *out, size_t cap)
 {
     typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
     if (raw[0] == '_' && raw[1] == 'Z') {
@@ -53,6 +71,8 @@ static void demangle(const char *raw, char *out, size_t cap)
         }
         free(s);
     }
+    if (fortran && fortran_name(raw, out, cap))
+        return;
     snprintf(out, cap, "%s", raw);
 }
 
@@ -83,7 +103,7 @@ static int name_at(const void *addr, char *module, size_t mcap, uint64_t *offset
     uint64_t start = 0;
     if (elfsym_lookup(path, *offset - 1, raw, sizeof(raw), &start) != 1)
         return 0;
-    demangle(raw, fn, fcap);
+    demangle(raw, elfsym_fortran(path) == 1, fn, fcap);
     *fn_off = *offset - start;
     return 1;
 }

@@ -16,6 +16,7 @@
 typedef struct mod {
     char path[PATH_MAX];
     int used, ok;
+    int fortran; /* -1 until elfsym_fortran asks */
     void *map;
     size_t size;
     const Elf64_Sym *syms;
@@ -108,6 +109,7 @@ static int mod_map(mod *m, const char *path)
     memset(m, 0, sizeof(*m));
     snprintf(m->path, sizeof(m->path), "%s", path);
     m->used = 1;
+    m->fortran = -1;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
@@ -196,4 +198,18 @@ int elfsym_lookup(const char *path, uint64_t vaddr, char *name, size_t cap, uint
     snprintf(name, cap, "%.*s", (int)len, nm);
     *start = s->st_value;
     return 1;
+}
+
+int elfsym_fortran(const char *path)
+{
+    mod *m = get(path);
+    if (m->fortran < 0) {
+        m->fortran = 0;
+        for (size_t i = 0; m->ok && i < m->nsyms && !m->fortran; i++) {
+            const Elf64_Sym *s = &m->syms[i];
+            if (s->st_name < m->strsz && m->strsz - s->st_name > 10 && !strncmp(m->strs + s->st_name, "_gfortran_", 10))
+                m->fortran = 1;
+        }
+    }
+    return m->fortran;
 }

@@ -18,4 +18,9 @@
  * the file cannot be read as ELF or memory runs out. Not thread-safe: callers serialize. */
 int elfsym_lookup(const char *path, uint64_t vaddr, char *name, size_t cap, uint64_t *start);
 
+/* elfsym_fortran - 1 when the ELF file at `path` was built by gfortran (its symbol table names the gfortran
+ * run time, _gfortran_*, as every program and nearly every library it compiles does), 0 otherwise or when the
+ * file cannot be read. Decided once per file. Not thread-safe: callers serialize. */
+int elfsym_fortran(const char *path);
+
 #endif /* AGENT_ELFSYM_H */

@@ -19,6 +19,7 @@
 #include "agent/agent.h"
 #include "agent/hold.h"
 #include "agent/http.h"
+#include "agent/mpiseen.h"
 #include "agent/spool.h"
 #include "agent/uplink.h"
 #include "common/recmatch.h"
@@ -66,6 +67,7 @@ int send_start(send_cfg *cfg, char *why, size_t cap)
     S.abort_at = 0;
     S.exit_code = 0;
     S.aborted = 0;
+    S.mpi_unseen = NULL;
     S.down = 0;
     S.backoff_ms = 0;
     S.retry_at = 0;
@@ -453,9 +455,17 @@ void send_stop(int exit_code)
         pthread_mutex_unlock(&S.mu);
         return;
     }
+    /* A rank that recorded nothing may have used MPI past the wrappers: its end says so. A self-started agent
+     * streams from its first record, so such a process registers now, for its run to say why it has nothing
+     * (launchers and shells, which record nothing either, never initialize MPI). A rank with records (NCCL's,
+     * the API's: MPI only to start) had its calls seen. */
+    const char *mpi_unseen = S.n_records ? NULL : mpiseen_unseen();
+    if (!S.started && mpi_unseen)
+        start_locked();
     int started = S.started;
     S.stopping = 1;
     S.exit_code = exit_code;
+    S.mpi_unseen = mpi_unseen;
     __atomic_store_n(&S.abort_at, mono_ns() + (int64_t)S.cfg.flush_ms * 1000000, __ATOMIC_RELAXED);
     pthread_cond_signal(&S.cv);
     pthread_mutex_unlock(&S.mu);

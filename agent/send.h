@@ -57,9 +57,10 @@ void send_push(const rec_record *r, int full);
 int send_checkpoint(int64_t step, const char *path, char *why, size_t cap);
 
 /* send_stop - cut the last batch, let the sender flush for at most the flush
- * bound, spool whatever is left, report `exit_code` as the rank's end and
- * stop the thread. Says once on stderr what was left in the spool. Safe when
- * never started. */
+ * bound, spool whatever is left, report `exit_code` as the rank's end (and,
+ * when the rank recorded nothing, whether it used MPI past the wrappers:
+ * agent/mpiseen.h) and stop the thread. Says once on stderr what was left in
+ * the spool. Safe when never started. */
 void send_stop(int exit_code);
 
 /* send_note - set fact `key` (used_key_valid) of this rank's configuration to `value` (at most USED_VALUE_MAX

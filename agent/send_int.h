@@ -57,6 +57,7 @@ struct sender {
     int64_t asked_step[16], asked_at[16]; /* steps sent on demand lately (sender thread only) */
     int exit_code;
     int aborted;               /* the end reported is an abort (send_mark_abort) */
+    const char *mpi_unseen;    /* the end report's mpi_unseen (agent/mpiseen.h), or NULL */
     int64_t abort_at;          /* monotonic deadline of the exit flush; 0 before */
     char *ckpt[SEND_MAX_CKPT]; /* checkpoint declarations (JSON) not yet taken by the server, oldest first */
     int nckpt;

@@ -333,12 +333,14 @@ static void post_checkpoints(void)
 /* finish - the end report, then the spool directory when it is empty. */
 static void finish(int exit_code)
 {
-    char why[512], body[128];
+    char why[512], body[192];
     pthread_mutex_lock(&S.mu);
     int aborted = S.aborted;
     pthread_mutex_unlock(&S.mu);
-    snprintf(body, sizeof(body), "{\"rank\":%ld,\"exit_code\":%d%s}", S.meta.rank, exit_code,
-             aborted ? ",\"abort\":true" : "");
+    /* mpi_unseen is a static word (agent/mpiseen.h): nothing to escape */
+    snprintf(body, sizeof(body), "{\"rank\":%ld,\"exit_code\":%d%s%s%s%s}", S.meta.rank, exit_code,
+             aborted ? ",\"abort\":true" : "", S.mpi_unseen ? ",\"mpi_unseen\":\"" : "",
+             S.mpi_unseen ? S.mpi_unseen : "", S.mpi_unseen ? "\"" : "");
     if (S.spool_ok)
         spool_put(&S.sp, SPOOL_END, body, strlen(body), why, sizeof(why));
     if (!S.down)

@@ -22,6 +22,8 @@ PKGS_SERVICES=(
   slurmdbd mariadb-server-core mariadb-client-core  # accounting in the local Slurm (deploy/slurm/up.sh -A): sacct
   libopenmpi-dev openmpi-bin
   libscalapack-openmpi-dev  # tests/apps/blacs_solve: ScaLAPACK on a 1x1 BLACS grid (the Slurm tier)
+  gfortran  # mpifort: the Fortran programs of tests/apps (agent and Slurm tiers)
+  quantum-espresso quantum-espresso-data  # pw.x and its pseudopotentials: a real Fortran MPI code (Slurm tier)
   prometheus prometheus-alertmanager  # the boards' queries and the example route, run for real (test_observe)
 )
 

@@ -9,12 +9,11 @@
 #include <mpi.h>
 
 #include "agent/mpi/comm.h"
+#include "agent/mpi/pmpi.h"
 #include "common/lsfp1.h"
 #include "include/lockstep.h"
 
-/* The real entry points, found with dlsym so that this library never links
- * libmpi (it loads into programs without MPI, and into ones that dlopen it). */
-static void *resolve(void **slot, const char *name)
+void *mpi_resolve(void **slot, const char *name)
 {
     void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (f)
@@ -33,10 +32,6 @@ static void *resolve(void **slot, const char *name)
     return f;
 }
 
-#define REAL(type, name, ...)                                                                                          \
-    static void *slot_##name;                                                                                          \
-    type (*real_##name)(__VA_ARGS__) = (type(*)(__VA_ARGS__))resolve(&slot_##name, "P" #name)
-
 /* --- datatypes ------------------------------------------------------------ */
 
 typedef struct dt_info {
@@ -53,6 +48,8 @@ static const struct {
                    {"MPI_FLOAT", LS_F32},
                    {"MPI_REAL8", LS_F64},
                    {"MPI_REAL4", LS_F32},
+                   {"MPI_DOUBLE_PRECISION", LS_F64}, /* Fortran's, through fortran.c */
+                   {"MPI_REAL", LS_F32},
                    {"MPI_C_BOOL", LS_BOOL}};
 
 static ls_dtype int_dtype(int size, int is_unsigned)
@@ -257,8 +254,9 @@ static int recording(ls_level level, const char *name, const void *ret)
     return !__atomic_load_n(&paused, __ATOMIC_RELAXED) && ls_enabled_at(level, name, ret);
 }
 
-/* RET - where the application called the wrapper this expands in. */
-#define RET __builtin_return_address(0)
+/* RET - where the application called the wrapper this expands in: the Fortran caller's return address when
+ * a Fortran entry point (fortran.c) called the wrapper on its behalf. */
+#define RET (mpi_fortran_caller ? mpi_fortran_caller : __builtin_return_address(0))
 
 int MPI_Pcontrol(const int level, ...)
 {

@@ -440,9 +440,17 @@ static enum MHD_Result ingest_end(http_req *req, char **args)
         res = bad_field(req, "abort", "true or false", 0);
         goto out_decref;
     }
+    /* an agent's word for a rank that used MPI and recorded none of it (agent/mpiseen.h) */
+    const json_t *unseen = json_object_get(o, "mpi_unseen");
+    const char *uv = json_string_value(unseen);
+    if (unseen && !json_is_null(unseen) && !(uv && (!strcmp(uv, "unloaded") || !strcmp(uv, "unseen")))) {
+        res = bad_field(req, "mpi_unseen", "\"unloaded\" or \"unseen\"", 0);
+        goto out_decref;
+    }
     int done = 0;
     srv_error e;
-    if (store_rank_end(&run, rank, code ? (int)json_integer_value(code) : 0, json_is_true(abort), &done, &e) < 0) {
+    if (store_rank_end(&run, rank, code ? (int)json_integer_value(code) : 0, json_is_true(abort), uv, &done, &e) <
+        0) {
         res = http_reply_srv_error(req, 503, &e);
         goto out_decref;
     }

@@ -88,6 +88,19 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
                  f->unchecked > 1 ? "s" : "");
         return "pending";
     }
+    if (f->comparable <= 0 && (f->mpi_unloaded || f->mpi_unseen)) {
+        int n = f->mpi_unloaded + f->mpi_unseen > f->nruns ? f->nruns : f->mpi_unloaded + f->mpi_unseen;
+        snprintf(why, cap,
+                 "every run ended, but they recorded nothing to compare: %d of %d runs made MPI calls that Lockstep "
+                 "did not see (%s)",
+                 n, f->nruns,
+                 f->mpi_unloaded ? "liblockstep_mpi.so was not their MPI library's front: run under srun --lockstep, "
+                                   "or add liblockstep_mpi.so to LD_PRELOAD"
+                                 : "liblockstep_mpi.so records Open MPI's C calls and its Fortran ones (mpif.h, use "
+                                   "mpi, use mpi_f08); these calls took another way in: another MPI library or "
+                                   "binding");
+        return "incomplete";
+    }
     if (f->comparable <= 0) {
         nothing_shared(f, why, cap);
         return "incomplete";

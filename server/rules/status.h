@@ -6,7 +6,8 @@
  *   diverged    a first divergence was found (whether or not a run also failed; but see incomplete)
  *   incomplete  nothing diverged (or, a run having failed, the first divergence is a record some run lacks:
  *               what the failure cut short), but a run failed (a rank's non-zero exit: its other ranks may never
- *               report, killed by the launcher) or, every run ended, they recorded nothing they share, or the
+ *               report, killed by the launcher) or, every run ended, they recorded nothing they share (said
+ *               apart when a run made MPI calls Lockstep did not see), or the
  *               comparison reached steps whose records retention removed (their digests differ, the records that
  *               would say where are gone): nothing says they would have agreed. Its reason names the one that
  *               applies: runs that recorded nothing ("no records"), runs of different rank counts (compared on
@@ -35,6 +36,9 @@ typedef struct twin_facts {
     int silent;               /* runs that recorded nothing at all */
     int min_ranks, max_ranks; /* the runs' registered rank counts (0: not known) */
     int shardless;            /* when the rank counts differ: runs that recorded no tensor shard */
+    /* runs with a rank that initialized MPI and recorded none of its calls (agent/mpiseen.h): without
+     * liblockstep_mpi.so as their MPI (unloaded), or with it, the calls taking a way in it does not see (unseen) */
+    int mpi_unloaded, mpi_unseen;
 } twin_facts;
 
 /* Every value twin_status returns, NULL-terminated (GET /api/v1/twins?status= accepts these). */

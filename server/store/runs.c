@@ -63,11 +63,13 @@ void store_runs_register(void)
      * (two ends counting at once, each without the other's uncommitted row, left the run running). */
     db_register("end_run_lock", "SELECT 1 FROM runs WHERE run_key = $1 FOR UPDATE");
     /* An abort's end (the agent's, sent before MPI_Abort) keeps its code when the rank's end is reported again
-     * (the SPANK plugin's, with the signal the launcher killed it with). */
-    db_register("rank_end", "INSERT INTO rank_ends (run_key, rank, exit_code, ended_at, aborted) VALUES ($1, $2, $3, "
-                            "clock_timestamp(), $4::boolean) ON CONFLICT (run_key, rank) DO UPDATE SET exit_code = "
-                            "CASE WHEN rank_ends.aborted THEN rank_ends.exit_code ELSE excluded.exit_code END, "
-                            "ended_at = excluded.ended_at, aborted = rank_ends.aborted OR excluded.aborted");
+     * (the SPANK plugin's, with the signal the launcher killed it with); so does the agent's word on MPI calls it
+     * did not see, which the plugin's report does not carry. */
+    db_register("rank_end", "INSERT INTO rank_ends (run_key, rank, exit_code, ended_at, aborted, mpi_unseen) VALUES "
+                            "($1, $2, $3, clock_timestamp(), $4::boolean, NULLIF($5, '')) ON CONFLICT (run_key, rank) "
+                            "DO UPDATE SET exit_code = CASE WHEN rank_ends.aborted THEN rank_ends.exit_code ELSE "
+                            "excluded.exit_code END, ended_at = excluded.ended_at, aborted = rank_ends.aborted OR "
+                            "excluded.aborted, mpi_unseen = COALESCE(excluded.mpi_unseen, rank_ends.mpi_unseen)");
     db_register("run_finish",
                 "UPDATE runs SET status = CASE WHEN e.bad > 0 THEN 'failed' ELSE 'ended' END, "
                 "ended_at = coalesce(ended_at, clock_timestamp()) FROM (SELECT count(*) AS n, count(*) FILTER "
@@ -300,13 +302,14 @@ int store_checkpoint(const run_info *run, int64_t step, const char *path, int ra
     return 0;
 }
 
-int store_rank_end(const run_info *run, int rank, int exit_code, int aborted, int *run_done, srv_error *e)
+int store_rank_end(const run_info *run, int rank, int exit_code, int aborted, const char *mpi_unseen, int *run_done,
+                   srv_error *e)
 {
     char key[32], rk[16], code[16], err[512];
     snprintf(key, sizeof(key), "%" PRId64, run->key);
     snprintf(rk, sizeof(rk), "%d", rank);
     snprintf(code, sizeof(code), "%d", exit_code);
-    const char *p[] = {key, rk, code, aborted ? "true" : "false"};
+    const char *p[] = {key, rk, code, aborted ? "true" : "false", mpi_unseen ? mpi_unseen : ""};
     const char *pl[] = {run->group, rk};
     PGresult *r = NULL;
     if (db_begin(err, sizeof(err)) < 0)
@@ -321,7 +324,7 @@ int store_rank_end(const run_info *run, int rank, int exit_code, int aborted, in
     if (!r)
         goto out_rollback;
     PQclear(r);
-    r = db_exec_once("rank_end", 4, p, err, sizeof(err));
+    r = db_exec_once("rank_end", 5, p, err, sizeof(err));
     if (!r)
         goto out_rollback;
     PQclear(r);

@@ -58,10 +58,11 @@ int store_manifest(const run_info *run, int rank, const char *json_text, srv_err
 int store_checkpoint(const run_info *run, int64_t step, const char *path, int rank, srv_error *e);
 
 /* store_rank_end - record that `rank` ended with `exit_code` (`aborted`: its end was an abort, MPI_Abort, whose
- * code later reports of the same rank keep); when every
- * rank has ended the run's status becomes ended (or failed if any exit code
- * was non-zero). Sets `*run_done` to 1 then. Returns 0, or -1 with `e`. */
-int store_rank_end(const run_info *run, int rank, int exit_code, int aborted, int *run_done, srv_error *e);
+ * code later reports of the same rank keep; `mpi_unseen`: NULL or why the rank's MPI calls went unrecorded,
+ * "unloaded" or "unseen", agent/mpiseen.h); when every rank has ended the run's status becomes ended (or failed if
+ * any exit code was non-zero). Sets `*run_done` to 1 then. Returns 0, or -1 with `e`. */
+int store_rank_end(const run_info *run, int rank, int exit_code, int aborted, const char *mpi_unseen, int *run_done,
+                   srv_error *e);
 
 /* store_checkpoints_read - the checkpoints run `key` declared, newest step first, `limit` of them from `offset`:
  * rows of step, path, rank, declared_at (ISO 8601, UTC) and the count of all. NULL with the database's message

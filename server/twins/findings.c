@@ -34,6 +34,13 @@
     "(SELECT count(DISTINCT q.rank) FROM record_requests q JOIN runs r USING (run_key) WHERE r.twin_group = " G        \
     " AND q.removed)"
 
+/* VD_MPI_UNSEEN(G) - two columns: how many runs of group G have a rank that ended saying its MPI calls went
+ * unrecorded, for each reason (rank_ends.mpi_unseen, agent/mpiseen.h): "unloaded", then "unseen". */
+#define VD_MPI_UNSEEN_AS(G, WHY)                                                                                       \
+    "(SELECT count(DISTINCT e.run_key) FROM rank_ends e JOIN runs r USING (run_key) WHERE r.twin_group = " G           \
+    " AND e.mpi_unseen = '" WHY "')"
+#define VD_MPI_UNSEEN(G) VD_MPI_UNSEEN_AS(G, "unloaded") ", " VD_MPI_UNSEEN_AS(G, "unseen")
+
 void findings_register(void)
 {
     glance_register();
@@ -83,8 +90,8 @@ void findings_register(void)
      * it), whether the comparison found two runs or more with steps they share (comparable: a target), how many
      * ranks recorded at all, and how many wait for records agents held back or lost to retention; whether a
      * divergence is stored; why nothing may be shared: runs that recorded nothing (no rank's progress), the runs'
-     * rank counts, and, where those differ, runs without a shard record (kind 3 frames hold them). Facts only: the
-     * rules that read them are C's (twin_status, cause_judge). */
+     * rank counts, and, where those differ, runs without a shard record (kind 3 frames hold them); how many runs made
+     * MPI calls their agent did not see. Facts only: the rules that read them are C's (twin_status, cause_judge). */
     db_register(
         "vd_facts",
         "WITH g AS (SELECT name, i FROM jsonb_array_elements_text($1::jsonb) WITH ORDINALITY AS t(name, i)), "
@@ -114,8 +121,8 @@ void findings_register(void)
         "EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g.name), coalesce(pr.unchecked, 0), "
         "coalesce(pr.comparable, 0), coalesce(pr.nranks, 0), " VD_AWAITING("g.name") ", " VD_REMOVED(
             "g.name") ", coalesce(ru.silent, 0), coalesce(ru.min_ranks, 0), coalesce(ru.max_ranks, 0), "
-                      "coalesce(sh.shardless, 0) FROM g LEFT JOIN ru ON ru.twin_group = g.name LEFT JOIN pr ON "
-                      "pr.twin_group = g.name LEFT JOIN sh ON sh.twin_group = g.name ORDER BY g.i");
+                      "coalesce(sh.shardless, 0), " VD_MPI_UNSEEN("g.name") " FROM g LEFT JOIN ru ON ru.twin_group = "
+                      "g.name LEFT JOIN pr ON pr.twin_group = g.name LEFT JOIN sh ON sh.twin_group = g.name ORDER BY g.i");
     /* The divergences of each group of $1 (a JSON array of names) at its first diverging step: what the cause rule
      * (common/cause.h) needs to say whether the group's first divergence is a record some run lacks. */
     db_register("vd_early", "SELECT d.twin_group, d.rank, d.step, d.seq, d.name, d.occ, d.kind FROM divergences d "
@@ -484,6 +491,8 @@ static int facts_read(const char *const *names, int n, twin_facts *out, int *nra
         f->min_ranks = atoi(PQgetvalue(r, i, 11));
         f->max_ranks = atoi(PQgetvalue(r, i, 12));
         f->shardless = atoi(PQgetvalue(r, i, 13));
+        f->mpi_unloaded = atoi(PQgetvalue(r, i, 14));
+        f->mpi_unseen = atoi(PQgetvalue(r, i, 15));
     }
     PQclear(r);
     return 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh - the agent tier: streaming to a real lockstepd (embedded PostgreSQL), spool and replay, a server that
 # dies or never answers, fork, LD_PRELOAD self-start, an unmodified 4-rank Open MPI program under LD_PRELOAD, and
-# real programs (tests/apps: C and C++ over a stripped library) judged by lockstepd: call sites, causes, ignore rules.
+# real programs (tests/apps: C, C++ over a stripped library, Fortran: tests/agent/fortran.sh) judged by lockstepd:
+# call sites, causes, ignore rules.
 # usage: tests/agent/run.sh BUILD_DIR      (ends with "N passed, N failed")
 set -u
 build=${1:-build}
@@ -221,7 +222,7 @@ else bad "LD_PRELOAD self-start (rc $ra, status $(run_status J-auto)): $(head -c
 # 7b. liblockstep_mpi.so exports exactly the MPI functions it interposes, and preloading it (with the agent)
 #     into a program without MPI is harmless.
 MPI_SO=$B/lib/liblockstep_mpi.so
-want=$(sed -n '/global:/,/local:/p' "$SRC/agent/mpi/liblockstep_mpi.map" | grep -Eo '^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*;' | tr -d ' ;' | sort)
+want=$(sed -n '/global:/,/local:/p' "$SRC/agent/mpi/liblockstep_mpi.map" | grep -v '^ */\*' | grep -Eo '[A-Za-z_][A-Za-z0-9_]*;' | tr -d ';' | sort)
 got=$(nm -D --defined-only "$MPI_SO" 2>/dev/null | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sed 's/@.*//' | grep -v '^LOCKSTEP_' | sort)
 if [ -n "$want" ] && [ "$want" = "$got" ] && ! ldd "$MPI_SO" | grep -q libmpi; then
   ok "liblockstep_mpi.so exports exactly its $(echo "$want" | wc -l) MPI wrappers and does not link libmpi"
@@ -310,13 +311,14 @@ fi
 #     stripped libsolver.so. Every finding below is lockstepd's (tests/agent/findings.py), read like a user would.
 HEAT=$B/tests/apps/heat
 SOLVER=$B/tests/apps/solver
-# app NAME GROUP PROGRAM [ENV=V...] -- ARGS: PROGRAM on 4 ranks under the agent, traced and streamed, twin group GROUP.
+# app NAME GROUP PROGRAM [ENV=V...] -- ARGS: PROGRAM on 4 ranks under the agent, traced and streamed, twin group GROUP
+# (APP_PRELOAD: the library preloaded instead of liblockstep_mpi.so).
 app() {
   local name=$1 group=$2 prog=$3; shift 3
   local envs=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=(-x "$1"); shift; done
   shift
-  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so" \
+  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE${APP_PRELOAD:-$B/lib/liblockstep_mpi.so}" \
     -x LOCKSTEP_SERVER="${APP_SERVER:-$URL}" -x LOCKSTEP_JOB_ID="J-$name" -x LOCKSTEP_STEP_ID=0 -x LOCKSTEP_TWIN_GROUP="$group" \
     -x LOCKSTEP_TRACE_DIR="$T/app-$name/trace" -x LOCKSTEP_SPOOL_DIR="$T/app-$name/spool" -x LOCKSTEP_BATCH_MS=50 \
     "${envs[@]}" ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$prog" "$@" >"$T/app-$name.out" 2>&1
@@ -443,6 +445,7 @@ if [ -x "$HEAT" ] && [ -x "$SOLVER" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; the
 else
   bad "tests/apps (heat, solver) or liblockstep_mpi.so missing"
 fi
+. "$SRC/tests/agent/fortran.sh"
 
 # 11. Digest streaming (LOCKSTEP_STREAM=digests): the same twins streamed in full, as digests, and mixed find the
 #     same first divergence (run B's rank 1 differs from step 7 on); bytes on the wire per step in both modes; a

@@ -4,7 +4,8 @@
 # Reads the sources, not the objects: comments, strings and character constants are blanked, then every identifier
 # is placed at its brace depth. A function is defined where `name (...) {` stands at depth 0; it is referenced
 # where its name appears inside a body or an initialiser (depth > 0: a call, a pointer stored in a table), in a
-# macro's text, or in a linker version script (*.map: the symbols a library exports to its callers). Prototypes
+# macro's text, in a linker version script (*.map: the symbols a library exports to its callers), or as a Fortran
+# source's bind(C, name='...') (*.f90: C called from Fortran). Prototypes
 # (depth 0, followed by `;`) are no reference. A function whose only references sit in the bodies of
 # unreferenced functions is unreferenced too (repeated until nothing changes); a function's calls of itself do not
 # count. A static function is referenced only from its own file (others may hold a static of the same name).
@@ -140,6 +141,9 @@ def main():
                     files.append(p)
                 elif f.endswith(".map"):
                     exported |= set(ident.findall(blank(open(p, encoding="utf-8").read())))
+                elif f.endswith(".f90"):  # Fortran calls C by its bind(C) name, written as a string there
+                    exported |= set(re.findall(r"""bind\(C, *name *= *['"]([A-Za-z_]\w*)['"]\)""",
+                                               open(p, encoding="utf-8").read(), re.I))
     defs, refs = [], []  # refs: (name, file, enclosing definition index or None)
     for p in sorted(files):
         fd, fr = scan(p)

@@ -48,7 +48,7 @@ for f in bin/lockstepd bin/lockstep bin/lockstep-train tests/slurm/mpi_twin; do 
 # The MPI wrappers and the real programs of tests/apps (the stripped library beside its program).
 [ -f "$build/lib/liblockstep_mpi.so" ] && cp "$build/lib/liblockstep_mpi.so" "$tmp/lib/"
 mkdir -p "$tmp/tests/apps"
-for f in heat solver libsolver.so blacs_solve; do [ -f "$build/tests/apps/$f" ] && cp "$build/tests/apps/$f" "$tmp/tests/apps/"; done
+for f in heat solver libsolver.so blacs_solve fortran_f08; do [ -f "$build/tests/apps/$f" ] && cp "$build/tests/apps/$f" "$tmp/tests/apps/"; done
 lockstepd=$tmp/bin/lockstepd
 lockstep_cli=$tmp/bin/lockstep
 
@@ -605,6 +605,7 @@ t_slurm_abort() { # rank 1 calls MPI_Abort(5) in both twins: each run's exit is 
   [ "$st" = incomplete ] && [ "$(vfield "$v" exits)" = "[5, 5]" ] &&
     [ "$(grep -c '5 (rank 1 aborted, others killed)' "$tmp/out")" = 2 ]
 }
+. "$src/tests/slurm/fortran.sh"
 t_slurm_failed() { # twins that both abort at once: incomplete, each run's exit, not a match
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
@@ -775,6 +776,12 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
       fi
       check "one character changed in heat's input file: configuration, the file named, no node blamed" t_slurm_input
       check "MPI_Abort on rank 1 in both twins: the same exit, the abort's code, rank 1 named" t_slurm_abort
+      check "Fortran (use mpi_f08), a bit flipped on rank 2: rank 2 named at physics::exchange" t_slurm_fortran
+      if [ -x /usr/bin/pw.x ]; then
+        check "Quantum ESPRESSO pw.x twice: every rank recorded; rank 0 broadcasts unset bytes (origin 0)" t_slurm_pw
+      else
+        echo "skip pw.x: quantum-espresso is not installed (deploy/install-deps.sh)"; skip=$((skip+1))
+      fi
       plugstack "${args/server=http:\/\/127.0.0.1:$dead_port/server=http://127.0.0.1:$lsd_port}"
     else
       fail=$((fail+1)); echo "FAIL tests/apps or liblockstep_mpi.so is not built"

@@ -11,7 +11,8 @@
 
 static const struct {
     const char *what;
-    twin_facts f; /* nruns, running, failed, diverged, missing, unchecked, comparable, awaiting, removed */
+    twin_facts f; /* nruns, running, failed, diverged, missing, unchecked, comparable, awaiting, removed,
+                     mpi_unloaded, mpi_unseen */
     const char *status;
 } CASES[] = {
     {"no run", {0, 0, 0, 0, 0, 0, 0}, "pending"},
@@ -39,6 +40,8 @@ static const struct {
     {"removed records while a run still runs", {2, 1, 0, 0, 0, 1, 2, 0, 1}, "pending"},
     {"diverged before the removed records", {2, 0, 0, 1, 0, 1, 2, 0, 1}, "diverged"},
     {"removed records of steps compared already (digests agreed)", {2, 0, 0, 0, 0, 0, 2, 0, 0}, "match"},
+    {"ended without records: their MPI calls went unseen", {2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, "incomplete"},
+    {"MPI calls unseen, yet other records compared and agreed", {2, 0, 0, 0, 0, 0, 2, 0, 0, 0, 2}, "match"},
 };
 
 /* Records held back by agents that ended are only sent by a person: the reason says how. */
@@ -113,6 +116,25 @@ static void test_nothing_shared_says_which(void **state)
     }
 }
 
+/* Runs that used MPI and recorded none of it: the reason says so, and what to do, rather than "no records". */
+static void test_mpi_unseen_says_why(void **state)
+{
+    (void)state;
+    twin_facts f = {.nruns = 2, .mpi_unseen = 2};
+    char why[512] = "";
+    assert_string_equal(twin_status(&f, why, sizeof(why)), "incomplete");
+    assert_non_null(strstr(why, "2 of 2 runs made MPI calls that Lockstep did not see"));
+    assert_non_null(strstr(why, "another MPI library or binding"));
+    f.mpi_unseen = 0;
+    f.mpi_unloaded = 1;
+    twin_status(&f, why, sizeof(why));
+    assert_non_null(strstr(why, "1 of 2 runs made MPI calls"));
+    assert_non_null(strstr(why, "LD_PRELOAD"));
+    f.mpi_unloaded = 0;
+    twin_status(&f, why, sizeof(why));
+    assert_null(strstr(why, "MPI"));
+}
+
 static void test_cases(void **state)
 {
     (void)state;
@@ -153,6 +175,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cases), cmocka_unit_test(test_statuses_listed), cmocka_unit_test(test_awaiting_says_how),
-        cmocka_unit_test(test_removed_says_what), cmocka_unit_test(test_nothing_shared_says_which)};
+        cmocka_unit_test(test_removed_says_what), cmocka_unit_test(test_nothing_shared_says_which),
+        cmocka_unit_test(test_mpi_unseen_says_why)};
     return cmocka_run_group_tests_name("status", tests, NULL, NULL);
 }

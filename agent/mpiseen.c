@@ -1,0 +1,39 @@
+/* mpiseen.c - whether a process's MPI calls reached Lockstep's MPI wrappers (agent/mpiseen.h). */
+#include "agent/mpiseen.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+#include "agent/agent.h"
+
+static long seen; /* atomic: MPI wrapper calls */
+static int warned;
+
+void mpiseen_note(const char *name)
+{
+    if (name && !strncmp(name, "mpi.", 4))
+        __atomic_add_fetch(&seen, 1, __ATOMIC_RELAXED);
+}
+
+const char *mpiseen_unseen(void)
+{
+    if (__atomic_load_n(&seen, __ATOMIC_RELAXED))
+        return NULL;
+    /* MPI_Initialized may be called before MPI_Init and after MPI_Finalize: it says whether MPI_Init ran. */
+    int (*initialized)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "PMPI_Initialized");
+    int on = 0;
+    if (!initialized || initialized(&on) != 0 || !on)
+        return NULL;
+    Dl_info info;
+    void *f = dlsym(RTLD_DEFAULT, "MPI_Allreduce");
+    int ours = f && dladdr(f, &info) && info.dli_fname && strstr(info.dli_fname, "liblockstep_mpi");
+    if (ours)
+        agent_warn_once(&warned, "this rank initialized MPI, but none of its MPI calls reached liblockstep_mpi.so: "
+                                 "they took a way in it does not interpose (it records Open MPI's C, mpif.h, "
+                                 "use mpi and use mpi_f08 calls)");
+    else
+        agent_warn_once(&warned, "this rank initialized MPI, but liblockstep_mpi.so is not loaded (or another "
+                                 "library's MPI functions come first): its MPI calls were not recorded; "
+                                 "LD_PRELOAD it, or run under srun --lockstep");
+    return ours ? "unseen" : "unloaded";
+}
