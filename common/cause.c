@@ -168,7 +168,8 @@ static void judge_origin(const cause_rank *const *early, int ne, int n_unknown, 
             v->why, sizeof(v->why),
             "rank %.12s, the root of %.200s, already held another value before broadcasting it, and nothing diverged "
             "earlier: the value entered at the root from outside the recorded computation (a file it read, "
-            "the clock, its environment); %.240s received it through the broadcast",
+            "the clock, its environment, or bytes of the buffer it never set); %.240s received it through the "
+            "broadcast",
             who, rec, recv);
         return;
     }

@@ -52,8 +52,9 @@ void hw_judge(const hw_facts *f, hw_verdict *v)
     if (f->cause == CAUSE_ORIGIN && f->root_input) {
         decide(v, "software", "root_input");
         snprintf(v->reason, sizeof(v->reason),
-                 "no hardware evidence: %.780s; compare what the runs read (input files, the clock, the "
-                 "environment)",
+                 "no hardware evidence: %.700s; compare what the runs read (input files, the clock, the "
+                 "environment); if the program never uses the differing bytes (a buffer it only partly set), leave "
+                 "the call out with --lockstep-ignore",
                  why);
         return;
     }

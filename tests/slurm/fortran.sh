@@ -27,7 +27,8 @@ pw_run() {
 # Twice, unchanged: every rank records (Fortran MPI through mpif.h), both runs print the same energy, and the first
 # report is what the records show: rank 0 broadcasts 2 KiB of which some bytes are never set (uninitialized memory,
 # different in every process: seen with a dump of the buffer), so the runs diverge there, origin rank 0, at a site
-# in the stripped pw.x. Before liblockstep_mpi.so took Fortran calls, these runs recorded nothing.
+# in the stripped pw.x; the evidence rule root_input says software and scores no node. Before liblockstep_mpi.so
+# took Fortran calls, these runs recorded nothing.
 t_slurm_pw() {
   pw_run a && pw_run b || return 1
   local ea eb; ea=$(grep '^!    total energy' "$tmp/pw-a/out"); eb=$(grep '^!    total energy' "$tmp/pw-b/out")
@@ -46,5 +47,10 @@ for r in d["runs"]:
   [ "$(echo $recs)" = "True True True True" ] &&
     [ "$(vfield "$v" status)" = diverged ] && [ "$(vfield "$v" cause)" = origin ] &&
     [ "$(vfield "$v" origin_ranks)" = "[0]" ] && [ "$(vfield "$v" name)" = mpi.bcast ] &&
-    vfield "$v" site | grep -q '^pw.x+0x[0-9a-f]*'
+    vfield "$v" site | grep -q '^pw.x+0x[0-9a-f]*' || return 1
+  # the value entered at the root (root_input): software, no node scored, and the report says how to leave it out
+  [ "$(group_class s-pw)" = software ] || return 1
+  for n in n1 n2 n3 n4; do [ "$(involved $n s-pw)" = 0 ] || { echo "$n was blamed" >>"$tmp/err"; return 1; }; done
+  "$lockstep_cli" twins s-pw --server "http://127.0.0.1:$lsd_port" >"$tmp/out" 2>&1
+  grep -q "never set" "$tmp/out"
 }

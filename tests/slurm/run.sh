@@ -778,7 +778,7 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
       check "MPI_Abort on rank 1 in both twins: the same exit, the abort's code, rank 1 named" t_slurm_abort
       check "Fortran (use mpi_f08), a bit flipped on rank 2: rank 2 named at physics::exchange" t_slurm_fortran
       if [ -x /usr/bin/pw.x ]; then
-        check "Quantum ESPRESSO pw.x twice: every rank recorded; rank 0 broadcasts unset bytes (origin 0)" t_slurm_pw
+        check "Quantum ESPRESSO pw.x twice: every rank recorded; rank 0 broadcasts unset bytes: software, no node" t_slurm_pw
       else
         echo "skip pw.x: quantum-espresso is not installed (deploy/install-deps.sh)"; skip=$((skip+1))
       fi
