@@ -47,6 +47,7 @@ TEST_OBJS_test_target := $(B)/server/http/target.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_members := $(B)/server/rules/members.o
 TEST_OBJS_test_run_outcome := $(B)/server/rules/outcome.o
 TEST_OBJS_test_first_json := $(B)/server/twins/first_json.o
+TEST_OBJS_test_divergence := $(B)/server/twins/divergence.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_delta := $(B)/server/rules/delta.o
 TEST_OBJS_test_groups := $(B)/server/rules/group_rule.o
 TEST_LIBS_test_token = $(TOKEN_LIBS)

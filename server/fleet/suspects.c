@@ -26,41 +26,28 @@
 
 #define MAX_ORIGIN 16
 
-/* content_key - what run `run_id` holds for the divergence (entries of its
- * runs array): fp and value bits, or "missing". */
-static void content_key(json_t *entries, const char *run_id, char *out, size_t cap)
+/* The run entries of an origin rank's first divergence (borrowed from the group's findings). */
+typedef struct origin_entries {
+    const div_entry *e;
+    int n;
+} origin_entries;
+
+/* content_key - what run `run_id` holds for the divergence of `oe` (server/twins/divergence.h's key), or "unknown"
+ * when it has no entry there. */
+static void content_key(const origin_entries *oe, const char *run_id, char *out, size_t cap)
 {
-    size_t i;
-    json_t *e;
-    snprintf(out, cap, "unknown");
-    json_array_foreach(entries, i, e)
-    {
-        if (strcmp(json_string_value(json_object_get(e, "run_id")) ?: "", run_id))
-            continue;
-        if (!json_is_true(json_object_get(e, "present")))
-            snprintf(out, cap, "missing");
-        else
-            snprintf(out, cap, "%s/%s", json_string_value(json_object_get(e, "fp")) ?: "",
-                     json_string_value(json_object_get(e, "value_bits")) ?: "-");
-        return;
-    }
+    const div_entry *e = div_entry_of(oe->e, oe->n, run_id);
+    if (e)
+        div_content_key(e, out, cap);
+    else
+        snprintf(out, cap, "unknown");
 }
 
-static int is_minority(json_t *entries, const char *run_id)
+/* is_minority - whether run `run_id` is outside the majority of the divergence of `oe`. */
+static int is_minority(const origin_entries *oe, const char *run_id)
 {
-    size_t i;
-    json_t *e;
-    json_array_foreach(entries, i, e) if (!strcmp(json_string_value(json_object_get(e, "run_id")) ?: "",
-                                                  run_id)) return json_is_false(json_object_get(e, "majority"));
-    return 0;
-}
-
-static int has_majority(json_t *entries)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(entries, i, e) if (json_object_get(e, "majority")) return 1;
-    return 0;
+    const div_entry *e = div_entry_of(oe->e, oe->n, run_id);
+    return e && e->majority == DIV_MAJORITY_OUT;
 }
 
 static void add_implicated(grp_class *v, const char *node)
@@ -120,20 +107,20 @@ static int classify_cause(const grp_findings *vd, grp_class *v)
 /* classify_same_hardware - on the origin ranks: add the nodes of the runs that diverged to v->implicated (the
  * minority's when `strong`, else every run's), and classify as software when two runs that differ ran the rank
  * on the same hardware. 1 when it classified, else 0. */
-static int classify_same_hardware(const grp *g, json_t **entries, const int *origin, int norigin, int strong,
-                                  grp_class *v)
+static int classify_same_hardware(const grp *g, const origin_entries *entries, const int *origin, int norigin,
+                                  int strong, grp_class *v)
 {
     char ka[128], kb[128];
     for (int o = 0; o < norigin; o++) {
         for (int a = 0; a < g->nruns; a++) {
             const hw_slot *sa = group_slot(g, a, origin[o]);
-            int implicated = strong ? is_minority(entries[o], g->runs[a].id) : 1;
+            int implicated = strong ? is_minority(&entries[o], g->runs[a].id) : 1;
             if (implicated)
                 add_implicated(v, sa->node);
-            content_key(entries[o], g->runs[a].id, ka, sizeof(ka));
+            content_key(&entries[o], g->runs[a].id, ka, sizeof(ka));
             for (int b = a + 1; b < g->nruns; b++) {
                 const hw_slot *sb = group_slot(g, b, origin[o]);
-                content_key(entries[o], g->runs[b].id, kb, sizeof(kb));
+                content_key(&entries[o], g->runs[b].id, kb, sizeof(kb));
                 if (!strcmp(ka, kb))
                     continue;
                 if (sa->node && sb->node && !strcmp(sa->node, sb->node) &&
@@ -193,15 +180,16 @@ static int classify_spread(const grp *g, const char *name, grp_class *v, char (*
  * findings) when it is software by nature (configuration, every-rank, operation); then, on the origin
  * ranks only, the same hardware and no hardware named; then the spread over unrelated nodes; else
  * hardware, with strong (minority of 3+) or weak (pair) weights set on the runs. */
-static int classify(grp *g, const grp_findings *vd, json_t **entries, const int *origin, int norigin, const char *name,
-                    grp_class *v, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
+static int classify(grp *g, const grp_findings *vd, const origin_entries *entries, const int *origin, int norigin,
+                    const char *name, grp_class *v, char (*requeue)[256], int cap, int *nrequeue, char *err,
+                    size_t ecap)
 {
     if (classify_cause(vd, v))
         return 0;
     /* Which runs diverged on the origin ranks, and whether a majority names them. */
     int strong = g->nruns >= 3;
     for (int o = 0; o < norigin; o++)
-        if (!has_majority(entries[o]))
+        if (!div_has_majority(entries[o].e, entries[o].n))
             strong = 0;
     if (classify_same_hardware(g, entries, origin, norigin, strong, v))
         return 0;
@@ -223,7 +211,7 @@ static int classify(grp *g, const grp_findings *vd, json_t **entries, const int 
     for (int a = 0; a < g->nruns; a++) {
         int hit = 0;
         for (int o = 0; o < norigin; o++)
-            hit |= strong ? is_minority(entries[o], g->runs[a].id) : 1;
+            hit |= strong ? is_minority(&entries[o], g->runs[a].id) : 1;
         g->runs[a].weight = hit ? (strong ? 1.0 : g_srv.cfg.weak_weight) : 0.0;
     }
     snprintf(v->reason, sizeof(v->reason), "%s evidence against %.300s: %s (%s: %.560s)", strong ? "strong" : "weak",
@@ -476,7 +464,7 @@ static void place_ranks(grp *g, PGresult *man, PGresult *att, json_t **docs)
 }
 
 /* evaluation - one evaluation of a group: what it read in the transaction's snapshot, and the evidence it comes
- * to. The results, entries and the group's runs are owned (evaluation_free). */
+ * to. The results and the group's runs are owned (evaluation_free). */
 typedef struct evaluation {
     const char *group;
     grp *g;
@@ -485,7 +473,7 @@ typedef struct evaluation {
     grp_findings vd; /* the group's findings: status, cause and origin ranks of its first divergence */
     int ndivs;       /* ranks that diverged (0 once a replay group's narrow speaks for it) */
     char step[32], rank0[16];
-    json_t *entries[MAX_ORIGIN]; /* per origin rank, its runs' entries of the first divergence */
+    origin_entries entries[MAX_ORIGIN]; /* per origin rank, its runs' entries of the first divergence (vd's) */
     int origin[MAX_ORIGIN], norigin;
     const char *origin_name;
     int replays, noise, exposed;
@@ -604,7 +592,7 @@ static int decide_diverged(evaluation *ev, char (*requeue)[256], int cap, int *n
         for (int i = 0; i < vd->ndivs; i++)
             if (vd->divs[i].rank == vd->origin[o]) {
                 ev->origin[ev->norigin] = vd->origin[o];
-                ev->entries[ev->norigin++] = json_incref(vd->divs[i].runs);
+                ev->entries[ev->norigin++] = (origin_entries){vd->divs[i].entries, vd->divs[i].nentries};
                 break;
             }
     }
@@ -710,8 +698,6 @@ static int evaluation_write(evaluation *ev, char *err, size_t cap)
 /* evaluation_free - free what `ev` holds, and `ev`. */
 static void evaluation_free(evaluation *ev)
 {
-    for (int o = 0; o < ev->norigin; o++)
-        json_decref(ev->entries[o]);
     for (int a = 0; a < ev->g->nruns; a++)
         free(ev->g->runs[a].ranks);
     free(ev->g);

@@ -43,23 +43,6 @@ static long long int_of(json_t *o, const char *key, long long lo, long long hi, 
     return json_integer_value(v);
 }
 
-/* content_key - what an entry of a divergence's runs holds: fingerprint and value bits, or "missing". */
-static void content_key(json_t *e, char *out, size_t cap)
-{
-    if (!e || !json_is_true(json_object_get(e, "present")))
-        snprintf(out, cap, "missing");
-    else
-        snprintf(out, cap, "%s/%s", str_of(e, "fp", ""), str_of(e, "value_bits", "-"));
-}
-
-static json_t *entry_of(json_t *entries, const char *run_id)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(entries, i, e) if (!strcmp(str_of(e, "run_id", ""), run_id)) return e;
-    return NULL;
-}
-
 int narrow_probe(const char *run_key, const int *origin, int norigin, const char *nodes, char *probe, size_t pcap,
                  char *gpus, size_t gcap, char *err, size_t ecap)
 {
@@ -235,11 +218,11 @@ static int read_runs(const char *group, const grp_findings *vd, nruns *R, char *
         return -1;
     int nr = R->nr = PQntuples(runs) < RP_MAX_RUNS ? PQntuples(runs) : RP_MAX_RUNS;
     R->rs = xcalloc((size_t)nr + 1, sizeof(*R->rs));
-    json_t *entries = vd->first_div->runs;
+    const divergence *first = vd->first_div;
     R->nkeys = 0;
     R->majority = -1;
     R->odd = -1;
-    const char *odd_id = vd->first_div->odd_run_id;
+    const char *odd_id = first->odd_run_id;
     for (int i = 0; i < nr; i++) {
         nrun *x = &R->rs[i];
         x->key = PQgetvalue(runs, i, 0);
@@ -254,16 +237,16 @@ static int read_runs(const char *group, const grp_findings *vd, nruns *R, char *
         x->argv = PQgetvalue(runs, i, 9);
         x->run_as = PQgetisnull(runs, i, 10) ? NULL : PQgetvalue(runs, i, 10);
         x->reported = PQgetvalue(runs, i, 11);
-        json_t *en = entry_of(entries, x->id);
+        const div_entry *en = div_entry_of(first->entries, first->nentries, x->id);
         char k[160];
-        content_key(en, k, sizeof(k));
+        div_content_key(en, k, sizeof(k));
         int c;
         for (c = 0; c < R->nkeys && strcmp(R->keys[c], k); c++)
             ;
         if (c == R->nkeys)
             snprintf(R->keys[R->nkeys++], sizeof(R->keys[0]), "%s", k);
         R->rr[i] = (rp_run){x->id, x->nodes, c};
-        if (en && json_is_true(json_object_get(en, "majority")))
+        if (en && en->majority == DIV_MAJORITY_IN)
             R->majority = c;
         if (odd_id && !strcmp(odd_id, x->id))
             R->odd = i;

@@ -158,27 +158,6 @@ static json_t *entry_site(json_t *runs)
     return NULL;
 }
 
-/* inputs_state - what the runs' input fingerprints of a divergence say (common/cause.h). */
-static cause_inputs inputs_state(json_t *runs)
-{
-    size_t i, n = json_array_size(runs);
-    json_t *e, *first = NULL;
-    if (n < 2)
-        return CAUSE_IN_UNKNOWN;
-    int differ = 0;
-    json_array_foreach(runs, i, e)
-    {
-        json_t *in = json_object_get(e, "inputs");
-        if (!json_is_true(json_object_get(e, "present")) || !json_is_array(in) || !json_array_size(in))
-            return CAUSE_IN_UNKNOWN;
-        if (!first)
-            first = in;
-        else if (!json_equal(first, in))
-            differ = 1;
-    }
-    return differ ? CAUSE_IN_DIFF : CAUSE_IN_SAME;
-}
-
 /* set_members - each run's "compared" and "left_out" (why not), by the rule the comparison applies to each rank
  * (server/rules/members.h), here to whole runs: whether it recorded anything, how far, whether it ended. */
 static void set_members(PGresult *runs, grp_findings *v)
@@ -333,7 +312,8 @@ static void mdiff_keep(const char *group, const char *key, json_t *d)
 }
 
 /* read_divergence - row `i` of vd_divs (rank, step, seq, name, occurrence, kind, odd run key, runs) into `d`, the
- * odd run named by its id from `runs` (vd_runs: key, id). */
+ * odd run named by its id from `runs` (vd_runs: key, id), and its run entries typed: the one place a stored
+ * divergence's JSON is read. */
 static void read_divergence(PGresult *divs, int i, PGresult *runs, divergence *d)
 {
     d->rank = atoi(PQgetvalue(divs, i, 0));
@@ -350,6 +330,7 @@ static void read_divergence(PGresult *divs, int i, PGresult *runs, divergence *d
     d->runs = json_loads(PQgetvalue(divs, i, 7), 0, NULL);
     if (!d->runs)
         d->runs = json_array();
+    div_entries_read(d->runs, &d->entries, &d->nentries);
 }
 
 /* judge - the cause of the first divergence over the per-rank divergences; fills v->first. */
@@ -372,7 +353,7 @@ static void judge(grp_findings *v)
         cr[i].restore = !strcmp(d->kind, "restore"); /* server/twins/restore.c */
         cr[i].logical = d->logical;
         cr[i].missing = !strcmp(d->kind, "missing");
-        cr[i].inputs = cr[i].restore || cr[i].logical ? CAUSE_IN_UNKNOWN : inputs_state(d->runs);
+        cr[i].inputs = cr[i].restore || cr[i].logical ? CAUSE_IN_UNKNOWN : div_inputs_state(d->entries, d->nentries);
     }
     cause_facts f = {cr, n, v->nranks, json_is_true(json_object_get(v->mdiff, "explains"))};
     cause_result cv;
