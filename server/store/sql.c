@@ -9,11 +9,9 @@
 
 #define SUSPECTS_LOCK "7243105"
 
-static __thread char last_state[6]; /* the SQLSTATE of this thread's last failed statement ("" none) */
-
 int sql_conflicted(void)
 {
-    return !strcmp(last_state, "40001") || !strcmp(last_state, "40P01");
+    return db_conflicted();
 }
 
 int sql_retry(int attempt)
@@ -33,12 +31,9 @@ PGresult *sql_query(const char *sql, int n, const char *const *params, char *err
         return NULL;
     }
     PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
-    if (db_ok(r)) {
-        last_state[0] = 0;
+    db_note_outcome(r);
+    if (db_ok(r))
         return r;
-    }
-    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    snprintf(last_state, sizeof(last_state), "%s", state ? state : "");
     if (err)
         snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
     if (err) {

@@ -27,10 +27,11 @@ int sql_begin(char *err, size_t cap);
  * committed. 0 or -1. */
 int sql_lock_evaluator(char *err, size_t cap);
 
-/* sql_conflicted - 1 when this thread's last failed statement failed on a
- * concurrent update (serialization failure or deadlock): the transaction,
- * rolled back, may simply be run again. A writer outside the evaluator's lock
- * (alert deliveries) can make a REPEATABLE READ transaction fail so. */
+/* sql_conflicted - 1 when this thread's last failed statement, run here or by
+ * db.h's prepared statements (db_conflicted), failed on a concurrent update
+ * (serialization failure or deadlock): the transaction, rolled back, may
+ * simply be run again. A writer outside the evaluator's lock (alert
+ * deliveries) can make a REPEATABLE READ transaction fail so. */
 int sql_conflicted(void);
 
 /* sql_retry - after attempt `attempt` (from 0) of a transaction failed: 1 when it failed on a concurrent update
