@@ -33,6 +33,7 @@
 #include "server/api/twins.h"
 #include "server/twins/compare.h"
 #include "server/replay/replay_cmp.h"
+#include "server/replay/narrow.h"
 #include "server/twins/findings.h"
 #include "server/twins/step_read.h"
 #include "server/twins/twin_read.h"
@@ -44,9 +45,11 @@
 #include "server/alerts/alerts.h"
 #include "server/effect/effect_data.h"
 #include "server/fleet/exposures.h"
+#include "server/fleet/suspects.h"
 #include "server/fleet/fleet_thread.h"
 #include "server/fleet/set_aside.h"
 #include "server/fleet/timeline.h"
+#include "server/fleet/divergence_alert.h"
 #include "server/http/route.h"
 #include "server/http/server.h"
 #include "server/http/static.h"
@@ -202,6 +205,9 @@ static void register_all(void)
     twin_read_register();
     rc_register();
     exposures_register();
+    suspects_register();
+    divergence_alert_register();
+    narrow_register();
     timeline_register();
     effect_data_register();
     cmp_on_divergence(fleet_notify);            /* evidence, suspects and the group's alert */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "server/alerts/alerts.h"
-#include "server/store/sql.h"
+#include "server/store/db.h"
 
 /* add_unique - append `v` to the ','-separated list `out` unless it is empty or there already. */
 static void add_unique(char *out, size_t cap, const char *v)
@@ -35,9 +35,7 @@ static int earlier_alerts(const char *group, const char *facts, int *count, long
                           char *err, size_t ecap)
 {
     const char *p[] = {group};
-    PGresult *r = sql_query("SELECT id, facts, resolved_at IS NULL, kind = 'divergence' FROM alerts WHERE kind IN "
-                            "('divergence', 'verdict') AND twin_group = $1 ORDER BY id",
-                            1, p, err, ecap);
+    PGresult *r = db_exec_once("dalert_earlier", 1, p, err, ecap);
     if (!r)
         return -1;
     *count = 0;
@@ -352,4 +350,11 @@ int divergence_alert_enqueue(const grp *g, const grp_findings *vd, const grp_cla
     if (!f.diverged && count == 0)
         return 0; /* an incomplete group raises no alert of its own; it only corrects one raised before */
     return raise_alert(g, vd, v, &f, count, open, nopen, err, cap);
+}
+
+void divergence_alert_register(void)
+{
+    db_register("dalert_earlier",
+                "SELECT id, facts, resolved_at IS NULL, kind = 'divergence' FROM alerts WHERE kind IN "
+                "('divergence', 'verdict') AND twin_group = $1 ORDER BY id");
 }

@@ -147,10 +147,7 @@ static int classify_spread(const grp *g, const char *name, grp_class *v, char (*
     char win[32];
     snprintf(win, sizeof(win), "%d days", g_srv.cfg.software_window_days);
     const char *p[] = {name, g->name, win, g->program};
-    PGresult *r = sql_query("SELECT twin_group, implicated, reason_code FROM group_evidence WHERE origin_name = $1 "
-                            "AND program = $4 AND twin_group <> $2 AND evaluated_at > now() - $3::interval "
-                            "AND reason_code IN ('pair', 'minority', 'spread') AND implicated <> ''",
-                            4, p, err, ecap);
+    PGresult *r = db_exec_once("sus_spread", 4, p, err, ecap);
     if (!r)
         return -1;
     int n = PQntuples(r);
@@ -255,8 +252,7 @@ static int write_exposures(grp *g, const grp_class *v, const char *why, const in
                            const char *step, char *err, size_t cap)
 {
     const char *p1[] = {g->name};
-    PGresult *old = sql_query(
-        "SELECT run_key::text, node, gpu, weight, at::text FROM hw_exposures WHERE twin_group = $1", 1, p1, err, cap);
+    PGresult *old = db_exec_once("sus_exposures", 1, p1, err, cap);
     if (!old)
         return -1;
     int rc = -1;
@@ -276,7 +272,7 @@ static int write_exposures(grp *g, const grp_class *v, const char *why, const in
                 is_origin |= origin[o] == k;
             n = add_expo(x, n, a, s, k, is_origin ? g->runs[a].weight : 0.0);
         }
-    if (sql_do("DELETE FROM hw_exposures WHERE twin_group = $1", 1, p1, err, cap) < 0)
+    if (db_do("sus_exposures_clear", 1, p1, err, cap) < 0)
         goto out_free;
     for (int i = 0; i < n; i++) {
         char w[32], rank[16];
@@ -285,26 +281,19 @@ static int write_exposures(grp *g, const grp_class *v, const char *why, const in
         const char *pn[] = {x[i].node};
         const char *pg[] = {x[i].gpu, x[i].node, x[i].gpu_name ? x[i].gpu_name : ""};
         const char *pe[] = {g->name, g->runs[x[i].run].key, x[i].node, x[i].gpu, w, since};
-        if (sql_do("INSERT INTO hw_nodes (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET last_seen = now()", 1, pn,
-                   err, cap) < 0)
+        if (db_do("sus_node_seen", 1, pn, err, cap) < 0)
             goto out_free;
         if (*x[i].gpu) {
             /* A GPU stays on the node it was first seen on: a run's report cannot move a GPU (and its
              * blame) to another node. One seen elsewhere counts only as its node here. */
-            PGresult *gr = sql_query("INSERT INTO hw_gpus (uuid, node, name) VALUES ($1, $2, $3) ON CONFLICT (uuid) DO "
-                                     "UPDATE SET name = excluded.name, last_seen = now() WHERE hw_gpus.node = "
-                                     "excluded.node RETURNING 1",
-                                     3, pg, err, cap);
+            PGresult *gr = db_exec_once("sus_gpu_seen", 3, pg, err, cap);
             if (!gr)
                 goto out_free;
             if (PQntuples(gr) == 0)
                 pe[3] = x[i].gpu = "";
             PQclear(gr);
         }
-        if (sql_do("INSERT INTO hw_exposures (twin_group, run_key, node, gpu, weight, at) VALUES ($1, $2, $3, $4, $5, "
-                   "coalesce($6::timestamptz, now())) ON CONFLICT (twin_group, run_key, node, gpu) DO UPDATE SET "
-                   "weight = greatest(hw_exposures.weight, excluded.weight)",
-                   6, pe, err, cap) < 0)
+        if (db_do("sus_exposure_add", 6, pe, err, cap) < 0)
             goto out_free;
         double before = 0;
         for (int j = 0; j < PQntuples(old); j++)
@@ -317,9 +306,7 @@ static int write_exposures(grp *g, const grp_class *v, const char *why, const in
             const char *ph[] = {
                 x[i].node, *x[i].gpu ? x[i].gpu : NULL, "involvement", g->name, g->runs[x[i].run].key, step, rank, w,
                 detail};
-            if (sql_do("INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, step, rank, weight, detail) "
-                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                       9, ph, err, cap) < 0)
+            if (db_do("sus_history_involved", 9, ph, err, cap) < 0)
                 goto out_free;
         }
     }
@@ -339,9 +326,7 @@ static int write_exposures(grp *g, const grp_class *v, const char *why, const in
                  (int)(sizeof(detail) - sizeof("re-evaluated as : ")), why);
         const char *gpu = *PQgetvalue(old, j, 2) ? PQgetvalue(old, j, 2) : NULL;
         const char *ph[] = {PQgetvalue(old, j, 1), gpu, "withdrawn", g->name, PQgetvalue(old, j, 0), "0", detail};
-        if (sql_do("INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, weight, detail) "
-                   "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                   7, ph, err, cap) < 0)
+        if (db_do("sus_history_cleared", 7, ph, err, cap) < 0)
             goto out_free;
     }
     rc = 0;
@@ -487,18 +472,14 @@ static int evaluation_read(evaluation *ev, char *err, size_t cap)
 {
     const char *p1[] = {ev->group};
     grp *g = ev->g;
-    ev->sig =
-        sql_query("SELECT lockstep_group_signature($1), (SELECT signature FROM group_evidence WHERE twin_group = $1)",
-                  1, p1, err, cap);
+    ev->sig = db_exec_once("sus_signature", 1, p1, err, cap);
     if (!ev->sig)
         return -1;
     if (!PQgetisnull(ev->sig, 0, 1) && !strcmp(PQgetvalue(ev->sig, 0, 0), PQgetvalue(ev->sig, 0, 1)))
         return 0; /* evaluated already, nothing changed */
-    ev->runs = sql_query("SELECT run_key::text, run_id::text, nodes, user_name, job_id, status, command FROM runs "
-                         "WHERE twin_group = $1 ORDER BY run_key",
-                         1, p1, err, cap);
-    ev->man = ev->runs ? sql_query(Q_MANIFESTS, 1, p1, err, cap) : NULL;
-    ev->att = ev->man ? sql_query(Q_ATTESTED, 1, p1, err, cap) : NULL;
+    ev->runs = db_exec_once("sus_runs", 1, p1, err, cap);
+    ev->man = ev->runs ? db_exec_once("sus_manifests", 1, p1, err, cap) : NULL;
+    ev->att = ev->man ? db_exec_once("sus_attested", 1, p1, err, cap) : NULL;
     /* The group's findings, in this transaction's snapshot: status, cause and origin ranks of its first
      * divergence (the same findings the twin API shows). */
     if (!ev->att || findings_load(ev->group, &ev->vd, err, cap) < 0)
@@ -537,12 +518,7 @@ static int evaluation_ready(const evaluation *ev, char *err, size_t cap)
      * (Also when every run has ended: their last ranks may still wait in
      * the comparison queue.) */
     const char *ps[] = {ev->group, ev->step};
-    PGresult *s =
-        sql_query("SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
-                  "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "
-                  "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint OR c.waiting) = 0 OR "
-                  "(SELECT min(detected_at) FROM divergences WHERE twin_group = $1) < now() - interval '30 s'",
-                  2, ps, err, cap);
+    PGresult *s = db_exec_once("sus_settled", 2, ps, err, cap);
     if (!s)
         return -1;
     int settled = PQgetvalue(s, 0, 0)[0] == 't';
@@ -678,16 +654,7 @@ static int evaluation_write(evaluation *ev, char *err, size_t cap)
                         ev->g->program,
                         *ev->evidence_narrow ? ev->evidence_narrow : NULL,
                         ev->why};
-    if (sql_do("INSERT INTO group_evidence (twin_group, class, reason, reason_code, step, rank, origin_name, "
-               "implicated, signature, program, evidence_narrow, evidence_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, "
-               "$8, $9, $10, $11::bigint, $12) "
-               "ON CONFLICT (twin_group) DO UPDATE SET program = excluded.program, "
-               "class = excluded.class, reason = excluded.reason, reason_code = excluded.reason_code, "
-               "step = excluded.step, rank = excluded.rank, origin_name = excluded.origin_name, "
-               "implicated = excluded.implicated, signature = excluded.signature, "
-               "evidence_narrow = excluded.evidence_narrow, evidence_reason = excluded.evidence_reason, evaluated_at = "
-               "now()",
-               12, pe, err, cap) < 0)
+    if (db_do("sus_evidence_write", 12, pe, err, cap) < 0)
         return -1;
     if (!ev->replays && !ev->noise && (ev->ndivs || ev->vd.first_div) &&
         divergence_alert_enqueue(ev->g, &ev->vd, &ev->v, err, cap) < 0)
@@ -749,4 +716,51 @@ out_fail:
 out_free:
     evaluation_free(ev);
     return rc;
+}
+
+/* The statements of an evaluation, in the order it runs them; all inside its transaction (sql_begin). */
+void suspects_register(void)
+{
+    db_register("sus_spread", "SELECT twin_group, implicated, reason_code FROM group_evidence WHERE origin_name = $1 "
+                              "AND program = $4 AND twin_group <> $2 AND evaluated_at > now() - $3::interval "
+                              "AND reason_code IN ('pair', 'minority', 'spread') AND implicated <> ''");
+    db_register("sus_exposures",
+                "SELECT run_key::text, node, gpu, weight, at::text FROM hw_exposures WHERE twin_group = $1");
+    db_register("sus_exposures_clear", "DELETE FROM hw_exposures WHERE twin_group = $1");
+    db_register("sus_node_seen",
+                "INSERT INTO hw_nodes (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET last_seen = now()");
+    db_register("sus_gpu_seen", "INSERT INTO hw_gpus (uuid, node, name) VALUES ($1, $2, $3) ON CONFLICT (uuid) DO "
+                                "UPDATE SET name = excluded.name, last_seen = now() WHERE hw_gpus.node = "
+                                "excluded.node RETURNING 1");
+    db_register("sus_exposure_add",
+                "INSERT INTO hw_exposures (twin_group, run_key, node, gpu, weight, at) VALUES ($1, $2, $3, $4, $5, "
+                "coalesce($6::timestamptz, now())) ON CONFLICT (twin_group, run_key, node, gpu) DO UPDATE SET "
+                "weight = greatest(hw_exposures.weight, excluded.weight)");
+    db_register("sus_history_involved",
+                "INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, step, rank, weight, detail) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)");
+    db_register("sus_history_cleared", "INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, weight, detail) "
+                                       "VALUES ($1, $2, $3, $4, $5, $6, $7)");
+    db_register("sus_signature",
+                "SELECT lockstep_group_signature($1), (SELECT signature FROM group_evidence WHERE twin_group = $1)");
+    db_register("sus_runs", "SELECT run_key::text, run_id::text, nodes, user_name, job_id, status, command FROM runs "
+                            "WHERE twin_group = $1 ORDER BY run_key");
+    db_register("sus_manifests", Q_MANIFESTS);
+    db_register("sus_attested", Q_ATTESTED);
+    db_register("sus_settled",
+                "SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
+                "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "
+                "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint OR c.waiting) = 0 OR "
+                "(SELECT min(detected_at) FROM divergences WHERE twin_group = $1) < now() - interval '30 s'");
+    db_register(
+        "sus_evidence_write",
+        "INSERT INTO group_evidence (twin_group, class, reason, reason_code, step, rank, origin_name, "
+        "implicated, signature, program, evidence_narrow, evidence_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+        "$8, $9, $10, $11::bigint, $12) "
+        "ON CONFLICT (twin_group) DO UPDATE SET program = excluded.program, "
+        "class = excluded.class, reason = excluded.reason, reason_code = excluded.reason_code, "
+        "step = excluded.step, rank = excluded.rank, origin_name = excluded.origin_name, "
+        "implicated = excluded.implicated, signature = excluded.signature, "
+        "evidence_narrow = excluded.evidence_narrow, evidence_reason = excluded.evidence_reason, evaluated_at = "
+        "now()");
 }

@@ -339,6 +339,13 @@ PGresult *db_exec_once(const char *stmt, int n, const char *const *params, char 
     return NULL;
 }
 
+int db_do(const char *stmt, int n, const char *const *params, char *err, size_t cap)
+{
+    PGresult *r = db_exec_once(stmt, n, params, err, cap);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
 static int simple(const char *sql, char *err, size_t cap)
 {
     PGconn *c = db_conn();
