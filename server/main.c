@@ -50,6 +50,9 @@
 #include "server/fleet/set_aside.h"
 #include "server/fleet/timeline.h"
 #include "server/fleet/divergence_alert.h"
+#include "server/fleet/node_read.h"
+#include "server/fleet/rescore.h"
+#include "server/fleet/slurm_action.h"
 #include "server/http/route.h"
 #include "server/http/server.h"
 #include "server/http/static.h"
@@ -208,6 +211,11 @@ static void register_all(void)
     suspects_register();
     divergence_alert_register();
     narrow_register();
+    node_read_register();
+    rescore_register();
+    set_aside_register();
+    fleet_thread_register();
+    slurm_action_register();
     timeline_register();
     effect_data_register();
     cmp_on_divergence(fleet_notify);            /* evidence, suspects and the group's alert */
