@@ -43,6 +43,7 @@
 #include "server/core/state.h"
 #include "server/core/xalloc.h"
 #include "server/alerts/alerts.h"
+#include "server/alerts/alert_read.h"
 #include "server/effect/effect_data.h"
 #include "server/fleet/exposures.h"
 #include "server/fleet/suspects.h"
@@ -216,6 +217,8 @@ static void register_all(void)
     set_aside_register();
     fleet_thread_register();
     slurm_action_register();
+    alerts_register();
+    alert_read_register();
     timeline_register();
     effect_data_register();
     cmp_on_divergence(fleet_notify);            /* evidence, suspects and the group's alert */
