@@ -34,6 +34,9 @@
 #include "server/twins/compare.h"
 #include "server/replay/replay_cmp.h"
 #include "server/replay/narrow.h"
+#include "server/replay/narrow_eval.h"
+#include "server/replay/narrow_read.h"
+#include "server/replay/verdict_alert.h"
 #include "server/twins/findings.h"
 #include "server/twins/step_read.h"
 #include "server/twins/twin_read.h"
@@ -212,6 +215,9 @@ static void register_all(void)
     suspects_register();
     divergence_alert_register();
     narrow_register();
+    narrow_eval_register();
+    narrow_read_register();
+    verdict_alert_register();
     node_read_register();
     rescore_register();
     set_aside_register();

@@ -487,6 +487,7 @@ int narrow_set_jobs(long long id, json_t *req, int *status, srv_error *e)
 
 void narrow_register(void)
 {
+    narrow_cmd_register();
     db_register(
         "narrow_probe_nodes",
         "SELECT a.node, (SELECT CASE WHEN jsonb_typeof(m.manifest) = 'object' THEN (SELECT jsonb_object_agg(e.k, "
