@@ -206,6 +206,7 @@ static void register_all(void)
     run_read_register();
     group_read_register();
     frames_register();
+    retention_register();
     cmp_register();
     findings_register();
     step_read_register();

@@ -385,11 +385,6 @@ void db_rollback(void)
         PQclear(PQexec(d->c, "ROLLBACK"));
 }
 
-PGresult *db_exec_sql(const char *sql, char *err, size_t cap)
-{
-    return exec_retry(NULL, sql, 0, NULL, 0, err, cap);
-}
-
 int db_ping(char *err, size_t cap)
 {
     PGresult *r = exec_retry(NULL, "SELECT 1", 0, NULL, 0, err, cap);

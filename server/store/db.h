@@ -52,9 +52,6 @@ PGresult *db_exec(const char *stmt, int n, const char *const *params, char *err,
  * (integers big-endian, bytea raw): for reads of stored frames. */
 PGresult *db_exec_bin(const char *stmt, int n, const char *const *params, char *err, size_t cap);
 
-/* db_exec_sql - the same for plain SQL text without parameters. */
-PGresult *db_exec_sql(const char *sql, char *err, size_t cap);
-
 /* db_ping - whether PostgreSQL answers a trivial query now (the health check). Returns 0, or -1 with the
  * database's message in `err`. */
 int db_ping(char *err, size_t cap);
