@@ -34,6 +34,10 @@
 #include "server/twins/compare.h"
 #include "server/replay/replay_cmp.h"
 #include "server/twins/absorbed.h"
+#include "server/replay/narrow.h"
+#include "server/replay/narrow_eval.h"
+#include "server/replay/narrow_read.h"
+#include "server/replay/verdict_alert.h"
 #include "server/twins/findings.h"
 #include "server/twins/step_read.h"
 #include "server/twins/twin_read.h"
@@ -43,11 +47,17 @@
 #include "server/core/state.h"
 #include "server/core/xalloc.h"
 #include "server/alerts/alerts.h"
+#include "server/alerts/alert_read.h"
 #include "server/effect/effect_data.h"
 #include "server/fleet/exposures.h"
+#include "server/fleet/suspects.h"
 #include "server/fleet/fleet_thread.h"
 #include "server/fleet/set_aside.h"
 #include "server/fleet/timeline.h"
+#include "server/fleet/divergence_alert.h"
+#include "server/fleet/node_read.h"
+#include "server/fleet/rescore.h"
+#include "server/fleet/slurm_action.h"
 #include "server/http/route.h"
 #include "server/http/server.h"
 #include "server/http/static.h"
@@ -197,6 +207,7 @@ static void register_all(void)
     run_read_register();
     group_read_register();
     frames_register();
+    retention_register();
     cmp_register();
     findings_register();
     absorbed_register();
@@ -204,6 +215,19 @@ static void register_all(void)
     twin_read_register();
     rc_register();
     exposures_register();
+    suspects_register();
+    divergence_alert_register();
+    narrow_register();
+    narrow_eval_register();
+    narrow_read_register();
+    verdict_alert_register();
+    node_read_register();
+    rescore_register();
+    set_aside_register();
+    fleet_thread_register();
+    slurm_action_register();
+    alerts_register();
+    alert_read_register();
     timeline_register();
     effect_data_register();
     cmp_on_divergence(fleet_notify);            /* evidence, suspects and the group's alert */

@@ -47,6 +47,7 @@ TEST_OBJS_test_target := $(B)/server/http/target.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_members := $(B)/server/rules/members.o
 TEST_OBJS_test_run_outcome := $(B)/server/rules/outcome.o
 TEST_OBJS_test_first_json := $(B)/server/twins/first_json.o
+TEST_OBJS_test_divergence := $(B)/server/twins/divergence.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_delta := $(B)/server/rules/delta.o
 TEST_OBJS_test_groups := $(B)/server/rules/group_rule.o
 TEST_OBJS_test_hw_rule := $(B)/server/rules/hw_rule.o
@@ -85,7 +86,7 @@ TEST_TIERS += tests/integration/run.sh
 SQLT_BINS := $(patsubst tests/sql/%.c,$(B)/tests/sql/%,$(wildcard tests/sql/test_*.c))
 SQLT_OBJS := $(B)/tests/sql/sqlt.o $(HARNESS_OBJS) $(B)/server/store/migrate.o $(B)/server/migrations.o \
   $(B)/server/store/db.o $(B)/server/core/log.o $(B)/server/core/metrics.o $(B)/server/core/xalloc.o \
-  $(B)/server/core/error.o $(B)/server/rules/members.o $(VERSION_OBJ)
+  $(B)/server/core/error.o $(B)/server/rules/members.o $(B)/server/store/sql.o $(VERSION_OBJ)
 $(B)/tests/sql/%.o: EXTRA_CFLAGS_tests += $(call pc_cflags,libpq)
 $(B)/tests/sql/test_%: $(B)/tests/sql/test_%.o $(SQLT_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,cmocka libpq) $(HARNESS_LIBS) -lm

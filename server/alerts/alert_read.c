@@ -37,17 +37,13 @@ PGresult *alert_list_read(const char *kind, const char *state, long long limit, 
     snprintf(lim, sizeof(lim), "%lld", limit);
     snprintf(off, sizeof(off), "%lld", offset);
     const char *p[] = {kind, lim, off, state};
-    return sql_query("SELECT " ALERT_COLS ", count(*) OVER () FROM alerts a WHERE ($1 = '' OR a.kind = $1) "
-                     "AND ($4 = '' OR $4 = CASE WHEN a.acked_at IS NOT NULL THEN 'acknowledged' "
-                     "WHEN a.resolved_at IS NOT NULL THEN 'resolved' ELSE 'open' END) "
-                     "ORDER BY a.id DESC LIMIT $2::int OFFSET $3::int",
-                     4, p, err, cap);
+    return db_exec_once("aread_page", 4, p, err, cap);
 }
 
 PGresult *alert_read(const char *id, char *err, size_t cap)
 {
     const char *p[] = {id};
-    return sql_query("SELECT " ALERT_COLS " FROM alerts a WHERE a.id = $1::bigint", 1, p, err, cap);
+    return db_exec_once("aread_one", 1, p, err, cap);
 }
 
 /* ack_txn - acknowledge alert p[0] (by p[1]) and resolve it, in one transaction. *found: whether it exists. Returns
@@ -57,9 +53,7 @@ static int ack_txn(const char *const *p, long long id, int *found, char *err, si
     *found = 0;
     if (sql_begin(err, cap) < 0)
         return -1;
-    PGresult *r = sql_query("UPDATE alerts SET acked_at = coalesce(acked_at, now()), acked_by = coalesce(acked_by, $2) "
-                            "WHERE id = $1::bigint RETURNING id, acked_by",
-                            2, p, err, cap);
+    PGresult *r = db_exec_once("aread_ack", 2, p, err, cap);
     if (!r) {
         sql_rollback();
         return -1;
@@ -87,4 +81,16 @@ int alert_acknowledge(const char *id, long long n, const char *by, int *found, c
     while ((rc = ack_txn(p, n, found, err, cap)) < 0 && sql_retry(attempt++))
         ;
     return rc;
+}
+
+void alert_read_register(void)
+{
+    db_register("aread_page", "SELECT " ALERT_COLS ", count(*) OVER () FROM alerts a WHERE ($1 = '' OR a.kind = $1) "
+                              "AND ($4 = '' OR $4 = CASE WHEN a.acked_at IS NOT NULL THEN 'acknowledged' "
+                              "WHEN a.resolved_at IS NOT NULL THEN 'resolved' ELSE 'open' END) "
+                              "ORDER BY a.id DESC LIMIT $2::int OFFSET $3::int");
+    db_register("aread_one", "SELECT " ALERT_COLS " FROM alerts a WHERE a.id = $1::bigint");
+    db_register("aread_ack",
+                "UPDATE alerts SET acked_at = coalesce(acked_at, now()), acked_by = coalesce(acked_by, $2) "
+                "WHERE id = $1::bigint RETURNING id, acked_by");
 }

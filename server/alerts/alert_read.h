@@ -26,4 +26,7 @@ PGresult *alert_read(const char *id, char *err, size_t cap);
  * *found: whether the alert exists. Returns 0, or -1 with the reason in `err`. */
 int alert_acknowledge(const char *id, long long n, const char *by, int *found, char *err, size_t cap);
 
+/* alert_read_register - prepare the statements this module runs (db_register). */
+void alert_read_register(void);
+
 #endif /* SERVER_ALERTS_ALERT_READ_H */

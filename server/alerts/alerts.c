@@ -18,7 +18,7 @@
 #include "server/core/xalloc.h"
 #include "server/alerts/mailmap.h"
 #include "server/alerts/sinks.h"
-#include "server/store/sql.h"
+#include "server/store/db.h"
 
 #define LEASE_SPARE_S 60 /* a claimed delivery's lease: its sink's attempt timeout and this */
 #define LANE_BURST 50    /* deliveries a lane makes before it looks at its re-sends and at stopping again */
@@ -178,12 +178,7 @@ static int user_of(const char *group, char *out, size_t cap, char *err, size_t e
     if (!group)
         return 0;
     const char *p[] = {group};
-    PGresult *r =
-        sql_query("SELECT CASE WHEN g.owner_attested OR g.owner = ANY (u.users) THEN g.owner "
-                  "WHEN cardinality(u.users) = 1 THEN u.users[1] END FROM twin_groups g, LATERAL (SELECT "
-                  "coalesce(array_agg(DISTINCT x.u), '{}') AS users FROM (SELECT " RUN_ATTESTED_USER " AS u "
-                  "FROM runs r WHERE r.twin_group = g.twin_group) x WHERE x.u <> '') u WHERE g.twin_group = $1",
-                  1, p, err, ecap);
+    PGresult *r = db_exec_once("alerts_owner", 1, p, err, ecap);
     if (!r)
         return -1;
     if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
@@ -208,7 +203,7 @@ static int mail_of(const alert_spec *a, char **users, char **to, char *err, size
     PGresult *r = NULL;
     if (a->mail_users && a->group) {
         const char *p[] = {a->group};
-        r = sql_query(GROUP_ATTESTED_USERS, 1, p, err, cap);
+        r = db_exec_once("alerts_users", 1, p, err, cap);
         if (!r)
             return -1;
         for (int i = 0; i < PQntuples(r) && nn < GROUP_MAX_RUNS; i++) {
@@ -257,12 +252,7 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
                        blames,
                        a->facts ? a->facts : "",
                        mail_to};
-    PGresult *r =
-        sql_query("INSERT INTO alerts (dedup_key, kind, twin_group, node, severity, summary, body, url, details, "
-                  "recipients, labels, annotations, blames, facts, mail_to) VALUES ($1, $2, $3, $4, $5, $6, $7, "
-                  "$8, $9::jsonb, $10::text[], $11::jsonb, $12::jsonb, $13::text[], $14, $15::text[]) "
-                  "ON CONFLICT (dedup_key) DO NOTHING RETURNING id",
-                  15, p, err, cap);
+    PGresult *r = db_exec_once("alerts_add", 15, p, err, cap);
     free(details);
     free(users);
     free(mail_to);
@@ -281,8 +271,7 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
     PQclear(r);
     const char *pi[] = {ids};
     /* the alert's own id is a label too: a superseding alert never shares its label set */
-    if (sql_do("UPDATE alerts SET labels = labels || jsonb_build_object('lockstep_alert_id', id::text) WHERE id = $1",
-               1, pi, err, cap) < 0)
+    if (db_do("alerts_label_id", 1, pi, err, cap) < 0)
         return -1;
     const char *sinks[4];
     int n = 0;
@@ -296,7 +285,7 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
         sinks[n++] = "mail";
     for (int i = 0; i < n; i++) {
         const char *q[] = {ids, sinks[i]};
-        if (sql_do("INSERT INTO alert_deliveries (alert_id, sink) VALUES ($1, $2)", 2, q, err, cap) < 0)
+        if (db_do("alerts_delivery_add", 2, q, err, cap) < 0)
             return -1;
     }
     log_info("alert %lld (%s): %s", id, a->kind, a->summary);
@@ -313,13 +302,13 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
     "AND x.sink IN ('webhook', 'slack', 'alertmanager') ON CONFLICT DO NOTHING RETURNING 1) "                          \
     "SELECT (SELECT count(*) FROM r), (SELECT count(*) FROM d), (SELECT string_agg(id::text, ',') FROM r)"
 
-static int resolve(const char *sql, const char *arg, const char *reason, const char *by, long long superseded_by,
+static int resolve(const char *stmt, const char *arg, const char *reason, const char *by, long long superseded_by,
                    char *err, size_t cap)
 {
     char sup[32];
     snprintf(sup, sizeof(sup), "%lld", superseded_by);
     const char *p[] = {arg, reason, by, superseded_by > 0 ? sup : NULL};
-    PGresult *r = sql_query(sql, 4, p, err, cap);
+    PGresult *r = db_exec_once(stmt, 4, p, err, cap);
     if (!r)
         return -1;
     int n = atoi(PQgetvalue(r, 0, 0));
@@ -334,12 +323,12 @@ int alert_resolve(long long id, const char *reason, const char *by, long long su
 {
     char ids[32];
     snprintf(ids, sizeof(ids), "%lld", id);
-    return resolve(RESOLVE_SQL("id = $1::bigint"), ids, reason, by, superseded_by, err, cap);
+    return resolve("alerts_resolve", ids, reason, by, superseded_by, err, cap);
 }
 
 int alert_resolve_blaming(const char *node, char *err, size_t cap)
 {
-    return resolve(RESOLVE_SQL("$1 = ANY (blames)"), node, "repaired", node, 0, err, cap);
+    return resolve("alerts_resolve_node", node, "repaired", node, 0, err, cap);
 }
 
 void alert_notify(void)
@@ -413,7 +402,7 @@ static void deliver_one(const char *id, const char *sink, const char *phase, int
 {
     char err[600] = "", ends_at[64];
     const char *p[] = {id};
-    PGresult *r = sql_query("SELECT " ALERT_COLS " FROM alerts WHERE id = $1", 1, p, err, sizeof(err));
+    PGresult *r = db_exec_once("alerts_by_id", 1, p, err, sizeof(err));
     if (!r || PQntuples(r) != 1) {
         PQclear(r);
         return;
@@ -437,18 +426,7 @@ static void deliver_one(const char *id, const char *sink, const char *phase, int
     /* A delivery still failing alert_give_up_s after the alert was raised (its resolution: after it ended)
      * stops: 'failed', kept with its last error for the dashboard and the API, and counted in /metrics. Once
      * Alertmanager has a firing alert, it hears of it again every alert_resend_s while it is open. */
-    r = sql_query(
-        ok ? "WITH u AS (UPDATE alert_deliveries SET state = 'delivered', delivered_at = now(), last_error = $3 "
-             "WHERE alert_id = $1 AND sink = $2 AND phase = $6 AND $4::interval IS NOT NULL "
-             "AND $5::interval IS NOT NULL RETURNING state), "
-             "a AS (UPDATE alerts SET resend_at = now() + $7::interval WHERE id = $1 AND $2 = 'alertmanager' "
-             "AND $6 = 'firing' AND resolved_at IS NULL RETURNING 1) SELECT state FROM u"
-           : "UPDATE alert_deliveries d SET next_at = now() + $4::interval, last_error = $3, state = CASE "
-             "WHEN (CASE WHEN d.phase = 'resolved' THEN a.resolved_at ELSE a.created_at END) "
-             "< now() - $5::interval THEN 'failed' ELSE 'pending' END FROM alerts a "
-             "WHERE a.id = d.alert_id AND d.alert_id = $1 AND d.sink = $2 AND d.phase = $6 "
-             "AND $7::interval IS NOT NULL RETURNING d.state",
-        7, q, e2, sizeof(e2));
+    r = db_exec_once(ok ? "alerts_delivered" : "alerts_delivery_failed", 7, q, e2, sizeof(e2));
     int gave_up = r && PQntuples(r) == 1 && !strcmp(PQgetvalue(r, 0, 0), "failed");
     if (!r)
         log_warn("alerts: cannot record the delivery of alert %s to %s: %s", id, sink, e2);
@@ -488,13 +466,7 @@ static double deliver_due(sink_lane *l)
     lease_of(l->sink, lease, sizeof(lease));
     const char *p[] = {l->sink, lease};
     for (int n = 0; n < LANE_BURST && !worker_stopping(&l->w); n++) {
-        PGresult *r =
-            sql_query("UPDATE alert_deliveries d SET next_at = now() + $2::interval, "
-                      "attempts = d.attempts + 1 FROM (SELECT x.alert_id, x.sink, x.phase FROM alert_deliveries x "
-                      "WHERE x.sink = $1 AND " CLAIMABLE " AND x.next_at <= now() ORDER BY x.next_at LIMIT 1 "
-                      "FOR UPDATE SKIP LOCKED) c WHERE d.alert_id = c.alert_id AND d.sink = c.sink "
-                      "AND d.phase = c.phase RETURNING d.alert_id, d.sink, d.phase, d.attempts",
-                      2, p, err, sizeof(err));
+        PGresult *r = db_exec_once("alerts_delivery_claim", 2, p, err, sizeof(err));
         if (!r)
             return 1.0;
         int got = PQntuples(r) == 1;
@@ -507,11 +479,7 @@ static double deliver_due(sink_lane *l)
             return 0;
     }
     const char *q[] = {l->sink, !strcmp(l->sink, "alertmanager") && g_srv.cfg.alertmanager_url[0] ? "true" : "false"};
-    PGresult *r =
-        sql_query("SELECT extract(epoch FROM least((SELECT min(x.next_at) FROM alert_deliveries x WHERE "
-                  "x.sink = $1 AND " CLAIMABLE "), (SELECT min(resend_at) FROM alerts WHERE resolved_at IS NULL "
-                  "AND $2)) - now())",
-                  2, q, err, sizeof(err));
+    PGresult *r = db_exec_once("alerts_next_due", 2, q, err, sizeof(err));
     double wait = 5.0;
     if (r && !PQgetisnull(r, 0, 0))
         wait = atof(PQgetvalue(r, 0, 0));
@@ -531,11 +499,7 @@ static int resend_due(void)
     snprintf(resend, sizeof(resend), "%d seconds", g_srv.cfg.alert_resend_s);
     snprintf(busy, sizeof(busy), "%d seconds", g_srv.cfg.alert_timeout_s + 5);
     const char *p[] = {resend, busy};
-    PGresult *r =
-        sql_query("UPDATE alerts SET resend_at = now() + $1::interval, resend_busy_until = now() + $2::interval "
-                  "WHERE id IN (SELECT id FROM alerts WHERE resolved_at IS NULL AND resend_at <= now() "
-                  "ORDER BY resend_at LIMIT " XSTR(RESEND_MAX) " FOR UPDATE SKIP LOCKED) RETURNING " ALERT_COLS,
-                  2, p, err, sizeof(err));
+    PGresult *r = db_exec_once("alerts_resend_claim", 2, p, err, sizeof(err));
     if (!r) {
         log_warn("alerts: cannot claim the Alertmanager re-sends: %s (hint: retried in a moment)", err);
         return 0;
@@ -568,7 +532,7 @@ static int resend_due(void)
      * alert for AM_LAPSE_PERIODS periods, so a few failures in a row end nothing. */
     char e2[256];
     const char *q[] = {ids};
-    if (sql_do("UPDATE alerts SET resend_busy_until = NULL WHERE id = ANY ($1::bigint[])", 1, q, e2, sizeof(e2)) < 0)
+    if (db_do("alerts_resend_release", 1, q, e2, sizeof(e2)) < 0)
         log_warn("alerts: cannot record the Alertmanager re-send: %s", e2);
     metrics_alert_resends(ok, (unsigned long)n);
     if (ok)
@@ -618,4 +582,52 @@ void alert_stop(void)
     for (size_t i = 0; i < N_LANES; i++)
         worker_stop(&lanes[i].w);
     mail_map_release(&site_mail);
+}
+
+void alerts_register(void)
+{
+    db_register("alerts_resolve", RESOLVE_SQL("id = $1::bigint"));
+    db_register("alerts_resolve_node", RESOLVE_SQL("$1 = ANY (blames)"));
+    db_register("alerts_delivered",
+                "WITH u AS (UPDATE alert_deliveries SET state = 'delivered', delivered_at = now(), last_error = $3 "
+                "WHERE alert_id = $1 AND sink = $2 AND phase = $6 AND $4::interval IS NOT NULL "
+                "AND $5::interval IS NOT NULL RETURNING state), "
+                "a AS (UPDATE alerts SET resend_at = now() + $7::interval WHERE id = $1 AND $2 = 'alertmanager' "
+                "AND $6 = 'firing' AND resolved_at IS NULL RETURNING 1) SELECT state FROM u");
+    db_register("alerts_delivery_failed",
+                "UPDATE alert_deliveries d SET next_at = now() + $4::interval, last_error = $3, state = CASE "
+                "WHEN (CASE WHEN d.phase = 'resolved' THEN a.resolved_at ELSE a.created_at END) "
+                "< now() - $5::interval THEN 'failed' ELSE 'pending' END FROM alerts a "
+                "WHERE a.id = d.alert_id AND d.alert_id = $1 AND d.sink = $2 AND d.phase = $6 "
+                "AND $7::interval IS NOT NULL RETURNING d.state");
+    db_register("alerts_owner",
+                "SELECT CASE WHEN g.owner_attested OR g.owner = ANY (u.users) THEN g.owner "
+                "WHEN cardinality(u.users) = 1 THEN u.users[1] END FROM twin_groups g, LATERAL (SELECT "
+                "coalesce(array_agg(DISTINCT x.u), '{}') AS users FROM (SELECT " RUN_ATTESTED_USER " AS u "
+                "FROM runs r WHERE r.twin_group = g.twin_group) x WHERE x.u <> '') u WHERE g.twin_group = $1");
+    db_register("alerts_users", GROUP_ATTESTED_USERS);
+    db_register("alerts_add",
+                "INSERT INTO alerts (dedup_key, kind, twin_group, node, severity, summary, body, url, details, "
+                "recipients, labels, annotations, blames, facts, mail_to) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+                "$8, $9::jsonb, $10::text[], $11::jsonb, $12::jsonb, $13::text[], $14, $15::text[]) "
+                "ON CONFLICT (dedup_key) DO NOTHING RETURNING id");
+    db_register("alerts_label_id",
+                "UPDATE alerts SET labels = labels || jsonb_build_object('lockstep_alert_id', id::text) WHERE id = $1");
+    db_register("alerts_delivery_add", "INSERT INTO alert_deliveries (alert_id, sink) VALUES ($1, $2)");
+    db_register("alerts_by_id", "SELECT " ALERT_COLS " FROM alerts WHERE id = $1");
+    db_register("alerts_delivery_claim",
+                "UPDATE alert_deliveries d SET next_at = now() + $2::interval, "
+                "attempts = d.attempts + 1 FROM (SELECT x.alert_id, x.sink, x.phase FROM alert_deliveries x "
+                "WHERE x.sink = $1 AND " CLAIMABLE " AND x.next_at <= now() ORDER BY x.next_at LIMIT 1 "
+                "FOR UPDATE SKIP LOCKED) c WHERE d.alert_id = c.alert_id AND d.sink = c.sink "
+                "AND d.phase = c.phase RETURNING d.alert_id, d.sink, d.phase, d.attempts");
+    db_register("alerts_next_due",
+                "SELECT extract(epoch FROM least((SELECT min(x.next_at) FROM alert_deliveries x WHERE "
+                "x.sink = $1 AND " CLAIMABLE "), (SELECT min(resend_at) FROM alerts WHERE resolved_at IS NULL "
+                "AND $2)) - now())");
+    db_register("alerts_resend_claim",
+                "UPDATE alerts SET resend_at = now() + $1::interval, resend_busy_until = now() + $2::interval "
+                "WHERE id IN (SELECT id FROM alerts WHERE resolved_at IS NULL AND resend_at <= now() "
+                "ORDER BY resend_at LIMIT " XSTR(RESEND_MAX) " FOR UPDATE SKIP LOCKED) RETURNING " ALERT_COLS);
+    db_register("alerts_resend_release", "UPDATE alerts SET resend_busy_until = NULL WHERE id = ANY ($1::bigint[])");
 }

@@ -78,4 +78,7 @@ void alert_stop(void);
 /* alert_notify - wake the delivery lanes (new alerts committed). */
 void alert_notify(void);
 
+/* alerts_register - prepare the statements this module runs (db_register). */
+void alerts_register(void);
+
 #endif /* SERVER_ALERTS_ALERTS_H */

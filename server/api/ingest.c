@@ -449,8 +449,7 @@ static enum MHD_Result ingest_end(http_req *req, char **args)
     }
     int done = 0;
     srv_error e;
-    if (store_rank_end(&run, rank, code ? (int)json_integer_value(code) : 0, json_is_true(abort), uv, &done, &e) <
-        0) {
+    if (store_rank_end(&run, rank, code ? (int)json_integer_value(code) : 0, json_is_true(abort), uv, &done, &e) < 0) {
         res = http_reply_srv_error(req, 503, &e);
         goto out_decref;
     }

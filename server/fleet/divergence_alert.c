@@ -8,7 +8,7 @@
 
 #include "common/cause.h"
 #include "server/alerts/alerts.h"
-#include "server/store/sql.h"
+#include "server/store/db.h"
 
 /* add_unique - append `v` to the ','-separated list `out` unless it is empty or there already. */
 static void add_unique(char *out, size_t cap, const char *v)
@@ -28,15 +28,6 @@ static void add_unique(char *out, size_t cap, const char *v)
         snprintf(out + n, cap - n, "%s%s", n ? "," : "", v);
 }
 
-/* entry_of - run `id`'s entry in the first divergence's per-run entries, or NULL. */
-static json_t *entry_of(json_t *entries, const char *id)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(entries, i, e) if (!strcmp(json_string_value(json_object_get(e, "run_id")) ?: "", id)) return e;
-    return NULL;
-}
-
 /* earlier_alerts - the group's earlier divergence alerts: when one already reports `facts`, nothing is raised
  * (returns 1); else returns 0 with how many there are in *count and the open ones' ids in `open` (at most
  * `cap`, *nopen of them), which the new alert supersedes, together with an open replay verdict's follow-up
@@ -45,9 +36,7 @@ static int earlier_alerts(const char *group, const char *facts, int *count, long
                           char *err, size_t ecap)
 {
     const char *p[] = {group};
-    PGresult *r = sql_query("SELECT id, facts, resolved_at IS NULL, kind = 'divergence' FROM alerts WHERE kind IN "
-                            "('divergence', 'verdict') AND twin_group = $1 ORDER BY id",
-                            1, p, err, ecap);
+    PGresult *r = db_exec_once("dalert_earlier", 1, p, err, ecap);
     if (!r)
         return -1;
     *count = 0;
@@ -75,7 +64,9 @@ static json_t *run_of(const grp_findings *vd, const char *id)
 
 /* The first divergence as the alert tells it (borrowed from the findings), and what the alert reports. */
 typedef struct fdiv {
-    json_t *entries, *site; /* borrowed: the runs of the first divergence, its call site as the twin API gives it */
+    const div_entry *entries; /* borrowed: the runs' entries of the first divergence, nentries of them */
+    int nentries;
+    json_t *site; /* borrowed: its call site as the twin API gives it */
     const char *name, *kind, *cause, *site_text;
     json_int_t step, occ, seq;
     int rank;
@@ -89,7 +80,8 @@ static void fdiv_of(const grp_findings *vd, fdiv *f)
 {
     memset(f, 0, sizeof(*f));
     const divergence *first = vd->first_div;
-    f->entries = first->runs;
+    f->entries = first->entries;
+    f->nentries = first->nentries;
     f->diverged = !strcmp(vd->status, "diverged");
     f->name = first->name;
     f->kind = first->kind;
@@ -110,10 +102,13 @@ static void fdiv_of(const grp_findings *vd, fdiv *f)
 static void who_diverged(const grp *g, const fdiv *f, char *nodes, char *gpus, char *jobs)
 {
     int with_majority = 0;
-    for (int a = 0; a < g->nruns; a++)
-        with_majority |= json_is_true(json_object_get(entry_of(f->entries, g->runs[a].id), "majority"));
     for (int a = 0; a < g->nruns; a++) {
-        if (with_majority && !json_is_false(json_object_get(entry_of(f->entries, g->runs[a].id), "majority")))
+        const div_entry *e = div_entry_of(f->entries, f->nentries, g->runs[a].id);
+        with_majority |= e && e->majority == DIV_MAJORITY_IN;
+    }
+    for (int a = 0; a < g->nruns; a++) {
+        const div_entry *e = div_entry_of(f->entries, f->nentries, g->runs[a].id);
+        if (with_majority && !(e && e->majority == DIV_MAJORITY_OUT))
             continue;
         const hw_slot *s = group_slot(g, a, f->rank);
         add_unique(nodes, 512, s->node);
@@ -181,25 +176,35 @@ static size_t body_head(const grp *g, const grp_findings *vd, const fdiv *f, cha
     return bl;
 }
 
+/* value_json - the scalar value of entry `e` as the details carry it (a new reference), or NULL when it has none. */
+static json_t *value_json(const div_entry *e)
+{
+    switch (e ? e->value_kind : DIV_VALUE_NONE) {
+    case DIV_VALUE_NULL: return json_null();
+    case DIV_VALUE_INT: return json_integer((json_int_t)e->value_int);
+    case DIV_VALUE_REAL: return json_real(e->value);
+    default: return NULL;
+    }
+}
+
 /* body_runs - a line of the body per run (its job, user, node, exit and what it held at the first divergence),
  * appended at *bl; returns the same as the details' "runs" array (new reference). */
 static json_t *body_runs(const grp *g, const grp_findings *vd, const fdiv *f, char *body, size_t cap, size_t *bl)
 {
     json_t *runs = json_array();
     for (int a = 0; a < g->nruns; a++) {
-        json_t *mine = entry_of(f->entries, g->runs[a].id);
+        const div_entry *mine = div_entry_of(f->entries, f->nentries, g->runs[a].id);
         const hw_slot *s = group_slot(g, a, f->rank);
-        json_t *val = mine ? json_object_get(mine, "value") : NULL;
+        json_t *val = value_json(mine);
         char vtxt[64] = "none", exit_txt[48] = "running";
         if (json_is_number(val))
             snprintf(vtxt, sizeof(vtxt), "%.17g", json_number_value(val));
         json_t *run = run_of(vd, g->runs[a].id), *code = json_object_get(run, "exit_code");
         if (json_is_integer(code))
             snprintf(exit_txt, sizeof(exit_txt), "exit %lld", (long long)json_integer_value(code));
-        const char *fp = mine ? json_string_value(json_object_get(mine, "fp")) : NULL;
-        const char *vb = mine ? json_string_value(json_object_get(mine, "value_bits")) : NULL;
-        int present = mine && json_is_true(json_object_get(mine, "present"));
-        const char *role = mine ? json_string_value(json_object_get(mine, "role")) : NULL;
+        const char *fp = mine ? mine->fp : NULL, *vb = mine ? mine->value_bits : NULL;
+        int present = mine && mine->present;
+        const char *role = mine ? mine->role : NULL;
         char where[300];
         if (s->node)
             snprintf(where, sizeof(where), "%s", s->node);
@@ -219,7 +224,7 @@ static json_t *body_runs(const grp *g, const grp_findings *vd, const fdiv *f, ch
             *bl += (size_t)snprintf(body + *bl, cap - *bl, "fp %s, value %s%s%s%s\n", fp ? fp : "?", vtxt,
                                     vb ? " (bits " : "", vb ? vb : "", vb ? ")" : "");
         }
-        json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s?, s:O?, s:s?, s:O?, s:s?}", "run_id",
+        json_array_append_new(runs, json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s?, s:o?, s:s?, s:O?, s:s?}", "run_id",
                                               g->runs[a].id, "job_id", g->runs[a].job, "user", g->runs[a].user, "node",
                                               s->node, "present", present, "fp", fp, "value", val, "value_bits", vb,
                                               "exit_code", code, "role", role));
@@ -344,4 +349,11 @@ int divergence_alert_enqueue(const grp *g, const grp_findings *vd, const grp_cla
     if (!f.diverged && count == 0)
         return 0; /* an incomplete group raises no alert of its own; it only corrects one raised before */
     return raise_alert(g, vd, v, &f, count, open, nopen, err, cap);
+}
+
+void divergence_alert_register(void)
+{
+    db_register("dalert_earlier",
+                "SELECT id, facts, resolved_at IS NULL, kind = 'divergence' FROM alerts WHERE kind IN "
+                "('divergence', 'verdict') AND twin_group = $1 ORDER BY id");
 }

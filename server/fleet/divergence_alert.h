@@ -27,4 +27,7 @@
  * or -1 with the database's message in `err`. */
 int divergence_alert_enqueue(const grp *g, const grp_findings *vd, const grp_class *v, char *err, size_t cap);
 
+/* divergence_alert_register - prepare the statements this module runs (db_register). */
+void divergence_alert_register(void);
+
 #endif /* SERVER_FLEET_DIVERGENCE_ALERT_H */

@@ -15,7 +15,7 @@
 #include "server/replay/narrow_eval.h"
 #include "server/fleet/rescore.h"
 #include "server/fleet/suspects.h"
-#include "server/store/sql.h"
+#include "server/store/db.h"
 
 #define MAX_REQUEUE 64
 #define RESCORE_EVERY_S 30
@@ -89,7 +89,7 @@ int fleet_pass(void)
     if (narrow_pass(&running, fleet_notify) < 0)
         rc = -1;
     s_narrowing = running > 0;
-    PGresult *r = sql_query(Q_CHANGED, 0, NULL, err, sizeof(err));
+    PGresult *r = db_exec_once("fleet_changed", 0, NULL, err, sizeof(err));
     if (!r) {
         log_warn("suspects: cannot list changed groups: %s", err);
         rc = -1;
@@ -125,7 +125,7 @@ int fleet_pass(void)
             char p[256];
             snprintf(p, sizeof(p), "%s", g);
             const char *pp[] = {p};
-            sql_do("UPDATE group_evidence SET signature = '' WHERE twin_group = $1", 1, pp, err, sizeof(err));
+            db_do("fleet_evidence_stale", 1, pp, err, sizeof(err));
             snprintf(all[total < n + nr + MAX_REQUEUE ? total++ : total - 1], 256, "%s", p);
         }
     }
@@ -169,4 +169,10 @@ int fleet_start(void)
 void fleet_stop(void)
 {
     worker_stop(&thread);
+}
+
+void fleet_thread_register(void)
+{
+    db_register("fleet_changed", Q_CHANGED);
+    db_register("fleet_evidence_stale", "UPDATE group_evidence SET signature = '' WHERE twin_group = $1");
 }

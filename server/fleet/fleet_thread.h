@@ -24,4 +24,7 @@ void fleet_notify(const char *group);
  * rescore. Returns 0, or -1 when the database failed (retried next pass). */
 int fleet_pass(void);
 
+/* fleet_thread_register - prepare the statements this module runs (db_register). */
+void fleet_thread_register(void);
+
 #endif /* SERVER_FLEET_FLEET_THREAD_H */

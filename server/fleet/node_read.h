@@ -53,4 +53,7 @@ PGresult *node_read_event(const char *id, char *err, size_t cap);
 int node_act(const char *name, const char *state, const char *actor, const char *detail, int *known, int *resolved,
              char *id, size_t idcap, char *err, size_t cap);
 
+/* node_read_register - prepare the statements this module runs (db_register). */
+void node_read_register(void);
+
 #endif /* SERVER_FLEET_NODE_READ_H */

@@ -14,6 +14,7 @@
 #include "server/fleet/evidence.h"
 #include "server/rules/score.h"
 #include "server/fleet/slurm_action.h"
+#include "server/store/db.h"
 #include "server/store/sql.h"
 
 #define MAX_TURNED 64
@@ -114,9 +115,7 @@ static int history(const ent *e, const char *gpu, const char *kind, const char *
     snprintf(k, sizeof(k), "%.6f", e->k);
     snprintf(n, sizeof(n), "%.0f", e->expo);
     const char *p[] = {e->node, gpu, kind, sc, state, detail, k, n};
-    PGresult *r = sql_query("INSERT INTO hw_history (node, gpu, kind, score, state, detail, involvements, exposures) "
-                            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
-                            8, p, err, cap);
+    PGresult *r = db_exec_once("rescore_event_add", 8, p, err, cap);
     if (!r)
         return -1;
     if (id_out)
@@ -202,13 +201,7 @@ static int apply(ent *e, int n, int gpus, char turned[][256], int *nturned, char
         snprintf(base, sizeof(base), "%.6f", e[i].res.reference);
         const char *st = next_state(&e[i]);
         const char *p[] = {e[i].id, sc, k, ex, base, st};
-        if (sql_do(gpus
-                       ? "UPDATE hw_gpus SET score = $2, involvements = $3, exposures = $4, state = $6 WHERE uuid = $1 "
-                         "AND $5::float8 >= 0"
-                       : "UPDATE hw_nodes SET score = $2, involvements = $3, exposures = $4, baseline = $5, "
-                         "state_since = CASE WHEN state = $6 THEN state_since ELSE now() END, state = $6 "
-                         "WHERE name = $1",
-                   6, p, err, cap) < 0)
+        if (db_do(gpus ? "rescore_gpu_set" : "rescore_node_set", 6, p, err, cap) < 0)
             return -1;
         const char *gpu = gpus ? e[i].id : NULL;
         /* a score event when the score or the involvements moved (the node page draws both over time) */
@@ -252,32 +245,12 @@ int rescore_fleet(void)
     if (sql_begin(err, sizeof(err)) < 0)
         goto out_log;
     PGresult *r[6] = {0};
-    r[0] = sql_query("SELECT name, name, state, score, involvements FROM hw_nodes ORDER BY name", 0, NULL, err,
-                     sizeof(err));
-    r[1] =
-        r[0] ? sql_query("SELECT e.node, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
-                         "ON n.name = e.node WHERE e.at >= n.evidence_since GROUP BY e.node",
-                         0, NULL, err, sizeof(err))
-             : NULL;
-    r[2] = r[1] ? sql_query(
-                      "SELECT e.twin_group, e.node, max(e.weight) FROM hw_exposures e JOIN hw_nodes n ON n.name = "
-                      "e.node WHERE e.weight > 0 AND e.at >= n.evidence_since GROUP BY e.twin_group, e.run_key, e.node "
-                      "ORDER BY e.twin_group",
-                      0, NULL, err, sizeof(err))
-                : NULL;
-    r[3] = r[2] ? sql_query("SELECT uuid, node, state, score, involvements FROM hw_gpus ORDER BY uuid", 0, NULL, err,
-                            sizeof(err))
-                : NULL;
-    r[4] =
-        r[3] ? sql_query("SELECT e.gpu, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
-                         "ON n.name = e.node WHERE e.gpu <> '' AND e.at >= n.evidence_since GROUP BY e.gpu",
-                         0, NULL, err, sizeof(err))
-             : NULL;
-    r[5] = r[4] ? sql_query("SELECT e.twin_group, e.gpu, max(e.weight) FROM hw_exposures e JOIN hw_nodes n ON n.name = "
-                            "e.node WHERE e.weight > 0 AND e.gpu <> '' AND e.at >= n.evidence_since "
-                            "GROUP BY e.twin_group, e.run_key, e.gpu ORDER BY e.twin_group",
-                            0, NULL, err, sizeof(err))
-                : NULL;
+    r[0] = db_exec_once("rescore_nodes", 0, NULL, err, sizeof(err));
+    r[1] = r[0] ? db_exec_once("rescore_node_exposures", 0, NULL, err, sizeof(err)) : NULL;
+    r[2] = r[1] ? db_exec_once("rescore_node_involvements", 0, NULL, err, sizeof(err)) : NULL;
+    r[3] = r[2] ? db_exec_once("rescore_gpus", 0, NULL, err, sizeof(err)) : NULL;
+    r[4] = r[3] ? db_exec_once("rescore_gpu_exposures", 0, NULL, err, sizeof(err)) : NULL;
+    r[5] = r[4] ? db_exec_once("rescore_gpu_involvements", 0, NULL, err, sizeof(err)) : NULL;
     int rc = -1, nn = 0, ng = 0, nturned = 0;
     char turned[MAX_TURNED][256];
     ent *nodes = NULL, *gpus = NULL;
@@ -312,4 +285,32 @@ out_free:
 out_log:
     log_warn("suspects: cannot rescore the fleet: %s (hint: retried on the next pass)", err);
     return -1;
+}
+
+void rescore_register(void)
+{
+    db_register("rescore_gpu_set", "UPDATE hw_gpus SET score = $2, involvements = $3, exposures = $4, state = $6 WHERE "
+                                   "uuid = $1 AND $5::float8 >= 0");
+    db_register("rescore_node_set", "UPDATE hw_nodes SET score = $2, involvements = $3, exposures = $4, baseline = $5, "
+                                    "state_since = CASE WHEN state = $6 THEN state_since ELSE now() END, state = $6 "
+                                    "WHERE name = $1");
+    db_register("rescore_event_add",
+                "INSERT INTO hw_history (node, gpu, kind, score, state, detail, involvements, exposures) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id");
+    db_register("rescore_nodes", "SELECT name, name, state, score, involvements FROM hw_nodes ORDER BY name");
+    db_register("rescore_node_exposures",
+                "SELECT e.node, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
+                "ON n.name = e.node WHERE e.at >= n.evidence_since GROUP BY e.node");
+    db_register("rescore_node_involvements",
+                "SELECT e.twin_group, e.node, max(e.weight) FROM hw_exposures e JOIN hw_nodes n ON n.name = "
+                "e.node WHERE e.weight > 0 AND e.at >= n.evidence_since GROUP BY e.twin_group, e.run_key, e.node "
+                "ORDER BY e.twin_group");
+    db_register("rescore_gpus", "SELECT uuid, node, state, score, involvements FROM hw_gpus ORDER BY uuid");
+    db_register("rescore_gpu_exposures",
+                "SELECT e.gpu, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
+                "ON n.name = e.node WHERE e.gpu <> '' AND e.at >= n.evidence_since GROUP BY e.gpu");
+    db_register("rescore_gpu_involvements",
+                "SELECT e.twin_group, e.gpu, max(e.weight) FROM hw_exposures e JOIN hw_nodes n ON n.name = "
+                "e.node WHERE e.weight > 0 AND e.gpu <> '' AND e.at >= n.evidence_since "
+                "GROUP BY e.twin_group, e.run_key, e.gpu ORDER BY e.twin_group");
 }

@@ -10,4 +10,7 @@
  * that turned suspect, or -1 on a database error (rolled back). */
 int rescore_fleet(void);
 
+/* rescore_register - prepare the statements this module runs (db_register). */
+void rescore_register(void);
+
 #endif /* SERVER_FLEET_RESCORE_H */

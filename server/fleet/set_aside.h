@@ -13,4 +13,7 @@
  * (fleet_notify) and the fleet rescored (fleet_kick). Returns 0, or -1 with the database's message in `err`. */
 int fleet_set_aside(const char *group, const char *why, char *err, size_t cap);
 
+/* set_aside_register - prepare the statements this module runs (db_register). */
+void set_aside_register(void);
+
 #endif /* SERVER_FLEET_SET_ASIDE_H */

@@ -15,7 +15,7 @@
 
 #include "server/core/log.h"
 #include "server/core/state.h"
-#include "server/store/sql.h"
+#include "server/store/db.h"
 
 int slurm_node_ok(const char *name)
 {
@@ -118,8 +118,12 @@ int slurm_apply(const char *node, int drain, const char *reason)
     else
         log_warn("slurm: %s (hint: check scontrol and slurm_conf in lockstepd.conf)", out);
     const char *p[] = {node, out, drain ? "drain" : "resume"};
-    if (sql_do("INSERT INTO hw_history (node, kind, state, detail) VALUES ($1, 'slurm', $3, $2)", 3, p, err,
-               sizeof(err)) < 0)
+    if (db_do("slurm_event_add", 3, p, err, sizeof(err)) < 0)
         log_warn("slurm: cannot write the history of node %s: %s", node, err);
     return rc;
+}
+
+void slurm_action_register(void)
+{
+    db_register("slurm_event_add", "INSERT INTO hw_history (node, kind, state, detail) VALUES ($1, 'slurm', $3, $2)");
 }

@@ -21,4 +21,7 @@ int slurm_set_state(const char *node, int drain, const char *reason, char *out, 
  * Returns 0 (also when switched off), -1 when scontrol failed. */
 int slurm_apply(const char *node, int drain, const char *reason);
 
+/* slurm_action_register - prepare the statements this module runs (db_register). */
+void slurm_action_register(void);
+
 #endif /* SERVER_FLEET_SLURM_ACTION_H */

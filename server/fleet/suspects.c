@@ -28,41 +28,28 @@
 
 #define MAX_ORIGIN 16
 
-/* content_key - what run `run_id` holds for the divergence (entries of its
- * runs array): fp and value bits, or "missing". */
-static void content_key(json_t *entries, const char *run_id, char *out, size_t cap)
+/* The run entries of an origin rank's first divergence (borrowed from the group's findings). */
+typedef struct origin_entries {
+    const div_entry *e;
+    int n;
+} origin_entries;
+
+/* content_key - what run `run_id` holds for the divergence of `oe` (server/twins/divergence.h's key), or "unknown"
+ * when it has no entry there. */
+static void content_key(const origin_entries *oe, const char *run_id, char *out, size_t cap)
 {
-    size_t i;
-    json_t *e;
-    snprintf(out, cap, "unknown");
-    json_array_foreach(entries, i, e)
-    {
-        if (strcmp(json_string_value(json_object_get(e, "run_id")) ?: "", run_id))
-            continue;
-        if (!json_is_true(json_object_get(e, "present")))
-            snprintf(out, cap, "missing");
-        else
-            snprintf(out, cap, "%s/%s", json_string_value(json_object_get(e, "fp")) ?: "",
-                     json_string_value(json_object_get(e, "value_bits")) ?: "-");
-        return;
-    }
+    const div_entry *e = div_entry_of(oe->e, oe->n, run_id);
+    if (e)
+        div_content_key(e, out, cap);
+    else
+        snprintf(out, cap, "unknown");
 }
 
-static int is_minority(json_t *entries, const char *run_id)
+/* is_minority - whether run `run_id` is outside the majority of the divergence of `oe`. */
+static int is_minority(const origin_entries *oe, const char *run_id)
 {
-    size_t i;
-    json_t *e;
-    json_array_foreach(entries, i, e) if (!strcmp(json_string_value(json_object_get(e, "run_id")) ?: "",
-                                                  run_id)) return json_is_false(json_object_get(e, "majority"));
-    return 0;
-}
-
-static int has_majority(json_t *entries)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(entries, i, e) if (json_object_get(e, "majority")) return 1;
-    return 0;
+    const div_entry *e = div_entry_of(oe->e, oe->n, run_id);
+    return e && e->majority == DIV_MAJORITY_OUT;
 }
 
 static void add_implicated(grp_class *v, const char *node)
@@ -83,20 +70,20 @@ static void add_implicated(grp_class *v, const char *node)
 
 /* same_hardware - on the origin ranks: add the nodes of the runs that diverged to v->implicated (the minority's when
  * `strong`, else every run's), and note in `h` when two runs that differ ran the rank on the same hardware. */
-static void same_hardware(const grp *g, json_t **entries, const int *origin, int norigin, int strong, grp_class *v,
-                          hw_facts *h)
+static void same_hardware(const grp *g, const origin_entries *entries, const int *origin, int norigin, int strong,
+                          grp_class *v, hw_facts *h)
 {
     char ka[128], kb[128];
     for (int o = 0; o < norigin; o++) {
         for (int a = 0; a < g->nruns; a++) {
             const hw_slot *sa = group_slot(g, a, origin[o]);
-            int implicated = strong ? is_minority(entries[o], g->runs[a].id) : 1;
+            int implicated = strong ? is_minority(&entries[o], g->runs[a].id) : 1;
             if (implicated)
                 add_implicated(v, sa->node);
-            content_key(entries[o], g->runs[a].id, ka, sizeof(ka));
+            content_key(&entries[o], g->runs[a].id, ka, sizeof(ka));
             for (int b = a + 1; b < g->nruns && !h->same_hw; b++) {
                 const hw_slot *sb = group_slot(g, b, origin[o]);
-                content_key(entries[o], g->runs[b].id, kb, sizeof(kb));
+                content_key(&entries[o], g->runs[b].id, kb, sizeof(kb));
                 if (!strcmp(ka, kb))
                     continue;
                 if (sa->node && sb->node && !strcmp(sa->node, sb->node) &&
@@ -120,10 +107,7 @@ static int classify_spread(const grp *g, const char *name, grp_class *v, char (*
     char win[32];
     snprintf(win, sizeof(win), "%d days", g_srv.cfg.software_window_days);
     const char *p[] = {name, g->name, win, g->program};
-    PGresult *r = sql_query("SELECT twin_group, implicated, reason_code FROM group_evidence WHERE origin_name = $1 "
-                            "AND program = $4 AND twin_group <> $2 AND evaluated_at > now() - $3::interval "
-                            "AND reason_code IN ('pair', 'minority', 'spread') AND implicated <> ''",
-                            4, p, err, ecap);
+    PGresult *r = db_exec_once("sus_spread", 4, p, err, ecap);
     if (!r)
         return -1;
     int n = PQntuples(r);
@@ -153,13 +137,14 @@ static int classify_spread(const grp *g, const char *name, grp_class *v, char (*
  * only, the hardware that ran them; then, where the rule would give hardware evidence, the spread over unrelated
  * nodes (it needs the fleet's history); else hardware, with strong (minority of 3+) or weak (pair) weights set on
  * the runs. */
-static int classify(grp *g, const grp_findings *vd, json_t **entries, const int *origin, int norigin, const char *name,
-                    grp_class *v, char (*requeue)[256], int cap, int *nrequeue, char *err, size_t ecap)
+static int classify(grp *g, const grp_findings *vd, const origin_entries *entries, const int *origin, int norigin,
+                    const char *name, grp_class *v, char (*requeue)[256], int cap, int *nrequeue, char *err,
+                    size_t ecap)
 {
     /* Which runs diverged on the origin ranks, and whether a majority names them. */
     int strong = g->nruns >= 3;
     for (int o = 0; o < norigin; o++)
-        if (!has_majority(entries[o]))
+        if (!div_has_majority(entries[o].e, entries[o].n))
             strong = 0;
     hw_facts h = {.cause = vd->cause,
                   .local = vd->local,
@@ -187,7 +172,7 @@ static int classify(grp *g, const grp_findings *vd, json_t **entries, const int 
     for (int a = 0; a < g->nruns; a++) {
         int hit = 0;
         for (int o = 0; o < norigin; o++)
-            hit |= strong ? is_minority(entries[o], g->runs[a].id) : 1;
+            hit |= strong ? is_minority(&entries[o], g->runs[a].id) : 1;
         g->runs[a].weight = hw_is_evidence(&hv) && hit ? (strong ? 1.0 : g_srv.cfg.weak_weight) : 0.0;
     }
     return 0;
@@ -227,8 +212,7 @@ static int write_exposures(grp *g, const grp_class *v, const char *why, const in
                            const char *step, char *err, size_t cap)
 {
     const char *p1[] = {g->name};
-    PGresult *old = sql_query(
-        "SELECT run_key::text, node, gpu, weight, at::text FROM hw_exposures WHERE twin_group = $1", 1, p1, err, cap);
+    PGresult *old = db_exec_once("sus_exposures", 1, p1, err, cap);
     if (!old)
         return -1;
     int rc = -1;
@@ -248,7 +232,7 @@ static int write_exposures(grp *g, const grp_class *v, const char *why, const in
                 is_origin |= origin[o] == k;
             n = add_expo(x, n, a, s, k, is_origin ? g->runs[a].weight : 0.0);
         }
-    if (sql_do("DELETE FROM hw_exposures WHERE twin_group = $1", 1, p1, err, cap) < 0)
+    if (db_do("sus_exposures_clear", 1, p1, err, cap) < 0)
         goto out_free;
     for (int i = 0; i < n; i++) {
         char w[32], rank[16];
@@ -257,26 +241,19 @@ static int write_exposures(grp *g, const grp_class *v, const char *why, const in
         const char *pn[] = {x[i].node};
         const char *pg[] = {x[i].gpu, x[i].node, x[i].gpu_name ? x[i].gpu_name : ""};
         const char *pe[] = {g->name, g->runs[x[i].run].key, x[i].node, x[i].gpu, w, since};
-        if (sql_do("INSERT INTO hw_nodes (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET last_seen = now()", 1, pn,
-                   err, cap) < 0)
+        if (db_do("sus_node_seen", 1, pn, err, cap) < 0)
             goto out_free;
         if (*x[i].gpu) {
             /* A GPU stays on the node it was first seen on: a run's report cannot move a GPU (and its
              * blame) to another node. One seen elsewhere counts only as its node here. */
-            PGresult *gr = sql_query("INSERT INTO hw_gpus (uuid, node, name) VALUES ($1, $2, $3) ON CONFLICT (uuid) DO "
-                                     "UPDATE SET name = excluded.name, last_seen = now() WHERE hw_gpus.node = "
-                                     "excluded.node RETURNING 1",
-                                     3, pg, err, cap);
+            PGresult *gr = db_exec_once("sus_gpu_seen", 3, pg, err, cap);
             if (!gr)
                 goto out_free;
             if (PQntuples(gr) == 0)
                 pe[3] = x[i].gpu = "";
             PQclear(gr);
         }
-        if (sql_do("INSERT INTO hw_exposures (twin_group, run_key, node, gpu, weight, at) VALUES ($1, $2, $3, $4, $5, "
-                   "coalesce($6::timestamptz, now())) ON CONFLICT (twin_group, run_key, node, gpu) DO UPDATE SET "
-                   "weight = greatest(hw_exposures.weight, excluded.weight)",
-                   6, pe, err, cap) < 0)
+        if (db_do("sus_exposure_add", 6, pe, err, cap) < 0)
             goto out_free;
         double before = 0;
         for (int j = 0; j < PQntuples(old); j++)
@@ -289,9 +266,7 @@ static int write_exposures(grp *g, const grp_class *v, const char *why, const in
             const char *ph[] = {
                 x[i].node, *x[i].gpu ? x[i].gpu : NULL, "involvement", g->name, g->runs[x[i].run].key, step, rank, w,
                 detail};
-            if (sql_do("INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, step, rank, weight, detail) "
-                       "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                       9, ph, err, cap) < 0)
+            if (db_do("sus_history_involved", 9, ph, err, cap) < 0)
                 goto out_free;
         }
     }
@@ -311,9 +286,7 @@ static int write_exposures(grp *g, const grp_class *v, const char *why, const in
                  (int)(sizeof(detail) - sizeof("re-evaluated as : ")), why);
         const char *gpu = *PQgetvalue(old, j, 2) ? PQgetvalue(old, j, 2) : NULL;
         const char *ph[] = {PQgetvalue(old, j, 1), gpu, "withdrawn", g->name, PQgetvalue(old, j, 0), "0", detail};
-        if (sql_do("INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, weight, detail) "
-                   "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                   7, ph, err, cap) < 0)
+        if (db_do("sus_history_cleared", 7, ph, err, cap) < 0)
             goto out_free;
     }
     rc = 0;
@@ -436,7 +409,7 @@ static void place_ranks(grp *g, PGresult *man, PGresult *att, json_t **docs)
 }
 
 /* evaluation - one evaluation of a group: what it read in the transaction's snapshot, and the evidence it comes
- * to. The results, entries and the group's runs are owned (evaluation_free). */
+ * to. The results and the group's runs are owned (evaluation_free). */
 typedef struct evaluation {
     const char *group;
     grp *g;
@@ -445,7 +418,7 @@ typedef struct evaluation {
     grp_findings vd; /* the group's findings: status, cause and origin ranks of its first divergence */
     int ndivs;       /* ranks that diverged (0 once a replay group's narrow speaks for it) */
     char step[32], rank0[16];
-    json_t *entries[MAX_ORIGIN]; /* per origin rank, its runs' entries of the first divergence */
+    origin_entries entries[MAX_ORIGIN]; /* per origin rank, its runs' entries of the first divergence (vd's) */
     int origin[MAX_ORIGIN], norigin;
     const char *origin_name;
     int replays, noise, exposed;
@@ -459,18 +432,14 @@ static int evaluation_read(evaluation *ev, char *err, size_t cap)
 {
     const char *p1[] = {ev->group};
     grp *g = ev->g;
-    ev->sig =
-        sql_query("SELECT lockstep_group_signature($1), (SELECT signature FROM group_evidence WHERE twin_group = $1)",
-                  1, p1, err, cap);
+    ev->sig = db_exec_once("sus_signature", 1, p1, err, cap);
     if (!ev->sig)
         return -1;
     if (!PQgetisnull(ev->sig, 0, 1) && !strcmp(PQgetvalue(ev->sig, 0, 0), PQgetvalue(ev->sig, 0, 1)))
         return 0; /* evaluated already, nothing changed */
-    ev->runs = sql_query("SELECT run_key::text, run_id::text, nodes, user_name, job_id, status, command FROM runs "
-                         "WHERE twin_group = $1 ORDER BY run_key",
-                         1, p1, err, cap);
-    ev->man = ev->runs ? sql_query(Q_MANIFESTS, 1, p1, err, cap) : NULL;
-    ev->att = ev->man ? sql_query(Q_ATTESTED, 1, p1, err, cap) : NULL;
+    ev->runs = db_exec_once("sus_runs", 1, p1, err, cap);
+    ev->man = ev->runs ? db_exec_once("sus_manifests", 1, p1, err, cap) : NULL;
+    ev->att = ev->man ? db_exec_once("sus_attested", 1, p1, err, cap) : NULL;
     /* The group's findings, in this transaction's snapshot: status, cause and origin ranks of its first
      * divergence (the same findings the twin API shows). */
     if (!ev->att || findings_load(ev->group, &ev->vd, err, cap) < 0)
@@ -509,12 +478,7 @@ static int evaluation_ready(const evaluation *ev, char *err, size_t cap)
      * (Also when every run has ended: their last ranks may still wait in
      * the comparison queue.) */
     const char *ps[] = {ev->group, ev->step};
-    PGresult *s =
-        sql_query("SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
-                  "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "
-                  "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint OR c.waiting) = 0 OR "
-                  "(SELECT min(detected_at) FROM divergences WHERE twin_group = $1) < now() - interval '30 s'",
-                  2, ps, err, cap);
+    PGresult *s = db_exec_once("sus_settled", 2, ps, err, cap);
     if (!s)
         return -1;
     int settled = PQgetvalue(s, 0, 0)[0] == 't';
@@ -564,7 +528,7 @@ static int decide_diverged(evaluation *ev, char (*requeue)[256], int cap, int *n
         for (int i = 0; i < vd->ndivs; i++)
             if (vd->divs[i].rank == vd->origin[o]) {
                 ev->origin[ev->norigin] = vd->origin[o];
-                ev->entries[ev->norigin++] = json_incref(vd->divs[i].runs);
+                ev->entries[ev->norigin++] = (origin_entries){vd->divs[i].entries, vd->divs[i].nentries};
                 break;
             }
     }
@@ -650,16 +614,7 @@ static int evaluation_write(evaluation *ev, char *err, size_t cap)
                         ev->g->program,
                         *ev->evidence_narrow ? ev->evidence_narrow : NULL,
                         ev->why};
-    if (sql_do("INSERT INTO group_evidence (twin_group, class, reason, reason_code, step, rank, origin_name, "
-               "implicated, signature, program, evidence_narrow, evidence_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, "
-               "$8, $9, $10, $11::bigint, $12) "
-               "ON CONFLICT (twin_group) DO UPDATE SET program = excluded.program, "
-               "class = excluded.class, reason = excluded.reason, reason_code = excluded.reason_code, "
-               "step = excluded.step, rank = excluded.rank, origin_name = excluded.origin_name, "
-               "implicated = excluded.implicated, signature = excluded.signature, "
-               "evidence_narrow = excluded.evidence_narrow, evidence_reason = excluded.evidence_reason, evaluated_at = "
-               "now()",
-               12, pe, err, cap) < 0)
+    if (db_do("sus_evidence_write", 12, pe, err, cap) < 0)
         return -1;
     if (!ev->replays && !ev->noise && (ev->ndivs || ev->vd.first_div) &&
         divergence_alert_enqueue(ev->g, &ev->vd, &ev->v, err, cap) < 0)
@@ -670,8 +625,6 @@ static int evaluation_write(evaluation *ev, char *err, size_t cap)
 /* evaluation_free - free what `ev` holds, and `ev`. */
 static void evaluation_free(evaluation *ev)
 {
-    for (int o = 0; o < ev->norigin; o++)
-        json_decref(ev->entries[o]);
     for (int a = 0; a < ev->g->nruns; a++)
         free(ev->g->runs[a].ranks);
     free(ev->g);
@@ -723,4 +676,51 @@ out_fail:
 out_free:
     evaluation_free(ev);
     return rc;
+}
+
+/* The statements of an evaluation, in the order it runs them; all inside its transaction (sql_begin). */
+void suspects_register(void)
+{
+    db_register("sus_spread", "SELECT twin_group, implicated, reason_code FROM group_evidence WHERE origin_name = $1 "
+                              "AND program = $4 AND twin_group <> $2 AND evaluated_at > now() - $3::interval "
+                              "AND reason_code IN ('pair', 'minority', 'spread') AND implicated <> ''");
+    db_register("sus_exposures",
+                "SELECT run_key::text, node, gpu, weight, at::text FROM hw_exposures WHERE twin_group = $1");
+    db_register("sus_exposures_clear", "DELETE FROM hw_exposures WHERE twin_group = $1");
+    db_register("sus_node_seen",
+                "INSERT INTO hw_nodes (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET last_seen = now()");
+    db_register("sus_gpu_seen", "INSERT INTO hw_gpus (uuid, node, name) VALUES ($1, $2, $3) ON CONFLICT (uuid) DO "
+                                "UPDATE SET name = excluded.name, last_seen = now() WHERE hw_gpus.node = "
+                                "excluded.node RETURNING 1");
+    db_register("sus_exposure_add",
+                "INSERT INTO hw_exposures (twin_group, run_key, node, gpu, weight, at) VALUES ($1, $2, $3, $4, $5, "
+                "coalesce($6::timestamptz, now())) ON CONFLICT (twin_group, run_key, node, gpu) DO UPDATE SET "
+                "weight = greatest(hw_exposures.weight, excluded.weight)");
+    db_register("sus_history_involved",
+                "INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, step, rank, weight, detail) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)");
+    db_register("sus_history_cleared", "INSERT INTO hw_history (node, gpu, kind, twin_group, run_key, weight, detail) "
+                                       "VALUES ($1, $2, $3, $4, $5, $6, $7)");
+    db_register("sus_signature",
+                "SELECT lockstep_group_signature($1), (SELECT signature FROM group_evidence WHERE twin_group = $1)");
+    db_register("sus_runs", "SELECT run_key::text, run_id::text, nodes, user_name, job_id, status, command FROM runs "
+                            "WHERE twin_group = $1 ORDER BY run_key");
+    db_register("sus_manifests", Q_MANIFESTS);
+    db_register("sus_attested", Q_ATTESTED);
+    db_register("sus_settled",
+                "SELECT (SELECT count(*) FROM (SELECT DISTINCT p.rank FROM rank_progress p JOIN runs r "
+                "USING (run_key) WHERE r.twin_group = $1) x LEFT JOIN group_checks c ON c.twin_group = $1 "
+                "AND c.rank = x.rank WHERE coalesce(c.checked_upto, -1) < $2::bigint OR c.waiting) = 0 OR "
+                "(SELECT min(detected_at) FROM divergences WHERE twin_group = $1) < now() - interval '30 s'");
+    db_register(
+        "sus_evidence_write",
+        "INSERT INTO group_evidence (twin_group, class, reason, reason_code, step, rank, origin_name, "
+        "implicated, signature, program, evidence_narrow, evidence_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+        "$8, $9, $10, $11::bigint, $12) "
+        "ON CONFLICT (twin_group) DO UPDATE SET program = excluded.program, "
+        "class = excluded.class, reason = excluded.reason, reason_code = excluded.reason_code, "
+        "step = excluded.step, rank = excluded.rank, origin_name = excluded.origin_name, "
+        "implicated = excluded.implicated, signature = excluded.signature, "
+        "evidence_narrow = excluded.evidence_narrow, evidence_reason = excluded.evidence_reason, evaluated_at = "
+        "now()");
 }

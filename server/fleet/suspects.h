@@ -11,4 +11,7 @@
  * yet (ask again soon), -1 on a database error (rolled back). */
 int suspects_evaluate(const char *group, char (*requeue)[256], int cap, int *nrequeue);
 
+/* suspects_register - prepare the statements this module runs (db_register). */
+void suspects_register(void);
+
 #endif /* SERVER_FLEET_SUSPECTS_H */

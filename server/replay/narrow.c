@@ -43,23 +43,6 @@ static long long int_of(json_t *o, const char *key, long long lo, long long hi, 
     return json_integer_value(v);
 }
 
-/* content_key - what an entry of a divergence's runs holds: fingerprint and value bits, or "missing". */
-static void content_key(json_t *e, char *out, size_t cap)
-{
-    if (!e || !json_is_true(json_object_get(e, "present")))
-        snprintf(out, cap, "missing");
-    else
-        snprintf(out, cap, "%s/%s", str_of(e, "fp", ""), str_of(e, "value_bits", "-"));
-}
-
-static json_t *entry_of(json_t *entries, const char *run_id)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(entries, i, e) if (!strcmp(str_of(e, "run_id", ""), run_id)) return e;
-    return NULL;
-}
-
 int narrow_probe(const char *run_key, const int *origin, int norigin, const char *nodes, char *probe, size_t pcap,
                  char *gpus, size_t gcap, char *err, size_t ecap)
 {
@@ -70,14 +53,7 @@ int narrow_probe(const char *run_key, const int *origin, int norigin, const char
      * GPU of a rank the node's attestation lists, and only when it does not name another host
      * (common/json/node_of.h; the manifest cut to the keys that rule reads). Nodes in the order of their first
      * origin rank. */
-    PGresult *r = sql_query(
-        "SELECT a.node, (SELECT CASE WHEN jsonb_typeof(m.manifest) = 'object' THEN (SELECT jsonb_object_agg(e.k, "
-        "e.v) FROM jsonb_each(m.manifest) AS e(k, v) WHERE e.k = ANY('" NODE_OF_KEYS_SQL "'::text[]))::text END "
-        "FROM manifests m WHERE m.run_key = r.run_key AND m.rank = ANY(a.ranks) AND ($2::int[] = '{}' OR m.rank = "
-        "ANY($2::int[])) ORDER BY m.rank LIMIT 1) FROM runs r JOIN attestations a ON a.job_id = r.job_id AND "
-        "a.step_id = r.step_id WHERE r.run_key = $1::bigint AND ($2::int[] = '{}' OR a.ranks && $2::int[]) "
-        "ORDER BY (SELECT min(x) FROM unnest(a.ranks) x WHERE $2::int[] = '{}' OR x = ANY($2::int[])), a.node",
-        2, p, err, ecap);
+    PGresult *r = db_exec_once("narrow_probe_nodes", 2, p, err, ecap);
     if (!r)
         return -1;
     size_t pl = 0, gl = 0;
@@ -172,12 +148,7 @@ static int store_placement(const char *ids, int k, const rp_place *pl, const nru
                         argv,
                         src->run_as,
                         not_run[0] ? not_run : NULL};
-    int rc = sql_do("INSERT INTO narrow_placements (narrow_id, idx, role, source_run_key, nodes, why, command, "
-                    "resume_step, argv, run_as, outcome, detail, decided_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
-                    "ARRAY(SELECT w FROM jsonb_array_elements_text($9::jsonb) WITH ORDINALITY AS a(w, i) ORDER BY i), "
-                    "$10, CASE WHEN $11::text IS NOT NULL THEN 'not-run' END, coalesce($11, ''), "
-                    "CASE WHEN $11::text IS NOT NULL THEN now() END)",
-                    11, pp, err, cap);
+    int rc = db_do("narrow_placement_add", 11, pp, err, cap);
     free(argv);
     return rc;
 }
@@ -186,7 +157,7 @@ static int store_placement(const char *ids, int k, const rp_place *pl, const nru
  * (server/rules/replay.h). 0, or -1 with the database's message. */
 static int mark_suspects(rp_node *nodes, int nnodes, char *err, size_t cap)
 {
-    PGresult *sus = sql_query("SELECT name FROM hw_nodes WHERE state IN ('suspect', 'drained')", 0, NULL, err, cap);
+    PGresult *sus = db_exec_once("narrow_suspect_nodes", 0, NULL, err, cap);
     if (!sus)
         return -1;
     for (int i = 0; i < nnodes; i++)
@@ -223,23 +194,16 @@ static int read_runs(const char *group, const grp_findings *vd, nruns *R, char *
     const char *p1[] = {group};
     /* A run's nodes for the design are those slurmstepd attested for its step (the step's node list, or the nodes
      * that attested), never the list the job reported. */
-    PGresult *runs = R->res =
-        sql_query("SELECT r.run_key::text, r.run_id::text, r.job_id, coalesce(a.nodes, ''), r.command, r.mode, "
-                  "r.ranks, r.start_step, r.resume_template, coalesce(array_to_json(r.argv)::text, ''), "
-                  "r.attested_user, r.nodes FROM runs r LEFT JOIN LATERAL (SELECT coalesce(max(nullif(nodes, '')), "
-                  "string_agg(node, ',' ORDER BY node_index NULLS LAST, node)) AS nodes FROM attestations "
-                  "WHERE job_id = r.job_id AND step_id = r.step_id) a ON true WHERE r.twin_group = $1 "
-                  "ORDER BY r.run_key",
-                  1, p1, err, cap);
+    PGresult *runs = R->res = db_exec_once("narrow_runs", 1, p1, err, cap);
     if (!runs)
         return -1;
     int nr = R->nr = PQntuples(runs) < RP_MAX_RUNS ? PQntuples(runs) : RP_MAX_RUNS;
     R->rs = xcalloc((size_t)nr + 1, sizeof(*R->rs));
-    json_t *entries = vd->first_div->runs;
+    const divergence *first = vd->first_div;
     R->nkeys = 0;
     R->majority = -1;
     R->odd = -1;
-    const char *odd_id = vd->first_div->odd_run_id;
+    const char *odd_id = first->odd_run_id;
     for (int i = 0; i < nr; i++) {
         nrun *x = &R->rs[i];
         x->key = PQgetvalue(runs, i, 0);
@@ -254,16 +218,16 @@ static int read_runs(const char *group, const grp_findings *vd, nruns *R, char *
         x->argv = PQgetvalue(runs, i, 9);
         x->run_as = PQgetisnull(runs, i, 10) ? NULL : PQgetvalue(runs, i, 10);
         x->reported = PQgetvalue(runs, i, 11);
-        json_t *en = entry_of(entries, x->id);
+        const div_entry *en = div_entry_of(first->entries, first->nentries, x->id);
         char k[160];
-        content_key(en, k, sizeof(k));
+        div_content_key(en, k, sizeof(k));
         int c;
         for (c = 0; c < R->nkeys && strcmp(R->keys[c], k); c++)
             ;
         if (c == R->nkeys)
             snprintf(R->keys[R->nkeys++], sizeof(R->keys[0]), "%s", k);
         R->rr[i] = (rp_run){x->id, x->nodes, c};
-        if (en && json_is_true(json_object_get(en, "majority")))
+        if (en && en->majority == DIV_MAJORITY_IN)
             R->majority = c;
         if (odd_id && !strcmp(odd_id, x->id))
             R->odd = i;
@@ -371,7 +335,7 @@ static long long store_narrow(const char *group, const nwindow *w, const char *d
 {
     if (sql_begin(err, cap) < 0)
         return -1;
-    PGresult *seq = sql_query("SELECT nextval('narrows_id_seq')", 0, NULL, err, cap);
+    PGresult *seq = db_exec_once("narrow_next_id", 0, NULL, err, cap);
     if (!seq)
         goto out_rollback;
     long long id = strtoll(PQgetvalue(seq, 0, 0), NULL, 10);
@@ -384,9 +348,7 @@ static long long store_narrow(const char *group, const nwindow *w, const char *d
     snprintf(ts, sizeof(ts), "%lld", w->to);
     snprintf(tmo, sizeof(tmo), "%lld seconds", timeout);
     const char *pn[] = {ids, group, ngroup, st, fs, ts, w->level, w->trace, design_txt, actor, tmo};
-    if (sql_do("INSERT INTO narrows (id, twin_group, narrow_group, step, from_step, to_step, level, trace, design, "
-               "actor, deadline_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, now() + $11::interval)",
-               11, pn, err, cap) < 0)
+    if (db_do("narrow_add", 11, pn, err, cap) < 0)
         goto out_rollback;
     for (int k = 0; k < plan->n; k++)
         if (store_placement(ids, k, &plan->p[k], &rs[plan->p[k].source], w->from, w->to, err, cap) < 0)
@@ -481,7 +443,7 @@ int narrow_set_jobs(long long id, json_t *req, int *status, srv_error *e)
                     "\"why\"}",
                     "see docs/server.md, Narrows");
     const char *p1[] = {ids};
-    PGresult *r = sql_query("SELECT state FROM narrows WHERE id = $1::bigint", 1, p1, err, sizeof(err));
+    PGresult *r = db_exec_once("narrow_state", 1, p1, err, sizeof(err));
     if (!r)
         return fail(status, 503, e, "database unavailable", err, "retry shortly");
     if (!PQntuples(r)) {
@@ -508,13 +470,8 @@ int narrow_set_jobs(long long id, json_t *req, int *status, srv_error *e)
         snprintf(ix, sizeof(ix), "%" JSON_INTEGER_FORMAT, json_integer_value(idx));
         const char *pj[] = {ids, ix, job};
         const char *pw[] = {ids, ix, why};
-        PGresult *u =
-            job ? sql_query("UPDATE narrow_placements SET job_id = $3 WHERE narrow_id = $1::bigint AND idx = "
-                            "$2::int AND outcome IS NULL RETURNING 1",
-                            3, pj, err, sizeof(err))
-                : sql_query("UPDATE narrow_placements SET outcome = 'not-run', detail = $3, decided_at = now() "
-                            "WHERE narrow_id = $1::bigint AND idx = $2::int AND outcome IS NULL RETURNING 1",
-                            3, pw, err, sizeof(err));
+        PGresult *u = job ? db_exec_once("narrow_placement_job", 3, pj, err, sizeof(err))
+                          : db_exec_once("narrow_placement_not_run", 3, pw, err, sizeof(err));
         if (!u)
             return fail(status, 503, e, "database unavailable", err, "retry shortly");
         int n = PQntuples(u);
@@ -526,4 +483,42 @@ int narrow_set_jobs(long long id, json_t *req, int *status, srv_error *e)
         }
     }
     return 0;
+}
+
+void narrow_register(void)
+{
+    narrow_cmd_register();
+    db_register(
+        "narrow_probe_nodes",
+        "SELECT a.node, (SELECT CASE WHEN jsonb_typeof(m.manifest) = 'object' THEN (SELECT jsonb_object_agg(e.k, "
+        "e.v) FROM jsonb_each(m.manifest) AS e(k, v) WHERE e.k = ANY('" NODE_OF_KEYS_SQL "'::text[]))::text END "
+        "FROM manifests m WHERE m.run_key = r.run_key AND m.rank = ANY(a.ranks) AND ($2::int[] = '{}' OR m.rank = "
+        "ANY($2::int[])) ORDER BY m.rank LIMIT 1) FROM runs r JOIN attestations a ON a.job_id = r.job_id AND "
+        "a.step_id = r.step_id WHERE r.run_key = $1::bigint AND ($2::int[] = '{}' OR a.ranks && $2::int[]) "
+        "ORDER BY (SELECT min(x) FROM unnest(a.ranks) x WHERE $2::int[] = '{}' OR x = ANY($2::int[])), a.node");
+    db_register("narrow_placement_add",
+                "INSERT INTO narrow_placements (narrow_id, idx, role, source_run_key, nodes, why, command, "
+                "resume_step, argv, run_as, outcome, detail, decided_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+                "ARRAY(SELECT w FROM jsonb_array_elements_text($9::jsonb) WITH ORDINALITY AS a(w, i) ORDER BY i), "
+                "$10, CASE WHEN $11::text IS NOT NULL THEN 'not-run' END, coalesce($11, ''), "
+                "CASE WHEN $11::text IS NOT NULL THEN now() END)");
+    db_register("narrow_suspect_nodes", "SELECT name FROM hw_nodes WHERE state IN ('suspect', 'drained')");
+    db_register("narrow_runs",
+                "SELECT r.run_key::text, r.run_id::text, r.job_id, coalesce(a.nodes, ''), r.command, r.mode, "
+                "r.ranks, r.start_step, r.resume_template, coalesce(array_to_json(r.argv)::text, ''), "
+                "r.attested_user, r.nodes FROM runs r LEFT JOIN LATERAL (SELECT coalesce(max(nullif(nodes, '')), "
+                "string_agg(node, ',' ORDER BY node_index NULLS LAST, node)) AS nodes FROM attestations "
+                "WHERE job_id = r.job_id AND step_id = r.step_id) a ON true WHERE r.twin_group = $1 "
+                "ORDER BY r.run_key");
+    db_register("narrow_next_id", "SELECT nextval('narrows_id_seq')");
+    db_register("narrow_add",
+                "INSERT INTO narrows (id, twin_group, narrow_group, step, from_step, to_step, level, trace, design, "
+                "actor, deadline_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, now() + $11::interval)");
+    db_register("narrow_state", "SELECT state FROM narrows WHERE id = $1::bigint");
+    db_register("narrow_placement_job",
+                "UPDATE narrow_placements SET job_id = $3 WHERE narrow_id = $1::bigint AND idx = "
+                "$2::int AND outcome IS NULL RETURNING 1");
+    db_register("narrow_placement_not_run",
+                "UPDATE narrow_placements SET outcome = 'not-run', detail = $3, decided_at = now() "
+                "WHERE narrow_id = $1::bigint AND idx = $2::int AND outcome IS NULL RETURNING 1");
 }

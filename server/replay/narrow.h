@@ -33,4 +33,7 @@ long long narrow_create(const char *group, json_t *req, int *status, srv_error *
  * "J"} or {"index": I, "error": "why it was not submitted"}]}. Returns 0, or -1 with `e` and *status. */
 int narrow_set_jobs(long long id, json_t *req, int *status, srv_error *e);
 
+/* narrow_register - prepare the statements this module runs (db_register). */
+void narrow_register(void);
+
 #endif /* SERVER_REPLAY_NARROW_H */

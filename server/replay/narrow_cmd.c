@@ -12,7 +12,7 @@
 #include "common/words.h"
 #include "server/core/xalloc.h"
 #include "server/store/frames.h"
-#include "server/store/sql.h"
+#include "server/store/db.h"
 
 #define CK_SAVED_KIND "2" /* saved state entries' own segments (server/store/frames.h) */
 _Static_assert(FRAMES_KIND_SAVED == 2, "CK_SAVED_KIND follows FRAMES_KIND_SAVED");
@@ -114,15 +114,7 @@ int narrow_cmd_make(const char *run_key, const char *argv_json, const char *comm
         char stepb[32];
         snprintf(stepb, sizeof(stepb), "%lld", from);
         const char *pc[] = {run_key, stepb, strstr(resume, "{path}") ? "t" : "f"};
-        PGresult *ck = sql_query(
-            "SELECT step, max(path), bool_or(declared), bool_or(saved) FROM ("
-            "SELECT step, path, true AS declared, false AS saved FROM run_checkpoints WHERE run_key = $1::bigint "
-            "AND step < $2::bigint UNION ALL "
-            "SELECT step, '', false, true FROM record_frames WHERE run_key = $1::bigint AND kind = " CK_SAVED_KIND " "
-            "AND step < $2::bigint GROUP BY step HAVING count(DISTINCT rank) >= greatest(1, (SELECT count(*) "
-            "FROM manifests m WHERE m.run_key = $1::bigint))) c "
-            "GROUP BY step HAVING NOT $3::boolean OR max(path) <> '' ORDER BY step DESC LIMIT 1",
-            3, pc, err, cap);
+        PGresult *ck = db_exec_once("ncmd_checkpoint", 3, pc, err, cap);
         if (!ck) {
             json_decref(out->argv);
             out->argv = NULL;
@@ -170,4 +162,17 @@ int narrow_cmd_make(const char *run_key, const char *argv_json, const char *comm
     free(v);
     free(joined);
     return 0;
+}
+
+void narrow_cmd_register(void)
+{
+    db_register("ncmd_checkpoint",
+                "SELECT step, max(path), bool_or(declared), bool_or(saved) FROM ("
+                "SELECT step, path, true AS declared, false AS saved FROM run_checkpoints WHERE run_key = $1::bigint "
+                "AND step < $2::bigint UNION ALL "
+                "SELECT step, '', false, true FROM record_frames WHERE run_key = $1::bigint AND kind = " CK_SAVED_KIND
+                " "
+                "AND step < $2::bigint GROUP BY step HAVING count(DISTINCT rank) >= greatest(1, (SELECT count(*) "
+                "FROM manifests m WHERE m.run_key = $1::bigint))) c "
+                "GROUP BY step HAVING NOT $3::boolean OR max(path) <> '' ORDER BY step DESC LIMIT 1");
 }

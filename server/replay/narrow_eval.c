@@ -61,10 +61,7 @@ static const char *jstr(json_t *o, const char *k)
 static int load(nexp *x, char *err, size_t cap)
 {
     const char *p[] = {x->ids};
-    PGresult *r =
-        sql_query("SELECT twin_group, narrow_group, step, from_step, to_step, design::text, now() > deadline_at "
-                  "FROM narrows WHERE id = $1::bigint AND state = 'running'",
-                  1, p, err, cap);
+    PGresult *r = db_exec_once("neval_narrow", 1, p, err, cap);
     if (!r)
         return -1;
     if (!PQntuples(r)) {
@@ -88,8 +85,7 @@ static int load(nexp *x, char *err, size_t cap)
     x->nclasses = (int)json_array_size(json_object_get(x->design, "contents"));
 
     const char *pg[] = {x->group};
-    r = sql_query("SELECT run_key::text, run_id::text, job_id, nodes, start_step FROM runs WHERE twin_group = $1", 1,
-                  pg, err, cap);
+    r = db_exec_once("neval_runs", 1, pg, err, cap);
     if (!r)
         return -1;
     json_array_foreach(json_object_get(x->design, "runs"), i, v)
@@ -116,10 +112,7 @@ static int load(nexp *x, char *err, size_t cap)
     }
     PQclear(r);
 
-    r = sql_query("SELECT idx, role, nodes, coalesce(job_id, ''), coalesce(run_key::text, ''), coalesce(outcome, ''), "
-                  "coalesce(content, -1), probe_nodes, detail, source_run_key::text, coalesce(resume_step + 1, -1) "
-                  "FROM narrow_placements WHERE narrow_id = $1::bigint ORDER BY idx",
-                  1, p, err, cap);
+    r = db_exec_once("neval_placements", 1, p, err, cap);
     if (!r)
         return -1;
     for (int k = 0; k < PQntuples(r) && x->np < RP_MAX_PLACEMENTS; k++) {
@@ -212,13 +205,7 @@ typedef struct replay_row {
 static int find_replay(nexp *x, plc *c, replay_row *rr, char *err, size_t cap)
 {
     const char *pj[] = {x->ngroup, c->job};
-    PGresult *r =
-        sql_query("SELECT run_key::text, status, ranks, start_step, (SELECT count(*) FROM rank_progress p WHERE "
-                  "p.run_key = r.run_key), (SELECT min(max_step) FROM rank_progress p WHERE p.run_key = "
-                  "r.run_key), (SELECT string_agg(exit_code::text, ',' ORDER BY rank) FROM rank_ends e WHERE "
-                  "e.run_key = r.run_key AND exit_code <> 0) FROM runs r WHERE twin_group = $1 AND job_id = $2 "
-                  "ORDER BY run_key DESC LIMIT 1",
-                  2, pj, err, cap);
+    PGresult *r = db_exec_once("neval_replay", 2, pj, err, cap);
     if (!r)
         return -1;
     if (!PQntuples(r)) {
@@ -438,7 +425,7 @@ static json_t *record_json(const rc_result *rc, const char *replay_run, const ch
 static int run_id_of(const char *key, char *out, size_t ocap, char *err, size_t cap)
 {
     const char *p[] = {key};
-    PGresult *r = sql_query("SELECT run_id::text FROM runs WHERE run_key = $1::bigint", 1, p, err, cap);
+    PGresult *r = db_exec_once("neval_run_id", 1, p, err, cap);
     if (!r)
         return -1;
     snprintf(out, ocap, "%s", PQntuples(r) ? PQgetvalue(r, 0, 0) : "");
@@ -523,9 +510,7 @@ static int history(nexp *x, const rp_verdict *v, char *err, size_t cap)
                  x->id, x->ngroup, v->reason);
         const char *pn[] = {buf};
         const char *ph[] = {buf, named && v->gpu[0] ? v->gpu : NULL, x->group, detail};
-        if (sql_do("INSERT INTO hw_nodes (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", 1, pn, err, cap) < 0 ||
-            sql_do("INSERT INTO hw_history (node, gpu, kind, twin_group, detail) VALUES ($1, $2, 'verdict', $3, $4)", 4,
-                   ph, err, cap) < 0)
+        if (db_do("neval_node_seen", 1, pn, err, cap) < 0 || db_do("neval_history_add", 4, ph, err, cap) < 0)
             return -1;
     }
     return 0;
@@ -640,9 +625,7 @@ static int store_verdict(nexp *x, const rp_verdict *vd, json_t *record, char *er
     const char *pu[] = {
         x->ids,     vd->verdict, vd->node[0] ? vd->node : NULL, vd->gpu[0] ? vd->gpu : NULL, vd->reason, steps_txt,
         record_txt, design_txt};
-    int rc = sql_do("UPDATE narrows SET state = 'done', verdict = $2, node = $3, gpu = $4, reason = $5, reasoning = "
-                    "$6::jsonb, record = $7::jsonb, design = $8::jsonb, finished_at = now() WHERE id = $1::bigint",
-                    8, pu, err, cap);
+    int rc = db_do("neval_done", 8, pu, err, cap);
     free(design_txt);
     free(steps_txt);
     free(record_txt);
@@ -651,9 +634,7 @@ static int store_verdict(nexp *x, const rp_verdict *vd, json_t *record, char *er
         snprintf(ix, sizeof(ix), "%d", x->p[k].idx);
         const char *dv = vd->diverged[x->no + k] < 0 ? NULL : vd->diverged[x->no + k] ? "true" : "false";
         const char *pp[] = {x->ids, ix, dv};
-        rc =
-            sql_do("UPDATE narrow_placements SET diverged = $3::boolean WHERE narrow_id = $1::bigint AND idx = $2::int",
-                   3, pp, err, cap);
+        rc = db_do("neval_diverged", 3, pp, err, cap);
     }
     return rc;
 }
@@ -738,10 +719,7 @@ static int evaluate(long long id, void (*wake)(const char *group))
                             c->decided && !strcmp(c->outcome, "ran") ? content : NULL,
                             c->probe,
                             c->detail};
-        if (sql_do("UPDATE narrow_placements SET run_key = $3::bigint, outcome = $4, content = $5::int, probe_nodes = "
-                   "$6, detail = $7, decided_at = CASE WHEN $4::text IS NULL THEN NULL ELSE now() END "
-                   "WHERE narrow_id = $1::bigint AND idx = $2::int",
-                   7, pp, err, sizeof(err)) < 0)
+        if (db_do("neval_placement_outcome", 7, pp, err, sizeof(err)) < 0)
             goto out_rollback;
     }
     if (all) {
@@ -773,8 +751,7 @@ int narrow_pass(int *running, void (*wake)(const char *group))
 {
     char err[512];
     *running = 0;
-    PGresult *r =
-        sql_query("SELECT id FROM narrows WHERE state = 'running' ORDER BY id LIMIT 100", 0, NULL, err, sizeof(err));
+    PGresult *r = db_exec_once("neval_running", 0, NULL, err, sizeof(err));
     if (!r) {
         log_warn("narrow: cannot list the running experiments: %s (hint: retried on the next pass)", err);
         return -1;
@@ -791,4 +768,37 @@ int narrow_pass(int *running, void (*wake)(const char *group))
     }
     PQclear(r);
     return failed ? -1 : done;
+}
+
+void narrow_eval_register(void)
+{
+    db_register("neval_narrow",
+                "SELECT twin_group, narrow_group, step, from_step, to_step, design::text, now() > deadline_at "
+                "FROM narrows WHERE id = $1::bigint AND state = 'running'");
+    db_register("neval_runs",
+                "SELECT run_key::text, run_id::text, job_id, nodes, start_step FROM runs WHERE twin_group = $1");
+    db_register("neval_placements",
+                "SELECT idx, role, nodes, coalesce(job_id, ''), coalesce(run_key::text, ''), coalesce(outcome, ''), "
+                "coalesce(content, -1), probe_nodes, detail, source_run_key::text, coalesce(resume_step + 1, -1) "
+                "FROM narrow_placements WHERE narrow_id = $1::bigint ORDER BY idx");
+    db_register("neval_replay",
+                "SELECT run_key::text, status, ranks, start_step, (SELECT count(*) FROM rank_progress p WHERE "
+                "p.run_key = r.run_key), (SELECT min(max_step) FROM rank_progress p WHERE p.run_key = "
+                "r.run_key), (SELECT string_agg(exit_code::text, ',' ORDER BY rank) FROM rank_ends e WHERE "
+                "e.run_key = r.run_key AND exit_code <> 0) FROM runs r WHERE twin_group = $1 AND job_id = $2 "
+                "ORDER BY run_key DESC LIMIT 1");
+    db_register("neval_run_id", "SELECT run_id::text FROM runs WHERE run_key = $1::bigint");
+    db_register("neval_node_seen", "INSERT INTO hw_nodes (name) VALUES ($1) ON CONFLICT (name) DO NOTHING");
+    db_register("neval_history_add",
+                "INSERT INTO hw_history (node, gpu, kind, twin_group, detail) VALUES ($1, $2, 'verdict', $3, $4)");
+    db_register("neval_done",
+                "UPDATE narrows SET state = 'done', verdict = $2, node = $3, gpu = $4, reason = $5, reasoning = "
+                "$6::jsonb, record = $7::jsonb, design = $8::jsonb, finished_at = now() WHERE id = $1::bigint");
+    db_register("neval_diverged",
+                "UPDATE narrow_placements SET diverged = $3::boolean WHERE narrow_id = $1::bigint AND idx = $2::int");
+    db_register("neval_placement_outcome",
+                "UPDATE narrow_placements SET run_key = $3::bigint, outcome = $4, content = $5::int, probe_nodes = "
+                "$6, detail = $7, decided_at = CASE WHEN $4::text IS NULL THEN NULL ELSE now() END "
+                "WHERE narrow_id = $1::bigint AND idx = $2::int");
+    db_register("neval_running", "SELECT id FROM narrows WHERE state = 'running' ORDER BY id LIMIT 100");
 }

@@ -11,4 +11,7 @@
  * experiments finished, -1 on a database error (retried on the next pass). */
 int narrow_pass(int *running, void (*wake)(const char *group));
 
+/* narrow_eval_register - prepare the statements this module runs (db_register). */
+void narrow_eval_register(void);
+
 #endif /* SERVER_REPLAY_NARROW_EVAL_H */

@@ -29,4 +29,7 @@ typedef struct narrow_cmd {
 int narrow_cmd_make(const char *run_key, const char *argv_json, const char *command, const char *resume, long long from,
                     long long to, narrow_cmd *out, char *err, size_t cap);
 
+/* narrow_cmd_register - prepare the statements narrow_cmd_make runs (narrow_register calls it). */
+void narrow_cmd_register(void);
+
 #endif /* SERVER_REPLAY_NARROW_INT_H */

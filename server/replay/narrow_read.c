@@ -9,7 +9,6 @@
 #include "common/hostlist.h"
 #include "server/rules/replay.h"
 #include "server/store/db.h"
-#include "server/store/sql.h"
 
 static void fail(int *status, int code, srv_error *e, const char *fact, const char *detail, const char *hint)
 {
@@ -55,7 +54,7 @@ json_t *narrow_json(long long id, int *status, srv_error *e)
     char err[512], ids[32];
     snprintf(ids, sizeof(ids), "%lld", id);
     const char *p[] = {ids};
-    PGresult *r = sql_query("SELECT " NARROW_COLS " FROM narrows n WHERE n.id = $1::bigint", 1, p, err, sizeof(err));
+    PGresult *r = db_exec_once("nread_one", 1, p, err, sizeof(err));
     if (!r) {
         fail(status, 503, e, "database unavailable", err, "retry shortly");
         return NULL;
@@ -66,14 +65,7 @@ json_t *narrow_json(long long id, int *status, srv_error *e)
              "list a group's with GET /api/v1/twins/G/narrows");
         return NULL;
     }
-    PGresult *pl = sql_query(
-        "SELECT p.idx, p.role, s.run_id::text, s.job_id, p.nodes, p.why, p.command, p.resume_step, p.job_id, "
-        "x.run_id::text, p.outcome, p.content, p.diverged, p.probe_nodes, p.detail, " DB_TS(
-            "p.decided_at") ", s.ranks, "
-                            "s.mode, x.status, array_to_json(p.argv)::text, p.run_as FROM narrow_placements p JOIN "
-                            "runs s ON s.run_key = p.source_run_key "
-                            "LEFT JOIN runs x ON x.run_key = p.run_key WHERE p.narrow_id = $1::bigint ORDER BY p.idx",
-        1, p, err, sizeof(err));
+    PGresult *pl = db_exec_once("nread_placements", 1, p, err, sizeof(err));
     if (!pl) {
         PQclear(r);
         fail(status, 503, e, "database unavailable", err, "retry shortly");
@@ -149,9 +141,7 @@ json_t *narrow_list(const char *group, long long limit, long long before, srv_er
     snprintf(lim, sizeof(lim), "%lld", limit);
     snprintf(bef, sizeof(bef), "%lld", before);
     const char *p[] = {group, lim, bef};
-    PGresult *r = sql_query("SELECT " NARROW_COLS " FROM narrows n WHERE n.twin_group = $1 AND ($3::bigint = 0 OR "
-                            "n.id < $3::bigint) ORDER BY n.id DESC LIMIT $2::bigint",
-                            3, p, err, sizeof(err));
+    PGresult *r = db_exec_once("nread_page", 3, p, err, sizeof(err));
     if (!r) {
         srv_error_set(e, "database unavailable", err, "retry shortly");
         return NULL;
@@ -166,16 +156,13 @@ json_t *narrow_list(const char *group, long long limit, long long before, srv_er
 int narrow_twin_fields(const char *group, json_t *o, char *err, size_t cap)
 {
     const char *p[] = {group};
-    PGresult *r =
-        sql_query("SELECT " NARROW_COLS ", (SELECT count(*) FROM narrows WHERE twin_group = $1) FROM narrows n "
-                  "WHERE n.twin_group = $1 ORDER BY n.id DESC LIMIT 1",
-                  1, p, err, cap);
+    PGresult *r = db_exec_once("nread_twin_latest", 1, p, err, cap);
     if (!r)
         return -1;
     json_object_set_new(o, "replay", PQntuples(r) ? summary(r, 0) : json_null());
     json_object_set_new(o, "replays", json_integer(PQntuples(r) ? strtoll(PQgetvalue(r, 0, 20), NULL, 10) : 0));
     PQclear(r);
-    r = sql_query("SELECT id, twin_group FROM narrows WHERE narrow_group = $1", 1, p, err, cap);
+    r = db_exec_once("nread_group_narrows", 1, p, err, cap);
     if (!r)
         return -1;
     json_object_set_new(o, "narrow_of",
@@ -213,9 +200,7 @@ static void fill_verdict(PGresult *r, narrow_verdict *out)
 int narrow_latest(const char *group, narrow_verdict *out, char *err, size_t cap)
 {
     const char *p[] = {group};
-    PGresult *r = sql_query("SELECT " VERDICT_COLS " FROM narrows WHERE twin_group = $1 AND state = 'done' ORDER BY id "
-                            "DESC LIMIT 1",
-                            1, p, err, cap);
+    PGresult *r = db_exec_once("nread_latest", 1, p, err, cap);
     if (!r)
         return -1;
     int found = PQntuples(r) == 1;
@@ -228,7 +213,7 @@ int narrow_latest(const char *group, narrow_verdict *out, char *err, size_t cap)
 int narrow_of_group(const char *group, narrow_verdict *out, char *err, size_t cap)
 {
     const char *p[] = {group};
-    PGresult *r = sql_query("SELECT " VERDICT_COLS " FROM narrows WHERE narrow_group = $1", 1, p, err, cap);
+    PGresult *r = db_exec_once("nread_of_group", 1, p, err, cap);
     if (!r)
         return -1;
     int found = PQntuples(r) == 1;
@@ -243,12 +228,36 @@ int narrow_replay_diverged(long long narrow_id, const char *run_key, char *err, 
     char ids[32];
     snprintf(ids, sizeof(ids), "%lld", narrow_id);
     const char *p[] = {ids, run_key};
-    PGresult *r = sql_query("SELECT diverged FROM narrow_placements WHERE narrow_id = $1::bigint AND run_key = "
-                            "$2::bigint AND outcome = 'ran' AND diverged IS NOT NULL",
-                            2, p, err, cap);
+    PGresult *r = db_exec_once("nread_replay_diverged", 2, p, err, cap);
     if (!r)
         return -2;
     int v = PQntuples(r) ? PQgetvalue(r, 0, 0)[0] == 't' : -1;
     PQclear(r);
     return v;
+}
+
+void narrow_read_register(void)
+{
+    db_register("nread_one", "SELECT " NARROW_COLS " FROM narrows n WHERE n.id = $1::bigint");
+    db_register(
+        "nread_placements",
+        "SELECT p.idx, p.role, s.run_id::text, s.job_id, p.nodes, p.why, p.command, p.resume_step, p.job_id, "
+        "x.run_id::text, p.outcome, p.content, p.diverged, p.probe_nodes, p.detail, " DB_TS(
+            "p.decided_at") ", s.ranks, "
+                            "s.mode, x.status, array_to_json(p.argv)::text, p.run_as FROM narrow_placements p JOIN "
+                            "runs s ON s.run_key = p.source_run_key "
+                            "LEFT JOIN runs x ON x.run_key = p.run_key WHERE p.narrow_id = $1::bigint ORDER BY p.idx");
+    db_register("nread_page", "SELECT " NARROW_COLS " FROM narrows n WHERE n.twin_group = $1 AND ($3::bigint = 0 OR "
+                              "n.id < $3::bigint) ORDER BY n.id DESC LIMIT $2::bigint");
+    db_register("nread_twin_latest",
+                "SELECT " NARROW_COLS ", (SELECT count(*) FROM narrows WHERE twin_group = $1) FROM narrows n "
+                "WHERE n.twin_group = $1 ORDER BY n.id DESC LIMIT 1");
+    db_register("nread_group_narrows", "SELECT id, twin_group FROM narrows WHERE narrow_group = $1");
+    db_register("nread_latest",
+                "SELECT " VERDICT_COLS " FROM narrows WHERE twin_group = $1 AND state = 'done' ORDER BY id "
+                "DESC LIMIT 1");
+    db_register("nread_of_group", "SELECT " VERDICT_COLS " FROM narrows WHERE narrow_group = $1");
+    db_register("nread_replay_diverged",
+                "SELECT diverged FROM narrow_placements WHERE narrow_id = $1::bigint AND run_key = "
+                "$2::bigint AND outcome = 'ran' AND diverged IS NOT NULL");
 }

@@ -49,4 +49,7 @@ int narrow_of_group(const char *group, narrow_verdict *out, char *err, size_t ca
  * group) diverged (1), ran clean (0), or was not judged (-1); -2 on a database error. */
 int narrow_replay_diverged(long long narrow_id, const char *run_key, char *err, size_t cap);
 
+/* narrow_read_register - prepare the statements this module runs (db_register). */
+void narrow_read_register(void);
+
 #endif /* SERVER_REPLAY_NARROW_READ_H */

@@ -7,7 +7,7 @@
 
 #include "server/core/limits.h"
 #include "server/alerts/alerts.h"
-#include "server/store/sql.h"
+#include "server/store/db.h"
 
 static const char *jstr(json_t *o, const char *k, const char *dflt)
 {
@@ -96,9 +96,7 @@ static int supersede(const char *group, long long aid, char *err, size_t cap)
     char aids[32];
     snprintf(aids, sizeof(aids), "%lld", aid);
     const char *po[] = {group, aids};
-    PGresult *o = sql_query("SELECT id FROM alerts WHERE twin_group = $1 AND kind IN ('divergence', 'verdict') AND "
-                            "resolved_at IS NULL AND id <> $2::bigint ORDER BY id",
-                            2, po, err, cap);
+    PGresult *o = db_exec_once("valert_superseded", 2, po, err, cap);
     if (!o)
         return -1;
     int rc = 0;
@@ -130,7 +128,7 @@ int verdict_alert_enqueue(json_t *doc, char *err, size_t cap)
 
     /* The fleet's classification of the group (said beside the verdict, never replaced by it). */
     const char *pg[] = {group};
-    PGresult *c = sql_query("SELECT class, reason FROM group_evidence WHERE twin_group = $1", 1, pg, err, cap);
+    PGresult *c = db_exec_once("valert_class", 1, pg, err, cap);
     if (!c) {
         free(url);
         return -1;
@@ -184,4 +182,12 @@ int verdict_alert_enqueue(json_t *doc, char *err, size_t cap)
     if (aid <= 0)
         return aid < 0 ? -1 : 0;
     return supersede(group, aid, err, cap);
+}
+
+void verdict_alert_register(void)
+{
+    db_register("valert_superseded",
+                "SELECT id FROM alerts WHERE twin_group = $1 AND kind IN ('divergence', 'verdict') AND "
+                "resolved_at IS NULL AND id <> $2::bigint ORDER BY id");
+    db_register("valert_class", "SELECT class, reason FROM group_evidence WHERE twin_group = $1");
 }

@@ -15,4 +15,7 @@
  * database's message in `err`. */
 int verdict_alert_enqueue(json_t *doc, char *err, size_t cap);
 
+/* verdict_alert_register - prepare the statements this module runs (db_register). */
+void verdict_alert_register(void);
+
 #endif /* SERVER_REPLAY_VERDICT_ALERT_H */

@@ -234,6 +234,28 @@ int db_ok(const PGresult *r)
 
 /* run - statement `stmt` (prepared on this connection first, when it is not yet) or plain `sql` on this thread's
  * connection. The result, or NULL with the reason in `why` (the connection is left as it is). */
+/* The SQLSTATE of this thread's last failed statement, "" after a success (db_conflicted). */
+static __thread char t_sqlstate[6];
+
+void db_note_outcome(const PGresult *r)
+{
+    const char *state = db_ok(r) || !r ? NULL : PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    snprintf(t_sqlstate, sizeof(t_sqlstate), "%s", state ? state : "");
+}
+
+int db_conflicted(void)
+{
+    return !strcmp(t_sqlstate, "40001") || !strcmp(t_sqlstate, "40P01");
+}
+
+/* trim_message - drop the newline and blanks libpq ends an error message with. */
+static void trim_message(char *m)
+{
+    size_t l = strlen(m);
+    while (l && (m[l - 1] == '\n' || m[l - 1] == ' '))
+        m[--l] = 0;
+}
+
 static PGresult *run(dbconn *d, const char *stmt, const char *sql, int n, const char *const *params, int binary,
                      char *why, size_t cap)
 {
@@ -244,9 +266,11 @@ static PGresult *run(dbconn *d, const char *stmt, const char *sql, int n, const 
         r = PQexecPrepared(d->c, stmt, n, params, NULL, NULL, binary);
     else
         return NULL;
+    db_note_outcome(r);
     if (db_ok(r))
         return r;
     snprintf(why, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(d->c));
+    trim_message(why);
     PQclear(r);
     return NULL;
 }
@@ -315,6 +339,13 @@ PGresult *db_exec_once(const char *stmt, int n, const char *const *params, char 
     return NULL;
 }
 
+int db_do(const char *stmt, int n, const char *const *params, char *err, size_t cap)
+{
+    PGresult *r = db_exec_once(stmt, n, params, err, cap);
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
 static int simple(const char *sql, char *err, size_t cap)
 {
     PGconn *c = db_conn();
@@ -325,6 +356,7 @@ static int simple(const char *sql, char *err, size_t cap)
     }
     PGresult *r = PQexec(c, sql);
     int ok = db_ok(r);
+    db_note_outcome(r);
     if (!ok) {
         metrics_db_error();
         if (err)
@@ -351,11 +383,6 @@ void db_rollback(void)
     dbconn *d = current();
     if (d && PQstatus(d->c) == CONNECTION_OK && PQtransactionStatus(d->c) != PQTRANS_IDLE)
         PQclear(PQexec(d->c, "ROLLBACK"));
-}
-
-PGresult *db_exec_sql(const char *sql, char *err, size_t cap)
-{
-    return exec_retry(NULL, sql, 0, NULL, 0, err, cap);
 }
 
 int db_ping(char *err, size_t cap)

@@ -52,9 +52,6 @@ PGresult *db_exec(const char *stmt, int n, const char *const *params, char *err,
  * (integers big-endian, bytea raw): for reads of stored frames. */
 PGresult *db_exec_bin(const char *stmt, int n, const char *const *params, char *err, size_t cap);
 
-/* db_exec_sql - the same for plain SQL text without parameters. */
-PGresult *db_exec_sql(const char *sql, char *err, size_t cap);
-
 /* db_ping - whether PostgreSQL answers a trivial query now (the health check). Returns 0, or -1 with the
  * database's message in `err`. */
 int db_ping(char *err, size_t cap);
@@ -69,6 +66,18 @@ void db_complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * statements inside a transaction (db_begin), where a retry would run
  * outside it. Returns the result (caller PQclear) or NULL with `err`. */
 PGresult *db_exec_once(const char *stmt, int n, const char *const *params, char *err, size_t cap);
+
+/* db_do - db_exec_once when no rows are wanted: 0, or -1 with `err`. */
+int db_do(const char *stmt, int n, const char *const *params, char *err, size_t cap);
+
+/* db_conflicted - 1 when this thread's last failed statement (db_exec, db_exec_once, db_begin, db_commit; sql.h's
+ * text statements too) failed on a concurrent update (serialization failure or deadlock): the transaction, rolled
+ * back, may simply be run again (sql_retry). A success clears it. */
+int db_conflicted(void);
+
+/* db_note_outcome - record result `r`'s SQLSTATE as this thread's last outcome for db_conflicted ("" for a
+ * success): for statements run on the connection outside this module (sql.h's text). */
+void db_note_outcome(const PGresult *r);
 
 /* db_begin - BEGIN on this thread's connection. Returns 0 or -1 with `err`. */
 int db_begin(char *err, size_t cap);

@@ -19,9 +19,7 @@ static int compressed; /* record_frames compresses frames with lz4 (frames_confi
 int frames_configure(void)
 {
     char err[512];
-    PGresult *r = db_exec_sql("SELECT a.attcompression = 'l' AND a.attstorage = 'm' FROM pg_attribute a "
-                              "WHERE a.attrelid = 'record_frames'::regclass AND a.attname = 'frames'",
-                              err, sizeof(err));
+    PGresult *r = db_exec("frames_lz4", 0, NULL, err, sizeof(err));
     if (!r)
         return -1;
     compressed = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
@@ -37,6 +35,8 @@ size_t frames_lz4_cost(const rec_record *r)
 
 void frames_register(void)
 {
+    db_register("frames_lz4", "SELECT a.attcompression = 'l' AND a.attstorage = 'm' FROM pg_attribute a "
+                              "WHERE a.attrelid = 'record_frames'::regclass AND a.attname = 'frames'");
     db_register("frames_step", "SELECT run_key, step, seq_lo, n, frames FROM record_frames "
                                "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3");
     db_register("frames_range", "SELECT step, seq_lo, n, frames FROM record_frames WHERE run_key = $1 AND rank = $2 "

@@ -15,11 +15,18 @@ static void retention_loop(worker *w);
 static worker thread = WORKER_INIT("retention", retention_loop);
 static int retain;
 
+void retention_register(void)
+{
+    db_register("retention_ensure", "SELECT lockstep_ensure_partitions($1::int)");
+    db_register("retention_drop", "SELECT lockstep_drop_partitions($1::int)");
+}
+
 int retention_ensure_partitions(char *err, size_t cap)
 {
-    char sql[96];
-    snprintf(sql, sizeof(sql), "SELECT lockstep_ensure_partitions(%d)", DAYS_AHEAD);
-    PGresult *r = db_exec_sql(sql, err, cap);
+    char days[16];
+    snprintf(days, sizeof(days), "%d", DAYS_AHEAD);
+    const char *p[] = {days};
+    PGresult *r = db_exec("retention_ensure", 1, p, err, cap);
     if (!r)
         return -1;
     PQclear(r);
@@ -28,9 +35,10 @@ int retention_ensure_partitions(char *err, size_t cap)
 
 int retention_drop_old(int keep_days, char *err, size_t cap)
 {
-    char sql[96];
-    snprintf(sql, sizeof(sql), "SELECT lockstep_drop_partitions(%d)", keep_days);
-    PGresult *r = db_exec_sql(sql, err, cap);
+    char days[16];
+    snprintf(days, sizeof(days), "%d", keep_days);
+    const char *p[] = {days};
+    PGresult *r = db_exec("retention_drop", 1, p, err, cap);
     if (!r)
         return -1;
     int n = atoi(PQgetvalue(r, 0, 0));

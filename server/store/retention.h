@@ -20,4 +20,7 @@ int retention_start(int retain_days);
 /* retention_stop - stop the upkeep thread. */
 void retention_stop(void);
 
+/* retention_register - prepare the statements this module runs (db_register). */
+void retention_register(void);
+
 #endif /* SERVER_STORE_RETENTION_H */

@@ -1,4 +1,5 @@
-/* sql.c - parameterized SQL text on this thread's connection (unprepared), and the evaluator's locked transactions. */
+/* sql.c - the fleet evaluator's lock and its REPEATABLE READ transactions on this thread's connection, and their retry
+ * on a conflict. */
 #include "server/store/sql.h"
 
 #include <stdio.h>
@@ -9,11 +10,9 @@
 
 #define SUSPECTS_LOCK "7243105"
 
-static __thread char last_state[6]; /* the SQLSTATE of this thread's last failed statement ("" none) */
-
 int sql_conflicted(void)
 {
-    return !strcmp(last_state, "40001") || !strcmp(last_state, "40P01");
+    return db_conflicted();
 }
 
 int sql_retry(int attempt)
@@ -24,24 +23,25 @@ int sql_retry(int attempt)
     return 1;
 }
 
-PGresult *sql_query(const char *sql, int n, const char *const *params, char *err, size_t cap)
+/* control - run transaction control or lock statement `sql` (no parameters, no rows wanted) on this thread's
+ * connection, recording its outcome for sql_conflicted. 0, or -1 with the server's message in `err` (the connection
+ * is marked broken when it is). */
+static int control(const char *sql, char *err, size_t cap)
 {
     PGconn *c = db_conn();
     if (!c) {
         if (err)
             snprintf(err, cap, "the database is unreachable");
-        return NULL;
+        return -1;
     }
-    PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+    PGresult *r = PQexec(c, sql);
+    db_note_outcome(r);
     if (db_ok(r)) {
-        last_state[0] = 0;
-        return r;
+        PQclear(r);
+        return 0;
     }
-    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    snprintf(last_state, sizeof(last_state), "%s", state ? state : "");
-    if (err)
-        snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
     if (err) {
+        snprintf(err, cap, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
         size_t l = strlen(err);
         while (l && (err[l - 1] == '\n' || err[l - 1] == ' '))
             err[--l] = 0;
@@ -49,14 +49,7 @@ PGresult *sql_query(const char *sql, int n, const char *const *params, char *err
     PQclear(r);
     if (PQstatus(c) != CONNECTION_OK)
         db_conn_broken();
-    return NULL;
-}
-
-int sql_do(const char *sql, int n, const char *const *params, char *err, size_t cap)
-{
-    PGresult *r = sql_query(sql, n, params, err, cap);
-    PQclear(r);
-    return r ? 0 : -1;
+    return -1;
 }
 
 /* The session lock is taken before BEGIN so that the transaction's snapshot
@@ -64,9 +57,9 @@ int sql_do(const char *sql, int n, const char *const *params, char *err, size_t 
  * previous holder committed. */
 int sql_begin(char *err, size_t cap)
 {
-    if (sql_do("SELECT pg_advisory_lock(" SUSPECTS_LOCK ")", 0, NULL, err, cap) < 0)
+    if (control("SELECT pg_advisory_lock(" SUSPECTS_LOCK ")", err, cap) < 0)
         return -1;
-    if (sql_do("BEGIN ISOLATION LEVEL REPEATABLE READ", 0, NULL, err, cap) < 0) {
+    if (control("BEGIN ISOLATION LEVEL REPEATABLE READ", err, cap) < 0) {
         sql_rollback();
         return -1;
     }
@@ -75,7 +68,7 @@ int sql_begin(char *err, size_t cap)
 
 int sql_lock_evaluator(char *err, size_t cap)
 {
-    return sql_do("SELECT pg_advisory_xact_lock(" SUSPECTS_LOCK ")", 0, NULL, err, cap);
+    return control("SELECT pg_advisory_xact_lock(" SUSPECTS_LOCK ")", err, cap);
 }
 
 static void unlock(PGconn *c)
@@ -85,7 +78,7 @@ static void unlock(PGconn *c)
 
 int sql_commit(char *err, size_t cap)
 {
-    int rc = sql_do("COMMIT", 0, NULL, err, cap);
+    int rc = control("COMMIT", err, cap);
     PGconn *c = db_conn();
     if (c)
         unlock(c);

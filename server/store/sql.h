@@ -1,19 +1,10 @@
-/* sql.h - parameterized SQL text on this thread's connection (unprepared), and the evaluator's locked transactions. */
+/* sql.h - the fleet evaluator's lock and its REPEATABLE READ transactions on this thread's connection, and their retry
+ * on a conflict. The statements inside them are db_register'd (server/store/db.h). */
 #ifndef SERVER_STORE_SQL_H
 #define SERVER_STORE_SQL_H
 
 #include <stddef.h>
 #include <libpq-fe.h>
-
-/* sql_query - run `sql` with `n` text parameters (NULL for SQL NULL) on this
- * thread's connection (db_conn), unprepared. Returns the result when it
- * succeeded (caller PQclear), else NULL with the server's message in `err`
- * (the connection is marked broken when it is). No retry: callers inside a
- * transaction roll back and try again later. */
-PGresult *sql_query(const char *sql, int n, const char *const *params, char *err, size_t cap);
-
-/* sql_do - the same when no rows are wanted. Returns 0 or -1. */
-int sql_do(const char *sql, int n, const char *const *params, char *err, size_t cap);
 
 /* sql_begin - take the fleet evaluator' advisory lock (one evaluator at a time
  * across every lockstepd on the database), then BEGIN ISOLATION LEVEL
@@ -27,10 +18,11 @@ int sql_begin(char *err, size_t cap);
  * committed. 0 or -1. */
 int sql_lock_evaluator(char *err, size_t cap);
 
-/* sql_conflicted - 1 when this thread's last failed statement failed on a
- * concurrent update (serialization failure or deadlock): the transaction,
- * rolled back, may simply be run again. A writer outside the evaluator's lock
- * (alert deliveries) can make a REPEATABLE READ transaction fail so. */
+/* sql_conflicted - 1 when this thread's last failed statement, run here or by
+ * db.h's prepared statements (db_conflicted), failed on a concurrent update
+ * (serialization failure or deadlock): the transaction, rolled back, may
+ * simply be run again. A writer outside the evaluator's lock (alert
+ * deliveries) can make a REPEATABLE READ transaction fail so. */
 int sql_conflicted(void);
 
 /* sql_retry - after attempt `attempt` (from 0) of a transaction failed: 1 when it failed on a concurrent update

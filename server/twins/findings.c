@@ -121,8 +121,10 @@ void findings_register(void)
         "EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g.name), coalesce(pr.unchecked, 0), "
         "coalesce(pr.comparable, 0), coalesce(pr.nranks, 0), " VD_AWAITING("g.name") ", " VD_REMOVED(
             "g.name") ", coalesce(ru.silent, 0), coalesce(ru.min_ranks, 0), coalesce(ru.max_ranks, 0), "
-                      "coalesce(sh.shardless, 0), " VD_MPI_UNSEEN("g.name") " FROM g LEFT JOIN ru ON ru.twin_group = "
-                      "g.name LEFT JOIN pr ON pr.twin_group = g.name LEFT JOIN sh ON sh.twin_group = g.name ORDER BY g.i");
+                      "coalesce(sh.shardless, 0), " VD_MPI_UNSEEN(
+                          "g.name") " FROM g LEFT JOIN ru ON ru.twin_group = "
+                                    "g.name LEFT JOIN pr ON pr.twin_group = g.name LEFT JOIN sh ON sh.twin_group = "
+                                    "g.name ORDER BY g.i");
     /* The divergences of each group of $1 (a JSON array of names) at its first diverging step: what the cause rule
      * (common/cause.h) needs to say whether the group's first divergence is a record some run lacks. */
     db_register("vd_early", "SELECT d.twin_group, d.rank, d.step, d.seq, d.name, d.occ, d.kind FROM divergences d "
@@ -178,45 +180,17 @@ static json_t *entry_site(json_t *runs)
     return NULL;
 }
 
-/* inputs_state - what the runs' input fingerprints of a divergence say (common/cause.h). */
-static cause_inputs inputs_state(json_t *runs)
-{
-    size_t i, n = json_array_size(runs);
-    json_t *e, *first = NULL;
-    if (n < 2)
-        return CAUSE_IN_UNKNOWN;
-    int differ = 0;
-    json_array_foreach(runs, i, e)
-    {
-        json_t *in = json_object_get(e, "inputs");
-        if (!json_is_true(json_object_get(e, "present")) || !json_is_array(in) || !json_array_size(in))
-            return CAUSE_IN_UNKNOWN;
-        if (!first)
-            first = in;
-        else if (!json_equal(first, in))
-            differ = 1;
-    }
-    return differ ? CAUSE_IN_DIFF : CAUSE_IN_SAME;
-}
-
 /* comm_state - the communicator of a divergence's record (the first run that holds it states it: twins build the
- * same communicators) into c (its ranks copied to `ranks`, REC_COMM_LIST_MAX of them). */
-static void comm_state(json_t *runs, cause_rank *c, uint32_t *ranks)
+ * same communicators) into c (its ranks borrowed from the entry). */
+static void comm_state(const div_entry *e, int n, cause_rank *c)
 {
-    size_t i;
-    json_t *e;
-    json_array_foreach(runs, i, e)
-    {
-        json_t *cm = json_object_get(e, "comm"), *w = json_object_get(cm, "ranks");
-        if (!json_is_true(json_object_get(e, "present")) || !json_is_object(cm))
+    for (int i = 0; i < n; i++) {
+        if (!e[i].present || !e[i].comm_size)
             continue;
-        c->comm_size = (int)json_integer_value(json_object_get(cm, "size"));
-        size_t n = json_array_size(w);
-        if (n && n == (size_t)c->comm_size && n <= REC_COMM_LIST_MAX) {
-            for (size_t k = 0; k < n; k++)
-                ranks[k] = (uint32_t)json_integer_value(json_array_get(w, k));
-            c->comm_ranks = ranks;
-            c->comm_nlisted = (int)n;
+        c->comm_size = e[i].comm_size;
+        if (e[i].comm_nranks) {
+            c->comm_ranks = e[i].comm_ranks;
+            c->comm_nlisted = e[i].comm_nranks;
         }
         return;
     }
@@ -388,7 +362,8 @@ static void mdiff_keep(const char *group, const char *key, json_t *d)
 }
 
 /* read_divergence - row `i` of vd_divs (rank, step, seq, name, occurrence, kind, odd run key, runs) into `d`, the
- * odd run named by its id from `runs` (vd_runs: key, id). */
+ * odd run named by its id from `runs` (vd_runs: key, id), and its run entries typed: the one place a stored
+ * divergence's JSON is read. */
 static void read_divergence(PGresult *divs, int i, PGresult *runs, divergence *d)
 {
     d->rank = atoi(PQgetvalue(divs, i, 0));
@@ -405,6 +380,7 @@ static void read_divergence(PGresult *divs, int i, PGresult *runs, divergence *d
     d->runs = json_loads(PQgetvalue(divs, i, 7), 0, NULL);
     if (!d->runs)
         d->runs = json_array();
+    div_entries_read(d->runs, &d->entries, &d->nentries);
 }
 
 /* judge - the cause of the first divergence over the per-rank divergences; fills v->first. */
@@ -416,7 +392,6 @@ static void judge(grp_findings *v)
         return;
     }
     cause_rank *cr = xcalloc(n, sizeof(*cr));
-    uint32_t *ranks = xcalloc(n * REC_COMM_LIST_MAX, sizeof(*ranks));
     for (size_t i = 0; i < n; i++) {
         const divergence *d = &v->divs[i];
         cr[i].rank = d->rank;
@@ -428,8 +403,8 @@ static void judge(grp_findings *v)
         cr[i].restore = !strcmp(d->kind, "restore"); /* server/twins/restore.c */
         cr[i].logical = d->logical;
         cr[i].missing = !strcmp(d->kind, "missing");
-        cr[i].inputs = cr[i].restore || cr[i].logical ? CAUSE_IN_UNKNOWN : inputs_state(d->runs);
-        comm_state(d->runs, &cr[i], &ranks[i * REC_COMM_LIST_MAX]);
+        cr[i].inputs = cr[i].restore || cr[i].logical ? CAUSE_IN_UNKNOWN : div_inputs_state(d->entries, d->nentries);
+        comm_state(d->entries, d->nentries, &cr[i]);
     }
     cause_facts f = {cr, n, v->nranks, json_is_true(json_object_get(v->mdiff, "explains"))};
     cause_result cv;
@@ -456,7 +431,6 @@ static void judge(grp_findings *v)
     v->first = first;
     v->local = cv.local;
     v->root_input = cv.root_input;
-    free(ranks);
     free(cr);
 }
 

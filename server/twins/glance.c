@@ -27,29 +27,17 @@ void glance_register(void)
         "e.exit_code <> 0))");
 }
 
-/* entry_of - the entry of run `id` among a divergence's run entries, or NULL. */
-static json_t *entry_of(json_t *entries, const char *id)
-{
-    size_t i;
-    json_t *e;
-    json_array_foreach(entries, i, e) if (!strcmp(json_string_value(json_object_get(e, "run_id")) ?: "", id)) return e;
-    return NULL;
-}
-
 /* outcome_at - the outcome of run `id` (failed or not) of a group of status `status` whose earliest divergence has
- * the run entries `entries` and names `odd` (NULL: none). */
-static const char *outcome_at(json_t *entries, const char *odd, const char *status, const char *id, int failed)
+ * the run entries e[0..n) and names `odd` (NULL: none). */
+static const char *outcome_at(const div_entry *e, int n, const char *odd, const char *status, const char *id,
+                              int failed)
 {
-    int majority = 0;
-    size_t i;
-    json_t *e;
-    json_array_foreach(entries, i, e) majority |= json_object_get(e, "majority") != NULL;
-    json_t *mine = entry_of(entries, id);
+    const div_entry *mine = div_entry_of(e, n, id);
     run_place p = {.status = status,
                    .failed = failed,
                    .at_first = mine != NULL,
-                   .majority = majority,
-                   .in_majority = json_is_true(json_object_get(mine, "majority")),
+                   .majority = div_has_majority(e, n),
+                   .in_majority = mine && mine->majority == DIV_MAJORITY_IN,
                    .named = odd != NULL,
                    .is_named = odd && !strcmp(odd, id)};
     return twin_outcome(&p);
@@ -71,7 +59,7 @@ static const divergence *earliest(const divergence *divs, int n)
 void glance_outcomes(json_t *runs, const divergence *divs, int n, const char *status)
 {
     const divergence *e0 = earliest(divs, n);
-    json_t *entries = e0 ? e0->runs : NULL, *r;
+    json_t *r;
     const char *odd = e0 ? e0->odd_run_id : NULL;
     size_t i;
     json_array_foreach(runs, i, r)
@@ -79,7 +67,7 @@ void glance_outcomes(json_t *runs, const divergence *divs, int n, const char *st
         const char *id = json_string_value(json_object_get(r, "run_id")) ?: "";
         int failed = !strcmp(json_string_value(json_object_get(r, "status")) ?: "", "failed") ||
                      json_array_size(json_object_get(r, "failed_ranks")) > 0;
-        const char *o = outcome_at(entries, odd, status, id, failed);
+        const char *o = outcome_at(e0 ? e0->entries : NULL, e0 ? e0->nentries : 0, odd, status, id, failed);
         json_object_set_new(r, "outcome", json_string(o));
         json_object_set_new(r, "outcome_why", json_string(twin_outcome_why(o)));
     }
@@ -105,9 +93,13 @@ int glance_run_outcomes(const char *const *run_ids, const char *const *groups, c
         (e || !json_array_size(div)) && json_array_size(inc) ? db_exec("glance_failed", 1, pi, err, cap) : NULL;
     int rc = (json_array_size(div) && !e) || (json_array_size(inc) && !f) ? -1 : 0;
     int ne = e ? PQntuples(e) : 0;
-    json_t **entries = xcalloc((size_t)ne + 1, sizeof(json_t *)); /* each group's, parsed once */
-    for (int k = 0; k < ne; k++)
-        entries[k] = json_loads(PQgetvalue(e, k, 1), 0, NULL);
+    div_entry **entries = xcalloc((size_t)ne + 1, sizeof(*entries)); /* each group's, read once */
+    int *nentries = xcalloc((size_t)ne + 1, sizeof(int));
+    for (int k = 0; k < ne; k++) {
+        json_t *runs = json_loads(PQgetvalue(e, k, 1), 0, NULL);
+        div_entries_read(runs, &entries[k], &nentries[k]);
+        json_decref(runs);
+    }
     for (int i = 0; rc == 0 && i < n; i++) {
         if (!groups[i])
             continue;
@@ -117,13 +109,14 @@ int glance_run_outcomes(const char *const *run_ids, const char *const *groups, c
         for (int k = 0; k < ne && row < 0; k++)
             if (!strcmp(PQgetvalue(e, k, 0), groups[i]))
                 row = k;
-        out[i] = outcome_at(row >= 0 ? entries[row] : NULL,
+        out[i] = outcome_at(row >= 0 ? entries[row] : NULL, row >= 0 ? nentries[row] : 0,
                             row >= 0 && !PQgetisnull(e, row, 2) ? PQgetvalue(e, row, 2) : NULL, statuses[i], run_ids[i],
                             failed);
     }
     for (int k = 0; k < ne; k++)
-        json_decref(entries[k]);
+        div_entries_free(entries[k], nentries[k]);
     free(entries);
+    free(nentries);
     PQclear(e);
     PQclear(f);
     free(dj);

@@ -20,7 +20,7 @@ void glance_register(void);
 
 /* glance_outcomes - set "outcome" and "outcome_why" on each run of `runs` (findings_load's run objects: "run_id",
  * "status", "failed_ranks") by twin_outcome, for a group of status `status` whose per-rank divergences are
- * divs[0..n) (findings_load's; their "runs" entries say "majority"). Never fails. */
+ * divs[0..n) (findings_load's, their run entries typed). Never fails. */
 void glance_outcomes(json_t *runs, const divergence *divs, int n, const char *status);
 
 /* glance_run_outcomes - the outcome of each of `n` runs (run_ids[i] of group groups[i], whose status is

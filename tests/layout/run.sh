@@ -171,8 +171,8 @@ else:
 # 6. api/ holds handlers only: no SQL text and no database call. The SQL of an endpoint lives in the folder of
 # its data (store, twins, replay, effect, fleet, alerts), behind a read function the handler calls once.
 sqltext = re.compile(r'\b(SELECT|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|WITH\s+\w+\s+AS|FROM|WHERE|JOIN)\b')
-dbcall = re.compile(r'\b(db_register|db_exec|db_exec_bin|db_exec_sql|db_exec_once|db_prepared|db_conn|db_begin|'
-                    r'db_commit|db_rollback|sql_query|sql_do|sql_begin|sql_commit|sql_rollback|sql_retry|'
+dbcall = re.compile(r'\b(db_register|db_exec|db_exec_bin|db_do|db_exec_once|db_prepared|db_conn|db_begin|'
+                    r'db_commit|db_rollback|sql_begin|sql_commit|sql_rollback|sql_retry|'
                     r'PQexec\w*|PQprepare)\s*\(')
 strlit = re.compile(r'"((?:\\.|[^"\\\n])*)"')
 sqlapi = []
@@ -191,6 +191,23 @@ if sqlapi:
 else:
     passed += 1
     print("ok   api/ holds no SQL text and calls the database only through the domain folders")
+
+# 6b. one database idiom: statements are db_register'd and run by name (server/store/db.h). libpq runs SQL text only
+# in the modules that are the idiom or come before it: db.c itself, sql.c (the evaluator's lock and transaction
+# control), and what runs on a connection of its own before the statements exist (migrate.c, convert.c, pgembed.c).
+TEXT_OK = {"server/store/db.c", "server/store/sql.c", "server/store/migrate.c", "server/store/convert.c",
+           "server/store/pgembed.c"}
+pqtext = re.compile(r'\b(PQexec|PQexecParams|PQprepare|PQsendQuery\w*)\s*\(')
+textsql = sorted("%s: %d" % (f, len(pqtext.findall(code_of(open(f, encoding="utf-8").read()))))
+                 for f in files if f not in TEXT_OK and pqtext.search(code_of(open(f, encoding="utf-8").read())))
+if textsql:
+    failed += 1
+    print("FAIL SQL text run outside the database idiom (db_register the statement, run it with db_exec/db_do):")
+    for t in textsql:
+        print("       " + t)
+else:
+    passed += 1
+    print("ok   libpq runs SQL text only in db.c, sql.c and the start-time modules; the rest run statements by name")
 
 # 7. the router includes no handler, and nothing outside main.c includes server/api
 leaks = [f for f in files if layer(f) != "api" and layer(f) != "main" and
