@@ -67,6 +67,54 @@ static void rank_list(const int *r, int n, char *out, size_t cap)
     }
 }
 
+/* state_of - what a state entry's name says it holds, by the names the Python binding and lockstep-train give
+ * them ("optim.group0.lr", "adam.m", "rng.torch", "param.0.weight", "data_pos"); NULL when it says nothing. */
+static const char *state_of(const char *name, size_t len)
+{
+    static const struct {
+        const char *prefix, *what;
+    } kinds[] = {{"optim", "the optimizer state"}, {"adam", "the optimizer state"},
+                 {"rng", "the random number generator state"}, {"param", "the model parameters"},
+                 {"model", "the model parameters"}, {"data", "the data position"},
+                 {"sched", "the learning-rate schedule"}, {"lr_sched", "the learning-rate schedule"}};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        size_t p = strlen(kinds[i].prefix);
+        if (len >= p && !strncmp(name, kinds[i].prefix, p))
+            return kinds[i].what;
+    }
+    return NULL;
+}
+
+/* restore_what - a restore difference for people: how many entries were saved and not restored (or restored and
+ * never saved) and the first of them, or the entry that holds other state, and what kind of state that is. */
+static void restore_what(const cause_rank *e, char *out, size_t cap)
+{
+    int nl = (int)(e->name_len > 200 ? 200 : e->name_len);
+    const char *nm = e->name ? e->name : "", *kind = state_of(nm, e->name_len);
+    const char *st = e->restore_status ? e->restore_status : "";
+    if (!strcmp(st, "not-restored")) {
+        long n = e->not_restored > 0 ? e->not_restored : 1;
+        snprintf(out, cap, "%ld saved entr%s %s not restored (first: %.*s)%s%s%s", n, n == 1 ? "y" : "ies",
+                 n == 1 ? "was" : "were", nl, nm, kind ? ": " : "", kind ? kind : "", kind ? " was not restored" : "");
+    } else if (!strcmp(st, "not-saved")) {
+        long n = e->not_saved > 0 ? e->not_saved : 1;
+        snprintf(out, cap, "%ld restored entr%s %s never saved (first: %.*s): the run loaded state its twin did not save",
+                 n, n == 1 ? "y" : "ies", n == 1 ? "was" : "were", nl, nm);
+    } else {
+        snprintf(out, cap,
+                 "a resumed run restored state entry %.*s (occurrence %u) different from what its twin saved%s%s%s",
+                 nl, nm, e->occurrence, kind ? ": " : "", kind ? kind : "", kind ? " was not restored as saved" : "");
+    }
+    size_t l = strlen(out);
+    if (e->not_restored > 0 && strcmp(st, "not-restored") && l < cap)
+        snprintf(out + l, cap - l, "; %ld saved entr%s not restored", e->not_restored,
+                 e->not_restored == 1 ? "y was" : "ies were");
+    l = strlen(out);
+    if (e->not_saved > 0 && strcmp(st, "not-saved") && l < cap)
+        snprintf(out + l, cap - l, "; %ld restored entr%s never saved", e->not_saved,
+                 e->not_saved == 1 ? "y was" : "ies were");
+}
+
 void cause_judge(const cause_facts *f, cause_result *v)
 {
     memset(v, 0, sizeof(*v));
@@ -113,12 +161,12 @@ void cause_judge(const cause_facts *f, cause_result *v)
         for (int i = 0; i < ne; i++)
             add_origin(v, early[i]->rank);
         rank_list(v->origin, v->norigin, who, sizeof(who));
+        char what[400];
+        restore_what(e0, what, sizeof(what));
         snprintf(v->why, sizeof(v->why),
-                 "a resumed run restored the checkpoint of step %lld on rank%s %s with state entry %.*s (occurrence "
-                 "%u) different from what its twin saved: the program's checkpoint loading (or saving) is at fault, "
-                 "and every later step is suspect",
-                 (long long)v->step, v->norigin > 1 ? "s" : "", who, (int)(e0->name_len > 200 ? 200 : e0->name_len),
-                 e0->name ? e0->name : "", e0->occurrence);
+                 "%s, at the checkpoint of step %lld on rank%s %s: the program's checkpoint loading (or saving) is at "
+                 "fault, and every later step is suspect",
+                 what, (long long)v->step, v->norigin > 1 ? "s" : "", who);
         return;
     }
     if (e0->logical) {

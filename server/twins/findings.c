@@ -373,6 +373,17 @@ static void judge(grp_findings *v)
         cr[i].logical = d->logical;
         cr[i].missing = !strcmp(d->kind, "missing");
         cr[i].inputs = cr[i].restore || cr[i].logical ? CAUSE_IN_UNKNOWN : inputs_state(d->runs);
+        size_t k;
+        json_t *e;
+        json_array_foreach(cr[i].restore ? d->runs : NULL, k, e)
+        {
+            const char *role = json_string_value(json_object_get(e, "role"));
+            if (!role || strcmp(role, "restored"))
+                continue;
+            cr[i].restore_status = json_string_value(json_object_get(e, "status"));
+            cr[i].not_restored = (long)json_integer_value(json_object_get(e, "not_restored"));
+            cr[i].not_saved = (long)json_integer_value(json_object_get(e, "not_saved"));
+        }
     }
     cause_facts f = {cr, n, v->nranks, json_is_true(json_object_get(v->mdiff, "explains"))};
     cause_result cv;
