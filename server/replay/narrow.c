@@ -140,14 +140,22 @@ typedef struct nrun {
 } nrun;
 
 /* store_placement - placement `k` of narrow `ids`: run `src`'s job on pl->nodes, as words (narrow_cmd_make) and as
- * src's attested user. A run whose user was never attested, or that gave nothing to run, is decided not-run now,
+ * src's attested user, with the settings it records by (narrow_settings_make: its rules, its trace with the
+ * narrow's `trace` window, its environment and directory). A run whose user was never attested, or that gave nothing to run, is decided not-run now,
  * with the reason. Inside the caller's transaction. Returns 0, or -1 with the database's message. */
 static int store_placement(const char *ids, int k, const rp_place *pl, const nrun *src, long long from, long long to,
-                           char *err, size_t cap)
+                           const char *trace, char *err, size_t cap)
 {
     narrow_cmd cmd;
     if (narrow_cmd_make(src->key, src->argv, src->command, src->resume, from, to, &cmd, err, cap) < 0)
         return -1;
+    json_t *settings = narrow_settings_make(src->key, trace, err, cap); /* it records as its run did */
+    if (!settings) {
+        json_decref(cmd.argv);
+        return -1;
+    }
+    char *settings_txt = json_dumps(settings, JSON_COMPACT);
+    json_decref(settings);
     char idx[16], why[900], not_run[600] = "";
     snprintf(idx, sizeof(idx), "%d", k);
     snprintf(why, sizeof(why), "%s%s", pl->why, cmd.how);
@@ -171,14 +179,16 @@ static int store_placement(const char *ids, int k, const rp_place *pl, const nru
                         cmd.resume_step[0] ? cmd.resume_step : NULL,
                         argv,
                         src->run_as,
-                        not_run[0] ? not_run : NULL};
+                        not_run[0] ? not_run : NULL,
+                        settings_txt};
     int rc = sql_do("INSERT INTO narrow_placements (narrow_id, idx, role, source_run_key, nodes, why, command, "
-                    "resume_step, argv, run_as, outcome, detail, decided_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
-                    "ARRAY(SELECT w FROM jsonb_array_elements_text($9::jsonb) WITH ORDINALITY AS a(w, i) ORDER BY i), "
-                    "$10, CASE WHEN $11::text IS NOT NULL THEN 'not-run' END, coalesce($11, ''), "
-                    "CASE WHEN $11::text IS NOT NULL THEN now() END)",
-                    11, pp, err, cap);
+                    "resume_step, argv, run_as, outcome, detail, decided_at, settings) VALUES ($1, $2, $3, $4, $5, "
+                    "$6, $7, $8, ARRAY(SELECT w FROM jsonb_array_elements_text($9::jsonb) WITH ORDINALITY AS a(w, i) "
+                    "ORDER BY i), $10, CASE WHEN $11::text IS NOT NULL THEN 'not-run' END, coalesce($11, ''), "
+                    "CASE WHEN $11::text IS NOT NULL THEN now() END, $12::jsonb)",
+                    12, pp, err, cap);
     free(argv);
+    free(settings_txt);
     return rc;
 }
 
@@ -389,7 +399,7 @@ static long long store_narrow(const char *group, const nwindow *w, const char *d
                11, pn, err, cap) < 0)
         goto out_rollback;
     for (int k = 0; k < plan->n; k++)
-        if (store_placement(ids, k, &plan->p[k], &rs[plan->p[k].source], w->from, w->to, err, cap) < 0)
+        if (store_placement(ids, k, &plan->p[k], &rs[plan->p[k].source], w->from, w->to, w->trace, err, cap) < 0)
             goto out_rollback;
     if (sql_commit(err, cap) < 0)
         return -1;
