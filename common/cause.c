@@ -85,34 +85,41 @@ static const char *state_of(const char *name, size_t len)
     return NULL;
 }
 
-/* restore_what - a restore difference for people: how many entries were saved and not restored (or restored and
- * never saved) and the first of them, or the entry that holds other state, and what kind of state that is. */
-static void restore_what(const cause_rank *e, char *out, size_t cap)
+/* restore_why - a restore difference at the checkpoint of `step` on ranks `who` (`n` of them) for people: how many
+ * entries were saved and not restored (or restored and never saved) and the first of them, or the entry that holds
+ * other state; what kind of state that is when its name says so; and where the fault lies. */
+static void restore_why(const cause_rank *e, long long step, const char *who, int n, char *out, size_t cap)
 {
     int nl = (int)(e->name_len > 200 ? 200 : e->name_len);
     const char *nm = e->name ? e->name : "", *kind = state_of(nm, e->name_len);
-    const char *st = e->restore_status ? e->restore_status : "";
+    const char *st = e->restore_status ? e->restore_status : "", *s = n > 1 ? "s" : "";
+    size_t l;
     if (!strcmp(st, "not-restored")) {
-        long n = e->not_restored > 0 ? e->not_restored : 1;
-        snprintf(out, cap, "%ld saved entr%s %s not restored (first: %.*s)%s%s%s", n, n == 1 ? "y" : "ies",
-                 n == 1 ? "was" : "were", nl, nm, kind ? ": " : "", kind ? kind : "", kind ? " was not restored" : "");
+        long k = e->not_restored > 0 ? e->not_restored : 1;
+        l = (size_t)snprintf(out, cap, "%ld saved entr%s %s not restored (first: %.*s)%s%s%s, at the checkpoint of step "
+                                       "%lld on rank%s %s",
+                             k, k == 1 ? "y" : "ies", k == 1 ? "was" : "were", nl, nm, kind ? ": " : "",
+                             kind ? kind : "", kind ? " was not restored" : "", step, s, who);
     } else if (!strcmp(st, "not-saved")) {
-        long n = e->not_saved > 0 ? e->not_saved : 1;
-        snprintf(out, cap, "%ld restored entr%s %s never saved (first: %.*s): the run loaded state its twin did not save",
-                 n, n == 1 ? "y" : "ies", n == 1 ? "was" : "were", nl, nm);
+        long k = e->not_saved > 0 ? e->not_saved : 1;
+        l = (size_t)snprintf(out, cap, "%ld restored entr%s %s never saved (first: %.*s), at the checkpoint of step %lld "
+                                       "on rank%s %s",
+                             k, k == 1 ? "y" : "ies", k == 1 ? "was" : "were", nl, nm, step, s, who);
     } else {
-        snprintf(out, cap,
-                 "a resumed run restored state entry %.*s (occurrence %u) different from what its twin saved%s%s%s",
-                 nl, nm, e->occurrence, kind ? ": " : "", kind ? kind : "", kind ? " was not restored as saved" : "");
+        l = (size_t)snprintf(out, cap,
+                             "a resumed run restored the checkpoint of step %lld on rank%s %s with state entry %.*s "
+                             "(occurrence %u)%s%s different from what its twin saved",
+                             step, s, who, nl, nm, e->occurrence, kind ? ", " : "", kind ? kind : "");
     }
-    size_t l = strlen(out);
     if (e->not_restored > 0 && strcmp(st, "not-restored") && l < cap)
-        snprintf(out + l, cap - l, "; %ld saved entr%s not restored", e->not_restored,
-                 e->not_restored == 1 ? "y was" : "ies were");
-    l = strlen(out);
+        l += (size_t)snprintf(out + l, cap - l, "; %ld saved entr%s not restored", e->not_restored,
+                              e->not_restored == 1 ? "y was" : "ies were");
     if (e->not_saved > 0 && strcmp(st, "not-saved") && l < cap)
-        snprintf(out + l, cap - l, "; %ld restored entr%s never saved", e->not_saved,
-                 e->not_saved == 1 ? "y was" : "ies were");
+        l += (size_t)snprintf(out + l, cap - l, "; %ld restored entr%s never saved", e->not_saved,
+                              e->not_saved == 1 ? "y was" : "ies were");
+    if (l < cap)
+        snprintf(out + l, cap - l,
+                 ": the program's checkpoint loading (or saving) is at fault, and every later step is suspect");
 }
 
 void cause_judge(const cause_facts *f, cause_result *v)
@@ -161,12 +168,7 @@ void cause_judge(const cause_facts *f, cause_result *v)
         for (int i = 0; i < ne; i++)
             add_origin(v, early[i]->rank);
         rank_list(v->origin, v->norigin, who, sizeof(who));
-        char what[400];
-        restore_what(e0, what, sizeof(what));
-        snprintf(v->why, sizeof(v->why),
-                 "%s, at the checkpoint of step %lld on rank%s %s: the program's checkpoint loading (or saving) is at "
-                 "fault, and every later step is suspect",
-                 what, (long long)v->step, v->norigin > 1 ? "s" : "", who);
+        restore_why(e0, (long long)v->step, who, v->norigin, v->why, sizeof(v->why));
         return;
     }
     if (e0->logical) {
