@@ -71,7 +71,7 @@ static void intersect(step_set *sa, const step_set *sb, int64_t lo)
 }
 
 /* run_start - where `run` is compared from (common/recmatch.h's rec_resume_start, the rule lockstepd applies): the
- * step after its earliest restored state block, else 0. */
+ * step after its earliest restored state block, unless it has step records before that step; else 0. */
 static int64_t run_start(const td_run *run)
 {
     int64_t restored = -1;
@@ -81,7 +81,11 @@ static int64_t run_start(const td_run *run)
             if ((r->flags & REC_STATE_MASK) == REC_STATE_RESTORED && (restored < 0 || r->step < restored))
                 restored = r->step;
         }
-    return rec_resume_start(0, restored);
+    int before = 0;
+    for (size_t i = 0; i < run->n_ranks && restored >= 0 && !before; i++)
+        for (size_t k = 0; k < run->ranks[i].n && !before; k++)
+            before = rec_in_steps(&run->ranks[i].recs[k]) && run->ranks[i].recs[k].step < restored;
+    return rec_resume_start(0, restored, before);
 }
 
 static int64_t first_differing_chunk(const rec_record *a, const rec_record *b)

@@ -108,8 +108,8 @@ static void restore_why(const cause_rank *e, long long step, const char *who, in
     } else {
         l = (size_t)snprintf(out, cap,
                              "a resumed run restored the checkpoint of step %lld on rank%s %s with state entry %.*s "
-                             "(occurrence %u)%s%s different from what its twin saved",
-                             step, s, who, nl, nm, e->occurrence, kind ? ", " : "", kind ? kind : "");
+                             "(occurrence %u)%s%s%s different from what its twin saved",
+                             step, s, who, nl, nm, e->occurrence, kind ? ", " : "", kind ? kind : "", kind ? "," : "");
     }
     if (e->not_restored > 0 && strcmp(st, "not-restored") && l < cap)
         l += (size_t)snprintf(out + l, cap - l, "; %ld saved entr%s not restored", e->not_restored,

@@ -214,9 +214,9 @@ int rec_restore_check(const rec_record *const *restored, size_t n, const rec_rec
     return 0;
 }
 
-int64_t rec_resume_start(int64_t declared, int64_t restored_step)
+int64_t rec_resume_start(int64_t declared, int64_t restored_step, int ran_before)
 {
-    if (restored_step < 0 || restored_step == INT64_MAX)
+    if (restored_step < 0 || restored_step == INT64_MAX || ran_before)
         return declared;
     return restored_step + 1 > declared ? restored_step + 1 : declared;
 }

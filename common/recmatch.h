@@ -102,10 +102,12 @@ int rec_restore_check(const rec_record *const *restored, size_t n, const rec_rec
                       int ref_saved, rec_restore_result *out);
 
 /* rec_resume_start - the first step a run is compared from: the step after its earliest restored state block
- * (`restored_step`, -1 when it restored none), or its declared start (`declared`: 0, or LOCKSTEP_START_STEP)
- * when that is later. A run that restored the checkpoint of step k recomputes nothing before k+1, however it
- * was launched. lockstepd's twin comparison and `lockstep diff --overlap` both start a run here; tested from a
- * table in tests/unit/test_recmatch.c. */
-int64_t rec_resume_start(int64_t declared, int64_t restored_step);
+ * (`restored_step`, -1 when it restored none), or its declared start (`declared`: 0, or LOCKSTEP_START_STEP) when
+ * that is later. A run that restored the checkpoint of step k recomputes nothing before k+1, however it was launched
+ * (what it records of step k itself, an evaluation after loading, is not the step its twin computed). A run with
+ * step records before its restored step (`ran_before`: it computed those steps itself, and reloaded a checkpoint on
+ * the way) keeps its declared start. lockstepd's twin comparison and `lockstep diff --overlap` both start a run
+ * here; tested from a table in tests/unit/test_recmatch.c. */
+int64_t rec_resume_start(int64_t declared, int64_t restored_step, int ran_before);
 
 #endif /* COMMON_RECMATCH_H */

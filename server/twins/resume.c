@@ -15,19 +15,24 @@
 void cmp_register_resumes(void)
 {
     /* each run of the group: its start, its earliest restored state block (kind 4, under the partial index
-     * record_frames_state) and its rank count */
+     * record_frames_state), whether it has step records before that step (state blocks add no step digest), and
+     * its rank count */
     db_register("cmp_resume_runs",
-                "SELECT r.run_key, r.start_step, (SELECT min(f.step) FROM record_frames f WHERE f.run_key = r.run_key "
-                "AND f.kind = 4), r.ranks FROM runs r WHERE r.twin_group = $1 ORDER BY r.run_key LIMIT " GROUP_MAX_RUNS_TEXT);
+                "SELECT r.run_key, r.start_step, x.k, x.k IS NOT NULL AND EXISTS (SELECT 1 FROM step_digests d WHERE "
+                "d.run_key = r.run_key AND d.step < x.k), r.ranks FROM runs r LEFT JOIN LATERAL (SELECT min(f.step) AS "
+                "k FROM record_frames f WHERE f.run_key = r.run_key AND f.kind = 4) x ON true WHERE r.twin_group = $1 "
+                "ORDER BY r.run_key LIMIT " GROUP_MAX_RUNS_TEXT);
     /* every rank's lock of the group (and its logical mark's, rank -1), exclusively and without waiting: no batch
      * commits and no comparison runs on any of them while the start moves */
     db_register("cmp_resume_lock", "SELECT bool_and(pg_try_advisory_xact_lock(lockstep_check_key($1, x))) "
                                    "FROM generate_series(-1, $2::int - 1) x");
     db_register("cmp_resume_set", "UPDATE runs SET start_step = $2 WHERE run_key = $1 AND start_step < $2");
-    /* what was compared with the old start is compared again: step divergences and marks go (a restore
-     * difference stays: it does not depend on where the steps start) */
+    /* what was compared with the old start is compared again: step divergences and marks go, and so do the restore
+     * checks made meanwhile (a step divergence of the old start may have replaced the restore difference they
+     * stored: checked again, it is stored again) */
     db_register("cmp_resume_reset",
-                "WITH d AS (DELETE FROM divergences WHERE twin_group = $1 AND kind <> 'restore' RETURNING 1) "
+                "WITH d AS (DELETE FROM divergences WHERE twin_group = $1 AND kind <> 'restore' RETURNING 1), "
+                "c AS (DELETE FROM restore_checks WHERE twin_group = $1 RETURNING 1) "
                 "DELETE FROM group_checks WHERE twin_group = $1");
 }
 
@@ -49,12 +54,12 @@ int cmp_resume_starts(const char *group, int *again)
     moved mv[GROUP_MAX_RUNS];
     int n = 0, ranks = 0;
     for (int i = 0; i < PQntuples(r) && i < GROUP_MAX_RUNS; i++) {
-        int rk = atoi(PQgetvalue(r, i, 3));
+        int rk = atoi(PQgetvalue(r, i, 4));
         ranks = rk > ranks ? rk : ranks;
         if (PQgetisnull(r, i, 2))
             continue;
         int64_t declared = strtoll(PQgetvalue(r, i, 1), NULL, 10), restored = strtoll(PQgetvalue(r, i, 2), NULL, 10);
-        int64_t start = rec_resume_start(declared, restored);
+        int64_t start = rec_resume_start(declared, restored, PQgetvalue(r, i, 3)[0] == 't');
         if (start == declared)
             continue;
         snprintf(mv[n].key, sizeof(mv[n].key), "%s", PQgetvalue(r, i, 0));

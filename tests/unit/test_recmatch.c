@@ -440,19 +440,23 @@ static void test_resume_start(void **state)
     (void)state;
     static const struct {
         const char *what;
-        int64_t declared, restored, want;
+        int64_t declared, restored;
+        int ran_before;
+        int64_t want;
     } cases[] = {
-        {"an uninterrupted run", 0, -1, 0},
-        {"a resume registered as step 0 (the plugin registers before the program runs)", 0, 4, 5},
-        {"LOCKSTEP_START_STEP exported as well: the same", 5, 4, 5},
-        {"a declared start later than the restore", 9, 4, 9},
-        {"restored the checkpoint of step 0", 0, 0, 1},
-        {"declared, nothing restored", 7, -1, 7},
+        {"an uninterrupted run", 0, -1, 0, 0},
+        {"a resume registered as step 0 (the plugin registers before the program runs)", 0, 4, 0, 5},
+        {"LOCKSTEP_START_STEP exported as well: the same", 5, 4, 0, 5},
+        {"a declared start later than the restore", 9, 4, 0, 9},
+        {"restored the checkpoint of step 0", 0, 0, 0, 1},
+        {"declared, nothing restored", 7, -1, 0, 7},
+        {"an uninterrupted run that reloads its own checkpoint of step 4 on the way", 0, 4, 1, 0},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        if (rec_resume_start(cases[i].declared, cases[i].restored) != cases[i].want)
-            fail_msg("case \"%s\": %lld, want %lld", cases[i].what,
-                     (long long)rec_resume_start(cases[i].declared, cases[i].restored), (long long)cases[i].want);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int64_t got = rec_resume_start(cases[i].declared, cases[i].restored, cases[i].ran_before);
+        if (got != cases[i].want)
+            fail_msg("case \"%s\": %lld, want %lld", cases[i].what, (long long)got, (long long)cases[i].want);
+    }
 }
 
 static void test_key_in_digest(void **state)
