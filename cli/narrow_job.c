@@ -207,12 +207,18 @@ static int carried_name(char *const *carried, const char *kv)
  * new array of borrowed strings (the caller frees it). */
 static char **child_env(const replay_user *u, const char *start_step, char *const *carried, env_bufs *b)
 {
-    static const char *const drop[] = {"LOCKSTEP_ADMIN_TOKEN=", "LOCKSTEP_ADMIN_TOKEN_FILE=",
-                                       "LOCKSTEP_TOKEN=",       "LOCKSTEP_RUN_ID=",
-                                       "LOCKSTEP_TWIN_GROUP=",  "LOCKSTEP_TRACE=",
-                                       "LOCKSTEP_START_STEP=",  "SLURM_LOCKSTEP",
-                                       "LOCKSTEP_MODE=",        "LOCKSTEP_IGNORE=",
-                                       "LOCKSTEP_STEP_ON=",     "LOCKSTEP_MPI_INPUTS=",
+    static const char *const drop[] = {"LOCKSTEP_ADMIN_TOKEN=",
+                                       "LOCKSTEP_ADMIN_TOKEN_FILE=",
+                                       "LOCKSTEP_TOKEN=",
+                                       "LOCKSTEP_RUN_ID=",
+                                       "LOCKSTEP_TWIN_GROUP=",
+                                       "LOCKSTEP_TRACE=",
+                                       "LOCKSTEP_START_STEP=",
+                                       "SLURM_LOCKSTEP",
+                                       "LOCKSTEP_MODE=",
+                                       "LOCKSTEP_IGNORE=",
+                                       "LOCKSTEP_STEP_ON=",
+                                       "LOCKSTEP_MPI_INPUTS=",
                                        NULL};
     static const char *const keep[] = {
         "PATH=",     "LD_LIBRARY_PATH=", "LD_PRELOAD=", "LANG=",         "LANGUAGE=",      "LC_", "TZ=", "SLURM_CONF=",

@@ -73,10 +73,14 @@ static const char *state_of(const char *name, size_t len)
 {
     static const struct {
         const char *prefix, *what;
-    } kinds[] = {{"optim", "the optimizer state"}, {"adam", "the optimizer state"},
-                 {"rng", "the random number generator state"}, {"param", "the model parameters"},
-                 {"model", "the model parameters"}, {"data", "the data position"},
-                 {"sched", "the learning-rate schedule"}, {"lr_sched", "the learning-rate schedule"}};
+    } kinds[] = {{"optim", "the optimizer state"},
+                 {"adam", "the optimizer state"},
+                 {"rng", "the random number generator state"},
+                 {"param", "the model parameters"},
+                 {"model", "the model parameters"},
+                 {"data", "the data position"},
+                 {"sched", "the learning-rate schedule"},
+                 {"lr_sched", "the learning-rate schedule"}};
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
         size_t p = strlen(kinds[i].prefix);
         if (len >= p && !strncmp(name, kinds[i].prefix, p))
@@ -96,14 +100,16 @@ static void restore_why(const cause_rank *e, long long step, const char *who, in
     size_t l;
     if (!strcmp(st, "not-restored")) {
         long k = e->not_restored > 0 ? e->not_restored : 1;
-        l = (size_t)snprintf(out, cap, "%ld saved entr%s %s not restored (first: %.*s)%s%s%s, at the checkpoint of step "
-                                       "%lld on rank%s %s",
+        l = (size_t)snprintf(out, cap,
+                             "%ld saved entr%s %s not restored (first: %.*s)%s%s%s, at the checkpoint of step "
+                             "%lld on rank%s %s",
                              k, k == 1 ? "y" : "ies", k == 1 ? "was" : "were", nl, nm, kind ? ": " : "",
                              kind ? kind : "", kind ? " was not restored" : "", step, s, who);
     } else if (!strcmp(st, "not-saved")) {
         long k = e->not_saved > 0 ? e->not_saved : 1;
-        l = (size_t)snprintf(out, cap, "%ld restored entr%s %s never saved (first: %.*s), at the checkpoint of step %lld "
-                                       "on rank%s %s",
+        l = (size_t)snprintf(out, cap,
+                             "%ld restored entr%s %s never saved (first: %.*s), at the checkpoint of step %lld "
+                             "on rank%s %s",
                              k, k == 1 ? "y" : "ies", k == 1 ? "was" : "were", nl, nm, step, s, who);
     } else {
         l = (size_t)snprintf(out, cap,

@@ -71,10 +71,10 @@ typedef struct cause_rank {
     uint32_t occurrence;
     int missing; /* some run lacks the record */
     cause_inputs inputs;
-    int restore; /* a restore difference: the entry (name, occurrence) of the state block of `step` */
-    const char *restore_status; /* with restore: "differs", "not-restored" or "not-saved" (NULL: unknown) */
+    int restore;                  /* a restore difference: the entry (name, occurrence) of the state block of `step` */
+    const char *restore_status;   /* with restore: "differs", "not-restored" or "not-saved" (NULL: unknown) */
     long not_restored, not_saved; /* with restore: saved entries not restored, restored entries never saved */
-    int logical; /* a logical tensor of runs of different layouts (`rank` stands for none) */
+    int logical;                  /* a logical tensor of runs of different layouts (`rank` stands for none) */
 } cause_rank;
 
 typedef struct cause_facts {

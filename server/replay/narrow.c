@@ -141,8 +141,9 @@ typedef struct nrun {
 
 /* store_placement - placement `k` of narrow `ids`: run `src`'s job on pl->nodes, as words (narrow_cmd_make) and as
  * src's attested user, with the settings it records by (narrow_settings_make: its rules, its trace with the
- * narrow's `trace` window, its environment and directory). A run whose user was never attested, or that gave nothing to run, is decided not-run now,
- * with the reason. Inside the caller's transaction. Returns 0, or -1 with the database's message. */
+ * narrow's `trace` window, its environment and directory). A run whose user was never attested, or that gave nothing to
+ * run, is decided not-run now, with the reason. Inside the caller's transaction. Returns 0, or -1 with the database's
+ * message. */
 static int store_placement(const char *ids, int k, const rp_place *pl, const nrun *src, long long from, long long to,
                            const char *trace, char *err, size_t cap)
 {

@@ -207,8 +207,8 @@ static int settings_check(const nexp *x, const plc *c, const char *key, char *no
     char ix[16];
     snprintf(ix, sizeof(ix), "%d", c->idx);
     const char *p[] = {x->ids, ix};
-    PGresult *r = sql_query("SELECT settings::text FROM narrow_placements WHERE narrow_id = $1::bigint AND idx = $2::int",
-                            2, p, err, cap);
+    PGresult *r = sql_query(
+        "SELECT settings::text FROM narrow_placements WHERE narrow_id = $1::bigint AND idx = $2::int", 2, p, err, cap);
     if (!r)
         return -1;
     json_t *settings = PQntuples(r) ? json_loads(PQgetvalue(r, 0, 0), 0, NULL) : NULL;

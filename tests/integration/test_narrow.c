@@ -56,11 +56,11 @@ static json_t *call(const char *method, const char *path, const char *body, cons
     return o;
 }
 
-static int saved_block_at = -1;    /* >= 0: run_on's runs also record a saved state block of that step */
-static const char *run_extra = ""; /* more registration fields of run_on's runs (", \"argv\": [...]") */
-static const char *attest_on;      /* NULL: run_on's runs are attested on their node; "": not at all; else there */
-static int restored_block_at = -1; /* >= 0: ... and a restored one, of value restored_value, at that step */
-static const char *restored_value; /* NULL: none restored */
+static int saved_block_at = -1;         /* >= 0: run_on's runs also record a saved state block of that step */
+static const char *run_extra = "";      /* more registration fields of run_on's runs (", \"argv\": [...]") */
+static const char *attest_on;           /* NULL: run_on's runs are attested on their node; "": not at all; else there */
+static int restored_block_at = -1;      /* >= 0: ... and a restored one, of value restored_value, at that step */
+static const char *restored_value;      /* NULL: none restored */
 static const char *manifest_extra = ""; /* more fields of run_on's manifests (", \"env\": {...}") */
 
 /* run_on - a run of `group` (job `job`, 2 ranks on `node`, resume template `resume` or NULL) whose record `flip`
@@ -496,8 +496,9 @@ static void test_transient(void **state)
 /* Twins run with an ignore rule (their manifests say so), one with a one-off fault: the replays carry the rule, the
  * run's determinism environment and its directory; replays that recorded with the rule give the one-off its verdict,
  * and replays that recorded without it are failed with what differs, never counted as results. */
-#define RULE_ENV ", \"cwd\": \"/work/run 1\", \"env\": {\"LOCKSTEP_IGNORE\": \"report_*\", \"OMP_NUM_THREADS\": \"4\", " \
-                 "\"LOCKSTEP_JOB_ID\": \"77\", \"LOCKSTEP_STEP_ON\": \"train_step\"}"
+#define RULE_ENV                                                                                                       \
+    ", \"cwd\": \"/work/run 1\", \"env\": {\"LOCKSTEP_IGNORE\": \"report_*\", \"OMP_NUM_THREADS\": \"4\", "            \
+    "\"LOCKSTEP_JOB_ID\": \"77\", \"LOCKSTEP_STEP_ON\": \"train_step\"}"
 static void test_replays_carry_the_rules(void **state)
 {
     (void)state;

@@ -497,9 +497,12 @@ static void test_fields_round_trip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_restore_verified),        cmocka_unit_test(test_restore_difference_first),
-        cmocka_unit_test(test_restore_against_records), cmocka_unit_test(test_logical_across_rank_counts),
-        cmocka_unit_test(test_fields_round_trip),       cmocka_unit_test(test_resume_registered_at_zero),
+        cmocka_unit_test(test_restore_verified),
+        cmocka_unit_test(test_restore_difference_first),
+        cmocka_unit_test(test_restore_against_records),
+        cmocka_unit_test(test_logical_across_rank_counts),
+        cmocka_unit_test(test_fields_round_trip),
+        cmocka_unit_test(test_resume_registered_at_zero),
         cmocka_unit_test(test_forgotten_optimizer_counted),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -133,8 +133,9 @@ static void test_submit_carries_settings(void **state)
     snprintf(path, sizeof(path), "%s/sbatch", dir);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
-    fprintf(f, "#!/bin/sh\nfor a in \"$@\"; do printf 'arg %%s\\n' \"$a\"; done >%s/args\nenv >%s/env\ncat >/dev/null\n"
-               "echo 4242\n",
+    fprintf(f,
+            "#!/bin/sh\nfor a in \"$@\"; do printf 'arg %%s\\n' \"$a\"; done >%s/args\nenv >%s/env\ncat >/dev/null\n"
+            "echo 4242\n",
             dir, dir);
     fclose(f);
     chmod(path, 0755);
@@ -148,11 +149,11 @@ static void test_submit_carries_settings(void **state)
     assert_non_null(me);
     json_t *n = json_pack("{s:i, s:s, s:{s:s}}", "id", 7, "narrow_group", "g.narrow-7", "window", "trace",
                           "collectives;modules:steps=5-7");
-    json_t *p = json_pack(
-        "{s:i, s:s, s:s, s:i, s:i, s:s, s:[s, s], s:{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s}}}", "index", 0, "user",
-        me->pw_name, "nodes", "n1", "nnodes", 1, "ranks", 2, "mode", "det", "argv", "./train", "--steps 8", "settings",
-        "ignore", "report_timings,'Solver::*'", "step_on", "train_step", "trace", "metrics;modules:steps=5-7", "cwd",
-        "/work dir/run 1", "env", "OMP_NUM_THREADS", "4", "CUBLAS_WORKSPACE_CONFIG", ":4096:8", "BAD NAME", "x");
+    json_t *p = json_pack("{s:i, s:s, s:s, s:i, s:i, s:s, s:[s, s], s:{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s}}}",
+                          "index", 0, "user", me->pw_name, "nodes", "n1", "nnodes", 1, "ranks", 2, "mode", "det",
+                          "argv", "./train", "--steps 8", "settings", "ignore", "report_timings,'Solver::*'", "step_on",
+                          "train_step", "trace", "metrics;modules:steps=5-7", "cwd", "/work dir/run 1", "env",
+                          "OMP_NUM_THREADS", "4", "CUBLAS_WORKSPACE_CONFIG", ":4096:8", "BAD NAME", "x");
     narrow_job job;
     if (narrow_job_submit(n, p, NULL, 0, dir, &job, why, sizeof(why)) < 0)
         fail_msg("not submitted: %s", why);

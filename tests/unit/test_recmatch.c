@@ -424,8 +424,7 @@ static void test_restore_cases(void **state)
                      rec_restore_status_name(v.status), got, v.compared, v.unverified);
         char missing[64] = "";
         if (v.first_not_restored)
-            snprintf(missing, sizeof(missing), "%.*s", (int)v.first_not_restored->name_len,
-                     v.first_not_restored->name);
+            snprintf(missing, sizeof(missing), "%.*s", (int)v.first_not_restored->name_len, v.first_not_restored->name);
         if (v.not_restored != k->want_not_restored || v.not_saved != k->want_not_saved ||
             strcmp(missing, k->want_first_missing ? k->want_first_missing : "") != 0)
             fail_msg("case \"%s\": %zu not restored (first \"%s\"), %zu not saved", k->what, v.not_restored, missing,
@@ -501,7 +500,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cases),         cmocka_unit_test(test_key_in_digest), cmocka_unit_test(test_ext_cases),
-        cmocka_unit_test(test_restore_cases), cmocka_unit_test(test_held_answers), cmocka_unit_test(test_resume_start),
+        cmocka_unit_test(test_restore_cases), cmocka_unit_test(test_held_answers),  cmocka_unit_test(test_resume_start),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
