@@ -138,6 +138,7 @@ static void test_classes(void **state)
     assert_string_equal(md_key_class("job.cpus_per_task"), "configuration");
     assert_string_equal(md_key_class("cpu_model"), "other");
     assert_string_equal(md_key_class("host"), "identity");
+    assert_string_equal(md_key_class("cwd"), "identity"); /* where it ran, as "exe": a narrow replays from there */
 }
 
 int main(void)
