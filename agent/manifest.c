@@ -495,6 +495,9 @@ void manifest_build(jw *w, long rank, const int64_t *deadline, const char *libs)
         add_versions(w);
     }
     add_argv(w);
+    char cwd[4096];
+    if (getcwd(cwd, sizeof(cwd))) /* where the program ran: a replay runs from there too */
+        jw_kv_str(w, "cwd", cwd);
     add_job(w);
     secret_rule r;
     secret_rule_init(&r);

@@ -229,6 +229,10 @@ static void print_text(const td_run *a, const td_run *b, const diff_result *res,
                                                 : "");
             printf("      state entry \"%.*s\" occurrence %u %s\n", (int)r->name_len, r->name, r->occurrence,
                    restore_text(d));
+            if (d->restore.not_restored || d->restore.not_saved) /* the whole block's account, as lockstepd's */
+                printf("      %zu saved entr%s not restored, %zu restored entr%s never saved\n",
+                       d->restore.not_restored, d->restore.not_restored == 1 ? "y" : "ies", d->restore.not_saved,
+                       d->restore.not_saved == 1 ? "y" : "ies");
             printf("      %s restored step %" PRId64 "; compared with %s's %s\n", d->restored_by ? "B" : "A", d->step,
                    d->restored_by ? "A" : "B", d->restore_ref_saved ? "saved state" : "records of that step");
         } else {
@@ -323,6 +327,9 @@ static int print_json(const td_run *a, const td_run *b, const diff_result *res, 
                               d->restore.status == REC_RESTORE_DIFFERS ? rec_diff_name(d->restore.diff)
                                                                        : rec_restore_status_name(d->restore.status),
                               "reference", d->restore_ref_saved ? "saved" : "records", "text", restore_text(d)));
+                json_t *rs = json_object_get(o, "restore");
+                json_object_set_new(rs, "not_restored", json_integer((json_int_t)d->restore.not_restored));
+                json_object_set_new(rs, "not_saved", json_integer((json_int_t)d->restore.not_saved));
             }
         }
         if (d->restores)

@@ -60,14 +60,32 @@ static int has_step(const step_set *s, int64_t step)
     return bsearch(&step, s->v, s->n, sizeof(int64_t), cmp_i64) != NULL;
 }
 
-/* The steps both runs hold (sa := sa ∩ sb). */
-static void intersect(step_set *sa, const step_set *sb)
+/* The steps both runs hold from `lo` on (sa := sa ∩ sb, steps before lo dropped). */
+static void intersect(step_set *sa, const step_set *sb, int64_t lo)
 {
     size_t u = 0;
     for (size_t i = 0; i < sa->n; i++)
-        if (has_step(sb, sa->v[i]))
+        if (sa->v[i] >= lo && has_step(sb, sa->v[i]))
             sa->v[u++] = sa->v[i];
     sa->n = u;
+}
+
+/* run_start - where `run` is compared from (common/recmatch.h's rec_resume_start, the rule lockstepd applies): the
+ * step after its earliest restored state block, unless it has step records before that step; else 0. */
+static int64_t run_start(const td_run *run)
+{
+    int64_t restored = -1;
+    for (size_t i = 0; i < run->n_ranks; i++)
+        for (size_t k = 0; k < run->ranks[i].n; k++) {
+            const rec_record *r = &run->ranks[i].recs[k];
+            if ((r->flags & REC_STATE_MASK) == REC_STATE_RESTORED && (restored < 0 || r->step < restored))
+                restored = r->step;
+        }
+    int before = 0;
+    for (size_t i = 0; i < run->n_ranks && restored >= 0 && !before; i++)
+        for (size_t k = 0; k < run->ranks[i].n && !before; k++)
+            before = rec_in_steps(&run->ranks[i].recs[k]) && run->ranks[i].recs[k].step < restored;
+    return rec_resume_start(0, restored, before);
 }
 
 static int64_t first_differing_chunk(const rec_record *a, const rec_record *b)
@@ -299,7 +317,8 @@ int diff_runs(const td_run *a, const td_run *b, int overlap, diff_result *out)
     if (overlap) {
         if (steps_of(a, &sa) < 0 || steps_of(b, &sb) < 0)
             goto out_free;
-        intersect(&sa, &sb);
+        int64_t sa0 = run_start(a), sb0 = run_start(b);
+        intersect(&sa, &sb, sa0 > sb0 ? sa0 : sb0);
         out->overlap_lo = sa.n ? sa.v[0] : 0;
         out->overlap_hi = sa.n ? sa.v[sa.n - 1] : -1;
     }

@@ -146,33 +146,99 @@ static int has_prefix(const char *s, const char *const *list)
     return 0;
 }
 
-/* child_env - the replay job's environment: this process's, without what would leak a credential or contradict the
- * replay's own settings (the admin token, another job's token and run, a twin group or trace); for another user's
- * replay only what runs a program (paths, libraries, locale, Slurm's configuration, MPI and sanitizer settings) and
- * that user's USER, LOGNAME and HOME, never the rest of the operator's environment; plus LOCKSTEP_START_STEP when the
- * replay resumes. A new array of borrowed strings (the caller frees it). */
-static char **child_env(const replay_user *u, const char *start_step, env_bufs *b)
+/* carried_env - what the placement carries from the run it replays into the job's environment ("settings":
+ * its determinism environment, its step rule and MPI input setting), as "NAME=value" strings in a new array the
+ * caller frees with free_carried; NULL-terminated. A name that is not letters, digits and '_', or a value holding a
+ * NUL, is left out. */
+static char **carried_env(json_t *settings)
 {
-    static const char *const drop[] = {"LOCKSTEP_ADMIN_TOKEN=", "LOCKSTEP_ADMIN_TOKEN_FILE=",
-                                       "LOCKSTEP_TOKEN=",       "LOCKSTEP_RUN_ID=",
-                                       "LOCKSTEP_TWIN_GROUP=",  "LOCKSTEP_TRACE=",
-                                       "LOCKSTEP_START_STEP=",  "SLURM_LOCKSTEP",
-                                       "LOCKSTEP_MODE=",        NULL};
+    json_t *env = json_object_get(settings, "env");
+    static const char *const rules[][2] = {{"step_on", "LOCKSTEP_STEP_ON"}, {"mpi_inputs", "LOCKSTEP_MPI_INPUTS"}};
+    size_t n = json_object_size(env) + 2, k = 0;
+    char **out = calloc(n + 1, sizeof(char *));
+    if (!out)
+        abort();
+    const char *name;
+    json_t *v;
+    json_object_foreach(env, name, v)
+    {
+        const char *val = json_string_value(v);
+        if (!val || strlen(val) != json_string_length(v) || !*name || (*name >= '0' && *name <= '9') ||
+            strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != strlen(name))
+            continue;
+        if (asprintf(&out[k], "%s=%s", name, val) < 0)
+            abort();
+        k++;
+    }
+    for (size_t i = 0; i < 2; i++) {
+        json_t *r = json_object_get(settings, rules[i][0]);
+        const char *val = json_string_value(r);
+        if (val && strlen(val) == json_string_length(r)) {
+            if (asprintf(&out[k], "%s=%s", rules[i][1], val) < 0)
+                abort();
+            k++;
+        }
+    }
+    return out;
+}
+
+static void free_carried(char **c)
+{
+    for (char **p = c; p && *p; p++)
+        free(*p);
+    free(c);
+}
+
+/* carried_name - whether "NAME=..." `kv` names a variable of `carried` ("NAME=..." strings). */
+static int carried_name(char *const *carried, const char *kv)
+{
+    size_t n = strcspn(kv, "=");
+    for (char *const *c = carried; c && *c; c++)
+        if (!strncmp(*c, kv, n) && (*c)[n] == '=')
+            return 1;
+    return 0;
+}
+
+/* child_env - the replay job's environment: this process's, without what would leak a credential or contradict the
+ * replay's own settings (the admin token, another job's token and run, a twin group, trace or recording rule); for
+ * another user's replay only what runs a program (paths, libraries, locale, Slurm's configuration, MPI and sanitizer
+ * settings) and that user's USER, LOGNAME and HOME, never the rest of the operator's environment; plus what the run
+ * it replays had (`carried`, in place of this process's values) and LOCKSTEP_START_STEP when the replay resumes. A
+ * new array of borrowed strings (the caller frees it). */
+static char **child_env(const replay_user *u, const char *start_step, char *const *carried, env_bufs *b)
+{
+    static const char *const drop[] = {"LOCKSTEP_ADMIN_TOKEN=",
+                                       "LOCKSTEP_ADMIN_TOKEN_FILE=",
+                                       "LOCKSTEP_TOKEN=",
+                                       "LOCKSTEP_RUN_ID=",
+                                       "LOCKSTEP_TWIN_GROUP=",
+                                       "LOCKSTEP_TRACE=",
+                                       "LOCKSTEP_START_STEP=",
+                                       "SLURM_LOCKSTEP",
+                                       "LOCKSTEP_MODE=",
+                                       "LOCKSTEP_IGNORE=",
+                                       "LOCKSTEP_STEP_ON=",
+                                       "LOCKSTEP_MPI_INPUTS=",
+                                       NULL};
     static const char *const keep[] = {
         "PATH=",     "LD_LIBRARY_PATH=", "LD_PRELOAD=", "LANG=",         "LANGUAGE=",      "LC_", "TZ=", "SLURM_CONF=",
         "OMPI_MCA_", "PMIX_MCA_",        "UCX_",        "ASAN_OPTIONS=", "UBSAN_OPTIONS=", NULL};
     static const char *const own[] = {"USER=", "LOGNAME=", "HOME=", NULL};
-    size_t n = 0;
+    size_t n = 0, nc = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + 5, sizeof(char *));
+    while (carried && carried[nc])
+        nc++;
+    char **env = calloc(n + nc + 5, sizeof(char *));
     if (!env)
         return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (!has_prefix(environ[i], drop) &&
+        if (!has_prefix(environ[i], drop) && !carried_name(carried, environ[i]) &&
             (!u->other || (has_prefix(environ[i], keep) && !has_prefix(environ[i], own))))
             env[k++] = environ[i];
+    for (size_t i = 0; i < nc; i++)
+        env[k++] = carried[i];
     if (u->other) {
         snprintf(b->user, sizeof(b->user), "USER=%s", u->name);
         snprintf(b->logname, sizeof(b->logname), "LOGNAME=%s", u->name);
@@ -192,8 +258,8 @@ static char **child_env(const replay_user *u, const char *start_step, env_bufs *
 int narrow_job_submit(json_t *n, json_t *p, char *const *launcher, int nl, const char *outdir, narrow_job *job,
                       char *why, size_t cap)
 {
-    char name[64], nodes_a[700], ntasks[32], nnodes[32], mode[40], twin[400], trace[700], output[1300], uid[32],
-        gid[32], start[32];
+    char name[64], nodes_a[700], ntasks[32], nnodes[32], mode[40], twin[400], trace[1400], output[1300], uid[32],
+        gid[32], start[32], ignore[2200], chdir_a[4200];
     long long id = (long long)json_integer_value(json_object_get(n, "id"));
     int idx = (int)json_integer_value(json_object_get(p, "index"));
     replay_user u;
@@ -208,13 +274,23 @@ int narrow_job_submit(json_t *n, json_t *p, char *const *launcher, int nl, const
     snprintf(ntasks, sizeof(ntasks), "--ntasks=%lld", (long long)json_integer_value(json_object_get(p, "ranks")));
     snprintf(mode, sizeof(mode), "--lockstep=%s", *jstr(p, "mode", "") ? jstr(p, "mode", "fp") : "fp");
     snprintf(twin, sizeof(twin), "--lockstep-twin=%s", jstr(n, "narrow_group", ""));
-    snprintf(trace, sizeof(trace), "--lockstep-trace=%s", jstr(json_object_get(n, "window"), "trace", "collectives"));
+    /* It records as the run it replays did: that run's trace with the window on top, its ignore rule, from its
+     * working directory (the placement's settings, from the run's manifest). */
+    json_t *settings = json_object_get(p, "settings");
+    snprintf(trace, sizeof(trace), "--lockstep-trace=%s",
+             jstr(settings, "trace", jstr(json_object_get(n, "window"), "trace", "collectives")));
+    snprintf(ignore, sizeof(ignore), "--lockstep-ignore=%s", jstr(settings, "ignore", ""));
+    snprintf(chdir_a, sizeof(chdir_a), "--chdir=%s", jstr(settings, "cwd", ""));
     snprintf(output, sizeof(output), "--output=%s/%%j.out", job->outdir);
     snprintf(uid, sizeof(uid), "--uid=%u", (unsigned)u.uid);
     snprintf(gid, sizeof(gid), "--gid=%u", (unsigned)u.gid);
     /* No script file: sbatch reads the script from its standard input. */
     char *av[16] = {"sbatch", "--parsable", name, nnodes, ntasks, nodes_a, mode, twin, trace, output};
     int na = 10;
+    if (ignore[18])
+        av[na++] = ignore;
+    if (chdir_a[8] == '/')
+        av[na++] = chdir_a;
     if (u.other) {
         av[na++] = uid;
         av[na++] = gid;
@@ -224,10 +300,12 @@ int narrow_job_submit(json_t *n, json_t *p, char *const *launcher, int nl, const
     if (json_is_integer(ss))
         snprintf(start, sizeof(start), "%" JSON_INTEGER_FORMAT, json_integer_value(ss));
     env_bufs eb;
-    char **env = child_env(&u, json_is_integer(ss) ? start : NULL, &eb);
+    char **carried = carried_env(settings);
+    char **env = child_env(&u, json_is_integer(ss) ? start : NULL, carried, &eb);
     static char out[8192];
     int st = env ? proc_run_input(av, env, script, strlen(script), out, sizeof(out)) : -1;
     free(env);
+    free_carried(carried);
     free(script);
     long j = st == 0 ? strtol(out, NULL, 10) : 0;
     if (j <= 0) {

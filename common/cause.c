@@ -201,6 +201,67 @@ const char *cause_ignore_why(const cause_result *v)
     return "If these are run-specific values (timings, process ids), leave them out";
 }
 
+/* state_of - what a state entry's name says it holds, by the names the Python binding and lockstep-train give
+ * them ("optim.group0.lr", "adam.m", "rng.torch", "param.0.weight", "data_pos"); NULL when it says nothing. */
+static const char *state_of(const char *name, size_t len)
+{
+    static const struct {
+        const char *prefix, *what;
+    } kinds[] = {{"optim", "the optimizer state"},
+                 {"adam", "the optimizer state"},
+                 {"rng", "the random number generator state"},
+                 {"param", "the model parameters"},
+                 {"model", "the model parameters"},
+                 {"data", "the data position"},
+                 {"sched", "the learning-rate schedule"},
+                 {"lr_sched", "the learning-rate schedule"}};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        size_t p = strlen(kinds[i].prefix);
+        if (len >= p && !strncmp(name, kinds[i].prefix, p))
+            return kinds[i].what;
+    }
+    return NULL;
+}
+
+/* restore_why - a restore difference at the checkpoint of `step` on ranks `who` (`n` of them) for people: how many
+ * entries were saved and not restored (or restored and never saved) and the first of them, or the entry that holds
+ * other state; what kind of state that is when its name says so; and where the fault lies. */
+static void restore_why(const cause_rank *e, long long step, const char *who, int n, char *out, size_t cap)
+{
+    int nl = (int)(e->name_len > 200 ? 200 : e->name_len);
+    const char *nm = e->name ? e->name : "", *kind = state_of(nm, e->name_len);
+    const char *st = e->restore_status ? e->restore_status : "", *s = n > 1 ? "s" : "";
+    size_t l;
+    if (!strcmp(st, "not-restored")) {
+        long k = e->not_restored > 0 ? e->not_restored : 1;
+        l = (size_t)snprintf(out, cap,
+                             "%ld saved entr%s %s not restored (first: %.*s)%s%s%s, at the checkpoint of step "
+                             "%lld on rank%s %s",
+                             k, k == 1 ? "y" : "ies", k == 1 ? "was" : "were", nl, nm, kind ? ": " : "",
+                             kind ? kind : "", kind ? " was not restored" : "", step, s, who);
+    } else if (!strcmp(st, "not-saved")) {
+        long k = e->not_saved > 0 ? e->not_saved : 1;
+        l = (size_t)snprintf(out, cap,
+                             "%ld restored entr%s %s never saved (first: %.*s), at the checkpoint of step %lld "
+                             "on rank%s %s",
+                             k, k == 1 ? "y" : "ies", k == 1 ? "was" : "were", nl, nm, step, s, who);
+    } else {
+        l = (size_t)snprintf(out, cap,
+                             "a resumed run restored the checkpoint of step %lld on rank%s %s with state entry %.*s "
+                             "(occurrence %u)%s%s%s different from what its twin saved",
+                             step, s, who, nl, nm, e->occurrence, kind ? ", " : "", kind ? kind : "", kind ? "," : "");
+    }
+    if (e->not_restored > 0 && strcmp(st, "not-restored") && l < cap)
+        l += (size_t)snprintf(out + l, cap - l, "; %ld saved entr%s not restored", e->not_restored,
+                              e->not_restored == 1 ? "y was" : "ies were");
+    if (e->not_saved > 0 && strcmp(st, "not-saved") && l < cap)
+        l += (size_t)snprintf(out + l, cap - l, "; %ld restored entr%s never saved", e->not_saved,
+                              e->not_saved == 1 ? "y was" : "ies were");
+    if (l < cap)
+        snprintf(out + l, cap - l,
+                 ": the program's checkpoint loading (or saving) is at fault, and every later step is suspect");
+}
+
 void cause_judge(const cause_facts *f, cause_result *v)
 {
     memset(v, 0, sizeof(*v));
@@ -247,12 +308,7 @@ void cause_judge(const cause_facts *f, cause_result *v)
         for (int i = 0; i < ne; i++)
             add_origin(v, early[i]->rank);
         rank_list(v->origin, v->norigin, who, sizeof(who));
-        snprintf(v->why, sizeof(v->why),
-                 "a resumed run restored the checkpoint of step %lld on rank%s %s with state entry %.*s (occurrence "
-                 "%u) different from what its twin saved: the program's checkpoint loading (or saving) is at fault, "
-                 "and every later step is suspect",
-                 (long long)v->step, v->norigin > 1 ? "s" : "", who, (int)(e0->name_len > 200 ? 200 : e0->name_len),
-                 e0->name ? e0->name : "", e0->occurrence);
+        restore_why(e0, (long long)v->step, who, v->norigin, v->why, sizeof(v->why));
         return;
     }
     if (e0->logical) {

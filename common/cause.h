@@ -75,10 +75,12 @@ typedef struct cause_rank {
     uint32_t occurrence;
     int missing; /* some run lacks the record */
     cause_inputs inputs;
-    int restore;                /* a restore difference: the entry (name, occurrence) of the state block of `step` */
-    int logical;                /* a logical tensor of runs of different layouts (`rank` stands for none) */
-    int comm_size;              /* processes of the record's communicator, 0 when not known (cause_comm_of) */
-    const uint32_t *comm_ranks; /* the world ranks it spans in its own order, borrowed; NULL when not listed */
+    int restore;                  /* a restore difference: the entry (name, occurrence) of the state block of `step` */
+    const char *restore_status;   /* with restore: "differs", "not-restored" or "not-saved" (NULL: unknown) */
+    long not_restored, not_saved; /* with restore: saved entries not restored, restored entries never saved */
+    int logical;                  /* a logical tensor of runs of different layouts (`rank` stands for none) */
+    int comm_size;                /* processes of the record's communicator, 0 when not known (cause_comm_of) */
+    const uint32_t *comm_ranks;   /* the world ranks it spans in its own order, borrowed; NULL when not listed */
     int comm_nlisted;
 } cause_rank;
 

@@ -168,6 +168,7 @@ int rec_restore_check(const rec_record *const *restored, size_t n, const rec_rec
      * restored block holds come after every other difference against a saved block. */
     size_t best_pos = SIZE_MAX;
     int best_rank = 3; /* 0 a difference in order, 1 not saved; 3 none */
+    size_t first_missing = SIZE_MAX, first_extra = SIZE_MAX;
     size_t i = 0, j = 0;
     while (i < na || j < nb) {
         int c = i == na ? 1 : j == nb ? -1 : key_cmp(a[i].r, b[j].r);
@@ -188,6 +189,10 @@ int rec_restore_check(const rec_record *const *restored, size_t n, const rec_rec
             i++;
             j++;
         } else if (c < 0) { /* only in the restored block */
+            if (ref_saved && (!out->not_saved++ || a[i].pos < first_extra)) {
+                first_extra = a[i].pos;
+                out->first_not_saved = a[i].r;
+            }
             if (!ref_saved) {
                 out->unverified++;
             } else if (best_rank > 1 || (best_rank == 1 && a[i].pos < best_pos)) {
@@ -199,6 +204,10 @@ int rec_restore_check(const rec_record *const *restored, size_t n, const rec_rec
             }
             i++;
         } else { /* only in the reference */
+            if (ref_saved && (!out->not_restored++ || b[j].pos < first_missing)) {
+                first_missing = b[j].pos;
+                out->first_not_restored = b[j].r;
+            }
             if (ref_saved && (best_rank > 0 || b[j].pos < best_pos)) {
                 best_rank = 0;
                 best_pos = b[j].pos;
@@ -214,4 +223,11 @@ int rec_restore_check(const rec_record *const *restored, size_t n, const rec_rec
     free(a);
     free(b);
     return 0;
+}
+
+int64_t rec_resume_start(int64_t declared, int64_t restored_step, int ran_before)
+{
+    if (restored_step < 0 || restored_step == INT64_MAX || ran_before)
+        return declared;
+    return restored_step + 1 > declared ? restored_step + 1 : declared;
 }

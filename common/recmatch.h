@@ -86,6 +86,9 @@ typedef struct rec_restore_result {
     const rec_record *ref;      /* its counterpart in the reference (NULL: absent there) */
     size_t compared;            /* entries with a counterpart */
     size_t unverified;          /* restored entries without one (records as the reference only) */
+    size_t not_restored;        /* saved entries the restored block lacks (against a saved block) */
+    size_t not_saved;           /* restored entries the saved block lacks (against a saved block) */
+    const rec_record *first_not_restored, *first_not_saved; /* the first of each, in their block's order */
 } rec_restore_result;
 
 /* rec_restore_status_name - "same", "differs", "not-restored", "not-saved", "unverified". */
@@ -104,5 +107,14 @@ const char *rec_restore_status_name(rec_restore_status s);
  * `out` filled (pointers into the arrays), -1 when out of memory. */
 int rec_restore_check(const rec_record *const *restored, size_t n, const rec_record *const *ref, size_t m,
                       int ref_saved, rec_restore_result *out);
+
+/* rec_resume_start - the first step a run is compared from: the step after its earliest restored state block
+ * (`restored_step`, -1 when it restored none), or its declared start (`declared`: 0, or LOCKSTEP_START_STEP) when
+ * that is later. A run that restored the checkpoint of step k recomputes nothing before k+1, however it was launched
+ * (what it records of step k itself, an evaluation after loading, is not the step its twin computed). A run with
+ * step records before its restored step (`ran_before`: it computed those steps itself, and reloaded a checkpoint on
+ * the way) keeps its declared start. lockstepd's twin comparison and `lockstep diff --overlap` both start a run
+ * here; tested from a table in tests/unit/test_recmatch.c. */
+int64_t rec_resume_start(int64_t declared, int64_t restored_step, int ran_before);
 
 #endif /* COMMON_RECMATCH_H */

@@ -288,16 +288,16 @@ out_release:
     return -1;
 }
 
-int ckpt_record_state(const ckpt_state *s, int kind)
+int ckpt_record_state(const ckpt_state *s, int kind, int optimizer)
 {
     int64_t shape[1] = {(int64_t)s->n_params};
     size_t n = (size_t)s->n_params * sizeof(float);
     if (ls_state_begin(s->step, kind) < 0)
         return -1;
     int rc = ls_state("params", s->params, n, LS_F32, 1, shape) < 0 ||
-                     ls_state("adam.m", s->m, n, LS_F32, 1, shape) < 0 ||
-                     ls_state("adam.v", s->v, n, LS_F32, 1, shape) < 0 ||
-                     ls_state("adam_t", &s->adam_t, sizeof(s->adam_t), LS_I64, 0, NULL) < 0 ||
+                     (optimizer && (ls_state("adam.m", s->m, n, LS_F32, 1, shape) < 0 ||
+                                    ls_state("adam.v", s->v, n, LS_F32, 1, shape) < 0 ||
+                                    ls_state("adam_t", &s->adam_t, sizeof(s->adam_t), LS_I64, 0, NULL) < 0)) ||
                      ls_state("data_pos", &s->data_pos, sizeof(s->data_pos), LS_U64, 0, NULL) < 0 ||
                      ls_state("rng_ctr", &s->rng_ctr, sizeof(s->rng_ctr), LS_U64, 0, NULL) < 0
                  ? -1
@@ -311,9 +311,11 @@ void ckpt_resume_fault(ckpt_state *s, const char *what)
 {
     if (!what)
         return;
-    if (!strcmp(what, "moments")) {
+    if (!strcmp(what, "moments") || !strcmp(what, "optimizer")) {
         memset(s->m, 0, (size_t)s->n_params * sizeof(float));
         memset(s->v, 0, (size_t)s->n_params * sizeof(float));
+        if (!strcmp(what, "optimizer"))
+            s->adam_t = 0;
     } else if (!strcmp(what, "rng")) {
         s->rng_ctr = 0;
     } else if (!strcmp(what, "data")) {

@@ -57,14 +57,18 @@ int ckpt_load(const char *dir, int64_t step, int rank, ckpt_state *s, char *why,
 /* ckpt_record_state - record `s` as a state block of step s->step
  * (LS_STATE_SAVED where the checkpoint is written, LS_STATE_RESTORED right
  * after one was loaded, with what the trainer now holds): params, adam.m,
- * adam.v (float32 [n_params], host arrays), adam_t, data_pos and rng_ctr.
- * `lockstep diff` and lockstepd compare a restored block with the saved one.
- * Returns 0 or -1 (ls_last_error says why; the caller warns, training goes on). */
-int ckpt_record_state(const ckpt_state *s, int kind);
+ * adam.v (float32 [n_params], host arrays), adam_t, data_pos and rng_ctr;
+ * without `optimizer` not the Adam entries (a loader that never loaded them
+ * names only what it did). `lockstep diff` and lockstepd compare a restored
+ * block with the saved one. Returns 0 or -1 (ls_last_error says why; the
+ * caller warns, training goes on). */
+int ckpt_record_state(const ckpt_state *s, int kind, int optimizer);
 
 /* ckpt_resume_fault - make `s` what a buggy loader would have loaded (`what`:
- * "moments" zeroes Adam's m and v, "rng" restarts the noise stream, "data"
- * the data position; NULL changes nothing). For tests of the restore check. */
+ * "moments" zeroes Adam's m and v, "optimizer" zeroes them and adam_t as a
+ * loader that forgot the optimizer does, "rng" restarts the noise stream,
+ * "data" the data position; NULL changes nothing). For tests of the restore
+ * check. */
 void ckpt_resume_fault(ckpt_state *s, const char *what);
 
 #endif /* KERNELS_CKPT_H */

@@ -108,6 +108,8 @@ static void report(trainer *t, int64_t done)
     double mine[3], worst[3] = {0, 0, 0};
     train_timing(t->step_ns, t->n_timed, t->step_ns_total, t->rec_ns_total, done, mine);
     MPI_Reduce(mine, worst, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (t->o.record_timing) /* the reduced step times: as real programs report them at the end, never the same */
+        ls_metric("timing.step_ms", t->rank == 0 ? worst[0] : mine[0]);
     if (t->rank == 0 && t->o.json)
         printf("{\"trainer\":\"cpu\",\"ranks\":%d,\"steps\":%" PRId64 ",\"hidden\":%d,\"batch\":%d,"
                "\"params\":%zu,\"step_ms\":%.6f,\"step_ms_median\":%.6f,\"record_ms\":%.6f,"
@@ -143,7 +145,7 @@ static void resume(trainer *t)
     }
     ckpt_resume_fault(&s, t->o.resume_fault);
     /* what this run now holds, in a restored state block: the twins' saved block of this step checks it */
-    if (ckpt_record_state(&s, LS_STATE_RESTORED) < 0)
+    if (ckpt_record_state(&s, LS_STATE_RESTORED, !t->o.resume_fault || strcmp(t->o.resume_fault, "optimizer")) < 0)
         fprintf(stderr, "lockstep-train: rank %d: the restored state block is incomplete: %s\n", t->rank,
                 ls_last_error());
     size_t n = t->L.n_params * sizeof(float);
@@ -180,7 +182,7 @@ static void checkpoint(trainer *t)
                     .v = t->v};
     if (ckpt_save(t->o.ckpt_dir, &s, why, sizeof(why)) < 0)
         die(t, "cannot write a checkpoint", why, "check the space and permissions of --checkpoint-dir");
-    if (ckpt_record_state(&s, LS_STATE_SAVED) < 0)
+    if (ckpt_record_state(&s, LS_STATE_SAVED, 1) < 0)
         fprintf(stderr, "lockstep-train: rank %d: the saved state block is incomplete: %s\n", t->rank, ls_last_error());
     MPI_Barrier(MPI_COMM_WORLD);
     if (t->rank == 0 && ckpt_mark_complete(t->o.ckpt_dir, t->step, why, sizeof(why)) < 0)

@@ -31,10 +31,14 @@ const char *train_usage(void)
            "                         itself when it is one step directory (D/step-NNNNNNNN)\n"
            "  --resume-step N        with --resume D: from the checkpoint of step N exactly\n"
            "  --resume-fault WHAT    load the checkpoint as a buggy loader would: forget the Adam\n"
-           "                         moments (moments), the noise stream (rng) or the data position\n"
+           "                         moments (moments), the whole optimizer, never named as restored\n"
+           "                         (optimizer), the noise stream (rng) or the data position\n"
            "                         (data); the restored state block shows it\n"
            "  --order-log FILE       rank 0 writes the gradient summation order of each step\n"
            "  --json                 print a JSON summary line at the end\n"
+           "  --record-timing        record the closing reduction of step times (timing.step_ms,\n"
+           "                         after the last step): it differs from run to run, as a real\n"
+           "                         program's timing report does; --lockstep-ignore='timing.*'\n"
            "  --quiet                no per-step lines\n";
 }
 
@@ -183,6 +187,8 @@ int train_opts_parse(int argc, char **argv, train_opts *o, char *why, size_t cap
             o->quiet = 1;
         } else if (strcmp(a, "--json") == 0) {
             o->json = 1;
+        } else if (strcmp(a, "--record-timing") == 0) {
+            o->record_timing = 1;
         } else if ((v = opt_value(argc, argv, &i, "--steps", &missing))) {
             if (parse_i64(v, 1, INT32_MAX, &n) < 0)
                 goto out_bad;
@@ -225,7 +231,8 @@ int train_opts_parse(int argc, char **argv, train_opts *o, char *why, size_t cap
         } else if ((v = opt_value(argc, argv, &i, "--resume", &missing))) {
             o->resume_dir = v;
         } else if ((v = opt_value(argc, argv, &i, "--resume-fault", &missing))) {
-            if (strcmp(v, "moments") != 0 && strcmp(v, "rng") != 0 && strcmp(v, "data") != 0)
+            if (strcmp(v, "moments") != 0 && strcmp(v, "optimizer") != 0 && strcmp(v, "rng") != 0 &&
+                strcmp(v, "data") != 0)
                 goto out_bad;
             o->resume_fault = v;
         } else if ((v = opt_value(argc, argv, &i, "--order-log", &missing))) {

@@ -33,7 +33,8 @@ typedef struct train_opts {
     const char *order_log;    /* --order-log FILE: rank 0 writes the reduction order per step */
     const char *reduce;       /* GPU path: "det" or "atomic" reductions (default: det, atomic when nondet) */
     int quiet;
-    int json; /* --json: print a one-line JSON summary at the end (rank 0) */
+    int json;          /* --json: print a one-line JSON summary at the end (rank 0) */
+    int record_timing; /* --record-timing: record the closing reduction of step times (differs every run) */
 } train_opts;
 
 /* TRAIN_DEFAULT_BIT - the bit --inject-fault flips when none is given. */

@@ -24,7 +24,7 @@ static int in_list(const char *s, const char *const *list)
     return 0;
 }
 
-static const char *const IDENTITY_TOP[] = {"host", "hostname", "slurm_node", "node", "exe", "pid", NULL};
+static const char *const IDENTITY_TOP[] = {"host", "hostname", "slurm_node", "node", "exe", "pid", "cwd", NULL};
 static const char *const CONFIG_TOP[] = {"exe_xxh3",    "cuda_runtime", "cuda_driver", "nccl_version",
                                          "mpi_version", "nccl_graph",   "argv",        "command",
                                          "ranks",       "nodes",        NULL};

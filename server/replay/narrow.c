@@ -116,14 +116,23 @@ typedef struct nrun {
 } nrun;
 
 /* store_placement - placement `k` of narrow `ids`: run `src`'s job on pl->nodes, as words (narrow_cmd_make) and as
- * src's attested user. A run whose user was never attested, or that gave nothing to run, is decided not-run now,
- * with the reason. Inside the caller's transaction. Returns 0, or -1 with the database's message. */
+ * src's attested user, with the settings it records by (narrow_settings_make: its rules, its trace with the
+ * narrow's `trace` window, its environment and directory). A run whose user was never attested, or that gave nothing to
+ * run, is decided not-run now, with the reason. Inside the caller's transaction. Returns 0, or -1 with the database's
+ * message. */
 static int store_placement(const char *ids, int k, const rp_place *pl, const nrun *src, long long from, long long to,
-                           char *err, size_t cap)
+                           const char *trace, char *err, size_t cap)
 {
     narrow_cmd cmd;
     if (narrow_cmd_make(src->key, src->argv, src->command, src->resume, from, to, &cmd, err, cap) < 0)
         return -1;
+    json_t *settings = narrow_settings_make(src->key, trace, err, cap); /* it records as its run did */
+    if (!settings) {
+        json_decref(cmd.argv);
+        return -1;
+    }
+    char *settings_txt = json_dumps(settings, JSON_COMPACT);
+    json_decref(settings);
     char idx[16], why[900], not_run[600] = "";
     snprintf(idx, sizeof(idx), "%d", k);
     snprintf(why, sizeof(why), "%s%s", pl->why, cmd.how);
@@ -147,9 +156,11 @@ static int store_placement(const char *ids, int k, const rp_place *pl, const nru
                         cmd.resume_step[0] ? cmd.resume_step : NULL,
                         argv,
                         src->run_as,
-                        not_run[0] ? not_run : NULL};
-    int rc = db_do("narrow_placement_add", 11, pp, err, cap);
+                        not_run[0] ? not_run : NULL,
+                        settings_txt};
+    int rc = db_do("narrow_placement_add", 12, pp, err, cap);
     free(argv);
+    free(settings_txt);
     return rc;
 }
 
@@ -351,7 +362,7 @@ static long long store_narrow(const char *group, const nwindow *w, const char *d
     if (db_do("narrow_add", 11, pn, err, cap) < 0)
         goto out_rollback;
     for (int k = 0; k < plan->n; k++)
-        if (store_placement(ids, k, &plan->p[k], &rs[plan->p[k].source], w->from, w->to, err, cap) < 0)
+        if (store_placement(ids, k, &plan->p[k], &rs[plan->p[k].source], w->from, w->to, w->trace, err, cap) < 0)
             goto out_rollback;
     if (sql_commit(err, cap) < 0)
         return -1;
@@ -488,6 +499,7 @@ int narrow_set_jobs(long long id, json_t *req, int *status, srv_error *e)
 void narrow_register(void)
 {
     narrow_cmd_register();
+    narrow_settings_register();
     db_register(
         "narrow_probe_nodes",
         "SELECT a.node, (SELECT CASE WHEN jsonb_typeof(m.manifest) = 'object' THEN (SELECT jsonb_object_agg(e.k, "
@@ -498,10 +510,10 @@ void narrow_register(void)
         "ORDER BY (SELECT min(x) FROM unnest(a.ranks) x WHERE $2::int[] = '{}' OR x = ANY($2::int[])), a.node");
     db_register("narrow_placement_add",
                 "INSERT INTO narrow_placements (narrow_id, idx, role, source_run_key, nodes, why, command, "
-                "resume_step, argv, run_as, outcome, detail, decided_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
-                "ARRAY(SELECT w FROM jsonb_array_elements_text($9::jsonb) WITH ORDINALITY AS a(w, i) ORDER BY i), "
-                "$10, CASE WHEN $11::text IS NOT NULL THEN 'not-run' END, coalesce($11, ''), "
-                "CASE WHEN $11::text IS NOT NULL THEN now() END)");
+                "resume_step, argv, run_as, outcome, detail, decided_at, settings) VALUES ($1, $2, $3, $4, $5, $6, "
+                "$7, $8, ARRAY(SELECT w FROM jsonb_array_elements_text($9::jsonb) WITH ORDINALITY AS a(w, i) ORDER "
+                "BY i), $10, CASE WHEN $11::text IS NOT NULL THEN 'not-run' END, coalesce($11, ''), "
+                "CASE WHEN $11::text IS NOT NULL THEN now() END, $12::jsonb)");
     db_register("narrow_suspect_nodes", "SELECT name FROM hw_nodes WHERE state IN ('suspect', 'drained')");
     db_register("narrow_runs",
                 "SELECT r.run_key::text, r.run_id::text, r.job_id, coalesce(a.nodes, ''), r.command, r.mode, "

@@ -192,6 +192,26 @@ static int resume_check(const nexp *x, const plc *c, const char *key, char *note
     return 0;
 }
 
+/* settings_check - whether placement `c`'s replay run `key` recorded as the run it replays did (its ignore and step
+ * rules, its trace: narrow_settings_check). Returns 1 with why not in `note`, 0 when it did, -1 on a database
+ * error. */
+static int settings_check(const nexp *x, const plc *c, const char *key, char *note, size_t ncap, char *err, size_t cap)
+{
+    char ix[16];
+    snprintf(ix, sizeof(ix), "%d", c->idx);
+    const char *p[] = {x->ids, ix};
+    PGresult *r = db_exec_once("neval_settings", 2, p, err, cap);
+    if (!r)
+        return -1;
+    json_t *settings = PQntuples(r) ? json_loads(PQgetvalue(r, 0, 0), 0, NULL) : NULL;
+    PQclear(r);
+    int got = narrow_settings_check(key, settings, note, ncap);
+    json_decref(settings);
+    if (got < 0)
+        snprintf(err, cap, "cannot read the manifest of replay run %s", key);
+    return got;
+}
+
 /* What a placement's replay run shows: its newest run in the narrow group, and how far it got. */
 typedef struct replay_row {
     char key[32], status[16], exits[200]; /* exits: its ranks' nonzero exit codes, ','-separated */
@@ -306,6 +326,18 @@ static int settle_placement(nexp *x, plc *c, const replay_row *rr, const replay_
         if (bad) { /* it did not start from the state the run it replays saved: its result says nothing */
             snprintf(c->outcome, sizeof(c->outcome), "failed");
             snprintf(c->detail, sizeof(c->detail), "job %s %s", c->job, resumed);
+            c->decided = c->changed = 1;
+            return 0;
+        }
+        char other[900];
+        bad = settings_check(x, c, rr->key, other, sizeof(other), err, cap);
+        if (bad < 0)
+            return -1;
+        if (bad) { /* it recorded another set of records than the run it replays: a difference may be only that */
+            snprintf(c->outcome, sizeof(c->outcome), "failed");
+            snprintf(c->detail, sizeof(c->detail),
+                     "job %s recorded differently from the run it replays (%s), so its result does not count", c->job,
+                     other);
             c->decided = c->changed = 1;
             return 0;
         }
@@ -772,6 +804,8 @@ int narrow_pass(int *running, void (*wake)(const char *group))
 
 void narrow_eval_register(void)
 {
+    db_register("neval_settings",
+                "SELECT settings::text FROM narrow_placements WHERE narrow_id = $1::bigint AND idx = $2::int");
     db_register("neval_narrow",
                 "SELECT twin_group, narrow_group, step, from_step, to_step, design::text, now() > deadline_at "
                 "FROM narrows WHERE id = $1::bigint AND state = 'running'");

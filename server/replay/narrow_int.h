@@ -32,4 +32,22 @@ int narrow_cmd_make(const char *run_key, const char *argv_json, const char *comm
 /* narrow_cmd_register - prepare the statements narrow_cmd_make runs (narrow_register calls it). */
 void narrow_cmd_register(void);
 
+/* narrow_settings_make - what a replay of run `run_key` carries from it (narrow_settings.c), from its lowest rank's
+ * manifest, as a new object: "ignore", "step_on", "mpi_inputs" (its LOCKSTEP_IGNORE, LOCKSTEP_STEP_ON and
+ * LOCKSTEP_MPI_INPUTS, each absent when it had none), "trace" (its LOCKSTEP_TRACE, else the default, with the
+ * clause of the narrow's `window` trace added; `window` itself when the two do not fit one trace), "cwd" (its working
+ * directory, absent when unknown), "env" (its determinism environment: the variables common/envrule.h classes as
+ * configuration, not LOCKSTEP_*) and "not_carried" (those whose value the manifest holds only as a secret's digest).
+ * Inside the caller's transaction. NULL with the database's message. */
+json_t *narrow_settings_make(const char *run_key, const char *window, char *err, size_t cap);
+
+/* narrow_settings_check - whether replay run `replay_key` recorded as placement `settings` (narrow_settings_make)
+ * asked: its manifest's LOCKSTEP_IGNORE, LOCKSTEP_STEP_ON, LOCKSTEP_MPI_INPUTS and LOCKSTEP_TRACE against them.
+ * Returns 1 with what differs in `note`, 0 when nothing does (or its manifest has not come, or the placement holds
+ * no settings), -1 on a database error. */
+int narrow_settings_check(const char *replay_key, json_t *settings, char *note, size_t cap);
+
+/* narrow_settings_register - prepare the statements narrow_settings_make and _check run (narrow_register calls it). */
+void narrow_settings_register(void);
+
 #endif /* SERVER_REPLAY_NARROW_INT_H */

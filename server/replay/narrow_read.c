@@ -100,8 +100,9 @@ json_t *narrow_json(long long id, int *status, srv_error *e)
         json_object_set_new(x, "mode", cell(pl, i, 17));
         json_object_set_new(x, "why", cell(pl, i, 5));
         json_object_set_new(x, "command", cell(pl, i, 6));
-        json_object_set_new(x, "argv", cell_json(pl, i, 19)); /* the words it runs, each its own argument */
-        json_object_set_new(x, "user", cell(pl, i, 20));      /* who it runs as: the attested user, null: none */
+        json_object_set_new(x, "argv", cell_json(pl, i, 19));     /* the words it runs, each its own argument */
+        json_object_set_new(x, "user", cell(pl, i, 20));          /* who it runs as: the attested user, null: none */
+        json_object_set_new(x, "settings", cell_json(pl, i, 21)); /* what it carries from the run it replays */
         json_object_set_new(x, "resume_step",
                             PQgetisnull(pl, i, 7) ? json_null()
                                                   : json_integer(strtoll(PQgetvalue(pl, i, 7), NULL, 10)));
@@ -244,7 +245,8 @@ void narrow_read_register(void)
         "SELECT p.idx, p.role, s.run_id::text, s.job_id, p.nodes, p.why, p.command, p.resume_step, p.job_id, "
         "x.run_id::text, p.outcome, p.content, p.diverged, p.probe_nodes, p.detail, " DB_TS(
             "p.decided_at") ", s.ranks, "
-                            "s.mode, x.status, array_to_json(p.argv)::text, p.run_as FROM narrow_placements p JOIN "
+                            "s.mode, x.status, array_to_json(p.argv)::text, p.run_as, p.settings::text FROM "
+                            "narrow_placements p JOIN "
                             "runs s ON s.run_key = p.source_run_key "
                             "LEFT JOIN runs x ON x.run_key = p.run_key WHERE p.narrow_id = $1::bigint ORDER BY p.idx");
     db_register("nread_page", "SELECT " NARROW_COLS " FROM narrows n WHERE n.twin_group = $1 AND ($3::bigint = 0 OR "

@@ -70,6 +70,16 @@ int cmp_txn_end(const char *group, int rc, const cmp_found *f);
  * stored one dropped (log, cmp_on_divergence). */
 void cmp_tell(const char *group, const cmp_found *f);
 
+/* cmp_register_resumes - resume.c's statements. */
+void cmp_register_resumes(void);
+
+/* cmp_resume_starts - move the start of each run of `group` that restored a state block to where
+ * rec_resume_start (common/recmatch.h) puts it, and have what was compared with the old start compared again (its
+ * step divergences and marks dropped), in one transaction holding every rank's lock of the group. Returns the
+ * group's largest rank count when a start moved (the caller queues those ranks), 0 when none did, or none could
+ * move now (*again set: a rank's lock was held), -1 on a database error. */
+int cmp_resume_starts(const char *group, int *again);
+
 /* cmp_key_array - g->keyarr from g->keys[0 .. g->nruns). */
 void cmp_key_array(cmp_group *g);
 

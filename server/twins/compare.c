@@ -102,6 +102,7 @@ void cmp_register(void)
                               "WHERE r.twin_group IS NOT NULL AND e.ended_at > now() - $1::interval "
                               "AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
     cmp_register_restores();
+    cmp_register_resumes();
     cmp_register_logical();
 }
 
@@ -249,6 +250,15 @@ static int prelook(const char *group, const int *ranks, size_t n, double commit_
     int64_t restored[CMP_CHUNK];
     int nr = PQntuples(r) == 1 ? db_int_array_parse(PQgetvalue(r, 0, 1), restored, CMP_CHUNK) : 0;
     PQclear(r);
+    if (nr) { /* a run restored a checkpoint: it is compared from the step after it, whatever start it registered */
+        int again = 0, moved = cmp_resume_starts(group, &again);
+        if (moved < 0)
+            return -1;
+        if (again)
+            cmp_notify(group, ranks[0], commit_s);
+        for (int k = 0; k < moved; k++)
+            cmp_notify(group, k, commit_s);
+    }
     if (layouts) /* runs of different rank counts: their ranks hold different pieces; compare logical tensors */
         return check_logical(group, ranks[0], commit_s) < 0 ? -1 : 2;
     int any = 0;

@@ -86,6 +86,10 @@ static void read_entry(const json_t *o, div_entry *e)
     e->fp = str_dup(o, "fp");
     e->value_bits = str_dup(o, "value_bits");
     e->role = str_dup(o, "role");
+    e->restore_status = str_dup(o, "status");
+    const json_t *nr = json_object_get(o, "not_restored"), *ns = json_object_get(o, "not_saved");
+    e->not_restored = json_is_integer(nr) && json_integer_value(nr) > 0 ? (long)json_integer_value(nr) : 0;
+    e->not_saved = json_is_integer(ns) && json_integer_value(ns) > 0 ? (long)json_integer_value(ns) : 0;
     json_t *m = json_object_get(o, "majority");
     e->majority = json_is_true(m) ? DIV_MAJORITY_IN : json_is_false(m) ? DIV_MAJORITY_OUT : DIV_MAJORITY_UNSAID;
     read_inputs(json_object_get(o, "inputs"), e);
@@ -118,6 +122,7 @@ void div_entries_free(div_entry *e, int n)
         free(e[i].fp);
         free(e[i].value_bits);
         free(e[i].role);
+        free(e[i].restore_status);
         free(e[i].inputs);
         free(e[i].comm_ranks);
     }

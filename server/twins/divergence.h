@@ -30,6 +30,9 @@ typedef struct div_entry {
     int present;           /* the run holds the record ("present": true) */
     char *fp, *value_bits; /* the record's fingerprint and scalar bits (16 hex digits each) */
     char *role;            /* a restore difference's "restored", or the reference's role */
+    char *restore_status;  /* with role "restored": "differs", "not-restored" or "not-saved" ("status"), or NULL */
+    long not_restored;     /* with role "restored": saved entries not restored ("not_restored"), else 0 */
+    long not_saved;        /* with role "restored": restored entries never saved ("not_saved"), else 0 */
     div_majority majority; /* the run's place in the majority */
     uint64_t *inputs;      /* the record's input fingerprints (16 hex digits each as stored), ninputs of them */
     int ninputs;

@@ -405,6 +405,14 @@ static void judge(grp_findings *v)
         cr[i].missing = !strcmp(d->kind, "missing");
         cr[i].inputs = cr[i].restore || cr[i].logical ? CAUSE_IN_UNKNOWN : div_inputs_state(d->entries, d->nentries);
         comm_state(d->entries, d->nentries, &cr[i]);
+        for (int k = 0; cr[i].restore && k < d->nentries; k++) {
+            const div_entry *e = &d->entries[k];
+            if (!e->role || strcmp(e->role, "restored"))
+                continue;
+            cr[i].restore_status = e->restore_status;
+            cr[i].not_restored = e->not_restored;
+            cr[i].not_saved = e->not_saved;
+        }
     }
     cause_facts f = {cr, n, v->nranks, json_is_true(json_object_get(v->mdiff, "explains"))};
     cause_result cv;

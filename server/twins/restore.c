@@ -90,6 +90,10 @@ static int store_check(const char *group, int rank, const cmp_group *g, int a, i
     json_t *theirs = cmp_run_entry(g->ids[b], as_cmp(v->ref, b, &tb));
     json_object_set_new(mine, "role", json_string("restored"));
     json_object_set_new(theirs, "role", json_string(reference));
+    if (!strcmp(reference, "saved")) { /* the whole block's account, not only its first difference */
+        json_object_set_new(mine, "not_restored", json_integer((json_int_t)v->not_restored));
+        json_object_set_new(mine, "not_saved", json_integer((json_int_t)v->not_saved));
+    }
     json_t *detail = json_pack("{s:O, s:O}", "restored", mine, "reference", theirs);
     char *detail_s = json_dumps(detail, JSON_COMPACT);
     json_decref(detail);

@@ -51,6 +51,9 @@ void cmp_step_register(void)
                             "ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto, "
                             "target = excluded.target, members = excluded.members, checked_at = excluded.checked_at, "
                             "waiting = excluded.waiting");
+    /* The latest start of the runs a look compared: a run's start moved since (a restored state block arrived,
+     * server/twins/resume.c) makes the look stale. */
+    db_register("cmp_starts", "SELECT coalesce(max(start_step), 0) FROM runs WHERE run_key = ANY($1::bigint[])");
     /* A step comparison's divergence the runs no longer show (a restore difference is not its to drop). */
     db_register("cmp_drop", "DELETE FROM divergences WHERE twin_group = $1 AND rank = $2 AND kind <> 'restore' "
                             "RETURNING 1");
@@ -489,6 +492,16 @@ static int rank_locked(const found_item *it, cmp_found *out, int *again)
     PQclear(r);
     if (same_members && has_done && done + 1 < it->from) {
         *again = 1; /* a late batch moved the mark back after the look: look again from there */
+        return 0;
+    }
+    const char *ps[] = {keyarr};
+    r = db_exec("cmp_starts", 1, ps, err, sizeof(err));
+    if (!r)
+        return -1;
+    int64_t latest = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    if (latest > it->from) {
+        *again = 1; /* a run restored a checkpoint after the look: its start moved past the look's range */
         return 0;
     }
     char n_s[16], upto_s[32], from_s[32];

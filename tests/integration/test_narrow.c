@@ -56,11 +56,12 @@ static json_t *call(const char *method, const char *path, const char *body, cons
     return o;
 }
 
-static int saved_block_at = -1;    /* >= 0: run_on's runs also record a saved state block of that step */
-static const char *run_extra = ""; /* more registration fields of run_on's runs (", \"argv\": [...]") */
-static const char *attest_on;      /* NULL: run_on's runs are attested on their node; "": not at all; else there */
-static int restored_block_at = -1; /* >= 0: ... and a restored one, of value restored_value, at that step */
-static const char *restored_value; /* NULL: none restored */
+static int saved_block_at = -1;         /* >= 0: run_on's runs also record a saved state block of that step */
+static const char *run_extra = "";      /* more registration fields of run_on's runs (", \"argv\": [...]") */
+static const char *attest_on;           /* NULL: run_on's runs are attested on their node; "": not at all; else there */
+static int restored_block_at = -1;      /* >= 0: ... and a restored one, of value restored_value, at that step */
+static const char *restored_value;      /* NULL: none restored */
+static const char *manifest_extra = ""; /* more fields of run_on's manifests (", \"env\": {...}") */
 
 /* run_on - a run of `group` (job `job`, 2 ranks on `node`, resume template `resume` or NULL) whose record `flip`
  * (1..3: layerN.out; -1 none) of step 3 is flipped on rank 1; steps 0-5 (from `first`), ended. */
@@ -86,8 +87,8 @@ static void run_on(const char *group, const char *job, const char *node, int fli
     for (int r = 0; r < 2; r++) {
         snprintf(body, sizeof(body),
                  "{\"rank\": %d, \"host\": \"localhost\", \"slurm_node\": \"%s\", \"gpus\": [{\"index\": 0, \"uuid\": "
-                 "\"GPU-%s-0\", \"name\": \"TestGPU\"}]}",
-                 r, node, node);
+                 "\"GPU-%s-0\", \"name\": \"TestGPU\"}]%s}",
+                 r, node, node, manifest_extra);
         snprintf(path, sizeof(path), "/api/v1/runs/%s/manifest", id);
         json_decref(call("POST", path, body, NULL, 200));
     }
@@ -492,6 +493,57 @@ static void test_transient(void **state)
     json_decref(d);
 }
 
+/* Twins run with an ignore rule (their manifests say so), one with a one-off fault: the replays carry the rule, the
+ * run's determinism environment and its directory; replays that recorded with the rule give the one-off its verdict,
+ * and replays that recorded without it are failed with what differs, never counted as results. */
+#define RULE_ENV                                                                                                       \
+    ", \"cwd\": \"/work/run 1\", \"env\": {\"LOCKSTEP_IGNORE\": \"report_*\", \"OMP_NUM_THREADS\": \"4\", "            \
+    "\"LOCKSTEP_JOB_ID\": \"77\", \"LOCKSTEP_STEP_ON\": \"train_step\"}"
+static void test_replays_carry_the_rules(void **state)
+{
+    (void)state;
+    manifest_extra = RULE_ENV;
+    three("np-rule");
+    three("np-norule");
+    json_t *n = start("np-rule", NODES4, NULL);
+    json_t *st = json_object_get(json_array_get(json_object_get(n, "placements"), 0), "settings");
+    assert_string_equal(str(st, "ignore"), "report_*");
+    assert_string_equal(str(st, "step_on"), "train_step");
+    assert_string_equal(str(st, "cwd"), "/work/run 1");
+    assert_string_equal(str(st, "trace"), "collectives;modules:steps=2-4:ranks=1");
+    assert_string_equal(str(json_object_get(st, "env"), "OMP_NUM_THREADS"), "4");
+    assert_int_equal(json_object_size(json_object_get(st, "env")), 1); /* no LOCKSTEP_* variable of the job's */
+    /* replays that recorded as the runs did: the one-off is transient, on its node */
+    manifest_extra = ", \"env\": {\"LOCKSTEP_IGNORE\": \"report_*\", \"LOCKSTEP_STEP_ON\": \"train_step\", "
+                     "\"LOCKSTEP_TRACE\": \"collectives;modules:steps=2-4:ranks=1\"}";
+    replay_all(n, nowhere);
+    json_t *d = wait_done(json_integer_value(json_object_get(n, "id")));
+    assert_string_equal(str(d, "verdict"), "transient-hardware");
+    assert_string_equal(str(d, "node"), "n3");
+    json_decref(n);
+    json_decref(d);
+    /* replays that recorded without the rule: each failed, saying what differs */
+    n = start("np-norule", NODES4, NULL);
+    manifest_extra = ", \"env\": {\"LOCKSTEP_STEP_ON\": \"train_step\", "
+                     "\"LOCKSTEP_TRACE\": \"collectives;modules:steps=2-4:ranks=1\"}";
+    replay_all(n, nowhere);
+    d = wait_done(json_integer_value(json_object_get(n, "id")));
+    manifest_extra = "";
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(d, "placements"), i, p)
+    {
+        if (strcmp(str(p, "outcome"), "failed") ||
+            !strstr(str(p, "detail"), "recorded differently from the run it replays (LOCKSTEP_IGNORE '' where the run "
+                                      "it replays had 'report_*')"))
+            fail_msg("placement %zu: %s: %s", i, str(p, "outcome"), str(p, "detail"));
+    }
+    assert_string_not_equal(str(d, "verdict"), "software");
+    assert_string_not_equal(str(d, "verdict"), "transient-hardware");
+    json_decref(n);
+    json_decref(d);
+}
+
 /* A pair whose replays on one node disagree with each other: the program does not repeat itself. */
 static int differently(const char *nodes, int index)
 {
@@ -860,6 +912,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_persistent),
         cmocka_unit_test(test_transient),
+        cmocka_unit_test(test_replays_carry_the_rules),
         cmocka_unit_test(test_software_pair),
         cmocka_unit_test(test_no_nodes),
         cmocka_unit_test(test_not_run_and_deadline),

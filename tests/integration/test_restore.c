@@ -83,15 +83,22 @@ static void run_full(const char *job, const char *group, const entry *saved, int
     assert_int_equal(it_end(&srv, id, 0, NULL), 200);
 }
 
-/* run_resumed - a run of one rank resumed after step 4 (start step 5) that restored `restored` there; its step 7
- * differs from its twin's when `flip7`. */
-static void run_resumed(const char *job, const char *group, const entry *restored, int n, int flip7, char *id)
+/* run_resumed_from - a run of one rank resumed after step 4 that restored `restored` there, registered with start
+ * step `registered` (5 when the job said so, 0 as the plugin registers it: before the program loads anything); its
+ * step 7 differs from its twin's when `flip7`. */
+static void run_resumed_from(const char *job, const char *group, const entry *restored, int n, int flip7,
+                             int registered, char *id)
 {
     uint64_t seq = 0; /* the resumed run numbers its records from 0: the block, then its steps */
-    assert_int_equal(it_register(&srv, job, group, 1, 5, NULL, id), 0);
+    assert_int_equal(it_register(&srv, job, group, 1, registered, NULL, id), 0);
     post_block(id, 0, 0, 4, REC_STATE_RESTORED, restored, n, &seq);
     assert_int_equal(it_post_steps(&srv, id, 0, 1, 5, 5, 5, flip7 ? 7 : -1, 2, -1, -1, &seq, NULL), 200);
     assert_int_equal(it_end(&srv, id, 0, NULL), 200);
+}
+
+static void run_resumed(const char *job, const char *group, const entry *restored, int n, int flip7, char *id)
+{
+    run_resumed_from(job, group, restored, n, flip7, 5, id);
 }
 
 static json_t *restore_of(json_t *group, int i)
@@ -201,6 +208,52 @@ static void test_restore_difference_first(void **state)
     }
     assert_true(found);
     json_decref(al);
+}
+
+/* A resume registered at step 0 (under Slurm the plugin registers before the program runs): its restored block of
+ * step 4 makes it compared from step 5, as `lockstep diff --overlap` compares it. */
+static void test_resume_registered_at_zero(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    run_full("320", "rs-zero", SAVED, 4, a);
+    run_resumed_from("321", "rs-zero", SAVED, 4, 0, 0, b);
+    json_t *o = it_wait_group(&srv, "rs-zero", "match");
+    if (strcmp(json_string_value(json_object_get(o, "status")), "match"))
+        fail_msg("a correct resume registered at step 0: %s", json_dumps(o, JSON_COMPACT));
+    json_decref(o);
+    char url[200];
+    snprintf(url, sizeof(url), "/api/v1/runs/%s", b);
+    assert_int_equal(it_call(&srv, "GET", url, NULL, NULL, &o), 200);
+    assert_int_equal(json_integer_value(json_object_get(o, "start_step")), 5);
+    json_decref(o);
+}
+
+/* A resume registered at step 0 that forgot the optimizer: the first report is the restore difference with its
+ * count of saved entries not restored and the first of them, never a step-0 record missing. */
+static void test_forgotten_optimizer_counted(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    static const entry saved[] = {{"params", 11}, {"optim.lr", 21}, {"optim.m", 22}, {"optim.v", 23}, {"rng", 33}};
+    static const entry forgot[] = {{"params", 11}, {"rng", 33}};
+    run_full("330", "rs-optim", saved, 5, a);
+    run_resumed_from("331", "rs-optim", forgot, 2, 1, 0, b);
+    json_t *o = it_wait_group(&srv, "rs-optim", "diverged");
+    json_t *fd = json_object_get(o, "first_divergence");
+    for (int i = 0; i < 100 && json_integer_value(json_object_get(fd, "step")) != 4; i++) {
+        json_decref(o);
+        usleep(50000);
+        o = it_wait_group(&srv, "rs-optim", "diverged");
+        fd = json_object_get(o, "first_divergence");
+    }
+    if (json_integer_value(json_object_get(fd, "step")) != 4)
+        fail_msg("a resume that forgot the optimizer: %s", json_dumps(fd, JSON_COMPACT));
+    assert_string_equal(json_string_value(json_object_get(fd, "cause")), "restore");
+    const char *why = json_string_value(json_object_get(fd, "cause_detail"));
+    if (!strstr(why, "3 saved entries were not restored (first: optim.lr): the optimizer state was not restored"))
+        fail_msg("cause detail: %s", why);
+    json_decref(o);
 }
 
 static void test_restore_against_records(void **state)
@@ -444,9 +497,13 @@ static void test_fields_round_trip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_restore_verified),        cmocka_unit_test(test_restore_difference_first),
-        cmocka_unit_test(test_restore_against_records), cmocka_unit_test(test_logical_across_rank_counts),
+        cmocka_unit_test(test_restore_verified),
+        cmocka_unit_test(test_restore_difference_first),
+        cmocka_unit_test(test_restore_against_records),
+        cmocka_unit_test(test_logical_across_rank_counts),
         cmocka_unit_test(test_fields_round_trip),
+        cmocka_unit_test(test_resume_registered_at_zero),
+        cmocka_unit_test(test_forgotten_optimizer_counted),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

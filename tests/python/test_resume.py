@@ -69,6 +69,9 @@ class Resumes(unittest.TestCase):
         self.assertEqual(x["entry"], "optim.0.weight.momentum_buffer")
         self.assertEqual(x["difference"], "not-restored")
         self.assertEqual(x["restored_by"], "b")
+        # the whole block's account: every optimizer entry is missing, not only the first named
+        self.assertGreater(x["not_restored"], 1, x)
+        self.assertEqual(x["not_saved"], 0, x)
         self.assertEqual(r["a"]["state"], "saved")
         self.assertIsNone(r["b"])
         # what makes this bug costly: the first loss after the resume matches, the trajectory drifts later
@@ -100,6 +103,7 @@ class Resumes(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("RESTORE DIFFERENCE at step 3", p.stdout)
         self.assertIn('state entry "optim.0.weight.momentum_buffer" occurrence 0 was saved but not restored', p.stdout)
+        self.assertRegex(p.stdout, r"\d+ saved entries not restored, 0 restored entries never saved")
 
 
 if __name__ == "__main__":

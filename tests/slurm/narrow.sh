@@ -165,6 +165,77 @@ t_transient() {
   placements once | grep -Eqx "odd-again@n4=ran/False majority-on-odd-nodes@n4=ran/False odd-on-majority-nodes@n[12]=ran/False odd-on-other-nodes@n3=ran/False"
 }
 
+# --- twins run with an ignore rule for their closing timing reduction (it differs every run), a one-off fault on n4:
+# the replays run with the rule (and the runs' directory), so the one-off stays transient-hardware on n4, never
+# software from replays that record the timing the runs never recorded
+rule_evidence_on_n4() {
+  get "/nodes/n4/history?limit=500" | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+sys.exit(0 if any(e.get('group') == 'rule' and 'replay verdict transient-hardware on n4' in (e.get('detail') or '')
+                  for e in d['items']) else 1)"
+}
+t_rule() {
+  "$src/deploy/slurm/node-env.sh" "$run" n4 --once LOCKSTEP_FAULT=node=n4,step=6,bit=12 || return 1
+  local n jobs=()
+  mkdir -p "$tmp/rule dir" || return 1
+  for n in n1 n2 n4; do
+    jobs+=("$(submit rule "$n" "--lockstep-ignore=timing.*" "--chdir=$tmp/rule dir" -- --record-timing)") || return 1
+  done
+  wait_for 240 queue_empty || return 1
+  wait_for 60 status_is rule diverged || { get /twins/rule >>"$tmp/err"; return 1; }
+  [ "$(get /twins/rule | json "d['first_divergence']['step']")" = 6 ] || { get /twins/rule >>"$tmp/err"; return 1; }
+  # the window reaches the last step, where the runs' timing reduction would be recorded without the rule
+  narrow rule --window 2 || return 1
+  placements rule >>"$tmp/err"
+  field rule "[(p['settings'].get('ignore'), p['settings'].get('cwd'), p['outcome'], p['detail']) for p in d['placements']]" >>"$tmp/err"
+  [ "$(field rule "all(p['settings'].get('ignore') == 'timing.*' and p['settings'].get('cwd') == '$tmp/rule dir' for p in d['placements'])")" = True ] || return 1
+  [ "$(field rule "d['verdict'], d['node']")" = "('transient-hardware', 'n4')" ] || { cat "$tmp/rule.json" >>"$tmp/err"; return 1; }
+  # each replay recorded with the rule: its own manifest says so, and it has no timing record
+  local r
+  for r in $(field rule "' '.join(p['run_id'] for p in d['placements'])"); do
+    [ "$(get "/runs/$r" | json "d['manifests'][0]['manifest']['env'].get('LOCKSTEP_IGNORE')")" = 'timing.*' ] ||
+      { get "/runs/$r" >>"$tmp/err"; return 1; }
+  done
+  # n4 keeps its evidence: the group's involvement of n4 is the replays' verdict on n4, never software
+  wait_for 20 rule_evidence_on_n4 || { get "/nodes/n4/history?limit=500" >>"$tmp/err"; return 1; }
+}
+
+# --- resumes under Slurm, as users run them: no LOCKSTEP_START_STEP; the restored state block says where the resumed
+# run starts. A correct resume matches its uninterrupted twin from the step after the checkpoint; a loader that forgot
+# the optimizer, or restored another noise stream, is a restore difference saying so first.
+# resumed GROUP NODE [TRAINER ARGS]: a run on NODE resuming from $tmp/rs-ck (the uninterrupted run's checkpoint of 4)
+resumed() {
+  local g=$1 node=$2; shift 2
+  submit "$g" "$node" -- --checkpoint-dir "$tmp/rs-ck-$g" --resume "$tmp/rs-ck/step-00000004" "$@"
+}
+t_resume_slurm() {
+  local g
+  # the uninterrupted run writes the checkpoint of step 4; then one resume for each group
+  submit rs-first n1 -- --checkpoint-every 4 --checkpoint-dir "$tmp/rs-ck" >/dev/null || return 1
+  wait_for 240 queue_empty || return 1
+  [ -d "$tmp/rs-ck/step-00000004" ] || { ls -R "$tmp/rs-ck" >>"$tmp/err" 2>&1; return 1; }
+  # the uninterrupted twins save the checkpoint of step 4 too: their saved block is what a resume is held to
+  for g in rs-good rs-optim rs-rng; do
+    submit "$g" n1 -- --checkpoint-every 4 --checkpoint-dir "$tmp/rs-full-$g" >/dev/null || return 1
+  done
+  resumed rs-good n2 >/dev/null && resumed rs-optim n2 --resume-fault optimizer >/dev/null &&
+    resumed rs-rng n2 --resume-fault rng >/dev/null || return 1
+  wait_for 240 queue_empty || return 1
+  wait_for 60 status_is rs-good match || { get /twins/rs-good >>"$tmp/err"; return 1; }
+  get /twins/rs-good | json "[(r['start_step'], r['status']) for r in d['runs']]" >>"$tmp/err"
+  [ "$(get /twins/rs-good | json "sorted(r['start_step'] for r in d['runs'])")" = "[0, 5]" ] || return 1
+  wait_for 60 status_is rs-optim diverged && wait_for 60 status_is rs-rng diverged || return 1
+  local fd why
+  for g in rs-optim rs-rng; do get "/twins/$g" | json "d['first_divergence']" >>"$tmp/err"; done
+  fd=$(get /twins/rs-optim | json "d['first_divergence']['step'], d['first_divergence']['cause']")
+  why=$(get /twins/rs-optim | json "d['first_divergence']['cause_detail']")
+  [ "$fd" = "(4, 'restore')" ] && [[ $why == "3 saved entries were not restored (first: adam.m): the optimizer state was not restored, at the checkpoint of step 4 on ranks 0 and 1"* ]] || return 1
+  fd=$(get /twins/rs-rng | json "d['first_divergence']['step'], d['first_divergence']['cause']")
+  why=$(get /twins/rs-rng | json "d['first_divergence']['cause_detail']")
+  [ "$fd" = "(4, 'restore')" ] && [[ $why == "a resumed run restored the checkpoint of step 4 on ranks 0 and 1 with state entry rng_ctr (occurrence 0), the random number generator state, different from what its twin saved"* ]]
+}
+
 # --- nondeterministic software: its cause says so; the runs are replayed in place and name the record
 t_software() {
   local a b
@@ -383,6 +454,8 @@ t_refusals() {
 }
 
 check "a one-off fault on n4 (node property, taken by one task): transient-hardware naming n4" t_transient
+check "twins with an ignore rule, a one-off on n4: replays carry the rule, transient-hardware naming n4" t_rule
+check "resumes under Slurm: correct matches from k+1; forgotten optimizer and rng are the restore difference" t_resume_slurm
 check "--nondeterministic twins: software (cause operation), the record named in place" t_software
 check "a fault on n3 in every job there: persistent-hardware naming n3, the divergence follows it" t_persistent
 check "the verdict reaches the twin API, the replay group, n3's history and evidence, and a follow-up alert" t_persistent_reaches

@@ -367,6 +367,20 @@ static void test_restores(void **state)
     assert_int_equal(res.ranks[0].restored_by, 0);
     assert_int_equal(res.ranks[0].restore.status, REC_RESTORE_NOT_RESTORED);
     done(&res, &ra, &rb);
+
+    /* a run that restored the checkpoint of step 7 is compared from step 8, the rule lockstepd applies
+     * (rec_resume_start): what it recorded of step 7 itself (an evaluation after loading) is not compared */
+    write_run("full", 2, 0, 20, saved, 4, a);
+    edit early[] = {{0, 7, "restored", "params"},
+                    {0, 7, "restored", "momentum"},
+                    {1, 7, "restored", "params"},
+                    {1, 7, "restored", "momentum"},
+                    {0, 7, "value", "loss"}};
+    write_run("early", 2, 7, 20, early, 5, b);
+    compare(a, b, 1, &res, &ra, &rb);
+    assert_false(res.diverged);
+    assert_int_equal(res.overlap_lo, 8);
+    done(&res, &ra, &rb);
 }
 
 int main(void)

@@ -142,6 +142,7 @@ static void test_classes(void **state)
     assert_string_equal(md_key_class("used.threads.omp"), "configuration");
     assert_string_equal(md_key_class("env.OPENBLAS_NUM_THREADS"), "configuration");
     assert_string_equal(md_key_class("env.LOCKSTEP_PY_NUM_THREADS"), "configuration");
+    assert_string_equal(md_key_class("cwd"), "identity"); /* where it ran, as "exe": a narrow replays from there */
 }
 
 int main(void)

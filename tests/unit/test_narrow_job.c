@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -120,11 +121,91 @@ static void test_script_refusals(void **state)
     json_decref(none);
 }
 
+/* A placement that carries its run's settings: sbatch (a stand-in on PATH that writes down what it was given) gets
+ * the run's ignore rule, trace and working directory as options, each one word, and the job's environment holds the
+ * run's determinism environment and step rule in place of the operator's; what the settings cannot carry is left
+ * out. */
+static void test_submit_carries_settings(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ls-nsub.XXXXXX", path[400], line[4096], why[400];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/sbatch", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "#!/bin/sh\nfor a in \"$@\"; do printf 'arg %%s\\n' \"$a\"; done >%s/args\nenv >%s/env\ncat >/dev/null\n"
+            "echo 4242\n",
+            dir, dir);
+    fclose(f);
+    chmod(path, 0755);
+    const char *old_path = getenv("PATH");
+    char newpath[2000];
+    snprintf(newpath, sizeof(newpath), "%s:%s", dir, old_path ? old_path : "/usr/bin:/bin");
+    setenv("PATH", newpath, 1);
+    setenv("LOCKSTEP_IGNORE", "operator_rule", 1); /* the operator's own: never the replay's */
+    setenv("OMP_NUM_THREADS", "99", 1);
+    struct passwd *me = getpwuid(geteuid());
+    assert_non_null(me);
+    json_t *n = json_pack("{s:i, s:s, s:{s:s}}", "id", 7, "narrow_group", "g.narrow-7", "window", "trace",
+                          "collectives;modules:steps=5-7");
+    json_t *p = json_pack("{s:i, s:s, s:s, s:i, s:i, s:s, s:[s, s], s:{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s}}}",
+                          "index", 0, "user", me->pw_name, "nodes", "n1", "nnodes", 1, "ranks", 2, "mode", "det",
+                          "argv", "./train", "--steps 8", "settings", "ignore", "report_timings,'Solver::*'", "step_on",
+                          "train_step", "trace", "metrics;modules:steps=5-7", "cwd", "/work dir/run 1", "env",
+                          "OMP_NUM_THREADS", "4", "CUBLAS_WORKSPACE_CONFIG", ":4096:8", "BAD NAME", "x");
+    narrow_job job;
+    if (narrow_job_submit(n, p, NULL, 0, dir, &job, why, sizeof(why)) < 0)
+        fail_msg("not submitted: %s", why);
+    assert_string_equal(job.id, "4242");
+    snprintf(path, sizeof(path), "%s/args", dir);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    int ignore = 0, trace = 0, chdir_seen = 0;
+    while (fgets(line, sizeof(line), f)) {
+        ignore += !strcmp(line, "arg --lockstep-ignore=report_timings,'Solver::*'\n");
+        trace += !strcmp(line, "arg --lockstep-trace=metrics;modules:steps=5-7\n");
+        chdir_seen += !strcmp(line, "arg --chdir=/work dir/run 1\n");
+    }
+    fclose(f);
+    assert_int_equal(ignore, 1);
+    assert_int_equal(trace, 1);
+    assert_int_equal(chdir_seen, 1);
+    snprintf(path, sizeof(path), "%s/env", dir);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    int omp = 0, omp_op = 0, cublas = 0, step_on = 0, op_ignore = 0, bad = 0;
+    while (fgets(line, sizeof(line), f)) {
+        omp += !strcmp(line, "OMP_NUM_THREADS=4\n");
+        omp_op += !strcmp(line, "OMP_NUM_THREADS=99\n");
+        cublas += !strcmp(line, "CUBLAS_WORKSPACE_CONFIG=:4096:8\n");
+        step_on += !strcmp(line, "LOCKSTEP_STEP_ON=train_step\n");
+        op_ignore += !strncmp(line, "LOCKSTEP_IGNORE=", 16);
+        bad += !strncmp(line, "BAD NAME", 8);
+    }
+    fclose(f);
+    assert_int_equal(omp, 1);
+    assert_int_equal(omp_op, 0);
+    assert_int_equal(cublas, 1);
+    assert_int_equal(step_on, 1);
+    assert_int_equal(op_ignore, 0);
+    assert_int_equal(bad, 0);
+    json_decref(n);
+    json_decref(p);
+    unsetenv("LOCKSTEP_IGNORE");
+    unsetenv("OMP_NUM_THREADS");
+    setenv("PATH", old_path ? old_path : "/usr/bin:/bin", 1);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_script_runs_only_the_words),
         cmocka_unit_test(test_script_refusals),
+        cmocka_unit_test(test_submit_carries_settings),
     };
     return cmocka_run_group_tests_name("narrow_job", tests, NULL, NULL);
 }

@@ -294,6 +294,8 @@ typedef struct rs_case {
     rec_restore_status want;
     const char *want_entry; /* the entry the verdict names */
     size_t want_compared, want_unverified;
+    size_t want_not_restored, want_not_saved; /* counted against a saved block, whatever the verdict names */
+    const char *want_first_missing;           /* the first saved entry not restored ("" none) */
 } rs_case;
 
 static const rs_case RS_CASES[] = {
@@ -320,7 +322,10 @@ static const rs_case RS_CASES[] = {
      REC_RESTORE_NOT_RESTORED,
      "momentum",
      2,
-     0},
+     0,
+     1,
+     0,
+     "momentum"},
     {"the wrong rng",
      {{"params", 1}, {"momentum", 2}, {"rng", 9}},
      {{"params", 1}, {"momentum", 2}, {"rng", 3}},
@@ -344,7 +349,10 @@ static const rs_case RS_CASES[] = {
      REC_RESTORE_NOT_SAVED,
      "extra",
      1,
-     0},
+     0,
+     0,
+     1,
+     ""},
     {"a difference beats not-saved",
      {{"extra", 5}, {"params", 2}},
      {{"params", 1}},
@@ -352,7 +360,10 @@ static const rs_case RS_CASES[] = {
      REC_RESTORE_DIFFERS,
      "params",
      1,
-     0},
+     0,
+     0,
+     1,
+     ""},
     {"records as the reference",
      {{"params", 1}, {"data_pos", 4}},
      {{"params", 1}, {"loss", 7}},
@@ -363,7 +374,18 @@ static const rs_case RS_CASES[] = {
      1},
     {"records that differ", {{"params", 2}}, {{"params", 1}}, 0, REC_RESTORE_DIFFERS, "params", 1, 0},
     {"nothing to compare", {{"params", 1}}, {{"loss", 7}}, 0, REC_RESTORE_UNVERIFIED, NULL, 0, 1},
-    {"an empty saved block", {{"params", 1}}, {{NULL, 0}}, 1, REC_RESTORE_NOT_SAVED, "params", 0, 0},
+    {"an empty saved block", {{"params", 1}}, {{NULL, 0}}, 1, REC_RESTORE_NOT_SAVED, "params", 0, 0, 0, 1, ""},
+    {"the whole optimizer forgotten, and the rng wrong: all counted, the first in saved order named",
+     {{"params", 1}, {"rng", 9}},
+     {{"params", 1}, {"optim.lr", 2}, {"optim.m", 3}, {"rng", 3}},
+     1,
+     REC_RESTORE_NOT_RESTORED,
+     "optim.lr",
+     2,
+     0,
+     2,
+     0,
+     "optim.lr"},
 };
 
 static void test_restore_cases(void **state)
@@ -400,6 +422,39 @@ static void test_restore_cases(void **state)
             v.compared != k->want_compared || v.unverified != k->want_unverified)
             fail_msg("case \"%s\": got %s naming \"%s\" (%zu compared, %zu unverified)", k->what,
                      rec_restore_status_name(v.status), got, v.compared, v.unverified);
+        char missing[64] = "";
+        if (v.first_not_restored)
+            snprintf(missing, sizeof(missing), "%.*s", (int)v.first_not_restored->name_len, v.first_not_restored->name);
+        if (v.not_restored != k->want_not_restored || v.not_saved != k->want_not_saved ||
+            strcmp(missing, k->want_first_missing ? k->want_first_missing : "") != 0)
+            fail_msg("case \"%s\": %zu not restored (first \"%s\"), %zu not saved", k->what, v.not_restored, missing,
+                     v.not_saved);
+    }
+}
+
+/* The start of a run's comparison (rec_resume_start): its declared start, or the step after its earliest restored
+ * state block when that is later. */
+static void test_resume_start(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *what;
+        int64_t declared, restored;
+        int ran_before;
+        int64_t want;
+    } cases[] = {
+        {"an uninterrupted run", 0, -1, 0, 0},
+        {"a resume registered as step 0 (the plugin registers before the program runs)", 0, 4, 0, 5},
+        {"LOCKSTEP_START_STEP exported as well: the same", 5, 4, 0, 5},
+        {"a declared start later than the restore", 9, 4, 0, 9},
+        {"restored the checkpoint of step 0", 0, 0, 0, 1},
+        {"declared, nothing restored", 7, -1, 0, 7},
+        {"an uninterrupted run that reloads its own checkpoint of step 4 on the way", 0, 4, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int64_t got = rec_resume_start(cases[i].declared, cases[i].restored, cases[i].ran_before);
+        if (got != cases[i].want)
+            fail_msg("case \"%s\": %lld, want %lld", cases[i].what, (long long)got, (long long)cases[i].want);
     }
 }
 
@@ -445,7 +500,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cases),         cmocka_unit_test(test_key_in_digest), cmocka_unit_test(test_ext_cases),
-        cmocka_unit_test(test_restore_cases), cmocka_unit_test(test_held_answers),
+        cmocka_unit_test(test_restore_cases), cmocka_unit_test(test_held_answers),  cmocka_unit_test(test_resume_start),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
