@@ -194,9 +194,41 @@ static void test_inputs_table(void **state)
     }
 }
 
+/* The communicator an entry states, and a restore difference's status and counts, read with the rest. */
+static void test_comm_and_restore(void **state)
+{
+    (void)state;
+    json_t *runs = json_loads("[{\"run_id\":\"a\",\"present\":true,\"comm\":{\"size\":3,\"ranks\":[0,2,5]}},"
+                              "{\"run_id\":\"b\",\"comm\":{\"size\":4,\"ranks\":[0,2]}},"
+                              "{\"run_id\":\"c\",\"comm\":{\"size\":2,\"ranks\":[0,\"x\"]}},"
+                              "{\"run_id\":\"d\",\"comm\":{\"size\":\"2\"}},"
+                              "{\"run_id\":\"e\",\"role\":\"restored\",\"status\":\"not-restored\","
+                              "\"not_restored\":21,\"not_saved\":-1}]",
+                              0, NULL);
+    div_entry *e;
+    int n;
+    div_entries_read(runs, &e, &n);
+    json_decref(runs);
+    assert_int_equal(n, 5);
+    assert_int_equal(e[0].comm_size, 3);
+    assert_int_equal(e[0].comm_nranks, 3);
+    assert_int_equal(e[0].comm_ranks[2], 5);
+    assert_int_equal(e[1].comm_size, 4); /* ranks not all listed: the size alone */
+    assert_null(e[1].comm_ranks);
+    assert_int_equal(e[2].comm_size, 2); /* a rank that is no integer: not listed */
+    assert_null(e[2].comm_ranks);
+    assert_int_equal(e[3].comm_size, 0); /* a size that is no integer: no communicator */
+    assert_string_equal(e[4].restore_status, "not-restored");
+    assert_int_equal(e[4].not_restored, 21);
+    assert_int_equal(e[4].not_saved, 0);
+    assert_null(e[0].restore_status);
+    div_entries_free(e, n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_read_table), cmocka_unit_test(test_not_an_array),
-                                       cmocka_unit_test(test_entry_of), cmocka_unit_test(test_inputs_table)};
+                                       cmocka_unit_test(test_entry_of), cmocka_unit_test(test_inputs_table),
+                                       cmocka_unit_test(test_comm_and_restore)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
