@@ -261,19 +261,31 @@ static void add_versions(jw *w)
     }
 }
 
+char *manifest_cmdline(size_t *n)
+{
+    char *buf = malloc(65536);
+    if (!buf)
+        return NULL;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, buf, 65535) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (got <= 0) {
+        free(buf);
+        return NULL;
+    }
+    buf[got] = 0;
+    *n = (size_t)got;
+    return buf;
+}
+
 /* add_argv - this process's own arguments (/proc/self/cmdline), so that twins launched with other
  * arguments (another process grid, another input) are told apart rank by rank. At most 256 arguments. */
 static void add_argv(jw *w)
 {
-    char *buf = malloc(65536);
-    if (!buf)
-        return;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, 65535) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (n > 0) {
-        buf[n] = 0;
+    size_t n;
+    char *buf = manifest_cmdline(&n);
+    if (buf) {
         jw_key(w, "argv");
         jw_arr_begin(w);
         int count = 0;

@@ -32,4 +32,8 @@ char *manifest_libraries(void);
  * (17 bytes). Returns 0, or -1 when it cannot be read. */
 int manifest_hash_file(const char *path, char out[17]);
 
+/* manifest_cmdline - this process's arguments (/proc/self/cmdline, at most 64 KiB: NUL-separated, NUL-terminated)
+ * as a new buffer the caller frees, their length in *n; NULL when it cannot be read or memory runs out. */
+char *manifest_cmdline(size_t *n);
+
 #endif /* AGENT_MANIFEST_H */

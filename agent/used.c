@@ -43,16 +43,10 @@ static int fingerprintable(const char *path, char real[PATH_MAX])
 
 void used_arg_files(jw *w)
 {
-    char *buf = malloc(65536);
-    if (!buf)
-        return;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, 65535) : -1;
-    if (fd >= 0)
-        close(fd);
+    size_t n;
+    char *buf = manifest_cmdline(&n);
     int count = 0, open_arr = 0;
-    if (n > 0) {
-        buf[n] = 0;
+    if (buf) {
         char *p = buf + strlen(buf) + 1; /* argv[0] is the executable, hashed as exe */
         for (; p < buf + n && count < USED_ARG_FILES_MAX; p += strlen(p) + 1) {
             const char *path = arg_path(p);
