@@ -173,9 +173,11 @@ static void test_statuses_listed(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cases), cmocka_unit_test(test_statuses_listed), cmocka_unit_test(test_awaiting_says_how),
-        cmocka_unit_test(test_removed_says_what), cmocka_unit_test(test_nothing_shared_says_which),
-        cmocka_unit_test(test_mpi_unseen_says_why)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cases),
+                                       cmocka_unit_test(test_statuses_listed),
+                                       cmocka_unit_test(test_awaiting_says_how),
+                                       cmocka_unit_test(test_removed_says_what),
+                                       cmocka_unit_test(test_nothing_shared_says_which),
+                                       cmocka_unit_test(test_mpi_unseen_says_why)};
     return cmocka_run_group_tests_name("status", tests, NULL, NULL);
 }
