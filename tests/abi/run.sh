@@ -6,12 +6,13 @@ set -u
 build=${1:-build}
 pass=0; fail=0
 
-# exports_match SO MAP: the defined dynamic symbols of SO equal the `global:` names of MAP.
+# exports_match SO MAP: the defined dynamic symbols of SO equal the `global:` names of MAP (several may share a line).
 exports_match() {
   local so=$1 map=$2
   [ -f "$so" ] || { echo "FAIL $so is missing"; return 1; }
   local want got
-  want=$(sed -n '/global:/,/local:/p' "$map" | grep -Eo '^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*;' | tr -d ' ;\t' | sort -u)
+  want=$(sed -n '/global:/,/local:/p' "$map" | sed 's|/\*.*\*/||g' | grep -Eo '[A-Za-z_][A-Za-z0-9_]*;' | tr -d ';' |
+    sort -u)
   got=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sed 's/@.*//' | grep -v '^LOCKSTEP_' | sort -u)
   if [ "$want" = "$got" ]; then
     echo "ok   $(basename "$so") exports exactly its $(echo "$want" | wc -l) listed symbols"

@@ -66,7 +66,8 @@ export function stepRecords({ rank, step, seq0, variant, diverge, extraName, fli
   return out;
 }
 
-/* registerRun(spec) - register a run and send each rank's manifest. Returns the run id (also in spec.id). */
+/* registerRun(spec) - register a run and send each rank's manifest (spec.env: variables added to its env). Returns
+ * the run id (also in spec.id). */
 export async function registerRun(spec) {
   // What slurmstepd would attest (here the admin does), before the run registers as the plugin's registration
   // does: which host ran each rank and the job's user. Hardware evidence counts only where a manifest's host agrees
@@ -92,7 +93,8 @@ export async function registerRun(spec) {
       rank, host: hostOf(rank), gpu_name: 'NVIDIA H100 80GB HBM3',
       gpu_uuid: `GPU-${fp64(spec.job, rank).slice(0, 8)}-0000`, gpu_pci_bus: `0000:${(0x18 + rank).toString(16)}:00.0`,
       driver: '550.54.15', cuda: '12.4', nccl: spec.nccl || '2.21.5', mpi: 'Open MPI 4.1.4',
-      env: { NCCL_ALGO: spec.ncclAlgo || 'Ring', NCCL_PROTO: 'Simple', CUBLAS_WORKSPACE_CONFIG: ':4096:8', OMP_NUM_THREADS: '8', PYTHONHASHSEED: '0' },
+      env: { NCCL_ALGO: spec.ncclAlgo || 'Ring', NCCL_PROTO: 'Simple', CUBLAS_WORKSPACE_CONFIG: ':4096:8', OMP_NUM_THREADS: '8', PYTHONHASHSEED: '0',
+        ...(spec.env || {}) },
     });
   }
   return id;

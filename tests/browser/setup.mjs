@@ -128,8 +128,13 @@ async function replayed(group, diverge) {
   const n = (await admin('POST', `/twins/${group}/narrows`, { nodes, actor: 'sre' })).narrow;
   const jobs = [];
   for (const p of n.placements) {
+    // A replay records as the run it replays: the plugin hands it the placement's settings (its manifest shows them).
+    const s = p.settings || {};
+    const env = { ...(s.env || {}) };
+    for (const [k, v] of [['LOCKSTEP_IGNORE', s.ignore], ['LOCKSTEP_STEP_ON', s.step_on], ['LOCKSTEP_MPI_INPUTS', s.mpi_inputs],
+      ['LOCKSTEP_TRACE', s.trace]]) if (v) env[k] = v;
     const spec = { job: 3200 + p.index, group: n.narrow_group, ranks: 2, steps: [0, 14], user: 'erin', nodes: p.nodes,
-      hosts: [p.nodes, p.nodes], ...(p.nodes === 'n3' ? { variant: 'c', diverge } : {}) };
+      hosts: [p.nodes, p.nodes], env, ...(p.nodes === 'n3' ? { variant: 'c', diverge } : {}) };
     await registerRun(spec);
     await streamRun(spec);
     jobs.push({ index: p.index, job_id: String(spec.job) });
