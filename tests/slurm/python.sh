@@ -21,8 +21,9 @@ t_slurm_torch_threads() {
   local keys; keys=$(json '" ".join(sorted({x["key"] for x in d["diffs"] if x["class"] == "configuration"}))' <"$tmp/out")
   local vals; vals=$(json '" ".join(sorted(v["value"] for x in d["diffs"] if x["key"] == "used.threads.torch_intra"
                                            for v in x["values"]))' <"$tmp/out")
-  echo "configuration keys: $keys; torch_intra: $vals" >>"$tmp/err"
-  [ "$(vfield "$v" status)" = diverged ] && [ "$(vfield "$v" cause)" = configuration ] &&
+  local explains; explains=$(json 'd["explains"]' <"$tmp/out")
+  echo "configuration keys: $keys; torch_intra: $vals; explains: $explains" >>"$tmp/err"
+  [ "$explains" = True ] && [ "$(vfield "$v" status)" = diverged ] && [ "$(vfield "$v" cause)" = configuration ] &&
     [ "$(vfield "$v" name)" = bn.out ] && [ "$keys" = "used.threads.omp used.threads.torch_intra" ] &&
     [ "$vals" = "1 2" ] &&
     vfield "$v" configuration | grep -q "used\.threads\.torch_intra differs ([^)]*): '1' vs '2'" &&
