@@ -606,6 +606,7 @@ t_slurm_abort() { # rank 1 calls MPI_Abort(5) in both twins: each run's exit is 
     [ "$(grep -c '5 (rank 1 aborted, others killed)' "$tmp/out")" = 2 ]
 }
 . "$src/tests/slurm/fortran.sh"
+. "$src/tests/slurm/python.sh"
 t_slurm_failed() { # twins that both abort at once: incomplete, each run's exit, not a match
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
@@ -786,6 +787,7 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
     else
       fail=$((fail+1)); echo "FAIL tests/apps or liblockstep_mpi.so is not built"
     fi
+    py_checks
     if [ -x "$tmp/bin/lockstep-train" ]; then
       check "lockstep twin --change --noise: baseline, change and replicas; lockstep compare: beyond noise" t_experiment
     else
