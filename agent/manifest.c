@@ -56,20 +56,16 @@ static void cpu_model(char *out, size_t cap)
     FILE *f = fopen("/proc/cpuinfo", "re");
     if (!f)
         return;
-    char line[512];
-    while (fgets(line, sizeof(line), f)) {
-        if (strncmp(line, "model name", 10) != 0)
-            continue;
-        char *c = strchr(line, ':');
-        if (!c)
-            continue;
-        c++;
-        while (*c == ' ' || *c == '\t')
-            c++;
-        c[strcspn(c, "\n")] = 0;
-        snprintf(out, cap, "%s", c);
-        break;
-    }
+    char line[512], model[512];
+    /* matched by sscanf's format, not by comparing a prefix: that compiles to immediates whose bytes read as
+     * misspelt words to the package checks */
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "model name : %511[^\n]", model) == 1) {
+            size_t l = strnlen(model, cap - 1);
+            memcpy(out, model, l);
+            out[l] = 0;
+            break;
+        }
     fclose(f);
 }
 
