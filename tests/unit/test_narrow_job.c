@@ -7,6 +7,7 @@
 
 #include <cmocka.h>
 
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,13 @@
 #include "cli/narrow_job.h"
 
 /* run_script - sh SCRIPT (a file in `dir`) with its output captured; bytes read, -1 when sh failed. */
+/* remove_entry - nftw's callback that removes each file and directory (deepest first) of the test's directory. */
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+    (void)st, (void)type, (void)f;
+    return remove(path);
+}
+
 static long run_script(const char *dir, const char *script, char *out, size_t cap)
 {
     char path[300];
@@ -195,9 +203,7 @@ static void test_submit_carries_settings(void **state)
     unsetenv("LOCKSTEP_IGNORE");
     unsetenv("OMP_NUM_THREADS");
     setenv("PATH", old_path ? old_path : "/usr/bin:/bin", 1);
-    char cmd[300];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS), 0);
 }
 
 int main(void)
