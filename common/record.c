@@ -180,6 +180,14 @@ size_t rec_ext_encode(const rec_ext *x, unsigned char *out)
             put32(p + 20 + 4 * i, x->comm_ranks[i]);
         p += 20 + 4 * nl;
     }
+    if (x->has_consensus) {
+        p[0] = REC_X_CONSENSUS, p[1] = 0;
+        put16(p + 2, 16);
+        put64(p + 4, x->consensus_key);
+        put32(p + 12, x->consensus_index);
+        put32(p + 16, 0);
+        p += 20;
+    }
     return (size_t)(p - out);
 }
 
@@ -249,6 +257,15 @@ int rec_ext_parse(const unsigned char *ext, size_t len, rec_ext *out, char *why,
             out->comm_id = get64(v + 8);
             for (uint32_t i = 0; i < out->comm_nlisted; i++)
                 out->comm_ranks[i] = get32(v + 16 + 4 * i);
+            break;
+        case REC_X_CONSENSUS:
+            if (flen != 16 || out->has_consensus) {
+                snprintf(why, cap, "consensus field of %zu bytes (16 expected, once)", flen);
+                return -1;
+            }
+            out->has_consensus = 1;
+            out->consensus_key = get64(v);
+            out->consensus_index = get32(v + 8);
             break;
         default: break; /* a field of a newer writer: skipped */
         }
@@ -481,7 +498,8 @@ static int decode_ext(const unsigned char *p, size_t len, rec_record *out, unsig
             st->module = (const char *)f + REC_SITE_FIXED;
             st->function = st->module + st->module_len;
             st->caller = st->function + st->function_len;
-        } else if (key == REC_X_SHARD || key == REC_X_CHUNK || key == REC_X_SCALES || key == REC_X_COMM) {
+        } else if (key == REC_X_SHARD || key == REC_X_CHUNK || key == REC_X_SCALES || key == REC_X_COMM ||
+                   key == REC_X_CONSENSUS) {
             if (kept + 4 + flen > REC_EXT_MAX) {
                 snprintf(why, cap, "extension fields of more than %d bytes besides the call site", REC_EXT_MAX);
                 return -1;

@@ -34,6 +34,11 @@
  *             else n_listed 0), and an id that is the same for the same world
  *             ranks in the same order (rec_comm_id). Metadata: not part of the
  *             record's equality or step digest
+ *   6 consensus u64 key, u32 index, u32 0: the record's output must be bit-identical
+ *             on every rank of the communicator (or replica group) whose sorted
+ *             world ranks give `key` (cons_key, common/consensus.h); it is the
+ *             index-th such record of (step, key) on this rank, counted from 0.
+ *             Metadata: not part of the record's equality or step digest
  * The encoder writes the site first, then the other fields in key order.
  *
  * Compatibility, both ways. Unknown header fields and unknown extension keys
@@ -102,9 +107,14 @@ enum rec_field {
  * their rec_digest_term (common/recmatch.h), `seq` the last one's seq; named REC_STEP_DIGEST_NAME */
 #define REC_STEP_DIGEST 0x10
 #define REC_STEP_DIGEST_NAME "step.digest"
+/* not a record but a consensus digest (common/consensus.h): the records of one window of one (step, key) on this
+ * rank: `occurrence` the window, `nbytes` how many records it folds, `fp` their cons_fold, `value` the key; its comm
+ * extension field names the communicator (size, sorted world ranks, id = key); named REC_CONSENSUS_DIGEST_NAME */
+#define REC_CONSENSUS_DIGEST 0x20
+#define REC_CONSENSUS_DIGEST_NAME "consensus.digest"
 
 /* Extension field keys. */
-enum rec_ext_key { REC_X_SITE = 1, REC_X_SHARD = 2, REC_X_CHUNK = 3, REC_X_SCALES = 4, REC_X_COMM = 5 };
+enum rec_ext_key { REC_X_SITE = 1, REC_X_SHARD = 2, REC_X_CHUNK = 3, REC_X_SCALES = 4, REC_X_COMM = 5, REC_X_CONSENSUS = 6 };
 
 #define REC_COMM_LIST_MAX 64 /* world ranks a comm field lists (a larger communicator: its size and id only) */
 
@@ -137,10 +147,13 @@ typedef struct rec_ext {
     uint32_t comm_size, comm_nlisted;
     uint64_t comm_id;
     uint32_t comm_ranks[REC_COMM_LIST_MAX]; /* world ranks, in the communicator's rank order */
+    int has_consensus;
+    uint64_t consensus_key;    /* cons_key of the sorted world ranks that must hold the same output */
+    uint32_t consensus_index;  /* the record's place among this rank's consensus records of (step, key) */
 } rec_ext;
 
 /* The most bytes rec_ext_encode writes. */
-#define REC_EXT_ENCODED_MAX (4 + 24 + 4 + 8 + 4 + 24 + 8 * LS_MAX_DIMS + 4 + 16 + 4 * REC_COMM_LIST_MAX)
+#define REC_EXT_ENCODED_MAX (4 + 24 + 4 + 8 + 4 + 24 + 8 * LS_MAX_DIMS + 4 + 16 + 4 * REC_COMM_LIST_MAX + 4 + 16)
 
 typedef struct rec_header {
     uint16_t version;
@@ -197,7 +210,7 @@ static inline int rec_has_site(const rec_record *r)
 uint64_t rec_comm_id(const uint32_t *ranks, size_t n);
 
 /* rec_ext_encode - encode the fields `x` holds (a shard, a chunk size other
- * than the default, scales, a communicator) into `out` (REC_EXT_ENCODED_MAX bytes), in key
+ * than the default, scales, a communicator, a consensus place) into `out` (REC_EXT_ENCODED_MAX bytes), in key
  * order, as rec_record.ext. Returns the length; 0 when there is nothing to
  * encode. */
 size_t rec_ext_encode(const rec_ext *x, unsigned char *out);

@@ -164,6 +164,13 @@ LS_API int ls_record_fp_comm(ls_level level, const char *name, uint64_t fp, uint
                              const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
                              const ls_comm *comm);
 
+/* ls_replica - record `host_data` (a host buffer of `nbytes`) as a replica: a tensor every rank of `group` must hold
+ * bit-identical at this point of the program (a data-parallel replica's parameters after the optimizer step, a norm
+ * weight replicated across a tensor-parallel group). `group` lists world ranks (`world_ranks` may be in any order);
+ * NULL means every rank of the job. Each member calls it in the same order; lockstepd compares the members' copies
+ * within the run, with no twin (common/consensus.h). Returns 0 when recorded or left out, -1 on error. */
+LS_API int ls_replica(const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, const ls_comm *group);
+
 /* ls_last_error - the calling thread's last error message, or "" if none.
  * The string is owned by the library and valid until the thread's next
  * ls_* call. */

@@ -1,0 +1,48 @@
+/* consensus.h - copies that must be bit-identical inside one run: which records count, how a rank folds them, and
+ * which ranks are odd when the copies differ. One rule for the agent, lockstepd and the lockstep command.
+ *
+ * After an allreduce, allgather or broadcast every rank of the communicator holds the same bytes, and replicas
+ * declared with ls_replica hold the same tensor across their group. Each such record carries its consensus place
+ * (key, index: common/record.h, extension field 6). A rank folds the records of each window of CONS_WINDOW
+ * places of one (step, key) into a consensus digest; every member of the group computes the same digest unless
+ * its copy differs. The key is the same on every member (the sorted world ranks), so the digests of one (step,
+ * key, window) line up across the ranks that sent them. */
+#ifndef COMMON_CONSENSUS_H
+#define COMMON_CONSENSUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/record.h"
+
+#define CONS_WINDOW 64 /* consensus records per digest: a program without steps is checked window by window */
+
+/* cons_key - the key of the group of world ranks `ranks[0..n)` in any order: rec_comm_id of the ranks sorted
+ * (duplicates counted once). The same on every member and in every run. n = 0 gives the key of no ranks. */
+uint64_t cons_key(const uint32_t *ranks, size_t n);
+
+/* cons_fold - the digest `acc` (0 for an empty window) with record `r` folded in at place `index`. The term is
+ * rec_digest_term(r) (the record rule of common/recmatch.h) bound to the place, so two members' digests are equal
+ * exactly when each place holds the same record on both (up to 64-bit collisions); the fold is order-free, so
+ * records completed in another order inside a window (non-blocking collectives) fold the same. */
+uint64_t cons_fold(uint64_t acc, const rec_record *r, uint32_t index);
+
+/* The copies of one (step, key, window) as the members reported them. */
+typedef struct cons_copy {
+    uint32_t rank;  /* world rank */
+    uint32_t n;     /* records folded */
+    uint64_t fold;  /* their digest */
+} cons_copy;
+
+/* What cons_judge found. */
+typedef struct cons_verdict {
+    int agree;    /* every copy equal (count and digest) */
+    int clear;    /* disagree, and more than half of the copies are equal: the others are the odd ones */
+    size_t n_odd; /* copies flagged in odd[]: those outside the majority, or every copy when no majority (two
+                     copies that differ: "one of these") */
+} cons_verdict;
+
+/* cons_judge - judge `n` copies (n >= 1). odd[i] is set to 1 for each odd copy, 0 otherwise (odd has n entries). */
+cons_verdict cons_judge(const cons_copy *copies, size_t n, unsigned char *odd);
+
+#endif /* COMMON_CONSENSUS_H */

@@ -1,0 +1,130 @@
+/* test_consensus.c - the consensus rule (common/consensus.h): the key is the same for any order of the same
+ * ranks, the fold is order-free but bound to each place, the majority rule as a table, and the wire field. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "common/consensus.h"
+#include "common/recmatch.h"
+
+static void test_key_order_free(void **state)
+{
+    (void)state;
+    uint32_t a[] = {3, 1, 2}, b[] = {1, 2, 3}, c[] = {1, 2, 3, 3}, d[] = {1, 2, 4};
+    assert_int_equal(cons_key(a, 3), cons_key(b, 3));
+    assert_int_equal(cons_key(c, 4), cons_key(b, 3));
+    assert_int_not_equal(cons_key(b, 3), cons_key(d, 3));
+    assert_int_equal(cons_key(b, 3), rec_comm_id(b, 3)); /* a communicator listed in rank order keeps its id */
+    uint32_t big[200];
+    for (uint32_t i = 0; i < 200; i++)
+        big[i] = 199 - i;
+    uint32_t sorted[200];
+    for (uint32_t i = 0; i < 200; i++)
+        sorted[i] = i;
+    assert_int_equal(cons_key(big, 200), rec_comm_id(sorted, 200));
+}
+
+static rec_record rec_with(uint64_t fp, uint64_t nbytes)
+{
+    rec_record r;
+    memset(&r, 0, sizeof(r));
+    r.name = "mpi.allreduce";
+    r.name_len = 13;
+    r.fp = fp;
+    r.nbytes = nbytes;
+    r.dtype = LS_F64;
+    return r;
+}
+
+static void test_fold(void **state)
+{
+    (void)state;
+    rec_record x = rec_with(11, 8), y = rec_with(12, 8), z = rec_with(11, 16);
+    uint64_t xy = cons_fold(cons_fold(0, &x, 0), &y, 1), yx = cons_fold(cons_fold(0, &y, 1), &x, 0);
+    assert_int_equal(xy, yx);                                          /* completion order does not matter */
+    assert_int_not_equal(xy, cons_fold(cons_fold(0, &x, 1), &y, 0));   /* the place does */
+    assert_int_not_equal(cons_fold(0, &x, 0), cons_fold(0, &z, 0));    /* the byte count is part of the record */
+    assert_int_not_equal(cons_fold(0, &x, 0), cons_fold(0, &y, 0));    /* and the fingerprint */
+    assert_int_not_equal(cons_fold(cons_fold(0, &x, 0), &x, 1), 0);    /* two equal records do not cancel */
+}
+
+/* copies as a string: each letter a digest ('a' = the same copy), upper case one record more */
+static const struct {
+    const char *copies, *odd;
+    int agree, clear;
+} CASES[] = {
+    {"a", "0", 1, 0},
+    {"aaaa", "0000", 1, 0},
+    {"aaab", "0001", 0, 1},
+    {"baaa", "1000", 0, 1},
+    {"ab", "11", 0, 0},      /* two ranks: "one of these" */
+    {"aabb", "1111", 0, 0},  /* a tie names no one */
+    {"aabc", "1111", 0, 0},  /* half is not a majority */
+    {"aaabc", "00011", 0, 1},
+    {"aaaA", "0001", 0, 1},  /* the same digest over another count of records */
+    {"abcab", "11111", 0, 0},
+    {"babab", "01010", 0, 1},
+};
+
+static void test_judge_table(void **state)
+{
+    (void)state;
+    for (size_t t = 0; t < sizeof(CASES) / sizeof(CASES[0]); t++) {
+        size_t n = strlen(CASES[t].copies);
+        cons_copy c[8];
+        unsigned char odd[8];
+        for (size_t i = 0; i < n; i++) {
+            char ch = CASES[t].copies[i];
+            c[i].rank = (uint32_t)i;
+            c[i].fold = (uint64_t)(ch | 0x20);
+            c[i].n = ch >= 'a' ? 4 : 5;
+        }
+        cons_verdict v = cons_judge(c, n, odd);
+        char got[9] = {0};
+        for (size_t i = 0; i < n; i++)
+            got[i] = (char)('0' + odd[i]);
+        if (strcmp(got, CASES[t].odd) || v.agree != CASES[t].agree || v.clear != CASES[t].clear)
+            fail_msg("case %zu (%s): odd %s agree %d clear %d, want %s %d %d", t, CASES[t].copies, got, v.agree,
+                     v.clear, CASES[t].odd, CASES[t].agree, CASES[t].clear);
+        size_t want_odd = 0;
+        for (size_t i = 0; i < n; i++)
+            want_odd += CASES[t].odd[i] == '1';
+        assert_int_equal(v.n_odd, want_odd);
+    }
+}
+
+static void test_wire_field(void **state)
+{
+    (void)state;
+    rec_ext x, y;
+    memset(&x, 0, sizeof(x));
+    x.has_consensus = 1;
+    x.consensus_key = 0x1122334455667788ULL;
+    x.consensus_index = 77;
+    unsigned char buf[REC_EXT_ENCODED_MAX];
+    size_t n = rec_ext_encode(&x, buf);
+    assert_int_equal(n, 20);
+    char why[128];
+    assert_int_equal(rec_ext_parse(buf, n, &y, why, sizeof(why)), 0);
+    assert_true(y.has_consensus);
+    assert_int_equal(y.consensus_key, x.consensus_key);
+    assert_int_equal(y.consensus_index, 77);
+    buf[2] = 12; /* a field of the wrong size is refused */
+    assert_int_equal(rec_ext_parse(buf, 16, &y, why, sizeof(why)), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_key_order_free),
+        cmocka_unit_test(test_fold),
+        cmocka_unit_test(test_judge_table),
+        cmocka_unit_test(test_wire_field),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
