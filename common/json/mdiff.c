@@ -384,6 +384,19 @@ static void value_text(json_t *values, char *out, size_t cap)
         free(t[i]);
 }
 
+/* ranks_text - " (rank 3)", " (ranks 0 and 1)", " (ranks 0, 1 and 2)", " (ranks 0, 1, 2 and 5 more)": the ranks a
+ * configuration difference is on, named up to three of them. */
+static void ranks_text(json_t *rk, char *out, size_t cap)
+{
+    size_t n = json_array_size(rk), shown = n <= 4 ? n : 3, len = 0;
+    len += (size_t)snprintf(out, cap, " (rank%s ", n > 1 ? "s" : "");
+    for (size_t i = 0; i < shown && len < cap; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%lld", !i ? "" : i + 1 == shown && shown == n ? " and " : ", ",
+                                (long long)json_integer_value(json_array_get(rk, i)));
+    if (len < cap)
+        snprintf(out + len, cap - len, shown < n ? " and %zu more)" : ")", n - shown);
+}
+
 /* summary_of - the first few configuration differences of `diffs` named into `out` (cap bytes), or what it means
  * that there is none; cut at a character's start. Returns how many configuration differences there are. */
 static int summary_of(json_t *diffs, int n, char *summary, size_t cap)
@@ -402,10 +415,9 @@ static int summary_of(json_t *diffs, int n, char *summary, size_t cap)
         value_text(json_object_get(d, "values"), vals, sizeof(vals));
         const char *change = json_string_value(json_object_get(d, "change"));
         json_t *rk = json_object_get(d, "ranks");
-        char where[64] = "";
-        if (json_is_array(rk))
-            snprintf(where, sizeof(where), " (rank%s %lld%s)", json_array_size(rk) > 1 ? "s" : "",
-                     (long long)json_integer_value(json_array_get(rk, 0)), json_array_size(rk) > 1 ? " and more" : "");
+        char where[96] = "";
+        if (json_is_array(rk) && json_array_size(rk))
+            ranks_text(rk, where, sizeof(where));
         if (len < cap)
             len += (size_t)snprintf(summary + len, cap - len, "%s%s %s%s: %s", len ? "; " : "",
                                     json_string_value(json_object_get(d, "key")), change ? change : "differs", where,

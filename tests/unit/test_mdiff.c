@@ -95,6 +95,10 @@ static void run_case(const char *path)
     if (strcmp(a, b))
         fail_msg("%s (%s): identities\n%s\nwant\n%s", path, what, a, b);
     assert_non_null(json_string_value(json_object_get(got, "summary")));
+    const char *want_summary = json_string_value(json_object_get(expect, "summary"));
+    if (want_summary && strcmp(want_summary, json_string_value(json_object_get(got, "summary"))))
+        fail_msg("%s (%s): summary\n%s\nwant\n%s", path, what, json_string_value(json_object_get(got, "summary")),
+                 want_summary);
     free(a);
     free(b);
     json_decref(ids);
