@@ -29,9 +29,9 @@ uint64_t cons_fold(uint64_t acc, const rec_record *r, uint32_t index);
 
 /* The copies of one (step, key, window) as the members reported them. */
 typedef struct cons_copy {
-    uint32_t rank;  /* world rank */
-    uint32_t n;     /* records folded */
-    uint64_t fold;  /* their digest */
+    uint32_t rank; /* world rank */
+    uint32_t n;    /* records folded */
+    uint64_t fold; /* their digest */
 } cons_copy;
 
 /* What cons_judge found. */

@@ -114,7 +114,14 @@ enum rec_field {
 #define REC_CONSENSUS_DIGEST_NAME "consensus.digest"
 
 /* Extension field keys. */
-enum rec_ext_key { REC_X_SITE = 1, REC_X_SHARD = 2, REC_X_CHUNK = 3, REC_X_SCALES = 4, REC_X_COMM = 5, REC_X_CONSENSUS = 6 };
+enum rec_ext_key {
+    REC_X_SITE = 1,
+    REC_X_SHARD = 2,
+    REC_X_CHUNK = 3,
+    REC_X_SCALES = 4,
+    REC_X_COMM = 5,
+    REC_X_CONSENSUS = 6
+};
 
 #define REC_COMM_LIST_MAX 64 /* world ranks a comm field lists (a larger communicator: its size and id only) */
 
@@ -148,8 +155,8 @@ typedef struct rec_ext {
     uint64_t comm_id;
     uint32_t comm_ranks[REC_COMM_LIST_MAX]; /* world ranks, in the communicator's rank order */
     int has_consensus;
-    uint64_t consensus_key;    /* cons_key of the sorted world ranks that must hold the same output */
-    uint32_t consensus_index;  /* the record's place among this rank's consensus records of (step, key) */
+    uint64_t consensus_key;   /* cons_key of the sorted world ranks that must hold the same output */
+    uint32_t consensus_index; /* the record's place among this rank's consensus records of (step, key) */
 } rec_ext;
 
 /* The most bytes rec_ext_encode writes. */

@@ -391,7 +391,10 @@ static void ranks_text(json_t *rk, char *out, size_t cap)
     size_t n = json_array_size(rk), shown = n <= 4 ? n : 3, len = 0;
     len += (size_t)snprintf(out, cap, " (rank%s ", n > 1 ? "s" : "");
     for (size_t i = 0; i < shown && len < cap; i++)
-        len += (size_t)snprintf(out + len, cap - len, "%s%lld", !i ? "" : i + 1 == shown && shown == n ? " and " : ", ",
+        len += (size_t)snprintf(out + len, cap - len, "%s%lld",
+                                !i                             ? ""
+                                : i + 1 == shown && shown == n ? " and "
+                                                               : ", ",
                                 (long long)json_integer_value(json_array_get(rk, i)));
     if (len < cap)
         snprintf(out + len, cap - len, shown < n ? " and %zu more)" : ")", n - shown);

@@ -46,11 +46,11 @@ static void test_fold(void **state)
     (void)state;
     rec_record x = rec_with(11, 8), y = rec_with(12, 8), z = rec_with(11, 16);
     uint64_t xy = cons_fold(cons_fold(0, &x, 0), &y, 1), yx = cons_fold(cons_fold(0, &y, 1), &x, 0);
-    assert_int_equal(xy, yx);                                          /* completion order does not matter */
-    assert_int_not_equal(xy, cons_fold(cons_fold(0, &x, 1), &y, 0));   /* the place does */
-    assert_int_not_equal(cons_fold(0, &x, 0), cons_fold(0, &z, 0));    /* the byte count is part of the record */
-    assert_int_not_equal(cons_fold(0, &x, 0), cons_fold(0, &y, 0));    /* and the fingerprint */
-    assert_int_not_equal(cons_fold(cons_fold(0, &x, 0), &x, 1), 0);    /* two equal records do not cancel */
+    assert_int_equal(xy, yx);                                        /* completion order does not matter */
+    assert_int_not_equal(xy, cons_fold(cons_fold(0, &x, 1), &y, 0)); /* the place does */
+    assert_int_not_equal(cons_fold(0, &x, 0), cons_fold(0, &z, 0));  /* the byte count is part of the record */
+    assert_int_not_equal(cons_fold(0, &x, 0), cons_fold(0, &y, 0));  /* and the fingerprint */
+    assert_int_not_equal(cons_fold(cons_fold(0, &x, 0), &x, 1), 0);  /* two equal records do not cancel */
 }
 
 /* copies as a string: each letter a digest ('a' = the same copy), upper case one record more */
@@ -58,17 +58,12 @@ static const struct {
     const char *copies, *odd;
     int agree, clear;
 } CASES[] = {
-    {"a", "0", 1, 0},
-    {"aaaa", "0000", 1, 0},
-    {"aaab", "0001", 0, 1},
-    {"baaa", "1000", 0, 1},
-    {"ab", "11", 0, 0},      /* two ranks: "one of these" */
-    {"aabb", "1111", 0, 0},  /* a tie names no one */
-    {"aabc", "1111", 0, 0},  /* half is not a majority */
-    {"aaabc", "00011", 0, 1},
-    {"aaaA", "0001", 0, 1},  /* the same digest over another count of records */
-    {"abcab", "11111", 0, 0},
-    {"babab", "01010", 0, 1},
+    {"a", "0", 1, 0},         {"aaaa", "0000", 1, 0},   {"aaab", "0001", 0, 1},
+    {"baaa", "1000", 0, 1},   {"ab", "11", 0, 0},     /* two ranks: "one of these" */
+    {"aabb", "1111", 0, 0},                           /* a tie names no one */
+    {"aabc", "1111", 0, 0},                           /* half is not a majority */
+    {"aaabc", "00011", 0, 1}, {"aaaA", "0001", 0, 1}, /* the same digest over another count of records */
+    {"abcab", "11111", 0, 0}, {"babab", "01010", 0, 1},
 };
 
 static void test_judge_table(void **state)
