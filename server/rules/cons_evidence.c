@@ -1,5 +1,4 @@
-/* cons_evidence.c - whether a run's consensus disagreement is hardware evidence (server/rules/cons_evidence.h): pure.
- */
+/* cons_evidence.c - whether a consensus disagreement is hardware evidence (server/rules/cons_evidence.h): pure. */
 #include "server/rules/cons_evidence.h"
 
 #include <stdio.h>
