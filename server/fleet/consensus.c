@@ -21,12 +21,15 @@
 #define CONS_NAME_WAIT_S 30  /* the alert waits this long for the record's name (records come on demand) */
 #define CONS_PER_PASS "1000" /* rows one pass evaluates; the rest on the next */
 
-/* The rows whose evaluation is missing or out of date: never evaluated, or changed since (the signature). An
- * alert still waiting for the record's name keeps its row listed ("wait:" before the signature). */
+/* The rows whose evaluation is missing or out of date: never evaluated, marked stale (''), or changed since (the
+ * signature) among those of the last day (a row's record name, a manifest or an attestation arrives within moments
+ * of it; older rows are not looked at again every pass). An alert still waiting for the record's name keeps its row
+ * listed ("wait:" before the signature). */
 #define Q_CHANGED                                                                                                      \
     "SELECT d.run_key::text FROM consensus_divergences d LEFT JOIN consensus_evidence e USING (run_key) "              \
-    "WHERE e.signature IS DISTINCT FROM lockstep_consensus_signature(d.run_key) ORDER BY d.run_key "                   \
-    "LIMIT " CONS_PER_PASS
+    "WHERE e.run_key IS NULL OR e.signature = '' OR e.signature LIKE 'wait:%' OR (d.detected_at > now() - interval "   \
+    "'1 day' AND e.signature IS "                                                                                      \
+    "DISTINCT FROM lockstep_consensus_signature(d.run_key)) ORDER BY d.run_key LIMIT " CONS_PER_PASS
 
 /* One hardware row of the run: a rank's node and GPU, and its weight. */
 typedef struct cexpo {
