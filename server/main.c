@@ -54,6 +54,8 @@
 #include "server/fleet/fleet_thread.h"
 #include "server/fleet/set_aside.h"
 #include "server/fleet/timeline.h"
+#include "server/fleet/consensus.h"
+#include "server/fleet/consensus_alert.h"
 #include "server/fleet/divergence_alert.h"
 #include "server/fleet/node_read.h"
 #include "server/fleet/rescore.h"
@@ -217,6 +219,8 @@ static void register_all(void)
     exposures_register();
     suspects_register();
     divergence_alert_register();
+    consensus_register();
+    consensus_alert_register();
     narrow_register();
     narrow_eval_register();
     narrow_read_register();

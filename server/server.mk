@@ -51,6 +51,7 @@ TEST_OBJS_test_divergence := $(B)/server/twins/divergence.o $(B)/server/core/xal
 TEST_OBJS_test_delta := $(B)/server/rules/delta.o
 TEST_OBJS_test_groups := $(B)/server/rules/group_rule.o
 TEST_OBJS_test_hw_rule := $(B)/server/rules/hw_rule.o
+TEST_OBJS_test_cons_evidence := $(B)/server/rules/cons_evidence.o
 TEST_LIBS_test_token = $(TOKEN_LIBS)
 
 # Integration test support shared by the tests and the benchmark.

@@ -171,14 +171,15 @@ static json_t *annotations_of(const alert_spec *a)
 /* user_of - whose alert a group's alert is, as an attested identity, into `out`: the group's owner when the owner
  * was attested or one of its runs was attested as the owner (a run attested after it registered counts as
  * attested); else the one user its attested runs were attested as; else "" (none, or several): a job's word is
- * never a routing label. Returns 0, or -1 on a database error. */
-static int user_of(const char *group, char *out, size_t cap, char *err, size_t ecap)
+ * never a routing label. A run's alert (`run`, no group): the run's attested user. Returns 0, or -1 on a database
+ * error. */
+static int user_of(const char *group, const char *run, char *out, size_t cap, char *err, size_t ecap)
 {
     *out = 0;
-    if (!group)
+    if (!group && !run)
         return 0;
-    const char *p[] = {group};
-    PGresult *r = db_exec_once("alerts_owner", 1, p, err, ecap);
+    const char *p[] = {group ? group : run};
+    PGresult *r = db_exec_once(group ? "alerts_owner" : "alerts_run_user", 1, p, err, ecap);
     if (!r)
         return -1;
     if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0))
@@ -192,7 +193,7 @@ static int user_of(const char *group, char *out, size_t cap, char *err, size_t e
     "SELECT DISTINCT u FROM (SELECT " RUN_ATTESTED_USER " AS u FROM runs r WHERE r.twin_group = $1) x "                \
     "WHERE u IS NOT NULL AND u <> '' ORDER BY u LIMIT " GROUP_MAX_RUNS_TEXT
 
-/* mail_of - the attested users of the alert's group (when it mails them) and the addresses its mail goes to
+/* mail_of - the attested users of the alert's group or run (when it mails them) and the addresses its mail goes to
  * (server/alerts/mailmap.h), as text[] literals into *users and *to (caller frees). Returns how many addresses, or
  * -1 on a database error. */
 static int mail_of(const alert_spec *a, char **users, char **to, char *err, size_t cap)
@@ -201,9 +202,9 @@ static int mail_of(const alert_spec *a, char **users, char **to, char *err, size
     char buf[GROUP_MAX_RUNS + 1][MAIL_ADDR_MAX + 1];
     int nn = 0, na = 0;
     PGresult *r = NULL;
-    if (a->mail_users && a->group) {
-        const char *p[] = {a->group};
-        r = db_exec_once("alerts_users", 1, p, err, cap);
+    if (a->mail_users && (a->group || a->run)) {
+        const char *p[] = {a->group ? a->group : a->run};
+        r = db_exec_once(a->group ? "alerts_users" : "alerts_run_user", 1, p, err, cap);
         if (!r)
             return -1;
         for (int i = 0; i < PQntuples(r) && nn < GROUP_MAX_RUNS; i++) {
@@ -226,7 +227,7 @@ long long alert_enqueue(const alert_spec *a, char *err, size_t cap)
 {
     char *users, *mail_to;
     char user[USER_MAX + 1];
-    if (user_of(a->group, user, sizeof(user), err, cap) < 0)
+    if (user_of(a->group, a->run, user, sizeof(user), err, cap) < 0)
         return -1;
     int naddrs = mail_of(a, &users, &mail_to, err, cap);
     if (naddrs < 0)
@@ -606,6 +607,8 @@ void alerts_register(void)
                 "coalesce(array_agg(DISTINCT x.u), '{}') AS users FROM (SELECT " RUN_ATTESTED_USER " AS u "
                 "FROM runs r WHERE r.twin_group = g.twin_group) x WHERE x.u <> '') u WHERE g.twin_group = $1");
     db_register("alerts_users", GROUP_ATTESTED_USERS);
+    db_register("alerts_run_user", "SELECT u FROM (SELECT " RUN_ATTESTED_USER " AS u FROM runs r WHERE r.run_key = "
+                                   "$1::bigint) x WHERE u IS NOT NULL AND u <> ''");
     db_register("alerts_add",
                 "INSERT INTO alerts (dedup_key, kind, twin_group, node, severity, summary, body, url, details, "
                 "recipients, labels, annotations, blames, facts, mail_to) VALUES ($1, $2, $3, $4, $5, $6, $7, "

@@ -10,8 +10,11 @@
 /* What one alert says. Strings are borrowed. */
 typedef struct alert_spec {
     const char *dedup_key;     /* "group:NAME", "suspect:NODE:ID": a second enqueue of one key is a no-op */
-    const char *kind;          /* divergence | suspect | verdict (a replay's follow-up) */
+    const char *kind;          /* divergence | suspect | verdict (a replay's follow-up) | consensus (a run's
+                                * copies disagree) */
     const char *group;         /* or NULL */
+    const char *run;           /* a run's key (runs.run_key) when the alert is that run's, or NULL: its attested
+                                * user is the `user` label and, with mail_users, gets the mail */
     const char *node;          /* or NULL */
     const char *severity;      /* warning | critical */
     const char *summary;       /* one line */
@@ -20,7 +23,7 @@ typedef struct alert_spec {
     const char *body;          /* the full text */
     const char *url;           /* dashboard deep link */
     json_t *details;           /* borrowed; may be NULL */
-    int mail_users;            /* 1: mail the attested users of `group`'s runs (server/alerts/mailmap.h) */
+    int mail_users;            /* 1: mail the attested users of `group`'s runs, or of `run` (server/alerts/mailmap.h) */
     const char *mail_to;       /* an address the site configured (mail_admin), or NULL */
     json_t *labels;            /* borrowed; identifying Alertmanager labels beside the ones every alert has
                                 * (alertname, kind, severity, service, cluster, lockstep_alert_id, and for a
@@ -34,7 +37,7 @@ typedef struct alert_spec {
 } alert_spec;
 
 /* The kinds of alert, as a PostgreSQL text[] literal: what /metrics counts by kind (server/api/health.c). */
-#define ALERT_KINDS_SQL "'{divergence,suspect,verdict}'"
+#define ALERT_KINDS_SQL "'{divergence,suspect,verdict,consensus}'"
 /* How an alert ends (alerts.resolved_reason), likewise. */
 #define ALERT_RESOLVED_REASONS_SQL "'{acknowledged,repaired,superseded,set-aside}'"
 

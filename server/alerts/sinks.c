@@ -88,9 +88,10 @@ static json_t *slack_payload(const alert_msg *a)
 
 const char *sink_alert_name(const char *kind)
 {
-    return !strcmp(kind, "suspect")   ? "LockstepHardwareSuspect"
-           : !strcmp(kind, "verdict") ? "LockstepReplayVerdict"
-                                      : "LockstepTwinDivergence";
+    return !strcmp(kind, "suspect")     ? "LockstepHardwareSuspect"
+           : !strcmp(kind, "verdict")   ? "LockstepReplayVerdict"
+           : !strcmp(kind, "consensus") ? "LockstepConsensusDisagreement"
+                                        : "LockstepTwinDivergence";
 }
 
 json_t *sink_am_alert(const alert_msg *a)

@@ -13,6 +13,7 @@
 #include "server/core/xalloc.h"
 #include "server/alerts/alerts.h"
 #include "server/replay/narrow_eval.h"
+#include "server/fleet/consensus.h"
 #include "server/fleet/rescore.h"
 #include "server/fleet/suspects.h"
 #include "server/store/db.h"
@@ -130,6 +131,11 @@ int fleet_pass(void)
         }
     }
     free(all);
+    /* Runs' consensus disagreements: each new or changed row, once. */
+    int cons = consensus_pass();
+    if (cons < 0)
+        rc = -1;
+    changed |= cons > 0;
     time_t now = time(NULL);
     if (changed || kicked || now - last_rescore >= RESCORE_EVERY_S) {
         if (rescore_fleet() < 0)

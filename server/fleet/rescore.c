@@ -287,6 +287,22 @@ out_log:
     return -1;
 }
 
+/* The evidence the score reads: twin groups' exposures (hw_exposures) and runs' consensus disagreements
+ * (consensus_exposures, server/fleet/consensus.c), as (g, run_key, node, gpu, weight, at) with g the group, or ''
+ * for a consensus row. A run counts once as a node's exposure whatever shows it. */
+#define EXPOSURES                                                                                                      \
+    "(SELECT twin_group AS g, run_key, node, gpu, at FROM hw_exposures UNION ALL SELECT '', c.run_key, c.node, "       \
+    "c.gpu, c.at FROM consensus_exposures c WHERE NOT EXISTS (SELECT 1 FROM hw_exposures h WHERE h.run_key = "         \
+    "c.run_key AND h.node = c.node))"
+/* Involvements likewise: a consensus disagreement is its own weak group ('consensus:RUN', the blame shares of a
+ * pair); where a run's twin group and its consensus both involve one node (GPU), the stronger counts, once. */
+#define INVOLVEMENTS(col)                                                                                              \
+    "(SELECT twin_group AS g, run_key, node, gpu, weight, at FROM hw_exposures h WHERE weight > 0 AND NOT EXISTS "     \
+    "(SELECT 1 FROM consensus_exposures c WHERE c.run_key = h.run_key AND c." #col " = h." #col                        \
+    " AND c.weight > h.weight) UNION ALL SELECT 'consensus:' || run_key, run_key, node, gpu, weight, at FROM "         \
+    "consensus_exposures c WHERE weight > 0 AND NOT EXISTS (SELECT 1 FROM hw_exposures h WHERE h.run_key = "           \
+    "c.run_key AND h." #col " = c." #col " AND h.weight >= c.weight))"
+
 void rescore_register(void)
 {
     db_register("rescore_gpu_set", "UPDATE hw_gpus SET score = $2, involvements = $3, exposures = $4, state = $6 WHERE "
@@ -298,19 +314,20 @@ void rescore_register(void)
                 "INSERT INTO hw_history (node, gpu, kind, score, state, detail, involvements, exposures) "
                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id");
     db_register("rescore_nodes", "SELECT name, name, state, score, involvements FROM hw_nodes ORDER BY name");
-    db_register("rescore_node_exposures",
-                "SELECT e.node, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
-                "ON n.name = e.node WHERE e.at >= n.evidence_since GROUP BY e.node");
+    db_register("rescore_node_exposures", "SELECT e.node, count(DISTINCT (e.g, e.run_key)) FROM " EXPOSURES
+                                          " e JOIN hw_nodes n ON n.name = e.node WHERE e.at >= n.evidence_since "
+                                          "GROUP BY e.node");
     db_register("rescore_node_involvements",
-                "SELECT e.twin_group, e.node, max(e.weight) FROM hw_exposures e JOIN hw_nodes n ON n.name = "
-                "e.node WHERE e.weight > 0 AND e.at >= n.evidence_since GROUP BY e.twin_group, e.run_key, e.node "
-                "ORDER BY e.twin_group");
+                "SELECT e.g, e.node, max(e.weight) FROM " INVOLVEMENTS(
+                    node) " e JOIN hw_nodes n ON n.name = "
+                          "e.node WHERE e.at >= n.evidence_since GROUP BY e.g, e.run_key, e.node ORDER BY e.g");
     db_register("rescore_gpus", "SELECT uuid, node, state, score, involvements FROM hw_gpus ORDER BY uuid");
-    db_register("rescore_gpu_exposures",
-                "SELECT e.gpu, count(DISTINCT (e.twin_group, e.run_key)) FROM hw_exposures e JOIN hw_nodes n "
-                "ON n.name = e.node WHERE e.gpu <> '' AND e.at >= n.evidence_since GROUP BY e.gpu");
-    db_register("rescore_gpu_involvements",
-                "SELECT e.twin_group, e.gpu, max(e.weight) FROM hw_exposures e JOIN hw_nodes n ON n.name = "
-                "e.node WHERE e.weight > 0 AND e.gpu <> '' AND e.at >= n.evidence_since "
-                "GROUP BY e.twin_group, e.run_key, e.gpu ORDER BY e.twin_group");
+    db_register("rescore_gpu_exposures", "SELECT e.gpu, count(DISTINCT (e.g, e.run_key)) FROM " EXPOSURES
+                                         " e JOIN hw_nodes n ON n.name = e.node WHERE e.gpu <> '' AND e.at >= "
+                                         "n.evidence_since GROUP BY e.gpu");
+    db_register(
+        "rescore_gpu_involvements",
+        "SELECT e.g, e.gpu, max(e.weight) FROM " INVOLVEMENTS(
+            gpu) " e JOIN hw_nodes n ON n.name = "
+                 "e.node WHERE e.gpu <> '' AND e.at >= n.evidence_since GROUP BY e.g, e.run_key, e.gpu ORDER BY e.g");
 }

@@ -18,3 +18,16 @@ CREATE OR REPLACE FUNCTION lockstep_group_signature(g text) RETURNS text LANGUAG
         || '/a' || (SELECT count(*) || '/' || coalesce(max(a.attested_at)::text, '') FROM attestations a
                     JOIN runs r ON a.job_id = r.job_id AND a.step_id = r.step_id WHERE r.twin_group = g)
 $$;
+
+-- lockstep_consensus_signature - what the evaluation of run r's consensus disagreement depends on (server/fleet/
+-- consensus.c): the consensus_divergences row as the server stored it (its record name and site arrive later in
+-- digest mode), the run's manifests (a rank's GPU) and its attestations (the hardware that counts). NULL when the run
+-- has no such row.
+CREATE OR REPLACE FUNCTION lockstep_consensus_signature(r bigint) RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT md5(concat_ws('|', d.step, d.comm_key, d.win, d.name, d.occ, d.comm_ranks::text, d.comm_size,
+                         d.odd_ranks::text, d.clear, d.site::text, d.node, d.gpu, d.detected_at::text))
+        || '/m' || (SELECT count(*) FROM manifests m WHERE m.run_key = r)
+        || '/a' || (SELECT count(*) || '/' || coalesce(max(a.attested_at)::text, '') FROM attestations a
+                    JOIN runs x ON a.job_id = x.job_id AND a.step_id = x.step_id WHERE x.run_key = r)
+    FROM consensus_divergences d WHERE d.run_key = r
+$$;

@@ -14,11 +14,11 @@ export async function mount(el, _params, query, navigate) {
   const state = query.get('state') || '';
   const offset = Math.max(0, parseInt(query.get('offset') || '0', 10) || 0);
   el.appendChild(h('div', { class: 'page-head' }, h('h1', null, 'Alerts'),
-    h('p', { class: 'sub' }, 'One alert per twin group\'s first divergence (a new one when a re-evaluation changes it), one per replay verdict of lockstep narrow, and one per node ' +
-      'turning suspect. An alert ends when it is acknowledged, when a node it blames is repaired, or when a newer one supersedes it.')));
+    h('p', { class: 'sub' }, 'One alert per twin group\'s first divergence (a new one when a re-evaluation changes it), one per replay verdict of lockstep narrow, one per run ' +
+      'whose copies disagree inside it (consensus), and one per node turning suspect. An alert ends when it is acknowledged, when a node it blames is repaired, or when a newer one supersedes it.')));
   const token = adminTokenForm('to acknowledge');
   const href = (q) => '#/alerts' + (new URLSearchParams(Object.entries({ kind, state, ...q }).filter(([, v]) => v)).toString().replace(/^(.)/, '?$1'));
-  const kinds = h('div', { class: 'seg' }, [['', 'All'], ['divergence', 'Divergences'], ['suspect', 'Suspect nodes'], ['verdict', 'Replay verdicts']].map(([k, label]) =>
+  const kinds = h('div', { class: 'seg' }, [['', 'All'], ['divergence', 'Divergences'], ['suspect', 'Suspect nodes'], ['verdict', 'Replay verdicts'], ['consensus', 'Consensus']].map(([k, label]) =>
     h('a', { class: 'seg-item' + (k === kind ? ' active' : ''), href: href({ kind: k }) }, label)));
   const states = h('div', { class: 'seg', 'data-filter': 'state' }, [['', 'Any state'], ['open', 'Open'], ['acknowledged', 'Acknowledged'], ['resolved', 'Resolved']].map(([k, label]) =>
     h('a', { class: 'seg-item' + (k === state ? ' active' : ''), href: href({ state: k }) }, label)));
@@ -92,6 +92,8 @@ function deliveryText(a) {
 function subject(a) {
   const parts = [];
   if (a.group) parts.push(link('/twins/' + encodeURIComponent(a.group), a.group));
+  const run = a.details && a.details.run_id;
+  if (!a.group && run) parts.push(link('/runs/' + encodeURIComponent(run), 'run ' + String(run).slice(0, 8)));
   if (a.node) parts.push(link('/nodes/' + encodeURIComponent(a.node), a.node));
   return parts.length ? parts.flatMap((p, i) => (i ? [', ', p] : [p])) : '—';
 }
