@@ -22,6 +22,7 @@
 #define LEGACY_BYTES ((size_t)256 << 20) /* the size of the top-level figures, as before the size table */
 #define ROUNDS 7
 #define SAMPLE_BYTES ((size_t)64 << 20) /* a small buffer is hashed again until a sample covers this much */
+#define FLUSH_BYTES ((size_t)128 << 20)  /* read to evict the caches: 4x this machine's L3 */
 
 static double now(void)
 {
@@ -174,8 +175,10 @@ static uint64_t hash_slice(const unsigned char *buf, size_t nbytes, size_t n, si
 /* bench_partial - per output size, the cost of one full LSFP-1 pass against a 1/n slice plus the combining, for
  * each n, as a JSON array into out. The slice turns with the repetition (slice = step mod n), as a rank checking
  * a different slice each step would; a small output stays in cache across repetitions, as a collective's output
- * just written does. Also checks that the n slices' accumulators combine to the full fingerprint. */
-static int bench_partial(unsigned char *src, char *out, size_t cap)
+ * just written does, and one of 16 MiB or more is evicted (a read of `flush`, FLUSH_BYTES) before each timing, so
+ * that no slice is found in cache from the pass before it. Also checks that the n slices' accumulators combine to
+ * the full fingerprint. */
+static int bench_partial(unsigned char *src, const unsigned char *flush, char *out, size_t cap)
 {
     static const size_t sizes[] = {(size_t)4 << 10, (size_t)64 << 10, (size_t)1 << 20, (size_t)16 << 20,
                                    (size_t)256 << 20};
@@ -196,6 +199,8 @@ static int bench_partial(unsigned char *src, char *out, size_t cap)
         }
         for (int r = 0; r < ROUNDS; r++)
             for (size_t j = 0; j < NN; j++) {
+                if (reps == 1)
+                    sink += read_xor(flush, FLUSH_BYTES);
                 double t0 = now();
                 for (size_t q = 0; q < reps; q++) {
                     __asm__ volatile("" : : "r"(src) : "memory");
@@ -272,8 +277,7 @@ int main(void)
 
     double g[K_COUNT] = {0}, mem_ratio = 0, metric_ns, tensor_us;
     bench_sizes(src, dst, sizes_json, sizeof(sizes_json), g, &mem_ratio);
-    free(dst);
-    if (bench_partial(src, partial_json, sizeof(partial_json)) < 0 || bench_api(src, &metric_ns, &tensor_us) < 0)
+    if (bench_partial(src, dst, partial_json, sizeof(partial_json)) < 0 || bench_api(src, &metric_ns, &tensor_us) < 0)
         return 1;
     double load[3] = {0};
     if (getloadavg(load, 3) < 1)
@@ -286,6 +290,7 @@ int main(void)
            LEGACY_BYTES >> 20, ROUNDS, g[K_LSFP1], g[K_MEMCPY], g[K_XXH3], g[K_READ], g[K_LSFP1] / g[K_MEMCPY],
            g[K_LSFP1] / g[K_XXH3], g[K_LSFP1] / g[K_READ], mem_ratio, metric_ns, tensor_us, load[0], sizes_json,
            partial_json);
+    free(dst);
     free(src);
     return 0;
 }
