@@ -68,7 +68,7 @@ BENCHES += $(BENCH_INGEST)
 
 # bench/fleet: one lockstepd under the streams of 10,000 simulated ranks (digest streaming) for two minutes.
 BENCH_FLEET := $(B)/bench/fleet/fleet
-$(BENCH_FLEET): $(B)/bench/fleet/fleet.o $(HARNESS_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
+$(BENCH_FLEET): $(B)/bench/fleet/fleet.o $(B)/bench/fleet/consensus.o $(HARNESS_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARNESS_LIBS) $(call pc_libs,libpq) -lm
 ALL_TARGETS += $(BENCH_FLEET)
 BENCHES += $(BENCH_FLEET)

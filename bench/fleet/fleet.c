@@ -8,7 +8,9 @@
  * step digest (REC_STEP_DIGEST) of the other records, which it can make again, byte for byte, when a reply asks
  * for a step (send_steps); in records mode every record. In `diverge` groups, one rank of run B makes one
  * record differently from a chosen step on. Lag is how late a rank's post starts after it was due: a server that
- * keeps up answers fast enough for every thread to be on time.
+ * keeps up answers fast enough for every thread to be on time. With `--consensus K` the collective records are
+ * consensus records (the same output on every rank of a run, each placed in one of K communicators) and every step
+ * of a batch also carries the rank's consensus digests (bench/fleet/consensus.h), in either mode.
  */
 #include <dirent.h>
 #include <inttypes.h>
@@ -28,6 +30,7 @@
 #include "common/lsfp1.h"
 #include "common/recmatch.h"
 #include "common/wire.h"
+#include "bench/fleet/consensus.h"
 #include "tests/integration/harness.h"
 
 #define HELD_SEQ_BASE (1ULL << 62) /* agent/hold.h: a held block's batch_seq */
@@ -38,6 +41,7 @@ typedef struct opts {
     int batch_steps; /* a rank posts once every this many steps (LOCKSTEP_BATCH_MS longer than a step) */
     double step_s, seconds;
     int digests;
+    int consensus; /* communicators per rank with consensus digests; 0: none */
     const char *db, *state_dir, *srv_threads;
 } opts;
 
@@ -53,13 +57,14 @@ typedef struct sim {
     opts o;
     char base[128];
     char (*run_ids)[40]; /* group * 2 + run */
+    fleet_cons cons;
     char groups[64][64];
     int ranks_per_run;
     srank *r;
     double t0, t_end;
     /* divergence watch: when the step after the diverging one was stored by both runs */
     double div_ready[64][2];
-    atomic_uint_fast64_t posts, fails, bytes, bytes_on_demand, on_demand_posts, records_made, asked;
+    atomic_uint_fast64_t posts, fails, bytes, bytes_on_demand, on_demand_posts, records_made, asked, cons_digests;
 } sim;
 
 typedef struct worker_t {
@@ -77,14 +82,18 @@ static int64_t diverge_step(const opts *o, int g)
     return 5 + (span > 0 && o->diverge > 1 ? span * g / (o->diverge - 1) : 0);
 }
 
-static void make_record(const sim *s, const srank *sr, int64_t step, int i, rec_record *r, char *name)
+/* make_record - record i of a rank's step, its name into `name` (64 bytes) and, with consensus digests, its
+ * consensus place into `ext` (REC_EXT_ENCODED_MAX bytes). */
+static void make_record(const sim *s, const srank *sr, int64_t step, int i, rec_record *r, char *name,
+                        unsigned char *ext)
 {
     static const char *const metric_names[] = {"loss", "grad_norm", "lr", "loss_scale", "tokens", "aux_loss"};
     memset(r, 0, sizeof(*r));
     r->seq = (uint64_t)step * (uint64_t)s->o.per_step + (uint64_t)i;
     r->step = step;
     r->t_ns = (int64_t)(s->t0 * 1e9) + step * 1000000000LL + i;
-    uint64_t key[4] = {(uint64_t)sr->group, (uint64_t)sr->rank, (uint64_t)step, (uint64_t)i};
+    /* a consensus record's output is the same on every rank of the run */
+    uint64_t key[4] = {(uint64_t)sr->group, s->o.consensus ? 0 : (uint64_t)sr->rank, (uint64_t)step, (uint64_t)i};
     if (i < s->o.metrics) {
         double v = 1.0 / (double)(step + 1 + i) + (double)sr->rank * 1e-9;
         snprintf(name, 64, "%s", metric_names[i % 6]);
@@ -105,6 +114,8 @@ static void make_record(const sim *s, const srank *sr, int64_t step, int i, rec_
         r->fp = fp_lsfp1(key, sizeof(key));
         if (sr->diverge_at >= 0 && step >= sr->diverge_at && i == s->o.metrics + 3)
             r->fp ^= 1; /* the diverging twin */
+        if (s->o.consensus)
+            fleet_cons_place(&s->cons, (uint32_t)sr->rank, i - s->o.metrics, r, ext);
     }
     r->name = name;
     r->name_len = (uint16_t)strlen(name);
@@ -121,8 +132,8 @@ static long post(sim *s, const srank *sr, h_batch *b, long long *ask, int *n_ask
         atomic_fetch_add(on_demand ? &s->bytes_on_demand : &s->bytes, b->len);
         if (ask)
             *n_ask = resp ? wire_obj_int_array(resp, "send_steps", ask, MAX_ASK) : -1;
-    } else {
-        atomic_fetch_add(&s->fails, 1);
+    } else if (atomic_fetch_add(&s->fails, 1) == 0) {
+        fprintf(stderr, "bench/fleet: a post failed (HTTP %ld): %s\n", code, resp ? resp : "");
     }
     free(resp);
     return code;
@@ -158,7 +169,8 @@ static void send_held(sim *s, const srank *sr, int64_t step, h_batch *b)
     for (int i = s->o.metrics; i < s->o.per_step; i++) {
         rec_record r;
         char name[64];
-        make_record(s, sr, step, i, &r, name);
+        unsigned char ext[REC_EXT_ENCODED_MAX];
+        make_record(s, sr, step, i, &r, name, ext);
         h_batch_add(b, &r);
     }
     atomic_fetch_add(&s->on_demand_posts, 1);
@@ -204,6 +216,11 @@ static void *worker_main(void *arg)
         mine[n++] = r;
     qsort_r(mine, (size_t)n, sizeof(int), by_phase, s);
     h_batch b = {0}, hb = {0};
+    rec_record *rs = calloc((size_t)o->per_step, sizeof(*rs));
+    char(*names)[64] = calloc((size_t)o->per_step, sizeof(*names));
+    unsigned char(*exts)[REC_EXT_ENCODED_MAX] = calloc((size_t)o->per_step, sizeof(*exts));
+    if (!mine || !rs || !names || !exts)
+        abort();
     for (int64_t step = 0;; step++) {
         for (int k = 0; k < n; k++) {
             srank *sr = &s->r[mine[k]];
@@ -219,15 +236,13 @@ static void *worker_main(void *arg)
                 uint64_t digest = 0;
                 int held = 0;
                 for (int i = 0; i < o->per_step; i++) {
-                    rec_record r;
-                    char name[64];
-                    make_record(s, sr, bs, i, &r, name);
+                    make_record(s, sr, bs, i, &rs[i], names[i], exts[i]);
                     if (o->digests && i >= o->metrics) { /* held back: only its digest term goes */
-                        digest ^= rec_digest_term(&r);
+                        digest ^= rec_digest_term(&rs[i]);
                         held++;
                         continue;
                     }
-                    h_batch_add(&b, &r);
+                    h_batch_add(&b, &rs[i]);
                 }
                 if (held) {
                     rec_record d;
@@ -242,6 +257,12 @@ static void *worker_main(void *arg)
                     d.name_len = (uint16_t)strlen(REC_STEP_DIGEST_NAME);
                     h_batch_add(&b, &d);
                 }
+                if (o->consensus) /* in full in either mode, as the agent sends them */
+                    atomic_fetch_add(&s->cons_digests,
+                                     (uint64_t)fleet_cons_add(&s->cons, &b, (uint32_t)sr->rank, rs + o->metrics,
+                                                              o->per_step - o->metrics,
+                                                              (uint64_t)bs * (uint64_t)o->per_step +
+                                                                  (uint64_t)o->per_step - 1));
             }
             atomic_fetch_add(&s->records_made, (uint64_t)o->per_step * (uint64_t)o->batch_steps);
             long long ask[MAX_ASK];
@@ -263,6 +284,9 @@ static void *worker_main(void *arg)
 out:
     h_batch_free(&b);
     h_batch_free(&hb);
+    free(rs);
+    free(names);
+    free(exts);
     free(mine);
     return NULL;
 }
@@ -388,6 +412,8 @@ int main(int argc, char **argv)
             o->batch_steps = atoi(v);
         else if (!strcmp(k, "--mode"))
             o->digests = strcmp(v, "records") != 0;
+        else if (!strcmp(k, "--consensus"))
+            o->consensus = atoi(v);
         else if (!strcmp(k, "--db"))
             o->db = v;
         else if (!strcmp(k, "--state-dir"))
@@ -398,7 +424,7 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
                     "[--seconds T] [--batch-steps K] [--mode digests|records] [--threads N] [--diverge G] "
-                    "[--server-threads N] "
+                    "[--server-threads N] [--consensus K] "
                     "[--db URL | --state-dir DIR]\n",
                     argv[0]);
             return 2;
@@ -413,6 +439,11 @@ int main(int argc, char **argv)
         o->diverge = o->groups;
     s.ranks_per_run = o->ranks / (2 * o->groups);
     o->ranks = s.ranks_per_run * 2 * o->groups;
+    if (o->consensus < 0 || o->consensus > 5 || (o->consensus > 1 && 4 << (o->consensus - 1) >= s.ranks_per_run)) {
+        fprintf(stderr, "bench/fleet: --consensus K needs 0 <= K <= 5 and runs of more than 4 << (K - 1) ranks\n");
+        return 2;
+    }
+    fleet_cons_init(&s.cons, o->consensus, (uint32_t)s.ranks_per_run);
     if (o->threads > o->ranks)
         o->threads = o->ranks;
     signal(SIGPIPE, SIG_IGN);
@@ -602,7 +633,7 @@ int main(int argc, char **argv)
         "\"divergences_right\": %d, \"divergences_expected\": %d, \"detect_p50_ms\": %.1f, \"detect_max_ms\": %.1f, "
         "\"e2e_p50_ms\": %.1f, \"e2e_max_ms\": %.1f, \"bytes_per_rank_step\": %.1f, \"on_demand_bytes\": %" PRIu64 ", "
         "\"lockstepd_cpu_s\": %.1f, \"postgres_cpu_s\": %.1f, \"server_cpu_us_per_batch\": %.0f, \"sim_cpu_s\": %.1f, "
-        "\"wal_bytes_per_s\": %.0f, "
+        "\"wal_bytes_per_s\": %.0f, \"consensus_comms\": %d, \"consensus_digests_per_rank_step\": %.2f, "
         "\"load_avg_1m\": %.2f}\n",
         o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
         o->batch_steps, o->threads, offered, rate, (double)made / elapsed, keeps_up ? "true" : "false",
@@ -611,7 +642,8 @@ int main(int argc, char **argv)
         n_found ? det[n_found - 1] : 0, pct(e2e, (size_t)n_found, 0.5), n_found ? e2e[n_found - 1] : 0,
         steps_posted ? (double)atomic_load(&s.bytes) / (double)steps_posted / o->batch_steps : 0,
         (uint64_t)atomic_load(&s.bytes_on_demand), srv_cpu, pg_cpu,
-        posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0, sim_cpu, wal / elapsed, load[0]);
+        posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0, sim_cpu, wal / elapsed, o->consensus,
+        steps_posted ? (double)atomic_load(&s.cons_digests) / (double)steps_posted / o->batch_steps : 0, load[0]);
     free(lag);
     free(lat);
     free(ws);
