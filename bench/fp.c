@@ -22,7 +22,7 @@
 #define LEGACY_BYTES ((size_t)256 << 20) /* the size of the top-level figures, as before the size table */
 #define ROUNDS 7
 #define SAMPLE_BYTES ((size_t)64 << 20) /* a small buffer is hashed again until a sample covers this much */
-#define FLUSH_BYTES ((size_t)128 << 20)  /* read to evict the caches: 4x this machine's L3 */
+#define FLUSH_BYTES ((size_t)128 << 20) /* read to evict the caches: 4x this machine's L3 */
 
 static double now(void)
 {
@@ -47,23 +47,23 @@ static volatile uint64_t sink;
 
 /* READ_XOR - a function XOR-ing every 64-bit word of p[0..n) (n a multiple of 8) with four vector accumulators
  * of type V, compiled for target `tgt`. */
-#define READ_XOR(fn, tgt, V)                                                                                    \
-    __attribute__((target(tgt))) static uint64_t fn(const unsigned char *p, size_t n)                          \
-    {                                                                                                              \
-        V a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, w0, w1, w2, w3;                                                  \
-        size_t i = 0, s = sizeof(V);                                                                               \
-        for (; i + 4 * s <= n; i += 4 * s) {                                                                       \
-            memcpy(&w0, p + i, s), memcpy(&w1, p + i + s, s), memcpy(&w2, p + i + 2 * s, s);                       \
-            memcpy(&w3, p + i + 3 * s, s);                                                                         \
-            a0 ^= w0, a1 ^= w1, a2 ^= w2, a3 ^= w3;                                                                \
-        }                                                                                                          \
-        a0 ^= a1 ^ a2 ^ a3;                                                                                        \
-        uint64_t x = 0, w;                                                                                         \
-        for (size_t l = 0; l < s / 8; l++)                                                                         \
-            x ^= a0[l];                                                                                            \
-        for (; i < n; i += 8)                                                                                      \
-            memcpy(&w, p + i, 8), x ^= w;                                                                          \
-        return x;                                                                                                  \
+#define READ_XOR(fn, tgt, V)                                                                                           \
+    __attribute__((target(tgt))) static uint64_t fn(const unsigned char *p, size_t n)                                  \
+    {                                                                                                                  \
+        V a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, w0, w1, w2, w3;                                                      \
+        size_t i = 0, s = sizeof(V);                                                                                   \
+        for (; i + 4 * s <= n; i += 4 * s) {                                                                           \
+            memcpy(&w0, p + i, s), memcpy(&w1, p + i + s, s), memcpy(&w2, p + i + 2 * s, s);                           \
+            memcpy(&w3, p + i + 3 * s, s);                                                                             \
+            a0 ^= w0, a1 ^= w1, a2 ^= w2, a3 ^= w3;                                                                    \
+        }                                                                                                              \
+        a0 ^= a1 ^ a2 ^ a3;                                                                                            \
+        uint64_t x = 0, w;                                                                                             \
+        for (size_t l = 0; l < s / 8; l++)                                                                             \
+            x ^= a0[l];                                                                                                \
+        for (; i < n; i += 8)                                                                                          \
+            memcpy(&w, p + i, 8), x ^= w;                                                                              \
+        return x;                                                                                                      \
     }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -114,18 +114,10 @@ static double run_kernel(int k, unsigned char *src, unsigned char *dst, size_t n
     for (size_t r = 0; r < reps; r++) {
         __asm__ volatile("" : : "r"(src), "r"(dst) : "memory");
         switch (k) {
-        case K_READ:
-            sink += read_xor(src, n);
-            break;
-        case K_LSFP1:
-            sink += fp_lsfp1(src, n);
-            break;
-        case K_XXH3:
-            sink += XXH3_64bits(src, n);
-            break;
-        default:
-            memcpy(dst, src, n);
-            sink += dst[r % n];
+        case K_READ: sink += read_xor(src, n); break;
+        case K_LSFP1: sink += fp_lsfp1(src, n); break;
+        case K_XXH3: sink += XXH3_64bits(src, n); break;
+        default: memcpy(dst, src, n); sink += dst[r % n];
         }
     }
     return now() - t0;
@@ -210,8 +202,8 @@ static int bench_partial(unsigned char *src, const unsigned char *flush, char *o
             }
         for (size_t j = 0; j < NN; j++)
             us[j] = median(t[j], ROUNDS) * 1e6 / (double)reps;
-        len += (size_t)snprintf(out + len, cap - len, "%s{\"kib\":%zu,\"full_us\":%.3f", s ? "," : "", bytes >> 10,
-                                us[0]);
+        len +=
+            (size_t)snprintf(out + len, cap - len, "%s{\"kib\":%zu,\"full_us\":%.3f", s ? "," : "", bytes >> 10, us[0]);
         for (size_t j = 1; j < NN; j++)
             len += (size_t)snprintf(out + len, cap - len, ",\"n%zu_us\":%.3f,\"n%zu_speedup\":%.2f", ns[j], us[j],
                                     ns[j], us[0] / us[j]);

@@ -259,10 +259,9 @@ static void *worker_main(void *arg)
                 }
                 if (o->consensus) /* in full in either mode, as the agent sends them */
                     atomic_fetch_add(&s->cons_digests,
-                                     (uint64_t)fleet_cons_add(&s->cons, &b, (uint32_t)sr->rank, rs + o->metrics,
-                                                              o->per_step - o->metrics,
-                                                              (uint64_t)bs * (uint64_t)o->per_step +
-                                                                  (uint64_t)o->per_step - 1));
+                                     (uint64_t)fleet_cons_add(
+                                         &s->cons, &b, (uint32_t)sr->rank, rs + o->metrics, o->per_step - o->metrics,
+                                         (uint64_t)bs * (uint64_t)o->per_step + (uint64_t)o->per_step - 1));
             }
             atomic_fetch_add(&s->records_made, (uint64_t)o->per_step * (uint64_t)o->batch_steps);
             long long ask[MAX_ASK];
