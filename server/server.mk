@@ -37,7 +37,7 @@ INSTALL_SBIN += $(LOCKSTEPD)
 $(B)/server/main.o: EXTRA_CFLAGS_server += -DLOCKSTEP_SHARE='"$(PREFIX)/share/lockstep"' 
 
 # Unit tests of server modules (tests/unit/test_batch.c, test_token.c, test_target.c, ...).
-TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
+TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/store/cons_batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
 TEST_OBJS_test_status := $(B)/server/rules/status.o
 TEST_OBJS_test_noise := $(B)/server/rules/noise.o
 TEST_OBJS_test_replay := $(B)/server/rules/replay.o $(B)/server/rules/replay_plan.o $(B)/server/core/xalloc.o
