@@ -90,7 +90,8 @@ static int window_read(PGresult *r, int i, window *w)
     w->rank = xmalloc((size_t)cap * sizeof(int64_t));
     w->cnt = xmalloc((size_t)cap * sizeof(int64_t));
     w->fold = xmalloc((size_t)cap * sizeof(int64_t));
-    int a = db_int_array_parse(PQgetvalue(r, i, 5), w->rank, cap), b = db_int_array_parse(PQgetvalue(r, i, 6), w->cnt, cap),
+    int a = db_int_array_parse(PQgetvalue(r, i, 5), w->rank, cap),
+        b = db_int_array_parse(PQgetvalue(r, i, 6), w->cnt, cap),
         c = db_int_array_parse(PQgetvalue(r, i, 7), w->fold, cap);
     w->n = (size_t)a;
     return a == b && a == c && a > 0 ? 0 : -1;
@@ -171,9 +172,21 @@ static int store_judged(const char *key, char *const lit[3], const found *f, dou
         snprintf(win, sizeof(win), "%u", f->at.win);
     }
     snprintf(when, sizeof(when), "%.6f", commit_s > 0 ? commit_s : clock_wall_s());
-    const char *p[] = {key,          lit[0],        lit[1],    lit[2],    f->any ? step : NULL, f->any ? comm : NULL,
-                       f->any ? win : NULL, f->comm_ranks, f->size,   f->odd,    f->clear,
-                       f->members,   f->member_n,   when,      f->odd_rank[0] ? f->odd_rank : NULL};
+    const char *p[] = {key,
+                       lit[0],
+                       lit[1],
+                       lit[2],
+                       f->any ? step : NULL,
+                       f->any ? comm : NULL,
+                       f->any ? win : NULL,
+                       f->comm_ranks,
+                       f->size,
+                       f->odd,
+                       f->clear,
+                       f->members,
+                       f->member_n,
+                       when,
+                       f->odd_rank[0] ? f->odd_rank : NULL};
     if (!f->any)
         for (int i = 7; i < 13; i++)
             p[i] = i == 8 ? "0" : i == 10 ? "f" : "{}";

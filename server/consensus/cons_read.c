@@ -51,8 +51,11 @@ json_t *cons_read_json(int64_t run_key, char *err, size_t cap)
                           (json_int_t)strtoll(PQgetvalue(r, 0, 10), NULL, 10), "odd_ranks", json_col(r, 5), "clear",
                           PQgetvalue(r, 0, 6)[0] == 't', "site", json_col(r, 7), "node", text_or_null(r, 8), "gpu",
                           text_or_null(r, 9), "odd_rank", json_col(r, 11), "detected_at", text_or_null(r, 12));
-    json_t *o = json_pack("{s:s, s:I, s:o}", "status", has ? "disagree" : checked > 0 ? "agree" : "none", "checked",
-                          (json_int_t)checked, "first", first);
+    json_t *o = json_pack("{s:s, s:I, s:o}", "status",
+                          has           ? "disagree"
+                          : checked > 0 ? "agree"
+                                        : "none",
+                          "checked", (json_int_t)checked, "first", first);
     PQclear(r);
     return o;
 }

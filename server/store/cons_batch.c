@@ -40,8 +40,8 @@ static int listed_ok(const rec_ext *x, uint64_t key, uint32_t rank, const char *
     return 1;
 }
 
-int cons_batch_add(srv_cons_digest **d, size_t *n, size_t *cap, const rec_record *r, uint32_t rank, int held,
-                   size_t i, srv_error *e)
+int cons_batch_add(srv_cons_digest **d, size_t *n, size_t *cap, const rec_record *r, uint32_t rank, int held, size_t i,
+                   srv_error *e)
 {
     rec_ext x;
     const char *why = NULL;
@@ -72,8 +72,13 @@ int cons_batch_add(srv_cons_digest **d, size_t *n, size_t *cap, const rec_record
         *d = xrealloc(*d, *cap * sizeof(**d));
     }
     srv_cons_digest *c = &(*d)[(*n)++];
-    *c = (srv_cons_digest){.step = r->step, .key = r->value, .win = r->occurrence, .n = (uint32_t)r->nbytes,
-                           .fold = r->fp, .size = x.comm_size, .n_listed = x.comm_nlisted};
+    *c = (srv_cons_digest){.step = r->step,
+                           .key = r->value,
+                           .win = r->occurrence,
+                           .n = (uint32_t)r->nbytes,
+                           .fold = r->fp,
+                           .size = x.comm_size,
+                           .n_listed = x.comm_nlisted};
     memcpy(c->ranks, x.comm_ranks, x.comm_nlisted * sizeof(uint32_t));
     return 0;
 }

@@ -27,7 +27,7 @@ typedef struct srv_cons_digest {
  * REC_COMM_LIST_MAX members, the cons_key of its listed ranks (sorted, each once, `rank` among them), 1 ..
  * CONS_WINDOW records folded. A repeat of a (step, key, window) is dropped (the first counts, as in the database).
  * Returns 0, or -1 with `e` filled: a malformed digest refuses its batch, as a malformed step digest does. */
-int cons_batch_add(srv_cons_digest **d, size_t *n, size_t *cap, const rec_record *r, uint32_t rank, int held,
-                   size_t i, srv_error *e);
+int cons_batch_add(srv_cons_digest **d, size_t *n, size_t *cap, const rec_record *r, uint32_t rank, int held, size_t i,
+                   srv_error *e);
 
 #endif /* SERVER_STORE_CONS_BATCH_H */
