@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -526,6 +527,31 @@ static void test_hostile_digests(void **state)
     json_decref(o);
 }
 
+/* scalar - one value of `sql` on PostgreSQL, as text into `out`. */
+static const char *scalar(PGconn *c, const char *sql, char *out, size_t cap)
+{
+    PGresult *r = PQexec(c, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    snprintf(out, cap, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return out;
+}
+
+/* Judged windows leave no digests behind; a window that never fills (the lone repeat above) goes with retention. */
+static void test_retention(void **state)
+{
+    (void)state;
+    char v[64];
+    PGconn *c = PQconnectdb(pg.conninfo);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    assert_string_equal(scalar(c, "SELECT count(*) FROM consensus_digests", v, sizeof(v)), "1");
+    PQclear(PQexec(c, "UPDATE consensus_digests SET received_on = '2020-01-01'"));
+    scalar(c, "SELECT lockstep_drop_partitions(30)", v, sizeof(v));
+    assert_string_equal(scalar(c, "SELECT count(*) FROM consensus_digests", v, sizeof(v)), "0");
+    assert_string_equal(scalar(c, "SELECT count(*) FROM consensus_runs WHERE checked > 0", v, sizeof(v)), "7");
+    PQfinish(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -535,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_step_zero_windows),
         cmocka_unit_test(test_held_records),
         cmocka_unit_test(test_hostile_digests),
+        cmocka_unit_test(test_retention),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
