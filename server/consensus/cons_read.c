@@ -15,6 +15,14 @@ void cons_read_register(void)
                              "v.clear, v.site::text, v.node, v.gpu, v.comm_size, v.odd_rank, "
                              "to_char(v.detected_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') "
                              "FROM (SELECT 1) one LEFT JOIN consensus_divergences v ON v.run_key = $1");
+    /* the fleet's runs with a consensus disagreement, newest first */
+    db_register("cons_list", "SELECT json_build_object('run_id', r.run_id, 'job_id', r.job_id, 'user', r.user_name, "
+                             "'step', v.step, 'name', v.name, 'occurrence', v.occ, 'comm_ranks', v.comm_ranks, "
+                             "'comm_size', v.comm_size, 'odd_ranks', v.odd_ranks, 'clear', v.clear, 'node', v.node, "
+                             "'gpu', v.gpu, 'detected_at', to_char(v.detected_at AT TIME ZONE 'UTC', "
+                             "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))::text FROM consensus_divergences v "
+                             "JOIN runs r ON r.run_key = v.run_key ORDER BY v.detected_at DESC, v.run_key DESC "
+                             "LIMIT $1");
 }
 
 static json_t *text_or_null(PGresult *r, int c)
@@ -58,4 +66,22 @@ json_t *cons_read_json(int64_t run_key, char *err, size_t cap)
                           "checked", (json_int_t)checked, "first", first);
     PQclear(r);
     return o;
+}
+
+json_t *cons_read_list(int limit, char *err, size_t cap)
+{
+    char lim[16];
+    snprintf(lim, sizeof(lim), "%d", limit);
+    const char *p[] = {lim};
+    PGresult *r = db_exec("cons_list", 1, p, err, cap);
+    if (!r)
+        return NULL;
+    json_t *items = json_array();
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *o = json_loads(PQgetvalue(r, i, 0), 0, NULL);
+        if (o)
+            json_array_append_new(items, o);
+    }
+    PQclear(r);
+    return json_pack("{s:o}", "items", items);
 }

@@ -15,4 +15,9 @@ void cons_read_register(void);
  * A new object, or NULL with the database's message in `err`. */
 json_t *cons_read_json(int64_t run_key, char *err, size_t cap);
 
+/* cons_read_list - the runs with a consensus disagreement, newest first, at most `limit`: {"items": [{"run_id",
+ * "job_id", "user", "step", "name", "occurrence", "comm_ranks", "comm_size", "odd_ranks", "clear", "node", "gpu",
+ * "detected_at"}]}. A new object, or NULL with the database's message in `err`. */
+json_t *cons_read_list(int limit, char *err, size_t cap);
+
 #endif /* SERVER_CONSENSUS_CONS_READ_H */

@@ -552,6 +552,25 @@ static void test_retention(void **state)
     PQfinish(c);
 }
 
+/* The fleet's list: the four runs that disagreed, newest first, each with its first place and odd ranks. */
+static void test_fleet_list(void **state)
+{
+    (void)state;
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/consensus?limit=10", NULL, NULL, &o), 200);
+    json_t *items = json_object_get(o, "items");
+    assert_int_equal(json_array_size(items), 4);
+    static const char *const jobs[] = {"7005", "7004", "7003", "7002"};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *x = json_array_get(items, i);
+        assert_string_equal(json_string_value(json_object_get(x, "job_id")), jobs[i]);
+        assert_true(json_array_size(json_object_get(x, "odd_ranks")) >= 1);
+    }
+    assert_string_equal(json_string_value(json_object_get(json_array_get(items, 3), "node")), "n2");
+    json_decref(o);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/consensus?limit=0", NULL, NULL, NULL), 400);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -562,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_held_records),
         cmocka_unit_test(test_hostile_digests),
         cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_fleet_list),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
