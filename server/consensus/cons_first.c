@@ -27,10 +27,14 @@ void cons_first_register(void)
     db_register("cons_request", "INSERT INTO record_requests (run_key, rank, step, committed_at) "
                                 "SELECT $1, r, $2, clock_timestamp() FROM unnest($3::int[]) AS r "
                                 "ON CONFLICT DO NOTHING");
-    /* idx -1: every member's records are there and none differs (the digests differed by a 64-bit collision) */
-    db_register("cons_finish", "UPDATE consensus_divergences SET name = $5, occ = $6, site = $7::jsonb, idx = $8, "
-                               "odd_rank = $9 WHERE run_key = $1 AND step = $2 AND comm_key = $3 AND win = $4 "
-                               "AND name = '' AND idx IS NULL RETURNING 1");
+    /* idx -1: every member's records are there and none differs (the digests differed by a 64-bit collision); the
+     * requests it made are dropped once answered (a twin group's comparison drops its own) */
+    db_register("cons_finish",
+                "WITH q AS (DELETE FROM record_requests q WHERE q.run_key = $1 AND q.step = $2 AND q.answered AND NOT "
+                "EXISTS (SELECT 1 FROM runs r WHERE r.run_key = $1 AND r.twin_group <> '')) "
+                "UPDATE consensus_divergences SET name = $5, occ = $6, site = $7::jsonb, idx = $8, odd_rank = $9 "
+                "WHERE run_key = $1 AND step = $2 AND comm_key = $3 AND win = $4 AND name = '' AND idx IS NULL "
+                "RETURNING 1");
 }
 
 static json_t *site_json(const rec_site *st)
