@@ -17,9 +17,10 @@ CREATE TABLE IF NOT EXISTS consensus_digests (
 );
 
 -- A run's groups as their digests named them (the first word for a key counts): the member count that completes
--- a window, and the sorted world ranks when listed ('{}' for more than REC_COMM_LIST_MAX).
+-- a window, and the sorted world ranks when listed ('{}' for more than REC_COMM_LIST_MAX). consensus_digests has no
+-- foreign key (a check per digest, as step_digests has none); these rows go with their run.
 CREATE TABLE IF NOT EXISTS consensus_comms (
-    run_key  bigint NOT NULL,
+    run_key  bigint NOT NULL REFERENCES runs (run_key) ON DELETE CASCADE,
     comm_key bigint NOT NULL,
     size     int NOT NULL,
     ranks    int[] NOT NULL,
