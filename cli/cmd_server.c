@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/consensus.h"
 #include "cli/table.h"
 
 enum { Q_USER = CLI_KEY_LONG, Q_JOB, Q_GROUP, Q_STATUS, Q_NODE, Q_LIMIT, Q_OFFSET };
@@ -87,6 +88,11 @@ static int cmd_run(const cli_args *a)
         const char *v = str(run, keys[i], b, sizeof(b));
         if (v)
             printf("%-11s %s\n", keys[i], v);
+    }
+    if (json_object_get(reply, "consensus")) {
+        char line[1024];
+        consensus_format_line(json_object_get(reply, "consensus"), line, sizeof(line));
+        printf("%s\n", line);
     }
     json_t *mans = json_object_get(reply, "manifests");
     if (json_array_size(mans)) {

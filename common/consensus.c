@@ -68,3 +68,59 @@ cons_verdict cons_judge(const cons_copy *copies, size_t n, unsigned char *odd)
     }
     return v;
 }
+
+int cons_place_cmp(const cons_place *a, const cons_place *b)
+{
+    if (a->step != b->step)
+        return a->step < b->step ? -1 : 1;
+    int64_t ka = (int64_t)a->key, kb = (int64_t)b->key;
+    if (ka != kb)
+        return ka < kb ? -1 : 1;
+    return (a->win > b->win) - (a->win < b->win);
+}
+
+/* record_at - member `m`'s record at consensus index `ix` (NULL: none). */
+static const rec_record *record_at(const cons_member *m, uint32_t ix)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (m->index[i] == ix)
+            return m->recs[i];
+    return NULL;
+}
+
+static int records_differ(const rec_record *a, const rec_record *b)
+{
+    if (!a || !b)
+        return a != b;
+    if (a->name_len != b->name_len || memcmp(a->name, b->name, a->name_len) != 0)
+        return 1;
+    return rec_compare(a, b) != REC_SAME;
+}
+
+int cons_first_record(const cons_member *m, size_t n, uint32_t win, cons_first *out)
+{
+    if (!n)
+        return 0;
+    size_t ref = 0;
+    for (size_t j = 0; j < n; j++)
+        if (!m[j].odd) {
+            ref = j;
+            break;
+        }
+    uint64_t lo = (uint64_t)win * CONS_WINDOW;
+    for (uint64_t ix = lo; ix < lo + CONS_WINDOW && ix <= UINT32_MAX; ix++) {
+        const rec_record *r = record_at(&m[ref], (uint32_t)ix);
+        size_t found = n;
+        for (size_t j = 0; j < n; j++) {
+            if (j == ref || !records_differ(r, record_at(&m[j], (uint32_t)ix)))
+                continue;
+            if (found == n || (m[j].odd && !m[found].odd))
+                found = j;
+        }
+        if (found < n) {
+            *out = (cons_first){(uint32_t)ix, found, record_at(&m[found], (uint32_t)ix), r};
+            return 1;
+        }
+    }
+    return 0;
+}

@@ -45,4 +45,39 @@ typedef struct cons_verdict {
 /* cons_judge - judge `n` copies (n >= 1). odd[i] is set to 1 for each odd copy, 0 otherwise (odd has n entries). */
 cons_verdict cons_judge(const cons_copy *copies, size_t n, unsigned char *odd);
 
+/* Where a disagreement sits: the order of disagreements within a run (the first is the one stored). */
+typedef struct cons_place {
+    int64_t step;
+    uint64_t key;
+    uint32_t win; /* the window: the consensus index / CONS_WINDOW */
+} cons_place;
+
+/* cons_place_cmp - negative, 0 or positive as `a` comes before, with or after `b`: by step, then key (as a signed
+ * 64-bit integer: the order of lockstepd's bigint column, so that its SQL and this rule agree), then window. */
+int cons_place_cmp(const cons_place *a, const cons_place *b);
+
+/* One member's consensus records of one (step, key) as stored (any order, other windows may be among them). */
+typedef struct cons_member {
+    uint32_t rank;                 /* world rank */
+    int odd;                       /* cons_judge flagged its copy */
+    const rec_record *const *recs; /* its records that carry the consensus field of the key */
+    const uint32_t *index;         /* index[i]: recs[i]'s consensus index */
+    size_t n;
+} cons_member;
+
+/* The first record where the members of a disagreeing window differ (cons_first_record). */
+typedef struct cons_first {
+    uint32_t index;        /* its consensus index: the first place where some member's record differs */
+    size_t member;         /* the member that differs there: the first odd one that does (else the first) */
+    const rec_record *rec; /* that member's record there, NULL when it has none */
+    const rec_record *ref; /* the reference's record there (a member outside the odd ones, else the first member;
+                              NULL when it has none) */
+} cons_first;
+
+/* cons_first_record - the first place of window `win` (indexes win*CONS_WINDOW ..) where a member's record differs
+ * from the reference's: one present and the other not, another name, or rec_compare not REC_SAME. Returns 1 with
+ * `out` filled, 0 when every place of the window holds the same records (the digests differed by a collision or
+ * the records are not all stored yet). */
+int cons_first_record(const cons_member *m, size_t n, uint32_t win, cons_first *out);
+
 #endif /* COMMON_CONSENSUS_H */

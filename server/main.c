@@ -3,7 +3,7 @@
  *
  * Layers, lowest first (a folder includes only its own and lower ones; tests/layout checks it):
  *   core/ (settings, state, log, metrics, threads, memory) -> rules/ and compare/ (pure rules) -> store/ and http/
- *   -> twins/ (twin comparison) and alerts/ -> replay/ (replay experiments) -> fleet/ (suspects) -> api/ -> main.c
+ *   -> twins/ (twin comparison), consensus/ (a run against itself) and alerts/ -> replay/ (replay experiments) -> fleet/ (suspects) -> api/ -> main.c
  * docs/design.md walks a record from ls_metric to the dashboard through these folders.
  */
 #include <errno.h>
@@ -21,6 +21,7 @@
 #include "server/api/effect.h"
 #include "server/api/attest.h"
 #include "server/api/alerts.h"
+#include "server/api/consensus.h"
 #include "server/api/health.h"
 #include "server/api/ingest.h"
 #include "server/api/narrows.h"
@@ -41,6 +42,8 @@
 #include "server/twins/findings.h"
 #include "server/twins/step_read.h"
 #include "server/twins/twin_read.h"
+#include "server/consensus/cons_check.h"
+#include "server/consensus/cons_read.h"
 #include "server/core/config.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
@@ -211,6 +214,8 @@ static void register_all(void)
     frames_register();
     retention_register();
     cmp_register();
+    cons_register();
+    cons_read_register();
     findings_register();
     absorbed_register();
     step_read_register();
@@ -240,6 +245,7 @@ static void register_all(void)
     api_ingest_register();
     api_runs_register();
     api_series_register();
+    api_consensus_register();
     api_twins_register();
     api_twin_records_register();
     api_effect_register();
@@ -348,7 +354,7 @@ int main(int argc, char **argv)
         return 1;
     if (prepare_database(conninfo) < 0)
         goto out_pg;
-    if (retention_start(c->retain_days) < 0 || cmp_start() < 0) {
+    if (retention_start(c->retain_days) < 0 || cmp_start() < 0 || cons_start() < 0) {
         log_error("cannot start background threads");
         goto out_threads;
     }
@@ -373,6 +379,7 @@ out_http:
     fleet_stop();
     alert_stop();
 out_threads:
+    cons_stop();
     cmp_stop();
     retention_stop();
 out_pg:

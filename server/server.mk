@@ -37,7 +37,7 @@ INSTALL_SBIN += $(LOCKSTEPD)
 $(B)/server/main.o: EXTRA_CFLAGS_server += -DLOCKSTEP_SHARE='"$(PREFIX)/share/lockstep"' 
 
 # Unit tests of server modules (tests/unit/test_batch.c, test_token.c, test_target.c, ...).
-TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
+TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/store/cons_batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
 TEST_OBJS_test_status := $(B)/server/rules/status.o
 TEST_OBJS_test_noise := $(B)/server/rules/noise.o
 TEST_OBJS_test_replay := $(B)/server/rules/replay.o $(B)/server/rules/replay_plan.o $(B)/server/core/xalloc.o
@@ -99,9 +99,9 @@ TEST_TIERS += tests/compare/run.sh
 # Fuzz tier: libFuzzer targets for the ingest decoders and the text parsers, built with clang (sanitizers on),
 # run briefly.
 FUZZ_CC ?= $(firstword $(shell command -v clang-14 clang 2>/dev/null))
-FUZZ_SRCS := server/store/batch.c server/core/xalloc.c server/core/error.c common/text.c common/record.c common/recmatch.c common/crc32c.c common/lsfp1.c common/dtype.c
+FUZZ_SRCS := server/store/batch.c server/store/cons_batch.c common/consensus.c server/core/xalloc.c server/core/error.c common/text.c common/record.c common/recmatch.c common/crc32c.c common/lsfp1.c common/dtype.c
 ifneq ($(FUZZ_CC),)
-$(B)/tests/fuzz/fuzz_batch: tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) server/store/batch.h common/record.h
+$(B)/tests/fuzz/fuzz_batch: tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) server/store/batch.h server/store/cons_batch.h common/record.h
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  $(call pc_cflags,jansson) tests/fuzz/fuzz_batch.c $(FUZZ_SRCS) -o $@ $(call pc_libs,jansson) -lm

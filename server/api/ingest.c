@@ -11,6 +11,7 @@
 #include "common/json/msecret.h"
 #include "common/text.h"
 #include "common/wire.h"
+#include "server/consensus/cons_check.h"
 #include "server/core/limits.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
@@ -320,6 +321,8 @@ static json_t *store_reply(const store_job *j, int rc, const store_result *res, 
         cmp_notify_digests(run->group, (int)b->rank, res->commit_s);
     else if (!res->duplicate && (b->n || b->n_digests))
         cmp_notify(run->group, (int)b->rank, res->commit_s);
+    if (!res->duplicate && (b->n_cons || b->held)) /* a window may be complete, or a divergence's records came */
+        cons_notify(run->key, res->commit_s);
     *status = 200;
     json_t *o = json_pack("{s:s, s:i, s:I, s:I, s:b}", "run_id", run->run_id, "rank", (int)b->rank, "batch_seq",
                           (json_int_t)b->batch_seq, "stored", (json_int_t)(res->duplicate ? 0 : b->n), "duplicate",

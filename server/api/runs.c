@@ -20,6 +20,7 @@
 #include "server/core/metrics.h"
 #include "server/core/state.h"
 #include "server/core/xalloc.h"
+#include "server/consensus/cons_read.h"
 #include "server/http/auth.h"
 #include "server/http/reply.h"
 #include "server/http/route.h"
@@ -273,6 +274,10 @@ static enum MHD_Result read_run(http_req *req, char **args)
     if (!att)
         goto out_down_attach;
     json_object_set_new(o, "attested", att);
+    json_t *cons = cons_read_json(strtoll(key, NULL, 10), err, sizeof(err)); /* the run against itself */
+    if (!cons)
+        goto out_down_attach;
+    json_object_set_new(o, "consensus", cons);
     json_object_set_new(o, "rank_from", json_integer(rank_from));
     json_object_set_new(o, "next_rank_from", next >= 0 ? json_integer(next) : json_null());
     return http_reply_json(req, 200, o);

@@ -24,6 +24,8 @@
 /* a record's step is -this .. this: room for the comparison's step arithmetic (a mark one before a step, a window after
  * it) */
 #define REC_STEP_LIMIT ((long long)1 << 62)
+/* the most members a consensus digest's group may have (a larger one is refused: its window could never fill) */
+#define CONS_MEMBERS_MAX (1u << 22)
 
 /* --- An attestation (POST /api/v1/attest) --- */
 #define ATTEST_MAX_RANKS 4096 /* ranks one node's attestation names */

@@ -32,6 +32,7 @@ void batch_release(srv_batch *b)
     free(b->recs);
     free(b->frame_off);
     free(b->digests);
+    free(b->cons);
     free(b->name_off);
     free(b->word_off);
     free(b->names);
@@ -196,6 +197,11 @@ int batch_decode_binary(srv_batch *b, const void *buf, size_t len, srv_error *e)
         }
         if (r.flags & REC_STEP_DIGEST) {
             if (add_digest(b, &r, (size_t)rd.count - 1, e) < 0)
+                goto out_release;
+            continue;
+        }
+        if (r.flags & REC_CONSENSUS_DIGEST) {
+            if (cons_batch_add(&b->cons, &b->n_cons, &b->cap_cons, &r, b->rank, b->held, (size_t)rd.count - 1, e) < 0)
                 goto out_release;
             continue;
         }

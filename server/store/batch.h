@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "common/record.h"
+#include "server/store/cons_batch.h"
 #include "server/core/error.h"
 
 /* A step digest an agent sent for the records it held back (REC_STEP_DIGEST). */
@@ -32,6 +33,8 @@ typedef struct srv_batch {
     size_t *name_off, *word_off; /* where each record's bytes sit while decoding */
     srv_step_digest *digests;
     size_t n_digests, cap_digests;
+    srv_cons_digest *cons; /* consensus digests, a (step, key, window) once (cons_batch_add) */
+    size_t n_cons, cap_cons;
     char *names;
     size_t names_len, names_cap;
     uint64_t *words;

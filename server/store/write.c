@@ -15,7 +15,8 @@
 #include "server/store/db.h"
 #include "server/store/frames.h"
 
-#define N_PARAMS 18
+#define N_PARAMS 25
+#define P_CONS 18 /* the consensus digests: seven arrays from here */
 #define P_FRAMES 9 /* the bytea[] parameter, sent in binary */
 
 void store_write_register(void)
@@ -23,9 +24,10 @@ void store_write_register(void)
     db_register("wanted_steps", "SELECT step FROM record_requests WHERE run_key = $1 AND rank = $2 AND NOT answered "
                                 "ORDER BY step LIMIT $3");
     db_register("batch_store", "SELECT lockstep_store_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-                               "$14, $15, $16, $17, $18)");
+                               "$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)");
     db_register("batches_store", "SELECT i, duplicate, want FROM lockstep_store_batches($1, $2, $3, $4, $5, $6, $7, "
-                                 "$8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)");
+                                 "$8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, "
+                                 "$24, $25, $26, $27, $28)");
 }
 
 /* Per-step digests of one batch. */
@@ -113,6 +115,48 @@ static void lit_add_or_null(lit *l, int64_t v, int null)
     l->len += (size_t)sprintf(l->p + l->len, "%cNULL", l->len ? ',' : '{');
 }
 
+/* lit_add_ranks - the int[] literal of `n` ranks as one quoted element of a text[] literal, or NULL when n is 0 and
+ * `null`. */
+static void lit_add_ranks(lit *l, const uint32_t *ranks, uint32_t n, int null)
+{
+    if (l->len + 16 + 11 * (size_t)n > l->cap) {
+        while (l->len + 16 + 11 * (size_t)n > l->cap)
+            l->cap = l->cap ? 2 * l->cap : 256;
+        l->p = xrealloc(l->p, l->cap);
+    }
+    char sep = l->len ? ',' : '{';
+    l->p[l->len++] = sep;
+    if (null) {
+        l->len += (size_t)sprintf(l->p + l->len, "NULL");
+        return;
+    }
+    l->len += (size_t)sprintf(l->p + l->len, "\"{");
+    for (uint32_t i = 0; i < n; i++)
+        l->len += (size_t)sprintf(l->p + l->len, "%s%u", i ? "," : "", ranks[i]);
+    l->len += (size_t)sprintf(l->p + l->len, "}\"");
+}
+
+/* cons_lits - the consensus digests of `bt` into the seven arrays at `a` (step, key, window, count, fold, group
+ * size, ranks: a key's ranks on its first digest only) and, when `bi` is given, its index into `bi`. */
+static void cons_lits(lit *a, lit *bi, int k, const srv_batch *bt)
+{
+    for (size_t i = 0; i < bt->n_cons; i++) {
+        const srv_cons_digest *d = &bt->cons[i];
+        int first = 1;
+        for (size_t j = 0; j < i && first; j++)
+            first = bt->cons[j].key != d->key;
+        if (bi)
+            lit_add(bi, k);
+        lit_add(&a[0], d->step);
+        lit_add(&a[1], (int64_t)d->key);
+        lit_add(&a[2], d->win);
+        lit_add(&a[3], d->n);
+        lit_add(&a[4], (int64_t)d->fold);
+        lit_add(&a[5], d->size);
+        lit_add_ranks(&a[6], d->ranks, d->n_listed, !first);
+    }
+}
+
 static const char *lit_end(lit *l)
 {
     if (l->len + 3 > l->cap) {
@@ -130,6 +174,7 @@ static const char *lit_end(lit *l)
 typedef struct batch_params {
     char text[N_PARAMS][32];
     lit arr[4];
+    lit cons[7];
     char *seg_arr[4];
     const char *v[N_PARAMS];
     int len[N_PARAMS], fmt[N_PARAMS];
@@ -203,6 +248,9 @@ static void params_build(batch_params *bp, const run_info *run, const srv_batch 
     for (int i = 0; i < 3; i++)
         bp->v[10 + i] = lit_end(&bp->arr[i]);
     bp->v[17] = lit_end(&bp->arr[3]);
+    cons_lits(bp->cons, NULL, 0, bt);
+    for (int i = 0; i < 7; i++)
+        bp->v[P_CONS + i] = lit_end(&bp->cons[i]);
     size_t flen;
     bp->frames = frames_bytea_array(&fo, &flen);
     bp->v[P_FRAMES] = (const char *)bp->frames;
@@ -216,6 +264,8 @@ static void params_release(batch_params *bp)
 {
     for (int i = 0; i < 4; i++)
         free(bp->arr[i].p);
+    for (int i = 0; i < 7; i++)
+        free(bp->cons[i].p);
     for (int i = 0; i < 4; i++)
         free(bp->seg_arr[i]);
     free(bp->frames);
@@ -295,7 +345,8 @@ static int cmp_order(const void *pa, const void *pb)
     return a->i < b->i ? -1 : a->i > b->i;
 }
 
-#define G_PARAMS 20
+#define G_PARAMS 28
+#define G_CONS 20 /* the consensus digests: their batch, then seven arrays */
 #define G_FRAMES 14 /* the bytea[] parameter */
 
 /* The parameters of lockstep_store_batches for a group, batch after batch in lock order. */
@@ -339,6 +390,7 @@ static void group_add(group_params *gp, int k, const run_info *run, const srv_ba
         lit_add(&gp->arr[18], (int64_t)steps[i].digest);
         lit_add_or_null(&gp->arr[19], (int64_t)steps[i].inputs, steps[i].inputs_unknown);
     }
+    cons_lits(&gp->arr[G_CONS + 1], &gp->arr[G_CONS], k, bt);
     free(steps);
 }
 

@@ -16,7 +16,8 @@
 
 -- lockstep_store_batches - a group of batches in one statement (a database worker's group of queued batches; b_*
 -- per batch, in the order their locks are taken; f_* and d_* the segments and step digests, each naming its batch
--- by its index in b_*, from 1): the replay guard first, the frames, the per-step digests, each rank's progress,
+-- by its index in b_*, from 1; c_* the consensus digests, likewise): the replay guard first, the frames, the per-step
+-- digests, the consensus digests, each rank's progress,
 -- the late-data rewind, the answered record requests. Returns per batch whether it was a replay (stored before, or
 -- twice in this group: the first one counts; nothing of it is stored) and the steps of its rank whose held-back
 -- records lockstepd wants.
@@ -24,7 +25,8 @@ CREATE OR REPLACE FUNCTION lockstep_store_batches(b_run bigint[], b_rank int[], 
                                        b_min_step bigint[], b_max_step bigint[], b_max_seq bigint[], b_count bigint[],
                                        f_batch int[], f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[],
                                        f_frames bytea[], d_batch int[], d_step bigint[], d_n int[], d_digest bigint[],
-                                       d_inputs bigint[])
+                                       d_inputs bigint[], c_batch int[], c_step bigint[], c_key bigint[], c_win int[],
+                                       c_n int[], c_fold bigint[], c_size int[], c_ranks text[])
 RETURNS TABLE (i int, duplicate boolean, want bigint[])
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
@@ -57,6 +59,20 @@ BEGIN
         GROUP BY b_run[d.bi], b_rank[d.bi], d.s ORDER BY 1, 2, 3
         ON CONFLICT (run_key, rank, step) DO UPDATE SET n = sd.n + excluded.n, digest = sd.digest # excluded.digest,
             inputs = sd.inputs # excluded.inputs;
+    -- consensus digests (the first of a rank's repeats counts) and their groups (c_ranks: the sorted world ranks as an
+    -- int[] literal on a key's first digest in the batch, NULL on the others)
+    IF cardinality(c_batch) > 0 THEN
+        INSERT INTO consensus_digests (run_key, comm_key, step, win, rank, n, fold)
+            SELECT b_run[c.bi], c.k, c.s, c.w, b_rank[c.bi], c.c, c.f
+            FROM unnest(c_batch, c_key, c_step, c_win, c_n, c_fold) AS c(bi, k, s, w, c, f)
+            WHERE c.bi = ANY (stored)
+            ON CONFLICT DO NOTHING;
+        INSERT INTO consensus_comms (run_key, comm_key, size, ranks)
+            SELECT b_run[c.bi], c.k, c.z, c.r::int[]
+            FROM unnest(c_batch, c_key, c_size, c_ranks) AS c(bi, k, z, r)
+            WHERE c.bi = ANY (stored) AND c.r IS NOT NULL
+            ON CONFLICT DO NOTHING;
+    END IF;
     -- the stored batches' group ranks and their smallest steps, then their locks, shared, in one order
     SELECT array_agg(x.twin_group ORDER BY x.twin_group, x.rank), array_agg(x.rank ORDER BY x.twin_group, x.rank),
            array_agg(x.lo ORDER BY x.twin_group, x.rank)
@@ -115,10 +131,12 @@ CREATE OR REPLACE FUNCTION lockstep_store_batch(p_run bigint, p_rank int, p_bseq
                                      f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[], f_frames bytea[],
                                      d_step bigint[], d_n int[], d_digest bigint[],
                                      p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint,
-                                     d_inputs bigint[])
+                                     d_inputs bigint[], c_step bigint[], c_key bigint[], c_win int[], c_n int[],
+                                     c_fold bigint[], c_size int[], c_ranks text[])
 RETURNS bigint[] LANGUAGE sql AS $$
     SELECT b.want FROM lockstep_store_batches(ARRAY[p_run], ARRAY[p_rank], ARRAY[p_bseq], ARRAY[p_n], ARRAY[p_held],
         ARRAY[p_min_step], ARRAY[p_max_step], ARRAY[p_max_seq], ARRAY[p_count],
         array_fill(1, ARRAY[coalesce(cardinality(f_step), 0)]), f_step, f_seq, f_n, f_kind, f_frames,
-        array_fill(1, ARRAY[coalesce(cardinality(d_step), 0)]), d_step, d_n, d_digest, d_inputs) b
+        array_fill(1, ARRAY[coalesce(cardinality(d_step), 0)]), d_step, d_n, d_digest, d_inputs,
+        array_fill(1, ARRAY[coalesce(cardinality(c_step), 0)]), c_step, c_key, c_win, c_n, c_fold, c_size, c_ranks) b
 $$;

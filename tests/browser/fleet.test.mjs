@@ -82,3 +82,30 @@ test('the alerts page lists alerts, or says the server has none yet', async () =
   assert.deepEqual(await texts(page, 'nav.top a.active'), ['Alerts']);
   noProblems(b);
 });
+
+test('the fleet page lists the runs whose consensus disagreed, linked to their run and node', async () => {
+  const { page } = b;
+  const r = await api('GET', '/consensus');
+  assert.equal(r.status, 200);
+  await visit(page, '/fleet');
+  if (!r.json.items.length) assert.match(await page.textContent('body'), /No run's consensus has disagreed/);
+  const items = [{ run_id: '11111111-2222-3333-4444-555555555555', job_id: '812', user: 'alice', step: 812,
+    name: 'mpi.allreduce', occurrence: 3, comm_ranks: [0, 1, 2, 3], comm_size: 4, odd_ranks: [2], clear: true,
+    node: 'n2', gpu: '3', detected_at: new Date().toISOString() },
+  { run_id: '66666666-7777-8888-9999-000000000000', job_id: '813', user: 'bob', step: 4, name: '', occurrence: 0,
+    comm_ranks: [0, 1], comm_size: 2, odd_ranks: [0, 1], clear: false, node: null, gpu: null,
+    detected_at: new Date().toISOString() }];
+  await page.route('**/api/v1/consensus', (route) => route.fulfill({ json: { items } }));
+  await visit(page, '/fleet');
+  await page.waitForSelector('tr[data-cons-run]');
+  const rows = await page.$$eval('tr[data-cons-run]', (trs) => trs.map((t) => [...t.children].map((c) => c.textContent)));
+  assert.equal(rows.length, 2);
+  assert.deepEqual(rows[0].slice(1, 8), ['812', 'alice', '812', 'mpi.allreduce #3', '2', 'n2', '3']);
+  assert.deepEqual(rows[1].slice(4, 6), ['records awaited', '0, 1 (one of these)']);
+  await shot(page, 'fleet-consensus');
+  await page.click('tr[data-cons-run] a[href^="#/runs/"]');
+  await page.waitForFunction(() => location.hash === '#/runs/11111111-2222-3333-4444-555555555555');
+  await page.unroute('**/api/v1/consensus');
+  b.problems.splice(0, b.problems.length, ...b.problems.filter((p) => !/status of 404/.test(p)));
+  noProblems(b);
+});

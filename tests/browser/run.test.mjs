@@ -36,3 +36,29 @@ test('a run shows its job, ranks, nodes and GPUs, manifests and twin group', asy
   await page.waitForFunction(() => location.hash === '#/twins/pair-diverged');
   noProblems(b);
 });
+
+test('a run shows its consensus line: none checked, or where its ranks disagreed and which is odd', async () => {
+  const { page } = b;
+  const id = FIX.groups['pair-diverged'][1];
+  await visit(page, '/runs/' + id);
+  await page.waitForSelector('[data-field=consensus] .badge');
+  assert.equal(await page.textContent('[data-field=consensus] .badge'), 'none');
+  assert.match(await page.textContent('[data-field=consensus]'), /nothing checked yet/);
+  // the same page with the server's answer for a run whose rank 2 held another copy (the API shape of
+  // GET /api/v1/runs/{id}; tests/integration/test_consensus.c makes lockstepd produce it)
+  await page.route(`**/api/v1/runs/${id}`, async (route) => {
+    const res = await route.fetch();
+    const json = await res.json();
+    json.consensus = { status: 'disagree', checked: 1234, first: { step: 812, name: 'mpi.allreduce', occurrence: 3,
+      comm_ranks: [0, 1, 2, 3], comm_size: 4, odd_ranks: [2], clear: true, odd_rank: 2,
+      site: { module: 'train', offset: 6699, function: 'train_step' }, node: 'n2', gpu: '3' } };
+    await route.fulfill({ response: res, json });
+  });
+  await visit(page, '/runs/' + id);
+  await page.waitForSelector('[data-field=consensus] .badge[data-status=disagree]');
+  assert.match(await page.textContent('[data-field=consensus]'),
+    /at step 812, mpi\.allreduce #3 on ranks \{0,1,2,3\}: rank 2 is odd \(node n2, gpu 3\) at site train_step \(train\+0x1a2b\); 1,234 windows checked/);
+  await shot(page, 'run-consensus');
+  await page.unroute(`**/api/v1/runs/${id}`);
+  noProblems(b);
+});

@@ -88,6 +88,11 @@ t_run_detail() {
   grep -q '^job_id  *505$' "$tmp/o" && grep -q '^twin_group  *trio$' "$tmp/o" && grep -q '^RANK  *HOST' "$tmp/o" &&
     grep -Eq '^1 +[0-9]+ +0\.\.11 ' "$tmp/o"
 }
+# a run is checked against itself: twins that agree never disagree (none checked when the agent sends no digests)
+t_run_consensus() {
+  "$ls" run "$(runid 505)" >"$tmp/o" || return 1
+  grep -Eq '^consensus: (none checked|agree \([0-9]+ windows checked\))$' "$tmp/o"
+}
 t_run_unknown() { exits 2 "$ls" run no-such-run && grep -q 'unknown run' "$tmp/err"; }
 t_twins_match() { exits 0 "$ls" twins pair-ok && grep -q 'twin group pair-ok: match' "$tmp/out"; }
 t_twins_diverged() {
@@ -325,7 +330,7 @@ t_clean_stop() { # last: SIGTERM; lockstepd exits 0 and (SAN=1) its log holds no
   [ "$rc" = 0 ] && ! grep -E 'AddressSanitizer|runtime error:|LeakSanitizer' "$tmp/lockstepd.log"
 }
 
-for t in t_runs_table t_runs_filter t_runs_empty t_run_detail t_run_unknown t_twins_match t_twins_diverged \
+for t in t_runs_table t_runs_filter t_runs_empty t_run_detail t_run_consensus t_run_unknown t_twins_match t_twins_diverged \
          t_twins_json t_twins_list t_job t_manifest_diff t_remote_diff t_remote_diff_equals_local t_token t_admin_token_file t_job_token_enforced t_late_joiner t_series t_checkpoint t_narrow_refusals t_twins_replay_fields t_option_forms t_cli_hints t_unreachable t_no_server t_config_file t_manifest_scrubbed t_config_summary t_clean_stop; do
   check "$t" "$t"
 done

@@ -2,7 +2,7 @@
 # run.sh - layout tier: lockstepd's folders keep their layers and no module includes its way into a cycle.
 #
 # Layers, lowest first: server/core -> server/rules (pure rules) -> server/store, server/http -> server/twins (twin
-# comparison), server/alerts (the outbox) -> server/replay (replay experiments), server/effect (the effect check's
+# comparison), server/consensus (a run against itself), server/alerts (the outbox) -> server/replay (replay experiments), server/effect (the effect check's
 # reads) -> server/fleet (suspects) ->
 # server/api -> server/main.c. A file may include headers of its own folder and of lower layers only (folders of
 # one rank sit side by side and include neither each other). common/ and include/ are below everything.
@@ -20,8 +20,8 @@ cd "$(dirname "$0")/../.."
 python3 - "$@" <<'PY'
 import os, re, sys
 
-RANK = {"core": 0, "rules": 1, "store": 2, "http": 2, "twins": 3, "alerts": 3, "replay": 4, "effect": 4, "fleet": 5,
-        "api": 6, "main": 7}
+RANK = {"core": 0, "rules": 1, "store": 2, "http": 2, "twins": 3, "consensus": 3, "alerts": 3, "replay": 4,
+        "effect": 4, "fleet": 5, "api": 6, "main": 7}
 inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 passed = failed = 0
 
@@ -169,7 +169,7 @@ else:
     print("ok   server/rules/ is pure (no libpq, Jansson, libcurl, libmicrohttpd, threads; of core only limits, xalloc)")
 
 # 6. api/ holds handlers only: no SQL text and no database call. The SQL of an endpoint lives in the folder of
-# its data (store, twins, replay, effect, fleet, alerts), behind a read function the handler calls once.
+# its data (store, twins, consensus, replay, effect, fleet, alerts), behind a read function the handler calls once.
 sqltext = re.compile(r'\b(SELECT|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|WITH\s+\w+\s+AS|FROM|WHERE|JOIN)\b')
 dbcall = re.compile(r'\b(db_register|db_exec|db_exec_bin|db_do|db_exec_once|db_prepared|db_conn|db_begin|'
                     r'db_commit|db_rollback|sql_begin|sql_commit|sql_rollback|sql_retry|'

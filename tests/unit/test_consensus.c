@@ -113,6 +113,78 @@ static void test_wire_field(void **state)
     assert_int_equal(rec_ext_parse(buf, 16, &y, why, sizeof(why)), -1);
 }
 
+/* the order of disagreements: step, then key as a signed 64-bit integer, then window */
+static void test_place_order(void **state)
+{
+    (void)state;
+    static const struct {
+        cons_place a, b;
+        int want;
+    } T[] = {
+        {{1, 5, 0}, {2, 1, 0}, -1},
+        {{2, 1, 0}, {1, 5, 9}, 1},
+        {{3, 5, 1}, {3, 5, 1}, 0},
+        {{3, 4, 9}, {3, 5, 0}, -1},
+        {{3, 0x8000000000000000ULL, 0}, {3, 1, 0}, -1}, /* a key with the top bit set is negative as bigint */
+        {{3, 7, 2}, {3, 7, 1}, 1},
+        {{-1, 7, 2}, {0, 7, 1}, -1},
+    };
+    for (size_t i = 0; i < sizeof(T) / sizeof(T[0]); i++) {
+        int got = cons_place_cmp(&T[i].a, &T[i].b);
+        assert_int_equal((got > 0) - (got < 0), T[i].want);
+    }
+}
+
+/* members' records as strings: one letter a place (index lo + position), the letter its fingerprint, '.' none;
+ * `odd` flags members; the first differing place, member and whether its record is there */
+static const struct {
+    const char *members[4];
+    const char *odd;
+    uint32_t win;
+    int found, at, member, has_rec;
+} FIRST[] = {
+    {{"aaaa", "aaaa", "aaaa", "aaaa"}, "0000", 0, 0, 0, 0, 0},   /* all the same: none */
+    {{"aaaa", "aaaa", "aaba", "aaaa"}, "0010", 0, 1, 2, 2, 1},   /* one odd rank, third place */
+    {{"abaa", "aaaa", "aaaa", "aaaa"}, "1000", 0, 1, 1, 0, 1},   /* the odd one first: the reference is member 1 */
+    {{"aaaa", "aaaa", "aa.a", "aaaa"}, "0010", 0, 1, 2, 2, 0},   /* a record missing on the odd rank */
+    {{"aaba", "aaab", NULL, NULL}, "11", 0, 1, 2, 1, 1},         /* two ranks, no majority: against the first */
+    {{"aaaa", "aaaa", "aaaa", "aaab"}, "0001", 3, 1, 195, 3, 1}, /* window 3: places 192.. */
+    {{"aaaa", "aaca", "aaba", "aaaa"}, "0110", 0, 1, 2, 1, 1},   /* two odd ranks: the first that differs */
+};
+
+static void test_first_record_table(void **state)
+{
+    (void)state;
+    for (size_t t = 0; t < sizeof(FIRST) / sizeof(FIRST[0]); t++) {
+        rec_record recs[4][8];
+        const rec_record *ptr[4][8];
+        uint32_t idx[4][8];
+        cons_member m[4];
+        size_t n = 0;
+        for (; n < 4 && FIRST[t].members[n]; n++) {
+            const char *s = FIRST[t].members[n];
+            m[n] = (cons_member){.rank = (uint32_t)n, .odd = FIRST[t].odd[n] == '1', .recs = ptr[n], .index = idx[n]};
+            for (size_t k = 0; s[k]; k++) {
+                if (s[k] == '.')
+                    continue;
+                recs[n][m[n].n] = rec_with((uint64_t)s[k], 8);
+                ptr[n][m[n].n] = &recs[n][m[n].n];
+                idx[n][m[n].n] = FIRST[t].win * CONS_WINDOW + (uint32_t)k;
+                m[n].n++;
+            }
+        }
+        cons_first f;
+        int got = cons_first_record(m, n, FIRST[t].win, &f);
+        assert_int_equal(got, FIRST[t].found);
+        if (!got)
+            continue;
+        assert_int_equal(f.index, (uint32_t)FIRST[t].at);
+        assert_int_equal(f.member, (size_t)FIRST[t].member);
+        assert_int_equal(f.rec != NULL, FIRST[t].has_rec);
+        assert_non_null(f.ref);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -120,6 +192,8 @@ int main(void)
         cmocka_unit_test(test_fold),
         cmocka_unit_test(test_judge_table),
         cmocka_unit_test(test_wire_field),
+        cmocka_unit_test(test_place_order),
+        cmocka_unit_test(test_first_record_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

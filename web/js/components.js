@@ -6,6 +6,7 @@ const STATUS_CLASS = {
   diverged: 'bad', failed: 'bad', suspect: 'bad', drained: 'warn', firing: 'bad',
   pending: 'warn', incomplete: 'warn', running: 'info', missing: 'warn', acknowledged: 'neutral', open: 'bad',
   resolved: 'ok', matched: 'ok', majority: 'ok', 'odd-one-out': 'bad', 'outside-majority': 'bad',
+  agree: 'ok', disagree: 'bad',
 };
 
 /* badge(status) - a coloured status pill; unknown statuses are grey. */

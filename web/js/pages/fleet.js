@@ -1,8 +1,9 @@
-// fleet.js - the Fleet page: nodes and GPUs with suspect score, state, divergence involvements, last seen; a score chart.
+// fleet.js - the Fleet page: nodes and GPUs with suspect score, state, divergence involvements, last seen; a score chart;
+// the runs whose consensus check disagreed.
 import { h, link } from '../dom.js';
 import { apiGet } from '../api.js';
 import { badge, card, table, emptyState, errorBox, unavailable, replace, loading } from '../components.js';
-import { fmtAgo, fmtRate, fmtTime } from '../format.js';
+import { fmtAgo, fmtRate, fmtTime, shortId } from '../format.js';
 import { alpha, color } from '../theme.js';
 import { drawPlot } from '../plot.js';
 
@@ -25,12 +26,15 @@ export async function mount(el, _params, query, navigate) {
       replace(body, card('Nodes', e.missingEndpoint ? unavailable('The fleet view', 'GET /api/v1/nodes') : errorBox(e, 'The nodes could not be loaded')));
       return;
     }
-    const key = JSON.stringify(d);
+    let cons = null; // a server without the consensus check: no card
+    try { cons = await apiGet('/consensus'); } catch (e) { cons = null; }
+    const key = JSON.stringify([d, cons]);
     if (key === last) return;
     last = key;
     const nodes = d.items.slice();
     if (!nodes.length) {
-      replace(body, card('Nodes', emptyState('No node has been seen yet.', 'Nodes appear once runs with manifests arrive; each manifest names its host.')));
+      replace(body, card('Nodes', emptyState('No node has been seen yet.', 'Nodes appear once runs with manifests arrive; each manifest names its host.')),
+        consensusCard(cons));
       return;
     }
     const dir = sort.dir === 'asc' ? 1 : -1;
@@ -64,10 +68,35 @@ export async function mount(el, _params, query, navigate) {
         { key: 'state', label: 'State', render: (g) => badge(g.state || 'ok') },
         { key: 'score', label: 'Suspect score', num: true, render: (g) => fmtScore(scoreOf(g)) },
         { key: 'involvements', label: 'Involvements', num: true, render: (g) => String(invOf(g) ?? '—') },
-      ], gpus.sort((a, b) => cmp(scoreOf(b), scoreOf(a))), { compact: true })) : null);
+      ], gpus.sort((a, b) => cmp(scoreOf(b), scoreOf(a))), { compact: true })) : null,
+      consensusCard(cons));
   }
   await load();
   return { poll: load };
+}
+
+/* consensusCard(c) - the runs whose consensus check disagreed (GET /api/v1/consensus), newest first; null when the
+ * server has no such check. */
+function consensusCard(c) {
+  if (!c || !Array.isArray(c.items)) return null;
+  const head = 'Consensus disagreements';
+  if (!c.items.length) {
+    return card(head, emptyState('No run\'s consensus has disagreed.',
+      'Every run checks copies that must be bit-identical across its ranks (collective outputs, replicas); a rank whose copy differs is listed here.'));
+  }
+  const ranks = (a) => (a || []).join(', ');
+  return card(head, h('p', { class: 'sub' }, 'Runs whose ranks held different copies of what must be the same: the first place, the odd ranks by majority, and the attested node of a single odd rank.'),
+    table([
+      { key: 'run', label: 'Run', render: (x) => link('/runs/' + encodeURIComponent(x.run_id), shortId(x.run_id)) },
+      { key: 'job', label: 'Job', render: (x) => x.job_id },
+      { key: 'user', label: 'User', render: (x) => x.user || '—' },
+      { key: 'step', label: 'Step', num: true, render: (x) => String(x.step) },
+      { key: 'record', label: 'Record', render: (x) => (x.name ? `${x.name} #${x.occurrence}` : 'records awaited') },
+      { key: 'odd', label: 'Odd ranks', render: (x) => `${ranks(x.odd_ranks)}${x.clear ? '' : ' (one of these)'}` },
+      { key: 'node', label: 'Node', render: (x) => (x.node ? link('/nodes/' + encodeURIComponent(x.node), x.node) : '—') },
+      { key: 'gpu', label: 'GPU', render: (x) => x.gpu || '—' },
+      { key: 'at', label: 'Detected', render: (x) => h('span', { title: fmtTime(x.detected_at) }, fmtAgo(x.detected_at)) },
+    ], c.items, { compact: true, rowAttrs: (x) => ({ 'data-cons-run': x.run_id }) }));
 }
 
 function scoreChart(nodes, threshold) {

@@ -1,4 +1,5 @@
-// run.js - the Run page: job metadata, status, ranks with their nodes and GPUs, each rank's manifest, its twin group.
+// run.js - the Run page: job metadata, status, its consensus check, ranks with their nodes and GPUs, each rank's
+// manifest, its twin group.
 import { h, link } from '../dom.js';
 import { apiGet } from '../api.js';
 import { badge, card, kv, table, emptyState, errorBox, replace } from '../components.js';
@@ -52,7 +53,9 @@ function render(body, d, twin) {
     h('div', { class: 'crumbs' }, h('a', { href: '#/runs' }, 'Runs'), ' / ', h('span', null, 'Run')),
     h('h1', null, 'Run ', h('code', null, run.run_id || ''), ' ', badge(run.status)),
     group ? h('p', { class: 'sub', 'data-field': 'twin' }, 'Twin group ', link('/twins/' + encodeURIComponent(group), group), ' ',
-              twin ? badge(twin.status) : null, twinSentence(twin)) : h('p', { class: 'sub' }, 'This run has no twin group, so nothing compares it.'));
+              twin ? badge(twin.status) : null, twinSentence(twin)) : h('p', { class: 'sub' }, 'This run has no twin group, so nothing compares it.'),
+    d.consensus ? h('p', { class: 'sub', 'data-field': 'consensus' }, 'Consensus ', badge(d.consensus.status),
+                    ' ', consensusSentence(d.consensus)) : null);
   const meta = card('Job', kv(true, [
     ['Job', run.job_id !== undefined ? `${run.job_id}${run.step_id !== undefined && run.step_id !== null && run.step_id !== '' ? '.' + run.step_id : ''}` : undefined],
     ['User', run.user],
@@ -89,6 +92,23 @@ function render(body, d, twin) {
     ...mans.map((x) => h('details', { class: 'manifest' }, h('summary', null, `Rank ${x.rank}`, x.m.host ? ` — ${x.m.host}` : ''),
       manifestTable(x.m)))) : null;
   replace(body, head, meta, ranks, detail);
+}
+
+/* consensusSentence(c) - the run checked against itself, with no twin (GET /api/v1/runs/{id}/consensus), as the
+ * rest of the line `lockstep run` prints after "consensus:". */
+export function consensusSentence(c) {
+  const n = `${Number(c.checked || 0).toLocaleString('en-US')} window${c.checked === 1 ? '' : 's'} checked`;
+  const f = c.first;
+  if (!f) return c.status === 'none' ? '— nothing checked yet: no collective output has been compared across ranks.' : `— ${n}, every copy the same.`;
+  const list = (a) => (a.length > 16 ? a.slice(0, 16).join(',') + ',…' : a.join(','));
+  const ranks = f.comm_ranks && f.comm_ranks.length ? list(f.comm_ranks) : `${f.comm_size} ranks`;
+  const odd = list(f.odd_ranks || []);
+  const what = f.name ? `${f.name} #${f.occurrence}` : '(its records awaited)';
+  const who = f.clear ? `${(f.odd_ranks || []).length > 1 ? 'ranks' : 'rank'} ${odd} ${(f.odd_ranks || []).length > 1 ? 'are' : 'is'} odd`
+    : `one of ranks ${odd} differs (no majority)`;
+  const hw = f.node ? ` (node ${f.node}${f.gpu ? ', gpu ' + f.gpu : ''})` : '';
+  const site = f.site ? ` at site ${f.site.function || '?'} (${f.site.module || '?'}+0x${Number(f.site.offset || 0).toString(16)})` : '';
+  return `— at step ${f.step}, ${what} on ranks {${ranks}}: ${who}${hw}${site}; ${n}.`;
 }
 
 function twinSentence(t) {

@@ -1,0 +1,328 @@
+/* cons_check.c - the consensus thread: the queue of runs batches touched, and the judging of their complete windows
+ * (the first record of a divergence: cons_first.c). */
+#include "server/consensus/cons_check.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/consensus.h"
+#include "server/consensus/cons_int.h"
+#include "server/core/clock.h"
+#include "server/core/log.h"
+#include "server/core/worker.h"
+#include "server/core/xalloc.h"
+#include "server/store/db.h"
+
+#define SWEEP_S 10
+#define CONS_WINDOWS_MAX 2048 /* windows one look judges (the rest at the next) */
+#define CONS_WINDOWS_MAX_TEXT "2048"
+
+static void cons_loop(worker *w);
+static worker thread = WORKER_INIT("consensus", cons_loop);
+typedef struct queued {
+    int64_t key;
+    double commit_s;
+} queued;
+static queued *queue; /* under thread.lock: each run once */
+static size_t n_queue, cap_queue;
+
+void cons_register(void)
+{
+    cons_first_register();
+    /* The windows of a run every member reported (the digests of judged windows are gone). */
+    db_register("cons_windows",
+                "SELECT d.step, d.comm_key, d.win, c.size, c.ranks::text, array_agg(d.rank ORDER BY d.rank)::text, "
+                "array_agg(d.n ORDER BY d.rank)::text, array_agg(d.fold ORDER BY d.rank)::text "
+                "FROM consensus_digests d JOIN consensus_comms c ON c.run_key = d.run_key AND c.comm_key = d.comm_key "
+                "WHERE d.run_key = $1 AND c.size <= 65536 GROUP BY d.step, d.comm_key, d.win, c.size, c.ranks "
+                "HAVING count(*) >= c.size LIMIT " CONS_WINDOWS_MAX_TEXT);
+    /* In one statement: the judged windows' digests go (a window counts once, for whoever deleted it), the run's
+     * count grows, and its first disagreement is stored unless an earlier one is (by step, key, window), with the
+     * node slurmstepd attested for a clear single odd rank ($15) and that node's GPU when it attested exactly one. */
+    db_register(
+        "cons_judged",
+        "WITH w AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::int[]) AS w(k, s, x)), "
+        "del AS (DELETE FROM consensus_digests d USING w WHERE d.run_key = $1 AND d.comm_key = w.k AND d.step = w.s "
+        "AND d.win = w.x RETURNING d.comm_key, d.step, d.win), "
+        "cnt AS (INSERT INTO consensus_runs AS c (run_key, checked) SELECT $1, count(*) FROM (SELECT DISTINCT "
+        "comm_key, step, win FROM del) z ON CONFLICT (run_key) DO UPDATE SET checked = c.checked + excluded.checked, "
+        "updated_at = clock_timestamp() RETURNING checked) "
+        "INSERT INTO consensus_divergences AS v (run_key, step, comm_key, win, comm_ranks, comm_size, odd_ranks, "
+        "clear, members, member_n, node, gpu, committed_at) "
+        "SELECT $1, $5, $6, $7, $8::int[], $9, $10::int[], $11, $12::int[], $13::int[], a.node, a.gpu, "
+        "to_timestamp($14) FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT t.node, CASE WHEN t.gpus <> '' AND "
+        "strpos(t.gpus, ',') = 0 THEN t.gpus END AS gpu FROM runs r JOIN attestations t ON t.job_id = r.job_id "
+        "AND t.step_id = r.step_id WHERE $15::int IS NOT NULL AND r.run_key = $1 AND $15::int = ANY (t.ranks) "
+        "ORDER BY t.attested_at DESC LIMIT 1) a ON true "
+        "WHERE $5::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM del WHERE del.comm_key = $6 AND del.step = $5 AND "
+        "del.win = $7) AND EXISTS (SELECT 1 FROM cnt) "
+        "ON CONFLICT (run_key) DO UPDATE SET step = excluded.step, comm_key = excluded.comm_key, win = excluded.win, "
+        "name = '', occ = 0, comm_ranks = excluded.comm_ranks, comm_size = excluded.comm_size, "
+        "odd_ranks = excluded.odd_ranks, clear = excluded.clear, site = NULL, node = excluded.node, "
+        "gpu = excluded.gpu, members = excluded.members, member_n = excluded.member_n, idx = NULL, odd_rank = NULL, "
+        "committed_at = excluded.committed_at, detected_at = clock_timestamp() "
+        "WHERE (excluded.step, excluded.comm_key, excluded.win) < (v.step, v.comm_key, v.win) RETURNING 1");
+    /* what another lockstepd (or this one before a restart) left: runs with complete windows or unfinished rows */
+    db_register("cons_sweep", "SELECT run_key FROM consensus_divergences WHERE name = '' AND idx IS NULL UNION "
+                              "SELECT DISTINCT run_key FROM consensus_digests LIMIT 256");
+}
+
+/* One complete window as read, judged. */
+typedef struct window {
+    cons_place at;
+    int64_t size;
+    const char *ranks; /* the group's sorted world ranks as listed ('{}' when not) */
+    size_t n;
+    int64_t *rank, *cnt, *fold;
+} window;
+
+/* window_read - row `i` of cons_windows into `w` (arrays allocated: free with window_free). 0, or -1 when its
+ * members do not line up (a row changed under the read). */
+static int window_read(PGresult *r, int i, window *w)
+{
+    w->at = (cons_place){strtoll(PQgetvalue(r, i, 0), NULL, 10), (uint64_t)strtoll(PQgetvalue(r, i, 1), NULL, 10),
+                         (uint32_t)atoi(PQgetvalue(r, i, 2))};
+    w->size = strtoll(PQgetvalue(r, i, 3), NULL, 10);
+    w->ranks = PQgetvalue(r, i, 4);
+    int cap = (int)w->size + 16; /* members past the size: ranks of an unlisted group that are not its own */
+    w->rank = xmalloc((size_t)cap * sizeof(int64_t));
+    w->cnt = xmalloc((size_t)cap * sizeof(int64_t));
+    w->fold = xmalloc((size_t)cap * sizeof(int64_t));
+    int a = db_int_array_parse(PQgetvalue(r, i, 5), w->rank, cap),
+        b = db_int_array_parse(PQgetvalue(r, i, 6), w->cnt, cap),
+        c = db_int_array_parse(PQgetvalue(r, i, 7), w->fold, cap);
+    w->n = (size_t)a;
+    return a == b && a == c && a > 0 ? 0 : -1;
+}
+
+static void window_free(window *w)
+{
+    free(w->rank);
+    free(w->cnt);
+    free(w->fold);
+}
+
+/* ints_text - `n` integers as an int[] literal (a new string). */
+static char *ints_text(const int64_t *v, size_t n, const unsigned char *only)
+{
+    char *s = xmalloc(n * 12 + 3);
+    size_t len = 0;
+    s[len++] = '{';
+    for (size_t i = 0; i < n; i++)
+        if (!only || only[i])
+            len += (size_t)sprintf(s + len, "%s%" PRId64, len > 1 ? "," : "", v[i]);
+    s[len++] = '}';
+    s[len] = 0;
+    return s;
+}
+
+/* The first disagreement a look found, ready to store. */
+typedef struct found {
+    int any;
+    cons_place at;
+    char size[24], clear[2], odd_rank[16];
+    char *comm_ranks, *odd, *members, *member_n;
+} found;
+
+static void found_free(found *f)
+{
+    free(f->comm_ranks);
+    free(f->odd);
+    free(f->members);
+    free(f->member_n);
+}
+
+/* judge - judge window `w`; a disagreement earlier than `f`'s goes into `f`. */
+static void judge(const window *w, found *f)
+{
+    cons_copy *c = xmalloc(w->n * sizeof(*c));
+    unsigned char *odd = xmalloc(w->n);
+    for (size_t i = 0; i < w->n; i++)
+        c[i] = (cons_copy){(uint32_t)w->rank[i], (uint32_t)w->cnt[i], (uint64_t)w->fold[i]};
+    cons_verdict v = cons_judge(c, w->n, odd);
+    if (!v.agree && (!f->any || cons_place_cmp(&w->at, &f->at) < 0)) {
+        found_free(f);
+        memset(f, 0, sizeof(*f));
+        f->any = 1;
+        f->at = w->at;
+        snprintf(f->size, sizeof(f->size), "%" PRId64, w->size);
+        snprintf(f->clear, sizeof(f->clear), "%s", v.clear ? "t" : "f");
+        for (size_t i = 0; v.clear && v.n_odd == 1 && i < w->n; i++)
+            if (odd[i])
+                snprintf(f->odd_rank, sizeof(f->odd_rank), "%" PRId64, w->rank[i]);
+        f->comm_ranks = xstrdup(w->ranks);
+        f->odd = ints_text(w->rank, w->n, odd);
+        f->members = ints_text(w->rank, w->n, NULL);
+        f->member_n = ints_text(w->cnt, w->n, NULL);
+    }
+    free(c);
+    free(odd);
+}
+
+/* store_judged - the windows judged (their places in `lit`: keys, steps, windows) and the first disagreement `f`, in
+ * one statement. Returns 1 when a divergence was stored or moved, 0 when not, -1 on a database error. */
+static int store_judged(const char *key, char *const lit[3], const found *f, double commit_s)
+{
+    char step[24] = "", comm[24] = "", win[16] = "", when[32], err[512];
+    if (f->any) {
+        snprintf(step, sizeof(step), "%" PRId64, f->at.step);
+        snprintf(comm, sizeof(comm), "%" PRId64, (int64_t)f->at.key);
+        snprintf(win, sizeof(win), "%u", f->at.win);
+    }
+    snprintf(when, sizeof(when), "%.6f", commit_s > 0 ? commit_s : clock_wall_s());
+    const char *p[] = {key,
+                       lit[0],
+                       lit[1],
+                       lit[2],
+                       f->any ? step : NULL,
+                       f->any ? comm : NULL,
+                       f->any ? win : NULL,
+                       f->comm_ranks,
+                       f->size,
+                       f->odd,
+                       f->clear,
+                       f->members,
+                       f->member_n,
+                       when,
+                       f->odd_rank[0] ? f->odd_rank : NULL};
+    if (!f->any)
+        for (int i = 7; i < 13; i++)
+            p[i] = i == 8 ? "0" : i == 10 ? "f" : "{}";
+    PGresult *r = db_exec("cons_judged", 15, p, err, sizeof(err));
+    if (!r) {
+        log_warn("consensus of run %s not stored: %s", key, err);
+        return -1;
+    }
+    int stored = PQntuples(r) > 0;
+    PQclear(r);
+    return stored;
+}
+
+/* judge_run - one look at run `key`: its complete windows (at most CONS_WINDOWS_MAX) judged and stored. Returns how
+ * many windows it judged, or -1 on a database error. */
+static int judge_run(const char *key, double commit_s)
+{
+    char err[512];
+    const char *p[] = {key};
+    PGresult *r = db_exec("cons_windows", 1, p, err, sizeof(err));
+    if (!r) {
+        log_warn("consensus of run %s not read: %s", key, err);
+        return -1;
+    }
+    int n = PQntuples(r), rc = 0;
+    if (n) {
+        found f;
+        memset(&f, 0, sizeof(f));
+        char *lit[3];
+        for (int k = 0; k < 3; k++) {
+            lit[k] = xmalloc((size_t)n * 24 + 3);
+            lit[k][0] = 0;
+        }
+        size_t len[3] = {0, 0, 0};
+        for (int i = 0; i < n; i++) {
+            window w;
+            if (window_read(r, i, &w) == 0)
+                judge(&w, &f);
+            window_free(&w);
+            const char *v[3] = {PQgetvalue(r, i, 1), PQgetvalue(r, i, 0), PQgetvalue(r, i, 2)};
+            for (int k = 0; k < 3; k++)
+                len[k] += (size_t)sprintf(lit[k] + len[k], "%c%s", i ? ',' : '{', v[k]);
+        }
+        for (int k = 0; k < 3; k++)
+            sprintf(lit[k] + len[k], "}");
+        rc = store_judged(key, lit, &f, commit_s);
+        for (int k = 0; k < 3; k++)
+            free(lit[k]);
+        found_free(&f);
+        if (rc > 0)
+            log_info("run %s: consensus disagreement at step %" PRId64, key, f.at.step);
+    }
+    PQclear(r);
+    return rc < 0 ? -1 : n;
+}
+
+int cons_check_run(int64_t run_key, double commit_s)
+{
+    char key[24];
+    snprintf(key, sizeof(key), "%" PRId64, run_key);
+    int n = CONS_WINDOWS_MAX;
+    for (int round = 0; round < 8 && n == CONS_WINDOWS_MAX; round++) { /* a look takes CONS_WINDOWS_MAX at most */
+        n = judge_run(key, commit_s);
+        if (n < 0)
+            return -1;
+    }
+    return cons_finish_run(run_key) < 0 ? -1 : 0;
+}
+
+void cons_notify(int64_t run_key, double commit_s)
+{
+    worker_lock(&thread);
+    size_t i = 0;
+    while (i < n_queue && queue[i].key != run_key)
+        i++;
+    if (i == n_queue) {
+        if (n_queue == cap_queue) {
+            cap_queue = cap_queue ? 2 * cap_queue : 64;
+            queue = xrealloc(queue, cap_queue * sizeof(*queue));
+        }
+        queue[n_queue++] = (queued){run_key, commit_s};
+    } else if (commit_s > 0 && (queue[i].commit_s <= 0 || commit_s < queue[i].commit_s))
+        queue[i].commit_s = commit_s;
+    worker_kick_locked(&thread);
+    worker_unlock(&thread);
+}
+
+/* sweep - queue what the database says is waiting (another lockstepd's runs, or this one's before a restart). */
+static void sweep(void)
+{
+    char err[512];
+    PGresult *r = db_exec("cons_sweep", 0, NULL, err, sizeof(err));
+    if (!r)
+        return;
+    for (int i = 0; i < PQntuples(r); i++)
+        cons_notify(strtoll(PQgetvalue(r, i, 0), NULL, 10), 0);
+    PQclear(r);
+}
+
+static void cons_loop(worker *w)
+{
+    double next_sweep = 0;
+    for (;;) {
+        if (clock_mono_s() >= next_sweep) {
+            sweep();
+            next_sweep = clock_mono_s() + SWEEP_S;
+        }
+        worker_lock(w);
+        int stop = w->stopping;
+        while (!n_queue && !stop)
+            if ((stop = worker_wait_locked(w, SWEEP_S)) || clock_mono_s() >= next_sweep)
+                break;
+        if (stop) {
+            worker_unlock(w);
+            return;
+        }
+        queued *take = queue;
+        size_t n = n_queue;
+        queue = NULL;
+        n_queue = cap_queue = 0;
+        worker_unlock(w);
+        for (size_t i = 0; i < n; i++)
+            cons_check_run(take[i].key, take[i].commit_s);
+        free(take);
+    }
+}
+
+int cons_start(void)
+{
+    return worker_start(&thread, 1);
+}
+
+void cons_stop(void)
+{
+    worker_stop(&thread);
+    free(queue);
+    queue = NULL;
+    n_queue = cap_queue = 0;
+}

@@ -1,0 +1,33 @@
+/* cons_batch.h - a batch's consensus digests (REC_CONSENSUS_DIGEST, common/consensus.h), checked as they are decoded.
+ */
+#ifndef SERVER_STORE_CONS_BATCH_H
+#define SERVER_STORE_CONS_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/record.h"
+#include "server/core/error.h"
+
+/* A consensus digest a rank sent. */
+typedef struct srv_cons_digest {
+    int64_t step;
+    uint64_t key;  /* cons_key of the group's sorted world ranks */
+    uint32_t win;  /* the window */
+    uint32_t n;    /* records folded */
+    uint64_t fold; /* their cons_fold */
+    uint32_t size; /* the group's member count */
+    uint32_t n_listed;
+    uint32_t ranks[REC_COMM_LIST_MAX]; /* its sorted world ranks, when listed */
+} srv_cons_digest;
+
+/* cons_batch_add - add the consensus digest `r` (record `i` of the stream) of a batch of rank `rank` (`held`: a
+ * batch of held records, which carries none) to the array *d (*n of *cap used; grown): its step in range, its comm
+ * field present with 1 .. CONS_MEMBERS_MAX members, its key the comm field's id and, when the group has at most
+ * REC_COMM_LIST_MAX members, the cons_key of its listed ranks (sorted, each once, `rank` among them), 1 ..
+ * CONS_WINDOW records folded. A repeat of a (step, key, window) is dropped (the first counts, as in the database).
+ * Returns 0, or -1 with `e` filled: a malformed digest refuses its batch, as a malformed step digest does. */
+int cons_batch_add(srv_cons_digest **d, size_t *n, size_t *cap, const rec_record *r, uint32_t rank, int held, size_t i,
+                   srv_error *e);
+
+#endif /* SERVER_STORE_CONS_BATCH_H */
