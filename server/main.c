@@ -3,8 +3,9 @@
  *
  * Layers, lowest first (a folder includes only its own and lower ones; tests/layout checks it):
  *   core/ (settings, state, log, metrics, threads, memory) -> rules/ and compare/ (pure rules) -> store/ and http/
- *   -> twins/ (twin comparison), consensus/ (a run against itself) and alerts/ -> replay/ (replay experiments) -> fleet/ (suspects) -> api/ -> main.c
- * docs/design.md walks a record from ls_metric to the dashboard through these folders.
+ *   -> twins/ (twin comparison), consensus/ (a run against itself) and alerts/ -> replay/ (replay experiments) ->
+ * fleet/ (suspects) -> api/ -> main.c docs/design.md walks a record from ls_metric to the dashboard through these
+ * folders.
  */
 #include <errno.h>
 #include <libgen.h>

@@ -16,7 +16,7 @@
 #include "server/store/frames.h"
 
 #define N_PARAMS 25
-#define P_CONS 18 /* the consensus digests: seven arrays from here */
+#define P_CONS 18  /* the consensus digests: seven arrays from here */
 #define P_FRAMES 9 /* the bytea[] parameter, sent in binary */
 
 void store_write_register(void)
@@ -346,7 +346,7 @@ static int cmp_order(const void *pa, const void *pb)
 }
 
 #define G_PARAMS 28
-#define G_CONS 20 /* the consensus digests: their batch, then seven arrays */
+#define G_CONS 20   /* the consensus digests: their batch, then seven arrays */
 #define G_FRAMES 14 /* the bytea[] parameter */
 
 /* The parameters of lockstep_store_batches for a group, batch after batch in lock order. */

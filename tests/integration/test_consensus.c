@@ -125,8 +125,8 @@ static rec_record collective(const group *g, int64_t step, uint32_t index, int b
     r.occurrence = index;
     r.name = "mpi.allreduce";
     r.name_len = 13;
-    r.site = (rec_site){.offset = 0x1a2b, .module = "train", .module_len = 5, .function = "train_step",
-                        .function_len = 10};
+    r.site =
+        (rec_site){.offset = 0x1a2b, .module = "train", .module_len = 5, .function = "train_step", .function_len = 10};
     r.ext_len = (uint16_t)rec_ext_encode(&x, ext);
     r.ext = ext;
     return r;
@@ -179,8 +179,14 @@ static long post_step(const char *run_id, const group *g, uint32_t rank, int64_t
             stream_add(&s, &r);
     }
     if (held) {
-        rec_record sd = {.seq = seq++, .step = step, .nbytes = count, .fp = term, .flags = REC_STEP_DIGEST,
-                         .dtype = LS_BYTES, .name = REC_STEP_DIGEST_NAME, .name_len = sizeof(REC_STEP_DIGEST_NAME) - 1};
+        rec_record sd = {.seq = seq++,
+                         .step = step,
+                         .nbytes = count,
+                         .fp = term,
+                         .flags = REC_STEP_DIGEST,
+                         .dtype = LS_BYTES,
+                         .name = REC_STEP_DIGEST_NAME,
+                         .name_len = sizeof(REC_STEP_DIGEST_NAME) - 1};
         stream_add(&s, &sd);
     }
     for (uint32_t w = 0; w < 8; w++)
@@ -275,7 +281,8 @@ static const char *ints(const json_t *a, char *buf, size_t cap)
     size_t n = 0;
     buf[0] = 0;
     for (size_t i = 0; i < json_array_size(a) && n < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "," : "", (long long)json_integer_value(json_array_get(a, i)));
+        n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "," : "",
+                              (long long)json_integer_value(json_array_get(a, i)));
     return buf;
 }
 
@@ -317,10 +324,14 @@ static void test_one_odd_rank(void **state)
     assert_int_equal(it_register(&srv, "7002", NULL, 4, 0, NULL, run), 0);
     assert_int_equal(it_call(&srv, "POST", "/api/v1/attest",
                              "{\"job_id\": \"7002\", \"node\": \"n1\", \"ranks\": [0, 1], \"user\": \"alice\", "
-                             "\"gpus\": \"0,1\"}", ADMIN, NULL), 200);
+                             "\"gpus\": \"0,1\"}",
+                             ADMIN, NULL),
+                     200);
     assert_int_equal(it_call(&srv, "POST", "/api/v1/attest",
                              "{\"job_id\": \"7002\", \"node\": \"n2\", \"ranks\": [2], \"user\": \"alice\", "
-                             "\"gpus\": \"3\"}", ADMIN, NULL), 200);
+                             "\"gpus\": \"3\"}",
+                             ADMIN, NULL),
+                     200);
     for (uint32_t r = 0; r < 4; r++)
         assert_int_equal(post_step(run, &g, r, 7, 0, 4, r == 1 ? 0 : -1, 0, 7), 200);
     json_t *o = wait_for(run, disagrees);
@@ -537,7 +548,8 @@ static const char *scalar(PGconn *c, const char *sql, char *out, size_t cap)
     return out;
 }
 
-/* Judged windows leave no digests behind, answered requests go; a window that never fills (the lone repeat above) goes with retention. */
+/* Judged windows leave no digests behind, answered requests go; a window that never fills (the lone repeat above) goes
+ * with retention. */
 static void test_retention(void **state)
 {
     (void)state;
@@ -576,14 +588,10 @@ static void test_fleet_list(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_agree),
-        cmocka_unit_test(test_one_odd_rank),
-        cmocka_unit_test(test_two_ranks),
-        cmocka_unit_test(test_step_zero_windows),
-        cmocka_unit_test(test_held_records),
-        cmocka_unit_test(test_hostile_digests),
-        cmocka_unit_test(test_retention),
-        cmocka_unit_test(test_fleet_list),
+        cmocka_unit_test(test_agree),        cmocka_unit_test(test_one_odd_rank),
+        cmocka_unit_test(test_two_ranks),    cmocka_unit_test(test_step_zero_windows),
+        cmocka_unit_test(test_held_records), cmocka_unit_test(test_hostile_digests),
+        cmocka_unit_test(test_retention),    cmocka_unit_test(test_fleet_list),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

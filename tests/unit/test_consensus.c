@@ -188,12 +188,9 @@ static void test_first_record_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_key_order_free),
-        cmocka_unit_test(test_fold),
-        cmocka_unit_test(test_judge_table),
-        cmocka_unit_test(test_wire_field),
-        cmocka_unit_test(test_place_order),
-        cmocka_unit_test(test_first_record_table),
+        cmocka_unit_test(test_key_order_free), cmocka_unit_test(test_fold),
+        cmocka_unit_test(test_judge_table),    cmocka_unit_test(test_wire_field),
+        cmocka_unit_test(test_place_order),    cmocka_unit_test(test_first_record_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
