@@ -241,6 +241,7 @@ static void register_all(void)
     timeline_register();
     effect_data_register();
     cmp_on_divergence(fleet_notify);            /* evidence, suspects and the group's alert */
+    cons_on_divergence(fleet_kick);             /* a run's consensus disagreement: evidence and alert */
     store_groups_on_set_aside(fleet_set_aside); /* a claim's runs set aside: their evidence taken back */
     api_health_register();
     api_ingest_register();

@@ -161,6 +161,20 @@ static void judge(const window *w, found *f)
     free(odd);
 }
 
+static void (*on_divergence)(void);
+
+void cons_on_divergence(void (*fn)(void))
+{
+    on_divergence = fn;
+}
+
+/* tell - a disagreement was stored or its record found: the fleet looks at it now. */
+static void tell(void)
+{
+    if (on_divergence)
+        on_divergence();
+}
+
 /* store_judged - the windows judged (their places in `lit`: keys, steps, windows) and the first disagreement `f`, in
  * one statement. Returns 1 when a divergence was stored or moved, 0 when not, -1 on a database error. */
 static int store_judged(const char *key, char *const lit[3], const found *f, double commit_s)
@@ -236,8 +250,10 @@ static int judge_run(const char *key, double commit_s)
         for (int k = 0; k < 3; k++)
             free(lit[k]);
         found_free(&f);
-        if (rc > 0)
+        if (rc > 0) {
             log_info("run %s: consensus disagreement at step %" PRId64, key, f.at.step);
+            tell();
+        }
     }
     PQclear(r);
     return rc < 0 ? -1 : n;
@@ -253,7 +269,10 @@ int cons_check_run(int64_t run_key, double commit_s)
         if (n < 0)
             return -1;
     }
-    return cons_finish_run(run_key) < 0 ? -1 : 0;
+    int fin = cons_finish_run(run_key);
+    if (fin > 0)
+        tell();
+    return fin < 0 ? -1 : 0;
 }
 
 void cons_notify(int64_t run_key, double commit_s)

@@ -7,6 +7,10 @@
 
 #include <stdint.h>
 
+/* cons_on_divergence - whom to tell when a run's consensus disagreement is stored or finished (main wires the
+ * fleet's kick: its evidence and alert follow within moments, not at its next sweep). */
+void cons_on_divergence(void (*fn)(void));
+
 /* cons_register - this module's prepared statements. */
 void cons_register(void);
 
