@@ -477,14 +477,15 @@ static int emit_locked(rec_record *r, int steps, const agent_cons *cons)
     }
     if (A.streaming) /* never waits on the network; a trace window's records go in full when streaming digests */
         send_push(r, ts_in_window(&A.spec, r->level, r->step, A.rank));
+    int rc = 0;
     if (A.tracing && trace_append(&A.trace, r, why, sizeof(why)) < 0) {
         agent_warn_once(&warned_write, "%s; records are being lost", why);
         agent_set_error("%s", why);
-        return -1;
+        rc = -1;
     }
-    if (placed)
+    if (placed) /* after the record: its window's digest, when this place closes it, follows it */
         cw_fold(&A.cw, cons->key, place, r, cons_emit_locked, NULL);
-    return 0;
+    return rc;
 }
 
 /* admit_locked - 1 when the state is active and the trace window keeps a
