@@ -638,8 +638,8 @@ int ls_metric(const char *name, double value)
 int ls_enabled(ls_level level)
 {
     pthread_mutex_lock(&mu);
-    int rc = A.state == ST_ACTIVE && (!A.cons_only || level == LS_LEVEL_METRIC) &&
-             ts_admits(&A.spec, level, A.step, A.rank);
+    int rc =
+        A.state == ST_ACTIVE && (!A.cons_only || level == LS_LEVEL_METRIC) && ts_admits(&A.spec, level, A.step, A.rank);
     pthread_mutex_unlock(&mu);
     return rc;
 }

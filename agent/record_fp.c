@@ -95,8 +95,10 @@ static int record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nby
     rec_ext x;
     r.ext_len = (uint16_t)comm_ext(comm, &x, ext);
     r.ext = r.ext_len ? ext : NULL;
-    agent_cons cons = {.key = cons_key ? *cons_key : 0, .size = comm && comm->size > 0 ? (uint32_t)comm->size : 1,
-                       .x = &x, .ext = ext};
+    agent_cons cons = {.key = cons_key ? *cons_key : 0,
+                       .size = comm && comm->size > 0 ? (uint32_t)comm->size : 1,
+                       .x = &x,
+                       .ext = ext};
     if (cons_key && comm && comm->world_ranks && comm->size > 0 && comm->size <= REC_COMM_LIST_MAX) {
         cons.ranks = x.comm_ranks; /* comm_ext put them there */
         cons.n_ranks = (size_t)comm->size;
@@ -136,4 +138,3 @@ int ls_record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes,
 {
     return ls_record_fp_at(level, name, fp, nbytes, dtype, ndim, shape, n_inputs, inputs, NULL, NULL);
 }
-

@@ -141,7 +141,8 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
         } else {
             snprintf(why, cap,
                      "unknown plugstack argument '%s'; known: server=URL secret=FILE agent=PATH "
-                     "default=off|consensus|fp|det enforce=off|consensus|fp|det spool=DIR stream=records|digests timeout_ms=N "
+                     "default=off|consensus|fp|det enforce=off|consensus|fp|det spool=DIR stream=records|digests "
+                     "timeout_ms=N "
                      "ignore=GLOB[,GLOB...] secret_vars=GLOB[,GLOB...]",
                      a);
             rv = -1;

@@ -12,7 +12,7 @@ typedef struct comm_entry {
     int size;
     int listed;   /* every member is a rank of MPI_COMM_WORLD */
     uint64_t key; /* cons_key of the ranks when listed */
-    int ranks[]; /* world ranks, in the communicator's rank order */
+    int ranks[];  /* world ranks, in the communicator's rank order */
 } comm_entry;
 
 /* PMPI entry points, looked up once: NULL when MPI lacks one (the communicator is then not recorded). Unlike the

@@ -215,11 +215,10 @@ static int inputs_on(void)
  * MPI's predefined operations are objects of libmpi, found by name (this library names no symbol of libmpi); from
  * the program first, as comm.c finds MPI_COMM_WORLD. Elsewhere no operation counts. */
 #ifdef OPEN_MPI
-static const char *const predefined_ops[] = {"ompi_mpi_op_max",  "ompi_mpi_op_min",     "ompi_mpi_op_sum",
-                                             "ompi_mpi_op_prod", "ompi_mpi_op_land",    "ompi_mpi_op_band",
-                                             "ompi_mpi_op_lor",  "ompi_mpi_op_bor",     "ompi_mpi_op_lxor",
-                                             "ompi_mpi_op_bxor", "ompi_mpi_op_maxloc",  "ompi_mpi_op_minloc",
-                                             "ompi_mpi_op_replace", "ompi_mpi_op_no_op"};
+static const char *const predefined_ops[] = {
+    "ompi_mpi_op_max",    "ompi_mpi_op_min",    "ompi_mpi_op_sum",     "ompi_mpi_op_prod", "ompi_mpi_op_land",
+    "ompi_mpi_op_band",   "ompi_mpi_op_lor",    "ompi_mpi_op_bor",     "ompi_mpi_op_lxor", "ompi_mpi_op_bxor",
+    "ompi_mpi_op_maxloc", "ompi_mpi_op_minloc", "ompi_mpi_op_replace", "ompi_mpi_op_no_op"};
 #define N_PREDEFINED_OPS (sizeof(predefined_ops) / sizeof(predefined_ops[0]))
 static void *op_addr[N_PREDEFINED_OPS];
 static pthread_once_t op_once = PTHREAD_ONCE_INIT;
@@ -397,8 +396,8 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
     int rc = real_MPI_Bcast(buf, count, dt, root, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(buf, count, dt, &d, &nbytes, comm);
-        emit_consensus(LS_LEVEL_COLLECTIVE, "mpi.bcast", out, nbytes, d.dtype, comm_size(comm), count, me == root, &in, RET,
-             comm);
+        emit_consensus(LS_LEVEL_COLLECTIVE, "mpi.bcast", out, nbytes, d.dtype, comm_size(comm), count, me == root, &in,
+                       RET, comm);
     }
     return rc;
 }
@@ -419,7 +418,8 @@ int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *rec
     int rc = real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, p * rcount, rtype, &dr, &nbytes, comm);
-        emit_consensus(LS_LEVEL_COLLECTIVE, "mpi.allgather", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in, RET, comm);
+        emit_consensus(LS_LEVEL_COLLECTIVE, "mpi.allgather", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in, RET,
+                       comm);
     }
     return rc;
 }

@@ -32,8 +32,8 @@
 
 struct pend {
     char name[40];
-    int cons;     /* the output is the same on every member: a consensus place under `key` */
-    uint64_t key; /* the communicator's consensus key (comm_key) */
+    int cons;        /* the output is the same on every member: a consensus place under `key` */
+    uint64_t key;    /* the communicator's consensus key (comm_key) */
     const void *ret; /* where the application called the wrapper: the record's call site */
     ls_level level;
     ls_dtype dtype;
@@ -59,7 +59,7 @@ static struct {
         ncclComm_t comm;
         uint64_t key;
     } keys[KEYS]; /* live communicators and their keys (comm NULL: a free entry) */
-    int state; /* 0 untried, 1 ready, -1 off */
+    int state;    /* 0 untried, 1 ready, -1 off */
     uint64_t *d_ring, *h_ring;
     struct pend p[RING];
     unsigned head, count; /* FIFO of pending slots */
@@ -272,8 +272,8 @@ static void drain_locked(int wait)
 
 /* begin_locked - claim a slot for a call and hash its input (when `in` is not
  * NULL). Returns the slot, or -1 when fingerprints are off. */
-static int begin_locked(const char *name, const void *ret, ls_level level, ncclDataType_t t, ncclComm_t comm,
-                        int cons, size_t out_count, const void *in, size_t in_bytes, cudaStream_t stream)
+static int begin_locked(const char *name, const void *ret, ls_level level, ncclDataType_t t, ncclComm_t comm, int cons,
+                        size_t out_count, const void *in, size_t in_bytes, cudaStream_t stream)
 {
     int nranks = comm_count(comm);
     if (consensus_mode())
@@ -466,7 +466,7 @@ EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
     do {                                                                                                               \
         int slot_ = -1;                                                                                                \
         const void *ret_ = __builtin_return_address(0);                                                                \
-        if ((!consensus_mode() || ((CONS) && consensus_places())) && ls_enabled_at(LEVEL, NAME, ret_)) {              \
+        if ((!consensus_mode() || ((CONS) && consensus_places())) && ls_enabled_at(LEVEL, NAME, ret_)) {               \
             pthread_mutex_lock(&N.mu);                                                                                 \
             slot_ = begin_locked(NAME, ret_, LEVEL, datatype, comm, CONS, OUT_COUNT, IN, IN_BYTES, stream);            \
             pthread_mutex_unlock(&N.mu);                                                                               \
@@ -486,7 +486,8 @@ EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t c
     REAL(ncclResult_t, ncclAllReduce, const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
          cudaStream_t);
     /* a built-in operation; a user's (ncclRedOpCreatePreMulSum) is left out of consensus */
-    COLLECTIVE("nccl.allreduce", LS_LEVEL_COLLECTIVE, (int)op >= 0 && (int)op < (int)ncclNumOps, sendbuff, count * dtype_bytes(datatype), recvbuff, count,
+    COLLECTIVE("nccl.allreduce", LS_LEVEL_COLLECTIVE, (int)op >= 0 && (int)op < (int)ncclNumOps, sendbuff,
+               count * dtype_bytes(datatype), recvbuff, count,
                real_ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream));
 }
 
@@ -530,8 +531,8 @@ EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size
     REAL(ncclResult_t, ncclReduceScatter, const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
          cudaStream_t);
     size_t total = recvcount * (size_t)comm_count(comm);
-    COLLECTIVE("nccl.reduce_scatter", LS_LEVEL_COLLECTIVE, 0, sendbuff, total * dtype_bytes(datatype), recvbuff, recvcount,
-               real_ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
+    COLLECTIVE("nccl.reduce_scatter", LS_LEVEL_COLLECTIVE, 0, sendbuff, total * dtype_bytes(datatype), recvbuff,
+               recvcount, real_ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
 }
 
 EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,

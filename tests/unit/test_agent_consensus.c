@@ -157,7 +157,7 @@ static int teardown(void **state)
 
 /* What a stream or a trace holds. */
 typedef struct seen {
-    int digests[4][3];  /* [step][window]: records the digest folds (0: none) */
+    int digests[4][3]; /* [step][window]: records the digest folds (0: none) */
     uint64_t folds[4][3];
     int places, plain, metrics;
     int step_digests[4]; /* records a step digest stands for, per step */
