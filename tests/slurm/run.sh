@@ -132,7 +132,7 @@ t_example_unit() { # systemd-analyze finds nothing wrong but the binary not bein
 }
 
 # --- options
-t_help() { srun --help 2>&1 | grep -q -- '--lockstep=\[off|fp|det\]' && sbatch --help 2>&1 | grep -q -- '--lockstep-twin=NAME'; }
+t_help() { srun --help 2>&1 | grep -q -- '--lockstep=\[off|consensus|fp|det\]' && sbatch --help 2>&1 | grep -q -- '--lockstep-twin=NAME'; }
 t_bad_mode() { ! job -N1 --lockstep=bogus && grep -q 'not a mode' "$tmp/err" && [ ! -e "$tmp/ran.0" ]; }
 t_bad_trace() { ! job -N1 --lockstep-trace='bogus:x' && grep -q 'not a trace spec' "$tmp/err"; }
 t_bad_twin() { ! job -N1 --lockstep-twin='a b' && grep -q 'not a twin group' "$tmp/err"; }
