@@ -73,7 +73,7 @@ static const struct {
     {"partition", PARTITION_MAX, 0, 0},
     {"nodes", NODES_MAX, 0, 0},
     {"command", COMMAND_MAX, 0, 0},
-    {"mode", 8, 0, 0},
+    {"mode", 16, 0, 0},
     {"client_id", CLIENT_ID_MAX, 0, 0},
     {"resume", WIRE_RESUME_MAX - 1, 0, 0}, /* the plugin's --lockstep-resume template (wire_resume_check) */
 };
@@ -155,8 +155,9 @@ static int check_run_fields(http_req *req, json_t *o, int job_only)
             http_reply_error(req, 400, "bad text", detail, "names and ids are one line of UTF-8 text");
             return -1;
         }
-        if (!strcmp(key, "mode") && *t && strcmp(t, "off") && strcmp(t, "fp") && strcmp(t, "det")) {
-            bad_field(req, key, "one of \"off\", \"fp\", \"det\"", 0);
+        if (!strcmp(key, "mode") && *t && strcmp(t, "off") && strcmp(t, "consensus") && strcmp(t, "fp") &&
+            strcmp(t, "det")) {
+            bad_field(req, key, "one of \"off\", \"consensus\", \"fp\", \"det\"", 0);
             return -1;
         }
         if (!strcmp(key, "twin_group") && len == 0)

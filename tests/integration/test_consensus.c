@@ -286,6 +286,29 @@ static const char *ints(const json_t *a, char *buf, size_t cap)
     return buf;
 }
 
+/* A job in the production mode registers as `consensus` (longer than the other mode names); an unknown mode is
+ * refused with the list of the known ones. */
+static void test_consensus_mode_registers(void **state)
+{
+    (void)state;
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/runs",
+                             "{\"job_id\": \"7010\", \"ranks\": 2, \"user\": \"bob\", \"mode\": \"consensus\"}", NULL,
+                             &o),
+                     201);
+    char path[256];
+    snprintf(path, sizeof(path), "/api/v1/runs/%s", json_string_value(json_object_get(o, "run_id")));
+    json_decref(o);
+    assert_int_equal(it_call(&srv, "GET", path, NULL, NULL, &o), 200);
+    assert_string_equal(json_string_value(json_object_get(o, "mode")), "consensus");
+    json_decref(o);
+    assert_int_equal(it_call(&srv, "POST", "/api/v1/runs",
+                             "{\"job_id\": \"7011\", \"ranks\": 2, \"user\": \"bob\", \"mode\": \"consensual\"}", NULL,
+                             &o),
+                     400);
+    json_decref(o);
+}
+
 /* Four ranks agree on three steps of four collectives: "agree", three windows checked, nothing first. */
 static void test_agree(void **state)
 {
@@ -588,10 +611,15 @@ static void test_fleet_list(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_agree),        cmocka_unit_test(test_one_odd_rank),
-        cmocka_unit_test(test_two_ranks),    cmocka_unit_test(test_step_zero_windows),
-        cmocka_unit_test(test_held_records), cmocka_unit_test(test_hostile_digests),
-        cmocka_unit_test(test_retention),    cmocka_unit_test(test_fleet_list),
+        cmocka_unit_test(test_consensus_mode_registers),
+        cmocka_unit_test(test_agree),
+        cmocka_unit_test(test_one_odd_rank),
+        cmocka_unit_test(test_two_ranks),
+        cmocka_unit_test(test_step_zero_windows),
+        cmocka_unit_test(test_held_records),
+        cmocka_unit_test(test_hostile_digests),
+        cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_fleet_list),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
