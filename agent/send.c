@@ -477,7 +477,13 @@ void send_stop(int exit_code)
         pthread_join(S.th, NULL);
 
     pthread_mutex_lock(&S.mu);
-    if (S.spool_batches > 0)
+    if (S.spool_batches > 0 && S.run_refused)
+        agent_warn_once(
+            &S.warned_thread,
+            "lockstepd at %s refused the run, so it took none of the %ld batch(es) of rank %u; they wait in "
+            "%s (once the refusal above is dealt with: lockstep replay --server %s %s)",
+            S.cfg.server, S.spool_batches, S.cfg.hdr.rank, S.sp.dir, S.cfg.server, S.cfg.spool_root);
+    else if (S.spool_batches > 0)
         agent_warn_once(&S.warned_thread,
                         "lockstepd at %s did not take %ld batch(es) of rank %u (unreachable, or slower than the "
                         "%.1f s exit bound); they wait in %s (send them with: lockstep replay --server %s %s)",

@@ -78,6 +78,7 @@ struct sender {
     } used[USED_FACTS_MAX]; /* facts reported (send_note), under S.mu, kept across ls_init */
     int nused, used_dirty;  /* under S.mu: a fact changed since the manifest was last composed */
     int warned_drop, warned_spool, warned_reject, warned_thread, warned_hold, warned_ckpt; /* once per process */
+    int run_refused; /* lockstepd refused the run's registration: at exit, do not wait for it to change its mind */
     int exit_hooked; /* exit_hook is registered (once per process) */
 };
 

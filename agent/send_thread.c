@@ -124,8 +124,10 @@ static int resolve(void)
     if (!S.meta.run_id[0]) {
         int rc = uplink_resolve(&S.up);
         if (rc != UP_OK) {
-            if (rc == UP_REJECT)
+            if (rc == UP_REJECT) {
                 agent_warn_once(&S.warned_reject, "lockstepd refused the run: %s", S.up.last_error);
+                S.run_refused = 1;
+            }
             mark_down();
             return 0;
         }
@@ -450,7 +452,8 @@ void *send_thread_main(void *arg)
         S.down = 0;
     /* A rank other than 0 may be here before rank 0 has registered the run:
      * while the server answers, keep looking until the flush bound. */
-    while (S.up_ok && !S.meta.run_id[0] && !resolve() && S.up.last_status > 0 && mono_ns() < S.abort_at) {
+    while (S.up_ok && !S.meta.run_id[0] && !S.run_refused && !resolve() && S.up.last_status > 0 &&
+           mono_ns() < S.abort_at) {
         struct timespec ts = {0, 100 * 1000000};
         nanosleep(&ts, NULL);
         S.down = 0;

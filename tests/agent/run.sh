@@ -164,6 +164,14 @@ if [ $rl -eq 0 ] && check J-late "$T/late/trace" 1 && [ "$(spooled "$T/late/spoo
   ok "server back mid-run: the agent replayed its spool itself; server equals the trace"
 else bad "server back mid-run (rc $rl): $(head -c 300 "$T/late.err")"; fi
 
+# 4b. lockstepd refuses the run (here: a mode it does not know, as an older lockstepd refuses a newer mode): the
+#     job is not held to the flush bound waiting for it to change its mind, and the refusal is said, not "unreachable".
+run_prog refused J-refused LOCKSTEP_MODE=bogus LOCKSTEP_FLUSH_TIMEOUT=10 -- --steps 10; rf=$?
+if [ $rf -eq 0 ] && python3 -c "exit(0 if $ELAPSED < 3 else 1)" && [ "$(grep -c "refused the run" "$T/refused.err")" -eq 2 ] &&
+   ! grep -q unreachable "$T/refused.err" && [ "$(spooled "$T/refused/spool")" -gt 0 ]; then
+  ok "lockstepd refuses the run: job took ${ELAPSED}s (flush bound 10 s), the refusal said, batches kept in the spool"
+else bad "lockstepd refuses the run: rc $rf, ${ELAPSED}s: $(head -c 400 "$T/refused.err")"; fi
+
 # 5. A server that accepts connections and never answers: wall time grows by at most the flush bound (2 s
 #    here), memory stays under a small cap (batches go to the spool), and nothing is lost (replayed later).
 HPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
