@@ -24,6 +24,10 @@ void agent_warn_once(int *key, const char *fmt, ...) __attribute__((format(print
  * names it. */
 long agent_env_rank(const char **which);
 
+/* agent_env_ranks - the job's rank count, as the run registers it: LOCKSTEP_RANKS, torchrun's WORLD_SIZE (with
+ * LOCAL_RANK), SLURM_NTASKS, OMPI_COMM_WORLD_SIZE or PMI_SIZE (first set wins), else 1. */
+long agent_env_ranks(void);
+
 /* agent_check_name - 0 when `name` is a valid record name (1..LS_NAME_MAX
  * bytes, no control characters), its length in *len; else -1 with the error
  * set. */
@@ -45,6 +49,24 @@ int agent_admits(int level, int state, const char *name, size_t len, const char 
  * during the call only. Returns 0 when recorded or filtered out, -1 with the
  * error set. */
 int agent_record(rec_record *r, int state, const char *fn);
+
+/* A consensus place asked for a record (extension field 6): the group's key, its size and, when known, its world
+ * ranks (any order); `x` holds the record's other extension fields and `ext` (REC_EXT_ENCODED_MAX bytes) takes them
+ * re-encoded with the place. */
+typedef struct agent_cons {
+    uint64_t key;
+    uint32_t size;
+    const uint32_t *ranks;
+    size_t n_ranks;
+    rec_ext *x;
+    unsigned char *ext;
+} agent_cons;
+
+/* agent_record_cons - agent_record for a record whose output must be the same on every member of `cons`'s group:
+ * it gets the next place of (step, key) and is folded into its window's consensus digest (agent/conswin.h); a key
+ * the window table has no room for is recorded without a place. Returns 0 when recorded or left out, -1 with the
+ * error set. */
+int agent_record_cons(rec_record *r, const agent_cons *cons, const char *fn);
 
 /* agent_new_uuid - a random (version 4) UUID in `out` (37 bytes). */
 void agent_new_uuid(char out[37]);

@@ -11,6 +11,7 @@
 #include "agent/agent.h"
 #include "agent/callsite.h"
 #include "agent/config.h"
+#include "agent/conswin.h"
 #include "agent/mpiseen.h"
 #include "agent/occ.h"
 #include "agent/send.h"
@@ -41,6 +42,8 @@ static struct agent {
     int tracing; /* a trace file is open */
     trace_writer trace;
     int streaming;                      /* the sender is configured */
+    int cons_only;                      /* LOCKSTEP_MODE=consensus: consensus records and metrics only */
+    cw_table cw;                        /* the consensus windows of the current step (agent/conswin.h) */
     site_patterns ignore;               /* LOCKSTEP_IGNORE: records whose name or call site matches are not made */
     char step_on[SITE_PATTERN_MAX + 1]; /* LOCKSTEP_STEP_ON: a record of this name, or matching this pattern */
     size_t step_on_len;
@@ -72,6 +75,23 @@ static void copy_env(char *dst, const char *a, const char *b)
 }
 
 static void shutdown_with(int exit_code);
+
+/* cons_emit_locked - a closed consensus window (agent/conswin.h) to both sinks, as a REC_CONSENSUS_DIGEST
+ * pseudo-record that neither numbers nor counts as a record: the stream (in full in either streaming mode) and the
+ * trace file carry the same digests. */
+static void cons_emit_locked(void *arg, const cw_digest *d)
+{
+    (void)arg;
+    char why[300];
+    rec_record r;
+    unsigned char ext[REC_EXT_ENCODED_MAX];
+    cw_digest_record(d, A.seq ? A.seq - 1 : 0, now_ns(), &r, ext);
+    r.rank = (uint32_t)A.rank;
+    if (A.streaming)
+        send_push(&r, 1);
+    if (A.tracing && trace_append(&A.trace, &r, why, sizeof(why)) < 0)
+        agent_warn_once(&warned_write, "%s; records are being lost", why);
+}
 static int init_with(int eager);
 
 /* at_exit - on_exit handler: the process's exit status becomes the rank's end. */
@@ -98,6 +118,7 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
     send_atfork_child();
+    cw_release(&A.cw); /* the parent's windows: the parent sends their digests */
     if (A.state == ST_ACTIVE) {
         A.state = ST_FORKED;
         if (A.tracing) {
@@ -160,6 +181,8 @@ static int init_locked(void)
         return -1;
     }
     A.rank = (int)rank;
+    A.cons_only = mode && strcmp(mode, "consensus") == 0;
+    cw_release(&A.cw);
     A.step = 0;
     A.seq = 0;
     A.gen++;
@@ -275,6 +298,9 @@ static void shutdown_with(int exit_code)
     char why[300];
     pthread_mutex_lock(&mu);
     int streaming = A.streaming;
+    if (A.state == ST_ACTIVE)
+        cw_flush(&A.cw, cons_emit_locked, NULL); /* the open windows' digests, before the sinks close */
+    cw_release(&A.cw);
     if (A.state == ST_ACTIVE || A.state == ST_FORKED) {
         if (A.tracing && trace_close(&A.trace, why, sizeof(why)) < 0)
             agent_warn_once(&warned_write, "%s; the trace is incomplete", why);
@@ -318,6 +344,8 @@ void ls_step_begin(int64_t step)
     pthread_mutex_lock(&mu);
     int active = A.state == ST_ACTIVE;
     if (active) {
+        if (A.step != step) /* the old step's consensus windows close now: lockstepd checks them within a step */
+            cw_flush(&A.cw, cons_emit_locked, NULL);
         A.step = step;
         occ_reset(&A.occ);
     } else if (A.state == ST_UNINIT) {
@@ -418,11 +446,12 @@ static void decide_locked(const char *name, size_t len, const rec_site *site, cs
 /* emit_locked - number the record (seq, occurrence) and hand it to the
  * sinks; `steps`: it opens the next step first (LOCKSTEP_STEP_ON). Returns
  * 0, or -1 with the error set. */
-static int emit_locked(rec_record *r, int steps)
+static int emit_locked(rec_record *r, int steps, const agent_cons *cons)
 {
     char why[300];
     int state = rec_is_state(r);
     if (steps && !state) {
+        cw_flush(&A.cw, cons_emit_locked, NULL);
         A.step++; /* LOCKSTEP_STEP_ON: this record opens the next step */
         occ_reset(&A.occ);
     }
@@ -435,6 +464,17 @@ static int emit_locked(rec_record *r, int steps)
     r->seq = A.seq++;
     r->step = state ? A.state_step : A.step;
     r->rank = (uint32_t)A.rank;
+    uint32_t place;
+    int placed = cons && !state &&
+                 cw_place(&A.cw, r->step, cons->key, cons->size, cons->ranks, cons->n_ranks, &place, cons_emit_locked,
+                          NULL) == 0;
+    if (placed) { /* the record carries its place (extension field 6) */
+        cons->x->has_consensus = 1;
+        cons->x->consensus_key = cons->key;
+        cons->x->consensus_index = place;
+        r->ext_len = (uint16_t)rec_ext_encode(cons->x, cons->ext);
+        r->ext = cons->ext;
+    }
     if (A.streaming) /* never waits on the network; a trace window's records go in full when streaming digests */
         send_push(r, ts_in_window(&A.spec, r->level, r->step, A.rank));
     if (A.tracing && trace_append(&A.trace, r, why, sizeof(why)) < 0) {
@@ -442,6 +482,8 @@ static int emit_locked(rec_record *r, int steps)
         agent_set_error("%s", why);
         return -1;
     }
+    if (placed)
+        cw_fold(&A.cw, cons->key, place, r, cons_emit_locked, NULL);
     return 0;
 }
 
@@ -481,11 +523,13 @@ static int admit_state_locked(const char *fn)
 /* record_locked - admit `r` (trace window; `state`: an entry of the open state block), apply LOCKSTEP_IGNORE
  * and LOCKSTEP_STEP_ON (decisions kept in call site entry `e` when there is one; state entries never open a
  * step) and emit it. Returns 1 recorded, 0 left out, -1 error. */
-static int record_locked(rec_record *r, int state, const char *fn, cs_entry *e)
+static int record_locked(rec_record *r, int state, const char *fn, cs_entry *e, const agent_cons *cons)
 {
     int rc = state ? admit_state_locked(fn) : admit_locked(r->level, fn);
     if (rc <= 0)
         return rc;
+    if (A.cons_only && !cons && (state || r->level != LS_LEVEL_METRIC))
+        return 0; /* the consensus mode records what consensus needs, and metrics */
     int ignored, steps;
     decide_locked(r->name, r->name_len, rec_has_site(r) ? &r->site : NULL, e, &ignored, &steps);
     if (ignored)
@@ -494,7 +538,7 @@ static int record_locked(rec_record *r, int state, const char *fn, cs_entry *e)
         r->flags = (uint8_t)((r->flags & ~REC_STATE_MASK) | A.state_kind);
         r->level = LS_LEVEL_METRIC;
     }
-    return emit_locked(r, steps) < 0 ? -1 : 1;
+    return emit_locked(r, steps, cons) < 0 ? -1 : 1;
 }
 
 int agent_admits(int level, int state, const char *name, size_t len, const char *fn)
@@ -513,7 +557,7 @@ int agent_admits(int level, int state, const char *name, size_t len, const char 
 int agent_record(rec_record *r, int state, const char *fn)
 {
     pthread_mutex_lock(&mu);
-    int rc = record_locked(r, state, fn, NULL);
+    int rc = record_locked(r, state, fn, NULL, NULL);
     pthread_mutex_unlock(&mu);
     return rc < 0 ? -1 : 0;
 }
@@ -585,7 +629,7 @@ int ls_metric(const char *name, double value)
     r.t_ns = now_ns();
 
     pthread_mutex_lock(&mu);
-    int rc = record_locked(&r, 0, "ls_metric", NULL);
+    int rc = record_locked(&r, 0, "ls_metric", NULL, NULL);
     pthread_mutex_unlock(&mu);
     return rc < 0 ? -1 : 0;
 }
@@ -593,7 +637,8 @@ int ls_metric(const char *name, double value)
 int ls_enabled(ls_level level)
 {
     pthread_mutex_lock(&mu);
-    int rc = A.state == ST_ACTIVE && ts_admits(&A.spec, level, A.step, A.rank);
+    int rc = A.state == ST_ACTIVE && (!A.cons_only || level == LS_LEVEL_METRIC) &&
+             ts_admits(&A.spec, level, A.step, A.rank);
     pthread_mutex_unlock(&mu);
     return rc;
 }
@@ -612,35 +657,45 @@ static void site_from(const ls_site *s, rec_site *out)
     out->caller_len = (uint16_t)(s->caller ? strnlen(s->caller, REC_SITE_NAME_MAX) : 0);
 }
 
-/* comm_ext - the comm extension field of `comm` into `ext` (REC_EXT_ENCODED_MAX bytes); its length, 0 for none. */
-static size_t comm_ext(const ls_comm *comm, unsigned char *ext)
+/* comm_ext - the comm extension field of `comm` into `x` and, encoded, into `ext` (REC_EXT_ENCODED_MAX bytes); its
+ * length, 0 for none. */
+static size_t comm_ext(const ls_comm *comm, rec_ext *x, unsigned char *ext)
 {
+    memset(x, 0, sizeof(*x));
     if (!comm || comm->size <= 0)
         return 0;
-    rec_ext x;
-    memset(&x, 0, sizeof(x));
-    x.has_comm = 1;
-    x.comm_size = (uint32_t)comm->size;
+    x->has_comm = 1;
+    x->comm_size = (uint32_t)comm->size;
     if (comm->world_ranks && comm->size <= REC_COMM_LIST_MAX) {
-        x.comm_nlisted = (uint32_t)comm->size;
+        x->comm_nlisted = (uint32_t)comm->size;
         for (int i = 0; i < comm->size; i++)
-            x.comm_ranks[i] = (uint32_t)comm->world_ranks[i];
-        x.comm_id = rec_comm_id(x.comm_ranks, x.comm_nlisted);
+            x->comm_ranks[i] = (uint32_t)comm->world_ranks[i];
+        x->comm_id = rec_comm_id(x->comm_ranks, x->comm_nlisted);
     } else if (comm->world_ranks) {
         uint64_t h = 0; /* the id alone, over every rank */
         for (int i = 0; i < comm->size; i++) {
             uint32_t w = (uint32_t)comm->world_ranks[i];
             h = i ? rec_comm_id(&w, 1) ^ (h * 0x9e3779b97f4a7c15ULL) : rec_comm_id(&w, 1);
         }
-        x.comm_id = h ^ (uint64_t)comm->size;
+        x->comm_id = h ^ (uint64_t)comm->size;
     }
-    return rec_ext_encode(&x, ext);
+    return rec_ext_encode(x, ext);
 }
 
-/* record_fp - ls_record_fp_at with an optional communicator. */
+int agent_record_cons(rec_record *r, const agent_cons *cons, const char *fn)
+{
+    pthread_mutex_lock(&mu);
+    int rc = record_locked(r, 0, fn, NULL, cons);
+    pthread_mutex_unlock(&mu);
+    return rc < 0 ? -1 : 0;
+}
+
+/* record_fp - ls_record_fp_at with an optional communicator, whose output is the same on all its members when
+ * `cons_key` is not NULL (the group's consensus key: the communicator's world ranks, when listed, name its members).
+ */
 static int record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
                      const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
-                     const ls_site *site, const ls_comm *comm)
+                     const ls_site *site, const ls_comm *comm, const uint64_t *cons_key)
 {
     size_t len;
     if (agent_check_name(name, &len) < 0)
@@ -672,8 +727,15 @@ static int record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nby
     r.inputs = inputs;
     r.t_ns = now_ns();
     unsigned char ext[REC_EXT_ENCODED_MAX];
-    r.ext_len = (uint16_t)comm_ext(comm, ext);
+    rec_ext x;
+    r.ext_len = (uint16_t)comm_ext(comm, &x, ext);
     r.ext = r.ext_len ? ext : NULL;
+    agent_cons cons = {.key = cons_key ? *cons_key : 0, .size = comm && comm->size > 0 ? (uint32_t)comm->size : 1,
+                       .x = &x, .ext = ext};
+    if (cons_key && comm && comm->world_ranks && comm->size > 0 && comm->size <= REC_COMM_LIST_MAX) {
+        cons.ranks = x.comm_ranks; /* comm_ext put them there */
+        cons.n_ranks = (size_t)comm->size;
+    }
     cs_entry *e = NULL;
     if (site)
         site_from(site, &r.site);
@@ -681,7 +743,7 @@ static int record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nby
         r.site = e->site;
 
     pthread_mutex_lock(&mu);
-    int rc = record_locked(&r, 0, "ls_record_fp", e);
+    int rc = record_locked(&r, 0, "ls_record_fp", e, cons_key ? &cons : NULL);
     pthread_mutex_unlock(&mu);
     return rc < 0 ? -1 : 0;
 }
@@ -690,14 +752,21 @@ int ls_record_fp_at(ls_level level, const char *name, uint64_t fp, uint64_t nbyt
                     const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
                     const ls_site *site)
 {
-    return record_fp(level, name, fp, nbytes, dtype, ndim, shape, n_inputs, inputs, return_address, site, NULL);
+    return record_fp(level, name, fp, nbytes, dtype, ndim, shape, n_inputs, inputs, return_address, site, NULL, NULL);
 }
 
 int ls_record_fp_comm(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
                       const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
                       const ls_comm *comm)
 {
-    return record_fp(level, name, fp, nbytes, dtype, ndim, shape, n_inputs, inputs, return_address, NULL, comm);
+    return record_fp(level, name, fp, nbytes, dtype, ndim, shape, n_inputs, inputs, return_address, NULL, comm, NULL);
+}
+
+int ls_record_fp_consensus(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                           const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
+                           const ls_comm *comm, uint64_t key)
+{
+    return record_fp(level, name, fp, nbytes, dtype, ndim, shape, n_inputs, inputs, return_address, NULL, comm, &key);
 }
 
 int ls_record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,

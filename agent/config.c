@@ -1,6 +1,8 @@
 /* config.c - streaming settings from LOCKSTEP_* variables: the server, identity of the run, batching and bounds. */
 #include "agent/config.h"
 
+#include "agent/agent.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -203,17 +205,7 @@ int config_stream(send_cfg *cfg, long rank, const rec_header *hdr, char *why, si
 
     /* The registration body. */
     char ranks_s[32], user[256], cmd[4096];
-    /* torchrun's WORLD_SIZE (beside LOCAL_RANK) before Slurm's, as agent_env_rank reads RANK: lockstepd compares
-     * runs of different rank counts on their logical tensors, so the count must be the launch's own */
-    const char *ranks = env_or("LOCKSTEP_RANKS", NULL, NULL);
-    if (!ranks && getenv("LOCAL_RANK"))
-        ranks = env_or("WORLD_SIZE", NULL, NULL);
-    if (!ranks)
-        ranks = env_or("SLURM_NTASKS", NULL, NULL);
-    if (!ranks)
-        ranks = env_or("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "1");
-    long nranks = strtol(ranks, NULL, 10);
-    snprintf(ranks_s, sizeof(ranks_s), "%ld", nranks > 0 ? nranks : 1);
+    snprintf(ranks_s, sizeof(ranks_s), "%ld", agent_env_ranks());
     long start_step = strtol(env_or("LOCKSTEP_START_STEP", NULL, "0"), NULL, 10);
     /* The plugin passes the user; a name-service lookup is the last resort. */
     const char *u = env_or("LOCKSTEP_USER", "SLURM_JOB_USER", NULL);

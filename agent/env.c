@@ -72,6 +72,23 @@ long agent_env_rank(const char **which)
     return 0;
 }
 
+long agent_env_ranks(void)
+{
+    /* torchrun's WORLD_SIZE (beside LOCAL_RANK) before Slurm's, as agent_env_rank reads RANK: lockstepd compares
+     * runs of different rank counts on their logical tensors, so the count must be the launch's own */
+    const char *v = getenv("LOCKSTEP_RANKS");
+    if ((!v || !*v) && getenv("LOCAL_RANK"))
+        v = getenv("WORLD_SIZE");
+    if (!v || !*v)
+        v = getenv("SLURM_NTASKS");
+    if (!v || !*v)
+        v = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!v || !*v)
+        v = getenv("PMI_SIZE");
+    long n = v ? strtol(v, NULL, 10) : 1;
+    return n > 0 && n <= INT32_MAX ? n : 1;
+}
+
 void agent_new_uuid(char out[37])
 {
     unsigned char b[16];

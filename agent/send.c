@@ -307,6 +307,10 @@ void send_push(const rec_record *r, int full)
         S.libs = manifest_libraries();
         probe = S.libs ? strdup(S.libs) : NULL;
     }
+    if (r->flags & REC_CONSENSUS_DIGEST) { /* a digest itself: in full in either mode, in no step digest */
+        append_locked(r, 0);
+        goto out_unlock;
+    }
     if (S.cfg.digests && rec_in_steps(r)) { /* state blocks are in no step digest: they go in full, for the
                                                restore checks (common/recmatch.h) */
         if (S.sum.n && S.sum.step != r->step)

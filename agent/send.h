@@ -47,7 +47,8 @@ void send_begin(void);
  * without a usable spool, the record is dropped and counted). When streaming
  * digests, a record that is not a scalar is held back (agent/hold.h) and only
  * its step's digest is sent, unless `full` (a trace window asks for its
- * steps in detail). */
+ * steps in detail). A consensus digest (REC_CONSENSUS_DIGEST) goes in full
+ * in either mode, in no step digest and not counted as a record. */
 void send_push(const rec_record *r, int full);
 
 /* send_checkpoint - queue the declaration that this rank's run wrote a checkpoint of `step` at `path` (may be

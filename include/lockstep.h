@@ -164,6 +164,15 @@ LS_API int ls_record_fp_comm(ls_level level, const char *name, uint64_t fp, uint
                              const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
                              const ls_comm *comm);
 
+/* ls_record_fp_consensus - ls_record_fp_comm for a collective whose output is bit-identical on every member of
+ * `comm` (allreduce with a predefined operation, allgather, broadcast): the record also carries its consensus place,
+ * and this rank folds it into the digest lockstepd compares across the members, with no twin. `key` names the group
+ * the same way on every member: cons_key of its world ranks (common/consensus.h), or, where world ranks are not
+ * known (NCCL), a hash of what every member shares. Returns 0 when recorded or left out, -1 on error. */
+LS_API int ls_record_fp_consensus(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype,
+                                  int ndim, const int64_t *shape, int n_inputs, const uint64_t *inputs,
+                                  const void *return_address, const ls_comm *comm, uint64_t key);
+
 /* ls_replica - record `host_data` (a host buffer of `nbytes`) as a replica: a tensor every rank of `group` must hold
  * bit-identical at this point of the program (a data-parallel replica's parameters after the optimizer step, a norm
  * weight replicated across a tensor-parallel group). `group` lists world ranks (`world_ranks` may be in any order);

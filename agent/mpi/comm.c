@@ -5,9 +5,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "common/consensus.h"
+
 /* One communicator's answer, kept as its attribute. */
 typedef struct comm_entry {
     int size;
+    int listed;   /* every member is a rank of MPI_COMM_WORLD */
+    uint64_t key; /* cons_key of the ranks when listed */
     int ranks[]; /* world ranks, in the communicator's rank order */
 } comm_entry;
 
@@ -87,6 +91,13 @@ static comm_entry *compute(MPI_Comm comm)
         if (M.translate(g, n, mine, world, e->ranks) != MPI_SUCCESS) {
             free(e);
             e = NULL;
+        } else {
+            e->listed = 1;
+            for (int i = 0; i < n; i++) {
+                e->listed &= e->ranks[i] != MPI_UNDEFINED && e->ranks[i] >= 0;
+                mine[i] = e->ranks[i]; /* the same bits as uint32_t, for the key */
+            }
+            e->key = e->listed ? cons_key((const uint32_t *)mine, (size_t)n) : 0;
         }
     } else {
         free(e);
@@ -101,6 +112,14 @@ out_free_group:
 
 int comm_of(MPI_Comm comm, ls_comm *out)
 {
+    uint64_t key;
+    int rc = comm_key_of(comm, out, &key);
+    return rc < 0 && !out->size ? -1 : 0;
+}
+
+int comm_key_of(MPI_Comm comm, ls_comm *out, uint64_t *key)
+{
+    *out = (ls_comm){0, NULL};
     pthread_once(&once, setup);
     if (!M.ok)
         return -1;
@@ -117,9 +136,11 @@ int comm_of(MPI_Comm comm, ls_comm *out)
             return -1;
         }
     }
-    for (int i = 0; i < e->size; i++)
-        if (e->ranks[i] == MPI_UNDEFINED) /* a member outside MPI_COMM_WORLD (a spawned process): no list */
-            return *out = (ls_comm){e->size, NULL}, 0;
+    if (!e->listed) { /* a member outside MPI_COMM_WORLD (a spawned process): no list, no key */
+        *out = (ls_comm){e->size, NULL};
+        return -1;
+    }
     *out = (ls_comm){e->size, e->ranks};
+    *key = e->key;
     return 0;
 }

@@ -8,6 +8,7 @@
 #define AGENT_MPI_COMM_H
 
 #include <mpi.h>
+#include <stdint.h>
 
 #include "include/lockstep.h"
 
@@ -15,5 +16,9 @@
  * rank order (out->world_ranks borrowed from the cache, valid while the communicator lives). Returns 0, or -1 when
  * it is not known (then *out says nothing). */
 int comm_of(MPI_Comm comm, ls_comm *out);
+
+/* comm_key_of - comm_of, and the communicator's consensus key (cons_key of its world ranks, common/consensus.h),
+ * computed with the ranks, once per communicator. Returns 0, or -1 when the ranks are not known (then no key). */
+int comm_key_of(MPI_Comm comm, ls_comm *out, uint64_t *key);
 
 #endif /* AGENT_MPI_COMM_H */

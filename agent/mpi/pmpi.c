@@ -182,19 +182,69 @@ static uint64_t fp_segments(const void *buf, int n, const int *counts, const int
     return fp_stream_digest(&s);
 }
 
+/* consensus_mode - 1 under LOCKSTEP_MODE=consensus: only the collectives whose output every member must hold
+ * bit-identical are recorded (consensus_op), the others pass straight through, and inputs are not hashed. */
+static int consensus_mode(void)
+{
+    static int on = -1;
+    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv("LOCKSTEP_MODE");
+        v = e && strcmp(e, "consensus") == 0;
+        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
 /* inputs_on - 0 when LOCKSTEP_MPI_INPUTS=0 asks for output fingerprints only
- * (half the hashing, for fabrics faster than memory bandwidth allows). */
+ * (half the hashing, for fabrics faster than memory bandwidth allows); the consensus mode's default. */
 static int inputs_on(void)
 {
     static int on = -1;
     int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
     if (v < 0) {
         const char *e = getenv("LOCKSTEP_MPI_INPUTS");
-        v = !(e && strcmp(e, "0") == 0);
+        v = e && *e ? strcmp(e, "0") != 0 : !consensus_mode();
         __atomic_store_n(&on, v, __ATOMIC_RELAXED);
     }
     return v;
 }
+
+/* consensus_op - 1 when `op` is one of MPI's predefined reductions, whose allreduce hands every rank the same bytes.
+ * A user's MPI_Op may be non-commutative or depend on the rank, and MPI allows rank-dependent results then. Open
+ * MPI's predefined operations are objects of libmpi, found by name (this library names no symbol of libmpi); from
+ * the program first, as comm.c finds MPI_COMM_WORLD. Elsewhere no operation counts. */
+#ifdef OPEN_MPI
+static const char *const predefined_ops[] = {"ompi_mpi_op_max",  "ompi_mpi_op_min",     "ompi_mpi_op_sum",
+                                             "ompi_mpi_op_prod", "ompi_mpi_op_land",    "ompi_mpi_op_band",
+                                             "ompi_mpi_op_lor",  "ompi_mpi_op_bor",     "ompi_mpi_op_lxor",
+                                             "ompi_mpi_op_bxor", "ompi_mpi_op_maxloc",  "ompi_mpi_op_minloc",
+                                             "ompi_mpi_op_replace", "ompi_mpi_op_no_op"};
+#define N_PREDEFINED_OPS (sizeof(predefined_ops) / sizeof(predefined_ops[0]))
+static void *op_addr[N_PREDEFINED_OPS];
+static pthread_once_t op_once = PTHREAD_ONCE_INIT;
+
+static void op_setup(void)
+{
+    for (size_t i = 0; i < N_PREDEFINED_OPS; i++)
+        op_addr[i] = dlsym(RTLD_DEFAULT, predefined_ops[i]);
+}
+
+static int consensus_op(MPI_Op op)
+{
+    pthread_once(&op_once, op_setup);
+    for (size_t i = 0; i < N_PREDEFINED_OPS; i++)
+        if (op_addr[i] && (void *)op == op_addr[i])
+            return 1;
+    return 0;
+}
+#else
+static int consensus_op(MPI_Op op)
+{
+    (void)op;
+    return 0;
+}
+#endif
 
 /* in_of / in_segments - fp_of and fp_segments for an input: 0 without
  * hashing when inputs are off. */
@@ -229,17 +279,25 @@ static int comm_rank(MPI_Comm comm)
     return r;
 }
 
-/* emit - one record: shape {communicator size, output elements}, the call site the wrapper returns to, and the
- * world ranks the communicator spans (agent/mpi/comm.h). */
-static void emit(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int csize, long elems,
-                 int n_inputs, const uint64_t *inputs, const void *ret, MPI_Comm comm)
+/* emit_as - one record: shape {communicator size, output elements}, the call site the wrapper returns to, and the
+ * world ranks the communicator spans (agent/mpi/comm.h); with `cons`, the output is the same on every member, and
+ * the record carries its consensus place under the communicator's key. */
+static void emit_as(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int csize,
+                    long elems, int n_inputs, const uint64_t *inputs, const void *ret, MPI_Comm comm, int cons)
 {
     int64_t shape[2] = {csize, elems};
     ls_comm c;
-    int known = comm_of(comm, &c) == 0;
-    ls_record_fp_comm(level, name, fp, nbytes, dtype, 2, shape, inputs_on() ? n_inputs : 0, inputs, ret,
-                      known ? &c : NULL);
+    uint64_t key;
+    int keyed = comm_key_of(comm, &c, &key) == 0;
+    n_inputs = inputs_on() ? n_inputs : 0;
+    if (cons && keyed)
+        ls_record_fp_consensus(level, name, fp, nbytes, dtype, 2, shape, n_inputs, inputs, ret, &c, key);
+    else
+        ls_record_fp_comm(level, name, fp, nbytes, dtype, 2, shape, n_inputs, inputs, ret, c.size ? &c : NULL);
 }
+
+#define emit(...) emit_as(__VA_ARGS__, 0)
+#define emit_consensus(...) emit_as(__VA_ARGS__, 1)
 
 /* --- MPI_Pcontrol: the standard switch a program gives its profiling library -------------------------------
  * MPI_Pcontrol(0) pauses the recording of MPI calls (they pass straight through), any other level resumes it.
@@ -251,7 +309,15 @@ static int paused; /* atomic */
  * address in the application). The first call from a site resolves it, in this thread. */
 static int recording(ls_level level, const char *name, const void *ret)
 {
-    return !__atomic_load_n(&paused, __ATOMIC_RELAXED) && ls_enabled_at(level, name, ret);
+    return !__atomic_load_n(&paused, __ATOMIC_RELAXED) && !consensus_mode() && ls_enabled_at(level, name, ret);
+}
+
+/* recording_consensus - recording() for a call whose output is the same on every member when `cons`: the only
+ * calls the consensus mode records. */
+static int recording_consensus(ls_level level, const char *name, const void *ret, int cons)
+{
+    return !__atomic_load_n(&paused, __ATOMIC_RELAXED) && (cons || !consensus_mode()) &&
+           ls_enabled_at(level, name, ret);
 }
 
 /* RET - where the application called the wrapper this expands in: the Fortran caller's return address when
@@ -282,13 +348,15 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt
 {
     REAL(int, MPI_Allreduce, const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
     dt_info d;
-    if (!recording(LS_LEVEL_COLLECTIVE, "mpi.allreduce", RET) || dtype_info(dt, &d) < 0)
+    int cons = consensus_op(op);
+    if (!recording_consensus(LS_LEVEL_COLLECTIVE, "mpi.allreduce", RET, cons) || dtype_info(dt, &d) < 0)
         return real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
     uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL, comm), nbytes;
     int rc = real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, count, dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.allreduce", out, nbytes, d.dtype, comm_size(comm), count, 1, &in, RET, comm);
+        emit_as(LS_LEVEL_COLLECTIVE, "mpi.allreduce", out, nbytes, d.dtype, comm_size(comm), count, 1, &in, RET, comm,
+                cons);
     }
     return rc;
 }
@@ -322,14 +390,14 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     REAL(int, MPI_Bcast, void *, int, MPI_Datatype, int, MPI_Comm);
     dt_info d;
-    if (!recording(LS_LEVEL_COLLECTIVE, "mpi.bcast", RET) || dtype_info(dt, &d) < 0)
+    if (!recording_consensus(LS_LEVEL_COLLECTIVE, "mpi.bcast", RET, 1) || dtype_info(dt, &d) < 0)
         return real_MPI_Bcast(buf, count, dt, root, comm);
     int me = comm_rank(comm);
     uint64_t in = me == root ? in_of(buf, count, dt, &d, NULL, comm) : 0, nbytes;
     int rc = real_MPI_Bcast(buf, count, dt, root, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(buf, count, dt, &d, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.bcast", out, nbytes, d.dtype, comm_size(comm), count, me == root, &in, RET,
+        emit_consensus(LS_LEVEL_COLLECTIVE, "mpi.bcast", out, nbytes, d.dtype, comm_size(comm), count, me == root, &in, RET,
              comm);
     }
     return rc;
@@ -340,7 +408,7 @@ int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *rec
 {
     REAL(int, MPI_Allgather, const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
     dt_info ds, dr;
-    if (!recording(LS_LEVEL_COLLECTIVE, "mpi.allgather", RET) || dtype_info(rtype, &dr) < 0 ||
+    if (!recording_consensus(LS_LEVEL_COLLECTIVE, "mpi.allgather", RET, 1) || dtype_info(rtype, &dr) < 0 ||
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     int p = comm_size(comm);
@@ -351,7 +419,7 @@ int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *rec
     int rc = real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     if (rc == MPI_SUCCESS) {
         uint64_t out = fp_of(recvbuf, p * rcount, rtype, &dr, &nbytes, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.allgather", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in, RET, comm);
+        emit_consensus(LS_LEVEL_COLLECTIVE, "mpi.allgather", out, nbytes, dr.dtype, p, (long)p * rcount, 1, &in, RET, comm);
     }
     return rc;
 }
@@ -362,7 +430,7 @@ int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *re
     REAL(int, MPI_Allgatherv, const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype,
          MPI_Comm);
     dt_info ds, dr;
-    if (!recording(LS_LEVEL_COLLECTIVE, "mpi.allgatherv", RET) || dtype_info(rtype, &dr) < 0 ||
+    if (!recording_consensus(LS_LEVEL_COLLECTIVE, "mpi.allgatherv", RET, 1) || dtype_info(rtype, &dr) < 0 ||
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Allgatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm);
     int p = comm_size(comm), me = comm_rank(comm);
@@ -374,7 +442,7 @@ int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *re
         uint64_t nbytes;
         long elems;
         uint64_t out = fp_segments(recvbuf, p, rcounts, displs, rtype, &dr, &nbytes, &elems, comm);
-        emit(LS_LEVEL_COLLECTIVE, "mpi.allgatherv", out, nbytes, dr.dtype, p, elems, 1, &in, RET, comm);
+        emit_consensus(LS_LEVEL_COLLECTIVE, "mpi.allgatherv", out, nbytes, dr.dtype, p, elems, 1, &in, RET, comm);
     }
     return rc;
 }

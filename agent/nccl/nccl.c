@@ -5,6 +5,12 @@
  * event is recorded. Nothing waits: the records are made later, in call order, when their events have
  * completed (at the next wrapped call, at ncclCommDestroy, at exit). Inside ncclGroupStart/End the output
  * hashes are enqueued at the outermost ncclGroupEnd, when the collectives are really launched.
+ *
+ * Consensus: an allreduce with a built-in operation, an allgather and a broadcast hand every member the same bytes,
+ * so their records carry a consensus place (ls_record_fp_consensus). NCCL does not say which world ranks a
+ * communicator spans; its key is what every member shares instead: a hash of the ncclUniqueId passed to
+ * ncclCommInitRank and of the rank count (a split communicator: its parent's key, the color and the new count),
+ * kept per communicator from its creation to ncclCommDestroy. Members are then not listed.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -26,6 +32,8 @@
 
 struct pend {
     char name[40];
+    int cons;     /* the output is the same on every member: a consensus place under `key` */
+    uint64_t key; /* the communicator's consensus key (comm_key) */
     const void *ret; /* where the application called the wrapper: the record's call site */
     ls_level level;
     ls_dtype dtype;
@@ -43,8 +51,14 @@ struct deferred {
     cudaStream_t stream;
 };
 
+#define KEYS 256 /* communicators whose consensus key is kept; one created past them has none */
+
 static struct {
     pthread_mutex_t mu;
+    struct {
+        ncclComm_t comm;
+        uint64_t key;
+    } keys[KEYS]; /* live communicators and their keys (comm NULL: a free entry) */
     int state; /* 0 untried, 1 ready, -1 off */
     uint64_t *d_ring, *h_ring;
     struct pend p[RING];
@@ -161,11 +175,59 @@ static int comm_count(ncclComm_t comm)
     return n;
 }
 
+/* consensus_mode - 1 under LOCKSTEP_MODE=consensus: only the collectives whose output every member holds the same
+ * are recorded, without their inputs. */
+static int consensus_mode(void)
+{
+    static int on = -1;
+    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv("LOCKSTEP_MODE");
+        v = e && strcmp(e, "consensus") == 0;
+        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+/* key_mix - FNV-1a of `n` bytes folded into `h`. */
+static uint64_t key_mix(uint64_t h, const void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* key_set_locked - remember `key` for `comm` (nothing when the table is full: its collectives get no place). */
+static void key_set_locked(ncclComm_t comm, uint64_t key)
+{
+    for (int i = 0; i < KEYS; i++)
+        if (!N.keys[i].comm || N.keys[i].comm == comm) {
+            N.keys[i].comm = comm;
+            N.keys[i].key = key;
+            return;
+        }
+}
+
+/* comm_key_locked - the consensus key of `comm` into *key; 0, or -1 when it was created before this library saw it. */
+static int comm_key_locked(ncclComm_t comm, uint64_t *key)
+{
+    for (int i = 0; i < KEYS; i++)
+        if (comm && N.keys[i].comm == comm)
+            return *key = N.keys[i].key, 0;
+    return -1;
+}
+
 /* emit - make the record of slot i (its event has completed). */
 static void emit(unsigned i)
 {
     struct pend *p = &N.p[i];
     uint64_t *w = N.h_ring + (size_t)i * WORDS;
+    if (p->cons) {
+        ls_comm c = {(int)p->shape[0], NULL};
+        ls_record_fp_consensus(p->level, p->name, p->has_out ? w[2] : w[0], p->nbytes, p->dtype, 2, p->shape,
+                               p->has_in && p->has_out, &w[0], p->ret, &c, p->key);
+        return;
+    }
     ls_record_fp_at(p->level, p->name, p->has_out ? w[2] : w[0], p->nbytes, p->dtype, 2, p->shape,
                     p->has_in && p->has_out, &w[0], p->ret, NULL);
 }
@@ -194,9 +256,12 @@ static void drain_locked(int wait)
 
 /* begin_locked - claim a slot for a call and hash its input (when `in` is not
  * NULL). Returns the slot, or -1 when fingerprints are off. */
-static int begin_locked(const char *name, const void *ret, ls_level level, ncclDataType_t t, int nranks,
-                        size_t out_count, const void *in, size_t in_bytes, cudaStream_t stream)
+static int begin_locked(const char *name, const void *ret, ls_level level, ncclDataType_t t, ncclComm_t comm,
+                        int cons, size_t out_count, const void *in, size_t in_bytes, cudaStream_t stream)
 {
+    int nranks = comm_count(comm);
+    if (consensus_mode())
+        in = NULL; /* consensus compares outputs only */
     if (!ready_locked())
         return -1;
     drain_locked(0);
@@ -219,6 +284,7 @@ static int begin_locked(const char *name, const void *ret, ls_level level, ncclD
     struct pend *p = &N.p[i];
     snprintf(p->name, sizeof(p->name), "%s", name);
     p->ret = ret;
+    p->cons = cons && comm_key_locked(comm, &p->key) == 0;
     p->level = level;
     p->dtype = dtype_of(t);
     p->shape[0] = nranks;
@@ -319,20 +385,74 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
     pthread_mutex_lock(&N.mu);
     if (N.state > 0)
         drain_locked(1); /* the communicator's streams may go with it */
+    for (int i = 0; i < KEYS; i++)
+        if (N.keys[i].comm == comm)
+            N.keys[i].comm = NULL;
     pthread_mutex_unlock(&N.mu);
     return real_ncclCommDestroy(comm);
+}
+
+/* init_key - the consensus key of a communicator created from `id` with `nranks` members. */
+static uint64_t init_key(const ncclUniqueId *id, int nranks)
+{
+    uint64_t h = key_mix(0xcbf29ce484222325ULL, "nccl", 4);
+    h = key_mix(h, id->internal, sizeof(id->internal));
+    return key_mix(h, &nranks, sizeof(nranks));
+}
+
+EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
+{
+    REAL(ncclResult_t, ncclCommInitRank, ncclComm_t *, int, ncclUniqueId, int);
+    ncclResult_t rc = real_ncclCommInitRank(comm, nranks, commId, rank);
+    if (rc == ncclSuccess && comm && *comm) {
+        pthread_mutex_lock(&N.mu);
+        key_set_locked(*comm, init_key(&commId, nranks));
+        pthread_mutex_unlock(&N.mu);
+    }
+    return rc;
+}
+
+EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
+                                           ncclConfig_t *config)
+{
+    REAL(ncclResult_t, ncclCommInitRankConfig, ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
+    ncclResult_t rc = real_ncclCommInitRankConfig(comm, nranks, commId, rank, config);
+    /* a non-blocking init may still be in progress: the handle is valid already */
+    if ((rc == ncclSuccess || rc == ncclInProgress) && comm && *comm) {
+        pthread_mutex_lock(&N.mu);
+        key_set_locked(*comm, init_key(&commId, nranks));
+        pthread_mutex_unlock(&N.mu);
+    }
+    return rc;
+}
+
+EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config)
+{
+    REAL(ncclResult_t, ncclCommSplit, ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *);
+    ncclResult_t rc = real_ncclCommSplit(comm, color, key, newcomm, config);
+    if ((rc == ncclSuccess || rc == ncclInProgress) && newcomm && *newcomm) {
+        pthread_mutex_lock(&N.mu);
+        uint64_t parent;
+        if (comm_key_locked(comm, &parent) == 0) { /* the members of a color share the parent, color and count */
+            int n = comm_count(*newcomm);
+            uint64_t h = key_mix(parent, &color, sizeof(color));
+            key_set_locked(*newcomm, key_mix(h, &n, sizeof(n)));
+        }
+        pthread_mutex_unlock(&N.mu);
+    }
+    return rc;
 }
 
 /* collective - the shared body of the wrapped collectives. The call site is resolved (ls_enabled_at) in the
  * calling thread, now; the record, made later, names it by the same return address. LOCKSTEP_IGNORE
  * leaves the call alone: nothing is hashed. */
-#define COLLECTIVE(NAME, LEVEL, IN, IN_BYTES, OUT, OUT_COUNT, CALL)                                                    \
+#define COLLECTIVE(NAME, LEVEL, CONS, IN, IN_BYTES, OUT, OUT_COUNT, CALL)                                              \
     do {                                                                                                               \
         int slot_ = -1;                                                                                                \
         const void *ret_ = __builtin_return_address(0);                                                                \
-        if (ls_enabled_at(LEVEL, NAME, ret_)) {                                                                        \
+        if (((CONS) || !consensus_mode()) && ls_enabled_at(LEVEL, NAME, ret_)) {                                       \
             pthread_mutex_lock(&N.mu);                                                                                 \
-            slot_ = begin_locked(NAME, ret_, LEVEL, datatype, comm_count(comm), OUT_COUNT, IN, IN_BYTES, stream);      \
+            slot_ = begin_locked(NAME, ret_, LEVEL, datatype, comm, CONS, OUT_COUNT, IN, IN_BYTES, stream);            \
             pthread_mutex_unlock(&N.mu);                                                                               \
         }                                                                                                              \
         ncclResult_t rc_ = CALL;                                                                                       \
@@ -349,7 +469,8 @@ EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t c
 {
     REAL(ncclResult_t, ncclAllReduce, const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
          cudaStream_t);
-    COLLECTIVE("nccl.allreduce", LS_LEVEL_COLLECTIVE, sendbuff, count * dtype_bytes(datatype), recvbuff, count,
+    /* a built-in operation; a user's (ncclRedOpCreatePreMulSum) is left out of consensus */
+    COLLECTIVE("nccl.allreduce", LS_LEVEL_COLLECTIVE, (int)op >= 0 && (int)op < (int)ncclNumOps, sendbuff, count * dtype_bytes(datatype), recvbuff, count,
                real_ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream));
 }
 
@@ -362,7 +483,7 @@ EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t coun
     int me = -1;
     real_ncclCommUserRank(comm, &me);
     /* Only the root's recvbuff holds a result. */
-    COLLECTIVE("nccl.reduce", LS_LEVEL_COLLECTIVE, sendbuff, count * dtype_bytes(datatype),
+    COLLECTIVE("nccl.reduce", LS_LEVEL_COLLECTIVE, 0, sendbuff, count * dtype_bytes(datatype),
                me == root ? recvbuff : NULL, me == root ? count : 0,
                real_ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream));
 }
@@ -374,7 +495,7 @@ EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t c
     REAL(ncclResult_t, ncclCommUserRank, const ncclComm_t, int *);
     int me = -1;
     real_ncclCommUserRank(comm, &me);
-    COLLECTIVE("nccl.broadcast", LS_LEVEL_COLLECTIVE, me == root ? sendbuff : NULL, count * dtype_bytes(datatype),
+    COLLECTIVE("nccl.broadcast", LS_LEVEL_COLLECTIVE, 1, me == root ? sendbuff : NULL, count * dtype_bytes(datatype),
                recvbuff, count, real_ncclBroadcast(sendbuff, recvbuff, count, datatype, root, comm, stream));
 }
 
@@ -383,7 +504,7 @@ EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t s
 {
     REAL(ncclResult_t, ncclAllGather, const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
     size_t total = sendcount * (size_t)comm_count(comm);
-    COLLECTIVE("nccl.allgather", LS_LEVEL_COLLECTIVE, sendbuff, sendcount * dtype_bytes(datatype), recvbuff, total,
+    COLLECTIVE("nccl.allgather", LS_LEVEL_COLLECTIVE, 1, sendbuff, sendcount * dtype_bytes(datatype), recvbuff, total,
                real_ncclAllGather(sendbuff, recvbuff, sendcount, datatype, comm, stream));
 }
 
@@ -393,7 +514,7 @@ EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size
     REAL(ncclResult_t, ncclReduceScatter, const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
          cudaStream_t);
     size_t total = recvcount * (size_t)comm_count(comm);
-    COLLECTIVE("nccl.reduce_scatter", LS_LEVEL_COLLECTIVE, sendbuff, total * dtype_bytes(datatype), recvbuff, recvcount,
+    COLLECTIVE("nccl.reduce_scatter", LS_LEVEL_COLLECTIVE, 0, sendbuff, total * dtype_bytes(datatype), recvbuff, recvcount,
                real_ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
 }
 
@@ -402,7 +523,7 @@ EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t 
 {
     REAL(ncclResult_t, ncclSend, const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
     /* What is sent is the record: its fingerprint travels as the "input" slot. */
-    COLLECTIVE("nccl.send", LS_LEVEL_OP, sendbuff, count * dtype_bytes(datatype), (const void *)NULL, count,
+    COLLECTIVE("nccl.send", LS_LEVEL_OP, 0, sendbuff, count * dtype_bytes(datatype), (const void *)NULL, count,
                real_ncclSend(sendbuff, count, datatype, peer, comm, stream));
 }
 
@@ -410,6 +531,6 @@ EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t dataty
                              cudaStream_t stream)
 {
     REAL(ncclResult_t, ncclRecv, void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
-    COLLECTIVE("nccl.recv", LS_LEVEL_OP, (const void *)NULL, 0, recvbuff, count,
+    COLLECTIVE("nccl.recv", LS_LEVEL_OP, 0, (const void *)NULL, 0, recvbuff, count,
                real_ncclRecv(recvbuff, count, datatype, peer, comm, stream));
 }
