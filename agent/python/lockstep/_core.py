@@ -264,6 +264,8 @@ def replicated(name, obj, group=None):
     ranks = group_ranks(group)
     v = view_of(obj)
     if v.device:
+        if not _replica_admitted(lib):
+            return  # the trace window leaves it out: no copy
         _note_replica_copy()
         v = view_of(v.keep.cpu())  # exact bytes; synchronizes with the device
     comm = None
@@ -272,6 +274,12 @@ def replicated(name, obj, group=None):
         comm = _lib.Comm(len(ranks), arr)
     if lib.ls_replica(bname, v.ptr, v.nbytes, v.dtype, ctypes.byref(comm) if comm is not None else None) < 0:
         _fail("lockstep.replicated(%r)" % (name,))
+
+
+def _replica_admitted(lib):
+    """Whether ls_replica would keep a record now (level collective, or the consensus mode, which keeps replicas
+    whatever ls_enabled says of collectives)."""
+    return os.environ.get("LOCKSTEP_MODE") == "consensus" or bool(lib.ls_enabled(_lib.LEVEL_COLLECTIVE))
 
 
 _noted_replica_copy = False

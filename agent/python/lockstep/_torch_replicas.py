@@ -8,11 +8,12 @@ import torch
 from . import _core
 
 # Optimizer steps between two checks of every parameter, unless watch(replica_every=...) or LOCKSTEP_REPLICA_EVERY
-# says otherwise. Measured (docs/python.md, Cost): recording every parameter of a GPT-2-shaped model costs a few
-# percent of its training step on the host, so one check in DEFAULT_EVERY steps stays well under 1 %; a replica
-# that diverged stays diverged (every rank applies the same averaged update to its own copy), so checking less
-# often delays the finding by at most that many steps and misses nothing.
-DEFAULT_EVERY = 100
+# says otherwise. Measured with tests/python/bench_replicas.py (docs/python.md, Replicas): on a CPU one check costs
+# about 0.1 % of a training step; on a GPU, where parameters are copied to the host to be hashed, about two steps
+# (estimated), so one check in 200 stays near 1 %. A replica that diverged stays diverged (every rank applies the
+# same averaged update to its own copy): checking less often delays the finding by at most that many steps and
+# misses nothing.
+DEFAULT_EVERY = 200
 ENV_EVERY = "LOCKSTEP_REPLICA_EVERY"
 
 

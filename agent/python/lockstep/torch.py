@@ -702,7 +702,7 @@ def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, 
 
     `replicas`: which parameters every rank must hold bit-identical after the optimizer step, recorded as
     replicas (param.NAME, ls_replica) every `replica_every` optimizer steps (default LOCKSTEP_REPLICA_EVERY, else
-    100; 0: never), so that lockstepd finds a rank whose copy differs, with no twin. "auto" (the default): the
+    200; 0: never), so that lockstepd finds a rank whose copy differs, with no twin. "auto" (the default): the
     parameters of the model's DistributedDataParallel modules, across their process group; a model without DDP
     is not checked. A ProcessGroup or a list of world ranks: every parameter of the model, across that group
     (data parallelism by hand). None: no checks. FSDP, DTensor parameters, ZeroRedundancyOptimizer and local SGD
