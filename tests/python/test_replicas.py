@@ -284,6 +284,34 @@ class ReplicatedCall(unittest.TestCase):
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
+    def test_sharded_by_hand_warns(self):
+        tmp = tempfile.mkdtemp(prefix="ls-replicated-")
+        try:
+            code = (
+                "import torch, lockstep, lockstep.torch, warnings\n"
+                "class FullyShardedDataParallel(torch.nn.Module):\n"
+                "    def __init__(self, m):\n"
+                "        super().__init__(); self.m = m\n"
+                "    def forward(self, x):\n"
+                "        return self.m(x)\n"
+                "m = FullyShardedDataParallel(torch.nn.Linear(2, 2))\n"
+                "opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+                "with warnings.catch_warnings(record=True) as got:\n"
+                "    warnings.simplefilter('always')\n"
+                "    w = lockstep.torch.watch(m, opt, replicas=[0], replica_every=1)\n"
+                "print('warned', [str(x.message) for x in got])\n"
+                "m(torch.ones(1, 2)).sum().backward(); opt.step()\n"
+                "print('checked', w.replicas.describe()['checked'])\n"
+                "w.close(); lockstep.shutdown()\n")
+            p = run_py(["-c", code], env_for(LOCKSTEP_TRACE_DIR=tmp, LOCKSTEP_RANK=0))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("watch(replicas=...) not checked: FullyShardedDataParallel shards the parameters", p.stdout)
+            self.assertIn("checked False", p.stdout)
+            recs = dump(os.path.join(tmp, "rank-00000.lstrace"))
+            self.assertEqual([x for x in recs if x["level"] == "collective" or x["name"] == "consensus.digest"], [])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
 
 if __name__ == "__main__":
     with warnings.catch_warnings():

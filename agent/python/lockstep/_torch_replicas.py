@@ -60,7 +60,8 @@ def _sharded(model, optimizer):
     if optimizer is not None:
         kind = type(optimizer).__name__
         if kind == "ZeroRedundancyOptimizer":
-            return "ZeroRedundancyOptimizer shards the optimizer (parameters are brought back by broadcast)"
+            return ("ZeroRedundancyOptimizer shards the update (each rank updates its shard; the others arrive by "
+                    "broadcast, with overlap_with_ddp only in the next backward)")
         if kind == "PostLocalSGDOptimizer":
             return "PostLocalSGDOptimizer averages parameters only every few steps"
     return None

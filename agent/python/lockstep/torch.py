@@ -239,7 +239,8 @@ class Watch:
             self._handles.append(loss_fn.register_forward_hook(self._loss_hook))
         if optimizer is not None:
             self.replicas = _replicas.plan(model, optimizer, replicas, replica_every)
-            if not self.replicas.params and replicas not in (None, False, "auto") and self.replicas.note:
+            by_hand = replicas is not None and replicas is not False and not isinstance(replicas, str)
+            if by_hand and not self.replicas.params and self.replicas.note:
                 warnings.warn("lockstep: watch(replicas=...) %s" % self.replicas.note, RuntimeWarning, stacklevel=3)
             self._hook_step(optimizer)
         else:
