@@ -30,7 +30,9 @@ RUNS = {
     "adam_env": (["--opt", "adam"], {"LOCKSTEP_REPLICA_EVERY": "2"}, 2),
     "default": ([], {}, 2),
     "bad": (["--every", "1", "--corrupt", "1:2"], {}, 3),
-    "bad_every2": (["--every", "2", "--corrupt", "2:1"], {}, 3),
+    "bad_every2": (["--every", "2", "--corrupt", "2:1"], {"LOCKSTEP_MODE": "consensus"}, 3),
+    # no false alarms: a whole run of 10,000 steps in the production mode, every update checked
+    "long": (["--opt", "adam", "--every", "1", "--steps", str(10000)], {"LOCKSTEP_MODE": "consensus"}, 2),
 }
 
 
@@ -79,10 +81,10 @@ class ReplicaRuns(unittest.TestCase):
             args, extra, world = RUNS[name]
             d = os.path.join(cls.tmp, name)
             env = env_for(LOCKSTEP_TRACE_DIR=d, LOCKSTEP_RUN_ID=name, **extra)  # no inherited LOCKSTEP_*
-            return name, run_py([TRAIN, "--world", str(world), "--steps", "5"] + args, env, timeout=300)
+            return name, run_py([TRAIN, "--world", str(world), "--steps", "5"] + args, env, timeout=900)
 
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
-            for name, p in ex.map(one, sorted(RUNS)):
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:  # the long run first, beside the others
+            for name, p in ex.map(one, sorted(RUNS, key=lambda n: (n != "long", n))):
                 cls.out[name] = p
 
     @classmethod
@@ -147,6 +149,15 @@ class ReplicaRuns(unittest.TestCase):
         for r in range(3):
             m = json.load(open(os.path.join(self.tmp, "clean", "rank-%05d.python.json" % r)))
             self.assertEqual(m["replicas"], {"checked": True, "every": 1, "params": 4, "ranks": [0, 1, 2]})
+
+    def test_long_clean_run_agrees(self):
+        recs = self.recs("long")
+        ds = digests(recs)
+        self.assertEqual(sorted(k[0] for k in ds), list(range(10000)))
+        for key, copies in ds.items():
+            self.assertEqual((sorted(copies), odd_ranks(copies)), ([0, 1], []), "long run disagrees at %s" % (key,))
+            self.assertEqual({v[0] for v in copies.values()}, {4})
+        self.assertEqual({x["level"] for x in recs[0]}, {"metric", "collective"})  # the consensus mode's records
 
     def test_every_from_the_environment_and_default(self):
         recs = self.recs("adam_env")  # LOCKSTEP_REPLICA_EVERY=2
