@@ -62,11 +62,13 @@ typedef struct agent_cons {
     unsigned char *ext;
 } agent_cons;
 
-/* agent_record_cons - agent_record for a record whose output must be the same on every member of `cons`'s group:
- * it gets the next place of (step, key) and is folded into its window's consensus digest (agent/conswin.h); a key
- * the window table has no room for is recorded without a place. Returns 0 when recorded or left out, -1 with the
- * error set. */
-int agent_record_cons(rec_record *r, const agent_cons *cons, const char *fn);
+/* agent_record_cons - agent_record for a record that is no state entry, with its call site's cached decisions in
+ * `e` (agent/callsite.h; NULL: none) and, when `cons` is not NULL, an output that must be the same on every member of
+ * its group: it gets the next place of (step, key) and is folded into its window's consensus digest
+ * (agent/conswin.h); a key the window table has no room for is recorded without a place. Returns 0 when recorded or
+ * left out, -1 with the error set. */
+struct cs_entry;
+int agent_record_cons(rec_record *r, const agent_cons *cons, struct cs_entry *e, const char *fn);
 
 /* agent_new_uuid - a random (version 4) UUID in `out` (37 bytes). */
 void agent_new_uuid(char out[37]);

@@ -43,6 +43,13 @@ $(LIBLOCKSTEP_MPI_SO): $(LIBLOCKSTEP_MPI_OBJS) $(LIBLOCKSTEP_SO) agent/mpi/liblo
 	  -L$(B)/lib -Wl,-rpath,'$$ORIGIN' -llockstep -ldl
 
 ALL_TARGETS += $(LIBLOCKSTEP_MPI_SO)
+
+# A fault shim for the consensus checks (tests/agent/shim_corrupt.c): preloaded after liblockstep_mpi.so, it corrupts
+# one rank's MPI_Allreduce output between Lockstep and MPI.
+$(B)/tests/agent/shim_corrupt.so: tests/agent/shim_corrupt.c
+	@mkdir -p $(@D)
+	mpicc $(ALL_CFLAGS) -fPIC -shared -o $@ $< $(ALL_LDFLAGS) -ldl
+ALL_TARGETS += $(B)/tests/agent/shim_corrupt.so
 INSTALL_LIB += $(LIBLOCKSTEP_MPI_SO)
 endif
 
@@ -52,7 +59,7 @@ $(B)/bin/lockstep: $(LIBLOCKSTEP_A)
 $(B)/bin/lockstep: CLI_LIBS += $(LIBLOCKSTEP_A) -lpthread -ldl
 
 # Test programs for the agent tier (built, not installed).
-AGENT_TEST_SRCS := $(filter-out tests/agent/nccl_%.c,$(wildcard tests/agent/*.c))
+AGENT_TEST_SRCS := $(filter-out tests/agent/nccl_%.c tests/agent/shim_%.c tests/agent/cons_%.c,$(wildcard tests/agent/*.c))
 AGENT_TEST_BINS := $(AGENT_TEST_SRCS:tests/agent/%.c=$(B)/tests/agent/%)
 $(B)/tests/agent/mpi_%: tests/agent/mpi_%.c
 	@mkdir -p $(@D)
@@ -61,6 +68,11 @@ $(B)/tests/agent/%: tests/agent/%.c $(LIBLOCKSTEP_SO)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) -L$(B)/lib -Wl,-rpath,'$$ORIGIN/../../lib' -llockstep -lpthread -lm
 ALL_TARGETS += $(AGENT_TEST_BINS)
+# The consensus checks' reader of trace files (the record codec of liblockstep.a, which the .so does not export).
+$(B)/tests/agent/cons_digests: tests/agent/cons_digests.c $(LIBLOCKSTEP_A)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(ALL_LDFLAGS) $(LIBLOCKSTEP_A) -lpthread -ldl -lm
+ALL_TARGETS += $(B)/tests/agent/cons_digests
 TEST_TIERS += tests/agent/run.sh
 
 # tests/apps: unmodified MPI programs (no Lockstep calls) that the agent and Slurm tiers run under LD_PRELOAD:

@@ -177,7 +177,9 @@ int config_stream(send_cfg *cfg, long rank, const rec_header *hdr, char *why, si
         get_ms("LOCKSTEP_FLUSH_TIMEOUT", DEF_FLUSH_MS, &cfg->flush_ms, 1, why, cap) < 0 ||
         get_ms("LOCKSTEP_HTTP_TIMEOUT", DEF_HTTP_MS, &cfg->http_timeout_ms, 1, why, cap) < 0)
         return -1;
-    const char *stream = env_or("LOCKSTEP_STREAM", NULL, "records");
+    /* the consensus mode sends digests (records on demand) unless told otherwise */
+    const char *mode = env_or("LOCKSTEP_MODE", NULL, "");
+    const char *stream = env_or("LOCKSTEP_STREAM", NULL, strcmp(mode, "consensus") ? "records" : "digests");
     if (strcmp(stream, "records") != 0 && strcmp(stream, "digests") != 0) {
         snprintf(why, cap, "LOCKSTEP_STREAM='%s' is neither records nor digests", stream);
         return -1;

@@ -123,5 +123,5 @@ int ls_replica(const char *name, const void *host_data, size_t nbytes, ls_dtype 
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     r.t_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    return agent_record_cons(&r, &c, "ls_replica");
+    return agent_record_cons(&r, &c, NULL, "ls_replica");
 }

@@ -26,6 +26,8 @@ int lsp_mode_parse(const char *s, lsp_mode *out)
         *out = LSP_MODE_OFF;
     else if (!strcasecmp(s, "det"))
         *out = LSP_MODE_DET;
+    else if (!strcasecmp(s, "consensus"))
+        *out = LSP_MODE_CONSENSUS;
     else
         return -1;
     return 0;
@@ -36,6 +38,7 @@ const char *lsp_mode_name(lsp_mode m)
     switch (m) {
     case LSP_MODE_FP: return "fp";
     case LSP_MODE_DET: return "det";
+    case LSP_MODE_CONSENSUS: return "consensus";
     default: return "off";
     }
 }
@@ -138,7 +141,7 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
         } else {
             snprintf(why, cap,
                      "unknown plugstack argument '%s'; known: server=URL secret=FILE agent=PATH "
-                     "default=off|fp|det enforce=off|fp|det spool=DIR stream=records|digests timeout_ms=N "
+                     "default=off|consensus|fp|det enforce=off|consensus|fp|det spool=DIR stream=records|digests timeout_ms=N "
                      "ignore=GLOB[,GLOB...] secret_vars=GLOB[,GLOB...]",
                      a);
             rv = -1;
@@ -147,7 +150,7 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
         if (bad) {
             snprintf(why, cap,
                      "invalid plugstack argument '%s'; server wants an http(s):// URL, secret, "
-                     "agent and spool an absolute path, default and enforce off|fp|det, "
+                     "agent and spool an absolute path, default and enforce off|consensus|fp|det, "
                      "stream records|digests, timeout_ms 1-60000",
                      a);
             rv = -1;

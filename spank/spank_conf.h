@@ -5,8 +5,9 @@
 #include <limits.h>
 #include <stddef.h>
 
-/* Determinism modes, weakest first (their order is used by `enforce`). */
-typedef enum lsp_mode { LSP_MODE_OFF = 0, LSP_MODE_FP = 1, LSP_MODE_DET = 2 } lsp_mode;
+/* Modes, weakest first (their order is used by `enforce`): consensus records only the copies every rank must hold
+ * alike (checked within the run, no twin), fp every record, det fp with the deterministic runtime. */
+typedef enum lsp_mode { LSP_MODE_OFF = 0, LSP_MODE_CONSENSUS = 1, LSP_MODE_FP = 2, LSP_MODE_DET = 3 } lsp_mode;
 
 #ifndef LSP_DEFAULT_AGENT
 #define LSP_DEFAULT_AGENT "/usr/local/lib/liblockstep.so"
@@ -48,11 +49,11 @@ void lsp_conf_defaults(lsp_conf *c);
  * while the valid ones still take effect. Returns 0 when all were valid. */
 int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap);
 
-/* lsp_mode_parse - "off", "fp" or "det" (case-insensitive) into `out`.
+/* lsp_mode_parse - "off", "consensus", "fp" or "det" (case-insensitive) into `out`.
  * NULL or "" means fp: a bare `--lockstep` fingerprints. Returns 0 or -1. */
 int lsp_mode_parse(const char *s, lsp_mode *out);
 
-/* lsp_mode_name - "off", "fp" or "det". */
+/* lsp_mode_name - "off", "consensus", "fp" or "det". */
 const char *lsp_mode_name(lsp_mode m);
 
 /* lsp_twin_valid - 0 when `s` is a usable twin group name: 1-255 bytes of

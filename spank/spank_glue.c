@@ -204,8 +204,12 @@ static void set_identity(const lsp_glue_ops *ops, const lsp_conf *c, const lsp_r
     if (c->spool[0])
         setv(ops, "LOCKSTEP_SPOOL_DIR", c->spool, bad);
     set_secret_vars(ops, c, bad);
-    if (c->stream[0] && ops->get(ops->ctx, "LOCKSTEP_STREAM", num, sizeof(num)) != 1)
-        setv(ops, "LOCKSTEP_STREAM", c->stream, bad); /* the site's choice, unless the job made its own */
+    if (ops->get(ops->ctx, "LOCKSTEP_STREAM", num, sizeof(num)) != 1) { /* unless the job made its own choice: */
+        if (mode == LSP_MODE_CONSENSUS)
+            setv(ops, "LOCKSTEP_STREAM", "digests", bad); /* consensus sends digests, records on demand */
+        else if (c->stream[0])
+            setv(ops, "LOCKSTEP_STREAM", c->stream, bad); /* the site's */
+    }
     if (mode == LSP_MODE_DET && ops->get(ops->ctx, "NCCL_GRAPH_DUMP_FILE", nodes, 1024) == 0) {
         /* NCCL writes the topology graph it chose here; the agent puts it in the manifest. */
         char path[PATH_MAX + 64];
@@ -398,7 +402,9 @@ int lsp_step_prepare(const lsp_glue_ops *ops, const lsp_conf *c, const lsp_job_f
         say(ops, ops->log, "step %u.%u asked for --lockstep=%s; the site enforces %s", f->job_id, f->step_id,
             lsp_mode_name(r.mode), lsp_mode_name(mode));
 
-    if (apply_det(ops, mode, f, &bad))
+    /* consensus checks copies within the run: neither the deterministic runtime nor its conflicts (which explain
+     * twins) concern it, and it costs the job nothing */
+    if (mode != LSP_MODE_CONSENSUS && apply_det(ops, mode, f, &bad))
         return -1;
     if (f->is_batch) { /* the batch shell gets the runtime; its srun steps get the agent */
         setv(ops, "LOCKSTEP_MODE", lsp_mode_name(mode), &bad);

@@ -29,9 +29,9 @@ SPANK_PLUGIN(lockstep, 1);
 static int opt_check(int val, const char *optarg, int remote);
 
 static struct spank_option opt_table[] = {
-    {"lockstep", "[off|fp|det]",
-     "Fingerprint this job with Lockstep (fp, the default), also under a deterministic runtime (det), or not "
-     "(off)",
+    {"lockstep", "[off|consensus|fp|det]",
+     "Fingerprint this job with Lockstep (fp, the default), also under a deterministic runtime (det), only the "
+     "copies every rank must hold alike, checked within the run (consensus), or not (off)",
      2, LSP_OPT_MODE, opt_check},
     {"lockstep-twin", "NAME", "Lockstep twin group: runs that must be bitwise identical", 1, LSP_OPT_TWIN, opt_check},
     {"lockstep-trace", "SPEC", "What Lockstep records, e.g. 'metrics;ops:steps=120-125:ranks=0,4-7'", 1, LSP_OPT_TRACE,

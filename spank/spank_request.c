@@ -31,7 +31,7 @@ int lsp_request_check(int which, const char *value, const char *from, char *why,
     switch (which) {
     case LSP_OPT_MODE:
         if (lsp_mode_parse(value, &m)) {
-            snprintf(why, cap, "%s=%s is not a mode; use %s=off, fp or det", as, value, as);
+            snprintf(why, cap, "%s=%s is not a mode; use %s=off, consensus, fp or det", as, value, as);
             return -1;
         }
         return 0;

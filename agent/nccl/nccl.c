@@ -189,6 +189,22 @@ static int consensus_mode(void)
     return v;
 }
 
+/* consensus_places - 1 when LOCKSTEP_NCCL_CONSENSUS=1 asks for consensus places on NCCL records. Off by default:
+ * records are made when their events complete, at the step current then, so a program that changes step while
+ * collectives are in flight could put one collective in different steps on different ranks, and their places
+ * would not line up (a false disagreement). Placing them by the step at launch lifts this. */
+static int consensus_places(void)
+{
+    static int on = -1;
+    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv("LOCKSTEP_NCCL_CONSENSUS");
+        v = e && strcmp(e, "1") == 0;
+        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
 /* key_mix - FNV-1a of `n` bytes folded into `h`. */
 static uint64_t key_mix(uint64_t h, const void *p, size_t n)
 {
@@ -284,7 +300,7 @@ static int begin_locked(const char *name, const void *ret, ls_level level, ncclD
     struct pend *p = &N.p[i];
     snprintf(p->name, sizeof(p->name), "%s", name);
     p->ret = ret;
-    p->cons = cons && comm_key_locked(comm, &p->key) == 0;
+    p->cons = cons && consensus_places() && comm_key_locked(comm, &p->key) == 0;
     p->level = level;
     p->dtype = dtype_of(t);
     p->shape[0] = nranks;
@@ -450,7 +466,7 @@ EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
     do {                                                                                                               \
         int slot_ = -1;                                                                                                \
         const void *ret_ = __builtin_return_address(0);                                                                \
-        if (((CONS) || !consensus_mode()) && ls_enabled_at(LEVEL, NAME, ret_)) {                                       \
+        if ((!consensus_mode() || ((CONS) && consensus_places())) && ls_enabled_at(LEVEL, NAME, ret_)) {              \
             pthread_mutex_lock(&N.mu);                                                                                 \
             slot_ = begin_locked(NAME, ret_, LEVEL, datatype, comm, CONS, OUT_COUNT, IN, IN_BYTES, stream);            \
             pthread_mutex_unlock(&N.mu);                                                                               \

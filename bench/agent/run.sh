@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run.sh - bench/agent: allreduce-heavy MPI programs without the agent, with it streaming to a live lockstepd, and
-# with it while lockstepd is down (spooling), interleaved in one run; prints one JSON line.
+# with it while lockstepd is down (spooling), and in the consensus mode (--lockstep=consensus: only the collectives
+# whose output every rank holds alike, outputs only, digests streamed), interleaved in one run; prints one JSON line.
 # Three workloads, all unmodified MPI programs under LD_PRELOAD at collective level:
 #   cg_*     bench/agent/cg: a conjugate-gradient solver (2 one-double allreduces and a halo exchange an iteration)
 #   (plain)  bench/agent/allreduce with COUNT floats per call: nothing but gradient-sized allreduces
@@ -34,7 +35,7 @@ for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$UP/api/v1/health" >/dev/nu
 
 # agent_args MODE TAG: the mpirun options of a mode, in the array AGENT. Modes: base (no agent), hash (the
 # agent fingerprints and numbers every collective but has nowhere to send: its own cost), up (streaming to
-# lockstepd), down (lockstepd away: spooling).
+# lockstepd), down (lockstepd away: spooling), cons (the consensus mode streaming to lockstepd, as the plugin sets it).
 agent_args() {
   AGENT=()
   case $1 in
@@ -43,6 +44,9 @@ agent_args() {
       local url=http://127.0.0.1:$UP; [ "$1" = down ] && url=http://127.0.0.1:$DOWN
       AGENT=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_SERVER="$url" -x LOCKSTEP_JOB_ID="bench-$1-$2-$$"
              -x LOCKSTEP_STEP_ID=0 -x LOCKSTEP_TRACE=collectives -x LOCKSTEP_SPOOL_DIR="$T/spool") ;;
+    cons)
+      AGENT=(-x LD_PRELOAD="$B/lib/liblockstep_mpi.so" -x LOCKSTEP_SERVER="http://127.0.0.1:$UP" -x LOCKSTEP_MODE=consensus
+             -x LOCKSTEP_JOB_ID="bench-$1-$2-$$" -x LOCKSTEP_STEP_ID=0 -x LOCKSTEP_SPOOL_DIR="$T/spool") ;;
   esac
 }
 
@@ -60,7 +64,7 @@ declare -A runs
 measure() { # measure NAME PROG ARGS...
   local name=$1 rep mode; shift
   for rep in $(seq 1 "$REPS"); do
-    for mode in base hash up down; do runs[$name.$mode]+="$(one $mode "$name$rep" "$@")"$'\n'; done
+    for mode in base hash up down cons; do runs[$name.$mode]+="$(one $mode "$name$rep" "$@")"$'\n'; done
   done
 }
 measure cg "$CG" "$CG_ITERS" "$CG_NX" 100
@@ -76,7 +80,7 @@ np1() { # np1 MODE TAG ITERS COUNT
 }
 for rep in $(seq 1 "$REPS"); do
   for mode in base hash; do runs[np1big.$mode]+="$(np1 $mode "$rep" 2000 "$COUNT")"$'\n'; done
-  for mode in base hash up down; do runs[np1small.$mode]+="$(np1 $mode "$rep" 200000 1)"$'\n'; done
+  for mode in base hash up down cons; do runs[np1small.$mode]+="$(np1 $mode "$rep" 200000 1)"$'\n'; done
 done
 for k in "${!runs[@]}"; do printf '%s' "${runs[$k]}" >"$T/runs.$k"; done
 python3 - "$T" "$RANKS" "$REPS" "$ITERS" "$COUNT" "$SMALL_ITERS" "$CG_ITERS" "$CG_NX" <<'PY'
@@ -97,8 +101,11 @@ def on_off(name, mode):
 def figures(prefix, name, per, calls):
     base = [r[0] for r in load(name, "base")]
     f = {prefix + "us_per_" + per: round(1e6 * statistics.median(base) / calls, 1)}
-    for mode, key in (("hash", "hash_only"), ("up", "up"), ("down", "down")):
+    for mode, key in (("hash", "hash_only"), ("up", "up"), ("down", "down"), ("cons", "consensus")):
         f[prefix + "overhead_" + key + "_pct"] = on_off(name, mode)
+    # the consensus mode's overhead as a share of today's (streaming every record): what leaving it on costs
+    up = f[prefix + "overhead_up_pct"]
+    f[prefix + "consensus_to_up_ratio"] = round(f[prefix + "overhead_consensus_pct"] / up, 2) if up > 0 else None
     f[prefix + "noise_floor_pct"] = on_off(name, "base")
     return f
 
@@ -110,7 +117,7 @@ out = {"bench": "agent", "ranks": ranks, "reps": reps, "cg_iters": cg_iters, "cg
 out.update(figures("cg_", "cg", "iter", cg_iters))
 out["cg_allreduce_share_pct"] = round(100 * statistics.median(r[1] for r in load("cg", "base")), 1)
 # the agent never changes what the program computes
-out["cg_residuals_equal"] = len({r[2] for m in ("base", "hash", "up", "down") for r in load("cg", m)}) == 1
+out["cg_residuals_equal"] = len({r[2] for m in ("base", "hash", "up", "down", "cons") for r in load("cg", m)}) == 1
 out.update({"iters": iters, "count": count, "dtype": "f32"})
 out.update(figures("", "big", "allreduce", iters))
 out["agent_us_per_call"] = round(per_call("np1big", 2000), 2)
@@ -120,5 +127,8 @@ out.update(figures("small_", "small", "allreduce", small_iters))
 out["small_agent_us_per_call"] = round(per_call("np1small", 200000), 3)
 out["small_agent_us_per_call_up"] = round(per_call("np1small", 200000, "up"), 3)
 out["small_agent_us_per_call_down"] = round(per_call("np1small", 200000, "down"), 3)
+out["small_agent_us_per_call_consensus"] = round(per_call("np1small", 200000, "cons"), 3)
+out["consensus_goal_pct"] = 1.0
+out["consensus_within_goal"] = all(out[k] <= 1.0 for k in ("cg_overhead_consensus_pct", "overhead_consensus_pct"))
 print(json.dumps(out))
 PY

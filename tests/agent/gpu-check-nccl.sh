@@ -17,7 +17,7 @@ for r in 1 2; do
      "$PROG" "$T/out$r.bin" 3 >"$T/run$r.log" 2>&1; then ok "run $r: $(tail -1 "$T/run$r.log")"
   else bad "run $r: $(tail -3 "$T/run$r.log")"; fi
 done
-names=$("$B/bin/lockstep" dump "$T/run1/rank-00000.lstrace" | python3 -c '
+names=$("$B/bin/lockstep" dump "$T/run1/rank-00000.lstrace" | grep -v '"consensus.digest"' | python3 -c '
 import json, sys; print(" ".join(sorted({json.loads(l)["name"] for l in sys.stdin})))')
 case "$names" in
   *nccl.allgather*nccl.allreduce*nccl.broadcast*nccl.reduce_scatter*) ok "collectives recorded: $names" ;;
@@ -26,7 +26,7 @@ esac
 if "$B/bin/lockstep" diff "$T/run1" "$T/run2" >"$T/diff.log" 2>&1; then ok "two runs match"; else bad "$(head -5 "$T/diff.log")"; fi
 # The last record named nccl.allreduce is GPU 0's final allreduce (one process, GPUs issue in order).
 want=$("$B/bin/lockstep" fp "$T/out1.bin" | cut -d' ' -f1)
-got=$("$B/bin/lockstep" dump "$T/run1/rank-00000.lstrace" | python3 -c '
+got=$("$B/bin/lockstep" dump "$T/run1/rank-00000.lstrace" | grep -v '"consensus.digest"' | python3 -c '
 import json, sys
 recs = [json.loads(l) for l in sys.stdin if "\"nccl.allreduce\"" in l]
 n = max(r["shape"][0] for r in recs)     # one record per GPU per call; the last call is the last n records
@@ -34,7 +34,7 @@ print(" ".join(r["fp"] for r in recs[-n:]))')
 case " $got " in *" $want "*) ok "recorded allreduce fingerprint equals the CPU LSFP-1 ($want)" ;;
   *) bad "allreduce fingerprint: CPU $want, recorded $got" ;; esac
 # Call sites: every record names main (the program calls NCCL from main), the same in both runs.
-sites() { "$B/bin/lockstep" dump "$1" | python3 -c '
+sites() { "$B/bin/lockstep" dump "$1" | grep -v '"consensus.digest"' | python3 -c '
 import json, sys
 print(" ".join(sorted({(json.loads(l).get("site") or {}).get("text", "none") for l in sys.stdin})))'; }
 s1=$(sites "$T/run1/rank-00000.lstrace"); s2=$(sites "$T/run2/rank-00000.lstrace")

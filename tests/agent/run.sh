@@ -258,9 +258,9 @@ if [ -x "$MPIPROG" ] && [ -f "$B/lib/liblockstep_mpi.so" ] && command -v mpirun 
       -x LOCKSTEP_STEP_ON=mpi.reduce \
       ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$MPIPROG" 3 >"$T/mpi$r.out" 2>&1 || { mpi_ok=0; tail -5 "$T/mpi$r.out"; }
   done
-  names=$("$LS" dump "$T/mpi1/trace/rank-00003.lstrace" 2>/dev/null | python3 -c '
+  names=$("$LS" dump "$T/mpi1/trace/rank-00003.lstrace" 2>/dev/null | grep -v '"consensus.digest"' | python3 -c '
 import json, sys; print(" ".join(sorted({json.loads(l)["name"] for l in sys.stdin})))')
-  steps=$("$LS" dump "$T/mpi1/trace/rank-00003.lstrace" 2>/dev/null | python3 -c '
+  steps=$("$LS" dump "$T/mpi1/trace/rank-00003.lstrace" 2>/dev/null | grep -v '"consensus.digest"' | python3 -c '
 import json, sys; print(" ".join(map(str, sorted({json.loads(l)["step"] for l in sys.stdin}))))')
   want="mpi.allgather mpi.allgatherv mpi.allreduce mpi.alltoall mpi.alltoallv mpi.bcast mpi.reduce mpi.reduce_scatter mpi.reduce_scatter_block"
   if [ $mpi_ok -eq 1 ] && [ "$names" = "$want" ] && [ "$(ls "$T/mpi1/trace" | wc -l)" -eq 4 ]; then
@@ -281,7 +281,7 @@ import json, sys; print(" ".join(map(str, sorted({json.loads(l)["step"] for l in
   # type it was called with, against the program's own packing and LSFP-1.
   timeout 60 mpirun --allow-run-as-root -np 1 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so" -x LOCKSTEP_AUTOSTART=1 \
     -x LOCKSTEP_TRACE_DIR="$T/mpidt" ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$B/tests/agent/mpi_dtypes" >"$T/mpidt.out" 2>&1
-  dt_got=$("$LS" dump "$T/mpidt/rank-00000.lstrace" 2>/dev/null | python3 -c '
+  dt_got=$("$LS" dump "$T/mpidt/rank-00000.lstrace" 2>/dev/null | grep -v '"consensus.digest"' | python3 -c '
 import json, sys
 for l in sys.stdin:
     r = json.loads(l)
@@ -303,6 +303,53 @@ for l in sys.stdin:
   if [ "$st" = match ]; then ok "MPI twins match on lockstepd too"; else bad "lockstepd twin status: $st"; fi
 else
   bad "MPI test programs or mpirun missing"
+fi
+
+# 8b. Consensus without a twin: a clean 4-rank run's consensus digests (allreduce, allgather(v), bcast) agree across
+#     the ranks; with the fault shim preloaded after the wrappers (one bit of rank 2's 31st MPI_Allreduce output
+#     flipped after the reduction: iteration 10's first allreduce, consensus place 70), exactly rank 2's digest of
+#     window 1 differs; with steps (LOCKSTEP_STEP_ON=mpi.reduce: iteration 10 is step 10), rank 2's digest of step 10.
+SHIM=$B/tests/agent/shim_corrupt.so
+CONS=$B/tests/agent/cons_digests
+if [ -x "$MPIPROG" ] && [ -f "$SHIM" ] && [ -x "$CONS" ] && command -v mpirun >/dev/null; then
+  cons_run() {   # NAME PRELOAD [ENV=VALUE...]: 30 iterations, 4 ranks, traces only
+    local name=$1 pre=$2; shift 2
+    local xs=()
+    for kv in "$@"; do xs+=(-x "$kv"); done
+    timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$pre" -x LOCKSTEP_AUTOSTART=1 \
+      -x LOCKSTEP_TRACE_DIR="$T/$name" "${xs[@]}" ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$MPIPROG" 30 \
+      >"$T/$name.out" 2>&1 || tail -3 "$T/$name.out"
+    "$CONS" "$T/$name"/rank-*.lstrace | awk '$1 == "digest"' >"$T/$name.dig"
+  }
+  odd() {   # DIGEST_FILE: "rank step window" of each digest that differs from the one most ranks sent
+    python3 -c '
+import collections, sys
+by = collections.defaultdict(dict)
+for l in open(sys.argv[1]):
+    _, rank, step, key, window, n, fold = l.split()
+    by[(int(step), key, int(window))][int(rank)] = (n, fold)
+out = []
+for (step, key, window), copies in sorted(by.items()):
+    common = collections.Counter(copies.values()).most_common(1)[0][0]
+    out += [f"{rank} {step} {window}" for rank, c in sorted(copies.items()) if c != common or len(copies) != 4]
+print(",".join(out) or "none")' "$1"
+  }
+  cons_run cons-clean "$B/lib/liblockstep_mpi.so"
+  cons_run cons-shim "$B/lib/liblockstep_mpi.so:$SHIM" LOCKSTEP_SHIM_RANK=2 LOCKSTEP_SHIM_CALL=30
+  cons_run cons-step "$B/lib/liblockstep_mpi.so:$SHIM" LOCKSTEP_SHIM_RANK=2 LOCKSTEP_SHIM_CALL=30 LOCKSTEP_STEP_ON=mpi.reduce
+  n_clean=$(wc -l <"$T/cons-clean.dig")
+  n_places=$("$CONS" "$T/cons-clean/rank-00001.lstrace" | awk '$1 == "place"' | wc -l)
+  if [ "$n_clean" -eq 16 ] && [ "$n_places" -eq 210 ] && [ "$(odd "$T/cons-clean.dig")" = none ]; then
+    ok "consensus: a clean run's 210 places per rank fold into 4 windows whose digests agree on all 4 ranks"
+  else bad "consensus clean run: $n_clean digests, $n_places places, odd '$(odd "$T/cons-clean.dig")'"; fi
+  if grep -q "rank 2, MPI_Allreduce call 30" "$T/cons-shim.out" && [ "$(odd "$T/cons-shim.dig")" = "2 0 1" ]; then
+    ok "consensus: one bit flipped in rank 2's allreduce output (fault shim) differs at rank 2, window 1 only"
+  else bad "consensus with the shim: odd '$(odd "$T/cons-shim.dig")' ($(tail -2 "$T/cons-shim.out"))"; fi
+  if [ "$(odd "$T/cons-step.dig")" = "2 10 0" ]; then
+    ok "consensus with steps: the shim's flip differs at rank 2, step 10, window 0 only"
+  else bad "consensus with steps: odd '$(odd "$T/cons-step.dig")'"; fi
+else
+  bad "consensus: the fault shim, the digest reader or mpirun missing"
 fi
 
 # 10. Real programs, unmodified, under LD_PRELOAD (tests/apps): call sites, causes, the ignore rule, configuration,
@@ -394,8 +441,8 @@ if [ -x "$HEAT" ] && [ -x "$SOLVER" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; the
      echo "$(field "$v" site)" | grep -q '^libsolver.so+0x[0-9a-f]* (no symbol), called from Solver::finish()$'; then
     ok "stripped library: $(field "$v" site); every-rank, rule Solver::finish"
   else bad "stripped library: $v"; fi
-  site_a=$("$LS" dump "$T/app-sa/trace/rank-00002.lstrace" | python3 -c 'import json,sys; print([json.loads(l)["site"]["text"] for l in sys.stdin][0])')
-  site_b=$("$LS" dump "$T/app-sb/trace/rank-00002.lstrace" | python3 -c 'import json,sys; print([json.loads(l)["site"]["text"] for l in sys.stdin][0])')
+  site_a=$("$LS" dump "$T/app-sa/trace/rank-00002.lstrace" | grep -v '"consensus.digest"' | python3 -c 'import json,sys; print([json.loads(l)["site"]["text"] for l in sys.stdin][0])')
+  site_b=$("$LS" dump "$T/app-sb/trace/rank-00002.lstrace" | grep -v '"consensus.digest"' | python3 -c 'import json,sys; print([json.loads(l)["site"]["text"] for l in sys.stdin][0])')
   if [ "$site_a" = "$site_b" ] && echo "$site_a" | grep -q '^Solver::iterate(int)+0x[0-9a-f]* (libsolver.so+0x[0-9a-f]*)$'; then
     ok "C++ sites demangled and equal in both twins: $site_a"
   else bad "C++ sites: '$site_a' vs '$site_b'"; fi
@@ -432,7 +479,7 @@ if [ -x "$HEAT" ] && [ -x "$SOLVER" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; the
 
   # 10f. LOCKSTEP_STEP_ON as a call-site pattern: each residual reduction issued from relax_step opens a step.
   app step "g-step-$$" "$HEAT" LOCKSTEP_STEP_ON=relax_step LOCKSTEP_IGNORE=report_timings -- --steps 9
-  steps=$("$LS" dump "$T/app-step/trace/rank-00001.lstrace" | python3 -c 'import json,sys; print(" ".join(map(str, sorted({json.loads(l)["step"] for l in sys.stdin}))))')
+  steps=$("$LS" dump "$T/app-step/trace/rank-00001.lstrace" | grep -v '"consensus.digest"' | python3 -c 'import json,sys; print(" ".join(map(str, sorted({json.loads(l)["step"] for l in sys.stdin}))))')
   if [ "$steps" = "0 1 2 3 4 5 6 7 8 9" ]; then ok "LOCKSTEP_STEP_ON=relax_step (a function): steps 0-9"
   else bad "LOCKSTEP_STEP_ON=relax_step: steps '$steps'"; fi
 

@@ -489,7 +489,7 @@ static void case_submit(void)
     submit_case(S_CTX_ALLOCATOR, NULL, 0, "lockstep", "fp", "SLURM_LOCKSTEP_TWIN=a b", -1,
                 "error: lockstep: SLURM_LOCKSTEP_TWIN=a b is not a twin group name; use");
     submit_case(S_CTX_LOCAL, NULL, 0, NULL, NULL, "SLURM_LOCKSTEP=maybe", -1,
-                "error: lockstep: SLURM_LOCKSTEP=maybe is not a mode; use SLURM_LOCKSTEP=off, fp or det");
+                "error: lockstep: SLURM_LOCKSTEP=maybe is not a mode; use SLURM_LOCKSTEP=off, consensus, fp or det");
 }
 
 static void case_slurmd(void)
@@ -701,6 +701,46 @@ static void case_remote_stream(void)
     CHECK(init_and_options(n_remote_args, remote_args) == 0);
     CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
     CHECK(!strcmp(env_get("LOCKSTEP_STREAM"), "records"));
+}
+
+/* case_remote_consensus - --lockstep=consensus: the agent with LOCKSTEP_MODE=consensus and digest streaming (over
+ * the site's records), none of the deterministic runtime and no conflicts; a job's own stream stays; enforce=consensus
+ * lifts an opted-out job to it, and a job's fp stays fp. */
+static void case_remote_consensus(void)
+{
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    remote_args[n_remote_args++] = "stream=records";
+    env_put("NCCL_ALGO=Tree");
+    user_gives("lockstep", "consensus");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_MODE"), "consensus"));
+    CHECK(env_get("LOCKSTEP_STREAM") && !strcmp(env_get("LOCKSTEP_STREAM"), "digests"));
+    CHECK(env_get("LOCKSTEP_CONFLICTS") == NULL);
+    CHECK(env_get("CUBLAS_WORKSPACE_CONFIG") == NULL);
+    CHECK(env_get("LD_PRELOAD") != NULL);
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    env_put("LOCKSTEP_STREAM=records");
+    user_gives("lockstep", "consensus");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_STREAM"), "records"));
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    remote_args[n_remote_args++] = "enforce=consensus";
+    user_gives("lockstep", "off");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_MODE"), "consensus"));
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    remote_args[n_remote_args++] = "enforce=consensus";
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_MODE"), "fp"));
 }
 
 static void case_remote_untouched(void)
@@ -1026,6 +1066,11 @@ static void test_remote_fp_conflict(void **s)
     (void)s;
     in_child(case_remote_fp_conflict);
 }
+static void test_remote_consensus(void **s)
+{
+    (void)s;
+    in_child(case_remote_consensus);
+}
 static void test_remote_untouched(void **s)
 {
     (void)s;
@@ -1128,6 +1173,7 @@ int main(void)
         cmocka_unit_test(test_remote_attest_again),
         cmocka_unit_test(test_remote_fp_conflict),
         cmocka_unit_test(test_remote_untouched),
+        cmocka_unit_test(test_remote_consensus),
         cmocka_unit_test(test_remote_stream),
         cmocka_unit_test(test_remote_batch_step),
         cmocka_unit_test(test_remote_env_fallback),

@@ -48,8 +48,10 @@ static const arg_case arg_cases[] = {
     {"default=det", 1, NULL},
     {"default=fp", 1, NULL},
     {"default=OFF", 1, NULL},
-    {"default=", 0, "off|fp|det"},
-    {"default=sometimes", 0, "off|fp|det"},
+    {"default=", 0, "off|consensus|fp|det"},
+    {"default=sometimes", 0, "off|consensus|fp|det"},
+    {"default=consensus", 1, NULL},
+    {"enforce=consensus", 1, NULL},
     {"enforce=fp", 1, NULL},
     {"enforce=strict", 0, "invalid plugstack argument 'enforce=strict'"},
     {"timeout_ms=250", 1, NULL},
@@ -148,6 +150,9 @@ static void test_modes(void **state)
     assert_int_equal(m, LSP_MODE_OFF);
     assert_int_equal(lsp_mode_parse("on", &m), -1);
     assert_string_equal(lsp_mode_name(LSP_MODE_DET), "det");
+    assert_int_equal(lsp_mode_parse("Consensus", &m), 0);
+    assert_int_equal(m, LSP_MODE_CONSENSUS);
+    assert_string_equal(lsp_mode_name(LSP_MODE_CONSENSUS), "consensus");
 
     lsp_conf c;
     lsp_conf_defaults(&c);
@@ -162,6 +167,14 @@ static void test_modes(void **state)
     assert_int_equal(lsp_effective_mode(&c, &r), LSP_MODE_FP);
     r.mode = LSP_MODE_DET;
     assert_int_equal(lsp_effective_mode(&c, &r), LSP_MODE_DET);
+    r.mode = LSP_MODE_CONSENSUS; /* consensus records less than fp: an enforced fp wins */
+    assert_int_equal(lsp_effective_mode(&c, &r), LSP_MODE_FP);
+    c.enforce = LSP_MODE_CONSENSUS; /* and an enforced consensus lifts an opt-out, not a job's fp */
+    assert_int_equal(lsp_effective_mode(&c, &r), LSP_MODE_CONSENSUS);
+    r.mode = LSP_MODE_OFF;
+    assert_int_equal(lsp_effective_mode(&c, &r), LSP_MODE_CONSENSUS);
+    r.mode = LSP_MODE_FP;
+    assert_int_equal(lsp_effective_mode(&c, &r), LSP_MODE_FP);
 
     assert_int_equal(lsp_twin_valid("exp-42/a.b_c:d@e+f"), 0);
     assert_int_equal(lsp_twin_valid(""), -1);
@@ -368,7 +381,7 @@ static void test_request_check(void **state)
     assert_non_null(strstr(why, "SLURM_LOCKSTEP_TWIN=a b is not a twin group name"));
     assert_null(strstr(why, "--lockstep"));
     assert_int_equal(lsp_request_check(LSP_OPT_MODE, "yes", "SLURM_LOCKSTEP", why, sizeof(why)), -1);
-    assert_non_null(strstr(why, "SLURM_LOCKSTEP=yes is not a mode; use SLURM_LOCKSTEP=off, fp or det"));
+    assert_non_null(strstr(why, "SLURM_LOCKSTEP=yes is not a mode; use SLURM_LOCKSTEP=off, consensus, fp or det"));
     /* --lockstep-ignore: glob patterns, checked where the user typed them; "" drops the site's default */
     char long_why[1024];
     assert_int_equal(
