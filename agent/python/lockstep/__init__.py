@@ -5,6 +5,7 @@
     with lockstep.step(i):
         lockstep.metric("loss", loss)
         lockstep.tensor("fc1.weight", w)  # torch tensor, numpy array or any buffer
+        lockstep.replicated("fc1.weight", w, group=[0, 1])  # must be bit-identical on world ranks 0 and 1
     with lockstep.state(i, "saved"):     # where a checkpoint is written (and "restored" where one is loaded)
         lockstep.state_entry("data_pos", pos)
 
@@ -27,6 +28,7 @@ from ._core import (
     metric,
     rank,
     record_fp,
+    replicated,
     run_id,
     shutdown,
     step,
@@ -51,6 +53,6 @@ def library():
 __all__ = [
     "DEFAULT_TRACE", "DTYPES", "LEVELS", "DiffError", "LibraryNotFound", "LockstepError", "current_step",
     "diff", "enabled", "fingerprint", "first_divergence", "init", "is_active", "last_error", "level_of",
-    "library", "metric", "rank", "record_fp", "rng_entries", "run_id", "shutdown", "state", "state_begin",
+    "library", "metric", "rank", "record_fp", "replicated", "rng_entries", "run_id", "shutdown", "state", "state_begin",
     "state_end", "state_entry", "step", "step_begin", "step_end", "tensor", "tensor_scaled", "tensor_shard",
 ]

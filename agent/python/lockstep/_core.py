@@ -3,6 +3,7 @@
 import contextlib
 import ctypes
 import os
+import sys
 import warnings
 
 from . import _lib
@@ -214,6 +215,83 @@ def tensor(name, obj, level="modules", chunk_bytes=None):
     if rc < 0:
         _fail("lockstep.tensor(%r)" % (name,))
     return True
+
+
+def _process_group_ranks(group):
+    """The world ranks of `group` when it is a torch.distributed ProcessGroup (torch is looked for only when the
+    program imported it), else None."""
+    torch = sys.modules.get("torch")
+    dist = getattr(torch, "distributed", None) if torch is not None else None
+    if dist is None or not dist.is_available() or not isinstance(group, dist.ProcessGroup):
+        return None
+    if not dist.is_initialized():
+        raise ValueError("replica group is a ProcessGroup, but torch.distributed is not initialized")
+    return sorted(int(r) for r in dist.get_process_group_ranks(group))
+
+
+def group_ranks(group):
+    """The world ranks of a replica group as a list of ints, or None for every rank of the job: `group` is None,
+    a torch.distributed ProcessGroup (its ranks by get_process_group_ranks: torch's global ranks, which are the
+    job's world ranks under torchrun and srun) or an iterable of non-negative ints (world ranks, in any order).
+    Raises TypeError or ValueError."""
+    if group is None:
+        return None
+    pg = _process_group_ranks(group)
+    if pg is not None:
+        return pg
+    if isinstance(group, (str, bytes)):
+        raise TypeError("a replica group is a list of world ranks or None, not %s" % type(group).__name__)
+    try:
+        ranks = [int(r) for r in group]
+    except TypeError as e:
+        raise TypeError("a replica group is a list of world ranks, a torch ProcessGroup or None, not %s"
+                        % type(group).__name__) from e
+    if not ranks or min(ranks) < 0:
+        raise ValueError("replica group %r\ndetail: it needs at least one world rank, none negative" % (ranks,))
+    return ranks
+
+
+def replicated(name, obj, group=None):
+    """Record `obj` as a replica (ls_replica): a tensor every rank of `group` must hold bit-identical here (a
+    data-parallel replica's parameters after the optimizer step, a weight replicated across a tensor-parallel
+    group). `group` lists world ranks (any order) or is a torch ProcessGroup; None means every rank of the job.
+    Every member calls it in the same order, and lockstepd compares the members' copies within the run, with no
+    twin. `obj` is what lockstep.tensor takes; a CUDA tensor is copied to the host (ls_replica hashes host
+    memory). Raises LockstepError, TypeError or ValueError."""
+    lib = _lib.load()
+    need("ls_replica", "lockstep.replicated")
+    bname = _name(name)
+    ranks = group_ranks(group)
+    v = view_of(obj)
+    if v.device:
+        if not _replica_admitted(lib):
+            return  # the trace window leaves it out: no copy
+        _note_replica_copy()
+        v = view_of(v.keep.cpu())  # exact bytes; synchronizes with the device
+    comm = None
+    if ranks is not None:
+        arr = (ctypes.c_int * len(ranks))(*ranks)
+        comm = _lib.Comm(len(ranks), arr)
+    if lib.ls_replica(bname, v.ptr, v.nbytes, v.dtype, ctypes.byref(comm) if comm is not None else None) < 0:
+        _fail("lockstep.replicated(%r)" % (name,))
+
+
+def _replica_admitted(lib):
+    """Whether ls_replica would keep a record now (level collective, or the consensus mode, which keeps replicas
+    whatever ls_enabled says of collectives)."""
+    return os.environ.get("LOCKSTEP_MODE") == "consensus" or bool(lib.ls_enabled(_lib.LEVEL_COLLECTIVE))
+
+
+_noted_replica_copy = False
+
+
+def _note_replica_copy():
+    global _noted_replica_copy
+    if not _noted_replica_copy:
+        _noted_replica_copy = True
+        warnings.warn("lockstep: replicas on a GPU are copied to the host to be fingerprinted (the same bits)\n"
+                      "detail: ls_replica hashes host memory\nhint: check them less often "
+                      "(LOCKSTEP_REPLICA_EVERY) when the copy shows in the step time", RuntimeWarning, stacklevel=3)
 
 
 _noted_host_copy = False

@@ -24,6 +24,11 @@ _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _REPO_ROOT = os.path.normpath(os.path.join(_PKG_DIR, "..", "..", ".."))
 
 
+class Comm(ctypes.Structure):
+    """struct ls_comm: a group's process count and the world ranks it spans."""
+    _fields_ = [("size", ctypes.c_int), ("world_ranks", ctypes.POINTER(ctypes.c_int))]
+
+
 class LibraryNotFound(OSError):
     """liblockstep could not be found or loaded."""
 
@@ -110,6 +115,7 @@ def _declare(lib):
         "ls_state_fp": ([c.c_char_p, u64, u64, c.c_int, c.c_int, i64p], c.c_int),
         "ls_state_end": ([], c.c_int),
         "ls_manifest_set": ([c.c_char_p, c.c_char_p], c.c_int),
+        "ls_replica": ([c.c_char_p, vp, sz, c.c_int, c.POINTER(Comm)], c.c_int),
     }
     for fn, (args, res) in optional.items():
         if hasattr(lib, fn):

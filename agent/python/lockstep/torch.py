@@ -16,6 +16,9 @@ Records (names are the model's qualified module names, "model" for the root):
                 module whose output gradient came last), loss, optimizer or top
   state blocks  w.saved(step, extra) where a checkpoint is written, w.restored(step, extra) right after one was
                 loaded: parameters, buffers, optimizer state, RNG states and `extra` (docs/python.md)
+  replicas      param.NAME (ls_replica) after every K-th optimizer step: each parameter of a
+                DistributedDataParallel model, which every rank of its process group must hold bit-identical;
+                lockstepd compares the ranks' copies within the run (watch(replicas=..., replica_every=K))
 """
 
 import atexit
@@ -32,6 +35,7 @@ from torch.utils._pytree import tree_flatten
 
 from . import _blocks as _core_blocks
 from . import _core, _lib, manifest
+from . import _torch_replicas as _replicas
 
 _tls = threading.local()  # .busy: lockstep's own code is running; the ops mode must not see it
 
@@ -199,7 +203,8 @@ class Watch:
     """The hooks watch() installed on a model (and optimizer); close() removes them, and so does leaving a
     `with` block on it (`with lockstep.torch.watch(model, opt) as w:`)."""
 
-    def __init__(self, model, optimizer, level, loss_fn, name, auto_step, active=True):
+    def __init__(self, model, optimizer, level, loss_fn, name, auto_step, active=True, replicas=None,
+                 replica_every=None):
         self.model, self.optimizer, self.level = model, optimizer, level
         self.root = name
         self.auto_step = auto_step
@@ -215,6 +220,8 @@ class Watch:
         self.manifest = None
         self._trace_dir = None
         self._rng_baseline = {}
+        self._updates = 0  # optimizer steps taken under this watch
+        self.replicas = _replicas.Plan(note="LOCKSTEP_MODE=off")
         if not active:  # LOCKSTEP_MODE=off: nothing to record, so nothing is hooked
             self.optimizer = None
             self._closed = True
@@ -231,7 +238,13 @@ class Watch:
             self._handles.append(loss_fn.register_forward_pre_hook(self._loss_pre))
             self._handles.append(loss_fn.register_forward_hook(self._loss_hook))
         if optimizer is not None:
+            self.replicas = _replicas.plan(model, optimizer, replicas, replica_every)
+            by_hand = replicas is not None and replicas is not False and not isinstance(replicas, str)
+            if by_hand and not self.replicas.params and self.replicas.note:
+                warnings.warn("lockstep: watch(replicas=...) %s" % self.replicas.note, RuntimeWarning, stacklevel=3)
             self._hook_step(optimizer)
+        else:
+            self.replicas = _replicas.Plan(note="no optimizer: call w.replicated(...) where replicas are equal")
         _core.add_step_listener(self._on_step)
         # numpy's and Python's generators as watch() finds them (see saved())
         self._rng_baseline = {}
@@ -403,6 +416,10 @@ class Watch:
             except Exception as e:  # noqa: BLE001 - the optimizer step runs whatever happens here
                 self._warn(e)
         out = self._orig_step(*args, **kwargs)
+        if self.replicas.due(self._updates):  # before the step closes: the replicas this update made
+            with _Busy():
+                _replicas.record(self.replicas, self._warn)
+        self._updates += 1
         if self.auto_step and not _core.user_steps():
             _core.auto_step_end()
             self._step += 1
@@ -417,6 +434,23 @@ class Watch:
         if grads and _core.enabled(_lib.LEVEL_METRIC):
             with torch.no_grad():
                 self._metric("grad_norm", grad_norm([g for _, g in grads]))
+
+    # --- replicas
+    def replicated(self, name, tensor, group=None):
+        """Record `tensor` as a replica (ls_replica): every rank of `group` (a torch.distributed ProcessGroup, a
+        list of world ranks, or None for every rank of the job) must hold it bit-identical at this point, and each
+        calls this in the same order; lockstepd compares their copies within the run. For a tensor-parallel
+        group's replicated norm weight, an expert router, a buffer broadcast by hand. Returns True when passed to
+        the library; never raises into the training loop (a failure is one warning, and False)."""
+        if self._closed:
+            return False
+        try:
+            with _Busy(), torch.no_grad():
+                _core.replicated(name, tensor.detach() if isinstance(tensor, torch.Tensor) else tensor, group)
+            return True
+        except Exception as e:  # noqa: BLE001 - the job goes on
+            self._warn(e)
+            return False
 
     # --- checkpoints
     def saved(self, step, extra=None):
@@ -630,7 +664,21 @@ def _distributed_rank():
     return None
 
 
-def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, name="model"):
+def _distributed_size():
+    """The rank count of an initialized torch.distributed process group when LOCKSTEP_RANKS and the launchers'
+    variables the agent reads are unset (torch.multiprocessing.spawn sets none), else None."""
+    if os.environ.get("LOCKSTEP_RANKS") or (os.environ.get("LOCAL_RANK") and os.environ.get("WORLD_SIZE")):
+        return None
+    if any(os.environ.get(v) for v in ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE")):
+        return None
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size()
+    return None
+
+
+def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, name="model", replicas="auto",
+          replica_every=None):
     """Fingerprint `model` as it trains; returns a Watch (call .close() to stop), which is also a
     context manager: `with watch(model, optimizer) as w:` closes it when the block ends.
 
@@ -647,11 +695,21 @@ def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, 
     lockstep.step itself) each optimizer step closes a lockstep step and opens the next,
     starting at step 0. `loss_fn`: an nn.Module criterion whose output is recorded as "loss";
     otherwise call .loss(value). When it starts lockstep and LOCKSTEP_RANK is unset, the rank
-    comes from torch.distributed (or torchrun's RANK). Under LOCKSTEP_MODE=det it first turns on
+    comes from torch.distributed (or torchrun's RANK), and so does the rank count (LOCKSTEP_RANKS) when no
+    launcher says it. Under LOCKSTEP_MODE=det it first turns on
     deterministic(). Calls lockstep.init() when needed and writes the Python manifest
     (rank-NNNNN.python.json: torch version, thread counts, determinism flags) beside the
-    trace. Under LOCKSTEP_MODE=off nothing is hooked at all. Raises LockstepError when the
-    library cannot start."""
+    trace. Under LOCKSTEP_MODE=off nothing is hooked at all.
+
+    `replicas`: which parameters every rank must hold bit-identical after the optimizer step, recorded as
+    replicas (param.NAME, ls_replica) every `replica_every` optimizer steps (default LOCKSTEP_REPLICA_EVERY, else
+    200; 0: never), so that lockstepd finds a rank whose copy differs, with no twin. "auto" (the default): the
+    parameters of the model's DistributedDataParallel modules, across their process group; a model without DDP
+    is not checked. A ProcessGroup or a list of world ranks: every parameter of the model, across that group
+    (data parallelism by hand). None: no checks. FSDP, DTensor parameters, ZeroRedundancyOptimizer and local SGD
+    are never checked (their parameters are not whole replicas after each step); w.replicas.note says why.
+    Raises LockstepError when the library cannot start, ValueError or TypeError for a bad `replicas` or
+    `replica_every`."""
     lv = _core.level_of(level)
     if lv == _lib.LEVEL_COLLECTIVE:
         lv = _lib.LEVEL_METRIC  # PyTorch has no collectives of its own to watch here
@@ -666,16 +724,21 @@ def watch(model, optimizer=None, level="modules", loss_fn=None, auto_step=None, 
         r = _distributed_rank()
         if r is not None:  # torchrun sets RANK, which the agent does not read: without this every rank is 0
             os.environ["LOCKSTEP_RANK"] = str(r)
+        n = _distributed_size()
+        if n is not None:  # the job's rank count, and so every rank of a replica group of None
+            os.environ["LOCKSTEP_RANKS"] = str(n)
         if not os.environ.get("LOCKSTEP_TRACE"):
             os.environ["LOCKSTEP_TRACE"] = _LEVEL_NAME[max(lv, _lib.LEVEL_COLLECTIVE)]
         _export_env(info)
         info["env"]["LOCKSTEP_TRACE"] = os.environ["LOCKSTEP_TRACE"]
     _core.init()
     _report_threads()
+    _replicas.every_of(replica_every)  # a bad period fails here, also under LOCKSTEP_MODE=off
     w = Watch(model, optimizer, lv, loss_fn, name, auto_step if auto_step is not None else optimizer is not None,
-              active=_core.is_active())
+              active=_core.is_active(), replicas=replicas, replica_every=replica_every)
     if _core.is_active():
-        info.update(run_id=_core.run_id(), rank=_core.rank(), pid=os.getpid(), level=_LEVEL_NAME[lv])
+        info.update(run_id=_core.run_id(), rank=_core.rank(), pid=os.getpid(), level=_LEVEL_NAME[lv],
+                    replicas=w.replicas.describe())
         w.manifest = info
         w._trace_dir = os.environ.get("LOCKSTEP_TRACE_DIR")
         w.write_manifest()
