@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import unittest
 import warnings
 from collections import OrderedDict
@@ -14,7 +15,7 @@ from collections import OrderedDict
 import torch
 import torch.nn as nn
 
-from helpers import HERE, SRC, dump, env_for, run_py
+from helpers import HERE, SRC, Lockstepd, dump, env_for, run_py
 
 sys.path.insert(0, os.path.join(SRC, "agent", "python"))
 import lockstep  # noqa: E402
@@ -185,6 +186,70 @@ class ReplicaRuns(unittest.TestCase):
     def test_corrupted_update_found_at_next_check(self):
         step, _, odd = self.first_disagreement("bad_every2")  # corrupted at step 1, checked at 0, 2, 4
         self.assertEqual((step, odd), (2, [2]))
+
+
+class ThroughLockstepd(unittest.TestCase):
+    """The DDP programs streamed to a real lockstepd (embedded PostgreSQL), which checks each run against itself with
+    no twin: the clean run agrees, the corrupted update is the run's first disagreement, at its step, rank and
+    record."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ls-replicas-srv-")
+        cls.srv = Lockstepd(cls.tmp)
+        cls.out = {}
+
+        def one(job):
+            args, world = {"clean": (["--every", "1"], 2), "bad": (["--every", "1", "--corrupt", "1:2"], 3)}[job]
+            env = env_for(LOCKSTEP_SERVER=cls.srv.url, LOCKSTEP_JOB_ID="py-rep-" + job, LOCKSTEP_MANIFEST_HASH="0",
+                          LOCKSTEP_TRACE_DIR=os.path.join(cls.tmp, job),
+                          LOCKSTEP_SPOOL_DIR=os.path.join(cls.tmp, "spool-" + job))
+            return job, run_py([TRAIN, "--world", str(world), "--steps", "5"] + args, env, timeout=300)
+
+        try:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=2) as ex:
+                cls.out = dict(ex.map(one, ["clean", "bad"]))
+        except BaseException:
+            cls.srv.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def consensus(self, job, want):
+        p = self.out[job]
+        self.assertEqual(p.returncode, 0, "%s: %s" % (job, p.stderr[-2000:]))
+        deadline = time.monotonic() + 30
+        runs = self.srv.get("/api/v1/runs?job=py-rep-" + job)["items"]
+        while not runs and time.monotonic() < deadline:
+            time.sleep(0.2)
+            runs = self.srv.get("/api/v1/runs?job=py-rep-" + job)["items"]
+        self.assertEqual([r["ranks"] for r in runs], [{"clean": 2, "bad": 3}[job]])
+        run = runs[0]["run_id"]
+        while True:
+            c = self.srv.get("/api/v1/runs/%s/consensus" % run)
+            if c["status"] == want or time.monotonic() > deadline:
+                return c
+            time.sleep(0.2)
+
+    def test_clean_run_agrees(self):
+        c = self.consensus("clean", "agree")
+        self.assertEqual((c["status"], c["first"]), ("agree", None), json.dumps(c))
+        self.assertGreaterEqual(c["checked"], 5)
+
+    def test_corrupted_update_is_the_first_disagreement(self):
+        c = self.consensus("bad", "disagree")
+        self.assertEqual(c["status"], "disagree", json.dumps(c))
+        f = c["first"]
+        self.assertEqual((f["step"], f["comm_ranks"], f["odd_ranks"], f["clear"]), (2, [0, 1, 2], [1], True),
+                         json.dumps(c))
+        deadline = time.monotonic() + 30
+        while f.get("name") is None and time.monotonic() < deadline:  # the record comes on demand
+            time.sleep(0.2)
+            f = self.consensus("bad", "disagree")["first"]
+        self.assertEqual(f["name"], "param.module.fc1.weight", json.dumps(f))
 
 
 class ReplicaPlan(unittest.TestCase):
