@@ -1,6 +1,6 @@
 /* consensus.c - runs' consensus disagreements as hardware evidence: each new or changed consensus_divergences row
  * evaluated once by the rule of server/rules/cons_evidence.h on the attested hardware of its odd ranks; its
- * exposures, involvements, history and alert. */
+ * exposures, involvements, history and alert; and each checked run that ended, once, as an exposure of its hardware. */
 #include "server/fleet/consensus.h"
 
 #include <stdio.h>
@@ -30,6 +30,13 @@
     "WHERE e.run_key IS NULL OR e.signature = '' OR e.signature LIKE 'wait:%' OR (d.detected_at > now() - interval "   \
     "'1 day' AND e.signature IS "                                                                                      \
     "DISTINCT FROM lockstep_consensus_signature(d.run_key)) ORDER BY d.run_key LIMIT " CONS_PER_PASS
+
+/* The runs whose hardware is still to count as exposures: checked windows, ended (what a run still running checks
+ * is not in yet), not exposed yet; whether each disagreed. Each is listed until exposed, once. */
+#define Q_UNEXPOSED                                                                                                    \
+    "SELECT c.run_key::text, r.nodes, EXISTS (SELECT 1 FROM consensus_divergences d WHERE d.run_key = c.run_key) "     \
+    "FROM consensus_runs c JOIN runs r USING (run_key) WHERE c.exposed_at IS NULL AND c.checked > 0 AND r.status <> "  \
+    "'running' ORDER BY c.run_key LIMIT " CONS_PER_PASS
 
 /* One hardware row of the run: a rank's node and GPU, and its weight. */
 typedef struct cexpo {
@@ -73,8 +80,9 @@ static int add_unique(char *out, size_t cap, const char *v)
 }
 
 /* place_ranks - the hardware of each rank of the run (common/json/node_of.h): slurmstepd's attested node, the
- * manifest's GPU with it; a rank no one attested counts for nothing (but with trust_reported_hosts). */
-static void place_ranks(cons_eval *ev)
+ * manifest's GPU with it; a rank no one attested counts for nothing (but with trust_reported_hosts, then the run's
+ * `reported` nodes). */
+static void place_ranks(cons_eval *ev, const char *reported)
 {
     PGresult *att = ev->att, *man = ev->man;
     for (int i = 0; i < PQntuples(man); i++) {
@@ -109,7 +117,7 @@ static void place_ranks(cons_eval *ev)
     }
     ev->place = xcalloc((size_t)ev->nranks + 1, sizeof(node_place));
     for (int k = 0; k < ev->nranks; k++) {
-        node_facts f = {attested[k], g_srv.cfg.trust_reported_hosts, PQgetvalue(ev->row, 0, 4)};
+        node_facts f = {attested[k], g_srv.cfg.trust_reported_hosts, reported};
         node_of_rank(of[k], &f, &ev->place[k]);
     }
     free(attested);
@@ -217,6 +225,30 @@ static int exposure_rows(const cons_eval *ev, cexpo *x)
     return n;
 }
 
+/* expose_row - hardware row `x` of run `run_key` stored: its node and GPU seen (a GPU stays on the node it was first
+ * seen on, as for twin groups: else the row is the node's alone), the row added or raised to its weight. 0, or -1
+ * with `err`. */
+static int expose_row(const char *run_key, cexpo *x, char *err, size_t cap)
+{
+    char w[32], rank[16];
+    snprintf(w, sizeof(w), "%g", x->weight);
+    snprintf(rank, sizeof(rank), "%d", x->rank);
+    const char *pn[] = {x->node};
+    if (db_do("cons_node_seen", 1, pn, err, cap) < 0)
+        return -1;
+    if (*x->gpu) {
+        const char *pg[] = {x->gpu, x->node, x->gpu_name ? x->gpu_name : ""};
+        PGresult *gr = db_exec_once("cons_gpu_seen", 3, pg, err, cap);
+        if (!gr)
+            return -1;
+        if (PQntuples(gr) == 0)
+            x->gpu = "";
+        PQclear(gr);
+    }
+    const char *pe[] = {run_key, x->node, x->gpu, rank, w};
+    return db_do("cons_exposure_add", 5, pe, err, cap);
+}
+
 /* write_exposures - replace the run's exposures; history for each involvement that appeared, changed or went away.
  * 0, or -1 with `err`. */
 static int write_exposures(cons_eval *ev, char *err, size_t cap)
@@ -235,20 +267,7 @@ static int write_exposures(cons_eval *ev, char *err, size_t cap)
         char w[32], rank[16];
         snprintf(w, sizeof(w), "%g", x[i].weight);
         snprintf(rank, sizeof(rank), "%d", x[i].rank);
-        const char *pn[] = {x[i].node};
-        if (db_do("cons_node_seen", 1, pn, err, cap) < 0)
-            goto out_free;
-        if (*x[i].gpu) { /* a GPU stays on the node it was first seen on (as for twin groups) */
-            const char *pg[] = {x[i].gpu, x[i].node, x[i].gpu_name ? x[i].gpu_name : ""};
-            PGresult *gr = db_exec_once("cons_gpu_seen", 3, pg, err, cap);
-            if (!gr)
-                goto out_free;
-            if (PQntuples(gr) == 0)
-                x[i].gpu = "";
-            PQclear(gr);
-        }
-        const char *pe[] = {ev->run_key, x[i].node, x[i].gpu, rank, w};
-        if (db_do("cons_exposure_add", 5, pe, err, cap) < 0)
+        if (expose_row(ev->run_key, &x[i], err, cap) < 0)
             goto out_free;
         double before = 0;
         for (int j = 0; j < PQntuples(old); j++)
@@ -382,7 +401,7 @@ static int evaluate(const char *run_key)
     if (rc < 1)
         goto out_rollback;
     rc = -1;
-    place_ranks(&ev);
+    place_ranks(&ev, PQgetvalue(ev.row, 0, 4));
     if (judge(&ev, err, sizeof(err)) < 0 || evaluation_write(&ev, err, sizeof(err)) < 0)
         goto out_rollback;
     if (sql_commit(err, sizeof(err)) < 0)
@@ -403,6 +422,69 @@ out_log:
     return -1;
 }
 
+/* expose_checked - run `run_key`, consensus-checked and ended, exposed once in one transaction: every attested rank's
+ * node and GPU as an exposure (weight 0: it took part and agreed), unless the run disagreed (`diverged`: its
+ * evaluation writes them); then marked exposed. 1 when it wrote, -1 on a database error (rolled back, logged). */
+static int expose_checked(const char *run_key, const char *reported, int diverged)
+{
+    char err[512];
+    if (sql_begin(err, sizeof(err)) < 0)
+        goto out_log;
+    cons_eval ev = {.run_key = run_key};
+    cexpo *x = NULL;
+    const char *p[] = {run_key};
+    int rc = -1;
+    if (!diverged) {
+        ev.att = db_exec_once("cons_attested", 1, p, err, sizeof(err));
+        ev.man = ev.att ? db_exec_once("cons_manifests", 1, p, err, sizeof(err)) : NULL;
+        if (!ev.man)
+            goto out_rollback;
+        place_ranks(&ev, reported);
+        x = xcalloc(2 * (size_t)ev.nranks + 1, sizeof(cexpo));
+        int n = exposure_rows(&ev, x); /* no odd rank: weight 0 on all */
+        for (int i = 0; i < n; i++)
+            if (expose_row(run_key, &x[i], err, sizeof(err)) < 0)
+                goto out_rollback;
+    }
+    if (db_do("cons_run_exposed", 1, p, err, sizeof(err)) < 0)
+        goto out_rollback;
+    if (sql_commit(err, sizeof(err)) < 0)
+        goto out_free;
+    rc = 1;
+    goto out_free;
+out_rollback:
+    sql_rollback();
+out_free:
+    free(x);
+    evaluation_free(&ev);
+    if (rc >= 0)
+        return rc;
+out_log:
+    log_warn("suspects: cannot count consensus-checked run %s as an exposure: %s (hint: retried on the next pass)",
+             run_key, err);
+    return -1;
+}
+
+/* expose_pass - the ended runs with checked windows not yet exposed (CONS_PER_PASS of them), each exposed once.
+ * How many were, or -1 when one failed (listed again on the next pass). */
+static int expose_pass(void)
+{
+    char err[512];
+    PGresult *r = db_exec_once("cons_unexposed", 0, NULL, err, sizeof(err));
+    if (!r) {
+        log_warn("suspects: cannot list consensus-checked runs: %s (hint: retried on the next pass)", err);
+        return -1;
+    }
+    int n = 0, failed = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int e = expose_checked(PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2)[0] == 't');
+        failed |= e < 0;
+        n += e == 1;
+    }
+    PQclear(r);
+    return failed ? -1 : n;
+}
+
 int consensus_pass(void)
 {
     char err[512];
@@ -418,12 +500,15 @@ int consensus_pass(void)
         changed += e == 1;
     }
     PQclear(r);
-    return failed ? -1 : changed;
+    int exposed = expose_pass();
+    return failed || exposed < 0 ? -1 : changed + exposed;
 }
 
 void consensus_register(void)
 {
     db_register("cons_changed", Q_CHANGED);
+    db_register("cons_unexposed", Q_UNEXPOSED);
+    db_register("cons_run_exposed", "UPDATE consensus_runs SET exposed_at = now() WHERE run_key = $1::bigint");
     db_register("cons_row",
                 "SELECT r.run_id::text, r.job_id, r.user_name, r.command, r.nodes, d.step, d.name, d.occ, "
                 "d.comm_ranks::text, d.comm_size, d.odd_ranks::text, d.clear, d.site::text, d.node, d.gpu, "

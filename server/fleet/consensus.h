@@ -6,8 +6,10 @@
 /* consensus_pass - evaluate every consensus_divergences row never evaluated or changed since (its signature,
  * lockstep_consensus_signature), each in its own transaction under the fleet evaluator's lock: the rule on the
  * attested hardware of its odd ranks, the run's exposures and involvements (consensus_exposures), history, and the
- * run's alert (kind consensus, once). Returns how many evaluations wrote something, or -1 when one failed (logged;
- * it is listed again on the next pass). Called by the fleet thread. */
+ * run's alert (kind consensus, once); then every run that ended with checked windows (consensus_runs) and is not
+ * exposed yet, once: each attested rank's node and GPU an exposure, so that agreeing runs count in a node's rate.
+ * Returns how many evaluations and exposures wrote something, or -1 when one failed (logged; it is listed again on
+ * the next pass). Called by the fleet thread. */
 int consensus_pass(void);
 
 /* consensus_register - prepare the statements this module runs (db_register). */

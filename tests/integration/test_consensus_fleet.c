@@ -491,12 +491,116 @@ static void test_alert_waits_for_the_record(void **state)
     assert_int_equal(hooks(a, "firing", NULL), 1);
 }
 
+/* checked - run `id` checked `n` consensus windows (no consensus_runs row when n < 0), its status set to `status`. */
+static void checked(const char *id, const char *n, const char *status)
+{
+    const char *p[] = {id, n}, *ps[] = {id, status};
+    if (atoi(n) >= 0)
+        sql("INSERT INTO consensus_runs (run_key, checked) SELECT run_key, $2::bigint FROM runs WHERE run_id = "
+            "$1::uuid",
+            2, p, NULL, 0);
+    sql("UPDATE runs SET status = $2 WHERE run_id = $1::uuid", 2, ps, NULL, 0);
+}
+
+/* exposures - the fleet's exposures of node (or GPU, `gpu` set) `id` once they reached `want` (polled up to 10 s),
+ * else what they are then; its involvements into *k when given. */
+static int exposures(const char *id, int gpu, int want, double *k)
+{
+    char out[64] = "";
+    const char *p[] = {id};
+    for (int i = 0; i < 200; i++) {
+        sql(gpu ? "SELECT exposures || ' ' || involvements FROM hw_gpus WHERE uuid = $1"
+                : "SELECT exposures || ' ' || involvements FROM hw_nodes WHERE name = $1",
+            1, p, out, sizeof(out));
+        if (atoi(out) >= want)
+            break;
+        usleep(50000);
+    }
+    if (k)
+        *k = strchr(out, ' ') ? atof(strchr(out, ' ') + 1) : 0;
+    return atoi(out);
+}
+
+/* rows - how many consensus_exposures rows run `id` has. */
+static int rows(const char *id)
+{
+    char out[32];
+    const char *p[] = {id};
+    sql("SELECT count(*) FROM consensus_exposures c JOIN runs r USING (run_key) WHERE r.run_id = $1::uuid", 1, p, out,
+        sizeof(out));
+    return atoi(out);
+}
+
+/* A run that was consensus-checked and ended is an exposure of each attested node and GPU it ran on, once, an
+ * agreeing run too: clean runs lower the rate of a node whose one run disagreed; a run not checked, or still running,
+ * adds nothing; a run that is also in a twin group's exposures counts once. */
+static void test_checked_runs_are_exposures(void **state)
+{
+    (void)state;
+    const char *nodes[] = {"h1", "h2", "h3"};
+    char a[40], got[128];
+    double k;
+    run_on(3, nodes, "train-f", 1, a);
+    disagree(a, "mpi.allreduce", "{0,1,2}", "3", "{2}", "true");
+    checked(a, "4", "ended");
+    evidence(a, got, sizeof(got));
+    assert_string_equal(got, "hardware/odd_rank");
+    assert_int_equal(exposures("h3", 0, 1, &k), 1); /* the disagreeing run's exposure, not a second one */
+    assert_true(k > 0.99);
+    /* four clean checked runs: h3's rate goes from 1 in 1 to 1 in 5, on its GPU too */
+    for (int i = 0; i < 4; i++) {
+        char c[40];
+        run_on(3, nodes, "train-f", 1, c);
+        checked(c, "5", "ended");
+    }
+    assert_int_equal(exposures("h3", 0, 5, &k), 5);
+    assert_true(k > 0.99 && k < 1.01);
+    assert_int_equal(exposures("GPU-h3-2", 1, 5, NULL), 5);
+    assert_int_equal(exposures("h1", 0, 5, NULL), 5);
+    json_t *n;
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/nodes/h3", NULL, NULL, &n), 200);
+    assert_true(json_real_value(json_object_get(json_object_get(n, "node"), "rate")) < 0.21);
+    json_decref(n);
+    /* not checked (no windows, or no row), and checked but still running: nothing; a later run shows the pass ran */
+    char none[40], zero[40], running[40], later[40];
+    run_on(3, nodes, "train-f", 1, none);
+    checked(none, "-1", "ended");
+    run_on(3, nodes, "train-f", 1, zero);
+    checked(zero, "0", "ended");
+    run_on(3, nodes, "train-f", 1, running);
+    checked(running, "3", "running");
+    run_on(3, nodes, "train-f", 1, later);
+    checked(later, "2", "failed");
+    assert_int_equal(exposures("h3", 0, 6, NULL), 6);
+    assert_int_equal(rows(none) + rows(zero) + rows(running), 0);
+    assert_int_equal(rows(later), 3);
+    checked(running, "-1", "ended"); /* it ends: its checked windows count now */
+    assert_int_equal(exposures("h3", 0, 7, NULL), 7);
+    /* a run in a twin group's exposures and consensus-checked: one exposure */
+    char t[40], s2[40];
+    run_on(3, nodes, "train-f", 1, t);
+    checked(t, "1", "ended");
+    assert_int_equal(exposures("h3", 0, 8, NULL), 8);
+    assert_int_equal(rows(t), 3);
+    const char *p[] = {t};
+    sql("INSERT INTO hw_exposures (twin_group, run_key, node, gpu) SELECT 'tw-h', run_key, c.node, c.gpu FROM "
+        "consensus_exposures c JOIN runs r USING (run_key) WHERE r.run_id = $1::uuid",
+        1, p, NULL, 0);
+    run_on(3, nodes, "train-f", 1, s2); /* the next checked run: the score read again with the twin rows */
+    checked(s2, "1", "ended");
+    assert_int_equal(exposures("h3", 0, 9, NULL), 9);
+    usleep(600000);
+    assert_int_equal(exposures("h3", 0, 9, NULL), 9);
+    assert_int_equal(exposures("GPU-h3-2", 1, 9, NULL), 9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_odd_rank_blames_its_node),
         cmocka_unit_test(test_no_evidence_without_a_clear_attested_rank),
         cmocka_unit_test(test_alert_waits_for_the_record),
+        cmocka_unit_test(test_checked_runs_are_exposures),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
