@@ -42,7 +42,8 @@ void consensus_format_line(const json_t *c, char *out, size_t cap)
         snprintf(what, sizeof(what), "%s #%" JSON_INTEGER_FORMAT, name,
                  json_integer_value(json_object_get(f, "occurrence")));
     else
-        snprintf(what, sizeof(what), "(its records awaited)");
+        snprintf(what, sizeof(what),
+                 "(its records awaited; a job that ended left them: lockstep replay --steps asked)");
     const json_t *site = json_object_get(f, "site");
     const char *fn = json_string_value(json_object_get(site, "function")),
                *mod = json_string_value(json_object_get(site, "module"));

@@ -462,6 +462,10 @@ static enum MHD_Result ingest_end(http_req *req, char **args)
      * (digest streaming). */
     if (run.group[0] && cmp_check(run.group, rank, 0) < 0)
         cmp_notify(run.group, rank, 0);
+    /* The same for the run's own consensus: a disagreement its last batches complete is found now, so that the
+     * reply asks this rank for the step's held-back records before its agent exits. */
+    if (cons_check_run(run.key, 0) < 0)
+        cons_notify(run.key, 0);
     if (done) {
         log_info("run %s ended", run.run_id);
         for (int r = 0; r < run.ranks && r < 65536; r++)

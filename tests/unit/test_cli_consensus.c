@@ -25,7 +25,8 @@ static const struct {
     {"{\"status\": \"disagree\", \"checked\": 1, \"first\": {\"step\": 4, \"name\": \"\", \"occurrence\": 0, "
      "\"comm_ranks\": [0, 1], \"comm_size\": 2, \"odd_ranks\": [0, 1], \"clear\": false, \"site\": null, "
      "\"node\": null, \"gpu\": null}}",
-     "consensus: DISAGREE at step 4, (its records awaited) on ranks {0,1}: one of ranks 0,1 differs (no majority) "
+     "consensus: DISAGREE at step 4, (its records awaited; a job that ended left them: lockstep replay --steps asked) "
+     "on ranks {0,1}: one of ranks 0,1 differs (no majority) "
      "(1 windows checked)"},
     {"{\"status\": \"disagree\", \"checked\": 2, \"first\": {\"step\": 0, \"name\": \"nccl.allgather\", "
      "\"occurrence\": 70, \"comm_ranks\": [], \"comm_size\": 128, \"odd_ranks\": [5, 9], \"clear\": true, "
