@@ -12,6 +12,7 @@
 #include "agent/callsite.h"
 #include "agent/config.h"
 #include "agent/conswin.h"
+#include "agent/mode.h"
 #include "agent/mpiseen.h"
 #include "agent/occ.h"
 #include "agent/send.h"
@@ -181,7 +182,7 @@ static int init_locked(void)
         return -1;
     }
     A.rank = (int)rank;
-    A.cons_only = mode && strcmp(mode, "consensus") == 0;
+    A.cons_only = mode_is_consensus(mode);
     cw_release(&A.cw);
     A.step = 0;
     A.seq = 0;

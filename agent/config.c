@@ -2,6 +2,7 @@
 #include "agent/config.h"
 
 #include "agent/agent.h"
+#include "agent/mode.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -179,7 +180,7 @@ int config_stream(send_cfg *cfg, long rank, const rec_header *hdr, char *why, si
         return -1;
     /* the consensus mode sends digests (records on demand) unless told otherwise */
     const char *mode = env_or("LOCKSTEP_MODE", NULL, "");
-    const char *stream = env_or("LOCKSTEP_STREAM", NULL, strcmp(mode, "consensus") ? "records" : "digests");
+    const char *stream = env_or("LOCKSTEP_STREAM", NULL, mode_is_consensus(mode) ? "digests" : "records");
     if (strcmp(stream, "records") != 0 && strcmp(stream, "digests") != 0) {
         snprintf(why, cap, "LOCKSTEP_STREAM='%s' is neither records nor digests", stream);
         return -1;

@@ -12,6 +12,7 @@
 #include "agent/mpi/pmpi.h"
 #include "common/lsfp1.h"
 #include "include/lockstep.h"
+#include "agent/mode.h"
 
 void *mpi_resolve(void **slot, const char *name)
 {
@@ -182,20 +183,6 @@ static uint64_t fp_segments(const void *buf, int n, const int *counts, const int
     return fp_stream_digest(&s);
 }
 
-/* consensus_mode - 1 under LOCKSTEP_MODE=consensus: only the collectives whose output every member must hold
- * bit-identical are recorded (consensus_op), the others pass straight through, and inputs are not hashed. */
-static int consensus_mode(void)
-{
-    static int on = -1;
-    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
-    if (v < 0) {
-        const char *e = getenv("LOCKSTEP_MODE");
-        v = e && strcmp(e, "consensus") == 0;
-        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
-
 /* inputs_on - 0 when LOCKSTEP_MPI_INPUTS=0 asks for output fingerprints only
  * (half the hashing, for fabrics faster than memory bandwidth allows); the consensus mode's default. */
 static int inputs_on(void)
@@ -204,7 +191,7 @@ static int inputs_on(void)
     int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
     if (v < 0) {
         const char *e = getenv("LOCKSTEP_MPI_INPUTS");
-        v = e && *e ? strcmp(e, "0") != 0 : !consensus_mode();
+        v = e && *e ? strcmp(e, "0") != 0 : !mode_consensus_env();
         __atomic_store_n(&on, v, __ATOMIC_RELAXED);
     }
     return v;
@@ -308,14 +295,14 @@ static int paused; /* atomic */
  * address in the application). The first call from a site resolves it, in this thread. */
 static int recording(ls_level level, const char *name, const void *ret)
 {
-    return !__atomic_load_n(&paused, __ATOMIC_RELAXED) && !consensus_mode() && ls_enabled_at(level, name, ret);
+    return !__atomic_load_n(&paused, __ATOMIC_RELAXED) && !mode_consensus_env() && ls_enabled_at(level, name, ret);
 }
 
 /* recording_consensus - recording() for a call whose output is the same on every member when `cons`: the only
  * calls the consensus mode records. */
 static int recording_consensus(ls_level level, const char *name, const void *ret, int cons)
 {
-    return !__atomic_load_n(&paused, __ATOMIC_RELAXED) && (cons || !consensus_mode()) &&
+    return !__atomic_load_n(&paused, __ATOMIC_RELAXED) && (cons || !mode_consensus_env()) &&
            ls_enabled_at(level, name, ret);
 }
 

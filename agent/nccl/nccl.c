@@ -23,6 +23,7 @@
 #include <nccl.h>
 
 #include "include/lockstep.h"
+#include "agent/mode.h"
 #include "kernels/lsfp1_cuda.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -175,20 +176,6 @@ static int comm_count(ncclComm_t comm)
     return n;
 }
 
-/* consensus_mode - 1 under LOCKSTEP_MODE=consensus: only the collectives whose output every member holds the same
- * are recorded, without their inputs. */
-static int consensus_mode(void)
-{
-    static int on = -1;
-    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
-    if (v < 0) {
-        const char *e = getenv("LOCKSTEP_MODE");
-        v = e && strcmp(e, "consensus") == 0;
-        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
-
 /* consensus_places - 1 when LOCKSTEP_NCCL_CONSENSUS=1 asks for consensus places on NCCL records. Off by default:
  * records are made when their events complete, at the step current then, so a program that changes step while
  * collectives are in flight could put one collective in different steps on different ranks, and their places
@@ -276,7 +263,7 @@ static int begin_locked(const char *name, const void *ret, ls_level level, ncclD
                         size_t out_count, const void *in, size_t in_bytes, cudaStream_t stream)
 {
     int nranks = comm_count(comm);
-    if (consensus_mode())
+    if (mode_consensus_env())
         in = NULL; /* consensus compares outputs only */
     if (!ready_locked())
         return -1;
@@ -466,7 +453,7 @@ EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
     do {                                                                                                               \
         int slot_ = -1;                                                                                                \
         const void *ret_ = __builtin_return_address(0);                                                                \
-        if ((!consensus_mode() || ((CONS) && consensus_places())) && ls_enabled_at(LEVEL, NAME, ret_)) {               \
+        if ((!mode_consensus_env() || ((CONS) && consensus_places())) && ls_enabled_at(LEVEL, NAME, ret_)) {           \
             pthread_mutex_lock(&N.mu);                                                                                 \
             slot_ = begin_locked(NAME, ret_, LEVEL, datatype, comm, CONS, OUT_COUNT, IN, IN_BYTES, stream);            \
             pthread_mutex_unlock(&N.mu);                                                                               \

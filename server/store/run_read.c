@@ -10,7 +10,7 @@
  * was stored before the limits existed. */
 #define RUN_COLS                                                                                                       \
     "run_id, left(job_id, 128), left(step_id, 64), left(coalesce(twin_group, ''), 255), ranks, start_step, "           \
-    "left(user_name, 64), left(nodes, 4096), left(command, 4096), left(mode, 16), status, " DB_TS(                      \
+    "left(user_name, 64), left(nodes, 4096), left(command, 4096), left(mode, 16), status, " DB_TS(                     \
         "created_at") ", " DB_TS("ended_at") ", left(partition, 128), left(resume_template, 4096), "                   \
                                              "array_to_json(argv)::text"
 
