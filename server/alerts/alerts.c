@@ -320,6 +320,15 @@ static int resolve(const char *stmt, const char *arg, const char *reason, const 
     return n;
 }
 
+int alert_enqueue_superseding(const alert_spec *a, const long long *open, int nopen, char *err, size_t cap)
+{
+    long long id = alert_enqueue(a, err, cap);
+    for (int k = 0; id > 0 && k < nopen; k++)
+        if (alert_resolve(open[k], "superseded", NULL, id, err, cap) < 0)
+            return -1;
+    return id < 0 ? -1 : 0;
+}
+
 int alert_resolve(long long id, const char *reason, const char *by, long long superseded_by, char *err, size_t cap)
 {
     char ids[32];

@@ -50,6 +50,11 @@ typedef struct alert_spec {
  * already exists, -1 on a database error (message in `err`). */
 long long alert_enqueue(const alert_spec *a, char *err, size_t cap);
 
+/* alert_enqueue_superseding - alert_enqueue `a`, then end the `nopen` alerts it replaces (`open`: their ids,
+ * reason "superseded", pointing at the new one), all inside the caller's open transaction. Returns 0 (also when
+ * `a` was a repeat and enqueued nothing), or -1 with the database's message in `err`. */
+int alert_enqueue_superseding(const alert_spec *a, const long long *open, int nopen, char *err, size_t cap);
+
 /* alert_resolve - end alert `id` if it is still open, inside the caller's open transaction: set resolved_at,
  * `reason` ("acknowledged", "superseded"), `by` (who acknowledged; may be NULL) and `superseded_by` (0: none),
  * and queue one resolution delivery for each HTTP sink (webhook, Slack, Alertmanager) that had the alert.

@@ -139,15 +139,12 @@ int consensus_alert_enqueue(const cons_report *r, char *err, size_t cap)
                     .blames = blames,
                     .nblames = nblames,
                     .facts = facts};
-    long long id = alert_enqueue(&a, err, cap);
+    int rc = alert_enqueue_superseding(&a, open, nopen, err, cap);
     json_decref(details);
     json_decref(labels);
     json_decref(ann);
     free(url);
-    for (int k = 0; id > 0 && k < nopen; k++)
-        if (alert_resolve(open[k], "superseded", NULL, id, err, cap) < 0)
-            return -1;
-    return id < 0 ? -1 : 0;
+    return rc;
 }
 
 void consensus_alert_register(void)
