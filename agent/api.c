@@ -247,6 +247,7 @@ static int init_locked(void)
     }
     if (!A.atexit_done) {
         on_exit(at_exit, NULL);
+        send_set_exit(shutdown_with); /* the sender's exit handler runs first: the open windows go out before it */
         A.atexit_done = 1;
     }
     if (!A.atfork_done) {

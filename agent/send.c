@@ -154,10 +154,20 @@ static void spill_locked(void)
 /* exit_hook - on_exit handler registered once libcurl (and the TLS library,
  * which registers its own exit cleanup) is initialized: handlers run in
  * reverse order, so this one stops the sender before TLS is torn down. */
+static void (*exit_fn)(int exit_code); /* send_set_exit's */
+
 static void exit_hook(int status, void *arg)
 {
     (void)arg;
-    send_stop(status);
+    if (exit_fn)
+        exit_fn(status);
+    else
+        send_stop(status);
+}
+
+void send_set_exit(void (*fn)(int exit_code))
+{
+    exit_fn = fn;
 }
 
 static int start_locked(void)

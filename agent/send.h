@@ -64,6 +64,11 @@ int send_checkpoint(int64_t step, const char *path, char *why, size_t cap);
  * the spool. Safe when never started. */
 void send_stop(int exit_code);
 
+/* send_set_exit - the process's exit runs `fn` (the agent's whole shutdown, which ends with send_stop) instead of
+ * send_stop alone: the sender's exit handler runs before the agent's (handlers run in reverse order), and what the
+ * agent still holds at exit (its open consensus windows' digests) must reach the sender before it stops. */
+void send_set_exit(void (*fn)(int exit_code));
+
 /* send_note - set fact `key` (used_key_valid) of this rank's configuration to `value` (at most USED_VALUE_MAX
  * bytes): the manifest's "used" object carries it, and when it changes after the manifest went out the sender
  * posts the manifest again. Returns 0, or -1 when the table is full (USED_FACTS_MAX) or the value too long. */

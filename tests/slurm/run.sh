@@ -606,6 +606,7 @@ t_slurm_abort() { # rank 1 calls MPI_Abort(5) in both twins: each run's exit is 
     [ "$(grep -c '5 (rank 1 aborted, others killed)' "$tmp/out")" = 2 ]
 }
 . "$src/tests/slurm/fortran.sh"
+. "$src/tests/slurm/consensus.sh"
 . "$src/tests/slurm/python.sh"
 t_slurm_failed() { # twins that both abort at once: incomplete, each run's exit, not a match
   ! ajob --lockstep=det --lockstep-twin=s-failed -- "$apps/heat" --input "$tmp/no-such-deck"
@@ -783,6 +784,20 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
       else
         echo "skip pw.x: quantum-espresso is not installed (deploy/install-deps.sh)"; skip=$((skip+1))
       fi
+      check "consensus, C: heat once, no twin: agree over the windows checked; no node scored, no alert" t_cons_heat
+      check "consensus, C++: solver once: agree; no node scored, no alert" t_cons_solver
+      check "consensus, Fortran: fortran_f08 once: agree; no node scored, no alert" t_cons_fortran
+      if [ -x /usr/bin/pw.x ]; then
+        check "consensus, Quantum ESPRESSO pw.x once: agree; no node scored, no alert" t_cons_pw
+      else
+        echo "skip consensus on pw.x: quantum-espresso is not installed (deploy/install-deps.sh)"; skip=$((skip+1))
+      fi
+      if [ -x "$tmp/bin/lockstep-train" ]; then
+        check "consensus, lockstep-train once, $cons_train_steps steps: agree; no node scored, no alert" t_cons_train
+      else
+        echo "skip consensus on lockstep-train: it is not built"; skip=$((skip+1))
+      fi
+      check "consensus, a bit flipped in rank 2's allreduce (fault shim): DISAGREE, rank 2 on n3; n3 scored, one alert" t_cons_fault
       plugstack "${args/server=http:\/\/127.0.0.1:$dead_port/server=http://127.0.0.1:$lsd_port}"
     else
       fail=$((fail+1)); echo "FAIL tests/apps or liblockstep_mpi.so is not built"
