@@ -12,7 +12,9 @@ cd "$(dirname "$0")/.."
 B=${1:-build}
 jsonl=${OUT:+$OUT/gpu-check.jsonl}
 tmp=$(mktemp -d /tmp/ls-gpu-check-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+# every log of the run comes back with $OUT (the traces stay behind)
+keep_logs() { [ -n "${OUT:-}" ] && (cd "$tmp" && tar czf "$OUT/gpu-check-logs.tgz" $(find . -maxdepth 1 -type f)); }
+trap 'keep_logs; rm -rf "$tmp"' EXIT
 export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl=self,tcp
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 unset LOCKSTEP_FAULT LOCKSTEP_TRACE LOCKSTEP_TRACE_DIR LOCKSTEP_MODE LOCKSTEP_SERVER
@@ -31,13 +33,13 @@ emit "{\"check\":\"device\",\"gpus\":\"$(nvidia-smi --query-gpu=name,driver_vers
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 [ "$ngpu" -ge 1 ] || { result gpu_present 0 '"detail":"nvidia-smi -L lists no GPU"'; echo "0 passed, 1 failed"; exit 1; }
 
-# --- build (a carried build/ is used as it is when make cannot run here)
+# --- build; a build carried by kernels/gpu-carry.sh (it holds PREBUILT) is used as it is
 targets="$B/kernels/gpu_check $B/bin/lockstep-train-cuda $B/bin/lockstep-train $B/bin/lockstep $B/bench/kernels/gpu_bench
   $B/lib/liblockstep_nccl.so $B/tests/agent/nccl_allreduce $B/lib/liblockstep_cuda.so"
 t0=$(date +%s)
-make -j"$(nproc)" CUDA=1 $targets >"$tmp/build.log" 2>&1; brc=$?
+if [ -f "$B/PREBUILT" ]; then brc=prebuilt; else make -j"$(nproc)" CUDA=1 $targets >"$tmp/build.log" 2>&1; brc=$?; fi
 ok=1; for t in $targets; do [ -x "$t" ] || ok=0; done
-result build $ok "\"make_rc\":$brc,\"seconds\":$(( $(date +%s) - t0 ))"
+result build $ok "\"make_rc\":\"$brc\",\"seconds\":$(( $(date +%s) - t0 ))"
 [ $ok = 1 ] || { tail -30 "$tmp/build.log" >&2; echo "$pass passed, $fail failed"; exit 1; }
 
 # --- the kernels against the CPU, the reductions' determinism (gpu_check prints its own JSON lines)
