@@ -81,21 +81,19 @@ static int group_key(const ls_comm *group, agent_cons *c, uint32_t *buf)
     return 0;
 }
 
-int ls_replica(const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, const ls_comm *group)
+/* replica - the body of ls_replica (`host_data` hashed here, once admitted) and ls_replica_fp (`fp` given). */
+static int replica(const char *who, const char *name, const void *host_data, const uint64_t *fp, size_t nbytes,
+                   ls_dtype dtype, const ls_comm *group)
 {
     size_t len;
     if (agent_check_name(name, &len) < 0)
         return -1;
     if ((unsigned)dtype >= LS_DTYPE_COUNT) {
-        agent_set_error("ls_replica: %s: dtype %d is unknown", name, (int)dtype);
-        return -1;
-    }
-    if (!host_data && nbytes) {
-        agent_set_error("ls_replica: %s: host_data is NULL", name);
+        agent_set_error("%s: %s: dtype %d is unknown", who, name, (int)dtype);
         return -1;
     }
     /* Hash only what will be kept. */
-    int admit = agent_admits(LS_LEVEL_COLLECTIVE, 0, name, len, "ls_replica");
+    int admit = agent_admits(LS_LEVEL_COLLECTIVE, 0, name, len, who);
     if (admit <= 0)
         return admit < 0 ? -1 : 0;
     uint32_t buf[REC_COMM_LIST_MAX];
@@ -119,9 +117,23 @@ int ls_replica(const char *name, const void *host_data, size_t nbytes, ls_dtype 
     r.ndim = 1;
     r.shape[0] = (int64_t)(bits ? nbytes * 8 / bits : nbytes); /* elements */
     r.nbytes = nbytes;
-    r.fp = fp_lsfp1(host_data, nbytes);
+    r.fp = fp ? *fp : fp_lsfp1(host_data, nbytes);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     r.t_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    return agent_record_cons(&r, &c, NULL, "ls_replica");
+    return agent_record_cons(&r, &c, NULL, who);
+}
+
+int ls_replica(const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, const ls_comm *group)
+{
+    if (!host_data && nbytes) {
+        agent_set_error("ls_replica: %s: host_data is NULL", name ? name : "(null)");
+        return -1;
+    }
+    return replica("ls_replica", name, host_data, NULL, nbytes, dtype, group);
+}
+
+int ls_replica_fp(const char *name, uint64_t fp, size_t nbytes, ls_dtype dtype, const ls_comm *group)
+{
+    return replica("ls_replica_fp", name, NULL, &fp, nbytes, dtype, group);
 }

@@ -180,6 +180,10 @@ LS_API int ls_record_fp_consensus(ls_level level, const char *name, uint64_t fp,
  * within the run, with no twin (common/consensus.h). Returns 0 when recorded or left out, -1 on error. */
 LS_API int ls_replica(const char *name, const void *host_data, size_t nbytes, ls_dtype dtype, const ls_comm *group);
 
+/* ls_replica_fp - ls_replica of a buffer whose LSFP-1 fingerprint `fp` was computed elsewhere (ls_replica_device
+ * computes it on the GPU). Returns 0 when recorded or left out, -1 on error. */
+LS_API int ls_replica_fp(const char *name, uint64_t fp, size_t nbytes, ls_dtype dtype, const ls_comm *group);
+
 /* ls_last_error - the calling thread's last error message, or "" if none.
  * The string is owned by the library and valid until the thread's next
  * ls_* call. */
@@ -309,6 +313,12 @@ LS_API int ls_tensor_device(const char *name, const void *dptr, size_t nbytes, l
  * liblockstep_cuda.so). Returns 0, or -1 (no block open, a CUDA error). */
 LS_API int ls_state_device(const char *name, const void *dptr, size_t nbytes, ls_dtype dtype, int ndim,
                            const int64_t *shape, cudaStream_t stream);
+
+/* ls_replica_device - like ls_replica, for a replica in GPU memory: LSFP-1 is computed on the device in `stream`
+ * (nothing is copied but the 8-byte result) and recorded with ls_replica_fp (from liblockstep_cuda.so). Nothing is
+ * launched when the replica would not be kept. Returns 0 when recorded or left out, -1 on error. */
+LS_API int ls_replica_device(const char *name, const void *dptr, size_t nbytes, ls_dtype dtype, const ls_comm *group,
+                             cudaStream_t stream);
 #endif /* LOCKSTEP_CUDA */
 
 #ifdef __cplusplus

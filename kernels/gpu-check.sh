@@ -35,7 +35,7 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 
 # --- build; a build carried by kernels/gpu-carry.sh (it holds PREBUILT) is used as it is
 targets="$B/kernels/gpu_check $B/bin/lockstep-train-cuda $B/bin/lockstep-train $B/bin/lockstep $B/bench/kernels/gpu_bench
-  $B/lib/liblockstep_nccl.so $B/tests/agent/nccl_allreduce $B/lib/liblockstep_cuda.so"
+  $B/lib/liblockstep_nccl.so $B/tests/agent/nccl_allreduce $B/tests/agent/cons_digests $B/lib/liblockstep_cuda.so"
 t0=$(date +%s)
 if [ -f "$B/PREBUILT" ]; then brc=prebuilt; else make -j"$(nproc)" CUDA=1 $targets >"$tmp/build.log" 2>&1; brc=$?; fi
 ok=1; for t in $targets; do [ -x "$t" ] || ok=0; done

@@ -1,10 +1,11 @@
-/* tensor_device.c - ls_tensor_device and ls_state_device: LSFP-1 of device memory on the GPU, recorded through
- * ls_record_fp or ls_state_fp. */
+/* tensor_device.c - ls_tensor_device, ls_state_device and ls_replica_device: LSFP-1 of device memory on the GPU,
+ * recorded through ls_record_fp, ls_state_fp or ls_replica_fp. */
 #include "kernels/tensor_device.h"
 
 #include <stdio.h>
 #include <unistd.h>
 
+#include "agent/mode.h"
 #include "kernels/lsfp1_cuda.h"
 
 static int warned, warned_null;
@@ -97,4 +98,32 @@ int ls_state_device(const char *name, const void *dptr, size_t nbytes, ls_dtype 
         return -1;
     }
     return ls_state_fp(name, fp, nbytes, dtype, ndim, shape);
+}
+
+int ls_replica_device(const char *name, const void *dptr, size_t nbytes, ls_dtype dtype, const ls_comm *group,
+                      cudaStream_t stream)
+{
+    if (!dptr && nbytes) {
+        if (!__atomic_exchange_n(&warned_null, 1, __ATOMIC_RELAXED))
+            fprintf(stderr,
+                    "lockstep: device replica %s: NULL pointer with %zu bytes; not recorded\n"
+                    "  hint: pass the tensor's device pointer (or nbytes 0 for an empty one)\n",
+                    name ? name : "(null)", nbytes);
+        return -1;
+    }
+    /* Launch nothing for a replica that would not be kept (collectives filtered out, outside the consensus mode);
+     * ls_replica_fp then checks the arguments and decides, as ls_replica does. */
+    if (!ls_enabled(LS_LEVEL_COLLECTIVE) && !mode_consensus_env())
+        return ls_replica_fp(name, 0, nbytes, dtype, group);
+    uint64_t fp;
+    cudaError_t rc = device_fp(dptr, nbytes, stream, &fp);
+    if (rc != cudaSuccess) {
+        if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+            fprintf(stderr,
+                    "lockstep: cannot fingerprint device replica %s: CUDA error: %s\n"
+                    "  hint: replicas on the GPU are not being checked; check the pointer and stream\n",
+                    name ? name : "(null)", cudaGetErrorString(rc));
+        return -1;
+    }
+    return ls_replica_fp(name, fp, nbytes, dtype, group);
 }

@@ -54,6 +54,9 @@ if [ -x "$build/bench/kernels/gpu_bench" ] && nvidia-smi -L >/dev/null 2>&1; the
   if [ -x "$build/bin/lockstep-train-cuda" ]; then
     overhead train_cuda_overhead mpirun --allow-run-as-root -np 1 "$build/bin/lockstep-train-cuda" --steps 60 \
       --hidden 1024 --batch 256 || rc=1
+    # a longer step (its naive matrix kernels take tens of ms): the per-record cost is fixed, its share smaller
+    overhead train_cuda_overhead_long_step mpirun --allow-run-as-root -np 1 "$build/bin/lockstep-train-cuda" \
+      --steps 30 --hidden 2048 --batch 512 || rc=1
   fi
 else
   echo '{"bench":"kernels.gpu","skipped":"no GPU here (nvidia-smi -L fails) or CUDA=0"}'

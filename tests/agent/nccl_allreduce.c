@@ -1,8 +1,11 @@
 /* nccl_allreduce.c - an unmodified single-process NCCL program for the agent's GPU check: allreduce, broadcast,
  * reduce-scatter and allgather over every visible GPU (one rank per GPU), a group of send/recv on two or more;
  * writes GPU 0's allreduce output to OUT so `lockstep fp OUT` can be compared with the recorded fingerprint.
- * usage: nccl_allreduce OUT [STEPS]
+ * With FAULT (a step, from 0), bit 12 of GPU 0's first input float is flipped before that step's allreduce, as a
+ * corrupted buffer would be.
+ * usage: nccl_allreduce OUT [STEPS [FAULT]]
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -20,10 +23,10 @@
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: nccl_allreduce OUT [STEPS]\n");
+        fprintf(stderr, "usage: nccl_allreduce OUT [STEPS [FAULT]]\n");
         return 2;
     }
-    int steps = argc > 2 ? atoi(argv[2]) : 3, ndev = 0;
+    int steps = argc > 2 ? atoi(argv[2]) : 3, fault = argc > 3 ? atoi(argv[3]) : -1, ndev = 0;
     CHECK(cudaGetDeviceCount(&ndev));
     if (ndev > 8)
         ndev = 8;
@@ -34,7 +37,16 @@ int main(int argc, char **argv)
     cudaStream_t st[8];
     for (int i = 0; i < ndev; i++)
         devs[i] = i;
-    CHECK(ncclCommInitAll(comms, ndev, devs));
+    /* one communicator over the GPUs, as a program of one process per GPU makes it: a unique id, then
+     * ncclCommInitRank for each (in a group, since this one process initialises them all) */
+    ncclUniqueId id;
+    CHECK(ncclGetUniqueId(&id));
+    CHECK(ncclGroupStart());
+    for (int i = 0; i < ndev; i++) {
+        CHECK(cudaSetDevice(devs[i]));
+        CHECK(ncclCommInitRank(&comms[i], ndev, id, i));
+    }
+    CHECK(ncclGroupEnd());
     float *h = malloc(sizeof(float) * N);
     for (int i = 0; i < ndev; i++) {
         for (int k = 0; k < N; k++)
@@ -46,6 +58,14 @@ int main(int argc, char **argv)
         CHECK(cudaMemcpy(in[i], h, sizeof(float) * N, cudaMemcpyHostToDevice));
     }
     for (int s = 0; s < steps; s++) {
+        if (s == fault) {
+            uint32_t v;
+            CHECK(cudaSetDevice(0));
+            CHECK(cudaStreamSynchronize(st[0]));
+            CHECK(cudaMemcpy(&v, in[0], sizeof(v), cudaMemcpyDeviceToHost));
+            v ^= 1u << 12;
+            CHECK(cudaMemcpy(in[0], &v, sizeof(v), cudaMemcpyHostToDevice));
+        }
         CHECK(ncclGroupStart());
         for (int i = 0; i < ndev; i++)
             CHECK(ncclAllReduce(in[i], out[i], N, ncclFloat, ncclSum, comms[i], st[i]));

@@ -5,8 +5,10 @@ vocabulary and tokens per step from the command line) trains with AdamW in this 
 median CPU time of a training step, of recording every parameter with lockstep.replicated (what watch() does after
 every K-th optimizer step of a DDP model), and of the same pass as plain fingerprints (lockstep.fingerprint, no
 record); the check's throughput; and the K at which one check in K steps costs 1 % of the training time.
+With --device cuda the model trains on the GPU, times are wall-clock around a device synchronisation, the check
+hashes on the GPU (ls_replica_device), and `copy_check_ms` is the check through a copy to the host.
 
-usage: bench_replicas.py [--width 256] [--layers 4] [--vocab 8192] [--seq 128] [--batch 2] [--steps 5]
+usage: bench_replicas.py [--width 256] [--layers 4] [--vocab 8192] [--seq 128] [--batch 2] [--steps 5] [--device cpu]
 """
 
 import argparse
@@ -50,18 +52,24 @@ class GPT(nn.Module):
         self.register_buffer("mask", torch.triu(torch.full((seq, seq), float("-inf")), 1))
 
     def forward(self, idx):
-        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
         for b in self.blocks:
             x = b(x, self.mask)
         return self.head(self.ln(x))
 
 
-def timed(fn, n):
+def timed(fn, n, sync=None):
+    """The median time of fn: CPU time, or with `sync` (a device synchronisation) wall time around it."""
+    clock = time.perf_counter if sync else time.process_time
     out = []
     for _ in range(n):
-        t0 = time.process_time()
+        if sync:
+            sync()
+        t0 = clock()
         fn()
-        out.append(time.process_time() - t0)
+        if sync:
+            sync()
+        out.append(clock() - t0)
     return statistics.median(out)
 
 
@@ -73,13 +81,16 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
+    gpu = args.device != "cpu"
+    sync = torch.cuda.synchronize if gpu else None
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = GPT(args.vocab, args.seq, args.width, args.layers)
+    model = GPT(args.vocab, args.seq, args.width, args.layers).to(args.device)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
     crit = nn.CrossEntropyLoss()
-    idx = torch.randint(0, args.vocab, (args.batch, args.seq + 1))
+    idx = torch.randint(0, args.vocab, (args.batch, args.seq + 1), device=args.device)
     params = list(model.named_parameters())
     nbytes = sum(p.numel() * p.element_size() for _, p in params)
 
@@ -96,24 +107,32 @@ def main():
         for _, p in params:
             lockstep.fingerprint(p.detach())
 
+    def copy_check():
+        for n, p in params:
+            lockstep.replicated("param." + n, p.detach().cpu())
+
     tmp = tempfile.mkdtemp(prefix="ls-bench-rep-")
     try:
         lockstep.init(trace="collectives", trace_dir=tmp, rank=0)
         step()  # warm up: AdamW's state is allocated by the first step
         with lockstep.step(0):
             check()
-        t_step = timed(step, args.steps)
+        t_step = timed(step, args.steps, sync)
         with lockstep.step(1):
-            t_check = timed(check, 9)
-        t_fp = timed(fps, 9)
+            t_check = timed(check, 9, sync)
+        with lockstep.step(2):
+            t_copy = timed(copy_check, 3, sync) if gpu else None
+        t_fp = timed(fps, 9, sync) if not gpu else None
         lockstep.shutdown()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps({
-        "bench": "python_replicas", "torch": torch.__version__, "threads": 1, "params": sum(p.numel() for _, p in
-                                                                                              params),
+        "bench": "python_replicas", "torch": torch.__version__, "device": torch.cuda.get_device_name() if gpu else
+        "cpu", "threads": 1, "params": sum(p.numel() for _, p in params),
         "tensors": len(params), "param_MB": round(nbytes / 1e6, 1), "tokens_per_step": args.batch * args.seq,
-        "step_ms": round(t_step * 1e3, 1), "check_ms": round(t_check * 1e3, 2), "fingerprint_ms": round(t_fp * 1e3, 2),
+        "step_ms": round(t_step * 1e3, 1), "check_ms": round(t_check * 1e3, 2),
+        "fingerprint_ms": round(t_fp * 1e3, 2) if t_fp is not None else None,
+        "copy_check_ms": round(t_copy * 1e3, 2) if t_copy is not None else None,
         "check_GBps": round(nbytes / t_check / 1e9, 2), "check_pct_of_step": round(t_check / t_step * 100, 3),
         "every_for_1pct": max(1, math.ceil(t_check / (0.01 * t_step))),
     }))

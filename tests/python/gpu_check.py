@@ -1,7 +1,8 @@
 """gpu_check.py - device checks of the Python binding, for a machine with a GPU (run by gpu-check.sh).
 
-With a CUDA build of torch: CUDA tensors recorded by lockstep.tensor carry the fingerprint of
-their host copy, and lockstep.torch.watch on a CUDA model gives matching twins. Without one
+With a CUDA build of torch: CUDA tensors recorded by lockstep.tensor, and replicas recorded by
+lockstep.replicated (hashed on the GPU), carry the fingerprint of their host copy, and
+lockstep.torch.watch on a CUDA model gives matching twins. Without one
 (Debian's torch is CPU-only): the same device fingerprints through buffers allocated with the
 CUDA runtime over ctypes, through the binding's own liblockstep_cuda prototypes.
 """
@@ -11,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from helpers import CLI, dump  # noqa: E402
@@ -82,6 +84,19 @@ def with_torch(d, torch):
     want = ["%016x" % lockstep.fingerprint(t.cpu()) for t in ts]
     check("CUDA tensors hash like their host copies", got == want, "%s vs %s" % (got, want))
     check("hashed on the device", _lib.load_device() is not None, _lib.device_note())
+    # replicas on the GPU: hashed there (ls_replica_device), no copy to the host, the same fingerprints
+    rep = os.path.join(d, "rep")
+    lockstep.init(trace="collectives", trace_dir=rep, rank=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with lockstep.step(0):
+            for t in ts:
+                lockstep.replicated("w", t)
+    lockstep.shutdown()
+    got = [r["fp"] for r in dump(rep) if r["name"] == "w"]
+    copied = [str(x.message) for x in caught if "copied to the host" in str(x.message)]
+    check("CUDA replicas hash on the device like their host copies", got == want and not copied,
+          "%s vs %s%s" % (got, want, " (copied: %s)" % copied[0] if copied else ""))
     runs = []
     for k in ("a", "b"):
         out = os.path.join(d, k)

@@ -284,8 +284,9 @@ class TestLifecycle(unittest.TestCase):
 
 
 class TestDeviceLibrary(Traced):
-    """The CUDA helper library: found beside liblockstep when it was built, and its prototype
-    agrees with kernels/tensor_device.h (checked through argument validation, which needs no GPU)."""
+    """The CUDA helper library: found beside liblockstep when it was built, and its prototypes
+    agree with kernels/tensor_device.h and include/lockstep.h (checked through argument validation,
+    which needs no GPU)."""
 
     trace = "metrics"
 
@@ -308,6 +309,12 @@ class TestDeviceLibrary(Traced):
             self.assertIn("control character at byte 3", lockstep.last_error())
             self.assertEqual(dev.lsk_tensor_device_at(2, b"x", None, 0, f32, 9, shape, None), -1)
             self.assertIn("ndim 9", lockstep.last_error())
+            # ls_replica_device: collectives are filtered out too, so nothing is launched; the arguments are checked
+            self.assertEqual(dev.ls_replica_device(b"r", None, 0, f32, None, None), 0)
+            self.assertEqual(dev.ls_replica_device(b"bad\x01", None, 0, f32, None, None), -1)
+            self.assertIn("control character at byte 3", lockstep.last_error())
+            self.assertEqual(dev.ls_replica_device(b"r", None, 0, 99, None, None), -1)
+            self.assertIn("dtype 99 is unknown", lockstep.last_error())
         self.assertEqual(self.records(), [])
 
 

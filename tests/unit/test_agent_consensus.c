@@ -1,7 +1,8 @@
 /* test_agent_consensus.c - a rank's consensus windows (agent/conswin.h) and the digests the agent sends: a window
  * closes at its 64th place, a step change and the shutdown close the open ones, a key beyond the table gets no
  * place; the trace and the stream (records and digests modes) carry the same digests; the consensus mode records
- * consensus records and metrics only. */
+ * consensus records and metrics only; ls_replica_fp of a buffer's fingerprint records what ls_replica of the buffer
+ * does. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include "cli/tracedir.h"
 #include "common/consensus.h"
 #include "common/fsutil.h"
+#include "common/lsfp1.h"
 #include "common/record.h"
 #include "include/lockstep.h"
 
@@ -228,6 +230,13 @@ static void read_spool(const char *d, seen *s)
     closedir(dh);
 }
 
+/* replica - ls_replica of v, or ls_replica_fp of its fingerprint (what ls_replica_device records). */
+static int by_fp;
+static int replica(const char *name, const double *v, size_t nbytes, const ls_comm *g)
+{
+    return by_fp ? ls_replica_fp(name, fp_lsfp1(v, nbytes), nbytes, LS_F64, g) : ls_replica(name, v, nbytes, LS_F64, g);
+}
+
 /* program - 70 replicas of the world at step 0 (windows 0 and 1), a tensor and a metric, 3 at step 1. */
 static void program(void)
 {
@@ -236,7 +245,7 @@ static void program(void)
     double v[4] = {1, 2, 3, 4};
     for (int i = 0; i < 70; i++) {
         v[0] = i;
-        assert_int_equal(ls_replica("params", v, sizeof(v), LS_F64, NULL), 0);
+        assert_int_equal(replica("params", v, sizeof(v), NULL), 0);
     }
     int64_t shape[1] = {4};
     assert_int_equal(ls_tensor("layer.out", v, sizeof(v), LS_F64, 1, shape), 0);
@@ -245,7 +254,7 @@ static void program(void)
     int ranks[4] = {2, 0, 3, 1}; /* the world, listed out of order: the same key as NULL */
     ls_comm g = {4, ranks};
     for (int i = 0; i < 3; i++)
-        assert_int_equal(ls_replica("params", v, sizeof(v), LS_F64, &g), 0);
+        assert_int_equal(replica("params", v, sizeof(v), &g), 0);
     ls_shutdown();
 }
 
@@ -319,6 +328,23 @@ static void test_consensus_mode(void **state)
     assert_int_equal(t.metrics, 1);
 }
 
+static void test_replica_fp(void **state)
+{
+    (void)state;
+    seen t[2], s[2];
+    for (by_fp = 0; by_fp < 2; by_fp++) {
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s/trace' '%s/spool'", dir, dir); /* each run its own trace */
+        assert_int_equal(system(cmd), 0);
+        run_mode("records", &t[by_fp], &s[by_fp]);
+    }
+    by_fp = 0;
+    assert_int_equal(t[1].places, 73);
+    assert_memory_equal(t[0].folds, t[1].folds, sizeof(t[0].folds));   /* the same records, the same digests */
+    assert_int_equal(ls_replica_fp("params", 1, 8, LS_F64, NULL), -1); /* after shutdown: an error, no record */
+    assert_int_equal(ls_replica_fp("params", 1, 8, (ls_dtype)99, NULL), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +353,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stream_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_digests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_consensus_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replica_fp, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

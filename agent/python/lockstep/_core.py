@@ -256,23 +256,29 @@ def replicated(name, obj, group=None):
     data-parallel replica's parameters after the optimizer step, a weight replicated across a tensor-parallel
     group). `group` lists world ranks (any order) or is a torch ProcessGroup; None means every rank of the job.
     Every member calls it in the same order, and lockstepd compares the members' copies within the run, with no
-    twin. `obj` is what lockstep.tensor takes; a CUDA tensor is copied to the host (ls_replica hashes host
-    memory). Raises LockstepError, TypeError or ValueError."""
+    twin. `obj` is what lockstep.tensor takes; a CUDA tensor is hashed on its GPU (ls_replica_device), or copied to
+    the host where liblockstep_cuda is not found. Raises LockstepError, TypeError or ValueError."""
     lib = _lib.load()
     need("ls_replica", "lockstep.replicated")
     bname = _name(name)
     ranks = group_ranks(group)
     v = view_of(obj)
-    if v.device:
-        if not _replica_admitted(lib):
-            return  # the trace window leaves it out: no copy
-        _note_replica_copy()
-        v = view_of(v.keep.cpu())  # exact bytes; synchronizes with the device
     comm = None
     if ranks is not None:
         arr = (ctypes.c_int * len(ranks))(*ranks)
         comm = _lib.Comm(len(ranks), arr)
-    if lib.ls_replica(bname, v.ptr, v.nbytes, v.dtype, ctypes.byref(comm) if comm is not None else None) < 0:
+    cref = ctypes.byref(comm) if comm is not None else None
+    if v.device:
+        if not _replica_admitted(lib):
+            return  # the trace window leaves it out: no work on the device
+        dev = _lib.load_device()
+        if dev is not None and hasattr(dev, "ls_replica_device"):
+            if dev.ls_replica_device(bname, v.ptr, v.nbytes, v.dtype, cref, v.stream) < 0:
+                _fail("lockstep.replicated(%r) on the device" % (name,))
+            return
+        _note_replica_copy()
+        v = view_of(v.keep.cpu())  # exact bytes; synchronizes with the device
+    if lib.ls_replica(bname, v.ptr, v.nbytes, v.dtype, cref) < 0:
         _fail("lockstep.replicated(%r)" % (name,))
 
 
@@ -290,8 +296,11 @@ def _note_replica_copy():
     if not _noted_replica_copy:
         _noted_replica_copy = True
         warnings.warn("lockstep: replicas on a GPU are copied to the host to be fingerprinted (the same bits)\n"
-                      "detail: ls_replica hashes host memory\nhint: check them less often "
-                      "(LOCKSTEP_REPLICA_EVERY) when the copy shows in the step time", RuntimeWarning, stacklevel=3)
+                      "detail: liblockstep_cuda (ls_replica_device, which hashes them on the GPU) was not found: %s\n"
+                      "hint: build with CUDA=1 or set LOCKSTEP_CUDA_LIB; meanwhile check them less often "
+                      "(LOCKSTEP_REPLICA_EVERY) when the copy shows in the step time" % (_lib.device_note() or
+                                                                                        "it lacks the function"),
+                      RuntimeWarning, stacklevel=3)
 
 
 _noted_host_copy = False

@@ -129,7 +129,8 @@ def _declare(lib):
 
 def _declare_device(dev):
     """Prototype of lsk_tensor_device_at(level, name, dptr, nbytes, dtype, ndim, shape,
-    stream), the explicit-level form of ls_tensor_device (kernels/tensor_device.h)."""
+    stream), the explicit-level form of ls_tensor_device (kernels/tensor_device.h), and of
+    ls_state_device and ls_replica_device where the library has them."""
     c = ctypes
     dev.lsk_tensor_device_at.argtypes = [c.c_int, c.c_char_p, c.c_void_p, c.c_size_t, c.c_int, c.c_int,
                                          c.POINTER(c.c_int64), c.c_void_p]
@@ -138,6 +139,9 @@ def _declare_device(dev):
         dev.ls_state_device.argtypes = [c.c_char_p, c.c_void_p, c.c_size_t, c.c_int, c.c_int, c.POINTER(c.c_int64),
                                         c.c_void_p]
         dev.ls_state_device.restype = c.c_int
+    if hasattr(dev, "ls_replica_device"):
+        dev.ls_replica_device.argtypes = [c.c_char_p, c.c_void_p, c.c_size_t, c.c_int, c.POINTER(Comm), c.c_void_p]
+        dev.ls_replica_device.restype = c.c_int
 
 
 _lib = None
