@@ -168,10 +168,16 @@ static void evict(hold_ring *h, const spool *sp)
 
 void hold_close(hold_ring *h, const spool *sp)
 {
+    hold_seal(h, sp, -1);
+}
+
+void hold_seal(hold_ring *h, const spool *sp, int64_t cover)
+{
     hold_block *b = h->open;
     if (!b)
         return;
     h->open = NULL;
+    b->cover = cover;
     rec_header hd = h->hdr;
     hd.batch_seq = HOLD_SEQ_BASE + b->seq_lo;
     rec_header_encode(&hd, b->buf);
@@ -244,14 +250,12 @@ static int push_copy(hold_copy **v, long *n, const unsigned char *buf, size_t le
     return 0;
 }
 
-long hold_copy_step(hold_ring *h, int64_t step, const spool *sp, hold_copy **out)
+long hold_copy_step(hold_ring *h, int64_t step, int64_t posted, hold_copy **out)
 {
     long n = 0;
     *out = NULL;
-    if (h->open && h->open->step == step)
-        hold_close(h, sp);
     for (hold_block *b = h->head; b; b = b->next)
-        if (b->step == step && push_copy(out, &n, b->buf, b->len) < 0) {
+        if (b->step == step && b->cover <= posted && push_copy(out, &n, b->buf, b->len) < 0) {
             hold_copies_free(*out, n);
             *out = NULL;
             return -1;

@@ -23,6 +23,7 @@
 typedef struct hold_block {
     struct hold_block *next;
     int64_t step;
+    int64_t cover; /* the batch_seq of the batch carrying the step digest that covers these records; -1: unknown */
     uint64_t seq_lo;
     uint32_t count;
     size_t len, cap;    /* bytes of buf in use (the header's room included) and allocated */
@@ -57,10 +58,17 @@ typedef struct hold_copy {
     size_t len;
 } hold_copy;
 
-/* hold_copy_step - copies of the closed blocks of `step` held in memory (closing the open block first when it
- * is that step's), in a new array (*out, caller frees each buf and the array). Returns the count, or -1 when
- * out of memory. */
-long hold_copy_step(hold_ring *h, int64_t step, const spool *sp, hold_copy **out);
+/* hold_seal - close the open block (if any) as hold_close does, recording that the step digest covering its records
+ * travels in batch `cover`: the sender seals the block each time it sends the digest summed so far, so a block's
+ * records are exactly those some sent digest stands for. */
+void hold_seal(hold_ring *h, const spool *sp, int64_t cover);
+
+/* hold_copy_step - copies of the closed blocks of `step` held in memory whose covering digest lockstepd has (their
+ * cover is at most `posted`, the last batch posted; -1: none yet), in a new array (*out, caller frees each buf and
+ * the array). The open block is never sent: no digest lockstepd has stands for its records yet, and lockstepd
+ * refuses records its digests do not account for (server/store/held.c). Returns the count, or -1 when out of
+ * memory. */
+long hold_copy_step(hold_ring *h, int64_t step, int64_t posted, hold_copy **out);
 
 /* hold_spool_step - the blocks of `step` kept in the spool `sp`, read into a new array as hold_copy_step.
  * Returns the count (0 when none), or -1 with `why`. */

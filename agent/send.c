@@ -55,6 +55,7 @@ int send_start(send_cfg *cfg, char *why, size_t cap)
     S.head = S.tail = NULL;
     S.mem = 0;
     S.next_seq = 0;
+    S.posted_seq = -1;
     S.spool_ok = 0;
     S.spool_batches = 0;
     S.n_records = S.n_posted = S.n_spooled = S.n_dropped = 0;
@@ -272,6 +273,9 @@ void send_flush_digest_locked(void)
     S.sum.n = 0;
     S.sum.digest = 0;
     append_locked(&d, 0);
+    /* The held records this digest stands for form one block, sent on demand only once lockstepd has the digest:
+     * it is in the current batch (cut later as next_seq), or in the one just cut when it filled it. */
+    hold_seal(&S.hold, S.spool_ok ? &S.sp : NULL, (int64_t)(S.cur ? S.next_seq : S.next_seq - 1));
 }
 
 /* hold_locked - digest streaming: hold `r` back and add it to its step's digest (the one rule of

@@ -55,6 +55,7 @@ struct sender {
     } sum;
     hold_ring hold;
     int64_t asked_step[16], asked_at[16]; /* steps sent on demand lately (sender thread only) */
+    int64_t posted_seq;                   /* the highest batch_seq lockstepd took (-1: none yet; sender thread) */
     int exit_code;
     int aborted;               /* the end reported is an abort (send_mark_abort) */
     const char *mpi_unseen;    /* the end report's mpi_unseen (agent/mpiseen.h), or NULL */

@@ -192,7 +192,7 @@ void send_held_steps(const long long *steps, int n)
             continue; /* sent a moment ago; its answer may still be on its way */
         hold_copy *c = NULL;
         pthread_mutex_lock(&S.mu);
-        long got = hold_copy_step(&S.hold, step, S.spool_ok ? &S.sp : NULL, &c);
+        long got = hold_copy_step(&S.hold, step, S.posted_seq, &c);
         pthread_mutex_unlock(&S.mu);
         if (got == 0 && S.spool_ok) {
             hold_copies_free(c, 0);
@@ -239,8 +239,13 @@ static int drain(void)
             continue;
         char resp[1024];
         int rc = uplink_post_batch(&S.up, buf, len, resp, sizeof(resp));
-        if (rc == UP_OK)
+        if (rc == UP_OK) {
+            pthread_mutex_lock(&S.mu);
+            if ((int64_t)seqs[i] > S.posted_seq)
+                S.posted_seq = (int64_t)seqs[i];
+            pthread_mutex_unlock(&S.mu);
             posted(len, 0, resp);
+        }
         free(buf);
         if (rc == UP_RETRY) {
             mark_down();
@@ -287,6 +292,8 @@ static void handle(struct batch *b)
     if (rc == UP_OK) {
         pthread_mutex_lock(&S.mu);
         S.n_posted++;
+        if ((int64_t)b->seq > S.posted_seq)
+            S.posted_seq = (int64_t)b->seq;
         pthread_mutex_unlock(&S.mu);
         size_t len = b->len;
         free(b);

@@ -356,6 +356,28 @@ print(",".join(out) or "none")' "$1"
   if [ "$(odd "$T/cons-step.dig")" = "2 10 0" ]; then
     ok "consensus with steps: the shim's flip differs at rank 2, step 10, window 0 only"
   else bad "consensus with steps: odd '$(odd "$T/cons-step.dig")'"; fi
+  # The production mode on a program without steps (every record at step 0, the step never ends while it runs),
+  # streaming digests to lockstepd: the disagreement is named (record, occurrence, site) from the held records the
+  # agents send on demand while the run goes, and no agent's held records are refused (each sends only the records
+  # a step digest lockstepd already has stands for).
+  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so:$SHIM" \
+    -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_MODE=consensus -x LOCKSTEP_SERVER="$URL" -x LOCKSTEP_JOB_ID="J-cons-nostep-$$" \
+    -x LOCKSTEP_SPOOL_DIR="$T/cons-nostep-spool" -x LOCKSTEP_MANIFEST_HASH=0 -x LOCKSTEP_SHIM_RANK=2 \
+    -x LOCKSTEP_SHIM_CALL=30 ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$MPIPROG" 2000 >"$T/cons-nostep.out" 2>&1
+  cns=""
+  for _ in $(seq 1 50); do
+    cns=$(curl -s "$URL/api/v1/runs?job=J-cons-nostep-$$" | python3 -c '
+import json, sys, urllib.request
+items = json.load(sys.stdin)["items"]
+c = json.load(urllib.request.urlopen(sys.argv[1] + "/api/v1/runs/%s/consensus" % items[0]["run_id"])) if items else {}
+f = c.get("first") or {}
+print(c.get("status"), f.get("name"), f.get("occurrence"), f.get("odd_ranks"), (f.get("site") or {}).get("function"))' "$URL" 2>/dev/null)
+    case "$cns" in "disagree mpi.allreduce "*) break ;; esac
+    sleep 0.2
+  done
+  if [ "$cns" = "disagree mpi.allreduce 30 [2] main" ] && ! grep -q "refused the held records" "$T/cons-nostep.out"; then
+    ok "consensus mode, no steps, digests streamed: lockstepd names the odd allreduce (#30, rank 2, main) while it runs"
+  else bad "consensus without steps: '$cns'; $(grep -m1 'refused' "$T/cons-nostep.out")"; fi
 else
   bad "consensus: the fault shim, the digest reader or mpirun missing"
 fi
