@@ -18,7 +18,8 @@ G=.gpu
 ARCH_LIB=/usr/lib/x86_64-linux-gnu
 OMPI_DIRS="$ARCH_LIB/openmpi $ARCH_LIB/pmix2 /usr/share/openmpi /etc/openmpi"
 TARGETS="kernels/gpu_check bin/lockstep-train-cuda bin/lockstep-train bin/lockstep bench/kernels/gpu_bench
-  lib/liblockstep_nccl.so tests/agent/nccl_allreduce tests/agent/cons_digests lib/liblockstep_cuda.so lib/liblockstep.so"
+  lib/liblockstep_nccl.so tests/agent/nccl_allreduce tests/agent/cons_digests lib/liblockstep_cuda.so lib/liblockstep.so
+  tests/kernels/tensor_device_test"
 # The machine's own: the C library, the C++ runtime, the CUDA driver and runtime, NCCL.
 OWN='^(linux-vdso|ld-linux|libc|libm|libpthread|libdl|librt|libutil|libresolv|libstdc\+\+|libgcc_s|libcuda|libnvidia|libcudart|libnccl)[.-]'
 

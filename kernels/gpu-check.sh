@@ -35,7 +35,8 @@ ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 
 # --- build; a build carried by kernels/gpu-carry.sh (it holds PREBUILT) is used as it is
 targets="$B/kernels/gpu_check $B/bin/lockstep-train-cuda $B/bin/lockstep-train $B/bin/lockstep $B/bench/kernels/gpu_bench
-  $B/lib/liblockstep_nccl.so $B/tests/agent/nccl_allreduce $B/tests/agent/cons_digests $B/lib/liblockstep_cuda.so"
+  $B/lib/liblockstep_nccl.so $B/tests/agent/nccl_allreduce $B/tests/agent/cons_digests $B/lib/liblockstep_cuda.so
+  $B/tests/kernels/tensor_device_test"
 t0=$(date +%s)
 if [ -f "$B/PREBUILT" ]; then brc=prebuilt; else make -j"$(nproc)" CUDA=1 $targets >"$tmp/build.log" 2>&1; brc=$?; fi
 ok=1; for t in $targets; do [ -x "$t" ] || ok=0; done
@@ -61,6 +62,16 @@ print(json.dumps({"host": host, "device": dev, "collective": col}))
 sys.exit(0 if host and host == dev == col else 1)
 PY
 result ls_tensor_device_matches_ls_tensor $([ $? -eq 0 ] && echo 1 || echo 0) "\"fps\":$(tail -1 "$tmp/py" | tr -d '\n' | sed 's/^[^{].*/null/')"
+# the kernels tier's device-record test with a GPU: a tensor, a state entry and a replica recorded from the device
+# carry the fingerprints of their host copies
+"$B/tests/kernels/tensor_device_test" "$tmp/tdt" >"$tmp/tdt.out" 2>"$tmp/tdt.err"; rc=$?
+pairs=$("$B/bin/lockstep" dump "$tmp/tdt/rank-00000.lstrace" 2>/dev/null | python3 -c '
+import json, sys
+recs = [json.loads(l) for l in sys.stdin]
+print(" ".join(n for n in ("x", "s", "r") if len({x["fp"] for x in recs if x["name"] == n}) == 1
+               and sum(x["name"] == n for x in recs) == 2))')
+result device_records_match_host $([ $rc = 0 ] && grep -q '^gpu 1' "$tmp/tdt.out" && [ "$pairs" = "x s r" ] &&
+  echo 1 || echo 0) "\"rc\":$rc,\"pairs\":\"$pairs\""
 
 # --- GPU twins, nondeterminism, a fault, resume (one rank per GPU, at most 2)
 np=$(( ngpu >= 2 ? 2 : 1 ))

@@ -41,32 +41,47 @@ static cudaError_t device_fp(const void *dptr, size_t nbytes, cudaStream_t strea
     return cudaSuccess;
 }
 
+/* refused - 1 (with one warning per process) when `dptr` is NULL for a non-empty `what` (a device tensor, state
+ * entry or replica): refused before anything is recorded. */
+static int refused(const char *what, const char *name, const void *dptr, size_t nbytes)
+{
+    if (dptr || !nbytes)
+        return 0;
+    if (!__atomic_exchange_n(&warned_null, 1, __ATOMIC_RELAXED))
+        fprintf(stderr,
+                "lockstep: %s %s: NULL pointer with %zu bytes; not recorded\n"
+                "  hint: pass its device pointer (or nbytes 0 for an empty one)\n",
+                what, name ? name : "(null)", nbytes);
+    return 1;
+}
+
+/* hashed - LSFP-1 of `what` `name` on the device into *fp; 0, or -1 with one warning per process (`hint` says
+ * what is being lost). */
+static int hashed(const char *what, const char *name, const void *dptr, size_t nbytes, cudaStream_t stream,
+                  const char *hint, uint64_t *fp)
+{
+    cudaError_t rc = device_fp(dptr, nbytes, stream, fp);
+    if (rc == cudaSuccess)
+        return 0;
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+        fprintf(stderr,
+                "lockstep: cannot fingerprint %s %s: CUDA error: %s\n  hint: %s; check the pointer and stream\n", what,
+                name ? name : "(null)", cudaGetErrorString(rc), hint);
+    return -1;
+}
+
 int lsk_tensor_device_at(ls_level level, const char *name, const void *dptr, size_t nbytes, ls_dtype dtype, int ndim,
                          const int64_t *shape, cudaStream_t stream)
 {
-    /* Filtered out (or lockstep off, or not started): no GPU work. The
-     * call below then checks the arguments and returns 0, or -1 outside
-     * ls_init..ls_shutdown, without recording. */
-    if (!dptr && nbytes) { /* refused before anything is recorded */
-        if (!__atomic_exchange_n(&warned_null, 1, __ATOMIC_RELAXED))
-            fprintf(stderr,
-                    "lockstep: device tensor %s: NULL pointer with %zu bytes; not recorded\n"
-                    "  hint: pass the tensor's device pointer (or nbytes 0 for an empty tensor)\n",
-                    name ? name : "(null)", nbytes);
+    if (refused("device tensor", name, dptr, nbytes))
         return -1;
-    }
+    /* Filtered out (or lockstep off, or not started): no GPU work. The call below then checks the arguments and
+     * returns 0, or -1 outside ls_init..ls_shutdown, without recording. */
     if (!ls_enabled(level))
         return ls_record_fp(level, name, 0, nbytes, dtype, ndim, shape, 0, NULL) < 0 ? -1 : 0;
     uint64_t fp;
-    cudaError_t rc = device_fp(dptr, nbytes, stream, &fp);
-    if (rc != cudaSuccess) {
-        if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-            fprintf(stderr,
-                    "lockstep: cannot fingerprint device tensor %s: CUDA error: %s\n"
-                    "  hint: records of device tensors are being lost; check the pointer and stream\n",
-                    name ? name : "(null)", cudaGetErrorString(rc));
+    if (hashed("device tensor", name, dptr, nbytes, stream, "records of device tensors are being lost", &fp) < 0)
         return -1;
-    }
     return ls_record_fp(level, name, fp, nbytes, dtype, ndim, shape, 0, NULL);
 }
 
@@ -79,51 +94,24 @@ int ls_tensor_device(const char *name, const void *dptr, size_t nbytes, ls_dtype
 int ls_state_device(const char *name, const void *dptr, size_t nbytes, ls_dtype dtype, int ndim, const int64_t *shape,
                     cudaStream_t stream)
 {
-    if (!dptr && nbytes) {
-        if (!__atomic_exchange_n(&warned_null, 1, __ATOMIC_RELAXED))
-            fprintf(stderr,
-                    "lockstep: device state entry %s: NULL pointer with %zu bytes; not recorded\n"
-                    "  hint: pass the buffer's device pointer (or nbytes 0 for an empty one)\n",
-                    name ? name : "(null)", nbytes);
-        return -1;
-    }
     uint64_t fp;
-    cudaError_t rc = device_fp(dptr, nbytes, stream, &fp);
-    if (rc != cudaSuccess) {
-        if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-            fprintf(stderr,
-                    "lockstep: cannot fingerprint device state entry %s: CUDA error: %s\n"
-                    "  hint: the state block is incomplete; check the pointer and stream\n",
-                    name ? name : "(null)", cudaGetErrorString(rc));
+    if (refused("device state entry", name, dptr, nbytes) ||
+        hashed("device state entry", name, dptr, nbytes, stream, "the state block is incomplete", &fp) < 0)
         return -1;
-    }
     return ls_state_fp(name, fp, nbytes, dtype, ndim, shape);
 }
 
 int ls_replica_device(const char *name, const void *dptr, size_t nbytes, ls_dtype dtype, const ls_comm *group,
                       cudaStream_t stream)
 {
-    if (!dptr && nbytes) {
-        if (!__atomic_exchange_n(&warned_null, 1, __ATOMIC_RELAXED))
-            fprintf(stderr,
-                    "lockstep: device replica %s: NULL pointer with %zu bytes; not recorded\n"
-                    "  hint: pass the tensor's device pointer (or nbytes 0 for an empty one)\n",
-                    name ? name : "(null)", nbytes);
+    if (refused("device replica", name, dptr, nbytes))
         return -1;
-    }
     /* Launch nothing for a replica that would not be kept (collectives filtered out, outside the consensus mode);
      * ls_replica_fp then checks the arguments and decides, as ls_replica does. */
     if (!ls_enabled(LS_LEVEL_COLLECTIVE) && !mode_consensus_env())
         return ls_replica_fp(name, 0, nbytes, dtype, group);
     uint64_t fp;
-    cudaError_t rc = device_fp(dptr, nbytes, stream, &fp);
-    if (rc != cudaSuccess) {
-        if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-            fprintf(stderr,
-                    "lockstep: cannot fingerprint device replica %s: CUDA error: %s\n"
-                    "  hint: replicas on the GPU are not being checked; check the pointer and stream\n",
-                    name ? name : "(null)", cudaGetErrorString(rc));
+    if (hashed("device replica", name, dptr, nbytes, stream, "replicas on the GPU are not being checked", &fp) < 0)
         return -1;
-    }
     return ls_replica_fp(name, fp, nbytes, dtype, group);
 }

@@ -237,7 +237,7 @@ t_tensor_device_host() {
   "$ls" dump "$tmp/td/rank-00000.lstrace" | python3 -c "
 import json, sys
 recs = [json.loads(l) for l in sys.stdin]
-for n, state in (('x', None), ('s', 'saved')):
+for n, state in (('x', None), ('s', 'saved'), ('r', None)):
     r = [x for x in recs if x['name'] == n]
     assert len(r) == 2 and r[0]['fp'] == r[1]['fp'] and all(x.get('state') == state for x in r), r"
 }

@@ -73,6 +73,15 @@ int main(int argc, char **argv)
         expect(rc == -1, "state entry without a GPU: -1 and a warning, no crash");
     }
     expect(ls_state_end() == 0, "ls_state_end");
+    /* replicas on the device: with a GPU the record is ls_replica's of the host copy */
+    expect(ls_replica_device("r", NULL, 8, LS_U8, NULL, 0) == -1, "replica, NULL data: -1");
+    rc = ls_replica_device("r", dptr, sizeof(host), LS_U8, NULL, 0);
+    if (have_gpu) {
+        expect(rc == 0, "with a GPU: replica recorded");
+        expect(ls_replica("r", host, sizeof(host), LS_U8, NULL) == 0, "the host replica: recorded");
+    } else {
+        expect(rc == -1, "replica without a GPU: -1 and a warning, no crash");
+    }
     ls_shutdown();
 
     setenv("LOCKSTEP_MODE", "off", 1);
