@@ -378,6 +378,14 @@ int db_commit(char *err, size_t cap)
     return simple("COMMIT", err, cap);
 }
 
+int db_snapshot_begin(char *err, size_t cap)
+{
+    PGconn *c = db_conn();
+    if (c && PQtransactionStatus(c) != PQTRANS_IDLE)
+        return 0;
+    return simple("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err, cap) < 0 ? -1 : 1;
+}
+
 void db_rollback(void)
 {
     dbconn *d = current();

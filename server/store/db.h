@@ -88,6 +88,12 @@ int db_commit(char *err, size_t cap);
 /* db_rollback - ROLLBACK if a transaction is open (errors ignored). */
 void db_rollback(void);
 
+/* db_snapshot_begin - for a reader whose statements must agree with each other (a status and the rows it is
+ * computed from): BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY on this thread's connection when no transaction
+ * is open there (returns 1: end it with db_rollback), 0 when one is open already (the reads join it), -1 with
+ * `err`. A read-only REPEATABLE READ transaction never fails on a concurrent update. */
+int db_snapshot_begin(char *err, size_t cap);
+
 /* db_int_array_parse - PostgreSQL's text form of an integer array ("{2,3}",
  * "{}") into up to `cap` values of `out`. Returns how many it held (values
  * past `cap` are dropped). */

@@ -480,7 +480,8 @@ static int facts_read(const char *const *names, int n, twin_facts *out, int *nra
     return 0;
 }
 
-int findings_load(const char *group, grp_findings *v, char *err, size_t cap)
+/* load - findings_load's reads, in the caller's snapshot. */
+static int load(const char *group, grp_findings *v, char *err, size_t cap)
 {
     memset(v, 0, sizeof(*v));
     v->first_rank = -1;
@@ -558,6 +559,21 @@ int findings_load(const char *group, grp_findings *v, char *err, size_t cap)
     PQclear(mstate);
     PQclear(man);
     return 1;
+}
+
+int findings_load(const char *group, grp_findings *v, char *err, size_t cap)
+{
+    /* One snapshot: the status facts, the divergences and the runs are read apart, and a divergence committed
+     * between two of those reads would give a "diverged" group no first divergence. */
+    int snap = db_snapshot_begin(err, cap);
+    if (snap < 0) {
+        memset(v, 0, sizeof(*v));
+        return -1;
+    }
+    int got = load(group, v, err, cap);
+    if (snap)
+        db_rollback();
+    return got;
 }
 
 /* missing_of - whether the cause rule (common/cause.h) makes the first divergence of a group a record some run
