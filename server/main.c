@@ -293,7 +293,17 @@ static int prepare_database(const char *conninfo)
         log_error("cannot prepare the database schema (hint: check --db and that PostgreSQL runs)");
         return -1;
     }
-    if (db_prepare_all(err, sizeof(err)) < 0) { /* every statement fits the schema, or lockstepd does not start */
+    /* every statement fits the schema, or lockstepd does not start; a deadlock with another lockstepd's start
+     * (its partitions, its migration) is tried again */
+    int prepared = -1;
+    for (int i = 0; i < 10 && prepared < 0; i++) {
+        prepared = db_prepare_all(err, sizeof(err));
+        if (prepared < 0 && !db_conflicted())
+            break;
+        if (prepared < 0)
+            log_warn("%s; trying again", err);
+    }
+    if (prepared < 0) {
         log_error("%s (hint: this lockstepd and the database's schema do not match)", err);
         return -1;
     }

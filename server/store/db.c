@@ -162,6 +162,7 @@ static int prepare(dbconn *d, int k, char *err, size_t cap)
         return 0;
     PGresult *r = PQprepare(d->c, statements[k].name, statements[k].sql, 0, NULL);
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    db_note_outcome(r);
     if (ok)
         d->ready[k / 8] |= (unsigned char)(1u << (k % 8));
     else if (err)

@@ -70,9 +70,9 @@ PGresult *db_exec_once(const char *stmt, int n, const char *const *params, char 
 /* db_do - db_exec_once when no rows are wanted: 0, or -1 with `err`. */
 int db_do(const char *stmt, int n, const char *const *params, char *err, size_t cap);
 
-/* db_conflicted - 1 when this thread's last failed statement (db_exec, db_exec_once, db_begin, db_commit; sql.h's
- * text statements too) failed on a concurrent update (serialization failure or deadlock): the transaction, rolled
- * back, may simply be run again (sql_retry). A success clears it. */
+/* db_conflicted - 1 when this thread's last failed statement (db_exec, db_exec_once, db_begin, db_commit,
+ * db_prepare_all; sql.h's text statements too) failed on a concurrent update (serialization failure or deadlock): the
+ * transaction, rolled back, may simply be run again (sql_retry). A success clears it. */
 int db_conflicted(void);
 
 /* db_note_outcome - record result `r`'s SQLSTATE as this thread's last outcome for db_conflicted ("" for a

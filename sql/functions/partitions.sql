@@ -1,13 +1,22 @@
 -- partitions.sql - the daily partitions of record_frames: made ahead, dropped past retention (what went is noted in
 -- records_removed). Called by server/store/retention.c.
 
+-- lockstep_partitions_key - the advisory lock that makes and drops partitions ("LSPARTS").
+CREATE OR REPLACE FUNCTION lockstep_partitions_key() RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+    SELECT x'4c53504152545300'::bigint
+$$;
+
 -- lockstep_ensure_partitions - create the daily record_frames partitions from today to `days_ahead` days ahead
--- (skipping a day whose rows already sit in the default partition).
+-- (skipping a day whose rows already sit in the default partition). One transaction at a time, of every lockstepd on
+-- the database, makes or drops partitions (lockstep_partitions_key): two making partitions at once lock the
+-- parent and its partitions, can deadlock (measured with two lockstepd starting at once), and PostgreSQL fails
+-- one of them.
 CREATE OR REPLACE FUNCTION lockstep_ensure_partitions(days_ahead int) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     d date;
     name text;
 BEGIN
+    PERFORM pg_advisory_xact_lock(lockstep_partitions_key());
     FOR i IN 0..days_ahead LOOP
         d := current_date + i;
         name := 'record_frames_' || to_char(d, 'YYYYMMDD');
@@ -26,12 +35,13 @@ END $$;
 -- lockstep_drop_partitions - drop daily record_frames partitions older than `keep_days`, and old rows of the default
 -- partition, noting in records_removed which steps of which run and rank went; returns how many partitions it
 -- dropped; and consensus digests as old whose window never filled (a member never reported: nothing will judge them).
--- Runs, step digests, consensus counts and divergences stay.
+-- Runs, step digests, consensus counts and divergences stay. Serialized with lockstep_ensure_partitions.
 CREATE OR REPLACE FUNCTION lockstep_drop_partitions(keep_days int) RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
     p record;
     dropped int := 0;
 BEGIN
+    PERFORM pg_advisory_xact_lock(lockstep_partitions_key());
     FOR p IN SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
              WHERE i.inhparent = 'record_frames'::regclass AND c.relname ~ '^record_frames_[0-9]{8}$' LOOP
         IF to_date(substr(p.relname, 15), 'YYYYMMDD') < current_date - keep_days THEN

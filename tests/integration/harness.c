@@ -232,6 +232,24 @@ static void live_stop_all(void)
     }
 }
 
+/* print_tail - the last `lines` lines of the file at `path` to stderr, so that a CI log shows why a
+ * lockstepd stopped without anyone having to reach the temporary directory it wrote in. */
+static void print_tail(const char *path, int lines)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char ring[16][512];
+    int n = 0;
+    if (lines > 16)
+        lines = 16;
+    while (fgets(ring[n % lines], sizeof(ring[0]), f))
+        n++;
+    fclose(f);
+    for (int i = n > lines ? n - lines : 0; i < n; i++)
+        fprintf(stderr, "  | %s", ring[i % lines]);
+}
+
 static int spawn(h_srv *s, const char *const *args)
 {
     static int registered;
@@ -272,7 +290,8 @@ static int spawn(h_srv *s, const char *const *args)
     for (int i = 0; i < 600; i++) {
         int st;
         if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
-            fprintf(stderr, "harness: lockstepd exited at start; see %s\n", s->log);
+            fprintf(stderr, "harness: lockstepd exited at start; its log %s ends:\n", s->log);
+            print_tail(s->log, 12);
             live_del(s->pid);
             s->pid = 0;
             return -1;
