@@ -465,54 +465,97 @@ static int run_id_of(const char *key, char *out, size_t ocap, char *err, size_t 
     return 0;
 }
 
+/* How many steps before the window a software verdict's comparison may look back for where two runs of a
+ * nondeterministic program began to differ (their collectives are traced at every step; the window's finer trace
+ * only inside it). */
+#define NAME_LOOKBACK 64
+
+/* A replay and a reference it is compared with to name the record: another replay (ri >= 0) or a run of the
+ * group (oi >= 0). */
+typedef struct npair {
+    int pi, ri, oi;
+} npair;
+
+/* name_pairs - the pairs name_record may compare, most telling first: a replay that diverged (else one that ran)
+ * against a replay with another result, of the same job first; for a software verdict, then against a run of the
+ * group with another result, the replayed one first. Only the first pair, unless `all` (every replay that ran).
+ * Returns how many, at most `max`. */
+static int name_pairs(const nexp *x, const rp_verdict *v, int base, int all, npair *out, int max)
+{
+    int order[RP_MAX_PLACEMENTS], n = 0, np = 0;
+    for (int k = 0; k < x->np; k++)
+        if (v->diverged[base + k] == 1)
+            order[n++] = k;
+    for (int k = 0; k < x->np; k++)
+        if (v->diverged[base + k] != 1 && !strcmp(x->p[k].outcome, "ran"))
+            order[n++] = k;
+    for (int a = 0; a < n && (all || a == 0); a++) {
+        const plc *pp = &x->p[order[a]];
+        int first = np;
+        for (int pass = 0; pass < 2; pass++)
+            for (int k = 0; k < x->np && np < max; k++)
+                if (k != order[a] && !strcmp(x->p[k].outcome, "ran") && x->p[k].content != pp->content &&
+                    !strcmp(x->p[k].source_key, pp->source_key) == !pass)
+                    out[np++] = (npair){order[a], k, -1};
+        for (int pass = 0; pass < 2 && (all || np == first) && !strcmp(v->verdict, "software"); pass++)
+            for (int i = 0; i < x->no && np < max; i++)
+                if (x->o[i].content != pp->content && !strcmp(x->o[i].key, pp->source_key) == !pass)
+                    out[np++] = (npair){order[a], -1, i};
+        if (!all && np > first + 1)
+            np = first + 1;
+    }
+    return np;
+}
+
 /* name_record - the first record whose output differs while its inputs matched, between a replay that diverged
  * and one that did not (or that produced another result), inside the window on the origin ranks; for a software
  * verdict whose replays all produced the same result (a nondeterministic program can repeat itself twice), between a
- * replay and a run of the group with another result, over the records they share. json null when no two such runs
- * differ (a one-off that no replay reproduced names none). */
+ * replay and a run of the group with another result, over the records they share. A software verdict tries every
+ * such pair, then the NAME_LOOKBACK steps before the window: two runs of a nondeterministic program can part before
+ * the window, and the record where they part is the one to name, not the window's first record that follows from
+ * it. Otherwise the first difference of the first pair. json null when no two such runs differ (a one-off that no
+ * replay reproduced names none). */
 static json_t *name_record(nexp *x, const rp_verdict *v, int base, char *err, size_t cap, int *failed)
 {
-    int pi = -1, qi = -1, oi = -1;
-    for (int k = 0; k < x->np && pi < 0; k++)
-        if (v->diverged[base + k] == 1)
-            pi = k;
-    if (pi < 0)
-        for (int k = 0; k < x->np && pi < 0; k++)
-            if (!strcmp(x->p[k].outcome, "ran"))
-                pi = k;
-    if (pi < 0)
-        return json_null();
-    /* the reference: a replay with another result, of the same job when there is one; else a run of the group
-     * with another result, the replayed one first */
-    for (int pass = 0; pass < 2 && qi < 0; pass++)
-        for (int k = 0; k < x->np && qi < 0; k++)
-            if (k != pi && !strcmp(x->p[k].outcome, "ran") && x->p[k].content != x->p[pi].content &&
-                (pass || !strcmp(x->p[k].source_key, x->p[pi].source_key)))
-                qi = k;
-    for (int pass = 0; pass < 2 && qi < 0 && oi < 0 && !strcmp(v->verdict, "software"); pass++)
-        for (int i = 0; i < x->no && oi < 0; i++)
-            if (x->o[i].content != x->p[pi].content && (pass || !strcmp(x->o[i].key, x->p[pi].source_key)))
-                oi = i;
-    if (qi < 0 && oi < 0)
-        return json_null();
-    const char *ref_key = qi >= 0 ? x->p[qi].run_key : x->o[oi].key;
+    int software = !strcmp(v->verdict, "software");
+    npair pr[2 * RP_MAX_PLACEMENTS + 2 * RP_MAX_RUNS];
+    int n = name_pairs(x, v, base, software, pr, (int)(sizeof(pr) / sizeof(pr[0])));
     char ranks[400];
     db_int_array_text(x->origin, x->norigin, ranks, sizeof(ranks));
-    rc_result rc;
     long long lo = x->step - (x->to - x->step);
-    if (rc_compare(strtoll(x->p[pi].run_key, NULL, 10), strtoll(ref_key, NULL, 10), lo < 0 ? 0 : lo, x->to,
-                   x->norigin ? ranks : NULL, &rc, err, cap) < 0) {
-        *failed = 1;
-        return NULL;
-    }
-    if (!rc.differs)
+    rc_result best, rc;
+    int have = -1; /* the pair of `best` */
+    for (int widen = 0; widen < 1 + software && (have < 0 || !best.has_clean); widen++)
+        for (int k = 0; k < n && (have < 0 || !best.has_clean); k++) {
+            const char *ref = pr[k].ri >= 0 ? x->p[pr[k].ri].run_key : x->o[pr[k].oi].key;
+            long long from = widen ? lo - NAME_LOOKBACK : lo, s1 = x->p[pr[k].pi].start;
+            long long s2 = pr[k].ri >= 0 ? x->p[pr[k].ri].start : x->o[pr[k].oi].start;
+            from = from > s1 ? from : s1;
+            from = from > s2 ? from : s2;
+            if (from < 0)
+                from = 0;
+            if (rc_compare(strtoll(x->p[pr[k].pi].run_key, NULL, 10), strtoll(ref, NULL, 10), from, x->to,
+                           x->norigin ? ranks : NULL, &rc, err, cap) < 0) {
+                if (widen) /* too many records to look back over: the window's answer stands */
+                    continue;
+                *failed = 1;
+                return NULL;
+            }
+            if (rc.differs && (have < 0 || (rc.has_clean && !best.has_clean))) {
+                best = rc;
+                have = k;
+            }
+        }
+    if (have < 0)
         return json_null();
+    const char *ref_key = pr[have].ri >= 0 ? x->p[pr[have].ri].run_key : x->o[pr[have].oi].key;
     char a[40], b[40];
-    if (run_id_of(x->p[pi].run_key, a, sizeof(a), err, cap) < 0 || run_id_of(ref_key, b, sizeof(b), err, cap) < 0) {
+    if (run_id_of(x->p[pr[have].pi].run_key, a, sizeof(a), err, cap) < 0 ||
+        run_id_of(ref_key, b, sizeof(b), err, cap) < 0) {
         *failed = 1;
         return NULL;
     }
-    return record_json(&rc, a, b);
+    return record_json(&best, a, b);
 }
 
 /* history - the verdict in the history of each node concerned. */
