@@ -5,6 +5,7 @@
 #ifndef AGENT_MODE_H
 #define AGENT_MODE_H
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,44 @@ static inline int mode_consensus_env(void)
         __atomic_store_n(&on, v, __ATOMIC_RELAXED);
     }
     return v;
+}
+
+/* MODE_EVERY_MAX - the largest LOCKSTEP_CONSENSUS_EVERY taken. */
+#define MODE_EVERY_MAX 1000000
+
+/* mode_every_of - LOCKSTEP_CONSENSUS_EVERY's value `v` (NULL when unset) as a rate: 1 (every collective) when unset,
+ * empty, not a whole number, or out of 1..MODE_EVERY_MAX. */
+static inline unsigned mode_every_of(const char *v)
+{
+    if (!v || !*v)
+        return 1;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return *end || n < 1 || n > MODE_EVERY_MAX ? 1 : (unsigned)n;
+}
+
+/* mode_consensus_every_env - in the consensus mode, one in how many of a communicator's collectives is
+ * fingerprinted (LOCKSTEP_CONSENSUS_EVERY, read once; 1 in every other mode, where twins need every record).
+ * Which ones: mode_sampled. */
+static inline unsigned mode_consensus_every_env(void)
+{
+    static unsigned every; /* 0: not read yet */
+    unsigned v = __atomic_load_n(&every, __ATOMIC_RELAXED);
+    if (!v) {
+        v = mode_consensus_env() ? mode_every_of(getenv("LOCKSTEP_CONSENSUS_EVERY")) : 1;
+        __atomic_store_n(&every, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+/* mode_sampled - whether the `call`-th (from 0) consensus collective on a communicator is fingerprinted at one in
+ * `every`: in each block of `every` calls, the one at position (block mod every), so that a program whose steps
+ * make the same few collectives in the same order has each of them checked in turn, not always the first. MPI has
+ * every member of a communicator make its collectives in the same order, so every member samples the same calls and
+ * their consensus places line up. */
+static inline int mode_sampled(uint64_t call, unsigned every)
+{
+    return every <= 1 || call % every == (call / every) % every;
 }
 
 #endif /* AGENT_MODE_H */

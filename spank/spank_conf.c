@@ -68,6 +68,18 @@ static int set_str(char *dst, size_t cap, const char *val)
     return 0;
 }
 
+/* set_int - `val`, a whole number in lo..hi, into *dst; -1 (dst untouched) when it is not one. */
+static int set_int(int *dst, const char *val, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(val, &end, 10);
+    if (errno || *end || end == val || n < lo || n > hi)
+        return -1;
+    *dst = (int)n;
+    return 0;
+}
+
 int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
 {
     int rv = 0;
@@ -77,7 +89,8 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
         if (!eq) {
             snprintf(why, cap,
                      "plugstack argument '%s' has no value; write it as key=value "
-                     "(server, secret, agent, default, enforce, spool, stream, timeout_ms, ignore, secret_vars)",
+                     "(server, secret, agent, default, enforce, spool, stream, consensus_every, timeout_ms, ignore, "
+                     "secret_vars)",
                      a);
             rv = -1;
             continue;
@@ -131,18 +144,15 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
             snprintf(c->secret_vars, sizeof(c->secret_vars), "%s", v);
         } else if (klen == 6 && !strncmp(a, "stream", 6)) {
             bad = (strcmp(v, "records") && strcmp(v, "digests")) || set_str(c->stream, sizeof(c->stream), v);
+        } else if (klen == 15 && !strncmp(a, "consensus_every", 15)) {
+            bad = set_int(&c->consensus_every, v, 1, 1000000);
         } else if (klen == 10 && !strncmp(a, "timeout_ms", 10)) {
-            char *end;
-            errno = 0;
-            long t = strtol(v, &end, 10);
-            bad = errno || *end || end == v || t < 1 || t > 60000;
-            if (!bad)
-                c->timeout_ms = (int)t;
+            bad = set_int(&c->timeout_ms, v, 1, 60000);
         } else {
             snprintf(why, cap,
                      "unknown plugstack argument '%s'; known: server=URL secret=FILE agent=PATH "
                      "default=off|consensus|fp|det enforce=off|consensus|fp|det spool=DIR stream=records|digests "
-                     "timeout_ms=N "
+                     "consensus_every=N timeout_ms=N "
                      "ignore=GLOB[,GLOB...] secret_vars=GLOB[,GLOB...]",
                      a);
             rv = -1;
@@ -152,7 +162,7 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
             snprintf(why, cap,
                      "invalid plugstack argument '%s'; server wants an http(s):// URL, secret, "
                      "agent and spool an absolute path, default and enforce off|consensus|fp|det, "
-                     "stream records|digests, timeout_ms 1-60000",
+                     "stream records|digests, consensus_every 1-1000000, timeout_ms 1-60000",
                      a);
             rv = -1;
         }

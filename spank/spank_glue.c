@@ -210,6 +210,12 @@ static void set_identity(const lsp_glue_ops *ops, const lsp_conf *c, const lsp_r
         else if (c->stream[0])
             setv(ops, "LOCKSTEP_STREAM", c->stream, bad); /* the site's */
     }
+    if (mode == LSP_MODE_CONSENSUS && c->consensus_every > 0 &&
+        ops->get(ops->ctx, "LOCKSTEP_CONSENSUS_EVERY", num, sizeof(num)) != 1) { /* the site's rate, unless the job's */
+        char every[16];
+        snprintf(every, sizeof(every), "%d", c->consensus_every);
+        setv(ops, "LOCKSTEP_CONSENSUS_EVERY", every, bad);
+    }
     if (mode == LSP_MODE_DET && ops->get(ops->ctx, "NCCL_GRAPH_DUMP_FILE", nodes, 1024) == 0) {
         /* NCCL writes the topology graph it chose here; the agent puts it in the manifest. */
         char path[PATH_MAX + 64];

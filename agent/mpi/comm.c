@@ -5,14 +5,16 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "agent/mode.h"
 #include "common/consensus.h"
 
 /* One communicator's answer, kept as its attribute. */
 typedef struct comm_entry {
     int size;
-    int listed;   /* every member is a rank of MPI_COMM_WORLD */
-    uint64_t key; /* cons_key of the ranks when listed */
-    int ranks[];  /* world ranks, in the communicator's rank order */
+    int listed;     /* every member is a rank of MPI_COMM_WORLD */
+    uint64_t key;   /* cons_key of the ranks when listed */
+    uint64_t calls; /* consensus collectives counted so far (comm_sampled), atomic */
+    int ranks[];    /* world ranks, in the communicator's rank order */
 } comm_entry;
 
 /* PMPI entry points, looked up once: NULL when MPI lacks one (the communicator is then not recorded). Unlike the
@@ -86,6 +88,7 @@ static comm_entry *compute(MPI_Comm comm)
     mine = malloc((size_t)n * sizeof(int));
     if (e && mine) {
         e->size = n;
+        e->calls = 0;
         for (int i = 0; i < n; i++)
             mine[i] = i;
         if (M.translate(g, n, mine, world, e->ranks) != MPI_SUCCESS) {
@@ -117,25 +120,42 @@ int comm_of(MPI_Comm comm, ls_comm *out)
     return rc < 0 && !out->size ? -1 : 0;
 }
 
-int comm_key_of(MPI_Comm comm, ls_comm *out, uint64_t *key)
+/* entry_of - the communicator's cached entry, computed and attached at its first use; NULL when not known. */
+static comm_entry *entry_of(MPI_Comm comm)
 {
-    *out = (ls_comm){0, NULL};
     pthread_once(&once, setup);
     if (!M.ok)
-        return -1;
+        return NULL;
     comm_entry *e = NULL;
     int found = 0;
     if (M.get_attr(comm, M.keyval, &e, &found) != MPI_SUCCESS)
-        return -1;
+        return NULL;
     if (!found || !e) {
         e = compute(comm);
         if (!e)
-            return -1;
+            return NULL;
         if (M.set_attr(comm, M.keyval, e) != MPI_SUCCESS) {
             free(e);
-            return -1;
+            return NULL;
         }
     }
+    return e;
+}
+
+int comm_sampled(MPI_Comm comm, unsigned every)
+{
+    if (every <= 1)
+        return 1;
+    comm_entry *e = entry_of(comm);
+    return !e || mode_sampled(__atomic_fetch_add(&e->calls, 1, __ATOMIC_RELAXED), every);
+}
+
+int comm_key_of(MPI_Comm comm, ls_comm *out, uint64_t *key)
+{
+    *out = (ls_comm){0, NULL};
+    comm_entry *e = entry_of(comm);
+    if (!e)
+        return -1;
     if (!e->listed) { /* a member outside MPI_COMM_WORLD (a spawned process): no list, no key */
         *out = (ls_comm){e->size, NULL};
         return -1;

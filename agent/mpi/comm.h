@@ -21,4 +21,8 @@ int comm_of(MPI_Comm comm, ls_comm *out);
  * computed with the ranks, once per communicator. Returns 0, or -1 when the ranks are not known (then no key). */
 int comm_key_of(MPI_Comm comm, ls_comm *out, uint64_t *key);
 
+/* comm_sampled - mode_sampled (agent/mode.h) for the next consensus collective on `comm`, counted on the
+ * communicator (every member counts the same calls). 1 when `every` is 1 or the communicator is not known. */
+int comm_sampled(MPI_Comm comm, unsigned every);
+
 #endif /* AGENT_MPI_COMM_H */

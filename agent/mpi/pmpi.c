@@ -298,12 +298,15 @@ static int recording(ls_level level, const char *name, const void *ret)
     return !__atomic_load_n(&paused, __ATOMIC_RELAXED) && !mode_consensus_env() && ls_enabled_at(level, name, ret);
 }
 
-/* recording_consensus - recording() for a call whose output is the same on every member when `cons`: the only
- * calls the consensus mode records. */
-static int recording_consensus(ls_level level, const char *name, const void *ret, int cons)
+/* recording_consensus - recording() for a call on `comm` whose output is the same on every member when `cons`: the
+ * only calls the consensus mode records, and of those one in LOCKSTEP_CONSENSUS_EVERY (comm_sampled). */
+static int recording_consensus(ls_level level, const char *name, const void *ret, int cons, MPI_Comm comm)
 {
-    return !__atomic_load_n(&paused, __ATOMIC_RELAXED) && (cons || !mode_consensus_env()) &&
-           ls_enabled_at(level, name, ret);
+    if (__atomic_load_n(&paused, __ATOMIC_RELAXED))
+        return 0;
+    if (mode_consensus_env() && (!cons || !comm_sampled(comm, mode_consensus_every_env())))
+        return 0;
+    return ls_enabled_at(level, name, ret);
 }
 
 /* RET - where the application called the wrapper this expands in: the Fortran caller's return address when
@@ -335,7 +338,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt
     REAL(int, MPI_Allreduce, const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
     dt_info d;
     int cons = consensus_op(op);
-    if (!recording_consensus(LS_LEVEL_COLLECTIVE, "mpi.allreduce", RET, cons) || dtype_info(dt, &d) < 0)
+    if (!recording_consensus(LS_LEVEL_COLLECTIVE, "mpi.allreduce", RET, cons, comm) || dtype_info(dt, &d) < 0)
         return real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
     uint64_t in = in_of(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, dt, &d, NULL, comm), nbytes;
     int rc = real_MPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm);
@@ -376,7 +379,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
 {
     REAL(int, MPI_Bcast, void *, int, MPI_Datatype, int, MPI_Comm);
     dt_info d;
-    if (!recording_consensus(LS_LEVEL_COLLECTIVE, "mpi.bcast", RET, 1) || dtype_info(dt, &d) < 0)
+    if (!recording_consensus(LS_LEVEL_COLLECTIVE, "mpi.bcast", RET, 1, comm) || dtype_info(dt, &d) < 0)
         return real_MPI_Bcast(buf, count, dt, root, comm);
     int me = comm_rank(comm);
     uint64_t in = me == root ? in_of(buf, count, dt, &d, NULL, comm) : 0, nbytes;
@@ -394,7 +397,7 @@ int MPI_Allgather(const void *sendbuf, int scount, MPI_Datatype stype, void *rec
 {
     REAL(int, MPI_Allgather, const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
     dt_info ds, dr;
-    if (!recording_consensus(LS_LEVEL_COLLECTIVE, "mpi.allgather", RET, 1) || dtype_info(rtype, &dr) < 0 ||
+    if (!recording_consensus(LS_LEVEL_COLLECTIVE, "mpi.allgather", RET, 1, comm) || dtype_info(rtype, &dr) < 0 ||
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm);
     int p = comm_size(comm);
@@ -417,7 +420,7 @@ int MPI_Allgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *re
     REAL(int, MPI_Allgatherv, const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype,
          MPI_Comm);
     dt_info ds, dr;
-    if (!recording_consensus(LS_LEVEL_COLLECTIVE, "mpi.allgatherv", RET, 1) || dtype_info(rtype, &dr) < 0 ||
+    if (!recording_consensus(LS_LEVEL_COLLECTIVE, "mpi.allgatherv", RET, 1, comm) || dtype_info(rtype, &dr) < 0 ||
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
         return real_MPI_Allgatherv(sendbuf, scount, stype, recvbuf, rcounts, displs, rtype, comm);
     int p = comm_size(comm), me = comm_rank(comm);

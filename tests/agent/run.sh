@@ -356,6 +356,27 @@ print(",".join(out) or "none")' "$1"
   if [ "$(odd "$T/cons-step.dig")" = "2 10 0" ]; then
     ok "consensus with steps: the shim's flip differs at rank 2, step 10, window 0 only"
   else bad "consensus with steps: odd '$(odd "$T/cons-step.dig")'"; fi
+  # The consensus mode at one collective in 4 (LOCKSTEP_CONSENSUS_EVERY=4): every rank fingerprints the same quarter
+  # of each communicator's consensus collectives (agent/mode.h, mode_sampled), so the places still line up: the same
+  # places on all 4 ranks, about a quarter of the full run's, digests that agree; and a rank whose every allreduce
+  # output is corrupted (the shim at every call: a NIC that stays bad) is the one odd rank.
+  cons_run cons-every "$B/lib/liblockstep_mpi.so" LOCKSTEP_MODE=consensus LOCKSTEP_CONSENSUS_EVERY=4
+  cons_run cons-every-bad "$B/lib/liblockstep_mpi.so:$SHIM" LOCKSTEP_MODE=consensus LOCKSTEP_CONSENSUS_EVERY=4 \
+    LOCKSTEP_SHIM_RANK=2 LOCKSTEP_SHIM_CALL=-1
+  same_places=$("$CONS" "$T/cons-every"/rank-*.lstrace | python3 -c '
+import collections, sys
+by = collections.defaultdict(set)
+for l in sys.stdin:
+    f = l.split()
+    if f[0] == "place":
+        by[f[1]].add(tuple(f[2:]))
+print(len(next(iter(by.values()))) if len(by) == 4 and len({frozenset(v) for v in by.values()}) == 1 else -1)')
+  bad_odd=$(odd "$T/cons-every-bad.dig")
+  if [ "$same_places" -ge 26 ] && [ "$same_places" -le 105 ] && [ "$(odd "$T/cons-every.dig")" = none ] &&
+     [ -n "$(sed -n 1p "$T/cons-every.dig")" ] && [ "$bad_odd" != none ] &&
+     [ -z "$(echo "$bad_odd" | tr ',' '\n' | grep -v '^2 ')" ]; then
+    ok "consensus at 1 in 4: the same $same_places of 210 places on every rank, digests agree; a rank always corrupted is the odd one"
+  else bad "consensus at 1 in 4: $same_places places alike on all ranks, odd '$(odd "$T/cons-every.dig")' clean, '$bad_odd' with the shim"; fi
   # The production mode on a program without steps (every record at step 0, the step never ends while it runs),
   # streaming digests to lockstepd: the disagreement is named (record, occurrence, site) from the held records the
   # agents send on demand while the run goes, and no agent's held records are refused (each sends only the records

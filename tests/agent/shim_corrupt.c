@@ -6,7 +6,8 @@
  * agent fingerprints what the program sees: the corrupted bytes.
  *
  * LOCKSTEP_SHIM_RANK   the world rank to corrupt (default 1)
- * LOCKSTEP_SHIM_CALL   which of that rank's MPI_Allreduce calls, from 0 (default 0)
+ * LOCKSTEP_SHIM_CALL   which of that rank's MPI_Allreduce calls, from 0 (default 0); -1: every one (a NIC that
+ *                      stays bad)
  * LOCKSTEP_SHIM_BIT    which bit of the output, from 0 (default 0; taken modulo the output's bits) */
 #include <dlfcn.h>
 #include <mpi.h>
@@ -37,7 +38,8 @@ int PMPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
     PMPI_Comm_rank(MPI_COMM_WORLD, &me);
     if (rc != MPI_SUCCESS || me != env_long("LOCKSTEP_SHIM_RANK", 1))
         return rc;
-    if (calls++ != env_long("LOCKSTEP_SHIM_CALL", 0))
+    long want = env_long("LOCKSTEP_SHIM_CALL", 0);
+    if (calls++ != want && want >= 0)
         return rc;
     PMPI_Type_size(dt, &size);
     long bits = (long)size * count * 8;

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "agent/conswin.h"
+#include "agent/mode.h"
 #include "cli/tracedir.h"
 #include "common/consensus.h"
 #include "common/fsutil.h"
@@ -328,6 +329,45 @@ static void test_consensus_mode(void **state)
     assert_int_equal(t.metrics, 1);
 }
 
+/* The consensus mode's rate: LOCKSTEP_CONSENSUS_EVERY's parsing, and which calls one in `every` samples: exactly
+ * one in each block of `every`, at a position that turns with the block, so that every position of a repeating
+ * pattern of calls is checked within every^2 calls. */
+static void test_sampling(void **state)
+{
+    (void)state;
+    assert_int_equal(mode_every_of(NULL), 1);
+    assert_int_equal(mode_every_of(""), 1);
+    assert_int_equal(mode_every_of("16"), 16);
+    assert_int_equal(mode_every_of("1"), 1);
+    assert_int_equal(mode_every_of("0"), 1);
+    assert_int_equal(mode_every_of("-4"), 1);
+    assert_int_equal(mode_every_of("8x"), 1);
+    assert_int_equal(mode_every_of("1000001"), 1);
+    assert_int_equal(mode_every_of("1000000"), 1000000);
+    for (uint64_t c = 0; c < 100; c++)
+        assert_true(mode_sampled(c, 1));
+    for (unsigned every = 2; every <= 16; every++) {
+        int at[16] = {0};
+        for (uint64_t block = 0; block < 4 * every; block++) {
+            int n = 0;
+            for (uint64_t c = block * every; c < (block + 1) * every; c++)
+                if (mode_sampled(c, every)) {
+                    n++;
+                    at[c % every] = 1;
+                }
+            assert_int_equal(n, 1);
+        }
+        for (unsigned pos = 0; pos < every; pos++)
+            assert_true(at[pos]); /* a pattern of `every` calls a step has each of them checked in turn */
+    }
+    /* a program of 3 collectives a step at one in 4: each of the 3 is checked within 16 steps */
+    int hit[3] = {0};
+    for (uint64_t c = 0; c < 48; c++)
+        if (mode_sampled(c, 4))
+            hit[c % 3] = 1;
+    assert_true(hit[0] && hit[1] && hit[2]);
+}
+
 static void test_replica_fp(void **state)
 {
     (void)state;
@@ -350,6 +390,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_windows),
         cmocka_unit_test(test_keys_bounded),
+        cmocka_unit_test(test_sampling),
         cmocka_unit_test_setup_teardown(test_stream_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_digests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_consensus_mode, setup, teardown),

@@ -704,8 +704,9 @@ static void case_remote_stream(void)
 }
 
 /* case_remote_consensus - --lockstep=consensus: the agent with LOCKSTEP_MODE=consensus and digest streaming (over
- * the site's records), none of the deterministic runtime and no conflicts; a job's own stream stays; enforce=consensus
- * lifts an opted-out job to it, and a job's fp stays fp. */
+ * the site's records), none of the deterministic runtime and no conflicts; a job's own stream stays; the site's
+ * consensus_every reaches a consensus job that chose no rate (not an fp job, not one that chose its own);
+ * enforce=consensus lifts an opted-out job to it, and a job's fp stays fp. */
 static void case_remote_consensus(void)
 {
     fake_reset(S_CTX_REMOTE);
@@ -720,6 +721,29 @@ static void case_remote_consensus(void)
     CHECK(env_get("LOCKSTEP_CONFLICTS") == NULL);
     CHECK(env_get("CUBLAS_WORKSPACE_CONFIG") == NULL);
     CHECK(env_get("LD_PRELOAD") != NULL);
+    CHECK(env_get("LOCKSTEP_CONSENSUS_EVERY") == NULL);
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    remote_args[n_remote_args++] = "consensus_every=16";
+    user_gives("lockstep", "consensus");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(env_get("LOCKSTEP_CONSENSUS_EVERY") && !strcmp(env_get("LOCKSTEP_CONSENSUS_EVERY"), "16"));
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    remote_args[n_remote_args++] = "consensus_every=16";
+    env_put("LOCKSTEP_CONSENSUS_EVERY=1");
+    user_gives("lockstep", "consensus");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_CONSENSUS_EVERY"), "1"));
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    remote_args[n_remote_args++] = "consensus_every=16";
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(env_get("LOCKSTEP_CONSENSUS_EVERY") == NULL);
     fake_reset(S_CTX_REMOTE);
     args_base();
     env_put("LOCKSTEP_STREAM=records");
