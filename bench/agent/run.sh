@@ -83,7 +83,7 @@ np1() { # np1 MODE TAG ITERS COUNT
   mpirun --allow-run-as-root -np 1 --bind-to core "${AGENT[@]}" "$AR" "$3" "$4" 2>>"$T/err" | head -1
 }
 for rep in $(seq 1 "$REPS"); do
-  for mode in base hash; do runs[np1big.$mode]+="$(np1 $mode "$rep" 2000 "$COUNT")"$'\n'; done
+  for mode in base hash cons sample; do runs[np1big.$mode]+="$(np1 $mode "$rep" 2000 "$COUNT")"$'\n'; done
   for mode in base hash up down cons sample; do runs[np1small.$mode]+="$(np1 $mode "$rep" 200000 1)"$'\n'; done
 done
 for k in "${!runs[@]}"; do printf '%s' "${runs[$k]}" >"$T/runs.$k"; done
@@ -126,6 +126,11 @@ out["cg_residuals_equal"] = len({r[2] for m in ("base", "hash", "up", "down", "c
 out.update({"iters": iters, "count": count, "dtype": "f32"})
 out.update(figures("", "big", "allreduce", iters))
 out["agent_us_per_call"] = round(per_call("np1big", 2000), 2)
+# the consensus mode's own cost per large call, and at one in CONS_EVERY, as a share of the two-rank allreduce
+for mode, key in (("cons", "consensus"), ("sample", "consensus_sampled")):
+    us = per_call("np1big", 2000, mode)
+    out["agent_us_per_call_" + key] = round(us, 2)
+    out["agent_pct_of_allreduce_" + key] = round(100 * us / out["us_per_allreduce"], 2)
 out["fingerprinted_bytes_per_call"] = 2 * 4 * count
 out["small_count"] = 1
 out.update(figures("small_", "small", "allreduce", small_iters))
@@ -134,6 +139,9 @@ out["small_agent_us_per_call_up"] = round(per_call("np1small", 200000, "up"), 3)
 out["small_agent_us_per_call_down"] = round(per_call("np1small", 200000, "down"), 3)
 out["small_agent_us_per_call_consensus"] = round(per_call("np1small", 200000, "cons"), 3)
 out["small_agent_us_per_call_consensus_sampled"] = round(per_call("np1small", 200000, "sample"), 3)
+for mode, key in (("cons", "consensus"), ("sample", "consensus_sampled")):
+    out["small_agent_pct_of_allreduce_" + key] = round(
+        100 * out["small_agent_us_per_call_" + key] / out["small_us_per_allreduce"], 2)
 out["consensus_every"] = cons_every
 out["consensus_goal_pct"] = 1.0
 out["consensus_within_goal"] = all(out[k] <= 1.0 for k in ("cg_overhead_consensus_pct", "overhead_consensus_pct"))
