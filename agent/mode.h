@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/consensus.h"
+
 /* mode_is_consensus - 1 when `mode` (LOCKSTEP_MODE's value, NULL when unset) names the consensus mode. */
 static inline int mode_is_consensus(const char *mode)
 {
@@ -28,18 +30,15 @@ static inline int mode_consensus_env(void)
     return v;
 }
 
-/* MODE_EVERY_MAX - the largest LOCKSTEP_CONSENSUS_EVERY taken. */
-#define MODE_EVERY_MAX 1000000
-
 /* mode_every_of - LOCKSTEP_CONSENSUS_EVERY's value `v` (NULL when unset) as a rate: 1 (every collective) when unset,
- * empty, not a whole number, or out of 1..MODE_EVERY_MAX. */
+ * empty, not a whole number, or out of 1..CONS_EVERY_MAX. */
 static inline unsigned mode_every_of(const char *v)
 {
     if (!v || !*v)
         return 1;
     char *end;
     long n = strtol(v, &end, 10);
-    return *end || n < 1 || n > MODE_EVERY_MAX ? 1 : (unsigned)n;
+    return *end || n < 1 || n > CONS_EVERY_MAX ? 1 : (unsigned)n;
 }
 
 /* mode_consensus_every_env - in the consensus mode, one in how many of a communicator's collectives is

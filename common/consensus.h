@@ -16,6 +16,8 @@
 #include "common/record.h"
 
 #define CONS_WINDOW 64 /* consensus records per digest: a program without steps is checked window by window */
+/* CONS_EVERY_MAX - the largest sampling rate (LOCKSTEP_CONSENSUS_EVERY, the plugin's consensus_every=). */
+#define CONS_EVERY_MAX 1000000
 
 /* cons_key - the key of the group of world ranks `ranks[0..n)` in any order: rec_comm_id of the ranks sorted
  * (duplicates counted once). The same on every member and in every run. n = 0 gives the key of no ranks. */

@@ -79,6 +79,7 @@
 #include "server/store/group_read.h"
 #include "server/store/run_read.h"
 #include "server/store/runs.h"
+#include "server/store/sql.h"
 #include "server/store/write.h"
 
 #ifndef LOCKSTEP_SHARE
@@ -295,14 +296,9 @@ static int prepare_database(const char *conninfo)
     }
     /* every statement fits the schema, or lockstepd does not start; a deadlock with another lockstepd's start
      * (its partitions, its migration) is tried again */
-    int prepared = -1;
-    for (int i = 0; i < 10 && prepared < 0; i++) {
-        prepared = db_prepare_all(err, sizeof(err));
-        if (prepared < 0 && !db_conflicted())
-            break;
-        if (prepared < 0)
-            log_warn("%s; trying again", err);
-    }
+    int prepared;
+    for (int attempt = 0; (prepared = db_prepare_all(err, sizeof(err))) < 0 && sql_retry(attempt); attempt++)
+        log_warn("%s; trying again", err);
     if (prepared < 0) {
         log_error("%s (hint: this lockstepd and the database's schema do not match)", err);
         return -1;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/consensus.h"
 #include "common/site.h"
 
 void lsp_conf_defaults(lsp_conf *c)
@@ -145,7 +146,7 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
         } else if (klen == 6 && !strncmp(a, "stream", 6)) {
             bad = (strcmp(v, "records") && strcmp(v, "digests")) || set_str(c->stream, sizeof(c->stream), v);
         } else if (klen == 15 && !strncmp(a, "consensus_every", 15)) {
-            bad = set_int(&c->consensus_every, v, 1, 1000000);
+            bad = set_int(&c->consensus_every, v, 1, CONS_EVERY_MAX);
         } else if (klen == 10 && !strncmp(a, "timeout_ms", 10)) {
             bad = set_int(&c->timeout_ms, v, 1, 60000);
         } else {

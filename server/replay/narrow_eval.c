@@ -476,6 +476,12 @@ typedef struct npair {
     int pi, ri, oi;
 } npair;
 
+/* pair_ref - the run key of pair `p`'s reference. */
+static const char *pair_ref(const nexp *x, const npair *p)
+{
+    return p->ri >= 0 ? x->p[p->ri].run_key : x->o[p->oi].key;
+}
+
 /* name_pairs - the pairs name_record may compare, most telling first: a replay that diverged (else one that ran)
  * against a replay with another result, of the same job first; for a software verdict, then against a run of the
  * group with another result, the replayed one first. Only the first pair, unless `all` (every replay that ran).
@@ -527,15 +533,14 @@ static json_t *name_record(nexp *x, const rp_verdict *v, int base, char *err, si
     int have = -1; /* the pair of `best` */
     for (int widen = 0; widen < 1 + software && (have < 0 || !best.has_clean); widen++)
         for (int k = 0; k < n && (have < 0 || !best.has_clean); k++) {
-            const char *ref = pr[k].ri >= 0 ? x->p[pr[k].ri].run_key : x->o[pr[k].oi].key;
             long long from = widen ? lo - NAME_LOOKBACK : lo, s1 = x->p[pr[k].pi].start;
             long long s2 = pr[k].ri >= 0 ? x->p[pr[k].ri].start : x->o[pr[k].oi].start;
             from = from > s1 ? from : s1;
             from = from > s2 ? from : s2;
             if (from < 0)
                 from = 0;
-            if (rc_compare(strtoll(x->p[pr[k].pi].run_key, NULL, 10), strtoll(ref, NULL, 10), from, x->to,
-                           x->norigin ? ranks : NULL, &rc, err, cap) < 0) {
+            if (rc_compare(strtoll(x->p[pr[k].pi].run_key, NULL, 10), strtoll(pair_ref(x, &pr[k]), NULL, 10), from,
+                           x->to, x->norigin ? ranks : NULL, &rc, err, cap) < 0) {
                 if (widen) /* too many records to look back over: the window's answer stands */
                     continue;
                 *failed = 1;
@@ -548,7 +553,7 @@ static json_t *name_record(nexp *x, const rp_verdict *v, int base, char *err, si
         }
     if (have < 0)
         return json_null();
-    const char *ref_key = pr[have].ri >= 0 ? x->p[pr[have].ri].run_key : x->o[pr[have].oi].key;
+    const char *ref_key = pair_ref(x, &pr[have]);
     char a[40], b[40];
     if (run_id_of(x->p[pr[have].pi].run_key, a, sizeof(a), err, cap) < 0 ||
         run_id_of(ref_key, b, sizeof(b), err, cap) < 0) {
