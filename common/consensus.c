@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "common/lsfp1.h"
-#include "common/recmatch.h"
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -32,9 +31,22 @@ uint64_t cons_key(const uint32_t *ranks, size_t n)
     return k;
 }
 
+uint64_t cons_term(const rec_record *r)
+{
+    uint64_t h = fp_lsfp1(r->name, r->name_len);
+    h = fp_fmix64(h + r->fp);
+    return fp_fmix64(h ^ (r->nbytes * 0xc2b2ae3d27d4eb4fULL) ^ 0x434f);
+}
+
+int cons_same(const rec_record *a, const rec_record *b)
+{
+    return a->name_len == b->name_len && memcmp(a->name, b->name, a->name_len) == 0 && a->nbytes == b->nbytes &&
+           a->fp == b->fp;
+}
+
 uint64_t cons_fold(uint64_t acc, const rec_record *r, uint32_t index)
 {
-    return acc + fp_fmix64(rec_digest_term(r) ^ fp_fmix64(0x434f4e53ULL + index));
+    return acc + fp_fmix64(cons_term(r) ^ fp_fmix64(0x434f4e53ULL + index));
 }
 
 static int same_copy(const cons_copy *a, const cons_copy *b)
@@ -90,11 +102,7 @@ static const rec_record *record_at(const cons_member *m, uint32_t ix)
 
 static int records_differ(const rec_record *a, const rec_record *b)
 {
-    if (!a || !b)
-        return a != b;
-    if (a->name_len != b->name_len || memcmp(a->name, b->name, a->name_len) != 0)
-        return 1;
-    return rec_compare(a, b) != REC_SAME;
+    return !a || !b ? a != b : !cons_same(a, b);
 }
 
 int cons_first_record(const cons_member *m, size_t n, uint32_t win, cons_first *out)

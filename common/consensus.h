@@ -23,10 +23,21 @@
  * (duplicates counted once). The same on every member and in every run. n = 0 gives the key of no ranks. */
 uint64_t cons_key(const uint32_t *ranks, size_t n);
 
+/* cons_term - what a copy must share with the other members' copies at its place: the record's name (the kind of
+ * collective), its byte count and its fingerprint. Nothing that may differ between correct members is in it: not the
+ * occurrence (a rank counts a name over all its communicators, and ranks of one communicator make different calls on
+ * others: Quantum ESPRESSO's row and column groups), not the call site (a broadcast's root and its receivers call from
+ * different functions: BLACS's Cdgebs2d and Cdgebr2d), not the dtype or shape (MPI lets the root and the receivers
+ * pass different datatypes of one type signature; the bytes are hashed packed, so the fingerprints still agree). */
+uint64_t cons_term(const rec_record *r);
+
+/* cons_same - 1 when records `a` and `b` are the same copy: cons_term's parts equal. */
+int cons_same(const rec_record *a, const rec_record *b);
+
 /* cons_fold - the digest `acc` (0 for an empty window) with record `r` folded in at place `index`. The term is
- * rec_digest_term(r) (the record rule of common/recmatch.h) bound to the place, so two members' digests are equal
- * exactly when each place holds the same record on both (up to 64-bit collisions); the fold is order-free, so
- * records completed in another order inside a window (non-blocking collectives) fold the same. */
+ * cons_term(r) bound to the place, so two members' digests are equal exactly when each place holds the same copy on
+ * both (up to 64-bit collisions); the fold is order-free, so records completed in another order inside a window
+ * (non-blocking collectives) fold the same. */
 uint64_t cons_fold(uint64_t acc, const rec_record *r, uint32_t index);
 
 /* The copies of one (step, key, window) as the members reported them. */
@@ -77,7 +88,7 @@ typedef struct cons_first {
 } cons_first;
 
 /* cons_first_record - the first place of window `win` (indexes win*CONS_WINDOW ..) where a member's record differs
- * from the reference's: one present and the other not, another name, or rec_compare not REC_SAME. Returns 1 with
+ * from the reference's: one present and the other not, or not cons_same. Returns 1 with
  * `out` filled, 0 when every place of the window holds the same records (the digests differed by a collision or
  * the records are not all stored yet). */
 int cons_first_record(const cons_member *m, size_t n, uint32_t win, cons_first *out);

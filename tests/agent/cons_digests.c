@@ -1,5 +1,5 @@
 /* cons_digests.c - the consensus digests and places of trace files, one line each, for the agent tier's checks:
- *   digest RANK STEP KEY WINDOW N FOLD      one per REC_CONSENSUS_DIGEST pseudo-record
+ *   digest RANK STEP KEY WINDOW N FOLD SIZE one per REC_CONSENSUS_DIGEST pseudo-record (SIZE: the group's ranks)
  *   place RANK STEP KEY INDEX NAME           one per record that carries a consensus place (extension field 6)
  * usage: cons_digests TRACE...   (exit 1 when a file cannot be read whole) */
 #include <fcntl.h>
@@ -38,8 +38,8 @@ static int dump_one(const char *path)
         rec_ext x;
         rec_ext_of(&r, &x);
         if (r.flags & REC_CONSENSUS_DIGEST)
-            printf("digest %u %" PRId64 " %016" PRIx64 " %u %" PRIu64 " %016" PRIx64 "\n", r.rank, r.step, r.value,
-                   r.occurrence, r.nbytes, r.fp);
+            printf("digest %u %" PRId64 " %016" PRIx64 " %u %" PRIu64 " %016" PRIx64 " %u\n", r.rank, r.step, r.value,
+                   r.occurrence, r.nbytes, r.fp, x.has_comm ? x.comm_size : 0);
         else if (x.has_consensus)
             printf("place %u %" PRId64 " %016" PRIx64 " %u %.*s\n", r.rank, r.step, x.consensus_key, x.consensus_index,
                    (int)r.name_len, r.name);

@@ -334,12 +334,12 @@ if [ -x "$MPIPROG" ] && [ -f "$SHIM" ] && [ -x "$CONS" ] && command -v mpirun >/
 import collections, sys
 by = collections.defaultdict(dict)
 for l in open(sys.argv[1]):
-    _, rank, step, key, window, n, fold = l.split()
-    by[(int(step), key, int(window))][int(rank)] = (n, fold)
+    _, rank, step, key, window, n, fold, size = l.split()
+    by[(int(step), key, int(window), int(size))][int(rank)] = (n, fold)
 out = []
-for (step, key, window), copies in sorted(by.items()):
+for (step, key, window, size), copies in sorted(by.items()):
     common = collections.Counter(copies.values()).most_common(1)[0][0]
-    out += [f"{rank} {step} {window}" for rank, c in sorted(copies.items()) if c != common or len(copies) != 4]
+    out += [f"{rank} {step} {window}" for rank, c in sorted(copies.items()) if c != common or len(copies) != size]
 print(",".join(out) or "none")' "$1"
   }
   cons_run cons-clean "$B/lib/liblockstep_mpi.so"
@@ -377,6 +377,23 @@ print(len(next(iter(by.values()))) if len(by) == 4 and len({frozenset(v) for v i
      [ -z "$(echo "$bad_odd" | tr ',' '\n' | grep -v '^2 ')" ]; then
     ok "consensus at 1 in 4: the same $same_places of 210 places on every rank, digests agree; a rank always corrupted is the odd one"
   else bad "consensus at 1 in 4: $same_places places alike on all ranks, odd '$(odd "$T/cons-every.dig")' clean, '$bad_odd' with the shim"; fi
+  # Quantum ESPRESSO's pw.x (Fortran, ScaLAPACK) on 4 ranks, clean: its 2x2 grid for the dense algebra adds row and
+  # column groups of 2 ranks, where a BLACS broadcast's root calls from Czgebs2d and its receivers from Czgebr2d, and
+  # the members' counts of a name over all their groups differ. Every group's windows (the world's and the pairs')
+  # must agree on every member: neither the call site nor the occurrence is part of a copy (common/consensus.h).
+  if command -v pw.x >/dev/null; then
+    mkdir -p "$T/pw-out" && sed "s|OUTDIR|$T/pw-out|" "$SRC/tests/apps/pw-si.in" >"$T/pw-si.in"
+    (cd "$T" && timeout 300 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so" \
+      -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_MODE=consensus -x LOCKSTEP_TRACE_DIR="$T/cons-pw" \
+      ${ASAN_OPTIONS:+-x ASAN_OPTIONS} pw.x -in "$T/pw-si.in" >"$T/cons-pw.out" 2>&1)
+    "$CONS" "$T/cons-pw"/rank-*.lstrace | awk '$1 == "digest"' >"$T/cons-pw.dig"
+    pw_pairs=$(awk '$8 == 2' "$T/cons-pw.dig" | wc -l)
+    pw_world=$(awk '$8 == 4' "$T/cons-pw.dig" | wc -l)
+    if grep -q '^!    total energy' "$T/cons-pw.out" && [ "$pw_pairs" -gt 0 ] && [ "$pw_world" -gt 0 ] &&
+       [ "$(odd "$T/cons-pw.dig")" = none ]; then
+      ok "consensus: pw.x on 4 ranks, clean: $pw_world world and $pw_pairs row/column digests, all agree"
+    else bad "consensus pw.x: odd '$(odd "$T/cons-pw.dig")', $pw_world world and $pw_pairs pair digests ($(tail -2 "$T/cons-pw.out"))"; fi
+  else bad "consensus pw.x: pw.x is not installed (deploy/install-deps.sh installs quantum-espresso)"; fi
   # The production mode on a program without steps (every record at step 0, the step never ends while it runs),
   # streaming digests to lockstepd: the disagreement is named (record, occurrence, site) from the held records the
   # agents send on demand while the run goes, and no agent's held records are refused (each sends only the records

@@ -86,9 +86,12 @@ t_cons_solver() { # C++: solver on 4 ranks, its iterations and the closing reduc
 t_cons_fortran() { # Fortran (use mpi_f08) on 4 ranks
   cjob -N2 -n4 -- "$apps/fortran_f08" 3 && cons_clean
 }
-t_cons_pw() { # Quantum ESPRESSO's pw.x on 2 ranks of one node, as t_slurm_pw runs it
+# Quantum ESPRESSO's pw.x on 4 ranks over 2 nodes: its 2x2 grid for the dense algebra makes row and column groups of
+# 2 ranks, whose BLACS broadcasts the root and the receivers call from different functions, and the members' counts
+# of a name over all their groups differ (common/consensus.h: neither is part of a copy).
+t_cons_pw() {
   mkdir -p "$tmp/pwc" && sed "s|OUTDIR|$tmp/pwc|" "$src/tests/apps/pw-si.in" >"$tmp/pwc/si.in" || return 1
-  OMPI_MCA_btl=self,vader,tcp cjob -N1 -n2 -- /usr/bin/pw.x -in "$tmp/pwc/si.in" || return 1
+  OMPI_MCA_btl=self,tcp cjob -N2 -n4 -- /usr/bin/pw.x -in "$tmp/pwc/si.in" || return 1
   grep -q '^!    total energy' "$tmp/out" || return 1
   cons_clean
 }

@@ -53,6 +53,40 @@ static void test_fold(void **state)
     assert_int_not_equal(cons_fold(cons_fold(0, &x, 0), &x, 1), 0);  /* two equal records do not cancel */
 }
 
+/* What correct members may hold differently at one place leaves the fold alone: the occurrence (a rank's count of
+ * the name over all its communicators), the call site (a broadcast's root and receivers), the dtype and shape (the
+ * root's and the receivers' datatypes of one signature); what makes another copy changes it. */
+static void test_fold_ignores_rank_local(void **state)
+{
+    (void)state;
+    rec_record a = rec_with(11, 48), b = a;
+    b.occurrence = 512;
+    b.dtype = LS_BYTES;
+    b.ndim = 2;
+    b.shape[0] = 2;
+    b.shape[1] = 1;
+    b.seq = 538;
+    b.rank = 1;
+    b.site.module = "libscalapack-openmpi.so.2.2";
+    b.site.module_len = 27;
+    b.site.function = "Czgebr2d";
+    b.site.function_len = 8;
+    b.site.offset = 212590;
+    assert_true(cons_same(&a, &b));
+    assert_int_equal(cons_term(&a), cons_term(&b));
+    assert_int_equal(cons_fold(0, &a, 7), cons_fold(0, &b, 7));
+    rec_record c = a;
+    c.name = "mpi.bcast";
+    c.name_len = 9;
+    rec_record d = rec_with(11, 40), e = rec_with(13, 48);
+    assert_false(cons_same(&a, &c));
+    assert_false(cons_same(&a, &d));
+    assert_false(cons_same(&a, &e));
+    assert_int_not_equal(cons_fold(0, &a, 7), cons_fold(0, &c, 7));
+    assert_int_not_equal(cons_fold(0, &a, 7), cons_fold(0, &d, 7));
+    assert_int_not_equal(cons_fold(0, &a, 7), cons_fold(0, &e, 7));
+}
+
 /* copies as a string: each letter a digest ('a' = the same copy), upper case one record more */
 static const struct {
     const char *copies, *odd;
@@ -188,9 +222,13 @@ static void test_first_record_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_key_order_free), cmocka_unit_test(test_fold),
-        cmocka_unit_test(test_judge_table),    cmocka_unit_test(test_wire_field),
-        cmocka_unit_test(test_place_order),    cmocka_unit_test(test_first_record_table),
+        cmocka_unit_test(test_key_order_free),
+        cmocka_unit_test(test_fold),
+        cmocka_unit_test(test_fold_ignores_rank_local),
+        cmocka_unit_test(test_judge_table),
+        cmocka_unit_test(test_wire_field),
+        cmocka_unit_test(test_place_order),
+        cmocka_unit_test(test_first_record_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
