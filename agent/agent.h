@@ -70,6 +70,38 @@ typedef struct agent_cons {
 struct cs_entry;
 int agent_record_cons(rec_record *r, const agent_cons *cons, struct cs_entry *e, const char *fn);
 
+/* A record reserved when its operation starts and made when it completes (a nonblocking collective): its step,
+ * occurrence and consensus place are taken at the start, in the order the program made its calls, so that ranks and
+ * twins that complete requests in other orders still line up. `epoch` is the consensus table's at the reservation:
+ * a step change since (the table flushed) leaves the ticket nothing to fill. */
+typedef struct agent_ticket {
+    uint64_t epoch;
+    int64_t step;
+    uint64_t key; /* the consensus key, when placed */
+    uint32_t occurrence;
+    uint32_t index; /* the consensus place, when placed */
+    uint8_t level;
+    uint8_t placed; /* it holds a consensus place */
+    uint8_t live;   /* reserved, not yet filled or dropped */
+} agent_ticket;
+
+/* agent_reserve - admit a record `name` (`len` bytes) of `level` now (trace window, consensus mode, LOCKSTEP_IGNORE
+ * with call site `site` and its entry `e`, LOCKSTEP_STEP_ON: a step it opens opens now) and reserve its occurrence
+ * and, with `cons`, the next consensus place of (step, key) (agent/conswin.h: its window waits for it). Returns 1
+ * with `t` live (fill or drop it exactly once), 0 left out (`t` not live), -1 with the error set. */
+int agent_reserve(const char *name, size_t len, int level, const rec_site *site, struct cs_entry *e,
+                  const agent_cons *cons, agent_ticket *t, const char *fn);
+
+/* agent_fill - record `r` (name, fingerprint, shape, site and other fields set by the caller) with `t`'s step,
+ * occurrence, level and consensus place (`cons` gives the extension buffers: x holds the record's other fields, ext
+ * takes them re-encoded), and fold it into its window. Nothing when `t` is not live or its epoch is past (the step
+ * changed while the operation was open: on this rank the record is absent, and its window was never sent). Returns
+ * 0, or -1 with the error set. */
+int agent_fill(agent_ticket *t, rec_record *r, const agent_cons *cons);
+
+/* agent_drop - give `t` up (its operation failed or cannot be read): no record, and its window is never sent. */
+void agent_drop(agent_ticket *t);
+
 /* agent_new_uuid - a random (version 4) UUID in `out` (37 bytes). */
 void agent_new_uuid(char out[37]);
 

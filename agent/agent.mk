@@ -35,7 +35,7 @@ $(B)/agent/mpi/%.o: agent/mpi/%.c
 # Its Fortran entry points (fortran.c) call its own C wrappers: -Bsymbolic-functions binds those calls here even
 # when the library is linked rather than preloaded.
 # comm.c keys each communicator (common/consensus.c's cons_key, over record.c's rec_comm_id).
-LIBLOCKSTEP_MPI_OBJS := $(B)/agent/mpi/pmpi.o $(B)/agent/mpi/fortran.o $(B)/agent/mpi/comm.o $(B)/common/lsfp1.o \
+LIBLOCKSTEP_MPI_OBJS := $(B)/agent/mpi/pmpi.o $(B)/agent/mpi/nbc.o $(B)/agent/mpi/fortran.o $(B)/agent/mpi/comm.o $(B)/common/lsfp1.o \
   $(B)/common/consensus.o $(B)/common/record.o $(B)/common/recmatch.o $(B)/common/crc32c.o
 $(LIBLOCKSTEP_MPI_SO): $(LIBLOCKSTEP_MPI_OBJS) $(LIBLOCKSTEP_SO) agent/mpi/liblockstep_mpi.map
 	$(CC) -shared -o $@ $(LIBLOCKSTEP_MPI_OBJS) $(ALL_LDFLAGS) $(HARDEN_LD) -Wl,-Bsymbolic-functions \

@@ -60,6 +60,35 @@ static struct agent {
 
 static int warned_write, warned_forked, warned_autostart, warned_ckpt_path;
 
+/* Reserved records (agent_reserve): `windows_epoch` counts the consensus table's flushes (under `mu`, never reset:
+ * a ticket of an older epoch names places of a table that is gone); `n_reserved` the tickets neither filled nor
+ * dropped (atomic); `drain` the MPI wrappers' completion of their open requests (ls_on_step_change), called without
+ * `mu` before a step changes while tickets are open. */
+static uint64_t windows_epoch;
+static unsigned long n_reserved;
+static void (*drain)(void);
+
+/* windows_flush_locked - cw_flush, and the tickets of the old table lose their places. */
+static void cons_emit_locked(void *arg, const cw_digest *d);
+static void windows_flush_locked(void)
+{
+    cw_flush(&A.cw, cons_emit_locked, NULL);
+    windows_epoch++;
+}
+
+/* drain_unlocked - with `mu` held: let the MPI wrappers complete their open requests (their tickets are filled in
+ * this step), `mu` released meanwhile. Returns 1 when the agent is still active after. */
+static int drain_unlocked(void)
+{
+    void (*fn)(void) = __atomic_load_n(&drain, __ATOMIC_ACQUIRE);
+    if (!fn || !__atomic_load_n(&n_reserved, __ATOMIC_ACQUIRE))
+        return 1;
+    pthread_mutex_unlock(&mu);
+    fn();
+    pthread_mutex_lock(&mu);
+    return A.state == ST_ACTIVE;
+}
+
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -120,6 +149,7 @@ static void atfork_child(void)
 {
     send_atfork_child();
     cw_release(&A.cw); /* the parent's windows: the parent sends their digests */
+    windows_epoch++;
     if (A.state == ST_ACTIVE) {
         A.state = ST_FORKED;
         if (A.tracing) {
@@ -301,7 +331,7 @@ static void shutdown_with(int exit_code)
     pthread_mutex_lock(&mu);
     int streaming = A.streaming;
     if (A.state == ST_ACTIVE)
-        cw_flush(&A.cw, cons_emit_locked, NULL); /* the open windows' digests, before the sinks close */
+        windows_flush_locked(); /* the open windows' digests, before the sinks close */
     cw_release(&A.cw);
     if (A.state == ST_ACTIVE || A.state == ST_FORKED) {
         if (A.tracing && trace_close(&A.trace, why, sizeof(why)) < 0)
@@ -344,10 +374,12 @@ static int not_active(const char *fn)
 void ls_step_begin(int64_t step)
 {
     pthread_mutex_lock(&mu);
+    if (A.state == ST_ACTIVE && A.step != step)
+        drain_unlocked(); /* nonblocking collectives still open complete in the step that started them */
     int active = A.state == ST_ACTIVE;
     if (active) {
         if (A.step != step) /* the old step's consensus windows close now: lockstepd checks them within a step */
-            cw_flush(&A.cw, cons_emit_locked, NULL);
+            windows_flush_locked();
         A.step = step;
         occ_reset(&A.occ);
     } else if (A.state == ST_UNINIT) {
@@ -445,15 +477,28 @@ static void decide_locked(const char *name, size_t len, const rec_site *site, cs
     }
 }
 
+/* sink_locked - a numbered record to the sender and the trace file. 0, or -1 with the error set. */
+static int sink_locked(const rec_record *r)
+{
+    char why[300];
+    if (A.streaming) /* never waits on the network; a trace window's records go in full when streaming digests */
+        send_push(r, ts_in_window(&A.spec, r->level, r->step, A.rank));
+    if (A.tracing && trace_append(&A.trace, r, why, sizeof(why)) < 0) {
+        agent_warn_once(&warned_write, "%s; records are being lost", why);
+        agent_set_error("%s", why);
+        return -1;
+    }
+    return 0;
+}
+
 /* emit_locked - number the record (seq, occurrence) and hand it to the
  * sinks; `steps`: it opens the next step first (LOCKSTEP_STEP_ON). Returns
  * 0, or -1 with the error set. */
 static int emit_locked(rec_record *r, int steps, const agent_cons *cons)
 {
-    char why[300];
     int state = rec_is_state(r);
     if (steps && !state) {
-        cw_flush(&A.cw, cons_emit_locked, NULL);
+        windows_flush_locked();
         A.step++; /* LOCKSTEP_STEP_ON: this record opens the next step */
         occ_reset(&A.occ);
     }
@@ -477,14 +522,7 @@ static int emit_locked(rec_record *r, int steps, const agent_cons *cons)
         r->ext_len = (uint16_t)rec_ext_encode(cons->x, cons->ext);
         r->ext = cons->ext;
     }
-    if (A.streaming) /* never waits on the network; a trace window's records go in full when streaming digests */
-        send_push(r, ts_in_window(&A.spec, r->level, r->step, A.rank));
-    int rc = 0;
-    if (A.tracing && trace_append(&A.trace, r, why, sizeof(why)) < 0) {
-        agent_warn_once(&warned_write, "%s; records are being lost", why);
-        agent_set_error("%s", why);
-        rc = -1;
-    }
+    int rc = sink_locked(r);
     if (placed) /* after the record: its window's digest, when this place closes it, follows it */
         cw_fold(&A.cw, cons->key, place, r, cons_emit_locked, NULL);
     return rc;
@@ -536,6 +574,8 @@ static int record_locked(rec_record *r, int state, const char *fn, cs_entry *e, 
     int ignored, steps;
     decide_locked(r->name, r->name_len, rec_has_site(r) ? &r->site : NULL, e, &ignored, &steps);
     if (ignored)
+        return 0;
+    if (steps && !state && !drain_unlocked())
         return 0;
     if (state) {
         r->flags = (uint8_t)((r->flags & ~REC_STATE_MASK) | A.state_kind);
@@ -652,6 +692,92 @@ int agent_record_cons(rec_record *r, const agent_cons *cons, cs_entry *e, const 
     int rc = record_locked(r, 0, fn, e, cons);
     pthread_mutex_unlock(&mu);
     return rc < 0 ? -1 : 0;
+}
+
+int agent_reserve(const char *name, size_t len, int level, const rec_site *site, cs_entry *e, const agent_cons *cons,
+                  agent_ticket *t, const char *fn)
+{
+    memset(t, 0, sizeof(*t));
+    pthread_mutex_lock(&mu);
+    int rc = admit_locked(level, fn), ignored = 0, steps = 0;
+    if (rc > 0 && A.cons_only && !cons && level != LS_LEVEL_METRIC)
+        rc = 0;
+    if (rc > 0) {
+        decide_locked(name, len, site, e, &ignored, &steps);
+        rc = !ignored;
+    }
+    if (rc > 0 && steps) { /* LOCKSTEP_STEP_ON: the call opens the next step when it is made */
+        if (drain_unlocked()) {
+            windows_flush_locked();
+            A.step++;
+            occ_reset(&A.occ);
+        } else {
+            rc = 0;
+        }
+    }
+    int64_t occ = rc > 0 ? occ_next(&A.occ, name, len) : 0;
+    if (occ < 0) {
+        agent_set_error("out of memory counting occurrences");
+        rc = -1;
+    }
+    if (rc > 0) {
+        *t = (agent_ticket){
+            .epoch = windows_epoch, .step = A.step, .occurrence = (uint32_t)occ, .level = (uint8_t)level, .live = 1};
+        if (cons && cw_reserve(&A.cw, A.step, cons->key, cons->size, cons->ranks, cons->n_ranks, &t->index,
+                               cons_emit_locked, NULL) == 0) {
+            t->placed = 1;
+            t->key = cons->key;
+        }
+        __atomic_add_fetch(&n_reserved, 1, __ATOMIC_ACQ_REL);
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+int agent_fill(agent_ticket *t, rec_record *r, const agent_cons *cons)
+{
+    if (!t->live)
+        return 0;
+    t->live = 0;
+    pthread_mutex_lock(&mu);
+    __atomic_sub_fetch(&n_reserved, 1, __ATOMIC_ACQ_REL);
+    int rc = 0;
+    if (A.state == ST_ACTIVE && t->epoch == windows_epoch) {
+        r->occurrence = t->occurrence;
+        r->seq = A.seq++;
+        r->step = t->step;
+        r->level = t->level;
+        r->rank = (uint32_t)A.rank;
+        if (t->placed) {
+            cons->x->has_consensus = 1;
+            cons->x->consensus_key = t->key;
+            cons->x->consensus_index = t->index;
+            r->ext_len = (uint16_t)rec_ext_encode(cons->x, cons->ext);
+            r->ext = cons->ext;
+        }
+        rc = sink_locked(r);
+        if (t->placed)
+            cw_fill(&A.cw, t->key, t->index, r, cons_emit_locked, NULL);
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+void agent_drop(agent_ticket *t)
+{
+    if (!t->live)
+        return;
+    t->live = 0;
+    pthread_mutex_lock(&mu);
+    __atomic_sub_fetch(&n_reserved, 1, __ATOMIC_ACQ_REL);
+    if (A.state == ST_ACTIVE && t->epoch == windows_epoch && t->placed)
+        cw_void(&A.cw, t->key, t->index);
+    pthread_mutex_unlock(&mu);
+}
+
+void ls_on_step_change(void (*fn)(void))
+{
+    __atomic_store_n(&drain, fn, __ATOMIC_RELEASE);
 }
 
 int ls_enabled_at(ls_level level, const char *name, const void *return_address)

@@ -55,12 +55,20 @@ static size_t comm_ext(const ls_comm *comm, rec_ext *x, unsigned char *ext)
     return rec_ext_encode(x, ext);
 }
 
-/* record_fp - ls_record_fp_at with an optional communicator, whose output is the same on all its members when
- * `cons_key` is not NULL (the group's consensus key: the communicator's world ranks, when listed, name its members).
- */
-static int record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
-                     const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
-                     const ls_site *site, const ls_comm *comm, const uint64_t *cons_key)
+/* A record as record_fp and ls_fill make it, with its extension buffers and consensus request. */
+typedef struct built {
+    rec_record r;
+    unsigned char ext[REC_EXT_ENCODED_MAX];
+    rec_ext x;
+    agent_cons cons;
+    cs_entry *e;
+} built;
+
+/* build - check the arguments and fill `b`: the record (its site from `site`, else from `return_address`), its comm
+ * field and a consensus request for `cons_key` (NULL: none). 0, or -1 with the error set. */
+static int build(built *b, ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                 const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
+                 const ls_site *site, const ls_comm *comm, const uint64_t *cons_key)
 {
     size_t len;
     if (agent_check_name(name, &len) < 0)
@@ -77,39 +85,84 @@ static int record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nby
         agent_set_error("n_inputs %d is outside 0..%d or inputs is NULL", n_inputs, LS_MAX_INPUTS);
         return -1;
     }
-    rec_record r;
-    memset(&r, 0, sizeof(r));
-    r.name = name;
-    r.name_len = (uint16_t)len;
-    r.level = (uint8_t)level;
-    r.dtype = (uint8_t)dtype;
-    r.ndim = (uint8_t)ndim;
+    rec_record *r = &b->r;
+    memset(r, 0, sizeof(*r));
+    r->name = name;
+    r->name_len = (uint16_t)len;
+    r->level = (uint8_t)level;
+    r->dtype = (uint8_t)dtype;
+    r->ndim = (uint8_t)ndim;
     for (int i = 0; i < ndim; i++)
-        r.shape[i] = shape[i];
-    r.nbytes = nbytes;
-    r.fp = fp;
-    r.n_inputs = (uint16_t)n_inputs;
-    r.inputs = inputs;
-    r.t_ns = wall_ns();
-    unsigned char ext[REC_EXT_ENCODED_MAX];
-    rec_ext x;
-    r.ext_len = (uint16_t)comm_ext(comm, &x, ext);
-    r.ext = r.ext_len ? ext : NULL;
-    agent_cons cons = {.key = cons_key ? *cons_key : 0,
-                       .size = comm && comm->size > 0 ? (uint32_t)comm->size : 1,
-                       .x = &x,
-                       .ext = ext};
+        r->shape[i] = shape[i];
+    r->nbytes = nbytes;
+    r->fp = fp;
+    r->n_inputs = (uint16_t)n_inputs;
+    r->inputs = inputs;
+    r->t_ns = wall_ns();
+    r->ext_len = (uint16_t)comm_ext(comm, &b->x, b->ext);
+    r->ext = r->ext_len ? b->ext : NULL;
+    b->cons = (agent_cons){.key = cons_key ? *cons_key : 0,
+                           .size = comm && comm->size > 0 ? (uint32_t)comm->size : 1,
+                           .x = &b->x,
+                           .ext = b->ext};
     if (cons_key && comm && comm->world_ranks && comm->size > 0 && comm->size <= REC_COMM_LIST_MAX) {
-        cons.ranks = x.comm_ranks; /* comm_ext put them there */
-        cons.n_ranks = (size_t)comm->size;
+        b->cons.ranks = b->x.comm_ranks; /* comm_ext put them there */
+        b->cons.n_ranks = (size_t)comm->size;
     }
-    cs_entry *e = NULL;
+    b->e = NULL;
     if (site)
-        site_from(site, &r.site);
-    else if (return_address && (e = callsite_get(return_address)))
-        r.site = e->site;
+        site_from(site, &r->site);
+    else if (return_address && (b->e = callsite_get(return_address)))
+        r->site = b->e->site;
+    return 0;
+}
 
-    return agent_record_cons(&r, cons_key ? &cons : NULL, e, "ls_record_fp");
+/* record_fp - ls_record_fp_at with an optional communicator, whose output is the same on all its members when
+ * `cons_key` is not NULL (the group's consensus key: the communicator's world ranks, when listed, name its members).
+ */
+static int record_fp(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                     const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
+                     const ls_site *site, const ls_comm *comm, const uint64_t *cons_key)
+{
+    built b;
+    if (build(&b, level, name, fp, nbytes, dtype, ndim, shape, n_inputs, inputs, return_address, site, comm, cons_key) <
+        0)
+        return -1;
+    return agent_record_cons(&b.r, cons_key ? &b.cons : NULL, b.e, "ls_record_fp");
+}
+
+_Static_assert(sizeof(agent_ticket) <= sizeof(ls_ticket), "ls_ticket must hold an agent_ticket");
+
+int ls_reserve(ls_level level, const char *name, const void *return_address, const ls_comm *comm, const uint64_t *key,
+               ls_ticket *ticket)
+{
+    agent_ticket *t = (agent_ticket *)ticket->opaque;
+    memset(ticket, 0, sizeof(*ticket));
+    built b;
+    if (build(&b, level, name, 0, 0, LS_BYTES, 0, NULL, 0, NULL, return_address, NULL, comm, key) < 0)
+        return -1;
+    return agent_reserve(name, b.r.name_len, level, rec_has_site(&b.r) ? &b.r.site : NULL, b.e, key ? &b.cons : NULL, t,
+                         "ls_reserve");
+}
+
+int ls_fill(ls_ticket *ticket, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+            const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address, const ls_comm *comm)
+{
+    agent_ticket *t = (agent_ticket *)ticket->opaque;
+    if (!t->live)
+        return 0;
+    built b;
+    if (build(&b, (ls_level)t->level, name, fp, nbytes, dtype, ndim, shape, n_inputs, inputs, return_address, NULL,
+              comm, NULL) < 0) {
+        agent_drop(t);
+        return -1;
+    }
+    return agent_fill(t, &b.r, &b.cons);
+}
+
+void ls_drop(ls_ticket *ticket)
+{
+    agent_drop((agent_ticket *)ticket->opaque);
 }
 
 int ls_record_fp_at(ls_level level, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,

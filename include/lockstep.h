@@ -173,6 +173,34 @@ LS_API int ls_record_fp_consensus(ls_level level, const char *name, uint64_t fp,
                                   int ndim, const int64_t *shape, int n_inputs, const uint64_t *inputs,
                                   const void *return_address, const ls_comm *comm, uint64_t key);
 
+/* A record reserved when a nonblocking operation starts (ls_reserve) and made when it completes (ls_fill) or given up
+ * (ls_drop): its step, occurrence and consensus place are the start's, taken in the order the program makes its
+ * calls, so ranks and twins that complete their requests in other orders (MPI_Waitany, a poll with MPI_Test) still
+ * line up. The caller's storage; what it holds is the agent's. */
+typedef struct ls_ticket {
+    uint64_t opaque[5];
+} ls_ticket;
+
+/* ls_reserve - reserve record `name` of `level` for the call that returns to `return_address` (its call site, for
+ * LOCKSTEP_IGNORE and LOCKSTEP_STEP_ON), a consensus output of group `*key` (ls_record_fp_consensus) when `key` is not
+ * NULL. Returns 1 reserved (then ls_fill or ls_drop it exactly once), 0 left out, -1 on error. */
+LS_API int ls_reserve(ls_level level, const char *name, const void *return_address, const ls_comm *comm,
+                      const uint64_t *key, ls_ticket *ticket);
+
+/* ls_fill - make the reserved record: `name` as reserved, the fingerprint and shape as ls_record_fp_comm takes them.
+ * Nothing when the step changed since ls_reserve (on this rank the record is absent). Returns 0, or -1 on error. */
+LS_API int ls_fill(ls_ticket *ticket, const char *name, uint64_t fp, uint64_t nbytes, ls_dtype dtype, int ndim,
+                   const int64_t *shape, int n_inputs, const uint64_t *inputs, const void *return_address,
+                   const ls_comm *comm);
+
+/* ls_drop - give a reservation up: its operation failed or its output cannot be read. */
+LS_API void ls_drop(ls_ticket *ticket);
+
+/* ls_on_step_change - `fn` is called (in the thread that changes the step, outside the agent's lock) before the step
+ * changes while reservations are open, to complete the operations they stand for, so that their records are made in
+ * the step that started them. The MPI wrappers register theirs; NULL removes it. */
+LS_API void ls_on_step_change(void (*fn)(void));
+
 /* ls_replica - record `host_data` (a host buffer of `nbytes`) as a replica: a tensor every rank of `group` must hold
  * bit-identical at this point of the program (a data-parallel replica's parameters after the optimizer step, a norm
  * weight replicated across a tensor-parallel group). `group` lists world ranks (`world_ranks` may be in any order);

@@ -142,6 +142,12 @@ static comm_entry *entry_of(MPI_Comm comm)
     return e;
 }
 
+MPI_Comm comm_world(void)
+{
+    pthread_once(&once, setup);
+    return M.world; /* NULL when not found */
+}
+
 int comm_sampled(MPI_Comm comm, unsigned every)
 {
     if (every <= 1)

@@ -25,4 +25,7 @@ int comm_key_of(MPI_Comm comm, ls_comm *out, uint64_t *key);
  * communicator (every member counts the same calls). 1 when `every` is 1 or the communicator is not known. */
 int comm_sampled(MPI_Comm comm, unsigned every);
 
+/* comm_world - MPI_COMM_WORLD (looked up: this library names no symbol of libmpi), or NULL when not found. */
+MPI_Comm comm_world(void);
+
 #endif /* AGENT_MPI_COMM_H */

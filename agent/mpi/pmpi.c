@@ -35,13 +35,6 @@ void *mpi_resolve(void **slot, const char *name)
 
 /* --- datatypes ------------------------------------------------------------ */
 
-typedef struct dt_info {
-    int size;        /* bytes of data per element */
-    MPI_Aint extent; /* bytes between elements */
-    int contiguous;  /* count elements are size*count bytes from the buffer start */
-    ls_dtype dtype;
-} dt_info;
-
 static const struct {
     const char *name;
     ls_dtype dtype;
@@ -104,7 +97,7 @@ static struct dt_entry {
 } dt_cache[DT_CACHE];
 static pthread_mutex_t dt_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static int dtype_info(MPI_Datatype dt, dt_info *out)
+int dtype_info(MPI_Datatype dt, dt_info *out)
 {
     REAL(int, MPI_Type_get_envelope, MPI_Datatype, int *, int *, int *, int *);
     struct dt_entry *e = &dt_cache[((uintptr_t)dt >> 4 ^ (uintptr_t)dt >> 10) % DT_CACHE];
@@ -151,7 +144,7 @@ static void fp_add(fp_stream *s, const void *buf, int count, MPI_Datatype dt, co
     free(tmp);
 }
 
-static uint64_t fp_of(const void *buf, int count, MPI_Datatype dt, const dt_info *d, uint64_t *nbytes, MPI_Comm comm)
+uint64_t fp_of(const void *buf, int count, MPI_Datatype dt, const dt_info *d, uint64_t *nbytes, MPI_Comm comm)
 {
     if (d->contiguous) {
         size_t n = count > 0 ? (size_t)count * (size_t)d->size : 0;
@@ -169,8 +162,8 @@ static uint64_t fp_of(const void *buf, int count, MPI_Datatype dt, const dt_info
 
 /* fp_segments - the fingerprint of `n` segments (counts[i] elements at
  * displs[i] extents from buf) taken in order, as if packed end to end. */
-static uint64_t fp_segments(const void *buf, int n, const int *counts, const int *displs, MPI_Datatype dt,
-                            const dt_info *d, uint64_t *nbytes, long *elems, MPI_Comm comm)
+uint64_t fp_segments(const void *buf, int n, const int *counts, const int *displs, MPI_Datatype dt, const dt_info *d,
+                     uint64_t *nbytes, long *elems, MPI_Comm comm)
 {
     fp_stream s;
     fp_stream_init(&s);
@@ -185,7 +178,7 @@ static uint64_t fp_segments(const void *buf, int n, const int *counts, const int
 
 /* inputs_on - 0 when LOCKSTEP_MPI_INPUTS=0 asks for output fingerprints only
  * (half the hashing, for fabrics faster than memory bandwidth allows); the consensus mode's default. */
-static int inputs_on(void)
+int inputs_on(void)
 {
     static int on = -1;
     int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
@@ -216,7 +209,7 @@ static void op_setup(void)
         op_addr[i] = dlsym(RTLD_DEFAULT, predefined_ops[i]);
 }
 
-static int consensus_op(MPI_Op op)
+int consensus_op(MPI_Op op)
 {
     pthread_once(&op_once, op_setup);
     for (size_t i = 0; i < N_PREDEFINED_OPS; i++)
@@ -225,7 +218,7 @@ static int consensus_op(MPI_Op op)
     return 0;
 }
 #else
-static int consensus_op(MPI_Op op)
+int consensus_op(MPI_Op op)
 {
     (void)op;
     return 0;
@@ -234,7 +227,7 @@ static int consensus_op(MPI_Op op)
 
 /* in_of / in_segments - fp_of and fp_segments for an input: 0 without
  * hashing when inputs are off. */
-static uint64_t in_of(const void *buf, int count, MPI_Datatype dt, const dt_info *d, uint64_t *nbytes, MPI_Comm comm)
+uint64_t in_of(const void *buf, int count, MPI_Datatype dt, const dt_info *d, uint64_t *nbytes, MPI_Comm comm)
 {
     return inputs_on() ? fp_of(buf, count, dt, d, nbytes, comm) : 0;
 }
@@ -249,7 +242,7 @@ static uint64_t in_segments(const void *buf, int n, const int *counts, const int
     return 0;
 }
 
-static int comm_size(MPI_Comm comm)
+int comm_size(MPI_Comm comm)
 {
     REAL(int, MPI_Comm_size, MPI_Comm, int *);
     int n = 0;
@@ -257,7 +250,7 @@ static int comm_size(MPI_Comm comm)
     return n;
 }
 
-static int comm_rank(MPI_Comm comm)
+int comm_rank(MPI_Comm comm)
 {
     REAL(int, MPI_Comm_rank, MPI_Comm, int *);
     int r = 0;
@@ -300,7 +293,7 @@ static int recording(ls_level level, const char *name, const void *ret)
 
 /* recording_consensus - recording() for a call on `comm` whose output is the same on every member when `cons`: the
  * only calls the consensus mode records, and of those one in LOCKSTEP_CONSENSUS_EVERY (comm_sampled). */
-static int recording_consensus(ls_level level, const char *name, const void *ret, int cons, MPI_Comm comm)
+int recording_consensus(ls_level level, const char *name, const void *ret, int cons, MPI_Comm comm)
 {
     if (__atomic_load_n(&paused, __ATOMIC_RELAXED))
         return 0;
@@ -308,10 +301,6 @@ static int recording_consensus(ls_level level, const char *name, const void *ret
         return 0;
     return ls_enabled_at(level, name, ret);
 }
-
-/* RET - where the application called the wrapper this expands in: the Fortran caller's return address when
- * a Fortran entry point (fortran.c) called the wrapper on its behalf. */
-#define RET (mpi_fortran_caller ? mpi_fortran_caller : __builtin_return_address(0))
 
 int MPI_Pcontrol(const int level, ...)
 {

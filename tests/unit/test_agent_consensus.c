@@ -104,6 +104,77 @@ static void test_windows(void **state)
     cw_release(&t);
 }
 
+/* reserve - reserve the next place of (step, key); its index. */
+static uint32_t reserve(cw_table *t, int64_t step, uint64_t key)
+{
+    static const uint32_t ranks[4] = {0, 1, 2, 3};
+    uint32_t idx = 0;
+    assert_int_equal(cw_reserve(t, step, key, 4, ranks, 4, &idx, collect, NULL), 0);
+    return idx;
+}
+
+static void fill(cw_table *t, uint64_t key, uint32_t idx, uint64_t fp)
+{
+    rec_record r = rec_of(fp);
+    cw_fill(t, key, idx, &r, collect, NULL);
+}
+
+/* Reserved places (nonblocking collectives): a window is sent once its places are all given and its reservations all
+ * filled, in whatever order they complete, with the same digest as the same records folded in order; it waits past
+ * its last place in the late list; a reservation given up or open at a flush voids its window (never sent). */
+static void test_reservations(void **state)
+{
+    (void)state;
+    cw_table t;
+    cw_init(&t);
+    n_got = 0;
+    /* window 0: places 0..63, of which 5 and 63 reserved; 5 completes after everything else */
+    uint64_t want = 0;
+    uint32_t r5 = 0, r63 = 0;
+    for (uint32_t i = 0; i < 64; i++) {
+        rec_record r = rec_of(200 + i);
+        want = cons_fold(want, &r, i);
+        if (i == 5)
+            r5 = reserve(&t, 1, 0x77);
+        else if (i == 63)
+            r63 = reserve(&t, 1, 0x77);
+        else
+            assert_int_equal(add(&t, 1, 0x77, 200 + i), i);
+    }
+    assert_int_equal(r5, 5);
+    assert_int_equal(r63, 63);
+    fill(&t, 0x77, r63, 263);
+    assert_int_equal(n_got, 0); /* place 5 is still open */
+    /* window 1 starts while place 5 is open: window 0 waits in the late list */
+    uint32_t r64 = reserve(&t, 1, 0x77);
+    assert_int_equal(r64, 64);
+    assert_int_equal(t.n_late, 1);
+    fill(&t, 0x77, r5, 205);
+    assert_int_equal(n_got, 1);
+    assert_int_equal(got[0].window, 0);
+    assert_int_equal(got[0].n, CONS_WINDOW);
+    assert_true(got[0].fold == want);
+    assert_int_equal(t.n_late, 0);
+    /* window 1: its reservation given up voids it; the flush sends nothing for it */
+    assert_int_equal(add(&t, 1, 0x77, 1), 65);
+    cw_void(&t, 0x77, r64);
+    assert_int_equal(t.n_voided, 1);
+    cw_flush(&t, collect, NULL);
+    assert_int_equal(n_got, 1);
+    /* a reservation still open at a flush (the step changed under it): its window is voided, the next step starts */
+    uint32_t open = reserve(&t, 2, 0x77);
+    add(&t, 2, 0x77, 2);
+    assert_int_equal(add(&t, 3, 0x77, 3), 0);
+    assert_int_equal(n_got, 1);
+    assert_int_equal(t.n_voided, 2);
+    fill(&t, 0x77, open, 9); /* the caller's epoch check keeps such fills away; a stray one changes nothing sent */
+    cw_flush(&t, collect, NULL);
+    assert_int_equal(n_got, 2); /* step 3's window */
+    assert_int_equal(got[1].step, 3);
+    assert_int_equal(got[1].n, 1);
+    cw_release(&t);
+}
+
 static void test_keys_bounded(void **state)
 {
     (void)state;
@@ -329,6 +400,93 @@ static void test_consensus_mode(void **state)
     assert_int_equal(t.metrics, 1);
 }
 
+/* Reservations through the API (what the MPI wrappers of nonblocking collectives do): records take their step,
+ * occurrence and consensus place when reserved, whatever order they are filled in; before a step change the
+ * registered drain fills what is open, so its records stay in the step that started them; a ticket still open at a
+ * step change (no drain) is left out, and its window is never sent. */
+static ls_ticket open_tickets[4];
+static int n_open_tickets, drained;
+static const int world[4] = {0, 1, 2, 3};
+static const ls_comm world_comm = {4, world};
+
+static void fill_api(ls_ticket *t, uint64_t fp)
+{
+    int64_t shape[2] = {4, 1};
+    assert_int_equal(ls_fill(t, "mpi.iallreduce", fp, 8, LS_F64, 2, shape, 0, NULL, NULL, &world_comm), 0);
+}
+
+static void drain_cb(void)
+{
+    drained++;
+    for (int i = 0; i < n_open_tickets; i++)
+        fill_api(&open_tickets[i], 40 + (uint64_t)i);
+    n_open_tickets = 0;
+}
+
+static void test_reserve_api(void **state)
+{
+    (void)state;
+    uint32_t w[4] = {0, 1, 2, 3};
+    uint64_t key = cons_key(w, 4);
+    setenv("LOCKSTEP_JOB_ID", "cons-reserve", 1);
+    if (ls_init() < 0)
+        fail_msg("ls_init: %s", ls_last_error());
+    ls_on_step_change(drain_cb);
+    ls_ticket a, c, e;
+    int64_t shape[2] = {4, 1};
+    assert_int_equal(ls_reserve(LS_LEVEL_COLLECTIVE, "mpi.iallreduce", NULL, &world_comm, &key, &a), 1);
+    assert_int_equal(ls_record_fp_consensus(LS_LEVEL_COLLECTIVE, "mpi.allreduce", 20, 8, LS_F64, 2, shape, 0, NULL,
+                                            NULL, &world_comm, key),
+                     0);
+    assert_int_equal(ls_reserve(LS_LEVEL_COLLECTIVE, "mpi.iallreduce", NULL, &world_comm, &key, &c), 1);
+    fill_api(&c, 30); /* completed first */
+    fill_api(&a, 10);
+    fill_api(&a, 99); /* a second fill of one ticket does nothing */
+    assert_int_equal(ls_reserve(LS_LEVEL_COLLECTIVE, "mpi.iallreduce", NULL, &world_comm, &key, &open_tickets[0]), 1);
+    n_open_tickets = 1;
+    ls_step_begin(1); /* the drain fills it at step 0 */
+    assert_int_equal(drained, 1);
+    ls_on_step_change(NULL);
+    assert_int_equal(ls_reserve(LS_LEVEL_COLLECTIVE, "mpi.iallreduce", NULL, &world_comm, &key, &e), 1);
+    ls_step_begin(2); /* no drain: e is open across the change */
+    fill_api(&e, 50);
+    ls_shutdown();
+
+    char p[300], why[512];
+    snprintf(p, sizeof(p), "%s/trace", dir);
+    td_run run;
+    if (td_load(&run, p, why, sizeof(why)) < 0)
+        fail_msg("cannot load the trace: %s", why);
+    uint64_t want = 0;
+    int n_iallreduce = 0, n_digests = 0;
+    for (size_t i = 0; i < run.ranks[0].n; i++) {
+        const rec_record *r = &run.ranks[0].recs[i];
+        rec_ext x;
+        rec_ext_of(r, &x);
+        if (r->flags & REC_CONSENSUS_DIGEST) {
+            n_digests++;
+            assert_int_equal(r->step, 0);
+            assert_int_equal(r->nbytes, 4);
+            continue;
+        }
+        assert_int_equal(r->step, 0); /* e (step 1) is left out */
+        assert_true(x.has_consensus);
+        want = cons_fold(want, r, x.consensus_index);
+        if (r->name_len == 14) { /* mpi.iallreduce: occurrence and place as reserved */
+            n_iallreduce++;
+            uint32_t occ = r->fp == 10 ? 0 : r->fp == 30 ? 1 : 2, place = r->fp == 10 ? 0 : r->fp == 30 ? 2 : 3;
+            assert_int_equal(r->occurrence, occ);
+            assert_int_equal(x.consensus_index, place);
+        }
+    }
+    assert_int_equal(n_iallreduce, 3);
+    assert_int_equal(n_digests, 1); /* step 0's window; step 1's, with e open, is never sent */
+    for (size_t i = 0; i < run.ranks[0].n; i++)
+        if (run.ranks[0].recs[i].flags & REC_CONSENSUS_DIGEST)
+            assert_true(run.ranks[0].recs[i].fp == want);
+    td_release(&run);
+}
+
 /* The consensus mode's rate: LOCKSTEP_CONSENSUS_EVERY's parsing, and which calls one in `every` samples: exactly
  * one in each block of `every`, at a position that turns with the block, so that every position of a repeating
  * pattern of calls is checked within every^2 calls. */
@@ -389,12 +547,14 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_windows),
+        cmocka_unit_test(test_reservations),
         cmocka_unit_test(test_keys_bounded),
         cmocka_unit_test(test_sampling),
         cmocka_unit_test_setup_teardown(test_stream_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stream_digests, setup, teardown),
         cmocka_unit_test_setup_teardown(test_consensus_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_fp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reserve_api, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
