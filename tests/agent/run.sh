@@ -394,6 +394,80 @@ print(len(next(iter(by.values()))) if len(by) == 4 and len({frozenset(v) for v i
       ok "consensus: pw.x on 4 ranks, clean: $pw_world world and $pw_pairs row/column digests, all agree"
     else bad "consensus pw.x: odd '$(odd "$T/cons-pw.dig")', $pw_world world and $pw_pairs pair digests ($(tail -2 "$T/cons-pw.out"))"; fi
   else bad "consensus pw.x: pw.x is not installed (deploy/install-deps.sh installs quantum-espresso)"; fi
+  # Nonblocking collectives (tests/agent/mpi_nbc.c, tests/apps/fortran_nbc.f90): started in program order, completed
+  # in a different order on each rank (Waitall, Wait in reverse, Testany and Testsome polls, Waitsome), recorded at
+  # completion with the place of their start. Each iteration's MPI_Ibcast opens a step (LOCKSTEP_STEP_ON) while the
+  # MPI_Iallreduce before it is open: the agent completes it first, in the step that started it. Clean: every window
+  # agrees on every rank; one bit of rank 2's 22nd MPI_Iallreduce output flipped (iteration 10's small one, step 11):
+  # rank 2 alone is odd, at step 11.
+  nbc_run() {   # NAME PROGRAM PRELOAD [ENV=VALUE...]: 20 iterations, 4 ranks, traces only
+    local name=$1 prog=$2 pre=$3; shift 3
+    local xs=()
+    for kv in "$@"; do xs+=(-x "$kv"); done
+    timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$pre" -x LOCKSTEP_AUTOSTART=1 \
+      -x LOCKSTEP_TRACE_DIR="$T/$name" "${xs[@]}" ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$prog" 20 \
+      >"$T/$name.out" 2>&1 || tail -3 "$T/$name.out"
+    "$CONS" "$T/$name"/rank-*.lstrace | awk '$1 == "digest"' >"$T/$name.dig"
+  }
+  NBC=$B/tests/agent/mpi_nbc
+  nbc_run nbc-clean "$NBC" "$B/lib/liblockstep_mpi.so" LOCKSTEP_MODE=consensus LOCKSTEP_STEP_ON=mpi.ibcast
+  nbc_run nbc-bad "$NBC" "$B/lib/liblockstep_mpi.so:$SHIM" LOCKSTEP_MODE=consensus LOCKSTEP_STEP_ON=mpi.ibcast \
+    LOCKSTEP_SHIM_RANK=2 LOCKSTEP_SHIM_ICALL=21
+  nbc_names=$("$CONS" "$T/nbc-clean/rank-00003.lstrace" | awk '$1 == "place" { print $6 }' | sort | uniq -c |
+    awk '{ printf "%s:%s ", $2, $1 }')
+  nbc_steps=$(awk '{ print $3 }' "$T/nbc-clean.dig" | sort -u | wc -l)
+  if [ "$(odd "$T/nbc-clean.dig")" = none ] && [ "$nbc_steps" -eq 21 ] &&
+     [ "$nbc_names" = "mpi.iallgather:20 mpi.iallgatherv:20 mpi.iallreduce:40 mpi.ibcast:20 " ] &&
+     [ "$(odd "$T/nbc-bad.dig")" = "2 11 0" ] && grep -q 'MPI_Iallreduce call 21' "$T/nbc-bad.out"; then
+    ok "consensus, nonblocking collectives completed in 4 orders: $nbc_steps steps agree; a flipped bit is rank 2's, step 11"
+  else bad "nonblocking consensus: names '$nbc_names', $nbc_steps steps, odd '$(odd "$T/nbc-clean.dig")' clean, '$(odd "$T/nbc-bad.dig")' with the shim"; fi
+  # Twins (records, LOCKSTEP_STEP_ON=mpi.reduce: an MPI_Iallreduce is open across each step change): every record
+  # alike, and each step holds its two MPI_Iallreduce records, occurrences 0 and 1, whichever completed first.
+  nbc_run nbc-twin-a "$NBC" "$B/lib/liblockstep_mpi.so" LOCKSTEP_STEP_ON=mpi.reduce
+  nbc_run nbc-twin-b "$NBC" "$B/lib/liblockstep_mpi.so" LOCKSTEP_STEP_ON=mpi.reduce
+  nbc_occ=$("$LS" dump "$T/nbc-twin-a/rank-00002.lstrace" | grep '"mpi.iallreduce"' | python3 -c '
+import collections, json, sys
+by = collections.defaultdict(list)
+for l in sys.stdin:
+    r = json.loads(l)
+    by[r["step"]].append(r["occurrence"])
+print(len(by), all(sorted(v) == [0, 1] for v in by.values()))')
+  if "$LS" diff "$T/nbc-twin-a" "$T/nbc-twin-b" >"$T/nbc-twin.diff" 2>&1 && grep -q '^MATCH' "$T/nbc-twin.diff" &&
+     [ "$nbc_occ" = "20 True" ]; then
+    ok "nonblocking collectives, twins: every record alike; each of 20 steps holds its two MPI_Iallreduce records"
+  else bad "nonblocking twins: $(head -2 "$T/nbc-twin.diff"); steps and occurrences '$nbc_occ'"; fi
+  # Through lockstepd (consensus mode, digests streamed, no steps): it names the odd record from the records the agents
+  # hold, an MPI_Iallreduce at its occurrence of the start, rank 2, in main. 5,000 iterations (about 2 s): the agents
+  # must still run when lockstepd asks for their held records.
+  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so:$SHIM" \
+    -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_MODE=consensus -x LOCKSTEP_SERVER="$URL" -x LOCKSTEP_JOB_ID="J-nbc-$$" \
+    -x LOCKSTEP_SPOOL_DIR="$T/nbc-srv-spool" -x LOCKSTEP_MANIFEST_HASH=0 -x LOCKSTEP_SHIM_RANK=2 \
+    -x LOCKSTEP_SHIM_ICALL=21 ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$NBC" 5000 >"$T/nbc-srv.out" 2>&1
+  nbc_srv=""
+  for _ in $(seq 1 50); do
+    nbc_srv=$(curl -s "$URL/api/v1/runs?job=J-nbc-$$" | python3 -c '
+import json, sys, urllib.request
+items = json.load(sys.stdin)["items"]
+c = json.load(urllib.request.urlopen(sys.argv[1] + "/api/v1/runs/%s/consensus" % items[0]["run_id"])) if items else {}
+f = c.get("first") or {}
+print(c.get("status"), f.get("name"), f.get("occurrence"), f.get("odd_ranks"), (f.get("site") or {}).get("function"))' "$URL" 2>/dev/null)
+    case "$nbc_srv" in "disagree mpi.iallreduce "*) break ;; esac
+    sleep 0.2
+  done
+  if [ "$nbc_srv" = "disagree mpi.iallreduce 21 [2] main" ]; then
+    ok "nonblocking collectives, digests streamed: lockstepd names the odd MPI_Iallreduce (#21, rank 2, main)"
+  else bad "nonblocking consensus through lockstepd: '$nbc_srv'; $(tail -2 "$T/nbc-srv.out")"; fi
+  # The same from Fortran (use mpi_f08: MPI_Waitall, MPI_Waitany, MPI_Testsome polls, MPI_Test, MPI_Wait).
+  if [ -x "$B/tests/apps/fortran_nbc" ]; then
+    nbc_run fnbc-clean "$B/tests/apps/fortran_nbc" "$B/lib/liblockstep_mpi.so" LOCKSTEP_MODE=consensus
+    nbc_run fnbc-bad "$B/tests/apps/fortran_nbc" "$B/lib/liblockstep_mpi.so:$SHIM" LOCKSTEP_MODE=consensus \
+      LOCKSTEP_SHIM_RANK=1 LOCKSTEP_SHIM_ICALL=35
+    fnbc_places=$("$CONS" "$T/fnbc-clean"/rank-*.lstrace | awk '$1 == "place"' | wc -l)
+    if [ "$(odd "$T/fnbc-clean.dig")" = none ] && [ "$fnbc_places" -eq 320 ] &&
+       [ "$(odd "$T/fnbc-bad.dig")" = "1 0 1" ]; then
+      ok "consensus, Fortran nonblocking collectives: 320 places agree; a flipped bit is rank 1's"
+    else bad "Fortran nonblocking consensus: $fnbc_places places, odd '$(odd "$T/fnbc-clean.dig")' clean, '$(odd "$T/fnbc-bad.dig")' with the shim ($(tail -2 "$T/fnbc-clean.out"))"; fi
+  else bad "Fortran nonblocking consensus: $B/tests/apps/fortran_nbc is not built (mpifort)"; fi
   # The production mode on a program without steps (every record at step 0, the step never ends while it runs),
   # streaming digests to lockstepd: the disagreement is named (record, occurrence, site) from the held records the
   # agents send on demand while the run goes, and no agent's held records are refused (each sends only the records
