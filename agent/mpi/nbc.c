@@ -14,6 +14,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <mpi.h>
 
@@ -23,16 +25,16 @@
 
 /* One started collective whose record waits for its completion. */
 typedef struct pending {
-    MPI_Request req;    /* the program's request */
+    MPI_Request req;     /* the program's request */
     const void *claimed; /* the completion call that holds it (its frame), NULL when none */
     int slot;            /* its index in that call's request array */
     ls_ticket ticket;
     const char *name;
     const void *ret;
     void *buf;
-    int count;                 /* elements of `dt` at buf (no segments) */
+    int count;                  /* elements of `dt` at buf (no segments) */
     const int *counts, *displs; /* Iallgatherv: the segments (MPI keeps them unchanged until completion) */
-    MPI_Datatype dt;           /* the program's type, or our duplicate of a derived one */
+    MPI_Datatype dt;            /* the program's type, or our duplicate of a derived one */
     int dt_dup;
     dt_info d;
     int csize;
@@ -90,21 +92,47 @@ static void record(pending *p)
     release(p);
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* drain_all - complete every open request of the table that no completion call holds, and record it (the step is
- * about to change). */
+ * about to change). Bounded: a collective another member starts only after this rank's step change (a legal order
+ * when, say, it waits for this rank's message first) cannot complete here, so after DRAIN_WAIT_MS the drain gives
+ * up, says so once, and is not tried again in this process: records open across later step changes are left out on
+ * their rank (their windows are never sent), and the job waits on the agent that once only. A collective that merely
+ * takes longer than that is treated alike. */
+#define DRAIN_WAIT_MS 5000
+static int drain_off; /* under mu */
+
 static void drain_all(void)
 {
     REAL(int, MPI_Request_get_status, MPI_Request, int *, MPI_Status *);
     pthread_mutex_lock(&mu);
-    for (size_t i = 0; i < n_tab;) {
+    int64_t until = mono_ns() + (int64_t)DRAIN_WAIT_MS * 1000000;
+    for (size_t i = 0; i < n_tab && !drain_off;) {
         pending *p = tab[i];
         if (p->claimed) {
             i++;
             continue;
         }
         int flag = 0, rc;
-        while ((rc = real_MPI_Request_get_status(p->req, &flag, MPI_STATUS_IGNORE)) == MPI_SUCCESS && !flag)
+        while ((rc = real_MPI_Request_get_status(p->req, &flag, MPI_STATUS_IGNORE)) == MPI_SUCCESS && !flag &&
+               mono_ns() < until)
             ;
+        if (rc == MPI_SUCCESS && !flag) {
+            drain_off = 1;
+            static const char msg[] =
+                "lockstep: a nonblocking collective stayed open across a step change for 5 s (another rank starts it "
+                "later?); collectives open across step changes are left out of this rank's records from now on "
+                "(their consensus windows are not checked)\n";
+            ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+            (void)w;
+            break;
+        }
         remove_locked(p);
         if (rc == MPI_SUCCESS) {
             record(p);
@@ -151,6 +179,15 @@ static void start(pending *p, MPI_Request req, MPI_Comm comm, int cons)
             cap_tab = cap;
         }
     }
+    for (size_t i = 0; reserved && i < n_tab; i++)
+        if (tab[i]->req == req && !tab[i]->claimed) { /* MPI hands out a live request once: this one's completion
+                                                         went unseen (MPI_Request_free, a PMPI_Wait) */
+            pending *stale = tab[i];
+            remove_locked(stale);
+            ls_drop(&stale->ticket);
+            release(stale);
+            break;
+        }
     if (reserved && n_tab < cap_tab) {
         tab[n_tab++] = q;
         __atomic_store_n(&n_live, n_tab, __ATOMIC_RELEASE);
@@ -195,8 +232,8 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, M
     return rc;
 }
 
-int MPI_Iallgather(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount,
-                   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+int MPI_Iallgather(const void *sendbuf, int scount, MPI_Datatype stype, void *recvbuf, int rcount, MPI_Datatype rtype,
+                   MPI_Comm comm, MPI_Request *req)
 {
     REAL(int, MPI_Iallgather, const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm, MPI_Request *);
     pending p = {.name = "mpi.iallgather", .ret = RET, .buf = recvbuf, .dt = rtype};
@@ -221,8 +258,8 @@ int MPI_Iallgatherv(const void *sendbuf, int scount, MPI_Datatype stype, void *r
 {
     REAL(int, MPI_Iallgatherv, const void *, int, MPI_Datatype, void *, const int *, const int *, MPI_Datatype,
          MPI_Comm, MPI_Request *);
-    pending p = {.name = "mpi.iallgatherv", .ret = RET, .buf = recvbuf, .dt = rtype, .counts = rcounts,
-                 .displs = displs};
+    pending p = {
+        .name = "mpi.iallgatherv", .ret = RET, .buf = recvbuf, .dt = rtype, .counts = rcounts, .displs = displs};
     dt_info ds;
     if (!recording_consensus(LS_LEVEL_COLLECTIVE, p.name, p.ret, 1, comm) || dtype_info(rtype, &p.d) < 0 ||
         (sendbuf != MPI_IN_PLACE && dtype_info(stype, &ds) < 0))
@@ -368,8 +405,7 @@ int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st
     if (!claim(reqs, n, &who))
         return real_MPI_Testany(n, reqs, index, flag, status);
     int rc = real_MPI_Testany(n, reqs, index, flag, status);
-    settle(&who, rc != MPI_SUCCESS ? FAILED : *flag && *index != MPI_UNDEFINED ? DONE_ONE : DONE_NONE, *index, NULL,
-           0);
+    settle(&who, rc != MPI_SUCCESS ? FAILED : *flag && *index != MPI_UNDEFINED ? DONE_ONE : DONE_NONE, *index, NULL, 0);
     return rc;
 }
 
@@ -380,8 +416,11 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
     if (!claim(reqs, n, &who))
         return real_MPI_Waitsome(n, reqs, outcount, indices, statuses);
     int rc = real_MPI_Waitsome(n, reqs, outcount, indices, statuses);
-    settle(&who, rc != MPI_SUCCESS ? FAILED : *outcount == MPI_UNDEFINED ? DONE_NONE : DONE_LISTED, 0, indices,
-           *outcount);
+    settle(&who,
+           rc != MPI_SUCCESS            ? FAILED
+           : *outcount == MPI_UNDEFINED ? DONE_NONE
+                                        : DONE_LISTED,
+           0, indices, *outcount);
     return rc;
 }
 
@@ -392,7 +431,10 @@ int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
     if (!claim(reqs, n, &who))
         return real_MPI_Testsome(n, reqs, outcount, indices, statuses);
     int rc = real_MPI_Testsome(n, reqs, outcount, indices, statuses);
-    settle(&who, rc != MPI_SUCCESS ? FAILED : *outcount == MPI_UNDEFINED ? DONE_NONE : DONE_LISTED, 0, indices,
-           *outcount);
+    settle(&who,
+           rc != MPI_SUCCESS            ? FAILED
+           : *outcount == MPI_UNDEFINED ? DONE_NONE
+                                        : DONE_LISTED,
+           0, indices, *outcount);
     return rc;
 }

@@ -3,10 +3,14 @@
  * MPI_COMM_WORLD, an MPI_Iallgatherv, and completes them in an order that depends on the rank (MPI_Waitall, MPI_Wait
  * in reverse, MPI_Testany polls, MPI_Waitsome). Then a small MPI_Iallreduce stays open across an MPI_Reduce (which
  * opens a step under LOCKSTEP_STEP_ON=mpi.reduce) and is completed after it, by MPI_Wait or MPI_Test polls.
- * usage: mpi_nbc [ITERATIONS] */
+ * With "late": rank 0 starts two MPI_Iallreduce and then sends to rank 1, which starts its own only after receiving
+ * (a legal order; under LOCKSTEP_STEP_ON=mpi.iallreduce rank 0's second start opens a step while its first is open,
+ * and that one cannot complete before rank 1 receives).
+ * usage: mpi_nbc [ITERATIONS [late]] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { N = 1024 };
 
@@ -14,9 +18,7 @@ enum { N = 1024 };
 static void complete(int way, MPI_Request r[4])
 {
     switch (way) {
-    case 0:
-        MPI_Waitall(4, r, MPI_STATUSES_IGNORE);
-        break;
+    case 0: MPI_Waitall(4, r, MPI_STATUSES_IGNORE); break;
     case 1:
         for (int k = 3; k >= 0; k--)
             MPI_Wait(&r[k], MPI_STATUS_IGNORE);
@@ -48,6 +50,21 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc > 2 && strcmp(argv[2], "late") == 0) {
+        int x = rank + 1, y = 0, z = 0, token = 7;
+        MPI_Request rl[2];
+        if (rank == 1)
+            MPI_Recv(&token, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Iallreduce(&x, &y, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &rl[0]);
+        MPI_Iallreduce(&x, &z, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &rl[1]);
+        if (rank == 0 && size > 1)
+            MPI_Send(&token, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
+        MPI_Waitall(2, rl, MPI_STATUSES_IGNORE);
+        if (rank == 0)
+            printf("mpi_nbc late: %d ranks, sum %d\n", size, y);
+        MPI_Finalize();
+        return 0;
+    }
     MPI_Comm dup;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     double *a = malloc(sizeof(double) * N), *b = malloc(sizeof(double) * N), *c = malloc(sizeof(double) * N);

@@ -436,6 +436,19 @@ print(len(by), all(sorted(v) == [0, 1] for v in by.values()))')
      [ "$nbc_occ" = "20 True" ]; then
     ok "nonblocking collectives, twins: every record alike; each of 20 steps holds its two MPI_Iallreduce records"
   else bad "nonblocking twins: $(head -2 "$T/nbc-twin.diff"); steps and occurrences '$nbc_occ'"; fi
+  # A legal order the drain cannot complete: rank 1 starts the collectives only after a message rank 0 sends after
+  # its step change. The drain gives up after 5 s and says so; the job ends; rank 0's record of that collective
+  # (and its window) is left out, rank 1's is there: an absent copy, never judged.
+  late_t=$(date +%s)
+  timeout 60 mpirun --allow-run-as-root --oversubscribe -np 2 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so" \
+    -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_STEP_ON=mpi.iallreduce -x LOCKSTEP_TRACE_DIR="$T/nbc-late" \
+    ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$NBC" 1 late >"$T/nbc-late.out" 2>&1; late_rc=$?
+  late_t=$(( $(date +%s) - late_t ))
+  late_n=$(for r in 0 1; do "$LS" dump "$T/nbc-late/rank-0000$r.lstrace" | grep -c '"mpi.iallreduce"'; done | tr '\n' ' ')
+  if [ "$late_rc" = 0 ] && [ "$late_t" -lt 40 ] && grep -q 'stayed open across a step change for 5 s' "$T/nbc-late.out" &&
+     [ "$late_n" = "1 2 " ]; then
+    ok "nonblocking collective another rank starts later: the drain gives up after 5 s, the job ends (${late_t}s), the record is left out"
+  else bad "nonblocking late start: rc $late_rc in ${late_t}s, iallreduce records per rank '$late_n': $(tail -2 "$T/nbc-late.out")"; fi
   # Through lockstepd (consensus mode, digests streamed, no steps): it names the odd record from the records the agents
   # hold, an MPI_Iallreduce at its occurrence of the start, rank 2, in main. 5,000 iterations (about 2 s): the agents
   # must still run when lockstepd asks for their held records.

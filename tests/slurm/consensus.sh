@@ -86,6 +86,14 @@ t_cons_solver() { # C++: solver on 4 ranks, its iterations and the closing reduc
 t_cons_fortran() { # Fortran (use mpi_f08) on 4 ranks
   cjob -N2 -n4 -- "$apps/fortran_f08" 3 && cons_clean
 }
+# Nonblocking collectives (tests/agent/mpi_nbc.c, tests/apps/fortran_nbc.f90) on 4 ranks over 2 nodes, each rank
+# completing them in its own order: recorded at completion with the place of their start, every window agrees.
+t_cons_nbc() {
+  [ -x "$apps/mpi_nbc" ] && [ -x "$apps/fortran_nbc" ] || { echo "mpi_nbc or fortran_nbc is not built" >>"$tmp/err"; return 1; }
+  cjob -N2 -n4 -- "$apps/mpi_nbc" 200 && cons_clean || return 1
+  cjob -N2 -n4 -- "$apps/fortran_nbc" 200 && cons_clean
+}
+
 # Quantum ESPRESSO's pw.x on 4 ranks over 2 nodes: its 2x2 grid for the dense algebra makes row and column groups of
 # 2 ranks, whose BLACS broadcasts the root and the receivers call from different functions, and the members' counts
 # of a name over all their groups differ (common/consensus.h: neither is part of a copy).

@@ -48,7 +48,8 @@ for f in bin/lockstepd bin/lockstep bin/lockstep-train tests/slurm/mpi_twin; do 
 # The MPI wrappers and the real programs of tests/apps (the stripped library beside its program).
 [ -f "$build/lib/liblockstep_mpi.so" ] && cp "$build/lib/liblockstep_mpi.so" "$tmp/lib/"
 mkdir -p "$tmp/tests/apps"
-for f in heat solver libsolver.so blacs_solve fortran_f08; do [ -f "$build/tests/apps/$f" ] && cp "$build/tests/apps/$f" "$tmp/tests/apps/"; done
+for f in heat solver libsolver.so blacs_solve fortran_f08 fortran_nbc; do [ -f "$build/tests/apps/$f" ] && cp "$build/tests/apps/$f" "$tmp/tests/apps/"; done
+[ -f "$build/tests/agent/mpi_nbc" ] && cp "$build/tests/agent/mpi_nbc" "$tmp/tests/apps/"
 lockstepd=$tmp/bin/lockstepd
 lockstep_cli=$tmp/bin/lockstep
 
@@ -787,6 +788,7 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
       check "consensus, C: heat once, no twin: agree over the windows checked; no node scored, no alert" t_cons_heat
       check "consensus, C++: solver once: agree; no node scored, no alert" t_cons_solver
       check "consensus, Fortran: fortran_f08 once: agree; no node scored, no alert" t_cons_fortran
+      check "consensus, nonblocking collectives from C and Fortran, completed in 4 orders: agree; no node scored" t_cons_nbc
       if [ -x /usr/bin/pw.x ]; then
         check "consensus, Quantum ESPRESSO pw.x once: agree; no node scored, no alert" t_cons_pw
       else
