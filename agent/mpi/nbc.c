@@ -343,6 +343,15 @@ static void settle(const void *who, int how, int index, const int *indices, int 
     }
 }
 
+/* settle_some - settle after MPI_Waitsome or MPI_Testsome returned `rc`: the requests at indices[0..*outcount)
+ * completed. Returns rc. */
+static int settle_some(const void *who, int rc, const int *outcount, const int *indices)
+{
+    int n = rc == MPI_SUCCESS ? *outcount : 0;
+    settle(who, rc != MPI_SUCCESS ? FAILED : n == MPI_UNDEFINED ? DONE_NONE : DONE_LISTED, 0, indices, n);
+    return rc;
+}
+
 int MPI_Wait(MPI_Request *req, MPI_Status *status)
 {
     REAL(int, MPI_Wait, MPI_Request *, MPI_Status *);
@@ -416,12 +425,7 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
     if (!claim(reqs, n, &who))
         return real_MPI_Waitsome(n, reqs, outcount, indices, statuses);
     int rc = real_MPI_Waitsome(n, reqs, outcount, indices, statuses);
-    settle(&who,
-           rc != MPI_SUCCESS            ? FAILED
-           : *outcount == MPI_UNDEFINED ? DONE_NONE
-                                        : DONE_LISTED,
-           0, indices, *outcount);
-    return rc;
+    return settle_some(&who, rc, outcount, indices);
 }
 
 int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
@@ -431,10 +435,5 @@ int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
     if (!claim(reqs, n, &who))
         return real_MPI_Testsome(n, reqs, outcount, indices, statuses);
     int rc = real_MPI_Testsome(n, reqs, outcount, indices, statuses);
-    settle(&who,
-           rc != MPI_SUCCESS            ? FAILED
-           : *outcount == MPI_UNDEFINED ? DONE_NONE
-                                        : DONE_LISTED,
-           0, indices, *outcount);
-    return rc;
+    return settle_some(&who, rc, outcount, indices);
 }

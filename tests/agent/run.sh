@@ -320,15 +320,16 @@ fi
 SHIM=$B/tests/agent/shim_corrupt.so
 CONS=$B/tests/agent/cons_digests
 if [ -x "$MPIPROG" ] && [ -f "$SHIM" ] && [ -x "$CONS" ] && command -v mpirun >/dev/null; then
-  cons_run() {   # NAME PRELOAD [ENV=VALUE...]: 30 iterations, 4 ranks, traces only
-    local name=$1 pre=$2; shift 2
+  traced_run() {   # NAME PROGRAM ITERATIONS PRELOAD [ENV=VALUE...]: 4 ranks, traces only; digests in NAME.dig
+    local name=$1 prog=$2 iters=$3 pre=$4; shift 4
     local xs=()
     for kv in "$@"; do xs+=(-x "$kv"); done
     timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$pre" -x LOCKSTEP_AUTOSTART=1 \
-      -x LOCKSTEP_TRACE_DIR="$T/$name" "${xs[@]}" ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$MPIPROG" 30 \
+      -x LOCKSTEP_TRACE_DIR="$T/$name" "${xs[@]}" ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$prog" "$iters" \
       >"$T/$name.out" 2>&1 || tail -3 "$T/$name.out"
     "$CONS" "$T/$name"/rank-*.lstrace | awk '$1 == "digest"' >"$T/$name.dig"
   }
+  cons_run() { local name=$1; shift; traced_run "$name" "$MPIPROG" 30 "$@"; }   # NAME PRELOAD [ENV=VALUE...]
   odd() {   # DIGEST_FILE: "rank step window" of each digest that differs from the one most ranks sent
     python3 -c '
 import collections, sys
@@ -341,6 +342,20 @@ for (step, key, window, size), copies in sorted(by.items()):
     common = collections.Counter(copies.values()).most_common(1)[0][0]
     out += [f"{rank} {step} {window}" for rank, c in sorted(copies.items()) if c != common or len(copies) != size]
 print(",".join(out) or "none")' "$1"
+  }
+  cons_first_named() {   # JOB NAME: "status name occurrence odd_ranks function" of the job's run's first consensus
+    local line=""         # disagreement, once it names a record NAME (10 s at most)
+    for _ in $(seq 1 50); do
+      line=$(curl -s "$URL/api/v1/runs?job=$1" | python3 -c '
+import json, sys, urllib.request
+items = json.load(sys.stdin)["items"]
+c = json.load(urllib.request.urlopen(sys.argv[1] + "/api/v1/runs/%s/consensus" % items[0]["run_id"])) if items else {}
+f = c.get("first") or {}
+print(c.get("status"), f.get("name"), f.get("occurrence"), f.get("odd_ranks"), (f.get("site") or {}).get("function"))' "$URL" 2>/dev/null)
+      case "$line" in "disagree $2 "*) break ;; esac
+      sleep 0.2
+    done
+    echo "$line"
   }
   cons_run cons-clean "$B/lib/liblockstep_mpi.so"
   cons_run cons-shim "$B/lib/liblockstep_mpi.so:$SHIM" LOCKSTEP_SHIM_RANK=2 LOCKSTEP_SHIM_CALL=30
@@ -400,15 +415,7 @@ print(len(next(iter(by.values()))) if len(by) == 4 and len({frozenset(v) for v i
   # MPI_Iallreduce before it is open: the agent completes it first, in the step that started it. Clean: every window
   # agrees on every rank; one bit of rank 2's 22nd MPI_Iallreduce output flipped (iteration 10's small one, step 11):
   # rank 2 alone is odd, at step 11.
-  nbc_run() {   # NAME PROGRAM PRELOAD [ENV=VALUE...]: 20 iterations, 4 ranks, traces only
-    local name=$1 prog=$2 pre=$3; shift 3
-    local xs=()
-    for kv in "$@"; do xs+=(-x "$kv"); done
-    timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$pre" -x LOCKSTEP_AUTOSTART=1 \
-      -x LOCKSTEP_TRACE_DIR="$T/$name" "${xs[@]}" ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$prog" 20 \
-      >"$T/$name.out" 2>&1 || tail -3 "$T/$name.out"
-    "$CONS" "$T/$name"/rank-*.lstrace | awk '$1 == "digest"' >"$T/$name.dig"
-  }
+  nbc_run() { local name=$1 prog=$2; shift 2; traced_run "$name" "$prog" 20 "$@"; }   # NAME PROGRAM PRELOAD [ENV...]
   NBC=$B/tests/agent/mpi_nbc
   nbc_run nbc-clean "$NBC" "$B/lib/liblockstep_mpi.so" LOCKSTEP_MODE=consensus LOCKSTEP_STEP_ON=mpi.ibcast
   nbc_run nbc-bad "$NBC" "$B/lib/liblockstep_mpi.so:$SHIM" LOCKSTEP_MODE=consensus LOCKSTEP_STEP_ON=mpi.ibcast \
@@ -456,17 +463,7 @@ print(len(by), all(sorted(v) == [0, 1] for v in by.values()))')
     -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_MODE=consensus -x LOCKSTEP_SERVER="$URL" -x LOCKSTEP_JOB_ID="J-nbc-$$" \
     -x LOCKSTEP_SPOOL_DIR="$T/nbc-srv-spool" -x LOCKSTEP_MANIFEST_HASH=0 -x LOCKSTEP_SHIM_RANK=2 \
     -x LOCKSTEP_SHIM_ICALL=21 ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$NBC" 5000 >"$T/nbc-srv.out" 2>&1
-  nbc_srv=""
-  for _ in $(seq 1 50); do
-    nbc_srv=$(curl -s "$URL/api/v1/runs?job=J-nbc-$$" | python3 -c '
-import json, sys, urllib.request
-items = json.load(sys.stdin)["items"]
-c = json.load(urllib.request.urlopen(sys.argv[1] + "/api/v1/runs/%s/consensus" % items[0]["run_id"])) if items else {}
-f = c.get("first") or {}
-print(c.get("status"), f.get("name"), f.get("occurrence"), f.get("odd_ranks"), (f.get("site") or {}).get("function"))' "$URL" 2>/dev/null)
-    case "$nbc_srv" in "disagree mpi.iallreduce "*) break ;; esac
-    sleep 0.2
-  done
+  nbc_srv=$(cons_first_named "J-nbc-$$" mpi.iallreduce)
   if [ "$nbc_srv" = "disagree mpi.iallreduce 21 [2] main" ]; then
     ok "nonblocking collectives, digests streamed: lockstepd names the odd MPI_Iallreduce (#21, rank 2, main)"
   else bad "nonblocking consensus through lockstepd: '$nbc_srv'; $(tail -2 "$T/nbc-srv.out")"; fi
@@ -489,17 +486,7 @@ print(c.get("status"), f.get("name"), f.get("occurrence"), f.get("odd_ranks"), (
     -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_MODE=consensus -x LOCKSTEP_SERVER="$URL" -x LOCKSTEP_JOB_ID="J-cons-nostep-$$" \
     -x LOCKSTEP_SPOOL_DIR="$T/cons-nostep-spool" -x LOCKSTEP_MANIFEST_HASH=0 -x LOCKSTEP_SHIM_RANK=2 \
     -x LOCKSTEP_SHIM_CALL=30 ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$MPIPROG" 2000 >"$T/cons-nostep.out" 2>&1
-  cns=""
-  for _ in $(seq 1 50); do
-    cns=$(curl -s "$URL/api/v1/runs?job=J-cons-nostep-$$" | python3 -c '
-import json, sys, urllib.request
-items = json.load(sys.stdin)["items"]
-c = json.load(urllib.request.urlopen(sys.argv[1] + "/api/v1/runs/%s/consensus" % items[0]["run_id"])) if items else {}
-f = c.get("first") or {}
-print(c.get("status"), f.get("name"), f.get("occurrence"), f.get("odd_ranks"), (f.get("site") or {}).get("function"))' "$URL" 2>/dev/null)
-    case "$cns" in "disagree mpi.allreduce "*) break ;; esac
-    sleep 0.2
-  done
+  cns=$(cons_first_named "J-cons-nostep-$$" mpi.allreduce)
   if [ "$cns" = "disagree mpi.allreduce 30 [2] main" ] && ! grep -q "refused the held records" "$T/cons-nostep.out"; then
     ok "consensus mode, no steps, digests streamed: lockstepd names the odd allreduce (#30, rank 2, main) while it runs"
   else bad "consensus without steps: '$cns'; $(grep -m1 'refused' "$T/cons-nostep.out")"; fi
