@@ -62,11 +62,13 @@ static int warned_write, warned_forked, warned_autostart, warned_ckpt_path;
 
 /* Reserved records (agent_reserve): `windows_epoch` counts the consensus table's flushes (under `mu`, never reset:
  * a ticket of an older epoch names places of a table that is gone); `n_reserved` the tickets neither filled nor
- * dropped (atomic); `drain` the MPI wrappers' completion of their open requests (ls_on_step_change), called without
- * `mu` before a step changes while tickets are open. */
+ * dropped (atomic); `drains` the wrappers' completion of what they launched (ls_on_step_change: the MPI and the NCCL
+ * wrappers), called without `mu` before a step changes while tickets are open. */
+#define DRAINS_MAX 4
 static uint64_t windows_epoch;
 static unsigned long n_reserved;
-static void (*drain)(void);
+static void (*drains[DRAINS_MAX])(void); /* under mu */
+static int n_drains;
 
 /* windows_flush_locked - cw_flush, and the tickets of the old table lose their places. */
 static void cons_emit_locked(void *arg, const cw_digest *d);
@@ -80,11 +82,14 @@ static void windows_flush_locked(void)
  * this step), `mu` released meanwhile. Returns 1 when the agent is still active after. */
 static int drain_unlocked(void)
 {
-    void (*fn)(void) = __atomic_load_n(&drain, __ATOMIC_ACQUIRE);
-    if (!fn || !__atomic_load_n(&n_reserved, __ATOMIC_ACQUIRE))
+    void (*fns[DRAINS_MAX])(void);
+    int n = n_drains;
+    if (!n || !__atomic_load_n(&n_reserved, __ATOMIC_ACQUIRE))
         return 1;
+    memcpy(fns, drains, sizeof(fns));
     pthread_mutex_unlock(&mu);
-    fn();
+    for (int i = 0; i < n; i++)
+        fns[i]();
     pthread_mutex_lock(&mu);
     return A.state == ST_ACTIVE;
 }
@@ -777,7 +782,15 @@ void agent_drop(agent_ticket *t)
 
 void ls_on_step_change(void (*fn)(void))
 {
-    __atomic_store_n(&drain, fn, __ATOMIC_RELEASE);
+    pthread_mutex_lock(&mu);
+    int known = 0;
+    for (int i = 0; fn && i < n_drains; i++)
+        known |= drains[i] == fn;
+    if (!fn)
+        n_drains = 0;
+    else if (!known && n_drains < DRAINS_MAX)
+        drains[n_drains++] = fn;
+    pthread_mutex_unlock(&mu);
 }
 
 int ls_enabled_at(ls_level level, const char *name, const void *return_address)

@@ -196,9 +196,10 @@ LS_API int ls_fill(ls_ticket *ticket, const char *name, uint64_t fp, uint64_t nb
 /* ls_drop - give a reservation up: its operation failed or its output cannot be read. */
 LS_API void ls_drop(ls_ticket *ticket);
 
-/* ls_on_step_change - `fn` is called (in the thread that changes the step, outside the agent's lock) before the step
- * changes while reservations are open, to complete the operations they stand for, so that their records are made in
- * the step that started them. The MPI wrappers register theirs; NULL removes it. */
+/* ls_on_step_change - add `fn` to the functions called (in the thread that changes the step, outside the agent's
+ * lock) before the step changes while reservations are open, to complete the operations they stand for, so that
+ * their records are made in the step that started them. The MPI and the NCCL wrappers add theirs (at most 4 in all;
+ * one added twice counts once); NULL removes every one. */
 LS_API void ls_on_step_change(void (*fn)(void));
 
 /* ls_replica - record `host_data` (a host buffer of `nbytes`) as a replica: a tensor every rank of `group` must hold

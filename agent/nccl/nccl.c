@@ -43,6 +43,8 @@ struct pend {
     int64_t shape[2];
     uint64_t nbytes;
     cudaEvent_t ev;
+    int reserved; /* `ticket` holds the record's step, occurrence and place, taken at the launch (ls_reserve) */
+    ls_ticket ticket;
 };
 
 struct deferred {
@@ -59,15 +61,16 @@ static struct {
     struct {
         ncclComm_t comm;
         uint64_t key;
-    } keys[KEYS]; /* live communicators and their keys (comm NULL: a free entry) */
-    int state;    /* 0 untried, 1 ready, -1 off */
+        uint64_t calls; /* consensus collectives launched on it (the consensus mode's sampling) */
+    } keys[KEYS];       /* live communicators and their keys (comm NULL: a free entry) */
+    int state;          /* 0 untried, 1 ready, -1 off */
     uint64_t *d_ring, *h_ring;
     struct pend p[RING];
     unsigned head, count; /* FIFO of pending slots */
     int group_depth;
     struct deferred d[DEFER];
     unsigned n_deferred;
-} N = {.mu = PTHREAD_MUTEX_INITIALIZER};
+} N = {.mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP}; /* recursive: ls_reserve may call step_drain */
 
 static void warn(const char *what, cudaError_t e)
 {
@@ -106,6 +109,16 @@ static void at_exit(void)
     pthread_mutex_unlock(&N.mu);
 }
 
+/* step_drain - before the agent changes step (ls_on_step_change): wait for the launched collectives and make their
+ * records, so that each lands in the step that launched it. */
+static void step_drain(void)
+{
+    pthread_mutex_lock(&N.mu);
+    if (N.state > 0)
+        drain_locked(1);
+    pthread_mutex_unlock(&N.mu);
+}
+
 /* ready_locked - allocate the rings once. Returns 1 when fingerprints can be taken. */
 static int ready_locked(void)
 {
@@ -126,6 +139,7 @@ static int ready_locked(void)
      * makes the last records, runs first. */
     ls_init();
     atexit(at_exit);
+    ls_on_step_change(step_drain);
     N.state = 1;
     return 1;
 }
@@ -176,10 +190,10 @@ static int comm_count(ncclComm_t comm)
     return n;
 }
 
-/* consensus_places - 1 when LOCKSTEP_NCCL_CONSENSUS=1 asks for consensus places on NCCL records. Off by default:
- * records are made when their events complete, at the step current then, so a program that changes step while
- * collectives are in flight could put one collective in different steps on different ranks, and their places
- * would not line up (a false disagreement). Placing them by the step at launch lifts this. */
+/* consensus_places - 1 when LOCKSTEP_NCCL_CONSENSUS=1 asks for consensus places on NCCL records. A record's step,
+ * occurrence and place are taken at the launch (ls_reserve) and it is made when its event completes; before a step
+ * changes the agent waits for the launched ones (step_drain). Off by default until ranks on two GPUs have been
+ * compared: one H200 was lent so far. */
 static int consensus_places(void)
 {
     static int on = -1;
@@ -220,19 +234,36 @@ static int comm_key_locked(ncclComm_t comm, uint64_t *key)
     return -1;
 }
 
-/* emit - make the record of slot i (its event has completed). */
+/* sampled_locked - the consensus mode's LOCKSTEP_CONSENSUS_EVERY for the next consensus collective on `comm`, counted
+ * on the communicator (NCCL requires every member to launch its collectives in one order): mode_sampled. */
+static int sampled_locked(ncclComm_t comm)
+{
+    unsigned every = mode_consensus_every_env();
+    if (every <= 1)
+        return 1;
+    for (int i = 0; i < KEYS; i++)
+        if (comm && N.keys[i].comm == comm)
+            return mode_sampled(N.keys[i].calls++, every);
+    return 1;
+}
+
+/* emit - make the reserved record of slot i (its event has completed); drop - give it up (its hashing failed). */
 static void emit(unsigned i)
 {
     struct pend *p = &N.p[i];
     uint64_t *w = N.h_ring + (size_t)i * WORDS;
-    if (p->cons) {
-        ls_comm c = {(int)p->shape[0], NULL};
-        ls_record_fp_consensus(p->level, p->name, p->has_out ? w[2] : w[0], p->nbytes, p->dtype, 2, p->shape,
-                               p->has_in && p->has_out, &w[0], p->ret, &c, p->key);
-        return;
-    }
-    ls_record_fp_at(p->level, p->name, p->has_out ? w[2] : w[0], p->nbytes, p->dtype, 2, p->shape,
-                    p->has_in && p->has_out, &w[0], p->ret, NULL);
+    ls_comm c = {(int)p->shape[0], NULL};
+    if (p->reserved)
+        ls_fill(&p->ticket, p->name, p->has_out ? w[2] : w[0], p->nbytes, p->dtype, 2, p->shape,
+                p->has_in && p->has_out, &w[0], p->ret, p->cons ? &c : NULL);
+    p->reserved = 0;
+}
+
+static void drop(unsigned i)
+{
+    if (N.p[i].reserved)
+        ls_drop(&N.p[i].ticket);
+    N.p[i].reserved = 0;
 }
 
 /* drain_locked - make the records whose work is done, oldest first; with
@@ -252,6 +283,8 @@ static void drain_locked(int wait)
             return;
         if (e == cudaSuccess)
             emit(i);
+        else
+            drop(i);
         N.head = (N.head + 1) % RING;
         N.count--;
     }
@@ -283,11 +316,24 @@ static int begin_locked(const char *name, const void *ret, ls_level level, ncclD
             cudaEventSynchronize(N.p[N.head].ev);
         drain_locked(0);
     }
+    uint64_t key = 0;
+    cons = cons && consensus_places() && comm_key_locked(comm, &key) == 0;
+    if (mode_consensus_env() && cons && !sampled_locked(comm))
+        return -1;
+    /* The record's step, occurrence and place now, in launch order (ls_reserve may first complete what is pending,
+     * for a step it opens: the slot is chosen after it). */
+    ls_comm c = {nranks, NULL};
+    ls_ticket ticket;
+    if (ls_reserve(level, name, ret, cons ? &c : NULL, cons ? &key : NULL, &ticket) != 1)
+        return -1;
     unsigned i = (N.head + N.count) % RING;
     struct pend *p = &N.p[i];
     snprintf(p->name, sizeof(p->name), "%s", name);
     p->ret = ret;
-    p->cons = cons && consensus_places() && comm_key_locked(comm, &p->key) == 0;
+    p->reserved = 1;
+    p->ticket = ticket;
+    p->cons = cons;
+    p->key = key;
     p->level = level;
     p->dtype = dtype_of(t);
     p->shape[0] = nranks;
@@ -301,6 +347,7 @@ static int begin_locked(const char *name, const void *ret, ls_level level, ncclD
         cudaError_t e = lsk_lsfp1_async(in, in_bytes, 0, d, stream);
         if (e != cudaSuccess) {
             warn("hashing an input", e);
+            drop(i);
             N.state = -1;
             return -1;
         }
