@@ -78,6 +78,16 @@ static void windows_flush_locked(void)
     windows_epoch++;
 }
 
+/* step_set_locked - the step is now `step`: occurrences count from 0 again, and the old step's consensus windows close
+ * when it changes (lockstepd checks them within a step). */
+static void step_set_locked(int64_t step)
+{
+    if (A.step != step)
+        windows_flush_locked();
+    A.step = step;
+    occ_reset(&A.occ);
+}
+
 /* drain_unlocked - with `mu` held: let the MPI wrappers complete their open requests (their tickets are filled in
  * this step), `mu` released meanwhile. Returns 1 when the agent is still active after. */
 static int drain_unlocked(void)
@@ -383,10 +393,7 @@ void ls_step_begin(int64_t step)
         drain_unlocked(); /* nonblocking collectives still open complete in the step that started them */
     int active = A.state == ST_ACTIVE;
     if (active) {
-        if (A.step != step) /* the old step's consensus windows close now: lockstepd checks them within a step */
-            windows_flush_locked();
-        A.step = step;
-        occ_reset(&A.occ);
+        step_set_locked(step);
     } else if (A.state == ST_UNINIT) {
         not_active("ls_step_begin");
     }
@@ -497,16 +504,10 @@ static int sink_locked(const rec_record *r)
 }
 
 /* emit_locked - number the record (seq, occurrence) and hand it to the
- * sinks; `steps`: it opens the next step first (LOCKSTEP_STEP_ON). Returns
- * 0, or -1 with the error set. */
-static int emit_locked(rec_record *r, int steps, const agent_cons *cons)
+ * sinks. Returns 0, or -1 with the error set. */
+static int emit_locked(rec_record *r, const agent_cons *cons)
 {
     int state = rec_is_state(r);
-    if (steps && !state) {
-        windows_flush_locked();
-        A.step++; /* LOCKSTEP_STEP_ON: this record opens the next step */
-        occ_reset(&A.occ);
-    }
     int64_t occ = occ_next(state ? &A.state_occ : &A.occ, r->name, r->name_len);
     if (occ < 0) {
         agent_set_error("out of memory counting occurrences");
@@ -569,24 +570,42 @@ static int admit_state_locked(const char *fn)
 /* record_locked - admit `r` (trace window; `state`: an entry of the open state block), apply LOCKSTEP_IGNORE
  * and LOCKSTEP_STEP_ON (decisions kept in call site entry `e` when there is one; state entries never open a
  * step) and emit it. Returns 1 recorded, 0 left out, -1 error. */
-static int record_locked(rec_record *r, int state, const char *fn, cs_entry *e, const agent_cons *cons)
+/* admit_call_locked - whether a record `name` (`len` bytes) of `level` with call site `site` is made now (`state`: an
+ * entry of the open state block; `cons`: it has a consensus place to take): the trace window, the consensus mode,
+ * LOCKSTEP_IGNORE, and LOCKSTEP_STEP_ON, whose step opens here, after the wrappers' drains (`mu` is released
+ * meanwhile), unless it is a state entry. Returns 1 made, 0 left out, -1 error. The front of record_locked and
+ * agent_reserve. */
+static int admit_call_locked(int level, const char *name, size_t len, const rec_site *site, cs_entry *e, int state,
+                             int cons, const char *fn)
 {
-    int rc = state ? admit_state_locked(fn) : admit_locked(r->level, fn);
+    int rc = state ? admit_state_locked(fn) : admit_locked(level, fn);
     if (rc <= 0)
         return rc;
-    if (A.cons_only && !cons && (state || r->level != LS_LEVEL_METRIC))
+    if (A.cons_only && !cons && (state || level != LS_LEVEL_METRIC))
         return 0; /* the consensus mode records what consensus needs, and metrics */
     int ignored, steps;
-    decide_locked(r->name, r->name_len, rec_has_site(r) ? &r->site : NULL, e, &ignored, &steps);
+    decide_locked(name, len, site, e, &ignored, &steps);
     if (ignored)
         return 0;
-    if (steps && !state && !drain_unlocked())
-        return 0;
+    if (steps && !state) { /* LOCKSTEP_STEP_ON: this record opens the next step */
+        if (!drain_unlocked())
+            return 0;
+        step_set_locked(A.step + 1);
+    }
+    return 1;
+}
+
+static int record_locked(rec_record *r, int state, const char *fn, cs_entry *e, const agent_cons *cons)
+{
+    int rc = admit_call_locked(r->level, r->name, r->name_len, rec_has_site(r) ? &r->site : NULL, e, state,
+                               cons != NULL, fn);
+    if (rc <= 0)
+        return rc;
     if (state) {
         r->flags = (uint8_t)((r->flags & ~REC_STATE_MASK) | A.state_kind);
         r->level = LS_LEVEL_METRIC;
     }
-    return emit_locked(r, steps, cons) < 0 ? -1 : 1;
+    return emit_locked(r, cons) < 0 ? -1 : 1;
 }
 
 int agent_admits(int level, int state, const char *name, size_t len, const char *fn)
@@ -704,22 +723,7 @@ int agent_reserve(const char *name, size_t len, int level, const rec_site *site,
 {
     memset(t, 0, sizeof(*t));
     pthread_mutex_lock(&mu);
-    int rc = admit_locked(level, fn), ignored = 0, steps = 0;
-    if (rc > 0 && A.cons_only && !cons && level != LS_LEVEL_METRIC)
-        rc = 0;
-    if (rc > 0) {
-        decide_locked(name, len, site, e, &ignored, &steps);
-        rc = !ignored;
-    }
-    if (rc > 0 && steps) { /* LOCKSTEP_STEP_ON: the call opens the next step when it is made */
-        if (drain_unlocked()) {
-            windows_flush_locked();
-            A.step++;
-            occ_reset(&A.occ);
-        } else {
-            rc = 0;
-        }
-    }
+    int rc = admit_call_locked(level, name, len, site, e, 0, cons != NULL, fn); /* a step it opens opens now */
     int64_t occ = rc > 0 ? occ_next(&A.occ, name, len) : 0;
     if (occ < 0) {
         agent_set_error("out of memory counting occurrences");

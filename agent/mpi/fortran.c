@@ -333,34 +333,31 @@ void mpi_test_(MPI_Fint *req, MPI_Fint *flag, MPI_Fint *status, MPI_Fint *ierr)
 }
 FORTRAN_ALIASES(mpi_test, MPI_TEST);
 
-void mpi_waitall_(const MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ierr)
+/* all - MPI_Waitall (`flag` NULL) or MPI_Testall from Fortran. */
+static void all(const MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *flag, MPI_Fint *statuses, MPI_Fint *ierr)
 {
     c_reqs c;
     if (reqs_in(&c, reqs, *n) < 0) {
         leave(ierr, MPI_ERR_NO_MEM);
         return;
     }
-    int rc = leave(ierr, MPI_Waitall(*n, c.req, c.st));
+    int f = 1, rc = leave(ierr, flag ? MPI_Testall(*n, c.req, &f, c.st) : MPI_Waitall(*n, c.req, c.st));
     reqs_out(&c, reqs, *n);
-    if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS)
+    if (flag && rc == MPI_SUCCESS)
+        *flag = f != 0;
+    if (f && (rc == MPI_SUCCESS || (!flag && rc == MPI_ERR_IN_STATUS)))
         statuses_out(c.st, statuses, *n);
+}
+
+void mpi_waitall_(const MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *statuses, MPI_Fint *ierr)
+{
+    all(n, reqs, NULL, statuses, ierr);
 }
 FORTRAN_ALIASES(mpi_waitall, MPI_WAITALL);
 
 void mpi_testall_(const MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *flag, MPI_Fint *statuses, MPI_Fint *ierr)
 {
-    c_reqs c;
-    if (reqs_in(&c, reqs, *n) < 0) {
-        leave(ierr, MPI_ERR_NO_MEM);
-        return;
-    }
-    int f = 0, rc = leave(ierr, MPI_Testall(*n, c.req, &f, c.st));
-    reqs_out(&c, reqs, *n);
-    if (rc == MPI_SUCCESS) {
-        *flag = f != 0;
-        if (f)
-            statuses_out(c.st, statuses, *n);
-    }
+    all(n, reqs, flag, statuses, ierr);
 }
 FORTRAN_ALIASES(mpi_testall, MPI_TESTALL);
 

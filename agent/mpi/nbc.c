@@ -66,6 +66,13 @@ static void release(pending *p)
     free(p);
 }
 
+/* give_up - no record for `p` (its completion failed or cannot be read): its window is never sent; freed. */
+static void give_up(pending *p)
+{
+    ls_drop(&p->ticket);
+    release(p);
+}
+
 static void remove_locked(pending *p)
 {
     for (size_t i = 0; i < n_tab; i++)
@@ -137,8 +144,7 @@ static void drain_all(void)
         if (rc == MPI_SUCCESS) {
             record(p);
         } else {
-            ls_drop(&p->ticket);
-            release(p);
+            give_up(p);
         }
     }
     pthread_mutex_unlock(&mu);
@@ -147,7 +153,6 @@ static void drain_all(void)
 /* start - the collective `p` describes was started with request `req` on `comm`: reserve its record and keep it. */
 static void start(pending *p, MPI_Request req, MPI_Comm comm, int cons)
 {
-    REAL(int, MPI_Type_get_envelope, MPI_Datatype, int *, int *, int *, int *);
     REAL(int, MPI_Type_dup, MPI_Datatype, MPI_Datatype *);
     pthread_once(&hook_once, hook);
     ls_comm c;
@@ -165,8 +170,7 @@ static void start(pending *p, MPI_Request req, MPI_Comm comm, int cons)
     if (ranks)
         memcpy(ranks, c.world_ranks, (size_t)c.size * sizeof(int));
     q->comm = (ls_comm){c.size, ranks};
-    int ni, na, nd, combiner; /* a derived type may be freed by the program before the wait: keep our own */
-    if (real_MPI_Type_get_envelope(q->dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner != MPI_COMBINER_NAMED)
+    if (!q->d.named) /* a derived type may be freed by the program before the wait: keep our own */
         q->dt_dup = real_MPI_Type_dup(p->dt, &q->dt) == MPI_SUCCESS;
     pthread_mutex_lock(&mu);
     int reserved = ls_reserve(LS_LEVEL_COLLECTIVE, q->name, q->ret, c.size ? &c : NULL, cons && keyed ? &key : NULL,
@@ -184,8 +188,7 @@ static void start(pending *p, MPI_Request req, MPI_Comm comm, int cons)
                                                          went unseen (MPI_Request_free, a PMPI_Wait) */
             pending *stale = tab[i];
             remove_locked(stale);
-            ls_drop(&stale->ticket);
-            release(stale);
+            give_up(stale);
             break;
         }
     if (reserved && n_tab < cap_tab) {
@@ -338,8 +341,7 @@ static void settle(const void *who, int how, int index, const int *indices, int 
     while (failed) {
         pending *p = failed;
         failed = p->next;
-        ls_drop(&p->ticket);
-        release(p);
+        give_up(p);
     }
 }
 

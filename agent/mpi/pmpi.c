@@ -111,7 +111,9 @@ int dtype_info(MPI_Datatype dt, dt_info *out)
     if (dtype_lookup(dt, out) < 0)
         return -1;
     int ni, na, nd, combiner;
-    if (real_MPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner == MPI_COMBINER_NAMED) {
+    out->named =
+        real_MPI_Type_get_envelope(dt, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner == MPI_COMBINER_NAMED;
+    if (out->named) {
         pthread_mutex_lock(&dt_mu);
         e->dt = dt;
         e->info = *out;

@@ -32,6 +32,7 @@ typedef struct dt_info {
     int size;        /* bytes of data per element */
     MPI_Aint extent; /* bytes between elements */
     int contiguous;  /* count elements are size*count bytes from the buffer start */
+    int named;       /* a predefined type (MPI_COMBINER_NAMED): it lives as long as MPI */
     ls_dtype dtype;
 } dt_info;
 
