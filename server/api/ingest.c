@@ -322,7 +322,9 @@ static json_t *store_reply(const store_job *j, int rc, const store_result *res, 
         cmp_notify_digests(run->group, (int)b->rank, res->commit_s);
     else if (!res->duplicate && (b->n || b->n_digests))
         cmp_notify(run->group, (int)b->rank, res->commit_s);
-    if (!res->duplicate && (b->n_cons || b->held)) /* a window may be complete, or a divergence's records came */
+    if (!res->duplicate && b->n_cons) /* a window may be complete: judged from memory */
+        cons_digests_stored(run->key, b->rank, b->cons, b->n_cons, res->commit_s);
+    if (!res->duplicate && b->held) /* a divergence's records may have come */
         cons_notify(run->key, res->commit_s);
     *status = 200;
     json_t *o = json_pack("{s:s, s:i, s:I, s:I, s:b}", "run_id", run->run_id, "rank", (int)b->rank, "batch_seq",

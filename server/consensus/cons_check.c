@@ -9,13 +9,16 @@
 
 #include "common/consensus.h"
 #include "server/consensus/cons_int.h"
+#include "server/consensus/cons_mem.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
+#include "server/core/metrics.h"
 #include "server/core/worker.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
 
 #define SWEEP_S 10
+#define WINDOW_HELD_S 120     /* a window memory holds this long at most (cons_mem.h) */
 #define CONS_WINDOWS_MAX 2048 /* windows one look judges (the rest at the next) */
 #define CONS_WINDOWS_MAX_TEXT "2048"
 
@@ -214,8 +217,57 @@ static int store_judged(const char *key, char *const lit[3], const found *f, dou
     return stored;
 }
 
-/* judge_run - one look at run `key`: its complete windows (at most CONS_WINDOWS_MAX) judged and stored. Returns how
- * many windows it judged, or -1 on a database error. */
+/* The places of the windows one look judged, as the three int[] literals cons_judged takes: keys, steps, windows. */
+typedef struct places {
+    char *lit[3];
+    size_t len[3];
+} places;
+
+static void places_init(places *p, size_t n)
+{
+    for (int k = 0; k < 3; k++) {
+        p->lit[k] = xmalloc(n * 24 + 3);
+        p->len[k] = (size_t)sprintf(p->lit[k], "{");
+    }
+}
+
+static void places_add(places *p, const cons_place *at)
+{
+    char v[3][24];
+    snprintf(v[0], sizeof(v[0]), "%" PRId64, (int64_t)at->key);
+    snprintf(v[1], sizeof(v[1]), "%" PRId64, at->step);
+    snprintf(v[2], sizeof(v[2]), "%u", at->win);
+    for (int k = 0; k < 3; k++)
+        p->len[k] += (size_t)sprintf(p->lit[k] + p->len[k], "%s%s", p->len[k] > 1 ? "," : "", v[k]);
+}
+
+static void places_end(places *p)
+{
+    for (int k = 0; k < 3; k++)
+        sprintf(p->lit[k] + p->len[k], "}");
+}
+
+static void places_free(places *p)
+{
+    for (int k = 0; k < 3; k++)
+        free(p->lit[k]);
+}
+
+/* store_look - what one look at run `key` judged (`ps`, and its first disagreement `f`) stored; a stored
+ * disagreement told. Returns what store_judged returns. */
+static int store_look(const char *key, places *ps, const found *f, double commit_s)
+{
+    places_end(ps);
+    int rc = store_judged(key, ps->lit, f, commit_s);
+    if (rc > 0) {
+        log_info("run %s: consensus disagreement at step %" PRId64, key, f->at.step);
+        tell();
+    }
+    return rc;
+}
+
+/* judge_run - one look at run `key` in the database: its complete windows (at most CONS_WINDOWS_MAX) judged and
+ * stored. Returns how many windows it judged, or -1 on a database error. */
 static int judge_run(const char *key, double commit_s)
 {
     char err[512];
@@ -229,40 +281,110 @@ static int judge_run(const char *key, double commit_s)
     if (n) {
         found f;
         memset(&f, 0, sizeof(f));
-        char *lit[3];
-        for (int k = 0; k < 3; k++) {
-            lit[k] = xmalloc((size_t)n * 24 + 3);
-            lit[k][0] = 0;
-        }
-        size_t len[3] = {0, 0, 0};
+        places ps;
+        places_init(&ps, (size_t)n);
         for (int i = 0; i < n; i++) {
             window w;
             if (window_read(r, i, &w) == 0)
                 judge(&w, &f);
+            places_add(&ps, &w.at);
             window_free(&w);
-            const char *v[3] = {PQgetvalue(r, i, 1), PQgetvalue(r, i, 0), PQgetvalue(r, i, 2)};
-            for (int k = 0; k < 3; k++)
-                len[k] += (size_t)sprintf(lit[k] + len[k], "%c%s", i ? ',' : '{', v[k]);
         }
-        for (int k = 0; k < 3; k++)
-            sprintf(lit[k] + len[k], "}");
-        rc = store_judged(key, lit, &f, commit_s);
-        for (int k = 0; k < 3; k++)
-            free(lit[k]);
+        rc = store_look(key, &ps, &f, commit_s);
+        places_free(&ps);
         found_free(&f);
-        if (rc > 0) {
-            log_info("run %s: consensus disagreement at step %" PRId64, key, f.at.step);
-            tell();
-        }
     }
     PQclear(r);
     return rc < 0 ? -1 : n;
+}
+
+/* window_of - ready window `m` as judge() reads one (arrays allocated: free with window_free; `ranks` the caller's
+ * buffer of REC_COMM_LIST_MAX * 11 + 3 bytes). */
+static void window_of(const consmem_win *m, window *w, char *ranks)
+{
+    w->at = m->at;
+    w->size = m->size;
+    w->n = m->n;
+    w->rank = xmalloc(m->n * sizeof(int64_t));
+    w->cnt = xmalloc(m->n * sizeof(int64_t));
+    w->fold = xmalloc(m->n * sizeof(int64_t));
+    for (uint32_t i = 0; i < m->n; i++) {
+        w->rank[i] = m->m[i].rank;
+        w->cnt[i] = m->m[i].n;
+        w->fold[i] = (int64_t)m->m[i].fold;
+    }
+    size_t len = (size_t)sprintf(ranks, "{");
+    for (uint32_t i = 0; i < m->n_listed; i++)
+        len += (size_t)sprintf(ranks + len, "%s%u", i ? "," : "", m->listed[i]);
+    sprintf(ranks + len, "}");
+    w->ranks = ranks;
+}
+
+static int by_run(const void *pa, const void *pb)
+{
+    const consmem_win *a = *(consmem_win *const *)pa, *b = *(consmem_win *const *)pb;
+    return a->run < b->run ? -1 : a->run > b->run;
+}
+
+/* judge_ready - the windows memory found ready (cons_mem.h), judged and stored run by run, each run's in one
+ * statement; a run whose disagreement was stored has its first record looked for at once. Returns how many windows
+ * were judged, or -1 when a run's could not be stored (its digests stay in the database for the sweep's look). */
+static int judge_ready(void)
+{
+    size_t n = 0, cap = 0;
+    consmem_win **all = NULL;
+    for (consmem_win *w = consmem_take(), *next; w; w = next) {
+        next = w->next;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            all = xrealloc(all, cap * sizeof(*all));
+        }
+        all[n++] = w;
+    }
+    if (n > 1)
+        qsort(all, n, sizeof(*all), by_run); /* the take's order within a run does not matter: the first place wins */
+    int rc = 0;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && all[j]->run == all[i]->run; j++)
+            ;
+        char key[24], ranks[REC_COMM_LIST_MAX * 11 + 3];
+        snprintf(key, sizeof(key), "%" PRId64, all[i]->run);
+        found f;
+        memset(&f, 0, sizeof(f));
+        double commit_s = all[i]->commit_s, found_commit = 0;
+        places ps;
+        places_init(&ps, j - i);
+        for (size_t k = i; k < j; k++) {
+            window w;
+            window_of(all[k], &w, ranks);
+            int was = f.any;
+            cons_place before = f.at;
+            judge(&w, &f);
+            if (f.any && (!was || cons_place_cmp(&before, &f.at) != 0))
+                found_commit = all[k]->commit_s;
+            places_add(&ps, &w.at);
+            window_free(&w);
+        }
+        int stored = store_look(key, &ps, &f, f.any ? found_commit : commit_s);
+        places_free(&ps);
+        found_free(&f);
+        if (stored < 0)
+            rc = -1;
+        else if (stored > 0 && cons_finish_run(all[i]->run) > 0)
+            tell();
+    }
+    for (size_t i = 0; i < n; i++)
+        consmem_free(all[i]);
+    free(all);
+    return rc < 0 ? -1 : (int)n;
 }
 
 int cons_check_run(int64_t run_key, double commit_s)
 {
     char key[24];
     snprintf(key, sizeof(key), "%" PRId64, run_key);
+    if (judge_ready() < 0)
+        return -1;
     int n = CONS_WINDOWS_MAX;
     for (int round = 0; round < 8 && n == CONS_WINDOWS_MAX; round++) { /* a look takes CONS_WINDOWS_MAX at most */
         n = judge_run(key, commit_s);
@@ -273,6 +395,22 @@ int cons_check_run(int64_t run_key, double commit_s)
     if (fin > 0)
         tell();
     return fin < 0 ? -1 : 0;
+}
+
+/* count_held - what memory holds, for /metrics. */
+static void count_held(void)
+{
+    size_t held, digests;
+    uint64_t unheld;
+    consmem_stats(&held, &digests, &unheld);
+    metrics_consensus_held(held, digests, unheld);
+}
+
+void cons_digests_stored(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s)
+{
+    if (consmem_add(run_key, rank, d, n, commit_s) > 0)
+        worker_kick(&thread);
+    count_held();
 }
 
 void cons_notify(int64_t run_key, double commit_s)
@@ -309,15 +447,20 @@ static void cons_loop(worker *w)
 {
     double next_sweep = 0;
     for (;;) {
+        judge_ready();
+        count_held();
         if (clock_mono_s() >= next_sweep) {
+            size_t gone = consmem_expire(WINDOW_HELD_S);
+            if (gone)
+                log_info("consensus: %zu windows incomplete after %d s are left to the database's look", gone,
+                         WINDOW_HELD_S);
             sweep();
             next_sweep = clock_mono_s() + SWEEP_S;
         }
         worker_lock(w);
         int stop = w->stopping;
-        while (!n_queue && !stop)
-            if ((stop = worker_wait_locked(w, SWEEP_S)) || clock_mono_s() >= next_sweep)
-                break;
+        if (!n_queue && !stop) /* a kick (a window ready, a run queued) or the sweep's time ends the wait */
+            stop = worker_wait_locked(w, next_sweep - clock_mono_s() > 0 ? next_sweep - clock_mono_s() : 0.001);
         if (stop) {
             worker_unlock(w);
             return;
@@ -341,6 +484,7 @@ int cons_start(void)
 void cons_stop(void)
 {
     worker_stop(&thread);
+    consmem_reset();
     free(queue);
     queue = NULL;
     n_queue = cap_queue = 0;

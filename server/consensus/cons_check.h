@@ -5,7 +5,10 @@
 #ifndef SERVER_CONSENSUS_CONS_CHECK_H
 #define SERVER_CONSENSUS_CONS_CHECK_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "server/store/cons_batch.h"
 
 /* cons_on_divergence - whom to tell when a run's consensus disagreement is stored or finished (main wires the
  * fleet's kick: its evidence and alert follow within moments, not at its next sweep). */
@@ -21,8 +24,12 @@ int cons_start(void);
 /* cons_stop - stop the thread. */
 void cons_stop(void);
 
-/* cons_notify - a batch of run `run_key` committed at `commit_s` (epoch seconds) brought consensus digests, or held
- * records a divergence may wait for: look at the run now. Never blocks on the database. */
+/* cons_digests_stored - the consensus digests `d` (`n`) of a batch of run `run_key`'s rank `rank`, committed at
+ * `commit_s` (epoch seconds): their windows are held in memory (cons_mem.h) and judged as soon as every member of
+ * their group reported, with no read of the database. Never blocks on the database. */
+void cons_digests_stored(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s);
+/* cons_notify - look at run `run_key` in the database now: a batch committed at `commit_s` (epoch seconds) brought
+ * held records its divergence may wait for, or a look failed. Never blocks on the database. */
 void cons_notify(int64_t run_key, double commit_s);
 
 /* cons_check_run - judge run `run_key`'s complete windows and finish its divergence when its records are there.

@@ -28,6 +28,7 @@ static atomic_ulong conn_timeouts[MT_COUNT];
 static histogram detect_seconds;
 static atomic_ulong records_total, batches_stored, batches_duplicate, divergences_total, db_errors;
 static atomic_ulong held_refused[MH_COUNT];
+static atomic_ulong cons_windows, cons_digests, cons_unheld;
 
 static void observe(histogram *h, double s)
 {
@@ -155,6 +156,13 @@ static void put_histogram(sbuf *b, const char *name, const char *labels, histogr
     put(b, "%s_count{%s} %lu\n", name, labels, atomic_load(&h->count));
 }
 
+void metrics_consensus_held(size_t windows, size_t digests, uint64_t unheld)
+{
+    atomic_store(&cons_windows, windows);
+    atomic_store(&cons_digests, digests);
+    atomic_store(&cons_unheld, unheld);
+}
+
 char *metrics_render(void)
 {
     sbuf b = {xmalloc(8192), 0, 8192};
@@ -221,6 +229,19 @@ char *metrics_render(void)
         "lockstepd_held_records_refused_total{at=\"ingest\"} %lu\n"
         "lockstepd_held_records_refused_total{at=\"compare\"} %lu\n",
         atomic_load(&held_refused[MH_INGEST]), atomic_load(&held_refused[MH_COMPARE]));
+    put(&b,
+        "# HELP lockstepd_consensus_windows_held Consensus windows held in memory until every member of their "
+        "group reports.\n"
+        "# TYPE lockstepd_consensus_windows_held gauge\n"
+        "lockstepd_consensus_windows_held %lu\n"
+        "# HELP lockstepd_consensus_digests_held Member digests those windows hold.\n"
+        "# TYPE lockstepd_consensus_digests_held gauge\n"
+        "lockstepd_consensus_digests_held %lu\n"
+        "# HELP lockstepd_consensus_digests_unheld_total Consensus digests a full table did not hold: their windows "
+        "are judged from the database, every 10 s.\n"
+        "# TYPE lockstepd_consensus_digests_unheld_total counter\n"
+        "lockstepd_consensus_digests_unheld_total %lu\n",
+        atomic_load(&cons_windows), atomic_load(&cons_digests), atomic_load(&cons_unheld));
     put(&b, "# HELP lockstepd_alert_deliveries_total Attempts to deliver an alert to a sink, by outcome (given_up: "
             "still failing alert_give_up_s after the alert was raised, no more attempts).\n"
             "# TYPE lockstepd_alert_deliveries_total counter\n");

@@ -2,6 +2,7 @@
 #ifndef SERVER_CORE_METRICS_H
 #define SERVER_CORE_METRICS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum metric_route {
@@ -50,6 +51,10 @@ void metrics_alert_resends(int ok, unsigned long n);
  * refused at ingest (MH_INGEST), or a step the comparison would not take as agreeing (MH_COMPARE). */
 enum metric_held { MH_INGEST, MH_COMPARE, MH_COUNT };
 void metrics_held_refused(int where);
+
+/* metrics_consensus_held - the consensus windows lockstepd holds in memory until their groups report
+ * (server/consensus/cons_mem.h): windows and member digests held, and digests a full table did not take. */
+void metrics_consensus_held(size_t windows, size_t digests, uint64_t unheld);
 
 /* metrics_db_error - count one failed database call or connection attempt. */
 void metrics_db_error(void);

@@ -608,6 +608,47 @@ static void test_fleet_list(void **state)
     assert_int_equal(it_call(&srv, "GET", "/api/v1/consensus?limit=0", NULL, NULL, NULL), 400);
 }
 
+/* A window half reported when lockstepd is killed: the new lockstepd holds only its other half in memory, and its
+ * sweep judges the window from the database (the odd rank found, counted once). Windows complete in memory on
+ * either side of the restart are judged as they complete. */
+static void test_restart_mid_window(void **state)
+{
+    (void)state;
+    char run[40], buf[64];
+    group g = group_of(4);
+    assert_int_equal(it_register(&srv, "7006", NULL, 4, 0, NULL, run), 0);
+    for (uint32_t r = 0; r < 4; r++)
+        assert_int_equal(post_step(run, &g, r, 1, 0, 4, -1, 0, 1), 200);
+    json_t *o = wait_checked(run, 1);
+    assert_int_equal(checked(o), 1);
+    json_decref(o);
+    double held = it_metric(&srv, "lockstepd_consensus_windows_held", NULL),
+           digests = it_metric(&srv, "lockstepd_consensus_digests_held", NULL); /* other tests' incomplete windows */
+    for (uint32_t r = 0; r < 2; r++)
+        assert_int_equal(post_step(run, &g, r, 2, 0, 4, r == 1 ? 3 : -1, 0, 2), 200);
+    assert_true(it_metric(&srv, "lockstepd_consensus_windows_held", NULL) == held + 1);
+    assert_true(it_metric(&srv, "lockstepd_consensus_digests_held", NULL) == digests + 2);
+    assert_int_equal(h_srv_kill(&srv, 9), 128 + 9);
+    const char *args[] = {"--db", pg.conninfo, "--admin-token", admin_file, NULL};
+    assert_int_equal(h_srv_restart(&srv, args), 0);
+    for (uint32_t r = 2; r < 4; r++)
+        assert_int_equal(post_step(run, &g, r, 2, 0, 4, -1, 0, 2), 200);
+    for (uint32_t r = 0; r < 4; r++)
+        assert_int_equal(post_step(run, &g, r, 3, 0, 4, -1, 0, 3), 200);
+    o = NULL;
+    for (int i = 0; i < 500 && !(o && checked(o) >= 3 && disagrees(o)); i++) { /* the sweep comes within 10 s */
+        json_decref(o);
+        o = consensus(run);
+        usleep(50000);
+    }
+    assert_string_equal(status(o), "disagree");
+    assert_int_equal(checked(o), 3);
+    assert_int_equal(json_integer_value(json_object_get(first(o), "step")), 2);
+    assert_string_equal(ints(json_object_get(first(o), "odd_ranks"), buf, sizeof(buf)), "1");
+    assert_int_equal(json_integer_value(json_object_get(first(o), "occurrence")), 3);
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -620,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_hostile_digests),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_fleet_list),
+        cmocka_unit_test(test_restart_mid_window),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
