@@ -27,8 +27,8 @@ typedef struct consmem_win {
     int64_t run;
     cons_place at;
     uint32_t size, n_listed, n, cap, seq;
-    int mixed;      /* its digests named different groups (size or ranks): left to the database's look */
-    double born_s;  /* clock_mono_s of its first digest */
+    int mixed;       /* its digests named different groups (size or ranks): left to the database's look */
+    double born_s;   /* clock_mono_s of its first digest */
     double commit_s; /* the commit time (epoch seconds) of the batch that completed it */
     uint32_t listed[REC_COMM_LIST_MAX];
     consmem_copy *m;

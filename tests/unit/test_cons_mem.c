@@ -184,9 +184,12 @@ static void test_expire_and_grow(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_ready_when_complete, setup), cmocka_unit_test_setup(test_repeat_counts_once, setup),
-        cmocka_unit_test_setup(test_places_apart, setup),        cmocka_unit_test_setup(test_mixed_group_left, setup),
-        cmocka_unit_test_setup(test_limits, setup),              cmocka_unit_test_setup(test_expire_and_grow, setup),
+        cmocka_unit_test_setup(test_ready_when_complete, setup),
+        cmocka_unit_test_setup(test_repeat_counts_once, setup),
+        cmocka_unit_test_setup(test_places_apart, setup),
+        cmocka_unit_test_setup(test_mixed_group_left, setup),
+        cmocka_unit_test_setup(test_limits, setup),
+        cmocka_unit_test_setup(test_expire_and_grow, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
