@@ -10,7 +10,9 @@
  * record differently from a chosen step on. Lag is how late a rank's post starts after it was due: a server that
  * keeps up answers fast enough for every thread to be on time. With `--consensus K` the collective records are
  * consensus records (the same output on every rank of a run, each placed in one of K communicators) and every step
- * of a batch also carries the rank's consensus digests (bench/fleet/consensus.h), in either mode.
+ * of a batch also carries the rank's consensus digests (bench/fleet/consensus.h), in either mode; the line says how
+ * many windows lockstepd judged and how many runs disagree. `--solo 1` registers every run alone in the consensus
+ * mode (no twin group, no divergence): the batches of the production mode.
  */
 #include <dirent.h>
 #include <inttypes.h>
@@ -42,6 +44,7 @@ typedef struct opts {
     double step_s, seconds;
     int digests;
     int consensus; /* communicators per rank with consensus digests; 0: none */
+    int solo;      /* runs registered alone, in the consensus mode (no twin group): the production mode's batches */
     const char *db, *state_dir, *srv_threads;
 } opts;
 
@@ -413,6 +416,8 @@ int main(int argc, char **argv)
             o->digests = strcmp(v, "records") != 0;
         else if (!strcmp(k, "--consensus"))
             o->consensus = atoi(v);
+        else if (!strcmp(k, "--solo"))
+            o->solo = atoi(v) != 0;
         else if (!strcmp(k, "--db"))
             o->db = v;
         else if (!strcmp(k, "--state-dir"))
@@ -423,7 +428,7 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
                     "[--seconds T] [--batch-steps K] [--mode digests|records] [--threads N] [--diverge G] "
-                    "[--server-threads N] [--consensus K] "
+                    "[--server-threads N] [--consensus K] [--solo 0|1] "
                     "[--db URL | --state-dir DIR]\n",
                     argv[0]);
             return 2;
@@ -436,6 +441,12 @@ int main(int argc, char **argv)
     }
     if (o->diverge > o->groups)
         o->diverge = o->groups;
+    if (o->solo && !o->consensus) {
+        fprintf(stderr, "bench/fleet: --solo runs are consensus-mode runs: give --consensus K too\n");
+        return 2;
+    }
+    if (o->solo)
+        o->diverge = 0; /* no twin to diverge from */
     s.ranks_per_run = o->ranks / (2 * o->groups);
     o->ranks = s.ranks_per_run * 2 * o->groups;
     if (o->consensus < 0 || o->consensus > 5 || (o->consensus > 1 && 4 << (o->consensus - 1) >= s.ranks_per_run)) {
@@ -486,9 +497,13 @@ int main(int argc, char **argv)
         snprintf(s.groups[g], sizeof(s.groups[g]), "fleet-%d-%d", (int)getpid(), g);
         for (int k = 0; k < 2; k++) {
             char body[300];
-            snprintf(body, sizeof(body),
-                     "{\"job_id\": \"%d\", \"twin_group\": \"%s\", \"ranks\": %d, \"mode\": \"det\"}", 1000 + 2 * g + k,
-                     s.groups[g], s.ranks_per_run);
+            if (o->solo)
+                snprintf(body, sizeof(body), "{\"job_id\": \"%d\", \"ranks\": %d, \"mode\": \"consensus\"}",
+                         1000 + 2 * g + k, s.ranks_per_run);
+            else
+                snprintf(body, sizeof(body),
+                         "{\"job_id\": \"%d\", \"twin_group\": \"%s\", \"ranks\": %d, \"mode\": \"det\"}",
+                         1000 + 2 * g + k, s.groups[g], s.ranks_per_run);
             if (h_http("POST", url, NULL, body, strlen(body), NULL, &resp) != 201 ||
                 h_json_str(resp, "run_id", s.run_ids[g * 2 + k], 40) < 0) {
                 fprintf(stderr, "bench/fleet: cannot register a run: %s\n", resp ? resp : "");
@@ -555,6 +570,25 @@ int main(int argc, char **argv)
     }
     qsort(lag, n, sizeof(double), cmp_d);
     qsort(lat, n, sizeof(double), cmp_d);
+
+    /* Consensus: the windows every run had judged (after a second for the last ones), and the runs that disagree:
+     * none but the diverging runs (run B of a diverging group) may. */
+    long long cons_checked = 0;
+    int cons_disagree = 0;
+    if (o->consensus) {
+        sleep(1);
+        for (int i = 0; i < 2 * o->groups; i++) {
+            char cu[300], *body = NULL;
+            snprintf(cu, sizeof(cu), "%s/api/v1/runs/%s/consensus", s.base, s.run_ids[i]);
+            if (h_http("GET", cu, NULL, NULL, 0, NULL, &body) == 200) {
+                json_t *j = json_loads(body, 0, NULL);
+                cons_checked += json_integer_value(json_object_get(j, "checked"));
+                cons_disagree += !strcmp(json_string_value(json_object_get(j, "status")) ?: "", "disagree");
+                json_decref(j);
+            }
+            free(body);
+        }
+    }
 
     /* Divergences: each diverging group names its rank and step, with the time from commit to detection
      * (detection_ms), and from the later run's post of the step after it (which made the step complete) to
@@ -633,6 +667,7 @@ int main(int argc, char **argv)
         "\"e2e_p50_ms\": %.1f, \"e2e_max_ms\": %.1f, \"bytes_per_rank_step\": %.1f, \"on_demand_bytes\": %" PRIu64 ", "
         "\"lockstepd_cpu_s\": %.1f, \"postgres_cpu_s\": %.1f, \"server_cpu_us_per_batch\": %.0f, \"sim_cpu_s\": %.1f, "
         "\"wal_bytes_per_s\": %.0f, \"consensus_comms\": %d, \"consensus_digests_per_rank_step\": %.2f, "
+        "\"solo\": %s, \"consensus_windows_checked\": %lld, \"consensus_disagreements\": %d, "
         "\"load_avg_1m\": %.2f}\n",
         o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
         o->batch_steps, o->threads, offered, rate, (double)made / elapsed, keeps_up ? "true" : "false",
@@ -642,7 +677,8 @@ int main(int argc, char **argv)
         steps_posted ? (double)atomic_load(&s.bytes) / (double)steps_posted / o->batch_steps : 0,
         (uint64_t)atomic_load(&s.bytes_on_demand), srv_cpu, pg_cpu,
         posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0, sim_cpu, wal / elapsed, o->consensus,
-        steps_posted ? (double)atomic_load(&s.cons_digests) / (double)steps_posted / o->batch_steps : 0, load[0]);
+        steps_posted ? (double)atomic_load(&s.cons_digests) / (double)steps_posted / o->batch_steps : 0,
+        o->solo ? "true" : "false", cons_checked, cons_disagree, load[0]);
     free(lag);
     free(lat);
     free(ws);

@@ -322,8 +322,10 @@ static json_t *store_reply(const store_job *j, int rc, const store_result *res, 
         cmp_notify_digests(run->group, (int)b->rank, res->commit_s);
     else if (!res->duplicate && (b->n || b->n_digests))
         cmp_notify(run->group, (int)b->rank, res->commit_s);
-    if (!res->duplicate && b->n_cons) /* a window may be complete: judged from memory */
+    if (!res->duplicate && b->n_cons) { /* a window may be complete: judged from memory */
+        cons_comms_stored(run->key, b->cons, b->n_cons);
         cons_digests_stored(run->key, b->rank, b->cons, b->n_cons, res->commit_s);
+    }
     if (!res->duplicate && b->held) /* a divergence's records may have come */
         cons_notify(run->key, res->commit_s);
     *status = 200;

@@ -1,6 +1,7 @@
 /* cons_batch.c - a batch's consensus digests (REC_CONSENSUS_DIGEST) checked as they are decoded. */
 #include "server/store/cons_batch.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -81,4 +82,54 @@ int cons_batch_add(srv_cons_digest **d, size_t *n, size_t *cap, const rec_record
                            .n_listed = x.comm_nlisted};
     memcpy(c->ranks, x.comm_ranks, x.comm_nlisted * sizeof(uint32_t));
     return 0;
+}
+
+#define KNOWN_SLOTS 65536 /* (run, group) pairs remembered; a power of two */
+
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    int64_t run; /* 0: empty (run keys start at 1) */
+    uint64_t key;
+} known[KNOWN_SLOTS];
+static size_t n_known;
+
+static size_t known_slot(int64_t run, uint64_t key)
+{
+    uint64_t h = ((uint64_t)run * 0x9E3779B97F4A7C15ULL) ^ (key * 0xC2B2AE3D27D4EB4FULL);
+    return (size_t)((h ^ (h >> 31)) & (KNOWN_SLOTS - 1));
+}
+
+int cons_comms_known(int64_t run_key, uint64_t key)
+{
+    int found = 0;
+    pthread_mutex_lock(&known_lock);
+    for (size_t s = known_slot(run_key, key); known[s].run; s = (s + 1) & (KNOWN_SLOTS - 1))
+        if (known[s].run == run_key && known[s].key == key) {
+            found = 1;
+            break;
+        }
+    pthread_mutex_unlock(&known_lock);
+    return found;
+}
+
+void cons_comms_stored(int64_t run_key, const srv_cons_digest *d, size_t n)
+{
+    if (run_key <= 0)
+        return;
+    pthread_mutex_lock(&known_lock);
+    for (size_t i = 0; i < n; i++) {
+        if (n_known >= KNOWN_SLOTS / 2) { /* start over: the next batch of each group sends its ranks again */
+            memset(known, 0, sizeof(known));
+            n_known = 0;
+        }
+        size_t s = known_slot(run_key, d[i].key);
+        while (known[s].run && !(known[s].run == run_key && known[s].key == d[i].key))
+            s = (s + 1) & (KNOWN_SLOTS - 1);
+        if (!known[s].run) {
+            known[s].run = run_key;
+            known[s].key = d[i].key;
+            n_known++;
+        }
+    }
+    pthread_mutex_unlock(&known_lock);
 }

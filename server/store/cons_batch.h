@@ -30,4 +30,12 @@ typedef struct srv_cons_digest {
 int cons_batch_add(srv_cons_digest **d, size_t *n, size_t *cap, const rec_record *r, uint32_t rank, int held, size_t i,
                    srv_error *e);
 
+/* cons_comms_known - lockstepd stored run `run_key`'s group `key` (consensus_comms) before: a batch need not send its
+ * ranks again (each is one conflicting insert a batch: a sixth of a consensus batch's PostgreSQL time). Forgetting
+ * costs nothing but that insert, so the set is bounded and starts over when full. */
+int cons_comms_known(int64_t run_key, uint64_t key);
+
+/* cons_comms_stored - the groups of the `n` digests `d` of a batch of run `run_key` that committed are stored. */
+void cons_comms_stored(int64_t run_key, const srv_cons_digest *d, size_t n);
+
 #endif /* SERVER_STORE_CONS_BATCH_H */

@@ -136,13 +136,14 @@ static void lit_add_ranks(lit *l, const uint32_t *ranks, uint32_t n, int null)
     l->len += (size_t)sprintf(l->p + l->len, "}\"");
 }
 
-/* cons_lits - the consensus digests of `bt` into the seven arrays at `a` (step, key, window, count, fold, group
- * size, ranks: a key's ranks on its first digest only) and, when `bi` is given, its index into `bi`. */
-static void cons_lits(lit *a, lit *bi, int k, const srv_batch *bt)
+/* cons_lits - the consensus digests of `bt` (a batch of run `run_key`) into the seven arrays at `a` (step, key,
+ * window, count, fold, group size, ranks: a key's ranks on its first digest only, and not when lockstepd stored the
+ * run's group before: cons_comms_known) and, when `bi` is given, its index into `bi`. */
+static void cons_lits(lit *a, lit *bi, int k, int64_t run_key, const srv_batch *bt)
 {
     for (size_t i = 0; i < bt->n_cons; i++) {
         const srv_cons_digest *d = &bt->cons[i];
-        int first = 1;
+        int first = !cons_comms_known(run_key, d->key);
         for (size_t j = 0; j < i && first; j++)
             first = bt->cons[j].key != d->key;
         if (bi)
@@ -248,7 +249,7 @@ static void params_build(batch_params *bp, const run_info *run, const srv_batch 
     for (int i = 0; i < 3; i++)
         bp->v[10 + i] = lit_end(&bp->arr[i]);
     bp->v[17] = lit_end(&bp->arr[3]);
-    cons_lits(bp->cons, NULL, 0, bt);
+    cons_lits(bp->cons, NULL, 0, run->key, bt);
     for (int i = 0; i < 7; i++)
         bp->v[P_CONS + i] = lit_end(&bp->cons[i]);
     size_t flen;
@@ -390,7 +391,7 @@ static void group_add(group_params *gp, int k, const run_info *run, const srv_ba
         lit_add(&gp->arr[18], (int64_t)steps[i].digest);
         lit_add_or_null(&gp->arr[19], (int64_t)steps[i].inputs, steps[i].inputs_unknown);
     }
-    cons_lits(&gp->arr[G_CONS + 1], &gp->arr[G_CONS], k, bt);
+    cons_lits(&gp->arr[G_CONS + 1], &gp->arr[G_CONS], k, run->key, bt);
     free(steps);
 }
 
