@@ -22,7 +22,8 @@ void consensus_format_line(const json_t *c, char *out, size_t cap)
     json_int_t checked = json_integer_value(json_object_get(c, "checked"));
     const json_t *f = json_object_get(c, "first");
     if (!st || !strcmp(st, "none")) {
-        snprintf(out, cap, "consensus: none checked");
+        const char *why = json_string_value(json_object_get(c, "why"));
+        snprintf(out, cap, "consensus: none checked%s%s", why ? ": " : "", why ? why : "");
         return;
     }
     if (!json_is_object(f)) {

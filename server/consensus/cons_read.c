@@ -13,7 +13,8 @@ void cons_read_register(void)
     db_register("cons_read", "SELECT coalesce((SELECT checked FROM consensus_runs WHERE run_key = $1), 0), v.step, "
                              "v.name, v.occ, array_to_json(v.comm_ranks)::text, array_to_json(v.odd_ranks)::text, "
                              "v.clear, v.site::text, v.node, v.gpu, v.comm_size, v.odd_rank, "
-                             "to_char(v.detected_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') "
+                             "to_char(v.detected_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+                             "EXISTS (SELECT 1 FROM consensus_comms c WHERE c.run_key = $1) "
                              "FROM (SELECT 1) one LEFT JOIN consensus_divergences v ON v.run_key = $1");
     /* the fleet's runs with a consensus disagreement, newest first */
     db_register("cons_list", "SELECT json_build_object('run_id', r.run_id, 'job_id', r.job_id, 'user', r.user_name, "
@@ -64,6 +65,14 @@ json_t *cons_read_json(int64_t run_key, char *err, size_t cap)
                           : checked > 0 ? "agree"
                                         : "none",
                           "checked", (json_int_t)checked, "first", first);
+    if (!has && checked == 0) /* why nothing was checked: the answer a user needs first */
+        json_object_set_new(o, "why",
+                            json_string(PQgetvalue(r, 0, 13)[0] == 't'
+                                            ? "no window is complete yet: a window is judged once every member of its "
+                                              "group has sent its digest"
+                                            : "no consensus digest came from this run: its agent recorded no "
+                                              "collective whose copies must agree (an MPI program's collectives "
+                                              "are recorded only with liblockstep_mpi.so loaded, docs/agent.md)"));
     PQclear(r);
     return o;
 }

@@ -319,6 +319,12 @@ static void test_agree(void **state)
     json_t *o = consensus(run);
     assert_string_equal(status(o), "none");
     assert_true(json_is_null(first(o)));
+    assert_non_null(strstr(json_string_value(json_object_get(o, "why")), "no consensus digest came"));
+    json_decref(o);
+    assert_int_equal(post_step(run, &g, 0, 1, 0, 4, -1, 0, 1), 200); /* one member of four: nothing to judge yet */
+    o = consensus(run);
+    assert_string_equal(status(o), "none");
+    assert_non_null(strstr(json_string_value(json_object_get(o, "why")), "no window is complete yet"));
     json_decref(o);
     for (uint32_t r = 0; r < 4; r++)
         for (int64_t step = 1; step <= 3; step++)

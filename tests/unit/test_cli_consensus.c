@@ -15,6 +15,8 @@ static const struct {
     const char *json, *line;
 } CASES[] = {
     {"{\"status\": \"none\", \"checked\": 0, \"first\": null}", "consensus: none checked"},
+    {"{\"status\": \"none\", \"checked\": 0, \"first\": null, \"why\": \"no consensus digest came from this run\"}",
+     "consensus: none checked: no consensus digest came from this run"},
     {"{\"status\": \"agree\", \"checked\": 1234, \"first\": null}", "consensus: agree (1234 windows checked)"},
     {"{\"status\": \"disagree\", \"checked\": 9, \"first\": {\"step\": 812, \"name\": \"mpi.allreduce\", "
      "\"occurrence\": 3, \"comm_ranks\": [0, 1, 2, 3], \"comm_size\": 4, \"odd_ranks\": [2], \"clear\": true, "

@@ -99,7 +99,7 @@ function render(body, d, twin) {
 export function consensusSentence(c) {
   const n = `${Number(c.checked || 0).toLocaleString('en-US')} window${c.checked === 1 ? '' : 's'} checked`;
   const f = c.first;
-  if (!f) return c.status === 'none' ? '— nothing checked yet: no collective output has been compared across ranks.' : `— ${n}, every copy the same.`;
+  if (!f) return c.status === 'none' ? `— nothing checked yet: ${c.why || 'no collective output has been compared across ranks'}.` : `— ${n}, every copy the same.`;
   const list = (a) => (a.length > 16 ? a.slice(0, 16).join(',') + ',…' : a.join(','));
   const ranks = f.comm_ranks && f.comm_ranks.length ? list(f.comm_ranks) : `${f.comm_size} ranks`;
   const odd = list(f.odd_ranks || []);
