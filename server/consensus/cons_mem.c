@@ -204,12 +204,17 @@ void consmem_stats(size_t *windows, size_t *copies, uint64_t *dropped_out)
 
 void consmem_reset(void)
 {
-    consmem_expire(-1e9);
-    for (consmem_win *w = consmem_take(), *next; w; w = next) {
+    pthread_mutex_lock(&lock);
+    for (size_t s = 0; s < n_bucket; s++)
+        for (consmem_win *w = bucket[s], *next; w; w = next) {
+            next = w->next;
+            consmem_free(w);
+        }
+    for (consmem_win *w = ready_head, *next; w; w = next) {
         next = w->next;
         consmem_free(w);
     }
-    pthread_mutex_lock(&lock);
+    ready_head = ready_tail = NULL;
     free(bucket);
     bucket = NULL;
     n_bucket = n_held = n_copies = 0;

@@ -163,6 +163,24 @@ void metrics_consensus_held(size_t windows, size_t digests, uint64_t unheld)
     atomic_store(&cons_unheld, unheld);
 }
 
+/* put_consensus_held - the consensus windows held in memory (metrics_consensus_held). */
+static void put_consensus_held(sbuf *b)
+{
+    put(b,
+        "# HELP lockstepd_consensus_windows_held Consensus windows held in memory until every member of their "
+        "group reports.\n"
+        "# TYPE lockstepd_consensus_windows_held gauge\n"
+        "lockstepd_consensus_windows_held %lu\n"
+        "# HELP lockstepd_consensus_digests_held Member digests those windows hold.\n"
+        "# TYPE lockstepd_consensus_digests_held gauge\n"
+        "lockstepd_consensus_digests_held %lu\n"
+        "# HELP lockstepd_consensus_digests_unheld_total Consensus digests a full table did not hold: their windows "
+        "are judged from the database, every 10 s.\n"
+        "# TYPE lockstepd_consensus_digests_unheld_total counter\n"
+        "lockstepd_consensus_digests_unheld_total %lu\n",
+        atomic_load(&cons_windows), atomic_load(&cons_digests), atomic_load(&cons_unheld));
+}
+
 char *metrics_render(void)
 {
     sbuf b = {xmalloc(8192), 0, 8192};
@@ -229,19 +247,7 @@ char *metrics_render(void)
         "lockstepd_held_records_refused_total{at=\"ingest\"} %lu\n"
         "lockstepd_held_records_refused_total{at=\"compare\"} %lu\n",
         atomic_load(&held_refused[MH_INGEST]), atomic_load(&held_refused[MH_COMPARE]));
-    put(&b,
-        "# HELP lockstepd_consensus_windows_held Consensus windows held in memory until every member of their "
-        "group reports.\n"
-        "# TYPE lockstepd_consensus_windows_held gauge\n"
-        "lockstepd_consensus_windows_held %lu\n"
-        "# HELP lockstepd_consensus_digests_held Member digests those windows hold.\n"
-        "# TYPE lockstepd_consensus_digests_held gauge\n"
-        "lockstepd_consensus_digests_held %lu\n"
-        "# HELP lockstepd_consensus_digests_unheld_total Consensus digests a full table did not hold: their windows "
-        "are judged from the database, every 10 s.\n"
-        "# TYPE lockstepd_consensus_digests_unheld_total counter\n"
-        "lockstepd_consensus_digests_unheld_total %lu\n",
-        atomic_load(&cons_windows), atomic_load(&cons_digests), atomic_load(&cons_unheld));
+    put_consensus_held(&b);
     put(&b, "# HELP lockstepd_alert_deliveries_total Attempts to deliver an alert to a sink, by outcome (given_up: "
             "still failing alert_give_up_s after the alert was raised, no more attempts).\n"
             "# TYPE lockstepd_alert_deliveries_total counter\n");

@@ -15,7 +15,8 @@
 static srv_cons_digest dig(int64_t step, uint32_t win, const uint32_t *ranks, uint32_t n, uint32_t size, uint64_t fold)
 {
     srv_cons_digest d = {.step = step, .win = win, .n = 64, .fold = fold, .size = n ? n : size, .n_listed = n};
-    memcpy(d.ranks, ranks, n * sizeof(uint32_t));
+    if (n)
+        memcpy(d.ranks, ranks, n * sizeof(uint32_t));
     d.key = n ? cons_key(ranks, n) : 0xABCDEFULL;
     return d;
 }
