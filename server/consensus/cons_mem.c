@@ -12,7 +12,7 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static consmem_win **bucket; /* chains of held windows; all below under `lock` */
-static size_t n_bucket, n_held, n_copies, copies_max = 4194304;
+static size_t n_bucket, n_held, n_copies, copies_max = 4194304, windows_max = 262144;
 static uint64_t dropped;
 static consmem_win *ready_head, *ready_tail;
 
@@ -92,7 +92,7 @@ static consmem_win *find_or_make(int64_t run, const srv_cons_digest *d, size_t *
     for (consmem_win *w = bucket[s]; w; w = w->next)
         if (same_place(w, run, &at))
             return w;
-    if (n_copies >= copies_max)
+    if (n_copies >= copies_max || n_held >= windows_max)
         return NULL;
     consmem_win *w = xcalloc(1, sizeof(*w));
     w->run = run;
@@ -222,9 +222,10 @@ void consmem_reset(void)
     pthread_mutex_unlock(&lock);
 }
 
-void consmem_limit(size_t copies)
+void consmem_limit(size_t copies, size_t windows)
 {
     pthread_mutex_lock(&lock);
     copies_max = copies;
+    windows_max = windows;
     pthread_mutex_unlock(&lock);
 }

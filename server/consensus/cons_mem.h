@@ -55,7 +55,8 @@ void consmem_stats(size_t *windows, size_t *copies, uint64_t *dropped);
 /* consmem_reset - drop everything (tests, and lockstepd's stop). */
 void consmem_reset(void);
 
-/* consmem_limit - at most `copies` member digests held in all (tests; the default is 4,194,304). */
-void consmem_limit(size_t copies);
+/* consmem_limit - at most `copies` member digests and `windows` windows held in all, so that no job's digests
+ * can exhaust lockstepd (tests; the defaults are 4,194,304 and 262,144: about 200 MB at most). */
+void consmem_limit(size_t copies, size_t windows);
 
 #endif /* SERVER_CONSENSUS_CONS_MEM_H */

@@ -33,7 +33,7 @@ static int setup(void **state)
 {
     (void)state;
     consmem_reset();
-    consmem_limit(4194304);
+    consmem_limit(4194304, 262144);
     return 0;
 }
 
@@ -133,7 +133,7 @@ static void test_mixed_group_left(void **state)
 static void test_limits(void **state)
 {
     (void)state;
-    consmem_limit(2);
+    consmem_limit(2, 100);
     const uint32_t g[] = {0, 1, 2};
     srv_cons_digest d = dig(0, 0, g, 3, 0, 5);
     consmem_add(1, 0, &d, 1, 1.0);
@@ -145,7 +145,13 @@ static void test_limits(void **state)
     assert_int_equal(copies, 2);
     assert_int_equal(dropped, 1);
     consmem_reset();
-    consmem_limit(100);
+    consmem_limit(100, 2); /* two windows at most: a third is not held */
+    srv_cons_digest w3[] = {dig(0, 0, g, 3, 0, 5), dig(1, 0, g, 3, 0, 5), dig(2, 0, g, 3, 0, 5)};
+    consmem_add(1, 0, w3, 3, 1.0);
+    consmem_stats(&held, &copies, &dropped);
+    assert_int_equal(held, 2);
+    assert_int_equal(dropped, 1);
+    consmem_reset();
     srv_cons_digest big = dig(0, 0, NULL, 0, CONSMEM_GROUP_MAX + 1, 5);
     assert_int_equal(consmem_add(1, 0, &big, 1, 1.0), 0);
     consmem_stats(&held, &copies, &dropped);
