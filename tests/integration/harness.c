@@ -174,25 +174,35 @@ void h_pg_stop(h_pg *pg)
     pg->dir[0] = 0;
 }
 
-const char *h_lockstepd_path(void)
+static char lockstepd_path[PATH_MAX];
+
+/* find_lockstepd - lockstepd_path, once: threads that start servers together (test_resilience's two servers on one
+ * database) exec the path while another would have been writing it. */
+static void find_lockstepd(void)
 {
-    static char path[PATH_MAX];
     const char *b = getenv("LOCKSTEP_BUILD");
     if (b) {
-        snprintf(path, sizeof(path), "%s/bin/lockstepd", b);
-        if (access(path, X_OK) == 0)
-            return path;
+        snprintf(lockstepd_path, sizeof(lockstepd_path), "%s/bin/lockstepd", b);
+        if (access(lockstepd_path, X_OK) == 0)
+            return;
     }
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (n > 0) {
         exe[n] = 0;
         char *d = dirname(exe); /* B/tests/integration or B/bench/ingest */
-        snprintf(path, sizeof(path), "%s/../../bin/lockstepd", d);
-        if (access(path, X_OK) == 0)
-            return path;
+        snprintf(lockstepd_path, sizeof(lockstepd_path), "%s/../../bin/lockstepd", d);
+        if (access(lockstepd_path, X_OK) == 0)
+            return;
     }
-    return "build/bin/lockstepd";
+    snprintf(lockstepd_path, sizeof(lockstepd_path), "build/bin/lockstepd");
+}
+
+const char *h_lockstepd_path(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, find_lockstepd);
+    return lockstepd_path;
 }
 
 /* Every lockstepd this process started and has not reaped: stopped at exit,
@@ -282,6 +292,7 @@ static int spawn(h_srv *s, const char *const *args)
             close(fd);
         }
         execv(argv[0], (char *const *)argv);
+        dprintf(2, "harness: cannot run %s: %s\n", argv[0], strerror(errno)); /* the log says why, not nothing */
         _exit(127);
     }
     live_add(s->pid);
@@ -290,7 +301,8 @@ static int spawn(h_srv *s, const char *const *args)
     for (int i = 0; i < 600; i++) {
         int st;
         if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
-            fprintf(stderr, "harness: lockstepd exited at start; its log %s ends:\n", s->log);
+            fprintf(stderr, "harness: lockstepd exited at start (%s %d); its log %s ends:\n",
+                    WIFSIGNALED(st) ? "signal" : "status", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), s->log);
             print_tail(s->log, 12);
             live_del(s->pid);
             s->pid = 0;
