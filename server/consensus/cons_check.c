@@ -78,7 +78,7 @@ typedef struct window {
     int64_t size;
     const char *ranks; /* the group's sorted world ranks as listed ('{}' when not) */
     size_t n;
-    int64_t *rank, *cnt, *fold;
+    cons_copy *c; /* the members' copies, by rank */
 } window;
 
 /* window_read - row `i` of cons_windows into `w` (arrays allocated: free with window_free). 0, or -1 when its
@@ -90,32 +90,35 @@ static int window_read(PGresult *r, int i, window *w)
     w->size = strtoll(PQgetvalue(r, i, 3), NULL, 10);
     w->ranks = PQgetvalue(r, i, 4);
     int cap = (int)w->size + 16; /* members past the size: ranks of an unlisted group that are not its own */
-    w->rank = xmalloc((size_t)cap * sizeof(int64_t));
-    w->cnt = xmalloc((size_t)cap * sizeof(int64_t));
-    w->fold = xmalloc((size_t)cap * sizeof(int64_t));
-    int a = db_int_array_parse(PQgetvalue(r, i, 5), w->rank, cap),
-        b = db_int_array_parse(PQgetvalue(r, i, 6), w->cnt, cap),
-        c = db_int_array_parse(PQgetvalue(r, i, 7), w->fold, cap);
-    w->n = (size_t)a;
-    return a == b && a == c && a > 0 ? 0 : -1;
+    int64_t *rank = xmalloc((size_t)cap * sizeof(int64_t)), *cnt = xmalloc((size_t)cap * sizeof(int64_t)),
+            *fold = xmalloc((size_t)cap * sizeof(int64_t));
+    int a = db_int_array_parse(PQgetvalue(r, i, 5), rank, cap), b = db_int_array_parse(PQgetvalue(r, i, 6), cnt, cap),
+        c = db_int_array_parse(PQgetvalue(r, i, 7), fold, cap);
+    w->n = a == b && a == c && a > 0 ? (size_t)a : 0;
+    w->c = xmalloc((w->n + 1) * sizeof(*w->c));
+    for (size_t k = 0; k < w->n; k++)
+        w->c[k] = (cons_copy){(uint32_t)rank[k], (uint32_t)cnt[k], (uint64_t)fold[k]};
+    free(rank);
+    free(cnt);
+    free(fold);
+    return w->n ? 0 : -1;
 }
 
 static void window_free(window *w)
 {
-    free(w->rank);
-    free(w->cnt);
-    free(w->fold);
+    free(w->c);
 }
 
-/* ints_text - `n` integers as an int[] literal (a new string). */
-static char *ints_text(const int64_t *v, size_t n, const unsigned char *only)
+/* copies_text - the ranks (or, with `counts`, the record counts) of `n` copies as an int[] literal (a new string);
+ * with `only`, of the copies it flags. */
+static char *copies_text(const cons_copy *c, size_t n, int counts, const unsigned char *only)
 {
     char *s = xmalloc(n * 12 + 3);
     size_t len = 0;
     s[len++] = '{';
     for (size_t i = 0; i < n; i++)
         if (!only || only[i])
-            len += (size_t)sprintf(s + len, "%s%" PRId64, len > 1 ? "," : "", v[i]);
+            len += (size_t)sprintf(s + len, "%s%u", len > 1 ? "," : "", counts ? c[i].n : c[i].rank);
     s[len++] = '}';
     s[len] = 0;
     return s;
@@ -140,11 +143,8 @@ static void found_free(found *f)
 /* judge - judge window `w`; a disagreement earlier than `f`'s goes into `f`. */
 static void judge(const window *w, found *f)
 {
-    cons_copy *c = xmalloc(w->n * sizeof(*c));
     unsigned char *odd = xmalloc(w->n);
-    for (size_t i = 0; i < w->n; i++)
-        c[i] = (cons_copy){(uint32_t)w->rank[i], (uint32_t)w->cnt[i], (uint64_t)w->fold[i]};
-    cons_verdict v = cons_judge(c, w->n, odd);
+    cons_verdict v = cons_judge(w->c, w->n, odd);
     if (!v.agree && (!f->any || cons_place_cmp(&w->at, &f->at) < 0)) {
         found_free(f);
         memset(f, 0, sizeof(*f));
@@ -154,13 +154,12 @@ static void judge(const window *w, found *f)
         snprintf(f->clear, sizeof(f->clear), "%s", v.clear ? "t" : "f");
         for (size_t i = 0; v.clear && v.n_odd == 1 && i < w->n; i++)
             if (odd[i])
-                snprintf(f->odd_rank, sizeof(f->odd_rank), "%" PRId64, w->rank[i]);
+                snprintf(f->odd_rank, sizeof(f->odd_rank), "%u", w->c[i].rank);
         f->comm_ranks = xstrdup(w->ranks);
-        f->odd = ints_text(w->rank, w->n, odd);
-        f->members = ints_text(w->rank, w->n, NULL);
-        f->member_n = ints_text(w->cnt, w->n, NULL);
+        f->odd = copies_text(w->c, w->n, 0, odd);
+        f->members = copies_text(w->c, w->n, 0, NULL);
+        f->member_n = copies_text(w->c, w->n, 1, NULL);
     }
-    free(c);
     free(odd);
 }
 
@@ -298,21 +297,16 @@ static int judge_run(const char *key, double commit_s)
     return rc < 0 ? -1 : n;
 }
 
-/* window_of - ready window `m` as judge() reads one (arrays allocated: free with window_free; `ranks` the caller's
- * buffer of REC_COMM_LIST_MAX * 11 + 3 bytes). */
+/* window_of - ready window `m` as judge() reads one (its copies allocated: free with window_free; `ranks` the
+ * caller's buffer of REC_COMM_LIST_MAX * 11 + 3 bytes). */
 static void window_of(const consmem_win *m, window *w, char *ranks)
 {
     w->at = m->at;
     w->size = m->size;
     w->n = m->n;
-    w->rank = xmalloc(m->n * sizeof(int64_t));
-    w->cnt = xmalloc(m->n * sizeof(int64_t));
-    w->fold = xmalloc(m->n * sizeof(int64_t));
-    for (uint32_t i = 0; i < m->n; i++) {
-        w->rank[i] = m->m[i].rank;
-        w->cnt[i] = m->m[i].n;
-        w->fold[i] = (int64_t)m->m[i].fold;
-    }
+    w->c = xmalloc(m->n * sizeof(*w->c));
+    for (uint32_t i = 0; i < m->n; i++)
+        w->c[i] = (cons_copy){m->m[i].rank, m->m[i].n, m->m[i].fold};
     size_t len = (size_t)sprintf(ranks, "{");
     for (uint32_t i = 0; i < m->n_listed; i++)
         len += (size_t)sprintf(ranks + len, "%s%u", i ? "," : "", m->listed[i]);
