@@ -847,6 +847,19 @@ int ls_rank(void)
     return r;
 }
 
+int ls_flush(int timeout_ms)
+{
+    pthread_mutex_lock(&mu);
+    int active = A.state == ST_ACTIVE && drain_unlocked(); /* open requests complete first: their records go too */
+    if (active)
+        windows_flush_locked();
+    int streaming = A.streaming;
+    pthread_mutex_unlock(&mu);
+    if (!active)
+        return not_active("ls_flush");
+    return streaming ? send_sync(timeout_ms) : 0;
+}
+
 int ls_checkpoint(int64_t step, const char *path)
 {
     char why[300];

@@ -24,7 +24,8 @@
 #include "agent/uplink.h"
 #include "common/recmatch.h"
 
-struct sender send_state = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+struct sender send_state = {
+    .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .acked = PTHREAD_COND_INITIALIZER};
 
 static int open_spool_locked(void);
 
@@ -56,6 +57,7 @@ int send_start(send_cfg *cfg, char *why, size_t cap)
     S.mem = 0;
     S.next_seq = 0;
     S.posted_seq = -1;
+    S.done_seq = -1;
     S.spool_ok = 0;
     S.spool_batches = 0;
     S.n_records = S.n_posted = S.n_spooled = S.n_dropped = 0;
@@ -463,6 +465,30 @@ void send_mark_abort(void)
     pthread_mutex_lock(&S.mu);
     S.aborted = 1;
     pthread_mutex_unlock(&S.mu);
+}
+
+int send_sync(long timeout_ms)
+{
+    pthread_mutex_lock(&S.mu);
+    int rc = 0;
+    if (!S.configured || S.child || S.stopping || !S.started)
+        goto out_unlock; /* nothing streamed, nor to stream */
+    if (S.sum.n)
+        send_flush_digest_locked();
+    send_cut_locked();
+    int64_t last = (int64_t)S.next_seq - 1,
+            at = send_wall_ns() + (int64_t)(timeout_ms < 0 ? S.cfg.flush_ms : timeout_ms) * 1000000;
+    pthread_cond_signal(&S.cv);
+    struct timespec ts = {.tv_sec = at / 1000000000, .tv_nsec = at % 1000000000};
+    /* Batches spooled while lockstepd did not know the run yet are posted from the spool once rank 0 registered it;
+     * a server away is not waited for: what is left goes as it would at exit. */
+    while ((S.done_seq < last || S.spool_batches > 0) && (!S.down || S.run_unknown) && !S.stopping)
+        if (pthread_cond_timedwait(&S.acked, &S.mu, &ts) == ETIMEDOUT)
+            break;
+    rc = S.posted_seq >= last ? 0 : 1;
+out_unlock:
+    pthread_mutex_unlock(&S.mu);
+    return rc;
 }
 
 void send_stop(int exit_code)

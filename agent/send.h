@@ -57,6 +57,13 @@ void send_push(const rec_record *r, int full);
  * checkpoint). Returns 0 (also when not streaming), -1 when out of memory or too many wait (`why`). */
 int send_checkpoint(int64_t step, const char *path, char *why, size_t cap);
 
+/* send_sync - cut the current batch (the step digest summed so far in it) and wait, at most `timeout_ms` (negative:
+ * the exit bound, LOCKSTEP_FLUSH_TIMEOUT), until the
+ * sender thread is done with it and every batch before it: posted, with the held records lockstepd's replies ask for
+ * sent. Returns 0 when lockstepd took them all (also when nothing was ever streamed), 1 when the wait ended first,
+ * the server is away (what is left waits in the spool) or it refused a batch. Waits on nothing but the sender. */
+int send_sync(long timeout_ms);
+
 /* send_stop - cut the last batch, let the sender flush for at most the flush
  * bound, spool whatever is left, report `exit_code` as the rank's end (and,
  * when the rank recorded nothing, whether it used MPI past the wrappers:

@@ -31,6 +31,7 @@ struct batch {
 struct sender {
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    pthread_cond_t acked; /* the sender thread finished a batch (posted, refused or spooled): send_sync waits on it */
     int configured, started, stopping, child; /* child: a forked copy or a duplicate rank, never streams */
     pthread_t th;
     send_cfg cfg;
@@ -56,6 +57,7 @@ struct sender {
     hold_ring hold;
     int64_t asked_step[16], asked_at[16]; /* steps sent on demand lately (sender thread only) */
     int64_t posted_seq;                   /* the highest batch_seq lockstepd took (-1: none yet; sender thread) */
+    int64_t done_seq;                     /* the highest batch_seq the sender thread finished with, however */
     int exit_code;
     int aborted;               /* the end reported is an abort (send_mark_abort) */
     const char *mpi_unseen;    /* the end report's mpi_unseen (agent/mpiseen.h), or NULL */
@@ -80,6 +82,7 @@ struct sender {
     int nused, used_dirty;  /* under S.mu: a fact changed since the manifest was last composed */
     int warned_drop, warned_spool, warned_reject, warned_thread, warned_hold, warned_ckpt; /* once per process */
     int run_refused; /* lockstepd refused the run's registration: at exit, do not wait for it to change its mind */
+    int run_unknown; /* under S.mu: lockstepd answered that it knows no such run yet (rank 0 registers it) */
     int exit_hooked; /* exit_hook is registered (once per process) */
 };
 

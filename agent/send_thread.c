@@ -123,6 +123,9 @@ static int resolve(void)
         return 0;
     if (!S.meta.run_id[0]) {
         int rc = uplink_resolve(&S.up);
+        pthread_mutex_lock(&S.mu);
+        S.run_unknown = rc == UP_RETRY && S.up.last_status > 0; /* lockstepd answered: rank 0 has not registered */
+        pthread_mutex_unlock(&S.mu);
         if (rc != UP_OK) {
             if (rc == UP_REJECT) {
                 agent_warn_once(&S.warned_reject, "lockstepd refused the run: %s", S.up.last_error);
@@ -268,6 +271,7 @@ static int drain(void)
         S.spool_batches--;
         if (rc == UP_OK)
             S.n_posted++;
+        pthread_cond_broadcast(&S.acked);
         pthread_mutex_unlock(&S.mu);
     }
     free(seqs);
@@ -276,9 +280,20 @@ static int drain(void)
     return ok;
 }
 
-/* handle - post one batch, or spool it when the server is away or older
- * batches wait in the spool (so that batches arrive in order). */
-static void handle(struct batch *b)
+/* finished - the sender thread is done with batch `seq` (posted and its asks answered, refused, or spooled; a
+ * spooled one is done with once drain posted it): send_sync's waiter learns it. */
+static void finished(uint64_t seq)
+{
+    pthread_mutex_lock(&S.mu);
+    if ((int64_t)seq > S.done_seq)
+        S.done_seq = (int64_t)seq;
+    pthread_cond_broadcast(&S.acked);
+    pthread_mutex_unlock(&S.mu);
+}
+
+/* post - post one batch, or spool it when the server is away or older batches wait in the spool (so that batches
+ * arrive in order). */
+static void post(struct batch *b)
 {
     pthread_mutex_lock(&S.mu);
     long pending = S.spool_batches;
@@ -310,6 +325,14 @@ static void handle(struct batch *b)
     }
     mark_down();
     send_spool_batch(b, 0);
+}
+
+/* handle - post (post) one batch, then say it is done with (finished). */
+static void handle(struct batch *b)
+{
+    uint64_t seq = b->seq;
+    post(b);
+    finished(seq);
 }
 
 /* post_checkpoints - post the waiting checkpoint declarations, oldest first, while the server takes them.

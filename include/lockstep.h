@@ -78,6 +78,17 @@ LS_API void ls_shutdown_with(int exit_code);
  * the launcher then kills its other ranks with. */
 LS_API void ls_shutdown_abort(int exit_code);
 
+/* ls_flush - send what this rank recorded so far, its open consensus windows' digests included, and wait until
+ * lockstepd took it, at most `timeout_ms` milliseconds (negative: LOCKSTEP_FLUSH_TIMEOUT): for a program about to
+ * stop making collectives while its process lives on. Once every rank's flush returned, lockstepd has every
+ * consensus window of the run complete, judges them at once, and each rank's end can still be asked for the records
+ * of a window that differs (digest streaming). The MPI wrappers call it in MPI_Finalize. Open nonblocking
+ * collectives complete first (ls_on_step_change); a consensus window closed here is not reopened, so call it where
+ * the program's collectives end. Returns 0 when lockstepd took everything (or nothing streams: trace files only),
+ * 1 when the wait ended first, the server is away (the rest waits in the spool, as at exit) or it refused a batch,
+ * -1 before ls_init. */
+LS_API int ls_flush(int timeout_ms);
+
 /* ls_step_begin - open step `step`: later records carry it, and occurrence
  * counts restart. Steps need not be contiguous. */
 LS_API void ls_step_begin(int64_t step);

@@ -474,6 +474,12 @@ void mpi_abort_(const MPI_Fint *comm, const MPI_Fint *errorcode, MPI_Fint *ierr)
 }
 FORTRAN_ALIASES(mpi_abort, MPI_ABORT);
 
+void mpi_finalize_(MPI_Fint *ierr)
+{
+    leave(ierr, MPI_Finalize());
+}
+FORTRAN_ALIASES(mpi_finalize, MPI_FINALIZE);
+
 void mpi_pcontrol_(const MPI_Fint *level)
 {
     MPI_Pcontrol(*level);

@@ -57,6 +57,7 @@ FORTRAN_API void mpi_waitsome_(const MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *outc
                                MPI_Fint *statuses, MPI_Fint *ierr);
 FORTRAN_API void mpi_testsome_(const MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *outcount, MPI_Fint *indices,
                                MPI_Fint *statuses, MPI_Fint *ierr);
+FORTRAN_API void mpi_finalize_(MPI_Fint *ierr);
 FORTRAN_API void mpi_abort_(const MPI_Fint *comm, const MPI_Fint *errorcode, MPI_Fint *ierr);
 FORTRAN_API void mpi_pcontrol_(const MPI_Fint *level);
 

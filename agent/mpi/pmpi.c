@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -320,6 +321,49 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
     REAL(int, MPI_Abort, MPI_Comm, int);
     ls_shutdown_abort(errorcode ? errorcode : 1);
     return real_MPI_Abort(comm, errorcode);
+}
+
+/* --- MPI_Finalize: lockstepd sees the run's last consensus windows while every rank still lives -------------
+ * A disagreement in the last windows is found once every member's digest arrived, and named from the step's
+ * records, which digest streaming holds back in the agents: a rank that had already exited could not send them
+ * (the run said "records awaited"). So each rank sends what it recorded and waits for lockstepd to take it (ls_flush,
+ * within LOCKSTEP_FLUSH_TIMEOUT), then waits for the others (MPI_Finalize is collective anyway); when its end is
+ * reported at exit, lockstepd has judged the windows and its reply asks for the records. The barrier is nonblocking
+ * and waited for FINALIZE_WAIT_S at most: a rank whose agent did not start (so never reaches it) costs the others
+ * that, never a hang. */
+#define FINALIZE_WAIT_S 10.0
+static void finalize_sync(void)
+{
+    REAL(int, MPI_Initialized, int *);
+    REAL(int, MPI_Finalized, int *);
+    REAL(int, MPI_Ibarrier, MPI_Comm, MPI_Request *);
+    REAL(int, MPI_Test, MPI_Request *, int *, MPI_Status *);
+    int init = 0, fin = 0, done = 0;
+    if (real_MPI_Initialized(&init) != MPI_SUCCESS || !init || real_MPI_Finalized(&fin) != MPI_SUCCESS || fin)
+        return;
+    if (ls_flush(-1) < 0)
+        return; /* no agent: nothing to wait for */
+    MPI_Comm world = comm_world();
+    MPI_Request rq;
+    if (!world || real_MPI_Ibarrier(world, &rq) != MPI_SUCCESS)
+        return;
+    struct timespec t0, now, nap = {0, 1000000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (real_MPI_Test(&rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done)
+            return;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9 > FINALIZE_WAIT_S)
+            return; /* the request stays open: MPI_Finalize ends it with the rest */
+        nanosleep(&nap, NULL);
+    }
+}
+
+int MPI_Finalize(void)
+{
+    REAL(int, MPI_Finalize, void);
+    finalize_sync();
+    return real_MPI_Finalize();
 }
 
 /* --- collectives ---------------------------------------------------------- */

@@ -3,6 +3,7 @@
 #include "server/consensus/cons_check.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,10 +321,10 @@ static int by_run(const void *pa, const void *pb)
     return a->run < b->run ? -1 : a->run > b->run;
 }
 
-/* judge_ready - the windows memory found ready (cons_mem.h), judged and stored run by run, each run's in one
+/* judge_taken - the windows memory found ready (cons_mem.h), judged and stored run by run, each run's in one
  * statement; a run whose disagreement was stored has its first record looked for at once. Returns how many windows
  * were judged, or -1 when a run's could not be stored (its digests stay in the database for the sweep's look). */
-static int judge_ready(void)
+static int judge_taken(void)
 {
     size_t n = 0, cap = 0;
     consmem_win **all = NULL;
@@ -371,6 +372,18 @@ static int judge_ready(void)
         consmem_free(all[i]);
     free(all);
     return rc < 0 ? -1 : (int)n;
+}
+
+/* judge_ready - judge_taken, one caller at a time: a rank's end (ingest_end) that finds nothing left to take then
+ * waits for the windows another caller took, so its reply's record requests include the disagreement they hold. */
+static pthread_mutex_t judging = PTHREAD_MUTEX_INITIALIZER;
+
+static int judge_ready(void)
+{
+    pthread_mutex_lock(&judging);
+    int rc = judge_taken();
+    pthread_mutex_unlock(&judging);
+    return rc;
 }
 
 int cons_check_run(int64_t run_key, double commit_s)

@@ -490,6 +490,17 @@ print(len(by), all(sorted(v) == [0, 1] for v in by.values()))')
   if [ "$cns" = "disagree mpi.allreduce 30 [2] main" ] && ! grep -q "refused the held records" "$T/cons-nostep.out"; then
     ok "consensus mode, no steps, digests streamed: lockstepd names the odd allreduce (#30, rank 2, main) while it runs"
   else bad "consensus without steps: '$cns'; $(grep -m1 'refused' "$T/cons-nostep.out")"; fi
+  # A short run whose last window holds the fault (31 iterations, the flip in the last MPI_Allreduce): the window is
+  # complete only once the last rank's final batch arrived. Each rank's MPI_Finalize sends what it recorded, waits for
+  # lockstepd to take it, then for the other ranks, so every rank still holds its records when its end's reply asks.
+  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so:$SHIM" \
+    -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_MODE=consensus -x LOCKSTEP_SERVER="$URL" -x LOCKSTEP_JOB_ID="J-cons-short-$$" \
+    -x LOCKSTEP_SPOOL_DIR="$T/cons-short-spool" -x LOCKSTEP_MANIFEST_HASH=0 -x LOCKSTEP_SHIM_RANK=2 \
+    -x LOCKSTEP_SHIM_CALL=30 ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$MPIPROG" 31 >"$T/cons-short.out" 2>&1
+  csh=$(cons_first_named "J-cons-short-$$" mpi.allreduce)
+  if [ "$csh" = "disagree mpi.allreduce 30 [2] main" ]; then
+    ok "consensus mode, a short run faulty in its last window: lockstepd names the allreduce (#30, rank 2, main)"
+  else bad "consensus of a short run: '$csh'; $(tail -2 "$T/cons-short.out")"; fi
 else
   bad "consensus: the fault shim, the digest reader or mpirun missing"
 fi
