@@ -12,6 +12,7 @@
 typedef struct comm_entry {
     int size;
     int listed;     /* every member is a rank of MPI_COMM_WORLD */
+    int inter;      /* an intercommunicator: its collectives leave its local group's copies unlike (see comm.h) */
     uint64_t key;   /* cons_key of the ranks when listed */
     uint64_t calls; /* consensus collectives counted so far (comm_sampled), atomic */
     int ranks[];    /* world ranks, in the communicator's rank order */
@@ -27,7 +28,8 @@ static struct {
     int (*group_size)(MPI_Group, int *);
     int (*translate)(MPI_Group, int, const int[], MPI_Group, int[]);
     int (*group_free)(MPI_Group *);
-    MPI_Comm world; /* MPI_COMM_WORLD, looked up: in Open MPI the macro names libmpi's object */
+    int (*test_inter)(MPI_Comm, int *); /* optional: without it no communicator counts as an intercommunicator */
+    MPI_Comm world;                     /* MPI_COMM_WORLD, looked up: in Open MPI the macro names libmpi's object */
     int keyval, ok;
 } M;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -64,6 +66,7 @@ static void setup(void)
     *(void **)&M.group_size = fn("PMPI_Group_size");
     *(void **)&M.translate = fn("PMPI_Group_translate_ranks");
     *(void **)&M.group_free = fn("PMPI_Group_free");
+    *(void **)&M.test_inter = fn("PMPI_Comm_test_inter");
     /* an object, not a function: searched from the program first, since a program that names MPI_COMM_WORLD may
      * hold the object itself (a copy relocation) and libmpi's own copy is then unused */
     M.world = (MPI_Comm)dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world");
@@ -89,6 +92,9 @@ static comm_entry *compute(MPI_Comm comm)
     if (e && mine) {
         e->size = n;
         e->calls = 0;
+        e->inter = 0;
+        if (M.test_inter && M.test_inter(comm, &e->inter) != MPI_SUCCESS)
+            e->inter = 1; /* not known: not a consensus place */
         for (int i = 0; i < n; i++)
             mine[i] = i;
         if (M.translate(g, n, mine, world, e->ranks) != MPI_SUCCESS) {
@@ -167,6 +173,14 @@ int comm_key_of(MPI_Comm comm, ls_comm *out, uint64_t *key)
         return -1;
     }
     *out = (ls_comm){e->size, e->ranks};
+    if (e->inter)
+        return -1; /* its local group, listed; no key */
     *key = e->key;
     return 0;
+}
+
+int comm_consensus(MPI_Comm comm)
+{
+    comm_entry *e = entry_of(comm);
+    return e && e->listed && !e->inter;
 }

@@ -18,8 +18,16 @@
 int comm_of(MPI_Comm comm, ls_comm *out);
 
 /* comm_key_of - comm_of, and the communicator's consensus key (cons_key of its world ranks, common/consensus.h),
- * computed with the ranks, once per communicator. Returns 0, or -1 when the ranks are not known (then no key). */
+ * computed with the ranks, once per communicator. Returns 0, or -1 when there is no key: the ranks are not known,
+ * or `comm` is an intercommunicator (*out then holds its local group). An intercommunicator's collectives leave
+ * its local group unlike copies by design: a broadcast writes the other group's buffers, not the root's peers' (MPI
+ * leaves an MPI_PROC_NULL caller's buffer as it was), and an allgather fills as many blocks as the other group has
+ * members; so none of its calls is a consensus place. */
 int comm_key_of(MPI_Comm comm, ls_comm *out, uint64_t *key);
+
+/* comm_consensus - 1 when `comm`'s collectives can be consensus places: its ranks are known, all in
+ * MPI_COMM_WORLD, and it is not an intercommunicator (comm_key_of). */
+int comm_consensus(MPI_Comm comm);
 
 /* comm_sampled - mode_sampled (agent/mode.h) for the next consensus collective on `comm`, counted on the
  * communicator (every member counts the same calls). 1 when `every` is 1 or the communicator is not known. */

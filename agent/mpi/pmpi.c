@@ -295,12 +295,13 @@ static int recording(ls_level level, const char *name, const void *ret)
 }
 
 /* recording_consensus - recording() for a call on `comm` whose output is the same on every member when `cons`: the
- * only calls the consensus mode records, and of those one in LOCKSTEP_CONSENSUS_EVERY (comm_sampled). */
+ * only calls the consensus mode records (on a communicator that can hold consensus places, comm_consensus), and of
+ * those one in LOCKSTEP_CONSENSUS_EVERY (comm_sampled). */
 int recording_consensus(ls_level level, const char *name, const void *ret, int cons, MPI_Comm comm)
 {
     if (__atomic_load_n(&paused, __ATOMIC_RELAXED))
         return 0;
-    if (mode_consensus_env() && (!cons || !comm_sampled(comm, mode_consensus_every_env())))
+    if (mode_consensus_env() && (!cons || !comm_consensus(comm) || !comm_sampled(comm, mode_consensus_every_env())))
         return 0;
     return ls_enabled_at(level, name, ret);
 }

@@ -415,6 +415,18 @@ print(len(next(iter(by.values()))) if len(by) == 4 and len({frozenset(v) for v i
   # MPI_Iallreduce before it is open: the agent completes it first, in the step that started it. Clean: every window
   # agrees on every rank; one bit of rank 2's 22nd MPI_Iallreduce output flipped (iteration 10's small one, step 11):
   # rank 2 alone is odd, at step 11.
+  # An intercommunicator (even and odd ranks): its broadcast leaves the root's peers' buffers as they were, its
+  # allgather fills the other group's count of blocks, so its copies differ by design and none of its collectives is
+  # a consensus place. The consensus mode records only MPI_COMM_WORLD's allreduce, and its windows agree; the fp mode
+  # still records the intercommunicator's calls, as plain collective records.
+  IC=$B/tests/agent/mpi_intercomm
+  traced_run ic-cons "$IC" 6 "$B/lib/liblockstep_mpi.so" LOCKSTEP_MODE=consensus
+  traced_run ic-fp "$IC" 6 "$B/lib/liblockstep_mpi.so" LOCKSTEP_MODE=fp
+  ic_places=$("$CONS" "$T/ic-cons"/rank-*.lstrace | awk '$1 == "place" { print $6 }' | sort | uniq -c | awk '{ printf "%s:%s ", $2, $1 }')
+  ic_fp=$("$LS" dump "$T/ic-fp/rank-00002.lstrace" | grep -c '"mpi\.')
+  if [ "$(odd "$T/ic-cons.dig")" = none ] && [ "$ic_places" = "mpi.allreduce:24 " ] && [ "$ic_fp" -eq 24 ]; then
+    ok "consensus on an intercommunicator: none of its calls is a place (no false disagreement); fp records them"
+  else bad "intercommunicator: odd '$(odd "$T/ic-cons.dig")', places '$ic_places', fp records $ic_fp ($(tail -2 "$T/ic-cons.out"))"; fi
   nbc_run() { local name=$1 prog=$2; shift 2; traced_run "$name" "$prog" 20 "$@"; }   # NAME PROGRAM PRELOAD [ENV...]
   NBC=$B/tests/agent/mpi_nbc
   nbc_run nbc-clean "$NBC" "$B/lib/liblockstep_mpi.so" LOCKSTEP_MODE=consensus LOCKSTEP_STEP_ON=mpi.ibcast
