@@ -17,8 +17,9 @@ void cons_on_divergence(void (*fn)(void));
 /* cons_register - this module's prepared statements. */
 void cons_register(void);
 
-/* cons_start - start the consensus thread (it also sweeps, every few seconds, runs whose windows or divergences
- * another lockstepd on the same database may have left). Returns 0 or -1. */
+/* cons_start - start the consensus thread (it also sweeps every 10 s: the database's look at the runs whose batches
+ * or ends came since, and at the start at the runs a lockstepd before may have left windows of; the divergences
+ * another lockstepd on the same database left unfinished). Returns 0 or -1. */
 int cons_start(void);
 
 /* cons_stop - stop the thread. */
@@ -28,11 +29,13 @@ void cons_stop(void);
  * `commit_s` (epoch seconds): their windows are held in memory (cons_mem.h) and judged as soon as every member of
  * their group reported, with no read of the database. Never blocks on the database. */
 void cons_digests_stored(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s);
-/* cons_notify - look at run `run_key` in the database now: a batch committed at `commit_s` (epoch seconds) brought
- * held records its divergence may wait for, or a look failed. Never blocks on the database. */
+/* cons_notify - have the consensus thread check run `run_key` now (cons_check_run): a batch committed at `commit_s`
+ * (epoch seconds) brought held records its divergence may wait for, or a store failed. Never blocks on the
+ * database. */
 void cons_notify(int64_t run_key, double commit_s);
 
-/* cons_check_run - judge run `run_key`'s complete windows and finish its divergence when its records are there.
+/* cons_check_run - judge the windows memory holds ready (one caller at a time), finish run `run_key`'s divergence
+ * when its records are there, and have the next sweep's database look read the run (what memory does not hold).
  * Returns 0, or -1 on a database error (logged). */
 int cons_check_run(int64_t run_key, double commit_s);
 

@@ -1,9 +1,9 @@
 /* cons_mem.h - the consensus windows a lockstepd holds in memory as batches commit: a window (run, step, key,
  * window) collects its members' digests and is ready once as many distinct ranks as its group has reported, so that
  * the consensus thread judges it with no read of the database. PostgreSQL still holds every digest (the batch's own
- * statement): the judged statement deletes them, and a window memory does not hold (a restart, a batch another
- * lockstepd took, a group whose members named different sizes, a full table) is judged from the database by the
- * sweep as before. Not used outside server/consensus/ but by ingest and its unit test. */
+ * statement, beside its step digest), and a window memory does not hold (a restart, a batch another lockstepd took,
+ * a group whose members named different sizes, a full table) is judged by the sweep's database look (cons_look.c).
+ * Not used outside server/consensus/ but by ingest and its unit test. */
 #ifndef SERVER_CONSENSUS_CONS_MEM_H
 #define SERVER_CONSENSUS_CONS_MEM_H
 

@@ -84,6 +84,36 @@ int cons_batch_add(srv_cons_digest **d, size_t *n, size_t *cap, const rec_record
     return 0;
 }
 
+static void put_be(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+        p[i] = (unsigned char)v;
+}
+
+static uint64_t get_be(const unsigned char *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+void cons_pack(unsigned char *out, const srv_cons_digest *d)
+{
+    put_be(out, d->key, 8);
+    put_be(out + 8, d->win, 4);
+    put_be(out + 12, d->n, 4);
+    put_be(out + 16, d->fold, 8);
+}
+
+void cons_unpack(const unsigned char *p, uint64_t *key, uint32_t *win, uint32_t *n, uint64_t *fold)
+{
+    *key = get_be(p, 8);
+    *win = (uint32_t)get_be(p + 8, 4);
+    *n = (uint32_t)get_be(p + 12, 4);
+    *fold = get_be(p + 16, 8);
+}
+
 #define KNOWN_SLOTS 65536 /* (run, group) pairs remembered; a power of two */
 
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -15,8 +15,8 @@
 #include "server/store/db.h"
 #include "server/store/frames.h"
 
-#define N_PARAMS 25
-#define P_CONS 18  /* the consensus digests: seven arrays from here */
+#define N_PARAMS 22
+#define P_CONS 18  /* d_cons, then the groups' three arrays (group_lits) */
 #define P_FRAMES 9 /* the bytea[] parameter, sent in binary */
 
 void store_write_register(void)
@@ -24,10 +24,10 @@ void store_write_register(void)
     db_register("wanted_steps", "SELECT step FROM record_requests WHERE run_key = $1 AND rank = $2 AND NOT answered "
                                 "ORDER BY step LIMIT $3");
     db_register("batch_store", "SELECT lockstep_store_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-                               "$14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)");
+                               "$14, $15, $16, $17, $18, $19, $20, $21, $22)");
     db_register("batches_store", "SELECT i, duplicate, want FROM lockstep_store_batches($1, $2, $3, $4, $5, $6, $7, "
                                  "$8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, "
-                                 "$24, $25, $26, $27, $28)");
+                                 "$24, $25)");
 }
 
 /* Per-step digests of one batch. */
@@ -115,46 +115,87 @@ static void lit_add_or_null(lit *l, int64_t v, int null)
     l->len += (size_t)sprintf(l->p + l->len, "%cNULL", l->len ? ',' : '{');
 }
 
-/* lit_add_ranks - the int[] literal of `n` ranks as one quoted element of a text[] literal, or NULL when n is 0 and
- * `null`. */
-static void lit_add_ranks(lit *l, const uint32_t *ranks, uint32_t n, int null)
+/* lit_add_ranks - the int[] literal of `n` ranks as one quoted element of a text[] literal. */
+static void lit_add_ranks(lit *l, const uint32_t *ranks, uint32_t n)
 {
     if (l->len + 16 + 11 * (size_t)n > l->cap) {
         while (l->len + 16 + 11 * (size_t)n > l->cap)
             l->cap = l->cap ? 2 * l->cap : 256;
         l->p = xrealloc(l->p, l->cap);
     }
-    char sep = l->len ? ',' : '{';
-    l->p[l->len++] = sep;
-    if (null) {
-        l->len += (size_t)sprintf(l->p + l->len, "NULL");
-        return;
-    }
-    l->len += (size_t)sprintf(l->p + l->len, "\"{");
+    l->len += (size_t)sprintf(l->p + l->len, "%c\"{", l->len ? ',' : '{');
     for (uint32_t i = 0; i < n; i++)
         l->len += (size_t)sprintf(l->p + l->len, "%s%u", i ? "," : "", ranks[i]);
     l->len += (size_t)sprintf(l->p + l->len, "}\"");
 }
 
-/* cons_lits - the consensus digests of `bt` (a batch of run `run_key`) into the seven arrays at `a` (step, key,
- * window, count, fold, group size, ranks: a key's ranks on its first digest only, and not when lockstepd stored the
- * run's group before: cons_comms_known) and, when `bi` is given, its index into `bi`. */
-static void cons_lits(lit *a, lit *bi, int k, int64_t run_key, const srv_batch *bt)
+/* lit_add_bytes - `n` bytes as one element of a bytea[] literal ("\\x" and their hex). */
+static void lit_add_bytes(lit *l, const unsigned char *b, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (l->len + 2 * n + 8 > l->cap) {
+        while (l->len + 2 * n + 8 > l->cap)
+            l->cap = l->cap ? 2 * l->cap : 256;
+        l->p = xrealloc(l->p, l->cap);
+    }
+    l->len += (size_t)sprintf(l->p + l->len, "%c\"\\\\x", l->len ? ',' : '{');
+    for (size_t i = 0; i < n; i++) {
+        l->p[l->len++] = hex[b[i] >> 4];
+        l->p[l->len++] = hex[b[i] & 15];
+    }
+    l->p[l->len++] = '"';
+}
+
+/* step_lits - the batch's step rows into d[0..4] (step, records, digest, inputs digest, consensus digests) and, when
+ * `bi` is given, its index `k` beside each: a row per summed step (`steps`, `n_steps`), carrying the batch's
+ * consensus digests of that step packed as step_digests.cons holds them (in the batch's order; NULL when none), then
+ * a row of 0 records for each other step the consensus digests name (its step digest comes in another batch). */
+static void step_lits(lit *d, lit *bi, int k, const step_sum *steps, size_t n_steps, const srv_batch *bt)
+{
+    unsigned char *packed = xmalloc(bt->n_cons * CONS_PACKED + 1);
+    for (size_t i = 0; i < n_steps + bt->n_cons; i++) {
+        int64_t step = i < n_steps ? steps[i].step : bt->cons[i - n_steps].step;
+        int seen = 0;
+        for (size_t j = 0; i >= n_steps && j < n_steps && !seen; j++)
+            seen = steps[j].step == step;
+        for (size_t j = n_steps; j < i && !seen; j++) /* a consensus-only step goes with its first digest */
+            seen = bt->cons[j - n_steps].step == step;
+        if (seen)
+            continue;
+        size_t len = 0;
+        for (size_t j = 0; j < bt->n_cons; j++)
+            if (bt->cons[j].step == step)
+                cons_pack(packed + CONS_PACKED * len++, &bt->cons[j]);
+        if (bi)
+            lit_add(bi, k);
+        lit_add(&d[0], step);
+        lit_add(&d[1], i < n_steps ? steps[i].n : 0);
+        lit_add(&d[2], i < n_steps ? (int64_t)steps[i].digest : 0);
+        lit_add_or_null(&d[3], i < n_steps ? (int64_t)steps[i].inputs : 0, i < n_steps && steps[i].inputs_unknown);
+        if (len)
+            lit_add_bytes(&d[4], packed, len * CONS_PACKED);
+        else
+            lit_add_or_null(&d[4], 0, 1);
+    }
+    free(packed);
+}
+
+/* group_lits - the groups the batch's consensus digests name for the first time into g[0..2] (key, size, ranks: not
+ * when lockstepd stored run `run_key`'s group before, cons_comms_known) and, when `bi` is given, `k` beside each. */
+static void group_lits(lit *g, lit *bi, int k, int64_t run_key, const srv_batch *bt)
 {
     for (size_t i = 0; i < bt->n_cons; i++) {
         const srv_cons_digest *d = &bt->cons[i];
         int first = !cons_comms_known(run_key, d->key);
         for (size_t j = 0; j < i && first; j++)
             first = bt->cons[j].key != d->key;
+        if (!first)
+            continue;
         if (bi)
             lit_add(bi, k);
-        lit_add(&a[0], d->step);
-        lit_add(&a[1], (int64_t)d->key);
-        lit_add(&a[2], d->win);
-        lit_add(&a[3], d->n);
-        lit_add(&a[4], (int64_t)d->fold);
-        lit_add(&a[5], d->size);
-        lit_add_ranks(&a[6], d->ranks, d->n_listed, !first);
+        lit_add(&g[0], (int64_t)d->key);
+        lit_add(&g[1], d->size);
+        lit_add_ranks(&g[2], d->ranks, d->n_listed);
     }
 }
 
@@ -174,8 +215,8 @@ static const char *lit_end(lit *l)
 /* The parameters of lockstep_store_batch for one batch. */
 typedef struct batch_params {
     char text[N_PARAMS][32];
-    lit arr[4];
-    lit cons[7];
+    lit arr[5];
+    lit groups[3];
     char *seg_arr[4];
     const char *v[N_PARAMS];
     int len[N_PARAMS], fmt[N_PARAMS];
@@ -232,12 +273,7 @@ static void params_build(batch_params *bp, const run_info *run, const srv_batch 
     snprintf(bp->text[3], 32, "%zu", bt->n);
     snprintf(bp->text[4], 32, "%s", bt->held ? "t" : "f");
     frames_seg_arrays(&fo, bp->seg_arr);
-    for (size_t i = 0; i < n_steps; i++) {
-        lit_add(&bp->arr[0], steps[i].step);
-        lit_add(&bp->arr[1], steps[i].n);
-        lit_add(&bp->arr[2], (int64_t)steps[i].digest);
-        lit_add_or_null(&bp->arr[3], (int64_t)steps[i].inputs, steps[i].inputs_unknown);
-    }
+    step_lits(bp->arr, NULL, 0, steps, n_steps, bt);
     snprintf(bp->text[13], 32, "%" PRId64, sp.min_step);
     snprintf(bp->text[14], 32, "%" PRId64, sp.max_step);
     snprintf(bp->text[15], 32, "%" PRIu64, sp.max_seq);
@@ -249,9 +285,10 @@ static void params_build(batch_params *bp, const run_info *run, const srv_batch 
     for (int i = 0; i < 3; i++)
         bp->v[10 + i] = lit_end(&bp->arr[i]);
     bp->v[17] = lit_end(&bp->arr[3]);
-    cons_lits(bp->cons, NULL, 0, run->key, bt);
-    for (int i = 0; i < 7; i++)
-        bp->v[P_CONS + i] = lit_end(&bp->cons[i]);
+    bp->v[P_CONS] = lit_end(&bp->arr[4]);
+    group_lits(bp->groups, NULL, 0, run->key, bt);
+    for (int i = 0; i < 3; i++)
+        bp->v[P_CONS + 1 + i] = lit_end(&bp->groups[i]);
     size_t flen;
     bp->frames = frames_bytea_array(&fo, &flen);
     bp->v[P_FRAMES] = (const char *)bp->frames;
@@ -263,10 +300,10 @@ static void params_build(batch_params *bp, const run_info *run, const srv_batch 
 
 static void params_release(batch_params *bp)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         free(bp->arr[i].p);
-    for (int i = 0; i < 7; i++)
-        free(bp->cons[i].p);
+    for (int i = 0; i < 3; i++)
+        free(bp->groups[i].p);
     for (int i = 0; i < 4; i++)
         free(bp->seg_arr[i]);
     free(bp->frames);
@@ -346,8 +383,9 @@ static int cmp_order(const void *pa, const void *pb)
     return a->i < b->i ? -1 : a->i > b->i;
 }
 
-#define G_PARAMS 28
-#define G_CONS 20   /* the consensus digests: their batch, then seven arrays */
+#define G_PARAMS 25
+#define G_STEPS 15  /* d_batch, then the step rows' five arrays (step_lits) */
+#define G_GROUPS 21 /* k_batch, then the groups' three arrays (group_lits) */
 #define G_FRAMES 14 /* the bytea[] parameter */
 
 /* The parameters of lockstep_store_batches for a group, batch after batch in lock order. */
@@ -384,14 +422,8 @@ static void group_add(group_params *gp, int k, const run_info *run, const srv_ba
         lit_add(&gp->arr[12], g->n);
         lit_add(&gp->arr[13], g->kind);
     }
-    for (size_t i = 0; i < n_steps; i++) {
-        lit_add(&gp->arr[15], k);
-        lit_add(&gp->arr[16], steps[i].step);
-        lit_add(&gp->arr[17], steps[i].n);
-        lit_add(&gp->arr[18], (int64_t)steps[i].digest);
-        lit_add_or_null(&gp->arr[19], (int64_t)steps[i].inputs, steps[i].inputs_unknown);
-    }
-    cons_lits(&gp->arr[G_CONS + 1], &gp->arr[G_CONS], k, run->key, bt);
+    step_lits(&gp->arr[G_STEPS + 1], &gp->arr[G_STEPS], k, steps, n_steps, bt);
+    group_lits(&gp->arr[G_GROUPS + 1], &gp->arr[G_GROUPS], k, run->key, bt);
     free(steps);
 }
 

@@ -34,8 +34,9 @@ END $$;
 
 -- lockstep_drop_partitions - drop daily record_frames partitions older than `keep_days`, and old rows of the default
 -- partition, noting in records_removed which steps of which run and rank went; returns how many partitions it
--- dropped; and consensus digests as old whose window never filled (a member never reported: nothing will judge them).
--- Runs, step digests, consensus counts and divergences stay. Serialized with lockstep_ensure_partitions.
+-- dropped; and judged consensus windows as old that no swept mark reached (a run whose member never reported
+-- again: no look moves its mark past them). Runs, step digests (with their consensus digests), consensus counts and
+-- divergences stay. Serialized with lockstep_ensure_partitions.
 CREATE OR REPLACE FUNCTION lockstep_drop_partitions(keep_days int) RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
     p record;
@@ -59,6 +60,6 @@ BEGIN
         SELECT run_key, rank, min(step), max(step) FROM gone GROUP BY 1, 2
         ON CONFLICT (run_key, rank) DO UPDATE SET step_lo = least(x.step_lo, excluded.step_lo),
             step_hi = greatest(x.step_hi, excluded.step_hi), removed_at = now();
-    DELETE FROM consensus_digests WHERE received_on < current_date - keep_days;
+    DELETE FROM consensus_judged WHERE judged_on < current_date - keep_days;
     RETURN dropped;
 END $$;

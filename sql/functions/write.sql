@@ -16,8 +16,10 @@
 
 -- lockstep_store_batches - a group of batches in one statement (a database worker's group of queued batches; b_*
 -- per batch, in the order their locks are taken; f_* and d_* the segments and step digests, each naming its batch
--- by its index in b_*, from 1; c_* the consensus digests, likewise): the replay guard first, the frames, the per-step
--- digests, the consensus digests, each rank's progress,
+-- by its index in b_*, from 1; d_cons a step's consensus digests, packed as step_digests.cons holds them
+-- (026_consensus_beside_steps.sql), NULL when none, and a step with consensus digests only comes with 0 records;
+-- k_* the groups a batch names that lockstepd has not stored yet, likewise): the replay guard first, the frames, the
+-- per-step digests with their consensus digests, the groups, each rank's progress,
 -- the late-data rewind, the answered record requests. Returns per batch whether it was a replay (stored before, or
 -- twice in this group: the first one counts; nothing of it is stored) and the steps of its rank whose held-back
 -- records lockstepd wants.
@@ -25,8 +27,8 @@ CREATE OR REPLACE FUNCTION lockstep_store_batches(b_run bigint[], b_rank int[], 
                                        b_min_step bigint[], b_max_step bigint[], b_max_seq bigint[], b_count bigint[],
                                        f_batch int[], f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[],
                                        f_frames bytea[], d_batch int[], d_step bigint[], d_n int[], d_digest bigint[],
-                                       d_inputs bigint[], c_batch int[], c_step bigint[], c_key bigint[], c_win int[],
-                                       c_n int[], c_fold bigint[], c_size int[], c_ranks text[])
+                                       d_inputs bigint[], d_cons bytea[], k_batch int[], k_key bigint[], k_size int[],
+                                       k_ranks text[])
 RETURNS TABLE (i int, duplicate boolean, want bigint[])
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
@@ -50,27 +52,23 @@ BEGIN
         SELECT b_run[f.bi], b_rank[f.bi], f.s, f.q, f.c, f.kd, f.fr
         FROM unnest(f_batch, f_step, f_seq, f_n, f_kind, f_frames) AS f(bi, s, q, c, kd, fr)
         WHERE f.bi = ANY (stored);
-    -- the inputs digest merges like the digest; one part not known (NULL: digests of held-back records) makes it so
-    INSERT INTO step_digests AS sd (run_key, rank, step, n, digest, inputs)
+    -- the inputs digest merges like the digest; one part not known (NULL: digests of held-back records) makes it so.
+    -- A step's consensus digests go in its row, after those it has (the first of a window counts); a step with
+    -- consensus digests only gets a row of n 0 and digest 0, which its step digest merges into when it comes.
+    INSERT INTO step_digests AS sd (run_key, rank, step, n, digest, inputs, cons)
         SELECT b_run[d.bi], b_rank[d.bi], d.s, sum(d.c), bit_xor(d.dg),
-               CASE WHEN count(d.ip) = count(*) THEN bit_xor(d.ip) END
-        FROM unnest(d_batch, d_step, d_n, d_digest, d_inputs) AS d(bi, s, c, dg, ip)
+               CASE WHEN count(d.ip) = count(*) THEN bit_xor(d.ip) END, string_agg(d.x, ''::bytea ORDER BY d.o)
+        FROM unnest(d_batch, d_step, d_n, d_digest, d_inputs, d_cons) WITH ORDINALITY AS d(bi, s, c, dg, ip, x, o)
         WHERE d.bi = ANY (stored)
         GROUP BY b_run[d.bi], b_rank[d.bi], d.s ORDER BY 1, 2, 3
         ON CONFLICT (run_key, rank, step) DO UPDATE SET n = sd.n + excluded.n, digest = sd.digest # excluded.digest,
-            inputs = sd.inputs # excluded.inputs;
-    -- consensus digests (the first of a rank's repeats counts) and their groups (c_ranks: the sorted world ranks as an
-    -- int[] literal on a key's first digest in the batch, NULL on the others)
-    IF cardinality(c_batch) > 0 THEN
-        INSERT INTO consensus_digests (run_key, comm_key, step, win, rank, n, fold)
-            SELECT b_run[c.bi], c.k, c.s, c.w, b_rank[c.bi], c.c, c.f
-            FROM unnest(c_batch, c_key, c_step, c_win, c_n, c_fold) AS c(bi, k, s, w, c, f)
-            WHERE c.bi = ANY (stored)
-            ON CONFLICT DO NOTHING;
+            inputs = sd.inputs # excluded.inputs, cons = coalesce(sd.cons || excluded.cons, sd.cons, excluded.cons);
+    -- the groups the consensus digests name, the first time (k_ranks: the sorted world ranks as an int[] literal)
+    IF cardinality(k_batch) > 0 THEN
         INSERT INTO consensus_comms (run_key, comm_key, size, ranks)
-            SELECT b_run[c.bi], c.k, c.z, c.r::int[]
-            FROM unnest(c_batch, c_key, c_size, c_ranks) AS c(bi, k, z, r)
-            WHERE c.bi = ANY (stored) AND c.r IS NOT NULL
+            SELECT b_run[k.bi], k.k, k.z, k.r::int[]
+            FROM unnest(k_batch, k_key, k_size, k_ranks) AS k(bi, k, z, r)
+            WHERE k.bi = ANY (stored)
             ON CONFLICT DO NOTHING;
     END IF;
     -- the stored batches' group ranks and their smallest steps, then their locks, shared, in one order
@@ -83,7 +81,8 @@ BEGIN
               JOIN runs u ON u.run_key = b_run[k]
               LEFT JOIN (SELECT f.bi, min(f.s) AS lo FROM unnest(f_batch, f_step) AS f(bi, s) GROUP BY f.bi) fl
                   ON fl.bi = k
-              LEFT JOIN (SELECT d.bi, min(d.s) AS lo FROM unnest(d_batch, d_step) AS d(bi, s) GROUP BY d.bi) dl
+              LEFT JOIN (SELECT d.bi, min(d.s) AS lo FROM unnest(d_batch, d_step, d_n) AS d(bi, s, c) WHERE d.c > 0
+                         GROUP BY d.bi) dl
                   ON dl.bi = k
               WHERE u.twin_group <> ''
               GROUP BY u.twin_group, b_rank[k]) x;
@@ -131,12 +130,11 @@ CREATE OR REPLACE FUNCTION lockstep_store_batch(p_run bigint, p_rank int, p_bseq
                                      f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[], f_frames bytea[],
                                      d_step bigint[], d_n int[], d_digest bigint[],
                                      p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint,
-                                     d_inputs bigint[], c_step bigint[], c_key bigint[], c_win int[], c_n int[],
-                                     c_fold bigint[], c_size int[], c_ranks text[])
+                                     d_inputs bigint[], d_cons bytea[], k_key bigint[], k_size int[], k_ranks text[])
 RETURNS bigint[] LANGUAGE sql AS $$
     SELECT b.want FROM lockstep_store_batches(ARRAY[p_run], ARRAY[p_rank], ARRAY[p_bseq], ARRAY[p_n], ARRAY[p_held],
         ARRAY[p_min_step], ARRAY[p_max_step], ARRAY[p_max_seq], ARRAY[p_count],
         array_fill(1, ARRAY[coalesce(cardinality(f_step), 0)]), f_step, f_seq, f_n, f_kind, f_frames,
-        array_fill(1, ARRAY[coalesce(cardinality(d_step), 0)]), d_step, d_n, d_digest, d_inputs,
-        array_fill(1, ARRAY[coalesce(cardinality(c_step), 0)]), c_step, c_key, c_win, c_n, c_fold, c_size, c_ranks) b
+        array_fill(1, ARRAY[coalesce(cardinality(d_step), 0)]), d_step, d_n, d_digest, d_inputs, d_cons,
+        array_fill(1, ARRAY[coalesce(cardinality(k_key), 0)]), k_key, k_size, k_ranks) b
 $$;

@@ -11,6 +11,7 @@
 
 #include "common/record.h"
 #include "server/store/batch.h"
+#include "server/store/cons_batch.h"
 #include "common/recmatch.h"
 
 static int decode_json(srv_batch *b, const char *text, srv_error *e)
@@ -207,13 +208,31 @@ static void test_step_digests(void **state)
     batch_release(&b);
 }
 
+/* A consensus digest as step_digests.cons holds it: big endian key, window, count, fold (the layout the 026
+ * migration writes with int8send and int4send), and back. */
+static void test_cons_packed(void **state)
+{
+    (void)state;
+    srv_cons_digest d = {
+        .step = 9, .key = 0x8899aabbccddeeffULL, .win = 0x01020304, .n = 64, .fold = 0x1122334455667788ULL};
+    unsigned char p[CONS_PACKED];
+    cons_pack(p, &d);
+    static const unsigned char want[CONS_PACKED] = {0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff,
+                                                    0x01, 0x02, 0x03, 0x04, 0x00, 0x00, 0x00, 0x40,
+                                                    0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88};
+    assert_memory_equal(p, want, CONS_PACKED);
+    uint64_t key, fold;
+    uint32_t win, n;
+    cons_unpack(p, &key, &win, &n, &fold);
+    assert_true(key == d.key && win == d.win && n == d.n && fold == d.fold);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_step_digests),
-        cmocka_unit_test(test_json_values_exact),
-        cmocka_unit_test(test_binary_round_trip),
-        cmocka_unit_test(test_hex_and_utf8),
+        cmocka_unit_test(test_step_digests),      cmocka_unit_test(test_json_values_exact),
+        cmocka_unit_test(test_binary_round_trip), cmocka_unit_test(test_hex_and_utf8),
+        cmocka_unit_test(test_cons_packed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
