@@ -102,8 +102,10 @@ static int judge_taken(void)
             cons_judging_add(jg, &w);
             window_free(&w);
         }
-        if (cons_judging_end(jg) < 0)
+        if (cons_judging_end(jg) < 0) {
+            cons_touch(all[i]->run); /* not stored: the next sweep's look judges them from the database */
             rc = -1;
+        }
     }
     for (size_t i = 0; i < n; i++)
         consmem_free(all[i]);

@@ -239,4 +239,3 @@ int cons_judging_end(cons_judging *j)
     free(j);
     return stored;
 }
-

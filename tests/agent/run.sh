@@ -343,6 +343,15 @@ for (step, key, window, size), copies in sorted(by.items()):
     out += [f"{rank} {step} {window}" for rank, c in sorted(copies.items()) if c != common or len(copies) != size]
 print(",".join(out) or "none")' "$1"
   }
+  srv_run() {   # NAME PROGRAM ITERATIONS [ENV=VALUE...]: 4 ranks under the fault shim, consensus mode, digests streamed
+    local name=$1 prog=$2 iters=$3; shift 3   # to lockstepd as job J-NAME-PID; output in NAME.out
+    local xs=()
+    for kv in "$@"; do xs+=(-x "$kv"); done
+    timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so:$SHIM" \
+      -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_MODE=consensus -x LOCKSTEP_SERVER="$URL" -x LOCKSTEP_JOB_ID="J-$name-$$" \
+      -x LOCKSTEP_SPOOL_DIR="$T/$name-spool" -x LOCKSTEP_MANIFEST_HASH=0 -x LOCKSTEP_SHIM_RANK=2 "${xs[@]}" \
+      ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$prog" "$iters" >"$T/$name.out" 2>&1
+  }
   cons_first_named() {   # JOB NAME: "status name occurrence odd_ranks function" of the job's run's first consensus
     local line=""         # disagreement, once it names a record NAME (10 s at most)
     for _ in $(seq 1 50); do
@@ -471,11 +480,8 @@ print(len(by), all(sorted(v) == [0, 1] for v in by.values()))')
   # Through lockstepd (consensus mode, digests streamed, no steps): it names the odd record from the records the agents
   # hold, an MPI_Iallreduce at its occurrence of the start, rank 2, in main. 5,000 iterations (about 2 s): the agents
   # must still run when lockstepd asks for their held records.
-  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so:$SHIM" \
-    -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_MODE=consensus -x LOCKSTEP_SERVER="$URL" -x LOCKSTEP_JOB_ID="J-nbc-$$" \
-    -x LOCKSTEP_SPOOL_DIR="$T/nbc-srv-spool" -x LOCKSTEP_MANIFEST_HASH=0 -x LOCKSTEP_SHIM_RANK=2 \
-    -x LOCKSTEP_SHIM_ICALL=21 ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$NBC" 5000 >"$T/nbc-srv.out" 2>&1
-  nbc_srv=$(cons_first_named "J-nbc-$$" mpi.iallreduce)
+  srv_run nbc-srv "$NBC" 5000 LOCKSTEP_SHIM_ICALL=21
+  nbc_srv=$(cons_first_named "J-nbc-srv-$$" mpi.iallreduce)
   if [ "$nbc_srv" = "disagree mpi.iallreduce 21 [2] main" ]; then
     ok "nonblocking collectives, digests streamed: lockstepd names the odd MPI_Iallreduce (#21, rank 2, main)"
   else bad "nonblocking consensus through lockstepd: '$nbc_srv'; $(tail -2 "$T/nbc-srv.out")"; fi
@@ -494,10 +500,7 @@ print(len(by), all(sorted(v) == [0, 1] for v in by.values()))')
   # streaming digests to lockstepd: the disagreement is named (record, occurrence, site) from the held records the
   # agents send on demand while the run goes, and no agent's held records are refused (each sends only the records
   # a step digest lockstepd already has stands for).
-  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so:$SHIM" \
-    -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_MODE=consensus -x LOCKSTEP_SERVER="$URL" -x LOCKSTEP_JOB_ID="J-cons-nostep-$$" \
-    -x LOCKSTEP_SPOOL_DIR="$T/cons-nostep-spool" -x LOCKSTEP_MANIFEST_HASH=0 -x LOCKSTEP_SHIM_RANK=2 \
-    -x LOCKSTEP_SHIM_CALL=30 ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$MPIPROG" 2000 >"$T/cons-nostep.out" 2>&1
+  srv_run cons-nostep "$MPIPROG" 2000 LOCKSTEP_SHIM_CALL=30
   cns=$(cons_first_named "J-cons-nostep-$$" mpi.allreduce)
   if [ "$cns" = "disagree mpi.allreduce 30 [2] main" ] && ! grep -q "refused the held records" "$T/cons-nostep.out"; then
     ok "consensus mode, no steps, digests streamed: lockstepd names the odd allreduce (#30, rank 2, main) while it runs"
@@ -505,10 +508,7 @@ print(len(by), all(sorted(v) == [0, 1] for v in by.values()))')
   # A short run whose last window holds the fault (31 iterations, the flip in the last MPI_Allreduce): the window is
   # complete only once the last rank's final batch arrived. Each rank's MPI_Finalize sends what it recorded, waits for
   # lockstepd to take it, then for the other ranks, so every rank still holds its records when its end's reply asks.
-  timeout 120 mpirun --allow-run-as-root --oversubscribe -np 4 -x LD_PRELOAD="$PRE$B/lib/liblockstep_mpi.so:$SHIM" \
-    -x LOCKSTEP_AUTOSTART=1 -x LOCKSTEP_MODE=consensus -x LOCKSTEP_SERVER="$URL" -x LOCKSTEP_JOB_ID="J-cons-short-$$" \
-    -x LOCKSTEP_SPOOL_DIR="$T/cons-short-spool" -x LOCKSTEP_MANIFEST_HASH=0 -x LOCKSTEP_SHIM_RANK=2 \
-    -x LOCKSTEP_SHIM_CALL=30 ${ASAN_OPTIONS:+-x ASAN_OPTIONS} "$MPIPROG" 31 >"$T/cons-short.out" 2>&1
+  srv_run cons-short "$MPIPROG" 31 LOCKSTEP_SHIM_CALL=30
   csh=$(cons_first_named "J-cons-short-$$" mpi.allreduce)
   if [ "$csh" = "disagree mpi.allreduce 30 [2] main" ]; then
     ok "consensus mode, a short run faulty in its last window: lockstepd names the allreduce (#30, rank 2, main)"
