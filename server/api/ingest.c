@@ -327,7 +327,7 @@ static json_t *store_reply(const store_job *j, int rc, const store_result *res, 
         cons_digests_stored(run->key, b->rank, b->cons, b->n_cons, res->commit_s);
     }
     if (!res->duplicate && b->held) /* a divergence's records may have come */
-        cons_notify(run->key, res->commit_s);
+        cons_notify(run->key);
     *status = 200;
     json_t *o = json_pack("{s:s, s:i, s:I, s:I, s:b}", "run_id", run->run_id, "rank", (int)b->rank, "batch_seq",
                           (json_int_t)b->batch_seq, "stored", (json_int_t)(res->duplicate ? 0 : b->n), "duplicate",
@@ -468,8 +468,8 @@ static enum MHD_Result ingest_end(http_req *req, char **args)
         cmp_notify(run.group, rank, 0);
     /* The same for the run's own consensus: a disagreement its last batches complete is found now, so that the
      * reply asks this rank for the step's held-back records before its agent exits. */
-    if (cons_check_run(run.key, 0) < 0)
-        cons_notify(run.key, 0);
+    if (cons_check_run(run.key) < 0)
+        cons_notify(run.key);
     if (done) {
         log_info("run %s ended", run.run_id);
         for (int r = 0; r < run.ranks && r < 65536; r++)

@@ -23,11 +23,7 @@
 
 static void cons_loop(worker *w);
 static worker thread = WORKER_INIT("consensus", cons_loop);
-typedef struct queued {
-    int64_t key;
-    double commit_s;
-} queued;
-static queued *queue; /* under thread.lock: each run once */
+static int64_t *queue; /* run keys, under thread.lock: each run once */
 static size_t n_queue, cap_queue;
 
 void cons_on_divergence(void (*fn)(void))
@@ -125,9 +121,8 @@ static int judge_ready(void)
     return rc;
 }
 
-int cons_check_run(int64_t run_key, double commit_s)
+int cons_check_run(int64_t run_key)
 {
-    (void)commit_s;      /* memory's windows carry their own */
     cons_touch(run_key); /* the next sweep's database look reads what memory did not hold */
     if (judge_ready() < 0)
         return -1;
@@ -154,20 +149,19 @@ void cons_digests_stored(int64_t run_key, uint32_t rank, const srv_cons_digest *
     count_held();
 }
 
-void cons_notify(int64_t run_key, double commit_s)
+void cons_notify(int64_t run_key)
 {
     worker_lock(&thread);
     size_t i = 0;
-    while (i < n_queue && queue[i].key != run_key)
+    while (i < n_queue && queue[i] != run_key)
         i++;
     if (i == n_queue) {
         if (n_queue == cap_queue) {
             cap_queue = cap_queue ? 2 * cap_queue : 64;
             queue = xrealloc(queue, cap_queue * sizeof(*queue));
         }
-        queue[n_queue++] = (queued){run_key, commit_s};
-    } else if (commit_s > 0 && (queue[i].commit_s <= 0 || commit_s < queue[i].commit_s))
-        queue[i].commit_s = commit_s;
+        queue[n_queue++] = run_key;
+    }
     worker_kick_locked(&thread);
     worker_unlock(&thread);
 }
@@ -182,7 +176,7 @@ static void sweep(void)
     if (!r)
         return;
     for (int i = 0; i < PQntuples(r); i++)
-        cons_notify(strtoll(PQgetvalue(r, i, 0), NULL, 10), 0);
+        cons_notify(strtoll(PQgetvalue(r, i, 0), NULL, 10));
     PQclear(r);
 }
 
@@ -208,13 +202,13 @@ static void cons_loop(worker *w)
             worker_unlock(w);
             return;
         }
-        queued *take = queue;
+        int64_t *take = queue;
         size_t n = n_queue;
         queue = NULL;
         n_queue = cap_queue = 0;
         worker_unlock(w);
         for (size_t i = 0; i < n; i++)
-            cons_check_run(take[i].key, take[i].commit_s);
+            cons_check_run(take[i]);
         free(take);
     }
 }

@@ -29,14 +29,13 @@ void cons_stop(void);
  * `commit_s` (epoch seconds): their windows are held in memory (cons_mem.h) and judged as soon as every member of
  * their group reported, with no read of the database. Never blocks on the database. */
 void cons_digests_stored(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s);
-/* cons_notify - have the consensus thread check run `run_key` now (cons_check_run): a batch committed at `commit_s`
- * (epoch seconds) brought held records its divergence may wait for, or a store failed. Never blocks on the
- * database. */
-void cons_notify(int64_t run_key, double commit_s);
+/* cons_notify - have the consensus thread check run `run_key` now (cons_check_run): a batch brought held records its
+ * divergence may wait for, or a store failed. Never blocks on the database. */
+void cons_notify(int64_t run_key);
 
 /* cons_check_run - judge the windows memory holds ready (one caller at a time), finish run `run_key`'s divergence
  * when its records are there, and have the next sweep's database look read the run (what memory does not hold).
  * Returns 0, or -1 on a database error (logged). */
-int cons_check_run(int64_t run_key, double commit_s);
+int cons_check_run(int64_t run_key);
 
 #endif /* SERVER_CONSENSUS_CONS_CHECK_H */
