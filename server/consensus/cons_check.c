@@ -183,6 +183,7 @@ static void sweep(void)
 static void cons_loop(worker *w)
 {
     double next_sweep = 0;
+    unsigned long comebacks = db_comebacks();
     for (;;) {
         judge_ready();
         count_held();
@@ -191,6 +192,10 @@ static void cons_loop(worker *w)
             if (gone)
                 log_info("consensus: %zu windows incomplete after %d s are left to the database's look", gone,
                          WINDOW_HELD_S);
+            if (db_comebacks() != comebacks) { /* PostgreSQL came back (a restart, a failover): look at every run */
+                comebacks = db_comebacks();
+                cons_look_recent();
+            }
             sweep();
             next_sweep = clock_mono_s() + SWEEP_S;
         }

@@ -35,6 +35,8 @@ typedef struct dbconn {
 static pthread_key_t conn_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static atomic_long last_complaint;
+static atomic_int unreachable; /* a connection failed or broke since the last one made */
+static atomic_ulong comebacks; /* db_comebacks */
 
 static void conn_free(void *p)
 {
@@ -133,20 +135,29 @@ static dbconn *this_conn(void)
     if (d && PQstatus(d->c) == CONNECTION_OK)
         return d;
     if (d) {
+        atomic_store(&unreachable, 1);
         conn_free(d);
         pthread_setspecific(conn_key, NULL);
     }
     PGconn *c = PQconnectdb(conninfo);
     if (PQstatus(c) != CONNECTION_OK) {
+        atomic_store(&unreachable, 1);
         metrics_db_error();
         complain("cannot connect to PostgreSQL", PQerrorMessage(c));
         PQfinish(c);
         return NULL;
     }
+    if (atomic_exchange(&unreachable, 0))
+        atomic_fetch_add(&comebacks, 1);
     d = xcalloc(1, sizeof(*d));
     d->c = c;
     pthread_setspecific(conn_key, d);
     return d;
+}
+
+unsigned long db_comebacks(void)
+{
+    return atomic_load(&comebacks);
 }
 
 PGconn *db_conn(void)
@@ -223,6 +234,7 @@ void db_conn_broken(void)
         if (PQstatus(c) == CONNECTION_OK)
             return;
     }
+    atomic_store(&unreachable, 1);
     conn_free(d);
     pthread_setspecific(conn_key, NULL);
 }

@@ -38,6 +38,12 @@ PGconn *db_prepared(const char *stmt, char *err, size_t cap);
  * 0, or -1 with the statement and the server's message in `err`. */
 int db_prepare_all(char *err, size_t cap);
 
+/* db_comebacks - how many times lockstepd has connected to PostgreSQL again after it was unreachable (restarted,
+ * crashed, failed over to its standby). A commit that did not wait for the disk or the standby (the comparison's,
+ * synchronous_commit off) may be gone after such a comeback, so whoever keeps such work looks at its backlog again
+ * when this number changes. */
+unsigned long db_comebacks(void);
+
 /* db_conn_broken - call after an error: when the connection is bad it is
  * closed, so that the next db_conn reconnects. */
 void db_conn_broken(void);

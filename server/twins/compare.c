@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -427,6 +428,17 @@ static void sweep(int backlog)
 
 static double next_sweep; /* under thread.lock */
 
+/* comeback_seen - 1 once after each time lockstepd reconnected to a PostgreSQL it had lost (db_comebacks): the
+ * comparisons committed last before it (synchronous_commit off) may be gone, a standby promoted in its place has
+ * only what reached it, and their ranks are not all within cmp_active's 15 s any more, so the sweep looks at the
+ * whole backlog, as at a start. */
+static int comeback_seen(void)
+{
+    static atomic_ulong seen;
+    unsigned long now = db_comebacks();
+    return atomic_exchange(&seen, now) != now;
+}
+
 /* prune_locked - forget the groups nothing came for in a while. */
 static void prune_locked(double now)
 {
@@ -562,7 +574,7 @@ static void cmp_loop(worker *w)
         if (failed)
             usleep(200000);
         if (do_sweep)
-            sweep(0);
+            sweep(comeback_seen());
     }
 }
 

@@ -3,6 +3,9 @@
 #define TESTS_INTEGRATION_COMMON_H
 
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "tests/integration/harness.h"
@@ -11,9 +14,9 @@
  * cannot. */
 void it_write_file(const char *path, const char *text, mode_t mode);
 
-/* it_stop - a test binary's teardown: stop lockstepd `s` (SIGTERM) and remove its files, stop PostgreSQL `pg`,
- * remove directory `dir` (NULL: none). Returns 0 when lockstepd exited cleanly, its log holds no sanitizer report
- * (SAN=1: every scenario of the tier runs under ASan and UBSan) and the directory went, else -1. */
+/* it_stop - a test binary's teardown: stop lockstepd `s` (SIGTERM) and remove its files, stop PostgreSQL `pg` (NULL:
+ * none), remove directory `dir` (NULL: none). Returns 0 when lockstepd exited cleanly, its log holds no sanitizer
+ * report (SAN=1: every scenario of the tier runs under ASan and UBSan) and the directory went, else -1. */
 int it_stop(h_srv *s, h_pg *pg, const char *dir);
 
 /* it_call - METHOD base+path with a JSON (or NULL) body; the parsed reply in
@@ -69,5 +72,25 @@ long it_rss_kb(int pid);
  * `sample` (name and labels) in GET /metrics of `s`, or -1 when absent.
  * `token` is sent when given. */
 double it_metric(const h_srv *s, const char *sample, const char *token);
+
+/* A client that posts batch after batch for one rank of a run (batch k: step k, 10 records), retrying each, byte for
+ * byte, until it is acknowledged. From step `flip_step` on (-1: never) its record 3 differs from its twin's. */
+typedef struct it_loader {
+    const h_srv *srv;
+    const char *run;
+    int rank;
+    atomic_int *stop;
+    atomic_llong flip_step;
+    atomic_ullong acked; /* batches 0..acked-1 were acknowledged */
+    atomic_ullong retries;
+} it_loader;
+
+/* it_load_start - `n` loaders on ranks 0..n-1 of `run`, each on its thread of `th`, until `*stop`. */
+void it_load_start(it_loader *ls, int n, pthread_t *th, const h_srv *srv, const char *run, atomic_int *stop);
+
+/* it_check_exactly_once - in the database of `conninfo`: every batch `n` loaders of `run` had acknowledged is stored
+ * once, with its 10 records once (in its frames), and no batch is stored twice or past a gap (at most the one in
+ * flight at the end beyond the acknowledged ones). Fails the test otherwise. */
+void it_check_exactly_once(const char *conninfo, const char *run, const it_loader *ls, int n);
 
 #endif /* TESTS_INTEGRATION_COMMON_H */

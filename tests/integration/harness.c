@@ -3,6 +3,7 @@
 #include "tests/integration/harness.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -148,6 +149,115 @@ int h_pg_start(h_pg *pg)
         return -1;
     }
     snprintf(pg->conninfo, sizeof(pg->conninfo), "host=127.0.0.1 port=%d dbname=postgres user=lockstep", pg->port);
+    return 0;
+}
+
+int h_pg_standby(const h_pg *primary, h_pg *standby, const char *name)
+{
+    memset(standby, 0, sizeof(*standby));
+    for (int i = 0; i < 8; i++)
+        if (!live_pg[i] || live_pg[i] == standby) {
+            live_pg[i] = standby;
+            break;
+        }
+    snprintf(standby->dir, sizeof(standby->dir), "/tmp/lspg.XXXXXX");
+    if (!mkdtemp(standby->dir))
+        return -1;
+    chmod(standby->dir, 0711);
+    chown_pg(standby->dir);
+    standby->port = free_port();
+    char data[300], port[16], log[300];
+    snprintf(data, sizeof(data), "--pgdata=%s/data", standby->dir);
+    snprintf(port, sizeof(port), "--port=%d", primary->port);
+    snprintf(log, sizeof(log), "%s/basebackup.log", standby->dir);
+    char *argv[] = {PG_BIN "/pg_basebackup",
+                    data,
+                    "--host=127.0.0.1",
+                    port,
+                    "--username=lockstep",
+                    "--wal-method=stream",
+                    "--checkpoint=fast",
+                    "--no-sync",
+                    NULL};
+    if (run_as_pg(argv, log) != 0) {
+        fprintf(stderr, "harness: pg_basebackup failed, see %s\n", log);
+        return -1;
+    }
+    char path[300];
+    snprintf(path, sizeof(path), "%s/data/standby.signal", standby->dir);
+    FILE *f = fopen(path, "w");
+    if (!f || fclose(f) != 0)
+        return -1;
+    chown_pg(path);
+    snprintf(path, sizeof(path), "%s/data/postgresql.conf", standby->dir);
+    f = fopen(path, "a");
+    if (!f)
+        return -1;
+    fprintf(f,
+            "unix_socket_directories = '%s'\nhot_standby = on\n"
+            "primary_conninfo = 'host=127.0.0.1 port=%d user=lockstep application_name=%s'\n",
+            standby->dir, primary->port, name);
+    fclose(f);
+    if (h_pg_ctl(standby, "start") != 0) {
+        fprintf(stderr, "harness: the standby did not start, see %s/server.log\n", standby->dir);
+        return -1;
+    }
+    snprintf(standby->conninfo, sizeof(standby->conninfo), "host=127.0.0.1 port=%d dbname=postgres user=lockstep",
+             standby->port);
+    return 0;
+}
+
+/* pid_gone - 1 once process `pid` is gone or a zombie. */
+static int pid_gone(pid_t pid)
+{
+    char path[64], st[256];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 1;
+    int zombie = fgets(st, sizeof(st), f) && strstr(st, ") Z ");
+    fclose(f);
+    return zombie;
+}
+
+int h_pg_crash(h_pg *pg)
+{
+    char path[300];
+    snprintf(path, sizeof(path), "%s/data/postmaster.pid", pg->dir);
+    FILE *f = fopen(path, "r");
+    int pm = 0;
+    if (!f || fscanf(f, "%d", &pm) != 1 || pm <= 0) {
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    fclose(f);
+    pid_t kids[256];
+    int n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d)) && n < 256) {
+        char stat[300], line[512];
+        snprintf(stat, sizeof(stat), "/proc/%s/stat", e->d_name);
+        FILE *s = atoi(e->d_name) > 0 ? fopen(stat, "r") : NULL;
+        if (!s)
+            continue;
+        const char *rp = fgets(line, sizeof(line), s) ? strrchr(line, ')') : NULL;
+        int ppid = 0;
+        if (rp && sscanf(rp, ") %*c %d", &ppid) == 1 && ppid == pm)
+            kids[n++] = atoi(e->d_name);
+        fclose(s);
+    }
+    if (d)
+        closedir(d);
+    kill(pm, SIGKILL);
+    for (int i = 0; i < n; i++)
+        kill(kids[i], SIGKILL);
+    for (int t = 0; t < 500 && !pid_gone(pm); t++)
+        usleep(10000);
+    for (int i = 0; i < n; i++)
+        for (int t = 0; t < 500 && !pid_gone(kids[i]); t++)
+            usleep(10000);
     return 0;
 }
 

@@ -25,6 +25,16 @@ int h_pg_start(h_pg *pg);
 /* h_pg_ctl - run "pg_ctl ACTION" (stop, start, restart) on the cluster. */
 int h_pg_ctl(h_pg *pg, const char *action);
 
+/* h_pg_standby - a streaming standby of running cluster `primary` in a new temp dir on a free loopback port:
+ * pg_basebackup, standby.signal, and primary_conninfo with application_name `name` (what the primary's
+ * synchronous_standby_names may list); started, hot (it answers reads). Returns 0, or -1 with a message on stderr. */
+int h_pg_standby(const h_pg *primary, h_pg *standby, const char *name);
+
+/* h_pg_crash - kill -9 the cluster's postmaster and every process it started, as a lost machine would: nothing is
+ * flushed, sent or shut down in order. Waits until they are gone; the directory stays for h_pg_stop. Returns 0, or
+ * -1 when the cluster was not running. */
+int h_pg_crash(h_pg *pg);
+
 /* h_pg_stop - stop the cluster and remove its directory. */
 void h_pg_stop(h_pg *pg);
 

@@ -39,76 +39,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* A client that posts batch after batch for one rank, retrying each until acknowledged. */
-typedef struct loader {
-    const h_srv *srv;
-    const char *run;
-    int rank;
-    atomic_int *stop;
-    uint64_t acked; /* batches 0..acked-1 were acknowledged */
-    uint64_t retries;
-} loader;
-
-static void *load_main(void *arg)
-{
-    loader *l = arg;
-    uint64_t seq = 0;
-    while (!atomic_load(l->stop)) {
-        uint64_t first_seq = seq;
-        long code =
-            it_post_steps(l->srv, l->run, l->rank, l->acked, (int64_t)l->acked, 1, 10, -1, -1, -1, -1, &seq, NULL);
-        if (code == 200) {
-            l->acked++;
-        } else {
-            seq = first_seq; /* the same batch again, byte for byte */
-            l->retries++;
-            usleep(20000);
-        }
-    }
-    return NULL;
-}
-
-/* check_exactly_once - every acknowledged batch is stored once, with its 10 records once (in its frames). */
-static void check_exactly_once(const char *run, loader *ls)
-{
-    PGconn *c = PQconnectdb(pg.conninfo);
-    assert_int_equal(PQstatus(c), CONNECTION_OK);
-    for (int r = 0; r < LOADERS; r++) {
-        char rank[16], q[600];
-        snprintf(rank, sizeof(rank), "%d", r);
-        snprintf(q, sizeof(q),
-                 "SELECT (SELECT count(*) FROM batches b WHERE b.run_key = x.k AND b.rank = $2), "
-                 "(SELECT coalesce(sum(n), 0) FROM record_frames d WHERE d.run_key = x.k AND d.rank = $2), "
-                 "(SELECT count(*) - count(DISTINCT (step, seq_lo)) FROM record_frames d WHERE d.run_key = x.k "
-                 "AND d.rank = $2), "
-                 "(SELECT count(DISTINCT step) FROM record_frames d WHERE d.run_key = x.k AND d.rank = $2), "
-                 "(SELECT coalesce(max(batch_seq), -1) FROM batches b WHERE b.run_key = x.k AND b.rank = $2) "
-                 "FROM (SELECT run_key AS k FROM runs WHERE run_id = $1::uuid) x");
-        const char *p[] = {run, rank};
-        PGresult *res = PQexecParams(c, q, 2, NULL, p, NULL, NULL, 0);
-        assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
-        long batches = atol(PQgetvalue(res, 0, 0)), records = atol(PQgetvalue(res, 0, 1)),
-             doubled = atol(PQgetvalue(res, 0, 2)), steps = atol(PQgetvalue(res, 0, 3)),
-             max_bseq = atol(PQgetvalue(res, 0, 4));
-        PQclear(res);
-        /* acknowledged ones all there; at most the one in flight at the end beyond them */
-        assert_true((uint64_t)batches >= ls[r].acked && (uint64_t)batches <= ls[r].acked + 1);
-        assert_int_equal(max_bseq + 1, batches); /* no gaps, no doubles */
-        assert_int_equal(records, 10 * batches);
-        assert_int_equal(doubled, 0);     /* no segment stored twice */
-        assert_int_equal(steps, batches); /* one step a batch */
-    }
-    PQfinish(c);
-}
-
-static void run_load(const h_srv *srv, const char *run, loader *ls, pthread_t *th, atomic_int *stop)
-{
-    for (int r = 0; r < LOADERS; r++) {
-        ls[r] = (loader){.srv = srv, .run = run, .rank = r, .stop = stop};
-        pthread_create(&th[r], NULL, load_main, &ls[r]);
-    }
-}
-
 static void test_kill9_during_ingest(void **state)
 {
     (void)state;
@@ -117,10 +47,10 @@ static void test_kill9_during_ingest(void **state)
     assert_int_equal(h_srv_start(&srv, args), 0);
     char run[40];
     assert_int_equal(it_register(&srv, "200", NULL, LOADERS, 0, NULL, run), 0);
-    loader ls[LOADERS];
+    it_loader ls[LOADERS];
     pthread_t th[LOADERS];
     atomic_int stop = 0;
-    run_load(&srv, run, ls, th, &stop);
+    it_load_start(ls, LOADERS, th, &srv, run, &stop);
     for (int round = 0; round < 3; round++) {
         usleep(400000);
         assert_int_equal(h_srv_kill(&srv, SIGKILL), 128 + SIGKILL);
@@ -137,7 +67,7 @@ static void test_kill9_during_ingest(void **state)
     }
     assert_true(total > 20);
     assert_true(retries > 0); /* the kills were felt */
-    check_exactly_once(run, ls);
+    it_check_exactly_once(pg.conninfo, run, ls, LOADERS);
     assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
     h_srv_cleanup(&srv);
 }
@@ -172,10 +102,10 @@ static void test_stop_under_load(void **state)
     assert_int_equal(h_srv_start(&srv, args), 0);
     char run[40];
     assert_int_equal(it_register(&srv, "250", NULL, LOADERS, 0, NULL, run), 0);
-    loader ls[LOADERS];
+    it_loader ls[LOADERS];
     pthread_t th[LOADERS];
     atomic_int stop = 0;
-    run_load(&srv, run, ls, th, &stop);
+    it_load_start(ls, LOADERS, th, &srv, run, &stop);
     srand((unsigned)getpid());
     for (int round = 0; round < 8; round++) {
         usleep(150000 + (useconds_t)(rand() % 250000));
@@ -191,7 +121,7 @@ static void test_stop_under_load(void **state)
         total += ls[r].acked;
     }
     assert_true(total > 20);
-    check_exactly_once(run, ls);
+    it_check_exactly_once(pg.conninfo, run, ls, LOADERS);
     assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
     assert_true(log_clean(&srv));
     h_srv_cleanup(&srv);
@@ -205,10 +135,10 @@ static void test_pg_restart_under_load(void **state)
     assert_int_equal(h_srv_start(&srv, args), 0);
     char run[40];
     assert_int_equal(it_register(&srv, "201", NULL, LOADERS, 0, NULL, run), 0);
-    loader ls[LOADERS];
+    it_loader ls[LOADERS];
     pthread_t th[LOADERS];
     atomic_int stop = 0;
-    run_load(&srv, run, ls, th, &stop);
+    it_load_start(ls, LOADERS, th, &srv, run, &stop);
     usleep(500000);
     uint64_t before = 0;
     for (int r = 0; r < LOADERS; r++)
@@ -237,7 +167,7 @@ static void test_pg_restart_under_load(void **state)
     json_t *o = NULL;
     assert_int_equal(it_call(&srv, "GET", "/api/v1/health", NULL, NULL, &o), 200);
     json_decref(o);
-    check_exactly_once(run, ls);
+    it_check_exactly_once(pg.conninfo, run, ls, LOADERS);
     assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
     h_srv_cleanup(&srv);
 }

@@ -1,0 +1,212 @@
+/* test_failover.c - lockstepd on PostgreSQL's own replication: a primary and a synchronous streaming standby on
+ * loopback, lockstepd reaching them through one multi-host connection string (target_session_attrs=read-write). The
+ * primary is killed -9 under ingest and the standby promoted: no acknowledged batch is lost or stored twice, ingest
+ * resumes by itself, and the twin comparison goes on (a divergence made after the failover is found at its step). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/integration/common.h"
+
+#define LOADERS 3
+
+static h_pg primary, standby;
+
+/* sql - one statement on `conninfo`; its first value (malloc'd, "" for none) or NULL on an error. */
+static char *sql(const char *conninfo, const char *q)
+{
+    PGconn *c = PQconnectdb(conninfo);
+    PGresult *r = PQexec(c, q);
+    char *v = NULL;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK)
+        v = strdup(PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
+    else
+        fprintf(stderr, "failover: %s: %s", q, PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+    return v;
+}
+
+/* wait_for - poll `q` on `conninfo` until its first value is `want`, for 20 s at most. 0 when it was. */
+static int wait_for(const char *conninfo, const char *q, const char *want)
+{
+    for (int i = 0; i < 200; i++) {
+        char *v = sql(conninfo, q);
+        int ok = v && !strcmp(v, want);
+        free(v);
+        if (ok)
+            return 0;
+        usleep(100000);
+    }
+    return -1;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (h_pg_start(&primary) != 0 || h_pg_standby(&primary, &standby, "lsstandby") != 0)
+        return -1;
+    char *v = sql(primary.conninfo, "ALTER SYSTEM SET synchronous_standby_names = 'lsstandby'");
+    free(v);
+    v = sql(primary.conninfo, "SELECT pg_reload_conf()");
+    free(v);
+    /* the standby streams and the primary waits for it at every commit */
+    return wait_for(primary.conninfo, "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'lsstandby'",
+                    "sync");
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    h_pg_stop(&standby);
+    h_pg_stop(&primary);
+    return 0;
+}
+
+static uint64_t acked_total(const it_loader *ls, int n)
+{
+    uint64_t t = 0;
+    for (int r = 0; r < n; r++)
+        t += atomic_load(&ls[r].acked);
+    return t;
+}
+
+static void test_failover_under_ingest(void **state)
+{
+    (void)state;
+    char ci[700];
+    snprintf(ci, sizeof(ci),
+             "host=127.0.0.1,127.0.0.1 port=%d,%d dbname=postgres user=lockstep target_session_attrs=read-write "
+             "connect_timeout=2",
+             primary.port, standby.port);
+    h_srv srv;
+    const char *args[] = {"--db", ci, NULL};
+    assert_int_equal(h_srv_start(&srv, args), 0);
+    char run_a[40], run_b[40];
+    assert_int_equal(it_register(&srv, "700", "fo-g", LOADERS, 0, NULL, run_a), 0);
+    assert_int_equal(it_register(&srv, "701", "fo-g", LOADERS, 0, NULL, run_b), 0);
+    it_loader la[LOADERS], lb[LOADERS];
+    pthread_t ta[LOADERS], tb[LOADERS];
+    atomic_int stop = 0;
+    it_load_start(la, LOADERS, ta, &srv, run_a, &stop);
+    it_load_start(lb, LOADERS, tb, &srv, run_b, &stop);
+    usleep(1500000);
+    json_t *o = NULL; /* running, and the same so far */
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/fo-g", NULL, NULL, &o), 200);
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "pending");
+    json_decref(o);
+
+    uint64_t before = acked_total(la, LOADERS) + acked_total(lb, LOADERS);
+    double t_kill = h_now();
+    assert_int_equal(h_pg_crash(&primary), 0);
+    usleep(500000); /* the batches in flight meet no primary */
+    assert_int_equal(h_pg_ctl(&standby, "promote"), 0);
+    /* ingest resumes on the promoted standby by itself */
+    double t_back = 0;
+    while (h_now() - t_kill < 30) {
+        if (acked_total(la, LOADERS) + acked_total(lb, LOADERS) > before + 10) {
+            t_back = h_now();
+            break;
+        }
+        usleep(50000);
+    }
+    assert_true(t_back > 0);
+    print_message("failover: ingest back %.1f s after the kill (%llu batches acknowledged before)\n", t_back - t_kill,
+                  (unsigned long long)before);
+
+    /* run B's rank 1 now differs from a step past every step stored so far */
+    uint64_t flip = atomic_load(&lb[1].acked) + 5;
+    atomic_store(&lb[1].flip_step, (long long)flip);
+    while (atomic_load(&lb[1].acked) < flip + 10 && h_now() - t_back < 20)
+        usleep(50000);
+    o = it_wait_group(&srv, "fo-g", "diverged");
+    assert_string_equal(json_string_value(json_object_get(o, "status")) ?: "", "diverged");
+    json_t *first = json_object_get(o, "first_divergence");
+    assert_int_equal(json_integer_value(json_object_get(first, "step")), (json_int_t)flip);
+    assert_int_equal(json_integer_value(json_object_get(first, "rank")), 1);
+    json_decref(o);
+
+    atomic_store(&stop, 1);
+    for (int r = 0; r < LOADERS; r++) {
+        pthread_join(ta[r], NULL);
+        pthread_join(tb[r], NULL);
+    }
+    /* every acknowledged batch is on the promoted standby, once */
+    it_check_exactly_once(standby.conninfo, run_a, la, LOADERS);
+    it_check_exactly_once(standby.conninfo, run_b, lb, LOADERS);
+    assert_int_equal(it_stop(&srv, NULL, NULL), 0);
+}
+
+/* A comparison lost with its database: lockstepd commits its comparisons without waiting for the disk or the
+ * standby, so a crash or a failover may take the last ones back. Here one is taken back by hand, as if it were
+ * lost, with the ranks' progress an hour old (an outage longer than the 15 s the periodic sweep looks back): when
+ * lockstepd reconnects after PostgreSQL came back, it looks at its whole backlog again and finds the divergence. */
+static void test_comeback_compares_again(void **state)
+{
+    (void)state;
+    h_pg *pg = standby.dir[0] ? &standby : &primary; /* the promoted standby when the test before ran */
+    h_srv srv;
+    const char *args[] = {"--db", pg->conninfo, NULL};
+    assert_int_equal(h_srv_start(&srv, args), 0);
+    char run_a[40], run_b[40];
+    assert_int_equal(it_register(&srv, "710", "cb-g", 1, 0, NULL, run_a), 0);
+    assert_int_equal(it_register(&srv, "711", "cb-g", 1, 0, NULL, run_b), 0);
+    uint64_t seq = 0;
+    assert_int_equal(it_post_steps(&srv, run_a, 0, 0, 0, 5, 4, -1, -1, -1, -1, &seq, NULL), 200);
+    seq = 0;
+    assert_int_equal(it_post_steps(&srv, run_b, 0, 0, 0, 5, 4, 3, 2, -1, -1, &seq, NULL), 200);
+    assert_int_equal(it_end(&srv, run_a, 0, NULL), 200);
+    assert_int_equal(it_end(&srv, run_b, 0, NULL), 200);
+    json_t *o = it_wait_group(&srv, "cb-g", "diverged");
+    assert_string_equal(json_string_value(json_object_get(o, "status")) ?: "", "diverged");
+    json_decref(o);
+
+    char *v = sql(pg->conninfo, "BEGIN; DELETE FROM divergences WHERE twin_group = 'cb-g'; "
+                                "DELETE FROM group_checks WHERE twin_group = 'cb-g'; "
+                                "UPDATE rank_progress SET updated_at = updated_at - interval '1 hour' WHERE run_key IN "
+                                "(SELECT run_key FROM runs WHERE twin_group = 'cb-g'); "
+                                "UPDATE rank_ends SET ended_at = ended_at - interval '1 hour' WHERE run_key IN "
+                                "(SELECT run_key FROM runs WHERE twin_group = 'cb-g'); COMMIT");
+    assert_non_null(v);
+    free(v);
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/cb-g", NULL, NULL, &o), 200);
+    assert_string_not_equal(json_string_value(json_object_get(o, "status")) ?: "", "diverged");
+    json_decref(o);
+
+    assert_int_equal(h_pg_ctl(pg, "restart"), 0);
+    double t0 = h_now();
+    o = NULL;
+    while (h_now() - t0 < 20) {
+        json_decref(o);
+        o = NULL;
+        if (it_call(&srv, "GET", "/api/v1/twins/cb-g", NULL, NULL, &o) == 200 &&
+            !strcmp(json_string_value(json_object_get(o, "status")) ?: "", "diverged"))
+            break;
+        usleep(200000);
+    }
+    print_message("comeback: compared again %.1f s after the restart\n", h_now() - t0);
+    assert_string_equal(json_string_value(json_object_get(o, "status")) ?: "", "diverged");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "first_divergence"), "step")), 3);
+    json_decref(o);
+    assert_int_equal(it_stop(&srv, NULL, NULL), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_failover_under_ingest),
+        cmocka_unit_test(test_comeback_compares_again),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
