@@ -275,6 +275,7 @@ static int open_database(const srv_config *c, pg_embed *pe, char *conninfo, size
         return -1;
     }
     db_init(conninfo);
+    db_init_reads(c->read_db_url);
     return 0;
 }
 

@@ -93,7 +93,7 @@ static enum MHD_Result alert_ack(http_req *req, char **args)
 }
 
 static const route ROUTES[] = {
-    {"GET", "/api/v1/alerts", MR_READ, AUTH_READ, alerts_list},
+    {"GET", "/api/v1/alerts", MR_READ, AUTH_READ, alerts_list, .reads = 1},
     {"POST", "/api/v1/alerts/{}/ack", MR_ADMIN, AUTH_ADMIN, alert_ack},
 };
 

@@ -37,8 +37,8 @@ static enum MHD_Result read_consensus_list(http_req *req, char **args)
 }
 
 static const route ROUTES[] = {
-    {"GET", "/api/v1/runs/{}/consensus", MR_READ, AUTH_READ, read_run_consensus},
-    {"GET", "/api/v1/consensus", MR_READ, AUTH_READ, read_consensus_list},
+    {"GET", "/api/v1/runs/{}/consensus", MR_READ, AUTH_READ, read_run_consensus, .reads = 1},
+    {"GET", "/api/v1/consensus", MR_READ, AUTH_READ, read_consensus_list, .reads = 1},
 };
 
 void api_consensus_register(void)

@@ -215,11 +215,11 @@ static enum MHD_Result read_checkpoints(http_req *req, char **args)
 
 static const route ROUTES[] = {
     {"POST", "/api/v1/twins/{}/narrows", MR_ADMIN, AUTH_ADMIN, start_narrow},
-    {"GET", "/api/v1/twins/{}/narrows", MR_READ, AUTH_SELF, list_narrows},
-    {"GET", "/api/v1/narrows/{}", MR_READ, AUTH_SELF, read_narrow},
+    {"GET", "/api/v1/twins/{}/narrows", MR_READ, AUTH_SELF, list_narrows, .reads = 1},
+    {"GET", "/api/v1/narrows/{}", MR_READ, AUTH_SELF, read_narrow, .reads = 1},
     {"POST", "/api/v1/narrows/{}/jobs", MR_ADMIN, AUTH_ADMIN, set_jobs},
     {"POST", "/api/v1/runs/{}/checkpoints", MR_OTHER, AUTH_SELF, declare_checkpoint},
-    {"GET", "/api/v1/runs/{}/checkpoints", MR_READ, AUTH_SELF, read_checkpoints},
+    {"GET", "/api/v1/runs/{}/checkpoints", MR_READ, AUTH_SELF, read_checkpoints, .reads = 1},
 };
 
 void api_narrows_register(void)

@@ -288,10 +288,10 @@ out_db:
 }
 
 static const route ROUTES[] = {
-    {"GET", "/api/v1/nodes", MR_READ, AUTH_READ, nodes_list},
-    {"GET", "/api/v1/nodes/{}", MR_READ, AUTH_READ, node_get},
-    {"GET", "/api/v1/nodes/{}/history", MR_READ, AUTH_READ, node_history},
-    {"GET", "/api/v1/nodes/{}/timeline", MR_READ, AUTH_READ, node_timeline},
+    {"GET", "/api/v1/nodes", MR_READ, AUTH_READ, nodes_list, .reads = 1},
+    {"GET", "/api/v1/nodes/{}", MR_READ, AUTH_READ, node_get, .reads = 1},
+    {"GET", "/api/v1/nodes/{}/history", MR_READ, AUTH_READ, node_history, .reads = 1},
+    {"GET", "/api/v1/nodes/{}/timeline", MR_READ, AUTH_READ, node_timeline, .reads = 1},
     {"POST", "/api/v1/nodes/{}/actions", MR_ADMIN, AUTH_ADMIN, node_action},
 };
 

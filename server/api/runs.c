@@ -351,9 +351,9 @@ static enum MHD_Result read_run_wanted(http_req *req, char **args)
 }
 
 static const route ROUTES[] = {
-    {"GET", "/api/v1/runs", MR_READ, AUTH_SELF, read_runs},
-    {"GET", "/api/v1/runs/{}", MR_READ, AUTH_READ, read_run},
-    {"GET", "/api/v1/runs/{}/records", MR_READ, AUTH_READ, read_run_records},
+    {"GET", "/api/v1/runs", MR_READ, AUTH_SELF, read_runs, .reads = 1},
+    {"GET", "/api/v1/runs/{}", MR_READ, AUTH_READ, read_run, .reads = 1},
+    {"GET", "/api/v1/runs/{}/records", MR_READ, AUTH_READ, read_run_records, .reads = 1},
     {"GET", "/api/v1/runs/{}/wanted", MR_READ, AUTH_SELF, read_run_wanted},
 };
 

@@ -96,7 +96,7 @@ static enum MHD_Result read_run_series(http_req *req, char **args)
 }
 
 static const route ROUTES[] = {
-    {"GET", "/api/v1/runs/{}/series", MR_READ, AUTH_READ, read_run_series},
+    {"GET", "/api/v1/runs/{}/series", MR_READ, AUTH_READ, read_run_series, .reads = 1},
 };
 
 void api_series_register(void)

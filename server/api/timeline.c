@@ -90,7 +90,7 @@ static enum MHD_Result fleet_timeline(http_req *req, char **args)
 }
 
 static const route ROUTES[] = {
-    {"GET", "/api/v1/fleet/timeline", MR_READ, AUTH_READ, fleet_timeline},
+    {"GET", "/api/v1/fleet/timeline", MR_READ, AUTH_READ, fleet_timeline, .reads = 1},
 };
 
 void api_timeline_register(void)

@@ -182,7 +182,7 @@ static enum MHD_Result read_twin_deltas(http_req *req, char **args)
 
 static const route ROUTES[] = {
     /* open, the admin, or a job's own token (?job=J) for its user's groups (group_reader) */
-    {"GET", "/api/v1/twins/{}/deltas", MR_READ, AUTH_SELF, read_twin_deltas},
+    {"GET", "/api/v1/twins/{}/deltas", MR_READ, AUTH_SELF, read_twin_deltas, .reads = 1},
 };
 
 void api_twin_deltas_register(void)

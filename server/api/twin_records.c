@@ -259,7 +259,7 @@ static enum MHD_Result read_twin_records(http_req *req, char **args)
 }
 
 static const route ROUTES[] = {
-    {"GET", "/api/v1/twins/{}/records", MR_READ, AUTH_SELF, read_twin_records},
+    {"GET", "/api/v1/twins/{}/records", MR_READ, AUTH_SELF, read_twin_records, .reads = 1},
 };
 
 void api_twin_records_register(void)

@@ -304,7 +304,7 @@ static enum MHD_Result read_twin_steps(http_req *req, char **args)
 }
 
 static const route ROUTES[] = {
-    {"GET", "/api/v1/twins/{}/steps", MR_READ, AUTH_SELF, read_twin_steps},
+    {"GET", "/api/v1/twins/{}/steps", MR_READ, AUTH_SELF, read_twin_steps, .reads = 1},
 };
 
 void api_twin_steps_register(void)

@@ -333,8 +333,8 @@ static enum MHD_Result read_manifest_diff(http_req *req, char **args)
 
 static const route ROUTES[] = {
     /* reads: open, the admin, or a job's own token (?job=J) for its user's groups (group_reader) */
-    {"GET", "/api/v1/twins/{}", MR_READ, AUTH_SELF, read_twins},
-    {"GET", "/api/v1/twins/{}/manifest-diff", MR_READ, AUTH_SELF, read_manifest_diff},
+    {"GET", "/api/v1/twins/{}", MR_READ, AUTH_SELF, read_twins, .reads = 1},
+    {"GET", "/api/v1/twins/{}/manifest-diff", MR_READ, AUTH_SELF, read_manifest_diff, .reads = 1},
     {"POST", "/api/v1/twins/{}/share", MR_ADMIN, AUTH_SELF, share_group, HTTP_BODY_DEFAULT, check_share},
 };
 

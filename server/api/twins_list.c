@@ -381,7 +381,7 @@ static enum MHD_Result read_twins_list(http_req *req, char **args)
 
 static const route ROUTES[] = {
     /* open, the admin, or a job's own token (?job=J) for its user's groups (group_reader) */
-    {"GET", "/api/v1/twins", MR_READ, AUTH_SELF, read_twins_list},
+    {"GET", "/api/v1/twins", MR_READ, AUTH_SELF, read_twins_list, .reads = 1},
 };
 
 void api_twins_list_register(void)

@@ -41,6 +41,7 @@ static const char *const YES_NO[] = {"no", "yes", NULL};                      /*
 static const cfg_key KEYS[] = {
     {"listen", "--listen", CFG_LISTEN, 0, 0, 0, 0, NULL},
     {"db", "--db", CFG_STR, F(db_url), 0, 0, NULL},
+    {"read_db", "--read-db", CFG_STR, F(read_db_url), 0, 0, NULL},
     {"state_dir", "--state-dir", CFG_STR, F(state_dir), 0, 0, NULL},
     {"secret", "--secret", CFG_STR, F(secret_file), 0, 0, NULL},
     {"admin_token", "--admin-token", CFG_STR, F(admin_token_file), 0, 0, NULL},
@@ -295,7 +296,8 @@ int cfg_load_file(srv_config *c, const char *path, char *err, size_t cap)
 
 static void usage(void)
 {
-    printf("usage: lockstepd [--version] [--config FILE] [--listen ADDR:PORT] [--db URL] [--state-dir DIR]\n"
+    printf("usage: lockstepd [--version] [--config FILE] [--listen ADDR:PORT] [--db URL] [--read-db URL]\n"
+           "                 [--state-dir DIR]\n"
            "                 [--secret FILE] [--admin-token FILE] [--web-dir DIR] [--tls-cert FILE --tls-key FILE]\n"
            "                 [--threads N] [--db-workers N] [--log-level LEVEL] [--log-file FILE] [--port-file FILE]\n"
            "                 [--retain-days N] [--max-body-mb N] [--pg-bin DIR] [--read-access open|admin]\n"

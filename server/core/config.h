@@ -9,9 +9,10 @@
  * docs/server.md and docs/suspects.md list them. */
 typedef struct srv_config {
     /* The service. */
-    char listen_host[256]; /* "127.0.0.1", "::1", "0.0.0.0", "*" */
-    int listen_port;       /* 0: any free port (printed at start) */
-    char db_url[1024];     /* empty: embedded PostgreSQL under state_dir */
+    char listen_host[256];  /* "127.0.0.1", "::1", "0.0.0.0", "*" */
+    int listen_port;        /* 0: any free port (printed at start) */
+    char db_url[1024];      /* empty: embedded PostgreSQL under state_dir */
+    char read_db_url[1024]; /* a streaming replica for the read API; empty: the primary answers reads */
     char state_dir[1024];
     char secret_file[1024]; /* empty: ingest is open */
     char admin_token_file[1024];

@@ -12,6 +12,7 @@
 #include "server/core/state.h"
 #include "server/core/xalloc.h"
 #include "server/http/auth.h"
+#include "server/store/db.h"
 #include "server/http/reply.h"
 
 #define MAX_TABLES 32
@@ -175,7 +176,15 @@ int route_begin(http_req *req)
 enum MHD_Result route_dispatch(http_req *req)
 {
     const route *r = req->route;
-    if (r)
+    if (!r)
+        return fallback(req, NULL);
+    if (!r->reads)
         return r->fn(req, req->args);
-    return fallback(req, NULL);
+    if (db_reads_begin()) {
+        req->read_replica = 1;
+        req->read_lag = db_read_lag();
+    }
+    enum MHD_Result res = r->fn(req, req->args);
+    db_reads_end();
+    return res;
 }

@@ -38,6 +38,9 @@ typedef struct route {
     route_fn fn;
     size_t max_body;      /* bytes of body it reads (see above) */
     route_check_fn check; /* NULL, or its own check before the body (AUTH_SELF writes) */
+    int reads;            /* 1: its statements are reads that may lag a little (the dashboard's, the CLI's): a read
+                           * replica answers them when one is configured (db_reads_begin, --read-db), and a JSON
+                           * object answer says so ("read_from", "read_lag_s"). 0: the primary's (agents, writes) */
 } route;
 
 #define ROUTE_MAX_ARGS HTTP_MAX_ARGS
@@ -58,7 +61,8 @@ void route_set_fallback(route_fn fn, int metric);
  * what the check replies. Returns 0 to read the body, -1 when it replied. */
 int route_begin(http_req *req);
 
-/* route_dispatch - call the handler route_begin found (or the fallback). */
+/* route_dispatch - call the handler route_begin found (or the fallback); a route of reads on the read replica when
+ * there is one. */
 enum MHD_Result route_dispatch(http_req *req);
 
 #endif /* SERVER_HTTP_ROUTE_H */

@@ -37,6 +37,9 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static atomic_long last_complaint;
 static atomic_int unreachable; /* a connection failed or broke since the last one made */
 static atomic_ulong comebacks; /* db_comebacks */
+static char *read_conninfo;    /* db_init_reads: NULL when reads go to the primary */
+static pthread_key_t read_key; /* this thread's connection to the read replica */
+static __thread int t_reading; /* between db_reads_begin and db_reads_end */
 
 static void conn_free(void *p)
 {
@@ -48,6 +51,7 @@ static void conn_free(void *p)
 static void key_create(void)
 {
     pthread_key_create(&conn_key, conn_free);
+    pthread_key_create(&read_key, conn_free);
 }
 
 void db_init(const char *ci)
@@ -122,23 +126,22 @@ static void complain(const char *what, const char *msg)
     db_complain("%s: %s", what, msg);
 }
 
+/* on_replica - whether this thread's statements go to the read replica now (db_reads_begin, a replica configured
+ * and not given up for this request). */
+static int on_replica(void)
+{
+    return t_reading && read_conninfo;
+}
+
 /* current - this thread's connection as it is (NULL when none), without connecting. */
 static dbconn *current(void)
 {
-    return pthread_getspecific(conn_key);
+    return pthread_getspecific(on_replica() ? read_key : conn_key);
 }
 
-static dbconn *this_conn(void)
+/* connect_primary - a new connection to the primary, counting a comeback after a failure. NULL when unreachable. */
+static PGconn *connect_primary(void)
 {
-    pthread_once(&key_once, key_create);
-    dbconn *d = current();
-    if (d && PQstatus(d->c) == CONNECTION_OK)
-        return d;
-    if (d) {
-        atomic_store(&unreachable, 1);
-        conn_free(d);
-        pthread_setspecific(conn_key, NULL);
-    }
     PGconn *c = PQconnectdb(conninfo);
     if (PQstatus(c) != CONNECTION_OK) {
         atomic_store(&unreachable, 1);
@@ -149,10 +152,108 @@ static dbconn *this_conn(void)
     }
     if (atomic_exchange(&unreachable, 0))
         atomic_fetch_add(&comebacks, 1);
+    return c;
+}
+
+/* connect_replica - a new connection to the read replica; NULL when it cannot be reached, and then none is tried for
+ * REPLICA_RETRY_S (reads go to the primary meanwhile: a replica that is down costs no connect per request). */
+#define REPLICA_RETRY_S 5
+static PGconn *connect_replica(void)
+{
+    static atomic_long given_up_at;
+    long now = (long)time(NULL), at = atomic_load(&given_up_at);
+    if (at && now - at < REPLICA_RETRY_S)
+        return NULL;
+    PGconn *c = PQconnectdb(read_conninfo);
+    if (PQstatus(c) == CONNECTION_OK) {
+        atomic_store(&given_up_at, 0);
+        return c;
+    }
+    atomic_store(&given_up_at, now);
+    complain("cannot connect to the read replica (reads go to the primary meanwhile)", PQerrorMessage(c));
+    PQfinish(c);
+    return NULL;
+}
+
+static dbconn *this_conn(void)
+{
+    pthread_once(&key_once, key_create);
+    dbconn *d = current();
+    if (d && PQstatus(d->c) == CONNECTION_OK)
+        return d;
+    int replica = on_replica();
+    pthread_key_t key = replica ? read_key : conn_key;
+    if (d) {
+        if (!replica)
+            atomic_store(&unreachable, 1);
+        conn_free(d);
+        pthread_setspecific(key, NULL);
+    }
+    PGconn *c = replica ? connect_replica() : connect_primary();
+    if (!c && replica) {
+        t_reading = 0; /* this request reads from the primary */
+        return this_conn();
+    }
+    if (!c)
+        return NULL;
     d = xcalloc(1, sizeof(*d));
     d->c = c;
-    pthread_setspecific(conn_key, d);
+    pthread_setspecific(key, d);
     return d;
+}
+
+void db_init_reads(const char *ci)
+{
+    free(read_conninfo);
+    read_conninfo = ci && ci[0] ? xstrdup(ci) : NULL;
+    pthread_once(&key_once, key_create);
+}
+
+int db_reads_begin(void)
+{
+    t_reading = read_conninfo != NULL;
+    return t_reading && this_conn() && on_replica();
+}
+
+int db_reads_configured(void)
+{
+    return read_conninfo != NULL;
+}
+
+void db_reads_end(void)
+{
+    t_reading = 0;
+}
+
+int db_reads_on_replica(void)
+{
+    return on_replica();
+}
+
+/* The replica's lag, as the standby itself sees it: none when it has replayed all it received and still receives,
+ * else the age of the last transaction it replayed (what a reader misses is at most that old). */
+#define LAG_SQL                                                                                                        \
+    "SELECT CASE WHEN NOT pg_is_in_recovery() THEN 0 "                                                                 \
+    "WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() AND EXISTS (SELECT 1 FROM pg_stat_wal_receiver "        \
+    "WHERE status = 'streaming') THEN 0 "                                                                              \
+    "ELSE extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()) END"
+
+double db_read_lag(void)
+{
+    static __thread double lag = -1, at;
+    if (!on_replica())
+        return -1;
+    double now = (double)time(NULL);
+    if (at && now - at < 1)
+        return lag;
+    dbconn *d = this_conn();
+    if (!d || !on_replica())
+        return -1;
+    PGresult *r = PQexec(d->c, LAG_SQL);
+    lag = PQresultStatus(r) == PGRES_TUPLES_OK && !PQgetisnull(r, 0, 0) ? atof(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    at = now;
+    return lag;
 }
 
 unsigned long db_comebacks(void)
@@ -234,9 +335,11 @@ void db_conn_broken(void)
         if (PQstatus(c) == CONNECTION_OK)
             return;
     }
-    atomic_store(&unreachable, 1);
+    int replica = on_replica();
+    if (!replica)
+        atomic_store(&unreachable, 1);
     conn_free(d);
-    pthread_setspecific(conn_key, NULL);
+    pthread_setspecific(replica ? read_key : conn_key, NULL);
 }
 
 int db_ok(const PGresult *r)
@@ -307,6 +410,15 @@ static PGresult *exec_retry(const char *stmt, const char *sql, int n, const char
         PGresult *r = run(d, stmt, sql, n, params, binary, why, sizeof(why));
         if (r)
             return r;
+        if (on_replica() && !strcmp(t_sqlstate, "25006") && PQtransactionStatus(c) == PQTRANS_IDLE) {
+            /* a read route that writes: a replica cannot take it, the primary can (and the route should not be
+             * marked as a read, server/http/route.h) */
+            log_warn("statement %s writes and cannot run on the read replica; this request goes on on the primary",
+                     stmt ? stmt : "(sql)");
+            t_reading = 0;
+            attempt--;
+            continue;
+        }
         metrics_db_error();
         if (err)
             snprintf(err, cap, "%s", why);

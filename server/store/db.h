@@ -38,6 +38,31 @@ PGconn *db_prepared(const char *stmt, char *err, size_t cap);
  * 0, or -1 with the statement and the server's message in `err`. */
 int db_prepare_all(char *err, size_t cap);
 
+/* db_init_reads - the conninfo of a streaming replica (a hot standby) that may answer the read API (--read-db);
+ * NULL or "": none, every statement goes to the primary. Call once, before any thread uses the database. */
+void db_init_reads(const char *conninfo);
+
+/* db_reads_begin - this thread's statements, until db_reads_end, are reads that may lag the primary a little (the
+ * dashboard's and the CLI's): they go to the read replica when one is configured and reachable, else to the
+ * primary (a replica that cannot be reached is tried again after a few seconds). A statement that writes fails
+ * on a replica; it is then run on the primary, with the rest of the request, and a warning is logged. Returns 1
+ * when the replica takes them. */
+int db_reads_begin(void);
+
+/* db_reads_configured - 1 when a read replica is configured (db_init_reads). */
+int db_reads_configured(void);
+
+/* db_reads_end - this thread's statements go to the primary again. */
+void db_reads_end(void);
+
+/* db_reads_on_replica - 1 when this thread's statements go to the read replica now. */
+int db_reads_on_replica(void);
+
+/* db_read_lag - when this thread's reads go to the replica: how many seconds of the primary's commits it may lack
+ * (0 when it replayed everything it received and still streams, else the age of the last transaction it replayed),
+ * refreshed at most once a second per thread; -1 when unknown or not on the replica. */
+double db_read_lag(void);
+
 /* db_comebacks - how many times lockstepd has connected to PostgreSQL again after it was unreachable (restarted,
  * crashed, failed over to its standby). A commit that did not wait for the disk or the standby (the comparison's,
  * synchronous_commit off) may be gone after such a comeback, so whoever keeps such work looks at its backlog again

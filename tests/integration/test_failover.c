@@ -1,7 +1,8 @@
 /* test_failover.c - lockstepd on PostgreSQL's own replication: a primary and a synchronous streaming standby on
- * loopback, lockstepd reaching them through one multi-host connection string (target_session_attrs=read-write). The
- * primary is killed -9 under ingest and the standby promoted: no acknowledged batch is lost or stored twice, ingest
- * resumes by itself, and the twin comparison goes on (a divergence made after the failover is found at its step). */
+ * loopback. The read API answers from the standby (--read-db) and says how far behind it is. Then lockstepd reaches
+ * both through one multi-host connection string (target_session_attrs=read-write), the primary is killed -9 under
+ * ingest and the standby promoted: no acknowledged batch is lost or stored twice, ingest resumes by itself, and the
+ * twin comparison goes on (a divergence made after the failover is found at its step). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -72,6 +73,122 @@ static int teardown(void **state)
     h_pg_stop(&standby);
     h_pg_stop(&primary);
     return 0;
+}
+
+/* count_lines - lines of `path` that contain `needle`. */
+static int count_lines(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int n = 0;
+    while (f && fgets(line, sizeof(line), f))
+        n += strstr(line, needle) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* get_json - GET `path`; the answer (the caller decrefs), failing the test on a status other than `want`. */
+static json_t *get_json(const h_srv *srv, const char *path, long want)
+{
+    json_t *o = NULL;
+    long code = it_call(srv, "GET", path, NULL, NULL, &o);
+    if (code != want)
+        print_message("GET %s: %ld\n", path, code);
+    assert_int_equal(code, want);
+    return o;
+}
+
+/* Reads from the standby (--read-db): the read API's answers say they come from it and how far behind it is; every
+ * route of reads runs there (none writes); a standby whose replay is paused shows its lag and not what the primary
+ * committed since; a standby that is down leaves the reads to the primary. */
+static void test_reads_from_standby(void **state)
+{
+    (void)state;
+    h_srv srv;
+    const char *args[] = {"--db", primary.conninfo, "--read-db", standby.conninfo, NULL};
+    assert_int_equal(h_srv_start(&srv, args), 0);
+    char run_a[40], run_b[40], path[300];
+    assert_int_equal(it_register(&srv, "690", "rd-g", 1, 0, NULL, run_a), 0);
+    assert_int_equal(it_register(&srv, "691", "rd-g", 1, 0, NULL, run_b), 0);
+    uint64_t seq = 0;
+    assert_int_equal(it_post_steps(&srv, run_a, 0, 0, 0, 5, 4, -1, -1, -1, -1, &seq, NULL), 200);
+    seq = 0;
+    assert_int_equal(it_post_steps(&srv, run_b, 0, 0, 0, 5, 4, 3, 2, -1, -1, &seq, NULL), 200);
+    assert_int_equal(it_end(&srv, run_a, 0, NULL), 200);
+    assert_int_equal(it_end(&srv, run_b, 0, NULL), 200);
+    json_t *o = it_wait_group(&srv, "rd-g", "diverged"); /* read from the standby, once it replayed the divergence */
+    assert_string_equal(json_string_value(json_object_get(o, "status")) ?: "", "diverged");
+    assert_string_equal(json_string_value(json_object_get(o, "read_from")) ?: "", "replica");
+    assert_true(json_is_number(json_object_get(o, "read_lag_s")));
+    json_decref(o);
+
+    /* every route of reads answers from the standby */
+    const char *reads[] = {"/api/v1/alerts",
+                           "/api/v1/runs/%s/consensus",
+                           "/api/v1/consensus",
+                           "/api/v1/twins/rd-g/narrows",
+                           "/api/v1/runs/%s/checkpoints",
+                           "/api/v1/nodes",
+                           "/api/v1/runs",
+                           "/api/v1/runs/%s",
+                           "/api/v1/runs/%s/records?rank=0&step=3",
+                           "/api/v1/runs/%s/series?name=loss",
+                           "/api/v1/fleet/timeline?days=14",
+                           "/api/v1/twins/rd-g/deltas?rank=0&name=loss",
+                           "/api/v1/twins/rd-g/records?rank=0&step=3",
+                           "/api/v1/twins/rd-g/steps?rank=0",
+                           "/api/v1/twins/rd-g",
+                           "/api/v1/twins/rd-g/manifest-diff",
+                           "/api/v1/twins"};
+    for (size_t i = 0; i < sizeof(reads) / sizeof(*reads); i++) {
+        snprintf(path, sizeof(path), reads[i], run_b);
+        o = get_json(&srv, path, 200);
+        if (json_is_object(o))
+            assert_string_equal(json_string_value(json_object_get(o, "read_from")) ?: "", "replica");
+        json_decref(o);
+    }
+    assert_int_equal(count_lines(srv.log, "cannot run on the read replica"), 0);
+    o = get_json(&srv, "/api/v1/health", 200);
+    assert_true(json_is_true(json_object_get(json_object_get(o, "read_replica"), "reachable")));
+    json_decref(o);
+
+    /* the standby's replay paused: what the primary commits meanwhile is not read, and the lag says so */
+    char *v = sql(standby.conninfo, "SELECT pg_wal_replay_pause()");
+    free(v);
+    sleep(1);
+    char run_c[40];
+    assert_int_equal(it_register(&srv, "692", "rd-h", 1, 0, NULL, run_c), 0);
+    sleep(2);
+    snprintf(path, sizeof(path), "/api/v1/runs/%s", run_c);
+    o = get_json(&srv, path, 404); /* not on the standby yet */
+    json_decref(o);
+    o = get_json(&srv, "/api/v1/runs", 200);
+    print_message("replica: replay paused, lag %.1f s\n", json_real_value(json_object_get(o, "read_lag_s")));
+    assert_true(json_real_value(json_object_get(o, "read_lag_s")) >= 1.0);
+    json_decref(o);
+    v = sql(standby.conninfo, "SELECT pg_wal_replay_resume()");
+    free(v);
+    double t0 = h_now();
+    long code = 0;
+    while ((code = it_call(&srv, "GET", path, NULL, NULL, NULL)) != 200 && h_now() - t0 < 10)
+        usleep(100000);
+    assert_int_equal(code, 200);
+
+    /* the standby down: the reads go to the primary, and say nothing of a replica */
+    assert_int_equal(h_pg_ctl(&standby, "stop"), 0);
+    o = get_json(&srv, path, 200);
+    assert_null(json_object_get(o, "read_from"));
+    json_decref(o);
+    o = get_json(&srv, "/api/v1/health", 200);
+    assert_true(json_is_false(json_object_get(json_object_get(o, "read_replica"), "reachable")));
+    json_decref(o);
+    assert_int_equal(h_pg_ctl(&standby, "start"), 0);
+    assert_int_equal(wait_for(primary.conninfo,
+                              "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'lsstandby'",
+                              "sync"),
+                     0);
+    assert_int_equal(it_stop(&srv, NULL, NULL), 0);
 }
 
 static uint64_t acked_total(const it_loader *ls, int n)
@@ -205,6 +322,7 @@ static void test_comeback_compares_again(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_reads_from_standby),
         cmocka_unit_test(test_failover_under_ingest),
         cmocka_unit_test(test_comeback_compares_again),
     };
