@@ -260,6 +260,8 @@ static void register_all(void)
     api_admin_register();
     api_attest_register();
     route_set_fallback(web_serve, MR_STATIC);
+    static const route_reads_hooks reads = {db_reads_begin, db_reads_end, db_reads_on_replica, db_read_lag};
+    route_set_reads(&reads);
 }
 
 /* open_database - the database's conninfo into `conninfo`: --db's, or the embedded PostgreSQL's, started (and

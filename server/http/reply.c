@@ -9,7 +9,6 @@
 #include "common/text.h"
 #include "server/core/log.h"
 #include "server/core/xalloc.h"
-#include "server/store/db.h"
 
 /* The dashboard's policy: its own scripts, styles, images and API only, never inside another site's frame. */
 #define CSP                                                                                                            \
@@ -37,7 +36,7 @@ enum MHD_Result http_reply(http_req *req, int status, const char *ctype, char *b
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (status == 405 && req->allow)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
-    if (req->read_replica && db_reads_on_replica()) { /* what a reader may miss of the primary's last commits */
+    if (req->read_replica && req->reads_on()) { /* what a reader may miss of the primary's last commits */
         char lag[32] = "unknown";
         if (req->read_lag >= 0)
             snprintf(lag, sizeof(lag), "%.3f", req->read_lag);
@@ -59,7 +58,7 @@ enum MHD_Result http_reply(http_req *req, int status, const char *ctype, char *b
 
 enum MHD_Result http_reply_json(http_req *req, int status, json_t *obj)
 {
-    if (req->read_replica && db_reads_on_replica() && json_is_object(obj) && status < 300) {
+    if (req->read_replica && req->reads_on() && json_is_object(obj) && status < 300) {
         json_object_set_new(obj, "read_from", json_string("replica"));
         json_object_set_new(obj, "read_lag_s", req->read_lag >= 0 ? json_real(req->read_lag) : json_null());
     }

@@ -43,9 +43,10 @@ typedef struct http_req {
     int hold_reply; /* a slow thread runs the handler: http_reply keeps the answer in `held` (server/http/slow.h) */
     struct MHD_Response *held; /* the answer the connection's thread queues once it resumes */
     void *ctx;                 /* what a route's check left for its handler (freed with free()) */
-    int read_replica;          /* the handler began its reads on the read replica (route.h: reads); the answer says
-                                * so if they all ran there (db_reads_on_replica) */
-    double read_lag;           /* then: the replica's lag in seconds (db_read_lag), -1 when unknown */
+    int read_replica;          /* the handler began its reads on the read replica (route.h: reads) */
+    int (*reads_on)(void);     /* then: whether this thread still reads there (route_reads_hooks.on); the answer
+                                * says it came from the replica only if so */
+    double read_lag;           /* then: the replica's lag in seconds, -1 when unknown */
 } http_req;
 
 /* http_query - the query argument `key`, or NULL. Borrowed from MHD. The raw

@@ -12,7 +12,6 @@
 #include "server/core/state.h"
 #include "server/core/xalloc.h"
 #include "server/http/auth.h"
-#include "server/store/db.h"
 #include "server/http/reply.h"
 
 #define MAX_TABLES 32
@@ -173,18 +172,26 @@ int route_begin(http_req *req)
     return 0;
 }
 
+static const route_reads_hooks *reads_hooks;
+
+void route_set_reads(const route_reads_hooks *h)
+{
+    reads_hooks = h;
+}
+
 enum MHD_Result route_dispatch(http_req *req)
 {
     const route *r = req->route;
     if (!r)
         return fallback(req, NULL);
-    if (!r->reads)
+    if (!r->reads || !reads_hooks)
         return r->fn(req, req->args);
-    if (db_reads_begin()) {
+    if (reads_hooks->begin()) {
         req->read_replica = 1;
-        req->read_lag = db_read_lag();
+        req->reads_on = reads_hooks->on;
+        req->read_lag = reads_hooks->lag();
     }
     enum MHD_Result res = r->fn(req, req->args);
-    db_reads_end();
+    reads_hooks->end();
     return res;
 }

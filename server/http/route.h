@@ -61,6 +61,18 @@ void route_set_fallback(route_fn fn, int metric);
  * what the check replies. Returns 0 to read the body, -1 when it replied. */
 int route_begin(http_req *req);
 
+/* Where the routes of reads (route.reads) run: main.c gives the database layer's db_reads_begin, db_reads_end,
+ * db_reads_on_replica and db_read_lag (server/store/db.h). Without them every route runs as any other. */
+typedef struct route_reads_hooks {
+    int (*begin)(void);  /* 1 when a read replica takes this thread's statements now */
+    void (*end)(void);   /* they go to the primary again */
+    int (*on)(void);     /* 1 while they still go to the replica (not given up mid-request) */
+    double (*lag)(void); /* the replica's lag in seconds, -1 when unknown */
+} route_reads_hooks;
+
+/* route_set_reads - install `h` (borrowed: it must outlive the server). Call before http_start. */
+void route_set_reads(const route_reads_hooks *h);
+
 /* route_dispatch - call the handler route_begin found (or the fallback); a route of reads on the read replica when
  * there is one. */
 enum MHD_Result route_dispatch(http_req *req);
