@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/servers.h"
 #include "common/wire.h"
 
 #define DEF_MAX_MEM ((size_t)64 << 20)
@@ -131,8 +132,11 @@ int config_stream(send_cfg *cfg, long rank, const rec_header *hdr, char *why, si
     memset(cfg, 0, sizeof(*cfg));
     if (!server || !*server)
         return 0;
-    if (strncmp(server, "http://", 7) != 0 && strncmp(server, "https://", 8) != 0) {
-        snprintf(why, cap, "LOCKSTEP_SERVER='%s' is not an http:// or https:// URL", server);
+    server_list list;
+    char bad[300];
+    if (servers_parse(server, &list, bad, sizeof(bad)) < 0) {
+        snprintf(why, cap, "LOCKSTEP_SERVER='%.300s': %s (one lockstepd URL, or several separated by commas)", server,
+                 bad);
         return -1;
     }
     scopy(cfg->server, sizeof(cfg->server), server);

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/servers.h"
+
 /* The few libcurl entry points we use, resolved once. */
 static struct {
     int loaded; /* 1 ok, -1 failed */
@@ -27,7 +29,8 @@ static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
 
 struct http_client {
     CURL *h;
-    char base[1024];
+    server_list servers; /* tried in turn: the next one after a request that got no answer, or 502-504 */
+    int cur;
     char auth[1100];
     char ca[1024];
     const int64_t *abort_at;
@@ -95,23 +98,13 @@ http_client *http_open(const char *base_url, const char *token, const char *ca_f
 {
     if (http_global_init(why, cap) < 0)
         return NULL;
-    if (strncmp(base_url, "http://", 7) != 0 && strncmp(base_url, "https://", 8) != 0) {
-        snprintf(why, cap, "server URL '%s' does not start with http:// or https://", base_url);
-        return NULL;
-    }
     http_client *c = calloc(1, sizeof(*c));
     if (!c) {
         snprintf(why, cap, "out of memory");
         return NULL;
     }
-    size_t n = strlen(base_url);
-    while (n > 0 && base_url[n - 1] == '/')
-        n--;
-    if (n >= sizeof(c->base)) {
-        snprintf(why, cap, "server URL is too long");
+    if (servers_parse(base_url, &c->servers, why, cap) < 0)
         goto out_free;
-    }
-    memcpy(c->base, base_url, n);
     if (token && *token)
         snprintf(c->auth, sizeof(c->auth), "Authorization: Bearer %s", token);
     if (ca_file && *ca_file)
@@ -176,7 +169,7 @@ long http_request(http_client *c, const char *method, const char *path, const ch
                 timeout_ms = left_ms;
         }
     }
-    snprintf(url, sizeof(url), "%s%s", c->base, path);
+    snprintf(url, sizeof(url), "%s%s", c->servers.url[c->cur], path);
     c->resp = resp;
     c->resp_cap = resp_cap;
     c->resp_len = 0;
@@ -224,6 +217,10 @@ long http_request(http_client *c, const char *method, const char *path, const ch
     cu.easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
     cu.slist_free_all(hdrs);
     c->resp = NULL;
+    /* no answer, or a proxy's or a stopping lockstepd's: the caller's next try goes to the next lockstepd (every
+     * request the agent sends is safe to send again: batches carry their dedup key) */
+    if (c->servers.n > 1 && (status < 0 || (status >= 502 && status <= 504)))
+        c->cur = (c->cur + 1) % c->servers.n;
     return status;
 }
 

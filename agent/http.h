@@ -14,7 +14,9 @@ typedef struct http_client http_client;
 int http_global_init(char *why, size_t cap);
 
 /* http_open - a client for `base_url` (http://host:port or https://...,
- * without a trailing path). `token` (may be NULL or "") is sent as
+ * without a trailing path; or several, separated by commas: common/servers.h,
+ * each request goes to the current one, and the next request to the next one
+ * after a request that got no answer or 502-504). `token` (may be NULL or "") is sent as
  * "Authorization: Bearer TOKEN"; `ca_file` (may be NULL) verifies an https
  * server. libcurl is loaded with dlopen, so a process that never streams
  * never loads it. Returns a client (one connection, kept alive between

@@ -159,6 +159,13 @@ int client_conf_load(client_conf *c, const cli_globals *g)
                   "~/.config/lockstep/config");
         return -1;
     }
+    char why[400];
+    if (servers_parse(c->server, &c->servers, why, sizeof(why)) < 0) {
+        cli_error("bad server address", why,
+                  "give one lockstepd URL (http://HOST:PORT), or several separated by commas, with --server, "
+                  "LOCKSTEP_SERVER or 'server = URL' in ~/.config/lockstep/config");
+        return -1;
+    }
     size_t n = strlen(c->server);
     while (n && c->server[n - 1] == '/')
         c->server[--n] = 0;
@@ -184,6 +191,13 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
+/* passed_over - whether a request that failed with `rc` may go to the next server: it never reached this one, or
+ * it was a GET (a read sent twice does no harm). */
+static int passed_over(CURLcode rc, const char *method)
+{
+    return rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST || !strcmp(method, "GET");
+}
+
 long client_request(const client_conf *c, const char *method, const char *path, json_t *body, json_t **reply)
 {
     char url[4096], auth[600];
@@ -193,14 +207,12 @@ long client_request(const client_conf *c, const char *method, const char *path, 
     long status = -1;
 
     *reply = NULL;
-    snprintf(url, sizeof(url), "%s%s", c->server, path);
     CURL *h = curl_easy_init();
     if (!h) {
         cli_error("cannot start an HTTP client", NULL, NULL);
         return -1;
     }
     char errbuf[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp);
@@ -221,7 +233,16 @@ long client_request(const client_conf *c, const char *method, const char *path, 
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload ? payload : "");
     }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    CURLcode rc = curl_easy_perform(h);
+    CURLcode rc = CURLE_OK;
+    for (int k = 0; k < c->servers.n; k++) {
+        snprintf(url, sizeof(url), "%s%s", c->servers.url[k], path);
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        resp.len = 0;
+        errbuf[0] = 0;
+        rc = curl_easy_perform(h);
+        if (rc == CURLE_OK || !passed_over(rc, method))
+            break;
+    }
     if (rc != CURLE_OK) {
         char fact[1200];
         snprintf(fact, sizeof(fact), "cannot reach lockstepd at %s", c->server);

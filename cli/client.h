@@ -5,6 +5,7 @@
 #include <jansson.h>
 
 #include "cli/args.h"
+#include "common/servers.h"
 
 /* Exit codes of the server subcommands, beside those in cli.h. */
 enum client_exit {
@@ -14,10 +15,11 @@ enum client_exit {
 
 /* Where to reach lockstepd and with which credentials. */
 typedef struct client_conf {
-    char server[1024];  /* base URL, no trailing slash */
-    char token[512];    /* bearer token (admin or job), may be empty */
-    char ca_file[1024]; /* for https, may be empty */
-    int json;           /* --json: print the server's JSON */
+    char server[1024];   /* base URL, no trailing slash; or several, separated by commas (common/servers.h) */
+    server_list servers; /* them, parsed: a request goes to the first that answers */
+    char token[512];     /* bearer token (admin or job), may be empty */
+    char ca_file[1024];  /* for https, may be empty */
+    int json;            /* --json: print the server's JSON */
 } client_conf;
 
 /* client_conf_load - resolve the server URL and token: the global options `--server URL`, `--token-file F` (or
@@ -31,8 +33,9 @@ int client_conf_load(client_conf *c, const cli_globals *g);
 /* client_request - send `method` to `path` (e.g. "/api/v1/runs?user=a") with
  * an optional JSON `body` (borrowed). On an HTTP answer, returns its status
  * and sets *reply to the parsed JSON (a new reference; NULL when the body is
- * not JSON). Returns -1 after printing an error when the server cannot be
- * reached. */
+ * not JSON). With several servers, one that cannot be reached is passed over
+ * (a GET also after a timeout: a POST that may have arrived is not sent twice).
+ * Returns -1 after printing an error when no server can be reached. */
 long client_request(const client_conf *c, const char *method, const char *path, json_t *body, json_t **reply);
 
 /* client_fail - print the server's error reply ({"error","detail","hint"}) for `status` of a request to `path`

@@ -30,7 +30,7 @@ static void dashboard_url(const client_conf *c, const char *name, char *out, siz
 {
     char esc[600];
     client_escape(name, esc, sizeof(esc));
-    snprintf(out, cap, "%.500s/#/twins/%.280s", c->server, esc);
+    snprintf(out, cap, "%.500s/#/twins/%.280s", c->servers.url[0], esc);
 }
 
 /* What lockstepd says of one job: its runs (every step) and each of their twin groups. */

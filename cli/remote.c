@@ -198,7 +198,7 @@ int remote_load_run(const client_conf *c, const char *run_id, td_run *run, json_
     if (rc)
         return rc;
     memset(run, 0, sizeof(*run));
-    snprintf(run->path, sizeof(run->path), "%s/runs/%s", c->server, run_id);
+    snprintf(run->path, sizeof(run->path), "%s/runs/%s", c->servers.url[0], run_id);
     json_t *ranks = json_object_get(info, "rank_status");
     size_t n = json_array_size(ranks);
     run->ranks = calloc(n ? n : 1, sizeof(td_rank));

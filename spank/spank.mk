@@ -9,7 +9,7 @@ SPANK_SO := $(B)/lib/spank_lockstep.so
 SPANK_SO_OBJS := $(SPANK_SRCS:spank/%.c=$(B)/spank/so/%.o) $(B)/spank/so/common/tracespec.o $(B)/spank/so/common/dtype.o $(B)/spank/so/common/fsutil.o \
   $(B)/spank/so/common/crypto/token.o $(B)/spank/so/common/wire.o $(B)/spank/so/common/jsonw.o \
   $(B)/spank/so/common/site.o $(B)/spank/so/common/hostlist.o $(B)/spank/so/common/text.o \
-  $(B)/spank/so/common/words.o
+  $(B)/spank/so/common/words.o $(B)/spank/so/common/servers.o
 SPANK_LIBS = $(call pc_libs,libcurl jansson libcrypto)
 SPANK_AGENT_DEFAULT ?= $(PREFIX)/lib/liblockstep.so
 

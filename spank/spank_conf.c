@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "common/consensus.h"
+#include "common/servers.h"
 #include "common/site.h"
 
 void lsp_conf_defaults(lsp_conf *c)
@@ -100,7 +101,9 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
         const char *v = eq + 1;
         int bad = 0;
         if (klen == 6 && !strncmp(a, "server", 6)) {
-            bad = strncmp(v, "http://", 7) && strncmp(v, "https://", 8);
+            server_list list;
+            char lwhy[300];
+            bad = servers_parse(v, &list, lwhy, sizeof(lwhy)) < 0;
             bad = bad || set_str(c->server, sizeof(c->server), v);
             /* The agent appends /api/v1/...: drop a trailing slash. */
             size_t n = strlen(c->server);
@@ -161,7 +164,8 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
         }
         if (bad) {
             snprintf(why, cap,
-                     "invalid plugstack argument '%s'; server wants an http(s):// URL, secret, "
+                     "invalid plugstack argument '%s'; server wants an http(s):// URL (or several, separated by "
+                     "commas), secret, "
                      "agent and spool an absolute path, default and enforce off|consensus|fp|det, "
                      "stream records|digests, consensus_every 1-1000000, timeout_ms 1-60000",
                      a);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/servers.h"
+
 /* A response body, kept up to a small cap. */
 typedef struct reg_buf {
     char data[4096];
@@ -26,9 +28,10 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 }
 
 /* post_json - POST `body` (GET when NULL) to `url`; the status in *status, the answer in `resp`. Returns 0
- * when an HTTP answer came (any status), -1 with `why` on a transport error or timeout. */
+ * when an HTTP answer came (any status), -1 with `why` on a transport error or timeout (*unreached set when the
+ * request never reached the server). */
 static int post_json(const char *url, const char *token, const char *body, int timeout_ms, long *status, reg_buf *resp,
-                     char *why, size_t cap)
+                     int *unreached, char *why, size_t cap)
 {
     int rv = -1;
     char auth[256];
@@ -67,6 +70,7 @@ static int post_json(const char *url, const char *token, const char *body, int t
     CURLcode cc = curl_easy_perform(c);
     if (cc != CURLE_OK) {
         snprintf(why, cap, "%s: %s", url, curl_easy_strerror(cc));
+        *unreached = cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST;
         goto out_free_headers;
     }
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
@@ -80,6 +84,26 @@ out_cleanup_curl:
     return rv;
 }
 
+/* post_servers - post_json to `path` of the first lockstepd of list `server` (common/servers.h) that answers: one
+ * the request never reached is passed over, and so is any that does not answer a GET (sent twice, it does no
+ * harm); a POST that may have arrived is not sent again. The URL asked in `url`. */
+static int post_servers(const char *server, const char *path, const char *token, const char *body, int timeout_ms,
+                        long *status, reg_buf *resp, char *url, size_t url_cap, char *why, size_t cap)
+{
+    server_list list;
+    if (servers_parse(server, &list, why, cap) < 0)
+        return -1;
+    int rv = -1;
+    for (int k = 0; k < list.n; k++) {
+        int unreached = 0;
+        snprintf(url, url_cap, "%s%s", list.url[k], path);
+        rv = post_json(url, token, body, timeout_ms, status, resp, &unreached, why, cap);
+        if (rv == 0 || (!unreached && body))
+            break;
+    }
+    return rv;
+}
+
 int lsp_reg_register(const char *server, const char *token, const wire_run *info, int timeout_ms, char *run_id,
                      size_t run_id_cap, char *why, size_t cap)
 {
@@ -88,13 +112,12 @@ int lsp_reg_register(const char *server, const char *token, const wire_run *info
     reg_buf resp;
     char url[600];
     why[0] = 0;
-    snprintf(url, sizeof(url), "%s/api/v1/runs", server);
     char *body = wire_run_body(info);
     if (!body) {
         snprintf(why, cap, "out of memory building the registration");
         return -1;
     }
-    if (post_json(url, token, body, timeout_ms, &status, &resp, why, cap))
+    if (post_servers(server, "/api/v1/runs", token, body, timeout_ms, &status, &resp, url, sizeof(url), why, cap))
         goto out_free_body;
     if (status != 201 && status != 200) {
         snprintf(why, cap, "%s answered %ld: %.300s", url, status, resp.data);
@@ -122,14 +145,14 @@ int lsp_reg_attest(const char *server, const char *attest_token, const wire_atte
     long status = 0;
     reg_buf resp;
     why[0] = 0;
-    snprintf(url, sizeof(url), "%s/api/v1/attest", server);
     char *body = wire_attest_body(a);
     if (!body) {
         snprintf(why, cap, "out of memory building the attestation");
         return -1;
     }
     int rv = -1;
-    if (post_json(url, attest_token, body, timeout_ms, &status, &resp, why, cap) == 0) {
+    if (post_servers(server, "/api/v1/attest", attest_token, body, timeout_ms, &status, &resp, url, sizeof(url), why,
+                     cap) == 0) {
         if (status == 200)
             rv = 0;
         else
@@ -142,13 +165,13 @@ int lsp_reg_attest(const char *server, const char *attest_token, const wire_atte
 int lsp_reg_end(const char *server, const char *token, const char *run_id, long rank, int exit_code, int timeout_ms,
                 char *why, size_t cap)
 {
-    char url[700], body[96];
+    char url[700], path[200], body[96];
     long status = 0;
     reg_buf resp;
     why[0] = 0;
-    snprintf(url, sizeof(url), "%s/api/v1/runs/%s/end", server, run_id);
+    snprintf(path, sizeof(path), "/api/v1/runs/%.100s/end", run_id);
     snprintf(body, sizeof(body), "{\"rank\":%ld,\"exit_code\":%d}", rank, exit_code);
-    if (post_json(url, token, body, timeout_ms, &status, &resp, why, cap))
+    if (post_servers(server, path, token, body, timeout_ms, &status, &resp, url, sizeof(url), why, cap))
         return -1;
     if (status < 200 || status > 299) {
         snprintf(why, cap, "%s answered %ld: %.300s", url, status, resp.data);
@@ -168,8 +191,7 @@ int lsp_reg_lookup(const char *server, const char *token, const char *job_id, co
         snprintf(why, cap, "job %.40s step %.40s: too long to look up", job_id, step_id);
         return -1;
     }
-    snprintf(url, sizeof(url), "%s%s", server, path);
-    if (post_json(url, token, NULL, timeout_ms, &status, &resp, why, cap))
+    if (post_servers(server, path, token, NULL, timeout_ms, &status, &resp, url, sizeof(url), why, cap))
         return -1;
     if (status != 200) {
         snprintf(why, cap, "%s answered %ld: %.300s", url, status, resp.data);

@@ -736,7 +736,52 @@ if [ "$held_files" -eq 2 ] && [[ "$late" == "pending None [] "[1-9]* ]] && [ $rr
   ok "an ended digest run keeps its held records; lockstepd asks for step 7 and its status says how to send them; lockstep replay --steps asked sends them: $after"
 else bad "late twin: $held_files held files; before '$late' ($late_why), replay rc $rr ($(tail -1 "$T/dlate-replay.out")), after '$after'"; fi
 
-# 12. https:// with LOCKSTEP_CA_FILE: lockstepd restarted with a self-signed certificate for 127.0.0.1.
+# 12. Several lockstepd on one database: two more on the first one's PostgreSQL, and the agents, the SPANK
+#     plugin's registration path and the lockstep command given the list of those two. Twin runs stream through
+#     them (A in full, with traces; B as digests, its rank 1 differing from step 7), and the instance the agents
+#     use first is killed -9 mid-run: the agents move on to the next one, A's records are stored once each, B's
+#     divergence is found where a single lockstepd finds it, one alert is raised, and the command reads through
+#     the list with its first lockstepd gone.
+multi_pids=(); multi_urls=()
+for k in 2 3; do
+  mp=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$LOCKSTEPD" --listen "127.0.0.1:$mp" --db "host=$T/state/pgsock dbname=lockstep user=lockstep" \
+    --log-file "$T/lockstepd$k.log" --threads 2 >>"$T/lockstepd$k.out" 2>&1 &
+  multi_pids+=($!); multi_urls+=("http://127.0.0.1:$mp")
+  for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$mp/api/v1/health" >/dev/null 2>&1 && break; sleep 0.1; done
+done
+MULTI="${multi_urls[0]},${multi_urls[1]}"
+multi_run() {   # RUN MODE FLIP: a 2-rank run of group multi through the list, 60 steps
+  local run=$1 mode=$2 flip=$3 pids=()
+  for rank in 0 1; do
+    local fl=(); [ "$flip" -ge 0 ] && [ $rank = 1 ] && fl=(--flip-at "$flip")
+    env LOCKSTEP_SERVER="$MULTI" LOCKSTEP_JOB_ID="J-multi-$run" LOCKSTEP_STEP_ID=0 LOCKSTEP_TRACE=collectives \
+      LOCKSTEP_TWIN_GROUP="multi-$$" LOCKSTEP_RANK=$rank LOCKSTEP_RANKS=2 LOCKSTEP_SPOOL_DIR="$T/multi-$run/spool" \
+      LOCKSTEP_TRACE_DIR="$T/multi-$run/trace" LOCKSTEP_BATCH_MS=50 LOCKSTEP_STREAM="$mode" \
+      "$PROG" --steps 60 --sleep-ms 30 --layers 8 "${fl[@]}" >"$T/multi-$run-$rank.out" 2>"$T/multi-$run-$rank.err" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+}
+multi_run A records -1 & ma=$!
+multi_run B digests 7 & mb=$!
+sleep 0.8; kill -KILL "${multi_pids[0]}"; wait "${multi_pids[0]}" 2>/dev/null
+wait $ma; ra=$?; wait $mb; rb=$?
+mdiv=$(first_div multi diverged)
+mtook=$(curl -s "${multi_urls[1]}/metrics" | awk '/^lockstepd_http_requests_total\{route="records",code="2xx"\}/ {print $2}')
+malerts=$(curl -s "$URL/api/v1/alerts?limit=500" | python3 -c "
+import json, sys
+print(sum(1 for a in json.load(sys.stdin)['items'] if a.get('group') == 'multi-$$'))")
+LOCKSTEP_SERVER="$MULTI" "$LS" twins "multi-$$" >"$T/multi-twins.out" 2>&1; rl=$?   # 1: the group diverged
+if [ $ra -eq 0 ] && [ $rb -eq 0 ] && check J-multi-A "$T/multi-A/trace" 2 && [ "$(run_status J-multi-A)" = ended ] &&
+   [[ "$mdiv" == "diverged [7, 1, 'layer0.allreduce', 0, "* ]] && [ "$malerts" = 1 ] && [ $rl -eq 1 ] &&
+   [ "${mtook:-0}" -gt 0 ] &&
+   grep -q "diverged" "$T/multi-twins.out"; then
+  ok "three lockstepd on one database, the agents' first killed -9 mid-run ($mtook batches then went to the next): records once each, $mdiv, one alert, the command reads through the list"
+else bad "several lockstepd: rc $ra/$rb, '$mdiv', $malerts alerts, ${mtook:-no} batches on the second, lockstep twins rc $rl ($(head -c 300 "$T/multi-twins.out")) ($(head -c 300 "$T/multi-B-1.err"))"; fi
+kill -TERM "${multi_pids[1]}" 2>/dev/null; wait "${multi_pids[1]}" 2>/dev/null
+
+# 13. https:// with LOCKSTEP_CA_FILE: lockstepd restarted with a self-signed certificate for 127.0.0.1.
 if command -v openssl >/dev/null; then
   openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
     -keyout "$T/key.pem" -out "$T/cert.pem" >/dev/null 2>&1
