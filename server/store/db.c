@@ -202,11 +202,39 @@ static dbconn *this_conn(void)
     return d;
 }
 
+/* READ_CONNECT_TIMEOUT_S - how long an HTTP thread waits to connect to a read replica that names no
+ * connect_timeout of its own: a replica host that drops packets must not hold the threads that answer reads for
+ * the minutes a TCP connect may take. */
+#define READ_CONNECT_TIMEOUT_S "3"
+
 void db_init_reads(const char *ci)
 {
     free(read_conninfo);
-    read_conninfo = ci && ci[0] ? xstrdup(ci) : NULL;
+    read_conninfo = NULL;
     pthread_once(&key_once, key_create);
+    if (!ci || !ci[0])
+        return;
+    PQconninfoOption *opts = PQconninfoParse(ci, NULL);
+    int has_timeout = !opts; /* a conninfo libpq cannot parse is left for its connect to say why */
+    for (PQconninfoOption *o = opts; o && o->keyword; o++)
+        if (!strcmp(o->keyword, "connect_timeout") && o->val && o->val[0])
+            has_timeout = 1;
+    PQconninfoFree(opts);
+    if (has_timeout) {
+        read_conninfo = xstrdup(ci);
+        return;
+    }
+    /* a URL takes it as a query parameter, a key = value string as one more pair */
+    int url = !strncmp(ci, "postgresql://", 13) || !strncmp(ci, "postgres://", 11);
+    size_t n = strlen(ci) + 40;
+    read_conninfo = xcalloc(1, n);
+    snprintf(read_conninfo, n,
+             "%s%s"
+             "connect_timeout=" READ_CONNECT_TIMEOUT_S,
+             ci,
+             !url              ? " "
+             : strchr(ci, '?') ? "&"
+                               : "?");
 }
 
 int db_reads_begin(void)

@@ -18,6 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "tests/integration/common.h"
 
 #define LOADERS 3
@@ -191,6 +195,41 @@ static void test_reads_from_standby(void **state)
     assert_int_equal(it_stop(&srv, NULL, NULL), 0);
 }
 
+/* A read replica that accepts connections and never answers (a host that hangs): the first read waits for the
+ * connect timeout lockstepd gives a replica that names none (3 s), then the reads go to the primary at once. */
+static void test_reads_replica_silent(void **state)
+{
+    (void)state;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(fd, 64), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &l), 0);
+    char ci[200];
+    snprintf(ci, sizeof(ci), "host=127.0.0.1 port=%d dbname=postgres user=lockstep", ntohs(a.sin_port));
+    h_srv srv;
+    const char *args[] = {"--db", primary.conninfo, "--read-db", ci, NULL};
+    assert_int_equal(h_srv_start(&srv, args), 0);
+    sleep(6); /* past the 5 s in which a replica that failed is not tried again (the start's health check) */
+    double t0 = h_now();
+    json_t *o = get_json(&srv, "/api/v1/runs", 200);
+    double first = h_now() - t0;
+    assert_null(json_object_get(o, "read_from"));
+    json_decref(o);
+    t0 = h_now();
+    for (int i = 0; i < 5; i++) {
+        o = get_json(&srv, "/api/v1/twins", 200);
+        json_decref(o);
+    }
+    double then = h_now() - t0;
+    print_message("silent replica: the first read %.1f s, five more %.2f s\n", first, then);
+    assert_true(first > 2 && first < 8);
+    assert_true(then < 2);
+    assert_int_equal(it_stop(&srv, NULL, NULL), 0);
+    close(fd);
+}
+
 static uint64_t acked_total(const it_loader *ls, int n)
 {
     uint64_t t = 0;
@@ -323,6 +362,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reads_from_standby),
+        cmocka_unit_test(test_reads_replica_silent),
         cmocka_unit_test(test_failover_under_ingest),
         cmocka_unit_test(test_comeback_compares_again),
     };
