@@ -273,6 +273,18 @@ int it_stop(h_srv *s, h_pg *pg, const char *dir)
     return st == 0 ? 0 : -1;
 }
 
+int it_count_lines(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    int n = 0;
+    while (f && fgets(line, sizeof(line), f))
+        n += strstr(line, needle) != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
 static void *load_main(void *arg)
 {
     it_loader *l = arg;

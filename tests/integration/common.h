@@ -85,6 +85,9 @@ typedef struct it_loader {
     atomic_ullong retries;
 } it_loader;
 
+/* it_count_lines - how many lines of file `path` hold `needle` (0 when it cannot be read). */
+int it_count_lines(const char *path, const char *needle);
+
 /* it_load_start - `n` loaders on ranks 0..n-1 of `run`, each on its thread of `th`, until `*stop`. */
 void it_load_start(it_loader *ls, int n, pthread_t *th, const h_srv *srv, const char *run, atomic_int *stop);
 

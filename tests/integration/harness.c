@@ -106,7 +106,8 @@ static void live_pg_stop_all(void)
             h_pg_stop(live_pg[i]);
 }
 
-int h_pg_start(h_pg *pg)
+/* pg_new - `pg` as a cluster to be: remembered to stop at exit, a new temp dir postgres owns, a free port. 0 or -1. */
+static int pg_new(h_pg *pg)
 {
     static int registered;
     if (!registered) {
@@ -125,6 +126,13 @@ int h_pg_start(h_pg *pg)
     chmod(pg->dir, 0711);
     chown_pg(pg->dir);
     pg->port = free_port();
+    return 0;
+}
+
+int h_pg_start(h_pg *pg)
+{
+    if (pg_new(pg) < 0)
+        return -1;
     char data[300], initlog[300];
     snprintf(data, sizeof(data), "--pgdata=%s/data", pg->dir);
     snprintf(initlog, sizeof(initlog), "%s/initdb.log", pg->dir);
@@ -154,18 +162,8 @@ int h_pg_start(h_pg *pg)
 
 int h_pg_standby(const h_pg *primary, h_pg *standby, const char *name)
 {
-    memset(standby, 0, sizeof(*standby));
-    for (int i = 0; i < 8; i++)
-        if (!live_pg[i] || live_pg[i] == standby) {
-            live_pg[i] = standby;
-            break;
-        }
-    snprintf(standby->dir, sizeof(standby->dir), "/tmp/lspg.XXXXXX");
-    if (!mkdtemp(standby->dir))
+    if (pg_new(standby) < 0)
         return -1;
-    chmod(standby->dir, 0711);
-    chown_pg(standby->dir);
-    standby->port = free_port();
     char data[300], port[16], log[300];
     snprintf(data, sizeof(data), "--pgdata=%s/data", standby->dir);
     snprintf(port, sizeof(port), "--port=%d", primary->port);

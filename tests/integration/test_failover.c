@@ -79,19 +79,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* count_lines - lines of `path` that contain `needle`. */
-static int count_lines(const char *path, const char *needle)
-{
-    FILE *f = fopen(path, "r");
-    char line[4096];
-    int n = 0;
-    while (f && fgets(line, sizeof(line), f))
-        n += strstr(line, needle) != NULL;
-    if (f)
-        fclose(f);
-    return n;
-}
-
 /* get_json - GET `path`; the answer (the caller decrefs), failing the test on a status other than `want`. */
 static json_t *get_json(const h_srv *srv, const char *path, long want)
 {
@@ -101,6 +88,23 @@ static json_t *get_json(const h_srv *srv, const char *path, long want)
         print_message("GET %s: %ld\n", path, code);
     assert_int_equal(code, want);
     return o;
+}
+
+/* diverged_twins - twin runs JOB and JOB+1 of group `group`, one rank each, 5 steps; the second's record 2 differs
+ * from step 3 on; both ended, and the group said diverged. */
+static void diverged_twins(const h_srv *srv, int job, const char *group, char *run_a, char *run_b)
+{
+    char ja[16], jb[16];
+    snprintf(ja, sizeof(ja), "%d", job);
+    snprintf(jb, sizeof(jb), "%d", job + 1);
+    assert_int_equal(it_register(srv, ja, group, 1, 0, NULL, run_a), 0);
+    assert_int_equal(it_register(srv, jb, group, 1, 0, NULL, run_b), 0);
+    uint64_t seq = 0;
+    assert_int_equal(it_post_steps(srv, run_a, 0, 0, 0, 5, 4, -1, -1, -1, -1, &seq, NULL), 200);
+    seq = 0;
+    assert_int_equal(it_post_steps(srv, run_b, 0, 0, 0, 5, 4, 3, 2, -1, -1, &seq, NULL), 200);
+    assert_int_equal(it_end(srv, run_a, 0, NULL), 200);
+    assert_int_equal(it_end(srv, run_b, 0, NULL), 200);
 }
 
 /* Reads from the standby (--read-db): the read API's answers say they come from it and how far behind it is; every
@@ -113,14 +117,7 @@ static void test_reads_from_standby(void **state)
     const char *args[] = {"--db", primary.conninfo, "--read-db", standby.conninfo, NULL};
     assert_int_equal(h_srv_start(&srv, args), 0);
     char run_a[40], run_b[40], path[300];
-    assert_int_equal(it_register(&srv, "690", "rd-g", 1, 0, NULL, run_a), 0);
-    assert_int_equal(it_register(&srv, "691", "rd-g", 1, 0, NULL, run_b), 0);
-    uint64_t seq = 0;
-    assert_int_equal(it_post_steps(&srv, run_a, 0, 0, 0, 5, 4, -1, -1, -1, -1, &seq, NULL), 200);
-    seq = 0;
-    assert_int_equal(it_post_steps(&srv, run_b, 0, 0, 0, 5, 4, 3, 2, -1, -1, &seq, NULL), 200);
-    assert_int_equal(it_end(&srv, run_a, 0, NULL), 200);
-    assert_int_equal(it_end(&srv, run_b, 0, NULL), 200);
+    diverged_twins(&srv, 690, "rd-g", run_a, run_b);
     json_t *o = it_wait_group(&srv, "rd-g", "diverged"); /* read from the standby, once it replayed the divergence */
     assert_string_equal(json_string_value(json_object_get(o, "status")) ?: "", "diverged");
     assert_string_equal(json_string_value(json_object_get(o, "read_from")) ?: "", "replica");
@@ -152,7 +149,7 @@ static void test_reads_from_standby(void **state)
             assert_string_equal(json_string_value(json_object_get(o, "read_from")) ?: "", "replica");
         json_decref(o);
     }
-    assert_int_equal(count_lines(srv.log, "cannot run on the read replica"), 0);
+    assert_int_equal(it_count_lines(srv.log, "cannot run on the read replica"), 0);
     o = get_json(&srv, "/api/v1/health", 200);
     assert_true(json_is_true(json_object_get(json_object_get(o, "read_replica"), "reachable")));
     json_decref(o);
@@ -316,14 +313,7 @@ static void test_comeback_compares_again(void **state)
     const char *args[] = {"--db", pg->conninfo, NULL};
     assert_int_equal(h_srv_start(&srv, args), 0);
     char run_a[40], run_b[40];
-    assert_int_equal(it_register(&srv, "710", "cb-g", 1, 0, NULL, run_a), 0);
-    assert_int_equal(it_register(&srv, "711", "cb-g", 1, 0, NULL, run_b), 0);
-    uint64_t seq = 0;
-    assert_int_equal(it_post_steps(&srv, run_a, 0, 0, 0, 5, 4, -1, -1, -1, -1, &seq, NULL), 200);
-    seq = 0;
-    assert_int_equal(it_post_steps(&srv, run_b, 0, 0, 0, 5, 4, 3, 2, -1, -1, &seq, NULL), 200);
-    assert_int_equal(it_end(&srv, run_a, 0, NULL), 200);
-    assert_int_equal(it_end(&srv, run_b, 0, NULL), 200);
+    diverged_twins(&srv, 710, "cb-g", run_a, run_b);
     json_t *o = it_wait_group(&srv, "cb-g", "diverged");
     assert_string_equal(json_string_value(json_object_get(o, "status")) ?: "", "diverged");
     json_decref(o);

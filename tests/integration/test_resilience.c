@@ -172,19 +172,6 @@ static void test_pg_restart_under_load(void **state)
     h_srv_cleanup(&srv);
 }
 
-/* count_lines - lines of `path` that contain `needle`. */
-static int count_lines(const char *path, const char *needle)
-{
-    FILE *f = fopen(path, "r");
-    char line[4096];
-    int n = 0;
-    while (f && fgets(line, sizeof(line), f))
-        n += strstr(line, needle) != NULL;
-    if (f)
-        fclose(f);
-    return n;
-}
-
 typedef struct starter {
     h_srv srv;
     const char *const *args;
@@ -216,7 +203,7 @@ static void test_two_servers_one_database(void **state)
     assert_int_equal(a.rc, 0);
     assert_int_equal(b.rc, 0);
     /* starting together, neither met the other's migration or partitions as an error (a deadlock) */
-    assert_int_equal(count_lines(a.srv.log, " error ") + count_lines(b.srv.log, " error "), 0);
+    assert_int_equal(it_count_lines(a.srv.log, " error ") + it_count_lines(b.srv.log, " error "), 0);
     PGconn *t = PQconnectdb(ci);
     PGresult *r = PQexec(t, "SELECT count(*), count(DISTINCT version), min(version) FROM schema_migrations");
     assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
@@ -345,8 +332,8 @@ static void test_embedded_postgres_restarted(void **state)
     seq = 100000;
     assert_int_equal(it_post_steps(&srv, run, 0, 999999, 100000, 1, 3, -1, -1, -1, -1, &seq, NULL), 200);
     /* one database error line a period (10 s), not one per failed batch */
-    int lines = count_lines(srv.log, "lockstepd: query") + count_lines(srv.log, "lockstepd: batch") +
-                count_lines(srv.log, "lockstepd: cannot connect");
+    int lines = it_count_lines(srv.log, "lockstepd: query") + it_count_lines(srv.log, "lockstepd: batch") +
+                it_count_lines(srv.log, "lockstepd: cannot connect");
     print_message("database error lines in the log during the outage: %d (for %d requests)\n", lines, attempts);
     assert_true(lines <= 2 + (int)(back / 10));
     assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
