@@ -318,7 +318,18 @@ static void test_comeback_compares_again(void **state)
     assert_string_equal(json_string_value(json_object_get(o, "status")) ?: "", "diverged");
     json_decref(o);
 
-    char *v = sql(pg->conninfo, "BEGIN; DELETE FROM divergences WHERE twin_group = 'cb-g'; "
+    /* the looks the ends asked for are over (a look in flight would write its mark over the deletion below) */
+    assert_int_equal(wait_for(pg->conninfo,
+                              "SELECT count(*) FROM rank_ends e JOIN runs r USING (run_key) LEFT JOIN group_checks g "
+                              "ON g.twin_group = r.twin_group AND g.rank = e.rank WHERE r.twin_group = 'cb-g' "
+                              "AND (g.rank IS NULL OR g.checked_at < e.ended_at)",
+                              "0"),
+                     0);
+    sleep(1);
+    /* taken back under the ranks' comparison locks, as a lost commit is: no look reads before it and writes after */
+    char *v = sql(pg->conninfo, "BEGIN; SELECT pg_advisory_xact_lock(lockstep_check_key('cb-g', 0)), "
+                                "pg_advisory_xact_lock(lockstep_check_key('cb-g', -1)); "
+                                "DELETE FROM divergences WHERE twin_group = 'cb-g'; "
                                 "DELETE FROM group_checks WHERE twin_group = 'cb-g'; "
                                 "UPDATE rank_progress SET updated_at = updated_at - interval '1 hour' WHERE run_key IN "
                                 "(SELECT run_key FROM runs WHERE twin_group = 'cb-g'); "
