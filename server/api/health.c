@@ -39,14 +39,13 @@ static json_t *embedded(void)
 static int replica_lag(double *lag)
 {
     *lag = -1;
-    if (!db_reads_begin()) {
-        int configured = db_reads_configured();
-        db_reads_end();
-        return configured ? 0 : -1;
-    }
-    *lag = db_read_lag();
+    if (!db_reads_configured())
+        return -1;
+    int up = db_reads_begin();
+    if (up)
+        *lag = db_read_lag();
     db_reads_end();
-    return 1;
+    return up;
 }
 
 /* replica - the read replica as GET /health says it: null when none is configured. */

@@ -23,6 +23,12 @@ void http_common_headers(struct MHD_Response *resp)
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
 }
 
+/* from_replica - whether this request's answer came from the read replica (route.h: reads). */
+static int from_replica(const http_req *req)
+{
+    return req->reads_on && req->reads_on();
+}
+
 enum MHD_Result http_reply(http_req *req, int status, const char *ctype, char *body, size_t len)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
@@ -36,7 +42,7 @@ enum MHD_Result http_reply(http_req *req, int status, const char *ctype, char *b
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (status == 405 && req->allow)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, req->allow);
-    if (req->read_replica && req->reads_on()) { /* what a reader may miss of the primary's last commits */
+    if (from_replica(req)) { /* what a reader may miss of the primary's last commits */
         char lag[32] = "unknown";
         if (req->read_lag >= 0)
             snprintf(lag, sizeof(lag), "%.3f", req->read_lag);
@@ -58,7 +64,7 @@ enum MHD_Result http_reply(http_req *req, int status, const char *ctype, char *b
 
 enum MHD_Result http_reply_json(http_req *req, int status, json_t *obj)
 {
-    if (req->read_replica && req->reads_on() && json_is_object(obj) && status < 300) {
+    if (from_replica(req) && json_is_object(obj) && status < 300) {
         json_object_set_new(obj, "read_from", json_string("replica"));
         json_object_set_new(obj, "read_lag_s", req->read_lag >= 0 ? json_real(req->read_lag) : json_null());
     }

@@ -43,9 +43,8 @@ typedef struct http_req {
     int hold_reply; /* a slow thread runs the handler: http_reply keeps the answer in `held` (server/http/slow.h) */
     struct MHD_Response *held; /* the answer the connection's thread queues once it resumes */
     void *ctx;                 /* what a route's check left for its handler (freed with free()) */
-    int read_replica;          /* the handler began its reads on the read replica (route.h: reads) */
-    int (*reads_on)(void);     /* then: whether this thread still reads there (route_reads_hooks.on); the answer
-                                * says it came from the replica only if so */
+    int (*reads_on)(void);     /* the handler began its reads on the read replica (route.h: reads): whether this
+                                * thread still reads there (route_reads_hooks.on); NULL when it did not */
     double read_lag;           /* then: the replica's lag in seconds, -1 when unknown */
 } http_req;
 

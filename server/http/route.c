@@ -187,7 +187,6 @@ enum MHD_Result route_dispatch(http_req *req)
     if (!r->reads || !reads_hooks)
         return r->fn(req, req->args);
     if (reads_hooks->begin()) {
-        req->read_replica = 1;
         req->reads_on = reads_hooks->on;
         req->read_lag = reads_hooks->lag();
     }
