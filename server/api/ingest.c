@@ -318,10 +318,8 @@ static json_t *store_reply(const store_job *j, int rc, const store_result *res, 
         return http_internal_error_json(e->error, e->detail, e->hint);
     }
     metrics_batch(b->n, res->duplicate);
-    if (!res->duplicate && b->n_digests && !b->held) /* streaming digests: a differing step waits for its records */
-        cmp_notify_digests(run->group, (int)b->rank, res->commit_s);
-    else if (!res->duplicate && (b->n || b->n_digests))
-        cmp_notify(run->group, (int)b->rank, res->commit_s);
+    if (!res->duplicate && (b->n || b->n_digests))
+        cmp_stored(run->group, run->key, b, res->commit_s);
     if (!res->duplicate && b->n_cons) { /* a window may be complete: judged from memory */
         cons_comms_stored(run->key, b->cons, b->n_cons);
         cons_digests_stored(run->key, b->rank, b->cons, b->n_cons, res->commit_s);

@@ -29,6 +29,7 @@ static histogram detect_seconds;
 static atomic_ulong records_total, batches_stored, batches_duplicate, divergences_total, db_errors;
 static atomic_ulong held_refused[MH_COUNT];
 static atomic_ulong cons_windows, cons_digests, cons_unheld;
+static atomic_ulong mem_cells, mem_marked, mem_handed;
 
 static void observe(histogram *h, double s)
 {
@@ -163,6 +164,31 @@ void metrics_consensus_held(size_t windows, size_t digests, uint64_t unheld)
     atomic_store(&cons_unheld, unheld);
 }
 
+void metrics_compare_memory(size_t run_ranks, unsigned long marked, unsigned long handed)
+{
+    atomic_store(&mem_cells, run_ranks);
+    atomic_fetch_add(&mem_marked, marked);
+    atomic_fetch_add(&mem_handed, handed);
+}
+
+/* put_compare_memory - the comparison's memory (metrics_compare_memory). */
+static void put_compare_memory(sbuf *b)
+{
+    put(b,
+        "# HELP lockstepd_compare_memory_run_ranks Run-ranks whose recent step digests the comparison holds in "
+        "memory.\n"
+        "# TYPE lockstepd_compare_memory_run_ranks gauge\n"
+        "lockstepd_compare_memory_run_ranks %lu\n"
+        "# HELP lockstepd_compare_memory_marked_total Ranks whose steps were found equal in memory and marked.\n"
+        "# TYPE lockstepd_compare_memory_marked_total counter\n"
+        "lockstepd_compare_memory_marked_total %lu\n"
+        "# HELP lockstepd_compare_memory_handed_total Ranks memory handed to the database's look (a differing "
+        "step, or a state memory cannot vouch for).\n"
+        "# TYPE lockstepd_compare_memory_handed_total counter\n"
+        "lockstepd_compare_memory_handed_total %lu\n",
+        atomic_load(&mem_cells), atomic_load(&mem_marked), atomic_load(&mem_handed));
+}
+
 /* put_consensus_held - the consensus windows held in memory (metrics_consensus_held). */
 static void put_consensus_held(sbuf *b)
 {
@@ -248,6 +274,7 @@ char *metrics_render(void)
         "lockstepd_held_records_refused_total{at=\"compare\"} %lu\n",
         atomic_load(&held_refused[MH_INGEST]), atomic_load(&held_refused[MH_COMPARE]));
     put_consensus_held(&b);
+    put_compare_memory(&b);
     put(&b, "# HELP lockstepd_alert_deliveries_total Attempts to deliver an alert to a sink, by outcome (given_up: "
             "still failing alert_give_up_s after the alert was raised, no more attempts).\n"
             "# TYPE lockstepd_alert_deliveries_total counter\n");

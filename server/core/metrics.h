@@ -56,6 +56,10 @@ void metrics_held_refused(int where);
  * (server/consensus/cons_mem.h): windows and member digests held, and digests a full table did not take. */
 void metrics_consensus_held(size_t windows, size_t digests, uint64_t unheld);
 
+/* metrics_compare_memory - the comparison's memory (server/twins/cmp_mem.h): the run-ranks it holds, and how many
+ * ranks a flush marked and handed to the look (added to the totals). */
+void metrics_compare_memory(size_t run_ranks, unsigned long marked, unsigned long handed);
+
 /* metrics_db_error - count one failed database call or connection attempt. */
 void metrics_db_error(void);
 

@@ -30,14 +30,7 @@ void store_write_register(void)
                                  "$24, $25)");
 }
 
-/* Per-step digests of one batch. */
-typedef struct step_sum {
-    int64_t step;
-    int64_t n;
-    uint64_t digest;
-    uint64_t inputs;    /* XOR of the records' rec_inputs_term */
-    int inputs_unknown; /* a digest of held-back records is part of the step: their inputs are not known */
-} step_sum;
+typedef store_step step_sum;
 
 static int cmp_step(const void *a, const void *b)
 {
@@ -254,6 +247,14 @@ static batch_span span_of(const srv_batch *bt, const step_sum *steps, size_t n_s
     if (!sp.count)
         sp.min_step = sp.max_step = 0;
     return sp;
+}
+
+size_t store_step_sums(const srv_batch *b, store_step **out, int64_t *counted)
+{
+    *out = NULL;
+    size_t n = b->held ? 0 : sum_steps(b, out);
+    *counted = span_of(b, *out, n).count;
+    return n;
 }
 
 static void params_build(batch_params *bp, const run_info *run, const srv_batch *bt)

@@ -14,6 +14,7 @@
 
 #include "common/dtype.h"
 #include "server/twins/cmp_int.h"
+#include "server/twins/cmp_mem.h"
 #include "server/core/clock.h"
 #include "server/core/limits.h"
 #include "server/core/log.h"
@@ -34,6 +35,9 @@
  * docs/scale.md) */
 #define CMP_GAP_DIGESTS_S 0.1
 #define CMP_IDLE_S 1.0 /* a group nothing came for since this long is forgotten */
+/* how often the comparison's memory marks the steps it found equal (cmp_mem.c): a rank's mark trails its data by
+ * this much, and a differing step goes to the look at most this late */
+#define CMP_MEM_FLUSH_S 0.25
 
 /* A group with ranks to compare: the ranks batches touched since its last look, each once. */
 typedef struct pgroup {
@@ -50,6 +54,8 @@ typedef struct pgroup {
 
 static void cmp_loop(worker *w);
 static worker thread = WORKER_INIT("comparison", cmp_loop);
+static void mem_loop(worker *w);
+static worker mem_thread = WORKER_INIT("comparison memory", mem_loop);
 static pgroup **groups; /* under thread.lock: groups with ranks to compare or being compared, oldest first */
 static size_t n_groups, cap_groups;
 
@@ -62,6 +68,7 @@ void cmp_on_divergence(cmp_divergence_fn fn)
 void cmp_register(void)
 {
     cmp_step_register();
+    cmp_mem_register();
     /* The first look (lockstep_cmp_ranks, sql/functions/compare.sql): ranks without a differing step are marked (or
      * their step divergence dropped) in the statement's own transaction, under their locks; the others come back.
      * Its commit does not wait for the disk, as the comparison's own do not (step.c): a mark lost in a crash is
@@ -158,6 +165,33 @@ void cmp_notify(const char *group, int rank, double commit_s)
 void cmp_notify_digests(const char *group, int rank, double commit_s)
 {
     notify(group, rank, commit_s, CMP_GAP_DIGESTS_S);
+}
+
+void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, double commit_s)
+{
+    if (!cmp_mem_absorb(group, run_key, b))
+        return;                   /* memory compares it: the next flush marks it or hands it to the look */
+    if (b->n_digests && !b->held) /* streaming digests: a differing step waits for its records */
+        cmp_notify_digests(group, (int)b->rank, commit_s);
+    else
+        cmp_notify(group, (int)b->rank, commit_s);
+}
+
+/* mem_look - a rank the comparison's memory hands to the look. */
+static void mem_look(const char *group, int rank)
+{
+    notify(group, rank, 0, CMP_GAP_S);
+}
+
+static void mem_loop(worker *w)
+{
+    while (!worker_stopping(w)) {
+        worker_lock(w);
+        if (!w->stopping)
+            worker_wait_locked(w, CMP_MEM_FLUSH_S);
+        worker_unlock(w);
+        cmp_mem_flush(mem_look);
+    }
 }
 
 /* parse_ids - a text[] of run ids ("{a,b}") into `ids`; returns how many. */
@@ -580,11 +614,15 @@ static void cmp_loop(worker *w)
 
 int cmp_start(void)
 {
-    return worker_start(&thread, CMP_THREADS);
+    if (worker_start(&thread, CMP_THREADS) < 0)
+        return -1;
+    return worker_start(&mem_thread, 1);
 }
 
 void cmp_stop(void)
 {
+    worker_stop(&mem_thread);
+    cmp_mem_clear(); /* what it held unmarked is compared by the look at the next start (cmp_backlog) */
     worker_stop(&thread);
     /* no thread is left: what was still waiting is compared again at the next start (cmp_backlog) */
     while (found_head) {

@@ -3,6 +3,10 @@
 #ifndef SERVER_TWINS_COMPARE_H
 #define SERVER_TWINS_COMPARE_H
 
+#include <stdint.h>
+
+#include "server/store/batch.h"
+
 /* cmp_divergence_fn - told the name of a twin group whose comparison stored
  * a new (or an earlier) first divergence. Runs on the comparison thread; it
  * must not block on more than a queue. */
@@ -34,6 +38,12 @@ void cmp_notify(const char *group, int rank, double commit_s);
  * such a group is looked at less often (at most every 100 ms instead of 20 ms)
  * unless a batch of records (held ones sent on demand too) came for it. */
 void cmp_notify_digests(const char *group, int rank, double commit_s);
+
+/* cmp_stored - batch `b` of the run `run_key` of twin group `group` committed at `commit_s`: its step digests go to
+ * the comparison's memory, which marks the steps its runs agree on without a look through the database
+ * (server/twins/cmp_mem.h); what memory cannot compare is queued for the look (cmp_notify, cmp_notify_digests).
+ * Never blocks on the database. */
+void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, double commit_s);
 
 /* cmp_check - compare group `group` on rank `rank` now: find the first step
  * of the shared, complete steps not yet checked whose digests differ, and

@@ -39,14 +39,22 @@ RETURNS TABLE (r_rank int, keys bigint[], ids text[], hi bigint, upto bigint, ne
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     newest_key bigint;
+    got int[];
 BEGIN
     SELECT max(u.run_key) INTO newest_key FROM runs u WHERE u.twin_group = g;
     IF newest_key IS NULL THEN
         RETURN;
     END IF;
+    -- the locks first, in a statement of their own: the look's snapshot is taken after them, so it sees every batch
+    -- that committed under a lock before this took it (a late batch's rewind of the mark included, which the mark
+    -- written below would otherwise overwrite)
+    SELECT array_agg(q.rk) INTO got FROM unnest(rks) AS q(rk)
+        WHERE pg_try_advisory_xact_lock(lockstep_check_key(g, q.rk));
+    IF got IS NULL THEN
+        RETURN;
+    END IF;
     RETURN QUERY
-    WITH locked AS (
-        SELECT q.rk FROM unnest(rks) AS q(rk) WHERE pg_try_advisory_xact_lock(lockstep_check_key(g, q.rk))),
+    WITH locked AS (SELECT q.rk FROM unnest(got) AS q(rk)),
     runs_g AS (
         SELECT u.run_key, u.run_id, u.start_step, u.status,
                EXISTS (SELECT 1 FROM rank_progress q WHERE q.run_key = u.run_key) AS any_records
@@ -147,6 +155,49 @@ BEGIN
     UNION ALL -- a rank whose stored divergence was dropped: keys NULL tell the caller to tell the fleet
     SELECT d.rank, NULL::bigint[], NULL::text[], NULL::bigint, NULL::bigint, newest_key, NULL::bigint, NULL::bigint,
            NULL::boolean FROM dropped d;
+END $$;
+
+-- lockstep_cmp_marks - marks of ranks of group `g` whose steps m_from..m_upto lockstepd found equal in its memory
+-- (server/twins/cmp_mem.c), over the runs e_key it holds on each rank (e_rank, e_key, e_count: per rank and run, the
+-- records memory counted there). A rank is marked only where the database holds what memory assumed; every other
+-- one is left to the look (lockstep_cmp_ranks), which lockstepd asks for:
+--  * its lock is free (no batch or end commits on it now, no comparison runs); the locks are taken in a statement
+--    of their own, so that the next one's snapshot sees every commit made before them;
+--  * the group's runs all registered one rank count (else its logical tensors are compared);
+--  * its mark has the same members, is not waiting, reached its target, and covers the steps before m_from;
+--  * each member's progress on the rank counts the records memory counted (no batch memory did not see: one
+--    stored by another lockstepd, or one whose commit it has not heard of yet);
+--  * no divergence is stored on it.
+-- Returns the ranks marked (checked_upto and target m_upto, checked_at now).
+CREATE OR REPLACE FUNCTION lockstep_cmp_marks(g text, m_rank int[], m_from bigint[], m_upto bigint[], e_rank int[],
+                                              e_key bigint[], e_count bigint[])
+RETURNS TABLE (r_rank int)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    locked int[];
+BEGIN
+    IF (SELECT count(DISTINCT u.ranks) FROM runs u WHERE u.twin_group = g) <> 1 THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(q.rk) INTO locked FROM unnest(m_rank) AS q(rk)
+        WHERE pg_try_advisory_xact_lock(lockstep_check_key(g, q.rk));
+    RETURN QUERY
+    WITH mem AS (
+        SELECT e.rk, array_agg(e.k ORDER BY e.k) AS keys, bool_and(coalesce(p.n_records = e.c, false)) AS counted
+        FROM unnest(e_rank, e_key, e_count) AS e(rk, k, c)
+        LEFT JOIN rank_progress p ON p.run_key = e.k AND p.rank = e.rk
+        WHERE e.rk = ANY (locked)
+        GROUP BY e.rk),
+    ok AS (
+        SELECT m.rk, m.upto FROM unnest(m_rank, m_from, m_upto) AS m(rk, lo, upto)
+        JOIN mem ON mem.rk = m.rk
+        JOIN group_checks c ON c.twin_group = g AND c.rank = m.rk
+        WHERE mem.counted AND c.members = mem.keys AND NOT c.waiting AND c.target IS NOT NULL
+          AND c.checked_upto = c.target AND c.checked_upto >= m.lo - 1 AND c.checked_upto < m.upto
+          AND NOT EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g AND d.rank = m.rk))
+    UPDATE group_checks c SET checked_upto = ok.upto, target = ok.upto, checked_at = clock_timestamp()
+    FROM ok WHERE c.twin_group = g AND c.rank = ok.rk
+    RETURNING c.rank;
 END $$;
 
 -- lockstep_shown_at - when step `st` of rank `rk` became comparable across the runs `keys`: per run, the commit of

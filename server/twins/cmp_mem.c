@@ -1,0 +1,405 @@
+/* cmp_mem.c - the comparison's memory (cmp_mem.h): per twin group, rank and run, the step digests of the last
+ * MEM_STEPS steps as this lockstepd's batches commit; a flush compares the steps every run completed and marks those
+ * found equal in one statement a group (lockstep_cmp_marks, sql/functions/compare.sql). The database stays the
+ * authority: a mark is written only where it holds what memory counted, so a batch stored by another lockstepd, a
+ * run that joined, a late batch or a restart sends the rank to the look (lockstep_cmp_ranks) instead. */
+#include "server/twins/cmp_mem.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/recmatch.h"
+#include "server/core/clock.h"
+#include "server/core/log.h"
+#include "server/core/metrics.h"
+#include "server/core/xalloc.h"
+#include "server/store/db.h"
+#include "server/store/write.h"
+
+#define MEM_STEPS 32         /* steps a run's rank keeps: twins further apart are compared by the look */
+#define MEM_RUNS 4           /* runs of a rank compared here; a rank with more goes to the look */
+#define MEM_MAX_CELLS 262144 /* run-ranks held at most (1 KiB each: 256 MiB); past it, ranks go to the look */
+#define MEM_IDLE_S 120.0     /* a group no batch came for since this long is forgotten */
+#define MEM_CHUNK 4000       /* ranks one marks statement takes */
+
+/* What a run's batches added to one step's digest. */
+typedef struct mslot {
+    int64_t step; /* INT64_MIN: empty */
+    uint64_t digest, inputs;
+    int64_t n;
+    int unknown; /* some inputs not known (held records' digests) */
+} mslot;
+
+/* One run on one rank. */
+typedef struct mrun {
+    int64_t key;
+    int64_t counted;  /* records its batches added to the rank's progress here (rank_progress.n_records) */
+    int64_t first;    /* the first step memory saw: steps before it are not known here */
+    int64_t max_step; /* its newest step here */
+    mslot *slots;     /* MEM_STEPS, by step modulo MEM_STEPS */
+} mrun;
+
+typedef struct mrank {
+    mrun runs[MEM_RUNS];
+    int nruns;
+    int look_only;  /* state blocks, or more runs than MEM_RUNS, or memory full: the look compares it */
+    int dirty;      /* a batch came since the last flush */
+    int64_t marked; /* the last step memory marked (INT64_MIN: none); a late batch moves it back */
+} mrank;
+
+typedef struct mgroup {
+    char name[256];
+    mrank **ranks; /* by rank, NULL where none came */
+    size_t n_ranks;
+    double touched; /* monotonic seconds of its last batch */
+    int dirty;
+} mgroup;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static mgroup **groups;
+static size_t n_groups, cells;
+
+void cmp_mem_register(void)
+{
+    /* marks of ranks found equal in memory (lockstep_cmp_marks); like the look's, its commit does not wait for the
+     * disk: a mark lost in a crash is compared again after the restart */
+    db_register("cmp_marks", "SELECT r_rank FROM set_config('synchronous_commit', 'off', true), "
+                             "lockstep_cmp_marks($1, $2::int[], $3::bigint[], $4::bigint[], $5::int[], $6::bigint[], "
+                             "$7::bigint[])");
+}
+
+static mgroup *group_get_locked(const char *name)
+{
+    for (size_t i = 0; i < n_groups; i++)
+        if (!strcmp(groups[i]->name, name))
+            return groups[i];
+    mgroup *g = xcalloc(1, sizeof(*g));
+    snprintf(g->name, sizeof(g->name), "%s", name);
+    groups = xrealloc(groups, (n_groups + 1) * sizeof(*groups));
+    groups[n_groups++] = g;
+    return g;
+}
+
+static mrank *rank_get_locked(mgroup *g, uint32_t rank)
+{
+    if (rank >= g->n_ranks) {
+        size_t n = g->n_ranks ? g->n_ranks : 64;
+        while (n <= rank)
+            n *= 2;
+        g->ranks = xrealloc(g->ranks, n * sizeof(*g->ranks));
+        memset(g->ranks + g->n_ranks, 0, (n - g->n_ranks) * sizeof(*g->ranks));
+        g->n_ranks = n;
+    }
+    if (!g->ranks[rank]) {
+        g->ranks[rank] = xcalloc(1, sizeof(mrank));
+        g->ranks[rank]->marked = INT64_MIN;
+    }
+    return g->ranks[rank];
+}
+
+/* run_get_locked - the run's cell on the rank, made when new; NULL when the rank holds MEM_RUNS runs or memory is
+ * full. */
+static mrun *run_get_locked(mrank *r, int64_t key)
+{
+    for (int i = 0; i < r->nruns; i++)
+        if (r->runs[i].key == key)
+            return &r->runs[i];
+    if (r->nruns == MEM_RUNS || cells >= MEM_MAX_CELLS)
+        return NULL;
+    mrun *u = &r->runs[r->nruns++];
+    *u = (mrun){.key = key, .first = INT64_MAX, .max_step = INT64_MIN};
+    u->slots = xmalloc(MEM_STEPS * sizeof(mslot));
+    for (int i = 0; i < MEM_STEPS; i++)
+        u->slots[i].step = INT64_MIN;
+    cells++;
+    return u;
+}
+
+static mslot *slot_of(const mrun *u, int64_t step)
+{
+    int64_t k = step % MEM_STEPS;
+    return &u->slots[k < 0 ? k + MEM_STEPS : k];
+}
+
+/* add_step - what a batch adds to one step of the run, as step_digests merges it. A step too old for the run's
+ * window is not kept (the flush cannot vouch for it: the database's mark moves back, and the look compares it). */
+static void add_step(mrank *r, mrun *u, const store_step *s)
+{
+    if (s->step <= r->marked)
+        r->marked = s->step - 1; /* late data: compared again (the database's mark moved back too) */
+    if (u->max_step != INT64_MIN && s->step <= u->max_step - MEM_STEPS)
+        return;
+    if (s->step < u->first)
+        u->first = s->step;
+    if (s->step > u->max_step)
+        u->max_step = s->step;
+    mslot *sl = slot_of(u, s->step);
+    if (sl->step != s->step) {
+        if (sl->step > s->step)
+            return;
+        *sl = (mslot){.step = s->step};
+    }
+    sl->n += s->n;
+    sl->digest ^= s->digest;
+    sl->inputs ^= s->inputs;
+    sl->unknown |= s->inputs_unknown;
+}
+
+int cmp_mem_absorb(const char *group, int64_t run_key, const srv_batch *b)
+{
+    if (!group || !*group)
+        return 0; /* in no twin group: nothing compares it */
+    if (b->held)
+        return 1; /* records asked for: the look compares their step */
+    store_step *st = NULL;
+    int64_t counted = 0;
+    size_t n = store_step_sums(b, &st, &counted);
+    int state = 0;
+    for (size_t i = 0; i < b->n && !state; i++)
+        state = !rec_in_steps(&b->recs[i]);
+    pthread_mutex_lock(&lock);
+    mgroup *g = group_get_locked(group);
+    mrank *r = rank_get_locked(g, b->rank);
+    mrun *u = r->look_only ? NULL : run_get_locked(r, run_key);
+    if (!u || state) /* state blocks: restore checks run with the look */
+        r->look_only = 1;
+    if (u) {
+        u->counted += counted;
+        for (size_t i = 0; i < n; i++)
+            add_step(r, u, &st[i]);
+    }
+    r->dirty = g->dirty = 1;
+    g->touched = clock_mono_s();
+    int look = r->look_only || r->nruns < 2;
+    pthread_mutex_unlock(&lock);
+    free(st);
+    return look;
+}
+
+/* steps_equal - 1 when every run holds step `s` with the same count and digest (and the same inputs digest where
+ * all are known), or none holds it; 0 when they differ, or a run may hold it and memory does not know. */
+static int steps_equal(const mrank *r, int64_t s)
+{
+    const mslot *first = NULL;
+    int held = 0;
+    for (int i = 0; i < r->nruns; i++) {
+        const mslot *sl = slot_of(&r->runs[i], s);
+        if (sl->step != s)
+            continue;
+        held++;
+        if (!first)
+            first = sl;
+        else if (sl->n != first->n || sl->digest != first->digest ||
+                 (!sl->unknown && !first->unknown && sl->inputs != first->inputs))
+            return 0; /* an absorbed difference (inputs) is the look's to note */
+    }
+    return held == 0 || held == r->nruns;
+}
+
+/* verdict - what the flush does with a rank: 1 mark steps *from..*hi (every run completed them and they are equal
+ * here), 0 nothing new, -1 the look compares it. */
+static int verdict(const mrank *r, int64_t *from, int64_t *hi)
+{
+    if (r->look_only || r->nruns < 2)
+        return -1;
+    int64_t h = INT64_MAX, lo = INT64_MIN;
+    for (int i = 0; i < r->nruns; i++) {
+        const mrun *u = &r->runs[i];
+        if (u->max_step == INT64_MIN)
+            return -1;
+        int64_t known = u->first > u->max_step - MEM_STEPS + 1 ? u->first : u->max_step - MEM_STEPS + 1;
+        h = u->max_step - 1 < h ? u->max_step - 1 : h;
+        lo = known > lo ? known : lo;
+    }
+    if (h <= r->marked)
+        return 0;
+    int64_t f = r->marked == INT64_MIN || r->marked + 1 < lo ? lo : r->marked + 1;
+    if (f > h)
+        return -1; /* the runs are further apart than memory keeps */
+    for (int64_t s = f; s <= h; s++)
+        if (!steps_equal(r, s))
+            return -1;
+    *from = f;
+    *hi = h;
+    return 1;
+}
+
+/* A group's ranks to mark: the statement's arrays as text literals. */
+typedef struct marks {
+    char name[256];
+    char *a[6]; /* ranks, from, upto, then per (rank, run): rank, key, counted */
+    size_t len[6], cap[6];
+    size_t n;    /* ranks */
+    int *ranks;  /* to mark, then told to the look when not marked */
+    int64_t *hi; /* per rank to mark */
+    int *look;   /* ranks memory hands to the look */
+    size_t n_look;
+} marks;
+
+static void lit_add(marks *m, int k, int64_t v)
+{
+    if (m->len[k] + 24 > m->cap[k]) {
+        m->cap[k] = m->cap[k] ? 2 * m->cap[k] : 256;
+        m->a[k] = xrealloc(m->a[k], m->cap[k]);
+    }
+    m->len[k] += (size_t)snprintf(m->a[k] + m->len[k], 24, "%s%" PRId64, m->len[k] ? "," : "", v);
+}
+
+/* collect_locked - the verdicts of group g's dirty ranks into `m`. */
+static void collect_locked(mgroup *g, marks *m)
+{
+    snprintf(m->name, sizeof(m->name), "%s", g->name);
+    for (size_t k = 0; k < g->n_ranks; k++) {
+        mrank *r = g->ranks[k];
+        if (!r || !r->dirty)
+            continue;
+        int64_t from = 0, hi = 0;
+        int v = verdict(r, &from, &hi);
+        if (v == 0 || (v == 1 && m->n == MEM_CHUNK))
+            continue; /* nothing new, or the next flush */
+        r->dirty = 0;
+        if (v < 0) {
+            m->look = xrealloc(m->look, (m->n_look + 1) * sizeof(int));
+            m->look[m->n_look++] = (int)k;
+            continue;
+        }
+        m->ranks = xrealloc(m->ranks, (m->n + 1) * sizeof(int));
+        m->hi = xrealloc(m->hi, (m->n + 1) * sizeof(int64_t));
+        m->ranks[m->n] = (int)k;
+        m->hi[m->n++] = hi;
+        lit_add(m, 0, (int64_t)k);
+        lit_add(m, 1, from);
+        lit_add(m, 2, hi);
+        for (int i = 0; i < r->nruns; i++) {
+            lit_add(m, 3, (int64_t)k);
+            lit_add(m, 4, r->runs[i].key);
+            lit_add(m, 5, r->runs[i].counted);
+        }
+    }
+    g->dirty = 0;
+    for (size_t k = 0; k < g->n_ranks && !g->dirty; k++)
+        g->dirty = g->ranks[k] && g->ranks[k]->dirty;
+}
+
+static void group_free(mgroup *g)
+{
+    for (size_t k = 0; k < g->n_ranks; k++) {
+        mrank *r = g->ranks[k];
+        if (!r)
+            continue;
+        for (int i = 0; i < r->nruns; i++)
+            free(r->runs[i].slots);
+        cells -= (size_t)r->nruns;
+        free(r);
+    }
+    free(g->ranks);
+    free(g);
+}
+
+/* take_locked - the marks of every group with dirty ranks (*n of them); forgets idle groups. */
+static marks *take_locked(size_t *n)
+{
+    marks *all = NULL;
+    size_t k = 0, kept = 0;
+    double now = clock_mono_s();
+    for (size_t i = 0; i < n_groups; i++) {
+        mgroup *g = groups[i];
+        if (!g->dirty && now - g->touched > MEM_IDLE_S) {
+            group_free(g);
+            continue;
+        }
+        groups[kept++] = g;
+        if (!g->dirty)
+            continue;
+        all = xrealloc(all, (k + 1) * sizeof(*all));
+        memset(&all[k], 0, sizeof(all[k]));
+        collect_locked(g, &all[k++]);
+    }
+    n_groups = kept;
+    *n = k;
+    return all;
+}
+
+/* mark_group - the statement for one group's ranks; sets `marked` in memory for those the database took, hands the
+ * rest to the look. */
+static unsigned long mark_group(marks *m, cmp_mem_look_fn look)
+{
+    unsigned long n_took = 0;
+    char *p[7] = {m->name};
+    for (int k = 0; k < 6; k++) {
+        p[k + 1] = xmalloc(m->len[k] + 3);
+        snprintf(p[k + 1], m->len[k] + 3, "{%s}", m->a[k] ? m->a[k] : "");
+    }
+    char err[512];
+    PGresult *r = db_exec("cmp_marks", 7, (const char *const *)p, err, sizeof(err));
+    int top = 0;
+    for (size_t j = 0; j < m->n; j++)
+        top = m->ranks[j] > top ? m->ranks[j] : top;
+    unsigned char *took = xcalloc((size_t)top + 1, 1); /* by rank */
+    if (!r)
+        log_warn("marking group %s's ranks compared in memory: %s (the look compares them)", m->name, err);
+    for (int i = 0; r && i < PQntuples(r); i++) {
+        int rank = atoi(PQgetvalue(r, i, 0));
+        if (rank >= 0 && rank <= top)
+            took[rank] = 1;
+    }
+    if (r)
+        PQclear(r);
+    pthread_mutex_lock(&lock);
+    mgroup *g = NULL;
+    for (size_t i = 0; i < n_groups && !g; i++)
+        if (!strcmp(groups[i]->name, m->name))
+            g = groups[i];
+    for (size_t j = 0; j < m->n; j++)
+        n_took += took[m->ranks[j]];
+    for (size_t j = 0; g && j < m->n; j++)
+        if (took[m->ranks[j]] && (size_t)m->ranks[j] < g->n_ranks && g->ranks[m->ranks[j]])
+            g->ranks[m->ranks[j]]->marked = m->hi[j];
+    pthread_mutex_unlock(&lock);
+    for (size_t j = 0; j < m->n; j++)
+        if (!took[m->ranks[j]])
+            look(m->name, m->ranks[j]);
+    free(took);
+    for (int k = 1; k < 7; k++)
+        free(p[k]);
+    return n_took;
+}
+
+void cmp_mem_flush(cmp_mem_look_fn look)
+{
+    size_t n = 0, held;
+    unsigned long marked = 0, handed = 0;
+    pthread_mutex_lock(&lock);
+    marks *all = take_locked(&n);
+    held = cells;
+    pthread_mutex_unlock(&lock);
+    for (size_t i = 0; i < n; i++) {
+        marks *m = &all[i];
+        unsigned long took = m->n ? mark_group(m, look) : 0;
+        marked += took;
+        handed += m->n - took + m->n_look;
+        for (size_t j = 0; j < m->n_look; j++)
+            look(m->name, m->look[j]);
+        for (int k = 0; k < 6; k++)
+            free(m->a[k]);
+        free(m->ranks);
+        free(m->hi);
+        free(m->look);
+    }
+    free(all);
+    metrics_compare_memory(held, marked, handed);
+}
+
+void cmp_mem_clear(void)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < n_groups; i++)
+        group_free(groups[i]);
+    free(groups);
+    groups = NULL;
+    n_groups = cells = 0;
+    pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,34 @@
+/* cmp_mem.h - the comparison's memory: the recent step digests of every twin group's ranks, as this lockstepd's
+ * batches commit, compared here; the steps found equal are marked in PostgreSQL in one statement a group, so that a
+ * batch costs no look through the database (docs/server.md, "Twin comparison"). What memory cannot vouch for is
+ * handed to the look (lockstep_cmp_ranks), which stays the authority. */
+#ifndef SERVER_TWINS_CMP_MEM_H
+#define SERVER_TWINS_CMP_MEM_H
+
+#include <stdint.h>
+
+#include "server/store/batch.h"
+
+/* cmp_mem_register - register this module's prepared statement. */
+void cmp_mem_register(void);
+
+/* cmp_mem_absorb - batch `b` of the run `run_key` of twin group `group` committed: add what it adds to its step
+ * digests. Returns 1 when the look must see the rank now (memory cannot compare it: a held records batch, state
+ * blocks, fewer than two runs of the group on the rank in memory, too many runs, memory full), else 0: the next
+ * cmp_mem_flush marks it or hands it to the look. */
+int cmp_mem_absorb(const char *group, int64_t run_key, const srv_batch *b);
+
+/* cmp_mem_look_fn - told a rank the look must compare (memory found a differing step, could not vouch for the
+ * database's state, or holds too little). */
+typedef void (*cmp_mem_look_fn)(const char *group, int rank);
+
+/* cmp_mem_flush - compare every rank batches changed since the last flush over its runs' steps that all of them
+ * completed, mark those found equal (one statement a group, under the ranks' locks, only where the database holds
+ * what memory counted), tell `look` the others; forget groups idle for two minutes. Blocks on PostgreSQL: one
+ * thread calls it. */
+void cmp_mem_flush(cmp_mem_look_fn look);
+
+/* cmp_mem_clear - forget everything (lockstepd stops). */
+void cmp_mem_clear(void);
+
+#endif /* SERVER_TWINS_CMP_MEM_H */

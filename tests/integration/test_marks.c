@@ -1,0 +1,229 @@
+/* test_marks.c - lockstepd integration: the comparison's memory (server/twins/cmp_mem.c). Twins posting side by side
+ * are marked from memory while they run, a divergence is found at its step and rank, a late batch is compared again,
+ * and batches that another lockstepd stored, which memory never saw, are left to the database's look: no false match,
+ * no missed divergence. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <libpq-fe.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/lsfp1.h"
+#include "tests/integration/common.h"
+
+static h_pg pg;
+static h_srv srv, other; /* `other`: a second lockstepd on the same database */
+
+static int setup(void **state)
+{
+    (void)state;
+    if (h_pg_start(&pg) < 0)
+        return -1;
+    const char *args[] = {"--db", pg.conninfo, NULL};
+    if (h_srv_start(&srv, args) < 0)
+        return -1;
+    return h_srv_start(&other, args);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    int st = h_srv_kill(&srv, SIGTERM) | h_srv_kill(&other, SIGTERM);
+    h_srv_cleanup(&srv);
+    h_srv_cleanup(&other);
+    h_pg_stop(&pg);
+    return st == 0 ? 0 : -1;
+}
+
+/* checked_to - how many ranks of `group` are checked through `step` (their check reached its target). */
+static int checked_to(const char *group, long long step)
+{
+    char st[24];
+    snprintf(st, sizeof(st), "%lld", step);
+    PGconn *c = PQconnectdb(pg.conninfo);
+    const char *p[] = {group, st};
+    PGresult *r = PQexecParams(c,
+                               "SELECT count(*) FROM group_checks WHERE twin_group = $1 AND rank >= 0 "
+                               "AND checked_upto >= $2::bigint AND checked_upto = target",
+                               2, NULL, p, NULL, NULL, 0);
+    int v = PQresultStatus(r) == PGRES_TUPLES_OK ? atoi(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    PQfinish(c);
+    return v;
+}
+
+/* wait_checked - wait (10 s at most) until `ranks` ranks of `group` are checked through `step`; how many are. */
+static int wait_checked(const char *group, int ranks, long long step)
+{
+    int v = -1;
+    for (int i = 0; i < 200 && (v = checked_to(group, step)) < ranks; i++)
+        usleep(50000);
+    return v;
+}
+
+/* side_by_side - steps [first, first+n) of runs a and b, a batch a step on every rank, a then b, as twins running at
+ * once post them; run b's rank `flip_rank` has record 2 of step `flip_step` flipped. Batch k of a rank is step k.
+ * Every `via_other`-th step of run b goes through the other lockstepd (0: none). */
+static void side_by_side(const char *a, const char *b, int ranks, int64_t first, int n, int flip_rank,
+                         int64_t flip_step, int via_other)
+{
+    for (int64_t s = first; s < first + n; s++)
+        for (int r = 0; r < ranks; r++) {
+            uint64_t sa = (uint64_t)s * 10, sb = (uint64_t)s * 10;
+            assert_int_equal(it_post_steps(&srv, a, r, (uint64_t)s, s, 1, 5, -1, -1, -1, -1, &sa, NULL), 200);
+            const h_srv *to = via_other && s % via_other == 0 ? &other : &srv;
+            assert_int_equal(
+                it_post_steps(to, b, r, (uint64_t)s, s, 1, 5, r == flip_rank ? flip_step : -1, 2, -1, -1, &sb, NULL),
+                200);
+        }
+}
+
+static void end_all(const char *a, const char *b, int ranks)
+{
+    for (int r = 0; r < ranks; r++) {
+        assert_int_equal(it_end(&srv, a, r, NULL), 200);
+        assert_int_equal(it_end(&srv, b, r, NULL), 200);
+    }
+}
+
+/* Twins running side by side are marked from memory while they run (the marks trail the runs by a step), and
+ * match once they end. */
+static void test_marked_from_memory(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    assert_int_equal(it_register(&srv, "300", "m-run", 4, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "301", "m-run", 4, 0, NULL, b), 0);
+    double before = it_metric(&srv, "lockstepd_compare_memory_marked_total", NULL);
+    side_by_side(a, b, 4, 0, 10, -1, -1, 0);
+    assert_int_equal(wait_checked("m-run", 4, 8), 4);
+    side_by_side(a, b, 4, 10, 30, -1, -1, 0);
+    assert_int_equal(wait_checked("m-run", 4, 38), 4); /* step 39 is complete once a later one or the end comes */
+    assert_true(it_metric(&srv, "lockstepd_compare_memory_marked_total", NULL) > before);
+    assert_true(it_metric(&srv, "lockstepd_compare_memory_run_ranks", NULL) >= 8);
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/m-run", NULL, NULL, &o), 200);
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "pending"); /* still running */
+    json_decref(o);
+    end_all(a, b, 4);
+    o = it_wait_group(&srv, "m-run", "match");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "match");
+    json_decref(o);
+}
+
+/* A step that differs in memory goes to the look, which finds the record: its step, rank and name, while the runs
+ * still run; the steps before it on the other ranks go on being marked. */
+static void test_divergence_from_memory(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    assert_int_equal(it_register(&srv, "310", "m-div", 4, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "311", "m-div", 4, 0, NULL, b), 0);
+    double handed = it_metric(&srv, "lockstepd_compare_memory_handed_total", NULL);
+    side_by_side(a, b, 4, 0, 30, 1, 21, 0);
+    json_t *o = it_wait_group(&srv, "m-div", "diverged");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "diverged");
+    json_t *first = json_object_get(o, "first_divergence");
+    assert_int_equal(json_integer_value(json_object_get(first, "step")), 21);
+    assert_int_equal(json_integer_value(json_object_get(first, "rank")), 1);
+    assert_string_equal(json_string_value(json_object_get(first, "name")), "layer2.out");
+    assert_int_equal(json_array_size(json_object_get(o, "per_rank")), 1);
+    json_decref(o);
+    assert_true(it_metric(&srv, "lockstepd_compare_memory_handed_total", NULL) > handed);
+    end_all(a, b, 4);
+    o = it_wait_group(&srv, "m-div", "diverged");
+    assert_int_equal(json_array_size(json_object_get(o, "per_rank")), 1); /* the other ranks match */
+    json_decref(o);
+}
+
+/* post_late - one more record of `step`, "late.out", for `rank` of run `run`, as batch `bseq`. */
+static long post_late(const char *run, int rank, uint64_t bseq, int64_t step)
+{
+    h_batch bt = {0};
+    h_batch_begin(&bt, run, (uint32_t)rank, bseq);
+    double v = 1.5;
+    rec_record r = {.seq = 5000,
+                    .step = step,
+                    .level = LS_LEVEL_METRIC,
+                    .dtype = LS_F64,
+                    .nbytes = 8,
+                    .flags = REC_HAS_VALUE,
+                    .name = "late.out",
+                    .name_len = 8};
+    memcpy(&r.value, &v, 8);
+    r.fp = fp_lsfp1(&v, 8);
+    h_batch_add(&bt, &r);
+    char url[512];
+    snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", srv.base, run);
+    long code = h_http("POST", url, "application/x-lockstep", bt.buf, bt.len, NULL, NULL);
+    h_batch_free(&bt);
+    return code;
+}
+
+/* A batch that brings records of a step memory already marked moves the mark back: the step is compared again and
+ * its difference found. */
+static void test_late_batch(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    assert_int_equal(it_register(&srv, "320", "m-late", 2, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "321", "m-late", 2, 0, NULL, b), 0);
+    side_by_side(a, b, 2, 0, 20, -1, -1, 0);
+    assert_int_equal(wait_checked("m-late", 2, 18), 2);
+    assert_int_equal(post_late(b, 1, 100, 5), 200);
+    json_t *o = it_wait_group(&srv, "m-late", "diverged");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "diverged");
+    json_t *first = json_object_get(o, "first_divergence");
+    assert_int_equal(json_integer_value(json_object_get(first, "step")), 5);
+    assert_int_equal(json_integer_value(json_object_get(first, "rank")), 1);
+    json_decref(o);
+}
+
+/* Run b's batches split between two lockstepd: neither memory holds all of it, so neither marks from memory what the
+ * database does not show it; the looks (the other's sweep included) find the one divergence, and the matching
+ * ranks match at the end. */
+static void test_batches_through_two(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    assert_int_equal(it_register(&srv, "330", "m-two", 4, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "331", "m-two", 4, 0, NULL, b), 0);
+    side_by_side(a, b, 4, 0, 30, 3, 17, 3);
+    json_t *o = it_wait_group(&srv, "m-two", "diverged");
+    json_t *first = json_object_get(o, "first_divergence");
+    assert_int_equal(json_integer_value(json_object_get(first, "step")), 17);
+    assert_int_equal(json_integer_value(json_object_get(first, "rank")), 3);
+    json_decref(o);
+    end_all(a, b, 4);
+    assert_int_equal(wait_checked("m-two", 4, 29), 4); /* every rank compared to its end */
+    o = it_wait_group(&srv, "m-two", "diverged");
+    assert_int_equal(json_array_size(json_object_get(o, "per_rank")), 1);
+    json_decref(o);
+    /* a matching pair through both: match, never diverged */
+    char c[40], d[40];
+    assert_int_equal(it_register(&srv, "332", "m-two-ok", 2, 0, NULL, c), 0);
+    assert_int_equal(it_register(&srv, "333", "m-two-ok", 2, 0, NULL, d), 0);
+    side_by_side(c, d, 2, 0, 25, -1, -1, 2);
+    end_all(c, d, 2);
+    o = it_wait_group(&srv, "m-two-ok", "match");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "match");
+    json_decref(o);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_marked_from_memory),
+        cmocka_unit_test(test_divergence_from_memory),
+        cmocka_unit_test(test_late_batch),
+        cmocka_unit_test(test_batches_through_two),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
