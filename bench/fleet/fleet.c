@@ -378,6 +378,24 @@ static double self_cpu(void)
            ru.ru_stime.tv_usec / 1e6;
 }
 
+/* metric_of - one sample of lockstepd's /metrics; -1 when it has none. */
+static double metric_of(const sim *s, const char *sample)
+{
+    char url[300], *text = NULL;
+    snprintf(url, sizeof(url), "%s/metrics", s->base);
+    double v = -1;
+    size_t l = strlen(sample);
+    if (h_http("GET", url, NULL, NULL, 0, NULL, &text) == 200)
+        for (char *line = text; line && *line;) {
+            char *nl = strchr(line, '\n');
+            if (!strncmp(line, sample, l) && line[l] == ' ')
+                v = strtod(line + l + 1, NULL);
+            line = nl ? nl + 1 : NULL;
+        }
+    free(text);
+    return v;
+}
+
 int main(int argc, char **argv)
 {
     static sim s;
@@ -643,6 +661,9 @@ int main(int argc, char **argv)
     double load[3] = {0};
     if (getloadavg(load, 3) < 1)
         load[0] = -1;
+    /* the comparison's memory: ranks it marked, ranks it handed to the database's look (-1: a lockstepd without) */
+    double mem_marked = metric_of(&s, "lockstepd_compare_memory_marked_total"),
+           mem_handed = metric_of(&s, "lockstepd_compare_memory_handed_total");
     PQfinish(adm);
     h_srv_kill(&srv, SIGTERM);
     h_srv_cleanup(&srv);
@@ -668,7 +689,7 @@ int main(int argc, char **argv)
         "\"lockstepd_cpu_s\": %.1f, \"postgres_cpu_s\": %.1f, \"server_cpu_us_per_batch\": %.0f, \"sim_cpu_s\": %.1f, "
         "\"wal_bytes_per_s\": %.0f, \"consensus_comms\": %d, \"consensus_digests_per_rank_step\": %.2f, "
         "\"solo\": %s, \"consensus_windows_checked\": %lld, \"consensus_disagreements\": %d, "
-        "\"load_avg_1m\": %.2f}\n",
+        "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"load_avg_1m\": %.2f}\n",
         o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
         o->batch_steps, o->threads, offered, rate, (double)made / elapsed, keeps_up ? "true" : "false",
         pct(lag, n, 0.5) * 1e3, lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3, pct(lat, n, 0.99) * 1e3, fails,
@@ -678,7 +699,7 @@ int main(int argc, char **argv)
         (uint64_t)atomic_load(&s.bytes_on_demand), srv_cpu, pg_cpu,
         posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0, sim_cpu, wal / elapsed, o->consensus,
         steps_posted ? (double)atomic_load(&s.cons_digests) / (double)steps_posted / o->batch_steps : 0,
-        o->solo ? "true" : "false", cons_checked, cons_disagree, load[0]);
+        o->solo ? "true" : "false", cons_checked, cons_disagree, mem_marked, mem_handed, load[0]);
     free(lag);
     free(lat);
     free(ws);

@@ -100,10 +100,13 @@ void cmp_register(void)
                 "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
                 "WHERE r.twin_group IS NOT NULL AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
     /* Every few seconds: ranks with recent records or ends that no comparison has seen yet (written by
-     * another lockstepd on the same database, or a notice that got lost). */
+     * another lockstepd on the same database, or a notice that got lost). Records of the last second are on their
+     * way (their notice, or the comparison's memory, which marks them within CMP_MEM_FLUSH_S): looking at them too
+     * took a tenth of the ranks of a fleet posting every step into a look every sweep. */
     db_register("cmp_active", "SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p JOIN runs r USING (run_key) "
                               "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = p.rank "
                               "WHERE r.twin_group IS NOT NULL AND p.updated_at > now() - $1::interval "
+                              "AND p.updated_at < now() - interval '1 second' "
                               "AND (g.rank IS NULL OR g.checked_at < p.updated_at) "
                               "UNION SELECT DISTINCT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
                               "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
