@@ -46,6 +46,7 @@ typedef struct opts {
     int consensus; /* communicators per rank with consensus digests; 0: none */
     int solo;      /* runs registered alone, in the consensus mode (no twin group): the production mode's batches */
     const char *db, *state_dir, *srv_threads;
+    int db_workers; /* lockstepd's db_workers; 0: its default */
 } opts;
 
 /* One simulated rank. */
@@ -378,24 +379,6 @@ static double self_cpu(void)
            ru.ru_stime.tv_usec / 1e6;
 }
 
-/* metric_of - one sample of lockstepd's /metrics; -1 when it has none. */
-static double metric_of(const sim *s, const char *sample)
-{
-    char url[300], *text = NULL;
-    snprintf(url, sizeof(url), "%s/metrics", s->base);
-    double v = -1;
-    size_t l = strlen(sample);
-    if (h_http("GET", url, NULL, NULL, 0, NULL, &text) == 200)
-        for (char *line = text; line && *line;) {
-            char *nl = strchr(line, '\n');
-            if (!strncmp(line, sample, l) && line[l] == ' ')
-                v = strtod(line + l + 1, NULL);
-            line = nl ? nl + 1 : NULL;
-        }
-    free(text);
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     static sim s;
@@ -442,11 +425,13 @@ int main(int argc, char **argv)
             o->state_dir = v;
         else if (!strcmp(k, "--server-threads"))
             o->srv_threads = v;
+        else if (!strcmp(k, "--db-workers"))
+            o->db_workers = atoi(v);
         else {
             fprintf(stderr,
                     "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
                     "[--seconds T] [--batch-steps K] [--mode digests|records] [--threads N] [--diverge G] "
-                    "[--server-threads N] [--consensus K] [--solo 0|1] "
+                    "[--server-threads N] [--db-workers N] [--consensus K] [--solo 0|1] "
                     "[--db URL | --state-dir DIR]\n",
                     argv[0]);
             return 2;
@@ -494,7 +479,8 @@ int main(int argc, char **argv)
     char conf[400];
     snprintf(conf, sizeof(conf), "%s/lockstepd.conf", state);
     FILE *cf = fopen(conf, "w");
-    if (!cf || fputs("max_connections_per_ip = 0\n", cf) < 0 || fclose(cf) != 0)
+    if (!cf || fputs("max_connections_per_ip = 0\n", cf) < 0 ||
+        (o->db_workers > 0 && fprintf(cf, "db_workers = %d\n", o->db_workers) < 0) || fclose(cf) != 0)
         return 1;
     const char *args_embedded[] = {"--config",     conf, "--state-dir", state_dir, o->srv_threads ? "--threads" : NULL,
                                    o->srv_threads, NULL};
@@ -662,8 +648,8 @@ int main(int argc, char **argv)
     if (getloadavg(load, 3) < 1)
         load[0] = -1;
     /* the comparison's memory: ranks it marked, ranks it handed to the database's look (-1: a lockstepd without) */
-    double mem_marked = metric_of(&s, "lockstepd_compare_memory_marked_total"),
-           mem_handed = metric_of(&s, "lockstepd_compare_memory_handed_total");
+    double mem_marked = h_metric(s.base, "lockstepd_compare_memory_marked_total", NULL),
+           mem_handed = h_metric(s.base, "lockstepd_compare_memory_handed_total", NULL);
     PQfinish(adm);
     h_srv_kill(&srv, SIGTERM);
     h_srv_cleanup(&srv);

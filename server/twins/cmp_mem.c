@@ -19,11 +19,13 @@
 #include "server/store/db.h"
 #include "server/store/write.h"
 
-#define MEM_STEPS 32         /* steps a run's rank keeps: twins further apart are compared by the look */
-#define MEM_RUNS 4           /* runs of a rank compared here; a rank with more goes to the look */
-#define MEM_MAX_CELLS 262144 /* run-ranks held at most (1 KiB each: 256 MiB); past it, ranks go to the look */
-#define MEM_IDLE_S 120.0     /* a group no batch came for since this long is forgotten */
-#define MEM_CHUNK 4000       /* ranks one marks statement takes */
+#define MEM_STEPS 32            /* steps a run's rank keeps: twins further apart are compared by the look */
+#define MEM_RUNS 4              /* runs of a rank compared here; a rank with more goes to the look */
+#define MEM_MAX_CELLS 262144    /* run-ranks (1 KiB each: 256 MiB) and ranks held at most; past it, the look */
+#define MEM_MAX_GROUPS 4096     /* groups held at most (a batch finds its group by name among them) */
+#define MEM_MAX_SLOTS (1 << 22) /* places in the groups' rank tables (8 bytes each: 32 MiB) */
+#define MEM_IDLE_S 120.0        /* a group no batch came for since this long is forgotten */
+#define MEM_CHUNK 4000          /* ranks one marks statement takes */
 
 /* What a run's batches added to one step's digest. */
 typedef struct mslot {
@@ -60,7 +62,7 @@ typedef struct mgroup {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static mgroup **groups;
-static size_t n_groups, cells;
+static size_t n_groups, cells, n_mranks, slots; /* slots: places in the groups' rank tables */
 
 void cmp_mem_register(void)
 {
@@ -71,11 +73,14 @@ void cmp_mem_register(void)
                              "$7::bigint[])");
 }
 
+/* group_get_locked - the group's memory, made when new; NULL when MEM_MAX_GROUPS are held. */
 static mgroup *group_get_locked(const char *name)
 {
     for (size_t i = 0; i < n_groups; i++)
         if (!strcmp(groups[i]->name, name))
             return groups[i];
+    if (n_groups == MEM_MAX_GROUPS)
+        return NULL;
     mgroup *g = xcalloc(1, sizeof(*g));
     snprintf(g->name, sizeof(g->name), "%s", name);
     groups = xrealloc(groups, (n_groups + 1) * sizeof(*groups));
@@ -83,19 +88,27 @@ static mgroup *group_get_locked(const char *name)
     return g;
 }
 
+/* rank_get_locked - the rank's memory in group g, made when new; NULL when memory is full (MEM_MAX_SLOTS places,
+ * MEM_MAX_CELLS ranks). */
 static mrank *rank_get_locked(mgroup *g, uint32_t rank)
 {
     if (rank >= g->n_ranks) {
         size_t n = g->n_ranks ? g->n_ranks : 64;
         while (n <= rank)
             n *= 2;
+        if (slots + n - g->n_ranks > MEM_MAX_SLOTS)
+            return NULL;
         g->ranks = xrealloc(g->ranks, n * sizeof(*g->ranks));
         memset(g->ranks + g->n_ranks, 0, (n - g->n_ranks) * sizeof(*g->ranks));
+        slots += n - g->n_ranks;
         g->n_ranks = n;
     }
     if (!g->ranks[rank]) {
+        if (n_mranks == MEM_MAX_CELLS)
+            return NULL;
         g->ranks[rank] = xcalloc(1, sizeof(mrank));
         g->ranks[rank]->marked = INT64_MIN;
+        n_mranks++;
     }
     return g->ranks[rank];
 }
@@ -162,7 +175,12 @@ int cmp_mem_absorb(const char *group, int64_t run_key, const srv_batch *b)
         state = !rec_in_steps(&b->recs[i]);
     pthread_mutex_lock(&lock);
     mgroup *g = group_get_locked(group);
-    mrank *r = rank_get_locked(g, b->rank);
+    mrank *r = g ? rank_get_locked(g, b->rank) : NULL;
+    if (!r) { /* memory is full: the look compares it */
+        pthread_mutex_unlock(&lock);
+        free(st);
+        return 1;
+    }
     mrun *u = r->look_only ? NULL : run_get_locked(r, run_key);
     if (!u || state) /* state blocks: restore checks run with the look */
         r->look_only = 1;
@@ -293,8 +311,10 @@ static void group_free(mgroup *g)
         for (int i = 0; i < r->nruns; i++)
             free(r->runs[i].slots);
         cells -= (size_t)r->nruns;
+        n_mranks--;
         free(r);
     }
+    slots -= g->n_ranks;
     free(g->ranks);
     free(g);
 }
@@ -400,6 +420,6 @@ void cmp_mem_clear(void)
         group_free(groups[i]);
     free(groups);
     groups = NULL;
-    n_groups = cells = 0;
+    n_groups = cells = n_mranks = slots = 0;
     pthread_mutex_unlock(&lock);
 }

@@ -214,22 +214,7 @@ long it_rss_kb(int pid)
 
 double it_metric(const h_srv *s, const char *sample, const char *token)
 {
-    char url[256], *text = NULL;
-    snprintf(url, sizeof(url), "%s/metrics", s->base);
-    if (h_http("GET", url, NULL, NULL, 0, token, &text) != 200) {
-        free(text);
-        return -1;
-    }
-    double v = -1;
-    size_t l = strlen(sample);
-    for (char *line = text; line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (!strncmp(line, sample, l) && line[l] == ' ')
-            v = strtod(line + l + 1, NULL);
-        line = nl ? nl + 1 : NULL;
-    }
-    free(text);
-    return v;
+    return h_metric(s->base, sample, token);
 }
 
 void it_write_file(const char *path, const char *text, mode_t mode)

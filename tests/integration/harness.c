@@ -508,6 +508,23 @@ static size_t on_data(char *ptr, size_t size, size_t n, void *ud)
 
 static char cainfo[512];
 
+double h_metric(const char *base, const char *sample, const char *token)
+{
+    char url[256], *text = NULL;
+    snprintf(url, sizeof(url), "%s/metrics", base);
+    double v = -1;
+    size_t l = strlen(sample);
+    if (h_http("GET", url, NULL, NULL, 0, token, &text) == 200)
+        for (char *line = text; line && *line;) {
+            char *nl = strchr(line, '\n');
+            if (!strncmp(line, sample, l) && line[l] == ' ')
+                v = strtod(line + l + 1, NULL);
+            line = nl ? nl + 1 : NULL;
+        }
+    free(text);
+    return v;
+}
+
 void h_http_cainfo(const char *path)
 {
     snprintf(cainfo, sizeof(cainfo), "%s", path ? path : "");

@@ -73,6 +73,10 @@ void h_srv_cleanup(h_srv *s);
 long h_http(const char *method, const char *url, const char *ctype, const void *body, size_t len, const char *token,
             char **resp);
 
+/* h_metric - sample `sample` of GET base/metrics (lockstepd's Prometheus text); -1 when it has none or the request
+ * failed. */
+double h_metric(const char *base, const char *sample, const char *token);
+
 /* h_http_cainfo - verify HTTPS servers against the CA file `path` (NULL:
  * the system's). */
 void h_http_cainfo(const char *path);
