@@ -327,7 +327,7 @@ static marks *take_locked(size_t *n)
     double now = clock_mono_s();
     for (size_t i = 0; i < n_groups; i++) {
         mgroup *g = groups[i];
-        if (!g->dirty && now - g->touched > MEM_IDLE_S) {
+        if (now - g->touched > MEM_IDLE_S) { /* what is still dirty has nothing new to mark (verdict 0) */
             group_free(g);
             continue;
         }
