@@ -2,6 +2,7 @@
  */
 #include "server/store/db.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -553,6 +554,28 @@ int db_ping(char *err, size_t cap)
         return -1;
     PQclear(r);
     return 0;
+}
+
+void db_lit_add(db_lit *l, int64_t v)
+{
+    if (l->len + 24 > l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 256;
+        l->p = xrealloc(l->p, l->cap);
+    }
+    l->len += (size_t)sprintf(l->p + l->len, "%c%" PRId64, l->len ? ',' : '{', v);
+}
+
+const char *db_lit_end(db_lit *l)
+{
+    if (l->len + 3 > l->cap) {
+        l->cap += 3;
+        l->p = xrealloc(l->p, l->cap);
+    }
+    if (!l->len)
+        l->p[l->len++] = '{';
+    l->p[l->len++] = '}';
+    l->p[l->len] = 0;
+    return l->p;
 }
 
 char *db_int_array_text(const int *v, int n, char *out, size_t cap)

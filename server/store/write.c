@@ -79,26 +79,11 @@ static size_t sum_steps(const srv_batch *bt, step_sum **out)
     return n;
 }
 
-/* A text array literal under construction. */
-typedef struct lit {
-    char *p;
-    size_t len, cap;
-} lit;
-
-static void lit_add(lit *l, int64_t v)
-{
-    if (l->len + 24 > l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 256;
-        l->p = xrealloc(l->p, l->cap);
-    }
-    l->len += (size_t)sprintf(l->p + l->len, "%c%" PRId64, l->len ? ',' : '{', v);
-}
-
 /* lit_add_or_null - v, or NULL when `null`. */
-static void lit_add_or_null(lit *l, int64_t v, int null)
+static void lit_add_or_null(db_lit *l, int64_t v, int null)
 {
     if (!null) {
-        lit_add(l, v);
+        db_lit_add(l, v);
         return;
     }
     if (l->len + 8 > l->cap) {
@@ -109,7 +94,7 @@ static void lit_add_or_null(lit *l, int64_t v, int null)
 }
 
 /* lit_add_ranks - the int[] literal of `n` ranks as one quoted element of a text[] literal. */
-static void lit_add_ranks(lit *l, const uint32_t *ranks, uint32_t n)
+static void lit_add_ranks(db_lit *l, const uint32_t *ranks, uint32_t n)
 {
     if (l->len + 16 + 11 * (size_t)n > l->cap) {
         while (l->len + 16 + 11 * (size_t)n > l->cap)
@@ -123,7 +108,7 @@ static void lit_add_ranks(lit *l, const uint32_t *ranks, uint32_t n)
 }
 
 /* lit_add_bytes - `n` bytes as one element of a bytea[] literal ("\\x" and their hex). */
-static void lit_add_bytes(lit *l, const unsigned char *b, size_t n)
+static void lit_add_bytes(db_lit *l, const unsigned char *b, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     if (l->len + 2 * n + 8 > l->cap) {
@@ -143,7 +128,7 @@ static void lit_add_bytes(lit *l, const unsigned char *b, size_t n)
  * `bi` is given, its index `k` beside each: a row per summed step (`steps`, `n_steps`), carrying the batch's
  * consensus digests of that step packed as step_digests.cons holds them (in the batch's order; NULL when none), then
  * a row of 0 records for each other step the consensus digests name (its step digest comes in another batch). */
-static void step_lits(lit *d, lit *bi, int k, const step_sum *steps, size_t n_steps, const srv_batch *bt)
+static void step_lits(db_lit *d, db_lit *bi, int k, const step_sum *steps, size_t n_steps, const srv_batch *bt)
 {
     unsigned char *packed = xmalloc(bt->n_cons * CONS_PACKED + 1);
     for (size_t i = 0; i < n_steps + bt->n_cons; i++) {
@@ -160,10 +145,10 @@ static void step_lits(lit *d, lit *bi, int k, const step_sum *steps, size_t n_st
             if (bt->cons[j].step == step)
                 cons_pack(packed + CONS_PACKED * len++, &bt->cons[j]);
         if (bi)
-            lit_add(bi, k);
-        lit_add(&d[0], step);
-        lit_add(&d[1], i < n_steps ? steps[i].n : 0);
-        lit_add(&d[2], i < n_steps ? (int64_t)steps[i].digest : 0);
+            db_lit_add(bi, k);
+        db_lit_add(&d[0], step);
+        db_lit_add(&d[1], i < n_steps ? steps[i].n : 0);
+        db_lit_add(&d[2], i < n_steps ? (int64_t)steps[i].digest : 0);
         lit_add_or_null(&d[3], i < n_steps ? (int64_t)steps[i].inputs : 0, i < n_steps && steps[i].inputs_unknown);
         if (len)
             lit_add_bytes(&d[4], packed, len * CONS_PACKED);
@@ -175,7 +160,7 @@ static void step_lits(lit *d, lit *bi, int k, const step_sum *steps, size_t n_st
 
 /* group_lits - the groups the batch's consensus digests name for the first time into g[0..2] (key, size, ranks: not
  * when lockstepd stored run `run_key`'s group before, cons_comms_known) and, when `bi` is given, `k` beside each. */
-static void group_lits(lit *g, lit *bi, int k, int64_t run_key, const srv_batch *bt)
+static void group_lits(db_lit *g, db_lit *bi, int k, int64_t run_key, const srv_batch *bt)
 {
     for (size_t i = 0; i < bt->n_cons; i++) {
         const srv_cons_digest *d = &bt->cons[i];
@@ -185,31 +170,18 @@ static void group_lits(lit *g, lit *bi, int k, int64_t run_key, const srv_batch 
         if (!first)
             continue;
         if (bi)
-            lit_add(bi, k);
-        lit_add(&g[0], (int64_t)d->key);
-        lit_add(&g[1], d->size);
+            db_lit_add(bi, k);
+        db_lit_add(&g[0], (int64_t)d->key);
+        db_lit_add(&g[1], d->size);
         lit_add_ranks(&g[2], d->ranks, d->n_listed);
     }
-}
-
-static const char *lit_end(lit *l)
-{
-    if (l->len + 3 > l->cap) {
-        l->cap += 3;
-        l->p = xrealloc(l->p, l->cap);
-    }
-    if (!l->len)
-        l->p[l->len++] = '{';
-    l->p[l->len++] = '}';
-    l->p[l->len] = 0;
-    return l->p;
 }
 
 /* The parameters of lockstep_store_batch for one batch. */
 typedef struct batch_params {
     char text[N_PARAMS][32];
-    lit arr[5];
-    lit groups[3];
+    db_lit arr[5];
+    db_lit groups[3];
     char *seg_arr[4];
     const char *v[N_PARAMS];
     int len[N_PARAMS], fmt[N_PARAMS];
@@ -284,12 +256,12 @@ static void params_build(batch_params *bp, const run_info *run, const srv_batch 
     for (int i = 0; i < 4; i++)
         bp->v[5 + i] = bp->seg_arr[i];
     for (int i = 0; i < 3; i++)
-        bp->v[10 + i] = lit_end(&bp->arr[i]);
-    bp->v[17] = lit_end(&bp->arr[3]);
-    bp->v[P_CONS] = lit_end(&bp->arr[4]);
+        bp->v[10 + i] = db_lit_end(&bp->arr[i]);
+    bp->v[17] = db_lit_end(&bp->arr[3]);
+    bp->v[P_CONS] = db_lit_end(&bp->arr[4]);
     group_lits(bp->groups, NULL, 0, run->key, bt);
     for (int i = 0; i < 3; i++)
-        bp->v[P_CONS + 1 + i] = lit_end(&bp->groups[i]);
+        bp->v[P_CONS + 1 + i] = db_lit_end(&bp->groups[i]);
     size_t flen;
     bp->frames = frames_bytea_array(&fo, &flen);
     bp->v[P_FRAMES] = (const char *)bp->frames;
@@ -391,7 +363,7 @@ static int cmp_order(const void *pa, const void *pb)
 
 /* The parameters of lockstep_store_batches for a group, batch after batch in lock order. */
 typedef struct group_params {
-    lit arr[G_PARAMS];
+    db_lit arr[G_PARAMS];
     frames_out fo;
     unsigned char *frames;
     const char *v[G_PARAMS];
@@ -404,24 +376,24 @@ static void group_add(group_params *gp, int k, const run_info *run, const srv_ba
     step_sum *steps = NULL;
     size_t n_steps = bt->held ? 0 : sum_steps(bt, &steps);
     batch_span sp = span_of(bt, steps, n_steps);
-    lit_add(&gp->arr[0], run->key);
-    lit_add(&gp->arr[1], bt->rank);
-    lit_add(&gp->arr[2], (int64_t)bt->batch_seq);
-    lit_add(&gp->arr[3], (int64_t)bt->n);
-    lit_add(&gp->arr[4], bt->held); /* 0/1: cast to boolean[] by the statement */
-    lit_add(&gp->arr[5], sp.min_step);
-    lit_add(&gp->arr[6], sp.max_step);
-    lit_add(&gp->arr[7], (int64_t)sp.max_seq);
-    lit_add(&gp->arr[8], sp.count);
+    db_lit_add(&gp->arr[0], run->key);
+    db_lit_add(&gp->arr[1], bt->rank);
+    db_lit_add(&gp->arr[2], (int64_t)bt->batch_seq);
+    db_lit_add(&gp->arr[3], (int64_t)bt->n);
+    db_lit_add(&gp->arr[4], bt->held); /* 0/1: cast to boolean[] by the statement */
+    db_lit_add(&gp->arr[5], sp.min_step);
+    db_lit_add(&gp->arr[6], sp.max_step);
+    db_lit_add(&gp->arr[7], (int64_t)sp.max_seq);
+    db_lit_add(&gp->arr[8], sp.count);
     size_t first = gp->fo.n_seg;
     frames_cut(bt, &gp->fo); /* appends this batch's segments */
     for (size_t i = first; i < gp->fo.n_seg; i++) {
         const frames_seg *g = &gp->fo.seg[i];
-        lit_add(&gp->arr[9], k);
-        lit_add(&gp->arr[10], g->step);
-        lit_add(&gp->arr[11], (int64_t)g->seq_lo);
-        lit_add(&gp->arr[12], g->n);
-        lit_add(&gp->arr[13], g->kind);
+        db_lit_add(&gp->arr[9], k);
+        db_lit_add(&gp->arr[10], g->step);
+        db_lit_add(&gp->arr[11], (int64_t)g->seq_lo);
+        db_lit_add(&gp->arr[12], g->n);
+        db_lit_add(&gp->arr[13], g->kind);
     }
     step_lits(&gp->arr[G_STEPS + 1], &gp->arr[G_STEPS], k, steps, n_steps, bt);
     group_lits(&gp->arr[G_GROUPS + 1], &gp->arr[G_GROUPS], k, run->key, bt);
@@ -432,7 +404,7 @@ static void group_finish(group_params *gp)
 {
     for (int i = 0; i < G_PARAMS; i++)
         if (i != G_FRAMES)
-            gp->v[i] = lit_end(&gp->arr[i]);
+            gp->v[i] = db_lit_end(&gp->arr[i]);
     size_t flen;
     gp->frames = frames_bytea_array(&gp->fo, &flen);
     gp->v[G_FRAMES] = (const char *)gp->frames;

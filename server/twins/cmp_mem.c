@@ -5,13 +5,11 @@
  * run that joined, a late batch or a restart sends the rank to the look (lockstep_cmp_ranks) instead. */
 #include "server/twins/cmp_mem.h"
 
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/recmatch.h"
 #include "server/core/clock.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
@@ -27,21 +25,14 @@
 #define MEM_IDLE_S 120.0        /* a group no batch came for since this long is forgotten */
 #define MEM_CHUNK 4000          /* ranks one marks statement takes */
 
-/* What a run's batches added to one step's digest. */
-typedef struct mslot {
-    int64_t step; /* INT64_MIN: empty */
-    uint64_t digest, inputs;
-    int64_t n;
-    int unknown; /* some inputs not known (held records' digests) */
-} mslot;
-
 /* One run on one rank. */
 typedef struct mrun {
     int64_t key;
-    int64_t counted;  /* records its batches added to the rank's progress here (rank_progress.n_records) */
-    int64_t first;    /* the first step memory saw: steps before it are not known here */
-    int64_t max_step; /* its newest step here */
-    mslot *slots;     /* MEM_STEPS, by step modulo MEM_STEPS */
+    int64_t counted;   /* records its batches added to the rank's progress here (rank_progress.n_records) */
+    int64_t first;     /* the first step memory saw: steps before it are not known here */
+    int64_t max_step;  /* its newest step here */
+    store_step *slots; /* what its batches added to each of its last MEM_STEPS steps, by step modulo MEM_STEPS
+                          (step INT64_MIN: empty) */
 } mrun;
 
 typedef struct mrank {
@@ -124,14 +115,14 @@ static mrun *run_get_locked(mrank *r, int64_t key)
         return NULL;
     mrun *u = &r->runs[r->nruns++];
     *u = (mrun){.key = key, .first = INT64_MAX, .max_step = INT64_MIN};
-    u->slots = xmalloc(MEM_STEPS * sizeof(mslot));
+    u->slots = xmalloc(MEM_STEPS * sizeof(store_step));
     for (int i = 0; i < MEM_STEPS; i++)
         u->slots[i].step = INT64_MIN;
     cells++;
     return u;
 }
 
-static mslot *slot_of(const mrun *u, int64_t step)
+static store_step *slot_of(const mrun *u, int64_t step)
 {
     int64_t k = step % MEM_STEPS;
     return &u->slots[k < 0 ? k + MEM_STEPS : k];
@@ -149,16 +140,16 @@ static void add_step(mrank *r, mrun *u, const store_step *s)
         u->first = s->step;
     if (s->step > u->max_step)
         u->max_step = s->step;
-    mslot *sl = slot_of(u, s->step);
+    store_step *sl = slot_of(u, s->step);
     if (sl->step != s->step) {
         if (sl->step > s->step)
             return;
-        *sl = (mslot){.step = s->step};
+        *sl = (store_step){.step = s->step};
     }
     sl->n += s->n;
     sl->digest ^= s->digest;
     sl->inputs ^= s->inputs;
-    sl->unknown |= s->inputs_unknown;
+    sl->inputs_unknown |= s->inputs_unknown;
 }
 
 int cmp_mem_absorb(const char *group, int64_t run_key, const srv_batch *b)
@@ -170,9 +161,10 @@ int cmp_mem_absorb(const char *group, int64_t run_key, const srv_batch *b)
     store_step *st = NULL;
     int64_t counted = 0;
     size_t n = store_step_sums(b, &st, &counted);
-    int state = 0;
-    for (size_t i = 0; i < b->n && !state; i++)
-        state = !rec_in_steps(&b->recs[i]);
+    int64_t in_steps = 0;
+    for (size_t i = 0; i < n; i++)
+        in_steps += st[i].n;
+    int state = counted > in_steps; /* what counts outside the steps' sums: entries of state blocks */
     pthread_mutex_lock(&lock);
     mgroup *g = group_get_locked(group);
     mrank *r = g ? rank_get_locked(g, b->rank) : NULL;
@@ -201,17 +193,17 @@ int cmp_mem_absorb(const char *group, int64_t run_key, const srv_batch *b)
  * all are known), or none holds it; 0 when they differ, or a run may hold it and memory does not know. */
 static int steps_equal(const mrank *r, int64_t s)
 {
-    const mslot *first = NULL;
+    const store_step *first = NULL;
     int held = 0;
     for (int i = 0; i < r->nruns; i++) {
-        const mslot *sl = slot_of(&r->runs[i], s);
+        const store_step *sl = slot_of(&r->runs[i], s);
         if (sl->step != s)
             continue;
         held++;
         if (!first)
             first = sl;
         else if (sl->n != first->n || sl->digest != first->digest ||
-                 (!sl->unknown && !first->unknown && sl->inputs != first->inputs))
+                 (!sl->inputs_unknown && !first->inputs_unknown && sl->inputs != first->inputs))
             return 0; /* an absorbed difference (inputs) is the look's to note */
     }
     return held == 0 || held == r->nruns;
@@ -247,9 +239,8 @@ static int verdict(const mrank *r, int64_t *from, int64_t *hi)
 
 /* A group's ranks to mark: the statement's arrays as text literals. */
 typedef struct marks {
-    char name[256];
-    char *a[6]; /* ranks, from, upto, then per (rank, run): rank, key, counted */
-    size_t len[6], cap[6];
+    mgroup *g;   /* freed only by this thread (take_locked) or once it stopped (cmp_mem_clear) */
+    db_lit a[6]; /* ranks, from, upto, then per (rank, run): rank, key, counted */
     size_t n;    /* ranks */
     int *ranks;  /* to mark, then told to the look when not marked */
     int64_t *hi; /* per rank to mark */
@@ -257,27 +248,21 @@ typedef struct marks {
     size_t n_look;
 } marks;
 
-static void lit_add(marks *m, int k, int64_t v)
-{
-    if (m->len[k] + 24 > m->cap[k]) {
-        m->cap[k] = m->cap[k] ? 2 * m->cap[k] : 256;
-        m->a[k] = xrealloc(m->a[k], m->cap[k]);
-    }
-    m->len[k] += (size_t)snprintf(m->a[k] + m->len[k], 24, "%s%" PRId64, m->len[k] ? "," : "", v);
-}
-
 /* collect_locked - the verdicts of group g's dirty ranks into `m`. */
 static void collect_locked(mgroup *g, marks *m)
 {
-    snprintf(m->name, sizeof(m->name), "%s", g->name);
+    m->g = g;
+    int left = 0; /* ranks left dirty for the next flush */
     for (size_t k = 0; k < g->n_ranks; k++) {
         mrank *r = g->ranks[k];
         if (!r || !r->dirty)
             continue;
         int64_t from = 0, hi = 0;
         int v = verdict(r, &from, &hi);
-        if (v == 0 || (v == 1 && m->n == MEM_CHUNK))
-            continue; /* nothing new, or the next flush */
+        if (v == 0 || (v == 1 && m->n == MEM_CHUNK)) {
+            left = 1; /* nothing new, or the next flush */
+            continue;
+        }
         r->dirty = 0;
         if (v < 0) {
             m->look = xrealloc(m->look, (m->n_look + 1) * sizeof(int));
@@ -288,18 +273,16 @@ static void collect_locked(mgroup *g, marks *m)
         m->hi = xrealloc(m->hi, (m->n + 1) * sizeof(int64_t));
         m->ranks[m->n] = (int)k;
         m->hi[m->n++] = hi;
-        lit_add(m, 0, (int64_t)k);
-        lit_add(m, 1, from);
-        lit_add(m, 2, hi);
+        db_lit_add(&m->a[0], (int64_t)k);
+        db_lit_add(&m->a[1], from);
+        db_lit_add(&m->a[2], hi);
         for (int i = 0; i < r->nruns; i++) {
-            lit_add(m, 3, (int64_t)k);
-            lit_add(m, 4, r->runs[i].key);
-            lit_add(m, 5, r->runs[i].counted);
+            db_lit_add(&m->a[3], (int64_t)k);
+            db_lit_add(&m->a[4], r->runs[i].key);
+            db_lit_add(&m->a[5], r->runs[i].counted);
         }
     }
-    g->dirty = 0;
-    for (size_t k = 0; k < g->n_ranks && !g->dirty; k++)
-        g->dirty = g->ranks[k] && g->ranks[k]->dirty;
+    g->dirty = left;
 }
 
 static void group_free(mgroup *g)
@@ -347,20 +330,18 @@ static marks *take_locked(size_t *n)
  * rest to the look. */
 static unsigned long mark_group(marks *m, cmp_mem_look_fn look)
 {
-    unsigned long n_took = 0;
-    char *p[7] = {m->name};
-    for (int k = 0; k < 6; k++) {
-        p[k + 1] = xmalloc(m->len[k] + 3);
-        snprintf(p[k + 1], m->len[k] + 3, "{%s}", m->a[k] ? m->a[k] : "");
-    }
+    mgroup *g = m->g;
+    const char *p[7] = {g->name};
+    for (int k = 0; k < 6; k++)
+        p[k + 1] = db_lit_end(&m->a[k]);
     char err[512];
-    PGresult *r = db_exec("cmp_marks", 7, (const char *const *)p, err, sizeof(err));
+    PGresult *r = db_exec("cmp_marks", 7, p, err, sizeof(err));
     int top = 0;
     for (size_t j = 0; j < m->n; j++)
         top = m->ranks[j] > top ? m->ranks[j] : top;
     unsigned char *took = xcalloc((size_t)top + 1, 1); /* by rank */
     if (!r)
-        log_warn("marking group %s's ranks compared in memory: %s (the look compares them)", m->name, err);
+        log_warn("marking group %s's ranks compared in memory: %s (the look compares them)", g->name, err);
     for (int i = 0; r && i < PQntuples(r); i++) {
         int rank = atoi(PQgetvalue(r, i, 0));
         if (rank >= 0 && rank <= top)
@@ -368,23 +349,18 @@ static unsigned long mark_group(marks *m, cmp_mem_look_fn look)
     }
     if (r)
         PQclear(r);
+    unsigned long n_took = 0;
     pthread_mutex_lock(&lock);
-    mgroup *g = NULL;
-    for (size_t i = 0; i < n_groups && !g; i++)
-        if (!strcmp(groups[i]->name, m->name))
-            g = groups[i];
     for (size_t j = 0; j < m->n; j++)
-        n_took += took[m->ranks[j]];
-    for (size_t j = 0; g && j < m->n; j++)
-        if (took[m->ranks[j]] && (size_t)m->ranks[j] < g->n_ranks && g->ranks[m->ranks[j]])
+        if (took[m->ranks[j]]) {
             g->ranks[m->ranks[j]]->marked = m->hi[j];
+            n_took++;
+        }
     pthread_mutex_unlock(&lock);
     for (size_t j = 0; j < m->n; j++)
         if (!took[m->ranks[j]])
-            look(m->name, m->ranks[j]);
+            look(g->name, m->ranks[j]);
     free(took);
-    for (int k = 1; k < 7; k++)
-        free(p[k]);
     return n_took;
 }
 
@@ -402,9 +378,9 @@ void cmp_mem_flush(cmp_mem_look_fn look)
         marked += took;
         handed += m->n - took + m->n_look;
         for (size_t j = 0; j < m->n_look; j++)
-            look(m->name, m->look[j]);
+            look(m->g->name, m->look[j]);
         for (int k = 0; k < 6; k++)
-            free(m->a[k]);
+            free(m->a[k].p);
         free(m->ranks);
         free(m->hi);
         free(m->look);
