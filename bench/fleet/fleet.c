@@ -46,7 +46,8 @@ typedef struct opts {
     int consensus; /* communicators per rank with consensus digests; 0: none */
     int solo;      /* runs registered alone, in the consensus mode (no twin group): the production mode's batches */
     const char *db, *state_dir, *srv_threads;
-    int db_workers; /* lockstepd's db_workers; 0: its default */
+    int db_workers;         /* lockstepd's db_workers; 0: its default */
+    const char *group_wait; /* lockstepd's db_group_wait_ms; NULL: its default */
 } opts;
 
 /* One simulated rank. */
@@ -427,11 +428,13 @@ int main(int argc, char **argv)
             o->srv_threads = v;
         else if (!strcmp(k, "--db-workers"))
             o->db_workers = atoi(v);
+        else if (!strcmp(k, "--group-wait-ms"))
+            o->group_wait = v;
         else {
             fprintf(stderr,
                     "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
                     "[--seconds T] [--batch-steps K] [--mode digests|records] [--threads N] [--diverge G] "
-                    "[--server-threads N] [--db-workers N] [--consensus K] [--solo 0|1] "
+                    "[--server-threads N] [--db-workers N] [--group-wait-ms W] [--consensus K] [--solo 0|1] "
                     "[--db URL | --state-dir DIR]\n",
                     argv[0]);
             return 2;
@@ -480,7 +483,8 @@ int main(int argc, char **argv)
     snprintf(conf, sizeof(conf), "%s/lockstepd.conf", state);
     FILE *cf = fopen(conf, "w");
     if (!cf || fputs("max_connections_per_ip = 0\n", cf) < 0 ||
-        (o->db_workers > 0 && fprintf(cf, "db_workers = %d\n", o->db_workers) < 0) || fclose(cf) != 0)
+        (o->db_workers > 0 && fprintf(cf, "db_workers = %d\n", o->db_workers) < 0) ||
+        (o->group_wait && fprintf(cf, "db_group_wait_ms = %s\n", o->group_wait) < 0) || fclose(cf) != 0)
         return 1;
     const char *args_embedded[] = {"--config",     conf, "--state-dir", state_dir, o->srv_threads ? "--threads" : NULL,
                                    o->srv_threads, NULL};
@@ -650,6 +654,9 @@ int main(int argc, char **argv)
     /* the comparison's memory: ranks it marked, ranks it handed to the database's look (-1: a lockstepd without) */
     double mem_marked = h_metric(s.base, "lockstepd_compare_memory_marked_total", NULL),
            mem_handed = h_metric(s.base, "lockstepd_compare_memory_handed_total", NULL);
+    /* the batches one commit of the database workers carried, on average */
+    double groups = h_metric(s.base, "lockstepd_db_groups_total", NULL),
+           grouped = h_metric(s.base, "lockstepd_db_group_requests_total", NULL);
     PQfinish(adm);
     h_srv_kill(&srv, SIGTERM);
     h_srv_cleanup(&srv);
@@ -675,7 +682,7 @@ int main(int argc, char **argv)
         "\"lockstepd_cpu_s\": %.1f, \"postgres_cpu_s\": %.1f, \"server_cpu_us_per_batch\": %.0f, \"sim_cpu_s\": %.1f, "
         "\"wal_bytes_per_s\": %.0f, \"consensus_comms\": %d, \"consensus_digests_per_rank_step\": %.2f, "
         "\"solo\": %s, \"consensus_windows_checked\": %lld, \"consensus_disagreements\": %d, "
-        "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"load_avg_1m\": %.2f}\n",
+        "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"batches_per_commit\": %.2f, \"load_avg_1m\": %.2f}\n",
         o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
         o->batch_steps, o->threads, offered, rate, (double)made / elapsed, keeps_up ? "true" : "false",
         pct(lag, n, 0.5) * 1e3, lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3, pct(lat, n, 0.99) * 1e3, fails,
@@ -685,7 +692,8 @@ int main(int argc, char **argv)
         (uint64_t)atomic_load(&s.bytes_on_demand), srv_cpu, pg_cpu,
         posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0, sim_cpu, wal / elapsed, o->consensus,
         steps_posted ? (double)atomic_load(&s.cons_digests) / (double)steps_posted / o->batch_steps : 0,
-        o->solo ? "true" : "false", cons_checked, cons_disagree, mem_marked, mem_handed, load[0]);
+        o->solo ? "true" : "false", cons_checked, cons_disagree, mem_marked, mem_handed,
+        groups > 0 ? grouped / groups : -1, load[0]);
     free(lag);
     free(lat);
     free(ws);

@@ -20,12 +20,13 @@ typedef struct srv_config {
     char tls_cert[1024];
     char tls_key[1024];
     char log_file[1024];
-    char pg_bin[1024];    /* PostgreSQL server binaries for the embedded cluster */
-    char pg_user[64];     /* OS user the embedded cluster runs as when lockstepd is root */
-    char port_file[1024]; /* where to write the bound port (tests, scripts) */
-    int log_level;        /* enum log_level */
-    int threads;          /* HTTP worker threads (one libpq connection each) */
-    int db_workers;       /* threads that store record batches (one libpq connection each) */
+    char pg_bin[1024];       /* PostgreSQL server binaries for the embedded cluster */
+    char pg_user[64];        /* OS user the embedded cluster runs as when lockstepd is root */
+    char port_file[1024];    /* where to write the bound port (tests, scripts) */
+    int log_level;           /* enum log_level */
+    int threads;             /* HTTP worker threads (one libpq connection each) */
+    int db_workers;          /* threads that store record batches (one libpq connection each) */
+    double db_group_wait_ms; /* while one stores, how long a batch may wait for others to share its commit */
     int max_connections;
     int max_connections_per_ip; /* 0: no per-address limit (default SRV_PER_IP_DEFAULT) */
     int connection_timeout_s;   /* idleness */

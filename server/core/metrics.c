@@ -30,6 +30,7 @@ static atomic_ulong records_total, batches_stored, batches_duplicate, divergence
 static atomic_ulong held_refused[MH_COUNT];
 static atomic_ulong cons_windows, cons_digests, cons_unheld;
 static atomic_ulong mem_cells, mem_marked, mem_handed;
+static atomic_ulong db_groups, db_grouped; /* the database workers' groups, and the requests in them */
 
 static void observe(histogram *h, double s)
 {
@@ -115,6 +116,12 @@ void metrics_db_error(void)
     atomic_fetch_add(&db_errors, 1);
 }
 
+void metrics_db_group(size_t n)
+{
+    atomic_fetch_add(&db_groups, 1);
+    atomic_fetch_add(&db_grouped, n);
+}
+
 void metrics_divergence(double seconds)
 {
     atomic_fetch_add(&divergences_total, 1);
@@ -187,6 +194,21 @@ static void put_compare_memory(sbuf *b)
         "# TYPE lockstepd_compare_memory_handed_total counter\n"
         "lockstepd_compare_memory_handed_total %lu\n",
         atomic_load(&mem_cells), atomic_load(&mem_marked), atomic_load(&mem_handed));
+}
+
+/* put_db_groups - the database workers' groups (metrics_db_group). */
+static void put_db_groups(sbuf *b)
+{
+    put(b,
+        "# HELP lockstepd_db_groups_total Transactions the database workers ran for deferred requests (record "
+        "batches), each storing one or more.\n"
+        "# TYPE lockstepd_db_groups_total counter\n"
+        "lockstepd_db_groups_total %lu\n"
+        "# HELP lockstepd_db_group_requests_total Requests those transactions stored: divided by the groups, the "
+        "batches one commit carries.\n"
+        "# TYPE lockstepd_db_group_requests_total counter\n"
+        "lockstepd_db_group_requests_total %lu\n",
+        atomic_load(&db_groups), atomic_load(&db_grouped));
 }
 
 /* put_consensus_held - the consensus windows held in memory (metrics_consensus_held). */
@@ -275,6 +297,7 @@ char *metrics_render(void)
         atomic_load(&held_refused[MH_INGEST]), atomic_load(&held_refused[MH_COMPARE]));
     put_consensus_held(&b);
     put_compare_memory(&b);
+    put_db_groups(&b);
     put(&b, "# HELP lockstepd_alert_deliveries_total Attempts to deliver an alert to a sink, by outcome (given_up: "
             "still failing alert_give_up_s after the alert was raised, no more attempts).\n"
             "# TYPE lockstepd_alert_deliveries_total counter\n");

@@ -60,6 +60,9 @@ void metrics_consensus_held(size_t windows, size_t digests, uint64_t unheld);
  * ranks a flush marked and handed to the look (added to the totals). */
 void metrics_compare_memory(size_t run_ranks, unsigned long marked, unsigned long handed);
 
+/* metrics_db_group - one transaction of the database workers, storing `n` deferred requests. */
+void metrics_db_group(size_t n);
+
 /* metrics_db_error - count one failed database call or connection attempt. */
 void metrics_db_error(void);
 

@@ -4,6 +4,8 @@
 
 #include <stdlib.h>
 
+#include "server/core/clock.h"
+#include "server/core/metrics.h"
 #include "server/core/worker.h"
 #include "server/core/xalloc.h"
 
@@ -13,11 +15,16 @@ typedef struct defer_job {
     defer_group_fn gfn; /* run with the other queued jobs of the same gfn */
     void (*release)(void *arg);
     void *arg;
+    double queued; /* clock_mono_s() when it was queued */
+    int follows;   /* it came within group_wait of the job queued before it: requests are streaming in */
 } defer_job;
 
 static void defer_loop(worker *w);
 static worker workers = WORKER_INIT("database worker", defer_loop);
 static defer_job *head, *tail; /* under workers.lock */
+static int storing;            /* workers running a group now (under workers.lock) */
+static double group_wait;      /* seconds a job may wait for others to share its commit (0: none) */
+static double last_queued;     /* when the last job was queued (under workers.lock) */
 
 /* finish - hand the reply to the request and resume its connection. */
 static void finish(defer_job *j, json_t *reply, int status)
@@ -56,6 +63,37 @@ static size_t take_group(defer_job *first, defer_job **group)
     return n;
 }
 
+/* queued_like - how many queued jobs have `gfn`, counting up to DEFER_GROUP_MAX. Called with the lock held. */
+static size_t queued_like(defer_group_fn gfn)
+{
+    size_t n = 0;
+    for (const defer_job *j = head; j && n < DEFER_GROUP_MAX; j = j->next)
+        n += j->gfn == gfn;
+    return n;
+}
+
+/* wait_for_work - with the lock held: wait until a job is queued (or the workers stop). Then, when requests are
+ * coming in (the first job came within group_wait of the one before it) or another worker is storing, let the first
+ * job wait up to group_wait for others to share its transaction and commit, much as PostgreSQL's commit_delay does
+ * with commit_siblings: an idle server stores a lone batch at once, a busy one commits many in one. The wait ends
+ * early when nothing new came for a quarter of it: the senders are all waiting for their replies (a handful of ranks
+ * sending their spools), and more waiting would only slow them. Returns with a job queued, or with none when the
+ * workers stop. */
+static void wait_for_work(worker *w)
+{
+    for (;;) {
+        while (!head && !w->stopping)
+            worker_wait_locked(w, -1);
+        if (!head)
+            return;
+        double full = head->queued + group_wait, quiet = last_queued + group_wait / 4;
+        double left = (full < quiet ? full : quiet) - clock_mono_s();
+        if (left <= 0 || (!storing && !head->follows) || w->stopping || queued_like(head->gfn) >= DEFER_GROUP_MAX)
+            return;
+        worker_wait_locked(w, left);
+    }
+}
+
 static void defer_loop(worker *w)
 {
     defer_job *group[DEFER_GROUP_MAX];
@@ -64,8 +102,7 @@ static void defer_loop(worker *w)
     int statuses[DEFER_GROUP_MAX];
     for (;;) {
         worker_lock(w);
-        while (!head && !w->stopping)
-            worker_wait_locked(w, -1);
+        wait_for_work(w);
         defer_job *j = head;
         size_t n = 0;
         if (j) {
@@ -74,6 +111,7 @@ static void defer_loop(worker *w)
                 tail = NULL;
             j->next = NULL;
             n = take_group(j, group);
+            storing++;
         }
         worker_unlock(w);
         if (!j)
@@ -83,14 +121,21 @@ static void defer_loop(worker *w)
             replies[i] = NULL;
             statuses[i] = 0;
         }
+        metrics_db_group(n);
         j->gfn(args, n, replies, statuses);
+        worker_lock(w);
+        storing--;
+        if (head)
+            worker_kick_locked(w); /* a job waiting for its group may go now */
+        worker_unlock(w);
         for (size_t i = 0; i < n; i++)
             finish(group[i], replies[i], statuses[i]);
     }
 }
 
-int defer_start(int n)
+int defer_start(int n, double group_wait_s)
 {
+    group_wait = group_wait_s;
     return worker_start(&workers, n);
 }
 
@@ -106,7 +151,10 @@ int http_defer_grouped(http_req *req, defer_group_fn gfn, void (*release)(void *
     j->gfn = gfn;
     j->release = release;
     j->arg = arg;
+    j->queued = clock_mono_s();
     worker_lock(&workers);
+    j->follows = j->queued - last_queued < group_wait;
+    last_queued = j->queued;
     if (!workers.running || workers.stopping) {
         worker_unlock(&workers);
         free(j);

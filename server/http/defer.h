@@ -14,9 +14,9 @@ typedef void (*defer_group_fn)(void **args, size_t n, json_t **replies, int *sta
 
 #define DEFER_GROUP_MAX 64 /* requests one group takes at most */
 
-/* defer_start - start `workers` threads (each with its own PostgreSQL
- * connection). Returns 0 or -1. */
-int defer_start(int workers);
+/* defer_start - start `workers` threads (each with its own PostgreSQL connection). While one of them is storing, a
+ * queued request waits up to `group_wait_s` for others to share its transaction (0: never waits). Returns 0 or -1. */
+int defer_start(int workers, double group_wait_s);
 
 /* defer_stop - let the workers finish every queued request (each is replied
  * to) and stop them. Called by http_stop once nothing can defer any more. */

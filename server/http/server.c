@@ -276,7 +276,7 @@ static char *load_pem(const char *path)
 int http_start(int *port)
 {
     const srv_config *c = &g_srv.cfg;
-    if (defer_start(c->db_workers) < 0 || slow_start(COMPARE_WORKERS) < 0)
+    if (defer_start(c->db_workers, c->db_group_wait_ms / 1000) < 0 || slow_start(COMPARE_WORKERS) < 0)
         return -1;
     if (conntrack_start(c->header_timeout_s, c->body_timeout_s) < 0)
         return -1;
