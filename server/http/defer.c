@@ -16,7 +16,7 @@ typedef struct defer_job {
     void (*release)(void *arg);
     void *arg;
     double queued; /* clock_mono_s() when it was queued */
-    int follows;   /* it came within group_wait of the job queued before it: requests are streaming in */
+    int follows;   /* when it came, another was queued or being stored: requests are coming in at once */
 } defer_job;
 
 static void defer_loop(worker *w);
@@ -72,13 +72,13 @@ static size_t queued_like(defer_group_fn gfn)
     return n;
 }
 
-/* wait_for_work - with the lock held: wait until a job is queued (or the workers stop). Then, when requests are
- * coming in (the first job came within group_wait of the one before it) or another worker is storing, let the first
+/* wait_for_work - with the lock held: wait until a job is queued (or the workers stop). Then, when requests come in
+ * at once (another was queued or being stored when the first job came) or another worker is storing, let the first
  * job wait up to group_wait for others to share its transaction and commit, much as PostgreSQL's commit_delay does
- * with commit_siblings: an idle server stores a lone batch at once, a busy one commits many in one. The wait ends
- * early when nothing new came for a quarter of it: the senders are all waiting for their replies (a handful of ranks
- * sending their spools), and more waiting would only slow them. Returns with a job queued, or with none when the
- * workers stop. */
+ * with commit_siblings: a lone batch, or one client posting batch after batch, goes at once; a busy server commits
+ * many in one. The wait ends early when nothing new came for a quarter of it: the senders are all waiting for their
+ * replies (a handful of ranks sending their spools), and more waiting would only slow them. Returns with a job
+ * queued, or with none when the workers stop. */
 static void wait_for_work(worker *w)
 {
     for (;;) {
@@ -153,7 +153,7 @@ int http_defer_grouped(http_req *req, defer_group_fn gfn, void (*release)(void *
     j->arg = arg;
     j->queued = clock_mono_s();
     worker_lock(&workers);
-    j->follows = j->queued - last_queued < group_wait;
+    j->follows = head || storing;
     last_queued = j->queued;
     if (!workers.running || workers.stopping) {
         worker_unlock(&workers);

@@ -75,7 +75,8 @@ static void test_streaming_batches_share_commits(void **state)
     it_check_exactly_once(pg.conninfo, run, ls, LOADERS);
 }
 
-/* One batch on a server that has been idle is stored and acknowledged without waiting the group wait. */
+/* One batch on a server that has been idle is stored and acknowledged without waiting the group wait, and so is each
+ * batch of one client posting batch after batch (a rank sending its spool): nothing else comes in at once. */
 static void test_lone_batch_goes_at_once(void **state)
 {
     (void)state;
@@ -88,6 +89,12 @@ static void test_lone_batch_goes_at_once(void **state)
     double took = h_now() - t0;
     if (took >= 0.6)
         fail_msg("a lone batch took %.3f s: it waited for company on an idle server", took);
+    t0 = h_now();
+    for (int k = 1; k <= 20; k++)
+        assert_int_equal(it_post_steps(&srv, run, 0, (uint64_t)k, k, 1, 10, -1, -1, -1, -1, &seq, NULL), 200);
+    took = h_now() - t0;
+    if (took >= 4.0) /* a quarter of the wait each would be 5 s */
+        fail_msg("20 batches posted one after another took %.3f s: each waited for company", took);
 }
 
 int main(void)
