@@ -12,7 +12,9 @@
  * consensus records (the same output on every rank of a run, each placed in one of K communicators) and every step
  * of a batch also carries the rank's consensus digests (bench/fleet/consensus.h), in either mode; the line says how
  * many windows lockstepd judged and how many runs disagree. `--solo 1` registers every run alone in the consensus
- * mode (no twin group, no divergence): the batches of the production mode.
+ * mode (no twin group, no divergence): the batches of the production mode. With `--batch-steps K` every rank posts
+ * once every K steps, all at the same step (a burst of every rank's batch in one step) or, with `--stagger 1`, rank r
+ * at steps offset by r mod K (as agents' batch timers, each started with its own process, spread them).
  */
 #include <dirent.h>
 #include <inttypes.h>
@@ -41,6 +43,7 @@
 typedef struct opts {
     int ranks, groups, per_step, metrics, threads, diverge;
     int batch_steps; /* a rank posts once every this many steps (LOCKSTEP_BATCH_MS longer than a step) */
+    int stagger;     /* 1: rank r closes its batches at steps offset by r mod batch_steps; 0: all at one step */
     double step_s, seconds;
     int digests;
     int consensus; /* communicators per rank with consensus digests; 0: none */
@@ -232,12 +235,14 @@ static void *worker_main(void *arg)
             double due = s->t0 + (double)step * o->step_s + sr->phase;
             if (due >= s->t_end || h_now() >= s->t_end + o->step_s)
                 goto out; /* the run is over (a server that fell behind leaves a backlog: not posted) */
-            if ((step + 1) % o->batch_steps != 0)
+            int64_t off = o->stagger ? sr->rank % o->batch_steps : 0;
+            if ((step + 1 + off) % o->batch_steps != 0)
                 continue; /* this rank's batch closes with a later step */
             sleep_until(due);
             double start = h_now();
             batch_header(&b, sr, sr->bseq, 0);
-            for (int64_t bs = step + 1 - o->batch_steps; bs <= step; bs++) {
+            int64_t first = step + 1 - o->batch_steps < 0 ? 0 : step + 1 - o->batch_steps;
+            for (int64_t bs = first; bs <= step; bs++) {
                 uint64_t digest = 0;
                 int held = 0;
                 for (int i = 0; i < o->per_step; i++) {
@@ -268,7 +273,7 @@ static void *worker_main(void *arg)
                                          &s->cons, &b, (uint32_t)sr->rank, rs + o->metrics, o->per_step - o->metrics,
                                          (uint64_t)bs * (uint64_t)o->per_step + (uint64_t)o->per_step - 1));
             }
-            atomic_fetch_add(&s->records_made, (uint64_t)o->per_step * (uint64_t)o->batch_steps);
+            atomic_fetch_add(&s->records_made, (uint64_t)o->per_step * (uint64_t)(step + 1 - first));
             long long ask[MAX_ASK];
             int n_ask = 0;
             long code = post(s, sr, &b, ask, &n_ask, 0);
@@ -414,6 +419,8 @@ int main(int argc, char **argv)
             o->seconds = atof(v);
         else if (!strcmp(k, "--batch-steps"))
             o->batch_steps = atoi(v);
+        else if (!strcmp(k, "--stagger"))
+            o->stagger = atoi(v) != 0;
         else if (!strcmp(k, "--mode"))
             o->digests = strcmp(v, "records") != 0;
         else if (!strcmp(k, "--consensus"))
@@ -431,12 +438,13 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--group-wait-ms"))
             o->group_wait = v;
         else {
-            fprintf(stderr,
-                    "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
-                    "[--seconds T] [--batch-steps K] [--mode digests|records] [--threads N] [--diverge G] "
-                    "[--server-threads N] [--db-workers N] [--group-wait-ms W] [--consensus K] [--solo 0|1] "
-                    "[--db URL | --state-dir DIR]\n",
-                    argv[0]);
+            fprintf(
+                stderr,
+                "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
+                "[--seconds T] [--batch-steps K] [--stagger 0|1] [--mode digests|records] [--threads N] [--diverge G] "
+                "[--server-threads N] [--db-workers N] [--group-wait-ms W] [--consensus K] [--solo 0|1] "
+                "[--db URL | --state-dir DIR]\n",
+                argv[0]);
             return 2;
         }
     }
@@ -672,7 +680,8 @@ int main(int argc, char **argv)
     int keeps_up = fails == 0 && rate >= 0.97 * offered && lag99 < o->step_s * 500;
     printf(
         "{\"bench\": \"fleet\", \"mode\": \"%s\", \"ranks\": %d, \"groups\": %d, \"runs\": %d, \"step_s\": %.2f, "
-        "\"seconds\": %.1f, \"records_per_rank_step\": %d, \"batch_steps\": %d, \"client_threads\": %d, "
+        "\"seconds\": %.1f, \"records_per_rank_step\": %d, \"batch_steps\": %d, \"staggered\": %s, \"client_threads\": "
+        "%d, "
         "\"offered_batches_per_s\": %.0f, "
         "\"batches_per_s\": %.1f, \"records_made_per_s\": %.0f, \"keeps_up\": %s, \"lag_p50_ms\": %.1f, "
         "\"lag_p99_ms\": %.1f, \"lag_max_ms\": %.1f, \"post_p50_ms\": %.2f, \"post_p99_ms\": %.2f, "
@@ -684,10 +693,11 @@ int main(int argc, char **argv)
         "\"solo\": %s, \"consensus_windows_checked\": %lld, \"consensus_disagreements\": %d, "
         "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"batches_per_commit\": %.2f, \"load_avg_1m\": %.2f}\n",
         o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
-        o->batch_steps, o->threads, offered, rate, (double)made / elapsed, keeps_up ? "true" : "false",
-        pct(lag, n, 0.5) * 1e3, lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3, pct(lat, n, 0.99) * 1e3, fails,
-        atomic_load(&s.asked), n_found, n_right, o->diverge, pct(det, (size_t)n_found, 0.5),
-        n_found ? det[n_found - 1] : 0, pct(e2e, (size_t)n_found, 0.5), n_found ? e2e[n_found - 1] : 0,
+        o->batch_steps, o->stagger ? "true" : "false", o->threads, offered, rate, (double)made / elapsed,
+        keeps_up ? "true" : "false", pct(lag, n, 0.5) * 1e3, lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3,
+        pct(lat, n, 0.99) * 1e3, fails, atomic_load(&s.asked), n_found, n_right, o->diverge,
+        pct(det, (size_t)n_found, 0.5), n_found ? det[n_found - 1] : 0, pct(e2e, (size_t)n_found, 0.5),
+        n_found ? e2e[n_found - 1] : 0,
         steps_posted ? (double)atomic_load(&s.bytes) / (double)steps_posted / o->batch_steps : 0,
         (uint64_t)atomic_load(&s.bytes_on_demand), srv_cpu, pg_cpu,
         posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0, sim_cpu, wal / elapsed, o->consensus,
