@@ -423,8 +423,11 @@ static int open_spool_locked(void)
         }
         free(seqs);
         spool_meta m;
-        if (spool_meta_read(&S.sp, &m, why, sizeof(why)) > 0 && !S.meta.run_id[0] && m.run_id[0])
+        if (spool_meta_read(&S.sp, &m, why, sizeof(why)) > 0 && !S.meta.run_id[0] && m.run_id[0]) {
             snprintf(S.meta.run_id, sizeof(S.meta.run_id), "%s", m.run_id);
+            S.run_adopted = 1; /* confirmed with lockstepd before use (send_thread.c, resolve) */
+            S.adopted_below = S.next_seq;
+        }
         send_save_meta();
     } else if (busy) {
         agent_warn_once(&S.warned_spool,

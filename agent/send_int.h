@@ -83,7 +83,9 @@ struct sender {
     int warned_drop, warned_spool, warned_reject, warned_thread, warned_hold, warned_ckpt; /* once per process */
     int run_refused; /* lockstepd refused the run's registration: at exit, do not wait for it to change its mind */
     int run_unknown; /* under S.mu: lockstepd answered that it knows no such run yet (rank 0 registers it) */
-    int exit_hooked; /* exit_hook is registered (once per process) */
+    int run_adopted; /* the run id came from the spool, left by an earlier process: not confirmed yet */
+    uint64_t adopted_below; /* the batches that process left there: seqs below this */
+    int exit_hooked;        /* exit_hook is registered (once per process) */
 };
 
 /* The one sender of the process, and its short name in the two files. */

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -115,12 +116,51 @@ static void setup(void)
     }
 }
 
+/* forget_adopted - the run id an earlier process of this rank left in the spool is not one lockstepd knows (the job
+ * id was used again, or the database is a new one): this process registers or finds its own run, and the batches
+ * that process left, which belong to that other run, are set aside (renamed *.orphaned), never posted into this
+ * one. */
+static void forget_adopted(void)
+{
+    char why[256];
+    uint64_t *seqs = NULL;
+    long n = spool_batches(&S.sp, &seqs, why, sizeof(why)), moved = 0;
+    for (long i = 0; i < n && seqs[i] < S.adopted_below; i++) {
+        char name[64], aside[80];
+        snprintf(name, sizeof(name), SPOOL_BATCH_FMT, (unsigned long long)seqs[i]);
+        snprintf(aside, sizeof(aside), "%s.orphaned", name);
+        moved += renameat(S.sp.dir_fd, name, S.sp.dir_fd, aside) == 0;
+    }
+    free(seqs);
+    agent_warn_once(
+        &S.warned_spool,
+        "the spool %s names run %s of an earlier process of job %s step %s, which lockstepd does not know (the "
+        "job id was used again, or the database is new): this process streams to a run of its own; %ld "
+        "batches that process left are set aside as *.orphaned",
+        S.sp.dir, S.meta.run_id, S.meta.job_id, S.meta.step_id, moved);
+    pthread_mutex_lock(&S.mu);
+    S.spool_batches -= moved;
+    pthread_mutex_unlock(&S.mu);
+    S.meta.run_id[0] = 0;
+    send_save_meta();
+}
+
 /* resolve - know the server's run id, and send the manifest once. Returns 1
  * when batches can be posted. */
 static int resolve(void)
 {
     if (!S.up_ok)
         return 0;
+    if (S.run_adopted) { /* a run id from the spool: lockstepd must know it */
+        int rc = uplink_confirm(&S.up);
+        if (rc == UP_RETRY) {
+            mark_down();
+            return 0;
+        }
+        if (rc == UP_REJECT)
+            forget_adopted();
+        S.run_adopted = 0;
+    }
     if (!S.meta.run_id[0]) {
         int rc = uplink_resolve(&S.up);
         pthread_mutex_lock(&S.mu);

@@ -70,6 +70,26 @@ static int lookup(uplink *u)
     return UP_RETRY;
 }
 
+int uplink_confirm(uplink *u)
+{
+    spool_meta *m = u->m;
+    char path[1600];
+    if (!m->run_id[0] || wire_lookup_path(m->job_id, m->step_id, path, sizeof(path)) < 0)
+        return UP_OK;
+    size_t cap = 256 * 1024;
+    char *resp = malloc(cap);
+    if (!resp)
+        return UP_RETRY;
+    long status = http_request(u->http, "GET", path, NULL, NULL, 0, u->timeout_ms, resp, cap, u->last_error,
+                               sizeof(u->last_error));
+    int rc = classify(u, status, resp);
+    int has = rc == UP_OK ? wire_lookup_has(resp, m->job_id, m->step_id, m->run_id) : -1;
+    free(resp);
+    if (rc == UP_RETRY)
+        return UP_RETRY;
+    return has == 1 ? UP_REJECT : UP_OK; /* a refusal or an unreadable list cannot tell: kept */
+}
+
 int uplink_resolve(uplink *u)
 {
     spool_meta *m = u->m;

@@ -39,6 +39,12 @@ void uplink_close(uplink *u);
  * or no answer) or UP_REJECT. */
 int uplink_resolve(uplink *u);
 
+/* uplink_confirm - whether lockstepd knows m->run_id, a run id an earlier process of this rank left in the spool:
+ * the runs of m->job_id and m->step_id (GET /api/v1/runs?job=J&step=S) must list it. Returns UP_REJECT when they do
+ * not (a reused job id, or a new database: the run is not this one), UP_RETRY when lockstepd did not answer, else
+ * UP_OK (listed, or the answer cannot tell: a refusal, an unreadable list). */
+int uplink_confirm(uplink *u);
+
 /* uplink_post_batch - POST one framed batch (its header's run id is
  * rewritten to m->run_id) to /api/v1/runs/ID/records; the reply's text in
  * `resp` (resp_cap bytes, NUL-terminated; may be NULL). */

@@ -302,7 +302,9 @@ int wire_obj_string(const char *obj, const char *key, char *out, size_t cap)
     return copy_string(v, out, cap);
 }
 
-int wire_lookup_pick(const char *reply, const char *job_id, const char *step_id, char *run_id, size_t cap)
+/* lookup_scan - wire_lookup_pick, or with `want` only the run of that id. */
+static int lookup_scan(const char *reply, const char *job_id, const char *step_id, const char *want, char *run_id,
+                       size_t cap)
 {
     const char *p = member(reply, "items");
     if (!p || *p != '[')
@@ -312,7 +314,7 @@ int wire_lookup_pick(const char *reply, const char *job_id, const char *step_id,
         char job[256], step[256], id[64];
         if (wire_obj_string(p, "job_id", job, sizeof(job)) == 0 && !strcmp(job, job_id) &&
             wire_obj_string(p, "step_id", step, sizeof(step)) == 0 && !strcmp(step, step_id) &&
-            wire_obj_string(p, "run_id", id, sizeof(id)) == 0 && strlen(id) < cap) {
+            wire_obj_string(p, "run_id", id, sizeof(id)) == 0 && strlen(id) < cap && (!want || !strcmp(id, want))) {
             memcpy(run_id, id, strlen(id) + 1);
             return 0;
         }
@@ -324,6 +326,17 @@ int wire_lookup_pick(const char *reply, const char *job_id, const char *step_id,
             p = skip_ws(p + 1);
     }
     return *p == ']' ? 1 : -1;
+}
+
+int wire_lookup_pick(const char *reply, const char *job_id, const char *step_id, char *run_id, size_t cap)
+{
+    return lookup_scan(reply, job_id, step_id, NULL, run_id, cap);
+}
+
+int wire_lookup_has(const char *reply, const char *job_id, const char *step_id, const char *run_id)
+{
+    char id[64];
+    return lookup_scan(reply, job_id, step_id, run_id, id, sizeof(id));
 }
 
 int wire_obj_int_array(const char *obj, const char *key, long long *out, int cap)

@@ -102,6 +102,10 @@ int wire_lookup_path(const char *job_id, const char *step_id, char *out, size_t 
  * the text is not a runs list. */
 int wire_lookup_pick(const char *reply, const char *job_id, const char *step_id, char *run_id, size_t cap);
 
+/* wire_lookup_has - whether that runs list holds run `run_id` of the job and step given: 0 when it does, 1 when
+ * not, -1 when the text is not a runs list. */
+int wire_lookup_has(const char *reply, const char *job_id, const char *step_id, const char *run_id);
+
 /* wire_obj_string - the string member `key` of the JSON object whose text
  * is `obj` (top-level members only; escapes \" \\ \/ \n \t \r \b \f kept as
  * their characters, \u as '?'). Returns 0, or -1 when absent, not a string

@@ -129,6 +129,27 @@ if [ $ra -eq 0 ] && [ $rb -eq 0 ] && grep -q "already streams as rank 0" "$T/dup
   ok "a second live process with the same rank is refused streaming, with one warning; the first is whole"
 else bad "duplicate rank (rc $ra/$rb): $(head -c 300 "$T/dupB.err")"; fi
 
+# 1c. A job id used again over an old spool whose run lockstepd does not know (a new database, or a cluster that
+#     numbers its jobs from 1 again): the earlier process spooled its batches with the server away, and its spool
+#     names a run lockstepd never heard of. The new process says so, streams to a run of its own (its records
+#     exactly, none of the old ones), and sets the old batches aside as *.orphaned.
+DEAD=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+run_prog reuseA J-reuse LOCKSTEP_SERVER="http://127.0.0.1:$DEAD" LOCKSTEP_FLUSH_TIMEOUT=1 -- --steps 10; rA=$?
+old_batches=$(spooled "$T/reuseA/spool")
+python3 - "$T/reuseA/spool" <<'PY'
+import glob, re, sys, uuid
+for meta in glob.glob(sys.argv[1] + "/*/rank-*/spool.meta"):
+    text = open(meta).read()
+    open(meta, "w").write(re.sub(r"(?m)^run_id=.*$", "run_id=" + str(uuid.uuid4()), text))
+PY
+run_prog reuseB J-reuse LOCKSTEP_SPOOL_DIR="$T/reuseA/spool" -- --steps 20; rB=$?
+orphaned=$(find "$T/reuseA/spool" -name 'batch-*.lsbatch.orphaned' | wc -l)
+if [ $rA -eq 0 ] && [ $rB -eq 0 ] && [ "$old_batches" -gt 0 ] && [ "$orphaned" = "$old_batches" ] &&
+   grep -q "which lockstepd does not know" "$T/reuseB.err" && check J-reuse "$T/reuseB/trace" 1 &&
+   [ "$(run_status J-reuse)" = ended ] && [ "$(spooled "$T/reuseA/spool")" -eq 0 ]; then
+  ok "a spool naming a run lockstepd does not know: the new process streams to its own run, $orphaned old batches set aside"
+else bad "reused job id over an old spool (rc $rA/$rB, $old_batches spooled, $orphaned set aside, status $(run_status J-reuse)): $(head -c 400 "$T/reuseB.err")"; fi
+
 # 2. Server killed (SIGKILL) and restarted mid-run: nothing lost, nothing doubled.
 run_prog kill J-kill -- --steps 60 --sleep-ms 50 & pk=$!
 sleep 1; stop_server KILL; sleep 1; start_server || bad "lockstepd restarts"

@@ -212,6 +212,11 @@ static void test_pick(void **state)
     assert_int_equal(wire_lookup_pick("{\"items\":[]}", "42", "0", id, sizeof(id)), 1);
     assert_int_equal(wire_lookup_pick("{\"error\":\"x\"}", "42", "0", id, sizeof(id)), -1);
     assert_int_equal(wire_lookup_pick("{\"items\":[{\"run_id\":\"unterminated", "42", "0", id, sizeof(id)), -1);
+    /* a run id an earlier process left: listed for its job and step, or not */
+    assert_int_equal(wire_lookup_has(list, "42", "0.r1", "r-1"), 0);
+    assert_int_equal(wire_lookup_has(list, "42", "0", "r-1"), 1);
+    assert_int_equal(wire_lookup_has(list, "42", "0", "r-9"), 1);
+    assert_int_equal(wire_lookup_has("{\"error\":\"x\"}", "42", "0", "r-0"), -1);
 }
 
 static void test_obj_string(void **state)
