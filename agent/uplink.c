@@ -37,12 +37,13 @@ static int classify(uplink *u, long status, const char *resp)
     return UP_REJECT;
 }
 
-/* lookup - find the run of m->job_id and m->step_id in the server's list.
- * Returns UP_OK with m->run_id set, UP_RETRY when absent or unreachable. */
-static int lookup(uplink *u)
+/* list_runs - GET the server's runs of m->job_id and m->step_id: their list's text in *out (the caller frees it).
+ * Returns UP_OK, UP_RETRY (no answer, or *out could not be made) or UP_REJECT. */
+static int list_runs(uplink *u, char **out)
 {
     spool_meta *m = u->m;
     char path[1600];
+    *out = NULL;
     if (wire_lookup_path(m->job_id, m->step_id, path, sizeof(path)) < 0) {
         snprintf(u->last_error, sizeof(u->last_error), "job %.40s step %.40s: too long to look up", m->job_id,
                  m->step_id);
@@ -59,6 +60,19 @@ static int lookup(uplink *u)
         free(resp);
         return rc == UP_REJECT ? UP_REJECT : UP_RETRY;
     }
+    *out = resp;
+    return UP_OK;
+}
+
+/* lookup - find the run of m->job_id and m->step_id in the server's list.
+ * Returns UP_OK with m->run_id set, UP_RETRY when absent or unreachable. */
+static int lookup(uplink *u)
+{
+    spool_meta *m = u->m;
+    char *resp;
+    int rc = list_runs(u, &resp);
+    if (rc != UP_OK)
+        return rc;
     int got = wire_lookup_pick(resp, m->job_id, m->step_id, m->run_id, sizeof(m->run_id));
     free(resp);
     if (got == 0)
@@ -73,20 +87,14 @@ static int lookup(uplink *u)
 int uplink_confirm(uplink *u)
 {
     spool_meta *m = u->m;
-    char path[1600];
-    if (!m->run_id[0] || wire_lookup_path(m->job_id, m->step_id, path, sizeof(path)) < 0)
+    char *resp;
+    if (!m->run_id[0])
         return UP_OK;
-    size_t cap = 256 * 1024;
-    char *resp = malloc(cap);
-    if (!resp)
-        return UP_RETRY;
-    long status = http_request(u->http, "GET", path, NULL, NULL, 0, u->timeout_ms, resp, cap, u->last_error,
-                               sizeof(u->last_error));
-    int rc = classify(u, status, resp);
-    int has = rc == UP_OK ? wire_lookup_has(resp, m->job_id, m->step_id, m->run_id) : -1;
-    free(resp);
+    int rc = list_runs(u, &resp);
     if (rc == UP_RETRY)
         return UP_RETRY;
+    int has = rc == UP_OK ? wire_lookup_has(resp, m->job_id, m->step_id, m->run_id) : -1;
+    free(resp);
     return has == 1 ? UP_REJECT : UP_OK; /* a refusal or an unreadable list cannot tell: kept */
 }
 
