@@ -7,7 +7,6 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "agent/agent.h"

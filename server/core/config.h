@@ -26,7 +26,7 @@ typedef struct srv_config {
     int log_level;           /* enum log_level */
     int threads;             /* HTTP worker threads (one libpq connection each) */
     int db_workers;          /* threads that store record batches (one libpq connection each) */
-    double db_group_wait_ms; /* while one stores, how long a batch may wait for others to share its commit */
+    double db_group_wait_ms; /* when batches come in at once, how long one may wait for others to share its commit */
     int max_connections;
     int max_connections_per_ip; /* 0: no per-address limit (default SRV_PER_IP_DEFAULT) */
     int connection_timeout_s;   /* idleness */

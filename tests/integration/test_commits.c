@@ -34,10 +34,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    int st = h_srv_kill(&srv, SIGTERM);
-    h_srv_cleanup(&srv);
-    h_pg_stop(&pg);
-    return st == 0 ? 0 : -1;
+    return it_stop(&srv, &pg, NULL);
 }
 
 /* Eight ranks posting batch after batch: their batches share commits (the server's own count of transactions and the
