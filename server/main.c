@@ -34,6 +34,7 @@
 #include "server/api/twin_steps.h"
 #include "server/api/twins.h"
 #include "server/twins/compare.h"
+#include "server/twins/lease.h"
 #include "server/replay/replay_cmp.h"
 #include "server/twins/absorbed.h"
 #include "server/replay/narrow.h"
@@ -203,6 +204,22 @@ static int configure(int argc, char **argv, int *status)
     return 0;
 }
 
+/* instance_name - this lockstepd's name in the comparison leases: its host and address when its port is fixed (a
+ * restart takes its leases back at once), else its host and pid. The embedded cluster is this instance's alone. */
+static const char *instance_name(const srv_config *c)
+{
+    static char name[128];
+    char host[64] = "";
+    if (gethostname(host, sizeof(host)) < 0)
+        snprintf(host, sizeof(host), "lockstepd");
+    host[sizeof(host) - 1] = 0;
+    if (c->listen_port > 0)
+        snprintf(name, sizeof(name), "%s %.48s:%d", host, c->listen_host, c->listen_port);
+    else
+        snprintf(name, sizeof(name), "%s pid %ld", host, (long)getpid());
+    return name;
+}
+
 /* register_all - every module's prepared statements, routes and hooks. Statements and routes first: a program
  * that registers too many fails here, before it starts PostgreSQL. */
 static void register_all(void)
@@ -365,6 +382,7 @@ int main(int argc, char **argv)
         return 1;
     if (prepare_database(conninfo) < 0)
         goto out_pg;
+    lease_configure(instance_name(c), c->lease_s);
     if (retention_start(c->retain_days) < 0 || cmp_start() < 0 || cons_start() < 0) {
         log_error("cannot start background threads");
         goto out_threads;

@@ -1,4 +1,4 @@
-/* fleet.c - bench/fleet: one lockstepd (embedded PostgreSQL on this machine) driven by the streams of a simulated
+/* fleet.c - bench/fleet: lockstepd (embedded PostgreSQL on this machine) driven by the streams of a simulated
  * fleet, 10,000 ranks at a 1 s step by default, streaming digests (or records); says whether it keeps up and how fast
  * divergences are found. One JSON line.
  *
@@ -14,7 +14,10 @@
  * many windows lockstepd judged and how many runs disagree. `--solo 1` registers every run alone in the consensus
  * mode (no twin group, no divergence): the batches of the production mode. With `--batch-steps K` every rank posts
  * once every K steps, all at the same step (a burst of every rank's batch in one step) or, with `--stagger 1`, rank r
- * at steps offset by r mod K (as agents' batch timers, each started with its own process, spread them).
+ * at steps offset by r mod K (as agents' batch timers, each started with its own process, spread them). With
+ * `--instances N` (1-4), N lockstepd share the database and each run's ranks spread over them, twins' batches of a
+ * rank on different instances (docs/server.md, "Several lockstepd on one database"); the line sums their CPU and
+ * says how many step sums were forwarded to the holders of the groups' leases.
  */
 #include <dirent.h>
 #include <inttypes.h>
@@ -51,6 +54,8 @@ typedef struct opts {
     const char *db, *state_dir, *srv_threads;
     int db_workers;         /* lockstepd's db_workers; 0: its default */
     const char *group_wait; /* lockstepd's db_group_wait_ms; NULL: its default */
+    int instances;          /* lockstepd instances on the database (1-4); run A's rank r posts to instance r mod N,
+                               run B's to (r + 1) mod N, so twins' batches reach different instances */
 } opts;
 
 /* One simulated rank. */
@@ -63,7 +68,8 @@ typedef struct srank {
 
 typedef struct sim {
     opts o;
-    char base[128];
+    char base[128];      /* the first instance: registration and reads */
+    char bases[4][128];  /* every instance */
     char (*run_ids)[40]; /* group * 2 + run */
     fleet_cons cons;
     char groups[64][64];
@@ -133,7 +139,8 @@ static void make_record(const sim *s, const srank *sr, int64_t step, int i, rec_
 static long post(sim *s, const srank *sr, h_batch *b, long long *ask, int *n_ask, int on_demand)
 {
     char url[300], *resp = NULL;
-    snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", s->base, s->run_ids[sr->group * 2 + sr->run]);
+    snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", s->bases[(sr->rank + sr->run) % s->o.instances],
+             s->run_ids[sr->group * 2 + sr->run]);
     long code = h_http("POST", url, "application/x-lockstep", b->buf, b->len, NULL, &resp);
     if (code == 200) {
         atomic_fetch_add(&s->posts, 1);
@@ -398,7 +405,8 @@ int main(int argc, char **argv)
                 .step_s = 1.0,
                 .seconds = 120,
                 .digests = 1,
-                .batch_steps = 1};
+                .batch_steps = 1,
+                .instances = 1};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
         if (!strcmp(k, "--ranks"))
@@ -437,20 +445,24 @@ int main(int argc, char **argv)
             o->db_workers = atoi(v);
         else if (!strcmp(k, "--group-wait-ms"))
             o->group_wait = v;
+        else if (!strcmp(k, "--instances"))
+            o->instances = atoi(v);
         else {
             fprintf(
                 stderr,
                 "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
                 "[--seconds T] [--batch-steps K] [--stagger 0|1] [--mode digests|records] [--threads N] [--diverge G] "
-                "[--server-threads N] [--db-workers N] [--group-wait-ms W] [--consensus K] [--solo 0|1] "
+                "[--server-threads N] [--db-workers N] [--group-wait-ms W] [--instances N] [--consensus K] [--solo "
+                "0|1] "
                 "[--db URL | --state-dir DIR]\n",
                 argv[0]);
             return 2;
         }
     }
     if (o->groups < 1 || o->groups > 64 || o->ranks < 2 * o->groups || o->metrics >= o->per_step || o->threads < 1 ||
-        o->batch_steps < 1) {
-        fprintf(stderr, "bench/fleet: need 1..64 groups, 2 ranks a group at least, metrics < per-step\n");
+        o->batch_steps < 1 || o->instances < 1 || o->instances > 4) {
+        fprintf(stderr,
+                "bench/fleet: need 1..64 groups, 2 ranks a group at least, metrics < per-step, 1..4 instances\n");
         return 2;
     }
     if (o->diverge > o->groups)
@@ -498,12 +510,26 @@ int main(int argc, char **argv)
                                    o->srv_threads, NULL};
     const char *args_db[] = {"--config",     conf, "--db", o->db, o->srv_threads ? "--threads" : NULL,
                              o->srv_threads, NULL};
-    h_srv srv;
-    if (h_srv_start(&srv, o->db ? args_db : args_embedded) < 0) {
+    h_srv srv[4];
+    if (h_srv_start(&srv[0], o->db ? args_db : args_embedded) < 0) {
         fprintf(stderr, "bench/fleet: lockstepd did not start\n");
         return 1;
     }
-    snprintf(s.base, sizeof(s.base), "%s", srv.base);
+    char conninfo[700];
+    if (o->db)
+        snprintf(conninfo, sizeof(conninfo), "%s", o->db);
+    else
+        snprintf(conninfo, sizeof(conninfo), "host=%s/pgsock dbname=lockstep user=lockstep", state_dir);
+    const char *args_more[] = {"--config",     conf, "--db", conninfo, o->srv_threads ? "--threads" : NULL,
+                               o->srv_threads, NULL};
+    for (int i = 1; i < o->instances; i++)
+        if (h_srv_start(&srv[i], args_more) < 0) {
+            fprintf(stderr, "bench/fleet: lockstepd instance %d did not start\n", i + 1);
+            return 1;
+        }
+    for (int i = 0; i < o->instances; i++)
+        snprintf(s.bases[i], sizeof(s.bases[i]), "%s", srv[i].base);
+    snprintf(s.base, sizeof(s.base), "%s", srv[0].base);
 
     /* the twin groups: two runs each */
     s.run_ids = calloc((size_t)o->groups * 2, sizeof(*s.run_ids));
@@ -541,15 +567,12 @@ int main(int argc, char **argv)
             sr->diverge_at = diverge_step(o, sr->group);
     }
 
-    char conninfo[700];
-    if (o->db)
-        snprintf(conninfo, sizeof(conninfo), "%s", o->db);
-    else
-        snprintf(conninfo, sizeof(conninfo), "host=%s/pgsock dbname=lockstep user=lockstep", state_dir);
     PGconn *adm = PQconnectdb(conninfo);
     pid_t pm = o->db ? 0 : postmaster_pid(state_dir);
     double wal0 = PQstatus(adm) == CONNECTION_OK ? wal_bytes(adm) : 0;
-    double srv_cpu0 = proc_cpu(srv.pid, 0), pg_cpu0 = pm ? proc_cpu(pm, 1) : 0, self0 = self_cpu();
+    double srv_cpu0 = 0, pg_cpu0 = pm ? proc_cpu(pm, 1) : 0, self0 = self_cpu();
+    for (int i = 0; i < o->instances; i++)
+        srv_cpu0 += proc_cpu(srv[i].pid, 0);
 
     worker_t *ws = calloc((size_t)o->threads, sizeof(*ws));
     pthread_t *th = calloc((size_t)o->threads, sizeof(*th));
@@ -568,7 +591,9 @@ int main(int argc, char **argv)
     for (int t = 0; t < o->threads; t++)
         pthread_join(th[t], NULL);
     double elapsed = h_now() - s.t0;
-    double srv_cpu = proc_cpu(srv.pid, 0) - srv_cpu0, pg_cpu = pm ? proc_cpu(pm, 1) - pg_cpu0 : 0;
+    double srv_cpu = -srv_cpu0, pg_cpu = pm ? proc_cpu(pm, 1) - pg_cpu0 : 0;
+    for (int i = 0; i < o->instances; i++)
+        srv_cpu += proc_cpu(srv[i].pid, 0);
     double sim_cpu = self_cpu() - self0;
     double wal = PQstatus(adm) == CONNECTION_OK ? wal_bytes(adm) - wal0 : 0;
 
@@ -659,15 +684,22 @@ int main(int argc, char **argv)
     double load[3] = {0};
     if (getloadavg(load, 3) < 1)
         load[0] = -1;
-    /* the comparison's memory: ranks it marked, ranks it handed to the database's look (-1: a lockstepd without) */
-    double mem_marked = h_metric(s.base, "lockstepd_compare_memory_marked_total", NULL),
-           mem_handed = h_metric(s.base, "lockstepd_compare_memory_handed_total", NULL);
-    /* the batches one commit of the database workers carried, on average */
-    double groups = h_metric(s.base, "lockstepd_db_groups_total", NULL),
-           grouped = h_metric(s.base, "lockstepd_db_group_requests_total", NULL);
+    /* over the instances: the comparison's memory (ranks it marked, ranks it handed to the database's look), the
+     * batches one commit of the database workers carried on average, and the step sums forwarded to the holders of
+     * the groups' leases */
+    double mem_marked = 0, mem_handed = 0, groups = 0, grouped = 0, forwarded = 0;
+    for (int i = 0; i < o->instances; i++) {
+        mem_marked += h_metric(s.bases[i], "lockstepd_compare_memory_marked_total", NULL);
+        mem_handed += h_metric(s.bases[i], "lockstepd_compare_memory_handed_total", NULL);
+        groups += h_metric(s.bases[i], "lockstepd_db_groups_total", NULL);
+        grouped += h_metric(s.bases[i], "lockstepd_db_group_requests_total", NULL);
+        forwarded += h_metric(s.bases[i], "lockstepd_compare_forwarded_total", NULL);
+    }
     PQfinish(adm);
-    h_srv_kill(&srv, SIGTERM);
-    h_srv_cleanup(&srv);
+    for (int i = o->instances - 1; i >= 0; i--) { /* the embedded cluster's own lockstepd last */
+        h_srv_kill(&srv[i], SIGTERM);
+        h_srv_cleanup(&srv[i]);
+    }
     char cmd[200];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
     if (system(cmd) != 0)
@@ -691,7 +723,8 @@ int main(int argc, char **argv)
         "\"lockstepd_cpu_s\": %.1f, \"postgres_cpu_s\": %.1f, \"server_cpu_us_per_batch\": %.0f, \"sim_cpu_s\": %.1f, "
         "\"wal_bytes_per_s\": %.0f, \"consensus_comms\": %d, \"consensus_digests_per_rank_step\": %.2f, "
         "\"solo\": %s, \"consensus_windows_checked\": %lld, \"consensus_disagreements\": %d, "
-        "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"batches_per_commit\": %.2f, \"load_avg_1m\": %.2f}\n",
+        "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"batches_per_commit\": %.2f, \"instances\": %d, "
+        "\"forwarded\": %.0f, \"load_avg_1m\": %.2f}\n",
         o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
         o->batch_steps, o->stagger ? "true" : "false", o->threads, offered, rate, (double)made / elapsed,
         keeps_up ? "true" : "false", pct(lag, n, 0.5) * 1e3, lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3,
@@ -703,7 +736,7 @@ int main(int argc, char **argv)
         posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0, sim_cpu, wal / elapsed, o->consensus,
         steps_posted ? (double)atomic_load(&s.cons_digests) / (double)steps_posted / o->batch_steps : 0,
         o->solo ? "true" : "false", cons_checked, cons_disagree, mem_marked, mem_handed,
-        groups > 0 ? grouped / groups : -1, load[0]);
+        groups > 0 ? grouped / groups : -1, o->instances, forwarded, load[0]);
     free(lag);
     free(lat);
     free(ws);

@@ -56,6 +56,7 @@ static const cfg_key KEYS[] = {
     {"threads", "--threads", CFG_INT, F(threads), 1, 256, NULL},
     {"db_workers", "--db-workers", CFG_INT, F(db_workers), 1, 256, NULL},
     {"db_group_wait_ms", "--db-group-wait-ms", CFG_DBL, F(db_group_wait_ms), 0.0, 1000.0, NULL},
+    {"lease_s", "--lease-s", CFG_DBL, F(lease_s), 1.0, 300.0, NULL},
     {"max_connections", NULL, CFG_INT, F(max_connections), 1, 65536, NULL},
     {"max_connections_per_ip", NULL, CFG_INT, F(max_connections_per_ip), 0, 65536, NULL},
     {"connection_timeout", NULL, CFG_INT, F(connection_timeout_s), 1, 3600, NULL},
@@ -111,6 +112,7 @@ void cfg_defaults(srv_config *c)
     c->threads = n > 0 ? (int)n : 2;
     c->db_workers = 2 * c->threads;
     c->db_group_wait_ms = 20;
+    c->lease_s = 5;
     c->max_connections = 1024;
     c->max_connections_per_ip = SRV_PER_IP_DEFAULT;
     c->connection_timeout_s = 60;

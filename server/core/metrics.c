@@ -31,6 +31,7 @@ static atomic_ulong held_refused[MH_COUNT];
 static atomic_ulong cons_windows, cons_digests, cons_unheld;
 static atomic_ulong mem_cells, mem_marked, mem_handed;
 static atomic_ulong db_groups, db_grouped; /* the database workers' groups, and the requests in them */
+static atomic_ulong leases_held, lease_takeovers, fwd_sent, fwd_received, fwd_dropped;
 
 static void observe(histogram *h, double s)
 {
@@ -196,6 +197,51 @@ static void put_compare_memory(sbuf *b)
         atomic_load(&mem_cells), atomic_load(&mem_marked), atomic_load(&mem_handed));
 }
 
+void metrics_leases(size_t held)
+{
+    atomic_store(&leases_held, held);
+}
+
+void metrics_lease_takeover(void)
+{
+    atomic_fetch_add(&lease_takeovers, 1);
+}
+
+void metrics_forwarded(unsigned long sent, unsigned long received, unsigned long dropped)
+{
+    atomic_fetch_add(&fwd_sent, sent);
+    atomic_fetch_add(&fwd_received, received);
+    atomic_fetch_add(&fwd_dropped, dropped);
+}
+
+/* put_leases - the comparison's leases and what the instances forward to their holders (metrics_leases,
+ * metrics_forwarded). */
+static void put_leases(sbuf *b)
+{
+    put(b,
+        "# HELP lockstepd_compare_leases Twin groups whose comparison lease this lockstepd holds.\n"
+        "# TYPE lockstepd_compare_leases gauge\n"
+        "lockstepd_compare_leases %lu\n"
+        "# HELP lockstepd_compare_lease_takeovers_total Leases this lockstepd took over after another instance let "
+        "them expire.\n"
+        "# TYPE lockstepd_compare_lease_takeovers_total counter\n"
+        "lockstepd_compare_lease_takeovers_total %lu\n"
+        "# HELP lockstepd_compare_forwarded_total Batches' step digests and rank notices this lockstepd forwarded "
+        "to the holder of their group's lease.\n"
+        "# TYPE lockstepd_compare_forwarded_total counter\n"
+        "lockstepd_compare_forwarded_total %lu\n"
+        "# HELP lockstepd_compare_forward_received_total Forwarded step digests and rank notices this lockstepd "
+        "received for groups it compares.\n"
+        "# TYPE lockstepd_compare_forward_received_total counter\n"
+        "lockstepd_compare_forward_received_total %lu\n"
+        "# HELP lockstepd_compare_forward_dropped_total Forwards not sent (the queue was full or the database "
+        "failed): their ranks are compared by the holder's sweep.\n"
+        "# TYPE lockstepd_compare_forward_dropped_total counter\n"
+        "lockstepd_compare_forward_dropped_total %lu\n",
+        atomic_load(&leases_held), atomic_load(&lease_takeovers), atomic_load(&fwd_sent), atomic_load(&fwd_received),
+        atomic_load(&fwd_dropped));
+}
+
 /* put_db_groups - the database workers' groups (metrics_db_group). */
 static void put_db_groups(sbuf *b)
 {
@@ -298,6 +344,7 @@ char *metrics_render(void)
     put_consensus_held(&b);
     put_compare_memory(&b);
     put_db_groups(&b);
+    put_leases(&b);
     put(&b, "# HELP lockstepd_alert_deliveries_total Attempts to deliver an alert to a sink, by outcome (given_up: "
             "still failing alert_give_up_s after the alert was raised, no more attempts).\n"
             "# TYPE lockstepd_alert_deliveries_total counter\n");

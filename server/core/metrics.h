@@ -60,6 +60,13 @@ void metrics_consensus_held(size_t windows, size_t digests, uint64_t unheld);
  * ranks a flush marked and handed to the look (added to the totals). */
 void metrics_compare_memory(size_t run_ranks, unsigned long marked, unsigned long handed);
 
+/* metrics_leases - the twin groups whose comparison lease this instance holds now; metrics_lease_takeover - it took
+ * over a lease another instance let expire; metrics_forwarded - forwards sent to lease holders, received from other
+ * instances, and dropped (server/twins/cmp_fwd.c). */
+void metrics_leases(size_t held);
+void metrics_lease_takeover(void);
+void metrics_forwarded(unsigned long sent, unsigned long received, unsigned long dropped);
+
 /* metrics_db_group - one transaction of the database workers, storing `n` deferred requests. */
 void metrics_db_group(size_t n);
 

@@ -64,4 +64,14 @@ int batch_parse_hex64(const char *s, uint64_t *out);
  * NUL bytes. */
 int batch_utf8_valid(const char *s, size_t n);
 
+/* What a batch adds to one step's digest (step_digests): the same sums a stored batch writes (store_step_sums,
+ * server/store/write.h). */
+typedef struct store_step {
+    int64_t step;
+    int64_t n;          /* records counted */
+    uint64_t digest;    /* XOR of their rec_digest_term */
+    uint64_t inputs;    /* XOR of the records' rec_inputs_term */
+    int inputs_unknown; /* a digest of held-back records is part of the step: their inputs are not known */
+} store_step;
+
 #endif /* SERVER_STORE_BATCH_H */

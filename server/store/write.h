@@ -19,15 +19,6 @@ typedef struct store_result {
     int64_t want[STORE_WANT_MAX];
 } store_result;
 
-/* What a batch adds to one step's digest (step_digests): the same sums a stored batch writes. */
-typedef struct store_step {
-    int64_t step;
-    int64_t n;          /* records counted */
-    uint64_t digest;    /* XOR of their rec_digest_term */
-    uint64_t inputs;    /* XOR of the records' rec_inputs_term */
-    int inputs_unknown; /* a digest of held-back records is part of the step: their inputs are not known */
-} store_step;
-
 /* store_step_sums - the per-step digests batch `b` adds (its records' terms and the step digests it carries for
  * records held back, merged, sorted by step) into a new array the caller frees, and in *counted the records it adds
  * to its rank's progress (rank_progress.n_records). Returns how many steps; 0 for a batch of held records (their

@@ -1,8 +1,9 @@
 /* cmp_mem.c - the comparison's memory (cmp_mem.h): per twin group, rank and run, the step digests of the last
- * MEM_STEPS steps as this lockstepd's batches commit; a flush compares the steps every run completed and marks those
- * found equal in one statement a group (lockstep_cmp_marks, sql/functions/compare.sql). The database stays the
- * authority: a mark is written only where it holds what memory counted, so a batch stored by another lockstepd, a
- * run that joined, a late batch or a restart sends the rank to the look (lockstep_cmp_ranks) instead. */
+ * MEM_STEPS steps as the group's batches commit (this lockstepd's, and those other instances forward to the holder
+ * of the group's lease: cmp_fwd.h); a flush compares the steps every run completed and marks those found equal in
+ * one statement a group (lockstep_cmp_marks, sql/functions/compare.sql). The database stays the authority: a mark is
+ * written only where it holds what memory counted, so a batch whose forward was lost, a run that joined, a late
+ * batch or a restart sends the rank to the look (lockstep_cmp_ranks) instead. */
 #include "server/twins/cmp_mem.h"
 
 #include <pthread.h>
@@ -161,16 +162,24 @@ int cmp_mem_absorb(const char *group, int64_t run_key, const srv_batch *b)
     store_step *st = NULL;
     int64_t counted = 0;
     size_t n = store_step_sums(b, &st, &counted);
+    int look = cmp_mem_absorb_sums(group, run_key, (int)b->rank, st, n, counted);
+    free(st);
+    return look;
+}
+
+int cmp_mem_absorb_sums(const char *group, int64_t run_key, int rank, const store_step *st, size_t n, int64_t counted)
+{
+    if (!group || !*group || rank < 0)
+        return 0;
     int64_t in_steps = 0;
     for (size_t i = 0; i < n; i++)
         in_steps += st[i].n;
     int state = counted > in_steps; /* what counts outside the steps' sums: entries of state blocks */
     pthread_mutex_lock(&lock);
     mgroup *g = group_get_locked(group);
-    mrank *r = g ? rank_get_locked(g, b->rank) : NULL;
+    mrank *r = g ? rank_get_locked(g, (uint32_t)rank) : NULL;
     if (!r) { /* memory is full: the look compares it */
         pthread_mutex_unlock(&lock);
-        free(st);
         return 1;
     }
     mrun *u = r->look_only ? NULL : run_get_locked(r, run_key);
@@ -185,7 +194,6 @@ int cmp_mem_absorb(const char *group, int64_t run_key, const srv_batch *b)
     g->touched = clock_mono_s();
     int look = r->look_only || r->nruns < 2;
     pthread_mutex_unlock(&lock);
-    free(st);
     return look;
 }
 

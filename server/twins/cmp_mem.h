@@ -5,9 +5,11 @@
 #ifndef SERVER_TWINS_CMP_MEM_H
 #define SERVER_TWINS_CMP_MEM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "server/store/batch.h"
+#include "server/store/write.h"
 
 /* cmp_mem_register - register this module's prepared statement. */
 void cmp_mem_register(void);
@@ -17,6 +19,11 @@ void cmp_mem_register(void);
  * blocks, fewer than two runs of the group on the rank in memory, too many runs, memory full), else 0: the next
  * cmp_mem_flush marks it or hands it to the look. */
 int cmp_mem_absorb(const char *group, int64_t run_key, const srv_batch *b);
+
+/* cmp_mem_absorb_sums - the same from a batch's step sums (store_step_sums: `n` steps, `counted` records added to
+ * the rank's progress), as another lockstepd forwarded them (cmp_fwd.h). */
+int cmp_mem_absorb_sums(const char *group, int64_t run_key, int rank, const store_step *steps, size_t n,
+                        int64_t counted);
 
 /* cmp_mem_look_fn - told a rank the look must compare (memory found a differing step, could not vouch for the
  * database's state, or holds too little). */

@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include "common/dtype.h"
+#include "server/twins/cmp_fwd.h"
 #include "server/twins/cmp_int.h"
 #include "server/twins/cmp_mem.h"
+#include "server/twins/lease.h"
 #include "server/core/clock.h"
 #include "server/core/limits.h"
 #include "server/core/log.h"
@@ -69,6 +71,8 @@ void cmp_register(void)
 {
     cmp_step_register();
     cmp_mem_register();
+    lease_register();
+    cmp_fwd_register();
     /* The first look (lockstep_cmp_ranks, sql/functions/compare.sql): ranks without a differing step are marked (or
      * their step divergence dropped) in the statement's own transaction, under their locks; the others come back.
      * Its commit does not wait for the disk, as the comparison's own do not (step.c): a mark lost in a crash is
@@ -160,24 +164,64 @@ static void notify(const char *group, int rank, double commit_s, double gap)
     worker_unlock(&thread);
 }
 
+/* cmp_notify and cmp_notify_digests queue the rank here when this instance holds the group's lease (lease.h), else
+ * forward it to the instance that does. */
 void cmp_notify(const char *group, int rank, double commit_s)
 {
-    notify(group, rank, commit_s, CMP_GAP_S);
+    if (!group || !*group || rank < 0)
+        return;
+    if (lease_mine(group))
+        notify(group, rank, commit_s, CMP_GAP_S);
+    else
+        cmp_fwd_look(group, rank);
 }
 
 void cmp_notify_digests(const char *group, int rank, double commit_s)
 {
-    notify(group, rank, commit_s, CMP_GAP_DIGESTS_S);
+    if (!group || !*group || rank < 0)
+        return;
+    if (lease_mine(group))
+        notify(group, rank, commit_s, CMP_GAP_DIGESTS_S);
+    else
+        cmp_fwd_look(group, rank);
 }
 
 void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, double commit_s)
 {
+    if (!group || !*group)
+        return;               /* in no twin group: nothing compares it */
+    if (!lease_mine(group)) { /* the holder's memory gets its sums, or its look the rank */
+        if (b->held) {
+            cmp_fwd_look(group, (int)b->rank);
+            return;
+        }
+        store_step *st = NULL;
+        int64_t counted = 0;
+        size_t n = store_step_sums(b, &st, &counted);
+        cmp_fwd_sums(group, run_key, (int)b->rank, st, n, counted, b->n_digests ? FWD_DIGESTS : 0);
+        free(st);
+        return;
+    }
     if (!cmp_mem_absorb(group, run_key, b))
         return;                   /* memory compares it: the next flush marks it or hands it to the look */
     if (b->n_digests && !b->held) /* streaming digests: a differing step waits for its records */
-        cmp_notify_digests(group, (int)b->rank, commit_s);
+        notify(group, (int)b->rank, commit_s, CMP_GAP_DIGESTS_S);
     else
-        cmp_notify(group, (int)b->rank, commit_s);
+        notify(group, (int)b->rank, commit_s, CMP_GAP_S);
+}
+
+/* fwd_sums, fwd_look - what another instance forwarded (cmp_fwd.h), for the groups this one compares. */
+static void fwd_sums(const char *group, int64_t run_key, int rank, const store_step *st, size_t n, int64_t counted,
+                     int flags)
+{
+    if (lease_mine(group) && cmp_mem_absorb_sums(group, run_key, rank, st, n, counted))
+        notify(group, rank, 0, flags & FWD_DIGESTS ? CMP_GAP_DIGESTS_S : CMP_GAP_S);
+}
+
+static void fwd_look(const char *group, int rank)
+{
+    if (lease_mine(group))
+        notify(group, rank, 0, CMP_GAP_S);
 }
 
 /* mem_look - a rank the comparison's memory hands to the look. */
@@ -458,8 +502,9 @@ static void sweep(int backlog)
         backlog ? db_exec("cmp_backlog", 0, NULL, err, sizeof(err)) : db_exec("cmp_active", 1, p, err, sizeof(err));
     if (!r)
         return;
-    for (int i = 0; i < PQntuples(r); i++)
-        cmp_notify(PQgetvalue(r, i, 0), atoi(PQgetvalue(r, i, 1)), 0);
+    for (int i = 0; i < PQntuples(r); i++) /* the groups this instance compares, and those nobody does now */
+        if (lease_mine(PQgetvalue(r, i, 0)))
+            notify(PQgetvalue(r, i, 0), atoi(PQgetvalue(r, i, 1)), 0, CMP_GAP_S);
     PQclear(r);
 }
 
@@ -594,7 +639,9 @@ static void cmp_loop(worker *w)
         worker_unlock(w);
         found_item **many = NULL;
         size_t n_many = 0;
-        int failed = g && !worker_stopping(w) && look_group(name, ranks, n, commit_s, 1, &many, &n_many) < 0;
+        /* another instance took the group's lease since its ranks were queued: its own notices and sweep cover them */
+        int failed =
+            g && !worker_stopping(w) && lease_mine(name) && look_group(name, ranks, n, commit_s, 1, &many, &n_many) < 0;
         free(ranks);
         worker_lock(w);
         if (g)
@@ -610,14 +657,14 @@ static void cmp_loop(worker *w)
             return;
         if (failed)
             usleep(200000);
-        if (do_sweep)
-            sweep(comeback_seen());
+        if (do_sweep) /* after a comeback or a takeover, work may have been left undone: the whole backlog */
+            sweep(comeback_seen() | lease_takeovers_seen());
     }
 }
 
 int cmp_start(void)
 {
-    if (worker_start(&thread, CMP_THREADS) < 0)
+    if (lease_start() < 0 || cmp_fwd_start(fwd_sums, fwd_look) < 0 || worker_start(&thread, CMP_THREADS) < 0)
         return -1;
     return worker_start(&mem_thread, 1);
 }
@@ -642,4 +689,6 @@ void cmp_stop(void)
     free(groups);
     groups = NULL;
     n_groups = cap_groups = 0;
+    cmp_fwd_stop();
+    lease_stop(); /* the leases given back: another instance compares their groups at once */
 }

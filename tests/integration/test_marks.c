@@ -1,7 +1,8 @@
-/* test_marks.c - lockstepd integration: the comparison's memory (server/twins/cmp_mem.c). Twins posting side by side
- * are marked from memory while they run, a divergence is found at its step and rank, a late batch is compared again,
- * and batches that another lockstepd stored, which memory never saw, are left to the database's look: no false match,
- * no missed divergence. */
+/* test_marks.c - lockstepd integration: the comparison's memory (server/twins/cmp_mem.c) and its leases
+ * (server/twins/lease.c). Twins posting side by side are marked from memory while they run, a divergence is found at
+ * its step and rank, a late batch is compared again, and batches that another lockstepd stored reach the memory of
+ * the instance holding the group's lease (forwarded, server/twins/cmp_fwd.c), or else the database's look: no false
+ * match, no missed divergence. The holder killed, another instance takes the lease over and finds what follows. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -186,9 +187,9 @@ static void test_late_batch(void **state)
     json_decref(o);
 }
 
-/* Run b's batches split between two lockstepd: neither memory holds all of it, so neither marks from memory what the
- * database does not show it; the looks (the other's sweep included) find the one divergence, and the matching
- * ranks match at the end. */
+/* Run b's batches split between two lockstepd (the one that does not hold the group's lease forwards them to the
+ * one that does; a memory that misses some leaves the rank to the look): the one divergence is found, and the
+ * matching ranks match at the end. */
 static void test_batches_through_two(void **state)
 {
     (void)state;
@@ -217,13 +218,140 @@ static void test_batches_through_two(void **state)
     json_decref(o);
 }
 
+/* sql_text - the first value of a one-row query on the test's database ("" when none); in `out`. */
+static const char *sql_text(const char *sql, const char *param, char *out, size_t cap)
+{
+    PGconn *c = PQconnectdb(pg.conninfo);
+    const char *p[] = {param};
+    PGresult *r = PQexecParams(c, sql, param ? 1 : 0, NULL, param ? p : NULL, NULL, NULL, 0);
+    snprintf(out, cap, "%s",
+             PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) ? PQgetvalue(r, 0, 0)
+                                                                                                : "");
+    PQclear(r);
+    PQfinish(c);
+    return out;
+}
+
+/* holder_of - which of `n` instances holds `group`'s lease (their names end in their port: each is started on a
+ * port of its own); -1 when none does. */
+static int holder_of(const char *group, h_srv *const *s, int n)
+{
+    char owner[200];
+    sql_text("SELECT owner FROM group_leases WHERE twin_group = $1 AND expires_at > now()", group, owner,
+             sizeof(owner));
+    for (int i = 0; i < n; i++) {
+        char tail[32];
+        snprintf(tail, sizeof(tail), ":%d", s[i]->port);
+        size_t lo = strlen(owner), lt = strlen(tail);
+        if (lo > lt && !strcmp(owner + lo - lt, tail))
+            return i;
+    }
+    return -1;
+}
+
+/* Run b's batches split between two lockstepd: one holds the group's lease, the other forwards it each batch's step
+ * sums, so the holder's memory holds the whole runs and marks them while they run; the divergence is found at its
+ * step and rank. */
+static void test_lease_one_holder(void **state)
+{
+    (void)state;
+    h_srv *both[] = {&srv, &other};
+    char a[40], b[40];
+    assert_int_equal(it_register(&srv, "340", "m-lease", 4, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "341", "m-lease", 4, 0, NULL, b), 0);
+    side_by_side(a, b, 4, 0, 2, -1, -1, 2);
+    int h = holder_of("m-lease", both, 2);
+    assert_true(h >= 0);
+    const h_srv *holder = both[h], *fwd = both[1 - h];
+    double marked = it_metric(holder, "lockstepd_compare_memory_marked_total", NULL);
+    double sent = it_metric(fwd, "lockstepd_compare_forwarded_total", NULL);
+    double got = it_metric(holder, "lockstepd_compare_forward_received_total", NULL);
+    side_by_side(a, b, 4, 2, 28, 2, 21, 2);              /* every other step of run b through the other lockstepd */
+    assert_int_equal(wait_checked("m-lease", 4, 19), 4); /* marked while the runs are still running */
+    json_t *o = it_wait_group(&srv, "m-lease", "diverged");
+    json_t *first = json_object_get(o, "first_divergence");
+    assert_int_equal(json_integer_value(json_object_get(first, "step")), 21);
+    assert_int_equal(json_integer_value(json_object_get(first, "rank")), 2);
+    json_decref(o);
+    assert_true(it_metric(fwd, "lockstepd_compare_forwarded_total", NULL) >= sent + 4 * 14);
+    assert_true(it_metric(holder, "lockstepd_compare_forward_received_total", NULL) >= got + 4 * 14);
+    assert_true(it_metric(holder, "lockstepd_compare_memory_marked_total", NULL) > marked);
+    assert_int_equal(it_metric(holder, "lockstepd_compare_leases", NULL) >= 1, 1);
+    assert_int_equal(holder_of("m-lease", both, 2), h); /* renewed, never moved */
+    end_all(a, b, 4);
+    assert_int_equal(wait_checked("m-lease", 4, 29), 4);
+}
+
+/* The holder killed (kill -9) while its twins run: the lease expires (2 s here), another instance (any of the
+ * three left on the database) takes it over and finds the divergence that comes after; a lockstepd that stops gives
+ * its leases back. */
+static void test_lease_takeover(void **state)
+{
+    (void)state;
+    h_srv x, y;
+    const char *args[] = {"--db", pg.conninfo, "--lease-s", "2", NULL};
+    assert_int_equal(h_srv_start(&x, args), 0);
+    assert_int_equal(h_srv_start(&y, args), 0);
+    h_srv *all[] = {&x, &y, &srv, &other};
+    char a[40], b[40];
+    assert_int_equal(it_register(&x, "350", "m-take", 2, 0, NULL, a), 0);
+    assert_int_equal(it_register(&x, "351", "m-take", 2, 0, NULL, b), 0);
+    for (int64_t s = 0; s < 10; s++)
+        for (int r = 0; r < 2; r++) {
+            uint64_t sa = (uint64_t)s * 10, sb = (uint64_t)s * 10;
+            assert_int_equal(it_post_steps(&x, a, r, (uint64_t)s, s, 1, 5, -1, -1, -1, -1, &sa, NULL), 200);
+            assert_int_equal(it_post_steps(&y, b, r, (uint64_t)s, s, 1, 5, -1, -1, -1, -1, &sb, NULL), 200);
+        }
+    int h = holder_of("m-take", all, 2); /* x's first batch took it, or y's */
+    assert_true(h >= 0);
+    h_srv *dead = all[h], *live = all[1 - h];
+    const h_srv *alive[] = {live, &srv, &other};
+    double took = 0;
+    for (int i = 0; i < 3; i++)
+        took += it_metric(alive[i], "lockstepd_compare_lease_takeovers_total", NULL);
+    assert_int_equal(h_srv_kill(dead, SIGKILL), 128 + SIGKILL);
+    double t0 = h_now();
+    for (int64_t s = 10; s < 30; s++)
+        for (int r = 0; r < 2; r++) {
+            uint64_t sa = (uint64_t)s * 10, sb = (uint64_t)s * 10;
+            assert_int_equal(it_post_steps(live, a, r, (uint64_t)s, s, 1, 5, -1, -1, -1, -1, &sa, NULL), 200);
+            assert_int_equal(it_post_steps(live, b, r, (uint64_t)s, s, 1, 5, r == 1 ? 24 : -1, 2, -1, -1, &sb, NULL),
+                             200);
+        }
+    json_t *o = it_wait_group(live, "m-take", "diverged");
+    json_t *first = json_object_get(o, "first_divergence");
+    assert_int_equal(json_integer_value(json_object_get(first, "step")), 24);
+    assert_int_equal(json_integer_value(json_object_get(first, "rank")), 1);
+    json_decref(o);
+    printf("divergence found %.1f s after the lease's holder was killed\n", h_now() - t0);
+    int now_h = -1;
+    for (int i = 0; i < 100 && ((now_h = holder_of("m-take", all, 4)) < 0 || now_h == h); i++)
+        usleep(100000);
+    assert_true(now_h >= 0 && now_h != h);
+    double took_after = 0;
+    for (int i = 0; i < 3; i++)
+        took_after += it_metric(alive[i], "lockstepd_compare_lease_takeovers_total", NULL);
+    assert_true(took_after >= took + 1);
+    for (int r = 0; r < 2; r++) {
+        assert_int_equal(it_end(live, a, r, NULL), 200);
+        assert_int_equal(it_end(live, b, r, NULL), 200);
+    }
+    assert_int_equal(wait_checked("m-take", 2, 29), 2);
+    /* a lockstepd that stops gives its leases back */
+    char me[24], n[24];
+    snprintf(me, sizeof(me), "%%:%d", live->port);
+    assert_int_equal(h_srv_kill(live, SIGTERM), 0);
+    assert_string_equal(sql_text("SELECT count(*) FROM group_leases WHERE owner LIKE $1", me, n, sizeof(n)), "0");
+    h_srv_cleanup(&x);
+    h_srv_cleanup(&y);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_marked_from_memory),
-        cmocka_unit_test(test_divergence_from_memory),
-        cmocka_unit_test(test_late_batch),
-        cmocka_unit_test(test_batches_through_two),
+        cmocka_unit_test(test_marked_from_memory), cmocka_unit_test(test_divergence_from_memory),
+        cmocka_unit_test(test_late_batch),         cmocka_unit_test(test_batches_through_two),
+        cmocka_unit_test(test_lease_one_holder),   cmocka_unit_test(test_lease_takeover),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,31 @@
+/* cmp_fwd.h - what an instance that does not hold a twin group's comparison lease (lease.h) sends the holder: each
+ * batch's step sums as it committed (the holder's memory then holds every batch of the group, whichever instance
+ * stored it) and the ranks to look at (a run's end, a claim). They travel as PostgreSQL notifications (NOTIFY
+ * lockstep_cmp, sent after the batches' commit, at most every 20 ms) to every instance, and each keeps those of the
+ * groups it holds. A forward lost (an instance killed before sending it, a holder reconnecting) leaves memory short
+ * of the database's counts, so the rank goes to the look: the database stays the authority. */
+#ifndef SERVER_TWINS_CMP_FWD_H
+#define SERVER_TWINS_CMP_FWD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/store/write.h"
+#include "server/twins/fwd_line.h"
+
+/* cmp_fwd_register - register this module's prepared statement. */
+void cmp_fwd_register(void);
+
+/* cmp_fwd_sums - forward a committed batch's step sums of run `run_key`, rank `rank`, to the holder of `group`'s
+ * lease. cmp_fwd_look - forward a rank to look at. Neither blocks: they queue (a full queue drops, counted). */
+void cmp_fwd_sums(const char *group, int64_t run_key, int rank, const store_step *steps, size_t n, int64_t counted,
+                  int flags);
+void cmp_fwd_look(const char *group, int rank);
+
+/* cmp_fwd_start - the thread that sends the queued forwards, and the one that listens for other instances'
+ * forwards and hands them to `sums` and `look` (called on the listener's thread). cmp_fwd_stop - stop both; what is
+ * queued is dropped (the holders' sweeps compare it). */
+int cmp_fwd_start(cmp_fwd_sums_fn sums, cmp_fwd_look_fn look);
+void cmp_fwd_stop(void);
+
+#endif /* SERVER_TWINS_CMP_FWD_H */
