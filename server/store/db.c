@@ -556,6 +556,21 @@ int db_ping(char *err, size_t cap)
     return 0;
 }
 
+int db_listen(const char *channel, char *err, size_t cap)
+{
+    if (!*channel || strspn(channel, "abcdefghijklmnopqrstuvwxyz_") != strlen(channel) || strlen(channel) > 63) {
+        snprintf(err, cap, "not a channel name: %.80s", channel);
+        return -1;
+    }
+    char sql[96];
+    snprintf(sql, sizeof(sql), "LISTEN %s", channel);
+    PGresult *r = exec_retry(NULL, sql, 0, NULL, 0, err, cap);
+    if (!r)
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
 void db_lit_add(db_lit *l, int64_t v)
 {
     if (l->len + 24 > l->cap) {

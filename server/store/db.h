@@ -87,6 +87,12 @@ PGresult *db_exec_bin(const char *stmt, int n, const char *const *params, char *
  * database's message in `err`. */
 int db_ping(char *err, size_t cap);
 
+/* db_listen - LISTEN on `channel` (lower-case letters and '_': the program's own names) on this thread's connection;
+ * its notifications then come with PQnotifies on db_conn(), so a thread that listens keeps its connection to
+ * itself. A reconnection (db_conn after db_conn_broken) does not listen again: call it again on the new one. 0, or
+ * -1 with the reason in `err`. */
+int db_listen(const char *channel, char *err, size_t cap);
+
 /* db_complain - log a database failure as one error line at most every
  * DB_LOG_PERIOD_S seconds, saying how many were left out since: a database
  * that is down writes one line a period, not one per request or batch. */

@@ -180,14 +180,18 @@ static void listen_loop(worker *w)
             continue;
         }
         if (c != listening) {
-            PGresult *r = PQexec(c, "LISTEN " FWD_CHANNEL);
-            int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-            PQclear(r);
-            if (!ok) {
+            char err[256];
+            if (db_listen(FWD_CHANNEL, err, sizeof(err)) < 0) {
+                log_warn("cannot listen for the other instances' comparison forwards: %s", err);
                 db_conn_broken();
+                worker_lock(w);
+                if (!w->stopping)
+                    worker_wait_locked(w, 1.0);
+                worker_unlock(w);
                 continue;
             }
-            listening = c;
+            listening = db_conn(); /* db_listen may have reconnected */
+            continue;
         }
         struct pollfd pfd = {.fd = PQsocket(c), .events = POLLIN};
         if (poll(&pfd, 1, 250) < 0 && pfd.fd >= 0)

@@ -164,24 +164,14 @@ static void notify(const char *group, int rank, double commit_s, double gap)
     worker_unlock(&thread);
 }
 
-/* cmp_notify and cmp_notify_digests queue the rank here when this instance holds the group's lease (lease.h), else
- * forward it to the instance that does. */
+/* cmp_notify queues the rank here when this instance holds the group's lease (lease.h), else forwards it to the
+ * instance that does. */
 void cmp_notify(const char *group, int rank, double commit_s)
 {
     if (!group || !*group || rank < 0)
         return;
     if (lease_mine(group))
         notify(group, rank, commit_s, CMP_GAP_S);
-    else
-        cmp_fwd_look(group, rank);
-}
-
-void cmp_notify_digests(const char *group, int rank, double commit_s)
-{
-    if (!group || !*group || rank < 0)
-        return;
-    if (lease_mine(group))
-        notify(group, rank, commit_s, CMP_GAP_DIGESTS_S);
     else
         cmp_fwd_look(group, rank);
 }

@@ -28,21 +28,18 @@ int cmp_start(void);
 /* cmp_stop - finish the queued work and stop the thread. */
 void cmp_stop(void);
 
-/* cmp_notify - ask for group `group`, rank `rank` to be compared again
- * because a batch committed at `commit_s` (epoch seconds; 0 if unknown)
- * changed it. Never blocks on the database. */
+/* cmp_notify - ask for group `group`, rank `rank` to be compared again because a batch committed at `commit_s`
+ * (epoch seconds; 0 if unknown) changed it: queued here when this lockstepd holds the group's comparison lease,
+ * else forwarded to the one that does (server/twins/lease.h). Blocks on the database only to ask who holds the
+ * lease (once per lease period and group at most). */
 void cmp_notify(const char *group, int rank, double commit_s);
-
-/* cmp_notify_digests - cmp_notify for a batch that carries step digests
- * (digest streaming): a differing step waits a step for its records anyway, so
- * such a group is looked at less often (at most every 100 ms instead of 20 ms)
- * unless a batch of records (held ones sent on demand too) came for it. */
-void cmp_notify_digests(const char *group, int rank, double commit_s);
 
 /* cmp_stored - batch `b` of the run `run_key` of twin group `group` committed at `commit_s`: its step digests go to
  * the comparison's memory, which marks the steps its runs agree on without a look through the database
- * (server/twins/cmp_mem.h); what memory cannot compare is queued for the look (cmp_notify, cmp_notify_digests).
- * Never blocks on the database. */
+ * (server/twins/cmp_mem.h); what memory cannot compare is queued for the look, at most every 100 ms a group when
+ * the batch carried step digests (digest streaming: a differing step waits a step for its records anyway), else
+ * every 20 ms. When another lockstepd holds the group's lease, the batch's step sums are forwarded to it instead
+ * (server/twins/cmp_fwd.h). Blocks on the database as cmp_notify does. */
 void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, double commit_s);
 
 /* cmp_check - compare group `group` on rank `rank` now: find the first step

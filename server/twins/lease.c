@@ -47,11 +47,6 @@ void lease_configure(const char *instance, double ttl_s)
     ttl = ttl_s;
 }
 
-const char *lease_instance(void)
-{
-    return me;
-}
-
 static unsigned bucket_of(const char *s)
 {
     uint32_t h = 2166136261u;

@@ -16,9 +16,6 @@ void lease_register(void);
  * before lease_start. */
 void lease_configure(const char *instance, double ttl_s);
 
-/* lease_instance - this instance's name. */
-const char *lease_instance(void);
-
 /* lease_mine - 1 when this instance compares `group`: it holds the lease (taken now when nobody holds it, or its
  * holder let it expire), or the database cannot say (comparing twice is safe, missing a divergence is not); 0 when
  * another live instance holds it. Asks PostgreSQL at most about once per lease period per group; keeps the group
