@@ -28,11 +28,18 @@ stop_pid() {
   kill -KILL "$1" 2>/dev/null
 }
 
+# excerpt FILE...: the files' lines, indented; past 40 lines the first 15 and the last 25 (a task's crash, and srun's
+# word on which task it was, come last).
+excerpt() {
+  local n; n=$(cat "$@" | wc -l)
+  if [ "$n" -le 40 ]; then sed 's/^/     /' "$@"
+  else cat "$@" | sed 's/^/     /' | head -15; echo "     [$((n - 40)) lines left out]"; cat "$@" | sed 's/^/     /' | tail -25; fi
+}
 check() { # check NAME FUNCTION: the function must succeed
   local name=$1; shift
   : >"$tmp/out"; : >"$tmp/err"
   if "$@"; then pass=$((pass+1)); echo "ok   $name"
-  else fail=$((fail+1)); echo "FAIL $name"; sed 's/^/     /' "$tmp/out" "$tmp/err" | head -20; fi
+  else fail=$((fail+1)); echo "FAIL $name"; excerpt "$tmp/out" "$tmp/err"; fi
 }
 
 if [ "$(id -u)" -ne 0 ]; then echo "the Slurm tier needs root (slurmd runs job steps as their user)"; echo "0 passed, 1 failed"; exit 1; fi
