@@ -17,6 +17,8 @@
 #include "server/core/worker.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
+#include "server/twins/cmp_fwd.h"
+#include "server/twins/lease.h"
 
 #define SWEEP_S 10
 #define WINDOW_HELD_S 120 /* a window memory holds this long at most (cons_mem.h) */
@@ -31,6 +33,9 @@ void cons_on_divergence(void (*fn)(void))
     cons_tell_to(fn);
 }
 
+static void fwd_cons(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s);
+static void fwd_cons_look(int64_t run_key);
+
 void cons_register(void)
 {
     cons_first_register();
@@ -38,6 +43,7 @@ void cons_register(void)
     cons_judge_register();
     /* what another lockstepd (or this one before a restart) left: unfinished rows */
     db_register("cons_sweep", "SELECT run_key FROM consensus_divergences WHERE name = '' AND idx IS NULL LIMIT 256");
+    cmp_fwd_on_runs(fwd_cons, fwd_cons_look);
 }
 
 static void window_free(cons_window *w)
@@ -141,7 +147,8 @@ static void count_held(void)
     metrics_consensus_held(held, digests, unheld);
 }
 
-void cons_digests_stored(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s)
+/* held - the digests into memory, on the instance that holds the run's consensus lease. */
+static void held(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s)
 {
     cons_touch(run_key);
     if (consmem_add(run_key, rank, d, n, commit_s) > 0)
@@ -149,7 +156,23 @@ void cons_digests_stored(int64_t run_key, uint32_t rank, const srv_cons_digest *
     count_held();
 }
 
-void cons_notify(int64_t run_key)
+/* mine - 1 when this instance judges run `run_key`'s consensus (server/twins/lease.h). */
+static int mine(int64_t run_key)
+{
+    char name[48];
+    return lease_run_name(run_key, name, sizeof(name)) && lease_mine(name);
+}
+
+void cons_digests_stored(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s)
+{
+    if (mine(run_key))
+        held(run_key, rank, d, n, commit_s);
+    else
+        cmp_fwd_cons(run_key, rank, d, n, commit_s); /* the holder's memory judges the windows */
+}
+
+/* queue - the run into the consensus thread's queue. */
+static void queue_run(int64_t run_key)
 {
     worker_lock(&thread);
     size_t i = 0;
@@ -164,6 +187,27 @@ void cons_notify(int64_t run_key)
     }
     worker_kick_locked(&thread);
     worker_unlock(&thread);
+}
+
+void cons_notify(int64_t run_key)
+{
+    if (mine(run_key))
+        queue_run(run_key);
+    else
+        cmp_fwd_cons_look(run_key);
+}
+
+/* fwd_cons, fwd_cons_look - what another instance forwarded, for the runs this one judges. */
+static void fwd_cons(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s)
+{
+    if (mine(run_key))
+        held(run_key, rank, d, n, commit_s);
+}
+
+static void fwd_cons_look(int64_t run_key)
+{
+    if (mine(run_key))
+        queue_run(run_key);
 }
 
 /* sweep - the database's look at the runs touched since the last sweep, and queue the divergences the database says

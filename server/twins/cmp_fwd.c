@@ -29,8 +29,7 @@ static worker sender = WORKER_INIT("comparison forwards", send_loop);
 static worker listener = WORKER_INIT("comparison forwards listener", listen_loop);
 static char *queue; /* under sender.lock: lines, each ending in '\n' */
 static size_t q_len, q_cap;
-static cmp_fwd_sums_fn on_sums;
-static cmp_fwd_look_fn on_look;
+static fwd_handlers handlers; /* set before the listener starts */
 
 void cmp_fwd_register(void)
 {
@@ -87,6 +86,29 @@ void cmp_fwd_sums(const char *group, int64_t run_key, int rank, const store_step
 void cmp_fwd_look(const char *group, int rank)
 {
     enqueue(fwd_line_look(group, rank));
+}
+
+void cmp_fwd_cons(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s)
+{
+    for (size_t i = 0; i < n; i += FWD_CONS_PER_LINE)
+        enqueue(fwd_line_cons(run_key, rank, d + i, n - i < FWD_CONS_PER_LINE ? n - i : FWD_CONS_PER_LINE, commit_s));
+}
+
+void cmp_fwd_cons_look(int64_t run_key)
+{
+    enqueue(fwd_line_cons_look(run_key));
+}
+
+void cmp_fwd_on_groups(cmp_fwd_sums_fn sums, cmp_fwd_look_fn look)
+{
+    handlers.sums = sums;
+    handlers.look = look;
+}
+
+void cmp_fwd_on_runs(fwd_cons_fn cons, fwd_cons_look_fn look)
+{
+    handlers.cons = cons;
+    handlers.cons_look = look;
 }
 
 /* send_some - the lines of buf[0..len) as notifications, in statements of at most FWD_SEND_MAX bytes; those of a
@@ -158,7 +180,7 @@ static void deliver(char *payload)
         char *nl = strchr(line, '\n');
         if (nl)
             *nl = 0;
-        if (fwd_line_parse(line, on_sums, on_look) == 0)
+        if (fwd_line_parse(line, &handlers) == 0)
             metrics_forwarded(0, 1, 0);
         else
             log_warn("a comparison forward does not parse: %.120s", line);
@@ -209,10 +231,8 @@ static void listen_loop(worker *w)
     }
 }
 
-int cmp_fwd_start(cmp_fwd_sums_fn sums, cmp_fwd_look_fn look)
+int cmp_fwd_start(void)
 {
-    on_sums = sums;
-    on_look = look;
     if (worker_start(&sender, 1) < 0)
         return -1;
     return worker_start(&listener, 1);

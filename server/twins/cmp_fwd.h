@@ -1,6 +1,7 @@
 /* cmp_fwd.h - what an instance that does not hold a twin group's comparison lease (lease.h) sends the holder: each
  * batch's step sums as it committed (the holder's memory then holds every batch of the group, whichever instance
- * stored it) and the ranks to look at (a run's end, a claim). They travel as PostgreSQL notifications (NOTIFY
+ * stored it) and the ranks to look at (a run's end, a claim); likewise for a run's consensus lease, each batch's
+ * consensus digests and the run to check. They travel as PostgreSQL notifications (NOTIFY
  * lockstep_cmp, sent after the batches' commit, at most every 20 ms) to every instance, and each keeps those of the
  * groups it holds. A forward lost (an instance killed before sending it, a holder reconnecting) leaves memory short
  * of the database's counts, so the rank goes to the look: the database stays the authority. */
@@ -22,10 +23,20 @@ void cmp_fwd_sums(const char *group, int64_t run_key, int rank, const store_step
                   int flags);
 void cmp_fwd_look(const char *group, int rank);
 
+/* cmp_fwd_cons - forward a committed batch's consensus digests of run `run_key`'s rank `rank` to the holder of the
+ * run's consensus lease; cmp_fwd_cons_look - forward the run to check. Neither blocks. */
+void cmp_fwd_cons(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s);
+void cmp_fwd_cons_look(int64_t run_key);
+
+/* cmp_fwd_on_groups, cmp_fwd_on_runs - what the listener does with the twin groups' and the runs' forwards. Call
+ * before cmp_fwd_start (a forward nobody handles is dropped). */
+void cmp_fwd_on_groups(cmp_fwd_sums_fn sums, cmp_fwd_look_fn look);
+void cmp_fwd_on_runs(fwd_cons_fn cons, fwd_cons_look_fn look);
+
 /* cmp_fwd_start - the thread that sends the queued forwards, and the one that listens for other instances'
- * forwards and hands them to `sums` and `look` (called on the listener's thread). cmp_fwd_stop - stop both; what is
- * queued is dropped (the holders' sweeps compare it). */
-int cmp_fwd_start(cmp_fwd_sums_fn sums, cmp_fwd_look_fn look);
+ * forwards and hands them to the handlers (on the listener's thread). cmp_fwd_stop - stop both; what is queued is
+ * dropped (the holders' sweeps compare it). */
+int cmp_fwd_start(void);
 void cmp_fwd_stop(void);
 
 #endif /* SERVER_TWINS_CMP_FWD_H */

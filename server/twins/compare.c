@@ -62,6 +62,9 @@ static pgroup **groups; /* under thread.lock: groups with ranks to compare or be
 static size_t n_groups, cap_groups;
 
 static found_item *found_head, *found_tail; /* under thread.lock */
+static void fwd_sums(const char *group, int64_t run_key, int rank, const store_step *st, size_t n, int64_t counted,
+                     int flags);
+static void fwd_look(const char *group, int rank);
 void cmp_on_divergence(cmp_divergence_fn fn)
 {
     cmp_step_on_divergence(fn);
@@ -73,6 +76,7 @@ void cmp_register(void)
     cmp_mem_register();
     lease_register();
     cmp_fwd_register();
+    cmp_fwd_on_groups(fwd_sums, fwd_look);
     /* The first look (lockstep_cmp_ranks, sql/functions/compare.sql): ranks without a differing step are marked (or
      * their step divergence dropped) in the statement's own transaction, under their locks; the others come back.
      * Its commit does not wait for the disk, as the comparison's own do not (step.c): a mark lost in a crash is
@@ -654,7 +658,7 @@ static void cmp_loop(worker *w)
 
 int cmp_start(void)
 {
-    if (lease_start() < 0 || cmp_fwd_start(fwd_sums, fwd_look) < 0 || worker_start(&thread, CMP_THREADS) < 0)
+    if (lease_start() < 0 || cmp_fwd_start() < 0 || worker_start(&thread, CMP_THREADS) < 0)
         return -1;
     return worker_start(&mem_thread, 1);
 }

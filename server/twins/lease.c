@@ -47,6 +47,12 @@ void lease_configure(const char *instance, double ttl_s)
     ttl = ttl_s;
 }
 
+const char *lease_run_name(int64_t run_key, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "consensus\t%lld", (long long)run_key);
+    return buf;
+}
+
 static unsigned bucket_of(const char *s)
 {
     uint32_t h = 2166136261u;

@@ -3,10 +3,14 @@
  * The holder keeps the group's step digests in its memory (cmp_mem.c), looks at its ranks and sweeps it; the other
  * instances store the group's batches and forward what memory needs to the holder (cmp_fwd.c). A lease decides who
  * does the work, never what is true: memory's marks are checked against the database, so two holders at once (a
- * lease taken while its holder still compared) would compare twice, not wrongly. docs/server.md, "Several lockstepd
- * on one database". */
+ * lease taken while its holder still compared) would compare twice, not wrongly. A run's consensus has a lease of its
+ * own (lease_run_name): its holder judges the run's windows in memory, the others forward its consensus digests.
+ * docs/server.md, "Several lockstepd on one database". */
 #ifndef SERVER_TWINS_LEASE_H
 #define SERVER_TWINS_LEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 /* lease_register - register this module's prepared statements. */
 void lease_register(void);
@@ -21,6 +25,10 @@ void lease_configure(const char *instance, double ttl_s);
  * another live instance holds it. Asks PostgreSQL at most about once per lease period per group; keeps the group
  * (a group nothing asked about for two minutes is given back). */
 int lease_mine(const char *group);
+
+/* lease_run_name - the name of run `run_key`'s consensus lease in `buf` ("consensus", a tab, the key: no twin group
+ * is named so, as names hold no control character). Returns buf. */
+const char *lease_run_name(int64_t run_key, char *buf, size_t cap);
 
 /* lease_takeovers_seen - 1 once after this instance took over leases another let expire: their groups' work may
  * have been left undone, so the comparison looks at its backlog. */

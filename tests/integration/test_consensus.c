@@ -25,7 +25,8 @@
 #define HELD_BASE (1ULL << 62) /* the agent's batch_seq of held blocks (agent/hold.h) */
 
 static h_pg pg;
-static h_srv srv;
+static h_srv srv, other;            /* `other`: a second lockstepd on the same database */
+static const h_srv *post_to = &srv; /* where stream_post sends */
 static char dir[256], admin_file[300];
 static const char *ADMIN = "consensus-admin-token";
 
@@ -38,13 +39,15 @@ static int setup(void **state)
     snprintf(admin_file, sizeof(admin_file), "%s/admin", dir);
     it_write_file(admin_file, ADMIN, 0600);
     const char *args[] = {"--db", pg.conninfo, "--admin-token", admin_file, NULL};
-    return h_srv_start(&srv, args);
+    return h_srv_start(&srv, args) < 0 ? -1 : h_srv_start(&other, args);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    return it_stop(&srv, &pg, dir);
+    int st = h_srv_kill(&other, SIGTERM);
+    h_srv_cleanup(&other);
+    return it_stop(&srv, &pg, dir) | (st == 0 ? 0 : -1);
 }
 
 /* A batch stream of one rank under construction. */
@@ -78,7 +81,7 @@ static void stream_add(stream *s, const rec_record *r)
 static long stream_post(const stream *s, const char *run_id, char **resp)
 {
     char url[512];
-    snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", srv.base, run_id);
+    snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", post_to->base, run_id);
     return h_http("POST", url, "application/x-lockstep", s->buf, s->len, NULL, resp);
 }
 
@@ -515,12 +518,12 @@ static long post_size0(const char *run_id, uint32_t rank, uint64_t bseq, const r
 static void test_hostile_digests(void **state)
 {
     (void)state;
-    char run[40], other[40];
+    char run[40], run2[40];
     unsigned char ext[REC_EXT_ENCODED_MAX];
     group g = group_of(4), three = {.ranks = {0, 1, 3}, .n = 3};
     three.key = cons_key(three.ranks, 3);
     assert_int_equal(it_register(&srv, "7006", NULL, 4, 0, NULL, run), 0);
-    assert_int_equal(it_register(&srv, "7007", NULL, 4, 0, NULL, other), 0);
+    assert_int_equal(it_register(&srv, "7007", NULL, 4, 0, NULL, run2), 0);
     rec_record d = digest(&g, 1, 0, 4, 99, 1, ext);
     rec_ext x;
     memset(&x, 0, sizeof(x));
@@ -550,7 +553,7 @@ static void test_hostile_digests(void **state)
         assert_int_equal(stream_post(&s, run, NULL), 200);
     }
     for (uint32_t r = 0; r < 4; r++)
-        assert_int_equal(post_step(other, &g, r, 1, 0, 4, -1, 0, 1), 200);
+        assert_int_equal(post_step(run2, &g, r, 1, 0, 4, -1, 0, 1), 200);
     json_t *o = wait_checked(run, 1);
     assert_string_equal(status(o), "agree");
     assert_int_equal(checked(o), 1);
@@ -561,7 +564,7 @@ static void test_hostile_digests(void **state)
     o = consensus(run);
     assert_int_equal(checked(o), 1);
     json_decref(o);
-    o = wait_checked(other, 1);
+    o = wait_checked(run2, 1);
     assert_string_equal(status(o), "agree");
     assert_int_equal(checked(o), 1);
     json_decref(o);
@@ -663,6 +666,57 @@ static void test_restart_mid_window(void **state)
     json_decref(o);
 }
 
+/* A run's ranks post through two lockstepd: the first to store one of its batches holds the run's consensus lease,
+ * the other forwards it its consensus digests, so the holder's memory holds every window whole and judges it there
+ * (the database's look, every 10 s, is for what memory cannot hold). */
+static void test_two_instances(void **state)
+{
+    (void)state;
+    char run[40], buf[64];
+    group g = group_of(4);
+    assert_int_equal(it_register(&srv, "7008", NULL, 4, 0, NULL, run), 0);
+    double got0 = it_metric(&srv, "lockstepd_compare_forward_received_total", NULL),
+           sent0 = it_metric(&other, "lockstepd_compare_forwarded_total", NULL),
+           digests = it_metric(&srv, "lockstepd_consensus_digests_held", NULL);
+    for (uint32_t r = 0; r < 3; r++) { /* ranks 0 and 1 through srv (which takes the lease), rank 2 through other */
+        post_to = r < 2 ? &srv : &other;
+        assert_int_equal(post_step(run, &g, r, 1, 0, 4, -1, 0, 1), 200);
+    }
+    post_to = &srv;
+    int i;
+    for (i = 0; i < 100 && it_metric(&srv, "lockstepd_consensus_digests_held", NULL) < digests + 3; i++)
+        usleep(20000); /* the forward arrives within the sender's 20 ms and the notification's delivery */
+    assert_true(i < 100);
+    char sql[160], owner[200] = "";
+    snprintf(sql, sizeof(sql),
+             "SELECT l.owner FROM group_leases l JOIN runs r ON l.twin_group = 'consensus' || chr(9) || r.run_key "
+             "WHERE r.run_id = '%s'",
+             run);
+    PGconn *c = PQconnectdb(pg.conninfo);
+    PGresult *q = PQexec(c, sql);
+    if (PQresultStatus(q) == PGRES_TUPLES_OK && PQntuples(q) == 1)
+        snprintf(owner, sizeof(owner), "%s", PQgetvalue(q, 0, 0));
+    PQclear(q);
+    PQfinish(c);
+    snprintf(buf, sizeof(buf), ":%d", srv.port);
+    assert_true(strlen(owner) > strlen(buf) && !strcmp(owner + strlen(owner) - strlen(buf), buf));
+    post_to = &other;
+    assert_int_equal(post_step(run, &g, 3, 1, 0, 4, -1, 0, 1), 200);
+    for (int64_t step = 2; step <= 3; step++)
+        for (uint32_t r = 0; r < 4; r++) {
+            post_to = r % 2 ? &other : &srv;
+            assert_int_equal(post_step(run, &g, r, step, 0, 4, r == 3 && step == 2 ? 1 : -1, 0, (uint64_t)step), 200);
+        }
+    post_to = &srv;
+    json_t *o = wait_checked(run, 3);
+    assert_string_equal(status(o), "disagree");
+    assert_int_equal(json_integer_value(json_object_get(first(o), "step")), 2);
+    assert_string_equal(ints(json_object_get(first(o), "odd_ranks"), buf, sizeof(buf)), "3");
+    json_decref(o);
+    assert_true(it_metric(&other, "lockstepd_compare_forwarded_total", NULL) >= sent0 + 6);
+    assert_true(it_metric(&srv, "lockstepd_compare_forward_received_total", NULL) >= got0 + 6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -675,6 +729,7 @@ int main(void)
         cmocka_unit_test(test_hostile_digests),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_fleet_list),
+        cmocka_unit_test(test_two_instances),
         cmocka_unit_test(test_restart_mid_window),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

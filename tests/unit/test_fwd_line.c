@@ -1,6 +1,7 @@
-/* test_fwd_line.c - forwards to a twin group's lease holder as JSON lines (server/twins/fwd_line.h): sums and looks
- * come back as they went (digests with the top bit set, the largest steps, names that need escaping), and a line
- * that is not one of them (another instance's bug, or anyone who can NOTIFY on the database) calls nothing. */
+/* test_fwd_line.c - forwards to a lease holder as JSON lines (server/twins/fwd_line.h): a twin group's sums and
+ * looks and a run's consensus digests and checks come back as they went (digests with the top bit set, the largest
+ * steps, names that need escaping, 64 listed ranks), and a line that is not one of them (another instance's bug, or
+ * anyone who can NOTIFY on the database) calls nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +15,9 @@
 
 /* What the handlers were given. */
 static struct {
-    int sums, looks;
+    int sums, looks, cons, cons_looks;
+    srv_cons_digest d[FWD_CONS_PER_LINE];
+    double commit_s;
     char group[300];
     int64_t run_key, counted;
     int rank, flags;
@@ -42,11 +45,29 @@ static void on_look(const char *group, int rank)
     got.rank = rank;
 }
 
+static void on_cons(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s)
+{
+    got.cons++;
+    got.run_key = run_key;
+    got.rank = (int)rank;
+    got.n = n;
+    got.commit_s = commit_s;
+    memcpy(got.d, d, n * sizeof(*d));
+}
+
+static void on_cons_look(int64_t run_key)
+{
+    got.cons_looks++;
+    got.run_key = run_key;
+}
+
+static const fwd_handlers handlers = {on_sums, on_look, on_cons, on_cons_look};
+
 /* parse - a line through fwd_line_parse into `got` (cleared first). */
 static int parse(const char *line)
 {
     memset(&got, 0, sizeof(got));
-    return fwd_line_parse(line, on_sums, on_look);
+    return fwd_line_parse(line, &handlers);
 }
 
 static char *dump(json_t *o)
@@ -111,6 +132,55 @@ static void test_look_round_trip(void **state)
     assert_int_equal(got.rank, 7);
 }
 
+static void test_cons_round_trip(void **state)
+{
+    (void)state;
+    srv_cons_digest d[FWD_CONS_PER_LINE];
+    memset(d, 0, sizeof(d));
+    for (uint32_t i = 0; i < FWD_CONS_PER_LINE; i++) {
+        d[i] = (srv_cons_digest){.step = INT64_MIN + i,
+                                 .key = 0xF000000000000000ULL | i,
+                                 .win = UINT32_MAX - i,
+                                 .n = i,
+                                 .fold = UINT64_MAX - i,
+                                 .size = 1u << 24,
+                                 .n_listed = i % 2 ? REC_COMM_LIST_MAX : 0};
+        for (uint32_t k = 0; k < d[i].n_listed; k++)
+            d[i].ranks[k] = k * 1000 + i;
+    }
+    char *line = dump(fwd_line_cons(7, 3, d, FWD_CONS_PER_LINE, 1764934800.125));
+    assert_true(strlen(line) < 7900); /* inside one notification */
+    assert_int_equal(parse(line), 0);
+    free(line);
+    assert_int_equal(got.cons, 1);
+    assert_int_equal(got.sums + got.looks + got.cons_looks, 0);
+    assert_int_equal(got.run_key, 7);
+    assert_int_equal(got.rank, 3);
+    assert_true(got.commit_s == 1764934800.125);
+    assert_int_equal(got.n, FWD_CONS_PER_LINE);
+    for (int i = 0; i < FWD_CONS_PER_LINE; i++) {
+        assert_int_equal(got.d[i].step, d[i].step);
+        assert_int_equal(got.d[i].key, d[i].key);
+        assert_int_equal(got.d[i].win, d[i].win);
+        assert_int_equal(got.d[i].n, d[i].n);
+        assert_int_equal(got.d[i].fold, d[i].fold);
+        assert_int_equal(got.d[i].size, d[i].size);
+        assert_int_equal(got.d[i].n_listed, d[i].n_listed);
+        assert_memory_equal(got.d[i].ranks, d[i].ranks, d[i].n_listed * sizeof(uint32_t));
+    }
+    assert_null(fwd_line_cons(7, 3, d, FWD_CONS_PER_LINE + 1, 0));
+    line = dump(fwd_line_cons_look(9));
+    assert_int_equal(parse(line), 0);
+    free(line);
+    assert_int_equal(got.cons_looks, 1);
+    assert_int_equal(got.run_key, 9);
+    /* a listener without handlers for a kind takes its lines and calls nothing */
+    const fwd_handlers none = {0};
+    line = dump(fwd_line_look("g", 1));
+    assert_int_equal(fwd_line_parse(line, &none), 0);
+    free(line);
+}
+
 static void test_not_a_forward(void **state)
 {
     (void)state;
@@ -123,6 +193,10 @@ static void test_not_a_forward(void **state)
     for (int i = 0; i <= FWD_STEPS_PER_LINE; i++)
         strcat(many, i ? ",[1,1,1,1,0]" : "[1,1,1,1,0]");
     strcat(many, "]}");
+    char listed[2048] = "{\"q\":1,\"r\":0,\"t\":1,\"d\":[[1,1,1,1,1,4,[";
+    for (int i = 0; i <= REC_COMM_LIST_MAX; i++)
+        strcat(listed, i ? ",1" : "1");
+    strcat(listed, "]]]}");
     const char *bad[] = {
         "",
         "not json",
@@ -140,11 +214,21 @@ static void test_not_a_forward(void **state)
         "{\"g\":\"g\",\"k\":1,\"r\":0,\"c\":0,\"f\":0,\"s\":[[1,1,1,1,0],7]}", /* a step that is no array */
         "{\"g\":\"g\",\"k\":\"1\",\"r\":0,\"c\":0,\"f\":0,\"s\":[]}",          /* a run key as text */
         "{\"g\":\"g\",\"k\":1,\"r\":0,\"f\":0,\"s\":[]}",                      /* no count */
+        "{\"q\":0,\"l\":true}",                                                /* no run has key 0 */
+        "{\"q\":-5,\"l\":true}",
+        "{\"q\":1,\"r\":0,\"t\":1,\"d\":[[1,1,1,1,1,0,[]]]}",   /* a group of no members */
+        "{\"q\":1,\"r\":0,\"t\":1,\"d\":[[1,1,-1,1,1,4,[]]]}",  /* a negative window */
+        "{\"q\":1,\"r\":0,\"t\":1,\"d\":[[1,1,1,1,1,4,[-2]]]}", /* a negative listed rank */
+        "{\"q\":1,\"r\":0,\"t\":\"x\",\"d\":[]}",               /* a commit time as text */
+        "{\"q\":1,\"r\":0,\"t\":1,\"d\":[[1,1,1,1,1,4]]}",      /* a digest of 6 */
+        "{\"q\":1,\"r\":0,\"t\":1,\"d\":[[1,1,1,1,1,4,[]],[1,1,1,1,1,4,[]],[1,1,1,1,1,4,[]],[1,1,1,1,1,4,[]],"
+        "[1,1,1,1,1,4,[]],[1,1,1,1,1,4,[]],[1,1,1,1,1,4,[]],[1,1,1,1,1,4,[]],[1,1,1,1,1,4,[]]]}", /* 9 digests */
         too_long,
         many,
+        listed,
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        if (parse(bad[i]) != -1 || got.sums || got.looks)
+        if (parse(bad[i]) != -1 || got.sums || got.looks || got.cons || got.cons_looks)
             fail_msg("line %zu was taken: %.80s", i, bad[i]);
     }
 }
@@ -154,6 +238,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sums_round_trip),
         cmocka_unit_test(test_look_round_trip),
+        cmocka_unit_test(test_cons_round_trip),
         cmocka_unit_test(test_not_a_forward),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
