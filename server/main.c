@@ -33,8 +33,9 @@
 #include "server/api/twin_records.h"
 #include "server/api/twin_steps.h"
 #include "server/api/twins.h"
+#include "server/peers/forward.h"
+#include "server/peers/lease.h"
 #include "server/twins/compare.h"
-#include "server/twins/lease.h"
 #include "server/replay/replay_cmp.h"
 #include "server/twins/absorbed.h"
 #include "server/replay/narrow.h"
@@ -224,6 +225,8 @@ static const char *instance_name(const srv_config *c)
  * that registers too many fails here, before it starts PostgreSQL. */
 static void register_all(void)
 {
+    lease_register();
+    fwd_register();
     store_runs_register();
     store_write_register();
     store_held_register();
@@ -383,7 +386,8 @@ int main(int argc, char **argv)
     if (prepare_database(conninfo) < 0)
         goto out_pg;
     lease_configure(instance_name(c), c->lease_s);
-    if (retention_start(c->retain_days) < 0 || cmp_start() < 0 || cons_start() < 0) {
+    if (retention_start(c->retain_days) < 0 || lease_start() < 0 || fwd_start() < 0 || cmp_start() < 0 ||
+        cons_start() < 0) {
         log_error("cannot start background threads");
         goto out_threads;
     }
@@ -410,6 +414,8 @@ out_http:
 out_threads:
     cons_stop();
     cmp_stop();
+    fwd_stop();
+    lease_stop(); /* the leases given back: another instance compares their groups and runs at once */
     retention_stop();
 out_pg:
     pg_embed_watch_stop();

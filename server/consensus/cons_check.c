@@ -17,8 +17,8 @@
 #include "server/core/worker.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
-#include "server/twins/cmp_fwd.h"
-#include "server/twins/lease.h"
+#include "server/peers/forward.h"
+#include "server/peers/lease.h"
 
 #define SWEEP_S 10
 #define WINDOW_HELD_S 120 /* a window memory holds this long at most (cons_mem.h) */
@@ -33,8 +33,8 @@ void cons_on_divergence(void (*fn)(void))
     cons_tell_to(fn);
 }
 
-static void fwd_cons(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s);
-static void fwd_cons_look(int64_t run_key);
+static void forwarded_cons(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s);
+static void forwarded_cons_look(int64_t run_key);
 
 void cons_register(void)
 {
@@ -43,7 +43,7 @@ void cons_register(void)
     cons_judge_register();
     /* what another lockstepd (or this one before a restart) left: unfinished rows */
     db_register("cons_sweep", "SELECT run_key FROM consensus_divergences WHERE name = '' AND idx IS NULL LIMIT 256");
-    cmp_fwd_on_runs(fwd_cons, fwd_cons_look);
+    fwd_on_runs(forwarded_cons, forwarded_cons_look);
 }
 
 static void window_free(cons_window *w)
@@ -156,7 +156,7 @@ static void held(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_
     count_held();
 }
 
-/* mine - 1 when this instance judges run `run_key`'s consensus (server/twins/lease.h). */
+/* mine - 1 when this instance judges run `run_key`'s consensus (server/peers/lease.h). */
 static int mine(int64_t run_key)
 {
     char name[48];
@@ -168,7 +168,7 @@ void cons_digests_stored(int64_t run_key, uint32_t rank, const srv_cons_digest *
     if (mine(run_key))
         held(run_key, rank, d, n, commit_s);
     else
-        cmp_fwd_cons(run_key, rank, d, n, commit_s); /* the holder's memory judges the windows */
+        fwd_cons(run_key, rank, d, n, commit_s); /* the holder's memory judges the windows */
 }
 
 /* queue - the run into the consensus thread's queue. */
@@ -194,17 +194,17 @@ void cons_notify(int64_t run_key)
     if (mine(run_key))
         queue_run(run_key);
     else
-        cmp_fwd_cons_look(run_key);
+        fwd_cons_look(run_key);
 }
 
-/* fwd_cons, fwd_cons_look - what another instance forwarded, for the runs this one judges. */
-static void fwd_cons(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s)
+/* forwarded_cons, forwarded_cons_look - what another instance forwarded, for the runs this one judges. */
+static void forwarded_cons(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s)
 {
     if (mine(run_key))
         held(run_key, rank, d, n, commit_s);
 }
 
-static void fwd_cons_look(int64_t run_key)
+static void forwarded_cons_look(int64_t run_key)
 {
     if (mine(run_key))
         queue_run(run_key);

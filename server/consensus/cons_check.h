@@ -28,7 +28,7 @@ void cons_stop(void);
 /* cons_digests_stored - the consensus digests `d` (`n`) of a batch of run `run_key`'s rank `rank`, committed at
  * `commit_s` (epoch seconds): their windows are held in memory (cons_mem.h) and judged as soon as every member of
  * their group reported, with no read of the database, by the lockstepd that holds the run's consensus lease
- * (another one forwards them there: server/twins/cmp_fwd.h). Blocks on the database only to ask who holds the lease
+ * (another one forwards them there: server/peers/forward.h). Blocks on the database only to ask who holds the lease
  * (once per lease period and run at most). */
 void cons_digests_stored(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s);
 /* cons_notify - have the consensus thread of the lease's holder check run `run_key` now (cons_check_run): a batch

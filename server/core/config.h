@@ -27,7 +27,7 @@ typedef struct srv_config {
     int threads;             /* HTTP worker threads (one libpq connection each) */
     int db_workers;          /* threads that store record batches (one libpq connection each) */
     double db_group_wait_ms; /* when batches come in at once, how long one may wait for others to share its commit */
-    double lease_s;          /* how long a twin group's comparison lease lasts unrenewed (server/twins/lease.h) */
+    double lease_s;          /* how long a twin group's comparison lease lasts unrenewed (server/peers/lease.h) */
     int max_connections;
     int max_connections_per_ip; /* 0: no per-address limit (default SRV_PER_IP_DEFAULT) */
     int connection_timeout_s;   /* idleness */

@@ -62,7 +62,7 @@ void metrics_compare_memory(size_t run_ranks, unsigned long marked, unsigned lon
 
 /* metrics_leases - the twin groups whose comparison lease this instance holds now; metrics_lease_takeover - it took
  * over a lease another instance let expire; metrics_forwarded - forwards sent to lease holders, received from other
- * instances, and dropped (server/twins/cmp_fwd.c). */
+ * instances, and dropped (server/peers/forward.c). */
 void metrics_leases(size_t held);
 void metrics_lease_takeover(void);
 void metrics_forwarded(unsigned long sent, unsigned long received, unsigned long dropped);

@@ -1,6 +1,6 @@
 /* cmp_mem.c - the comparison's memory (cmp_mem.h): per twin group, rank and run, the step digests of the last
  * MEM_STEPS steps as the group's batches commit (this lockstepd's, and those other instances forward to the holder
- * of the group's lease: cmp_fwd.h); a flush compares the steps every run completed and marks those found equal in
+ * of the group's lease: forward.h); a flush compares the steps every run completed and marks those found equal in
  * one statement a group (lockstep_cmp_marks, sql/functions/compare.sql). The database stays the authority: a mark is
  * written only where it holds what memory counted, so a batch whose forward was lost, a run that joined, a late
  * batch or a restart sends the rank to the look (lockstep_cmp_ranks) instead. */

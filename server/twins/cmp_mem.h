@@ -21,7 +21,7 @@ void cmp_mem_register(void);
 int cmp_mem_absorb(const char *group, int64_t run_key, const srv_batch *b);
 
 /* cmp_mem_absorb_sums - the same from a batch's step sums (store_step_sums: `n` steps, `counted` records added to
- * the rank's progress), as another lockstepd forwarded them (cmp_fwd.h). */
+ * the rank's progress), as another lockstepd forwarded them (forward.h). */
 int cmp_mem_absorb_sums(const char *group, int64_t run_key, int rank, const store_step *steps, size_t n,
                         int64_t counted);
 

@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include "common/dtype.h"
-#include "server/twins/cmp_fwd.h"
+#include "server/peers/forward.h"
 #include "server/twins/cmp_int.h"
 #include "server/twins/cmp_mem.h"
-#include "server/twins/lease.h"
+#include "server/peers/lease.h"
 #include "server/core/clock.h"
 #include "server/core/limits.h"
 #include "server/core/log.h"
@@ -62,9 +62,9 @@ static pgroup **groups; /* under thread.lock: groups with ranks to compare or be
 static size_t n_groups, cap_groups;
 
 static found_item *found_head, *found_tail; /* under thread.lock */
-static void fwd_sums(const char *group, int64_t run_key, int rank, const store_step *st, size_t n, int64_t counted,
-                     int flags);
-static void fwd_look(const char *group, int rank);
+static void forwarded_sums(const char *group, int64_t run_key, int rank, const store_step *st, size_t n,
+                           int64_t counted, int flags);
+static void forwarded_look(const char *group, int rank);
 void cmp_on_divergence(cmp_divergence_fn fn)
 {
     cmp_step_on_divergence(fn);
@@ -74,9 +74,7 @@ void cmp_register(void)
 {
     cmp_step_register();
     cmp_mem_register();
-    lease_register();
-    cmp_fwd_register();
-    cmp_fwd_on_groups(fwd_sums, fwd_look);
+    fwd_on_groups(forwarded_sums, forwarded_look);
     /* The first look (lockstep_cmp_ranks, sql/functions/compare.sql): ranks without a differing step are marked (or
      * their step divergence dropped) in the statement's own transaction, under their locks; the others come back.
      * Its commit does not wait for the disk, as the comparison's own do not (step.c): a mark lost in a crash is
@@ -177,7 +175,7 @@ void cmp_notify(const char *group, int rank, double commit_s)
     if (lease_mine(group))
         notify(group, rank, commit_s, CMP_GAP_S);
     else
-        cmp_fwd_look(group, rank);
+        fwd_look(group, rank);
 }
 
 void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, double commit_s)
@@ -186,13 +184,13 @@ void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, double c
         return;               /* in no twin group: nothing compares it */
     if (!lease_mine(group)) { /* the holder's memory gets its sums, or its look the rank */
         if (b->held) {
-            cmp_fwd_look(group, (int)b->rank);
+            fwd_look(group, (int)b->rank);
             return;
         }
         store_step *st = NULL;
         int64_t counted = 0;
         size_t n = store_step_sums(b, &st, &counted);
-        cmp_fwd_sums(group, run_key, (int)b->rank, st, n, counted, b->n_digests ? FWD_DIGESTS : 0);
+        fwd_sums(group, run_key, (int)b->rank, st, n, counted, b->n_digests ? FWD_DIGESTS : 0);
         free(st);
         return;
     }
@@ -204,15 +202,15 @@ void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, double c
         notify(group, (int)b->rank, commit_s, CMP_GAP_S);
 }
 
-/* fwd_sums, fwd_look - what another instance forwarded (cmp_fwd.h), for the groups this one compares. */
-static void fwd_sums(const char *group, int64_t run_key, int rank, const store_step *st, size_t n, int64_t counted,
-                     int flags)
+/* forwarded_sums, forwarded_look - what another instance forwarded (forward.h), for the groups this one compares. */
+static void forwarded_sums(const char *group, int64_t run_key, int rank, const store_step *st, size_t n,
+                           int64_t counted, int flags)
 {
     if (lease_mine(group) && cmp_mem_absorb_sums(group, run_key, rank, st, n, counted))
         notify(group, rank, 0, flags & FWD_DIGESTS ? CMP_GAP_DIGESTS_S : CMP_GAP_S);
 }
 
-static void fwd_look(const char *group, int rank)
+static void forwarded_look(const char *group, int rank)
 {
     if (lease_mine(group))
         notify(group, rank, 0, CMP_GAP_S);
@@ -658,7 +656,7 @@ static void cmp_loop(worker *w)
 
 int cmp_start(void)
 {
-    if (lease_start() < 0 || cmp_fwd_start() < 0 || worker_start(&thread, CMP_THREADS) < 0)
+    if (worker_start(&thread, CMP_THREADS) < 0)
         return -1;
     return worker_start(&mem_thread, 1);
 }
@@ -683,6 +681,4 @@ void cmp_stop(void)
     free(groups);
     groups = NULL;
     n_groups = cap_groups = 0;
-    cmp_fwd_stop();
-    lease_stop(); /* the leases given back: another instance compares their groups at once */
 }

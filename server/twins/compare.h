@@ -30,7 +30,7 @@ void cmp_stop(void);
 
 /* cmp_notify - ask for group `group`, rank `rank` to be compared again because a batch committed at `commit_s`
  * (epoch seconds; 0 if unknown) changed it: queued here when this lockstepd holds the group's comparison lease,
- * else forwarded to the one that does (server/twins/lease.h). Blocks on the database only to ask who holds the
+ * else forwarded to the one that does (server/peers/lease.h). Blocks on the database only to ask who holds the
  * lease (once per lease period and group at most). */
 void cmp_notify(const char *group, int rank, double commit_s);
 
@@ -39,7 +39,7 @@ void cmp_notify(const char *group, int rank, double commit_s);
  * (server/twins/cmp_mem.h); what memory cannot compare is queued for the look, at most every 100 ms a group when
  * the batch carried step digests (digest streaming: a differing step waits a step for its records anyway), else
  * every 20 ms. When another lockstepd holds the group's lease, the batch's step sums are forwarded to it instead
- * (server/twins/cmp_fwd.h). Blocks on the database as cmp_notify does. */
+ * (server/peers/forward.h). Blocks on the database as cmp_notify does. */
 void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, double commit_s);
 
 /* cmp_check - compare group `group` on rank `rank` now: find the first step

@@ -1,5 +1,5 @@
 -- leases.sql - the twin groups' comparison leases (027_group_leases.sql): taken, renewed and given back by
--- server/twins/lease.c. Times are the database's, so instances whose clocks differ agree on who holds a lease.
+-- server/peers/lease.c. Times are the database's, so instances whose clocks differ agree on who holds a lease.
 
 -- lockstep_lease_take - instance `me` asks for group `g`'s lease for `ttl_s` seconds: it gets it when nobody holds
 -- it, when it holds it already (renewed), or when its holder let it expire. Returns the holder after the call, the

@@ -1,5 +1,5 @@
 -- 027_group_leases.sql - which lockstepd compares a twin group: a lease each group's owner renews, so that several
--- lockstepd on one database compare a group in one memory (server/twins/lease.c, docs/server.md "Several lockstepd
+-- lockstepd on one database compare a group in one memory (server/peers/lease.c, docs/server.md "Several lockstepd
 -- on one database"). Memory is never the authority (the marks it writes are checked against the database), so a
 -- lease decides who does the work, not what is true: two owners at once would only compare twice.
 

@@ -1,7 +1,7 @@
 /* test_marks.c - lockstepd integration: the comparison's memory (server/twins/cmp_mem.c) and its leases
- * (server/twins/lease.c). Twins posting side by side are marked from memory while they run, a divergence is found at
+ * (server/peers/lease.c). Twins posting side by side are marked from memory while they run, a divergence is found at
  * its step and rank, a late batch is compared again, and batches that another lockstepd stored reach the memory of
- * the instance holding the group's lease (forwarded, server/twins/cmp_fwd.c), or else the database's look: no false
+ * the instance holding the group's lease (forwarded, server/peers/forward.c), or else the database's look: no false
  * match, no missed divergence. The holder killed, another instance takes the lease over and finds what follows. */
 #include <setjmp.h>
 #include <stdarg.h>

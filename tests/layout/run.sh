@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # run.sh - layout tier: lockstepd's folders keep their layers and no module includes its way into a cycle.
 #
-# Layers, lowest first: server/core -> server/rules (pure rules) -> server/store, server/http -> server/twins (twin
-# comparison), server/consensus (a run against itself), server/alerts (the outbox) -> server/replay (replay experiments), server/effect (the effect check's
+# Layers, lowest first: server/core -> server/rules (pure rules) -> server/store, server/http -> server/peers (the
+# instances on one database: leases, forwards) -> server/twins (twin comparison), server/consensus (a run against
+# itself), server/alerts (the outbox) -> server/replay (replay experiments), server/effect (the effect check's
 # reads) -> server/fleet (suspects) ->
 # server/api -> server/main.c. A file may include headers of its own folder and of lower layers only (folders of
 # one rank sit side by side and include neither each other). common/ and include/ are below everything.
@@ -20,8 +21,8 @@ cd "$(dirname "$0")/../.."
 python3 - "$@" <<'PY'
 import os, re, sys
 
-RANK = {"core": 0, "rules": 1, "store": 2, "http": 2, "twins": 3, "consensus": 3, "alerts": 3, "replay": 4,
-        "effect": 4, "fleet": 5, "api": 6, "main": 7}
+RANK = {"core": 0, "rules": 1, "store": 2, "http": 2, "peers": 3, "twins": 4, "consensus": 4, "alerts": 4,
+        "replay": 5, "effect": 5, "fleet": 6, "api": 7, "main": 8}
 inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 passed = failed = 0
 

@@ -1,4 +1,4 @@
-/* test_fwd_line.c - forwards to a lease holder as JSON lines (server/twins/fwd_line.h): a twin group's sums and
+/* test_fwd_line.c - forwards to a lease holder as JSON lines (server/peers/fwd_line.h): a twin group's sums and
  * looks and a run's consensus digests and checks come back as they went (digests with the top bit set, the largest
  * steps, names that need escaping, 64 listed ranks), and a line that is not one of them (another instance's bug, or
  * anyone who can NOTIFY on the database) calls nothing. */
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "server/twins/fwd_line.h"
+#include "server/peers/fwd_line.h"
 
 /* What the handlers were given. */
 static struct {

@@ -1,5 +1,5 @@
 /* fwd_line.c - forwards to a lease holder as JSON lines (fwd_line.h). */
-#include "server/twins/fwd_line.h"
+#include "server/peers/fwd_line.h"
 
 #include <string.h>
 

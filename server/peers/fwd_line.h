@@ -1,11 +1,11 @@
-/* fwd_line.h - one forward to a lease holder (cmp_fwd.h) as a line of JSON, and back. For a twin group: a batch's
+/* fwd_line.h - one forward to a lease holder (forward.h) as a line of JSON, and back. For a twin group: a batch's
  * step sums {"g": group, "k": run key, "r": rank, "c": records counted, "f": flags, "s": [[step, n, digest, inputs,
  * inputs unknown], ...]} (digests as signed 64-bit integers), or a rank to look at {"g": group, "r": rank, "l": true}.
  * For a run's consensus: a batch's consensus digests {"q": run key, "r": rank, "t": commit time, "d": [[step, key,
  * window, records, fold, members, [listed ranks]], ...]}, or the run to check {"q": run key, "l": true}. Pure: no
  * database, for the unit test. */
-#ifndef SERVER_TWINS_FWD_LINE_H
-#define SERVER_TWINS_FWD_LINE_H
+#ifndef SERVER_PEERS_FWD_LINE_H
+#define SERVER_PEERS_FWD_LINE_H
 
 #include <jansson.h>
 #include <stddef.h>
@@ -21,11 +21,11 @@
  * records, so its look may wait a little longer). */
 enum { FWD_DIGESTS = 1 };
 
-/* cmp_fwd_sums_fn - forwarded sums of a batch (`n` steps, `counted` records added to the rank's progress). */
-typedef void (*cmp_fwd_sums_fn)(const char *group, int64_t run_key, int rank, const store_step *steps, size_t n,
-                                int64_t counted, int flags);
-/* cmp_fwd_look_fn - a forwarded rank to look at. */
-typedef void (*cmp_fwd_look_fn)(const char *group, int rank);
+/* fwd_sums_fn - forwarded sums of a batch (`n` steps, `counted` records added to the rank's progress). */
+typedef void (*fwd_sums_fn)(const char *group, int64_t run_key, int rank, const store_step *steps, size_t n,
+                            int64_t counted, int flags);
+/* fwd_look_fn - a forwarded rank to look at. */
+typedef void (*fwd_look_fn)(const char *group, int rank);
 
 /* fwd_cons_fn - forwarded consensus digests of a batch of run `run_key`'s rank `rank`, committed at `commit_s`.
  * fwd_cons_look_fn - a forwarded run to check. */
@@ -34,8 +34,8 @@ typedef void (*fwd_cons_look_fn)(int64_t run_key);
 
 /* What a listener does with the lines it gets: NULL handlers ignore theirs. */
 typedef struct fwd_handlers {
-    cmp_fwd_sums_fn sums;
-    cmp_fwd_look_fn look;
+    fwd_sums_fn sums;
+    fwd_look_fn look;
     fwd_cons_fn cons;
     fwd_cons_look_fn cons_look;
 } fwd_handlers;
@@ -57,4 +57,4 @@ json_t *fwd_line_cons_look(int64_t run_key);
  * FWD_CONS_PER_LINE consensus digests, a digest of no members or more listed ranks than REC_COMM_LIST_MAX. */
 int fwd_line_parse(const char *line, const fwd_handlers *h);
 
-#endif /* SERVER_TWINS_FWD_LINE_H */
+#endif /* SERVER_PEERS_FWD_LINE_H */

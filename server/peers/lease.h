@@ -1,13 +1,13 @@
 /* lease.h - which lockstepd compares a twin group: a lease in PostgreSQL (group_leases, sql/functions/leases.sql)
  * that one instance holds and renews, and another takes once it expires (its holder died or lost the database).
  * The holder keeps the group's step digests in its memory (cmp_mem.c), looks at its ranks and sweeps it; the other
- * instances store the group's batches and forward what memory needs to the holder (cmp_fwd.c). A lease decides who
+ * instances store the group's batches and forward what memory needs to the holder (forward.c). A lease decides who
  * does the work, never what is true: memory's marks are checked against the database, so two holders at once (a
  * lease taken while its holder still compared) would compare twice, not wrongly. A run's consensus has a lease of its
  * own (lease_run_name): its holder judges the run's windows in memory, the others forward its consensus digests.
  * docs/server.md, "Several lockstepd on one database". */
-#ifndef SERVER_TWINS_LEASE_H
-#define SERVER_TWINS_LEASE_H
+#ifndef SERVER_PEERS_LEASE_H
+#define SERVER_PEERS_LEASE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -39,4 +39,4 @@ int lease_takeovers_seen(void);
 int lease_start(void);
 void lease_stop(void);
 
-#endif /* SERVER_TWINS_LEASE_H */
+#endif /* SERVER_PEERS_LEASE_H */

@@ -1,6 +1,6 @@
 /* lease.c - the twin groups' comparison leases (lease.h): a table of the groups this instance was asked about, with
  * who holds each lease and until when as this instance last learnt it, and the thread that renews its own. */
-#include "server/twins/lease.h"
+#include "server/peers/lease.h"
 
 #include <jansson.h>
 #include <stdatomic.h>

@@ -1,8 +1,8 @@
-/* cmp_fwd.c - forwards to the holders of the twin groups' comparison leases (cmp_fwd.h): a queue of JSON lines,
- * sent by one thread as notifications of at most FWD_PAYLOAD bytes, and a listener on the channel. */
-#include "server/twins/cmp_fwd.h"
+/* forward.c - forwards to the holders of the comparison leases (forward.h): a queue of JSON lines, sent by one
+ * thread as notifications of at most FWD_PAYLOAD bytes, and a listener on the channel. */
+#include "server/peers/forward.h"
 
-#include "server/twins/fwd_line.h"
+#include "server/peers/fwd_line.h"
 
 #include <jansson.h>
 #include <poll.h>
@@ -31,7 +31,7 @@ static char *queue; /* under sender.lock: lines, each ending in '\n' */
 static size_t q_len, q_cap;
 static fwd_handlers handlers; /* set before the listener starts */
 
-void cmp_fwd_register(void)
+void fwd_register(void)
 {
     /* one transaction: the notifications are delivered at its commit, in order */
     db_register("fwd_send", "SELECT pg_notify('" FWD_CHANNEL "', x) FROM unnest(string_to_array($1, chr(30))) AS x");
@@ -71,8 +71,8 @@ static void enqueue(json_t *o)
     free(line);
 }
 
-void cmp_fwd_sums(const char *group, int64_t run_key, int rank, const store_step *steps, size_t n, int64_t counted,
-                  int flags)
+void fwd_sums(const char *group, int64_t run_key, int rank, const store_step *steps, size_t n, int64_t counted,
+              int flags)
 {
     size_t i = 0;
     do { /* FWD_STEPS_PER_LINE steps a line; the records counted go with the first */
@@ -83,29 +83,29 @@ void cmp_fwd_sums(const char *group, int64_t run_key, int rank, const store_step
     } while (i < n);
 }
 
-void cmp_fwd_look(const char *group, int rank)
+void fwd_look(const char *group, int rank)
 {
     enqueue(fwd_line_look(group, rank));
 }
 
-void cmp_fwd_cons(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s)
+void fwd_cons(int64_t run_key, uint32_t rank, const srv_cons_digest *d, size_t n, double commit_s)
 {
     for (size_t i = 0; i < n; i += FWD_CONS_PER_LINE)
         enqueue(fwd_line_cons(run_key, rank, d + i, n - i < FWD_CONS_PER_LINE ? n - i : FWD_CONS_PER_LINE, commit_s));
 }
 
-void cmp_fwd_cons_look(int64_t run_key)
+void fwd_cons_look(int64_t run_key)
 {
     enqueue(fwd_line_cons_look(run_key));
 }
 
-void cmp_fwd_on_groups(cmp_fwd_sums_fn sums, cmp_fwd_look_fn look)
+void fwd_on_groups(fwd_sums_fn sums, fwd_look_fn look)
 {
     handlers.sums = sums;
     handlers.look = look;
 }
 
-void cmp_fwd_on_runs(fwd_cons_fn cons, fwd_cons_look_fn look)
+void fwd_on_runs(fwd_cons_fn cons, fwd_cons_look_fn look)
 {
     handlers.cons = cons;
     handlers.cons_look = look;
@@ -231,14 +231,14 @@ static void listen_loop(worker *w)
     }
 }
 
-int cmp_fwd_start(void)
+int fwd_start(void)
 {
     if (worker_start(&sender, 1) < 0)
         return -1;
     return worker_start(&listener, 1);
 }
 
-void cmp_fwd_stop(void)
+void fwd_stop(void)
 {
     worker_stop(&listener);
     worker_stop(&sender);
