@@ -115,8 +115,8 @@ int lease_mine(const char *group)
     int got = ask(group, &left);
     worker_lock(&thread);
     e = find_locked(group);
-    if (got < 0) { /* the database cannot say: compare (twice at worst); ask again in a second */
-        e->mine = 0;
+    if (got < 0) { /* the database cannot say: compare (twice at worst) for a second, then ask again */
+        e->mine = 1;
         e->until = now + 1.0;
         worker_unlock(&thread);
         return 1;
