@@ -17,6 +17,7 @@
 
 #define LEASE_IDLE_S 120.0 /* a group nothing asked about for this long is given back (or forgotten) */
 #define LEASE_BUCKETS 4096
+#define RUN_PREFIX "consensus\t" /* a run's consensus lease: this, then the run key (lease_run_name) */
 
 /* One group: who compares it, as this instance last learnt. */
 typedef struct lentry {
@@ -49,7 +50,7 @@ void lease_configure(const char *instance, double ttl_s)
 
 const char *lease_run_name(int64_t run_key, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "consensus\t%lld", (long long)run_key);
+    snprintf(buf, cap, RUN_PREFIX "%lld", (long long)run_key);
     return buf;
 }
 
@@ -92,7 +93,9 @@ static int ask(const char *group, double *left)
         if (got && PQgetvalue(r, 0, 2)[0] == 't') {
             atomic_fetch_add(&takeovers, 1);
             metrics_lease_takeover();
-            log_info("twin group %s: took over its comparison lease (its holder let it expire)", group);
+            const char *run = !strncmp(group, RUN_PREFIX, strlen(RUN_PREFIX)) ? group + strlen(RUN_PREFIX) : NULL;
+            log_info("took over the comparison lease of %s %s (its holder let it expire)",
+                     run ? "the consensus of run key" : "twin group", run ? run : group);
         }
     }
     PQclear(r);
