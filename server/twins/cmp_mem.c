@@ -153,21 +153,7 @@ static void add_step(mrank *r, mrun *u, const store_step *s)
     sl->inputs_unknown |= s->inputs_unknown;
 }
 
-int cmp_mem_absorb(const char *group, int64_t run_key, const srv_batch *b)
-{
-    if (!group || !*group)
-        return 0; /* in no twin group: nothing compares it */
-    if (b->held)
-        return 1; /* records asked for: the look compares their step */
-    store_step *st = NULL;
-    int64_t counted = 0;
-    size_t n = store_step_sums(b, &st, &counted);
-    int look = cmp_mem_absorb_sums(group, run_key, (int)b->rank, st, n, counted);
-    free(st);
-    return look;
-}
-
-int cmp_mem_absorb_sums(const char *group, int64_t run_key, int rank, const store_step *st, size_t n, int64_t counted)
+int cmp_mem_absorb(const char *group, int64_t run_key, int rank, const store_step *st, size_t n, int64_t counted)
 {
     if (!group || !*group || rank < 0)
         return 0;

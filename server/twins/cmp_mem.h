@@ -14,16 +14,12 @@
 /* cmp_mem_register - register this module's prepared statement. */
 void cmp_mem_register(void);
 
-/* cmp_mem_absorb - batch `b` of the run `run_key` of twin group `group` committed: add what it adds to its step
- * digests. Returns 1 when the look must see the rank now (memory cannot compare it: a held records batch, state
- * blocks, fewer than two runs of the group on the rank in memory, too many runs, memory full), else 0: the next
- * cmp_mem_flush marks it or hands it to the look. */
-int cmp_mem_absorb(const char *group, int64_t run_key, const srv_batch *b);
-
-/* cmp_mem_absorb_sums - the same from a batch's step sums (store_step_sums: `n` steps, `counted` records added to
- * the rank's progress), as another lockstepd forwarded them (forward.h). */
-int cmp_mem_absorb_sums(const char *group, int64_t run_key, int rank, const store_step *steps, size_t n,
-                        int64_t counted);
+/* cmp_mem_absorb - a batch of the run `run_key` of twin group `group`, rank `rank`, committed (stored here, or by
+ * another lockstepd that forwarded it: forward.h): add its step sums (store_step_sums: `n` steps, `counted` records
+ * added to the rank's progress) to the rank's step digests. Returns 1 when the look must see the rank now (memory
+ * cannot compare it: state blocks, fewer than two runs of the group on the rank in memory, too many runs, memory
+ * full), else 0: the next cmp_mem_flush marks it or hands it to the look. */
+int cmp_mem_absorb(const char *group, int64_t run_key, int rank, const store_step *steps, size_t n, int64_t counted);
 
 /* cmp_mem_look_fn - told a rank the look must compare (memory found a differing step, could not vouch for the
  * database's state, or holds too little). */

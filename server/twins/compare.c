@@ -181,32 +181,33 @@ void cmp_notify(const char *group, int rank, double commit_s)
 void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, double commit_s)
 {
     if (!group || !*group)
-        return;               /* in no twin group: nothing compares it */
-    if (!lease_mine(group)) { /* the holder's memory gets its sums, or its look the rank */
-        if (b->held) {
+        return; /* in no twin group: nothing compares it */
+    int mine = lease_mine(group);
+    if (b->held) { /* records asked for: the look compares their step */
+        if (mine)
+            notify(group, (int)b->rank, commit_s, CMP_GAP_S);
+        else
             fwd_look(group, (int)b->rank);
-            return;
-        }
-        store_step *st = NULL;
-        int64_t counted = 0;
-        size_t n = store_step_sums(b, &st, &counted);
-        fwd_sums(group, run_key, (int)b->rank, st, n, counted, b->n_digests ? FWD_DIGESTS : 0);
-        free(st);
         return;
     }
-    if (!cmp_mem_absorb(group, run_key, b))
-        return;                   /* memory compares it: the next flush marks it or hands it to the look */
-    if (b->n_digests && !b->held) /* streaming digests: a differing step waits for its records */
-        notify(group, (int)b->rank, commit_s, CMP_GAP_DIGESTS_S);
-    else
-        notify(group, (int)b->rank, commit_s, CMP_GAP_S);
+    store_step *st = NULL;
+    int64_t counted = 0;
+    size_t n = store_step_sums(b, &st, &counted);
+    /* the holder's memory gets the sums; here, memory compares them (its next flush marks the rank or hands it to
+     * the look) unless it cannot, and then the look comes at once: at most every 100 ms a group streaming digests (a
+     * differing step waits for its records anyway) */
+    if (!mine)
+        fwd_sums(group, run_key, (int)b->rank, st, n, counted, b->n_digests ? FWD_DIGESTS : 0);
+    else if (cmp_mem_absorb(group, run_key, (int)b->rank, st, n, counted))
+        notify(group, (int)b->rank, commit_s, b->n_digests ? CMP_GAP_DIGESTS_S : CMP_GAP_S);
+    free(st);
 }
 
 /* forwarded_sums, forwarded_look - what another instance forwarded (forward.h), for the groups this one compares. */
 static void forwarded_sums(const char *group, int64_t run_key, int rank, const store_step *st, size_t n,
                            int64_t counted, int flags)
 {
-    if (lease_mine(group) && cmp_mem_absorb_sums(group, run_key, rank, st, n, counted))
+    if (lease_mine(group) && cmp_mem_absorb(group, run_key, rank, st, n, counted))
         notify(group, rank, 0, flags & FWD_DIGESTS ? CMP_GAP_DIGESTS_S : CMP_GAP_S);
 }
 
