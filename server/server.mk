@@ -70,7 +70,7 @@ BENCHES += $(BENCH_INGEST)
 
 # bench/fleet: one lockstepd under the streams of 10,000 simulated ranks (digest streaming) for two minutes.
 BENCH_FLEET := $(B)/bench/fleet/fleet
-$(BENCH_FLEET): $(B)/bench/fleet/fleet.o $(B)/bench/fleet/consensus.o $(HARNESS_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
+$(BENCH_FLEET): $(B)/bench/fleet/fleet.o $(B)/bench/fleet/consensus.o $(B)/bench/fleet/post.o $(HARNESS_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(HARNESS_LIBS) $(call pc_libs,libpq) -lm
 ALL_TARGETS += $(BENCH_FLEET)
 BENCHES += $(BENCH_FLEET)
@@ -83,6 +83,8 @@ $(B)/tests/integration/%.o: EXTRA_CFLAGS_tests += $(call pc_cflags,libpq)
 $(B)/tests/integration/test_%: $(B)/tests/integration/test_%.o $(IT_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,cmocka libpq) $(HARNESS_LIBS) $(TOKEN_LIBS) -lm
 ALL_TARGETS += $(IT_BINS)
+# bench/fleet's poster, tested against a real lockstepd
+$(B)/tests/integration/test_fleet_post: $(B)/bench/fleet/post.o
 TEST_TIERS += tests/integration/run.sh
 # The SQL tier: SQL that restates a C rule, held to that rule's case table (tests/data/), and the checks of the sql/
 # split (sql/README.md). Each binary starts its own PostgreSQL and applies lockstepd's schema with db_migrate.

@@ -38,6 +38,7 @@
 #include "common/recmatch.h"
 #include "common/wire.h"
 #include "bench/fleet/consensus.h"
+#include "bench/fleet/post.h"
 #include "tests/integration/harness.h"
 
 #define HELD_SEQ_BASE (1ULL << 62) /* agent/hold.h: a held block's batch_seq */
@@ -72,6 +73,7 @@ typedef struct sim {
     char bases[4][128];  /* every instance */
     char (*run_ids)[40]; /* group * 2 + run */
     fleet_cons cons;
+    char (*names)[64]; /* record i's name, the same in every step and rank */
     char groups[64][64];
     int ranks_per_run;
     srank *r;
@@ -96,12 +98,24 @@ static int64_t diverge_step(const opts *o, int g)
     return 5 + (span > 0 && o->diverge > 1 ? span * g / (o->diverge - 1) : 0);
 }
 
-/* make_record - record i of a rank's step, its name into `name` (64 bytes) and, with consensus digests, its
- * consensus place into `ext` (REC_EXT_ENCODED_MAX bytes). */
-static void make_record(const sim *s, const srank *sr, int64_t step, int i, rec_record *r, char *name,
-                        unsigned char *ext)
+/* name_records - the records' names, made once. */
+static void name_records(sim *s)
 {
     static const char *const metric_names[] = {"loss", "grad_norm", "lr", "loss_scale", "tokens", "aux_loss"};
+    s->names = calloc((size_t)s->o.per_step, sizeof(*s->names));
+    if (!s->names)
+        abort();
+    for (int i = 0; i < s->o.per_step; i++)
+        if (i < s->o.metrics)
+            snprintf(s->names[i], sizeof(s->names[i]), "%s", metric_names[i % 6]);
+        else
+            snprintf(s->names[i], sizeof(s->names[i]), "layers.%d.grad.allreduce", i - s->o.metrics);
+}
+
+/* make_record - record i of a rank's step and, with consensus digests, its consensus place into `ext`
+ * (REC_EXT_ENCODED_MAX bytes). */
+static void make_record(const sim *s, const srank *sr, int64_t step, int i, rec_record *r, unsigned char *ext)
+{
     memset(r, 0, sizeof(*r));
     r->seq = (uint64_t)step * (uint64_t)s->o.per_step + (uint64_t)i;
     r->step = step;
@@ -110,7 +124,6 @@ static void make_record(const sim *s, const srank *sr, int64_t step, int i, rec_
     uint64_t key[4] = {(uint64_t)sr->group, s->o.consensus ? 0 : (uint64_t)sr->rank, (uint64_t)step, (uint64_t)i};
     if (i < s->o.metrics) {
         double v = 1.0 / (double)(step + 1 + i) + (double)sr->rank * 1e-9;
-        snprintf(name, 64, "%s", metric_names[i % 6]);
         r->level = LS_LEVEL_METRIC;
         r->dtype = LS_F64;
         r->nbytes = 8;
@@ -118,7 +131,6 @@ static void make_record(const sim *s, const srank *sr, int64_t step, int i, rec_
         r->flags = REC_HAS_VALUE;
         r->fp = fp_lsfp1(&v, 8);
     } else {
-        snprintf(name, 64, "layers.%d.grad.allreduce", i - s->o.metrics);
         r->level = LS_LEVEL_COLLECTIVE;
         r->dtype = LS_BF16;
         r->ndim = 2;
@@ -131,26 +143,26 @@ static void make_record(const sim *s, const srank *sr, int64_t step, int i, rec_
         if (s->o.consensus)
             fleet_cons_place(&s->cons, (uint32_t)sr->rank, i - s->o.metrics, r, ext);
     }
-    r->name = name;
-    r->name_len = (uint16_t)strlen(name);
+    r->name = s->names[i];
+    r->name_len = (uint16_t)strlen(s->names[i]);
 }
 
-/* post - one batch; the steps a digest-mode reply asks for in `ask`. Returns the HTTP status. */
-static long post(sim *s, const srank *sr, h_batch *b, long long *ask, int *n_ask, int on_demand)
+/* post - one batch, on the thread's connection to the rank's instance; the steps a digest-mode reply asks for in
+ * `ask`. Returns the HTTP status. */
+static long post(sim *s, fleet_conn *conns, const srank *sr, h_batch *b, long long *ask, int *n_ask, int on_demand)
 {
-    char url[300], *resp = NULL;
-    snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", s->bases[(sr->rank + sr->run) % s->o.instances],
-             s->run_ids[sr->group * 2 + sr->run]);
-    long code = h_http("POST", url, "application/x-lockstep", b->buf, b->len, NULL, &resp);
+    char path[128];
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/records", s->run_ids[sr->group * 2 + sr->run]);
+    fleet_conn *c = &conns[(sr->rank + sr->run) % s->o.instances];
+    long code = fleet_post(c, path, "application/x-lockstep", b->buf, b->len);
     if (code == 200) {
         atomic_fetch_add(&s->posts, 1);
         atomic_fetch_add(on_demand ? &s->bytes_on_demand : &s->bytes, b->len);
         if (ask)
-            *n_ask = resp ? wire_obj_int_array(resp, "send_steps", ask, MAX_ASK) : -1;
+            *n_ask = wire_obj_int_array(c->reply, "send_steps", ask, MAX_ASK);
     } else if (atomic_fetch_add(&s->fails, 1) == 0) {
-        fprintf(stderr, "bench/fleet: a post failed (HTTP %ld): %s\n", code, resp ? resp : "");
+        fprintf(stderr, "bench/fleet: a post failed (HTTP %ld): %s\n", code, c->reply);
     }
-    free(resp);
     return code;
 }
 
@@ -177,19 +189,18 @@ static void batch_header(h_batch *b, const srank *sr, uint64_t bseq, uint32_t fl
 }
 
 /* send_held - a reply asked for step `step`: the records this rank held back, made again. */
-static void send_held(sim *s, const srank *sr, int64_t step, h_batch *b)
+static void send_held(sim *s, fleet_conn *conns, const srank *sr, int64_t step, h_batch *b)
 {
     batch_header(b, sr, HELD_SEQ_BASE + (uint64_t)step * (uint64_t)s->o.per_step + (uint64_t)s->o.metrics,
                  REC_HDR_HELD);
     for (int i = s->o.metrics; i < s->o.per_step; i++) {
         rec_record r;
-        char name[64];
         unsigned char ext[REC_EXT_ENCODED_MAX];
-        make_record(s, sr, step, i, &r, name, ext);
+        make_record(s, sr, step, i, &r, ext);
         h_batch_add(b, &r);
     }
     atomic_fetch_add(&s->on_demand_posts, 1);
-    post(s, sr, b, NULL, NULL, 1);
+    post(s, conns, sr, b, NULL, NULL, 1);
 }
 
 static void sleep_until(double t)
@@ -232,9 +243,16 @@ static void *worker_main(void *arg)
     qsort_r(mine, (size_t)n, sizeof(int), by_phase, s);
     h_batch b = {0}, hb = {0};
     rec_record *rs = calloc((size_t)o->per_step, sizeof(*rs));
-    char(*names)[64] = calloc((size_t)o->per_step, sizeof(*names));
     unsigned char(*exts)[REC_EXT_ENCODED_MAX] = calloc((size_t)o->per_step, sizeof(*exts));
-    if (!mine || !rs || !names || !exts)
+    if (!mine || !rs || !exts)
+        abort();
+    fleet_conn *conns = calloc((size_t)o->instances, sizeof(*conns));
+    for (int i = 0; conns && i < o->instances; i++)
+        if (fleet_conn_init(&conns[i], s->bases[i]) < 0) {
+            fprintf(stderr, "bench/fleet: %s is not a plain http address of 127.0.0.1\n", s->bases[i]);
+            abort();
+        }
+    if (!conns)
         abort();
     for (int64_t step = 0;; step++) {
         for (int k = 0; k < n; k++) {
@@ -253,7 +271,7 @@ static void *worker_main(void *arg)
                 uint64_t digest = 0;
                 int held = 0;
                 for (int i = 0; i < o->per_step; i++) {
-                    make_record(s, sr, bs, i, &rs[i], names[i], exts[i]);
+                    make_record(s, sr, bs, i, &rs[i], exts[i]);
                     if (o->digests && i >= o->metrics) { /* held back: only its digest term goes */
                         digest ^= rec_digest_term(&rs[i]);
                         held++;
@@ -283,7 +301,7 @@ static void *worker_main(void *arg)
             atomic_fetch_add(&s->records_made, (uint64_t)o->per_step * (uint64_t)(step + 1 - first));
             long long ask[MAX_ASK];
             int n_ask = 0;
-            long code = post(s, sr, &b, ask, &n_ask, 0);
+            long code = post(s, conns, sr, &b, ask, &n_ask, 0);
             double end = h_now();
             keep(w, start - due, end - start);
             if (code != 200)
@@ -293,7 +311,7 @@ static void *worker_main(void *arg)
                 s->div_ready[sr->group][sr->run] = end; /* the batch that made the diverging step comparable */
             for (int a = 0; a < n_ask; a++) {
                 atomic_fetch_add(&s->asked, 1);
-                send_held(s, sr, ask[a], &hb);
+                send_held(s, conns, sr, ask[a], &hb);
             }
         }
     }
@@ -301,7 +319,9 @@ out:
     h_batch_free(&b);
     h_batch_free(&hb);
     free(rs);
-    free(names);
+    for (int i = 0; i < o->instances; i++)
+        fleet_conn_close(&conns[i]);
+    free(conns);
     free(exts);
     free(mine);
     return NULL;
@@ -407,8 +427,10 @@ int main(int argc, char **argv)
                 .digests = 1,
                 .batch_steps = 1,
                 .instances = 1};
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const char *k = argv[i], *v = argv[i + 1];
+    for (int i = 1; i < argc; i += 2) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v)
+            k = "--help"; /* every option takes a value */
         if (!strcmp(k, "--ranks"))
             o->ranks = atoi(v);
         else if (!strcmp(k, "--groups"))
@@ -480,6 +502,7 @@ int main(int argc, char **argv)
         return 2;
     }
     fleet_cons_init(&s.cons, o->consensus, (uint32_t)s.ranks_per_run);
+    name_records(&s);
     if (o->threads > o->ranks)
         o->threads = o->ranks;
     signal(SIGPIPE, SIG_IGN);

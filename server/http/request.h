@@ -32,6 +32,7 @@ typedef struct http_req {
     int replied_early;         /* a reply was queued before the body was read */
     char *body;
     size_t len, cap;
+    size_t declared; /* the Content-Length the client sent (0: none): the body's first buffer */
     int too_large;
     int busy;          /* the server-wide body budget was exhausted */
     int route_metric;  /* metrics route (enum metric_route) */

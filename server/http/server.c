@@ -117,7 +117,8 @@ static int begin(http_req *req)
     if (check_head(req) < 0 || route_begin(req) < 0)
         return -1;
     const char *cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > req->body_max) {
+    unsigned long long declared = cl ? strtoull(cl, NULL, 10) : 0;
+    if (declared > req->body_max) {
         char detail[160];
         snprintf(detail, sizeof(detail), "this endpoint takes bodies of at most %zu bytes; this one is %.30s",
                  req->body_max, cl);
@@ -127,6 +128,7 @@ static int begin(http_req *req)
                              : "see the limits in docs/server.md");
         return -1;
     }
+    req->declared = (size_t)declared;
     return 0;
 }
 
@@ -181,7 +183,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return MHD_YES;
         }
         if (req->len + n + 1 > req->cap) {
-            size_t cap = req->cap ? req->cap : 65536;
+            /* a body's first buffer holds what it declared: a digest batch is a few hundred bytes, and a 64 KiB
+             * buffer freed for each made glibc's free consolidate its bins every request */
+            size_t cap = req->cap ? req->cap : req->declared && req->declared < 65536 ? req->declared + 1 : 65536;
             while (cap < req->len + n + 1)
                 cap *= 2;
             char *b = xrealloc(req->body, cap);
