@@ -57,12 +57,10 @@ int it_register(const h_srv *s, const char *job, const char *group, int ranks, l
     return rc;
 }
 
-long it_post_steps(const h_srv *s, const char *run_id, int rank, uint64_t batch_seq, int64_t first, int count,
-                   int per_step, int64_t flip_step, int flip, int64_t drop_step, int drop, uint64_t *seq,
-                   const char *token)
+void it_batch_steps(h_batch *bp, const char *run_id, int rank, uint64_t batch_seq, int64_t first, int count,
+                    int per_step, int64_t flip_step, int flip, int64_t drop_step, int drop, uint64_t *seq)
 {
-    h_batch b = {0};
-    h_batch_begin(&b, run_id, (uint32_t)rank, batch_seq);
+    h_batch_begin(bp, run_id, (uint32_t)rank, batch_seq);
     for (int64_t step = first; step < first + count; step++) {
         for (int i = 0; i < per_step; i++) {
             if (step == drop_step && i == drop)
@@ -98,9 +96,17 @@ long it_post_steps(const h_srv *s, const char *run_id, int rank, uint64_t batch_
             }
             r.name = name;
             r.name_len = (uint16_t)strlen(name);
-            h_batch_add(&b, &r);
+            h_batch_add(bp, &r);
         }
     }
+}
+
+long it_post_steps(const h_srv *s, const char *run_id, int rank, uint64_t batch_seq, int64_t first, int count,
+                   int per_step, int64_t flip_step, int flip, int64_t drop_step, int drop, uint64_t *seq,
+                   const char *token)
+{
+    h_batch b = {0};
+    it_batch_steps(&b, run_id, rank, batch_seq, first, count, per_step, flip_step, flip, drop_step, drop, seq);
     char url[512];
     snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", s->base, run_id);
     long code = h_http("POST", url, "application/x-lockstep", b.buf, b.len, token, NULL);

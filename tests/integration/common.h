@@ -36,10 +36,14 @@ typedef struct it_step {
     int drop_at; /* index left out, -1 for none */
 } it_step;
 
-/* it_post_steps - post steps [first, first+count) of `rank` as one binary
- * batch (batch_seq), `per_step` records each (loss scalar + tensors), the
- * record at index `flip` of step `flip_step` with a flipped fp, `*seq` the
- * next seq (advanced). Returns the HTTP status. */
+/* it_batch_steps - steps [first, first+count) of `rank` as one binary batch
+ * (batch_seq) in `b`, `per_step` records each (loss scalar + tensors), the
+ * record at index `flip` of step `flip_step` with a flipped fp and the one at
+ * `drop` of `drop_step` left out, `*seq` the next seq (advanced). */
+void it_batch_steps(h_batch *b, const char *run_id, int rank, uint64_t batch_seq, int64_t first, int count,
+                    int per_step, int64_t flip_step, int flip, int64_t drop_step, int drop, uint64_t *seq);
+
+/* it_post_steps - post it_batch_steps' batch. Returns the HTTP status. */
 long it_post_steps(const h_srv *s, const char *run_id, int rank, uint64_t batch_seq, int64_t first, int count,
                    int per_step, int64_t flip_step, int flip, int64_t drop_step, int drop, uint64_t *seq,
                    const char *token);

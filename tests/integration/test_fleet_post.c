@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "bench/fleet/post.h"
-#include "common/lsfp1.h"
 #include "common/wire.h"
 #include "tests/integration/common.h"
 
@@ -47,26 +46,11 @@ static int teardown(void **state)
     return it_stop(&srv, &pg, dir);
 }
 
-/* batch - batch `bseq` of rank 0: 3 metric records of step `step`. */
+/* batch - batch `bseq` of rank 0: 3 records of step `step` (it_batch_steps). */
 static void batch(h_batch *b, uint64_t bseq, int64_t step)
 {
-    h_batch_begin(b, NULL, 0, bseq);
-    for (int i = 0; i < 3; i++) {
-        rec_record r;
-        memset(&r, 0, sizeof(r));
-        double v = 1.0 / (double)(step + 1 + i);
-        r.seq = (uint64_t)step * 3 + (uint64_t)i;
-        r.step = step;
-        r.level = LS_LEVEL_METRIC;
-        r.dtype = LS_F64;
-        r.nbytes = 8;
-        memcpy(&r.value, &v, 8);
-        r.flags = REC_HAS_VALUE;
-        r.fp = fp_lsfp1(&v, 8);
-        r.name = "loss";
-        r.name_len = 4;
-        h_batch_add(b, &r);
-    }
+    uint64_t seq = (uint64_t)step * 3;
+    it_batch_steps(b, NULL, 0, bseq, step, 1, 3, -1, 0, -1, 0, &seq);
 }
 
 static long stored_batches(void)
