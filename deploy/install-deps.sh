@@ -7,7 +7,7 @@ set -euo pipefail
 
 # Build and unit-test tier.
 PKGS_BUILD=(
-  build-essential pkg-config python3
+  build-essential pkg-config python3 gdb  # gdb: the Slurm tier prints the stacks of a task that dumped core
   python3-torch python3-numpy python3-pip python3-setuptools python3-wheel  # the Python binding tier (agent/python)
   libcmocka-dev libxxhash-dev
   libmicrohttpd-dev libjansson-dev libpq-dev libcurl4-openssl-dev libssl-dev curl
