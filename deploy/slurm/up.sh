@@ -261,6 +261,12 @@ ${epilog:+EpilogSlurmctld=$epilog
 }NodeName=n[1-$nodes] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port_lo-$node_port_hi] CPUs=$cpus State=UNKNOWN
 PartitionName=debug Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP
 EOF
+# mpi.conf, beside slurm.conf: every PMIx fence by the ring algorithm. By default Slurm's pmix plugin runs a fence that
+# carries no data (Open MPI's barrier at the end of MPI_Init) by its tree algorithm, and on these nodes of one host a
+# rank could then leave MPI_Init while a rank of another node still waited in the fence before: that rank got the
+# first message before it could take it and died of SIGSEGV at a null PC inside MPI_Init (plain Open MPI 4.1.4, no
+# Lockstep; CONTRIBUTING.md, "MPI under the local Slurm").
+printf 'PMIxCollFence=ring\n' >"$run/mpi.conf"
 export SLURM_CONF="$run/slurm.conf"
 if [ "$accounting" = 1 ]; then # the cluster must exist in the accounting database before slurmctld registers
   timeout 30 sacctmgr -i add cluster lockstep >"$run/log/sacctmgr.log" 2>&1 ||
