@@ -393,6 +393,33 @@ static double wal_bytes(PGconn *c)
     return v;
 }
 
+/* handed_by - add lockstepd's `lockstepd_compare_memory_handed_total{reason="..."}` samples at `base` to `by` (a JSON
+ * object: reason -> count), whatever reasons it names; returns their sum. */
+static double handed_by(const char *base, json_t *by)
+{
+    static const char prefix[] = "lockstepd_compare_memory_handed_total{reason=\"";
+    char url[256], *text = NULL;
+    double sum = 0;
+    snprintf(url, sizeof(url), "%s/metrics", base);
+    if (h_http("GET", url, NULL, NULL, 0, NULL, &text) == 200)
+        for (char *line = text; line && *line;) {
+            char *nl = strchr(line, '\n'), *end;
+            if (nl)
+                *nl = 0;
+            if (!strncmp(line, prefix, sizeof(prefix) - 1) && (end = strstr(line, "\"} "))) {
+                *end = 0;
+                const char *reason = line + sizeof(prefix) - 1;
+                double v = strtod(end + 3, NULL);
+                json_int_t had = json_integer_value(json_object_get(by, reason));
+                json_object_set_new(by, reason, json_integer(had + (json_int_t)v));
+                sum += v;
+            }
+            line = nl ? nl + 1 : NULL;
+        }
+    free(text);
+    return sum;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -711,13 +738,16 @@ int main(int argc, char **argv)
      * batches one commit of the database workers carried on average, and the step sums forwarded to the holders of
      * the groups' leases */
     double mem_marked = 0, mem_handed = 0, groups = 0, grouped = 0, forwarded = 0;
+    json_t *by = json_object(); /* the ranks handed to the look, by why */
     for (int i = 0; i < o->instances; i++) {
         mem_marked += h_metric(s.bases[i], "lockstepd_compare_memory_marked_total", NULL);
-        mem_handed += h_metric(s.bases[i], "lockstepd_compare_memory_handed_total", NULL);
+        mem_handed += handed_by(s.bases[i], by);
         groups += h_metric(s.bases[i], "lockstepd_db_groups_total", NULL);
         grouped += h_metric(s.bases[i], "lockstepd_db_group_requests_total", NULL);
         forwarded += h_metric(s.bases[i], "lockstepd_compare_forwarded_total", NULL);
     }
+    char *by_text = json_dumps(by, JSON_SORT_KEYS);
+    json_decref(by);
     PQfinish(adm);
     for (int i = o->instances - 1; i >= 0; i--) { /* the embedded cluster's own lockstepd last */
         h_srv_kill(&srv[i], SIGTERM);
@@ -746,8 +776,8 @@ int main(int argc, char **argv)
         "\"lockstepd_cpu_s\": %.1f, \"postgres_cpu_s\": %.1f, \"server_cpu_us_per_batch\": %.0f, \"sim_cpu_s\": %.1f, "
         "\"wal_bytes_per_s\": %.0f, \"consensus_comms\": %d, \"consensus_digests_per_rank_step\": %.2f, "
         "\"solo\": %s, \"consensus_windows_checked\": %lld, \"consensus_disagreements\": %d, "
-        "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"batches_per_commit\": %.2f, \"instances\": %d, "
-        "\"forwarded\": %.0f, \"load_avg_1m\": %.2f}\n",
+        "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"memory_handed_by\": %s, \"batches_per_commit\": %.2f, "
+        "\"instances\": %d, \"forwarded\": %.0f, \"load_avg_1m\": %.2f}\n",
         o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
         o->batch_steps, o->stagger ? "true" : "false", o->threads, offered, rate, (double)made / elapsed,
         keeps_up ? "true" : "false", pct(lag, n, 0.5) * 1e3, lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3,
@@ -758,8 +788,9 @@ int main(int argc, char **argv)
         (uint64_t)atomic_load(&s.bytes_on_demand), srv_cpu, pg_cpu,
         posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0, sim_cpu, wal / elapsed, o->consensus,
         steps_posted ? (double)atomic_load(&s.cons_digests) / (double)steps_posted / o->batch_steps : 0,
-        o->solo ? "true" : "false", cons_checked, cons_disagree, mem_marked, mem_handed,
+        o->solo ? "true" : "false", cons_checked, cons_disagree, mem_marked, mem_handed, by_text ? by_text : "{}",
         groups > 0 ? grouped / groups : -1, o->instances, forwarded, load[0]);
+    free(by_text);
     free(lag);
     free(lat);
     free(ws);

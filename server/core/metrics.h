@@ -56,9 +56,22 @@ void metrics_held_refused(int where);
  * (server/consensus/cons_mem.h): windows and member digests held, and digests a full table did not take. */
 void metrics_consensus_held(size_t windows, size_t digests, uint64_t unheld);
 
-/* metrics_compare_memory - the comparison's memory (server/twins/cmp_mem.h): the run-ranks it holds, and how many
- * ranks a flush marked and handed to the look (added to the totals). */
-void metrics_compare_memory(size_t run_ranks, unsigned long marked, unsigned long handed);
+/* Why the comparison's memory handed a rank to the database's look (the label `reason` of
+ * lockstepd_compare_memory_handed_total). */
+enum metric_handed {
+    MHAND_ONE_RUN,   /* "one_run": one run of the rank so far, nothing to compare it with */
+    MHAND_LOOK_ONLY, /* "look_only": state blocks, more runs than memory compares, or memory full */
+    MHAND_NO_STEP,   /* "no_step": a run with no step here yet */
+    MHAND_APART,     /* "apart": no step every run completed is in memory (a run just began, or they are apart) */
+    MHAND_UNEVEN,    /* "uneven": a step some runs hold and others do not */
+    MHAND_DIFFER,    /* "differ": a step whose count, digest or inputs differ: the look says how */
+    MHAND_REFUSED,   /* "refused": the database did not take the mark (lockstep_cmp_marks says when) */
+    MHAND_COUNT
+};
+
+/* metrics_compare_memory - the comparison's memory (server/twins/cmp_mem.h): the run-ranks it holds, how many ranks a
+ * flush marked, and how many it handed to the look, by why (added to the totals). */
+void metrics_compare_memory(size_t run_ranks, unsigned long marked, const unsigned long handed[MHAND_COUNT]);
 
 /* metrics_leases - the twin groups whose comparison lease this instance holds now; metrics_lease_takeover - it took
  * over a lease another instance let expire; metrics_forwarded - forwards sent to lease holders, received from other

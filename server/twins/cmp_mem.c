@@ -184,8 +184,9 @@ int cmp_mem_absorb(const char *group, int64_t run_key, int rank, const store_ste
 }
 
 /* steps_equal - 1 when every run holds step `s` with the same count and digest (and the same inputs digest where
- * all are known), or none holds it; 0 when they differ, or a run may hold it and memory does not know. */
-static int steps_equal(const mrank *r, int64_t s)
+ * all are known), or none holds it; 0 when they differ (*why MHAND_DIFFER), or a run may hold it and memory does not
+ * know (MHAND_UNEVEN). */
+static int steps_equal(const mrank *r, int64_t s, int *why)
 {
     const store_step *first = NULL;
     int held = 0;
@@ -197,21 +198,26 @@ static int steps_equal(const mrank *r, int64_t s)
         if (!first)
             first = sl;
         else if (sl->n != first->n || sl->digest != first->digest ||
-                 (!sl->inputs_unknown && !first->inputs_unknown && sl->inputs != first->inputs))
+                 (!sl->inputs_unknown && !first->inputs_unknown && sl->inputs != first->inputs)) {
+            *why = MHAND_DIFFER;
             return 0; /* an absorbed difference (inputs) is the look's to note */
+        }
     }
+    *why = MHAND_UNEVEN;
     return held == 0 || held == r->nruns;
 }
 
 /* verdict - what the flush does with a rank: 1 mark steps *from..*hi (every run completed them and they are equal
- * here), 0 nothing new, -1 the look compares it. */
-static int verdict(const mrank *r, int64_t *from, int64_t *hi)
+ * here), 0 nothing new, -1 the look compares it (*why: enum metric_handed). */
+static int verdict(const mrank *r, int64_t *from, int64_t *hi, int *why)
 {
+    *why = r->look_only ? MHAND_LOOK_ONLY : MHAND_ONE_RUN;
     if (r->look_only || r->nruns < 2)
         return -1;
     int64_t h = INT64_MAX, lo = INT64_MIN;
     for (int i = 0; i < r->nruns; i++) {
         const mrun *u = &r->runs[i];
+        *why = MHAND_NO_STEP;
         if (u->max_step == INT64_MIN)
             return -1;
         int64_t known = u->first > u->max_step - MEM_STEPS + 1 ? u->first : u->max_step - MEM_STEPS + 1;
@@ -221,10 +227,11 @@ static int verdict(const mrank *r, int64_t *from, int64_t *hi)
     if (h <= r->marked)
         return 0;
     int64_t f = r->marked == INT64_MIN || r->marked + 1 < lo ? lo : r->marked + 1;
+    *why = MHAND_APART;
     if (f > h)
         return -1; /* the runs are further apart than memory keeps */
     for (int64_t s = f; s <= h; s++)
-        if (!steps_equal(r, s))
+        if (!steps_equal(r, s, why))
             return -1;
     *from = f;
     *hi = h;
@@ -240,6 +247,7 @@ typedef struct marks {
     int64_t *hi; /* per rank to mark */
     int *look;   /* ranks memory hands to the look */
     size_t n_look;
+    unsigned long why[MHAND_COUNT]; /* the look's ranks by why (enum metric_handed) */
 } marks;
 
 /* collect_locked - the verdicts of group g's dirty ranks into `m`. */
@@ -252,7 +260,7 @@ static void collect_locked(mgroup *g, marks *m)
         if (!r || !r->dirty)
             continue;
         int64_t from = 0, hi = 0;
-        int v = verdict(r, &from, &hi);
+        int why = 0, v = verdict(r, &from, &hi, &why);
         if (v == 0 || (v == 1 && m->n == MEM_CHUNK)) {
             left = 1; /* nothing new, or the next flush */
             continue;
@@ -261,6 +269,7 @@ static void collect_locked(mgroup *g, marks *m)
         if (v < 0) {
             m->look = xrealloc(m->look, (m->n_look + 1) * sizeof(int));
             m->look[m->n_look++] = (int)k;
+            m->why[why]++;
             continue;
         }
         m->ranks = xrealloc(m->ranks, (m->n + 1) * sizeof(int));
@@ -361,7 +370,7 @@ static unsigned long mark_group(marks *m, cmp_mem_look_fn look)
 void cmp_mem_flush(cmp_mem_look_fn look)
 {
     size_t n = 0, held;
-    unsigned long marked = 0, handed = 0;
+    unsigned long marked = 0, handed[MHAND_COUNT] = {0};
     pthread_mutex_lock(&lock);
     marks *all = take_locked(&n);
     held = cells;
@@ -370,7 +379,9 @@ void cmp_mem_flush(cmp_mem_look_fn look)
         marks *m = &all[i];
         unsigned long took = m->n ? mark_group(m, look) : 0;
         marked += took;
-        handed += m->n - took + m->n_look;
+        handed[MHAND_REFUSED] += m->n - took;
+        for (int k = 0; k < MHAND_COUNT; k++)
+            handed[k] += m->why[k];
         for (size_t j = 0; j < m->n_look; j++)
             look(m->g->name, m->look[j]);
         for (int k = 0; k < 6; k++)
