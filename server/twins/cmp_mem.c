@@ -203,23 +203,27 @@ static int steps_equal(const mrank *r, int64_t s, int *why)
             return 0; /* an absorbed difference (inputs) is the look's to note */
         }
     }
+    if (held == 0 || held == r->nruns)
+        return 1;
     *why = MHAND_UNEVEN;
-    return held == 0 || held == r->nruns;
+    return 0;
 }
 
 /* verdict - what the flush does with a rank: 1 mark steps *from..*hi (every run completed them and they are equal
  * here), 0 nothing new, -1 the look compares it (*why: enum metric_handed). */
 static int verdict(const mrank *r, int64_t *from, int64_t *hi, int *why)
 {
-    *why = r->look_only ? MHAND_LOOK_ONLY : MHAND_ONE_RUN;
-    if (r->look_only || r->nruns < 2)
+    if (r->look_only || r->nruns < 2) {
+        *why = r->look_only ? MHAND_LOOK_ONLY : MHAND_ONE_RUN;
         return -1;
+    }
     int64_t h = INT64_MAX, lo = INT64_MIN;
     for (int i = 0; i < r->nruns; i++) {
         const mrun *u = &r->runs[i];
-        *why = MHAND_NO_STEP;
-        if (u->max_step == INT64_MIN)
+        if (u->max_step == INT64_MIN) {
+            *why = MHAND_NO_STEP;
             return -1;
+        }
         int64_t known = u->first > u->max_step - MEM_STEPS + 1 ? u->first : u->max_step - MEM_STEPS + 1;
         h = u->max_step - 1 < h ? u->max_step - 1 : h;
         lo = known > lo ? known : lo;
@@ -227,9 +231,10 @@ static int verdict(const mrank *r, int64_t *from, int64_t *hi, int *why)
     if (h <= r->marked)
         return 0;
     int64_t f = r->marked == INT64_MIN || r->marked + 1 < lo ? lo : r->marked + 1;
-    *why = MHAND_APART;
-    if (f > h)
-        return -1; /* the runs are further apart than memory keeps */
+    if (f > h) {
+        *why = MHAND_APART;
+        return -1; /* no step every run completed is in memory: one just began, or they are further apart */
+    }
     for (int64_t s = f; s <= h; s++)
         if (!steps_equal(r, s, why))
             return -1;
