@@ -393,31 +393,22 @@ static double wal_bytes(PGconn *c)
     return v;
 }
 
-/* handed_by - add lockstepd's `lockstepd_compare_memory_handed_total{reason="..."}` samples at `base` to `by` (a JSON
- * object: reason -> count), whatever reasons it names; returns their sum. */
-static double handed_by(const char *base, json_t *by)
+/* The ranks handed to the look, by why, over the instances. */
+typedef struct handed {
+    json_t *by; /* reason -> count */
+    double sum;
+} handed;
+
+/* add_reason - one `{reason="..."}` sample of lockstepd_compare_memory_handed_total into `arg` (a handed). */
+static void add_reason(const char *rest, double value, void *arg)
 {
-    static const char prefix[] = "lockstepd_compare_memory_handed_total{reason=\"";
-    char url[256], *text = NULL;
-    double sum = 0;
-    snprintf(url, sizeof(url), "%s/metrics", base);
-    if (h_http("GET", url, NULL, NULL, 0, NULL, &text) == 200)
-        for (char *line = text; line && *line;) {
-            char *nl = strchr(line, '\n'), *end;
-            if (nl)
-                *nl = 0;
-            if (!strncmp(line, prefix, sizeof(prefix) - 1) && (end = strstr(line, "\"} "))) {
-                *end = 0;
-                const char *reason = line + sizeof(prefix) - 1;
-                double v = strtod(end + 3, NULL);
-                json_int_t had = json_integer_value(json_object_get(by, reason));
-                json_object_set_new(by, reason, json_integer(had + (json_int_t)v));
-                sum += v;
-            }
-            line = nl ? nl + 1 : NULL;
-        }
-    free(text);
-    return sum;
+    handed *h = arg;
+    char reason[64];
+    if (sscanf(rest, "{reason=\"%63[^\"]\"}", reason) != 1)
+        return;
+    json_object_set_new(h->by, reason,
+                        json_integer(json_integer_value(json_object_get(h->by, reason)) + (json_int_t)value));
+    h->sum += value;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -738,16 +729,17 @@ int main(int argc, char **argv)
      * batches one commit of the database workers carried on average, and the step sums forwarded to the holders of
      * the groups' leases */
     double mem_marked = 0, mem_handed = 0, groups = 0, grouped = 0, forwarded = 0;
-    json_t *by = json_object(); /* the ranks handed to the look, by why */
+    handed by = {json_object(), 0}; /* whatever reasons lockstepd names */
     for (int i = 0; i < o->instances; i++) {
         mem_marked += h_metric(s.bases[i], "lockstepd_compare_memory_marked_total", NULL);
-        mem_handed += handed_by(s.bases[i], by);
+        h_metric_each(s.bases[i], "lockstepd_compare_memory_handed_total", NULL, add_reason, &by);
         groups += h_metric(s.bases[i], "lockstepd_db_groups_total", NULL);
         grouped += h_metric(s.bases[i], "lockstepd_db_group_requests_total", NULL);
         forwarded += h_metric(s.bases[i], "lockstepd_compare_forwarded_total", NULL);
     }
-    char *by_text = json_dumps(by, JSON_SORT_KEYS);
-    json_decref(by);
+    mem_handed = by.sum;
+    char *by_text = json_dumps(by.by, JSON_SORT_KEYS);
+    json_decref(by.by);
     PQfinish(adm);
     for (int i = o->instances - 1; i >= 0; i--) { /* the embedded cluster's own lockstepd last */
         h_srv_kill(&srv[i], SIGTERM);

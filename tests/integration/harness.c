@@ -508,20 +508,43 @@ static size_t on_data(char *ptr, size_t size, size_t n, void *ud)
 
 static char cainfo[512];
 
-double h_metric(const char *base, const char *sample, const char *token)
+int h_metric_each(const char *base, const char *prefix, const char *token,
+                  void (*fn)(const char *rest, double value, void *arg), void *arg)
 {
     char url[256], *text = NULL;
     snprintf(url, sizeof(url), "%s/metrics", base);
-    double v = -1;
-    size_t l = strlen(sample);
-    if (h_http("GET", url, NULL, NULL, 0, token, &text) == 200)
-        for (char *line = text; line && *line;) {
-            char *nl = strchr(line, '\n');
-            if (!strncmp(line, sample, l) && line[l] == ' ')
-                v = strtod(line + l + 1, NULL);
-            line = nl ? nl + 1 : NULL;
-        }
+    size_t l = strlen(prefix);
+    if (h_http("GET", url, NULL, NULL, 0, token, &text) != 200) {
+        free(text);
+        return -1;
+    }
+    int n = 0;
+    for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        char *sp = strrchr(line, ' '); /* a sample: NAME{LABELS} VALUE */
+        if (*line == '#' || !sp || sp < line + l || strncmp(line, prefix, l))
+            continue;
+        *sp = 0;
+        fn(line + l, strtod(sp + 1, NULL), arg);
+        n++;
+    }
     free(text);
+    return n;
+}
+
+/* sample_value - h_metric's callback: the sample whose whole name is the prefix. */
+static void sample_value(const char *rest, double value, void *arg)
+{
+    if (!*rest)
+        *(double *)arg = value;
+}
+
+double h_metric(const char *base, const char *sample, const char *token)
+{
+    double v = -1;
+    h_metric_each(base, sample, token, sample_value, &v);
     return v;
 }
 

@@ -74,8 +74,11 @@ long h_http(const char *method, const char *url, const char *ctype, const void *
             char **resp);
 
 /* h_metric - sample `sample` of GET base/metrics (lockstepd's Prometheus text); -1 when it has none or the request
- * failed. */
+ * failed. h_metric_each - call `fn` with each sample whose name (labels included) starts with `prefix`: the rest of
+ * the name after the prefix, and its value. Returns the samples seen, -1 when the request failed. */
 double h_metric(const char *base, const char *sample, const char *token);
+int h_metric_each(const char *base, const char *prefix, const char *token,
+                  void (*fn)(const char *rest, double value, void *arg), void *arg);
 
 /* h_http_cainfo - verify HTTPS servers against the CA file `path` (NULL:
  * the system's). */
