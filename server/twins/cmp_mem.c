@@ -3,7 +3,8 @@
  * of the group's lease: forward.h); a flush compares the steps every run completed and marks those found equal in
  * one statement a group (lockstep_cmp_marks, sql/functions/compare.sql). The database stays the authority: a mark is
  * written only where it holds what memory counted, so a batch whose forward was lost, a run that joined, a late
- * batch or a restart sends the rank to the look (lockstep_cmp_ranks) instead. */
+ * batch or a restart sends the rank to the look (lockstep_cmp_ranks) instead. A run that streams alone on a rank is
+ * compared with the twins that ended there, their steps read from the database as it goes (load_twins). */
 #include "server/twins/cmp_mem.h"
 
 #include <pthread.h>
@@ -34,6 +35,9 @@ typedef struct mrun {
     int64_t max_step;  /* its newest step here */
     store_step *slots; /* what its batches added to each of its last MEM_STEPS steps, by step modulo MEM_STEPS
                           (step INT64_MIN: empty) */
+    int loaded;        /* a twin that ended on the rank: its count and its steps first..upto were read from
+                          PostgreSQL by a flush (load_twins), not added by batches; it holds nothing more */
+    int64_t upto;      /* loaded: the last step read (the running run's newest complete one then) */
 } mrun;
 
 typedef struct mrank {
@@ -42,6 +46,7 @@ typedef struct mrank {
     int look_only;  /* state blocks, or more runs than MEM_RUNS, or memory full: the look compares it */
     int dirty;      /* a batch came since the last flush */
     int64_t marked; /* the last step memory marked (INT64_MIN: none); a late batch moves it back */
+    unsigned tried; /* the flush that last looked for its ended twins (load_twins) */
 } mrank;
 
 typedef struct mgroup {
@@ -55,6 +60,7 @@ typedef struct mgroup {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static mgroup **groups;
 static size_t n_groups, cells, n_mranks, slots; /* slots: places in the groups' rank tables */
+static unsigned flushes;                        /* flushes begun (load_twins) */
 
 void cmp_mem_register(void)
 {
@@ -63,6 +69,18 @@ void cmp_mem_register(void)
     db_register("cmp_marks", "SELECT r_rank FROM set_config('synchronous_commit', 'off', true), "
                              "lockstep_cmp_marks($1, $2::int[], $3::bigint[], $4::bigint[], $5::int[], $6::bigint[], "
                              "$7::bigint[])");
+    /* the twins of ranks one run streams to: per rank (its live run, the steps lo..hi memory will compare), every
+     * other run of the group that ended there (a rank end, or the run is over), with its count and those steps;
+     * in one snapshot, so that a count and the steps agree (load_twins) */
+    db_register("cmp_load", "SELECT q.rk, u.run_key, p.n_records, s.step, s.n, s.digest, s.inputs "
+                            "FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bigint[]) AS q(rk, live, lo, hi) "
+                            "JOIN runs u ON u.twin_group = $1 AND u.run_key <> q.live "
+                            "JOIN rank_progress p ON p.run_key = u.run_key AND p.rank = q.rk "
+                            "LEFT JOIN step_digests s ON s.run_key = u.run_key AND s.rank = q.rk "
+                            "AND s.step BETWEEN q.lo AND q.hi "
+                            "WHERE u.status <> 'running' OR EXISTS (SELECT 1 FROM rank_ends e "
+                            "WHERE e.run_key = u.run_key AND e.rank = q.rk) "
+                            "ORDER BY 1, 2, 4");
 }
 
 /* group_get_locked - the group's memory, made when new; NULL when MEM_MAX_GROUPS are held. */
@@ -171,14 +189,18 @@ int cmp_mem_absorb(const char *group, int64_t run_key, int rank, const store_ste
     mrun *u = r->look_only ? NULL : run_get_locked(r, run_key);
     if (!u || state) /* state blocks: restore checks run with the look */
         r->look_only = 1;
-    if (u) {
+    if (u && u->loaded) { /* a run memory reads from the database: the next flush reads this batch there */
+        for (size_t i = 0; i < n; i++)
+            if (st[i].step <= r->marked)
+                r->marked = st[i].step - 1;
+    } else if (u) {
         u->counted += counted;
         for (size_t i = 0; i < n; i++)
             add_step(r, u, &st[i]);
     }
     r->dirty = g->dirty = 1;
     g->touched = clock_mono_s();
-    int look = r->look_only || r->nruns < 2;
+    int look = r->look_only; /* one run: the flush reads its ended twins (load_twins), or hands it to the look */
     pthread_mutex_unlock(&lock);
     return look;
 }
@@ -210,30 +232,48 @@ static int steps_equal(const mrank *r, int64_t s, int *why)
 }
 
 /* verdict - what the flush does with a rank: 1 mark steps *from..*hi (every run completed them and they are equal
- * here), 0 nothing new, -1 the look compares it (*why: enum metric_handed). */
-static int verdict(const mrank *r, int64_t *from, int64_t *hi, int *why)
+ * here; *more when steps after them are complete too, but not read from the database yet), 0 nothing new, -1 the
+ * look compares it (*why: enum metric_handed). */
+static int verdict(const mrank *r, int64_t *from, int64_t *hi, int *why, int *more)
 {
+    if (!r->look_only && r->nruns < 2 && r->tried != flushes)
+        return 0; /* its first batch came after this flush looked for ended twins: the next one does */
     if (r->look_only || r->nruns < 2) {
         *why = r->look_only ? MHAND_LOOK_ONLY : MHAND_ONE_RUN;
         return -1;
     }
-    int64_t h = INT64_MAX, lo = INT64_MIN;
+    int64_t h = INT64_MAX, lo = INT64_MIN, read = INT64_MAX;
+    int cut = 0; /* a run's window starts after the first step memory saw of it */
     for (int i = 0; i < r->nruns; i++) {
         const mrun *u = &r->runs[i];
+        if (u->loaded) { /* it ended: it holds what it holds from first on, and nothing more will come */
+            lo = u->first > lo ? u->first : lo;
+            read = u->upto < read ? u->upto : read;
+            continue;
+        }
         if (u->max_step == INT64_MIN) {
             *why = MHAND_NO_STEP;
             return -1;
         }
         int64_t known = u->first > u->max_step - MEM_STEPS + 1 ? u->first : u->max_step - MEM_STEPS + 1;
+        cut |= known > u->first;
         h = u->max_step - 1 < h ? u->max_step - 1 : h;
         lo = known > lo ? known : lo;
     }
+    if (h == INT64_MAX) { /* no run streams here (cannot be: loaded twins come with one that does) */
+        *why = MHAND_ONE_RUN;
+        return -1;
+    }
+    *more = h > read; /* batches came since the read: their steps wait for the next one */
+    h = h < read ? h : read;
     if (h <= r->marked)
         return 0;
     int64_t f = r->marked == INT64_MIN || r->marked + 1 < lo ? lo : r->marked + 1;
     if (f > h) {
+        if (r->marked == INT64_MIN && h == f - 1 && !cut)
+            return 0; /* every run began here and none completed a step yet: the next batch brings one */
         *why = MHAND_APART;
-        return -1; /* no step every run completed is in memory: one just began, or they are further apart */
+        return -1; /* no step every run completed is in memory: they are further apart than its window */
     }
     for (int64_t s = f; s <= h; s++)
         if (!steps_equal(r, s, why))
@@ -241,6 +281,170 @@ static int verdict(const mrank *r, int64_t *from, int64_t *hi, int *why)
     *from = f;
     *hi = h;
     return 1;
+}
+
+/* A group's ranks whose ended twins the flush reads (load_twins): the statement's arrays as text literals. */
+typedef struct loads {
+    mgroup *g;   /* freed only by the flush's thread */
+    db_lit a[4]; /* ranks, their live run, lo, hi */
+    int *ranks;
+    int64_t *lo, *hi;
+    size_t n;
+} loads;
+
+/* wants_load - whether the flush reads rank r's ended twins: exactly one run's batches come here (a rerun whose
+ * reference ended before it, or a twin that ended while it runs), and it changed; *lo..*hi the steps memory will
+ * compare (*lo > *hi: none yet, only whether twins exist and their counts). */
+static int wants_load(const mrank *r, int64_t *lo, int64_t *hi)
+{
+    if (r->look_only || !r->dirty)
+        return 0;
+    const mrun *live = NULL;
+    int twins = 0;
+    for (int i = 0; i < r->nruns; i++) {
+        if (r->runs[i].loaded)
+            twins++;
+        else if (live)
+            return 0;
+        else
+            live = &r->runs[i];
+    }
+    if (!live || live->max_step == INT64_MIN)
+        return 0;
+    int64_t known = live->first > live->max_step - MEM_STEPS + 1 ? live->first : live->max_step - MEM_STEPS + 1;
+    *hi = live->max_step - 1;
+    *lo = r->marked != INT64_MIN && r->marked + 1 > known ? r->marked + 1 : known;
+    return !twins || *lo <= *hi; /* twins read before with nothing new to compare: keep them */
+}
+
+/* collect_loads_locked - the ranks of group g whose twins the flush reads into `l`. */
+static void collect_loads_locked(mgroup *g, loads *l)
+{
+    l->g = g;
+    for (size_t k = 0; k < g->n_ranks; k++) {
+        mrank *r = g->ranks[k];
+        int64_t lo = 0, hi = 0;
+        if (!r || !r->dirty)
+            continue;
+        r->tried = flushes;
+        if (!wants_load(r, &lo, &hi))
+            continue;
+        int64_t live = 0;
+        for (int i = 0; i < r->nruns; i++)
+            if (!r->runs[i].loaded)
+                live = r->runs[i].key;
+        l->ranks = xrealloc(l->ranks, (l->n + 1) * sizeof(int));
+        l->lo = xrealloc(l->lo, (l->n + 1) * sizeof(int64_t));
+        l->hi = xrealloc(l->hi, (l->n + 1) * sizeof(int64_t));
+        l->ranks[l->n] = (int)k;
+        l->lo[l->n] = lo;
+        l->hi[l->n++] = hi;
+        db_lit_add(&l->a[0], (int64_t)k);
+        db_lit_add(&l->a[1], live);
+        db_lit_add(&l->a[2], lo);
+        db_lit_add(&l->a[3], hi);
+    }
+}
+
+/* drop_loaded_locked - forget the twins rank r read from the database. */
+static void drop_loaded_locked(mrank *r)
+{
+    int kept = 0;
+    for (int i = 0; i < r->nruns; i++) {
+        if (r->runs[i].loaded) {
+            free(r->runs[i].slots);
+            cells--;
+        } else
+            r->runs[kept++] = r->runs[i];
+    }
+    r->nruns = kept;
+}
+
+/* load_group - read the ended twins of l's ranks (cmp_load) and hold them as loaded runs: their counts, and the
+ * steps lo..hi they hold (an empty slot is a step the twin does not have). Returns the steps read. On an error the
+ * ranks keep none: the flush hands them to the look. */
+static unsigned long load_group(loads *l)
+{
+    mgroup *g = l->g;
+    const char *p[5] = {g->name};
+    for (int k = 0; k < 4; k++)
+        p[k + 1] = db_lit_end(&l->a[k]);
+    char err[512];
+    PGresult *res = db_exec("cmp_load", 5, p, err, sizeof(err));
+    if (!res)
+        log_warn("reading group %s's ended twins for the comparison's memory: %s (the look compares them)", g->name,
+                 err);
+    unsigned long n_read = 0;
+    int rows = res ? PQntuples(res) : 0, row = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t j = 0; j < l->n; j++) {
+        int k = l->ranks[j];
+        mrank *r = g->ranks[k];
+        drop_loaded_locked(r);
+        while (row < rows && atoi(PQgetvalue(res, row, 0)) < k)
+            row++;
+        for (; row < rows && atoi(PQgetvalue(res, row, 0)) == k; row++) {
+            int64_t key = strtoll(PQgetvalue(res, row, 1), NULL, 10);
+            mrun *u = NULL;
+            for (int i = 0; i < r->nruns && !u; i++)
+                if (r->runs[i].key == key)
+                    u = &r->runs[i];
+            if (!u) {
+                u = r->look_only ? NULL : run_get_locked(r, key);
+                if (!u) { /* more runs than memory compares, or memory full */
+                    r->look_only = 1;
+                    continue;
+                }
+                u->loaded = 1;
+                u->first = l->lo[j];
+                u->upto = l->hi[j];
+                u->counted = strtoll(PQgetvalue(res, row, 2), NULL, 10);
+            }
+            if (PQgetisnull(res, row, 3))
+                continue; /* no step in lo..hi */
+            store_step *sl = slot_of(u, strtoll(PQgetvalue(res, row, 3), NULL, 10));
+            *sl = (store_step){.step = strtoll(PQgetvalue(res, row, 3), NULL, 10),
+                               .n = strtoll(PQgetvalue(res, row, 4), NULL, 10),
+                               .digest = (uint64_t)strtoll(PQgetvalue(res, row, 5), NULL, 10),
+                               .inputs_unknown = PQgetisnull(res, row, 6)};
+            sl->inputs = sl->inputs_unknown ? 0 : (uint64_t)strtoll(PQgetvalue(res, row, 6), NULL, 10);
+            n_read++;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (res)
+        PQclear(res);
+    return n_read;
+}
+
+/* load_twins - read the ended twins of every rank that needs them (wants_load), one statement a group. */
+static unsigned long load_twins(void)
+{
+    loads *all = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&lock);
+    flushes++;
+    for (size_t i = 0; i < n_groups; i++) {
+        if (!groups[i]->dirty)
+            continue;
+        all = xrealloc(all, (n + 1) * sizeof(*all));
+        memset(&all[n], 0, sizeof(all[n]));
+        collect_loads_locked(groups[i], &all[n]);
+        n += all[n].n > 0;
+    }
+    pthread_mutex_unlock(&lock);
+    unsigned long n_read = 0;
+    for (size_t i = 0; i < n; i++)
+        n_read += load_group(&all[i]);
+    for (size_t i = 0; i < n; i++) {
+        for (int k = 0; k < 4; k++)
+            free(all[i].a[k].p);
+        free(all[i].ranks);
+        free(all[i].lo);
+        free(all[i].hi);
+    }
+    free(all);
+    return n_read;
 }
 
 /* A group's ranks to mark: the statement's arrays as text literals. */
@@ -265,12 +469,13 @@ static void collect_locked(mgroup *g, marks *m)
         if (!r || !r->dirty)
             continue;
         int64_t from = 0, hi = 0;
-        int why = 0, v = verdict(r, &from, &hi, &why);
+        int why = 0, more = 0, v = verdict(r, &from, &hi, &why, &more);
         if (v == 0 || (v == 1 && m->n == MEM_CHUNK)) {
             left = 1; /* nothing new, or the next flush */
             continue;
         }
-        r->dirty = 0;
+        r->dirty = v == 1 && more; /* compared up to what was read: the rest at the next flush */
+        left |= r->dirty;
         if (v < 0) {
             m->look = xrealloc(m->look, (m->n_look + 1) * sizeof(int));
             m->look[m->n_look++] = (int)k;
@@ -375,7 +580,7 @@ static unsigned long mark_group(marks *m, cmp_mem_look_fn look)
 void cmp_mem_flush(cmp_mem_look_fn look)
 {
     size_t n = 0, held;
-    unsigned long marked = 0, handed[MHAND_COUNT] = {0};
+    unsigned long marked = 0, handed[MHAND_COUNT] = {0}, read = load_twins();
     pthread_mutex_lock(&lock);
     marks *all = take_locked(&n);
     held = cells;
@@ -396,7 +601,7 @@ void cmp_mem_flush(cmp_mem_look_fn look)
         free(m->look);
     }
     free(all);
-    metrics_compare_memory(held, marked, handed);
+    metrics_compare_memory(held, marked, handed, read);
 }
 
 void cmp_mem_clear(void)

@@ -2,7 +2,8 @@
  * (server/peers/lease.c). Twins posting side by side are marked from memory while they run, a divergence is found at
  * its step and rank, a late batch is compared again, and batches that another lockstepd stored reach the memory of
  * the instance holding the group's lease (forwarded, server/peers/forward.c), or else the database's look: no false
- * match, no missed divergence. The holder killed, another instance takes the lease over and finds what follows. */
+ * match, no missed divergence. A rerun of a run that ended is compared with it in memory, its steps read from the
+ * database. The holder killed, another instance takes the lease over and finds what follows. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -94,6 +95,20 @@ static void end_all(const char *a, const char *b, int ranks)
     }
 }
 
+/* expect_first - wait until `group` diverged (at `s`), and check its first divergence: the flipped record
+ * ("layer2.out") of `step` on `rank`, the one rank that differs. */
+static void expect_first(const h_srv *s, const char *group, int64_t step, int rank)
+{
+    json_t *o = it_wait_group(s, group, "diverged");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "diverged");
+    json_t *first = json_object_get(o, "first_divergence");
+    assert_int_equal(json_integer_value(json_object_get(first, "step")), step);
+    assert_int_equal(json_integer_value(json_object_get(first, "rank")), rank);
+    assert_string_equal(json_string_value(json_object_get(first, "name")), "layer2.out");
+    assert_int_equal(json_array_size(json_object_get(o, "per_rank")), 1);
+    json_decref(o);
+}
+
 /* Twins running side by side are marked from memory while they run (the marks trail the runs by a step), and
  * match once they end. */
 static void test_marked_from_memory(void **state)
@@ -130,18 +145,14 @@ static void test_divergence_from_memory(void **state)
     const char *differ = "lockstepd_compare_memory_handed_total{reason=\"differ\"}"; /* the step that differs */
     double handed = it_metric(&srv, differ, NULL);
     assert_true(handed >= 0);
-    side_by_side(a, b, 4, 0, 30, 1, 21, 0);
-    json_t *o = it_wait_group(&srv, "m-div", "diverged");
-    assert_string_equal(json_string_value(json_object_get(o, "status")), "diverged");
-    json_t *first = json_object_get(o, "first_divergence");
-    assert_int_equal(json_integer_value(json_object_get(first, "step")), 21);
-    assert_int_equal(json_integer_value(json_object_get(first, "rank")), 1);
-    assert_string_equal(json_string_value(json_object_get(first, "name")), "layer2.out");
-    assert_int_equal(json_array_size(json_object_get(o, "per_rank")), 1);
-    json_decref(o);
+    for (int64_t s = 0; s < 30; s++) { /* at a stream's pace: memory compares at its flushes */
+        side_by_side(a, b, 4, s, 1, 1, 21, 0);
+        usleep(20000);
+    }
+    expect_first(&srv, "m-div", 21, 1);
     assert_true(it_metric(&srv, differ, NULL) > handed);
     end_all(a, b, 4);
-    o = it_wait_group(&srv, "m-div", "diverged");
+    json_t *o = it_wait_group(&srv, "m-div", "diverged");
     assert_int_equal(json_array_size(json_object_get(o, "per_rank")), 1); /* the other ranks match */
     json_decref(o);
 }
@@ -251,6 +262,80 @@ static int holder_of(const char *group, h_srv *const *s, int n)
     return -1;
 }
 
+/* run_alone - steps [first, first+n) of run `run` on every rank, a batch a step; rank `flip_rank` has record 2 of
+ * step `flip_step` flipped. */
+static void run_alone(const char *run, int ranks, int64_t first, int n, int flip_rank, int64_t flip_step)
+{
+    for (int64_t s = first; s < first + n; s++)
+        for (int r = 0; r < ranks; r++) {
+            uint64_t sq = (uint64_t)s * 10;
+            assert_int_equal(it_post_steps(&srv, run, r, (uint64_t)s, s, 1, 5, r == flip_rank ? flip_step : -1, 2, -1,
+                                           -1, &sq, NULL),
+                             200);
+        }
+}
+
+/* restart - stop lockstepd and start it again on the same database: its memory holds nothing (as two minutes after
+ * a group's last batch). */
+static void restart(void)
+{
+    assert_int_equal(h_srv_kill(&srv, SIGTERM), 0);
+    h_srv_cleanup(&srv);
+    const char *args[] = {"--db", pg.conninfo, NULL};
+    assert_int_equal(h_srv_start(&srv, args), 0);
+}
+
+/* A rerun of a run that ended before this lockstepd's memory held it (its reference): memory reads the reference's
+ * steps from PostgreSQL as the rerun's batches come, so the rerun is marked from memory while it runs (no look a
+ * batch), and a divergence is found at its step and rank before the rerun ends. */
+static void test_rerun_from_memory(void **state)
+{
+    (void)state;
+    char a[40], b[40], c[40];
+    assert_int_equal(it_register(&srv, "360", "m-rerun", 4, 0, NULL, a), 0);
+    run_alone(a, 4, 0, 30, -1, -1);
+    for (int r = 0; r < 4; r++)
+        assert_int_equal(it_end(&srv, a, r, NULL), 200);
+    restart(); /* then the counters start from 0 */
+    const char *one_run = "lockstepd_compare_memory_handed_total{reason=\"one_run\"}";
+    double read = it_metric(&srv, "lockstepd_compare_memory_read_total", NULL);
+    double marked = it_metric(&srv, "lockstepd_compare_memory_marked_total", NULL);
+    double alone = it_metric(&srv, one_run, NULL);
+    assert_int_equal(it_register(&srv, "361", "m-rerun", 4, 0, NULL, b), 0);
+    for (int64_t s = 0; s < 20; s++) { /* a step at a time, as a run streams, so that memory sees each */
+        run_alone(b, 4, s, 1, -1, -1);
+        usleep(100000);
+    }
+    assert_int_equal(wait_checked("m-rerun", 4, 18), 4);
+    assert_true(it_metric(&srv, "lockstepd_compare_memory_read_total", NULL) >= read + 4 * 15);
+    assert_true(it_metric(&srv, "lockstepd_compare_memory_marked_total", NULL) >= marked + 4 * 2);
+    assert_true(it_metric(&srv, one_run, NULL) == alone); /* the reference was found for every rank */
+    json_t *o = NULL;
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/m-rerun", NULL, NULL, &o), 200);
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "pending");
+    json_decref(o);
+    run_alone(b, 4, 20, 10, -1, -1);
+    for (int r = 0; r < 4; r++)
+        assert_int_equal(it_end(&srv, b, r, NULL), 200);
+    o = it_wait_group(&srv, "m-rerun", "match");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "match");
+    json_decref(o);
+
+    /* a rerun that differs at step 12 on rank 3 */
+    assert_int_equal(it_register(&srv, "362", "m-rerun-div", 4, 0, NULL, a), 0);
+    run_alone(a, 4, 0, 30, -1, -1);
+    for (int r = 0; r < 4; r++)
+        assert_int_equal(it_end(&srv, a, r, NULL), 200);
+    restart();
+    assert_int_equal(it_register(&srv, "363", "m-rerun-div", 4, 0, NULL, c), 0);
+    for (int64_t s = 0; s < 20; s++) {
+        run_alone(c, 4, s, 1, 3, 12);
+        usleep(20000);
+    }
+    expect_first(&srv, "m-rerun-div", 12, 3);
+    assert_true(wait_checked("m-rerun-div", 3, 18) >= 3); /* the other ranks go on being marked */
+}
+
 /* Run b's batches split between two lockstepd: one holds the group's lease, the other forwards it each batch's step
  * sums, so the holder's memory holds the whole runs and marks them while they run; the divergence is found at its
  * step and rank. */
@@ -268,7 +353,11 @@ static void test_lease_one_holder(void **state)
     double marked = it_metric(holder, "lockstepd_compare_memory_marked_total", NULL);
     double sent = it_metric(fwd, "lockstepd_compare_forwarded_total", NULL);
     double got = it_metric(holder, "lockstepd_compare_forward_received_total", NULL);
-    side_by_side(a, b, 4, 2, 28, 2, 21, 2);              /* every other step of run b through the other lockstepd */
+    for (int64_t s = 2; s < 30; s++) { /* every other step of run b through the other lockstepd, at a stream's pace
+                                          (memory marks at its flushes, every 250 ms) */
+        side_by_side(a, b, 4, s, 1, 2, 21, 2);
+        usleep(40000);
+    }
     assert_int_equal(wait_checked("m-lease", 4, 19), 4); /* marked while the runs are still running */
     json_t *o = it_wait_group(&srv, "m-lease", "diverged");
     json_t *first = json_object_get(o, "first_divergence");
@@ -354,6 +443,7 @@ int main(void)
         cmocka_unit_test(test_marked_from_memory), cmocka_unit_test(test_divergence_from_memory),
         cmocka_unit_test(test_late_batch),         cmocka_unit_test(test_batches_through_two),
         cmocka_unit_test(test_lease_one_holder),   cmocka_unit_test(test_lease_takeover),
+        cmocka_unit_test(test_rerun_from_memory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
