@@ -17,7 +17,10 @@
  * at steps offset by r mod K (as agents' batch timers, each started with its own process, spread them). With
  * `--instances N` (1-4), N lockstepd share the database and each run's ranks spread over them, twins' batches of a
  * rank on different instances (docs/server.md, "Several lockstepd on one database"); the line sums their CPU and
- * says how many step sums were forwarded to the holders of the groups' leases.
+ * says how many step sums were forwarded to the holders of the groups' leases. With `--rerun 1` run A of every group
+ * runs first (one batch a rank, then its end) and lockstepd starts again, so that its memory holds
+ * none of it: run B, a rerun, streams alone and is compared with A as PostgreSQL holds it (`memory_read`: the steps
+ * of A memory read there). The groups with no diverging rank must show no divergence (`false_divergences`).
  */
 #include <dirent.h>
 #include <inttypes.h>
@@ -57,6 +60,9 @@ typedef struct opts {
     const char *group_wait; /* lockstepd's db_group_wait_ms; NULL: its default */
     int instances;          /* lockstepd instances on the database (1-4); run A's rank r posts to instance r mod N,
                                run B's to (r + 1) mod N, so twins' batches reach different instances */
+    int rerun;              /* run A of every group streamed and ended before the timed part, then lockstepd
+                               restarted (as its memory forgets a group two minutes after its last batch): run B, a
+                               rerun, streams alone and is compared with A as PostgreSQL holds it */
 } opts;
 
 /* One simulated rank. */
@@ -203,6 +209,84 @@ static void send_held(sim *s, fleet_conn *conns, const srank *sr, int64_t step, 
     post(s, conns, sr, b, NULL, NULL, 1);
 }
 
+/* add_steps - the rank's steps first..last to batch b: in digest mode its scalars and one step digest of the other
+ * records a step (it holds them back), else every record; with consensus digests, those. */
+static void add_steps(sim *s, const srank *sr, int64_t first, int64_t last, int digests, h_batch *b, rec_record *rs,
+                      unsigned char (*exts)[REC_EXT_ENCODED_MAX])
+{
+    const opts *o = &s->o;
+    for (int64_t bs = first; bs <= last; bs++) {
+        uint64_t digest = 0;
+        int held = 0;
+        for (int i = 0; i < o->per_step; i++) {
+            make_record(s, sr, bs, i, &rs[i], exts[i]);
+            if (digests && i >= o->metrics) { /* held back: only its digest term goes */
+                digest ^= rec_digest_term(&rs[i]);
+                held++;
+                continue;
+            }
+            h_batch_add(b, &rs[i]);
+        }
+        if (held) {
+            rec_record d;
+            memset(&d, 0, sizeof(d));
+            d.seq = (uint64_t)bs * (uint64_t)o->per_step + (uint64_t)o->per_step - 1;
+            d.step = bs;
+            d.nbytes = (uint64_t)held;
+            d.fp = digest;
+            d.flags = REC_STEP_DIGEST;
+            d.dtype = LS_BYTES;
+            d.name = REC_STEP_DIGEST_NAME;
+            d.name_len = (uint16_t)strlen(REC_STEP_DIGEST_NAME);
+            h_batch_add(b, &d);
+        }
+        if (o->consensus) /* in full in either mode, as the agent sends them */
+            atomic_fetch_add(
+                &s->cons_digests,
+                (uint64_t)fleet_cons_add(&s->cons, b, (uint32_t)sr->rank, rs + o->metrics, o->per_step - o->metrics,
+                                         (uint64_t)bs * (uint64_t)o->per_step + (uint64_t)o->per_step - 1));
+    }
+}
+
+/* reference - --rerun: every rank of run A posts its whole run (the timed part's steps and two more) in one batch, and
+ * ends. Its digests as a rank streaming them sends them, but for the rank its rerun diverges on, which sends every
+ * record: an ended run's agent cannot send records when asked. Returns -1 when a post failed. */
+static int reference(sim *s)
+{
+    const opts *o = &s->o;
+    int64_t steps = (int64_t)(o->seconds / o->step_s) + 2;
+    h_batch b = {0};
+    rec_record *rs = calloc((size_t)o->per_step, sizeof(*rs));
+    unsigned char(*exts)[REC_EXT_ENCODED_MAX] = calloc((size_t)o->per_step, sizeof(*exts));
+    fleet_conn c;
+    if (!rs || !exts || fleet_conn_init(&c, s->base) < 0)
+        abort();
+    int rc = 0;
+    for (int i = 0; i < o->ranks && rc == 0; i++) {
+        srank *sr = &s->r[i];
+        if (sr->run != 0)
+            continue;
+        char path[160], body[64];
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/records", s->run_ids[sr->group * 2]);
+        int twin_diverges = sr->group < o->diverge && sr->rank == (sr->group * 37) % s->ranks_per_run;
+        batch_header(&b, sr, sr->bseq++, 0);
+        add_steps(s, sr, 0, steps - 1, o->digests && !twin_diverges, &b, rs, exts);
+        long code = fleet_post(&c, path, "application/x-lockstep", b.buf, b.len);
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/end", s->run_ids[sr->group * 2]);
+        snprintf(body, sizeof(body), "{\"rank\": %d, \"exit_code\": 0}", sr->rank);
+        long end = code == 200 ? fleet_post(&c, path, "application/json", body, strlen(body)) : 0;
+        if (code != 200 || end != 200) {
+            fprintf(stderr, "bench/fleet: run A's rank %d: HTTP %ld %ld: %s\n", sr->rank, code, end, c.reply);
+            rc = -1;
+        }
+    }
+    fleet_conn_close(&c);
+    h_batch_free(&b);
+    free(rs);
+    free(exts);
+    return rc;
+}
+
 static void sleep_until(double t)
 {
     double d = t - h_now();
@@ -260,6 +344,8 @@ static void *worker_main(void *arg)
             double due = s->t0 + (double)step * o->step_s + sr->phase;
             if (due >= s->t_end || h_now() >= s->t_end + o->step_s)
                 goto out; /* the run is over (a server that fell behind leaves a backlog: not posted) */
+            if (o->rerun && sr->run == 0)
+                continue; /* it ran before (reference) */
             int64_t off = o->stagger ? sr->rank % o->batch_steps : 0;
             if ((step + 1 + off) % o->batch_steps != 0)
                 continue; /* this rank's batch closes with a later step */
@@ -267,37 +353,7 @@ static void *worker_main(void *arg)
             double start = h_now();
             batch_header(&b, sr, sr->bseq, 0);
             int64_t first = step + 1 - o->batch_steps < 0 ? 0 : step + 1 - o->batch_steps;
-            for (int64_t bs = first; bs <= step; bs++) {
-                uint64_t digest = 0;
-                int held = 0;
-                for (int i = 0; i < o->per_step; i++) {
-                    make_record(s, sr, bs, i, &rs[i], exts[i]);
-                    if (o->digests && i >= o->metrics) { /* held back: only its digest term goes */
-                        digest ^= rec_digest_term(&rs[i]);
-                        held++;
-                        continue;
-                    }
-                    h_batch_add(&b, &rs[i]);
-                }
-                if (held) {
-                    rec_record d;
-                    memset(&d, 0, sizeof(d));
-                    d.seq = (uint64_t)bs * (uint64_t)o->per_step + (uint64_t)o->per_step - 1;
-                    d.step = bs;
-                    d.nbytes = (uint64_t)held;
-                    d.fp = digest;
-                    d.flags = REC_STEP_DIGEST;
-                    d.dtype = LS_BYTES;
-                    d.name = REC_STEP_DIGEST_NAME;
-                    d.name_len = (uint16_t)strlen(REC_STEP_DIGEST_NAME);
-                    h_batch_add(&b, &d);
-                }
-                if (o->consensus) /* in full in either mode, as the agent sends them */
-                    atomic_fetch_add(&s->cons_digests,
-                                     (uint64_t)fleet_cons_add(
-                                         &s->cons, &b, (uint32_t)sr->rank, rs + o->metrics, o->per_step - o->metrics,
-                                         (uint64_t)bs * (uint64_t)o->per_step + (uint64_t)o->per_step - 1));
-            }
+            add_steps(s, sr, first, step, o->digests, &b, rs, exts);
             atomic_fetch_add(&s->records_made, (uint64_t)o->per_step * (uint64_t)(step + 1 - first));
             long long ask[MAX_ASK];
             int n_ask = 0;
@@ -487,14 +543,15 @@ int main(int argc, char **argv)
             o->group_wait = v;
         else if (!strcmp(k, "--instances"))
             o->instances = atoi(v);
+        else if (!strcmp(k, "--rerun"))
+            o->rerun = atoi(v) != 0;
         else {
             fprintf(
                 stderr,
                 "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
                 "[--seconds T] [--batch-steps K] [--stagger 0|1] [--mode digests|records] [--threads N] [--diverge G] "
                 "[--server-threads N] [--db-workers N] [--group-wait-ms W] [--instances N] [--consensus K] [--solo "
-                "0|1] "
-                "[--db URL | --state-dir DIR]\n",
+                "0|1] [--rerun 0|1] [--db URL | --state-dir DIR]\n",
                 argv[0]);
             return 2;
         }
@@ -513,6 +570,10 @@ int main(int argc, char **argv)
     }
     if (o->solo)
         o->diverge = 0; /* no twin to diverge from */
+    if (o->rerun && (o->solo || o->instances > 1)) {
+        fprintf(stderr, "bench/fleet: --rerun compares twins on one lockstepd: no --solo, one instance\n");
+        return 2;
+    }
     s.ranks_per_run = o->ranks / (2 * o->groups);
     o->ranks = s.ranks_per_run * 2 * o->groups;
     if (o->consensus < 0 || o->consensus > 5 || (o->consensus > 1 && 4 << (o->consensus - 1) >= s.ranks_per_run)) {
@@ -606,6 +667,19 @@ int main(int argc, char **argv)
         sr->diverge_at = -1;
         if (sr->group < o->diverge && sr->run == 1 && sr->rank == (sr->group * 37) % s.ranks_per_run)
             sr->diverge_at = diverge_step(o, sr->group);
+    }
+
+    if (o->rerun) { /* run A streams and ends; a fresh lockstepd holds none of it in memory */
+        if (reference(&s) < 0)
+            return 1;
+        h_srv_kill(&srv[0], SIGTERM);
+        h_srv_cleanup(&srv[0]);
+        if (h_srv_start(&srv[0], o->db ? args_db : args_embedded) < 0) {
+            fprintf(stderr, "bench/fleet: lockstepd did not start again\n");
+            return 1;
+        }
+        snprintf(s.bases[0], sizeof(s.bases[0]), "%s", srv[0].base);
+        snprintf(s.base, sizeof(s.base), "%s", srv[0].base);
     }
 
     PGconn *adm = PQconnectdb(conninfo);
@@ -719,6 +793,18 @@ int main(int argc, char **argv)
         n_found++;
         json_decref(fd);
     }
+    /* the groups with no diverging rank must show no divergence */
+    int n_false = 0;
+    for (int g = o->diverge; g < o->groups && !o->solo; g++) {
+        snprintf(url, sizeof(url), "%s/api/v1/twins/%s", s.base, s.groups[g]);
+        if (h_http("GET", url, NULL, NULL, 0, NULL, &resp) == 200) {
+            json_t *j = json_loads(resp, 0, NULL);
+            n_false += json_is_object(json_object_get(j, "first_divergence"));
+            json_decref(j);
+        }
+        free(resp);
+        resp = NULL;
+    }
     qsort(det, (size_t)n_found, sizeof(double), cmp_d);
     qsort(e2e, (size_t)n_found, sizeof(double), cmp_d);
 
@@ -728,10 +814,11 @@ int main(int argc, char **argv)
     /* over the instances: the comparison's memory (ranks it marked, ranks it handed to the database's look), the
      * batches one commit of the database workers carried on average, and the step sums forwarded to the holders of
      * the groups' leases */
-    double mem_marked = 0, mem_handed = 0, groups = 0, grouped = 0, forwarded = 0;
+    double mem_marked = 0, mem_handed = 0, mem_read = 0, groups = 0, grouped = 0, forwarded = 0;
     handed by = {json_object(), 0}; /* whatever reasons lockstepd names */
     for (int i = 0; i < o->instances; i++) {
         mem_marked += h_metric(s.bases[i], "lockstepd_compare_memory_marked_total", NULL);
+        mem_read += h_metric(s.bases[i], "lockstepd_compare_memory_read_total", NULL);
         h_metric_each(s.bases[i], "lockstepd_compare_memory_handed_total", NULL, add_reason, &by);
         groups += h_metric(s.bases[i], "lockstepd_db_groups_total", NULL);
         grouped += h_metric(s.bases[i], "lockstepd_db_group_requests_total", NULL);
@@ -752,7 +839,8 @@ int main(int argc, char **argv)
 
     uint64_t posts = atomic_load(&s.posts), fails = atomic_load(&s.fails), made = atomic_load(&s.records_made);
     uint64_t on_demand = atomic_load(&s.on_demand_posts), steps_posted = n;
-    double offered = o->ranks / o->step_s / o->batch_steps, rate = (double)(posts - on_demand) / o->seconds;
+    double offered = (o->rerun ? o->ranks / 2 : o->ranks) / o->step_s / o->batch_steps,
+           rate = (double)(posts - on_demand) / o->seconds;
     double lag99 = pct(lag, n, 0.99) * 1e3;
     int keeps_up = fails == 0 && rate >= 0.97 * offered && lag99 < o->step_s * 500;
     printf(
@@ -763,17 +851,18 @@ int main(int argc, char **argv)
         "\"batches_per_s\": %.1f, \"records_made_per_s\": %.0f, \"keeps_up\": %s, \"lag_p50_ms\": %.1f, "
         "\"lag_p99_ms\": %.1f, \"lag_max_ms\": %.1f, \"post_p50_ms\": %.2f, \"post_p99_ms\": %.2f, "
         "\"failed_posts\": %" PRIu64 ", \"steps_asked\": %" PRIu64 ", \"divergences_found\": %d, "
-        "\"divergences_right\": %d, \"divergences_expected\": %d, \"detect_p50_ms\": %.1f, \"detect_max_ms\": %.1f, "
+        "\"divergences_right\": %d, \"divergences_expected\": %d, \"false_divergences\": %d, \"detect_p50_ms\": %.1f, "
+        "\"detect_max_ms\": %.1f, "
         "\"e2e_p50_ms\": %.1f, \"e2e_max_ms\": %.1f, \"bytes_per_rank_step\": %.1f, \"on_demand_bytes\": %" PRIu64 ", "
         "\"lockstepd_cpu_s\": %.1f, \"postgres_cpu_s\": %.1f, \"server_cpu_us_per_batch\": %.0f, \"sim_cpu_s\": %.1f, "
         "\"wal_bytes_per_s\": %.0f, \"consensus_comms\": %d, \"consensus_digests_per_rank_step\": %.2f, "
         "\"solo\": %s, \"consensus_windows_checked\": %lld, \"consensus_disagreements\": %d, "
-        "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"memory_handed_by\": %s, \"batches_per_commit\": %.2f, "
-        "\"instances\": %d, \"forwarded\": %.0f, \"load_avg_1m\": %.2f}\n",
+        "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"memory_handed_by\": %s, \"memory_read\": %.0f, "
+        "\"batches_per_commit\": %.2f, \"instances\": %d, \"forwarded\": %.0f, \"rerun\": %s, \"load_avg_1m\": %.2f}\n",
         o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
         o->batch_steps, o->stagger ? "true" : "false", o->threads, offered, rate, (double)made / elapsed,
         keeps_up ? "true" : "false", pct(lag, n, 0.5) * 1e3, lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3,
-        pct(lat, n, 0.99) * 1e3, fails, atomic_load(&s.asked), n_found, n_right, o->diverge,
+        pct(lat, n, 0.99) * 1e3, fails, atomic_load(&s.asked), n_found, n_right, o->diverge, n_false,
         pct(det, (size_t)n_found, 0.5), n_found ? det[n_found - 1] : 0, pct(e2e, (size_t)n_found, 0.5),
         n_found ? e2e[n_found - 1] : 0,
         steps_posted ? (double)atomic_load(&s.bytes) / (double)steps_posted / o->batch_steps : 0,
@@ -781,11 +870,11 @@ int main(int argc, char **argv)
         posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0, sim_cpu, wal / elapsed, o->consensus,
         steps_posted ? (double)atomic_load(&s.cons_digests) / (double)steps_posted / o->batch_steps : 0,
         o->solo ? "true" : "false", cons_checked, cons_disagree, mem_marked, mem_handed, by_text ? by_text : "{}",
-        groups > 0 ? grouped / groups : -1, o->instances, forwarded, load[0]);
+        mem_read, groups > 0 ? grouped / groups : -1, o->instances, forwarded, o->rerun ? "true" : "false", load[0]);
     free(by_text);
     free(lag);
     free(lat);
     free(ws);
     free(th);
-    return n_found == o->diverge && n_right == n_found && keeps_up ? 0 : 1;
+    return n_found == o->diverge && n_right == n_found && n_false == 0 && keeps_up ? 0 : 1;
 }
