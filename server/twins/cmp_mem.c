@@ -171,6 +171,8 @@ static void add_step(mrank *r, mrun *u, const store_step *s)
     sl->inputs_unknown |= s->inputs_unknown;
 }
 
+static int verdict(const mrank *r, int64_t *from, int64_t *hi, int *why, int *more);
+
 int cmp_mem_absorb(const char *group, int64_t run_key, int rank, const store_step *st, size_t n, int64_t counted)
 {
     if (!group || !*group || rank < 0)
@@ -200,7 +202,14 @@ int cmp_mem_absorb(const char *group, int64_t run_key, int rank, const store_ste
     }
     r->dirty = g->dirty = 1;
     g->touched = clock_mono_s();
-    int look = r->look_only; /* one run: the flush reads its ended twins (load_twins), or hands it to the look */
+    /* one run: the flush reads its ended twins (load_twins), or hands it to the look. A step that differs goes to
+     * the look now, not at the flush: an agent streaming digests is asked for its records while it still runs */
+    int look = r->look_only;
+    if (!look && r->nruns >= 2) {
+        int64_t from = 0, hi = 0;
+        int why = 0, more = 0;
+        look = verdict(r, &from, &hi, &why, &more) < 0 && why == MHAND_DIFFER;
+    }
     pthread_mutex_unlock(&lock);
     return look;
 }

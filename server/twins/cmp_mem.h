@@ -16,8 +16,9 @@ void cmp_mem_register(void);
 
 /* cmp_mem_absorb - a batch of the run `run_key` of twin group `group`, rank `rank`, committed (stored here, or by
  * another lockstepd that forwarded it: forward.h): add its step sums (store_step_sums: `n` steps, `counted` records
- * added to the rank's progress) to the rank's step digests. Returns 1 when the look must see the rank now (memory
- * cannot compare it: state blocks, too many runs, memory full), else 0: the next cmp_mem_flush marks it or hands it
+ * added to the rank's progress) to the rank's step digests. Returns 1 when the look must see the rank now (a step
+ * differs: its records are asked for while the agent runs; or memory cannot compare it: state blocks, too many
+ * runs, memory full), else 0: the next cmp_mem_flush marks it or hands it
  * to the look (a run alone on the rank is compared with the twins that ended there, read from the database). */
 int cmp_mem_absorb(const char *group, int64_t run_key, int rank, const store_step *steps, size_t n, int64_t counted);
 
