@@ -292,6 +292,13 @@ static int verdict(const mrank *r, int64_t *from, int64_t *hi, int *why, int *mo
     return 1;
 }
 
+/* lits_free - a statement's `n` array literals. */
+static void lits_free(db_lit *a, int n)
+{
+    for (int k = 0; k < n; k++)
+        free(a[k].p);
+}
+
 /* A group's ranks whose ended twins the flush reads (load_twins): the statement's arrays as text literals. */
 typedef struct loads {
     mgroup *g;   /* freed only by the flush's thread */
@@ -411,8 +418,9 @@ static unsigned long load_group(loads *l)
             }
             if (PQgetisnull(res, row, 3))
                 continue; /* no step in lo..hi */
-            store_step *sl = slot_of(u, strtoll(PQgetvalue(res, row, 3), NULL, 10));
-            *sl = (store_step){.step = strtoll(PQgetvalue(res, row, 3), NULL, 10),
+            int64_t step = strtoll(PQgetvalue(res, row, 3), NULL, 10);
+            store_step *sl = slot_of(u, step);
+            *sl = (store_step){.step = step,
                                .n = strtoll(PQgetvalue(res, row, 4), NULL, 10),
                                .digest = (uint64_t)strtoll(PQgetvalue(res, row, 5), NULL, 10),
                                .inputs_unknown = PQgetisnull(res, row, 6)};
@@ -443,11 +451,9 @@ static unsigned long load_twins(void)
     }
     pthread_mutex_unlock(&lock);
     unsigned long n_read = 0;
-    for (size_t i = 0; i < n; i++)
-        n_read += load_group(&all[i]);
     for (size_t i = 0; i < n; i++) {
-        for (int k = 0; k < 4; k++)
-            free(all[i].a[k].p);
+        n_read += load_group(&all[i]);
+        lits_free(all[i].a, 4);
         free(all[i].ranks);
         free(all[i].lo);
         free(all[i].hi);
@@ -603,8 +609,7 @@ void cmp_mem_flush(cmp_mem_look_fn look)
             handed[k] += m->why[k];
         for (size_t j = 0; j < m->n_look; j++)
             look(m->g->name, m->look[j]);
-        for (int k = 0; k < 6; k++)
-            free(m->a[k].p);
+        lits_free(m->a, 6);
         free(m->ranks);
         free(m->hi);
         free(m->look);
