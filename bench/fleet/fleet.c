@@ -815,18 +815,20 @@ int main(int argc, char **argv)
      * batches one commit of the database workers carried on average, and the step sums forwarded to the holders of
      * the groups' leases */
     double mem_marked = 0, mem_handed = 0, mem_read = 0, groups = 0, grouped = 0, forwarded = 0;
-    handed by = {json_object(), 0}; /* whatever reasons lockstepd names */
+    handed by = {json_object(), 0}, put_off = {json_object(), 0}; /* whatever reasons lockstepd names */
     for (int i = 0; i < o->instances; i++) {
         mem_marked += h_metric(s.bases[i], "lockstepd_compare_memory_marked_total", NULL);
         mem_read += h_metric(s.bases[i], "lockstepd_compare_memory_read_total", NULL);
         h_metric_each(s.bases[i], "lockstepd_compare_memory_handed_total", NULL, add_reason, &by);
+        h_metric_each(s.bases[i], "lockstepd_compare_memory_put_off_total", NULL, add_reason, &put_off);
         groups += h_metric(s.bases[i], "lockstepd_db_groups_total", NULL);
         grouped += h_metric(s.bases[i], "lockstepd_db_group_requests_total", NULL);
         forwarded += h_metric(s.bases[i], "lockstepd_compare_forwarded_total", NULL);
     }
     mem_handed = by.sum;
-    char *by_text = json_dumps(by.by, JSON_SORT_KEYS);
+    char *by_text = json_dumps(by.by, JSON_SORT_KEYS), *put_off_text = json_dumps(put_off.by, JSON_SORT_KEYS);
     json_decref(by.by);
+    json_decref(put_off.by);
     PQfinish(adm);
     for (int i = o->instances - 1; i >= 0; i--) { /* the embedded cluster's own lockstepd last */
         h_srv_kill(&srv[i], SIGTERM);
@@ -857,7 +859,8 @@ int main(int argc, char **argv)
         "\"lockstepd_cpu_s\": %.1f, \"postgres_cpu_s\": %.1f, \"server_cpu_us_per_batch\": %.0f, \"sim_cpu_s\": %.1f, "
         "\"wal_bytes_per_s\": %.0f, \"consensus_comms\": %d, \"consensus_digests_per_rank_step\": %.2f, "
         "\"solo\": %s, \"consensus_windows_checked\": %lld, \"consensus_disagreements\": %d, "
-        "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"memory_handed_by\": %s, \"memory_read\": %.0f, "
+        "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"memory_handed_by\": %s, \"memory_put_off\": %s, "
+        "\"memory_read\": %.0f, "
         "\"batches_per_commit\": %.2f, \"instances\": %d, \"forwarded\": %.0f, \"rerun\": %s, \"load_avg_1m\": %.2f}\n",
         o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
         o->batch_steps, o->stagger ? "true" : "false", o->threads, offered, rate, (double)made / elapsed,
@@ -870,8 +873,10 @@ int main(int argc, char **argv)
         posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0, sim_cpu, wal / elapsed, o->consensus,
         steps_posted ? (double)atomic_load(&s.cons_digests) / (double)steps_posted / o->batch_steps : 0,
         o->solo ? "true" : "false", cons_checked, cons_disagree, mem_marked, mem_handed, by_text ? by_text : "{}",
-        mem_read, groups > 0 ? grouped / groups : -1, o->instances, forwarded, o->rerun ? "true" : "false", load[0]);
+        put_off_text ? put_off_text : "{}", mem_read, groups > 0 ? grouped / groups : -1, o->instances, forwarded,
+        o->rerun ? "true" : "false", load[0]);
     free(by_text);
+    free(put_off_text);
     free(lag);
     free(lat);
     free(ws);

@@ -29,7 +29,7 @@ static histogram detect_seconds;
 static atomic_ulong records_total, batches_stored, batches_duplicate, divergences_total, db_errors;
 static atomic_ulong held_refused[MH_COUNT];
 static atomic_ulong cons_windows, cons_digests, cons_unheld;
-static atomic_ulong mem_cells, mem_marked, mem_handed[MHAND_COUNT], mem_read;
+static atomic_ulong mem_cells, mem_marked, mem_handed[MHAND_COUNT], mem_put_off[2], mem_read;
 static const char *const handed_reasons[MHAND_COUNT] = {"one_run", "look_only", "no_step", "apart",
                                                         "uneven",  "differ",    "refused"};
 static atomic_ulong db_groups, db_grouped; /* the database workers' groups, and the requests in them */
@@ -175,10 +175,12 @@ void metrics_consensus_held(size_t windows, size_t digests, uint64_t unheld)
 }
 
 void metrics_compare_memory(size_t run_ranks, unsigned long marked, const unsigned long handed[MHAND_COUNT],
-                            unsigned long twin_steps_read)
+                            const unsigned long put_off[2], unsigned long twin_steps_read)
 {
     atomic_store(&mem_cells, run_ranks);
     atomic_fetch_add(&mem_marked, marked);
+    atomic_fetch_add(&mem_put_off[0], put_off[0]);
+    atomic_fetch_add(&mem_put_off[1], put_off[1]);
     atomic_fetch_add(&mem_read, twin_steps_read);
     for (int i = 0; i < MHAND_COUNT; i++)
         atomic_fetch_add(&mem_handed[i], handed[i]);
@@ -199,11 +201,18 @@ static void put_compare_memory(sbuf *b)
         "PostgreSQL to compare a run that streams alone with them.\n"
         "# TYPE lockstepd_compare_memory_read_total counter\n"
         "lockstepd_compare_memory_read_total %lu\n"
+        "# HELP lockstepd_compare_memory_put_off_total Marks the database put off to memory's next flush, by why: "
+        "the rank's lock was busy (a batch committed on it, or a look compared it), or a member's count was not "
+        "settled (a batch committed that memory had not counted yet). After 4 flushes in a row, the look.\n"
+        "# TYPE lockstepd_compare_memory_put_off_total counter\n"
+        "lockstepd_compare_memory_put_off_total{reason=\"busy\"} %lu\n"
+        "lockstepd_compare_memory_put_off_total{reason=\"count\"} %lu\n"
         "# HELP lockstepd_compare_memory_handed_total Ranks memory handed to the database's look, by why: one run "
         "so far, state or a full memory (look_only), a run with no step yet, no step every run completed in memory "
         "(apart), a step some runs lack (uneven), a step that differs, a mark the database refused.\n"
         "# TYPE lockstepd_compare_memory_handed_total counter\n",
-        atomic_load(&mem_cells), atomic_load(&mem_marked), atomic_load(&mem_read));
+        atomic_load(&mem_cells), atomic_load(&mem_marked), atomic_load(&mem_read), atomic_load(&mem_put_off[0]),
+        atomic_load(&mem_put_off[1]));
     for (int i = 0; i < MHAND_COUNT; i++)
         put(b, "lockstepd_compare_memory_handed_total{reason=\"%s\"} %lu\n", handed_reasons[i],
             atomic_load(&mem_handed[i]));

@@ -70,10 +70,11 @@ enum metric_handed {
 };
 
 /* metrics_compare_memory - the comparison's memory (server/twins/cmp_mem.h): the run-ranks it holds, how many ranks a
- * flush marked, how many it handed to the look, by why, and how many steps of ended twins it read from PostgreSQL
- * (added to the totals). */
+ * flush marked, how many it handed to the look, by why, how many marks the database put off to the next flush (a
+ * busy lock, a count not settled), and how many steps of ended twins it read from PostgreSQL (added to the
+ * totals). */
 void metrics_compare_memory(size_t run_ranks, unsigned long marked, const unsigned long handed[MHAND_COUNT],
-                            unsigned long twin_steps_read);
+                            const unsigned long put_off[2], unsigned long twin_steps_read);
 
 /* metrics_leases - the twin groups whose comparison lease this instance holds now; metrics_lease_takeover - it took
  * over a lease another instance let expire; metrics_forwarded - forwards sent to lease holders, received from other

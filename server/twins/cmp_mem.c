@@ -26,6 +26,7 @@
 #define MEM_MAX_SLOTS (1 << 22) /* places in the groups' rank tables (8 bytes each: 32 MiB) */
 #define MEM_IDLE_S 120.0        /* a group no batch came for since this long is forgotten */
 #define MEM_CHUNK 4000          /* ranks one marks statement takes */
+#define MEM_RETRIES 4           /* flushes in a row a rank's mark may wait for a busy lock or a count to settle */
 
 /* One run on one rank. */
 typedef struct mrun {
@@ -47,6 +48,7 @@ typedef struct mrank {
     int dirty;      /* a batch came since the last flush */
     int64_t marked; /* the last step memory marked (INT64_MIN: none); a late batch moves it back */
     unsigned tried; /* the flush that last looked for its ended twins (load_twins) */
+    int retries;    /* flushes in a row whose mark the database put off (lockstep_cmp_marks' r_state 1 or 2) */
 } mrank;
 
 typedef struct mgroup {
@@ -66,7 +68,7 @@ void cmp_mem_register(void)
 {
     /* marks of ranks found equal in memory (lockstep_cmp_marks); like the look's, its commit does not wait for the
      * disk: a mark lost in a crash is compared again after the restart */
-    db_register("cmp_marks", "SELECT r_rank FROM set_config('synchronous_commit', 'off', true), "
+    db_register("cmp_marks", "SELECT r_rank, r_state FROM set_config('synchronous_commit', 'off', true), "
                              "lockstep_cmp_marks($1, $2::int[], $3::bigint[], $4::bigint[], $5::int[], $6::bigint[], "
                              "$7::bigint[])");
     /* the twins of ranks one run streams to: per rank (its live run, the steps lo..hi memory will compare), every
@@ -472,6 +474,8 @@ typedef struct marks {
     int *look;   /* ranks memory hands to the look */
     size_t n_look;
     unsigned long why[MHAND_COUNT]; /* the look's ranks by why (enum metric_handed) */
+    unsigned long took;             /* ranks the database marked (mark_group) */
+    unsigned long put_off[2];       /* ranks it put off to the next flush: a busy lock, a count not settled */
 } marks;
 
 /* collect_locked - the verdicts of group g's dirty ranks into `m`. */
@@ -554,9 +558,13 @@ static marks *take_locked(size_t *n)
     return all;
 }
 
-/* mark_group - the statement for one group's ranks; sets `marked` in memory for those the database took, hands the
- * rest to the look. */
-static unsigned long mark_group(marks *m, cmp_mem_look_fn look)
+/* What the marks statement said of a rank (lockstep_cmp_marks' r_state, or not named: the look). */
+enum { MARK_LOOK, MARK_TOOK, MARK_BUSY, MARK_COUNT };
+
+/* mark_group - the statement for one group's ranks; sets `marked` in memory for those the database took (m->took),
+ * leaves dirty for the next flush those it put off (m->put_off; MEM_RETRIES flushes in a row at most), hands the rest
+ * to the look. */
+static void mark_group(marks *m, cmp_mem_look_fn look)
 {
     mgroup *g = m->g;
     const char *p[7] = {g->name};
@@ -567,44 +575,57 @@ static unsigned long mark_group(marks *m, cmp_mem_look_fn look)
     int top = 0;
     for (size_t j = 0; j < m->n; j++)
         top = m->ranks[j] > top ? m->ranks[j] : top;
-    unsigned char *took = xcalloc((size_t)top + 1, 1); /* by rank */
+    unsigned char *state = xcalloc((size_t)top + 1, 1); /* by rank: MARK_* */
     if (!r)
         log_warn("marking group %s's ranks compared in memory: %s (the look compares them)", g->name, err);
     for (int i = 0; r && i < PQntuples(r); i++) {
-        int rank = atoi(PQgetvalue(r, i, 0));
+        int rank = atoi(PQgetvalue(r, i, 0)), st = atoi(PQgetvalue(r, i, 1));
         if (rank >= 0 && rank <= top)
-            took[rank] = 1;
+            state[rank] = st == 0 ? MARK_TOOK : st == 1 ? MARK_BUSY : MARK_COUNT;
     }
     if (r)
         PQclear(r);
-    unsigned long n_took = 0;
     pthread_mutex_lock(&lock);
-    for (size_t j = 0; j < m->n; j++)
-        if (took[m->ranks[j]]) {
-            g->ranks[m->ranks[j]]->marked = m->hi[j];
-            n_took++;
+    for (size_t j = 0; j < m->n; j++) {
+        mrank *k = g->ranks[m->ranks[j]];
+        unsigned char *st = &state[m->ranks[j]];
+        if (*st == MARK_TOOK) {
+            k->marked = m->hi[j];
+            k->retries = 0;
+            m->took++;
+        } else if (*st != MARK_LOOK && k->retries < MEM_RETRIES) {
+            k->retries++;
+            k->dirty = g->dirty = 1; /* the next flush tries again, with what came since */
+            m->put_off[*st == MARK_BUSY ? 0 : 1]++;
+            *st = MARK_TOOK; /* not for the look */
+        } else {
+            k->retries = 0;
+            *st = MARK_LOOK;
         }
+    }
     pthread_mutex_unlock(&lock);
     for (size_t j = 0; j < m->n; j++)
-        if (!took[m->ranks[j]])
+        if (state[m->ranks[j]] == MARK_LOOK)
             look(g->name, m->ranks[j]);
-    free(took);
-    return n_took;
+    free(state);
 }
 
 void cmp_mem_flush(cmp_mem_look_fn look)
 {
     size_t n = 0, held;
-    unsigned long marked = 0, handed[MHAND_COUNT] = {0}, read = load_twins();
+    unsigned long marked = 0, handed[MHAND_COUNT] = {0}, put_off[2] = {0}, read = load_twins();
     pthread_mutex_lock(&lock);
     marks *all = take_locked(&n);
     held = cells;
     pthread_mutex_unlock(&lock);
     for (size_t i = 0; i < n; i++) {
         marks *m = &all[i];
-        unsigned long took = m->n ? mark_group(m, look) : 0;
-        marked += took;
-        handed[MHAND_REFUSED] += m->n - took;
+        if (m->n)
+            mark_group(m, look);
+        marked += m->took;
+        handed[MHAND_REFUSED] += m->n - m->took - m->put_off[0] - m->put_off[1];
+        put_off[0] += m->put_off[0];
+        put_off[1] += m->put_off[1];
         for (int k = 0; k < MHAND_COUNT; k++)
             handed[k] += m->why[k];
         for (size_t j = 0; j < m->n_look; j++)
@@ -615,7 +636,7 @@ void cmp_mem_flush(cmp_mem_look_fn look)
         free(m->look);
     }
     free(all);
-    metrics_compare_memory(held, marked, handed, read);
+    metrics_compare_memory(held, marked, handed, put_off, read);
 }
 
 void cmp_mem_clear(void)

@@ -168,10 +168,13 @@ END $$;
 --  * each member's progress on the rank counts the records memory counted (no batch memory did not see: one
 --    stored by another lockstepd, or one whose commit it has not heard of yet);
 --  * no divergence is stored on it.
--- Returns the ranks marked (checked_upto and target m_upto, checked_at now).
+-- Returns the ranks marked (r_state 0: checked_upto and target m_upto, checked_at now), and those a moment may settle,
+-- for memory to try again at its next flush: 1, its lock was busy (a batch commits on it, or a look compares it);
+-- 2, a member's progress counts other records than memory did (a batch committed that memory has not counted yet).
+-- A rank not returned goes to the look.
 CREATE OR REPLACE FUNCTION lockstep_cmp_marks(g text, m_rank int[], m_from bigint[], m_upto bigint[], e_rank int[],
                                               e_key bigint[], e_count bigint[])
-RETURNS TABLE (r_rank int)
+RETURNS TABLE (r_rank int, r_state smallint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     locked int[];
@@ -194,10 +197,16 @@ BEGIN
         JOIN group_checks c ON c.twin_group = g AND c.rank = m.rk
         WHERE mem.counted AND c.members = mem.keys AND NOT c.waiting AND c.target IS NOT NULL
           AND c.checked_upto = c.target AND c.checked_upto >= m.lo - 1 AND c.checked_upto < m.upto
-          AND NOT EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g AND d.rank = m.rk))
-    UPDATE group_checks c SET checked_upto = ok.upto, target = ok.upto, checked_at = clock_timestamp()
-    FROM ok WHERE c.twin_group = g AND c.rank = ok.rk
-    RETURNING c.rank;
+          AND NOT EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g AND d.rank = m.rk)),
+    marked AS (
+        UPDATE group_checks c SET checked_upto = ok.upto, target = ok.upto, checked_at = clock_timestamp()
+        FROM ok WHERE c.twin_group = g AND c.rank = ok.rk
+        RETURNING c.rank)
+    SELECT k.rank, 0::smallint FROM marked k
+    UNION ALL
+    SELECT q.rk, 1::smallint FROM unnest(m_rank) AS q(rk) WHERE NOT (q.rk = ANY (coalesce(locked, '{}')))
+    UNION ALL
+    SELECT mem.rk, 2::smallint FROM mem WHERE NOT mem.counted;
 END $$;
 
 -- lockstep_shown_at - when step `st` of rank `rk` became comparable across the runs `keys`: per run, the commit of

@@ -3,7 +3,8 @@
  * its step and rank, a late batch is compared again, and batches that another lockstepd stored reach the memory of
  * the instance holding the group's lease (forwarded, server/peers/forward.c), or else the database's look: no false
  * match, no missed divergence. A rerun of a run that ended is compared with it in memory, its steps read from the
- * database. The holder killed, another instance takes the lease over and finds what follows. */
+ * database. A mark whose rank is busy waits for the next flush. The holder killed, another instance takes the lease
+ * over and finds what follows. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -154,6 +155,50 @@ static void test_divergence_from_memory(void **state)
     end_all(a, b, 4);
     json_t *o = it_wait_group(&srv, "m-div", "diverged");
     assert_int_equal(json_array_size(json_object_get(o, "per_rank")), 1); /* the other ranks match */
+    json_decref(o);
+}
+
+/* A mark whose rank's lock is busy (here a session holds it, shared, as a committing batch does) is put off to
+ * memory's next flush, not handed to the look at once; after MEM_RETRIES flushes in a row it goes to the look (which
+ * cannot take the lock either, and leaves the rank). Once the lock is free, the rank is marked and the twins match. */
+static void test_busy_mark_put_off(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    assert_int_equal(it_register(&srv, "315", "m-busy", 2, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "316", "m-busy", 2, 0, NULL, b), 0);
+    const char *busy = "lockstepd_compare_memory_put_off_total{reason=\"busy\"}",
+               *refused = "lockstepd_compare_memory_handed_total{reason=\"refused\"}";
+    for (int64_t s = 0; s < 5; s++) { /* both ranks marked from memory: the group's first marks are behind it */
+        side_by_side(a, b, 2, s, 1, -1, -1, 0);
+        usleep(50000);
+    }
+    assert_int_equal(wait_checked("m-busy", 2, 3), 2);
+    PGconn *c = PQconnectdb(pg.conninfo);
+    PGresult *r = PQexec(c, "SELECT pg_advisory_lock_shared(lockstep_check_key('m-busy', 1))");
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    PQclear(r);
+    double busy0 = it_metric(&srv, busy, NULL), refused0 = it_metric(&srv, refused, NULL);
+    assert_true(busy0 >= 0 && refused0 >= 0);
+    for (int64_t s = 5; s < 25; s++) { /* 2 s at a stream's pace: 8 flushes */
+        side_by_side(a, b, 2, s, 1, -1, -1, 0);
+        usleep(100000);
+    }
+    assert_int_equal(wait_checked("m-busy", 1, 23), 1); /* rank 0 goes on */
+    assert_int_equal(checked_to("m-busy", 5), 1);       /* rank 1 is not marked while its lock is held */
+    assert_true(it_metric(&srv, busy, NULL) >= busy0 + 4);
+    assert_true(it_metric(&srv, refused, NULL) >= refused0 + 1); /* put off 4 times in a row: the look */
+    r = PQexec(c, "SELECT pg_advisory_unlock_shared(lockstep_check_key('m-busy', 1))");
+    PQclear(r);
+    PQfinish(c);
+    for (int64_t s = 25; s < 30; s++) {
+        side_by_side(a, b, 2, s, 1, -1, -1, 0);
+        usleep(50000);
+    }
+    assert_int_equal(wait_checked("m-busy", 2, 28), 2);
+    end_all(a, b, 2);
+    json_t *o = it_wait_group(&srv, "m-busy", "match");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "match");
     json_decref(o);
 }
 
@@ -443,7 +488,7 @@ int main(void)
         cmocka_unit_test(test_marked_from_memory), cmocka_unit_test(test_divergence_from_memory),
         cmocka_unit_test(test_late_batch),         cmocka_unit_test(test_batches_through_two),
         cmocka_unit_test(test_lease_one_holder),   cmocka_unit_test(test_lease_takeover),
-        cmocka_unit_test(test_rerun_from_memory),
+        cmocka_unit_test(test_rerun_from_memory),  cmocka_unit_test(test_busy_mark_put_off),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
