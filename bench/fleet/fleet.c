@@ -20,7 +20,10 @@
  * says how many step sums were forwarded to the holders of the groups' leases. With `--rerun 1` run A of every group
  * runs first (one batch a rank, then its end) and lockstepd starts again, so that its memory holds
  * none of it: run B, a rerun, streams alone and is compared with A as PostgreSQL holds it (`memory_read`: the steps
- * of A memory read there). The groups with no diverging rank must show no divergence (`false_divergences`).
+ * of A memory read there). The groups with no diverging rank must show no divergence (`false_divergences`). With
+ * `--bundle N` the ranks of a run are on nodes of N, and a node's relay posts its ranks' batches of a step as one
+ * bundle (application/x-lockstep-bundle, docs/server.md), at the phase of its first rank: `posts` counts batches,
+ * `requests` the requests that carried them.
  */
 #include <dirent.h>
 #include <inttypes.h>
@@ -60,6 +63,7 @@ typedef struct opts {
     const char *group_wait; /* lockstepd's db_group_wait_ms; NULL: its default */
     int instances;          /* lockstepd instances on the database (1-4); run A's rank r posts to instance r mod N,
                                run B's to (r + 1) mod N, so twins' batches reach different instances */
+    int bundle;             /* ranks a node's relay posts in one request (1: every rank posts alone) */
     int rerun;              /* run A of every group streamed and ended before the timed part, then lockstepd
                                restarted (as its memory forgets a group two minutes after its last batch): run B, a
                                rerun, streams alone and is compared with A as PostgreSQL holds it */
@@ -86,7 +90,8 @@ typedef struct sim {
     double t0, t_end;
     /* divergence watch: when the step after the diverging one was stored by both runs */
     double div_ready[64][2];
-    atomic_uint_fast64_t posts, fails, bytes, bytes_on_demand, on_demand_posts, records_made, asked, cons_digests;
+    atomic_uint_fast64_t posts, requests, fails, bytes, bytes_on_demand, on_demand_posts, records_made, asked,
+        cons_digests;
 } sim;
 
 typedef struct worker_t {
@@ -161,6 +166,7 @@ static long post(sim *s, fleet_conn *conns, const srank *sr, h_batch *b, long lo
     snprintf(path, sizeof(path), "/api/v1/runs/%s/records", s->run_ids[sr->group * 2 + sr->run]);
     fleet_conn *c = &conns[(sr->rank + sr->run) % s->o.instances];
     long code = fleet_post(c, path, "application/x-lockstep", b->buf, b->len);
+    atomic_fetch_add(&s->requests, 1);
     if (code == 200) {
         atomic_fetch_add(&s->posts, 1);
         atomic_fetch_add(on_demand ? &s->bytes_on_demand : &s->bytes, b->len);
@@ -316,16 +322,91 @@ static int by_phase(const void *a, const void *b, void *arg)
     return x < y ? -1 : x > y;
 }
 
+/* node_end - one past the last rank index of the node whose first is `first` (--bundle: a run's ranks on nodes of
+ * o->bundle, the last one smaller when they do not divide). */
+static int node_end(const sim *s, int first)
+{
+    int run_end = (first / s->ranks_per_run + 1) * s->ranks_per_run;
+    return first + s->o.bundle < run_end ? first + s->o.bundle : run_end;
+}
+
+/* post_bundle - the batches of ranks first..end-1 (step `step`'s, made by the caller in `u`, each after its 4-byte
+ * little-endian length) as one bundle on the connection of the node's first rank; each rank's batch counted, its
+ * batch_seq advanced when stored, the steps its reply asks for sent. Returns the HTTP status. */
+static long post_bundle(sim *s, fleet_conn *conns, int first, int end, int64_t step, const h_batch *u, h_batch *hb)
+{
+    const srank *sr = &s->r[first];
+    char path[128];
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/records", s->run_ids[sr->group * 2 + sr->run]);
+    fleet_conn *c = &conns[(sr->rank + sr->run) % s->o.instances];
+    long code = fleet_post(c, path, "application/x-lockstep-bundle", u->buf, u->len);
+    atomic_fetch_add(&s->requests, 1);
+    json_t *o = code == 200 ? json_loads(c->reply, 0, NULL) : NULL;
+    json_t *each = json_object_get(o, "batches");
+    if (json_array_size(each) != (size_t)(end - first)) {
+        if (atomic_fetch_add(&s->fails, (uint64_t)(end - first)) == 0)
+            fprintf(stderr, "bench/fleet: a bundle failed (HTTP %ld): %s\n", code, c->reply);
+        json_decref(o);
+        return code == 200 ? -1 : code;
+    }
+    double now = h_now();
+    for (int k = first; k < end; k++) {
+        srank *r = &s->r[k];
+        json_t *e = json_array_get(each, (size_t)(k - first));
+        if (json_integer_value(json_object_get(e, "status")) != 200) {
+            if (atomic_fetch_add(&s->fails, 1) == 0)
+                fprintf(stderr, "bench/fleet: a bundle's batch failed: %s\n", c->reply);
+            continue;
+        }
+        atomic_fetch_add(&s->posts, 1);
+        r->bseq++;
+        if (r->diverge_at >= 0 && step > r->diverge_at && s->div_ready[r->group][r->run] == 0)
+            s->div_ready[r->group][r->run] = now;
+        json_t *ask = json_object_get(e, "send_steps"), *v;
+        size_t i;
+        json_array_foreach(ask, i, v)
+        {
+            atomic_fetch_add(&s->asked, 1);
+            send_held(s, conns, r, json_integer_value(v), hb);
+        }
+    }
+    atomic_fetch_add(&s->bytes, u->len);
+    json_decref(o);
+    return code;
+}
+
+/* bundle_add - append batch `b` to bundle `u`, after its 4-byte little-endian length. */
+static void bundle_add(h_batch *u, const h_batch *b)
+{
+    if (u->len + 4 + b->len > u->cap) {
+        u->cap = 2 * (u->len + 4 + b->len);
+        u->buf = realloc(u->buf, u->cap);
+        if (!u->buf)
+            abort();
+    }
+    uint32_t n = (uint32_t)b->len;
+    unsigned char le[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
+                           (unsigned char)(n >> 24)};
+    memcpy(u->buf + u->len, le, 4);
+    memcpy(u->buf + u->len + 4, b->buf, b->len);
+    u->len += 4 + b->len;
+}
+
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
     sim *s = w->s;
     const opts *o = &s->o;
     int n = 0, *mine = malloc(((size_t)o->ranks / (size_t)o->threads + 2) * sizeof(int));
-    for (int r = w->id; r < o->ranks; r += o->threads)
-        mine[n++] = r;
+    int k_node = 0; /* --bundle: node leaders, dealt to the threads in turn */
+    for (int r = 0; r < o->ranks; r++) {
+        if (o->bundle > 1 && (r % s->ranks_per_run) % o->bundle != 0)
+            continue; /* not the first rank of its node */
+        if (k_node++ % o->threads == w->id)
+            mine[n++] = r;
+    }
     qsort_r(mine, (size_t)n, sizeof(int), by_phase, s);
-    h_batch b = {0}, hb = {0};
+    h_batch b = {0}, hb = {0}, u = {0};
     rec_record *rs = calloc((size_t)o->per_step, sizeof(*rs));
     unsigned char(*exts)[REC_EXT_ENCODED_MAX] = calloc((size_t)o->per_step, sizeof(*exts));
     if (!mine || !rs || !exts)
@@ -351,8 +432,22 @@ static void *worker_main(void *arg)
                 continue; /* this rank's batch closes with a later step */
             sleep_until(due);
             double start = h_now();
-            batch_header(&b, sr, sr->bseq, 0);
             int64_t first = step + 1 - o->batch_steps < 0 ? 0 : step + 1 - o->batch_steps;
+            if (o->bundle > 1) { /* the node's relay: every rank's batch of this step in one request */
+                int end = node_end(s, mine[k]);
+                u.len = 0;
+                for (int q = mine[k]; q < end; q++) {
+                    batch_header(&b, &s->r[q], s->r[q].bseq, 0);
+                    add_steps(s, &s->r[q], first, step, o->digests, &b, rs, exts);
+                    bundle_add(&u, &b);
+                }
+                atomic_fetch_add(&s->records_made,
+                                 (uint64_t)(end - mine[k]) * (uint64_t)o->per_step * (uint64_t)(step + 1 - first));
+                post_bundle(s, conns, mine[k], end, step, &u, &hb);
+                keep(w, start - due, h_now() - start);
+                continue;
+            }
+            batch_header(&b, sr, sr->bseq, 0);
             add_steps(s, sr, first, step, o->digests, &b, rs, exts);
             atomic_fetch_add(&s->records_made, (uint64_t)o->per_step * (uint64_t)(step + 1 - first));
             long long ask[MAX_ASK];
@@ -374,6 +469,7 @@ static void *worker_main(void *arg)
 out:
     h_batch_free(&b);
     h_batch_free(&hb);
+    h_batch_free(&u);
     free(rs);
     for (int i = 0; i < o->instances; i++)
         fleet_conn_close(&conns[i]);
@@ -500,6 +596,7 @@ int main(int argc, char **argv)
                 .seconds = 120,
                 .digests = 1,
                 .batch_steps = 1,
+                .bundle = 1,
                 .instances = 1};
     for (int i = 1; i < argc; i += 2) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -545,21 +642,24 @@ int main(int argc, char **argv)
             o->instances = atoi(v);
         else if (!strcmp(k, "--rerun"))
             o->rerun = atoi(v) != 0;
+        else if (!strcmp(k, "--bundle"))
+            o->bundle = atoi(v);
         else {
             fprintf(
                 stderr,
                 "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
                 "[--seconds T] [--batch-steps K] [--stagger 0|1] [--mode digests|records] [--threads N] [--diverge G] "
                 "[--server-threads N] [--db-workers N] [--group-wait-ms W] [--instances N] [--consensus K] [--solo "
-                "0|1] [--rerun 0|1] [--db URL | --state-dir DIR]\n",
+                "0|1] [--rerun 0|1] [--bundle N] [--db URL | --state-dir DIR]\n",
                 argv[0]);
             return 2;
         }
     }
     if (o->groups < 1 || o->groups > 64 || o->ranks < 2 * o->groups || o->metrics >= o->per_step || o->threads < 1 ||
-        o->batch_steps < 1 || o->instances < 1 || o->instances > 4) {
-        fprintf(stderr,
-                "bench/fleet: need 1..64 groups, 2 ranks a group at least, metrics < per-step, 1..4 instances\n");
+        o->batch_steps < 1 || o->instances < 1 || o->instances > 4 || o->bundle < 1 || o->bundle > 256 ||
+        (o->bundle > 1 && o->rerun)) {
+        fprintf(stderr, "bench/fleet: need 1..64 groups, 2 ranks a group at least, metrics < per-step, 1..4 instances, "
+                        "a bundle of 1..256 ranks (not with --rerun)\n");
         return 2;
     }
     if (o->diverge > o->groups)
@@ -663,7 +763,8 @@ int main(int argc, char **argv)
         sr->group = i / (2 * s.ranks_per_run);
         sr->run = (i / s.ranks_per_run) % 2;
         sr->rank = i % s.ranks_per_run;
-        sr->phase = o->step_s * (double)(((uint64_t)i * 0x9e3779b97f4a7c15ULL) >> 11) / (double)(1ULL << 53);
+        int lead = o->bundle > 1 ? i - (i % s.ranks_per_run) % o->bundle : i; /* a node posts at its first's phase */
+        sr->phase = o->step_s * (double)(((uint64_t)lead * 0x9e3779b97f4a7c15ULL) >> 11) / (double)(1ULL << 53);
         sr->diverge_at = -1;
         if (sr->group < o->diverge && sr->run == 1 && sr->rank == (sr->group * 37) % s.ranks_per_run)
             sr->diverge_at = diverge_step(o, sr->group);
@@ -840,7 +941,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench/fleet: cannot remove %s\n", state);
 
     uint64_t posts = atomic_load(&s.posts), fails = atomic_load(&s.fails), made = atomic_load(&s.records_made);
-    uint64_t on_demand = atomic_load(&s.on_demand_posts), steps_posted = n;
+    uint64_t on_demand = atomic_load(&s.on_demand_posts),
+             steps_posted = o->bundle > 1 ? posts - on_demand : n; /* batches (n: requests, one a batch alone) */
     double offered = (o->rerun ? o->ranks / 2 : o->ranks) / o->step_s / o->batch_steps,
            rate = (double)(posts - on_demand) / o->seconds;
     double lag99 = pct(lag, n, 0.99) * 1e3;
@@ -861,7 +963,8 @@ int main(int argc, char **argv)
         "\"solo\": %s, \"consensus_windows_checked\": %lld, \"consensus_disagreements\": %d, "
         "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"memory_handed_by\": %s, \"memory_put_off\": %s, "
         "\"memory_read\": %.0f, "
-        "\"batches_per_commit\": %.2f, \"instances\": %d, \"forwarded\": %.0f, \"rerun\": %s, \"load_avg_1m\": %.2f}\n",
+        "\"batches_per_commit\": %.2f, \"instances\": %d, \"forwarded\": %.0f, \"rerun\": %s, \"bundle\": %d, "
+        "\"requests_per_s\": %.1f, \"load_avg_1m\": %.2f}\n",
         o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
         o->batch_steps, o->stagger ? "true" : "false", o->threads, offered, rate, (double)made / elapsed,
         keeps_up ? "true" : "false", pct(lag, n, 0.5) * 1e3, lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3,
@@ -873,8 +976,9 @@ int main(int argc, char **argv)
         posts ? (srv_cpu + pg_cpu) * 1e6 / (double)posts : 0, sim_cpu, wal / elapsed, o->consensus,
         steps_posted ? (double)atomic_load(&s.cons_digests) / (double)steps_posted / o->batch_steps : 0,
         o->solo ? "true" : "false", cons_checked, cons_disagree, mem_marked, mem_handed, by_text ? by_text : "{}",
-        put_off_text ? put_off_text : "{}", mem_read, groups > 0 ? grouped / groups : -1, o->instances, forwarded,
-        o->rerun ? "true" : "false", load[0]);
+        put_off_text ? put_off_text : "{}", mem_read,
+        groups > 0 ? (o->bundle > 1 ? (double)posts : grouped) / groups : -1, o->instances, forwarded,
+        o->rerun ? "true" : "false", o->bundle, (double)atomic_load(&s.requests) / o->seconds, load[0]);
     free(by_text);
     free(put_off_text);
     free(lag);

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#define FLEET_REPLY_MAX 16384 /* a reply's body kept; longer ones fail the post */
+#define FLEET_REPLY_MAX 65536 /* a reply's body kept (a bundle of 256 batches: ~36 KB); longer ones fail the post */
 
 typedef struct fleet_conn {
     int fd;        /* -1: not connected */

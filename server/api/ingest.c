@@ -300,22 +300,43 @@ static int content_is(const char *ct, const char *want)
     return ct && strncasecmp(ct, want, n) == 0 && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' ');
 }
 
-/* A batch on its way to a database worker. */
-typedef struct store_job {
-    run_info run;
+#define BUNDLE_MAX 256 /* batches one bundle carries at most */
+#define BUNDLE_MAX_TEXT "256"
+#define STORE_CHUNK 256 /* batches one transaction stores at most (each holds its rank's lock until the commit) */
+
+/* One batch of a request: to store, or refused before (status, and the reply's error). */
+typedef struct store_item {
     srv_batch batch;
-} store_job;
+    int status;    /* 0: to store; else the status it was refused with */
+    srv_error err; /* status != 0: why */
+} store_item;
+
+/* A request's batches on their way to a database worker: one (application/x-lockstep or JSON), or a bundle's
+ * (application/x-lockstep-bundle: several ranks' batches of one run, as a node's relay posts them; the reply lists
+ * each one's). */
+typedef struct store_req {
+    run_info run;
+    int bundle;
+    size_t n;
+    store_item *items;
+} store_req;
+
+/* item_error_json - the error object of a batch that failed, with its status. */
+static json_t *item_error_json(int status, const srv_error *e)
+{
+    return status >= 500 ? http_internal_error_json(e->error, e->detail, e->hint)
+                         : http_error_json(e->error, e->detail, e->hint);
+}
 
 /* store_reply - the reply to one batch once stored (or not): 200 once committed or for a duplicate, with the steps
  * whose held-back records lockstepd wants (digest streaming); 503 with an error object when the database failed.
  * Counts it and queues its comparison. */
-static json_t *store_reply(const store_job *j, int rc, const store_result *res, const srv_error *e, int *status)
+static json_t *store_reply(const run_info *run, const srv_batch *b, int rc, const store_result *res, const srv_error *e,
+                           int *status)
 {
-    const run_info *run = &j->run;
-    const srv_batch *b = &j->batch;
     if (rc < 0) {
         *status = 503;
-        return http_internal_error_json(e->error, e->detail, e->hint);
+        return item_error_json(503, e);
     }
     metrics_batch(b->n, res->duplicate);
     if (!res->duplicate && (b->n || b->n_digests))
@@ -339,88 +360,205 @@ static json_t *store_reply(const store_job *j, int rc, const store_result *res, 
     return o;
 }
 
-/* store_jobs_run - store the batches of `n` requests in one transaction (see store_batches), each replied to only
- * after the commit. */
-static void store_jobs_run(void **args, size_t n, json_t **replies, int *statuses)
+/* bundle_reply - a bundle's reply: each batch's, in the bundle's order, with its status; 200 unless every batch
+ * failed in the database (503: nothing was stored, the whole bundle may be sent again). */
+static json_t *bundle_reply(const store_req *q, json_t **each, const int *st, int *status)
 {
-    const run_info *runs[DEFER_GROUP_MAX] = {0};
-    const srv_batch *batches[DEFER_GROUP_MAX] = {0};
-    store_result res[DEFER_GROUP_MAX];
-    srv_error e[DEFER_GROUP_MAX];
-    int rc[DEFER_GROUP_MAX];
-    for (size_t i = 0; i < n; i++) {
-        store_job *j = args[i];
-        runs[i] = &j->run;
-        batches[i] = &j->batch;
+    json_t *arr = json_array();
+    int failed = 0;
+    for (size_t i = 0; i < q->n; i++) {
+        json_object_set_new(each[i], "status", json_integer(st[i]));
+        if (!json_object_get(each[i], "rank"))
+            json_object_set_new(each[i], "rank", json_integer(q->items[i].batch.rank));
+        json_array_append_new(arr, each[i]);
+        failed += st[i] == 503;
     }
-    store_batches(runs, batches, n, res, rc, e);
-    for (size_t i = 0; i < n; i++)
-        replies[i] = store_reply(args[i], rc[i], &res[i], &e[i], &statuses[i]);
+    *status = failed == (int)q->n ? 503 : 200;
+    json_t *o = *status == 503 ? http_internal_error_json("database error", "no batch of the bundle was stored",
+                                                          "send the bundle again")
+                               : json_object();
+    json_object_set_new(o, "run_id", json_string(q->run.run_id));
+    json_object_set_new(o, "batches", arr);
+    return o;
 }
 
-static void store_job_free(void *arg)
+/* store_jobs_run - store the batches of `n` requests in as few transactions as their count allows (STORE_CHUNK a
+ * transaction; see store_batches), each request replied to only after the commits of its batches. */
+static void store_jobs_run(void **args, size_t n, json_t **replies, int *statuses)
 {
-    store_job *j = arg;
-    batch_release(&j->batch);
-    free(j);
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += ((store_req *)args[i])->n;
+    const run_info **runs = xcalloc(total, sizeof(*runs));
+    const srv_batch **batches = xcalloc(total, sizeof(*batches));
+    store_result *res = xcalloc(total, sizeof(*res));
+    srv_error *e = xcalloc(total, sizeof(*e));
+    int *rc = xcalloc(total, sizeof(*rc));
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        store_req *q = args[i];
+        for (size_t j = 0; j < q->n; j++)
+            if (!q->items[j].status) {
+                runs[k] = &q->run;
+                batches[k++] = &q->items[j].batch;
+            }
+    }
+    for (size_t off = 0; off < k; off += STORE_CHUNK)
+        store_batches(runs + off, batches + off, k - off < STORE_CHUNK ? k - off : STORE_CHUNK, res + off, rc + off,
+                      e + off);
+    k = 0;
+    for (size_t i = 0; i < n; i++) {
+        store_req *q = args[i];
+        json_t **each = xcalloc(q->n, sizeof(*each));
+        int *st = xcalloc(q->n, sizeof(*st));
+        for (size_t j = 0; j < q->n; j++) {
+            const store_item *it = &q->items[j];
+            if (it->status) {
+                st[j] = it->status;
+                each[j] = item_error_json(it->status, &it->err);
+            } else {
+                each[j] = store_reply(&q->run, &it->batch, rc[k], &res[k], &e[k], &st[j]);
+                k++;
+            }
+        }
+        if (q->bundle)
+            replies[i] = bundle_reply(q, each, st, &statuses[i]);
+        else {
+            replies[i] = each[0];
+            statuses[i] = st[0];
+        }
+        free(each);
+        free(st);
+    }
+    free(runs);
+    free(batches);
+    free(res);
+    free(e);
+    free(rc);
+}
+
+static void store_req_free(void *arg)
+{
+    store_req *q = arg;
+    for (size_t i = 0; i < q->n; i++)
+        batch_release(&q->items[i].batch);
+    free(q->items);
+    free(q);
+}
+
+/* check_batch - a decoded batch of `run`, before it is stored: its stream header names this run, its rank is one of
+ * the run's, its batch_seq fits, and held records answer their step digests. Returns 0, or the status to refuse it
+ * with (`e` filled). */
+static int check_batch(const run_info *run, const srv_batch *b, srv_error *e)
+{
+    char detail[200];
+    if (b->run_id[0] && strcasecmp(b->run_id, run->run_id) != 0) {
+        snprintf(detail, sizeof(detail), "the stream header names run %.40s, the URL run %s", b->run_id, run->run_id);
+        srv_error_set(e, "run id mismatch", detail, "post each batch to its own run's URL");
+        return 400;
+    }
+    if (b->rank >= (uint32_t)run->ranks) {
+        snprintf(detail, sizeof(detail), "rank %u is outside 0..%d of this run", b->rank, run->ranks - 1);
+        srv_error_set(e, "rank out of range", detail, "the run was registered with fewer ranks");
+        return 400;
+    }
+    if (b->batch_seq > INT64_MAX) {
+        srv_error_set(e, "batch_seq out of range", "batch_seq must fit in 63 bits", "");
+        return 400;
+    }
+    int rc;
+    if (b->held && (rc = store_held_check(run, b, e)) < 0) /* digest streaming: they must answer the digest */
+        return rc == -1 ? (e->status ? e->status : 400) : 503;
+    return 0;
+}
+
+/* decode_bundle - a bundle's batches into q->items: each a 4-byte little-endian length, then the batch as
+ * application/x-lockstep frames it. A batch that does not decode or pass check_batch is refused alone (its item's
+ * status); the framing itself must hold. Returns 0, or -1 with `e` filled (400). */
+static int decode_bundle(store_req *q, const unsigned char *p, size_t len, srv_error *e)
+{
+    char detail[200];
+    size_t off = 0;
+    while (off < len) {
+        if (len - off < 4 || q->n == BUNDLE_MAX) {
+            snprintf(detail, sizeof(detail), "%s at byte %zu",
+                     q->n == BUNDLE_MAX ? "more than " BUNDLE_MAX_TEXT " batches" : "a length cut short", off);
+            return srv_error_set(e, "bad bundle", detail,
+                                 "each batch is a 4-byte little-endian length, then the batch; at most " BUNDLE_MAX_TEXT
+                                 " batches a bundle");
+        }
+        uint32_t n =
+            (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16 | (uint32_t)p[off + 3] << 24;
+        off += 4;
+        if (n == 0 || n > len - off) {
+            snprintf(detail, sizeof(detail), "batch %zu of the bundle claims %u bytes at byte %zu, %zu are left", q->n,
+                     n, off - 4, len - off);
+            return srv_error_set(e, "bad bundle", detail,
+                                 "each batch is a 4-byte little-endian length, then the batch");
+        }
+        q->items = xrealloc(q->items, (q->n + 1) * sizeof(*q->items));
+        store_item *it = &q->items[q->n++];
+        memset(it, 0, sizeof(*it));
+        if (batch_decode_binary(&it->batch, p + off, n, &it->err) < 0)
+            it->status = it->err.status ? it->err.status : 400;
+        else
+            it->status = check_batch(&q->run, &it->batch, &it->err);
+        off += n;
+    }
+    if (q->n == 0)
+        return srv_error_set(e, "empty bundle", "the bundle carries no batch", "send at least one batch");
+    return 0;
 }
 
 static enum MHD_Result ingest_records(http_req *req, char **args)
 {
     const char *run_id = args[0];
-    store_job *j = xcalloc(1, sizeof(*j));
-    run_info *run = &j->run;
-    srv_batch *b = &j->batch;
+    store_req *q = xcalloc(1, sizeof(*q));
+    run_info *run = &q->run;
     enum MHD_Result res = MHD_YES;
     if (api_run_find(req, run_id, run, REGISTER_FIRST) < 0 || http_auth_job(req, run->job_id) < 0)
         goto out_free;
     const char *ct = http_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *body = req->body ? req->body : "";
     srv_error e;
+    memset(&e, 0, sizeof(e));
     int rc;
-    if (content_is(ct, "application/x-lockstep"))
-        rc = batch_decode_binary(b, req->body ? req->body : "", req->len, &e);
-    else if (content_is(ct, "application/json"))
-        rc = batch_decode_json(b, req->body ? req->body : "", req->len, &e);
-    else {
-        char detail[200];
-        snprintf(detail, sizeof(detail), "Content-Type \"%.100s\"", ct ? ct : "(none)");
-        res = http_reply_error(req, 415, "unsupported content type", detail,
-                               "send application/x-lockstep (record framing) or application/json");
-        goto out_free;
+    if (content_is(ct, "application/x-lockstep-bundle")) {
+        q->bundle = 1;
+        if (decode_bundle(q, (const unsigned char *)body, req->len, &e) < 0) {
+            res = http_reply_srv_error(req, 400, &e);
+            goto out_free;
+        }
+    } else {
+        q->items = xcalloc(1, sizeof(*q->items));
+        q->n = 1;
+        srv_batch *b = &q->items[0].batch;
+        if (content_is(ct, "application/x-lockstep"))
+            rc = batch_decode_binary(b, body, req->len, &e);
+        else if (content_is(ct, "application/json"))
+            rc = batch_decode_json(b, body, req->len, &e);
+        else {
+            char detail[200];
+            snprintf(detail, sizeof(detail), "Content-Type \"%.100s\"", ct ? ct : "(none)");
+            res = http_reply_error(req, 415, "unsupported content type", detail,
+                                   "send application/x-lockstep (record framing), application/x-lockstep-bundle "
+                                   "(several ranks' batches) or application/json");
+            goto out_free;
+        }
+        if (rc < 0 || (rc = check_batch(run, b, &e)) != 0) {
+            res = http_reply_srv_error(req, rc < 0 ? 400 : rc, &e);
+            goto out_free;
+        }
     }
-    if (rc < 0) {
-        res = http_reply_srv_error(req, 400, &e);
-        goto out_free;
-    }
-    if (b->run_id[0] && strcasecmp(b->run_id, run->run_id) != 0) {
-        char detail[200];
-        snprintf(detail, sizeof(detail), "the stream header names run %.40s, the URL run %s", b->run_id, run->run_id);
-        res = http_reply_error(req, 400, "run id mismatch", detail, "post each batch to its own run's URL");
-        goto out_free;
-    }
-    if (b->rank >= (uint32_t)run->ranks) {
-        char detail[160];
-        snprintf(detail, sizeof(detail), "rank %u is outside 0..%d of this run", b->rank, run->ranks - 1);
-        res = http_reply_error(req, 400, "rank out of range", detail, "the run was registered with fewer ranks");
-        goto out_free;
-    }
-    if (b->batch_seq > INT64_MAX) {
-        res = http_reply_error(req, 400, "batch_seq out of range", "batch_seq must fit in 63 bits", "");
-        goto out_free;
-    }
-    if (b->held && (rc = store_held_check(run, b, &e)) < 0) { /* digest streaming: they must answer the digest */
-        res = rc == -1 ? http_reply_srv_error(req, e.status, &e) : http_reply_srv_error(req, 503, &e);
-        goto out_free;
-    }
-    if (http_defer_grouped(req, store_jobs_run, store_job_free, j) == 0)
-        return MHD_YES; /* a database worker replies once the batch is committed */
+    if (http_defer_grouped(req, store_jobs_run, store_req_free, q) == 0)
+        return MHD_YES; /* a database worker replies once the batches are committed */
     int status = 0;
     json_t *reply = NULL;
-    void *arg = j;
+    void *arg = q;
     store_jobs_run(&arg, 1, &reply, &status);
     res = http_reply_json(req, status, reply);
 out_free:
-    store_job_free(j);
+    store_req_free(q);
     return res;
 }
 
