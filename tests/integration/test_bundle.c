@@ -2,7 +2,8 @@
  * in one request, as a node's relay posts them. Each batch is stored as if posted alone (once: a bundle sent again is
  * all duplicates), its reply is in the bundle's in its order, a batch that does not decode or belongs to no rank of
  * the run is refused alone while the others are stored, a bundle whose framing does not hold is refused whole with
- * nothing stored, and twins posted as bundles are compared: a divergence is found at its step and rank. */
+ * nothing stored, twins posted as bundles are compared (a divergence is found at its step and rank), and hostile
+ * bytes are answered without harm. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -250,13 +251,61 @@ static void test_bundle_twins_diverge(void **state)
     h_batch_free(&u);
 }
 
+/* Bundles of hostile bytes (lengths that claim too much, too little or exactly their random bytes, batches cut at
+ * random) are answered 200 or 400, never crash lockstepd, and store nothing that is not a whole batch; lockstepd
+ * serves the next honest bundle. */
+static void test_bundle_random_bytes(void **state)
+{
+    (void)state;
+    char run[40];
+    assert_int_equal(it_register(&srv, "720", NULL, 2, 0, NULL, run), 0);
+    h_batch u = {0}, b = {0};
+    uint64_t seq = 0;
+    it_batch_steps(&b, run, 1, 0, 0, 1, 5, -1, 0, -1, 0, &seq);
+    assert_true(b.len <= 4096);
+    srand(20261206);
+    for (int k = 0; k < 300; k++) {
+        u.len = 0;
+        int parts = 1 + rand() % 4;
+        for (int p = 0; p < parts; p++) {
+            size_t n = rand() % 3 == 0 ? b.len : (size_t)(rand() % 200);
+            unsigned char junk[4096];
+            for (size_t i = 0; i < sizeof(junk); i++)
+                junk[i] = (unsigned char)rand();
+            if (rand() % 2) { /* the honest batch, cut or bitten at random */
+                memcpy(junk, b.buf, n < b.len ? n : b.len);
+                if (n > 8 && rand() % 2)
+                    junk[rand() % n] ^= (unsigned char)(1 + rand() % 255);
+            }
+            bundle_add(&u, junk, n);
+            if (rand() % 5 == 0) /* a length that lies */
+                u.buf[u.len - n - 4 + (size_t)(rand() % 4)] = (unsigned char)rand();
+        }
+        if (rand() % 4 == 0 && u.len > 0)
+            u.len = (size_t)rand() % u.len;
+        json_t *o = NULL;
+        long code = post_bundle(run, &u, &o);
+        if (code != 200 && code != 400)
+            fail_msg("bundle %d: HTTP %ld", k, code);
+        json_decref(o);
+    }
+    assert_true(batches_of(run) <= 1); /* rank 1's batch 0, when one came whole */
+    bundle_steps(&u, run, 2, 1, -1, -1);
+    json_t *o = NULL;
+    assert_int_equal(post_bundle(run, &u, &o), 200);
+    entry(o, 0, 200, 0);
+    entry(o, 1, 200, 1);
+    json_decref(o);
+    h_batch_free(&u);
+    h_batch_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bundle_stored_once),
-        cmocka_unit_test(test_bundle_refuses_one),
-        cmocka_unit_test(test_bundle_bad_framing),
-        cmocka_unit_test(test_bundle_twins_diverge),
+        cmocka_unit_test(test_bundle_stored_once),  cmocka_unit_test(test_bundle_refuses_one),
+        cmocka_unit_test(test_bundle_bad_framing),  cmocka_unit_test(test_bundle_twins_diverge),
+        cmocka_unit_test(test_bundle_random_bytes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
