@@ -20,6 +20,7 @@
 #define DEF_BATCH_MS 200
 #define DEF_FLUSH_MS 10000
 #define DEF_HTTP_MS 10000
+#define DEF_RELAY_MS 20
 #define DEF_HOLD_MEM ((size_t)64 << 20)
 #define DEF_HOLD_DISK ((size_t)1 << 30)
 
@@ -191,6 +192,9 @@ int config_stream(send_cfg *cfg, long rank, const rec_header *hdr, char *why, si
     }
     cfg->digests = strcmp(stream, "digests") == 0;
     scopy(cfg->stats_file, sizeof(cfg->stats_file), env_or("LOCKSTEP_STATS_FILE", NULL, ""));
+    scopy(cfg->relay_dir, sizeof(cfg->relay_dir), env_or("LOCKSTEP_RELAY", NULL, ""));
+    if (get_ms("LOCKSTEP_RELAY_MS", DEF_RELAY_MS, &cfg->relay_ms, 0, why, cap) < 0)
+        return -1;
     if (get_size("LOCKSTEP_HOLD_MEM", DEF_HOLD_MEM, &cfg->hold_mem, why, cap) < 0 ||
         get_size("LOCKSTEP_HOLD_DISK", DEF_HOLD_DISK, &cfg->hold_disk, why, cap) < 0)
         return -1;

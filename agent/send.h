@@ -28,6 +28,8 @@ typedef struct send_cfg {
     size_t hold_mem;       /* digest streaming: most bytes of held records in memory ... */
     size_t hold_disk;      /* ... and in the spool */
     char stats_file[1024]; /* LOCKSTEP_STATS_FILE: a JSON line of this rank's counters is appended at exit */
+    char relay_dir[1024];  /* LOCKSTEP_RELAY: the node relay's directory (agent/relay.h), "" for none */
+    long relay_ms;         /* LOCKSTEP_RELAY_MS: how long the relay's leader waits for the other ranks' batches */
 } send_cfg;
 
 /* send_start - take over `cfg` (and its reg_json) and prepare streaming.

@@ -80,10 +80,11 @@ struct sender {
         char key[USED_KEY_MAX + 1], value[USED_VALUE_MAX + 1];
     } used[USED_FACTS_MAX]; /* facts reported (send_note), under S.mu, kept across ls_init */
     int nused, used_dirty;  /* under S.mu: a fact changed since the manifest was last composed */
-    int warned_drop, warned_spool, warned_reject, warned_thread, warned_hold, warned_ckpt; /* once per process */
-    int run_refused; /* lockstepd refused the run's registration: at exit, do not wait for it to change its mind */
-    int run_unknown; /* under S.mu: lockstepd answered that it knows no such run yet (rank 0 registers it) */
-    int run_adopted; /* the run id came from the spool, left by an earlier process: not confirmed yet */
+    int warned_drop, warned_spool, warned_reject, warned_thread, warned_hold, warned_ckpt,
+        warned_relay; /* once per process */
+    int run_refused;  /* lockstepd refused the run's registration: at exit, do not wait for it to change its mind */
+    int run_unknown;  /* under S.mu: lockstepd answered that it knows no such run yet (rank 0 registers it) */
+    int run_adopted;  /* the run id came from the spool, left by an earlier process: not confirmed yet */
     uint64_t adopted_below; /* the batches that process left there: seqs below this */
     int exit_hooked;        /* exit_hook is registered (once per process) */
 };

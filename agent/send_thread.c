@@ -110,6 +110,9 @@ static void setup(void)
     if (uplink_open(&S.up, &S.meta, c->http_timeout_ms, why, sizeof(why)) == 0) {
         S.up_ok = 1;
         http_set_abort(S.up.http, &S.abort_at);
+        if (c->relay_dir[0] &&
+            !(S.up.relay = relay_open(c->relay_dir, &S.meta, c->relay_ms, &S.abort_at, why, sizeof(why))))
+            agent_warn_once(&S.warned_relay, "no node relay: %s; this rank posts its batches itself", why);
     } else {
         agent_warn_once(&S.warned_reject, "cannot talk to lockstepd: %s; batches stay in the spool", why);
     }
@@ -539,6 +542,8 @@ void *send_thread_main(void *arg)
                         S.cfg.hdr.rank);
     pthread_mutex_unlock(&S.mu);
     finish(code);
+    relay_close(S.up.relay); /* a leader answers what it holds first */
+    S.up.relay = NULL;
     uplink_close(&S.up);
     S.up_ok = 0;
     return NULL;

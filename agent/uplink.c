@@ -153,8 +153,13 @@ int uplink_post_batch(uplink *u, const unsigned char *buf, size_t len, char *res
     char local[1024], *resp = resp_out ? resp_out : local;
     size_t cap = resp_out ? resp_cap : sizeof(local);
     resp[0] = 0;
-    long status = http_request(u->http, "POST", path, "application/x-lockstep", out, hlen + (len - body_off),
-                               u->timeout_ms, resp, cap, u->last_error, sizeof(u->last_error));
+    long status;
+    if (relay_post(u->relay, u->m->run_id, out, hlen + (len - body_off), u->timeout_ms, &status, resp, cap)) {
+        free(out);
+        return classify(u, status, resp);
+    }
+    status = http_request(u->http, "POST", path, "application/x-lockstep", out, hlen + (len - body_off), u->timeout_ms,
+                          resp, cap, u->last_error, sizeof(u->last_error));
     free(out);
     return classify(u, status, resp);
 }

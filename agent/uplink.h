@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "agent/http.h"
+#include "agent/relay.h"
 #include "agent/spool.h"
 
 /* What a call to the server came to. */
@@ -20,6 +21,7 @@ typedef struct uplink {
     long timeout_ms;  /* per request */
     long last_status; /* HTTP status of the last request, -1 when none came */
     int reg_tried;    /* rank 0 sent a registration before */
+    relay *relay;     /* the node's relay (LOCKSTEP_RELAY), NULL when none: batches go through it when it answers */
     char last_error[512];
 } uplink;
 
@@ -46,8 +48,9 @@ int uplink_resolve(uplink *u);
 int uplink_confirm(uplink *u);
 
 /* uplink_post_batch - POST one framed batch (its header's run id is
- * rewritten to m->run_id) to /api/v1/runs/ID/records; the reply's text in
- * `resp` (resp_cap bytes, NUL-terminated; may be NULL). */
+ * rewritten to m->run_id) to /api/v1/runs/ID/records, through the node's
+ * relay when it answers for it (agent/relay.h), else directly; the reply's
+ * text in `resp` (resp_cap bytes, NUL-terminated; may be NULL). */
 int uplink_post_batch(uplink *u, const unsigned char *buf, size_t len, char *resp, size_t resp_cap);
 
 /* uplink_post_json - POST `json` to /api/v1/runs/ID/WHAT (manifest, end);

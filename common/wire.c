@@ -361,3 +361,41 @@ int wire_obj_int_array(const char *obj, const char *key, long long *out, int cap
     }
     return n;
 }
+
+int wire_obj_int(const char *obj, const char *key, long long *out)
+{
+    const char *p = member(obj, key);
+    if (!p)
+        return -1;
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || (*skip_ws(end) != ',' && *skip_ws(end) != '}'))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int wire_obj_items(const char *obj, const char *key, const char **at, size_t *len, int cap)
+{
+    const char *p = member(obj, key);
+    if (!p || *p != '[')
+        return -1;
+    p = skip_ws(p + 1);
+    int n = 0;
+    while (*p != ']') {
+        const char *end = skip_value(p);
+        if (!end || end == p)
+            return -1;
+        if (n < cap) {
+            at[n] = p;
+            len[n] = (size_t)(end - p);
+        }
+        n++;
+        p = skip_ws(end);
+        if (*p == ',')
+            p = skip_ws(p + 1);
+        else if (*p != ']')
+            return -1;
+    }
+    return n;
+}

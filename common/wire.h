@@ -118,4 +118,14 @@ int wire_obj_string(const char *obj, const char *key, char *out, size_t cap);
  * member is absent or not an array of integers. */
 int wire_obj_int_array(const char *obj, const char *key, long long *out, int cap);
 
+/* wire_obj_int - the integer member `key` of the JSON object whose text starts at `obj` (top-level members only; the
+ * text may go on past the object). Returns 0, or -1 when absent or not an integer. */
+int wire_obj_int(const char *obj, const char *key, long long *out);
+
+/* wire_obj_items - the elements of the array member `key` of the JSON object whose text is `obj` (top-level
+ * members only): up to `cap` of them, each as where its text starts (at[i]) and how many bytes it takes (len[i]).
+ * Returns how many the array holds (those past `cap` not given), or -1 when the member is absent, not an array, or
+ * not well formed. */
+int wire_obj_items(const char *obj, const char *key, const char **at, size_t *len, int cap);
+
 #endif /* COMMON_WIRE_H */

@@ -91,8 +91,8 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
         if (!eq) {
             snprintf(why, cap,
                      "plugstack argument '%s' has no value; write it as key=value "
-                     "(server, secret, agent, default, enforce, spool, stream, consensus_every, timeout_ms, ignore, "
-                     "secret_vars)",
+                     "(server, secret, agent, default, enforce, spool, stream, relay, consensus_every, timeout_ms, "
+                     "ignore, secret_vars)",
                      a);
             rv = -1;
             continue;
@@ -115,6 +115,9 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
             bad = v[0] != '/' || set_str(c->agent, sizeof(c->agent), v);
         } else if (klen == 5 && !strncmp(a, "spool", 5)) {
             bad = v[0] != '/' || set_str(c->spool, sizeof(c->spool), v);
+        } else if (klen == 5 &&
+                   !strncmp(a, "relay", 5)) { /* room left for "/lockstep-relay.JOB.STEP" in a socket path */
+            bad = v[0] != '/' || strlen(v) > 48 || set_str(c->relay, sizeof(c->relay), v);
         } else if (klen == 7 && !strncmp(a, "default", 7)) {
             bad = !*v || lsp_mode_parse(v, &c->dflt);
         } else if (klen == 7 && !strncmp(a, "enforce", 7)) {
@@ -156,7 +159,7 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
             snprintf(why, cap,
                      "unknown plugstack argument '%s'; known: server=URL secret=FILE agent=PATH "
                      "default=off|consensus|fp|det enforce=off|consensus|fp|det spool=DIR stream=records|digests "
-                     "consensus_every=N timeout_ms=N "
+                     "relay=DIR consensus_every=N timeout_ms=N "
                      "ignore=GLOB[,GLOB...] secret_vars=GLOB[,GLOB...]",
                      a);
             rv = -1;
@@ -166,7 +169,8 @@ int lsp_conf_parse(lsp_conf *c, int ac, char **av, char *why, size_t cap)
             snprintf(why, cap,
                      "invalid plugstack argument '%s'; server wants an http(s):// URL (or several, separated by "
                      "commas), secret, "
-                     "agent and spool an absolute path, default and enforce off|consensus|fp|det, "
+                     "agent and spool an absolute path, relay an absolute path of at most 48 bytes, default and "
+                     "enforce off|consensus|fp|det, "
                      "stream records|digests, consensus_every 1-1000000, timeout_ms 1-60000",
                      a);
             rv = -1;

@@ -14,13 +14,14 @@ typedef enum lsp_mode { LSP_MODE_OFF = 0, LSP_MODE_CONSENSUS = 1, LSP_MODE_FP = 
 #endif
 
 /* What plugstack.conf says: `server=URL secret=FILE agent=PATH default=MODE enforce=MODE spool=DIR
- * stream=records|digests consensus_every=N timeout_ms=N ignore=GLOBS secret_vars=GLOBS`. */
+ * stream=records|digests relay=DIR consensus_every=N timeout_ms=N ignore=GLOBS secret_vars=GLOBS`. */
 typedef struct lsp_conf {
     char server[512];       /* lockstepd base URL, "" when none */
     char secret[PATH_MAX];  /* site secret file, read by slurmstepd only, "" when none */
     char agent[PATH_MAX];   /* liblockstep.so appended to LD_PRELOAD */
     char spool[PATH_MAX];   /* agent spool root, "" for the agent's default */
     char stream[16];        /* the site's LOCKSTEP_STREAM (records, digests) for jobs that set none; "" */
+    char relay[PATH_MAX];   /* relay=: a node-local root for each job step's node relay (LOCKSTEP_RELAY), "" */
     int consensus_every;    /* the site's LOCKSTEP_CONSENSUS_EVERY for consensus jobs that set none; 0 when none */
     lsp_mode dflt;          /* mode of a job that asks for nothing */
     lsp_mode enforce;       /* minimum mode the site imposes */

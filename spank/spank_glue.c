@@ -210,6 +210,12 @@ static void set_identity(const lsp_glue_ops *ops, const lsp_conf *c, const lsp_r
         else if (c->stream[0])
             setv(ops, "LOCKSTEP_STREAM", c->stream, bad); /* the site's */
     }
+    char relay[PATH_MAX + 96];
+    if (c->relay[0] && ops->get(ops->ctx, "LOCKSTEP_RELAY", relay, sizeof(relay)) != 1) { /* unless the job's own */
+        lsp_step_key(f, num, sizeof(num));
+        snprintf(relay, sizeof(relay), "%s/lockstep-relay.%u.%s", c->relay, f->job_id, num); /* this node's */
+        setv(ops, "LOCKSTEP_RELAY", relay, bad);
+    }
     if (mode == LSP_MODE_CONSENSUS && c->consensus_every > 0 &&
         ops->get(ops->ctx, "LOCKSTEP_CONSENSUS_EVERY", num, sizeof(num)) != 1) { /* the site's rate, unless the job's */
         char every[16];

@@ -529,6 +529,7 @@ static enum MHD_Result ingest_records(http_req *req, char **args)
             res = http_reply_srv_error(req, 400, &e);
             goto out_free;
         }
+        metrics_bundle(q->n);
     } else {
         q->items = xcalloc(1, sizeof(*q->items));
         q->n = 1;

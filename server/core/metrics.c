@@ -26,7 +26,7 @@ static histogram request_seconds[MR_COUNT];
 static atomic_ulong abandoned[MR_COUNT];
 static atomic_ulong conn_timeouts[MT_COUNT];
 static histogram detect_seconds;
-static atomic_ulong records_total, batches_stored, batches_duplicate, divergences_total, db_errors;
+static atomic_ulong records_total, batches_stored, batches_duplicate, divergences_total, db_errors, bundles, bundled;
 static atomic_ulong held_refused[MH_COUNT];
 static atomic_ulong cons_windows, cons_digests, cons_unheld;
 static atomic_ulong mem_cells, mem_marked, mem_handed[MHAND_COUNT], mem_put_off[2], mem_read;
@@ -67,6 +67,12 @@ void metrics_conn_timeout(int phase, unsigned long n)
 {
     if (phase >= 0 && phase < MT_COUNT)
         atomic_fetch_add(&conn_timeouts[phase], n);
+}
+
+void metrics_bundle(size_t batches)
+{
+    atomic_fetch_add(&bundles, 1);
+    atomic_fetch_add(&bundled, batches);
 }
 
 void metrics_batch(uint64_t records, int duplicate)
@@ -344,6 +350,13 @@ char *metrics_render(void)
         "# TYPE lockstepd_batches_total counter\n"
         "lockstepd_batches_total{result=\"stored\"} %lu\n"
         "lockstepd_batches_total{result=\"duplicate\"} %lu\n"
+        "# HELP lockstepd_bundles_total Bundles taken (application/x-lockstep-bundle: several ranks' batches in one "
+        "request, as a node relay posts them).\n"
+        "# TYPE lockstepd_bundles_total counter\n"
+        "lockstepd_bundles_total %lu\n"
+        "# HELP lockstepd_bundled_batches_total Batches those bundles carried.\n"
+        "# TYPE lockstepd_bundled_batches_total counter\n"
+        "lockstepd_bundled_batches_total %lu\n"
         "# HELP lockstepd_divergences_total Divergences stored (first per group and rank, or an earlier one).\n"
         "# TYPE lockstepd_divergences_total counter\n"
         "lockstepd_divergences_total %lu\n"
@@ -353,7 +366,7 @@ char *metrics_render(void)
         "# HELP lockstepd_detection_seconds From the commit of the batch that shows a divergence to its storage.\n"
         "# TYPE lockstepd_detection_seconds histogram\n",
         atomic_load(&records_total), atomic_load(&batches_stored), atomic_load(&batches_duplicate),
-        atomic_load(&divergences_total), atomic_load(&db_errors));
+        atomic_load(&bundles), atomic_load(&bundled), atomic_load(&divergences_total), atomic_load(&db_errors));
     put_histogram(&b, "lockstepd_detection_seconds", "", &detect_seconds);
     put(&b,
         "# HELP lockstepd_held_records_refused_total Held records (digest streaming) that did not answer their "

@@ -36,6 +36,9 @@ void metrics_conn_timeout(int phase, unsigned long n);
  * (`duplicate`: acknowledged, not stored again). */
 void metrics_batch(uint64_t records, int duplicate);
 
+/* metrics_bundle - count one bundle taken, of `batches` batches. */
+void metrics_bundle(size_t batches);
+
 /* metrics_divergence - count one stored divergence found `seconds` after
  * the commit of the batch that showed it. */
 void metrics_divergence(double seconds);

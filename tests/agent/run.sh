@@ -757,6 +757,54 @@ if [ "$held_files" -eq 2 ] && [[ "$late" == "pending None [] "[1-9]* ]] && [ $rr
   ok "an ended digest run keeps its held records; lockstepd asks for step 7 and its status says how to send them; lockstep replay --steps asked sends them: $after"
 else bad "late twin: $held_files held files; before '$late' ($late_why), replay rc $rr ($(tail -1 "$T/dlate-replay.out")), after '$after'"; fi
 
+# a node relay (LOCKSTEP_RELAY): each run's two ranks share one, so their batches reach lockstepd as bundles (the
+# relay waits up to 2 s for the other rank's: two batches a bundle); the twins' first divergence is the one found
+# without it (the held records asked for go through the relay too)
+bmetric() { curl -s "$URL/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+bb0=$(bmetric lockstepd_bundled_batches_total); bn0=$(bmetric lockstepd_bundles_total)
+twin_run drly A digests -1 LOCKSTEP_RELAY="$T/relay-A" LOCKSTEP_RELAY_MS=2000 & rly_a=$!
+twin_run drly B digests 7 LOCKSTEP_RELAY="$T/relay-B" LOCKSTEP_RELAY_MS=2000 & rly_b=$!
+wait $rly_a $rly_b
+rly=$(first_div drly diverged); bb=$(( $(bmetric lockstepd_bundled_batches_total) - bb0 ))
+bn=$(( $(bmetric lockstepd_bundles_total) - bn0 ))
+if [ "$rly" = "$full" ] && [ "$bb" -ge 20 ] && [ "$bb" -gt "$bn" ] && ! grep -q . "$T"/drly-*-*.err &&
+   [ "$(stat -c %a "$T/relay-A")" = 700 ] && [ ! -e "$T/relay-A/relay.sock" ]; then
+  ok "a node relay: $bb batches reached lockstepd in $bn bundles; the same first divergence ($rly)"
+else bad "node relay: '$rly' (want '$full'), $bb batches in $bn bundles, $(cat "$T"/drly-*-*.err | head -c 300)"; fi
+# the relay's leader killed (-9) while its ranks stream: the others post themselves, one of them leads again, and
+# every record of theirs is stored (none spooled, none lost)
+rlk() { exec env LOCKSTEP_SERVER="$URL" LOCKSTEP_JOB_ID=J-rlk LOCKSTEP_STEP_ID=0 LOCKSTEP_TRACE=collectives \
+  LOCKSTEP_RANK=$1 LOCKSTEP_RANKS=4 LOCKSTEP_SPOOL_DIR="$T/rlk/spool" LOCKSTEP_BATCH_MS=50 LOCKSTEP_STREAM=digests \
+  LOCKSTEP_RELAY="$T/rlk/relay" LOCKSTEP_STATS_FILE="$T/rlk.stats" "$PROG" --steps 100 --sleep-ms 30 --layers 8 \
+  >"$T/rlk-$1.out" 2>"$T/rlk-$1.err"; } # exec: $! is the rank's own process
+mkdir -p "$T/rlk"
+rlk 0 & rlk0=$!
+sleep 0.5 # rank 0 leads
+rlk 1 & rlk1=$!; rlk 2 & rlk2=$!; rlk 3 & rlk3=$!
+sleep 1.2; kill -9 $rlk0; wait $rlk1 $rlk2 $rlk3; wait $rlk0 2>/dev/null
+rlk_id=$(curl -s "$URL/api/v1/runs?job=J-rlk" | python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][0]["run_id"])')
+curl -s "$URL/api/v1/runs/$rlk_id" >"$T/rlk.run"
+rlk_ok=$(python3 - "$T/rlk.stats" "$T/rlk.run" <<'PY'
+import json, sys
+rows = {r["rank"]: r for r in map(json.loads, open(sys.argv[1]))}
+stored = {r["rank"]: r["records"] for r in json.load(open(sys.argv[2]))["rank_status"]}
+ok = sorted(rows) == [1, 2, 3] and all(r["batches_spooled"] == 0 and r["dropped"] == 0 and
+                                       stored.get(k) == r["records"] for k, r in rows.items())
+print("%s %s" % (ok, " ".join("%s:%s" % (k, stored.get(k)) for k in sorted(stored))))
+PY
+)
+if [[ "$rlk_ok" == True* ]] && ! grep -q . "$T"/rlk-[123].err; then
+  ok "the relay's leader killed: the other ranks' records all stored (rank:records ${rlk_ok#True })"
+else bad "relay leader killed: $rlk_ok, $(cat "$T"/rlk-[123].err | head -c 300)"; fi
+# a relay directory others may enter is not used: the ranks say so once and post their batches themselves
+mkdir -p "$T/relay-open" && chmod 755 "$T/relay-open"
+twin_run dropen A digests -1 LOCKSTEP_RELAY="$T/relay-open"
+ropen=$(curl -s "$URL/api/v1/runs?job=J-dropen-A" | python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][0]["status"])')
+if [ "$ropen" = ended ] && grep -q "no node relay: the relay directory .* must be this user's" "$T/dropen-A-0.err" &&
+   [ "$(grep -c "no node relay" "$T/dropen-A-0.err")" = 1 ] && [ ! -e "$T/relay-open/relay.sock" ]; then
+  ok "a relay directory others may enter is refused (said once); the run streams without it and ends"
+else bad "open relay directory: run $ropen, $(head -c 300 "$T/dropen-A-0.err")"; fi
+
 # 12. Several lockstepd on one database: two more on the first one's PostgreSQL, and the agents, the SPANK
 #     plugin's registration path and the lockstep command given the list of those two. Twin runs stream through
 #     them (A in full, with traces; B as digests, its rank 1 differing from step 7), and the instance the agents

@@ -437,6 +437,29 @@ t_twins_mpi() {
   echo "$j1 $t1 $run1" >"$tmp/jobA"
 }
 
+t_twins_relay() { # relay=DIR: each step's ranks post through a node relay of their own; twins still match
+  local lsd_args="${args/server=http:\/\/127.0.0.1:$dead_port/server=http://127.0.0.1:$lsd_port}" b0 b1 j st=
+  mkdir -p "$tmp/relay"
+  b0=$(api "http://127.0.0.1:$lsd_port/metrics" | awk '$1 == "lockstepd_bundled_batches_total" {print $2}')
+  plugstack "$lsd_args relay=$tmp/relay"
+  mjob -N2 -n4 -w 'n[1-2]' --lockstep=det --lockstep-twin=grly || { plugstack "$lsd_args"; return 1; }
+  j=$(envof 0 SLURM_JOB_ID)
+  [ "$(envof 3 LOCKSTEP_RELAY)" = "$tmp/relay/lockstep-relay.$j.0" ] ||
+    { echo "LOCKSTEP_RELAY: $(envof 3 LOCKSTEP_RELAY)" >>"$tmp/err"; plugstack "$lsd_args"; return 1; }
+  mjob -N2 -n4 -w 'n[1-2]' --lockstep=det --lockstep-twin=grly || { plugstack "$lsd_args"; return 1; }
+  plugstack "$lsd_args"
+  for _ in $(seq 1 100); do
+    api "http://127.0.0.1:$lsd_port/api/v1/twins/grly" >"$tmp/out" || return 1
+    st=$(json '"%s %s" % (d["status"], " ".join(sorted(r["status"] for r in d["runs"])))' <"$tmp/out")
+    [ "$st" = "match ended ended" ] && break
+    sleep 0.1
+  done
+  b1=$(api "http://127.0.0.1:$lsd_port/metrics" | awk '$1 == "lockstepd_bundled_batches_total" {print $2}')
+  [ "$st" = "match ended ended" ] && [ "${b1:-0}" -gt "${b0:-0}" ] &&
+    [ "$(stat -c %a "$tmp/relay/lockstep-relay.$j.0")" = 700 ] ||
+    { echo "relay twins: '$st', bundled batches $b0 -> $b1" >>"$tmp/err"; return 1; }
+}
+
 t_exits_reported() { # ranks on both nodes: the first node's slurmstepd registered, the other looked the run up
   job -N2 --lockstep=fp bash -c 'exit $((SLURM_PROCID + 3))'
   local jid rid; jid=$(envof 0 SLURM_JOB_ID); rid=$(envof 0 LOCKSTEP_RUN_ID)
@@ -789,6 +812,7 @@ if [ -x "$lockstepd" ] && [ -x "$mpi_twin" ]; then
   if start_lockstepd; then
     plugstack "${args/server=http:\/\/127.0.0.1:$dead_port/server=http://127.0.0.1:$lsd_port}"
     check "two det MPI runs: one twin group, right jobs/nodes/ranks, they match" t_twins_mpi
+    check "relay=: each step's ranks post through a node relay (bundles); the twins match" t_twins_relay
     check "task exits on every node are reported" t_exits_reported
     check "a job's token cannot write into another job's run" t_token_scope
     check "the admin token reaches no task nor manifest; a secret is its digest under the user's key" t_secrets_stay

@@ -703,6 +703,34 @@ static void case_remote_stream(void)
     CHECK(!strcmp(env_get("LOCKSTEP_STREAM"), "records"));
 }
 
+/* case_remote_relay - the site's relay=DIR gives each job step a node relay directory of its own under DIR; a job's
+ * own LOCKSTEP_RELAY stays. */
+static void case_remote_relay(void)
+{
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    remote_args[n_remote_args++] = "relay=/dev/shm";
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    const char *v = env_get("LOCKSTEP_RELAY");
+    CHECK(v && !strncmp(v, "/dev/shm/lockstep-relay.", 24) && strlen(v) < 100);
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    remote_args[n_remote_args++] = "relay=/dev/shm";
+    env_put("LOCKSTEP_RELAY=/mine");
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(!strcmp(env_get("LOCKSTEP_RELAY"), "/mine"));
+    fake_reset(S_CTX_REMOTE);
+    args_base();
+    user_gives("lockstep", "fp");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(env_get("LOCKSTEP_RELAY") == NULL); /* no relay= */
+}
+
 /* case_remote_consensus - --lockstep=consensus: the agent with LOCKSTEP_MODE=consensus and digest streaming (over
  * the site's records), none of the deterministic runtime and no conflicts; a job's own stream stays; the site's
  * consensus_every reaches a consensus job that chose no rate (not an fp job, not one that chose its own);
@@ -1104,6 +1132,7 @@ static void test_remote_stream(void **s)
 {
     (void)s;
     in_child(case_remote_stream);
+    in_child(case_remote_relay);
 }
 static void test_remote_batch_step(void **s)
 {

@@ -272,12 +272,41 @@ static void test_obj_int_array(void **state)
     assert_int_equal(wire_obj_int_array("{\"x\": {\"send_steps\": [1]}}", "send_steps", v, 4), -1); /* top level only */
 }
 
+/* A bundle's reply (docs/server.md): its entries' texts, and each one's status. */
+static void test_obj_items(void **state)
+{
+    (void)state;
+    const char *reply = "{\"run_id\": \"r\", \"batches\": [{\"rank\": 0, \"status\": 200, \"send_steps\": [7]},"
+                        " {\"error\": \"a ] and a }\", \"status\": 400} ,{\"status\":503}]}";
+    const char *at[4];
+    size_t len[4];
+    assert_int_equal(wire_obj_items(reply, "batches", at, len, 4), 3);
+    long long st = 0, v[2];
+    assert_int_equal(wire_obj_int(at[0], "status", &st), 0);
+    assert_int_equal(st, 200);
+    assert_int_equal(wire_obj_int_array(at[0], "send_steps", v, 2), 1); /* the entry, read on its own */
+    assert_int_equal(len[1], strlen("{\"error\": \"a ] and a }\", \"status\": 400}"));
+    assert_int_equal(wire_obj_int(at[1], "status", &st), 0);
+    assert_int_equal(st, 400);
+    assert_int_equal(wire_obj_int(at[2], "status", &st), 0);
+    assert_int_equal(st, 503);
+    assert_int_equal(wire_obj_items(reply, "batches", at, len, 1), 3); /* the rest not given, but counted */
+    assert_int_equal(wire_obj_items("{\"batches\": []}", "batches", at, len, 4), 0);
+    assert_int_equal(wire_obj_items("{\"batches\": 3}", "batches", at, len, 4), -1);
+    assert_int_equal(wire_obj_items("{\"batches\": [{\"a\": 1}", "batches", at, len, 4), -1);
+    assert_int_equal(wire_obj_items("{\"other\": []}", "batches", at, len, 4), -1);
+    assert_int_equal(wire_obj_int("{\"status\": \"200\"}", "status", &st), -1);
+    assert_int_equal(wire_obj_int("{\"status\": 2x}", "status", &st), -1);
+    assert_int_equal(wire_obj_int("{\"stored\": 1}", "status", &st), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_obj_int_array), cmocka_unit_test(test_body),         cmocka_unit_test(test_body_argv),
-        cmocka_unit_test(test_lookup_path),   cmocka_unit_test(test_resume_check), cmocka_unit_test(test_attest_body),
-        cmocka_unit_test(test_pick),          cmocka_unit_test(test_obj_string),   cmocka_unit_test(test_jsonw_bytes),
+        cmocka_unit_test(test_obj_int_array), cmocka_unit_test(test_obj_items),   cmocka_unit_test(test_body),
+        cmocka_unit_test(test_body_argv),     cmocka_unit_test(test_lookup_path), cmocka_unit_test(test_resume_check),
+        cmocka_unit_test(test_attest_body),   cmocka_unit_test(test_pick),        cmocka_unit_test(test_obj_string),
+        cmocka_unit_test(test_jsonw_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
