@@ -25,10 +25,10 @@
 #include "agent/http.h"
 #include "common/wire.h"
 
-#define RELAY_PEERS 255          /* followers one relay serves at once; more post themselves */
-#define RELAY_BUNDLE 256         /* batches a bundle takes (lockstepd's limit, docs/server.md) */
-#define RELAY_HELLO_MS 1000      /* how long a follower waits for the relay to say it serves it */
-#define RELAY_POST_MS 30000      /* a bundle's post, at most (the exit's deadline cuts it shorter) */
+#define RELAY_PEERS 255              /* followers one relay serves at once; more post themselves */
+#define RELAY_BUNDLE 256             /* batches a bundle takes (lockstepd's limit, docs/server.md) */
+#define RELAY_HELLO_MS 1000          /* how long a follower waits for the relay to say it serves it */
+#define RELAY_POST_MS 30000          /* a bundle's post, at most (the exit's deadline cuts it shorter) */
 #define RELAY_START_NS 100000000LL   /* a rank that found no relay while another leads looks again after this */
 #define RELAY_RETRY_NS 1000000000LL  /* ... one whose relay did not answer */
 #define RELAY_OTHER_NS 60000000000LL /* ... one that found another job's relay */
@@ -37,10 +37,10 @@
 
 typedef struct peer {
     int fd;
-    int hello;          /* it named this relay's job and step */
-    unsigned char *in;  /* what it sent that is not taken yet */
+    int hello;         /* it named this relay's job and step */
+    unsigned char *in; /* what it sent that is not taken yet */
     size_t in_len, in_cap;
-    int pending;        /* a whole batch in `in` waits for the bundle */
+    int pending; /* a whole batch in `in` waits for the bundle */
     char run[RELAY_RUN_MAX + 1];
     size_t batch_off, batch_len, used; /* the batch within `in`; `used`: the bytes it takes with its lengths */
     int64_t since;

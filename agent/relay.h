@@ -4,10 +4,11 @@
  * whose agent holds DIR/relay.lock leads: its relay thread takes the batches of the node's ranks (its own included)
  * over a unix socket (DIR/relay.sock) and posts those of one moment as one bundle (application/x-lockstep-bundle,
  * docs/server.md), then answers each rank with its batch's own reply. Whatever the relay cannot do for a rank (no
- * relay now, its post failed, another job's relay) the rank posts itself, as without one. DIR must be this user's and private (mode 0700; made so when missing): the relay serves only its
- * own user's processes (the socket's peer credentials) and only ranks of its own job and step, so a batch goes to
- * lockstepd with the token of the job that made it, and no token leaves its process. When the leader ends, its
- * followers post themselves, and one of them takes the lead at its next batch. See docs/agent.md, "Node relay".
+ * relay now, its post failed, another job's relay) the rank posts itself, as without one. DIR must be this user's and
+ * private (mode 0700; made so when missing): the relay serves only its own user's processes (the socket's peer
+ * credentials) and only ranks of its own job and step, so a batch goes to lockstepd with the token of the job that made
+ * it, and no token leaves its process. When the leader ends, its followers post themselves, and one of them takes the
+ * lead at its next batch. See docs/agent.md, "Node relay".
  */
 #ifndef AGENT_RELAY_H
 #define AGENT_RELAY_H
