@@ -25,15 +25,16 @@
 #include "agent/http.h"
 #include "common/wire.h"
 
-#define RELAY_PEERS 255              /* followers one relay serves at once; more post themselves */
-#define RELAY_BUNDLE 256             /* batches a bundle takes (lockstepd's limit, docs/server.md) */
-#define RELAY_HELLO_MS 1000          /* how long a follower waits for the relay to say it serves it */
-#define RELAY_POST_MS 30000          /* a bundle's post, at most (the exit's deadline cuts it shorter) */
-#define RELAY_START_NS 100000000LL   /* a rank that found no relay while another leads looks again after this */
-#define RELAY_RETRY_NS 1000000000LL  /* ... one whose relay did not answer */
-#define RELAY_OTHER_NS 60000000000LL /* ... one that found another job's relay */
-#define RELAY_REPLY_MAX (256u << 10) /* a bundle's reply read */
-#define RELAY_RUN_MAX 64             /* a run id's bytes */
+#define RELAY_PEERS 255               /* followers one relay serves at once; more post themselves */
+#define RELAY_BUNDLE 256              /* batches a bundle takes (lockstepd's limit, docs/server.md) */
+#define RELAY_HELLO_MS 1000           /* how long a follower waits for the relay to say it serves it */
+#define RELAY_POST_MS 30000           /* a bundle's post, at most (the exit's deadline cuts it shorter) */
+#define RELAY_START_NS 100000000LL    /* a rank that found no relay while another leads looks again after this */
+#define RELAY_RETRY_NS 1000000000LL   /* ... one whose relay did not answer */
+#define RELAY_OTHER_NS 60000000000LL  /* ... one that found another job's relay */
+#define RELAY_REPLY_MAX (256u << 10)  /* a bundle's reply read */
+#define RELAY_BUNDLE_BYTES (8u << 20) /* a bundle's body at most (its first batch aside) */
+#define RELAY_RUN_MAX 64              /* a run id's bytes */
 
 typedef struct peer {
     int fd;
@@ -257,15 +258,17 @@ static int peer_read(relay *r, peer *p)
     }
 }
 
-/* post_run - one bundle of the waiting batches of run `run` (up to RELAY_BUNDLE), each peer answered with its own
- * reply, or -1 for all when the bundle as a whole failed. */
+/* post_run - one bundle of the waiting batches of run `run` (up to RELAY_BUNDLE of them and RELAY_BUNDLE_BYTES;
+ * flush posts the rest next), each peer answered with its own reply, or -1 for all when the bundle as a whole
+ * failed. */
 static void post_run(relay *r, http_client **hc, peer *peers, const char *run)
 {
     peer *in[RELAY_BUNDLE];
     int n = 0;
     size_t len = 0;
     for (int i = 0; i < RELAY_PEERS && n < RELAY_BUNDLE; i++)
-        if (peers[i].fd >= 0 && peers[i].pending && !strcmp(peers[i].run, run)) {
+        if (peers[i].fd >= 0 && peers[i].pending && !strcmp(peers[i].run, run) &&
+            (n == 0 || len + 4 + peers[i].batch_len <= RELAY_BUNDLE_BYTES)) {
             in[n++] = &peers[i];
             len += 4 + peers[i].batch_len;
         }
