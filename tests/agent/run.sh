@@ -808,9 +808,11 @@ else bad "open relay directory: run $ropen, $(head -c 300 "$T/dropen-A-0.err")";
 # 12. Several lockstepd on one database: two more on the first one's PostgreSQL, and the agents, the SPANK
 #     plugin's registration path and the lockstep command given the list of those two. Twin runs stream through
 #     them (A in full, with traces; B as digests, its rank 1 differing from step 7), and the instance the agents
-#     use first is killed -9 mid-run: the agents move on to the next one, A's records are stored once each, B's
-#     divergence is found where a single lockstepd finds it, one alert is raised, and the command reads through
-#     the list with its first lockstepd gone.
+#     use first is killed -9 mid-run, once B's divergence is found (where a single lockstepd finds it): the agents
+#     move on to the next one, A's records are stored once each, one alert is raised, and the command reads
+#     through the list with its first lockstepd gone. (Killed before it found the divergence, the group's
+#     comparison would move on only after lease_s, 5 s: a digest run that ends sooner leaves the records asked for
+#     in its spool, for lockstep replay. Under ASan the agents start slowly enough for a fixed 0.8 s to be that.)
 multi_pids=(); multi_urls=()
 for k in 2 3; do
   mp=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -820,21 +822,26 @@ for k in 2 3; do
   for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$mp/api/v1/health" >/dev/null 2>&1 && break; sleep 0.1; done
 done
 MULTI="${multi_urls[0]},${multi_urls[1]}"
-multi_run() {   # RUN MODE FLIP: a 2-rank run of group multi through the list, 60 steps
+multi_run() {   # RUN MODE FLIP: a 2-rank run of group multi through the list, 120 steps
   local run=$1 mode=$2 flip=$3 pids=()
   for rank in 0 1; do
     local fl=(); [ "$flip" -ge 0 ] && [ $rank = 1 ] && fl=(--flip-at "$flip")
     env LOCKSTEP_SERVER="$MULTI" LOCKSTEP_JOB_ID="J-multi-$run" LOCKSTEP_STEP_ID=0 LOCKSTEP_TRACE=collectives \
       LOCKSTEP_TWIN_GROUP="multi-$$" LOCKSTEP_RANK=$rank LOCKSTEP_RANKS=2 LOCKSTEP_SPOOL_DIR="$T/multi-$run/spool" \
       LOCKSTEP_TRACE_DIR="$T/multi-$run/trace" LOCKSTEP_BATCH_MS=50 LOCKSTEP_STREAM="$mode" \
-      "$PROG" --steps 60 --sleep-ms 30 --layers 8 "${fl[@]}" >"$T/multi-$run-$rank.out" 2>"$T/multi-$run-$rank.err" &
+      "$PROG" --steps 120 --sleep-ms 30 --layers 8 "${fl[@]}" >"$T/multi-$run-$rank.out" 2>"$T/multi-$run-$rank.err" &
     pids+=($!)
   done
   wait "${pids[@]}"
 }
 multi_run A records -1 & ma=$!
 multi_run B digests 7 & mb=$!
-sleep 0.8; kill -KILL "${multi_pids[0]}"; wait "${multi_pids[0]}" 2>/dev/null
+sleep 0.8
+for _ in $(seq 1 80); do # the divergence found (8 s at most), then the kill
+  curl -s "${multi_urls[0]}/api/v1/twins/multi-$$" | grep -q '"status": *"diverged"' && break
+  sleep 0.1
+done
+kill -KILL "${multi_pids[0]}"; wait "${multi_pids[0]}" 2>/dev/null
 wait $ma; ra=$?; wait $mb; rb=$?
 mdiv=$(first_div multi diverged)
 mtook=$(curl -s "${multi_urls[1]}/metrics" | awk '/^lockstepd_http_requests_total\{route="records",code="2xx"\}/ {print $2}')
