@@ -169,9 +169,10 @@ END $$;
 --    stored by another lockstepd, or one whose commit it has not heard of yet);
 --  * no divergence is stored on it.
 -- Returns the ranks marked (r_state 0: checked_upto and target m_upto, checked_at now), and those a moment may settle,
--- for memory to try again at its next flush: 1, its lock was busy (a batch commits on it, or a look compares it);
--- 2, a member's progress counts other records than memory did (a batch committed that memory has not counted yet).
--- A rank not returned goes to the look.
+-- for memory to try again at its next flush: 1, its lock was busy (a batch commits on it, or a look compares it: the
+-- look could not take it either); 2, it holds every condition but the count (a member's progress counts other
+-- records than memory did: a batch committed that memory has not counted yet). A rank not returned goes to the look
+-- at once: new members, a mark not covering, a divergence stored, ... (a look may find what memory cannot).
 CREATE OR REPLACE FUNCTION lockstep_cmp_marks(g text, m_rank int[], m_from bigint[], m_upto bigint[], e_rank int[],
                                               e_key bigint[], e_count bigint[])
 RETURNS TABLE (r_rank int, r_state smallint)
@@ -191,22 +192,22 @@ BEGIN
         LEFT JOIN rank_progress p ON p.run_key = e.k AND p.rank = e.rk
         WHERE e.rk = ANY (locked)
         GROUP BY e.rk),
-    ok AS (
-        SELECT m.rk, m.upto FROM unnest(m_rank, m_from, m_upto) AS m(rk, lo, upto)
+    ok AS ( -- every condition but the count
+        SELECT m.rk, m.upto, mem.counted FROM unnest(m_rank, m_from, m_upto) AS m(rk, lo, upto)
         JOIN mem ON mem.rk = m.rk
         JOIN group_checks c ON c.twin_group = g AND c.rank = m.rk
-        WHERE mem.counted AND c.members = mem.keys AND NOT c.waiting AND c.target IS NOT NULL
+        WHERE c.members = mem.keys AND NOT c.waiting AND c.target IS NOT NULL
           AND c.checked_upto = c.target AND c.checked_upto >= m.lo - 1 AND c.checked_upto < m.upto
           AND NOT EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g AND d.rank = m.rk)),
     marked AS (
         UPDATE group_checks c SET checked_upto = ok.upto, target = ok.upto, checked_at = clock_timestamp()
-        FROM ok WHERE c.twin_group = g AND c.rank = ok.rk
+        FROM ok WHERE ok.counted AND c.twin_group = g AND c.rank = ok.rk
         RETURNING c.rank)
     SELECT k.rank, 0::smallint FROM marked k
     UNION ALL
     SELECT q.rk, 1::smallint FROM unnest(m_rank) AS q(rk) WHERE NOT (q.rk = ANY (coalesce(locked, '{}')))
-    UNION ALL
-    SELECT mem.rk, 2::smallint FROM mem WHERE NOT mem.counted;
+    UNION ALL -- only the count stands in the way: a batch memory has not counted yet
+    SELECT ok.rk, 2::smallint FROM ok WHERE NOT ok.counted;
 END $$;
 
 -- lockstep_shown_at - when step `st` of rank `rk` became comparable across the runs `keys`: per run, the commit of
