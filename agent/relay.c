@@ -26,7 +26,6 @@
 #include "common/wire.h"
 
 #define RELAY_PEERS 255               /* followers one relay serves at once; more post themselves */
-#define RELAY_BUNDLE 256              /* batches a bundle takes (lockstepd's limit, docs/server.md) */
 #define RELAY_HELLO_MS 1000           /* how long a follower waits for the relay to say it serves it */
 #define RELAY_POST_MS 30000           /* a bundle's post, at most (the exit's deadline cuts it shorter) */
 #define RELAY_START_NS 100000000LL    /* a rank that found no relay while another leads looks again after this */
@@ -258,15 +257,15 @@ static int peer_read(relay *r, peer *p)
     }
 }
 
-/* post_run - one bundle of the waiting batches of run `run` (up to RELAY_BUNDLE of them and RELAY_BUNDLE_BYTES;
+/* post_run - one bundle of the waiting batches of run `run` (up to WIRE_BUNDLE_MAX of them and RELAY_BUNDLE_BYTES;
  * flush posts the rest next), each peer answered with its own reply, or -1 for all when the bundle as a whole
  * failed. */
 static void post_run(relay *r, http_client **hc, peer *peers, const char *run)
 {
-    peer *in[RELAY_BUNDLE];
+    peer *in[WIRE_BUNDLE_MAX];
     int n = 0;
     size_t len = 0;
-    for (int i = 0; i < RELAY_PEERS && n < RELAY_BUNDLE; i++)
+    for (int i = 0; i < RELAY_PEERS && n < WIRE_BUNDLE_MAX; i++)
         if (peers[i].fd >= 0 && peers[i].pending && !strcmp(peers[i].run, run) &&
             (n == 0 || len + 4 + peers[i].batch_len <= RELAY_BUNDLE_BYTES)) {
             in[n++] = &peers[i];
@@ -285,9 +284,7 @@ static void post_run(relay *r, http_client **hc, peer *peers, const char *run)
         size_t off = 0;
         for (int i = 0; i < n; i++) {
             uint32_t l = (uint32_t)in[i]->batch_len;
-            unsigned char le[4] = {(unsigned char)l, (unsigned char)(l >> 8), (unsigned char)(l >> 16),
-                                   (unsigned char)(l >> 24)};
-            memcpy(body + off, le, 4);
+            wire_bundle_len_put(body + off, l);
             memcpy(body + off + 4, in[i]->in + in[i]->batch_off, l);
             off += 4 + l;
         }
@@ -296,9 +293,9 @@ static void post_run(relay *r, http_client **hc, peer *peers, const char *run)
         status = http_request(*hc, "POST", path, "application/x-lockstep-bundle", body, len, RELAY_POST_MS, resp,
                               RELAY_REPLY_MAX, why, sizeof(why));
     }
-    const char *at[RELAY_BUNDLE];
-    size_t at_len[RELAY_BUNDLE];
-    int got = status == 200 ? wire_obj_items(resp, "batches", at, at_len, RELAY_BUNDLE) : -1;
+    const char *at[WIRE_BUNDLE_MAX];
+    size_t at_len[WIRE_BUNDLE_MAX];
+    int got = status == 200 ? wire_obj_items(resp, "batches", at, at_len, WIRE_BUNDLE_MAX) : -1;
     for (int i = 0; i < n; i++) {
         long long st = -1;
         if (got == n && wire_obj_int(at[i], "status", &st) == 0 && st > 0)
@@ -352,7 +349,7 @@ static void *relay_main(void *arg)
             pf[np++] = (struct pollfd){.fd = p->fd, .events = POLLIN};
         }
         int64_t due = oldest + r->wait_ms * 1000000LL;
-        if (waiting && (waiting >= hellos || waiting >= RELAY_BUNDLE || mono_ns() >= due)) {
+        if (waiting && (waiting >= hellos || waiting >= WIRE_BUNDLE_MAX || mono_ns() >= due)) {
             flush(r, &hc, peers);
             continue;
         }

@@ -399,3 +399,16 @@ int wire_obj_items(const char *obj, const char *key, const char **at, size_t *le
     }
     return n;
 }
+
+void wire_bundle_len_put(unsigned char out[4], uint32_t n)
+{
+    out[0] = (unsigned char)n;
+    out[1] = (unsigned char)(n >> 8);
+    out[2] = (unsigned char)(n >> 16);
+    out[3] = (unsigned char)(n >> 24);
+}
+
+uint32_t wire_bundle_len_get(const unsigned char in[4])
+{
+    return (uint32_t)in[0] | (uint32_t)in[1] << 8 | (uint32_t)in[2] << 16 | (uint32_t)in[3] << 24;
+}

@@ -9,6 +9,7 @@
 #define COMMON_WIRE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* What lockstepd is told about a run (POST /api/v1/runs; docs/server.md). */
 typedef struct wire_run {
@@ -117,6 +118,16 @@ int wire_obj_string(const char *obj, const char *key, char *out, size_t cap);
  * (values past `cap` are skipped). Returns how many it stored, or -1 when the
  * member is absent or not an array of integers. */
 int wire_obj_int_array(const char *obj, const char *key, long long *out, int cap);
+
+/* A bundle (POST /api/v1/runs/{id}/records, application/x-lockstep-bundle; docs/server.md): up to WIRE_BUNDLE_MAX
+ * batches of one run, each a 4-byte little-endian length, then the batch. lockstepd reads it; a node relay
+ * (agent/relay.c) and bench/fleet write it. */
+#define WIRE_BUNDLE_MAX 256
+#define WIRE_BUNDLE_MAX_TEXT "256"
+
+/* wire_bundle_len_put, wire_bundle_len_get - a bundle's batch length as it is framed (4 bytes, little-endian). */
+void wire_bundle_len_put(unsigned char out[4], uint32_t n);
+uint32_t wire_bundle_len_get(const unsigned char in[4]);
 
 /* wire_obj_int - the integer member `key` of the JSON object whose text starts at `obj` (top-level members only; the
  * text may go on past the object). Returns 0, or -1 when absent or not an integer. */

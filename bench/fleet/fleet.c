@@ -385,9 +385,7 @@ static void bundle_add(h_batch *u, const h_batch *b)
             abort();
     }
     uint32_t n = (uint32_t)b->len;
-    unsigned char le[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
-                           (unsigned char)(n >> 24)};
-    memcpy(u->buf + u->len, le, 4);
+    wire_bundle_len_put(u->buf + u->len, n);
     memcpy(u->buf + u->len + 4, b->buf, b->len);
     u->len += 4 + b->len;
 }
@@ -656,7 +654,7 @@ int main(int argc, char **argv)
         }
     }
     if (o->groups < 1 || o->groups > 64 || o->ranks < 2 * o->groups || o->metrics >= o->per_step || o->threads < 1 ||
-        o->batch_steps < 1 || o->instances < 1 || o->instances > 4 || o->bundle < 1 || o->bundle > 256 ||
+        o->batch_steps < 1 || o->instances < 1 || o->instances > 4 || o->bundle < 1 || o->bundle > WIRE_BUNDLE_MAX ||
         (o->bundle > 1 && o->rerun)) {
         fprintf(stderr, "bench/fleet: need 1..64 groups, 2 ranks a group at least, metrics < per-step, 1..4 instances, "
                         "a bundle of 1..256 ranks (not with --rerun)\n");

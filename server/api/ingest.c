@@ -300,8 +300,6 @@ static int content_is(const char *ct, const char *want)
     return ct && strncasecmp(ct, want, n) == 0 && (ct[n] == 0 || ct[n] == ';' || ct[n] == ' ');
 }
 
-#define BUNDLE_MAX 256 /* batches one bundle carries at most */
-#define BUNDLE_MAX_TEXT "256"
 #define STORE_CHUNK 256 /* batches one transaction stores at most (each holds its rank's lock until the commit) */
 
 /* One batch of a request: to store, or refused before (status, and the reply's error). */
@@ -480,15 +478,16 @@ static int decode_bundle(store_req *q, const unsigned char *p, size_t len, srv_e
     char detail[200];
     size_t off = 0;
     while (off < len) {
-        if (len - off < 4 || q->n == BUNDLE_MAX) {
+        if (len - off < 4 || q->n == WIRE_BUNDLE_MAX) {
             snprintf(detail, sizeof(detail), "%s at byte %zu",
-                     q->n == BUNDLE_MAX ? "more than " BUNDLE_MAX_TEXT " batches" : "a length cut short", off);
-            return srv_error_set(e, "bad bundle", detail,
-                                 "each batch is a 4-byte little-endian length, then the batch; at most " BUNDLE_MAX_TEXT
-                                 " batches a bundle");
+                     q->n == WIRE_BUNDLE_MAX ? "more than " WIRE_BUNDLE_MAX_TEXT " batches" : "a length cut short",
+                     off);
+            return srv_error_set(
+                e, "bad bundle", detail,
+                "each batch is a 4-byte little-endian length, then the batch; at most " WIRE_BUNDLE_MAX_TEXT
+                " batches a bundle");
         }
-        uint32_t n =
-            (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16 | (uint32_t)p[off + 3] << 24;
+        uint32_t n = wire_bundle_len_get(p + off);
         off += 4;
         if (n == 0 || n > len - off) {
             snprintf(detail, sizeof(detail), "batch %zu of the bundle claims %u bytes at byte %zu, %zu are left", q->n,

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/wire.h"
 #include "tests/integration/common.h"
 
 static h_pg pg;
@@ -48,9 +49,7 @@ static void bundle_add(h_batch *u, const void *batch, size_t len)
         assert_non_null(u->buf);
     }
     uint32_t n = (uint32_t)len;
-    unsigned char le[4] = {(unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
-                           (unsigned char)(n >> 24)};
-    memcpy(u->buf + u->len, le, 4);
+    wire_bundle_len_put(u->buf + u->len, n);
     memcpy(u->buf + u->len + 4, batch, len);
     u->len += 4 + len;
 }
