@@ -27,6 +27,7 @@
 #define MEM_IDLE_S 120.0        /* a group no batch came for since this long is forgotten */
 #define MEM_CHUNK 4000          /* ranks one marks statement takes */
 #define MEM_RETRIES 4           /* flushes in a row a rank's mark may wait for a busy lock or a count to settle */
+#define MEM_TWIN_WAIT_S 30.0    /* a run alone on a rank waits this long for a twin that streams to other ranks */
 
 /* One run on one rank. */
 typedef struct mrun {
@@ -51,12 +52,19 @@ typedef struct mrank {
     int retries;    /* flushes in a row whose mark the database put off (lockstep_cmp_marks' r_state 1 or 2) */
 } mrank;
 
+/* A run that streams to the group: its last batch here. */
+typedef struct mlive {
+    int64_t key;
+    double at; /* monotonic seconds */
+} mlive;
+
 typedef struct mgroup {
     char name[256];
     mrank **ranks; /* by rank, NULL where none came */
     size_t n_ranks;
     double touched; /* monotonic seconds of its last batch */
     int dirty;
+    mlive live[MEM_RUNS]; /* the runs whose batches came last (a run alone on a rank waits for a twin among them) */
 } mgroup;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -173,7 +181,34 @@ static void add_step(mrank *r, mrun *u, const store_step *s)
     sl->inputs_unknown |= s->inputs_unknown;
 }
 
-static int verdict(const mrank *r, int64_t *from, int64_t *hi, int *why, int *more);
+static int verdict(const mgroup *g, const mrank *r, int64_t *from, int64_t *hi, int *why, int *more);
+
+/* live_note_locked - run `key` streams to group g now (the oldest of the runs noted makes room). */
+static void live_note_locked(mgroup *g, int64_t key, double now)
+{
+    int k = 0;
+    for (int i = 0; i < MEM_RUNS; i++) {
+        if (g->live[i].key == key) {
+            k = i;
+            break;
+        }
+        if (g->live[i].at < g->live[k].at)
+            k = i;
+    }
+    g->live[k] = (mlive){.key = key, .at = now};
+}
+
+/* twin_streams - whether a run of group g other than `key` streamed to it within MEM_TWIN_WAIT_S: a run alone on a
+ * rank then waits for that twin's batch there instead of going to the look (which could only mark it waiting, and
+ * look again once the twin comes); the rank's end, or the twin's, still sends it to the look. */
+static int twin_streams(const mgroup *g, int64_t key)
+{
+    double now = clock_mono_s();
+    for (int i = 0; i < MEM_RUNS; i++)
+        if (g->live[i].at > 0 && g->live[i].key != key && now - g->live[i].at < MEM_TWIN_WAIT_S)
+            return 1;
+    return 0;
+}
 
 int cmp_mem_absorb(const char *group, int64_t run_key, int rank, const store_step *st, size_t n, int64_t counted)
 {
@@ -204,13 +239,14 @@ int cmp_mem_absorb(const char *group, int64_t run_key, int rank, const store_ste
     }
     r->dirty = g->dirty = 1;
     g->touched = clock_mono_s();
+    live_note_locked(g, run_key, g->touched);
     /* one run: the flush reads its ended twins (load_twins), or hands it to the look. A step that differs goes to
      * the look now, not at the flush: an agent streaming digests is asked for its records while it still runs */
     int look = r->look_only;
     if (!look && r->nruns >= 2) {
         int64_t from = 0, hi = 0;
         int why = 0, more = 0;
-        look = verdict(r, &from, &hi, &why, &more) < 0 && why == MHAND_DIFFER;
+        look = verdict(g, r, &from, &hi, &why, &more) < 0 && why == MHAND_DIFFER;
     }
     pthread_mutex_unlock(&lock);
     return look;
@@ -242,13 +278,15 @@ static int steps_equal(const mrank *r, int64_t s, int *why)
     return 0;
 }
 
-/* verdict - what the flush does with a rank: 1 mark steps *from..*hi (every run completed them and they are equal
- * here; *more when steps after them are complete too, but not read from the database yet), 0 nothing new, -1 the
- * look compares it (*why: enum metric_handed). */
-static int verdict(const mrank *r, int64_t *from, int64_t *hi, int *why, int *more)
+/* verdict - what the flush does with a rank of group g: 1 mark steps *from..*hi (every run completed them and they
+ * are equal here; *more when steps after them are complete too, but not read from the database yet), 0 nothing new,
+ * -1 the look compares it (*why: enum metric_handed). */
+static int verdict(const mgroup *g, const mrank *r, int64_t *from, int64_t *hi, int *why, int *more)
 {
     if (!r->look_only && r->nruns < 2 && r->tried != flushes)
         return 0; /* its first batch came after this flush looked for ended twins: the next one does */
+    if (!r->look_only && r->nruns == 1 && twin_streams(g, r->runs[0].key))
+        return 0; /* no ended twin here, one streams elsewhere in the group: its batch here comes soon */
     if (r->look_only || r->nruns < 2) {
         *why = r->look_only ? MHAND_LOOK_ONLY : MHAND_ONE_RUN;
         return -1;
@@ -488,7 +526,7 @@ static void collect_locked(mgroup *g, marks *m)
         if (!r || !r->dirty)
             continue;
         int64_t from = 0, hi = 0;
-        int why = 0, more = 0, v = verdict(r, &from, &hi, &why, &more);
+        int why = 0, more = 0, v = verdict(g, r, &from, &hi, &why, &more);
         if (v == 0 || (v == 1 && m->n == MEM_CHUNK)) {
             left = 1; /* nothing new, or the next flush */
             continue;
@@ -637,6 +675,30 @@ void cmp_mem_flush(cmp_mem_look_fn look)
     }
     free(all);
     metrics_compare_memory(held, marked, handed, put_off, read);
+}
+
+int cmp_mem_counted(const char *group, int rank, const int64_t *keys, const int64_t *counts, size_t n)
+{
+    if (!group || rank < 0 || n == 0)
+        return 0;
+    int all = 0;
+    pthread_mutex_lock(&lock);
+    const mgroup *g = NULL;
+    for (size_t i = 0; i < n_groups && !g; i++)
+        if (!strcmp(groups[i]->name, group))
+            g = groups[i];
+    const mrank *r = g && (size_t)rank < g->n_ranks ? g->ranks[rank] : NULL;
+    if (r && !r->look_only && (size_t)r->nruns == n) {
+        all = 1;
+        for (size_t k = 0; k < n && all; k++) {
+            int seen = 0;
+            for (int i = 0; i < r->nruns && !seen; i++)
+                seen = r->runs[i].key == keys[k] && r->runs[i].counted == counts[k];
+            all = seen;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return all;
 }
 
 void cmp_mem_clear(void)

@@ -32,6 +32,11 @@ typedef void (*cmp_mem_look_fn)(const char *group, int rank);
  * others; forget groups idle for two minutes. Blocks on PostgreSQL: one thread calls it. */
 void cmp_mem_flush(cmp_mem_look_fn look);
 
+/* cmp_mem_counted - 1 when memory holds rank `rank` of group `group` and counted there every record the database
+ * holds: the runs `keys` (n of them) with `counts` records each, no other; its flush then marks the rank or hands it
+ * to the look, so the sweep for lost notices leaves it alone. 0 otherwise (also for a rank only the look compares). */
+int cmp_mem_counted(const char *group, int rank, const int64_t *keys, const int64_t *counts, size_t n);
+
 /* cmp_mem_clear - forget everything (lockstepd stops). */
 void cmp_mem_clear(void);
 

@@ -108,13 +108,26 @@ void cmp_register(void)
     /* Every few seconds: ranks with recent records or ends that no comparison has seen yet (written by
      * another lockstepd on the same database, or a notice that got lost). Records of the last second are on their
      * way (their notice, or the comparison's memory, which marks them within CMP_MEM_FLUSH_S): looking at them too
-     * took a tenth of the ranks of a fleet posting every step into a look every sweep. */
-    db_register("cmp_active", "SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p JOIN runs r USING (run_key) "
+     * took a tenth of the ranks of a fleet posting every step into a look every sweep. With each rank with records,
+     * its runs' record counts there: a rank whose every record the comparison's memory counted is memory's to mark
+     * or hand over (cmp_mem_counted); under a backlog, looking at those too sent a third of the ranks batches came
+     * for into looks that found nothing new (twins a little apart). A rank on which a run of the group ended (its
+     * rank's end, or the run is over) comes without counts, so the look compares it: memory takes a running run's
+     * newest step as incomplete, an ended run's is complete. */
+    db_register("cmp_active", "WITH due AS (SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p "
+                              "JOIN runs r USING (run_key) "
                               "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = p.rank "
                               "WHERE r.twin_group IS NOT NULL AND p.updated_at > now() - $1::interval "
                               "AND p.updated_at < now() - interval '1 second' "
-                              "AND (g.rank IS NULL OR g.checked_at < p.updated_at) "
-                              "UNION SELECT DISTINCT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
+                              "AND (g.rank IS NULL OR g.checked_at < p.updated_at)) "
+                              "SELECT d.twin_group, d.rank, array_agg(q.run_key ORDER BY q.run_key) FILTER (WHERE "
+                              "q.rank IS NOT NULL), array_agg(q.n_records ORDER BY q.run_key) FILTER (WHERE q.rank "
+                              "IS NOT NULL), bool_or(u.status <> 'running' OR EXISTS "
+                              "(SELECT 1 FROM rank_ends e WHERE e.run_key = u.run_key AND e.rank = d.rank)) "
+                              "FROM due d JOIN runs u ON u.twin_group = d.twin_group "
+                              "LEFT JOIN rank_progress q ON q.run_key = u.run_key AND q.rank = d.rank GROUP BY 1, 2 "
+                              "UNION ALL SELECT DISTINCT r.twin_group, e.rank, NULL::bigint[], NULL::bigint[], true "
+                              "FROM rank_ends e JOIN runs r USING (run_key) "
                               "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
                               "WHERE r.twin_group IS NOT NULL AND e.ended_at > now() - $1::interval "
                               "AND (g.rank IS NULL OR g.checked_at < e.ended_at)");
@@ -484,6 +497,19 @@ int cmp_check(const char *group, int rank, double commit_s)
     return look_group(group, &rank, 1, commit_s, 0, NULL, NULL);
 }
 
+/* memory_counted - whether the comparison's memory counted every record of cmp_active's row i (its runs' keys and
+ * record counts in columns 2 and 3) and no run of the group ended on its rank (column 4). */
+static int memory_counted(const char *group, int rank, const PGresult *r, int i)
+{
+    if (PQgetisnull(r, i, 2) || PQgetisnull(r, i, 3) || strcmp(PQgetvalue(r, i, 4), "f") != 0)
+        return 0;
+    int64_t keys[GROUP_MAX_RUNS], counts[GROUP_MAX_RUNS];
+    int n = db_int_array_parse(PQgetvalue(r, i, 2), keys, GROUP_MAX_RUNS);
+    if (n < 1 || db_int_array_parse(PQgetvalue(r, i, 3), counts, GROUP_MAX_RUNS) != n)
+        return 0;
+    return cmp_mem_counted(group, rank, keys, counts, (size_t)n);
+}
+
 /* sweep - queue the groups with recent activity; at start (`backlog`), every
  * group and rank whose shared steps are not all compared yet (work a killed
  * lockstepd left undone). */
@@ -495,9 +521,13 @@ static void sweep(int backlog)
         backlog ? db_exec("cmp_backlog", 0, NULL, err, sizeof(err)) : db_exec("cmp_active", 1, p, err, sizeof(err));
     if (!r)
         return;
-    for (int i = 0; i < PQntuples(r); i++) /* the groups this instance compares, and those nobody does now */
-        if (lease_mine(PQgetvalue(r, i, 0)))
-            notify(PQgetvalue(r, i, 0), atoi(PQgetvalue(r, i, 1)), 0, CMP_GAP_S);
+    for (int i = 0; i < PQntuples(r); i++) { /* the groups this instance compares, and those nobody does now */
+        const char *group = PQgetvalue(r, i, 0);
+        int rank = atoi(PQgetvalue(r, i, 1));
+        if (!lease_mine(group) || (!backlog && memory_counted(group, rank, r, i)))
+            continue;
+        notify(group, rank, 0, CMP_GAP_S);
+    }
     PQclear(r);
 }
 

@@ -164,7 +164,11 @@ END $$;
 --  * its lock is free (no batch or end commits on it now, no comparison runs); the locks are taken in a statement
 --    of their own, so that the next one's snapshot sees every commit made before them;
 --  * the group's runs all registered one rank count (else its logical tensors are compared);
---  * its mark has the same members, is not waiting, reached its target, and covers the steps before m_from;
+--  * its mark has the same members, is not waiting, reached its target, and covers the steps before m_from; or it
+--    has no mark yet and the members rule (server/rules/members.h) keeps every run of the group there: memory holds
+--    each of them (so each has records on the rank), they all start at one step, and memory compared from it and
+--    past it (the look would then compare the same runs over the same steps; tests/integration/test_marks.c holds
+--    the first mark to the look's);
 --  * each member's progress on the rank counts the records memory counted (no batch memory did not see: one
 --    stored by another lockstepd, or one whose commit it has not heard of yet);
 --  * no divergence is stored on it.
@@ -192,16 +196,24 @@ BEGIN
         LEFT JOIN rank_progress p ON p.run_key = e.k AND p.rank = e.rk
         WHERE e.rk = ANY (locked)
         GROUP BY e.rk),
+    gr AS ( -- the group's runs, and the step they all start at (NULL: they start at different steps)
+        SELECT array_agg(u.run_key ORDER BY u.run_key) AS keys,
+               CASE WHEN min(u.start_step) = max(u.start_step) THEN min(u.start_step) END AS start
+        FROM runs u WHERE u.twin_group = g),
     ok AS ( -- every condition but the count
-        SELECT m.rk, m.upto, mem.counted FROM unnest(m_rank, m_from, m_upto) AS m(rk, lo, upto)
+        SELECT m.rk, m.upto, mem.keys, mem.counted FROM unnest(m_rank, m_from, m_upto) AS m(rk, lo, upto)
         JOIN mem ON mem.rk = m.rk
-        JOIN group_checks c ON c.twin_group = g AND c.rank = m.rk
-        WHERE c.members = mem.keys AND NOT c.waiting AND c.target IS NOT NULL
-          AND c.checked_upto = c.target AND c.checked_upto >= m.lo - 1 AND c.checked_upto < m.upto
+        CROSS JOIN gr
+        LEFT JOIN group_checks c ON c.twin_group = g AND c.rank = m.rk
+        WHERE CASE WHEN c.rank IS NULL THEN mem.keys = gr.keys AND m.lo <= gr.start AND m.upto >= gr.start
+                   ELSE c.members = mem.keys AND NOT c.waiting AND c.target IS NOT NULL
+                        AND c.checked_upto = c.target AND c.checked_upto >= m.lo - 1 AND c.checked_upto < m.upto END
           AND NOT EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g AND d.rank = m.rk)),
     marked AS (
-        UPDATE group_checks c SET checked_upto = ok.upto, target = ok.upto, checked_at = clock_timestamp()
-        FROM ok WHERE ok.counted AND c.twin_group = g AND c.rank = ok.rk
+        INSERT INTO group_checks AS c (twin_group, rank, checked_upto, target, members, checked_at, waiting)
+        SELECT g, ok.rk, ok.upto, ok.upto, ok.keys, clock_timestamp(), false FROM ok WHERE ok.counted
+        ON CONFLICT (twin_group, rank) DO UPDATE SET checked_upto = excluded.checked_upto, target = excluded.target,
+            checked_at = excluded.checked_at
         RETURNING c.rank)
     SELECT k.rank, 0::smallint FROM marked k
     UNION ALL

@@ -3,8 +3,9 @@
  * its step and rank, a late batch is compared again, and batches that another lockstepd stored reach the memory of
  * the instance holding the group's lease (forwarded, server/peers/forward.c), or else the database's look: no false
  * match, no missed divergence. A rerun of a run that ended is compared with it in memory, its steps read from the
- * database. A mark whose rank is busy waits for the next flush. The holder killed, another instance takes the lease
- * over and finds what follows. */
+ * database. A rank's first mark comes from memory, as the look would write it; a run alone on a rank waits for its
+ * twin that streams elsewhere. A mark whose rank is busy waits for the next flush. The holder killed, another instance
+ * takes the lease over and finds what follows. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,21 +46,28 @@ static int teardown(void **state)
     return st == 0 ? 0 : -1;
 }
 
+/* query_group - the first value `sql` returns for group `group` and the number `num` ($1, $2), into `out`; "none"
+ * when it returns no row (or fails). */
+static void query_group(const char *sql, const char *group, long long num, char *out, size_t cap)
+{
+    char nb[24];
+    snprintf(nb, sizeof(nb), "%lld", num);
+    PGconn *c = PQconnectdb(pg.conninfo);
+    const char *p[] = {group, nb};
+    PGresult *r = PQexecParams(c, sql, 2, NULL, p, NULL, NULL, 0);
+    snprintf(out, cap, "%s", PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) ? PQgetvalue(r, 0, 0) : "none");
+    PQclear(r);
+    PQfinish(c);
+}
+
 /* checked_to - how many ranks of `group` are checked through `step` (their check reached its target). */
 static int checked_to(const char *group, long long step)
 {
-    char st[24];
-    snprintf(st, sizeof(st), "%lld", step);
-    PGconn *c = PQconnectdb(pg.conninfo);
-    const char *p[] = {group, st};
-    PGresult *r = PQexecParams(c,
-                               "SELECT count(*) FROM group_checks WHERE twin_group = $1 AND rank >= 0 "
-                               "AND checked_upto >= $2::bigint AND checked_upto = target",
-                               2, NULL, p, NULL, NULL, 0);
-    int v = PQresultStatus(r) == PGRES_TUPLES_OK ? atoi(PQgetvalue(r, 0, 0)) : -1;
-    PQclear(r);
-    PQfinish(c);
-    return v;
+    char v[32];
+    query_group("SELECT count(*) FROM group_checks WHERE twin_group = $1 AND rank >= 0 "
+                "AND checked_upto >= $2::bigint AND checked_upto = target",
+                group, step, v, sizeof(v));
+    return strcmp(v, "none") ? atoi(v) : -1;
 }
 
 /* wait_checked - wait (10 s at most) until `ranks` ranks of `group` are checked through `step`; how many are. */
@@ -135,6 +143,79 @@ static void test_marked_from_memory(void **state)
     json_decref(o);
 }
 
+/* group_checks_row - rank `rank` of `group`'s mark as text ("checked_upto target members waiting"), or "none". */
+static void group_checks_row(const char *group, int rank, char *out, size_t cap)
+{
+    query_group("SELECT concat_ws(' ', checked_upto, target, members::text, waiting) FROM group_checks "
+                "WHERE twin_group = $1 AND rank = $2::int",
+                group, rank, out, cap);
+}
+
+/* sql_ok - run `sql` on the test's database; 0 when it succeeded. */
+static int sql_ok(const char *sql)
+{
+    PGconn *c = PQconnectdb(pg.conninfo);
+    PGresult *r = PQexec(c, sql);
+    int ok = PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    PQfinish(c);
+    return ok ? 0 : -1;
+}
+
+/* A rank's first mark comes from memory when the members rule keeps every run of the group there (no look at all),
+ * and it is the mark the look writes on the same data: the same steps, members and waiting. While run b has not
+ * reached a rank yet, run a alone there waits for it (b streams to the other ranks): no look marks it waiting, and
+ * the sweep for lost notices leaves it to memory (which counted all its records). */
+static void test_first_mark_from_memory(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    assert_int_equal(it_register(&srv, "305", "m-first", 4, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "306", "m-first", 4, 0, NULL, b), 0);
+    const char *refused = "lockstepd_compare_memory_handed_total{reason=\"refused\"}";
+    const char *one_run = "lockstepd_compare_memory_handed_total{reason=\"one_run\"}";
+    double refused0 = it_metric(&srv, refused, NULL), one0 = it_metric(&srv, one_run, NULL);
+    assert_true(refused0 >= 0 && one0 >= 0);
+    for (int64_t s = 0; s < 6; s++) { /* b on ranks 0-1 only, a on all four, at a stream's pace */
+        for (int r = 0; r < 4; r++) {
+            uint64_t sa = (uint64_t)s * 10, sb = (uint64_t)s * 10;
+            if (r < 2)
+                assert_int_equal(it_post_steps(&srv, b, r, (uint64_t)s, s, 1, 5, -1, -1, -1, -1, &sb, NULL), 200);
+            assert_int_equal(it_post_steps(&srv, a, r, (uint64_t)s, s, 1, 5, -1, -1, -1, -1, &sa, NULL), 200);
+        }
+        usleep(100000);
+    }
+    assert_int_equal(wait_checked("m-first", 2, 4), 2);
+    sleep(7); /* past a sweep for lost notices (SWEEP_S, 5 s: server/twins/compare.c) */
+    char row[256];
+    for (int r = 2; r < 4; r++) {
+        group_checks_row("m-first", r, row, sizeof(row));
+        assert_string_equal(row, "none"); /* waits for b: not looked at */
+    }
+    for (int64_t s = 0; s < 6; s++) /* b reaches ranks 2-3 */
+        for (int r = 2; r < 4; r++) {
+            uint64_t sb = (uint64_t)s * 10;
+            assert_int_equal(it_post_steps(&srv, b, r, (uint64_t)s, s, 1, 5, -1, -1, -1, -1, &sb, NULL), 200);
+        }
+    assert_int_equal(wait_checked("m-first", 4, 4), 4);
+    assert_true(it_metric(&srv, refused, NULL) == refused0); /* every first mark was memory's */
+    assert_true(it_metric(&srv, one_run, NULL) == one0);
+    char mem[4][256], look[256];
+    for (int r = 0; r < 4; r++)
+        group_checks_row("m-first", r, mem[r], sizeof(mem[r]));
+    /* the look's marks on the same data (no batch comes now), in place of memory's */
+    assert_int_equal(sql_ok("DELETE FROM group_checks WHERE twin_group = 'm-first'"), 0);
+    assert_int_equal(sql_ok("SELECT * FROM lockstep_cmp_ranks('m-first', '{0,1,2,3}', 64)"), 0);
+    for (int r = 0; r < 4; r++) {
+        group_checks_row("m-first", r, look, sizeof(look));
+        assert_string_equal(mem[r], look);
+    }
+    end_all(a, b, 4);
+    json_t *o = it_wait_group(&srv, "m-first", "match");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "match");
+    json_decref(o);
+}
+
 /* A step that differs in memory goes to the look (counted as handed, reason "differ"), which finds the record: its
  * step, rank and name, while the runs still run; the steps before it on the other ranks go on being marked. */
 static void test_divergence_from_memory(void **state)
@@ -151,6 +232,9 @@ static void test_divergence_from_memory(void **state)
         usleep(20000);
     }
     expect_first(&srv, "m-div", 21, 1);
+    /* counted by the flush after the look that found it (the same thread: a look may keep the flush waiting) */
+    for (int i = 0; i < 100 && it_metric(&srv, differ, NULL) <= handed; i++)
+        usleep(50000);
     assert_true(it_metric(&srv, differ, NULL) > handed);
     end_all(a, b, 4);
     json_t *o = it_wait_group(&srv, "m-div", "diverged");
@@ -485,10 +569,11 @@ static void test_lease_takeover(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_marked_from_memory), cmocka_unit_test(test_divergence_from_memory),
-        cmocka_unit_test(test_late_batch),         cmocka_unit_test(test_batches_through_two),
-        cmocka_unit_test(test_lease_one_holder),   cmocka_unit_test(test_lease_takeover),
-        cmocka_unit_test(test_rerun_from_memory),  cmocka_unit_test(test_busy_mark_put_off),
+        cmocka_unit_test(test_marked_from_memory),     cmocka_unit_test(test_first_mark_from_memory),
+        cmocka_unit_test(test_divergence_from_memory), cmocka_unit_test(test_late_batch),
+        cmocka_unit_test(test_batches_through_two),    cmocka_unit_test(test_lease_one_holder),
+        cmocka_unit_test(test_lease_takeover),         cmocka_unit_test(test_rerun_from_memory),
+        cmocka_unit_test(test_busy_mark_put_off),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
