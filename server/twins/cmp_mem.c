@@ -93,12 +93,21 @@ void cmp_mem_register(void)
                             "ORDER BY 1, 2, 4");
 }
 
-/* group_get_locked - the group's memory, made when new; NULL when MEM_MAX_GROUPS are held. */
-static mgroup *group_get_locked(const char *name)
+/* group_find_locked - the group's memory; NULL when none is held. */
+static mgroup *group_find_locked(const char *name)
 {
     for (size_t i = 0; i < n_groups; i++)
         if (!strcmp(groups[i]->name, name))
             return groups[i];
+    return NULL;
+}
+
+/* group_get_locked - the group's memory, made when new; NULL when MEM_MAX_GROUPS are held. */
+static mgroup *group_get_locked(const char *name)
+{
+    mgroup *found = group_find_locked(name);
+    if (found)
+        return found;
     if (n_groups == MEM_MAX_GROUPS)
         return NULL;
     mgroup *g = xcalloc(1, sizeof(*g));
@@ -683,10 +692,7 @@ int cmp_mem_counted(const char *group, int rank, const int64_t *keys, const int6
         return 0;
     int all = 0;
     pthread_mutex_lock(&lock);
-    const mgroup *g = NULL;
-    for (size_t i = 0; i < n_groups && !g; i++)
-        if (!strcmp(groups[i]->name, group))
-            g = groups[i];
+    const mgroup *g = group_find_locked(group);
     const mrank *r = g && (size_t)rank < g->n_ranks ? g->ranks[rank] : NULL;
     if (r && !r->look_only && (size_t)r->nruns == n) {
         all = 1;
