@@ -1,5 +1,5 @@
 /* cons_look.c - the database's look at a run's consensus: the digests stored beside its step digests
- * (step_digests.cons) past the steps already swept, grouped into windows; each complete window no one judged yet
+ * (step_consensus.cons) past the steps already swept, grouped into windows; each complete window no one judged yet
  * (consensus_judged) is judged as memory would (cons_check.c). The swept mark then moves to the last step no window
  * can still fill: every rank reported a later step (a rank's batches arrive in order) or ended. */
 #include <inttypes.h>
@@ -95,8 +95,10 @@ void cons_look_register(void)
                 "interval '" GONE_AFTER "' THEN p.max_step - 1 END), max(p.max_step)) END "
                 "FROM rank_progress p JOIN runs u ON u.run_key = p.run_key "
                 "LEFT JOIN rank_ends e ON e.run_key = p.run_key AND e.rank = p.rank WHERE p.run_key = $1)");
-    db_register("cons_look_rows", "SELECT step, rank, cons FROM step_digests WHERE run_key = $1 AND step > $2 AND "
-                                  "cons IS NOT NULL ORDER BY step, rank LIMIT " LOOK_ROWS_TEXT);
+    /* a run that named no group has no consensus digests: nothing is read */
+    db_register("cons_look_rows", "SELECT step, rank, cons FROM step_consensus WHERE run_key = $1 AND "
+                                  "blk >= lockstep_step_block($2) AND step > $2 AND EXISTS (SELECT 1 FROM "
+                                  "consensus_comms WHERE run_key = $1) ORDER BY step, rank LIMIT " LOOK_ROWS_TEXT);
     db_register("cons_look_comms", "SELECT comm_key, size, ranks::text FROM consensus_comms WHERE run_key = $1 "
                                    "ORDER BY comm_key");
     db_register("cons_look_judged", "SELECT step, comm_key, win FROM consensus_judged WHERE run_key = $1 AND "

@@ -35,8 +35,10 @@ void effect_data_register(void)
     db_register("eff_diff", "SELECT coalesce(a.rank, b.rank), coalesce(a.step, b.step), "
                             "coalesce(a.n, 0) + coalesce(b.n, 0) FROM "
                             "(SELECT rank, step, n, digest FROM step_digests WHERE run_key = $1 "
+                            "AND blk BETWEEN lockstep_step_block($3) AND lockstep_step_block($4) "
                             "AND step BETWEEN $3 AND $4) a FULL JOIN "
                             "(SELECT rank, step, n, digest FROM step_digests WHERE run_key = $2 "
+                            "AND blk BETWEEN lockstep_step_block($3) AND lockstep_step_block($4) "
                             "AND step BETWEEN $3 AND $4) b ON a.rank = b.rank AND a.step = b.step "
                             "WHERE a.digest IS DISTINCT FROM b.digest OR a.n IS DISTINCT FROM b.n "
                             "ORDER BY 2, 1 LIMIT 256");

@@ -30,12 +30,12 @@ typedef struct srv_cons_digest {
 int cons_batch_add(srv_cons_digest **d, size_t *n, size_t *cap, const rec_record *r, uint32_t rank, int held, size_t i,
                    srv_error *e);
 
-/* A consensus digest as step_digests.cons holds it (sql/migrations/026_consensus_beside_steps.sql): 24 bytes, big
+/* A consensus digest as step_consensus.cons holds it (sql/migrations/026_consensus_beside_steps.sql): 24 bytes, big
  * endian: the group's key (8), the window (4), the records folded (4), their fold (8). A step's digests follow each
  * other in the order they came; the first of a (key, window) counts. */
 #define CONS_PACKED 24
 
-/* cons_pack - `d` as step_digests.cons holds it, into `out` (CONS_PACKED bytes). */
+/* cons_pack - `d` as step_consensus.cons holds it, into `out` (CONS_PACKED bytes). */
 void cons_pack(unsigned char *out, const srv_cons_digest *d);
 
 /* cons_unpack - the digest packed at `p` (CONS_PACKED bytes): its key, window, records folded and fold. */

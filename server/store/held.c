@@ -20,8 +20,9 @@
 void store_held_register(void)
 {
     db_register("held_replay", "SELECT 1 FROM batches WHERE run_key = $1 AND rank = $2 AND batch_seq = $3");
-    db_register("held_digests", "SELECT step, n, digest FROM step_digests WHERE run_key = $1 AND rank = $2 "
-                                "AND step = ANY($3::bigint[])");
+    db_register("held_digests", "SELECT d.step, d.n, d.digest FROM unnest($3::bigint[]) AS q(st) CROSS JOIN LATERAL "
+                                "(SELECT step, n, digest FROM step_digests WHERE run_key = $1 AND rank = $2 "
+                                "AND blk = lockstep_step_block(q.st) AND step = q.st OFFSET 0) d");
 }
 
 /* One step of a held batch: its records' count and XOR, and what the digest and the stored records say. */

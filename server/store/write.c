@@ -126,7 +126,7 @@ static void lit_add_bytes(db_lit *l, const unsigned char *b, size_t n)
 
 /* step_lits - the batch's step rows into d[0..4] (step, records, digest, inputs digest, consensus digests) and, when
  * `bi` is given, its index `k` beside each: a row per summed step (`steps`, `n_steps`), carrying the batch's
- * consensus digests of that step packed as step_digests.cons holds them (in the batch's order; NULL when none), then
+ * consensus digests of that step packed as step_consensus.cons holds them (in the batch's order; NULL when none), then
  * a row of 0 records for each other step the consensus digests name (its step digest comes in another batch). */
 static void step_lits(db_lit *d, db_lit *bi, int k, const step_sum *steps, size_t n_steps, const srv_batch *bt)
 {

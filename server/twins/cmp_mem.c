@@ -82,15 +82,18 @@ void cmp_mem_register(void)
     /* the twins of ranks one run streams to: per rank (its live run, the steps lo..hi memory will compare), every
      * other run of the group that ended there (a rank end, or the run is over), with its count and those steps;
      * in one snapshot, so that a count and the steps agree (load_twins) */
-    db_register("cmp_load", "SELECT q.rk, u.run_key, p.n_records, s.step, s.n, s.digest, s.inputs "
-                            "FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bigint[]) AS q(rk, live, lo, hi) "
-                            "JOIN runs u ON u.twin_group = $1 AND u.run_key <> q.live "
-                            "JOIN rank_progress p ON p.run_key = u.run_key AND p.rank = q.rk "
-                            "LEFT JOIN step_digests s ON s.run_key = u.run_key AND s.rank = q.rk "
-                            "AND s.step BETWEEN q.lo AND q.hi "
-                            "WHERE u.status <> 'running' OR EXISTS (SELECT 1 FROM rank_ends e "
-                            "WHERE e.run_key = u.run_key AND e.rank = q.rk) "
-                            "ORDER BY 1, 2, 4");
+    db_register("cmp_load",
+                "SELECT q.rk, u.run_key, p.n_records, s.step, s.n, s.digest, s.inputs "
+                "FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::bigint[]) AS q(rk, live, lo, hi) "
+                "JOIN runs u ON u.twin_group = $1 AND u.run_key <> q.live "
+                "JOIN rank_progress p ON p.run_key = u.run_key AND p.rank = q.rk "
+                "LEFT JOIN LATERAL (SELECT d.step, d.n, d.digest, d.inputs FROM step_digests d "
+                "WHERE d.run_key = u.run_key AND d.rank = q.rk AND d.blk BETWEEN "
+                "lockstep_step_block(q.lo) AND lockstep_step_block(q.hi) AND d.step BETWEEN q.lo AND q.hi OFFSET 0) s "
+                "ON true "
+                "WHERE u.status <> 'running' OR EXISTS (SELECT 1 FROM rank_ends e "
+                "WHERE e.run_key = u.run_key AND e.rank = q.rk) "
+                "ORDER BY 1, 2, 4");
 }
 
 /* group_find_locked - the group's memory; NULL when none is held. */

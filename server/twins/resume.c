@@ -17,11 +17,13 @@ void cmp_register_resumes(void)
     /* each run of the group: its start, its earliest restored state block (kind 4, under the partial index
      * record_frames_state), whether it has step records before that step (state blocks add no step digest), and
      * its rank count */
-    db_register("cmp_resume_runs",
-                "SELECT r.run_key, r.start_step, x.k, x.k IS NOT NULL AND EXISTS (SELECT 1 FROM step_digests d WHERE "
-                "d.run_key = r.run_key AND d.step < x.k), r.ranks FROM runs r LEFT JOIN LATERAL (SELECT min(f.step) AS "
-                "k FROM record_frames f WHERE f.run_key = r.run_key AND f.kind = 4) x ON true WHERE r.twin_group = $1 "
-                "ORDER BY r.run_key LIMIT " GROUP_MAX_RUNS_TEXT);
+    db_register(
+        "cmp_resume_runs",
+        "SELECT r.run_key, r.start_step, x.k, x.k IS NOT NULL AND EXISTS (SELECT 1 FROM step_digest_packs d WHERE "
+        "d.run_key = r.run_key AND d.blk <= lockstep_step_block(x.k) AND EXISTS (SELECT 1 FROM unnest(d.steps) s WHERE "
+        "s < x.k)), r.ranks FROM runs r LEFT JOIN LATERAL (SELECT min(f.step) AS "
+        "k FROM record_frames f WHERE f.run_key = r.run_key AND f.kind = 4) x ON true WHERE r.twin_group = $1 "
+        "ORDER BY r.run_key LIMIT " GROUP_MAX_RUNS_TEXT);
     /* every rank's lock of the group (and its logical mark's, rank -1), exclusively and without waiting: no batch
      * commits and no comparison runs on any of them while the start moves */
     db_register("cmp_resume_lock", "SELECT bool_and(pg_try_advisory_xact_lock(lockstep_check_key($1, x))) "

@@ -58,6 +58,7 @@ void cmp_step_register(void)
     db_register("cmp_drop", "DELETE FROM divergences WHERE twin_group = $1 AND rank = $2 AND kind <> 'restore' "
                             "RETURNING 1");
     db_register("cmp_steps", "SELECT step FROM step_digests WHERE run_key = ANY($1::bigint[]) AND rank = $2 "
+                             "AND blk BETWEEN lockstep_step_block($3) AND lockstep_step_block($4) "
                              "AND step BETWEEN $3 AND $4 GROUP BY step HAVING count(*) < $5 "
                              "OR min(digest) <> max(digest) OR min(n) <> max(n) ORDER BY step LIMIT 1");
     /* In one round trip: the step's stored segments (what = 0) and, per run, the records its digests stand for,
@@ -70,7 +71,8 @@ void cmp_step_register(void)
                             "SELECT 1::int2, s.run_key, s.n, NULL::bytea, lockstep_shown_at($1::bigint[], $2, $3), "
                             "EXISTS (SELECT 1 FROM record_requests q WHERE q.run_key = ANY($1::bigint[]) "
                             "AND q.rank = $2 AND q.step = $3), s.digest FROM step_digests s "
-                            "WHERE s.run_key = ANY($1::bigint[]) AND s.rank = $2 AND s.step = $3");
+                            "WHERE s.run_key = ANY($1::bigint[]) AND s.rank = $2 AND s.blk = lockstep_step_block($3) "
+                            "AND s.step = $3");
     /* Digest streaming: a run whose agent held the step's records back is asked for them (the reply to its
      * rank's next batch says so); `committed_at` keeps the commit that showed the difference, for the latency. */
     /* The runs still short are asked (again); the others' requests are answered, whatever raced with this read

@@ -18,7 +18,8 @@ void step_read_register(void)
     /* No ORDER BY: the rows are sorted in C, which spares PostgreSQL an on-disk sort of a
      * 500-step x 64-rank window (see bench/api). The LIMIT is the bound whatever is stored. */
     db_register("steps_digests", "SELECT run_key, rank, step, n, digest FROM step_digests "
-                                 "WHERE run_key = ANY($1::bigint[]) AND step BETWEEN $2 AND $3 "
+                                 "WHERE run_key = ANY($1::bigint[]) AND blk BETWEEN lockstep_step_block($2) "
+                                 "AND lockstep_step_block($3) AND step BETWEEN $2 AND $3 "
                                  "AND rank BETWEEN $4::int AND $5::int LIMIT $6");
 }
 

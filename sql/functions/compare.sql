@@ -14,6 +14,13 @@ CREATE OR REPLACE FUNCTION lockstep_check_key(g text, r int) RETURNS bigint LANG
     SELECT hashtextextended(g || '/' || r::text, 7243106)
 $$;
 
+-- lockstep_step_block - the block of 32 steps whose digests one row of step_digest_packs holds for a rank
+-- (migrations/029_step_digest_packs.sql): the batch write packs by it, and every reader of the view step_digests
+-- bounds `blk` by it as well as `step`, so that the packs' indexes find the rows.
+CREATE OR REPLACE FUNCTION lockstep_step_block(step bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+    SELECT step >> 5
+$$;
+
 -- lockstep_cmp_ranks - the comparison's first look at ranks `rks` of group `g` in one round trip (the ranks batches
 -- touched since the last look), under each rank's lock:
 --  * a rank whose lock a batch or an end holds (they commit under its shared form) is left alone: they ask for
@@ -120,6 +127,7 @@ BEGIN
                        AS differs
             FROM step_digests s
             WHERE s.run_key = ANY (t.mkeys) AND s.rank = t.rk
+              AND s.blk BETWEEN lockstep_step_block(t.from_step) AND lockstep_step_block(least(t.hi, t.div_step))
               AND s.step BETWEEN t.from_step AND least(t.hi, t.div_step)
             GROUP BY s.step
             HAVING count(*) < cardinality(t.mkeys) OR min(s.digest) <> max(s.digest) OR min(s.n) <> max(s.n)

@@ -16,7 +16,7 @@
 
 -- lockstep_store_batches - a group of batches in one statement (a database worker's group of queued batches; b_*
 -- per batch, in the order their locks are taken; f_* and d_* the segments and step digests, each naming its batch
--- by its index in b_*, from 1; d_cons a step's consensus digests, packed as step_digests.cons holds them
+-- by its index in b_*, from 1; d_cons a step's consensus digests, packed as step_consensus.cons holds them
 -- (026_consensus_beside_steps.sql), NULL when none, and a step with consensus digests only comes with 0 records;
 -- k_* the groups a batch names that lockstepd has not stored yet, likewise): the replay guard first, the frames, the
 -- per-step digests with their consensus digests, the groups, each rank's progress,
@@ -52,17 +52,22 @@ BEGIN
         SELECT b_run[f.bi], b_rank[f.bi], f.s, f.q, f.c, f.kd, f.fr
         FROM unnest(f_batch, f_step, f_seq, f_n, f_kind, f_frames) AS f(bi, s, q, c, kd, fr)
         WHERE f.bi = ANY (stored);
-    -- the inputs digest merges like the digest; one part not known (NULL: digests of held-back records) makes it so.
-    -- A step's consensus digests go in its row, after those it has (the first of a window counts); a step with
-    -- consensus digests only gets a row of n 0 and digest 0, which its step digest merges into when it comes.
-    INSERT INTO step_digests AS sd (run_key, rank, step, n, digest, inputs, cons)
-        SELECT b_run[d.bi], b_rank[d.bi], d.s, sum(d.c), bit_xor(d.dg),
-               CASE WHEN count(d.ip) = count(*) THEN bit_xor(d.ip) END, string_agg(d.x, ''::bytea ORDER BY d.o)
-        FROM unnest(d_batch, d_step, d_n, d_digest, d_inputs, d_cons) WITH ORDINALITY AS d(bi, s, c, dg, ip, x, o)
-        WHERE d.bi = ANY (stored)
-        GROUP BY b_run[d.bi], b_rank[d.bi], d.s ORDER BY 1, 2, 3
-        ON CONFLICT (run_key, rank, step) DO UPDATE SET n = sd.n + excluded.n, digest = sd.digest # excluded.digest,
-            inputs = sd.inputs # excluded.inputs, cons = coalesce(sd.cons || excluded.cons, sd.cons, excluded.cons);
+    -- the step digests, a row per rank and block of steps (a pack: step_digest_packs, migration 029), appended, its
+    -- arrays aligned (one aggregate node feeds them the same rows; no ORDER BY: in PostgreSQL 15 each would sort
+    -- on its own); the views step_digests and step_consensus add up a step's parts across packs as this adds up
+    -- the batches' parts of a step. The inputs digest merges like the digest; one part not known (NULL: digests of
+    -- held-back records) makes it so. A step's consensus digests keep the order they came in (the first of a
+    -- window counts); a step with consensus digests only has n 0 and digest 0, which its step digest adds to.
+    INSERT INTO step_digest_packs (run_key, rank, blk, bseq, steps, n, digest, inputs, cons)
+        SELECT st.run_key, st.rank, lockstep_step_block(st.s), min(st.bseq), array_agg(st.s), array_agg(st.c),
+               array_agg(st.dg), array_agg(st.ip), CASE WHEN count(st.x) > 0 THEN array_agg(st.x) END
+        FROM (SELECT b_run[d.bi] AS run_key, b_rank[d.bi] AS rank, d.s, min(b_bseq[d.bi]) AS bseq, sum(d.c)::int AS c,
+                     bit_xor(d.dg) AS dg, CASE WHEN count(d.ip) = count(*) THEN bit_xor(d.ip) END AS ip,
+                     string_agg(d.x, ''::bytea ORDER BY d.o) AS x
+              FROM unnest(d_batch, d_step, d_n, d_digest, d_inputs, d_cons) WITH ORDINALITY AS d(bi, s, c, dg, ip, x, o)
+              WHERE d.bi = ANY (stored)
+              GROUP BY b_run[d.bi], b_rank[d.bi], d.s) st
+        GROUP BY st.run_key, st.rank, lockstep_step_block(st.s);
     -- the groups the consensus digests name, the first time (k_ranks: the sorted world ranks as an int[] literal)
     IF cardinality(k_batch) > 0 THEN
         INSERT INTO consensus_comms (run_key, comm_key, size, ranks)

@@ -78,8 +78,9 @@ static void test_steps_absurd_ranks(void **state)
         "'huge', 10000000, 0 FROM generate_series(1, 200) i");
     sql("INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) SELECT run_key, "
         "9999999, 0, 5, 5, 1 FROM runs WHERE twin_group = 'huge' AND job_id IN ('x1', 'x2')");
-    sql("INSERT INTO step_digests (run_key, rank, step, n, digest) SELECT run_key, 9999999, s, 1, 42 FROM runs, "
-        "generate_series(0, 5) s WHERE twin_group = 'huge' AND job_id IN ('x1', 'x2')");
+    sql("INSERT INTO step_digest_packs (run_key, rank, blk, bseq, steps, n, digest, inputs) SELECT run_key, 9999999, "
+        "0, 0, '{0,1,2,3,4,5}', '{1,1,1,1,1,1}', '{42,42,42,42,42,42}', '{NULL,NULL,NULL,NULL,NULL,NULL}' FROM runs "
+        "WHERE twin_group = 'huge' AND job_id IN ('x1', 'x2')");
     long rss0 = it_rss_kb(srv.pid);
     static const char *const paths[] = {
         "/api/v1/twins/huge/steps",
@@ -129,8 +130,10 @@ static void test_steps_window_is_cut(void **state)
         "'wide', 4096, 0, 'ended' FROM generate_series(1, 2) i");
     sql("INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) SELECT run_key, rk, 0, "
         "999, 999, 1000 FROM runs, generate_series(0, 4095) rk WHERE twin_group = 'wide'");
-    sql("INSERT INTO step_digests (run_key, rank, step, n, digest) SELECT run_key, rk, s, 1, 7 FROM runs, "
-        "generate_series(0, 4095) rk, generate_series(0, 39) s WHERE twin_group = 'wide'");
+    sql("INSERT INTO step_digest_packs (run_key, rank, blk, bseq, steps, n, digest, inputs) SELECT run_key, rk, "
+        "lockstep_step_block(s), 0, array_agg(s ORDER BY s), array_agg(1), array_agg(7::bigint), "
+        "array_agg(NULL::bigint) FROM runs, generate_series(0, 4095) rk, generate_series(0, 39) s "
+        "WHERE twin_group = 'wide' GROUP BY run_key, rk, lockstep_step_block(s)");
     json_t *o = NULL;
     size_t bytes = 0;
     double secs = 0;

@@ -40,7 +40,8 @@ static int64_t add_run(const char *g, int i, json_t *r)
                 "VALUES ($1, 0, least($2::bigint, $3::bigint), $3, 0, 1)",
                 3, q);
         sqlt_do(sqlt_c,
-                "INSERT INTO step_digests (run_key, rank, step, n, digest) SELECT $1, 0, s, 1, $1 "
+                "INSERT INTO step_digest_packs (run_key, rank, blk, bseq, steps, n, digest, inputs) "
+                "SELECT $1, 0, lockstep_step_block(s), 0, ARRAY[s], '{1}', ARRAY[$1::bigint], '{NULL}' "
                 "FROM generate_series(greatest(least($2::bigint, $3::bigint), $3::bigint - 300), $3::bigint) s",
                 3, q);
     } else if (json_is_true(json_object_get(r, "any"))) {

@@ -1,0 +1,114 @@
+/* test_step_packs.c - the step digests as the batch write packs them (step_digest_packs, one row per rank and block of
+ * steps: sql/migrations/029_step_digest_packs.sql) and as the views step_digests and step_consensus add them up again
+ * (sql/functions/write.sql): a step's parts from several batches, or several batches of one statement, read as one
+ * row with the sums the upsert they replaced wrote; a batch that crosses a block makes two packs; a replay makes
+ * none. On a real PostgreSQL with lockstepd's schema. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/sql/sqlt.h"
+
+/* new_run - a run of group `g` with two ranks; returns its key into `key`. */
+static void new_run(const char *g, char *key, size_t cap)
+{
+    const char *p[] = {g};
+    sqlt_value(sqlt_c,
+               "INSERT INTO runs (run_id, job_id, twin_group, ranks, start_step) "
+               "VALUES (gen_random_uuid(), 'j', $1, 2, 0) RETURNING run_key",
+               1, p, key, cap);
+}
+
+/* store - one batch of rank 0 with step digests only (lockstep_store_batch); returns its reply ("" for a replay). */
+static void store(const char *key, const char *bseq, const char *steps, const char *n, const char *digest,
+                  const char *inputs, const char *cons, char *out, size_t cap)
+{
+    const char *p[] = {key, bseq, steps, n, digest, inputs, cons};
+    sqlt_value(sqlt_c,
+               "SELECT lockstep_store_batch($1, 0, $2, 0, false, '{}', '{}', '{}', '{}', '{}', $3::bigint[], "
+               "$4::int[], $5::bigint[], (SELECT min(s) FROM unnest($3::bigint[]) s), "
+               "(SELECT max(s) FROM unnest($3::bigint[]) s), 0, (SELECT sum(c) FROM unnest($4::int[]) c), "
+               "$6::bigint[], $7::bytea[], '{}', '{}', '{}')::text",
+               7, p, out, cap);
+}
+
+/* step_row - step `step` of rank 0 of run `key` through the views, as "n digest inputs cons" (cons in hex, "-" for
+ * none). */
+static char *step_row(const char *key, const char *step, char *out, size_t cap)
+{
+    const char *p[] = {key, step};
+    return sqlt_value(sqlt_c,
+                      "SELECT d.n || ' ' || d.digest || ' ' || coalesce(d.inputs::text, 'null') || ' ' || "
+                      "coalesce((SELECT encode(c.cons, 'hex') FROM step_consensus c WHERE c.run_key = $1 AND "
+                      "c.rank = 0 AND c.blk = lockstep_step_block($2) AND c.step = $2), '-') FROM step_digests d "
+                      "WHERE d.run_key = $1 AND d.rank = 0 AND d.blk = lockstep_step_block($2) AND d.step = $2",
+                      2, p, out, cap);
+}
+
+static char *packs(const char *key, char *out, size_t cap)
+{
+    const char *p[] = {key};
+    return sqlt_value(sqlt_c, "SELECT count(*) FROM step_digest_packs WHERE run_key = $1", 1, p, out, cap);
+}
+
+/* test_parts_add_up - two batches bring parts of step 6 (the second's inputs not known, each with consensus
+ * digests): the view adds them up, the consensus digests in the batches' order; the second batch also crosses into
+ * the next block (steps 31 and 32): two packs for it. */
+static void test_parts_add_up(void **state)
+{
+    (void)state;
+    char key[32], v[256];
+    new_run("packs-a", key, sizeof(key));
+    store(key, "1", "{5,6}", "{3,4}", "{16,32}", "{1,2}", "{NULL,\\\\x01}", v, sizeof(v));
+    assert_string_equal(v, "{}");
+    store(key, "2", "{6,31,32}", "{2,1,5}", "{1,7,9}", "{NULL,4,8}", "{\\\\x02,NULL,NULL}", v, sizeof(v));
+    assert_string_equal(v, "{}");
+    assert_string_equal(packs(key, v, sizeof(v)), "3");
+    assert_string_equal(step_row(key, "5", v, sizeof(v)), "3 16 1 -");
+    assert_string_equal(step_row(key, "6", v, sizeof(v)), "6 33 null 0102");
+    assert_string_equal(step_row(key, "31", v, sizeof(v)), "1 7 4 -");
+    assert_string_equal(step_row(key, "32", v, sizeof(v)), "5 9 8 -");
+    const char *p[] = {key};
+    assert_string_equal(sqlt_value(sqlt_c, "SELECT count(*) FROM step_digests WHERE run_key = $1", 1, p, v, sizeof(v)),
+                        "4");
+    /* a replay of the first batch adds nothing */
+    store(key, "1", "{5,6}", "{3,4}", "{16,32}", "{1,2}", "{NULL,\\\\x01}", v, sizeof(v));
+    assert_string_equal(v, "");
+    assert_string_equal(packs(key, v, sizeof(v)), "3");
+    assert_string_equal(step_row(key, "6", v, sizeof(v)), "6 33 null 0102");
+}
+
+/* test_one_statement - two batches of one rank stored in one statement (a worker's group): their parts of a step are
+ * added up before they are packed, one pack for the block, the consensus digests in the batches' order. */
+static void test_one_statement(void **state)
+{
+    (void)state;
+    char key[32], v[256];
+    new_run("packs-b", key, sizeof(key));
+    const char *p[] = {key};
+    sqlt_do(sqlt_c,
+            "SELECT * FROM lockstep_store_batches(ARRAY[$1, $1]::bigint[], '{0,0}', '{1,2}', '{0,0}', "
+            "'{false,false}', '{7,7}', '{8,8}', '{0,0}', '{2,3}', '{}', '{}', '{}', '{}', '{}', '{}', '{1,2,2}', "
+            "'{7,7,8}', '{2,1,2}', '{5,3,11}', '{1,1,1}', ARRAY[NULL, '\\xaa', '\\xbb']::bytea[], '{}', '{}', '{}', "
+            "'{}')",
+            1, p);
+    assert_string_equal(packs(key, v, sizeof(v)), "1");
+    assert_string_equal(step_row(key, "7", v, sizeof(v)), "3 6 0 aa");
+    assert_string_equal(step_row(key, "8", v, sizeof(v)), "2 11 1 bb");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parts_add_up),
+        cmocka_unit_test(test_one_statement),
+    };
+    return cmocka_run_group_tests(tests, sqlt_setup, sqlt_teardown);
+}
