@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # run.sh - the SQL tier: SQL that restates a C rule, run against that rule's case table (tests/data/) on a private
-# PostgreSQL (each cmocka binary starts its own cluster), and the checks of the sql/ split (sql/README.md).
+# PostgreSQL (each cmocka binary starts its own cluster), the step digests as the batch write packs them and the
+# views add them up (test_step_packs), the settings of lockstepd's sessions (test_db_session), and the checks of
+# the sql/ split (sql/README.md).
 # usage: tests/sql/run.sh BUILD_DIR   (ends with "N passed, N failed", counting cmocka tests)
 set -u
 build=${1:-build}
