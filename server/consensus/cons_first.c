@@ -20,9 +20,11 @@ void cons_first_register(void)
 {
     db_register("cons_unfinished", "SELECT step, comm_key, win, members::text, member_n::text, odd_ranks::text "
                                    "FROM consensus_divergences WHERE run_key = $1 AND name = '' AND idx IS NULL");
-    db_register("cons_step_frames", "SELECT f.run_key, f.rank, f.step, f.frames FROM record_frames f "
-                                    "WHERE f.run_key = $1 AND f.step = $2 AND f.rank = ANY ($3::int[]) "
-                                    "ORDER BY f.rank, f.seq_lo");
+    db_register("cons_step_frames",
+                "SELECT run_key, rank, step, frames, seq_lo FROM record_frames "
+                "WHERE run_key = $1 AND step = $2 AND rank = ANY ($3::int[]) UNION ALL "
+                "SELECT run_key, rank, step, frames, seq_lo FROM record_frames "
+                "WHERE run_key = $1 AND rank = ANY ($3::int[]) AND " FRAMES_SPANNING("$2") " ORDER BY rank, seq_lo");
     /* the members short of records: their agents hold them back (the reply to the rank's next batch asks) */
     db_register("cons_request", "INSERT INTO record_requests (run_key, rank, step, committed_at) "
                                 "SELECT $1, r, $2, clock_timestamp() FROM unnest($3::int[]) AS r "
@@ -141,7 +143,8 @@ static int finish_one(const char *key, pending *pd)
         return -1;
     }
     frame_set set = {0};
-    int rc = frames_rows(&set, r, 0, 1, 2, 3, NULL, err, sizeof(err));
+    int64_t step = strtoll(pd->step, NULL, 10);
+    int rc = frames_rows(&set, r, 0, 1, 2, 3, step, step, NULL, err, sizeof(err));
     if (rc < 0) {
         log_warn("consensus of run %s: records of step %s unreadable: %s", key, pd->step, err);
         frame_set_release(&set);

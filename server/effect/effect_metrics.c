@@ -132,11 +132,10 @@ static int read_run(int64_t key, int rank, int64_t from, size_t keep_max, size_t
                     read_state *st, char *err, size_t cap)
 {
     int64_t cur = from, step = 0, first = 0;
-    long long seq = -1;
     int have_step = 0;
     for (;;) {
         frame_set set = {0};
-        int got = frames_points_next(key, (uint32_t)rank, st->to, &cur, &seq, &set, err, cap);
+        int got = frames_points_next(key, (uint32_t)rank, st->to, &cur, &set, err, cap);
         if (got < 0) {
             frame_set_release(&set);
             return got;

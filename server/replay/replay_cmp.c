@@ -13,11 +13,15 @@
 
 void rc_register(void)
 {
-    /* The window's stored segments (server/store/frames.h): how many records first, then the frames. */
+    /* The window's stored segments (server/store/frames.h) and those of series points that reach into it from
+     * the block before its first step: how many records first (a spanning segment counts whole), then the
+     * frames. */
     db_register("rc_count", "SELECT coalesce(sum(n), 0) FROM record_frames WHERE run_key = ANY($1::bigint[]) "
-                            "AND step BETWEEN $2 AND $3 AND ($4::int[] IS NULL OR rank = ANY($4::int[]))");
+                            "AND step BETWEEN lockstep_block_first($2) AND $3 AND coalesce(step_last, step) >= $2 "
+                            "AND ($4::int[] IS NULL OR rank = ANY($4::int[]))");
     db_register("rc_frames", "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
-                             "AND step BETWEEN $2 AND $3 AND ($4::int[] IS NULL OR rank = ANY($4::int[]))");
+                             "AND step BETWEEN lockstep_block_first($2) AND $3 AND coalesce(step_last, step) >= $2 "
+                             "AND ($4::int[] IS NULL OR rank = ANY($4::int[]))");
     /* state entries of one step (kinds 2 saved and 4 restored: the partial index record_frames_state) */
     db_register("rc_state", "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
                             "AND kind IN (2, 4) AND step = $2 AND ($3::int[] IS NULL OR rank = ANY($3::int[])) "
@@ -46,7 +50,7 @@ int rc_resume_check(int64_t replay, int64_t source, int64_t step, const char *ra
     if (!r)
         return -1;
     frame_set set = {0};
-    if (frames_rows(&set, r, 0, 1, 2, 3, NULL, err, cap) < 0) {
+    if (frames_rows(&set, r, 0, 1, 2, 3, step, step, NULL, err, cap) < 0) {
         frame_set_release(&set);
         return -1;
     }
@@ -116,7 +120,7 @@ static rc_row *read_rows(int64_t a, int64_t b, int64_t from, int64_t to, const c
     r = db_exec_bin("rc_frames", 4, p, err, cap);
     if (!r)
         return NULL;
-    if (frames_rows(set, r, 0, 1, 2, 3, in_steps, err, cap) < 0)
+    if (frames_rows(set, r, 0, 1, 2, 3, from, to, in_steps, err, cap) < 0)
         return NULL;
     *n = (int)set->n;
     rc_row *rows = xcalloc((size_t)*n + 1, sizeof(*rows));

@@ -114,24 +114,25 @@ static int convert_rows(PGconn *c, const char *key, const char *rank, PGresult *
     }
     frames_out fo = {0};
     frames_cut(&b, &fo);
-    char *arr[4];
+    char *arr[FRAMES_SEG_ARRAYS];
     frames_seg_arrays(&fo, arr);
     size_t flen;
     unsigned char *frames = frames_bytea_array(&fo, &flen);
-    const char *p[] = {key, rank, arr[0], arr[1], arr[2], arr[3], (const char *)frames, PQgetvalue(r, from, 14)};
-    int lens[8] = {0, 0, 0, 0, 0, 0, (int)flen, 0}, fmts[8] = {0, 0, 0, 0, 0, 0, 1, 0};
+    const char *p[] = {key,   rank, arr[0], arr[1], arr[2], arr[3], (const char *)frames, PQgetvalue(r, from, 14),
+                       arr[4]};
+    int lens[9] = {0, 0, 0, 0, 0, 0, (int)flen, 0, 0}, fmts[9] = {0, 0, 0, 0, 0, 0, 1, 0, 0};
     PGresult *ins =
         PQexecParams(c,
-                     "INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames, received_on) "
-                     "SELECT $1, $2, s, q, c, k, f, $8::date FROM unnest($3::bigint[], $4::bigint[], "
-                     "$5::int[], $6::smallint[], $7::bytea[]) AS u(s, q, c, k, f)",
-                     8, NULL, p, lens, fmts, 0);
+                     "INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames, received_on, step_last) "
+                     "SELECT $1, $2, s, q, c, k, f, $8::date, l FROM unnest($3::bigint[], $4::bigint[], "
+                     "$5::int[], $6::smallint[], $7::bytea[], $9::bigint[]) AS u(s, q, c, k, f, l)",
+                     9, NULL, p, lens, fmts, 0);
     int rc = db_ok(ins) ? 0 : -1;
     if (rc < 0)
         snprintf(err, cap, "%s", PQresultErrorMessage(ins));
     PQclear(ins);
     free(frames);
-    for (int a = 0; a < 4; a++)
+    for (int a = 0; a < FRAMES_SEG_ARRAYS; a++)
         free(arr[a]);
     frames_out_release(&fo);
     for (size_t i = 0; i < 2 * b.n; i++)

@@ -595,6 +595,15 @@ void db_lit_add(db_lit *l, int64_t v)
     l->len += (size_t)sprintf(l->p + l->len, "%c%" PRId64, l->len ? ',' : '{', v);
 }
 
+void db_lit_null(db_lit *l)
+{
+    if (l->len + 6 > l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 256;
+        l->p = xrealloc(l->p, l->cap);
+    }
+    l->len += (size_t)sprintf(l->p + l->len, "%cNULL", l->len ? ',' : '{');
+}
+
 const char *db_lit_end(db_lit *l)
 {
     if (l->len + 3 > l->cap) {

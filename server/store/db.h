@@ -151,6 +151,9 @@ typedef struct db_lit {
 /* db_lit_add - one integer more. */
 void db_lit_add(db_lit *l, int64_t v);
 
+/* db_lit_null - a NULL more. */
+void db_lit_null(db_lit *l);
+
 /* db_lit_end - close the literal ("{}" when nothing was added) and return it (l->p). */
 const char *db_lit_end(db_lit *l);
 

@@ -38,13 +38,22 @@ void frames_register(void)
     db_register("frames_lz4", "SELECT a.attcompression = 'l' AND a.attstorage = 'm' FROM pg_attribute a "
                               "WHERE a.attrelid = 'record_frames'::regclass AND a.attname = 'frames'");
     db_register("frames_step", "SELECT run_key, step, seq_lo, n, frames FROM record_frames "
-                               "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3");
-    db_register("frames_range", "SELECT step, seq_lo, n, frames FROM record_frames WHERE run_key = $1 AND rank = $2 "
-                                "AND step >= $3 AND step <= $4 AND (step, seq_lo) > ($3, $5) "
-                                "ORDER BY step, seq_lo LIMIT $6");
-    db_register("frames_series", "SELECT step, seq_lo, n, frames FROM record_frames WHERE run_key = $1 AND rank = $2 "
-                                 "AND kind = 1 AND step >= $3 AND step <= $4 AND (step, seq_lo) > ($3, $5) "
-                                 "ORDER BY step, seq_lo LIMIT $6");
+                               "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3 UNION ALL "
+                               "SELECT run_key, step, seq_lo, n, frames FROM record_frames "
+                               "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND " FRAMES_SPANNING("$3"));
+    /* a run's rank from step $3 (after seq_lo $5 there) to $4, and when $6, the segments spanning $3 */
+    db_register("frames_range",
+                "SELECT step, seq_lo, n, frames, step_last IS NOT NULL FROM record_frames "
+                "WHERE run_key = $1 AND rank = $2 "
+                "AND step >= $3 AND step <= $4 AND (step, seq_lo) > ($3, $5) UNION ALL "
+                "SELECT step, seq_lo, n, frames, true FROM record_frames WHERE run_key = $1 AND rank = $2 "
+                "AND $6::boolean AND " FRAMES_SPANNING("$3") " ORDER BY step, seq_lo LIMIT $7");
+    db_register("frames_series",
+                "SELECT step, seq_lo, n, frames, step_last IS NOT NULL FROM record_frames "
+                "WHERE run_key = $1 AND rank = $2 "
+                "AND kind = 1 AND step >= $3 AND step <= $4 AND (step, seq_lo) > ($3, $5) UNION ALL "
+                "SELECT step, seq_lo, n, frames, true FROM record_frames WHERE run_key = $1 AND rank = $2 "
+                "AND kind = 1 AND $6::boolean AND " FRAMES_SPANNING("$3") " ORDER BY step, seq_lo LIMIT $7");
 }
 
 int frames_kind(const rec_record *r)
@@ -81,43 +90,48 @@ static size_t seg_new(frames_out *o, int64_t step, uint64_t seq, int kind)
         o->cap_seg = o->cap_seg ? 2 * o->cap_seg : 32;
         o->seg = xrealloc(o->seg, o->cap_seg * sizeof(*o->seg));
     }
-    o->seg[o->n_seg] = (frames_seg){.step = step, .seq_lo = seq, .kind = kind, .off = o->len};
+    o->seg[o->n_seg] = (frames_seg){.step = step, .last = step, .seq_lo = seq, .kind = kind, .off = o->len};
     return o->n_seg++;
+}
+
+/* joins - whether a series point at `step` may join the open series segment `g`: its last step or the next one,
+ * in one block (FRAMES_BLOCK_SHIFT), so that every step a segment spans has points in it (a held batch's segment
+ * answers the record requests of the steps it spans: sql/functions/write.sql) */
+static int joins(const frames_seg *g, int64_t step)
+{
+    return (step == g->last || (g->last < INT64_MAX && step == g->last + 1)) &&
+           (step >> FRAMES_BLOCK_SHIFT) == (g->step >> FRAMES_BLOCK_SHIFT);
 }
 
 void frames_cut(const srv_batch *b, frames_out *o)
 {
-    size_t i = 0;
-    while (i < b->n) {
-        /* a run of records of one step: its records segments, then its series segments */
-        size_t j = i + 1;
-        while (j < b->n && b->recs[j].step == b->recs[i].step)
-            j++;
-        for (int kind = 0; kind < FRAMES_KINDS; kind++) {
-            size_t cur = SIZE_MAX, cost = 0;
-            for (size_t k = i; k < j; k++) {
-                const rec_record *r = &b->recs[k];
-                if (frames_kind(r) != kind)
-                    continue;
-                size_t flen = rec_encoded_size(r), c = frames_lz4_cost(r);
-                int full = cur == SIZE_MAX ||
-                           (compressed ? o->seg[cur].len + flen > FRAMES_SEG_LZ4_MAX || cost + c > FRAMES_SEG_LZ4_BUDGET
-                                       : o->seg[cur].len + flen > FRAMES_SEG_MAX);
-                if (full) {
-                    cur = seg_new(o, r->step, r->seq, kind);
-                    cost = 0;
-                }
-                cost += c;
-                unsigned char *p = out_grow(o, flen);
-                if (b->body && !b->reframe)
-                    memcpy(p, b->body + b->frame_off[k], flen); /* as it arrived, its CRC checked */
-                else
-                    rec_encode(r, p);
-                o->seg[cur].n++;
-                o->seg[cur].len += flen;
+    /* kind by kind, so that each segment's frames lie together in o->buf; a segment takes the records of a run of
+     * one step (series points: of steps in order within one block) until it is full */
+    for (int kind = 0; kind < FRAMES_KINDS; kind++) {
+        size_t cur = SIZE_MAX, cost = 0;
+        for (size_t k = 0; k < b->n; k++) {
+            const rec_record *r = &b->recs[k];
+            if (frames_kind(r) != kind)
+                continue;
+            size_t flen = rec_encoded_size(r), c = frames_lz4_cost(r);
+            int full = cur == SIZE_MAX ||
+                       (kind == FRAMES_KIND_SERIES ? !joins(&o->seg[cur], r->step) : r->step != o->seg[cur].step) ||
+                       (compressed ? o->seg[cur].len + flen > FRAMES_SEG_LZ4_MAX || cost + c > FRAMES_SEG_LZ4_BUDGET
+                                   : o->seg[cur].len + flen > FRAMES_SEG_MAX);
+            if (full) {
+                cur = seg_new(o, r->step, r->seq, kind);
+                cost = 0;
             }
+            cost += c;
+            unsigned char *p = out_grow(o, flen);
+            if (b->body && !b->reframe)
+                memcpy(p, b->body + b->frame_off[k], flen); /* as it arrived, its CRC checked */
+            else
+                rec_encode(r, p);
+            o->seg[cur].n++;
+            o->seg[cur].len += flen;
+            o->seg[cur].last = r->step;
         }
-        i = j;
     }
 }
 
@@ -151,16 +165,23 @@ unsigned char *frames_bytea_array(const frames_out *o, size_t *len)
     return a;
 }
 
-void frames_seg_arrays(const frames_out *o, char *out[4])
+void frames_seg_arrays(const frames_out *o, char *out[FRAMES_SEG_ARRAYS])
 {
-    for (int a = 0; a < 4; a++) {
+    for (int a = 0; a < FRAMES_SEG_ARRAYS; a++) {
         char *s = xmalloc(o->n_seg * 22 + 3);
         size_t len = 0;
         s[len++] = '{';
         for (size_t i = 0; i < o->n_seg; i++) {
             const frames_seg *g = &o->seg[i];
-            int64_t v = a == 0 ? g->step : a == 1 ? (int64_t)g->seq_lo : a == 2 ? g->n : g->kind;
-            len += (size_t)sprintf(s + len, "%s%" PRId64, i ? "," : "", v);
+            if (i)
+                s[len++] = ',';
+            if (a == 4 && g->last == g->step) {
+                memcpy(s + len, "NULL", 4);
+                len += 4;
+                continue;
+            }
+            int64_t v = a == 0 ? g->step : a == 1 ? (int64_t)g->seq_lo : a == 2 ? g->n : a == 3 ? g->kind : g->last;
+            len += (size_t)sprintf(s + len, "%" PRId64, v);
         }
         s[len++] = '}';
         s[len] = 0;
@@ -258,17 +279,18 @@ static int keeps(const rec_filter *f, const rec_record *r)
     return 0;
 }
 
-/* decode_seg - append the records of one stored segment (kept by `f`). Returns 0, or -1 with `err` when a frame
+/* decode_seg - append the records of one stored segment of steps lo..hi (kept by `f`; a segment of series points
+ * may hold others). Returns 0, or -1 with `err` when a frame
  * fails its checks (bit rot: nothing stored is trusted unchecked). */
 static int decode_seg(frame_set *s, int64_t run_key, uint32_t rank, int64_t step, const char *p, size_t len,
-                      const rec_filter *f, char *err, size_t cap)
+                      const rec_filter *f, int64_t lo, int64_t hi, char *err, size_t cap)
 {
     rec_reader rd;
     rec_record r;
     int got;
     rec_reader_frames(&rd, p, len, rank);
     while ((got = rec_reader_next(&rd, &r)) == 1)
-        if (keeps(f, &r))
+        if (r.step >= lo && r.step <= hi && keeps(f, &r))
             add_rec(s, run_key, &r);
     if (got < 0)
         abort(); /* out of memory: the server's policy (server/core/xalloc.h) */
@@ -331,8 +353,9 @@ static void reorder(frame_set *s, size_t from, sort_key *k)
     free(wo);
 }
 
-/* sort_tail - sort records [from, s->n) by (a, seq), a = the run's position in `keys` (NULL: 0 for all). */
-static void sort_tail(frame_set *s, size_t from, const int64_t *keys, int nkeys)
+/* sort_tail - sort records [from, s->n) by (a, seq), a = the run's position in `keys` (NULL: 0 for all; with
+ * `by_step`, a = the record's step). */
+static void sort_by(frame_set *s, size_t from, const int64_t *keys, int nkeys, int by_step)
 {
     size_t n = s->n - from;
     if (n < 2)
@@ -340,7 +363,7 @@ static void sort_tail(frame_set *s, size_t from, const int64_t *keys, int nkeys)
     sort_key *k = xmalloc(n * sizeof(*k));
     int sorted = 1;
     for (size_t i = 0; i < n; i++) {
-        int64_t a = 0;
+        int64_t a = by_step ? s->recs[from + i].step : 0;
         for (int j = 0; keys && j < nkeys; j++)
             if (keys[j] == s->run_key[from + i]) {
                 a = j;
@@ -354,6 +377,48 @@ static void sort_tail(frame_set *s, size_t from, const int64_t *keys, int nkeys)
         qsort(k, n, sizeof(*k), cmp_key);
         reorder(s, from, k);
     }
+    free(k);
+}
+
+static void sort_tail(frame_set *s, size_t from, const int64_t *keys, int nkeys)
+{
+    sort_by(s, from, keys, nkeys, 0);
+}
+
+typedef struct step_key {
+    int64_t step, run;
+    uint32_t rank;
+    uint64_t seq;
+    size_t i;
+} step_key;
+
+static int cmp_step_key(const void *pa, const void *pb)
+{
+    const step_key *x = pa, *y = pb;
+    if (x->step != y->step)
+        return x->step < y->step ? -1 : 1;
+    if (x->run != y->run)
+        return x->run < y->run ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+void frames_sort_steps(frame_set *s)
+{
+    if (s->n < 2)
+        return;
+    step_key *k = xmalloc(s->n * sizeof(*k));
+    for (size_t i = 0; i < s->n; i++)
+        k[i] = (step_key){s->recs[i].step, s->run_key[i], s->recs[i].rank, s->recs[i].seq, i};
+    qsort(k, s->n, sizeof(*k), cmp_step_key);
+    sort_key *o = xmalloc(s->n * sizeof(*o));
+    for (size_t i = 0; i < s->n; i++)
+        o[i] = (sort_key){.i = k[i].i};
+    reorder(s, 0, o);
+    free(o);
     free(k);
 }
 
@@ -383,7 +448,7 @@ int frames_step_result(frame_set *out, void *res, int sel, int key, int fr, cons
         if (frames_be16(PQgetvalue(r, i, sel)) != 0)
             continue;
         int rc = decode_seg(out, be64(PQgetvalue(r, i, key)), rank, step, PQgetvalue(r, i, fr),
-                            (size_t)PQgetlength(r, i, fr), NULL, err, cap);
+                            (size_t)PQgetlength(r, i, fr), NULL, step, step, err, cap);
         if (rc < 0)
             return rc;
     }
@@ -412,7 +477,7 @@ int frames_read_step(const int64_t *keys, int nkeys, uint32_t rank, int64_t step
     size_t from = out->n;
     for (int i = 0; i < PQntuples(r); i++) {
         int rc = decode_seg(out, be64(PQgetvalue(r, i, 0)), rank, step, PQgetvalue(r, i, 4),
-                            (size_t)PQgetlength(r, i, 4), NULL, err, cap);
+                            (size_t)PQgetlength(r, i, 4), NULL, step, step, err, cap);
         if (rc < 0)
             return rc;
     }
@@ -424,98 +489,128 @@ int frames_read_step(const int64_t *keys, int nkeys, uint32_t rank, int64_t step
 /* One fetched segment, not decoded yet. */
 typedef struct pending_seg {
     int64_t step;
-    int n;
+    int n, spans; /* spans: it may hold records of later steps */
     const char *p;
     size_t len;
 } pending_seg;
 
-/* scan - read segments of (key, rank) in (step, seq_lo) order with statement `stmt` (frames_range or
- * frames_series), keep the records `f` keeps, in (step, seq) order, skipping `offset` and stopping at `limit`.
- * Whole steps are read, so that the order within a step is exact. */
-static int scan(const char *stmt, int64_t key, uint32_t rank, int64_t from, int64_t to, long long offset,
-                long long limit, const rec_filter *f, frame_set *out, char *err, size_t cap)
+/* read_steps - the records of (key, rank) in whole steps from step `from` (at most `to`) with statement `stmt`
+ * (frames_range or frames_series), kept by `f`, appended to `out` in (step, seq) order: about `max_segs` segments,
+ * more when step `from` alone holds more. The segments that span `from` come first; a step is whole once every
+ * segment that starts at it or before has been read, so a read ends before the step of its last segment unless
+ * nothing came after. While nothing is decoded yet, whole steps within `*skip` records are passed over undecoded
+ * (when no segment read spans them); the rest of *skip is dropped from what was decoded. Sets *next to the step
+ * after those read (*done when none is left) and *n_read to the segments read. Returns 0, or -1 or
+ * FRAMES_DAMAGED with `err`. */
+static int read_steps(const char *stmt, int64_t key, uint32_t rank, int64_t from, int64_t to, int max_segs,
+                      const rec_filter *f, long long *skip, frame_set *out, int64_t *next, int *done, int *n_read,
+                      char *err, size_t cap)
 {
     char ks[32], rk[16], fs[32], ts[32], qs[32], ls[16];
     snprintf(ks, sizeof(ks), "%" PRId64, key);
     snprintf(rk, sizeof(rk), "%u", rank);
-    snprintf(ls, sizeof(ls), "%d", FETCH_SEGS);
-    int64_t last_step = from;
-    long long last_seq = -1;
-    long long skip = offset;
+    snprintf(fs, sizeof(fs), "%" PRId64, from);
+    snprintf(ts, sizeof(ts), "%" PRId64, to);
+    snprintf(ls, sizeof(ls), "%d", max_segs);
     pending_seg *segs = NULL;
     size_t n_segs = 0, cap_segs = 0;
+    long long seq = -1;
+    int64_t hi = to; /* the last whole step */
     int rc = -1;
-    for (;;) {
-        snprintf(fs, sizeof(fs), "%" PRId64, last_step);
-        snprintf(ts, sizeof(ts), "%" PRId64, to);
-        snprintf(qs, sizeof(qs), "%lld", last_seq);
-        const char *p[] = {ks, rk, fs, ts, qs, ls};
-        PGresult *r = db_exec_bin(stmt, 6, p, err, cap);
+    *done = 1;
+    for (int first = 1;;) {
+        snprintf(qs, sizeof(qs), "%lld", seq);
+        const char *p[] = {ks, rk, fs, ts, qs, first ? "t" : "f", ls};
+        PGresult *r = db_exec_bin(stmt, 7, p, err, cap);
         if (!r)
             goto out_free;
         keep_result(out, r);
         int rows = PQntuples(r);
         for (int i = 0; i < rows; i++) {
             if (n_segs == cap_segs) {
-                cap_segs = cap_segs ? 2 * cap_segs : FETCH_SEGS;
+                cap_segs = cap_segs ? 2 * cap_segs : (size_t)max_segs;
                 segs = xrealloc(segs, cap_segs * sizeof(*segs));
             }
             segs[n_segs++] = (pending_seg){.step = be64(PQgetvalue(r, i, 0)),
                                            .n = be32(PQgetvalue(r, i, 2)),
+                                           .spans = PQgetvalue(r, i, 4)[0] != 0,
                                            .p = PQgetvalue(r, i, 3),
                                            .len = (size_t)PQgetlength(r, i, 3)};
         }
-        if (rows > 0) {
-            last_step = be64(PQgetvalue(r, rows - 1, 0));
-            last_seq = be64(PQgetvalue(r, rows - 1, 1));
-        }
-        /* decode whole steps (all but the last step fetched, unless nothing more comes) */
-        int done = rows < FETCH_SEGS;
-        size_t upto = n_segs;
-        if (!done)
-            while (upto > 0 && segs[upto - 1].step == last_step)
-                upto--;
-        size_t i = 0;
-        while (i < upto) {
-            size_t j = i;
-            long long cnt = 0;
-            while (j < upto && segs[j].step == segs[i].step)
-                cnt += segs[j++].n;
-            if (!f && skip >= cnt) { /* a whole step before the page: not decoded */
-                skip -= cnt;
-                i = j;
-                continue;
-            }
-            size_t first = out->n;
-            for (size_t k = i; k < j; k++)
-                if ((rc = decode_seg(out, key, rank, segs[k].step, segs[k].p, segs[k].len, f, err, cap)) < 0)
-                    goto out_free;
-            sort_tail(out, first, NULL, 0);
-            if (skip > 0 && out->n > first) { /* drop the records before the page */
-                size_t drop = (size_t)skip < out->n - first ? (size_t)skip : out->n - first;
-                memmove(out->recs + first, out->recs + first + drop, (out->n - first - drop) * sizeof(*out->recs));
-                memmove(out->run_key + first, out->run_key + first + drop, (out->n - first - drop) * sizeof(int64_t));
-                memmove(out->word_off + first, out->word_off + first + drop, (out->n - first - drop) * sizeof(size_t));
-                out->n -= drop;
-                skip -= (long long)drop;
-            }
-            i = j;
-            if ((long long)out->n >= limit)
-                break;
-        }
-        if (upto < n_segs) /* keep the last step's segments for the next fetch (none: segs may be NULL) */
-            memmove(segs, segs + upto, (n_segs - upto) * sizeof(*segs));
-        n_segs -= upto;
-        if (done || (long long)out->n >= limit)
+        if (rows < max_segs)
             break;
+        int64_t last = segs[n_segs - 1].step;
+        if (last > from) { /* steps before `last` are whole */
+            hi = last - 1;
+            *next = last;
+            *done = 0;
+            break;
+        }
+        if (last < from) { /* segments that span `from` alone filled the read: read them all at once */
+            n_segs = 0;
+            max_segs = max_segs > INT_MAX / 2 ? INT_MAX : 2 * max_segs;
+            snprintf(ls, sizeof(ls), "%d", max_segs);
+            continue;
+        }
+        seq = be64(PQgetvalue(r, rows - 1, 1)); /* step `from` goes on: read on within it */
+        first = 0;
     }
-    if ((long long)out->n > limit)
-        out->n = (size_t)limit;
-    finish(out);
+    *n_read = (int)n_segs;
+    size_t first = out->n, i = 0;
+    /* whole steps before the page, while nothing is decoded; a segment that starts before `from`, or one that
+     * spans on (series points), ends it: its records of later steps count there */
+    while (!f && *skip > 0 && i < n_segs && segs[i].step >= from && segs[i].step <= hi) {
+        size_t j = i;
+        long long cnt = 0;
+        while (j < n_segs && segs[j].step == segs[i].step)
+            cnt += segs[j++].n;
+        if (cnt > *skip)
+            break;
+        int spans = 0;
+        for (size_t k = i; k < j; k++)
+            spans |= segs[k].spans;
+        if (spans)
+            break;
+        *skip -= cnt;
+        i = j;
+    }
+    for (; i < n_segs && segs[i].step <= hi; i++) /* the segments after `hi` are read again with their step */
+        if ((rc = decode_seg(out, key, rank, segs[i].step, segs[i].p, segs[i].len, f, from, hi, err, cap)) < 0)
+            goto out_free;
+    sort_by(out, first, NULL, 0, 1);
+    if (*skip > 0 && out->n > first) { /* drop the records before the page */
+        size_t drop = (size_t)*skip < out->n - first ? (size_t)*skip : out->n - first;
+        memmove(out->recs + first, out->recs + first + drop, (out->n - first - drop) * sizeof(*out->recs));
+        memmove(out->run_key + first, out->run_key + first + drop, (out->n - first - drop) * sizeof(int64_t));
+        memmove(out->word_off + first, out->word_off + first + drop, (out->n - first - drop) * sizeof(size_t));
+        out->n -= drop;
+        *skip -= (long long)drop;
+    }
     rc = 0;
 out_free:
     free(segs);
     return rc;
+}
+
+/* scan - the records of (key, rank) from..to that `f` keeps, in (step, seq) order, skipping `offset` and stopping
+ * at `limit`, read whole steps at a time (read_steps) so that the order within a step is exact. */
+static int scan(const char *stmt, int64_t key, uint32_t rank, int64_t from, int64_t to, long long offset,
+                long long limit, const rec_filter *f, frame_set *out, char *err, size_t cap)
+{
+    long long skip = offset;
+    for (int64_t cur = from;;) {
+        int64_t next = cur;
+        int done, n_read, rc;
+        if ((rc = read_steps(stmt, key, rank, cur, to, FETCH_SEGS, f, &skip, out, &next, &done, &n_read, err, cap)) < 0)
+            return rc;
+        if (done || (long long)out->n >= limit)
+            break;
+        cur = next;
+    }
+    if ((long long)out->n > limit)
+        out->n = (size_t)limit;
+    finish(out);
+    return 0;
 }
 
 int frames_read_range(int64_t key, uint32_t rank, int64_t from, int64_t to, long long offset, long long limit,
@@ -531,38 +626,24 @@ int frames_read_series(int64_t key, uint32_t rank, const char *const *names, int
     return scan("frames_series", key, rank, INT64_MIN, INT64_MAX, 0, limit, &f, out, err, cap);
 }
 
-int frames_points_next(int64_t key, uint32_t rank, int64_t to, int64_t *step, long long *seq, frame_set *out, char *err,
-                       size_t cap)
+int frames_points_next(int64_t key, uint32_t rank, int64_t to, int64_t *from, frame_set *out, char *err, size_t cap)
 {
-    char ks[32], rk[16], fs[32], ts[32], qs[32], ls[16];
-    snprintf(ks, sizeof(ks), "%" PRId64, key);
-    snprintf(rk, sizeof(rk), "%u", rank);
-    snprintf(fs, sizeof(fs), "%" PRId64, *step);
-    snprintf(ts, sizeof(ts), "%" PRId64, to);
-    snprintf(qs, sizeof(qs), "%lld", *seq);
-    snprintf(ls, sizeof(ls), "%d", FRAMES_POINTS_SEGS);
-    const char *p[] = {ks, rk, fs, ts, qs, ls};
-    PGresult *r = db_exec_bin("frames_series", 6, p, err, cap);
-    if (!r)
-        return -1;
-    keep_result(out, r);
-    int rows = PQntuples(r);
-    for (int i = 0; i < rows; i++) { /* segments come in (step, seq_lo) order; a rank's seq only grows */
-        int rc = decode_seg(out, key, rank, be64(PQgetvalue(r, i, 0)), PQgetvalue(r, i, 3),
-                            (size_t)PQgetlength(r, i, 3), NULL, err, cap);
-        if (rc < 0)
-            return rc;
-    }
-    if (rows > 0) {
-        *step = be64(PQgetvalue(r, rows - 1, 0));
-        *seq = be64(PQgetvalue(r, rows - 1, 1));
-    }
+    if (*from > to)
+        return 0;
+    long long skip = 0;
+    int64_t next = *from;
+    int done, n_read;
+    int rc = read_steps("frames_series", key, rank, *from, to, FRAMES_POINTS_SEGS, NULL, &skip, out, &next, &done,
+                        &n_read, err, cap);
+    if (rc < 0)
+        return rc;
     finish(out);
-    return rows;
+    *from = next;
+    return !done;
 }
 
-int frames_rows(frame_set *out, void *res, int key, int rank_col, int step_col, int fr, int (*keep)(const rec_record *),
-                char *err, size_t cap)
+int frames_rows(frame_set *out, void *res, int key, int rank_col, int step_col, int fr, int64_t lo, int64_t hi,
+                int (*keep)(const rec_record *), char *err, size_t cap)
 {
     PGresult *r = res;
     keep_result(out, r);
@@ -570,7 +651,7 @@ int frames_rows(frame_set *out, void *res, int key, int rank_col, int step_col, 
         size_t from = out->n;
         int rc = decode_seg(out, be64(PQgetvalue(r, i, key)), (uint32_t)be32(PQgetvalue(r, i, rank_col)),
                             be64(PQgetvalue(r, i, step_col)), PQgetvalue(r, i, fr), (size_t)PQgetlength(r, i, fr), NULL,
-                            err, cap);
+                            lo, hi, err, cap);
         if (rc < 0)
             return rc;
         if (keep) { /* drop what the caller does not want (the set is in decode order until finish) */

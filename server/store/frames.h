@@ -9,6 +9,11 @@
  * restore checks) and other records with extension fields (kind 3, for the logical comparison). Frames carry every
  * field of a record: its call site and extension fields in the frame's extension block (common/record.h). Every read
  * checks each frame's CRC and decodes it here, and orders records by step, then seq, as the row layout's queries did.
+ *
+ * A segment of series points may span consecutive steps of one block of 1 << FRAMES_BLOCK_SHIFT steps, each with
+ * points in it, as a batch brings them (its column step_last, NULL for one step: sql/migrations/030_series_spans.sql):
+ * a digest batch of 10 steps then writes one such row instead of 10. Every read asks for the segments that start before
+ * its first step and span it (FRAMES_SPANNING), and keeps of each segment only the records of the steps it asked for.
  */
 #ifndef SERVER_STORE_FRAMES_H
 #define SERVER_STORE_FRAMES_H
@@ -32,10 +37,18 @@
  * (record_frames_state) */
 #define FRAMES_KIND_RESTORED 4
 #define FRAMES_KINDS 5
+/* A segment of series points spans steps of one block (step >> FRAMES_BLOCK_SHIFT) only: lockstep_step_block in
+ * sql/functions/compare.sql, which tests/sql/test_step_packs.c holds to the same block. */
+#define FRAMES_BLOCK_SHIFT 5
+
+/* FRAMES_SPANNING(x) - the SQL condition on record_frames of the segments that start before step `x` (an SQL
+ * expression: a parameter) and span it: the partial index record_frames_span finds them among the block's. */
+#define FRAMES_SPANNING(x)                                                                                             \
+    "step_last IS NOT NULL AND step >= lockstep_block_first(" x ") AND step < " x " AND step_last >= " x
 
 /* One segment of a batch being written: its frames are frames_out.buf[off .. off+len). */
 typedef struct frames_seg {
-    int64_t step;
+    int64_t step, last; /* its first and last steps */
     uint64_t seq_lo;
     int n;
     int kind;
@@ -73,10 +86,11 @@ void frames_cut(const srv_batch *b, frames_out *out);
  * PostgreSQL's binary array form: a new buffer (caller frees) of *len bytes. */
 unsigned char *frames_bytea_array(const frames_out *o, size_t *len);
 
-/* frames_seg_arrays - the segments' steps, first seqs, record counts and
- * kinds as four PostgreSQL array literals ("{1,2}"), new strings in out[0..3]
- * (caller frees each). */
-void frames_seg_arrays(const frames_out *o, char *out[4]);
+/* frames_seg_arrays - the segments' steps, first seqs, record counts, kinds
+ * and last steps (NULL: one step) as five PostgreSQL array literals
+ * ("{1,2}"), new strings in out[0..4] (caller frees each). */
+#define FRAMES_SEG_ARRAYS 5
+void frames_seg_arrays(const frames_out *o, char *out[FRAMES_SEG_ARRAYS]);
 
 /* frames_out_release - free what frames_cut made. */
 void frames_out_release(frames_out *o);
@@ -107,9 +121,10 @@ int frames_read_step(const int64_t *keys, int nkeys, uint32_t rank, int64_t step
 
 /* frames_step_result - as frames_read_step, from rows a caller's own binary
  * query returned (`r`, a PGresult the set takes over and clears): the rows
- * whose int2 column `sel` is 0 are segments of (`rank`, `step`), column
- * `key` their run, column `fr` their frames. Returns 0, or FRAMES_DAMAGED
- * with `err`. `out` must be released either way. */
+ * whose int2 column `sel` is 0 are segments of (`rank`, `step`) or spanning
+ * it (FRAMES_SPANNING), column `key` their run, column `fr` their frames.
+ * Returns 0, or FRAMES_DAMAGED with `err`. `out` must be released either
+ * way. */
 int frames_step_result(frame_set *out, void *r, int sel, int key, int fr, const int64_t *keys, int nkeys, uint32_t rank,
                        int64_t step, char *err, size_t cap);
 
@@ -133,21 +148,25 @@ int frames_read_series(int64_t key, uint32_t rank, const char *const *names, int
                        frame_set *out, char *err, size_t cap);
 
 /* frames_points_next - the next series points (scalar records of occurrence 0, any name) of run `key`, rank
- * `rank`, up to step `to`, after the cursor (*step, *seq: the last segment read; start with the first step and
- * -1), in (step, seq) order: at most FRAMES_POINTS_SEGS segments (about FRAMES_POINTS_SEGS * FRAMES_SEG_MAX bytes
- * of frames, whatever one step holds), so that a caller reads a run chunk by chunk in bounded memory (a step may
- * continue in the next chunk). Moves the cursor. Returns how many segments it read (0: nothing is left), or -1
- * or FRAMES_DAMAGED with `err`. `out` must be released either way. */
+ * `rank`, from step *from up to step `to`, in (step, seq) order, whole steps only: about FRAMES_POINTS_SEGS
+ * segments (FRAMES_POINTS_SEGS * FRAMES_SEG_MAX bytes of frames), more only when one step holds more, so that a
+ * caller reads a run chunk by chunk in bounded memory. Moves *from past the steps read. Returns 1 when steps
+ * after those read may remain, 0 when none does (what it read is in `out` either way), or -1 or FRAMES_DAMAGED
+ * with `err`. `out` must be released either way. */
 #define FRAMES_POINTS_SEGS 256
-int frames_points_next(int64_t key, uint32_t rank, int64_t to, int64_t *step, long long *seq, frame_set *out, char *err,
-                       size_t cap);
+int frames_points_next(int64_t key, uint32_t rank, int64_t to, int64_t *from, frame_set *out, char *err, size_t cap);
 
 /* frames_rows - every segment of `res` (a PGresult of a caller's binary query, which the set takes over and
  * clears): column `key` the run (int8), `rank_col` (int4), `step_col` (int8), `fr` the frames; keeping only the
- * records `keep` accepts (NULL: all), in the rows' order, then seq within a segment. Returns 0, or
- * FRAMES_DAMAGED with `err`. `out` must be released either way. */
-int frames_rows(frame_set *out, void *res, int key, int rank_col, int step_col, int fr, int (*keep)(const rec_record *),
-                char *err, size_t cap);
+ * records of steps lo..hi (the query's; a spanning segment holds others) that `keep` accepts (NULL: all), in the
+ * rows' order, then seq within a segment. Returns 0, or FRAMES_DAMAGED with `err`. `out` must be released either
+ * way. */
+int frames_rows(frame_set *out, void *res, int key, int rank_col, int step_col, int fr, int64_t lo, int64_t hi,
+                int (*keep)(const rec_record *), char *err, size_t cap);
+
+/* frames_sort_steps - the set's records in (step, run, rank, seq) order: what a query ordered by step reads when
+ * a segment of series points spans steps. */
+void frames_sort_steps(frame_set *s);
 
 /* frame_set_release - free the set; it may be read into again. */
 void frame_set_release(frame_set *s);

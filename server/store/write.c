@@ -15,7 +15,8 @@
 #include "server/store/db.h"
 #include "server/store/frames.h"
 
-#define N_PARAMS 22
+#define N_PARAMS 23
+#define P_LAST 22  /* f_last: the segments' last steps */
 #define P_CONS 18  /* d_cons, then the groups' three arrays (group_lits) */
 #define P_FRAMES 9 /* the bytea[] parameter, sent in binary */
 
@@ -24,10 +25,10 @@ void store_write_register(void)
     db_register("wanted_steps", "SELECT step FROM record_requests WHERE run_key = $1 AND rank = $2 AND NOT answered "
                                 "ORDER BY step LIMIT $3");
     db_register("batch_store", "SELECT lockstep_store_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-                               "$14, $15, $16, $17, $18, $19, $20, $21, $22)");
+                               "$14, $15, $16, $17, $18, $19, $20, $21, $22, $23)");
     db_register("batches_store", "SELECT i, duplicate, want FROM lockstep_store_batches($1, $2, $3, $4, $5, $6, $7, "
                                  "$8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, "
-                                 "$24, $25)");
+                                 "$24, $25, $26)");
 }
 
 typedef store_step step_sum;
@@ -182,7 +183,7 @@ typedef struct batch_params {
     char text[N_PARAMS][32];
     db_lit arr[5];
     db_lit groups[3];
-    char *seg_arr[4];
+    char *seg_arr[FRAMES_SEG_ARRAYS];
     const char *v[N_PARAMS];
     int len[N_PARAMS], fmt[N_PARAMS];
     unsigned char *frames;
@@ -255,6 +256,7 @@ static void params_build(batch_params *bp, const run_info *run, const srv_batch 
         bp->v[i] = bp->text[i];
     for (int i = 0; i < 4; i++)
         bp->v[5 + i] = bp->seg_arr[i];
+    bp->v[P_LAST] = bp->seg_arr[4];
     for (int i = 0; i < 3; i++)
         bp->v[10 + i] = db_lit_end(&bp->arr[i]);
     bp->v[17] = db_lit_end(&bp->arr[3]);
@@ -277,7 +279,7 @@ static void params_release(batch_params *bp)
         free(bp->arr[i].p);
     for (int i = 0; i < 3; i++)
         free(bp->groups[i].p);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < FRAMES_SEG_ARRAYS; i++)
         free(bp->seg_arr[i]);
     free(bp->frames);
 }
@@ -356,7 +358,8 @@ static int cmp_order(const void *pa, const void *pb)
     return a->i < b->i ? -1 : a->i > b->i;
 }
 
-#define G_PARAMS 25
+#define G_PARAMS 26
+#define G_LAST 25   /* f_last */
 #define G_STEPS 15  /* d_batch, then the step rows' five arrays (step_lits) */
 #define G_GROUPS 21 /* k_batch, then the groups' three arrays (group_lits) */
 #define G_FRAMES 14 /* the bytea[] parameter */
@@ -394,6 +397,10 @@ static void group_add(group_params *gp, int k, const run_info *run, const srv_ba
         db_lit_add(&gp->arr[11], (int64_t)g->seq_lo);
         db_lit_add(&gp->arr[12], g->n);
         db_lit_add(&gp->arr[13], g->kind);
+        if (g->last != g->step)
+            db_lit_add(&gp->arr[G_LAST], g->last);
+        else
+            db_lit_null(&gp->arr[G_LAST]);
     }
     step_lits(&gp->arr[G_STEPS + 1], &gp->arr[G_STEPS], k, steps, n_steps, bt);
     group_lits(&gp->arr[G_GROUPS + 1], &gp->arr[G_GROUPS], k, run->key, bt);

@@ -38,7 +38,8 @@ void cmp_register_logical(void)
      * that carry some); the rank-local rest is never read */
     db_register("cmp_lg_recs",
                 "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
-                "AND kind IN (1, 3) AND step BETWEEN $2 AND $3 ORDER BY step, run_key, rank, seq_lo");
+                "AND kind IN (1, 3) AND step BETWEEN lockstep_block_first($2) AND $3 "
+                "AND coalesce(step_last, step) >= $2 ORDER BY step, run_key, rank, seq_lo");
     /* runs of the group that recorded no record with extension fields (no shard can be among their records: the
      * partial index record_frames_ext) */
     db_register("cmp_lg_noshard", "SELECT count(*) FROM unnest($1::bigint[]) AS k WHERE NOT EXISTS (SELECT 1 FROM "
@@ -230,11 +231,12 @@ static int compare_steps(const char *group, const cmp_group *g, int64_t from, in
     if (!r)
         return -1;
     frame_set set = {0};
-    if (frames_rows(&set, r, 0, 1, 2, 3, has_ext, err, sizeof(err)) < 0) {
+    if (frames_rows(&set, r, 0, 1, 2, 3, from, to, has_ext, err, sizeof(err)) < 0) {
         log_warn("logical comparison of group %s: %s", group, err);
         frame_set_release(&set);
         return -1;
     }
+    frames_sort_steps(&set); /* a segment of series points spans steps: its records go to theirs */
     cmp_rows rows;
     cmp_rows_from_set(&set, g, NULL, &rows);
     for (size_t i = 0; i < rows.n && rc == 0;) {

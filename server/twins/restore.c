@@ -156,7 +156,7 @@ int cmp_check_restores(const char *group, int rank, const cmp_group *g, double c
         return -1;
     frame_set set = {0};
     cmp_rows rows;
-    if (frames_rows(&set, sr, 0, 1, 2, 3, is_state, err, sizeof(err)) < 0) {
+    if (frames_rows(&set, sr, 0, 1, 2, 3, INT64_MIN, INT64_MAX, is_state, err, sizeof(err)) < 0) {
         log_warn("restore check of group %s rank %d: %s", group, rank, err);
         frame_set_release(&set);
         return -1;

@@ -65,14 +65,18 @@ void cmp_step_register(void)
      * when the step became comparable (lockstep_shown_at: the detection latency counts from that commit,
      * whatever the queue coalesced, and for held records from the step digests' commit) and whether lockstepd
      * asked agents for the step's records (what = 1). */
-    db_register("cmp_step", "SELECT 0::int2, f.run_key, f.n, f.frames, NULL::float8, false, NULL::bigint "
-                            "FROM record_frames f "
-                            "WHERE f.run_key = ANY($1::bigint[]) AND f.rank = $2 AND f.step = $3 UNION ALL "
-                            "SELECT 1::int2, s.run_key, s.n, NULL::bytea, lockstep_shown_at($1::bigint[], $2, $3), "
-                            "EXISTS (SELECT 1 FROM record_requests q WHERE q.run_key = ANY($1::bigint[]) "
-                            "AND q.rank = $2 AND q.step = $3), s.digest FROM step_digests s "
-                            "WHERE s.run_key = ANY($1::bigint[]) AND s.rank = $2 AND s.blk = lockstep_step_block($3) "
-                            "AND s.step = $3");
+    db_register("cmp_step",
+                "SELECT 0::int2, f.run_key, f.n, f.frames, NULL::float8, false, NULL::bigint "
+                "FROM record_frames f "
+                "WHERE f.run_key = ANY($1::bigint[]) AND f.rank = $2 AND f.step = $3 UNION ALL "
+                "SELECT 0::int2, f.run_key, f.n, f.frames, NULL::float8, false, NULL::bigint "
+                "FROM record_frames f WHERE f.run_key = ANY($1::bigint[]) AND f.rank = $2 AND " FRAMES_SPANNING(
+                    "$3") " UNION ALL "
+                          "SELECT 1::int2, s.run_key, s.n, NULL::bytea, lockstep_shown_at($1::bigint[], $2, $3), "
+                          "EXISTS (SELECT 1 FROM record_requests q WHERE q.run_key = ANY($1::bigint[]) "
+                          "AND q.rank = $2 AND q.step = $3), s.digest FROM step_digests s "
+                          "WHERE s.run_key = ANY($1::bigint[]) AND s.rank = $2 AND s.blk = lockstep_step_block($3) "
+                          "AND s.step = $3");
     /* Digest streaming: a run whose agent held the step's records back is asked for them (the reply to its
      * rank's next batch says so); `committed_at` keeps the commit that showed the difference, for the latency. */
     /* The runs still short are asked (again); the others' requests are answered, whatever raced with this read

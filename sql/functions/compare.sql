@@ -21,6 +21,14 @@ CREATE OR REPLACE FUNCTION lockstep_step_block(step bigint) RETURNS bigint LANGU
     SELECT step >> 5
 $$;
 
+-- lockstep_block_first - the first step of `step`'s block: a segment of series points spans steps of one block
+-- only (migrations/030_series_spans.sql), so the segments that span step X start at this step or after it.
+-- lockstepd cuts them by the same block (server/store/frames.h FRAMES_BLOCK_SHIFT; tests/sql/test_step_packs.c
+-- holds both to it).
+CREATE OR REPLACE FUNCTION lockstep_block_first(step bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+    SELECT lockstep_step_block(step) << 5
+$$;
+
 -- lockstep_cmp_ranks - the comparison's first look at ranks `rks` of group `g` in one round trip (the ranks batches
 -- touched since the last look), under each rank's lock:
 --  * a rank whose lock a batch or an end holds (they commit under its shared form) is left alone: they ask for

@@ -47,7 +47,7 @@ BEGIN
              WHERE i.inhparent = 'record_frames'::regclass AND c.relname ~ '^record_frames_[0-9]{8}$' LOOP
         IF to_date(substr(p.relname, 15), 'YYYYMMDD') < current_date - keep_days THEN
             EXECUTE format('INSERT INTO records_removed AS x (run_key, rank, step_lo, step_hi) '
-                           'SELECT run_key, rank, min(step), max(step) FROM %I GROUP BY 1, 2 '
+                           'SELECT run_key, rank, min(step), max(coalesce(step_last, step)) FROM %I GROUP BY 1, 2 '
                            'ON CONFLICT (run_key, rank) DO UPDATE SET step_lo = least(x.step_lo, excluded.step_lo), '
                            'step_hi = greatest(x.step_hi, excluded.step_hi), removed_at = now()', p.relname);
             EXECUTE format('DROP TABLE %I', p.relname);
@@ -55,9 +55,9 @@ BEGIN
         END IF;
     END LOOP;
     WITH gone AS (DELETE FROM record_frames_default WHERE received_on < current_date - keep_days
-                  RETURNING run_key, rank, step)
+                  RETURNING run_key, rank, step, coalesce(step_last, step) AS last)
     INSERT INTO records_removed AS x (run_key, rank, step_lo, step_hi)
-        SELECT run_key, rank, min(step), max(step) FROM gone GROUP BY 1, 2
+        SELECT run_key, rank, min(step), max(last) FROM gone GROUP BY 1, 2
         ON CONFLICT (run_key, rank) DO UPDATE SET step_lo = least(x.step_lo, excluded.step_lo),
             step_hi = greatest(x.step_hi, excluded.step_hi), removed_at = now();
     DELETE FROM consensus_judged WHERE judged_on < current_date - keep_days;

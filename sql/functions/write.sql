@@ -16,7 +16,7 @@
 
 -- lockstep_store_batches - a group of batches in one statement (a database worker's group of queued batches; b_*
 -- per batch, in the order their locks are taken; f_* and d_* the segments and step digests, each naming its batch
--- by its index in b_*, from 1; d_cons a step's consensus digests, packed as step_consensus.cons holds them
+-- by its index in b_*, from 1, f_last a segment's last step (NULL: one step; migrations/030_series_spans.sql); d_cons a step's consensus digests, packed as step_consensus.cons holds them
 -- (026_consensus_beside_steps.sql), NULL when none, and a step with consensus digests only comes with 0 records;
 -- k_* the groups a batch names that lockstepd has not stored yet, likewise): the replay guard first, the frames, the
 -- per-step digests with their consensus digests, the groups, each rank's progress,
@@ -28,7 +28,7 @@ CREATE OR REPLACE FUNCTION lockstep_store_batches(b_run bigint[], b_rank int[], 
                                        f_batch int[], f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[],
                                        f_frames bytea[], d_batch int[], d_step bigint[], d_n int[], d_digest bigint[],
                                        d_inputs bigint[], d_cons bytea[], k_batch int[], k_key bigint[], k_size int[],
-                                       k_ranks text[])
+                                       k_ranks text[], f_last bigint[])
 RETURNS TABLE (i int, duplicate boolean, want bigint[])
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
@@ -48,9 +48,9 @@ BEGIN
     FROM (SELECT min(b.k) AS k FROM b JOIN ins ON ins.run_key = b.run_key AND ins.rank = b.rank
           AND ins.batch_seq = b.bseq GROUP BY b.run_key, b.rank, b.bseq) x;
     stored := coalesce(stored, '{}');
-    INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames)
-        SELECT b_run[f.bi], b_rank[f.bi], f.s, f.q, f.c, f.kd, f.fr
-        FROM unnest(f_batch, f_step, f_seq, f_n, f_kind, f_frames) AS f(bi, s, q, c, kd, fr)
+    INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames, step_last)
+        SELECT b_run[f.bi], b_rank[f.bi], f.s, f.q, f.c, f.kd, f.fr, f.l
+        FROM unnest(f_batch, f_step, f_seq, f_n, f_kind, f_frames, f_last) AS f(bi, s, q, c, kd, fr, l)
         WHERE f.bi = ANY (stored);
     -- the step digests, a row per rank and block of steps (a pack: step_digest_packs, migration 029), appended, its
     -- arrays aligned (one aggregate node feeds them the same rows; no ORDER BY: in PostgreSQL 15 each would sort
@@ -108,8 +108,9 @@ BEGIN
               GROUP BY 1, 2 HAVING max(b_count[k]) <= 0) z
         WHERE p.run_key = z.run_key AND p.rank = z.rank;
     UPDATE record_requests q SET answered = true
-        FROM unnest(f_batch, f_step) AS f(bi, s)
-        WHERE b_held[f.bi] AND q.run_key = b_run[f.bi] AND q.rank = b_rank[f.bi] AND q.step = f.s AND NOT q.answered;
+        FROM unnest(f_batch, f_step, f_last) AS f(bi, s, l)
+        WHERE b_held[f.bi] AND q.run_key = b_run[f.bi] AND q.rank = b_rank[f.bi]
+          AND q.step BETWEEN f.s AND coalesce(f.l, f.s) AND NOT q.answered;
     -- late data: each rank's mark, and its group's logical mark (rank -1), back to the step before it (one
     -- statement a rank, each a lookup of group_checks' key: one UPDATE joining the arrays with group_checks cost
     -- 0.53-0.74 ms a group of batches under load, these 0.11-0.15 ms a rank)
@@ -135,11 +136,12 @@ CREATE OR REPLACE FUNCTION lockstep_store_batch(p_run bigint, p_rank int, p_bseq
                                      f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[], f_frames bytea[],
                                      d_step bigint[], d_n int[], d_digest bigint[],
                                      p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint,
-                                     d_inputs bigint[], d_cons bytea[], k_key bigint[], k_size int[], k_ranks text[])
+                                     d_inputs bigint[], d_cons bytea[], k_key bigint[], k_size int[], k_ranks text[],
+                                     f_last bigint[])
 RETURNS bigint[] LANGUAGE sql AS $$
     SELECT b.want FROM lockstep_store_batches(ARRAY[p_run], ARRAY[p_rank], ARRAY[p_bseq], ARRAY[p_n], ARRAY[p_held],
         ARRAY[p_min_step], ARRAY[p_max_step], ARRAY[p_max_seq], ARRAY[p_count],
         array_fill(1, ARRAY[coalesce(cardinality(f_step), 0)]), f_step, f_seq, f_n, f_kind, f_frames,
         array_fill(1, ARRAY[coalesce(cardinality(d_step), 0)]), d_step, d_n, d_digest, d_inputs, d_cons,
-        array_fill(1, ARRAY[coalesce(cardinality(k_key), 0)]), k_key, k_size, k_ranks) b
+        array_fill(1, ARRAY[coalesce(cardinality(k_key), 0)]), k_key, k_size, k_ranks, f_last) b
 $$;

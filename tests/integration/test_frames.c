@@ -335,6 +335,99 @@ static void test_pages_across_segments(void **state)
     h_srv_cleanup(&s);
 }
 
+/* test_series_spans - series points of a batch's steps are stored as one segment per block of steps they span
+ * (migrations/030_series_spans.sql): a batch of steps 28-37 makes two (28-31 and 32-37), the next batch a third, a
+ * step without points ends one;
+ * every read of a step inside a segment gets that step's points alone, in (step, seq) order with the other
+ * records: a range that starts inside a segment, every page of the records endpoint, the series endpoint, and the
+ * twin comparison, which finds a loss that differs at step 35 there and nowhere else. */
+static void test_series_spans(void **state)
+{
+    (void)state;
+    h_srv s;
+    const char *args[] = {"--db", pg.conninfo, NULL};
+    assert_int_equal(h_srv_start(&s, args), 0);
+    char a[40], b[40], path[300];
+    assert_int_equal(it_register(&s, "91", "spans", 1, 0, NULL, a), 0);
+    assert_int_equal(it_register(&s, "92", "spans", 1, 0, NULL, b), 0);
+    uint64_t sa = 0, sb = 0;
+    assert_int_equal(it_post_steps(&s, a, 0, 0, 28, 10, 3, -1, -1, -1, -1, &sa, NULL), 200);
+    assert_int_equal(it_post_steps(&s, a, 0, 1, 38, 3, 3, -1, -1, -1, -1, &sa, NULL), 200);
+    assert_int_equal(it_post_steps(&s, b, 0, 0, 28, 10, 3, 35, 0, -1, -1, &sb, NULL), 200);
+    assert_int_equal(it_post_steps(&s, b, 0, 1, 38, 3, 3, -1, -1, -1, -1, &sb, NULL), 200);
+    assert_int_equal(it_end(&s, a, 0, NULL), 200);
+    assert_int_equal(it_end(&s, b, 0, NULL), 200);
+
+    PGconn *c = db();
+    char v[256];
+    snprintf(path, sizeof(path),
+             "SELECT string_agg(f.step || '-' || coalesce(f.step_last::text, '='), ' ' ORDER BY f.step) FROM "
+             "record_frames f JOIN runs r USING (run_key) WHERE r.run_id = '%s' AND f.kind = 1",
+             a);
+    assert_string_equal(scalar(c, path, v, sizeof(v)), "28-31 32-37 38-40");
+    /* a step without points ends a segment: each step a segment spans has points in it */
+    char solo[40];
+    uint64_t sc = 0;
+    assert_int_equal(it_register(&s, "93", NULL, 1, 0, NULL, solo), 0);
+    assert_int_equal(it_post_steps(&s, solo, 0, 0, 1, 5, 3, -1, -1, 3, 0, &sc, NULL), 200);
+    snprintf(path, sizeof(path),
+             "SELECT string_agg(f.step || '-' || coalesce(f.step_last::text, '='), ' ' ORDER BY f.step) FROM "
+             "record_frames f JOIN runs r USING (run_key) WHERE r.run_id = '%s' AND f.kind = 1",
+             solo);
+    assert_string_equal(scalar(c, path, v, sizeof(v)), "1-2 4-5");
+    PQfinish(c);
+
+    json_t *o = it_wait_group(&s, "spans", "diverged");
+    json_t *first = json_object_get(o, "first_divergence");
+    assert_int_equal(json_integer_value(json_object_get(first, "step")), 35);
+    assert_int_equal(json_integer_value(json_object_get(first, "rank")), 0);
+    assert_string_equal(json_string_value(json_object_get(first, "name")), "loss");
+    json_decref(o);
+
+    /* every record of run a, in (step, seq) order: 13 steps of 3 */
+    json_t *all = NULL;
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=0&limit=100000", a);
+    assert_int_equal(it_call(&s, "GET", path, NULL, NULL, &all), 200);
+    json_t *recs = json_object_get(all, "items");
+    assert_int_equal(json_array_size(recs), 39);
+    for (size_t i = 0; i < 39; i++) {
+        json_t *r = json_array_get(recs, i);
+        assert_int_equal(json_integer_value(json_object_get(r, "seq")), i);
+        assert_int_equal(json_integer_value(json_object_get(r, "step")), 28 + (long long)i / 3);
+    }
+    static const long long pages[][2] = {{0, 1}, {1, 5}, {4, 7}, {11, 13}, {30, 9}, {38, 4}};
+    for (size_t p = 0; p < sizeof(pages) / sizeof(pages[0]); p++) {
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=0&cursor=%lld&limit=%lld", a, pages[p][0],
+                 pages[p][1]);
+        assert_int_equal(it_call(&s, "GET", path, NULL, NULL, &o), 200);
+        json_t *page = json_object_get(o, "items");
+        long long want = pages[p][0] + pages[p][1] <= 39 ? pages[p][1] : 39 - pages[p][0];
+        assert_int_equal(json_array_size(page), want);
+        for (size_t i = 0; i < json_array_size(page); i++)
+            assert_true(json_equal(json_array_get(page, i), json_array_get(recs, (size_t)pages[p][0] + i)));
+        json_decref(o);
+    }
+    /* a range that starts and ends inside segments */
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=0&from=30&to=33", a);
+    assert_int_equal(it_call(&s, "GET", path, NULL, NULL, &o), 200);
+    json_t *items = json_object_get(o, "items");
+    assert_int_equal(json_array_size(items), 12);
+    for (size_t i = 0; i < 12; i++)
+        assert_true(json_equal(json_array_get(items, i), json_array_get(recs, 6 + i)));
+    json_decref(o);
+    /* the loss curve: one point a step, none twice */
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/series?rank=0&name=loss", a);
+    assert_int_equal(it_call(&s, "GET", path, NULL, NULL, &o), 200);
+    json_t *steps = json_object_get(json_array_get(json_object_get(o, "series"), 0), "steps");
+    assert_int_equal(json_array_size(steps), 13);
+    for (size_t i = 0; i < 13; i++)
+        assert_int_equal(json_integer_value(json_array_get(steps, i)), 28 + (long long)i);
+    json_decref(o);
+    json_decref(all);
+    assert_int_equal(h_srv_kill(&s, SIGTERM), 0);
+    h_srv_cleanup(&s);
+}
+
 /* test_damaged_frames - a stored frame changed behind lockstepd's back is refused with 500, never served. */
 static void test_damaged_frames(void **state)
 {
@@ -369,6 +462,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_convert_rows),
         cmocka_unit_test(test_pages_across_segments),
+        cmocka_unit_test(test_series_spans),
         cmocka_unit_test(test_damaged_frames),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

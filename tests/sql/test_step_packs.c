@@ -2,7 +2,8 @@
  * steps: sql/migrations/029_step_digest_packs.sql) and as the views step_digests and step_consensus add them up again
  * (sql/functions/write.sql): a step's parts from several batches, or several batches of one statement, read as one
  * row with the sums the upsert they replaced wrote; a batch that crosses a block makes two packs; a replay makes
- * none. On a real PostgreSQL with lockstepd's schema. */
+ * none. And the segments of series points that span the steps of a block (030_series_spans.sql): lockstepd's block
+ * is the SQL's, and its reads find them. On a real PostgreSQL with lockstepd's schema. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/store/frames.h"
 #include "tests/sql/sqlt.h"
 
 /* new_run - a run of group `g` with two ranks; returns its key into `key`. */
@@ -35,7 +37,7 @@ static void store(const char *key, const char *bseq, const char *steps, const ch
                "SELECT lockstep_store_batch($1, 0, $2, 0, false, '{}', '{}', '{}', '{}', '{}', $3::bigint[], "
                "$4::int[], $5::bigint[], (SELECT min(s) FROM unnest($3::bigint[]) s), "
                "(SELECT max(s) FROM unnest($3::bigint[]) s), 0, (SELECT sum(c) FROM unnest($4::int[]) c), "
-               "$6::bigint[], $7::bytea[], '{}', '{}', '{}')::text",
+               "$6::bigint[], $7::bytea[], '{}', '{}', '{}', '{}')::text",
                7, p, out, cap);
 }
 
@@ -97,11 +99,66 @@ static void test_one_statement(void **state)
             "SELECT * FROM lockstep_store_batches(ARRAY[$1, $1]::bigint[], '{0,0}', '{1,2}', '{0,0}', "
             "'{false,false}', '{7,7}', '{8,8}', '{0,0}', '{2,3}', '{}', '{}', '{}', '{}', '{}', '{}', '{1,2,2}', "
             "'{7,7,8}', '{2,1,2}', '{5,3,11}', '{1,1,1}', ARRAY[NULL, '\\xaa', '\\xbb']::bytea[], '{}', '{}', '{}', "
-            "'{}')",
+            "'{}', '{}')",
             1, p);
     assert_string_equal(packs(key, v, sizeof(v)), "1");
     assert_string_equal(step_row(key, "7", v, sizeof(v)), "3 6 0 aa");
     assert_string_equal(step_row(key, "8", v, sizeof(v)), "2 11 1 bb");
+}
+
+/* test_series_spans - segments of series points that span steps (migrations/030_series_spans.sql): lockstepd's
+ * block (FRAMES_BLOCK_SHIFT) is the SQL's (lockstep_step_block, lockstep_block_first); FRAMES_SPANNING finds, for
+ * each step, exactly the segments that start before it and span it; a held batch whose segment spans a step answers
+ * that step's record request, and no other. */
+static void test_series_spans(void **state)
+{
+    (void)state;
+    char key[32], v[256], q[512];
+    static const long long steps[] = {-65, -33, -32, -1, 0, 1, 31, 32, 33, 1000, 1099511627781LL};
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        char st[32], want[80];
+        snprintf(st, sizeof(st), "%lld", steps[i]);
+        const char *p[] = {st};
+        long long blk = steps[i] >> FRAMES_BLOCK_SHIFT;
+        snprintf(want, sizeof(want), "%lld %lld", blk, blk << FRAMES_BLOCK_SHIFT);
+        assert_string_equal(
+            sqlt_value(sqlt_c, "SELECT lockstep_step_block($1) || ' ' || lockstep_block_first($1)", 1, p, v, sizeof(v)),
+            want);
+    }
+    new_run("spans", key, sizeof(key));
+    const char *p[] = {key};
+    sqlt_do(sqlt_c,
+            "INSERT INTO record_requests (run_key, rank, step, committed_at) SELECT $1, 0, s, now() "
+            "FROM unnest('{30,32}'::bigint[]) s",
+            1, p);
+    sqlt_do(sqlt_c,
+            "SELECT * FROM lockstep_store_batches(ARRAY[$1]::bigint[], '{0}', '{1}', '{3}', '{true}', '{28}', "
+            "'{38}', '{9}', '{0}', '{1,1,1}', '{28,33,34}', '{0,5,6}', '{4,1,4}', '{1,0,1}', "
+            "ARRAY['\\x00', '\\x00', '\\x00']::bytea[], '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', "
+            "'{}', '{31,NULL,38}')",
+            1, p);
+    assert_string_equal(sqlt_value(sqlt_c,
+                                   "SELECT string_agg(step || ':' || answered, ' ' ORDER BY step) FROM record_requests "
+                                   "WHERE run_key = $1",
+                                   1, p, v, sizeof(v)),
+                        "30:true 32:false");
+    /* segments 28-31 and 34-38 span; 33 is one step: which segments does a read of step x take? */
+    for (int x = 26; x <= 40; x++) {
+        char xs[16], want[32] = "";
+        snprintf(xs, sizeof(xs), "%d", x);
+        if (x >= 28 && x <= 31)
+            snprintf(want, sizeof(want), "28");
+        else if (x == 33)
+            snprintf(want, sizeof(want), "33");
+        else if (x >= 34 && x <= 38)
+            snprintf(want, sizeof(want), "34");
+        const char *px[] = {key, xs};
+        snprintf(q, sizeof(q),
+                 "SELECT coalesce(string_agg(step::text, ',' ORDER BY step), '') FROM record_frames "
+                 "WHERE run_key = $1 AND rank = 0 AND (step = $2 OR %s)",
+                 FRAMES_SPANNING("$2"));
+        assert_string_equal(sqlt_value(sqlt_c, q, 2, px, v, sizeof(v)), want);
+    }
 }
 
 int main(void)
@@ -109,6 +166,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parts_add_up),
         cmocka_unit_test(test_one_statement),
+        cmocka_unit_test(test_series_spans),
     };
     return cmocka_run_group_tests(tests, sqlt_setup, sqlt_teardown);
 }
