@@ -249,7 +249,7 @@ JobCompLoc=$run/log/jobcomp.txt
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerParameters=batch_sched_delay=0
-MpiDefault=none
+MpiDefault=pmix
 MailProg=/bin/true
 ReturnToService=2
 SlurmdParameters=config_overrides

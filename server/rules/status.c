@@ -94,8 +94,9 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
                  "every run ended, but they recorded nothing to compare: %d of %d runs made MPI calls that Lockstep "
                  "did not see (%s)",
                  n, f->nruns,
-                 f->mpi_unloaded ? "liblockstep_mpi.so was not their MPI library's front: run under srun --lockstep, "
-                                   "or add liblockstep_mpi.so to LD_PRELOAD"
+                 f->mpi_unloaded ? "liblockstep_mpi.so was not their MPI library's front: preload it for the job "
+                                   "(LD_PRELOAD=.../liblockstep_mpi.so srun|sbatch --lockstep ...), or add it to the "
+                                   "plugin's agent= in plugstack.conf"
                                  : "liblockstep_mpi.so records Open MPI's C calls and its Fortran ones (mpif.h, use "
                                    "mpi, use mpi_f08); these calls took another way in: another MPI library or "
                                    "binding");

@@ -103,6 +103,28 @@ PY
   sub "twin submits only with sbatch" 2 'twin submits with sbatch' "$ls" twin -n 2 -- srun true
   sub "twin submits N copies in one group" 0 '^twin group tw-check: 2 jobs' \
     "$ls" twin -n 2 --spread --group tw-check -- sbatch -N1 -n1 --lockstep=fp -o "$tmp/%j.out" "$src/deploy/demo/train.sh" --steps 3
+  # README.md's own MPI program on the demo's cluster, as written (its build/ is this tier's build): an unmodified
+  # Fortran program's twins, the MPI wrappers preloaded by the job, started by a plain srun. (A sanitized build's
+  # wrappers would need the ASan runtime ahead of them in sbatch's own LD_PRELOAD: the plain build checks it.)
+  readme_mpi() {
+    local readme out g
+    readme=$(sed -n '/^printf .*fortran_usempi/,/^LD_PRELOAD=.*lockstep twin/p' "$src/README.md")
+    [ "$(wc -l <<<"$readme")" -eq 2 ] || { echo "README.md lost its MPI example"; return 1; }
+    out=$(env -u LOCKSTEP_SERVER -u SLURM_CONF bash -c '. "$0/env" && cd "$1" && eval "$2"' "$tmp/demo" "$tmp" \
+      "${readme//\$PWD\/build/$build}") || { echo "$out"; return 1; }
+    g=$(sed -n 's/^twin group \([^:]*\): 2 jobs$/\1/p' <<<"$out")
+    [ -n "$g" ] || { echo "$out"; return 1; }
+    for _ in $(seq 120); do
+      "$ls" twins "$g" >"$tmp/tw" 2>&1
+      grep -Eq "^twin group $g: (match|diverged|incomplete)" "$tmp/tw" && break
+      sleep 1
+    done
+    cat "$tmp/tw"
+  }
+  case $build in
+    */san) ;;
+    *) sub "README: an unmodified MPI program's twins on the demo's Slurm match" 0 '^twin group twin-.*: match' readme_mpi ;;
+  esac
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
