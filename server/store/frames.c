@@ -315,8 +315,10 @@ static void finish(frame_set *s)
     }
 }
 
+/* A record's place in a sort: (a, run, rank, b), then where it was (i). */
 typedef struct sort_key {
-    int64_t a;
+    int64_t a, run;
+    uint32_t rank;
     uint64_t b;
     size_t i;
 } sort_key;
@@ -326,6 +328,10 @@ static int cmp_key(const void *pa, const void *pb)
     const sort_key *x = pa, *y = pb;
     if (x->a != y->a)
         return x->a < y->a ? -1 : 1;
+    if (x->run != y->run)
+        return x->run < y->run ? -1 : 1;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
     if (x->b != y->b)
         return x->b < y->b ? -1 : 1;
     return x->i < y->i ? -1 : x->i > y->i;
@@ -385,40 +391,15 @@ static void sort_tail(frame_set *s, size_t from, const int64_t *keys, int nkeys)
     sort_by(s, from, keys, nkeys, 0);
 }
 
-typedef struct step_key {
-    int64_t step, run;
-    uint32_t rank;
-    uint64_t seq;
-    size_t i;
-} step_key;
-
-static int cmp_step_key(const void *pa, const void *pb)
-{
-    const step_key *x = pa, *y = pb;
-    if (x->step != y->step)
-        return x->step < y->step ? -1 : 1;
-    if (x->run != y->run)
-        return x->run < y->run ? -1 : 1;
-    if (x->rank != y->rank)
-        return x->rank < y->rank ? -1 : 1;
-    if (x->seq != y->seq)
-        return x->seq < y->seq ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
 void frames_sort_steps(frame_set *s)
 {
     if (s->n < 2)
         return;
-    step_key *k = xmalloc(s->n * sizeof(*k));
+    sort_key *k = xmalloc(s->n * sizeof(*k));
     for (size_t i = 0; i < s->n; i++)
-        k[i] = (step_key){s->recs[i].step, s->run_key[i], s->recs[i].rank, s->recs[i].seq, i};
-    qsort(k, s->n, sizeof(*k), cmp_step_key);
-    sort_key *o = xmalloc(s->n * sizeof(*o));
-    for (size_t i = 0; i < s->n; i++)
-        o[i] = (sort_key){.i = k[i].i};
-    reorder(s, 0, o);
-    free(o);
+        k[i] = (sort_key){s->recs[i].step, s->run_key[i], s->recs[i].rank, s->recs[i].seq, i};
+    qsort(k, s->n, sizeof(*k), cmp_key);
+    reorder(s, 0, k);
     free(k);
 }
 

@@ -277,6 +277,31 @@ static void post_wide_step(const h_srv *s, const char *run, int n)
     h_batch_free(&b);
 }
 
+/* check_pages - each page (cursor, limit) of run `run`'s records endpoint, rank 0, is that slice of `all` (every
+ * record), and its next cursor follows it. */
+static void check_pages(const h_srv *s, const char *run, json_t *all, const long long pages[][2], size_t n)
+{
+    char path[300];
+    long long total = (long long)json_array_size(all);
+    for (size_t p = 0; p < n; p++) {
+        json_t *o = NULL;
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=0&cursor=%lld&limit=%lld", run, pages[p][0],
+                 pages[p][1]);
+        assert_int_equal(it_call(s, "GET", path, NULL, NULL, &o), 200);
+        json_t *page = json_object_get(o, "items");
+        long long want = pages[p][0] + pages[p][1] <= total ? pages[p][1] : total - pages[p][0];
+        assert_int_equal(json_array_size(page), want);
+        for (size_t i = 0; i < json_array_size(page); i++)
+            assert_true(json_equal(json_array_get(page, i), json_array_get(all, (size_t)pages[p][0] + i)));
+        json_t *next = json_object_get(o, "next_cursor");
+        if (pages[p][0] + pages[p][1] < total)
+            assert_int_equal(atoll(json_string_value(next)), pages[p][0] + pages[p][1]);
+        else
+            assert_true(json_is_null(next));
+        json_decref(o);
+    }
+}
+
 /* test_pages_across_segments - a step larger than several segments, with series points among its records:
  * every page of the records endpoint is the same slice of the whole, in (step, seq) order, and the series
  * holds the occurrence-0 points only. */
@@ -301,23 +326,7 @@ static void test_pages_across_segments(void **state)
     for (size_t i = 0; i < 506; i++)
         assert_int_equal(json_integer_value(json_object_get(json_array_get(recs, i), "seq")), i);
     static const long long pages[][2] = {{0, 1}, {3, 70}, {69, 71}, {240, 300}, {499, 5}, {505, 10}, {506, 3}};
-    for (size_t p = 0; p < sizeof(pages) / sizeof(pages[0]); p++) {
-        json_t *o = NULL;
-        snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=0&cursor=%lld&limit=%lld", run, pages[p][0],
-                 pages[p][1]);
-        assert_int_equal(it_call(&s, "GET", path, NULL, NULL, &o), 200);
-        json_t *page = json_object_get(o, "items");
-        long long want = pages[p][0] + pages[p][1] <= 506 ? pages[p][1] : 506 - pages[p][0];
-        assert_int_equal(json_array_size(page), want);
-        for (size_t i = 0; i < json_array_size(page); i++)
-            assert_true(json_equal(json_array_get(page, i), json_array_get(recs, (size_t)pages[p][0] + i)));
-        json_t *next = json_object_get(o, "next_cursor");
-        if (pages[p][0] + pages[p][1] < 506)
-            assert_int_equal(atoll(json_string_value(next)), pages[p][0] + pages[p][1]);
-        else
-            assert_true(json_is_null(next));
-        json_decref(o);
-    }
+    check_pages(&s, run, recs, pages, sizeof(pages) / sizeof(pages[0]));
     /* steps 1..2 alone */
     json_t *o = NULL;
     snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=0&from=1&to=2", run);
@@ -396,17 +405,7 @@ static void test_series_spans(void **state)
         assert_int_equal(json_integer_value(json_object_get(r, "step")), 28 + (long long)i / 3);
     }
     static const long long pages[][2] = {{0, 1}, {1, 5}, {4, 7}, {11, 13}, {30, 9}, {38, 4}};
-    for (size_t p = 0; p < sizeof(pages) / sizeof(pages[0]); p++) {
-        snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=0&cursor=%lld&limit=%lld", a, pages[p][0],
-                 pages[p][1]);
-        assert_int_equal(it_call(&s, "GET", path, NULL, NULL, &o), 200);
-        json_t *page = json_object_get(o, "items");
-        long long want = pages[p][0] + pages[p][1] <= 39 ? pages[p][1] : 39 - pages[p][0];
-        assert_int_equal(json_array_size(page), want);
-        for (size_t i = 0; i < json_array_size(page); i++)
-            assert_true(json_equal(json_array_get(page, i), json_array_get(recs, (size_t)pages[p][0] + i)));
-        json_decref(o);
-    }
+    check_pages(&s, a, recs, pages, sizeof(pages) / sizeof(pages[0]));
     /* a range that starts and ends inside segments */
     snprintf(path, sizeof(path), "/api/v1/runs/%s/records?rank=0&from=30&to=33", a);
     assert_int_equal(it_call(&s, "GET", path, NULL, NULL, &o), 200);
