@@ -72,8 +72,9 @@ if [ -x "$B/tests/apps/fortran_mpifh" ] && [ -f "$B/lib/liblockstep_mpi.so" ]; t
   v=$(findings "$g")
   "$LS" twins "$g" --server "$URL" >"$T/twins-unloaded.out" 2>&1
   if [ "$(field "$v" status)" = incomplete ] &&
-     grep -q '2 of 2 runs made MPI calls that Lockstep did not see (liblockstep_mpi.so was not .*LD_PRELOAD)' "$T/twins-unloaded.out"; then
-    ok "an MPI program without liblockstep_mpi.so: lockstep twins says to load it"
+     grep -q '2 of 2 runs made MPI calls that Lockstep did not see (liblockstep_mpi.so was not .*LD_PRELOAD=.*agent= in plugstack.conf)' "$T/twins-unloaded.out" &&
+     grep -qF "preload it for the job (LD_PRELOAD=$B/lib/liblockstep_mpi.so srun" "$T/app-ula.out"; then
+    ok "an MPI program without liblockstep_mpi.so: lockstep twins says to load it, the rank's warning where it is"
   else bad "MPI without the wrappers: $v; $(head -1 "$T/twins-unloaded.out")"; fi
 else
   bad "tests/apps/fortran_* (mpifort) or liblockstep_mpi.so missing"
