@@ -103,15 +103,19 @@ PY
   sub "twin submits only with sbatch" 2 'twin submits with sbatch' "$ls" twin -n 2 -- srun true
   sub "twin submits N copies in one group" 0 '^twin group tw-check: 2 jobs' \
     "$ls" twin -n 2 --spread --group tw-check -- sbatch -N1 -n1 --lockstep=fp -o "$tmp/%j.out" "$src/deploy/demo/train.sh" --steps 3
-  # README.md's own MPI program on the demo's cluster, as written (its build/ is this tier's build): an unmodified
-  # Fortran program's twins, the MPI wrappers preloaded by the job, started by a plain srun. (A sanitized build's
-  # wrappers would need the ASan runtime ahead of them in sbatch's own LD_PRELOAD: the plain build checks it.)
+  # README.md's own MPI program on the demo's cluster: its two lines stand in the README word for word, and run here
+  # as they read there, from argument vectors (its build/ is this tier's build): an unmodified Fortran program's
+  # twins, the MPI wrappers preloaded by the job, started by a plain srun. (A sanitized build's wrappers would need
+  # the ASan runtime ahead of them in sbatch's own LD_PRELOAD: the plain build checks it.)
   readme_mpi() {
-    local readme out g
-    readme=$(sed -n '/^printf .*fortran_usempi/,/^LD_PRELOAD=.*lockstep twin/p' "$src/README.md")
-    [ "$(wc -l <<<"$readme")" -eq 2 ] || { echo "README.md lost its MPI example"; return 1; }
-    out=$(env -u LOCKSTEP_SERVER -u SLURM_CONF bash -c '. "$0/env" && cd "$1" && eval "$2"' "$tmp/demo" "$tmp" \
-      "${readme//\$PWD\/build/$build}") || { echo "$out"; return 1; }
+    local out g
+    grep -qxF "printf '#!/bin/bash\\nsrun %q 20\\n' \"\$PWD/build/tests/apps/fortran_usempi\" > job.sh" "$src/README.md" &&
+      grep -qF 'LD_PRELOAD=$PWD/build/lib/liblockstep_mpi.so lockstep twin -n 2 -- sbatch -n 2 --lockstep=det job.sh' \
+        "$src/README.md" || { echo "README.md lost its MPI example"; return 1; }
+    printf '#!/bin/bash\nsrun %q 20\n' "$build/tests/apps/fortran_usempi" >"$tmp/job.sh" || return 1
+    out=$(cd "$tmp" && env \
+      LD_PRELOAD="$build/lib/liblockstep_mpi.so" "$ls" twin -n 2 -- sbatch -n 2 --lockstep=det job.sh 2>&1) ||
+      { echo "$out"; return 1; }
     g=$(sed -n 's/^twin group \([^:]*\): 2 jobs$/\1/p' <<<"$out")
     [ -n "$g" ] || { echo "$out"; return 1; }
     for _ in $(seq 120); do
