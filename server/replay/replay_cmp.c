@@ -17,11 +17,11 @@ void rc_register(void)
      * the block before its first step: how many records first (a spanning segment counts whole), then the
      * frames. */
     db_register("rc_count", "SELECT coalesce(sum(n), 0) FROM record_frames WHERE run_key = ANY($1::bigint[]) "
-                            "AND step BETWEEN lockstep_block_first($2) AND $3 AND coalesce(step_last, step) >= $2 "
-                            "AND ($4::int[] IS NULL OR rank = ANY($4::int[]))");
+                            "AND " FRAMES_REACHING("$2", "$3") " "
+                                                               "AND ($4::int[] IS NULL OR rank = ANY($4::int[]))");
     db_register("rc_frames", "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
-                             "AND step BETWEEN lockstep_block_first($2) AND $3 AND coalesce(step_last, step) >= $2 "
-                             "AND ($4::int[] IS NULL OR rank = ANY($4::int[]))");
+                             "AND " FRAMES_REACHING("$2", "$3") " "
+                                                                "AND ($4::int[] IS NULL OR rank = ANY($4::int[]))");
     /* state entries of one step (kinds 2 saved and 4 restored: the partial index record_frames_state) */
     db_register("rc_state", "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
                             "AND kind IN (2, 4) AND step = $2 AND ($3::int[] IS NULL OR rank = ANY($3::int[])) "

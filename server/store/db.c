@@ -586,21 +586,24 @@ int db_listen(const char *channel, char *err, size_t cap)
     return 0;
 }
 
-void db_lit_add(db_lit *l, int64_t v)
+/* lit_room - room in `l` for one more value (at most 24 bytes with its separator). */
+static void lit_room(db_lit *l)
 {
     if (l->len + 24 > l->cap) {
         l->cap = l->cap ? 2 * l->cap : 256;
         l->p = xrealloc(l->p, l->cap);
     }
+}
+
+void db_lit_add(db_lit *l, int64_t v)
+{
+    lit_room(l);
     l->len += (size_t)sprintf(l->p + l->len, "%c%" PRId64, l->len ? ',' : '{', v);
 }
 
 void db_lit_null(db_lit *l)
 {
-    if (l->len + 6 > l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 256;
-        l->p = xrealloc(l->p, l->cap);
-    }
+    lit_room(l);
     l->len += (size_t)sprintf(l->p + l->len, "%cNULL", l->len ? ',' : '{');
 }
 

@@ -359,9 +359,8 @@ static void reorder(frame_set *s, size_t from, sort_key *k)
     free(wo);
 }
 
-/* sort_tail - sort records [from, s->n) by (a, seq), a = the run's position in `keys` (NULL: 0 for all; with
- * `by_step`, a = the record's step). */
-static void sort_by(frame_set *s, size_t from, const int64_t *keys, int nkeys, int by_step)
+/* sort_tail - sort records [from, s->n) by (a, seq), a = the run's position in `keys` (NULL: 0 for all). */
+static void sort_tail(frame_set *s, size_t from, const int64_t *keys, int nkeys)
 {
     size_t n = s->n - from;
     if (n < 2)
@@ -369,7 +368,7 @@ static void sort_by(frame_set *s, size_t from, const int64_t *keys, int nkeys, i
     sort_key *k = xmalloc(n * sizeof(*k));
     int sorted = 1;
     for (size_t i = 0; i < n; i++) {
-        int64_t a = by_step ? s->recs[from + i].step : 0;
+        int64_t a = 0;
         for (int j = 0; keys && j < nkeys; j++)
             if (keys[j] == s->run_key[from + i]) {
                 a = j;
@@ -386,21 +385,25 @@ static void sort_by(frame_set *s, size_t from, const int64_t *keys, int nkeys, i
     free(k);
 }
 
-static void sort_tail(frame_set *s, size_t from, const int64_t *keys, int nkeys)
+/* sort_steps - sort records [from, s->n) by (step, run, rank, seq). */
+static void sort_steps(frame_set *s, size_t from)
 {
-    sort_by(s, from, keys, nkeys, 0);
+    size_t n = s->n - from;
+    if (n < 2)
+        return;
+    sort_key *k = xmalloc(n * sizeof(*k));
+    for (size_t i = 0; i < n; i++) {
+        const rec_record *r = &s->recs[from + i];
+        k[i] = (sort_key){r->step, s->run_key[from + i], r->rank, r->seq, from + i};
+    }
+    qsort(k, n, sizeof(*k), cmp_key);
+    reorder(s, from, k);
+    free(k);
 }
 
 void frames_sort_steps(frame_set *s)
 {
-    if (s->n < 2)
-        return;
-    sort_key *k = xmalloc(s->n * sizeof(*k));
-    for (size_t i = 0; i < s->n; i++)
-        k[i] = (sort_key){s->recs[i].step, s->run_key[i], s->recs[i].rank, s->recs[i].seq, i};
-    qsort(k, s->n, sizeof(*k), cmp_key);
-    reorder(s, 0, k);
-    free(k);
+    sort_steps(s, 0);
 }
 
 int64_t frames_be64(const char *p)
@@ -558,7 +561,7 @@ static int read_steps(const char *stmt, int64_t key, uint32_t rank, int64_t from
     for (; i < n_segs && segs[i].step <= hi; i++) /* the segments after `hi` are read again with their step */
         if ((rc = decode_seg(out, key, rank, segs[i].step, segs[i].p, segs[i].len, f, from, hi, err, cap)) < 0)
             goto out_free;
-    sort_by(out, first, NULL, 0, 1);
+    sort_steps(out, first);
     if (*skip > 0 && out->n > first) { /* drop the records before the page */
         size_t drop = (size_t)*skip < out->n - first ? (size_t)*skip : out->n - first;
         memmove(out->recs + first, out->recs + first + drop, (out->n - first - drop) * sizeof(*out->recs));

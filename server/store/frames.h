@@ -46,6 +46,11 @@
 #define FRAMES_SPANNING(x)                                                                                             \
     "step_last IS NOT NULL AND step >= lockstep_block_first(" x ") AND step < " x " AND step_last >= " x
 
+/* FRAMES_REACHING(lo, hi) - the SQL condition on record_frames of the segments with records of steps lo..hi (SQL
+ * expressions): those that start there, and those of series points that start earlier in lo's block and reach it. */
+#define FRAMES_REACHING(lo, hi)                                                                                        \
+    "step BETWEEN lockstep_block_first(" lo ") AND " hi " AND coalesce(step_last, step) >= " lo
+
 /* One segment of a batch being written: its frames are frames_out.buf[off .. off+len). */
 typedef struct frames_seg {
     int64_t step, last; /* its first and last steps */

@@ -38,8 +38,7 @@ void cmp_register_logical(void)
      * that carry some); the rank-local rest is never read */
     db_register("cmp_lg_recs",
                 "SELECT run_key, rank, step, frames FROM record_frames WHERE run_key = ANY($1::bigint[]) "
-                "AND kind IN (1, 3) AND step BETWEEN lockstep_block_first($2) AND $3 "
-                "AND coalesce(step_last, step) >= $2 ORDER BY step, run_key, rank, seq_lo");
+                "AND kind IN (1, 3) AND " FRAMES_REACHING("$2", "$3") " ORDER BY step, run_key, rank, seq_lo");
     /* runs of the group that recorded no record with extension fields (no shard can be among their records: the
      * partial index record_frames_ext) */
     db_register("cmp_lg_noshard", "SELECT count(*) FROM unnest($1::bigint[]) AS k WHERE NOT EXISTS (SELECT 1 FROM "
