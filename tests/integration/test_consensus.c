@@ -601,7 +601,9 @@ static void test_retention(void **state)
     assert_true(marked > 0);
     PQclear(PQexec(c, "UPDATE consensus_judged SET judged_on = '2020-01-01'"));
     scalar(c, "SELECT lockstep_drop_partitions(30)", v, sizeof(v));
-    assert_string_equal(scalar(c, "SELECT count(*) FROM consensus_judged", v, sizeof(v)), "0");
+    /* the old ones: lockstepd may judge a window of its own in the meantime, dated today */
+    assert_string_equal(scalar(c, "SELECT count(*) FROM consensus_judged WHERE judged_on = '2020-01-01'", v, sizeof(v)),
+                        "0");
     assert_string_equal(scalar(c, "SELECT count(*) FROM consensus_runs WHERE checked > 0", v, sizeof(v)), "7");
     PQfinish(c);
 }
