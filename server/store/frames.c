@@ -53,7 +53,7 @@ void frames_register(void)
                 "WHERE run_key = $1 AND rank = $2 "
                 "AND kind = 1 AND step >= $3 AND step <= $4 AND (step, seq_lo) > ($3, $5) UNION ALL "
                 "SELECT step, seq_lo, n, frames, true FROM record_frames WHERE run_key = $1 AND rank = $2 "
-                "AND kind = 1 AND $6::boolean AND " FRAMES_SPANNING("$3") " ORDER BY step, seq_lo LIMIT $7");
+                "AND $6::boolean AND " FRAMES_SPANNING("$3") " ORDER BY step, seq_lo LIMIT $7");
 }
 
 int frames_kind(const rec_record *r)

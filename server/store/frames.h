@@ -42,9 +42,10 @@
 #define FRAMES_BLOCK_SHIFT 5
 
 /* FRAMES_SPANNING(x) - the SQL condition on record_frames of the segments that start before step `x` (an SQL
- * expression: a parameter) and span it: the partial index record_frames_span finds them among the block's. */
+ * expression: a parameter) and span it. Only series points span (kind 1): the series' partial index finds them among
+ * the block's (migrations/031_spans_by_series.sql). */
 #define FRAMES_SPANNING(x)                                                                                             \
-    "step_last IS NOT NULL AND step >= lockstep_block_first(" x ") AND step < " x " AND step_last >= " x
+    "kind = 1 AND step_last IS NOT NULL AND step >= lockstep_block_first(" x ") AND step < " x " AND step_last >= " x
 
 /* FRAMES_REACHING(lo, hi) - the SQL condition on record_frames of the segments with records of steps lo..hi (SQL
  * expressions): those that start there, and those of series points that start earlier in lo's block and reach it. */
@@ -60,7 +61,7 @@ typedef struct frames_seg {
     size_t off, len;
 } frames_seg;
 
-/* The segments of one batch, ready for lockstep_store_batch. */
+/* The segments of one batch (or a group's), ready for lockstep_store_batches. */
 typedef struct frames_out {
     frames_seg *seg;
     size_t n_seg, cap_seg;

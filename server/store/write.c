@@ -15,20 +15,22 @@
 #include "server/store/db.h"
 #include "server/store/frames.h"
 
-#define N_PARAMS 23
-#define P_LAST 22  /* f_last: the segments' last steps */
-#define P_CONS 18  /* d_cons, then the groups' three arrays (group_lits) */
-#define P_FRAMES 9 /* the bytea[] parameter, sent in binary */
+/* The parameters of lockstep_store_batches (sql/functions/write.sql), by where each array begins. */
+#define G_PARAMS 30
+#define G_BATCH 0   /* the batches' ten arrays: run, rank, bseq, n, held, min_step, max_step, max_seq, count, lo */
+#define G_SEGS 10   /* the segments': batch, step, seq, n, kind, frames, last */
+#define G_FRAMES 15 /* the bytea[] parameter, sent in binary */
+#define G_PACKS 17  /* the packs': batch, from, to, cons (step_lits) */
+#define G_STEPS 21  /* the step rows': step, records, digest, inputs digest, consensus digests (step_lits) */
+#define G_GROUPS 26 /* the groups': batch, key, size, ranks (group_lits) */
 
 void store_write_register(void)
 {
     db_register("wanted_steps", "SELECT step FROM record_requests WHERE run_key = $1 AND rank = $2 AND NOT answered "
                                 "ORDER BY step LIMIT $3");
-    db_register("batch_store", "SELECT lockstep_store_batch($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
-                               "$14, $15, $16, $17, $18, $19, $20, $21, $22, $23)");
     db_register("batches_store", "SELECT i, duplicate, want FROM lockstep_store_batches($1, $2, $3, $4, $5, $6, $7, "
                                  "$8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, "
-                                 "$24, $25, $26)");
+                                 "$24, $25, $26, $27, $28, $29, $30)");
 }
 
 typedef store_step step_sum;
@@ -125,38 +127,83 @@ static void lit_add_bytes(db_lit *l, const unsigned char *b, size_t n)
     l->p[l->len++] = '"';
 }
 
-/* step_lits - the batch's step rows into d[0..4] (step, records, digest, inputs digest, consensus digests) and, when
- * `bi` is given, its index `k` beside each: a row per summed step (`steps`, `n_steps`), carrying the batch's
- * consensus digests of that step packed as step_consensus.cons holds them (in the batch's order; NULL when none), then
- * a row of 0 records for each other step the consensus digests name (its step digest comes in another batch). */
-static void step_lits(db_lit *d, db_lit *bi, int k, const step_sum *steps, size_t n_steps, const srv_batch *bt)
+/* The parameters of lockstep_store_batches for a group, batch after batch in lock order. */
+typedef struct group_params {
+    db_lit arr[G_PARAMS];
+    size_t rows; /* the step rows so far */
+    frames_out fo;
+    unsigned char *frames;
+    const char *v[G_PARAMS];
+    int len[G_PARAMS], fmt[G_PARAMS];
+} group_params;
+
+/* One step row of a batch: summed step `i` (i < n_steps), or the step of its consensus digest i - n_steps that no
+ * summed step and no earlier consensus digest has. */
+typedef struct step_row {
+    int64_t step;
+    size_t i;
+} step_row;
+
+static int cmp_row(const void *a, const void *b)
 {
-    unsigned char *packed = xmalloc(bt->n_cons * CONS_PACKED + 1);
-    for (size_t i = 0; i < n_steps + bt->n_cons; i++) {
-        int64_t step = i < n_steps ? steps[i].step : bt->cons[i - n_steps].step;
+    int64_t x = ((const step_row *)a)->step, y = ((const step_row *)b)->step;
+    return x < y ? -1 : x > y;
+}
+
+/* step_lits - the batch's step rows, each step once and in step order, into the group's step arrays (step, records,
+ * digest, inputs digest, consensus digests: those of the step, packed as step_consensus.cons holds them, in the
+ * batch's order; NULL when none; a step with consensus digests only has 0 records), and a pack for each block of
+ * steps they touch (k, the batch; the slice of the step arrays, from 1; whether it carries consensus digests).
+ * Returns the smallest step with records (INT64_MAX: none). */
+static int64_t step_lits(group_params *gp, int k, const step_sum *steps, size_t n_steps, const srv_batch *bt)
+{
+    db_lit *d = &gp->arr[G_STEPS], *pk = &gp->arr[G_PACKS];
+    step_row *rows = xmalloc((n_steps + bt->n_cons + 1) * sizeof(*rows));
+    size_t n = 0;
+    for (size_t i = 0; i < n_steps; i++)
+        rows[n++] = (step_row){steps[i].step, i};
+    for (size_t i = 0; i < bt->n_cons; i++) {
+        int64_t step = bt->cons[i].step;
         int seen = 0;
-        for (size_t j = 0; i >= n_steps && j < n_steps && !seen; j++)
-            seen = steps[j].step == step;
-        for (size_t j = n_steps; j < i && !seen; j++) /* a consensus-only step goes with its first digest */
-            seen = bt->cons[j - n_steps].step == step;
-        if (seen)
-            continue;
+        for (size_t j = 0; j < n && !seen; j++)
+            seen = rows[j].step == step;
+        if (!seen)
+            rows[n++] = (step_row){step, n_steps + i};
+    }
+    qsort(rows, n, sizeof(*rows), cmp_row);
+    unsigned char *packed = xmalloc(bt->n_cons * CONS_PACKED + 1);
+    int64_t lo = INT64_MAX;
+    int cons = 0;
+    for (size_t r = 0, first = 0; r < n; r++) {
+        int64_t step = rows[r].step;
+        const step_sum *s = rows[r].i < n_steps ? &steps[rows[r].i] : NULL;
         size_t len = 0;
         for (size_t j = 0; j < bt->n_cons; j++)
             if (bt->cons[j].step == step)
                 cons_pack(packed + CONS_PACKED * len++, &bt->cons[j]);
-        if (bi)
-            db_lit_add(bi, k);
         db_lit_add(&d[0], step);
-        db_lit_add(&d[1], i < n_steps ? steps[i].n : 0);
-        db_lit_add(&d[2], i < n_steps ? (int64_t)steps[i].digest : 0);
-        lit_add_or_null(&d[3], i < n_steps ? (int64_t)steps[i].inputs : 0, i < n_steps && steps[i].inputs_unknown);
+        db_lit_add(&d[1], s ? s->n : 0);
+        db_lit_add(&d[2], s ? (int64_t)s->digest : 0);
+        lit_add_or_null(&d[3], s ? (int64_t)s->inputs : 0, s && s->inputs_unknown);
         if (len)
             lit_add_bytes(&d[4], packed, len * CONS_PACKED);
         else
             lit_add_or_null(&d[4], 0, 1);
+        lo = s && s->n > 0 && step < lo ? step : lo;
+        cons |= len > 0;
+        if (r + 1 == n || rows[r + 1].step >> FRAMES_BLOCK_SHIFT != step >> FRAMES_BLOCK_SHIFT) {
+            db_lit_add(&pk[0], k); /* rows first..r: the pack of this block */
+            db_lit_add(&pk[1], (int64_t)(gp->rows + first + 1));
+            db_lit_add(&pk[2], (int64_t)(gp->rows + r + 1));
+            db_lit_add(&pk[3], cons);
+            first = r + 1;
+            cons = 0;
+        }
     }
+    gp->rows += n;
     free(packed);
+    free(rows);
+    return lo;
 }
 
 /* group_lits - the groups the batch's consensus digests name for the first time into g[0..2] (key, size, ranks: not
@@ -177,17 +224,6 @@ static void group_lits(db_lit *g, db_lit *bi, int k, int64_t run_key, const srv_
         lit_add_ranks(&g[2], d->ranks, d->n_listed);
     }
 }
-
-/* The parameters of lockstep_store_batch for one batch. */
-typedef struct batch_params {
-    char text[N_PARAMS][32];
-    db_lit arr[5];
-    db_lit groups[3];
-    char *seg_arr[FRAMES_SEG_ARRAYS];
-    const char *v[N_PARAMS];
-    int len[N_PARAMS], fmt[N_PARAMS];
-    unsigned char *frames;
-} batch_params;
 
 /* What a batch adds to its rank's progress: the steps it covers (its step sums' and its state blocks', whose steps
  * count for progress: restore checks wait on them; 0..0 when none), its newest seq and how many records count. */
@@ -230,179 +266,45 @@ size_t store_step_sums(const srv_batch *b, store_step **out, int64_t *counted)
     return n;
 }
 
-static void params_build(batch_params *bp, const run_info *run, const srv_batch *bt)
-{
-    frames_out fo = {0};
-    step_sum *steps = NULL;
-    size_t n_steps = 0;
-    memset(bp, 0, sizeof(*bp));
-    frames_cut(bt, &fo);
-    if (!bt->held)
-        n_steps = sum_steps(bt, &steps);
-
-    batch_span sp = span_of(bt, steps, n_steps);
-    snprintf(bp->text[0], 32, "%" PRId64, run->key);
-    snprintf(bp->text[1], 32, "%u", bt->rank);
-    snprintf(bp->text[2], 32, "%" PRId64, (int64_t)bt->batch_seq);
-    snprintf(bp->text[3], 32, "%zu", bt->n);
-    snprintf(bp->text[4], 32, "%s", bt->held ? "t" : "f");
-    frames_seg_arrays(&fo, bp->seg_arr);
-    step_lits(bp->arr, NULL, 0, steps, n_steps, bt);
-    snprintf(bp->text[13], 32, "%" PRId64, sp.min_step);
-    snprintf(bp->text[14], 32, "%" PRId64, sp.max_step);
-    snprintf(bp->text[15], 32, "%" PRIu64, sp.max_seq);
-    snprintf(bp->text[16], 32, "%" PRId64, sp.count);
-    for (int i = 0; i < N_PARAMS; i++)
-        bp->v[i] = bp->text[i];
-    for (int i = 0; i < 4; i++)
-        bp->v[5 + i] = bp->seg_arr[i];
-    bp->v[P_LAST] = bp->seg_arr[4];
-    for (int i = 0; i < 3; i++)
-        bp->v[10 + i] = db_lit_end(&bp->arr[i]);
-    bp->v[17] = db_lit_end(&bp->arr[3]);
-    bp->v[P_CONS] = db_lit_end(&bp->arr[4]);
-    group_lits(bp->groups, NULL, 0, run->key, bt);
-    for (int i = 0; i < 3; i++)
-        bp->v[P_CONS + 1 + i] = db_lit_end(&bp->groups[i]);
-    size_t flen;
-    bp->frames = frames_bytea_array(&fo, &flen);
-    bp->v[P_FRAMES] = (const char *)bp->frames;
-    bp->len[P_FRAMES] = (int)flen;
-    bp->fmt[P_FRAMES] = 1;
-    frames_out_release(&fo);
-    free(steps);
-}
-
-static void params_release(batch_params *bp)
-{
-    for (int i = 0; i < 5; i++)
-        free(bp->arr[i].p);
-    for (int i = 0; i < 3; i++)
-        free(bp->groups[i].p);
-    for (int i = 0; i < FRAMES_SEG_ARRAYS; i++)
-        free(bp->seg_arr[i]);
-    free(bp->frames);
-}
-
-/* parse_want - the steps lockstep_store_batch returned ("{3,7}") into `res`. */
-static void parse_want(const char *text, store_result *res)
-{
-    res->n_want = db_int_array_parse(text, res->want, STORE_WANT_MAX);
-}
-
-/* take_result - what lockstep_store_batch answered, into `res`. 0, or -1 when it failed. */
-static int take_result(PGresult *r, store_result *res)
-{
-    if (!db_ok(r) || PQntuples(r) != 1)
-        return -1;
-    res->duplicate = PQgetisnull(r, 0, 0);
-    if (!res->duplicate)
-        parse_want(PQgetvalue(r, 0, 0), res);
-    return 0;
-}
-
-int store_batch(const run_info *run, const srv_batch *bt, store_result *res, srv_error *e)
-{
-    batch_params bp;
-    char err[512] = "the database is unreachable";
-    int rc = -1;
-
-    memset(res, 0, sizeof(*res));
-    params_build(&bp, run, bt);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        PGconn *c = db_prepared("batch_store", err, sizeof(err));
-        if (!c) { /* a broken connection is dropped, and the next attempt connects again */
-            db_conn_broken();
-            continue;
-        }
-        PGresult *r = PQexecPrepared(c, "batch_store", N_PARAMS, bp.v, bp.len, bp.fmt, 0);
-        if (take_result(r, res) == 0) {
-            res->commit_s = clock_wall_s();
-            PQclear(r);
-            rc = 0;
-            break;
-        }
-        snprintf(err, sizeof(err), "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
-        PQclear(r);
-        int broken = PQstatus(c) != CONNECTION_OK;
-        metrics_db_error();
-        db_conn_broken();
-        if (!broken)
-            break;
-    }
-    if (rc < 0) {
-        db_fail(e, "storing the batch", err);
-        db_complain("batch %" PRIu64 " of run %s rank %u not stored: %s", bt->batch_seq, run->run_id, bt->rank, err);
-    }
-    params_release(&bp);
-    return rc;
-}
-
-/* The order in which a group's batches take their locks. */
-typedef struct order {
-    int64_t key;
-    uint32_t rank;
-    uint64_t bseq;
-    size_t i;
-} order;
-
-static int cmp_order(const void *pa, const void *pb)
-{
-    const order *a = pa, *b = pb;
-    if (a->key != b->key)
-        return a->key < b->key ? -1 : 1;
-    if (a->rank != b->rank)
-        return a->rank < b->rank ? -1 : 1;
-    if (a->bseq != b->bseq)
-        return a->bseq < b->bseq ? -1 : 1;
-    return a->i < b->i ? -1 : a->i > b->i;
-}
-
-#define G_PARAMS 26
-#define G_LAST 25   /* f_last */
-#define G_STEPS 15  /* d_batch, then the step rows' five arrays (step_lits) */
-#define G_GROUPS 21 /* k_batch, then the groups' three arrays (group_lits) */
-#define G_FRAMES 14 /* the bytea[] parameter */
-
-/* The parameters of lockstep_store_batches for a group, batch after batch in lock order. */
-typedef struct group_params {
-    db_lit arr[G_PARAMS];
-    frames_out fo;
-    unsigned char *frames;
-    const char *v[G_PARAMS];
-    int len[G_PARAMS], fmt[G_PARAMS];
-} group_params;
-
 /* group_add - batch `bt` of `run` as the k-th (from 1) of the group. */
 static void group_add(group_params *gp, int k, const run_info *run, const srv_batch *bt)
 {
     step_sum *steps = NULL;
     size_t n_steps = bt->held ? 0 : sum_steps(bt, &steps);
     batch_span sp = span_of(bt, steps, n_steps);
-    db_lit_add(&gp->arr[0], run->key);
-    db_lit_add(&gp->arr[1], bt->rank);
-    db_lit_add(&gp->arr[2], (int64_t)bt->batch_seq);
-    db_lit_add(&gp->arr[3], (int64_t)bt->n);
-    db_lit_add(&gp->arr[4], bt->held); /* 0/1: cast to boolean[] by the statement */
-    db_lit_add(&gp->arr[5], sp.min_step);
-    db_lit_add(&gp->arr[6], sp.max_step);
-    db_lit_add(&gp->arr[7], (int64_t)sp.max_seq);
-    db_lit_add(&gp->arr[8], sp.count);
+    db_lit *b = &gp->arr[G_BATCH], *f = &gp->arr[G_SEGS];
+    db_lit_add(&b[0], run->key);
+    db_lit_add(&b[1], bt->rank);
+    db_lit_add(&b[2], (int64_t)bt->batch_seq);
+    db_lit_add(&b[3], (int64_t)bt->n);
+    db_lit_add(&b[4], bt->held); /* 0/1: boolean[] takes them */
+    db_lit_add(&b[5], sp.min_step);
+    db_lit_add(&b[6], sp.max_step);
+    db_lit_add(&b[7], (int64_t)sp.max_seq);
+    db_lit_add(&b[8], sp.count);
+    /* the smallest step it brings records of: a late batch rewinds its rank's marks to the step before */
+    int64_t lo = sp.count > 0 ? sp.min_step : INT64_MAX;
     size_t first = gp->fo.n_seg;
     frames_cut(bt, &gp->fo); /* appends this batch's segments */
     for (size_t i = first; i < gp->fo.n_seg; i++) {
         const frames_seg *g = &gp->fo.seg[i];
-        db_lit_add(&gp->arr[9], k);
-        db_lit_add(&gp->arr[10], g->step);
-        db_lit_add(&gp->arr[11], (int64_t)g->seq_lo);
-        db_lit_add(&gp->arr[12], g->n);
-        db_lit_add(&gp->arr[13], g->kind);
+        db_lit_add(&f[0], k);
+        db_lit_add(&f[1], g->step);
+        db_lit_add(&f[2], (int64_t)g->seq_lo);
+        db_lit_add(&f[3], g->n);
+        db_lit_add(&f[4], g->kind);
         if (g->last != g->step)
-            db_lit_add(&gp->arr[G_LAST], g->last);
+            db_lit_add(&f[6], g->last);
         else
-            db_lit_null(&gp->arr[G_LAST]);
+            db_lit_null(&f[6]);
+        lo = g->step < lo ? g->step : lo;
     }
-    step_lits(&gp->arr[G_STEPS + 1], &gp->arr[G_STEPS], k, steps, n_steps, bt);
+    int64_t dlo = step_lits(gp, k, steps, n_steps, bt);
+    lo = dlo < lo ? dlo : lo;
+    if (lo != INT64_MAX)
+        db_lit_add(&b[9], lo);
+    else
+        db_lit_null(&b[9]);
     group_lits(&gp->arr[G_GROUPS + 1], &gp->arr[G_GROUPS], k, run->key, bt);
     free(steps);
 }
@@ -425,6 +327,32 @@ static void group_release(group_params *gp)
         free(gp->arr[i].p);
     frames_out_release(&gp->fo);
     free(gp->frames);
+}
+
+/* The order in which a group's batches take their locks. */
+typedef struct order {
+    int64_t key;
+    uint32_t rank;
+    uint64_t bseq;
+    size_t i;
+} order;
+
+static int cmp_order(const void *pa, const void *pb)
+{
+    const order *a = pa, *b = pb;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->bseq != b->bseq)
+        return a->bseq < b->bseq ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* parse_want - the steps lockstep_store_batches returned for a batch ("{3,7}") into `res`. */
+static void parse_want(const char *text, store_result *res)
+{
+    res->n_want = db_int_array_parse(text, res->want, STORE_WANT_MAX);
 }
 
 /* group_txn - one attempt at the whole group in one statement, so one transaction. 0, or -1 with `err`. */
@@ -451,14 +379,11 @@ static int group_txn(PGconn *c, const group_params *gp, const order *o, size_t n
     return ok ? 0 : -1;
 }
 
-int store_batches(const run_info *const *runs, const srv_batch *const *b, size_t n, store_result *res, int *rc,
-                  srv_error *e)
+/* group_store - `n` batches (b[i] of runs[i]) in one statement, in lock order; `attempts` tries while the
+ * connection breaks (a broken one is dropped, the next try connects again). 0, or -1 with `err`. */
+static int group_store(const run_info *const *runs, const srv_batch *const *b, size_t n, store_result *res,
+                       int attempts, char *err, size_t cap)
 {
-    int failed = 0;
-    if (n == 1) {
-        rc[0] = store_batch(runs[0], b[0], &res[0], &e[0]);
-        return rc[0] < 0;
-    }
     order *o = xmalloc(n * sizeof(*o));
     for (size_t i = 0; i < n; i++) {
         memset(&res[i], 0, sizeof(res[i]));
@@ -470,29 +395,58 @@ int store_batches(const run_info *const *runs, const srv_batch *const *b, size_t
     for (size_t k = 0; k < n; k++)
         group_add(&gp, (int)k + 1, runs[o[k].i], b[o[k].i]);
     group_finish(&gp);
-    char err[512] = "the database is unreachable";
-    PGconn *c = db_prepared("batches_store", err, sizeof(err));
-    if (c && group_txn(c, &gp, o, n, res, err, sizeof(err)) == 0) {
-        double now = clock_wall_s();
-        for (size_t i = 0; i < n; i++) {
-            res[i].commit_s = now;
-            rc[i] = 0;
-        }
-    } else {
-        /* one by one: a batch that fails fails alone (store_batch retries a broken connection) */
-        if (c) {
-            metrics_db_error();
+    int rc = -1;
+    for (int attempt = 0; attempt < attempts && rc < 0; attempt++) {
+        PGconn *c = db_prepared("batches_store", err, cap);
+        if (!c) {
             db_conn_broken();
-            log_warn("a group of %zu batches failed together (%s); storing them one by one", n, err);
+            continue;
         }
-        for (size_t k = 0; k < n; k++) {
-            size_t i = o[k].i;
-            rc[i] = store_batch(runs[i], b[i], &res[i], &e[i]);
-            failed += rc[i] < 0;
+        if (group_txn(c, &gp, o, n, res, err, cap) == 0) {
+            double now = clock_wall_s();
+            for (size_t i = 0; i < n; i++)
+                res[i].commit_s = now;
+            rc = 0;
+            break;
         }
+        int broken = PQstatus(c) != CONNECTION_OK;
+        metrics_db_error();
+        db_conn_broken();
+        if (!broken)
+            break;
     }
     group_release(&gp);
     free(o);
+    return rc;
+}
+
+int store_batch(const run_info *run, const srv_batch *bt, store_result *res, srv_error *e)
+{
+    char err[512] = "the database is unreachable";
+    int rc = group_store(&run, &bt, 1, res, 2, err, sizeof(err));
+    if (rc < 0) {
+        db_fail(e, "storing the batch", err);
+        db_complain("batch %" PRIu64 " of run %s rank %u not stored: %s", bt->batch_seq, run->run_id, bt->rank, err);
+    }
+    return rc;
+}
+
+int store_batches(const run_info *const *runs, const srv_batch *const *b, size_t n, store_result *res, int *rc,
+                  srv_error *e)
+{
+    char err[512] = "the database is unreachable";
+    if (n > 1 && group_store(runs, b, n, res, 1, err, sizeof(err)) == 0) {
+        for (size_t i = 0; i < n; i++)
+            rc[i] = 0;
+        return 0;
+    }
+    if (n > 1)
+        log_warn("a group of %zu batches failed together (%s); storing them one by one", n, err);
+    int failed = 0;
+    for (size_t i = 0; i < n; i++) { /* a batch that fails fails alone */
+        rc[i] = store_batch(runs[i], b[i], &res[i], &e[i]);
+        failed += rc[i] < 0;
+    }
     return failed;
 }
 

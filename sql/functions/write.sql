@@ -14,21 +14,25 @@
 -- settle was 40% of a digest batch's PostgreSQL time when it took four statements per rank). Plans are kept
 -- (plan_cache_mode): see compare.sql.
 
--- lockstep_store_batches - a group of batches in one statement (a database worker's group of queued batches; b_*
--- per batch, in the order their locks are taken; f_* and d_* the segments and step digests, each naming its batch
--- by its index in b_*, from 1, f_last a segment's last step (NULL: one step; migrations/030_series_spans.sql); d_cons a step's consensus digests, packed as step_consensus.cons holds them
--- (026_consensus_beside_steps.sql), NULL when none, and a step with consensus digests only comes with 0 records;
--- k_* the groups a batch names that lockstepd has not stored yet, likewise): the replay guard first, the frames, the
--- per-step digests with their consensus digests, the groups, each rank's progress,
--- the late-data rewind, the answered record requests. Returns per batch whether it was a replay (stored before, or
--- twice in this group: the first one counts; nothing of it is stored) and the steps of its rank whose held-back
--- records lockstepd wants.
-CREATE OR REPLACE FUNCTION lockstep_store_batches(b_run bigint[], b_rank int[], b_bseq bigint[], b_n int[], b_held boolean[],
-                                       b_min_step bigint[], b_max_step bigint[], b_max_seq bigint[], b_count bigint[],
-                                       f_batch int[], f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[],
-                                       f_frames bytea[], d_batch int[], d_step bigint[], d_n int[], d_digest bigint[],
-                                       d_inputs bigint[], d_cons bytea[], k_batch int[], k_key bigint[], k_size int[],
-                                       k_ranks text[], f_last bigint[])
+-- lockstep_store_batches - a group of batches in one statement (a database worker's group of queued batches, or
+-- one batch alone; b_* per batch, in the order their locks are taken; f_* the segments, each naming its batch by its
+-- index in b_*, from 1, f_last a segment's last step (NULL: one step; migrations/030_series_spans.sql); b_lo the
+-- smallest step a batch brings records or step digests of (NULL: none), which a late batch rewinds the marks to;
+-- p_* the packs of step digests (step_digest_packs: one a batch and block of steps it touches), each the slice
+-- p_from .. p_to of the d_* arrays (from 1), p_cons whether it carries consensus digests; d_* the step rows, a
+-- step once in a batch, lockstepd having added up its parts: d_cons its consensus digests packed as
+-- step_consensus.cons holds them (026_consensus_beside_steps.sql), NULL when none, a step with consensus digests only
+-- coming with 0 records; k_* the groups a batch names that lockstepd has not stored yet): the replay guard first,
+-- the frames, the packs, the groups, each rank's progress, the late-data rewind, the answered record requests.
+-- Returns per batch whether it was a replay (stored before, or twice in this group: the first one counts; nothing
+-- of it is stored) and the steps of its rank whose held-back records lockstepd wants.
+CREATE OR REPLACE FUNCTION lockstep_store_batches(b_run bigint[], b_rank int[], b_bseq bigint[], b_n int[],
+                                       b_held boolean[], b_min_step bigint[], b_max_step bigint[], b_max_seq bigint[],
+                                       b_count bigint[], b_lo bigint[], f_batch int[], f_step bigint[],
+                                       f_seq bigint[], f_n int[], f_kind smallint[], f_frames bytea[],
+                                       f_last bigint[], p_batch int[], p_from int[], p_to int[], p_cons boolean[],
+                                       d_step bigint[], d_n int[], d_digest bigint[], d_inputs bigint[],
+                                       d_cons bytea[], k_batch int[], k_key bigint[], k_size int[], k_ranks text[])
 RETURNS TABLE (i int, duplicate boolean, want bigint[])
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
@@ -52,22 +56,14 @@ BEGIN
         SELECT b_run[f.bi], b_rank[f.bi], f.s, f.q, f.c, f.kd, f.fr, f.l
         FROM unnest(f_batch, f_step, f_seq, f_n, f_kind, f_frames, f_last) AS f(bi, s, q, c, kd, fr, l)
         WHERE f.bi = ANY (stored);
-    -- the step digests, a row per rank and block of steps (a pack: step_digest_packs, migration 029), appended, its
-    -- arrays aligned (one aggregate node feeds them the same rows; no ORDER BY: in PostgreSQL 15 each would sort
-    -- on its own); the views step_digests and step_consensus add up a step's parts across packs as this adds up
-    -- the batches' parts of a step. The inputs digest merges like the digest; one part not known (NULL: digests of
-    -- held-back records) makes it so. A step's consensus digests keep the order they came in (the first of a
-    -- window counts); a step with consensus digests only has n 0 and digest 0, which its step digest adds to.
+    -- the step digests, a pack per batch and block of steps (step_digest_packs, migration 029), appended: slices of
+    -- the step rows, no aggregation here (lockstepd added up each step's parts within its batch; the views
+    -- step_digests and step_consensus add up a step's parts across packs, its consensus digests in bseq order)
     INSERT INTO step_digest_packs (run_key, rank, blk, bseq, steps, n, digest, inputs, cons)
-        SELECT st.run_key, st.rank, lockstep_step_block(st.s), min(st.bseq), array_agg(st.s), array_agg(st.c),
-               array_agg(st.dg), array_agg(st.ip), CASE WHEN count(st.x) > 0 THEN array_agg(st.x) END
-        FROM (SELECT b_run[d.bi] AS run_key, b_rank[d.bi] AS rank, d.s, min(b_bseq[d.bi]) AS bseq, sum(d.c)::int AS c,
-                     bit_xor(d.dg) AS dg, CASE WHEN count(d.ip) = count(*) THEN bit_xor(d.ip) END AS ip,
-                     string_agg(d.x, ''::bytea ORDER BY d.o) AS x
-              FROM unnest(d_batch, d_step, d_n, d_digest, d_inputs, d_cons) WITH ORDINALITY AS d(bi, s, c, dg, ip, x, o)
-              WHERE d.bi = ANY (stored)
-              GROUP BY b_run[d.bi], b_rank[d.bi], d.s) st
-        GROUP BY st.run_key, st.rank, lockstep_step_block(st.s);
+        SELECT b_run[p.bi], b_rank[p.bi], lockstep_step_block(d_step[p.o]), b_bseq[p.bi], d_step[p.o:p.e],
+               d_n[p.o:p.e], d_digest[p.o:p.e], d_inputs[p.o:p.e], CASE WHEN p.c THEN d_cons[p.o:p.e] END
+        FROM unnest(p_batch, p_from, p_to, p_cons) AS p(bi, o, e, c)
+        WHERE p.bi = ANY (stored);
     -- the groups the consensus digests name, the first time (k_ranks: the sorted world ranks as an int[] literal)
     IF cardinality(k_batch) > 0 THEN
         INSERT INTO consensus_comms (run_key, comm_key, size, ranks)
@@ -80,15 +76,9 @@ BEGIN
     SELECT array_agg(x.twin_group ORDER BY x.twin_group, x.rank), array_agg(x.rank ORDER BY x.twin_group, x.rank),
            array_agg(x.lo ORDER BY x.twin_group, x.rank)
         INTO s_group, s_rank, s_lo
-        FROM (SELECT u.twin_group, b_rank[k] AS rank,
-                     min(least(CASE WHEN b_count[k] > 0 THEN b_min_step[k] END, fl.lo, dl.lo)) AS lo
+        FROM (SELECT u.twin_group, b_rank[k] AS rank, min(b_lo[k]) AS lo
               FROM unnest(stored) AS k
               JOIN runs u ON u.run_key = b_run[k]
-              LEFT JOIN (SELECT f.bi, min(f.s) AS lo FROM unnest(f_batch, f_step) AS f(bi, s) GROUP BY f.bi) fl
-                  ON fl.bi = k
-              LEFT JOIN (SELECT d.bi, min(d.s) AS lo FROM unnest(d_batch, d_step, d_n) AS d(bi, s, c) WHERE d.c > 0
-                         GROUP BY d.bi) dl
-                  ON dl.bi = k
               WHERE u.twin_group <> ''
               GROUP BY u.twin_group, b_rank[k]) x;
     PERFORM pg_advisory_xact_lock_shared(lockstep_check_key(q.g, q.r))
@@ -127,21 +117,3 @@ BEGIN
                              ORDER BY r.step LIMIT 64) w), '{}') END
         FROM generate_subscripts(b_run, 1) AS k;
 END $$;
-
--- lockstep_store_batch - one batch, as a group of one (lockstep_store_batches): NULL for a replay (stored before,
--- nothing stored), else the steps of this rank whose held-back records lockstepd wants (an empty array when none).
--- `held`: the batch carries records an agent held back and was asked for; their digests and progress came with the
--- step digests it sent before.
-CREATE OR REPLACE FUNCTION lockstep_store_batch(p_run bigint, p_rank int, p_bseq bigint, p_n int, p_held boolean,
-                                     f_step bigint[], f_seq bigint[], f_n int[], f_kind smallint[], f_frames bytea[],
-                                     d_step bigint[], d_n int[], d_digest bigint[],
-                                     p_min_step bigint, p_max_step bigint, p_max_seq bigint, p_count bigint,
-                                     d_inputs bigint[], d_cons bytea[], k_key bigint[], k_size int[], k_ranks text[],
-                                     f_last bigint[])
-RETURNS bigint[] LANGUAGE sql AS $$
-    SELECT b.want FROM lockstep_store_batches(ARRAY[p_run], ARRAY[p_rank], ARRAY[p_bseq], ARRAY[p_n], ARRAY[p_held],
-        ARRAY[p_min_step], ARRAY[p_max_step], ARRAY[p_max_seq], ARRAY[p_count],
-        array_fill(1, ARRAY[coalesce(cardinality(f_step), 0)]), f_step, f_seq, f_n, f_kind, f_frames,
-        array_fill(1, ARRAY[coalesce(cardinality(d_step), 0)]), d_step, d_n, d_digest, d_inputs, d_cons,
-        array_fill(1, ARRAY[coalesce(cardinality(k_key), 0)]), k_key, k_size, k_ranks, f_last) b
-$$;

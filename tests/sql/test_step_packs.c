@@ -28,17 +28,25 @@ static void new_run(const char *g, char *key, size_t cap)
                1, p, key, cap);
 }
 
-/* store - one batch of rank 0 with step digests only (lockstep_store_batch); returns its reply ("" for a replay). */
+/* store - one batch of rank 0 with step digests only (a group of one: lockstep_store_batches), its packs the slices
+ * from..to of its step rows (packs_cons: whether each carries consensus digests); returns its reply ("" for a
+ * replay). */
 static void store(const char *key, const char *bseq, const char *steps, const char *n, const char *digest,
-                  const char *inputs, const char *cons, char *out, size_t cap)
+                  const char *inputs, const char *cons, const char *packs_from, const char *packs_to,
+                  const char *packs_cons, char *out, size_t cap)
 {
-    const char *p[] = {key, bseq, steps, n, digest, inputs, cons};
-    sqlt_value(sqlt_c,
-               "SELECT lockstep_store_batch($1, 0, $2, 0, false, '{}', '{}', '{}', '{}', '{}', $3::bigint[], "
-               "$4::int[], $5::bigint[], (SELECT min(s) FROM unnest($3::bigint[]) s), "
-               "(SELECT max(s) FROM unnest($3::bigint[]) s), 0, (SELECT sum(c) FROM unnest($4::int[]) c), "
-               "$6::bigint[], $7::bytea[], '{}', '{}', '{}', '{}')::text",
-               7, p, out, cap);
+    const char *p[] = {key, bseq, steps, n, digest, inputs, cons, packs_from, packs_to, packs_cons};
+    sqlt_value(
+        sqlt_c,
+        "SELECT CASE WHEN NOT b.duplicate THEN b.want::text END FROM lockstep_store_batches(ARRAY[$1]::bigint[], "
+        "'{0}', ARRAY[$2]::bigint[], '{0}', '{false}', ARRAY[(SELECT min(s) FROM unnest($3::bigint[]) s)], "
+        "ARRAY[(SELECT max(s) FROM unnest($3::bigint[]) s)], '{0}', "
+        "ARRAY[(SELECT sum(c) FROM unnest($4::int[]) c)]::bigint[], "
+        "ARRAY[(SELECT min(s) FROM unnest($3::bigint[], $4::int[]) x(s, c) WHERE c > 0)], '{}', '{}', '{}', "
+        "'{}', '{}', '{}', '{}', array_fill(1, ARRAY[cardinality($8::int[])]), $8::int[], $9::int[], "
+        "$10::boolean[], $3::bigint[], $4::int[], $5::bigint[], $6::bigint[], $7::bytea[], '{}', '{}', '{}', "
+        "'{}') b",
+        10, p, out, cap);
 }
 
 /* step_row - step `step` of rank 0 of run `key` through the views, as "n digest inputs cons" (cons in hex, "-" for
@@ -68,9 +76,10 @@ static void test_parts_add_up(void **state)
     (void)state;
     char key[32], v[256];
     new_run("packs-a", key, sizeof(key));
-    store(key, "1", "{5,6}", "{3,4}", "{16,32}", "{1,2}", "{NULL,\\\\x01}", v, sizeof(v));
+    store(key, "1", "{5,6}", "{3,4}", "{16,32}", "{1,2}", "{NULL,\\\\x01}", "{1}", "{2}", "{true}", v, sizeof(v));
     assert_string_equal(v, "{}");
-    store(key, "2", "{6,31,32}", "{2,1,5}", "{1,7,9}", "{NULL,4,8}", "{\\\\x02,NULL,NULL}", v, sizeof(v));
+    store(key, "2", "{6,31,32}", "{2,1,5}", "{1,7,9}", "{NULL,4,8}", "{\\\\x02,NULL,NULL}", "{1,3}", "{2,3}",
+          "{true,false}", v, sizeof(v));
     assert_string_equal(v, "{}");
     assert_string_equal(packs(key, v, sizeof(v)), "3");
     assert_string_equal(step_row(key, "5", v, sizeof(v)), "3 16 1 -");
@@ -81,14 +90,14 @@ static void test_parts_add_up(void **state)
     assert_string_equal(sqlt_value(sqlt_c, "SELECT count(*) FROM step_digests WHERE run_key = $1", 1, p, v, sizeof(v)),
                         "4");
     /* a replay of the first batch adds nothing */
-    store(key, "1", "{5,6}", "{3,4}", "{16,32}", "{1,2}", "{NULL,\\\\x01}", v, sizeof(v));
+    store(key, "1", "{5,6}", "{3,4}", "{16,32}", "{1,2}", "{NULL,\\\\x01}", "{1}", "{2}", "{true}", v, sizeof(v));
     assert_string_equal(v, "");
     assert_string_equal(packs(key, v, sizeof(v)), "3");
     assert_string_equal(step_row(key, "6", v, sizeof(v)), "6 33 null 0102");
 }
 
-/* test_one_statement - two batches of one rank stored in one statement (a worker's group): their parts of a step are
- * added up before they are packed, one pack for the block, the consensus digests in the batches' order. */
+/* test_one_statement - two batches of one rank stored in one statement (a worker's group): a pack each, their parts
+ * of a step added up by the views, the consensus digests in the batches' order. */
 static void test_one_statement(void **state)
 {
     (void)state;
@@ -97,12 +106,12 @@ static void test_one_statement(void **state)
     const char *p[] = {key};
     sqlt_do(sqlt_c,
             "SELECT * FROM lockstep_store_batches(ARRAY[$1, $1]::bigint[], '{0,0}', '{1,2}', '{0,0}', "
-            "'{false,false}', '{7,7}', '{8,8}', '{0,0}', '{2,3}', '{}', '{}', '{}', '{}', '{}', '{}', '{1,2,2}', "
-            "'{7,7,8}', '{2,1,2}', '{5,3,11}', '{1,1,1}', ARRAY[NULL, '\\xaa', '\\xbb']::bytea[], '{}', '{}', '{}', "
-            "'{}', '{}')",
+            "'{false,false}', '{7,7}', '{8,8}', '{0,0}', '{2,3}', '{7,7}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', "
+            "'{1,2}', '{1,2}', '{1,3}', '{true,true}', '{7,7,8}', '{2,1,2}', '{5,3,11}', '{1,1,1}', "
+            "ARRAY['\\xaa', '\\xcc', '\\xbb']::bytea[], '{}', '{}', '{}', '{}')",
             1, p);
-    assert_string_equal(packs(key, v, sizeof(v)), "1");
-    assert_string_equal(step_row(key, "7", v, sizeof(v)), "3 6 0 aa");
+    assert_string_equal(packs(key, v, sizeof(v)), "2");
+    assert_string_equal(step_row(key, "7", v, sizeof(v)), "3 6 0 aacc");
     assert_string_equal(step_row(key, "8", v, sizeof(v)), "2 11 1 bb");
 }
 
@@ -134,9 +143,9 @@ static void test_series_spans(void **state)
             1, p);
     sqlt_do(sqlt_c,
             "SELECT * FROM lockstep_store_batches(ARRAY[$1]::bigint[], '{0}', '{1}', '{3}', '{true}', '{28}', "
-            "'{38}', '{9}', '{0}', '{1,1,1}', '{28,33,34}', '{0,5,6}', '{4,1,4}', '{1,0,1}', "
-            "ARRAY['\\x00', '\\x00', '\\x00']::bytea[], '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', "
-            "'{}', '{31,NULL,38}')",
+            "'{38}', '{9}', '{0}', '{28}', '{1,1,1}', '{28,33,34}', '{0,5,6}', '{4,1,4}', '{1,0,1}', "
+            "ARRAY['\\x00', '\\x00', '\\x00']::bytea[], '{31,NULL,38}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', "
+            "'{}', '{}', '{}', '{}', '{}', '{}')",
             1, p);
     assert_string_equal(sqlt_value(sqlt_c,
                                    "SELECT string_agg(step || ':' || answered, ' ' ORDER BY step) FROM record_requests "
