@@ -33,6 +33,7 @@ static atomic_ulong mem_cells, mem_marked, mem_handed[MHAND_COUNT], mem_put_off[
 static const char *const handed_reasons[MHAND_COUNT] = {"one_run", "look_only", "no_step", "apart",
                                                         "uneven",  "differ",    "refused"};
 static atomic_ulong db_groups, db_grouped; /* the database workers' groups, and the requests in them */
+static atomic_ulong sweep_took_us, sweep_period_ms;
 static atomic_ulong leases_held, lease_takeovers, fwd_sent, fwd_received, fwd_dropped;
 
 static void observe(histogram *h, double s)
@@ -224,6 +225,27 @@ static void put_compare_memory(sbuf *b)
             atomic_load(&mem_handed[i]));
 }
 
+void metrics_compare_sweep(double took_s, double period_s)
+{
+    atomic_store(&sweep_took_us, (unsigned long)(took_s * 1e6));
+    atomic_store(&sweep_period_ms, (unsigned long)(period_s * 1e3));
+}
+
+/* put_sweep - the comparison's sweep (metrics_compare_sweep). */
+static void put_sweep(sbuf *b)
+{
+    put(b,
+        "# HELP lockstepd_compare_sweep_seconds What the comparison's last sweep for ranks no notice brought took "
+        "(it reads every rank with recent progress).\n"
+        "# TYPE lockstepd_compare_sweep_seconds gauge\n"
+        "lockstepd_compare_sweep_seconds %.6f\n"
+        "# HELP lockstepd_compare_sweep_period_seconds The period of that sweep: 5 s, or 20 times what the last one "
+        "took (60 s at most).\n"
+        "# TYPE lockstepd_compare_sweep_period_seconds gauge\n"
+        "lockstepd_compare_sweep_period_seconds %.3f\n",
+        (double)atomic_load(&sweep_took_us) / 1e6, (double)atomic_load(&sweep_period_ms) / 1e3);
+}
+
 void metrics_leases(size_t held)
 {
     atomic_store(&leases_held, held);
@@ -379,6 +401,7 @@ char *metrics_render(void)
     put_compare_memory(&b);
     put_db_groups(&b);
     put_leases(&b);
+    put_sweep(&b);
     put(&b, "# HELP lockstepd_alert_deliveries_total Attempts to deliver an alert to a sink, by outcome (given_up: "
             "still failing alert_give_up_s after the alert was raised, no more attempts).\n"
             "# TYPE lockstepd_alert_deliveries_total counter\n");

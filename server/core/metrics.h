@@ -55,6 +55,10 @@ void metrics_alert_resends(int ok, unsigned long n);
 enum metric_held { MH_INGEST, MH_COMPARE, MH_COUNT };
 void metrics_held_refused(int where);
 
+/* metrics_compare_sweep - the comparison's last sweep for ranks no notice brought (cmp_active): what it took, and the
+ * period to the next one that follows from it (server/twins/compare.c). */
+void metrics_compare_sweep(double took_s, double period_s);
+
 /* metrics_consensus_held - the consensus windows lockstepd holds in memory until their groups report
  * (server/consensus/cons_mem.h): windows and member digests held, and digests a full table did not take. */
 void metrics_consensus_held(size_t windows, size_t digests, uint64_t unheld);

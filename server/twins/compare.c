@@ -26,7 +26,14 @@
 #include "server/store/db.h"
 #include "server/store/frames.h"
 
+/* The sweep (cmp_active) reads every rank with progress in its window: ~6 µs of PostgreSQL a rank, 0.6 s at 100,000
+ * ranks posting every 10 s (docs/scale.md). It runs every SWEEP_S seconds, or SWEEP_SHARE times as long as the last
+ * one took (SWEEP_MAX_S at most), so that it takes at most a twentieth of a thread and of a PostgreSQL core; it looks
+ * back over its period and SWEEP_MARGIN_S more. */
 #define SWEEP_S 5
+#define SWEEP_SHARE 20
+#define SWEEP_MAX_S 60
+#define SWEEP_MARGIN_S 10
 /* comparing is mostly waiting for PostgreSQL: eight at once (one look a group at a time; the differing ranks a look
  * finds are shared out) */
 #define CMP_THREADS 8
@@ -510,15 +517,30 @@ static int memory_counted(const char *group, int rank, const PGresult *r, int i)
     return cmp_mem_counted(group, rank, keys, counts, (size_t)n);
 }
 
-/* sweep - queue the groups with recent activity; at start (`backlog`), every
- * group and rank whose shared steps are not all compared yet (work a killed
- * lockstepd left undone). */
+static double next_sweep;             /* under thread.lock */
+static double sweep_period = SWEEP_S; /* under thread.lock */
+
+/* sweep - queue the groups with recent activity (and set the period to the next one by what it took); at start
+ * (`backlog`), every group and rank whose shared steps are not all compared yet (work a killed lockstepd left
+ * undone). */
 static void sweep(int backlog)
 {
-    char err[256];
-    const char *p[] = {"15 seconds"};
+    char err[256], window[32];
+    worker_lock(&thread);
+    snprintf(window, sizeof(window), "%.0f seconds", sweep_period + SWEEP_MARGIN_S);
+    worker_unlock(&thread);
+    const char *p[] = {window};
+    double t0 = clock_mono_s();
     PGresult *r =
         backlog ? db_exec("cmp_backlog", 0, NULL, err, sizeof(err)) : db_exec("cmp_active", 1, p, err, sizeof(err));
+    if (!backlog) {
+        double took = clock_mono_s() - t0, period = took * SWEEP_SHARE;
+        period = period < SWEEP_S ? SWEEP_S : period > SWEEP_MAX_S ? SWEEP_MAX_S : period;
+        worker_lock(&thread);
+        sweep_period = period;
+        worker_unlock(&thread);
+        metrics_compare_sweep(took, period);
+    }
     if (!r)
         return;
     for (int i = 0; i < PQntuples(r); i++) { /* the groups this instance compares, and those nobody does now */
@@ -530,8 +552,6 @@ static void sweep(int backlog)
     }
     PQclear(r);
 }
-
-static double next_sweep; /* under thread.lock */
 
 /* comeback_seen - 1 once after each time lockstepd reconnected to a PostgreSQL it had lost (db_comebacks): the
  * comparisons committed last before it (synchronous_commit off) may be gone, a standby promoted in its place has
@@ -622,7 +642,7 @@ static void cmp_loop(worker *w)
     worker_lock(w);
     int first = next_sweep == 0;
     if (first)
-        next_sweep = clock_mono_s() + SWEEP_S;
+        next_sweep = clock_mono_s() + sweep_period;
     worker_unlock(w);
     if (first)
         sweep(1);
@@ -658,7 +678,7 @@ static void cmp_loop(worker *w)
             worker_kick_locked(w); /* the rest of this group, or another group, for the other thread */
         int do_sweep = clock_mono_s() >= next_sweep;
         if (do_sweep)
-            next_sweep = clock_mono_s() + SWEEP_S;
+            next_sweep = clock_mono_s() + sweep_period;
         worker_unlock(w);
         found_item **many = NULL;
         size_t n_many = 0;

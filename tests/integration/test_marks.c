@@ -5,7 +5,7 @@
  * match, no missed divergence. A rerun of a run that ended is compared with it in memory, its steps read from the
  * database. A rank's first mark comes from memory, as the look would write it; a run alone on a rank waits for its
  * twin that streams elsewhere. A mark whose rank is busy waits for the next flush. The holder killed, another instance
- * takes the lease over and finds what follows. */
+ * takes the lease over and finds what follows. The sweep's period follows what it takes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -576,6 +576,18 @@ static void test_lease_takeover(void **state)
     h_srv_cleanup(&y);
 }
 
+/* The sweep for ranks no notice brought (server/twins/compare.c) runs every 5 s here: it takes far less than a
+ * twentieth of that (a fleet's takes longer, and its period with it: at most a twentieth of a thread). */
+static void test_sweep_paced(void **state)
+{
+    (void)state;
+    double took = -1;
+    for (int i = 0; i < 130 && (took = it_metric(&srv, "lockstepd_compare_sweep_seconds", NULL)) <= 0; i++)
+        usleep(100000); /* a sweep every 5 s from the start, the first of them reads the backlog: not timed */
+    assert_true(took > 0 && took < 0.25);
+    assert_true(it_metric(&srv, "lockstepd_compare_sweep_period_seconds", NULL) == 5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -583,7 +595,7 @@ int main(void)
         cmocka_unit_test(test_divergence_from_memory), cmocka_unit_test(test_late_batch),
         cmocka_unit_test(test_batches_through_two),    cmocka_unit_test(test_lease_one_holder),
         cmocka_unit_test(test_lease_takeover),         cmocka_unit_test(test_rerun_from_memory),
-        cmocka_unit_test(test_busy_mark_put_off),
+        cmocka_unit_test(test_busy_mark_put_off),      cmocka_unit_test(test_sweep_paced),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
