@@ -188,6 +188,8 @@ END $$;
 --  * each member's progress on the rank counts the records memory counted (no batch memory did not see: one
 --    stored by another lockstepd, or one whose commit it has not heard of yet);
 --  * no divergence is stored on it.
+-- A rank already marked as far or further (a look got there first: same members, not waiting, at its target, no
+-- divergence) needs nothing: it is returned as marked, and nothing is written (the look compared those steps).
 -- Returns the ranks marked (r_state 0: checked_upto and target m_upto, checked_at now), and those a moment may settle,
 -- for memory to try again at its next flush: 1, its lock was busy (a batch commits on it, or a look compares it: the
 -- look could not take it either); 2, it holds every condition but the count (a member's progress counts other
@@ -225,6 +227,13 @@ BEGIN
                    ELSE c.members = mem.keys AND NOT c.waiting AND c.target IS NOT NULL
                         AND c.checked_upto = c.target AND c.checked_upto >= m.lo - 1 AND c.checked_upto < m.upto END
           AND NOT EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g AND d.rank = m.rk)),
+    ahead AS ( -- marked as far already: nothing to write, nothing for the look to find
+        SELECT m.rk FROM unnest(m_rank, m_upto) AS m(rk, upto)
+        JOIN mem ON mem.rk = m.rk
+        JOIN group_checks c ON c.twin_group = g AND c.rank = m.rk
+        WHERE c.members = mem.keys AND NOT c.waiting AND c.target IS NOT NULL AND c.checked_upto = c.target
+          AND c.checked_upto >= m.upto
+          AND NOT EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g AND d.rank = m.rk)),
     marked AS (
         INSERT INTO group_checks AS c (twin_group, rank, checked_upto, target, members, checked_at, waiting)
         SELECT g, ok.rk, ok.upto, ok.upto, ok.keys, clock_timestamp(), false FROM ok WHERE ok.counted
@@ -232,6 +241,8 @@ BEGIN
             checked_at = excluded.checked_at
         RETURNING c.rank)
     SELECT k.rank, 0::smallint FROM marked k
+    UNION ALL
+    SELECT a.rk, 0::smallint FROM ahead a
     UNION ALL
     SELECT q.rk, 1::smallint FROM unnest(m_rank) AS q(rk) WHERE NOT (q.rk = ANY (coalesce(locked, '{}')))
     UNION ALL -- only the count stands in the way: a batch memory has not counted yet

@@ -1,0 +1,89 @@
+/* test_cmp_marks.c - the marks of the comparison's memory (lockstep_cmp_marks, sql/functions/compare.sql): which ranks
+ * the database takes, which it returns as marked without writing (marked as far already, by a look), and which it
+ * leaves to the look. On a real PostgreSQL with lockstepd's schema. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/sql/sqlt.h"
+
+/* new_run - a run of group `g` with two ranks starting at step 0; its key into `key`. */
+static void new_run(const char *g, char *key, size_t cap)
+{
+    const char *p[] = {g};
+    sqlt_value(sqlt_c,
+               "INSERT INTO runs (run_id, job_id, twin_group, ranks, start_step) "
+               "VALUES (gen_random_uuid(), 'j', $1, 2, 0) RETURNING run_key",
+               1, p, key, cap);
+}
+
+/* marks - memory's marks of group `g`: steps from[i]..upto[i] of rank i (0 and 1) found equal over both runs a and b,
+ * which it counted 100 records each on; the database's answer as "rank:state ..." in rank order. */
+static char *marks(const char *g, const char *a, const char *b, const char *from, const char *upto, char *out,
+                   size_t cap)
+{
+    char keys[160];
+    snprintf(keys, sizeof(keys), "{%s,%s,%s,%s}", a, b, a, b);
+    const char *p[] = {g, from, upto, keys};
+    return sqlt_value(sqlt_c,
+                      "SELECT coalesce(string_agg(r_rank || ':' || r_state, ' ' ORDER BY r_rank), '') "
+                      "FROM lockstep_cmp_marks($1, '{0,1}', $2::bigint[], $3::bigint[], '{0,0,1,1}', $4::bigint[], "
+                      "'{100,100,100,100}')",
+                      4, p, out, cap);
+}
+
+/* mark_of - rank r's mark of group g as "checked_upto/target". */
+static char *mark_of(const char *g, const char *r, char *out, size_t cap)
+{
+    const char *p[] = {g, r};
+    return sqlt_value(sqlt_c,
+                      "SELECT checked_upto || '/' || target FROM group_checks WHERE twin_group = $1 AND rank = $2::int",
+                      2, p, out, cap);
+}
+
+/* A rank with no mark yet is marked from the runs' start; a rank a look already marked further is returned as marked
+ * and its mark left as it is (it went to the look again before, which found nothing new); one whose mark has other
+ * members, or waits, goes to the look. */
+static void test_ahead(void **state)
+{
+    (void)state;
+    char a[32], b[32], v[128];
+    new_run("cm-a", a, sizeof(a));
+    new_run("cm-a", b, sizeof(b));
+    const char *pk[] = {a, b};
+    sqlt_do(sqlt_c,
+            "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
+            "SELECT k, r, 0, 20, 99, 100 FROM unnest(ARRAY[$1, $2]::bigint[]) k, generate_series(0, 1) r",
+            2, pk);
+    sqlt_do(sqlt_c,
+            "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at, waiting) "
+            "VALUES ('cm-a', 0, 20, 20, ARRAY[$1, $2]::bigint[], now(), false)",
+            2, pk);
+    assert_string_equal(marks("cm-a", a, b, "{11,0}", "{15,15}", v, sizeof(v)), "0:0 1:0");
+    assert_string_equal(mark_of("cm-a", "0", v, sizeof(v)), "20/20"); /* not moved back */
+    assert_string_equal(mark_of("cm-a", "1", v, sizeof(v)), "15/15");
+
+    sqlt_do(sqlt_c, "UPDATE group_checks SET waiting = true WHERE twin_group = 'cm-a' AND rank = 0", 0, NULL);
+    assert_string_equal(marks("cm-a", a, b, "{16,16}", "{18,18}", v, sizeof(v)), "1:0");
+    sqlt_do(sqlt_c, "UPDATE group_checks SET waiting = false, members = ARRAY[$1]::bigint[] WHERE twin_group = 'cm-a' "
+                    "AND rank = 0",
+            1, pk);
+    assert_string_equal(marks("cm-a", a, b, "{16,19}", "{18,19}", v, sizeof(v)), "1:0");
+    assert_string_equal(mark_of("cm-a", "0", v, sizeof(v)), "20/20");
+    assert_string_equal(mark_of("cm-a", "1", v, sizeof(v)), "19/19");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ahead),
+    };
+    return cmocka_run_group_tests(tests, sqlt_setup, sqlt_teardown);
+}
