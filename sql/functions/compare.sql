@@ -218,22 +218,20 @@ BEGIN
         SELECT array_agg(u.run_key ORDER BY u.run_key) AS keys,
                CASE WHEN min(u.start_step) = max(u.start_step) THEN min(u.start_step) END AS start
         FROM runs u WHERE u.twin_group = g),
-    ok AS ( -- every condition but the count
-        SELECT m.rk, m.upto, mem.keys, mem.counted FROM unnest(m_rank, m_from, m_upto) AS m(rk, lo, upto)
+    cur AS ( -- each rank memory would mark: what memory holds there, and its mark (has_mark false: none yet); the ranks
+             -- with a divergence stored are left out
+        SELECT m.rk, m.lo, m.upto, mem.keys, mem.counted, c.rank IS NOT NULL AS has_mark, c.checked_upto,
+               c.members = mem.keys AND NOT c.waiting AND c.target IS NOT NULL AND c.checked_upto = c.target AS settled
+        FROM unnest(m_rank, m_from, m_upto) AS m(rk, lo, upto)
         JOIN mem ON mem.rk = m.rk
-        CROSS JOIN gr
         LEFT JOIN group_checks c ON c.twin_group = g AND c.rank = m.rk
-        WHERE CASE WHEN c.rank IS NULL THEN mem.keys = gr.keys AND m.lo <= gr.start AND m.upto >= gr.start
-                   ELSE c.members = mem.keys AND NOT c.waiting AND c.target IS NOT NULL
-                        AND c.checked_upto = c.target AND c.checked_upto >= m.lo - 1 AND c.checked_upto < m.upto END
-          AND NOT EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g AND d.rank = m.rk)),
+        WHERE NOT EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g AND d.rank = m.rk)),
+    ok AS ( -- every condition but the count
+        SELECT cur.rk, cur.upto, cur.keys, cur.counted FROM cur CROSS JOIN gr
+        WHERE CASE WHEN NOT cur.has_mark THEN cur.keys = gr.keys AND cur.lo <= gr.start AND cur.upto >= gr.start
+                   ELSE cur.settled AND cur.checked_upto >= cur.lo - 1 AND cur.checked_upto < cur.upto END),
     ahead AS ( -- marked as far already: nothing to write, nothing for the look to find
-        SELECT m.rk FROM unnest(m_rank, m_upto) AS m(rk, upto)
-        JOIN mem ON mem.rk = m.rk
-        JOIN group_checks c ON c.twin_group = g AND c.rank = m.rk
-        WHERE c.members = mem.keys AND NOT c.waiting AND c.target IS NOT NULL AND c.checked_upto = c.target
-          AND c.checked_upto >= m.upto
-          AND NOT EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g AND d.rank = m.rk)),
+        SELECT cur.rk FROM cur WHERE cur.has_mark AND cur.settled AND cur.checked_upto >= cur.upto),
     marked AS (
         INSERT INTO group_checks AS c (twin_group, rank, checked_upto, target, members, checked_at, waiting)
         SELECT g, ok.rk, ok.upto, ok.upto, ok.keys, clock_timestamp(), false FROM ok WHERE ok.counted

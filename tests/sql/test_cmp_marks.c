@@ -72,8 +72,9 @@ static void test_ahead(void **state)
 
     sqlt_do(sqlt_c, "UPDATE group_checks SET waiting = true WHERE twin_group = 'cm-a' AND rank = 0", 0, NULL);
     assert_string_equal(marks("cm-a", a, b, "{16,16}", "{18,18}", v, sizeof(v)), "1:0");
-    sqlt_do(sqlt_c, "UPDATE group_checks SET waiting = false, members = ARRAY[$1]::bigint[] WHERE twin_group = 'cm-a' "
-                    "AND rank = 0",
+    sqlt_do(sqlt_c,
+            "UPDATE group_checks SET waiting = false, members = ARRAY[$1]::bigint[] WHERE twin_group = 'cm-a' "
+            "AND rank = 0",
             1, pk);
     assert_string_equal(marks("cm-a", a, b, "{16,19}", "{18,19}", v, sizeof(v)), "1:0");
     assert_string_equal(mark_of("cm-a", "0", v, sizeof(v)), "20/20");
