@@ -90,3 +90,12 @@ const char *sqlt_bool(int b)
 {
     return b ? "true" : "false";
 }
+
+void sqlt_new_run(const char *g, char *key, size_t cap)
+{
+    const char *p[] = {g};
+    sqlt_value(sqlt_c,
+               "INSERT INTO runs (run_id, job_id, twin_group, ranks, start_step) "
+               "VALUES (gen_random_uuid(), 'j', $1, 2, 0) RETURNING run_key",
+               1, p, key, cap);
+}

@@ -33,6 +33,9 @@ void sqlt_do(PGconn *c, const char *sql, int n, const char *const *p);
  * returns one row. Returns `out`. */
 char *sqlt_value(PGconn *c, const char *sql, int n, const char *const *p, char *out, size_t cap);
 
+/* sqlt_new_run - a run of twin group `g` with two ranks starting at step 0 (through sqlt_c); its key into `key`. */
+void sqlt_new_run(const char *g, char *key, size_t cap);
+
 /* sqlt_cases - the JSON case table `path` (relative to the source tree: LOCKSTEP_SRC, else the working
  * directory); fails the test when it does not parse. The caller decrefs it. */
 json_t *sqlt_cases(const char *path);

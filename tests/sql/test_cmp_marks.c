@@ -14,16 +14,6 @@
 
 #include "tests/sql/sqlt.h"
 
-/* new_run - a run of group `g` with two ranks starting at step 0; its key into `key`. */
-static void new_run(const char *g, char *key, size_t cap)
-{
-    const char *p[] = {g};
-    sqlt_value(sqlt_c,
-               "INSERT INTO runs (run_id, job_id, twin_group, ranks, start_step) "
-               "VALUES (gen_random_uuid(), 'j', $1, 2, 0) RETURNING run_key",
-               1, p, key, cap);
-}
-
 /* marks - memory's marks of group `g`: steps from[i]..upto[i] of rank i (0 and 1) found equal over both runs a and b,
  * which it counted 100 records each on; the database's answer as "rank:state ..." in rank order. */
 static char *marks(const char *g, const char *a, const char *b, const char *from, const char *upto, char *out,
@@ -55,8 +45,8 @@ static void test_ahead(void **state)
 {
     (void)state;
     char a[32], b[32], v[128];
-    new_run("cm-a", a, sizeof(a));
-    new_run("cm-a", b, sizeof(b));
+    sqlt_new_run("cm-a", a, sizeof(a));
+    sqlt_new_run("cm-a", b, sizeof(b));
     const char *pk[] = {a, b};
     sqlt_do(sqlt_c,
             "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "

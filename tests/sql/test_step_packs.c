@@ -18,16 +18,6 @@
 #include "server/store/frames.h"
 #include "tests/sql/sqlt.h"
 
-/* new_run - a run of group `g` with two ranks; returns its key into `key`. */
-static void new_run(const char *g, char *key, size_t cap)
-{
-    const char *p[] = {g};
-    sqlt_value(sqlt_c,
-               "INSERT INTO runs (run_id, job_id, twin_group, ranks, start_step) "
-               "VALUES (gen_random_uuid(), 'j', $1, 2, 0) RETURNING run_key",
-               1, p, key, cap);
-}
-
 /* store - one batch of rank 0 with step digests only (a group of one: lockstep_store_batches), its packs the slices
  * from..to of its step rows (packs_cons: whether each carries consensus digests); returns its reply ("" for a
  * replay). */
@@ -75,7 +65,7 @@ static void test_parts_add_up(void **state)
 {
     (void)state;
     char key[32], v[256];
-    new_run("packs-a", key, sizeof(key));
+    sqlt_new_run("packs-a", key, sizeof(key));
     store(key, "1", "{5,6}", "{3,4}", "{16,32}", "{1,2}", "{NULL,\\\\x01}", "{1}", "{2}", "{true}", v, sizeof(v));
     assert_string_equal(v, "{}");
     store(key, "2", "{6,31,32}", "{2,1,5}", "{1,7,9}", "{NULL,4,8}", "{\\\\x02,NULL,NULL}", "{1,3}", "{2,3}",
@@ -102,7 +92,7 @@ static void test_one_statement(void **state)
 {
     (void)state;
     char key[32], v[256];
-    new_run("packs-b", key, sizeof(key));
+    sqlt_new_run("packs-b", key, sizeof(key));
     const char *p[] = {key};
     sqlt_do(sqlt_c,
             "SELECT * FROM lockstep_store_batches(ARRAY[$1, $1]::bigint[], '{0,0}', '{1,2}', '{0,0}', "
@@ -135,7 +125,7 @@ static void test_series_spans(void **state)
             sqlt_value(sqlt_c, "SELECT lockstep_step_block($1) || ' ' || lockstep_block_first($1)", 1, p, v, sizeof(v)),
             want);
     }
-    new_run("spans", key, sizeof(key));
+    sqlt_new_run("spans", key, sizeof(key));
     const char *p[] = {key};
     sqlt_do(sqlt_c,
             "INSERT INTO record_requests (run_key, rank, step, committed_at) SELECT $1, 0, s, now() "
