@@ -85,15 +85,10 @@ static size_t sum_steps(const srv_batch *bt, step_sum **out)
 /* lit_add_or_null - v, or NULL when `null`. */
 static void lit_add_or_null(db_lit *l, int64_t v, int null)
 {
-    if (!null) {
+    if (null)
+        db_lit_null(l);
+    else
         db_lit_add(l, v);
-        return;
-    }
-    if (l->len + 8 > l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 256;
-        l->p = xrealloc(l->p, l->cap);
-    }
-    l->len += (size_t)sprintf(l->p + l->len, "%cNULL", l->len ? ',' : '{');
 }
 
 /* lit_add_ranks - the int[] literal of `n` ranks as one quoted element of a text[] literal. */
@@ -188,7 +183,7 @@ static int64_t step_lits(group_params *gp, int k, const step_sum *steps, size_t 
         if (len)
             lit_add_bytes(&d[4], packed, len * CONS_PACKED);
         else
-            lit_add_or_null(&d[4], 0, 1);
+            db_lit_null(&d[4]);
         lo = s && s->n > 0 && step < lo ? step : lo;
         cons |= len > 0;
         if (r + 1 == n || rows[r + 1].step >> FRAMES_BLOCK_SHIFT != step >> FRAMES_BLOCK_SHIFT) {
@@ -293,18 +288,12 @@ static void group_add(group_params *gp, int k, const run_info *run, const srv_ba
         db_lit_add(&f[2], (int64_t)g->seq_lo);
         db_lit_add(&f[3], g->n);
         db_lit_add(&f[4], g->kind);
-        if (g->last != g->step)
-            db_lit_add(&f[6], g->last);
-        else
-            db_lit_null(&f[6]);
+        lit_add_or_null(&f[6], g->last, g->last == g->step);
         lo = g->step < lo ? g->step : lo;
     }
     int64_t dlo = step_lits(gp, k, steps, n_steps, bt);
     lo = dlo < lo ? dlo : lo;
-    if (lo != INT64_MAX)
-        db_lit_add(&b[9], lo);
-    else
-        db_lit_null(&b[9]);
+    lit_add_or_null(&b[9], lo, lo == INT64_MAX);
     group_lits(&gp->arr[G_GROUPS + 1], &gp->arr[G_GROUPS], k, run->key, bt);
     free(steps);
 }
