@@ -296,7 +296,9 @@ double db_read_lag(void)
     PGresult *r = PQexec(d->c, LAG_SQL);
     lag = PQresultStatus(r) == PGRES_TUPLES_OK && !PQgetisnull(r, 0, 0) ? atof(PQgetvalue(r, 0, 0)) : -1;
     PQclear(r);
-    at = now;
+    /* only a known lag is kept for the second: a standby that has replayed nothing yet (no transaction time) may
+     * replay the next moment, and a read that then shows what it replayed says how far behind it is */
+    at = lag >= 0 ? now : 0;
     return lag;
 }
 
