@@ -35,8 +35,7 @@ size_t frames_lz4_cost(const rec_record *r)
 
 void frames_register(void)
 {
-    db_register("frames_lz4", "SELECT a.attcompression = 'l' AND a.attstorage = 'm' FROM pg_attribute a "
-                              "WHERE a.attrelid = 'record_frames'::regclass AND a.attname = 'frames'");
+    db_register("frames_lz4", "SELECT lockstep_frames_compressed()");
     db_register("frames_step", "SELECT run_key, step, seq_lo, n, frames FROM record_frames "
                                "WHERE run_key = ANY($1::bigint[]) AND rank = $2 AND step = $3 UNION ALL "
                                "SELECT run_key, step, seq_lo, n, frames FROM record_frames "

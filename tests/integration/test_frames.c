@@ -427,6 +427,89 @@ static void test_series_spans(void **state)
     h_srv_cleanup(&s);
 }
 
+/* post_series - one batch of rank 0: steps 0 .. steps-1, each with the four metrics of a training step (scalars of
+ * occurrence 0: series points), the value of metric m at step t t + m / 8. */
+static void post_series(const h_srv *s, const char *run, int steps)
+{
+    static const char *const names[] = {"loss", "grad_norm", "lr", "tokens"};
+    h_batch b = {0};
+    h_batch_begin(&b, run, 0, 0);
+    uint64_t seq = 0;
+    for (int64_t step = 0; step < steps; step++)
+        for (int m = 0; m < 4; m++) {
+            double v = (double)step + m / 8.0;
+            rec_record r = {0};
+            r.seq = seq++;
+            r.step = step;
+            r.name = names[m];
+            r.name_len = (uint16_t)strlen(names[m]);
+            r.dtype = LS_F64;
+            r.nbytes = 8;
+            memcpy(&r.value, &v, 8);
+            r.flags = REC_HAS_VALUE;
+            r.fp = fp_lsfp1(&v, 8);
+            h_batch_add(&b, &r);
+        }
+    char url[512];
+    snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", s->base, run);
+    assert_int_equal(h_http("POST", url, "application/x-lockstep", b.buf, b.len, NULL, NULL), 200);
+    h_batch_free(&b);
+}
+
+/* test_series_compressed - where record_frames compresses frames (lockstep_frames_compressed: lz4), every partition
+ * takes lockstep_frames_target at lockstep_ensure_partitions, one made before with another target included, and a
+ * batch's segment of series points past ~2 KB is stored compressed; where it does not, segments are stored as they
+ * came. Either way the points read back as they were sent. */
+static void test_series_compressed(void **state)
+{
+    (void)state;
+    h_srv s;
+    const char *args[] = {"--db", pg.conninfo, NULL};
+    assert_int_equal(h_srv_start(&s, args), 0);
+    PGconn *c = db();
+    char v[256], sql[600];
+    int lz4 = scalar(c, "SELECT lockstep_frames_compressed()", v, sizeof(v))[0] == 't';
+    const char *target = lz4 ? "2032" : "8160";
+    exec_ok(c, lz4 ? "ALTER TABLE record_frames_default SET (toast_tuple_target = 8160)"
+                   : "ALTER TABLE record_frames_default SET (toast_tuple_target = 2032)");
+    exec_ok(c, "SELECT lockstep_ensure_partitions(1)");
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) >= 3 AND bool_and(coalesce(c.reloptions, '{}') @> ARRAY['toast_tuple_target=%s']) "
+             "FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'record_frames'::regclass",
+             target);
+    /* every partition has the target: the default one, today's and tomorrow's at least */
+    assert_string_equal(scalar(c, sql, v, sizeof(v)), "t");
+
+    char run[40], path[300];
+    assert_int_equal(it_register(&s, "94", NULL, 1, 0, NULL, run), 0);
+    post_series(&s, run, 30); /* 120 points of one block: one segment of ~2.5 KB */
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) || ' ' || bool_and(octet_length(f.frames) > 2100) || ' ' || "
+             "bool_and(pg_column_size(f.frames) < octet_length(f.frames) / 2) FROM record_frames f "
+             "JOIN runs r USING (run_key) WHERE r.run_id = '%s' AND f.kind = 1",
+             run);
+    assert_string_equal(scalar(c, sql, v, sizeof(v)), lz4 ? "1 true true" : "1 true false");
+    PQfinish(c);
+    json_t *o = NULL;
+    snprintf(path, sizeof(path), "/api/v1/runs/%s/series?rank=0&name=loss,tokens", run);
+    assert_int_equal(it_call(&s, "GET", path, NULL, NULL, &o), 200);
+    json_t *series = json_object_get(o, "series");
+    assert_int_equal(json_array_size(series), 2);
+    for (size_t k = 0; k < 2; k++) {
+        json_t *one = json_array_get(series, k);
+        json_t *steps = json_object_get(one, "steps"), *values = json_object_get(one, "values");
+        double m = !strcmp(json_string_value(json_object_get(one, "name")), "loss") ? 0 : 3;
+        assert_int_equal(json_array_size(steps), 30);
+        for (size_t t = 0; t < 30; t++) {
+            assert_int_equal(json_integer_value(json_array_get(steps, t)), (json_int_t)t);
+            assert_true(json_real_value(json_array_get(values, t)) == (double)t + m / 8.0);
+        }
+    }
+    json_decref(o);
+    assert_int_equal(h_srv_kill(&s, SIGTERM), 0);
+    h_srv_cleanup(&s);
+}
+
 /* test_damaged_frames - a stored frame changed behind lockstepd's back is refused with 500, never served. */
 static void test_damaged_frames(void **state)
 {
@@ -459,9 +542,8 @@ static void test_damaged_frames(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_convert_rows),
-        cmocka_unit_test(test_pages_across_segments),
-        cmocka_unit_test(test_series_spans),
+        cmocka_unit_test(test_convert_rows),   cmocka_unit_test(test_pages_across_segments),
+        cmocka_unit_test(test_series_spans),   cmocka_unit_test(test_series_compressed),
         cmocka_unit_test(test_damaged_frames),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
