@@ -68,20 +68,16 @@ void it_batch_steps(h_batch *bp, const char *run_id, int rank, uint64_t batch_se
             char name[64];
             rec_record r = {0};
             uint64_t key[3] = {(uint64_t)rank, (uint64_t)step, (uint64_t)i};
-            r.seq = (*seq)++;
-            r.step = step;
-            r.t_ns = 1000 * (int64_t)r.seq;
+            uint64_t sq = (*seq)++;
             if (i == 0) {
-                double loss = 10.0 / (double)(step + 1);
-                snprintf(name, sizeof(name), "loss");
+                it_scalar(&r, "loss", sq, step, 10.0 / (double)(step + 1));
                 r.level = LS_LEVEL_METRIC;
-                r.dtype = LS_F64;
-                r.nbytes = 8;
-                memcpy(&r.value, &loss, 8);
-                r.flags = REC_HAS_VALUE;
-                r.fp = fp_lsfp1(&loss, 8);
             } else {
                 snprintf(name, sizeof(name), "layer%d.out", i);
+                r.seq = sq;
+                r.step = step;
+                r.name = name;
+                r.name_len = (uint16_t)strlen(name);
                 r.level = LS_LEVEL_MODULE;
                 r.dtype = LS_F32;
                 r.ndim = 2;
@@ -90,12 +86,11 @@ void it_batch_steps(h_batch *bp, const char *run_id, int rank, uint64_t batch_se
                 r.nbytes = 4096;
                 r.fp = fp_lsfp1(key, sizeof(key));
             }
+            r.t_ns = 1000 * (int64_t)r.seq;
             if (step == flip_step && i == flip) {
                 r.fp ^= 0x10;
                 r.value ^= 1;
             }
-            r.name = name;
-            r.name_len = (uint16_t)strlen(name);
             h_batch_add(bp, &r);
         }
     }
@@ -107,10 +102,29 @@ long it_post_steps(const h_srv *s, const char *run_id, int rank, uint64_t batch_
 {
     h_batch b = {0};
     it_batch_steps(&b, run_id, rank, batch_seq, first, count, per_step, flip_step, flip, drop_step, drop, seq);
+    return it_post_batch(s, run_id, &b, token);
+}
+
+void it_scalar(rec_record *r, const char *name, uint64_t seq, int64_t step, double v)
+{
+    memset(r, 0, sizeof(*r));
+    r->seq = seq;
+    r->step = step;
+    r->name = name;
+    r->name_len = (uint16_t)strlen(name);
+    r->dtype = LS_F64;
+    r->nbytes = 8;
+    memcpy(&r->value, &v, 8);
+    r->flags = REC_HAS_VALUE;
+    r->fp = fp_lsfp1(&v, 8);
+}
+
+long it_post_batch(const h_srv *s, const char *run_id, h_batch *b, const char *token)
+{
     char url[512];
     snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", s->base, run_id);
-    long code = h_http("POST", url, "application/x-lockstep", b.buf, b.len, token, NULL);
-    h_batch_free(&b);
+    long code = h_http("POST", url, "application/x-lockstep", b->buf, b->len, token, NULL);
+    h_batch_free(b);
     return code;
 }
 

@@ -43,6 +43,14 @@ typedef struct it_step {
 void it_batch_steps(h_batch *b, const char *run_id, int rank, uint64_t batch_seq, int64_t first, int count,
                     int per_step, int64_t flip_step, int flip, int64_t drop_step, int drop, uint64_t *seq);
 
+/* it_scalar - `r` made a scalar record of F64 value `v` (REC_HAS_VALUE, its LSFP-1 fingerprint), named `name`
+ * (kept, not copied), seq `seq` of step `step`; every other field 0 (occurrence 0: a series point). */
+void it_scalar(rec_record *r, const char *name, uint64_t seq, int64_t step, double v);
+
+/* it_post_batch - post batch `b` (application/x-lockstep) to run `run_id`'s records and free it. Returns the HTTP
+ * status. */
+long it_post_batch(const h_srv *s, const char *run_id, h_batch *b, const char *token);
+
 /* it_post_steps - post it_batch_steps' batch. Returns the HTTP status. */
 long it_post_steps(const h_srv *s, const char *run_id, int rank, uint64_t batch_seq, int64_t first, int count,
                    int per_step, int64_t flip_step, int flip, int64_t drop_step, int drop, uint64_t *seq,

@@ -244,19 +244,15 @@ static void post_wide_step(const h_srv *s, const char *run, int n)
         for (int i = 0; i < count; i++) {
             char name[64];
             rec_record r = {0};
-            r.seq = seq++;
-            r.step = step;
             if (i == 0 || i == n / 2) {
-                double loss = 1.0 + (double)step + (double)i;
-                snprintf(name, sizeof(name), "loss");
+                it_scalar(&r, "loss", seq++, step, 1.0 + (double)step + (double)i);
                 r.occurrence = i == 0 ? 0 : 1;
-                r.dtype = LS_F64;
-                r.nbytes = 8;
-                memcpy(&r.value, &loss, 8);
-                r.flags = REC_HAS_VALUE;
-                r.fp = fp_lsfp1(&loss, 8);
             } else {
                 snprintf(name, sizeof(name), "model.layers.%04d.mlp.down_proj.out", i);
+                r.seq = seq++;
+                r.step = step;
+                r.name = name;
+                r.name_len = (uint16_t)strlen(name);
                 r.level = LS_LEVEL_MODULE;
                 r.dtype = LS_BF16;
                 r.ndim = 3;
@@ -266,15 +262,10 @@ static void post_wide_step(const h_srv *s, const char *run, int n)
                 r.nbytes = 8192u * (unsigned)i;
                 r.fp = fp_lsfp1(&r.seq, 8);
             }
-            r.name = name;
-            r.name_len = (uint16_t)strlen(name);
             h_batch_add(&b, &r);
         }
     }
-    char url[512];
-    snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", s->base, run);
-    assert_int_equal(h_http("POST", url, "application/x-lockstep", b.buf, b.len, NULL, NULL), 200);
-    h_batch_free(&b);
+    assert_int_equal(it_post_batch(s, run, &b, NULL), 200);
 }
 
 /* check_pages - each page (cursor, limit) of run `run`'s records endpoint, rank 0, is that slice of `all` (every
@@ -437,23 +428,11 @@ static void post_series(const h_srv *s, const char *run, int steps)
     uint64_t seq = 0;
     for (int64_t step = 0; step < steps; step++)
         for (int m = 0; m < 4; m++) {
-            double v = (double)step + m / 8.0;
-            rec_record r = {0};
-            r.seq = seq++;
-            r.step = step;
-            r.name = names[m];
-            r.name_len = (uint16_t)strlen(names[m]);
-            r.dtype = LS_F64;
-            r.nbytes = 8;
-            memcpy(&r.value, &v, 8);
-            r.flags = REC_HAS_VALUE;
-            r.fp = fp_lsfp1(&v, 8);
+            rec_record r;
+            it_scalar(&r, names[m], seq++, step, (double)step + m / 8.0);
             h_batch_add(&b, &r);
         }
-    char url[512];
-    snprintf(url, sizeof(url), "%s/api/v1/runs/%s/records", s->base, run);
-    assert_int_equal(h_http("POST", url, "application/x-lockstep", b.buf, b.len, NULL, NULL), 200);
-    h_batch_free(&b);
+    assert_int_equal(it_post_batch(s, run, &b, NULL), 200);
 }
 
 /* test_series_compressed - where record_frames compresses frames (lockstep_frames_compressed: lz4), every partition

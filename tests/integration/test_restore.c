@@ -328,16 +328,8 @@ static void run_sharded(const char *job, const char *group, int ranks, int64_t f
             r.ext = ext;
             h_batch_add(&b, &r);
             double mine = (double)(hi - lo); /* rank-local: not compared across layouts */
-            rec_record m = {0};
-            m.seq = seq++;
-            m.step = step;
-            m.name = "rows";
-            m.name_len = 4;
-            m.dtype = LS_F64;
-            m.nbytes = 8;
-            memcpy(&m.value, &mine, 8);
-            m.flags = REC_HAS_VALUE;
-            m.fp = fp_lsfp1(&mine, 8);
+            rec_record m;
+            it_scalar(&m, "rows", seq++, step, mine);
             h_batch_add(&b, &m);
             free(t);
         }
