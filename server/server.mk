@@ -91,7 +91,7 @@ TEST_TIERS += tests/integration/run.sh
 SQLT_BINS := $(patsubst tests/sql/%.c,$(B)/tests/sql/%,$(wildcard tests/sql/test_*.c))
 SQLT_OBJS := $(B)/tests/sql/sqlt.o $(HARNESS_OBJS) $(B)/server/store/migrate.o $(B)/server/migrations.o \
   $(B)/server/store/db.o $(B)/server/core/log.o $(B)/server/core/metrics.o $(B)/server/core/xalloc.o \
-  $(B)/server/core/error.o $(B)/server/rules/members.o $(B)/server/store/sql.o $(VERSION_OBJ)
+  $(B)/server/core/error.o $(B)/server/core/clock.o $(B)/server/rules/members.o $(B)/server/store/sql.o $(VERSION_OBJ)
 $(B)/tests/sql/%.o: EXTRA_CFLAGS_tests += $(call pc_cflags,libpq)
 $(B)/tests/sql/test_%: $(B)/tests/sql/test_%.o $(SQLT_OBJS) $(LIBCOMMON) | $(LOCKSTEPD)
 	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(call pc_libs,cmocka libpq) $(HARNESS_LIBS) -lm

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/text.h"
+#include "server/core/clock.h"
 #include "server/core/error.h"
 #include "server/core/log.h"
 #include "server/core/metrics.h"
@@ -32,6 +33,7 @@ static short by_name[NAME_SLOTS]; /* 1 + the statement's index, 0 for an empty s
 typedef struct dbconn {
     PGconn *c;
     unsigned char ready[MAX_STATEMENTS / 8];
+    double replan_at, replan_every; /* replan_due: when it next drops its plans (clock_mono_s), and the wait after */
 } dbconn;
 static pthread_key_t conn_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -190,12 +192,42 @@ static void session_set(PGconn *c)
     PQclear(r);
 }
 
+/* Plans made on small tables are made again as the tables grow. lockstepd's functions keep their plans
+ * (plan_cache_mode, sql/functions/compare.sql), and PostgreSQL makes a kept plan from what it knows of the tables at
+ * a session's first call: on a fresh database, tables analyzed empty, for which a hash over a sequential scan is
+ * the cheapest plan, kept until PostgreSQL analyzes them again (docs/scale.md, "Series segments compressed": a
+ * read of group_checks at 40 ms a group of batches against 3 ms, the marks of memory's comparison at 21 ms a call
+ * against 7 ms). So each connection drops its plans (DISCARD PLANS: prepared statements stay prepared) replan_first_s
+ * after it was made, then after twice as long each time, REPLAN_MAX_S at most; PostgreSQL plans them again from the
+ * tables' current sizes, analyzed or not. */
+static double replan_first_s = 30;
+#define REPLAN_MAX_S 3600.0
+
+void db_replan_first(double seconds)
+{
+    replan_first_s = seconds;
+}
+
+/* replan_due - connection `d`'s plans dropped when their time has come and it is not inside a transaction (a failure
+ * only waits for the next time). */
+static void replan_due(dbconn *d)
+{
+    double now = clock_mono_s();
+    if (now < d->replan_at || PQtransactionStatus(d->c) != PQTRANS_IDLE)
+        return;
+    PQclear(PQexec(d->c, "DISCARD PLANS"));
+    d->replan_every = d->replan_every * 2 < REPLAN_MAX_S ? d->replan_every * 2 : REPLAN_MAX_S;
+    d->replan_at = now + d->replan_every;
+}
+
 static dbconn *this_conn(void)
 {
     pthread_once(&key_once, key_create);
     dbconn *d = current();
-    if (d && PQstatus(d->c) == CONNECTION_OK)
+    if (d && PQstatus(d->c) == CONNECTION_OK) {
+        replan_due(d);
         return d;
+    }
     int replica = on_replica();
     pthread_key_t key = replica ? read_key : conn_key;
     if (d) {
@@ -214,6 +246,8 @@ static dbconn *this_conn(void)
     session_set(c);
     d = xcalloc(1, sizeof(*d));
     d->c = c;
+    d->replan_every = replan_first_s;
+    d->replan_at = clock_mono_s() + replan_first_s;
     pthread_setspecific(key, d);
     return d;
 }

@@ -42,6 +42,10 @@ int db_prepare_all(char *err, size_t cap);
  * NULL or "": none, every statement goes to the primary. Call once, before any thread uses the database. */
 void db_init_reads(const char *conninfo);
 
+/* db_replan_first - how long after a connection is made it first drops its cached plans (30 s by default; then
+ * after twice as long each time, an hour at most), for connections made from now on. See server/store/db.c. */
+void db_replan_first(double seconds);
+
 /* db_reads_begin - this thread's statements, until db_reads_end, are reads that may lag the primary a little (the
  * dashboard's and the CLI's): they go to the read replica when one is configured and reachable, else to the
  * primary (a replica that cannot be reached is tried again after a few seconds). A statement that writes fails
