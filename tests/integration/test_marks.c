@@ -576,6 +576,40 @@ static void test_lease_takeover(void **state)
     h_srv_cleanup(&y);
 }
 
+/* A rank whose check is older than the end of a run of its group is unchecked to the twin status (a "match" would
+ * claim the run's last step, which its end completes, was compared) until a look checks it again: the run's end asks
+ * for every rank, and when that look finds the rank's lock taken (memory's flush holds it, and may write nothing),
+ * the sweep for lost notices looks at it within its period. Here the check is set back behind run a's end (after
+ * the rank's own ends), as such a lost look leaves it: the group shows pending, then match again. */
+static void test_sweep_after_run_end(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    assert_int_equal(it_register(&srv, "330", "m-end", 2, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "331", "m-end", 2, 0, NULL, b), 0);
+    side_by_side(a, b, 2, 0, 6, -1, -1, 0);
+    end_all(a, b, 2); /* rank 0 ends in both runs before rank 1 ends either run */
+    json_t *o = it_wait_group(&srv, "m-end", "match");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "match");
+    json_decref(o);
+    assert_int_equal(sql_ok("UPDATE group_checks SET checked_at = (SELECT max(e.ended_at) + interval '1 microsecond' "
+                            "FROM rank_ends e JOIN runs r USING (run_key) WHERE r.twin_group = 'm-end' AND e.rank = 0) "
+                            "WHERE twin_group = 'm-end' AND rank = 0 AND checked_at > (SELECT max(ended_at) FROM runs "
+                            "WHERE twin_group = 'm-end') RETURNING 1"),
+                     0);
+    char v[64];
+    query_group("SELECT count(*) FROM group_checks c WHERE c.twin_group = $1 AND c.rank = $2::int AND c.checked_at < "
+                "(SELECT max(ended_at) FROM runs WHERE twin_group = $1)",
+                "m-end", 0, v, sizeof(v));
+    assert_string_equal(v, "1"); /* behind run a's end, after the rank's own ends */
+    assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/m-end", NULL, NULL, &o), 200);
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "pending");
+    json_decref(o);
+    o = it_wait_group(&srv, "m-end", "match"); /* a sweep every 5 s */
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "match");
+    json_decref(o);
+}
+
 /* The sweep for ranks no notice brought (server/twins/compare.c) runs every 5 s here: it takes far less than a
  * twentieth of that (a fleet's takes longer, and its period with it: at most a twentieth of a thread). */
 static void test_sweep_paced(void **state)
@@ -596,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_batches_through_two),    cmocka_unit_test(test_lease_one_holder),
         cmocka_unit_test(test_lease_takeover),         cmocka_unit_test(test_rerun_from_memory),
         cmocka_unit_test(test_busy_mark_put_off),      cmocka_unit_test(test_sweep_paced),
+        cmocka_unit_test(test_sweep_after_run_end),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
