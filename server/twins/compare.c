@@ -140,13 +140,9 @@ void cmp_register(void)
                               "UNION ALL SELECT DISTINCT r.twin_group, e.rank, NULL::bigint[], NULL::bigint[], true "
                               "FROM rank_ends e JOIN runs r USING (run_key) "
                               "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
-                              "WHERE r.twin_group IS NOT NULL AND e.ended_at > now() - $1::interval "
-                              "AND (g.rank IS NULL OR g.checked_at < e.ended_at) "
-                              "UNION ALL SELECT DISTINCT r.twin_group, e.rank, NULL::bigint[], NULL::bigint[], true "
-                              "FROM runs r JOIN rank_ends e USING (run_key) "
-                              "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
-                              "WHERE r.twin_group IS NOT NULL AND r.ended_at > now() - $1::interval "
-                              "AND (g.rank IS NULL OR g.checked_at < r.ended_at)");
+                              "WHERE r.twin_group IS NOT NULL "
+                              "AND greatest(e.ended_at, r.ended_at) > now() - $1::interval "
+                              "AND (g.rank IS NULL OR g.checked_at < greatest(e.ended_at, r.ended_at))");
     cmp_register_restores();
     cmp_register_resumes();
     cmp_register_logical();
