@@ -189,7 +189,10 @@ END $$;
 --    stored by another lockstepd, or one whose commit it has not heard of yet);
 --  * no divergence is stored on it.
 -- A rank already marked as far or further (a look got there first: same members, not waiting, at its target, no
--- divergence) needs nothing: it is returned as marked, and nothing is written (the look compared those steps).
+-- divergence) needs nothing: it is returned as marked, and nothing is written (the look compared those steps); unless
+-- a run of the group, or the rank in one, ended after that mark: the twin status counts such a rank unchecked
+-- (server/twins/findings.c), and the look the end asked for may have found this statement holding the lock and left
+-- it, so the rank goes to the look.
 -- Returns the ranks marked (r_state 0: checked_upto and target m_upto, checked_at now), and those a moment may settle,
 -- for memory to try again at its next flush: 1, its lock was busy (a batch commits on it, or a look compares it: the
 -- look could not take it either); 2, it holds every condition but the count (a member's progress counts other
@@ -214,13 +217,15 @@ BEGIN
         LEFT JOIN rank_progress p ON p.run_key = e.k AND p.rank = e.rk
         WHERE e.rk = ANY (locked)
         GROUP BY e.rk),
-    gr AS ( -- the group's runs, and the step they all start at (NULL: they start at different steps)
+    gr AS ( -- the group's runs, the step they all start at (NULL: they start at different steps), their last end
         SELECT array_agg(u.run_key ORDER BY u.run_key) AS keys,
-               CASE WHEN min(u.start_step) = max(u.start_step) THEN min(u.start_step) END AS start
+               CASE WHEN min(u.start_step) = max(u.start_step) THEN min(u.start_step) END AS start,
+               max(u.ended_at) AS ended_at
         FROM runs u WHERE u.twin_group = g),
     cur AS ( -- each rank memory would mark: what memory holds there, and its mark (has_mark false: none yet); the ranks
              -- with a divergence stored are left out
         SELECT m.rk, m.lo, m.upto, mem.keys, mem.counted, c.rank IS NOT NULL AS has_mark, c.checked_upto,
+               c.checked_at,
                c.members = mem.keys AND NOT c.waiting AND c.target IS NOT NULL AND c.checked_upto = c.target AS settled
         FROM unnest(m_rank, m_from, m_upto) AS m(rk, lo, upto)
         JOIN mem ON mem.rk = m.rk
@@ -230,8 +235,13 @@ BEGIN
         SELECT cur.rk, cur.upto, cur.keys, cur.counted FROM cur CROSS JOIN gr
         WHERE CASE WHEN NOT cur.has_mark THEN cur.keys = gr.keys AND cur.lo <= gr.start AND cur.upto >= gr.start
                    ELSE cur.settled AND cur.checked_upto >= cur.lo - 1 AND cur.checked_upto < cur.upto END),
-    ahead AS ( -- marked as far already: nothing to write, nothing for the look to find
-        SELECT cur.rk FROM cur WHERE cur.has_mark AND cur.settled AND cur.checked_upto >= cur.upto),
+    ahead AS ( -- marked as far already: nothing to write, nothing for the look to find; but for a mark older than
+               -- the group's last run end or the rank's (the look's, at an end, weighs the ends as well)
+        SELECT cur.rk FROM cur CROSS JOIN gr
+        WHERE cur.has_mark AND cur.settled AND cur.checked_upto >= cur.upto
+          AND cur.checked_at >= coalesce(gr.ended_at, '-infinity')
+          AND NOT EXISTS (SELECT 1 FROM rank_ends e WHERE e.run_key = ANY (gr.keys) AND e.rank = cur.rk
+                          AND e.ended_at > cur.checked_at)),
     marked AS (
         INSERT INTO group_checks AS c (twin_group, rank, checked_upto, target, members, checked_at, waiting)
         SELECT g, ok.rk, ok.upto, ok.upto, ok.keys, clock_timestamp(), false FROM ok WHERE ok.counted

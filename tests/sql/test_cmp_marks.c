@@ -71,10 +71,45 @@ static void test_ahead(void **state)
     assert_string_equal(mark_of("cm-a", "1", v, sizeof(v)), "19/19");
 }
 
+/* A rank marked as far already, by a look before a run of its group ended (or the rank in one), goes to the look: the
+ * twin status counts it unchecked until a comparison marks it after the end, and the look that end asked for may have
+ * found the lock held by this statement and left it. */
+static void test_ahead_after_end(void **state)
+{
+    (void)state;
+    char a[32], b[32], v[128];
+    sqlt_new_run("cm-e", a, sizeof(a));
+    sqlt_new_run("cm-e", b, sizeof(b));
+    const char *pk[] = {a, b};
+    sqlt_do(sqlt_c,
+            "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
+            "SELECT k, r, 0, 20, 99, 100 FROM unnest(ARRAY[$1, $2]::bigint[]) k, generate_series(0, 1) r",
+            2, pk);
+    sqlt_do(sqlt_c,
+            "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at, waiting) "
+            "SELECT 'cm-e', r, 20, 20, ARRAY[$1, $2]::bigint[], now() - interval '1 minute', false "
+            "FROM generate_series(0, 1) r",
+            2, pk);
+    assert_string_equal(marks("cm-e", a, b, "{11,11}", "{15,15}", v, sizeof(v)), "0:0 1:0");
+
+    /* rank 0 of run b ended after the marks: rank 0 to the look, rank 1 still marked */
+    sqlt_do(sqlt_c, "INSERT INTO rank_ends (run_key, rank, exit_code, ended_at) VALUES ($1::bigint, 0, 0, now())", 1,
+            pk + 1);
+    assert_string_equal(marks("cm-e", a, b, "{11,11}", "{15,15}", v, sizeof(v)), "1:0");
+    /* then run a ended: both to the look */
+    sqlt_do(sqlt_c, "UPDATE runs SET ended_at = now() WHERE run_key = $1::bigint", 1, pk);
+    assert_string_equal(marks("cm-e", a, b, "{11,11}", "{15,15}", v, sizeof(v)), "");
+    /* a look marked them after the ends: marked as far again, nothing written */
+    sqlt_do(sqlt_c, "UPDATE group_checks SET checked_at = clock_timestamp() WHERE twin_group = 'cm-e'", 0, NULL);
+    assert_string_equal(marks("cm-e", a, b, "{11,11}", "{15,15}", v, sizeof(v)), "0:0 1:0");
+    assert_string_equal(mark_of("cm-e", "0", v, sizeof(v)), "20/20");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ahead),
+        cmocka_unit_test(test_ahead_after_end),
     };
     return cmocka_run_group_tests(tests, sqlt_setup, sqlt_teardown);
 }
