@@ -39,7 +39,9 @@ DECLARE
     stored int[];
     s_group text[];  -- the stored batches' group ranks (in a twin group), in lock order
     s_rank int[];
-    s_lo bigint[];   -- each one's smallest step in these batches (NULL: none)
+    s_lo bigint[];   -- each one's smallest step in these batches that may be late (NULL: none)
+    s_glo bigint[];  -- its group's smallest step in these batches, for the group's logical mark (NULL: none)
+    k_group text[];  -- by index in `stored`: its batch's twin group ('' or NULL: none)
     j int;
 BEGIN
     WITH b AS (SELECT * FROM unnest(b_run, b_rank, b_bseq, b_n, b_held, b_max_step, b_count)
@@ -72,27 +74,38 @@ BEGIN
             WHERE k.bi = ANY (stored)
             ON CONFLICT DO NOTHING;
     END IF;
-    -- the stored batches' group ranks and their smallest steps, then their locks, shared, in one order
-    SELECT array_agg(x.twin_group ORDER BY x.twin_group, x.rank), array_agg(x.rank ORDER BY x.twin_group, x.rank),
-           array_agg(x.lo ORDER BY x.twin_group, x.rank)
-        INTO s_group, s_rank, s_lo
-        FROM (SELECT u.twin_group, b_rank[k] AS rank, min(b_lo[k]) AS lo
-              FROM unnest(stored) AS k
-              JOIN runs u ON u.run_key = b_run[k]
-              WHERE u.twin_group <> ''
-              GROUP BY u.twin_group, b_rank[k]) x;
+    -- the stored batches' group ranks, then their locks, shared, in one order
+    SELECT array_agg(u.twin_group ORDER BY x.o) INTO k_group
+        FROM unnest(stored) WITH ORDINALITY AS x(k, o) LEFT JOIN runs u ON u.run_key = b_run[x.k];
+    SELECT array_agg(x.g ORDER BY x.g, x.r), array_agg(x.r ORDER BY x.g, x.r), array_agg(x.glo ORDER BY x.g, x.r)
+        INTO s_group, s_rank, s_glo
+        FROM (SELECT DISTINCT k_group[t.o] AS g, b_rank[stored[t.o]] AS r,
+                     min(b_lo[stored[t.o]]) OVER (PARTITION BY k_group[t.o]) AS glo
+              FROM generate_subscripts(stored, 1) AS t(o) WHERE k_group[t.o] <> '') x;
     PERFORM pg_advisory_xact_lock_shared(lockstep_check_key(q.g, q.r))
         FROM unnest(s_group, s_rank) WITH ORDINALITY AS q(g, r, o) ORDER BY q.o;
-    -- under them: the ranks' progress, stamped as it is written
-    INSERT INTO rank_progress AS rp (run_key, rank, min_step, max_step, max_seq, n_records, updated_at)
-        SELECT b_run[k], b_rank[k], min(b_min_step[k]), max(b_max_step[k]), max(b_max_seq[k]), sum(b_count[k]),
-               clock_timestamp()
-        FROM unnest(stored) AS k WHERE b_count[k] > 0
-        GROUP BY b_run[k], b_rank[k] ORDER BY 1, 2
-        ON CONFLICT (run_key, rank) DO UPDATE SET
-            min_step = least(rp.min_step, excluded.min_step), max_step = greatest(rp.max_step, excluded.max_step),
-            max_seq = greatest(rp.max_seq, excluded.max_seq), n_records = rp.n_records + excluded.n_records,
-            updated_at = excluded.updated_at;
+    -- under them: the ranks' progress, stamped as it is written, and the max_step each had before (prior_max_step,
+    -- migration 032; NULL: a row just made); a rank's batches may be late when one brings a step its run had reached
+    -- already, or its run had no progress there, or it counts nothing (a comparison marks a rank no further than each
+    -- of its runs' max_step there)
+    WITH up AS (
+        INSERT INTO rank_progress AS rp (run_key, rank, min_step, max_step, max_seq, n_records, updated_at)
+            SELECT b_run[k], b_rank[k], min(b_min_step[k]), max(b_max_step[k]), max(b_max_seq[k]), sum(b_count[k]),
+                   clock_timestamp()
+            FROM unnest(stored) AS k WHERE b_count[k] > 0
+            GROUP BY b_run[k], b_rank[k] ORDER BY 1, 2
+            ON CONFLICT (run_key, rank) DO UPDATE SET
+                min_step = least(rp.min_step, excluded.min_step), max_step = greatest(rp.max_step, excluded.max_step),
+                max_seq = greatest(rp.max_seq, excluded.max_seq), n_records = rp.n_records + excluded.n_records,
+                updated_at = excluded.updated_at, prior_max_step = rp.max_step
+            RETURNING rp.run_key, rp.rank, rp.prior_max_step)
+    SELECT array_agg(x.lo ORDER BY x.g, x.r) INTO s_lo
+        FROM (SELECT k_group[t.o] AS g, b_rank[stored[t.o]] AS r,
+                     min(b_lo[stored[t.o]]) FILTER (WHERE up.prior_max_step IS NULL
+                                                  OR b_lo[stored[t.o]] <= up.prior_max_step) AS lo
+              FROM generate_subscripts(stored, 1) AS t(o)
+              LEFT JOIN up ON up.run_key = b_run[stored[t.o]] AND up.rank = b_rank[stored[t.o]]
+              WHERE k_group[t.o] <> '' GROUP BY 1, 2) x;
     UPDATE rank_progress p SET updated_at = clock_timestamp() -- ranks whose batches brought nothing to count
         FROM (SELECT b_run[k] AS run_key, b_rank[k] AS rank FROM unnest(stored) AS k
               GROUP BY 1, 2 HAVING max(b_count[k]) <= 0) z
@@ -101,13 +114,17 @@ BEGIN
         FROM unnest(f_batch, f_step, f_last) AS f(bi, s, l)
         WHERE b_held[f.bi] AND q.run_key = b_run[f.bi] AND q.rank = b_rank[f.bi]
           AND q.step BETWEEN f.s AND coalesce(f.l, f.s) AND NOT q.answered;
-    -- late data: each rank's mark, and its group's logical mark (rank -1), back to the step before it (one
-    -- statement a rank, each a lookup of group_checks' key: one UPDATE joining the arrays with group_checks cost
-    -- 0.53-0.74 ms a group of batches under load, these 0.11-0.15 ms a rank)
+    -- late data: the group's logical mark (rank -1), then each rank's mark whose batches may be late, back to the
+    -- step before their smallest, in lock order (a lookup of group_checks' key each; one UPDATE joining the arrays
+    -- with group_checks would lock rows in plan order and could deadlock two workers)
     FOR j IN 1 .. coalesce(cardinality(s_group), 0) LOOP
+        IF s_glo[j] IS NOT NULL AND (j = 1 OR s_group[j] <> s_group[j - 1]) THEN
+            UPDATE group_checks SET checked_upto = s_glo[j] - 1
+                WHERE twin_group = s_group[j] AND rank = -1 AND checked_upto >= s_glo[j];
+        END IF;
         CONTINUE WHEN s_lo[j] IS NULL;
         UPDATE group_checks SET checked_upto = s_lo[j] - 1
-            WHERE twin_group = s_group[j] AND rank IN (s_rank[j], -1) AND checked_upto >= s_lo[j];
+            WHERE twin_group = s_group[j] AND rank = s_rank[j] AND checked_upto >= s_lo[j];
     END LOOP;
     RETURN QUERY
         SELECT k::int, NOT (k::int = ANY (stored)),

@@ -105,11 +105,70 @@ static void test_ahead_after_end(void **state)
     assert_string_equal(mark_of("cm-e", "0", v, sizeof(v)), "20/20");
 }
 
+/* steps - a batch of rank 0 of run `key` with a step digest of one record for each step of `steps` (one block), in a
+ * statement of the batch write (lockstep_store_batches). */
+static void steps(const char *key, const char *bseq, const char *steps_lit)
+{
+    const char *p[] = {key, bseq, steps_lit};
+    sqlt_do(sqlt_c,
+            "SELECT * FROM lockstep_store_batches(ARRAY[$1]::bigint[], '{0}', ARRAY[$2]::bigint[], '{0}', "
+            "'{false}', ARRAY[(SELECT min(s) FROM unnest($3::bigint[]) s)], "
+            "ARRAY[(SELECT max(s) FROM unnest($3::bigint[]) s)], '{0}', ARRAY[cardinality($3::bigint[])]::bigint[], "
+            "ARRAY[(SELECT min(s) FROM unnest($3::bigint[]) s)], '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{1}', "
+            "'{1}', ARRAY[cardinality($3::bigint[])], '{false}', $3::bigint[], "
+            "array_fill(1, ARRAY[cardinality($3::bigint[])]), array_fill(7::bigint, ARRAY[cardinality($3::bigint[])]), "
+            "array_fill(NULL::bigint, ARRAY[cardinality($3::bigint[])]), "
+            "array_fill(NULL::bytea, ARRAY[cardinality($3::bigint[])]), '{}', '{}', '{}', '{}')",
+            3, p);
+}
+
+/* checks - the marks of group cm-l as "logical rank0" (checked_upto of rank -1, then of rank 0). */
+static char *checks(char *out, size_t cap)
+{
+    return sqlt_value(sqlt_c,
+                      "SELECT string_agg(checked_upto::text, ' ' ORDER BY rank) FROM group_checks "
+                      "WHERE twin_group = 'cm-l'",
+                      0, NULL, out, cap);
+}
+
+/* The batch write's late-data rewind (sql/functions/write.sql): a batch that brings a step its run had reached on the
+ * rank moves the rank's mark and the group's logical mark (rank -1) back before it; one whose steps all come after
+ * what its run had there asks nothing of the rank's mark (a comparison marks no further than each run's progress:
+ * here a mark set past it by hand shows the write did not ask), while the logical mark still follows; a run's first
+ * batch on the rank counts as late. */
+static void test_late_rewind(void **state)
+{
+    (void)state;
+    char a[32], b[32], v[128];
+    sqlt_new_run("cm-l", a, sizeof(a));
+    sqlt_new_run("cm-l", b, sizeof(b));
+    steps(a, "1", "{0,1,2,3,4,5,6,7,8,9}");
+    sqlt_do(sqlt_c,
+            "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at, waiting) "
+            "VALUES ('cm-l', -1, 9, 9, '{}', now(), false), ('cm-l', 0, 9, 9, '{}', now(), false)",
+            0, NULL);
+    steps(a, "2", "{10,11,12,13,14,15,16,17,18,19}");
+    assert_string_equal(checks(v, sizeof(v)), "9 9");
+    const char *pk[] = {a};
+    assert_string_equal(sqlt_value(sqlt_c, "SELECT prior_max_step FROM rank_progress WHERE run_key = $1 AND rank = 0",
+                                   1, pk, v, sizeof(v)),
+                        "9");
+    steps(a, "3", "{5}"); /* late */
+    assert_string_equal(checks(v, sizeof(v)), "4 4");
+
+    sqlt_do(sqlt_c, "UPDATE group_checks SET checked_upto = 100 WHERE twin_group = 'cm-l'", 0, NULL);
+    steps(a, "4", "{20,21,22}"); /* past run a's 19 on rank 0 */
+    assert_string_equal(checks(v, sizeof(v)), "19 100");
+    steps(b, "1", "{25,26}"); /* run b's first batch on rank 0 */
+    assert_string_equal(checks(v, sizeof(v)), "19 24");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ahead),
         cmocka_unit_test(test_ahead_after_end),
+        cmocka_unit_test(test_late_rewind),
     };
     return cmocka_run_group_tests(tests, sqlt_setup, sqlt_teardown);
 }
