@@ -38,6 +38,19 @@ static char *mark_of(const char *g, const char *r, char *out, size_t cap)
                       2, p, out, cap);
 }
 
+/* pair - two runs a and b of group g; with `progress`, both at step 20 on ranks 0 and 1, 100 records each. */
+static void pair(const char *g, char *a, char *b, size_t cap, int progress)
+{
+    sqlt_new_run(g, a, cap);
+    sqlt_new_run(g, b, cap);
+    const char *pk[] = {a, b};
+    if (progress)
+        sqlt_do(sqlt_c,
+                "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
+                "SELECT k, r, 0, 20, 99, 100 FROM unnest(ARRAY[$1, $2]::bigint[]) k, generate_series(0, 1) r",
+                2, pk);
+}
+
 /* A rank with no mark yet is marked from the runs' start; a rank a look already marked further is returned as marked
  * and its mark left as it is (it went to the look again before, which found nothing new); one whose mark has other
  * members, or waits, goes to the look. */
@@ -45,13 +58,8 @@ static void test_ahead(void **state)
 {
     (void)state;
     char a[32], b[32], v[128];
-    sqlt_new_run("cm-a", a, sizeof(a));
-    sqlt_new_run("cm-a", b, sizeof(b));
+    pair("cm-a", a, b, sizeof(a), 1);
     const char *pk[] = {a, b};
-    sqlt_do(sqlt_c,
-            "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
-            "SELECT k, r, 0, 20, 99, 100 FROM unnest(ARRAY[$1, $2]::bigint[]) k, generate_series(0, 1) r",
-            2, pk);
     sqlt_do(sqlt_c,
             "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at, waiting) "
             "VALUES ('cm-a', 0, 20, 20, ARRAY[$1, $2]::bigint[], now(), false)",
@@ -78,13 +86,8 @@ static void test_ahead_after_end(void **state)
 {
     (void)state;
     char a[32], b[32], v[128];
-    sqlt_new_run("cm-e", a, sizeof(a));
-    sqlt_new_run("cm-e", b, sizeof(b));
+    pair("cm-e", a, b, sizeof(a), 1);
     const char *pk[] = {a, b};
-    sqlt_do(sqlt_c,
-            "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
-            "SELECT k, r, 0, 20, 99, 100 FROM unnest(ARRAY[$1, $2]::bigint[]) k, generate_series(0, 1) r",
-            2, pk);
     sqlt_do(sqlt_c,
             "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at, waiting) "
             "SELECT 'cm-e', r, 20, 20, ARRAY[$1, $2]::bigint[], now() - interval '1 minute', false "
@@ -140,8 +143,7 @@ static void test_late_rewind(void **state)
 {
     (void)state;
     char a[32], b[32], v[128];
-    sqlt_new_run("cm-l", a, sizeof(a));
-    sqlt_new_run("cm-l", b, sizeof(b));
+    pair("cm-l", a, b, sizeof(a), 0);
     steps(a, "1", "{0,1,2,3,4,5,6,7,8,9}");
     sqlt_do(sqlt_c,
             "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at, waiting) "
