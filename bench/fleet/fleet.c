@@ -165,6 +165,18 @@ static void make_record(const sim *s, const srank *sr, int64_t step, int i, rec_
     r->name_len = (uint16_t)strlen(s->names[i]);
 }
 
+/* held_terms - the XOR of the digest terms of rank sr's records from..per_step-1 of a step. */
+static uint64_t held_terms(const sim *s, const srank *sr, int64_t step, int from)
+{
+    uint64_t x = 0;
+    for (int i = from; i < s->o.per_step; i++) {
+        rec_record r;
+        make_record(s, sr, step, i, &r, NULL);
+        x ^= rec_digest_term(&r);
+    }
+    return x;
+}
+
 /* alike_terms - the XOR of the digest terms of the held records every rank of a group makes alike (the collective
  * records after the first, make_record) for each step of the run and two more, made once: a rank's step digest is
  * then its first collective record's term and this. Without it the simulator made every record of every rank-step
@@ -182,27 +194,13 @@ static void alike_terms(sim *s)
     srank any = {.diverge_at = -1};
     for (int g = 0; g < o->groups; g++)
         for (int64_t step = 0; step < s->alike_steps; step++) {
-            uint64_t x = 0;
             any.group = g;
-            for (int i = o->metrics + 1; i < o->per_step; i++) {
-                rec_record r;
-                make_record(s, &any, step, i, &r, NULL);
-                x ^= rec_digest_term(&r);
-            }
-            s->alike[(int64_t)g * s->alike_steps + step] = x;
+            s->alike[(int64_t)g * s->alike_steps + step] = held_terms(s, &any, step, o->metrics + 1);
         }
     /* a rank's digest so made is the one of the records it sends when asked (send_held): checked on one */
     srank one = {.group = o->groups - 1, .rank = 1, .diverge_at = -1};
     int64_t step = s->alike_steps - 1;
-    uint64_t whole = 0, made = s->alike[(int64_t)one.group * s->alike_steps + step];
-    for (int i = o->metrics; i < o->per_step; i++) {
-        rec_record r;
-        make_record(s, &one, step, i, &r, NULL);
-        whole ^= rec_digest_term(&r);
-        if (i == o->metrics)
-            made ^= rec_digest_term(&r);
-    }
-    if (whole != made) {
+    if (held_terms(s, &one, step, o->metrics + 1) != s->alike[(int64_t)one.group * s->alike_steps + step]) {
         fprintf(stderr, "bench/fleet: a step digest made from alike_terms is not its records'\n");
         abort();
     }
@@ -275,10 +273,11 @@ static void add_steps(sim *s, const srank *sr, int64_t first, int64_t last, int 
         uint64_t digest = 0;
         int held = 0;
         if (digests && s->alike && bs < s->alike_steps && (sr->diverge_at < 0 || bs < sr->diverge_at)) {
-            for (int i = 0; i <= o->metrics; i++)
+            for (int i = 0; i <= o->metrics; i++) {
                 make_record(s, sr, bs, i, &rs[i], exts[i]);
-            for (int i = 0; i < o->metrics; i++)
-                h_batch_add(b, &rs[i]);
+                if (i < o->metrics)
+                    h_batch_add(b, &rs[i]);
+            }
             digest = rec_digest_term(&rs[o->metrics]) ^ s->alike[(int64_t)sr->group * s->alike_steps + bs];
             held = o->per_step - o->metrics;
         }
