@@ -111,8 +111,8 @@ void cmp_register(void)
                 "OR g.checked_upto IS DISTINCT FROM g.target AND g.target IS NOT NULL "
                 "UNION SELECT r.twin_group, e.rank FROM rank_ends e JOIN runs r USING (run_key) "
                 "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
-                "WHERE r.twin_group IS NOT NULL AND (g.rank IS NULL OR g.checked_at < greatest(e.ended_at, "
-                "r.ended_at))");
+                "WHERE r.twin_group IS NOT NULL AND (g.rank IS NULL OR "
+                "lockstep_checked_before_end(g.checked_at, e.ended_at, r.ended_at))");
     /* Every few seconds: ranks with recent records or ends that no comparison has seen yet (written by
      * another lockstepd on the same database, or a notice that got lost). Records of the last second are on their
      * way (their notice, or the comparison's memory, which marks them within CMP_MEM_FLUSH_S): looking at them too
@@ -121,8 +121,9 @@ void cmp_register(void)
      * or hand over (cmp_mem_counted); under a backlog, looking at those too sent a third of the ranks batches came
      * for into looks that found nothing new (twins a little apart). A rank on which a run of the group ended (its
      * rank's end, or the run is over) comes without counts, so the look compares it: memory takes a running run's
-     * newest step as incomplete, an ended run's is complete. A rank whose check is older than the end of a run of
-     * its group (the twin status counts it unchecked: findings.c VD_UNCHECKED) comes the same way: the run's end
+     * newest step as incomplete, an ended run's is complete. A rank whose check was made before the end of a run of
+     * its group (lockstep_checked_before_end, sql/functions/compare.sql: the twin status counts it unchecked) comes
+     * the same way: the run's end
      * asked for every rank, but a look that found a rank's lock taken leaves it to the holder, and memory's flush
      * may hold it and write nothing (a rank it finds marked as far already: lockstep_cmp_marks). */
     db_register("cmp_active", "WITH due AS (SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p "
@@ -142,7 +143,8 @@ void cmp_register(void)
                               "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
                               "WHERE r.twin_group IS NOT NULL "
                               "AND greatest(e.ended_at, r.ended_at) > now() - $1::interval "
-                              "AND (g.rank IS NULL OR g.checked_at < greatest(e.ended_at, r.ended_at))");
+                              "AND (g.rank IS NULL OR lockstep_checked_before_end(g.checked_at, e.ended_at, "
+                              "r.ended_at))");
     cmp_register_restores();
     cmp_register_resumes();
     cmp_register_logical();

@@ -21,8 +21,8 @@
 /* A rank's comparison is not finished (x: its newest record, pe: its newest rank end, re: the group's newest run
  * end, c: its group_checks row, written by server/twins/compare.c). */
 #define VD_UNCHECKED                                                                                                   \
-    "c.rank IS NULL OR c.checked_at < x.t OR c.checked_at < pe.t OR c.checked_at < re.t OR (c.target IS NOT NULL "     \
-    "AND (c.checked_upto IS NULL OR c.checked_upto < c.target))"
+    "c.rank IS NULL OR c.checked_at < x.t OR lockstep_checked_before_end(c.checked_at, pe.t, re.t) OR "                \
+    "(c.target IS NOT NULL AND (c.checked_upto IS NULL OR c.checked_upto < c.target))"
 /* The ranks of group G whose comparison waits for records an agent held back (digest streaming) and lockstepd
  * asked for: not received yet. */
 #define VD_AWAITING(G)                                                                                                 \

@@ -29,6 +29,19 @@ CREATE OR REPLACE FUNCTION lockstep_block_first(step bigint) RETURNS bigint LANG
     SELECT lockstep_step_block(step) << 5
 $$;
 
+-- lockstep_checked_before_end - whether a rank's check (group_checks.checked_at) was made before the rank ended in
+-- a run of its group (`rank_end`: rank_ends.ended_at, the newest where several) or before a run of the group ended
+-- (`run_end`: runs.ended_at, the newest where several); false when neither is known. Such a check is not finished:
+-- an ended run's newest step is complete, and the end asked for a look the check has not made yet. The twin status
+-- counts the rank unchecked (server/twins/findings.c VD_UNCHECKED), the sweep sends it to the look (cmp_active,
+-- server/twins/compare.c), and the memory's marks hand it to the look (lockstep_cmp_marks). One expression, which
+-- PostgreSQL inlines where it is called.
+CREATE OR REPLACE FUNCTION lockstep_checked_before_end(checked_at timestamptz, rank_end timestamptz,
+                                                       run_end timestamptz)
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+    SELECT coalesce(checked_at < greatest(rank_end, run_end), false)
+$$;
+
 -- lockstep_cmp_ranks - the comparison's first look at ranks `rks` of group `g` in one round trip (the ranks batches
 -- touched since the last look), under each rank's lock:
 --  * a rank whose lock a batch or an end holds (they commit under its shared form) is left alone: they ask for
@@ -235,13 +248,14 @@ BEGIN
         SELECT cur.rk, cur.upto, cur.keys, cur.counted FROM cur CROSS JOIN gr
         WHERE CASE WHEN NOT cur.has_mark THEN cur.keys = gr.keys AND cur.lo <= gr.start AND cur.upto >= gr.start
                    ELSE cur.settled AND cur.checked_upto >= cur.lo - 1 AND cur.checked_upto < cur.upto END),
-    ahead AS ( -- marked as far already: nothing to write, nothing for the look to find; but for a mark older than
-               -- the group's last run end or the rank's (the look's, at an end, weighs the ends as well)
+    ahead AS ( -- marked as far already: nothing to write, nothing for the look to find; but for a mark made before
+               -- an end (the look's, at an end, weighs the ends as well)
         SELECT cur.rk FROM cur CROSS JOIN gr
         WHERE cur.has_mark AND cur.settled AND cur.checked_upto >= cur.upto
-          AND cur.checked_at >= coalesce(gr.ended_at, '-infinity')
-          AND NOT EXISTS (SELECT 1 FROM rank_ends e WHERE e.run_key = ANY (gr.keys) AND e.rank = cur.rk
-                          AND e.ended_at > cur.checked_at)),
+          AND NOT lockstep_checked_before_end(cur.checked_at,
+                                              (SELECT max(e.ended_at) FROM rank_ends e
+                                               WHERE e.run_key = ANY (gr.keys) AND e.rank = cur.rk),
+                                              gr.ended_at)),
     marked AS (
         INSERT INTO group_checks AS c (twin_group, rank, checked_upto, target, members, checked_at, waiting)
         SELECT g, ok.rk, ok.upto, ok.upto, ok.keys, clock_timestamp(), false FROM ok WHERE ok.counted

@@ -165,12 +165,40 @@ static void test_late_rewind(void **state)
     assert_string_equal(checks(v, sizeof(v)), "19 24");
 }
 
+/* The rule the twin status, the sweep and memory's marks share (lockstep_checked_before_end): a check made before the
+ * rank's end or a run's end is not finished; one made after both, or where neither is known, is. */
+static void test_checked_before_end(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *checked, *rank_end, *run_end, *want;
+    } t[] = {
+        {"2026-01-01 10:00", NULL, NULL, "f"},
+        {"2026-01-01 10:00", "2026-01-01 10:01", NULL, "t"},
+        {"2026-01-01 10:00", NULL, "2026-01-01 10:01", "t"},
+        {"2026-01-01 10:00", "2026-01-01 09:59", "2026-01-01 10:01", "t"},
+        {"2026-01-01 10:00", "2026-01-01 09:59", "2026-01-01 09:58", "f"},
+        {"2026-01-01 10:00", "2026-01-01 10:00", NULL, "f"}, /* the same instant: the check saw the end */
+        {"-infinity", NULL, "2026-01-01 10:00", "t"},        /* group_checks' default: no check made yet */
+    };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        char v[8];
+        const char *p[] = {t[i].checked, t[i].rank_end, t[i].run_end};
+        sqlt_value(sqlt_c, "SELECT lockstep_checked_before_end($1::timestamptz, $2::timestamptz, $3::timestamptz)", 3,
+                   p, v, sizeof(v));
+        if (strcmp(v, t[i].want))
+            fail_msg("row %zu: %s, %s, %s gives %s, not %s", i, t[i].checked, t[i].rank_end ? t[i].rank_end : "NULL",
+                     t[i].run_end ? t[i].run_end : "NULL", v, t[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ahead),
         cmocka_unit_test(test_ahead_after_end),
         cmocka_unit_test(test_late_rewind),
+        cmocka_unit_test(test_checked_before_end),
     };
     return cmocka_run_group_tests(tests, sqlt_setup, sqlt_teardown);
 }
