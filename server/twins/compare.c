@@ -123,28 +123,31 @@ void cmp_register(void)
      * rank's end, or the run is over) comes without counts, so the look compares it: memory takes a running run's
      * newest step as incomplete, an ended run's is complete. A rank whose check was made before the end of a run of
      * its group (lockstep_checked_before_end, sql/functions/compare.sql: the twin status counts it unchecked) comes
-     * the same way: the run's end
-     * asked for every rank, but a look that found a rank's lock taken leaves it to the holder, and memory's flush
-     * may hold it and write nothing (a rank it finds marked as far already: lockstep_cmp_marks). */
-    db_register("cmp_active", "WITH due AS (SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p "
-                              "JOIN runs r USING (run_key) "
-                              "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = p.rank "
-                              "WHERE r.twin_group IS NOT NULL AND p.updated_at > now() - $1::interval "
-                              "AND p.updated_at < now() - interval '1 second' "
-                              "AND (g.rank IS NULL OR g.checked_at < p.updated_at)) "
-                              "SELECT d.twin_group, d.rank, array_agg(q.run_key ORDER BY q.run_key) FILTER (WHERE "
-                              "q.rank IS NOT NULL), array_agg(q.n_records ORDER BY q.run_key) FILTER (WHERE q.rank "
-                              "IS NOT NULL), bool_or(u.status <> 'running' OR EXISTS "
-                              "(SELECT 1 FROM rank_ends e WHERE e.run_key = u.run_key AND e.rank = d.rank)) "
-                              "FROM due d JOIN runs u ON u.twin_group = d.twin_group "
-                              "LEFT JOIN rank_progress q ON q.run_key = u.run_key AND q.rank = d.rank GROUP BY 1, 2 "
-                              "UNION ALL SELECT DISTINCT r.twin_group, e.rank, NULL::bigint[], NULL::bigint[], true "
-                              "FROM rank_ends e JOIN runs r USING (run_key) "
-                              "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
-                              "WHERE r.twin_group IS NOT NULL "
-                              "AND greatest(e.ended_at, r.ended_at) > now() - $1::interval "
-                              "AND (g.rank IS NULL OR lockstep_checked_before_end(g.checked_at, e.ended_at, "
-                              "r.ended_at))");
+     * the same way: the run's end asked for every rank, but a look that found a rank's lock taken leaves it to the
+     * holder, and memory's flush may hold it and write nothing (a rank it finds marked as far already:
+     * lockstep_cmp_marks). The ends in the window are found by time (rank_ends_at, runs_ended_at: migration 033),
+     * not by reading every end ever stored. */
+    db_register("cmp_active",
+                "WITH due AS (SELECT DISTINCT r.twin_group, p.rank FROM rank_progress p "
+                "JOIN runs r USING (run_key) "
+                "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = p.rank "
+                "WHERE r.twin_group IS NOT NULL AND p.updated_at > now() - $1::interval "
+                "AND p.updated_at < now() - interval '1 second' "
+                "AND (g.rank IS NULL OR g.checked_at < p.updated_at)) "
+                "SELECT d.twin_group, d.rank, array_agg(q.run_key ORDER BY q.run_key) FILTER (WHERE "
+                "q.rank IS NOT NULL), array_agg(q.n_records ORDER BY q.run_key) FILTER (WHERE q.rank "
+                "IS NOT NULL), bool_or(u.status <> 'running' OR EXISTS "
+                "(SELECT 1 FROM rank_ends e WHERE e.run_key = u.run_key AND e.rank = d.rank)) "
+                "FROM due d JOIN runs u ON u.twin_group = d.twin_group "
+                "LEFT JOIN rank_progress q ON q.run_key = u.run_key AND q.rank = d.rank GROUP BY 1, 2 "
+                "UNION ALL SELECT DISTINCT r.twin_group, e.rank, NULL::bigint[], NULL::bigint[], true "
+                "FROM (SELECT run_key, rank, ended_at FROM rank_ends WHERE ended_at > now() - $1::interval "
+                "UNION SELECT e.run_key, e.rank, e.ended_at FROM runs x JOIN rank_ends e USING (run_key) "
+                "WHERE x.ended_at > now() - $1::interval) e JOIN runs r USING (run_key) "
+                "LEFT JOIN group_checks g ON g.twin_group = r.twin_group AND g.rank = e.rank "
+                "WHERE r.twin_group IS NOT NULL "
+                "AND (g.rank IS NULL OR lockstep_checked_before_end(g.checked_at, e.ended_at, "
+                "r.ended_at))");
     cmp_register_restores();
     cmp_register_resumes();
     cmp_register_logical();
