@@ -79,12 +79,22 @@ static int wait_checked(const char *group, int ranks, long long step)
     return v;
 }
 
+/* metric_sum - the sum of sample `name` over the `n` instances `s`. */
+static double metric_sum(const h_srv *const *s, int n, const char *name)
+{
+    double v = 0;
+    for (int i = 0; i < n; i++)
+        v += it_metric(s[i], name, NULL);
+    return v;
+}
+
 /* metric_of - lockstepd `s`'s sample `name`; with `s` NULL, the sum of srv's and other's: the memory that compares a
  * group is its lease holder's, and either may take the lease (the other's sweep can ask for it between a batch's
  * commit and the lease_mine that follows). */
 static double metric_of(const h_srv *s, const char *name)
 {
-    return s ? it_metric(s, name, NULL) : it_metric(&srv, name, NULL) + it_metric(&other, name, NULL);
+    const h_srv *pair[] = {&srv, &other};
+    return s ? it_metric(s, name, NULL) : metric_sum(pair, 2, name);
 }
 
 /* metric_reaches - metric_of(s, name) once it reaches `min` (5 s at most): a flush counts what it did once it has
@@ -544,9 +554,7 @@ static void test_lease_takeover(void **state)
     assert_true(h >= 0);
     h_srv *dead = all[h], *live = all[1 - h];
     const h_srv *alive[] = {live, &srv, &other};
-    double took = 0;
-    for (int i = 0; i < 3; i++)
-        took += it_metric(alive[i], "lockstepd_compare_lease_takeovers_total", NULL);
+    double took = metric_sum(alive, 3, "lockstepd_compare_lease_takeovers_total");
     assert_int_equal(h_srv_kill(dead, SIGKILL), 128 + SIGKILL);
     double t0 = h_now();
     for (int64_t s = 10; s < 30; s++)
@@ -566,9 +574,7 @@ static void test_lease_takeover(void **state)
     for (int i = 0; i < 100 && ((now_h = holder_of("m-take", all, 4)) < 0 || now_h == h); i++)
         usleep(100000);
     assert_true(now_h >= 0 && now_h != h);
-    double took_after = 0;
-    for (int i = 0; i < 3; i++)
-        took_after += it_metric(alive[i], "lockstepd_compare_lease_takeovers_total", NULL);
+    double took_after = metric_sum(alive, 3, "lockstepd_compare_lease_takeovers_total");
     assert_true(took_after >= took + 1);
     for (int r = 0; r < 2; r++) {
         assert_int_equal(it_end(live, a, r, NULL), 200);
