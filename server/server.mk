@@ -40,6 +40,7 @@ $(B)/server/main.o: EXTRA_CFLAGS_server += -DLOCKSTEP_SHARE='"$(PREFIX)/share/lo
 TEST_OBJS_test_batch := $(B)/server/store/batch.o $(B)/server/store/cons_batch.o $(B)/server/core/xalloc.o $(B)/server/core/error.o
 TEST_OBJS_test_cons_mem := $(B)/server/consensus/cons_mem.o $(B)/server/core/clock.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_fwd_line := $(B)/server/peers/fwd_line.o
+TEST_OBJS_test_db_lit := $(B)/server/store/db_lit.o $(B)/server/core/xalloc.o
 TEST_OBJS_test_status := $(B)/server/rules/status.o
 TEST_OBJS_test_noise := $(B)/server/rules/noise.o
 TEST_OBJS_test_replay := $(B)/server/rules/replay.o $(B)/server/rules/replay_plan.o $(B)/server/core/xalloc.o

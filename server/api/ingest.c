@@ -338,7 +338,7 @@ static json_t *store_reply(const run_info *run, const srv_batch *b, int rc, cons
     }
     metrics_batch(b->n, res->duplicate);
     if (!res->duplicate && (b->n || b->n_digests))
-        cmp_stored(run->group, run->key, b, res->commit_s);
+        cmp_stored(run->group, run->key, b, res);
     if (!res->duplicate && b->n_cons) { /* a window may be complete: judged from memory */
         cons_comms_stored(run->key, b->cons, b->n_cons);
         cons_digests_stored(run->key, b->rank, b->cons, b->n_cons, res->commit_s);
@@ -428,6 +428,8 @@ static void store_jobs_run(void **args, size_t n, json_t **replies, int *statuse
         free(each);
         free(st);
     }
+    for (size_t i = 0; i < k; i++)
+        store_result_release(&res[i]);
     free(runs);
     free(batches);
     free(res);

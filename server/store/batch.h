@@ -64,7 +64,7 @@ int batch_parse_hex64(const char *s, uint64_t *out);
  * NUL bytes. */
 int batch_utf8_valid(const char *s, size_t n);
 
-/* What a batch adds to one step's digest (step_digests): the same sums a stored batch writes (store_step_sums,
+/* What a batch adds to one step's digest (step_digests): the same sums a stored batch writes (store_result,
  * server/store/write.h). */
 typedef struct store_step {
     int64_t step;

@@ -622,40 +622,6 @@ int db_listen(const char *channel, char *err, size_t cap)
     return 0;
 }
 
-/* lit_room - room in `l` for one more value (at most 24 bytes with its separator). */
-static void lit_room(db_lit *l)
-{
-    if (l->len + 24 > l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 256;
-        l->p = xrealloc(l->p, l->cap);
-    }
-}
-
-void db_lit_add(db_lit *l, int64_t v)
-{
-    lit_room(l);
-    l->len += (size_t)sprintf(l->p + l->len, "%c%" PRId64, l->len ? ',' : '{', v);
-}
-
-void db_lit_null(db_lit *l)
-{
-    lit_room(l);
-    l->len += (size_t)sprintf(l->p + l->len, "%cNULL", l->len ? ',' : '{');
-}
-
-const char *db_lit_end(db_lit *l)
-{
-    if (l->len + 3 > l->cap) {
-        l->cap += 3;
-        l->p = xrealloc(l->p, l->cap);
-    }
-    if (!l->len)
-        l->p[l->len++] = '{';
-    l->p[l->len++] = '}';
-    l->p[l->len] = 0;
-    return l->p;
-}
-
 char *db_int_array_text(const int *v, int n, char *out, size_t cap)
 {
     size_t l = (size_t)snprintf(out, cap, "{");

@@ -145,22 +145,6 @@ int db_int_array_parse(const char *text, int64_t *out, int cap);
  * fit are left out. Returns out. */
 char *db_int_array_text(const int *v, int n, char *out, size_t cap);
 
-/* A PostgreSQL array literal ("{1,2,3}") under construction: zeroed to start, db_lit_add per value, db_lit_end to
- * finish; the caller frees p. */
-typedef struct db_lit {
-    char *p;
-    size_t len, cap;
-} db_lit;
-
-/* db_lit_add - one integer more. */
-void db_lit_add(db_lit *l, int64_t v);
-
-/* db_lit_null - a NULL more. */
-void db_lit_null(db_lit *l);
-
-/* db_lit_end - close the literal ("{}" when nothing was added) and return it (l->p). */
-const char *db_lit_end(db_lit *l);
-
 /* db_hex_parse - the bytes of a bytea read as encode(col, 'hex') (or "\\x" and
  * hex digits) into `out` (at most `cap`). Returns the length, or -1 when the
  * text is not whole hex byte pairs or does not fit. */

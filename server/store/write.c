@@ -13,6 +13,7 @@
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
+#include "server/store/db_lit.h"
 #include "server/store/frames.h"
 
 /* The parameters of lockstep_store_batches (sql/functions/write.sql), by where each array begins. */
@@ -253,16 +254,15 @@ static batch_span span_of(const srv_batch *bt, const step_sum *steps, size_t n_s
     return sp;
 }
 
-size_t store_step_sums(const srv_batch *b, store_step **out, int64_t *counted)
+void store_result_release(store_result *res)
 {
-    *out = NULL;
-    size_t n = b->held ? 0 : sum_steps(b, out);
-    *counted = span_of(b, *out, n).count;
-    return n;
+    free(res->steps);
+    res->steps = NULL;
+    res->n_steps = 0;
 }
 
-/* group_add - batch `bt` of `run` as the k-th (from 1) of the group. */
-static void group_add(group_params *gp, int k, const run_info *run, const srv_batch *bt)
+/* group_add - batch `bt` of `run` as the k-th (from 1) of the group; its step sums go to `res`. */
+static void group_add(group_params *gp, int k, const run_info *run, const srv_batch *bt, store_result *res)
 {
     step_sum *steps = NULL;
     size_t n_steps = bt->held ? 0 : sum_steps(bt, &steps);
@@ -295,7 +295,9 @@ static void group_add(group_params *gp, int k, const run_info *run, const srv_ba
     lo = dlo < lo ? dlo : lo;
     lit_add_or_null(&b[9], lo, lo == INT64_MAX);
     group_lits(&gp->arr[G_GROUPS + 1], &gp->arr[G_GROUPS], k, run->key, bt);
-    free(steps);
+    res->steps = steps;
+    res->n_steps = n_steps;
+    res->counted = sp.count;
 }
 
 static void group_finish(group_params *gp)
@@ -375,6 +377,7 @@ static int group_store(const run_info *const *runs, const srv_batch *const *b, s
 {
     order *o = xmalloc(n * sizeof(*o));
     for (size_t i = 0; i < n; i++) {
+        store_result_release(&res[i]); /* a group that failed filled it */
         memset(&res[i], 0, sizeof(res[i]));
         o[i] = (order){.key = runs[i]->key, .rank = b[i]->rank, .bseq = b[i]->batch_seq, .i = i};
     }
@@ -382,7 +385,7 @@ static int group_store(const run_info *const *runs, const srv_batch *const *b, s
     group_params gp;
     memset(&gp, 0, sizeof(gp));
     for (size_t k = 0; k < n; k++)
-        group_add(&gp, (int)k + 1, runs[o[k].i], b[o[k].i]);
+        group_add(&gp, (int)k + 1, runs[o[k].i], b[o[k].i], &res[o[k].i]);
     group_finish(&gp);
     int rc = -1;
     for (int attempt = 0; attempt < attempts && rc < 0; attempt++) {
@@ -409,7 +412,8 @@ static int group_store(const run_info *const *runs, const srv_batch *const *b, s
     return rc;
 }
 
-int store_batch(const run_info *run, const srv_batch *bt, store_result *res, srv_error *e)
+/* store_batch - batch `bt` of `run` stored alone (store_batches, write.h). */
+static int store_batch(const run_info *run, const srv_batch *bt, store_result *res, srv_error *e)
 {
     char err[512] = "the database is unreachable";
     int rc = group_store(&run, &bt, 1, res, 2, err, sizeof(err));

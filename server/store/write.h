@@ -17,34 +17,29 @@ typedef struct store_result {
     double commit_s; /* wall-clock time of the commit (seconds since the epoch) */
     int n_want;      /* steps of this rank whose held-back records lockstepd asks for */
     int64_t want[STORE_WANT_MAX];
+    /* The per-step digests the batch added (its records' terms and the step digests it carries for records held
+     * back, merged, sorted by step; none for a batch of held records, whose digests came before) and the records it
+     * added to its rank's progress (rank_progress.n_records): made once, for the statement, and what the
+     * comparison's memory adds (server/twins/cmp_mem.c), so both add the same sums. store_result_release frees. */
+    store_step *steps;
+    size_t n_steps;
+    int64_t counted;
 } store_result;
 
-/* store_step_sums - the per-step digests batch `b` adds (its records' terms and the step digests it carries for
- * records held back, merged, sorted by step) into a new array the caller frees, and in *counted the records it adds
- * to its rank's progress (rank_progress.n_records). Returns how many steps; 0 for a batch of held records (their
- * digests came before). The comparison's memory (server/twins/cmp_mem.c) adds the same sums the database does. */
-size_t store_step_sums(const srv_batch *b, store_step **out, int64_t *counted);
+/* store_result_release - free what `res` holds (its step sums); it may be zeroed or released already. */
+void store_result_release(store_result *res);
 
 /* store_write_register - register the prepared statements of this module. */
 void store_write_register(void);
 
-/* store_batch - store batch `b` of `run` in one transaction: the batches
- * row first (a replay finds it and stores nothing: res->duplicate = 1), the
- * records as frames cut per step (server/store/frames.h), the per-step
- * digests (of its records and of the step digests it carries) and the
- * rank's progress; a batch of held records (b->held) adds neither digests nor
- * progress and answers the requests for its steps. Returns 0 only after
- * COMMIT succeeded (or for a duplicate), with `res` filled, else -1 with `e`
- * filled and nothing stored. */
-int store_batch(const run_info *run, const srv_batch *b, store_result *res, srv_error *e);
-
-/* store_batches - store `n` batches (b[i] of runs[i]) in one transaction and
- * one commit, as store_batch does each (in (run, rank, batch_seq) order, so
- * that concurrent groups take their row locks in one order). When the
- * transaction fails, each batch is stored on its own, so that one bad batch
- * fails alone. Fills res[i] and returns 0 when batch i was stored (or is a
- * duplicate) after its COMMIT, else sets rc[i] = -1 with e[i] filled.
- * Returns how many failed. */
+/* store_batches - store `n` batches (b[i] of runs[i]) in one transaction and one commit, in (run, rank, batch_seq)
+ * order, so that concurrent groups take their row locks in one order. Each batch is stored as if alone: its batches
+ * row first (a replay finds it and stores nothing: res[i].duplicate = 1), its records as frames cut per step
+ * (server/store/frames.h), its per-step digests (of its records and of the step digests it carries) and its rank's
+ * progress; a batch of held records (b->held) adds neither digests nor progress and answers the requests for its
+ * steps. When the transaction fails, each batch is stored on its own, so that one bad batch fails alone. `res`
+ * comes zeroed; res[i] is filled (store_result_release frees it) and rc[i] = 0 when batch i was stored (or is a
+ * duplicate) after its COMMIT, else rc[i] = -1 with e[i] filled and nothing of it stored. Returns how many failed. */
 int store_batches(const run_info *const *runs, const srv_batch *const *b, size_t n, store_result *res, int *rc,
                   srv_error *e);
 

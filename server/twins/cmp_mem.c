@@ -17,6 +17,7 @@
 #include "server/core/metrics.h"
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
+#include "server/store/db_lit.h"
 #include "server/store/write.h"
 
 #define MEM_STEPS 32            /* steps a run's rank keeps: twins further apart are compared by the look */

@@ -15,7 +15,7 @@
 void cmp_mem_register(void);
 
 /* cmp_mem_absorb - a batch of the run `run_key` of twin group `group`, rank `rank`, committed (stored here, or by
- * another lockstepd that forwarded it: forward.h): add its step sums (store_step_sums: `n` steps, `counted` records
+ * another lockstepd that forwarded it: forward.h): add its step sums (store_result's: `n` steps, `counted` records
  * added to the rank's progress) to the rank's step digests. Returns 1 when the look must see the rank now (a step
  * differs: its records are asked for while the agent runs; or memory cannot compare it: state blocks, too many
  * runs, memory full), else 0: the next cmp_mem_flush marks it or hands it

@@ -208,8 +208,9 @@ void cmp_notify(const char *group, int rank, double commit_s)
         fwd_look(group, rank);
 }
 
-void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, double commit_s)
+void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, const store_result *res)
 {
+    double commit_s = res->commit_s;
     if (!group || !*group)
         return; /* in no twin group: nothing compares it */
     int mine = lease_mine(group);
@@ -220,17 +221,13 @@ void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, double c
             fwd_look(group, (int)b->rank);
         return;
     }
-    store_step *st = NULL;
-    int64_t counted = 0;
-    size_t n = store_step_sums(b, &st, &counted);
     /* the holder's memory gets the sums; here, memory compares them (its next flush marks the rank or hands it to
      * the look) unless it cannot, and then the look comes at once: at most every 100 ms a group streaming digests (a
      * differing step waits for its records anyway) */
     if (!mine)
-        fwd_sums(group, run_key, (int)b->rank, st, n, counted, b->n_digests ? FWD_DIGESTS : 0);
-    else if (cmp_mem_absorb(group, run_key, (int)b->rank, st, n, counted))
+        fwd_sums(group, run_key, (int)b->rank, res->steps, res->n_steps, res->counted, b->n_digests ? FWD_DIGESTS : 0);
+    else if (cmp_mem_absorb(group, run_key, (int)b->rank, res->steps, res->n_steps, res->counted))
         notify(group, (int)b->rank, commit_s, b->n_digests ? CMP_GAP_DIGESTS_S : CMP_GAP_S);
-    free(st);
 }
 
 /* forwarded_sums, forwarded_look - what another instance forwarded (forward.h), for the groups this one compares. */

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "server/store/batch.h"
+#include "server/store/write.h"
 
 /* cmp_divergence_fn - told the name of a twin group whose comparison stored
  * a new (or an earlier) first divergence. Runs on the comparison thread; it
@@ -34,13 +35,14 @@ void cmp_stop(void);
  * lease (once per lease period and group at most). */
 void cmp_notify(const char *group, int rank, double commit_s);
 
-/* cmp_stored - batch `b` of the run `run_key` of twin group `group` committed at `commit_s`: its step digests go to
+/* cmp_stored - batch `b` of the run `run_key` of twin group `group` stored (`res`: committed at res->commit_s, the
+ * step sums its statement added in res->steps): its step digests go to
  * the comparison's memory, which marks the steps its runs agree on without a look through the database
  * (server/twins/cmp_mem.h); what memory cannot compare is queued for the look, at most every 100 ms a group when
  * the batch carried step digests (digest streaming: a differing step waits a step for its records anyway), else
  * every 20 ms. When another lockstepd holds the group's lease, the batch's step sums are forwarded to it instead
  * (server/peers/forward.h). Blocks on the database as cmp_notify does. */
-void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, double commit_s);
+void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, const store_result *res);
 
 /* cmp_check - compare group `group` on rank `rank` now: find the first step
  * of the shared, complete steps not yet checked whose digests differ, and

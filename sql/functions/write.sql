@@ -37,6 +37,7 @@ RETURNS TABLE (i int, duplicate boolean, want bigint[])
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     stored int[];
+    kept boolean[];  -- by batch: whether it is stored (`stored` as a lookup, not a list each row searches)
     s_group text[];  -- the stored batches' group ranks (in a twin group), in lock order
     s_rank int[];
     s_lo bigint[];   -- each one's smallest step in these batches that may be late (NULL: none)
@@ -54,10 +55,14 @@ BEGIN
     FROM (SELECT min(b.k) AS k FROM b JOIN ins ON ins.run_key = b.run_key AND ins.rank = b.rank
           AND ins.batch_seq = b.bseq GROUP BY b.run_key, b.rank, b.bseq) x;
     stored := coalesce(stored, '{}');
+    kept := array_fill(false, ARRAY[cardinality(b_run)]);
+    FOREACH j IN ARRAY stored LOOP
+        kept[j] := true;
+    END LOOP;
     INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames, step_last)
         SELECT b_run[f.bi], b_rank[f.bi], f.s, f.q, f.c, f.kd, f.fr, f.l
         FROM unnest(f_batch, f_step, f_seq, f_n, f_kind, f_frames, f_last) AS f(bi, s, q, c, kd, fr, l)
-        WHERE f.bi = ANY (stored);
+        WHERE kept[f.bi];
     -- the step digests, a pack per batch and block of steps (step_digest_packs, migration 029), appended: slices of
     -- the step rows, no aggregation here (lockstepd added up each step's parts within its batch; the views
     -- step_digests and step_consensus add up a step's parts across packs, its consensus digests in bseq order)
@@ -65,13 +70,13 @@ BEGIN
         SELECT b_run[p.bi], b_rank[p.bi], lockstep_step_block(d_step[p.o]), b_bseq[p.bi], d_step[p.o:p.e],
                d_n[p.o:p.e], d_digest[p.o:p.e], d_inputs[p.o:p.e], CASE WHEN p.c THEN d_cons[p.o:p.e] END
         FROM unnest(p_batch, p_from, p_to, p_cons) AS p(bi, o, e, c)
-        WHERE p.bi = ANY (stored);
+        WHERE kept[p.bi];
     -- the groups the consensus digests name, the first time (k_ranks: the sorted world ranks as an int[] literal)
     IF cardinality(k_batch) > 0 THEN
         INSERT INTO consensus_comms (run_key, comm_key, size, ranks)
             SELECT b_run[k.bi], k.k, k.z, k.r::int[]
             FROM unnest(k_batch, k_key, k_size, k_ranks) AS k(bi, k, z, r)
-            WHERE k.bi = ANY (stored)
+            WHERE kept[k.bi]
             ON CONFLICT DO NOTHING;
     END IF;
     -- the stored batches' group ranks, then their locks, shared, in one order
@@ -127,8 +132,8 @@ BEGIN
             WHERE twin_group = s_group[j] AND rank = s_rank[j] AND checked_upto >= s_lo[j];
     END LOOP;
     RETURN QUERY
-        SELECT k::int, NOT (k::int = ANY (stored)),
-               CASE WHEN k::int = ANY (stored) THEN
+        SELECT k::int, NOT kept[k],
+               CASE WHEN kept[k] THEN
                    coalesce((SELECT array_agg(w.step ORDER BY w.step) FROM (SELECT r.step FROM record_requests r
                              WHERE r.run_key = b_run[k] AND r.rank = b_rank[k] AND NOT r.answered
                              ORDER BY r.step LIMIT 64) w), '{}') END
