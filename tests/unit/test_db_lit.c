@@ -20,7 +20,8 @@ static void test_values(void **state)
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         db_lit_add(&l, v[i]);
     db_lit_null(&l);
-    assert_string_equal(db_lit_end(&l), "{0,7,-7,10,-10,1234567890123,9223372036854775807,-9223372036854775808,-1,NULL}");
+    assert_string_equal(db_lit_end(&l),
+                        "{0,7,-7,10,-10,1234567890123,9223372036854775807,-9223372036854775808,-1,NULL}");
     free(l.p);
 }
 
