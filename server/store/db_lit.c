@@ -10,18 +10,18 @@
 /* The most one value takes with its separator: ',' '-' and 19 digits. */
 #define LIT_VALUE_MAX 24
 
-/* lit_room - room in `l` for one more value. */
-static void lit_room(db_lit *l)
+void db_lit_room(db_lit *l, size_t n)
 {
-    if (l->len + LIT_VALUE_MAX > l->cap) {
+    if (l->len + n <= l->cap)
+        return;
+    while (l->len + n > l->cap)
         l->cap = l->cap ? 2 * l->cap : 256;
-        l->p = xrealloc(l->p, l->cap);
-    }
+    l->p = xrealloc(l->p, l->cap);
 }
 
 void db_lit_add(db_lit *l, int64_t v)
 {
-    lit_room(l);
+    db_lit_room(l, LIT_VALUE_MAX);
     char *p = l->p + l->len, digits[20];
     *p++ = l->len ? ',' : '{';
     uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v; /* INT64_MIN too */
@@ -39,7 +39,7 @@ void db_lit_add(db_lit *l, int64_t v)
 
 void db_lit_null(db_lit *l)
 {
-    lit_room(l);
+    db_lit_room(l, LIT_VALUE_MAX);
     l->p[l->len] = l->len ? ',' : '{';
     memcpy(l->p + l->len + 1, "NULL", 4);
     l->len += 5;

@@ -13,6 +13,10 @@ typedef struct db_lit {
     size_t len, cap;
 } db_lit;
 
+/* db_lit_room - room in `l` for `n` bytes more (a caller that writes an element of its own: write.c's quoted int[]
+ * and bytea elements). */
+void db_lit_room(db_lit *l, size_t n);
+
 /* db_lit_add - one integer more. */
 void db_lit_add(db_lit *l, int64_t v);
 

@@ -11,6 +11,7 @@
 
 #include "server/core/xalloc.h"
 #include "server/store/db.h"
+#include "server/store/db_lit.h"
 
 #define FETCH_SEGS 256 /* segments one query of a range reads */
 
@@ -167,24 +168,19 @@ unsigned char *frames_bytea_array(const frames_out *o, size_t *len)
 void frames_seg_arrays(const frames_out *o, char *out[FRAMES_SEG_ARRAYS])
 {
     for (int a = 0; a < FRAMES_SEG_ARRAYS; a++) {
-        char *s = xmalloc(o->n_seg * 22 + 3);
-        size_t len = 0;
-        s[len++] = '{';
+        db_lit l = {0};
         for (size_t i = 0; i < o->n_seg; i++) {
             const frames_seg *g = &o->seg[i];
-            if (i)
-                s[len++] = ',';
-            if (a == 4 && g->last == g->step) {
-                memcpy(s + len, "NULL", 4);
-                len += 4;
-                continue;
-            }
-            int64_t v = a == 0 ? g->step : a == 1 ? (int64_t)g->seq_lo : a == 2 ? g->n : a == 3 ? g->kind : g->last;
-            len += (size_t)sprintf(s + len, "%" PRId64, v);
+            if (a == 4 && g->last == g->step)
+                db_lit_null(&l);
+            else
+                db_lit_add(&l, a == 0   ? g->step
+                               : a == 1 ? (int64_t)g->seq_lo
+                               : a == 2 ? g->n
+                               : a == 3 ? g->kind
+                                        : g->last);
         }
-        s[len++] = '}';
-        s[len] = 0;
-        out[a] = s;
+        out[a] = (char *)db_lit_end(&l);
     }
 }
 

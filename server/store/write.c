@@ -95,11 +95,7 @@ static void lit_add_or_null(db_lit *l, int64_t v, int null)
 /* lit_add_ranks - the int[] literal of `n` ranks as one quoted element of a text[] literal. */
 static void lit_add_ranks(db_lit *l, const uint32_t *ranks, uint32_t n)
 {
-    if (l->len + 16 + 11 * (size_t)n > l->cap) {
-        while (l->len + 16 + 11 * (size_t)n > l->cap)
-            l->cap = l->cap ? 2 * l->cap : 256;
-        l->p = xrealloc(l->p, l->cap);
-    }
+    db_lit_room(l, 16 + 11 * (size_t)n);
     l->len += (size_t)sprintf(l->p + l->len, "%c\"{", l->len ? ',' : '{');
     for (uint32_t i = 0; i < n; i++)
         l->len += (size_t)sprintf(l->p + l->len, "%s%u", i ? "," : "", ranks[i]);
@@ -110,11 +106,7 @@ static void lit_add_ranks(db_lit *l, const uint32_t *ranks, uint32_t n)
 static void lit_add_bytes(db_lit *l, const unsigned char *b, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    if (l->len + 2 * n + 8 > l->cap) {
-        while (l->len + 2 * n + 8 > l->cap)
-            l->cap = l->cap ? 2 * l->cap : 256;
-        l->p = xrealloc(l->p, l->cap);
-    }
+    db_lit_room(l, 2 * n + 8);
     l->len += (size_t)sprintf(l->p + l->len, "%c\"\\\\x", l->len ? ',' : '{');
     for (size_t i = 0; i < n; i++) {
         l->p[l->len++] = hex[b[i] >> 4];
