@@ -26,7 +26,9 @@
  * of A memory read there). The groups with no diverging rank must show no divergence (`false_divergences`). With
  * `--bundle N` the ranks of a run are on nodes of N, and a node's relay posts its ranks' batches of a step as one
  * bundle (application/x-lockstep-bundle, docs/server.md), at the phase of its first rank: `posts` counts batches,
- * `requests` the requests that carried them.
+ * `requests` the requests that carried them. While the runs run, each diverging group is read every 250 ms until
+ * it says the difference on its step and rank (found_*: the step digest difference whose records it asked for, or
+ * the divergence), apart from the divergence stored (detect_*), which waits for the records.
  */
 #include <dirent.h>
 #include <inttypes.h>
@@ -95,6 +97,10 @@ typedef struct sim {
     double t0, t_end;
     /* divergence watch: when the step after the diverging one was stored by both runs */
     double div_ready[64][2];
+    /* what the group said while the runs ran (watch_main): the difference on its step and rank, found this long
+     * after the commit that showed it (-1: not seen) */
+    double found_ms[64];
+    int found_right[64];
     atomic_uint_fast64_t posts, requests, fails, bytes, bytes_on_demand, on_demand_posts, records_made, asked,
         cons_digests;
 } sim;
@@ -534,6 +540,55 @@ out:
     return NULL;
 }
 
+/* watch_one - group g as its twins read says it while the runs run: its first divergence, or else the step digest
+ * difference lockstepd awaits the records of (awaiting_records: the diverging rank's entry, or the first); 1 when
+ * either is there. */
+static int watch_one(sim *s, int g)
+{
+    char url[300], *resp = NULL;
+    snprintf(url, sizeof(url), "%s/api/v1/twins/%s", s->base, s->groups[g]);
+    if (h_http("GET", url, NULL, NULL, 0, NULL, &resp) != 200) {
+        free(resp);
+        return 0;
+    }
+    json_t *j = json_loads(resp, 0, NULL), *seen = json_object_get(j, "first_divergence");
+    free(resp);
+    int64_t want_step = diverge_step(&s->o, g);
+    int want_rank = (g * 37) % s->ranks_per_run;
+    if (!json_is_object(seen)) {
+        size_t i;
+        json_t *e;
+        seen = NULL;
+        json_array_foreach(json_object_get(j, "awaiting_records"), i, e)
+        {
+            if (!seen || json_integer_value(json_object_get(e, "rank")) == want_rank)
+                seen = e;
+        }
+    }
+    if (seen) {
+        s->found_ms[g] = json_number_value(json_object_get(seen, "detection_ms"));
+        s->found_right[g] = json_integer_value(json_object_get(seen, "step")) == want_step &&
+                            json_integer_value(json_object_get(seen, "rank")) == want_rank;
+    }
+    json_decref(j);
+    return seen != NULL;
+}
+
+/* watch_main - while the runs run, each diverging group whose diverging rank made its diverging step comparable read
+ * every 250 ms until it says the difference (watch_one): how soon a user learns where, its cause or not yet. */
+static void *watch_main(void *arg)
+{
+    sim *s = arg;
+    int left = s->o.diverge;
+    while (left > 0 && h_now() < s->t_end + 20) {
+        for (int g = 0; g < s->o.diverge; g++)
+            if (s->found_ms[g] < 0 && (s->div_ready[g][0] > 0 || s->div_ready[g][1] > 0) && watch_one(s, g))
+                left--;
+        usleep(250000);
+    }
+    return NULL;
+}
+
 /* proc_cpu - CPU seconds of `pid` (with `children`: plus its live children's, as for the postmaster). */
 static double proc_cpu(pid_t pid, int children)
 {
@@ -860,6 +915,10 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    for (int g = 0; g < 64; g++)
+        s.found_ms[g] = -1;
+    pthread_t watcher;
+    int watching = o->diverge > 0 && pthread_create(&watcher, &attr, watch_main, &s) == 0;
     for (int t = 0; t < o->threads; t++)
         pthread_join(th[t], NULL);
     double elapsed = h_now() - s.t0;
@@ -906,6 +965,16 @@ int main(int argc, char **argv)
     /* Divergences: each diverging group names its rank and step, with the time from commit to detection
      * (detection_ms), and from the later run's post of the step after it (which made the step complete) to
      * the divergence being stored (e2e). */
+    if (watching)
+        pthread_join(watcher, NULL);
+    double found[64];
+    int n_seen = 0, n_seen_right = 0;
+    for (int g = 0; g < o->diverge; g++)
+        if (s.found_ms[g] >= 0) {
+            found[n_seen++] = s.found_ms[g];
+            n_seen_right += s.found_right[g];
+        }
+    qsort(found, (size_t)n_seen, sizeof(double), cmp_d);
     double det[64], e2e[64];
     int n_found = 0, n_right = 0;
     for (int g = 0; g < o->diverge; g++) {
@@ -1012,7 +1081,8 @@ int main(int argc, char **argv)
         "\"lag_p99_ms\": %.1f, \"lag_max_ms\": %.1f, \"post_p50_ms\": %.2f, \"post_p99_ms\": %.2f, "
         "\"failed_posts\": %" PRIu64 ", \"steps_asked\": %" PRIu64 ", \"divergences_found\": %d, "
         "\"divergences_right\": %d, \"divergences_expected\": %d, \"false_divergences\": %d, \"detect_p50_ms\": %.1f, "
-        "\"detect_max_ms\": %.1f, "
+        "\"detect_max_ms\": %.1f, \"found_running\": %d, \"found_running_right\": %d, \"found_p50_ms\": %.1f, "
+        "\"found_max_ms\": %.1f, "
         "\"e2e_p50_ms\": %.1f, \"e2e_max_ms\": %.1f, \"bytes_per_rank_step\": %.1f, \"on_demand_bytes\": %" PRIu64 ", "
         "\"lockstepd_cpu_s\": %.1f, \"postgres_cpu_s\": %.1f, \"server_cpu_us_per_batch\": %.0f, \"sim_cpu_s\": %.1f, "
         "\"wal_bytes_per_s\": %.0f, \"consensus_comms\": %d, \"consensus_digests_per_rank_step\": %.2f, "
@@ -1025,7 +1095,8 @@ int main(int argc, char **argv)
         o->batch_steps, o->stagger ? "true" : "false", o->threads, offered, rate, (double)made / elapsed,
         keeps_up ? "true" : "false", pct(lag, n, 0.5) * 1e3, lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3,
         pct(lat, n, 0.99) * 1e3, fails, atomic_load(&s.asked), n_found, n_right, o->diverge, n_false,
-        pct(det, (size_t)n_found, 0.5), n_found ? det[n_found - 1] : 0, pct(e2e, (size_t)n_found, 0.5),
+        pct(det, (size_t)n_found, 0.5), n_found ? det[n_found - 1] : 0, n_seen, n_seen_right,
+        pct(found, (size_t)n_seen, 0.5), n_seen ? found[n_seen - 1] : 0, pct(e2e, (size_t)n_found, 0.5),
         n_found ? e2e[n_found - 1] : 0,
         steps_posted ? (double)atomic_load(&s.bytes) / (double)steps_posted / o->batch_steps : 0,
         (uint64_t)atomic_load(&s.bytes_on_demand), srv_cpu, pg_cpu,

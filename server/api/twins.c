@@ -104,10 +104,11 @@ static void missing_records(const char *group, json_t *o)
     if (w && PQntuples(w) > 0) {
         json_t *aw = json_array();
         for (int k = 0; k < PQntuples(w); k++)
-            json_array_append_new(aw, json_pack("{s:s, s:i, s:I, s:s}", "run_id", PQgetvalue(w, k, 0), "rank",
+            json_array_append_new(aw, json_pack("{s:s, s:i, s:I, s:s, s:s, s:f}", "run_id", PQgetvalue(w, k, 0), "rank",
                                                 atoi(PQgetvalue(w, k, 1)), "step",
                                                 (json_int_t)strtoll(PQgetvalue(w, k, 2), NULL, 10), "requested_at",
-                                                PQgetvalue(w, k, 3)));
+                                                PQgetvalue(w, k, 3), "committed_at", PQgetvalue(w, k, 4),
+                                                "detection_ms", atof(PQgetvalue(w, k, 5))));
         json_object_set_new(o, "awaiting_records", aw);
     }
     PQclear(w);

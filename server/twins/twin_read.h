@@ -54,8 +54,9 @@ PGresult *twin_read_classification(const char *key, char *err, size_t cap);
 PGresult *twin_read_restores(const char *key, char *err, size_t cap);
 
 /* twin_read_awaiting - the steps whose held-back records lockstepd asked group `key`'s agents for and has not
- * received, at most 100 by step and rank: rows of run_id, rank, step, requested_at (ISO 8601, UTC). NULL with
- * `err`. */
+ * received (the step digests of the rank differ there), at most 100 by step and rank: rows of run_id, rank, step,
+ * requested_at, committed_at (the commit that showed the difference; ISO 8601, UTC) and the milliseconds from
+ * one to the other. NULL with `err`. */
 PGresult *twin_read_awaiting(const char *key, char *err, size_t cap);
 
 /* twin_read_removed - the steps group `key`'s comparison stopped at because retention removed a run's records

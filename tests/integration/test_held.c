@@ -288,12 +288,54 @@ static void test_stored_mismatch_not_compared(void **state)
     assert_true(it_metric(&srv, "lockstepd_held_records_refused_total{at=\"compare\"}", NULL) >= before + 1);
 }
 
+/* While both runs still run, the step digests that differ are said at once, on their rank and step: the group's
+ * reason says so (not that the runs agree so far) and awaiting_records names the step, the commit that showed
+ * the difference and how long after it lockstepd asked; the records, once sent, say where and why. */
+static void test_running_difference_said_at_once(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    assert_int_equal(it_register(&srv, "9400", "t-held-live", 1, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, "9401", "t-held-live", 1, 0, NULL, b), 0);
+    post_full(a);
+    post_digests(b);
+    json_t *o = NULL, *aw = NULL;
+    for (int i = 0; i < 200 && !json_array_size(aw); i++) {
+        json_decref(o);
+        o = NULL;
+        usleep(50000);
+        assert_int_equal(it_call(&srv, "GET", "/api/v1/twins/t-held-live", NULL, NULL, &o), 200);
+        aw = json_object_get(o, "awaiting_records");
+    }
+    assert_int_equal(json_array_size(aw), 1);
+    json_t *e = json_array_get(aw, 0);
+    assert_string_equal(json_string_value(json_object_get(e, "run_id")), b);
+    assert_int_equal(json_integer_value(json_object_get(e, "rank")), 0);
+    assert_int_equal(json_integer_value(json_object_get(e, "step")), DIFF_STEP);
+    assert_true(json_is_string(json_object_get(e, "committed_at")));
+    double ms = json_number_value(json_object_get(e, "detection_ms"));
+    assert_true(ms >= 0 && ms < 10000);
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "pending");
+    const char *why = json_string_value(json_object_get(o, "status_reason"));
+    assert_non_null(strstr(why, "step digests of 1 rank differ"));
+    assert_null(strstr(why, "agree"));
+    json_decref(o);
+    assert_int_equal(post_held(b, 1, TENSORS, 1, NULL, 0), 200);
+    o = it_wait_group(&srv, "t-held-live", "diverged");
+    json_t *fd = json_object_get(o, "first_divergence");
+    assert_int_equal(json_integer_value(json_object_get(fd, "step")), DIFF_STEP);
+    assert_string_equal(json_string_value(json_object_get(fd, "name")), "layer1.out");
+    assert_null(json_object_get(o, "awaiting_records"));
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forged_held_refused),
         cmocka_unit_test(test_forged_in_parts),
         cmocka_unit_test(test_stored_mismatch_not_compared),
+        cmocka_unit_test(test_running_difference_said_at_once),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -58,6 +58,24 @@ static void test_awaiting_says_how(void **state)
     assert_null(strstr(why, "lockstep replay"));
 }
 
+/* While a run still runs, records asked for mean the step digests differ: the reason says so at once, not that
+ * the runs agree so far (before, it did until the records came, a batch interval later). */
+static void test_awaiting_while_running_says_digests_differ(void **state)
+{
+    (void)state;
+    twin_facts f = {.nruns = 2, .running = 2, .unchecked = 1, .comparable = 3, .awaiting = 1};
+    char why[512] = "";
+    assert_string_equal(twin_status(&f, why, sizeof(why)), "pending");
+    assert_non_null(strstr(why, "step digests of 1 rank differ"));
+    assert_null(strstr(why, "agree"));
+    f.awaiting = 0;
+    twin_status(&f, why, sizeof(why));
+    assert_non_null(strstr(why, "they agree so far"));
+    f.diverged = 1; /* a divergence found from records says more: it decides */
+    f.awaiting = 2;
+    assert_string_equal(twin_status(&f, why, sizeof(why)), "diverged");
+}
+
 /* Records retention removed: the group says so, not that agents hold them back (before, the held-back reason and
  * `pending` for ever). */
 static void test_removed_says_what(void **state)
@@ -176,6 +194,7 @@ int main(void)
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_cases),
                                        cmocka_unit_test(test_statuses_listed),
                                        cmocka_unit_test(test_awaiting_says_how),
+                                       cmocka_unit_test(test_awaiting_while_running_says_digests_differ),
                                        cmocka_unit_test(test_removed_says_what),
                                        cmocka_unit_test(test_nothing_shared_says_which),
                                        cmocka_unit_test(test_mpi_unseen_says_why)};
