@@ -52,10 +52,10 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
             snprintf(why, cap, "the runs diverged");
         return "diverged";
     }
-    if (f->running && f->awaiting) { /* found from the step digests; the records that say where and why are asked */
+    if (f->running && f->awaiting) { /* found from the digests; the records that say where and why are asked */
         snprintf(why, cap,
-                 "%d of %d runs still running; the step digests of %ld rank%s differ: lockstepd asked the agents, "
-                 "which held the records back (digest streaming), for the records that say where and why "
+                 "%d of %d runs still running; their digests show a difference on %ld rank%s: lockstepd asked the "
+                 "agents, which held the records back (digest streaming), for the records that say where and why "
                  "(awaiting_records); they come with the rank's next batch",
                  f->running, f->nruns, f->awaiting, f->awaiting > 1 ? "s" : "");
         return "pending";

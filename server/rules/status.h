@@ -31,7 +31,7 @@ typedef struct twin_facts {
     long unchecked;  /* ranks whose shared, complete steps are not all compared yet */
     long comparable; /* ranks on which two runs or more recorded steps they share */
     long awaiting;   /* ranks whose comparison waits for records an agent held back (digest streaming): their
-                        step digests differ */
+                        digests differ (step digests from a twin's, or a consensus window's within a run) */
     long removed;    /* ranks whose comparison stopped at a step whose records retention removed from a run */
     /* Why runs that ended share nothing to compare (only read when comparable is 0): */
     int silent;               /* runs that recorded nothing at all */

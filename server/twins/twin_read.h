@@ -54,7 +54,7 @@ PGresult *twin_read_classification(const char *key, char *err, size_t cap);
 PGresult *twin_read_restores(const char *key, char *err, size_t cap);
 
 /* twin_read_awaiting - the steps whose held-back records lockstepd asked group `key`'s agents for and has not
- * received (the step digests of the rank differ there), at most 100 by step and rank: rows of run_id, rank, step,
+ * received (the rank's digests differ there), at most 100 by step and rank: rows of run_id, rank, step,
  * requested_at, committed_at (the commit that showed the difference; ISO 8601, UTC) and the milliseconds from
  * one to the other. NULL with `err`. */
 PGresult *twin_read_awaiting(const char *key, char *err, size_t cap);

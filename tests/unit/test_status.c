@@ -58,15 +58,15 @@ static void test_awaiting_says_how(void **state)
     assert_null(strstr(why, "lockstep replay"));
 }
 
-/* While a run still runs, records asked for mean the step digests differ: the reason says so at once, not that
- * the runs agree so far (before, it did until the records came, a batch interval later). */
+/* While a run still runs, records asked for mean the digests differ: the reason says so at once, not that the runs
+ * agree so far (before, it did until the records came, a batch interval later). */
 static void test_awaiting_while_running_says_digests_differ(void **state)
 {
     (void)state;
     twin_facts f = {.nruns = 2, .running = 2, .unchecked = 1, .comparable = 3, .awaiting = 1};
     char why[512] = "";
     assert_string_equal(twin_status(&f, why, sizeof(why)), "pending");
-    assert_non_null(strstr(why, "step digests of 1 rank differ"));
+    assert_non_null(strstr(why, "digests show a difference on 1 rank:"));
     assert_null(strstr(why, "agree"));
     f.awaiting = 0;
     twin_status(&f, why, sizeof(why));
