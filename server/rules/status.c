@@ -56,7 +56,8 @@ const char *twin_status(const twin_facts *f, char *why, size_t cap)
         snprintf(why, cap,
                  "%d of %d runs still running; their digests show a difference on %ld rank%s: lockstepd asked the "
                  "agents, which held the records back (digest streaming), for the records that say where and why "
-                 "(awaiting_records); they come with the rank's next batch",
+                 "(awaiting_records): a running rank sends them with its next batch, an ended run's wait in its "
+                 "spool for `lockstep replay --steps asked DIR`",
                  f->running, f->nruns, f->awaiting, f->awaiting > 1 ? "s" : "");
         return "pending";
     }

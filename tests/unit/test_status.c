@@ -67,6 +67,7 @@ static void test_awaiting_while_running_says_digests_differ(void **state)
     char why[512] = "";
     assert_string_equal(twin_status(&f, why, sizeof(why)), "pending");
     assert_non_null(strstr(why, "digests show a difference on 1 rank:"));
+    assert_non_null(strstr(why, "`lockstep replay --steps asked DIR`")); /* whole: an ended twin's are in its spool */
     assert_null(strstr(why, "agree"));
     f.awaiting = 0;
     twin_status(&f, why, sizeof(why));
