@@ -112,6 +112,12 @@ typedef struct worker_t {
     size_t n, cap;
 } worker_t;
 
+/* diverge_rank - group g's diverging rank (of run B; a group g < diverge). */
+static int diverge_rank(const sim *s, int g)
+{
+    return (g * 37) % s->ranks_per_run;
+}
+
 /* diverge_step - the step from which group g's diverging rank differs: spread over the run, from step 5 to
  * 5 steps before its end, so that every one is complete (a later step stored) in time. */
 static int64_t diverge_step(const opts *o, int g)
@@ -337,7 +343,7 @@ static int reference(sim *s)
             continue;
         char path[160], body[64];
         snprintf(path, sizeof(path), "/api/v1/runs/%s/records", s->run_ids[sr->group * 2]);
-        int twin_diverges = sr->group < o->diverge && sr->rank == (sr->group * 37) % s->ranks_per_run;
+        int twin_diverges = sr->group < o->diverge && sr->rank == diverge_rank(s, sr->group);
         batch_header(&b, sr, sr->bseq++, 0);
         add_steps(s, sr, 0, steps - 1, o->digests && !twin_diverges, &b, rs, exts);
         long code = fleet_post(&c, path, "application/x-lockstep", b.buf, b.len);
@@ -554,7 +560,7 @@ static int watch_one(sim *s, int g)
     json_t *j = json_loads(resp, 0, NULL), *seen = json_object_get(j, "first_divergence");
     free(resp);
     int64_t want_step = diverge_step(&s->o, g);
-    int want_rank = (g * 37) % s->ranks_per_run;
+    int want_rank = diverge_rank(s, g);
     if (!json_is_object(seen)) {
         size_t i;
         json_t *e;
@@ -877,7 +883,7 @@ int main(int argc, char **argv)
         int lead = o->bundle > 1 ? i - (i % s.ranks_per_run) % o->bundle : i; /* a node posts at its first's phase */
         sr->phase = o->step_s * (double)(((uint64_t)lead * 0x9e3779b97f4a7c15ULL) >> 11) / (double)(1ULL << 53);
         sr->diverge_at = -1;
-        if (sr->group < o->diverge && sr->run == 1 && sr->rank == (sr->group * 37) % s.ranks_per_run)
+        if (sr->group < o->diverge && sr->run == 1 && sr->rank == diverge_rank(&s, sr->group))
             sr->diverge_at = diverge_step(o, sr->group);
     }
 
@@ -996,7 +1002,7 @@ int main(int argc, char **argv)
         if (!fd)
             continue;
         int64_t want_step = diverge_step(o, g);
-        int want_rank = (g * 37) % s.ranks_per_run;
+        int want_rank = diverge_rank(&s, g);
         n_right += json_integer_value(json_object_get(fd, "step")) == want_step &&
                    json_integer_value(json_object_get(fd, "rank")) == want_rank;
         det[n_found] = json_number_value(json_object_get(fd, "detection_ms"));

@@ -11,6 +11,10 @@
 /* DB_TS - a timestamptz column as ISO 8601 UTC text with milliseconds, in SQL: how every reader spells times. */
 #define DB_TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
+/* DB_MS - the milliseconds from timestamptz column `from` to `to`, in SQL: how every reader spells a latency
+ * (detection_ms). */
+#define DB_MS(from, to) "extract(epoch FROM " to " - " from ") * 1000"
+
 /* db_init - remember the conninfo that every thread connects with. Call
  * once, before any thread uses the database. */
 void db_init(const char *conninfo);

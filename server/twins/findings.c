@@ -60,10 +60,12 @@ void findings_register(void)
                             "(WHERE e.aborted))[1], (array_agg(e.exit_code ORDER BY e.rank) FILTER "
                             "(WHERE e.aborted))[1] FROM rank_ends e JOIN runs r USING (run_key) "
                             "WHERE r.twin_group = $1 GROUP BY e.run_key");
-    db_register("vd_divs",
-                "SELECT rank, step, seq, name, occ, kind, odd_run_key, runs::text, " DB_TS("committed_at") ", " DB_TS(
-                    "detected_at") ", extract(epoch FROM detected_at - committed_at) * 1000 "
-                                   "FROM divergences WHERE twin_group = $1 ORDER BY step, rank");
+    db_register(
+        "vd_divs",
+        "SELECT rank, step, seq, name, occ, kind, odd_run_key, runs::text, " DB_TS("committed_at") ", " DB_TS(
+            "detected_at") ", " DB_MS("committed_at",
+                                      "detected_at") " "
+                                                     "FROM divergences WHERE twin_group = $1 ORDER BY step, rank");
     /* The manifests the diff reads, bounded whatever a job uploaded (65,536 ranks of 256 KiB each would be 16 GiB a
      * run): the lowest ranks of every run together, rank by rank, up to MDIFF_MANIFESTS manifests (the lowest rank
      * always), so that every run is compared on the same ranks; a stored manifest larger than a manifest may be now

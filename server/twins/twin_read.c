@@ -53,11 +53,12 @@ void twin_read_register(void)
                 "c.unverified, c.detail::text FROM restore_checks c JOIN runs r ON r.run_key = c.run_key "
                 "JOIN runs t ON t.run_key = c.ref_run_key WHERE c.twin_group = $1 ORDER BY c.step, c.rank, r.run_key, "
                 "t.run_key");
-    db_register("grp_awaiting", "SELECT r.run_id, q.rank, q.step, " DB_TS("q.requested_at") ", " DB_TS(
-                                    "q.committed_at") ", extract(epoch FROM q.requested_at - q.committed_at) * 1000 "
-                                                      "FROM record_requests q JOIN runs r USING (run_key) "
-                                                      "WHERE r.twin_group = $1 AND NOT q.answered "
-                                                      "ORDER BY q.step, q.rank, q.run_key LIMIT 100");
+    db_register("grp_awaiting",
+                "SELECT r.run_id, q.rank, q.step, " DB_TS("q.requested_at") ", " DB_TS("q.committed_at") ", " DB_MS(
+                    "q.committed_at", "q.requested_at") " "
+                                                        "FROM record_requests q JOIN runs r USING (run_key) "
+                                                        "WHERE r.twin_group = $1 AND NOT q.answered "
+                                                        "ORDER BY q.step, q.rank, q.run_key LIMIT 100");
     db_register("grp_removed", "SELECT r.run_id, q.rank, q.step FROM record_requests q JOIN runs r USING (run_key) "
                                "WHERE r.twin_group = $1 AND q.removed ORDER BY q.step, q.rank, q.run_key LIMIT 100");
 }
