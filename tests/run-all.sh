@@ -8,6 +8,12 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do units+=("$1"); shift; done
 [ "${1:-}" = "--" ] && shift
 tiers=("$@")
 
+# The tiers run as on a clean machine: a shell that sourced build/demo/env (README.md) or set the agent's and the
+# command's LOCKSTEP_* variables must not point them at the demo's lockstepd or Slurm (LOCKSTEP_KEEP, which keeps
+# the tiers' temporary directories, stays).
+for v in $(compgen -e); do
+  case $v in LOCKSTEP_KEEP) ;; LOCKSTEP_*|SLURM_CONF) unset "$v" ;; esac
+done
 export LOCKSTEP_BUILD=$build
 export LOCKSTEP_SRC=$(pwd)
 failed_parts=()
