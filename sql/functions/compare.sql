@@ -216,19 +216,33 @@ CREATE OR REPLACE FUNCTION lockstep_cmp_marks(g text, m_rank int[], m_from bigin
 RETURNS TABLE (r_rank int, r_state smallint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
-    locked int[];
+    lo int;          -- the smallest rank of m_rank
+    held boolean[];  -- by rank, from lo: whether its lock was taken (a lookup, not an array each row searches: a
+                     -- `= ANY (locked)` per row made a statement of 4,000 ranks 200 ms, of 240 ranks 4.7 ms)
+    j int;
 BEGIN
     IF (SELECT count(DISTINCT u.ranks) FROM runs u WHERE u.twin_group = g) <> 1 THEN
         RETURN;
     END IF;
-    SELECT array_agg(q.rk) INTO locked FROM unnest(m_rank) AS q(rk)
-        WHERE pg_try_advisory_xact_lock(lockstep_check_key(g, q.rk));
+    SELECT min(q.rk), max(q.rk) INTO lo, j FROM unnest(m_rank) AS q(rk);
+    IF lo IS NULL THEN
+        RETURN;
+    END IF;
+    held := array_fill(false, ARRAY[j - lo + 1], ARRAY[lo]);
+    FOR j IN SELECT q.rk FROM unnest(m_rank) AS q(rk) WHERE pg_try_advisory_xact_lock(lockstep_check_key(g, q.rk))
+    LOOP
+        held[j] := true;
+    END LOOP;
+    -- each rank's progress and mark are read by their key, a LATERAL subquery each (OFFSET 0 keeps it one): a join
+    -- left to the plan this statement keeps (force_generic_plan), made while group_checks held a few rows of the
+    -- group, scanned every mark of the group once a rank (~55 ms a call at 5,000 ranks a group, bench/fleet)
     RETURN QUERY
     WITH mem AS (
         SELECT e.rk, array_agg(e.k ORDER BY e.k) AS keys, bool_and(coalesce(p.n_records = e.c, false)) AS counted
         FROM unnest(e_rank, e_key, e_count) AS e(rk, k, c)
-        LEFT JOIN rank_progress p ON p.run_key = e.k AND p.rank = e.rk
-        WHERE e.rk = ANY (locked)
+        LEFT JOIN LATERAL (SELECT p.n_records FROM rank_progress p WHERE p.run_key = e.k AND p.rank = e.rk
+                           OFFSET 0) p ON true
+        WHERE coalesce(held[e.rk], false)
         GROUP BY e.rk),
     gr AS ( -- the group's runs, the step they all start at (NULL: they start at different steps), their last end
         SELECT array_agg(u.run_key ORDER BY u.run_key) AS keys,
@@ -242,7 +256,7 @@ BEGIN
                c.members = mem.keys AND NOT c.waiting AND c.target IS NOT NULL AND c.checked_upto = c.target AS settled
         FROM unnest(m_rank, m_from, m_upto) AS m(rk, lo, upto)
         JOIN mem ON mem.rk = m.rk
-        LEFT JOIN group_checks c ON c.twin_group = g AND c.rank = m.rk
+        LEFT JOIN LATERAL (SELECT * FROM group_checks c WHERE c.twin_group = g AND c.rank = m.rk OFFSET 0) c ON true
         WHERE NOT EXISTS (SELECT 1 FROM divergences d WHERE d.twin_group = g AND d.rank = m.rk)),
     ok AS ( -- every condition but the count
         SELECT cur.rk, cur.upto, cur.keys, cur.counted FROM cur CROSS JOIN gr
@@ -266,7 +280,7 @@ BEGIN
     UNION ALL
     SELECT a.rk, 0::smallint FROM ahead a
     UNION ALL
-    SELECT q.rk, 1::smallint FROM unnest(m_rank) AS q(rk) WHERE NOT (q.rk = ANY (coalesce(locked, '{}')))
+    SELECT q.rk, 1::smallint FROM unnest(m_rank) AS q(rk) WHERE NOT held[q.rk]
     UNION ALL -- only the count stands in the way: a batch memory has not counted yet
     SELECT ok.rk, 2::smallint FROM ok WHERE NOT ok.counted;
 END $$;

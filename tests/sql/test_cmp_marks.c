@@ -165,6 +165,42 @@ static void test_late_rewind(void **state)
     assert_string_equal(checks(v, sizeof(v)), "19 24");
 }
 
+/* Ranks that do not start at 0 and leave gaps (5 and 7 here, as a chunk of a large group does), one of them busy: a
+ * session holds rank 7's lock, shared, as a committing batch does. Rank 5 is marked, rank 7 put off to the next flush
+ * (r_state 1) and its mark not written; once the lock is free, it is marked as well. */
+static void test_busy_among_sparse_ranks(void **state)
+{
+    (void)state;
+    char a[32], b[32], v[128], info[512];
+    pair("cm-s", a, b, sizeof(a), 0);
+    const char *pk[] = {a, b};
+    sqlt_do(sqlt_c,
+            "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
+            "SELECT k, r, 0, 20, 99, 100 FROM unnest(ARRAY[$1, $2]::bigint[]) k, unnest('{5,7}'::int[]) r",
+            2, pk);
+    snprintf(info, sizeof(info), "host=%s port=%s dbname=%s user=%s", PQhost(sqlt_c), PQport(sqlt_c), PQdb(sqlt_c),
+             PQuser(sqlt_c));
+    PGconn *other = PQconnectdb(info);
+    assert_int_equal(PQstatus(other), CONNECTION_OK);
+    sqlt_value(other, "SELECT pg_advisory_lock_shared(lockstep_check_key('cm-s', 7))", 0, NULL, v, sizeof(v));
+
+    char keys[160];
+    snprintf(keys, sizeof(keys), "{%s,%s,%s,%s}", a, b, a, b);
+    const char *p[] = {keys};
+    const char *sql = "SELECT coalesce(string_agg(r_rank || ':' || r_state, ' ' ORDER BY r_rank), '') "
+                      "FROM lockstep_cmp_marks('cm-s', '{5,7}', '{0,0}', '{15,15}', '{5,5,7,7}', $1::bigint[], "
+                      "'{100,100,100,100}')";
+    assert_string_equal(sqlt_value(sqlt_c, sql, 1, p, v, sizeof(v)), "5:0 7:1");
+    assert_string_equal(mark_of("cm-s", "5", v, sizeof(v)), "15/15");
+    assert_string_equal(sqlt_value(sqlt_c, "SELECT count(*) FROM group_checks WHERE twin_group = 'cm-s' AND rank = 7",
+                                   0, NULL, v, sizeof(v)),
+                        "0");
+
+    PQfinish(other); /* the lock goes with the session */
+    assert_string_equal(sqlt_value(sqlt_c, sql, 1, p, v, sizeof(v)), "5:0 7:0");
+    assert_string_equal(mark_of("cm-s", "7", v, sizeof(v)), "15/15");
+}
+
 /* The rule the twin status, the sweep and memory's marks share (lockstep_checked_before_end): a check made before the
  * rank's end or a run's end is not finished; one made after both, or where neither is known, is. */
 static void test_checked_before_end(void **state)
@@ -198,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_ahead),
         cmocka_unit_test(test_ahead_after_end),
         cmocka_unit_test(test_late_rewind),
+        cmocka_unit_test(test_busy_among_sparse_ranks),
         cmocka_unit_test(test_checked_before_end),
     };
     return cmocka_run_group_tests(tests, sqlt_setup, sqlt_teardown);
