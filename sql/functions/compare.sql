@@ -103,11 +103,16 @@ BEGIN
                     AND NOT (c.max_step IS NOT NULL AND c.start_step > c.max_step) AS kept
         FROM cell c),
     starts AS ( -- each kept run's start_step and how many kept runs cover it (from their start_step to their
-                -- highest step here; one that ended without records here covers every step, where it is missing)
-        SELECT s.rk, s.start_step AS lo,
-               (SELECT count(*) FROM cand c2 WHERE c2.rk = s.rk AND c2.kept AND (c2.max_step IS NULL OR
-                       (c2.start_step <= s.start_step AND c2.max_step >= s.start_step))) AS cover
-        FROM (SELECT DISTINCT c.rk, c.start_step FROM cand c WHERE c.kept AND c.max_step IS NOT NULL) s),
+                -- highest step here; one that ended without records here covers every step, where it is missing),
+                -- counted among the rank's own kept runs, gathered in arrays (a subquery over all of `cand` for
+                -- each start made the look quadratic in its ranks: 4.1 s of 4.3 for 1,679 ranks)
+        SELECT k.rk, s.lo,
+               (SELECT count(*) FROM unnest(k.ss, k.ms) AS x(st, mx)
+                WHERE x.mx IS NULL OR (x.st <= s.lo AND x.mx >= s.lo)) AS cover
+        FROM (SELECT c.rk, array_agg(c.start_step) AS ss, array_agg(c.max_step) AS ms FROM cand c WHERE c.kept
+              GROUP BY c.rk) k
+        CROSS JOIN LATERAL (SELECT DISTINCT x.st AS lo FROM unnest(k.ss, k.ms) AS x(st, mx)
+                            WHERE x.mx IS NOT NULL) s),
     shared AS ( -- the shared start: the one most cover, the latest on a tie; none when no step is covered twice
         SELECT DISTINCT ON (st.rk) st.rk, st.lo FROM starts st WHERE st.cover >= 2
         ORDER BY st.rk, st.cover DESC, st.lo DESC),
