@@ -72,6 +72,8 @@ typedef struct opts {
     int rerun;              /* run A of every group streamed and ended before the timed part, then lockstepd
                                restarted (as its memory forgets a group two minutes after its last batch): run B, a
                                rerun, streams alone and is compared with A as PostgreSQL holds it */
+    int end;                /* after the timed part every rank of both runs ends (its end posted, as an agent's at
+                               exit), and each group is read until its status settles (end_phase) */
 } opts;
 
 /* One simulated rank. */
@@ -80,6 +82,7 @@ typedef struct srank {
     double phase;         /* seconds into each step when it posts */
     uint64_t bseq;
     int64_t diverge_at; /* -1: never */
+    int64_t posted;     /* the last step of its last batch stored (-1: none) */
 } srank;
 
 typedef struct sim {
@@ -429,6 +432,7 @@ static long post_bundle(sim *s, fleet_conn *conns, int first, int end, int64_t s
         }
         atomic_fetch_add(&s->posts, 1);
         r->bseq++;
+        r->posted = step;
         if (r->diverge_at >= 0 && step > r->diverge_at && s->div_ready[r->group][r->run] == 0)
             s->div_ready[r->group][r->run] = now;
         json_t *ask = json_object_get(e, "send_steps"), *v;
@@ -525,6 +529,7 @@ static void *worker_main(void *arg)
             if (code != 200)
                 continue; /* this step's batch is lost to the simulation: counted as failed */
             sr->bseq++;
+            sr->posted = step;
             if (sr->diverge_at >= 0 && step > sr->diverge_at && s->div_ready[sr->group][sr->run] == 0)
                 s->div_ready[sr->group][sr->run] = end; /* the batch that made the diverging step comparable */
             for (int a = 0; a < n_ask; a++) {
@@ -698,6 +703,164 @@ static double self_cpu(void)
            ru.ru_stime.tv_usec / 1e6;
 }
 
+/* The end phase (--end): every rank of both runs posts its end, spread over the client threads, each on its
+ * connection to the rank's instance; then every group is read until its status is no longer pending. */
+typedef struct ender {
+    sim *s;
+    int id, threads;
+    double *lat; /* seconds each end took */
+    size_t n;
+    int fails;
+} ender;
+
+static void *end_main(void *arg)
+{
+    ender *e = arg;
+    sim *s = e->s;
+    fleet_conn conns[4];
+    for (int i = 0; i < s->o.instances; i++)
+        if (fleet_conn_init(&conns[i], s->bases[i]) < 0)
+            abort();
+    e->lat = malloc(((size_t)s->o.ranks / (size_t)e->threads + 1) * sizeof(double));
+    h_batch hb = {0};
+    for (int i = e->id; i < s->o.ranks; i += e->threads) {
+        const srank *sr = &s->r[i];
+        char path[128], body[64];
+        snprintf(path, sizeof(path), "/api/v1/runs/%s/end", s->run_ids[sr->group * 2 + sr->run]);
+        int len = snprintf(body, sizeof(body), "{\"rank\": %d, \"exit_code\": 0}", sr->rank);
+        double t = h_now();
+        long code =
+            fleet_post(&conns[(sr->rank + sr->run) % s->o.instances], path, "application/json", body, (size_t)len);
+        e->lat[e->n++] = h_now() - t;
+        if (code != 200 && e->fails++ == 0)
+            fprintf(stderr, "bench/fleet: an end failed (HTTP %ld): %s\n", code, conns[0].reply);
+        /* as an agent does before it exits: the held records of the steps the reply asks for */
+        long long ask[MAX_ASK];
+        int n_ask = code == 200 ? wire_obj_int_array(conns[(sr->rank + sr->run) % s->o.instances].reply, "send_steps",
+                                                     ask, MAX_ASK)
+                                : 0;
+        for (int a = 0; a < n_ask; a++) {
+            atomic_fetch_add(&s->asked, 1);
+            send_held(s, conns, sr, ask[a], &hb);
+        }
+    }
+    for (int i = 0; i < s->o.instances; i++)
+        fleet_conn_close(&conns[i]);
+    h_batch_free(&hb);
+    return NULL;
+}
+
+/* end_phase - the ends and the settling, as the line's end_* and settle_* fields into `out`. */
+static void end_phase(sim *s, const pid_t *srv_pids, pid_t pm, char *out, size_t cap)
+{
+    const opts *o = &s->o;
+    double cpu0 = 0, pg0 = pm ? proc_cpu(pm, 1) : 0;
+    for (int i = 0; i < o->instances; i++)
+        cpu0 += proc_cpu(srv_pids[i], 0);
+    ender *es = calloc((size_t)o->threads, sizeof(*es));
+    pthread_t *th = calloc((size_t)o->threads, sizeof(*th));
+    double t0 = h_now();
+    for (int t = 0; t < o->threads; t++) {
+        es[t] = (ender){.s = s, .id = t, .threads = o->threads};
+        pthread_create(&th[t], NULL, end_main, &es[t]);
+    }
+    size_t n = 0;
+    int fails = 0;
+    for (int t = 0; t < o->threads; t++) {
+        pthread_join(th[t], NULL);
+        n += es[t].n;
+        fails += es[t].fails;
+    }
+    double posted = h_now() - t0;
+    double *lat = malloc((n + 1) * sizeof(double));
+    for (int t = 0, k = 0; t < o->threads; k += (int)es[t].n, t++) {
+        memcpy(lat + k, es[t].lat, es[t].n * sizeof(double));
+        free(es[t].lat);
+    }
+    qsort(lat, n, sizeof(double), cmp_d);
+    /* every group until its status settles (120 s at most after the last end): diverged where a rank diverges,
+     * match elsewhere */
+    /* what each group must say: diverged where both runs' diverging rank stored a step past its diverging one (the
+     * step was complete while they ran, and its records were asked for then); where the diverging step was their
+     * last, only the ends complete it, and the run that ended first can no longer be asked for its held records
+     * (they wait in its spool for `lockstep replay`): pending; match where the step was not reached */
+    const char *want[64];
+    double settled_at[64];
+    const char *final[64] = {0};
+    int left = 0;
+    for (int g = 0; g < o->groups; g++) {
+        int reached = 0, past = 0;
+        for (int i = 0; i < o->ranks && g < o->diverge; i++)
+            if (s->r[i].group == g && s->r[i].rank == diverge_rank(s, g)) {
+                reached += s->r[i].posted >= diverge_step(o, g);
+                past += s->r[i].posted > diverge_step(o, g);
+            }
+        want[g] = past == 2 ? "diverged" : reached == 2 ? "pending" : "match";
+        settled_at[g] = -1;
+        left += strcmp(want[g], "pending") != 0;
+    }
+    while (left > 0 && h_now() < t0 + posted + 120) {
+        for (int g = 0; g < o->groups; g++) {
+            if (settled_at[g] >= 0 || !strcmp(want[g], "pending"))
+                continue;
+            char url[300], *resp = NULL, st[32] = "";
+            snprintf(url, sizeof(url), "%s/api/v1/twins/%s", s->base, s->groups[g]);
+            if (h_http("GET", url, NULL, NULL, 0, NULL, &resp) == 200 &&
+                h_json_str(resp, "status", st, sizeof(st)) == 0 && strcmp(st, "pending") != 0) {
+                settled_at[g] = h_now() - t0;
+                final[g] = !strcmp(st, "diverged") ? "diverged" : !strcmp(st, "match") ? "match" : "other";
+                left--;
+            }
+            free(resp);
+        }
+        if (left > 0)
+            usleep(250000);
+    }
+    int settled = 0, right = 0, awaiting = 0;
+    double last = 0;
+    for (int g = 0; g < o->groups; g++) {
+        char url[300], *resp = NULL, st[32] = "", why[400] = "";
+        int ok = settled_at[g] >= 0 && !strcmp(final[g], want[g]);
+        if (!strcmp(want[g], "pending")) { /* read once: it says so, and why */
+            snprintf(url, sizeof(url), "%s/api/v1/twins/%s", s->base, s->groups[g]);
+            ok = h_http("GET", url, NULL, NULL, 0, NULL, &resp) == 200 && h_json_str(resp, "status", st, 32) == 0 &&
+                 !strcmp(st, "pending") && h_json_str(resp, "status_reason", why, sizeof(why)) == 0 &&
+                 strstr(why, "lockstep replay");
+            free(resp);
+            resp = NULL;
+            awaiting += ok;
+            right += ok;
+        }
+        if (settled_at[g] >= 0) {
+            settled++;
+            right += ok;
+            last = settled_at[g] > last ? settled_at[g] : last;
+        }
+        if (!ok) { /* what the group says instead */
+            snprintf(url, sizeof(url), "%s/api/v1/twins/%s", s->base, s->groups[g]);
+            if (h_http("GET", url, NULL, NULL, 0, NULL, &resp) == 200) {
+                h_json_str(resp, "status", st, sizeof(st));
+                h_json_str(resp, "status_reason", why, sizeof(why));
+            }
+            free(resp);
+            fprintf(stderr, "bench/fleet: after the ends, group %s (%s) says %s: %s\n", s->groups[g], want[g], st, why);
+        }
+    }
+    double cpu = -cpu0, pg = pm ? proc_cpu(pm, 1) - pg0 : -1;
+    for (int i = 0; i < o->instances; i++)
+        cpu += proc_cpu(srv_pids[i], 0);
+    snprintf(out, cap,
+             ", \"ends\": %zu, \"end_failed\": %d, \"end_s\": %.1f, \"end_post_p50_ms\": %.2f, "
+             "\"end_post_p99_ms\": %.2f, \"settled\": %d, \"awaiting_spool\": %d, \"settled_right\": %d, "
+             "\"settle_s\": %.1f, "
+             "\"end_lockstepd_cpu_s\": %.1f, \"end_postgres_cpu_s\": %.1f",
+             n, fails, posted, pct(lat, n, 0.5) * 1e3, pct(lat, n, 0.99) * 1e3, settled, awaiting, right,
+             settled + awaiting == o->groups ? last : -1.0, cpu, pg);
+    free(lat);
+    free(es);
+    free(th);
+}
+
 int main(int argc, char **argv)
 {
     static sim s;
@@ -760,13 +923,15 @@ int main(int argc, char **argv)
             o->rerun = atoi(v) != 0;
         else if (!strcmp(k, "--bundle"))
             o->bundle = atoi(v);
+        else if (!strcmp(k, "--end"))
+            o->end = atoi(v) != 0;
         else {
             fprintf(
                 stderr,
                 "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
                 "[--seconds T] [--batch-steps K] [--stagger 0|1] [--mode digests|records] [--threads N] [--diverge G] "
                 "[--server-threads N] [--db-workers N] [--group-wait-ms W] [--instances N] [--consensus K] [--solo "
-                "0|1] [--rerun 0|1] [--bundle N] [--db URL | --state-dir DIR]\n",
+                "0|1] [--rerun 0|1] [--bundle N] [--end 0|1] [--db URL | --state-dir DIR]\n",
                 argv[0]);
             return 2;
         }
@@ -786,6 +951,10 @@ int main(int argc, char **argv)
     }
     if (o->solo)
         o->diverge = 0; /* no twin to diverge from */
+    if (o->end && (o->solo || o->rerun)) {
+        fprintf(stderr, "bench/fleet: --end ends the twins of the timed part: no --solo, no --rerun\n");
+        return 2;
+    }
     if (o->rerun && (o->solo || o->instances > 1)) {
         fprintf(stderr, "bench/fleet: --rerun compares twins on one lockstepd: no --solo, one instance\n");
         return 2;
@@ -883,6 +1052,7 @@ int main(int argc, char **argv)
         int lead = o->bundle > 1 ? i - (i % s.ranks_per_run) % o->bundle : i; /* a node posts at its first's phase */
         sr->phase = o->step_s * (double)(((uint64_t)lead * 0x9e3779b97f4a7c15ULL) >> 11) / (double)(1ULL << 53);
         sr->diverge_at = -1;
+        sr->posted = -1;
         if (sr->group < o->diverge && sr->run == 1 && sr->rank == diverge_rank(&s, sr->group))
             sr->diverge_at = diverge_step(o, sr->group);
     }
@@ -1061,6 +1231,13 @@ int main(int argc, char **argv)
     char *by_text = json_dumps(by.by, JSON_SORT_KEYS), *put_off_text = json_dumps(put_off.by, JSON_SORT_KEYS);
     json_decref(by.by);
     json_decref(put_off.by);
+    char ended[512] = "";
+    if (o->end) {
+        pid_t pids[4];
+        for (int i = 0; i < o->instances; i++)
+            pids[i] = srv[i].pid;
+        end_phase(&s, pids, pm, ended, sizeof(ended));
+    }
     PQfinish(adm);
     for (int i = o->instances - 1; i >= 0; i--) { /* the embedded cluster's own lockstepd last */
         h_srv_kill(&srv[i], SIGTERM);
@@ -1096,7 +1273,7 @@ int main(int argc, char **argv)
         "\"memory_marked\": %.0f, \"memory_handed\": %.0f, \"memory_handed_by\": %s, \"memory_put_off\": %s, "
         "\"memory_read\": %.0f, "
         "\"batches_per_commit\": %.2f, \"instances\": %d, \"forwarded\": %.0f, \"rerun\": %s, \"bundle\": %d, "
-        "\"requests_per_s\": %.1f, \"load_avg_1m\": %.2f}\n",
+        "\"requests_per_s\": %.1f, \"load_avg_1m\": %.2f%s}\n",
         o->digests ? "digests" : "records", o->ranks, o->groups, 2 * o->groups, o->step_s, o->seconds, o->per_step,
         o->batch_steps, o->stagger ? "true" : "false", o->threads, offered, rate, (double)made / elapsed,
         keeps_up ? "true" : "false", pct(lag, n, 0.5) * 1e3, lag99, n ? lag[n - 1] * 1e3 : 0, pct(lat, n, 0.5) * 1e3,
@@ -1111,7 +1288,7 @@ int main(int argc, char **argv)
         o->solo ? "true" : "false", cons_checked, cons_disagree, mem_marked, mem_handed, by_text ? by_text : "{}",
         put_off_text ? put_off_text : "{}", mem_read,
         groups > 0 ? (o->bundle > 1 ? (double)posts : grouped) / groups : -1, o->instances, forwarded,
-        o->rerun ? "true" : "false", o->bundle, (double)atomic_load(&s.requests) / o->seconds, load[0]);
+        o->rerun ? "true" : "false", o->bundle, (double)atomic_load(&s.requests) / o->seconds, load[0], ended);
     free(by_text);
     free(put_off_text);
     free(lag);
