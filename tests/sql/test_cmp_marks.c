@@ -38,17 +38,18 @@ static char *mark_of(const char *g, const char *r, char *out, size_t cap)
                       2, p, out, cap);
 }
 
-/* pair - two runs a and b of group g; with `progress`, both at step 20 on ranks 0 and 1, 100 records each. */
-static void pair(const char *g, char *a, char *b, size_t cap, int progress)
+/* pair - two runs a and b of group g; with `ranks` (an int[] literal), both at step 20 on those ranks, 100 records
+ * each. */
+static void pair(const char *g, char *a, char *b, size_t cap, const char *ranks)
 {
     sqlt_new_run(g, a, cap);
     sqlt_new_run(g, b, cap);
-    const char *pk[] = {a, b};
-    if (progress)
+    const char *pk[] = {a, b, ranks};
+    if (ranks)
         sqlt_do(sqlt_c,
                 "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
-                "SELECT k, r, 0, 20, 99, 100 FROM unnest(ARRAY[$1, $2]::bigint[]) k, generate_series(0, 1) r",
-                2, pk);
+                "SELECT k, r, 0, 20, 99, 100 FROM unnest(ARRAY[$1, $2]::bigint[]) k, unnest($3::int[]) r",
+                3, pk);
 }
 
 /* A rank with no mark yet is marked from the runs' start; a rank a look already marked further is returned as marked
@@ -58,7 +59,7 @@ static void test_ahead(void **state)
 {
     (void)state;
     char a[32], b[32], v[128];
-    pair("cm-a", a, b, sizeof(a), 1);
+    pair("cm-a", a, b, sizeof(a), "{0,1}");
     const char *pk[] = {a, b};
     sqlt_do(sqlt_c,
             "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at, waiting) "
@@ -86,7 +87,7 @@ static void test_ahead_after_end(void **state)
 {
     (void)state;
     char a[32], b[32], v[128];
-    pair("cm-e", a, b, sizeof(a), 1);
+    pair("cm-e", a, b, sizeof(a), "{0,1}");
     const char *pk[] = {a, b};
     sqlt_do(sqlt_c,
             "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at, waiting) "
@@ -143,7 +144,7 @@ static void test_late_rewind(void **state)
 {
     (void)state;
     char a[32], b[32], v[128];
-    pair("cm-l", a, b, sizeof(a), 0);
+    pair("cm-l", a, b, sizeof(a), NULL);
     steps(a, "1", "{0,1,2,3,4,5,6,7,8,9}");
     sqlt_do(sqlt_c,
             "INSERT INTO group_checks (twin_group, rank, checked_upto, target, members, checked_at, waiting) "
@@ -172,12 +173,7 @@ static void test_busy_among_sparse_ranks(void **state)
 {
     (void)state;
     char a[32], b[32], v[128], info[512];
-    pair("cm-s", a, b, sizeof(a), 0);
-    const char *pk[] = {a, b};
-    sqlt_do(sqlt_c,
-            "INSERT INTO rank_progress (run_key, rank, min_step, max_step, max_seq, n_records) "
-            "SELECT k, r, 0, 20, 99, 100 FROM unnest(ARRAY[$1, $2]::bigint[]) k, unnest('{5,7}'::int[]) r",
-            2, pk);
+    pair("cm-s", a, b, sizeof(a), "{5,7}");
     snprintf(info, sizeof(info), "host=%s port=%s dbname=%s user=%s", PQhost(sqlt_c), PQport(sqlt_c), PQdb(sqlt_c),
              PQuser(sqlt_c));
     PGconn *other = PQconnectdb(info);
