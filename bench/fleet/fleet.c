@@ -750,6 +750,19 @@ static void *end_main(void *arg)
     return NULL;
 }
 
+/* group_status - group g's status and its reason as its twin page says them (empty when the read failed). */
+static void group_status(const sim *s, int g, char *st, size_t st_cap, char *why, size_t why_cap)
+{
+    char url[300], *resp = NULL;
+    st[0] = why[0] = 0;
+    snprintf(url, sizeof(url), "%s/api/v1/twins/%s", s->base, s->groups[g]);
+    if (h_http("GET", url, NULL, NULL, 0, NULL, &resp) == 200) {
+        h_json_str(resp, "status", st, st_cap);
+        h_json_str(resp, "status_reason", why, why_cap);
+    }
+    free(resp);
+}
+
 /* end_phase - the ends and the settling, as the line's end_* and settle_* fields into `out`. */
 static void end_phase(sim *s, const pid_t *srv_pids, pid_t pm, char *out, size_t cap)
 {
@@ -778,8 +791,6 @@ static void end_phase(sim *s, const pid_t *srv_pids, pid_t pm, char *out, size_t
         free(es[t].lat);
     }
     qsort(lat, n, sizeof(double), cmp_d);
-    /* every group until its status settles (120 s at most after the last end): diverged where a rank diverges,
-     * match elsewhere */
     /* what each group must say: diverged where both runs' diverging rank stored a step past its diverging one (the
      * step was complete while they ran, and its records were asked for then); where the diverging step was their
      * last, only the ends complete it, and the run that ended first can no longer be asked for its held records
@@ -790,11 +801,11 @@ static void end_phase(sim *s, const pid_t *srv_pids, pid_t pm, char *out, size_t
     int left = 0;
     for (int g = 0; g < o->groups; g++) {
         int reached = 0, past = 0;
-        for (int i = 0; i < o->ranks && g < o->diverge; i++)
-            if (s->r[i].group == g && s->r[i].rank == diverge_rank(s, g)) {
-                reached += s->r[i].posted >= diverge_step(o, g);
-                past += s->r[i].posted > diverge_step(o, g);
-            }
+        for (int run = 0; run < 2 && g < o->diverge; run++) { /* s->r: group by group, run A's ranks, then B's */
+            const srank *sr = &s->r[(g * 2 + run) * s->ranks_per_run + diverge_rank(s, g)];
+            reached += sr->posted >= diverge_step(o, g);
+            past += sr->posted > diverge_step(o, g);
+        }
         want[g] = past == 2 ? "diverged" : reached == 2 ? "pending" : "match";
         settled_at[g] = -1;
         left += strcmp(want[g], "pending") != 0;
@@ -803,15 +814,13 @@ static void end_phase(sim *s, const pid_t *srv_pids, pid_t pm, char *out, size_t
         for (int g = 0; g < o->groups; g++) {
             if (settled_at[g] >= 0 || !strcmp(want[g], "pending"))
                 continue;
-            char url[300], *resp = NULL, st[32] = "";
-            snprintf(url, sizeof(url), "%s/api/v1/twins/%s", s->base, s->groups[g]);
-            if (h_http("GET", url, NULL, NULL, 0, NULL, &resp) == 200 &&
-                h_json_str(resp, "status", st, sizeof(st)) == 0 && strcmp(st, "pending") != 0) {
+            char st[32], why[400];
+            group_status(s, g, st, sizeof(st), why, sizeof(why));
+            if (*st && strcmp(st, "pending") != 0) {
                 settled_at[g] = h_now() - t0;
                 final[g] = !strcmp(st, "diverged") ? "diverged" : !strcmp(st, "match") ? "match" : "other";
                 left--;
             }
-            free(resp);
         }
         if (left > 0)
             usleep(250000);
@@ -819,15 +828,11 @@ static void end_phase(sim *s, const pid_t *srv_pids, pid_t pm, char *out, size_t
     int settled = 0, right = 0, awaiting = 0;
     double last = 0;
     for (int g = 0; g < o->groups; g++) {
-        char url[300], *resp = NULL, st[32] = "", why[400] = "";
+        char st[32], why[400];
+        group_status(s, g, st, sizeof(st), why, sizeof(why));
         int ok = settled_at[g] >= 0 && !strcmp(final[g], want[g]);
-        if (!strcmp(want[g], "pending")) { /* read once: it says so, and why */
-            snprintf(url, sizeof(url), "%s/api/v1/twins/%s", s->base, s->groups[g]);
-            ok = h_http("GET", url, NULL, NULL, 0, NULL, &resp) == 200 && h_json_str(resp, "status", st, 32) == 0 &&
-                 !strcmp(st, "pending") && h_json_str(resp, "status_reason", why, sizeof(why)) == 0 &&
-                 strstr(why, "lockstep replay");
-            free(resp);
-            resp = NULL;
+        if (!strcmp(want[g], "pending")) { /* it says so, and names what sends the records */
+            ok = !strcmp(st, "pending") && strstr(why, "lockstep replay");
             awaiting += ok;
             right += ok;
         }
@@ -836,15 +841,8 @@ static void end_phase(sim *s, const pid_t *srv_pids, pid_t pm, char *out, size_t
             right += ok;
             last = settled_at[g] > last ? settled_at[g] : last;
         }
-        if (!ok) { /* what the group says instead */
-            snprintf(url, sizeof(url), "%s/api/v1/twins/%s", s->base, s->groups[g]);
-            if (h_http("GET", url, NULL, NULL, 0, NULL, &resp) == 200) {
-                h_json_str(resp, "status", st, sizeof(st));
-                h_json_str(resp, "status_reason", why, sizeof(why));
-            }
-            free(resp);
+        if (!ok) /* what the group says instead */
             fprintf(stderr, "bench/fleet: after the ends, group %s (%s) says %s: %s\n", s->groups[g], want[g], st, why);
-        }
     }
     double cpu = -cpu0, pg = pm ? proc_cpu(pm, 1) - pg0 : -1;
     for (int i = 0; i < o->instances; i++)

@@ -221,19 +221,20 @@ CREATE OR REPLACE FUNCTION lockstep_cmp_marks(g text, m_rank int[], m_from bigin
 RETURNS TABLE (r_rank int, r_state smallint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
-    lo int;          -- the smallest rank of m_rank
-    held boolean[];  -- by rank, from lo: whether its lock was taken (a lookup, not an array each row searches: a
+    lo int;          -- the smallest and largest rank of m_rank
+    hi int;
+    held boolean[];  -- by rank, lo..hi: whether its lock was taken (a lookup, not an array each row searches: a
                      -- `= ANY (locked)` per row made a statement of 4,000 ranks 200 ms, of 240 ranks 4.7 ms)
     j int;
 BEGIN
     IF (SELECT count(DISTINCT u.ranks) FROM runs u WHERE u.twin_group = g) <> 1 THEN
         RETURN;
     END IF;
-    SELECT min(q.rk), max(q.rk) INTO lo, j FROM unnest(m_rank) AS q(rk);
+    SELECT min(q.rk), max(q.rk) INTO lo, hi FROM unnest(m_rank) AS q(rk);
     IF lo IS NULL THEN
         RETURN;
     END IF;
-    held := array_fill(false, ARRAY[j - lo + 1], ARRAY[lo]);
+    held := array_fill(false, ARRAY[hi - lo + 1], ARRAY[lo]);
     FOR j IN SELECT q.rk FROM unnest(m_rank) AS q(rk) WHERE pg_try_advisory_xact_lock(lockstep_check_key(g, q.rk))
     LOOP
         held[j] := true;
