@@ -601,8 +601,8 @@ static enum MHD_Result ingest_end(http_req *req, char **args)
     }
     /* Steps a rank's end completes, and records missing at the end, are found now; this rank is compared at once,
      * so that the reply can ask for held-back records of differing steps while the agent still has them in hand
-     * (digest streaming). */
-    if (run.group[0] && cmp_check(run.group, rank, 0) < 0)
+     * (digest streaming), unless the comparison's memory vouches that no such step differs (cmp_end). */
+    if (run.group[0] && cmp_end(run.group, rank, run.key) < 0)
         cmp_notify(run.group, rank, 0);
     /* The same for the run's own consensus: a disagreement its last batches complete is found now, so that the
      * reply asks this rank for the step's held-back records before its agent exits. */

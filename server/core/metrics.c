@@ -30,6 +30,7 @@ static atomic_ulong records_total, batches_stored, batches_duplicate, divergence
 static atomic_ulong held_refused[MH_COUNT];
 static atomic_ulong cons_windows, cons_digests, cons_unheld;
 static atomic_ulong mem_cells, mem_marked, mem_handed[MHAND_COUNT], mem_put_off[2], mem_read;
+static atomic_ulong end_looks[2]; /* ranks' ends: looked at before the reply, vouched for by memory */
 static const char *const handed_reasons[MHAND_COUNT] = {"one_run", "look_only", "no_step", "apart",
                                                         "uneven",  "differ",    "refused"};
 static atomic_ulong db_groups, db_grouped; /* the database workers' groups, and the requests in them */
@@ -193,7 +194,12 @@ void metrics_compare_memory(size_t run_ranks, unsigned long marked, const unsign
         atomic_fetch_add(&mem_handed[i], handed[i]);
 }
 
-/* put_compare_memory - the comparison's memory (metrics_compare_memory). */
+void metrics_compare_end(int vouched)
+{
+    atomic_fetch_add(&end_looks[vouched ? 1 : 0], 1);
+}
+
+/* put_compare_memory - the comparison's memory (metrics_compare_memory, metrics_compare_end). */
 static void put_compare_memory(sbuf *b)
 {
     put(b,
@@ -223,6 +229,14 @@ static void put_compare_memory(sbuf *b)
     for (int i = 0; i < MHAND_COUNT; i++)
         put(b, "lockstepd_compare_memory_handed_total{reason=\"%s\"} %lu\n", handed_reasons[i],
             atomic_load(&mem_handed[i]));
+    put(b,
+        "# HELP lockstepd_compare_ends_total Ranks' ends, by how the steps they complete were compared: looked at in "
+        "the database before the end's reply (look), or vouched for by the comparison's memory, the look queued to "
+        "take with other ranks (memory).\n"
+        "# TYPE lockstepd_compare_ends_total counter\n"
+        "lockstepd_compare_ends_total{way=\"look\"} %lu\n"
+        "lockstepd_compare_ends_total{way=\"memory\"} %lu\n",
+        atomic_load(&end_looks[0]), atomic_load(&end_looks[1]));
 }
 
 void metrics_compare_sweep(double took_s, double period_s)

@@ -76,6 +76,10 @@ enum metric_handed {
     MHAND_COUNT
 };
 
+/* metrics_compare_end - a rank's end the comparison's memory vouched for (`vouched`: the look queued, to take with
+ * other ranks), or one looked at before the reply. */
+void metrics_compare_end(int vouched);
+
 /* metrics_compare_memory - the comparison's memory (server/twins/cmp_mem.h): the run-ranks it holds, how many ranks a
  * flush marked, how many it handed to the look, by why, how many marks the database put off to the next flush (a
  * busy lock, a count not settled), and how many steps of ended twins it read from PostgreSQL (added to the

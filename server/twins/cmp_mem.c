@@ -711,6 +711,60 @@ int cmp_mem_counted(const char *group, int rank, const int64_t *keys, const int6
     return all;
 }
 
+/* held_alike - 1 when run y holds step t as run x does, or has not reached it yet and has not ended (`y_ended`);
+ * 0 when they differ, or memory cannot see y's step t (before what it saw of y, or past its window). */
+static int held_alike(const mrun *x, const mrun *y, int y_ended, int64_t t)
+{
+    const store_step *xs = slot_of(x, t), *ys = slot_of(y, t);
+    int xh = xs->step == t, yh = ys->step == t;
+    if (xh && yh)
+        return xs->n == ys->n && xs->digest == ys->digest &&
+               (xs->inputs_unknown || ys->inputs_unknown || xs->inputs == ys->inputs);
+    if (y->max_step < t) /* y is behind: its step t comes in a batch, its end's look compares it; or y ended short */
+        return !y_ended || !xh;
+    if (t < y->first || t <= y->max_step - MEM_STEPS)
+        return 0;      /* y's step t is not in memory */
+    return !xh && !yh; /* both passed t: alike when neither has records there */
+}
+
+int cmp_mem_end_quiet(const char *group, int rank, int64_t run_key, const int64_t *keys, const int64_t *counts,
+                      const int *ended, size_t n)
+{
+    if (!group || rank < 0 || n < 2)
+        return 0;
+    int quiet = 0;
+    pthread_mutex_lock(&lock);
+    const mgroup *g = group_find_locked(group);
+    const mrank *r = g && (size_t)rank < g->n_ranks ? g->ranks[rank] : NULL;
+    if (!r || r->look_only || (size_t)r->nruns != n || r->marked == INT64_MIN)
+        goto out;
+    const mrun *x = NULL;
+    int done[MEM_RUNS] = {0}; /* by place in r->runs: the run ended on the rank */
+    for (size_t k = 0; k < n; k++) {
+        int at = -1;
+        for (int i = 0; i < r->nruns && at < 0; i++)
+            if (r->runs[i].key == keys[k])
+                at = i;
+        const mrun *u = at >= 0 ? &r->runs[at] : NULL;
+        if (!u || u->loaded || u->counted != counts[k] || u->max_step == INT64_MIN)
+            goto out;
+        done[at] = ended[k];
+        if (u->key == run_key)
+            x = u;
+    }
+    /* steps after memory's mark, within x's window: before it, memory has not seen them */
+    if (!x || r->marked + 1 < x->first || r->marked < x->max_step - MEM_STEPS)
+        goto out;
+    for (int64_t t = r->marked + 1; t <= x->max_step; t++)
+        for (int i = 0; i < r->nruns; i++)
+            if (&r->runs[i] != x && !held_alike(x, &r->runs[i], done[i], t))
+                goto out;
+    quiet = 1;
+out:
+    pthread_mutex_unlock(&lock);
+    return quiet;
+}
+
 void cmp_mem_clear(void)
 {
     pthread_mutex_lock(&lock);

@@ -37,6 +37,17 @@ void cmp_mem_flush(cmp_mem_look_fn look);
  * to the look, so the sweep for lost notices leaves it alone. 0 otherwise (also for a rank only the look compares). */
 int cmp_mem_counted(const char *group, int rank, const int64_t *keys, const int64_t *counts, size_t n);
 
+/* cmp_mem_end_quiet - 1 when memory vouches that the end of run `run_key` on rank `rank` of group `group` completes
+ * no step that differs, so that the look the end asks for need not run before its reply (it could ask the rank for
+ * no record): `keys`, `counts` and `ended` are every run of the group (n of them), the records the database counts
+ * for each on the rank (-1: none there) and whether it ended there, and memory counted exactly those; the rank has a
+ * mark of memory's; and every step after that mark, up to the ending run's newest, is held alike by each run, or
+ * not reached yet by one that has not ended (the look at its end compares it). 0 otherwise: the look runs at once,
+ * as it must for a difference memory holds, a step it cannot see, a twin that ended short of a step, state blocks or
+ * a first mark. */
+int cmp_mem_end_quiet(const char *group, int rank, int64_t run_key, const int64_t *keys, const int64_t *counts,
+                      const int *ended, size_t n);
+
 /* cmp_mem_clear - forget everything (lockstepd stops). */
 void cmp_mem_clear(void);
 

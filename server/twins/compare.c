@@ -148,6 +148,14 @@ void cmp_register(void)
                 "WHERE r.twin_group IS NOT NULL "
                 "AND (g.rank IS NULL OR lockstep_checked_before_end(g.checked_at, e.ended_at, "
                 "r.ended_at))");
+    /* A rank's end (cmp_end): every run of the group, its record count on the rank (-1: none there) and whether it
+     * ended there; no row when the runs registered different rank counts (their logical tensors: the look). */
+    db_register("cmp_end_runs",
+                "SELECT u.run_key, coalesce(p.n_records, -1), (u.status <> 'running' OR e.run_key IS NOT NULL) "
+                "FROM runs u LEFT JOIN rank_progress p ON p.run_key = u.run_key AND p.rank = $2::int "
+                "LEFT JOIN rank_ends e ON e.run_key = u.run_key AND e.rank = $2::int "
+                "WHERE u.twin_group = $1 AND (SELECT count(DISTINCT v.ranks) FROM runs v WHERE v.twin_group = $1) = 1 "
+                "ORDER BY 1 LIMIT " GROUP_MAX_RUNS_TEXT);
     cmp_register_restores();
     cmp_register_resumes();
     cmp_register_logical();
@@ -509,6 +517,41 @@ static void found_share(found_item **many, size_t n)
 int cmp_check(const char *group, int rank, double commit_s)
 {
     return look_group(group, &rank, 1, commit_s, 0, NULL, NULL);
+}
+
+/* end_quiet - whether the comparison's memory vouches for the end of run `run_key` on `rank` (cmp_mem_end_quiet),
+ * from the group's runs as the database holds them now. */
+static int end_quiet(const char *group, int rank, int64_t run_key)
+{
+    if (!lease_mine(group))
+        return 0;
+    char rk[16], err[256];
+    snprintf(rk, sizeof(rk), "%d", rank);
+    const char *p[] = {group, rk};
+    PGresult *r = db_exec("cmp_end_runs", 2, p, err, sizeof(err));
+    if (!r)
+        return 0;
+    int64_t keys[GROUP_MAX_RUNS], counts[GROUP_MAX_RUNS];
+    int ended[GROUP_MAX_RUNS];
+    int n = PQntuples(r) < GROUP_MAX_RUNS ? PQntuples(r) : GROUP_MAX_RUNS;
+    for (int i = 0; i < n; i++) {
+        keys[i] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+        counts[i] = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+        ended[i] = !strcmp(PQgetvalue(r, i, 2), "t");
+    }
+    PQclear(r);
+    return cmp_mem_end_quiet(group, rank, run_key, keys, counts, ended, (size_t)n);
+}
+
+int cmp_end(const char *group, int rank, int64_t run_key)
+{
+    if (end_quiet(group, rank, run_key)) {
+        metrics_compare_end(1);
+        notify(group, rank, 0, CMP_GAP_S);
+        return 0;
+    }
+    metrics_compare_end(0);
+    return cmp_check(group, rank, 0);
 }
 
 /* memory_counted - whether the comparison's memory counted every record of cmp_active's row i (its runs' keys and

@@ -50,4 +50,10 @@ void cmp_stored(const char *group, int64_t run_key, const srv_batch *b, const st
  * was stored or made earlier, 0 when none, -1 on a database error. */
 int cmp_check(const char *group, int rank, double commit_s);
 
+/* cmp_end - run `run_key` ended on rank `rank` of group `group` (its end committed): compare the rank now, as
+ * cmp_check, so that the end's reply can ask for held-back records of a step the end completes that differs; unless
+ * the comparison's memory vouches that the end completes no such step (cmp_mem_end_quiet), when the rank is queued
+ * for the look instead (which takes many ranks at once: a fleet's ends come together). Returns as cmp_check. */
+int cmp_end(const char *group, int rank, int64_t run_key);
+
 #endif /* SERVER_TWINS_COMPARE_H */

@@ -105,12 +105,12 @@ static rec_record record(int64_t step, int i, int flip, char name[32])
     return r;
 }
 
-/* post_full - every record of every step in one batch, as an agent that streams no digests does. */
-static void post_full(const char *run_id)
+/* post_full_steps - every record of steps from..to-1 in one batch `seq`, as an agent that streams no digests does. */
+static void post_full_steps(const char *run_id, uint64_t seq, int64_t from, int64_t to)
 {
     stream s;
-    stream_begin(&s, run_id, 0, 0);
-    for (int64_t step = 0; step < STEPS; step++)
+    stream_begin(&s, run_id, seq, 0);
+    for (int64_t step = from; step < to; step++)
         for (int i = 0; i <= TENSORS; i++) {
             char name[32];
             rec_record r = record(step, i, 0, name);
@@ -119,19 +119,25 @@ static void post_full(const char *run_id)
     assert_int_equal(stream_post(&s, run_id, NULL), 200);
 }
 
-/* post_digests - the losses in full and, for each step, the step digest of its tensors held back (tensor 1 of
- * DIFF_STEP differs from the full run's), as a digest-streaming agent does. */
-static void post_digests(const char *run_id)
+/* post_full - every record of every step in one batch. */
+static void post_full(const char *run_id)
+{
+    post_full_steps(run_id, 0, 0, STEPS);
+}
+
+/* post_digest_steps - for steps from..to-1, in one batch `seq`, the losses in full and the step digest of the
+ * tensors held back (tensor 1 of step `diff` differs from the full run's), as a digest-streaming agent does. */
+static void post_digest_steps(const char *run_id, uint64_t seq, int64_t from, int64_t to, int64_t diff)
 {
     stream s;
-    stream_begin(&s, run_id, 0, 0);
-    for (int64_t step = 0; step < STEPS; step++) {
+    stream_begin(&s, run_id, seq, 0);
+    for (int64_t step = from; step < to; step++) {
         char name[32];
         rec_record loss = record(step, 0, 0, name);
         stream_add(&s, &loss);
         uint64_t x = 0;
         for (int i = 1; i <= TENSORS; i++) {
-            rec_record r = record(step, i, step == DIFF_STEP && i == 1, name);
+            rec_record r = record(step, i, step == diff && i == 1, name);
             x ^= rec_digest_term(&r);
         }
         rec_record d = {.seq = (uint64_t)(step * 10 + TENSORS),
@@ -145,6 +151,12 @@ static void post_digests(const char *run_id)
         stream_add(&s, &d);
     }
     assert_int_equal(stream_post(&s, run_id, NULL), 200);
+}
+
+/* post_digests - every step in one batch, DIFF_STEP differing. */
+static void post_digests(const char *run_id)
+{
+    post_digest_steps(run_id, 0, 0, STEPS, DIFF_STEP);
 }
 
 /* post_held - held records of DIFF_STEP, tensors from..to, with tensor 1 as the run recorded it (`real`) or as
@@ -329,13 +341,61 @@ static void test_running_difference_said_at_once(void **state)
     json_decref(o);
 }
 
+/* side_by_side - a full run and a digest-streaming one in `group`, a batch a step each, while both run, so that the
+ * comparison's memory holds both (tensor 1 of step `diff` differs; -1: none). */
+static void side_by_side(const char *group, const char *job_a, const char *job_b, int64_t diff, char *a, char *b)
+{
+    assert_int_equal(it_register(&srv, job_a, group, 1, 0, NULL, a), 0);
+    assert_int_equal(it_register(&srv, job_b, group, 1, 0, NULL, b), 0);
+    for (int64_t step = 0; step < STEPS; step++) {
+        post_full_steps(a, (uint64_t)step, step, step + 1);
+        post_digest_steps(b, (uint64_t)step, step, step + 1, diff);
+        usleep(300000); /* past a flush of memory (CMP_MEM_FLUSH_S), which marks the steps both completed */
+    }
+}
+
+/* Twins that agree, ending: memory vouches for each end (the steps they complete are held alike, or not reached
+ * yet by the twin that streams on), so no look runs before the reply, and the twins match. */
+static void test_quiet_ends_vouched_by_memory(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    side_by_side("t-held-quiet", "9500", "9501", -1, a, b);
+    const char *mem = "lockstepd_compare_ends_total{way=\"memory\"}";
+    double before = it_metric(&srv, mem, NULL);
+    assert_true(before >= 0);
+    long long first;
+    assert_int_equal(ended(a, &first), 0);
+    assert_int_equal(ended(b, &first), 0);
+    assert_true(it_metric(&srv, mem, NULL) >= before + 2);
+    json_t *o = it_wait_group(&srv, "t-held-quiet", "match");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "match");
+    json_decref(o);
+}
+
+/* Twins whose last step differs, both streaming: memory holds the difference, so the end of the run with held
+ * records is looked at before its reply, which asks for that step's records while the agent still has them. */
+static void test_last_step_asked_at_end(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    side_by_side("t-held-last", "9600", "9601", STEPS - 1, a, b);
+    const char *look = "lockstepd_compare_ends_total{way=\"look\"}";
+    double before = it_metric(&srv, look, NULL);
+    long long first;
+    ended(a, &first);
+    int asked = ended(b, &first);
+    assert_int_equal(asked, 1);
+    assert_int_equal(first, STEPS - 1);
+    assert_true(it_metric(&srv, look, NULL) >= before + 2); /* both ends: b holds the step as a does not */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_forged_held_refused),
-        cmocka_unit_test(test_forged_in_parts),
-        cmocka_unit_test(test_stored_mismatch_not_compared),
-        cmocka_unit_test(test_running_difference_said_at_once),
+        cmocka_unit_test(test_forged_held_refused),          cmocka_unit_test(test_forged_in_parts),
+        cmocka_unit_test(test_stored_mismatch_not_compared), cmocka_unit_test(test_running_difference_said_at_once),
+        cmocka_unit_test(test_quiet_ends_vouched_by_memory), cmocka_unit_test(test_last_step_asked_at_end),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
