@@ -763,6 +763,26 @@ static void group_status(const sim *s, int g, char *st, size_t st_cap, char *why
     free(resp);
 }
 
+/* metric_sum - the sample `name` (a line of /metrics that starts with it) summed over the instances; -1 when an
+ * instance's /metrics could not be read or lacks it. */
+static double metric_sum(const sim *s, const char *name)
+{
+    double sum = 0;
+    for (int i = 0; i < s->o.instances; i++) {
+        char url[300], *resp = NULL;
+        snprintf(url, sizeof(url), "%s/metrics", s->bases[i]);
+        const char *at = h_http("GET", url, NULL, NULL, 0, NULL, &resp) == 200 ? resp : NULL;
+        while (at && strncmp(at, name, strlen(name)) != 0)
+            at = (at = strchr(at, '\n')) ? at + 1 : NULL;
+        if (at)
+            sum += strtod(at + strlen(name), NULL);
+        free(resp);
+        if (!at)
+            return -1;
+    }
+    return sum;
+}
+
 /* end_phase - the ends and the settling, as the line's end_* and settle_* fields into `out`. */
 static void end_phase(sim *s, const pid_t *srv_pids, pid_t pm, char *out, size_t cap)
 {
@@ -770,6 +790,8 @@ static void end_phase(sim *s, const pid_t *srv_pids, pid_t pm, char *out, size_t
     double cpu0 = 0, pg0 = pm ? proc_cpu(pm, 1) : 0;
     for (int i = 0; i < o->instances; i++)
         cpu0 += proc_cpu(srv_pids[i], 0);
+    const char *vouched_name = "lockstepd_compare_ends_total{way=\"memory\"} ";
+    double vouched0 = metric_sum(s, vouched_name);
     ender *es = calloc((size_t)o->threads, sizeof(*es));
     pthread_t *th = calloc((size_t)o->threads, sizeof(*th));
     double t0 = h_now();
@@ -784,7 +806,8 @@ static void end_phase(sim *s, const pid_t *srv_pids, pid_t pm, char *out, size_t
         n += es[t].n;
         fails += es[t].fails;
     }
-    double posted = h_now() - t0;
+    double posted = h_now() - t0, vouched = metric_sum(s, vouched_name);
+    vouched = vouched >= 0 && vouched0 >= 0 ? vouched - vouched0 : -1;
     double *lat = malloc((n + 1) * sizeof(double));
     for (int t = 0, k = 0; t < o->threads; k += (int)es[t].n, t++) {
         memcpy(lat + k, es[t].lat, es[t].n * sizeof(double));
@@ -849,10 +872,11 @@ static void end_phase(sim *s, const pid_t *srv_pids, pid_t pm, char *out, size_t
         cpu += proc_cpu(srv_pids[i], 0);
     snprintf(out, cap,
              ", \"ends\": %zu, \"end_failed\": %d, \"end_s\": %.1f, \"end_post_p50_ms\": %.2f, "
-             "\"end_post_p99_ms\": %.2f, \"settled\": %d, \"awaiting_spool\": %d, \"settled_right\": %d, "
+             "\"end_post_p99_ms\": %.2f, \"end_vouched\": %.0f, \"settled\": %d, \"awaiting_spool\": %d, "
+             "\"settled_right\": %d, "
              "\"settle_s\": %.1f, "
              "\"end_lockstepd_cpu_s\": %.1f, \"end_postgres_cpu_s\": %.1f",
-             n, fails, posted, pct(lat, n, 0.5) * 1e3, pct(lat, n, 0.99) * 1e3, settled, awaiting, right,
+             n, fails, posted, pct(lat, n, 0.5) * 1e3, pct(lat, n, 0.99) * 1e3, vouched, settled, awaiting, right,
              settled + awaiting == o->groups ? last : -1.0, cpu, pg);
     free(lat);
     free(es);
