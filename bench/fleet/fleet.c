@@ -763,22 +763,15 @@ static void group_status(const sim *s, int g, char *st, size_t st_cap, char *why
     free(resp);
 }
 
-/* metric_sum - the sample `name` (a line of /metrics that starts with it) summed over the instances; -1 when an
- * instance's /metrics could not be read or lacks it. */
+/* metric_sum - sample `name` of every instance's /metrics, summed; -1 when one lacks it. */
 static double metric_sum(const sim *s, const char *name)
 {
     double sum = 0;
     for (int i = 0; i < s->o.instances; i++) {
-        char url[300], *resp = NULL;
-        snprintf(url, sizeof(url), "%s/metrics", s->bases[i]);
-        const char *at = h_http("GET", url, NULL, NULL, 0, NULL, &resp) == 200 ? resp : NULL;
-        while (at && strncmp(at, name, strlen(name)) != 0)
-            at = (at = strchr(at, '\n')) ? at + 1 : NULL;
-        if (at)
-            sum += strtod(at + strlen(name), NULL);
-        free(resp);
-        if (!at)
+        double v = h_metric(s->bases[i], name, NULL);
+        if (v < 0)
             return -1;
+        sum += v;
     }
     return sum;
 }
@@ -790,7 +783,7 @@ static void end_phase(sim *s, const pid_t *srv_pids, pid_t pm, char *out, size_t
     double cpu0 = 0, pg0 = pm ? proc_cpu(pm, 1) : 0;
     for (int i = 0; i < o->instances; i++)
         cpu0 += proc_cpu(srv_pids[i], 0);
-    const char *vouched_name = "lockstepd_compare_ends_total{way=\"memory\"} ";
+    const char *vouched_name = "lockstepd_compare_ends_total{way=\"memory\"}";
     double vouched0 = metric_sum(s, vouched_name);
     ender *es = calloc((size_t)o->threads, sizeof(*es));
     pthread_t *th = calloc((size_t)o->threads, sizeof(*th));

@@ -690,23 +690,37 @@ void cmp_mem_flush(cmp_mem_look_fn look)
     metrics_compare_memory(held, marked, handed, put_off, read);
 }
 
+/* rank_locked - rank `rank` of group `group` in memory; NULL when none is held. */
+static const mrank *rank_locked(const char *group, int rank)
+{
+    const mgroup *g = group_find_locked(group);
+    return g && (size_t)rank < g->n_ranks ? g->ranks[rank] : NULL;
+}
+
+/* counted_locked - 1 when memory compares rank r itself and counted there exactly the runs `keys` (n of them) with
+ * `counts` records each; at[k] (when given) is then run k's place in r->runs. */
+static int counted_locked(const mrank *r, const int64_t *keys, const int64_t *counts, size_t n, int *at)
+{
+    if (!r || r->look_only || (size_t)r->nruns != n)
+        return 0;
+    for (size_t k = 0; k < n; k++) {
+        int i = 0;
+        while (i < r->nruns && !(r->runs[i].key == keys[k] && r->runs[i].counted == counts[k]))
+            i++;
+        if (i == r->nruns)
+            return 0;
+        if (at)
+            at[k] = i;
+    }
+    return 1;
+}
+
 int cmp_mem_counted(const char *group, int rank, const int64_t *keys, const int64_t *counts, size_t n)
 {
     if (!group || rank < 0 || n == 0)
         return 0;
-    int all = 0;
     pthread_mutex_lock(&lock);
-    const mgroup *g = group_find_locked(group);
-    const mrank *r = g && (size_t)rank < g->n_ranks ? g->ranks[rank] : NULL;
-    if (r && !r->look_only && (size_t)r->nruns == n) {
-        all = 1;
-        for (size_t k = 0; k < n && all; k++) {
-            int seen = 0;
-            for (int i = 0; i < r->nruns && !seen; i++)
-                seen = r->runs[i].key == keys[k] && r->runs[i].counted == counts[k];
-            all = seen;
-        }
-    }
+    int all = counted_locked(rank_locked(group, rank), keys, counts, n, NULL);
     pthread_mutex_unlock(&lock);
     return all;
 }
@@ -732,23 +746,18 @@ int cmp_mem_end_quiet(const char *group, int rank, int64_t run_key, const int64_
 {
     if (!group || rank < 0 || n < 2)
         return 0;
-    int quiet = 0;
+    int quiet = 0, at[MEM_RUNS];
     pthread_mutex_lock(&lock);
-    const mgroup *g = group_find_locked(group);
-    const mrank *r = g && (size_t)rank < g->n_ranks ? g->ranks[rank] : NULL;
-    if (!r || r->look_only || (size_t)r->nruns != n || r->marked == INT64_MIN)
+    const mrank *r = rank_locked(group, rank);
+    if (!counted_locked(r, keys, counts, n, at) || r->marked == INT64_MIN)
         goto out;
     const mrun *x = NULL;
     int done[MEM_RUNS] = {0}; /* by place in r->runs: the run ended on the rank */
     for (size_t k = 0; k < n; k++) {
-        int at = -1;
-        for (int i = 0; i < r->nruns && at < 0; i++)
-            if (r->runs[i].key == keys[k])
-                at = i;
-        const mrun *u = at >= 0 ? &r->runs[at] : NULL;
-        if (!u || u->loaded || u->counted != counts[k] || u->max_step == INT64_MIN)
+        const mrun *u = &r->runs[at[k]];
+        if (u->loaded || u->max_step == INT64_MIN)
             goto out;
-        done[at] = ended[k];
+        done[at[k]] = ended[k];
         if (u->key == run_key)
             x = u;
     }

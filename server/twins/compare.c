@@ -96,10 +96,12 @@ void cmp_register(void)
                 "SELECT (SELECT count(DISTINCT ranks) > 1 FROM runs WHERE twin_group = $1), "
                 "(SELECT coalesce(array_agg(DISTINCT f.rank), '{}') FROM runs r JOIN record_frames f "
                 "ON f.run_key = r.run_key AND f.rank = ANY($2::int[]) AND f.kind = 4 WHERE r.twin_group = $1)");
-    /* a restore check's view of the group on one rank (server/twins/restore.c): every run (first GROUP_MAX_RUNS
-     * by key), its start, its progress there and whether it ended there */
+    /* the group on one rank, for a restore check (server/twins/restore.c) and a rank's end (end_quiet): every run
+     * (first GROUP_MAX_RUNS by key), its start, its progress there, whether it ended there, its rank count and its
+     * records there (-1: none) */
     db_register("cmp_runs", "SELECT r.run_key, r.run_id, r.start_step, p.max_step, "
-                            "(e.run_key IS NOT NULL OR r.status <> 'running') AS ended, r.ranks "
+                            "(e.run_key IS NOT NULL OR r.status <> 'running') AS ended, r.ranks, "
+                            "coalesce(p.n_records, -1) "
                             "FROM runs r LEFT JOIN rank_progress p ON p.run_key = r.run_key AND p.rank = $2 "
                             "LEFT JOIN rank_ends e ON e.run_key = r.run_key AND e.rank = $2 "
                             "WHERE r.twin_group = $1 ORDER BY r.run_key LIMIT " GROUP_MAX_RUNS_TEXT);
@@ -148,14 +150,6 @@ void cmp_register(void)
                 "WHERE r.twin_group IS NOT NULL "
                 "AND (g.rank IS NULL OR lockstep_checked_before_end(g.checked_at, e.ended_at, "
                 "r.ended_at))");
-    /* A rank's end (cmp_end): every run of the group, its record count on the rank (-1: none there) and whether it
-     * ended there; no row when the runs registered different rank counts (their logical tensors: the look). */
-    db_register("cmp_end_runs",
-                "SELECT u.run_key, coalesce(p.n_records, -1), (u.status <> 'running' OR e.run_key IS NOT NULL) "
-                "FROM runs u LEFT JOIN rank_progress p ON p.run_key = u.run_key AND p.rank = $2::int "
-                "LEFT JOIN rank_ends e ON e.run_key = u.run_key AND e.rank = $2::int "
-                "WHERE u.twin_group = $1 AND (SELECT count(DISTINCT v.ranks) FROM runs v WHERE v.twin_group = $1) = 1 "
-                "ORDER BY 1 LIMIT " GROUP_MAX_RUNS_TEXT);
     cmp_register_restores();
     cmp_register_resumes();
     cmp_register_logical();
@@ -520,7 +514,8 @@ int cmp_check(const char *group, int rank, double commit_s)
 }
 
 /* end_quiet - whether the comparison's memory vouches for the end of run `run_key` on `rank` (cmp_mem_end_quiet),
- * from the group's runs as the database holds them now. */
+ * from the group's runs as the database holds them now (cmp_runs); never where the runs registered different rank
+ * counts (their logical tensors: the look). */
 static int end_quiet(const char *group, int rank, int64_t run_key)
 {
     if (!lease_mine(group))
@@ -528,19 +523,19 @@ static int end_quiet(const char *group, int rank, int64_t run_key)
     char rk[16], err[256];
     snprintf(rk, sizeof(rk), "%d", rank);
     const char *p[] = {group, rk};
-    PGresult *r = db_exec("cmp_end_runs", 2, p, err, sizeof(err));
+    PGresult *r = db_exec("cmp_runs", 2, p, err, sizeof(err));
     if (!r)
         return 0;
     int64_t keys[GROUP_MAX_RUNS], counts[GROUP_MAX_RUNS];
-    int ended[GROUP_MAX_RUNS];
-    int n = PQntuples(r) < GROUP_MAX_RUNS ? PQntuples(r) : GROUP_MAX_RUNS;
+    int ended[GROUP_MAX_RUNS], n = PQntuples(r), same = 1;
     for (int i = 0; i < n; i++) {
         keys[i] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-        counts[i] = strtoll(PQgetvalue(r, i, 1), NULL, 10);
-        ended[i] = !strcmp(PQgetvalue(r, i, 2), "t");
+        ended[i] = PQgetvalue(r, i, 4)[0] == 't';
+        same &= !strcmp(PQgetvalue(r, i, 5), PQgetvalue(r, 0, 5));
+        counts[i] = strtoll(PQgetvalue(r, i, 6), NULL, 10);
     }
     PQclear(r);
-    return cmp_mem_end_quiet(group, rank, run_key, keys, counts, ended, (size_t)n);
+    return same && cmp_mem_end_quiet(group, rank, run_key, keys, counts, ended, (size_t)n);
 }
 
 int cmp_end(const char *group, int rank, int64_t run_key)
