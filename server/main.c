@@ -38,6 +38,7 @@
 #include "server/twins/compare.h"
 #include "server/replay/replay_cmp.h"
 #include "server/twins/absorbed.h"
+#include "server/twins/cmp_mem.h"
 #include "server/replay/narrow.h"
 #include "server/replay/narrow_eval.h"
 #include "server/replay/narrow_read.h"
@@ -386,6 +387,7 @@ int main(int argc, char **argv)
     if (prepare_database(conninfo) < 0)
         goto out_pg;
     lease_configure(instance_name(c), c->lease_s);
+    cmp_mem_configure(c->memory_idle_s);
     if (retention_start(c->retain_days) < 0 || lease_start() < 0 || fwd_start() < 0 || cmp_start() < 0 ||
         cons_start() < 0) {
         log_error("cannot start background threads");

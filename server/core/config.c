@@ -57,6 +57,7 @@ static const cfg_key KEYS[] = {
     {"db_workers", "--db-workers", CFG_INT, F(db_workers), 1, 256, NULL},
     {"db_group_wait_ms", "--db-group-wait-ms", CFG_DBL, F(db_group_wait_ms), 0.0, 1000.0, NULL},
     {"lease_s", "--lease-s", CFG_DBL, F(lease_s), 1.0, 300.0, NULL},
+    {"memory_idle_s", "--memory-idle-s", CFG_DBL, F(memory_idle_s), 1.0, 3600.0, NULL},
     {"max_connections", NULL, CFG_INT, F(max_connections), 1, 65536, NULL},
     {"max_connections_per_ip", NULL, CFG_INT, F(max_connections_per_ip), 0, 65536, NULL},
     {"connection_timeout", NULL, CFG_INT, F(connection_timeout_s), 1, 3600, NULL},
@@ -113,6 +114,7 @@ void cfg_defaults(srv_config *c)
     c->db_workers = 2 * c->threads;
     c->db_group_wait_ms = 20;
     c->lease_s = 5;
+    c->memory_idle_s = 120;
     c->max_connections = 1024;
     c->max_connections_per_ip = SRV_PER_IP_DEFAULT;
     c->connection_timeout_s = 60;

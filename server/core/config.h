@@ -28,6 +28,7 @@ typedef struct srv_config {
     int db_workers;          /* threads that store record batches (one libpq connection each) */
     double db_group_wait_ms; /* when batches come in at once, how long one may wait for others to share its commit */
     double lease_s;          /* how long a twin group's comparison lease lasts unrenewed (server/peers/lease.h) */
+    double memory_idle_s;    /* the comparison's memory, short of room, forgets groups idle this long (cmp_mem.h) */
     int max_connections;
     int max_connections_per_ip; /* 0: no per-address limit (default SRV_PER_IP_DEFAULT) */
     int connection_timeout_s;   /* idleness */

@@ -25,7 +25,7 @@
 #define MEM_MAX_CELLS 262144    /* run-ranks (1 KiB each: 256 MiB) and ranks held at most; past it, the look */
 #define MEM_MAX_GROUPS 4096     /* groups held at most (a batch finds its group by name among them) */
 #define MEM_MAX_SLOTS (1 << 22) /* places in the groups' rank tables (8 bytes each: 32 MiB) */
-#define MEM_IDLE_S 120.0        /* a group no batch came for since this long is forgotten */
+#define MEM_KEEP_S 1800.0       /* a group no batch came for since this long is forgotten, whatever memory holds */
 #define MEM_CHUNK 4000          /* ranks one marks statement takes */
 #define MEM_RETRIES 4           /* flushes in a row a rank's mark may wait for a busy lock or a count to settle */
 #define MEM_TWIN_WAIT_S 30.0    /* a run alone on a rank waits this long for a twin that streams to other ranks */
@@ -72,6 +72,16 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static mgroup **groups;
 static size_t n_groups, cells, n_mranks, slots; /* slots: places in the groups' rank tables */
 static unsigned flushes;                        /* flushes begun (load_twins) */
+static double idle_s =
+    120.0;                /* once memory was short of room, a group no batch came for since this long is forgotten */
+static int short_of_room; /* a batch found memory full since the last flush */
+
+void cmp_mem_configure(double idle)
+{
+    pthread_mutex_lock(&lock);
+    idle_s = idle;
+    pthread_mutex_unlock(&lock);
+}
 
 void cmp_mem_register(void)
 {
@@ -112,8 +122,10 @@ static mgroup *group_get_locked(const char *name)
     mgroup *found = group_find_locked(name);
     if (found)
         return found;
-    if (n_groups == MEM_MAX_GROUPS)
+    if (n_groups == MEM_MAX_GROUPS) {
+        short_of_room = 1;
         return NULL;
+    }
     mgroup *g = xcalloc(1, sizeof(*g));
     snprintf(g->name, sizeof(g->name), "%s", name);
     groups = xrealloc(groups, (n_groups + 1) * sizeof(*groups));
@@ -129,16 +141,20 @@ static mrank *rank_get_locked(mgroup *g, uint32_t rank)
         size_t n = g->n_ranks ? g->n_ranks : 64;
         while (n <= rank)
             n *= 2;
-        if (slots + n - g->n_ranks > MEM_MAX_SLOTS)
+        if (slots + n - g->n_ranks > MEM_MAX_SLOTS) {
+            short_of_room = 1;
             return NULL;
+        }
         g->ranks = xrealloc(g->ranks, n * sizeof(*g->ranks));
         memset(g->ranks + g->n_ranks, 0, (n - g->n_ranks) * sizeof(*g->ranks));
         slots += n - g->n_ranks;
         g->n_ranks = n;
     }
     if (!g->ranks[rank]) {
-        if (n_mranks == MEM_MAX_CELLS)
+        if (n_mranks == MEM_MAX_CELLS) {
+            short_of_room = 1;
             return NULL;
+        }
         g->ranks[rank] = xcalloc(1, sizeof(mrank));
         g->ranks[rank]->marked = INT64_MIN;
         n_mranks++;
@@ -153,8 +169,12 @@ static mrun *run_get_locked(mrank *r, int64_t key)
     for (int i = 0; i < r->nruns; i++)
         if (r->runs[i].key == key)
             return &r->runs[i];
-    if (r->nruns == MEM_RUNS || cells >= MEM_MAX_CELLS)
+    if (r->nruns == MEM_RUNS)
         return NULL;
+    if (cells >= MEM_MAX_CELLS) {
+        short_of_room = 1;
+        return NULL;
+    }
     mrun *u = &r->runs[r->nruns++];
     *u = (mrun){.key = key, .first = INT64_MAX, .max_step = INT64_MIN};
     u->slots = xmalloc(MEM_STEPS * sizeof(store_step));
@@ -585,15 +605,17 @@ static void group_free(mgroup *g)
     free(g);
 }
 
-/* take_locked - the marks of every group with dirty ranks (*n of them); forgets idle groups. */
+/* take_locked - the marks of every group with dirty ranks (*n of them); forgets the groups idle for MEM_KEEP_S, or
+ * for idle_s when a batch found memory short of room since the last flush. */
 static marks *take_locked(size_t *n)
 {
     marks *all = NULL;
     size_t k = 0, kept = 0;
-    double now = clock_mono_s();
+    double now = clock_mono_s(), idle = short_of_room || idle_s > MEM_KEEP_S ? idle_s : MEM_KEEP_S;
+    short_of_room = 0;
     for (size_t i = 0; i < n_groups; i++) {
         mgroup *g = groups[i];
-        if (now - g->touched > MEM_IDLE_S) { /* what is still dirty has nothing new to mark (verdict 0) */
+        if (now - g->touched > idle) { /* what is still dirty has nothing new to mark (verdict 0) */
             group_free(g);
             continue;
         }

@@ -14,6 +14,12 @@
 /* cmp_mem_register - register this module's prepared statements. */
 void cmp_mem_register(void);
 
+/* cmp_mem_configure - how long a group no batch came for is kept once memory was short of room (a batch found it
+ * full since the last flush): `idle_s` (lockstepd's memory_idle_s, 120 s by default). Otherwise memory keeps a group
+ * MEM_KEEP_S (30 minutes) after its last batch, or idle_s if longer: a job that pauses (a checkpoint written, an
+ * evaluation) or ends long after its last batch finds its ranks still held, so their marks and ends need no look. */
+void cmp_mem_configure(double idle_s);
+
 /* cmp_mem_absorb - a batch of the run `run_key` of twin group `group`, rank `rank`, committed (stored here, or by
  * another lockstepd that forwarded it: forward.h): add its step sums (store_result's: `n` steps, `counted` records
  * added to the rank's progress) to the rank's step digests. Returns 1 when the look must see the rank now (a step
@@ -29,7 +35,8 @@ typedef void (*cmp_mem_look_fn)(const char *group, int rank);
 /* cmp_mem_flush - read the ended twins of ranks one run streams to (one statement a group), compare every rank
  * batches changed since the last flush over its runs' steps that all of them completed, mark those found equal (one
  * statement a group, under the ranks' locks, only where the database holds what memory counted), tell `look` the
- * others; forget groups idle for two minutes. Blocks on PostgreSQL: one thread calls it. */
+ * others; forget groups idle for 30 minutes, or for memory_idle_s once memory was short of room (cmp_mem_configure).
+ * Blocks on PostgreSQL: one thread calls it. */
 void cmp_mem_flush(cmp_mem_look_fn look);
 
 /* cmp_mem_counted - 1 when memory holds rank `rank` of group `group` and counted there every record the database

@@ -31,7 +31,8 @@ static int setup(void **state)
     (void)state;
     if (h_pg_start(&pg) < 0)
         return -1;
-    const char *args[] = {"--db", pg.conninfo, NULL};
+    /* memory short of room would forget a group idle for 1 s (test_ends_after_a_pause_vouched) */
+    const char *args[] = {"--db", pg.conninfo, "--memory-idle-s", "1", NULL};
     return h_srv_start(&srv, args);
 }
 
@@ -373,6 +374,25 @@ static void test_quiet_ends_vouched_by_memory(void **state)
     json_decref(o);
 }
 
+/* Twins that agree and pause past memory_idle_s before they end (a checkpoint written, a slow teardown): memory,
+ * not short of room, still holds their group, so it vouches for both ends as it would at once. */
+static void test_ends_after_a_pause_vouched(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    side_by_side("t-held-pause", "9700", "9701", -1, a, b);
+    usleep(2500000); /* past --memory-idle-s 1, and several flushes of memory */
+    const char *mem = "lockstepd_compare_ends_total{way=\"memory\"}";
+    double before = it_metric(&srv, mem, NULL);
+    long long first;
+    assert_int_equal(ended(a, &first), 0);
+    assert_int_equal(ended(b, &first), 0);
+    assert_true(it_metric(&srv, mem, NULL) >= before + 2);
+    json_t *o = it_wait_group(&srv, "t-held-pause", "match");
+    assert_string_equal(json_string_value(json_object_get(o, "status")), "match");
+    json_decref(o);
+}
+
 /* Twins whose last step differs, both streaming: memory holds the difference, so the end of the run with held
  * records is looked at before its reply, which asks for that step's records while the agent still has them. */
 static void test_last_step_asked_at_end(void **state)
@@ -395,7 +415,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forged_held_refused),          cmocka_unit_test(test_forged_in_parts),
         cmocka_unit_test(test_stored_mismatch_not_compared), cmocka_unit_test(test_running_difference_said_at_once),
-        cmocka_unit_test(test_quiet_ends_vouched_by_memory), cmocka_unit_test(test_last_step_asked_at_end),
+        cmocka_unit_test(test_quiet_ends_vouched_by_memory), cmocka_unit_test(test_ends_after_a_pause_vouched),
+        cmocka_unit_test(test_last_step_asked_at_end),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
