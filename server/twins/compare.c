@@ -43,6 +43,9 @@
  * PostgreSQL ~1 ms however few ranks it takes (at a batch a step, looks of one or two ranks were half of its time;
  * docs/scale.md) */
 #define CMP_GAP_DIGESTS_S 0.1
+/* the same after a rank's end memory vouched for: no reply waits for that look, and a fleet's ends come a few at a
+ * time over a minute or two, so it takes half a second's ends of a group at once (at 20 ms, ~7 ranks a look) */
+#define CMP_GAP_END_S 0.5
 #define CMP_IDLE_S 1.0 /* a group nothing came for since this long is forgotten */
 /* how often the comparison's memory marks the steps it found equal (cmp_mem.c): a rank's mark trails its data by
  * this much, and a differing step goes to the look at most this late */
@@ -542,7 +545,7 @@ int cmp_end(const char *group, int rank, int64_t run_key)
 {
     if (end_quiet(group, rank, run_key)) {
         metrics_compare_end(1);
-        notify(group, rank, 0, CMP_GAP_S);
+        notify(group, rank, 0, CMP_GAP_END_S);
         return 0;
     }
     metrics_compare_end(0);
