@@ -28,7 +28,8 @@
  * bundle (application/x-lockstep-bundle, docs/server.md), at the phase of its first rank: `posts` counts batches,
  * `requests` the requests that carried them. While the runs run, each diverging group is read every 250 ms until
  * it says the difference on its step and rank (found_*: the step digest difference whose records it asked for, or
- * the divergence), apart from the divergence stored (detect_*), which waits for the records.
+ * the divergence), apart from the divergence stored (detect_*), which waits for the records. PostgreSQL's CPU is
+ * measured on the embedded cluster, or with `--db` and `--pg-data DIR` on that cluster (its postmaster's pid file).
  */
 #include <dirent.h>
 #include <inttypes.h>
@@ -64,13 +65,14 @@ typedef struct opts {
     int consensus; /* communicators per rank with consensus digests; 0: none */
     int solo;      /* runs registered alone, in the consensus mode (no twin group): the production mode's batches */
     const char *db, *state_dir, *srv_threads;
+    const char *pg_data;    /* with --db: that cluster's data directory, whose postmaster's CPU is measured */
     int db_workers;         /* lockstepd's db_workers; 0: its default */
     const char *group_wait; /* lockstepd's db_group_wait_ms; NULL: its default */
     int instances;          /* lockstepd instances on the database (1-4); run A's rank r posts to instance r mod N,
                                run B's to (r + 1) mod N, so twins' batches reach different instances */
     int bundle;             /* ranks a node's relay posts in one request (1: every rank posts alone) */
     int rerun;              /* run A of every group streamed and ended before the timed part, then lockstepd
-                               restarted (as its memory forgets a group two minutes after its last batch): run B, a
+                               restarted (its memory then holds none of A, as after any restart): run B, a
                                rerun, streams alone and is compared with A as PostgreSQL holds it */
     int end;                /* after the timed part every rank of both runs ends (its end posted, as an agent's at
                                exit), and each group is read until its status settles (end_phase) */
@@ -644,10 +646,11 @@ static double proc_cpu(pid_t pid, int children)
     return total;
 }
 
-static pid_t postmaster_pid(const char *state_dir)
+/* postmaster_pid - the postmaster of the cluster in data directory `pgdata` (0: none running there). */
+static pid_t postmaster_pid(const char *pgdata)
 {
-    char path[400];
-    snprintf(path, sizeof(path), "%s/pgdata/postmaster.pid", state_dir);
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/postmaster.pid", pgdata);
     FILE *f = fopen(path, "r");
     int pid = 0;
     if (f) {
@@ -926,6 +929,8 @@ int main(int argc, char **argv)
             o->db = v;
         else if (!strcmp(k, "--state-dir"))
             o->state_dir = v;
+        else if (!strcmp(k, "--pg-data"))
+            o->pg_data = v;
         else if (!strcmp(k, "--server-threads"))
             o->srv_threads = v;
         else if (!strcmp(k, "--db-workers"))
@@ -946,7 +951,7 @@ int main(int argc, char **argv)
                 "usage: %s [--ranks N] [--groups G] [--per-step R] [--metrics M] [--step S] "
                 "[--seconds T] [--batch-steps K] [--stagger 0|1] [--mode digests|records] [--threads N] [--diverge G] "
                 "[--server-threads N] [--db-workers N] [--group-wait-ms W] [--instances N] [--consensus K] [--solo "
-                "0|1] [--rerun 0|1] [--bundle N] [--end 0|1] [--db URL | --state-dir DIR]\n",
+                "0|1] [--rerun 0|1] [--bundle N] [--end 0|1] [--db URL [--pg-data DIR] | --state-dir DIR]\n",
                 argv[0]);
             return 2;
         }
@@ -1086,7 +1091,9 @@ int main(int argc, char **argv)
     }
 
     PGconn *adm = PQconnectdb(conninfo);
-    pid_t pm = o->db ? 0 : postmaster_pid(state_dir);
+    char pgdata[1050];
+    snprintf(pgdata, sizeof(pgdata), "%s/pgdata", state_dir);
+    pid_t pm = o->db ? (o->pg_data ? postmaster_pid(o->pg_data) : 0) : postmaster_pid(pgdata);
     double wal0 = PQstatus(adm) == CONNECTION_OK ? wal_bytes(adm) : 0;
     double srv_cpu0 = 0, pg_cpu0 = pm ? proc_cpu(pm, 1) : 0, self0 = self_cpu();
     for (int i = 0; i < o->instances; i++)
