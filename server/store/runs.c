@@ -56,37 +56,8 @@ void store_runs_register(void)
     db_register("manifest_put", "INSERT INTO manifests (run_key, rank, manifest) VALUES ($1, $2, $3::jsonb) "
                                 "ON CONFLICT (run_key, rank) DO UPDATE SET manifest = excluded.manifest, "
                                 "received_at = now()");
-    /* A rank's end commits under its group rank's shared lock, with its time taken under it (see
-     * batch_lock in write.c): a comparison that saw it marks later; one that did not is older than it. */
-    db_register("end_lock", "SELECT pg_advisory_xact_lock_shared(lockstep_check_key($1, $2::int))");
-    /* The ends of one run take its row in turn: the last one's count then sees every other end committed
-     * (two ends counting at once, each without the other's uncommitted row, left the run running). */
-    db_register("end_run_lock", "SELECT 1 FROM runs WHERE run_key = $1 FOR UPDATE");
-    /* An abort's end (the agent's, sent before MPI_Abort) keeps its code when the rank's end is reported again
-     * (the SPANK plugin's, with the signal the launcher killed it with); so does the agent's word on MPI calls it
-     * did not see, which the plugin's report does not carry. */
-    db_register("rank_end", "INSERT INTO rank_ends (run_key, rank, exit_code, ended_at, aborted, mpi_unseen) VALUES "
-                            "($1, $2, $3, clock_timestamp(), $4::boolean, NULLIF($5, '')) ON CONFLICT (run_key, rank) "
-                            "DO UPDATE SET exit_code = CASE WHEN rank_ends.aborted THEN rank_ends.exit_code ELSE "
-                            "excluded.exit_code END, ended_at = excluded.ended_at, aborted = rank_ends.aborted OR "
-                            "excluded.aborted, mpi_unseen = COALESCE(excluded.mpi_unseen, rank_ends.mpi_unseen)");
-    /* The run is over when every rank 0..ranks-1 has an end (ingest takes no other rank). Each end looks for a rank
-     * without one, from its own rank on by a stride about 0.618 of the ranks and prime to them (so every rank is
-     * looked at once, and ranks far apart first): while a share f of the ranks has no end the look stops after
-     * about 1/f of them, whatever order the ends come in (a rank's neighbours end with it when a launcher stops
-     * ranks in order). Both series are in select lists, so they stop where the LIMIT does (one in FROM is made whole
-     * first). Counting every end of the run at each end read thousands of rows, ~0.7 ms of PostgreSQL an end at 5,000
-     * ranks a run (docs/scale.md). */
-    db_register("run_finish",
-                "UPDATE runs SET status = CASE WHEN EXISTS (SELECT 1 FROM rank_ends e WHERE e.run_key = $1 "
-                "AND e.exit_code <> 0) THEN 'failed' ELSE 'ended' END, "
-                "ended_at = coalesce(ended_at, clock_timestamp()) "
-                "WHERE runs.run_key = $1 AND (SELECT g.i FROM (SELECT generate_series(1, runs.ranks) AS i, "
-                "(SELECT x.c FROM (SELECT generate_series(greatest((runs.ranks * 0.618)::int, 1), runs.ranks) AS c) x "
-                "WHERE gcd(x.c, runs.ranks) = 1 LIMIT 1)::bigint AS s) g "
-                "WHERE (SELECT 1 FROM rank_ends e WHERE e.run_key = $1 "
-                "AND e.rank = (($2::int + g.i * g.s) % runs.ranks)::int) IS NULL LIMIT 1) IS NULL "
-                "RETURNING runs.status");
+    /* A rank's end, and its run's when it is the last: one transaction, one round trip (write.sql) */
+    db_register("rank_end", "SELECT lockstep_rank_end($1, $2, $3, $4, $5::boolean, $6)");
 }
 
 int store_uuid_valid(const char *s)
@@ -321,38 +292,15 @@ int store_rank_end(const run_info *run, int rank, int exit_code, int aborted, co
     snprintf(key, sizeof(key), "%" PRId64, run->key);
     snprintf(rk, sizeof(rk), "%d", rank);
     snprintf(code, sizeof(code), "%d", exit_code);
-    const char *p[] = {key, rk, code, aborted ? "true" : "false", mpi_unseen ? mpi_unseen : ""};
-    const char *pl[] = {run->group, rk};
-    PGresult *r = NULL;
-    if (db_begin(err, sizeof(err)) < 0)
-        goto out_fail;
-    if (run->group[0]) {
-        r = db_exec_once("end_lock", 2, pl, err, sizeof(err));
-        if (!r)
-            goto out_rollback;
-        PQclear(r);
+    const char *p[] = {run->group, key, rk, code, aborted ? "true" : "false", mpi_unseen ? mpi_unseen : ""};
+    PGresult *r = db_exec("rank_end", 6, p, err, sizeof(err));
+    if (!r) {
+        db_fail(e, "recording the rank's end", err);
+        return -1;
     }
-    r = db_exec_once("end_run_lock", 1, p, err, sizeof(err));
-    if (!r)
-        goto out_rollback;
+    *run_done = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0);
     PQclear(r);
-    r = db_exec_once("rank_end", 5, p, err, sizeof(err));
-    if (!r)
-        goto out_rollback;
-    PQclear(r);
-    r = db_exec_once("run_finish", 2, p, err, sizeof(err));
-    if (!r)
-        goto out_rollback;
-    *run_done = PQntuples(r) > 0;
-    PQclear(r);
-    if (db_commit(err, sizeof(err)) < 0)
-        goto out_rollback;
     return 0;
-out_rollback:
-    db_rollback();
-out_fail:
-    db_fail(e, "recording the rank's end", err);
-    return -1;
 }
 
 PGresult *store_checkpoints_read(int64_t key, long long limit, long long offset, char *err, size_t cap)

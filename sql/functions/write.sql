@@ -139,3 +139,47 @@ BEGIN
                              ORDER BY r.step LIMIT 64) w), '{}') END
         FROM generate_subscripts(b_run, 1) AS k;
 END $$;
+
+-- lockstep_rank_end - a rank's end, and its run's when it is the last (server/store/runs.c, store_rank_end), in one
+-- transaction and one round trip (it was six: a run's ends take its row in turn, and each round trip inside that
+-- transaction kept the row from the next end). In order: the rank's comparison lock in group g ('' : none), shared,
+-- so that the end and its time commit under it as a batch's progress does (write.sql, above): a comparison that saw
+-- it marks later, one that did not is older than it; the run's row, so that the ends of one run take it in turn
+-- and the last one's look for a rank without an end sees every other end committed (two ends looking at once, each
+-- without the other's uncommitted row, left the run running); the end (an abort's code is kept when the rank's end
+-- is reported again, by the SPANK plugin with the signal the launcher killed it with, and so is the agent's word on
+-- MPI calls it did not see); then the run's status, when every rank 0..ranks-1 has an end (ingest takes no other
+-- rank). The look for a rank without one starts at this rank and steps by about 0.618 of the ranks, prime to them
+-- (every rank once, ranks far apart first): while a share f of the ranks has no end it stops after about 1/f of
+-- them, whatever order the ends come in (a rank's neighbours end with it when a launcher stops ranks in order).
+-- Both series are in select lists, so they stop where the LIMIT does (one in FROM is made whole first); counting
+-- every end of the run at each end cost ~0.7 ms an end at 5,000 ranks a run (docs/scale.md). Returns the run's
+-- status when it is over (again when an end is reported again), NULL while a rank has no end.
+CREATE OR REPLACE FUNCTION lockstep_rank_end(g text, k bigint, rk int, code int, ab boolean, unseen text)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    st text;
+BEGIN
+    IF g <> '' THEN
+        PERFORM pg_advisory_xact_lock_shared(lockstep_check_key(g, rk));
+    END IF;
+    PERFORM 1 FROM runs WHERE run_key = k FOR UPDATE;
+    INSERT INTO rank_ends AS e (run_key, rank, exit_code, ended_at, aborted, mpi_unseen)
+        VALUES (k, rk, code, clock_timestamp(), ab, NULLIF(unseen, ''))
+        ON CONFLICT (run_key, rank) DO UPDATE SET
+            exit_code = CASE WHEN e.aborted THEN e.exit_code ELSE excluded.exit_code END,
+            ended_at = excluded.ended_at, aborted = e.aborted OR excluded.aborted,
+            mpi_unseen = coalesce(excluded.mpi_unseen, e.mpi_unseen);
+    UPDATE runs SET status = CASE WHEN EXISTS (SELECT 1 FROM rank_ends x WHERE x.run_key = k AND x.exit_code <> 0)
+                                  THEN 'failed' ELSE 'ended' END,
+                    ended_at = coalesce(ended_at, clock_timestamp())
+        WHERE runs.run_key = k
+          AND (SELECT q.i FROM (SELECT generate_series(1, runs.ranks) AS i,
+                                       (SELECT c.c FROM (SELECT generate_series(greatest((runs.ranks * 0.618)::int, 1),
+                                                                                runs.ranks) AS c) c
+                                        WHERE gcd(c.c, runs.ranks) = 1 LIMIT 1)::bigint AS s) q
+               WHERE (SELECT 1 FROM rank_ends x WHERE x.run_key = k
+                      AND x.rank = ((rk + q.i * q.s) % runs.ranks)::int) IS NULL LIMIT 1) IS NULL
+        RETURNING runs.status INTO st;
+    RETURN st;
+END $$;
