@@ -355,13 +355,10 @@ static void side_by_side(const char *group, const char *job_a, const char *job_b
     }
 }
 
-/* Twins that agree, ending: memory vouches for each end (the steps they complete are held alike, or not reached
- * yet by the twin that streams on), so no look runs before the reply, and the twins match. */
-static void test_quiet_ends_vouched_by_memory(void **state)
+/* ends_vouched - end runs a and b of `group` (twins that agree): memory vouches for both ends, so no look runs before
+ * either reply, and the group matches. */
+static void ends_vouched(const char *group, const char *a, const char *b)
 {
-    (void)state;
-    char a[40], b[40];
-    side_by_side("t-held-quiet", "9500", "9501", -1, a, b);
     const char *mem = "lockstepd_compare_ends_total{way=\"memory\"}";
     double before = it_metric(&srv, mem, NULL);
     assert_true(before >= 0);
@@ -369,9 +366,19 @@ static void test_quiet_ends_vouched_by_memory(void **state)
     assert_int_equal(ended(a, &first), 0);
     assert_int_equal(ended(b, &first), 0);
     assert_true(it_metric(&srv, mem, NULL) >= before + 2);
-    json_t *o = it_wait_group(&srv, "t-held-quiet", "match");
+    json_t *o = it_wait_group(&srv, group, "match");
     assert_string_equal(json_string_value(json_object_get(o, "status")), "match");
     json_decref(o);
+}
+
+/* Twins that agree, ending: memory vouches for each end (the steps they complete are held alike, or not reached
+ * yet by the twin that streams on), so no look runs before the reply, and the twins match. */
+static void test_quiet_ends_vouched_by_memory(void **state)
+{
+    (void)state;
+    char a[40], b[40];
+    side_by_side("t-held-quiet", "9500", "9501", -1, a, b);
+    ends_vouched("t-held-quiet", a, b);
 }
 
 /* Twins that agree and pause past memory_idle_s before they end (a checkpoint written, a slow teardown): memory,
@@ -382,15 +389,7 @@ static void test_ends_after_a_pause_vouched(void **state)
     char a[40], b[40];
     side_by_side("t-held-pause", "9700", "9701", -1, a, b);
     usleep(2500000); /* past --memory-idle-s 1, and several flushes of memory */
-    const char *mem = "lockstepd_compare_ends_total{way=\"memory\"}";
-    double before = it_metric(&srv, mem, NULL);
-    long long first;
-    assert_int_equal(ended(a, &first), 0);
-    assert_int_equal(ended(b, &first), 0);
-    assert_true(it_metric(&srv, mem, NULL) >= before + 2);
-    json_t *o = it_wait_group(&srv, "t-held-pause", "match");
-    assert_string_equal(json_string_value(json_object_get(o, "status")), "match");
-    json_decref(o);
+    ends_vouched("t-held-pause", a, b);
 }
 
 /* Twins whose last step differs, both streaming: memory holds the difference, so the end of the run with held
