@@ -72,9 +72,10 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static mgroup **groups;
 static size_t n_groups, cells, n_mranks, slots; /* slots: places in the groups' rank tables */
 static unsigned flushes;                        /* flushes begun (load_twins) */
-static double idle_s =
-    120.0;                /* once memory was short of room, a group no batch came for since this long is forgotten */
-static int short_of_room; /* a batch found memory full since the last flush */
+/* once memory was short of room (a batch found it full since the last flush), a group no batch came for since idle_s
+ * is forgotten (cmp_mem_configure) */
+static double idle_s = 120.0;
+static int short_of_room;
 
 void cmp_mem_configure(double idle)
 {
