@@ -25,7 +25,7 @@
 #define MEM_MAX_CELLS 262144    /* run-ranks (1 KiB each: 256 MiB) and ranks held at most; past it, the look */
 #define MEM_MAX_GROUPS 4096     /* groups held at most (a batch finds its group by name among them) */
 #define MEM_MAX_SLOTS (1 << 22) /* places in the groups' rank tables (8 bytes each: 32 MiB) */
-#define MEM_KEEP_S 1800.0       /* a group no batch came for since this long is forgotten, whatever memory holds */
+#define MEM_KEEP_S 1800.0       /* a group no batch came for since this long is forgotten, ends awaited or not */
 #define MEM_CHUNK 4000          /* ranks one marks statement takes */
 #define MEM_RETRIES 4           /* flushes in a row a rank's mark may wait for a busy lock or a count to settle */
 #define MEM_TWIN_WAIT_S 30.0    /* a run alone on a rank waits this long for a twin that streams to other ranks */
@@ -41,6 +41,7 @@ typedef struct mrun {
     int loaded;        /* a twin that ended on the rank: its count and its steps first..upto were read from
                           PostgreSQL by a flush (load_twins), not added by batches; it holds nothing more */
     int64_t upto;      /* loaded: the last step read (the running run's newest complete one then) */
+    int ended;         /* its end on the rank came (cmp_mem_end_seen) */
 } mrun;
 
 typedef struct mrank {
@@ -64,6 +65,7 @@ typedef struct mgroup {
     mrank **ranks; /* by rank, NULL where none came */
     size_t n_ranks;
     double touched; /* monotonic seconds of its last batch */
+    size_t unended; /* runs on ranks, batches' not loaded ones, whose end there has not come: while any, it is kept */
     int dirty;
     mlive live[MEM_RUNS]; /* the runs whose batches came last (a run alone on a rank waits for a twin among them) */
 } mgroup;
@@ -72,8 +74,8 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static mgroup **groups;
 static size_t n_groups, cells, n_mranks, slots; /* slots: places in the groups' rank tables */
 static unsigned flushes;                        /* flushes begun (load_twins) */
-/* once memory was short of room (a batch found it full since the last flush), a group no batch came for since idle_s
- * is forgotten (cmp_mem_configure) */
+/* a group no batch came for since idle_s is forgotten once every run memory holds ended on its ranks, or once memory
+ * was short of room (a batch found it full since the last flush): cmp_mem_configure */
 static double idle_s = 120.0;
 static int short_of_room;
 
@@ -259,8 +261,11 @@ int cmp_mem_absorb(const char *group, int64_t run_key, int rank, const store_ste
         pthread_mutex_unlock(&lock);
         return 1;
     }
+    int had = r->nruns;
     mrun *u = r->look_only ? NULL : run_get_locked(r, run_key);
-    if (!u || state) /* state blocks: restore checks run with the look */
+    if (u && r->nruns > had)
+        g->unended++; /* its end on the rank is awaited */
+    if (!u || state)  /* state blocks: restore checks run with the look */
         r->look_only = 1;
     if (u && u->loaded) { /* a run memory reads from the database: the next flush reads this batch there */
         for (size_t i = 0; i < n; i++)
@@ -606,17 +611,21 @@ static void group_free(mgroup *g)
     free(g);
 }
 
-/* take_locked - the marks of every group with dirty ranks (*n of them); forgets the groups idle for MEM_KEEP_S, or
- * for idle_s when a batch found memory short of room since the last flush. */
+/* take_locked - the marks of every group with dirty ranks (*n of them); forgets the groups idle for idle_s whose
+ * runs all ended on their ranks (or all groups idle for idle_s when a batch found memory short of room since the last
+ * flush), and those idle for MEM_KEEP_S. */
 static marks *take_locked(size_t *n)
 {
     marks *all = NULL;
     size_t k = 0, kept = 0;
-    double now = clock_mono_s(), idle = short_of_room || idle_s > MEM_KEEP_S ? idle_s : MEM_KEEP_S;
+    double now = clock_mono_s(), keep = idle_s > MEM_KEEP_S ? idle_s : MEM_KEEP_S;
+    int short_now = short_of_room;
     short_of_room = 0;
     for (size_t i = 0; i < n_groups; i++) {
         mgroup *g = groups[i];
-        if (now - g->touched > idle) { /* what is still dirty has nothing new to mark (verdict 0) */
+        double idle = now - g->touched;
+        /* what is still dirty has nothing new to mark (verdict 0) */
+        if (idle > keep || (idle > idle_s && (short_now || !g->unended))) {
             group_free(g);
             continue;
         }
@@ -795,6 +804,23 @@ int cmp_mem_end_quiet(const char *group, int rank, int64_t run_key, const int64_
 out:
     pthread_mutex_unlock(&lock);
     return quiet;
+}
+
+void cmp_mem_end_seen(const char *group, int rank, int64_t run_key)
+{
+    if (!group || rank < 0)
+        return;
+    pthread_mutex_lock(&lock);
+    mgroup *g = group_find_locked(group);
+    mrank *r = g && (size_t)rank < g->n_ranks ? g->ranks[rank] : NULL;
+    for (int i = 0; r && i < r->nruns; i++) {
+        mrun *u = &r->runs[i];
+        if (u->key == run_key && !u->loaded && !u->ended) {
+            u->ended = 1;
+            g->unended--;
+        }
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 void cmp_mem_clear(void)

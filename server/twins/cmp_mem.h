@@ -14,11 +14,17 @@
 /* cmp_mem_register - register this module's prepared statements. */
 void cmp_mem_register(void);
 
-/* cmp_mem_configure - how long a group no batch came for is kept once memory was short of room (a batch found it
- * full since the last flush): `idle_s` (lockstepd's memory_idle_s, 120 s by default). Otherwise memory keeps a group
- * MEM_KEEP_S (30 minutes) after its last batch, or idle_s if longer: a job that pauses (a checkpoint written, an
- * evaluation) or ends long after its last batch finds its ranks still held, so their marks and ends need no look. */
+/* cmp_mem_configure - how long a group no batch came for is kept: `idle_s` (lockstepd's memory_idle_s, 120 s by
+ * default) once every run memory holds of it ended on its ranks (cmp_mem_end_seen), or once memory was short of room
+ * (a batch found it full since the last flush); otherwise up to MEM_KEEP_S (30 minutes), or idle_s if longer. A job
+ * that pauses (a checkpoint written, an evaluation) or whose ranks end long after their last batch (a large job's
+ * ends take minutes) finds its ranks still held, so their marks and ends need no look; a rerun after its reference
+ * ended and was forgotten has that reference read from the database (cmp_mem_flush), as before. */
 void cmp_mem_configure(double idle_s);
+
+/* cmp_mem_end_seen - the end of run `run_key` on rank `rank` of group `group` came (stored): memory no longer waits
+ * for it before it may forget the group. */
+void cmp_mem_end_seen(const char *group, int rank, int64_t run_key);
 
 /* cmp_mem_absorb - a batch of the run `run_key` of twin group `group`, rank `rank`, committed (stored here, or by
  * another lockstepd that forwarded it: forward.h): add its step sums (store_result's: `n` steps, `counted` records
@@ -35,7 +41,7 @@ typedef void (*cmp_mem_look_fn)(const char *group, int rank);
 /* cmp_mem_flush - read the ended twins of ranks one run streams to (one statement a group), compare every rank
  * batches changed since the last flush over its runs' steps that all of them completed, mark those found equal (one
  * statement a group, under the ranks' locks, only where the database holds what memory counted), tell `look` the
- * others; forget groups idle for 30 minutes, or for memory_idle_s once memory was short of room (cmp_mem_configure).
+ * others; forget the idle groups (cmp_mem_configure).
  * Blocks on PostgreSQL: one thread calls it. */
 void cmp_mem_flush(cmp_mem_look_fn look);
 

@@ -543,6 +543,7 @@ static int end_quiet(const char *group, int rank, int64_t run_key)
 
 int cmp_end(const char *group, int rank, int64_t run_key)
 {
+    cmp_mem_end_seen(group, rank, run_key);
     if (end_quiet(group, rank, run_key)) {
         metrics_compare_end(1);
         notify(group, rank, 0, CMP_GAP_END_S);

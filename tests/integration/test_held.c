@@ -382,14 +382,20 @@ static void test_quiet_ends_vouched_by_memory(void **state)
 }
 
 /* Twins that agree and pause past memory_idle_s before they end (a checkpoint written, a slow teardown): memory,
- * not short of room, still holds their group, so it vouches for both ends as it would at once. */
+ * not short of room, still holds their group while their ends are awaited, so it vouches for both ends as it would at
+ * once; once both ended, memory_idle_s later it has forgotten the group. */
 static void test_ends_after_a_pause_vouched(void **state)
 {
     (void)state;
     char a[40], b[40];
+    const char *held = "lockstepd_compare_memory_run_ranks";
     side_by_side("t-held-pause", "9700", "9701", -1, a, b);
-    usleep(2500000); /* past --memory-idle-s 1, and several flushes of memory */
+    usleep(2500000); /* past --memory-idle-s 1, and several flushes of memory (the other tests' groups, ended, go) */
+    double before = it_metric(&srv, held, NULL);
+    assert_true(before >= 2); /* this group's two runs on its rank */
     ends_vouched("t-held-pause", a, b);
+    usleep(2500000);
+    assert_true(it_metric(&srv, held, NULL) <= before - 2);
 }
 
 /* Twins whose last step differs, both streaming: memory holds the difference, so the end of the run with held
