@@ -57,10 +57,12 @@ typedef struct cmp_found {
 } cmp_found;
 
 /* cmp_txn_begin - BEGIN and take the lock of `rank` of `group` without waiting (lockstep_check_key: a batch or an
- * end of the rank holds its shared form while it commits, and asks for the comparison again once committed).
- * Returns 1 inside the transaction, 0 when the lock is taken (rolled back: nothing to do now), -1 on a database
- * error (rolled back). */
-int cmp_txn_begin(const char *group, int rank);
+ * end of the rank holds its shared form while it commits, and asks for the comparison again once committed; another
+ * look that holds it does the work); with `wait`, waiting for it (a comparison a reply waits for: a rank's end, whose
+ * reply asks for held records, must not leave them to a look that runs after the reply). Returns 1 inside the
+ * transaction, 0 when the lock is taken (rolled back: nothing to do now), -1 on a database error (rolled back; also
+ * past a wait of 5 s). */
+int cmp_txn_begin(const char *group, int rank, int wait);
 
 /* cmp_txn_end - commit the comparison's transaction when `rc` >= 0 (else roll it back), and only then tell the
  * fleet, the log and the metrics what `f` says was written (cmp_tell). Returns rc, or -1 when the commit failed. */
@@ -118,6 +120,7 @@ typedef struct found_item {
     int64_t hi, upto, newest, step;
     int64_t from; /* where the look started (after the rank's mark, or the shared start) */
     int waiting;  /* a running run of the group has not reached the rank yet (group_checks.waiting) */
+    int wait;     /* a reply waits for this comparison (cmp_check): the rank's lock is waited for, not skipped */
     double commit_s;
 } found_item;
 

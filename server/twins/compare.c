@@ -92,6 +92,10 @@ void cmp_register(void)
     db_register("cmp_ranks", "SELECT r_rank, keys, ids, hi, upto, newest, step, from_step, waiting "
                              "FROM set_config('synchronous_commit', 'off', true), "
                              "lockstep_cmp_ranks($1, $2::int[], $3)");
+    /* The same for one rank a reply waits for (cmp_check), its lock waited for rather than skipped when busy */
+    db_register("cmp_rank_wait", "SELECT r_rank, keys, ids, hi, upto, newest, step, from_step, waiting "
+                                 "FROM set_config('synchronous_commit', 'off', true), "
+                                 "lockstep_cmp_rank_wait($1, $2::int, $3)");
     /* Before a look (one round trip): whether the group's runs have different rank counts (compared on logical
      * tensors instead), and which of the ranks looked at hold restored state blocks (record_frames kind 4, under
      * the partial index record_frames_state: checked against the twins before their steps). */
@@ -288,7 +292,7 @@ static int parse_ids(const char *s, char ids[][40], int cap)
  * database error. */
 static int check_restores(const char *group, int rank, double commit_s)
 {
-    int locked = cmp_txn_begin(group, rank);
+    int locked = cmp_txn_begin(group, rank, 0);
     if (locked <= 0)
         return locked;
     char rk[16], err[512];
@@ -322,7 +326,7 @@ static int check_restores(const char *group, int rank, double commit_s)
  * commit, and the group is queued again when more steps are left. Returns as check_restores. */
 static int check_logical(const char *group, int rank, double commit_s)
 {
-    int locked = cmp_txn_begin(group, rank);
+    int locked = cmp_txn_begin(group, rank, 0);
     if (locked <= 0)
         return locked;
     cmp_found found;
@@ -390,11 +394,13 @@ static int found_run(const found_item *f)
 
 /* look_group - the first look at `n` ranks of `group` in one round trip a chunk; then each rank with a differing
  * step compared on its own: here when `share` is 0, else handed to the comparison threads (a burst of them is
- * compared side by side). Returns 1 when some divergence was stored here, 0 when none, -1 on a database error
- * (the ranks not compared are queued again). */
-static int look_group(const char *group, const int *ranks, size_t n, double commit_s, int share, found_item ***out,
-                      size_t *n_out)
+ * compared side by side). With `wait` (one rank a reply waits for: cmp_check) the look waits for the rank's lock where
+ * it would skip the rank while another look or memory's marks hold it (lockstep_cmp_rank_wait). Returns 1 when some
+ * divergence was stored here, 0 when none, -1 on a database error (the ranks not compared are queued again). */
+static int look_group(const char *group, const int *ranks, size_t n, double commit_s, int share, int wait,
+                      found_item ***out, size_t *n_out)
 {
+    wait &= n == 1;
     int any = 0;
     found_item **many = NULL; /* share: the differing ranks of this look, for the caller */
     size_t n_many = 0, n_dropped = 0;
@@ -426,8 +432,10 @@ static int look_group(const char *group, const int *ranks, size_t n, double comm
             len += (size_t)sprintf(arr + len, "%s%d", i ? "," : "", ranks[c + i]);
         arr[len++] = '}';
         arr[len] = 0;
-        const char *p[] = {group, arr, mr};
-        PGresult *r = db_exec("cmp_ranks", 3, p, err, sizeof(err));
+        char one[16];
+        snprintf(one, sizeof(one), "%d", ranks[c]);
+        const char *p[] = {group, wait ? one : arr, mr};
+        PGresult *r = db_exec(wait ? "cmp_rank_wait" : "cmp_ranks", 3, p, err, sizeof(err));
         free(arr);
         if (!r) {
             for (size_t i = c; i < n; i++)
@@ -464,6 +472,7 @@ static int look_group(const char *group, const int *ranks, size_t n, double comm
             f->step = strtoll(PQgetvalue(r, i, 6), NULL, 10);
             f->from = strtoll(PQgetvalue(r, i, 7), NULL, 10);
             f->waiting = PQgetvalue(r, i, 8)[0] == 't';
+            f->wait = wait;
             f->commit_s = commit_s;
             if (share) {
                 many = xrealloc(many, (n_many + 1) * sizeof(*many));
@@ -513,7 +522,7 @@ static void found_share(found_item **many, size_t n)
 
 int cmp_check(const char *group, int rank, double commit_s)
 {
-    return look_group(group, &rank, 1, commit_s, 0, NULL, NULL);
+    return look_group(group, &rank, 1, commit_s, 0, 1, NULL, NULL);
 }
 
 /* end_quiet - whether the comparison's memory vouches for the end of run `run_key` on `rank` (cmp_mem_end_quiet),
@@ -732,8 +741,8 @@ static void cmp_loop(worker *w)
         found_item **many = NULL;
         size_t n_many = 0;
         /* another instance took the group's lease since its ranks were queued: its own notices and sweep cover them */
-        int failed =
-            g && !worker_stopping(w) && lease_mine(name) && look_group(name, ranks, n, commit_s, 1, &many, &n_many) < 0;
+        int failed = g && !worker_stopping(w) && lease_mine(name) &&
+                     look_group(name, ranks, n, commit_s, 1, 0, &many, &n_many) < 0;
         free(ranks);
         worker_lock(w);
         if (g)

@@ -36,6 +36,10 @@ void cmp_step_register(void)
      * need not wait for the disk: what it writes is recomputed after a crash. */
     db_register("cmp_lock", "SELECT pg_try_advisory_xact_lock(lockstep_check_key($1, $2::int)), "
                             "set_config('synchronous_commit', 'off', true)");
+    /* The same, waiting for it (5 s at most), for a comparison a reply waits for */
+    db_register("cmp_lock_wait", "SELECT true, set_config('synchronous_commit', 'off', true), "
+                                 "set_config('lock_timeout', '5s', true) "
+                                 "FROM (SELECT pg_advisory_xact_lock(lockstep_check_key($1, $2::int))) l");
     /* What the last check of this rank compared (row 0 of a full join: either side may be missing), and the
      * divergence it keeps. */
     db_register("cmp_checked", "SELECT c.checked_upto, c.members::text, c.rank IS NOT NULL, d.step, d.kind "
@@ -245,14 +249,14 @@ void cmp_key_array(cmp_group *g)
         snprintf(g->keyarr + len, sizeof(g->keyarr) - len, "}");
 }
 
-int cmp_txn_begin(const char *group, int rank)
+int cmp_txn_begin(const char *group, int rank, int wait)
 {
     char rk[16], err[512];
     snprintf(rk, sizeof(rk), "%d", rank);
     const char *p[] = {group, rk};
     if (db_begin(err, sizeof(err)) < 0)
         return -1;
-    PGresult *r = db_exec("cmp_lock", 2, p, err, sizeof(err));
+    PGresult *r = db_exec_once(wait ? "cmp_lock_wait" : "cmp_lock", 2, p, err, sizeof(err));
     if (!r) {
         db_rollback();
         return -1;
@@ -576,7 +580,7 @@ static int rank_locked(const found_item *it, cmp_found *out, int *again)
 int cmp_found_run(const found_item *f, int *again)
 {
     *again = 0;
-    int locked = cmp_txn_begin(f->group, f->rank);
+    int locked = cmp_txn_begin(f->group, f->rank, f->wait);
     if (locked <= 0) {
         *again = locked < 0;
         return locked; /* 0: a batch or an end of the rank is committing; it asks again */

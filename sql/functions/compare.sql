@@ -291,6 +291,21 @@ BEGIN
     SELECT ok.rk, 2::smallint FROM ok WHERE NOT ok.counted;
 END $$;
 
+-- lockstep_cmp_rank_wait - lockstep_cmp_ranks for one rank whose comparison a reply waits for (a rank's end, whose
+-- reply asks for the held records of a differing step it completes), waiting for the rank's lock where the look
+-- skips a rank whose lock another look or memory's marks hold: skipped, the end's reply asked for nothing and the
+-- agent exited with the records (test_held's test_last_step_asked_at_end, on a loaded machine). The wait is bounded
+-- (lock_timeout, this transaction only): past it the statement fails, and the rank is looked at again shortly.
+CREATE OR REPLACE FUNCTION lockstep_cmp_rank_wait(g text, rk int, max_runs int)
+RETURNS TABLE (r_rank int, keys bigint[], ids text[], hi bigint, upto bigint, newest bigint, step bigint,
+               from_step bigint, waiting boolean)
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('lock_timeout', '5s', true);
+    PERFORM pg_advisory_xact_lock(lockstep_check_key(g, rk));
+    RETURN QUERY SELECT * FROM lockstep_cmp_ranks(g, ARRAY[rk], max_runs);
+END $$;
+
 -- lockstep_shown_at - when step `st` of rank `rk` became comparable across the runs `keys`: per run, the commit of
 -- its first batch past the step (or its rank's end), the latest of them; NULL when some run has neither on record.
 -- The detection latency counts from here: the commit of the batch that showed the divergence. With
