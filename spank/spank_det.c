@@ -74,7 +74,8 @@ static const det_rule rules[] = {
      NULL,
      CHECK_POS_INT,
      {0},
-     "OpenMP reductions depend on the thread count; unset it (lockstep pins it to the step's CPUs per task) "
+     "OpenMP reductions depend on the thread count; unset it (lockstep pins it to the CPUs per task the job asked for, "
+     "1 by default) "
      "or set one positive number"},
     {"OMPI_MCA_coll_tuned_use_dynamic_rules",
      "1",

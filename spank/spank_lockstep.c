@@ -195,8 +195,14 @@ static int job_facts(spank_t sp, lsp_job_facts *f)
         f->ntasks = ntasks;
     if (spank_get_item(sp, S_JOB_NODEID, &nodeid) == ESPANK_SUCCESS)
         f->node_id = nodeid;
+    /* The CPUs a task asked for (-c, --cpus-per-task: SLURM_CPUS_PER_TASK in its environment), 1 when it asked for
+     * none; det pins OMP_NUM_THREADS to it (spank_det.c). Not S_STEP_CPUS_PER_TASK alone: for a step that asked for
+     * none, srun inside a batch job derives it from how the job's CPUs fell on its nodes (3 for tasks placed 3,1, 1
+     * for 1,3), so two submissions of one job were pinned differently, and their twins differed by it. */
     f->cpus_per_task = 1;
-    if (spank_get_item(sp, S_STEP_CPUS_PER_TASK, &cpt) == ESPANK_SUCCESS && cpt > 0)
+    char want_cpt[16];
+    if (spank_getenv(sp, "SLURM_CPUS_PER_TASK", want_cpt, sizeof(want_cpt)) == ESPANK_SUCCESS &&
+        spank_get_item(sp, S_STEP_CPUS_PER_TASK, &cpt) == ESPANK_SUCCESS && cpt > 0)
         f->cpus_per_task = cpt;
     if (spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS) {
         struct passwd pw, *res = NULL;

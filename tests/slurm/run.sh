@@ -324,6 +324,25 @@ EOF
     grep -q 'inner=1' "$tmp/batch.out" && ! grep -q 'does nothing' "$tmp/batch.out" # the sruns inside got --lockstep
 }
 
+# sbatch places 3 tasks on 2 nodes unevenly (2,1 or 1,2), and srun inside it derives the step's CPUs per task from
+# that placement; det pins OMP_NUM_THREADS to what the tasks asked for (none: 1), so two submissions agree
+t_det_threads_as_asked() {
+  cat >"$tmp/batch.sh" <<EOF
+#!/bin/bash
+srun bash -c 'env >$tmp/benv.\$SLURM_PROCID'
+EOF
+  rm -f "$tmp"/benv.*
+  local exp="ALL" jid r
+  [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload"
+  jid=$(sbatch --parsable --export="$exp" -N2 -n3 --lockstep=det -o "$tmp/batch.out" "$tmp/batch.sh") || return 1
+  for _ in $(seq 1 150); do [ -n "$(squeue -h -j "$jid" 2>/dev/null)" ] || break; sleep 0.1; done
+  cp "$tmp/batch.out" "$tmp/out"
+  for r in 0 1 2; do
+    grep -q '^OMP_NUM_THREADS=1$' "$tmp/benv.$r" ||
+      { echo "rank $r: $(grep '^OMP_NUM_THREADS=' "$tmp/benv.$r" 2>&1), wanted 1" >>"$tmp/err"; return 1; }
+  done
+}
+
 t_salloc_carries() {
   local exp="ALL"
   [ -n "$user_preload" ] && exp="ALL,LD_PRELOAD=$user_preload"
@@ -684,6 +703,7 @@ check "each job gets the HMAC token of its own id" t_token_per_job
 check "the user's LD_PRELOAD entries are kept" t_user_preload_kept
 check "det keeps user values that are deterministic" t_user_values_kept
 check "det pins OMP_NUM_THREADS to cpus-per-task" t_det_cpus_per_task
+check "det pins OMP_NUM_THREADS to what the tasks asked for, not to how sbatch placed them" t_det_threads_as_asked
 check "det refuses NCCL_ALGO=Tree with the variable and fix" t_det_conflict
 check "det names every conflicting variable" t_det_conflicts_all_named
 check "fp records the conflict in LOCKSTEP_CONFLICTS" t_fp_records
