@@ -522,6 +522,7 @@ static void case_remote_det(void)
     env_put("SLURM_STEP_NODELIST=n[1-2]");
     env_put("SLURM_JOB_PARTITION=gpu");
     env_put("LOCKSTEP_RUN_ID=someone-elses-run");
+    env_put("SLURM_CPUS_PER_TASK=2"); /* the job asked for 2 (-c 2), as Slurm's step says (F.cpt) */
     user_gives("lockstep", "det");
     user_gives("lockstep-twin", "g1");
     user_gives("lockstep-trace", "metrics");
@@ -540,7 +541,7 @@ static void case_remote_det(void)
     CHECK(!strcmp(env_get("LOCKSTEP_PARTITION"), "gpu"));
     CHECK(!strcmp(env_get("LOCKSTEP_SERVER"), "http://127.0.0.1:1"));
     CHECK(!strcmp(env_get("NCCL_ALGO"), "Ring"));
-    CHECK(!strcmp(env_get("OMP_NUM_THREADS"), "2")); /* cpus per task */
+    CHECK(!strcmp(env_get("OMP_NUM_THREADS"), "2")); /* the cpus per task asked for */
     CHECK(!strcmp(env_get("NCCL_GRAPH_DUMP_FILE"), "/tmp/nccl-graph.77.0.xml"));
     CHECK(env_get("LOCKSTEP_CONFLICTS") == NULL);
     CHECK(env_get("LOCKSTEP_RUN_ID") == NULL); /* lockstepd is down */
@@ -647,6 +648,19 @@ static void case_remote_attest_again(void)
     CHECK(!strstr(second + 1, "POST /api/v1/attest"));
     pthread_mutex_unlock(&H.lock);
     CHECK(slurm_spank_exit(sp, 0, NULL) == 0);
+}
+
+/* A step that asked for no CPUs per task, whose srun derived 3 from how the job's CPUs fell on its nodes (sbatch
+ * -n 4 -N 2 placed 3,1): det pins OMP_NUM_THREADS to 1, as for the same job placed 1,3. */
+static void case_remote_det_derived_cpus(void)
+{
+    fake_reset(S_CTX_REMOTE);
+    F.cpt = 3;
+    args_base();
+    user_gives("lockstep", "det");
+    CHECK(init_and_options(n_remote_args, remote_args) == 0);
+    CHECK(slurm_spank_init_post_opt(sp, n_remote_args, remote_args) == 0);
+    CHECK(!strcmp(env_get("OMP_NUM_THREADS"), "1"));
 }
 
 static void case_remote_det_conflict(void)
@@ -1093,6 +1107,11 @@ static void test_remote_det(void **s)
     (void)s;
     in_child(case_remote_det);
 }
+static void test_remote_det_derived_cpus(void **s)
+{
+    (void)s;
+    in_child(case_remote_det_derived_cpus);
+}
 static void test_remote_det_conflict(void **s)
 {
     (void)s;
@@ -1220,6 +1239,7 @@ int main(void)
         cmocka_unit_test(test_slurmd),
         cmocka_unit_test(test_job_script),
         cmocka_unit_test(test_remote_det),
+        cmocka_unit_test(test_remote_det_derived_cpus),
         cmocka_unit_test(test_remote_det_conflict),
         cmocka_unit_test(test_remote_attests),
         cmocka_unit_test(test_remote_attests_first),
