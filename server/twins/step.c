@@ -36,10 +36,11 @@ void cmp_step_register(void)
      * need not wait for the disk: what it writes is recomputed after a crash. */
     db_register("cmp_lock", "SELECT pg_try_advisory_xact_lock(lockstep_check_key($1, $2::int)), "
                             "set_config('synchronous_commit', 'off', true)");
-    /* The same, waiting for it (5 s at most), for a comparison a reply waits for */
-    db_register("cmp_lock_wait", "SELECT true, set_config('synchronous_commit', 'off', true), "
-                                 "set_config('lock_timeout', '5s', true) "
-                                 "FROM (SELECT pg_advisory_xact_lock(lockstep_check_key($1, $2::int))) l");
+    /* The same, waiting for it (5 s at most), for a comparison a reply waits for: the timeout is set first (the
+     * lock's subquery depends on it, so it runs after) */
+    db_register("cmp_lock_wait", "SELECT true, set_config('synchronous_commit', 'off', true) "
+                                 "FROM set_config('lock_timeout', '5s', true) t(v), LATERAL (SELECT "
+                                 "pg_advisory_xact_lock(lockstep_check_key($1, $2::int)) WHERE t.v IS NOT NULL) l");
     /* What the last check of this rank compared (row 0 of a full join: either side may be missing), and the
      * divergence it keeps. */
     db_register("cmp_checked", "SELECT c.checked_upto, c.members::text, c.rank IS NOT NULL, d.step, d.kind "
@@ -261,7 +262,7 @@ int cmp_txn_begin(const char *group, int rank, int wait)
         db_rollback();
         return -1;
     }
-    int locked = PQgetvalue(r, 0, 0)[0] == 't';
+    int locked = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
     PQclear(r);
     if (!locked) /* a batch or an end of this rank is committing: it asks again when it has */
         db_rollback();
