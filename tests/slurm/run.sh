@@ -329,7 +329,7 @@ EOF
 t_det_threads_as_asked() {
   cat >"$tmp/batch.sh" <<EOF
 #!/bin/bash
-srun bash -c 'env >$tmp/benv.\$SLURM_PROCID'
+srun --output=$tmp/benv.%t env
 EOF
   rm -f "$tmp"/benv.*
   local exp="ALL" jid r
