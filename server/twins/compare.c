@@ -89,13 +89,13 @@ void cmp_register(void)
      * their step divergence dropped) in the statement's own transaction, under their locks; the others come back.
      * Its commit does not wait for the disk, as the comparison's own do not (step.c): a mark lost in a crash is
      * compared again at the next start (cmp_backlog). */
-    db_register("cmp_ranks", "SELECT r_rank, keys, ids, hi, upto, newest, step, from_step, waiting "
-                             "FROM set_config('synchronous_commit', 'off', true), "
-                             "lockstep_cmp_ranks($1, $2::int[], $3)");
+#define CMP_RANKS_FROM                                                                                                 \
+    "SELECT r_rank, keys, ids, hi, upto, newest, step, from_step, waiting "                                            \
+    "FROM set_config('synchronous_commit', 'off', true), "
+    db_register("cmp_ranks", CMP_RANKS_FROM "lockstep_cmp_ranks($1, $2::int[], $3)");
     /* The same for one rank a reply waits for (cmp_check), its lock waited for rather than skipped when busy */
-    db_register("cmp_rank_wait", "SELECT r_rank, keys, ids, hi, upto, newest, step, from_step, waiting "
-                                 "FROM set_config('synchronous_commit', 'off', true), "
-                                 "lockstep_cmp_rank_wait($1, $2::int, $3)");
+    db_register("cmp_rank_wait", CMP_RANKS_FROM "lockstep_cmp_rank_wait($1, $2::int, $3)");
+#undef CMP_RANKS_FROM
     /* Before a look (one round trip): whether the group's runs have different rank counts (compared on logical
      * tensors instead), and which of the ranks looked at hold restored state blocks (record_frames kind 4, under
      * the partial index record_frames_state: checked against the twins before their steps). */
