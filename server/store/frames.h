@@ -42,8 +42,8 @@
 #define FRAMES_BLOCK_SHIFT 5
 
 /* FRAMES_SPANNING(x) - the SQL condition on record_frames of the segments that start before step `x` (an SQL
- * expression: a parameter) and span it. Only series points span (kind 1): the series' partial index finds them among
- * the block's (migrations/031_spans_by_series.sql). */
+ * expression: a parameter) and span it. Only series points span (kind 1): the rank's index, whose last column is the
+ * kind, finds them among the block's (migrations/034_frames_one_rank_index.sql). */
 #define FRAMES_SPANNING(x)                                                                                             \
     "kind = 1 AND step_last IS NOT NULL AND step >= lockstep_block_first(" x ") AND step < " x " AND step_last >= " x
 

@@ -3,7 +3,8 @@
  * (sql/functions/write.sql): a step's parts from several batches, or several batches of one statement, read as one
  * row with the sums the upsert they replaced wrote; a batch that crosses a block makes two packs; a replay makes
  * none. And the segments of series points that span the steps of a block (030_series_spans.sql): lockstepd's block
- * is the SQL's, and its reads find them. On a real PostgreSQL with lockstepd's schema. */
+ * is the SQL's, and its reads find them; and the one rank-major index of the frames (034) serves a series read. On a
+ * real PostgreSQL with lockstepd's schema. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -161,12 +162,60 @@ static void test_series_spans(void **state)
     }
 }
 
+/* test_one_rank_index - record_frames has one rank-major index, its last column the kind (migration 034): a series read
+ * (a rank, a step range, kind 1) checks the kind on the index's entries, not on the rows it fetched, so a rank that
+ * also streams records reads only its points' rows. */
+static void test_one_rank_index(void **state)
+{
+    (void)state;
+    char v[1024];
+    assert_string_equal(sqlt_value(sqlt_c,
+                                   "SELECT string_agg(indexname, ' ' ORDER BY indexname) FROM pg_indexes "
+                                   "WHERE schemaname = 'public' AND tablename = 'record_frames'",
+                                   0, NULL, v, sizeof(v)),
+                        "record_frames_ext record_frames_rank record_frames_state");
+    char key[32];
+    sqlt_new_run("rank-index", key, sizeof(key));
+    const char *p[] = {key};
+    /* 20 ranks of 100 steps, each step a segment of records and one of series points */
+    sqlt_do(sqlt_c,
+            "INSERT INTO record_frames (run_key, rank, step, seq_lo, n, kind, frames) SELECT $1, r, s, 2 * s + k, 1, "
+            "k, '\\x00' FROM generate_series(0, 19) r, generate_series(0, 99) s, generate_series(0, 1) k",
+            1, p);
+    sqlt_do(sqlt_c, "ANALYZE record_frames", 0, NULL);
+    sqlt_do(sqlt_c, "SET enable_seqscan = off", 0, NULL);
+    sqlt_do(sqlt_c, "SET enable_bitmapscan = off", 0, NULL);
+    PGresult *r = sqlt_exec(sqlt_c,
+                            "EXPLAIN SELECT frames FROM record_frames WHERE run_key = $1 AND rank = 3 AND kind = 1 "
+                            "AND step >= 10 AND step <= 20",
+                            1, p);
+    int conds = 0, filtered = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const char *line = PQgetvalue(r, i, 0);
+        if (strstr(line, "Index Cond:") && strstr(line, "(kind = 1)"))
+            conds++;
+        if (strstr(line, "Filter:"))
+            filtered++;
+    }
+    PQclear(r);
+    sqlt_do(sqlt_c, "RESET enable_seqscan", 0, NULL);
+    sqlt_do(sqlt_c, "RESET enable_bitmapscan", 0, NULL);
+    assert_true(conds > 0);
+    assert_int_equal(filtered, 0);
+    assert_string_equal(sqlt_value(sqlt_c,
+                                   "SELECT count(*) || ' ' || string_agg(DISTINCT step::text, ',') FROM record_frames "
+                                   "WHERE run_key = $1 AND rank = 3 AND kind = 1 AND step >= 10 AND step <= 12",
+                                   1, p, v, sizeof(v)),
+                        "3 10,11,12");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parts_add_up),
         cmocka_unit_test(test_one_statement),
         cmocka_unit_test(test_series_spans),
+        cmocka_unit_test(test_one_rank_index),
     };
     return cmocka_run_group_tests(tests, sqlt_setup, sqlt_teardown);
 }
