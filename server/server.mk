@@ -15,8 +15,9 @@ EXTRA_CFLAGS_server = $(call pc_cflags,$(SERVER_PKGS)) -I$(shell pg_config --inc
 SERVER_LIBS = $(call pc_libs,$(SERVER_PKGS)) -lpthread -lm
 
 # The schema compiled into lockstepd; gen-migrations.sh refuses a migration that defines a function and a function
-# defined twice (sql/README.md).
-$(B)/server/migrations.c: $(MIGRATIONS) $(SQL_FUNCTIONS) server/store/gen-migrations.sh
+# defined twice (sql/README.md). The folders are prerequisites too: a file removed or renamed leaves no newer file,
+# but changes its folder's time.
+$(B)/server/migrations.c: $(MIGRATIONS) $(SQL_FUNCTIONS) sql/migrations sql/functions server/store/gen-migrations.sh
 	@mkdir -p $(@D)
 	server/store/gen-migrations.sh $(MIGRATIONS) -- $(SQL_FUNCTIONS) > $@.tmp
 	mv $@.tmp $@
